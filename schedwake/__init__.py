@@ -1,0 +1,19 @@
+"""schedwake: find Linux scheduler wake-up pathologies in kernel traces.
+
+Public API::
+
+    import schedwake
+    trace = schedwake.load("trace.dat")          # Trace
+    trace.table("sched_waking")                   # pyarrow.Table
+    trace.df("sched_switch")                      # pandas.DataFrame
+    trace.meta                                    # cpus, clock, lost events, ...
+
+Every function raises :class:`TraceError` (one line naming the file and the problem)
+for input it cannot use.
+"""
+
+from .errors import TraceError
+from .trace import Trace, load
+
+__version__ = "0.1.0"
+__all__ = ["load", "Trace", "TraceError", "__version__"]

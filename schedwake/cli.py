@@ -1,0 +1,118 @@
+"""Command line: a thin click layer over the Python API.
+
+Every command parses its arguments, calls the API and prints. Input the API
+rejects (``TraceError``) becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from . import TraceError, load
+from .ingest import FORMATS
+from .report import info as info_report
+
+
+@contextmanager
+def _progress(label: str):
+    """A progress bar on a terminal for work that takes more than a moment."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=1000, label=label, file=sys.stderr,
+                           show_eta=True, show_percent=True) as bar:
+        state = {"done": 0}
+
+        def update(fraction: float) -> None:
+            step = int(max(0.0, min(1.0, fraction)) * 1000)
+            if step > state["done"]:
+                bar.update(step - state["done"])
+                state["done"] = step
+
+        yield update
+        update(1.0)
+
+
+def _load(path: str, events=None, input_format: str | None = None):
+    with _progress(f"reading {Path(path).name}") as progress:
+        return load(path, events=events, input_format=input_format, progress=progress)
+
+
+input_format_option = click.option(
+    "--input-format", type=click.Choice(FORMATS), default=None,
+    help="Skip format sniffing and read the file as this format.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="schedwake")
+def cli():
+    """Find scheduler wake-up pathologies in kernel traces."""
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@input_format_option
+def info(trace, fmt, input_format):
+    """Per-event counts, CPUs, duration, clock and lost events of TRACE."""
+    t = _load(trace, events=[], input_format=input_format)
+    summary = info_report.summary(t)
+    if fmt == "json":
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(info_report.text(summary), nl=False)
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(dir_okay=True))
+@click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False),
+              help="Directory for one Parquet file per event plus metadata.json.")
+@click.option("--events", default=None,
+              help="Comma-separated event names to convert (default: all).")
+@input_format_option
+def convert(trace, outdir, events, input_format):
+    """Write TRACE's event tables as Parquet files (one per event) in a directory."""
+    from .report.parquet import write_parquet
+
+    names = [e.strip() for e in events.split(",") if e.strip()] if events else None
+    t = _load(trace, events=names, input_format=input_format)
+    written = write_parquet(t, Path(outdir))
+    click.echo(f"wrote {len(written)} tables to {outdir}")
+
+
+def main(argv=None):
+    """Entry point of the ``schedwake`` console script."""
+    try:
+        cli.main(args=argv, prog_name="schedwake", standalone_mode=False)
+    except TraceError as exc:
+        click.echo(f"schedwake: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("schedwake: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("schedwake: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(f"schedwake: {exc.filename or ''}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+    except MemoryError:
+        click.echo("schedwake: out of memory", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

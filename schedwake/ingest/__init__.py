@@ -1,0 +1,88 @@
+"""Ingest: turn a trace file of any supported format into the canonical tables.
+
+:func:`read` sniffs the format (or takes ``input_format``) and hands the file to one
+reader module; every reader returns a :class:`RawTrace` whose tables follow
+:mod:`schedwake.schema`. Nothing here knows about the model or the detectors.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+from ..errors import TraceError
+from ..schema import LOST_EVENTS_SCHEMA
+
+#: Progress callback: called with the fraction of the file done (0.0 to 1.0).
+Progress = Callable[[float], None]
+
+TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
+
+#: Names accepted by ``input_format`` / ``--input-format``.
+FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data")
+
+
+@dataclass
+class RawTrace:
+    """What a reader returns: event tables by name, lost-event rows, metadata."""
+
+    tables: dict[str, pa.Table]
+    meta: dict
+    lost: pa.Table = field(default_factory=LOST_EVENTS_SCHEMA.empty_table)
+
+
+def check_path(path) -> Path:
+    """The path as a Path, or a TraceError that says why it cannot be read."""
+    p = Path(path)
+    if not p.exists():
+        raise TraceError(p, "no such file")
+    if p.is_dir():
+        raise TraceError(p, "is a directory, not a trace file")
+    if not os.access(p, os.R_OK):
+        raise TraceError(p, "permission denied")
+    if p.stat().st_size == 0:
+        raise TraceError(p, "empty file")
+    return p
+
+
+def sniff(path: Path) -> str:
+    """The format of ``path``, from its first bytes."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if head.startswith(TRACE_DAT_MAGIC[:3]) or TRACE_DAT_MAGIC.startswith(head):
+        return "trace.dat"  # a cut-off magic is a truncated trace.dat, said so by its reader
+    if head.startswith(b"PERFILE2"):
+        return "perf.data"
+    from . import text  # the text readers sniff their own variants (also compressed)
+
+    fmt = text.sniff(path)
+    if fmt is None:
+        raise TraceError(path, "not a trace: neither trace.dat, ftrace text, "
+                               "trace-cmd report text nor perf script text")
+    return fmt
+
+
+def read(path, events=None, input_format: str | None = None,
+         progress: Progress | None = None) -> RawTrace:
+    """Read ``path`` into canonical tables.
+
+    ``events``: event names to read (``"sched_waking"`` or ``"sched:sched_waking"``);
+    None reads every event. Counts of all events are in ``meta["event_counts"]``
+    either way. Raises :class:`TraceError` for anything that is not a usable trace.
+    """
+    p = check_path(path)
+    fmt = input_format or sniff(p)
+    if fmt not in FORMATS:
+        raise TraceError(p, f"unknown input format {fmt!r} (known: {', '.join(FORMATS)})")
+    wanted = None if events is None else [e.split(":")[-1] for e in events]
+    if fmt == "trace.dat":
+        from . import tracedat
+
+        return tracedat.read(p, wanted, progress)
+    from . import text
+
+    return text.read(p, fmt, wanted, progress)

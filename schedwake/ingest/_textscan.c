@@ -1,0 +1,1151 @@
+/*
+ * _textscan: bulk tokenizer for kernel trace text (raw ftrace text, trace-cmd
+ * report text, perf script text).
+ *
+ * The Python side (schedwake/ingest/text.py) feeds chunks of complete lines to a
+ * Scanner; the scanner parses every line's prefix (comm, pid, cpu, latency flags,
+ * timestamp, event name) and matches the event's argument text against small
+ * "layout" patterns compiled by Python (literals and typed captures), appending
+ * the values to per-event column buffers.  Column buffers are bytearrays, handed
+ * to NumPy/Arrow without a copy by finish().
+ *
+ * Nothing here knows which events exist: layouts come from Python, and events
+ * without a layout keep their raw argument string.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+
+enum { MODE_FTRACE = 0, MODE_REPORT = 1, MODE_PERF = 2 };
+enum { K_LIT = 0, K_INT = 1, K_HEX = 2, K_STR = 3, K_SYM = 4, K_STATE = 5 };
+
+#define MAX_ITEMS 48
+#define MAX_SLOTS 32
+#define MAX_UNPARSED_KEEP 10
+#define MAX_CPUS 65536
+
+/* ------------------------------------------------------------------ columns */
+
+typedef struct {
+    PyObject *ba;      /* bytearray */
+    char *data;        /* its buffer (valid until the next resize) */
+    size_t n, cap, elem;
+} Col;
+
+static int col_init(Col *c, size_t elem)
+{
+    c->ba = PyByteArray_FromStringAndSize(NULL, 0);
+    if (!c->ba) return -1;
+    c->n = 0; c->cap = 0; c->elem = elem;
+    c->data = PyByteArray_AS_STRING(c->ba);
+    return 0;
+}
+
+static int col_grow(Col *c, size_t need)
+{
+    size_t cap = c->cap ? c->cap : 1024;
+    while (cap < need) cap *= 2;
+    if (PyByteArray_Resize(c->ba, (Py_ssize_t)(cap * c->elem)) < 0) return -1;
+    c->cap = cap;
+    c->data = PyByteArray_AS_STRING(c->ba);
+    return 0;
+}
+
+static inline char *col_ptr(Col *c) { return c->data; }
+
+#define COL_PUSH(c, T, v) do { \
+    if (__builtin_expect((c)->n >= (c)->cap, 0) && col_grow((c), (c)->n + 1) < 0) return -1; \
+    ((T *)col_ptr(c))[(c)->n++] = (v); } while (0)
+
+static int col_push_bytes(Col *c, const char *p, size_t len)
+{
+    if (c->n + len > c->cap && col_grow(c, c->n + len) < 0) return -1;
+    memcpy(col_ptr(c) + c->n, p, len);
+    c->n += len;
+    return 0;
+}
+
+static PyObject *col_finish(Col *c)
+{
+    /* trim to the used length and hand the bytearray over */
+    if (PyByteArray_Resize(c->ba, (Py_ssize_t)(c->n * c->elem)) < 0) return NULL;
+    c->cap = c->n;
+    c->data = PyByteArray_AS_STRING(c->ba);
+    Py_INCREF(c->ba);
+    return c->ba;
+}
+
+/* --------------------------------------------------------- string interning */
+
+typedef struct {
+    char *data; size_t dlen, dcap;     /* concatenated strings */
+    size_t *off; uint32_t *len;        /* per id */
+    size_t n, ncap;
+    int32_t *slots; size_t nslots;     /* open addressing; -1 = empty */
+    uint32_t *hashes;
+} Pool;
+
+static inline uint64_t rd64(const char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+static inline uint32_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        h = (h ^ rd64(p)) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8; n -= 8;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) v |= (uint64_t)(unsigned char)p[i] << (8 * i);
+    h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 29;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* equality of short byte strings without a libc call */
+static inline int eq_bytes(const char *a, const char *b, size_t n)
+{
+    while (n >= 8) { if (rd64(a) != rd64(b)) return 0; a += 8; b += 8; n -= 8; }
+    while (n--) if (*a++ != *b++) return 0;
+    return 1;
+}
+
+static int pool_init(Pool *pl)
+{
+    memset(pl, 0, sizeof(*pl));
+    pl->nslots = 1024;
+    pl->slots = malloc(pl->nslots * sizeof(int32_t));
+    if (!pl->slots) return -1;
+    memset(pl->slots, 0xff, pl->nslots * sizeof(int32_t));
+    return 0;
+}
+
+static void pool_free(Pool *pl)
+{
+    free(pl->data); free(pl->off); free(pl->len); free(pl->slots); free(pl->hashes);
+    memset(pl, 0, sizeof(*pl));
+}
+
+static int pool_rehash(Pool *pl)
+{
+    size_t ns = pl->nslots * 2;
+    int32_t *s = malloc(ns * sizeof(int32_t));
+    if (!s) return -1;
+    memset(s, 0xff, ns * sizeof(int32_t));
+    for (size_t i = 0; i < pl->n; i++) {
+        size_t k = pl->hashes[i] & (ns - 1);
+        while (s[k] >= 0) k = (k + 1) & (ns - 1);
+        s[k] = (int32_t)i;
+    }
+    free(pl->slots);
+    pl->slots = s; pl->nslots = ns;
+    return 0;
+}
+
+/* id of the string p[0:n], adding it if new; -1 on memory error */
+static int32_t pool_intern(Pool *pl, const char *p, size_t n)
+{
+    uint32_t h = hash_bytes(p, n);
+    size_t mask = pl->nslots - 1, k = h & mask;
+    for (;;) {
+        int32_t id = pl->slots[k];
+        if (id < 0) break;
+        if (pl->hashes[id] == h && pl->len[id] == n && eq_bytes(pl->data + pl->off[id], p, n))
+            return id;
+        k = (k + 1) & mask;
+    }
+    if (pl->n >= pl->ncap) {
+        size_t nc = pl->ncap ? pl->ncap * 2 : 1024;
+        size_t *o = realloc(pl->off, nc * sizeof(size_t));
+        if (!o) return -1;
+        pl->off = o;
+        uint32_t *l = realloc(pl->len, nc * sizeof(uint32_t));
+        if (!l) return -1;
+        pl->len = l;
+        uint32_t *hh = realloc(pl->hashes, nc * sizeof(uint32_t));
+        if (!hh) return -1;
+        pl->hashes = hh;
+        pl->ncap = nc;
+    }
+    if (pl->dlen + n > pl->dcap) {
+        size_t dc = pl->dcap ? pl->dcap : 65536;
+        while (dc < pl->dlen + n) dc *= 2;
+        char *d = realloc(pl->data, dc);
+        if (!d) return -1;
+        pl->data = d; pl->dcap = dc;
+    }
+    memcpy(pl->data + pl->dlen, p, n);
+    int32_t id = (int32_t)pl->n++;
+    pl->off[id] = pl->dlen; pl->len[id] = (uint32_t)n; pl->hashes[id] = h;
+    pl->dlen += n;
+    pl->slots[k] = id;
+    if (pl->n * 2 > pl->nslots && pool_rehash(pl) < 0) return -1;
+    return id;
+}
+
+/* ------------------------------------------------------------------ layouts */
+
+typedef struct {
+    int kind;
+    char *lit; size_t litlen;
+    int slot;
+} Item;
+
+typedef struct {
+    int nitems;
+    int allow_trailing;
+    Item items[MAX_ITEMS];
+} Variant;
+
+typedef struct {
+    int nslots;
+    int slot_kind[MAX_SLOTS];
+    int nvariants;
+    Variant *variants;
+} Layout;
+
+/* ------------------------------------------------------------------- events */
+
+typedef struct {
+    char *name;        /* table name (system stripped) */
+    char *system;      /* "" when the text does not say */
+    int64_t count;     /* every occurrence, read or not */
+    int wanted;
+    Layout *layout;    /* NULL: generic (raw args) */
+    int cols_ready;
+    Col ts, cpu, pid, comm, flags, pc, latv, variant;
+    Col vals[MAX_SLOTS];           /* created at the first row that sets the slot */
+    int64_t slot_start[MAX_SLOTS]; /* row of that creation; -1 = never set */
+    int64_t nrows;
+    Col args_off, args;            /* generic events, and bodies of known events */
+    Col chain_off, frames;         /* callchains: per-row frame start, frame string ids */
+    int64_t nframes;
+    int has_chain;
+} Event;
+
+typedef struct {
+    PyObject_HEAD
+    int mode, flagmode;
+    Pool strings;
+    Pool evnames;                  /* key: "system:name" as printed */
+    Event **events; size_t nevents, evcap;
+    int32_t *evmap; size_t evmapcap; /* evnames id -> events index */
+    PyObject *layouts;             /* dict name(bytes) -> Layout capsule */
+    PyObject *wanted;              /* set of bytes, or None */
+    /* state */
+    int64_t lineno, lines_events, lines_comment, lines_blank, lines_unparsed, lines_frames;
+    int64_t last_ts; int sorted; int64_t max_cpu; int64_t min_ts, max_ts;
+    int32_t last_ev; int64_t last_row;  /* for callchain frames */
+    PyObject *unparsed;            /* list of (lineno, text) */
+    Col lost_cpu, lost_count, lost_ts;
+    int64_t *pending_lost; size_t npending; /* indexes into lost rows without ts */
+    int any_lat;
+    int any_frames;
+    size_t strings_sent;           /* pool strings already handed out by finish() */
+} Scanner;
+
+/* ------------------------------------------------------------- flag tables */
+
+/* common_flags bits by character for the irqs-off, need-resched and hardirq/softirq
+ * columns; -1 = not a flag char. Table 0: kernel printer (trace_print_lat_fmt);
+ * table 1: libtraceevent (trace-cmd report). */
+static int16_t FT[2][3][256];
+
+static void init_flag_tables(void)
+{
+    for (int t = 0; t < 2; t++)
+        for (int c = 0; c < 3; c++) {
+            for (int i = 0; i < 256; i++) FT[t][c][i] = -1;
+            FT[t][c]['.'] = 0;
+        }
+    for (int t = 0; t < 2; t++) {
+        FT[t][0]['d'] = 0x01; FT[t][0]['D'] = 0x81; FT[t][0]['b'] = 0x80; FT[t][0]['X'] = 0x02;
+        FT[t][2]['h'] = 0x08; FT[t][2]['s'] = 0x10; FT[t][2]['H'] = 0x18;
+        FT[t][2]['z'] = 0x40; FT[t][2]['Z'] = 0x48;
+    }
+    /* kernel: need-resched column (6.13+ adds the lazy bit 0x02) */
+    FT[0][1]['N'] = 0x24; FT[0][1]['n'] = 0x04; FT[0][1]['p'] = 0x20;
+    FT[0][1]['B'] = 0x26; FT[0][1]['L'] = 0x22; FT[0][1]['b'] = 0x06; FT[0][1]['l'] = 0x02;
+    /* libtraceevent prints 'N' whenever NEED_RESCHED is set; it is almost always
+     * set together with PREEMPT_RESCHED (the kernel's 'N'), so decode it the same */
+    FT[1][1]['N'] = 0x24; FT[1][1]['n'] = 0x04; FT[1][1]['p'] = 0x20;
+    FT[1][1]['B'] = 0x26; FT[1][1]['L'] = 0x22; FT[1][1]['b'] = 0x06; FT[1][1]['l'] = 0x02;
+}
+
+static inline int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* decode a latency field of 4..6 chars; 0 on success */
+static int decode_lat(int table, const char *p, size_t n, uint8_t *flags, uint8_t *pc)
+{
+    if (n < 4 || n > 6) return -1;
+    int f = 0;
+    for (int i = 0; i < 3; i++) {
+        int v = FT[table][i][(unsigned char)p[i]];
+        if (v < 0) return -1;
+        f |= v;
+    }
+    int pcv = 0;
+    if (p[3] != '.') { int h = hexval((unsigned char)p[3]); if (h < 0) return -1; pcv = h; }
+    if (n >= 5 && p[4] != '.') {
+        int h = hexval((unsigned char)p[4]); if (h < 0) return -1; pcv |= h << 4;
+    }
+    if (n == 6) {   /* PREEMPT_RT lazy column or similar: accept hex or '.' */
+        if (p[5] != '.' && hexval((unsigned char)p[5]) < 0) return -1;
+    }
+    *flags = (uint8_t)f; *pc = (uint8_t)pcv;
+    return 0;
+}
+
+/* ------------------------------------------------------------- state letters */
+
+/* universal letter mask for prev_state text; Python maps masks to values */
+static const char STATE_LETTERS[] = "SDTtXZPIKWxNL";
+
+static int state_bit(int c)
+{
+    const char *q = strchr(STATE_LETTERS, c);
+    if (!q || !c) return -1;
+    return (int)(q - STATE_LETTERS);
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
+static inline int is_space(int c) { return c == ' ' || c == '\t'; }
+
+/* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter) */
+static int parse_ts(const char *p, const char *end, int64_t *out, const char **after)
+{
+    const char *q = p;
+    int64_t sec = 0;
+    if (q >= end || !is_digit(*q)) return -1;
+    while (q < end && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; }
+    if (q < end && *q == '.') {
+        q++;
+        int64_t frac = 0; int nd = 0;
+        while (q < end && is_digit(*q)) {
+            if (nd < 9) { frac = frac * 10 + (*q - '0'); }
+            nd++; q++;
+        }
+        if (nd == 0) return -1;
+        for (int i = nd; i < 9; i++) frac *= 10;
+        sec = sec * 1000000000LL + frac;
+    }
+    if (q >= end || *q != ':') return -1;
+    *out = sec; *after = q + 1;
+    return 0;
+}
+
+static int parse_int(const char *p, const char *end, int64_t *out, const char **after)
+{
+    const char *q = p; int neg = 0; uint64_t v = 0;
+    if (q < end && *q == '-') { neg = 1; q++; }
+    if (q >= end || !is_digit(*q)) return -1;
+    int nd = 0;
+    while (q < end && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; nd++; }
+    if (nd > 20) return -1;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    *after = q;
+    return 0;
+}
+
+static int parse_hex(const char *p, const char *end, int64_t *out, const char **after)
+{
+    const char *q = p; uint64_t v = 0; int nd = 0;
+    if (end - q >= 6 && memcmp(q, "(null)", 6) == 0) { *out = 0; *after = q + 6; return 0; }
+    if (end - q >= 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X')) q += 2;
+    while (q < end) { int h = hexval((unsigned char)*q); if (h < 0) break; v = (v << 4) | (uint64_t)h; q++; nd++; }
+    if (nd == 0 || nd > 16) return -1;
+    *out = (int64_t)v; *after = q;
+    return 0;
+}
+
+static const char *find_lit(const char *p, const char *end, const char *lit, size_t n)
+{
+    if (n == 0) return p;
+    while (end - p >= (ptrdiff_t)n) {
+        const char *q = memchr(p, lit[0], (size_t)(end - p) - n + 1);
+        if (!q) return NULL;
+        if (eq_bytes(q, lit, n)) return q;
+        p = q + 1;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ body matching */
+
+typedef struct {
+    int64_t val[MAX_SLOTS];
+    const char *sp[MAX_SLOTS]; size_t sl[MAX_SLOTS];
+    uint32_t set;  /* bit per slot */
+} Match;
+
+static int match_items(const Variant *v, int i, const char *p, const char *end, Match *m)
+{
+    for (; i < v->nitems; i++) {
+        const Item *it = &v->items[i];
+        switch (it->kind) {
+        case K_LIT:
+            if ((size_t)(end - p) < it->litlen || !eq_bytes(p, it->lit, it->litlen)) return 0;
+            p += it->litlen;
+            break;
+        case K_INT:
+            if (parse_int(p, end, &m->val[it->slot], &p) < 0) return 0;
+            m->set |= 1u << it->slot;
+            break;
+        case K_HEX:
+            if (parse_hex(p, end, &m->val[it->slot], &p) < 0) return 0;
+            m->set |= 1u << it->slot;
+            break;
+        case K_STATE: {
+            int64_t mask = 0; const char *q = p;
+            while (q < end && !is_space(*q)) {
+                int c = (unsigned char)*q;
+                if (c == 'R' || c == '|') { }
+                else if (c == '+') mask |= 1LL << 15;
+                else { int b = state_bit(c); if (b < 0) return 0; mask |= 1LL << b; }
+                q++;
+            }
+            if (q == p) return 0;
+            m->val[it->slot] = mask; m->set |= 1u << it->slot;
+            p = q;
+            break;
+        }
+        case K_STR:
+        case K_SYM: {
+            if (i + 1 == v->nitems) {
+                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
+                m->set |= 1u << it->slot;
+                p = end;
+                break;
+            }
+            const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
+            const char *q = p;
+            for (;;) {
+                const char *f = find_lit(q, end, nx->lit, nx->litlen);
+                if (!f) return 0;
+                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(f - p);
+                uint32_t saved = m->set;
+                m->set |= 1u << it->slot;
+                if (match_items(v, i + 1, f, end, m)) return 1;
+                m->set = saved;
+                q = f + 1;
+            }
+        }
+        default:
+            return 0;
+        }
+    }
+    if (p == end) return 1;
+    if (v->allow_trailing && is_space(*p)) return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------- event table */
+
+static int event_cols_init(Event *e)
+{
+    if (e->cols_ready) return 0;
+    if (col_init(&e->ts, 8) || col_init(&e->cpu, 4) || col_init(&e->pid, 4) ||
+        col_init(&e->comm, 4) || col_init(&e->flags, 1) || col_init(&e->pc, 1) ||
+        col_init(&e->latv, 1) || col_init(&e->variant, 1) || col_init(&e->args_off, 8) ||
+        col_init(&e->args, 1) || col_init(&e->chain_off, 8) || col_init(&e->frames, 4))
+        return -1;
+    for (int s = 0; s < MAX_SLOTS; s++) e->slot_start[s] = -1;
+    e->cols_ready = 1;
+    return 0;
+}
+
+static void event_free(Event *e)
+{
+    if (!e) return;
+    free(e->name); free(e->system);
+    if (e->cols_ready) {
+        Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
+                     &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames};
+        for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) Py_XDECREF(cs[i]->ba);
+        int ns = e->layout ? e->layout->nslots : 0;
+        for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_XDECREF(e->vals[s].ba);
+    }
+    free(e);
+}
+
+/* drop the columns handed out by finish(); the event keeps its name and count */
+static void event_reset(Event *e)
+{
+    if (!e->cols_ready) return;
+    Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
+                 &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames};
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) Py_CLEAR(cs[i]->ba);
+    int ns = e->layout ? e->layout->nslots : 0;
+    for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_CLEAR(e->vals[s].ba);
+    e->cols_ready = 0; e->nrows = 0; e->nframes = 0; e->has_chain = 0;
+}
+
+static void layout_capsule_free(PyObject *cap)
+{
+    Layout *l = PyCapsule_GetPointer(cap, "textscan.layout");
+    if (!l) return;
+    for (int i = 0; i < l->nvariants; i++)
+        for (int j = 0; j < l->variants[i].nitems; j++) free(l->variants[i].items[j].lit);
+    free(l->variants);
+    free(l);
+}
+
+/* find or create the event for the printed name p[0:n] */
+static int32_t scanner_event(Scanner *s, const char *p, size_t n)
+{
+    int32_t id = pool_intern(&s->evnames, p, n);
+    if (id < 0) { PyErr_NoMemory(); return -1; }
+    if ((size_t)id < s->evmapcap && s->evmap[id] >= 0) return s->evmap[id];
+    if ((size_t)id >= s->evmapcap) {
+        size_t nc = s->evmapcap ? s->evmapcap * 2 : 64;
+        while (nc <= (size_t)id) nc *= 2;
+        int32_t *m = realloc(s->evmap, nc * sizeof(int32_t));
+        if (!m) { PyErr_NoMemory(); return -1; }
+        for (size_t i = s->evmapcap; i < nc; i++) m[i] = -1;
+        s->evmap = m; s->evmapcap = nc;
+    }
+    Event *e = calloc(1, sizeof(Event));
+    if (!e) { PyErr_NoMemory(); return -1; }
+    /* "sys:name" (perf) -> system, name */
+    const char *colon = NULL;
+    for (size_t i = 0; i < n; i++) if (p[i] == ':') colon = p + i;
+    const char *nm = colon ? colon + 1 : p;
+    size_t nl = (size_t)(p + n - nm);
+    e->name = malloc(nl + 1); memcpy(e->name, nm, nl); e->name[nl] = 0;
+    size_t sl = colon ? (size_t)(colon - p) : 0;
+    e->system = malloc(sl + 1); memcpy(e->system, p, sl); e->system[sl] = 0;
+    PyObject *key = PyBytes_FromStringAndSize(e->name, (Py_ssize_t)nl);
+    if (!key) { event_free(e); return -1; }
+    PyObject *cap = PyDict_GetItem(s->layouts, key);   /* borrowed */
+    e->layout = cap ? PyCapsule_GetPointer(cap, "textscan.layout") : NULL;
+    if (s->wanted == Py_None) e->wanted = 1;
+    else {
+        int r = PySet_Contains(s->wanted, key);
+        if (r < 0) { Py_DECREF(key); event_free(e); return -1; }
+        e->wanted = r;
+    }
+    Py_DECREF(key);
+    if (s->nevents >= s->evcap) {
+        size_t nc = s->evcap ? s->evcap * 2 : 32;
+        Event **ev = realloc(s->events, nc * sizeof(Event *));
+        if (!ev) { event_free(e); PyErr_NoMemory(); return -1; }
+        s->events = ev; s->evcap = nc;
+    }
+    s->events[s->nevents] = e;
+    s->evmap[id] = (int32_t)s->nevents;
+    return (int32_t)s->nevents++;
+}
+
+/* --------------------------------------------------------------- line parse */
+
+typedef struct {
+    const char *comm; size_t commlen;
+    int64_t pid, cpu, ts;
+    int haslat; uint8_t flags, pc;
+    const char *ev; size_t evlen;
+    const char *body, *bend;
+} Prefix;
+
+/* "comm-pid" ending at e (exclusive); 0 on success */
+static int split_comm_pid(const char *b, const char *e, Prefix *px)
+{
+    const char *q = e;
+    while (q > b && is_digit(q[-1])) q--;
+    if (q == e || q == b || q[-1] != '-') return -1;
+    int64_t pid = 0;
+    for (const char *r = q; r < e; r++) pid = pid * 10 + (*r - '0');
+    px->pid = pid;
+    px->comm = b; px->commlen = (size_t)(q - 1 - b);
+    return 0;
+}
+
+/* after the timestamp's ':' : optional --ts-diff "(+N)" / perf period, event name, body */
+static int parse_event_part(const char *p, const char *end, Prefix *px, int mode)
+{
+    while (p < end && is_space(*p)) p++;
+    if (p < end && *p == '(') {                /* trace-cmd --ts-diff */
+        const char *q = memchr(p, ')', (size_t)(end - p));
+        if (!q) return -1;
+        p = q + 1;
+        while (p < end && is_space(*p)) p++;
+    }
+    if (mode == MODE_PERF) {                   /* optional period */
+        const char *q = p;
+        while (q < end && is_digit(*q)) q++;
+        if (q > p && q < end && is_space(*q)) { p = q; while (p < end && is_space(*p)) p++; }
+    }
+    const char *ev = p;
+    while (p < end && !is_space(*p)) {
+        if (*p == ':' && (p + 1 == end || is_space(p[1]))) break;
+        p++;
+    }
+    if (p >= end || *p != ':' || p == ev) return -1;
+    px->ev = ev; px->evlen = (size_t)(p - ev);
+    p++;
+    while (p < end && is_space(*p)) p++;
+    px->body = p;
+    const char *be = end;
+    while (be > p && (is_space(be[-1]) || be[-1] == '\r')) be--;
+    px->bend = be;
+    return 0;
+}
+
+static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br, Prefix *px);
+static int parse_latency_layout(Scanner *s, const char *start, const char *end, Prefix *px);
+
+static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
+{
+    px->haslat = 0;
+    const char *p = b;
+    while (p < end && is_space(*p)) p++;
+    const char *start = p;
+    /* find the "[ddd]" CPU bracket, preceded by a space */
+    const char *br = NULL, *q = p;
+    while ((q = memchr(q, '[', (size_t)(end - q))) != NULL) {
+        const char *r = q + 1;
+        while (r < end && is_digit(*r)) r++;
+        if (r > q + 1 && r < end && *r == ']' && q > start && is_space(q[-1])) { br = q; break; }
+        q++;
+    }
+    if (br && parse_bracketed(s, start, end, br, px) == 0)
+        return 0;
+    px->haslat = 0;
+    return parse_latency_layout(s, start, end, px);
+}
+
+static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br, Prefix *px)
+{
+    const char *p;
+    {
+        int64_t cpu = 0; const char *r = br + 1;
+        while (is_digit(*r)) { cpu = cpu * 10 + (*r - '0'); r++; }
+        px->cpu = cpu;
+        const char *after = r + 1;
+        /* left side */
+        const char *le = br;
+        while (le > start && is_space(le[-1])) le--;
+        if (le > start && le[-1] == ')') {      /* (tgid) before the CPU */
+            const char *o = le - 1;
+            while (o > start && *o != '(') o--;
+            if (*o != '(') return -1;
+            le = o;
+            while (le > start && is_space(le[-1])) le--;
+        }
+        if (s->mode == MODE_PERF) {
+            const char *pe = le;
+            const char *ps = pe;
+            while (ps > start && (is_digit(ps[-1]) || ps[-1] == '/' || ps[-1] == '-')) ps--;
+            if (ps == pe) return -1;
+            /* pid or pid/tid: common_pid is the tid (the last number) */
+            const char *t = pe;
+            while (t > ps && is_digit(t[-1])) t--;
+            if (t == pe) return -1;
+            int64_t v = 0;
+            for (const char *x = t; x < pe; x++) v = v * 10 + (*x - '0');
+            if (t > ps && t[-1] == '-') v = -v;
+            px->pid = v;
+            const char *ce = ps;
+            while (ce > start && is_space(ce[-1])) ce--;
+            if (ce == ps && ps != start) return -1;
+            px->comm = start; px->commlen = (size_t)(ce - start);
+        } else {
+            if (split_comm_pid(start, le, px) < 0) return -1;
+        }
+        /* right side: optional (tgid), optional flags, timestamp */
+        p = after;
+        while (p < end && is_space(*p)) p++;
+        if (p < end && *p == '(') {
+            const char *c = memchr(p, ')', (size_t)(end - p));
+            if (!c) return -1;
+            p = c + 1;
+            while (p < end && is_space(*p)) p++;
+        }
+        const char *t = p;
+        while (t < end && !is_space(*t)) t++;
+        if (t > p && t[-1] != ':') {            /* latency flags */
+            if (decode_lat(s->flagmode, p, (size_t)(t - p), &px->flags, &px->pc) < 0) return -1;
+            px->haslat = 1;
+            p = t;
+            while (p < end && is_space(*p)) p++;
+        }
+        if (parse_ts(p, end, &px->ts, &p) < 0) return -1;
+        return parse_event_part(p, end, px, s->mode);
+    }
+}
+
+/* latency layout (trace-cmd report -l, ftrace latency-format):
+ * "comm-pid  <cpu><flags>  ts: event: body" */
+static int parse_latency_layout(Scanner *s, const char *start, const char *end, Prefix *px)
+{
+    const char *p;
+    {
+        /* find timestamp token: " digits[.digits]: " */
+        const char *t = start;
+        for (;;) {
+            t = memchr(t, ':', (size_t)(end - t));
+            if (!t) return -1;
+            if (t + 1 < end && !is_space(t[1])) { t++; continue; }
+            const char *d = t;
+            while (d > start && (is_digit(d[-1]) || d[-1] == '.')) d--;
+            if (d < t && d > start && is_space(d[-1]) && is_digit(*d)) {
+                /* token before: <cpu><flags> */
+                const char *fe = d;
+                while (fe > start && is_space(fe[-1])) fe--;
+                const char *fs = fe;
+                while (fs > start && !is_space(fs[-1])) fs--;
+                const char *c = fs; int64_t cpu = 0;
+                while (c < fe && is_digit(*c)) { cpu = cpu * 10 + (*c - '0'); c++; }
+                if (c == fs) return -1;
+                if (fe - c >= 4) {
+                    if (decode_lat(s->flagmode, c, (size_t)(fe - c), &px->flags, &px->pc) < 0) return -1;
+                    px->haslat = 1;
+                } else if (fe != c) return -1;
+                px->cpu = cpu;
+                const char *le = fs;
+                while (le > start && is_space(le[-1])) le--;
+                if (split_comm_pid(start, le, px) < 0) return -1;
+                if (parse_ts(d, end, &px->ts, &p) < 0) return -1;
+                return parse_event_part(p, end, px, s->mode);
+            }
+            t++;
+        }
+    }
+}
+
+/* "CPU:N [LOST M EVENTS]", "CPU:N [M EVENTS DROPPED]", "CPU:N [EVENTS DROPPED]" */
+static int parse_lost(const char *p, const char *end, int64_t *cpu, int64_t *count)
+{
+    if (end - p < 5 || memcmp(p, "CPU:", 4) != 0) return -1;
+    p += 4;
+    if (parse_int(p, end, cpu, &p) < 0) return -1;
+    while (p < end && is_space(*p)) p++;
+    if (p >= end || *p != '[') return -1;
+    p++;
+    if (end - p >= 5 && memcmp(p, "LOST ", 5) == 0) {
+        p += 5;
+        if (parse_int(p, end, count, &p) < 0) return -1;
+        return 0;
+    }
+    if (end - p >= 14 && memcmp(p, "EVENTS DROPPED", 14) == 0) { *count = -1; return 0; }
+    if (parse_int(p, end, count, &p) < 0) return -1;
+    if (end - p >= 15 && memcmp(p, " EVENTS DROPPED", 15) == 0) return 0;
+    return -1;
+}
+
+static int note_unparsed(Scanner *s, const char *b, const char *e)
+{
+    s->lines_unparsed++;
+    if (PyList_GET_SIZE(s->unparsed) < MAX_UNPARSED_KEEP) {
+        if (e - b > 300) e = b + 300;
+        PyObject *t = Py_BuildValue("(Ls#)", (long long)s->lineno, b, (Py_ssize_t)(e - b));
+        if (!t) {   /* undecodable bytes */
+            PyErr_Clear();
+            t = Py_BuildValue("(Ly#)", (long long)s->lineno, b, (Py_ssize_t)(e - b));
+            if (!t) return -1;
+        }
+        int r = PyList_Append(s->unparsed, t);
+        Py_DECREF(t);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
+static int push_lost(Scanner *s, int64_t cpu, int64_t count)
+{
+    COL_PUSH(&s->lost_cpu, int32_t, (int32_t)cpu);
+    COL_PUSH(&s->lost_count, int64_t, count);
+    COL_PUSH(&s->lost_ts, int64_t, -1);
+    int64_t *pl = realloc(s->pending_lost, (s->npending + 1) * sizeof(int64_t));
+    if (!pl) { PyErr_NoMemory(); return -1; }
+    s->pending_lost = pl;
+    s->pending_lost[s->npending++] = (int64_t)s->lost_cpu.n - 1;
+    if (cpu > s->max_cpu && cpu < MAX_CPUS) s->max_cpu = cpu;
+    return 0;
+}
+
+static void resolve_lost(Scanner *s, int64_t cpu, int64_t ts)
+{
+    size_t j = 0;
+    int32_t *lc = (int32_t *)col_ptr(&s->lost_cpu);
+    int64_t *lt = (int64_t *)col_ptr(&s->lost_ts);
+    for (size_t i = 0; i < s->npending; i++) {
+        int64_t r = s->pending_lost[i];
+        if (lc[r] == cpu) lt[r] = ts;
+        else s->pending_lost[j++] = r;
+    }
+    s->npending = j;
+}
+
+static int is_frame_line(const char *b, const char *e)
+{
+    if (b >= e || !is_space(*b)) return 0;
+    const char *p = b;
+    while (p < e && is_space(*p)) p++;
+    const char *h = p;
+    while (p < e && hexval((unsigned char)*p) >= 0) p++;
+    return p > h && p < e && *p == ' ';
+}
+
+static int add_frame(Scanner *s, const char *b, const char *e)
+{
+    if (s->last_ev < 0) return 1;   /* frame without a sample: unparsed */
+    Event *ev = s->events[s->last_ev];
+    if (!ev->wanted || !ev->cols_ready) return 0;
+    while (b < e && is_space(*b)) b++;
+    while (e > b && (is_space(e[-1]) || e[-1] == '\r')) e--;
+    int32_t id = pool_intern(&s->strings, b, (size_t)(e - b));
+    if (id < 0) { PyErr_NoMemory(); return -1; }
+    COL_PUSH(&ev->frames, int32_t, id);
+    ev->nframes++;
+    ev->has_chain = 1;
+    s->any_frames = 1;
+    return 0;
+}
+
+static int scan_line(Scanner *s, const char *b, const char *e)
+{
+    const char *p = b;
+    while (p < e && is_space(*p)) p++;
+    if (p == e || (p + 1 == e && *p == '\r')) { s->lines_blank++; s->last_ev = (s->mode == MODE_PERF) ? -1 : s->last_ev; return 0; }
+    if (*p == '#' && p == b) { s->lines_comment++; return 0; }
+    if (s->mode == MODE_PERF && is_frame_line(b, e)) {
+        Prefix tmp;
+        if (parse_prefix(s, b, e, &tmp) < 0) {
+            int r = add_frame(s, b, e);
+            if (r < 0) return -1;
+            if (r == 0) { s->lines_frames++; return 0; }
+            return note_unparsed(s, b, e);
+        }
+    }
+    if (s->mode == MODE_REPORT && p == b) {
+        if (e - b >= 5 && memcmp(b, "cpus=", 5) == 0) { s->lines_comment++; return 0; }
+        /* instance prefix "NAME: " */
+        const char *t = b;
+        while (t < e && !is_space(*t)) t++;
+        if (t > b + 1 && t[-1] == ':' && t < e && !(t - b >= 4 && memcmp(b, "CPU:", 4) == 0)) {
+            p = t;
+            while (p < e && is_space(*p)) p++;
+        }
+    }
+    int64_t lcpu, lcount;
+    if (*p == 'C' && parse_lost(p, e, &lcpu, &lcount) == 0) {
+        s->lines_comment++;
+        return push_lost(s, lcpu, lcount);
+    }
+    Prefix px;
+    if (parse_prefix(s, p, e, &px) < 0 || px.cpu >= MAX_CPUS)
+        return note_unparsed(s, b, e);
+    int32_t ei = scanner_event(s, px.ev, px.evlen);
+    if (ei < 0) return -1;
+    Event *ev = s->events[ei];
+    Match m;
+    int vi = -1;
+    if (ev->wanted && ev->layout) {
+        for (int i = 0; i < ev->layout->nvariants; i++) {
+            m.set = 0;
+            if (match_items(&ev->layout->variants[i], 0, px.body, px.bend, &m)) { vi = i; break; }
+        }
+        if (vi < 0) { s->last_ev = -1; return note_unparsed(s, b, e); }
+    }
+    ev->count++;
+    s->lines_events++;
+    if (px.ts < s->last_ts) s->sorted = 0;
+    else s->last_ts = px.ts;
+    if (px.ts < s->min_ts) s->min_ts = px.ts;
+    if (px.ts > s->max_ts) s->max_ts = px.ts;
+    if (px.cpu > s->max_cpu) s->max_cpu = px.cpu;
+    if (s->npending) resolve_lost(s, px.cpu, px.ts);
+    if (!ev->wanted) { s->last_ev = ei; return 0; }
+    if (event_cols_init(ev) < 0) return -1;
+    int32_t cid = pool_intern(&s->strings, px.comm, px.commlen);
+    if (cid < 0) { PyErr_NoMemory(); return -1; }
+    COL_PUSH(&ev->ts, int64_t, px.ts);
+    COL_PUSH(&ev->cpu, int32_t, (int32_t)px.cpu);
+    COL_PUSH(&ev->pid, int32_t, (int32_t)px.pid);
+    COL_PUSH(&ev->comm, int32_t, cid);
+    COL_PUSH(&ev->flags, uint8_t, px.haslat ? px.flags : 0);
+    COL_PUSH(&ev->pc, uint8_t, px.haslat ? px.pc : 0);
+    COL_PUSH(&ev->latv, uint8_t, (uint8_t)px.haslat);
+    COL_PUSH(&ev->variant, int8_t, (int8_t)vi);
+    COL_PUSH(&ev->chain_off, int64_t, ev->nframes);
+    if (px.haslat) s->any_lat = 1;
+    if (ev->layout) {
+        for (int sl = 0; sl < ev->layout->nslots; sl++) {
+            int64_t v = 0;
+            if (ev->slot_start[sl] < 0) {
+                if (!(m.set & (1u << sl))) continue;
+                if (col_init(&ev->vals[sl], 8) < 0) return -1;
+                ev->slot_start[sl] = ev->nrows;
+            }
+            if (m.set & (1u << sl)) {
+                int k = ev->layout->slot_kind[sl];
+                if (k == K_STR || k == K_SYM) {
+                    const char *sp = m.sp[sl]; size_t sn = m.sl[sl];
+                    while (sn && is_space(sp[sn - 1])) sn--;
+                    if (k == K_SYM && sn > 2 && sp[sn - 1] == ']') {   /* "sym [module]" */
+                        const char *o = sp + sn - 1;
+                        while (o > sp && *o != '[') o--;
+                        if (o > sp && o[-1] == ' ') sn = (size_t)(o - 1 - sp);
+                    }
+                    int32_t id = pool_intern(&s->strings, sp, sn);
+                    if (id < 0) { PyErr_NoMemory(); return -1; }
+                    v = id;
+                } else v = m.val[sl];
+            }
+            COL_PUSH(&ev->vals[sl], int64_t, v);
+        }
+    } else {
+        COL_PUSH(&ev->args_off, int64_t, (int64_t)ev->args.n);
+        if (col_push_bytes(&ev->args, px.body, (size_t)(px.bend - px.body)) < 0) return -1;
+    }
+    ev->nrows++;
+    s->last_ev = ei;
+    return 0;
+}
+
+/* ------------------------------------------------------------- Python glue */
+
+static int compile_layout(PyObject *spec, Layout **out)
+{
+    /* spec: (slot_kinds: tuple[int], variants: list[(allow_trailing, items)]),
+     * items: tuple of (kind, literal bytes, slot) */
+    PyObject *kinds, *variants;
+    if (!PyArg_ParseTuple(spec, "OO", &kinds, &variants)) return -1;
+    Layout *l = calloc(1, sizeof(Layout));
+    if (!l) { PyErr_NoMemory(); return -1; }
+    PyObject *kseq = PySequence_Fast(kinds, "slot kinds");
+    if (!kseq) { free(l); return -1; }
+    l->nslots = (int)PySequence_Fast_GET_SIZE(kseq);
+    if (l->nslots > MAX_SLOTS) { Py_DECREF(kseq); free(l); PyErr_SetString(PyExc_ValueError, "too many slots"); return -1; }
+    for (int i = 0; i < l->nslots; i++) l->slot_kind[i] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(kseq, i));
+    Py_DECREF(kseq);
+    PyObject *vseq = PySequence_Fast(variants, "variants");
+    if (!vseq) { free(l); return -1; }
+    l->nvariants = (int)PySequence_Fast_GET_SIZE(vseq);
+    l->variants = calloc((size_t)l->nvariants, sizeof(Variant));
+    for (int i = 0; i < l->nvariants; i++) {
+        PyObject *items; int trailing;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(vseq, i), "pO", &trailing, &items)) goto fail;
+        Variant *v = &l->variants[i];
+        v->allow_trailing = trailing;
+        PyObject *iseq = PySequence_Fast(items, "items");
+        if (!iseq) goto fail;
+        v->nitems = (int)PySequence_Fast_GET_SIZE(iseq);
+        if (v->nitems > MAX_ITEMS) { Py_DECREF(iseq); PyErr_SetString(PyExc_ValueError, "too many items"); goto fail; }
+        for (int j = 0; j < v->nitems; j++) {
+            int kind, slot; const char *lit; Py_ssize_t ll;
+            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(iseq, j), "iy#i", &kind, &lit, &ll, &slot)) { Py_DECREF(iseq); goto fail; }
+            v->items[j].kind = kind; v->items[j].slot = slot;
+            v->items[j].lit = malloc((size_t)ll + 1); memcpy(v->items[j].lit, lit, (size_t)ll);
+            v->items[j].litlen = (size_t)ll;
+            if (kind != K_LIT && (slot < 0 || slot >= l->nslots)) { Py_DECREF(iseq); PyErr_SetString(PyExc_ValueError, "bad slot"); goto fail; }
+            if ((kind == K_STR || kind == K_SYM) && j + 1 < v->nitems) {
+                /* must be followed by a literal: checked below */
+            }
+        }
+        for (int j = 0; j + 1 < v->nitems; j++)
+            if ((v->items[j].kind == K_STR || v->items[j].kind == K_SYM) &&
+                (v->items[j + 1].kind != K_LIT || v->items[j + 1].litlen == 0)) {
+                Py_DECREF(iseq); PyErr_SetString(PyExc_ValueError, "string capture must be followed by a literal"); goto fail;
+            }
+        Py_DECREF(iseq);
+    }
+    Py_DECREF(vseq);
+    *out = l;
+    return 0;
+fail:
+    Py_DECREF(vseq);
+    for (int i = 0; i < l->nvariants; i++)
+        for (int j = 0; j < l->variants[i].nitems; j++) free(l->variants[i].items[j].lit);
+    free(l->variants); free(l);
+    return -1;
+}
+
+static void Scanner_dealloc(Scanner *s)
+{
+    for (size_t i = 0; i < s->nevents; i++) event_free(s->events[i]);
+    free(s->events); free(s->evmap); free(s->pending_lost);
+    pool_free(&s->strings); pool_free(&s->evnames);
+    Py_XDECREF(s->layouts); Py_XDECREF(s->wanted); Py_XDECREF(s->unparsed);
+    Py_XDECREF(s->lost_cpu.ba); Py_XDECREF(s->lost_count.ba); Py_XDECREF(s->lost_ts.ba);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static int Scanner_init(Scanner *s, PyObject *args, PyObject *kw)
+{
+    int mode, flagmode; PyObject *layouts, *wanted;
+    if (!PyArg_ParseTuple(args, "iiOO", &mode, &flagmode, &layouts, &wanted)) return -1;
+    if (!PyDict_Check(layouts)) { PyErr_SetString(PyExc_TypeError, "layouts must be a dict"); return -1; }
+    s->mode = mode; s->flagmode = flagmode ? 1 : 0;
+    s->layouts = PyDict_New();
+    if (!s->layouts) return -1;
+    PyObject *k, *v; Py_ssize_t pos = 0;
+    while (PyDict_Next(layouts, &pos, &k, &v)) {
+        Layout *l;
+        if (compile_layout(v, &l) < 0) return -1;
+        PyObject *cap = PyCapsule_New(l, "textscan.layout", layout_capsule_free);
+        if (!cap) return -1;
+        int r = PyDict_SetItem(s->layouts, k, cap);
+        Py_DECREF(cap);
+        if (r < 0) return -1;
+    }
+    if (wanted != Py_None) { s->wanted = PySet_New(wanted); if (!s->wanted) return -1; }
+    else { Py_INCREF(Py_None); s->wanted = Py_None; }
+    s->unparsed = PyList_New(0);
+    if (!s->unparsed) return -1;
+    if (pool_init(&s->strings) < 0 || pool_init(&s->evnames) < 0) { PyErr_NoMemory(); return -1; }
+    if (col_init(&s->lost_cpu, 4) || col_init(&s->lost_count, 8) || col_init(&s->lost_ts, 8)) return -1;
+    s->last_ts = INT64_MIN; s->min_ts = INT64_MAX; s->max_ts = INT64_MIN; s->sorted = 1; s->max_cpu = -1; s->last_ev = -1;
+    return 0;
+}
+
+static PyObject *Scanner_feed(Scanner *s, PyObject *args)
+{
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "y*", &buf)) return NULL;
+    const char *p = buf.buf, *end = p + buf.len;
+    int err = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        s->lineno++;
+        if (scan_line(s, p, le) < 0) { err = 1; break; }
+        p = nl ? nl + 1 : end;
+    }
+    PyBuffer_Release(&buf);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Scanner_stats(Scanner *s, PyObject *unused)
+{
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:L,s:L}",
+        "lines", (long long)s->lineno, "events", (long long)s->lines_events,
+        "comments", (long long)s->lines_comment, "blank", (long long)s->lines_blank,
+        "unparsed", (long long)s->lines_unparsed, "frames", (long long)s->lines_frames,
+        "sorted", s->sorted ? Py_True : Py_False, "max_cpu", (long long)s->max_cpu,
+        "first_unparsed", s->unparsed, "any_lat", s->any_lat ? Py_True : Py_False,
+        "any_frames", s->any_frames ? Py_True : Py_False,
+        "min_ts", (long long)s->min_ts, "max_ts", (long long)s->max_ts);
+}
+
+static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
+{
+    PyObject *out = PyDict_New(), *evs = PyList_New(0), *strs = NULL;
+    if (!out || !evs) goto fail;
+    for (size_t i = 0; i < s->nevents; i++) {
+        Event *e = s->events[i];
+        PyObject *d = Py_BuildValue("{s:s,s:s,s:L,s:O}", "name", e->name, "system", e->system,
+                                    "count", (long long)e->count, "wanted", e->wanted ? Py_True : Py_False);
+        if (!d) goto fail;
+        if (e->wanted && e->cols_ready) {
+            struct { const char *k; Col *c; } cs[] = {
+                {"ts", &e->ts}, {"cpu", &e->cpu}, {"pid", &e->pid}, {"comm", &e->comm},
+                {"flags", &e->flags}, {"pc", &e->pc}, {"latv", &e->latv}, {"variant", &e->variant},
+                {"args_off", &e->args_off}, {"args", &e->args}, {"chain_off", &e->chain_off},
+                {"frames", &e->frames}};
+            for (size_t j = 0; j < sizeof(cs) / sizeof(cs[0]); j++) {
+                PyObject *b = col_finish(cs[j].c);
+                if (!b || PyDict_SetItemString(d, cs[j].k, b) < 0) { Py_XDECREF(b); Py_DECREF(d); goto fail; }
+                Py_DECREF(b);
+            }
+            PyObject *vals = PyList_New(0);
+            int ns = e->layout ? e->layout->nslots : 0;
+            for (int sl = 0; sl < ns; sl++) {
+                PyObject *t;
+                if (e->slot_start[sl] < 0) t = Py_BuildValue("(OL)", Py_None, (long long)-1);
+                else {
+                    PyObject *a = col_finish(&e->vals[sl]);
+                    t = a ? Py_BuildValue("(NL)", a, (long long)e->slot_start[sl]) : NULL;
+                }
+                if (!t || PyList_Append(vals, t) < 0) { Py_XDECREF(t); Py_DECREF(vals); Py_DECREF(d); goto fail; }
+                Py_DECREF(t);
+            }
+            PyDict_SetItemString(d, "slots", vals);
+            Py_DECREF(vals);
+            PyObject *nf = PyLong_FromLongLong(e->nframes);
+            PyDict_SetItemString(d, "nframes", nf);
+            Py_DECREF(nf);
+            PyDict_SetItemString(d, "has_chain", e->has_chain ? Py_True : Py_False);
+        }
+        if (PyList_Append(evs, d) < 0) { Py_DECREF(d); goto fail; }
+        Py_DECREF(d);
+    }
+    strs = PyList_New((Py_ssize_t)(s->strings.n - s->strings_sent));
+    if (!strs) goto fail;
+    for (size_t i = s->strings_sent; i < s->strings.n; i++) {
+        PyObject *u = PyUnicode_DecodeUTF8(s->strings.data + s->strings.off[i], s->strings.len[i], "replace");
+        if (!u) goto fail;
+        PyList_SET_ITEM(strs, (Py_ssize_t)(i - s->strings_sent), u);
+    }
+    s->strings_sent = s->strings.n;
+    for (size_t i = 0; i < s->nevents; i++) event_reset(s->events[i]);
+    s->npending = 0;
+    PyDict_SetItemString(out, "events", evs);
+    PyDict_SetItemString(out, "strings", strs);
+    {
+        PyObject *a = col_finish(&s->lost_cpu), *b = col_finish(&s->lost_count), *c = col_finish(&s->lost_ts);
+        if (!a || !b || !c) { Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c); goto fail; }
+        PyObject *t = PyTuple_Pack(3, a, b, c);
+        Py_DECREF(a); Py_DECREF(b); Py_DECREF(c);
+        if (!t) goto fail;
+        PyDict_SetItemString(out, "lost", t);
+        Py_DECREF(t);
+        Py_CLEAR(s->lost_cpu.ba); Py_CLEAR(s->lost_count.ba); Py_CLEAR(s->lost_ts.ba);
+        if (col_init(&s->lost_cpu, 4) || col_init(&s->lost_count, 8) || col_init(&s->lost_ts, 8)) goto fail;
+    }
+    Py_DECREF(evs); Py_DECREF(strs);
+    return out;
+fail:
+    Py_XDECREF(out); Py_XDECREF(evs); Py_XDECREF(strs);
+    return NULL;
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"feed", (PyCFunction)Scanner_feed, METH_VARARGS, "feed(buffer): scan complete lines"},
+    {"stats", (PyCFunction)Scanner_stats, METH_NOARGS, "line counters so far"},
+    {"finish", (PyCFunction)Scanner_finish, METH_NOARGS,
+     "column buffers of every event since the last finish() (which then starts afresh), "
+     "and the pool strings added since"},
+    {NULL}
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "schedwake.ingest._textscan.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_methods = Scanner_methods,
+    .tp_doc = "Scanner(mode, flagmode, layouts, wanted)",
+};
+
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "_textscan", "Bulk tokenizer for kernel trace text.", -1, NULL
+};
+
+PyMODINIT_FUNC PyInit__textscan(void)
+{
+    init_flag_tables();
+    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    Py_INCREF(&ScannerType);
+    PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType);
+    PyModule_AddStringConstant(m, "STATE_LETTERS", STATE_LETTERS);
+    PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS);
+    return m;
+}

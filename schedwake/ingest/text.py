@@ -1,0 +1,911 @@
+"""Read trace *text* into the canonical tables: raw ftrace text, ``trace-cmd report``
+text and ``perf script`` text (and ``perf.data`` through ``perf script``), plain or
+compressed with gzip, xz, zstd or bzip2.
+
+Text has no format files, so this module keeps the field layouts of the sched and
+workqueue events of several kernel generations (:data:`LAYOUTS`). Each layout has
+one or more *variants*: the argument text the kernel (``key=value``), ``trace-cmd
+report -R`` (raw numbers) or the libtraceevent sched plugins (``comm:pid [prio]``)
+print. The compiled scanner :mod:`schedwake.ingest._textscan` tokenizes the text in
+bulk, chunk by chunk, and matches every line against those variants; this module
+turns the column buffers into Arrow tables typed exactly like the trace.dat reader's
+(``schema.py``). Events outside :data:`LAYOUTS` keep their raw argument string in an
+``args`` column plus one string column per ``key=value`` pair.
+
+Known losses of the text formats, by construction:
+
+* timestamps are only as precise as the text (microseconds unless ``-t``/``--ns``);
+* ``trace-cmd report -l`` cuts the prefix comm to 8 characters;
+* the sched_switch plugin of libtraceevent 1.7 prints ``R+`` as ``R`` (the preempted
+  bit is lost) and uses an old letter table (``W`` for ``I``), decoded back here;
+* ``common_flags``/``common_preempt_count`` exist only where the line has the
+  latency column (raw ftrace text, ``trace-cmd report`` from 3.2 on or ``-l``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import bz2
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import TraceError
+from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, field_name
+from . import RawTrace, Progress
+
+try:
+    from . import _textscan
+except ImportError as exc:  # pragma: no cover - only when the package was not built
+    _textscan = None
+    _IMPORT_ERROR = exc
+
+#: Bytes handed to the scanner at a time; memory use is bounded by this, not the file.
+CHUNK_BYTES = 16 << 20
+
+#: A file whose non-comment lines are more than this share unparseable is an error.
+MAX_UNPARSED_SHARE = 0.5
+
+MODES = {"ftrace-text": 0, "trace-cmd-report": 1, "perf-script": 2, "perf.data": 2}
+#: latency-flag character tables: 0 = kernel printer, 1 = libtraceevent
+FLAG_TABLES = {"ftrace-text": 0, "trace-cmd-report": 1, "perf-script": 1, "perf.data": 1}
+
+I8, I32, I64, U8, U32, U64 = pa.int8(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(), pa.uint64()
+
+# ----------------------------------------------------------------- field layouts
+#
+# A variant is (pattern, {field: Arrow type}). Pattern placeholders are
+# {field:kind}: d integer, x hex pointer, s string, f %ps symbol (" [module]" is
+# dropped), b "true"/"false", S prev_state letters as the kernel prints them,
+# P prev_state letters as the libtraceevent sched_switch plugin prints them.
+# Variants are tried in order; a line that matches none is counted as unparsed.
+
+_COMM_PID_PRIO = {"comm": STRING, "pid": I32, "prio": I32}
+_WAKEUP = {
+    "variants": [
+        ("comm={comm:s} pid={pid:d} prio={prio:d} target_cpu={target_cpu:d}",
+         {**_COMM_PID_PRIO, "target_cpu": I32}),
+        ("comm={comm:s} pid={pid:d} prio={prio:d} success={success:d} target_cpu={target_cpu:d}",
+         {**_COMM_PID_PRIO, "success": I32, "target_cpu": I32}),
+        ("comm={comm:s} pid={pid:d} prio={prio:d} success={success:d}",
+         {**_COMM_PID_PRIO, "success": I32}),
+        # libtraceevent sched_wakeup plugin
+        ("{comm:s}:{pid:d} [{prio:d}] CPU:{target_cpu:d}", {**_COMM_PID_PRIO, "target_cpu": I32}),
+        ("{comm:s}:{pid:d} [{prio:d}] success={success:d} CPU:{target_cpu:d}",
+         {**_COMM_PID_PRIO, "success": I32, "target_cpu": I32}),
+        ("{comm:s}:{pid:d} [{prio:d}] success={success:d}", {**_COMM_PID_PRIO, "success": I32}),
+    ],
+}
+_SWITCH_TYPES = {"prev_comm": STRING, "prev_pid": I32, "prev_prio": I32, "prev_state": I64,
+                 "next_comm": STRING, "next_pid": I32, "next_prio": I32}
+_WQ_WORK = {"work": U64, "function": STRING}
+
+LAYOUTS: dict[str, dict] = {
+    "sched_switch": {
+        "variants": [
+            ("prev_comm={prev_comm:s} prev_pid={prev_pid:d} prev_prio={prev_prio:d} "
+             "prev_state={prev_state:S} ==> next_comm={next_comm:s} next_pid={next_pid:d} "
+             "next_prio={next_prio:d}", _SWITCH_TYPES),
+            # trace-cmd report -R: raw numbers, no "==>"
+            ("prev_comm={prev_comm:s} prev_pid={prev_pid:d} prev_prio={prev_prio:d} "
+             "prev_state={prev_state:d} next_comm={next_comm:s} next_pid={next_pid:d} "
+             "next_prio={next_prio:d}", _SWITCH_TYPES),
+            # libtraceevent sched_switch plugin (optionally followed by "Latency: ...")
+            ("{prev_comm:s}:{prev_pid:d} [{prev_prio:d}] {prev_state:P} ==> "
+             "{next_comm:s}:{next_pid:d} [{next_prio:d}]", _SWITCH_TYPES, "trailing"),
+        ],
+    },
+    "sched_waking": _WAKEUP,
+    "sched_wakeup": _WAKEUP,
+    "sched_wakeup_new": _WAKEUP,
+    "sched_migrate_task": {"variants": [
+        ("comm={comm:s} pid={pid:d} prio={prio:d} orig_cpu={orig_cpu:d} dest_cpu={dest_cpu:d}",
+         {**_COMM_PID_PRIO, "orig_cpu": I32, "dest_cpu": I32})]},
+    "sched_process_fork": {"variants": [
+        ("comm={parent_comm:s} pid={parent_pid:d} child_comm={child_comm:s} child_pid={child_pid:d}",
+         {"parent_comm": STRING, "parent_pid": I32, "child_comm": STRING, "child_pid": I32})]},
+    "sched_process_exit": {"variants": [
+        ("comm={comm:s} pid={pid:d} prio={prio:d} group_dead={group_dead:b}",
+         {**_COMM_PID_PRIO, "group_dead": U8}),
+        ("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
+    "sched_process_free": {"variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
+    "sched_process_wait": {"variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
+    "sched_wait_task": {"variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
+    "sched_process_exec": {"variants": [
+        ("filename={filename:s} pid={pid:d} old_pid={old_pid:d}",
+         {"filename": STRING, "pid": I32, "old_pid": I32})]},
+    "sched_process_hang": {"variants": [("comm={comm:s} pid={pid:d}", {"comm": STRING, "pid": I32})]},
+    "sched_kthread_stop": {"variants": [("comm={comm:s} pid={pid:d}", {"comm": STRING, "pid": I32})]},
+    "sched_kthread_stop_ret": {"variants": [("ret={ret:d}", {"ret": I32})]},
+    "sched_prepare_exec": {"variants": [
+        ("interp={interp:s} filename={filename:s} pid={pid:d} comm={comm:s}",
+         {"interp": STRING, "filename": STRING, "pid": I32, "comm": STRING})]},
+    "sched_wake_idle_without_ipi": {"variants": [("cpu={cpu:d}", {"cpu": I32})]},
+    # ftrace:print (trace_marker, trace_printk); raw ftrace text prints no event name for
+    # it ("tracing_mark_write: lab: start"), see _ftrace_print_table()
+    "print": {"variants": [("ip={ip:f} buf={buf:s}", {"ip": STRING, "buf": STRING}),   # -R
+                           ("{ip:f}: {buf:s}", {"ip": STRING, "buf": STRING})]},
+    "sched_stat_runtime": {"variants": [
+        ("comm={comm:s} pid={pid:d} runtime={runtime:d} [ns]",
+         {"comm": STRING, "pid": I32, "runtime": U64}),
+        ("comm={comm:s} pid={pid:d} runtime={runtime:d} [ns] vruntime={vruntime:d} [ns]",
+         {"comm": STRING, "pid": I32, "runtime": U64, "vruntime": U64})]},
+    **{f"sched_stat_{k}": {"variants": [
+        ("comm={comm:s} pid={pid:d} delay={delay:d} [ns]", {"comm": STRING, "pid": I32, "delay": U64})]}
+       for k in ("wait", "sleep", "iowait", "blocked")},
+    "sched_pi_setprio": {"variants": [
+        ("comm={comm:s} pid={pid:d} oldprio={oldprio:d} newprio={newprio:d}",
+         {"comm": STRING, "pid": I32, "oldprio": I32, "newprio": I32})]},
+    "sched_move_numa": {"variants": [
+        ("pid={pid:d} tgid={tgid:d} ngid={ngid:d} src_cpu={src_cpu:d} src_nid={src_nid:d} "
+         "dst_cpu={dst_cpu:d} dst_nid={dst_nid:d}",
+         {k: I32 for k in ("pid", "tgid", "ngid", "src_cpu", "src_nid", "dst_cpu", "dst_nid")})]},
+    **{name: {"variants": [
+        (" ".join(f"{k}={{{k}:d}}" for k in _NUMA2), {k: I32 for k in _NUMA2})]}
+       for name in ("sched_stick_numa", "sched_swap_numa")
+       for _NUMA2 in [("src_pid", "src_tgid", "src_ngid", "src_cpu", "src_nid",
+                       "dst_pid", "dst_tgid", "dst_ngid", "dst_cpu", "dst_nid")]},
+    "sched_kthread_work_execute_start": {"variants": [
+        ("work struct {work:x}: function {function:f}", _WQ_WORK)]},
+    "sched_kthread_work_execute_end": {"variants": [
+        ("work struct {work:x}: function {function:f}", _WQ_WORK)]},
+    "sched_kthread_work_queue_work": {"variants": [
+        ("work struct={work:x} function={function:f} worker={worker:x}", {**_WQ_WORK, "worker": U64})]},
+    "workqueue_queue_work": {"variants": [
+        # <= ~5.x: workqueue printed as a pointer, req_cpu/cpu unsigned (%u): an
+        # unbound pool prints cpu=4294967295, kept as uint32 like the format says.
+        ("work struct={work:x} function={function:f} workqueue={workqueue:x} "
+         "req_cpu={req_cpu:d} cpu={cpu:d}",
+         {**_WQ_WORK, "workqueue": U64, "req_cpu": U32, "cpu": U32}),
+        # later: workqueue name string; 6.x: int req_cpu/cpu (%d, cpu=-1). A
+        # 4294967295 from the in-between kernels (%u) wraps to int32 -1.
+        ("work struct={work:x} function={function:f} workqueue={workqueue:s} "
+         "req_cpu={req_cpu:d} cpu={cpu:d}",
+         {**_WQ_WORK, "workqueue": STRING, "req_cpu": I32, "cpu": I32}),
+    ]},
+    "workqueue_activate_work": {"variants": [
+        ("work struct {work:x} function={function:f}", _WQ_WORK),
+        ("work struct {work:x}", {"work": U64})]},
+    "workqueue_execute_start": {"variants": [
+        ("work struct {work:x}: function {function:f}", _WQ_WORK)]},
+    "workqueue_execute_end": {"variants": [
+        ("work struct {work:x}: function {function:f}", _WQ_WORK),
+        ("work struct {work:x}", {"work": U64})]},
+}
+
+#: subsystem of the events in LAYOUTS (raw ftrace and report text do not print it)
+KNOWN_SYSTEMS = {name: name.split("_")[0] for name in LAYOUTS}
+KNOWN_SYSTEMS["print"] = "ftrace"
+
+# prev_state bit tables. Kernel >= 4.14 (TASK_REPORT): S D T t X Z P I, "+" = 0x100.
+STATE_NEW = {"S": 0x01, "D": 0x02, "T": 0x04, "t": 0x08, "X": 0x10, "Z": 0x20, "P": 0x40,
+             "I": 0x80, "+": 0x100}
+# Kernel <= 4.13: S D T t Z X x K W P N, "+" = TASK_STATE_MAX (2048 on 4.2-4.13).
+STATE_OLD = {"S": 1, "D": 2, "T": 4, "t": 8, "Z": 16, "X": 32, "x": 64, "K": 128, "W": 256,
+             "P": 512, "N": 1024, "+": 2048}
+# libtraceevent 1.7 sched_switch plugin ("SDTtZXxW", no "+").
+STATE_PLUGIN = {"S": 1, "D": 2, "T": 4, "t": 8, "Z": 16, "X": 32, "x": 64, "W": 128}
+
+_K = {"d": 1, "x": 2, "s": 3, "f": 4, "b": 3, "S": 5, "P": 5}
+_PLACEHOLDER = re.compile(r"\{(\w+):(\w)\}")
+
+
+_RAW_KIND = {"S": "d", "P": "d", "b": "d"}
+
+
+def _with_raw_variants(variants):
+    """``trace-cmd report -R`` prints every field as ``name=value`` in format order,
+    numbers raw: add that variant for every field set."""
+    out = list(variants)
+    seen = {v[0] for v in variants}
+    for v in variants:
+        fields = _PLACEHOLDER.findall(v[0])
+        pattern = " ".join(f"{n}={{{n}:{_RAW_KIND.get(k, k)}}}" for n, k in fields)
+        if pattern not in seen:
+            seen.add(pattern)
+            out.append((pattern, v[1]))
+    return out
+
+
+def _compile_layouts():
+    """(C specs, Python descriptions) of LAYOUTS.
+
+    A slot is one (field, kind) pair of an event; variants of one event that print a
+    field the same way share its slot."""
+    cspecs, described = {}, {}
+    for event, lay in LAYOUTS.items():
+        slots: list[tuple[str, str]] = []
+        variants = []
+        cvariants = []
+        for v in _with_raw_variants(lay["variants"]):
+            pattern, types = v[0], v[1]
+            trailing = len(v) > 2 and v[2] == "trailing"
+            items, fields = [], []
+            pos = 0
+            for m in _PLACEHOLDER.finditer(pattern):
+                if m.start() > pos:
+                    items.append((0, pattern[pos:m.start()].encode(), 0))
+                name, kind = m.group(1), m.group(2)
+                key = (name, kind)
+                if key not in slots:
+                    slots.append(key)
+                items.append((_K[kind], b"", slots.index(key)))
+                fields.append((name, kind, slots.index(key)))
+                pos = m.end()
+            if pos < len(pattern):
+                items.append((0, pattern[pos:].encode(), 0))
+            cvariants.append((trailing, tuple(items)))
+            variants.append({"fields": fields, "types": types})
+        cspecs[event.encode()] = (tuple(_K[k] for _, k in slots), cvariants)
+        described[event] = {"slots": slots, "variants": variants}
+    return cspecs, described
+
+
+_CSPECS, _DESCRIBED = _compile_layouts()
+
+# ------------------------------------------------------------------- input files
+
+_MAGIC = [
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+]
+_BINARIES = {"gzip": ["gzip", "-dc"], "xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"],
+             "bzip2": ["bzip2", "-dc"]}
+
+
+def _compression(path: Path) -> str | None:
+    with open(path, "rb") as f:
+        head = f.read(8)
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+class _Source:
+    """The decompressed bytes of a trace file, read in chunks.
+
+    Compressed files are piped through the system's decompressor when it exists (it
+    then runs on another core, beside the scanner), else Python's own module.
+    ``perf.data`` is piped through ``perf script``."""
+
+    def __init__(self, path: Path, perf: bool = False):
+        self.path = path
+        self.size = max(path.stat().st_size, 1)
+        self.proc = None
+        self.raw = open(path, "rb")
+        self.stderr = None
+        self.kind = "perf.data" if perf else _compression(path)
+        self.stream = None
+        if perf:
+            exe = shutil.which("perf")
+            if exe is None:
+                self.raw.close()
+                raise TraceError(path, "is a perf.data file, and reading it needs `perf script`, "
+                                       "but perf is not installed (install linux-perf, or "
+                                       "convert it with `perf script` elsewhere)")
+            self._spawn([exe, "script", "--ns", "-i", str(path)], stdin=subprocess.DEVNULL)
+        elif self.kind is None:
+            self.stream = self.raw
+        else:
+            exe = shutil.which(_BINARIES[self.kind][0])
+            if exe is not None:
+                self._spawn([exe] + _BINARIES[self.kind][1:], stdin=self.raw)
+            elif self.kind == "gzip":
+                self.stream = gzip.GzipFile(fileobj=self.raw)
+            elif self.kind == "xz":
+                self.stream = lzma.LZMAFile(self.raw)
+            elif self.kind == "bzip2":
+                self.stream = bz2.BZ2File(self.raw)
+            else:
+                try:
+                    import zstandard
+                except ImportError:
+                    self.raw.close()
+                    raise TraceError(path, "is zstd-compressed, and neither the zstd program "
+                                           "nor the Python zstandard module is installed") from None
+                self.stream = zstandard.ZstdDecompressor().stream_reader(self.raw)
+
+    def _spawn(self, argv, stdin):
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, bufsize=0)
+        self.stream = self.proc.stdout
+
+    def readinto(self, mv: memoryview) -> int:
+        """Fill ``mv`` as far as the data goes; 0 only at the end."""
+        total = 0
+        try:
+            while total < len(mv):
+                n = self.stream.readinto(mv[total:])
+                if not n:
+                    break
+                total += n
+        except (EOFError, OSError, lzma.LZMAError, zlib_error()) as exc:
+            raise TraceError(self.path, f"truncated or corrupt {self.kind} data ({exc})") from None
+        except Exception as exc:  # zstandard.ZstdError and friends
+            if self.kind in ("zstd", "gzip", "xz", "bzip2"):
+                raise TraceError(self.path, f"truncated or corrupt {self.kind} data ({exc})") from None
+            raise
+        return total
+
+    def fraction(self) -> float:
+        """Share of the input file consumed so far."""
+        try:
+            return min(os.lseek(self.raw.fileno(), 0, os.SEEK_CUR) / self.size, 1.0)
+        except OSError:
+            return 0.0
+
+    def close(self, check: bool = True):
+        """Close everything; with ``check``, a decompressor failure is a TraceError."""
+        err = None
+        if self.proc is not None:
+            if not check and self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.stdout.close()
+            rc = self.proc.wait()
+            if check and rc != 0:
+                self.stderr.seek(0)
+                msg = self.stderr.read().decode(errors="replace").strip().splitlines()
+                msg = msg[-1] if msg else f"exit code {rc}"
+                if self.kind == "perf.data":
+                    err = f"`perf script` failed: {msg}"
+                else:
+                    err = f"truncated or corrupt {self.kind} data ({msg})"
+            self.stderr.close()
+        elif self.stream is not None and self.stream is not self.raw:
+            self.stream.close()
+        self.raw.close()
+        if err:
+            raise TraceError(self.path, err)
+
+
+def zlib_error():
+    import zlib
+    return zlib.error
+
+
+def _head(path: Path, nbytes: int = 65536) -> bytes:
+    """The first ``nbytes`` of the decompressed text (without spawning perf)."""
+    kind = _compression(path)
+    with open(path, "rb") as raw:
+        try:
+            if kind is None:
+                return raw.read(nbytes)
+            if kind == "gzip":
+                return gzip.GzipFile(fileobj=raw).read(nbytes)
+            if kind == "xz":
+                return lzma.LZMAFile(raw).read(nbytes)
+            if kind == "bzip2":
+                return bz2.BZ2File(raw).read(nbytes)
+        except (EOFError, OSError, lzma.LZMAError, zlib_error()):
+            return b""   # a short truncated file: read() reports it properly
+    # zstd
+    exe = shutil.which("zstd")
+    if exe:
+        with open(path, "rb") as raw:
+            p = subprocess.Popen([exe, "-dcq"], stdin=raw, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL)
+            data = p.stdout.read(nbytes)
+            p.kill()
+            p.stdout.close()
+            p.wait()
+        return data
+    try:
+        import zstandard
+    except ImportError:
+        return b""
+    with open(path, "rb") as raw:
+        try:
+            return zstandard.ZstdDecompressor().stream_reader(raw).read(nbytes)
+        except Exception:
+            return b""
+
+
+# ------------------------------------------------------------------------- sniff
+
+_RE_PERF = re.compile(rb"^\s*\S.*?\s+-?\d+(?:/-?\d+)?\s+\[\d+\]\s+\d+\.\d+:\s+(?:\d+\s+)?"
+                      rb"[\w.-]+:[\w.-]+:(?:\s|$)")
+_RE_BRACKET = re.compile(rb"^\s*(?:\S+:\s+)?\S.*-\d+\s+(?:\(\s*[\d-]+\)\s+)?\[\d+\]\s+"
+                         rb"(?:\(\s*[\d-]+\)\s+)?(?:([.a-zA-Z0-9]{4,6})\s+)?\d+(?:\.\d+)?:"
+                         rb"(\s+\(\+?\d*\))?\s+([\w:.-]+):( +)")
+_RE_LAT = re.compile(rb"^\s*\S.*-\d+\s+\d+[.a-zA-Z][.a-zA-Z0-9]{3,5}\s+\d+(?:\.\d+)?:\s+[\w.-]+:")
+
+
+def sniff(path) -> str | None:
+    """"ftrace-text", "trace-cmd-report", "perf-script" or None, from the first KB."""
+    head = _head(Path(path))
+    if not head or b"\x00" in head[:8192]:
+        return None
+    lines = head.split(b"\n")
+    if len(lines) > 1:
+        lines = lines[:-1]   # maybe cut
+    first = next((ln for ln in lines if ln.strip()), b"")
+    if first.startswith(b"cpus="):
+        return "trace-cmd-report"
+    if any(ln.startswith(b"# tracer:") for ln in lines[:5]):
+        return "ftrace-text"
+    votes: Counter = Counter()
+    for ln in lines[:400]:
+        if not ln.strip() or ln.startswith(b"#"):
+            continue
+        if _RE_PERF.match(ln):
+            votes["perf-script"] += 1
+            continue
+        m = _RE_BRACKET.match(ln)
+        if m:
+            event, pad = m.group(3), m.group(4)
+            if m.group(2) or (len(pad) > 1 and len(event) + 1 + len(pad) <= 21):
+                votes["trace-cmd-report"] += 1     # padded event name / --ts-diff
+            elif len(event) < 19:
+                votes["ftrace-text"] += 1
+            else:
+                votes["either"] += 1
+            continue
+        if _RE_LAT.match(ln):
+            votes["trace-cmd-report"] += 1
+    if not votes:
+        return None
+    best = max(("perf-script", "trace-cmd-report", "ftrace-text"), key=lambda k: votes[k])
+    if votes[best] == 0:
+        return "ftrace-text"    # only long event names: ftrace and report look alike
+    return best
+
+
+# ----------------------------------------------------------------------- reading
+
+def _header_facts(head: bytes) -> dict:
+    facts = {}
+    m = re.search(rb"#P:(\d+)", head[:4096])
+    if m:
+        facts["cpus"] = int(m.group(1))
+    m = re.match(rb"\s*cpus=(\d+)", head)
+    if m:
+        facts["cpus"] = int(m.group(1))
+    m = re.search(rb"entries-in-buffer/entries-written:\s*(\d+)/(\d+)", head[:4096])
+    if m:
+        facts["entries_in_buffer"] = int(m.group(1))
+        facts["entries_written"] = int(m.group(2))
+    m = re.search(rb"^# tracer: (\S+)", head[:4096], re.M)
+    if m:
+        facts["tracer"] = m.group(1).decode()
+    return facts
+
+
+def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
+    """Feed the file to a scanner chunk by chunk; yield (raw, stats, header facts) after
+    every ``flush_bytes`` of text (None: once, at the end)."""
+    if _textscan is None:
+        raise TraceError(path, f"the text reader is not built ({_IMPORT_ERROR})")
+    if fmt not in MODES:
+        raise TraceError(path, f"not a text format: {fmt!r}")
+    wanted = None if events is None else {e.split(":")[-1].encode() for e in events}
+    scanner = _textscan.Scanner(MODES[fmt], FLAG_TABLES[fmt], _CSPECS, wanted)
+    src = _Source(path, perf=(fmt == "perf.data"))
+    facts: dict = {}
+    ok = False
+    since_flush = 0
+    try:
+        buf = bytearray(CHUNK_BYTES)
+        rem = 0
+        first = True
+        while True:
+            with memoryview(buf) as mv:
+                n = src.readinto(mv[rem:])
+            end = rem + n
+            if first:
+                head = bytes(buf[:min(end, 65536)])
+                if not head.strip():
+                    raise TraceError(path, "empty file" if not head else
+                                     "no trace lines, only blank space")
+                if b"\x00" in head[:8192]:
+                    raise TraceError(path, "binary data, not trace text")
+                facts = _header_facts(head)
+                first = False
+            if n == 0:
+                if rem:
+                    with memoryview(buf) as mv:
+                        scanner.feed(mv[:rem])
+                break
+            cut = buf.rfind(b"\n", 0, end)
+            if cut < 0:
+                if end == len(buf):          # one line longer than the buffer
+                    buf.extend(bytes(len(buf)))
+                rem = end
+                continue
+            with memoryview(buf) as mv:
+                scanner.feed(mv[:cut + 1])
+            rem = end - cut - 1
+            buf[:rem] = buf[cut + 1:end]
+            since_flush += cut + 1
+            st = scanner.stats()
+            if st["unparsed"] > 20000 and st["unparsed"] > 4 * st["events"]:
+                _too_garbled(path, st)
+            if progress is not None:
+                progress(src.fraction())
+            if flush_bytes is not None and since_flush >= flush_bytes:
+                since_flush = 0
+                yield scanner.finish(), st, facts
+        ok = True
+    finally:
+        src.close(check=ok)
+    st = scanner.stats()
+    if st["events"] == 0:
+        if st["unparsed"]:
+            _too_garbled(path, st)
+        raise TraceError(path, "no trace events in the file")
+    if st["unparsed"] > MAX_UNPARSED_SHARE * (st["events"] + st["unparsed"]):
+        _too_garbled(path, st)
+    yield scanner.finish(), st, facts
+
+
+def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTrace:
+    """Read a text trace (or perf.data) of format ``fmt`` into canonical tables.
+
+    ``events``: names of the events to build tables for (None: all); counts in
+    ``meta["event_counts"]`` cover every event either way."""
+    path = Path(path)
+    raw = st = facts = None
+    for raw, st, facts in _scan(path, fmt, events, progress, None):
+        pass
+    trace = _build(path, fmt, raw, st, facts, events, raw["strings"])
+    if progress is not None:
+        progress(1.0)
+    return trace
+
+
+def iter_batches(path, fmt: str, events=None, progress: Progress | None = None,
+                 batch_bytes: int = 256 << 20):
+    """Read a text trace as a sequence of :class:`RawTrace` batches, each covering about
+    ``batch_bytes`` of text, so a file larger than memory converts with bounded memory
+    (``schedwake convert``). Tables are sorted within a batch only; ``meta`` counts are
+    cumulative, and the last batch's ``meta`` describes the whole file. Lost-event rows
+    come with the batch in which they appear."""
+    path = Path(path)
+    strings: list[str] = []
+    for raw, st, facts in _scan(path, fmt, events, progress, batch_bytes):
+        strings.extend(raw["strings"])
+        yield _build(path, fmt, raw, st, facts, events, strings)
+
+
+def _too_garbled(path, st):
+    total = st["events"] + st["unparsed"]
+    first = st["first_unparsed"][0] if st["first_unparsed"] else None
+    where = f"; line {first[0]}: {first[1]!r:.80}" if first else ""
+    raise TraceError(path, f"mostly unparseable: {st['unparsed']} of {total} lines are not "
+                           f"trace events of this format{where}")
+
+
+# ------------------------------------------------------------- building tables
+
+def _np(buf, dtype) -> np.ndarray:
+    return np.frombuffer(buf, dtype=dtype)
+
+
+def _dict_column(ids: np.ndarray, valid: np.ndarray | None, pool: pa.Array) -> pa.Array:
+    """Dictionary array of the pool strings ``ids``, with only the used values."""
+    if len(ids) == 0:
+        return pa.array([], type=STRING)
+    allvalid = valid is None or bool(valid.all())
+    used = np.zeros(len(pool), dtype=bool)
+    used[ids if allvalid else ids[valid]] = True
+    remap = np.cumsum(used, dtype=np.int64).astype(np.int32) - 1
+    idx = remap[ids]
+    if not allvalid:
+        idx = np.where(valid, idx, 0).astype(np.int32)
+    dictionary = pool.filter(pa.array(used))
+    indices = pa.array(idx, type=pa.int32(), mask=None if allvalid else ~valid)
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
+
+
+def _int_column(vals: np.ndarray, valid: np.ndarray | None, typ: pa.DataType) -> pa.Array:
+    """``vals`` (int64 as parsed) as ``typ``: narrower types keep the low bits, so an
+    unsigned 4294967295 becomes int32 -1 and a signed -1 becomes uint32 4294967295."""
+    if typ == I64:
+        out = vals
+    elif typ == U64:
+        out = vals.view(np.uint64)
+    else:
+        out = vals.astype(typ.to_pandas_dtype())   # C cast: wraps modulo 2**bits
+    if valid is None or valid.all():
+        return pa.array(out, type=typ)
+    return pa.array(out, type=typ, mask=~valid)
+
+
+_LETTERS = _textscan.STATE_LETTERS if _textscan is not None else "SDTtXZPIKWxNL"
+_OLD_ONLY = {"K", "W", "x", "N", "L"}
+
+
+def _letters_of(mask: int) -> list[str]:
+    out = [ch for i, ch in enumerate(_LETTERS) if mask >> i & 1]
+    if mask >> 15 & 1:
+        out.append("+")
+    return out
+
+
+def _state_values(masks: np.ndarray, table: dict) -> np.ndarray:
+    """prev_state values of universal letter masks (see _textscan.STATE_LETTERS)."""
+    uniq, inv = np.unique(masks, return_inverse=True)
+    vals = np.array([sum(table.get(ch, 0) for ch in _letters_of(int(u))) for u in uniq],
+                    dtype=np.int64)
+    return vals[inv]
+
+
+def _state_str(value: int, table: dict) -> str:
+    plus = table.get("+", 0)
+    bits = [ch for ch, b in table.items() if ch != "+" and value & b]
+    s = "|".join(bits) if bits else "R"
+    if plus and value & plus:
+        s += "+"
+    return s
+
+
+def _state_str_column(values: np.ndarray, valid: np.ndarray | None, table: dict) -> pa.Array:
+    uniq, inv = np.unique(values, return_inverse=True)
+    dictionary = pa.array([_state_str(int(u), table) for u in uniq], type=pa.string())
+    d = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), dictionary)
+    if valid is not None and not valid.all():
+        d = pa.DictionaryArray.from_arrays(
+            pa.array(inv.astype(np.int32), mask=~valid), dictionary)
+    return d
+
+
+def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
+    pool = pa.array(strings, type=pa.string())
+    tables: dict[str, pa.Table] = {}
+    counts: dict[str, int] = {}
+    systems: dict[str, str] = {}
+    any_chain = st["any_frames"]
+    for ev in raw["events"]:
+        name = ev["name"]
+        if ev["count"]:
+            counts[name] = counts.get(name, 0) + ev["count"]
+        systems[name] = ev["system"] or KNOWN_SYSTEMS.get(name)
+        if not ev["wanted"] or "ts" not in ev:
+            continue
+        table = _event_table(name, ev, pool, any_chain)
+        if name in tables:   # same name printed with and without system
+            table = pa.concat_tables([tables[name], table], promote_options="permissive")
+        tables[name] = table
+    _print_events(tables, counts, systems)
+    if events is not None:   # asked-for events that never occur: empty tables
+        for e in events:
+            e = e.split(":")[-1]
+            if e not in tables and e in _DESCRIBED:
+                v = _DESCRIBED[e]["variants"][0]
+                fields = [pa.field(n, v["types"][n]) for n, _, _ in v["fields"]]
+                if e == "sched_switch":
+                    fields.insert(4, pa.field("prev_state_str", STRING))
+                tables[e] = pa.schema(_common_fields() + fields).empty_table()
+    sorted_in_file = bool(st["sorted"])
+    for name, t in tables.items():
+        ts = t.column("ts").to_numpy()
+        if len(ts) > 1 and (np.diff(ts) < 0).any():
+            tables[name] = t.take(pa.array(np.argsort(ts, kind="stable")))
+    lost_cpu, lost_count, lost_ts = (np.frombuffer(raw["lost"][0], np.int32),
+                                     np.frombuffer(raw["lost"][1], np.int64),
+                                     np.frombuffer(raw["lost"][2], np.int64).copy())
+    last = st["max_ts"] if st["events"] else 0
+    lost_ts[lost_ts < 0] = last
+    lost = pa.table([pa.array(lost_ts, pa.int64()), pa.array(lost_cpu, pa.int32()),
+                     pa.array(lost_count, pa.int64())], schema=LOST_EVENTS_SCHEMA)
+    if len(lost) > 1:
+        lost = lost.take(pa.array(np.argsort(lost_ts, kind="stable")))
+    lost_per_cpu: dict[int, int] = {}
+    for c, n in zip(lost_cpu.tolist(), lost_count.tolist()):
+        if n < 0 or lost_per_cpu.get(c, 0) < 0:
+            lost_per_cpu[c] = -1
+        else:
+            lost_per_cpu[c] = lost_per_cpu.get(c, 0) + n
+    cpus = facts.get("cpus") or (st["max_cpu"] + 1 if st["max_cpu"] >= 0 else None)
+    source = {
+        "sorted": sorted_in_file,
+        "unparsed_lines": st["unparsed"],
+        "first_unparsed": [(int(n), t if isinstance(t, str) else t.decode(errors="replace"))
+                           for n, t in st["first_unparsed"]],
+        "lines": st["lines"],
+        "event_lines": st["events"],
+        "compression": _compression(path) if fmt != "perf.data" else None,
+        "latency_flags": bool(st["any_lat"]),
+        "callchains": bool(any_chain),
+    }
+    for k in ("tracer", "entries_in_buffer", "entries_written"):
+        if k in facts:
+            source[k] = facts[k]
+    meta = {
+        "path": str(path),
+        "format": fmt,
+        "cpus": cpus,
+        "clock": None,
+        "first_ts_ns": st["min_ts"] if st["events"] else None,
+        "last_ts_ns": st["max_ts"] if st["events"] else None,
+        "kernel": None,
+        "lost_events": dict(sorted(lost_per_cpu.items())),
+        "event_counts": dict(sorted(counts.items())),
+        "systems": systems,
+        "source": source,
+    }
+    return RawTrace(tables=tables, meta=meta, lost=lost)
+
+
+def _print_events(tables, counts, systems):
+    """trace_marker writes: ftrace:print with ``ip`` and ``buf`` like trace.dat.
+
+    Raw ftrace text prints them as ``tracing_mark_write: <text>`` (no event name);
+    the kernel stores the text with a trailing newline, which every text format drops
+    and which is put back here."""
+    t = tables.pop("tracing_mark_write", None)
+    n = counts.pop("tracing_mark_write", None)
+    systems.pop("tracing_mark_write", None)
+    if n is not None:
+        counts["print"] = counts.get("print", 0) + n
+        systems["print"] = "ftrace"
+    if t is not None:
+        buf = t.column("args")
+        t = t.select(list(COMMON_NAMES))
+        t = t.append_column("ip", pa.array(["tracing_mark_write"] * t.num_rows).dictionary_encode())
+        t = t.append_column("buf", pc.binary_join_element_wise(buf, "\n", "").dictionary_encode())
+        tables["print"] = pa.concat_tables([tables["print"], t]) if "print" in tables else t
+    if "print" in tables and tables["print"].num_rows and "buf" in tables["print"].schema.names:
+        p = tables["print"]
+        buf = p.column("buf").cast(pa.string())
+        if t is None:
+            buf = pc.binary_join_element_wise(buf, "\n", "")
+            i = p.schema.get_field_index("buf")
+            tables["print"] = p.set_column(i, "buf", buf.dictionary_encode())
+
+
+def _common_fields():
+    from ..schema import COMMON_FIELDS
+    return list(COMMON_FIELDS)
+
+
+def _safe_name(name: str, taken) -> str:
+    """The column name of an event field: :func:`schema.field_name` (``field_cpu`` for
+    workqueue_queue_work's ``cpu``), kept distinct from the columns already there."""
+    name = field_name(name)
+    while name in taken:
+        name = "field_" + name
+    return name
+
+
+def _event_table(name: str, ev: dict, pool: pa.Array, any_chain: bool) -> pa.Table:
+    n = len(ev["ts"]) // 8
+    latv = _np(ev["latv"], np.uint8).astype(bool)
+    lat_mask = None if latv.all() else ~latv
+    cols = {
+        "ts": pa.array(_np(ev["ts"], np.int64), pa.int64()),
+        "cpu": pa.array(_np(ev["cpu"], np.int32), pa.int32()),
+        "common_pid": pa.array(_np(ev["pid"], np.int32), pa.int32()),
+        "common_comm": _dict_column(_np(ev["comm"], np.int32), None, pool),
+        "common_flags": pa.array(_np(ev["flags"], np.uint8), pa.uint8(), mask=lat_mask),
+        "common_preempt_count": pa.array(_np(ev["pc"], np.uint8), pa.uint8(), mask=lat_mask),
+    }
+    desc = _DESCRIBED.get(name)
+    if desc is not None:
+        _layout_columns(name, ev, desc, pool, cols, n)
+    else:
+        _generic_columns(ev, cols, n)
+    if any_chain:
+        offs = np.empty(n + 1, dtype=np.int64)
+        offs[:n] = _np(ev["chain_off"], np.int64)
+        offs[n] = ev["nframes"]
+        frames = _np(ev["frames"], np.int32)
+        values = pool.take(pa.array(frames, pa.int32())) if len(frames) else pa.array([], pa.string())
+        cols["callchain"] = pa.ListArray.from_arrays(pa.array(offs.astype(np.int32)), values)
+    return pa.table(cols)
+
+
+def _slot_values(slot, n) -> np.ndarray:
+    """The int64 values of a scanner slot, full length (zeros before its first row)."""
+    buf, start = slot
+    if start < 0:
+        return np.zeros(n, dtype=np.int64)
+    v = _np(buf, np.int64)
+    if start:
+        v = np.concatenate([np.zeros(start, dtype=np.int64), v])
+    return v
+
+
+def _layout_columns(name, ev, desc, pool, cols, n):
+    variant = _np(ev["variant"], np.int8)
+    slots = ev["slots"]
+    nvar = len(desc["variants"])
+    counts = np.bincount(variant.astype(np.intp), minlength=nvar) if n else np.zeros(nvar, np.intp)
+    used = [int(i) for i in np.argsort(-counts, kind="stable") if counts[i] > 0] or [0]
+    # output fields: those of the most used variant first, then the others'
+    order: list[str] = []
+    ftype: dict[str, pa.DataType] = {}
+    for vi in used:
+        v = desc["variants"][vi]
+        for fname, _, _ in v["fields"]:
+            if fname not in ftype:
+                order.append(fname)
+                ftype[fname] = v["types"][fname]
+    state_table = STATE_NEW
+    for fname in order:
+        typ = ftype[fname]
+        parts = []          # (rows mask or None for all rows, kind, slot)
+        for vi in used:
+            v = desc["variants"][vi]
+            hit = [(k, s) for f, k, s in v["fields"] if f == fname]
+            if hit and v["types"][fname] == typ:
+                parts.append((None if len(used) == 1 else variant == vi, hit[0][0], hit[0][1]))
+        if len(parts) == 1 and parts[0][0] is None and parts[0][1] not in ("S", "P", "b"):
+            vals, valid = _slot_values(slots[parts[0][2]], n), None      # the usual case
+        else:
+            vals = np.zeros(n, dtype=np.int64)
+            valid = np.zeros(n, dtype=bool)
+            for rows, kind, slot in parts:
+                if rows is None:
+                    rows = np.ones(n, dtype=bool)
+                sv = _slot_values(slots[slot], n)
+                if kind in ("S", "P") and rows.any():
+                    masks = sv[rows]
+                    letters = set().union(*(_letters_of(int(m)) for m in np.unique(masks)))
+                    if kind == "P":
+                        table = STATE_NEW if letters & {"I", "P"} else STATE_PLUGIN
+                    else:
+                        table = STATE_OLD if letters & _OLD_ONLY else STATE_NEW
+                        state_table = table
+                    vals[rows] = _state_values(masks, table)
+                elif kind == "b":
+                    ids = [i for i in (_pool_id(pool, "true"), _pool_id(pool, "1")) if i is not None]
+                    vals[rows] = np.isin(sv[rows], ids)
+                else:
+                    vals[rows] = sv[rows]
+                valid |= rows
+            if valid.all():
+                valid = None
+        out_name = _safe_name(fname, cols)
+        if pa.types.is_dictionary(typ):
+            cols[out_name] = _dict_column(vals.astype(np.int32), valid, pool) if n else \
+                pa.array([], type=STRING)
+        else:
+            cols[out_name] = _int_column(vals, valid, typ)
+        if name == "sched_switch" and fname == "prev_state":
+            cols["prev_state_str"] = _state_str_column(vals, valid, state_table)
+
+
+_POOL_IDS: dict = {}
+
+
+def _pool_id(pool: pa.Array, s: str):
+    idx = pc.index(pool, s).as_py()
+    return None if idx < 0 else idx
+
+
+_KEY_RE = re.compile(r"(?:^|\s)([A-Za-z_]\w*)=")
+
+
+def _generic_columns(ev, cols, n):
+    """Events without a layout: ``args`` plus one string column per key=value."""
+    offs = np.empty(n + 1, dtype=np.int64)
+    offs[:n] = _np(ev["args_off"], np.int64)
+    offs[n] = len(ev["args"])
+    args = pa.Array.from_buffers(pa.large_string(), n,
+                                 [None, pa.py_buffer(offs), pa.py_buffer(ev["args"])])
+    if offs[n] < 2 ** 31:
+        args = args.cast(pa.string())
+    keys: list[str] = []
+    sample = args.slice(0, 2000).to_pylist() + args.slice(max(n - 200, 0)).to_pylist()
+    for s in sample:
+        for k in _KEY_RE.findall(s or ""):
+            if k not in keys:
+                keys.append(k)
+    for k in keys[:64]:
+        pat = r"(?:^|\s)" + re.escape(k) + r"=(?P<v>.*?)(?:\s+[A-Za-z_]\w*=|\s*$)"
+        vals = pc.struct_field(pc.extract_regex(args, pat), [0])
+        cols[_safe_name(k, list(cols) + ["args"])] = vals.dictionary_encode()
+    cols["args"] = args

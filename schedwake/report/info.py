@@ -1,0 +1,47 @@
+"""The ``schedwake info`` summary of a trace: counts, CPUs, duration, clock, lost events."""
+
+from __future__ import annotations
+
+
+def summary(trace) -> dict:
+    """The trace's facts as a JSON-ready dict (the keys of ``schedwake info --format json``)."""
+    m = trace.meta
+    first, last = m["first_ts_ns"], m["last_ts_ns"]
+    return {
+        "path": m["path"],
+        "format": m["format"],
+        "cpus": m["cpus"],
+        "clock": m["clock"],
+        "first_ts_ns": first,
+        "last_ts_ns": last,
+        "duration_s": 0.0 if first is None else (last - first) / 1e9,
+        "events": dict(m["event_counts"]),
+        "lost_events": {str(c): n for c, n in m["lost_events"].items()},
+        "lost_unknown": [str(c) for c in m.get("lost_unknown", [])],
+        "kernel": m["kernel"],
+    }
+
+
+def text(s: dict) -> str:
+    """``summary()`` as the human text of ``schedwake info``."""
+    total = sum(s["events"].values())
+    lines = [
+        f"file:      {s['path']}",
+        f"format:    {s['format']}",
+        f"kernel:    {s['kernel'] or 'unknown (not recorded in the file)'}",
+        f"cpus:      {s['cpus']}",
+        f"clock:     {s['clock'] or 'unknown'}",
+        f"duration:  {s['duration_s']:.6f} s",
+        f"events:    {total}",
+    ]
+    width = max((len(n) for n in s["events"]), default=0)
+    for name, count in sorted(s["events"].items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {name:<{width}}  {count:>10}")
+    if s["lost_events"]:
+        lines.append("lost events:")
+        for cpu, n in s["lost_events"].items():
+            more = "  (and an unknown number more)" if cpu in s["lost_unknown"] else ""
+            lines.append(f"  cpu {cpu:>3}  {n}{more}")
+    else:
+        lines.append("lost events: none")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,328 @@
+"""Render a before/after comparison of metric samples in the mmtests ``compare`` layout.
+
+This module's one job: take per-side sample arrays for each metric (supplied by the caller,
+e.g. the metrics module) and produce the mmtests comparison -- as fixed-width text exactly
+in ``compare-mmtests.pl``'s layout, as a Markdown pipe table, and as flat records for JSON.
+The statistics themselves live in :mod:`schedwake.report.stats`.
+
+Layout (``reference/formats-and-stats.md`` D.1-D.3)::
+
+    title
+                               6.18.0                 6.18.0
+                              vanilla           kworkerstack
+    Min       elapsed      540.00 (   0.00%)      530.00 (   1.85%)
+    Amean     elapsed      543.00 (   0.00%)      530.00 *   2.39%*
+    ...
+    * significant: <rule>; samples: <kind>, n=<n1>/<n2>
+
+* Rows are grouped by statistic, then by metric: Min, Amean|Hmean, Stddev, CoeffVar, Max,
+  BAmean-50/95/99 (BHmean-* for higher-is-better metrics).  The mean row is Amean for
+  lower-is-better and Hmean for higher-is-better metrics.
+* Values ``%12.<precision>f``, then `` (%7.2f%%)``; the baseline (first column) is always
+  ``(   0.00%)``.  Positive = better: ``pndiff`` for lower-is-better metrics and for every
+  Stddev/CoeffVar row, ``pdiff`` for higher-is-better ones.  Undefined values (NaN, e.g. the
+  Stddev of a single sample) print ``0.00 (   0.00%)`` as in mmtests.
+* Only the mean row gets ``*...*`` instead of ``(...)``, when the significance rule says so.
+* Header: each side label split at its first ``-`` (``-rcN`` stays in the first line),
+  right-aligned to the cell width 12+7+4 = 23.  A label without ``-`` goes entirely on the
+  second line.  As in mmtests, a part wider than 23 characters runs into its neighbour.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+from schedwake.report import stats as st
+
+__all__ = ["MetricSamples", "Comparison", "StatRow", "compare_samples", "split_label",
+           "op_label", "FIELD_LENGTH", "COMPARE_LENGTH", "CELL_WIDTH"]
+
+FIELD_LENGTH = 12
+COMPARE_LENGTH = 7
+#: Width of one side's cell: value (12) + " (" + "%7.2f" + "%)".
+CELL_WIDTH = FIELD_LENGTH + COMPARE_LENGTH + 4
+
+Rule = Literal["ttest", "ci95"]
+SampleKind = Literal["per-trace", "per-window"]
+
+_BEST_PCTS = (50, 95, 99)
+
+
+@dataclass(frozen=True)
+class MetricSamples:
+    """One metric's samples on every side (``samples[0]`` is the baseline).
+
+    ``sample_kind`` says what one sample is: one value per trace (iteration) or one value
+    per time window inside a trace (``window_s`` seconds); it is printed in the rule line.
+    """
+
+    name: str
+    unit: str
+    direction: st.Direction
+    samples: Sequence[Any]
+    window_s: float | None = None
+    sample_kind: SampleKind = "per-trace"
+
+    def __post_init__(self):
+        if self.direction not in ("lower", "higher"):
+            raise ValueError(f"{self.name}: direction must be 'lower' or 'higher', "
+                             f"not {self.direction!r}")
+        if self.sample_kind not in ("per-trace", "per-window"):
+            raise ValueError(f"{self.name}: sample_kind must be 'per-trace' or 'per-window'")
+
+
+@dataclass(frozen=True)
+class StatRow:
+    """One rendered row: a statistic of one metric on every side."""
+
+    stat: str                     # "Min", "Amean", "BHmean-95", ...
+    metric: MetricSamples
+    values: list[float]           # per side, NaN if undefined
+    pcts: list[float]             # per side, baseline 0.0
+    is_mean_row: bool
+    sig: list[st.SigResult | None]  # per side; None for the baseline and non-mean rows
+
+    @property
+    def op(self) -> str:
+        return op_label(self.metric.name, self.metric.unit)
+
+
+def op_label(name: str, unit: str) -> str:
+    """The operation-column text of a metric: ``name`` if the unit is empty or already
+    ends the name, ``name + unit`` for a unit like ``/s``, else ``name[unit]`` (no spaces,
+    so whitespace-splitting mmtests parsers keep working)."""
+    if not unit or name.endswith(unit):
+        return name
+    if unit.startswith("/"):
+        return name + unit
+    return f"{name}[{unit}]"
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """Split a side label into the two header lines, as mmtests ``_generateHeaderTable``.
+
+    At the first ``-``; if what follows it is ``-rcN`` the split moves past it, so
+    ``5.17.0-rc0-vanilla`` -> (``5.17.0-rc0``, ``vanilla``).  (mmtests skips exactly four
+    characters; here all digits of ``rcNN`` are kept.)  A label with no ``-`` -> (``""``,
+    label) so the name sits right above its numbers (mmtests' own result is mangled).
+    """
+    idx = label.find("-")
+    if idx < 0:
+        return "", label
+    m = re.match(r"-rc\d+", label[idx:])
+    if m:
+        idx += m.end()
+        rest = label[idx:]
+        return label[:idx], rest[1:] if rest.startswith("-") else rest
+    return label[:idx], label[idx + 1:]
+
+
+def _stat_names(direction: st.Direction) -> list[str]:
+    mean = "Amean" if direction == "lower" else "Hmean"
+    best = "BAmean" if direction == "lower" else "BHmean"
+    return ["Min", mean, "Stddev", "CoeffVar", "Max"] + [f"{best}-{p}" for p in _BEST_PCTS]
+
+
+def _stat_values(x: np.ndarray, direction: st.Direction) -> list[float]:
+    kind = "amean" if direction == "lower" else "hmean"
+    return ([st.smin(x), st.mean_of(x, kind), st.stddev(x), st.coeffvar(x), st.smax(x)]
+            + [st.best_mean(x, p, direction, kind) for p in _BEST_PCTS])
+
+
+_STAT_KEYS = ["min", "mean", "stddev", "coeffvar", "max", "best", "best", "best"]
+
+
+def _fmt_float(v: float, spec: str) -> str:
+    return spec % (0.0 if (v is None or math.isnan(v)) else v)
+
+
+def _cell(value: float, pct: float, significant: bool, precision: int) -> str:
+    num = _fmt_float(value, f"%{FIELD_LENGTH}.{precision}f")
+    p = _fmt_float(pct, f"%{COMPARE_LENGTH}.2f")
+    return f"{num} *{p}%*" if significant else f"{num} ({p}%)"
+
+
+def _none_if_nan(v: float) -> float | None:
+    return None if v is None or math.isnan(v) else float(v)
+
+
+@dataclass
+class Comparison:
+    """The computed comparison; render with :meth:`text`, :meth:`markdown`, :meth:`records`."""
+
+    title: str | None
+    labels: list[str]
+    rule: Rule
+    alpha: float
+    rows: list[StatRow] = field(default_factory=list)
+    metrics: list[MetricSamples] = field(default_factory=list)
+
+    # ---- shared pieces ------------------------------------------------------------------
+    def rule_name(self) -> str:
+        if self.rule == "ttest":
+            a = f"{self.alpha:.2f}" if round(self.alpha, 2) == self.alpha else f"{self.alpha:g}"
+            return f"two-sided t-test (Welch s.e., df=n1+n2-2), alpha {a}"
+        return "mean +-1.96*sd intervals do not overlap (mmtests ci95)"
+
+    def _sample_desc(self, m: MetricSamples) -> str:
+        ns = "/".join(str(st.clean_samples(s).size) for s in m.samples)
+        if m.sample_kind == "per-window":
+            win = f", window {float(m.window_s)} s" if m.window_s is not None else ""
+            return f"per-window values{win}, n={ns}"
+        return f"per-trace values, n={ns}"
+
+    def rule_line(self) -> str:
+        """``* significant: <rule>; samples: <kind>, n=a/b`` (one line; several sample
+        descriptions are given per metric when metrics differ)."""
+        descs = {m.name: self._sample_desc(m) for m in self.metrics}
+        uniq = list(dict.fromkeys(descs.values()))
+        if len(uniq) <= 1:
+            samples = uniq[0] if uniq else "none"
+        else:
+            samples = "; ".join(f"{name}: {d}" for name, d in descs.items())
+        line = f"* significant: {self.rule_name()}; samples: {samples}"
+        untestable = []
+        for r in self.rows:
+            if not r.is_mean_row:
+                continue
+            for s in r.sig:
+                if s is not None and not s.testable:
+                    untestable.append(f"{r.metric.name} ({s.reason})")
+        if untestable:
+            line += "; not testable: " + ", ".join(dict.fromkeys(untestable))
+        return line
+
+    # ---- renderers ----------------------------------------------------------------------
+    def text(self, precision: int = 2) -> str:
+        """The mmtests fixed-width table (title, two header lines, rows, rule line),
+        newline-terminated.  ``precision`` is mmtests' ``_Precision`` for the values."""
+        stat_w = max((len(r.stat) for r in self.rows), default=0)
+        op_w = max((len(r.op) for r in self.rows), default=0)
+        lines = []
+        if self.title:
+            lines.append(self.title)
+        parts = [split_label(lab) for lab in self.labels]
+        lead = " " * (stat_w + 1 + op_w)
+        for i in (0, 1):
+            lines.append((lead + "".join(f"%{CELL_WIDTH}s" % p[i] for p in parts)).rstrip())
+        for r in self.rows:
+            s = f"%-{stat_w}s" % r.stat + f" %-{op_w}s" % r.op
+            for j, (v, p) in enumerate(zip(r.values, r.pcts)):
+                sig = r.sig[j]
+                s += _cell(v, p, bool(sig is not None and sig.significant), precision)
+            lines.append(s)
+        lines.append(self.rule_line())
+        return "\n".join(lines) + "\n"
+
+    def markdown(self, precision: int = 2) -> str:
+        """A Markdown pipe table with the same numbers; significant cells carry literal
+        (escaped) stars, e.g. ``530.00 \\*2.39%\\*``."""
+        out = []
+        if self.title:
+            out += [f"**{self.title}**", ""]
+        head = ["Stat", "Metric"] + [lab.replace("|", "\\|") for lab in self.labels]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "|".join([":---", ":---"] + ["---:"] * len(self.labels)) + "|")
+        for r in self.rows:
+            cells = [r.stat, r.op.replace("|", "\\|")]
+            for j, (v, p) in enumerate(zip(r.values, r.pcts)):
+                num = _fmt_float(v, f"%.{precision}f")
+                pct = _fmt_float(p, "%.2f")
+                sig = r.sig[j]
+                if sig is not None and sig.significant:
+                    cells.append(f"{num} \\*{pct}%\\*")
+                else:
+                    cells.append(f"{num} ({pct}%)")
+            out.append("| " + " | ".join(cells) + " |")
+        out += ["", self.rule_line().replace("*", "\\*", 1)]
+        return "\n".join(out) + "\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        """Flat, JSON-ready records: one per (metric, statistic, side).
+
+        Keys: metric, unit, direction, stat, side, baseline, value, pct, significant,
+        detail, testable, rule, n, sample_kind, window_s.  NaN becomes ``None``;
+        ``significant``/``detail``/``testable`` are ``None`` except on non-baseline sides of
+        the mean row (``detail`` = p-value for ttest, cidiff ratio for ci95; ``None`` when
+        not finite, i.e. ci95 with zero spread on both sides).
+        """
+        recs = []
+        for r in self.rows:
+            m = r.metric
+            for j, label in enumerate(self.labels):
+                sig = r.sig[j]
+                detail = None
+                if sig is not None and math.isfinite(sig.detail):
+                    detail = float(sig.detail)
+                recs.append({
+                    "metric": m.name,
+                    "unit": m.unit,
+                    "direction": m.direction,
+                    "stat": r.stat,
+                    "side": label,
+                    "baseline": j == 0,
+                    "value": _none_if_nan(r.values[j]),
+                    "pct": _none_if_nan(r.pcts[j]),
+                    "significant": None if sig is None else bool(sig.significant),
+                    "detail": detail,
+                    "testable": None if sig is None else bool(sig.testable),
+                    "rule": self.rule,
+                    "n": int(st.clean_samples(m.samples[j]).size),
+                    "sample_kind": m.sample_kind,
+                    "window_s": m.window_s,
+                })
+        return recs
+
+
+def compare_samples(title: str | None, labels: Sequence[str], metrics: Sequence[MetricSamples],
+                    rule: Rule = "ttest", alpha: float = 0.10) -> Comparison:
+    """Compute the mmtests comparison of ``metrics`` across the sides ``labels``.
+
+    ``labels[0]`` is the baseline; every metric must have one sample array per label.
+    ``rule`` picks the ``*`` test on the mean row: ``"ttest"`` (mmtests 2018-2024, the LKML
+    tables: two-sided t-test, Welch s.e., df=n1+n2-2, ``alpha``) or ``"ci95"`` (mmtests
+    since 2024-11: non-overlapping mean +-1.96*sd intervals; ``alpha`` unused).
+    """
+    labels = list(labels)
+    if not labels:
+        raise ValueError("need at least one side label")
+    if rule not in ("ttest", "ci95"):
+        raise ValueError(f"rule must be 'ttest' or 'ci95', not {rule!r}")
+    metrics = list(metrics)
+    for m in metrics:
+        if len(m.samples) != len(labels):
+            raise ValueError(f"{m.name}: {len(m.samples)} sample arrays for {len(labels)} sides")
+
+    per_metric: list[list[StatRow]] = []
+    for m in metrics:
+        kind = "amean" if m.direction == "lower" else "hmean"
+        arrays = [st.clean_samples(s) for s in m.samples]
+        vals = [_stat_values(a, m.direction) for a in arrays]   # [side][stat]
+        names = _stat_names(m.direction)
+        rows = []
+        for k, name in enumerate(names):
+            func = st.pct_func_name(_STAT_KEYS[k], m.direction)
+            base = vals[0][k]
+            values = [vals[j][k] for j in range(len(labels))]
+            pcts = [0.0] + [st.compare_pct(values[j], base, func, sentinel=None)
+                            for j in range(1, len(labels))]
+            is_mean = k == 1
+            sig: list[st.SigResult | None] = [None] * len(labels)
+            if is_mean:
+                for j in range(1, len(labels)):
+                    if rule == "ttest":
+                        sig[j] = st.ttest_lkml(arrays[0], arrays[j], alpha=alpha, mean=kind)
+                    else:
+                        sig[j] = st.ci95_test(arrays[0], arrays[j], mean=kind)
+            rows.append(StatRow(name, m, values, pcts, is_mean, sig))
+        per_metric.append(rows)
+
+    # group by statistic position, then by metric (mmtests _generateTitleTable order)
+    ordered = [per_metric[i][k] for k in range(len(_STAT_KEYS)) for i in range(len(metrics))]
+    return Comparison(title=title, labels=labels, rule=rule, alpha=alpha, rows=ordered,
+                      metrics=metrics)

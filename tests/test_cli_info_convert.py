@@ -1,0 +1,119 @@
+"""`schedwake info` and `convert` as real subprocesses, and bad input everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pyarrow.dataset as ds
+import pytest
+
+import schedwake
+
+from .conftest import run_cli
+
+
+def test_info_text(dbench2):
+    proc = run_cli("info", dbench2, check=True)
+    out = proc.stdout
+    assert "format:    trace.dat" in out and "cpus:      2" in out
+    assert "clock:     local" in out and "lost events: none" in out
+    count = schedwake.load(dbench2, events=[]).meta["event_counts"]["sched_migrate_task"]
+    assert any(line.split() == ["sched_migrate_task", str(count)] for line in out.splitlines())
+
+
+def test_info_json_keys_and_values(dbench2):
+    info = json.loads(run_cli("info", dbench2, "--format", "json", check=True).stdout)
+    assert set(info) >= {"path", "format", "cpus", "clock", "first_ts_ns", "last_ts_ns",
+                         "duration_s", "events", "lost_events", "kernel"}
+    assert info["format"] == "trace.dat" and info["cpus"] == 2
+    assert info["duration_s"] == pytest.approx((info["last_ts_ns"] - info["first_ts_ns"]) / 1e9)
+    total = int(subprocess.run(f"trace-cmd report -i {dbench2} | grep -vc '^cpus='",
+                               shell=True, capture_output=True, text=True).stdout)
+    assert sum(info["events"].values()) == total
+
+
+def test_info_lost_events(tmp_path):
+    from .conftest import sample
+
+    info = json.loads(run_cli("info", sample("lost-events.dat"), "--format", "json",
+                              check=True).stdout)
+    assert info["lost_events"] and all(n > 0 for n in info["lost_events"].values())
+    assert "lost events:" in run_cli("info", sample("lost-events.dat"), check=True).stdout
+
+
+def test_convert_parquet_readable_by_pyarrow_dataset_and_polars(dbench1, tmp_path):
+    out = tmp_path / "tables"
+    run_cli("convert", dbench1, "-o", out, check=True)
+    trace = schedwake.load(dbench1)
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["tables"] == {n: trace.table(n).num_rows for n in trace.events}
+    waking = ds.dataset(out / "sched_waking.parquet").to_table()
+    assert waking.equals(trace.table("sched_waking"))
+    polars = pytest.importorskip("polars")
+    df = polars.read_parquet(out / "sched_switch.parquet")
+    assert df.height == trace.table("sched_switch").num_rows
+    assert df["prev_state_str"].cast(polars.Utf8).to_list() == \
+        trace.table("sched_switch").column("prev_state_str").to_pylist()
+
+
+def test_convert_selected_events(dbench1, tmp_path):
+    run_cli("convert", dbench1, "-o", tmp_path, "--events", "sched_waking,sched_switch", check=True)
+    assert sorted(p.name for p in tmp_path.glob("*.parquet")) == \
+        ["sched_switch.parquet", "sched_waking.parquet"]
+
+
+def _bad_inputs(tmp_path, dbench1):
+    data = dbench1.read_bytes()
+    cases = {
+        "missing": (tmp_path / "nope.dat", "no such file"),
+        "directory": (tmp_path, "is a directory"),
+        "empty": (tmp_path / "empty.dat", "empty file"),
+        "random": (tmp_path / "random.dat", "not a trace"),
+        "text named .dat": (tmp_path / "notes.dat", "not a trace"),
+        "cut in the magic": (tmp_path / "magic.dat", "truncated"),
+        "cut in the header": (tmp_path / "header.dat", "truncated"),
+        "cut in the event formats": (tmp_path / "formats.dat", "truncated"),
+        "cut in the middle of the data": (tmp_path / "middle.dat", "truncated"),
+        "cut near the end": (tmp_path / "end.dat", "truncated"),
+    }
+    (tmp_path / "empty.dat").write_bytes(b"")
+    (tmp_path / "random.dat").write_bytes(os.urandom(100_000))
+    (tmp_path / "notes.dat").write_text("these are my notes\nnot a trace\n")
+    (tmp_path / "magic.dat").write_bytes(data[:5])
+    (tmp_path / "header.dat").write_bytes(data[:40])
+    (tmp_path / "formats.dat").write_bytes(data[:3000])
+    (tmp_path / "middle.dat").write_bytes(data[:len(data) // 2])
+    (tmp_path / "end.dat").write_bytes(data[:-300])
+    return cases
+
+
+def test_bad_input_one_line_exit_2(tmp_path, dbench1):
+    for label, (path, words) in _bad_inputs(tmp_path, dbench1).items():
+        proc = run_cli("info", path)
+        assert proc.returncode == 2, (label, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, (label, proc.stderr)
+        assert str(path) in lines[0] and words in lines[0], (label, lines[0])
+        assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_bad_input_raises_trace_error(tmp_path, dbench1):
+    for label, (path, words) in _bad_inputs(tmp_path, dbench1).items():
+        with pytest.raises(schedwake.TraceError) as err:
+            schedwake.load(path)
+        assert words in str(err.value) and err.value.path == str(path), label
+
+
+def test_corrupted_data_pages_never_crash(tmp_path, dbench1):
+    """Flipped bytes inside the compressed data: an error or a result, never a crash."""
+    data = bytearray(dbench1.read_bytes())
+    for i, at in enumerate(range(1_200_000, len(data) - 2000, 97_003)):
+        bad = bytearray(data)
+        bad[at:at + 64] = os.urandom(64)
+        path = tmp_path / f"flip{i}.dat"
+        path.write_bytes(bad)
+        proc = run_cli("info", path)
+        assert proc.returncode in (0, 2), proc.stderr
+        assert "Traceback" not in proc.stderr
