@@ -201,3 +201,24 @@ def test_lost_events_match_trace_cmd():
         per_cpu[cpu] += n if n > 0 else 1
     assert trace.meta["lost_events"] == dict(per_cpu)
     assert trace.meta["lost_unknown"] == sorted({c for c, n in dropped if n < 0})
+
+
+def test_uncompressed_copy_path_reads_the_same(dbench2, monkeypatch):
+    """Big zstd files are read through `trace-cmd convert` (see tracedat._readable_copy)."""
+    from schedwake.ingest import tracedat
+
+    direct = schedwake.load(dbench2)
+    monkeypatch.setattr(tracedat, "DECOMPRESS_ABOVE_BYTES", 0)
+    copied = schedwake.load(dbench2)
+    assert copied.meta == direct.meta
+    for name in direct.events:
+        assert copied.table(name).equals(direct.table(name)), name
+
+
+def test_char16_comm_of_sched_migrate_task_on_6_1():
+    """On 6.1 sched_migrate_task.comm is char[16]; on 6.18 it is __data_loc: same column."""
+    path = sample("guest8-dbench-xfs-2clients.dat")
+    trace = schedwake.load(path, events=["sched_migrate_task"])
+    df = trace.df("sched_migrate_task")
+    assert len(df) > 0 and (df["comm"].astype(str) == "dbench").any()
+    assert trace.meta["cpus"] == 8 and trace.meta["clock"] == "global"

@@ -148,10 +148,18 @@ typedef struct {
 
 static uint32_t str_hash(const char *s, size_t n)
 {
-    uint32_t h = 2166136261u;          /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;  /* 8 bytes a step: names are short */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return (uint32_t)(h ^ (h >> 29));
 }
 
 static int strcol_rehash(StrCol *c)
@@ -242,6 +250,7 @@ static PyObject *strcol_to_py(StrCol *c)
 enum col_kind {
     K_INT,      /* integer of size 1/2/4/8, signed or not */
     K_STR,      /* char[N] */
+    K_STR_ANY,  /* (only as the fallback case label of K_STR) */
     K_DYNSTR,   /* __data_loc / __rel_loc char[] */
     K_SYM,      /* pointer printed as %ps: kallsyms name */
     K_ARRAY,    /* fixed numeric array: list column */
@@ -249,9 +258,18 @@ enum col_kind {
     K_BIN,      /* anything else: raw bytes */
 };
 
+#define CACHE_SIZE 1024        /* direct-mapped caches: pid -> comm, address -> symbol */
+
+typedef struct {
+    uint64_t key[CACHE_SIZE];
+    int32_t idx[CACHE_SIZE];   /* dictionary index + 1; 0 = empty slot */
+} Cache;
+
 typedef struct {
     struct tep_format_field *field;
     enum col_kind kind;
+    Cache *sym_cache;          /* K_SYM: address -> symbol; K_STR up to 16 bytes: raw bytes */
+    uint64_t *raw_hi;          /* K_STR cache: second 8 raw bytes of each slot's key */
     int offset, size, elem, is_signed, is_rel;
     Buf values;     /* K_INT, K_ARRAY, K_DYNARRAY values; K_BIN bytes */
     Buf offsets;    /* list / binary offsets (int32) */
@@ -266,6 +284,7 @@ typedef struct {
     Col *cols;
     Buf ts, cpu, pid, flags, preempt;
     StrCol comm;
+    Cache comm_cache;
     /* sched_switch: prev_state decoded by the print format */
     int prev_state_col;
     StrCol prev_state_str;
@@ -398,15 +417,21 @@ static int setup_event(Reader *r, struct tep_event *ev, int wanted)
             else
                 c->kind = K_BIN;
         } else if (f->flags & TEP_FIELD_IS_ARRAY) {
-            if (f->flags & TEP_FIELD_IS_STRING)
+            if (f->flags & TEP_FIELD_IS_STRING) {
                 c->kind = K_STR;
-            else if (c->elem == 1 || c->elem == 2 || c->elem == 4 || c->elem == 8)
+                if (c->size > 0 && c->size <= 16 &&
+                    (!(c->sym_cache = calloc(1, sizeof(Cache))) ||
+                     !(c->raw_hi = calloc(CACHE_SIZE, sizeof(uint64_t)))))
+                    return -1;
+            } else if (c->elem == 1 || c->elem == 2 || c->elem == 4 || c->elem == 8)
                 c->kind = K_ARRAY;
             else
                 c->kind = K_BIN;
         } else if (c->size == 1 || c->size == 2 || c->size == 4 || c->size == 8) {
             c->kind = ((f->flags & TEP_FIELD_IS_POINTER) || c->size == 8) &&
                       field_is_symbol(ev, f) ? K_SYM : K_INT;
+            if (c->kind == K_SYM && !(c->sym_cache = calloc(1, sizeof(Cache))))
+                return -1;
         } else {
             c->kind = K_BIN;
         }
@@ -456,11 +481,24 @@ static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
     if (buf_put(&t->ts, &ts, 8) || buf_put(&t->cpu, &cpu, 4) || buf_put(&t->pid, &pid, 4) ||
         buf_put(&t->flags, &flags, 1) || buf_put(&t->preempt, &preempt, 1))
         return -1;
-    const char *comm = tep_data_comm_from_pid(r->tep, pid);
-    if (!comm)
-        comm = "<...>";
-    if (strcol_append(&t->comm, comm, strlen(comm)) < 0)
-        return -1;
+    {
+        size_t slot = (uint32_t)pid & (CACHE_SIZE - 1);
+        int32_t idx;
+        if (t->comm_cache.idx[slot] && t->comm_cache.key[slot] == (uint64_t)(uint32_t)pid) {
+            idx = t->comm_cache.idx[slot] - 1;
+        } else {
+            const char *comm = tep_data_comm_from_pid(r->tep, pid);
+            if (!comm)
+                comm = "<...>";
+            idx = strcol_intern(&t->comm, comm, strlen(comm));
+            if (idx < 0)
+                return -1;
+            t->comm_cache.key[slot] = (uint64_t)(uint32_t)pid;
+            t->comm_cache.idx[slot] = idx + 1;
+        }
+        if (buf_put(&t->comm.indices, &idx, 4))
+            return -1;
+    }
 
     for (int i = 0; i < t->ncols; i++) {
         Col *c = &t->cols[i];
@@ -483,17 +521,53 @@ static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
             break;
         case K_SYM: {
             uint64_t addr = inside ? read_uint(r, p, c->size) : 0;
-            const char *name = tep_find_function(r->tep, addr);
-            char hex[24];
-            if (!name) {
-                snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)addr);
-                name = hex;
+            size_t slot = (addr ^ (addr >> 12)) & (CACHE_SIZE - 1);
+            int32_t idx;
+            if (c->sym_cache->idx[slot] && c->sym_cache->key[slot] == addr) {
+                idx = c->sym_cache->idx[slot] - 1;
+            } else {
+                const char *name = tep_find_function(r->tep, addr);
+                char hex[24];
+                if (!name) {
+                    snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)addr);
+                    name = hex;
+                }
+                idx = strcol_intern(&c->str, name, strlen(name));
+                if (idx < 0)
+                    return -1;
+                c->sym_cache->key[slot] = addr;
+                c->sym_cache->idx[slot] = idx + 1;
             }
-            if (strcol_append(&c->str, name, strlen(name)))
+            if (buf_put(&c->str.indices, &idx, 4))
                 return -1;
             break;
         }
-        case K_STR: {
+        case K_STR:
+            if (c->raw_hi && inside) {
+                /* char[<=16]: identical raw bytes are the same string; skip the hash */
+                uint64_t lo = 0, hi = 0;
+                memcpy(&lo, p, c->size < 8 ? c->size : 8);
+                if (c->size > 8)
+                    memcpy(&hi, p + 8, c->size - 8);
+                size_t slot = ((lo ^ (hi * 31)) * 0x9E3779B97F4A7C15ull) >> 54;
+                int32_t idx;
+                if (c->sym_cache->idx[slot] && c->sym_cache->key[slot] == lo &&
+                    c->raw_hi[slot] == hi) {
+                    idx = c->sym_cache->idx[slot] - 1;
+                } else {
+                    idx = strcol_intern(&c->str, p, strnlen(p, c->size));
+                    if (idx < 0)
+                        return -1;
+                    c->sym_cache->key[slot] = lo;
+                    c->raw_hi[slot] = hi;
+                    c->sym_cache->idx[slot] = idx + 1;
+                }
+                if (buf_put(&c->str.indices, &idx, 4))
+                    return -1;
+                break;
+            }
+            /* fall through */
+        case K_STR_ANY: {
             /* char buf[] (size 0) runs to the end of the record */
             size_t room = c->size ? (size_t)c->size : (size_t)(size > c->offset ? size - c->offset : 0);
             size_t n = inside ? strnlen(p, room) : 0;
@@ -681,6 +755,7 @@ static PyObject *event_to_py(EvTab *t)
             break;
         case K_SYM:
         case K_STR:
+        case K_STR_ANY:
         case K_DYNSTR:
             ADD(Py_BuildValue("(ssN)", "str", name, strcol_to_py(&c->str)));
             break;
@@ -727,6 +802,8 @@ static void reader_free(Reader *r)
                 buf_free(&t->cols[k].values);
                 buf_free(&t->cols[k].offsets);
                 strcol_free(&t->cols[k].str);
+                free(t->cols[k].sym_cache);
+                free(t->cols[k].raw_hi);
             }
             free(t->cols);
             buf_free(&t->ts);

@@ -7,7 +7,12 @@ pass and hands back column buffers; this module only wraps them as Arrow arrays
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -75,15 +80,48 @@ def _cpustat_lost(cpustats: str | None) -> dict[int, int]:
     return lost
 
 
+#: Compressed files above this size are decompressed first (see _readable_copy).
+DECOMPRESS_ABOVE_BYTES = 8 << 20
+
+
+@contextmanager
+def _readable_copy(path: Path, compression: str | None):
+    """The file to hand to libtracecmd: ``path``, or an uncompressed copy of it.
+
+    libtracecmd 1.3 reads compressed (v7) data through a cache of decompressed
+    chunks that it never trims (free_zpage's range test cannot match), so reading
+    a big compressed file takes time quadratic in its size and keeps all of its
+    decompressed data in memory. ``trace-cmd convert --compression none`` writes
+    an uncompressed copy in a fraction of one read, after which reading is linear.
+    Small files, or no trace-cmd on PATH, or no room in TMPDIR: read as is.
+    """
+    tmpdir = tempfile.gettempdir()
+    size = path.stat().st_size
+    if (not compression or size < DECOMPRESS_ABOVE_BYTES or not shutil.which("trace-cmd")
+            or shutil.disk_usage(tmpdir).free < 16 * size):
+        yield path
+        return
+    fd, tmp = tempfile.mkstemp(prefix="schedwake-", suffix=".dat", dir=tmpdir)
+    os.close(fd)
+    try:
+        proc = subprocess.run(["trace-cmd", "convert", "-i", str(path), "-o", tmp,
+                               "--compression", "none"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL)
+        yield Path(tmp) if proc.returncode == 0 and os.path.getsize(tmp) > 0 else path
+    finally:
+        os.unlink(tmp)
+
+
 def read(path: Path, events: list[str] | None = None,
          progress: Progress | None = None) -> RawTrace:
     """Read ``path``; ``events`` limits which tables are built (counts cover all)."""
     if _tracedat is None:
         raise TraceError(path, f"the trace.dat reader is not built ({_IMPORT_ERROR})")
-    tracedat_layout.check(path)
+    layout = tracedat_layout.check(path)
     try:
-        raw = _tracedat.read(str(path), None if events is None else frozenset(events),
-                             progress)
+        with _readable_copy(path, layout["compression"]) as readable:
+            raw = _tracedat.read(str(readable), None if events is None else frozenset(events),
+                                 progress)
     except _tracedat.TraceDatError as exc:
         raise TraceError(path, str(exc)) from None
     except MemoryError:
@@ -128,7 +166,8 @@ def read(path: Path, events: list[str] | None = None,
         "event_counts": dict(sorted(counts.items())),
         "systems": systems,
         "source": {
-            "file_version": m["file_version"],
+            "file_version": layout["version"],
+            "compression": layout["compression"],
             "trace_cmd_version": m["trace_cmd_version"],
             "uname": m["uname"],
             "records": m["records"],

@@ -48,8 +48,11 @@ class _Reader:
         return self.data[off:end].decode("latin-1"), end + 1
 
 
-def check(path: Path) -> None:
-    """Raise TraceError if ``path`` is not a complete trace.dat (v6 or v7)."""
+def check(path: Path) -> dict:
+    """Raise TraceError if ``path`` is not a complete trace.dat (v6 or v7).
+
+    Returns what it learnt: ``{"version": 6|7, "compression": name or None}``.
+    """
     with open(path, "rb") as f:
         size = f.seek(0, 2)
         if size == 0:
@@ -65,16 +68,16 @@ def check(path: Path) -> None:
         off += 6                                    # endianness, long size, page size
         if version == "6":
             _check_v6(r, off)
-        elif version == "7":
-            _check_v7(r, off)
-        else:
-            raise TraceError(path, f"unsupported trace.dat version {version!r} (known: 6, 7)")
+            return {"version": 6, "compression": None}
+        if version == "7":
+            return {"version": 7, "compression": _check_v7(r, off)}
+        raise TraceError(path, f"unsupported trace.dat version {version!r} (known: 6, 7)")
     finally:
         data.close()
 
 
-def _check_v7(r: _Reader, off: int) -> None:
-    _, off = r.cstr(off, "compression name")
+def _check_v7(r: _Reader, off: int) -> str | None:
+    compression, off = r.cstr(off, "compression name")
     _, off = r.cstr(off, "compression version")
     next_opts = r.u("Q", off, "options offset")
     seen = set()
@@ -100,6 +103,7 @@ def _check_v7(r: _Reader, off: int) -> None:
             elif oid == OPT_BUFFER:
                 _buffer_option(r, body, osize)
             pos = body + osize
+    return None if compression in ("", "none") else compression
 
 
 def _section(r: _Reader, off: int, what: str):

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Benchmark: trace.dat -> Arrow tables with schedwake, side by side with `trace-cmd report`.
+
+Measures, on one trace of at least 5 million events and in the same run:
+  * schedwake.load(path) (all events, and a 2-event subset): wall time, events/s,
+    peak RSS above the interpreter's baseline, and the size of the Arrow tables;
+  * `trace-cmd report -i path > /dev/null`: wall time, events/s, peak RSS.
+Each measurement runs in a fresh subprocess, best of --repeat runs.
+
+Without --trace it records one at run time (root and tracefs needed): `perf bench
+sched messaging` (or the command after --) traced in a private tracefs instance
+with the scheduler and workqueue events, until --events events were written; the
+big file is never committed.
+
+    sudo .venv/bin/python benchmarks/bench_tracedat.py [--trace FILE] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TRACEFS = Path("/sys/kernel/tracing")
+EVENTS = ["sched/sched_waking", "sched/sched_wakeup", "sched/sched_wakeup_new",
+          "sched/sched_migrate_task", "sched/sched_switch", "sched/sched_process_fork",
+          "sched/sched_process_exit", "workqueue"]
+
+LOAD_SNIPPET = r"""
+import json, resource, sys, threading, time
+import schedwake
+
+def anon_kb():
+    with open("/proc/self/status") as f:
+        return sum(int(l.split()[1]) for l in f if l.startswith(("RssAnon:", "RssShmem:")))
+
+state = {"peak_anon": 0, "run": True}
+def sample():  # peak anonymous memory: RSS without the file pages libtracecmd maps
+    while state["run"]:
+        state["peak_anon"] = max(state["peak_anon"], anon_kb())
+        time.sleep(0.005)
+
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base_anon = anon_kb()
+events = json.loads(sys.argv[2])
+sampler = threading.Thread(target=sample, daemon=True)
+sampler.start()
+t0 = time.perf_counter()
+trace = schedwake.load(sys.argv[1], events=events)
+dt = time.perf_counter() - t0
+state["run"] = False
+sampler.join()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+nbytes = sum(trace.table(n).nbytes for n in trace.events)
+read = sum(trace.table(n).num_rows for n in trace.events)
+print(json.dumps({"seconds": dt, "peak_kb": peak, "base_kb": base, "table_bytes": nbytes,
+                  "peak_anon_kb": state["peak_anon"] - base_anon,
+                  "events_read": read, "events_total": sum(trace.meta["event_counts"].values())}))
+"""
+
+
+def record(out: Path, want_events: int, command: list[str]) -> None:
+    """Record `command` (repeated) in a private instance until want_events are written."""
+    inst = TRACEFS / "instances" / f"schedwake-bench-{os.getpid()}"
+    if not (TRACEFS / "tracing_on").exists():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
+    inst.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="schedwake-bench-"))
+    try:
+        (inst / "buffer_size_kb").write_text(str(max(65536, want_events // 10)))
+        for e in EVENTS:
+            (inst / "events" / e / "enable").write_text("1")
+        (inst / "tracing_on").write_text("1")
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            written = sum(int(line.split()[1]) for cpu in (inst / "per_cpu").iterdir()
+                          for line in (cpu / "stats").read_text().splitlines()
+                          if line.startswith("entries:"))
+            print(f"  recorded {written} events", file=sys.stderr)
+            if written >= want_events:
+                break
+        (inst / "tracing_on").write_text("0")
+        raws = []
+        for cpu in sorted((inst / "per_cpu").iterdir(), key=lambda p: int(p.name[3:])):
+            raw = tmp / f"{cpu.name}.raw"
+            subprocess.run(["dd", f"if={cpu / 'trace_pipe_raw'}", f"of={raw}", "bs=4096",
+                            "iflag=nonblock"], stderr=subprocess.DEVNULL)
+            raws.append(str(raw))
+        subprocess.run(["trace-cmd", "restore", "-c", "-o", str(tmp / "head.dat")],
+                       check=True, capture_output=True)
+        subprocess.run(["trace-cmd", "restore", "-i", str(tmp / "head.dat"), "-o",
+                        str(tmp / "raw.dat"), *raws], check=True, capture_output=True)
+        subprocess.run(["trace-cmd", "convert", "-i", str(tmp / "raw.dat"), "-o", str(out),
+                        "--compression", "zstd"], check=True, capture_output=True)
+    finally:
+        (inst / "tracing_on").write_text("0")
+        (inst / "set_event").write_text("")
+        inst.rmdir()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_schedwake(path: Path, events) -> dict:
+    out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def run_trace_cmd(path: Path) -> dict:
+    t0 = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", "trace-cmd", "report", "-i", str(path)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    dt = time.perf_counter() - t0
+    return {"seconds": dt, "peak_kb": int(proc.stderr.strip().splitlines()[-1])}
+
+
+def best(runs: list[dict]) -> dict:
+    return min(runs, key=lambda r: r["seconds"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", type=Path, help="benchmark this trace.dat instead of recording")
+    ap.add_argument("--events", type=int, default=5_500_000, help="events to record")
+    ap.add_argument("--keep", type=Path, help="keep the recorded trace here")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("command", nargs="*",
+                    default=["perf", "bench", "sched", "messaging", "-g", "4", "-l", "300"])
+    args = ap.parse_args()
+
+    tmpdir = None
+    path = args.trace
+    if path is None:
+        tmpdir = Path(tempfile.mkdtemp(prefix="schedwake-bench-"))
+        path = args.keep or tmpdir / "bench.dat"
+        print(f"recording {args.events} events with: {' '.join(args.command)}", file=sys.stderr)
+        record(path, args.events, args.command)
+    try:
+        full = best([run_schedwake(path, None) for _ in range(args.repeat)])
+        subset = best([run_schedwake(path, ["sched_switch", "sched_waking"])
+                       for _ in range(args.repeat)])
+        tc = best([run_trace_cmd(path) for _ in range(args.repeat)])
+    finally:
+        if tmpdir and not args.keep:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    n = full["events_total"]
+    rows = [
+        ("trace-cmd report > /dev/null", tc["seconds"], tc["peak_kb"] / 1024, None, None),
+        ("schedwake.load (all events)", full["seconds"],
+         (full["peak_kb"] - full["base_kb"]) / 1024, full["peak_anon_kb"] / 1024,
+         full["table_bytes"] / 2**20),
+        ("schedwake.load (2 events)", subset["seconds"],
+         (subset["peak_kb"] - subset["base_kb"]) / 1024, subset["peak_anon_kb"] / 1024,
+         subset["table_bytes"] / 2**20),
+    ]
+    size = path.stat().st_size if path.exists() else 0
+    print(f"\ntrace: {n} events, {size / 2**20:.1f} MiB trace.dat; best of {args.repeat}")
+    print(f"{'reader':<32}{'seconds':>9}{'Mevents/s':>11}{'x report':>10}"
+          f"{'peak RSS MiB':>14}{'peak anon MiB':>15}{'tables MiB':>12}")
+    for name, sec, peak, anon, tables in rows:
+        print(f"{name:<32}{sec:>9.2f}{n / sec / 1e6:>11.2f}{tc['seconds'] / sec:>10.1f}"
+              f"{peak:>14.0f}{'' if anon is None else f'{anon:.0f}':>15}"
+              f"{'' if tables is None else f'{tables:.0f}':>12}")
+    print("\npeak RSS counts the trace data pages libtracecmd maps from the file; "
+          "peak anon does not")
+    print(f"peak RSS / Arrow tables (all events):  "
+          f"{(full['peak_kb'] - full['base_kb']) * 1024 / full['table_bytes']:.2f}")
+    print(f"peak anon / Arrow tables (all events): "
+          f"{full['peak_anon_kb'] * 1024 / full['table_bytes']:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"events": n, "trace_cmd": tc, "schedwake_all": full,
+                                         "schedwake_subset": subset}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
