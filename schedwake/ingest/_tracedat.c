@@ -48,6 +48,7 @@ const char *tracecmd_get_version(struct tracecmd_input *handle);
 const char *tracecmd_get_cpustats(struct tracecmd_input *handle);
 unsigned long tracecmd_get_in_file_version(struct tracecmd_input *handle);
 struct tep_record *tracecmd_read_cpu_last(struct tracecmd_input *handle, int cpu);
+struct tep_record *tracecmd_read_cpu_first(struct tracecmd_input *handle, int cpu);
 void tracecmd_set_all_cpus_to_timestamp(struct tracecmd_input *handle, unsigned long long time);
 
 /* ------------------------------------------------------------------ buffers */
@@ -294,7 +295,9 @@ typedef struct {
 } EvTab;
 
 typedef struct {
-    struct tracecmd_input *handle;
+    struct tracecmd_input *top;     /* the file's handle */
+    struct tracecmd_input *handle;  /* the buffer read: top, or an instance's handle */
+    const char *buffer;             /* "" for the top buffer, else the instance name */
     struct tep_handle *tep;
     EvTab **by_id;          /* indexed by event id */
     int max_id;
@@ -840,6 +843,20 @@ static int wanted_event(PyObject *events, struct tep_event *ev)
 
 static PyObject *TraceDatError;
 
+/* Does this buffer hold any record? */
+static int has_data(struct tracecmd_input *h)
+{
+    int n = tracecmd_cpus(h);
+    for (int c = 0; c < n; c++) {
+        struct tep_record *rec = tracecmd_read_cpu_first(h, c);
+        if (rec) {
+            tracecmd_free_record(rec);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *str_or_none(const char *s)
 {
     if (!s)
@@ -866,11 +883,26 @@ static PyObject *meta_to_py(Reader *r)
         Py_DECREF(k);
         Py_DECREF(v);
     }
-    return Py_BuildValue("{s:i,s:N,s:N,s:N,s:N,s:k,s:L,s:L,s:L,s:N,s:L,s:i}",
+    PyObject *buffers = PyList_New(0);
+    int nb = tracecmd_buffer_instances(r->top);
+    for (int i = 0; buffers && i < nb; i++) {
+        PyObject *name = str_or_none(tracecmd_buffer_instance_name(r->top, i));
+        if (!name || PyList_Append(buffers, name) < 0) {
+            Py_XDECREF(name);
+            Py_CLEAR(buffers);
+            break;
+        }
+        Py_DECREF(name);
+    }
+    if (!buffers) {
+        Py_DECREF(lost);
+        return NULL;
+    }
+    return Py_BuildValue("{s:i,s:N,s:N,s:N,s:N,s:k,s:L,s:L,s:L,s:N,s:L,s:i,s:s,s:N}",
                          "cpus", r->ncpus,
                          "clock", str_or_none(tracecmd_get_trace_clock(h)),
-                         "uname", str_or_none(tracecmd_get_uname(h)),
-                         "trace_cmd_version", str_or_none(tracecmd_get_version(h)),
+                         "uname", str_or_none(tracecmd_get_uname(r->top)),
+                         "trace_cmd_version", str_or_none(tracecmd_get_version(r->top)),
                          "cpustats", str_or_none(tracecmd_get_cpustats(h)),
                          "file_version", tracecmd_get_in_file_version(h),
                          "records", (long long)r->nrecords,
@@ -878,7 +910,9 @@ static PyObject *meta_to_py(Reader *r)
                          "last_ts", (long long)(r->nrecords ? r->max_ts : 0),
                          "lost_per_cpu", lost,
                          "unknown_events", (long long)r->unknown_events,
-                         "big_endian", tep_is_file_bigendian(r->tep) ? 1 : 0);
+                         "big_endian", tep_is_file_bigendian(r->tep) ? 1 : 0,
+                         "buffer", r->buffer ? r->buffer : "",
+                         "instances", buffers);
 }
 
 PyDoc_STRVAR(read_doc,
@@ -917,8 +951,24 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     guard_on();
-    r->handle = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS |
-                                    TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+    r->top = r->handle = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS |
+                                             TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+    r->buffer = "";
+    /* `trace-cmd extract -B NAME` leaves the top buffer empty and the events in
+       the instance's buffer: read the first buffer that has data. */
+    if (r->handle && !has_data(r->handle)) {
+        int n = tracecmd_buffer_instances(r->top);
+        for (int i = 0; i < n; i++) {
+            struct tracecmd_input *ih = tracecmd_buffer_instance_handle(r->top, i);
+            if (ih && has_data(ih)) {
+                r->handle = ih;
+                r->buffer = tracecmd_buffer_instance_name(r->top, i);
+                break;
+            }
+            if (ih)
+                tracecmd_close(ih);
+        }
+    }
     if (!r->handle) {
         guard_off();
         PyErr_SetString(TraceDatError, "cannot parse the trace.dat headers "
@@ -1039,8 +1089,10 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
                            buf_to_py(&r->lost_ts), buf_to_py(&r->lost_cpu),
                            buf_to_py(&r->lost_count));
 out:
-    if (r->handle)
+    if (r->handle && r->handle != r->top)
         tracecmd_close(r->handle);
+    if (r->top)
+        tracecmd_close(r->top);
     reader_free(r);
     free(r);
     return result;

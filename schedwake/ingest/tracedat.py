@@ -172,6 +172,8 @@ def read(path: Path, events: list[str] | None = None,
             "uname": m["uname"],
             "records": m["records"],
             "unknown_records": m["unknown_events"],
+            "buffer": m["buffer"],          # "" = the top-level buffer, else the instance read
+            "instances": m["instances"],    # instance buffers in the file
             "sorted": True,
         },
     }
