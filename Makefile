@@ -6,7 +6,7 @@ bootstrap:
 	@scripts/bootstrap.sh
 
 demo: bootstrap
-	.venv/bin/schedwake info $(SAMPLE)
+	.venv/bin/schedwake analyze $(SAMPLE)
 
 test: bootstrap
 	.venv/bin/python -m pytest -q

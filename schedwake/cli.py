@@ -26,7 +26,7 @@ def _progress(label: str):
         yield None
         return
     with click.progressbar(length=1000, label=label, file=sys.stderr,
-                           show_eta=True, show_percent=True) as bar:
+                           show_eta=False, show_percent=True) as bar:
         state = {"done": 0}
 
         def update(fraction: float) -> None:
@@ -85,6 +85,59 @@ def convert(trace, outdir, events, input_format):
     t = _load(trace, events=names, input_format=input_format)
     written = write_parquet(t, Path(outdir))
     click.echo(f"wrote {len(written)} tables to {outdir}")
+
+
+def topology_options(f):
+    """--topology FILE / --llc CPULIST (repeatable) of every analysing command."""
+    f = click.option("--llc", "llc", multiple=True, metavar="CPULIST",
+                     help="CPUs of one LLC in kernel cpulist syntax (0-3,8-11); "
+                          "repeat once per LLC.")(f)
+    f = click.option("--topology", "topology_file", type=click.Path(dir_okay=False),
+                     default=None, help="Topology JSON (from `schedwake topology`). "
+                     "Default: TRACE.topology.json beside the trace, else one LLC.")(f)
+    return f
+
+
+@cli.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the JSON here instead of printing it.")
+@click.option("--sysfs", default="/sys", show_default=True, hidden=True)
+def topology(output, sysfs):
+    """Capture this machine's CPU map (SMT, LLC, NUMA) from sysfs as JSON."""
+    from .topology import Topology
+
+    text = Topology.capture(sysfs).to_json()
+    if output:
+        Path(output).write_text(text + "\n")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(text)
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True, help="Output format.")
+@topology_options
+@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
+              help="Override a detector threshold (see docs/detectors.md); repeatable.")
+@input_format_option
+def analyze(trace, fmt, topology_file, llc, thresholds, input_format):
+    """Find wake-up pathologies in TRACE: findings with evidence, and metrics."""
+    from .detect import parse_threshold_options
+    from .model import MODEL_EVENTS
+    from .report import analyze as report
+
+    th = parse_threshold_options(thresholds)
+    t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format)
+    t.use_topology(topology_file, llc)
+    findings, metrics = report.run(t, th)
+    if fmt == "json":
+        click.echo(report.to_json(t, findings, metrics))
+    elif fmt == "markdown":
+        click.echo(report.markdown(t, findings, metrics), nl=False)
+    else:
+        click.echo(report.text(t, findings, metrics), nl=False)
 
 
 def main(argv=None):

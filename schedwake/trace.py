@@ -24,6 +24,61 @@ class Trace:
         self.meta: dict = raw.meta
         #: Where the ring buffer lost events (``schema.LOST_EVENTS_SCHEMA``).
         self.lost: pa.Table = raw.lost
+        self._topology = None
+        self._model = None
+
+    # -- topology and model ---------------------------------------------------------------
+    @property
+    def topology(self):
+        """The CPU map (:class:`schedwake.topology.Topology`): set explicitly, else the
+        ``<trace>.topology.json`` beside the trace, else one assumed LLC."""
+        if self._topology is None:
+            from .topology import resolve
+
+            self._topology = resolve(self.meta.get("path"), self.meta.get("cpus") or 1)
+        return self._topology
+
+    @topology.setter
+    def topology(self, topo) -> None:
+        if topo is not None:
+            topo.check_covers(self.meta.get("cpus") or 1)
+        self._topology = topo
+        self._model = None
+
+    def use_topology(self, topology_file=None, llc=None):
+        """Pick the topology from a file or ``--llc`` cpulists (the CLI options);
+        with neither, the default lookup. Returns the topology."""
+        from .topology import resolve
+
+        self.topology = resolve(self.meta.get("path"), self.meta.get("cpus") or 1,
+                                topology_file, llc)
+        return self._topology
+
+    @property
+    def model(self):
+        """The derived tables (:class:`schedwake.model.Model`), built once."""
+        if self._model is None:
+            from .model import Model
+
+            self._model = Model(self, self.topology)
+        return self._model
+
+    def wakeups(self) -> pd.DataFrame:
+        """One row per wake-up (see :mod:`schedwake.model.wakeups`)."""
+        return self.model.wakeups
+
+    def migrations(self) -> pd.DataFrame:
+        """Every ``sched_migrate_task`` with cause and topology class."""
+        return self.model.migrations
+
+    def occupancy(self) -> pd.DataFrame:
+        """Per-CPU running, idle and runnable-waiting intervals."""
+        return self.model.occupancy
+
+    @property
+    def caveats(self) -> list[str]:
+        """What the model could not compute from this trace, in plain English."""
+        return self.model.caveats
 
     @property
     def path(self) -> str:

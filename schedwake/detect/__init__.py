@@ -1,0 +1,78 @@
+"""Detectors: one module per pathology (DESIGN section 6), a registry and thresholds.
+
+``detect(trace, thresholds={"name": value}, detectors=None)`` runs the detectors over
+``trace.model`` and returns :class:`~schedwake.detect.base.Finding` objects, most
+severe first, each with its evidence lines filled in. Every threshold is named in
+:data:`THRESHOLDS` (default, unit, meaning; documented in docs/detectors.md) and can be
+overridden by keyword (API) or ``--threshold name=value`` (CLI).
+"""
+
+from __future__ import annotations
+
+from ..errors import TraceError
+from . import cswitch_storm, idle_while_runnable, kworker_pingpong, llc_roundrobin
+from .base import SEVERITIES, Finding, Threshold, severity_rank
+
+#: name -> module with NAME, THRESHOLDS and detect(trace, model, thresholds)
+DETECTORS = {m.NAME: m for m in (kworker_pingpong, llc_roundrobin, cswitch_storm,
+                                 idle_while_runnable)}
+
+#: Every threshold by name.
+THRESHOLDS: dict[str, Threshold] = {t.name: t for m in DETECTORS.values() for t in m.THRESHOLDS}
+
+
+def thresholds(overrides: dict | None = None) -> dict[str, float]:
+    """Default thresholds updated with ``overrides`` (unknown names -> TraceError)."""
+    th = {k: t.default for k, t in THRESHOLDS.items()}
+    for k, v in (overrides or {}).items():
+        if k not in THRESHOLDS:
+            raise TraceError("--threshold", f"unknown threshold {k!r} (known: "
+                                            f"{', '.join(sorted(THRESHOLDS))})")
+        try:
+            th[k] = float(v)
+        except (TypeError, ValueError):
+            raise TraceError("--threshold", f"{k}={v!r} is not a number") from None
+    return th
+
+
+def parse_threshold_options(items) -> dict[str, float]:
+    """``["name=value", ...]`` -> dict, with one-line errors."""
+    out = {}
+    for item in items or ():
+        name, sep, value = str(item).partition("=")
+        if not sep or not name.strip():
+            raise TraceError("--threshold", f"expected name=value, got {item!r}")
+        out[name.strip()] = value.strip()
+    th = thresholds(out)  # validates names and values
+    return {k: th[k] for k in out}
+
+
+def detect(trace, thresholds_: dict | None = None, detectors=None, evidence_lines: int = 14,
+           **kwargs) -> list[Finding]:
+    """Run the detectors on ``trace`` (a :class:`schedwake.Trace`). Threshold overrides
+    come as a dict or as keyword arguments."""
+    th = thresholds({**(thresholds_ or {}), **kwargs})
+    names = list(DETECTORS) if detectors is None else list(detectors)
+    for n in names:
+        if n not in DETECTORS:
+            raise TraceError("--detector", f"unknown detector {n!r} "
+                                           f"(known: {', '.join(DETECTORS)})")
+    model = trace.model
+    findings: list[Finding] = []
+    for n in names:
+        findings.extend(DETECTORS[n].detect(trace, model, th))
+    from ..report.analyze import event_lines
+
+    caveats = model.caveats
+    for f in findings:
+        f.caveats = list(caveats)
+        if caveats:  # lost events, assumed topology, missing events: said in the finding
+            f.metrics["caveats"] = list(caveats)
+        if f.evidence_at:
+            f.evidence = event_lines(trace, **f.evidence_at, limit=evidence_lines)
+    findings.sort(key=lambda f: severity_rank(f.severity))
+    return findings
+
+
+__all__ = ["DETECTORS", "THRESHOLDS", "SEVERITIES", "Finding", "detect", "thresholds",
+           "parse_threshold_options"]

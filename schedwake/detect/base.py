@@ -1,0 +1,47 @@
+"""What every detector returns, and the named thresholds they judge by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SEVERITIES = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    name: str
+    default: float
+    unit: str
+    doc: str
+
+
+@dataclass
+class Finding:
+    """One pathology found in a trace."""
+
+    detector: str
+    severity: str
+    #: One line saying what was found, for the text and Markdown reports.
+    title: str
+    metrics: dict
+    top: list[dict] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    #: Where to take the evidence from: {"t0", "t1", "cpus", "pids", "note"}.
+    evidence_at: dict | None = None
+    #: Plain-English limits of this finding (lost events, assumed topology, ...).
+    caveats: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"detector": self.detector, "severity": self.severity,
+                "metrics": self.metrics, "top": self.top, "evidence": self.evidence}
+
+
+def severity_rank(sev: str) -> int:
+    return SEVERITIES.index(sev)
+
+
+def counts(series, n=5, key="name") -> list[dict]:
+    """Top ``n`` values of a categorical/str series with their counts."""
+    vc = series.astype(str).value_counts()
+    vc = vc[vc.index != "nan"]
+    return [{key: k, "count": int(v)} for k, v in vc.head(n).items()]

@@ -1,0 +1,158 @@
+"""Idle while runnable: the work-conservation gap (DESIGN section 6).
+
+Time during which a CPU of an LLC is idle while a woken task waits runnable on another,
+busy CPU of the same LLC. From the occupancy table: idle intervals, and the waits of
+woken tasks from ``sched_wakeup`` to their switch-in (a task waiting on a CPU that is
+itself still idle is only waiting for that CPU to leave idle: not a gap). Before a
+CPU's first ``sched_switch`` its state is unknown and nothing is counted there.
+
+Affinity is not in the trace, so tasks that cannot move are left out: per-CPU kthreads
+(by name), and tasks seen running on one CPU only over at least
+``iwr_pinned_min_runs`` runs (treated as pinned, e.g. ``taskset``).
+
+``share`` = gap time / (trace duration x number of LLCs with two or more CPUs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..model.tasks import kthread_cpu
+from .base import Finding, Threshold
+
+NAME = "idle_while_runnable"
+
+THRESHOLDS = (
+    Threshold("iwr_min_share", 0.05, "fraction",
+              "lowest share of the trace's LLC time with the gap, for a finding"),
+    Threshold("iwr_min_seconds", 0.01, "s", "least gap time for a finding"),
+    Threshold("iwr_high_share", 0.25, "fraction", "share from which the finding is high"),
+    Threshold("iwr_pinned_min_runs", 20, "runs",
+              "a task seen on one CPU only over at least this many runs counts as pinned"),
+)
+
+
+def pinned_pids(model, min_runs: int) -> np.ndarray:
+    s = model.events.switch
+    if s is None or len(s) == 0:
+        return np.zeros(0, dtype=np.int64)
+    d = pd.DataFrame({"pid": s["next_pid"].to_numpy(), "cpu": s["cpu"].to_numpy()})
+    g = d.groupby("pid")["cpu"].agg(["nunique", "size"])
+    pinned = g.index[(g["nunique"] == 1) & (g["size"] >= min_runs)].to_numpy()
+    names = pd.DataFrame({"pid": s["next_pid"].to_numpy(), "comm": s["next_comm"].array})
+    cats = names["comm"].cat.categories
+    kcat = np.array([kthread_cpu(str(c)) >= 0 for c in cats] + [False])
+    codes = names["comm"].cat.codes.to_numpy()
+    kpids = np.unique(names["pid"].to_numpy()[kcat[np.where(codes < 0, len(kcat) - 1, codes)]])
+    return np.union1d(pinned, kpids).astype(np.int64)
+
+
+def gap_segments(model, th: dict):
+    """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments."""
+    occ = model.occupancy
+    topo = model.topology
+    pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
+    idle = occ[occ["state"] == "idle"]
+    wait = occ[(occ["state"] == "waiting") & (occ["reason"] == "wakeup")]
+    wait = wait[~np.isin(wait["pid"].to_numpy(), pinned)]
+    # before a CPU's first sched_switch its state is unknown: no wait counts there
+    first = model.first_switch_ts
+    fs = np.array([first.get(int(c), np.iinfo(np.int64).max) for c in range(topo.cpus)]
+                  + [np.iinfo(np.int64).max], dtype=np.int64)
+    wcpu = wait["cpu"].to_numpy()
+    start = np.maximum(wait["start_ts"].to_numpy(),
+                       fs[np.where((wcpu >= 0) & (wcpu < topo.cpus), wcpu, topo.cpus)])
+    wait = wait.assign(start_ts=start)
+    wait = wait[wait["end_ts"].to_numpy() > start]
+    out = {}
+    for li, group in enumerate(topo.llc):
+        if len(group) < 2:
+            continue
+        i = idle[idle["cpu"].isin(group)]
+        wt = wait[wait["cpu"].isin(group)]
+        ts = np.concatenate([i["start_ts"], i["end_ts"], wt["start_ts"], wt["end_ts"]])
+        if len(ts) == 0:
+            out[li] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            continue
+        cpu = np.concatenate([i["cpu"], i["cpu"], wt["cpu"], wt["cpu"]]).astype(np.int64)
+        d_idle = np.concatenate([np.ones(len(i)), -np.ones(len(i)),
+                                 np.zeros(2 * len(wt))]).astype(np.int64)
+        d_wait = np.concatenate([np.zeros(2 * len(i)), np.ones(len(wt)),
+                                 -np.ones(len(wt))]).astype(np.int64)
+        order = np.argsort(ts, kind="stable")
+        ts, cpu, d_idle, d_wait = ts[order], cpu[order], d_idle[order], d_wait[order]
+        # per-CPU state after each event
+        df = pd.DataFrame({"cpu": cpu, "di": d_idle, "dw": d_wait})
+        g = df.groupby("cpu")
+        idle_c = g["di"].cumsum().to_numpy() > 0
+        wait_c = g["dw"].cumsum().to_numpy() > 0
+        busy_wait = wait_c & ~idle_c
+        # changes of the per-CPU indicators -> counts over the LLC
+        df["i"], df["bw"] = idle_c.astype(np.int64), busy_wait.astype(np.int64)
+        di = df.groupby("cpu")["i"].diff().fillna(df["i"]).to_numpy()
+        dbw = df.groupby("cpu")["bw"].diff().fillna(df["bw"]).to_numpy()
+        n_idle = np.cumsum(di)
+        n_bw = np.cumsum(dbw)
+        gap = (n_idle >= 1) & (n_bw >= 1)
+        seg_end = np.empty_like(ts)
+        seg_end[:-1] = ts[1:]
+        seg_end[-1] = ts[-1]
+        sel = gap & (seg_end > ts)
+        out[li] = (ts[sel], seg_end[sel])
+    return out, pinned
+
+
+def measure(model, th: dict) -> dict:
+    segs, pinned = gap_segments(model, th)
+    total = int(sum(int((e - s).sum()) for s, e in segs.values()))
+    n_llc = max(len(segs), 1)
+    dur = max(model.duration_ns, 1)
+    return {"idle_while_runnable_ns": total,
+            "idle_while_runnable_s": total / 1e9,
+            "share": total / (dur * n_llc) if segs else 0.0,
+            "segments": segs, "pinned": pinned}
+
+
+def detect(trace, model, th: dict) -> list[Finding]:
+    m = measure(model, th)
+    if not m["segments"]:
+        return []
+    if not (m["share"] >= th["iwr_min_share"]
+            and m["idle_while_runnable_s"] >= th["iwr_min_seconds"]):
+        return []
+    per_llc = []
+    longest = None
+    for li, (s, e) in m["segments"].items():
+        dt = e - s
+        per_llc.append({"llc": li, "cpus": model.topology.llc[li],
+                        "idle_while_runnable_s": round(float(dt.sum()) / 1e9, 6),
+                        "segments": int(len(dt))})
+        if len(dt):
+            k = int(np.argmax(dt))
+            if longest is None or dt[k] > longest[2]:
+                longest = (li, int(s[k]), int(dt[k]))
+    wait = model.occupancy
+    wait = wait[(wait["state"] == "waiting") & (wait["reason"] == "wakeup")
+                & ~np.isin(wait["pid"].to_numpy(), m["pinned"])]
+    tw = (wait.assign(d=wait["end_ts"] - wait["start_ts"], c=wait["comm"].astype(str))
+          .groupby("c")["d"].sum().sort_values(ascending=False).head(5))
+    top = [{"comm": k, "waited_s": round(float(v) / 1e9, 6)} for k, v in tw.items()]
+    metrics = {
+        "idle_while_runnable_s": round(m["idle_while_runnable_s"], 6),
+        "idle_while_runnable_ns": int(m["idle_while_runnable_ns"]),
+        "share": round(m["share"], 6),
+        "llcs": per_llc,
+        "pinned_tasks_excluded": int(len(m["pinned"])),
+        "longest_gap_us": round(longest[2] / 1e3, 1) if longest else 0.0,
+    }
+    sev = "high" if m["share"] >= th["iwr_high_share"] else (
+        "medium" if m["share"] >= 2 * th["iwr_min_share"] else "low")
+    title = (f"a CPU sat idle while a woken task waited on another CPU of its LLC for "
+             f"{m['idle_while_runnable_s'] * 1e3:.1f} ms ({100 * m['share']:.1f}% of the time)")
+    ev = None
+    if longest:
+        li, t, dt = longest
+        ev = {"t0": t - 20_000, "t1": t + min(dt, 200_000) + 10_000,
+              "cpus": list(model.topology.llc[li]), "pids": [], "focus_ts": t}
+    return [Finding(NAME, sev, title, metrics, top, evidence_at=ev)]

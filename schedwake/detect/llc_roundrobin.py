@@ -1,0 +1,155 @@
+"""Per-LLC round-robin (DESIGN section 6).
+
+A task whose successive wake-ups move it between CPUs of the same LLC. Judged per
+task by the rate and the share of its wake-ups that change CPU inside an LLC
+(migration class ``same_core`` or ``same_llc``), never by the number of distinct CPUs
+alone: over a long trace a healthy task visits every CPU of its LLC too.
+
+Also measured, to describe the walk: dwell time per CPU (time between changes), the
+share of changes that go straight back to the CPU the task came from (A->B->A), and
+the pairs the task bounces within, in order (a pair bounces for a while, then the walk
+moves on to the next pair).
+
+Per-CPU kthreads are left out (they cannot move); other kernel threads (unbound
+kworkers, rcu_preempt, ...) are left out unless ``roundrobin_include_kthreads`` is 1:
+the kernel moves them freely by design and the pathology is about workload tasks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .base import Finding, Threshold
+
+NAME = "llc_roundrobin"
+
+THRESHOLDS = (
+    Threshold("roundrobin_min_wakeups", 50, "wake-ups",
+              "fewest wake-ups of a task for it to be judged"),
+    Threshold("roundrobin_min_change_share", 0.25, "fraction",
+              "lowest share of a task's wake-ups that change CPU inside an LLC"),
+    Threshold("roundrobin_min_changes_per_s", 20.0, "changes/s",
+              "lowest rate of a task's in-LLC CPU changes at wake-up"),
+    Threshold("roundrobin_high_changes_per_s", 200.0, "changes/s",
+              "rate from which the finding is high (with share >= 2x the minimum)"),
+    Threshold("roundrobin_include_kthreads", 0, "bool",
+              "1 to judge kernel threads (unbound kworkers, rcu, ...) too"),
+)
+
+IN_LLC = ("same_core", "same_llc")
+
+
+def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per woken task (wake-ups, in-LLC changes, share, rate, walk figures),
+    and the CPU-changing wake-ups themselves."""
+    w = model.wakeups
+    dur_s = max(model.duration_ns, 1) / 1e9
+    if len(w) == 0:
+        return (pd.DataFrame(columns=["pid", "comm", "wakeups", "changes", "change_share",
+                                      "changes_per_s", "cpus_visited", "flagged"]),
+                pd.DataFrame(columns=["pid", "ts", "prev", "chosen"]))
+    wake = w[w["prev_cpu"] >= 0]
+    change = wake["migration_class"].isin(IN_LLC).to_numpy()
+    g = pd.DataFrame({
+        "pid": wake["wakee_pid"].to_numpy(),
+        "ts": wake["ts"].to_numpy(),
+        "prev": wake["prev_cpu"].to_numpy(),
+        "chosen": wake["chosen_cpu"].to_numpy(),
+        "change": change,
+    })
+    per = g.groupby("pid").agg(wakeups=("ts", "size"), changes=("change", "sum"),
+                               first_ts=("ts", "min"), last_ts=("ts", "max"))
+    visited = pd.concat([g[["pid", "prev"]].rename(columns={"prev": "c"}),
+                         g[["pid", "chosen"]].rename(columns={"chosen": "c"})])
+    per["cpus_visited"] = visited.groupby("pid")["c"].nunique()
+    ch = g[g["change"]].sort_values(["pid", "ts"], kind="stable")
+    # walk: back-to-previous and pair runs
+    same_pid = ch["pid"].to_numpy()[1:] == ch["pid"].to_numpy()[:-1]
+    back = np.zeros(len(ch), dtype=bool)
+    back[1:] = same_pid & (ch["chosen"].to_numpy()[1:] == ch["prev"].to_numpy()[:-1]) & \
+        (ch["prev"].to_numpy()[1:] == ch["chosen"].to_numpy()[:-1])
+    lo = np.minimum(ch["prev"].to_numpy(), ch["chosen"].to_numpy())
+    hi = np.maximum(ch["prev"].to_numpy(), ch["chosen"].to_numpy())
+    new_pair = np.ones(len(ch), dtype=bool)
+    new_pair[1:] = ~(same_pid & (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1]))
+    dwell = np.full(len(ch), np.nan)
+    dwell[1:] = np.where(same_pid, np.diff(ch["ts"].to_numpy()), np.nan)
+    ch = ch.assign(back=back, new_pair=new_pair, dwell=dwell, lo=lo, hi=hi)
+    wg = ch.groupby("pid").agg(back=("back", "sum"), pair_runs=("new_pair", "sum"),
+                               dwell_ns=("dwell", "mean"))
+    per = per.join(wg, how="left").fillna({"back": 0, "pair_runs": 0})
+    per["change_share"] = per["changes"] / per["wakeups"]
+    per["changes_per_s"] = per["changes"] / dur_s
+    per["back_share"] = np.where(per["changes"] > 1,
+                                 per["back"] / np.maximum(per["changes"] - 1, 1), 0.0)
+    # names and classes (last name seen)
+    last = w.drop_duplicates("wakee_pid", keep="last").set_index("wakee_pid")
+    per["comm"] = last["wakee_comm"].astype(str).reindex(per.index)
+    from ..model.tasks import PERCPU_KTHREAD, USER, name_class
+
+    kcls = per["comm"].map(lambda c: name_class(str(c)))  # per task, not per event
+    excluded = kcls == PERCPU_KTHREAD
+    if not th.get("roundrobin_include_kthreads"):
+        excluded |= kcls != USER
+    per["flagged"] = (~excluded) & (per["wakeups"] >= th["roundrobin_min_wakeups"]) & \
+        (per["change_share"] >= th["roundrobin_min_change_share"]) & \
+        (per["changes_per_s"] >= th["roundrobin_min_changes_per_s"])
+    return per.reset_index(), ch
+
+
+def _pair_walk(ch: pd.DataFrame, pid: int, limit: int = 8) -> str:
+    c = ch[ch["pid"] == pid]
+    runs = c["new_pair"].cumsum()
+    r = c.groupby(runs.to_numpy()).agg(lo=("lo", "first"), hi=("hi", "first"),
+                                       n=("ts", "size"))
+    parts = [f"{a}<->{b} x{n}" for a, b, n in r.head(limit).itertuples(index=False)]
+    if len(r) > limit:
+        parts.append(f"... ({len(r)} pair runs)")
+    return ", ".join(parts)
+
+
+def detect(trace, model, th: dict) -> list[Finding]:
+    per, ch = task_table(model, th)
+    if len(per) == 0 or not per["flagged"].any():
+        return []
+    mig = model.migrations
+    mig_count = mig.groupby("pid").size() if len(mig) else pd.Series(dtype=int)
+    flagged = per[per["flagged"]].sort_values("changes_per_s", ascending=False)
+    top = []
+    for r in flagged.head(10).itertuples(index=False):
+        top.append({
+            "pid": int(r.pid), "comm": str(r.comm), "wakeups": int(r.wakeups),
+            "cpu_changes": int(r.changes), "change_share": round(float(r.change_share), 4),
+            "changes_per_s": round(float(r.changes_per_s), 2),
+            "cpus_visited": int(r.cpus_visited),
+            "migrations": int(mig_count.get(r.pid, 0)),
+            "mean_dwell_ms": None if pd.isna(r.dwell_ns) else round(float(r.dwell_ns) / 1e6, 3),
+            "back_to_previous_share": round(float(r.back_share), 4),
+            "pair_walk": _pair_walk(ch, int(r.pid)),
+        })
+    worst = flagged.iloc[0]
+    high = (worst["changes_per_s"] >= th["roundrobin_high_changes_per_s"]
+            and worst["change_share"] >= 2 * th["roundrobin_min_change_share"])
+    sev = "high" if high else ("medium" if worst["changes_per_s"] >=
+                               th["roundrobin_high_changes_per_s"] / 4 else "low")
+    metrics = {
+        "tasks": top,
+        "flagged_tasks": int(len(flagged)),
+        "cpu_changes": int(flagged["changes"].sum()),
+        "cpu_changes_per_s": round(float(flagged["changes_per_s"].sum()), 3),
+        "judged_tasks": int((per["wakeups"] >= th["roundrobin_min_wakeups"]).sum()),
+    }
+    # evidence: three consecutive changes of the worst task
+    c = ch[ch["pid"] == worst["pid"]]
+    mid = c.iloc[len(c) // 2: len(c) // 2 + 3]
+    cpus = sorted(set(mid["prev"].tolist()) | set(mid["chosen"].tolist()))
+    title = (f"{len(flagged)} task(s) change CPU inside an LLC at a high share of their "
+             f"wake-ups; worst {worst['comm']} (pid {int(worst['pid'])}): "
+             f"{100 * worst['change_share']:.0f}% of {int(worst['wakeups'])} wake-ups, "
+             f"{worst['changes_per_s']:.0f} changes/s over {int(worst['cpus_visited'])} CPUs")
+    return [Finding(NAME, sev, title, metrics, top,
+                    evidence_at={"t0": int(mid["ts"].iloc[0]) - 1_000,
+                                 "t1": int(mid["ts"].iloc[-1]) + 20_000,
+                                 "cpus": [int(x) for x in cpus],
+                                 "pids": [int(worst["pid"])], "only_pids": True})]

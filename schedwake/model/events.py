@@ -1,0 +1,108 @@
+"""The event frames the model reads, loaded once per trace, and the caveats of
+events the trace lacks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ._util import frame
+
+#: Events the model (and ``schedwake analyze``) reads.
+MODEL_EVENTS = (
+    "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task",
+    "sched_switch", "sched_process_fork", "sched_process_exec",
+    "workqueue_execute_start", "workqueue_execute_end",
+)
+
+_COMMON = ["ts", "cpu", "common_pid", "common_comm", "common_flags"]
+
+
+@dataclass
+class Events:
+    """The frames (pandas, sorted by ts; None when absent) of one trace."""
+
+    waking: pd.DataFrame | None
+    wakeup: pd.DataFrame | None
+    wakeup_new: pd.DataFrame | None
+    migrate: pd.DataFrame | None
+    switch: pd.DataFrame | None
+    fork: pd.DataFrame | None
+    exec_: pd.DataFrame | None
+    wq_start: pd.DataFrame | None
+    wq_end: pd.DataFrame | None
+    first_ts: int
+    last_ts: int
+    cpus: int
+    caveats: list[str] = field(default_factory=list)
+
+    @property
+    def duration_ns(self) -> int:
+        return max(self.last_ts - self.first_ts, 0)
+
+
+def load_events(trace) -> Events:
+    wake_cols = _COMMON + ["comm", "pid", "prio", "target_cpu"]
+    ev = Events(
+        waking=frame(trace, "sched_waking", wake_cols),
+        wakeup=frame(trace, "sched_wakeup", wake_cols),
+        wakeup_new=frame(trace, "sched_wakeup_new", wake_cols),
+        migrate=frame(trace, "sched_migrate_task",
+                      _COMMON + ["comm", "pid", "prio", "orig_cpu", "dest_cpu"]),
+        switch=frame(trace, "sched_switch",
+                     ["ts", "cpu", "common_pid", "prev_comm", "prev_pid", "prev_prio",
+                      "prev_state_str", "next_comm", "next_pid", "next_prio"]),
+        fork=frame(trace, "sched_process_fork", ["ts", "cpu", "common_pid", "child_pid"]),
+        exec_=frame(trace, "sched_process_exec", ["ts", "cpu", "common_pid", "pid"]),
+        wq_start=frame(trace, "workqueue_execute_start",
+                       ["ts", "cpu", "common_pid", "work", "function"]),
+        wq_end=frame(trace, "workqueue_execute_end",
+                     ["ts", "cpu", "common_pid", "work", "function"]),
+        first_ts=int(trace.meta["first_ts_ns"] or 0),
+        last_ts=int(trace.meta["last_ts_ns"] or 0),
+        cpus=int(trace.meta["cpus"] or 1),
+    )
+    cav = ev.caveats
+    if ev.switch is None or len(ev.switch) == 0:
+        cav.append("no sched_switch events: wake-to-run latency, CPU occupancy, "
+                   "context switches and idle time are unknown")
+    elif "prev_state_str" not in ev.switch.columns:
+        cav.append("sched_switch has no decoded prev_state: preemptions (R+) cannot be "
+                   "told from sleeps")
+    if ev.waking is None:
+        if ev.wakeup is not None:
+            cav.append("no sched_waking events: wake-ups are taken from sched_wakeup, whose "
+                       "context may be the target CPU (queued remote wake-ups), and the "
+                       "previous CPU is the CPU the task last ran on")
+        else:
+            cav.append("no sched_waking or sched_wakeup events: wake-ups are unknown")
+    if ev.migrate is None:
+        cav.append("no sched_migrate_task events: migrations are unknown (wake-up "
+                   "migrations are inferred from target CPUs where possible)")
+    if ev.wq_start is None or ev.wq_end is None:
+        cav.append("no workqueue events: work functions of wakers are unknown")
+    if ev.fork is None and ev.wakeup_new is None:
+        cav.append("no sched_process_fork/sched_wakeup_new events: fork balancing "
+                   "migrations are counted as other migrations")
+    if ev.waking is not None and ("common_flags" not in ev.waking.columns
+                  or ev.waking["common_flags"].isna().all()) and len(ev.waking):
+        cav.append("no interrupt-context flags in the trace: wakers in interrupt context "
+                   "are attributed to the interrupted task")
+    lost = trace.meta.get("lost_events") or {}
+    unknown = trace.meta.get("lost_unknown") or []
+    if lost or unknown:
+        total = sum(lost.values())
+        more = " (and an unknown number more)" if unknown else ""
+        cav.append(f"the ring buffer lost {total} events{more}: counts are lower bounds "
+                   "and episodes spanning a gap may be missed or mismatched")
+    return ev
+
+
+def i64(df, name, default=-1) -> np.ndarray:
+    if df is None:
+        return np.zeros(0, dtype=np.int64)
+    if name not in df.columns:
+        return np.full(len(df), default, dtype=np.int64)
+    return df[name].fillna(default).to_numpy(dtype=np.int64)

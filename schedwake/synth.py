@@ -1,0 +1,382 @@
+"""Synthetic traces with planted, known pathologies, for tests and demos.
+
+:class:`Synth` writes the canonical event tables (the same Arrow schema as the real
+readers) of a made-up machine, scene after scene. Between scenes every CPU is idle, so
+the per-CPU switch streams stay consistent. Background scenes (irq wake-ups, user
+tasks waking each other, kworkers waking tasks on their own CPU without migrating,
+newly-idle load-balance pulls) are healthy by construction; the planted scenes add
+exactly known numbers of:
+
+* ``pingpong``: a bound kworker on CPU X wakes a task whose previous CPU is X and the
+  task is migrated away (optionally with another task runnable on X: not stackable);
+* ``roundrobin``: a user task woken alternately onto CPUs of one LLC (one change per
+  wake-up);
+* ``storm``: a kworker and a (pinned) task alternating on one CPU, the kworker preempted
+  (``R+``) at each wake-up and the task sleeping again after a few microseconds;
+* ``idle_gap``: a task woken onto a busy CPU and waiting a known time while another CPU
+  of its LLC is idle.
+
+``make_trace(...)`` returns a :class:`schedwake.Trace` plus the planted counts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+
+from .ingest import RawTrace
+from .schema import COMMON_FIELDS, FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING
+from .topology import Topology
+from .trace import Trace
+
+_I32 = pa.int32()
+_FIELDS = {
+    "sched_waking": [("comm", STRING), ("pid", _I32), ("prio", _I32), ("target_cpu", _I32)],
+    "sched_wakeup": [("comm", STRING), ("pid", _I32), ("prio", _I32), ("target_cpu", _I32)],
+    "sched_wakeup_new": [("comm", STRING), ("pid", _I32), ("prio", _I32), ("target_cpu", _I32)],
+    "sched_migrate_task": [("comm", STRING), ("pid", _I32), ("prio", _I32),
+                           ("orig_cpu", _I32), ("dest_cpu", _I32)],
+    "sched_switch": [("prev_comm", STRING), ("prev_pid", _I32), ("prev_prio", _I32),
+                     ("prev_state", pa.int64()), ("prev_state_str", STRING),
+                     ("next_comm", STRING), ("next_pid", _I32), ("next_prio", _I32)],
+    "workqueue_execute_start": [("work", pa.uint64()), ("function", STRING)],
+    "workqueue_execute_end": [("work", pa.uint64()), ("function", STRING)],
+    "sched_process_fork": [("parent_comm", STRING), ("parent_pid", _I32),
+                           ("child_comm", STRING), ("child_pid", _I32)],
+}
+_STATE = {"R": 0, "R+": 0x100, "S": 1, "D": 2, "I": 0x402}
+US = 1000
+
+
+class Synth:
+    """Builder of one synthetic trace. Times are ns; every scene starts at the cursor."""
+
+    def __init__(self, topology: Topology, seed: int = 1, start_ns: int = 100_000_000_000):
+        self.topo = topology
+        self.cpus = topology.cpus
+        self.rng = np.random.default_rng(seed)
+        self.t = start_ns
+        self.first = start_ns
+        self.rows: dict[str, list[dict]] = defaultdict(list)
+        self.names: dict[int, str] = {0: "<idle>"}
+        self.planted = defaultdict(int)
+        self._next_pid = 1000
+        self._work = 0xFFFF888100000000
+        self.cpu_of: dict[int, int] = {}  # last CPU each task ran on
+        # a few fixed tasks
+        self.kworker = {c: self.task(f"kworker/{c}:1", pid=100 + c) for c in range(self.cpus)}
+        self.ksoftirqd = {c: self.task(f"ksoftirqd/{c}", pid=200 + c) for c in range(self.cpus)}
+
+    # -- primitives ------------------------------------------------------------------------
+    def task(self, comm: str, pid: int | None = None, cpu: int | None = None) -> int:
+        if pid is None:
+            pid = self._next_pid
+            self._next_pid += 1
+        self.names[pid] = comm
+        if cpu is not None:
+            self.cpu_of[pid] = cpu
+        return pid
+
+    def _emit(self, name, ts, cpu, cur, flags=0, **fields):
+        self.rows[name].append(dict(ts=int(ts), cpu=cpu, common_pid=cur,
+                                    common_comm=self.names[cur], common_flags=flags,
+                                    common_preempt_count=0, **fields))
+
+    def switch(self, ts, cpu, prev, state, nxt):
+        self._emit("sched_switch", ts, cpu, prev,
+                   prev_comm=self.names[prev] if prev else f"swapper/{cpu}", prev_pid=prev,
+                   prev_prio=120, prev_state=_STATE[state], prev_state_str=state,
+                   next_comm=self.names[nxt] if nxt else f"swapper/{cpu}", next_pid=nxt,
+                   next_prio=120)
+        if nxt:
+            self.cpu_of[nxt] = cpu
+
+    def waking(self, ts, cpu, waker, pid, prev_cpu, flags=0):
+        self._emit("sched_waking", ts, cpu, waker, flags, comm=self.names[pid], pid=pid,
+                   prio=120, target_cpu=prev_cpu)
+
+    def wakeup(self, ts, cpu, cur, pid, chosen, flags=0):
+        self._emit("sched_wakeup", ts, cpu, cur, flags, comm=self.names[pid], pid=pid,
+                   prio=120, target_cpu=chosen)
+
+    def migrate(self, ts, cpu, cur, pid, orig, dest, flags=0):
+        self._emit("sched_migrate_task", ts, cpu, cur, flags, comm=self.names[pid], pid=pid,
+                   prio=120, orig_cpu=orig, dest_cpu=dest)
+
+    def work(self, ts_start, ts_end, cpu, kw, fn):
+        self._work += 0x40
+        self._emit("workqueue_execute_start", ts_start, cpu, kw, work=self._work, function=fn)
+        self._emit("workqueue_execute_end", ts_end, cpu, kw, work=self._work, function=fn)
+
+    def settle(self):
+        """A first switch on every CPU (ksoftirqd runs briefly), so every CPU's state is
+        known from the start."""
+        for c in range(self.cpus):
+            self.switch(self.t, c, 0, "R", self.ksoftirqd[c])
+            self.switch(self.t + 1 * US, c, self.ksoftirqd[c], "S", 0)
+        self.t += 10 * US
+
+    def gap(self, ns=None):
+        """Idle time between scenes (all CPUs idle)."""
+        self.t += int(ns if ns is not None else self.rng.integers(20, 200) * US)
+
+    def other_cpu(self, cpu, same_llc=True) -> int:
+        llc = self.topo.llc_of([cpu])[0]
+        cands = [c for c in range(self.cpus) if c != cpu and
+                 (self.topo.llc_of([c])[0] == llc) == same_llc]
+        return int(self.rng.choice(cands))
+
+    # -- healthy background scenes ---------------------------------------------------------
+    def bg_irq_wakeup(self, pid, cpu):
+        """An interrupt on idle ``cpu`` wakes ``pid`` (last ran there); it runs and sleeps."""
+        t = self.t
+        self.waking(t, cpu, 0, pid, cpu, flags=FLAG_HARDIRQ)
+        self.wakeup(t + 2 * US, cpu, 0, pid, cpu, flags=FLAG_HARDIRQ)
+        self.switch(t + 5 * US, cpu, 0, "R", pid)
+        self.switch(t + 200 * US, cpu, pid, "S", 0)
+        self.t = t + 210 * US
+
+    def bg_softirq_wakeup(self, pid, cpu):
+        """ksoftirqd-less softirq wake-up of a kworker on idle ``cpu``."""
+        t = self.t
+        self.waking(t, cpu, 0, pid, cpu, flags=FLAG_SOFTIRQ)
+        self.wakeup(t + 1 * US, cpu, 0, pid, cpu, flags=FLAG_SOFTIRQ)
+        self.switch(t + 3 * US, cpu, 0, "R", pid)
+        self.switch(t + 150 * US, cpu, pid, "I", 0)
+        self.t = t + 160 * US
+
+    def bg_user_pair(self, a, b, cpu_a, cpu_b):
+        """User task a (on cpu_a) wakes b (last on cpu_b, idle): b runs there."""
+        t = self.t
+        self.switch(t, cpu_a, 0, "R", a)
+        self.waking(t + 20 * US, cpu_a, a, b, cpu_b)
+        self.wakeup(t + 30 * US, cpu_b, 0, b, cpu_b)  # queued remote wake-up on b's CPU
+        self.switch(t + 35 * US, cpu_b, 0, "R", b)
+        self.switch(t + 60 * US, cpu_a, a, "S", 0)
+        self.switch(t + 300 * US, cpu_b, b, "S", 0)
+        self.t = t + 310 * US
+
+    def bg_kworker_local(self, pid, cpu, fn="xfs_end_io"):
+        """A bound kworker on ``cpu`` wakes ``pid`` (last ran on cpu), finishes, and the
+        task runs there: no migration, no preemption."""
+        kw = self.kworker[cpu]
+        t = self.t
+        self.switch(t, cpu, 0, "R", kw)
+        self.work(t + 2 * US, t + 30 * US, cpu, kw, fn)
+        # woken at the end of the work item: the task is switched in at once
+        self.waking(t + 29 * US, cpu, kw, pid, cpu)
+        self.wakeup(t + 30 * US, cpu, kw, pid, cpu)
+        self.switch(t + 30 * US, cpu, kw, "I", pid)
+        self.switch(t + 400 * US, cpu, pid, "S", 0)
+        self.t = t + 410 * US
+
+    def bg_load_balance(self, pid, src, dst, hog):
+        """``hog`` runs on src; ``pid`` is preempted there; idle ``dst`` pulls it."""
+        t = self.t
+        self.switch(t, src, 0, "R", pid)
+        self.switch(t + 50 * US, src, pid, "R+", hog)
+        # newly idle balance on dst: the event fires on dst in the idle task's context
+        self.migrate(t + 50 * US, dst, 0, pid, src, dst)
+        self.switch(t + 52 * US, dst, 0, "R", pid)
+        self.switch(t + 250 * US, dst, pid, "S", 0)
+        self.switch(t + 300 * US, src, hog, "S", 0)
+        self.planted["load_balance"] += 1
+        self.t = t + 310 * US
+
+    # -- planted pathologies ---------------------------------------------------------------
+    def pingpong(self, pid, cpu, fn="xlog_ioend_work", busy_with=None):
+        """Bound kworker on ``cpu`` wakes ``pid`` (previous CPU ``cpu``) and the task is
+        migrated to an idle CPU of the LLC. With ``busy_with``: that task is preempted
+        on ``cpu`` by the kworker first, so it is runnable there (not stackable)."""
+        kw = self.kworker[cpu]
+        dst = self.other_cpu(cpu)
+        t = self.t
+        if busy_with is not None:
+            self.switch(t, cpu, 0, "R", busy_with)
+            self.switch(t + 5 * US, cpu, busy_with, "R+", kw)
+        else:
+            self.switch(t + 5 * US, cpu, 0, "R", kw)
+        self.work(t + 6 * US, t + 40 * US, cpu, kw, fn)
+        self.waking(t + 10 * US, cpu, kw, pid, cpu)
+        self.migrate(t + 11 * US, cpu, kw, pid, cpu, dst)
+        self.wakeup(t + 20 * US, dst, 0, pid, dst)
+        self.switch(t + 22 * US, dst, 0, "R", pid)
+        self.switch(t + 200 * US, dst, pid, "S", 0)
+        if busy_with is not None:
+            self.switch(t + 42 * US, cpu, kw, "I", busy_with)
+            self.switch(t + 100 * US, cpu, busy_with, "S", 0)
+            self.planted["pingpong_not_stackable"] += 1
+        else:
+            self.switch(t + 42 * US, cpu, kw, "I", 0)
+            self.planted["pingpong_stackable"] += 1
+        self.planted["pingpong"] += 1
+        self.t = t + 210 * US
+
+    def roundrobin(self, pid, waker, waker_cpu):
+        """User ``waker`` on ``waker_cpu`` wakes ``pid``, which is moved from its last CPU
+        to another CPU of the same LLC (an idle one): one in-LLC change."""
+        prev = self.cpu_of[pid]
+        if waker_cpu == prev:
+            waker_cpu = next(c for c in range(self.cpus) if c != prev)
+        cands = [c for c in range(self.cpus) if c not in (prev, waker_cpu)
+                 and self.topo.llc_of([c])[0] == self.topo.llc_of([prev])[0]]
+        dst = int(self.rng.choice(cands))
+        t = self.t
+        self.switch(t, waker_cpu, 0, "R", waker)
+        self.waking(t + 10 * US, waker_cpu, waker, pid, prev)
+        self.migrate(t + 11 * US, waker_cpu, waker, pid, prev, dst)
+        self.wakeup(t + 20 * US, dst, 0, pid, dst)
+        self.switch(t + 22 * US, dst, 0, "R", pid)
+        self.switch(t + 40 * US, waker_cpu, waker, "S", 0)
+        self.switch(t + 300 * US, dst, pid, "S", 0)
+        self.planted["roundrobin_changes"] += 1
+        self.t = t + 310 * US
+
+    def storm(self, pid, cpu, cycles, fn="iomap_dio_complete_work"):
+        """``cycles`` times: the kworker on ``cpu`` wakes ``pid``, is preempted (R+),
+        the task runs 8 us and sleeps, the kworker resumes."""
+        kw = self.kworker[cpu]
+        t = self.t
+        self.switch(t, cpu, 0, "R", kw)
+        t += 5 * US
+        for _ in range(cycles):
+            self.work(t, t + 3 * US, cpu, kw, fn)
+            self.waking(t + 1 * US, cpu, kw, pid, cpu)
+            self.wakeup(t + 2 * US, cpu, kw, pid, cpu)
+            self.switch(t + 4 * US, cpu, kw, "R+", pid)
+            self.switch(t + 12 * US, cpu, pid, "S", kw)
+            t += 20 * US
+        self.switch(t, cpu, kw, "I", 0)
+        self.planted["storm_preemptions"] += cycles
+        self.planted["storm_futile"] += cycles
+        self.planted["storm_switches"] += 2 * cycles
+        self.t = t + 10 * US
+
+    def idle_gap(self, pid, waker, hog, cpu, wait_ns):
+        """``hog`` runs on ``cpu``; ``waker`` (on another CPU) wakes ``pid`` onto ``cpu``
+        (its previous CPU) where it waits ``wait_ns`` while the rest of the LLC is idle."""
+        wcpu = self.other_cpu(cpu)
+        self.cpu_of[pid] = cpu
+        t = self.t
+        self.switch(t, cpu, 0, "R", hog)
+        self.switch(t + 5 * US, wcpu, 0, "R", waker)
+        self.waking(t + 10 * US, wcpu, waker, pid, cpu)
+        self.wakeup(t + 12 * US, cpu, hog, pid, cpu)  # ttwu on the target CPU (IPI)
+        self.switch(t + 14 * US, wcpu, waker, "S", 0)
+        t_run = t + 12 * US + wait_ns
+        self.switch(t_run, cpu, hog, "R+", pid)
+        self.switch(t_run + 50 * US, cpu, pid, "S", hog)
+        self.switch(t_run + 60 * US, cpu, hog, "S", 0)
+        self.planted["idle_gap_ns"] += int(wait_ns)
+        self.planted["idle_gaps"] += 1
+        self.t = t_run + 70 * US
+
+    # -- result ------------------------------------------------------------------------------
+    def build(self, name="synthetic") -> Trace:
+        tables = {}
+        for ev, fields in _FIELDS.items():
+            rows = sorted(self.rows.get(ev, []), key=lambda r: r["ts"])
+            schema = pa.schema(list(COMMON_FIELDS) + [pa.field(n, t) for n, t in fields])
+            cols = {}
+            for f in schema:
+                vals = [r.get(f.name) for r in rows]
+                if pa.types.is_dictionary(f.type):
+                    cols[f.name] = pa.array(vals, pa.string()).dictionary_encode()
+                else:
+                    cols[f.name] = pa.array(vals, f.type)
+            tables[ev] = pa.table(cols, schema=schema)
+        all_ts = [r["ts"] for rows in self.rows.values() for r in rows]
+        meta = {
+            "path": f"<{name}>", "format": "synthetic", "cpus": self.cpus, "clock": "local",
+            "first_ts_ns": min(all_ts + [self.first]), "last_ts_ns": max(all_ts + [self.t]),
+            "kernel": None, "lost_events": {}, "lost_unknown": [],
+            "event_counts": {k: t.num_rows for k, t in tables.items()},
+            "systems": {k: ("workqueue" if k.startswith("workqueue") else "sched")
+                        for k in tables},
+            "source": {"synthetic": True},
+        }
+        trace = Trace(RawTrace(tables=tables, meta=meta))
+        trace.topology = self.topo
+        return trace
+
+
+def default_topology() -> Topology:
+    """8 CPUs in 2 LLCs of 4, SMT pairs, one NUMA node."""
+    return Topology(cpus=8, llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
+                    smt=[[0, 1], [2, 3], [4, 5], [6, 7]], numa=[list(range(8))],
+                    source="synthetic")
+
+
+def make_trace(pingpong=0, pingpong_busy=0, roundrobin=0, storm=0, idle_gaps=0,
+               background=400, topology: Topology | None = None, seed: int = 1,
+               duration_s: float | None = None):
+    """A synthetic trace: ``background`` healthy scenes with the planted scenes mixed in.
+
+    Returns ``(trace, planted)``; ``planted`` holds the exact counts planted.
+    ``duration_s`` stretches the idle time between scenes to reach that length.
+    """
+    topo = topology or default_topology()
+    s = Synth(topo, seed=seed)
+    rng = s.rng
+    n = topo.cpus
+    users = [s.task(f"worker{i}", cpu=i % n) for i in range(2 * n)]
+    kthreads = [s.task(f"kworker/u{2 * n}:{i}", cpu=i % n) for i in range(3)]
+    rr = s.task("rr-client", cpu=0)
+    rr_waker = s.task("rr-server", cpu=n - 1)
+    st = s.task("fio", cpu=1)
+    gap_task = s.task("gapper", cpu=0)
+    gap_waker = s.task("gap-waker", cpu=0)
+    hog = s.task("hog", cpu=0)
+    s.settle()
+    scenes = (["bg"] * background + ["pp"] * pingpong + ["ppb"] * pingpong_busy
+              + ["rr"] * roundrobin + ["gap"] * idle_gaps)
+    order = rng.permutation(len(scenes))
+    storm_at = int(rng.integers(0, len(scenes) + 1)) if storm else -1
+    spacing = None
+    if duration_s:
+        spacing = max(int(duration_s * 1e9 / max(len(scenes) + 1, 1)) - 400 * US, 20 * US)
+    for k, i in enumerate(order):
+        if k == storm_at:
+            s.storm(st, 1, storm)
+            s.gap(spacing)
+        kind = scenes[i]
+        if kind == "bg":
+            r = int(rng.integers(0, 5))
+            u = users[int(rng.integers(0, len(users)))]
+            cpu = s.cpu_of[u]
+            if r == 0:
+                s.bg_irq_wakeup(u, cpu)
+            elif r == 1:
+                kt = kthreads[int(rng.integers(0, len(kthreads)))]
+                s.bg_softirq_wakeup(kt, s.cpu_of[kt])
+            elif r == 2:
+                v = users[int(rng.integers(0, len(users)))]
+                if v != u and s.cpu_of[v] != cpu:
+                    s.bg_user_pair(u, v, cpu, s.cpu_of[v])
+                else:
+                    s.bg_irq_wakeup(u, cpu)
+            elif r == 3:
+                s.bg_kworker_local(u, cpu)
+            else:
+                v = users[int(rng.integers(0, len(users)))]
+                dst = s.other_cpu(cpu)
+                if v != u:
+                    s.bg_load_balance(u, cpu, dst, v)
+                else:
+                    s.bg_irq_wakeup(u, cpu)
+        elif kind in ("pp", "ppb"):
+            u = users[int(rng.integers(0, len(users)))]
+            other = users[(users.index(u) + 1) % len(users)]
+            s.pingpong(u, s.cpu_of[u], busy_with=other if kind == "ppb" else None)
+        elif kind == "rr":
+            s.roundrobin(rr, rr_waker, s.cpu_of[rr_waker])
+        elif kind == "gap":
+            cpu = int(rng.integers(0, n))
+            s.idle_gap(gap_task, gap_waker, hog, cpu, int(rng.integers(200, 2000)) * US)
+        s.gap(spacing)
+    if storm_at == len(scenes):
+        s.storm(st, 1, storm)
+        s.gap(spacing)
+    return s.build(), dict(s.planted)

@@ -1,0 +1,289 @@
+"""CPU topology: which CPUs share an SMT core, a last-level cache (LLC), a NUMA node.
+
+Sources, best first (DESIGN section 5):
+
+1. a JSON file captured from the traced machine's sysfs (``schedwake topology -o``,
+   or ``<trace>.topology.json`` beside the trace, picked up automatically)::
+
+       {"cpus": 2, "llc": [[0, 1]], "smt": [[0], [1]], "numa": [[0, 1]]}
+
+2. one ``--llc CPULIST`` per LLC in the kernel's cpulist syntax (``0-3,8-11``);
+3. otherwise one LLC holding every CPU, which every report states (``assumed``).
+
+Bad topology input raises :class:`~schedwake.errors.TraceError` with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import TraceError
+
+#: Migration / placement classes, from closest to farthest.
+MIGRATION_CLASSES = ("none", "same_core", "same_llc", "cross_llc", "cross_numa")
+
+_RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+
+
+def parse_cpulist(text: str, source="cpulist") -> list[int]:
+    """CPUs of a kernel cpulist (``0-3,8-11``, ``0-7:2``, ``5``; blanks ignored).
+
+    Raises TraceError naming ``source`` for anything else (empty list, ``3-1``, ``a``).
+    """
+    if not isinstance(text, str):
+        raise TraceError(source, f"cpulist must be a string, not {type(text).__name__}")
+    cpus: list[int] = []
+    s = "".join(text.split())
+    if not s:
+        raise TraceError(source, "empty cpulist")
+    for part in s.split(","):
+        m = _RANGE.match(part)
+        if not m:
+            raise TraceError(source, f"bad cpulist {text.strip()!r} (part {part!r}; "
+                                     "expected e.g. 0-3,8-11)")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if hi < lo or step < 1:
+            raise TraceError(source, f"bad cpulist {text.strip()!r} (range {part!r})")
+        cpus.extend(range(lo, hi + 1, step))
+    return sorted(set(cpus))
+
+
+def format_cpulist(cpus) -> str:
+    """The kernel cpulist of ``cpus`` (``[0, 1, 2, 5]`` -> ``0-2,5``)."""
+    cpus = sorted(set(int(c) for c in cpus))
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _groups(value, key: str, source) -> list[list[int]]:
+    if not isinstance(value, list) or not value:
+        raise TraceError(source, f"topology {key!r} must be a non-empty list of CPU lists")
+    groups = []
+    for g in value:
+        if isinstance(g, str):
+            groups.append(parse_cpulist(g, source))
+        elif isinstance(g, list) and g and all(isinstance(c, int) and not isinstance(c, bool)
+                                               and c >= 0 for c in g):
+            groups.append(sorted(set(g)))
+        else:
+            raise TraceError(source, f"topology {key!r} entry {g!r} is not a CPU list")
+    seen: set[int] = set()
+    for g in groups:
+        if seen & set(g):
+            raise TraceError(source, f"topology {key!r}: CPU(s) "
+                                     f"{format_cpulist(seen & set(g))} in more than one group")
+        seen |= set(g)
+    return groups
+
+
+@dataclass
+class Topology:
+    """A CPU map. ``llc``, ``smt``, ``numa``: lists of CPU groups."""
+
+    cpus: int
+    llc: list[list[int]]
+    smt: list[list[int]] = field(default_factory=list)
+    numa: list[list[int]] = field(default_factory=list)
+    #: Where it came from: a file path, ``"--llc"``, or ``"assumed"``.
+    source: str = "assumed"
+
+    def __post_init__(self):
+        n = max([self.cpus] + [c + 1 for g in self.llc + self.smt + self.numa for c in g])
+        self.cpus = n
+        if not self.smt:
+            self.smt = [[c] for c in range(n)]
+        if not self.numa:
+            self.numa = [list(range(n))]
+        self._llc_of = self._index(self.llc)
+        self._core_of = self._index(self.smt)
+        self._node_of = self._index(self.numa)
+
+    def _index(self, groups) -> np.ndarray:
+        """cpu -> group number; CPUs in no group get a group of their own."""
+        idx = np.full(self.cpus, -1, dtype=np.int64)
+        for i, g in enumerate(groups):
+            idx[g] = i
+        missing = np.flatnonzero(idx < 0)
+        idx[missing] = len(groups) + np.arange(len(missing))
+        return idx
+
+    @property
+    def assumed(self) -> bool:
+        return self.source == "assumed"
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def single_llc(cls, cpus: int) -> Topology:
+        """The fallback: every CPU in one LLC and one node, no SMT."""
+        cpus = max(int(cpus), 1)
+        return cls(cpus=cpus, llc=[list(range(cpus))], source="assumed")
+
+    @classmethod
+    def from_llc_lists(cls, llcs, cpus: int = 0) -> Topology:
+        """From ``--llc`` cpulists (one string per LLC)."""
+        groups = _groups([parse_cpulist(s, "--llc") for s in llcs], "llc", "--llc")
+        return cls(cpus=int(cpus), llc=groups, source="--llc")
+
+    @classmethod
+    def from_dict(cls, d, source="topology") -> Topology:
+        if not isinstance(d, dict):
+            raise TraceError(source, "topology JSON must be an object with cpus/llc/smt/numa")
+        if "llc" not in d:
+            raise TraceError(source, "topology JSON has no 'llc' key")
+        cpus = d.get("cpus", 0)
+        if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 0:
+            raise TraceError(source, f"topology 'cpus' must be a CPU count, not {cpus!r}")
+        llc = _groups(d["llc"], "llc", source)
+        smt = _groups(d["smt"], "smt", source) if d.get("smt") else []
+        numa = _groups(d["numa"], "numa", source) if d.get("numa") else []
+        return cls(cpus=cpus, llc=llc, smt=smt, numa=numa, source=str(source))
+
+    @classmethod
+    def from_file(cls, path) -> Topology:
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except FileNotFoundError:
+            raise TraceError(p, "no such topology file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TraceError(p, f"cannot read topology file: {exc}") from None
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceError(p, f"topology file is not JSON ({exc.msg}, line {exc.lineno})") \
+                from None
+        return cls.from_dict(d, str(p))
+
+    @classmethod
+    def capture(cls, sysfs="/sys") -> Topology:
+        """This machine's topology from sysfs (``sysfs`` is a root, for tests)."""
+        root = Path(sysfs) / "devices/system/cpu"
+        cpudirs = sorted((p for p in root.glob("cpu[0-9]*") if p.name[3:].isdigit()),
+                         key=lambda p: int(p.name[3:]))
+        if not cpudirs:
+            raise TraceError(root, "no CPUs found in sysfs")
+        llc: dict[tuple, list[int]] = {}
+        smt: dict[tuple, list[int]] = {}
+        for d in cpudirs:
+            cpu = int(d.name[3:])
+            if not (d / "topology").exists():  # offline CPU
+                continue
+            best, best_level = None, -1
+            for idx in (d / "cache").glob("index*"):
+                try:
+                    level = int((idx / "level").read_text())
+                    if (idx / "type").exists() and \
+                            (idx / "type").read_text().strip() == "Instruction":
+                        continue
+                    shared = (idx / "shared_cpu_list").read_text()
+                except (OSError, ValueError):
+                    continue
+                if level > best_level:
+                    best, best_level = shared, level
+            group = tuple(parse_cpulist(best, idx)) if best else (cpu,)
+            llc.setdefault(group, list(group))
+            sib = d / "topology/thread_siblings_list"
+            sgroup = tuple(parse_cpulist(sib.read_text(), sib)) if sib.exists() else (cpu,)
+            smt.setdefault(sgroup, list(sgroup))
+        numa = []
+        nodes = sorted((Path(sysfs) / "devices/system/node").glob("node[0-9]*"),
+                       key=lambda p: int(p.name[4:]))
+        for nd in nodes:
+            text = (nd / "cpulist").read_text() if (nd / "cpulist").exists() else ""
+            if text.strip():
+                numa.append(parse_cpulist(text, nd / "cpulist"))
+        cpus = max(int(d.name[3:]) for d in cpudirs) + 1
+        return cls(cpus=cpus, llc=sorted(llc.values()), smt=sorted(smt.values()),
+                   numa=numa, source=f"sysfs {sysfs}")
+
+    # -- use ------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"cpus": self.cpus, "llc": self.llc, "smt": self.smt, "numa": self.numa}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def describe(self) -> str:
+        """One line: the LLC groups and where they come from."""
+        llcs = " ".join(f"[{format_cpulist(g)}]" for g in self.llc)
+        if self.assumed:
+            return (f"ASSUMED one LLC for all {self.cpus} CPUs (no topology file; "
+                    f"pass --topology FILE or --llc CPULIST)")
+        return f"{len(self.llc)} LLC(s) {llcs}, {len(self.numa)} NUMA node(s), from {self.source}"
+
+    def _lookup(self, table: np.ndarray, cpus) -> np.ndarray:
+        c = np.asarray(cpus, dtype=np.int64)
+        out = np.full(c.shape, -1, dtype=np.int64)
+        ok = (c >= 0) & (c < len(table))
+        out[ok] = table[c[ok]]
+        # CPUs beyond the map: each its own group (distinct negative ids)
+        out[~ok] = -2 - c[~ok]
+        return out
+
+    def llc_of(self, cpus) -> np.ndarray:
+        return self._lookup(self._llc_of, cpus)
+
+    def core_of(self, cpus) -> np.ndarray:
+        return self._lookup(self._core_of, cpus)
+
+    def node_of(self, cpus) -> np.ndarray:
+        return self._lookup(self._node_of, cpus)
+
+    def classify(self, src, dst) -> pd.Categorical:
+        """Vectorized class of a move from ``src`` to ``dst`` CPUs (MIGRATION_CLASSES).
+
+        Negative or missing CPUs give ``none`` when equal, otherwise ``cross_llc``
+        is not claimed: an unknown CPU gives a missing value.
+        """
+        s = np.asarray(src, dtype=np.int64)
+        d = np.asarray(dst, dtype=np.int64)
+        code = np.full(s.shape, 4, dtype=np.int8)
+        code[self.node_of(s) == self.node_of(d)] = 3
+        code[self.llc_of(s) == self.llc_of(d)] = 2
+        code[self.core_of(s) == self.core_of(d)] = 1
+        code[s == d] = 0
+        code[(s < 0) | (d < 0)] = -1
+        return pd.Categorical.from_codes(code, categories=list(MIGRATION_CLASSES))
+
+    def check_covers(self, ncpus: int, what="trace") -> None:
+        """TraceError if the map does not know CPUs the trace has."""
+        if ncpus > self.cpus and not self.assumed:
+            raise TraceError(self.source, f"topology covers {self.cpus} CPUs but the {what} "
+                                          f"has {ncpus}")
+
+
+def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Topology:
+    """The topology to use for a trace: explicit file, ``--llc`` lists, the
+    ``<trace>.topology.json`` beside the trace, or one assumed LLC, in that order."""
+    if topology_file:
+        topo = Topology.from_file(topology_file)
+    elif llc:
+        topo = Topology.from_llc_lists(llc, cpus)
+    else:
+        topo = None
+        if trace_path:
+            p = Path(trace_path)
+            candidates = [p.with_name(p.name + ".topology.json"),
+                          p.with_suffix(".topology.json")]
+            for c in candidates:
+                if c.is_file():
+                    topo = Topology.from_file(c)
+                    break
+        if topo is None:
+            return Topology.single_llc(cpus)
+    topo.check_covers(cpus)
+    return topo

@@ -1,0 +1,237 @@
+"""Plain, slow, event-by-event reference implementations of the detectors' core counts.
+
+Written independently of schedwake.model / schedwake.detect: the events of a trace are
+merged into one list in time order and walked once with simple per-CPU and per-task
+state. Only the loaded tables and the topology are shared with the library.
+
+Order of events with equal timestamps: sched_waking, then sched_migrate_task, then the
+rest (try_to_wake_up emits them in that order).
+"""
+
+from __future__ import annotations
+
+import re
+
+EVENTS = ("sched_waking", "sched_migrate_task", "sched_wakeup", "sched_wakeup_new",
+          "sched_switch", "workqueue_execute_start", "workqueue_execute_end")
+_RANK = {"sched_waking": 0, "sched_migrate_task": 1}
+
+PERCPU = re.compile(r"^(kworker/\d+:\d+H?([-+].*)?|kworker/\d+:|"
+                    r"(ksoftirqd|migration|cpuhp|rcuc|idle_inject|watchdog|rcuop|"
+                    r"posixcputmr|irq_work|ktimers)/\d+)$")
+IRQ_FLAGS = 0x08 | 0x10 | 0x40
+
+
+def merged(trace):
+    """All events as (ts, rank, seq, name, row-dict), in time order."""
+    out = []
+    for name in EVENTS:
+        if not trace.has(name):
+            continue
+        for seq, r in enumerate(trace.table(name).to_pylist()):
+            out.append((r["ts"], _RANK.get(name, 2), seq, name, r))
+    out.sort(key=lambda e: (e[0], e[1]))
+    return out
+
+
+def is_user(comm: str) -> bool:
+    from schedwake.model.tasks import USER, name_class  # the class table is shared data
+
+    return name_class(comm) == USER
+
+
+def walk(trace, futile_run_ns=50_000):
+    """One pass; returns a dict of the core counts:
+
+    pingpong        number of kworker ping-pong episodes
+    wakeups         number of sched_waking events
+    wakeup_migrations
+    changes         {pid: wake-ups that changed CPU inside one LLC}
+    storm           {(cpu, pid): [switches, kworker_preemptions, futile_wakeups]}
+    """
+    topo = trace.topology
+    llc_of = {c: i for i, g in enumerate(topo.llc) for c in g}
+    last_on_cpu = {}          # cpu -> (name, row) of the last event there
+    current = {}              # cpu -> (pid, comm) from the last sched_switch
+    running = {}              # pid -> True while switched in
+    pending = {}              # pid -> chosen cpu of a wake-up not yet run
+    run_start = {}            # pid -> (ts, cpu) of a run that began after a wake-up
+    res = {"pingpong": 0, "wakeups": 0, "wakeup_migrations": 0, "changes": {}, "storm": {}}
+    waking_info = {}          # (cpu) -> info of the last waking on that cpu
+    for ts, _, _, name, r in merged(trace):
+        cpu = r["cpu"]
+        if name == "sched_waking":
+            res["wakeups"] += 1
+            cur_pid, cur_comm = current.get(cpu, (None, None))
+            comm = cur_comm if cur_pid == r["common_pid"] else r["common_comm"]
+            flags = r.get("common_flags") or 0
+            info = {"pid": r["pid"], "waker": r["common_pid"], "prev": r["target_cpu"],
+                    "percpu_task": bool(PERCPU.match(comm or "")) and not (flags & IRQ_FLAGS)
+                    and r["common_pid"] != 0,
+                    "cpu": cpu}
+            waking_info[cpu] = info
+            pid = r["pid"]
+            if running.get(pid):
+                pending.pop(pid, None)
+            else:
+                pending[pid] = r["target_cpu"]
+        elif name == "sched_migrate_task":
+            last = last_on_cpu.get(cpu)
+            if last is not None and last[0] == "sched_waking" and \
+                    last[1]["pid"] == r["pid"] and last[1]["common_pid"] == r["common_pid"]:
+                res["wakeup_migrations"] += 1
+                info = waking_info[cpu]
+                if info["percpu_task"] and info["prev"] == cpu:
+                    res["pingpong"] += 1
+                src, dst = r["orig_cpu"], r["dest_cpu"]
+                if src != dst and llc_of.get(src, -1 - src) == llc_of.get(dst, -1 - dst):
+                    res["changes"][r["pid"]] = res["changes"].get(r["pid"], 0) + 1
+                if r["pid"] in pending:
+                    pending[r["pid"]] = dst
+        elif name == "sched_switch":
+            prev, nxt = r["prev_pid"], r["next_pid"]
+            pk = r["prev_comm"].startswith("kworker/")
+            nk = r["next_comm"].startswith("kworker/")
+            if pk and not nk and nxt != 0:
+                k = res["storm"].setdefault((cpu, nxt), [0, 0, 0])
+                k[0] += 1
+                if r["prev_state_str"] == "R+":
+                    k[1] += 1
+            elif nk and not pk and prev != 0:
+                res["storm"].setdefault((cpu, prev), [0, 0, 0])[0] += 1
+            # run tracking for futile wake-ups
+            if prev != 0:
+                running[prev] = False
+                if prev in run_start:
+                    start, chosen = run_start.pop(prev)
+                    if not r["prev_state_str"].startswith("R") and ts - start < futile_run_ns:
+                        res["storm"].setdefault((chosen, prev), [0, 0, 0])[2] += 1
+            if nxt != 0:
+                running[nxt] = True
+                if nxt in pending:
+                    run_start[nxt] = (ts, pending.pop(nxt))
+            current[cpu] = (nxt, r["next_comm"])
+        last_on_cpu[cpu] = (name, r)
+    return res
+
+
+# -- idle while runnable ----------------------------------------------------------------------
+
+def _pinned(trace, min_runs):
+    """Pids treated as unable to move: per-CPU kthreads (by the names their switch-ins
+    give them) and tasks switched in on one CPU only, at least ``min_runs`` times."""
+    runs, cpus, kthreads = {}, {}, set()
+    if trace.has("sched_switch"):
+        for r in trace.table("sched_switch").to_pylist():
+            pid = r["next_pid"]
+            runs[pid] = runs.get(pid, 0) + 1
+            cpus.setdefault(pid, set()).add(r["cpu"])
+            if PERCPU.match(r["next_comm"] or ""):
+                kthreads.add(pid)
+    return {p for p in runs if len(cpus[p]) == 1 and runs[p] >= min_runs} | kthreads
+
+
+def wakeup_waits(trace):
+    """Walk the events once; the waits of woken tasks as (pid, cpu, start, end).
+
+    A wake-up is a ``sched_waking`` of a task that is not on a CPU at that moment; its
+    CPU is the ``target_cpu`` unless the wake-up migrates the task (the migration is the
+    next event on the waker's CPU, same pid, same current task), then the ``dest_cpu``.
+    The wait starts at the first ``sched_wakeup`` of the task after the waking (at the
+    waking when none came before the task ran) and ends at the task's switch-in, or
+    at a later migration of the task when one comes first. A wake-up counts only once
+    the task is switched in before its next waking (a wake-up that never runs has no
+    wait).
+    """
+    last_on_cpu = {}          # cpu -> (name, row) of the last event there
+    on_cpu = {}               # pid -> True while switched in
+    pending = {}              # pid -> {"cpu", "waking", "start", "end"} of a wake-up not yet run
+    out = []
+    for ts, _, _, name, r in merged(trace):
+        cpu = r["cpu"]
+        if name == "sched_waking":
+            pid = r["pid"]
+            pending.pop(pid, None)            # a wake-up that never ran: no wait
+            if not on_cpu.get(pid):
+                pending[pid] = {"cpu": r["target_cpu"], "waking": ts, "start": None,
+                                "end": None}
+        elif name == "sched_migrate_task":
+            pid = r["pid"]
+            w = pending.get(pid)
+            last = last_on_cpu.get(cpu)
+            own = (last is not None and last[0] == "sched_waking" and last[1]["pid"] == pid
+                   and last[1]["common_pid"] == r["common_pid"])
+            if w is not None:
+                if own and w["waking"] == last[1]["ts"]:
+                    w["cpu"] = r["dest_cpu"]      # the wake-up's own choice of CPU
+                elif w["start"] is not None and ts > w["start"] and w["end"] is None:
+                    w["end"] = ts                 # moved away while waiting
+        elif name == "sched_wakeup":
+            w = pending.get(r["pid"])
+            if w is not None and w["start"] is None:
+                w["start"] = ts
+        elif name == "sched_switch":
+            prev, nxt = r["prev_pid"], r["next_pid"]
+            if prev != 0:
+                on_cpu[prev] = False
+            if nxt != 0:
+                on_cpu[nxt] = True
+                w = pending.pop(nxt, None)
+                if w is not None:
+                    start = w["start"] if w["start"] is not None else w["waking"]
+                    end = ts if w["end"] is None else min(w["end"], ts)
+                    out.append((nxt, w["cpu"], start, end))
+        last_on_cpu[cpu] = (name, r)
+    return out
+
+
+def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
+    """Nanoseconds during which, in an LLC of two or more CPUs, one CPU is idle while a
+    woken task (not pinned) waits on another CPU of that LLC that is not idle. A CPU's
+    state is known only from its first ``sched_switch``: before it, it is neither idle
+    nor a CPU with waiting tasks. Sum over the LLCs.
+
+    Second walk, in time order, over the CPU state changes (every ``sched_switch``: idle
+    when ``next_pid`` is 0) and the starts and ends of the waits, with per-CPU state:
+    known or not, idle or not, number of waiting tasks.
+    """
+    topo = trace.topology
+    pinned = _pinned(trace, pinned_min_runs)
+    llc_of = {}
+    for i, g in enumerate(topo.llc):
+        if len(g) >= 2:
+            for c in g:
+                llc_of[c] = i
+    changes = []              # (ts, order, cpu, what, value)
+    if trace.has("sched_switch"):
+        for seq, r in enumerate(trace.table("sched_switch").to_pylist()):
+            changes.append((r["ts"], 1, seq, r["cpu"], "idle", r["next_pid"] == 0))
+    waits = [w for w in wakeup_waits(trace) if w[0] not in pinned and w[3] > w[2]]
+    for k, (pid, cpu, start, end) in enumerate(waits):
+        changes.append((start, 0, k, cpu, "wait", +1))
+        changes.append((end, 0, k, cpu, "wait", -1))
+    changes.sort(key=lambda c: (c[0], c[1], c[2]))
+    known, idle, nwait = set(), {}, {}
+    total = {i: 0 for i in set(llc_of.values())}
+    segments = []
+    last = None
+    for ts, _, _, cpu, what, value in changes:
+        if last is not None and ts > last:
+            for li in total:
+                cpus = [c for c in known if llc_of.get(c) == li]
+                some_idle = any(idle[c] for c in cpus)
+                some_wait = any(nwait.get(c, 0) > 0 and not idle[c] for c in cpus)
+                if some_idle and some_wait:
+                    total[li] += ts - last
+                    if detail:
+                        segments.append((li, last, ts))
+        last = ts
+        if what == "idle":
+            known.add(cpu)
+            idle[cpu] = value
+        else:
+            nwait[cpu] = nwait.get(cpu, 0) + value
+    if detail:
+        return sum(total.values()), {"per_llc": total, "segments": segments,
+                                     "waits": waits, "pinned": pinned}
+    return sum(total.values())

@@ -1,0 +1,98 @@
+"""`schedwake analyze` end to end: JSON shape, text/Markdown, topology options, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schedwake.report.info import summary
+
+from .conftest import run_cli, sample
+
+TOP_METRICS = {"migrations_per_s", "wakeup_migrations_per_s", "pingpong_episodes",
+               "pingpong_episodes_per_s", "context_switches_per_s",
+               "load_balance_migrations_per_s", "cross_llc_migrations_per_s",
+               "wakeup_migration_share", "cpus_visited_per_task", "futile_wakeups_per_s",
+               "wake_to_run_p50_ns", "wake_to_run_p90_ns", "wake_to_run_p99_ns",
+               "idle_while_runnable_share", "busy_share"}
+
+
+@pytest.fixture(scope="module")
+def fio_json():
+    p = run_cli("analyze", sample("fio-pinned-weighted.dat"), "--format", "json", check=True)
+    return json.loads(p.stdout)
+
+
+def test_json_shape(fio_json):
+    import schedwake
+
+    d = fio_json
+    assert set(d) == {"trace", "findings", "metrics"}
+    assert set(d["trace"]) == set(summary(schedwake.load(sample("idle-sleep.dat"), events=[])))
+    assert TOP_METRICS <= set(d["metrics"])
+    for f in d["findings"]:
+        assert set(f) == {"detector", "severity", "metrics", "top", "evidence"}
+        assert f["severity"] in ("high", "medium", "low")
+    st = next(f for f in d["findings"] if f["detector"] == "cswitch_storm")
+    assert {"switches_per_s", "kworker_preemptions", "futile_wakeups"} <= set(st["metrics"])
+    assert st["evidence"] and all(isinstance(x, str) for x in st["evidence"])
+
+
+def test_idle_sleep_text_no_findings():
+    p = run_cli("analyze", sample("idle-sleep.dat"), check=True)
+    assert "Findings (0)" in p.stdout and "none" in p.stdout
+    assert "idle-sleep.topology.json" in p.stdout
+
+
+def test_dbench_markdown_and_finding_metrics():
+    p = run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "markdown", check=True)
+    assert p.stdout.startswith("# schedwake analyze")
+    assert "kworker_pingpong" in p.stdout and "```" in p.stdout
+    d = json.loads(run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "json",
+                           check=True).stdout)
+    pp = next(f for f in d["findings"] if f["detector"] == "kworker_pingpong")
+    assert {"episodes", "episodes_per_s", "share_of_wakeups", "would_stack"} <= set(pp["metrics"])
+    assert pp["metrics"]["episodes"] == d["metrics"]["pingpong_episodes"] > 0
+
+
+def test_topology_options_and_assumed_warning(tmp_path):
+    import shutil
+
+    lone = tmp_path / "lone.dat"
+    shutil.copy(sample("idle-sleep.dat"), lone)
+    p = run_cli("analyze", lone, check=True)
+    assert "ASSUMED one LLC" in p.stdout and "WARNING" in p.stdout
+    p = run_cli("analyze", lone, "--llc", "0", "--llc", "1", "--format", "json", check=True)
+    assert json.loads(p.stdout)["metrics"]["cross_llc_migrations_per_s"] > 0
+    topo = tmp_path / "t.json"
+    topo.write_text('{"cpus": 2, "llc": [[0, 1]], "smt": [[0], [1]], "numa": [[0, 1]]}')
+    p = run_cli("analyze", lone, "--topology", topo, check=True)
+    assert "ASSUMED" not in p.stdout and str(topo) in p.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--llc", "0-x"], "bad cpulist"),
+    (["--threshold", "nope=1"], "unknown threshold"),
+    (["--threshold", "pingpong_min_episodes"], "expected name=value"),
+    (["--topology", "/nonexistent.json"], "no such topology file"),
+])
+def test_bad_options_one_line_exit_2(args, msg):
+    p = run_cli("analyze", sample("idle-sleep.dat"), *args)
+    assert p.returncode == 2 and msg in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_threshold_option_changes_findings():
+    p = run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "json",
+                "--threshold", "pingpong_min_episodes=100000", check=True)
+    assert "kworker_pingpong" not in {f["detector"] for f in json.loads(p.stdout)["findings"]}
+
+
+def test_missing_trace_exit_2(tmp_path):
+    p = run_cli("analyze", tmp_path / "nope.dat")
+    assert p.returncode == 2 and "no such file" in p.stderr
+
+
+def test_lost_events_caveat():
+    p = run_cli("analyze", sample("lost-events.dat"), check=True)
+    assert "lower bounds" in p.stdout

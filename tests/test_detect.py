@@ -1,0 +1,193 @@
+"""Detectors: exact recovery of planted episodes in synthetic traces, no findings on
+healthy traces, agreement with the slow reference implementation on every real
+sample, and evidence lines identical to `trace-cmd report -N`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import schedwake
+from schedwake import TraceError
+from schedwake.detect import THRESHOLDS, detect, thresholds
+from schedwake.detect.cswitch_storm import pair_table
+from schedwake.detect.kworker_pingpong import episodes_mask
+from schedwake.detect.llc_roundrobin import task_table
+from schedwake.model import MODEL_EVENTS
+from schedwake.report.analyze import event_lines
+from schedwake.synth import make_trace
+from schedwake.topology import Topology
+
+from . import reference_impl
+from .conftest import SAMPLE_DATS, sample
+
+PLANTED = dict(pingpong=60, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120,
+               background=600)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return make_trace(**PLANTED, seed=3)
+
+
+def by_name(findings):
+    return {f.detector: f for f in findings}
+
+
+def test_planted_counts_recovered_exactly(planted):
+    trace, p = planted
+    f = by_name(detect(trace))
+    assert set(f) == {"kworker_pingpong", "llc_roundrobin", "cswitch_storm",
+                      "idle_while_runnable"}
+    pp = f["kworker_pingpong"].metrics
+    assert pp["episodes"] == p["pingpong"] == 85
+    assert pp["would_stack"] == p["pingpong_stackable"] == 60
+    assert pp["would_not_stack"]["other_tasks_runnable_on_waker_cpu"] == 25
+    assert pp["share_of_wakeups"] == pytest.approx(85 / len(trace.wakeups()), abs=1e-6)
+    rr = f["llc_roundrobin"].metrics
+    assert rr["flagged_tasks"] == 1 and rr["tasks"][0]["comm"] == "rr-client"
+    assert rr["tasks"][0]["cpu_changes"] == p["roundrobin_changes"] == 80
+    assert {"pid", "comm", "cpus_visited", "migrations"} <= set(rr["tasks"][0])
+    st = f["cswitch_storm"].metrics
+    assert (st["kworker_preemptions"], st["futile_wakeups"]) == (600, 600)
+    assert f["cswitch_storm"].top[0]["switches"] == p["storm_switches"]
+    assert st["task"]["comm"] == "fio" and st["cpu"] == 1
+    iwr = f["idle_while_runnable"].metrics
+    assert iwr["idle_while_runnable_ns"] == p["idle_gap_ns"]
+    for x in f.values():
+        assert x.evidence and x.severity in ("high", "medium", "low")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_healthy_busy_synthetic_has_no_findings(seed):
+    trace, p = make_trace(background=2500, seed=seed)
+    assert p.get("load_balance", 0) > 100        # busy, with migrations
+    assert len(trace.wakeups()) > 1000
+    assert detect(trace) == []
+
+
+def test_two_llc_topology_classes(planted):
+    trace, _ = planted
+    w = trace.wakeups()
+    ep = w[episodes_mask(w)]
+    assert set(ep["migration_class"].astype(str)) <= {"same_core", "same_llc"}
+    # the same trace under one assumed LLC still finds the same episodes
+    trace.topology = Topology.single_llc(8)
+    assert int(episodes_mask(trace.wakeups()).sum()) == 85
+    assert any("assumed" in c for c in trace.caveats)
+    trace.topology = Topology(cpus=8, llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
+                              smt=[[0, 1], [2, 3], [4, 5], [6, 7]], source="synthetic")
+
+
+def test_threshold_overrides(planted):
+    trace, _ = planted
+    assert "kworker_pingpong" not in by_name(detect(trace, pingpong_min_episodes=1000))
+    assert "kworker_pingpong" not in by_name(detect(trace, {"pingpong_min_per_s": 1e6}))
+    with pytest.raises(TraceError, match="unknown threshold"):
+        thresholds({"nope": 1})
+    with pytest.raises(TraceError, match="not a number"):
+        thresholds({"pingpong_min_episodes": "many"})
+    for t in THRESHOLDS.values():
+        assert t.doc and t.unit
+
+
+# -- real samples -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def loaded():
+    cache = {}
+
+    def get(path):
+        if path not in cache:
+            cache[path] = schedwake.load(path, events=list(MODEL_EVENTS))
+        return cache[path]
+    return get
+
+
+@pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)
+def test_reference_implementation_agrees(path, loaded):
+    trace = loaded(path)
+    ref = reference_impl.walk(trace)
+    w = trace.wakeups()
+    assert len(w) == ref["wakeups"]
+    assert int(w["migrated"].sum()) == ref["wakeup_migrations"]
+    assert int(episodes_mask(w).sum()) == ref["pingpong"]
+    per, _ = task_table(trace.model, thresholds())
+    got = {int(p): int(c) for p, c in zip(per["pid"], per["changes"]) if c}
+    assert got == ref["changes"]
+    pt = pair_table(trace.model, thresholds())
+    got = {(int(r.cpu), int(r.pid)): [int(r.switches), int(r.kworker_preemptions)]
+           for r in pt.itertuples()}
+    want = {k: v[:2] for k, v in ref["storm"].items() if v[0]}
+    assert got == want
+    fut = {(int(r.cpu), int(r.pid)): int(r.futile_wakeups) for r in pt.itertuples()
+           if r.futile_wakeups}
+    want_f = {k: v[2] for k, v in ref["storm"].items() if v[2] and k in got}
+    assert {k: v for k, v in fut.items()} == want_f
+
+
+def test_idle_sleep_has_no_findings(loaded):
+    assert detect(loaded(sample("idle-sleep.dat"))) == []
+
+
+def test_dbench_has_kworker_wakeups_and_migrations(loaded):
+    t = loaded(sample("dbench-xfs-2clients.dat"))
+    w = t.wakeups()
+    assert int(((w["waker_class"] == "percpu_kthread") & (w["waker_context"] == "task")).sum()) > 1000
+    assert int(w["migrated"].sum()) > 0
+    assert (t.migrations()["cause"] == "wakeup").sum() > 0
+
+
+@pytest.mark.parametrize("name,severity", [("fio-pinned-weighted.dat", "high"),
+                                           ("fio-pinned-root.dat", "medium")])
+def test_fio_pinned_context_switch_storm(name, severity, loaded):
+    f = by_name(detect(loaded(sample(name))))
+    st = f["cswitch_storm"]
+    assert st.severity == severity
+    assert st.metrics["task"]["comm"] == "fio" and st.metrics["cpu"] == 1
+    assert st.metrics["kworker_preemptions"] > 1000 and st.metrics["futile_wakeups"] > 1000
+    assert any("prev_state=R+ ==> next_comm=fio" in line for line in st.evidence)
+    assert "kworker_pingpong" not in f and "llc_roundrobin" not in f
+
+
+def test_weighted_storm_is_worse_than_root(loaded):
+    a = by_name(detect(loaded(sample("fio-pinned-root.dat"))))["cswitch_storm"].metrics
+    b = by_name(detect(loaded(sample("fio-pinned-weighted.dat"))))["cswitch_storm"].metrics
+    assert b["kworker_preemptions"] > a["kworker_preemptions"]
+
+
+def test_evidence_lines_equal_trace_cmd_report(loaded):
+    exe = shutil.which("trace-cmd")
+    if exe is None:
+        pytest.skip("trace-cmd not installed")
+    path = sample("dbench-xfs-1client.dat")
+    out = subprocess.run([exe, "report", "-N", "-i", str(path)], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    want = [line.rstrip() for line in out if " 219.9657" in line and ": print:" not in line]
+    t = schedwake.load(path)  # every event, as the report
+    got = event_lines(t, 219_965_700_000 - 500, 219_965_799_999 + 500, limit=10_000)
+    got = [line.rstrip() for line in got if " 219.9657" in line]
+    assert len(want) > 10
+    assert sorted(got) == sorted(want)
+
+
+def test_every_threshold_is_documented():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs/detectors.md").read_text()
+    for name in THRESHOLDS:
+        assert f"`{name}`" in doc
+
+
+def test_window_metrics(planted):
+    from schedwake.metrics import METRICS, trace_metrics, window_metrics
+
+    trace, _ = planted
+    df = window_metrics(trace, 0.1)
+    assert len(df) >= 4 and set(METRICS) <= set(df.columns)
+    assert "busy_share_cpu0" in df.columns
+    assert int(df["pingpong_episodes"].sum()) == trace_metrics(trace)["pingpong_episodes"] == 85
+    assert (df["end_ns"].to_numpy()[:-1] == df["start_ns"].to_numpy()[1:]).all()
