@@ -79,11 +79,12 @@ def info(trace, fmt, input_format):
 @input_format_option
 def convert(trace, outdir, events, input_format):
     """Write TRACE's event tables as Parquet files (one per event) in a directory."""
-    from .report.parquet import write_parquet
+    from .report.parquet import convert as convert_to_parquet
 
     names = [e.strip() for e in events.split(",") if e.strip()] if events else None
-    t = _load(trace, events=names, input_format=input_format)
-    written = write_parquet(t, Path(outdir))
+    with _progress(f"converting {Path(trace).name}") as progress:
+        written = convert_to_parquet(trace, outdir, events=names, input_format=input_format,
+                                     progress=progress)
     click.echo(f"wrote {len(written)} tables to {outdir}")
 
 

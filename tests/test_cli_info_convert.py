@@ -117,3 +117,25 @@ def test_corrupted_data_pages_never_crash(tmp_path, dbench1):
         proc = run_cli("info", path)
         assert proc.returncode in (0, 2), proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_convert_text_in_batches_equals_whole_read(tmp_path):
+    """Text converts batch by batch (bounded memory); the files equal one whole read."""
+    from schedwake.ingest import text
+    from schedwake.report import parquet
+
+    from .conftest import SAMPLES
+
+    src = SAMPLES / "conformance" / "conf.ftrace.txt.gz"
+    whole = schedwake.load(src)
+    batches = list(text.iter_batches(src, "ftrace-text", batch_bytes=256 << 10))
+    assert len(batches) >= 2
+    parquet._write_batches(src, iter(batches), tmp_path)
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["events"] == whole.meta["event_counts"]
+    for name in whole.events:
+        got = ds.dataset(tmp_path / f"{name}.parquet").to_table()
+        assert got.num_rows == whole.table(name).num_rows, name
+        assert got.column("ts").to_pylist() == whole.table(name).column("ts").to_pylist()
+    run_cli("convert", src, "-o", tmp_path / "cli", check=True)
+    assert (tmp_path / "cli" / "sched_switch.parquet").exists()

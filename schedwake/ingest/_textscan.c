@@ -7,7 +7,9 @@
  * timestamp, event name) and matches the event's argument text against small
  * "layout" patterns compiled by Python (literals and typed captures), appending
  * the values to per-event column buffers.  Column buffers are bytearrays, handed
- * to NumPy/Arrow without a copy by finish().
+ * to NumPy/Arrow without a copy by finish(), which then starts afresh (text.py's
+ * iter_batches() streams that way).  feed() runs without the GIL, so the next chunk
+ * can be read and decompressed by another thread meanwhile.
  *
  * Nothing here knows which events exist: layouts come from Python, and events
  * without a layout keep their raw argument string.
@@ -27,6 +29,31 @@ enum { K_LIT = 0, K_INT = 1, K_HEX = 2, K_STR = 3, K_SYM = 4, K_STATE = 5 };
 #define MAX_UNPARSED_KEEP 10
 #define MAX_CPUS 65536
 
+/* ---------------------------------------------------------------------- GIL */
+
+/* feed() scans with the GIL released, so that another Python thread can read and
+ * decompress the next chunk meanwhile. The few places that touch Python objects
+ * (growing a bytearray, a new event name, an unparsed line, errors) take it back
+ * for the moment through gil_ensure()/gil_drop(). */
+static __thread PyThreadState **tls_ts = NULL;
+
+static inline int gil_ensure(void)
+{
+    if (tls_ts && *tls_ts) {
+        PyEval_RestoreThread(*tls_ts);
+        *tls_ts = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+static inline void gil_drop(int took)
+{
+    if (took) *tls_ts = PyEval_SaveThread();
+}
+
+#define NOMEM() do { int _t = gil_ensure(); PyErr_NoMemory(); gil_drop(_t); } while (0)
+
 /* ------------------------------------------------------------------ columns */
 
 typedef struct {
@@ -37,7 +64,9 @@ typedef struct {
 
 static int col_init(Col *c, size_t elem)
 {
+    int t = gil_ensure();
     c->ba = PyByteArray_FromStringAndSize(NULL, 0);
+    gil_drop(t);
     if (!c->ba) return -1;
     c->n = 0; c->cap = 0; c->elem = elem;
     c->data = PyByteArray_AS_STRING(c->ba);
@@ -48,7 +77,10 @@ static int col_grow(Col *c, size_t need)
 {
     size_t cap = c->cap ? c->cap : 1024;
     while (cap < need) cap *= 2;
-    if (PyByteArray_Resize(c->ba, (Py_ssize_t)(cap * c->elem)) < 0) return -1;
+    int t = gil_ensure();
+    int r = PyByteArray_Resize(c->ba, (Py_ssize_t)(cap * c->elem));
+    gil_drop(t);
+    if (r < 0) return -1;
     c->cap = cap;
     c->data = PyByteArray_AS_STRING(c->ba);
     return 0;
@@ -90,16 +122,27 @@ typedef struct {
 
 static inline uint64_t rd64(const char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
+/* the bytes p[0:n] (n < 8) as a little-endian integer, without reading past them */
+static inline uint64_t rd_tail(const char *p, size_t n)
+{
+    uint64_t v = 0;
+    if (n & 4) { uint32_t w; memcpy(&w, p, 4); v = w; p += 4; }
+    if (n & 2) { uint16_t w; memcpy(&w, p, 2); v |= (uint64_t)w << (8 * (n & 4)); p += 2; }
+    if (n & 1) v |= (uint64_t)(unsigned char)*p << (8 * (n & 6));
+    return v;
+}
+
 static inline uint32_t hash_bytes(const char *p, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
-    while (n >= 8) {
+    size_t m = n;
+    while (m >= 8) {
         h = (h ^ rd64(p)) * 0xff51afd7ed558ccdULL;
         h ^= h >> 32;
-        p += 8; n -= 8;
+        p += 8; m -= 8;
     }
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) v |= (uint64_t)(unsigned char)p[i] << (8 * i);
+    /* the last 1-7 bytes: an overlapping word when the string is long enough */
+    uint64_t v = m == 0 ? 0 : (n >= 8 ? rd64(p + m - 8) : rd_tail(p, m));
     h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
     return (uint32_t)(h ^ (h >> 32));
@@ -108,9 +151,20 @@ static inline uint32_t hash_bytes(const char *p, size_t n)
 /* equality of short byte strings without a libc call */
 static inline int eq_bytes(const char *a, const char *b, size_t n)
 {
-    while (n >= 8) { if (rd64(a) != rd64(b)) return 0; a += 8; b += 8; n -= 8; }
-    while (n--) if (*a++ != *b++) return 0;
-    return 1;
+    if (n >= 8) {
+        size_t m = n;
+        while (m > 8) { if (rd64(a) != rd64(b)) return 0; a += 8; b += 8; m -= 8; }
+        return rd64(a + m - 8) == rd64(b + m - 8);     /* overlapping last word */
+    }
+    return rd_tail(a, n) == rd_tail(b, n);
+}
+
+/* skip spaces, eight at a time where possible */
+static inline const char *skip_spaces(const char *p, const char *end)
+{
+    while (end - p >= 8 && rd64(p) == 0x2020202020202020ULL) p += 8;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    return p;
 }
 
 static int pool_init(Pool *pl)
@@ -177,7 +231,7 @@ static int32_t pool_intern(Pool *pl, const char *p, size_t n)
         if (!d) return -1;
         pl->data = d; pl->dcap = dc;
     }
-    memcpy(pl->data + pl->dlen, p, n);
+    if (n) memcpy(pl->data + pl->dlen, p, n);
     int32_t id = (int32_t)pl->n++;
     pl->off[id] = pl->dlen; pl->len[id] = (uint32_t)n; pl->hashes[id] = h;
     pl->dlen += n;
@@ -203,6 +257,7 @@ typedef struct {
 typedef struct {
     int nslots;
     int slot_kind[MAX_SLOTS];
+    int slot_width[MAX_SLOTS];     /* bytes per value in the column: 4 or 8 */
     int nvariants;
     Variant *variants;
 } Layout;
@@ -244,6 +299,8 @@ typedef struct {
     int64_t *pending_lost; size_t npending; /* indexes into lost rows without ts */
     int any_lat;
     int any_frames;
+    int nunparsed_kept;
+    int ts_decimals;               /* of the first event line; -1 before it */
     size_t strings_sent;           /* pool strings already handed out by finish() */
 } Scanner;
 
@@ -323,13 +380,16 @@ static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
 static inline int is_space(int c) { return c == ' ' || c == '\t'; }
 
 /* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter) */
-static int parse_ts(const char *p, const char *end, int64_t *out, const char **after)
+static int parse_ts(const char *p, const char *end, int64_t *out, const char **after, int *decimals)
 {
     const char *q = p;
     int64_t sec = 0;
+    *decimals = 0;
     if (q >= end || !is_digit(*q)) return -1;
-    while (q < end && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; }
+    int ni = 0;
+    while (q < end && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; if (++ni > 18) return -1; }
     if (q < end && *q == '.') {
+        if (sec > 9000000000LL) return -1;      /* would overflow as nanoseconds */
         q++;
         int64_t frac = 0; int nd = 0;
         while (q < end && is_digit(*q)) {
@@ -337,6 +397,7 @@ static int parse_ts(const char *p, const char *end, int64_t *out, const char **a
             nd++; q++;
         }
         if (nd == 0) return -1;
+        *decimals = nd;
         for (int i = nd; i < 9; i++) frac *= 10;
         sec = sec * 1000000000LL + frac;
     }
@@ -351,9 +412,8 @@ static int parse_int(const char *p, const char *end, int64_t *out, const char **
     if (q < end && *q == '-') { neg = 1; q++; }
     if (q >= end || !is_digit(*q)) return -1;
     int nd = 0;
-    while (q < end && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; nd++; }
-    if (nd > 20) return -1;
-    *out = neg ? -(int64_t)v : (int64_t)v;
+    while (q < end && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; if (++nd > 20) return -1; }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     *after = q;
     return 0;
 }
@@ -502,21 +562,32 @@ static void layout_capsule_free(PyObject *cap)
 }
 
 /* find or create the event for the printed name p[0:n] */
+static int32_t scanner_new_event(Scanner *s, const char *p, size_t n, int32_t id);
+
 static int32_t scanner_event(Scanner *s, const char *p, size_t n)
 {
     int32_t id = pool_intern(&s->evnames, p, n);
-    if (id < 0) { PyErr_NoMemory(); return -1; }
+    if (id < 0) { NOMEM(); return -1; }
     if ((size_t)id < s->evmapcap && s->evmap[id] >= 0) return s->evmap[id];
+    int took = gil_ensure();
+    int32_t r = scanner_new_event(s, p, n, id);
+    gil_drop(took);
+    return r;
+}
+
+/* a new event name (with the GIL held) */
+static int32_t scanner_new_event(Scanner *s, const char *p, size_t n, int32_t id)
+{
     if ((size_t)id >= s->evmapcap) {
         size_t nc = s->evmapcap ? s->evmapcap * 2 : 64;
         while (nc <= (size_t)id) nc *= 2;
         int32_t *m = realloc(s->evmap, nc * sizeof(int32_t));
-        if (!m) { PyErr_NoMemory(); return -1; }
+        if (!m) { NOMEM(); return -1; }
         for (size_t i = s->evmapcap; i < nc; i++) m[i] = -1;
         s->evmap = m; s->evmapcap = nc;
     }
     Event *e = calloc(1, sizeof(Event));
-    if (!e) { PyErr_NoMemory(); return -1; }
+    if (!e) { NOMEM(); return -1; }
     /* "sys:name" (perf) -> system, name */
     const char *colon = NULL;
     for (size_t i = 0; i < n; i++) if (p[i] == ':') colon = p + i;
@@ -539,7 +610,7 @@ static int32_t scanner_event(Scanner *s, const char *p, size_t n)
     if (s->nevents >= s->evcap) {
         size_t nc = s->evcap ? s->evcap * 2 : 32;
         Event **ev = realloc(s->events, nc * sizeof(Event *));
-        if (!ev) { event_free(e); PyErr_NoMemory(); return -1; }
+        if (!ev) { event_free(e); NOMEM(); return -1; }
         s->events = ev; s->evcap = nc;
     }
     s->events[s->nevents] = e;
@@ -552,6 +623,7 @@ static int32_t scanner_event(Scanner *s, const char *p, size_t n)
 typedef struct {
     const char *comm; size_t commlen;
     int64_t pid, cpu, ts;
+    int decimals;
     int haslat; uint8_t flags, pc;
     const char *ev; size_t evlen;
     const char *body, *bend;
@@ -562,7 +634,7 @@ static int split_comm_pid(const char *b, const char *e, Prefix *px)
 {
     const char *q = e;
     while (q > b && is_digit(q[-1])) q--;
-    if (q == e || q == b || q[-1] != '-') return -1;
+    if (q == e || q == b || q[-1] != '-' || e - q > 10) return -1;
     int64_t pid = 0;
     for (const char *r = q; r < e; r++) pid = pid * 10 + (*r - '0');
     px->pid = pid;
@@ -588,6 +660,7 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     const char *ev = p;
     while (p < end && !is_space(*p)) {
         if (*p == ':' && (p + 1 == end || is_space(p[1]))) break;
+        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) return -1;  /* names are ASCII */
         p++;
     }
     if (p >= end || *p != ':' || p == ev) return -1;
@@ -607,19 +680,21 @@ static int parse_latency_layout(Scanner *s, const char *start, const char *end, 
 static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
 {
     px->haslat = 0;
-    const char *p = b;
-    while (p < end && is_space(*p)) p++;
+    const char *p = skip_spaces(b, end);
     const char *start = p;
-    /* find the "[ddd]" CPU bracket, preceded by a space */
-    const char *br = NULL, *q = p;
-    while ((q = memchr(q, '[', (size_t)(end - q))) != NULL) {
+    /* the "[ddd]" CPU bracket, preceded by a space: the first one that gives a valid
+     * line (a comm or an event's text may hold such a bracket too) */
+    const char *q = p;
+    int tries = 0;
+    while ((q = memchr(q, '[', (size_t)(end - q))) != NULL && tries < 4) {
         const char *r = q + 1;
         while (r < end && is_digit(*r)) r++;
-        if (r > q + 1 && r < end && *r == ']' && q > start && is_space(q[-1])) { br = q; break; }
+        if (r > q + 1 && r - q <= 7 && r < end && *r == ']' && q > start && is_space(q[-1])) {
+            if (parse_bracketed(s, start, end, q, px) == 0) return 0;
+            tries++;
+        }
         q++;
     }
-    if (br && parse_bracketed(s, start, end, br, px) == 0)
-        return 0;
     px->haslat = 0;
     return parse_latency_layout(s, start, end, px);
 }
@@ -650,7 +725,7 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
             /* pid or pid/tid: common_pid is the tid (the last number) */
             const char *t = pe;
             while (t > ps && is_digit(t[-1])) t--;
-            if (t == pe) return -1;
+            if (t == pe || pe - t > 10) return -1;
             int64_t v = 0;
             for (const char *x = t; x < pe; x++) v = v * 10 + (*x - '0');
             if (t > ps && t[-1] == '-') v = -v;
@@ -679,7 +754,7 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
             p = t;
             while (p < end && is_space(*p)) p++;
         }
-        if (parse_ts(p, end, &px->ts, &p) < 0) return -1;
+        if (parse_ts(p, end, &px->ts, &p, &px->decimals) < 0) return -1;
         return parse_event_part(p, end, px, s->mode);
     }
 }
@@ -705,7 +780,7 @@ static int parse_latency_layout(Scanner *s, const char *start, const char *end, 
                 const char *fs = fe;
                 while (fs > start && !is_space(fs[-1])) fs--;
                 const char *c = fs; int64_t cpu = 0;
-                while (c < fe && is_digit(*c)) { cpu = cpu * 10 + (*c - '0'); c++; }
+                while (c < fe && is_digit(*c) && c - fs < 7) { cpu = cpu * 10 + (*c - '0'); c++; }
                 if (c == fs) return -1;
                 if (fe - c >= 4) {
                     if (decode_lat(s->flagmode, c, (size_t)(fe - c), &px->flags, &px->pc) < 0) return -1;
@@ -715,7 +790,7 @@ static int parse_latency_layout(Scanner *s, const char *start, const char *end, 
                 const char *le = fs;
                 while (le > start && is_space(le[-1])) le--;
                 if (split_comm_pid(start, le, px) < 0) return -1;
-                if (parse_ts(d, end, &px->ts, &p) < 0) return -1;
+                if (parse_ts(d, end, &px->ts, &p, &px->decimals) < 0) return -1;
                 return parse_event_part(p, end, px, s->mode);
             }
             t++;
@@ -743,10 +818,22 @@ static int parse_lost(const char *p, const char *end, int64_t *cpu, int64_t *cou
     return -1;
 }
 
+static int note_unparsed_gil(Scanner *s, const char *b, const char *e);
+
 static int note_unparsed(Scanner *s, const char *b, const char *e)
 {
     s->lines_unparsed++;
-    if (PyList_GET_SIZE(s->unparsed) < MAX_UNPARSED_KEEP) {
+    if (s->nunparsed_kept >= MAX_UNPARSED_KEEP) return 0;
+    s->nunparsed_kept++;
+    int took = gil_ensure();
+    int r = note_unparsed_gil(s, b, e);
+    gil_drop(took);
+    return r;
+}
+
+static int note_unparsed_gil(Scanner *s, const char *b, const char *e)
+{
+    {
         if (e - b > 300) e = b + 300;
         PyObject *t = Py_BuildValue("(Ls#)", (long long)s->lineno, b, (Py_ssize_t)(e - b));
         if (!t) {   /* undecodable bytes */
@@ -767,7 +854,7 @@ static int push_lost(Scanner *s, int64_t cpu, int64_t count)
     COL_PUSH(&s->lost_count, int64_t, count);
     COL_PUSH(&s->lost_ts, int64_t, -1);
     int64_t *pl = realloc(s->pending_lost, (s->npending + 1) * sizeof(int64_t));
-    if (!pl) { PyErr_NoMemory(); return -1; }
+    if (!pl) { NOMEM(); return -1; }
     s->pending_lost = pl;
     s->pending_lost[s->npending++] = (int64_t)s->lost_cpu.n - 1;
     if (cpu > s->max_cpu && cpu < MAX_CPUS) s->max_cpu = cpu;
@@ -805,7 +892,7 @@ static int add_frame(Scanner *s, const char *b, const char *e)
     while (b < e && is_space(*b)) b++;
     while (e > b && (is_space(e[-1]) || e[-1] == '\r')) e--;
     int32_t id = pool_intern(&s->strings, b, (size_t)(e - b));
-    if (id < 0) { PyErr_NoMemory(); return -1; }
+    if (id < 0) { NOMEM(); return -1; }
     COL_PUSH(&ev->frames, int32_t, id);
     ev->nframes++;
     ev->has_chain = 1;
@@ -815,8 +902,7 @@ static int add_frame(Scanner *s, const char *b, const char *e)
 
 static int scan_line(Scanner *s, const char *b, const char *e)
 {
-    const char *p = b;
-    while (p < e && is_space(*p)) p++;
+    const char *p = skip_spaces(b, e);
     if (p == e || (p + 1 == e && *p == '\r')) { s->lines_blank++; s->last_ev = (s->mode == MODE_PERF) ? -1 : s->last_ev; return 0; }
     if (*p == '#' && p == b) { s->lines_comment++; return 0; }
     if (s->mode == MODE_PERF && is_frame_line(b, e)) {
@@ -839,6 +925,11 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         }
     }
     int64_t lcpu, lcount;
+    if (*p == 'C' && e - p > 12 && memcmp(p, "CPU ", 4) == 0 && e - p < 24 &&
+        find_lit(p, e, " is empty", 9)) {      /* trace-cmd report: "CPU 3 is empty" */
+        s->lines_comment++;
+        return 0;
+    }
     if (*p == 'C' && parse_lost(p, e, &lcpu, &lcount) == 0) {
         s->lines_comment++;
         return push_lost(s, lcpu, lcount);
@@ -859,7 +950,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         if (vi < 0) { s->last_ev = -1; return note_unparsed(s, b, e); }
     }
     ev->count++;
-    s->lines_events++;
+    if (s->lines_events++ == 0) s->ts_decimals = px.decimals;
     if (px.ts < s->last_ts) s->sorted = 0;
     else s->last_ts = px.ts;
     if (px.ts < s->min_ts) s->min_ts = px.ts;
@@ -869,7 +960,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     if (!ev->wanted) { s->last_ev = ei; return 0; }
     if (event_cols_init(ev) < 0) return -1;
     int32_t cid = pool_intern(&s->strings, px.comm, px.commlen);
-    if (cid < 0) { PyErr_NoMemory(); return -1; }
+    if (cid < 0) { NOMEM(); return -1; }
     COL_PUSH(&ev->ts, int64_t, px.ts);
     COL_PUSH(&ev->cpu, int32_t, (int32_t)px.cpu);
     COL_PUSH(&ev->pid, int32_t, (int32_t)px.pid);
@@ -885,7 +976,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
             int64_t v = 0;
             if (ev->slot_start[sl] < 0) {
                 if (!(m.set & (1u << sl))) continue;
-                if (col_init(&ev->vals[sl], 8) < 0) return -1;
+                if (col_init(&ev->vals[sl], (size_t)ev->layout->slot_width[sl]) < 0) return -1;
                 ev->slot_start[sl] = ev->nrows;
             }
             if (m.set & (1u << sl)) {
@@ -899,11 +990,12 @@ static int scan_line(Scanner *s, const char *b, const char *e)
                         if (o > sp && o[-1] == ' ') sn = (size_t)(o - 1 - sp);
                     }
                     int32_t id = pool_intern(&s->strings, sp, sn);
-                    if (id < 0) { PyErr_NoMemory(); return -1; }
+                    if (id < 0) { NOMEM(); return -1; }
                     v = id;
                 } else v = m.val[sl];
             }
-            COL_PUSH(&ev->vals[sl], int64_t, v);
+            if (ev->layout->slot_width[sl] == 4) COL_PUSH(&ev->vals[sl], int32_t, (int32_t)(uint32_t)v);
+            else COL_PUSH(&ev->vals[sl], int64_t, v);
         }
     } else {
         COL_PUSH(&ev->args_off, int64_t, (int64_t)ev->args.n);
@@ -918,17 +1010,21 @@ static int scan_line(Scanner *s, const char *b, const char *e)
 
 static int compile_layout(PyObject *spec, Layout **out)
 {
-    /* spec: (slot_kinds: tuple[int], variants: list[(allow_trailing, items)]),
+    /* spec: (slot_kinds: tuple[int: kind | bytes << 8], variants: list[(allow_trailing, items)]),
      * items: tuple of (kind, literal bytes, slot) */
     PyObject *kinds, *variants;
     if (!PyArg_ParseTuple(spec, "OO", &kinds, &variants)) return -1;
     Layout *l = calloc(1, sizeof(Layout));
-    if (!l) { PyErr_NoMemory(); return -1; }
+    if (!l) { NOMEM(); return -1; }
     PyObject *kseq = PySequence_Fast(kinds, "slot kinds");
     if (!kseq) { free(l); return -1; }
     l->nslots = (int)PySequence_Fast_GET_SIZE(kseq);
     if (l->nslots > MAX_SLOTS) { Py_DECREF(kseq); free(l); PyErr_SetString(PyExc_ValueError, "too many slots"); return -1; }
-    for (int i = 0; i < l->nslots; i++) l->slot_kind[i] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(kseq, i));
+    for (int i = 0; i < l->nslots; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(kseq, i));
+        l->slot_kind[i] = (int)(v & 0xff);
+        l->slot_width[i] = (v >> 8) == 4 ? 4 : 8;
+    }
     Py_DECREF(kseq);
     PyObject *vseq = PySequence_Fast(variants, "variants");
     if (!vseq) { free(l); return -1; }
@@ -1004,8 +1100,9 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kw)
     else { Py_INCREF(Py_None); s->wanted = Py_None; }
     s->unparsed = PyList_New(0);
     if (!s->unparsed) return -1;
-    if (pool_init(&s->strings) < 0 || pool_init(&s->evnames) < 0) { PyErr_NoMemory(); return -1; }
+    if (pool_init(&s->strings) < 0 || pool_init(&s->evnames) < 0) { NOMEM(); return -1; }
     if (col_init(&s->lost_cpu, 4) || col_init(&s->lost_count, 8) || col_init(&s->lost_ts, 8)) return -1;
+    s->ts_decimals = -1;
     s->last_ts = INT64_MIN; s->min_ts = INT64_MAX; s->max_ts = INT64_MIN; s->sorted = 1; s->max_cpu = -1; s->last_ev = -1;
     return 0;
 }
@@ -1016,6 +1113,8 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*", &buf)) return NULL;
     const char *p = buf.buf, *end = p + buf.len;
     int err = 0;
+    PyThreadState *ts = PyEval_SaveThread();
+    tls_ts = &ts;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
@@ -1023,21 +1122,25 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
         if (scan_line(s, p, le) < 0) { err = 1; break; }
         p = nl ? nl + 1 : end;
     }
+    tls_ts = NULL;
+    if (ts) PyEval_RestoreThread(ts);
     PyBuffer_Release(&buf);
+    if (err && !PyErr_Occurred()) PyErr_NoMemory();
     if (err) return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *Scanner_stats(Scanner *s, PyObject *unused)
 {
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:L,s:L}",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:L,s:L,s:i}",
         "lines", (long long)s->lineno, "events", (long long)s->lines_events,
         "comments", (long long)s->lines_comment, "blank", (long long)s->lines_blank,
         "unparsed", (long long)s->lines_unparsed, "frames", (long long)s->lines_frames,
         "sorted", s->sorted ? Py_True : Py_False, "max_cpu", (long long)s->max_cpu,
         "first_unparsed", s->unparsed, "any_lat", s->any_lat ? Py_True : Py_False,
         "any_frames", s->any_frames ? Py_True : Py_False,
-        "min_ts", (long long)s->min_ts, "max_ts", (long long)s->max_ts);
+        "min_ts", (long long)s->min_ts, "max_ts", (long long)s->max_ts,
+        "ts_decimals", s->ts_decimals);
 }
 
 static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
@@ -1046,8 +1149,12 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
     if (!out || !evs) goto fail;
     for (size_t i = 0; i < s->nevents; i++) {
         Event *e = s->events[i];
-        PyObject *d = Py_BuildValue("{s:s,s:s,s:L,s:O}", "name", e->name, "system", e->system,
-                                    "count", (long long)e->count, "wanted", e->wanted ? Py_True : Py_False);
+        PyObject *nm = PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)strlen(e->name), "replace");
+        PyObject *sy = PyUnicode_DecodeUTF8(e->system, (Py_ssize_t)strlen(e->system), "replace");
+        PyObject *d = (nm && sy) ? Py_BuildValue("{s:N,s:N,s:L,s:O}", "name", nm, "system", sy,
+                                    "count", (long long)e->count, "wanted", e->wanted ? Py_True : Py_False)
+                                 : NULL;
+        if (!d) { if (!(nm && sy)) { Py_XDECREF(nm); Py_XDECREF(sy); } }
         if (!d) goto fail;
         if (e->wanted && e->cols_ready) {
             struct { const char *k; Col *c; } cs[] = {

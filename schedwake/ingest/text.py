@@ -24,14 +24,17 @@ Known losses of the text formats, by construction:
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import lzma
-import bz2
 import os
+import queue
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -40,8 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import TraceError
-from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, field_name
-from . import RawTrace, Progress
+from ..schema import COMMON_FIELDS, COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, field_name
+from . import Progress, RawTrace
 
 try:
     from . import _textscan
@@ -50,7 +53,7 @@ except ImportError as exc:  # pragma: no cover - only when the package was not b
     _IMPORT_ERROR = exc
 
 #: Bytes handed to the scanner at a time; memory use is bounded by this, not the file.
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 8 << 20
 
 #: A file whose non-comment lines are more than this share unparseable is an error.
 MAX_UNPARSED_SHARE = 0.5
@@ -171,7 +174,7 @@ LAYOUTS: dict[str, dict] = {
         ("work struct={work:x} function={function:f} workqueue={workqueue:s} "
          "req_cpu={req_cpu:d} cpu={cpu:d}",
          {**_WQ_WORK, "workqueue": STRING, "req_cpu": I32, "cpu": I32}),
-    ]},
+    ], "current": 1},   # the layout of today's kernels (for tables of absent events)
     "workqueue_activate_work": {"variants": [
         ("work struct {work:x} function={function:f}", _WQ_WORK),
         ("work struct {work:x}", {"work": U64})]},
@@ -245,8 +248,19 @@ def _compile_layouts():
                 items.append((0, pattern[pos:].encode(), 0))
             cvariants.append((trailing, tuple(items)))
             variants.append({"fields": fields, "types": types})
-        cspecs[event.encode()] = (tuple(_K[k] for _, k in slots), cvariants)
-        described[event] = {"slots": slots, "variants": variants}
+        widths = []
+        for name, kind in slots:
+            if kind in ("s", "f", "b"):
+                widths.append(4)             # string ids
+            elif kind in ("S", "P"):
+                widths.append(8)             # letter masks
+            else:
+                types = [v["types"][name] for v in variants
+                         if any(f == name and k == kind for f, k, _ in v["fields"])]
+                widths.append(8 if any(t.bit_width > 32 for t in types) else 4)
+        cspecs[event.encode()] = (tuple(_K[k] | (w << 8) for (_, k), w in zip(slots, widths)),
+                                  cvariants)
+        described[event] = {"slots": slots, "variants": variants, "widths": widths}
     return cspecs, described
 
 
@@ -260,8 +274,7 @@ _MAGIC = [
     (b"\x28\xb5\x2f\xfd", "zstd"),
     (b"BZh", "bzip2"),
 ]
-_BINARIES = {"gzip": ["gzip", "-dc"], "xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"],
-             "bzip2": ["bzip2", "-dc"]}
+_BINARIES = {"xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"], "bzip2": ["bzip2", "-dc"]}
 
 
 def _compression(path: Path) -> str | None:
@@ -276,9 +289,11 @@ def _compression(path: Path) -> str | None:
 class _Source:
     """The decompressed bytes of a trace file, read in chunks.
 
-    Compressed files are piped through the system's decompressor when it exists (it
-    then runs on another core, beside the scanner), else Python's own module.
-    ``perf.data`` is piped through ``perf script``."""
+    gzip goes through Python's zlib (faster than the gzip program, and it releases the
+    GIL, so the reader thread inflates while the scanner scans). xz, zstd and bzip2 are
+    piped through the system's program when it exists (another process, another core),
+    else Python's own module (``zstandard`` for zstd, if installed). ``perf.data`` is
+    piped through ``perf script --ns``."""
 
     def __init__(self, path: Path, perf: bool = False):
         self.path = path
@@ -298,12 +313,14 @@ class _Source:
             self._spawn([exe, "script", "--ns", "-i", str(path)], stdin=subprocess.DEVNULL)
         elif self.kind is None:
             self.stream = self.raw
+        elif self.kind == "gzip":
+            # zlib inflates about twice as fast as the gzip program here, and it releases
+            # the GIL, so the reader thread decompresses while the scanner scans
+            self.stream = gzip.GzipFile(fileobj=self.raw)
         else:
             exe = shutil.which(_BINARIES[self.kind][0])
             if exe is not None:
                 self._spawn([exe] + _BINARIES[self.kind][1:], stdin=self.raw)
-            elif self.kind == "gzip":
-                self.stream = gzip.GzipFile(fileobj=self.raw)
             elif self.kind == "xz":
                 self.stream = lzma.LZMAFile(self.raw)
             elif self.kind == "bzip2":
@@ -332,7 +349,7 @@ class _Source:
                 if not n:
                     break
                 total += n
-        except (EOFError, OSError, lzma.LZMAError, zlib_error()) as exc:
+        except (EOFError, OSError, lzma.LZMAError, zlib.error) as exc:
             raise TraceError(self.path, f"truncated or corrupt {self.kind} data ({exc})") from None
         except Exception as exc:  # zstandard.ZstdError and friends
             if self.kind in ("zstd", "gzip", "xz", "bzip2"):
@@ -371,11 +388,6 @@ class _Source:
             raise TraceError(self.path, err)
 
 
-def zlib_error():
-    import zlib
-    return zlib.error
-
-
 def _head(path: Path, nbytes: int = 65536) -> bytes:
     """The first ``nbytes`` of the decompressed text (without spawning perf)."""
     kind = _compression(path)
@@ -389,7 +401,7 @@ def _head(path: Path, nbytes: int = 65536) -> bytes:
                 return lzma.LZMAFile(raw).read(nbytes)
             if kind == "bzip2":
                 return bz2.BZ2File(raw).read(nbytes)
-        except (EOFError, OSError, lzma.LZMAError, zlib_error()):
+        except (EOFError, OSError, lzma.LZMAError, zlib.error):
             return b""   # a short truncated file: read() reports it properly
     # zstd
     exe = shutil.which("zstd")
@@ -446,7 +458,7 @@ def sniff(path) -> str | None:
         m = _RE_BRACKET.match(ln)
         if m:
             event, pad = m.group(3), m.group(4)
-            if m.group(2) or (len(pad) > 1 and len(event) + 1 + len(pad) <= 21):
+            if m.group(2) or len(pad) > 1:
                 votes["trace-cmd-report"] += 1     # padded event name / --ts-diff
             elif len(event) < 19:
                 votes["ftrace-text"] += 1
@@ -483,6 +495,92 @@ def _header_facts(head: bytes) -> dict:
     return facts
 
 
+class _Chunks:
+    """Whole-line chunks of a source, read (and decompressed) by a background thread
+    while the scanner works on the previous chunk (it releases the GIL). A chunk's
+    buffer is written again only after the consumer has asked for the next-but-one
+    chunk, i.e. after it is done with it."""
+
+    _END = object()
+
+    def __init__(self, src: _Source, chunk_bytes: int, depth: int = 1, sep: bytes = b"\n"):
+        self.src = src
+        self.chunk = chunk_bytes
+        self.sep = sep       # perf: cut after the blank line that ends a sample
+        self.q: queue.Queue = queue.Queue(maxsize=depth)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="schedwake-text-reader",
+                                       daemon=True)
+        self.thread.start()
+
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self):
+        try:
+            # depth + 2 buffers in turn: one in the queue, one being scanned, one being
+            # filled. Reusing them spares zeroing fresh memory for every chunk.
+            ring = [bytearray() for _ in range(self.q.maxsize + 2)]
+            k = 0
+            rem = b""
+            size = self.chunk
+            while not self.stop.is_set():
+                buf = ring[k]
+                k = (k + 1) % len(ring)
+                need = len(rem) + size
+                if len(buf) < need:
+                    buf.extend(bytes(need - len(buf)))
+                buf[:len(rem)] = rem
+                with memoryview(buf) as mv:
+                    n = self.src.readinto(mv[len(rem):need])
+                end = len(rem) + n
+                if n == 0:
+                    if rem:
+                        self._put((buf, end))
+                    break
+                cut = buf.rfind(self.sep, 0, end)
+                if cut >= 0:
+                    cut += len(self.sep) - 1
+                else:                            # no blank line (perf without -g)
+                    cut = buf.rfind(b"\n", 0, end)
+                if cut < 0:                      # a line longer than the chunk:
+                    rem = bytes(buf[:end])       # read on into the same (unshared) buffer
+                    size *= 2
+                    k = (k - 1) % len(ring)
+                    continue
+                rem = bytes(buf[cut + 1:end])
+                size = self.chunk
+                if not self._put((buf, cut + 1)):
+                    return
+            self._put(self._END)
+        except BaseException as exc:  # handed to the consumer, raised there
+            self._put(exc)
+
+    def __iter__(self):
+        while True:
+            item = self.q.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self):
+        self.stop.set()
+        while self.thread.is_alive():
+            try:
+                self.q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self.thread.join()
+
+
 def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
     """Feed the file to a scanner chunk by chunk; yield (raw, stats, header facts) after
     every ``flush_bytes`` of text (None: once, at the end)."""
@@ -496,39 +594,19 @@ def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
     facts: dict = {}
     ok = False
     since_flush = 0
+    chunks = _Chunks(src, CHUNK_BYTES, sep=b"\n\n" if MODES[fmt] == 2 else b"\n")
     try:
-        buf = bytearray(CHUNK_BYTES)
-        rem = 0
         first = True
-        while True:
-            with memoryview(buf) as mv:
-                n = src.readinto(mv[rem:])
-            end = rem + n
+        for buf, end in chunks:
             if first:
                 head = bytes(buf[:min(end, 65536)])
-                if not head.strip():
-                    raise TraceError(path, "empty file" if not head else
-                                     "no trace lines, only blank space")
                 if b"\x00" in head[:8192]:
                     raise TraceError(path, "binary data, not trace text")
                 facts = _header_facts(head)
                 first = False
-            if n == 0:
-                if rem:
-                    with memoryview(buf) as mv:
-                        scanner.feed(mv[:rem])
-                break
-            cut = buf.rfind(b"\n", 0, end)
-            if cut < 0:
-                if end == len(buf):          # one line longer than the buffer
-                    buf.extend(bytes(len(buf)))
-                rem = end
-                continue
             with memoryview(buf) as mv:
-                scanner.feed(mv[:cut + 1])
-            rem = end - cut - 1
-            buf[:rem] = buf[cut + 1:end]
-            since_flush += cut + 1
+                scanner.feed(mv[:end])
+            since_flush += end
             st = scanner.stats()
             if st["unparsed"] > 20000 and st["unparsed"] > 4 * st["events"]:
                 _too_garbled(path, st)
@@ -537,8 +615,11 @@ def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
             if flush_bytes is not None and since_flush >= flush_bytes:
                 since_flush = 0
                 yield scanner.finish(), st, facts
+        if first:
+            raise TraceError(path, "empty file")
         ok = True
     finally:
+        chunks.close()
         src.close(check=ok)
     st = scanner.stats()
     if st["events"] == 0:
@@ -610,14 +691,13 @@ def _dict_column(ids: np.ndarray, valid: np.ndarray | None, pool: pa.Array) -> p
 
 
 def _int_column(vals: np.ndarray, valid: np.ndarray | None, typ: pa.DataType) -> pa.Array:
-    """``vals`` (int64 as parsed) as ``typ``: narrower types keep the low bits, so an
-    unsigned 4294967295 becomes int32 -1 and a signed -1 becomes uint32 4294967295."""
-    if typ == I64:
-        out = vals
-    elif typ == U64:
-        out = vals.view(np.uint64)
+    """``vals`` (int32 or int64 as parsed) as ``typ``: narrower types keep the low bits,
+    so an unsigned 4294967295 becomes int32 -1 and a signed -1 uint32 4294967295."""
+    np_type = np.dtype(typ.to_pandas_dtype())
+    if vals.dtype.itemsize == np_type.itemsize:
+        out = vals.view(np_type)                   # same width: no copy
     else:
-        out = vals.astype(typ.to_pandas_dtype())   # C cast: wraps modulo 2**bits
+        out = vals.astype(np_type)                 # C cast: wraps modulo 2**bits
     if valid is None or valid.all():
         return pa.array(out, type=typ)
     return pa.array(out, type=typ, mask=~valid)
@@ -634,9 +714,21 @@ def _letters_of(mask: int) -> list[str]:
     return out
 
 
+def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True), in O(n) for small non-negative values."""
+    if len(values) and values.min() >= 0 and values.max() < (1 << 16):
+        present = np.bincount(values.astype(np.intp)) > 0
+        uniq = np.nonzero(present)[0]
+        lut = np.zeros(len(present), dtype=np.int32)
+        lut[uniq] = np.arange(len(uniq), dtype=np.int32)
+        return uniq.astype(values.dtype), lut[values]
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq, inv.astype(np.int32)
+
+
 def _state_values(masks: np.ndarray, table: dict) -> np.ndarray:
     """prev_state values of universal letter masks (see _textscan.STATE_LETTERS)."""
-    uniq, inv = np.unique(masks, return_inverse=True)
+    uniq, inv = _unique_inverse(masks)
     vals = np.array([sum(table.get(ch, 0) for ch in _letters_of(int(u))) for u in uniq],
                     dtype=np.int64)
     return vals[inv]
@@ -652,7 +744,7 @@ def _state_str(value: int, table: dict) -> str:
 
 
 def _state_str_column(values: np.ndarray, valid: np.ndarray | None, table: dict) -> pa.Array:
-    uniq, inv = np.unique(values, return_inverse=True)
+    uniq, inv = _unique_inverse(values)
     dictionary = pa.array([_state_str(int(u), table) for u in uniq], type=pa.string())
     d = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), dictionary)
     if valid is not None and not valid.all():
@@ -675,6 +767,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         if not ev["wanted"] or "ts" not in ev:
             continue
         table = _event_table(name, ev, pool, any_chain)
+        ev.clear()       # the scanner's buffers: what the table still needs stays alive
         if name in tables:   # same name printed with and without system
             table = pa.concat_tables([tables[name], table], promote_options="permissive")
         tables[name] = table
@@ -683,11 +776,11 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         for e in events:
             e = e.split(":")[-1]
             if e not in tables and e in _DESCRIBED:
-                v = _DESCRIBED[e]["variants"][0]
-                fields = [pa.field(n, v["types"][n]) for n, _, _ in v["fields"]]
+                v = _DESCRIBED[e]["variants"][LAYOUTS[e].get("current", 0)]
+                fields = [pa.field(field_name(n), v["types"][n]) for n, _, _ in v["fields"]]
                 if e == "sched_switch":
                     fields.insert(4, pa.field("prev_state_str", STRING))
-                tables[e] = pa.schema(_common_fields() + fields).empty_table()
+                tables[e] = pa.schema(list(COMMON_FIELDS) + fields).empty_table()
     sorted_in_file = bool(st["sorted"])
     for name, t in tables.items():
         ts = t.column("ts").to_numpy()
@@ -702,12 +795,12 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
                      pa.array(lost_count, pa.int64())], schema=LOST_EVENTS_SCHEMA)
     if len(lost) > 1:
         lost = lost.take(pa.array(np.argsort(lost_ts, kind="stable")))
+    # like the trace.dat reader: at least this many per CPU (an unknown number counts
+    # as one), and the CPUs that lost an unknown number listed apart
     lost_per_cpu: dict[int, int] = {}
     for c, n in zip(lost_cpu.tolist(), lost_count.tolist()):
-        if n < 0 or lost_per_cpu.get(c, 0) < 0:
-            lost_per_cpu[c] = -1
-        else:
-            lost_per_cpu[c] = lost_per_cpu.get(c, 0) + n
+        lost_per_cpu[c] = lost_per_cpu.get(c, 0) + (n if n > 0 else 1)
+    lost_unknown = sorted({c for c, n in zip(lost_cpu.tolist(), lost_count.tolist()) if n < 0})
     cpus = facts.get("cpus") or (st["max_cpu"] + 1 if st["max_cpu"] >= 0 else None)
     source = {
         "sorted": sorted_in_file,
@@ -718,6 +811,9 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         "event_lines": st["events"],
         "compression": _compression(path) if fmt != "perf.data" else None,
         "latency_flags": bool(st["any_lat"]),
+        # "us"/"ns": seconds with 6/9 decimals; "raw": counter values (counter, x86-tsc clocks)
+        "timestamps": {0: "raw", 6: "us", 9: "ns"}.get(st["ts_decimals"],
+                                                      f"{st['ts_decimals']} decimals"),
         "callchains": bool(any_chain),
     }
     for k in ("tracer", "entries_in_buffer", "entries_written"):
@@ -732,6 +828,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         "last_ts_ns": st["max_ts"] if st["events"] else None,
         "kernel": None,
         "lost_events": dict(sorted(lost_per_cpu.items())),
+        "lost_unknown": lost_unknown,
         "event_counts": dict(sorted(counts.items())),
         "systems": systems,
         "source": source,
@@ -764,11 +861,6 @@ def _print_events(tables, counts, systems):
             buf = pc.binary_join_element_wise(buf, "\n", "")
             i = p.schema.get_field_index("buf")
             tables["print"] = p.set_column(i, "buf", buf.dictionary_encode())
-
-
-def _common_fields():
-    from ..schema import COMMON_FIELDS
-    return list(COMMON_FIELDS)
 
 
 def _safe_name(name: str, taken) -> str:
@@ -807,14 +899,16 @@ def _event_table(name: str, ev: dict, pool: pa.Array, any_chain: bool) -> pa.Tab
     return pa.table(cols)
 
 
-def _slot_values(slot, n) -> np.ndarray:
-    """The int64 values of a scanner slot, full length (zeros before its first row)."""
+def _slot_values(slot, n, width: int) -> np.ndarray:
+    """The values of a scanner slot (int32 or int64 as stored), full length (zeros
+    before its first row)."""
+    dtype = np.int32 if width == 4 else np.int64
     buf, start = slot
     if start < 0:
-        return np.zeros(n, dtype=np.int64)
-    v = _np(buf, np.int64)
+        return np.zeros(n, dtype=dtype)
+    v = _np(buf, dtype)
     if start:
-        v = np.concatenate([np.zeros(start, dtype=np.int64), v])
+        v = np.concatenate([np.zeros(start, dtype=dtype), v])
     return v
 
 
@@ -843,17 +937,18 @@ def _layout_columns(name, ev, desc, pool, cols, n):
             if hit and v["types"][fname] == typ:
                 parts.append((None if len(used) == 1 else variant == vi, hit[0][0], hit[0][1]))
         if len(parts) == 1 and parts[0][0] is None and parts[0][1] not in ("S", "P", "b"):
-            vals, valid = _slot_values(slots[parts[0][2]], n), None      # the usual case
+            sl = parts[0][2]
+            vals, valid = _slot_values(slots[sl], n, desc["widths"][sl]), None   # usual case
         else:
             vals = np.zeros(n, dtype=np.int64)
             valid = np.zeros(n, dtype=bool)
             for rows, kind, slot in parts:
                 if rows is None:
                     rows = np.ones(n, dtype=bool)
-                sv = _slot_values(slots[slot], n)
+                sv = _slot_values(slots[slot], n, desc["widths"][slot])
                 if kind in ("S", "P") and rows.any():
                     masks = sv[rows]
-                    letters = set().union(*(_letters_of(int(m)) for m in np.unique(masks)))
+                    letters = set().union(*(_letters_of(int(m)) for m in _unique_inverse(masks)[0]))
                     if kind == "P":
                         table = STATE_NEW if letters & {"I", "P"} else STATE_PLUGIN
                     else:
@@ -870,15 +965,12 @@ def _layout_columns(name, ev, desc, pool, cols, n):
                 valid = None
         out_name = _safe_name(fname, cols)
         if pa.types.is_dictionary(typ):
-            cols[out_name] = _dict_column(vals.astype(np.int32), valid, pool) if n else \
+            cols[out_name] = _dict_column(vals.astype(np.int32, copy=False), valid, pool) if n else \
                 pa.array([], type=STRING)
         else:
             cols[out_name] = _int_column(vals, valid, typ)
         if name == "sched_switch" and fname == "prev_state":
             cols["prev_state_str"] = _state_str_column(vals, valid, state_table)
-
-
-_POOL_IDS: dict = {}
 
 
 def _pool_id(pool: pa.Array, s: str):
@@ -896,6 +988,13 @@ def _generic_columns(ev, cols, n):
     offs[n] = len(ev["args"])
     args = pa.Array.from_buffers(pa.large_string(), n,
                                  [None, pa.py_buffer(offs), pa.py_buffer(ev["args"])])
+    try:
+        args.validate(full=True)
+    except pa.ArrowInvalid:   # bytes that are not UTF-8: replaced, like in every other column
+        raw = pa.Array.from_buffers(pa.large_binary(), n,
+                                    [None, pa.py_buffer(offs), pa.py_buffer(ev["args"])])
+        args = pa.array([b.decode("utf-8", "replace") for b in raw.to_pylist()],
+                        type=pa.large_string())
     if offs[n] < 2 ** 31:
         args = args.cast(pa.string())
     keys: list[str] = []

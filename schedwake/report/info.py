@@ -5,7 +5,11 @@ from __future__ import annotations
 
 def summary(trace) -> dict:
     """The trace's facts as a JSON-ready dict (the keys of ``schedwake info --format json``)."""
-    m = trace.meta
+    return meta_summary(trace.meta)
+
+
+def meta_summary(m: dict) -> dict:
+    """``summary()`` from a trace's metadata dict alone."""
     first, last = m["first_ts_ns"], m["last_ts_ns"]
     return {
         "path": m["path"],

@@ -5,27 +5,67 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .info import summary
+from .. import ingest
+from ..errors import TraceError
+from .info import meta_summary
+
+#: Text formats are converted batch by batch (bounded memory, any file size).
+STREAMED_FORMATS = ("ftrace-text", "trace-cmd-report", "perf-script")
 
 
-def write_parquet(trace, outdir: Path) -> list[Path]:
-    """Write ``<event>.parquet`` for every table and ``metadata.json``; return the paths.
+def convert(path, outdir, events=None, input_format: str | None = None,
+            progress: ingest.Progress | None = None) -> list[Path]:
+    """Write ``<event>.parquet`` per event table of ``path`` and ``metadata.json`` into
+    ``outdir``; return the Parquet paths.
 
     The files are plain Parquet (dictionary-encoded strings stay dictionaries), so
-    ``pyarrow.dataset``, DuckDB and polars read them directly.
+    ``pyarrow.dataset``, DuckDB and polars read them directly. Text traces are read and
+    written in batches, so a text file larger than memory converts with bounded
+    memory; its rows keep the file's order (sorted within each batch).
     """
+    p = ingest.check_path(path)
+    fmt = input_format or ingest.sniff(p)
+    outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in trace.events:
-        path = outdir / f"{name}.parquet"
-        pq.write_table(trace.table(name), path, compression="zstd")
-        written.append(path)
-    if trace.lost.num_rows:
-        pq.write_table(trace.lost, outdir / "lost_events.parquet")
-    meta = summary(trace)
-    meta["tables"] = {n: trace.table(n).num_rows for n in trace.events}
-    meta["source"] = trace.meta["source"]
-    (outdir / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-    return written
+    wanted = None if events is None else [e.split(":")[-1] for e in events]
+    if fmt in STREAMED_FORMATS:
+        from ..ingest import text
+
+        return _write_batches(p, text.iter_batches(p, fmt, wanted, progress), outdir)
+    return _write_batches(p, [ingest.read(p, wanted, fmt, progress)], outdir)
+
+
+def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:
+    writers: dict[str, pq.ParquetWriter] = {}
+    rows: dict[str, int] = {}
+    meta = None
+    try:
+        for raw in batches:
+            meta = raw.meta
+            tables = dict(raw.tables)
+            if raw.lost.num_rows:
+                tables["lost_events"] = raw.lost
+            for name, table in tables.items():
+                writer = writers.get(name)
+                if writer is None:
+                    writer = writers[name] = pq.ParquetWriter(
+                        outdir / f"{name}.parquet", table.schema, compression="zstd")
+                elif table.schema != writer.schema:
+                    try:
+                        table = table.cast(writer.schema)
+                    except (pa.ArrowInvalid, ValueError) as exc:
+                        raise TraceError(path, f"{name} events change their fields in "
+                                               f"the middle of the file ({exc})") from None
+                writer.write_table(table)
+                rows[name] = rows.get(name, 0) + table.num_rows
+    finally:
+        for writer in writers.values():
+            writer.close()
+    summary = meta_summary(meta)
+    summary["tables"] = {n: r for n, r in sorted(rows.items()) if n != "lost_events"}
+    summary["source"] = meta["source"]
+    (outdir / "metadata.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return [outdir / f"{n}.parquet" for n in sorted(rows) if n != "lost_events"]
