@@ -14,6 +14,7 @@ for input it cannot use.
 
 from .errors import TraceError
 from .trace import Trace, load
+from .compare import compare
 
 __version__ = "0.1.0"
-__all__ = ["load", "Trace", "TraceError", "__version__"]
+__all__ = ["load", "compare", "Trace", "TraceError", "__version__"]

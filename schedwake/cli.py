@@ -141,6 +141,104 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format):
         click.echo(report.text(t, findings, metrics), nl=False)
 
 
+@cli.command()
+@click.argument("traces", nargs=-1, type=click.Path(dir_okay=True))
+@click.option("--side", "side_specs", multiple=True, metavar="NAME=GLOB",
+              help="A side made of the iterations GLOB matches; repeatable, in order, "
+                   "after the TRACES given as arguments.")
+@click.option("--label", "labels", multiple=True, metavar="LABEL",
+              help="Name of each side, in order (repeat once per side); the header "
+                   "splits it at the first '-' (6.18.0-vanilla).")
+@click.option("--window", "window_s", type=click.FloatRange(min=0, min_open=True),
+              default=None, metavar="SECONDS",
+              help="Window length of per-window samples (default: a round value giving "
+                   "the shortest trace >= 10 windows, at most 1 s).")
+@click.option("--samples", type=click.Choice(["auto", "per-trace", "per-window"]),
+              default="auto", show_default=True,
+              help="auto: per-trace values when every side has >= 2 traces, else "
+                   "per-window values.")
+@click.option("--significance", type=click.Choice(["ttest", "ci95"]), default="ttest",
+              show_default=True, help="ttest: two-sided t-test, alpha --alpha (the LKML "
+              "tables); ci95: mean +-1.96 sd intervals do not overlap (mmtests now).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.10, show_default=True, help="Significance level of the t-test.")
+@click.option("--metric", "metric_names", multiple=True, metavar="NAME",
+              help="Compare only these metrics (see docs/compare.md); repeatable.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]),
+              default="text", show_default=True, help="Output format.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
+              help="Also write a self-contained HTML report (tables, findings, plots).")
+@click.option("--title", default=None, help="Title line above the table.")
+@topology_options
+@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
+              help="Override a detector threshold (see docs/detectors.md); repeatable.")
+@input_format_option
+def compare(traces, side_specs, labels, window_s, samples, significance, alpha,
+            metric_names, fmt, html_file, title, topology_file, llc, thresholds,
+            input_format):
+    """Compare TRACES (baseline first) in the mmtests layout: per metric Min, Amean or
+    Hmean, Stddev, CoeffVar, Max, BAmean-50/95/99, the % change (positive = better) and
+    * where the mean differs significantly."""
+    from .compare import compare as run_compare
+    from .compare import parse_sides
+    from .detect import parse_threshold_options
+    from .model import MODEL_EVENTS
+
+    th = parse_threshold_options(thresholds)
+    spec = parse_sides(traces, side_specs, labels)
+    sides = {label: [_load(p, events=list(MODEL_EVENTS), input_format=input_format)
+                     for p in paths] for label, paths in spec}
+    result = run_compare(sides, window_s=window_s, samples=samples,
+                         significance=significance, alpha=alpha, title=title,
+                         metrics=list(metric_names) or None, topology_file=topology_file,
+                         llc=llc, thresholds=th)
+    if fmt == "json":
+        click.echo(result.to_json())
+    elif fmt == "markdown":
+        click.echo(result.markdown(), nl=False)
+    else:
+        click.echo(result.text(), nl=False)
+    if html_file:
+        result.write_html(html_file)
+        click.echo(f"schedwake: wrote {html_file}", err=True)
+
+
+@cli.command(context_settings={"allow_interspersed_args": False})
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The trace.dat to write; the topology goes to OUTPUT.topology.json.")
+@click.option("--events", default=None, metavar="LIST",
+              help="Comma-separated system:event (or system:*) to enable instead of the "
+                   "default set (sched wake-up, migration, switch, fork/exit/exec, "
+                   "workqueue:*).")
+@click.option("--buffer-kb", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Ring buffer per CPU in KB (default 131072, less on small machines).")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="S", help="Record for S seconds (stops COMMAND if it runs longer).")
+@click.option("--method", type=click.Choice(["auto", "trace-cmd", "tracefs"]),
+              default="auto", show_default=True,
+              help="trace-cmd record, or a private tracefs instance + trace-cmd restore; "
+                   "auto uses trace-cmd record only where a quick probe says it works.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def record(output, events, buffer_kb, duration, method, quiet, command):
+    """Record a scheduler trace (root) while COMMAND runs, for --duration, or until Ctrl-C.
+
+    Writes OUTPUT (trace.dat) and OUTPUT.topology.json, reports lost events and the
+    command's exit code, and restores the tracing state it changed, also on Ctrl-C.
+    """
+    from .record import record as do_record
+
+    def log(msg):
+        if not quiet or msg.startswith("WARNING"):
+            click.echo(f"schedwake record: {msg}", err=True)
+
+    result = do_record(output, list(command) or None, events=events, buffer_kb=buffer_kb,
+                       duration=duration, method=method, log=log)
+    click.echo(result.summary())
+    if result.interrupted:
+        sys.exit(130)
+
+
 def main(argv=None):
     """Entry point of the ``schedwake`` console script."""
     try:

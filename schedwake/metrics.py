@@ -6,6 +6,11 @@ consecutive windows of ``window_s`` seconds (one row per window), the samples th
 comparison report uses when one trace stands on each side.
 
 Rates are per second of trace time. Busy share is per CPU (``busy_share_cpuN``).
+
+The *catalogue* (:data:`CATALOGUE`, :func:`catalogue`) is what the comparison report
+prints: each metric's table name, display unit (rates /s, shares %, latencies us),
+direction and the definition of one per-window sample. :func:`metric_samples` gives a
+trace's per-trace or per-window values of every catalogue metric as a tidy pandas table.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from .detect import thresholds as _thresholds
 from .detect.cswitch_storm import futile_mask
 from .detect.idle_while_runnable import measure as _iwr_measure
 from .detect.kworker_pingpong import episodes_mask
+from .model._util import pid_cpu_counts
 from .model.tasks import PERCPU_KTHREAD, name_class
 
 
@@ -76,18 +82,24 @@ def _covered(starts, ends, t):
 def _cpus_visited(switch: pd.DataFrame | None) -> float:
     if switch is None or len(switch) == 0:
         return 0.0
-    d = pd.DataFrame({"pid": switch["next_pid"].to_numpy(), "cpu": switch["cpu"].to_numpy()})
-    d = d[d["pid"] != 0]
-    g = d.groupby("pid")["cpu"].agg(["nunique", "size"])
-    names = pd.DataFrame({"pid": switch["next_pid"].to_numpy(),
-                          "comm": switch["next_comm"].astype(str)}) \
-        .drop_duplicates("pid", keep="last").set_index("pid")["comm"]
-    g = g[g["size"] >= CPUS_VISITED_MIN_RUNS]
-    if len(g) == 0:
+    # NumPy on the two columns (no frames, no strings per event): per pid, its runs and
+    # distinct CPUs, in pid order; its name is the last next_comm it had
+    next_pid = switch["next_pid"].to_numpy()
+    sel = next_pid != 0
+    pids, size, nunique = pid_cpu_counts(next_pid[sel], switch["cpu"].to_numpy()[sel])
+    del sel
+    keep = size >= CPUS_VISITED_MIN_RUNS
+    if not keep.any():
         return 0.0
-    cls = names.reindex(g.index).map(lambda c: name_class(str(c)))
-    g = g[(cls != PERCPU_KTHREAD).to_numpy()]
-    return float(g["nunique"].mean()) if len(g) else 0.0
+    pids, nunique = pids[keep], nunique[keep]
+    rev_pid, last = np.unique(next_pid[::-1], return_index=True)
+    last = len(next_pid) - 1 - last[np.searchsorted(rev_pid, pids)]
+    comm = switch["next_comm"].array
+    codes = np.asarray(comm.codes)[last]
+    names = ["nan" if k < 0 else str(comm.categories[k]) for k in codes]  # per task
+    cls = np.array([name_class(c) for c in names], dtype=object)
+    g = pd.Series(nunique[cls != PERCPU_KTHREAD])
+    return float(g.mean()) if len(g) else 0.0
 
 
 def _pct(lat: np.ndarray, q: float) -> float:
@@ -104,7 +116,9 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
     cause = mig["cause"] if len(mig) else pd.Series([], dtype=str)
     tclass = mig["topology_class"] if len(mig) else pd.Series([], dtype=str)
     pp = int(episodes_mask(w).sum())
-    lat = w["latency_ns"].dropna().to_numpy(dtype=np.int64) if len(w) else np.zeros(0)
+    # (the measured latencies in row order; dropna() would also copy the index)
+    lat = w["latency_ns"].to_numpy(dtype=np.int64, na_value=0)[
+        w["latency_ns"].notna().to_numpy()] if len(w) else np.zeros(0)
     iwr = _iwr_measure(model, th)
     out = {
         "duration_s": round(dur_s, 6),
@@ -134,21 +148,40 @@ def _busy_share(model) -> dict:
     occ = model.occupancy
     if len(occ) == 0:
         return {}
-    run = occ[occ["state"].isin(["running", "idle"])]
+    state = occ["state"]
+    sel = state.isin(["running", "idle"]).to_numpy()
+    n = int(sel.sum())
     first = model.first_switch_ts
     out = {}
-    for cpu, g in run.groupby("cpu"):
-        span = int(g["end_ts"].max()) - first.get(int(cpu), int(g["start_ts"].min()))
-        busy = g[g["state"] == "running"]
-        out[str(int(cpu))] = round(float((busy["end_ts"] - busy["start_ts"]).sum())
-                                   / max(span, 1), 6)
+    if n == 0:
+        return out
+    running = (state == "running").to_numpy()
+    del state
+    cpu, start, end = occ["cpu"].to_numpy(), occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
+    if sel[:n].all():  # the running/idle rows come first (as the model builds them): views
+        cpu, start, end, running = cpu[:n], start[:n], end[:n], running[:n]
+    else:
+        cpu, start, end, running = cpu[sel], start[sel], end[sel], running[sel]
+    del sel
+    if not (cpu[1:] >= cpu[:-1]).all():  # grouped by CPU (the model's are)
+        order = np.argsort(cpu, kind="stable")
+        cpu, start, end, running = cpu[order], start[order], end[order], running[order]
+        del order
+    at = np.flatnonzero(np.concatenate([[True], cpu[1:] != cpu[:-1]])).tolist()
+    for a, b in zip(at, at[1:] + [len(cpu)]):  # per CPU, in CPU order
+        s0, e = start[a:b], end[a:b]
+        busy = int((e - s0)[running[a:b]].sum())
+        span = int(e.max()) - first.get(int(cpu[a]), int(s0.min()))
+        out[str(int(cpu[a]))] = round(float(busy) / max(span, 1), 6)
     return out
 
 
 def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None) -> pd.DataFrame:
     """The metrics over consecutive windows of ``window_s`` seconds: one row per window
     (``window``, ``start_ns``, ``end_ns`` then the metrics of :data:`METRICS` and
-    ``busy_share_cpuN``). A last partial window shorter than half a window is dropped."""
+    ``busy_share_cpuN``, plus the counts ``wakeups`` and ``latency_samples`` -- wake-ups
+    with a measured wake-to-run latency -- of the window). A last partial window shorter
+    than half a window is dropped."""
     th = _thresholds(thresholds)
     model = trace.model
     ev = model.events
@@ -186,6 +219,7 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     df["cross_llc_migrations_per_s"] = count(
         mts, np.isin(tcls, ["cross_llc", "cross_numa"])) / lens_s
     migrated = w["migrated"].to_numpy() if len(w) else np.zeros(0, dtype=bool)
+    df["wakeups"] = nw
     df["wakeup_migration_share"] = np.where(nw > 0, count(wts, migrated) / np.maximum(nw, 1), 0.0)
     pp = count(wts, episodes_mask(w))
     df["pingpong_episodes"] = pp
@@ -209,11 +243,13 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
                                            nwin - 1),
                             "lat": w["latency_ns"].to_numpy(dtype="float64", na_value=np.nan)})
         lat = lat.dropna()
+        df["latency_samples"] = np.bincount(lat["win"].to_numpy(), minlength=nwin)[:nwin]
         q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
         for col, name in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
             df[f"wake_to_run_{name}_ns"] = q[col].reindex(range(nwin)).fillna(0.0).to_numpy() \
                 if len(q) else 0.0
     else:
+        df["latency_samples"] = 0
         for name in ("p50", "p90", "p99"):
             df[f"wake_to_run_{name}_ns"] = 0.0
     iwr = _iwr_measure(model, th)
@@ -232,3 +268,187 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
             cov = _covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), edges)
             df[f"busy_share_cpu{cpu}"] = np.diff(cov) / np.diff(edges)
     return df
+
+
+# -- the catalogue: what the comparison report prints ------------------------------------------
+
+@dataclass(frozen=True)
+class CatalogueMetric:
+    """One metric of the comparison report.
+
+    ``name`` is the table's operation column (``migrations/s``); ``key`` the column of
+    :func:`trace_metrics` / :func:`window_metrics` it comes from; values are multiplied by
+    ``scale`` into ``unit`` (fractions into %, ns into us). ``definition`` says what the
+    value is over a whole trace, ``window_sample`` what one per-window sample is.
+    """
+
+    name: str
+    key: str
+    unit: str
+    direction: str
+    scale: float
+    definition: str
+    window_sample: str
+
+
+_PER_S = "count in the window / window length (s)"
+
+#: Catalogue metrics in report order. ``busy_share_cpu{cpu}`` expands to one row per CPU.
+CATALOGUE: dict[str, CatalogueMetric] = {m.name: m for m in (
+    CatalogueMetric("migrations/s", "migrations_per_s", "/s", "lower", 1.0,
+                    "sched_migrate_task events per second, every cause",
+                    f"sched_migrate_task {_PER_S}"),
+    CatalogueMetric("wakeup_migrations/s", "wakeup_migrations_per_s", "/s", "lower", 1.0,
+                    "migrations done by a wake-up (select_task_rq chose another CPU) per second",
+                    f"wake-up migrations {_PER_S}"),
+    CatalogueMetric("lb_migrations/s", "load_balance_migrations_per_s", "/s", "lower", 1.0,
+                    "migrations by load balancing (newly idle, periodic, active) per second",
+                    f"load-balance migrations {_PER_S}"),
+    CatalogueMetric("cross_llc_migrations/s", "cross_llc_migrations_per_s", "/s", "lower",
+                    1.0, "migrations between LLCs or NUMA nodes per second (0 with one LLC)",
+                    f"cross-LLC migrations {_PER_S}"),
+    CatalogueMetric("wakeup_migration_share", "wakeup_migration_share", "%", "lower", 100.0,
+                    "share of wake-ups whose chosen CPU is not the wakee's previous CPU",
+                    "migrated wake-ups / wake-ups in the window (missing if none)"),
+    CatalogueMetric("pingpong_episodes/s", "pingpong_episodes_per_s", "/s", "lower", 1.0,
+                    "kworker wake-migrate ping-pong episodes per second: a per-CPU kthread "
+                    "on CPU X wakes a task whose previous CPU is X and the task moves away",
+                    f"episodes (by wake-up time) {_PER_S}"),
+    CatalogueMetric("cpus_visited_per_task", "cpus_visited_per_task", "CPUs", "lower", 1.0,
+                    f"mean number of distinct CPUs a task ran on (tasks with >= "
+                    f"{CPUS_VISITED_MIN_RUNS} switch-ins, per-CPU kthreads excluded)",
+                    f"the same over the switch-ins inside the window (0 if no task has "
+                    f"{CPUS_VISITED_MIN_RUNS} there)"),
+    CatalogueMetric("context_switches/s", "context_switches_per_s", "/s", "lower", 1.0,
+                    "sched_switch events per second, all CPUs",
+                    f"sched_switch {_PER_S}"),
+    CatalogueMetric("futile_wakeups/s", "futile_wakeups_per_s", "/s", "lower", 1.0,
+                    "wake-ups after which the wakee ran less than storm_futile_run_us "
+                    "(50 us) and slept again, per second",
+                    f"futile wake-ups (by wake-up time) {_PER_S}"),
+    CatalogueMetric("wake_to_run_p50", "wake_to_run_p50_ns", "us", "lower", 1e-3,
+                    "median time from sched_waking to the wakee's switch-in",
+                    "median over the wake-ups of the window (missing if none)"),
+    CatalogueMetric("wake_to_run_p90", "wake_to_run_p90_ns", "us", "lower", 1e-3,
+                    "90th percentile of the wake-to-run latency",
+                    "90th percentile over the wake-ups of the window (missing if none)"),
+    CatalogueMetric("wake_to_run_p99", "wake_to_run_p99_ns", "us", "lower", 1e-3,
+                    "99th percentile of the wake-to-run latency",
+                    "99th percentile over the wake-ups of the window (missing if none)"),
+    CatalogueMetric("idle_while_runnable_share", "idle_while_runnable_share", "%", "lower",
+                    100.0, "share of LLC time during which a CPU of the LLC is idle while a "
+                    "woken task waits on another CPU of it (work-conservation gap)",
+                    "gap time inside the window / (window length x LLCs)"),
+    CatalogueMetric("busy_share_cpu{cpu}", "busy_share", "%", "higher", 100.0,
+                    "share of the time CPU N runs a task (not idle), from its first "
+                    "sched_switch on",
+                    "running time of CPU N inside the window / window length"),
+)}
+
+_LATENCY = ("wake_to_run_p50", "wake_to_run_p90", "wake_to_run_p99")
+
+#: Columns of :func:`metric_samples`.
+SAMPLE_COLUMNS = ("trace", "sample_kind", "window", "start_s", "end_s", "metric", "unit",
+                  "direction", "value")
+
+
+def catalogue(cpus: int | None = None) -> pd.DataFrame:
+    """The catalogue as a table: name, unit, direction, definition, window_sample, key.
+
+    With ``cpus``, the per-CPU busy share is expanded into ``busy_share_cpu0`` ...
+    ``busy_share_cpu<cpus-1>``; without, it stays one row ``busy_share_cpu{cpu}``."""
+    rows = []
+    for m in CATALOGUE.values():
+        names = [m.name]
+        if "{cpu}" in m.name and cpus is not None:
+            names = [m.name.format(cpu=c) for c in range(cpus)]
+        for n in names:
+            rows.append({"name": n, "unit": m.unit, "direction": m.direction,
+                         "definition": m.definition, "window_sample": m.window_sample,
+                         "key": m.key})
+    return pd.DataFrame(rows, columns=["name", "unit", "direction", "definition",
+                                       "window_sample", "key"])
+
+
+def catalogue_entry(name: str) -> CatalogueMetric:
+    """The catalogue entry of a metric name (``busy_share_cpu3`` -> the busy share entry).
+    Raises KeyError for unknown names."""
+    if name in CATALOGUE:
+        return CATALOGUE[name]
+    if name.startswith("busy_share_cpu") and name[len("busy_share_cpu"):].isdigit():
+        return CATALOGUE["busy_share_cpu{cpu}"]
+    raise KeyError(name)
+
+
+def _select(names) -> list[str] | None:
+    if names is None:
+        return None
+    out = []
+    for n in names:
+        catalogue_entry(n)  # validates
+        out.append(n)
+    return out
+
+
+def metric_samples(trace, window_s: float | None = None, thresholds: dict | None = None,
+                   metrics=None) -> pd.DataFrame:
+    """Tidy table of the catalogue metrics of one trace: one row per (sample, metric).
+
+    ``window_s=None``: one *per-trace* sample per metric (the whole-trace value,
+    ``window`` 0). Otherwise *per-window* samples over consecutive windows of
+    ``window_s`` seconds (:func:`window_metrics`); a window without wake-ups gives a
+    missing (NaN) wake-up share and latency. Columns :data:`SAMPLE_COLUMNS`: ``trace``
+    (path), ``sample_kind``, ``window``, ``start_s``/``end_s`` (seconds from the first
+    event), ``metric`` (catalogue name), ``unit``, ``direction``, ``value`` (in ``unit``).
+    ``metrics``: catalogue names to keep (default all).
+    """
+    keep = _select(metrics)
+    path = str(trace.meta.get("path"))
+    cpus = int(trace.meta.get("cpus") or 1)
+    first = trace.model.events.first_ts
+    cols: dict[str, np.ndarray] = {}
+    if window_s is None:
+        tm = trace_metrics(trace, thresholds)
+        kind = "per-trace"
+        window = np.zeros(1, dtype=np.int64)
+        start = np.zeros(1)
+        end = np.array([tm["duration_s"]])
+        for m in CATALOGUE.values():
+            if m.key == "busy_share":
+                for c in range(cpus):
+                    v = tm["busy_share"].get(str(c), np.nan)
+                    cols[m.name.format(cpu=c)] = np.array([v * m.scale])
+            else:
+                cols[m.name] = np.array([float(tm[m.key]) * m.scale])
+    else:
+        wm = window_metrics(trace, window_s, thresholds)
+        kind = "per-window"
+        window = wm["window"].to_numpy(dtype=np.int64)
+        start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
+        end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
+        for m in CATALOGUE.values():
+            if m.key == "busy_share":
+                for c in range(cpus):
+                    col = f"busy_share_cpu{c}"
+                    v = wm[col].to_numpy(dtype=np.float64) if col in wm.columns \
+                        else np.full(len(wm), np.nan)
+                    cols[m.name.format(cpu=c)] = v * m.scale
+                continue
+            v = wm[m.key].to_numpy(dtype=np.float64) * m.scale
+            if m.name in _LATENCY:
+                v = np.where(wm["latency_samples"].to_numpy() > 0, v, np.nan)
+            elif m.name == "wakeup_migration_share":
+                v = np.where(wm["wakeups"].to_numpy() > 0, v, np.nan)
+            cols[m.name] = v
+    parts = []
+    for name, values in cols.items():
+        if keep is not None and name not in keep:
+            continue
+        entry = catalogue_entry(name)
+        parts.append(pd.DataFrame({
+            "trace": path, "sample_kind": kind, "window": window, "start_s": start,
+            "end_s": end, "metric": name, "unit": entry.unit, "direction": entry.direction,
+            "value": np.asarray(values, dtype=np.float64)}))
+    if not parts:
+        return pd.DataFrame({c: [] for c in SAMPLE_COLUMNS})
+    return pd.concat(parts, ignore_index=True)[list(SAMPLE_COLUMNS)]

@@ -137,35 +137,40 @@ def wakeup_waits(trace):
     A wake-up is a ``sched_waking`` of a task that is not on a CPU at that moment; its
     CPU is the ``target_cpu`` unless the wake-up migrates the task (the migration is the
     next event on the waker's CPU, same pid, same current task), then the ``dest_cpu``.
-    The wait starts at the first ``sched_wakeup`` of the task after the waking (at the
-    waking when none came before the task ran) and ends at the task's switch-in, or
-    at a later migration of the task when one comes first. A wake-up counts only once
-    the task is switched in before its next waking (a wake-up that never runs has no
-    wait).
+    The wake-up's own migration comes before the task is queued: a migration after the
+    ``sched_wakeup`` is not the wake-up's. The wait starts at the first ``sched_wakeup``
+    of the task after the waking (at the waking when none came before the task ran) and
+    ends at the task's switch-in, or at a later migration of the task when one comes
+    first. A wake-up counts only once the task is switched in before its next waking (a
+    wake-up that never runs has no wait). Without ``sched_waking`` in the trace, each
+    ``sched_wakeup`` is the wake-up, its ``target_cpu`` the CPU, its time the start.
     """
+    fallback = not trace.has("sched_waking")   # then sched_wakeup is the wake-up
     last_on_cpu = {}          # cpu -> (name, row) of the last event there
     on_cpu = {}               # pid -> True while switched in
-    pending = {}              # pid -> {"cpu", "waking", "start", "end"} of a wake-up not yet run
+    pending = {}              # pid -> {"cpu", "waking", "start", "moves"}: a wake-up not yet run
     out = []
     for ts, _, _, name, r in merged(trace):
         cpu = r["cpu"]
-        if name == "sched_waking":
+        if name == "sched_waking" or (fallback and name == "sched_wakeup"):
             pid = r["pid"]
             pending.pop(pid, None)            # a wake-up that never ran: no wait
             if not on_cpu.get(pid):
-                pending[pid] = {"cpu": r["target_cpu"], "waking": ts, "start": None,
-                                "end": None}
+                pending[pid] = {"cpu": r["target_cpu"], "waking": ts, "moves": [],
+                                "start": ts if fallback else None}
         elif name == "sched_migrate_task":
             pid = r["pid"]
             w = pending.get(pid)
             last = last_on_cpu.get(cpu)
-            own = (last is not None and last[0] == "sched_waking" and last[1]["pid"] == pid
-                   and last[1]["common_pid"] == r["common_pid"])
+            own = (not fallback and last is not None and last[0] == "sched_waking"
+                   and last[1]["pid"] == pid and last[1]["common_pid"] == r["common_pid"])
             if w is not None:
-                if own and w["waking"] == last[1]["ts"]:
-                    w["cpu"] = r["dest_cpu"]      # the wake-up's own choice of CPU
-                elif w["start"] is not None and ts > w["start"] and w["end"] is None:
-                    w["end"] = ts                 # moved away while waiting
+                if own and w["waking"] == last[1]["ts"] and w["start"] is None:
+                    # the wake-up's own choice of CPU: set_task_cpu() in try_to_wake_up()
+                    # comes before the task is queued (sched_wakeup)
+                    w["cpu"] = r["dest_cpu"]
+                else:
+                    w["moves"].append(ts)         # moved away (ends the wait if it began)
         elif name == "sched_wakeup":
             w = pending.get(r["pid"])
             if w is not None and w["start"] is None:
@@ -179,7 +184,7 @@ def wakeup_waits(trace):
                 w = pending.pop(nxt, None)
                 if w is not None:
                     start = w["start"] if w["start"] is not None else w["waking"]
-                    end = ts if w["end"] is None else min(w["end"], ts)
+                    end = min([m for m in w["moves"] if m > start] + [ts])
                     out.append((nxt, w["cpu"], start, end))
         last_on_cpu[cpu] = (name, r)
     return out

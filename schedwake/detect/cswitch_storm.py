@@ -75,9 +75,13 @@ def pair_table(model, th: dict) -> pd.DataFrame:
                                          kworker_preemptions=("kp", "sum"))
     w = model.wakeups
     fut = futile_mask(w, th["storm_futile_run_us"] * 1000)
-    wf = pd.DataFrame({"cpu": w["chosen_cpu"].to_numpy(), "pid": w["wakee_pid"].to_numpy(),
-                       "f": fut}).groupby(["cpu", "pid"]).agg(wakeups=("f", "size"),
-                                                              futile_wakeups=("f", "sum"))
+    # only the pairs above are joined: group the wake-ups of their tasks alone
+    wpid = w["wakee_pid"].to_numpy()
+    mine = np.isin(wpid, per.index.get_level_values("pid"))
+    wf = pd.DataFrame({"cpu": w["chosen_cpu"].to_numpy()[mine], "pid": wpid[mine],
+                       "f": fut[mine]}).groupby(["cpu", "pid"]).agg(
+        wakeups=("f", "size"), futile_wakeups=("f", "sum"))
+    del fut, wpid, mine
     per = per.join(wf, how="left").fillna({"wakeups": 0, "futile_wakeups": 0})
     per = per.astype({"wakeups": np.int64, "futile_wakeups": np.int64})
     return per.reset_index()

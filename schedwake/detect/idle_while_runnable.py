@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.tasks import kthread_cpu
+from ._iwr import llc_gap_segments, single_cpu_pids
 from .base import Finding, Threshold
 
 NAME = "idle_while_runnable"
@@ -37,9 +38,7 @@ def pinned_pids(model, min_runs: int) -> np.ndarray:
     s = model.events.switch
     if s is None or len(s) == 0:
         return np.zeros(0, dtype=np.int64)
-    d = pd.DataFrame({"pid": s["next_pid"].to_numpy(), "cpu": s["cpu"].to_numpy()})
-    g = d.groupby("pid")["cpu"].agg(["nunique", "size"])
-    pinned = g.index[(g["nunique"] == 1) & (g["size"] >= min_runs)].to_numpy()
+    pinned = single_cpu_pids(s["next_pid"].to_numpy(), s["cpu"].to_numpy(), min_runs)
     names = pd.DataFrame({"pid": s["next_pid"].to_numpy(), "comm": s["next_comm"].array})
     cats = names["comm"].cat.categories
     kcat = np.array([kthread_cpu(str(c)) >= 0 for c in cats] + [False])
@@ -53,65 +52,51 @@ def gap_segments(model, th: dict):
     occ = model.occupancy
     topo = model.topology
     pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
-    idle = occ[occ["state"] == "idle"]
-    wait = occ[(occ["state"] == "waiting") & (occ["reason"] == "wakeup")]
-    wait = wait[~np.isin(wait["pid"].to_numpy(), pinned)]
+    # columns as arrays, filtered by masks: no copies of the occupancy table's rows
+    state, ocpu = occ["state"], occ["cpu"].to_numpy()
+    isel = (state == "idle").to_numpy()
+    icpu, istart, iend = ocpu[isel], occ["start_ts"].to_numpy()[isel], \
+        occ["end_ts"].to_numpy()[isel]
+    wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy())
+    del isel, state
+    wsel = wsel[~np.isin(occ["pid"].to_numpy()[wsel], pinned)]
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts
     fs = np.array([first.get(int(c), np.iinfo(np.int64).max) for c in range(topo.cpus)]
                   + [np.iinfo(np.int64).max], dtype=np.int64)
-    wcpu = wait["cpu"].to_numpy()
-    start = np.maximum(wait["start_ts"].to_numpy(),
+    wcpu = ocpu[wsel]
+    start = np.maximum(occ["start_ts"].to_numpy()[wsel],
                        fs[np.where((wcpu >= 0) & (wcpu < topo.cpus), wcpu, topo.cpus)])
-    wait = wait.assign(start_ts=start)
-    wait = wait[wait["end_ts"].to_numpy() > start]
+    wend = occ["end_ts"].to_numpy()[wsel]
+    del wsel
+    keep = wend > start
+    wcpu, start, wend = wcpu[keep], start[keep], wend[keep]
+    del keep
     out = {}
     for li, group in enumerate(topo.llc):
         if len(group) < 2:
             continue
-        i = idle[idle["cpu"].isin(group)]
-        wt = wait[wait["cpu"].isin(group)]
-        ts = np.concatenate([i["start_ts"], i["end_ts"], wt["start_ts"], wt["end_ts"]])
-        if len(ts) == 0:
-            out[li] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-            continue
-        cpu = np.concatenate([i["cpu"], i["cpu"], wt["cpu"], wt["cpu"]]).astype(np.int64)
-        d_idle = np.concatenate([np.ones(len(i)), -np.ones(len(i)),
-                                 np.zeros(2 * len(wt))]).astype(np.int64)
-        d_wait = np.concatenate([np.zeros(2 * len(i)), np.ones(len(wt)),
-                                 -np.ones(len(wt))]).astype(np.int64)
-        order = np.argsort(ts, kind="stable")
-        ts, cpu, d_idle, d_wait = ts[order], cpu[order], d_idle[order], d_wait[order]
-        # per-CPU state after each event
-        df = pd.DataFrame({"cpu": cpu, "di": d_idle, "dw": d_wait})
-        g = df.groupby("cpu")
-        idle_c = g["di"].cumsum().to_numpy() > 0
-        wait_c = g["dw"].cumsum().to_numpy() > 0
-        busy_wait = wait_c & ~idle_c
-        # changes of the per-CPU indicators -> counts over the LLC
-        df["i"], df["bw"] = idle_c.astype(np.int64), busy_wait.astype(np.int64)
-        di = df.groupby("cpu")["i"].diff().fillna(df["i"]).to_numpy()
-        dbw = df.groupby("cpu")["bw"].diff().fillna(df["bw"]).to_numpy()
-        n_idle = np.cumsum(di)
-        n_bw = np.cumsum(dbw)
-        gap = (n_idle >= 1) & (n_bw >= 1)
-        seg_end = np.empty_like(ts)
-        seg_end[:-1] = ts[1:]
-        seg_end[-1] = ts[-1]
-        sel = gap & (seg_end > ts)
-        out[li] = (ts[sel], seg_end[sel])
+        out[li] = llc_gap_segments(group, icpu, istart, iend, wcpu, start, wend)
     return out, pinned
 
 
 def measure(model, th: dict) -> dict:
+    # once per model and pinned-task threshold: the detector and the metrics both ask
+    memo = getattr(model, "memo", None)
+    key = (NAME, int(th["iwr_pinned_min_runs"]))
+    if memo is not None and key in memo:
+        return dict(memo[key])
     segs, pinned = gap_segments(model, th)
     total = int(sum(int((e - s).sum()) for s, e in segs.values()))
     n_llc = max(len(segs), 1)
     dur = max(model.duration_ns, 1)
-    return {"idle_while_runnable_ns": total,
-            "idle_while_runnable_s": total / 1e9,
-            "share": total / (dur * n_llc) if segs else 0.0,
-            "segments": segs, "pinned": pinned}
+    out = {"idle_while_runnable_ns": total,
+           "idle_while_runnable_s": total / 1e9,
+           "share": total / (dur * n_llc) if segs else 0.0,
+           "segments": segs, "pinned": pinned}
+    if memo is not None:
+        memo[key] = out
+    return dict(out)
 
 
 def detect(trace, model, th: dict) -> list[Finding]:

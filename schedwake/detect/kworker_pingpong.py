@@ -58,9 +58,11 @@ def runnable_others(model, cpus, ts) -> tuple[np.ndarray, np.ndarray]:
     n = np.zeros(len(ts), dtype=np.int64)
     known = np.zeros(len(ts), dtype=bool)
     first = model.first_switch_ts
-    wait = occ[occ["state"] == "waiting"]
-    wc = wait["cpu"].to_numpy()
-    ws, we = wait["start_ts"].to_numpy(), wait["end_ts"].to_numpy()
+    # the waits of those CPUs, as arrays (no copy of the occupancy table's rows)
+    wsel = (occ["state"] == "waiting").to_numpy() & np.isin(occ["cpu"].to_numpy(), cpus)
+    wc = occ["cpu"].to_numpy()[wsel]
+    ws, we = occ["start_ts"].to_numpy()[wsel], occ["end_ts"].to_numpy()[wsel]
+    del wsel
     for c in np.unique(cpus):
         sel = np.flatnonzero(cpus == c)
         known[sel] = ts[sel] >= first.get(int(c), np.iinfo(np.int64).max)

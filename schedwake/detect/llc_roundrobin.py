@@ -49,20 +49,32 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         return (pd.DataFrame(columns=["pid", "comm", "wakeups", "changes", "change_share",
                                       "changes_per_s", "cpus_visited", "flagged"]),
                 pd.DataFrame(columns=["pid", "ts", "prev", "chosen"]))
-    wake = w[w["prev_cpu"] >= 0]
-    change = wake["migration_class"].isin(IN_LLC).to_numpy()
+    wake = (w["prev_cpu"] >= 0).to_numpy()  # a mask: no copy of the wakeups table
     g = pd.DataFrame({
-        "pid": wake["wakee_pid"].to_numpy(),
-        "ts": wake["ts"].to_numpy(),
-        "prev": wake["prev_cpu"].to_numpy(),
-        "chosen": wake["chosen_cpu"].to_numpy(),
-        "change": change,
-    })
+        "pid": w["wakee_pid"].to_numpy()[wake],
+        "ts": w["ts"].to_numpy()[wake],
+        "prev": w["prev_cpu"].to_numpy()[wake],
+        "chosen": w["chosen_cpu"].to_numpy()[wake],
+        "change": w["migration_class"].isin(IN_LLC).to_numpy()[wake],
+    }, copy=False)
+    del wake
     per = g.groupby("pid").agg(wakeups=("ts", "size"), changes=("change", "sum"),
                                first_ts=("ts", "min"), last_ts=("ts", "max"))
-    visited = pd.concat([g[["pid", "prev"]].rename(columns={"prev": "c"}),
-                         g[["pid", "chosen"]].rename(columns={"chosen": "c"})])
-    per["cpus_visited"] = visited.groupby("pid")["c"].nunique()
+    # CPUs visited: distinct (pid, cpu) pairs of prev and chosen, as one int64 each
+    pid64 = g["pid"].to_numpy().astype(np.int64) << 32
+
+    def pairs_of(cpu):
+        k = cpu.astype(np.int64)
+        k &= 0xFFFFFFFF
+        k |= pid64
+        k.sort()
+        return k[np.concatenate([[True], k[1:] != k[:-1]])] if len(k) else k
+
+    pairs = np.union1d(pairs_of(g["prev"].to_numpy()), pairs_of(g["chosen"].to_numpy()))
+    del pid64
+    vpid, nvisited = np.unique(pairs >> 32, return_counts=True)
+    del pairs
+    per["cpus_visited"] = pd.Series(nvisited.astype(np.int64), index=vpid)
     ch = g[g["change"]].sort_values(["pid", "ts"], kind="stable")
     # walk: back-to-previous and pair runs
     same_pid = ch["pid"].to_numpy()[1:] == ch["pid"].to_numpy()[:-1]

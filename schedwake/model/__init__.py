@@ -32,6 +32,9 @@ class Model:
         self.topology = topology
         self.events: Events = load_events(trace)
         self._mig_w = _wakeups.match_wakeup_migrations(self.events)
+        #: Small results derived from the tables that more than one reader needs
+        #: (detectors and metrics), by key; see idle_while_runnable.measure.
+        self.memo: dict = {}
 
     @property
     def caveats(self) -> list[str]:

@@ -15,7 +15,121 @@ def asof_index(lts, lkey, rts, rkey, direction: str = "backward",
     ``lkey``/``rkey`` may be None (no key). Positions refer to the right arrays as given.
     Rows with equal ``ts`` keep their given order (stable sorts), so the right row
     chosen among ties is the last (backward) or first (forward) in that order.
+
+    Binary searches over the right rows sorted by (key, ts): no frames, no merge, and
+    only a few arrays of the right's length at a time.
     """
+    lts = np.asarray(lts, dtype=np.int64)
+    rts = np.asarray(rts, dtype=np.int64)
+    if len(lts) == 0 or len(rts) == 0:
+        return np.full(len(lts), -1, dtype=np.int64)
+    backward = direction == "backward"
+    side = "right" if backward == allow_exact else "left"
+    if lkey is None:
+        out = np.full(len(lts), -1, dtype=np.int64)
+        order = None if _sorted(rts) else np.argsort(rts, kind="stable")
+        pos = np.searchsorted(rts if order is None else rts[order], lts, side)
+        if backward:
+            pos -= 1
+            ok = pos >= 0
+        else:
+            ok = pos < len(rts)
+        pos = pos[ok]
+        out[ok] = pos if order is None else order[pos]
+        return out
+    # keys in their own integer type (pids and CPUs are int32: no int64 copies)
+    lkey, rkey = np.asarray(lkey), np.asarray(rkey)
+    if lkey.dtype != rkey.dtype or lkey.dtype.kind not in "iu":
+        lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
+    # right rows by (key, ts, given order)
+    order = _stable_order(rkey) if _sorted(rts) else np.lexsort((rts, rkey))
+    rk = rkey[order]
+    starts = np.flatnonzero(rk[1:] != rk[:-1]) + 1
+    starts = np.concatenate([[0], starts])
+    ends = np.append(starts[1:], len(rk))
+    ukeys = rk[starts]
+    del rk
+    line = rts[order]
+    lo, hi = line[starts], line[ends - 1]
+    # one sorted line: each key's ts shifted into its own range, ranges 3 apart, so a
+    # left ts clipped to [lo - 1, hi + 1] of its key stays between the other keys' ranges
+    span = hi.astype(np.float64) - lo.astype(np.float64) + 3
+    if float(np.sum(span)) + 4 >= 2.0 ** 62:  # too wide for one int64 line
+        return _asof_index_merge(lts, lkey, rts, rkey, direction, allow_exact)
+    base = np.zeros(len(starts), dtype=np.int64)
+    base[1:] = np.cumsum(hi - lo + 3)[:-1]
+    base += 1
+    shift = base - lo
+    line += np.repeat(shift, ends - starts)
+    k = _key_slot(ukeys, lkey)
+    found = ukeys[k] == lkey
+    q = lts.copy()
+    for bound, step, clip in ((lo, -1, np.maximum), (hi, 1, np.minimum)):
+        b = bound[k]
+        b += step
+        clip(q, b, out=q)
+        del b
+    q += shift[k]
+    qo = np.argsort(q)  # sorted needles: binary searches that stay in cache
+    q.sort()
+    found_at = np.searchsorted(line, q, side)
+    del q, line
+    pos = np.empty(len(found_at), dtype=np.int64)
+    pos[qo] = found_at
+    del qo, found_at
+    if backward:
+        pos -= 1
+        found &= pos >= starts[k]
+    else:
+        found &= pos < ends[k]
+    del k
+    np.take(order, pos, out=pos, mode="clip")  # right rows as given
+    pos[~found] = -1
+    return pos
+
+
+def _sorted(a: np.ndarray) -> bool:
+    return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
+
+
+def _key_slot(ukeys: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """For each key, its position in the sorted unique ``ukeys`` if there (else any
+    valid position): a table lookup over small key ranges, else a binary search."""
+    lo, hi = int(ukeys[0]), int(ukeys[-1])
+    span = hi - lo + 1
+    if span <= max(4 * len(ukeys), 1 << 16) and span <= 1 << 24:
+        slot = np.zeros(span, dtype=np.int32)
+        slot[ukeys - lo] = np.arange(len(ukeys), dtype=np.int32)
+        at = np.clip(key, lo, hi)  # in the key's type, which holds lo and hi
+        at -= lo
+        return slot[at]
+    k = np.searchsorted(ukeys, key)
+    k[k == len(ukeys)] = 0
+    return k
+
+
+def _stable_order(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")``, by 16-bit radix passes where the key range
+    allows (pids, CPUs)."""
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.intp)
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo >= 2 ** 32:
+        return np.argsort(key, kind="stable")
+    # key - lo in the key's own type when the range fits it (no int64 copy of int32 keys)
+    own = key.dtype.kind == "i" and key.dtype.itemsize >= 4 \
+        and hi - lo <= np.iinfo(key.dtype).max
+    k = key - lo if own else key.astype(np.int64) - lo
+    order = np.argsort((k & 0xFFFF).astype(np.uint16), kind="stable")
+    if hi - lo >= 2 ** 16:
+        order = order[np.argsort((k[order] >> 16).astype(np.uint16), kind="stable")]
+    return order
+
+
+def _asof_index_merge(lts, lkey, rts, rkey, direction: str = "backward",
+                      allow_exact: bool = True) -> np.ndarray:
+    """``asof_index`` through ``pandas.merge_asof`` (for keys whose time ranges do not
+    fit on one int64 line)."""
     lts = np.asarray(lts, dtype=np.int64)
     rts = np.asarray(rts, dtype=np.int64)
     out = np.full(len(lts), -1, dtype=np.int64)
@@ -36,6 +150,25 @@ def asof_index(lts, lkey, rts, rkey, direction: str = "backward",
     ok = ~np.isnan(ri)
     out[m["li"].to_numpy()[ok]] = ri[ok].astype(np.int64)
     return out
+
+
+def pid_cpu_counts(pid, cpu):
+    """Per distinct pid (in order): its rows and its distinct CPUs. One in-place sort of
+    the (pid, cpu) pairs packed into int64s: no group-by, no frame."""
+    pid, cpu = np.asarray(pid), np.asarray(cpu)
+    if len(pid) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    k = pid.astype(np.int64) << 32
+    c = cpu.astype(np.int64)
+    c &= 0xFFFFFFFF
+    k |= c
+    del c
+    k.sort()
+    new_pair = np.concatenate([[True], k[1:] != k[:-1]])
+    k >>= 32  # the pids, sorted
+    starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+    rows = np.diff(np.append(starts, len(k)))
+    return k[starts], rows, np.add.reduceat(new_pair, starts, dtype=np.int64)
 
 
 def take(arr, idx, fill):
@@ -94,7 +227,9 @@ def frame(trace, name: str, columns) -> pd.DataFrame | None:
         return None
     t = trace.table(name)
     cols = [c for c in columns if c in t.column_names]
-    df = t.select(cols).to_pandas()
+    # one block per column: numeric columns without nulls stay views of the Arrow
+    # buffers instead of copies consolidated into 2-D blocks
+    df = t.select(cols).to_pandas(split_blocks=True)
     if len(df) and not df["ts"].is_monotonic_increasing:
         df = df.sort_values("ts", kind="stable").reset_index(drop=True)
     return df

@@ -106,3 +106,13 @@ def i64(df, name, default=-1) -> np.ndarray:
     if name not in df.columns:
         return np.full(len(df), default, dtype=np.int64)
     return df[name].fillna(default).to_numpy(dtype=np.int64)
+
+
+def ints(df, name, default=-1) -> np.ndarray:
+    """Column ``name`` as a NumPy array of signed integers: the column itself (no copy)
+    when it is one without nulls, else as :func:`i64`."""
+    if df is not None and name in df.columns:
+        dt = df[name].dtype
+        if isinstance(dt, np.dtype) and dt.kind == "i":
+            return df[name].to_numpy()
+    return i64(df, name, default)

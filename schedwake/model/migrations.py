@@ -30,7 +30,7 @@ import pandas as pd
 from . import tasks
 from ._util import asof_index, take
 from .events import Events, i64
-from .wakeups import _barriers
+from .wakeups import barrier_ts
 
 CAUSES = ("wakeup", "load_balance", "fork_exec", "other")
 _STOPPER = re.compile(r"^migration/\d+$")
@@ -54,11 +54,10 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
     if wn is not None and len(wn):
         wts = i64(wn, "ts")
         wi = asof_index(ts, cpu, wts, i64(wn, "cpu"), "forward", allow_exact=True)
-        bts, bcpu = _barriers(ev)  # includes wakeup_new itself
-        bi = asof_index(ts, cpu, bts, bcpu, "forward", allow_exact=True)
+        b_ts = barrier_ts(ev, ts, cpu, "forward", allow_exact=True)  # includes wakeup_new
         fork = (wi >= 0) & (take(i64(wn, "pid"), wi, -2) == pid) & \
             (take(i64(wn, "common_pid"), wi, -2) == cpid) & \
-            (take(bts, bi, np.iinfo(np.int64).max) >= take(wts, wi, 0))
+            (b_ts >= take(wts, wi, 0))
     # exec balancing: the pid's next sched_process_exec comes before its next switch-out
     ex = ev.exec_
     if ex is not None and len(ex) and ev.switch is not None:

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from . import tasks
-from ._util import asof_index, pick_cat, take, take_cat
-from .events import Events, i64
+from ._util import _sorted, _stable_order, asof_index, pick_cat, take, take_cat
+from .events import Events, i64, ints
 
 WAKEUP_COLUMNS = (
     "ts", "waker_pid", "waker_comm", "waker_cpu", "waker_class", "waker_context",
@@ -39,16 +39,20 @@ WAKEUP_COLUMNS = (
 )
 
 
-def _barriers(ev: Events):
-    """(ts, cpu) of the events that end a wake-up's critical section on a CPU."""
-    parts = [f for f in (ev.switch, ev.wakeup, ev.wakeup_new, ev.wq_start, ev.wq_end)
-             if f is not None and len(f)]
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ts = np.concatenate([i64(f, "ts") for f in parts])
-    cpu = np.concatenate([i64(f, "cpu") for f in parts])
-    order = np.argsort(ts, kind="stable")
-    return ts[order], cpu[order]
+def barrier_ts(ev: Events, ts, cpu, direction: str, allow_exact: bool) -> np.ndarray:
+    """For each (ts, cpu), the time of the nearest event (as :func:`asof_index` finds it)
+    that ends a wake-up's critical section on that CPU: int64 min (backward) or max
+    (forward) when there is none. Searched event by event: no merged copy of them."""
+    backward = direction == "backward"
+    fill = np.iinfo(np.int64).min if backward else np.iinfo(np.int64).max
+    out = np.full(len(ts), fill, dtype=np.int64)
+    for f in (ev.switch, ev.wakeup, ev.wakeup_new, ev.wq_start, ev.wq_end):
+        if f is None or len(f) == 0:
+            continue
+        fts = i64(f, "ts")
+        near = take(fts, asof_index(ts, cpu, fts, ints(f, "cpu"), direction, allow_exact), fill)
+        out = np.maximum(out, near) if backward else np.minimum(out, near)
+    return out
 
 
 def match_wakeup_migrations(ev: Events) -> np.ndarray:
@@ -59,14 +63,12 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
     if w is None or len(w) == 0:
         return np.full(len(m), -1, dtype=np.int64)
     mts, mcpu = i64(m, "ts"), i64(m, "cpu")
-    wts, wcpu = i64(w, "ts"), i64(w, "cpu")
+    wts, wcpu = i64(w, "ts"), ints(w, "cpu")
     wi = asof_index(mts, mcpu, wts, wcpu, "backward", allow_exact=True)
-    bts, bcpu = _barriers(ev)
-    bi = asof_index(mts, mcpu, bts, bcpu, "backward", allow_exact=False)
-    b_ts = take(bts, bi, np.iinfo(np.int64).min)
+    b_ts = barrier_ts(ev, mts, mcpu, "backward", allow_exact=False)
     ok = wi >= 0
-    ok &= take(i64(w, "pid"), wi, -2) == i64(m, "pid")
-    ok &= take(i64(w, "common_pid"), wi, -2) == i64(m, "common_pid")
+    ok &= take(ints(w, "pid"), wi, -2) == i64(m, "pid")
+    ok &= take(ints(w, "common_pid"), wi, -2) == i64(m, "common_pid")
     ok &= b_ts <= take(wts, wi, np.iinfo(np.int64).max)
     res = np.where(ok, wi, -1)
     # one waking owns at most one migration: keep the first
@@ -77,35 +79,32 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
     return np.where(keep, res, -1)
 
 
-def _switch_streams(ev: Events):
-    """Switch-ins and switch-outs of tasks (pid 0 excluded), sorted by ts."""
-    s = ev.switch
-    ts, cpu = i64(s, "ts"), i64(s, "cpu")
-    nxt, prv = i64(s, "next_pid"), i64(s, "prev_pid")
-    return ts, cpu, nxt, prv
-
-
 def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
+    # Memory: the table has ~90 bytes a row; every intermediate of that length is
+    # dropped as soon as its column is made, and the columns are not copied again.
     fallback = ev.waking is None
     w = ev.wakeup if fallback else ev.waking
     if w is None:
         return empty()
     n = len(w)
+    big = np.iinfo(np.int64).max
     ts = i64(w, "ts")
-    cpu = i64(w, "cpu")
-    pid = i64(w, "pid")
-    cpid = i64(w, "common_pid")
-    target = i64(w, "target_cpu")
+    cpu = ints(w, "cpu")
+    pid = ints(w, "pid")
+    cpid = ints(w, "common_pid")
+    target = ints(w, "target_cpu")
     ctx = tasks.context_codes(w["common_flags"]) if "common_flags" in w.columns \
         else np.full(n, 4, dtype=np.int8)
 
     have_switch = ev.switch is not None and len(ev.switch) > 0
-    sts, scpu, snext, sprev = _switch_streams(ev) if have_switch else (np.zeros(0, np.int64),) * 4
+    if have_switch:
+        sts, scpu = i64(ev.switch, "ts"), ints(ev.switch, "cpu")
+        snext, sprev = ints(ev.switch, "next_pid"), ints(ev.switch, "prev_pid")
 
     # previous CPU and chosen CPU
     if not fallback:
-        prev_cpu = target.copy()
-        chosen = target.copy()
+        prev_cpu = target.astype(np.int32)
+        chosen = target.astype(np.int32)
         migrate_index = np.full(n, -1, dtype=np.int64)
         if ev.migrate is not None and len(mig_w):
             mi = np.flatnonzero(mig_w >= 0)
@@ -113,7 +112,7 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
             chosen[mig_w[mi]] = i64(ev.migrate, "dest_cpu")[mi]
             # orig_cpu of the migration is the previous CPU too (they agree by design)
     else:
-        chosen = target.copy()
+        chosen = target.astype(np.int32)
         migrate_index = np.full(n, -1, dtype=np.int64)
         if have_switch:
             # the CPU the task last ran on: its last switch-out before the wake-up
@@ -134,57 +133,74 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
                 (take(i64(ev.migrate, "dest_cpu"), mi, -1) == target)
             migrate_index = np.where(own, mi, -1)
             prev_cpu = np.where(own, take(i64(ev.migrate, "orig_cpu"), mi, -1), prev_cpu)
+            del mi, prior, last_out, own
+        prev_cpu = prev_cpu.astype(np.int32)
+    del target
     migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
+    migration_class = topo.classify(prev_cpu, chosen)
 
     # next waking of the same pid bounds the matches of this one
-    order = np.lexsort((np.arange(n), ts, pid))
-    nxt_same = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    same = pid[order][1:] == pid[order][:-1]
-    nxt_same[order[:-1][same]] = ts[order][1:][same]
+    order = _stable_order(pid) if _sorted(ts) else np.lexsort((np.arange(n), ts, pid))
+    same = pid[order[1:]] == pid[order[:-1]]
+    nxt_same = np.full(n, big, dtype=np.int64)
+    nxt_same[order[:-1][same]] = ts[order[1:][same]]
+    del order, same
 
     # sched_wakeup of this wake-up
     NA = np.int64(0)
     if fallback:
-        wakeup_ts, wakeup_ok = ts.copy(), np.ones(n, dtype=bool)
+        wakeup_ts = _nullable(ts.copy(), np.ones(n, dtype=bool))
     elif ev.wakeup is not None and len(ev.wakeup):
         uts = i64(ev.wakeup, "ts")
-        ui = asof_index(ts, pid, uts, i64(ev.wakeup, "pid"), "forward", allow_exact=True)
-        wakeup_ts = take(uts, ui, NA)
-        wakeup_ok = (ui >= 0) & (wakeup_ts < nxt_same)
+        ui = asof_index(ts, pid, uts, ints(ev.wakeup, "pid"), "forward", allow_exact=True)
+        u = take(uts, ui, NA)
+        wakeup_ts = _nullable(u, (ui >= 0) & (u < nxt_same))
+        del uts, ui, u
     else:
-        wakeup_ts, wakeup_ok = np.zeros(n, np.int64), np.zeros(n, dtype=bool)
+        wakeup_ts = _nullable(np.zeros(n, np.int64), np.zeros(n, dtype=bool))
 
     # wake-to-run
-    run_ts, run_ok = np.zeros(n, np.int64), np.zeros(n, dtype=bool)
-    run_end, end_ok = np.zeros(n, np.int64), np.zeros(n, dtype=bool)
-    slept_after = np.zeros(n, dtype=bool)
-    was_running = np.zeros(n, dtype=bool)
     waker_comm = w["common_comm"].array
     if have_switch:
         sw = ev.switch
-        ii = asof_index(ts, pid, sts, snext, "forward", allow_exact=True)
-        run_ts = take(sts, ii, NA)
         # was the wakee on a CPU when woken? its last switch event before the waking
         lin = asof_index(ts, pid, sts, snext, "backward", allow_exact=False)
         lout = asof_index(ts, pid, sts, sprev, "backward", allow_exact=False)
         was_running = (lin >= 0) & (take(sts, lin, -1) > take(sts, lout, -1))
-        run_ok = (ii >= 0) & (run_ts < nxt_same) & ~was_running
+        del lin, lout
+        ii = asof_index(ts, pid, sts, snext, "forward", allow_exact=True)
+        run = take(sts, ii, NA)
+        run_ok = (ii >= 0) & (run < nxt_same) & ~was_running
+        del ii
+        latency = _nullable(run - ts, run_ok)
         # end of that run: the next switch-out of the wakee at or after run_ts
-        oi = asof_index(np.where(run_ok, run_ts, ts), pid, sts, sprev, "forward",
+        oi = asof_index(np.where(run_ok, run, ts), pid, sts, sprev, "forward",
                         allow_exact=True)
-        run_end = take(sts, oi, NA)
+        run_ts = _nullable(run, run_ok)
+        del run
         end_ok = run_ok & (oi >= 0)
+        run_end_ts = _nullable(take(sts, oi, NA), end_ok)
+        slept_after = np.zeros(n, dtype=bool)
         if "prev_state_str" in sw.columns:
             st = take_cat(sw["prev_state_str"].array, oi)
             st_codes = np.asarray(st.codes)
             cats = np.array([not str(c).startswith("R") for c in st.categories] + [False])
             slept_after = end_ok & cats[np.where(st_codes < 0, len(cats) - 1, st_codes)]
+            del st, st_codes
+        del oi, end_ok, run_ok
         # the waker's own name at that instant: next_comm of the switch that put it on
         si = asof_index(ts, cpu, sts, scpu, "backward", allow_exact=True)
         same_task = take(snext, si, -3) == cpid
         waker_comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si),
                               w["common_comm"].array)
-    latency = run_ts - ts
+        del si, same_task, sts, scpu, snext, sprev
+    else:
+        none = np.zeros(n, dtype=bool)
+        run_ts = _nullable(np.zeros(n, np.int64), none)
+        latency = _nullable(0 - ts, none)
+        run_end_ts = _nullable(np.zeros(n, np.int64), none)
+        slept_after, was_running = none, none.copy()
+    del nxt_same
 
     wclass, kcpu = tasks.classify(waker_comm, cpid, ctx)
 
@@ -198,33 +214,38 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
         start_t = take(st_ts, si, -1)
         end_t = take(i64(ev.wq_end, "ts"), ei, -1)
         inside = (si >= 0) & (start_t > end_t) & (ctx == 0) & (cpid != 0)
+        del ei, start_t, end_t
         work_fn = take_cat(ev.wq_start["function"].array, np.where(inside, si, -1))
+        del si, inside
 
     ctx_cat = pd.Categorical.from_codes(ctx, categories=list(tasks.CONTEXTS))
-    df = pd.DataFrame({
+    cols = {
         "ts": ts,
-        "waker_pid": cpid.astype(np.int32),
+        "waker_pid": cpid.astype(np.int32, copy=False),
         "waker_comm": waker_comm,
-        "waker_cpu": cpu.astype(np.int32),
+        "waker_cpu": cpu.astype(np.int32, copy=False),
         "waker_class": wclass,
         "waker_context": ctx_cat,
         "waker_kthread_cpu": kcpu,
         "work_function": work_fn,
-        "wakee_pid": pid.astype(np.int32),
+        "wakee_pid": pid.astype(np.int32, copy=False),
         "wakee_comm": w["comm"].array,
-        "prev_cpu": prev_cpu.astype(np.int32),
-        "chosen_cpu": chosen.astype(np.int32),
+        "prev_cpu": prev_cpu,
+        "chosen_cpu": chosen,
         "migrated": migrated,
-        "migration_class": topo.classify(prev_cpu, chosen),
-        "wakeup_ts": _nullable(wakeup_ts, wakeup_ok),
-        "run_ts": _nullable(run_ts, run_ok),
-        "latency_ns": _nullable(latency, run_ok),
-        "run_end_ts": _nullable(run_end, end_ok),
+        "migration_class": migration_class,
+        "wakeup_ts": wakeup_ts,
+        "run_ts": run_ts,
+        "latency_ns": latency,
+        "run_end_ts": run_end_ts,
         "slept_after": slept_after,
         "wakee_was_running": was_running,
         "migrate_index": migrate_index,
-    })
-    return df
+    }
+    del ts, cpu, pid, cpid, prev_cpu, chosen, migrated, wakeup_ts, run_ts, latency
+    del run_end_ts, slept_after, was_running, migrate_index
+    # the columns as they are: one block each, no consolidating copy
+    return pd.DataFrame(cols, copy=False)
 
 
 def _nullable(values, ok) -> pd.arrays.IntegerArray:

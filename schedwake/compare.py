@@ -1,0 +1,530 @@
+"""Before/after comparison of traces in the mmtests layout (DESIGN section 7).
+
+``schedwake.compare(sides)`` loads (or takes) the traces of two or more *sides* -- the
+baseline first, each side one trace or several iterations -- measures every metric of the
+catalogue (:data:`schedwake.metrics.CATALOGUE`) and returns a :class:`CompareResult`: the
+mmtests table (``text()``, ``markdown()``, ``to_json()``), the tidy samples behind it
+(``samples``), each side's findings, the plots and a self-contained HTML report.
+
+Samples (what the statistics are computed over):
+
+* ``per-trace``: one value per trace, when every side has two or more traces
+  (iterations) -- mmtests' own way;
+* ``per-window``: otherwise, the values over consecutive windows of ``window_s``
+  seconds inside each trace (a side's windows of all its traces pooled). The window is
+  printed under the table. Windows of one run are not independent samples: the
+  significance of a per-window comparison says "the rate differed through the run", not
+  "a rerun would differ"; iterations answer the latter.
+
+The statistics, percentages, significance rules and rendering are those of
+:mod:`schedwake.report.stats` and :mod:`schedwake.report.mmtests`.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import TraceError
+from .report import mmtests
+from .report import stats as st
+
+__all__ = ["compare", "from_samples", "CompareResult", "Side", "parse_sides",
+           "default_window", "SIGNIFICANCE", "SAMPLE_MODES"]
+
+SIGNIFICANCE = ("ttest", "ci95")
+SAMPLE_MODES = ("auto", "per-trace", "per-window")
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@dataclass
+class Side:
+    """One column of the comparison: a label and its traces (iterations)."""
+
+    label: str
+    traces: list = field(default_factory=list)
+    #: Paths, also when the side came from samples only (no traces).
+    paths: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if not self.paths:
+            self.paths = [str(t.meta.get("path")) for t in self.traces]
+
+
+# -- sides -------------------------------------------------------------------------------------
+
+def _stem(path) -> str:
+    name = Path(str(path)).name
+    for ext in (".gz", ".zst", ".xz", ".bz2"):
+        if name.endswith(ext):
+            name = name[: -len(ext)]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def _expand(pattern: str, what: str) -> list[str]:
+    """A path, or the sorted files a glob pattern matches (TraceError if none)."""
+    if Path(pattern).exists() or not _GLOB_CHARS.search(pattern):
+        return [pattern]
+    found = sorted(_glob.glob(pattern, recursive=True))
+    if not found:
+        raise TraceError(pattern, f"{what}: the pattern matches no file")
+    return found
+
+
+def _default_label(paths: list[str], index: int) -> str:
+    stems = [_stem(p) for p in paths]
+    if len(stems) == 1:
+        return stems[0]
+    prefix = stems[0]
+    for s in stems[1:]:
+        while not s.startswith(prefix):
+            prefix = prefix[:-1]
+    prefix = prefix.rstrip("-_.0123456789")
+    return prefix or f"side{index + 1}"
+
+
+def parse_sides(traces: Sequence[str] = (), side_specs: Sequence[str] = (),
+                labels: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
+    """The sides of the command line: ``(label, [paths])`` in order.
+
+    Each positional trace is one side (one trace); each ``NAME=GLOB`` adds the files of
+    GLOB to side NAME (a NAME given twice adds to the same side), after the positional
+    sides. ``labels``, when given, rename the sides in order and must be one per side.
+    Raises TraceError (a one-line reason) for a malformed spec, a glob matching nothing,
+    fewer than two sides, a label count that does not match, or duplicate labels.
+    """
+    sides: list[tuple[str, list[str]]] = []
+    for i, t in enumerate(traces):
+        paths = _expand(str(t), "trace")
+        sides.append((_default_label(paths, i), paths))
+    named: dict[str, list[str]] = {}
+    for spec in side_specs:
+        name, sep, pattern = str(spec).partition("=")
+        if not sep or not name.strip() or not pattern.strip():
+            raise TraceError("--side", f"expected NAME=GLOB, got {spec!r}")
+        named.setdefault(name.strip(), []).extend(_expand(pattern.strip(), f"--side {name}"))
+    for name, paths in named.items():
+        sides.append((name, list(dict.fromkeys(paths))))
+    if labels:
+        if len(labels) != len(sides):
+            raise TraceError("--label", f"{len(labels)} label(s) for {len(sides)} side(s); "
+                                        "give one --label per side, in order")
+        sides = [(str(lab), paths) for lab, (_, paths) in zip(labels, sides)]
+    if len(sides) < 2:
+        raise TraceError("compare", f"needs at least two sides (got {len(sides)}): "
+                                    "give two traces, or --side NAME=GLOB twice")
+    seen = [lab for lab, _ in sides]
+    dup = sorted({lab for lab in seen if seen.count(lab) > 1})
+    if dup:
+        raise TraceError("--label", f"side label(s) {', '.join(dup)} used twice; "
+                                    "name the sides with --label")
+    return sides
+
+
+def default_window(durations_s) -> float:
+    """The per-window sample length when none is given: a round value (1, 2 or 5 x 10^k
+    seconds) giving the shortest trace at least 10 windows, at most 1 s, at least 1 ms."""
+    d = [float(x) for x in durations_s if x and x > 0]
+    if not d:
+        return 1.0
+    target = min(d) / 10.0
+    if target >= 1.0:
+        return 1.0
+    exp = math.floor(math.log10(target)) if target > 0 else -3
+    best = 10.0 ** exp
+    for m in (2.0, 5.0, 10.0):
+        if m * 10.0 ** exp <= target * (1 + 1e-9):
+            best = m * 10.0 ** exp
+    return float(max(round(best, 6), 0.001))
+
+
+def _load(path: str, topology_file, llc):
+    from .model import MODEL_EVENTS
+    from .trace import load
+
+    t = load(path, events=list(MODEL_EVENTS))
+    if topology_file is not None or llc:
+        t.use_topology(topology_file, llc)
+    return t
+
+
+def _normalise(sides, labels, topology_file, llc) -> list[Side]:
+    from .trace import Trace
+
+    if isinstance(sides, Mapping):
+        items = list(sides.items())
+    else:
+        items = [(None, s) for s in sides]
+    out: list[Side] = []
+    for i, (label, spec) in enumerate(items):
+        if isinstance(spec, (str, Path, Trace)):
+            spec = [spec]
+        traces = []
+        for item in spec:
+            if isinstance(item, Trace):
+                if topology_file is not None or llc:
+                    item.use_topology(topology_file, llc)
+                traces.append(item)
+            else:
+                traces.extend(_load(p, topology_file, llc) for p in _expand(str(item), "trace"))
+        if not traces:
+            raise TraceError(f"side {label or i + 1}", "has no trace")
+        if label is None:
+            label = _default_label([str(t.meta.get("path")) for t in traces], i)
+        out.append(Side(str(label), traces))
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != len(out):
+            raise TraceError("--label", f"{len(labels)} label(s) for {len(out)} side(s)")
+        for s, lab in zip(out, labels):
+            s.label = str(lab)
+    if len(out) < 2:
+        raise TraceError("compare", f"needs at least two sides (got {len(out)})")
+    names = [s.label for s in out]
+    if len(set(names)) != len(names):
+        raise TraceError("--label", f"side labels must differ: {', '.join(names)}")
+    return out
+
+
+# -- the computation ---------------------------------------------------------------------------
+
+def _metric_order(names) -> list[str]:
+    """Catalogue order; busy shares by CPU number; unknown names last, as given."""
+    from .metrics import CATALOGUE
+
+    cat = list(CATALOGUE)
+    names = list(dict.fromkeys(names))
+
+    def key(n):
+        if n in CATALOGUE:
+            return (cat.index(n), 0, "")
+        m = re.fullmatch(r"busy_share_cpu(\d+)", n)
+        if m:
+            return (cat.index("busy_share_cpu{cpu}"), int(m.group(1)), "")
+        return (len(cat), names.index(n), n)
+
+    return sorted(names, key=key)
+
+
+def compare(sides, labels: Sequence[str] | None = None, *, window_s: float | None = None,
+            samples: str = "auto", significance: str = "ttest", alpha: float = 0.10,
+            title: str | None = None, metrics: Sequence[str] | None = None,
+            topology_file=None, llc=None, thresholds: dict | None = None) -> CompareResult:
+    """Compare two or more sides in the mmtests layout; the first side is the baseline.
+
+    ``sides``: a sequence (or a ``{label: side}`` mapping) whose items are each a trace
+    path, a glob pattern, a :class:`schedwake.Trace`, or a sequence of those (the
+    iterations of that side). ``labels`` name the sides (default: the file names; a
+    mapping's keys); the table header splits a label at its first ``-``
+    (``6.18.0-vanilla``).
+
+    ``samples``: ``"auto"`` (per-trace values when every side has >= 2 traces, else
+    per-window values), ``"per-trace"`` or ``"per-window"``. ``window_s``: the window
+    length of per-window samples (default :func:`default_window` of the traces).
+    ``significance``: ``"ttest"`` (two-sided t-test of the LKML-era mmtests, Welch s.e.,
+    df = n1+n2-2, ``alpha``) or ``"ci95"`` (mmtests since 2024-11: mean +-1.96 sd
+    intervals do not overlap). ``metrics``: catalogue names to compare (default all).
+    ``topology_file`` / ``llc``: as ``schedwake analyze --topology/--llc``, for every
+    trace. ``thresholds``: detector threshold overrides (futile-run length, ...).
+    """
+    from .detect import thresholds as _check_thresholds
+    from .metrics import metric_samples
+
+    if significance not in SIGNIFICANCE:
+        raise TraceError("--significance", f"must be one of {', '.join(SIGNIFICANCE)}, "
+                                           f"not {significance!r}")
+    if samples not in SAMPLE_MODES:
+        raise TraceError("--samples", f"must be one of {', '.join(SAMPLE_MODES)}")
+    if window_s is not None and not window_s > 0:
+        raise TraceError("--window", f"must be a positive number of seconds, not {window_s}")
+    if metrics is not None:
+        from .metrics import catalogue_entry
+
+        for m in metrics:
+            try:
+                catalogue_entry(m)
+            except KeyError:
+                from .metrics import CATALOGUE
+
+                raise TraceError("--metric", f"unknown metric {m!r} (known: "
+                                             f"{', '.join(CATALOGUE)})") from None
+    th = _check_thresholds(thresholds)
+    side_list = _normalise(sides, labels, topology_file, llc)
+    kind = samples
+    if kind == "auto":
+        kind = "per-trace" if all(len(s.traces) >= 2 for s in side_list) else "per-window"
+    win = None
+    if kind == "per-window":
+        win = float(window_s) if window_s is not None else default_window(
+            [t.model.duration_ns / 1e9 for s in side_list for t in s.traces])
+    parts = []
+    for s in side_list:
+        for it, t in enumerate(s.traces):
+            d = metric_samples(t, win, th, metrics)
+            d.insert(0, "iteration", it)
+            d.insert(0, "side", s.label)
+            parts.append(d)
+    df = pd.concat(parts, ignore_index=True)
+    return from_samples(df, [s.label for s in side_list], significance=significance,
+                        alpha=alpha, title=title, window_s=win, sides=side_list,
+                        thresholds=th)
+
+
+def from_samples(samples: pd.DataFrame, labels: Sequence[str] | None = None, *,
+                 significance: str = "ttest", alpha: float = 0.10, title: str | None = None,
+                 window_s: float | None = None, sides: list[Side] | None = None,
+                 thresholds: dict | None = None) -> CompareResult:
+    """The comparison of a tidy samples table (the ``samples`` of a result, or your own).
+
+    Columns: ``side``, ``metric``, ``value``, and ``direction`` (``lower``/``higher``) for
+    metrics outside the catalogue; optional ``unit``, ``sample_kind`` (``per-trace`` by
+    default, else ``per-window`` with ``window_s``). ``labels``: side order (default: the
+    order of first appearance; the first is the baseline).
+    """
+    from .metrics import catalogue_entry
+
+    if significance not in SIGNIFICANCE:
+        raise TraceError("--significance", f"must be one of {', '.join(SIGNIFICANCE)}")
+    for col in ("side", "metric", "value"):
+        if col not in samples.columns:
+            raise ValueError(f"samples table needs a {col!r} column")
+    df = samples.copy()
+    if labels is None:
+        labels = list(dict.fromkeys(df["side"].astype(str)))
+    labels = [str(x) for x in labels]
+    if len(labels) < 2:
+        raise TraceError("compare", "needs at least two sides")
+    kinds = set(df["sample_kind"]) if "sample_kind" in df.columns else {"per-trace"}
+    if len(kinds) > 1:
+        raise ValueError(f"samples mix kinds {sorted(kinds)}: use one kind for every side")
+    kind = kinds.pop() if kinds else "per-trace"
+    side_col = df["side"].astype(str)
+    ms = []
+    for name in _metric_order(df["metric"].astype(str)):
+        rows = df[df["metric"].astype(str) == name]
+        try:
+            entry = catalogue_entry(name)
+            unit, direction = entry.unit, entry.direction
+        except KeyError:
+            unit, direction = "", None
+        if "unit" in rows.columns and rows["unit"].notna().any():
+            unit = str(rows["unit"].dropna().iloc[0])
+        if "direction" in rows.columns and rows["direction"].notna().any():
+            direction = str(rows["direction"].dropna().iloc[0])
+        if direction is None:
+            raise ValueError(f"metric {name!r}: no direction (not in the catalogue)")
+        arrays = [rows.loc[side_col[rows.index] == lab, "value"].to_numpy(dtype=np.float64)
+                  for lab in labels]
+        ms.append(mmtests.MetricSamples(name, unit, direction, arrays,
+                                        window_s=window_s if kind == "per-window" else None,
+                                        sample_kind=kind))
+    comp = mmtests.compare_samples(title, labels, ms, rule=significance, alpha=alpha)
+    if sides is None:
+        sides = [Side(lab) for lab in labels]
+    return CompareResult(comparison=comp, samples=df, sides=sides, sample_kind=kind,
+                         window_s=window_s if kind == "per-window" else None,
+                         thresholds=thresholds)
+
+
+# -- the result ----------------------------------------------------------------------------------
+
+@dataclass
+class CompareResult:
+    """A computed comparison: the mmtests table, the samples and the sides' traces."""
+
+    comparison: mmtests.Comparison
+    #: Tidy samples: side, iteration, trace, sample_kind, window, start_s, end_s, metric,
+    #: unit, direction, value (:func:`schedwake.metrics.metric_samples` plus the side).
+    samples: pd.DataFrame
+    sides: list[Side]
+    sample_kind: str
+    window_s: float | None = None
+    thresholds: dict | None = None
+
+    # ---- basic facts -------------------------------------------------------------------------
+    @property
+    def labels(self) -> list[str]:
+        return list(self.comparison.labels)
+
+    @property
+    def title(self) -> str | None:
+        return self.comparison.title
+
+    @property
+    def rule(self) -> str:
+        return self.comparison.rule
+
+    def rule_line(self) -> str:
+        return self.comparison.rule_line()
+
+    def notes(self) -> list[str]:
+        """Caveats of the traces (assumed topology, lost events, missing events), one line
+        each, followed by the traces it concerns (or "every trace")."""
+        where: dict[str, list[str]] = {}
+        n = 0
+        for s in self.sides:
+            for t in s.traces:
+                n += 1
+                for c in t.caveats:
+                    where.setdefault(c, []).append(
+                        f"{s.label}: {Path(str(t.meta.get('path'))).name}")
+        out = []
+        for c, traces in where.items():
+            who = "every trace" if len(traces) == n else ", ".join(traces)
+            out.append(f"{c} ({who})")
+        return out
+
+    # ---- table renderers -----------------------------------------------------------------------
+    def text(self) -> str:
+        """The mmtests table with the rule line under it, then notes (if any)."""
+        notes = "".join(f"note: {n}\n" for n in self.notes())
+        return self.comparison.text() + notes
+
+    def markdown(self) -> str:
+        notes = self.notes()
+        out = self.comparison.markdown()
+        if notes:
+            out += "\n" + "".join(f"- note: {n}\n" for n in notes)
+        return out
+
+    def summary(self) -> pd.DataFrame:
+        """The mean row of every metric: metric, unit, direction, stat, then per side the
+        value, the percentage (positive = better) and the significance verdict."""
+        rows = []
+        for r in self.comparison.rows:
+            if not r.is_mean_row:
+                continue
+            for j, lab in enumerate(self.labels):
+                sig = r.sig[j]
+                rows.append({"metric": r.metric.name, "unit": r.metric.unit,
+                             "direction": r.metric.direction, "stat": r.stat, "side": lab,
+                             "value": r.values[j], "pct": r.pcts[j],
+                             "significant": None if sig is None else bool(sig.significant),
+                             "n": int(st.clean_samples(r.metric.samples[j]).size)})
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict:
+        """The JSON document: the table as text and as records, the rule, the samples'
+        kind and window, and the sides' traces."""
+        sides = []
+        for s in self.sides:
+            traces = []
+            for t in s.traces:
+                traces.append({"path": str(t.meta.get("path")),
+                               "duration_s": round(t.model.duration_ns / 1e9, 6),
+                               "cpus": t.meta.get("cpus"), "kernel": t.meta.get("kernel"),
+                               "topology": t.topology.describe(), "caveats": t.caveats})
+            if not traces:
+                traces = [{"path": p} for p in s.paths]
+            n = self.samples[self.samples["side"].astype(str) == s.label]
+            n_samples = int(n.groupby("metric").size().max()) if len(n) else 0
+            sides.append({"label": s.label, "traces": traces, "samples": n_samples})
+        return {
+            "title": self.title,
+            "labels": self.labels,
+            "significance": {"rule": self.rule, "alpha": self.comparison.alpha,
+                             "description": self.comparison.rule_name()},
+            "samples": {"kind": self.sample_kind, "window_s": self.window_s},
+            "rule_line": self.rule_line(),
+            "table": self.comparison.text(),
+            "notes": self.notes(),
+            "sides": sides,
+            "rows": self.comparison.records(),
+        }
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
+
+    # ---- findings ----------------------------------------------------------------------------
+    @cached_property
+    def _findings(self) -> dict[str, list[tuple[str, list]]]:
+        from .detect import detect
+
+        out = {}
+        for s in self.sides:
+            out[s.label] = [(str(t.meta.get("path")), detect(t, self.thresholds))
+                            for t in s.traces]
+        return out
+
+    def findings(self) -> dict[str, list[tuple[str, list]]]:
+        """Each side's findings: ``{label: [(trace path, [Finding, ...]), ...]}``."""
+        return self._findings
+
+    # ---- plots -------------------------------------------------------------------------------
+    def _side(self, side) -> Side:
+        if isinstance(side, int):
+            return self.sides[side]
+        for s in self.sides:
+            if s.label == side:
+                return s
+        raise KeyError(f"no side {side!r} (sides: {', '.join(self.labels)})")
+
+    def _trace(self, side, trace: int = 0):
+        s = self._side(side)
+        if not s.traces:
+            raise ValueError(f"side {s.label!r} has no traces (comparison built from samples)")
+        return s.traces[trace]
+
+    def plot_latency_cdf(self, **kw):
+        """Wake-to-run latency CDFs of every side overlaid (log x): a Figure."""
+        from .report import plots
+
+        return plots.latency_cdf({s.label: s.traces for s in self.sides}, **kw)
+
+    def plot_busy_share(self, **kw):
+        """Per-CPU busy share of every side as grouped bars: a Figure."""
+        from .report import plots
+
+        return plots.busy_share(self.samples, labels=self.labels, **kw)
+
+    def plot_migration_matrix(self, side=0, trace: int = 0, **kw):
+        """From-CPU x to-CPU migration counts of one trace of ``side``: a Figure."""
+        from .report import plots
+
+        s = self._side(side)
+        return plots.migration_matrix(self._trace(side, trace), label=s.label, **kw)
+
+    def plot_task_cpu(self, side=0, trace: int = 0, pid: int | None = None, **kw):
+        """A task's CPU over time with LLC bands and its wake-ups by waker class."""
+        from .report import plots
+
+        s = self._side(side)
+        return plots.task_cpu(self._trace(side, trace), pid=pid, label=s.label, **kw)
+
+    def figures(self) -> dict[str, object]:
+        """Every plot of the report by name (those the sides' data allow)."""
+        from .report import plots
+
+        return plots.report_figures(self)
+
+    # ---- HTML ----------------------------------------------------------------------------------
+    def to_html(self) -> str:
+        """The self-contained HTML report (tables, findings, plots; no network)."""
+        from .report import html
+
+        return html.render(self)
+
+    def write_html(self, path) -> Path:
+        p = Path(path)
+        p.write_text(self.to_html(), encoding="utf-8")
+        return p
+
+
+def _jsonable(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return None if math.isnan(o) else float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)

@@ -1,0 +1,105 @@
+"""The sweep of :mod:`.idle_while_runnable` over one LLC, in NumPy.
+
+Arrays of a few bytes per interval end, sorted once by time, then one pass per CPU:
+the waits of woken tasks on a big trace number in the millions, and per-CPU pandas
+group-bys over frames of them took several times the occupancy table in memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model._util import pid_cpu_counts
+
+
+def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
+    """The segments (start, end) during which at least one CPU of the LLC ``group`` is
+    idle and at least one other is busy with a woken task waiting on it.
+
+    ``icpu``/``istart``/``iend``: idle intervals; ``wcpu``/``wstart``/``wend``: waits
+    (of any CPUs: those of the group are used). Each interval adds one at its start and
+    removes one at its end; a CPU is idle while its idle count is positive, and
+    busy-waiting while its wait count is positive and it is not idle.
+    """
+    i, w = np.isin(icpu, group), np.isin(wcpu, group)
+    if not i.all():
+        icpu, istart, iend = icpu[i], istart[i], iend[i]
+    if not w.all():  # (all when the LLC holds every CPU: no copies then)
+        wcpu, wstart, wend = wcpu[w], wstart[w], wend[w]
+    del i, w
+    parts = [(np.asarray(t, np.int64), np.asarray(c), k)
+             for k, (t, c) in enumerate(((istart, icpu), (iend, icpu), (wstart, wcpu),
+                                         (wend, wcpu)))]
+    n = sum(len(t) for t, _, _ in parts)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # the ends in time order, each with its CPU and kind (0 idle start, 1 idle end,
+    # 2 wait start, 3 wait end). The order of ends at equal times does not matter: only
+    # the state after the last of them starts a segment (the others end zero-length
+    # ones), and that state is the same in any order. So the sorts need not be stable.
+    cpus = np.union1d(np.unique(icpu), np.unique(wcpu))
+    lo_cpu = int(cpus[0])
+    bits = (int(cpus[-1]) - lo_cpu).bit_length() + 2  # of the code (cpu - lo_cpu) * 4 + kind
+    tmin = min(int(t.min()) for t, _, _ in parts if len(t))
+    tmax = max(int(t.max()) for t, _, _ in parts if len(t))
+    if bits <= 31 and tmax - tmin < 1 << (63 - bits):
+        # one int64 an end, time above code, sorted in place: no order array
+        ts = np.empty(n, dtype=np.int64)
+        at = 0
+        for t, c, k in parts:
+            seg = ts[at:at + len(t)]
+            np.subtract(t, tmin, out=seg)
+            seg <<= bits
+            seg |= (c - lo_cpu).astype(np.int32) * 4 + k
+            at += len(t)
+        ts.sort()
+        code = ts.astype(np.int32)  # the low 32 bits
+        code &= (1 << bits) - 1
+        ts >>= bits
+        ts += tmin
+    else:
+        ts = np.concatenate([t for t, _, _ in parts])
+        order = np.argsort(ts)
+        ts.sort()  # in place: the values of ts[order] without a copy
+        code = np.concatenate([(c.astype(np.int64) - lo_cpu) * 4 + k
+                               for _, c, k in parts])[order]
+        del order
+    del parts
+    kind = (code & 3).astype(np.int8)
+    code >>= 2  # the CPU
+    # per CPU, in time order: changes of its "idle" and "busy with a wait" indicators
+    d_idle = np.zeros(len(ts), dtype=np.int8)
+    d_busy_wait = np.zeros(len(ts), dtype=np.int8)
+    for c in cpus - lo_cpu:  # per CPU, not per event
+        rows = code == c
+        k = kind[rows]
+        # the CPU's count of open intervals after each row > 0
+        idle = np.cumsum((k == 0).view(np.int8) - (k == 1).view(np.int8),
+                         dtype=np.int32) > 0
+        busy_wait = np.cumsum((k == 2).view(np.int8) - (k == 3).view(np.int8),
+                              dtype=np.int32) > 0
+        busy_wait &= ~idle
+        del k
+        for on, d in ((idle, d_idle), (busy_wait, d_busy_wait)):
+            step = on.view(np.int8).copy()
+            step[1:] -= on[:-1].view(np.int8)
+            d[rows] = step
+        del rows, idle, busy_wait, step
+    del code, kind
+    # over the LLC: at least one CPU idle and one busy with a wait
+    gap = np.cumsum(d_idle, dtype=np.int32) >= 1
+    del d_idle
+    gap &= np.cumsum(d_busy_wait, dtype=np.int32) >= 1
+    del d_busy_wait
+    # a segment runs from its row's time to the next row's, when that is later
+    gap[:-1] &= ts[1:] > ts[:-1]
+    gap[-1] = False
+    at = np.flatnonzero(gap)
+    return ts[at], ts[at + 1]
+
+
+def single_cpu_pids(pid, cpu, min_runs: int) -> np.ndarray:
+    """The pids (in order) of the rows that all have one CPU, in at least ``min_runs``
+    rows (without a group-by: see ``pid_cpu_counts``)."""
+    pids, runs, ncpus = pid_cpu_counts(pid, cpu)
+    return pids[(ncpus == 1) & (runs >= min_runs)].astype(np.asarray(pid).dtype)

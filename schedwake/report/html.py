@@ -1,0 +1,201 @@
+"""The self-contained HTML report of a comparison: one file, no network.
+
+It holds the mmtests table (as the kernel threads print it), a summary of the mean rows
+with the verdicts coloured, each side's traces and findings with their evidence, and
+the plots as base64 PNG ``<img>`` elements. Styles are inline; the only script is a
+few lines that, after the page loaded, count the images that decoded and put
+``loaded/total`` into ``<body data-images>`` (and ``data-rendered="ok"``), so a
+headless browser can check the rendering.
+"""
+
+from __future__ import annotations
+
+import base64
+import html as _html
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .. import __version__
+
+__all__ = ["render"]
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 1.5em auto;
+       max-width: 1200px; padding: 0 1em; color: #1b1b1b; line-height: 1.4; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 1.6em; }
+h3 { font-size: 1.05em; margin-bottom: 0.3em; }
+pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: 0.8em; overflow-x: auto;
+      font-size: 12.5px; line-height: 1.35; }
+table { border-collapse: collapse; font-size: 13px; margin: 0.5em 0; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: right; }
+th { background: #f0f3f6; }
+td.l, th.l { text-align: left; }
+td.better { background: #dafbe1; } td.worse { background: #ffebe9; }
+.meta { color: #555; font-size: 13px; }
+.sev-high { color: #b00020; font-weight: bold; } .sev-medium { color: #b35c00; font-weight: bold; }
+.sev-low { color: #555; font-weight: bold; }
+figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 13px; color: #444; }
+details { margin: 0.4em 0; } summary { cursor: pointer; }
+"""
+
+_SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = document.getElementsByTagName('img'), ok = 0;
+  for (var i = 0; i < imgs.length; i++) {
+    if (imgs[i].complete && imgs[i].naturalWidth > 0) { ok++; }
+  }
+  document.body.setAttribute('data-images', ok + '/' + imgs.length);
+  document.body.setAttribute('data-rendered', 'ok');
+});
+"""
+
+
+def _e(x) -> str:
+    return _html.escape(str(x), quote=True)
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.0f}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return "; ".join(_fmt(x) for x in v)
+    return str(v)
+
+
+def _summary_table(result) -> str:
+    labels = result.labels
+    head = "".join(f"<th>{_e(lab)}</th>" for lab in labels)
+    rows = [f"<table><thead><tr><th class='l'>metric</th><th class='l'>unit</th>"
+            f"<th class='l'>better</th><th class='l'>mean</th>{head}</tr></thead><tbody>"]
+    for r in result.comparison.rows:
+        if not r.is_mean_row:
+            continue
+        cells = []
+        for j in range(len(labels)):
+            v = r.values[j]
+            num = "-" if v is None or math.isnan(v) else f"{v:.2f}"
+            sig = r.sig[j]
+            if j == 0:
+                cells.append(f"<td>{num}</td>")
+                continue
+            pct = r.pcts[j]
+            mark = sig is not None and sig.significant
+            cls = ""
+            if mark:
+                cls = " class='better'" if pct > 0 else " class='worse'" if pct < 0 else ""
+            txt = f"{num} {'*' if mark else '('}{pct:.2f}%{'*' if mark else ')'}"
+            cells.append(f"<td{cls}>{_e(txt)}</td>")
+        rows.append(f"<tr><td class='l'>{_e(r.metric.name)}</td><td class='l'>"
+                    f"{_e(r.metric.unit)}</td><td class='l'>{_e(r.metric.direction)}</td>"
+                    f"<td class='l'>{_e(r.stat)}</td>{''.join(cells)}</tr>")
+    rows.append("</tbody></table>")
+    return "".join(rows)
+
+
+def _sides(result) -> str:
+    out = ["<table><thead><tr><th class='l'>side</th><th class='l'>trace</th><th>duration (s)"
+           "</th><th>CPUs</th><th class='l'>kernel</th><th class='l'>topology</th></tr>"
+           "</thead><tbody>"]
+    for s in result.sides:
+        if not s.traces:
+            for p in s.paths or ["(samples only)"]:
+                out.append(f"<tr><td class='l'>{_e(s.label)}</td><td class='l'>{_e(p)}</td>"
+                           "<td>-</td><td>-</td><td class='l'>-</td><td class='l'>-</td></tr>")
+            continue
+        for t in s.traces:
+            out.append(
+                f"<tr><td class='l'>{_e(s.label)}</td>"
+                f"<td class='l'>{_e(Path(str(t.meta.get('path'))).name)}</td>"
+                f"<td>{t.model.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.get('cpus'))}</td>"
+                f"<td class='l'>{_e(t.meta.get('kernel') or 'unknown')}</td>"
+                f"<td class='l'>{_e(t.topology.describe())}</td></tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _findings(result) -> str:
+    from .analyze import _KEY_METRICS
+
+    out = []
+    all_findings = result.findings()
+    for s in result.sides:
+        out.append(f"<h3>{_e(s.label)}</h3>")
+        if not s.traces:
+            out.append("<p class='meta'>no traces (comparison built from samples)</p>")
+            continue
+        for path, findings in all_findings.get(s.label, []):
+            name = Path(path).name
+            if not findings:
+                out.append(f"<p><b>{_e(name)}</b>: no finding (no detector's thresholds "
+                           "were crossed)</p>")
+                continue
+            out.append(f"<p><b>{_e(name)}</b>: {len(findings)} finding(s)</p><ul>")
+            for f in findings:
+                keys = _KEY_METRICS.get(f.detector, ())
+                facts = ", ".join(f"{k}: {_fmt(f.metrics[k])}" for k in keys if k in f.metrics)
+                out.append(f"<li><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
+                           f"</span> <b>{_e(f.detector)}</b>: {_e(f.title)}"
+                           f"<div class='meta'>{_e(facts)}</div>")
+                if f.top:
+                    out.append("<div class='meta'>top: " + _e("; ".join(_fmt(x) for x in
+                                                                        f.top[:5])) + "</div>")
+                if f.evidence:
+                    out.append("<details><summary>evidence (trace-cmd report -N layout)"
+                               "</summary><pre>" + _e("\n".join(f.evidence)) +
+                               "</pre></details>")
+                out.append("</li>")
+            out.append("</ul>")
+    return "".join(out)
+
+
+def _figures(result) -> str:
+    from .plots import png_bytes
+
+    out = []
+    for i, (name, fig) in enumerate(result.figures().items()):
+        data = base64.b64encode(png_bytes(fig)).decode("ascii")
+        w, h = (int(x * 100) for x in fig.get_size_inches())
+        out.append(f"<figure id='fig{i}'><img alt='{_e(name)}' width='{w}' height='{h}' "
+                   f"src='data:image/png;base64,{data}'><figcaption>{_e(name)}</figcaption>"
+                   "</figure>")
+    return "".join(out)
+
+
+def render(result) -> str:
+    """The report of a :class:`schedwake.compare.CompareResult` as one HTML string."""
+    title = result.title or "schedwake compare: " + " vs ".join(result.labels)
+    notes = result.notes()
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{_e(title)}</title><style>{_CSS}</style>",
+        f"<script>{_SCRIPT}</script></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f"<p class='meta'>schedwake {_e(__version__)}, {when}. Baseline: "
+        f"<b>{_e(result.labels[0])}</b>. A positive percentage is always better; "
+        "<code>*...*</code> marks a significant difference of the mean.</p>",
+        "<h2>Sides</h2>", _sides(result),
+    ]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li class='meta'>note: {_e(n)}</li>" for n in notes)
+                     + "</ul>")
+    parts += [
+        "<h2>Mean rows at a glance</h2>",
+        "<p class='meta'>Green: significantly better than the baseline; red: significantly "
+        f"worse. {_e(result.rule_line())}</p>",
+        _summary_table(result),
+        "<h2>Comparison (mmtests layout)</h2>",
+        f"<pre>{_e(result.comparison.text())}</pre>",
+        "<h2>Findings per side</h2>", _findings(result),
+        "<h2>Plots</h2>", _figures(result),
+        "</body></html>\n",
+    ]
+    return "\n".join(parts)

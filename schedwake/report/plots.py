@@ -1,0 +1,367 @@
+"""Plots of the comparison report, as matplotlib :class:`~matplotlib.figure.Figure` objects.
+
+Figures are built without pyplot (no global state, no GUI): they render with the Agg
+canvas (``fig.savefig(...)``, :func:`png_bytes`) and display as PNG in a notebook
+(:class:`ReportFigure`).
+Each has a title, labelled axes with units, and direct labels where a legend would
+make the reader hunt.
+
+* :func:`task_cpu` -- one task's CPU over time, LLCs as shaded bands, its wake-ups
+  marked by the waker's class (per-CPU kthread, unbound kworker, interrupt, ...);
+* :func:`migration_matrix` -- from-CPU x to-CPU migration counts (heatmap);
+* :func:`latency_cdf` -- wake-to-run latency CDFs of the sides overlaid (log x);
+* :func:`busy_share` -- per-CPU busy share of each side (grouped bars).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+__all__ = ["task_cpu", "migration_matrix", "latency_cdf", "busy_share", "png_bytes",
+           "default_task", "report_figures", "ReportFigure", "WAKER_STYLE"]
+
+#: Colour and marker per waker class (schedwake.model.tasks.CLASSES).
+WAKER_STYLE = {
+    "percpu_kthread": ("#d62728", "v", "per-CPU kthread (bound kworker, ksoftirqd...)"),
+    "unbound_kworker": ("#ff7f0e", "^", "unbound kworker"),
+    "irq": ("#9467bd", "D", "interrupt context (hardirq/softirq)"),
+    "idle": ("#7f7f7f", "s", "idle"),
+    "kthread": ("#8c564b", "P", "other kernel thread"),
+    "user": ("#1f77b4", "o", "user task"),
+}
+_SIDE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+                 "#e377c2", "#17becf")
+
+
+def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
+    """The figure as PNG bytes (Agg)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+class ReportFigure(Figure):
+    """A matplotlib Figure that also shows itself as a PNG in Jupyter when pyplot (and
+    with it the inline backend's display hook) was never imported."""
+
+    def _repr_png_(self):
+        return png_bytes(self)
+
+
+def _name(trace) -> str:
+    from pathlib import Path
+
+    return Path(str(trace.meta.get("path"))).name
+
+
+def _cpu_order(topo, ncpus: int) -> list[int]:
+    """CPUs grouped by LLC (the order of the bands), then any CPU in no LLC."""
+    order = [c for g in topo.llc for c in sorted(g) if c < ncpus]
+    order += [c for c in range(ncpus) if c not in order]
+    return order
+
+
+def default_task(trace) -> int | None:
+    """The pid a task plot shows by default: the user task woken most often (else any
+    task woken most often); None without wake-ups."""
+    from ..model.tasks import USER, name_class
+
+    w = trace.wakeups()
+    if len(w) == 0:
+        return None
+    counts = w.groupby("wakee_pid").size().sort_values(ascending=False, kind="stable")
+    comm = w.drop_duplicates("wakee_pid", keep="last").set_index("wakee_pid")["wakee_comm"]
+    for pid in counts.index:
+        if pid != 0 and name_class(str(comm.get(pid, "")), int(pid)) == USER:
+            return int(pid)
+    return int(counts.index[0])
+
+
+# -- a task's CPU over time -------------------------------------------------------------------
+
+def _busiest_span(ts: np.ndarray, migrated: np.ndarray, k: int) -> tuple[int, int]:
+    """Index range [i, i+k) of ``k`` consecutive wake-ups holding the most migrations."""
+    if len(ts) <= k:
+        return 0, len(ts)
+    c = np.concatenate([[0], np.cumsum(migrated.astype(np.int64))])
+    counts = c[k:] - c[:-k]
+    i = int(np.argmax(counts))
+    return i, i + k
+
+
+def task_cpu(trace, pid: int | None = None, t0: float | None = None, t1: float | None = None,
+             label: str | None = None, max_wakeups: int | None = 400,
+             figsize=(11, 4.8)) -> Figure:
+    """Where task ``pid`` ran over time: a bar on its CPU for every run joined by a thin
+    line (a jump is a CPU change), LLCs as shaded bands, and each wake-up of the task
+    as a marker on the CPU chosen for it, coloured and shaped by the waker's class
+    (filled when the wake-up migrated the task).
+
+    ``pid`` defaults to :func:`default_task`; ``t0``/``t1`` give the time range
+    (seconds from the trace start). Without them, a task with more than
+    ``max_wakeups`` wake-ups is shown over the ``max_wakeups`` consecutive wake-ups
+    that hold the most migrations (the title says so; ``max_wakeups=None`` shows the
+    whole trace). ``label`` names the side in the title.
+    """
+    from ..model.tasks import CLASSES
+
+    fig = ReportFigure(figsize=figsize, layout="constrained")
+    ax = fig.add_subplot()
+    ncpus = int(trace.meta.get("cpus") or 1)
+    topo = trace.topology
+    order = _cpu_order(topo, ncpus)
+    ypos = {c: i for i, c in enumerate(order)}
+    first = trace.model.events.first_ts
+    if pid is None:
+        pid = default_task(trace)
+    # LLC bands
+    for i, g in enumerate(topo.llc):
+        ys = sorted(ypos[c] for c in g if c in ypos)
+        if not ys:
+            continue
+        ax.axhspan(min(ys) - 0.5, max(ys) + 0.5, color="#4c72b0" if i % 2 == 0 else "#55a868",
+                   alpha=0.10, lw=0)
+        ax.text(1.005, (min(ys) + max(ys)) / 2, f"LLC {i}\n{_cpulist(g)}",
+                transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=8,
+                color="#333333")
+    side = f"{label}: " if label else ""
+    if pid is None:
+        ax.set_title(f"{side}{_name(trace)}: no wake-ups to plot")
+        ax.set_xlabel("time since trace start (s)")
+        ax.set_ylabel("CPU")
+        return fig
+    occ = trace.occupancy()
+    w = trace.wakeups()
+    runs = occ[(occ["pid"] == pid) & (occ["state"] == "running")].sort_values("start_ts")
+    ws = w[w["wakee_pid"] == pid]
+    comm = str(runs["comm"].iloc[-1]) if len(runs) else \
+        str(ws["wakee_comm"].iloc[-1]) if len(ws) else "?"
+    wt_all = (ws["ts"].to_numpy(dtype=np.int64) - first) / 1e9
+    zoom = ""
+    if t0 is None and t1 is None and max_wakeups and len(ws) > max_wakeups:
+        i, j = _busiest_span(wt_all, ws["migrated"].to_numpy(dtype=bool), max_wakeups)
+        t0, t1 = float(wt_all[i]), float(wt_all[j - 1])
+        pad = max((t1 - t0) * 0.02, 1e-6)
+        t0, t1 = t0 - pad, t1 + pad
+        zoom = (f"\nzoomed to {t0:.4f}-{t1:.4f} s: the {max_wakeups} consecutive wake-ups "
+                f"with the most migrations (of {len(ws)})")
+    lo = -np.inf if t0 is None else t0
+    hi = np.inf if t1 is None else t1
+    rs = (runs["start_ts"].to_numpy(dtype=np.int64) - first) / 1e9
+    re_ = (runs["end_ts"].to_numpy(dtype=np.int64) - first) / 1e9
+    ry = np.array([ypos.get(int(c), np.nan) for c in runs["cpu"].to_numpy()])
+    keep = (re_ >= lo) & (rs <= hi)
+    rs, re_, ry = rs[keep], re_[keep], ry[keep]
+    if len(rs):
+        # the path from run to run (a vertical jump = a CPU change), then the runs
+        px = np.repeat(np.column_stack([rs, re_]).ravel(), 1)
+        py = np.repeat(ry, 2)
+        ax.plot(px, py, color="#555555", lw=0.6, alpha=0.6)
+        for c in np.unique(ry[~np.isnan(ry)]):
+            sel = ry == c
+            ax.broken_barh(list(zip(rs[sel], re_[sel] - rs[sel])), (c - 0.12, 0.24),
+                           facecolors="#222222", edgecolors="#222222", linewidth=0.4)
+    ax.plot([], [], color="#222222", lw=6, label=f"running ({len(rs)} runs)")
+    wk = (wt_all >= lo) & (wt_all <= hi)
+    ws, wt = ws[wk], wt_all[wk]
+    nw, nmig = len(ws), int(ws["migrated"].sum()) if len(ws) else 0
+    wy = np.array([ypos.get(int(c), np.nan) for c in ws["chosen_cpu"].to_numpy()])
+    cls = ws["waker_class"].astype(str).to_numpy()
+    mig = ws["migrated"].to_numpy(dtype=bool)
+    for k, c in enumerate(CLASSES):
+        sel = cls == c
+        if not sel.any():
+            continue
+        colour, marker, desc = WAKER_STYLE.get(c, ("#000000", "o", c))
+        off = 0.2 + 0.045 * k  # markers in a row per class, just above the CPU's bar
+        ax.scatter(wt[sel & ~mig], wy[sel & ~mig] + off, s=16, marker=marker,
+                   facecolors="none", edgecolors=colour, linewidths=0.7)
+        ax.scatter(wt[sel & mig], wy[sel & mig] + off, s=28, marker=marker, color=colour,
+                   edgecolors="black", linewidths=0.4)
+        ax.scatter([], [], marker=marker, color=colour,
+                   label=f"woken by {desc}: {int(sel.sum())}")
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.14), ncol=3, fontsize=8, frameon=False)
+    ax.set_yticks(range(len(order)))
+    step = max(1, len(order) // 32)
+    ax.set_yticklabels([str(c) if i % step == 0 else "" for i, c in enumerate(order)])
+    ax.set_ylim(-0.6, len(order) - 0.4 + 0.1)
+    ax.set_xlabel("time since trace start (s)")
+    ax.set_ylabel("CPU (grouped by LLC)")
+    ax.set_title(f"{side}CPU of {comm} (pid {pid}) over time: {nw} wake-ups, {nmig} "
+                 f"migrated (filled markers){zoom}", fontsize=10)
+    if t0 is not None or t1 is not None:
+        ax.set_xlim(t0, t1)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _cpulist(cpus) -> str:
+    from ..topology import format_cpulist
+
+    return "CPUs " + format_cpulist(cpus)
+
+
+# -- migration matrix ----------------------------------------------------------------------------
+
+def migration_matrix(trace, label: str | None = None, cause: str | None = None,
+                     figsize=(6.4, 5.6)) -> Figure:
+    """Heatmap of ``sched_migrate_task`` counts from ``orig_cpu`` (rows) to
+    ``dest_cpu`` (columns), CPUs ordered by LLC with the LLC boundaries drawn; counts
+    printed in the cells up to 16 CPUs. ``cause`` keeps one cause (``wakeup``,
+    ``load_balance``, ``fork_exec``, ``other``)."""
+    fig = ReportFigure(figsize=figsize, layout="constrained")
+    ax = fig.add_subplot()
+    ncpus = int(trace.meta.get("cpus") or 1)
+    order = _cpu_order(trace.topology, ncpus)
+    m = trace.migrations()
+    if cause is not None and len(m):
+        m = m[m["cause"].astype(str) == cause]
+    n = max(ncpus, int(m["orig_cpu"].max()) + 1 if len(m) else 0,
+            int(m["dest_cpu"].max()) + 1 if len(m) else 0)
+    order += [c for c in range(n) if c not in order]
+    pos = np.full(n, -1)
+    pos[order] = np.arange(len(order))
+    mat = np.zeros((len(order), len(order)), dtype=np.int64)
+    if len(m):
+        o = m["orig_cpu"].to_numpy(dtype=np.int64)
+        d = m["dest_cpu"].to_numpy(dtype=np.int64)
+        ok = (o >= 0) & (d >= 0)
+        np.add.at(mat, (pos[o[ok]], pos[d[ok]]), 1)
+    total = int(mat.sum())
+    vmax = max(int(mat.max()), 1)
+    norm = LogNorm(vmin=1, vmax=vmax) if vmax >= 20 else None
+    shown = np.where(mat > 0, mat, np.nan) if norm is not None else mat
+    im = ax.imshow(shown, cmap="viridis", norm=norm, vmin=None if norm else 0,
+                   vmax=None if norm else vmax, interpolation="nearest")
+    cb = fig.colorbar(im, ax=ax, shrink=0.85)
+    cb.set_label("migrations" + (" (log scale)" if norm is not None else ""))
+    if len(order) <= 16:
+        for i in range(len(order)):
+            for j in range(len(order)):
+                if mat[i, j]:
+                    ax.text(j, i, str(mat[i, j]), ha="center", va="center", fontsize=8,
+                            color="white" if mat[i, j] < vmax * 0.6 else "black")
+    # LLC boundaries
+    k = 0
+    for g in trace.topology.llc[:-1]:
+        k += len([c for c in g if c < n])
+        ax.axhline(k - 0.5, color="white", lw=1.5)
+        ax.axvline(k - 0.5, color="white", lw=1.5)
+    step = max(1, len(order) // 32)
+    ticks = list(range(0, len(order), step))
+    ax.set_xticks(ticks, [str(order[i]) for i in ticks])
+    ax.set_yticks(ticks, [str(order[i]) for i in ticks])
+    ax.set_xlabel("to CPU (dest_cpu)")
+    ax.set_ylabel("from CPU (orig_cpu)")
+    cross = 0
+    if len(m):
+        cross = int(m["topology_class"].astype(str).isin(["cross_llc", "cross_numa"]).sum())
+    what = f"{cause} migrations" if cause else "migrations"
+    side = f"{label}: " if label else ""
+    ax.set_title(f"{side}{what} from CPU to CPU\n{_name(trace)}: {total} in "
+                 f"{trace.model.duration_ns / 1e9:.2f} s, {cross} cross-LLC", fontsize=10)
+    return fig
+
+
+# -- latency CDF -----------------------------------------------------------------------------------
+
+def latency_cdf(sides: Mapping, figsize=(9, 5)) -> Figure:
+    """Empirical CDFs of the wake-to-run latency (µs, log x) of each side, overlaid.
+
+    ``sides``: ``{label: trace or [traces]}``; a side's wake-ups of all its traces are
+    pooled. The legend gives each side's count, median and 99th percentile; dotted
+    lines mark the medians."""
+    fig = ReportFigure(figsize=figsize, layout="constrained")
+    ax = fig.add_subplot()
+    lo = np.inf
+    for i, (label, traces) in enumerate(sides.items()):
+        if not isinstance(traces, (list, tuple)):
+            traces = [traces]
+        lats = []
+        for t in traces:
+            w = t.wakeups()
+            if len(w):
+                lats.append(w["latency_ns"].dropna().to_numpy(dtype=np.float64) / 1e3)
+        lat = np.sort(np.concatenate(lats)) if lats else np.zeros(0)
+        lat = lat[lat > 0]
+        colour = _SIDE_COLOURS[i % len(_SIDE_COLOURS)]
+        if len(lat) == 0:
+            ax.plot([], [], color=colour, label=f"{label}: no wake-to-run latencies")
+            continue
+        y = np.arange(1, len(lat) + 1) / len(lat)
+        p50, p99 = np.percentile(lat, 50), np.percentile(lat, 99)
+        ax.step(lat, y, where="post", color=colour, lw=1.6,
+                label=f"{label}: n={len(lat)}, p50 {p50:.1f} µs, p99 {p99:.1f} µs")
+        ax.axvline(p50, color=colour, ls=":", lw=1)
+        lo = min(lo, lat[0])
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.01)
+    ax.set_xlabel("wake-to-run latency (µs, log scale): sched_waking to switch-in")
+    ax.set_ylabel("share of wake-ups with latency ≤ x")
+    ax.set_title("Wake-to-run latency CDF per side (left and steep is better)")
+    ax.grid(which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9)
+    return fig
+
+
+# -- busy share ----------------------------------------------------------------------------------
+
+def busy_share(samples: pd.DataFrame, labels=None, figsize=(9, 4.5)) -> Figure:
+    """Grouped bars: per CPU, the mean busy share (%) of each side's samples, with
+    +-1 sd error bars. ``samples``: the tidy samples of a comparison
+    (:attr:`schedwake.compare.CompareResult.samples`)."""
+    fig = ReportFigure(figsize=figsize, layout="constrained")
+    ax = fig.add_subplot()
+    d = samples[samples["metric"].astype(str).str.fullmatch(r"busy_share_cpu\d+")].copy()
+    if labels is None:
+        labels = list(dict.fromkeys(samples["side"].astype(str)))
+    kind = str(samples["sample_kind"].iloc[0]) if "sample_kind" in samples.columns \
+        and len(samples) else "per-trace"
+    if len(d) == 0:
+        ax.set_title("Per-CPU busy share: no busy-share samples")
+        return fig
+    d["cpu"] = d["metric"].str.slice(len("busy_share_cpu")).astype(int)
+    cpus = sorted(d["cpu"].unique())
+    width = 0.8 / max(len(labels), 1)
+    x = np.arange(len(cpus))
+    for i, lab in enumerate(labels):
+        s = d[d["side"].astype(str) == lab].groupby("cpu")["value"]
+        mean = s.mean().reindex(cpus).to_numpy()
+        sd = s.std().reindex(cpus).fillna(0).to_numpy()
+        ax.bar(x + (i - (len(labels) - 1) / 2) * width, mean, width, yerr=sd, capsize=2,
+               color=_SIDE_COLOURS[i % len(_SIDE_COLOURS)], label=lab,
+               error_kw={"lw": 0.8, "alpha": 0.7})
+    ax.set_xticks(x, [str(c) for c in cpus] if len(cpus) <= 64 else
+                  [str(c) if k % 4 == 0 else "" for k, c in enumerate(cpus)])
+    ax.set_xlabel("CPU")
+    ax.set_ylabel("busy share (% of time running a task)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"Per-CPU busy share per side (mean of {kind} samples, bars ±1 sd)")
+    ax.legend(fontsize=9, ncol=min(len(labels), 4), loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+# -- the set the report shows ----------------------------------------------------------------------
+
+def report_figures(result) -> dict[str, Figure]:
+    """The figures of the HTML report of a :class:`schedwake.compare.CompareResult`:
+    latency CDFs and busy share of all sides, then per side (first trace) the migration
+    matrix and the default task's CPU over time. Sides without traces give only the
+    busy-share plot."""
+    figs: dict[str, Figure] = {}
+    have = [s for s in result.sides if s.traces]
+    if have:
+        figs["Wake-to-run latency CDF"] = result.plot_latency_cdf()
+    figs["Per-CPU busy share"] = result.plot_busy_share()
+    for s in have:
+        figs[f"{s.label}: migration matrix"] = result.plot_migration_matrix(s.label)
+    for s in have:
+        figs[f"{s.label}: task CPU over time"] = result.plot_task_cpu(s.label)
+    return figs

@@ -1,0 +1,212 @@
+"""Validation of ``schedwake compare`` on real recordings of two configurations.
+
+fio pinned to CPU 1 in the root cgroup vs. in a weighted child cgroup, and dbench with
+1 vs. 2 clients (sample_traces/README.md). One trace per side, so the samples are
+per-window values. For the main metrics -- context switches/s, migrations/s, futile
+wake-ups/s -- the test recounts every window independently from the ``trace-cmd report
+-N -t`` text of the same files (its own line parsing, its own windows, its own
+wake/run/sleep tracking and its own Student t distribution) and checks that the values,
+the direction of the change and the significance star agree with compare's JSON and
+text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from .conftest import run_cli, sample
+
+pytestmark = pytest.mark.skipif(shutil.which("trace-cmd") is None,
+                                reason="trace-cmd is not installed (scripts/bootstrap.sh)")
+
+PAIRS = [("fio-pinned-root", "fio-pinned-weighted"),
+         ("dbench-xfs-1client", "dbench-xfs-2clients")]
+FUTILE_RUN_NS = 50_000  # storm_futile_run_us default
+ALPHA = 0.10
+
+_LINE = re.compile(r"\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s+(.*)$")
+_WAKING = re.compile(r" pid=(\d+) prio=\S+ target_cpu=\d+$")
+_SWITCH = re.compile(r" prev_pid=(\d+) prev_prio=\S+ prev_state=(\S+) ==> next_comm=.* "
+                     r"next_pid=(\d+) next_prio=\S+$")
+
+
+@lru_cache(maxsize=None)
+def independent_events(name: str):
+    """(first_ts, last_ts, switch_ts, migrate_ts, futile_waking_ts) in ns, from the text
+    of ``trace-cmd report -N -t`` (nanosecond timestamps, kernel print formats)."""
+    text = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(sample(name + ".dat"))],
+                          check=True, capture_output=True, text=True).stdout
+    first = last = None
+    switch, migrate, futile = [], [], []
+    on_cpu: dict[int, bool] = defaultdict(bool)
+    pending: dict[int, int] = {}           # pid -> ts of a waking not yet followed by a run
+    running: dict[int, tuple[int, int]] = {}  # pid -> (waking ts, switch-in ts)
+    for line in text.splitlines():
+        m = _LINE.search(line)
+        if not m:
+            continue
+        ts = int(m.group(2)) * 1_000_000_000 + int(m.group(3))
+        first = ts if first is None else min(first, ts)
+        last = ts if last is None else max(last, ts)
+        event, rest = m.group(4), m.group(5)
+        if event == "sched_migrate_task":
+            migrate.append(ts)
+        elif event == "sched_waking":
+            pid = int(_WAKING.search(rest).group(1))
+            if on_cpu[pid]:
+                pending.pop(pid, None)     # woken while running: no wait to measure
+            else:
+                pending[pid] = ts          # a later waking supersedes an earlier one
+        elif event == "sched_switch":
+            switch.append(ts)
+            s = _SWITCH.search(rest)
+            prev, state, nxt = int(s.group(1)), s.group(2), int(s.group(3))
+            if prev != 0:
+                on_cpu[prev] = False
+                if prev in running:
+                    woke, start = running.pop(prev)
+                    if not state.startswith("R") and ts - start < FUTILE_RUN_NS:
+                        futile.append(woke)
+            if nxt != 0:
+                on_cpu[nxt] = True
+                if nxt in pending:
+                    running[nxt] = (pending.pop(nxt), ts)
+    return (first, last, np.array(switch, np.int64), np.array(migrate, np.int64),
+            np.array(sorted(futile), np.int64))
+
+
+def windows(first: int, last: int, window_s: float) -> np.ndarray:
+    """Edges of consecutive windows from the first event; a last partial window is kept
+    when it is at least half a window long (and always ends after the last event)."""
+    w = int(round(window_s * 1e9))
+    full, rem = divmod(last - first, w)
+    if full == 0:
+        return np.array([first, last + 1])
+    edges = [first + k * w for k in range(full + 1)]
+    if rem >= w / 2:
+        edges.append(last + 1)
+    return np.array(edges, np.int64)
+
+
+def per_window_rate(ts: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    counts = np.array([np.count_nonzero((ts >= a) & (ts < b))
+                       for a, b in zip(edges[:-1], edges[1:])], dtype=float)
+    return counts / (np.diff(edges) / 1e9)
+
+
+def student_two_sided_p(t: float, df: int) -> float:
+    """P(|T| >= t) by Simpson integration of the Student t density."""
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    n = 4000
+    h = t / n
+    f = [c * (1 + (i * h) ** 2 / df) ** (-(df + 1) / 2) for i in range(n + 1)]
+    area = h / 3 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2]))
+    return max(0.0, 1 - 2 * area)
+
+
+def lkml_ttest(a: np.ndarray, b: np.ndarray) -> bool:
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    if se == 0:
+        return bool(a.mean() != b.mean())
+    t = abs(a.mean() - b.mean()) / se
+    return bool(student_two_sided_p(t, len(a) + len(b) - 2) < ALPHA)
+
+
+@lru_cache(maxsize=None)
+def compare_json(base: str, new: str):
+    proc = run_cli("compare", sample(base + ".dat"), sample(new + ".dat"), "--format", "json",
+                   "--metric", "context_switches/s", "--metric", "migrations/s",
+                   "--metric", "futile_wakeups/s", check=True)
+    return json.loads(proc.stdout)
+
+
+def _row(doc, metric, stat, side):
+    (r,) = [r for r in doc["rows"] if r["metric"] == metric and r["stat"] == stat
+            and r["side"] == side]
+    return r
+
+
+@pytest.mark.parametrize("base,new", PAIRS)
+def test_direction_and_significance_match_independent_counts(base, new):
+    doc = compare_json(base, new)
+    assert doc["samples"]["kind"] == "per-window"
+    window = doc["samples"]["window_s"]
+    assert window and f"window {window} s" in doc["rule_line"]
+    labels = doc["labels"]
+    assert labels == [base, new]
+    checked_sig = []
+    for metric, which, tol in (("context_switches/s", 2, 0.0), ("migrations/s", 3, 0.0),
+                               ("futile_wakeups/s", 4, 0.001)):
+        samples = []
+        for name in (base, new):
+            ev = independent_events(name)
+            edges = windows(ev[0], ev[1], window)
+            samples.append(per_window_rate(ev[which], edges))
+        b, n = samples
+        mean_b = _row(doc, metric, "Amean", labels[0])
+        mean_n = _row(doc, metric, "Amean", labels[1])
+        # the same windows, the same values
+        assert mean_b["n"] == len(b) and mean_n["n"] == len(n), metric
+        assert mean_b["value"] == pytest.approx(b.mean(), rel=tol or 1e-9), metric
+        assert mean_n["value"] == pytest.approx(n.mean(), rel=tol or 1e-9), metric
+        # the direction: lower is better, so a higher mean is a negative percentage
+        pct = 100 - 100 * n.mean() / b.mean()
+        assert mean_n["pct"] == pytest.approx(pct, abs=max(0.05, 100 * tol)), metric
+        assert np.sign(mean_n["pct"]) == np.sign(pct), metric
+        # the significance star
+        sig = lkml_ttest(b, n)
+        assert mean_n["significant"] is sig, (metric, mean_n)
+        assert mean_n["testable"] is True
+        cell = f"{mean_n['value']:12.2f} " + (f"*{mean_n['pct']:7.2f}%*" if sig
+                                              else f"({mean_n['pct']:7.2f}%)")
+        line = [ln for ln in doc["table"].splitlines()
+                if ln.split()[:2] == ["Amean", metric]][0]
+        assert line.endswith(cell), (line, cell)
+        checked_sig.append(sig)
+    # the comparison must not be trivially all-or-nothing across both pairs
+    assert checked_sig
+
+
+def test_pairs_have_significant_and_insignificant_changes():
+    """The validation covers both verdicts: at least one significant change and one
+    that is not, among the metrics checked on the real pairs."""
+    verdicts = set()
+    for base, new in PAIRS:
+        doc = compare_json(base, new)
+        for metric in ("context_switches/s", "migrations/s", "futile_wakeups/s"):
+            verdicts.add(_row(doc, metric, "Amean", new)["significant"])
+    assert verdicts == {True, False}
+
+
+def test_weighted_cgroup_switches_more_and_migrates_less():
+    """What the README says of the fio pair, seen by compare: the weighted cgroup run
+    has more context switches and futile wake-ups per second, fewer migrations."""
+    doc = compare_json(*PAIRS[0])
+    new = PAIRS[0][1]
+    assert _row(doc, "context_switches/s", "Amean", new)["pct"] < 0
+    assert _row(doc, "futile_wakeups/s", "Amean", new)["pct"] < 0
+    mig = _row(doc, "migrations/s", "Amean", new)
+    assert mig["pct"] > 50 and mig["significant"] is True
+
+
+def test_ci95_is_stricter_than_ttest():
+    """The same real pair under --significance ci95: never more stars than the t-test."""
+    base, new = PAIRS[1]
+    proc = run_cli("compare", sample(base + ".dat"), sample(new + ".dat"), "--format", "json",
+                   "--significance", "ci95", "--metric", "context_switches/s",
+                   "--metric", "migrations/s", "--metric", "futile_wakeups/s", check=True)
+    ci = json.loads(proc.stdout)
+    tt = compare_json(base, new)
+    assert "do not overlap" in ci["rule_line"]
+    for metric in ("context_switches/s", "migrations/s", "futile_wakeups/s"):
+        if _row(ci, metric, "Amean", new)["significant"]:
+            assert _row(tt, metric, "Amean", new)["significant"]

@@ -1,0 +1,81 @@
+"""Every notebook in notebooks/ runs top to bottom (nbclient, the python3 kernel of this
+interpreter), and no committed notebook carries outputs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from .conftest import ROOT
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: Per-cell limit; every notebook should take well under a minute in all.
+CELL_TIMEOUT_S = 180
+NOTEBOOK_BUDGET_S = 120
+
+
+def _mirror(tmp: Path) -> Path:
+    """A temporary copy of the checkout's layout: every top-level entry symlinked except
+    notebooks/, whose notebooks are copied (so running them never writes into the repo
+    and ``../sample_traces`` resolves as in a checkout). Returns the notebooks dir."""
+    for entry in ROOT.iterdir():
+        if entry.name not in ("notebooks", ".git"):
+            (tmp / entry.name).symlink_to(entry)
+    nbdir = tmp / "notebooks"
+    nbdir.mkdir()
+    return nbdir
+
+
+def _run(nb, cwd: Path):
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(cwd)}})
+    return client.execute()
+
+
+def test_there_are_notebooks():
+    names = {p.name for p in NOTEBOOKS}
+    assert {"01-quickstart.ipynb", "02-xfs-dbench-pingpong.ipynb",
+            "03-cswitch-storm-weighted-cgroup.ipynb"} <= names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+             and (c.get("outputs") or c.get("execution_count") is not None)]
+    assert not dirty, (f"{path.name}: cells {dirty} have outputs or execution counts; "
+                       "clear them before committing (jupyter nbconvert "
+                       "--clear-output --inplace)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path, tmp_path):
+    nbdir = _mirror(tmp_path)
+    copy = nbdir / path.name
+    copy.write_bytes(path.read_bytes())
+    nb = nbformat.read(copy, as_version=4)
+    t0 = time.monotonic()
+    _run(nb, nbdir)  # raises CellExecutionError with the failing cell and traceback
+    took = time.monotonic() - t0
+    assert took < NOTEBOOK_BUDGET_S, f"{path.name} took {took:.0f} s"
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
+    assert not any(c.get("outputs") for c in nbformat.read(path, as_version=4).cells
+                   if c.cell_type == "code")
+
+
+def test_kernel_is_this_interpreter(tmp_path):
+    """nbclient's python3 kernel runs in this environment (jupyter_client starts it with
+    sys.executable), so the notebooks import the schedwake under test."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell("import sys, schedwake\nprint(sys.prefix)"))
+    _run(nb, tmp_path)
+    out = "".join(o.get("text", "") for o in nb.cells[0].outputs).strip()
+    assert out == sys.prefix

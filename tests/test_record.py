@@ -1,0 +1,232 @@
+"""`schedwake record`: real recordings on this machine (CI runs as root), clean-up of the
+tracing state also on SIGINT and errors, one-line refusals, and the event-list parser."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import schedwake
+from schedwake.record import (DEFAULT_EVENTS, INSTANCE_PREFIX, RecordError, find_tracefs,
+                              parse_events, parse_stats, trace_cmd_record_usable)
+
+from .conftest import run_cli
+
+WORKLOAD = ["sh", "-c", "for i in 1 2 3; do ls -R /usr/share/doc > /dev/null; sleep 0.05; done"]
+TRACEFS = find_tracefs()
+needs_tracing = pytest.mark.skipif(
+    os.geteuid() != 0 or TRACEFS is None or shutil.which("trace-cmd") is None,
+    reason="recording needs root, a mounted tracefs and trace-cmd")
+
+
+# -- pure parts ---------------------------------------------------------------------------
+def test_parse_events_default_and_forms():
+    assert parse_events(None) == list(DEFAULT_EVENTS)
+    assert parse_events("sched:sched_switch, sched_waking,workqueue:*,irq") == [
+        ("sched", "sched_switch", True), ("sched", "sched_waking", True),
+        ("workqueue", "*", True), ("irq", "*", True)]
+    assert parse_events("workqueue_execute_start") == [
+        ("workqueue", "workqueue_execute_start", True)]
+
+
+@pytest.mark.parametrize("bad", ["", " , ", "sched:../x", "a b:c", ":x"])
+def test_parse_events_rejects(bad):
+    with pytest.raises(RecordError) as e:
+        parse_events(bad)
+    assert "\n" not in str(e.value) and str(e.value).startswith("--events:")
+
+
+def test_parse_stats():
+    st = parse_stats("entries: 12\noverrun: 3\ncommit overrun: 0\nbytes: 4096\n"
+                     "oldest event ts:  2579.775853\nnow ts:  2580.1\ndropped events: 2\n")
+    assert st["entries"] == 12 and st["overrun"] == 3 and st["dropped events"] == 2
+
+
+def test_default_events_cover_the_model():
+    from schedwake.model import MODEL_EVENTS
+
+    names = {e for s, e, _ in DEFAULT_EVENTS}
+    for ev in MODEL_EVENTS:
+        assert ev in names or ev.startswith("workqueue_") or ev == "print", ev
+
+
+# -- real recordings ----------------------------------------------------------------------
+@pytest.fixture
+def tracing_lock():
+    """One recording test at a time (saved_cmdlines_size is machine-wide), also across
+    pytest-xdist workers."""
+    with open("/tmp/schedwake-test-record.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+        fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _instances() -> set[str]:
+    return {p.name for p in Path(TRACEFS, "instances").iterdir()
+            if p.name.startswith("schedwake-")}
+
+
+def _cmdlines() -> int:
+    return int(Path(TRACEFS, "saved_cmdlines_size").read_text().split()[0])
+
+
+@pytest.fixture
+def clean_state(tracing_lock):
+    """Checks after the test that no new schedwake-* instance remains and that
+    saved_cmdlines_size is back to its value from before."""
+    before, cmdl = _instances(), _cmdlines()
+    yield
+    assert _instances() - before == set(), "a schedwake-* tracefs instance was left behind"
+    assert _cmdlines() == cmdl, "saved_cmdlines_size was not restored"
+
+
+@needs_tracing
+def test_record_real_workload(tmp_path, clean_state):
+    out = tmp_path / "trace.dat"
+    proc = run_cli("record", "-o", out, "--buffer-kb", 16384, "--", *WORKLOAD)
+    assert proc.returncode == 0, proc.stderr
+    summary = proc.stdout.strip()
+    assert summary.startswith(f"wrote {out}") and "command exit code 0" in summary
+    assert "lost events: 0" in summary or "LOST" in summary
+    t = schedwake.load(out)
+    for ev in ("sched_switch", "sched_waking", "sched_wakeup", "sched_process_exec"):
+        assert t.has(ev) and t.table(ev).num_rows > 0, ev
+    assert t.meta["cpus"] == os.cpu_count()
+    # the ls processes of the workload were traced, with their comm
+    assert "ls" in set(t.df("sched_switch")["next_comm"].astype(str))
+    assert any(f.endswith("/ls") for f in t.df("sched_process_exec")["filename"].astype(str))
+    marks = t.df("print")["buf"].astype(str).str.strip().tolist()
+    assert marks[0] == "schedwake: start" and marks[-1].startswith("schedwake: stop")
+    topo = json.loads(Path(f"{out}.topology.json").read_text())
+    assert topo["cpus"] == os.cpu_count() and topo["llc"]
+    assert t.topology.source.endswith("trace.dat.topology.json")  # picked up by load
+    assert not list(tmp_path.glob(".schedwake-record-*"))  # no temporary files left
+
+
+@needs_tracing
+def test_record_exit_code_events_and_analyze(tmp_path, clean_state):
+    out = tmp_path / "t.dat"
+    proc = run_cli("record", "-q", "-o", out, "--events", "sched:sched_switch,sched_waking",
+                   "--", "sh", "-c", "sleep 0.1; exit 3")
+    assert proc.returncode == 0, proc.stderr
+    assert "command exit code 3" in proc.stdout and proc.stderr == ""
+    t = schedwake.load(out)
+    assert set(t.events) == {"sched_switch", "sched_waking", "print"}
+    assert run_cli("analyze", out).returncode == 0
+
+
+@needs_tracing
+def test_record_duration_without_command(tmp_path, clean_state):
+    out = tmp_path / "d.dat"
+    t0 = time.monotonic()
+    proc = run_cli("record", "-o", out, "--duration", "0.3", "--buffer-kb", 4096)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - t0 < 30
+    assert "command" not in proc.stdout
+    assert schedwake.load(out, events=[]).meta["event_counts"]["sched_switch"] > 0
+
+
+@needs_tracing
+def test_record_reports_lost_events(tmp_path, clean_state):
+    out = tmp_path / "lost.dat"
+    forks = "i=0; while [ $i -lt 400 ]; do i=$((i+1)); /bin/true; done"  # ~10 events each
+    proc = run_cli("record", "-o", out, "--buffer-kb", 8, "--", "sh", "-c", forks)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOST " in proc.stdout and "WARNING: the ring buffer lost" in proc.stderr
+    assert schedwake.load(out, events=[]).meta["event_counts"]["sched_switch"] > 0
+
+
+@needs_tracing
+def test_record_interrupted_cleans_up(tmp_path, clean_state):
+    out = tmp_path / "int.dat"
+    exe = Path(sys.executable).with_name("schedwake")
+    proc = subprocess.Popen([str(exe), "record", "-o", str(out), "--buffer-kb", "4096",
+                             "--", "sleep", "5"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    inst = Path(TRACEFS, "instances", f"{INSTANCE_PREFIX}{proc.pid}")
+    deadline = time.monotonic() + 20
+    while not (inst / "tracing_on").exists() or (inst / "tracing_on").read_text()[0] != "1":
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.3)  # sleep 5 runs now
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - t0 < 4.5, "SIGINT was not forwarded to the command"
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stdout and "killed by signal 2" in stdout
+    assert not inst.exists()
+    assert schedwake.load(out, events=[]).meta["event_counts"]["sched_switch"] > 0
+
+
+@needs_tracing
+def test_record_interrupted_during_setup_cleans_up(tmp_path, clean_state):
+    """SIGTERM at any moment leaves nothing behind (the trace may or may not exist)."""
+    exe = Path(sys.executable).with_name("schedwake")
+    for delay in (0.6, 0.9, 1.2):
+        proc = subprocess.Popen([str(exe), "record", "-o", str(tmp_path / "x.dat"),
+                                 "--buffer-kb", "4096", "--", "sleep", "3"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+        assert proc.returncode in (0, 2, 130, -signal.SIGTERM)
+        assert not Path(TRACEFS, "instances", f"{INSTANCE_PREFIX}{proc.pid}").exists()
+
+
+@needs_tracing
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv")
+def test_record_without_root_one_line(tmp_path):
+    exe = Path(sys.executable).with_name("schedwake")
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           str(exe), "record", "-o", "/tmp/never.dat", "--", "true"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "needs root" in proc.stderr
+    assert not Path("/tmp/never.dat").exists()
+
+
+@needs_tracing
+def test_record_forced_trace_cmd_fails_cleanly_where_it_cannot_work(tmp_path, clean_state):
+    ok, why = trace_cmd_record_usable()
+    if ok:
+        pytest.skip("trace-cmd record works on this kernel")
+    proc = run_cli("record", "-o", tmp_path / "tc.dat", "--method", "trace-cmd", "--", "true")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("schedwake: record: trace-cmd record failed")
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "tc.dat").exists()
+
+
+@needs_tracing
+def test_record_unknown_event_one_line(tmp_path, clean_state):
+    proc = run_cli("record", "-q", "-o", tmp_path / "e.dat", "--events", "sched:no_such_event",
+                   "--", "true")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "sched:no_such_event does not exist" in proc.stderr
+
+
+@needs_tracing
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare")
+def test_record_mounts_tracefs_when_missing(tmp_path, clean_state):
+    """In a private mount namespace without tracefs: mounted for the recording and
+    unmounted again afterwards (the machine's own mount is untouched)."""
+    exe = Path(sys.executable).with_name("schedwake")
+    script = (f"umount {TRACEFS} || exit 99; "
+              f"{exe} record -o {tmp_path / 'm.dat'} --buffer-kb 2048 -- true || exit $?; "
+              "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi")
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True)
+    if proc.returncode == 99:
+        pytest.skip("cannot unmount tracefs in a mount namespace here")
+    assert proc.returncode == 0, proc.stderr
+    assert "mounted tracefs" in proc.stderr
+    assert (tmp_path / "m.dat").stat().st_size > 0

@@ -1,0 +1,117 @@
+"""The NumPy helpers that replaced pandas merges and group-bys in the model and the
+detectors (to keep memory near the size of the tables) give what the pandas versions
+gave, on random inputs full of ties, nulls of keys and edge cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from schedwake.detect._iwr import llc_gap_segments, single_cpu_pids
+from schedwake.model._util import _asof_index_merge, _stable_order, asof_index, pid_cpu_counts
+
+
+@pytest.mark.parametrize("keys", ["none", "int32", "int64", "mixed", "wide_keys", "wide_ts"])
+def test_asof_index_matches_merge_asof(keys):
+    rng = np.random.default_rng(7)
+    for trial in range(80):
+        n, m = int(rng.integers(0, 40)), int(rng.integers(0, 40))
+        lts, rts = rng.integers(0, 25, n), rng.integers(0, 25, m)
+        if trial % 2:
+            rts = np.sort(rts)  # the usual case: right rows in time order
+        lk, rk = rng.integers(-2, 4, n), rng.integers(-2, 4, m)
+        if keys == "none":
+            lk = rk = None
+        elif keys == "int32":
+            lk, rk = lk.astype(np.int32), rk.astype(np.int32)
+        elif keys == "mixed":
+            lk = lk.astype(np.int32)
+        elif keys == "wide_keys":
+            vals = np.array([-2 ** 31, -1, 0, 7, 2 ** 31 - 1], dtype=np.int32)
+            lk, rk = rng.choice(vals, n), rng.choice(vals, m)
+        elif keys == "wide_ts":  # too wide for one int64 line: the merge_asof fallback
+            rts = rts + (2 ** 62) * rng.integers(0, 2, m)
+        for direction in ("backward", "forward"):
+            for exact in (True, False):
+                got = asof_index(lts, lk, rts, rk, direction, exact)
+                want = _asof_index_merge(lts, lk, rts, rk, direction, exact)
+                assert got.dtype == np.int64
+                assert got.tolist() == want.tolist(), (trial, direction, exact)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint16])
+def test_stable_order_is_a_stable_argsort(dtype):
+    rng = np.random.default_rng(1)
+    info = np.iinfo(dtype)
+    for lo, hi in ((0, 3), (-100, 100), (0, 70_000), (info.min, info.max)):
+        lo, hi = max(lo, info.min), min(hi, info.max)
+        key = rng.integers(lo, hi, 2000, endpoint=True).astype(dtype)
+        assert _stable_order(key).tolist() == np.argsort(key, kind="stable").tolist()
+    assert len(_stable_order(np.zeros(0, dtype))) == 0
+
+
+def test_pid_cpu_counts_and_single_cpu_pids_match_groupby():
+    rng = np.random.default_rng(3)
+    for trial in range(100):
+        n = int(rng.integers(0, 150))
+        pid = rng.integers(-3, 20, n).astype(np.int32)
+        cpu = rng.integers(-1, 4, n).astype(np.int32)
+        if trial % 3 == 0:
+            cpu[:] = 2
+        g = pd.DataFrame({"pid": pid, "cpu": cpu}).groupby("pid")["cpu"].agg(["nunique", "size"])
+        pids, rows, ncpus = pid_cpu_counts(pid, cpu)
+        assert pids.tolist() == g.index.tolist()
+        assert rows.tolist() == g["size"].tolist() and ncpus.tolist() == g["nunique"].tolist()
+        for min_runs in (1, 3, 10):
+            want = g.index[(g["nunique"] == 1) & (g["size"] >= min_runs)].to_numpy()
+            got = single_cpu_pids(pid, cpu, min_runs)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def _gaps_with_pandas(icpu, istart, iend, wcpu, wstart, wend):
+    """The idle-while-runnable sweep as it was written with pandas group-bys."""
+    i = pd.DataFrame({"cpu": icpu, "start_ts": istart, "end_ts": iend})
+    wt = pd.DataFrame({"cpu": wcpu, "start_ts": wstart, "end_ts": wend})
+    ts = np.concatenate([i["start_ts"], i["end_ts"], wt["start_ts"], wt["end_ts"]])
+    if len(ts) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cpu = np.concatenate([i["cpu"], i["cpu"], wt["cpu"], wt["cpu"]]).astype(np.int64)
+    d_idle = np.concatenate([np.ones(len(i)), -np.ones(len(i)),
+                             np.zeros(2 * len(wt))]).astype(np.int64)
+    d_wait = np.concatenate([np.zeros(2 * len(i)), np.ones(len(wt)),
+                             -np.ones(len(wt))]).astype(np.int64)
+    order = np.argsort(ts, kind="stable")
+    ts, cpu, d_idle, d_wait = ts[order], cpu[order], d_idle[order], d_wait[order]
+    df = pd.DataFrame({"cpu": cpu, "di": d_idle, "dw": d_wait})
+    g = df.groupby("cpu")
+    idle_c = g["di"].cumsum().to_numpy() > 0
+    wait_c = g["dw"].cumsum().to_numpy() > 0
+    df["i"], df["bw"] = idle_c.astype(np.int64), (wait_c & ~idle_c).astype(np.int64)
+    n_idle = np.cumsum(df.groupby("cpu")["i"].diff().fillna(df["i"]).to_numpy())
+    n_bw = np.cumsum(df.groupby("cpu")["bw"].diff().fillna(df["bw"]).to_numpy())
+    seg_end = np.append(ts[1:], ts[-1])
+    sel = (n_idle >= 1) & (n_bw >= 1) & (seg_end > ts)
+    return ts[sel], seg_end[sel]
+
+
+@pytest.mark.parametrize("far", [False, True])
+def test_llc_gap_segments_match_the_pandas_sweep(far):
+    rng = np.random.default_rng(11)
+    for trial in range(120):
+        ncpu = int(rng.integers(1, 6))
+        ni, nw = int(rng.integers(0, 40)), int(rng.integers(0, 80))
+        icpu = rng.integers(0, ncpu, ni).astype(np.int32)
+        wcpu = rng.integers(0, ncpu + 1, nw).astype(np.int32)  # some outside the LLC
+        istart = rng.integers(0, 40, ni)
+        iend = istart + rng.integers(0, 5, ni)  # zero-length ones too
+        wstart = rng.integers(0, 40, nw)
+        wend = wstart + rng.integers(1, 6, nw)
+        if far:  # times too far apart to pack with the CPU into one int64
+            istart, iend = istart + 2 ** 61, iend + 2 ** 61
+        group = list(range(ncpu))
+        inside = np.isin(wcpu, group)
+        want = _gaps_with_pandas(icpu, istart, iend, wcpu[inside], wstart[inside],
+                                 wend[inside])
+        got = llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
