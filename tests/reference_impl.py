@@ -58,6 +58,7 @@ def walk(trace, futile_run_ns=50_000):
     run_start = {}            # pid -> (ts, cpu) of a run that began after a wake-up
     res = {"pingpong": 0, "wakeups": 0, "wakeup_migrations": 0, "changes": {}, "storm": {}}
     waking_info = {}          # (cpu) -> info of the last waking on that cpu
+    settled = set()           # pids woken up or run since their last waking
     for ts, _, _, name, r in merged(trace):
         cpu = r["cpu"]
         if name == "sched_waking":
@@ -71,14 +72,18 @@ def walk(trace, futile_run_ns=50_000):
                     "cpu": cpu}
             waking_info[cpu] = info
             pid = r["pid"]
+            settled.discard(pid)
             if running.get(pid):
                 pending.pop(pid, None)
             else:
                 pending[pid] = r["target_cpu"]
         elif name == "sched_migrate_task":
             last = last_on_cpu.get(cpu)
+            # a wake-up's own migration: right after its waking on that CPU, by the same
+            # task, and before the wakee was woken up (sched_wakeup) or ran
             if last is not None and last[0] == "sched_waking" and \
-                    last[1]["pid"] == r["pid"] and last[1]["common_pid"] == r["common_pid"]:
+                    last[1]["pid"] == r["pid"] and last[1]["common_pid"] == r["common_pid"] \
+                    and r["pid"] not in settled:
                 res["wakeup_migrations"] += 1
                 info = waking_info[cpu]
                 if info["percpu_task"] and info["prev"] == cpu:
@@ -90,6 +95,7 @@ def walk(trace, futile_run_ns=50_000):
                     pending[r["pid"]] = dst
         elif name == "sched_switch":
             prev, nxt = r["prev_pid"], r["next_pid"]
+            settled.add(nxt)
             pk = r["prev_comm"].startswith("kworker/")
             nk = r["next_comm"].startswith("kworker/")
             if pk and not nk and nxt != 0:
@@ -111,6 +117,8 @@ def walk(trace, futile_run_ns=50_000):
                 if nxt in pending:
                     run_start[nxt] = (ts, pending.pop(nxt))
             current[cpu] = (nxt, r["next_comm"])
+        elif name == "sched_wakeup":
+            settled.add(r["pid"])
         last_on_cpu[cpu] = (name, r)
     return res
 

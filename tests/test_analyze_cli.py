@@ -96,3 +96,27 @@ def test_missing_trace_exit_2(tmp_path):
 def test_lost_events_caveat():
     p = run_cli("analyze", sample("lost-events.dat"), check=True)
     assert "lower bounds" in p.stdout
+
+
+def test_traces_missing_switches_or_wakeups_say_so_and_do_not_crash(tmp_path):
+    """A trace without sched_switch (or without wake-ups) is analysed as far as it can be."""
+    from .conftest import run_cli
+
+    head = "# tracer: nop\n#\n"
+    no_switch = tmp_path / "no-switch.txt"
+    no_switch.write_text(head + "".join(
+        f"            bash-5       [000] d..2.   100.{i:06d}: sched_waking: "
+        f"comm=foo pid=7 prio=120 target_cpu=000\n" for i in (1, 101)))
+    no_wakeup = tmp_path / "no-wakeup.txt"
+    no_wakeup.write_text(head + (
+        "          <idle>-0       [000] d..2.   100.000001: sched_switch: prev_comm=swapper/0 "
+        "prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=bash next_pid=5 next_prio=120\n"
+        "            bash-5       [000] d..2.   100.000101: sched_switch: prev_comm=bash "
+        "prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 "
+        "next_prio=120\n"))
+    proc = run_cli("analyze", no_switch)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "no sched_switch events" in proc.stdout
+    for path in (no_switch, no_wakeup):
+        out = run_cli("analyze", path, "--format", "json", check=True).stdout
+        assert json.loads(out)["findings"] == []

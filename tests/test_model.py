@@ -67,18 +67,25 @@ def report_lines(path):
 def independent_counts(path):
     """sched_waking count and wake-up migrations from the report text: a
     sched_migrate_task whose previous line on the same CPU is a sched_waking of the same
-    pid by the same current task."""
+    pid by the same current task, before that pid's sched_wakeup or switch-in."""
     last = {}
+    settled = set()
     wakings = migrations = wake_migr = 0
     for m in report_lines(path):
         comm, pid, cpu, event, fields = m[1], int(m[2]), int(m[3]), m[6], m[7]
         f = dict(FIELD.findall(fields))
         if event == "sched_waking":
             wakings += 1
+            settled.discard(f["pid"])
+        elif event == "sched_wakeup":
+            settled.add(f["pid"])
+        elif event == "sched_switch":
+            settled.add(f["next_pid"])
         if event == "sched_migrate_task":
             migrations += 1
             lp = last.get(cpu)
-            if lp and lp[0] == "sched_waking" and lp[1] == pid and lp[2].get("pid") == f["pid"]:
+            if lp and lp[0] == "sched_waking" and lp[1] == pid and \
+                    lp[2].get("pid") == f["pid"] and f["pid"] not in settled:
                 wake_migr += 1
         if event != "print":
             last[cpu] = (event, pid, f)

@@ -53,21 +53,24 @@ def gap_segments(model, th: dict):
     topo = model.topology
     pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
     # columns as arrays, filtered by masks: no copies of the occupancy table's rows
-    state, ocpu = occ["state"], occ["cpu"].to_numpy()
-    isel = (state == "idle").to_numpy()
-    icpu, istart, iend = ocpu[isel], occ["start_ts"].to_numpy()[isel], \
-        occ["end_ts"].to_numpy()[isel]
-    wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy())
+    # (explicit dtypes: an empty occupancy, e.g. no sched_switch, has object columns)
+    state, ocpu = occ["state"], occ["cpu"].to_numpy(dtype=np.int64)
+    ostart = occ["start_ts"].to_numpy(dtype=np.int64)
+    oend = occ["end_ts"].to_numpy(dtype=np.int64)
+    isel = (state == "idle").to_numpy(dtype=bool)
+    icpu, istart, iend = ocpu[isel], ostart[isel], oend[isel]
+    wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup"))
+                          .to_numpy(dtype=bool))
     del isel, state
-    wsel = wsel[~np.isin(occ["pid"].to_numpy()[wsel], pinned)]
+    wsel = wsel[~np.isin(occ["pid"].to_numpy(dtype=np.int64)[wsel], pinned)]
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts
     fs = np.array([first.get(int(c), np.iinfo(np.int64).max) for c in range(topo.cpus)]
                   + [np.iinfo(np.int64).max], dtype=np.int64)
     wcpu = ocpu[wsel]
-    start = np.maximum(occ["start_ts"].to_numpy()[wsel],
+    start = np.maximum(ostart[wsel],
                        fs[np.where((wcpu >= 0) & (wcpu < topo.cpus), wcpu, topo.cpus)])
-    wend = occ["end_ts"].to_numpy()[wsel]
+    wend = oend[wsel]
     del wsel
     keep = wend > start
     wcpu, start, wend = wcpu[keep], start[keep], wend[keep]

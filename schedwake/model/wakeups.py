@@ -70,6 +70,24 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
     ok &= take(ints(w, "pid"), wi, -2) == i64(m, "pid")
     ok &= take(ints(w, "common_pid"), wi, -2) == i64(m, "common_pid")
     ok &= b_ts <= take(wts, wi, np.iinfo(np.int64).max)
+    # A wake-up's own migration comes before the wakee is woken up (sched_wakeup) and
+    # before it runs. Without this, a waker that runs on with no other event on its CPU
+    # and later pulls the same task (newly-idle balance) would be taken for the
+    # wake-up's migration, however old the waking.
+    cand = np.flatnonzero(ok)
+    if len(cand):
+        c_ts, c_pid = take(wts, wi[cand], 0), i64(m, "pid")[cand]
+        never = np.iinfo(np.int64).max
+        limit = np.full(len(cand), never, dtype=np.int64)
+        if ev.wakeup is not None and len(ev.wakeup):
+            wu_ts = i64(ev.wakeup, "ts")
+            j = asof_index(c_ts, c_pid, wu_ts, ints(ev.wakeup, "pid"), "forward", True)
+            limit = np.minimum(limit, take(wu_ts, j, never))
+        if ev.switch is not None and len(ev.switch):
+            sw_ts = i64(ev.switch, "ts")
+            j = asof_index(c_ts, c_pid, sw_ts, ints(ev.switch, "next_pid"), "forward", True)
+            limit = np.minimum(limit, take(sw_ts, j, never))
+        ok[cand] = mts[cand] <= limit
     res = np.where(ok, wi, -1)
     # one waking owns at most one migration: keep the first
     idx = np.flatnonzero(res >= 0)
