@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
 
 import schedwake

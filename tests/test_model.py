@@ -72,7 +72,7 @@ def independent_counts(path):
     settled = set()
     wakings = migrations = wake_migr = 0
     for m in report_lines(path):
-        comm, pid, cpu, event, fields = m[1], int(m[2]), int(m[3]), m[6], m[7]
+        pid, cpu, event, fields = int(m[2]), int(m[3]), m[6], m[7]
         f = dict(FIELD.findall(fields))
         if event == "sched_waking":
             wakings += 1

@@ -63,14 +63,15 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     # CPUs visited: distinct (pid, cpu) pairs of prev and chosen, as one int64 each
     pid64 = g["pid"].to_numpy().astype(np.int64) << 32
 
-    def pairs_of(cpu):
+    def pairs_of(cpu, pid_bits):
         k = cpu.astype(np.int64)
         k &= 0xFFFFFFFF
-        k |= pid64
+        k |= pid_bits
         k.sort()
         return k[np.concatenate([[True], k[1:] != k[:-1]])] if len(k) else k
 
-    pairs = np.union1d(pairs_of(g["prev"].to_numpy()), pairs_of(g["chosen"].to_numpy()))
+    pairs = np.union1d(pairs_of(g["prev"].to_numpy(), pid64),
+                       pairs_of(g["chosen"].to_numpy(), pid64))
     del pid64
     vpid, nvisited = np.unique(pairs >> 32, return_counts=True)
     del pairs

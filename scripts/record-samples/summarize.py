@@ -47,7 +47,6 @@ def main():
     pending = {}  # woken pid -> (waker_is_kworker, migrated)
     wake_wl = collections.Counter()  # (kind) -> n
     wake_mig = collections.Counter()
-    wl_pids = set()
     for line in p.stdout:
         if 'DROPPED' in line or 'LOST' in line:
             dropped_lines.append(line.rstrip())
@@ -117,7 +116,7 @@ def main():
     print(f"- events in `trace-cmd report` (total {total}, span {span:.3f} s from {first} to {last}):")
     for k, v in ev.most_common():
         print(f"  - {k}: {v}")
-    print(f"- per CPU: " + ', '.join(f"cpu{k}: {v}" for k, v in sorted(percpu.items())))
+    print("- per CPU: " + ', '.join(f"cpu{k}: {v}" for k, v in sorted(percpu.items())))
     print(f"- `EVENTS DROPPED`/`LOST` lines in the report: {len(dropped_lines)}")
     for d in dropped_lines[:3]:
         print(f"  - `{d.strip()}`")
