@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/types.h>
 
 #include <trace-cmd/trace-cmd.h>
@@ -50,6 +51,7 @@ unsigned long tracecmd_get_in_file_version(struct tracecmd_input *handle);
 struct tep_record *tracecmd_read_cpu_last(struct tracecmd_input *handle, int cpu);
 struct tep_record *tracecmd_read_cpu_first(struct tracecmd_input *handle, int cpu);
 void tracecmd_set_all_cpus_to_timestamp(struct tracecmd_input *handle, unsigned long long time);
+off64_t tracecmd_get_cpu_file_size(struct tracecmd_input *handle, int cpu);
 
 /* ------------------------------------------------------------------ buffers */
 
@@ -307,6 +309,8 @@ typedef struct {
     Buf lost_ts, lost_cpu, lost_count;
     int64_t *lost_per_cpu;
     int64_t nrecords, first_ts, last_ts, min_ts, max_ts;
+    int64_t max_records;    /* more than the data can hold: a damaged page loops */
+    uint64_t *next_offset;  /* per CPU: records are read in file order, offsets grow */
     PyObject *progress;
     int64_t next_progress;
     int error;              /* 1: no memory, 2: Python exception set */
@@ -631,9 +635,25 @@ static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
 
 /* ------------------------------------------------------ crash guard */
 
+/*
+ * Two failure modes of the libraries on damaged input are caught while they run:
+ * a crash (SIGSEGV/SIGBUS) and an endless loop (libtraceevent's kbuffer_next_event()
+ * can spin forever on a page whose event lengths do not advance).  The second is
+ * caught by a CPU-time watchdog: if no record reaches our callback for
+ * STALL_SECONDS seconds of CPU time, the read is abandoned.  In both cases the
+ * handler jumps back to py_read(), which raises; the handle is leaked, never reused.
+ */
+#define STALL_SECONDS 5
+
 static sigjmp_buf guard_jmp;
 static volatile sig_atomic_t guard_active;
-static struct sigaction old_segv, old_bus;
+static struct sigaction old_segv, old_bus, old_prof;
+static struct itimerval old_timer;
+static volatile int64_t *watch_counter;
+static int64_t watch_last;
+static int watch_stalled;
+static volatile int64_t watch_budget = 20;  /* CPU seconds; raised once the size is known */
+static int64_t watch_spent;
 
 static void guard_handler(int sig)
 {
@@ -645,7 +665,26 @@ static void guard_handler(int sig)
     raise(sig);
 }
 
-static void guard_on(void)
+static void watchdog_handler(int sig)
+{
+    if (!guard_active)
+        return;
+    int64_t now = watch_counter ? *watch_counter : 0;
+    if (++watch_spent > watch_budget) {
+        /* records trickle out of damaged data far slower than any real trace */
+        guard_active = 0;
+        siglongjmp(guard_jmp, SIGXCPU);
+    }
+    if (now != watch_last) {
+        watch_last = now;
+        watch_stalled = 0;
+    } else if (++watch_stalled >= STALL_SECONDS) {
+        guard_active = 0;
+        siglongjmp(guard_jmp, sig);
+    }
+}
+
+static void guard_on(volatile int64_t *progress_counter)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -654,14 +693,27 @@ static void guard_on(void)
     sa.sa_flags = SA_NODEFER;
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
+    sa.sa_handler = watchdog_handler;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGPROF, &sa, &old_prof);
+    watch_counter = progress_counter;
+    watch_last = progress_counter ? *progress_counter : 0;
+    watch_stalled = 0;
+    watch_spent = 0;
+    watch_budget = 20;
+    struct itimerval tick = {{1, 0}, {1, 0}};   /* every second of CPU time */
+    setitimer(ITIMER_PROF, &tick, &old_timer);
     guard_active = 1;
 }
 
 static void guard_off(void)
 {
     guard_active = 0;
+    setitimer(ITIMER_PROF, &old_timer, NULL);
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
+    sigaction(SIGPROF, &old_prof, NULL);
+    watch_counter = NULL;
 }
 
 /* ---------------------------------------------------------- iteration */
@@ -672,7 +724,17 @@ static int record_cb(struct tracecmd_input *handle, struct tep_record *rec, int 
 {
     Reader *r = priv;
     int64_t ts = (int64_t)rec->ts;
-    r->nrecords++;
+    if (++r->nrecords > r->max_records) {
+        r->error = 3;
+        return 1;
+    }
+    if (rec->cpu >= 0 && rec->cpu < r->ncpus) {
+        if (rec->offset < r->next_offset[rec->cpu]) {
+            r->error = 3;           /* went back inside one CPU's data */
+            return 1;
+        }
+        r->next_offset[rec->cpu] = rec->offset + 1;
+    }
     if (ts < r->min_ts)
         r->min_ts = ts;
     if (ts > r->max_ts)
@@ -826,6 +888,8 @@ static void reader_free(Reader *r)
     buf_free(&r->lost_count);
     free(r->lost_per_cpu);
     r->lost_per_cpu = NULL;
+    free(r->next_offset);
+    r->next_offset = NULL;
     trace_seq_destroy(&r->seq);
 }
 
@@ -946,11 +1010,14 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     if (sig) {
         /* The library crashed on this file; its state is unusable: leak it. */
         guard_off();
-        PyErr_Format(TraceDatError, "corrupt trace.dat (the reader hit %s while decoding it)",
-                     sig == SIGBUS ? "a truncated mapping" : "invalid data");
+        PyErr_Format(TraceDatError, "corrupt trace.dat (%s)",
+                     sig == SIGPROF ? "the reader stopped making progress in a damaged page"
+                     : sig == SIGXCPU ? "the reader made no headway through damaged data"
+                     : sig == SIGBUS ? "the reader hit a truncated mapping"
+                     : "the reader hit invalid data");
         return NULL;
     }
-    guard_on();
+    guard_on(&r->nrecords);
     r->top = r->handle = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS |
                                              TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
     r->buffer = "";
@@ -984,9 +1051,10 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     r->swap = tep_is_file_bigendian(r->tep) != tep_is_local_bigendian(r->tep);
     r->lost_per_cpu = calloc(r->ncpus, sizeof(int64_t));
+    r->next_offset = calloc(r->ncpus, sizeof(uint64_t));
     int nevents = tep_get_events_count(r->tep);
     struct tep_event **list = tep_list_events(r->tep, TEP_EVENT_SORT_ID);
-    if (!r->lost_per_cpu || !list) {
+    if (!r->lost_per_cpu || !r->next_offset || !list) {
         guard_off();
         PyErr_NoMemory();
         goto out;
@@ -1047,6 +1115,17 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     tracecmd_set_all_cpus_to_timestamp(r->handle, 0);
 
+    /* Every record takes at least 8 bytes (4-byte header, 4-byte payload). */
+    r->max_records = 1024;
+    for (int c = 0; c < r->ncpus; c++) {
+        off64_t sz = tracecmd_get_cpu_file_size(r->handle, c);
+        if (sz > 0)
+            r->max_records += sz / 8;
+    }
+    /* CPU-time budget: 20 s plus 1 us for every record the data could hold (real
+       traces need well under a tenth of that) */
+    watch_budget = 20 + r->max_records / 1000000;
+
     tracecmd_iterate_events(r->handle, NULL, 0, record_cb, r);
     guard_off();
     if (r->error == 1) {
@@ -1055,6 +1134,11 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     if (r->error == 2)
         goto out;
+    if (r->error == 3) {
+        PyErr_SetString(TraceDatError, "corrupt trace.dat (a damaged page makes the reader "
+                        "go round in circles)");
+        goto out;
+    }
 
     PyObject *evd = PyDict_New();
     PyObject *meta = meta_to_py(r);
