@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_tracedat import record  # noqa: E402  (same recorder, same events)
+from bench_tracedat import add_trace_arguments, benchmark_trace  # noqa: E402
 
 BREAKDOWN = r"""
 import json, sys, time
@@ -43,20 +41,11 @@ print(json.dumps({"load_s": t1 - t0, "model_s": t2 - t1, "detect_s": t3 - t2,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", type=Path)
-    ap.add_argument("--events", type=int, default=10_500_000)
-    ap.add_argument("--keep", type=Path, help="keep the recorded trace here")
-    ap.add_argument("command", nargs="*",
-                    default=["perf", "bench", "sched", "messaging", "-g", "4", "-l", "300"])
+    add_trace_arguments(ap, events=10_500_000)
     args = ap.parse_args()
-    tmpdir = None
-    path = args.trace
-    if path is None:
-        tmpdir = Path(tempfile.mkdtemp(prefix="schedwake-bench-"))
-        path = args.keep or tmpdir / "bench.dat"
-        record(path, args.events, args.command)
     exe = Path(sys.executable).with_name("schedwake")
-    try:
+    with benchmark_trace(args) as path:
+        size = path.stat().st_size
         t0 = time.perf_counter()
         proc = subprocess.run(["/usr/bin/time", "-f", "%M", str(exe), "analyze", str(path),
                                "--format", "json"], capture_output=True, text=True)
@@ -67,12 +56,8 @@ def main() -> int:
         peak_kb = int(proc.stderr.strip().splitlines()[-1])
         parts = json.loads(subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)],
                                           capture_output=True, text=True, check=True).stdout)
-    finally:
-        if tmpdir and not args.keep:
-            shutil.rmtree(tmpdir, ignore_errors=True)
     tables_mib = parts["table_bytes"] / 2**20
-    print(f"trace: {parts['events']} events, {path.stat().st_size / 2**20:.1f} MiB"
-          if path.exists() else f"trace: {parts['events']} events")
+    print(f"trace: {parts['events']} events, {size / 2**20:.1f} MiB")
     print(f"schedwake analyze --format json: {wall:.1f} s wall, peak RSS {peak_kb / 1024:.0f} MiB")
     print(f"loaded Arrow tables: {tables_mib:.0f} MiB; peak RSS / tables = "
           f"{peak_kb / 1024 / tables_mib:.2f}")

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -124,32 +125,44 @@ def best(runs: list[dict]) -> dict:
     return min(runs, key=lambda r: r["seconds"])
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_trace_arguments(ap: argparse.ArgumentParser, events: int) -> None:
+    """--trace / --events / --keep / COMMAND: which trace a benchmark runs on."""
     ap.add_argument("--trace", type=Path, help="benchmark this trace.dat instead of recording")
-    ap.add_argument("--events", type=int, default=5_500_000, help="events to record")
+    ap.add_argument("--events", type=int, default=events, help="events to record")
     ap.add_argument("--keep", type=Path, help="keep the recorded trace here")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("command", nargs="*",
                     default=["perf", "bench", "sched", "messaging", "-g", "4", "-l", "300"])
-    args = ap.parse_args()
 
-    tmpdir = None
-    path = args.trace
-    if path is None:
-        tmpdir = Path(tempfile.mkdtemp(prefix="schedwake-bench-"))
+
+@contextmanager
+def benchmark_trace(args):
+    """The trace given with --trace, or one recorded now (removed afterwards unless --keep)."""
+    if args.trace is not None:
+        yield args.trace
+        return
+    tmpdir = Path(tempfile.mkdtemp(prefix="schedwake-bench-"))
+    try:
         path = args.keep or tmpdir / "bench.dat"
         print(f"recording {args.events} events with: {' '.join(args.command)}", file=sys.stderr)
         record(path, args.events, args.command)
-    try:
+        yield path
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_trace_arguments(ap, events=5_500_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args()
+
+    with benchmark_trace(args) as path:
+        size = path.stat().st_size
         full = best([run_schedwake(path, None) for _ in range(args.repeat)])
         subset = best([run_schedwake(path, ["sched_switch", "sched_waking"])
                        for _ in range(args.repeat)])
         tc = best([run_trace_cmd(path) for _ in range(args.repeat)])
-    finally:
-        if tmpdir and not args.keep:
-            shutil.rmtree(tmpdir, ignore_errors=True)
     n = full["events_total"]
     rows = [
         ("trace-cmd report > /dev/null", tc["seconds"], tc["peak_kb"] / 1024, None, None),
@@ -160,7 +173,6 @@ def main() -> int:
          (subset["peak_kb"] - subset["base_kb"]) / 1024, subset["peak_anon_kb"] / 1024,
          subset["table_bytes"] / 2**20),
     ]
-    size = path.stat().st_size if path.exists() else 0
     print(f"\ntrace: {n} events, {size / 2**20:.1f} MiB trace.dat; best of {args.repeat}")
     print(f"{'reader':<32}{'seconds':>9}{'Mevents/s':>11}{'x report':>10}"
           f"{'peak RSS MiB':>14}{'peak anon MiB':>15}{'tables MiB':>12}")

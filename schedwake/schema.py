@@ -102,6 +102,6 @@ def field_name(name: str) -> str:
     return f"field_{name}" if name in COMMON_NAMES else name
 
 
-def empty_table(fields: list[pa.Field]) -> pa.Table:
-    """An empty event table with the common columns followed by ``fields``."""
-    return pa.schema(list(COMMON_FIELDS) + list(fields)).empty_table()
+def event_schema(fields) -> pa.Schema:
+    """The schema of an event table: the common columns followed by ``fields``."""
+    return pa.schema(list(COMMON_FIELDS) + list(fields))

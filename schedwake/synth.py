@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from .ingest import RawTrace
-from .schema import COMMON_FIELDS, FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING
+from .schema import FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING, event_schema
 from .topology import Topology
 from .trace import Trace
 
@@ -278,7 +278,7 @@ class Synth:
         tables = {}
         for ev, fields in _FIELDS.items():
             rows = sorted(self.rows.get(ev, []), key=lambda r: r["ts"])
-            schema = pa.schema(list(COMMON_FIELDS) + [pa.field(n, t) for n, t in fields])
+            schema = event_schema([pa.field(n, t) for n, t in fields])
             cols = {}
             for f in schema:
                 vals = [r.get(f.name) for r in rows]

@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from . import ingest
 from .errors import TraceError
-from .schema import COMMON_FIELDS
 
 
 class Trace:
@@ -130,4 +129,4 @@ def load(path, events=None, input_format: str | None = None,
     return Trace(ingest.read(Path(path), events, input_format, progress))
 
 
-__all__ = ["Trace", "load", "TraceError", "COMMON_FIELDS"]
+__all__ = ["Trace", "load", "TraceError"]

@@ -53,16 +53,13 @@ def gap_segments(model, th: dict):
     topo = model.topology
     pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
     # columns as arrays, filtered by masks: no copies of the occupancy table's rows
-    # (explicit dtypes: an empty occupancy, e.g. no sched_switch, has object columns)
-    state, ocpu = occ["state"], occ["cpu"].to_numpy(dtype=np.int64)
-    ostart = occ["start_ts"].to_numpy(dtype=np.int64)
-    oend = occ["end_ts"].to_numpy(dtype=np.int64)
-    isel = (state == "idle").to_numpy(dtype=bool)
+    state, ocpu = occ["state"], occ["cpu"].to_numpy()
+    ostart, oend = occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
+    isel = (state == "idle").to_numpy()
     icpu, istart, iend = ocpu[isel], ostart[isel], oend[isel]
-    wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup"))
-                          .to_numpy(dtype=bool))
+    wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy())
     del isel, state
-    wsel = wsel[~np.isin(occ["pid"].to_numpy(dtype=np.int64)[wsel], pinned)]
+    wsel = wsel[~np.isin(occ["pid"].to_numpy()[wsel], pinned)]
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts
     fs = np.array([first.get(int(c), np.iinfo(np.int64).max) for c in range(topo.cpus)]

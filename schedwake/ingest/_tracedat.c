@@ -253,7 +253,6 @@ static PyObject *strcol_to_py(StrCol *c)
 enum col_kind {
     K_INT,      /* integer of size 1/2/4/8, signed or not */
     K_STR,      /* char[N] */
-    K_STR_ANY,  /* (only as the fallback case label of K_STR) */
     K_DYNSTR,   /* __data_loc / __rel_loc char[] */
     K_SYM,      /* pointer printed as %ps: kallsyms name */
     K_ARRAY,    /* fixed numeric array: list column */
@@ -476,6 +475,33 @@ static int32_t prev_state_index(Reader *r, EvTab *t, struct tep_record *rec, int
     return idx;
 }
 
+/* Dictionary index of a char[N] field; char buf[] (size 0) runs to the record's end.
+   Up to 16 bytes, identical raw bytes are the same string: a cache skips the hash. */
+static int32_t fixed_string_index(Col *c, const char *p, int inside, int size)
+{
+    if (!inside)
+        return strcol_intern(&c->str, "", 0);
+    if (!c->raw_hi) {
+        size_t room = c->size ? (size_t)c->size
+                              : (size_t)(size > c->offset ? size - c->offset : 0);
+        return strcol_intern(&c->str, p, strnlen(p, room));
+    }
+    uint64_t lo = 0, hi = 0;
+    memcpy(&lo, p, c->size < 8 ? c->size : 8);
+    if (c->size > 8)
+        memcpy(&hi, p + 8, c->size - 8);
+    size_t slot = ((lo ^ (hi * 31)) * 0x9E3779B97F4A7C15ull) >> 54;
+    if (c->sym_cache->idx[slot] && c->sym_cache->key[slot] == lo && c->raw_hi[slot] == hi)
+        return c->sym_cache->idx[slot] - 1;
+    int32_t idx = strcol_intern(&c->str, p, strnlen(p, c->size));
+    if (idx >= 0) {
+        c->sym_cache->key[slot] = lo;
+        c->raw_hi[slot] = hi;
+        c->sym_cache->idx[slot] = idx + 1;
+    }
+    return idx;
+}
+
 static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
 {
     const char *data = rec->data;
@@ -549,36 +575,9 @@ static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
                 return -1;
             break;
         }
-        case K_STR:
-            if (c->raw_hi && inside) {
-                /* char[<=16]: identical raw bytes are the same string; skip the hash */
-                uint64_t lo = 0, hi = 0;
-                memcpy(&lo, p, c->size < 8 ? c->size : 8);
-                if (c->size > 8)
-                    memcpy(&hi, p + 8, c->size - 8);
-                size_t slot = ((lo ^ (hi * 31)) * 0x9E3779B97F4A7C15ull) >> 54;
-                int32_t idx;
-                if (c->sym_cache->idx[slot] && c->sym_cache->key[slot] == lo &&
-                    c->raw_hi[slot] == hi) {
-                    idx = c->sym_cache->idx[slot] - 1;
-                } else {
-                    idx = strcol_intern(&c->str, p, strnlen(p, c->size));
-                    if (idx < 0)
-                        return -1;
-                    c->sym_cache->key[slot] = lo;
-                    c->raw_hi[slot] = hi;
-                    c->sym_cache->idx[slot] = idx + 1;
-                }
-                if (buf_put(&c->str.indices, &idx, 4))
-                    return -1;
-                break;
-            }
-            /* fall through */
-        case K_STR_ANY: {
-            /* char buf[] (size 0) runs to the end of the record */
-            size_t room = c->size ? (size_t)c->size : (size_t)(size > c->offset ? size - c->offset : 0);
-            size_t n = inside ? strnlen(p, room) : 0;
-            if (strcol_append(&c->str, p, n))
+        case K_STR: {
+            int32_t idx = fixed_string_index(c, p, inside, size);
+            if (idx < 0 || buf_put(&c->str.indices, &idx, 4))
                 return -1;
             break;
         }
@@ -820,7 +819,6 @@ static PyObject *event_to_py(EvTab *t)
             break;
         case K_SYM:
         case K_STR:
-        case K_STR_ANY:
         case K_DYNSTR:
             ADD(Py_BuildValue("(ssN)", "str", name, strcol_to_py(&c->str)));
             break;

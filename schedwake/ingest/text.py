@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import TraceError
-from ..schema import COMMON_FIELDS, COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, field_name
+from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, event_schema, field_name
 from . import Progress, RawTrace
 
 try:
@@ -780,7 +780,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
                 fields = [pa.field(field_name(n), v["types"][n]) for n, _, _ in v["fields"]]
                 if e == "sched_switch":
                     fields.insert(4, pa.field("prev_state_str", STRING))
-                tables[e] = pa.schema(list(COMMON_FIELDS) + fields).empty_table()
+                tables[e] = event_schema(fields).empty_table()
     sorted_in_file = bool(st["sorted"])
     for name, t in tables.items():
         ts = t.column("ts").to_numpy()

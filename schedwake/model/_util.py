@@ -206,10 +206,6 @@ def pick_cat(mask, a, b) -> pd.Categorical:
     return pd.Categorical.from_codes(np.where(np.asarray(mask), ca, cb), categories=cats)
 
 
-def as_cat(values) -> pd.Categorical:
-    return values if isinstance(values, pd.Categorical) else pd.Categorical(values)
-
-
 def col(df: pd.DataFrame, name: str, default=None):
     """Column ``name`` of ``df`` as a NumPy array (``default`` filled when absent)."""
     if name in df.columns:

@@ -11,9 +11,8 @@ One row per interval: ``cpu``, ``start_ts``, ``end_ts`` (exclusive), ``pid``, ``
     a woken task queued on its chosen CPU, from its ``sched_wakeup`` (the waking when
     the trace has no ``sched_wakeup``) to its switch-in, or to a later migration of the
     task when one comes first. The wake-up's own migration (set_task_cpu() in
-    try_to_wake_up()) is not a later one, and comes before the task is queued: a
-    migration matched to the wake-up but later than its ``sched_wakeup`` or its
-    switch-in is not the wake-up's, and the task waits on its previous CPU.
+    try_to_wake_up(), which comes before the task is queued and runs: see
+    ``wakeups.match_wakeup_migrations``) is not a later one.
 ``waiting``, reason ``preempted``
     a task switched out while runnable (``prev_state`` ``R`` or ``R+``), on that CPU
     until it is switched in again or migrated.
@@ -34,8 +33,9 @@ REASONS = ("switch", "wakeup", "preempted")
 def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
     s = ev.switch
     if s is None or len(s) == 0:
-        return pd.DataFrame({c: [] for c in ("cpu", "start_ts", "end_ts", "pid", "comm",
-                                             "state", "reason")})
+        return _frame(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                      np.zeros(0, np.int32), np.zeros(0, np.int8),
+                      pd.CategoricalDtype([]), np.zeros(0, np.int8), np.zeros(0, np.int8))
     # Memory: the columns of the table (~28 bytes a row) are allocated first and each
     # part is written into its slice of them; the work arrays of a part come after them
     # and are freed as the part is done (no frames of parts, no concatenation, no
@@ -115,14 +115,12 @@ def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
         run = wk("run_ts", 0)
         queued = wk("wakeup_ts", big)
         start = np.minimum(np.where(queued == big, wk("ts"), queued), run)
-        wpid = wk("wakee_pid")
-        # the wake-up's own migration: before the task is queued and runs
-        own_ts = take(mts, wk("migrate_index"), big)
-        late = (own_ts != big) & ((own_ts > queued) | (own_ts > run))
         del queued, run
-        own_ts = np.where(late, big, own_ts)
-        wcpu = np.where(late, wk("prev_cpu"), wk("chosen_cpu"))
-        del late
+        wpid = wk("wakee_pid")
+        # the wake-up's own migration (before the task is queued and runs: see
+        # wakeups.match_wakeup_migrations) moves the wait to the chosen CPU
+        own_ts = take(mts, wk("migrate_index"), big)
+        wcpu = wk("chosen_cpu")
         moved_after = np.where(own_ts == big, start, np.maximum(start, own_ts))
         del own_ts
         wend = wait_end(start, wpid, moved_after)
@@ -134,14 +132,20 @@ def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
         pts, ppid = ts[pre], prv[pre]
         put(cpu[pre], pts, wait_end(pts, ppid), ppid, s["prev_comm"].array[pre], 2, 2)
         del pts, ppid
+    return _frame(out_cpu, out_start, out_end, out_pid, out_comm, comm_dtype, out_state,
+                  out_reason)
+
+
+def _frame(cpu, start, end, pid, comm_codes, comm_dtype, state, reason) -> pd.DataFrame:
+    """The occupancy table: the same columns and types whether empty or not."""
     return pd.DataFrame({
-        "cpu": out_cpu,
-        "start_ts": out_start,
-        "end_ts": out_end,
-        "pid": out_pid,
-        "comm": pd.Categorical.from_codes(out_comm, dtype=comm_dtype),
-        "state": pd.Categorical.from_codes(out_state, categories=list(STATES)),
-        "reason": pd.Categorical.from_codes(out_reason, categories=list(REASONS)),
+        "cpu": cpu,
+        "start_ts": start,
+        "end_ts": end,
+        "pid": pid,
+        "comm": pd.Categorical.from_codes(comm_codes, dtype=comm_dtype),
+        "state": pd.Categorical.from_codes(state, categories=list(STATES)),
+        "reason": pd.Categorical.from_codes(reason, categories=list(REASONS)),
     }, copy=False)
 
 

@@ -66,10 +66,6 @@ def name_class(comm: str, pid: int | None = None) -> str:
     return USER
 
 
-def is_kworker(comm: str) -> bool:
-    return comm.startswith("kworker/")
-
-
 def context_codes(flags) -> np.ndarray:
     """Index into CONTEXTS for each ``common_flags`` value (null -> unknown)."""
     f = pd.array(flags, dtype="UInt8") if not isinstance(flags, pd.Series) else flags

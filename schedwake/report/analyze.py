@@ -4,7 +4,9 @@ Markdown or JSON, and the evidence lines in ``trace-cmd report -N`` layout.
 
 from __future__ import annotations
 
+
 import json
+import math
 
 import numpy as np
 
@@ -129,13 +131,17 @@ def _jsonable(o):
     return str(o)
 
 
-def _fmt(v) -> str:
+def format_value(v) -> str:
+    """A metric value for people: 4 significant digits, dicts as k=v, lists with ';',
+    a missing value (None, NaN) as '-'. Shared by the text, Markdown and HTML reports."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
     if isinstance(v, float):
         return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.0f}"
     if isinstance(v, dict):
-        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items())
+        return ", ".join(f"{k}={format_value(x)}" for k, x in v.items())
     if isinstance(v, list):
-        return "; ".join(_fmt(x) for x in v)
+        return "; ".join(format_value(x) for x in v)
     return str(v)
 
 
@@ -192,11 +198,11 @@ def text(trace, findings, metrics, markdown: bool = False) -> str:
             out.append(f"\n[{f.severity.upper()}] {f.detector}: {f.title}")
         for k in _KEY_METRICS.get(f.detector, ()):
             if k in f.metrics:
-                out.append(f"{'- ' if markdown else '    '}{k}: {_fmt(f.metrics[k])}")
+                out.append(f"{'- ' if markdown else '    '}{k}: {format_value(f.metrics[k])}")
         if f.top:
             out.append(f"{'- ' if markdown else '    '}top:")
             for t in f.top[:5]:
-                out.append(f"{'  - ' if markdown else '      '}{_fmt(t)}")
+                out.append(f"{'  - ' if markdown else '      '}{format_value(t)}")
         if f.evidence:
             out.append(("\nEvidence (one typical episode, trace-cmd report -N layout):\n\n```"
                         if markdown else "    evidence (trace-cmd report -N layout):"))
@@ -206,10 +212,10 @@ def text(trace, findings, metrics, markdown: bool = False) -> str:
     h2("Metrics")
     if markdown:
         out.append("| metric | value |\n|---|---|")
-        out.extend(f"| {k} | {_fmt(v)} |" for k, v in metrics.items())
+        out.extend(f"| {k} | {format_value(v)} |" for k, v in metrics.items())
     else:
         width = max(len(k) for k in metrics) if metrics else 0
-        out.extend(f"  {k:<{width}}  {_fmt(v)}" for k, v in metrics.items())
+        out.extend(f"  {k:<{width}}  {format_value(v)}" for k, v in metrics.items())
     return "\n".join(out) + "\n"
 
 

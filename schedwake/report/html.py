@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from .analyze import format_value
 
 __all__ = ["render"]
 
@@ -55,18 +56,6 @@ window.addEventListener('load', function () {
 
 def _e(x) -> str:
     return _html.escape(str(x), quote=True)
-
-
-def _fmt(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.0f}"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items())
-    if isinstance(v, list):
-        return "; ".join(_fmt(x) for x in v)
-    return str(v)
 
 
 def _summary_table(result) -> str:
@@ -139,12 +128,12 @@ def _findings(result) -> str:
             out.append(f"<p><b>{_e(name)}</b>: {len(findings)} finding(s)</p><ul>")
             for f in findings:
                 keys = _KEY_METRICS.get(f.detector, ())
-                facts = ", ".join(f"{k}: {_fmt(f.metrics[k])}" for k in keys if k in f.metrics)
+                facts = ", ".join(f"{k}: {format_value(f.metrics[k])}" for k in keys if k in f.metrics)
                 out.append(f"<li><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
                            f"</span> <b>{_e(f.detector)}</b>: {_e(f.title)}"
                            f"<div class='meta'>{_e(facts)}</div>")
                 if f.top:
-                    out.append("<div class='meta'>top: " + _e("; ".join(_fmt(x) for x in
+                    out.append("<div class='meta'>top: " + _e("; ".join(format_value(x) for x in
                                                                         f.top[:5])) + "</div>")
                 if f.evidence:
                     out.append("<details><summary>evidence (trace-cmd report -N layout)"
