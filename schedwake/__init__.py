@@ -7,6 +7,8 @@ Public API::
     trace.table("sched_waking")                   # pyarrow.Table
     trace.df("sched_switch")                      # pandas.DataFrame
     trace.meta                                    # cpus, clock, lost events, ...
+    schedwake.compare(["base.dat", "new.dat"])    # mmtests table, plots, HTML
+    schedwake.gate("base*.dat", "new*.dat")       # CI verdict: exit_code 0/1/2
 
 Every function raises :class:`TraceError` (one line naming the file and the problem)
 for input it cannot use.
@@ -15,6 +17,7 @@ for input it cannot use.
 from .errors import TraceError
 from .trace import Trace, load
 from .compare import compare
+from .gate import gate
 
 __version__ = "0.1.0"
-__all__ = ["load", "compare", "Trace", "TraceError", "__version__"]
+__all__ = ["load", "compare", "gate", "Trace", "TraceError", "__version__"]

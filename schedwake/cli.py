@@ -203,6 +203,85 @@ def compare(traces, side_specs, labels, window_s, samples, significance, alpha,
         click.echo(f"schedwake: wrote {html_file}", err=True)
 
 
+class _TracesOption(click.Option):
+    """An option that takes every value up to the next option: ``--baseline a.dat b.dat``
+    (what a shell glob expands to), also repeatable. Its value is a flat tuple."""
+
+    def add_to_parser(self, parser, ctx):
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            opt = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if opt is None:
+                continue
+            original = opt.process
+
+            def process(value, state, original=original):
+                values = [value]
+                while state.rargs and not state.rargs[0].startswith("-"):
+                    values.append(state.rargs.pop(0))
+                original(tuple(values), state)
+
+            opt.process = process
+
+    def type_cast_value(self, ctx, value):
+        return tuple(str(v) for group in value or () for v in (
+            group if isinstance(group, (list, tuple)) else (group,)))
+
+
+@cli.command()
+@click.option("--baseline", cls=_TracesOption, multiple=True, metavar="TRACE...",
+              help="Baseline trace(s): paths or quoted globs, one side (its iterations).")
+@click.option("--candidate", cls=_TracesOption, multiple=True, metavar="TRACE...",
+              help="Candidate trace(s) to judge against the baseline.")
+@click.option("--rules", "rules_file", type=click.Path(dir_okay=False), default=None,
+              help="Rules TOML (default: the built-in rules; see --print-default-rules).")
+@click.option("--print-default-rules", is_flag=True,
+              help="Print the default rules as a starting rules file and exit.")
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), default=None,
+              help="Write JUnit XML here (one test case per rule).")
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
+              help="Write a Markdown report here (pull-request comment, job summary).")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False), default=None,
+              help="Write the verdict as JSON here.")
+@topology_options
+@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
+              help="Override a detector threshold (see docs/detectors.md); repeatable.")
+@input_format_option
+def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markdown_file,
+         json_file, topology_file, llc, thresholds, input_format):
+    """Judge --candidate traces against --baseline traces under rules, for CI.
+
+    Exit 0: every rule holds. Exit 1: a rule is broken (the candidate is worse than
+    allowed, significantly). Exit 2: the input cannot be judged (unreadable, empty or
+    too short a trace, lost events, events a rule needs missing): it fails closed.
+    """
+    from .detect import parse_threshold_options
+    from .gate import DEFAULT_RULES_TOML, GateResult, default_rules, load_rules
+    from .gate import gate as run_gate
+    from .model import MODEL_EVENTS
+
+    if print_default_rules:
+        click.echo(DEFAULT_RULES_TOML, nl=False)
+        return
+    th = parse_threshold_options(thresholds)
+    rules = load_rules(rules_file) if rules_file else default_rules()
+    if not baseline or not candidate:
+        result = GateResult(*rules, rules_source=rules_file or "defaults")
+        result.problems.append("give --baseline TRACE... and --candidate TRACE...")
+    else:
+        result = run_gate(list(baseline), list(candidate), rules, topology_file=topology_file,
+                          llc=llc, thresholds=th,
+                          loader=lambda p: _load(p, list(MODEL_EVENTS), input_format))
+        result.rules_source = rules_file or "defaults"
+    click.echo(result.text(), nl=False)
+    for path, render in ((junit_file, result.junit), (markdown_file, result.markdown),
+                         (json_file, result.to_json)):
+        if path:
+            Path(path).write_text(render(), encoding="utf-8")
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
 @cli.command(context_settings={"allow_interspersed_args": False})
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The trace.dat to write; the topology goes to OUTPUT.topology.json.")

@@ -38,7 +38,7 @@ from .errors import TraceError
 from .report import mmtests
 from .report import stats as st
 
-__all__ = ["compare", "from_samples", "CompareResult", "Side", "parse_sides",
+__all__ = ["compare", "from_samples", "expand_paths", "CompareResult", "Side", "parse_sides",
            "default_window", "SIGNIFICANCE", "SAMPLE_MODES"]
 
 SIGNIFICANCE = ("ttest", "ci95")
@@ -71,7 +71,7 @@ def _stem(path) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
-def _expand(pattern: str, what: str) -> list[str]:
+def expand_paths(pattern: str, what: str) -> list[str]:
     """A path, or the sorted files a glob pattern matches (TraceError if none)."""
     if Path(pattern).exists() or not _GLOB_CHARS.search(pattern):
         return [pattern]
@@ -105,14 +105,14 @@ def parse_sides(traces: Sequence[str] = (), side_specs: Sequence[str] = (),
     """
     sides: list[tuple[str, list[str]]] = []
     for i, t in enumerate(traces):
-        paths = _expand(str(t), "trace")
+        paths = expand_paths(str(t), "trace")
         sides.append((_default_label(paths, i), paths))
     named: dict[str, list[str]] = {}
     for spec in side_specs:
         name, sep, pattern = str(spec).partition("=")
         if not sep or not name.strip() or not pattern.strip():
             raise TraceError("--side", f"expected NAME=GLOB, got {spec!r}")
-        named.setdefault(name.strip(), []).extend(_expand(pattern.strip(), f"--side {name}"))
+        named.setdefault(name.strip(), []).extend(expand_paths(pattern.strip(), f"--side {name}"))
     for name, paths in named.items():
         sides.append((name, list(dict.fromkeys(paths))))
     if labels:
@@ -176,7 +176,7 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
                     item.use_topology(topology_file, llc)
                 traces.append(item)
             else:
-                traces.extend(_load(p, topology_file, llc) for p in _expand(str(item), "trace"))
+                traces.extend(_load(p, topology_file, llc) for p in expand_paths(str(item), "trace"))
         if not traces:
             raise TraceError(f"side {label or i + 1}", "has no trace")
         if label is None:

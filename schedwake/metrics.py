@@ -347,6 +347,30 @@ CATALOGUE: dict[str, CatalogueMetric] = {m.name: m for m in (
 
 _LATENCY = ("wake_to_run_p50", "wake_to_run_p90", "wake_to_run_p99")
 
+_WAKE = ("sched_waking", "sched_wakeup")
+_SWITCH = ("sched_switch",)
+_MIGRATE = ("sched_migrate_task",)
+
+#: The events each catalogue metric is computed from. Every group must have an event with
+#: records in the trace; a group lists alternatives. Without them a metric is not zero but
+#: unknown, which is what the gate refuses to judge (:func:`missing_events`).
+NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "migrations/s": (_MIGRATE,),
+    "wakeup_migrations/s": (_MIGRATE, _WAKE),
+    "lb_migrations/s": (_MIGRATE, _WAKE),
+    "cross_llc_migrations/s": (_MIGRATE,),
+    "wakeup_migration_share": (_WAKE,),
+    "pingpong_episodes/s": (_WAKE, _SWITCH),
+    "cpus_visited_per_task": (_SWITCH,),
+    "context_switches/s": (_SWITCH,),
+    "futile_wakeups/s": (_WAKE, _SWITCH),
+    "wake_to_run_p50": (_WAKE, _SWITCH),
+    "wake_to_run_p90": (_WAKE, _SWITCH),
+    "wake_to_run_p99": (_WAKE, _SWITCH),
+    "idle_while_runnable_share": (_WAKE, _SWITCH),
+    "busy_share_cpu{cpu}": (_SWITCH,),
+}
+
 #: Columns of :func:`metric_samples`.
 SAMPLE_COLUMNS = ("trace", "sample_kind", "window", "start_s", "end_s", "metric", "unit",
                   "direction", "value")
@@ -452,3 +476,14 @@ def metric_samples(trace, window_s: float | None = None, thresholds: dict | None
     if not parts:
         return pd.DataFrame({c: [] for c in SAMPLE_COLUMNS})
     return pd.concat(parts, ignore_index=True)[list(SAMPLE_COLUMNS)]
+
+
+def missing_events(trace, name: str) -> list[str]:
+    """What the trace lacks to measure catalogue metric ``name``: one text per unmet
+    group of :data:`NEEDS` (``"sched_waking or sched_wakeup"``); empty when measurable.
+    An event counts as present when the trace has records of it: a file cannot tell an
+    event that was not enabled from one that never fired."""
+    counts = trace.meta.get("event_counts") or {}
+    key = catalogue_entry(name).name
+    return [" or ".join(group) for group in NEEDS[key]
+            if not any(counts.get(e, 0) > 0 for e in group)]

@@ -380,3 +380,234 @@ def make_trace(pingpong=0, pingpong_busy=0, roundrobin=0, storm=0, idle_gaps=0,
         s.storm(st, 1, storm)
         s.gap(spacing)
     return s.build(), dict(s.planted)
+
+
+# -- raw ftrace text ---------------------------------------------------------------------------
+#
+# The kernel's own ``trace`` file (kernel/trace/trace.c, trace_output.c and the events'
+# TP_printk formats, 6.x): written from the canonical tables so that synthetic traces can
+# be checked end to end through the text reader, as real raw text would be.
+
+_FTRACE_HEADER = """\
+# tracer: nop
+#
+# entries-in-buffer/entries-written: {entries}/{entries}   #P:{cpus}
+#
+#                                _-----=> irqs-off/BH-disabled
+#                               / _----=> need-resched
+#                              | / _---=> hardirq/softirq
+#                              || / _--=> preempt-depth
+#                              ||| / _-=> migrate-disable
+#                              |||| /     delay
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
+#              | |         |   |||||     |         |
+"""
+
+# prev_state letters of kernels >= 4.14 (TASK_REPORT bits; TASK_REPORT_MAX = 0x100 is "+")
+_REPORT_LETTERS = ((0x01, "S"), (0x02, "D"), (0x04, "T"), (0x08, "t"), (0x10, "X"),
+                   (0x20, "Z"), (0x40, "P"), (0x80, "I"))
+
+
+def _state_text(value, text) -> str:
+    """``prev_state`` as sched_switch's TP_printk prints it. The decoded string is the
+    truth where there is one (the readers decode it with the event's own format); a
+    bare value is decoded with the >= 4.14 table."""
+    if text is not None:
+        return text
+    v = int(value or 0)
+    letters = "|".join(ch for bit, ch in _REPORT_LETTERS if v & bit) or "R"
+    return letters + ("+" if v & 0x100 else "")
+
+
+def _latency_field(flags, pc) -> str:
+    """The five latency characters of trace_print_lat_fmt() (6.x; 6.13+ lazy bits)."""
+    f = int(flags or 0)
+    pc = int(pc or 0)
+    irqs_off, bh_off = f & 0x01, f & 0x80
+    c1 = "D" if irqs_off and bh_off else "d" if irqs_off else "b" if bh_off else "."
+    c2 = {0x24: "N", 0x04: "n", 0x20: "p", 0x26: "B", 0x22: "L", 0x06: "b",
+          0x02: "l"}.get(f & 0x26, ".")
+    nmi, hard, soft = f & 0x40, f & 0x08, f & 0x10
+    c3 = ("Z" if nmi and hard else "z" if nmi else "H" if hard and soft else
+          "h" if hard else "s" if soft else ".")
+    c4 = f"{pc & 0xF:x}" if pc & 0xF else "."
+    c5 = f"{pc >> 4:x}" if pc & 0xF0 else "."
+    return c1 + c2 + c3 + c4 + c5
+
+
+def _ptr(v) -> str:
+    """A ``%p`` pointer: 16 hex digits (the kernel hashes it unless no_hash_pointers;
+    here the stored value is printed, as with no_hash_pointers)."""
+    return f"{int(v):016x}" if not isinstance(v, str) else v
+
+
+def _wake_args(r):
+    return f"comm={r['comm']} pid={r['pid']} prio={r['prio']} target_cpu={r['target_cpu']:03d}"
+
+
+def _exit_args(r):
+    s = f"comm={r['comm']} pid={r['pid']} prio={r['prio']}"
+    if "group_dead" in r:
+        s += " group_dead=" + ("true" if r["group_dead"] else "false")
+    return s
+
+
+def _wq_args(r):
+    if "function" not in r:
+        return f"work struct {_ptr(r['work'])}"
+    return f"work struct {_ptr(r['work'])}: function {r['function']}"
+
+
+def _activate_args(r):
+    if "function" not in r:
+        return f"work struct {_ptr(r['work'])}"
+    return f"work struct {_ptr(r['work'])} function={r['function']} "   # sic: trailing blank
+
+
+#: Event name -> TP_printk of its arguments (kernel 6.x), from one row as a dict.
+FTRACE_PRINTERS = {
+    "sched_waking": _wake_args,
+    "sched_wakeup": _wake_args,
+    "sched_wakeup_new": _wake_args,
+    "sched_migrate_task": lambda r: (f"comm={r['comm']} pid={r['pid']} prio={r['prio']} "
+                                     f"orig_cpu={r['orig_cpu']} dest_cpu={r['dest_cpu']}"),
+    "sched_switch": lambda r: (
+        f"prev_comm={r['prev_comm']} prev_pid={r['prev_pid']} prev_prio={r['prev_prio']} "
+        f"prev_state={_state_text(r['prev_state'], r.get('prev_state_str'))} ==> "
+        f"next_comm={r['next_comm']} next_pid={r['next_pid']} next_prio={r['next_prio']}"),
+    "sched_process_fork": lambda r: (f"comm={r['parent_comm']} pid={r['parent_pid']} "
+                                     f"child_comm={r['child_comm']} child_pid={r['child_pid']}"),
+    "sched_process_exit": _exit_args,
+    "workqueue_queue_work": lambda r: (
+        f"work struct={_ptr(r['work'])} function={r['function']} "
+        f"workqueue={_ptr(r['workqueue'])} req_cpu={r['req_cpu']} cpu={r['field_cpu']}"),
+    "workqueue_activate_work": _activate_args,
+    "workqueue_execute_start": _wq_args,
+    "workqueue_execute_end": _wq_args,
+    # ftrace:print (trace_marker): the kernel prints "<ip symbol>: <buf>" and no event name
+    "print": lambda r: f"{r['ip']}: {r['buf'][:-1] if r['buf'].endswith(chr(10)) else r['buf']}",
+}
+
+# tie-break for events of one CPU with the same timestamp (the ring buffer's order is
+# not in the tables): the order in which one wake-up or context switch emits them
+_TIE_RANK = {name: i for i, name in enumerate([
+    "print", "sched_process_fork", "sched_wakeup_new", "workqueue_queue_work",
+    "workqueue_activate_work", "workqueue_execute_start", "sched_waking",
+    "sched_migrate_task", "sched_wakeup", "workqueue_execute_end", "sched_process_exit",
+    "sched_switch"])}
+
+
+def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
+    """The event lines of ``trace`` as the kernel's ``trace`` file prints them, in the
+    file's order, plus the number of events among them (the rest are lost-event lines).
+
+    ``events``: the event names to print (default: every table of the trace); an event
+    without a printer in :data:`FTRACE_PRINTERS` is a ValueError."""
+    names = list(trace.events) if events is None else [e.split(":")[-1] for e in events]
+    unknown = [n for n in names if n not in FTRACE_PRINTERS]
+    if unknown:
+        raise ValueError(f"no ftrace print format for {', '.join(unknown)} (printable: "
+                         f"{', '.join(sorted(FTRACE_PRINTERS))}); pass events=[...]")
+    lines: list[bytes] = []
+    keys_ts, keys_cpu, keys_rank, keys_row = [], [], [], []
+    lat_cache: dict = {}
+    for name in sorted(names, key=lambda n: _TIE_RANK.get(n, len(_TIE_RANK))):
+        table = trace.table(name)
+        if table.num_rows == 0:
+            continue
+        printer = FTRACE_PRINTERS[name]
+        label = "" if name == "print" else f"{name}: "
+        cols = {c: table.column(c).to_pylist() for c in table.schema.names}
+        fields = [c for c in table.schema.names if c not in
+                  ("ts", "cpu", "common_pid", "common_comm", "common_flags",
+                   "common_preempt_count")]
+        start = len(lines)
+        for i in range(table.num_rows):
+            pid = cols["common_pid"][i]
+            comm = "<idle>" if pid == 0 else (cols["common_comm"][i] or "<...>")
+            lat_key = (cols["common_flags"][i], cols["common_preempt_count"][i])
+            lat = lat_cache.get(lat_key)
+            if lat is None:
+                lat = lat_cache[lat_key] = _latency_field(*lat_key)
+            us = (cols["ts"][i] + 500) // 1000          # ns2usecs(): rounded
+            row = {f: cols[f][i] for f in fields}
+            lines.append(f"{comm:>16}-{pid:<7d} [{cols['cpu'][i]:03d}] {lat} "
+                         f"{us // 1_000_000:5d}.{us % 1_000_000:06d}: {label}"
+                         f"{printer(row)}\n".encode())
+        n = len(lines) - start
+        keys_ts.append(table.column("ts").to_numpy())
+        keys_cpu.append(table.column("cpu").to_numpy())
+        keys_rank.append(np.full(n, _TIE_RANK.get(name, len(_TIE_RANK)), dtype=np.int64))
+        keys_row.append(np.arange(start, start + n, dtype=np.int64))
+    nevents = len(lines)
+    if not nevents:
+        return [], 0
+    ts, cpu = np.concatenate(keys_ts), np.concatenate(keys_cpu)
+    # the kernel merges the per-CPU buffers by timestamp, the lowest CPU first on ties
+    order = np.lexsort((np.concatenate(keys_row), np.concatenate(keys_rank), cpu, ts))
+    out = [lines[i] for i in order]
+    # lost events: "CPU:N [LOST M EVENTS]" before the next event of that CPU
+    lost = trace.lost
+    if lost is not None and lost.num_rows:
+        sorted_ts, sorted_cpu = ts[order], cpu[order]
+        inserts = []
+        for lts, lcpu, count in zip(lost.column("ts").to_pylist(), lost.column("cpu").to_pylist(),
+                                    lost.column("count").to_pylist()):
+            after = np.flatnonzero((sorted_cpu == lcpu) & (sorted_ts >= lts))
+            at = int(after[0]) if len(after) else len(out)
+            text = f"CPU:{lcpu} [LOST EVENTS]\n" if count < 0 else \
+                f"CPU:{lcpu} [LOST {count} EVENTS]\n"
+            inserts.append((at, text.encode()))
+        for at, text in sorted(inserts, key=lambda x: x[0], reverse=True):
+            out.insert(at, text)
+    return out, nevents
+
+
+def write_ftrace_text(trace: Trace, path, events=None) -> int:
+    """Write ``trace`` as raw ftrace text, the kernel's tracefs ``trace`` file format
+    (``# tracer: nop`` header with the latency-column legend, then one line per event,
+    ``comm-pid [cpu] flags secs.usecs: event: args`` with the events' own print
+    formats, all CPUs merged in time order); gzip-compressed (reproducibly: no name,
+    mtime 0) when ``path`` ends with ``.gz``. Returns the number of events written.
+
+    ``events``: the events to write (default: every table); see :data:`FTRACE_PRINTERS`.
+
+    ``schedwake.load(path)`` reads the file back through the text reader into the same
+    tables, except for what raw ftrace text cannot carry:
+
+    * timestamps have microsecond precision (rounded like the kernel's ns2usecs());
+    * ``prev_state`` is printed as its letters (``prev_state_str``) and read back as
+      the >= 4.14 report bits (``I`` = 0x80, ``R+`` = 0x100), whatever value the
+      table held (the synthetic ``I`` is the task state 0x402);
+    * pointers (``work``) are printed as stored, as with ``no_hash_pointers`` (a real
+      kernel prints hashed values);
+    * the prefix comm is ``common_comm``, ``<idle>`` for pid 0 (the kernel's
+      saved-cmdlines lookup); null latency flags are printed as ``.`` and read back as 0;
+    * an event without rows prints nothing, so it has no table when read back;
+    * rows of one event with equal timestamps on different CPUs come back in CPU order
+      (the kernel's merge order); on one CPU, equal timestamps of different events are
+      printed in wake-up/switch order (:data:`_TIE_RANK`), the ring-buffer order being
+      unknown to the tables;
+    * metadata: the file says the CPU count (``#P:``), not the clock, kernel or
+      topology; lost events are written as the kernel's ``CPU:N [LOST M EVENTS]``
+      lines before the CPU's next event.
+    """
+    import gzip
+    from pathlib import Path
+
+    lines, nevents = format_ftrace_lines(trace, events)
+    cpus = trace.meta.get("cpus") or 1 + max(
+        (int(trace.table(n).column("cpu").to_numpy().max()) for n in trace.events
+         if trace.table(n).num_rows), default=0)
+    header = _FTRACE_HEADER.format(entries=nevents, cpus=cpus).encode()
+    path = Path(path)
+    with open(path, "wb") as raw:
+        if path.name.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                               compresslevel=9) as f:
+                f.write(header)
+                f.writelines(lines)
+        else:
+            raw.write(header)
+            raw.writelines(lines)
+    return nevents

@@ -266,6 +266,10 @@ class Topology:
                                           f"has {ncpus}")
 
 
+#: Extensions stripped from a trace's name to find NAME.topology.json beside it.
+_TRACE_SUFFIXES = {".gz", ".xz", ".zst", ".bz2", ".txt", ".dat", ".data", ".report", ".perf"}
+
+
 def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Topology:
     """The topology to use for a trace: explicit file, ``--llc`` lists, the
     ``<trace>.topology.json`` beside the trace, or one assumed LLC, in that order."""
@@ -277,8 +281,13 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Top
         topo = None
         if trace_path:
             p = Path(trace_path)
+            # trace.dat.topology.json (schedwake record), then the name without its
+            # extensions: run.txt.gz -> run.topology.json
+            stem = p.name
+            while Path(stem).suffix in _TRACE_SUFFIXES:
+                stem = stem[: -len(Path(stem).suffix)]
             candidates = [p.with_name(p.name + ".topology.json"),
-                          p.with_suffix(".topology.json")]
+                          p.with_suffix(".topology.json"), p.with_name(stem + ".topology.json")]
             for c in candidates:
                 if c.is_file():
                     topo = Topology.from_file(c)

@@ -210,3 +210,47 @@ def test_ci95_is_stricter_than_ttest():
     for metric in ("context_switches/s", "migrations/s", "futile_wakeups/s"):
         if _row(ci, metric, "Amean", new)["significant"]:
             assert _row(tt, metric, "Amean", new)["significant"]
+
+
+# -- iterations: several traces a side, per-trace samples ----------------------------------------
+
+ITERATIONS = {"c1": [f"iterations/dbench-xfs-1c-i{i}" for i in (1, 2, 3)],
+              "c4": [f"iterations/dbench-xfs-4c-i{i}" for i in (1, 2, 3)]}
+
+
+def test_iterations_per_trace_values_direction_and_significance():
+    """dbench 1 vs 4 clients, three iterations each: compare takes one value per trace
+    (mmtests' own way), and each value, the direction and the star agree with the
+    whole-trace rates counted independently from ``trace-cmd report``."""
+    proc = run_cli("compare", "--side", f"c1={sample('iterations')}/dbench-xfs-1c-i*.dat",
+                   "--side", f"c4={sample('iterations')}/dbench-xfs-4c-i*.dat",
+                   "--format", "json", "--metric", "context_switches/s",
+                   "--metric", "migrations/s", "--metric", "futile_wakeups/s", check=True)
+    doc = json.loads(proc.stdout)
+    assert doc["samples"]["kind"] == "per-trace"
+    assert "per-trace values, n=3/3" in doc["rule_line"]
+    verdicts = {}
+    for metric, which, tol in (("context_switches/s", 2, 1e-9), ("migrations/s", 3, 1e-9),
+                               ("futile_wakeups/s", 4, 0.002)):
+        samples = []
+        for side in ("c1", "c4"):
+            rates = []
+            for name in ITERATIONS[side]:
+                first, last, *ts = independent_events(name)
+                rates.append(len(ts[which - 2]) / ((last - first) / 1e9))
+            samples.append(np.array(rates))
+        b, n = samples
+        mean_b = _row(doc, metric, "Amean", "c1")
+        mean_n = _row(doc, metric, "Amean", "c4")
+        assert mean_b["n"] == 3 and mean_n["n"] == 3
+        assert mean_b["value"] == pytest.approx(b.mean(), rel=tol), metric
+        assert mean_n["value"] == pytest.approx(n.mean(), rel=tol), metric
+        assert _row(doc, metric, "Stddev", "c1")["value"] == pytest.approx(
+            b.std(ddof=1), rel=max(tol, 1e-6)), metric
+        pct = 100 - 100 * n.mean() / b.mean()
+        assert mean_n["pct"] == pytest.approx(pct, abs=0.05), metric
+        sig = lkml_ttest(b, n)
+        assert mean_n["significant"] is sig, (metric, mean_n)
+        verdicts[metric] = (np.sign(pct), sig)
+    # four clients on two CPUs switch far more often than one, in every rerun
+    assert verdicts["context_switches/s"] == (-1, True)

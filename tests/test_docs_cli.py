@@ -81,3 +81,23 @@ def test_command_has_worked_example(cmd, blocks):
 def test_fenced_blocks_parser():
     text = "a\n```\nx\n```\n````\n```\ny\n```\n````\n"
     assert fenced_blocks(text) == ["x", "```\ny\n```"]
+
+
+def test_gate_doc_commands_parse():
+    """Every `schedwake gate ...` command of docs/gate.md (the CI jobs included) is
+    accepted by the current CLI: its options exist and take the values given."""
+    import shlex
+
+    text = (ROOT / "docs" / "gate.md").read_text()
+    lines = []
+    for block in fenced_blocks(text):
+        joined = re.sub(r"\\\n\s*", " ", block)          # shell line continuations
+        for line in joined.split("\n"):
+            m = re.match(r"(?:\$ )?(?:\S*/)?schedwake (gate .*)$", line.strip())
+            if m:
+                lines.append(m.group(1).replace("[", "").replace("]", ""))
+    assert len(lines) >= 6, lines
+    for line in lines:
+        args = shlex.split(line.split(" >")[0])
+        ctx = cli.commands["gate"].make_context("gate", args[1:])
+        assert ctx.params["baseline"] or ctx.params["print_default_rules"], line

@@ -798,7 +798,8 @@ static int parse_latency_layout(Scanner *s, const char *start, const char *end, 
     }
 }
 
-/* "CPU:N [LOST M EVENTS]", "CPU:N [M EVENTS DROPPED]", "CPU:N [EVENTS DROPPED]" */
+/* "CPU:N [LOST M EVENTS]", "CPU:N [LOST EVENTS]" (the kernel's print_trace_line() when
+ * the count is unknown), "CPU:N [M EVENTS DROPPED]", "CPU:N [EVENTS DROPPED]" */
 static int parse_lost(const char *p, const char *end, int64_t *cpu, int64_t *count)
 {
     if (end - p < 5 || memcmp(p, "CPU:", 4) != 0) return -1;
@@ -807,6 +808,7 @@ static int parse_lost(const char *p, const char *end, int64_t *cpu, int64_t *cou
     while (p < end && is_space(*p)) p++;
     if (p >= end || *p != '[') return -1;
     p++;
+    if (end - p >= 12 && memcmp(p, "LOST EVENTS]", 12) == 0) { *count = -1; return 0; }
     if (end - p >= 5 && memcmp(p, "LOST ", 5) == 0) {
         p += 5;
         if (parse_int(p, end, count, &p) < 0) return -1;

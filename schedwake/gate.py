@@ -1,0 +1,544 @@
+"""CI regression gate (DESIGN section 8): judge candidate traces against baseline traces.
+
+``schedwake.gate(baseline, candidate, rules)`` measures the rule metrics of both sides with
+the comparison machinery (:func:`schedwake.compare`: the same samples, means and
+significance tests as the mmtests table) and returns a :class:`GateResult` whose
+``exit_code`` a CI job uses:
+
+* ``0`` every rule holds;
+* ``1`` a rule is broken: the candidate's mean is worse than the baseline's by more than
+  the rule allows (and, when the rule asks for it, significantly so);
+* ``2`` the input cannot be judged: a trace is unreadable or empty, lost more events than
+  allowed, is too short, or lacks the events a rule needs; significance a rule needs
+  cannot be tested; the rules file is invalid. The gate fails closed: never 0 when it
+  could not judge.
+
+Rules come from TOML (:data:`DEFAULT_RULES_TOML` is the default file, printed by
+``schedwake gate --print-default-rules``)::
+
+    [gate]
+    significance = "ttest"        # or "ci95", as schedwake compare
+    max_lost_events = 0
+
+    [rules."pingpong_episodes/s"]
+    allowed = "10%"               # or an absolute amount in the metric's unit: 2.5
+    significance = true           # a worsening beyond `allowed` must also be significant
+    missing = "error"             # or "skip": what to do if the metric cannot be measured
+
+The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.gate`.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .compare import SAMPLE_MODES, SIGNIFICANCE, default_window, expand_paths
+from .compare import compare as run_compare
+from .errors import TraceError
+
+__all__ = ["gate", "GateResult", "Rule", "RuleResult", "Settings", "load_rules",
+           "parse_rules", "default_rules", "DEFAULT_RULES_TOML"]
+
+DEFAULT_RULES_TOML = '''\
+# schedwake gate rules: `schedwake gate --rules THIS_FILE --baseline ... --candidate ...`
+# Metric names are those of `schedwake compare` (docs/compare.md). A rule is broken when
+# the candidate's mean is worse than the baseline's by more than `allowed` (and, with
+# `significance = true`, the difference is significant by the rule in [gate]).
+
+[gate]
+significance = "ttest"   # "ttest": two-sided t-test at `alpha` (the LKML tables); "ci95"
+alpha = 0.05
+samples = "auto"         # per-trace values with >= 2 traces a side, else per-window values
+# window = 0.5           # seconds per window of per-window samples (default: automatic)
+max_lost_events = 0      # per trace; a drop of unknown size always refuses the trace
+min_duration = 0.5       # seconds; shorter traces are refused
+min_windows = 10         # per trace, when the samples are per-window
+
+[rules."pingpong_episodes/s"]
+allowed = "25%"          # "N%" of the baseline mean, or a number in the metric's unit
+significance = true
+missing = "error"        # "error": exit 2 if it cannot be measured; "skip": ignore
+
+[rules."wakeup_migrations/s"]
+allowed = "25%"
+significance = true
+missing = "error"
+
+[rules."cross_llc_migrations/s"]
+allowed = "25%"
+significance = true
+missing = "error"
+
+[rules."context_switches/s"]
+allowed = "25%"
+significance = true
+missing = "error"
+
+[rules.wake_to_run_p99]
+allowed = "50%"
+significance = true
+missing = "error"
+'''
+
+_SETTINGS_KEYS = {"significance", "alpha", "samples", "window", "max_lost_events",
+                  "min_duration", "min_windows"}
+_RULE_KEYS = {"allowed", "significance", "missing"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``[gate]`` table: how samples are taken and judged, and what input is refused."""
+
+    significance: str = "ttest"
+    alpha: float = 0.05
+    samples: str = "auto"
+    window: float | None = None
+    max_lost_events: int = 0
+    min_duration: float = 0.5
+    min_windows: int = 10
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One metric's rule: how much worse the candidate may be, and on what evidence."""
+
+    metric: str
+    #: The allowed worsening: a fraction of the baseline mean (``relative``) or an amount
+    #: in the metric's unit.
+    allowed: float
+    relative: bool
+    significance: bool = True
+    missing: str = "error"
+
+    def allowed_text(self) -> str:
+        return f"+{_num(self.allowed * 100)}%" if self.relative else f"+{_num(self.allowed)}"
+
+
+@dataclass
+class RuleResult:
+    """The verdict of one rule: ``status`` is pass, broken, skipped or error."""
+
+    rule: Rule
+    unit: str
+    direction: str
+    status: str
+    baseline: float | None = None
+    candidate: float | None = None
+    #: candidate - baseline (signed, in the metric's unit) and the same in % of baseline.
+    change: float | None = None
+    change_pct: float | None = None
+    #: How much worse the candidate is (0 if better), and the limit it was held to.
+    worsening: float | None = None
+    limit: float | None = None
+    significant: bool | None = None
+    #: p-value (ttest) or cidiff ratio (ci95); None if not testable.
+    detail: float | None = None
+    testable: bool | None = None
+    n: tuple[int, int] | None = None
+    message: str = ""
+
+
+@dataclass
+class GateResult:
+    """Everything the gate decided, for the renderers of :mod:`schedwake.report.gate`."""
+
+    settings: Settings
+    rules: list[Rule]
+    results: list[RuleResult] = field(default_factory=list)
+    #: Why the input cannot be judged (one line each); non-empty means exit code 2.
+    problems: list[str] = field(default_factory=list)
+    baseline_paths: list[str] = field(default_factory=list)
+    candidate_paths: list[str] = field(default_factory=list)
+    #: The comparison behind the verdicts (None when the input was refused before it).
+    comparison: object | None = None
+    rules_source: str = "defaults"
+
+    @property
+    def exit_code(self) -> int:
+        if self.problems or any(r.status == "error" for r in self.results):
+            return 2
+        return 1 if any(r.status == "broken" for r in self.results) else 0
+
+    @property
+    def verdict(self) -> str:
+        return {0: "PASS", 1: "FAIL", 2: "ERROR"}[self.exit_code]
+
+    def notes(self) -> list[str]:
+        """Caveats of the traces, and what one trace a side can and cannot tell."""
+        out = [] if self.comparison is None else list(self.comparison.notes())
+        if self.comparison is not None and self.comparison.sample_kind == "per-window":
+            out.append("one trace on a side: the samples are windows of one run, so a "
+                       "significant change says this run differed, not that a rerun "
+                       "would; give >= 2 iterations a side for a per-trace judgement")
+        return out
+
+    def headline(self) -> str:
+        broken = [r for r in self.results if r.status == "broken"]
+        errors = self.problems + [r.message for r in self.results if r.status == "error"]
+        if errors:
+            return (f"ERROR: cannot judge ({len(errors)} problem"
+                    f"{'s' if len(errors) != 1 else ''}): {errors[0]}")
+        if broken:
+            return (f"FAIL: {len(broken)} of {len(self.results)} rule"
+                    f"{'s' if len(self.results) != 1 else ''} broken: "
+                    + ", ".join(r.rule.metric for r in broken))
+        skipped = sum(r.status == "skipped" for r in self.results)
+        tail = f" ({skipped} skipped)" if skipped else ""
+        return f"PASS: {len(self.results) - skipped} rules hold{tail}"
+
+    def text(self) -> str:
+        from .report import gate as render
+
+        return render.text(self)
+
+    def markdown(self) -> str:
+        from .report import gate as render
+
+        return render.markdown(self)
+
+    def junit(self) -> str:
+        from .report import gate as render
+
+        return render.junit(self)
+
+    def to_dict(self) -> dict:
+        from .report import gate as render
+
+        return render.to_dict(self)
+
+    def to_json(self, indent: int = 2) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+# -- rules -------------------------------------------------------------------------------------
+
+def _num(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _allowed(metric: str, value, where: str) -> tuple[float, bool]:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TraceError(where, f'rule {metric!r}: allowed must be "N%" or a number, '
+                                f"not {value!r}")
+    text = str(value).strip()
+    relative = text.endswith("%")
+    try:
+        amount = float(text[:-1] if relative else text)
+    except ValueError:
+        raise TraceError(where, f'rule {metric!r}: allowed must be "N%" or a number, '
+                                f"not {value!r}") from None
+    if not math.isfinite(amount) or amount < 0:
+        raise TraceError(where, f"rule {metric!r}: allowed must be a finite amount >= 0, "
+                                f"not {value!r}")
+    return (amount / 100.0 if relative else amount), relative
+
+
+def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
+    """Settings and rules from TOML text. Raises TraceError (one line naming ``where``)
+    for a syntax error, an unknown key or metric, or a value of the wrong kind."""
+    from .metrics import CATALOGUE, catalogue_entry
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TraceError(where, f"not valid TOML: {exc}") from None
+    unknown = set(doc) - {"gate", "rules"}
+    if unknown:
+        raise TraceError(where, f"unknown table(s) {', '.join(sorted(unknown))} "
+                                "(expected [gate] and [rules.\"METRIC\"])")
+    g = doc.get("gate", {})
+    if not isinstance(g, dict):
+        raise TraceError(where, "[gate] must be a table")
+    bad = set(g) - _SETTINGS_KEYS
+    if bad:
+        raise TraceError(where, f"[gate]: unknown key(s) {', '.join(sorted(bad))} "
+                                f"(known: {', '.join(sorted(_SETTINGS_KEYS))})")
+    try:
+        settings = Settings(
+            significance=str(g.get("significance", "ttest")),
+            alpha=float(g.get("alpha", 0.05)),
+            samples=str(g.get("samples", "auto")),
+            window=None if g.get("window") is None else float(g["window"]),
+            max_lost_events=int(g.get("max_lost_events", 0)),
+            min_duration=float(g.get("min_duration", 0.5)),
+            min_windows=int(g.get("min_windows", 10)))
+    except (TypeError, ValueError) as exc:
+        raise TraceError(where, f"[gate]: {exc}") from None
+    if settings.significance not in SIGNIFICANCE:
+        raise TraceError(where, f"[gate] significance must be one of "
+                                f"{', '.join(SIGNIFICANCE)}")
+    if settings.samples not in SAMPLE_MODES:
+        raise TraceError(where, f"[gate] samples must be one of "
+                                f"{', '.join(SAMPLE_MODES)}")
+    if not 0 < settings.alpha < 1:
+        raise TraceError(where, "[gate] alpha must be between 0 and 1")
+    if settings.window is not None and not settings.window > 0:
+        raise TraceError(where, "[gate] window must be a positive number of seconds")
+    if settings.max_lost_events < 0 or settings.min_duration < 0 or settings.min_windows < 1:
+        raise TraceError(where, "[gate] max_lost_events and min_duration must be >= 0, "
+                                "min_windows >= 1")
+    table = doc.get("rules", {})
+    if not isinstance(table, dict) or not table:
+        raise TraceError(where, 'no rules: add at least one [rules."METRIC"] table')
+    rules = []
+    for metric, spec in table.items():
+        try:
+            catalogue_entry(metric)
+        except KeyError:
+            raise TraceError(where, f"unknown metric {metric!r} in [rules] (known: "
+                                    f"{', '.join(CATALOGUE)})") from None
+        if not isinstance(spec, dict):
+            raise TraceError(where, f"rules.{metric!r} must be a table")
+        bad = set(spec) - _RULE_KEYS
+        if bad:
+            raise TraceError(where, f"rule {metric!r}: unknown key(s) "
+                                    f"{', '.join(sorted(bad))} (known: allowed, "
+                                    "significance, missing)")
+        if "allowed" not in spec:
+            raise TraceError(where, f"rule {metric!r}: no allowed change "
+                                    '(allowed = "10%" or an absolute number)')
+        amount, relative = _allowed(metric, spec["allowed"], where)
+        sig = spec.get("significance", True)
+        missing = spec.get("missing", "error")
+        if not isinstance(sig, bool):
+            raise TraceError(where, f"rule {metric!r}: significance must be true or false")
+        if missing not in ("error", "skip"):
+            raise TraceError(where, f'rule {metric!r}: missing must be "error" or "skip"')
+        rules.append(Rule(metric, amount, relative, sig, missing))
+    return settings, rules
+
+
+def load_rules(path) -> tuple[Settings, list[Rule]]:
+    """Settings and rules of a TOML file (TraceError naming the file if it is bad)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TraceError(str(path), f"cannot read the rules file: {exc.strerror or exc}") \
+            from None
+    except UnicodeDecodeError:
+        raise TraceError(str(path), "the rules file is not UTF-8 text") from None
+    return parse_rules(text, str(path))
+
+
+def default_rules() -> tuple[Settings, list[Rule]]:
+    """The settings and rules of :data:`DEFAULT_RULES_TOML`."""
+    return parse_rules(DEFAULT_RULES_TOML, "default rules")
+
+
+# -- judging -----------------------------------------------------------------------------------
+
+def _input_problems(side: str, trace, settings: Settings) -> list[str]:
+    """Why one loaded trace cannot be judged (empty, lost events, too short)."""
+    name = Path(str(trace.meta.get("path"))).name
+    records = sum((trace.meta.get("event_counts") or {}).values())
+    if records == 0:
+        return [f"{side} {name}: the trace has no events"]
+    out = []
+    lost = trace.meta.get("lost_events") or {}
+    unknown = trace.meta.get("lost_unknown") or []
+    total = sum(lost.values())
+    if unknown:
+        out.append(f"{side} {name}: the ring buffer dropped events (an unknown number) on "
+                   f"CPU {', '.join(map(str, unknown))}")
+    elif total > settings.max_lost_events:
+        out.append(f"{side} {name}: the ring buffer lost {total} events (allowed: "
+                   f"{settings.max_lost_events}; [gate] max_lost_events)")
+    dur = trace.duration_ns / 1e9
+    if dur < settings.min_duration:
+        out.append(f"{side} {name}: lasts {dur:.3g} s, shorter than the {settings.min_duration:g}"
+                   " s a judgement needs ([gate] min_duration)")
+    return out
+
+
+def _load_side(side: str, specs, loader, problems: list[str]) -> tuple[list, list[str]]:
+    traces, paths = [], []
+    for spec in specs:
+        if not isinstance(spec, (str, Path)):
+            traces.append(spec)
+            paths.append(str(spec.meta.get("path")))
+            continue
+        try:
+            found = expand_paths(str(spec), side)
+        except TraceError as exc:
+            problems.append(f"{side}: {exc}")
+            continue
+        for p in found:
+            paths.append(p)
+            try:
+                traces.append(loader(p))
+            except TraceError as exc:
+                problems.append(f"{side}: {exc}")
+    if not paths:
+        problems.append(f"{side}: no trace given")
+    return traces, paths
+
+
+def _default_loader(path: str):
+    from .model import MODEL_EVENTS
+    from .trace import load
+
+    return load(path, events=list(MODEL_EVENTS))
+
+
+def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
+         topology_file=None, llc=None, thresholds: dict | None = None,
+         loader: Callable | None = None) -> GateResult:
+    """Judge ``candidate`` against ``baseline`` under ``rules``.
+
+    ``baseline`` / ``candidate``: a trace path, glob pattern or :class:`schedwake.Trace`,
+    or a sequence of those (the iterations of that side). ``rules``: a TOML file path, a
+    ``(Settings, [Rule, ...])`` pair, or None for :func:`default_rules`. ``topology_file``
+    / ``llc`` / ``thresholds``: as :func:`schedwake.compare`. ``loader``: how a path is
+    read (default :func:`schedwake.load` of the model's events).
+
+    Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
+    bad rules file raises TraceError, since nothing could be judged under it.
+    """
+    from .metrics import catalogue_entry, missing_events
+
+    if rules is None:
+        settings, rule_list = default_rules()
+        source = "defaults"
+    elif isinstance(rules, tuple):
+        settings, rule_list = rules
+        source = "API"
+    else:
+        settings, rule_list = load_rules(rules)
+        source = str(rules)
+    loader = loader or _default_loader
+    result = GateResult(settings, list(rule_list), rules_source=source)
+    problems = result.problems
+
+    sides = {}
+    for name, specs in (("baseline", baseline), ("candidate", candidate)):
+        if isinstance(specs, (str, Path)) or hasattr(specs, "meta"):
+            specs = [specs]
+        traces, paths = _load_side(name, list(specs), loader, problems)
+        sides[name] = traces
+        setattr(result, f"{name}_paths", paths)
+        for t in traces:
+            if topology_file is not None or llc:
+                try:
+                    t.use_topology(topology_file, llc)
+                except TraceError as exc:
+                    problems.append(str(exc))
+            problems.extend(_input_problems(name, t, settings))
+    if problems:
+        return result
+
+    kind = settings.samples
+    if kind == "auto":
+        kind = "per-trace" if all(len(v) >= 2 for v in sides.values()) else "per-window"
+    window = None
+    if kind == "per-trace":
+        few = [n for n, v in sides.items() if len(v) < 2]
+        if few:
+            problems.append(f"per-trace samples need >= 2 traces a side ({', '.join(few)} "
+                            "has one): give iterations, or samples = \"per-window\"")
+            return result
+    else:
+        window = settings.window or default_window(
+            [t.model.duration_ns / 1e9 for v in sides.values() for t in v])
+        for name, traces in sides.items():
+            for t in traces:
+                n = int(t.model.duration_ns / 1e9 // window)
+                if n < settings.min_windows:
+                    problems.append(
+                        f"{name} {Path(str(t.meta.get('path'))).name}: {n} window(s) of "
+                        f"{window:g} s, fewer than the {settings.min_windows} a judgement "
+                        "needs ([gate] window, min_windows)")
+        if problems:
+            return result
+
+    # a metric the events cannot give is unknown, not zero: judge only measurable ones
+    measurable = []
+    for rule in rule_list:
+        entry = catalogue_entry(rule.metric)
+        lacking = [f"{name} {Path(str(t.meta.get('path'))).name} has no {ev} events"
+                   for name, traces in sides.items() for t in traces
+                   for ev in missing_events(t, rule.metric)]
+        if lacking:
+            status = "skipped" if rule.missing == "skip" else "error"
+            result.results.append(RuleResult(
+                rule, entry.unit, entry.direction, status,
+                message=f"{rule.metric} cannot be measured: {lacking[0]}"
+                        + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else "")))
+        else:
+            measurable.append(rule)
+
+    if measurable:
+        comp = run_compare({"baseline": sides["baseline"], "candidate": sides["candidate"]},
+                                window_s=window, samples=kind,
+                                significance=settings.significance, alpha=settings.alpha,
+                                metrics=[r.metric for r in measurable],
+                                topology_file=None, llc=None, thresholds=thresholds)
+        result.comparison = comp
+        rows = {r.metric.name: r for r in comp.comparison.rows if r.is_mean_row}
+        for rule in measurable:
+            result.results.append(_judge(rule, rows.get(rule.metric), settings.significance))
+    order = {r.metric: i for i, r in enumerate(rule_list)}
+    result.results.sort(key=lambda r: order[r.rule.metric])
+    return result
+
+
+def _judge(rule: Rule, row, test: str) -> RuleResult:
+    """The verdict of one rule from the mean row of its metric."""
+    from .metrics import catalogue_entry
+    from .report import stats as st
+
+    entry = catalogue_entry(rule.metric)
+    res = RuleResult(rule, entry.unit, entry.direction, "pass")
+    if row is None:
+        res.status = "skipped" if rule.missing == "skip" else "error"
+        res.message = f"{rule.metric} was not measured (no samples)"
+        return res
+    base, cand = float(row.values[0]), float(row.values[1])
+    res.n = tuple(int(st.clean_samples(s).size) for s in row.metric.samples)
+    if math.isnan(base) or math.isnan(cand):
+        res.status = "skipped" if rule.missing == "skip" else "error"
+        side = "baseline" if math.isnan(base) else "candidate"
+        res.message = f"{rule.metric} has no value on the {side} side (no samples)"
+        return res
+    sig = row.sig[1]
+    res.baseline, res.candidate = base, cand
+    res.change = cand - base
+    res.change_pct = (cand / base - 1.0) * 100.0 if base != 0 else (
+        0.0 if cand == 0 else math.copysign(math.inf, cand))
+    res.worsening = max(cand - base if entry.direction == "lower" else base - cand, 0.0)
+    res.limit = rule.allowed * abs(base) if rule.relative else rule.allowed
+    res.significant = bool(sig.significant)
+    res.testable = bool(sig.testable)
+    res.detail = float(sig.detail) if math.isfinite(sig.detail) else None
+    worse = res.worsening > res.limit
+    if rule.significance and worse and not sig.testable:
+        res.status = "error"
+        res.message = (f"{rule.metric}: significance cannot be tested ({sig.reason}); "
+                       "give more iterations or set significance = false")
+    elif worse and (sig.significant or not rule.significance):
+        res.status = "broken"
+        res.message = (f"{rule.metric}: {_change_text(res)}, allowed "
+                       f"{rule.allowed_text()}), {_sig_text(res, rule.significance, test)}")
+    else:
+        why = ("within the allowed change" if not worse
+               else "worse, but not significantly")
+        res.message = f"{rule.metric}: {_change_text(res)}), {why}"
+    return res
+
+
+def _change_text(r: RuleResult) -> str:
+    pct = "+inf%" if math.isinf(r.change_pct) else f"{r.change_pct:+.1f}%"
+    unit = r.unit if r.unit in ("", "%", "/s") else " " + r.unit
+    return f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} ({pct}"
+
+
+def _sig_text(r: RuleResult, required: bool, test: str) -> str:
+    if r.significant:
+        what = "p" if test == "ttest" else "cidiff"
+        return "significant" + (f" ({what}={r.detail:.3g})" if r.detail is not None else "")
+    return "not significant" + ("" if required else " (significance not required)")

@@ -1,0 +1,225 @@
+"""Renderers of a gate verdict (:class:`schedwake.gate.GateResult`) for people and CI:
+a text table for the job log, Markdown for a pull-request comment or job summary, JUnit
+XML (one test case per rule) and a JSON document."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .mmtests import op_label
+
+_STATUS = {"pass": "ok", "broken": "BROKEN", "skipped": "skipped", "error": "ERROR"}
+_HEAD = ("rule", "allowed", "baseline", "candidate", "change", "significant", "result")
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if abs(v) < 1e6 else f"{v:.4g}"
+
+
+def _pct(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return "+inf%" if math.isinf(v) else f"{v:+.1f}%"
+
+
+def _sig(r, test: str) -> str:
+    if r.significant is None:
+        return "-"
+    if not r.testable:
+        return "not testable"
+    if r.significant:
+        if r.detail is None:
+            return "yes"
+        return f"yes (p={r.detail:.2g})" if test == "ttest" else f"yes (cidiff={r.detail:.2g})"
+    return "no"
+
+
+def _rows(result) -> list[tuple[str, ...]]:
+    test = result.settings.significance
+    rows = []
+    for r in result.results:
+        unit = "" if r.unit in ("", "%") else f" {r.unit}"
+        op = op_label(r.rule.metric, r.unit)
+        allowed = r.rule.allowed_text() + ("" if r.rule.relative else unit)
+        rows.append((op, allowed, _fmt(r.baseline), _fmt(r.candidate), _pct(r.change_pct),
+                     _sig(r, test), _STATUS[r.status]))
+    return rows
+
+
+def _samples_line(result) -> str | None:
+    comp = result.comparison
+    return None if comp is None else comp.rule_line()
+
+
+def _sides_line(result) -> str:
+    def names(paths):
+        return ", ".join(Path(p).name for p in paths) or "none"
+    return (f"baseline: {names(result.baseline_paths)}; "
+            f"candidate: {names(result.candidate_paths)}")
+
+
+def _messages(result) -> list[str]:
+    """The lines that explain a non-zero exit: problems, rule errors, broken rules."""
+    out = [f"cannot judge: {p}" for p in result.problems]
+    out += [f"cannot judge: {r.message}" for r in result.results if r.status == "error"]
+    out += [f"broken: {r.message}" for r in result.results if r.status == "broken"]
+    out += [f"skipped: {r.message}" for r in result.results if r.status == "skipped"]
+    return out
+
+
+def text(result) -> str:
+    """The job-log report: the verdict line, the rules table, the reasons, the sample and
+    significance line, and the traces' caveats."""
+    lines = [f"schedwake gate: {result.headline()}", _sides_line(result)]
+    rows = _rows(result)
+    if rows:
+        widths = [max(len(x[i]) for x in rows + [_HEAD]) for i in range(len(_HEAD))]
+        lines.append("")
+        for row in [_HEAD] + rows:
+            cells = [row[0].ljust(widths[0]), row[1].rjust(widths[1])]
+            cells += [row[i].rjust(widths[i]) for i in range(2, 5)]
+            cells += [row[5].ljust(widths[5]), row[6]]
+            lines.append("  ".join(cells).rstrip())
+    msgs = _messages(result)
+    if msgs:
+        lines.append("")
+        lines += msgs
+    samples = _samples_line(result)
+    if samples:
+        lines += ["", samples]
+    lines += [f"note: {n}" for n in result.notes()]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(result) -> str:
+    """A pull-request comment / job summary: verdict, rules table, reasons, samples line."""
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|").replace("*", "\\*")
+
+    out = [f"### schedwake gate: {esc(result.headline())}", "", esc(_sides_line(result)), ""]
+    rows = _rows(result)
+    if rows:
+        out.append("| " + " | ".join(h.capitalize() for h in _HEAD) + " |")
+        out.append("|:---|---:|---:|---:|---:|:---|:---|")
+        for row in rows:
+            cells = list(row)
+            if cells[6] in ("BROKEN", "ERROR"):
+                cells[6] = f"**{cells[6]}**"
+            out.append("| " + " | ".join(esc(c) if not c.startswith("**") else c
+                                         for c in cells) + " |")
+        out.append("")
+    for m in _messages(result):
+        out.append(f"- {esc(m)}")
+    if _messages(result):
+        out.append("")
+    samples = _samples_line(result)
+    if samples:
+        out += [esc(samples), ""]
+    out += [f"- note: {esc(n)}" for n in result.notes()]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def junit(result) -> str:
+    """JUnit XML: one ``<testcase>`` per rule (``<failure>`` when broken, ``<error>`` when
+    it cannot be judged, ``<skipped>``), plus an ``inputs`` case carrying the problems
+    that stopped the judgement (an ``<error>``) or none."""
+    cases = []
+    inputs = ET.Element("testcase", classname="schedwake.gate", name="inputs", time="0")
+    if result.problems:
+        el = ET.SubElement(inputs, "error", message=result.problems[0],
+                           type="cannot-judge")
+        el.text = "\n".join(result.problems)
+    cases.append(inputs)
+    for r in result.results:
+        tc = ET.Element("testcase", classname="schedwake.gate",
+                        name=f"{r.rule.metric} (allowed {r.rule.allowed_text()})", time="0")
+        if r.status == "broken":
+            el = ET.SubElement(tc, "failure", message=r.message, type="rule-broken")
+            el.text = _detail(r)
+        elif r.status == "error":
+            ET.SubElement(tc, "error", message=r.message, type="cannot-judge")
+        elif r.status == "skipped":
+            ET.SubElement(tc, "skipped", message=r.message)
+        else:
+            out = ET.SubElement(tc, "system-out")
+            out.text = _detail(r)
+        cases.append(tc)
+    judged = {r.rule.metric for r in result.results}
+    for rule in result.rules:
+        if rule.metric not in judged:
+            tc = ET.Element("testcase", classname="schedwake.gate",
+                            name=f"{rule.metric} (allowed {rule.allowed_text()})", time="0")
+            ET.SubElement(tc, "error", message="not judged: the input was refused",
+                          type="cannot-judge")
+            cases.append(tc)
+    failures = sum(r.status == "broken" for r in result.results)
+    errors = sum(c.find("error") is not None for c in cases)
+    skipped = sum(r.status == "skipped" for r in result.results)
+    attrs = {"name": "schedwake gate", "tests": str(len(cases)), "failures": str(failures),
+             "errors": str(errors), "skipped": str(skipped), "time": "0"}
+    suites = ET.Element("testsuites", **{k: attrs[k] for k in ("name", "tests", "failures",
+                                                               "errors", "time")})
+    suite = ET.SubElement(suites, "testsuite", **attrs)
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("baseline", " ".join(result.baseline_paths)),
+                 ("candidate", " ".join(result.candidate_paths)),
+                 ("rules", result.rules_source),
+                 ("significance", result.settings.significance),
+                 ("verdict", result.verdict)):
+        ET.SubElement(props, "property", name=k, value=v)
+    suite.extend(cases)
+    samples = _samples_line(result)
+    if samples:
+        ET.SubElement(suite, "system-out").text = samples
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+
+
+def _detail(r) -> str:
+    n = "" if r.n is None else f"; samples n={r.n[0]}/{r.n[1]}"
+    return (f"baseline {_fmt(r.baseline)}, candidate {_fmt(r.candidate)} {r.unit} "
+            f"(change {_pct(r.change_pct)}, allowed {r.rule.allowed_text()}); "
+            f"significant: {r.significant}{n}")
+
+
+def _finite(v):
+    if v is None:
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return "inf" if v > 0 else "-inf" if v < 0 else None
+    return v
+
+
+def to_dict(result) -> dict:
+    """The JSON document: verdict and exit code, problems, one record per rule, the
+    settings and the comparison's sample line."""
+    rules = []
+    for r in result.results:
+        rules.append({
+            "metric": r.rule.metric, "unit": r.unit, "direction": r.direction,
+            "allowed": r.rule.allowed_text(), "allowed_value": r.rule.allowed,
+            "allowed_relative": r.rule.relative, "require_significance": r.rule.significance,
+            "missing": r.rule.missing, "status": r.status,
+            "baseline": _finite(r.baseline), "candidate": _finite(r.candidate),
+            "change": _finite(r.change), "change_pct": _finite(r.change_pct),
+            "worsening": _finite(r.worsening), "limit": _finite(r.limit),
+            "significant": r.significant, "testable": r.testable,
+            "detail": _finite(r.detail), "n": list(r.n) if r.n else None,
+            "message": r.message})
+    s = result.settings
+    return {
+        "verdict": result.verdict, "exit_code": result.exit_code,
+        "headline": result.headline(), "problems": list(result.problems),
+        "rules_source": result.rules_source,
+        "settings": {"significance": s.significance, "alpha": s.alpha, "samples": s.samples,
+                     "window": s.window, "max_lost_events": s.max_lost_events,
+                     "min_duration": s.min_duration, "min_windows": s.min_windows},
+        "baseline": list(result.baseline_paths), "candidate": list(result.candidate_paths),
+        "samples": _samples_line(result),
+        "notes": result.notes(),
+        "rules": rules,
+    }

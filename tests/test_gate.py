@@ -1,0 +1,267 @@
+"""``schedwake gate`` on real traces: it passes reruns of one configuration, fails a
+configuration that switches more with the right rule named, refuses (exit 2) what it
+cannot judge, and writes JUnit, Markdown and JSON that parse."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import shutil
+import subprocess
+import tomllib
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import schedwake
+from schedwake.compare import from_samples
+from schedwake.errors import TraceError
+from schedwake.gate import DEFAULT_RULES_TOML, Rule, _judge, default_rules, parse_rules
+
+from .conftest import run_cli, sample
+
+ITER = sample("iterations")
+C1 = [ITER / f"dbench-xfs-1c-i{i}.dat" for i in (1, 2, 3)]
+C4 = [ITER / f"dbench-xfs-4c-i{i}.dat" for i in (1, 2, 3)]
+
+
+def gate_cli(tmp_path, *args):
+    out = {k: tmp_path / f"gate.{k}" for k in ("xml", "md", "json")}
+    proc = run_cli("gate", *args, "--junit", out["xml"], "--markdown", out["md"],
+                   "--json", out["json"])
+    return proc, out
+
+
+def junit_cases(path):
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    (suite,) = root.findall("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert int(suite.get("tests")) == len(cases)
+    return suite, cases
+
+
+# -- verdicts on real traces ------------------------------------------------------------------
+
+@pytest.mark.parametrize("config", [C1, C4], ids=["1client", "4clients"])
+@pytest.mark.parametrize("held_out", [0, 1, 2])
+def test_reruns_of_one_configuration_pass(config, held_out):
+    """Two iterations as baseline, the third as candidate: every default rule holds."""
+    base = [p for i, p in enumerate(config) if i != held_out]
+    result = schedwake.gate(base, config[held_out])
+    assert result.exit_code == 0, result.text()
+    assert [r.status for r in result.results] == ["pass"] * 5
+
+
+def test_more_clients_fail_with_context_switches_named(tmp_path):
+    proc, out = gate_cli(tmp_path, "--baseline", *C1, "--candidate", *C4)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("schedwake gate: FAIL")
+    broken = [ln for ln in proc.stdout.splitlines() if ln.startswith("broken: ")]
+    assert any(ln.startswith("broken: context_switches/s: ") for ln in broken), broken
+    assert "per-trace values, n=3/3" in proc.stdout
+
+    doc = json.loads(out["json"].read_text())
+    assert doc["verdict"] == "FAIL" and doc["exit_code"] == 1
+    cs = [r for r in doc["rules"] if r["metric"] == "context_switches/s"][0]
+    assert cs["status"] == "broken" and cs["significant"] is True
+    assert cs["n"] == [3, 3]
+    # the numbers are the comparison's: the means of the per-trace sched_switch rates
+    rates = []
+    for paths in (C1, C4):
+        vals = []
+        for p in paths:
+            t = schedwake.load(p, events=[])
+            vals.append(t.meta["event_counts"]["sched_switch"] / (t.duration_ns / 1e9))
+        rates.append(sum(vals) / len(vals))
+    assert cs["baseline"] == pytest.approx(rates[0], rel=1e-9)
+    assert cs["candidate"] == pytest.approx(rates[1], rel=1e-9)
+    assert cs["change_pct"] == pytest.approx((rates[1] / rates[0] - 1) * 100, rel=1e-9)
+
+    suite, cases = junit_cases(out["xml"])
+    assert set(cases) == {"inputs"} | {f"{r['metric']} (allowed {r['allowed']})"
+                                       for r in doc["rules"]}
+    failed = {n for n, c in cases.items() if c.find("failure") is not None}
+    assert failed == {f"{r['metric']} (allowed {r['allowed']})" for r in doc["rules"]
+                      if r["status"] == "broken"}
+    assert int(suite.get("failures")) == len(failed) and suite.get("errors") == "0"
+    md = out["md"].read_text()
+    assert md.startswith("### schedwake gate: FAIL")
+    assert "| context_switches/s | +25% |" in md and "**BROKEN**" in md
+
+
+def test_an_improvement_is_not_a_regression():
+    result = schedwake.gate(C4, C1)
+    assert result.exit_code == 0, result.text()
+
+
+def test_single_traces_use_windows_and_say_so():
+    result = schedwake.gate(C1[0], C4[0])
+    assert result.comparison.sample_kind == "per-window"
+    assert result.exit_code == 1
+    assert any("one trace on a side" in n for n in result.notes())
+
+
+def test_rules_file_changes_the_verdict(tmp_path):
+    """Loosen the rules that broke: the same traces now pass."""
+    rules = tmp_path / "gate.toml"
+    rules.write_text(DEFAULT_RULES_TOML.replace('[rules."context_switches/s"]\nallowed = "25%"',
+                                                '[rules."context_switches/s"]\nallowed = "100%"')
+                     .replace('[rules.wake_to_run_p99]\nallowed = "50%"',
+                              '[rules.wake_to_run_p99]\nallowed = 5000'))
+    proc = run_cli("gate", "--rules", rules, "--baseline", *C1, "--candidate", *C4)
+    assert proc.returncode == 0, proc.stdout
+    assert "+100%" in proc.stdout and "+5000 us" in proc.stdout
+
+
+# -- refusing what cannot be judged -----------------------------------------------------------
+
+def _refused(proc, *needles):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("schedwake gate: ERROR: cannot judge")
+    for n in needles:
+        assert n in first, first
+
+
+def test_truncated_trace_is_refused(tmp_path):
+    bad = tmp_path / "truncated.dat"
+    data = C1[0].read_bytes()
+    bad.write_bytes(data[: len(data) // 2])
+    proc, out = gate_cli(tmp_path, "--baseline", *C1[:2], "--candidate", bad)
+    _refused(proc, "truncated.dat")
+    suite, cases = junit_cases(out["xml"])
+    assert cases["inputs"].find("error") is not None
+    # every rule is reported as not judged, so a CI summary shows what was skipped
+    assert sum(c.find("error") is not None for c in cases.values()) == 6
+    assert json.loads(out["json"].read_text())["exit_code"] == 2
+
+
+def test_empty_and_wrong_files_are_refused(tmp_path):
+    empty = tmp_path / "empty.dat"
+    empty.write_bytes(b"")
+    _refused(run_cli("gate", "--baseline", empty, "--candidate", C1[0]), "empty.dat")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a trace\n")
+    _refused(run_cli("gate", "--baseline", C1[0], "--candidate", text), "notes.txt")
+    _refused(run_cli("gate", "--baseline", C1[0], "--candidate", tmp_path / "nope-*.dat"),
+             "matches no file")
+    _refused(run_cli("gate", "--candidate", C1[0]), "--baseline")
+
+
+def test_lost_events_are_refused():
+    lost = sample("lost-events.dat")
+    proc = run_cli("gate", "--baseline", *C1, "--candidate", lost)
+    _refused(proc, "lost-events.dat", "dropped events")
+
+
+def test_too_short_traces_are_refused(tmp_path):
+    rules = tmp_path / "gate.toml"
+    rules.write_text(DEFAULT_RULES_TOML.replace("min_duration = 0.5", "min_duration = 5"))
+    _refused(run_cli("gate", "--rules", rules, "--baseline", *C1, "--candidate", *C4),
+             "shorter than the 5 s")
+    rules.write_text(DEFAULT_RULES_TOML.replace("# window = 0.5", "window = 0.5"))
+    _refused(run_cli("gate", "--rules", rules, "--baseline", C1[0], "--candidate", C4[0]),
+             "window(s) of 0.5 s")
+
+
+@pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="needs trace-cmd")
+def test_missing_events_are_refused_or_skipped(tmp_path):
+    """A real trace without sched_migrate_task (its report text with those lines
+    removed): the migration rules cannot be judged; with missing = "skip" they are
+    skipped and the others judged."""
+    cut = []
+    for i, p in enumerate(C1):
+        text = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(p)], check=True,
+                              capture_output=True, text=True).stdout
+        out = tmp_path / f"nomigrate-{i}.txt.gz"
+        with gzip.open(out, "wt") as f:
+            f.writelines(ln + "\n" for ln in text.splitlines()
+                         if "sched_migrate_task:" not in ln)
+        cut.append(out)
+    proc = run_cli("gate", "--baseline", *C1[:2], "--candidate", cut[2])
+    _refused(proc, "no sched_migrate_task events")
+    rules = tmp_path / "gate.toml"
+    rules.write_text(DEFAULT_RULES_TOML.replace('missing = "error"', 'missing = "skip"'))
+    proc = run_cli("gate", "--rules", rules, "--baseline", *C1[:2], "--candidate", cut[2])
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.count("skipped: ") == 2     # wake-up and cross-LLC migrations
+    assert "PASS: 3 rules hold (2 skipped)" in proc.stdout
+
+
+# -- rules ------------------------------------------------------------------------------------
+
+def test_default_rules_print_parse_and_cover_the_issue(tmp_path):
+    proc = run_cli("gate", "--print-default-rules", check=True)
+    assert proc.stdout == DEFAULT_RULES_TOML
+    doc = tomllib.loads(proc.stdout)
+    assert set(doc["rules"]) == {"pingpong_episodes/s", "wakeup_migrations/s",
+                                 "cross_llc_migrations/s", "context_switches/s",
+                                 "wake_to_run_p99"}
+    settings, rules = default_rules()
+    assert settings.significance == "ttest" and settings.max_lost_events == 0
+    assert all(r.relative and r.significance and r.missing == "error" for r in rules)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("[rules.nosuch]\nallowed = '1%'", "unknown metric 'nosuch'"),
+    ("[rules.'context_switches/s']\nallowed = 'lots'", "allowed must be"),
+    ("[rules.'context_switches/s']\nallowed = -3", "finite amount >= 0"),
+    ("[rules.'context_switches/s']\nsignificance = true", "no allowed change"),
+    ("[rules.'context_switches/s']\nallowed = 1\nmissing = 'maybe'", "missing must be"),
+    ("[rules.'context_switches/s']\nallowed = 1\ncolour = 1", "unknown key(s) colour"),
+    ("[gate]\nsignificance = 'bayes'\n[rules.'context_switches/s']\nallowed = 1",
+     "significance must be one of"),
+    ("[gate]\nalpha = 2\n[rules.'context_switches/s']\nallowed = 1", "alpha"),
+    ("[gate]\nsignificance = 'ttest'", "no rules"),
+    ("[rules", "not valid TOML"),
+])
+def test_bad_rules_are_one_line_errors(tmp_path, text, needle):
+    with pytest.raises(TraceError, match="^rules: .*" + re.escape(needle)):
+        parse_rules(text)
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    proc = run_cli("gate", "--rules", f, "--baseline", C1[0], "--candidate", C1[1])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "bad.toml" in proc.stderr
+
+
+def _mean_row(base, new, metric="context_switches/s", direction="lower"):
+    import pandas as pd
+
+    rows = [{"side": s, "metric": metric, "direction": direction, "value": v}
+            for s, vals in (("b", base), ("n", new)) for v in vals]
+    comp = from_samples(pd.DataFrame(rows), ["b", "n"])
+    (row,) = [r for r in comp.comparison.rows if r.is_mean_row]
+    return row
+
+
+def test_judgement_rules():
+    """Relative and absolute allowances, both directions, significance on and off,
+    untestable significance."""
+    worse = _mean_row([100, 101, 99], [130, 131, 129])          # +30%, significant
+    assert _judge(Rule("context_switches/s", 0.25, True), worse, "ttest").status == "broken"
+    assert _judge(Rule("context_switches/s", 0.35, True), worse, "ttest").status == "pass"
+    assert _judge(Rule("context_switches/s", 29.0, False), worse, "ttest").status == "broken"
+    assert _judge(Rule("context_switches/s", 31.0, False), worse, "ttest").status == "pass"
+    noisy = _mean_row([100, 150, 50], [130, 200, 60])            # +30%, not significant
+    assert _judge(Rule("context_switches/s", 0.25, True), noisy, "ttest").status == "pass"
+    assert _judge(Rule("context_switches/s", 0.25, True, significance=False), noisy,
+                  "ttest").status == "broken"
+    one = _mean_row([100, 101, 99], [130])                       # one sample: untestable
+    r = _judge(Rule("context_switches/s", 0.25, True), one, "ttest")
+    assert r.status == "error" and "cannot be tested" in r.message
+    # higher is better: a drop is the worsening
+    busy = _mean_row([80, 81, 79], [60, 61, 59], "busy_share_cpu0", "higher")
+    r = _judge(Rule("busy_share_cpu0", 0.10, True), busy, "ttest")
+    assert r.status == "broken" and r.worsening == pytest.approx(20, rel=0.01)
+    assert _judge(Rule("busy_share_cpu0", 0.10, True),
+                  _mean_row([60, 61, 59], [80, 81, 79], "busy_share_cpu0", "higher"),
+                  "ttest").status == "pass"
+    # a zero baseline: any significant worsening breaks a relative rule
+    zero = _mean_row([0, 0, 0], [5, 6, 4])
+    r = _judge(Rule("context_switches/s", 0.25, True), zero, "ttest")
+    assert r.status == "broken" and math.isinf(r.change_pct)
