@@ -102,12 +102,14 @@ def _cpus_visited(switch: pd.DataFrame | None) -> float:
     return float(g.mean()) if len(g) else 0.0
 
 
-def _pct(lat: np.ndarray, q: float) -> float:
-    return float(np.percentile(lat, q)) if len(lat) else 0.0
+def _pct(lat: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(lat, q)) if len(lat) else None
 
 
 def trace_metrics(trace, thresholds: dict | None = None) -> dict:
-    """Every metric of the trace (JSON-ready), whether or not a detector fires."""
+    """Every metric of the trace (JSON-ready), whether or not a detector fires. A metric
+    the trace cannot give (no wake-ups for a latency, events it lacks: :data:`NEEDS`) is
+    None."""
     th = _thresholds(thresholds)
     model = trace.model
     dur_s = max(model.duration_ns, 1) / 1e9
@@ -128,7 +130,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "wakeup_migrations_per_s": int((cause == "wakeup").sum()) / dur_s,
         "load_balance_migrations_per_s": int((cause == "load_balance").sum()) / dur_s,
         "cross_llc_migrations_per_s": int(tclass.isin(["cross_llc", "cross_numa"]).sum()) / dur_s,
-        "wakeup_migration_share": float(w["migrated"].mean()) if len(w) else 0.0,
+        "wakeup_migration_share": float(w["migrated"].mean()) if len(w) else None,
         "pingpong_episodes": pp,
         "pingpong_episodes_per_s": pp / dur_s,
         "cpus_visited_per_task": _cpus_visited(sw),
@@ -141,6 +143,12 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "idle_while_runnable_share": float(iwr["share"]),
         "busy_share": _busy_share(model),
     }
+    # a metric whose events the trace lacks is unknown (None), not zero
+    for m in CATALOGUE.values():
+        if m.key in out and missing_events(trace, m.name.format(cpu=0)):
+            out[m.key] = None
+    if out["pingpong_episodes_per_s"] is None:
+        out["pingpong_episodes"] = None
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
 
 
@@ -440,10 +448,11 @@ def metric_samples(trace, window_s: float | None = None, thresholds: dict | None
         for m in CATALOGUE.values():
             if m.key == "busy_share":
                 for c in range(cpus):
-                    v = tm["busy_share"].get(str(c), np.nan)
+                    v = (tm["busy_share"] or {}).get(str(c), np.nan)
                     cols[m.name.format(cpu=c)] = np.array([v * m.scale])
             else:
-                cols[m.name] = np.array([float(tm[m.key]) * m.scale])
+                v = np.nan if tm[m.key] is None else float(tm[m.key])
+                cols[m.name] = np.array([v * m.scale])
     else:
         wm = window_metrics(trace, window_s, thresholds)
         kind = "per-window"
