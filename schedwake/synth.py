@@ -46,7 +46,8 @@ _FIELDS = {
     "sched_process_fork": [("parent_comm", STRING), ("parent_pid", _I32),
                            ("child_comm", STRING), ("child_pid", _I32)],
 }
-_STATE = {"R": 0, "R+": 0x100, "S": 1, "D": 2, "I": 0x402}
+# the sched_switch prev_state report bits of kernels >= 4.14 (I = TASK_REPORT_IDLE)
+_STATE = {"R": 0, "R+": 0x100, "S": 1, "D": 2, "I": 0x80}
 US = 1000
 
 
@@ -578,7 +579,7 @@ def write_ftrace_text(trace: Trace, path, events=None) -> int:
     * timestamps have microsecond precision (rounded like the kernel's ns2usecs());
     * ``prev_state`` is printed as its letters (``prev_state_str``) and read back as
       the >= 4.14 report bits (``I`` = 0x80, ``R+`` = 0x100), whatever value the
-      table held (the synthetic ``I`` is the task state 0x402);
+      table held;
     * pointers (``work``) are printed as stored, as with ``no_hash_pointers`` (a real
       kernel prints hashed values);
     * the prefix comm is ``common_comm``, ``<idle>`` for pid 0 (the kernel's

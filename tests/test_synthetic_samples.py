@@ -173,7 +173,7 @@ def test_text_tables_equal_the_synthetic_tables(name):
                 assert all(t % 1000 == 0 for t in want)   # microseconds: exact in text
             if ev == "sched_switch" and col == "prev_state":
                 # printed as letters, read back as the kernel's report bits
-                want = [REPORT_STATE[x] for x in _values(a.column("prev_state_str"))]
+                assert want == [REPORT_STATE[x] for x in _values(a.column("prev_state_str"))]
             assert got == want, f"{ev}.{col}"
 
 
