@@ -214,17 +214,29 @@ def test_ci95_is_stricter_than_ttest():
 
 # -- iterations: several traces a side, per-trace samples ----------------------------------------
 
-ITERATIONS = {"c1": [f"iterations/dbench-xfs-1c-i{i}" for i in (1, 2, 3)],
-              "c4": [f"iterations/dbench-xfs-4c-i{i}" for i in (1, 2, 3)]}
+ITERATIONS = {
+    "c1": [f"iterations/dbench-xfs-1c-i{i}" for i in (1, 2, 3)],
+    "c4": [f"iterations/dbench-xfs-4c-i{i}" for i in (1, 2, 3)],
+    "on": [f"kstack-6.1/k61-dbench-c2-kstack-on-i{i}" for i in (1, 2, 3)],
+    "off": [f"kstack-6.1/k61-dbench-c2-kstack-off-i{i}" for i in (1, 2, 3)],
+}
+#: (baseline, candidate, the metric that must be significantly worse on the candidate)
+ITERATION_PAIRS = [("c1", "c4", "context_switches/s"),   # 4 dbench clients on 2 CPUs
+                   ("on", "off", "migrations/s")]        # 6.1 without kthread stacking
 
 
-def test_iterations_per_trace_values_direction_and_significance():
-    """dbench 1 vs 4 clients, three iterations each: compare takes one value per trace
-    (mmtests' own way), and each value, the direction and the star agree with the
-    whole-trace rates counted independently from ``trace-cmd report``."""
-    proc = run_cli("compare", "--side", f"c1={sample('iterations')}/dbench-xfs-1c-i*.dat",
-                   "--side", f"c4={sample('iterations')}/dbench-xfs-4c-i*.dat",
-                   "--format", "json", "--metric", "context_switches/s",
+@pytest.mark.parametrize("base,new,worse", ITERATION_PAIRS, ids=["dbench-1vs4", "kstack-6.1"])
+def test_iterations_per_trace_values_direction_and_significance(base, new, worse):
+    """Three iterations a side: compare takes one value per trace (mmtests' own way), and
+    each value, the Stddev, the direction and the star agree with the whole-trace rates
+    counted independently from ``trace-cmd report``. The pairs: dbench 1 vs 4 clients on
+    this host, and dbench 2 clients on an 8-CPU 6.1 guest with the select_idle_sibling()
+    kthread-stacking clause on vs off (the real before/after pair)."""
+    specs = []
+    for side in (base, new):
+        folder, stem = ITERATIONS[side][0].split("/")
+        specs += ["--side", f"{side}={sample(folder)}/{stem[:-1]}*.dat"]
+    proc = run_cli("compare", *specs, "--format", "json", "--metric", "context_switches/s",
                    "--metric", "migrations/s", "--metric", "futile_wakeups/s", check=True)
     doc = json.loads(proc.stdout)
     assert doc["samples"]["kind"] == "per-trace"
@@ -233,24 +245,25 @@ def test_iterations_per_trace_values_direction_and_significance():
     for metric, which, tol in (("context_switches/s", 2, 1e-9), ("migrations/s", 3, 1e-9),
                                ("futile_wakeups/s", 4, 0.002)):
         samples = []
-        for side in ("c1", "c4"):
+        for side in (base, new):
             rates = []
             for name in ITERATIONS[side]:
                 first, last, *ts = independent_events(name)
                 rates.append(len(ts[which - 2]) / ((last - first) / 1e9))
             samples.append(np.array(rates))
         b, n = samples
-        mean_b = _row(doc, metric, "Amean", "c1")
-        mean_n = _row(doc, metric, "Amean", "c4")
+        mean_b = _row(doc, metric, "Amean", base)
+        mean_n = _row(doc, metric, "Amean", new)
         assert mean_b["n"] == 3 and mean_n["n"] == 3
-        assert mean_b["value"] == pytest.approx(b.mean(), rel=tol), metric
-        assert mean_n["value"] == pytest.approx(n.mean(), rel=tol), metric
-        assert _row(doc, metric, "Stddev", "c1")["value"] == pytest.approx(
-            b.std(ddof=1), rel=max(tol, 1e-6)), metric
+        # (trace metrics are rounded to 6 decimals: abs=1e-6)
+        assert mean_b["value"] == pytest.approx(b.mean(), rel=tol, abs=1e-6), metric
+        assert mean_n["value"] == pytest.approx(n.mean(), rel=tol, abs=1e-6), metric
+        assert _row(doc, metric, "Stddev", base)["value"] == pytest.approx(
+            b.std(ddof=1), rel=max(tol, 1e-6), abs=2e-6), metric
         pct = 100 - 100 * n.mean() / b.mean()
         assert mean_n["pct"] == pytest.approx(pct, abs=0.05), metric
         sig = lkml_ttest(b, n)
         assert mean_n["significant"] is sig, (metric, mean_n)
         verdicts[metric] = (np.sign(pct), sig)
-    # four clients on two CPUs switch far more often than one, in every rerun
-    assert verdicts["context_switches/s"] == (-1, True)
+    # worse (a negative percentage for a lower-is-better metric) in every rerun
+    assert verdicts[worse] == (-1, True)

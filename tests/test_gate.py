@@ -25,6 +25,11 @@ from .conftest import run_cli, sample
 ITER = sample("iterations")
 C1 = [ITER / f"dbench-xfs-1c-i{i}.dat" for i in (1, 2, 3)]
 C4 = [ITER / f"dbench-xfs-4c-i{i}.dat" for i in (1, 2, 3)]
+# the real before/after pair: 6.1, 8-CPU guest, dbench 2 clients, with the
+# select_idle_sibling() kthread-stacking clause on (the fix) and off (before the fix)
+KSTACK = sample("kstack-6.1")
+STACK_ON = [KSTACK / f"k61-dbench-c2-kstack-on-i{i}.dat" for i in (1, 2, 3)]
+STACK_OFF = [KSTACK / f"k61-dbench-c2-kstack-off-i{i}.dat" for i in (1, 2, 3)]
 
 
 def gate_cli(tmp_path, *args):
@@ -45,7 +50,8 @@ def junit_cases(path):
 
 # -- verdicts on real traces ------------------------------------------------------------------
 
-@pytest.mark.parametrize("config", [C1, C4], ids=["1client", "4clients"])
+@pytest.mark.parametrize("config", [C1, C4, STACK_ON, STACK_OFF],
+                         ids=["1client", "4clients", "kstack-on", "kstack-off"])
 @pytest.mark.parametrize("held_out", [0, 1, 2])
 def test_reruns_of_one_configuration_pass(config, held_out):
     """Two iterations as baseline, the third as candidate: every default rule holds."""
@@ -93,8 +99,27 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
 
 
 def test_an_improvement_is_not_a_regression():
-    result = schedwake.gate(C4, C1)
-    assert result.exit_code == 0, result.text()
+    for base, new in ((C4, C1), (STACK_OFF, STACK_ON)):
+        result = schedwake.gate(base, new)
+        assert result.exit_code == 0, result.text()
+
+
+def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
+    """The regression the gate exists for: without the clause, a per-CPU kworker's
+    wake-up moves the task away; ping-pong episodes and wake-up migrations break their
+    rules, context switches do not."""
+    proc, out = gate_cli(tmp_path, "--baseline", *STACK_ON, "--candidate", *STACK_OFF)
+    assert proc.returncode == 1, proc.stdout
+    doc = json.loads(out["json"].read_text())
+    status = {r["metric"]: r["status"] for r in doc["rules"]}
+    assert status == {"pingpong_episodes/s": "broken", "wakeup_migrations/s": "broken",
+                      "cross_llc_migrations/s": "pass", "context_switches/s": "pass",
+                      "wake_to_run_p99": "pass"}
+    pp = [r for r in doc["rules"] if r["metric"] == "pingpong_episodes/s"][0]
+    assert pp["candidate"] > 5 * pp["baseline"] and pp["significant"] is True
+    _, cases = junit_cases(out["xml"])
+    assert {n for n, c in cases.items() if c.find("failure") is not None} == {
+        "pingpong_episodes/s (allowed +25%)", "wakeup_migrations/s (allowed +25%)"}
 
 
 def test_single_traces_use_windows_and_say_so():
