@@ -484,6 +484,9 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
             result.results.append(_judge(rule, rows.get(rule.metric), settings.significance))
     order = {r.metric: i for i, r in enumerate(rule_list)}
     result.results.sort(key=lambda r: order[r.rule.metric])
+    if result.results and all(r.status == "skipped" for r in result.results):
+        problems.append("every rule was skipped (its metric cannot be measured): "
+                        "nothing was judged")
     return result
 
 

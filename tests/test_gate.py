@@ -215,6 +215,11 @@ def test_missing_events_are_refused_or_skipped(tmp_path):
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.count("skipped: ") == 2     # wake-up and cross-LLC migrations
     assert "PASS: 3 rules hold (2 skipped)" in proc.stdout
+    # nothing judged is not a pass
+    only = tmp_path / "only.toml"
+    only.write_text('[rules."migrations/s"]\nallowed = "10%"\nmissing = "skip"\n')
+    _refused(run_cli("gate", "--rules", only, "--baseline", *C1[:2], "--candidate", cut[2]),
+             "every rule was skipped")
 
 
 # -- rules ------------------------------------------------------------------------------------
