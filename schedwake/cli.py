@@ -256,7 +256,7 @@ def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markd
     too short a trace, lost events, events a rule needs missing): it fails closed.
     """
     from .detect import parse_threshold_options
-    from .gate import DEFAULT_RULES_TOML, GateResult, default_rules, load_rules
+    from .gate import DEFAULT_RULES_TOML
     from .gate import gate as run_gate
     from .model import MODEL_EVENTS
 
@@ -264,15 +264,10 @@ def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markd
         click.echo(DEFAULT_RULES_TOML, nl=False)
         return
     th = parse_threshold_options(thresholds)
-    rules = load_rules(rules_file) if rules_file else default_rules()
-    if not baseline or not candidate:
-        result = GateResult(*rules, rules_source=rules_file or "defaults")
-        result.problems.append("give --baseline TRACE... and --candidate TRACE...")
-    else:
-        result = run_gate(list(baseline), list(candidate), rules, topology_file=topology_file,
-                          llc=llc, thresholds=th,
-                          loader=lambda p: _load(p, list(MODEL_EVENTS), input_format))
-        result.rules_source = rules_file or "defaults"
+    # missing sides are judged like unreadable ones: exit 2 with reports
+    result = run_gate(list(baseline), list(candidate), rules_file, topology_file=topology_file,
+                      llc=llc, thresholds=th,
+                      loader=lambda p: _load(p, list(MODEL_EVENTS), input_format))
     click.echo(result.text(), nl=False)
     for path, render in ((junit_file, result.junit), (markdown_file, result.markdown),
                          (json_file, result.to_json)):

@@ -148,7 +148,9 @@ def default_window(durations_s) -> float:
     return float(max(round(best, 6), 0.001))
 
 
-def _load(path: str, topology_file, llc):
+def load_model_trace(path: str, topology_file=None, llc=None):
+    """A trace read for the model (its events only), with ``--topology``/``--llc`` applied
+    when given: how compare and gate read a path."""
     from .model import MODEL_EVENTS
     from .trace import load
 
@@ -176,7 +178,8 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
                     item.use_topology(topology_file, llc)
                 traces.append(item)
             else:
-                traces.extend(_load(p, topology_file, llc) for p in expand_paths(str(item), "trace"))
+                traces.extend(load_model_trace(p, topology_file, llc)
+                              for p in expand_paths(str(item), "trace"))
         if not traces:
             raise TraceError(f"side {label or i + 1}", "has no trace")
         if label is None:

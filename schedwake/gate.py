@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .compare import SAMPLE_MODES, SIGNIFICANCE, default_window, expand_paths
+from .compare import SAMPLE_MODES, SIGNIFICANCE, default_window, expand_paths, load_model_trace
 from .compare import compare as run_compare
 from .errors import TraceError
 
@@ -375,15 +375,8 @@ def _load_side(side: str, specs, loader, problems: list[str]) -> tuple[list, lis
             except TraceError as exc:
                 problems.append(f"{side}: {exc}")
     if not paths:
-        problems.append(f"{side}: no trace given")
+        problems.append(f"{side}: no trace given (--{side} TRACE...)")
     return traces, paths
-
-
-def _default_loader(path: str):
-    from .model import MODEL_EVENTS
-    from .trace import load
-
-    return load(path, events=list(MODEL_EVENTS))
 
 
 def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
@@ -411,7 +404,7 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
     else:
         settings, rule_list = load_rules(rules)
         source = str(rules)
-    loader = loader or _default_loader
+    loader = loader or load_model_trace
     result = GateResult(settings, list(rule_list), rules_source=source)
     problems = result.problems
 

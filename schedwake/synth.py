@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from .ingest import RawTrace
+from .ingest.text import STATE_NEW
 from .schema import FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING, event_schema
 from .topology import Topology
 from .trace import Trace
@@ -47,7 +48,8 @@ _FIELDS = {
                            ("child_comm", STRING), ("child_pid", _I32)],
 }
 # the sched_switch prev_state report bits of kernels >= 4.14 (I = TASK_REPORT_IDLE)
-_STATE = {"R": 0, "R+": 0x100, "S": 1, "D": 2, "I": 0x80}
+_STATE = {"R": 0, "R+": STATE_NEW["+"], "S": STATE_NEW["S"], "D": STATE_NEW["D"],
+          "I": STATE_NEW["I"]}
 US = 1000
 
 
@@ -404,11 +406,6 @@ _FTRACE_HEADER = """\
 #              | |         |   |||||     |         |
 """
 
-# prev_state letters of kernels >= 4.14 (TASK_REPORT bits; TASK_REPORT_MAX = 0x100 is "+")
-_REPORT_LETTERS = ((0x01, "S"), (0x02, "D"), (0x04, "T"), (0x08, "t"), (0x10, "X"),
-                   (0x20, "Z"), (0x40, "P"), (0x80, "I"))
-
-
 def _state_text(value, text) -> str:
     """``prev_state`` as sched_switch's TP_printk prints it. The decoded string is the
     truth where there is one (the readers decode it with the event's own format); a
@@ -416,8 +413,8 @@ def _state_text(value, text) -> str:
     if text is not None:
         return text
     v = int(value or 0)
-    letters = "|".join(ch for bit, ch in _REPORT_LETTERS if v & bit) or "R"
-    return letters + ("+" if v & 0x100 else "")
+    letters = "|".join(ch for ch, bit in STATE_NEW.items() if ch != "+" and v & bit) or "R"
+    return letters + ("+" if v & STATE_NEW["+"] else "")
 
 
 def _latency_field(flags, pc) -> str:
