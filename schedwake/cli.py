@@ -273,6 +273,8 @@ def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markd
                          (json_file, result.to_json)):
         if path:
             Path(path).write_text(render(), encoding="utf-8")
+    if result.exit_code == 2:   # the same one-line reason as every command's bad input
+        click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
 

@@ -148,6 +148,7 @@ def _refused(proc, *needles):
     assert "Traceback" not in proc.stderr
     first = proc.stdout.splitlines()[0]
     assert first.startswith("schedwake gate: ERROR: cannot judge")
+    assert proc.stderr == first + "\n"      # the reason, one line, on stderr too
     for n in needles:
         assert n in first, first
 
