@@ -30,12 +30,14 @@
 #include <Python.h>
 
 #include <ctype.h>
+#include <link.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/time.h>
 #include <sys/types.h>
+#include <ucontext.h>
 
 #include <trace-cmd/trace-cmd.h>
 #include <traceevent/event-parse.h>
@@ -641,6 +643,17 @@ static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
  * caught by a CPU-time watchdog: if no record reaches our callback for
  * STALL_SECONDS seconds of CPU time, the read is abandoned.  In both cases the
  * handler jumps back to py_read(), which raises; the handle is leaked, never reused.
+ * A third, damaged data that keeps yielding garbage records slowly, is stopped when
+ * the CPU-time budget is spent, but not by a jump: the handler only sets a flag and
+ * record_cb() ends the iteration at the next record.
+ *
+ * Jumping out of a signal handler that interrupted libc (malloc() above all: the
+ * spinning loop of tracecmd_peek_data() allocates a record per turn) leaves libc's
+ * lock taken, and the process deadlocks at its next allocation: a CI rehearsal hung so
+ * on the pinned LOOPING_DAMAGE file.  So the stall jump is only taken when the
+ * interrupted instruction is outside libc and the dynamic loader (whose locks are held
+ * only while their code runs); otherwise the watchdog fires again 1 ms of CPU time
+ * later and tries once more.
  */
 #define STALL_SECONDS 5
 
@@ -653,6 +666,51 @@ static int64_t watch_last;
 static int watch_stalled;
 static volatile int64_t watch_budget = 20;  /* CPU seconds; raised once the size is known */
 static int64_t watch_spent;
+static volatile sig_atomic_t watch_expired;  /* budget spent: record_cb() stops */
+static volatile sig_atomic_t jump_pending;   /* stalled: jump at the first safe tick */
+
+/* Executable ranges of libc and the dynamic loader, found in guard_on() (not in the
+   handler: dl_iterate_phdr() is not async-signal-safe). */
+#define MAX_UNSAFE 8
+static uintptr_t unsafe_lo[MAX_UNSAFE], unsafe_hi[MAX_UNSAFE];
+static int n_unsafe;
+
+static int note_unsafe_ranges(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    if (!strstr(name, "/libc.so") && !strstr(name, "/ld-linux"))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && n_unsafe < MAX_UNSAFE; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            unsafe_lo[n_unsafe] = info->dlpi_addr + ph->p_vaddr;
+            unsafe_hi[n_unsafe] = unsafe_lo[n_unsafe] + ph->p_memsz;
+            n_unsafe++;
+        }
+    }
+    return 0;
+}
+
+/* May the handler jump out of the code that ucontext `uc` interrupted? */
+static int safe_to_jump(void *uc)
+{
+#if defined(__x86_64__)
+    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.pc;
+#else
+    (void)uc;
+    return 1;               /* no way to tell: jump, as before */
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+    for (int i = 0; i < n_unsafe; i++)
+        if (pc >= unsafe_lo[i] && pc < unsafe_hi[i])
+            return 0;
+    return 1;
+#endif
+}
 
 static void guard_handler(int sig)
 {
@@ -664,22 +722,32 @@ static void guard_handler(int sig)
     raise(sig);
 }
 
-static void watchdog_handler(int sig)
+static void watchdog_handler(int sig, siginfo_t *info, void *uc)
 {
+    (void)info;
     if (!guard_active)
         return;
-    int64_t now = watch_counter ? *watch_counter : 0;
-    if (++watch_spent > watch_budget) {
-        /* records trickle out of damaged data far slower than any real trace */
-        guard_active = 0;
-        siglongjmp(guard_jmp, SIGXCPU);
+    if (jump_pending) {
+        if (safe_to_jump(uc)) {
+            guard_active = 0;
+            siglongjmp(guard_jmp, sig);
+        }
+        struct itimerval soon = {{1, 0}, {0, 1000}};
+        setitimer(ITIMER_PROF, &soon, NULL);
+        return;
     }
+    int64_t now = watch_counter ? *watch_counter : 0;
+    /* records trickle out of damaged data far slower than any real trace */
+    if (++watch_spent > watch_budget)
+        watch_expired = 1;
     if (now != watch_last) {
         watch_last = now;
         watch_stalled = 0;
     } else if (++watch_stalled >= STALL_SECONDS) {
-        guard_active = 0;
-        siglongjmp(guard_jmp, sig);
+        /* nothing reaches record_cb(): the library spins inside one call, and the
+           jump is the only way out */
+        jump_pending = 1;
+        watchdog_handler(sig, info, uc);
     }
 }
 
@@ -692,14 +760,19 @@ static void guard_on(volatile int64_t *progress_counter)
     sa.sa_flags = SA_NODEFER;
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
-    sa.sa_handler = watchdog_handler;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_handler = NULL;
+    sa.sa_sigaction = watchdog_handler;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigaction(SIGPROF, &sa, &old_prof);
+    if (!n_unsafe)
+        dl_iterate_phdr(note_unsafe_ranges, NULL);
     watch_counter = progress_counter;
     watch_last = progress_counter ? *progress_counter : 0;
     watch_stalled = 0;
     watch_spent = 0;
     watch_budget = 20;
+    watch_expired = 0;
+    jump_pending = 0;
     struct itimerval tick = {{1, 0}, {1, 0}};   /* every second of CPU time */
     setitimer(ITIMER_PROF, &tick, &old_timer);
     guard_active = 1;
@@ -723,6 +796,10 @@ static int record_cb(struct tracecmd_input *handle, struct tep_record *rec, int 
 {
     Reader *r = priv;
     int64_t ts = (int64_t)rec->ts;
+    if (watch_expired) {
+        r->error = 4;
+        return 1;
+    }
     if (++r->nrecords > r->max_records) {
         r->error = 3;
         return 1;
@@ -1010,7 +1087,6 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
         guard_off();
         PyErr_Format(TraceDatError, "corrupt trace.dat (%s)",
                      sig == SIGPROF ? "the reader stopped making progress in a damaged page"
-                     : sig == SIGXCPU ? "the reader made no headway through damaged data"
                      : sig == SIGBUS ? "the reader hit a truncated mapping"
                      : "the reader hit invalid data");
         return NULL;
@@ -1135,6 +1211,11 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     if (r->error == 3) {
         PyErr_SetString(TraceDatError, "corrupt trace.dat (a damaged page makes the reader "
                         "go round in circles)");
+        goto out;
+    }
+    if (r->error == 4) {
+        PyErr_SetString(TraceDatError, "corrupt trace.dat (the reader made no headway "
+                        "through damaged data)");
         goto out;
     }
 
