@@ -38,8 +38,9 @@ def run_cli(*args, check: bool = False, cwd=None) -> subprocess.CompletedProcess
     exe = Path(sys.executable).with_name("schedwake")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
     env = dict(os.environ, COLUMNS="120")
+    # a hang (the reader must refuse, never stall) fails the test instead of the CI job
     proc = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True,
-                          env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+                          env=env, cwd=cwd, stdin=subprocess.DEVNULL, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"schedwake {' '.join(map(str, args))} failed "
                              f"({proc.returncode}): {proc.stderr}")
