@@ -582,7 +582,8 @@ def _record_tracefs(out: Path, command, evlist, kb, duration, tfs, state: _State
     try:
         _run_workload(command, duration, sig, result, log)
     finally:
-        _marker(inst, f"schedwake: stop rc={result.exit_code}")
+        _marker(inst, "schedwake: stop" if result.exit_code is None
+                else f"schedwake: stop rc={result.exit_code}")
         still_on = _read(f"{inst}/tracing_on").strip() == "1"
         _write(f"{inst}/tracing_on", "0\n")
         sig.recording = False

@@ -44,6 +44,8 @@ def parse_raw_report(path, buffer=""):
             continue
         ts = int(m["sec"]) * 1_000_000_000 + int(m["nsec"])
         fields = dict(FIELD.findall(m["body"].rstrip()))
+        if "buf" in fields:  # print's text is the last field and may hold "x=y" itself
+            fields["buf"] = m["body"].rstrip().split("buf=", 1)[1]
         rows[m["event"]].append((ts, int(m["cpu"]), int(m["pid"]), m["comm"], fields))
     return rows
 
@@ -71,6 +73,18 @@ def test_instance_buffer_is_read_when_the_top_buffer_is_empty():
     trace = schedwake.load(sample("instance-buffer.dat"))
     assert trace.meta["source"]["buffer"] == "swinst"
     assert trace.meta["event_counts"]["sched_switch"] > 100
+
+
+def test_a_cpu_missing_from_the_file_is_skipped():
+    """A v7 file lists only CPUs with data; libtracecmd crashes if asked for the others."""
+    path = sample("missing-cpu.dat")
+    summary = subprocess.run(["trace-cmd", "dump", "--summary", str(path)],
+                             capture_output=True, text=True).stdout
+    assert "page size, 1 cpus," in summary  # only CPU 0 has a data section
+    trace = schedwake.load(path)
+    assert trace.meta["cpus"] == 2
+    assert set(trace.table("sched_switch").column("cpu").to_pylist()) == {0}
+    assert trace.meta["event_counts"]["sched_switch"] == 34
 
 
 def test_event_counts_equal_trace_cmd(loaded):

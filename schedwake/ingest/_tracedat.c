@@ -982,11 +982,21 @@ static int wanted_event(PyObject *events, struct tep_event *ev)
 
 static PyObject *TraceDatError;
 
+/* Does the file hold a data section for CPU `c`?  A version-7 file lists only the
+   CPUs that had data (`trace-cmd record -M`, an idle CPU in a short recording), and
+   libtracecmd's per-CPU readers crash on a compressed file's missing CPU. */
+static int cpu_in_file(struct tracecmd_input *h, int c)
+{
+    return tracecmd_get_cpu_file_size(h, c) > 0;
+}
+
 /* Does this buffer hold any record? */
 static int has_data(struct tracecmd_input *h)
 {
     int n = tracecmd_cpus(h);
     for (int c = 0; c < n; c++) {
+        if (!cpu_in_file(h, c))
+            continue;
         struct tep_record *rec = tracecmd_read_cpu_first(h, c);
         if (rec) {
             tracecmd_free_record(rec);
@@ -1180,6 +1190,8 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     r->first_ts = (int64_t)tracecmd_get_first_ts(r->handle);
     r->last_ts = r->first_ts;
     for (int c = 0; c < r->ncpus; c++) {
+        if (!cpu_in_file(r->handle, c))
+            continue;
         struct tep_record *last = tracecmd_read_cpu_last(r->handle, c);
         if (last) {
             if ((int64_t)last->ts > r->last_ts)
