@@ -39,6 +39,7 @@ from pathlib import Path
 from .compare import SAMPLE_MODES, SIGNIFICANCE, default_window, expand_paths, load_model_trace
 from .compare import compare as run_compare
 from .errors import TraceError
+from .model.events import timestamp_problem
 
 __all__ = ["gate", "GateResult", "Rule", "RuleResult", "Settings", "load_rules",
            "parse_rules", "default_rules", "DEFAULT_RULES_TOML"]
@@ -349,6 +350,8 @@ def _input_problems(side: str, trace, settings: Settings) -> list[str]:
     elif total > settings.max_lost_events:
         out.append(f"{side} {name}: the ring buffer lost {total} events (allowed: "
                    f"{settings.max_lost_events}; [gate] max_lost_events)")
+    if why := timestamp_problem(trace.meta):
+        return out + [f"{side} {name}: {why}"]
     dur = trace.duration_ns / 1e9
     if dur < settings.min_duration:
         out.append(f"{side} {name}: lasts {dur:.3g} s, shorter than the {settings.min_duration:g}"

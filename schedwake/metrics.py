@@ -149,6 +149,8 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
             out[m.key] = None
     if out["pingpong_episodes_per_s"] is None:
         out["pingpong_episodes"] = None
+    if out["migrations_per_s"] is None:
+        out["migrations"] = None
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
 
 
@@ -491,8 +493,9 @@ def missing_events(trace, name: str) -> list[str]:
     """What the trace lacks to measure catalogue metric ``name``: one text per unmet
     group of :data:`NEEDS` (``"sched_waking or sched_wakeup"``); empty when measurable.
     An event counts as present when the trace has records of it: a file cannot tell an
-    event that was not enabled from one that never fired."""
+    event that was not enabled from one that never fired (nor one left out by
+    ``load(events=...)``)."""
     counts = trace.meta.get("event_counts") or {}
     key = catalogue_entry(name).name
     return [" or ".join(group) for group in NEEDS[key]
-            if not any(counts.get(e, 0) > 0 for e in group)]
+            if not any(counts.get(e, 0) > 0 and trace.has(e) for e in group)]

@@ -84,8 +84,15 @@ META_KEYS = (
     "lost_unknown",    # CPUs whose buffer also lost an unknown number of events
     "event_counts",    # {event name: number of events in the file}, read or not
     "systems",         # {event name: subsystem ("sched", "workqueue", ...)}
-    "source",          # format-specific facts (trace.dat version, sorted or not, ...)
+    "source",          # format-specific facts (trace.dat version, sorted or not, ...);
+                       # every reader sets source["timestamps"]: "ns", "us" (text printed
+                       # with microseconds) or "raw" (clock ticks, see RAW_CLOCKS)
 )
+
+#: Trace clocks whose timestamps are not nanoseconds (the kernel's trace_clocks table,
+#: in_ns = 0): a sequence number, jiffies, TSC cycles. Analysis refuses such traces:
+#: every rate and latency would be in ticks, not seconds.
+RAW_CLOCKS = frozenset({"counter", "uptime", "x86-tsc"})
 
 #: Bits of ``common_flags`` (kernel/trace/trace.h, TRACE_FLAG_*).
 FLAG_IRQS_OFF = 0x01

@@ -152,8 +152,14 @@ def wakeup_waits(trace):
     first. A wake-up counts only once the task is switched in before its next waking (a
     wake-up that never runs has no wait). Without ``sched_waking`` in the trace, each
     ``sched_wakeup`` is the wake-up, its ``target_cpu`` the CPU, its time the start.
+    Without ``sched_migrate_task``, the ``target_cpu`` of the wake-up's ``sched_wakeup``
+    is its CPU (sched_waking's is the previous one).
     """
-    fallback = not trace.has("sched_waking")   # then sched_wakeup is the wake-up
+    def absent(name):
+        return not trace.has(name) or trace.table(name).num_rows == 0
+
+    fallback = absent("sched_waking")   # then sched_wakeup is the wake-up
+    no_migrate = absent("sched_migrate_task")
     last_on_cpu = {}          # cpu -> (name, row) of the last event there
     on_cpu = {}               # pid -> True while switched in
     pending = {}              # pid -> {"cpu", "waking", "start", "moves"}: a wake-up not yet run
@@ -183,6 +189,8 @@ def wakeup_waits(trace):
             w = pending.get(r["pid"])
             if w is not None and w["start"] is None:
                 w["start"] = ts
+                if no_migrate:
+                    w["cpu"] = r["target_cpu"]
         elif name == "sched_switch":
             prev, nxt = r["prev_pid"], r["next_pid"]
             if prev != 0:

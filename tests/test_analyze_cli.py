@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from schedwake import load as schedwake_load
 from schedwake.report.info import summary
 
 from .conftest import run_cli, sample
@@ -91,6 +92,32 @@ def test_threshold_option_changes_findings():
 def test_missing_trace_exit_2(tmp_path):
     p = run_cli("analyze", tmp_path / "nope.dat")
     assert p.returncode == 2 and "no such file" in p.stderr
+
+
+def test_raw_clock_ticks_are_refused_not_read_as_nanoseconds():
+    """A real trace recorded with the `counter` clock: its timestamps are sequence
+    numbers, so every rate and latency would be wrong; info still describes it."""
+    trace = sample("counter-clock.txt.gz")
+    for args in (["analyze", trace], ["compare", trace, trace, "--label", "a", "--label", "b"],
+                 ["gate", "--baseline", trace, "--candidate", trace]):
+        p = run_cli(*args)
+        assert p.returncode == 2, (args, p.stdout)
+        assert p.stderr.count("\n") == 1 and "raw ticks" in p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr
+    info = json.loads(run_cli("info", trace, "--format", "json", check=True).stdout)
+    assert info["timestamps"] == "raw" and info["duration_s"] is None
+    assert info["duration_ticks"] == info["last_ts_ns"] - info["first_ts_ns"] > 0
+
+
+def test_trace_dat_timestamp_unit_follows_the_clock():
+    from schedwake.ingest.tracedat import _timestamp_unit
+    from schedwake.ingest.tracedat_layout import OPT_TSC2NSEC
+
+    assert _timestamp_unit("local", set()) == _timestamp_unit("mono", set()) == "ns"
+    assert _timestamp_unit("counter", set()) == _timestamp_unit("uptime", set()) == "raw"
+    assert _timestamp_unit("x86-tsc", set()) == "raw"
+    assert _timestamp_unit("x86-tsc", {OPT_TSC2NSEC}) == "ns"  # libtracecmd converts
+    assert summary(schedwake_load(sample("idle-sleep.dat")))["timestamps"] == "ns"
 
 
 def test_lost_events_caveat():

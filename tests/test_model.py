@@ -168,6 +168,49 @@ def test_caveats_missing_events_and_lost_events():
     assert len(lost.wakeups()) > 0
 
 
+def test_pingpong_is_found_without_sched_waking_or_sched_migrate_task():
+    """The real kstack-off trace read without one of the two events (old kernels, or
+    recordings of sched_switch + sched_wakeup alone) still shows the pathology: the
+    chosen CPU comes from sched_wakeup.target_cpu, the waker of a migrating wake-up from
+    its sched_migrate_task."""
+    from schedwake.detect import detect
+    from schedwake.detect.kworker_pingpong import episodes_mask
+    from schedwake.metrics import trace_metrics
+
+    path = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
+    full = schedwake.load(path, events=list(MODEL_EVENTS))
+    no_waking = schedwake.load(path, events=[e for e in MODEL_EVENTS if e != "sched_waking"])
+    no_migrate = schedwake.load(path, events=[e for e in MODEL_EVENTS
+                                              if e != "sched_migrate_task"])
+    episodes = int(episodes_mask(full.wakeups()).sum())
+    assert episodes > 2000
+    assert int(episodes_mask(no_migrate.wakeups()).sum()) == episodes
+    assert no_migrate.wakeups()["migrated"].sum() == full.wakeups()["migrated"].sum()
+    assert abs(int(episodes_mask(no_waking.wakeups()).sum()) - episodes) <= episodes // 100
+    assert len(no_waking.wakeups()) == full.table("sched_wakeup").num_rows
+    by_wakeup = (full.migrations()["cause"] == "wakeup").sum()
+    assert abs((no_waking.migrations()["cause"] == "wakeup").sum() - by_wakeup) <= by_wakeup // 100
+    for t in (no_waking, no_migrate):
+        assert "kworker_pingpong" in {f.detector for f in detect(t)}
+    m = trace_metrics(no_migrate)
+    assert m["migrations"] is None and m["wakeup_migrations_per_s"] is None
+    assert m["wakeup_migration_share"] == trace_metrics(full)["wakeup_migration_share"]
+
+
+def test_empty_event_tables_count_as_absent(tmp_path):
+    """A report text without sched_waking lines, read with the model's event list (so an
+    empty sched_waking table exists): the wake-ups come from sched_wakeup, not zero."""
+    import gzip
+
+    text = gzip.open(sample("conformance/conf.report-N.txt.gz"), "rt").read()
+    cut = tmp_path / "nowaking.txt"
+    cut.write_text("".join(ln for ln in text.splitlines(True) if " sched_waking: " not in ln))
+    t = schedwake.load(cut, events=list(MODEL_EVENTS))
+    assert t.has("sched_waking") and t.table("sched_waking").num_rows == 0
+    assert len(t.wakeups()) == t.table("sched_wakeup").num_rows > 1000
+    assert "no sched_waking" in " ".join(t.caveats)
+
+
 def test_topology_changes_rebuild_the_model():
     from schedwake.topology import Topology
 

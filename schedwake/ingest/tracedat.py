@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import TraceError
-from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, field_name
-from . import RawTrace, Progress, tracedat_layout
+from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, RAW_CLOCKS, field_name
+from . import Progress, RawTrace, tracedat_layout
 
 try:
     from . import _tracedat
@@ -167,6 +167,7 @@ def read(path: Path, events: list[str] | None = None,
         "systems": systems,
         "source": {
             "file_version": layout["version"],
+            "timestamps": _timestamp_unit(m["clock"], layout["options"]),
             "compression": layout["compression"],
             "trace_cmd_version": m["trace_cmd_version"],
             "uname": m["uname"],
@@ -178,6 +179,15 @@ def read(path: Path, events: list[str] | None = None,
         },
     }
     return RawTrace(tables=tables, meta=meta, lost=lost)
+
+
+def _timestamp_unit(clock: str | None, options: set[int]) -> str:
+    """"ns", or "raw" for the clocks that do not count nanoseconds (libtracecmd turns
+    x86-tsc cycles into nanoseconds itself when the file has a TSC2NSEC option)."""
+    if clock in RAW_CLOCKS and not (clock == "x86-tsc"
+                                    and tracedat_layout.OPT_TSC2NSEC in options):
+        return "raw"
+    return "ns"
 
 
 __all__ = ["read"]

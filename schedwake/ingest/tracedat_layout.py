@@ -17,7 +17,7 @@ from ..errors import TraceError
 
 MAGIC = b"\x17\x08\x44tracing"
 
-OPT_DONE, OPT_BUFFER = 0, 3
+OPT_DONE, OPT_BUFFER, OPT_TSC2NSEC = 0, 3, 14
 # Options whose payload is a u64 file offset of a section (v7).
 SECTION_OPTIONS = {15: "strings", 16: "header info", 17: "ftrace event formats",
                    18: "event formats", 19: "kallsyms", 20: "printk formats",
@@ -51,7 +51,8 @@ class _Reader:
 def check(path: Path) -> dict:
     """Raise TraceError if ``path`` is not a complete trace.dat (v6 or v7).
 
-    Returns what it learnt: ``{"version": 6|7, "compression": name or None}``.
+    Returns what it learnt: ``{"version": 6|7, "compression": name or None,
+    "options": ids of the options seen}`` (options in compressed sections are not seen).
     """
     with open(path, "rb") as f:
         size = f.seek(0, 2)
@@ -66,17 +67,19 @@ def check(path: Path) -> dict:
         r.need(off, 6, "file header")
         r.e = ">" if data[off] == 1 else "<"
         off += 6                                    # endianness, long size, page size
+        options: set[int] = set()
         if version == "6":
-            _check_v6(r, off)
-            return {"version": 6, "compression": None}
+            _check_v6(r, off, options)
+            return {"version": 6, "compression": None, "options": options}
         if version == "7":
-            return {"version": 7, "compression": _check_v7(r, off)}
+            return {"version": 7, "compression": _check_v7(r, off, options),
+                    "options": options}
         raise TraceError(path, f"unsupported trace.dat version {version!r} (known: 6, 7)")
     finally:
         data.close()
 
 
-def _check_v7(r: _Reader, off: int) -> str | None:
+def _check_v7(r: _Reader, off: int, options: set[int]) -> str | None:
     compression, off = r.cstr(off, "compression name")
     _, off = r.cstr(off, "compression version")
     next_opts = r.u("Q", off, "options offset")
@@ -95,6 +98,7 @@ def _check_v7(r: _Reader, off: int) -> str | None:
             oid, osize = r.u("H", pos, "option id"), r.u("I", pos + 2, "option size")
             body = pos + 6
             r.need(body, osize, f"option {oid}")
+            options.add(oid)
             if oid == OPT_DONE:
                 next_opts = r.u("Q", body, "next options offset") if osize >= 8 else 0
                 break
@@ -129,7 +133,7 @@ def _buffer_option(r: _Reader, body: int, osize: int) -> None:
         pos += 20
 
 
-def _check_v6(r: _Reader, off: int) -> None:
+def _check_v6(r: _Reader, off: int, options: set[int]) -> None:
     for label in (b"header_page\0", b"header_event\0"):
         r.need(off, len(label), "header")
         if r.data[off:off + len(label)] != label:
@@ -171,6 +175,7 @@ def _check_v6(r: _Reader, off: int) -> None:
                 break
             osize = r.u("I", off, "option size")
             r.need(off + 4, osize, f"option {oid}")
+            options.add(oid)
             off += 4 + osize
         tag = r.data[off:off + 10]
     if tag.startswith(b"flyrecord"):

@@ -218,8 +218,11 @@ def col(df: pd.DataFrame, name: str, default=None):
 
 def frame(trace, name: str, columns) -> pd.DataFrame | None:
     """Event table ``name`` as a DataFrame of the ``columns`` it has, sorted stably by
-    ``ts``; None when the trace has no such table."""
-    if not trace.has(name):
+    ``ts``; None when the trace has no record of the event. An empty table (the event's
+    format is in the file, or the reader was asked for it, but it was not recorded) is
+    absent too, as in metrics.NEEDS: a kernel without sched_waking, or a recording of
+    sched_wakeup alone, must take the sched_wakeup path, not yield zero wake-ups."""
+    if not trace.has(name) or trace.table(name).num_rows == 0:
         return None
     t = trace.table(name)
     cols = [c for c in columns if c in t.column_names]

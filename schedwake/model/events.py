@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..errors import TraceError
 from ._util import frame
 
 #: Events the model (and ``schedwake analyze``) reads.
@@ -43,7 +44,21 @@ class Events:
         return max(self.last_ts - self.first_ts, 0)
 
 
+def timestamp_problem(meta: dict) -> str | None:
+    """Why the timestamps of a trace cannot be analyzed, or None: raw clock ticks
+    (schema.RAW_CLOCKS) would make every rate and latency wrong."""
+    if (meta.get("source") or {}).get("timestamps") != "raw":
+        return None
+    clock = meta.get("clock")
+    return ("timestamps are raw ticks of the "
+            + (f"'{clock}' trace clock" if clock else "trace clock")
+            + ", not nanoseconds: rates and latencies cannot be computed "
+            "(record with the local, global or mono clock)")
+
+
 def load_events(trace) -> Events:
+    if why := timestamp_problem(trace.meta):
+        raise TraceError(trace.meta["path"], why)
     wake_cols = _COMMON + ["comm", "pid", "prio", "target_cpu"]
     ev = Events(
         waking=frame(trace, "sched_waking", wake_cols),
@@ -74,13 +89,15 @@ def load_events(trace) -> Events:
     if ev.waking is None:
         if ev.wakeup is not None:
             cav.append("no sched_waking events: wake-ups are taken from sched_wakeup, whose "
-                       "context may be the target CPU (queued remote wake-ups), and the "
-                       "previous CPU is the CPU the task last ran on")
+                       "context may be the target CPU (queued remote wake-ups; the waker "
+                       "of a migrating wake-up is taken from its sched_migrate_task), the "
+                       "previous CPU is the CPU the task last ran on, and latencies start "
+                       "at sched_wakeup")
         else:
             cav.append("no sched_waking or sched_wakeup events: wake-ups are unknown")
     if ev.migrate is None:
-        cav.append("no sched_migrate_task events: migrations are unknown (wake-up "
-                   "migrations are inferred from target CPUs where possible)")
+        cav.append("no sched_migrate_task events: migration counts are unknown (whether "
+                   "a wake-up moved the wakee is read from sched_wakeup's target_cpu)")
     if ev.wq_start is None or ev.wq_end is None:
         cav.append("no workqueue events: work functions of wakers are unknown")
     if ev.fork is None and ev.wakeup_new is None:

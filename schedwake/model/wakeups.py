@@ -1,4 +1,4 @@
-"""The wakeups table: one row per ``sched_waking`` (DESIGN section 4).
+"""The wakeups table: one row per wake-up, i.e. ``sched_waking`` (DESIGN section 4).
 
 Semantics (DESIGN section 3):
 
@@ -8,6 +8,9 @@ Semantics (DESIGN section 3):
   the same CPU, for the same pid, in the same current task (select_task_rq and
   set_task_cpu run with the wakee's pi_lock held and interrupts off: nothing else
   fires on that CPU in between). Its ``dest_cpu`` is the chosen CPU.
+* Without ``sched_waking`` (kernels before 4.3, recordings of sched_wakeup alone) a row
+  is a ``sched_wakeup`` (:func:`_match_without_waking`); without ``sched_migrate_task``
+  the chosen CPU is sched_wakeup's ``target_cpu`` (docs/semantics.md).
 * ``sched_wakeup`` may fire later on the chosen CPU (queued remote wake-up);
   ``wakeup_ts`` is the first ``sched_wakeup`` of the pid at or after the waking and
   before its next waking.
@@ -56,12 +59,14 @@ def barrier_ts(ev: Events, ts, cpu, direction: str, allow_exact: bool) -> np.nda
 
 
 def match_wakeup_migrations(ev: Events) -> np.ndarray:
-    """For each ``sched_migrate_task`` row, the ``sched_waking`` row it belongs to, or -1."""
+    """For each ``sched_migrate_task`` row, the row of the wakeups table it belongs to
+    (a ``sched_waking`` row; a ``sched_wakeup`` row when the trace has no sched_waking),
+    or -1."""
     m, w = ev.migrate, ev.waking
     if m is None or len(m) == 0:
         return np.zeros(0 if m is None else len(m), dtype=np.int64)
     if w is None or len(w) == 0:
-        return np.full(len(m), -1, dtype=np.int64)
+        return _match_without_waking(ev)
     mts, mcpu = i64(m, "ts"), i64(m, "cpu")
     wts, wcpu = i64(w, "ts"), ints(w, "cpu")
     wi = asof_index(mts, mcpu, wts, wcpu, "backward", allow_exact=True)
@@ -97,6 +102,32 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
     return np.where(keep, res, -1)
 
 
+def _match_without_waking(ev: Events) -> np.ndarray:
+    """Kernels before 4.3 (or recordings of sched_wakeup alone): sched_wakeup may fire on
+    the chosen CPU, after the wake-up's migration, so the migration of a wake-up is the
+    pid's last one at or before its sched_wakeup, after it last left a CPU, to the CPU
+    it is woken on (sched_wakeup's target_cpu)."""
+    m, w = ev.migrate, ev.wakeup
+    res = np.full(len(m), -1, dtype=np.int64)
+    if w is None or len(w) == 0:
+        return res
+    ts, pid = i64(w, "ts"), ints(w, "pid")
+    mts = i64(m, "ts")
+    mi = asof_index(ts, pid, mts, i64(m, "pid"), "backward", allow_exact=True)
+    never = np.iinfo(np.int64).min
+    last_out = np.full(len(w), never, dtype=np.int64)
+    if ev.switch is not None:
+        sts = i64(ev.switch, "ts")
+        last_out = take(sts, asof_index(ts, pid, sts, ints(ev.switch, "prev_pid"),
+                                        "backward", True), never)
+    own = (mi >= 0) & (take(mts, mi, never) >= last_out) & \
+        (take(i64(m, "dest_cpu"), mi, -1) == i64(w, "target_cpu"))
+    rows = np.flatnonzero(own)
+    # a migration belongs to one wake-up: the first that claims it
+    res[mi[rows][::-1]] = rows[::-1]
+    return res
+
+
 def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
     # Memory: the table has ~90 bytes a row; every intermediate of that length is
     # dropped as soon as its column is made, and the columns are not copied again.
@@ -120,42 +151,42 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
         snext, sprev = ints(ev.switch, "next_pid"), ints(ev.switch, "prev_pid")
 
     # previous CPU and chosen CPU
+    chosen = target.astype(np.int32)
     if not fallback:
         prev_cpu = target.astype(np.int32)
-        chosen = target.astype(np.int32)
-        migrate_index = np.full(n, -1, dtype=np.int64)
-        if ev.migrate is not None and len(mig_w):
-            mi = np.flatnonzero(mig_w >= 0)
-            migrate_index[mig_w[mi]] = mi
-            chosen[mig_w[mi]] = i64(ev.migrate, "dest_cpu")[mi]
-            # orig_cpu of the migration is the previous CPU too (they agree by design)
+    elif have_switch:
+        # sched_wakeup's target_cpu is already the chosen CPU; the previous one is where
+        # the task last ran: its last switch-out before the wake-up
+        oi = asof_index(ts, pid, sts, sprev, "backward", allow_exact=True)
+        prev_cpu = take(scpu, oi, -1).astype(np.int32)
+        del oi
     else:
-        chosen = target.astype(np.int32)
-        migrate_index = np.full(n, -1, dtype=np.int64)
-        if have_switch:
-            # the CPU the task last ran on: its last switch-out before the wake-up
-            oi = asof_index(ts, pid, sts, sprev, "backward", allow_exact=True)
-            prev_cpu = take(scpu, oi, -1)
-        else:
-            prev_cpu = np.full(n, -1, dtype=np.int64)
-        if ev.migrate is not None and len(ev.migrate):
-            # the migration of the wake-up is the last one of the pid before the wakeup
-            mts = i64(ev.migrate, "ts")
-            mpid = i64(ev.migrate, "pid")
-            mi = asof_index(ts, pid, mts, mpid, "backward", allow_exact=True)
-            prior = take(mts, mi, np.iinfo(np.int64).min)
-            last_out = np.full(n, np.iinfo(np.int64).min, dtype=np.int64) if not have_switch \
-                else take(sts, asof_index(ts, pid, sts, sprev, "backward", True),
-                          np.iinfo(np.int64).min)
-            own = (mi >= 0) & (prior >= last_out) & \
-                (take(i64(ev.migrate, "dest_cpu"), mi, -1) == target)
-            migrate_index = np.where(own, mi, -1)
-            prev_cpu = np.where(own, take(i64(ev.migrate, "orig_cpu"), mi, -1), prev_cpu)
-            del mi, prior, last_out, own
-        prev_cpu = prev_cpu.astype(np.int32)
+        prev_cpu = np.full(n, -1, dtype=np.int32)
+    migrate_index = np.full(n, -1, dtype=np.int64)
+    waker_ts, waker_comm = ts, w["common_comm"].array  # where and who the waker was
+    if ev.migrate is not None and len(mig_w):
+        mi = np.flatnonzero(mig_w >= 0)
+        migrate_index[mig_w[mi]] = mi
+        chosen[mig_w[mi]] = i64(ev.migrate, "dest_cpu")[mi]
+        if fallback:
+            # the migration's orig_cpu is the previous CPU (sched_waking's target_cpu,
+            # when there is one, is that CPU by design). sched_wakeup of a queued
+            # wake-up fires on the chosen CPU, in the IPI; the wake-up's migration fired
+            # in the waker's context on the waker's CPU
+            rows = mig_w[mi]
+            prev_cpu[rows] = i64(ev.migrate, "orig_cpu")[mi]
+            cpu, cpid, ctx, waker_ts = cpu.copy(), cpid.copy(), ctx.copy(), ts.copy()
+            cpu[rows] = i64(ev.migrate, "cpu")[mi]
+            cpid[rows] = i64(ev.migrate, "common_pid")[mi]
+            waker_ts[rows] = i64(ev.migrate, "ts")[mi]
+            if "common_flags" in ev.migrate.columns:
+                ctx[rows] = tasks.context_codes(ev.migrate["common_flags"])[mi]
+            waker_comm = pick_cat(migrate_index >= 0,
+                                  take_cat(ev.migrate["common_comm"].array, migrate_index),
+                                  waker_comm)
+            del rows
+        del mi
     del target
-    migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
-    migration_class = topo.classify(prev_cpu, chosen)
 
     # next waking of the same pid bounds the matches of this one
     order = _stable_order(pid) if _sorted(ts) else np.lexsort((np.arange(n), ts, pid))
@@ -172,13 +203,22 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
         uts = i64(ev.wakeup, "ts")
         ui = asof_index(ts, pid, uts, ints(ev.wakeup, "pid"), "forward", allow_exact=True)
         u = take(uts, ui, NA)
-        wakeup_ts = _nullable(u, (ui >= 0) & (u < nxt_same))
-        del uts, ui, u
+        matched = (ui >= 0) & (u < nxt_same)
+        wakeup_ts = _nullable(u, matched)
+        if ev.migrate is None:
+            # no sched_migrate_task recorded: sched_wakeup's target_cpu is the CPU
+            # select_task_rq() chose (sched_waking's is still the previous CPU)
+            woken_on = take(ints(ev.wakeup, "target_cpu"), ui, -1)
+            chosen = np.where(matched & (woken_on >= 0), woken_on, chosen).astype(np.int32)
+            del woken_on
+        del uts, ui, u, matched
     else:
         wakeup_ts = _nullable(np.zeros(n, np.int64), np.zeros(n, dtype=bool))
 
+    migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
+    migration_class = topo.classify(prev_cpu, chosen)
+
     # wake-to-run
-    waker_comm = w["common_comm"].array
     if have_switch:
         sw = ev.switch
         # was the wakee on a CPU when woken? its last switch event before the waking
@@ -207,10 +247,9 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
             del st, st_codes
         del oi, end_ok, run_ok
         # the waker's own name at that instant: next_comm of the switch that put it on
-        si = asof_index(ts, cpu, sts, scpu, "backward", allow_exact=True)
+        si = asof_index(waker_ts, cpu, sts, scpu, "backward", allow_exact=True)
         same_task = take(snext, si, -3) == cpid
-        waker_comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si),
-                              w["common_comm"].array)
+        waker_comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si), waker_comm)
         del si, same_task, sts, scpu, snext, sprev
     else:
         none = np.zeros(n, dtype=bool)
@@ -260,7 +299,7 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
         "wakee_was_running": was_running,
         "migrate_index": migrate_index,
     }
-    del ts, cpu, pid, cpid, prev_cpu, chosen, migrated, wakeup_ts, run_ts, latency
+    del ts, cpu, pid, cpid, prev_cpu, chosen, migrated, wakeup_ts, run_ts, latency, waker_ts
     del run_end_ts, slept_after, was_running, migrate_index
     # the columns as they are: one block each, no consolidating copy
     return pd.DataFrame(cols, copy=False)

@@ -11,6 +11,8 @@ def summary(trace) -> dict:
 def meta_summary(m: dict) -> dict:
     """``summary()`` from a trace's metadata dict alone."""
     first, last = m["first_ts_ns"], m["last_ts_ns"]
+    raw = (m.get("source") or {}).get("timestamps") == "raw"
+    span = 0 if first is None else last - first
     return {
         "path": m["path"],
         "format": m["format"],
@@ -18,7 +20,9 @@ def meta_summary(m: dict) -> dict:
         "clock": m["clock"],
         "first_ts_ns": first,
         "last_ts_ns": last,
-        "duration_s": 0.0 if first is None else (last - first) / 1e9,
+        "timestamps": "raw" if raw else "ns",
+        "duration_s": None if raw else span / 1e9,
+        "duration_ticks": span if raw else None,
         "events": dict(m["event_counts"]),
         "lost_events": {str(c): n for c, n in m["lost_events"].items()},
         "lost_unknown": [str(c) for c in m.get("lost_unknown", [])],
@@ -35,7 +39,9 @@ def text(s: dict) -> str:
         f"kernel:    {s['kernel'] or 'unknown (not recorded in the file)'}",
         f"cpus:      {s['cpus']}",
         f"clock:     {s['clock'] or 'unknown'}",
-        f"duration:  {s['duration_s']:.6f} s",
+        f"duration:  {s['duration_s']:.6f} s" if s["duration_s"] is not None else
+        f"duration:  {s['duration_ticks']} ticks (timestamps are raw clock ticks, "
+        "not nanoseconds)",
         f"events:    {total}",
     ]
     width = max((len(n) for n in s["events"]), default=0)
