@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="build-essential pkg-config libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd zstd chromium"
+APT_PACKAGES="build-essential pkg-config libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd linux-perf zstd chromium"
 missing=()
 for p in $APT_PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

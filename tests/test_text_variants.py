@@ -287,6 +287,34 @@ def test_perf_data_through_perf_script(tmp_path):
     assert same(t2.tables["sched_switch"], t.tables["sched_switch"])
 
 
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_perf_lost_records_are_lost_events(tmp_path):
+    """A real perf.data whose 1-page buffers overflowed: perf's PERF_RECORD_LOST records
+    (`perf script --show-lost-events`) are the trace's lost events, per CPU, from the
+    perf.data file and from its script text alike; the gate refuses the trace."""
+    import re
+    from collections import Counter
+
+    from .conftest import run_cli, sample
+
+    data = sample("perf-lost-events.perf.data")
+    script = subprocess.run(["perf", "script", "--ns", "--show-lost-events", "-i", str(data)],
+                            capture_output=True, text=True, check=True).stdout
+    expected = Counter()
+    for cpu, n in re.findall(r"\[(\d+)\] +[\d.]+: PERF_RECORD_LOST lost (\d+)$", script, re.M):
+        expected[int(cpu)] += int(n)
+    assert sum(expected.values()) == 182  # = perf report --stats' LOST_SAMPLES per event
+    for t in (ingest.read(data), ingest.read(write(tmp_path, "script.txt", script))):
+        assert t.meta["lost_events"] == dict(expected), t.meta["format"]
+        assert t.meta["event_counts"]["sched_switch"] == 3705
+        assert t.lost.num_rows == 3 and t.meta["source"]["unparsed_lines"] == 0
+    # perf script --header gives the recording machine's kernel and CPU count
+    meta = ingest.read(data).meta
+    assert (meta["kernel"], meta["cpus"]) == ("6.18.44-fc-v595", 2)
+    p = run_cli("gate", "--baseline", data, "--candidate", data)
+    assert p.returncode == 2 and "lost 182 events" in p.stderr
+
+
 def test_perf_data_without_perf(tmp_path, monkeypatch):
     p = write(tmp_path, "perf.data", b"PERFILE2" + b"\0" * 100)
     monkeypatch.setattr(text.shutil, "which", lambda name: None)

@@ -820,6 +820,24 @@ static int parse_lost(const char *p, const char *end, int64_t *cpu, int64_t *cou
     return -1;
 }
 
+/* perf script --show-lost-events: "COMM PID [CPU] TS: PERF_RECORD_LOST lost N" (the
+ * count of the perf ring buffer's PERF_RECORD_LOST; PERF_RECORD_LOST_SAMPLES, which
+ * newer perf versions also print, repeats those losses per event and is not counted) */
+static int parse_perf_lost(const char *p, const char *end, int64_t *cpu, int64_t *count)
+{
+    static const char lit[] = ": PERF_RECORD_LOST lost ";
+    const char *q = find_lit(p, end, lit, sizeof(lit) - 1);
+    if (!q) return -1;
+    const char *r = q + sizeof(lit) - 1;
+    if (parse_int(r, end, count, &r) < 0) return -1;
+    const char *o = q;
+    while (o > p && *o != '[') o--;
+    if (*o != '[') return -1;
+    o++;
+    if (parse_int(o, q, cpu, &o) < 0 || o >= q || *o != ']') return -1;
+    return 0;
+}
+
 static int note_unparsed_gil(Scanner *s, const char *b, const char *e);
 
 static int note_unparsed(Scanner *s, const char *b, const char *e)
@@ -937,8 +955,13 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         return push_lost(s, lcpu, lcount);
     }
     Prefix px;
-    if (parse_prefix(s, p, e, &px) < 0 || px.cpu >= MAX_CPUS)
+    if (parse_prefix(s, p, e, &px) < 0 || px.cpu >= MAX_CPUS) {
+        if (s->mode == MODE_PERF && parse_perf_lost(p, e, &lcpu, &lcount) == 0) {
+            s->lines_comment++;
+            return push_lost(s, lcpu, lcount);
+        }
         return note_unparsed(s, b, e);
+    }
     int32_t ei = scanner_event(s, px.ev, px.evlen);
     if (ei < 0) return -1;
     Event *ev = s->events[ei];

@@ -310,7 +310,8 @@ class _Source:
                 raise TraceError(path, "is a perf.data file, and reading it needs `perf script`, "
                                        "but perf is not installed (install linux-perf, or "
                                        "convert it with `perf script` elsewhere)")
-            self._spawn([exe, "script", "--ns", "-i", str(path)], stdin=subprocess.DEVNULL)
+            self._spawn([exe, "script", "--header", "--ns", "--show-lost-events", "-i",
+                         str(path)], stdin=subprocess.DEVNULL)
         elif self.kind is None:
             self.stream = self.raw
         elif self.kind == "gzip":
@@ -492,6 +493,13 @@ def _header_facts(head: bytes) -> dict:
     m = re.search(rb"^# tracer: (\S+)", head[:4096], re.M)
     if m:
         facts["tracer"] = m.group(1).decode()
+    # perf script --header: the recording machine's facts
+    m = re.search(rb"^# nrcpus avail : (\d+)", head[:16384], re.M)
+    if m:
+        facts["cpus"] = int(m.group(1))
+    m = re.search(rb"^# os release : (\S+)", head[:16384], re.M)
+    if m:
+        facts["kernel"] = m.group(1).decode(errors="replace")
     return facts
 
 
@@ -801,7 +809,8 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
     for c, n in zip(lost_cpu.tolist(), lost_count.tolist()):
         lost_per_cpu[c] = lost_per_cpu.get(c, 0) + (n if n > 0 else 1)
     lost_unknown = sorted({c for c, n in zip(lost_cpu.tolist(), lost_count.tolist()) if n < 0})
-    cpus = facts.get("cpus") or (st["max_cpu"] + 1 if st["max_cpu"] >= 0 else None)
+    # a header's count (#P:, perf's nrcpus) covers idle CPUs; the events are the floor
+    cpus = max(facts.get("cpus") or 0, st["max_cpu"] + 1) or None
     source = {
         "sorted": sorted_in_file,
         "unparsed_lines": st["unparsed"],
@@ -826,7 +835,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         "clock": None,
         "first_ts_ns": st["min_ts"] if st["events"] else None,
         "last_ts_ns": st["max_ts"] if st["events"] else None,
-        "kernel": None,
+        "kernel": facts.get("kernel"),
         "lost_events": dict(sorted(lost_per_cpu.items())),
         "lost_unknown": lost_unknown,
         "event_counts": dict(sorted(counts.items())),
