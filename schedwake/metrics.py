@@ -79,9 +79,10 @@ def _covered(starts, ends, t):
     return cum[np.maximum(k, 0)] * (k >= 0) + part
 
 
-def _cpus_visited(switch: pd.DataFrame | None) -> float:
+def _cpus_visited(switch: pd.DataFrame | None) -> float | None:
+    """Mean distinct CPUs per task with enough runs; None when no task qualifies."""
     if switch is None or len(switch) == 0:
-        return 0.0
+        return None
     # NumPy on the two columns (no frames, no strings per event): per pid, its runs and
     # distinct CPUs, in pid order; its name is the last next_comm it had
     next_pid = switch["next_pid"].to_numpy()
@@ -90,7 +91,7 @@ def _cpus_visited(switch: pd.DataFrame | None) -> float:
     del sel
     keep = size >= CPUS_VISITED_MIN_RUNS
     if not keep.any():
-        return 0.0
+        return None
     pids, nunique = pids[keep], nunique[keep]
     rev_pid, last = np.unique(next_pid[::-1], return_index=True)
     last = len(next_pid) - 1 - last[np.searchsorted(rev_pid, pids)]
@@ -99,7 +100,7 @@ def _cpus_visited(switch: pd.DataFrame | None) -> float:
     names = ["nan" if k < 0 else str(comm.categories[k]) for k in codes]  # per task
     cls = np.array([name_class(c) for c in names], dtype=object)
     g = pd.Series(nunique[cls != PERCPU_KTHREAD])
-    return float(g.mean()) if len(g) else 0.0
+    return float(g.mean()) if len(g) else None
 
 
 def _pct(lat: np.ndarray, q: float) -> float | None:
@@ -240,7 +241,8 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
         win = np.clip(np.searchsorted(edges, sts, "right") - 1, 0, nwin - 1)
         vals = []
         for k in range(nwin):  # one pass per window, not per event
-            vals.append(_cpus_visited(sw[win == k]))
+            v = _cpus_visited(sw[win == k])
+            vals.append(0.0 if v is None else v)  # (empty windows are 0, as elsewhere)
         df["cpus_visited_per_task"] = vals
         df["context_switches_per_s"] = count(sts) / lens_s
     else:
