@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import schedwake
 import schedwake.ingest as ingest
 from schedwake.errors import TraceError
 from schedwake.ingest import text
@@ -308,6 +309,12 @@ def test_perf_lost_records_are_lost_events(tmp_path):
         assert t.meta["lost_events"] == dict(expected), t.meta["format"]
         assert t.meta["event_counts"]["sched_switch"] == 3705
         assert t.lost.num_rows == 3 and t.meta["source"]["unparsed_lines"] == 0
+    # without --show-lost-events the text cannot show the losses: the model says so
+    plain = subprocess.run(["perf", "script", "--ns", "-i", str(data)], capture_output=True,
+                           text=True, check=True).stdout
+    caveats = " ".join(schedwake.load(write(tmp_path, "plain.txt", plain)).caveats)
+    assert "--show-lost-events" in caveats and "lost 182" not in caveats
+    assert "--show-lost-events" not in " ".join(schedwake.load(data).caveats)
     # perf script --header gives the recording machine's kernel and CPU count
     meta = ingest.read(data).meta
     assert (meta["kernel"], meta["cpus"]) == ("6.18.44-fc-v595", 2)

@@ -109,6 +109,10 @@ def load_events(trace) -> Events:
                    "are attributed to the interrupted task")
     lost = trace.meta.get("lost_events") or {}
     unknown = trace.meta.get("lost_unknown") or []
+    if trace.meta.get("format") == "perf-script" and not (lost or unknown):
+        cav.append("perf script text lists perf's own lost events only when made with "
+                   "--show-lost-events; this text has none: if it was made without that "
+                   "option, losses (if any) are not counted")
     if lost or unknown:
         total = sum(lost.values())
         more = " (and an unknown number more)" if unknown else ""
