@@ -322,6 +322,19 @@ def test_perf_lost_records_are_lost_events(tmp_path):
     assert p.returncode == 2 and "lost 182 events" in p.stderr
 
 
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_truncated_perf_data_says_what_perf_said(tmp_path):
+    """perf script prints nothing for a truncated perf.data: the error is perf's, not
+    "empty file"."""
+    from .conftest import sample
+
+    cut = write(tmp_path, "cut.perf.data",
+                sample("perf-lost-events.perf.data").read_bytes()[:100000])
+    with pytest.raises(TraceError) as e:
+        ingest.read(cut)
+    assert "`perf script` failed" in str(e.value) and "\n" not in str(e.value)
+
+
 def test_perf_data_without_perf(tmp_path, monkeypatch):
     p = write(tmp_path, "perf.data", b"PERFILE2" + b"\0" * 100)
     monkeypatch.setattr(text.shutil, "which", lambda name: None)

@@ -623,12 +623,12 @@ def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
             if flush_bytes is not None and since_flush >= flush_bytes:
                 since_flush = 0
                 yield scanner.finish(), st, facts
-        if first:
-            raise TraceError(path, "empty file")
         ok = True
     finally:
         chunks.close()
-        src.close(check=ok)
+        src.close(check=ok)   # (a decompressor or perf that failed says why first)
+    if first:
+        raise TraceError(path, "empty file")
     st = scanner.stats()
     if st["events"] == 0:
         if st["unparsed"]:
