@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from .ingest import RawTrace
-from .ingest.text import STATE_NEW
-from .schema import FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING, event_schema
+from .ingest.text import STATE_NEW, _state_str
+from .schema import COMMON_NAMES, FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING, event_schema
 from .topology import Topology
 from .trace import Trace
 
@@ -410,11 +410,7 @@ def _state_text(value, text) -> str:
     """``prev_state`` as sched_switch's TP_printk prints it. The decoded string is the
     truth where there is one (the readers decode it with the event's own format); a
     bare value is decoded with the >= 4.14 table."""
-    if text is not None:
-        return text
-    v = int(value or 0)
-    letters = "|".join(ch for ch, bit in STATE_NEW.items() if ch != "+" and v & bit) or "R"
-    return letters + ("+" if v & STATE_NEW["+"] else "")
+    return text if text is not None else _state_str(int(value or 0), STATE_NEW)
 
 
 def _latency_field(flags, pc) -> str:
@@ -483,7 +479,7 @@ FTRACE_PRINTERS = {
     "workqueue_execute_start": _wq_args,
     "workqueue_execute_end": _wq_args,
     # ftrace:print (trace_marker): the kernel prints "<ip symbol>: <buf>" and no event name
-    "print": lambda r: f"{r['ip']}: {r['buf'][:-1] if r['buf'].endswith(chr(10)) else r['buf']}",
+    "print": lambda r: f"{r['ip']}: {r['buf'].removesuffix(chr(10))}",
 }
 
 # tie-break for events of one CPU with the same timestamp (the ring buffer's order is
@@ -507,19 +503,17 @@ def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
         raise ValueError(f"no ftrace print format for {', '.join(unknown)} (printable: "
                          f"{', '.join(sorted(FTRACE_PRINTERS))}); pass events=[...]")
     lines: list[bytes] = []
-    keys_ts, keys_cpu, keys_rank, keys_row = [], [], [], []
+    keys_ts, keys_cpu = [], []
     lat_cache: dict = {}
-    for name in sorted(names, key=lambda n: _TIE_RANK.get(n, len(_TIE_RANK))):
+    # (tables in tie rank order, so a line's index is its tie-break on equal ts and CPU)
+    for name in sorted(names, key=_TIE_RANK.__getitem__):
         table = trace.table(name)
         if table.num_rows == 0:
             continue
         printer = FTRACE_PRINTERS[name]
         label = "" if name == "print" else f"{name}: "
         cols = {c: table.column(c).to_pylist() for c in table.schema.names}
-        fields = [c for c in table.schema.names if c not in
-                  ("ts", "cpu", "common_pid", "common_comm", "common_flags",
-                   "common_preempt_count")]
-        start = len(lines)
+        fields = [c for c in table.schema.names if c not in COMMON_NAMES]
         for i in range(table.num_rows):
             pid = cols["common_pid"][i]
             comm = "<idle>" if pid == 0 else (cols["common_comm"][i] or "<...>")
@@ -532,17 +526,14 @@ def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
             lines.append(f"{comm:>16}-{pid:<7d} [{cols['cpu'][i]:03d}] {lat} "
                          f"{us // 1_000_000:5d}.{us % 1_000_000:06d}: {label}"
                          f"{printer(row)}\n".encode())
-        n = len(lines) - start
-        keys_ts.append(table.column("ts").to_numpy())
-        keys_cpu.append(table.column("cpu").to_numpy())
-        keys_rank.append(np.full(n, _TIE_RANK.get(name, len(_TIE_RANK)), dtype=np.int64))
-        keys_row.append(np.arange(start, start + n, dtype=np.int64))
+        keys_ts.append(np.asarray(cols["ts"], dtype=np.int64))
+        keys_cpu.append(np.asarray(cols["cpu"], dtype=np.int64))
     nevents = len(lines)
     if not nevents:
         return [], 0
     ts, cpu = np.concatenate(keys_ts), np.concatenate(keys_cpu)
     # the kernel merges the per-CPU buffers by timestamp, the lowest CPU first on ties
-    order = np.lexsort((np.concatenate(keys_row), np.concatenate(keys_rank), cpu, ts))
+    order = np.lexsort((np.arange(nevents), cpu, ts))
     out = [lines[i] for i in order]
     # lost events: "CPU:N [LOST M EVENTS]" before the next event of that CPU
     lost = trace.lost
@@ -590,6 +581,7 @@ def write_ftrace_text(trace: Trace, path, events=None) -> int:
       topology; lost events are written as the kernel's ``CPU:N [LOST M EVENTS]``
       lines before the CPU's next event.
     """
+    import contextlib
     import gzip
     from pathlib import Path
 
@@ -599,13 +591,9 @@ def write_ftrace_text(trace: Trace, path, events=None) -> int:
          if trace.table(n).num_rows), default=0)
     header = _FTRACE_HEADER.format(entries=nevents, cpus=cpus).encode()
     path = Path(path)
-    with open(path, "wb") as raw:
-        if path.name.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                               compresslevel=9) as f:
-                f.write(header)
-                f.writelines(lines)
-        else:
-            raw.write(header)
-            raw.writelines(lines)
+    with open(path, "wb") as raw, (
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9)
+            if path.name.endswith(".gz") else contextlib.nullcontext(raw)) as f:
+        f.write(header)
+        f.writelines(lines)
     return nevents

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +22,38 @@ def sample(name: str) -> Path:
     path = SAMPLES / name
     assert path.exists(), f"sample trace {path} is missing"
     return path
+
+
+#: Same-configuration iterations i1..i3 (sample_traces/README.md), by key: the sample
+#: path of each run without its final digit and ".dat".
+ITERATION_SETS = {
+    "c1": "iterations/dbench-xfs-1c-i",       # host, dbench 1 client, 1 s
+    "c4": "iterations/dbench-xfs-4c-i",       # host, dbench 4 clients, 1 s
+    # the real before/after pair: 6.1, 8-CPU guest, dbench 2 clients, with the
+    # select_idle_sibling() kthread-stacking clause on (the fix) and off (before it)
+    "on": "kstack-6.1/k61-dbench-c2-kstack-on-i",
+    "off": "kstack-6.1/k61-dbench-c2-kstack-off-i",
+}
+
+
+def iteration_names(key: str) -> list[str]:
+    return [f"{ITERATION_SETS[key]}{i}" for i in (1, 2, 3)]
+
+
+def iteration_paths(key: str) -> list[Path]:
+    return [sample(f"{n}.dat") for n in iteration_names(key)]
+
+
+def iteration_glob(key: str) -> str:
+    return f"{SAMPLES / ITERATION_SETS[key]}*.dat"
+
+
+def plain(col) -> pa.Array:
+    """An Arrow column as one plain array (chunks combined, dictionaries decoded)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col
 
 
 @pytest.fixture(scope="session")

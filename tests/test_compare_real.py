@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from .conftest import run_cli, sample
+from .conftest import iteration_glob, iteration_names, run_cli, sample
 
 pytestmark = pytest.mark.skipif(shutil.which("trace-cmd") is None,
                                 reason="trace-cmd is not installed (scripts/bootstrap.sh)")
@@ -214,12 +214,6 @@ def test_ci95_is_stricter_than_ttest():
 
 # -- iterations: several traces a side, per-trace samples ----------------------------------------
 
-ITERATIONS = {
-    "c1": [f"iterations/dbench-xfs-1c-i{i}" for i in (1, 2, 3)],
-    "c4": [f"iterations/dbench-xfs-4c-i{i}" for i in (1, 2, 3)],
-    "on": [f"kstack-6.1/k61-dbench-c2-kstack-on-i{i}" for i in (1, 2, 3)],
-    "off": [f"kstack-6.1/k61-dbench-c2-kstack-off-i{i}" for i in (1, 2, 3)],
-}
 #: (baseline, candidate, the metric that must be significantly worse on the candidate)
 ITERATION_PAIRS = [("c1", "c4", "context_switches/s"),   # 4 dbench clients on 2 CPUs
                    ("on", "off", "migrations/s")]        # 6.1 without kthread stacking
@@ -234,8 +228,7 @@ def test_iterations_per_trace_values_direction_and_significance(base, new, worse
     kthread-stacking clause on vs off (the real before/after pair)."""
     specs = []
     for side in (base, new):
-        folder, stem = ITERATIONS[side][0].split("/")
-        specs += ["--side", f"{side}={sample(folder)}/{stem[:-1]}*.dat"]
+        specs += ["--side", f"{side}={iteration_glob(side)}"]
     proc = run_cli("compare", *specs, "--format", "json", "--metric", "context_switches/s",
                    "--metric", "migrations/s", "--metric", "futile_wakeups/s", check=True)
     doc = json.loads(proc.stdout)
@@ -247,9 +240,9 @@ def test_iterations_per_trace_values_direction_and_significance(base, new, worse
         samples = []
         for side in (base, new):
             rates = []
-            for name in ITERATIONS[side]:
-                first, last, *ts = independent_events(name)
-                rates.append(len(ts[which - 2]) / ((last - first) / 1e9))
+            for name in iteration_names(side):
+                ev = independent_events(name)
+                rates.append(len(ev[which]) / ((ev[1] - ev[0]) / 1e9))
             samples.append(np.array(rates))
         b, n = samples
         mean_b = _row(doc, metric, "Amean", base)

@@ -20,16 +20,11 @@ from schedwake.compare import from_samples
 from schedwake.errors import TraceError
 from schedwake.gate import DEFAULT_RULES_TOML, Rule, _judge, default_rules, parse_rules
 
-from .conftest import run_cli, sample
+from .conftest import iteration_paths, run_cli, sample
 
-ITER = sample("iterations")
-C1 = [ITER / f"dbench-xfs-1c-i{i}.dat" for i in (1, 2, 3)]
-C4 = [ITER / f"dbench-xfs-4c-i{i}.dat" for i in (1, 2, 3)]
-# the real before/after pair: 6.1, 8-CPU guest, dbench 2 clients, with the
-# select_idle_sibling() kthread-stacking clause on (the fix) and off (before the fix)
-KSTACK = sample("kstack-6.1")
-STACK_ON = [KSTACK / f"k61-dbench-c2-kstack-on-i{i}.dat" for i in (1, 2, 3)]
-STACK_OFF = [KSTACK / f"k61-dbench-c2-kstack-off-i{i}.dat" for i in (1, 2, 3)]
+C1, C4 = iteration_paths("c1"), iteration_paths("c4")
+# the real before/after pair: the kthread-stacking clause on (the fix) and off
+STACK_ON, STACK_OFF = iteration_paths("on"), iteration_paths("off")
 
 
 def gate_cli(tmp_path, *args):

@@ -44,7 +44,7 @@ from schedwake.synth import (
 )
 from schedwake.trace import Trace
 
-from .conftest import ROOT, SAMPLES, run_cli
+from .conftest import ROOT, SAMPLES, plain, run_cli
 
 SYNTH_DIR = SAMPLES / "synthetic"
 SCRIPT = ROOT / "scripts" / "write-synthetic-samples.py"
@@ -138,10 +138,7 @@ def test_analyze_finds_exactly_the_planted_counts(analyzed):
 # -- (c) round trip: text tables == in-memory tables ------------------------------------------
 
 def _values(col) -> list:
-    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    return col.to_pylist()
+    return plain(col).to_pylist()
 
 
 #: prev_state as a >= 4.14 kernel records it, by letters (what the text reader gives back)

@@ -34,6 +34,8 @@ import schedwake.ingest as ingest
 from schedwake.ingest import text
 from schedwake.schema import COMMON_FIELDS
 
+from .conftest import plain
+
 CONF = Path(__file__).resolve().parent.parent / "sample_traces" / "conformance"
 DAT = CONF / "conf.dat"
 
@@ -49,13 +51,6 @@ needs_tracedat = pytest.mark.skipif(not HAVE_TRACEDAT,
 
 
 # ------------------------------------------------------------------- helpers
-
-def _plain(col) -> pa.Array:
-    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    return col
-
 
 def per_cpu_order(t: pa.Table) -> pa.Table:
     """Rows grouped by CPU, in their order within the CPU (ring-buffer order)."""
@@ -79,7 +74,7 @@ def diff_tables(a: pa.Table, b: pa.Table, ts_tol: int = 0, skip=(),
         if ca.type != cb.type:
             out.append(f"{name}: type {ca.type} != {cb.type}")
             continue
-        va, vb = _plain(ca), _plain(cb)
+        va, vb = plain(ca), plain(cb)
         if name == "ts":
             bad = np.nonzero(np.abs(va.to_numpy() - vb.to_numpy()) > ts_tol)[0]
         else:
