@@ -497,7 +497,6 @@ def missing_events(trace, name: str) -> list[str]:
     An event counts as present when the trace has records of it: a file cannot tell an
     event that was not enabled from one that never fired (nor one left out by
     ``load(events=...)``)."""
-    counts = trace.meta.get("event_counts") or {}
     key = catalogue_entry(name).name
     return [" or ".join(group) for group in NEEDS[key]
-            if not any(counts.get(e, 0) > 0 and trace.has(e) for e in group)]
+            if not any(trace.has_records(e) for e in group)]

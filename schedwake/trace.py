@@ -97,6 +97,12 @@ class Trace:
         """True if the trace has a table for event ``name`` (possibly empty)."""
         return name in self._tables
 
+    def has_records(self, name: str) -> bool:
+        """True if the trace has a non-empty table for event ``name``: what the model and
+        the metrics count as present (an event not enabled and one that never fired look
+        the same in a file)."""
+        return name in self._tables and self._tables[name].num_rows > 0
+
     def table(self, name: str) -> pa.Table:
         """The Arrow table of event ``name`` (e.g. ``"sched_waking"``)."""
         name = name.split(":")[-1]

@@ -31,6 +31,7 @@
 
 #include <ctype.h>
 #include <link.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -659,6 +660,9 @@ static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
 
 static sigjmp_buf guard_jmp;
 static volatile sig_atomic_t guard_active;
+/* the reading thread: SIGPROF is process-directed, and a jump is only valid on the
+   thread whose stack guard_jmp belongs to */
+static pthread_t guard_thread;
 static struct sigaction old_segv, old_bus, old_prof;
 static struct itimerval old_timer;
 static volatile int64_t *watch_counter;
@@ -714,7 +718,7 @@ static int safe_to_jump(void *uc)
 
 static void guard_handler(int sig)
 {
-    if (guard_active) {
+    if (guard_active && pthread_equal(pthread_self(), guard_thread)) {
         guard_active = 0;
         siglongjmp(guard_jmp, sig);
     }
@@ -725,8 +729,8 @@ static void guard_handler(int sig)
 static void watchdog_handler(int sig, siginfo_t *info, void *uc)
 {
     (void)info;
-    if (!guard_active)
-        return;
+    if (!guard_active || !pthread_equal(pthread_self(), guard_thread))
+        return;             /* another thread took the tick: not ours to count */
     if (jump_pending) {
         if (safe_to_jump(uc)) {
             guard_active = 0;
@@ -773,6 +777,7 @@ static void guard_on(volatile int64_t *progress_counter)
     watch_budget = 20;
     watch_expired = 0;
     jump_pending = 0;
+    guard_thread = pthread_self();
     struct itimerval tick = {{1, 0}, {1, 0}};   /* every second of CPU time */
     setitimer(ITIMER_PROF, &tick, &old_timer);
     guard_active = 1;
@@ -1211,6 +1216,9 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     /* CPU-time budget: 20 s plus 1 us for every record the data could hold (real
        traces need well under a tenth of that) */
     watch_budget = 20 + r->max_records / 1000000;
+    /* opening and the per-CPU lookups above deliver no record: they do not count */
+    watch_stalled = 0;
+    watch_spent = 0;
 
     tracecmd_iterate_events(r->handle, NULL, 0, record_cb, r);
     guard_off();

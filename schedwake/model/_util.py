@@ -222,7 +222,7 @@ def frame(trace, name: str, columns) -> pd.DataFrame | None:
     format is in the file, or the reader was asked for it, but it was not recorded) is
     absent too, as in metrics.NEEDS: a kernel without sched_waking, or a recording of
     sched_wakeup alone, must take the sched_wakeup path, not yield zero wake-ups."""
-    if not trace.has(name) or trace.table(name).num_rows == 0:
+    if not trace.has_records(name):
         return None
     t = trace.table(name)
     cols = [c for c in columns if c in t.column_names]

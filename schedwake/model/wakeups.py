@@ -95,11 +95,16 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
         ok[cand] = mts[cand] <= limit
     res = np.where(ok, wi, -1)
     # one waking owns at most one migration: keep the first
-    idx = np.flatnonzero(res >= 0)
-    _, first = np.unique(res[idx], return_index=True)
-    keep = np.zeros(len(res), dtype=bool)
+    return np.where(_first_claims(res), res, -1)
+
+
+def _first_claims(owner: np.ndarray) -> np.ndarray:
+    """Mask of the entries that are the first to name their ``owner`` (-1: none)."""
+    idx = np.flatnonzero(owner >= 0)
+    _, first = np.unique(owner[idx], return_index=True)
+    keep = np.zeros(len(owner), dtype=bool)
     keep[idx[first]] = True
-    return np.where(keep, res, -1)
+    return keep
 
 
 def _match_without_waking(ev: Events) -> np.ndarray:
@@ -122,9 +127,10 @@ def _match_without_waking(ev: Events) -> np.ndarray:
                                         "backward", True), never)
     own = (mi >= 0) & (take(mts, mi, never) >= last_out) & \
         (take(i64(m, "dest_cpu"), mi, -1) == i64(w, "target_cpu"))
-    rows = np.flatnonzero(own)
+    claim = np.where(own, mi, -1)
     # a migration belongs to one wake-up: the first that claims it
-    res[mi[rows][::-1]] = rows[::-1]
+    keep = _first_claims(claim)
+    res[claim[keep]] = np.flatnonzero(keep)
     return res
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..model.events import timestamp_problem
+
 
 def summary(trace) -> dict:
     """The trace's facts as a JSON-ready dict (the keys of ``schedwake info --format json``)."""
@@ -11,7 +13,7 @@ def summary(trace) -> dict:
 def meta_summary(m: dict) -> dict:
     """``summary()`` from a trace's metadata dict alone."""
     first, last = m["first_ts_ns"], m["last_ts_ns"]
-    raw = (m.get("source") or {}).get("timestamps") == "raw"
+    raw = timestamp_problem(m) is not None
     span = 0 if first is None else last - first
     return {
         "path": m["path"],
