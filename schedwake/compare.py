@@ -39,7 +39,7 @@ from .report import mmtests
 from .report import stats as st
 
 __all__ = ["compare", "from_samples", "expand_paths", "CompareResult", "Side", "parse_sides",
-           "default_window", "SIGNIFICANCE", "SAMPLE_MODES"]
+           "default_window", "sample_plan", "SIGNIFICANCE", "SAMPLE_MODES"]
 
 SIGNIFICANCE = ("ttest", "ci95")
 SAMPLE_MODES = ("auto", "per-trace", "per-window")
@@ -129,6 +129,20 @@ def parse_sides(traces: Sequence[str] = (), side_specs: Sequence[str] = (),
         raise TraceError("--label", f"side label(s) {', '.join(dup)} used twice; "
                                     "name the sides with --label")
     return sides
+
+
+def sample_plan(samples: str, sides, window_s=None) -> tuple[str, float | None]:
+    """The sample kind of a comparison of ``sides`` (lists of traces): ``samples``, with
+    "auto" resolved (per-trace values when every side has two or more traces), and for
+    per-window samples the window length (``window_s``, else :func:`default_window`)."""
+    kind = samples
+    if kind == "auto":
+        kind = "per-trace" if all(len(v) >= 2 for v in sides) else "per-window"
+    if kind != "per-window":
+        return kind, None
+    if window_s is not None:
+        return kind, float(window_s)
+    return kind, default_window([t.duration_ns / 1e9 for v in sides for t in v])
 
 
 def default_window(durations_s) -> float:
@@ -263,13 +277,7 @@ def compare(sides, labels: Sequence[str] | None = None, *, window_s: float | Non
                                              f"{', '.join(CATALOGUE)})") from None
     th = _check_thresholds(thresholds)
     side_list = _normalise(sides, labels, topology_file, llc)
-    kind = samples
-    if kind == "auto":
-        kind = "per-trace" if all(len(s.traces) >= 2 for s in side_list) else "per-window"
-    win = None
-    if kind == "per-window":
-        win = float(window_s) if window_s is not None else default_window(
-            [t.model.duration_ns / 1e9 for s in side_list for t in s.traces])
+    kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
     parts = []
     for s in side_list:
         for it, t in enumerate(s.traces):

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .compare import SAMPLE_MODES, SIGNIFICANCE, default_window, expand_paths, load_model_trace
+from .compare import SAMPLE_MODES, SIGNIFICANCE, expand_paths, load_model_trace, sample_plan
 from .compare import compare as run_compare
 from .errors import TraceError
 from .model.events import timestamp_problem
@@ -396,7 +396,7 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
     """
-    from .metrics import catalogue_entry, missing_events
+    from .metrics import catalogue_entry, missing_events, window_edges
 
     if rules is None:
         settings, rule_list = default_rules()
@@ -428,10 +428,7 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
     if problems:
         return result
 
-    kind = settings.samples
-    if kind == "auto":
-        kind = "per-trace" if all(len(v) >= 2 for v in sides.values()) else "per-window"
-    window = None
+    kind, window = sample_plan(settings.samples, list(sides.values()), settings.window or None)
     if kind == "per-trace":
         few = [n for n, v in sides.items() if len(v) < 2]
         if few:
@@ -439,11 +436,10 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
                             "has one): give iterations, or samples = \"per-window\"")
             return result
     else:
-        window = settings.window or default_window(
-            [t.model.duration_ns / 1e9 for v in sides.values() for t in v])
         for name, traces in sides.items():
             for t in traces:
-                n = int(t.model.duration_ns / 1e9 // window)
+                # as many windows as compare will sample
+                n = len(window_edges(t.meta["first_ts_ns"], t.meta["last_ts_ns"], window)) - 1
                 if n < settings.min_windows:
                     problems.append(
                         f"{name} {Path(str(t.meta.get('path'))).name}: {n} window(s) of "

@@ -187,6 +187,21 @@ def _busy_share(model) -> dict:
     return out
 
 
+def window_edges(first_ts: int, last_ts: int, window_s: float) -> np.ndarray:
+    """The edges (ns) of the windows of ``window_s`` seconds that cover first..last: whole
+    windows from the first event, plus a last partial one if it is at least half a
+    window long (always at least one window)."""
+    wns = int(window_s * 1e9)
+    if wns <= 0:
+        raise ValueError("window_s must be positive")
+    last_ts = max(last_ts, first_ts)
+    full, rem = divmod(last_ts - first_ts, wns)
+    if full == 0:
+        return np.array([first_ts, last_ts + 1], dtype=np.int64)
+    edges = first_ts + wns * np.arange(full + 1, dtype=np.int64)
+    return np.append(edges, last_ts + 1) if rem >= wns / 2 else edges
+
+
 def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None) -> pd.DataFrame:
     """The metrics over consecutive windows of ``window_s`` seconds: one row per window
     (``window``, ``start_ns``, ``end_ns`` then the metrics of :data:`METRICS` and
@@ -196,17 +211,7 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     th = _thresholds(thresholds)
     model = trace.model
     ev = model.events
-    wns = int(window_s * 1e9)
-    if wns <= 0:
-        raise ValueError("window_s must be positive")
-    first, last = ev.first_ts, max(ev.last_ts, ev.first_ts)
-    full, rem = divmod(last - first, wns)
-    if full == 0:
-        edges = np.array([first, last + 1], dtype=np.int64)
-    else:
-        edges = first + wns * np.arange(full + 1, dtype=np.int64)
-        if rem >= wns / 2:
-            edges = np.append(edges, last + 1)
+    edges = window_edges(ev.first_ts, ev.last_ts, window_s)
     nwin = len(edges) - 1
     lens_s = np.diff(edges) / 1e9
 
