@@ -37,6 +37,7 @@ import pandas as pd
 from .errors import TraceError
 from .report import mmtests
 from .report import stats as st
+from .topology import trace_stem
 
 __all__ = ["compare", "from_samples", "expand_paths", "CompareResult", "Side", "parse_sides",
            "default_window", "sample_plan", "SIGNIFICANCE", "SAMPLE_MODES"]
@@ -63,14 +64,6 @@ class Side:
 
 # -- sides -------------------------------------------------------------------------------------
 
-def _stem(path) -> str:
-    name = Path(str(path)).name
-    for ext in (".gz", ".zst", ".xz", ".bz2"):
-        if name.endswith(ext):
-            name = name[: -len(ext)]
-    return name.rsplit(".", 1)[0] if "." in name else name
-
-
 def expand_paths(pattern: str, what: str) -> list[str]:
     """A path, or the sorted files a glob pattern matches (TraceError if none)."""
     if Path(pattern).exists() or not _GLOB_CHARS.search(pattern):
@@ -82,7 +75,7 @@ def expand_paths(pattern: str, what: str) -> list[str]:
 
 
 def _default_label(paths: list[str], index: int) -> str:
-    stems = [_stem(p) for p in paths]
+    stems = [trace_stem(p) for p in paths]
     if len(stems) == 1:
         return stems[0]
     prefix = stems[0]

@@ -85,8 +85,6 @@ significance = true
 missing = "error"
 '''
 
-_SETTINGS_KEYS = {"significance", "alpha", "samples", "window", "max_lost_events",
-                  "min_duration", "min_windows"}
 _RULE_KEYS = {"allowed", "significance", "missing"}
 
 
@@ -103,6 +101,13 @@ class Settings:
     min_windows: int = 10
 
 
+#: Each [gate] key (the Settings fields: the defaults are theirs) and how its TOML value
+#: is taken (a wrong kind raises TypeError/ValueError)
+_SETTINGS_TYPES = {"significance": str, "alpha": float, "samples": str,
+                   "window": lambda v: None if v is None else float(v),
+                   "max_lost_events": int, "min_duration": float, "min_windows": int}
+
+
 @dataclass(frozen=True)
 class Rule:
     """One metric's rule: how much worse the candidate may be, and on what evidence."""
@@ -117,6 +122,11 @@ class Rule:
 
     def allowed_text(self) -> str:
         return f"+{_num(self.allowed * 100)}%" if self.relative else f"+{_num(self.allowed)}"
+
+    @property
+    def unmeasured_status(self) -> str:
+        """The status of this rule when its metric cannot be measured (``missing``)."""
+        return "skipped" if self.missing == "skip" else "error"
 
 
 @dataclass
@@ -256,19 +266,12 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
     g = doc.get("gate", {})
     if not isinstance(g, dict):
         raise TraceError(where, "[gate] must be a table")
-    bad = set(g) - _SETTINGS_KEYS
+    bad = set(g) - set(_SETTINGS_TYPES)
     if bad:
         raise TraceError(where, f"[gate]: unknown key(s) {', '.join(sorted(bad))} "
-                                f"(known: {', '.join(sorted(_SETTINGS_KEYS))})")
+                                f"(known: {', '.join(sorted(_SETTINGS_TYPES))})")
     try:
-        settings = Settings(
-            significance=str(g.get("significance", "ttest")),
-            alpha=float(g.get("alpha", 0.05)),
-            samples=str(g.get("samples", "auto")),
-            window=None if g.get("window") is None else float(g["window"]),
-            max_lost_events=int(g.get("max_lost_events", 0)),
-            min_duration=float(g.get("min_duration", 0.5)),
-            min_windows=int(g.get("min_windows", 10)))
+        settings = Settings(**{k: _SETTINGS_TYPES[k](v) for k, v in g.items()})
     except (TypeError, ValueError) as exc:
         raise TraceError(where, f"[gate]: {exc}") from None
     if settings.significance not in SIGNIFICANCE:
@@ -456,9 +459,8 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
                    for name, traces in sides.items() for t in traces
                    for ev in missing_events(t, rule.metric)]
         if lacking:
-            status = "skipped" if rule.missing == "skip" else "error"
             result.results.append(RuleResult(
-                rule, entry.unit, entry.direction, status,
+                rule, entry.unit, entry.direction, rule.unmeasured_status,
                 message=f"{rule.metric} cannot be measured: {lacking[0]}"
                         + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else "")))
         else:
@@ -490,13 +492,13 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     entry = catalogue_entry(rule.metric)
     res = RuleResult(rule, entry.unit, entry.direction, "pass")
     if row is None:
-        res.status = "skipped" if rule.missing == "skip" else "error"
+        res.status = rule.unmeasured_status
         res.message = f"{rule.metric} was not measured (no samples)"
         return res
     base, cand = float(row.values[0]), float(row.values[1])
     res.n = tuple(int(st.clean_samples(s).size) for s in row.metric.samples)
     if math.isnan(base) or math.isnan(cand):
-        res.status = "skipped" if rule.missing == "skip" else "error"
+        res.status = rule.unmeasured_status
         side = "baseline" if math.isnan(base) else "candidate"
         res.message = f"{rule.metric} has no value on the {side} side (no samples)"
         return res

@@ -266,8 +266,17 @@ class Topology:
                                           f"has {ncpus}")
 
 
-#: Extensions stripped from a trace's name to find NAME.topology.json beside it.
+#: Extensions a trace file's name ends with (compression, then format).
 _TRACE_SUFFIXES = {".gz", ".xz", ".zst", ".bz2", ".txt", ".dat", ".data", ".report", ".perf"}
+
+
+def trace_stem(path) -> str:
+    """A trace file's name without its extensions (``run.txt.gz`` -> ``run``): the name
+    of its NAME.topology.json, and its label in a comparison."""
+    stem = Path(str(path)).name
+    while Path(stem).suffix in _TRACE_SUFFIXES:
+        stem = stem[: -len(Path(stem).suffix)]
+    return stem
 
 
 def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Topology:
@@ -283,11 +292,9 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Top
             p = Path(trace_path)
             # trace.dat.topology.json (schedwake record), then the name without its
             # extensions: run.txt.gz -> run.topology.json
-            stem = p.name
-            while Path(stem).suffix in _TRACE_SUFFIXES:
-                stem = stem[: -len(Path(stem).suffix)]
-            candidates = [p.with_name(p.name + ".topology.json"),
-                          p.with_suffix(".topology.json"), p.with_name(stem + ".topology.json")]
+            candidates = dict.fromkeys([p.with_name(p.name + ".topology.json"),
+                                        p.with_suffix(".topology.json"),
+                                        p.with_name(trace_stem(p) + ".topology.json")])
             for c in candidates:
                 if c.is_file():
                     topo = Topology.from_file(c)

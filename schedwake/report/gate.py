@@ -4,6 +4,7 @@ XML (one test case per rule) and a JSON document."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -210,14 +211,11 @@ def to_dict(result) -> dict:
             "significant": r.significant, "testable": r.testable,
             "detail": _finite(r.detail), "n": list(r.n) if r.n else None,
             "message": r.message})
-    s = result.settings
     return {
         "verdict": result.verdict, "exit_code": result.exit_code,
         "headline": result.headline(), "problems": list(result.problems),
         "rules_source": result.rules_source,
-        "settings": {"significance": s.significance, "alpha": s.alpha, "samples": s.samples,
-                     "window": s.window, "max_lost_events": s.max_lost_events,
-                     "min_duration": s.min_duration, "min_windows": s.min_windows},
+        "settings": dataclasses.asdict(result.settings),
         "baseline": list(result.baseline_paths), "candidate": list(result.candidate_paths),
         "samples": _samples_line(result),
         "notes": result.notes(),
