@@ -519,19 +519,24 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
                        "give more iterations or set significance = false")
     elif worse and (sig.significant or not rule.significance):
         res.status = "broken"
-        res.message = (f"{rule.metric}: {_change_text(res)}, allowed "
-                       f"{rule.allowed_text()}), {_sig_text(res, rule.significance, test)}")
+        res.message = (f"{rule.metric}: {_change_text(res, f', allowed {rule.allowed_text()}')}"
+                       f", {_sig_text(res, rule.significance, test)}")
     else:
         why = ("within the allowed change" if not worse
                else "worse, but not significantly")
-        res.message = f"{rule.metric}: {_change_text(res)}), {why}"
+        res.message = f"{rule.metric}: {_change_text(res)}, {why}"
     return res
 
 
-def _change_text(r: RuleResult) -> str:
-    pct = "+inf%" if math.isinf(r.change_pct) else f"{r.change_pct:+.1f}%"
+def change_pct_text(pct: float) -> str:
+    """A rule's change as its reports print it: ``+12.3%``, ``+inf%``."""
+    return "+inf%" if math.isinf(pct) else f"{pct:+.1f}%"
+
+
+def _change_text(r: RuleResult, more: str = "") -> str:
     unit = r.unit if r.unit in ("", "%", "/s") else " " + r.unit
-    return f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} ({pct}"
+    return (f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} "
+            f"({change_pct_text(r.change_pct)}{more})")
 
 
 def _sig_text(r: RuleResult, required: bool, test: str) -> str:

@@ -9,6 +9,7 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..gate import change_pct_text
 from .mmtests import op_label
 
 _STATUS = {"pass": "ok", "broken": "BROKEN", "skipped": "skipped", "error": "ERROR"}
@@ -22,9 +23,7 @@ def _fmt(v: float | None) -> str:
 
 
 def _pct(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return "+inf%" if math.isinf(v) else f"{v:+.1f}%"
+    return "-" if v is None else change_pct_text(v)
 
 
 def _sig(r, test: str) -> str:
