@@ -218,9 +218,11 @@ def test_record_unknown_event_one_line(tmp_path, clean_state):
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare")
 def test_record_mounts_tracefs_when_missing(tmp_path, clean_state):
     """In a private mount namespace without tracefs: mounted for the recording and
-    unmounted again afterwards (the machine's own mount is untouched)."""
+    unmounted again afterwards (the machine's own mount is untouched). Every tracefs
+    mount goes, and debugfs too (its tracing/ directory automounts tracefs again)."""
     exe = Path(sys.executable).with_name("schedwake")
-    script = (f"umount {TRACEFS} || exit 99; "
+    script = ("for m in $(awk '$3 == \"tracefs\" || $3 == \"debugfs\" {print $2}' "
+              "/proc/mounts | sort -r); do umount $m || exit 99; done; "
               f"{exe} record -o {tmp_path / 'm.dat'} --buffer-kb 2048 -- true || exit $?; "
               "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi")
     proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
