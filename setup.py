@@ -1,7 +1,9 @@
 """Build the compiled readers; everything else is declared in pyproject.toml.
 
-The trace.dat binding links libtracecmd + libtraceevent; pkg-config (Debian
-packages libtracecmd-dev, libtraceevent-dev, libtracefs-dev) gives the flags.
+schedwake's trace.dat reader (_tdread) needs libzstd and zlib (Debian libzstd-dev,
+zlib1g-dev). The reference binding of libtracecmd + libtraceevent, run in a child
+process only, gets its flags from pkg-config (libtracecmd-dev, libtraceevent-dev,
+libtracefs-dev).
 """
 import shlex
 import subprocess
@@ -29,5 +31,12 @@ COPTS = ["-O2", "-std=gnu11", "-Wall", "-Wno-unused-parameter"]
 setup(ext_modules=[
     Extension("schedwake.ingest._tracedat", ["schedwake/ingest/_tracedat.c"],
               extra_compile_args=COPTS, **pkg_config("libtracecmd", "libtraceevent")),
+    # schedwake's own trace.dat reader: plain C over libzstd and zlib (Debian
+    # libzstd-dev, zlib1g-dev); threads decode CPUs in parallel
+    Extension("schedwake.ingest._tdread",
+              ["schedwake/ingest/_tdread.c", "schedwake/ingest/_tdcore.c"],
+              depends=["schedwake/ingest/_tdcore.h", "schedwake/ingest/_columns.h",
+                       "schedwake/ingest/_pybuf.h", "schedwake/ingest/_utf8.h"],
+              extra_compile_args=COPTS, libraries=["zstd", "z", "pthread"]),
     Extension("schedwake.ingest._textscan", ["schedwake/ingest/_textscan.c"], extra_compile_args=COPTS),
 ])

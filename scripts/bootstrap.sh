@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="build-essential pkg-config libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd linux-perf zstd chromium"
+APT_PACKAGES="build-essential pkg-config libzstd-dev zlib1g-dev libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd linux-perf zstd chromium"
 missing=()
 for p in $APT_PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -20,7 +20,7 @@ fi
 
 PY=${PYTHON:-python3}
 stamp=.venv/.schedwake-stamp
-want=$(cat pyproject.toml setup.py schedwake/ingest/*.c 2>/dev/null | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml setup.py schedwake/ingest/*.[ch] 2>/dev/null | sha256sum | cut -c1-16)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "bootstrap: setting up .venv" >&2
     [ -x .venv/bin/python ] || "$PY" -m venv .venv

@@ -1,0 +1,186 @@
+/*
+ * _columns.h: growable column buffers and dictionary-encoded string columns, in
+ * plain C (no Python), shared by the trace.dat readers.
+ *
+ * A Buf is the memory of one Arrow buffer; a StrCol is an Arrow dictionary array
+ * in the making (int32 indices + a dictionary of distinct values).  Every size is
+ * checked before it is used: a column that would pass Arrow's 32-bit offsets or
+ * SIZE_MAX fails like an allocation (-1), never wraps.
+ */
+#ifndef SCHEDWAKE_COLUMNS_H
+#define SCHEDWAKE_COLUMNS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_utf8.h"
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_grow(Buf *b, size_t need)
+{
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 3 * 2)
+            return -1;
+        cap += cap / 2;
+    }
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_put(Buf *b, const void *src, size_t n)
+{
+    if (n > b->cap - b->len) {
+        if (n > SIZE_MAX - b->len || buf_grow(b, b->len + n) < 0)
+            return -1;
+    }
+    if (n)
+        memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+/* Room for n more bytes; the caller writes them and adds n to len. */
+static inline int buf_reserve(Buf *b, size_t n)
+{
+    if (n > b->cap - b->len && (n > SIZE_MAX - b->len || buf_grow(b, b->len + n) < 0))
+        return -1;
+    return 0;
+}
+
+static void buf_free(Buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ------------------------------------------- dictionary-encoded strings */
+
+typedef struct {
+    Buf indices;            /* int32 per row */
+    Buf offsets;            /* int32, one per dictionary value + 1 */
+    Buf chars;              /* dictionary characters (valid UTF-8) */
+    uint32_t *slots;        /* open addressing: dictionary index + 1, 0 = empty */
+    uint32_t *hashes;       /* hash of each dictionary value */
+    size_t nslots, count, hcap;
+} StrCol;
+
+static uint32_t str_hash(const char *s, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;  /* 8 bytes a step: names are short */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return (uint32_t)(h ^ (h >> 29));
+}
+
+static int strcol_rehash(StrCol *c)
+{
+    if (c->nslots > (1u << 30))
+        return -1;
+    size_t n = c->nslots ? c->nslots * 2 : 64;
+    uint32_t *slots = calloc(n, sizeof(*slots));
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < c->count; i++) {
+        size_t j = c->hashes[i] & (n - 1);
+        while (slots[j])
+            j = (j + 1) & (n - 1);
+        slots[j] = (uint32_t)i + 1;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->nslots = n;
+    return 0;
+}
+
+/* Index of the valid-UTF-8 string s[0..n) in the dictionary, adding it if new. */
+static int32_t strcol_intern_valid(StrCol *c, const char *s, size_t n)
+{
+    if ((c->count + 1) * 2 > c->nslots && strcol_rehash(c) < 0)
+        return -1;
+    uint32_t h = str_hash(s, n);
+    const int32_t *offs = (const int32_t *)c->offsets.data;
+    size_t j = h & (c->nslots - 1);
+    for (; c->slots[j]; j = (j + 1) & (c->nslots - 1)) {
+        uint32_t i = c->slots[j] - 1;
+        if (c->hashes[i] == h && (size_t)(offs[i + 1] - offs[i]) == n &&
+            memcmp(c->chars.data + offs[i], s, n) == 0)
+            return (int32_t)i;
+    }
+    if (n > (size_t)INT32_MAX - c->chars.len)   /* Arrow string offsets are int32 */
+        return -1;
+    if (c->count == 0) {
+        int32_t zero = 0;
+        if (buf_put(&c->offsets, &zero, 4) < 0)
+            return -1;
+    }
+    if (buf_put(&c->chars, s, n) < 0)
+        return -1;
+    int32_t end = (int32_t)c->chars.len;
+    if (buf_put(&c->offsets, &end, 4) < 0)
+        return -1;
+    if (c->count == c->hcap) {
+        size_t cap = c->hcap ? c->hcap * 2 : 64;
+        uint32_t *hs = realloc(c->hashes, cap * sizeof(*hs));
+        if (!hs)
+            return -1;
+        c->hashes = hs;
+        c->hcap = cap;
+    }
+    c->hashes[c->count] = h;
+    c->slots[j] = (uint32_t)++c->count;
+    return (int32_t)(c->count - 1);
+}
+
+/* Index of s[0..n) in the dictionary; bytes that are not UTF-8 become U+FFFD. */
+static int32_t strcol_intern(StrCol *c, const char *s, size_t n)
+{
+    if (utf8_valid(s, n))
+        return strcol_intern_valid(c, s, n);
+    char small[256];
+    char *out = n <= sizeof(small) / 3 ? small : (n < SIZE_MAX / 3 ? malloc(3 * n) : NULL);
+    if (!out)
+        return -1;
+    int32_t idx = strcol_intern_valid(c, out, utf8_replace(s, n, out));
+    if (out != small)
+        free(out);
+    return idx;
+}
+
+static inline int strcol_append(StrCol *c, const char *s, size_t n)
+{
+    int32_t i = strcol_intern(c, s, n);
+    if (i < 0)
+        return -1;
+    return buf_put(&c->indices, &i, 4);
+}
+
+static void strcol_free(StrCol *c)
+{
+    buf_free(&c->indices);
+    buf_free(&c->offsets);
+    buf_free(&c->chars);
+    free(c->slots);
+    free(c->hashes);
+    memset(c, 0, sizeof(*c));
+}
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * _tdcore.h: schedwake's own trace.dat reader, in plain C (no Python, no
+ * libtracecmd): the file layer (v6/v7 headers, options, sections, zstd/zlib
+ * chunks), the event formats, the ring-buffer pages and the records, decoded
+ * into the columns of _columns.h.  _tdread.c binds it to Python; fuzz/ drives
+ * it directly.  Every length and offset read from the file is checked before
+ * use; damage is an error message naming the section and the file offset.
+ */
+#ifndef SCHEDWAKE_TDCORE_H
+#define SCHEDWAKE_TDCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "_columns.h"
+
+#define TD_ERRLEN 512
+
+enum td_kind {
+    TD_INT,       /* integer of 1/2/4/8 bytes, signed or not */
+    TD_STR,       /* char[N] (and common_comm, prev_state_str): dictionary strings */
+    TD_DYNSTR,    /* __data_loc / __rel_loc char[] */
+    TD_SYM,       /* a pointer printed as %ps/%pS/...: kallsyms name */
+    TD_ARRAY,     /* fixed numeric array: list column */
+    TD_DYNARRAY,  /* __data_loc numeric array: list column */
+    TD_BIN,       /* anything else: raw bytes */
+};
+
+/* One output column of one event. */
+typedef struct {
+    char *name;
+    enum td_kind kind;
+    int bits, is_signed;        /* TD_INT, and the elements of TD_ARRAY/TD_DYNARRAY */
+    Buf values;                 /* TD_INT, TD_ARRAY, TD_DYNARRAY values; TD_BIN bytes */
+    Buf offsets;                /* TD_ARRAY/TD_DYNARRAY/TD_BIN: int32, one per row + 1 */
+    StrCol str;                 /* TD_STR, TD_DYNSTR, TD_SYM */
+} td_column;
+
+/* One event of the file's formats and, once decoded, its table. */
+typedef struct {
+    const char *name, *system;
+    int id;
+    int wanted;
+    int64_t count;              /* records of this event in the buffer read */
+    int ncols;                  /* 0 unless wanted */
+    td_column *cols;            /* ts, cpu, common_pid, common_comm, common_flags,
+                                   common_preempt_count, then the format's own fields
+                                   (sched_switch: prev_state_str after prev_state) */
+} td_event;
+
+typedef struct td_file td_file;
+
+/* Parse everything but the ring-buffer data.  0, or -1 with err filled. */
+int td_open(td_file **out, const uint8_t *data, size_t size, char *err);
+
+/* Events: td_nevents() of them, in id order. */
+int td_nevents(const td_file *f);
+td_event *td_event_at(td_file *f, int i);
+/* Ask for the table of every event (wanted = 1) or of none (0) before decoding. */
+void td_want_all(td_file *f, int wanted);
+
+/* Called now and then from the thread that called td_decode(), with the fraction
+   done; a non-zero return stops the decoding (td_decode() then returns -2). */
+typedef int (*td_tick)(void *ctx, double done);
+
+/* Decode the selected buffer's records into the wanted events' columns, CPUs in
+   `jobs` threads (<= 0: one per CPU with data, at most the online CPUs).  Rows of
+   every table are in (timestamp, CPU, file) order, whatever `jobs` is.
+   0, -1 with err filled (damage or no memory), or -2 when tick asked to stop. */
+int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err);
+
+/* Metadata of the file (strings are NUL-terminated, valid UTF-8, or NULL). */
+typedef struct {
+    int file_version;           /* 6 or 7 */
+    int big_endian, long_size, page_size;
+    const char *compression;    /* NULL when the data is not compressed */
+    int cpus;                   /* CPU ids run 0..cpus-1 */
+    const char *clock, *uname, *trace_cmd_version, *cpustats;
+    const char *buffer;         /* "" = the top buffer, else the instance read */
+    int ninstances;
+    const char *const *instances;
+    const uint16_t *options;    /* ids of the options seen */
+    int noptions;
+    int64_t records, unknown_records;
+    int64_t first_ts, last_ts;  /* of the records decoded; 0 when none */
+    /* lost events: rows (ts, cpu, count; -1 = unknown count), and sums per CPU
+       (an unknown-size loss counts as 1) */
+    Buf lost_ts, lost_cpu, lost_count;
+    const int64_t *lost_per_cpu;
+    /* damage that was skipped, bounded and said: one line each */
+    int nwarnings;
+    const char *const *warnings;
+} td_meta;
+
+td_meta *td_get_meta(td_file *f);
+
+void td_close(td_file *f);
+
+/* Open, decode every event and close: the whole reader, for fuzzing.  0 or -1. */
+int td_fuzz_read(const uint8_t *data, size_t size, int jobs, char *err);
+
+#endif
