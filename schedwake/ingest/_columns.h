@@ -6,13 +6,25 @@
  * in the making (int32 indices + a dictionary of distinct values).  Every size is
  * checked before it is used: a column that would pass Arrow's 32-bit offsets or
  * SIZE_MAX fails like an allocation (-1), never wraps.
+ *
+ * Buffers of BUF_MAP_MIN bytes or more live in their own anonymous mappings:
+ * they grow with mremap() (no copy, and capacity not yet written is not
+ * resident) and go back to the system when freed.  From malloc() they would
+ * often sit in glibc's arenas (its mmap threshold rises to 32 MiB), be copied
+ * on every growth and stay resident after free(): that was a third of the
+ * reader's peak memory.
  */
 #ifndef SCHEDWAKE_COLUMNS_H
 #define SCHEDWAKE_COLUMNS_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* mremap() */
+#endif
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "_utf8.h"
 
@@ -20,6 +32,8 @@ typedef struct {
     char *data;
     size_t len, cap;
 } Buf;
+
+#define BUF_MAP_MIN ((size_t)1 << 20)
 
 static int buf_grow(Buf *b, size_t need)
 {
@@ -29,12 +43,44 @@ static int buf_grow(Buf *b, size_t need)
             return -1;
         cap += cap / 2;
     }
-    char *p = realloc(b->data, cap);
-    if (!p)
-        return -1;
-    b->data = p;
+    if (cap < BUF_MAP_MIN) {
+        char *p = realloc(b->data, cap);
+        if (!p)
+            return -1;
+        b->data = p;
+    } else if (b->cap >= BUF_MAP_MIN) {
+        void *p = mremap(b->data, b->cap, cap, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED)
+            return -1;
+        b->data = p;
+    } else {
+        void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return -1;
+        if (b->len)
+            memcpy(p, b->data, b->len);
+        free(b->data);
+        b->data = p;
+    }
     b->cap = cap;
     return 0;
+}
+
+/* Give back the capacity beyond len (mapped buffers: whole pages). */
+static inline void buf_shrink(Buf *b)
+{
+    if (!b->data || b->cap < BUF_MAP_MIN || b->len >= b->cap)
+        return;
+    size_t keep = (b->len + 4095) & ~(size_t)4095;
+    if (keep < BUF_MAP_MIN)
+        keep = BUF_MAP_MIN;
+    if (keep >= b->cap)
+        return;
+    void *p = mremap(b->data, b->cap, keep, 0);
+    if (p != MAP_FAILED) {
+        b->data = p;
+        b->cap = keep;
+    }
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n)
@@ -59,7 +105,10 @@ static inline int buf_reserve(Buf *b, size_t n)
 
 static void buf_free(Buf *b)
 {
-    free(b->data);
+    if (b->cap >= BUF_MAP_MIN)
+        munmap(b->data, b->cap);
+    else
+        free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }

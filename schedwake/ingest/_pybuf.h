@@ -54,13 +54,16 @@ static PyObject *buf_to_py(Buf *b)
     BufObject *o = PyObject_New(BufObject, &BufType);
     if (!o)
         return NULL;
-    if (b->data && b->len < b->cap / 2 && b->len > 0) {
-        char *p = realloc(b->data, b->len);     /* give back slack */
-        if (p)
+    if (b->cap >= BUF_MAP_MIN) {
+        buf_shrink(b);                          /* give back slack */
+    } else if (b->data && b->len < b->cap / 2 && b->len > 0) {
+        char *p = realloc(b->data, b->len);
+        if (p) {
             b->data = p;
+            b->cap = b->len;
+        }
     }
-    o->buf = *b;
-    o->buf.cap = o->buf.len;
+    o->buf = *b;                /* cap stays: buf_free needs it to unmap */
     memset(b, 0, sizeof(*b));
     return (PyObject *)o;
 }

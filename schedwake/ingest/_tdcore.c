@@ -2326,6 +2326,7 @@ typedef struct {
     td_column *cols;
     int ncols;
     int64_t rows;
+    int64_t take;               /* rows that go into the output now */
     Cache **caches;             /* per column (comm, strings, symbols), lazily */
     int64_t state_vals[64];
     int32_t state_idx[64];
@@ -2342,6 +2343,13 @@ typedef struct {
     int64_t records, unknown, first_ts, last_ts;
     Buf lost_ts, lost_cpu, lost_count;
     int64_t lost_sum;
+    /* the cursor: where decode_step() goes on */
+    uint64_t pos;               /* in the CPU's data, or in the current chunk */
+    uint64_t prev_raw;          /* last raw timestamp: time must not go back */
+    int first_page;
+    int started;                /* compressed: chunk count read */
+    Rd r;                       /* compressed: the chunks */
+    uint64_t nchunks, chunk_no, chunk_len, chunk_off;
     uint8_t *chunk;             /* decompression buffer */
     size_t chunk_cap;
     char err[TD_ERRLEN];
@@ -2364,6 +2372,8 @@ struct td_decoder {
     struct { int ev, col; } *tasks;
     uint32_t **order_cpu;       /* per event: source CPU slot of each output row */
     uint32_t **order_row;       /* per event: row within that slot */
+    int jobs;
+    int streaming;              /* parts keep their dictionaries between batches */
     char err[TD_ERRLEN];
     int failed;                 /* atomic */
 };
@@ -2624,9 +2634,10 @@ static inline uint64_t tsc_ns(const td_file *f, uint64_t ts)
 
 /* Decode one ring-buffer page at file offset `foff`.  *prev_raw carries the last
    raw timestamp of this CPU, to refuse time going backwards. */
-static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff,
-                       uint64_t *prev_raw, int *first_page)
+static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
 {
+    uint64_t *prev_raw = &w->prev_raw;
+    int *first_page = &w->first_page;
     td_file *f = d->f;
     uint32_t psize = d->b->page_size;
     int swap = f->swap;
@@ -2793,49 +2804,56 @@ bad:
     return -2;
 }
 
-/* Decode every page of one CPU's data, uncompressed or in compressed chunks. */
-static int decode_cpu(Decoder *d, CpuWork *w)
+/* Decode the next page of one CPU's data (uncompressed, or from its current
+   compressed chunk, decompressing the next chunk when one is used up).
+   1: a page was decoded; 0: the CPU's data is done; < 0: error. */
+static int decode_step(Decoder *d, CpuWork *w)
 {
     td_file *f = d->f;
     const CpuData *c = &d->b->cpu[w->cpu_slot];
     uint32_t psize = d->b->page_size;
-    uint64_t prev_raw = 0;
-    int first_page = 1;
-    if (!c->size)
-        return 0;
+    if (d->cancel)
+        return -3;
     if (!d->b->compressed) {
-        for (uint64_t off = 0; off < c->size; off += psize) {
-            if (d->cancel)
-                return -3;
-            int rc = decode_page(d, w, f->data + c->offset + off, c->offset + off, &prev_raw,
-                                 &first_page);
-            if (rc < 0)
-                return rc;
-            __atomic_fetch_add(&d->bytes_done, (int64_t)psize, __ATOMIC_RELAXED);
-        }
-        return 0;
+        if (w->pos >= c->size)
+            return 0;
+        int rc = decode_page(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        if (rc < 0)
+            return rc;
+        w->pos += psize;
+        __atomic_fetch_add(&d->bytes_done, (int64_t)psize, __ATOMIC_RELAXED);
+        return 1;
     }
-    /* the declared size counts the chunks, not the chunk count before them */
-    Rd r = {f->data + c->offset, (size_t)c->size + 4, 0, c->offset, "compressed CPU data",
-            f->swap, w->err};
-    uint64_t count;
-    if (rd_u(&r, 4, &count, "chunk count") < 0)
-        return -2;
-    for (uint64_t i = 0; i < count; i++) {
+    if (!w->started) {
+        /* the declared size counts the chunks, not the chunk count before them */
+        w->r = (Rd){f->data + c->offset, (size_t)c->size + 4, 0, c->offset,
+                    "compressed CPU data", f->swap, w->err};
+        if (rd_u(&w->r, 4, &w->nchunks, "chunk count") < 0)
+            return -2;
+        w->started = 1;
+    }
+    if (w->pos >= w->chunk_len) {
         uint64_t csize, usize;
         const uint8_t *src;
-        if (d->cancel)
-            return -3;
-        if (rd_u(&r, 4, &csize, "chunk compressed size") < 0 ||
-            rd_u(&r, 4, &usize, "chunk size") < 0)
+        if (w->chunk_no == w->nchunks) {
+            if (w->r.pos != w->r.size) {
+                snprintf(w->err, sizeof(w->err), "corrupt trace.dat: CPU %u compressed data "
+                         "has %zu bytes after its %" PRIu64 " chunks (offset %" PRIu64 ")",
+                         w->cpu, w->r.size - w->r.pos, w->nchunks, w->r.base + w->r.pos);
+                return -2;
+            }
+            return 0;
+        }
+        if (rd_u(&w->r, 4, &csize, "chunk compressed size") < 0 ||
+            rd_u(&w->r, 4, &usize, "chunk size") < 0)
             return -2;
-        uint64_t chunk_off = r.base + r.pos;
-        if (rd_bytes(&r, (size_t)csize, &src, "compressed chunk") < 0)
+        w->chunk_off = w->r.base + w->r.pos;
+        if (rd_bytes(&w->r, (size_t)csize, &src, "compressed chunk") < 0)
             return -2;
         if (usize > MAX_CHUNK_BYTES || usize % psize) {
             snprintf(w->err, sizeof(w->err), "corrupt trace.dat: CPU %u chunk at offset %"
                      PRIu64 " says %" PRIu64 " bytes, not whole pages of %u (at most %u)",
-                     w->cpu, chunk_off, usize, psize, MAX_CHUNK_BYTES);
+                     w->cpu, w->chunk_off, usize, psize, MAX_CHUNK_BYTES);
             return -2;
         }
         if (usize > w->chunk_cap) {
@@ -2847,24 +2865,33 @@ static int decode_cpu(Decoder *d, CpuWork *w)
         }
         if (decompress(f->comp, src, (size_t)csize, w->chunk, (size_t)usize) < 0) {
             snprintf(w->err, sizeof(w->err), "corrupt trace.dat: CPU %u chunk at offset %"
-                     PRIu64 " does not decompress to its %" PRIu64 " bytes", w->cpu, chunk_off,
-                     usize);
+                     PRIu64 " does not decompress to its %" PRIu64 " bytes", w->cpu,
+                     w->chunk_off, usize);
             return -2;
         }
-        for (uint64_t off = 0; off < usize; off += psize) {
-            int rc = decode_page(d, w, w->chunk + off, chunk_off, &prev_raw, &first_page);
-            if (rc < 0)
-                return rc;
-        }
+        w->chunk_no++;
+        w->chunk_len = usize;
+        w->pos = 0;
         __atomic_fetch_add(&d->bytes_done, (int64_t)(csize + 8), __ATOMIC_RELAXED);
+        if (!usize)
+            return 1;
     }
-    if (r.pos != r.size) {
-        snprintf(w->err, sizeof(w->err), "corrupt trace.dat: CPU %u compressed data has %zu "
-                 "bytes after its %" PRIu64 " chunks (offset %" PRIu64 ")", w->cpu,
-                 r.size - r.pos, count, r.base + r.pos);
-        return -2;
-    }
-    return 0;
+    int rc = decode_page(d, w, w->chunk + w->pos, w->chunk_off);
+    if (rc < 0)
+        return rc;
+    w->pos += psize;
+    return 1;
+}
+
+static int decode_cpu(Decoder *d, CpuWork *w)
+{
+    int rc;
+    while ((rc = decode_step(d, w)) > 0)
+        ;
+    free(w->chunk);
+    w->chunk = NULL;
+    w->chunk_cap = 0;
+    return rc;
 }
 
 /* ------------------------------------------------------------ threads */
@@ -2956,7 +2983,7 @@ static int order_task(Decoder *d, int ev)
 {
     int64_t total = 0;
     for (int s = 0; s < d->nwork; s++)
-        total += d->work[s].parts[ev].rows;
+        total += d->work[s].parts[ev].take;
     if (total > UINT32_MAX) {
         pool_fail(d, -2, "trace.dat: more than 4 billion records of one event");
         return -2;
@@ -2984,7 +3011,7 @@ static int order_task(Decoder *d, int ev)
 #define TS_AT(s) (((const int64_t *)d->work[s].parts[ev].cols[0].values.data)[pos[s]])
 #define LESS(a, b) (TS_AT(a) < TS_AT(b) || (TS_AT(a) == TS_AT(b) && (a) < (b)))
     for (int s = 0; s < d->nwork; s++) {
-        if (!d->work[s].parts[ev].rows)
+        if (!d->work[s].parts[ev].take)
             continue;
         int i = k++;
         heap[i] = s;
@@ -2999,7 +3026,7 @@ static int order_task(Decoder *d, int ev)
         int s = heap[0];
         oc[o] = (uint32_t)s;
         orow[o] = (uint32_t)pos[s];
-        if (++pos[s] == d->work[s].parts[ev].rows)
+        if (++pos[s] == d->work[s].parts[ev].take)
             heap[0] = heap[--k];
         int i = 0;
         for (;;) {
@@ -3023,9 +3050,36 @@ static int order_task(Decoder *d, int ev)
     return 0;
 }
 
-static int order_any_task(Decoder *d, int ev)
+/* Remove the first n of a part column's `rows` rows (streaming keeps the rest). */
+static void drop_rows(td_column *c, int64_t n, int64_t rows)
 {
-    return d->f->events[ev].wanted ? order_task(d, ev) : 0;
+    if (n <= 0)
+        return;
+    switch (c->kind) {
+    case TD_INT: {
+        size_t w = (size_t)c->bits / 8;
+        memmove(c->values.data, c->values.data + (size_t)n * w, (size_t)(rows - n) * w);
+        c->values.len = (size_t)(rows - n) * w;
+        break;
+    }
+    case TD_STR: case TD_DYNSTR: case TD_SYM:
+        memmove(c->str.indices.data, c->str.indices.data + (size_t)n * 4,
+                (size_t)(rows - n) * 4);
+        c->str.indices.len = (size_t)(rows - n) * 4;
+        break;
+    default: {
+        size_t w = c->kind == TD_BIN ? 1 : (size_t)c->bits / 8;
+        int32_t *offs = (int32_t *)c->offsets.data;
+        int32_t base = offs[n - 1];
+        for (int64_t i = 0; i < rows - n; i++)
+            offs[i] = offs[n + i] - base;
+        c->offsets.len = (size_t)(rows - n) * 4;
+        memmove(c->values.data, c->values.data + (size_t)base * w,
+                c->values.len - (size_t)base * w);
+        c->values.len -= (size_t)base * w;
+        break;
+    }
+    }
 }
 
 /* Gather column `col` of event `ev` from every CPU's part into the output
@@ -3037,7 +3091,7 @@ static int gather_task(Decoder *d, int t)
     td_column *dst = &out->cols[col];
     int64_t total = 0;
     for (int s = 0; s < d->nwork; s++)
-        total += d->work[s].parts[ev].rows;
+        total += d->work[s].parts[ev].take;
     const uint32_t *oc = d->order_cpu[ev], *orow = d->order_row[ev];
     int rc = -1;
     int32_t **map = NULL;
@@ -3058,7 +3112,7 @@ static int gather_task(Decoder *d, int t)
         if (!map)
             goto done;
         for (int s = 0; s < d->nwork; s++) {
-            const StrCol *sc = d->work[s].parts[ev].rows ? &d->work[s].parts[ev].cols[col].str
+            const StrCol *sc = d->work[s].parts[ev].take ? &d->work[s].parts[ev].cols[col].str
                                                          : NULL;
             if (!sc || !sc->count)
                 continue;
@@ -3122,9 +3176,16 @@ done:
         Part *pt = &d->work[s].parts[ev];
         if (!pt->cols)
             continue;
-        buf_free(&pt->cols[col].values);
-        buf_free(&pt->cols[col].offsets);
-        strcol_free(&pt->cols[col].str);
+        if (pt->take == pt->rows) {
+            /* all taken: give the memory back now, column by column */
+            buf_free(&pt->cols[col].values);
+            buf_free(&pt->cols[col].offsets);
+            buf_free(&pt->cols[col].str.indices);
+            if (!d->streaming)
+                strcol_free(&pt->cols[col].str);
+        } else {
+            drop_rows(&pt->cols[col], pt->take, pt->rows);
+        }
     }
     if (rc < 0)
         pool_fail(d, -1, NULL);
@@ -3183,7 +3244,9 @@ static int lost_cmp(const void *a, const void *b)
     return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
 }
 
-static int collect_lost(Decoder *d)
+/* Lost rows before `horizon` go to the metadata in (ts, cpu) order; later ones wait
+   (streaming) in their CPU's buffers. */
+static int collect_lost(Decoder *d, int64_t horizon)
 {
     td_file *f = d->f;
     size_t n = 0;
@@ -3195,15 +3258,29 @@ static int collect_lost(Decoder *d)
     size_t k = 0;
     for (int s = 0; s < d->nwork; s++) {
         CpuWork *w = &d->work[s];
+        size_t keep = 0;
         for (size_t i = 0; i < w->lost_ts.len / 8; i++) {
-            memcpy(&rows[k].ts, w->lost_ts.data + 8 * i, 8);
-            memcpy(&rows[k].cpu, w->lost_cpu.data + 4 * i, 4);
-            memcpy(&rows[k].count, w->lost_count.data + 8 * i, 8);
-            k++;
+            LostRow r;
+            memcpy(&r.ts, w->lost_ts.data + 8 * i, 8);
+            memcpy(&r.cpu, w->lost_cpu.data + 4 * i, 4);
+            memcpy(&r.count, w->lost_count.data + 8 * i, 8);
+            if (r.ts < horizon) {
+                rows[k++] = r;
+            } else {
+                memcpy(w->lost_ts.data + 8 * keep, &r.ts, 8);
+                memcpy(w->lost_cpu.data + 4 * keep, &r.cpu, 4);
+                memcpy(w->lost_count.data + 8 * keep, &r.count, 8);
+                keep++;
+            }
         }
         if (w->cpu < (uint32_t)f->meta.cpus)
             f->lost_per_cpu[w->cpu] += w->lost_sum;
+        w->lost_sum = 0;
+        w->lost_ts.len = 8 * keep;
+        w->lost_cpu.len = 4 * keep;
+        w->lost_count.len = 8 * keep;
     }
+    n = k;
     qsort(rows, n, sizeof(*rows), lost_cmp);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
@@ -3214,55 +3291,82 @@ static int collect_lost(Decoder *d)
     return rc ? -1 : 0;
 }
 
-int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
+static void decoder_free(Decoder *d)
+{
+    if (!d)
+        return;
+    free_work(d);
+    if (d->layouts) {
+        for (int e = 0; e < d->f->nevents; e++)
+            free(d->layouts[e].kind);
+        free(d->layouts);
+    }
+    free(d->order_cpu);
+    free(d->order_row);
+    free(d->tasks);
+    free(d);
+}
+
+static Decoder *decoder_new(td_file *f, int jobs, char *err)
 {
     err[0] = 0;
     f->err = err;
     Buffer *b = &f->buffers[f->sel];
-    Decoder d = {0};
-    d.f = f;
-    d.b = b;
-    if (jobs <= 0)
-        jobs = default_jobs();
-    int rc = -1;
-    d.layouts = calloc((size_t)f->nevents, sizeof(Layout));
-    d.order_cpu = calloc((size_t)f->nevents, sizeof(uint32_t *));
-    d.order_row = calloc((size_t)f->nevents, sizeof(uint32_t *));
-    if (!d.layouts || !d.order_cpu || !d.order_row)
+    Decoder *d = calloc(1, sizeof(*d));
+    if (!d)
+        return seterr(err, "out of memory"), NULL;
+    d->f = f;
+    d->b = b;
+    d->jobs = jobs <= 0 ? default_jobs() : jobs;
+    d->layouts = calloc((size_t)f->nevents + 1, sizeof(Layout));
+    d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
+    d->order_row = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
+    d->work = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(CpuWork));
+    if (!d->layouts || !d->order_cpu || !d->order_row || !d->work)
         goto nomem;
+    int ncols = 0;
     for (int e = 0; e < f->nevents; e++) {
         f->events[e].count = 0;
-        if (f->events[e].wanted && make_layout(f, e, &d.layouts[e]) < 0)
-            goto nomem;
+        if (f->events[e].wanted) {
+            if (make_layout(f, e, &d->layouts[e]) < 0)
+                goto nomem;
+            ncols += NCOMMON + f->info[e].nfields + 1;
+        }
     }
-    d.work = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(CpuWork));
-    if (!d.work)
+    d->tasks = malloc((size_t)(ncols ? ncols : 1) * sizeof(*d->tasks));
+    if (!d->tasks)
         goto nomem;
     for (int s = 0; s < b->ncpu; s++) {
-        CpuWork *w = &d.work[d.nwork];
+        CpuWork *w = &d->work[d->nwork];
         if (!b->cpu[s].size)
             continue;
-        w->d = &d;
         w->cpu_slot = s;
         w->cpu = b->cpu[s].cpu;
-        w->parts = calloc((size_t)f->nevents, sizeof(Part));
+        w->first_page = 1;
+        w->parts = calloc((size_t)f->nevents + 1, sizeof(Part));
         if (!w->parts)
             goto nomem;
-        d.bytes_total += (int64_t)b->cpu[s].size;
-        d.nwork++;
+        d->bytes_total += (int64_t)b->cpu[s].size;
+        d->nwork++;
     }
     /* CPU order decides ties between equal timestamps, as trace-cmd's merge does */
-    qsort(d.work, (size_t)d.nwork, sizeof(CpuWork), cpu_slot_cmp);
-    for (int s = 0; s < d.nwork; s++)
-        d.work[s].d = &d;
-    run_pool(&d, jobs, d.nwork, cpu_task, tick, ctx);
-    if (d.failed)
-        goto failed;
+    qsort(d->work, (size_t)d->nwork, sizeof(CpuWork), cpu_slot_cmp);
+    for (int s = 0; s < d->nwork; s++)
+        d->work[s].d = d;
+    return d;
+nomem:
+    seterr(err, "out of memory");
+    decoder_free(d);
+    return NULL;
+}
 
-    /* totals, and damage that is said rather than refused */
+/* Totals of what was decoded so far into the metadata. */
+static void sum_up(Decoder *d)
+{
+    td_file *f = d->f;
     int64_t records = 0, unknown = 0, first = INT64_MAX, last = INT64_MIN;
-    for (int s = 0; s < d.nwork; s++) {
-        CpuWork *w = &d.work[s];
+    for (int s = 0; s < d->nwork; s++) {
+        CpuWork *w = &d->work[s];
         records += w->records;
         unknown += w->unknown;
         if (w->records) {
@@ -3276,81 +3380,87 @@ int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
     f->meta.unknown_records = unknown;
     f->meta.first_ts = records ? first : 0;
     f->meta.last_ts = records ? last : 0;
-    if (unknown && unknown * 100 > records) {
-        seterr(err, "corrupt trace.dat: %" PRId64 " of %" PRId64 " records carry an event id "
-               "that no event format in the file has", unknown, records);
-        goto out;
-    }
+}
+
+/* Records of unknown event ids: a few are skipped with a warning, many are damage. */
+static int judge_unknown(td_file *f, char *err)
+{
+    int64_t unknown = f->meta.unknown_records, records = f->meta.records;
+    if (unknown && unknown * 100 > records)
+        return seterr(err, "corrupt trace.dat: %" PRId64 " of %" PRId64 " records carry an "
+                      "event id that no event format in the file has", unknown, records), -1;
     if (unknown && warn(f, "skipped %" PRId64 " of %" PRId64 " records whose event id has no "
                         "format in the file", unknown, records) < 0)
-        goto nomem;
-    if (collect_lost(&d) < 0)
-        goto nomem;
+        return seterr(err, "out of memory"), -1;
+    return 0;
+}
 
-    /* merge each wanted event's rows into (timestamp, CPU) order, column by column */
-    int nwanted = 0, ntasks = 0;
-    int *wanted = malloc((size_t)(f->nevents ? f->nevents : 1) * sizeof(int));
-    if (!wanted)
-        goto nomem;
-    for (int e = 0; e < f->nevents; e++) {
+/* Move every part's `take` rows into the events' output columns, in (timestamp,
+   CPU) order, column by column (in threads), and the lost rows before `horizon`
+   into the meta. */
+static int emit(Decoder *d, int64_t horizon, char *err)
+{
+    td_file *f = d->f;
+    if (collect_lost(d, horizon) < 0)
+        return seterr(err, "out of memory"), -1;
+    /* one event at a time, so that only its order arrays exist (8 bytes a row) */
+    for (int e = 0; e < f->nevents && !d->failed; e++) {
         td_event *ev = &f->events[e];
+        free_columns(ev->cols, ev->ncols);
+        ev->cols = NULL;
+        ev->ncols = 0;
         if (!ev->wanted)
             continue;
-        wanted[nwanted++] = e;
-        if (init_columns(f, e, &d.layouts[e], &ev->cols, &ev->ncols) < 0) {
-            free(wanted);
-            goto nomem;
+        if (init_columns(f, e, &d->layouts[e], &ev->cols, &ev->ncols) < 0)
+            return seterr(err, "out of memory"), -1;
+        for (int c = 0; c < ev->ncols; c++) {
+            d->tasks[c].ev = e;
+            d->tasks[c].col = c;
         }
-        ntasks += ev->ncols;
+        d->ntasks = ev->ncols;
+        if (order_task(d, e) == 0)
+            run_pool(d, d->jobs, ev->ncols, gather_task, NULL, NULL);
+        free(d->order_cpu[e]);
+        free(d->order_row[e]);
+        d->order_cpu[e] = d->order_row[e] = NULL;
     }
-    d.tasks = malloc((size_t)(ntasks ? ntasks : 1) * sizeof(*d.tasks));
-    if (!d.tasks) {
-        free(wanted);
-        goto nomem;
-    }
-    int t = 0;
-    for (int i = 0; i < nwanted; i++)
-        for (int c = 0; c < f->events[wanted[i]].ncols; c++) {
-            d.tasks[t].ev = wanted[i];
-            d.tasks[t++].col = c;
+    if (d->failed)
+        return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), -1;
+    for (int s = 0; s < d->nwork; s++)
+        for (int e = 0; e < f->nevents; e++) {
+            Part *pt = &d->work[s].parts[e];
+            pt->rows -= pt->take;
+            pt->take = 0;
         }
-    d.ntasks = ntasks;
-    free(wanted);
-    run_pool(&d, jobs, f->nevents, order_any_task, NULL, NULL);
-    if (d.failed)
-        goto failed;
-    run_pool(&d, jobs, ntasks, gather_task, NULL, NULL);
-    if (d.failed)
-        goto failed;
     f->meta.nwarnings = f->nwarnings;
     f->meta.warnings = (const char *const *)f->warnings;
     f->meta.lost_per_cpu = f->lost_per_cpu;
-    rc = 0;
-    goto out;
-nomem:
-    seterr(err, "out of memory");
-    goto out;
-failed:
-    if (d.failed == 3)
-        rc = -2;
-    else
-        seterr(err, "%s", d.err[0] ? d.err : "corrupt trace.dat");
-out:
-    free_work(&d);
-    if (d.layouts) {
+    return 0;
+}
+
+int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
+{
+    Decoder *d = decoder_new(f, jobs, err);
+    if (!d)
+        return -1;
+    int rc = -1;
+    run_pool(d, d->jobs, d->nwork, cpu_task, tick, ctx);
+    if (d->failed) {
+        if (d->failed == 3)
+            rc = -2;
+        else
+            seterr(err, "%s", d->err[0] ? d->err : "corrupt trace.dat");
+        goto out;
+    }
+    sum_up(d);
+    if (judge_unknown(f, err) < 0)
+        goto out;
+    for (int s = 0; s < d->nwork; s++)
         for (int e = 0; e < f->nevents; e++)
-            free(d.layouts[e].kind);
-        free(d.layouts);
-    }
-    if (d.order_cpu) {
-        for (int e = 0; e < f->nevents; e++) {
-            free(d.order_cpu[e]);
-            free(d.order_row[e]);
-        }
-    }
-    free(d.order_cpu);
-    free(d.order_row);
-    free(d.tasks);
+            d->work[s].parts[e].take = d->work[s].parts[e].rows;
+    rc = emit(d, INT64_MAX, err);
+out:
+    decoder_free(d);
     if (rc < 0)
         for (int e = 0; e < f->nevents; e++) {
             free_columns(f->events[e].cols, f->events[e].ncols);
@@ -3358,6 +3468,130 @@ out:
             f->events[e].ncols = 0;
         }
     return rc;
+}
+
+/* ------------------------------------------------------------- streaming */
+
+struct td_stream {
+    Decoder *d;
+    int *done;                  /* per work slot: its data is decoded */
+    int finished;
+};
+
+int td_stream_open(td_file *f, td_stream **out, char *err)
+{
+    *out = NULL;
+    td_stream *st = calloc(1, sizeof(*st));
+    if (!st)
+        return seterr(err, "out of memory"), -1;
+    st->d = decoder_new(f, 1, err);
+    if (!st->d) {
+        free(st);
+        return -1;
+    }
+    st->d->streaming = 1;
+    st->done = calloc((size_t)st->d->nwork + 1, sizeof(int));
+    if (!st->done) {
+        td_stream_close(st);
+        return seterr(err, "out of memory"), -1;
+    }
+    *out = st;
+    return 0;
+}
+
+static int64_t pending_rows(Decoder *d)
+{
+    int64_t n = 0;
+    for (int s = 0; s < d->nwork; s++)
+        for (int e = 0; e < d->f->nevents; e++)
+            n += d->work[s].parts[e].rows;
+    return n;
+}
+
+/* Rows of a part with timestamp < horizon (its ts column is sorted). */
+static int64_t rows_before(const Part *pt, int64_t horizon)
+{
+    if (!pt->rows)
+        return 0;
+    const int64_t *ts = (const int64_t *)pt->cols[0].values.data;
+    int64_t lo = 0, hi = pt->rows;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] < horizon)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int td_stream_next(td_stream *st, int64_t batch_rows, char *err)
+{
+    Decoder *d = st->d;
+    td_file *f = d->f;
+    err[0] = 0;
+    f->err = err;
+    if (st->finished)
+        return 0;
+    /* Decode the CPU that is furthest behind in time, page by page, until enough
+       rows wait: every CPU is then decoded up to about the same time, so what
+       waits beyond the horizon is at most about a page per CPU. */
+    for (;;) {
+        int behind = -1;
+        for (int s = 0; s < d->nwork; s++) {
+            if (st->done[s])
+                continue;
+            if (!d->work[s].records) {      /* not placed in time yet: first */
+                behind = s;
+                break;
+            }
+            if (behind < 0 || d->work[s].last_ts < d->work[behind].last_ts)
+                behind = s;
+        }
+        if (behind < 0)
+            break;
+        int rc = decode_step(d, &d->work[behind]);
+        if (rc < 0) {
+            if (!d->work[behind].err[0])
+                snprintf(d->work[behind].err, TD_ERRLEN, "corrupt trace.dat");
+            return seterr(err, "%s", rc == -1 ? "out of memory" : d->work[behind].err), -1;
+        }
+        if (rc == 0)
+            st->done[behind] = 1;
+        if (pending_rows(d) >= batch_rows)
+            break;
+    }
+    /* the horizon: rows before the earliest "last decoded" time of a CPU that is
+       not done can go out; with every CPU done, all can */
+    int64_t horizon = INT64_MAX;
+    int all_done = 1;
+    for (int s = 0; s < d->nwork; s++)
+        if (!st->done[s]) {
+            all_done = 0;
+            if (d->work[s].last_ts < horizon)
+                horizon = d->work[s].last_ts;
+        }
+    for (int s = 0; s < d->nwork; s++)
+        for (int e = 0; e < f->nevents; e++) {
+            Part *pt = &d->work[s].parts[e];
+            pt->take = all_done ? pt->rows : rows_before(pt, horizon);
+        }
+    sum_up(d);
+    if (all_done) {
+        st->finished = 1;
+        if (judge_unknown(f, err) < 0)
+            return -1;
+    }
+    return emit(d, all_done ? INT64_MAX : horizon, err) < 0 ? -1 : 1;
+}
+
+void td_stream_close(td_stream *st)
+{
+    if (!st)
+        return;
+    decoder_free(st->d);
+    free(st->done);
+    free(st);
 }
 
 td_meta *td_get_meta(td_file *f)

@@ -9,6 +9,10 @@
 #ifndef SCHEDWAKE_TDCORE_H
 #define SCHEDWAKE_TDCORE_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* mremap() */
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +72,17 @@ typedef int (*td_tick)(void *ctx, double done);
    every table are in (timestamp, CPU, file) order, whatever `jobs` is.
    0, -1 with err filled (damage or no memory), or -2 when tick asked to stop. */
 int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err);
+
+/* Streaming, in memory that does not grow with the file: after td_open() and the
+   choice of events, td_stream_next() fills the wanted events' columns (and the
+   lost rows of td_get_meta()) with the next batch of about `batch_rows` rows, in
+   (timestamp, CPU) order across batches; it returns 1 for a batch, 0 at the end,
+   -1 with err filled.  A batch's columns are freed by the next call; take their
+   memory (as the binding does) before.  Metadata counts are cumulative. */
+typedef struct td_stream td_stream;
+int td_stream_open(td_file *f, td_stream **out, char *err);
+int td_stream_next(td_stream *st, int64_t batch_rows, char *err);
+void td_stream_close(td_stream *st);
 
 /* Metadata of the file (strings are NUL-terminated, valid UTF-8, or NULL). */
 typedef struct {

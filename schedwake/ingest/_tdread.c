@@ -5,7 +5,7 @@
  * decodes it with the GIL released (CPUs in `jobs` threads) and hands the column
  * memory to Python without copies, as the dict that schedwake.ingest.tracedat
  * assembles into tables (the libtracecmd binding returns the same shape):
- *   {"meta": {...}, "events": {name: {"system", "count", "columns"}},
+ *   {"meta": {...}, "events": {name: {"system", "count", "rows", "columns"}},
  *    "lost": (ts, cpu, count)}
  * Each column is ("int", name, bits, signed, values), ("str", name, (indices,
  * dictionary offsets, dictionary chars)), ("list", name, bits, signed, offsets,
@@ -44,6 +44,33 @@ static int tick(void *arg, double done)
     return stop;
 }
 
+/* Map the file read-only (pages are read as they are decoded, and are the page
+   cache's, not our memory).  *data is NULL for an empty file.  -1: OSError set. */
+static int map_file(PyObject *pathobj, const uint8_t **data, size_t *size)
+{
+    *data = NULL;
+    *size = 0;
+    int fd = open(PyBytes_AS_STRING(pathobj), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            close(fd);
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
+            return -1;
+        }
+        madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+        *data = m;
+        *size = (size_t)st.st_size;
+    }
+    close(fd);
+    return 0;
+}
+
 static PyObject *str_or_none(const char *s)
 {
     if (!s)
@@ -74,6 +101,8 @@ static PyObject *column_to_py(td_column *c)
 
 static PyObject *event_to_py(td_event *ev)
 {
+    /* rows of these columns: the whole count, or a streamed batch's share */
+    long long rows = ev->cols ? (long long)(ev->cols[0].values.len / 8) : 0;
     PyObject *cols = Py_None;
     Py_INCREF(cols);
     if (ev->wanted && ev->cols) {
@@ -90,8 +119,8 @@ static PyObject *event_to_py(td_event *ev)
             PyList_SET_ITEM(cols, i, c);
         }
     }
-    return Py_BuildValue("{s:N,s:L,s:N}", "system", str_or_none(ev->system),
-                         "count", (long long)ev->count, "columns", cols);
+    return Py_BuildValue("{s:N,s:L,s:L,s:N}", "system", str_or_none(ev->system),
+                         "count", (long long)ev->count, "rows", rows, "columns", cols);
 }
 
 static PyObject *str_list(const char *const *items, int n)
@@ -146,6 +175,32 @@ fail:
     return NULL;
 }
 
+/* The decoded tables (the whole file, or one streamed batch) and metadata. */
+static PyObject *raw_to_py(td_file *f)
+{
+    td_meta *m = td_get_meta(f);
+    PyObject *evd = PyDict_New(), *meta = meta_to_py(m);
+    if (!evd || !meta) {
+        Py_XDECREF(evd);
+        Py_XDECREF(meta);
+        return NULL;
+    }
+    for (int i = 0; i < td_nevents(f); i++) {
+        td_event *ev = td_event_at(f, i);
+        PyObject *ent = event_to_py(ev);
+        if (!ent || PyDict_SetItemString(evd, ev->name, ent) < 0) {
+            Py_XDECREF(ent);
+            Py_DECREF(evd);
+            Py_DECREF(meta);
+            return NULL;
+        }
+        Py_DECREF(ent);
+    }
+    return Py_BuildValue("{s:N,s:N,s:(NNN)}", "meta", meta, "events", evd, "lost",
+                         buf_to_py(&m->lost_ts), buf_to_py(&m->lost_cpu),
+                         buf_to_py(&m->lost_count));
+}
+
 /* Mark the events asked for; names may be "event" or "system:event". */
 static int select_events(td_file *f, PyObject *events)
 {
@@ -195,31 +250,13 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
             return NULL;
         }
     }
-    const char *path = PyBytes_AS_STRING(pathobj);
     char err[TD_ERRLEN] = "";
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
-        Py_DECREF(pathobj);
-        return NULL;
-    }
-    struct stat st;
-    const uint8_t *data = NULL;
-    size_t size = 0;
-    if (fstat(fd, &st) == 0 && st.st_size > 0) {
-        size = (size_t)st.st_size;
-        void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            close(fd);
-            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
-            Py_DECREF(pathobj);
-            return NULL;
-        }
-        madvise(m, size, MADV_SEQUENTIAL);
-        data = m;
-    }
-    close(fd);
+    const uint8_t *data;
+    size_t size;
+    int mapped = map_file(pathobj, &data, &size);
     Py_DECREF(pathobj);
+    if (mapped < 0)
+        return NULL;
 
     td_file *f = NULL;
     TickCtx tc = {progress, 0};
@@ -244,27 +281,7 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
             PyErr_SetString(TraceDatError, err[0] ? err : "corrupt trace.dat");
         goto out;
     }
-    td_meta *m = td_get_meta(f);
-    PyObject *evd = PyDict_New(), *meta = meta_to_py(m);
-    if (!evd || !meta) {
-        Py_XDECREF(evd);
-        Py_XDECREF(meta);
-        goto out;
-    }
-    for (int i = 0; i < td_nevents(f); i++) {
-        td_event *ev = td_event_at(f, i);
-        PyObject *ent = event_to_py(ev);
-        if (!ent || PyDict_SetItemString(evd, ev->name, ent) < 0) {
-            Py_XDECREF(ent);
-            Py_DECREF(evd);
-            Py_DECREF(meta);
-            goto out;
-        }
-        Py_DECREF(ent);
-    }
-    result = Py_BuildValue("{s:N,s:N,s:(NNN)}", "meta", meta, "events", evd, "lost",
-                           buf_to_py(&m->lost_ts), buf_to_py(&m->lost_cpu),
-                           buf_to_py(&m->lost_count));
+    result = raw_to_py(f);
 out:
     td_close(f);
     if (data)
@@ -272,8 +289,121 @@ out:
     return result;
 }
 
+/* ------------------------------------------------------------ streaming */
+
+typedef struct {
+    PyObject_HEAD
+    const uint8_t *data;
+    size_t size;
+    td_file *f;
+    td_stream *st;
+    int64_t batch_rows;
+} StreamObject;
+
+static void stream_dealloc(PyObject *self)
+{
+    StreamObject *o = (StreamObject *)self;
+    td_stream_close(o->st);
+    td_close(o->f);
+    if (o->data)
+        munmap((void *)o->data, o->size);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *stream_next(PyObject *self)
+{
+    StreamObject *o = (StreamObject *)self;
+    char err[TD_ERRLEN] = "";
+    int rc;
+    if (!o->st)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = td_stream_next(o->st, o->batch_rows, err);
+    Py_END_ALLOW_THREADS
+    if (rc == 0)
+        return NULL;            /* StopIteration */
+    if (rc < 0) {
+        if (!strcmp(err, "out of memory"))
+            PyErr_NoMemory();
+        else
+            PyErr_SetString(TraceDatError, err[0] ? err : "corrupt trace.dat");
+        return NULL;
+    }
+    return raw_to_py(o->f);
+}
+
+static PyTypeObject StreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "schedwake.ingest._tdread.Stream",
+    .tp_basicsize = sizeof(StreamObject),
+    .tp_dealloc = stream_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = stream_next,
+    .tp_doc = "batches of a trace.dat file, in time order (see stream())",
+};
+
+PyDoc_STRVAR(stream_doc,
+"stream(path, events=None, batch_rows=1048576) -> iterator of dicts\n\n"
+"Read a trace.dat file in batches of about `batch_rows` rows, in memory that does\n"
+"not grow with the file; each batch is a dict like read()'s, its tables in\n"
+"(timestamp, CPU) order and later batches later in time; meta counts are\n"
+"cumulative, and the last batch's describe the whole file.");
+
+static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"path", "events", "batch_rows", NULL};
+    PyObject *pathobj, *events = Py_None;
+    long long batch_rows = 1 << 20;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OL", kwlist, PyUnicode_FSConverter,
+                                     &pathobj, &events, &batch_rows))
+        return NULL;
+    if (batch_rows < 1) {
+        Py_DECREF(pathobj);
+        PyErr_SetString(PyExc_ValueError, "batch_rows must be at least 1");
+        return NULL;
+    }
+    StreamObject *o = PyObject_New(StreamObject, &StreamType);
+    if (!o) {
+        Py_DECREF(pathobj);
+        return NULL;
+    }
+    o->data = NULL;
+    o->size = 0;
+    o->f = NULL;
+    o->st = NULL;
+    o->batch_rows = batch_rows;
+    int mapped = map_file(pathobj, &o->data, &o->size);
+    Py_DECREF(pathobj);
+    if (mapped < 0) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    char err[TD_ERRLEN] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = td_open(&o->f, o->data ? o->data : (const uint8_t *)"", o->size, err);
+    Py_END_ALLOW_THREADS
+    if (rc == 0 && select_events(o->f, events) < 0) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    if (rc == 0)
+        rc = td_stream_open(o->f, &o->st, err);
+    if (rc < 0) {
+        Py_DECREF(o);
+        if (!strcmp(err, "out of memory"))
+            return PyErr_NoMemory();
+        PyErr_SetString(TraceDatError, err[0] ? err : "corrupt trace.dat");
+        return NULL;
+    }
+    return (PyObject *)o;
+}
+
 static PyMethodDef methods[] = {
     {"read", (PyCFunction)(void (*)(void))py_read, METH_VARARGS | METH_KEYWORDS, read_doc},
+    {"stream", (PyCFunction)(void (*)(void))py_stream, METH_VARARGS | METH_KEYWORDS,
+     stream_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -284,7 +414,7 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__tdread(void)
 {
-    if (pybuf_ready() < 0)
+    if (pybuf_ready() < 0 || PyType_Ready(&StreamType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
