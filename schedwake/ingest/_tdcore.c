@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -109,10 +110,14 @@ static int rd_fail(Rd *r, const char *need)
     return -1;
 }
 
-static inline int rd_need(Rd *r, size_t n, const char *need)
+static inline int rd_need(Rd *r, size_t n, const char *what)
 {
-    if (n > r->size - r->pos)
-        return rd_fail(r, need);
+    if (n > r->size - r->pos) {
+        seterr(r->err, "truncated or corrupt trace.dat: the %s at offset %" PRIu64 " needs %zu "
+               "bytes, the %s has %zu left", what, r->base + r->pos, n, r->what,
+               r->size - r->pos);
+        return -1;
+    }
     return 0;
 }
 
@@ -250,6 +255,8 @@ struct td_file {
     size_t nowned, owned_cap;
     char **warnings;
     int nwarnings;
+    int skipped_formats;        /* event formats that do not parse */
+    char first_skipped[TD_ERRLEN];
     int64_t *lost_per_cpu;
     td_meta meta;
 };
@@ -339,8 +346,8 @@ static int read_section(td_file *f, uint64_t off, int want_id, const char *what,
     Rd r = {f->data, f->size, 0, 0, what, f->swap, f->err};
     uint64_t id, flags, desc, size;
     if (off > f->size)
-        return seterr(f->err, "corrupt trace.dat: the %s section offset %" PRIu64
-                      " is past the end of the file (%zu bytes)", what, off, f->size), -1;
+        return seterr(f->err, "corrupt trace.dat: the offset %" PRIu64 " of the %s"
+                      " is past the end of the file (%zu bytes)", off, what, f->size), -1;
     r.pos = (size_t)off;
     if (rd_u(&r, 2, &id, "section id") || rd_u(&r, 2, &flags, "section flags") ||
         rd_u(&r, 4, &desc, "section description") || rd_u(&r, 8, &size, "section size"))
@@ -852,6 +859,18 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
     return 0;
 }
 
+/* A format that does not parse is skipped, not fatal: its records then count as
+   records of an unknown event (a few are skipped with a warning, many refused). */
+static int skip_format(td_file *f)
+{
+    if (!strcmp(f->err, "out of memory"))
+        return -1;
+    if (!f->skipped_formats++)
+        snprintf(f->first_skipped, sizeof(f->first_skipped), "%s", f->err);
+    f->err[0] = 0;
+    return 0;
+}
+
 static int add_format(td_file *f, const char *system, const uint8_t *text, size_t n)
 {
     if (f->nevents >= MAX_EVENTS)
@@ -870,7 +889,7 @@ static int add_format(td_file *f, const char *system, const uint8_t *text, size_
     memset(&f->events[f->nevents], 0, sizeof(td_event));
     memset(&f->info[f->nevents], 0, sizeof(EvInfo));
     if (parse_format(f, system, (const char *)text, n, f->nevents) < 0)
-        return -1;
+        return skip_format(f);
     f->nevents++;
     return 0;
 }
@@ -1568,7 +1587,15 @@ int td_open(td_file **out, const uint8_t *data, size_t size, char *err)
         return seterr(err, "corrupt trace.dat: the file has no ring-buffer page header "
                       "(header_page)"), -1;
     if (!f->nevents)
-        return seterr(err, "corrupt trace.dat: the file has no event formats"), -1;
+        return seterr(err, "corrupt trace.dat: the file has no event formats%s%s",
+                      f->skipped_formats ? " that parse; the first: " : "",
+                      f->skipped_formats ? f->first_skipped : ""), -1;
+    if (f->skipped_formats &&
+        warn(f, "skipped %d event format%s that do not parse (the first: %s)",
+             f->skipped_formats, f->skipped_formats > 1 ? "s" : "",
+             f->first_skipped + (strncmp(f->first_skipped, "corrupt trace.dat: ", 19) ? 0 : 19))
+        < 0)
+        return seterr(err, "out of memory"), -1;
     /* event ids: unique, then an index */
     int max_id = 0;
     for (int i = 0; i < f->nevents; i++)
@@ -3227,9 +3254,12 @@ static int cpu_slot_cmp(const void *a, const void *b)
     return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
 }
 
+/* The CPUs this process may run on (its affinity, as os.sched_getaffinity). */
 static int default_jobs(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                           : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 

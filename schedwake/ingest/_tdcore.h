@@ -68,7 +68,7 @@ void td_want_all(td_file *f, int wanted);
 typedef int (*td_tick)(void *ctx, double done);
 
 /* Decode the selected buffer's records into the wanted events' columns, CPUs in
-   `jobs` threads (<= 0: one per CPU with data, at most the online CPUs).  Rows of
+   `jobs` threads (<= 0: as many as the CPUs this process may run on).  Rows of
    every table are in (timestamp, CPU, file) order, whatever `jobs` is.
    0, -1 with err filled (damage or no memory), or -2 when tick asked to stop. */
 int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err);

@@ -21,6 +21,21 @@
 
 static PyObject *TraceDatError;
 
+/* Raise TraceDatError with err as one line of valid text: messages may quote
+   bytes of the file, which may be anything. */
+static void set_error(const char *err)
+{
+    char line[TD_ERRLEN];
+    size_t n = 0;
+    for (const char *p = err[0] ? err : "corrupt trace.dat"; *p && n < sizeof(line) - 1; p++)
+        line[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? ' ' : *p;
+    PyObject *msg = PyUnicode_DecodeUTF8(line, (Py_ssize_t)n, "replace");
+    if (msg) {
+        PyErr_SetObject(TraceDatError, msg);
+        Py_DECREF(msg);
+    }
+}
+
 typedef struct {
     PyObject *progress;
     int failed;                 /* a Python exception is set (under the GIL) */
@@ -278,7 +293,7 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
         if (!strcmp(err, "out of memory"))
             PyErr_NoMemory();
         else
-            PyErr_SetString(TraceDatError, err[0] ? err : "corrupt trace.dat");
+            set_error(err);
         goto out;
     }
     result = raw_to_py(f);
@@ -326,7 +341,7 @@ static PyObject *stream_next(PyObject *self)
         if (!strcmp(err, "out of memory"))
             PyErr_NoMemory();
         else
-            PyErr_SetString(TraceDatError, err[0] ? err : "corrupt trace.dat");
+            set_error(err);
         return NULL;
     }
     return raw_to_py(o->f);
@@ -394,7 +409,7 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
         Py_DECREF(o);
         if (!strcmp(err, "out of memory"))
             return PyErr_NoMemory();
-        PyErr_SetString(TraceDatError, err[0] ? err : "corrupt trace.dat");
+        set_error(err);
         return NULL;
     }
     return (PyObject *)o;
