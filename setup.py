@@ -29,7 +29,11 @@ def pkg_config(*packages):
 COPTS = ["-O2", "-std=gnu11", "-Wall", "-Wno-unused-parameter"]
 
 setup(ext_modules=[
-    Extension("schedwake.ingest._tracedat", ["schedwake/ingest/_tracedat.c"],
+    # libtracecmd binding: the conformance oracle and opt-in reader, run only in a
+    # child process (schedwake/ingest/libtracecmd.py)
+    Extension("schedwake.ingest._libtracecmd", ["schedwake/ingest/_libtracecmd.c"],
+              depends=["schedwake/ingest/_columns.h", "schedwake/ingest/_pybuf.h",
+                       "schedwake/ingest/_utf8.h"],
               extra_compile_args=COPTS, **pkg_config("libtracecmd", "libtraceevent")),
     # schedwake's own trace.dat reader: plain C over libzstd and zlib (Debian
     # libzstd-dev, zlib1g-dev); threads decode CPUs in parallel
@@ -38,5 +42,6 @@ setup(ext_modules=[
               depends=["schedwake/ingest/_tdcore.h", "schedwake/ingest/_columns.h",
                        "schedwake/ingest/_pybuf.h", "schedwake/ingest/_utf8.h"],
               extra_compile_args=COPTS, libraries=["zstd", "z", "pthread"]),
-    Extension("schedwake.ingest._textscan", ["schedwake/ingest/_textscan.c"], extra_compile_args=COPTS),
+    Extension("schedwake.ingest._textscan", ["schedwake/ingest/_textscan.c"],
+              depends=["schedwake/ingest/_utf8.h"], extra_compile_args=COPTS),
 ])

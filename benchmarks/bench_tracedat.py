@@ -2,9 +2,13 @@
 """Benchmark: trace.dat -> Arrow tables with schedwake, side by side with `trace-cmd report`.
 
 Measures, on one trace of at least 5 million events and in the same run:
-  * schedwake.load(path) (all events, and a 2-event subset): wall time, events/s,
-    peak RSS above the interpreter's baseline, and the size of the Arrow tables;
-  * `trace-cmd report -i path > /dev/null`: wall time, events/s, peak RSS.
+  * schedwake.load(path) with the default jobs (the CPUs this process may use), with
+    jobs=1, and for a 2-event subset: wall time, events/s, peak RSS and peak
+    anonymous memory above the interpreter's baseline, the size of the Arrow
+    tables, and the files left in a private $TMPDIR (there should be none);
+  * `trace-cmd report -i path > /dev/null`: wall time, events/s, peak RSS;
+  * `schedwake convert` of the trace and of its first 2 million events (cut with
+    `trace-cmd split`): peak RSS, which must not grow with the trace (it streams).
 Each measurement runs in a fresh subprocess, best of --repeat runs.
 
 Without --trace it records one at run time (root and tracefs needed): `perf bench
@@ -50,10 +54,11 @@ def sample():  # peak anonymous memory: RSS without the file pages libtracecmd m
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 base_anon = anon_kb()
 events = json.loads(sys.argv[2])
+jobs = json.loads(sys.argv[3])
 sampler = threading.Thread(target=sample, daemon=True)
 sampler.start()
 t0 = time.perf_counter()
-trace = schedwake.load(sys.argv[1], events=events)
+trace = schedwake.load(sys.argv[1], events=events, jobs=jobs)
 dt = time.perf_counter() - t0
 state["run"] = False
 sampler.join()
@@ -107,10 +112,33 @@ def record(out: Path, want_events: int, command: list[str]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_schedwake(path: Path, events) -> dict:
-    out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events)],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+def run_schedwake(path: Path, events, jobs=None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="schedwake-bench-tmp-") as tmp:
+        out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events),
+                              json.dumps(jobs)], check=True, capture_output=True, text=True,
+                             env={**os.environ, "TMPDIR": tmp}).stdout
+        result = json.loads(out)
+        result["tmp_files"] = len(os.listdir(tmp))
+    return result
+
+
+def run_convert(path: Path) -> dict:
+    """`schedwake convert` in a fresh process: seconds and peak RSS."""
+    schedwake = Path(sys.executable).with_name("schedwake")
+    with tempfile.TemporaryDirectory(prefix="schedwake-bench-out-") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", str(schedwake), "convert", str(path),
+                               "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, check=True)
+        dt = time.perf_counter() - t0
+    return {"seconds": dt, "peak_kb": int(proc.stderr.strip().splitlines()[-1])}
+
+
+def first_events(path: Path, n: int, outdir: Path) -> Path:
+    """The first n events of path, as trace-cmd split writes them."""
+    subprocess.run(["trace-cmd", "split", "-i", str(path), "-o", str(outdir / "cut.dat"),
+                    "-e", str(n)], check=True, capture_output=True)
+    return outdir / "cut.dat.1"
 
 
 def run_trace_cmd(path: Path) -> dict:
@@ -157,18 +185,26 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args()
 
-    with benchmark_trace(args) as path:
+    with benchmark_trace(args) as path, tempfile.TemporaryDirectory() as cutdir:
         size = path.stat().st_size
         full = best([run_schedwake(path, None) for _ in range(args.repeat)])
+        serial = best([run_schedwake(path, None, jobs=1) for _ in range(args.repeat)])
         subset = best([run_schedwake(path, ["sched_switch", "sched_waking"])
                        for _ in range(args.repeat)])
         tc = best([run_trace_cmd(path) for _ in range(args.repeat)])
+        cut = first_events(path, 2_000_000, Path(cutdir))
+        conv_full = best([run_convert(path) for _ in range(args.repeat)])
+        conv_cut = best([run_convert(cut) for _ in range(args.repeat)])
     n = full["events_total"]
+    jobs = len(os.sched_getaffinity(0))
     rows = [
         ("trace-cmd report > /dev/null", tc["seconds"], tc["peak_kb"] / 1024, None, None),
-        ("schedwake.load (all events)", full["seconds"],
+        (f"schedwake.load (all, jobs={jobs})", full["seconds"],
          (full["peak_kb"] - full["base_kb"]) / 1024, full["peak_anon_kb"] / 1024,
          full["table_bytes"] / 2**20),
+        ("schedwake.load (all, jobs=1)", serial["seconds"],
+         (serial["peak_kb"] - serial["base_kb"]) / 1024, serial["peak_anon_kb"] / 1024,
+         serial["table_bytes"] / 2**20),
         ("schedwake.load (2 events)", subset["seconds"],
          (subset["peak_kb"] - subset["base_kb"]) / 1024, subset["peak_anon_kb"] / 1024,
          subset["table_bytes"] / 2**20),
@@ -180,15 +216,20 @@ def main() -> int:
         print(f"{name:<32}{sec:>9.2f}{n / sec / 1e6:>11.2f}{tc['seconds'] / sec:>10.1f}"
               f"{peak:>14.0f}{'' if anon is None else f'{anon:.0f}':>15}"
               f"{'' if tables is None else f'{tables:.0f}':>12}")
-    print("\npeak RSS counts the trace data pages libtracecmd maps from the file; "
-          "peak anon does not")
-    print(f"peak RSS / Arrow tables (all events):  "
-          f"{(full['peak_kb'] - full['base_kb']) * 1024 / full['table_bytes']:.2f}")
+    print("\npeak RSS counts the trace file's pages the reader maps; peak anon does not")
+    print(f"jobs={jobs} / jobs=1 speed-up:            {serial['seconds'] / full['seconds']:.2f}")
     print(f"peak anon / Arrow tables (all events): "
           f"{full['peak_anon_kb'] * 1024 / full['table_bytes']:.2f}")
+    print(f"files left in $TMPDIR:                 "
+          f"{max(full['tmp_files'], serial['tmp_files'], subset['tmp_files'])}")
+    print(f"schedwake convert, peak RSS MiB:       2M events {conv_cut['peak_kb'] / 1024:.0f}, "
+          f"{n / 1e6:.1f}M events {conv_full['peak_kb'] / 1024:.0f} "
+          f"({conv_cut['seconds']:.2f} s, {conv_full['seconds']:.2f} s)")
     if args.json:
         args.json.write_text(json.dumps({"events": n, "trace_cmd": tc, "schedwake_all": full,
-                                         "schedwake_subset": subset}, indent=2))
+                                         "schedwake_jobs1": serial, "schedwake_subset": subset,
+                                         "convert_2M": conv_cut, "convert_all": conv_full},
+                                        indent=2))
     return 0
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from . import TraceError, load
-from .ingest import FORMATS
+from .ingest import DEFAULT_READER, FORMATS, READERS
 from .report import info as info_report
 
 
@@ -39,14 +39,41 @@ def _progress(label: str):
         update(1.0)
 
 
-def _load(path: str, events=None, input_format: str | None = None):
+def _load(path: str, events=None, input_format: str | None = None,
+          reader: str | None = None, jobs: int | None = None):
     with _progress(f"reading {Path(path).name}") as progress:
-        return load(path, events=events, input_format=input_format, progress=progress)
+        trace = load(path, events=events, input_format=input_format, progress=progress,
+                     reader=reader, jobs=jobs)
+    _warn(trace.meta.get("path", path), trace.meta.get("warnings"))
+    return trace
+
+
+def _warn(path, warnings) -> None:
+    """Each reader warning of ``path`` as one stderr line, once per command even when
+    the command loads the file twice (the reports list them among the caveats)."""
+    ctx = click.get_current_context(silent=True)
+    seen = ctx.meta.setdefault("schedwake.warned", set()) if ctx else set()
+    for text in warnings or ():
+        if (str(path), text) not in seen:
+            seen.add((str(path), text))
+            click.echo(f"schedwake: warning: {path}: {text}", err=True)
 
 
 input_format_option = click.option(
     "--input-format", type=click.Choice(FORMATS), default=None,
     help="Skip format sniffing and read the file as this format.")
+
+
+def reader_options(f):
+    """--reader / --jobs of every command that reads traces."""
+    f = click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Threads decoding a trace.dat (default: one per CPU; the "
+                          "schedwake reader only).")(f)
+    f = click.option("--reader", type=click.Choice(READERS), default=DEFAULT_READER,
+                     show_default=True,
+                     help="Which reader decodes a trace.dat: schedwake's own, or "
+                          "libtracecmd (the reference; runs in a child process).")(f)
+    return f
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -60,9 +87,10 @@ def cli():
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @input_format_option
-def info(trace, fmt, input_format):
+@reader_options
+def info(trace, fmt, input_format, reader, jobs):
     """Per-event counts, CPUs, duration, clock and lost events of TRACE."""
-    t = _load(trace, events=[], input_format=input_format)
+    t = _load(trace, events=[], input_format=input_format, reader=reader, jobs=jobs)
     summary = info_report.summary(t)
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2))
@@ -77,14 +105,18 @@ def info(trace, fmt, input_format):
 @click.option("--events", default=None,
               help="Comma-separated event names to convert (default: all).")
 @input_format_option
-def convert(trace, outdir, events, input_format):
+@reader_options
+def convert(trace, outdir, events, input_format, reader, jobs):
     """Write TRACE's event tables as Parquet files (one per event) in a directory."""
     from .report.parquet import convert as convert_to_parquet
 
     names = [e.strip() for e in events.split(",") if e.strip()] if events else None
     with _progress(f"converting {Path(trace).name}") as progress:
         written = convert_to_parquet(trace, outdir, events=names, input_format=input_format,
-                                     progress=progress)
+                                     progress=progress, reader=reader, jobs=jobs)
+    # the reader's warnings, as metadata.json records them
+    meta = json.loads((Path(outdir) / "metadata.json").read_text())
+    _warn(meta["path"], meta.get("warnings"))
     click.echo(f"wrote {len(written)} tables to {outdir}")
 
 
@@ -123,14 +155,16 @@ def topology(output, sysfs):
 @click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
               help="Override a detector threshold (see docs/detectors.md); repeatable.")
 @input_format_option
-def analyze(trace, fmt, topology_file, llc, thresholds, input_format):
+@reader_options
+def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jobs):
     """Find wake-up pathologies in TRACE: findings with evidence, and metrics."""
     from .detect import parse_threshold_options
     from .model import MODEL_EVENTS
     from .report import analyze as report
 
     th = parse_threshold_options(thresholds)
-    t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format)
+    t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader,
+              jobs=jobs)
     t.use_topology(topology_file, llc)
     findings, metrics = report.run(t, th)
     if fmt == "json":
@@ -173,9 +207,10 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format):
 @click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
               help="Override a detector threshold (see docs/detectors.md); repeatable.")
 @input_format_option
+@reader_options
 def compare(traces, side_specs, labels, window_s, samples, significance, alpha,
             metric_names, fmt, html_file, title, topology_file, llc, thresholds,
-            input_format):
+            input_format, reader, jobs):
     """Compare TRACES (baseline first) in the mmtests layout: per metric Min, Amean or
     Hmean, Stddev, CoeffVar, Max, BAmean-50/95/99, the % change (positive = better) and
     * where the mean differs significantly."""
@@ -186,7 +221,8 @@ def compare(traces, side_specs, labels, window_s, samples, significance, alpha,
 
     th = parse_threshold_options(thresholds)
     spec = parse_sides(traces, side_specs, labels)
-    sides = {label: [_load(p, events=list(MODEL_EVENTS), input_format=input_format)
+    sides = {label: [_load(p, events=list(MODEL_EVENTS), input_format=input_format,
+                           reader=reader, jobs=jobs)
                      for p in paths] for label, paths in spec}
     result = run_compare(sides, window_s=window_s, samples=samples,
                          significance=significance, alpha=alpha, title=title,
@@ -247,8 +283,9 @@ class _TracesOption(click.Option):
 @click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
               help="Override a detector threshold (see docs/detectors.md); repeatable.")
 @input_format_option
+@reader_options
 def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markdown_file,
-         json_file, topology_file, llc, thresholds, input_format):
+         json_file, topology_file, llc, thresholds, input_format, reader, jobs):
     """Judge --candidate traces against --baseline traces under rules, for CI.
 
     Exit 0: every rule holds. Exit 1: a rule is broken (the candidate is worse than
@@ -267,7 +304,8 @@ def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markd
     # missing sides are judged like unreadable ones: exit 2 with reports
     result = run_gate(list(baseline), list(candidate), rules_file, topology_file=topology_file,
                       llc=llc, thresholds=th,
-                      loader=lambda p: _load(p, list(MODEL_EVENTS), input_format))
+                      loader=lambda p: _load(p, list(MODEL_EVENTS), input_format, reader,
+                                             jobs))
     click.echo(result.text(), nl=False)
     for path, render in ((junit_file, result.junit), (markdown_file, result.markdown),
                          (json_file, result.to_json)):

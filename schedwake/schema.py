@@ -84,6 +84,8 @@ META_KEYS = (
     "lost_unknown",    # CPUs whose buffer also lost an unknown number of events
     "event_counts",    # {event name: number of events in the file}, read or not
     "systems",         # {event name: subsystem ("sched", "workqueue", ...)}
+    "warnings",        # one-line texts of damage the reader skipped and bounded (every
+                       # report shows them as caveats); [] for a whole, clean file
     "source",          # format-specific facts (trace.dat version, sorted or not, ...);
                        # every reader sets source["timestamps"]: "ns", "us" (text printed
                        # with microseconds) or "raw" (clock ticks, see RAW_CLOCKS)

@@ -298,6 +298,7 @@ class Synth:
             "event_counts": {k: t.num_rows for k, t in tables.items()},
             "systems": {k: ("workqueue" if k.startswith("workqueue") else "sched")
                         for k in tables},
+            "warnings": [],
             "source": {"synthetic": True},
         }
         trace = Trace(RawTrace(tables=tables, meta=meta))

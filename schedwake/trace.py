@@ -76,8 +76,15 @@ class Trace:
 
     @property
     def caveats(self) -> list[str]:
-        """What the model could not compute from this trace, in plain English."""
-        return self.model.caveats
+        """What the model could not compute from this trace, in plain English; first the
+        reader's :attr:`warnings`, which every report shows among the caveats."""
+        return self.warnings + self.model.caveats
+
+    @property
+    def warnings(self) -> list[str]:
+        """Bounded damage the reader found in the file and read around (one line each;
+        ``meta["warnings"]``): the tables hold what was readable."""
+        return list(self.meta.get("warnings") or [])
 
     @property
     def path(self) -> str:
@@ -124,15 +131,21 @@ class Trace:
 
 
 def load(path, events=None, input_format: str | None = None,
-         progress: ingest.Progress | None = None) -> Trace:
+         progress: ingest.Progress | None = None, reader: str | None = None,
+         jobs: int | None = None) -> Trace:
     """Load a trace file of any supported format.
 
     ``events``: names of the events to read (all when None); reading fewer is faster.
     ``input_format``: one of ``schedwake.ingest.FORMATS`` to skip format sniffing.
     ``progress``: a callable that gets the fraction done, now and then.
-    Raises :class:`schedwake.TraceError` with a one-line reason on unusable input.
+    ``reader``: the trace.dat reader, ``"schedwake"`` (None: the default, schedwake's
+    own) or ``"libtracecmd"`` (trace-cmd's library, run in a child process; for
+    trace.dat files only). ``jobs``: decoding threads of schedwake's trace.dat reader
+    (an int >= 1; None: one per CPU); other readers ignore it.
+    Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
+    ValueError for an unknown ``reader`` or a bad ``jobs``.
     """
-    return Trace(ingest.read(Path(path), events, input_format, progress))
+    return Trace(ingest.read(Path(path), events, input_format, progress, reader, jobs))
 
 
 __all__ = ["Trace", "load", "TraceError"]

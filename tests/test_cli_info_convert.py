@@ -107,21 +107,23 @@ def test_bad_input_raises_trace_error(tmp_path, dbench1):
 
 
 #: 64 damaged bytes inside dbench-xfs-1client.dat's CPU data that make libtraceevent
-#: crawl through garbage records for ever (seen in a CI run): must end as "corrupt".
+#: spin for ever (seen in a CI run): its child process must be stopped, and the read
+#: end as one line. (How schedwake's own reader refuses this file is its own test's.)
 LOOPING_DAMAGE = (2_364_036, bytes.fromhex(
     "fba80dd6d197efb5f78162872591f8e9eb54f4e7fa72be864bc98106bb87db5f"
     "aa8414031fd94c76d453cecbefe5ce1c7a8438f56ba1f2cdd3f96ac20d72ae10"))
 
 
-def test_damaged_page_that_loops_the_reader_is_refused(tmp_path, dbench1):
+def test_damaged_page_that_loops_libtracecmd_is_refused(tmp_path, dbench1):
     at, damage = LOOPING_DAMAGE
     data = bytearray(dbench1.read_bytes())
     data[at:at + len(damage)] = damage
     path = tmp_path / "looping.dat"
     path.write_bytes(data)
-    proc = run_cli("info", path)
-    assert proc.returncode == 2 and "corrupt trace.dat" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
+    proc = run_cli("info", path, "--reader", "libtracecmd")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"schedwake: {path}: the libtracecmd reader made no progress "
+                           "on this file\n")
 
 
 def test_corrupted_data_pages_never_crash(tmp_path, dbench1):

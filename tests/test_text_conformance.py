@@ -40,14 +40,14 @@ CONF = Path(__file__).resolve().parent.parent / "sample_traces" / "conformance"
 DAT = CONF / "conf.dat"
 
 try:
-    from schedwake.ingest import _tracedat  # noqa: F401
+    from schedwake.ingest import _tdread  # noqa: F401
     HAVE_TRACEDAT = True
 except ImportError:
     HAVE_TRACEDAT = False
 
 needs_conf = pytest.mark.skipif(not DAT.exists(), reason=f"no conformance recording in {CONF}")
 needs_tracedat = pytest.mark.skipif(not HAVE_TRACEDAT,
-                                    reason="the trace.dat reader (_tracedat) is not built")
+                                    reason="the trace.dat reader (_tdread) is not built")
 
 
 # ------------------------------------------------------------------- helpers

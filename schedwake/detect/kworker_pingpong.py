@@ -116,7 +116,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
     else:
         sev = "low"
     top = []
-    grp = (ep.assign(wf=ep["work_function"].astype(str).replace("nan", "(unknown)"),
+    grp = (ep.assign(wf=ep["work_function"].astype("string").fillna("(unknown)"),
                      wk=ep["waker_comm"].astype(str), wc=ep["wakee_comm"].astype(str),
                      st=stack)
            .groupby(["wk", "wf", "wc"], observed=True)
@@ -131,7 +131,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
     # typical episode: the middle one of the largest group
     g0 = grp.index[0]
     sel = ep[(ep["waker_comm"].astype(str) == g0[0]) &
-             (ep["work_function"].astype(str).replace("nan", "(unknown)") == g0[1]) &
+             (ep["work_function"].astype("string").fillna("(unknown)") == g0[1]) &
              (ep["wakee_comm"].astype(str) == g0[2])]
     e = sel.iloc[len(sel) // 2]
     t1 = e["run_ts"] if pd.notna(e["run_ts"]) else e["ts"] + 50_000

@@ -25,6 +25,11 @@ TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 #: Names accepted by ``input_format`` / ``--input-format``.
 FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data")
 
+#: trace.dat readers (``reader`` / ``--reader``): schedwake's own decoder, in this
+#: process; or libtracecmd (the conformance oracle), in a child process.
+READERS = ("schedwake", "libtracecmd")
+DEFAULT_READER = "schedwake"
+
 
 @dataclass
 class RawTrace:
@@ -67,22 +72,79 @@ def sniff(path: Path) -> str:
 
 
 def read(path, events=None, input_format: str | None = None,
-         progress: Progress | None = None) -> RawTrace:
+         progress: Progress | None = None, reader: str | None = None,
+         jobs: int | None = None) -> RawTrace:
     """Read ``path`` into canonical tables.
 
     ``events``: event names to read (``"sched_waking"`` or ``"sched:sched_waking"``);
     None reads every event. Counts of all events are in ``meta["event_counts"]``
-    either way. Raises :class:`TraceError` for anything that is not a usable trace.
+    either way. ``reader``: the trace.dat reader (:data:`READERS`; None is
+    ``"schedwake"``); ``jobs``: decoding threads of schedwake's trace.dat reader
+    (None: one per CPU; the text readers and libtracecmd ignore it). Raises
+    :class:`TraceError` for anything that is not a usable trace, ValueError for a
+    ``reader`` or ``jobs`` that does not exist.
     """
+    reader = check_reader_options(reader, jobs)
     p = check_path(path)
     fmt = input_format or sniff(p)
     if fmt not in FORMATS:
         raise TraceError(p, f"unknown input format {fmt!r} (known: {', '.join(FORMATS)})")
+    check_reader_format(p, fmt, reader)
     wanted = None if events is None else [e.split(":")[-1] for e in events]
     if fmt == "trace.dat":
+        if reader == "libtracecmd":
+            from . import libtracecmd
+
+            return libtracecmd.read(p, wanted, progress)
         from . import tracedat
 
-        return tracedat.read(p, wanted, progress)
+        return tracedat.read(p, wanted, progress, jobs)
     from . import text
 
     return text.read(p, fmt, wanted, progress)
+
+
+def check_reader_options(reader: str | None, jobs: int | None) -> str:
+    """The reader's name (None means the default), or ValueError when ``reader`` is not
+    one of :data:`READERS` or ``jobs`` is not None or an int >= 1."""
+    reader = DEFAULT_READER if reader is None else reader
+    if reader not in READERS:
+        raise ValueError(f"unknown reader {reader!r} (choices: {', '.join(READERS)})")
+    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
+        raise ValueError(f"jobs must be None or an integer >= 1, not {jobs!r}")
+    return reader
+
+
+def check_reader_format(path: Path, fmt: str, reader: str) -> None:
+    """TraceError when ``reader`` cannot read files of format ``fmt``: libtracecmd
+    reads trace.dat only."""
+    if reader == "libtracecmd" and fmt != "trace.dat":
+        raise TraceError(path, f"the libtracecmd reader only reads trace.dat files, "
+                               f"and this is {fmt}")
+
+
+#: Formats that :func:`iter_batches` reads batch by batch (perf.data goes through perf).
+STREAMED_FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script")
+
+
+def iter_batches(path, events=None, input_format: str | None = None,
+                 progress: Progress | None = None):
+    """Read ``path`` as a sequence of :class:`RawTrace` batches, in memory that does not
+    grow with the file (``schedwake convert`` writes them as they come).
+
+    trace.dat batches are in time order across batches; text batches keep the file's
+    order (sorted within a batch). ``meta`` counts are cumulative, so the last batch's
+    describe the whole file. Formats outside :data:`STREAMED_FORMATS` come as one batch.
+    """
+    p = check_path(path)
+    fmt = input_format or sniff(p)
+    if fmt == "trace.dat":
+        from . import tracedat
+
+        yield from tracedat.iter_batches(p, events)
+    elif fmt in STREAMED_FORMATS:
+        from . import text
+
+        yield from text.iter_batches(p, fmt, events, progress)
+    else:
+        yield read(p, events, fmt, progress)

@@ -70,7 +70,7 @@ enum { T_PADDING = 29, T_TIME_EXTEND = 30, T_TIME_STAMP = 31 };
 enum {
     OPT_DONE = 0, OPT_DATE = 1, OPT_CPUSTAT = 2, OPT_BUFFER = 3, OPT_TRACECLOCK = 4,
     OPT_UNAME = 5, OPT_OFFSET = 7, OPT_CPUCOUNT = 8, OPT_VERSION = 9,
-    OPT_TIME_SHIFT = 12, OPT_TSC2NSEC = 14, OPT_HEADER_INFO = 16, OPT_FTRACE_EVENTS = 17,
+    OPT_TIME_SHIFT = 12, OPT_TSC2NSEC = 14, OPT_STRINGS = 15, OPT_HEADER_INFO = 16, OPT_FTRACE_EVENTS = 17,
     OPT_EVENT_FORMATS = 18, OPT_KALLSYMS = 19, OPT_PRINTK = 20, OPT_CMDLINES = 21,
     OPT_BUFFER_TEXT = 22,
 };
@@ -1293,6 +1293,8 @@ static int read_section_option(td_file *f, uint16_t id, Rd *o)
         return read_section(f, off, id, "kallsyms", &s) || read_kallsyms(f, &s);
     case OPT_PRINTK:
         return read_section(f, off, id, "printk formats", &s);  /* checked, not needed */
+    case OPT_STRINGS:
+        return read_section(f, off, id, "strings", &s);         /* checked, not needed */
     case OPT_CMDLINES:
         return read_section(f, off, id, "cmdlines", &s) || read_cmdlines(f, &s);
     }
@@ -1399,7 +1401,7 @@ static int do_option(td_file *f, uint16_t id, Rd *o, uint64_t file_off)
         return seterr(f->err, "unsupported trace.dat: latency-tracer text data (BUFFER_TEXT); "
                       "read it with --reader libtracecmd"), -1;
     case OPT_HEADER_INFO: case OPT_FTRACE_EVENTS: case OPT_EVENT_FORMATS:
-    case OPT_KALLSYMS: case OPT_PRINTK: case OPT_CMDLINES:
+    case OPT_KALLSYMS: case OPT_PRINTK: case OPT_CMDLINES: case OPT_STRINGS:
         if (f->version >= 7)
             return read_section_option(f, id, o);
         return 0;
@@ -1494,6 +1496,8 @@ static int v6_buffer_cpus(td_file *f, Buffer *b)
     return 0;
 }
 
+static int walk_sections(td_file *f, size_t start);
+
 static int read_v7(td_file *f, Rd *r)
 {
     const char *name, *ver;
@@ -1514,6 +1518,8 @@ static int read_v7(td_file *f, Rd *r)
     f->meta.compression = f->comp == COMP_NONE ? NULL : own_str(f, name, strlen(name));
     if (f->comp != COMP_NONE && !f->meta.compression)
         return -1;
+    if (walk_sections(f, r->pos) < 0)
+        return -1;
     uint64_t seen[MAX_OPTION_SECTIONS];
     int nseen = 0;
     while (off) {
@@ -1533,6 +1539,33 @@ static int read_v7(td_file *f, Rd *r)
 }
 
 static int select_buffer(td_file *f);
+static int check_prev_state_format(td_file *f);
+
+/* v7 sections follow one another from the end of the header to the end of the file
+   (libtracecmd finds the STRINGS section so): a file that is cut short, or that has
+   bytes after its last section, fails here, whatever the options point to. */
+static int walk_sections(td_file *f, size_t start)
+{
+    size_t pos = start;
+    while (pos < f->size) {
+        Rd r = {f->data, f->size, pos, 0, "file", f->swap, f->err};
+        uint64_t id, flags, desc, size;
+        if (rd_u(&r, 2, &id, "section header") || rd_u(&r, 2, &flags, "section header") ||
+            rd_u(&r, 4, &desc, "section header") || rd_u(&r, 8, &size, "section header"))
+            return -1;
+        if (size > f->size - r.pos)
+            return seterr(f->err, "truncated or corrupt trace.dat: the section at offset %zu "
+                          "(id %" PRIu64 ") needs %" PRIu64 " bytes, the file has %zu left",
+                          pos, id, size, f->size - r.pos), -1;
+        if (id == OPT_STRINGS) {
+            Rd sec;
+            if (read_section(f, pos, OPT_STRINGS, "strings", &sec) < 0)
+                return -1;
+        }
+        pos = r.pos + (size_t)size;
+    }
+    return 0;
+}
 
 int td_open(td_file **out, const uint8_t *data, size_t size, char *err)
 {
@@ -1617,7 +1650,7 @@ int td_open(td_file **out, const uint8_t *data, size_t size, char *err)
     /* the common_type field must be able to hold the largest id */
     if (f->common_type_size == 1 && max_id > 255)
         return seterr(err, "corrupt trace.dat: event id %d does not fit common_type", max_id), -1;
-    if (select_buffer(f) < 0)
+    if (select_buffer(f) < 0 || check_prev_state_format(f) < 0)
         return -1;
     return 0;
 }
@@ -2230,6 +2263,47 @@ static int prev_state_text(const td_file *f, const EvInfo *in, const PrintFmt *p
         o += n;
     }
     out[o] = 0;
+    return 0;
+}
+
+/* sched_switch's print format is the only statement of what prev_state's bits
+   mean: one that does not evaluate (a syntax we do not know, a division by zero)
+   makes the file unusable for every command, not only those that read the table. */
+static int check_prev_state_format(td_file *f)
+{
+    for (int e = 0; e < f->nevents; e++) {
+        if (strcmp(f->events[e].name, "sched_switch"))
+            continue;
+        const EvInfo *in = &f->info[e];
+        int end = in->common_size;
+        const Field *ps = NULL;
+        for (int i = 0; i < in->nfields; i++) {
+            const Field *fl = &in->fields[i];
+            if (fl->offset + fl->size > end)
+                end = fl->offset + fl->size;
+            if (!strcmp(fl->name, "prev_state") && !fl->is_array && !fl->is_dynamic &&
+                (fl->size == 1 || fl->size == 2 || fl->size == 4 || fl->size == 8))
+                ps = fl;
+        }
+        if (!ps)
+            continue;
+        PrintFmt *pf = malloc(sizeof(*pf));
+        char *fmtbuf = malloc(4096);
+        uint8_t *rec = calloc((size_t)end + 8, 1);
+        char text[96];
+        int ok = pf && fmtbuf && rec && in->print_fmt &&
+                 split_print_fmt(in->print_fmt, pf, fmtbuf, 4096) == 0 &&
+                 prev_state_text(f, in, pf, rec, end, text, sizeof(text)) == 0;
+        int nomem = !pf || !fmtbuf || !rec;
+        free(pf);
+        free(fmtbuf);
+        free(rec);
+        if (nomem)
+            return seterr(f->err, "out of memory"), -1;
+        if (!ok)
+            return seterr(f->err, "corrupt trace.dat: the print format of sched_switch does "
+                          "not evaluate prev_state (it says what prev_state's bits mean)"), -1;
+    }
     return 0;
 }
 
@@ -2959,6 +3033,10 @@ static void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int)
                      td_tick tick, void *ctx)
 {
     Pool p = {d, ntasks, 0, 0, fn};
+    if (tick && tick(ctx, 0.0)) {   /* a first call, however short the work */
+        pool_fail(d, -3, "stopped");
+        return;
+    }
     int n = jobs < ntasks ? jobs : ntasks;
     pthread_t th[256];
     if (n > 256)

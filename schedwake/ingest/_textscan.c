@@ -13,6 +13,14 @@
  *
  * Nothing here knows which events exist: layouts come from Python, and events
  * without a layout keep their raw argument string.
+ *
+ * Text is bytes: a task name is whatever prctl(PR_SET_NAME) was given, and the
+ * kernel, trace-cmd and perf print it as it is.  Every string handed to Python
+ * (pool strings, event names, raw arguments, unparsed lines) is valid UTF-8: bytes
+ * that are not become U+FFFD, one per maximal invalid subpart, the rule of
+ * Python's bytes.decode("utf-8", "replace") (_utf8.h).  Two byte strings with the
+ * same replaced text are one pool string, so a dictionary column never holds a
+ * value twice.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,6 +28,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdlib.h>
+
+#include "_utf8.h"
 
 enum { MODE_FTRACE = 0, MODE_REPORT = 1, MODE_PERF = 2 };
 enum { K_LIT = 0, K_INT = 1, K_HEX = 2, K_STR = 3, K_SYM = 4, K_STATE = 5 };
@@ -100,6 +110,15 @@ static int col_push_bytes(Col *c, const char *p, size_t len)
     return 0;
 }
 
+/* the bytes p[0:len] as UTF-8 text: invalid sequences become U+FFFD (_utf8.h) */
+static int col_push_text(Col *c, const char *p, size_t len)
+{
+    if (utf8_valid(p, len)) return col_push_bytes(c, p, len);
+    if (c->n + 3 * len > c->cap && col_grow(c, c->n + 3 * len) < 0) return -1;
+    c->n += utf8_replace(p, len, col_ptr(c) + c->n);
+    return 0;
+}
+
 static PyObject *col_finish(Col *c)
 {
     /* trim to the used length and hand the bytearray over */
@@ -115,6 +134,7 @@ static PyObject *col_finish(Col *c)
 typedef struct {
     char *data; size_t dlen, dcap;     /* concatenated strings */
     size_t *off; uint32_t *len;        /* per id */
+    int32_t *canon;                    /* per id: the id of its UTF-8 text (intern_text) */
     size_t n, ncap;
     int32_t *slots; size_t nslots;     /* open addressing; -1 = empty */
     uint32_t *hashes;
@@ -180,6 +200,7 @@ static int pool_init(Pool *pl)
 static void pool_free(Pool *pl)
 {
     free(pl->data); free(pl->off); free(pl->len); free(pl->slots); free(pl->hashes);
+    free(pl->canon);
     memset(pl, 0, sizeof(*pl));
 }
 
@@ -222,6 +243,9 @@ static int32_t pool_intern(Pool *pl, const char *p, size_t n)
         uint32_t *hh = realloc(pl->hashes, nc * sizeof(uint32_t));
         if (!hh) return -1;
         pl->hashes = hh;
+        int32_t *cn = realloc(pl->canon, nc * sizeof(int32_t));
+        if (!cn) return -1;
+        pl->canon = cn;
         pl->ncap = nc;
     }
     if (pl->dlen + n > pl->dcap) {
@@ -234,10 +258,32 @@ static int32_t pool_intern(Pool *pl, const char *p, size_t n)
     if (n) memcpy(pl->data + pl->dlen, p, n);
     int32_t id = (int32_t)pl->n++;
     pl->off[id] = pl->dlen; pl->len[id] = (uint32_t)n; pl->hashes[id] = h;
+    pl->canon[id] = id;
     pl->dlen += n;
     pl->slots[k] = id;
     if (pl->n * 2 > pl->nslots && pool_rehash(pl) < 0) return -1;
     return id;
+}
+
+/* id of the UTF-8 text of the bytes p[0:n]; -1 on memory error.  Bytes that are not
+ * UTF-8 are interned as they are (so that the next time they cost one lookup, like
+ * any string) and map to the id of their replaced text (U+FFFD per maximal invalid
+ * subpart), which is what the columns get: the ids handed out always name valid
+ * UTF-8, and byte strings with the same text share one id. */
+static int32_t intern_text(Pool *pl, const char *p, size_t n)
+{
+    size_t before = pl->n;
+    int32_t id = pool_intern(pl, p, n);
+    if (id < 0) return -1;
+    if ((size_t)id < before) return pl->canon[id];
+    if (utf8_valid(p, n)) return id;
+    char small[3 * 64], *fix = n <= 64 ? small : malloc(3 * n);
+    if (!fix) return -1;
+    int32_t cid = pool_intern(pl, fix, utf8_replace(p, n, fix));
+    if (fix != small) free(fix);
+    if (cid < 0) return -1;
+    pl->canon[id] = cid;
+    return cid;
 }
 
 /* ------------------------------------------------------------------ layouts */
@@ -566,11 +612,13 @@ static int32_t scanner_new_event(Scanner *s, const char *p, size_t n, int32_t id
 
 static int32_t scanner_event(Scanner *s, const char *p, size_t n)
 {
-    int32_t id = pool_intern(&s->evnames, p, n);
+    int32_t id = intern_text(&s->evnames, p, n);
     if (id < 0) { NOMEM(); return -1; }
     if ((size_t)id < s->evmapcap && s->evmap[id] >= 0) return s->evmap[id];
     int took = gil_ensure();
-    int32_t r = scanner_new_event(s, p, n, id);
+    /* the name's UTF-8 text, from the pool (not changed by a new event) */
+    int32_t r = scanner_new_event(s, s->evnames.data + s->evnames.off[id],
+                                  s->evnames.len[id], id);
     gil_drop(took);
     return r;
 }
@@ -855,12 +903,9 @@ static int note_unparsed_gil(Scanner *s, const char *b, const char *e)
 {
     {
         if (e - b > 300) e = b + 300;
-        PyObject *t = Py_BuildValue("(Ls#)", (long long)s->lineno, b, (Py_ssize_t)(e - b));
-        if (!t) {   /* undecodable bytes */
-            PyErr_Clear();
-            t = Py_BuildValue("(Ly#)", (long long)s->lineno, b, (Py_ssize_t)(e - b));
-            if (!t) return -1;
-        }
+        PyObject *u = PyUnicode_DecodeUTF8(b, (Py_ssize_t)(e - b), "replace");
+        PyObject *t = u ? Py_BuildValue("(LN)", (long long)s->lineno, u) : NULL;
+        if (!t) return -1;
         int r = PyList_Append(s->unparsed, t);
         Py_DECREF(t);
         if (r < 0) return -1;
@@ -911,7 +956,7 @@ static int add_frame(Scanner *s, const char *b, const char *e)
     if (!ev->wanted || !ev->cols_ready) return 0;
     while (b < e && is_space(*b)) b++;
     while (e > b && (is_space(e[-1]) || e[-1] == '\r')) e--;
-    int32_t id = pool_intern(&s->strings, b, (size_t)(e - b));
+    int32_t id = intern_text(&s->strings, b, (size_t)(e - b));
     if (id < 0) { NOMEM(); return -1; }
     COL_PUSH(&ev->frames, int32_t, id);
     ev->nframes++;
@@ -984,7 +1029,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     if (s->npending) resolve_lost(s, px.cpu, px.ts);
     if (!ev->wanted) { s->last_ev = ei; return 0; }
     if (event_cols_init(ev) < 0) return -1;
-    int32_t cid = pool_intern(&s->strings, px.comm, px.commlen);
+    int32_t cid = intern_text(&s->strings, px.comm, px.commlen);
     if (cid < 0) { NOMEM(); return -1; }
     COL_PUSH(&ev->ts, int64_t, px.ts);
     COL_PUSH(&ev->cpu, int32_t, (int32_t)px.cpu);
@@ -1014,7 +1059,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
                         while (o > sp && *o != '[') o--;
                         if (o > sp && o[-1] == ' ') sn = (size_t)(o - 1 - sp);
                     }
-                    int32_t id = pool_intern(&s->strings, sp, sn);
+                    int32_t id = intern_text(&s->strings, sp, sn);
                     if (id < 0) { NOMEM(); return -1; }
                     v = id;
                 } else v = m.val[sl];
@@ -1024,7 +1069,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         }
     } else {
         COL_PUSH(&ev->args_off, int64_t, (int64_t)ev->args.n);
-        if (col_push_bytes(&ev->args, px.body, (size_t)(px.bend - px.body)) < 0) return -1;
+        if (col_push_text(&ev->args, px.body, (size_t)(px.bend - px.body)) < 0) return -1;
     }
     ev->nrows++;
     s->last_ev = ei;
@@ -1216,6 +1261,8 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
     }
     strs = PyList_New((Py_ssize_t)(s->strings.n - s->strings_sent));
     if (!strs) goto fail;
+    /* the columns name only UTF-8 strings; the raw bytes of a name that is not UTF-8
+       are in the pool too (intern_text), unreferenced, and go out replaced as well */
     for (size_t i = s->strings_sent; i < s->strings.n; i++) {
         PyObject *u = PyUnicode_DecodeUTF8(s->strings.data + s->strings.off[i], s->strings.len[i], "replace");
         if (!u) goto fail;

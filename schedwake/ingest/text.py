@@ -19,7 +19,11 @@ Known losses of the text formats, by construction:
 * the sched_switch plugin of libtraceevent 1.7 prints ``R+`` as ``R`` (the preempted
   bit is lost) and uses an old letter table (``W`` for ``I``), decoded back here;
 * ``common_flags``/``common_preempt_count`` exist only where the line has the
-  latency column (raw ftrace text, ``trace-cmd report`` from 3.2 on or ``-l``).
+  latency column (raw ftrace text, ``trace-cmd report`` from 3.2 on or ``-l``);
+* text is bytes (a task name is whatever ``prctl(PR_SET_NAME)`` was given): bytes
+  that are not UTF-8 become U+FFFD, one per maximal invalid subpart, the rule of
+  Python's ``bytes.decode("utf-8", "replace")`` and of the trace.dat readers, so two
+  names that differ only in such bytes read the same.
 """
 
 from __future__ import annotations
@@ -492,7 +496,7 @@ def _header_facts(head: bytes) -> dict:
         facts["entries_written"] = int(m.group(2))
     m = re.search(rb"^# tracer: (\S+)", head[:4096], re.M)
     if m:
-        facts["tracer"] = m.group(1).decode()
+        facts["tracer"] = m.group(1).decode(errors="replace")
     # perf script --header: the recording machine's facts
     m = re.search(rb"^# nrcpus avail : (\d+)", head[:16384], re.M)
     if m:
@@ -814,8 +818,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
     source = {
         "sorted": sorted_in_file,
         "unparsed_lines": st["unparsed"],
-        "first_unparsed": [(int(n), t if isinstance(t, str) else t.decode(errors="replace"))
-                           for n, t in st["first_unparsed"]],
+        "first_unparsed": [(int(n), t) for n, t in st["first_unparsed"]],
         "lines": st["lines"],
         "event_lines": st["events"],
         "compression": _compression(path) if fmt != "perf.data" else None,
@@ -840,6 +843,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         "lost_unknown": lost_unknown,
         "event_counts": dict(sorted(counts.items())),
         "systems": systems,
+        "warnings": [],
         "source": source,
     }
     return RawTrace(tables=tables, meta=meta, lost=lost)
@@ -995,15 +999,9 @@ def _generic_columns(ev, cols, n):
     offs = np.empty(n + 1, dtype=np.int64)
     offs[:n] = _np(ev["args_off"], np.int64)
     offs[n] = len(ev["args"])
+    # (the scanner wrote the argument text as UTF-8, invalid bytes replaced)
     args = pa.Array.from_buffers(pa.large_string(), n,
                                  [None, pa.py_buffer(offs), pa.py_buffer(ev["args"])])
-    try:
-        args.validate(full=True)
-    except pa.ArrowInvalid:   # bytes that are not UTF-8: replaced, like in every other column
-        raw = pa.Array.from_buffers(pa.large_binary(), n,
-                                    [None, pa.py_buffer(offs), pa.py_buffer(ev["args"])])
-        args = pa.array([b.decode("utf-8", "replace") for b in raw.to_pylist()],
-                        type=pa.large_string())
     if offs[n] < 2 ** 31:
         args = args.cast(pa.string())
     keys: list[str] = []

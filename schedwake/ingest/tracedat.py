@@ -1,18 +1,36 @@
-"""Read trace-cmd ``trace.dat`` files (v6 and v7) through the compiled binding.
+"""Read trace-cmd ``trace.dat`` files (v6 and v7) into canonical tables.
 
-The C extension :mod:`schedwake.ingest._tracedat` does the per-event work in one
-pass and hands back column buffers; this module only wraps them as Arrow arrays
-(no copies) and turns the file's metadata into the keys of ``schema.META_KEYS``.
+Two compiled readers decode a file into the same *raw dict*:
+
+* :mod:`schedwake.ingest._tdread`, schedwake's own bounds-checked decoder: the
+  default, run in this process;
+* :mod:`schedwake.ingest._libtracecmd`, the binding of libtracecmd/libtraceevent: the
+  conformance oracle and an opt-in reader, only ever run in a child process
+  (:mod:`schedwake.ingest.libtracecmd`), because the library can crash or spin on
+  damaged input.
+
+:func:`assemble` turns a raw dict into a :class:`RawTrace` for both, so they differ
+only in the decoding. The raw dict::
+
+    {"meta": {"cpus", "clock", "uname", "trace_cmd_version", "cpustats",
+              "file_version", "records", "first_ts", "last_ts",
+              "lost_per_cpu": {cpu: n}, "unknown_events", "big_endian",
+              "buffer" ("" or None: the top buffer), "instances": [name, ...],
+              optional "compression" (None or a name), "options" (option ids),
+              optional "warnings": [one-line text of bounded damage, ...]},
+     "events": {name: {"system", "count",
+                       "columns": None (not read) or [column spec, ...]}},
+     "lost": (ts int64 buffer, cpu int32 buffer, count int64 buffer)}
+
+A column spec is ``("int", name, bits, signed, values)``, ``("str", name,
+(indices, dictionary offsets, dictionary chars))``, ``("list", name, bits, signed,
+offsets, values)`` or ``("bin", name, offsets, bytes)``; every buffer exports the
+buffer protocol and becomes an Arrow buffer without a copy.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,18 +39,129 @@ from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, RAW_CLOCKS, field_name
 from . import Progress, RawTrace, tracedat_layout
 
-try:
-    from . import _tracedat
-except ImportError as exc:  # pragma: no cover - only when the package was not built
-    _tracedat = None
-    _IMPORT_ERROR = exc
+from . import _tdread
 
 _INT_TYPES = {(8, 1): pa.int8(), (16, 1): pa.int16(), (32, 1): pa.int32(), (64, 1): pa.int64(),
               (8, 0): pa.uint8(), (16, 0): pa.uint16(), (32, 0): pa.uint32(),
               (64, 0): pa.uint64()}
 
 
+def read(path: Path, events: list[str] | None = None, progress: Progress | None = None,
+         jobs: int | None = None) -> RawTrace:
+    """Read ``path`` with schedwake's own reader; ``events`` limits which tables are
+    built (counts cover all); ``jobs`` is its number of decoding threads (None: as
+    many as the CPUs this process may use). The reader checks the file's layout
+    itself, every offset and length before use."""
+    try:
+        raw = _tdread.read(str(path), None if events is None else frozenset(events),
+                           progress, jobs)
+    except _tdread.TraceDatError as exc:
+        raise TraceError(path, str(exc)) from None
+    except MemoryError:
+        raise TraceError(path, "out of memory while reading the trace") from None
+    return assemble(path, raw, None, events, reader="schedwake")
+
+
+def iter_batches(path: Path, events: list[str] | None = None,
+                 batch_rows: int = 1 << 20):
+    """Read ``path`` as :class:`RawTrace` batches of about ``batch_rows`` rows, in time
+    order across batches and in memory that does not grow with the file (``schedwake
+    convert``). ``meta`` counts are cumulative: the last batch's describe the file."""
+    try:
+        stream = _tdread.stream(str(path), None if events is None else frozenset(events),
+                                batch_rows)
+        for raw in stream:
+            yield assemble(path, raw, None, events, reader="schedwake")
+    except _tdread.TraceDatError as exc:
+        raise TraceError(path, str(exc)) from None
+    except MemoryError:
+        raise TraceError(path, "out of memory while reading the trace") from None
+
+
+def assemble(path: Path, raw: dict, layout: dict | None = None,
+             events: list[str] | None = None, reader: str = "schedwake") -> RawTrace:
+    """The :class:`RawTrace` of a raw dict (see the module docstring) of ``path``.
+
+    ``layout`` is what :func:`tracedat_layout.check` returned; the raw dict's own
+    ``file_version``/``compression``/``options``, when the reader gives them, take
+    precedence (a reader sees options inside compressed sections, the check does not).
+    ``events`` is what was asked for: with None, events that never fired get no table.
+    ``reader`` names the decoder that made ``raw`` (``meta["source"]["reader"]``).
+    """
+    m = raw["meta"]
+    source = _source_facts(m, layout)
+    tables, counts, systems = _event_tables(raw["events"], events is not None)
+    lost = _lost_table(raw["lost"])
+    lost_counts = lost.column("count").to_numpy()
+    lost_unknown = sorted(set(lost.column("cpu").to_numpy()[lost_counts < 0].tolist()))
+    meta = {
+        "path": str(path),
+        "format": "trace.dat",
+        "cpus": m["cpus"],
+        "clock": m["clock"],
+        "first_ts_ns": m["first_ts"] if m["records"] else None,
+        "last_ts_ns": m["last_ts"] if m["records"] else None,
+        "kernel": _kernel_release(m["uname"]),
+        "lost_events": _lost_per_cpu(m),
+        "lost_unknown": lost_unknown,
+        "event_counts": dict(sorted(counts.items())),
+        "systems": systems,
+        "warnings": [str(w) for w in m.get("warnings") or []],
+        "source": {
+            "file_version": source["version"],
+            "timestamps": _timestamp_unit(m["clock"], source["options"]),
+            "compression": source["compression"],
+            "trace_cmd_version": m["trace_cmd_version"],
+            "uname": m["uname"],
+            "records": m["records"],
+            "unknown_records": m["unknown_events"],
+            "buffer": m["buffer"] or "",    # "" = the top-level buffer, else the instance read
+            "instances": list(m["instances"]),  # instance buffers in the file
+            "sorted": True,
+            "reader": reader,               # which decoder made the tables
+        },
+    }
+    return RawTrace(tables=tables, meta=meta, lost=lost)
+
+
+def _source_facts(m: dict, layout: dict | None) -> dict:
+    """File version, compression and option ids: from the reader when it says, else
+    from the layout check."""
+    facts = dict(layout or {})
+    if "file_version" in m:
+        facts["version"] = int(m["file_version"])
+    if "compression" in m:
+        facts["compression"] = m["compression"] or None
+    if "options" in m:
+        facts["options"] = set(m["options"])
+    missing = {"version", "compression", "options"} - set(facts)
+    if missing:
+        raise ValueError(f"trace.dat facts missing from both the reader and the layout: "
+                         f"{', '.join(sorted(missing))}")
+    return facts
+
+
+def _event_tables(raw_events: dict, selected: bool):
+    """(tables, counts, systems) of the raw events; ``selected``: events were asked for
+    by name, so a wanted event that never fired still gets its (empty) table."""
+    tables: dict[str, pa.Table] = {}
+    counts: dict[str, int] = {}
+    systems: dict[str, str] = {}
+    for name, ev in raw_events.items():
+        systems[name] = ev["system"]
+        if ev["count"]:
+            counts[name] = ev["count"]
+        rows = ev.get("rows", ev["count"])     # a streamed batch holds some of the count
+        if ev["columns"] is not None and (rows or selected):
+            cols = [_column(spec, rows) for spec in ev["columns"]]
+            ncommon = len(COMMON_NAMES)
+            names = [n if i < ncommon else field_name(n) for i, (n, _) in enumerate(cols)]
+            tables[name] = pa.table([a for _, a in cols], names=names)
+    return tables, counts, systems
+
+
 def _column(spec, length: int) -> tuple[str, pa.Array]:
+    """(name, Arrow array) of one column spec, wrapping the reader's buffers."""
     kind, name = spec[0], spec[1]
     if kind == "int":
         _, _, bits, signed, data = spec
@@ -55,6 +184,26 @@ def _column(spec, length: int) -> tuple[str, pa.Array]:
     _, _, offsets, data = spec
     return name, pa.Array.from_buffers(pa.binary(), length,
                                        [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _lost_table(buffers) -> pa.Table:
+    """The lost-event rows (``schema.LOST_EVENTS_SCHEMA``) of the raw (ts, cpu, count)."""
+    lost_ts, lost_cpu, lost_count = buffers
+    n = len(memoryview(lost_ts)) // 8
+    return pa.table([pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lost_ts)]),
+                     pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(lost_cpu)]),
+                     pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lost_count)])],
+                    schema=LOST_EVENTS_SCHEMA)
+
+
+def _lost_per_cpu(m: dict) -> dict[int, int]:
+    """Events lost per CPU: the pages' own flags, or the ring buffer's statistics at
+    extract time where they say more (they count overwritten events that the pages
+    themselves may not flag)."""
+    lost = {int(c): int(n) for c, n in m["lost_per_cpu"].items()}
+    for cpu, n in _cpustat_lost(m["cpustats"]).items():
+        lost[cpu] = max(lost.get(cpu, 0), n)
+    return dict(sorted(lost.items()))
 
 
 def _kernel_release(uname: str | None) -> str | None:
@@ -80,114 +229,13 @@ def _cpustat_lost(cpustats: str | None) -> dict[int, int]:
     return lost
 
 
-#: Compressed files above this size are decompressed first (see _readable_copy).
-DECOMPRESS_ABOVE_BYTES = 8 << 20
-
-
-@contextmanager
-def _readable_copy(path: Path, compression: str | None):
-    """The file to hand to libtracecmd: ``path``, or an uncompressed copy of it.
-
-    libtracecmd 1.3 reads compressed (v7) data through a cache of decompressed
-    chunks that it never trims (free_zpage's range test cannot match), so reading
-    a big compressed file takes time quadratic in its size and keeps all of its
-    decompressed data in memory. ``trace-cmd convert --compression none`` writes
-    an uncompressed copy in a fraction of one read, after which reading is linear.
-    Small files, or no trace-cmd on PATH, or no room in TMPDIR: read as is.
-    """
-    tmpdir = tempfile.gettempdir()
-    size = path.stat().st_size
-    if (not compression or size < DECOMPRESS_ABOVE_BYTES or not shutil.which("trace-cmd")
-            or shutil.disk_usage(tmpdir).free < 16 * size):
-        yield path
-        return
-    fd, tmp = tempfile.mkstemp(prefix="schedwake-", suffix=".dat", dir=tmpdir)
-    os.close(fd)
-    try:
-        proc = subprocess.run(["trace-cmd", "convert", "-i", str(path), "-o", tmp,
-                               "--compression", "none"], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL)
-        yield Path(tmp) if proc.returncode == 0 and os.path.getsize(tmp) > 0 else path
-    finally:
-        os.unlink(tmp)
-
-
-def read(path: Path, events: list[str] | None = None,
-         progress: Progress | None = None) -> RawTrace:
-    """Read ``path``; ``events`` limits which tables are built (counts cover all)."""
-    if _tracedat is None:
-        raise TraceError(path, f"the trace.dat reader is not built ({_IMPORT_ERROR})")
-    layout = tracedat_layout.check(path)
-    try:
-        with _readable_copy(path, layout["compression"]) as readable:
-            raw = _tracedat.read(str(readable), None if events is None else frozenset(events),
-                                 progress)
-    except _tracedat.TraceDatError as exc:
-        raise TraceError(path, str(exc)) from None
-    except MemoryError:
-        raise TraceError(path, "out of memory while reading the trace") from None
-    m = raw["meta"]
-    tables: dict[str, pa.Table] = {}
-    counts: dict[str, int] = {}
-    systems: dict[str, str] = {}
-    for name, ev in raw["events"].items():
-        systems[name] = ev["system"]
-        if ev["count"]:
-            counts[name] = ev["count"]
-        if ev["columns"] is not None and (ev["count"] or events is not None):
-            specs = ev["columns"]
-            ncommon = len(COMMON_NAMES)
-            cols = [_column(spec, ev["count"]) for spec in specs]
-            names = [n if i < ncommon else field_name(n) for i, (n, _) in enumerate(cols)]
-            tables[name] = pa.table([a for _, a in cols], names=names)
-    lost_ts, lost_cpu, lost_count = raw["lost"]
-    nlost = len(memoryview(lost_ts)) // 8
-    lost = pa.table([pa.Array.from_buffers(pa.int64(), nlost, [None, pa.py_buffer(lost_ts)]),
-                     pa.Array.from_buffers(pa.int32(), nlost, [None, pa.py_buffer(lost_cpu)]),
-                     pa.Array.from_buffers(pa.int64(), nlost, [None, pa.py_buffer(lost_count)])],
-                    schema=LOST_EVENTS_SCHEMA)
-    lost_per_cpu = dict(m["lost_per_cpu"])
-    # The ring buffer's own statistics at extract time count overwritten events that
-    # the pages themselves may not flag; report the larger of the two.
-    for cpu, n in _cpustat_lost(m["cpustats"]).items():
-        lost_per_cpu[cpu] = max(lost_per_cpu.get(cpu, 0), n)
-    lost_counts = lost.column("count").to_numpy()
-    lost_unknown = sorted(set(lost.column("cpu").to_numpy()[lost_counts < 0].tolist()))
-    meta = {
-        "path": str(path),
-        "format": "trace.dat",
-        "cpus": m["cpus"],
-        "clock": m["clock"],
-        "first_ts_ns": m["first_ts"] if m["records"] else None,
-        "last_ts_ns": m["last_ts"] if m["records"] else None,
-        "kernel": _kernel_release(m["uname"]),
-        "lost_events": {int(c): int(n) for c, n in sorted(lost_per_cpu.items())},
-        "lost_unknown": lost_unknown,
-        "event_counts": dict(sorted(counts.items())),
-        "systems": systems,
-        "source": {
-            "file_version": layout["version"],
-            "timestamps": _timestamp_unit(m["clock"], layout["options"]),
-            "compression": layout["compression"],
-            "trace_cmd_version": m["trace_cmd_version"],
-            "uname": m["uname"],
-            "records": m["records"],
-            "unknown_records": m["unknown_events"],
-            "buffer": m["buffer"],          # "" = the top-level buffer, else the instance read
-            "instances": m["instances"],    # instance buffers in the file
-            "sorted": True,
-        },
-    }
-    return RawTrace(tables=tables, meta=meta, lost=lost)
-
-
 def _timestamp_unit(clock: str | None, options: set[int]) -> str:
-    """"ns", or "raw" for the clocks that do not count nanoseconds (libtracecmd turns
-    x86-tsc cycles into nanoseconds itself when the file has a TSC2NSEC option)."""
+    """"ns", or "raw" for the clocks that do not count nanoseconds (the readers turn
+    x86-tsc cycles into nanoseconds themselves when the file has a TSC2NSEC option)."""
     if clock in RAW_CLOCKS and not (clock == "x86-tsc"
                                     and tracedat_layout.OPT_TSC2NSEC in options):
         return "raw"
     return "ns"
 
 
-__all__ = ["read"]
+__all__ = ["read", "assemble"]

@@ -1,4 +1,5 @@
-"""The ``schedwake info`` summary of a trace: counts, CPUs, duration, clock, lost events."""
+"""The ``schedwake info`` summary of a trace: counts, CPUs, duration, clock, lost events,
+and the reader's warnings (bounded damage it read around)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def meta_summary(m: dict) -> dict:
         "lost_events": {str(c): n for c, n in m["lost_events"].items()},
         "lost_unknown": [str(c) for c in m.get("lost_unknown", [])],
         "kernel": m["kernel"],
+        "warnings": list(m.get("warnings") or []),
     }
 
 
@@ -56,4 +58,7 @@ def text(s: dict) -> str:
             lines.append(f"  cpu {cpu:>3}  {n}{more}")
     else:
         lines.append("lost events: none")
+    if s["warnings"]:
+        lines.append("warnings:")
+        lines.extend(f"  {w}" for w in s["warnings"])
     return "\n".join(lines) + "\n"

@@ -12,30 +12,29 @@ from .. import ingest
 from ..errors import TraceError
 from .info import meta_summary
 
-#: Text formats are converted batch by batch (bounded memory, any file size).
-STREAMED_FORMATS = ("ftrace-text", "trace-cmd-report", "perf-script")
-
-
 def convert(path, outdir, events=None, input_format: str | None = None,
-            progress: ingest.Progress | None = None) -> list[Path]:
+            progress: ingest.Progress | None = None, reader: str | None = None,
+            jobs: int | None = None) -> list[Path]:
     """Write ``<event>.parquet`` per event table of ``path`` and ``metadata.json`` into
     ``outdir``; return the Parquet paths.
 
     The files are plain Parquet (dictionary-encoded strings stay dictionaries), so
-    ``pyarrow.dataset``, DuckDB and polars read them directly. Text traces are read and
-    written in batches, so a text file larger than memory converts with bounded
-    memory; its rows keep the file's order (sorted within each batch).
+    ``pyarrow.dataset``, DuckDB and polars read them directly. Text traces and
+    trace.dat files (with schedwake's own reader) are read and written in batches, so
+    a file larger than memory converts with bounded memory; text rows keep the file's
+    order (sorted within each batch), trace.dat rows are in time order throughout.
+    ``reader`` and ``jobs`` are those of :func:`schedwake.load`.
     """
+    reader = ingest.check_reader_options(reader, jobs)
     p = ingest.check_path(path)
     fmt = input_format or ingest.sniff(p)
+    ingest.check_reader_format(p, fmt, reader)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     wanted = None if events is None else [e.split(":")[-1] for e in events]
-    if fmt in STREAMED_FORMATS:
-        from ..ingest import text
-
-        return _write_batches(p, text.iter_batches(p, fmt, wanted, progress), outdir)
-    return _write_batches(p, [ingest.read(p, wanted, fmt, progress)], outdir)
+    if fmt in ingest.STREAMED_FORMATS and reader == ingest.DEFAULT_READER:
+        return _write_batches(p, ingest.iter_batches(p, wanted, fmt, progress), outdir)
+    return _write_batches(p, [ingest.read(p, wanted, fmt, progress, reader, jobs)], outdir)
 
 
 def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:

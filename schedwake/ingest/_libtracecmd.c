@@ -1,44 +1,43 @@
 /*
- * _tracedat: read a trace-cmd trace.dat file into column buffers, in one pass, in C.
+ * _libtracecmd: read a trace-cmd trace.dat file through libtracecmd/libtraceevent
+ * into column buffers, in one pass, in C.
+ *
+ * This is no longer schedwake's default trace.dat reader (that is _tdread, our own
+ * bounds-checked decoder).  It stays as the conformance oracle and as an opt-in
+ * reader (`--reader libtracecmd`), and it is only ever run in a child process
+ * (schedwake/ingest/libtracecmd.py): libtracecmd can crash or spin on damaged input,
+ * and a child that dies or stalls is reported as a TraceError by the parent, so this
+ * module needs no signal handlers of its own.
  *
  * Why the CPython C API and not cffi: the hot loop is one callback per record
  * from tracecmd_iterate_events(); it must append every field of every wanted
  * event to growing column buffers without touching a Python object.  With the C
  * API the buffers are handed to Python at the end as objects that export the
- * buffer protocol, so pyarrow wraps them without a copy, and the build needs
- * nothing but a C compiler and the Debian -dev packages (cffi's API mode would
- * add a build dependency and still need C for the loop).
+ * buffer protocol (_pybuf.h), so pyarrow wraps them without a copy.
  *
  * What it produces, per wanted event (schedwake.schema documents the meaning):
  *   ts, cpu, common_pid, common_flags, common_preempt_count, common_comm
  *   and every field of the event's format, decoded by its real width and
  *   signedness; char[N] / __data_loc / __rel_loc strings and %ps function
  *   pointers (resolved through the file's kallsyms) as dictionary-encoded
- *   strings; numeric arrays as list columns; anything else as binary.
+ *   strings (bytes that are not UTF-8 become U+FFFD, as in _tdread); numeric
+ *   arrays as list columns; anything else as binary.
  *   sched_switch also gets prev_state_str: prev_state printed by the event's
  *   own print format (libtraceevent evaluates it, no plugins loaded).
  * Plus: per-event counts of every event in the file, lost-event rows
  * (record->missed_events) and the file's metadata.
  *
- * Corrupt files: libtracecmd checks most of what it reads, but a damaged
- * compressed section or page can still make it read out of bounds.  While the
- * library runs, SIGSEGV/SIGBUS are caught and turned into a Python exception
- * (the handle is then leaked, never reused), so a bad file cannot kill the
- * interpreter.
+ * Damaged files: besides crashes (left to the parent), two cheap checks stop a
+ * damaged page that makes the library go round in circles while it still
+ * delivers records: more records than the data could hold, or a CPU's record
+ * offsets going backwards.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_pybuf.h"     /* first: it includes Python.h */
 
 #include <ctype.h>
-#include <link.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/time.h>
 #include <sys/types.h>
-#include <ucontext.h>
 
 #include <trace-cmd/trace-cmd.h>
 #include <traceevent/event-parse.h>
@@ -55,201 +54,6 @@ struct tep_record *tracecmd_read_cpu_last(struct tracecmd_input *handle, int cpu
 struct tep_record *tracecmd_read_cpu_first(struct tracecmd_input *handle, int cpu);
 void tracecmd_set_all_cpus_to_timestamp(struct tracecmd_input *handle, unsigned long long time);
 off64_t tracecmd_get_cpu_file_size(struct tracecmd_input *handle, int cpu);
-
-/* ------------------------------------------------------------------ buffers */
-
-typedef struct {
-    char *data;
-    size_t len, cap;
-} Buf;
-
-static int buf_grow(Buf *b, size_t need)
-{
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < need)
-        cap += cap / 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
-        return -1;
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
-
-static inline int buf_put(Buf *b, const void *src, size_t n)
-{
-    if (b->len + n > b->cap && buf_grow(b, b->len + n) < 0)
-        return -1;
-    memcpy(b->data + b->len, src, n);
-    b->len += n;
-    return 0;
-}
-
-static void buf_free(Buf *b)
-{
-    free(b->data);
-    b->data = NULL;
-    b->len = b->cap = 0;
-}
-
-/* A Python object that owns a Buf and exports it through the buffer protocol. */
-typedef struct {
-    PyObject_HEAD
-    Buf buf;
-} BufObject;
-
-static int bufobj_getbuffer(PyObject *self, Py_buffer *view, int flags)
-{
-    BufObject *o = (BufObject *)self;
-    static char empty[8];
-    return PyBuffer_FillInfo(view, self, o->buf.data ? o->buf.data : empty,
-                             (Py_ssize_t)o->buf.len, 1, flags);
-}
-
-static void bufobj_dealloc(PyObject *self)
-{
-    buf_free(&((BufObject *)self)->buf);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static PyBufferProcs bufobj_as_buffer = {bufobj_getbuffer, NULL};
-
-static PyTypeObject BufType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "schedwake.ingest._tracedat.Buffer",
-    .tp_basicsize = sizeof(BufObject),
-    .tp_dealloc = bufobj_dealloc,
-    .tp_as_buffer = &bufobj_as_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "column memory filled by the trace.dat reader",
-};
-
-/* Hand a Buf over to Python (the Buf is emptied). */
-static PyObject *buf_to_py(Buf *b)
-{
-    BufObject *o = PyObject_New(BufObject, &BufType);
-    if (!o)
-        return NULL;
-    if (b->data && b->len < b->cap / 2 && b->len > 0) {
-        char *p = realloc(b->data, b->len);     /* give back slack */
-        if (p)
-            b->data = p;
-    }
-    o->buf = *b;
-    o->buf.cap = o->buf.len;
-    memset(b, 0, sizeof(*b));
-    return (PyObject *)o;
-}
-
-/* ------------------------------------------- dictionary-encoded strings */
-
-typedef struct {
-    Buf indices;            /* int32 per row */
-    Buf offsets;            /* int32, one per dictionary value + 1 */
-    Buf chars;              /* dictionary characters */
-    uint32_t *slots;        /* open addressing: dictionary index + 1, 0 = empty */
-    uint32_t *hashes;       /* hash of each dictionary value */
-    size_t nslots, count;
-} StrCol;
-
-static uint32_t str_hash(const char *s, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;  /* 8 bytes a step: names are short */
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    uint64_t w = 0;
-    memcpy(&w, s + i, n - i);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    return (uint32_t)(h ^ (h >> 29));
-}
-
-static int strcol_rehash(StrCol *c)
-{
-    size_t n = c->nslots ? c->nslots * 2 : 64;
-    uint32_t *slots = calloc(n, sizeof(*slots));
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < c->count; i++) {
-        size_t j = c->hashes[i] & (n - 1);
-        while (slots[j])
-            j = (j + 1) & (n - 1);
-        slots[j] = (uint32_t)i + 1;
-    }
-    free(c->slots);
-    c->slots = slots;
-    c->nslots = n;
-    return 0;
-}
-
-/* Index of string s[0..n) in the dictionary, adding it if new; -1 on no memory. */
-static int32_t strcol_intern(StrCol *c, const char *s, size_t n)
-{
-    if ((c->count + 1) * 2 > c->nslots && strcol_rehash(c) < 0)
-        return -1;
-    uint32_t h = str_hash(s, n);
-    const int32_t *offs = (const int32_t *)c->offsets.data;
-    size_t j = h & (c->nslots - 1);
-    for (; c->slots[j]; j = (j + 1) & (c->nslots - 1)) {
-        uint32_t i = c->slots[j] - 1;
-        if (c->hashes[i] == h && (size_t)(offs[i + 1] - offs[i]) == n &&
-            memcmp(c->chars.data + offs[i], s, n) == 0)
-            return (int32_t)i;
-    }
-    if (c->count == 0) {
-        int32_t zero = 0;
-        if (buf_put(&c->offsets, &zero, 4) < 0)
-            return -1;
-    }
-    if (buf_put(&c->chars, s, n) < 0)
-        return -1;
-    int32_t end = (int32_t)c->chars.len;
-    if (buf_put(&c->offsets, &end, 4) < 0)
-        return -1;
-    uint32_t *hs = realloc(c->hashes, (c->count + 1) * sizeof(*hs));
-    if (!hs)
-        return -1;
-    c->hashes = hs;
-    hs[c->count] = h;
-    c->slots[j] = (uint32_t)++c->count;
-    return (int32_t)(c->count - 1);
-}
-
-static inline int strcol_append(StrCol *c, const char *s, size_t n)
-{
-    int32_t i = strcol_intern(c, s, n);
-    if (i < 0)
-        return -1;
-    return buf_put(&c->indices, &i, 4);
-}
-
-static void strcol_free(StrCol *c)
-{
-    buf_free(&c->indices);
-    buf_free(&c->offsets);
-    buf_free(&c->chars);
-    free(c->slots);
-    free(c->hashes);
-    memset(c, 0, sizeof(*c));
-}
-
-/* (indices, dictionary offsets, dictionary chars) as Python buffers. */
-static PyObject *strcol_to_py(StrCol *c)
-{
-    if (c->count == 0) {
-        int32_t zero = 0;
-        if (buf_put(&c->offsets, &zero, 4) < 0)
-            return PyErr_NoMemory();
-    }
-    PyObject *t = Py_BuildValue("(NNN)", buf_to_py(&c->indices), buf_to_py(&c->offsets),
-                                buf_to_py(&c->chars));
-    strcol_free(c);
-    return t;
-}
 
 /* ------------------------------------------------------------- columns */
 
@@ -298,6 +102,14 @@ typedef struct {
     int nstates;
 } EvTab;
 
+/* Why record_cb() ended the iteration early. */
+enum read_error {
+    E_NONE,
+    E_NOMEM,        /* an allocation failed */
+    E_PYTHON,       /* a Python exception is set (a signal, or the progress callback) */
+    E_LOOPING,      /* more records than the data can hold, or a CPU's offsets went back */
+};
+
 typedef struct {
     struct tracecmd_input *top;     /* the file's handle */
     struct tracecmd_input *handle;  /* the buffer read: top, or an instance's handle */
@@ -315,7 +127,7 @@ typedef struct {
     uint64_t *next_offset;  /* per CPU: records are read in file order, offsets grow */
     PyObject *progress;
     int64_t next_progress;
-    int error;              /* 1: no memory, 2: Python exception set */
+    int error;              /* an enum read_error: why the iteration stopped early */
     struct trace_seq seq;
     int64_t unknown_events;
 } Reader;
@@ -635,164 +447,6 @@ static int append_record(Reader *r, EvTab *t, struct tep_record *rec)
     return 0;
 }
 
-/* ------------------------------------------------------ crash guard */
-
-/*
- * Two failure modes of the libraries on damaged input are caught while they run:
- * a crash (SIGSEGV/SIGBUS) and an endless loop (libtraceevent's kbuffer_next_event()
- * can spin forever on a page whose event lengths do not advance).  The second is
- * caught by a CPU-time watchdog: if no record reaches our callback for
- * STALL_SECONDS seconds of CPU time, the read is abandoned.  In both cases the
- * handler jumps back to py_read(), which raises; the handle is leaked, never reused.
- * A third, damaged data that keeps yielding garbage records slowly, is stopped when
- * the CPU-time budget is spent, but not by a jump: the handler only sets a flag and
- * record_cb() ends the iteration at the next record.
- *
- * Jumping out of a signal handler that interrupted libc (malloc() above all: the
- * spinning loop of tracecmd_peek_data() allocates a record per turn) leaves libc's
- * lock taken, and the process deadlocks at its next allocation: a CI rehearsal hung so
- * on the pinned LOOPING_DAMAGE file.  So the stall jump is only taken when the
- * interrupted instruction is outside libc and the dynamic loader (whose locks are held
- * only while their code runs); otherwise the watchdog fires again 1 ms of CPU time
- * later and tries once more.
- */
-#define STALL_SECONDS 5
-
-static sigjmp_buf guard_jmp;
-static volatile sig_atomic_t guard_active;
-/* the reading thread: SIGPROF is process-directed, and a jump is only valid on the
-   thread whose stack guard_jmp belongs to */
-static pthread_t guard_thread;
-static struct sigaction old_segv, old_bus, old_prof;
-static struct itimerval old_timer;
-static volatile int64_t *watch_counter;
-static int64_t watch_last;
-static int watch_stalled;
-static volatile int64_t watch_budget = 20;  /* CPU seconds; raised once the size is known */
-static int64_t watch_spent;
-static volatile sig_atomic_t watch_expired;  /* budget spent: record_cb() stops */
-static volatile sig_atomic_t jump_pending;   /* stalled: jump at the first safe tick */
-
-/* Executable ranges of libc and the dynamic loader, found in guard_on() (not in the
-   handler: dl_iterate_phdr() is not async-signal-safe). */
-#define MAX_UNSAFE 8
-static uintptr_t unsafe_lo[MAX_UNSAFE], unsafe_hi[MAX_UNSAFE];
-static int n_unsafe;
-
-static int note_unsafe_ranges(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    const char *name = info->dlpi_name ? info->dlpi_name : "";
-    if (!strstr(name, "/libc.so") && !strstr(name, "/ld-linux"))
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum && n_unsafe < MAX_UNSAFE; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-            unsafe_lo[n_unsafe] = info->dlpi_addr + ph->p_vaddr;
-            unsafe_hi[n_unsafe] = unsafe_lo[n_unsafe] + ph->p_memsz;
-            n_unsafe++;
-        }
-    }
-    return 0;
-}
-
-/* May the handler jump out of the code that ucontext `uc` interrupted? */
-static int safe_to_jump(void *uc)
-{
-#if defined(__x86_64__)
-    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.pc;
-#else
-    (void)uc;
-    return 1;               /* no way to tell: jump, as before */
-#endif
-#if defined(__x86_64__) || defined(__aarch64__)
-    for (int i = 0; i < n_unsafe; i++)
-        if (pc >= unsafe_lo[i] && pc < unsafe_hi[i])
-            return 0;
-    return 1;
-#endif
-}
-
-static void guard_handler(int sig)
-{
-    if (guard_active && pthread_equal(pthread_self(), guard_thread)) {
-        guard_active = 0;
-        siglongjmp(guard_jmp, sig);
-    }
-    sigaction(sig, sig == SIGSEGV ? &old_segv : &old_bus, NULL);
-    raise(sig);
-}
-
-static void watchdog_handler(int sig, siginfo_t *info, void *uc)
-{
-    (void)info;
-    if (!guard_active || !pthread_equal(pthread_self(), guard_thread))
-        return;             /* another thread took the tick: not ours to count */
-    if (jump_pending) {
-        if (safe_to_jump(uc)) {
-            guard_active = 0;
-            siglongjmp(guard_jmp, sig);
-        }
-        struct itimerval soon = {{1, 0}, {0, 1000}};
-        setitimer(ITIMER_PROF, &soon, NULL);
-        return;
-    }
-    int64_t now = watch_counter ? *watch_counter : 0;
-    /* records trickle out of damaged data far slower than any real trace */
-    if (++watch_spent > watch_budget)
-        watch_expired = 1;
-    if (now != watch_last) {
-        watch_last = now;
-        watch_stalled = 0;
-    } else if (++watch_stalled >= STALL_SECONDS) {
-        /* nothing reaches record_cb(): the library spins inside one call, and the
-           jump is the only way out */
-        jump_pending = 1;
-        watchdog_handler(sig, info, uc);
-    }
-}
-
-static void guard_on(volatile int64_t *progress_counter)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = guard_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_NODEFER;
-    sigaction(SIGSEGV, &sa, &old_segv);
-    sigaction(SIGBUS, &sa, &old_bus);
-    sa.sa_handler = NULL;
-    sa.sa_sigaction = watchdog_handler;
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
-    sigaction(SIGPROF, &sa, &old_prof);
-    if (!n_unsafe)
-        dl_iterate_phdr(note_unsafe_ranges, NULL);
-    watch_counter = progress_counter;
-    watch_last = progress_counter ? *progress_counter : 0;
-    watch_stalled = 0;
-    watch_spent = 0;
-    watch_budget = 20;
-    watch_expired = 0;
-    jump_pending = 0;
-    guard_thread = pthread_self();
-    struct itimerval tick = {{1, 0}, {1, 0}};   /* every second of CPU time */
-    setitimer(ITIMER_PROF, &tick, &old_timer);
-    guard_active = 1;
-}
-
-static void guard_off(void)
-{
-    guard_active = 0;
-    setitimer(ITIMER_PROF, &old_timer, NULL);
-    sigaction(SIGSEGV, &old_segv, NULL);
-    sigaction(SIGBUS, &old_bus, NULL);
-    sigaction(SIGPROF, &old_prof, NULL);
-    watch_counter = NULL;
-}
-
 /* ---------------------------------------------------------- iteration */
 
 #define PROGRESS_EVERY (1 << 16)
@@ -801,17 +455,13 @@ static int record_cb(struct tracecmd_input *handle, struct tep_record *rec, int 
 {
     Reader *r = priv;
     int64_t ts = (int64_t)rec->ts;
-    if (watch_expired) {
-        r->error = 4;
-        return 1;
-    }
     if (++r->nrecords > r->max_records) {
-        r->error = 3;
+        r->error = E_LOOPING;
         return 1;
     }
     if (rec->cpu >= 0 && rec->cpu < r->ncpus) {
         if (rec->offset < r->next_offset[rec->cpu]) {
-            r->error = 3;           /* went back inside one CPU's data */
+            r->error = E_LOOPING;           /* went back inside one CPU's data */
             return 1;
         }
         r->next_offset[rec->cpu] = rec->offset + 1;
@@ -825,7 +475,7 @@ static int record_cb(struct tracecmd_input *handle, struct tep_record *rec, int 
         int32_t c = rec->cpu;
         if (buf_put(&r->lost_ts, &ts, 8) || buf_put(&r->lost_cpu, &c, 4) ||
             buf_put(&r->lost_count, &n, 8)) {
-            r->error = 1;
+            r->error = E_NOMEM;
             return 1;
         }
         /* per CPU: known losses add up; an unknown-size loss counts as 1 here
@@ -844,14 +494,14 @@ static int record_cb(struct tracecmd_input *handle, struct tep_record *rec, int 
     } else {
         t->count++;
         if (t->wanted && append_record(r, t, rec) < 0) {
-            r->error = 1;
+            r->error = E_NOMEM;
             return 1;
         }
     }
     if (r->nrecords >= r->next_progress) {
         r->next_progress = r->nrecords + PROGRESS_EVERY;
         if (PyErr_CheckSignals() < 0) {
-            r->error = 2;
+            r->error = E_PYTHON;
             return 1;
         }
         if (r->progress && r->progress != Py_None) {
@@ -859,7 +509,7 @@ static int record_cb(struct tracecmd_input *handle, struct tep_record *rec, int 
             double frac = span > 0 ? (double)(ts - r->first_ts) / span : 0.0;
             PyObject *res = PyObject_CallFunction(r->progress, "d", frac);
             if (!res) {
-                r->error = 2;
+                r->error = E_PYTHON;
                 return 1;
             }
             Py_DECREF(res);
@@ -1071,10 +721,166 @@ static PyObject *meta_to_py(Reader *r)
 
 PyDoc_STRVAR(read_doc,
 "read(path, events=None, progress=None) -> dict\n\n"
-"Read a trace.dat file. `events` is None (all) or a collection of event names.\n"
-"`progress`, if given, is called with a float in [0, 1] now and then.\n"
+"Read a trace.dat file through libtracecmd. `events` is None (all) or a collection\n"
+"of event names. `progress`, if given, is called with a float in [0, 1] now and then.\n"
 "Returns {'meta': {...}, 'events': {name: {'system', 'count', 'columns'}},\n"
-"'lost': (ts, cpu, count) buffers}. Raises TraceDatError on unusable files.");
+"'lost': (ts, cpu, count) buffers}. Raises TraceDatError on unusable files.\n"
+"libtracecmd may crash or spin on damaged input: call this in a child process\n"
+"(schedwake.ingest.libtracecmd does).");
+
+/* Open the file and pick the buffer to read: the top one, or (`trace-cmd extract -B
+   NAME` leaves the top buffer empty and the events in the instance's buffer) the
+   first instance that has data.  0, or -1 with TraceDatError set. */
+static int open_buffer(Reader *r, const char *path)
+{
+    r->top = r->handle = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS |
+                                             TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+    r->buffer = "";
+    if (r->handle && !has_data(r->handle)) {
+        int n = tracecmd_buffer_instances(r->top);
+        for (int i = 0; i < n; i++) {
+            struct tracecmd_input *ih = tracecmd_buffer_instance_handle(r->top, i);
+            if (ih && has_data(ih)) {
+                r->handle = ih;
+                r->buffer = tracecmd_buffer_instance_name(r->top, i);
+                break;
+            }
+            if (ih)
+                tracecmd_close(ih);
+        }
+    }
+    if (!r->handle) {
+        PyErr_SetString(TraceDatError, "cannot parse the trace.dat headers "
+                        "(truncated or corrupt file, or not a trace-cmd file)");
+        return -1;
+    }
+    r->tep = tracecmd_get_tep(r->handle);
+    r->ncpus = tracecmd_cpus(r->handle);
+    if (r->ncpus <= 0 || r->ncpus > 65536 || !r->tep) {
+        PyErr_Format(TraceDatError, "invalid CPU count %d in the file header", r->ncpus);
+        return -1;
+    }
+    r->swap = tep_is_file_bigendian(r->tep) != tep_is_local_bigendian(r->tep);
+    r->lost_per_cpu = calloc(r->ncpus, sizeof(int64_t));
+    r->next_offset = calloc(r->ncpus, sizeof(uint64_t));
+    if (!r->lost_per_cpu || !r->next_offset) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* One EvTab per event format (columns for the wanted ones), and the offsets of the
+   common fields, taken from the first event's format.  0, or -1 with an exception. */
+static int setup_events(Reader *r, PyObject *events)
+{
+    int nevents = tep_get_events_count(r->tep);
+    struct tep_event **list = tep_list_events(r->tep, TEP_EVENT_SORT_ID);
+    if (!list) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (nevents <= 0) {
+        PyErr_SetString(TraceDatError, "the file has no event formats");
+        return -1;
+    }
+    for (int i = 0; i < nevents; i++)
+        if (list[i]->id > r->max_id)
+            r->max_id = list[i]->id;
+    if (r->max_id > 1 << 20) {
+        PyErr_Format(TraceDatError, "implausible event id %d in the event formats", r->max_id);
+        return -1;
+    }
+    r->by_id = calloc(r->max_id + 1, sizeof(EvTab *));
+    if (!r->by_id) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    struct tep_format_field *ft = tep_find_common_field(list[0], "common_type");
+    struct tep_format_field *ff = tep_find_common_field(list[0], "common_flags");
+    struct tep_format_field *fp = tep_find_common_field(list[0], "common_preempt_count");
+    struct tep_format_field *fpid = tep_find_common_field(list[0], "common_pid");
+    if (!ft || !ff || !fp || !fpid) {
+        PyErr_SetString(TraceDatError, "event formats lack the common fields");
+        return -1;
+    }
+    r->common_type_size = ft->size;
+    r->common_flags_off = ff->offset;
+    r->common_preempt_off = fp->offset;
+    r->common_pid_off = fpid->offset;
+    for (int i = 0; i < nevents; i++) {
+        int w = wanted_event(events, list[i]);
+        if (w < 0)
+            return -1;
+        if (setup_event(r, list[i], w) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* First and last timestamps (for progress) and the most records the data could hold
+   (every record takes at least 8 bytes: a 4-byte header and a 4-byte payload); then
+   rewind every CPU for the iteration. */
+static void scan_bounds(Reader *r)
+{
+    r->first_ts = (int64_t)tracecmd_get_first_ts(r->handle);
+    r->last_ts = r->first_ts;
+    r->max_records = 1024;
+    for (int c = 0; c < r->ncpus; c++) {
+        if (!cpu_in_file(r->handle, c))
+            continue;
+        r->max_records += tracecmd_get_cpu_file_size(r->handle, c) / 8;
+        struct tep_record *last = tracecmd_read_cpu_last(r->handle, c);
+        if (last) {
+            if ((int64_t)last->ts > r->last_ts)
+                r->last_ts = (int64_t)last->ts;
+            tracecmd_free_record(last);
+        }
+    }
+    tracecmd_set_all_cpus_to_timestamp(r->handle, 0);
+}
+
+/* Turn an early stop of the iteration into an exception; 0 if there was none. */
+static int iteration_error(Reader *r)
+{
+    switch ((enum read_error)r->error) {
+    case E_NONE:
+        return 0;
+    case E_NOMEM:
+        PyErr_NoMemory();
+        break;
+    case E_PYTHON:
+        break;
+    case E_LOOPING:
+        PyErr_SetString(TraceDatError, "corrupt trace.dat (a damaged page makes the reader "
+                        "go round in circles)");
+        break;
+    }
+    return -1;
+}
+
+/* {name: {'system', 'count', 'columns'}} of every event format (columns None for the
+   events not wanted). */
+static PyObject *events_to_py(Reader *r)
+{
+    PyObject *evd = PyDict_New();
+    for (int i = 0; evd && i <= r->max_id; i++) {
+        EvTab *t = r->by_id[i];
+        if (!t)
+            continue;
+        PyObject *cols = t->wanted ? event_to_py(t) : Py_NewRef(Py_None);
+        PyObject *ent = cols ? Py_BuildValue("{s:s,s:L,s:N}", "system",
+                                            t->event->system ? t->event->system : "",
+                                            "count", (long long)t->count, "columns", cols)
+                             : NULL;
+        if (!ent || PyDict_SetItemString(evd, t->event->name, ent) < 0)
+            Py_CLEAR(evd);
+        Py_XDECREF(ent);
+    }
+    return evd;
+}
 
 static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -1096,181 +902,20 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     tracecmd_set_loglevel(TEP_LOG_NONE);
     tep_set_loglevel(TEP_LOG_NONE);
 
-    int sig = sigsetjmp(guard_jmp, 1);
-    if (sig) {
-        /* The library crashed on this file; its state is unusable: leak it. */
-        guard_off();
-        PyErr_Format(TraceDatError, "corrupt trace.dat (%s)",
-                     sig == SIGPROF ? "the reader stopped making progress in a damaged page"
-                     : sig == SIGBUS ? "the reader hit a truncated mapping"
-                     : "the reader hit invalid data");
-        return NULL;
-    }
-    guard_on(&r->nrecords);
-    r->top = r->handle = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS |
-                                             TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
-    r->buffer = "";
-    /* `trace-cmd extract -B NAME` leaves the top buffer empty and the events in
-       the instance's buffer: read the first buffer that has data. */
-    if (r->handle && !has_data(r->handle)) {
-        int n = tracecmd_buffer_instances(r->top);
-        for (int i = 0; i < n; i++) {
-            struct tracecmd_input *ih = tracecmd_buffer_instance_handle(r->top, i);
-            if (ih && has_data(ih)) {
-                r->handle = ih;
-                r->buffer = tracecmd_buffer_instance_name(r->top, i);
-                break;
-            }
-            if (ih)
-                tracecmd_close(ih);
-        }
-    }
-    if (!r->handle) {
-        guard_off();
-        PyErr_SetString(TraceDatError, "cannot parse the trace.dat headers "
-                        "(truncated or corrupt file, or not a trace-cmd file)");
+    if (open_buffer(r, path) < 0 || setup_events(r, events) < 0)
         goto out;
-    }
-    r->tep = tracecmd_get_tep(r->handle);
-    r->ncpus = tracecmd_cpus(r->handle);
-    if (r->ncpus <= 0 || r->ncpus > 65536 || !r->tep) {
-        guard_off();
-        PyErr_Format(TraceDatError, "invalid CPU count %d in the file header", r->ncpus);
-        goto out;
-    }
-    r->swap = tep_is_file_bigendian(r->tep) != tep_is_local_bigendian(r->tep);
-    r->lost_per_cpu = calloc(r->ncpus, sizeof(int64_t));
-    r->next_offset = calloc(r->ncpus, sizeof(uint64_t));
-    int nevents = tep_get_events_count(r->tep);
-    struct tep_event **list = tep_list_events(r->tep, TEP_EVENT_SORT_ID);
-    if (!r->lost_per_cpu || !r->next_offset || !list) {
-        guard_off();
-        PyErr_NoMemory();
-        goto out;
-    }
-    if (nevents <= 0) {
-        guard_off();
-        PyErr_SetString(TraceDatError, "the file has no event formats");
-        goto out;
-    }
-    for (int i = 0; i < nevents; i++)
-        if (list[i]->id > r->max_id)
-            r->max_id = list[i]->id;
-    if (r->max_id > 1 << 20) {
-        guard_off();
-        PyErr_Format(TraceDatError, "implausible event id %d in the event formats", r->max_id);
-        goto out;
-    }
-    r->by_id = calloc(r->max_id + 1, sizeof(EvTab *));
-    if (!r->by_id) {
-        guard_off();
-        PyErr_NoMemory();
-        goto out;
-    }
-    /* Offsets of the common fields, from the first event's format. */
-    struct tep_format_field *ft = tep_find_common_field(list[0], "common_type");
-    struct tep_format_field *ff = tep_find_common_field(list[0], "common_flags");
-    struct tep_format_field *fp = tep_find_common_field(list[0], "common_preempt_count");
-    struct tep_format_field *fpid = tep_find_common_field(list[0], "common_pid");
-    if (!ft || !ff || !fp || !fpid) {
-        guard_off();
-        PyErr_SetString(TraceDatError, "event formats lack the common fields");
-        goto out;
-    }
-    r->common_type_size = ft->size;
-    r->common_flags_off = ff->offset;
-    r->common_preempt_off = fp->offset;
-    r->common_pid_off = fpid->offset;
-    for (int i = 0; i < nevents; i++) {
-        int w = wanted_event(events, list[i]);
-        if (w < 0 || setup_event(r, list[i], w) < 0) {
-            guard_off();
-            if (w >= 0)
-                PyErr_NoMemory();
-            goto out;
-        }
-    }
-
-    /* First and last timestamps, for progress; then rewind every CPU. */
-    r->first_ts = (int64_t)tracecmd_get_first_ts(r->handle);
-    r->last_ts = r->first_ts;
-    for (int c = 0; c < r->ncpus; c++) {
-        if (!cpu_in_file(r->handle, c))
-            continue;
-        struct tep_record *last = tracecmd_read_cpu_last(r->handle, c);
-        if (last) {
-            if ((int64_t)last->ts > r->last_ts)
-                r->last_ts = (int64_t)last->ts;
-            tracecmd_free_record(last);
-        }
-    }
-    tracecmd_set_all_cpus_to_timestamp(r->handle, 0);
-
-    /* Every record takes at least 8 bytes (4-byte header, 4-byte payload). */
-    r->max_records = 1024;
-    for (int c = 0; c < r->ncpus; c++) {
-        off64_t sz = tracecmd_get_cpu_file_size(r->handle, c);
-        if (sz > 0)
-            r->max_records += sz / 8;
-    }
-    /* CPU-time budget: 20 s plus 1 us for every record the data could hold (real
-       traces need well under a tenth of that) */
-    watch_budget = 20 + r->max_records / 1000000;
-    /* opening and the per-CPU lookups above deliver no record: they do not count */
-    watch_stalled = 0;
-    watch_spent = 0;
-
+    scan_bounds(r);
     tracecmd_iterate_events(r->handle, NULL, 0, record_cb, r);
-    guard_off();
-    if (r->error == 1) {
-        PyErr_NoMemory();
+    if (iteration_error(r) < 0)
         goto out;
-    }
-    if (r->error == 2)
-        goto out;
-    if (r->error == 3) {
-        PyErr_SetString(TraceDatError, "corrupt trace.dat (a damaged page makes the reader "
-                        "go round in circles)");
-        goto out;
-    }
-    if (r->error == 4) {
-        PyErr_SetString(TraceDatError, "corrupt trace.dat (the reader made no headway "
-                        "through damaged data)");
-        goto out;
-    }
-
-    PyObject *evd = PyDict_New();
     PyObject *meta = meta_to_py(r);
-    if (!evd || !meta) {
-        Py_XDECREF(evd);
+    PyObject *evd = meta ? events_to_py(r) : NULL;
+    if (evd)
+        result = Py_BuildValue("{s:N,s:N,s:(NNN)}", "meta", meta, "events", evd, "lost",
+                               buf_to_py(&r->lost_ts), buf_to_py(&r->lost_cpu),
+                               buf_to_py(&r->lost_count));
+    else
         Py_XDECREF(meta);
-        goto out;
-    }
-    for (int i = 0; i <= r->max_id; i++) {
-        EvTab *t = r->by_id[i];
-        if (!t)
-            continue;
-        PyObject *cols = Py_None;
-        Py_INCREF(cols);
-        if (t->wanted) {
-            Py_DECREF(cols);
-            cols = event_to_py(t);
-        }
-        PyObject *ent = cols ? Py_BuildValue("{s:s,s:L,s:N}", "system",
-                                            t->event->system ? t->event->system : "",
-                                            "count", (long long)t->count, "columns", cols)
-                             : NULL;
-        if (!ent || PyDict_SetItemString(evd, t->event->name, ent) < 0) {
-            Py_XDECREF(ent);
-            Py_DECREF(evd);
-            Py_DECREF(meta);
-            goto out;
-        }
-        Py_DECREF(ent);
-    }
-    result = Py_BuildValue("{s:N,s:N,s:(NNN)}", "meta", meta, "events", evd, "lost",
-                           buf_to_py(&r->lost_ts), buf_to_py(&r->lost_cpu),
-                           buf_to_py(&r->lost_count));
 out:
     if (r->handle && r->handle != r->top)
         tracecmd_close(r->handle);
@@ -1287,19 +932,20 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_tracedat",
-    "trace.dat reader over libtracecmd/libtraceevent (see the C source's header comment)",
+    PyModuleDef_HEAD_INIT, "_libtracecmd",
+    "trace.dat reader over libtracecmd/libtraceevent, for a child process "
+    "(see the C source's header comment)",
     -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__tracedat(void)
+PyMODINIT_FUNC PyInit__libtracecmd(void)
 {
-    if (PyType_Ready(&BufType) < 0)
+    if (pybuf_ready() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m)
         return NULL;
-    TraceDatError = PyErr_NewException("schedwake.ingest._tracedat.TraceDatError",
+    TraceDatError = PyErr_NewException("schedwake.ingest._libtracecmd.TraceDatError",
                                        PyExc_ValueError, NULL);
     if (!TraceDatError || PyModule_AddObject(m, "TraceDatError", TraceDatError) < 0) {
         Py_XDECREF(TraceDatError);
