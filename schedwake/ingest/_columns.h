@@ -135,7 +135,8 @@ static uint32_t str_hash(const char *s, size_t n)
         h ^= h >> 32;
     }
     uint64_t w = 0;
-    memcpy(&w, s + i, n - i);
+    if (n > i)                  /* s may be NULL for an empty string */
+        memcpy(&w, s + i, n - i);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     return (uint32_t)(h ^ (h >> 29));
 }
@@ -171,7 +172,7 @@ static int32_t strcol_intern_valid(StrCol *c, const char *s, size_t n)
     for (; c->slots[j]; j = (j + 1) & (c->nslots - 1)) {
         uint32_t i = c->slots[j] - 1;
         if (c->hashes[i] == h && (size_t)(offs[i + 1] - offs[i]) == n &&
-            memcmp(c->chars.data + offs[i], s, n) == 0)
+            (n == 0 || memcmp(c->chars.data + offs[i], s, n) == 0))
             return (int32_t)i;
     }
     if (n > (size_t)INT32_MAX - c->chars.len)   /* Arrow string offsets are int32 */

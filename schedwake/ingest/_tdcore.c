@@ -60,6 +60,7 @@
 #define MAX_OPTION_SECTIONS 4096
 #define MAX_FIELDS 1024
 
+#define MAX_LOST (1ull << 48)       /* events lost before one page: more were never written */
 #define COMMIT_MASK ((1u << 27) - 1)
 #define MISSING_EVENTS (1ull << 31)
 #define MISSING_STORED (1ull << 30)
@@ -2662,7 +2663,7 @@ static int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int
             const uint8_t *s = (const uint8_t *)"";
             size_t n = 0;
             if (inside) {
-                uint32_t loc = (uint32_t)ld(p, fl->size >= 4 ? 4 : fl->size, swap);
+                uint32_t loc = (uint32_t)ld(p, fl->size >= 4 ? 4 : fl->size >= 2 ? 2 : 1, swap);
                 size_t off = loc & 0xffff, len = fl->size >= 4 ? loc >> 16 : 0;
                 if (fl->is_relative)
                     off += (size_t)fl->offset + (size_t)fl->size;
@@ -2761,8 +2762,13 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
                          PRIu64 " has no room for its lost-event count", w->cpu, foff);
                 return -2;
             }
-            int64_t n = (int64_t)ld(data + size, f->long_size, swap);
-            missed = n > 0 ? n : -1;
+            uint64_t n = ld(data + size, f->long_size, swap);
+            if (n > MAX_LOST) {
+                snprintf(w->err, sizeof(w->err), "corrupt trace.dat: CPU %u page at offset %"
+                         PRIu64 " says %" PRIu64 " events were lost before it", w->cpu, foff, n);
+                return -2;
+            }
+            missed = n > 0 ? (int64_t)n : -1;
         }
     }
     if (size == 0 && !missed) {
@@ -2865,7 +2871,8 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
             if (buf_put(&w->lost_ts, &t, 8) || buf_put(&w->lost_cpu, &cpu32, 4) ||
                 buf_put(&w->lost_count, &missed, 8))
                 return -1;
-            w->lost_sum += missed > 0 ? missed : 1;
+            w->lost_sum = w->lost_sum > INT64_MAX - MAX_LOST ? INT64_MAX
+                          : w->lost_sum + (missed > 0 ? missed : 1);
             got_missed = 1;
         }
         if ((int)len < f->common_size) {
@@ -2895,7 +2902,8 @@ page_done:
         if (buf_put(&w->lost_ts, &t, 8) || buf_put(&w->lost_cpu, &cpu, 4) ||
             buf_put(&w->lost_count, &missed, 8))
             return -1;
-        w->lost_sum += missed > 0 ? missed : 1;
+        w->lost_sum = w->lost_sum > INT64_MAX - MAX_LOST ? INT64_MAX
+                      : w->lost_sum + (missed > 0 ? missed : 1);
     }
     return 0;
 bad:
@@ -3179,9 +3187,11 @@ static void drop_rows(td_column *c, int64_t n, int64_t rows)
         for (int64_t i = 0; i < rows - n; i++)
             offs[i] = offs[n + i] - base;
         c->offsets.len = (size_t)(rows - n) * 4;
-        memmove(c->values.data, c->values.data + (size_t)base * w,
-                c->values.len - (size_t)base * w);
-        c->values.len -= (size_t)base * w;
+        if (base) {
+            memmove(c->values.data, c->values.data + (size_t)base * w,
+                    c->values.len - (size_t)base * w);
+            c->values.len -= (size_t)base * w;
+        }
         break;
     }
     }
@@ -3235,7 +3245,9 @@ static int gather_task(Decoder *d, int t)
             int32_t gi = map[oc[r]][li];
             if (gi < 0) {
                 const int32_t *offs = (const int32_t *)sc->offsets.data;
-                gi = strcol_intern_valid(&dst->str, sc->chars.data + offs[li],
+                /* a dictionary of empty strings only has no characters at all */
+                gi = strcol_intern_valid(&dst->str, sc->chars.data ? sc->chars.data + offs[li]
+                                                                   : "",
                                          (size_t)(offs[li + 1] - offs[li]));
                 if (gi < 0)
                     goto done;
@@ -3258,7 +3270,7 @@ static int gather_task(Decoder *d, int t)
             const int32_t *offs = (const int32_t *)sc->offsets.data;
             int32_t a = orow[r] ? offs[orow[r] - 1] : 0, b = offs[orow[r]];
             size_t n = (size_t)(b - a) * w;
-            if (buf_put(&dst->values, sc->values.data + (size_t)a * w, n) < 0)
+            if (n && buf_put(&dst->values, sc->values.data + (size_t)a * w, n) < 0)
                 goto done;
             end += b - a;
             if (end > INT32_MAX)
@@ -3381,8 +3393,9 @@ static int collect_lost(Decoder *d, int64_t horizon)
                 keep++;
             }
         }
-        if (w->cpu < (uint32_t)f->meta.cpus)
-            f->lost_per_cpu[w->cpu] += w->lost_sum;
+        if (w->cpu < (uint32_t)f->meta.cpus)   /* each below 2^48 a page: saturate */
+            f->lost_per_cpu[w->cpu] = w->lost_sum > INT64_MAX - f->lost_per_cpu[w->cpu]
+                                      ? INT64_MAX : f->lost_per_cpu[w->cpu] + w->lost_sum;
         w->lost_sum = 0;
         w->lost_ts.len = 8 * keep;
         w->lost_cpu.len = 4 * keep;
