@@ -11,3 +11,21 @@ demo: bootstrap
 
 test: bootstrap
 	.venv/bin/python -m pytest -q
+
+# Hostile-input testing (docs/reliability.md): each harness for FUZZ_SECONDS, one at a
+# time, corpora in fuzz/corpus/<harness>/ (new coverage merged in), findings in fuzz/crashes/
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz
+fuzz: bootstrap
+	.venv/bin/python fuzz/run.py --seconds $(FUZZ_SECONDS) --merge --keep-going
+
+# libFuzzer harness over the C trace.dat decoder, ASan + UBSan (TDCORE_SRC/TDCORE_INC
+# point it at another copy of the decoder, TDCORE_FUZZ at another output)
+TDCORE_SRC ?= schedwake/ingest/_tdcore.c
+TDCORE_INC ?= schedwake/ingest
+TDCORE_FUZZ ?= build/fuzz/tdcore_fuzz
+FUZZ_CC ?= clang
+FUZZ_CFLAGS ?= -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(TDCORE_FUZZ): fuzz/tdcore_fuzz.c $(TDCORE_SRC) $(wildcard $(TDCORE_INC)/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/tdcore_fuzz.c $(TDCORE_SRC) -I$(TDCORE_INC) -lzstd -lz -lpthread -o $@

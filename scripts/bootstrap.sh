@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install what schedwake needs on a fresh Debian machine, idempotently:
-# the Debian packages (libtracecmd & co., trace-cmd for the cross-checks) and a
-# virtual environment .venv with schedwake installed in editable mode.
+# the Debian packages (libtracecmd & co., trace-cmd for the cross-checks, clang with
+# libFuzzer and the sanitizer runtimes for fuzz/) and a virtual environment .venv with
+# schedwake installed in editable mode (its test extras include atheris, for fuzz/).
 # A second run does nothing unless pyproject.toml, setup.py or the C sources changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="build-essential pkg-config libzstd-dev zlib1g-dev libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd linux-perf zstd chromium"
+APT_PACKAGES="build-essential pkg-config libzstd-dev zlib1g-dev libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd linux-perf zstd chromium clang"
 missing=()
 for p in $APT_PACKAGES; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -16,6 +17,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# libFuzzer and clang's sanitizer runtimes: a package clang only recommends
+# (libclang-rt-N-dev, N = clang's major version), missing where recommends are off
+if ! [ -f "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] && [ "$(uname -m)" = x86_64 ]; then
+    rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+    echo "bootstrap: installing Debian package $rt (libFuzzer for fuzz/)" >&2
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$rt" >/dev/null
 fi
 
 PY=${PYTHON:-python3}
@@ -27,4 +36,11 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     .venv/bin/python -m pip install -q --upgrade pip >/dev/null
     .venv/bin/python -m pip install -q -e '.[test]'
     echo "$want" > "$stamp"
+fi
+# atheris (the Python fuzz harnesses) is a test extra, a wheel on x86-64 Linux; a .venv
+# whose stamp predates it, or where it failed to install, gets it here (or a clear word)
+if [ "$(uname -m)" = x86_64 ] && ! .venv/bin/python -c 'import atheris' 2>/dev/null; then
+    echo "bootstrap: atheris did not install with the test extras: installing it" >&2
+    CC=clang CXX=clang++ .venv/bin/python -m pip install -q 'atheris>=2.3' || \
+        echo "bootstrap: WARNING: no atheris: the fuzz harnesses fuzz_load_*.py cannot run" >&2
 fi

@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""Run the fuzz harnesses, one process at a time (``make fuzz`` calls this).
+
+    .venv/bin/python fuzz/run.py                          # every harness, 600 s each
+    .venv/bin/python fuzz/run.py fuzz_load_text --seconds 60
+    .venv/bin/python fuzz/run.py --seconds 600 --merge    # then merge new coverage into
+                                                          # fuzz/corpus/<harness>/
+
+Each harness runs with its committed corpus fuzz/corpus/<harness>/ (read, never
+written during the run: new inputs go to build/fuzz/work/<harness>/), its dictionary,
+and -artifact_prefix=fuzz/crashes/<harness>-, so a finding is a file
+fuzz/crashes/<harness>-{crash,timeout,oom,leak}-<sha1>.  --merge then adds to the
+committed corpus only the new inputs that reach new coverage (libFuzzer -merge=1).
+
+The atheris harnesses run with the ASan+UBSan+sancov build of the compiled readers
+(build/asan-fuzz, fuzz/build_asan.sh --atheris) and atheris's asan_with_fuzzer.so
+preloaded, so the C code is both checked and coverage-guided.  tdcore_fuzz is built
+by the Makefile rule build/fuzz/tdcore_fuzz (only when schedwake/ingest/_tdcore.c
+exists).
+
+Politeness on a shared machine: a lock (/tmp/schedwake-fuzz.lock) keeps to one fuzzer
+process at a time across checkouts and test workers, and fuzzers run under nice 10.
+Exit status: 0 if no harness found anything, 1 if one did, 2 on a usage or build error,
+3 if --lock-wait ran out.  --keep-going starts a harness again after a finding, until
+its time is spent (make fuzz does), so one early finding does not end a campaign.
+One JSON line per harness run is appended to build/fuzz/runs.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import _common  # noqa: E402
+
+BUILD = ROOT / "build" / "fuzz"
+CRASHES = HERE / "crashes"
+LOCK = Path("/tmp/schedwake-fuzz.lock")
+TDCORE_SRC = ROOT / "schedwake" / "ingest" / "_tdcore.c"
+TDCORE_BIN = BUILD / "tdcore_fuzz"
+TDCORE_MISSING = "the C trace.dat decoder is not built yet"
+
+HARNESSES = {
+    "fuzz_load_tracedat": {"kind": "atheris", "dict": "tracedat.dict", "max_len": 65536,
+                           "timeout": 30, "rss_limit_mb": 3072, "budget": 1500 << 10},
+    "fuzz_load_text": {"kind": "atheris", "dict": "text.dict", "max_len": 16384,
+                       "timeout": 20, "rss_limit_mb": 3072, "budget": 800 << 10},
+    # the trace.dat harness's corpus is the same format: read it too (read-only)
+    "tdcore_fuzz": {"kind": "libfuzzer", "dict": "tracedat.dict", "max_len": 65536,
+                    "timeout": 10, "rss_limit_mb": 2048, "budget": 1500 << 10,
+                    "also_read": ["fuzz_load_tracedat"]},
+}
+# budget: bytes the committed corpus may hold (all corpora + regressions < 5 MB); a
+# merge that would pass it keeps the smallest of its new inputs
+FINDING_KINDS = ("crash", "timeout", "oom", "leak")
+
+
+class LockBusy(Exception):
+    pass
+
+
+def lock(wait: float | None = None):
+    """Take the machine-wide fuzzer lock, waiting at most `wait` seconds (None: as long
+    as it takes); the returned file holds it until closed."""
+    f = open(LOCK, "a+")
+    deadline = None if wait is None else time.monotonic() + wait
+    said = False
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return f
+        except BlockingIOError:
+            if deadline is not None and time.monotonic() >= deadline:
+                f.close()
+                raise LockBusy(f"another fuzzer held {LOCK} for {wait:.0f} s") from None
+            if not said:
+                print(f"run: another fuzzer holds {LOCK}: waiting", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(1)
+
+
+_child: subprocess.Popen | None = None
+
+
+def _stop(signum, frame):
+    """SIGTERM/SIGINT/SIGHUP: stop the fuzzer too (it is in its own process group)."""
+    if _child and _child.poll() is None:
+        try:
+            os.killpg(_child.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    raise SystemExit(128 + signum)
+
+
+def execute(argv: list[str], env: dict) -> tuple[int, str]:
+    """Run a fuzzer to its end: (status, stdout + stderr)."""
+    global _child
+    with subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, errors="replace",
+                          start_new_session=True) as proc:
+        _child = proc
+        out, _ = proc.communicate()
+    _child = None
+    return proc.returncode, out
+
+
+def tdcore_available() -> bool:
+    return TDCORE_SRC.exists()
+
+
+def build(name: str) -> None:
+    """Build what a harness needs (incremental)."""
+    if HARNESSES[name]["kind"] == "atheris":
+        subprocess.run([str(HERE / "build_asan.sh"), "--atheris"], check=True, cwd=ROOT,
+                       env={**os.environ, "PYTHON": sys.executable})
+    else:
+        subprocess.run(["make", "-s", "--no-print-directory",
+                        str(TDCORE_BIN.relative_to(ROOT))], check=True, cwd=ROOT)
+
+
+def command(name: str) -> tuple[list[str], dict]:
+    """The command line (without libFuzzer flags and corpus dirs) and environment."""
+    env = dict(os.environ)
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    if HARNESSES[name]["kind"] == "libfuzzer":
+        # plain C: a leak is a finding too
+        env["ASAN_OPTIONS"] = "detect_leaks=1:allocator_may_return_null=1"
+        return [str(TDCORE_BIN)], env
+    # CPython never frees some of its memory: leak reports would be noise
+    env["ASAN_OPTIONS"] = ("detect_leaks=0:allocator_may_return_null=1:"
+                           "detect_stack_use_after_return=0:handle_segv=1")
+    # libFuzzer's -merge runs the harness again as argv[0] (the script, by its
+    # "#!/usr/bin/env python3"): that python3 must be this one
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    asan_build = ROOT / "build" / "asan-fuzz"
+    env["LD_PRELOAD"] = (asan_build / "runtime").read_text().strip()
+    env[_common.NATIVE_ENV] = str(asan_build)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return [str(HERE / f"{name}.py")], env
+
+
+def stats(text: str) -> dict:
+    out = {}
+    for key, val in re.findall(r"^stat::(\w+):\s*(\d+)", text, re.M):
+        out[key] = int(val)
+    m = re.search(r"Done (\d+) runs in (\d+) second", text)
+    if m:
+        out.setdefault("number_of_executed_units", int(m.group(1)))
+    if "number_of_executed_units" not in out:
+        # a run that stopped at a finding: the last status line has the count
+        m = re.findall(r"^#(\d+)\s", text, re.M)
+        if m:
+            out["number_of_executed_units"] = int(m[-1])
+    cov = re.findall(r"\scov: (\d+) ft: (\d+)", text)
+    if cov:
+        out["cov"], out["ft"] = map(int, cov[-1])
+    return out
+
+
+def what_happened(log: str) -> str:
+    """One line saying what a run that stopped at a finding found."""
+    for pat in (r"^SUMMARY: ((?:Address|UndefinedBehavior|Leak|Memory)Sanitizer: .*)$",
+                r"^(tdcore_fuzz: contract broken: .*)$",
+                r"^==\d+== ERROR: libFuzzer: (timeout.*|out-of-memory.*|fuzz target exited)$",
+                r"^(.*runtime error: .*)$"):
+        m = re.findall(pat, log, re.M)
+        if m:
+            found = m[-1].strip()
+            if found == "fuzz target exited":
+                exc = re.findall(r"^(\w[\w.]*(?:Error|Exception)\b.*)$", log, re.M)
+                where = re.findall(r'^\s+File "([^"]+)", line (\d+), in (\w+)$', log, re.M)
+                if exc:
+                    found = exc[-1][:200]
+                    if where:
+                        found += f" (at {Path(where[-1][0]).name}:{where[-1][1]} in {where[-1][2]})"
+            return found
+    m = re.findall(r"^==\d+== ERROR: libFuzzer: (.*)$", log, re.M)
+    return m[-1] if m else "see the log"
+
+
+def run_one(name: str, seconds: int, runs: int | None, strict: bool, merge: bool,
+            log_tail: int, work_root: Path | None = None, keep_going: bool = False) -> dict:
+    """Fuzz one harness for `seconds`.  With keep_going, a run that stops at a finding
+    is started again (same work corpus) until the time is spent."""
+    spec = HARNESSES[name]
+    corpus = HERE / "corpus" / name
+    work = (work_root or BUILD / "work") / name
+    work.mkdir(parents=True, exist_ok=True)
+    CRASHES.mkdir(parents=True, exist_ok=True)
+    build(name)
+    cmd, env = command(name)
+    if not strict:
+        env[_common.KNOWN_ENV] = str(_common.KNOWN_FILE)
+    flags = [f"-timeout={spec['timeout']}", f"-rss_limit_mb={spec['rss_limit_mb']}",
+             f"-max_len={spec['max_len']}", f"-dict={HERE / spec['dict']}",
+             f"-artifact_prefix={CRASHES}/{name}-", "-print_final_stats=1", "-reload=0"]
+    if runs:
+        flags.append(f"-runs={runs}")
+    dirs = [work, corpus] + [HERE / "corpus" / d for d in spec.get("also_read", [])]
+    t0 = time.monotonic()
+    result = {"harness": name, "when": time.strftime("%Y-%m-%dT%H:%M:%S"), "strict": strict,
+              "runs": 0, "number_of_executed_units": 0, "findings": []}
+    logs = []
+    while seconds > 0:
+        left = int(seconds - (time.monotonic() - t0))
+        if result["runs"] and (left < 10 or not keep_going):
+            break
+        before = set(CRASHES.iterdir())
+        rc, log = execute(["nice", "-n", "10"] + cmd + flags + [f"-max_total_time={left}"]
+                          + [str(d) for d in dirs], env)
+        logs.append(log)
+        st = stats(log)
+        result["runs"] += 1
+        result["returncode"] = rc
+        result["number_of_executed_units"] += st.pop("number_of_executed_units", 0)
+        result.update(st)
+        new = sorted(p for p in set(CRASHES.iterdir()) - before
+                     if any(p.name.startswith(f"{name}-{k}-") for k in FINDING_KINDS))
+        if rc != 0:
+            what = what_happened(log)
+            result["findings"].append({
+                "file": str(new[0].relative_to(ROOT)) if new else None, "what": what})
+            print(f"run: {name}: finding: {what}", file=sys.stderr, flush=True)
+            print("\n".join(log.splitlines()[-log_tail:]), file=sys.stderr)
+        if rc == 0 or runs:
+            break
+    result["seconds"] = round(time.monotonic() - t0, 1)
+    (BUILD / f"{name}.log").write_text("\n".join(logs))
+    result["average_exec_per_sec"] = round(result["number_of_executed_units"]
+                                           / max(result["seconds"], 1), 1)
+    if merge:
+        result["merged"] = merge_into(name, cmd, env, corpus, work, spec)
+    with open(BUILD / "runs.jsonl", "a") as f:
+        f.write(json.dumps(result) + "\n")
+    return result
+
+
+def merge_into(name, cmd, env, corpus, work, spec) -> int:
+    """Add to the committed corpus the inputs of `work` that reach new coverage."""
+    before = set(corpus.iterdir())
+    merge_ctl = BUILD / f"{name}.merge"
+    merge_ctl.unlink(missing_ok=True)       # an old one would be resumed
+    rc, log = execute(["nice", "-n", "10"] + cmd + [
+        "-merge=1", f"-max_len={spec['max_len']}", f"-timeout={spec['timeout']}",
+        f"-rss_limit_mb={spec['rss_limit_mb']}", f"-merge_control_file={merge_ctl}",
+        str(corpus), str(work)], env)
+    (BUILD / f"{name}.merge.log").write_text(log)
+    if rc != 0 or not re.search(r"MERGE-OUTER: \d+ new files", log):
+        print(log[-3000:], file=sys.stderr)
+        raise SystemExit(f"run: merging {name} failed (status {rc}); the new inputs stay "
+                         f"in {work}")
+    new = sorted(set(corpus.iterdir()) - before, key=lambda p: p.stat().st_size)
+    total = sum(p.stat().st_size for p in corpus.iterdir())
+    while new and total > spec["budget"]:
+        drop = new.pop()
+        total -= drop.stat().st_size
+        drop.unlink()
+    shutil.rmtree(work, ignore_errors=True)
+    return len(new)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("harnesses", nargs="*", metavar="HARNESS",
+                    help=f"default: all of {', '.join(HARNESSES)}")
+    ap.add_argument("--seconds", type=int, default=int(os.environ.get("FUZZ_SECONDS", 600)))
+    ap.add_argument("--runs", type=int, help="stop after this many executions as well")
+    ap.add_argument("--merge", action="store_true",
+                    help="merge new coverage into fuzz/corpus/<harness>/ afterwards "
+                         "(with --seconds 0: merge the work dir of earlier runs only)")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="after a finding, start the harness again until the time is spent")
+    ap.add_argument("--strict", action="store_true",
+                    help="also stop at the open findings of tests/data/fuzz_regressions/known.json")
+    ap.add_argument("--work", type=Path, metavar="DIR",
+                    help="where new inputs go (DIR/<harness>/; default build/fuzz/work)")
+    ap.add_argument("--lock-wait", type=float, metavar="SECONDS",
+                    help="give up (status 3) if another fuzzer holds the lock this long")
+    ap.add_argument("--log-tail", type=int, default=60)
+    args = ap.parse_args()
+    names = args.harnesses or list(HARNESSES)
+    for n in names:
+        if n not in HARNESSES:
+            ap.error(f"unknown harness {n!r} (known: {', '.join(HARNESSES)})")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    found = False
+    try:
+        held = lock(args.lock_wait)
+    except LockBusy as exc:
+        print(f"run: {exc}", file=sys.stderr)
+        return 3
+    with held:
+        for name in names:
+            if HARNESSES[name]["kind"] == "libfuzzer" and not tdcore_available():
+                print(f"run: {name}: skipped: {TDCORE_MISSING} "
+                      f"({TDCORE_SRC.relative_to(ROOT)} is absent)", file=sys.stderr)
+                continue
+            r = run_one(name, args.seconds, args.runs, args.strict, args.merge, args.log_tail,
+                        args.work, args.keep_going)
+            found |= bool(r["findings"])
+            print(json.dumps(r), flush=True)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Hostile input (docs/reliability.md): the fuzz corpora and the pinned findings replay
+cleanly through the normal build and through the ASan + UBSan build, and a short run
+of every fuzz harness finds nothing.
+
+Outcomes allowed for any file: a Trace, or a TraceError of one line naming the file.
+An open finding of tests/data/fuzz_regressions/known.json must fail exactly as pinned
+(when it stops doing so, the test says to mark it fixed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FUZZ = ROOT / "fuzz"
+sys.path.insert(0, str(FUZZ))
+import _common  # noqa: E402
+import replay  # noqa: E402
+import run as fuzz_run  # noqa: E402
+
+TDCORE_C = ROOT / "schedwake" / "ingest" / "_tdcore.c"
+NO_TDCORE = "the C trace.dat decoder is not built yet"
+FUZZ_SECONDS = int(os.environ.get("SCHEDWAKE_FUZZ_TEST_SECONDS", "60"))
+KNOWN = _common.known_findings()
+REPLAY_FILES = _common.regression_files() + _common.corpus_files()
+
+
+def needs_tdcore():
+    """The tests of the C decoder skip only while its source does not exist."""
+    if not TDCORE_C.exists():
+        pytest.skip(NO_TDCORE)
+
+
+def rel(p: Path) -> str:
+    return str(p.relative_to(ROOT))
+
+
+# ------------------------------------------------------------- the corpora themselves
+
+def test_corpora_are_there_and_small():
+    for name in fuzz_run.HARNESSES:
+        files = list((FUZZ / "corpus" / name).glob("*"))
+        assert any(f.name.startswith("seed-") for f in files), f"no seeds for {name}"
+    total = sum(p.stat().st_size for p in _common.corpus_files() + _common.regression_files())
+    assert total < 5 << 20, f"fuzz corpora and regressions hold {total} bytes (keep < 5 MB)"
+
+
+def test_every_regression_is_documented():
+    files = {p.name for p in _common.regression_files()}
+    assert set(KNOWN) <= files, f"known.json names missing files: {set(KNOWN) - files}"
+    readme = (_common.REGRESSIONS / "README.md").read_text()
+    for name in files:
+        assert name in readme, f"{name}: say in fuzz_regressions/README.md what it triggered"
+    for name, entry in KNOWN.items():
+        assert entry["status"] in ("open", "fixed") and entry["note"], name
+        assert re.fullmatch(r"\w+@[\w/.]+:\w+", entry["signature"]), entry["signature"]
+
+
+def test_replay():
+    """Every corpus and regression file through the normal build, in a child process
+    (a file that kills the interpreter kills the child, and is named)."""
+    proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--normal"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    failed = [ln for ln in proc.stdout.splitlines() if ln.startswith("replay: FAIL")]
+    assert proc.returncode == 0 and not failed, "\n".join(failed) or proc.stdout[-5000:]
+    assert f"replay: {len(REPLAY_FILES)} files, 0 failed" in proc.stdout, proc.stdout[-3000:]
+
+
+SEEDS = sorted(p for p in _common.corpus_files() if p.name.startswith("seed-"))
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=rel)
+def test_seeds_load(path):
+    """The seeds are real traces cut small: each one must load, with events."""
+    if path.name.endswith("-zlib.dat"):
+        from schedwake.ingest import tracedat
+
+        if getattr(tracedat, "_tdread", None) is None:
+            pytest.skip("trace.dat is read by libtracecmd, which has no zlib here")
+    trace = _common.load_path(path)
+    assert trace is not None, f"{rel(path)} does not load"
+    assert sum(trace.meta["event_counts"].values()) > 0
+
+
+def test_tracedat_model_round_trip():
+    """The mutator's writer gives back the seed it parsed (v6), byte for byte."""
+    import tracedat_model
+
+    for p in (FUZZ / "corpus" / "fuzz_load_tracedat").glob("seed-*-v6.dat"):
+        data = p.read_bytes()
+        assert tracedat_model.TraceDat(data).write(6) == data, p.name
+
+
+# ---------------------------------------------------------------- sanitizer replay
+
+def sanitizer_tools() -> str:
+    cc = os.environ.get("CC", "gcc")
+    if not shutil.which(cc):
+        pytest.skip(f"no C compiler {cc!r} for the sanitizer build")
+    name = "libclang_rt.asan-x86_64.so" if "clang" in cc else "libasan.so"
+    rt = subprocess.run([cc, f"-print-file-name={name}"], capture_output=True,
+                        text=True).stdout.strip()
+    if not os.path.isabs(rt) or not os.path.exists(rt):
+        pytest.skip(f"the AddressSanitizer runtime {name} of {cc} is not installed")
+    return cc
+
+
+@pytest.fixture(scope="module")
+def asan_build():
+    sanitizer_tools()
+    replay.build(ROOT / "build" / "asan")
+    return ROOT / "build" / "asan"
+
+
+CANARY = r'''
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <limits.h>
+#include <stdlib.h>
+static PyObject *poke(PyObject *self, PyObject *arg) {   /* heap overflow for i >= 8 */
+    long i = PyLong_AsLong(arg);
+    volatile char *p = malloc(8);
+    p[i] = 1;
+    long v = p[i];
+    free((char *)p);
+    return PyLong_FromLong(v);
+}
+static PyObject *add(PyObject *self, PyObject *arg) {    /* signed overflow for i > 0 */
+    int i = (int)PyLong_AsLong(arg);
+    volatile int big = INT_MAX;
+    return PyLong_FromLong(big + i);
+}
+static PyMethodDef m[] = {{"poke", poke, METH_O, ""}, {"add", add, METH_O, ""}, {0}};
+static struct PyModuleDef d = {PyModuleDef_HEAD_INIT, "canary", 0, -1, m};
+PyMODINIT_FUNC PyInit_canary(void) { return PyModule_Create(&d); }
+'''
+
+
+@pytest.mark.parametrize("sanitizer,call,report", [
+    ("address", "poke", "ERROR: AddressSanitizer: heap-buffer-overflow"),
+    ("undefined", "add", "runtime error: signed integer overflow"),
+])
+def test_sanitizers_catch_a_canary(asan_build, tmp_path, sanitizer, call, report):
+    """The preload and options of the replay really catch a bad access / UB in a module
+    built like the readers (else a clean replay would prove nothing)."""
+    ext = sysconfig.get_config_var("EXT_SUFFIX")
+    (tmp_path / "canary.c").write_text(CANARY)
+    cc = os.environ.get("CC", "gcc")
+    flags = ["-g", "-O1", "-fPIC", "-shared", f"-fsanitize={sanitizer}",
+             "-fno-sanitize-recover=all"] + (["-shared-libasan"] if "clang" in cc else [])
+    subprocess.run([cc, *flags, f"-I{sysconfig.get_paths()['include']}",
+                    str(tmp_path / "canary.c"), "-o", str(tmp_path / f"canary{ext}")], check=True)
+    env = replay.sanitizer_env(asan_build)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import canary; "
+            f"print(canary.{call}(int(sys.argv[2])))")
+    good = subprocess.run([sys.executable, "-c", code, str(tmp_path), "0"], env=env,
+                          capture_output=True, text=True)
+    assert good.returncode == 0, good.stderr[-3000:]
+    bad = subprocess.run([sys.executable, "-c", code, str(tmp_path), "8"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and report in bad.stderr, bad.stderr[-3000:]
+
+
+def test_asan_replay(asan_build):
+    """Every corpus and regression file through the ASan + UBSan build of the readers."""
+    for so in (asan_build / "schedwake" / "ingest").glob("*.so"):
+        assert b"__asan_report" in so.read_bytes(), f"{so} is not instrumented"
+    proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--no-build",
+                           "--build-dir", str(asan_build)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=900)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-8000:]
+    assert "sanitizer modules in use:" in out and "_textscan" in out.split("\n")[0], out[:500]
+    assert f"replay: {len(REPLAY_FILES)} files, 0 failed" in out, out[-2000:]
+
+
+def test_asan_replay_reads_tracedat_with_tdcore(asan_build):
+    """Once the C decoder exists, its ASan build is part of the replay (and it builds)."""
+    needs_tdcore()
+    failed = asan_build / "failed"
+    assert not failed.exists() or "_tdread" not in failed.read_text(), \
+        "the ASan build of _tdread (_tdread.c + _tdcore.c) does not compile"
+    ext = sysconfig.get_config_var("EXT_SUFFIX")
+    assert (asan_build / "schedwake" / "ingest" / f"_tdread{ext}").exists()
+    files = [str(p) for p in _common.corpus_files() if p.suffix == ".dat"][:5]
+    proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--no-build",
+                           "--build-dir", str(asan_build), *files],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert "trace.dat via _tdread" in proc.stdout, proc.stdout[:500]
+
+
+# ------------------------------------------------------------------ short fuzz runs
+
+def fuzz_tools(kind: str) -> None:
+    if not shutil.which("clang"):
+        pytest.skip("clang is not installed (scripts/bootstrap.sh installs it)")
+    if kind == "atheris":
+        try:
+            import atheris  # noqa: F401
+        except ImportError:
+            if platform.system() == "Linux" and platform.machine() == "x86_64":
+                pytest.fail("atheris is missing from .venv: run scripts/bootstrap.sh")
+            pytest.skip("atheris has no wheel for this platform")
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("harness", list(fuzz_run.HARNESSES))
+def test_short_fuzz_run_finds_nothing(harness, tmp_path):
+    kind = fuzz_run.HARNESSES[harness]["kind"]
+    if kind == "libfuzzer":
+        needs_tdcore()
+    fuzz_tools(kind)
+    lock_wait = 600
+    proc = subprocess.run([sys.executable, str(FUZZ / "run.py"), harness,
+                           "--seconds", str(FUZZ_SECONDS), "--work", str(tmp_path),
+                           "--lock-wait", str(lock_wait)],
+                          capture_output=True, text=True, cwd=ROOT,
+                          timeout=lock_wait + FUZZ_SECONDS + 600)
+    if proc.returncode == 3:
+        pytest.skip(f"a fuzz campaign on this machine kept the fuzzer lock: {proc.stderr[-300:]}")
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert lines, f"no result from fuzz/run.py:\n{proc.stderr[-5000:]}"
+    result = lines[-1]
+    assert not result["findings"] and proc.returncode == 0, \
+        f"{harness} found: {result['findings']}\n{proc.stderr[-6000:]}"
+    # it really fuzzed: ran for its time and executed inputs beyond the corpus
+    assert result["seconds"] >= FUZZ_SECONDS * 0.9, result
+    assert result.get("number_of_executed_units", 0) > 100, result
+
+
+def test_tdcore_decodes_every_seed():
+    """The libFuzzer binary, told to require success, accepts every trace.dat seed:
+    the decoder reads v6, v7, zstd, zlib, missing CPUs and lost events (the seeds)."""
+    needs_tdcore()
+    fuzz_tools("libfuzzer")
+    subprocess.run(["make", "-s", "--no-print-directory", rel(fuzz_run.TDCORE_BIN)],
+                   check=True, cwd=ROOT)
+    seeds = sorted(str(p) for p in (FUZZ / "corpus" / "tdcore_fuzz").glob("seed-*"))
+    proc = subprocess.run([str(fuzz_run.TDCORE_BIN), *seeds], capture_output=True, text=True,
+                          env={**os.environ, "TDCORE_FUZZ_REQUIRE_OK": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    assert proc.stderr.count("Executed ") == len(seeds)
