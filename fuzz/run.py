@@ -199,6 +199,7 @@ def run_one(name: str, seconds: int, runs: int | None, strict: bool, merge: bool
     work = (work_root or BUILD / "work") / name
     work.mkdir(parents=True, exist_ok=True)
     CRASHES.mkdir(parents=True, exist_ok=True)
+    BUILD.mkdir(parents=True, exist_ok=True)     # a fresh clone has no build/ yet
     build(name)
     cmd, env = command(name)
     if not strict:
