@@ -3009,8 +3009,10 @@ typedef struct {
     Decoder *d;
     int ntasks;
     int next;                   /* atomic */
-    int running;                /* atomic: threads still working */
+    int running;                /* threads still working, under mu */
     int (*fn)(Decoder *, int);
+    pthread_mutex_t mu;         /* the last thread out signals `done`, so a small */
+    pthread_cond_t done;        /* file costs no polling interval */
 } Pool;
 
 static void pool_fail(Decoder *d, int rc, const char *msg)
@@ -3032,15 +3034,37 @@ static void *pool_thread(void *arg)
             break;
         (void)p->fn(p->d, t);
     }
-    __atomic_fetch_sub(&p->running, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&p->mu);
+    if (--p->running == 0)
+        pthread_cond_broadcast(&p->done);
+    pthread_mutex_unlock(&p->mu);
     return NULL;
+}
+
+/* Wait until no thread runs or `ms` have passed; returns the threads still running. */
+static int pool_wait(Pool *p, long ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (p->running > 0 && pthread_cond_timedwait(&p->done, &p->mu, &until) == 0)
+        ;
+    int left = p->running;
+    pthread_mutex_unlock(&p->mu);
+    return left;
 }
 
 /* Run fn(d, 0..ntasks-1) in up to `jobs` threads; the calling thread ticks. */
 static void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int),
                      td_tick tick, void *ctx)
 {
-    Pool p = {d, ntasks, 0, 0, fn};
+    Pool p = {d, ntasks, 0, 0, fn, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
     if (tick && tick(ctx, 0.0)) {   /* a first call, however short the work */
         pool_fail(d, -3, "stopped");
         return;
@@ -3053,7 +3077,9 @@ static void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int)
     p.running = n;
     for (int i = 0; i < n; i++) {
         if (pthread_create(&th[i], NULL, pool_thread, &p) != 0) {
-            __atomic_fetch_sub(&p.running, n - i, __ATOMIC_SEQ_CST);
+            pthread_mutex_lock(&p.mu);
+            p.running -= n - i;
+            pthread_mutex_unlock(&p.mu);
             break;
         }
         started++;
@@ -3062,9 +3088,7 @@ static void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int)
         p.running = 1;
         pool_thread(&p);
     }
-    while (tick && __atomic_load_n(&p.running, __ATOMIC_SEQ_CST) > 0) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    while (tick && pool_wait(&p, 50) > 0) {
         double frac = d->bytes_total ? (double)__atomic_load_n(&d->bytes_done, __ATOMIC_RELAXED)
                                        / (double)d->bytes_total : 0.0;
         if (tick(ctx, frac > 1 ? 1 : frac)) {
