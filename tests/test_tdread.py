@@ -136,3 +136,13 @@ def test_a_progress_callback_error_stops_the_read():
 
     with pytest.raises(RuntimeError, match="stop here"):
         _tdread.read(str(sample("dbench-xfs-4clients.dat")), None, boom, 1)
+
+
+def test_a_zlib_file_written_by_trace_cmd_equals_its_zstd_original():
+    """trace-cmd also writes zlib; Debian's build has no zlib, so the sample was made by
+    trace-cmd 3.1.6 built from source (scripts/record-samples/make-zlib-sample.sh) from
+    lost-events.dat, which the other tests pin to trace-cmd report and libtracecmd."""
+    zlib = schedwake.load(sample("zlib/lost-events-zlib.dat"))
+    assert zlib.meta["source"]["compression"] == "zlib"
+    assert sum(zlib.meta["event_counts"].values()) == 31881
+    same_traces(zlib, schedwake.load(sample("lost-events.dat")))
