@@ -146,3 +146,12 @@ def test_a_zlib_file_written_by_trace_cmd_equals_its_zstd_original():
     assert zlib.meta["source"]["compression"] == "zlib"
     assert sum(zlib.meta["event_counts"].values()) == 31881
     same_traces(zlib, schedwake.load(sample("lost-events.dat")))
+
+
+def test_streaming_reports_its_progress():
+    """convert's progress bar over a trace.dat: the fraction decoded after each batch."""
+    seen = []
+    batches = list(tracedat.iter_batches(sample("dbench-xfs-1client.dat"), None, seen.append,
+                                         batch_rows=20000))
+    assert len(seen) == len(batches) > 3
+    assert seen == sorted(seen) and 0 < seen[0] < 1 and seen[-1] == 1.0

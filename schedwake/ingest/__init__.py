@@ -141,7 +141,7 @@ def iter_batches(path, events=None, input_format: str | None = None,
     if fmt == "trace.dat":
         from . import tracedat
 
-        yield from tracedat.iter_batches(p, events)
+        yield from tracedat.iter_batches(p, events, progress)
     elif fmt in STREAMED_FORMATS:
         from . import text
 

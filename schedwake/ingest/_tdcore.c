@@ -3670,6 +3670,15 @@ static int64_t rows_before(const Part *pt, int64_t horizon)
     return lo;
 }
 
+double td_stream_done(const td_stream *st)
+{
+    const Decoder *d = st->d;
+    if (st->finished || !d->bytes_total)
+        return 1.0;
+    double frac = (double)d->bytes_done / (double)d->bytes_total;
+    return frac > 1 ? 1.0 : frac;
+}
+
 int td_stream_next(td_stream *st, int64_t batch_rows, char *err)
 {
     Decoder *d = st->d;

@@ -83,6 +83,8 @@ typedef struct td_stream td_stream;
 int td_stream_open(td_file *f, td_stream **out, char *err);
 int td_stream_next(td_stream *st, int64_t batch_rows, char *err);
 void td_stream_close(td_stream *st);
+/* Fraction of the buffer's data decoded so far, 0..1 (for a progress display). */
+double td_stream_done(const td_stream *st);
 
 /* Metadata of the file (strings are NUL-terminated, valid UTF-8, or NULL). */
 typedef struct {

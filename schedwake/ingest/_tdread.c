@@ -344,7 +344,14 @@ static PyObject *stream_next(PyObject *self)
             set_error(err);
         return NULL;
     }
-    return raw_to_py(o->f);
+    PyObject *raw = raw_to_py(o->f), *done = raw ? PyFloat_FromDouble(td_stream_done(o->st)) : NULL;
+    if (!done || PyDict_SetItemString(raw, "done", done) < 0) {
+        Py_XDECREF(done);
+        Py_XDECREF(raw);
+        return NULL;
+    }
+    Py_DECREF(done);
+    return raw;
 }
 
 static PyTypeObject StreamType = {
@@ -362,7 +369,8 @@ PyDoc_STRVAR(stream_doc,
 "stream(path, events=None, batch_rows=1048576) -> iterator of dicts\n\n"
 "Read a trace.dat file in batches of about `batch_rows` rows, in memory that does\n"
 "not grow with the file; each batch is a dict like read()'s, its tables in\n"
-"(timestamp, CPU) order and later batches later in time; meta counts are\n"
+"(timestamp, CPU) order and later batches later in time, and its \"done\" the\n"
+"fraction of the data decoded so far; meta counts are\n"
 "cumulative, and the last batch's describe the whole file.");
 
 static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)

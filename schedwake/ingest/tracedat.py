@@ -63,14 +63,17 @@ def read(path: Path, events: list[str] | None = None, progress: Progress | None 
 
 
 def iter_batches(path: Path, events: list[str] | None = None,
-                 batch_rows: int = 1 << 20):
+                 progress: Progress | None = None, batch_rows: int = 1 << 20):
     """Read ``path`` as :class:`RawTrace` batches of about ``batch_rows`` rows, in time
     order across batches and in memory that does not grow with the file (``schedwake
-    convert``). ``meta`` counts are cumulative: the last batch's describe the file."""
+    convert``). ``meta`` counts are cumulative: the last batch's describe the file.
+    ``progress`` is called with the fraction of the data decoded after each batch."""
     try:
         stream = _tdread.stream(str(path), None if events is None else frozenset(events),
                                 batch_rows)
         for raw in stream:
+            if progress is not None:
+                progress(raw["done"])
             yield assemble(path, raw, None, events, reader="schedwake")
     except _tdread.TraceDatError as exc:
         raise TraceError(path, str(exc)) from None
