@@ -219,6 +219,7 @@ struct td_file {
     int swap, version, long_size, comp;
     uint32_t page_size;
     char *err;
+    int file_mapping;           /* data is a private file mapping: see td_data_is_file_mapping */
 
     /* the ring-buffer page header */
     int commit_size, data_offset;
@@ -1753,6 +1754,11 @@ static int select_buffer(td_file *f)
     return 0;
 }
 
+void td_data_is_file_mapping(td_file *f)
+{
+    f->file_mapping = 1;
+}
+
 int td_nevents(const td_file *f) { return f->nevents; }
 td_event *td_event_at(td_file *f, int i) { return &f->events[i]; }
 
@@ -2456,6 +2462,7 @@ typedef struct {
     size_t chunk_cap;
     char err[TD_ERRLEN];
     int failed;
+    uint64_t released;          /* file offset up to which its pages went back */
 } CpuWork;
 
 struct td_decoder {
@@ -2916,6 +2923,28 @@ bad:
 /* Decode the next page of one CPU's data (uncompressed, or from its current
    compressed chunk, decompressing the next chunk when one is used up).
    1: a page was decoded; 0: the CPU's data is done; < 0: error. */
+#define RELEASE_STEP ((uint64_t)4 << 20)
+
+/* The CPU's data before file offset `end` is consumed: give its pages back (in steps
+   of RELEASE_STEP) when the data is a file mapping.  Only whole pages inside the
+   CPU's own data: a page shared with another section is left. */
+static void release_consumed(Decoder *d, CpuWork *w, uint64_t end)
+{
+    const td_file *f = d->f;
+    const CpuData *c = &d->b->cpu[w->cpu_slot];
+    if (!f->file_mapping)
+        return;
+    if (w->released < c->offset)
+        w->released = c->offset;
+    if (end < w->released + RELEASE_STEP && end < c->offset + c->size)
+        return;
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t from = (w->released + pg - 1) / pg * pg, to = end / pg * pg;
+    if (to > from)
+        madvise((void *)(f->data + from), (size_t)(to - from), MADV_DONTNEED);
+    w->released = end;
+}
+
 static int decode_step(Decoder *d, CpuWork *w)
 {
     td_file *f = d->f;
@@ -2931,6 +2960,7 @@ static int decode_step(Decoder *d, CpuWork *w)
             return rc;
         w->pos += psize;
         __atomic_fetch_add(&d->bytes_done, (int64_t)psize, __ATOMIC_RELAXED);
+        release_consumed(d, w, c->offset + (w->pos < c->size ? w->pos : c->size));
         return 1;
     }
     if (!w->started) {
@@ -2982,6 +3012,7 @@ static int decode_step(Decoder *d, CpuWork *w)
         w->chunk_len = usize;
         w->pos = 0;
         __atomic_fetch_add(&d->bytes_done, (int64_t)(csize + 8), __ATOMIC_RELAXED);
+        release_consumed(d, w, w->r.base + w->r.pos);
         if (!usize)
             return 1;
     }

@@ -57,6 +57,12 @@ typedef struct td_file td_file;
 /* Parse everything but the ring-buffer data.  0, or -1 with err filled. */
 int td_open(td_file **out, const uint8_t *data, size_t size, char *err);
 
+/* Say that td_open()'s data is a read-only mapping of the file (mmap MAP_PRIVATE,
+   never written): the decoder then gives the pages it has consumed back to the page
+   cache (madvise MADV_DONTNEED), so the file's pages do not add up in the process's
+   memory.  Never for other memory: MADV_DONTNEED would zero it. */
+void td_data_is_file_mapping(td_file *f);
+
 /* Events: td_nevents() of them, in id order. */
 int td_nevents(const td_file *f);
 td_event *td_event_at(td_file *f, int i);

@@ -280,6 +280,8 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_BEGIN_ALLOW_THREADS
     rc = td_open(&f, data ? data : (const uint8_t *)"", size, err);
     Py_END_ALLOW_THREADS
+    if (rc == 0 && data)
+        td_data_is_file_mapping(f);     /* map_file()'s read-only private mapping */
     if (rc == 0 && select_events(f, events) < 0)
         goto out;
     if (rc == 0) {
@@ -407,6 +409,8 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_BEGIN_ALLOW_THREADS
     rc = td_open(&o->f, o->data ? o->data : (const uint8_t *)"", o->size, err);
     Py_END_ALLOW_THREADS
+    if (rc == 0 && o->data)
+        td_data_is_file_mapping(o->f);
     if (rc == 0 && select_events(o->f, events) < 0) {
         Py_DECREF(o);
         return NULL;
