@@ -36,6 +36,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -2479,8 +2482,8 @@ struct td_decoder {
     int next_task;              /* atomic */
     int ntasks;
     struct { int ev, col; } *tasks;
-    uint32_t **order_cpu;       /* per event: source CPU slot of each output row */
-    uint32_t **order_row;       /* per event: row within that slot */
+    uint32_t **order_cpu;       /* per event: source CPU slot of each output row (the
+                                   row within the slot is the slot's next one) */
     int jobs;
     int streaming;              /* parts keep their dictionaries between batches */
     char err[TD_ERRLEN];
@@ -3157,15 +3160,11 @@ static int order_task(Decoder *d, int ev)
         return -2;
     }
     uint32_t *oc = malloc((size_t)(total ? total : 1) * 4);
-    uint32_t *orow = malloc((size_t)(total ? total : 1) * 4);
-    if (!oc || !orow) {
-        free(oc);
-        free(orow);
+    if (!oc) {
         pool_fail(d, -1, NULL);
         return -1;
     }
     d->order_cpu[ev] = oc;
-    d->order_row[ev] = orow;
     /* k-way merge with a binary heap of (next ts, slot) */
     int k = 0;
     int *heap = malloc((size_t)(d->nwork ? d->nwork : 1) * sizeof(int));
@@ -3193,7 +3192,6 @@ static int order_task(Decoder *d, int ev)
     for (int64_t o = 0; o < total; o++) {
         int s = heap[0];
         oc[o] = (uint32_t)s;
-        orow[o] = (uint32_t)pos[s];
         if (++pos[s] == d->work[s].parts[ev].take)
             heap[0] = heap[--k];
         int i = 0;
@@ -3262,18 +3260,31 @@ static int gather_task(Decoder *d, int t)
     int64_t total = 0;
     for (int s = 0; s < d->nwork; s++)
         total += d->work[s].parts[ev].take;
-    const uint32_t *oc = d->order_cpu[ev], *orow = d->order_row[ev];
+    const uint32_t *oc = d->order_cpu[ev];
     int rc = -1;
     int32_t **map = NULL;
+    /* each slot's rows go out in their order: next[s] is slot s's next row */
+    uint32_t *next = calloc((size_t)(d->nwork ? d->nwork : 1), sizeof(uint32_t));
+    if (!next)
+        goto done;
     switch (dst->kind) {
     case TD_INT: {
         size_t w = (size_t)dst->bits / 8;
         if (buf_reserve(&dst->values, (size_t)total * w) < 0)
             goto done;
         char *o = dst->values.data;
-        for (int64_t r = 0; r < total; r++)
-            memcpy(o + (size_t)r * w, d->work[oc[r]].parts[ev].cols[col].values.data +
-                   (size_t)orow[r] * w, w);
+        /* a constant size per case, so that memcpy is one load and one store */
+#define GATHER(T)                                                                      \
+        for (int64_t r = 0; r < total; r++)                                            \
+            memcpy(o + (size_t)r * sizeof(T), d->work[oc[r]].parts[ev].cols[col].values.data \
+                   + (size_t)next[oc[r]]++ * sizeof(T), sizeof(T));
+        switch (w) {
+        case 1: GATHER(uint8_t) break;
+        case 2: GATHER(uint16_t) break;
+        case 4: GATHER(uint32_t) break;
+        default: GATHER(uint64_t) break;
+        }
+#undef GATHER
         dst->values.len = (size_t)total * w;
         break;
     }
@@ -3296,7 +3307,7 @@ static int gather_task(Decoder *d, int t)
         int32_t *o = (int32_t *)dst->str.indices.data;
         for (int64_t r = 0; r < total; r++) {
             const StrCol *sc = &d->work[oc[r]].parts[ev].cols[col].str;
-            int32_t li = ((const int32_t *)sc->indices.data)[orow[r]];
+            int32_t li = ((const int32_t *)sc->indices.data)[next[oc[r]]++];
             int32_t gi = map[oc[r]][li];
             if (gi < 0) {
                 const int32_t *offs = (const int32_t *)sc->offsets.data;
@@ -3323,7 +3334,8 @@ static int gather_task(Decoder *d, int t)
         for (int64_t r = 0; r < total; r++) {
             const td_column *sc = &d->work[oc[r]].parts[ev].cols[col];
             const int32_t *offs = (const int32_t *)sc->offsets.data;
-            int32_t a = orow[r] ? offs[orow[r] - 1] : 0, b = offs[orow[r]];
+            uint32_t row = next[oc[r]]++;
+            int32_t a = row ? offs[row - 1] : 0, b = offs[row];
             size_t n = (size_t)(b - a) * w;
             if (n && buf_put(&dst->values, sc->values.data + (size_t)a * w, n) < 0)
                 goto done;
@@ -3339,6 +3351,7 @@ static int gather_task(Decoder *d, int t)
     }
     rc = 0;
 done:
+    free(next);
     if (map) {
         for (int s = 0; s < d->nwork; s++)
             free(map[s]);
@@ -3478,7 +3491,6 @@ static void decoder_free(Decoder *d)
         free(d->layouts);
     }
     free(d->order_cpu);
-    free(d->order_row);
     free(d->tasks);
     free(d);
 }
@@ -3496,9 +3508,8 @@ static Decoder *decoder_new(td_file *f, int jobs, char *err)
     d->jobs = jobs <= 0 ? default_jobs() : jobs;
     d->layouts = calloc((size_t)f->nevents + 1, sizeof(Layout));
     d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
-    d->order_row = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
     d->work = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(CpuWork));
-    if (!d->layouts || !d->order_cpu || !d->order_row || !d->work)
+    if (!d->layouts || !d->order_cpu || !d->work)
         goto nomem;
     int ncols = 0;
     for (int e = 0; e < f->nevents; e++) {
@@ -3597,8 +3608,7 @@ static int emit(Decoder *d, int64_t horizon, char *err)
         if (order_task(d, e) == 0)
             run_pool(d, d->jobs, ev->ncols, gather_task, NULL, NULL);
         free(d->order_cpu[e]);
-        free(d->order_row[e]);
-        d->order_cpu[e] = d->order_row[e] = NULL;
+        d->order_cpu[e] = NULL;
     }
     if (d->failed)
         return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), -1;
@@ -3629,6 +3639,9 @@ int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
         goto out;
     }
     sum_up(d);
+#ifdef __GLIBC__
+    malloc_trim(0);     /* the threads' freed chunk buffers: back before the merge grows */
+#endif
     if (judge_unknown(f, err) < 0)
         goto out;
     for (int s = 0; s < d->nwork; s++)
