@@ -511,7 +511,9 @@ class _Chunks:
     """Whole-line chunks of a source, read (and decompressed) by a background thread
     while the scanner works on the previous chunk (it releases the GIL). A chunk's
     buffer is written again only after the consumer has asked for the next-but-one
-    chunk, i.e. after it is done with it."""
+    chunk, i.e. after it is done with it. A plain file of one chunk or less is read
+    in the caller's thread: a thread's start and hand-overs cost milliseconds (the
+    interpreter's switch interval), more than such a file takes to scan."""
 
     _END = object()
 
@@ -521,9 +523,26 @@ class _Chunks:
         self.sep = sep       # perf: cut after the blank line that ends a sample
         self.q: queue.Queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
+        self.thread = None
+        if src.kind is None and src.proc is None and src.size <= chunk_bytes:
+            return
         self.thread = threading.Thread(target=self._run, name="schedwake-text-reader",
                                        daemon=True)
         self.thread.start()
+
+    def _whole(self):
+        """The small plain file as one chunk (all of it: it may have grown since)."""
+        buf = bytearray(self.src.size + 1)
+        end = 0
+        while True:
+            with memoryview(buf) as mv:
+                n = self.src.readinto(mv[end:])
+            end += n
+            if end < len(buf):
+                break
+            buf.extend(bytes(len(buf)))
+        if end:
+            yield buf, end
 
     def _put(self, item) -> bool:
         while not self.stop.is_set():
@@ -575,6 +594,9 @@ class _Chunks:
             self._put(exc)
 
     def __iter__(self):
+        if self.thread is None:
+            yield from self._whole()
+            return
         while True:
             item = self.q.get()
             if item is self._END:
@@ -585,6 +607,8 @@ class _Chunks:
 
     def close(self):
         self.stop.set()
+        if self.thread is None:
+            return
         while self.thread.is_alive():
             try:
                 self.q.get(timeout=0.05)
