@@ -7,6 +7,7 @@ Public API::
     trace.table("sched_waking")                   # pyarrow.Table
     trace.df("sched_switch")                      # pandas.DataFrame
     trace.meta                                    # cpus, clock, lost events, ...
+    result = schedwake.analyze(trace)             # Analysis: findings, metrics, caveats
     schedwake.compare(["base.dat", "new.dat"])    # mmtests table, plots, HTML
     schedwake.gate("base*.dat", "new*.dat")       # CI verdict: exit_code 0/1/2
 
@@ -16,8 +17,10 @@ for input it cannot use.
 
 from .errors import TraceError
 from .trace import Trace, load
+from .analysis import Analysis, analyze
 from .compare import compare
 from .gate import gate
+from .version import __version__
 
-__version__ = "0.1.0"
-__all__ = ["load", "compare", "gate", "Trace", "TraceError", "__version__"]
+__all__ = ["load", "analyze", "compare", "gate", "Analysis", "Trace", "TraceError",
+           "__version__"]

@@ -17,6 +17,7 @@ import click
 from . import TraceError, load
 from .ingest import DEFAULT_READER, FORMATS, READERS
 from .report import info as info_report
+from .summary import summary as trace_summary
 
 
 @contextmanager
@@ -91,7 +92,7 @@ def cli():
 def info(trace, fmt, input_format, reader, jobs):
     """Per-event counts, CPUs, duration, clock and lost events of TRACE."""
     t = _load(trace, events=[], input_format=input_format, reader=reader, jobs=jobs)
-    summary = info_report.summary(t)
+    summary = trace_summary(t)
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -158,6 +159,7 @@ def topology(output, sysfs):
 @reader_options
 def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jobs):
     """Find wake-up pathologies in TRACE: findings with evidence, and metrics."""
+    from .analysis import analyze as run_analysis
     from .detect import parse_threshold_options
     from .model import MODEL_EVENTS
     from .report import analyze as report
@@ -166,13 +168,13 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jo
     t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader,
               jobs=jobs)
     t.use_topology(topology_file, llc)
-    findings, metrics = report.run(t, th)
+    analysis = run_analysis(t, th)
     if fmt == "json":
-        click.echo(report.to_json(t, findings, metrics))
+        click.echo(report.to_json(analysis))
     elif fmt == "markdown":
-        click.echo(report.markdown(t, findings, metrics), nl=False)
+        click.echo(report.markdown(analysis), nl=False)
     else:
-        click.echo(report.text(t, findings, metrics), nl=False)
+        click.echo(report.text(analysis), nl=False)
 
 
 @cli.command()

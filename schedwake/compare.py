@@ -17,7 +17,7 @@ Samples (what the statistics are computed over):
   "a rerun would differ"; iterations answer the latter.
 
 The statistics, percentages, significance rules and rendering are those of
-:mod:`schedwake.report.stats` and :mod:`schedwake.report.mmtests`.
+:mod:`schedwake.stats` and :mod:`schedwake.mmtests`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import TraceError
-from .report import mmtests
-from .report import stats as st
+from . import mmtests
+from . import stats as st
 from .topology import trace_stem
 
 __all__ = ["compare", "from_samples", "expand_paths", "CompareResult", "Side", "parse_sides",

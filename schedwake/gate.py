@@ -39,6 +39,7 @@ from pathlib import Path
 from .compare import SAMPLE_MODES, SIGNIFICANCE, expand_paths, load_model_trace, sample_plan
 from .compare import compare as run_compare
 from .errors import TraceError
+from .mmtests import change_pct_text
 from .model.events import timestamp_problem
 
 __all__ = ["gate", "GateResult", "Rule", "RuleResult", "Settings", "load_rules",
@@ -487,7 +488,7 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
 def _judge(rule: Rule, row, test: str) -> RuleResult:
     """The verdict of one rule from the mean row of its metric."""
     from .metrics import catalogue_entry
-    from .report import stats as st
+    from . import stats as st
 
     entry = catalogue_entry(rule.metric)
     res = RuleResult(rule, entry.unit, entry.direction, "pass")
@@ -526,11 +527,6 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
                else "worse, but not significantly")
         res.message = f"{rule.metric}: {_change_text(res)}, {why}"
     return res
-
-
-def change_pct_text(pct: float) -> str:
-    """A rule's change as its reports print it: ``+12.3%``, ``+inf%``."""
-    return "+inf%" if math.isinf(pct) else f"{pct:+.1f}%"
 
 
 def _change_text(r: RuleResult, more: str = "") -> str:

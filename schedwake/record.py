@@ -732,7 +732,7 @@ def _record_trace_cmd(out: Path, command, evlist, kb, duration, state: _State,
         os.replace(tmp / "trace.dat", out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    from . import load
+    from .trace import load
 
     try:  # trace-cmd stores the ring-buffer statistics in the file
         meta = load(out, events=[]).meta

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from schedwake import load as schedwake_load
-from schedwake.report.info import summary
+from schedwake.summary import summary
 
 from .conftest import run_cli, sample
 
@@ -30,7 +30,10 @@ def test_json_shape(fio_json):
 
     d = fio_json
     assert set(d) == {"trace", "findings", "metrics"}
-    assert set(d["trace"]) == set(summary(schedwake.load(sample("idle-sleep.dat"), events=[])))
+    facts = set(summary(schedwake.load(sample("idle-sleep.dat"), events=[])))
+    assert set(d["trace"]) == facts | {"topology"}
+    assert d["trace"]["topology"]["source"] == "file"
+    assert d["trace"]["topology"]["from"].endswith("fio-pinned-weighted.topology.json")
     assert TOP_METRICS <= set(d["metrics"])
     for f in d["findings"]:
         assert set(f) == {"detector", "severity", "metrics", "top", "evidence"}

@@ -16,7 +16,7 @@ from schedwake.detect.cswitch_storm import pair_table
 from schedwake.detect.kworker_pingpong import episodes_mask
 from schedwake.detect.llc_roundrobin import task_table
 from schedwake.model import MODEL_EVENTS
-from schedwake.report.analyze import event_lines
+from schedwake.detect.evidence import event_lines
 from schedwake.synth import make_trace
 from schedwake.topology import Topology
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..errors import TraceError
 from . import cswitch_storm, idle_while_runnable, kworker_pingpong, llc_roundrobin
 from .base import SEVERITIES, Finding, Threshold, severity_rank
+from .evidence import event_lines
 
 #: name -> module with NAME, THRESHOLDS and detect(trace, model, thresholds)
 DETECTORS = {m.NAME: m for m in (kworker_pingpong, llc_roundrobin, cswitch_storm,
@@ -61,8 +62,6 @@ def detect(trace, thresholds_: dict | None = None, detectors=None, evidence_line
     findings: list[Finding] = []
     for n in names:
         findings.extend(DETECTORS[n].detect(trace, model, th))
-    from ..report.analyze import event_lines
-
     caveats = model.caveats
     for f in findings:
         f.caveats = list(caveats)

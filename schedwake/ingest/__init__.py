@@ -8,17 +8,10 @@ reader module; every reader returns a :class:`RawTrace` whose tables follow
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
-
-import pyarrow as pa
 
 from ..errors import TraceError
-from ..schema import LOST_EVENTS_SCHEMA
-
-#: Progress callback: called with the fraction of the file done (0.0 to 1.0).
-Progress = Callable[[float], None]
+from .raw import Progress, RawTrace
 
 TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 
@@ -30,14 +23,6 @@ FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.
 READERS = ("schedwake", "libtracecmd")
 DEFAULT_READER = "schedwake"
 
-
-@dataclass
-class RawTrace:
-    """What a reader returns: event tables by name, lost-event rows, metadata."""
-
-    tables: dict[str, pa.Table]
-    meta: dict
-    lost: pa.Table = field(default_factory=LOST_EVENTS_SCHEMA.empty_table)
 
 
 def check_path(path) -> Path:

@@ -40,7 +40,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import TraceError
-from . import Progress, RawTrace
+from .raw import Progress, RawTrace
 
 #: A file gets this long, plus STALL_S_PER_MB per MB of its size, to be read; a child
 #: that takes longer is stopped (a damaged page can make libtraceevent loop for ever).

@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, event_schema, field_name
-from . import Progress, RawTrace
+from .raw import Progress, RawTrace
 
 try:
     from . import _textscan

@@ -37,7 +37,8 @@ import pyarrow as pa
 
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, RAW_CLOCKS, field_name
-from . import Progress, RawTrace, tracedat_layout
+from . import tracedat_layout
+from .raw import Progress, RawTrace
 
 from . import _tdread
 

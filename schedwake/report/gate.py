@@ -9,8 +9,7 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..gate import change_pct_text
-from .mmtests import op_label
+from ..mmtests import change_pct_text, op_label
 
 _STATUS = {"pass": "ok", "broken": "BROKEN", "skipped": "skipped", "error": "ERROR"}
 _HEAD = ("rule", "allowed", "baseline", "candidate", "change", "significant", "result")

@@ -16,7 +16,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import __version__
+from ..version import __version__
 from .analyze import format_value
 
 __all__ = ["render"]

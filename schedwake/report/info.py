@@ -3,35 +3,6 @@ and the reader's warnings (bounded damage it read around)."""
 
 from __future__ import annotations
 
-from ..model.events import timestamp_problem
-
-
-def summary(trace) -> dict:
-    """The trace's facts as a JSON-ready dict (the keys of ``schedwake info --format json``)."""
-    return meta_summary(trace.meta)
-
-
-def meta_summary(m: dict) -> dict:
-    """``summary()`` from a trace's metadata dict alone."""
-    first, last = m["first_ts_ns"], m["last_ts_ns"]
-    raw = timestamp_problem(m) is not None
-    span = 0 if first is None else last - first
-    return {
-        "path": m["path"],
-        "format": m["format"],
-        "cpus": m["cpus"],
-        "clock": m["clock"],
-        "first_ts_ns": first,
-        "last_ts_ns": last,
-        "timestamps": "raw" if raw else "ns",
-        "duration_s": None if raw else span / 1e9,
-        "duration_ticks": span if raw else None,
-        "events": dict(m["event_counts"]),
-        "lost_events": {str(c): n for c, n in m["lost_events"].items()},
-        "lost_unknown": [str(c) for c in m.get("lost_unknown", [])],
-        "kernel": m["kernel"],
-        "warnings": list(m.get("warnings") or []),
-    }
 
 
 def text(s: dict) -> str:

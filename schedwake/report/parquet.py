@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from .. import ingest
 from ..errors import TraceError
-from .info import meta_summary
+from ..summary import meta_summary
 
 def convert(path, outdir, events=None, input_format: str | None = None,
             progress: ingest.Progress | None = None, reader: str | None = None,

@@ -3,7 +3,7 @@
 This module's one job: take per-side sample arrays for each metric (supplied by the caller,
 e.g. the metrics module) and produce the mmtests comparison -- as fixed-width text exactly
 in ``compare-mmtests.pl``'s layout, as a Markdown pipe table, and as flat records for JSON.
-The statistics themselves live in :mod:`schedwake.report.stats`.
+The statistics themselves live in :mod:`schedwake.stats`.
 
 Layout (``reference/formats-and-stats.md`` D.1-D.3)::
 
@@ -37,7 +37,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from schedwake.report import stats as st
+from . import stats as st
 
 __all__ = ["MetricSamples", "Comparison", "StatRow", "compare_samples", "split_label",
            "op_label", "FIELD_LENGTH", "COMPARE_LENGTH", "CELL_WIDTH"]
@@ -90,6 +90,11 @@ class StatRow:
     @property
     def op(self) -> str:
         return op_label(self.metric.name, self.metric.unit)
+
+
+def change_pct_text(pct: float) -> str:
+    """A gate rule's change as its reports print it: ``+12.3%``, ``+inf%``."""
+    return "+inf%" if math.isinf(pct) else f"{pct:+.1f}%"
 
 
 def op_label(name: str, unit: str) -> str:

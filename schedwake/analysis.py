@@ -1,0 +1,93 @@
+"""The analysis of one trace: findings, metrics, caveats and the topology they were
+judged on, as one :class:`Analysis` object.
+
+This is the layer between the detectors/metrics below and every renderer above:
+``schedwake analyze`` (text, Markdown, JSON), notebooks and ``batch`` all call
+:func:`analyze`, then render or store what it returns::
+
+    trace = schedwake.load("trace.dat")
+    result = schedwake.analyze(trace, thresholds={"pingpong_min_episodes": 50})
+    result.findings[0].title, result.metrics["migrations_per_s"], result.to_dict()
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from .detect import Finding, detect
+from .metrics import trace_metrics
+from .summary import summary
+from .topology import Topology
+
+
+@dataclass
+class Analysis:
+    """What ``schedwake analyze`` reports about one trace."""
+
+    trace: object                   #: the :class:`schedwake.Trace` analysed
+    findings: list[Finding]         #: most severe first, each with its evidence lines
+    metrics: dict                   #: name -> value, the catalogue of docs/metrics.md
+    thresholds: dict                #: the detector thresholds used (defaults + overrides)
+
+    @property
+    def caveats(self) -> list[str]:
+        """What the trace could not tell (lost events, missing events, an assumed
+        topology, the reader's warnings), one plain-English line each."""
+        return self.trace.caveats
+
+    @property
+    def topology(self) -> dict:
+        """The CPU map the findings were judged on and where it came from."""
+        return topology_facts(self.trace.topology)
+
+    def to_dict(self) -> dict:
+        """The JSON document of ``schedwake analyze --format json``."""
+        return {"trace": {**summary(self.trace), "topology": self.topology},
+                "findings": [f.to_dict() for f in self.findings],
+                "metrics": self.metrics}
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
+
+
+def analyze(trace, thresholds: dict | None = None, detectors=None) -> Analysis:
+    """Run the detectors and compute the metrics of ``trace`` (a :class:`schedwake.Trace`).
+
+    ``thresholds``: overrides of the detector thresholds by name (docs/detectors.md;
+    an unknown name or a value that is not a number raises TraceError);
+    ``detectors``: the detector names to run (None: all).
+    """
+    from .detect import thresholds as resolve_thresholds
+
+    used = resolve_thresholds(thresholds)
+    findings = detect(trace, thresholds, detectors)
+    return Analysis(trace, findings, trace_metrics(trace, thresholds), used)
+
+
+def topology_facts(topo: Topology) -> dict:
+    """``{"source": "file" | "option" | "assumed", "from": ..., "llc": [[cpus]...],
+    "smt": ..., "numa": ...}``: a topology as reports state it."""
+    if topo.assumed:
+        kind = "assumed"
+    elif topo.source == "--llc":
+        kind = "option"
+    else:
+        kind = "file"
+    return {"source": kind, "from": topo.source, "llc": topo.llc, "smt": topo.smt,
+            "numa": topo.numa, "description": topo.describe()}
+
+
+def _jsonable(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+__all__ = ["Analysis", "analyze", "topology_facts"]

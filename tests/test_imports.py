@@ -1,0 +1,145 @@
+"""The package's imports go one way: down the data flow, never in a cycle.
+
+Every ``import`` of every module (at the top or inside a function: a lazy import is
+still a dependency) is read with ``ast``; an import of a module in a higher layer
+than the importer, or any cycle between modules, fails the test with the edge or the
+cycle named. ``docs/architecture.md`` draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import schedwake
+
+PACKAGE = Path(schedwake.__file__).resolve().parent
+
+#: Lowest first. A module may import its own layer's modules (without a cycle) and
+#: lower layers. The data flows: file -> ingest -> model -> detect -> metrics ->
+#: analysis -> compare/gate -> report -> cli, with small shared facts at the bottom.
+LAYERS = [
+    ["errors", "version", "schema"],    # plain facts everything may use
+    ["topology"],                       # CPU maps
+    ["ingest"],                         # files -> Arrow tables
+    ["model"],                          # tables -> wake-ups, migrations, occupancy
+    ["trace"],                          # the loaded trace (tables + lazy model)
+    ["summary"],                        # a trace's facts as a dict
+    ["detect"],                         # findings with evidence
+    ["metrics"],                        # the metric catalogue and its values
+    ["stats", "mmtests"],               # statistics and the mmtests comparison
+    ["analysis"],                       # one trace: findings + metrics + caveats
+    ["report"],                         # renderers of analyses, comparisons, verdicts
+    ["compare"],                        # several traces side by side
+    ["gate"],                           # a CI verdict from a comparison
+    ["synth", "record"],                # tools that make traces
+    ["cli", "__init__"],                # the command line and the package's API
+]
+LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(("schedwake",) + parts)
+
+
+def is_package(name: str) -> bool:
+    return (PACKAGE.joinpath(*name.split(".")[1:]) / "__init__.py").exists()
+
+
+def exists(name: str) -> bool:
+    """A module of the package: Python, a package, or compiled from a C file of its name."""
+    rel = PACKAGE.joinpath(*name.split(".")[1:])
+    return any(p.exists() for p in (rel.with_suffix(".py"), rel / "__init__.py",
+                                     rel.with_name(rel.name + ".c")))
+
+
+def imports(path: Path) -> set[str]:
+    """The schedwake modules ``path`` imports (``from pkg import mod`` counts as mod)."""
+    me = module_name(path)
+    base = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "schedwake")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = base.split(".")
+                parts = parts[:len(parts) - (node.level - 1)]
+                target = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "schedwake":
+                continue
+            subs = [f"{target}.{a.name}" for a in node.names if exists(f"{target}.{a.name}")]
+            out.update(subs)
+            if len(subs) < len(node.names):      # names defined in the module itself
+                out.add(target)
+    out.discard(me)
+    return {m for m in out if exists(m)}
+
+
+def graph() -> dict[str, set[str]]:
+    """Python modules -> the Python modules they import (compiled ones are leaves)."""
+    modules = {module_name(p): imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+    return {m: {t for t in targets if t in modules} for m, targets in modules.items()}
+
+
+def layer(name: str) -> int:
+    if name == "schedwake":
+        return LAYER["__init__"]
+    return LAYER[name.split(".")[1]]
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(m for m in graph() if m != "schedwake" and m.split(".")[1] not in LAYER)
+    assert not missing, f"put these modules in a layer of LAYERS: {missing}"
+
+
+def test_no_import_goes_up():
+    upward = [f"{a} imports {b}" for a, targets in graph().items() for b in sorted(targets)
+              if layer(b) > layer(a)]
+    assert not upward, "imports against the data flow:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle():
+    g = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:     # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in g.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"modules importing each other: {cycles}"
+
+
+def test_the_walker_sees_lazy_and_relative_imports():
+    """The checks above are only as good as the walker: it must see an import inside a
+    function, and resolve ``from . import x`` and ``from ..x import y``."""
+    g = graph()
+    assert "schedwake.analysis" in g["schedwake.cli"]                # inside a function
+    assert "schedwake.detect.evidence" in g["schedwake.detect"]     # from .evidence import
+    assert "schedwake.stats" in g["schedwake.mmtests"]              # from . import stats
+    assert "schedwake.summary" in g["schedwake.report.analyze"]     # from ..summary import
