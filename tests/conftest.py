@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
-SHARED = ROOT.parent / "shared"
+#: Trace excerpts quoted in public kernel mailing-list threads (README.md there)
+KERNEL_LIST = ROOT / "tests" / "data" / "kernel-list"
 
 #: Real trace.dat recordings the binding is checked on (see sample_traces/README.md).
 SAMPLE_DATS = sorted(SAMPLES.glob("*.dat"))

@@ -1,9 +1,7 @@
-"""The text readers on the two LKML fixtures in ../shared/fixtures: every line parses,
+"""The text readers on the two LKML excerpts in tests/data/kernel-list: every line parses,
 and the values are the ones printed in the mails."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -12,11 +10,10 @@ import schedwake.ingest as ingest
 from schedwake.ingest import text
 from schedwake.schema import COMMON_FIELDS, STRING
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
-XFS = FIXTURES / "lkml-2020-xfs-dbench-ftrace.txt"
-DIO = FIXTURES / "lkml-2024-dio-storm-perf-script.txt"
+from .conftest import KERNEL_LIST
 
-pytestmark = pytest.mark.skipif(not XFS.exists(), reason=f"fixtures not found in {FIXTURES}")
+XFS = KERNEL_LIST / "lkml-2020-xfs-dbench-ftrace.txt"
+DIO = KERNEL_LIST / "lkml-2024-dio-storm-perf-script.txt"
 
 
 def rows(table: pa.Table) -> list[dict]:

@@ -16,7 +16,7 @@ from schedwake.schema import COMMON_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "sample_traces" / "conformance"
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = ROOT / "tests" / "data" / "kernel-list"
 
 SOURCES = {
     "ftrace-text": [CONF / "conf.ftrace.txt.gz", FIXTURES / "lkml-2020-xfs-dbench-ftrace.txt"],

@@ -19,6 +19,8 @@ import schedwake.ingest as ingest
 from schedwake.errors import TraceError
 from schedwake.ingest import text
 
+from .conftest import KERNEL_LIST
+
 FTRACE_HEADER = """\
 # tracer: nop
 #
@@ -537,10 +539,7 @@ def test_requested_absent_events_give_empty_tables(tmp_path):
 
 
 def test_iter_batches_keeps_callchains_whole(tmp_path, monkeypatch):
-    fixture = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / \
-        "lkml-2024-dio-storm-perf-script.txt"
-    if not fixture.exists():
-        pytest.skip("fixture missing")
+    fixture = KERNEL_LIST / "lkml-2024-dio-storm-perf-script.txt"
     monkeypatch.setattr(text, "CHUNK_BYTES", 2500)   # longer than any one sample
     whole = ingest.read(fixture)
     batches = list(text.iter_batches(fixture, "perf-script", batch_bytes=1))
