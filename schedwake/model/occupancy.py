@@ -31,53 +31,82 @@ REASONS = ("switch", "wakeup", "preempted")
 
 
 def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
+    """The occupancy table of ``ev`` and its ``wakeups`` table, in three parts: who
+    runs on each CPU between its switches (:func:`_put_running`), woken tasks waiting
+    to run (:func:`_put_woken`) and preempted tasks waiting to run again
+    (:func:`_put_preempted`).
+
+    Memory: the columns of the table (~28 bytes a row) are allocated first and each
+    part is written into its slice of them; the work arrays of a part live inside its
+    step (no frames of parts, no concatenation, no filtered copy of the wakeups).
+    """
     s = ev.switch
     if s is None or len(s) == 0:
         return _frame(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64),
                       np.zeros(0, np.int32), np.zeros(0, np.int8),
                       pd.CategoricalDtype([]), np.zeros(0, np.int8), np.zeros(0, np.int8))
-    # Memory: the columns of the table (~28 bytes a row) are allocated first and each
-    # part is written into its slice of them; the work arrays of a part come after them
-    # and are freed as the part is done (no frames of parts, no concatenation, no
-    # filtered copy of the wakeups).
-    ts, cpu = i64(s, "ts"), ints(s, "cpu")
-    nxt, prv = ints(s, "next_pid"), ints(s, "prev_pid")
+    ts = i64(s, "ts")
     t_end = max(ev.last_ts, int(ts.max()))
     woken = wakeups["run_ts"].notna().to_numpy() if len(wakeups) else np.zeros(0, bool)
-    pre = None
-    if "prev_state_str" in s.columns:
-        st = s["prev_state_str"].array
-        runnable = np.array([str(c).startswith("R") for c in st.categories] + [False])
-        codes = np.asarray(st.codes)
-        pre = runnable[np.where(codes < 0, len(runnable) - 1, codes)] & (prv != 0)
-        del st, codes
-    # parts: running/idle (one row per switch), woken tasks, preempted tasks
+    preempted = _preempted(s)
     sizes = [len(ts)] + ([int(woken.sum())] if len(wakeups) else []) + \
-        ([int(pre.sum())] if pre is not None else [])
+        ([int(preempted.sum())] if preempted is not None else [])
     comms = [s["next_comm"].array[:0]] + ([wakeups["wakee_comm"].array[:0]]
                                           if len(wakeups) else []) + \
-        ([s["prev_comm"].array[:0]] if pre is not None else [])
-    from pandas.api.types import union_categoricals
+        ([s["prev_comm"].array[:0]] if preempted is not None else [])
+    out = _Columns(sum(sizes), comms)
+    _put_running(out, s, t_end)
+    waits = _WaitEnds(ev, t_end)
+    if len(wakeups):
+        _put_woken(out, wakeups, woken, waits)
+    if preempted is not None:
+        _put_preempted(out, s, preempted, waits)
+    return out.frame()
 
-    comm_dtype = union_categoricals(comms).dtype  # categories as concatenated parts give
-    n = sum(sizes)
-    out_cpu = np.empty(n, dtype=np.int32)
-    out_start = np.empty(n, dtype=np.int64)
-    out_end = np.empty(n, dtype=np.int64)
-    out_pid = np.empty(n, dtype=np.int32)
-    out_comm = np.empty(n, dtype=_code_dtype(len(comm_dtype.categories)))
-    out_state = np.empty(n, dtype=np.int8)
-    out_reason = np.empty(n, dtype=np.int8)
-    at = [0]
 
-    def put(cpu_, start_, end_, pid_, comm_, state_, reason_):
-        a, b = at[0], at[0] + len(start_)
-        out_cpu[a:b], out_start[a:b], out_end[a:b], out_pid[a:b] = cpu_, start_, end_, pid_
-        out_comm[a:b] = pd.Categorical(comm_, dtype=comm_dtype).codes
-        out_state[a:b], out_reason[a:b] = state_, reason_
-        at[0] = b
+def _preempted(s: pd.DataFrame) -> np.ndarray | None:
+    """Per ``sched_switch``: the task switched out was still runnable (``prev_state``
+    R or R+: preempted, it waits on this CPU). None without the state letters."""
+    if "prev_state_str" not in s.columns:
+        return None
+    st = s["prev_state_str"].array
+    runnable = np.array([str(c).startswith("R") for c in st.categories] + [False])
+    codes = np.asarray(st.codes)
+    return runnable[np.where(codes < 0, len(runnable) - 1, codes)] & (ints(s, "prev_pid") != 0)
 
-    # running / idle
+
+class _Columns:
+    """The table's columns, allocated once, filled part after part by :meth:`put`."""
+
+    def __init__(self, n: int, comms: list):
+        from pandas.api.types import union_categoricals
+
+        self.comm_dtype = union_categoricals(comms).dtype  # categories as the parts give
+        self.cpu = np.empty(n, dtype=np.int32)
+        self.start = np.empty(n, dtype=np.int64)
+        self.end = np.empty(n, dtype=np.int64)
+        self.pid = np.empty(n, dtype=np.int32)
+        self.comm = np.empty(n, dtype=_code_dtype(len(self.comm_dtype.categories)))
+        self.state = np.empty(n, dtype=np.int8)
+        self.reason = np.empty(n, dtype=np.int8)
+        self.at = 0
+
+    def put(self, cpu, start, end, pid, comm, state, reason) -> None:
+        a, b = self.at, self.at + len(start)
+        self.cpu[a:b], self.start[a:b], self.end[a:b], self.pid[a:b] = cpu, start, end, pid
+        self.comm[a:b] = pd.Categorical(comm, dtype=self.comm_dtype).codes
+        self.state[a:b], self.reason[a:b] = state, reason
+        self.at = b
+
+    def frame(self) -> pd.DataFrame:
+        return _frame(self.cpu, self.start, self.end, self.pid, self.comm, self.comm_dtype,
+                      self.state, self.reason)
+
+
+def _put_running(out: _Columns, s: pd.DataFrame, t_end: int) -> None:
+    """One row per ``sched_switch``: its ``next_pid`` runs on its CPU (idle for pid 0)
+    from the switch until the CPU's next switch, the last one until the trace ends."""
+    ts, cpu, nxt = i64(s, "ts"), ints(s, "cpu"), ints(s, "next_pid")
     order = _stable_order(cpu) if _sorted(ts) else np.lexsort((np.arange(len(ts)), ts, cpu))
     o_cpu, o_ts = cpu[order], ts[order]
     end = np.empty(len(ts), dtype=np.int64)
@@ -87,53 +116,67 @@ def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
     end[last] = t_end
     del last
     o_pid = nxt[order]
-    put(o_cpu, o_ts, end, o_pid, s["next_comm"].array.take(order),
-        np.where(o_pid == 0, 1, 0).astype(np.int8), 0)
-    del order, o_cpu, o_ts, end, o_pid
+    out.put(o_cpu, o_ts, end, o_pid, s["next_comm"].array.take(order),
+            np.where(o_pid == 0, 1, 0).astype(np.int8), 0)
 
-    ins_ts, ins_pid = ts, nxt
-    mts = i64(ev.migrate, "ts") if ev.migrate is not None else np.zeros(0, np.int64)
-    mpid = i64(ev.migrate, "pid") if ev.migrate is not None else np.zeros(0, np.int64)
-    big = np.iinfo(np.int64).max
 
-    def wait_end(start, pid, moved_after=None):
-        ii = asof_index(start, pid, ins_ts, ins_pid, "forward", allow_exact=True)
-        e = take(ins_ts, ii, big)
+class _WaitEnds:
+    """When a runnable task's wait on a CPU ends: at its next switch-in, or when it is
+    migrated away (``sched_migrate_task``), whichever comes first; the trace's end if
+    neither comes."""
+
+    BIG = np.iinfo(np.int64).max
+
+    def __init__(self, ev: Events, t_end: int):
+        self.ins_ts, self.ins_pid = i64(ev.switch, "ts"), ints(ev.switch, "next_pid")
+        none = np.zeros(0, np.int64)
+        self.mts = i64(ev.migrate, "ts") if ev.migrate is not None else none
+        self.mpid = i64(ev.migrate, "pid") if ev.migrate is not None else none
+        self.t_end = t_end
+
+    def __call__(self, start, pid, moved_after=None) -> np.ndarray:
+        """``moved_after``: migrations count from then on (default: ``start``)."""
+        ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
+        e = take(self.ins_ts, ii, self.BIG)
         del ii
-        mi = asof_index(start if moved_after is None else moved_after, pid, mts, mpid,
-                        "forward", allow_exact=False)
-        e = np.minimum(e, take(mts, mi, big))
-        return np.where(e == big, t_end, e)
+        mi = asof_index(start if moved_after is None else moved_after, pid, self.mts,
+                        self.mpid, "forward", allow_exact=False)
+        e = np.minimum(e, take(self.mts, mi, self.BIG))
+        return np.where(e == self.BIG, self.t_end, e)
 
-    # woken tasks
-    if len(wakeups):
-        def wk(name, na=None):
-            c = wakeups[name]
-            return (c.to_numpy() if na is None else c.to_numpy(dtype=np.int64, na_value=na)
-                    )[woken]
 
-        run = wk("run_ts", 0)
-        queued = wk("wakeup_ts", big)
-        start = np.minimum(np.where(queued == big, wk("ts"), queued), run)
-        del queued, run
-        wpid = wk("wakee_pid")
-        # the wake-up's own migration (before the task is queued and runs: see
-        # wakeups.match_wakeup_migrations) moves the wait to the chosen CPU
-        own_ts = take(mts, wk("migrate_index"), big)
-        wcpu = wk("chosen_cpu")
-        moved_after = np.where(own_ts == big, start, np.maximum(start, own_ts))
-        del own_ts
-        wend = wait_end(start, wpid, moved_after)
-        del moved_after
-        put(wcpu, start, wend, wpid, wakeups["wakee_comm"].array[woken], 2, 1)
-        del wcpu, start, wend, wpid
-    # preempted tasks
-    if pre is not None:
-        pts, ppid = ts[pre], prv[pre]
-        put(cpu[pre], pts, wait_end(pts, ppid), ppid, s["prev_comm"].array[pre], 2, 2)
-        del pts, ppid
-    return _frame(out_cpu, out_start, out_end, out_pid, out_comm, comm_dtype, out_state,
-                  out_reason)
+def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray,
+               waits: _WaitEnds) -> None:
+    """Woken tasks that later ran wait on their chosen CPU from their ``sched_wakeup``
+    (the waking if none came) until :class:`_WaitEnds` says."""
+    big = _WaitEnds.BIG
+
+    def wk(name, na=None):
+        c = wakeups[name]
+        return (c.to_numpy() if na is None else c.to_numpy(dtype=np.int64, na_value=na))[woken]
+
+    run = wk("run_ts", 0)
+    queued = wk("wakeup_ts", big)
+    start = np.minimum(np.where(queued == big, wk("ts"), queued), run)
+    del queued, run
+    wpid = wk("wakee_pid")
+    # the wake-up's own migration (before the task is queued and runs: see
+    # wakeups.match_wakeup_migrations) moves the wait to the chosen CPU
+    own_ts = take(waits.mts, wk("migrate_index"), big)
+    moved_after = np.where(own_ts == big, start, np.maximum(start, own_ts))
+    del own_ts
+    wend = waits(start, wpid, moved_after)
+    del moved_after
+    out.put(wk("chosen_cpu"), start, wend, wpid, wakeups["wakee_comm"].array[woken], 2, 1)
+
+
+def _put_preempted(out: _Columns, s: pd.DataFrame, preempted: np.ndarray,
+                   waits: _WaitEnds) -> None:
+    """Tasks switched out runnable wait on that CPU from the switch until
+    :class:`_WaitEnds` says."""
+    pts, ppid = i64(s, "ts")[preempted], ints(s, "prev_pid")[preempted]
+    out.put(ints(s, "cpu")[preempted], pts, waits(pts, ppid), ppid,
+            s["prev_comm"].array[preempted], 2, 2)
 
 
 def _frame(cpu, start, end, pid, comm_codes, comm_dtype, state, reason) -> pd.DataFrame:

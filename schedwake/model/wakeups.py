@@ -135,180 +135,224 @@ def _match_without_waking(ev: Events) -> np.ndarray:
 
 
 def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
-    # Memory: the table has ~90 bytes a row; every intermediate of that length is
-    # dropped as soon as its column is made, and the columns are not copied again.
+    """The wakeups table of ``ev`` (``mig_w``: :func:`match_wakeup_migrations`).
+
+    Steps, each a function below: who woke (:class:`_Wakers`), the previous and
+    chosen CPUs (:func:`_cpus`), the matching ``sched_wakeup`` (:func:`_wakeup_ts`),
+    when the wakee ran and what it did then (:func:`_wake_to_run`), the waker's work
+    item (:func:`_work_function`). Memory: the table has ~90 bytes a row; every
+    intermediate of that length lives only inside its step, and the columns are not
+    copied again.
+    """
     fallback = ev.waking is None
     w = ev.wakeup if fallback else ev.waking
     if w is None:
         return empty()
-    n = len(w)
-    big = np.iinfo(np.int64).max
     ts = i64(w, "ts")
-    cpu = ints(w, "cpu")
     pid = ints(w, "pid")
-    cpid = ints(w, "common_pid")
-    target = ints(w, "target_cpu")
-    ctx = tasks.context_codes(w["common_flags"]) if "common_flags" in w.columns \
-        else np.full(n, 4, dtype=np.int8)
-
-    have_switch = ev.switch is not None and len(ev.switch) > 0
-    if have_switch:
-        sts, scpu = i64(ev.switch, "ts"), ints(ev.switch, "cpu")
-        snext, sprev = ints(ev.switch, "next_pid"), ints(ev.switch, "prev_pid")
-
-    # previous CPU and chosen CPU
-    chosen = target.astype(np.int32)
-    if not fallback:
-        prev_cpu = target.astype(np.int32)
-    elif have_switch:
-        # sched_wakeup's target_cpu is already the chosen CPU; the previous one is where
-        # the task last ran: its last switch-out before the wake-up
-        oi = asof_index(ts, pid, sts, sprev, "backward", allow_exact=True)
-        prev_cpu = take(scpu, oi, -1).astype(np.int32)
-        del oi
-    else:
-        prev_cpu = np.full(n, -1, dtype=np.int32)
-    migrate_index = np.full(n, -1, dtype=np.int64)
-    waker_ts, waker_comm = ts, w["common_comm"].array  # where and who the waker was
-    if ev.migrate is not None and len(mig_w):
-        mi = np.flatnonzero(mig_w >= 0)
-        migrate_index[mig_w[mi]] = mi
-        chosen[mig_w[mi]] = i64(ev.migrate, "dest_cpu")[mi]
-        if fallback:
-            # the migration's orig_cpu is the previous CPU (sched_waking's target_cpu,
-            # when there is one, is that CPU by design). sched_wakeup of a queued
-            # wake-up fires on the chosen CPU, in the IPI; the wake-up's migration fired
-            # in the waker's context on the waker's CPU
-            rows = mig_w[mi]
-            prev_cpu[rows] = i64(ev.migrate, "orig_cpu")[mi]
-            cpu, cpid, ctx, waker_ts = cpu.copy(), cpid.copy(), ctx.copy(), ts.copy()
-            cpu[rows] = i64(ev.migrate, "cpu")[mi]
-            cpid[rows] = i64(ev.migrate, "common_pid")[mi]
-            waker_ts[rows] = i64(ev.migrate, "ts")[mi]
-            if "common_flags" in ev.migrate.columns:
-                ctx[rows] = tasks.context_codes(ev.migrate["common_flags"])[mi]
-            waker_comm = pick_cat(migrate_index >= 0,
-                                  take_cat(ev.migrate["common_comm"].array, migrate_index),
-                                  waker_comm)
-            del rows
-        del mi
-    del target
-
-    # next waking of the same pid bounds the matches of this one
-    order = _stable_order(pid) if _sorted(ts) else np.lexsort((np.arange(n), ts, pid))
-    same = pid[order[1:]] == pid[order[:-1]]
-    nxt_same = np.full(n, big, dtype=np.int64)
-    nxt_same[order[:-1][same]] = ts[order[1:][same]]
-    del order, same
-
-    # sched_wakeup of this wake-up
-    NA = np.int64(0)
-    if fallback:
-        wakeup_ts = _nullable(ts.copy(), np.ones(n, dtype=bool))
-    elif ev.wakeup is not None and len(ev.wakeup):
-        uts = i64(ev.wakeup, "ts")
-        ui = asof_index(ts, pid, uts, ints(ev.wakeup, "pid"), "forward", allow_exact=True)
-        u = take(uts, ui, NA)
-        matched = (ui >= 0) & (u < nxt_same)
-        wakeup_ts = _nullable(u, matched)
-        if ev.migrate is None:
-            # no sched_migrate_task recorded: sched_wakeup's target_cpu is the CPU
-            # select_task_rq() chose (sched_waking's is still the previous CPU)
-            woken_on = take(ints(ev.wakeup, "target_cpu"), ui, -1)
-            chosen = np.where(matched & (woken_on >= 0), woken_on, chosen).astype(np.int32)
-            del woken_on
-        del uts, ui, u, matched
-    else:
-        wakeup_ts = _nullable(np.zeros(n, np.int64), np.zeros(n, dtype=bool))
-
+    wakers = _Wakers.of(w, ts)
+    prev_cpu, chosen, migrate_index = _cpus(ev, w, fallback, mig_w, pid, wakers)
+    next_waking = _next_waking_of_same_pid(ts, pid)
+    wakeup_ts, chosen = _wakeup_ts(ev, fallback, ts, pid, next_waking, chosen)
     migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
-    migration_class = topo.classify(prev_cpu, chosen)
-
-    # wake-to-run
-    if have_switch:
-        sw = ev.switch
-        # was the wakee on a CPU when woken? its last switch event before the waking
-        lin = asof_index(ts, pid, sts, snext, "backward", allow_exact=False)
-        lout = asof_index(ts, pid, sts, sprev, "backward", allow_exact=False)
-        was_running = (lin >= 0) & (take(sts, lin, -1) > take(sts, lout, -1))
-        del lin, lout
-        ii = asof_index(ts, pid, sts, snext, "forward", allow_exact=True)
-        run = take(sts, ii, NA)
-        run_ok = (ii >= 0) & (run < nxt_same) & ~was_running
-        del ii
-        latency = _nullable(run - ts, run_ok)
-        # end of that run: the next switch-out of the wakee at or after run_ts
-        oi = asof_index(np.where(run_ok, run, ts), pid, sts, sprev, "forward",
-                        allow_exact=True)
-        run_ts = _nullable(run, run_ok)
-        del run
-        end_ok = run_ok & (oi >= 0)
-        run_end_ts = _nullable(take(sts, oi, NA), end_ok)
-        slept_after = np.zeros(n, dtype=bool)
-        if "prev_state_str" in sw.columns:
-            st = take_cat(sw["prev_state_str"].array, oi)
-            st_codes = np.asarray(st.codes)
-            cats = np.array([not str(c).startswith("R") for c in st.categories] + [False])
-            slept_after = end_ok & cats[np.where(st_codes < 0, len(cats) - 1, st_codes)]
-            del st, st_codes
-        del oi, end_ok, run_ok
-        # the waker's own name at that instant: next_comm of the switch that put it on
-        si = asof_index(waker_ts, cpu, sts, scpu, "backward", allow_exact=True)
-        same_task = take(snext, si, -3) == cpid
-        waker_comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si), waker_comm)
-        del si, same_task, sts, scpu, snext, sprev
-    else:
-        none = np.zeros(n, dtype=bool)
-        run_ts = _nullable(np.zeros(n, np.int64), none)
-        latency = _nullable(0 - ts, none)
-        run_end_ts = _nullable(np.zeros(n, np.int64), none)
-        slept_after, was_running = none, none.copy()
-    del nxt_same
-
-    wclass, kcpu = tasks.classify(waker_comm, cpid, ctx)
-
-    # work function of the waker (task context only)
-    work_fn = pd.Categorical.from_codes(np.full(n, -1, dtype=np.int32), categories=[])
-    if ev.wq_start is not None and ev.wq_end is not None and len(ev.wq_start):
-        st_ts = i64(ev.wq_start, "ts")
-        si = asof_index(ts, cpid, st_ts, i64(ev.wq_start, "common_pid"), "backward", True)
-        ei = asof_index(ts, cpid, i64(ev.wq_end, "ts"), i64(ev.wq_end, "common_pid"),
-                        "backward", True)
-        start_t = take(st_ts, si, -1)
-        end_t = take(i64(ev.wq_end, "ts"), ei, -1)
-        inside = (si >= 0) & (start_t > end_t) & (ctx == 0) & (cpid != 0)
-        del ei, start_t, end_t
-        work_fn = take_cat(ev.wq_start["function"].array, np.where(inside, si, -1))
-        del si, inside
-
-    ctx_cat = pd.Categorical.from_codes(ctx, categories=list(tasks.CONTEXTS))
+    run = _wake_to_run(ev, ts, pid, next_waking, wakers)
+    del next_waking
+    wclass, kcpu = tasks.classify(wakers.comm, wakers.pid, wakers.ctx)
     cols = {
         "ts": ts,
-        "waker_pid": cpid.astype(np.int32, copy=False),
-        "waker_comm": waker_comm,
-        "waker_cpu": cpu.astype(np.int32, copy=False),
+        "waker_pid": wakers.pid.astype(np.int32, copy=False),
+        "waker_comm": wakers.comm,
+        "waker_cpu": wakers.cpu.astype(np.int32, copy=False),
         "waker_class": wclass,
-        "waker_context": ctx_cat,
+        "waker_context": pd.Categorical.from_codes(wakers.ctx, categories=list(tasks.CONTEXTS)),
         "waker_kthread_cpu": kcpu,
-        "work_function": work_fn,
+        "work_function": _work_function(ev, ts, wakers),
         "wakee_pid": pid.astype(np.int32, copy=False),
         "wakee_comm": w["comm"].array,
         "prev_cpu": prev_cpu,
         "chosen_cpu": chosen,
         "migrated": migrated,
-        "migration_class": migration_class,
+        "migration_class": topo.classify(prev_cpu, chosen),
         "wakeup_ts": wakeup_ts,
-        "run_ts": run_ts,
-        "latency_ns": latency,
-        "run_end_ts": run_end_ts,
-        "slept_after": slept_after,
-        "wakee_was_running": was_running,
+        **run,
         "migrate_index": migrate_index,
     }
-    del ts, cpu, pid, cpid, prev_cpu, chosen, migrated, wakeup_ts, run_ts, latency, waker_ts
-    del run_end_ts, slept_after, was_running, migrate_index
+    del ts, pid, wakers, prev_cpu, chosen, migrated, wakeup_ts, run, migrate_index
     # the columns as they are: one block each, no consolidating copy
-    return pd.DataFrame(cols, copy=False)
+    return pd.DataFrame({c: cols[c] for c in WAKEUP_COLUMNS}, copy=False)
+
+
+class _Wakers:
+    """Per wake-up: the waker's CPU, pid, context code (tasks.CONTEXTS), the time and
+    name it had when it woke. From the wake-up event's own common fields; the steps
+    below correct them where a better event says more."""
+
+    __slots__ = ("cpu", "pid", "ctx", "ts", "comm")
+
+    @classmethod
+    def of(cls, w: pd.DataFrame, ts: np.ndarray) -> _Wakers:
+        self = cls()
+        self.cpu = ints(w, "cpu")
+        self.pid = ints(w, "common_pid")
+        self.ctx = tasks.context_codes(w["common_flags"]) if "common_flags" in w.columns \
+            else np.full(len(w), 4, dtype=np.int8)
+        self.ts = ts
+        self.comm = w["common_comm"].array
+        return self
+
+
+def _cpus(ev: Events, w: pd.DataFrame, fallback: bool, mig_w: np.ndarray, pid: np.ndarray,
+          wakers: _Wakers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(prev_cpu, chosen_cpu, migrate_index) per wake-up.
+
+    Reads the wake-up's ``target_cpu`` (sched_waking: the previous CPU; sched_wakeup:
+    the chosen one), the wake-up's own ``sched_migrate_task`` (``mig_w``: its
+    ``orig_cpu``/``dest_cpu``) and, without sched_waking, the wakee's last
+    ``sched_switch`` out. Without sched_waking a migrated wake-up's waker is the
+    context of its sched_migrate_task (sched_wakeup then fired in the IPI on the
+    chosen CPU): ``wakers`` is corrected so. prev_cpu is -1 where nothing says it.
+    """
+    target = ints(w, "target_cpu")
+    n = len(target)
+    chosen = target.astype(np.int32)
+    if not fallback:
+        prev_cpu = target.astype(np.int32)
+    elif ev.switch is not None and len(ev.switch):
+        # sched_wakeup's target_cpu is already the chosen CPU; the previous one is where
+        # the task last ran: its last switch-out before the wake-up
+        oi = asof_index(wakers.ts, pid, i64(ev.switch, "ts"), ints(ev.switch, "prev_pid"),
+                        "backward", allow_exact=True)
+        prev_cpu = take(ints(ev.switch, "cpu"), oi, -1).astype(np.int32)
+    else:
+        prev_cpu = np.full(n, -1, dtype=np.int32)
+    migrate_index = np.full(n, -1, dtype=np.int64)
+    if ev.migrate is None or not len(mig_w):
+        return prev_cpu, chosen, migrate_index
+    mi = np.flatnonzero(mig_w >= 0)
+    migrate_index[mig_w[mi]] = mi
+    chosen[mig_w[mi]] = i64(ev.migrate, "dest_cpu")[mi]
+    if fallback:
+        # the migration's orig_cpu is the previous CPU (sched_waking's target_cpu,
+        # when there is one, is that CPU by design). sched_wakeup of a queued
+        # wake-up fires on the chosen CPU, in the IPI; the wake-up's migration fired
+        # in the waker's context on the waker's CPU
+        rows = mig_w[mi]
+        prev_cpu[rows] = i64(ev.migrate, "orig_cpu")[mi]
+        wakers.cpu, wakers.pid = wakers.cpu.copy(), wakers.pid.copy()
+        wakers.ctx, wakers.ts = wakers.ctx.copy(), wakers.ts.copy()
+        wakers.cpu[rows] = i64(ev.migrate, "cpu")[mi]
+        wakers.pid[rows] = i64(ev.migrate, "common_pid")[mi]
+        wakers.ts[rows] = i64(ev.migrate, "ts")[mi]
+        if "common_flags" in ev.migrate.columns:
+            wakers.ctx[rows] = tasks.context_codes(ev.migrate["common_flags"])[mi]
+        wakers.comm = pick_cat(migrate_index >= 0,
+                               take_cat(ev.migrate["common_comm"].array, migrate_index),
+                               wakers.comm)
+    return prev_cpu, chosen, migrate_index
+
+
+def _next_waking_of_same_pid(ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
+    """Per wake-up, the time of the next wake-up of the same wakee (int64 max if none):
+    it bounds what may match this one (its sched_wakeup, its switch-in)."""
+    n = len(ts)
+    order = _stable_order(pid) if _sorted(ts) else np.lexsort((np.arange(n), ts, pid))
+    same = pid[order[1:]] == pid[order[:-1]]
+    nxt = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    nxt[order[:-1][same]] = ts[order[1:][same]]
+    return nxt
+
+
+def _wakeup_ts(ev: Events, fallback: bool, ts: np.ndarray, pid: np.ndarray,
+               next_waking: np.ndarray, chosen: np.ndarray):
+    """(wakeup_ts, chosen_cpu): the first ``sched_wakeup`` of the wakee at or after the
+    waking and before its next one (missing if none). Without sched_migrate_task in
+    the trace, that sched_wakeup's ``target_cpu`` is the chosen CPU. A trace without
+    sched_waking is its own sched_wakeup."""
+    n = len(ts)
+    if fallback:
+        return _nullable(ts.copy(), np.ones(n, dtype=bool)), chosen
+    if ev.wakeup is None or not len(ev.wakeup):
+        return _nullable(np.zeros(n, np.int64), np.zeros(n, dtype=bool)), chosen
+    uts = i64(ev.wakeup, "ts")
+    ui = asof_index(ts, pid, uts, ints(ev.wakeup, "pid"), "forward", allow_exact=True)
+    u = take(uts, ui, np.int64(0))
+    matched = (ui >= 0) & (u < next_waking)
+    if ev.migrate is None:
+        # no sched_migrate_task recorded: sched_wakeup's target_cpu is the CPU
+        # select_task_rq() chose (sched_waking's is still the previous CPU)
+        woken_on = take(ints(ev.wakeup, "target_cpu"), ui, -1)
+        chosen = np.where(matched & (woken_on >= 0), woken_on, chosen).astype(np.int32)
+    return _nullable(u, matched), chosen
+
+
+def _wake_to_run(ev: Events, ts: np.ndarray, pid: np.ndarray, next_waking: np.ndarray,
+                 wakers: _Wakers) -> dict:
+    """The columns run_ts, latency_ns, run_end_ts, slept_after, wakee_was_running.
+
+    Reads ``sched_switch``: whether the wakee was on a CPU when woken (its last switch
+    before the waking put it on), its first switch-in at or after the waking and
+    before its next waking (none if it was running: there was no wait), the end of
+    that run (its next switch-out) and whether it then slept (prev_state not R).
+    Also names the waker as the switch that put it on its CPU did (``next_comm``):
+    ``wakers.comm`` is corrected so.
+    """
+    n = len(ts)
+    sw = ev.switch
+    if sw is None or not len(sw):
+        none = np.zeros(n, dtype=bool)
+        return {"run_ts": _nullable(np.zeros(n, np.int64), none),
+                "latency_ns": _nullable(0 - ts, none),
+                "run_end_ts": _nullable(np.zeros(n, np.int64), none),
+                "slept_after": none, "wakee_was_running": none.copy()}
+    sts, scpu = i64(sw, "ts"), ints(sw, "cpu")
+    snext, sprev = ints(sw, "next_pid"), ints(sw, "prev_pid")
+    NA = np.int64(0)
+    # was the wakee on a CPU when woken? its last switch event before the waking
+    lin = asof_index(ts, pid, sts, snext, "backward", allow_exact=False)
+    lout = asof_index(ts, pid, sts, sprev, "backward", allow_exact=False)
+    was_running = (lin >= 0) & (take(sts, lin, -1) > take(sts, lout, -1))
+    del lin, lout
+    ii = asof_index(ts, pid, sts, snext, "forward", allow_exact=True)
+    run = take(sts, ii, NA)
+    run_ok = (ii >= 0) & (run < next_waking) & ~was_running
+    del ii
+    latency = _nullable(run - ts, run_ok)
+    # end of that run: the next switch-out of the wakee at or after run_ts
+    oi = asof_index(np.where(run_ok, run, ts), pid, sts, sprev, "forward", allow_exact=True)
+    run_ts = _nullable(run, run_ok)
+    del run
+    end_ok = run_ok & (oi >= 0)
+    run_end_ts = _nullable(take(sts, oi, NA), end_ok)
+    slept_after = np.zeros(n, dtype=bool)
+    if "prev_state_str" in sw.columns:
+        st = take_cat(sw["prev_state_str"].array, oi)
+        st_codes = np.asarray(st.codes)
+        cats = np.array([not str(c).startswith("R") for c in st.categories] + [False])
+        slept_after = end_ok & cats[np.where(st_codes < 0, len(cats) - 1, st_codes)]
+        del st, st_codes
+    del oi, end_ok, run_ok
+    # the waker's own name at that instant: next_comm of the switch that put it on
+    si = asof_index(wakers.ts, wakers.cpu, sts, scpu, "backward", allow_exact=True)
+    same_task = take(snext, si, -3) == wakers.pid
+    wakers.comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si), wakers.comm)
+    return {"run_ts": run_ts, "latency_ns": latency, "run_end_ts": run_end_ts,
+            "slept_after": slept_after, "wakee_was_running": was_running}
+
+
+def _work_function(ev: Events, ts: np.ndarray, wakers: _Wakers) -> pd.Categorical:
+    """The work item the waker was running (task context only): the function of the
+    waker pid's last ``workqueue_execute_start`` whose ``workqueue_execute_end`` has
+    not come yet; missing otherwise. Keyed by pid, not CPU: an unbound worker can move
+    between CPUs in the middle of a work item."""
+    n = len(ts)
+    if ev.wq_start is None or ev.wq_end is None or not len(ev.wq_start):
+        return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int32), categories=[])
+    st_ts, end_ts = i64(ev.wq_start, "ts"), i64(ev.wq_end, "ts")
+    si = asof_index(ts, wakers.pid, st_ts, i64(ev.wq_start, "common_pid"), "backward", True)
+    ei = asof_index(ts, wakers.pid, end_ts, i64(ev.wq_end, "common_pid"), "backward", True)
+    inside = ((si >= 0) & (take(st_ts, si, -1) > take(end_ts, ei, -1)) & (wakers.ctx == 0)
+              & (wakers.pid != 0))
+    return take_cat(ev.wq_start["function"].array, np.where(inside, si, -1))
 
 
 def _nullable(values, ok) -> pd.arrays.IntegerArray:
