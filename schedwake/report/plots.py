@@ -109,27 +109,15 @@ def task_cpu(trace, pid: int | None = None, t0: float | None = None, t1: float |
     that hold the most migrations (the title says so; ``max_wakeups=None`` shows the
     whole trace). ``label`` names the side in the title.
     """
-    from ..model.tasks import CLASSES
-
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
-    ncpus = int(trace.meta.get("cpus") or 1)
     topo = trace.topology
-    order = _cpu_order(topo, ncpus)
+    order = _cpu_order(topo, int(trace.meta.get("cpus") or 1))
     ypos = {c: i for i, c in enumerate(order)}
     first = trace.model.events.first_ts
     if pid is None:
         pid = default_task(trace)
-    # LLC bands
-    for i, g in enumerate(topo.llc):
-        ys = sorted(ypos[c] for c in g if c in ypos)
-        if not ys:
-            continue
-        ax.axhspan(min(ys) - 0.5, max(ys) + 0.5, color="#4c72b0" if i % 2 == 0 else "#55a868",
-                   alpha=0.10, lw=0)
-        ax.text(1.005, (min(ys) + max(ys)) / 2, f"LLC {i}\n{_cpulist(g)}",
-                transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=8,
-                color="#333333")
+    _draw_llc_bands(ax, topo, ypos)
     side = f"{label}: " if label else ""
     if pid is None:
         ax.set_title(f"{side}{_name(trace)}: no wake-ups to plot")
@@ -145,32 +133,76 @@ def task_cpu(trace, pid: int | None = None, t0: float | None = None, t1: float |
     wt_all = (ws["ts"].to_numpy(dtype=np.int64) - first) / 1e9
     zoom = ""
     if t0 is None and t1 is None and max_wakeups and len(ws) > max_wakeups:
-        i, j = _busiest_span(wt_all, ws["migrated"].to_numpy(dtype=bool), max_wakeups)
-        t0, t1 = float(wt_all[i]), float(wt_all[j - 1])
-        pad = max((t1 - t0) * 0.02, 1e-6)
-        t0, t1 = t0 - pad, t1 + pad
-        zoom = (f"\nzoomed to {t0:.4f}-{t1:.4f} s: the {max_wakeups} consecutive wake-ups "
-                f"with the most migrations (of {len(ws)})")
+        t0, t1, zoom = _busiest_window(wt_all, ws["migrated"].to_numpy(dtype=bool),
+                                       max_wakeups)
     lo = -np.inf if t0 is None else t0
     hi = np.inf if t1 is None else t1
+    nruns = _draw_runs(ax, runs, first, ypos, lo, hi)
+    ax.plot([], [], color="#222222", lw=6, label=f"running ({nruns} runs)")
+    in_window = (wt_all >= lo) & (wt_all <= hi)
+    ws, wt = ws[in_window], wt_all[in_window]
+    _draw_wakeups(ax, ws, wt, ypos)
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.14), ncol=3, fontsize=8, frameon=False)
+    _cpu_axis(ax, order)
+    ax.set_xlabel("time since trace start (s)")
+    ax.set_ylabel("CPU (grouped by LLC)")
+    nw, nmig = len(ws), int(ws["migrated"].sum()) if len(ws) else 0
+    ax.set_title(f"{side}CPU of {comm} (pid {pid}) over time: {nw} wake-ups, {nmig} "
+                 f"migrated (filled markers){zoom}", fontsize=10)
+    if t0 is not None or t1 is not None:
+        ax.set_xlim(t0, t1)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _draw_llc_bands(ax, topo, ypos: dict) -> None:
+    """Each LLC's CPUs as a shaded band (alternating colours), named at the right."""
+    for i, g in enumerate(topo.llc):
+        ys = sorted(ypos[c] for c in g if c in ypos)
+        if not ys:
+            continue
+        ax.axhspan(min(ys) - 0.5, max(ys) + 0.5, color="#4c72b0" if i % 2 == 0 else "#55a868",
+                   alpha=0.10, lw=0)
+        ax.text(1.005, (min(ys) + max(ys)) / 2, f"LLC {i}\n{_cpulist(g)}",
+                transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=8,
+                color="#333333")
+
+
+def _busiest_window(wt: np.ndarray, migrated: np.ndarray, n: int) -> tuple[float, float, str]:
+    """(t0, t1, title note): the ``n`` consecutive wake-ups (times ``wt``, seconds) that
+    hold the most migrations, padded by 2%."""
+    i, j = _busiest_span(wt, migrated, n)
+    t0, t1 = float(wt[i]), float(wt[j - 1])
+    pad = max((t1 - t0) * 0.02, 1e-6)
+    t0, t1 = t0 - pad, t1 + pad
+    return t0, t1, (f"\nzoomed to {t0:.4f}-{t1:.4f} s: the {n} consecutive wake-ups "
+                    f"with the most migrations (of {len(wt)})")
+
+
+def _draw_runs(ax, runs: pd.DataFrame, first: int, ypos: dict, lo: float, hi: float) -> int:
+    """The task's runs in [lo, hi] (seconds) as bars on their CPUs, joined by a thin
+    line (a vertical jump is a CPU change); returns how many were drawn."""
     rs = (runs["start_ts"].to_numpy(dtype=np.int64) - first) / 1e9
     re_ = (runs["end_ts"].to_numpy(dtype=np.int64) - first) / 1e9
     ry = np.array([ypos.get(int(c), np.nan) for c in runs["cpu"].to_numpy()])
     keep = (re_ >= lo) & (rs <= hi)
     rs, re_, ry = rs[keep], re_[keep], ry[keep]
     if len(rs):
-        # the path from run to run (a vertical jump = a CPU change), then the runs
-        px = np.repeat(np.column_stack([rs, re_]).ravel(), 1)
-        py = np.repeat(ry, 2)
-        ax.plot(px, py, color="#555555", lw=0.6, alpha=0.6)
+        ax.plot(np.column_stack([rs, re_]).ravel(), np.repeat(ry, 2), color="#555555",
+                lw=0.6, alpha=0.6)
         for c in np.unique(ry[~np.isnan(ry)]):
             sel = ry == c
             ax.broken_barh(list(zip(rs[sel], re_[sel] - rs[sel])), (c - 0.12, 0.24),
                            facecolors="#222222", edgecolors="#222222", linewidth=0.4)
-    ax.plot([], [], color="#222222", lw=6, label=f"running ({len(rs)} runs)")
-    wk = (wt_all >= lo) & (wt_all <= hi)
-    ws, wt = ws[wk], wt_all[wk]
-    nw, nmig = len(ws), int(ws["migrated"].sum()) if len(ws) else 0
+    return len(rs)
+
+
+def _draw_wakeups(ax, ws: pd.DataFrame, wt: np.ndarray, ypos: dict) -> None:
+    """Each wake-up as a marker on its chosen CPU, at time ``wt``: shape and colour by
+    the waker's class (WAKER_STYLE), a row per class just above the CPU's bar, filled
+    when the wake-up migrated the task."""
+    from ..model.tasks import CLASSES
+
     wy = np.array([ypos.get(int(c), np.nan) for c in ws["chosen_cpu"].to_numpy()])
     cls = ws["waker_class"].astype(str).to_numpy()
     mig = ws["migrated"].to_numpy(dtype=bool)
@@ -179,26 +211,21 @@ def task_cpu(trace, pid: int | None = None, t0: float | None = None, t1: float |
         if not sel.any():
             continue
         colour, marker, desc = WAKER_STYLE.get(c, ("#000000", "o", c))
-        off = 0.2 + 0.045 * k  # markers in a row per class, just above the CPU's bar
+        off = 0.2 + 0.045 * k
         ax.scatter(wt[sel & ~mig], wy[sel & ~mig] + off, s=16, marker=marker,
                    facecolors="none", edgecolors=colour, linewidths=0.7)
         ax.scatter(wt[sel & mig], wy[sel & mig] + off, s=28, marker=marker, color=colour,
                    edgecolors="black", linewidths=0.4)
         ax.scatter([], [], marker=marker, color=colour,
                    label=f"woken by {desc}: {int(sel.sum())}")
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.14), ncol=3, fontsize=8, frameon=False)
+
+
+def _cpu_axis(ax, order: list) -> None:
+    """CPU rows in LLC order, at most ~32 labelled."""
     ax.set_yticks(range(len(order)))
     step = max(1, len(order) // 32)
     ax.set_yticklabels([str(c) if i % step == 0 else "" for i, c in enumerate(order)])
     ax.set_ylim(-0.6, len(order) - 0.4 + 0.1)
-    ax.set_xlabel("time since trace start (s)")
-    ax.set_ylabel("CPU (grouped by LLC)")
-    ax.set_title(f"{side}CPU of {comm} (pid {pid}) over time: {nw} wake-ups, {nmig} "
-                 f"migrated (filled markers){zoom}", fontsize=10)
-    if t0 is not None or t1 is not None:
-        ax.set_xlim(t0, t1)
-    ax.grid(axis="x", alpha=0.3)
-    return fig
 
 
 def _cpulist(cpus) -> str:
