@@ -400,8 +400,6 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
     """
-    from .metrics import catalogue_entry, missing_events, window_edges
-
     if rules is None:
         settings, rule_list = default_rules()
         source = "defaults"
@@ -411,15 +409,36 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
     else:
         settings, rule_list = load_rules(rules)
         source = str(rules)
-    loader = loader or load_model_trace
     result = GateResult(settings, list(rule_list), rules_source=source)
-    problems = result.problems
+    sides = _load_sides(result, {"baseline": baseline, "candidate": candidate},
+                        loader or load_model_trace, topology_file, llc)
+    if result.problems:
+        return result
+    plan = _sampling(result, sides)
+    if result.problems:
+        return result
+    kind, window = plan
+    measurable = _measurable_rules(result, sides)
+    if measurable:
+        _judge_rules(result, sides, measurable, kind, window, thresholds)
+    order = {r.metric: i for i, r in enumerate(rule_list)}
+    result.results.sort(key=lambda r: order[r.rule.metric])
+    if result.results and all(r.status == "skipped" for r in result.results):
+        result.problems.append("every rule was skipped (its metric cannot be measured): "
+                               "nothing was judged")
+    return result
 
+
+def _load_sides(result: GateResult, specs: dict, loader, topology_file, llc) -> dict:
+    """{side: [Trace, ...]} of the baseline and candidate specs (a path, glob, Trace or a
+    sequence of those), with the topology options applied; their paths go into
+    ``result``, and what makes a trace unusable for a verdict into ``result.problems``
+    (a trace that does not load, lost events, raw timestamps, ...)."""
     sides = {}
-    for name, specs in (("baseline", baseline), ("candidate", candidate)):
-        if isinstance(specs, (str, Path)) or hasattr(specs, "meta"):
-            specs = [specs]
-        traces, paths = _load_side(name, list(specs), loader, problems)
+    for name, spec in specs.items():
+        if isinstance(spec, (str, Path)) or hasattr(spec, "meta"):
+            spec = [spec]
+        traces, paths = _load_side(name, list(spec), loader, result.problems)
         sides[name] = traces
         setattr(result, f"{name}_paths", paths)
         for t in traces:
@@ -427,34 +446,45 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
                 try:
                     t.use_topology(topology_file, llc)
                 except TraceError as exc:
-                    problems.append(str(exc))
-            problems.extend(_input_problems(name, t, settings))
-    if problems:
-        return result
+                    result.problems.append(str(exc))
+            result.problems.extend(_input_problems(name, t, result.settings))
+    return sides
 
+
+def _sampling(result: GateResult, sides: dict) -> tuple[str, float]:
+    """(samples kind, window seconds) as compare will sample; a problem in ``result``
+    when there are too few samples to judge: one trace a side for per-trace samples,
+    fewer than ``[gate] min_windows`` windows in a trace for per-window ones."""
+    from .metrics import window_edges
+
+    settings = result.settings
     kind, window = sample_plan(settings.samples, list(sides.values()), settings.window or None)
     if kind == "per-trace":
         few = [n for n, v in sides.items() if len(v) < 2]
         if few:
-            problems.append(f"per-trace samples need >= 2 traces a side ({', '.join(few)} "
-                            "has one): give iterations, or samples = \"per-window\"")
-            return result
-    else:
-        for name, traces in sides.items():
-            for t in traces:
-                # as many windows as compare will sample
-                n = len(window_edges(t.meta["first_ts_ns"], t.meta["last_ts_ns"], window)) - 1
-                if n < settings.min_windows:
-                    problems.append(
-                        f"{name} {Path(str(t.meta.get('path'))).name}: {n} window(s) of "
-                        f"{window:g} s, fewer than the {settings.min_windows} a judgement "
-                        "needs ([gate] window, min_windows)")
-        if problems:
-            return result
+            result.problems.append(
+                f"per-trace samples need >= 2 traces a side ({', '.join(few)} has one): "
+                "give iterations, or samples = \"per-window\"")
+        return kind, window
+    for name, traces in sides.items():
+        for t in traces:
+            # as many windows as compare will sample
+            n = len(window_edges(t.meta["first_ts_ns"], t.meta["last_ts_ns"], window)) - 1
+            if n < settings.min_windows:
+                result.problems.append(
+                    f"{name} {Path(str(t.meta.get('path'))).name}: {n} window(s) of "
+                    f"{window:g} s, fewer than the {settings.min_windows} a judgement "
+                    "needs ([gate] window, min_windows)")
+    return kind, window
 
-    # a metric the events cannot give is unknown, not zero: judge only measurable ones
+
+def _measurable_rules(result: GateResult, sides: dict) -> list[Rule]:
+    """The rules whose metric every trace's events can give. A metric the events cannot
+    give is unknown, not zero: its rule gets its ``unmeasured_status`` in ``result``."""
+    from .metrics import catalogue_entry, missing_events
+
     measurable = []
-    for rule in rule_list:
+    for rule in result.rules:
         entry = catalogue_entry(rule.metric)
         lacking = [f"{name} {Path(str(t.meta.get('path'))).name} has no {ev} events"
                    for name, traces in sides.items() for t in traces
@@ -466,23 +496,22 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
                         + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else "")))
         else:
             measurable.append(rule)
+    return measurable
 
-    if measurable:
-        comp = run_compare({"baseline": sides["baseline"], "candidate": sides["candidate"]},
-                                window_s=window, samples=kind,
-                                significance=settings.significance, alpha=settings.alpha,
-                                metrics=[r.metric for r in measurable],
-                                topology_file=None, llc=None, thresholds=thresholds)
-        result.comparison = comp
-        rows = {r.metric.name: r for r in comp.comparison.rows if r.is_mean_row}
-        for rule in measurable:
-            result.results.append(_judge(rule, rows.get(rule.metric), settings.significance))
-    order = {r.metric: i for i, r in enumerate(rule_list)}
-    result.results.sort(key=lambda r: order[r.rule.metric])
-    if result.results and all(r.status == "skipped" for r in result.results):
-        problems.append("every rule was skipped (its metric cannot be measured): "
-                        "nothing was judged")
-    return result
+
+def _judge_rules(result: GateResult, sides: dict, rules: list[Rule], kind: str,
+                 window: float, thresholds: dict | None) -> None:
+    """Compare the sides on the rules' metrics (schedwake.compare, the same samples and
+    test) and judge each rule from its metric's mean row."""
+    settings = result.settings
+    comp = run_compare({"baseline": sides["baseline"], "candidate": sides["candidate"]},
+                       window_s=window, samples=kind, significance=settings.significance,
+                       alpha=settings.alpha, metrics=[r.metric for r in rules],
+                       topology_file=None, llc=None, thresholds=thresholds)
+    result.comparison = comp
+    rows = {r.metric.name: r for r in comp.comparison.rows if r.is_mean_row}
+    for rule in rules:
+        result.results.append(_judge(rule, rows.get(rule.metric), settings.significance))
 
 
 def _judge(rule: Rule, row, test: str) -> RuleResult:
