@@ -9,8 +9,15 @@ bootstrap:
 demo: bootstrap
 	.venv/bin/schedwake analyze $(SAMPLE)
 
-test: bootstrap
+test: bootstrap lint
 	.venv/bin/python -m pytest -q
+
+# ruff (lint and format) over the tree, mypy over the public API modules (pyproject.toml)
+.PHONY: lint
+lint: bootstrap
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
 
 # Hostile-input testing (docs/reliability.md): each harness for FUZZ_SECONDS, one at a
 # time, corpora in fuzz/corpus/<harness>/ (new coverage merged in), findings in fuzz/crashes/

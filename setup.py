@@ -5,6 +5,7 @@ zlib1g-dev). The reference binding of libtracecmd + libtraceevent, run in a chil
 process only, gets its flags from pkg-config (libtracecmd-dev, libtraceevent-dev,
 libtracefs-dev).
 """
+
 import shlex
 import subprocess
 
@@ -13,11 +14,17 @@ from setuptools import Extension, setup
 
 def pkg_config(*packages):
     try:
-        out = subprocess.run(["pkg-config", "--cflags", "--libs", *packages],
-                             check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["pkg-config", "--cflags", "--libs", *packages],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit("schedwake needs libtracecmd-dev, libtraceevent-dev and libtracefs-dev "
-                         f"(pkg-config failed: {exc})")
+        raise SystemExit(
+            "schedwake needs libtracecmd-dev, libtraceevent-dev and libtracefs-dev "
+            f"(pkg-config failed: {exc})"
+        ) from None
     flags = shlex.split(out)
     return {
         "include_dirs": [f[2:] for f in flags if f.startswith("-I")],
@@ -28,20 +35,40 @@ def pkg_config(*packages):
 
 COPTS = ["-O2", "-std=gnu11", "-Wall", "-Wno-unused-parameter"]
 
-setup(ext_modules=[
-    # libtracecmd binding: the conformance oracle and opt-in reader, run only in a
-    # child process (schedwake/ingest/libtracecmd.py)
-    Extension("schedwake.ingest._libtracecmd", ["schedwake/ingest/_libtracecmd.c"],
-              depends=["schedwake/ingest/_columns.h", "schedwake/ingest/_pybuf.h",
-                       "schedwake/ingest/_utf8.h"],
-              extra_compile_args=COPTS, **pkg_config("libtracecmd", "libtraceevent")),
-    # schedwake's own trace.dat reader: plain C over libzstd and zlib (Debian
-    # libzstd-dev, zlib1g-dev); threads decode CPUs in parallel
-    Extension("schedwake.ingest._tdread",
-              ["schedwake/ingest/_tdread.c", "schedwake/ingest/_tdcore.c"],
-              depends=["schedwake/ingest/_tdcore.h", "schedwake/ingest/_columns.h",
-                       "schedwake/ingest/_pybuf.h", "schedwake/ingest/_utf8.h"],
-              extra_compile_args=COPTS, libraries=["zstd", "z", "pthread"]),
-    Extension("schedwake.ingest._textscan", ["schedwake/ingest/_textscan.c"],
-              depends=["schedwake/ingest/_utf8.h"], extra_compile_args=COPTS),
-])
+setup(
+    ext_modules=[
+        # libtracecmd binding: the conformance oracle and opt-in reader, run only in a
+        # child process (schedwake/ingest/libtracecmd.py)
+        Extension(
+            "schedwake.ingest._libtracecmd",
+            ["schedwake/ingest/_libtracecmd.c"],
+            depends=[
+                "schedwake/ingest/_columns.h",
+                "schedwake/ingest/_pybuf.h",
+                "schedwake/ingest/_utf8.h",
+            ],
+            extra_compile_args=COPTS,
+            **pkg_config("libtracecmd", "libtraceevent"),
+        ),
+        # schedwake's own trace.dat reader: plain C over libzstd and zlib (Debian
+        # libzstd-dev, zlib1g-dev); threads decode CPUs in parallel
+        Extension(
+            "schedwake.ingest._tdread",
+            ["schedwake/ingest/_tdread.c", "schedwake/ingest/_tdcore.c"],
+            depends=[
+                "schedwake/ingest/_tdcore.h",
+                "schedwake/ingest/_columns.h",
+                "schedwake/ingest/_pybuf.h",
+                "schedwake/ingest/_utf8.h",
+            ],
+            extra_compile_args=COPTS,
+            libraries=["zstd", "z", "pthread"],
+        ),
+        Extension(
+            "schedwake.ingest._textscan",
+            ["schedwake/ingest/_textscan.c"],
+            depends=["schedwake/ingest/_utf8.h"],
+            extra_compile_args=COPTS,
+        ),
+    ]
+)

@@ -47,22 +47,35 @@ def main() -> int:
     with benchmark_trace(args) as path:
         size = path.stat().st_size
         t0 = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", str(exe), "analyze", str(path),
-                               "--format", "json"], capture_output=True, text=True)
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", str(exe), "analyze", str(path), "--format", "json"],
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             return 1
         peak_kb = int(proc.stderr.strip().splitlines()[-1])
-        parts = json.loads(subprocess.run([sys.executable, "-c", BREAKDOWN, str(path)],
-                                          capture_output=True, text=True, check=True).stdout)
+        parts = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", BREAKDOWN, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
     tables_mib = parts["table_bytes"] / 2**20
     print(f"trace: {parts['events']} events, {size / 2**20:.1f} MiB")
     print(f"schedwake analyze --format json: {wall:.1f} s wall, peak RSS {peak_kb / 1024:.0f} MiB")
-    print(f"loaded Arrow tables: {tables_mib:.0f} MiB; peak RSS / tables = "
-          f"{peak_kb / 1024 / tables_mib:.2f}")
-    print(f"breakdown (in-process): load {parts['load_s']:.1f} s, model {parts['model_s']:.1f} s, "
-          f"detectors {parts['detect_s']:.1f} s; findings: {', '.join(parts['findings']) or 'none'}")
+    print(
+        f"loaded Arrow tables: {tables_mib:.0f} MiB; peak RSS / tables = "
+        f"{peak_kb / 1024 / tables_mib:.2f}"
+    )
+    print(
+        f"breakdown (in-process): load {parts['load_s']:.1f} s, model {parts['model_s']:.1f} s, "
+        f"detectors {parts['detect_s']:.1f} s; findings: {', '.join(parts['findings']) or 'none'}"
+    )
     return 0
 
 

@@ -61,8 +61,14 @@ def _repeat(body: bytes, header: bytes, lines: int, out: Path) -> int:
                 f.write(TS.sub(rb"\g<1>" + str(k).encode() + rb"\g<2>\g<3>", body))
             else:
                 off = k * span
-                f.write(TS.sub(lambda m, off=off: m.group(1) + str(int(m.group(2)) + off).encode()
-                               + m.group(3), body))
+                f.write(
+                    TS.sub(
+                        lambda m, off=off: (
+                            m.group(1) + str(int(m.group(2)) + off).encode() + m.group(3)
+                        ),
+                        body,
+                    )
+                )
     return header.count(b"\n") + copies * per_copy
 
 
@@ -118,8 +124,9 @@ GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
 def bench_reader(path: Path, fmt: str, mode: str, reps: int) -> dict:
     best = None
     for _ in range(reps):
-        _, out, _ = _run_child([sys.executable, "-c", CHILD.format(root=str(ROOT)),
-                                str(path), fmt, mode])
+        _, out, _ = _run_child(
+            [sys.executable, "-c", CHILD.format(root=str(ROOT)), str(path), fmt, mode]
+        )
         r = json.loads(out)
         if best is None or r["wall"] < best["wall"]:
             best = r
@@ -135,9 +142,15 @@ def bench_trace_cmd(dat: Path, reps: int) -> dict | None:
     if exe is None:
         return None
     if dat not in _REPORT_LINES:
-        _REPORT_LINES[dat] = int(subprocess.run(f"{exe} report -N -i {dat} 2>/dev/null | wc -l",
-                                                shell=True, capture_output=True, text=True,
-                                                check=True).stdout)
+        _REPORT_LINES[dat] = int(
+            subprocess.run(
+                f"{exe} report -N -i {dat} 2>/dev/null | wc -l",
+                shell=True,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
     lines = _REPORT_LINES[dat]
     best = None
     for _ in range(reps):
@@ -155,12 +168,14 @@ def bench_trace_cmd(dat: Path, reps: int) -> dict | None:
 
 
 def bench_tracedat(dat: Path, reps: int) -> dict | None:
-    code = (f"import sys,time,json; sys.path.insert(0,{str(ROOT)!r})\n"
-            "from schedwake.ingest import tracedat\nfrom pathlib import Path\n"
-            "t0=time.perf_counter(); tr=tracedat.read(Path(sys.argv[1]))\n"
-            "hwm=next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
-            "print(json.dumps({'wall': time.perf_counter()-t0, 'rss_mb': hwm // 1024,"
-            " 'rows': sum(t.num_rows for t in tr.tables.values())}))")
+    code = (
+        f"import sys,time,json; sys.path.insert(0,{str(ROOT)!r})\n"
+        "from schedwake.ingest import tracedat\nfrom pathlib import Path\n"
+        "t0=time.perf_counter(); tr=tracedat.read(Path(sys.argv[1]))\n"
+        "hwm=next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
+        "print(json.dumps({'wall': time.perf_counter()-t0, 'rss_mb': hwm // 1024,"
+        " 'rows': sum(t.num_rows for t in tr.tables.values())}))"
+    )
     best = None
     for _ in range(reps):
         try:
@@ -193,8 +208,9 @@ def main():
         fheader, fbody = _split_header(raw, lambda ln: ln.startswith(b"#"))
         ftrace = work / "big.ftrace.txt"
         n_ftrace = _repeat(fbody, fheader, args.lines, ftrace)
-        report_src = subprocess.run(["trace-cmd", "report", "-N", "-i", str(args.dat)],
-                                    capture_output=True, check=True).stdout
+        report_src = subprocess.run(
+            ["trace-cmd", "report", "-N", "-i", str(args.dat)], capture_output=True, check=True
+        ).stdout
         header, body = _split_header(report_src, lambda ln: ln.startswith(b"cpus="))
         report = work / "big.report-N.txt"
         n_report = _repeat(body, header, args.lines, report)
@@ -222,9 +238,13 @@ def main():
                 if r is not None and (results.get(key) is None or r["wall"] < results[key]["wall"]):
                     results[key] = r
                 results.setdefault(key, None)
-        results["sizes"] = {"ftrace_lines": n_ftrace, "ftrace_bytes": ftrace.stat().st_size,
-                            "report_lines": n_report, "report_bytes": report.stat().st_size,
-                            "report_gz_bytes": report_gz.stat().st_size}
+        results["sizes"] = {
+            "ftrace_lines": n_ftrace,
+            "ftrace_bytes": ftrace.stat().st_size,
+            "report_lines": n_report,
+            "report_bytes": report.stat().st_size,
+            "report_gz_bytes": report_gz.stat().st_size,
+        }
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -239,8 +259,11 @@ def render(r: dict, args) -> str:
     s = r["sizes"]
     cpu = platform.processor() or platform.machine()
     try:
-        model = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
-                     if ln.startswith("model name"))
+        model = next(
+            ln.split(":", 1)[1].strip()
+            for ln in open("/proc/cpuinfo")
+            if ln.startswith("model name")
+        )
     except (OSError, StopIteration):
         model = cpu
     rows = []
@@ -252,49 +275,62 @@ def render(r: dict, args) -> str:
         n = lines or res.get("lines") or res.get("rows")
         rss = "n/a" if res.get("rss_mb") is None else f"{res['rss_mb']:,} MB"
         cpu = f"{res['cpu']:.2f} s" if "cpu" in res else ""
-        rows.append(f"| {what} | {n:,} | {res['wall']:.2f} s | **{res['lines_per_s'] / 1e6:.2f} M/s** "
-                    f"| {cpu} | {rss} |")
+        rows.append(
+            f"| {what} | {n:,} | {res['wall']:.2f} s | **{res['lines_per_s'] / 1e6:.2f} M/s** "
+            f"| {cpu} | {rss} |"
+        )
 
-    row(f"raw ftrace text ({s['ftrace_bytes'] / 1e6:.0f} MB) -> tables, `text.read`", r["ftrace_read"])
+    row(
+        f"raw ftrace text ({s['ftrace_bytes'] / 1e6:.0f} MB) -> tables, `text.read`",
+        r["ftrace_read"],
+    )
     row("same file, `text.iter_batches` (64 MB batches)", r["ftrace_stream"])
     row("half that file, `text.iter_batches`", r["ftrace_half_stream"])
     row("half that file, `text.read`", r["ftrace_half_read"])
-    row(f"`trace-cmd report -N` text ({s['report_bytes'] / 1e6:.0f} MB) -> tables, `text.read`",
-        r["report_read"])
-    row(f"same text gzip-compressed ({s['report_gz_bytes'] / 1e6:.0f} MB .gz), `text.read`",
-        r["report_gz_read"])
-    row(f"`trace-cmd report -N -i {args.dat.name}` -> /dev/null (producing such text)",
-        r["trace_cmd_report"])
+    row(
+        f"`trace-cmd report -N` text ({s['report_bytes'] / 1e6:.0f} MB) -> tables, `text.read`",
+        r["report_read"],
+    )
+    row(
+        f"same text gzip-compressed ({s['report_gz_bytes'] / 1e6:.0f} MB .gz), `text.read`",
+        r["report_gz_read"],
+    )
+    row(
+        f"`trace-cmd report -N -i {args.dat.name}` -> /dev/null (producing such text)",
+        r["trace_cmd_report"],
+    )
     row(f"schedwake trace.dat reader on {args.dat.name} (events/s)", r["tracedat"])
-    return "\n".join([
-        BEGIN,
-        f"Measured by `benchmarks/bench_text.py --lines {args.lines}` on "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {model}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}. Best of "
-        f"{args.reps} rounds (each round runs every row once), each run in a fresh "
-        "process; lines/s = lines of text / wall time of the read (decompression and building "
-        "the Arrow tables included, interpreter start-up and imports not); CPU = the reading "
-        "process's own CPU time (an external decompressor's is not in it); peak RSS = the "
-        "process's VmHWM (Python, NumPy and pyarrow alone take about 100 MB; GNU time's "
-        "maximum RSS for trace-cmd).",
-        "",
-        "| input | lines | wall | lines/s | CPU | peak RSS |",
-        "|---|---:|---:|---:|---:|---:|",
-        *rows,
-        "",
-        "The raw ftrace input is the conformance recording's tracefs `trace` file repeated "
-        "with shifted timestamps; the report input is `trace-cmd report -N` of the sample "
-        "trace, repeated the same way. The `trace-cmd report` row is the reference for how "
-        "fast such text is produced in the first place.",
-        END,
-    ])
+    return "\n".join(
+        [
+            BEGIN,
+            f"Measured by `benchmarks/bench_text.py --lines {args.lines}` on "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {model}, "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()}. Best of "
+            f"{args.reps} rounds (each round runs every row once), each run in a fresh "
+            "process; lines/s = lines of text / wall time of the read (decompression and building "
+            "the Arrow tables included, interpreter start-up and imports not); CPU = the reading "
+            "process's own CPU time (an external decompressor's is not in it); peak RSS = the "
+            "process's VmHWM (Python, NumPy and pyarrow alone take about 100 MB; GNU time's "
+            "maximum RSS for trace-cmd).",
+            "",
+            "| input | lines | wall | lines/s | CPU | peak RSS |",
+            "|---|---:|---:|---:|---:|---:|",
+            *rows,
+            "",
+            "The raw ftrace input is the conformance recording's tracefs `trace` file repeated "
+            "with shifted timestamps; the report input is `trace-cmd report -N` of the sample "
+            "trace, repeated the same way. The `trace-cmd report` row is the reference for how "
+            "fast such text is produced in the first place.",
+            END,
+        ]
+    )
 
 
 def write_doc(md: str):
     DOC.parent.mkdir(parents=True, exist_ok=True)
     doc = DOC.read_text() if DOC.exists() else "# Performance\n"
     if BEGIN in doc and END in doc:
-        doc = doc[:doc.index(BEGIN)] + md + doc[doc.index(END) + len(END):]
+        doc = doc[: doc.index(BEGIN)] + md + doc[doc.index(END) + len(END) :]
     elif "## Text ingest" in doc:
         i = doc.index("## Text ingest")
         j = doc.find("\n## ", i + 1)

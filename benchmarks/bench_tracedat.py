@@ -33,9 +33,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 TRACEFS = Path("/sys/kernel/tracing")
-EVENTS = ["sched/sched_waking", "sched/sched_wakeup", "sched/sched_wakeup_new",
-          "sched/sched_migrate_task", "sched/sched_switch", "sched/sched_process_fork",
-          "sched/sched_process_exit", "workqueue"]
+EVENTS = [
+    "sched/sched_waking",
+    "sched/sched_wakeup",
+    "sched/sched_wakeup_new",
+    "sched/sched_migrate_task",
+    "sched/sched_switch",
+    "sched/sched_process_fork",
+    "sched/sched_process_exit",
+    "workqueue",
+]
 
 LOAD_SNIPPET = r"""
 import json, resource, sys, threading, time
@@ -86,9 +93,12 @@ def record(out: Path, want_events: int, command: list[str]) -> None:
         deadline = time.time() + 300
         while time.time() < deadline:
             subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            written = sum(int(line.split()[1]) for cpu in (inst / "per_cpu").iterdir()
-                          for line in (cpu / "stats").read_text().splitlines()
-                          if line.startswith("entries:"))
+            written = sum(
+                int(line.split()[1])
+                for cpu in (inst / "per_cpu").iterdir()
+                for line in (cpu / "stats").read_text().splitlines()
+                if line.startswith("entries:")
+            )
             print(f"  recorded {written} events", file=sys.stderr)
             if written >= want_events:
                 break
@@ -96,15 +106,43 @@ def record(out: Path, want_events: int, command: list[str]) -> None:
         raws = []
         for cpu in sorted((inst / "per_cpu").iterdir(), key=lambda p: int(p.name[3:])):
             raw = tmp / f"{cpu.name}.raw"
-            subprocess.run(["dd", f"if={cpu / 'trace_pipe_raw'}", f"of={raw}", "bs=4096",
-                            "iflag=nonblock"], stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["dd", f"if={cpu / 'trace_pipe_raw'}", f"of={raw}", "bs=4096", "iflag=nonblock"],
+                stderr=subprocess.DEVNULL,
+            )
             raws.append(str(raw))
-        subprocess.run(["trace-cmd", "restore", "-c", "-o", str(tmp / "head.dat")],
-                       check=True, capture_output=True)
-        subprocess.run(["trace-cmd", "restore", "-i", str(tmp / "head.dat"), "-o",
-                        str(tmp / "raw.dat"), *raws], check=True, capture_output=True)
-        subprocess.run(["trace-cmd", "convert", "-i", str(tmp / "raw.dat"), "-o", str(out),
-                        "--compression", "zstd"], check=True, capture_output=True)
+        subprocess.run(
+            ["trace-cmd", "restore", "-c", "-o", str(tmp / "head.dat")],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [
+                "trace-cmd",
+                "restore",
+                "-i",
+                str(tmp / "head.dat"),
+                "-o",
+                str(tmp / "raw.dat"),
+                *raws,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [
+                "trace-cmd",
+                "convert",
+                "-i",
+                str(tmp / "raw.dat"),
+                "-o",
+                str(out),
+                "--compression",
+                "zstd",
+            ],
+            check=True,
+            capture_output=True,
+        )
     finally:
         (inst / "tracing_on").write_text("0")
         (inst / "set_event").write_text("")
@@ -114,9 +152,13 @@ def record(out: Path, want_events: int, command: list[str]) -> None:
 
 def run_schedwake(path: Path, events, jobs=None) -> dict:
     with tempfile.TemporaryDirectory(prefix="schedwake-bench-tmp-") as tmp:
-        out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events),
-                              json.dumps(jobs)], check=True, capture_output=True, text=True,
-                             env={**os.environ, "TMPDIR": tmp}).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events), json.dumps(jobs)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "TMPDIR": tmp},
+        ).stdout
         result = json.loads(out)
         result["tmp_files"] = len(os.listdir(tmp))
     return result
@@ -127,24 +169,36 @@ def run_convert(path: Path) -> dict:
     schedwake = Path(sys.executable).with_name("schedwake")
     with tempfile.TemporaryDirectory(prefix="schedwake-bench-out-") as out:
         t0 = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", str(schedwake), "convert", str(path),
-                               "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, check=True)
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", str(schedwake), "convert", str(path), "-o", out],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=True,
+        )
         dt = time.perf_counter() - t0
     return {"seconds": dt, "peak_kb": int(proc.stderr.strip().splitlines()[-1])}
 
 
 def first_events(path: Path, n: int, outdir: Path) -> Path:
     """The first n events of path, as trace-cmd split writes them."""
-    subprocess.run(["trace-cmd", "split", "-i", str(path), "-o", str(outdir / "cut.dat"),
-                    "-e", str(n)], check=True, capture_output=True)
+    subprocess.run(
+        ["trace-cmd", "split", "-i", str(path), "-o", str(outdir / "cut.dat"), "-e", str(n)],
+        check=True,
+        capture_output=True,
+    )
     return outdir / "cut.dat.1"
 
 
 def run_trace_cmd(path: Path) -> dict:
     t0 = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", "trace-cmd", "report", "-i", str(path)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", "trace-cmd", "report", "-i", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     dt = time.perf_counter() - t0
     return {"seconds": dt, "peak_kb": int(proc.stderr.strip().splitlines()[-1])}
 
@@ -158,8 +212,11 @@ def add_trace_arguments(ap: argparse.ArgumentParser, events: int) -> None:
     ap.add_argument("--trace", type=Path, help="benchmark this trace.dat instead of recording")
     ap.add_argument("--events", type=int, default=events, help="events to record")
     ap.add_argument("--keep", type=Path, help="keep the recorded trace here")
-    ap.add_argument("command", nargs="*",
-                    default=["perf", "bench", "sched", "messaging", "-g", "4", "-l", "300"])
+    ap.add_argument(
+        "command",
+        nargs="*",
+        default=["perf", "bench", "sched", "messaging", "-g", "4", "-l", "300"],
+    )
 
 
 @contextmanager
@@ -189,8 +246,9 @@ def main() -> int:
         size = path.stat().st_size
         full = best([run_schedwake(path, None) for _ in range(args.repeat)])
         serial = best([run_schedwake(path, None, jobs=1) for _ in range(args.repeat)])
-        subset = best([run_schedwake(path, ["sched_switch", "sched_waking"])
-                       for _ in range(args.repeat)])
+        subset = best(
+            [run_schedwake(path, ["sched_switch", "sched_waking"]) for _ in range(args.repeat)]
+        )
         tc = best([run_trace_cmd(path) for _ in range(args.repeat)])
         cut = first_events(path, 2_000_000, Path(cutdir))
         conv_full = best([run_convert(path) for _ in range(args.repeat)])
@@ -199,37 +257,69 @@ def main() -> int:
     jobs = len(os.sched_getaffinity(0))
     rows = [
         ("trace-cmd report > /dev/null", tc["seconds"], tc["peak_kb"] / 1024, None, None),
-        (f"schedwake.load (all, jobs={jobs})", full["seconds"],
-         (full["peak_kb"] - full["base_kb"]) / 1024, full["peak_anon_kb"] / 1024,
-         full["table_bytes"] / 2**20),
-        ("schedwake.load (all, jobs=1)", serial["seconds"],
-         (serial["peak_kb"] - serial["base_kb"]) / 1024, serial["peak_anon_kb"] / 1024,
-         serial["table_bytes"] / 2**20),
-        ("schedwake.load (2 events)", subset["seconds"],
-         (subset["peak_kb"] - subset["base_kb"]) / 1024, subset["peak_anon_kb"] / 1024,
-         subset["table_bytes"] / 2**20),
+        (
+            f"schedwake.load (all, jobs={jobs})",
+            full["seconds"],
+            (full["peak_kb"] - full["base_kb"]) / 1024,
+            full["peak_anon_kb"] / 1024,
+            full["table_bytes"] / 2**20,
+        ),
+        (
+            "schedwake.load (all, jobs=1)",
+            serial["seconds"],
+            (serial["peak_kb"] - serial["base_kb"]) / 1024,
+            serial["peak_anon_kb"] / 1024,
+            serial["table_bytes"] / 2**20,
+        ),
+        (
+            "schedwake.load (2 events)",
+            subset["seconds"],
+            (subset["peak_kb"] - subset["base_kb"]) / 1024,
+            subset["peak_anon_kb"] / 1024,
+            subset["table_bytes"] / 2**20,
+        ),
     ]
     print(f"\ntrace: {n} events, {size / 2**20:.1f} MiB trace.dat; best of {args.repeat}")
-    print(f"{'reader':<32}{'seconds':>9}{'Mevents/s':>11}{'x report':>10}"
-          f"{'peak RSS MiB':>14}{'peak anon MiB':>15}{'tables MiB':>12}")
+    print(
+        f"{'reader':<32}{'seconds':>9}{'Mevents/s':>11}{'x report':>10}"
+        f"{'peak RSS MiB':>14}{'peak anon MiB':>15}{'tables MiB':>12}"
+    )
     for name, sec, peak, anon, tables in rows:
-        print(f"{name:<32}{sec:>9.2f}{n / sec / 1e6:>11.2f}{tc['seconds'] / sec:>10.1f}"
-              f"{peak:>14.0f}{'' if anon is None else f'{anon:.0f}':>15}"
-              f"{'' if tables is None else f'{tables:.0f}':>12}")
+        print(
+            f"{name:<32}{sec:>9.2f}{n / sec / 1e6:>11.2f}{tc['seconds'] / sec:>10.1f}"
+            f"{peak:>14.0f}{'' if anon is None else f'{anon:.0f}':>15}"
+            f"{'' if tables is None else f'{tables:.0f}':>12}"
+        )
     print("\npeak RSS counts the trace file's pages the reader maps; peak anon does not")
     print(f"jobs={jobs} / jobs=1 speed-up:            {serial['seconds'] / full['seconds']:.2f}")
-    print(f"peak anon / Arrow tables (all events): "
-          f"{full['peak_anon_kb'] * 1024 / full['table_bytes']:.2f}")
-    print(f"files left in $TMPDIR:                 "
-          f"{max(full['tmp_files'], serial['tmp_files'], subset['tmp_files'])}")
-    print(f"schedwake convert, peak RSS MiB:       2M events {conv_cut['peak_kb'] / 1024:.0f}, "
-          f"{n / 1e6:.1f}M events {conv_full['peak_kb'] / 1024:.0f} "
-          f"({conv_cut['seconds']:.2f} s, {conv_full['seconds']:.2f} s)")
+    print(
+        f"peak anon / Arrow tables (all events): "
+        f"{full['peak_anon_kb'] * 1024 / full['table_bytes']:.2f}"
+    )
+    print(
+        f"files left in $TMPDIR:                 "
+        f"{max(full['tmp_files'], serial['tmp_files'], subset['tmp_files'])}"
+    )
+    print(
+        f"schedwake convert, peak RSS MiB:       2M events {conv_cut['peak_kb'] / 1024:.0f}, "
+        f"{n / 1e6:.1f}M events {conv_full['peak_kb'] / 1024:.0f} "
+        f"({conv_cut['seconds']:.2f} s, {conv_full['seconds']:.2f} s)"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"events": n, "trace_cmd": tc, "schedwake_all": full,
-                                         "schedwake_jobs1": serial, "schedwake_subset": subset,
-                                         "convert_2M": conv_cut, "convert_all": conv_full},
-                                        indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "events": n,
+                    "trace_cmd": tc,
+                    "schedwake_all": full,
+                    "schedwake_jobs1": serial,
+                    "schedwake_subset": subset,
+                    "convert_2M": conv_cut,
+                    "convert_all": conv_full,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -42,7 +42,7 @@ def signature(exc: BaseException) -> str:
         parts = Path(frame.f_code.co_filename).parts
         inner = f"{parts[-1]}:{frame.f_code.co_name}"
         if "schedwake" in parts:
-            rel = parts[len(parts) - 1 - parts[::-1].index("schedwake"):]
+            rel = parts[len(parts) - 1 - parts[::-1].index("schedwake") :]
             ours = f"{'/'.join(rel)}:{frame.f_code.co_name}"
     where = ours or inner or "?"
     return f"{type(exc).__name__}@{where}"
@@ -57,8 +57,11 @@ def known_findings(path: str | os.PathLike | None = KNOWN_FILE) -> dict:
 
 
 def regression_files() -> list[Path]:
-    return sorted(p for p in REGRESSIONS.glob("*")
-                  if p.is_file() and p.name not in ("known.json", "README.md"))
+    return sorted(
+        p
+        for p in REGRESSIONS.glob("*")
+        if p.is_file() and p.name not in ("known.json", "README.md")
+    )
 
 
 def corpus_files() -> list[Path]:
@@ -76,7 +79,7 @@ def use_native_build(build_dir: str | os.PathLike | None = None) -> list:
     sos = sorted(ingest_dir.glob("*.so"))
     if not sos:
         raise SystemExit(f"{NATIVE_ENV}={build_dir}: no compiled modules in {ingest_dir}")
-    import schedwake.ingest as ingest      # the package only: it imports no extension
+    import schedwake.ingest as ingest  # the package only: it imports no extension
 
     loaded = []
     for so in sos:
@@ -149,6 +152,8 @@ def replay_one(path: Path, known: dict) -> tuple[bool, str]:
             return True, f"open finding reproduces: {got}"
         return False, f"{got}: {exc}"[:500]
     if entry and entry.get("status") == "open":
-        return False, (f"{got}, but known.json says the open finding {entry['signature']} "
-                       "reproduces here: fixed? then set its status to \"fixed\"")
+        return False, (
+            f"{got}, but known.json says the open finding {entry['signature']} "
+            'reproduces here: fixed? then set its status to "fixed"'
+        )
     return True, got

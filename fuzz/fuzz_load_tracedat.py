@@ -12,7 +12,8 @@ structure-aware (fuzz/tracedat_model.py): it re-frames what it damages, so a wro
 field size or a bad page header reaches the decoder instead of the length checks.
 
 Run through fuzz/run.py (``make fuzz`` does), or by hand:
-    .venv/bin/python fuzz/fuzz_load_tracedat.py -dict=fuzz/tracedat.dict fuzz/corpus/fuzz_load_tracedat
+    .venv/bin/python fuzz/fuzz_load_tracedat.py -dict=fuzz/tracedat.dict \
+        fuzz/corpus/fuzz_load_tracedat
 With SCHEDWAKE_NATIVE_BUILD=build/asan-fuzz and LD_PRELOAD of atheris's
 asan_with_fuzzer.so (fuzz/run.py sets both), the compiled readers are the
 sanitizer build and their C branches guide the fuzzer too.
@@ -32,8 +33,12 @@ with atheris.instrument_imports(include=["schedwake", "_common"]):
     import schedwake  # noqa: F401
 
     # the readers are imported lazily by load(): import them here, to instrument them
-    _common.import_readers("schedwake.ingest.tracedat", "schedwake.ingest.tracedat_layout",
-                           "schedwake.ingest.libtracecmd", "schedwake.ingest.text")
+    _common.import_readers(
+        "schedwake.ingest.tracedat",
+        "schedwake.ingest.tracedat_layout",
+        "schedwake.ingest.libtracecmd",
+        "schedwake.ingest.text",
+    )
 
 import tracedat_model  # noqa: E402  (not instrumented: the mutator is no target)
 

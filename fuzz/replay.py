@@ -35,7 +35,7 @@ import _common  # noqa: E402
 ROOT = _common.ROOT
 SAN_OPTIONS = {
     "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:"
-                    "handle_segv=1:detect_stack_use_after_return=0:symbolize=1",
+    "handle_segv=1:detect_stack_use_after_return=0:symbolize=1",
     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
 }
 
@@ -66,19 +66,26 @@ def check_modules(build_dir: Path) -> int:
 
     names = {m.__name__.rsplit(".", 1)[1]: m for m in mods}
     if text._textscan is not names.get("_textscan"):
-        print(f"replay: text.py does not use the sanitizer build of _textscan "
-              f"({getattr(text._textscan, '__file__', None)})", flush=True)
+        print(
+            f"replay: text.py does not use the sanitizer build of _textscan "
+            f"({getattr(text._textscan, '__file__', None)})",
+            flush=True,
+        )
         return 3
     import schedwake.ingest.tracedat as tracedat
 
-    used = [n for n in ("_tdread", "_tracedat")
-            if getattr(tracedat, n, None) is not None and n in names]
+    used = [
+        n for n in ("_tdread", "_tracedat") if getattr(tracedat, n, None) is not None and n in names
+    ]
     for n in used:
         if getattr(tracedat, n) is not names[n]:
             print(f"replay: tracedat.py does not use the sanitizer build of {n}", flush=True)
             return 3
-    print(f"replay: sanitizer modules in use: {', '.join(sorted(names))} "
-          f"(trace.dat via {', '.join(used) or 'a module not in the build'})", flush=True)
+    print(
+        f"replay: sanitizer modules in use: {', '.join(sorted(names))} "
+        f"(trace.dat via {', '.join(used) or 'a module not in the build'})",
+        flush=True,
+    )
     return 0
 
 
@@ -94,8 +101,12 @@ def sanitizer_env(build_dir: Path) -> dict:
 
 def build(build_dir: Path) -> None:
     mode = "--atheris" if build_dir.name == "asan-fuzz" else "--asan"
-    subprocess.run([str(HERE / "build_asan.sh"), mode], check=True, cwd=ROOT,
-                   env={**os.environ, "PYTHON": sys.executable})
+    subprocess.run(
+        [str(HERE / "build_asan.sh"), mode],
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
 
 
 def main() -> int:
@@ -103,13 +114,17 @@ def main() -> int:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--build-dir", type=Path, default=ROOT / "build" / "asan")
     ap.add_argument("--no-build", action="store_true", help="use the build dir as it is")
-    ap.add_argument("--normal", action="store_true",
-                    help="replay through the normal build (no sanitizers), in a child process")
+    ap.add_argument(
+        "--normal",
+        action="store_true",
+        help="replay through the normal build (no sanitizers), in a child process",
+    )
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    files = [f.resolve() for f in args.files] or (_common.regression_files()
-                                                  + _common.corpus_files())
+    files = [f.resolve() for f in args.files] or (
+        _common.regression_files() + _common.corpus_files()
+    )
     if args.child:
         return child(None if args.normal else args.build_dir, files)
 
@@ -123,22 +138,35 @@ def main() -> int:
         if not args.no_build:
             build(args.build_dir)
         env = sanitizer_env(args.build_dir)
-        cmd = [sys.executable, str(HERE / "replay.py"), "--child", "--build-dir",
-               str(args.build_dir.resolve())]
+        cmd = [
+            sys.executable,
+            str(HERE / "replay.py"),
+            "--child",
+            "--build-dir",
+            str(args.build_dir.resolve()),
+        ]
     # a file that kills the child is a failure; the files after it get a new child
     todo, died, failed_files = list(files), [], 0
     while todo:
         try:
-            proc = subprocess.run(cmd + [str(f) for f in todo], env=env, cwd=ROOT,
-                                  capture_output=True, text=True, errors="replace",
-                                  timeout=args.timeout)
+            proc = subprocess.run(
+                cmd + [str(f) for f in todo],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=args.timeout,
+            )
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout or ""
             out = out.decode(errors="replace") if isinstance(out, bytes) else out
             last = [ln for ln in out.splitlines() if ln.startswith("replay: reading")]
             print(out[-4000:])
-            print(f"replay: timed out after {args.timeout:.0f} s"
-                  + (f", {last[-1][len('replay: '):]}" if last else ""))
+            print(
+                f"replay: timed out after {args.timeout:.0f} s"
+                + (f", {last[-1][len('replay: ') :]}" if last else "")
+            )
             return 1
         sys.stdout.write(proc.stdout)
         failed_files += len(re.findall(r"^replay: FAIL ", proc.stdout, re.M))
@@ -152,7 +180,7 @@ def main() -> int:
             return 1
         print(f"replay: FAIL {last[-1]}: the child died (status {proc.returncode})", flush=True)
         died.append(last[-1])
-        todo = todo[[str(f) for f in todo].index(last[-1]) + 1:]
+        todo = todo[[str(f) for f in todo].index(last[-1]) + 1 :]
     if died:
         print(f"replay: {len(died)} file(s) killed the child: {', '.join(died)}")
     return 1 if failed_files or died else 0

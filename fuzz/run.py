@@ -53,14 +53,32 @@ TDCORE_BIN = BUILD / "tdcore_fuzz"
 TDCORE_MISSING = "the C trace.dat decoder is not built yet"
 
 HARNESSES = {
-    "fuzz_load_tracedat": {"kind": "atheris", "dict": "tracedat.dict", "max_len": 65536,
-                           "timeout": 30, "rss_limit_mb": 3072, "budget": 1500 << 10},
-    "fuzz_load_text": {"kind": "atheris", "dict": "text.dict", "max_len": 16384,
-                       "timeout": 20, "rss_limit_mb": 3072, "budget": 800 << 10},
+    "fuzz_load_tracedat": {
+        "kind": "atheris",
+        "dict": "tracedat.dict",
+        "max_len": 65536,
+        "timeout": 30,
+        "rss_limit_mb": 3072,
+        "budget": 1500 << 10,
+    },
+    "fuzz_load_text": {
+        "kind": "atheris",
+        "dict": "text.dict",
+        "max_len": 16384,
+        "timeout": 20,
+        "rss_limit_mb": 3072,
+        "budget": 800 << 10,
+    },
     # the trace.dat harness's corpus is the same format: read it too (read-only)
-    "tdcore_fuzz": {"kind": "libfuzzer", "dict": "tracedat.dict", "max_len": 65536,
-                    "timeout": 10, "rss_limit_mb": 2048, "budget": 1500 << 10,
-                    "also_read": ["fuzz_load_tracedat"]},
+    "tdcore_fuzz": {
+        "kind": "libfuzzer",
+        "dict": "tracedat.dict",
+        "max_len": 65536,
+        "timeout": 10,
+        "rss_limit_mb": 2048,
+        "budget": 1500 << 10,
+        "also_read": ["fuzz_load_tracedat"],
+    },
 }
 # budget: bytes the committed corpus may hold (all corpora + regressions < 5 MB); a
 # merge that would pass it keeps the smallest of its new inputs
@@ -107,9 +125,16 @@ def _stop(signum, frame):
 def execute(argv: list[str], env: dict) -> tuple[int, str]:
     """Run a fuzzer to its end: (status, stdout + stderr)."""
     global _child
-    with subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, errors="replace",
-                          start_new_session=True) as proc:
+    with subprocess.Popen(
+        argv,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    ) as proc:
         _child = proc
         out, _ = proc.communicate()
     _child = None
@@ -123,11 +148,18 @@ def tdcore_available() -> bool:
 def build(name: str) -> None:
     """Build what a harness needs (incremental)."""
     if HARNESSES[name]["kind"] == "atheris":
-        subprocess.run([str(HERE / "build_asan.sh"), "--atheris"], check=True, cwd=ROOT,
-                       env={**os.environ, "PYTHON": sys.executable})
+        subprocess.run(
+            [str(HERE / "build_asan.sh"), "--atheris"],
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHON": sys.executable},
+        )
     else:
-        subprocess.run(["make", "-s", "--no-print-directory",
-                        str(TDCORE_BIN.relative_to(ROOT))], check=True, cwd=ROOT)
+        subprocess.run(
+            ["make", "-s", "--no-print-directory", str(TDCORE_BIN.relative_to(ROOT))],
+            check=True,
+            cwd=ROOT,
+        )
 
 
 def command(name: str) -> tuple[list[str], dict]:
@@ -139,8 +171,9 @@ def command(name: str) -> tuple[list[str], dict]:
         env["ASAN_OPTIONS"] = "detect_leaks=1:allocator_may_return_null=1"
         return [str(TDCORE_BIN)], env
     # CPython never frees some of its memory: leak reports would be noise
-    env["ASAN_OPTIONS"] = ("detect_leaks=0:allocator_may_return_null=1:"
-                           "detect_stack_use_after_return=0:handle_segv=1")
+    env["ASAN_OPTIONS"] = (
+        "detect_leaks=0:allocator_may_return_null=1:detect_stack_use_after_return=0:handle_segv=1"
+    )
     # libFuzzer's -merge runs the harness again as argv[0] (the script, by its
     # "#!/usr/bin/env python3"): that python3 must be this one
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -171,10 +204,12 @@ def stats(text: str) -> dict:
 
 def what_happened(log: str) -> str:
     """One line saying what a run that stopped at a finding found."""
-    for pat in (r"^SUMMARY: ((?:Address|UndefinedBehavior|Leak|Memory)Sanitizer: .*)$",
-                r"^(tdcore_fuzz: contract broken: .*)$",
-                r"^==\d+== ERROR: libFuzzer: (timeout.*|out-of-memory.*|fuzz target exited)$",
-                r"^(.*runtime error: .*)$"):
+    for pat in (
+        r"^SUMMARY: ((?:Address|UndefinedBehavior|Leak|Memory)Sanitizer: .*)$",
+        r"^(tdcore_fuzz: contract broken: .*)$",
+        r"^==\d+== ERROR: libFuzzer: (timeout.*|out-of-memory.*|fuzz target exited)$",
+        r"^(.*runtime error: .*)$",
+    ):
         m = re.findall(pat, log, re.M)
         if m:
             found = m[-1].strip()
@@ -190,8 +225,16 @@ def what_happened(log: str) -> str:
     return m[-1] if m else "see the log"
 
 
-def run_one(name: str, seconds: int, runs: int | None, strict: bool, merge: bool,
-            log_tail: int, work_root: Path | None = None, keep_going: bool = False) -> dict:
+def run_one(
+    name: str,
+    seconds: int,
+    runs: int | None,
+    strict: bool,
+    merge: bool,
+    log_tail: int,
+    work_root: Path | None = None,
+    keep_going: bool = False,
+) -> dict:
     """Fuzz one harness for `seconds`.  With keep_going, a run that stops at a finding
     is started again (same work corpus) until the time is spent."""
     spec = HARNESSES[name]
@@ -199,48 +242,71 @@ def run_one(name: str, seconds: int, runs: int | None, strict: bool, merge: bool
     work = (work_root or BUILD / "work") / name
     work.mkdir(parents=True, exist_ok=True)
     CRASHES.mkdir(parents=True, exist_ok=True)
-    BUILD.mkdir(parents=True, exist_ok=True)     # a fresh clone has no build/ yet
+    BUILD.mkdir(parents=True, exist_ok=True)  # a fresh clone has no build/ yet
     build(name)
     cmd, env = command(name)
     if not strict:
         env[_common.KNOWN_ENV] = str(_common.KNOWN_FILE)
-    flags = [f"-timeout={spec['timeout']}", f"-rss_limit_mb={spec['rss_limit_mb']}",
-             f"-max_len={spec['max_len']}", f"-dict={HERE / spec['dict']}",
-             f"-artifact_prefix={CRASHES}/{name}-", "-print_final_stats=1", "-reload=0"]
+    flags = [
+        f"-timeout={spec['timeout']}",
+        f"-rss_limit_mb={spec['rss_limit_mb']}",
+        f"-max_len={spec['max_len']}",
+        f"-dict={HERE / spec['dict']}",
+        f"-artifact_prefix={CRASHES}/{name}-",
+        "-print_final_stats=1",
+        "-reload=0",
+    ]
     if runs:
         flags.append(f"-runs={runs}")
     dirs = [work, corpus] + [HERE / "corpus" / d for d in spec.get("also_read", [])]
     t0 = time.monotonic()
-    result = {"harness": name, "when": time.strftime("%Y-%m-%dT%H:%M:%S"), "strict": strict,
-              "runs": 0, "number_of_executed_units": 0, "findings": []}
+    result = {
+        "harness": name,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "strict": strict,
+        "runs": 0,
+        "number_of_executed_units": 0,
+        "findings": [],
+    }
     logs = []
     while seconds > 0:
         left = int(seconds - (time.monotonic() - t0))
         if result["runs"] and (left < 10 or not keep_going):
             break
         before = set(CRASHES.iterdir())
-        rc, log = execute(["nice", "-n", "10"] + cmd + flags + [f"-max_total_time={left}"]
-                          + [str(d) for d in dirs], env)
+        rc, log = execute(
+            ["nice", "-n", "10"]
+            + cmd
+            + flags
+            + [f"-max_total_time={left}"]
+            + [str(d) for d in dirs],
+            env,
+        )
         logs.append(log)
         st = stats(log)
         result["runs"] += 1
         result["returncode"] = rc
         result["number_of_executed_units"] += st.pop("number_of_executed_units", 0)
         result.update(st)
-        new = sorted(p for p in set(CRASHES.iterdir()) - before
-                     if any(p.name.startswith(f"{name}-{k}-") for k in FINDING_KINDS))
+        new = sorted(
+            p
+            for p in set(CRASHES.iterdir()) - before
+            if any(p.name.startswith(f"{name}-{k}-") for k in FINDING_KINDS)
+        )
         if rc != 0:
             what = what_happened(log)
-            result["findings"].append({
-                "file": str(new[0].relative_to(ROOT)) if new else None, "what": what})
+            result["findings"].append(
+                {"file": str(new[0].relative_to(ROOT)) if new else None, "what": what}
+            )
             print(f"run: {name}: finding: {what}", file=sys.stderr, flush=True)
             print("\n".join(log.splitlines()[-log_tail:]), file=sys.stderr)
         if rc == 0 or runs:
             break
     result["seconds"] = round(time.monotonic() - t0, 1)
     (BUILD / f"{name}.log").write_text("\n".join(logs))
-    result["average_exec_per_sec"] = round(result["number_of_executed_units"]
-                                           / max(result["seconds"], 1), 1)
+    result["average_exec_per_sec"] = round(
+        result["number_of_executed_units"] / max(result["seconds"], 1), 1
+    )
     if merge:
         result["merged"] = merge_into(name, cmd, env, corpus, work, spec)
     with open(BUILD / "runs.jsonl", "a") as f:
@@ -252,16 +318,25 @@ def merge_into(name, cmd, env, corpus, work, spec) -> int:
     """Add to the committed corpus the inputs of `work` that reach new coverage."""
     before = set(corpus.iterdir())
     merge_ctl = BUILD / f"{name}.merge"
-    merge_ctl.unlink(missing_ok=True)       # an old one would be resumed
-    rc, log = execute(["nice", "-n", "10"] + cmd + [
-        "-merge=1", f"-max_len={spec['max_len']}", f"-timeout={spec['timeout']}",
-        f"-rss_limit_mb={spec['rss_limit_mb']}", f"-merge_control_file={merge_ctl}",
-        str(corpus), str(work)], env)
+    merge_ctl.unlink(missing_ok=True)  # an old one would be resumed
+    rc, log = execute(
+        ["nice", "-n", "10"]
+        + cmd
+        + [
+            "-merge=1",
+            f"-max_len={spec['max_len']}",
+            f"-timeout={spec['timeout']}",
+            f"-rss_limit_mb={spec['rss_limit_mb']}",
+            f"-merge_control_file={merge_ctl}",
+            str(corpus),
+            str(work),
+        ],
+        env,
+    )
     (BUILD / f"{name}.merge.log").write_text(log)
     if rc != 0 or not re.search(r"MERGE-OUTER: \d+ new files", log):
         print(log[-3000:], file=sys.stderr)
-        raise SystemExit(f"run: merging {name} failed (status {rc}); the new inputs stay "
-                         f"in {work}")
+        raise SystemExit(f"run: merging {name} failed (status {rc}); the new inputs stay in {work}")
     new = sorted(set(corpus.iterdir()) - before, key=lambda p: p.stat().st_size)
     total = sum(p.stat().st_size for p in corpus.iterdir())
     while new and total > spec["budget"]:
@@ -274,21 +349,39 @@ def merge_into(name, cmd, env, corpus, work, spec) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("harnesses", nargs="*", metavar="HARNESS",
-                    help=f"default: all of {', '.join(HARNESSES)}")
+    ap.add_argument(
+        "harnesses", nargs="*", metavar="HARNESS", help=f"default: all of {', '.join(HARNESSES)}"
+    )
     ap.add_argument("--seconds", type=int, default=int(os.environ.get("FUZZ_SECONDS", 600)))
     ap.add_argument("--runs", type=int, help="stop after this many executions as well")
-    ap.add_argument("--merge", action="store_true",
-                    help="merge new coverage into fuzz/corpus/<harness>/ afterwards "
-                         "(with --seconds 0: merge the work dir of earlier runs only)")
-    ap.add_argument("--keep-going", action="store_true",
-                    help="after a finding, start the harness again until the time is spent")
-    ap.add_argument("--strict", action="store_true",
-                    help="also stop at the open findings of tests/data/fuzz_regressions/known.json")
-    ap.add_argument("--work", type=Path, metavar="DIR",
-                    help="where new inputs go (DIR/<harness>/; default build/fuzz/work)")
-    ap.add_argument("--lock-wait", type=float, metavar="SECONDS",
-                    help="give up (status 3) if another fuzzer holds the lock this long")
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="merge new coverage into fuzz/corpus/<harness>/ afterwards "
+        "(with --seconds 0: merge the work dir of earlier runs only)",
+    )
+    ap.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="after a finding, start the harness again until the time is spent",
+    )
+    ap.add_argument(
+        "--strict",
+        action="store_true",
+        help="also stop at the open findings of tests/data/fuzz_regressions/known.json",
+    )
+    ap.add_argument(
+        "--work",
+        type=Path,
+        metavar="DIR",
+        help="where new inputs go (DIR/<harness>/; default build/fuzz/work)",
+    )
+    ap.add_argument(
+        "--lock-wait",
+        type=float,
+        metavar="SECONDS",
+        help="give up (status 3) if another fuzzer holds the lock this long",
+    )
     ap.add_argument("--log-tail", type=int, default=60)
     args = ap.parse_args()
     names = args.harnesses or list(HARNESSES)
@@ -306,11 +399,22 @@ def main() -> int:
     with held:
         for name in names:
             if HARNESSES[name]["kind"] == "libfuzzer" and not tdcore_available():
-                print(f"run: {name}: skipped: {TDCORE_MISSING} "
-                      f"({TDCORE_SRC.relative_to(ROOT)} is absent)", file=sys.stderr)
+                print(
+                    f"run: {name}: skipped: {TDCORE_MISSING} "
+                    f"({TDCORE_SRC.relative_to(ROOT)} is absent)",
+                    file=sys.stderr,
+                )
                 continue
-            r = run_one(name, args.seconds, args.runs, args.strict, args.merge, args.log_tail,
-                        args.work, args.keep_going)
+            r = run_one(
+                name,
+                args.seconds,
+                args.runs,
+                args.strict,
+                args.merge,
+                args.log_tail,
+                args.work,
+                args.keep_going,
+            )
             found |= bool(r["findings"])
             print(json.dumps(r), flush=True)
     return 1 if found else 0

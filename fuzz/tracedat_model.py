@@ -23,22 +23,135 @@ import zlib
 
 MAGIC = b"\x17\x08\x44tracing"
 
-INTERESTING = [0, 1, 2, 3, 4, 5, 7, 8, 12, 15, 16, 24, 28, 29, 30, 31, 32, 63, 64, 127, 128,
-               255, 256, 1023, 1024, 4088, 4095, 4096, 4097, 8192, 32767, 32768, 65535, 65536,
-               (1 << 27) - 1, 1 << 27, (1 << 30) | 16, (1 << 31) | 16, (1 << 31) - 1, 1 << 31,
-               (1 << 32) - 1, 1 << 32, (1 << 59), (1 << 63) - 1, 1 << 63, (1 << 64) - 1]
-DECIMALS = [b"0", b"1", b"-1", b"2", b"3", b"4", b"7", b"8", b"9", b"16", b"255", b"256",
-            b"4095", b"4096", b"65535", b"65536", b"2147483647", b"2147483648", b"-2147483648",
-            b"4294967295", b"4294967296", b"9223372036854775807", b"18446744073709551615",
-            b"99999999999999999999999", b""]
-PRINT_BITS = [b"REC->", b"__get_str(", b"__get_dynamic_array(", b"__print_flags(",
-              b"__print_symbolic(", b"__print_hex(", b"__print_array(", b"%s", b"%d", b"%llu",
-              b"%ps", b"%pS", b"%*s", b"%.*s", b"\"", b"(", b")", b"{", b"}", b",", b"?", b":",
-              b"&", b"|", b"<<", b"/", b"0", b"sizeof(", b"__get_bitmask(", b"\\", b"\n"]
-TYPES = [b"int", b"unsigned int", b"char", b"char[16]", b"u64", b"s64", b"u8", b"long",
-         b"unsigned long", b"pid_t", b"__data_loc char[]", b"__rel_loc char[]",
-         b"__data_loc unsigned long[]", b"void *", b"unsigned char", b"bool", b"u32[4]",
-         b"struct x", b"char *"]
+INTERESTING = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    8,
+    12,
+    15,
+    16,
+    24,
+    28,
+    29,
+    30,
+    31,
+    32,
+    63,
+    64,
+    127,
+    128,
+    255,
+    256,
+    1023,
+    1024,
+    4088,
+    4095,
+    4096,
+    4097,
+    8192,
+    32767,
+    32768,
+    65535,
+    65536,
+    (1 << 27) - 1,
+    1 << 27,
+    (1 << 30) | 16,
+    (1 << 31) | 16,
+    (1 << 31) - 1,
+    1 << 31,
+    (1 << 32) - 1,
+    1 << 32,
+    (1 << 59),
+    (1 << 63) - 1,
+    1 << 63,
+    (1 << 64) - 1,
+]
+DECIMALS = [
+    b"0",
+    b"1",
+    b"-1",
+    b"2",
+    b"3",
+    b"4",
+    b"7",
+    b"8",
+    b"9",
+    b"16",
+    b"255",
+    b"256",
+    b"4095",
+    b"4096",
+    b"65535",
+    b"65536",
+    b"2147483647",
+    b"2147483648",
+    b"-2147483648",
+    b"4294967295",
+    b"4294967296",
+    b"9223372036854775807",
+    b"18446744073709551615",
+    b"99999999999999999999999",
+    b"",
+]
+PRINT_BITS = [
+    b"REC->",
+    b"__get_str(",
+    b"__get_dynamic_array(",
+    b"__print_flags(",
+    b"__print_symbolic(",
+    b"__print_hex(",
+    b"__print_array(",
+    b"%s",
+    b"%d",
+    b"%llu",
+    b"%ps",
+    b"%pS",
+    b"%*s",
+    b"%.*s",
+    b'"',
+    b"(",
+    b")",
+    b"{",
+    b"}",
+    b",",
+    b"?",
+    b":",
+    b"&",
+    b"|",
+    b"<<",
+    b"/",
+    b"0",
+    b"sizeof(",
+    b"__get_bitmask(",
+    b"\\",
+    b"\n",
+]
+TYPES = [
+    b"int",
+    b"unsigned int",
+    b"char",
+    b"char[16]",
+    b"u64",
+    b"s64",
+    b"u8",
+    b"long",
+    b"unsigned long",
+    b"pid_t",
+    b"__data_loc char[]",
+    b"__rel_loc char[]",
+    b"__data_loc unsigned long[]",
+    b"void *",
+    b"unsigned char",
+    b"bool",
+    b"u32[4]",
+    b"struct x",
+    b"char *",
+]
 
 
 class TraceDat:
@@ -52,18 +165,18 @@ class TraceDat:
         if not data.startswith(MAGIC + b"6\0") or data[len(MAGIC) + 2] != 0:
             raise ValueError("not a little-endian version-6 trace.dat")
         self.long_size = data[len(MAGIC) + 3]
-        self.page_size, = struct.unpack_from("<I", data, len(MAGIC) + 4)
+        (self.page_size,) = struct.unpack_from("<I", data, len(MAGIC) + 4)
         off = len(MAGIC) + 8
         self.headers = []
         for label in (b"header_page\0", b"header_event\0"):
-            if data[off:off + len(label)] != label:
+            if data[off : off + len(label)] != label:
                 raise ValueError(f"no {label!r}")
             off += len(label)
-            n, = struct.unpack_from("<Q", data, off)
+            (n,) = struct.unpack_from("<Q", data, off)
             self.headers.append(_take(data, off + 8, n))
             off += 8 + n
         self.ftrace, off = _formats(data, off)
-        nsys, = struct.unpack_from("<I", data, off)
+        (nsys,) = struct.unpack_from("<I", data, off)
         off += 4
         self.systems = []
         for _ in range(min(nsys, 4096)):
@@ -72,25 +185,25 @@ class TraceDat:
             fmts, off = _formats(data, end + 1)
             self.systems.append((name, fmts))
         self.blobs = []
-        for fmt in ("<I", "<I", "<Q"):                  # kallsyms, printk, cmdlines
-            n, = struct.unpack_from(fmt, data, off)
+        for fmt in ("<I", "<I", "<Q"):  # kallsyms, printk, cmdlines
+            (n,) = struct.unpack_from(fmt, data, off)
             w = struct.calcsize(fmt)
             self.blobs.append(_take(data, off + w, n))
             off += w + n
-        self.cpus, = struct.unpack_from("<I", data, off)
+        (self.cpus,) = struct.unpack_from("<I", data, off)
         off += 4
         self.options = []
-        while data[off:off + 10] == b"options  \0":
+        while data[off : off + 10] == b"options  \0":
             off += 10
             while True:
-                oid, = struct.unpack_from("<H", data, off)
+                (oid,) = struct.unpack_from("<H", data, off)
                 off += 2
                 if oid == 0:
                     break
-                n, = struct.unpack_from("<I", data, off)
+                (n,) = struct.unpack_from("<I", data, off)
                 self.options.append((oid, _take(data, off + 4, n)))
                 off += 4 + n
-        if data[off:off + 10] != b"flyrecord\0":
+        if data[off : off + 10] != b"flyrecord\0":
             raise ValueError("no flyrecord")
         off += 10
         self.cpu_data = []
@@ -107,12 +220,19 @@ class TraceDat:
         return self._write_v7(compression)
 
     def _head(self, version: bytes) -> bytearray:
-        return bytearray(MAGIC + version + b"\0" + bytes([self.endian & 0xff, self.long_size & 0xff])
-                         + struct.pack("<I", self.page_size & 0xffffffff))
+        return bytearray(
+            MAGIC
+            + version
+            + b"\0"
+            + bytes([self.endian & 0xFF, self.long_size & 0xFF])
+            + struct.pack("<I", self.page_size & 0xFFFFFFFF)
+        )
 
     def _header_info(self) -> bytes:
-        return b"".join(label + struct.pack("<Q", len(h)) + h
-                        for label, h in zip((b"header_page\0", b"header_event\0"), self.headers))
+        return b"".join(
+            label + struct.pack("<Q", len(h)) + h
+            for label, h in zip((b"header_page\0", b"header_event\0"), self.headers)
+        )
 
     def _systems(self) -> bytes:
         out = struct.pack("<I", len(self.systems))
@@ -129,7 +249,9 @@ class TraceDat:
         kallsyms, printk, cmdlines = self.blobs
         out += struct.pack("<I", len(kallsyms)) + kallsyms
         out += struct.pack("<I", len(printk)) + printk
-        out += struct.pack("<Q", len(cmdlines)) + cmdlines + struct.pack("<I", self.cpus & 0xffffffff)
+        out += (
+            struct.pack("<Q", len(cmdlines)) + cmdlines + struct.pack("<I", self.cpus & 0xFFFFFFFF)
+        )
         out += b"options  \0"
         for oid, body in self.options:
             out += struct.pack("<HI", oid, len(body)) + body
@@ -186,7 +308,7 @@ class TraceDat:
                 # a u32 chunk count, then the chunks; the size in the BUFFER option
                 # counts the chunks only (as trace-cmd writes it)
                 step = 2 * self._align()
-                chunks = [d[i:i + step] for i in range(0, len(d), step)]
+                chunks = [d[i : i + step] for i in range(0, len(d), step)]
                 out += struct.pack("<I", len(chunks))
                 for raw in chunks:
                     z = zlib.compress(raw, 6)
@@ -207,7 +329,7 @@ class TraceDat:
         for oid, off in at.items():
             opts += struct.pack("<HIQ", oid, 8, off)
         buf = struct.pack("<Q", fly) + b"\0" + clock + b"\0"
-        buf += struct.pack("<II", self.page_size & 0xffffffff, len(cpu_at))
+        buf += struct.pack("<II", self.page_size & 0xFFFFFFFF, len(cpu_at))
         for cpu, (off, size) in enumerate(cpu_at):
             buf += struct.pack("<IQQ", cpu, off, size)
         opts += struct.pack("<HI", 3, len(buf)) + buf
@@ -228,15 +350,15 @@ class TraceDat:
 def _take(data: bytes, off: int, n: int) -> bytes:
     if off + n > len(data):
         raise ValueError("cut short")
-    return data[off:off + n]
+    return data[off : off + n]
 
 
 def _formats(data: bytes, off: int):
-    count, = struct.unpack_from("<I", data, off)
+    (count,) = struct.unpack_from("<I", data, off)
     off += 4
     out = []
     for _ in range(min(count, 1 << 16)):
-        n, = struct.unpack_from("<Q", data, off)
+        (n,) = struct.unpack_from("<Q", data, off)
         out.append(_take(data, off + 8, n))
         off += 8 + n
     return out, off
@@ -274,29 +396,29 @@ def _edit_number(rnd: random.Random, text: bytes) -> bytes:
 def _edit_lines(rnd: random.Random, text: bytes) -> bytes:
     lines = [(m.start(), m.end()) for m in _FIELD_LINE.finditer(text)]
     op = rnd.randrange(6)
-    if op == 0 and lines:                              # drop a field
+    if op == 0 and lines:  # drop a field
         a, b = rnd.choice(lines)
         return text[:a] + text[b:]
-    if op == 1 and lines:                              # repeat a field
+    if op == 1 and lines:  # repeat a field
         a, b = rnd.choice(lines)
         return text[:b] + text[a:b] + text[b:]
-    if op == 2 and lines:                              # another type
+    if op == 2 and lines:  # another type
         a, b = rnd.choice(lines)
         line = text[a:b]
         m = re.match(rb"\tfield:(.*?)(\w+)(\[\d*\])?;", line)
         if m:
-            line = line[:m.start(1)] + rnd.choice(TYPES) + b" " + line[m.start(2):]
+            line = line[: m.start(1)] + rnd.choice(TYPES) + b" " + line[m.start(2) :]
         return text[:a] + line + text[b:]
     p = text.find(b"print fmt:")
     if p < 0:
         return text
-    if op == 3:                                        # cut the print format short
-        return text[:rnd.randrange(p, len(text) + 1)]
-    if op == 4:                                        # insert a token
+    if op == 3:  # cut the print format short
+        return text[: rnd.randrange(p, len(text) + 1)]
+    if op == 4:  # insert a token
         i = rnd.randrange(p, len(text) + 1)
         return text[:i] + rnd.choice(PRINT_BITS) + text[i:]
-    i = rnd.randrange(p, len(text) + 1)                 # delete a span
-    return text[:i] + text[i + rnd.randint(1, 16):]
+    i = rnd.randrange(p, len(text) + 1)  # delete a span
+    return text[:i] + text[i + rnd.randint(1, 16) :]
 
 
 def _pick_format(rnd: random.Random, td: TraceDat):
@@ -322,13 +444,13 @@ def _edit_page(rnd: random.Random, td: TraceDat) -> None:
     psize = td.page_size if 0 < td.page_size <= len(d) else 4096
     page = rnd.randrange(max(1, len(d) // psize)) * psize
     what = rnd.randrange(4)
-    if what == 0:                                      # page timestamp
+    if what == 0:  # page timestamp
         at, width = page, 8
-    elif what == 1:                                    # commit word (size + flags)
+    elif what == 1:  # commit word (size + flags)
         at, width = page + 8, td.long_size if td.long_size in (4, 8) else 8
-    elif what == 2:                                    # an event header in the page
+    elif what == 2:  # an event header in the page
         at, width = page + 16 + 4 * rnd.randrange(max(1, (psize - 16) // 4)), 4
-    else:                                              # any word of the page
+    else:  # any word of the page
         at, width = page + rnd.randrange(psize), rnd.choice((1, 2, 4, 8))
     if at + width > len(d):
         return
@@ -338,7 +460,7 @@ def _edit_page(rnd: random.Random, td: TraceDat) -> None:
         value = rnd.choice((0, 1, 2, 28, 29, 30, 31)) | (rnd.choice(INTERESTING) << 5)
     else:
         value = rnd.choice(INTERESTING)
-    d[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+    d[at : at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
     td.cpu_data[cpu] = bytes(d)
 
 
@@ -346,29 +468,52 @@ def _edit_layout(rnd: random.Random, td: TraceDat) -> None:
     op = rnd.randrange(8)
     if op == 0:
         td.cpus = rnd.choice((0, 1, len(td.cpu_data) + 1, 65536, 65537, (1 << 32) - 1))
-    elif op == 1 and td.cpu_data:                      # one CPU without data
+    elif op == 1 and td.cpu_data:  # one CPU without data
         td.cpu_data[rnd.randrange(len(td.cpu_data))] = b""
-    elif op == 2 and td.cpu_data:                      # a page cut short
+    elif op == 2 and td.cpu_data:  # a page cut short
         i = rnd.randrange(len(td.cpu_data))
-        td.cpu_data[i] = td.cpu_data[i][:rnd.randrange(len(td.cpu_data[i]) + 1)]
+        td.cpu_data[i] = td.cpu_data[i][: rnd.randrange(len(td.cpu_data[i]) + 1)]
     elif op == 3:
         td.long_size = rnd.choice((0, 1, 4, 8, 16, 255))
     elif op == 4:
-        td.page_size = rnd.choice((0, 1, 16, 1024, 2048, 4095, 8192, 65536, 1 << 20,
-                                   (1 << 31), (1 << 32) - 1))
-    elif op == 5:                                      # an option, known id or not
+        td.page_size = rnd.choice(
+            (0, 1, 16, 1024, 2048, 4095, 8192, 65536, 1 << 20, (1 << 31), (1 << 32) - 1)
+        )
+    elif op == 5:  # an option, known id or not
         oid = rnd.choice((1, 2, 3, 4, 5, 7, 8, 9, 12, 14, 16, 22, 99, 65535))
-        body = rnd.choice((b"", b"\0", b"[x86-tsc]\0", b"[counter]\0", b"0x7fffffff\0",
-                           bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(24)))))
+        body = rnd.choice(
+            (
+                b"",
+                b"\0",
+                b"[x86-tsc]\0",
+                b"[counter]\0",
+                b"0x7fffffff\0",
+                bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(24))),
+            )
+        )
         td.options.insert(rnd.randrange(len(td.options) + 1), (oid, body))
     elif op == 6 and td.options:
         del td.options[rnd.randrange(len(td.options))]
-    else:                                              # kallsyms/printk/cmdlines
+    else:  # kallsyms/printk/cmdlines
         i = rnd.randrange(3)
         blob = td.blobs[i]
         k = rnd.randrange(len(blob) + 1)
-        td.blobs[i] = blob[:k] + rnd.choice((b"", b"\n", b"ffffffff81000000 T x\n", b"0 t \n",
-                                             b"12345 ", b"\"%s\"\n", b" : ", b"\0")) + blob[k:]
+        td.blobs[i] = (
+            blob[:k]
+            + rnd.choice(
+                (
+                    b"",
+                    b"\n",
+                    b"ffffffff81000000 T x\n",
+                    b"0 t \n",
+                    b"12345 ",
+                    b'"%s"\n',
+                    b" : ",
+                    b"\0",
+                )
+            )
+            + blob[k:]
+        )
 
 
 def mutate(data: bytes, max_size: int, seed: int) -> bytes | None:

@@ -15,12 +15,11 @@ Every function raises :class:`TraceError` (one line naming the file and the prob
 for input it cannot use.
 """
 
-from .errors import TraceError
-from .trace import Trace, load
 from .analysis import Analysis, analyze
 from .compare import compare
+from .errors import TraceError
 from .gate import gate
+from .trace import Trace, load
 from .version import __version__
 
-__all__ = ["load", "analyze", "compare", "gate", "Analysis", "Trace", "TraceError",
-           "__version__"]
+__all__ = ["load", "analyze", "compare", "gate", "Analysis", "Trace", "TraceError", "__version__"]

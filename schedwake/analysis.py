@@ -21,16 +21,17 @@ from .detect import Finding, detect
 from .metrics import trace_metrics
 from .summary import summary
 from .topology import Topology
+from .trace import Trace
 
 
 @dataclass
 class Analysis:
     """What ``schedwake analyze`` reports about one trace."""
 
-    trace: object                   #: the :class:`schedwake.Trace` analysed
-    findings: list[Finding]         #: most severe first, each with its evidence lines
-    metrics: dict                   #: name -> value, the catalogue of docs/metrics.md
-    thresholds: dict                #: the detector thresholds used (defaults + overrides)
+    trace: Trace  #: the trace analysed
+    findings: list[Finding]  #: most severe first, each with its evidence lines
+    metrics: dict  #: name -> value, the catalogue of docs/metrics.md
+    thresholds: dict  #: the detector thresholds used (defaults + overrides)
 
     @property
     def caveats(self) -> list[str]:
@@ -45,9 +46,11 @@ class Analysis:
 
     def to_dict(self) -> dict:
         """The JSON document of ``schedwake analyze --format json``."""
-        return {"trace": {**summary(self.trace), "topology": self.topology},
-                "findings": [f.to_dict() for f in self.findings],
-                "metrics": self.metrics}
+        return {
+            "trace": {**summary(self.trace), "topology": self.topology},
+            "findings": [f.to_dict() for f in self.findings],
+            "metrics": self.metrics,
+        }
 
     def to_json(self, indent: int = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
@@ -76,8 +79,14 @@ def topology_facts(topo: Topology) -> dict:
         kind = "option"
     else:
         kind = "file"
-    return {"source": kind, "from": topo.source, "llc": topo.llc, "smt": topo.smt,
-            "numa": topo.numa, "description": topo.describe()}
+    return {
+        "source": kind,
+        "from": topo.source,
+        "llc": topo.llc,
+        "smt": topo.smt,
+        "numa": topo.numa,
+        "description": topo.describe(),
+    }
 
 
 def _jsonable(o):

@@ -26,8 +26,9 @@ def _progress(label: str):
     if not sys.stderr.isatty():
         yield None
         return
-    with click.progressbar(length=1000, label=label, file=sys.stderr,
-                           show_eta=False, show_percent=True) as bar:
+    with click.progressbar(
+        length=1000, label=label, file=sys.stderr, show_eta=False, show_percent=True
+    ) as bar:
         state = {"done": 0}
 
         def update(fraction: float) -> None:
@@ -40,11 +41,22 @@ def _progress(label: str):
         update(1.0)
 
 
-def _load(path: str, events=None, input_format: str | None = None,
-          reader: str | None = None, jobs: int | None = None):
+def _load(
+    path: str,
+    events=None,
+    input_format: str | None = None,
+    reader: str | None = None,
+    jobs: int | None = None,
+):
     with _progress(f"reading {Path(path).name}") as progress:
-        trace = load(path, events=events, input_format=input_format, progress=progress,
-                     reader=reader, jobs=jobs)
+        trace = load(
+            path,
+            events=events,
+            input_format=input_format,
+            progress=progress,
+            reader=reader,
+            jobs=jobs,
+        )
     _warn(trace.meta.get("path", path), trace.meta.get("warnings"))
     return trace
 
@@ -61,19 +73,30 @@ def _warn(path, warnings) -> None:
 
 
 input_format_option = click.option(
-    "--input-format", type=click.Choice(FORMATS), default=None,
-    help="Skip format sniffing and read the file as this format.")
+    "--input-format",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Skip format sniffing and read the file as this format.",
+)
 
 
 def reader_options(f):
     """--reader / --jobs of every command that reads traces."""
-    f = click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Threads decoding a trace.dat (default: one per CPU; the "
-                          "schedwake reader only).")(f)
-    f = click.option("--reader", type=click.Choice(READERS), default=DEFAULT_READER,
-                     show_default=True,
-                     help="Which reader decodes a trace.dat: schedwake's own, or "
-                          "libtracecmd (the reference; runs in a child process).")(f)
+    f = click.option(
+        "--jobs",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="Threads decoding a trace.dat (default: one per CPU; the schedwake reader only).",
+    )(f)
+    f = click.option(
+        "--reader",
+        type=click.Choice(READERS),
+        default=DEFAULT_READER,
+        show_default=True,
+        help="Which reader decodes a trace.dat: schedwake's own, or "
+        "libtracecmd (the reference; runs in a child process).",
+    )(f)
     return f
 
 
@@ -85,8 +108,14 @@ def cli():
 
 @cli.command()
 @click.argument("trace", type=click.Path(dir_okay=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
 @input_format_option
 @reader_options
 def info(trace, fmt, input_format, reader, jobs):
@@ -101,10 +130,17 @@ def info(trace, fmt, input_format, reader, jobs):
 
 @cli.command()
 @click.argument("trace", type=click.Path(dir_okay=True))
-@click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False),
-              help="Directory for one Parquet file per event plus metadata.json.")
-@click.option("--events", default=None,
-              help="Comma-separated event names to convert (default: all).")
+@click.option(
+    "-o",
+    "--output",
+    "outdir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for one Parquet file per event plus metadata.json.",
+)
+@click.option(
+    "--events", default=None, help="Comma-separated event names to convert (default: all)."
+)
 @input_format_option
 @reader_options
 def convert(trace, outdir, events, input_format, reader, jobs):
@@ -113,8 +149,15 @@ def convert(trace, outdir, events, input_format, reader, jobs):
 
     names = [e.strip() for e in events.split(",") if e.strip()] if events else None
     with _progress(f"converting {Path(trace).name}") as progress:
-        written = convert_to_parquet(trace, outdir, events=names, input_format=input_format,
-                                     progress=progress, reader=reader, jobs=jobs)
+        written = convert_to_parquet(
+            trace,
+            outdir,
+            events=names,
+            input_format=input_format,
+            progress=progress,
+            reader=reader,
+            jobs=jobs,
+        )
     # the reader's warnings, as metadata.json records them
     meta = json.loads((Path(outdir) / "metadata.json").read_text())
     _warn(meta["path"], meta.get("warnings"))
@@ -123,18 +166,32 @@ def convert(trace, outdir, events, input_format, reader, jobs):
 
 def topology_options(f):
     """--topology FILE / --llc CPULIST (repeatable) of every analysing command."""
-    f = click.option("--llc", "llc", multiple=True, metavar="CPULIST",
-                     help="CPUs of one LLC in kernel cpulist syntax (0-3,8-11); "
-                          "repeat once per LLC.")(f)
-    f = click.option("--topology", "topology_file", type=click.Path(dir_okay=False),
-                     default=None, help="Topology JSON (from `schedwake topology`). "
-                     "Default: TRACE.topology.json beside the trace, else one LLC.")(f)
+    f = click.option(
+        "--llc",
+        "llc",
+        multiple=True,
+        metavar="CPULIST",
+        help="CPUs of one LLC in kernel cpulist syntax (0-3,8-11); repeat once per LLC.",
+    )(f)
+    f = click.option(
+        "--topology",
+        "topology_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Topology JSON (from `schedwake topology`). "
+        "Default: TRACE.topology.json beside the trace, else one LLC.",
+    )(f)
     return f
 
 
 @cli.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the JSON here instead of printing it.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the JSON here instead of printing it.",
+)
 @click.option("--sysfs", default="/sys", show_default=True, hidden=True)
 def topology(output, sysfs):
     """Capture this machine's CPU map (SMT, LLC, NUMA) from sysfs as JSON."""
@@ -150,11 +207,22 @@ def topology(output, sysfs):
 
 @cli.command()
 @click.argument("trace", type=click.Path(dir_okay=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="Output format.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
 @topology_options
-@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
-              help="Override a detector threshold (see docs/detectors.md); repeatable.")
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a detector threshold (see docs/detectors.md); repeatable.",
+)
 @input_format_option
 @reader_options
 def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jobs):
@@ -165,8 +233,7 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jo
     from .report import analyze as report
 
     th = parse_threshold_options(thresholds)
-    t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader,
-              jobs=jobs)
+    t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
     t.use_topology(topology_file, llc)
     analysis = run_analysis(t, th)
     if fmt == "json":
@@ -179,40 +246,105 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jo
 
 @cli.command()
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=True))
-@click.option("--side", "side_specs", multiple=True, metavar="NAME=GLOB",
-              help="A side made of the iterations GLOB matches; repeatable, in order, "
-                   "after the TRACES given as arguments.")
-@click.option("--label", "labels", multiple=True, metavar="LABEL",
-              help="Name of each side, in order (repeat once per side); the header "
-                   "splits it at the first '-' (6.18.0-vanilla).")
-@click.option("--window", "window_s", type=click.FloatRange(min=0, min_open=True),
-              default=None, metavar="SECONDS",
-              help="Window length of per-window samples (default: a round value giving "
-                   "the shortest trace >= 10 windows, at most 1 s).")
-@click.option("--samples", type=click.Choice(["auto", "per-trace", "per-window"]),
-              default="auto", show_default=True,
-              help="auto: per-trace values when every side has >= 2 traces, else "
-                   "per-window values.")
-@click.option("--significance", type=click.Choice(["ttest", "ci95"]), default="ttest",
-              show_default=True, help="ttest: two-sided t-test, alpha --alpha (the LKML "
-              "tables); ci95: mean +-1.96 sd intervals do not overlap (mmtests now).")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.10, show_default=True, help="Significance level of the t-test.")
-@click.option("--metric", "metric_names", multiple=True, metavar="NAME",
-              help="Compare only these metrics (see docs/compare.md); repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]),
-              default="text", show_default=True, help="Output format.")
-@click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None,
-              help="Also write a self-contained HTML report (tables, findings, plots).")
+@click.option(
+    "--side",
+    "side_specs",
+    multiple=True,
+    metavar="NAME=GLOB",
+    help="A side made of the iterations GLOB matches; repeatable, in order, "
+    "after the TRACES given as arguments.",
+)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="LABEL",
+    help="Name of each side, in order (repeat once per side); the header "
+    "splits it at the first '-' (6.18.0-vanilla).",
+)
+@click.option(
+    "--window",
+    "window_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Window length of per-window samples (default: a round value giving "
+    "the shortest trace >= 10 windows, at most 1 s).",
+)
+@click.option(
+    "--samples",
+    type=click.Choice(["auto", "per-trace", "per-window"]),
+    default="auto",
+    show_default=True,
+    help="auto: per-trace values when every side has >= 2 traces, else per-window values.",
+)
+@click.option(
+    "--significance",
+    type=click.Choice(["ttest", "ci95"]),
+    default="ttest",
+    show_default=True,
+    help="ttest: two-sided t-test, alpha --alpha (the LKML "
+    "tables); ci95: mean +-1.96 sd intervals do not overlap (mmtests now).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.10,
+    show_default=True,
+    help="Significance level of the t-test.",
+)
+@click.option(
+    "--metric",
+    "metric_names",
+    multiple=True,
+    metavar="NAME",
+    help="Compare only these metrics (see docs/compare.md); repeatable.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write a self-contained HTML report (tables, findings, plots).",
+)
 @click.option("--title", default=None, help="Title line above the table.")
 @topology_options
-@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
-              help="Override a detector threshold (see docs/detectors.md); repeatable.")
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a detector threshold (see docs/detectors.md); repeatable.",
+)
 @input_format_option
 @reader_options
-def compare(traces, side_specs, labels, window_s, samples, significance, alpha,
-            metric_names, fmt, html_file, title, topology_file, llc, thresholds,
-            input_format, reader, jobs):
+def compare(
+    traces,
+    side_specs,
+    labels,
+    window_s,
+    samples,
+    significance,
+    alpha,
+    metric_names,
+    fmt,
+    html_file,
+    title,
+    topology_file,
+    llc,
+    thresholds,
+    input_format,
+    reader,
+    jobs,
+):
     """Compare TRACES (baseline first) in the mmtests layout: per metric Min, Amean or
     Hmean, Stddev, CoeffVar, Max, BAmean-50/95/99, the % change (positive = better) and
     * where the mean differs significantly."""
@@ -223,13 +355,25 @@ def compare(traces, side_specs, labels, window_s, samples, significance, alpha,
 
     th = parse_threshold_options(thresholds)
     spec = parse_sides(traces, side_specs, labels)
-    sides = {label: [_load(p, events=list(MODEL_EVENTS), input_format=input_format,
-                           reader=reader, jobs=jobs)
-                     for p in paths] for label, paths in spec}
-    result = run_compare(sides, window_s=window_s, samples=samples,
-                         significance=significance, alpha=alpha, title=title,
-                         metrics=list(metric_names) or None, topology_file=topology_file,
-                         llc=llc, thresholds=th)
+    sides = {
+        label: [
+            _load(p, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
+            for p in paths
+        ]
+        for label, paths in spec
+    }
+    result = run_compare(
+        sides,
+        window_s=window_s,
+        samples=samples,
+        significance=significance,
+        alpha=alpha,
+        title=title,
+        metrics=list(metric_names) or None,
+        topology_file=topology_file,
+        llc=llc,
+        thresholds=th,
+    )
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "markdown":
@@ -262,32 +406,86 @@ class _TracesOption(click.Option):
             opt.process = process
 
     def type_cast_value(self, ctx, value):
-        return tuple(str(v) for group in value or () for v in (
-            group if isinstance(group, (list, tuple)) else (group,)))
+        return tuple(
+            str(v)
+            for group in value or ()
+            for v in (group if isinstance(group, (list, tuple)) else (group,))
+        )
 
 
 @cli.command()
-@click.option("--baseline", cls=_TracesOption, multiple=True, metavar="TRACE...",
-              help="Baseline trace(s): paths or quoted globs, one side (its iterations).")
-@click.option("--candidate", cls=_TracesOption, multiple=True, metavar="TRACE...",
-              help="Candidate trace(s) to judge against the baseline.")
-@click.option("--rules", "rules_file", type=click.Path(dir_okay=False), default=None,
-              help="Rules TOML (default: the built-in rules; see --print-default-rules).")
-@click.option("--print-default-rules", is_flag=True,
-              help="Print the default rules as a starting rules file and exit.")
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), default=None,
-              help="Write JUnit XML here (one test case per rule).")
-@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
-              help="Write a Markdown report here (pull-request comment, job summary).")
-@click.option("--json", "json_file", type=click.Path(dir_okay=False), default=None,
-              help="Write the verdict as JSON here.")
+@click.option(
+    "--baseline",
+    cls=_TracesOption,
+    multiple=True,
+    metavar="TRACE...",
+    help="Baseline trace(s): paths or quoted globs, one side (its iterations).",
+)
+@click.option(
+    "--candidate",
+    cls=_TracesOption,
+    multiple=True,
+    metavar="TRACE...",
+    help="Candidate trace(s) to judge against the baseline.",
+)
+@click.option(
+    "--rules",
+    "rules_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Rules TOML (default: the built-in rules; see --print-default-rules).",
+)
+@click.option(
+    "--print-default-rules",
+    is_flag=True,
+    help="Print the default rules as a starting rules file and exit.",
+)
+@click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write JUnit XML here (one test case per rule).",
+)
+@click.option(
+    "--markdown",
+    "markdown_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write a Markdown report here (pull-request comment, job summary).",
+)
+@click.option(
+    "--json",
+    "json_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the verdict as JSON here.",
+)
 @topology_options
-@click.option("--threshold", "thresholds", multiple=True, metavar="NAME=VALUE",
-              help="Override a detector threshold (see docs/detectors.md); repeatable.")
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a detector threshold (see docs/detectors.md); repeatable.",
+)
 @input_format_option
 @reader_options
-def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markdown_file,
-         json_file, topology_file, llc, thresholds, input_format, reader, jobs):
+def gate(
+    baseline,
+    candidate,
+    rules_file,
+    print_default_rules,
+    junit_file,
+    markdown_file,
+    json_file,
+    topology_file,
+    llc,
+    thresholds,
+    input_format,
+    reader,
+    jobs,
+):
     """Judge --candidate traces against --baseline traces under rules, for CI.
 
     Exit 0: every rule holds. Exit 1: a rule is broken (the candidate is worse than
@@ -304,36 +502,67 @@ def gate(baseline, candidate, rules_file, print_default_rules, junit_file, markd
         return
     th = parse_threshold_options(thresholds)
     # missing sides are judged like unreadable ones: exit 2 with reports
-    result = run_gate(list(baseline), list(candidate), rules_file, topology_file=topology_file,
-                      llc=llc, thresholds=th,
-                      loader=lambda p: _load(p, list(MODEL_EVENTS), input_format, reader,
-                                             jobs))
+    result = run_gate(
+        list(baseline),
+        list(candidate),
+        rules_file,
+        topology_file=topology_file,
+        llc=llc,
+        thresholds=th,
+        loader=lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
+    )
     click.echo(result.text(), nl=False)
-    for path, render in ((junit_file, result.junit), (markdown_file, result.markdown),
-                         (json_file, result.to_json)):
+    for path, render in (
+        (junit_file, result.junit),
+        (markdown_file, result.markdown),
+        (json_file, result.to_json),
+    ):
         if path:
             Path(path).write_text(render(), encoding="utf-8")
-    if result.exit_code == 2:   # the same one-line reason as every command's bad input
+    if result.exit_code == 2:  # the same one-line reason as every command's bad input
         click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
 
 
 @cli.command(context_settings={"allow_interspersed_args": False})
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="The trace.dat to write; the topology goes to OUTPUT.topology.json.")
-@click.option("--events", default=None, metavar="LIST",
-              help="Comma-separated system:event (or system:*) to enable instead of the "
-                   "default set (sched wake-up, migration, switch, fork/exit/exec, "
-                   "workqueue:*).")
-@click.option("--buffer-kb", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Ring buffer per CPU in KB (default 131072, less on small machines).")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="S", help="Record for S seconds (stops COMMAND if it runs longer).")
-@click.option("--method", type=click.Choice(["auto", "trace-cmd", "tracefs"]),
-              default="auto", show_default=True,
-              help="trace-cmd record, or a private tracefs instance + trace-cmd restore; "
-                   "auto uses trace-cmd record only where a quick probe says it works.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The trace.dat to write; the topology goes to OUTPUT.topology.json.",
+)
+@click.option(
+    "--events",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated system:event (or system:*) to enable instead of the "
+    "default set (sched wake-up, migration, switch, fork/exit/exec, "
+    "workqueue:*).",
+)
+@click.option(
+    "--buffer-kb",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Ring buffer per CPU in KB (default 131072, less on small machines).",
+)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="S",
+    help="Record for S seconds (stops COMMAND if it runs longer).",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["auto", "trace-cmd", "tracefs"]),
+    default="auto",
+    show_default=True,
+    help="trace-cmd record, or a private tracefs instance + trace-cmd restore; "
+    "auto uses trace-cmd record only where a quick probe says it works.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(output, events, buffer_kb, duration, method, quiet, command):
@@ -348,8 +577,15 @@ def record(output, events, buffer_kb, duration, method, quiet, command):
         if not quiet or msg.startswith("WARNING"):
             click.echo(f"schedwake record: {msg}", err=True)
 
-    result = do_record(output, list(command) or None, events=events, buffer_kb=buffer_kb,
-                       duration=duration, method=method, log=log)
+    result = do_record(
+        output,
+        list(command) or None,
+        events=events,
+        buffer_kb=buffer_kb,
+        duration=duration,
+        method=method,
+        log=log,
+    )
     click.echo(result.summary())
     if result.interrupted:
         sys.exit(130)

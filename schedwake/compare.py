@@ -30,17 +30,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
-from .errors import TraceError
 from . import mmtests
 from . import stats as st
+from .errors import TraceError
 from .topology import trace_stem
 
-__all__ = ["compare", "from_samples", "expand_paths", "CompareResult", "Side", "parse_sides",
-           "default_window", "sample_plan", "SIGNIFICANCE", "SAMPLE_MODES"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "compare",
+    "from_samples",
+    "expand_paths",
+    "CompareResult",
+    "Side",
+    "parse_sides",
+    "default_window",
+    "sample_plan",
+    "SIGNIFICANCE",
+    "SAMPLE_MODES",
+]
 
 SIGNIFICANCE = ("ttest", "ci95")
 SAMPLE_MODES = ("auto", "per-trace", "per-window")
@@ -64,6 +78,7 @@ class Side:
 
 # -- sides -------------------------------------------------------------------------------------
 
+
 def expand_paths(pattern: str, what: str) -> list[str]:
     """A path, or the sorted files a glob pattern matches (TraceError if none)."""
     if Path(pattern).exists() or not _GLOB_CHARS.search(pattern):
@@ -86,8 +101,9 @@ def _default_label(paths: list[str], index: int) -> str:
     return prefix or f"side{index + 1}"
 
 
-def parse_sides(traces: Sequence[str] = (), side_specs: Sequence[str] = (),
-                labels: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
+def parse_sides(
+    traces: Sequence[str] = (), side_specs: Sequence[str] = (), labels: Sequence[str] = ()
+) -> list[tuple[str, list[str]]]:
     """The sides of the command line: ``(label, [paths])`` in order.
 
     Each positional trace is one side (one trace); each ``NAME=GLOB`` adds the files of
@@ -110,17 +126,24 @@ def parse_sides(traces: Sequence[str] = (), side_specs: Sequence[str] = (),
         sides.append((name, list(dict.fromkeys(paths))))
     if labels:
         if len(labels) != len(sides):
-            raise TraceError("--label", f"{len(labels)} label(s) for {len(sides)} side(s); "
-                                        "give one --label per side, in order")
+            raise TraceError(
+                "--label",
+                f"{len(labels)} label(s) for {len(sides)} side(s); "
+                "give one --label per side, in order",
+            )
         sides = [(str(lab), paths) for lab, (_, paths) in zip(labels, sides)]
     if len(sides) < 2:
-        raise TraceError("compare", f"needs at least two sides (got {len(sides)}): "
-                                    "give two traces, or --side NAME=GLOB twice")
+        raise TraceError(
+            "compare",
+            f"needs at least two sides (got {len(sides)}): "
+            "give two traces, or --side NAME=GLOB twice",
+        )
     seen = [lab for lab, _ in sides]
     dup = sorted({lab for lab in seen if seen.count(lab) > 1})
     if dup:
-        raise TraceError("--label", f"side label(s) {', '.join(dup)} used twice; "
-                                    "name the sides with --label")
+        raise TraceError(
+            "--label", f"side label(s) {', '.join(dup)} used twice; name the sides with --label"
+        )
     return sides
 
 
@@ -148,10 +171,10 @@ def default_window(durations_s) -> float:
     if target >= 1.0:
         return 1.0
     exp = math.floor(math.log10(target)) if target > 0 else -3
-    best = 10.0 ** exp
+    best = 10.0**exp
     for m in (2.0, 5.0, 10.0):
-        if m * 10.0 ** exp <= target * (1 + 1e-9):
-            best = m * 10.0 ** exp
+        if m * 10.0**exp <= target * (1 + 1e-9):
+            best = m * 10.0**exp
     return float(max(round(best, 6), 0.001))
 
 
@@ -185,8 +208,10 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
                     item.use_topology(topology_file, llc)
                 traces.append(item)
             else:
-                traces.extend(load_model_trace(p, topology_file, llc)
-                              for p in expand_paths(str(item), "trace"))
+                traces.extend(
+                    load_model_trace(p, topology_file, llc)
+                    for p in expand_paths(str(item), "trace")
+                )
         if not traces:
             raise TraceError(f"side {label or i + 1}", "has no trace")
         if label is None:
@@ -208,6 +233,7 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
 
 # -- the computation ---------------------------------------------------------------------------
 
+
 def _metric_order(names) -> list[str]:
     """Catalogue order; busy shares by CPU number; unknown names last, as given."""
     from .metrics import CATALOGUE
@@ -226,10 +252,20 @@ def _metric_order(names) -> list[str]:
     return sorted(names, key=key)
 
 
-def compare(sides, labels: Sequence[str] | None = None, *, window_s: float | None = None,
-            samples: str = "auto", significance: str = "ttest", alpha: float = 0.10,
-            title: str | None = None, metrics: Sequence[str] | None = None,
-            topology_file=None, llc=None, thresholds: dict | None = None) -> CompareResult:
+def compare(
+    sides,
+    labels: Sequence[str] | None = None,
+    *,
+    window_s: float | None = None,
+    samples: str = "auto",
+    significance: str = "ttest",
+    alpha: float = 0.10,
+    title: str | None = None,
+    metrics: Sequence[str] | None = None,
+    topology_file=None,
+    llc=None,
+    thresholds: dict | None = None,
+) -> CompareResult:
     """Compare two or more sides in the mmtests layout; the first side is the baseline.
 
     ``sides``: a sequence (or a ``{label: side}`` mapping) whose items are each a trace
@@ -251,8 +287,9 @@ def compare(sides, labels: Sequence[str] | None = None, *, window_s: float | Non
     from .metrics import metric_samples
 
     if significance not in SIGNIFICANCE:
-        raise TraceError("--significance", f"must be one of {', '.join(SIGNIFICANCE)}, "
-                                           f"not {significance!r}")
+        raise TraceError(
+            "--significance", f"must be one of {', '.join(SIGNIFICANCE)}, not {significance!r}"
+        )
     if samples not in SAMPLE_MODES:
         raise TraceError("--samples", f"must be one of {', '.join(SAMPLE_MODES)}")
     if window_s is not None and not window_s > 0:
@@ -266,8 +303,9 @@ def compare(sides, labels: Sequence[str] | None = None, *, window_s: float | Non
             except KeyError:
                 from .metrics import CATALOGUE
 
-                raise TraceError("--metric", f"unknown metric {m!r} (known: "
-                                             f"{', '.join(CATALOGUE)})") from None
+                raise TraceError(
+                    "--metric", f"unknown metric {m!r} (known: {', '.join(CATALOGUE)})"
+                ) from None
     th = _check_thresholds(thresholds)
     side_list = _normalise(sides, labels, topology_file, llc)
     kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
@@ -279,15 +317,29 @@ def compare(sides, labels: Sequence[str] | None = None, *, window_s: float | Non
             d.insert(0, "side", s.label)
             parts.append(d)
     df = pd.concat(parts, ignore_index=True)
-    return from_samples(df, [s.label for s in side_list], significance=significance,
-                        alpha=alpha, title=title, window_s=win, sides=side_list,
-                        thresholds=th)
+    return from_samples(
+        df,
+        [s.label for s in side_list],
+        significance=significance,
+        alpha=alpha,
+        title=title,
+        window_s=win,
+        sides=side_list,
+        thresholds=th,
+    )
 
 
-def from_samples(samples: pd.DataFrame, labels: Sequence[str] | None = None, *,
-                 significance: str = "ttest", alpha: float = 0.10, title: str | None = None,
-                 window_s: float | None = None, sides: list[Side] | None = None,
-                 thresholds: dict | None = None) -> CompareResult:
+def from_samples(
+    samples: pd.DataFrame,
+    labels: Sequence[str] | None = None,
+    *,
+    significance: str = "ttest",
+    alpha: float = 0.10,
+    title: str | None = None,
+    window_s: float | None = None,
+    sides: list[Side] | None = None,
+    thresholds: dict | None = None,
+) -> CompareResult:
     """The comparison of a tidy samples table (the ``samples`` of a result, or your own).
 
     Columns: ``side``, ``metric``, ``value``, and ``direction`` (``lower``/``higher``) for
@@ -327,20 +379,37 @@ def from_samples(samples: pd.DataFrame, labels: Sequence[str] | None = None, *,
             direction = str(rows["direction"].dropna().iloc[0])
         if direction is None:
             raise ValueError(f"metric {name!r}: no direction (not in the catalogue)")
-        arrays = [rows.loc[side_col[rows.index] == lab, "value"].to_numpy(dtype=np.float64)
-                  for lab in labels]
-        ms.append(mmtests.MetricSamples(name, unit, direction, arrays,
-                                        window_s=window_s if kind == "per-window" else None,
-                                        sample_kind=kind))
-    comp = mmtests.compare_samples(title, labels, ms, rule=significance, alpha=alpha)
+        arrays = [
+            rows.loc[side_col[rows.index] == lab, "value"].to_numpy(dtype=np.float64)
+            for lab in labels
+        ]
+        ms.append(
+            mmtests.MetricSamples(
+                name,
+                unit,
+                cast(st.Direction, direction),
+                arrays,
+                window_s=window_s if kind == "per-window" else None,
+                sample_kind=cast(mmtests.SampleKind, kind),
+            )
+        )
+    comp = mmtests.compare_samples(
+        title, labels, ms, rule=cast(mmtests.Rule, significance), alpha=alpha
+    )
     if sides is None:
         sides = [Side(lab) for lab in labels]
-    return CompareResult(comparison=comp, samples=df, sides=sides, sample_kind=kind,
-                         window_s=window_s if kind == "per-window" else None,
-                         thresholds=thresholds)
+    return CompareResult(
+        comparison=comp,
+        samples=df,
+        sides=sides,
+        sample_kind=kind,
+        window_s=window_s if kind == "per-window" else None,
+        thresholds=thresholds,
+    )
 
 
 # -- the result ----------------------------------------------------------------------------------
+
 
 @dataclass
 class CompareResult:
@@ -381,7 +450,8 @@ class CompareResult:
                 n += 1
                 for c in t.caveats:
                     where.setdefault(c, []).append(
-                        f"{s.label}: {Path(str(t.meta.get('path'))).name}")
+                        f"{s.label}: {Path(str(t.meta.get('path'))).name}"
+                    )
         out = []
         for c, traces in where.items():
             who = "every trace" if len(traces) == n else ", ".join(traces)
@@ -410,11 +480,19 @@ class CompareResult:
                 continue
             for j, lab in enumerate(self.labels):
                 sig = r.sig[j]
-                rows.append({"metric": r.metric.name, "unit": r.metric.unit,
-                             "direction": r.metric.direction, "stat": r.stat, "side": lab,
-                             "value": r.values[j], "pct": r.pcts[j],
-                             "significant": None if sig is None else bool(sig.significant),
-                             "n": int(st.clean_samples(r.metric.samples[j]).size)})
+                rows.append(
+                    {
+                        "metric": r.metric.name,
+                        "unit": r.metric.unit,
+                        "direction": r.metric.direction,
+                        "stat": r.stat,
+                        "side": lab,
+                        "value": r.values[j],
+                        "pct": r.pcts[j],
+                        "significant": None if sig is None else bool(sig.significant),
+                        "n": int(st.clean_samples(r.metric.samples[j]).size),
+                    }
+                )
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
@@ -424,10 +502,16 @@ class CompareResult:
         for s in self.sides:
             traces = []
             for t in s.traces:
-                traces.append({"path": str(t.meta.get("path")),
-                               "duration_s": round(t.model.duration_ns / 1e9, 6),
-                               "cpus": t.meta.get("cpus"), "kernel": t.meta.get("kernel"),
-                               "topology": t.topology.describe(), "caveats": t.caveats})
+                traces.append(
+                    {
+                        "path": str(t.meta.get("path")),
+                        "duration_s": round(t.model.duration_ns / 1e9, 6),
+                        "cpus": t.meta.get("cpus"),
+                        "kernel": t.meta.get("kernel"),
+                        "topology": t.topology.describe(),
+                        "caveats": t.caveats,
+                    }
+                )
             if not traces:
                 traces = [{"path": p} for p in s.paths]
             n = self.samples[self.samples["side"].astype(str) == s.label]
@@ -436,8 +520,11 @@ class CompareResult:
         return {
             "title": self.title,
             "labels": self.labels,
-            "significance": {"rule": self.rule, "alpha": self.comparison.alpha,
-                             "description": self.comparison.rule_name()},
+            "significance": {
+                "rule": self.rule,
+                "alpha": self.comparison.alpha,
+                "description": self.comparison.rule_name(),
+            },
             "samples": {"kind": self.sample_kind, "window_s": self.window_s},
             "rule_line": self.rule_line(),
             "table": self.comparison.text(),
@@ -456,8 +543,7 @@ class CompareResult:
 
         out = {}
         for s in self.sides:
-            out[s.label] = [(str(t.meta.get("path")), detect(t, self.thresholds))
-                            for t in s.traces]
+            out[s.label] = [(str(t.meta.get("path")), detect(t, self.thresholds)) for t in s.traces]
         return out
 
     def findings(self) -> dict[str, list[tuple[str, list]]]:
@@ -505,7 +591,7 @@ class CompareResult:
         s = self._side(side)
         return plots.task_cpu(self._trace(side, trace), pid=pid, label=s.label, **kw)
 
-    def figures(self) -> dict[str, object]:
+    def figures(self) -> dict[str, Figure]:
         """Every plot of the report by name (those the sides' data allow)."""
         from .report import plots
 

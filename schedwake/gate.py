@@ -35,17 +35,34 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .compare import SAMPLE_MODES, SIGNIFICANCE, expand_paths, load_model_trace, sample_plan
+from .compare import (
+    SAMPLE_MODES,
+    SIGNIFICANCE,
+    CompareResult,
+    expand_paths,
+    load_model_trace,
+    sample_plan,
+)
 from .compare import compare as run_compare
 from .errors import TraceError
 from .mmtests import change_pct_text
 from .model.events import timestamp_problem
 
-__all__ = ["gate", "GateResult", "Rule", "RuleResult", "Settings", "load_rules",
-           "parse_rules", "default_rules", "DEFAULT_RULES_TOML"]
+__all__ = [
+    "gate",
+    "GateResult",
+    "Rule",
+    "RuleResult",
+    "Settings",
+    "load_rules",
+    "parse_rules",
+    "default_rules",
+    "DEFAULT_RULES_TOML",
+]
 
-DEFAULT_RULES_TOML = '''\
+DEFAULT_RULES_TOML = """\
 # schedwake gate rules: `schedwake gate --rules THIS_FILE --baseline ... --candidate ...`
 # Metric names are those of `schedwake compare` (docs/compare.md). A rule is broken when
 # the candidate's mean is worse than the baseline's by more than `allowed` (and, with
@@ -84,7 +101,7 @@ missing = "error"
 allowed = "50%"
 significance = true
 missing = "error"
-'''
+"""
 
 _RULE_KEYS = {"allowed", "significance", "missing"}
 
@@ -104,9 +121,15 @@ class Settings:
 
 #: Each [gate] key (the Settings fields: the defaults are theirs) and how its TOML value
 #: is taken (a wrong kind raises TypeError/ValueError)
-_SETTINGS_TYPES = {"significance": str, "alpha": float, "samples": str,
-                   "window": lambda v: None if v is None else float(v),
-                   "max_lost_events": int, "min_duration": float, "min_windows": int}
+_SETTINGS_TYPES: dict[str, Callable[[Any], Any]] = {
+    "significance": str,
+    "alpha": float,
+    "samples": str,
+    "window": lambda v: None if v is None else float(v),
+    "max_lost_events": int,
+    "min_duration": float,
+    "min_windows": int,
+}
 
 
 @dataclass(frozen=True)
@@ -150,7 +173,7 @@ class RuleResult:
     #: p-value (ttest) or cidiff ratio (ci95); None if not testable.
     detail: float | None = None
     testable: bool | None = None
-    n: tuple[int, int] | None = None
+    n: tuple[int, ...] | None = None
     message: str = ""
 
 
@@ -166,7 +189,7 @@ class GateResult:
     baseline_paths: list[str] = field(default_factory=list)
     candidate_paths: list[str] = field(default_factory=list)
     #: The comparison behind the verdicts (None when the input was refused before it).
-    comparison: object | None = None
+    comparison: CompareResult | None = None
     rules_source: str = "defaults"
 
     @property
@@ -183,21 +206,27 @@ class GateResult:
         """Caveats of the traces, and what one trace a side can and cannot tell."""
         out = [] if self.comparison is None else list(self.comparison.notes())
         if self.comparison is not None and self.comparison.sample_kind == "per-window":
-            out.append("one trace on a side: the samples are windows of one run, so a "
-                       "significant change says this run differed, not that a rerun "
-                       "would; give >= 2 iterations a side for a per-trace judgement")
+            out.append(
+                "one trace on a side: the samples are windows of one run, so a "
+                "significant change says this run differed, not that a rerun "
+                "would; give >= 2 iterations a side for a per-trace judgement"
+            )
         return out
 
     def headline(self) -> str:
         broken = [r for r in self.results if r.status == "broken"]
         errors = self.problems + [r.message for r in self.results if r.status == "error"]
         if errors:
-            return (f"ERROR: cannot judge ({len(errors)} problem"
-                    f"{'s' if len(errors) != 1 else ''}): {errors[0]}")
+            return (
+                f"ERROR: cannot judge ({len(errors)} problem"
+                f"{'s' if len(errors) != 1 else ''}): {errors[0]}"
+            )
         if broken:
-            return (f"FAIL: {len(broken)} of {len(self.results)} rule"
-                    f"{'s' if len(self.results) != 1 else ''} broken: "
-                    + ", ".join(r.rule.metric for r in broken))
+            return (
+                f"FAIL: {len(broken)} of {len(self.results)} rule"
+                f"{'s' if len(self.results) != 1 else ''} broken: "
+                + ", ".join(r.rule.metric for r in broken)
+            )
         skipped = sum(r.status == "skipped" for r in self.results)
         tail = f" ({skipped} skipped)" if skipped else ""
         return f"PASS: {len(self.results) - skipped} rules hold{tail}"
@@ -230,24 +259,26 @@ class GateResult:
 
 # -- rules -------------------------------------------------------------------------------------
 
-def _num(v: float) -> str:
-    return f"{v:.6g}"
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.6g}"
 
 
 def _allowed(metric: str, value, where: str) -> tuple[float, bool]:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TraceError(where, f'rule {metric!r}: allowed must be "N%" or a number, '
-                                f"not {value!r}")
+        raise TraceError(where, f'rule {metric!r}: allowed must be "N%" or a number, not {value!r}')
     text = str(value).strip()
     relative = text.endswith("%")
     try:
         amount = float(text[:-1] if relative else text)
     except ValueError:
-        raise TraceError(where, f'rule {metric!r}: allowed must be "N%" or a number, '
-                                f"not {value!r}") from None
+        raise TraceError(
+            where, f'rule {metric!r}: allowed must be "N%" or a number, not {value!r}'
+        ) from None
     if not math.isfinite(amount) or amount < 0:
-        raise TraceError(where, f"rule {metric!r}: allowed must be a finite amount >= 0, "
-                                f"not {value!r}")
+        raise TraceError(
+            where, f"rule {metric!r}: allowed must be a finite amount >= 0, not {value!r}"
+        )
     return (amount / 100.0 if relative else amount), relative
 
 
@@ -262,32 +293,36 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
         raise TraceError(where, f"not valid TOML: {exc}") from None
     unknown = set(doc) - {"gate", "rules"}
     if unknown:
-        raise TraceError(where, f"unknown table(s) {', '.join(sorted(unknown))} "
-                                "(expected [gate] and [rules.\"METRIC\"])")
+        raise TraceError(
+            where,
+            f'unknown table(s) {", ".join(sorted(unknown))} (expected [gate] and [rules."METRIC"])',
+        )
     g = doc.get("gate", {})
     if not isinstance(g, dict):
         raise TraceError(where, "[gate] must be a table")
     bad = set(g) - set(_SETTINGS_TYPES)
     if bad:
-        raise TraceError(where, f"[gate]: unknown key(s) {', '.join(sorted(bad))} "
-                                f"(known: {', '.join(sorted(_SETTINGS_TYPES))})")
+        raise TraceError(
+            where,
+            f"[gate]: unknown key(s) {', '.join(sorted(bad))} "
+            f"(known: {', '.join(sorted(_SETTINGS_TYPES))})",
+        )
     try:
         settings = Settings(**{k: _SETTINGS_TYPES[k](v) for k, v in g.items()})
     except (TypeError, ValueError) as exc:
         raise TraceError(where, f"[gate]: {exc}") from None
     if settings.significance not in SIGNIFICANCE:
-        raise TraceError(where, f"[gate] significance must be one of "
-                                f"{', '.join(SIGNIFICANCE)}")
+        raise TraceError(where, f"[gate] significance must be one of {', '.join(SIGNIFICANCE)}")
     if settings.samples not in SAMPLE_MODES:
-        raise TraceError(where, f"[gate] samples must be one of "
-                                f"{', '.join(SAMPLE_MODES)}")
+        raise TraceError(where, f"[gate] samples must be one of {', '.join(SAMPLE_MODES)}")
     if not 0 < settings.alpha < 1:
         raise TraceError(where, "[gate] alpha must be between 0 and 1")
     if settings.window is not None and not settings.window > 0:
         raise TraceError(where, "[gate] window must be a positive number of seconds")
     if settings.max_lost_events < 0 or settings.min_duration < 0 or settings.min_windows < 1:
-        raise TraceError(where, "[gate] max_lost_events and min_duration must be >= 0, "
-                                "min_windows >= 1")
+        raise TraceError(
+            where, "[gate] max_lost_events and min_duration must be >= 0, min_windows >= 1"
+        )
     table = doc.get("rules", {})
     if not isinstance(table, dict) or not table:
         raise TraceError(where, 'no rules: add at least one [rules."METRIC"] table')
@@ -296,18 +331,23 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
         try:
             catalogue_entry(metric)
         except KeyError:
-            raise TraceError(where, f"unknown metric {metric!r} in [rules] (known: "
-                                    f"{', '.join(CATALOGUE)})") from None
+            raise TraceError(
+                where, f"unknown metric {metric!r} in [rules] (known: {', '.join(CATALOGUE)})"
+            ) from None
         if not isinstance(spec, dict):
             raise TraceError(where, f"rules.{metric!r} must be a table")
         bad = set(spec) - _RULE_KEYS
         if bad:
-            raise TraceError(where, f"rule {metric!r}: unknown key(s) "
-                                    f"{', '.join(sorted(bad))} (known: allowed, "
-                                    "significance, missing)")
+            raise TraceError(
+                where,
+                f"rule {metric!r}: unknown key(s) "
+                f"{', '.join(sorted(bad))} (known: allowed, "
+                "significance, missing)",
+            )
         if "allowed" not in spec:
-            raise TraceError(where, f"rule {metric!r}: no allowed change "
-                                    '(allowed = "10%" or an absolute number)')
+            raise TraceError(
+                where, f'rule {metric!r}: no allowed change (allowed = "10%" or an absolute number)'
+            )
         amount, relative = _allowed(metric, spec["allowed"], where)
         sig = spec.get("significance", True)
         missing = spec.get("missing", "error")
@@ -324,8 +364,7 @@ def load_rules(path) -> tuple[Settings, list[Rule]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise TraceError(str(path), f"cannot read the rules file: {exc.strerror or exc}") \
-            from None
+        raise TraceError(str(path), f"cannot read the rules file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise TraceError(str(path), "the rules file is not UTF-8 text") from None
     return parse_rules(text, str(path))
@@ -338,6 +377,7 @@ def default_rules() -> tuple[Settings, list[Rule]]:
 
 # -- judging -----------------------------------------------------------------------------------
 
+
 def _input_problems(side: str, trace, settings: Settings) -> list[str]:
     """Why one loaded trace cannot be judged (empty, lost events, too short)."""
     name = Path(str(trace.meta.get("path"))).name
@@ -349,17 +389,23 @@ def _input_problems(side: str, trace, settings: Settings) -> list[str]:
     unknown = trace.meta.get("lost_unknown") or []
     total = sum(lost.values())
     if unknown:
-        out.append(f"{side} {name}: the ring buffer dropped events (an unknown number) on "
-                   f"CPU {', '.join(map(str, unknown))}")
+        out.append(
+            f"{side} {name}: the ring buffer dropped events (an unknown number) on "
+            f"CPU {', '.join(map(str, unknown))}"
+        )
     elif total > settings.max_lost_events:
-        out.append(f"{side} {name}: the ring buffer lost {total} events (allowed: "
-                   f"{settings.max_lost_events}; [gate] max_lost_events)")
+        out.append(
+            f"{side} {name}: the ring buffer lost {total} events (allowed: "
+            f"{settings.max_lost_events}; [gate] max_lost_events)"
+        )
     if why := timestamp_problem(trace.meta):
         return out + [f"{side} {name}: {why}"]
     dur = trace.duration_ns / 1e9
     if dur < settings.min_duration:
-        out.append(f"{side} {name}: lasts {dur:.3g} s, shorter than the {settings.min_duration:g}"
-                   " s a judgement needs ([gate] min_duration)")
+        out.append(
+            f"{side} {name}: lasts {dur:.3g} s, shorter than the {settings.min_duration:g}"
+            " s a judgement needs ([gate] min_duration)"
+        )
     return out
 
 
@@ -386,9 +432,16 @@ def _load_side(side: str, specs, loader, problems: list[str]) -> tuple[list, lis
     return traces, paths
 
 
-def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
-         topology_file=None, llc=None, thresholds: dict | None = None,
-         loader: Callable | None = None) -> GateResult:
+def gate(
+    baseline,
+    candidate,
+    rules: str | Path | tuple | None = None,
+    *,
+    topology_file=None,
+    llc=None,
+    thresholds: dict | None = None,
+    loader: Callable | None = None,
+) -> GateResult:
     """Judge ``candidate`` against ``baseline`` under ``rules``.
 
     ``baseline`` / ``candidate``: a trace path, glob pattern or :class:`schedwake.Trace`,
@@ -410,8 +463,13 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
         settings, rule_list = load_rules(rules)
         source = str(rules)
     result = GateResult(settings, list(rule_list), rules_source=source)
-    sides = _load_sides(result, {"baseline": baseline, "candidate": candidate},
-                        loader or load_model_trace, topology_file, llc)
+    sides = _load_sides(
+        result,
+        {"baseline": baseline, "candidate": candidate},
+        loader or load_model_trace,
+        topology_file,
+        llc,
+    )
     if result.problems:
         return result
     plan = _sampling(result, sides)
@@ -424,8 +482,9 @@ def gate(baseline, candidate, rules: str | Path | tuple | None = None, *,
     order = {r.metric: i for i, r in enumerate(rule_list)}
     result.results.sort(key=lambda r: order[r.rule.metric])
     if result.results and all(r.status == "skipped" for r in result.results):
-        result.problems.append("every rule was skipped (its metric cannot be measured): "
-                               "nothing was judged")
+        result.problems.append(
+            "every rule was skipped (its metric cannot be measured): nothing was judged"
+        )
     return result
 
 
@@ -451,7 +510,7 @@ def _load_sides(result: GateResult, specs: dict, loader, topology_file, llc) -> 
     return sides
 
 
-def _sampling(result: GateResult, sides: dict) -> tuple[str, float]:
+def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
     """(samples kind, window seconds) as compare will sample; a problem in ``result``
     when there are too few samples to judge: one trace a side for per-trace samples,
     fewer than ``[gate] min_windows`` windows in a trace for per-window ones."""
@@ -464,8 +523,10 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float]:
         if few:
             result.problems.append(
                 f"per-trace samples need >= 2 traces a side ({', '.join(few)} has one): "
-                "give iterations, or samples = \"per-window\"")
+                'give iterations, or samples = "per-window"'
+            )
         return kind, window
+    assert window is not None  # per-window samples always have a window length
     for name, traces in sides.items():
         for t in traces:
             # as many windows as compare will sample
@@ -474,7 +535,8 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float]:
                 result.problems.append(
                     f"{name} {Path(str(t.meta.get('path'))).name}: {n} window(s) of "
                     f"{window:g} s, fewer than the {settings.min_windows} a judgement "
-                    "needs ([gate] window, min_windows)")
+                    "needs ([gate] window, min_windows)"
+                )
     return kind, window
 
 
@@ -486,28 +548,50 @@ def _measurable_rules(result: GateResult, sides: dict) -> list[Rule]:
     measurable = []
     for rule in result.rules:
         entry = catalogue_entry(rule.metric)
-        lacking = [f"{name} {Path(str(t.meta.get('path'))).name} has no {ev} events"
-                   for name, traces in sides.items() for t in traces
-                   for ev in missing_events(t, rule.metric)]
+        lacking = [
+            f"{name} {Path(str(t.meta.get('path'))).name} has no {ev} events"
+            for name, traces in sides.items()
+            for t in traces
+            for ev in missing_events(t, rule.metric)
+        ]
         if lacking:
-            result.results.append(RuleResult(
-                rule, entry.unit, entry.direction, rule.unmeasured_status,
-                message=f"{rule.metric} cannot be measured: {lacking[0]}"
-                        + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else "")))
+            result.results.append(
+                RuleResult(
+                    rule,
+                    entry.unit,
+                    entry.direction,
+                    rule.unmeasured_status,
+                    message=f"{rule.metric} cannot be measured: {lacking[0]}"
+                    + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""),
+                )
+            )
         else:
             measurable.append(rule)
     return measurable
 
 
-def _judge_rules(result: GateResult, sides: dict, rules: list[Rule], kind: str,
-                 window: float, thresholds: dict | None) -> None:
+def _judge_rules(
+    result: GateResult,
+    sides: dict,
+    rules: list[Rule],
+    kind: str,
+    window: float | None,
+    thresholds: dict | None,
+) -> None:
     """Compare the sides on the rules' metrics (schedwake.compare, the same samples and
     test) and judge each rule from its metric's mean row."""
     settings = result.settings
-    comp = run_compare({"baseline": sides["baseline"], "candidate": sides["candidate"]},
-                       window_s=window, samples=kind, significance=settings.significance,
-                       alpha=settings.alpha, metrics=[r.metric for r in rules],
-                       topology_file=None, llc=None, thresholds=thresholds)
+    comp = run_compare(
+        {"baseline": sides["baseline"], "candidate": sides["candidate"]},
+        window_s=window,
+        samples=kind,
+        significance=settings.significance,
+        alpha=settings.alpha,
+        metrics=[r.metric for r in rules],
+        topology_file=None,
+        llc=None,
+        thresholds=thresholds,
+    )
     result.comparison = comp
     rows = {r.metric.name: r for r in comp.comparison.rows if r.is_mean_row}
     for rule in rules:
@@ -516,8 +600,8 @@ def _judge_rules(result: GateResult, sides: dict, rules: list[Rule], kind: str,
 
 def _judge(rule: Rule, row, test: str) -> RuleResult:
     """The verdict of one rule from the mean row of its metric."""
-    from .metrics import catalogue_entry
     from . import stats as st
+    from .metrics import catalogue_entry
 
     entry = catalogue_entry(rule.metric)
     res = RuleResult(rule, entry.unit, entry.direction, "pass")
@@ -535,8 +619,11 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     sig = row.sig[1]
     res.baseline, res.candidate = base, cand
     res.change = cand - base
-    res.change_pct = (cand / base - 1.0) * 100.0 if base != 0 else (
-        0.0 if cand == 0 else math.copysign(math.inf, cand))
+    res.change_pct = (
+        (cand / base - 1.0) * 100.0
+        if base != 0
+        else (0.0 if cand == 0 else math.copysign(math.inf, cand))
+    )
     res.worsening = max(cand - base if entry.direction == "lower" else base - cand, 0.0)
     res.limit = rule.allowed * abs(base) if rule.relative else rule.allowed
     res.significant = bool(sig.significant)
@@ -545,23 +632,28 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     worse = res.worsening > res.limit
     if rule.significance and worse and not sig.testable:
         res.status = "error"
-        res.message = (f"{rule.metric}: significance cannot be tested ({sig.reason}); "
-                       "give more iterations or set significance = false")
+        res.message = (
+            f"{rule.metric}: significance cannot be tested ({sig.reason}); "
+            "give more iterations or set significance = false"
+        )
     elif worse and (sig.significant or not rule.significance):
         res.status = "broken"
-        res.message = (f"{rule.metric}: {_change_text(res, f', allowed {rule.allowed_text()}')}"
-                       f", {_sig_text(res, rule.significance, test)}")
+        res.message = (
+            f"{rule.metric}: {_change_text(res, f', allowed {rule.allowed_text()}')}"
+            f", {_sig_text(res, rule.significance, test)}"
+        )
     else:
-        why = ("within the allowed change" if not worse
-               else "worse, but not significantly")
+        why = "within the allowed change" if not worse else "worse, but not significantly"
         res.message = f"{rule.metric}: {_change_text(res)}, {why}"
     return res
 
 
 def _change_text(r: RuleResult, more: str = "") -> str:
     unit = r.unit if r.unit in ("", "%", "/s") else " " + r.unit
-    return (f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} "
-            f"({change_pct_text(r.change_pct)}{more})")
+    return (
+        f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} "
+        f"({change_pct_text(r.change_pct)}{more})"
+    )
 
 
 def _sig_text(r: RuleResult, required: bool, test: str) -> str:

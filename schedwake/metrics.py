@@ -37,29 +37,50 @@ class Metric:
     doc: str
 
 
-METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("migrations_per_s", "1/s", "lower", "every sched_migrate_task"),
-    Metric("wakeup_migrations_per_s", "1/s", "lower", "migrations done by a wake-up"),
-    Metric("load_balance_migrations_per_s", "1/s", "lower", "migrations by load balancing"),
-    Metric("cross_llc_migrations_per_s", "1/s", "lower",
-           "migrations between LLCs (or NUMA nodes)"),
-    Metric("wakeup_migration_share", "fraction", "lower",
-           "share of wake-ups that change the wakee's CPU"),
-    Metric("pingpong_episodes", "count", "lower", "kworker wake-migrate ping-pong episodes"),
-    Metric("pingpong_episodes_per_s", "1/s", "lower", "ping-pong episodes per second"),
-    Metric("cpus_visited_per_task", "CPUs", "lower",
-           "mean distinct CPUs a task ran on (tasks with >= 10 runs, no per-CPU kthreads)"),
-    Metric("context_switches_per_s", "1/s", "lower", "sched_switch events per second"),
-    Metric("futile_wakeups_per_s", "1/s", "lower",
-           "wake-ups after which the wakee ran < storm_futile_run_us and slept"),
-    Metric("wake_to_run_p50_ns", "ns", "lower", "median wake-to-run latency"),
-    Metric("wake_to_run_p90_ns", "ns", "lower", "90th percentile wake-to-run latency"),
-    Metric("wake_to_run_p99_ns", "ns", "lower", "99th percentile wake-to-run latency"),
-    Metric("idle_while_runnable_share", "fraction", "lower",
-           "share of LLC time with an idle CPU while a woken task waits on another"),
-)}
-BUSY_SHARE = Metric("busy_share_cpu", "fraction", "higher",
-                    "share of the time a CPU runs a task (not idle)")
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("migrations_per_s", "1/s", "lower", "every sched_migrate_task"),
+        Metric("wakeup_migrations_per_s", "1/s", "lower", "migrations done by a wake-up"),
+        Metric("load_balance_migrations_per_s", "1/s", "lower", "migrations by load balancing"),
+        Metric(
+            "cross_llc_migrations_per_s", "1/s", "lower", "migrations between LLCs (or NUMA nodes)"
+        ),
+        Metric(
+            "wakeup_migration_share",
+            "fraction",
+            "lower",
+            "share of wake-ups that change the wakee's CPU",
+        ),
+        Metric("pingpong_episodes", "count", "lower", "kworker wake-migrate ping-pong episodes"),
+        Metric("pingpong_episodes_per_s", "1/s", "lower", "ping-pong episodes per second"),
+        Metric(
+            "cpus_visited_per_task",
+            "CPUs",
+            "lower",
+            "mean distinct CPUs a task ran on (tasks with >= 10 runs, no per-CPU kthreads)",
+        ),
+        Metric("context_switches_per_s", "1/s", "lower", "sched_switch events per second"),
+        Metric(
+            "futile_wakeups_per_s",
+            "1/s",
+            "lower",
+            "wake-ups after which the wakee ran < storm_futile_run_us and slept",
+        ),
+        Metric("wake_to_run_p50_ns", "ns", "lower", "median wake-to-run latency"),
+        Metric("wake_to_run_p90_ns", "ns", "lower", "90th percentile wake-to-run latency"),
+        Metric("wake_to_run_p99_ns", "ns", "lower", "99th percentile wake-to-run latency"),
+        Metric(
+            "idle_while_runnable_share",
+            "fraction",
+            "lower",
+            "share of LLC time with an idle CPU while a woken task waits on another",
+        ),
+    )
+}
+BUSY_SHARE = Metric(
+    "busy_share_cpu", "fraction", "higher", "share of the time a CPU runs a task (not idle)"
+)
 
 CPUS_VISITED_MIN_RUNS = 10
 
@@ -74,8 +95,7 @@ def _covered(starts, ends, t):
     lens = ends - starts
     cum = np.concatenate([[0], np.cumsum(lens)])
     k = np.searchsorted(starts, t, "right") - 1
-    part = np.where(k >= 0, np.clip(t - starts[np.maximum(k, 0)], 0,
-                                    lens[np.maximum(k, 0)]), 0)
+    part = np.where(k >= 0, np.clip(t - starts[np.maximum(k, 0)], 0, lens[np.maximum(k, 0)]), 0)
     return cum[np.maximum(k, 0)] * (k >= 0) + part
 
 
@@ -120,8 +140,11 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
     tclass = mig["topology_class"] if len(mig) else pd.Series([], dtype=str)
     pp = int(episodes_mask(w).sum())
     # (the measured latencies in row order; dropna() would also copy the index)
-    lat = w["latency_ns"].to_numpy(dtype=np.int64, na_value=0)[
-        w["latency_ns"].notna().to_numpy()] if len(w) else np.zeros(0)
+    lat = (
+        w["latency_ns"].to_numpy(dtype=np.int64, na_value=0)[w["latency_ns"].notna().to_numpy()]
+        if len(w)
+        else np.zeros(0)
+    )
     iwr = _iwr_measure(model, th)
     out = {
         "duration_s": round(dur_s, 6),
@@ -136,8 +159,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "pingpong_episodes_per_s": pp / dur_s,
         "cpus_visited_per_task": _cpus_visited(sw),
         "context_switches_per_s": (0 if sw is None else len(sw)) / dur_s,
-        "futile_wakeups_per_s": int(futile_mask(w, th["storm_futile_run_us"] * 1000).sum())
-        / dur_s,
+        "futile_wakeups_per_s": int(futile_mask(w, th["storm_futile_run_us"] * 1000).sum()) / dur_s,
         "wake_to_run_p50_ns": _pct(lat, 50),
         "wake_to_run_p90_ns": _pct(lat, 90),
         "wake_to_run_p99_ns": _pct(lat, 99),
@@ -232,8 +254,9 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     tcls = mig["topology_class"].to_numpy() if len(mig) else np.zeros(0, dtype=object)
     df["wakeup_migrations_per_s"] = count(mts, cause == "wakeup") / lens_s
     df["load_balance_migrations_per_s"] = count(mts, cause == "load_balance") / lens_s
-    df["cross_llc_migrations_per_s"] = count(
-        mts, np.isin(tcls, ["cross_llc", "cross_numa"])) / lens_s
+    df["cross_llc_migrations_per_s"] = (
+        count(mts, np.isin(tcls, ["cross_llc", "cross_numa"])) / lens_s
+    )
     migrated = w["migrated"].to_numpy() if len(w) else np.zeros(0, dtype=bool)
     df["wakeups"] = nw
     df["wakeup_migration_share"] = np.where(nw > 0, count(wts, migrated) / np.maximum(nw, 1), 0.0)
@@ -253,18 +276,23 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     else:
         df["cpus_visited_per_task"] = 0.0
         df["context_switches_per_s"] = 0.0
-    df["futile_wakeups_per_s"] = count(wts, futile_mask(w, th["storm_futile_run_us"] * 1000)) \
-        / lens_s
+    df["futile_wakeups_per_s"] = (
+        count(wts, futile_mask(w, th["storm_futile_run_us"] * 1000)) / lens_s
+    )
     if len(w):
-        lat = pd.DataFrame({"win": np.clip(np.searchsorted(edges, wts, "right") - 1, 0,
-                                           nwin - 1),
-                            "lat": w["latency_ns"].to_numpy(dtype="float64", na_value=np.nan)})
+        lat = pd.DataFrame(
+            {
+                "win": np.clip(np.searchsorted(edges, wts, "right") - 1, 0, nwin - 1),
+                "lat": w["latency_ns"].to_numpy(dtype="float64", na_value=np.nan),
+            }
+        )
         lat = lat.dropna()
         df["latency_samples"] = np.bincount(lat["win"].to_numpy(), minlength=nwin)[:nwin]
         q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
         for col, name in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
-            df[f"wake_to_run_{name}_ns"] = q[col].reindex(range(nwin)).fillna(0.0).to_numpy() \
-                if len(q) else 0.0
+            df[f"wake_to_run_{name}_ns"] = (
+                q[col].reindex(range(nwin)).fillna(0.0).to_numpy() if len(q) else 0.0
+            )
     else:
         df["latency_samples"] = 0
         for name in ("p50", "p90", "p99"):
@@ -289,6 +317,7 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
 
 # -- the catalogue: what the comparison report prints ------------------------------------------
 
+
 @dataclass(frozen=True)
 class CatalogueMetric:
     """One metric of the comparison report.
@@ -311,56 +340,142 @@ class CatalogueMetric:
 _PER_S = "count in the window / window length (s)"
 
 #: Catalogue metrics in report order. ``busy_share_cpu{cpu}`` expands to one row per CPU.
-CATALOGUE: dict[str, CatalogueMetric] = {m.name: m for m in (
-    CatalogueMetric("migrations/s", "migrations_per_s", "/s", "lower", 1.0,
-                    "sched_migrate_task events per second, every cause",
-                    f"sched_migrate_task {_PER_S}"),
-    CatalogueMetric("wakeup_migrations/s", "wakeup_migrations_per_s", "/s", "lower", 1.0,
-                    "migrations done by a wake-up (select_task_rq chose another CPU) per second",
-                    f"wake-up migrations {_PER_S}"),
-    CatalogueMetric("lb_migrations/s", "load_balance_migrations_per_s", "/s", "lower", 1.0,
-                    "migrations by load balancing (newly idle, periodic, active) per second",
-                    f"load-balance migrations {_PER_S}"),
-    CatalogueMetric("cross_llc_migrations/s", "cross_llc_migrations_per_s", "/s", "lower",
-                    1.0, "migrations between LLCs or NUMA nodes per second (0 with one LLC)",
-                    f"cross-LLC migrations {_PER_S}"),
-    CatalogueMetric("wakeup_migration_share", "wakeup_migration_share", "%", "lower", 100.0,
-                    "share of wake-ups whose chosen CPU is not the wakee's previous CPU",
-                    "migrated wake-ups / wake-ups in the window (missing if none)"),
-    CatalogueMetric("pingpong_episodes/s", "pingpong_episodes_per_s", "/s", "lower", 1.0,
-                    "kworker wake-migrate ping-pong episodes per second: a per-CPU kthread "
-                    "on CPU X wakes a task whose previous CPU is X and the task moves away",
-                    f"episodes (by wake-up time) {_PER_S}"),
-    CatalogueMetric("cpus_visited_per_task", "cpus_visited_per_task", "CPUs", "lower", 1.0,
-                    f"mean number of distinct CPUs a task ran on (tasks with >= "
-                    f"{CPUS_VISITED_MIN_RUNS} switch-ins, per-CPU kthreads excluded)",
-                    f"the same over the switch-ins inside the window (0 if no task has "
-                    f"{CPUS_VISITED_MIN_RUNS} there)"),
-    CatalogueMetric("context_switches/s", "context_switches_per_s", "/s", "lower", 1.0,
-                    "sched_switch events per second, all CPUs",
-                    f"sched_switch {_PER_S}"),
-    CatalogueMetric("futile_wakeups/s", "futile_wakeups_per_s", "/s", "lower", 1.0,
-                    "wake-ups after which the wakee ran less than storm_futile_run_us "
-                    "(50 us) and slept again, per second",
-                    f"futile wake-ups (by wake-up time) {_PER_S}"),
-    CatalogueMetric("wake_to_run_p50", "wake_to_run_p50_ns", "us", "lower", 1e-3,
-                    "median time from sched_waking to the wakee's switch-in",
-                    "median over the wake-ups of the window (missing if none)"),
-    CatalogueMetric("wake_to_run_p90", "wake_to_run_p90_ns", "us", "lower", 1e-3,
-                    "90th percentile of the wake-to-run latency",
-                    "90th percentile over the wake-ups of the window (missing if none)"),
-    CatalogueMetric("wake_to_run_p99", "wake_to_run_p99_ns", "us", "lower", 1e-3,
-                    "99th percentile of the wake-to-run latency",
-                    "99th percentile over the wake-ups of the window (missing if none)"),
-    CatalogueMetric("idle_while_runnable_share", "idle_while_runnable_share", "%", "lower",
-                    100.0, "share of LLC time during which a CPU of the LLC is idle while a "
-                    "woken task waits on another CPU of it (work-conservation gap)",
-                    "gap time inside the window / (window length x LLCs)"),
-    CatalogueMetric("busy_share_cpu{cpu}", "busy_share", "%", "higher", 100.0,
-                    "share of the time CPU N runs a task (not idle), from its first "
-                    "sched_switch on",
-                    "running time of CPU N inside the window / window length"),
-)}
+CATALOGUE: dict[str, CatalogueMetric] = {
+    m.name: m
+    for m in (
+        CatalogueMetric(
+            "migrations/s",
+            "migrations_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "sched_migrate_task events per second, every cause",
+            f"sched_migrate_task {_PER_S}",
+        ),
+        CatalogueMetric(
+            "wakeup_migrations/s",
+            "wakeup_migrations_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "migrations done by a wake-up (select_task_rq chose another CPU) per second",
+            f"wake-up migrations {_PER_S}",
+        ),
+        CatalogueMetric(
+            "lb_migrations/s",
+            "load_balance_migrations_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "migrations by load balancing (newly idle, periodic, active) per second",
+            f"load-balance migrations {_PER_S}",
+        ),
+        CatalogueMetric(
+            "cross_llc_migrations/s",
+            "cross_llc_migrations_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "migrations between LLCs or NUMA nodes per second (0 with one LLC)",
+            f"cross-LLC migrations {_PER_S}",
+        ),
+        CatalogueMetric(
+            "wakeup_migration_share",
+            "wakeup_migration_share",
+            "%",
+            "lower",
+            100.0,
+            "share of wake-ups whose chosen CPU is not the wakee's previous CPU",
+            "migrated wake-ups / wake-ups in the window (missing if none)",
+        ),
+        CatalogueMetric(
+            "pingpong_episodes/s",
+            "pingpong_episodes_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "kworker wake-migrate ping-pong episodes per second: a per-CPU kthread "
+            "on CPU X wakes a task whose previous CPU is X and the task moves away",
+            f"episodes (by wake-up time) {_PER_S}",
+        ),
+        CatalogueMetric(
+            "cpus_visited_per_task",
+            "cpus_visited_per_task",
+            "CPUs",
+            "lower",
+            1.0,
+            f"mean number of distinct CPUs a task ran on (tasks with >= "
+            f"{CPUS_VISITED_MIN_RUNS} switch-ins, per-CPU kthreads excluded)",
+            f"the same over the switch-ins inside the window (0 if no task has "
+            f"{CPUS_VISITED_MIN_RUNS} there)",
+        ),
+        CatalogueMetric(
+            "context_switches/s",
+            "context_switches_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "sched_switch events per second, all CPUs",
+            f"sched_switch {_PER_S}",
+        ),
+        CatalogueMetric(
+            "futile_wakeups/s",
+            "futile_wakeups_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "wake-ups after which the wakee ran less than storm_futile_run_us "
+            "(50 us) and slept again, per second",
+            f"futile wake-ups (by wake-up time) {_PER_S}",
+        ),
+        CatalogueMetric(
+            "wake_to_run_p50",
+            "wake_to_run_p50_ns",
+            "us",
+            "lower",
+            1e-3,
+            "median time from sched_waking to the wakee's switch-in",
+            "median over the wake-ups of the window (missing if none)",
+        ),
+        CatalogueMetric(
+            "wake_to_run_p90",
+            "wake_to_run_p90_ns",
+            "us",
+            "lower",
+            1e-3,
+            "90th percentile of the wake-to-run latency",
+            "90th percentile over the wake-ups of the window (missing if none)",
+        ),
+        CatalogueMetric(
+            "wake_to_run_p99",
+            "wake_to_run_p99_ns",
+            "us",
+            "lower",
+            1e-3,
+            "99th percentile of the wake-to-run latency",
+            "99th percentile over the wake-ups of the window (missing if none)",
+        ),
+        CatalogueMetric(
+            "idle_while_runnable_share",
+            "idle_while_runnable_share",
+            "%",
+            "lower",
+            100.0,
+            "share of LLC time during which a CPU of the LLC is idle while a "
+            "woken task waits on another CPU of it (work-conservation gap)",
+            "gap time inside the window / (window length x LLCs)",
+        ),
+        CatalogueMetric(
+            "busy_share_cpu{cpu}",
+            "busy_share",
+            "%",
+            "higher",
+            100.0,
+            "share of the time CPU N runs a task (not idle), from its first sched_switch on",
+            "running time of CPU N inside the window / window length",
+        ),
+    )
+}
 
 _LATENCY = ("wake_to_run_p50", "wake_to_run_p90", "wake_to_run_p99")
 
@@ -389,8 +504,17 @@ NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 #: Columns of :func:`metric_samples`.
-SAMPLE_COLUMNS = ("trace", "sample_kind", "window", "start_s", "end_s", "metric", "unit",
-                  "direction", "value")
+SAMPLE_COLUMNS = (
+    "trace",
+    "sample_kind",
+    "window",
+    "start_s",
+    "end_s",
+    "metric",
+    "unit",
+    "direction",
+    "value",
+)
 
 
 def catalogue(cpus: int | None = None) -> pd.DataFrame:
@@ -404,11 +528,19 @@ def catalogue(cpus: int | None = None) -> pd.DataFrame:
         if "{cpu}" in m.name and cpus is not None:
             names = [m.name.format(cpu=c) for c in range(cpus)]
         for n in names:
-            rows.append({"name": n, "unit": m.unit, "direction": m.direction,
-                         "definition": m.definition, "window_sample": m.window_sample,
-                         "key": m.key})
-    return pd.DataFrame(rows, columns=["name", "unit", "direction", "definition",
-                                       "window_sample", "key"])
+            rows.append(
+                {
+                    "name": n,
+                    "unit": m.unit,
+                    "direction": m.direction,
+                    "definition": m.definition,
+                    "window_sample": m.window_sample,
+                    "key": m.key,
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["name", "unit", "direction", "definition", "window_sample", "key"]
+    )
 
 
 def catalogue_entry(name: str) -> CatalogueMetric:
@@ -416,7 +548,7 @@ def catalogue_entry(name: str) -> CatalogueMetric:
     Raises KeyError for unknown names."""
     if name in CATALOGUE:
         return CATALOGUE[name]
-    if name.startswith("busy_share_cpu") and name[len("busy_share_cpu"):].isdigit():
+    if name.startswith("busy_share_cpu") and name[len("busy_share_cpu") :].isdigit():
         return CATALOGUE["busy_share_cpu{cpu}"]
     raise KeyError(name)
 
@@ -431,8 +563,9 @@ def _select(names) -> list[str] | None:
     return out
 
 
-def metric_samples(trace, window_s: float | None = None, thresholds: dict | None = None,
-                   metrics=None) -> pd.DataFrame:
+def metric_samples(
+    trace, window_s: float | None = None, thresholds: dict | None = None, metrics=None
+) -> pd.DataFrame:
     """Tidy table of the catalogue metrics of one trace: one row per (sample, metric).
 
     ``window_s=None``: one *per-trace* sample per metric (the whole-trace value,
@@ -472,8 +605,11 @@ def metric_samples(trace, window_s: float | None = None, thresholds: dict | None
             if m.key == "busy_share":
                 for c in range(cpus):
                     col = f"busy_share_cpu{c}"
-                    v = wm[col].to_numpy(dtype=np.float64) if col in wm.columns \
+                    v = (
+                        wm[col].to_numpy(dtype=np.float64)
+                        if col in wm.columns
                         else np.full(len(wm), np.nan)
+                    )
                     cols[m.name.format(cpu=c)] = v * m.scale
                 continue
             v = wm[m.key].to_numpy(dtype=np.float64) * m.scale
@@ -487,10 +623,21 @@ def metric_samples(trace, window_s: float | None = None, thresholds: dict | None
         if keep is not None and name not in keep:
             continue
         entry = catalogue_entry(name)
-        parts.append(pd.DataFrame({
-            "trace": path, "sample_kind": kind, "window": window, "start_s": start,
-            "end_s": end, "metric": name, "unit": entry.unit, "direction": entry.direction,
-            "value": np.asarray(values, dtype=np.float64)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "trace": path,
+                    "sample_kind": kind,
+                    "window": window,
+                    "start_s": start,
+                    "end_s": end,
+                    "metric": name,
+                    "unit": entry.unit,
+                    "direction": entry.direction,
+                    "value": np.asarray(values, dtype=np.float64),
+                }
+            )
+        )
     if not parts:
         return pd.DataFrame({c: [] for c in SAMPLE_COLUMNS})
     return pd.concat(parts, ignore_index=True)[list(SAMPLE_COLUMNS)]
@@ -503,5 +650,6 @@ def missing_events(trace, name: str) -> list[str]:
     event that was not enabled from one that never fired (nor one left out by
     ``load(events=...)``)."""
     key = catalogue_entry(name).name
-    return [" or ".join(group) for group in NEEDS[key]
-            if not any(trace.has_records(e) for e in group)]
+    return [
+        " or ".join(group) for group in NEEDS[key] if not any(trace.has_records(e) for e in group)
+    ]

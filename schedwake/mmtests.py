@@ -32,15 +32,25 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from . import stats as st
 
-__all__ = ["MetricSamples", "Comparison", "StatRow", "compare_samples", "split_label",
-           "op_label", "FIELD_LENGTH", "COMPARE_LENGTH", "CELL_WIDTH"]
+__all__ = [
+    "MetricSamples",
+    "Comparison",
+    "StatRow",
+    "compare_samples",
+    "split_label",
+    "op_label",
+    "FIELD_LENGTH",
+    "COMPARE_LENGTH",
+    "CELL_WIDTH",
+]
 
 FIELD_LENGTH = 12
 COMPARE_LENGTH = 7
@@ -70,8 +80,9 @@ class MetricSamples:
 
     def __post_init__(self):
         if self.direction not in ("lower", "higher"):
-            raise ValueError(f"{self.name}: direction must be 'lower' or 'higher', "
-                             f"not {self.direction!r}")
+            raise ValueError(
+                f"{self.name}: direction must be 'lower' or 'higher', not {self.direction!r}"
+            )
         if self.sample_kind not in ("per-trace", "per-window"):
             raise ValueError(f"{self.name}: sample_kind must be 'per-trace' or 'per-window'")
 
@@ -80,10 +91,10 @@ class MetricSamples:
 class StatRow:
     """One rendered row: a statistic of one metric on every side."""
 
-    stat: str                     # "Min", "Amean", "BHmean-95", ...
+    stat: str  # "Min", "Amean", "BHmean-95", ...
     metric: MetricSamples
-    values: list[float]           # per side, NaN if undefined
-    pcts: list[float]             # per side, baseline 0.0
+    values: list[float]  # per side, NaN if undefined
+    pcts: list[float]  # per side, baseline 0.0
     is_mean_row: bool
     sig: list[st.SigResult | None]  # per side; None for the baseline and non-mean rows
 
@@ -92,8 +103,10 @@ class StatRow:
         return op_label(self.metric.name, self.metric.unit)
 
 
-def change_pct_text(pct: float) -> str:
+def change_pct_text(pct: float | None) -> str:
     """A gate rule's change as its reports print it: ``+12.3%``, ``+inf%``."""
+    if pct is None:
+        return "-"
     return "+inf%" if math.isinf(pct) else f"{pct:+.1f}%"
 
 
@@ -124,7 +137,7 @@ def split_label(label: str) -> tuple[str, str]:
         idx += m.end()
         rest = label[idx:]
         return label[:idx], rest[1:] if rest.startswith("-") else rest
-    return label[:idx], label[idx + 1:]
+    return label[:idx], label[idx + 1 :]
 
 
 def _stat_names(direction: st.Direction) -> list[str]:
@@ -135,8 +148,9 @@ def _stat_names(direction: st.Direction) -> list[str]:
 
 def _stat_values(x: np.ndarray, direction: st.Direction) -> list[float]:
     kind = "amean" if direction == "lower" else "hmean"
-    return ([st.smin(x), st.mean_of(x, kind), st.stddev(x), st.coeffvar(x), st.smax(x)]
-            + [st.best_mean(x, p, direction, kind) for p in _BEST_PCTS])
+    return [st.smin(x), st.mean_of(x, kind), st.stddev(x), st.coeffvar(x), st.smax(x)] + [
+        st.best_mean(x, p, direction, kind) for p in _BEST_PCTS
+    ]
 
 
 _STAT_KEYS = ["min", "mean", "stddev", "coeffvar", "max", "best", "best", "best"]
@@ -264,28 +278,35 @@ class Comparison:
                 detail = None
                 if sig is not None and math.isfinite(sig.detail):
                     detail = float(sig.detail)
-                recs.append({
-                    "metric": m.name,
-                    "unit": m.unit,
-                    "direction": m.direction,
-                    "stat": r.stat,
-                    "side": label,
-                    "baseline": j == 0,
-                    "value": _none_if_nan(r.values[j]),
-                    "pct": _none_if_nan(r.pcts[j]),
-                    "significant": None if sig is None else bool(sig.significant),
-                    "detail": detail,
-                    "testable": None if sig is None else bool(sig.testable),
-                    "rule": self.rule,
-                    "n": int(st.clean_samples(m.samples[j]).size),
-                    "sample_kind": m.sample_kind,
-                    "window_s": m.window_s,
-                })
+                recs.append(
+                    {
+                        "metric": m.name,
+                        "unit": m.unit,
+                        "direction": m.direction,
+                        "stat": r.stat,
+                        "side": label,
+                        "baseline": j == 0,
+                        "value": _none_if_nan(r.values[j]),
+                        "pct": _none_if_nan(r.pcts[j]),
+                        "significant": None if sig is None else bool(sig.significant),
+                        "detail": detail,
+                        "testable": None if sig is None else bool(sig.testable),
+                        "rule": self.rule,
+                        "n": int(st.clean_samples(m.samples[j]).size),
+                        "sample_kind": m.sample_kind,
+                        "window_s": m.window_s,
+                    }
+                )
         return recs
 
 
-def compare_samples(title: str | None, labels: Sequence[str], metrics: Sequence[MetricSamples],
-                    rule: Rule = "ttest", alpha: float = 0.10) -> Comparison:
+def compare_samples(
+    title: str | None,
+    labels: Sequence[str],
+    metrics: Sequence[MetricSamples],
+    rule: Rule = "ttest",
+    alpha: float = 0.10,
+) -> Comparison:
     """Compute the mmtests comparison of ``metrics`` across the sides ``labels``.
 
     ``labels[0]`` is the baseline; every metric must have one sample array per label.
@@ -307,15 +328,16 @@ def compare_samples(title: str | None, labels: Sequence[str], metrics: Sequence[
     for m in metrics:
         kind = "amean" if m.direction == "lower" else "hmean"
         arrays = [st.clean_samples(s) for s in m.samples]
-        vals = [_stat_values(a, m.direction) for a in arrays]   # [side][stat]
+        vals = [_stat_values(a, m.direction) for a in arrays]  # [side][stat]
         names = _stat_names(m.direction)
         rows = []
         for k, name in enumerate(names):
             func = st.pct_func_name(_STAT_KEYS[k], m.direction)
             base = vals[0][k]
             values = [vals[j][k] for j in range(len(labels))]
-            pcts = [0.0] + [st.compare_pct(values[j], base, func, sentinel=None)
-                            for j in range(1, len(labels))]
+            pcts = [0.0] + [
+                st.compare_pct(values[j], base, func, sentinel=None) for j in range(1, len(labels))
+            ]
             is_mean = k == 1
             sig: list[st.SigResult | None] = [None] * len(labels)
             if is_mean:
@@ -329,5 +351,6 @@ def compare_samples(title: str | None, labels: Sequence[str], metrics: Sequence[
 
     # group by statistic position, then by metric (mmtests _generateTitleTable order)
     ordered = [per_metric[i][k] for k in range(len(_STAT_KEYS)) for i in range(len(metrics))]
-    return Comparison(title=title, labels=labels, rule=rule, alpha=alpha, rows=ordered,
-                      metrics=metrics)
+    return Comparison(
+        title=title, labels=labels, rule=rule, alpha=alpha, rows=ordered, metrics=metrics
+    )

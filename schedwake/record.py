@@ -35,9 +35,9 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .errors import TraceError
 
@@ -81,17 +81,17 @@ class RecordResult:
     method: str
     events: list[str]
     command: list[str] | None
-    exit_code: int | None = None          # of the command; None without one
-    exit_signal: int | None = None        # the command died of this signal
-    interrupted: bool = False             # stopped early by SIGINT/SIGTERM/SIGHUP
+    exit_code: int | None = None  # of the command; None without one
+    exit_signal: int | None = None  # the command died of this signal
+    interrupted: bool = False  # stopped early by SIGINT/SIGTERM/SIGHUP
     wall_s: float = 0.0
     cpus: int = 0
     buffer_kb: int = 0
-    entries: int | None = None            # events left in the ring buffers
-    overrun: int | None = None            # overwritten (lost) events, all CPUs
-    dropped: int | None = None            # events the kernel could not store
+    entries: int | None = None  # events left in the ring buffers
+    overrun: int | None = None  # overwritten (lost) events, all CPUs
+    dropped: int | None = None  # events the kernel could not store
     lost_by_cpu: dict[int, int] = field(default_factory=dict)
-    events_intact: bool | None = None     # events still enabled and tracing on at stop
+    events_intact: bool | None = None  # events still enabled and tracing on at stop
     intact_problem: str = ""
     bytes: int = 0
     clock: str = ""
@@ -116,8 +116,9 @@ class RecordResult:
         if lost is None:
             parts.append("lost events: unknown")
         elif lost:
-            parts.append(f"LOST {lost} events (overrun {self.overrun or 0}, "
-                         f"dropped {self.dropped or 0})")
+            parts.append(
+                f"LOST {lost} events (overrun {self.overrun or 0}, dropped {self.dropped or 0})"
+            )
         else:
             parts.append("lost events: 0")
         if self.events_intact is False:
@@ -160,8 +161,10 @@ def parse_events(text: str | None) -> list[tuple[str, str, bool]]:
         else:
             system, event = item, "*"
         if not system or any(c in system + event for c in " /.") or ".." in item:
-            raise RecordError(f"bad event {item!r} (expected system:event, e.g. "
-                              "sched:sched_switch, or system:*)", "--events")
+            raise RecordError(
+                f"bad event {item!r} (expected system:event, e.g. sched:sched_switch, or system:*)",
+                "--events",
+            )
         out.append((system, event, True))
     if not out:
         raise RecordError("no events given", "--events")
@@ -346,20 +349,28 @@ class _State:
 
 def _check_environment(method: str):
     if os.geteuid() != 0:
-        raise RecordError("needs root: kernel tracing (tracefs) is root-only; "
-                          "run it as root or with sudo")
+        raise RecordError(
+            "needs root: kernel tracing (tracefs) is root-only; run it as root or with sudo"
+        )
     if find_tracefs() is None and not kernel_has_tracefs():
-        raise RecordError("this kernel has no tracefs (CONFIG_TRACING off?); "
-                          "cannot record")
+        raise RecordError("this kernel has no tracefs (CONFIG_TRACING off?); cannot record")
     if method != "trace-cmd" and shutil.which("trace-cmd") is None:
-        raise RecordError("trace-cmd is not installed (it builds the trace.dat file: "
-                          "apt-get install trace-cmd)")
+        raise RecordError(
+            "trace-cmd is not installed (it builds the trace.dat file: apt-get install trace-cmd)"
+        )
 
 
-def record(output, command=None, *, events: str | list | None = None,
-           buffer_kb: int | None = None, duration: float | None = None,
-           method: str = "auto", log: Callable[[str], None] | None = None,
-           cmdlines: int = CMDLINES) -> RecordResult:
+def record(
+    output,
+    command=None,
+    *,
+    events: str | list | None = None,
+    buffer_kb: int | None = None,
+    duration: float | None = None,
+    method: str = "auto",
+    log: Callable[[str], None] | None = None,
+    cmdlines: int = CMDLINES,
+) -> RecordResult:
     """Record a trace into ``output`` (trace.dat) while ``command`` (a list of argv
     strings) runs, or for ``duration`` seconds, or until SIGINT when neither is given.
 
@@ -371,14 +382,12 @@ def record(output, command=None, *, events: str | list | None = None,
     """
     log = log or (lambda msg: None)
     if method not in METHODS:
-        raise RecordError(f"unknown method {method!r} (one of {', '.join(METHODS)})",
-                          "--method")
+        raise RecordError(f"unknown method {method!r} (one of {', '.join(METHODS)})", "--method")
     if duration is not None and not duration > 0:
         raise RecordError(f"duration must be > 0 seconds, not {duration}", "--duration")
     if buffer_kb is not None and buffer_kb < 1:
         raise RecordError(f"buffer size must be >= 1 KB, not {buffer_kb}", "--buffer-kb")
-    evlist = parse_events(events) if events is None or isinstance(events, str) \
-        else list(events)
+    evlist = parse_events(events) if events is None or isinstance(events, str) else list(events)
     command = list(command) if command else None
     out = Path(output)
     if out.is_dir():
@@ -389,14 +398,17 @@ def record(output, command=None, *, events: str | list | None = None,
     if method == "auto":
         ok, why = trace_cmd_record_usable()
         method = "trace-cmd" if ok else "tracefs"
-        log(f"trace-cmd record {'can' if ok else 'cannot'} be used here ({why}); "
-            f"recording with {'trace-cmd record' if ok else 'a private tracefs instance'}")
+        log(
+            f"trace-cmd record {'can' if ok else 'cannot'} be used here ({why}); "
+            f"recording with {'trace-cmd record' if ok else 'a private tracefs instance'}"
+        )
 
     state = _State(log)
     with _Signals() as sig:
         try:
-            result = _record(out, command, evlist, buffer_kb, duration, method, state,
-                             sig, log, cmdlines)
+            result = _record(
+                out, command, evlist, buffer_kb, duration, method, state, sig, log, cmdlines
+            )
         finally:
             state.restore()
     return result
@@ -406,11 +418,12 @@ def _setup_tracefs(state: _State, log) -> str:
     tfs = find_tracefs()
     if tfs is None:
         tfs = TRACEFS_DIRS[0]
-        r = subprocess.run(["mount", "-t", "tracefs", "nodev", tfs],
-                           capture_output=True, text=True)
+        r = subprocess.run(["mount", "-t", "tracefs", "nodev", tfs], capture_output=True, text=True)
         if r.returncode != 0:
-            raise RecordError(f"tracefs is not mounted and mounting it at {tfs} failed: "
-                              f"{r.stderr.strip() or r.returncode}")
+            raise RecordError(
+                f"tracefs is not mounted and mounting it at {tfs} failed: "
+                f"{r.stderr.strip() or r.returncode}"
+            )
         state.mounted = True
         log(f"mounted tracefs at {tfs} (unmounted again at the end)")
     state.tracefs = tfs
@@ -429,8 +442,10 @@ def _raise_cmdlines(state: _State, tfs: str, want: int, log) -> None:
     try:
         _write(p, f"{want}\n")
     except OSError as exc:
-        log(f"warning: cannot raise {p} to {want} ({exc.strerror}); "
-            "comms of some pids may be missing")
+        log(
+            f"warning: cannot raise {p} to {want} ({exc.strerror}); "
+            "comms of some pids may be missing"
+        )
         return
     state.cmdlines_old, state.cmdlines_set = old, int(_read(p).split()[0])
 
@@ -442,8 +457,9 @@ def _enable_events(inst: str, evlist, log) -> tuple[list[str], list[str]]:
         name = event_name(system, event)
         if not os.path.exists(f"{path}/enable"):
             if required:
-                raise RecordError(f"event {name} does not exist in this kernel "
-                                  f"(no {path})", "--events")
+                raise RecordError(
+                    f"event {name} does not exist in this kernel (no {path})", "--events"
+                )
             missing.append(name)
             continue
         try:
@@ -469,8 +485,9 @@ def _run_workload(command, duration, sig: _Signals, result: RecordResult, log) -
         if deadline is None:
             log("recording; press Ctrl-C to stop")
         while not sig.stopped and (deadline is None or time.monotonic() < deadline):
-            time.sleep(0.05 if deadline is None else
-                       max(0.0, min(0.05, deadline - time.monotonic())))
+            time.sleep(
+                0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic()))
+            )
         result.interrupted = sig.stopped and deadline is not None
         return
     try:
@@ -502,18 +519,38 @@ def _run_workload(command, duration, sig: _Signals, result: RecordResult, log) -
     result.interrupted = sig.stopped
 
 
-def _record(out: Path, command, evlist, buffer_kb, duration, method, state: _State,
-            sig: _Signals, log, cmdlines) -> RecordResult:
+def _record(
+    out: Path,
+    command,
+    evlist,
+    buffer_kb,
+    duration,
+    method,
+    state: _State,
+    sig: _Signals,
+    log,
+    cmdlines,
+) -> RecordResult:
     tfs = _setup_tracefs(state, log)
     ncpus = len([d for d in Path(tfs, "per_cpu").glob("cpu[0-9]*")]) or os.cpu_count() or 1
     kb = buffer_kb or default_buffer_kb(ncpus)
-    result = RecordResult(output=str(out), topology=None, method=method, events=[],
-                          command=command, buffer_kb=kb, cpus=ncpus)
+    result = RecordResult(
+        output=str(out),
+        topology=None,
+        method=method,
+        events=[],
+        command=command,
+        buffer_kb=kb,
+        cpus=ncpus,
+    )
     for system, event, required in evlist:  # refuse unknown events before changing anything
         path = Path(tfs, "events", system, "" if event == "*" else event, "enable")
         if required and not path.exists():
-            raise RecordError(f"event {event_name(system, event)} does not exist in this "
-                              f"kernel (no {path.parent})", "--events")
+            raise RecordError(
+                f"event {event_name(system, event)} does not exist in this "
+                f"kernel (no {path.parent})",
+                "--events",
+            )
     _raise_cmdlines(state, tfs, cmdlines, log)
     if method == "trace-cmd":
         _record_trace_cmd(out, command, evlist, kb, duration, state, sig, result, log)
@@ -522,14 +559,18 @@ def _record(out: Path, command, evlist, buffer_kb, duration, method, state: _Sta
     _write_topology(out, result, log)
     result.bytes = out.stat().st_size
     if result.lost:
-        log(f"WARNING: the ring buffer lost {result.lost} events (overrun "
+        log(
+            f"WARNING: the ring buffer lost {result.lost} events (overrun "
             f"{result.overrun or 0}, dropped {result.dropped or 0}; by CPU: "
             + ", ".join(f"cpu{c} {n}" for c, n in sorted(result.lost_by_cpu.items()) if n)
             + f"); counts from this trace are lower bounds: record a shorter run or "
-              f"raise --buffer-kb (now {kb} KB per CPU)")
+            f"raise --buffer-kb (now {kb} KB per CPU)"
+        )
     if result.events_intact is False:
-        log(f"WARNING: {result.intact_problem}: another tracing user changed the "
-            "recording instance; the trace may miss events")
+        log(
+            f"WARNING: {result.intact_problem}: another tracing user changed the "
+            "recording instance; the trace may miss events"
+        )
     return result
 
 
@@ -544,14 +585,25 @@ def _write_topology(out: Path, result: RecordResult, log) -> None:
         log(f"warning: cannot capture the topology ({exc}); pass --llc to analyze")
 
 
-def _record_tracefs(out: Path, command, evlist, kb, duration, tfs, state: _State,
-                    sig: _Signals, result: RecordResult, log) -> None:
+def _record_tracefs(
+    out: Path,
+    command,
+    evlist,
+    kb,
+    duration,
+    tfs,
+    state: _State,
+    sig: _Signals,
+    result: RecordResult,
+    log,
+) -> None:
     inst = f"{tfs}/instances/{INSTANCE_PREFIX}{os.getpid()}"
     try:
         os.mkdir(inst)
     except FileExistsError:
-        raise RecordError(f"{inst} exists already (another schedwake record of this "
-                          "pid?); remove it with rmdir") from None
+        raise RecordError(
+            f"{inst} exists already (another schedwake record of this pid?); remove it with rmdir"
+        ) from None
     except OSError as exc:
         raise RecordError(f"cannot create tracefs instance {inst}: {exc.strerror}") from None
     state.instance = inst
@@ -565,8 +617,10 @@ def _record_tracefs(out: Path, command, evlist, kb, duration, tfs, state: _State
     try:
         _write(f"{inst}/buffer_size_kb", f"{kb}\n")
     except OSError as exc:
-        raise RecordError(f"cannot size the ring buffer to {kb} KB per CPU "
-                          f"({exc.strerror}); try a smaller --buffer-kb") from None
+        raise RecordError(
+            f"cannot size the ring buffer to {kb} KB per CPU "
+            f"({exc.strerror}); try a smaller --buffer-kb"
+        ) from None
     _write(f"{inst}/trace", "")
     result.events, result.missing_optional = _enable_events(inst, evlist, log)
     events_before = sorted(_read(f"{inst}/set_event").split())
@@ -582,8 +636,12 @@ def _record_tracefs(out: Path, command, evlist, kb, duration, tfs, state: _State
     try:
         _run_workload(command, duration, sig, result, log)
     finally:
-        _marker(inst, "schedwake: stop" if result.exit_code is None
-                else f"schedwake: stop rc={result.exit_code}")
+        _marker(
+            inst,
+            "schedwake: stop"
+            if result.exit_code is None
+            else f"schedwake: stop rc={result.exit_code}",
+        )
         still_on = _read(f"{inst}/tracing_on").strip() == "1"
         _write(f"{inst}/tracing_on", "0\n")
         sig.recording = False
@@ -628,8 +686,9 @@ def _run(args, what: str, cwd=None) -> subprocess.CompletedProcess:
     r = subprocess.run(args, capture_output=True, text=True, cwd=cwd)
     if r.returncode != 0:
         tail = (r.stderr or r.stdout).strip().splitlines()
-        raise RecordError(f"{what} failed (exit {r.returncode}): "
-                          f"{tail[-1].strip() if tail else 'no message'}")
+        raise RecordError(
+            f"{what} failed (exit {r.returncode}): {tail[-1].strip() if tail else 'no message'}"
+        )
     return r
 
 
@@ -657,23 +716,36 @@ def _extract(inst: str, cpus, out: Path, result: RecordResult, log) -> None:
             files.append(str(f))
         head, raw = tmp / "head.dat", tmp / "raw.dat"
         _run(["trace-cmd", "restore", "-c", "-o", str(head)], "trace-cmd restore -c")
-        _run(["trace-cmd", "restore", "-i", str(head), "-o", str(raw)] + files,
-             "trace-cmd restore")
+        _run(["trace-cmd", "restore", "-i", str(head), "-o", str(raw)] + files, "trace-cmd restore")
         final = tmp / "trace.dat"
-        r = subprocess.run(["trace-cmd", "convert", "-i", str(raw), "-o", str(final),
-                            "--compression", "zstd"], capture_output=True, text=True)
+        r = subprocess.run(
+            ["trace-cmd", "convert", "-i", str(raw), "-o", str(final), "--compression", "zstd"],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0 or not final.exists():
             result.notes.append("trace-cmd convert failed; the trace.dat is uncompressed")
-            log("warning: trace-cmd convert --compression zstd failed; "
-                "writing the uncompressed trace.dat")
+            log(
+                "warning: trace-cmd convert --compression zstd failed; "
+                "writing the uncompressed trace.dat"
+            )
             final = raw
         os.replace(final, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _record_trace_cmd(out: Path, command, evlist, kb, duration, state: _State,
-                      sig: _Signals, result: RecordResult, log) -> None:
+def _record_trace_cmd(
+    out: Path,
+    command,
+    evlist,
+    kb,
+    duration,
+    state: _State,
+    sig: _Signals,
+    result: RecordResult,
+    log,
+) -> None:
     """``trace-cmd record -B INSTANCE`` (only where its probe passed). The command runs
     under a shell wrapper that stores its exit code, since trace-cmd returns its own."""
     name = f"{INSTANCE_PREFIX}{os.getpid()}"
@@ -685,8 +757,10 @@ def _record_trace_cmd(out: Path, command, evlist, kb, duration, state: _State,
             path = f"{state.tracefs}/events/{system}" + ("" if event == "*" else f"/{event}")
             if not os.path.exists(path):
                 if required:
-                    raise RecordError(f"event {event_name(system, event)} does not exist "
-                                      "in this kernel", "--events")
+                    raise RecordError(
+                        f"event {event_name(system, event)} does not exist in this kernel",
+                        "--events",
+                    )
                 result.missing_optional.append(event_name(system, event))
                 continue
             args += ["-e", event_name(system, event)]
@@ -696,8 +770,7 @@ def _record_trace_cmd(out: Path, command, evlist, kb, duration, state: _State,
         if command:
             args += ["--", "sh", "-c", '"$@"; echo $? > "$0"', str(rcfile)] + command
         t0 = time.monotonic()
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         sig.recording, sig.child = True, proc
         deadline = None if duration is None else t0 + duration
         try:
@@ -718,8 +791,10 @@ def _record_trace_cmd(out: Path, command, evlist, kb, duration, state: _State,
         result.interrupted = sig.stopped and (bool(command) or duration is not None)
         if not (tmp / "trace.dat").exists():
             tail = output.strip().splitlines()
-            raise RecordError(f"trace-cmd record failed (exit {proc.returncode}): "
-                              f"{tail[-1].strip() if tail else 'no message'}")
+            raise RecordError(
+                f"trace-cmd record failed (exit {proc.returncode}): "
+                f"{tail[-1].strip() if tail else 'no message'}"
+            )
         if command:
             try:
                 rc = int(_read(rcfile).split()[0])
@@ -745,5 +820,12 @@ def _record_trace_cmd(out: Path, command, evlist, kb, duration, state: _State,
         result.notes.append(f"cannot read back the trace: {exc}")
 
 
-__all__ = ["record", "RecordResult", "RecordError", "DEFAULT_EVENTS", "parse_events",
-           "trace_cmd_record_usable", "find_tracefs"]
+__all__ = [
+    "record",
+    "RecordResult",
+    "RecordError",
+    "DEFAULT_EVENTS",
+    "parse_events",
+    "trace_cmd_record_usable",
+    "find_tracefs",
+]

@@ -65,30 +65,32 @@ STRING = pa.dictionary(pa.int32(), pa.string())
 
 #: One row per place where the ring buffer dropped events. ``count`` is -1 when the
 #: buffer only said that events were lost, not how many.
-LOST_EVENTS_SCHEMA = pa.schema([
-    pa.field("ts", pa.int64(), nullable=False),
-    pa.field("cpu", pa.int32(), nullable=False),
-    pa.field("count", pa.int64(), nullable=False),
-])
+LOST_EVENTS_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("cpu", pa.int32(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),
+    ]
+)
 
 #: Keys of ``Trace.meta``.
 META_KEYS = (
-    "path",            # the file that was read
-    "format",          # "trace.dat", "ftrace-text", "trace-cmd-report", "perf-script"
-    "cpus",            # number of CPUs the trace covers
-    "clock",           # trace clock ("local", "global", "counter", ...) or None if unknown
-    "first_ts_ns",     # first and last event timestamp (the ``ts`` unit)
+    "path",  # the file that was read
+    "format",  # "trace.dat", "ftrace-text", "trace-cmd-report", "perf-script"
+    "cpus",  # number of CPUs the trace covers
+    "clock",  # trace clock ("local", "global", "counter", ...) or None if unknown
+    "first_ts_ns",  # first and last event timestamp (the ``ts`` unit)
     "last_ts_ns",
-    "kernel",          # kernel release, or None where the file does not say
-    "lost_events",     # {cpu: events lost}: at least this many (see lost_unknown)
-    "lost_unknown",    # CPUs whose buffer also lost an unknown number of events
-    "event_counts",    # {event name: number of events in the file}, read or not
-    "systems",         # {event name: subsystem ("sched", "workqueue", ...)}
-    "warnings",        # one-line texts of damage the reader skipped and bounded (every
-                       # report shows them as caveats); [] for a whole, clean file
-    "source",          # format-specific facts (trace.dat version, sorted or not, ...);
-                       # every reader sets source["timestamps"]: "ns", "us" (text printed
-                       # with microseconds) or "raw" (clock ticks, see RAW_CLOCKS)
+    "kernel",  # kernel release, or None where the file does not say
+    "lost_events",  # {cpu: events lost}: at least this many (see lost_unknown)
+    "lost_unknown",  # CPUs whose buffer also lost an unknown number of events
+    "event_counts",  # {event name: number of events in the file}, read or not
+    "systems",  # {event name: subsystem ("sched", "workqueue", ...)}
+    "warnings",  # one-line texts of damage the reader skipped and bounded (every
+    # report shows them as caveats); [] for a whole, clean file
+    "source",  # format-specific facts (trace.dat version, sorted or not, ...);
+    # every reader sets source["timestamps"]: "ns", "us" (text printed
+    # with microseconds) or "raw" (clock ticks, see RAW_CLOCKS)
 )
 
 #: Trace clocks whose timestamps are not nanoseconds (the kernel's trace_clocks table,

@@ -76,13 +76,18 @@ Z_975 = 1.959963984540054
 
 #: Percentage function per statistic that overrides the metric direction
 #: (Stat.pm ``stat_compare``): spread is better when smaller, whatever the metric.
-STAT_PCT_FUNC = {"stddev": "pndiff", "hstddev": "pndiff", "coeffvar": "pndiff",
-                 "hcoeffvar": "pndiff"}
+STAT_PCT_FUNC = {
+    "stddev": "pndiff",
+    "hstddev": "pndiff",
+    "coeffvar": "pndiff",
+    "hcoeffvar": "pndiff",
+}
 
 
 # --------------------------------------------------------------------------------------
 # summary statistics (Stat.pm)
 # --------------------------------------------------------------------------------------
+
 
 def clean_samples(x) -> np.ndarray:
     """``x`` as a flat float64 array with NaN (missing) entries dropped."""
@@ -162,8 +167,9 @@ def _spread_of(x, kind: Literal["amean", "hmean"]) -> float:
     return stddev(x) if kind == "amean" else hstddev(x)
 
 
-def best_mean(x, percent: float, direction: Direction,
-              kind: Literal["amean", "hmean"] = "amean") -> float:
+def best_mean(
+    x, percent: float, direction: Direction, kind: Literal["amean", "hmean"] = "amean"
+) -> float:
     """The BAmean-N / BHmean-N statistic: mean of the best ``percent``% of the samples.
 
     Samples are sorted best-first (ascending for ``"lower"``, descending for ``"higher"``)
@@ -186,6 +192,7 @@ def best_mean(x, percent: float, direction: Direction,
 # --------------------------------------------------------------------------------------
 # percentages (Stat.pm pdiff / pndiff, Compare.pm missing-value rule)
 # --------------------------------------------------------------------------------------
+
 
 def pdiff(new, base):
     """Higher-is-better percentage ``100*new/base - 100`` with mmtests' zero rules.
@@ -250,8 +257,9 @@ def compare_pct(new: float, base: float, func: str, *, sentinel: float | None = 
 _lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
 
 
-def _betacf(a: np.ndarray, b: np.ndarray, x: np.ndarray, *, max_iter: int = 300,
-            eps: float = 3e-16) -> np.ndarray:
+def _betacf(
+    a: np.ndarray, b: np.ndarray, x: np.ndarray, *, max_iter: int = 300, eps: float = 3e-16
+) -> np.ndarray:
     """Continued fraction for the incomplete beta (modified Lentz, Numerical Recipes
     ``betacf``), evaluated element-wise on arrays; iterates until every element converged."""
     fpmin = 1e-300
@@ -290,9 +298,11 @@ def _betacf(a: np.ndarray, b: np.ndarray, x: np.ndarray, *, max_iter: int = 300,
 def betainc(a, b, x):
     """Regularized incomplete beta ``I_x(a, b)`` for ``a, b > 0`` and ``0 <= x <= 1``
     (element-wise, broadcasting; returns a float for scalar input)."""
-    a, b, x = np.broadcast_arrays(np.asarray(a, dtype=np.float64),
-                                  np.asarray(b, dtype=np.float64),
-                                  np.asarray(x, dtype=np.float64))
+    a, b, x = np.broadcast_arrays(
+        np.asarray(a, dtype=np.float64),
+        np.asarray(b, dtype=np.float64),
+        np.asarray(x, dtype=np.float64),
+    )
     if np.any(a <= 0) or np.any(b <= 0):
         raise ValueError("betainc needs a > 0 and b > 0")
     if np.any((x < 0) | (x > 1)):
@@ -303,8 +313,7 @@ def betainc(a, b, x):
     out[x >= 1] = 1.0
     if inner.any():
         ai, bi, xi = a[inner], b[inner], x[inner]
-        lnbt = (_lgamma(ai + bi) - _lgamma(ai) - _lgamma(bi)
-                + ai * np.log(xi) + bi * np.log1p(-xi))
+        lnbt = _lgamma(ai + bi) - _lgamma(ai) - _lgamma(bi) + ai * np.log(xi) + bi * np.log1p(-xi)
         bt = np.exp(lnbt)
         direct = xi < (ai + 1.0) / (ai + bi + 2.0)
         res = np.empty_like(xi)
@@ -341,6 +350,7 @@ def t_sf(t, df):
 # significance
 # --------------------------------------------------------------------------------------
 
+
 class SigResult(NamedTuple):
     """Verdict of a significance rule.
 
@@ -359,9 +369,15 @@ def _not_testable(reason: str) -> SigResult:
     return SigResult(False, math.nan, False, reason)
 
 
-def ttest_from_summary(mean_base: float, sd_base: float, n_base: int,
-                       mean_new: float, sd_new: float, n_new: int,
-                       alpha: float = 0.10) -> SigResult:
+def ttest_from_summary(
+    mean_base: float,
+    sd_base: float,
+    n_base: int,
+    mean_new: float,
+    sd_new: float,
+    n_new: int,
+    alpha: float = 0.10,
+) -> SigResult:
     """mmtests' 2018-2024 ``Compare::_significanceTest`` (the rule behind the LKML tables).
 
     Two-sided t-test with the unpooled (Welch) standard error
@@ -382,19 +398,28 @@ def ttest_from_summary(mean_base: float, sd_base: float, n_base: int,
     return SigResult(p < alpha, p)
 
 
-def ttest_lkml(base, new, alpha: float = 0.10,
-               mean: Literal["amean", "hmean"] = "amean") -> SigResult:
+def ttest_lkml(
+    base, new, alpha: float = 0.10, mean: Literal["amean", "hmean"] = "amean"
+) -> SigResult:
     """:func:`ttest_from_summary` on two sample arrays.  ``mean="hmean"`` tests harmonic
     means with :func:`hstddev` as the spread (for Hmean rows)."""
     b, n = _clean(base), _clean(new)
     if b.size < 2 or n.size < 2:
         return _not_testable(f"needs >=2 samples per side (n={b.size}/{n.size})")
-    return ttest_from_summary(mean_of(b, mean), _spread_of(b, mean), b.size,
-                              mean_of(n, mean), _spread_of(n, mean), n.size, alpha)
+    return ttest_from_summary(
+        mean_of(b, mean),
+        _spread_of(b, mean),
+        b.size,
+        mean_of(n, mean),
+        _spread_of(n, mean),
+        n.size,
+        alpha,
+    )
 
 
-def cidiff(new: float, new_ci: tuple[float, float], base: float,
-           base_ci: tuple[float, float]) -> float:
+def cidiff(
+    new: float, new_ci: tuple[float, float], base: float, base_ci: tuple[float, float]
+) -> float:
     """mmtests' ``cidiff``: the mean difference over the sum of the two facing CI half-widths
     (``|ratio| > 1`` means the intervals do not overlap).  ``*_ci`` are ``(low, high)``.
     If the facing half-widths sum to 0 the raw difference is returned (mmtests)."""

@@ -37,19 +37,40 @@ _FIELDS = {
     "sched_waking": [("comm", STRING), ("pid", _I32), ("prio", _I32), ("target_cpu", _I32)],
     "sched_wakeup": [("comm", STRING), ("pid", _I32), ("prio", _I32), ("target_cpu", _I32)],
     "sched_wakeup_new": [("comm", STRING), ("pid", _I32), ("prio", _I32), ("target_cpu", _I32)],
-    "sched_migrate_task": [("comm", STRING), ("pid", _I32), ("prio", _I32),
-                           ("orig_cpu", _I32), ("dest_cpu", _I32)],
-    "sched_switch": [("prev_comm", STRING), ("prev_pid", _I32), ("prev_prio", _I32),
-                     ("prev_state", pa.int64()), ("prev_state_str", STRING),
-                     ("next_comm", STRING), ("next_pid", _I32), ("next_prio", _I32)],
+    "sched_migrate_task": [
+        ("comm", STRING),
+        ("pid", _I32),
+        ("prio", _I32),
+        ("orig_cpu", _I32),
+        ("dest_cpu", _I32),
+    ],
+    "sched_switch": [
+        ("prev_comm", STRING),
+        ("prev_pid", _I32),
+        ("prev_prio", _I32),
+        ("prev_state", pa.int64()),
+        ("prev_state_str", STRING),
+        ("next_comm", STRING),
+        ("next_pid", _I32),
+        ("next_prio", _I32),
+    ],
     "workqueue_execute_start": [("work", pa.uint64()), ("function", STRING)],
     "workqueue_execute_end": [("work", pa.uint64()), ("function", STRING)],
-    "sched_process_fork": [("parent_comm", STRING), ("parent_pid", _I32),
-                           ("child_comm", STRING), ("child_pid", _I32)],
+    "sched_process_fork": [
+        ("parent_comm", STRING),
+        ("parent_pid", _I32),
+        ("child_comm", STRING),
+        ("child_pid", _I32),
+    ],
 }
 # the sched_switch prev_state report bits of kernels >= 4.14 (I = TASK_REPORT_IDLE)
-_STATE = {"R": 0, "R+": STATE_NEW["+"], "S": STATE_NEW["S"], "D": STATE_NEW["D"],
-          "I": STATE_NEW["I"]}
+_STATE = {
+    "R": 0,
+    "R+": STATE_NEW["+"],
+    "S": STATE_NEW["S"],
+    "D": STATE_NEW["D"],
+    "I": STATE_NEW["I"],
+}
 US = 1000
 
 
@@ -83,30 +104,75 @@ class Synth:
         return pid
 
     def _emit(self, name, ts, cpu, cur, flags=0, **fields):
-        self.rows[name].append(dict(ts=int(ts), cpu=cpu, common_pid=cur,
-                                    common_comm=self.names[cur], common_flags=flags,
-                                    common_preempt_count=0, **fields))
+        self.rows[name].append(
+            dict(
+                ts=int(ts),
+                cpu=cpu,
+                common_pid=cur,
+                common_comm=self.names[cur],
+                common_flags=flags,
+                common_preempt_count=0,
+                **fields,
+            )
+        )
 
     def switch(self, ts, cpu, prev, state, nxt):
-        self._emit("sched_switch", ts, cpu, prev,
-                   prev_comm=self.names[prev] if prev else f"swapper/{cpu}", prev_pid=prev,
-                   prev_prio=120, prev_state=_STATE[state], prev_state_str=state,
-                   next_comm=self.names[nxt] if nxt else f"swapper/{cpu}", next_pid=nxt,
-                   next_prio=120)
+        self._emit(
+            "sched_switch",
+            ts,
+            cpu,
+            prev,
+            prev_comm=self.names[prev] if prev else f"swapper/{cpu}",
+            prev_pid=prev,
+            prev_prio=120,
+            prev_state=_STATE[state],
+            prev_state_str=state,
+            next_comm=self.names[nxt] if nxt else f"swapper/{cpu}",
+            next_pid=nxt,
+            next_prio=120,
+        )
         if nxt:
             self.cpu_of[nxt] = cpu
 
     def waking(self, ts, cpu, waker, pid, prev_cpu, flags=0):
-        self._emit("sched_waking", ts, cpu, waker, flags, comm=self.names[pid], pid=pid,
-                   prio=120, target_cpu=prev_cpu)
+        self._emit(
+            "sched_waking",
+            ts,
+            cpu,
+            waker,
+            flags,
+            comm=self.names[pid],
+            pid=pid,
+            prio=120,
+            target_cpu=prev_cpu,
+        )
 
     def wakeup(self, ts, cpu, cur, pid, chosen, flags=0):
-        self._emit("sched_wakeup", ts, cpu, cur, flags, comm=self.names[pid], pid=pid,
-                   prio=120, target_cpu=chosen)
+        self._emit(
+            "sched_wakeup",
+            ts,
+            cpu,
+            cur,
+            flags,
+            comm=self.names[pid],
+            pid=pid,
+            prio=120,
+            target_cpu=chosen,
+        )
 
     def migrate(self, ts, cpu, cur, pid, orig, dest, flags=0):
-        self._emit("sched_migrate_task", ts, cpu, cur, flags, comm=self.names[pid], pid=pid,
-                   prio=120, orig_cpu=orig, dest_cpu=dest)
+        self._emit(
+            "sched_migrate_task",
+            ts,
+            cpu,
+            cur,
+            flags,
+            comm=self.names[pid],
+            pid=pid,
+            prio=120,
+            orig_cpu=orig,
+            dest_cpu=dest,
+        )
 
     def work(self, ts_start, ts_end, cpu, kw, fn):
         self._work += 0x40
@@ -127,8 +193,11 @@ class Synth:
 
     def other_cpu(self, cpu, same_llc=True) -> int:
         llc = self.topo.llc_of([cpu])[0]
-        cands = [c for c in range(self.cpus) if c != cpu and
-                 (self.topo.llc_of([c])[0] == llc) == same_llc]
+        cands = [
+            c
+            for c in range(self.cpus)
+            if c != cpu and (self.topo.llc_of([c])[0] == llc) == same_llc
+        ]
         return int(self.rng.choice(cands))
 
     # -- healthy background scenes ---------------------------------------------------------
@@ -223,8 +292,12 @@ class Synth:
         prev = self.cpu_of[pid]
         if waker_cpu == prev:
             waker_cpu = next(c for c in range(self.cpus) if c != prev)
-        cands = [c for c in range(self.cpus) if c not in (prev, waker_cpu)
-                 and self.topo.llc_of([c])[0] == self.topo.llc_of([prev])[0]]
+        cands = [
+            c
+            for c in range(self.cpus)
+            if c not in (prev, waker_cpu)
+            and self.topo.llc_of([c])[0] == self.topo.llc_of([prev])[0]
+        ]
         dst = int(self.rng.choice(cands))
         t = self.t
         self.switch(t, waker_cpu, 0, "R", waker)
@@ -292,12 +365,17 @@ class Synth:
             tables[ev] = pa.table(cols, schema=schema)
         all_ts = [r["ts"] for rows in self.rows.values() for r in rows]
         meta = {
-            "path": f"<{name}>", "format": "synthetic", "cpus": self.cpus, "clock": "local",
-            "first_ts_ns": min(all_ts + [self.first]), "last_ts_ns": max(all_ts + [self.t]),
-            "kernel": None, "lost_events": {}, "lost_unknown": [],
+            "path": f"<{name}>",
+            "format": "synthetic",
+            "cpus": self.cpus,
+            "clock": "local",
+            "first_ts_ns": min(all_ts + [self.first]),
+            "last_ts_ns": max(all_ts + [self.t]),
+            "kernel": None,
+            "lost_events": {},
+            "lost_unknown": [],
             "event_counts": {k: t.num_rows for k, t in tables.items()},
-            "systems": {k: ("workqueue" if k.startswith("workqueue") else "sched")
-                        for k in tables},
+            "systems": {k: ("workqueue" if k.startswith("workqueue") else "sched") for k in tables},
             "warnings": [],
             "source": {"synthetic": True},
         }
@@ -308,14 +386,26 @@ class Synth:
 
 def default_topology() -> Topology:
     """8 CPUs in 2 LLCs of 4, SMT pairs, one NUMA node."""
-    return Topology(cpus=8, llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
-                    smt=[[0, 1], [2, 3], [4, 5], [6, 7]], numa=[list(range(8))],
-                    source="synthetic")
+    return Topology(
+        cpus=8,
+        llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
+        smt=[[0, 1], [2, 3], [4, 5], [6, 7]],
+        numa=[list(range(8))],
+        source="synthetic",
+    )
 
 
-def make_trace(pingpong=0, pingpong_busy=0, roundrobin=0, storm=0, idle_gaps=0,
-               background=400, topology: Topology | None = None, seed: int = 1,
-               duration_s: float | None = None):
+def make_trace(
+    pingpong=0,
+    pingpong_busy=0,
+    roundrobin=0,
+    storm=0,
+    idle_gaps=0,
+    background=400,
+    topology: Topology | None = None,
+    seed: int = 1,
+    duration_s: float | None = None,
+):
     """A synthetic trace: ``background`` healthy scenes with the planted scenes mixed in.
 
     Returns ``(trace, planted)``; ``planted`` holds the exact counts planted.
@@ -334,8 +424,13 @@ def make_trace(pingpong=0, pingpong_busy=0, roundrobin=0, storm=0, idle_gaps=0,
     gap_waker = s.task("gap-waker", cpu=0)
     hog = s.task("hog", cpu=0)
     s.settle()
-    scenes = (["bg"] * background + ["pp"] * pingpong + ["ppb"] * pingpong_busy
-              + ["rr"] * roundrobin + ["gap"] * idle_gaps)
+    scenes = (
+        ["bg"] * background
+        + ["pp"] * pingpong
+        + ["ppb"] * pingpong_busy
+        + ["rr"] * roundrobin
+        + ["gap"] * idle_gaps
+    )
     order = rng.permutation(len(scenes))
     storm_at = int(rng.integers(0, len(scenes) + 1)) if storm else -1
     spacing = None
@@ -407,6 +502,7 @@ _FTRACE_HEADER = """\
 #              | |         |   |||||     |         |
 """
 
+
 def _state_text(value, text) -> str:
     """``prev_state`` as sched_switch's TP_printk prints it. The decoded string is the
     truth where there is one (the readers decode it with the event's own format); a
@@ -420,11 +516,23 @@ def _latency_field(flags, pc) -> str:
     pc = int(pc or 0)
     irqs_off, bh_off = f & 0x01, f & 0x80
     c1 = "D" if irqs_off and bh_off else "d" if irqs_off else "b" if bh_off else "."
-    c2 = {0x24: "N", 0x04: "n", 0x20: "p", 0x26: "B", 0x22: "L", 0x06: "b",
-          0x02: "l"}.get(f & 0x26, ".")
+    c2 = {0x24: "N", 0x04: "n", 0x20: "p", 0x26: "B", 0x22: "L", 0x06: "b", 0x02: "l"}.get(
+        f & 0x26, "."
+    )
     nmi, hard, soft = f & 0x40, f & 0x08, f & 0x10
-    c3 = ("Z" if nmi and hard else "z" if nmi else "H" if hard and soft else
-          "h" if hard else "s" if soft else ".")
+    c3 = (
+        "Z"
+        if nmi and hard
+        else "z"
+        if nmi
+        else "H"
+        if hard and soft
+        else "h"
+        if hard
+        else "s"
+        if soft
+        else "."
+    )
     c4 = f"{pc & 0xF:x}" if pc & 0xF else "."
     c5 = f"{pc >> 4:x}" if pc & 0xF0 else "."
     return c1 + c2 + c3 + c4 + c5
@@ -456,7 +564,7 @@ def _wq_args(r):
 def _activate_args(r):
     if "function" not in r:
         return f"work struct {_ptr(r['work'])}"
-    return f"work struct {_ptr(r['work'])} function={r['function']} "   # sic: trailing blank
+    return f"work struct {_ptr(r['work'])} function={r['function']} "  # sic: trailing blank
 
 
 #: Event name -> TP_printk of its arguments (kernel 6.x), from one row as a dict.
@@ -464,18 +572,24 @@ FTRACE_PRINTERS = {
     "sched_waking": _wake_args,
     "sched_wakeup": _wake_args,
     "sched_wakeup_new": _wake_args,
-    "sched_migrate_task": lambda r: (f"comm={r['comm']} pid={r['pid']} prio={r['prio']} "
-                                     f"orig_cpu={r['orig_cpu']} dest_cpu={r['dest_cpu']}"),
+    "sched_migrate_task": lambda r: (
+        f"comm={r['comm']} pid={r['pid']} prio={r['prio']} "
+        f"orig_cpu={r['orig_cpu']} dest_cpu={r['dest_cpu']}"
+    ),
     "sched_switch": lambda r: (
         f"prev_comm={r['prev_comm']} prev_pid={r['prev_pid']} prev_prio={r['prev_prio']} "
         f"prev_state={_state_text(r['prev_state'], r.get('prev_state_str'))} ==> "
-        f"next_comm={r['next_comm']} next_pid={r['next_pid']} next_prio={r['next_prio']}"),
-    "sched_process_fork": lambda r: (f"comm={r['parent_comm']} pid={r['parent_pid']} "
-                                     f"child_comm={r['child_comm']} child_pid={r['child_pid']}"),
+        f"next_comm={r['next_comm']} next_pid={r['next_pid']} next_prio={r['next_prio']}"
+    ),
+    "sched_process_fork": lambda r: (
+        f"comm={r['parent_comm']} pid={r['parent_pid']} "
+        f"child_comm={r['child_comm']} child_pid={r['child_pid']}"
+    ),
     "sched_process_exit": _exit_args,
     "workqueue_queue_work": lambda r: (
         f"work struct={_ptr(r['work'])} function={r['function']} "
-        f"workqueue={_ptr(r['workqueue'])} req_cpu={r['req_cpu']} cpu={r['field_cpu']}"),
+        f"workqueue={_ptr(r['workqueue'])} req_cpu={r['req_cpu']} cpu={r['field_cpu']}"
+    ),
     "workqueue_activate_work": _activate_args,
     "workqueue_execute_start": _wq_args,
     "workqueue_execute_end": _wq_args,
@@ -485,11 +599,25 @@ FTRACE_PRINTERS = {
 
 # tie-break for events of one CPU with the same timestamp (the ring buffer's order is
 # not in the tables): the order in which one wake-up or context switch emits them
-_TIE_RANK = {name: i for i, name in enumerate([
-    "print", "sched_process_fork", "sched_wakeup_new", "workqueue_queue_work",
-    "workqueue_activate_work", "workqueue_execute_start", "sched_waking",
-    "sched_migrate_task", "sched_wakeup", "workqueue_execute_end", "sched_process_exit",
-    "sched_switch"])}
+_TIE_RANK = {
+    name: i
+    for i, name in enumerate(
+        [
+            "print",
+            "sched_process_fork",
+            "sched_wakeup_new",
+            "workqueue_queue_work",
+            "workqueue_activate_work",
+            "workqueue_execute_start",
+            "sched_waking",
+            "sched_migrate_task",
+            "sched_wakeup",
+            "workqueue_execute_end",
+            "sched_process_exit",
+            "sched_switch",
+        ]
+    )
+}
 
 
 def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
@@ -501,8 +629,10 @@ def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
     names = list(trace.events) if events is None else [e.split(":")[-1] for e in events]
     unknown = [n for n in names if n not in FTRACE_PRINTERS]
     if unknown:
-        raise ValueError(f"no ftrace print format for {', '.join(unknown)} (printable: "
-                         f"{', '.join(sorted(FTRACE_PRINTERS))}); pass events=[...]")
+        raise ValueError(
+            f"no ftrace print format for {', '.join(unknown)} (printable: "
+            f"{', '.join(sorted(FTRACE_PRINTERS))}); pass events=[...]"
+        )
     lines: list[bytes] = []
     keys_ts, keys_cpu = [], []
     lat_cache: dict = {}
@@ -522,11 +652,13 @@ def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
             lat = lat_cache.get(lat_key)
             if lat is None:
                 lat = lat_cache[lat_key] = _latency_field(*lat_key)
-            us = (cols["ts"][i] + 500) // 1000          # ns2usecs(): rounded
+            us = (cols["ts"][i] + 500) // 1000  # ns2usecs(): rounded
             row = {f: cols[f][i] for f in fields}
-            lines.append(f"{comm:>16}-{pid:<7d} [{cols['cpu'][i]:03d}] {lat} "
-                         f"{us // 1_000_000:5d}.{us % 1_000_000:06d}: {label}"
-                         f"{printer(row)}\n".encode())
+            lines.append(
+                f"{comm:>16}-{pid:<7d} [{cols['cpu'][i]:03d}] {lat} "
+                f"{us // 1_000_000:5d}.{us % 1_000_000:06d}: {label}"
+                f"{printer(row)}\n".encode()
+            )
         keys_ts.append(np.asarray(cols["ts"], dtype=np.int64))
         keys_cpu.append(np.asarray(cols["cpu"], dtype=np.int64))
     nevents = len(lines)
@@ -541,12 +673,18 @@ def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
     if lost is not None and lost.num_rows:
         sorted_ts, sorted_cpu = ts[order], cpu[order]
         inserts = []
-        for lts, lcpu, count in zip(lost.column("ts").to_pylist(), lost.column("cpu").to_pylist(),
-                                    lost.column("count").to_pylist()):
+        for lts, lcpu, count in zip(
+            lost.column("ts").to_pylist(),
+            lost.column("cpu").to_pylist(),
+            lost.column("count").to_pylist(),
+        ):
             after = np.flatnonzero((sorted_cpu == lcpu) & (sorted_ts >= lts))
             at = int(after[0]) if len(after) else len(out)
-            text = f"CPU:{lcpu} [LOST EVENTS]\n" if count < 0 else \
-                f"CPU:{lcpu} [LOST {count} EVENTS]\n"
+            text = (
+                f"CPU:{lcpu} [LOST EVENTS]\n"
+                if count < 0
+                else f"CPU:{lcpu} [LOST {count} EVENTS]\n"
+            )
             inserts.append((at, text.encode()))
         for at, text in sorted(inserts, key=lambda x: x[0], reverse=True):
             out.insert(at, text)
@@ -588,13 +726,23 @@ def write_ftrace_text(trace: Trace, path, events=None) -> int:
 
     lines, nevents = format_ftrace_lines(trace, events)
     cpus = trace.meta.get("cpus") or 1 + max(
-        (int(trace.table(n).column("cpu").to_numpy().max()) for n in trace.events
-         if trace.table(n).num_rows), default=0)
+        (
+            int(trace.table(n).column("cpu").to_numpy().max())
+            for n in trace.events
+            if trace.table(n).num_rows
+        ),
+        default=0,
+    )
     header = _FTRACE_HEADER.format(entries=nevents, cpus=cpus).encode()
     path = Path(path)
-    with open(path, "wb") as raw, (
+    with (
+        open(path, "wb") as raw,
+        (
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9)
-            if path.name.endswith(".gz") else contextlib.nullcontext(raw)) as f:
+            if path.name.endswith(".gz")
+            else contextlib.nullcontext(raw)
+        ) as f,
+    ):
         f.write(header)
         f.writelines(lines)
     return nevents

@@ -45,8 +45,9 @@ def parse_cpulist(text: str, source="cpulist") -> list[int]:
     for part in s.split(","):
         m = _RANGE.match(part)
         if not m:
-            raise TraceError(source, f"bad cpulist {text.strip()!r} (part {part!r}; "
-                                     "expected e.g. 0-3,8-11)")
+            raise TraceError(
+                source, f"bad cpulist {text.strip()!r} (part {part!r}; expected e.g. 0-3,8-11)"
+            )
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         step = int(m.group(3)) if m.group(3) is not None else 1
@@ -76,16 +77,21 @@ def _groups(value, key: str, source) -> list[list[int]]:
     for g in value:
         if isinstance(g, str):
             groups.append(parse_cpulist(g, source))
-        elif isinstance(g, list) and g and all(isinstance(c, int) and not isinstance(c, bool)
-                                               and c >= 0 for c in g):
+        elif (
+            isinstance(g, list)
+            and g
+            and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in g)
+        ):
             groups.append(sorted(set(g)))
         else:
             raise TraceError(source, f"topology {key!r} entry {g!r} is not a CPU list")
     seen: set[int] = set()
     for g in groups:
         if seen & set(g):
-            raise TraceError(source, f"topology {key!r}: CPU(s) "
-                                     f"{format_cpulist(seen & set(g))} in more than one group")
+            raise TraceError(
+                source,
+                f"topology {key!r}: CPU(s) {format_cpulist(seen & set(g))} in more than one group",
+            )
         seen |= set(g)
     return groups
 
@@ -164,16 +170,19 @@ class Topology:
         try:
             d = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TraceError(p, f"topology file is not JSON ({exc.msg}, line {exc.lineno})") \
-                from None
+            raise TraceError(
+                p, f"topology file is not JSON ({exc.msg}, line {exc.lineno})"
+            ) from None
         return cls.from_dict(d, str(p))
 
     @classmethod
     def capture(cls, sysfs="/sys") -> Topology:
         """This machine's topology from sysfs (``sysfs`` is a root, for tests)."""
         root = Path(sysfs) / "devices/system/cpu"
-        cpudirs = sorted((p for p in root.glob("cpu[0-9]*") if p.name[3:].isdigit()),
-                         key=lambda p: int(p.name[3:]))
+        cpudirs = sorted(
+            (p for p in root.glob("cpu[0-9]*") if p.name[3:].isdigit()),
+            key=lambda p: int(p.name[3:]),
+        )
         if not cpudirs:
             raise TraceError(root, "no CPUs found in sysfs")
         llc: dict[tuple, list[int]] = {}
@@ -186,8 +195,9 @@ class Topology:
             for idx in (d / "cache").glob("index*"):
                 try:
                     level = int((idx / "level").read_text())
-                    if (idx / "type").exists() and \
-                            (idx / "type").read_text().strip() == "Instruction":
+                    if (idx / "type").exists() and (
+                        idx / "type"
+                    ).read_text().strip() == "Instruction":
                         continue
                     shared = (idx / "shared_cpu_list").read_text()
                 except (OSError, ValueError):
@@ -200,15 +210,21 @@ class Topology:
             sgroup = tuple(parse_cpulist(sib.read_text(), sib)) if sib.exists() else (cpu,)
             smt.setdefault(sgroup, list(sgroup))
         numa = []
-        nodes = sorted((Path(sysfs) / "devices/system/node").glob("node[0-9]*"),
-                       key=lambda p: int(p.name[4:]))
+        nodes = sorted(
+            (Path(sysfs) / "devices/system/node").glob("node[0-9]*"), key=lambda p: int(p.name[4:])
+        )
         for nd in nodes:
             text = (nd / "cpulist").read_text() if (nd / "cpulist").exists() else ""
             if text.strip():
                 numa.append(parse_cpulist(text, nd / "cpulist"))
         cpus = max(int(d.name[3:]) for d in cpudirs) + 1
-        return cls(cpus=cpus, llc=sorted(llc.values()), smt=sorted(smt.values()),
-                   numa=numa, source=f"sysfs {sysfs}")
+        return cls(
+            cpus=cpus,
+            llc=sorted(llc.values()),
+            smt=sorted(smt.values()),
+            numa=numa,
+            source=f"sysfs {sysfs}",
+        )
 
     # -- use ------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -221,8 +237,10 @@ class Topology:
         """One line: the LLC groups and where they come from."""
         llcs = " ".join(f"[{format_cpulist(g)}]" for g in self.llc)
         if self.assumed:
-            return (f"ASSUMED one LLC for all {self.cpus} CPUs (no topology file; "
-                    f"pass --topology FILE or --llc CPULIST)")
+            return (
+                f"ASSUMED one LLC for all {self.cpus} CPUs (no topology file; "
+                f"pass --topology FILE or --llc CPULIST)"
+            )
         return f"{len(self.llc)} LLC(s) {llcs}, {len(self.numa)} NUMA node(s), from {self.source}"
 
     def _lookup(self, table: np.ndarray, cpus) -> np.ndarray:
@@ -262,8 +280,9 @@ class Topology:
     def check_covers(self, ncpus: int, what="trace") -> None:
         """TraceError if the map does not know CPUs the trace has."""
         if ncpus > self.cpus and not self.assumed:
-            raise TraceError(self.source, f"topology covers {self.cpus} CPUs but the {what} "
-                                          f"has {ncpus}")
+            raise TraceError(
+                self.source, f"topology covers {self.cpus} CPUs but the {what} has {ncpus}"
+            )
 
 
 #: Extensions a trace file's name ends with (compression, then format).
@@ -282,6 +301,7 @@ def trace_stem(path) -> str:
 def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Topology:
     """The topology to use for a trace: explicit file, ``--llc`` lists, the
     ``<trace>.topology.json`` beside the trace, or one assumed LLC, in that order."""
+    topo: Topology | None
     if topology_file:
         topo = Topology.from_file(topology_file)
     elif llc:
@@ -292,14 +312,18 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Top
             p = Path(trace_path)
             # trace.dat.topology.json (schedwake record), then the name without its
             # extensions: run.txt.gz -> run.topology.json
-            candidates = dict.fromkeys([p.with_name(p.name + ".topology.json"),
-                                        p.with_suffix(".topology.json"),
-                                        p.with_name(trace_stem(p) + ".topology.json")])
+            candidates = dict.fromkeys(
+                [
+                    p.with_name(p.name + ".topology.json"),
+                    p.with_suffix(".topology.json"),
+                    p.with_name(trace_stem(p) + ".topology.json"),
+                ]
+            )
             for c in candidates:
                 if c.is_file():
                     topo = Topology.from_file(c)
                     break
-        if topo is None:
-            return Topology.single_llc(cpus)
+    if topo is None:
+        return Topology.single_llc(cpus)
     topo.check_covers(cpus)
     return topo

@@ -7,12 +7,17 @@ detectors, reports) takes. It holds Arrow tables; ``df()`` gives pandas views.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
 
 from . import ingest
 from .errors import TraceError
+
+if TYPE_CHECKING:
+    from .model import Model
+    from .topology import Topology
 
 
 class Trace:
@@ -23,8 +28,8 @@ class Trace:
         self.meta: dict = raw.meta
         #: Where the ring buffer lost events (``schema.LOST_EVENTS_SCHEMA``).
         self.lost: pa.Table = raw.lost
-        self._topology = None
-        self._model = None
+        self._topology: Topology | None = None
+        self._model: Model | None = None
 
     # -- topology and model ---------------------------------------------------------------
     @property
@@ -49,8 +54,9 @@ class Trace:
         with neither, the default lookup. Returns the topology."""
         from .topology import resolve
 
-        self.topology = resolve(self.meta.get("path"), self.meta.get("cpus") or 1,
-                                topology_file, llc)
+        self.topology = resolve(
+            self.meta.get("path"), self.meta.get("cpus") or 1, topology_file, llc
+        )
         return self._topology
 
     @property
@@ -116,8 +122,9 @@ class Trace:
         try:
             return self._tables[name]
         except KeyError:
-            raise KeyError(f"{self.path} has no {name!r} events "
-                           f"(tables: {', '.join(self.events) or 'none'})") from None
+            raise KeyError(
+                f"{self.path} has no {name!r} events (tables: {', '.join(self.events) or 'none'})"
+            ) from None
 
     def df(self, name: str) -> pd.DataFrame:
         """Event ``name`` as a pandas DataFrame (string columns as categoricals)."""
@@ -125,14 +132,21 @@ class Trace:
 
     def __repr__(self) -> str:
         n = sum(t.num_rows for t in self._tables.values())
-        return (f"<Trace {self.path!r} {self.meta['format']}: {n} events in "
-                f"{len(self._tables)} tables, {self.meta['cpus']} CPUs, "
-                f"{self.duration_ns / 1e9:.3f} s>")
+        return (
+            f"<Trace {self.path!r} {self.meta['format']}: {n} events in "
+            f"{len(self._tables)} tables, {self.meta['cpus']} CPUs, "
+            f"{self.duration_ns / 1e9:.3f} s>"
+        )
 
 
-def load(path, events=None, input_format: str | None = None,
-         progress: ingest.Progress | None = None, reader: str | None = None,
-         jobs: int | None = None) -> Trace:
+def load(
+    path,
+    events=None,
+    input_format: str | None = None,
+    progress: ingest.Progress | None = None,
+    reader: str | None = None,
+    jobs: int | None = None,
+) -> Trace:
     """Load a trace file of any supported format.
 
     ``events``: names of the events to read (all when None); reading fewer is faster.

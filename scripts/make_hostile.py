@@ -86,15 +86,23 @@ def _initial_header(d: bytes) -> dict:
     version, off = cstr(d, len(MAGIC))
     if d[off] != 0:
         raise LayoutError("only little-endian files are handled here")
-    return {"version": version, "endian_off": off, "long_size_off": off + 1,
-            "page_size_off": off + 2, "page_size": u32(d, off + 2), "end": off + 6}
+    return {
+        "version": version,
+        "endian_off": off,
+        "long_size_off": off + 1,
+        "page_size_off": off + 2,
+        "page_size": u32(d, off + 2),
+        "end": off + 6,
+    }
 
 
 # --------------------------------------------------------------------- v6 layout
 
+
 @dataclass
 class Blob:
     """A length-prefixed piece of a v6 file: where its size field is, where the bytes are."""
+
     size_off: int
     off: int
     size: int
@@ -110,17 +118,17 @@ class V6:
     head: dict
     header_page: Blob
     header_event: Blob
-    ftrace: list            # [Blob]
-    systems: list           # [(name, [Blob])]
+    ftrace: list  # [Blob]
+    systems: list  # [(name, [Blob])]
     kallsyms: Blob
     printk: Blob
     cmdlines: Blob
     cpus_off: int
-    options_off: int        # the "options  " tag, or -1
-    options: list           # [(id_off, id, Blob)]
+    options_off: int  # the "options  " tag, or -1
+    options: list  # [(id_off, id, Blob)]
     flyrecord_off: int
-    cpu_table: list         # [(entry_off, data_off, size)]
-    clock: Blob             # the trace_clock text after the CPU table
+    cpu_table: list  # [(entry_off, data_off, size)]
+    clock: Blob  # the trace_clock text after the CPU table
 
     def formats(self):
         """(system, Blob) of every event format, ftrace's first."""
@@ -147,7 +155,7 @@ def parse_v6(d: bytes) -> V6:
     off = head["end"]
     hdrs = []
     for label in (b"header_page\0", b"header_event\0"):
-        if d[off:off + len(label)] != label:
+        if d[off : off + len(label)] != label:
             raise LayoutError(f"no {label!r} at {off}")
         off += len(label)
         hdrs.append(Blob(off, off + 8, u64(d, off)))
@@ -161,7 +169,7 @@ def parse_v6(d: bytes) -> V6:
         fmts, off = _formats_v6(d, off)
         systems.append((name, fmts))
     blobs = []
-    for width in (4, 4, 8):                            # kallsyms, printk, cmdlines
+    for width in (4, 4, 8):  # kallsyms, printk, cmdlines
         size = u32(d, off) if width == 4 else u64(d, off)
         blobs.append(Blob(off, off + width, size))
         off = blobs[-1].end
@@ -169,7 +177,7 @@ def parse_v6(d: bytes) -> V6:
     cpus = u32(d, off)
     off += 4
     options_off, options = -1, []
-    if d[off:off + 10] == b"options  \0":
+    if d[off : off + 10] == b"options  \0":
         options_off = off
         off += 10
         while True:
@@ -179,22 +187,47 @@ def parse_v6(d: bytes) -> V6:
                 break
             options.append((off, oid, Blob(off + 2, off + 6, u32(d, off + 2))))
             off = options[-1][2].end
-    if d[off:off + 10] != b"flyrecord\0":
+    if d[off : off + 10] != b"flyrecord\0":
         raise LayoutError(f"no flyrecord at {off}")
     fly = off
     off += 10
     table = []
-    for cpu in range(cpus):
+    for _ in range(cpus):
         table.append((off, u64(d, off), u64(d, off + 8)))
         off += 16
-    clock = Blob(off, off + 8, u64(d, off))      # u64 size + the trace_clock file's text
-    return V6(d, head, hdrs[0], hdrs[1], ftrace, systems, *blobs, cpus_off, options_off,
-              options, fly, table, clock)
+    clock = Blob(off, off + 8, u64(d, off))  # u64 size + the trace_clock file's text
+    return V6(
+        d,
+        head,
+        hdrs[0],
+        hdrs[1],
+        ftrace,
+        systems,
+        *blobs,
+        cpus_off,
+        options_off,
+        options,
+        fly,
+        table,
+        clock,
+    )
 
 
-def write_v6(head: bytes, header_page: bytes, header_event: bytes, ftrace: list,
-             systems: list, kallsyms: bytes, printk: bytes, cmdlines: bytes, cpus: int,
-             options: list | None, cpu_data: list, clock: bytes, page_size: int) -> bytes:
+def write_v6(
+    head: bytes,
+    header_page: bytes,
+    header_event: bytes,
+    ftrace: list,
+    systems: list,
+    kallsyms: bytes,
+    printk: bytes,
+    cmdlines: bytes,
+    cpus: int,
+    options: list | None,
+    cpu_data: list,
+    clock: bytes,
+    page_size: int,
+) -> bytes:
     """A version-6 file laid out as trace-cmd writes one (checked: parse + write gives
     trace-cmd's own v6 file back byte for byte, see make_bases)."""
     out = bytearray(head)
@@ -232,6 +265,7 @@ def write_v6(head: bytes, header_page: bytes, header_event: bytes, ftrace: list,
 class V6Parts:
     """The parts of a v6 file, to change some and write it again (every size and offset
     recomputed)."""
+
     head: bytes
     header_page: bytes
     header_event: bytes
@@ -247,21 +281,41 @@ class V6Parts:
     page_size: int
 
     @classmethod
-    def of(cls, lay: V6) -> "V6Parts":
+    def of(cls, lay: V6) -> V6Parts:
         d = lay.data
-        take = lambda b: bytes(d[b.off:b.end])  # noqa: E731
-        return cls(bytes(d[:lay.head["end"]]), take(lay.header_page), take(lay.header_event),
-                   [take(b) for b in lay.ftrace],
-                   [(name, [take(b) for b in blobs]) for name, blobs in lay.systems],
-                   take(lay.kallsyms), take(lay.printk), take(lay.cmdlines), len(lay.cpu_table),
-                   None if lay.options_off < 0 else [(oid, take(b)) for _, oid, b in lay.options],
-                   [bytes(d[o:o + n]) for _, o, n in lay.cpu_table], take(lay.clock),
-                   lay.head["page_size"])
+        take = lambda b: bytes(d[b.off : b.end])  # noqa: E731
+        return cls(
+            bytes(d[: lay.head["end"]]),
+            take(lay.header_page),
+            take(lay.header_event),
+            [take(b) for b in lay.ftrace],
+            [(name, [take(b) for b in blobs]) for name, blobs in lay.systems],
+            take(lay.kallsyms),
+            take(lay.printk),
+            take(lay.cmdlines),
+            len(lay.cpu_table),
+            None if lay.options_off < 0 else [(oid, take(b)) for _, oid, b in lay.options],
+            [bytes(d[o : o + n]) for _, o, n in lay.cpu_table],
+            take(lay.clock),
+            lay.head["page_size"],
+        )
 
     def write(self) -> bytes:
-        return write_v6(self.head, self.header_page, self.header_event, self.ftrace,
-                        self.systems, self.kallsyms, self.printk, self.cmdlines, self.cpus,
-                        self.options, self.cpu_data, self.clock, self.page_size)
+        return write_v6(
+            self.head,
+            self.header_page,
+            self.header_event,
+            self.ftrace,
+            self.systems,
+            self.kallsyms,
+            self.printk,
+            self.cmdlines,
+            self.cpus,
+            self.options,
+            self.cpu_data,
+            self.clock,
+            self.page_size,
+        )
 
     def edit_format(self, event: str, edit) -> None:
         """Replace the format text of ``event`` by ``edit(text)``."""
@@ -282,9 +336,10 @@ class V6Parts:
 
 # --------------------------------------------------------------------- v7 layout
 
+
 @dataclass
 class Section:
-    off: int            # the section header: u16 id, u16 flags, u32 string id, u64 size
+    off: int  # the section header: u16 id, u16 flags, u32 string id, u64 size
     id: int
     flags: int
     size: int
@@ -301,7 +356,7 @@ class Section:
 @dataclass
 class Option:
     section: Section
-    off: int            # u16 id, u32 size, data
+    off: int  # u16 id, u32 size, data
     id: int
     size: int
 
@@ -316,11 +371,11 @@ class V7:
     head: dict
     compression: bytes
     first_options_field: int
-    option_sections: list   # [Section]
-    options: list           # [Option]
-    sections: dict          # option id -> Section it points to
-    buffer: dict            # the top buffer's BUFFER option, fields and offsets
-    trailing: list          # [Section] after everything the options point to (STRINGS)
+    option_sections: list  # [Section]
+    options: list  # [Option]
+    sections: dict  # option id -> Section it points to
+    buffer: dict  # the top buffer's BUFFER option, fields and offsets
+    trailing: list  # [Section] after everything the options point to (STRINGS)
 
 
 def parse_v7(d: bytes) -> V7:
@@ -328,7 +383,7 @@ def parse_v7(d: bytes) -> V7:
     if head["version"] != b"7":
         raise LayoutError("not version 7")
     comp, off = cstr(d, head["end"])
-    _, off = cstr(d, off)                              # compression version
+    _, off = cstr(d, off)  # compression version
     first = off
     nxt = u64(d, off)
     opt_sections, options, sections, buffers = [], [], {}, []
@@ -355,8 +410,10 @@ def parse_v7(d: bytes) -> V7:
         raise LayoutError("no single top-level BUFFER option")
     # what follows the last thing the options point to: sections, back to back (trace-cmd
     # writes the STRINGS section, id 15, the section descriptions, last)
-    end = max([x.end for x in opt_sections + list(sections.values())]
-              + [c["offset"] + 4 + c["size"] for b in buffers for c in b["cpus"]])
+    end = max(
+        [x.end for x in opt_sections + list(sections.values())]
+        + [c["offset"] + 4 + c["size"] for b in buffers for c in b["cpus"]]
+    )
     trailing = []
     while end + 16 <= len(d):
         trailing.append(Section(end, u16(d, end), u16(d, end + 2), u64(d, end + 8)))
@@ -374,22 +431,37 @@ def _buffer_option(d, opt: Option) -> dict:
     o += 8
     cpus = []
     for _ in range(ncpu):
-        cpus.append({"entry": o, "cpu": u32(d, o), "offset_off": o + 4, "offset": u64(d, o + 4),
-                     "size_off": o + 12, "size": u64(d, o + 12)})
+        cpus.append(
+            {
+                "entry": o,
+                "cpu": u32(d, o),
+                "offset_off": o + 4,
+                "offset": u64(d, o + 4),
+                "size_off": o + 12,
+                "size": u64(d, o + 12),
+            }
+        )
         o += 20
     at = fly
-    return {"option": opt, "name": name, "clock": clock, "page_size_off": page_size_off,
-            "flyrecord": Section(at, u16(d, at), u16(d, at + 2), u64(d, at + 8)), "cpus": cpus}
+    return {
+        "option": opt,
+        "name": name,
+        "clock": clock,
+        "page_size_off": page_size_off,
+        "flyrecord": Section(at, u16(d, at), u16(d, at + 2), u64(d, at + 8)),
+        "cpus": cpus,
+    }
 
 
 # ------------------------------------------------------------- formats and pages
+
 
 @dataclass
 class Format:
     system: str
     name: str
     id: int
-    fields: dict        # name -> (offset, size)
+    fields: dict  # name -> (offset, size)
     blob: Blob | None = None
 
 
@@ -410,20 +482,22 @@ def formats_v6(lay: V6) -> dict:
     d = lay.data
     out = {}
     for system, b in lay.formats():
-        f = parse_format(system, bytes(d[b.off:b.end]), b)
+        f = parse_format(system, bytes(d[b.off : b.end]), b)
         out[f.id] = f
     return out
 
 
 def header_page_fields(text: bytes) -> dict:
-    return {m.group(1): (int(m.group(2)), int(m.group(3)))
-            for m in re.finditer(rb"field: [^;]*?(\w+);\s*offset:(\d+);\s*size:(\d+);", text)}
+    return {
+        m.group(1): (int(m.group(2)), int(m.group(3)))
+        for m in re.finditer(rb"field: [^;]*?(\w+);\s*offset:(\d+);\s*size:(\d+);", text)
+    }
 
 
 @dataclass
 class Record:
     ts: int
-    off: int            # file offset of the payload (common_type first)
+    off: int  # file offset of the payload (common_type first)
     size: int
     id: int
 
@@ -441,7 +515,7 @@ def walk_pages(lay: V6) -> list:
     """Every ring-buffer page of every CPU, with its data records (the rules of
     libtraceevent's kbuffer-parse.c, as trace-cmd.dat.v6(5) describes them)."""
     d = lay.data
-    hp = header_page_fields(bytes(d[lay.header_page.off:lay.header_page.end]))
+    hp = header_page_fields(bytes(d[lay.header_page.off : lay.header_page.end]))
     commit_off, commit_size = hp[b"commit"]
     data_off = hp[b"data"][0]
     psize = lay.head["page_size"]
@@ -451,7 +525,7 @@ def walk_pages(lay: V6) -> list:
             raise LayoutError(f"CPU {cpu} data is not whole pages")
         for p in range(off, off + size, psize):
             ts = u64(d, p)
-            commit = int.from_bytes(d[p + commit_off:p + commit_off + commit_size], "little")
+            commit = int.from_bytes(d[p + commit_off : p + commit_off + commit_size], "little")
             page = Page(cpu, p, ts, commit)
             pages.append(page)
             n = commit & COMMIT_MASK
@@ -459,7 +533,7 @@ def walk_pages(lay: V6) -> list:
             pos = 0
             while pos < n:
                 hdr = u32(d, base + pos)
-                tl, delta = hdr & 0x1f, hdr >> 5
+                tl, delta = hdr & 0x1F, hdr >> 5
                 if tl == T_PADDING:
                     if delta == 0:
                         break
@@ -469,7 +543,7 @@ def walk_pages(lay: V6) -> list:
                     continue
                 if tl in (T_TIME_EXTEND, T_TIME_STAMP):
                     v = (u32(d, base + pos + 4) << 27) + delta
-                    ts = v | (ts & (0xf8 << 56)) if tl == T_TIME_STAMP else ts + v
+                    ts = v | (ts & (0xF8 << 56)) if tl == T_TIME_STAMP else ts + v
                     pos += 8
                     continue
                 if tl == 0:
@@ -492,8 +566,9 @@ def event_counts(pages, fmts) -> dict:
 
 # -------------------------------------------------------------------------- damage
 
+
 def patch(d: bytes, off: int, new: bytes) -> bytes:
-    return d[:off] + new + d[off + len(new):]
+    return d[:off] + new + d[off + len(new) :]
 
 
 def put_u32(d, off, v):
@@ -512,7 +587,7 @@ def _edit_number(text: bytes, anchor: bytes, key: bytes, new: bytes) -> bytes:
     end = text.index(b"\n", line_at)
     line = text[start:end]
     m = re.search(re.escape(key) + rb"(\d+)", line)
-    return text[:start + m.start(1)] + new + text[start + m.end(1):]
+    return text[: start + m.start(1)] + new + text[start + m.end(1) :]
 
 
 class Corpus:
@@ -521,16 +596,18 @@ class Corpus:
         self.files: dict[str, dict] = {}
         self.bytes: dict[str, bytes] = {}
 
-    def add(self, name: str, data: bytes, base: str, outcome: str, damage: str, why: str,
-            **extra) -> None:
+    def add(
+        self, name: str, data: bytes, base: str, outcome: str, damage: str, why: str, **extra
+    ) -> None:
         assert name.endswith(".dat") and name not in self.files
         self.bytes[name] = data
-        self.files[name] = {"base": base, "outcome": outcome, "damage": damage, "why": why,
-                            **extra}
+        self.files[name] = {"base": base, "outcome": outcome, "damage": damage, "why": why, **extra}
 
 
-E_LAYOUT = ("the file's own layout is inconsistent here: a reader that went on would read "
-            "bytes as something they are not, so it refuses the file")
+E_LAYOUT = (
+    "the file's own layout is inconsistent here: a reader that went on would read "
+    "bytes as something they are not, so it refuses the file"
+)
 
 
 def damage_v7(c: Corpus, d: bytes) -> None:
@@ -545,55 +622,98 @@ def damage_v7(c: Corpus, d: bytes) -> None:
     if not formats.flags & 1:
         raise LayoutError("the event formats of the v7 base are not compressed")
 
-    c.add("v7-page-size-0.dat", put_u32(d, lay.head["page_size_off"], 0), BASE7, "error",
-          "the file header's page size (u32 after the long size) set to 0",
-          "a page size of 0 cannot be: every page offset would divide by it (libtracecmd "
-          "divides by zero here)")
-    c.add("v7-zstd-chunk-count-0-cpu1.dat", put_u32(d, cpu1["offset"], 0), BASE7, "error",
-          f"CPU 1's compressed data (at {cpu1['offset']}) starts with a chunk count of 0",
-          "0 chunks in a CPU data range of "
-          f"{cpu1['size']} bytes contradicts the BUFFER option; reading 0 chunks would drop "
-          "all of CPU 1's events without a word")
-    c.add("v7-flyrecord-compression-flag-cleared.dat",
-          patch(d, fly.off + 2, struct.pack("<H", fly.flags & ~1)), BASE7, "error",
-          f"the 'buffer flyrecord' section (at {fly.off}) has its compression flag cleared",
-          "the CPU data then reads as raw pages, which they are not (compressed chunks): "
-          "the page headers do not hold")
-    c.add("v7-formats-compression-flag-cleared.dat",
-          patch(d, formats.off + 2, struct.pack("<H", formats.flags & ~1)), BASE7, "error",
-          f"the event formats section (at {formats.off}) has its compression flag cleared",
-          "the compressed bytes then read as the format list, which they are not")
+    c.add(
+        "v7-page-size-0.dat",
+        put_u32(d, lay.head["page_size_off"], 0),
+        BASE7,
+        "error",
+        "the file header's page size (u32 after the long size) set to 0",
+        "a page size of 0 cannot be: every page offset would divide by it (libtracecmd "
+        "divides by zero here)",
+    )
+    c.add(
+        "v7-zstd-chunk-count-0-cpu1.dat",
+        put_u32(d, cpu1["offset"], 0),
+        BASE7,
+        "error",
+        f"CPU 1's compressed data (at {cpu1['offset']}) starts with a chunk count of 0",
+        "0 chunks in a CPU data range of "
+        f"{cpu1['size']} bytes contradicts the BUFFER option; reading 0 chunks would drop "
+        "all of CPU 1's events without a word",
+    )
+    c.add(
+        "v7-flyrecord-compression-flag-cleared.dat",
+        patch(d, fly.off + 2, struct.pack("<H", fly.flags & ~1)),
+        BASE7,
+        "error",
+        f"the 'buffer flyrecord' section (at {fly.off}) has its compression flag cleared",
+        "the CPU data then reads as raw pages, which they are not (compressed chunks): "
+        "the page headers do not hold",
+    )
+    c.add(
+        "v7-formats-compression-flag-cleared.dat",
+        patch(d, formats.off + 2, struct.pack("<H", formats.flags & ~1)),
+        BASE7,
+        "error",
+        f"the event formats section (at {formats.off}) has its compression flag cleared",
+        "the compressed bytes then read as the format list, which they are not",
+    )
     # an option whose size runs past the end of its options section
     opt = next(o for o in lay.options if o.id == OPT_CPUCOUNT)
     past = opt.section.end - opt.data + 8
-    c.add("v7-option-size-past-section.dat", put_u32(d, opt.off + 2, past), BASE7, "error",
-          f"the CPUCOUNT option at {opt.off} says {past} bytes, 8 more than its options "
-          f"section (ending at {opt.section.end}) holds",
-          "an option that runs out of its section: " + E_LAYOUT)
+    c.add(
+        "v7-option-size-past-section.dat",
+        put_u32(d, opt.off + 2, past),
+        BASE7,
+        "error",
+        f"the CPUCOUNT option at {opt.off} says {past} bytes, 8 more than its options "
+        f"section (ending at {opt.section.end}) holds",
+        "an option that runs out of its section: " + E_LAYOUT,
+    )
     size = len(d) - cpu1["offset"] + 4096
-    c.add("v7-cpu1-size-past-eof.dat", put_u64(d, cpu1["size_off"], size), BASE7, "error",
-          f"the BUFFER option's size of CPU 1's data set to {size}: 4096 bytes past the end "
-          "of the file", "the data the file declares is not in it (a truncated file)")
+    c.add(
+        "v7-cpu1-size-past-eof.dat",
+        put_u64(d, cpu1["size_off"], size),
+        BASE7,
+        "error",
+        f"the BUFFER option's size of CPU 1's data set to {size}: 4096 bytes past the end "
+        "of the file",
+        "the data the file declares is not in it (a truncated file)",
+    )
     tail = lay.trailing[-1] if lay.trailing else None
     if tail is None or tail.end != len(d):
         raise LayoutError("the v7 base does not end with a section")
-    last = (f": the end of the section at {tail.off} (id {tail.id}"
-            + (", STRINGS: the section descriptions" if tail.id == 15 else "")
-            + (", compressed" if tail.flags & 1 else "") + "), the last in the file")
+    last = (
+        f": the end of the section at {tail.off} (id {tail.id}"
+        + (", STRINGS: the section descriptions" if tail.id == 15 else "")
+        + (", compressed" if tail.flags & 1 else "")
+        + "), the last in the file"
+    )
     cuts = {
         "in-header": (lay.head["page_size_off"] + 2, "inside the file header's page size"),
-        "in-formats": (formats.content + formats.size // 2, "in the middle of the compressed "
-                       "event formats section"),
-        "in-options": (lay.option_sections[0].content + lay.option_sections[0].size // 2,
-                       "in the middle of the first options section"),
-        "in-cpu-data": (cpu0["offset"] + cpu0["size"] // 2, "in the middle of CPU 0's "
-                        "compressed data"),
+        "in-formats": (
+            formats.content + formats.size // 2,
+            "in the middle of the compressed event formats section",
+        ),
+        "in-options": (
+            lay.option_sections[0].content + lay.option_sections[0].size // 2,
+            "in the middle of the first options section",
+        ),
+        "in-cpu-data": (
+            cpu0["offset"] + cpu0["size"] // 2,
+            "in the middle of CPU 0's compressed data",
+        ),
         "last-byte": (len(d) - 1, "the last byte removed" + last),
     }
     for tag, (at, where) in cuts.items():
-        c.add(f"v7-truncated-{tag}.dat", d[:at], BASE7, "error",
-              f"truncated to {at} of {len(d)} bytes: {where}",
-              "a truncated file: what the file declares is not all there")
+        c.add(
+            f"v7-truncated-{tag}.dat",
+            d[:at],
+            BASE7,
+            "error",
+            f"truncated to {at} of {len(d)} bytes: {where}",
+            "a truncated file: what the file declares is not all there",
+        )
 
 
 def damage_v6(c: Corpus, d: bytes) -> None:
@@ -608,26 +728,41 @@ def damage_v6(c: Corpus, d: bytes) -> None:
 
     # ---- the file header
     at = lay.head["page_size_off"] + 1
-    c.add("v6-page-size-byte-flipped.dat", patch(d, at, bytes([d[at] ^ 0xff])), BASE6,
-          "error", f"byte {at} (the second byte of the header's page size {psize}) XOR 0xff: "
-          f"page size {u32(patch(d, at, bytes([d[at] ^ 0xff])), lay.head['page_size_off'])}",
-          "a page size that is no power of two (and no multiple of the CPU data sizes) is "
-          "damage in a field the reader validates")
+    c.add(
+        "v6-page-size-byte-flipped.dat",
+        patch(d, at, bytes([d[at] ^ 0xFF])),
+        BASE6,
+        "error",
+        f"byte {at} (the second byte of the header's page size {psize}) XOR 0xff: "
+        f"page size {u32(patch(d, at, bytes([d[at] ^ 0xFF])), lay.head['page_size_off'])}",
+        "a page size that is no power of two (and no multiple of the CPU data sizes) is "
+        "damage in a field the reader validates",
+    )
 
     # ---- header_page text
-    hp = bytes(d[lay.header_page.off:lay.header_page.end])
+    hp = bytes(d[lay.header_page.off : lay.header_page.end])
     new = _edit_number(hp, b" commit;", b"size:", b"9")
     assert len(new) == len(hp)
-    c.add("v6-header-page-commit-size-9.dat", patch(d, lay.header_page.off, new), BASE6,
-          "error", "header_page text: the commit field's 'size:8' changed to 'size:9'",
-          "the commit word is the kernel's long (4 or 8 bytes); 9 is no long size, so the "
-          "pages cannot be read")
+    c.add(
+        "v6-header-page-commit-size-9.dat",
+        patch(d, lay.header_page.off, new),
+        BASE6,
+        "error",
+        "header_page text: the commit field's 'size:8' changed to 'size:9'",
+        "the commit word is the kernel's long (4 or 8 bytes); 9 is no long size, so the "
+        "pages cannot be read",
+    )
     new = _edit_number(hp, b" data;", b"offset:", b"18")
     assert len(new) == len(hp)
-    c.add("v6-header-page-data-offset-18.dat", patch(d, lay.header_page.off, new), BASE6,
-          "error", "header_page text: the data field's 'offset:16' changed to 'offset:18'",
-          "the events of a page start right after the commit word (offset 8 + size 8); a "
-          "header that says otherwise contradicts itself")
+    c.add(
+        "v6-header-page-data-offset-18.dat",
+        patch(d, lay.header_page.off, new),
+        BASE6,
+        "error",
+        "header_page text: the data field's 'offset:16' changed to 'offset:18'",
+        "the events of a page start right after the commit word (offset 8 + size 8); a "
+        "header that says otherwise contradicts itself",
+    )
 
     # ---- event formats (written again: these change the length of a format text)
     total = sum(len(p.records) for p in pages)
@@ -646,77 +781,119 @@ def damage_v6(c: Corpus, d: bytes) -> None:
         kw = {}
         if outcome == "warning":
             kw = {"skipped": {event: n}, "warning_mentions": [rf"\b{n}\b", r"(?i)\bid\b"]}
-            why = (f"{n} of {total} records ({100 * n / total:.1f} %) carry an id no format "
-                   "has: bounded damage, skipped and said so")
+            why = (
+                f"{n} of {total} records ({100 * n / total:.1f} %) carry an id no format "
+                "has: bounded damage, skipped and said so"
+            )
         else:
-            why = (f"{n} of {total} records ({100 * n / total:.0f} %) carry an id no format "
-                   "has: not a few damaged records but a file whose formats do not match "
-                   "its data (more than 1 % unknown is refused)")
-        c.add(f"v6-event-id-unknown-{event}.dat",
-              rewrite(event, lambda t: re.sub(rb"(?m)^ID: \d+$",
-                                              b"ID: " + str(new_id).encode(), t)),
-              BASE6, outcome, f"the ID line of {event}'s format changed from {old} to "
-              f"{new_id}, so its {n} records refer to id {old}, which no format has", why,
-              **kw)
+            why = (
+                f"{n} of {total} records ({100 * n / total:.0f} %) carry an id no format "
+                "has: not a few damaged records but a file whose formats do not match "
+                "its data (more than 1 % unknown is refused)"
+            )
+        c.add(
+            f"v6-event-id-unknown-{event}.dat",
+            rewrite(
+                event,
+                lambda t, new_id=new_id: re.sub(
+                    rb"(?m)^ID: \d+$", b"ID: " + str(new_id).encode(), t
+                ),
+            ),
+            BASE6,
+            outcome,
+            f"the ID line of {event}'s format changed from {old} to "
+            f"{new_id}, so its {n} records refer to id {old}, which no format has",
+            why,
+            **kw,
+        )
     n_switch = sum(1 for p in pages for r in p.records if r.id == by_name["sched_switch"].id)
-    c.add("v6-field-size-int-max.dat",
-          rewrite("sched_switch", lambda t: _edit_number(t, b" prev_comm[16];", b"size:",
-                                                         b"2147483640")),
-          BASE6, "error", "sched_switch's format: field prev_comm 'size:16;' changed to "
-          "'size:2147483640;' (offset 8 + size overflows a 32-bit int)",
-          "a field larger than any record (or page) is an impossible format; sched_switch is "
-          f"{100 * n_switch / total:.0f} % of the records, so skipping them is no bounded "
-          "damage")
+    c.add(
+        "v6-field-size-int-max.dat",
+        rewrite(
+            "sched_switch", lambda t: _edit_number(t, b" prev_comm[16];", b"size:", b"2147483640")
+        ),
+        BASE6,
+        "error",
+        "sched_switch's format: field prev_comm 'size:16;' changed to "
+        "'size:2147483640;' (offset 8 + size overflows a 32-bit int)",
+        "a field larger than any record (or page) is an impossible format; sched_switch is "
+        f"{100 * n_switch / total:.0f} % of the records, so skipping them is no bounded "
+        "damage",
+    )
     pf = by_name["sched_switch"]
-    text = bytes(d[pf.blob.off:pf.blob.end])
+    text = bytes(d[pf.blob.off : pf.blob.end])
     nshift = text.count(b"<< 1")
     assert nshift == 3, nshift
-    c.add("v6-print-fmt-div-zero.dat",
-          rewrite("sched_switch", lambda t: t.replace(b"<< 1", b"/ 0")), BASE6, "error",
-          f"sched_switch's print fmt: each of the {nshift} '<< 1' of the prev_state "
-          "expression replaced by '/ 0'",
-          "the print fmt is the only statement in the file of what prev_state's bits mean; "
-          "it cannot be evaluated (division by zero), so prev_state_str would be a guess "
-          "(and a reader that evaluates it naively dies of SIGFPE)")
+    c.add(
+        "v6-print-fmt-div-zero.dat",
+        rewrite("sched_switch", lambda t: t.replace(b"<< 1", b"/ 0")),
+        BASE6,
+        "error",
+        f"sched_switch's print fmt: each of the {nshift} '<< 1' of the prev_state "
+        "expression replaced by '/ 0'",
+        "the print fmt is the only statement in the file of what prev_state's bits mean; "
+        "it cannot be evaluated (division by zero), so prev_state_str would be a guess "
+        "(and a reader that evaluates it naively dies of SIGFPE)",
+    )
 
     # ---- the CPU data table
     (e0, off0, size0), (e1, off1, size1) = lay.cpu_table[:2]
     past = -(-len(d) // psize) * psize + psize
-    c.add("v6-cpu1-offset-past-eof.dat", put_u64(d, e1, past), BASE6, "error",
-          f"flyrecord: CPU 1's data offset set to {past}, past the end of the file "
-          f"({len(d)} bytes)", "the data the file declares is not in it")
+    c.add(
+        "v6-cpu1-offset-past-eof.dat",
+        put_u64(d, e1, past),
+        BASE6,
+        "error",
+        f"flyrecord: CPU 1's data offset set to {past}, past the end of the file ({len(d)} bytes)",
+        "the data the file declares is not in it",
+    )
     assert size0 > psize and off0 + psize + size1 <= len(d)
-    c.add("v6-cpu-data-overlap.dat", put_u64(d, e1, off0 + psize), BASE6, "error",
-          f"flyrecord: CPU 1's data offset set to {off0 + psize}, one page into CPU 0's data "
-          f"[{off0}, {off0 + size0}) (size kept)",
-          "two CPUs claiming the same pages: " + E_LAYOUT + " (reading both would count "
-          "CPU 0's events twice, on two CPUs)")
+    c.add(
+        "v6-cpu-data-overlap.dat",
+        put_u64(d, e1, off0 + psize),
+        BASE6,
+        "error",
+        f"flyrecord: CPU 1's data offset set to {off0 + psize}, one page into CPU 0's data "
+        f"[{off0}, {off0 + size0}) (size kept)",
+        "two CPUs claiming the same pages: " + E_LAYOUT + " (reading both would count "
+        "CPU 0's events twice, on two CPUs)",
+    )
 
     # ---- pages: a zeroed page, a page that goes back in time (CPU 0, with events)
     p0 = [p for p in pages if p.cpu == 0 and p.records and not p.commit & MISSING_EVENTS]
     if len(p0) < 5:
         raise LayoutError("too few pages on CPU 0")
     z = p0[len(p0) // 2]
-    c.add("v6-cpu0-page-zeroed.dat", patch(d, z.off, bytes(psize)), BASE6, "error",
-          f"CPU 0's page at {z.off} (page {(z.off - off0) // psize} of {size0 // psize}, "
-          f"{len(z.records)} events) overwritten with zeros",
-          "a zeroed page (timestamp 0, commit 0) is no page the kernel writes between full "
-          "ones, so its events are known to be missing; the data is damaged in a way no "
-          "count can bound (the damage that zeroed one page may have touched others), so a "
-          "reader that feeds a CI gate refuses the file rather than answer with fewer events")
+    c.add(
+        "v6-cpu0-page-zeroed.dat",
+        patch(d, z.off, bytes(psize)),
+        BASE6,
+        "error",
+        f"CPU 0's page at {z.off} (page {(z.off - off0) // psize} of {size0 // psize}, "
+        f"{len(z.records)} events) overwritten with zeros",
+        "a zeroed page (timestamp 0, commit 0) is no page the kernel writes between full "
+        "ones, so its events are known to be missing; the data is damaged in a way no "
+        "count can bound (the damage that zeroed one page may have touched others), so a "
+        "reader that feeds a CI gate refuses the file rather than answer with fewer events",
+    )
     k = len(p0) // 3
     prev, back = p0[k - 1], p0[k]
     span = back.records[-1].ts - back.ts
     new_ts = prev.ts - span - 1000
     assert new_ts > 0 and prev.records[0].ts > new_ts + span
-    c.add("v6-cpu0-time-backwards.dat", put_u64(d, back.off, new_ts), BASE6, "error",
-          f"CPU 0's page at {back.off} ({len(back.records)} events): its timestamp set to "
-          f"{new_ts}, so all its events lie before the previous page's first one "
-          f"({prev.records[0].ts}); the page after it is in order again",
-          "time on one CPU never goes back in a real recording: the page's timestamp or the "
-          "pages' order is damaged, and which events are right cannot be told, so the file "
-          "is corrupt (keeping the page would put its events in the wrong place, skipping "
-          "it would drop events that may be the right ones)")
+    c.add(
+        "v6-cpu0-time-backwards.dat",
+        put_u64(d, back.off, new_ts),
+        BASE6,
+        "error",
+        f"CPU 0's page at {back.off} ({len(back.records)} events): its timestamp set to "
+        f"{new_ts}, so all its events lie before the previous page's first one "
+        f"({prev.records[0].ts}); the page after it is in order again",
+        "time on one CPU never goes back in a real recording: the page's timestamp or the "
+        "pages' order is damaged, and which events are right cannot be told, so the file "
+        "is corrupt (keeping the page would put its events in the wrong place, skipping "
+        "it would drop events that may be the right ones)",
+    )
 
     # ---- invalid UTF-8 in a task name: legal, must load with U+FFFD per bad byte
     sw = by_name["sched_switch"]
@@ -726,7 +903,7 @@ def damage_v6(c: Corpus, d: bytes) -> None:
         if p.cpu != 0:
             continue
         for r in p.records:
-            comm = bytes(d[r.off + coff:r.off + coff + csize]).split(b"\0")[0]
+            comm = bytes(d[r.off + coff : r.off + coff + csize]).split(b"\0")[0]
             if r.id == sw.id and seen[r.ts, 0] == 1 and len(comm) >= 5 and comm.isascii():
                 break
         else:
@@ -734,13 +911,24 @@ def damage_v6(c: Corpus, d: bytes) -> None:
         break
     new = comm[:1] + b"\xff\xfe" + comm[3:]
     expected = new.decode("utf-8", "replace")
-    c.add("v6-prev-comm-invalid-utf8.dat", patch(d, r.off + coff, new), BASE6, "ok",
-          f"the prev_comm of the sched_switch on CPU 0 at {r.ts} ns (record at file offset "
-          f"{r.off}): {comm.decode()!r} with its 2nd and 3rd bytes replaced by 0xff 0xfe",
-          "not damage: a task name is any bytes (prctl(PR_SET_NAME)); it must load, each "
-          "invalid byte becoming U+FFFD (bytes.decode('utf-8', 'replace'))",
-          check={"table": "sched_switch", "ts": r.ts, "cpu": 0, "column": "prev_comm",
-                 "value": expected, "only_row_with_fffd": True})
+    c.add(
+        "v6-prev-comm-invalid-utf8.dat",
+        patch(d, r.off + coff, new),
+        BASE6,
+        "ok",
+        f"the prev_comm of the sched_switch on CPU 0 at {r.ts} ns (record at file offset "
+        f"{r.off}): {comm.decode()!r} with its 2nd and 3rd bytes replaced by 0xff 0xfe",
+        "not damage: a task name is any bytes (prctl(PR_SET_NAME)); it must load, each "
+        "invalid byte becoming U+FFFD (bytes.decode('utf-8', 'replace'))",
+        check={
+            "table": "sched_switch",
+            "ts": r.ts,
+            "cpu": 0,
+            "column": "prev_comm",
+            "value": expected,
+            "only_row_with_fffd": True,
+        },
+    )
 
     # ---- truncations
     hp_mid = lay.header_page.off + lay.header_page.size // 2
@@ -753,14 +941,21 @@ def damage_v6(c: Corpus, d: bytes) -> None:
         "in-header-page": (hp_mid, "in the middle of the header_page text"),
         "in-formats": (fmt_mid, "in the middle of the first sched event format"),
         "in-options": (opt_mid, "inside the data of the first option"),
-        "in-cpu-data": (off1 + size1 // 2 + 100, "in the middle of CPU 1's data (the last "
-                        "CPU: inside one of its pages)"),
+        "in-cpu-data": (
+            off1 + size1 // 2 + 100,
+            "in the middle of CPU 1's data (the last CPU: inside one of its pages)",
+        ),
         "last-byte": (len(d) - 1, "the last byte removed (the end of CPU 1's last page)"),
     }
     for tag, (at, where) in cuts.items():
-        c.add(f"v6-truncated-{tag}.dat", d[:at], BASE6, "error",
-              f"truncated to {at} of {len(d)} bytes: {where}",
-              "a truncated file: what the file declares is not all there")
+        c.add(
+            f"v6-truncated-{tag}.dat",
+            d[:at],
+            BASE6,
+            "error",
+            f"truncated to {at} of {len(d)} bytes: {where}",
+            "a truncated file: what the file declares is not all there",
+        )
 
 
 def make_corpus(out: Path) -> dict:
@@ -770,27 +965,31 @@ def make_corpus(out: Path) -> dict:
     counts = event_counts(walk_pages(lay), fmts)
     c = Corpus(out)
     for name, kind in ((BASE6, "version 6, uncompressed"), (BASE7, "version 7, zstd")):
-        c.files[name] = {"base": name, "outcome": "ok", "damage": "none: the base itself "
-                         f"({kind})", "why": "the undamaged original"}
+        c.files[name] = {
+            "base": name,
+            "outcome": "ok",
+            "damage": f"none: the base itself ({kind})",
+            "why": "the undamaged original",
+        }
     damage_v7(c, base7)
     damage_v6(c, base6)
     for name, data in c.bytes.items():
         (out / name).write_bytes(data)
     manifest = {
         "about": "tests/data/hostile: trace.dat files damaged on purpose, and what a reader "
-                 "must do with each; written by scripts/make_hostile.py (see its docstring "
-                 "and tests/test_tracedat_hostile.py)",
+        "must do with each; written by scripts/make_hostile.py (see its docstring "
+        "and tests/test_tracedat_hostile.py)",
         "source": str(SOURCE.relative_to(ROOT)),
         "originals": {BASE6: {"events": counts}, BASE7: {"events": counts}},
         "outcomes": {
             "error": "schedwake.load raises TraceError (one line, naming the file); the CLI "
-                     "exits 2 with exactly one stderr line naming the file",
+            "exits 2 with exactly one stderr line naming the file",
             "warning": "loads with exactly the original's events minus 'skipped' and exactly "
-                       "one warning (meta['warnings']) that matches every "
-                       "'warning_mentions' regex; the CLI exits 0 with exactly that one "
-                       "stderr line, naming the file",
+            "one warning (meta['warnings']) that matches every "
+            "'warning_mentions' regex; the CLI exits 0 with exactly that one "
+            "stderr line, naming the file",
             "ok": "loads with exactly the original's events and no warning; the CLI exits 0 "
-                  "with nothing on stderr",
+            "with nothing on stderr",
         },
         "files": dict(sorted(c.files.items())),
     }
@@ -800,9 +999,15 @@ def make_corpus(out: Path) -> dict:
 
 # ----------------------------------------------------------------------- the bases
 
+
 def _report_lines(path: Path) -> list[str]:
-    out = subprocess.run(["trace-cmd", "report", "-N", "-i", str(path)], capture_output=True,
-                         check=True).stdout.decode("utf-8", "replace").splitlines()
+    out = (
+        subprocess.run(
+            ["trace-cmd", "report", "-N", "-i", str(path)], capture_output=True, check=True
+        )
+        .stdout.decode("utf-8", "replace")
+        .splitlines()
+    )
     return [ln for ln in out if not ln.startswith("cpus=")]
 
 
@@ -811,9 +1016,22 @@ def make_bases(out: Path) -> None:
         sys.exit("make_hostile.py --bases needs trace-cmd")
     with tempfile.TemporaryDirectory() as tmp:
         full = Path(tmp) / "full-v6.dat"
-        subprocess.run(["trace-cmd", "convert", "-i", str(SOURCE), "-o", str(full),
-                        "--file-version", "6", "--compression", "none"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                "trace-cmd",
+                "convert",
+                "-i",
+                str(SOURCE),
+                "-o",
+                str(full),
+                "--file-version",
+                "6",
+                "--compression",
+                "none",
+            ],
+            check=True,
+            capture_output=True,
+        )
         data = full.read_bytes()
         lay = parse_v6(data)
         parts = V6Parts.of(lay)
@@ -824,8 +1042,20 @@ def make_bases(out: Path) -> None:
         used = {fmts[r.id].system.encode() for p in pages for r in p.records}
         parts.systems = [(name, texts) for name, texts in parts.systems if name in used]
         (out / BASE6).write_bytes(parts.write())
-        subprocess.run(["trace-cmd", "convert", "-i", str(out / BASE6), "-o", str(out / BASE7),
-                        "--compression", "zstd"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "trace-cmd",
+                "convert",
+                "-i",
+                str(out / BASE6),
+                "-o",
+                str(out / BASE7),
+                "--compression",
+                "zstd",
+            ],
+            check=True,
+            capture_output=True,
+        )
         want = _report_lines(SOURCE)
         for name in (BASE6, BASE7):
             if _report_lines(out / name) != want:
@@ -835,18 +1065,28 @@ def make_bases(out: Path) -> None:
         theirs = Counter(re.search(r"\s(\w+):\s", ln).group(1) for ln in want)
         if mine != dict(sorted(theirs.items())):
             raise LayoutError(f"page walker counts {mine}, trace-cmd report {dict(theirs)}")
-        print(f"bases: {BASE6} {(out / BASE6).stat().st_size} bytes, {BASE7} "
-              f"{(out / BASE7).stat().st_size} bytes, {sum(mine.values())} events "
-              f"(= trace-cmd report); kept systems {sorted(s.decode() for s in used)}")
+        print(
+            f"bases: {BASE6} {(out / BASE6).stat().st_size} bytes, {BASE7} "
+            f"{(out / BASE7).stat().st_size} bytes, {sum(mine.values())} events "
+            f"(= trace-cmd report); kept systems {sorted(s.decode() for s in used)}"
+        )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT, help="corpus directory (default: %(default)s)")
-    ap.add_argument("--bases", action="store_true",
-                    help=f"first rebuild {BASE6} and {BASE7} from {SOURCE.name} (needs trace-cmd)")
-    ap.add_argument("--from", dest="bases_from", type=Path, default=None,
-                    help="take the two bases from this directory (default: --out)")
+    ap.add_argument(
+        "--bases",
+        action="store_true",
+        help=f"first rebuild {BASE6} and {BASE7} from {SOURCE.name} (needs trace-cmd)",
+    )
+    ap.add_argument(
+        "--from",
+        dest="bases_from",
+        type=Path,
+        default=None,
+        help="take the two bases from this directory (default: --out)",
+    )
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.bases:
@@ -857,8 +1097,9 @@ def main(argv=None) -> int:
     manifest = make_corpus(args.out)
     total = sum((args.out / n).stat().st_size for n in manifest["files"])
     by = Counter(f["outcome"] for f in manifest["files"].values())
-    print(f"{len(manifest['files'])} files ({dict(sorted(by.items()))}), {total} bytes "
-          f"in {args.out}")
+    print(
+        f"{len(manifest['files'])} files ({dict(sorted(by.items()))}), {total} bytes in {args.out}"
+    )
     return 0
 
 

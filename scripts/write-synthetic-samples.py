@@ -35,25 +35,43 @@ DEFAULT_OUT = ROOT / "sample_traces" / "synthetic"
 #: name -> (description, make_trace parameters). Every planted scene count is large
 #: enough for its detector's default thresholds; the background scenes alone find nothing.
 SAMPLES: dict[str, tuple[str, dict]] = {
-    "healthy": ("background scenes only (irq and softirq wake-ups, user tasks waking "
-                "each other, kworkers waking tasks on their own CPU, newly-idle "
-                "load-balance pulls): no findings",
-                dict(background=600, seed=11)),
-    "pingpong": ("bound kworkers waking a task whose previous CPU is the kworker's, "
-                 "the task migrated away (40 stackable, 15 with another task runnable "
-                 "on the kworker's CPU)",
-                 dict(pingpong=40, pingpong_busy=15, background=300, seed=12)),
-    "roundrobin": ("one user task woken onto a different CPU of its LLC at every wake-up",
-                   dict(roundrobin=80, background=300, seed=13)),
-    "storm": ("a kworker and a pinned task alternating on CPU 1, the kworker preempted "
-              "(R+) at every wake-up and the task sleeping again after 8 us",
-              dict(storm=400, background=300, seed=14)),
-    "idle-gap": ("a task woken onto a busy CPU and waiting 0.2-2 ms while another CPU "
-                 "of its LLC is idle",
-                 dict(idle_gaps=60, background=300, seed=15)),
-    "mixed": ("all four pathologies in one trace",
-              dict(pingpong=30, pingpong_busy=10, roundrobin=60, storm=300, idle_gaps=60,
-                   background=400, seed=16)),
+    "healthy": (
+        "background scenes only (irq and softirq wake-ups, user tasks waking "
+        "each other, kworkers waking tasks on their own CPU, newly-idle "
+        "load-balance pulls): no findings",
+        dict(background=600, seed=11),
+    ),
+    "pingpong": (
+        "bound kworkers waking a task whose previous CPU is the kworker's, "
+        "the task migrated away (40 stackable, 15 with another task runnable "
+        "on the kworker's CPU)",
+        dict(pingpong=40, pingpong_busy=15, background=300, seed=12),
+    ),
+    "roundrobin": (
+        "one user task woken onto a different CPU of its LLC at every wake-up",
+        dict(roundrobin=80, background=300, seed=13),
+    ),
+    "storm": (
+        "a kworker and a pinned task alternating on CPU 1, the kworker preempted "
+        "(R+) at every wake-up and the task sleeping again after 8 us",
+        dict(storm=400, background=300, seed=14),
+    ),
+    "idle-gap": (
+        "a task woken onto a busy CPU and waiting 0.2-2 ms while another CPU of its LLC is idle",
+        dict(idle_gaps=60, background=300, seed=15),
+    ),
+    "mixed": (
+        "all four pathologies in one trace",
+        dict(
+            pingpong=30,
+            pingpong_busy=10,
+            roundrobin=60,
+            storm=300,
+            idle_gaps=60,
+            background=400,
+            seed=16,
+        ),
+    ),
 }
 
 
@@ -72,12 +90,11 @@ def write_samples(out: Path) -> dict:
             "description": description,
             "params": params,
             "planted": planted,
-            "events": {e: trace.table(e).num_rows for e in trace.events
-                       if trace.table(e).num_rows},
+            "events": {e: trace.table(e).num_rows for e in trace.events if trace.table(e).num_rows},
         }
     doc = {
         "generator": "scripts/write-synthetic-samples.py (schedwake.synth.make_trace, "
-                     "schedwake.synth.write_ftrace_text)",
+        "schedwake.synth.write_ftrace_text)",
         "samples": index,
     }
     (out / "planted.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
@@ -86,11 +103,15 @@ def write_samples(out: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help=f"output directory (default: {DEFAULT_OUT.relative_to(ROOT)})")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"output directory (default: {DEFAULT_OUT.relative_to(ROOT)})",
+    )
     args = ap.parse_args(argv)
     doc = write_samples(args.out)
-    for name, s in doc["samples"].items():
+    for s in doc["samples"].values():
         size = (args.out / s["file"]).stat().st_size
         print(f"{s['file']:<22} {sum(s['events'].values()):>6} events {size:>8} bytes")
     return 0

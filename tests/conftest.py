@@ -28,8 +28,8 @@ def sample(name: str) -> Path:
 #: Same-configuration iterations i1..i3 (sample_traces/README.md), by key: the sample
 #: path of each run without its final digit and ".dat".
 ITERATION_SETS = {
-    "c1": "iterations/dbench-xfs-1c-i",       # host, dbench 1 client, 1 s
-    "c4": "iterations/dbench-xfs-4c-i",       # host, dbench 4 clients, 1 s
+    "c1": "iterations/dbench-xfs-1c-i",  # host, dbench 1 client, 1 s
+    "c4": "iterations/dbench-xfs-4c-i",  # host, dbench 4 clients, 1 s
     # the real before/after pair: 6.1, 8-CPU guest, dbench 2 clients, with the
     # select_idle_sibling() kthread-stacking clause on (the fix) and off (before it)
     "on": "kstack-6.1/k61-dbench-c2-kstack-on-i",
@@ -73,9 +73,17 @@ def run_cli(*args, check: bool = False, cwd=None) -> subprocess.CompletedProcess
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
     env = dict(os.environ, COLUMNS="120")
     # a hang (the reader must refuse, never stall) fails the test instead of the CI job
-    proc = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True,
-                          env=env, cwd=cwd, stdin=subprocess.DEVNULL, timeout=600)
+    proc = subprocess.run(
+        cmd + [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"schedwake {' '.join(map(str, args))} failed "
-                             f"({proc.returncode}): {proc.stderr}")
+        raise AssertionError(
+            f"schedwake {' '.join(map(str, args))} failed ({proc.returncode}): {proc.stderr}"
+        )
     return proc

@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import re
 
-EVENTS = ("sched_waking", "sched_migrate_task", "sched_wakeup", "sched_wakeup_new",
-          "sched_switch", "workqueue_execute_start", "workqueue_execute_end")
+EVENTS = (
+    "sched_waking",
+    "sched_migrate_task",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_switch",
+    "workqueue_execute_start",
+    "workqueue_execute_end",
+)
 _RANK = {"sched_waking": 0, "sched_migrate_task": 1}
 
-PERCPU = re.compile(r"^(kworker/\d+:\d+H?([-+].*)?|kworker/\d+:|"
-                    r"(ksoftirqd|migration|cpuhp|rcuc|idle_inject|watchdog|rcuop|"
-                    r"posixcputmr|irq_work|ktimers)/\d+)$")
+PERCPU = re.compile(
+    r"^(kworker/\d+:\d+H?([-+].*)?|kworker/\d+:|"
+    r"(ksoftirqd|migration|cpuhp|rcuc|idle_inject|watchdog|rcuop|"
+    r"posixcputmr|irq_work|ktimers)/\d+)$"
+)
 IRQ_FLAGS = 0x08 | 0x10 | 0x40
 
 
@@ -51,14 +60,14 @@ def walk(trace, futile_run_ns=50_000):
     """
     topo = trace.topology
     llc_of = {c: i for i, g in enumerate(topo.llc) for c in g}
-    last_on_cpu = {}          # cpu -> (name, row) of the last event there
-    current = {}              # cpu -> (pid, comm) from the last sched_switch
-    running = {}              # pid -> True while switched in
-    pending = {}              # pid -> chosen cpu of a wake-up not yet run
-    run_start = {}            # pid -> (ts, cpu) of a run that began after a wake-up
+    last_on_cpu = {}  # cpu -> (name, row) of the last event there
+    current = {}  # cpu -> (pid, comm) from the last sched_switch
+    running = {}  # pid -> True while switched in
+    pending = {}  # pid -> chosen cpu of a wake-up not yet run
+    run_start = {}  # pid -> (ts, cpu) of a run that began after a wake-up
     res = {"pingpong": 0, "wakeups": 0, "wakeup_migrations": 0, "changes": {}, "storm": {}}
-    waking_info = {}          # (cpu) -> info of the last waking on that cpu
-    settled = set()           # pids woken up or run since their last waking
+    waking_info = {}  # (cpu) -> info of the last waking on that cpu
+    settled = set()  # pids woken up or run since their last waking
     for ts, _, _, name, r in merged(trace):
         cpu = r["cpu"]
         if name == "sched_waking":
@@ -66,10 +75,15 @@ def walk(trace, futile_run_ns=50_000):
             cur_pid, cur_comm = current.get(cpu, (None, None))
             comm = cur_comm if cur_pid == r["common_pid"] else r["common_comm"]
             flags = r.get("common_flags") or 0
-            info = {"pid": r["pid"], "waker": r["common_pid"], "prev": r["target_cpu"],
-                    "percpu_task": bool(PERCPU.match(comm or "")) and not (flags & IRQ_FLAGS)
-                    and r["common_pid"] != 0,
-                    "cpu": cpu}
+            info = {
+                "pid": r["pid"],
+                "waker": r["common_pid"],
+                "prev": r["target_cpu"],
+                "percpu_task": bool(PERCPU.match(comm or ""))
+                and not (flags & IRQ_FLAGS)
+                and r["common_pid"] != 0,
+                "cpu": cpu,
+            }
             waking_info[cpu] = info
             pid = r["pid"]
             settled.discard(pid)
@@ -81,9 +95,13 @@ def walk(trace, futile_run_ns=50_000):
             last = last_on_cpu.get(cpu)
             # a wake-up's own migration: right after its waking on that CPU, by the same
             # task, and before the wakee was woken up (sched_wakeup) or ran
-            if last is not None and last[0] == "sched_waking" and \
-                    last[1]["pid"] == r["pid"] and last[1]["common_pid"] == r["common_pid"] \
-                    and r["pid"] not in settled:
+            if (
+                last is not None
+                and last[0] == "sched_waking"
+                and last[1]["pid"] == r["pid"]
+                and last[1]["common_pid"] == r["common_pid"]
+                and r["pid"] not in settled
+            ):
                 res["wakeup_migrations"] += 1
                 info = waking_info[cpu]
                 if info["percpu_task"] and info["prev"] == cpu:
@@ -125,6 +143,7 @@ def walk(trace, futile_run_ns=50_000):
 
 # -- idle while runnable ----------------------------------------------------------------------
 
+
 def _pinned(trace, min_runs):
     """Pids treated as unable to move: per-CPU kthreads (by the names their switch-ins
     give them) and tasks switched in on one CPU only, at least ``min_runs`` times."""
@@ -155,36 +174,46 @@ def wakeup_waits(trace):
     Without ``sched_migrate_task``, the ``target_cpu`` of the wake-up's ``sched_wakeup``
     is its CPU (sched_waking's is the previous one).
     """
+
     def absent(name):
         return not trace.has(name) or trace.table(name).num_rows == 0
 
-    fallback = absent("sched_waking")   # then sched_wakeup is the wake-up
+    fallback = absent("sched_waking")  # then sched_wakeup is the wake-up
     no_migrate = absent("sched_migrate_task")
-    last_on_cpu = {}          # cpu -> (name, row) of the last event there
-    on_cpu = {}               # pid -> True while switched in
-    pending = {}              # pid -> {"cpu", "waking", "start", "moves"}: a wake-up not yet run
+    last_on_cpu = {}  # cpu -> (name, row) of the last event there
+    on_cpu = {}  # pid -> True while switched in
+    pending = {}  # pid -> {"cpu", "waking", "start", "moves"}: a wake-up not yet run
     out = []
     for ts, _, _, name, r in merged(trace):
         cpu = r["cpu"]
         if name == "sched_waking" or (fallback and name == "sched_wakeup"):
             pid = r["pid"]
-            pending.pop(pid, None)            # a wake-up that never ran: no wait
+            pending.pop(pid, None)  # a wake-up that never ran: no wait
             if not on_cpu.get(pid):
-                pending[pid] = {"cpu": r["target_cpu"], "waking": ts, "moves": [],
-                                "start": ts if fallback else None}
+                pending[pid] = {
+                    "cpu": r["target_cpu"],
+                    "waking": ts,
+                    "moves": [],
+                    "start": ts if fallback else None,
+                }
         elif name == "sched_migrate_task":
             pid = r["pid"]
             w = pending.get(pid)
             last = last_on_cpu.get(cpu)
-            own = (not fallback and last is not None and last[0] == "sched_waking"
-                   and last[1]["pid"] == pid and last[1]["common_pid"] == r["common_pid"])
+            own = (
+                not fallback
+                and last is not None
+                and last[0] == "sched_waking"
+                and last[1]["pid"] == pid
+                and last[1]["common_pid"] == r["common_pid"]
+            )
             if w is not None:
                 if own and w["waking"] == last[1]["ts"] and w["start"] is None:
                     # the wake-up's own choice of CPU: set_task_cpu() in try_to_wake_up()
                     # comes before the task is queued (sched_wakeup)
                     w["cpu"] = r["dest_cpu"]
                 else:
-                    w["moves"].append(ts)         # moved away (ends the wait if it began)
+                    w["moves"].append(ts)  # moved away (ends the wait if it began)
         elif name == "sched_wakeup":
             w = pending.get(r["pid"])
             if w is not None and w["start"] is None:
@@ -223,12 +252,12 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
         if len(g) >= 2:
             for c in g:
                 llc_of[c] = i
-    changes = []              # (ts, order, cpu, what, value)
+    changes = []  # (ts, order, cpu, what, value)
     if trace.has("sched_switch"):
         for seq, r in enumerate(trace.table("sched_switch").to_pylist()):
             changes.append((r["ts"], 1, seq, r["cpu"], "idle", r["next_pid"] == 0))
     waits = [w for w in wakeup_waits(trace) if w[0] not in pinned and w[3] > w[2]]
-    for k, (pid, cpu, start, end) in enumerate(waits):
+    for k, (_pid, cpu, start, end) in enumerate(waits):
         changes.append((start, 0, k, cpu, "wait", +1))
         changes.append((end, 0, k, cpu, "wait", -1))
     changes.sort(key=lambda c: (c[0], c[1], c[2]))
@@ -253,6 +282,10 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
         else:
             nwait[cpu] = nwait.get(cpu, 0) + value
     if detail:
-        return sum(total.values()), {"per_llc": total, "segments": segments,
-                                     "waits": waits, "pinned": pinned}
+        return sum(total.values()), {
+            "per_llc": total,
+            "segments": segments,
+            "waits": waits,
+            "pinned": pinned,
+        }
     return sum(total.values())

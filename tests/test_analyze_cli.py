@@ -11,12 +11,23 @@ from schedwake.summary import summary
 
 from .conftest import run_cli, sample
 
-TOP_METRICS = {"migrations_per_s", "wakeup_migrations_per_s", "pingpong_episodes",
-               "pingpong_episodes_per_s", "context_switches_per_s",
-               "load_balance_migrations_per_s", "cross_llc_migrations_per_s",
-               "wakeup_migration_share", "cpus_visited_per_task", "futile_wakeups_per_s",
-               "wake_to_run_p50_ns", "wake_to_run_p90_ns", "wake_to_run_p99_ns",
-               "idle_while_runnable_share", "busy_share"}
+TOP_METRICS = {
+    "migrations_per_s",
+    "wakeup_migrations_per_s",
+    "pingpong_episodes",
+    "pingpong_episodes_per_s",
+    "context_switches_per_s",
+    "load_balance_migrations_per_s",
+    "cross_llc_migrations_per_s",
+    "wakeup_migration_share",
+    "cpus_visited_per_task",
+    "futile_wakeups_per_s",
+    "wake_to_run_p50_ns",
+    "wake_to_run_p90_ns",
+    "wake_to_run_p99_ns",
+    "idle_while_runnable_share",
+    "busy_share",
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +64,9 @@ def test_dbench_markdown_and_finding_metrics():
     p = run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "markdown", check=True)
     assert p.stdout.startswith("# schedwake analyze")
     assert "kworker_pingpong" in p.stdout and "```" in p.stdout
-    d = json.loads(run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "json",
-                           check=True).stdout)
+    d = json.loads(
+        run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "json", check=True).stdout
+    )
     pp = next(f for f in d["findings"] if f["detector"] == "kworker_pingpong")
     assert {"episodes", "episodes_per_s", "share_of_wakeups", "would_stack"} <= set(pp["metrics"])
     assert pp["metrics"]["episodes"] == d["metrics"]["pingpong_episodes"] > 0
@@ -75,20 +87,30 @@ def test_topology_options_and_assumed_warning(tmp_path):
     assert "ASSUMED" not in p.stdout and str(topo) in p.stdout
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["--llc", "0-x"], "bad cpulist"),
-    (["--threshold", "nope=1"], "unknown threshold"),
-    (["--threshold", "pingpong_min_episodes"], "expected name=value"),
-    (["--topology", "/nonexistent.json"], "no such topology file"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["--llc", "0-x"], "bad cpulist"),
+        (["--threshold", "nope=1"], "unknown threshold"),
+        (["--threshold", "pingpong_min_episodes"], "expected name=value"),
+        (["--topology", "/nonexistent.json"], "no such topology file"),
+    ],
+)
 def test_bad_options_one_line_exit_2(args, msg):
     p = run_cli("analyze", sample("idle-sleep.dat"), *args)
     assert p.returncode == 2 and msg in p.stderr and p.stderr.count("\n") == 1
 
 
 def test_threshold_option_changes_findings():
-    p = run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "json",
-                "--threshold", "pingpong_min_episodes=100000", check=True)
+    p = run_cli(
+        "analyze",
+        sample("dbench-xfs-1client.dat"),
+        "--format",
+        "json",
+        "--threshold",
+        "pingpong_min_episodes=100000",
+        check=True,
+    )
     assert "kworker_pingpong" not in {f["detector"] for f in json.loads(p.stdout)["findings"]}
 
 
@@ -101,8 +123,11 @@ def test_raw_clock_ticks_are_refused_not_read_as_nanoseconds():
     """A real trace recorded with the `counter` clock: its timestamps are sequence
     numbers, so every rate and latency would be wrong; info still describes it."""
     trace = sample("counter-clock.txt.gz")
-    for args in (["analyze", trace], ["compare", trace, trace, "--label", "a", "--label", "b"],
-                 ["gate", "--baseline", trace, "--candidate", trace]):
+    for args in (
+        ["analyze", trace],
+        ["compare", trace, trace, "--label", "a", "--label", "b"],
+        ["gate", "--baseline", trace, "--candidate", trace],
+    ):
         p = run_cli(*args)
         assert p.returncode == 2, (args, p.stdout)
         assert p.stderr.count("\n") == 1 and "raw ticks" in p.stderr, (args, p.stderr)
@@ -134,16 +159,25 @@ def test_traces_missing_switches_or_wakeups_say_so_and_do_not_crash(tmp_path):
 
     head = "# tracer: nop\n#\n"
     no_switch = tmp_path / "no-switch.txt"
-    no_switch.write_text(head + "".join(
-        f"            bash-5       [000] d..2.   100.{i:06d}: sched_waking: "
-        f"comm=foo pid=7 prio=120 target_cpu=000\n" for i in (1, 101)))
+    no_switch.write_text(
+        head
+        + "".join(
+            f"            bash-5       [000] d..2.   100.{i:06d}: sched_waking: "
+            f"comm=foo pid=7 prio=120 target_cpu=000\n"
+            for i in (1, 101)
+        )
+    )
     no_wakeup = tmp_path / "no-wakeup.txt"
-    no_wakeup.write_text(head + (
-        "          <idle>-0       [000] d..2.   100.000001: sched_switch: prev_comm=swapper/0 "
-        "prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=bash next_pid=5 next_prio=120\n"
-        "            bash-5       [000] d..2.   100.000101: sched_switch: prev_comm=bash "
-        "prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 "
-        "next_prio=120\n"))
+    no_wakeup.write_text(
+        head
+        + (
+            "          <idle>-0       [000] d..2.   100.000001: sched_switch: prev_comm=swapper/0 "
+            "prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=bash next_pid=5 next_prio=120\n"
+            "            bash-5       [000] d..2.   100.000101: sched_switch: prev_comm=bash "
+            "prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 "
+            "next_prio=120\n"
+        )
+    )
     proc = run_cli("analyze", no_switch)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "no sched_switch events" in proc.stdout

@@ -25,20 +25,37 @@ def test_info_text(dbench2):
 
 def test_info_json_keys_and_values(dbench2):
     info = json.loads(run_cli("info", dbench2, "--format", "json", check=True).stdout)
-    assert set(info) >= {"path", "format", "cpus", "clock", "first_ts_ns", "last_ts_ns",
-                         "duration_s", "events", "lost_events", "kernel"}
+    assert set(info) >= {
+        "path",
+        "format",
+        "cpus",
+        "clock",
+        "first_ts_ns",
+        "last_ts_ns",
+        "duration_s",
+        "events",
+        "lost_events",
+        "kernel",
+    }
     assert info["format"] == "trace.dat" and info["cpus"] == 2
     assert info["duration_s"] == pytest.approx((info["last_ts_ns"] - info["first_ts_ns"]) / 1e9)
-    total = int(subprocess.run(f"trace-cmd report -i {dbench2} | grep -vc '^cpus='",
-                               shell=True, capture_output=True, text=True).stdout)
+    total = int(
+        subprocess.run(
+            f"trace-cmd report -i {dbench2} | grep -vc '^cpus='",
+            shell=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     assert sum(info["events"].values()) == total
 
 
 def test_info_lost_events(tmp_path):
     from .conftest import sample
 
-    info = json.loads(run_cli("info", sample("lost-events.dat"), "--format", "json",
-                              check=True).stdout)
+    info = json.loads(
+        run_cli("info", sample("lost-events.dat"), "--format", "json", check=True).stdout
+    )
     assert info["lost_events"] and all(n > 0 for n in info["lost_events"].values())
     assert "lost events:" in run_cli("info", sample("lost-events.dat"), check=True).stdout
 
@@ -54,14 +71,18 @@ def test_convert_parquet_readable_by_pyarrow_dataset_and_polars(dbench1, tmp_pat
     polars = pytest.importorskip("polars")
     df = polars.read_parquet(out / "sched_switch.parquet")
     assert df.height == trace.table("sched_switch").num_rows
-    assert df["prev_state_str"].cast(polars.Utf8).to_list() == \
-        trace.table("sched_switch").column("prev_state_str").to_pylist()
+    assert (
+        df["prev_state_str"].cast(polars.Utf8).to_list()
+        == trace.table("sched_switch").column("prev_state_str").to_pylist()
+    )
 
 
 def test_convert_selected_events(dbench1, tmp_path):
     run_cli("convert", dbench1, "-o", tmp_path, "--events", "sched_waking,sched_switch", check=True)
-    assert sorted(p.name for p in tmp_path.glob("*.parquet")) == \
-        ["sched_switch.parquet", "sched_waking.parquet"]
+    assert sorted(p.name for p in tmp_path.glob("*.parquet")) == [
+        "sched_switch.parquet",
+        "sched_waking.parquet",
+    ]
 
 
 def _bad_inputs(tmp_path, dbench1):
@@ -84,7 +105,7 @@ def _bad_inputs(tmp_path, dbench1):
     (tmp_path / "magic.dat").write_bytes(data[:5])
     (tmp_path / "header.dat").write_bytes(data[:40])
     (tmp_path / "formats.dat").write_bytes(data[:3000])
-    (tmp_path / "middle.dat").write_bytes(data[:len(data) // 2])
+    (tmp_path / "middle.dat").write_bytes(data[: len(data) // 2])
     (tmp_path / "end.dat").write_bytes(data[:-300])
     return cases
 
@@ -109,21 +130,26 @@ def test_bad_input_raises_trace_error(tmp_path, dbench1):
 #: 64 damaged bytes inside dbench-xfs-1client.dat's CPU data that make libtraceevent
 #: spin for ever (seen in a CI run): its child process must be stopped, and the read
 #: end as one line. (How schedwake's own reader refuses this file is its own test's.)
-LOOPING_DAMAGE = (2_364_036, bytes.fromhex(
-    "fba80dd6d197efb5f78162872591f8e9eb54f4e7fa72be864bc98106bb87db5f"
-    "aa8414031fd94c76d453cecbefe5ce1c7a8438f56ba1f2cdd3f96ac20d72ae10"))
+LOOPING_DAMAGE = (
+    2_364_036,
+    bytes.fromhex(
+        "fba80dd6d197efb5f78162872591f8e9eb54f4e7fa72be864bc98106bb87db5f"
+        "aa8414031fd94c76d453cecbefe5ce1c7a8438f56ba1f2cdd3f96ac20d72ae10"
+    ),
+)
 
 
 def test_damaged_page_that_loops_libtracecmd_is_refused(tmp_path, dbench1):
     at, damage = LOOPING_DAMAGE
     data = bytearray(dbench1.read_bytes())
-    data[at:at + len(damage)] = damage
+    data[at : at + len(damage)] = damage
     path = tmp_path / "looping.dat"
     path.write_bytes(data)
     proc = run_cli("info", path, "--reader", "libtracecmd")
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr == (f"schedwake: {path}: the libtracecmd reader made no progress "
-                           "on this file\n")
+    assert proc.stderr == (
+        f"schedwake: {path}: the libtracecmd reader made no progress on this file\n"
+    )
 
 
 def test_corrupted_data_pages_never_crash(tmp_path, dbench1):
@@ -134,7 +160,7 @@ def test_corrupted_data_pages_never_crash(tmp_path, dbench1):
     data = bytearray(dbench1.read_bytes())
     for i, at in enumerate(range(1_200_000, len(data) - 2000, 197_003)):
         bad = bytearray(data)
-        bad[at:at + 64] = rng.randbytes(64)
+        bad[at : at + 64] = rng.randbytes(64)
         path = tmp_path / f"flip{i}.dat"
         path.write_bytes(bad)
         proc = run_cli("info", path)

@@ -17,8 +17,7 @@ import pytest
 import schedwake
 from schedwake import TraceError
 from schedwake.compare import CompareResult, default_window, from_samples, parse_sides
-from schedwake.metrics import (SAMPLE_COLUMNS, catalogue, metric_samples,
-                               window_metrics)
+from schedwake.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_metrics
 from schedwake.synth import make_trace
 
 from .conftest import run_cli, sample
@@ -36,11 +35,15 @@ def write_switch_trace(path, n_switches: int, span_s: float = 100.0):
         pid = 1000 + (i % 2)
         if i == 1:
             for ev in ("sched_waking", "sched_wakeup"):
-                lines.append(f"            task-{pid}  [000]  {t - 1e-6:.6f}: {ev + ':':<21} "
-                             f"comm=task pid={pid + 1} prio=120 target_cpu=000")
-        lines.append(f"            task-{pid}  [000]  {t:.6f}: sched_switch:         "
-                     f"prev_comm=task prev_pid={pid} prev_prio=120 prev_state=S ==> "
-                     f"next_comm=task next_pid={pid + 1} next_prio=120")
+                lines.append(
+                    f"            task-{pid}  [000]  {t - 1e-6:.6f}: {ev + ':':<21} "
+                    f"comm=task pid={pid + 1} prio=120 target_cpu=000"
+                )
+        lines.append(
+            f"            task-{pid}  [000]  {t:.6f}: sched_switch:         "
+            f"prev_comm=task prev_pid={pid} prev_prio=120 prev_state=S ==> "
+            f"next_comm=task next_pid={pid + 1} next_prio=120"
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -51,8 +54,10 @@ def published(tmp_path_factory):
     (Amean 22.63) and 2000, 2054, 2108 switches in 99.994 s (Amean 20.5412, printed
     20.54; the published 9.23% comes from the unrounded means, as in test_stats)."""
     d = tmp_path_factory.mktemp("published")
-    for side, counts, span in (("base", (2150, 2263, 2376), 100.0),
-                               ("patched", (2000, 2054, 2108), 100.0 * 20.54 / 20.5412)):
+    for side, counts, span in (
+        ("base", (2150, 2263, 2376), 100.0),
+        ("patched", (2000, 2054, 2108), 100.0 * 20.54 / 20.5412),
+    ):
         for i, n in enumerate(counts):
             write_switch_trace(d / f"{side}-{i}.txt", n, span)
     return d
@@ -60,15 +65,27 @@ def published(tmp_path_factory):
 
 # -- the catalogue and the tidy samples ------------------------------------------------------
 
+
 def test_catalogue_has_every_metric_with_unit_direction_and_window_definition():
     cat = catalogue(cpus=4)
-    assert list(cat.columns) == ["name", "unit", "direction", "definition", "window_sample",
-                                 "key"]
-    for name in ("migrations/s", "wakeup_migrations/s", "lb_migrations/s",
-                 "cross_llc_migrations/s", "wakeup_migration_share", "pingpong_episodes/s",
-                 "cpus_visited_per_task", "context_switches/s", "futile_wakeups/s",
-                 "wake_to_run_p50", "wake_to_run_p90", "wake_to_run_p99",
-                 "idle_while_runnable_share", "busy_share_cpu0", "busy_share_cpu3"):
+    assert list(cat.columns) == ["name", "unit", "direction", "definition", "window_sample", "key"]
+    for name in (
+        "migrations/s",
+        "wakeup_migrations/s",
+        "lb_migrations/s",
+        "cross_llc_migrations/s",
+        "wakeup_migration_share",
+        "pingpong_episodes/s",
+        "cpus_visited_per_task",
+        "context_switches/s",
+        "futile_wakeups/s",
+        "wake_to_run_p50",
+        "wake_to_run_p90",
+        "wake_to_run_p99",
+        "idle_while_runnable_share",
+        "busy_share_cpu0",
+        "busy_share_cpu3",
+    ):
         row = cat[cat["name"] == name]
         assert len(row) == 1, name
         r = row.iloc[0]
@@ -81,8 +98,9 @@ def test_catalogue_has_every_metric_with_unit_direction_and_window_definition():
 
 @pytest.fixture(scope="module")
 def synth():
-    trace, planted = make_trace(pingpong=40, roundrobin=30, storm=200, idle_gaps=40,
-                                background=300, seed=5, duration_s=2.0)
+    trace, planted = make_trace(
+        pingpong=40, roundrobin=30, storm=200, idle_gaps=40, background=300, seed=5, duration_s=2.0
+    )
     return trace, planted
 
 
@@ -121,18 +139,24 @@ def test_default_window():
 
 # -- sides ---------------------------------------------------------------------------------
 
+
 def test_parse_sides(published):
     sides = parse_sides([], [f"base={published}/base-*.txt", f"new={published}/patched-*.txt"])
     assert [s[0] for s in sides] == ["base", "new"]
     assert [len(s[1]) for s in sides] == [3, 3] and sides[0][1] == sorted(sides[0][1])
     sides = parse_sides([str(published / "base-0.txt"), str(published / "patched-0.txt")])
     assert [s[0] for s in sides] == ["base-0", "patched-0"]
-    sides = parse_sides([str(published / "base-0.txt")], [f"x={published}/patched-*.txt"],
-                        labels=["6.18.0-vanilla", "6.18.0-patched"])
+    sides = parse_sides(
+        [str(published / "base-0.txt")],
+        [f"x={published}/patched-*.txt"],
+        labels=["6.18.0-vanilla", "6.18.0-patched"],
+    )
     assert [s[0] for s in sides] == ["6.18.0-vanilla", "6.18.0-patched"]
     # a name repeated adds to the side
-    sides = parse_sides([], [f"a={published}/base-0.txt", f"a={published}/base-1.txt",
-                             f"b={published}/patched-0.txt"])
+    sides = parse_sides(
+        [],
+        [f"a={published}/base-0.txt", f"a={published}/base-1.txt", f"b={published}/patched-0.txt"],
+    )
     assert len(sides) == 2 and len(sides[0][1]) == 2
     with pytest.raises(TraceError, match="matches no file"):
         parse_sides([], [f"a={published}/nothing-*.dat", f"b={published}/base-*.txt"])
@@ -141,19 +165,28 @@ def test_parse_sides(published):
     with pytest.raises(TraceError, match="at least two sides"):
         parse_sides([str(published / "base-0.txt")])
     with pytest.raises(TraceError, match="label"):
-        parse_sides([str(published / "base-0.txt"), str(published / "base-1.txt")],
-                    labels=["one"])
+        parse_sides([str(published / "base-0.txt"), str(published / "base-1.txt")], labels=["one"])
     with pytest.raises(TraceError, match="twice"):
-        parse_sides([str(published / "base-0.txt"), str(published / "base-1.txt")],
-                    labels=["same", "same"])
+        parse_sides(
+            [str(published / "base-0.txt"), str(published / "base-1.txt")], labels=["same", "same"]
+        )
 
 
 # -- published mmtests numbers through the compare path ---------------------------------------
 
+
 def test_published_amean_through_cli_text_and_json(published):
-    args = ["compare", "--side", f"6.18.0-vanilla={published}/base-*.txt",
-            "--side", f"6.18.0-patched={published}/patched-*.txt",
-            "--metric", "context_switches/s", "--title", "schedwake: published numbers"]
+    args = [
+        "compare",
+        "--side",
+        f"6.18.0-vanilla={published}/base-*.txt",
+        "--side",
+        f"6.18.0-patched={published}/patched-*.txt",
+        "--metric",
+        "context_switches/s",
+        "--title",
+        "schedwake: published numbers",
+    ]
     text = run_cli(*args, check=True).stdout
     lines = text.splitlines()
     assert lines[0] == "schedwake: published numbers"
@@ -163,8 +196,7 @@ def test_published_amean_through_cli_text_and_json(published):
     assert lines[1] == lead + "%23s%23s" % ("6.18.0", "6.18.0")
     assert lines[2] == lead + "%23s%23s" % ("vanilla", "patched")
     amean = [ln for ln in lines if ln.startswith("Amean ")]
-    assert amean == ["Amean     context_switches/s       22.63 (   0.00%)"
-                     "       20.54 *   9.23%*"]
+    assert amean == ["Amean     context_switches/s       22.63 (   0.00%)       20.54 *   9.23%*"]
     assert "20.54 *   9.23%*" in text
     # the star is on the mean row only; Stddev 1.13 -> 0.54 uses 100 - 100*new/base
     assert sum("*" in ln for ln in lines[3:] if not ln.startswith("* ")) == 1
@@ -172,9 +204,16 @@ def test_published_amean_through_cli_text_and_json(published):
     assert stddev.endswith("        0.54 (  52.21%)")
     rule = [i for i, ln in enumerate(lines) if ln.startswith("* significant:")]
     assert rule == [11]
-    assert [ln.split()[0] for ln in lines[3:11]] == ["Min", "Amean", "Stddev", "CoeffVar",
-                                                      "Max", "BAmean-50", "BAmean-95",
-                                                      "BAmean-99"]
+    assert [ln.split()[0] for ln in lines[3:11]] == [
+        "Min",
+        "Amean",
+        "Stddev",
+        "CoeffVar",
+        "Max",
+        "BAmean-50",
+        "BAmean-95",
+        "BAmean-99",
+    ]
     assert all(CELL.search(ln) for ln in lines[3:11])
     # the rule line under the table says which test and which samples
     assert lines[11].startswith("* significant: two-sided t-test")
@@ -207,13 +246,23 @@ def test_published_hmean_and_stddev_of_a_higher_is_better_metric():
     formula although the metric is higher-is-better (3471.61 -> 3713.97: -6.98%)."""
     rows = []
     for side, vals in (("5.15.0-vanilla", [321.41] * 4), ("5.15.0-patched", [617.82] * 4)):
-        rows += [{"side": side, "metric": "throughput", "unit": "MB/s", "direction": "higher",
-                  "value": v} for v in vals]
+        rows += [
+            {
+                "side": side,
+                "metric": "throughput",
+                "unit": "MB/s",
+                "direction": "higher",
+                "value": v,
+            }
+            for v in vals
+        ]
     d = 3471.61 / np.sqrt(2)
     e = 3713.97 / np.sqrt(2)
     for side, (m, dv) in (("5.15.0-vanilla", (39112.22, d)), ("5.15.0-patched", (39364.10, e))):
-        rows += [{"side": side, "metric": "tcp-rr", "unit": "trans/s", "direction": "higher",
-                  "value": v} for v in (m - dv, m + dv)]
+        rows += [
+            {"side": side, "metric": "tcp-rr", "unit": "trans/s", "direction": "higher", "value": v}
+            for v in (m - dv, m + dv)
+        ]
     res = from_samples(pd.DataFrame(rows), title="netperf")
     text = res.text()
     hm = [ln for ln in text.splitlines() if ln.startswith("Hmean") and "throughput" in ln][0]
@@ -227,9 +276,14 @@ def test_published_hmean_and_stddev_of_a_higher_is_better_metric():
 
 
 def test_ci95_rule_is_printed(published):
-    res = schedwake.compare({"base": sorted(published.glob("base-*.txt")),
-                             "new": sorted(published.glob("patched-*.txt"))},
-                            significance="ci95", metrics=["context_switches/s"])
+    res = schedwake.compare(
+        {
+            "base": sorted(published.glob("base-*.txt")),
+            "new": sorted(published.glob("patched-*.txt")),
+        },
+        significance="ci95",
+        metrics=["context_switches/s"],
+    )
     assert "do not overlap" in res.rule_line()
     # 22.63 +- 1.96*1.13 and 20.54 +- 1.96*0.54 overlap: no star under ci95
     assert "20.54 (   9.23%)" in res.text()
@@ -237,20 +291,29 @@ def test_ci95_rule_is_printed(published):
 
 # -- the API ----------------------------------------------------------------------------------
 
+
 def test_auto_samples_per_window_when_a_side_has_one_trace(published):
-    res = schedwake.compare([published / "base-0.txt", sorted(published.glob("patched-*"))],
-                            metrics=["context_switches/s"], window_s=10)
+    res = schedwake.compare(
+        [published / "base-0.txt", sorted(published.glob("patched-*"))],
+        metrics=["context_switches/s"],
+        window_s=10,
+    )
     assert res.sample_kind == "per-window" and res.window_s == 10
     assert "per-window values, window 10.0 s, n=10/30" in res.rule_line()
-    res = schedwake.compare([sorted(published.glob("base-*")), sorted(published.glob("patched-*"))],
-                            metrics=["context_switches/s"], samples="per-window", window_s=25)
+    res = schedwake.compare(
+        [sorted(published.glob("base-*")), sorted(published.glob("patched-*"))],
+        metrics=["context_switches/s"],
+        samples="per-window",
+        window_s=25,
+    )
     assert "n=12/12" in res.rule_line()
 
 
 def test_api_with_trace_objects_summary_and_plots(synth):
     a, _ = synth
-    b, _ = make_trace(pingpong=0, roundrobin=0, storm=0, idle_gaps=0, background=300,
-                      seed=6, duration_s=2.0)
+    b, _ = make_trace(
+        pingpong=0, roundrobin=0, storm=0, idle_gaps=0, background=300, seed=6, duration_s=2.0
+    )
     res = schedwake.compare({"synth-sick": a, "synth-healthy": b}, window_s=0.25)
     assert isinstance(res, CompareResult) and res.labels == ["synth-sick", "synth-healthy"]
     s = res.summary()
@@ -273,8 +336,9 @@ def test_errors_are_one_line_exit_2(tmp_path, published):
     assert len(p.stderr.strip().splitlines()) == 1
     p = run_cli("compare", "--side", f"a={tmp_path}/none-*.dat", published / "base-0.txt")
     assert p.returncode == 2 and "matches no file" in p.stderr
-    p = run_cli("compare", published / "base-0.txt", published / "base-1.txt",
-                "--metric", "nonsense")
+    p = run_cli(
+        "compare", published / "base-0.txt", published / "base-1.txt", "--metric", "nonsense"
+    )
     assert p.returncode == 2 and "unknown metric" in p.stderr
     bad = tmp_path / "bad.dat"
     bad.write_bytes(b"\x00garbage" * 10)
@@ -283,16 +347,31 @@ def test_errors_are_one_line_exit_2(tmp_path, published):
     with pytest.raises(TraceError):
         schedwake.compare([published / "base-0.txt"])
     with pytest.raises(TraceError, match="significance"):
-        schedwake.compare([published / "base-0.txt", published / "base-1.txt"],
-                          significance="bogus")
+        schedwake.compare(
+            [published / "base-0.txt", published / "base-1.txt"], significance="bogus"
+        )
 
 
 def test_cli_real_traces_text_layout_and_html(tmp_path):
     out = tmp_path / "r.html"
-    p = run_cli("compare", sample("dbench-xfs-1client.dat"), sample("dbench-xfs-2clients.dat"),
-                "--label", "6.18.44-1client", "--label", "6.18.44-2clients",
-                "--window", "0.5", "--metric", "migrations/s", "--metric", "wake_to_run_p99",
-                "--html", out, check=True)
+    p = run_cli(
+        "compare",
+        sample("dbench-xfs-1client.dat"),
+        sample("dbench-xfs-2clients.dat"),
+        "--label",
+        "6.18.44-1client",
+        "--label",
+        "6.18.44-2clients",
+        "--window",
+        "0.5",
+        "--metric",
+        "migrations/s",
+        "--metric",
+        "wake_to_run_p99",
+        "--html",
+        out,
+        check=True,
+    )
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["6.18.44", "6.18.44"]
     assert lines[1].split() == ["1client", "2clients"]

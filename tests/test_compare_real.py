@@ -18,37 +18,43 @@ import re
 import shutil
 import subprocess
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
 
 from .conftest import iteration_glob, iteration_names, run_cli, sample
 
-pytestmark = pytest.mark.skipif(shutil.which("trace-cmd") is None,
-                                reason="trace-cmd is not installed (scripts/bootstrap.sh)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("trace-cmd") is None, reason="trace-cmd is not installed (scripts/bootstrap.sh)"
+)
 
-PAIRS = [("fio-pinned-root", "fio-pinned-weighted"),
-         ("dbench-xfs-1client", "dbench-xfs-2clients")]
+PAIRS = [("fio-pinned-root", "fio-pinned-weighted"), ("dbench-xfs-1client", "dbench-xfs-2clients")]
 FUTILE_RUN_NS = 50_000  # storm_futile_run_us default
 ALPHA = 0.10
 
 _LINE = re.compile(r"\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s+(.*)$")
 _WAKING = re.compile(r" pid=(\d+) prio=\S+ target_cpu=\d+$")
-_SWITCH = re.compile(r" prev_pid=(\d+) prev_prio=\S+ prev_state=(\S+) ==> next_comm=.* "
-                     r"next_pid=(\d+) next_prio=\S+$")
+_SWITCH = re.compile(
+    r" prev_pid=(\d+) prev_prio=\S+ prev_state=(\S+) ==> next_comm=.* "
+    r"next_pid=(\d+) next_prio=\S+$"
+)
 
 
-@lru_cache(maxsize=None)
+@cache
 def independent_events(name: str):
     """(first_ts, last_ts, switch_ts, migrate_ts, futile_waking_ts) in ns, from the text
     of ``trace-cmd report -N -t`` (nanosecond timestamps, kernel print formats)."""
-    text = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(sample(name + ".dat"))],
-                          check=True, capture_output=True, text=True).stdout
+    text = subprocess.run(
+        ["trace-cmd", "report", "-N", "-t", "-i", str(sample(name + ".dat"))],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     first = last = None
     switch, migrate, futile = [], [], []
     on_cpu: dict[int, bool] = defaultdict(bool)
-    pending: dict[int, int] = {}           # pid -> ts of a waking not yet followed by a run
+    pending: dict[int, int] = {}  # pid -> ts of a waking not yet followed by a run
     running: dict[int, tuple[int, int]] = {}  # pid -> (waking ts, switch-in ts)
     for line in text.splitlines():
         m = _LINE.search(line)
@@ -63,9 +69,9 @@ def independent_events(name: str):
         elif event == "sched_waking":
             pid = int(_WAKING.search(rest).group(1))
             if on_cpu[pid]:
-                pending.pop(pid, None)     # woken while running: no wait to measure
+                pending.pop(pid, None)  # woken while running: no wait to measure
             else:
-                pending[pid] = ts          # a later waking supersedes an earlier one
+                pending[pid] = ts  # a later waking supersedes an earlier one
         elif event == "sched_switch":
             switch.append(ts)
             s = _SWITCH.search(rest)
@@ -80,8 +86,13 @@ def independent_events(name: str):
                 on_cpu[nxt] = True
                 if nxt in pending:
                     running[nxt] = (pending.pop(nxt), ts)
-    return (first, last, np.array(switch, np.int64), np.array(migrate, np.int64),
-            np.array(sorted(futile), np.int64))
+    return (
+        first,
+        last,
+        np.array(switch, np.int64),
+        np.array(migrate, np.int64),
+        np.array(sorted(futile), np.int64),
+    )
 
 
 def windows(first: int, last: int, window_s: float) -> np.ndarray:
@@ -98,8 +109,9 @@ def windows(first: int, last: int, window_s: float) -> np.ndarray:
 
 
 def per_window_rate(ts: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    counts = np.array([np.count_nonzero((ts >= a) & (ts < b))
-                       for a, b in zip(edges[:-1], edges[1:])], dtype=float)
+    counts = np.array(
+        [np.count_nonzero((ts >= a) & (ts < b)) for a, b in zip(edges[:-1], edges[1:])], dtype=float
+    )
     return counts / (np.diff(edges) / 1e9)
 
 
@@ -121,17 +133,29 @@ def lkml_ttest(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(student_two_sided_p(t, len(a) + len(b) - 2) < ALPHA)
 
 
-@lru_cache(maxsize=None)
+@cache
 def compare_json(base: str, new: str):
-    proc = run_cli("compare", sample(base + ".dat"), sample(new + ".dat"), "--format", "json",
-                   "--metric", "context_switches/s", "--metric", "migrations/s",
-                   "--metric", "futile_wakeups/s", check=True)
+    proc = run_cli(
+        "compare",
+        sample(base + ".dat"),
+        sample(new + ".dat"),
+        "--format",
+        "json",
+        "--metric",
+        "context_switches/s",
+        "--metric",
+        "migrations/s",
+        "--metric",
+        "futile_wakeups/s",
+        check=True,
+    )
     return json.loads(proc.stdout)
 
 
 def _row(doc, metric, stat, side):
-    (r,) = [r for r in doc["rows"] if r["metric"] == metric and r["stat"] == stat
-            and r["side"] == side]
+    (r,) = [
+        r for r in doc["rows"] if r["metric"] == metric and r["stat"] == stat and r["side"] == side
+    ]
     return r
 
 
@@ -144,8 +168,11 @@ def test_direction_and_significance_match_independent_counts(base, new):
     labels = doc["labels"]
     assert labels == [base, new]
     checked_sig = []
-    for metric, which, tol in (("context_switches/s", 2, 0.0), ("migrations/s", 3, 0.0),
-                               ("futile_wakeups/s", 4, 0.001)):
+    for metric, which, tol in (
+        ("context_switches/s", 2, 0.0),
+        ("migrations/s", 3, 0.0),
+        ("futile_wakeups/s", 4, 0.001),
+    ):
         samples = []
         for name in (base, new):
             ev = independent_events(name)
@@ -166,10 +193,10 @@ def test_direction_and_significance_match_independent_counts(base, new):
         sig = lkml_ttest(b, n)
         assert mean_n["significant"] is sig, (metric, mean_n)
         assert mean_n["testable"] is True
-        cell = f"{mean_n['value']:12.2f} " + (f"*{mean_n['pct']:7.2f}%*" if sig
-                                              else f"({mean_n['pct']:7.2f}%)")
-        line = [ln for ln in doc["table"].splitlines()
-                if ln.split()[:2] == ["Amean", metric]][0]
+        cell = f"{mean_n['value']:12.2f} " + (
+            f"*{mean_n['pct']:7.2f}%*" if sig else f"({mean_n['pct']:7.2f}%)"
+        )
+        line = [ln for ln in doc["table"].splitlines() if ln.split()[:2] == ["Amean", metric]][0]
         assert line.endswith(cell), (line, cell)
         checked_sig.append(sig)
     # the comparison must not be trivially all-or-nothing across both pairs
@@ -201,9 +228,22 @@ def test_weighted_cgroup_switches_more_and_migrates_less():
 def test_ci95_is_stricter_than_ttest():
     """The same real pair under --significance ci95: never more stars than the t-test."""
     base, new = PAIRS[1]
-    proc = run_cli("compare", sample(base + ".dat"), sample(new + ".dat"), "--format", "json",
-                   "--significance", "ci95", "--metric", "context_switches/s",
-                   "--metric", "migrations/s", "--metric", "futile_wakeups/s", check=True)
+    proc = run_cli(
+        "compare",
+        sample(base + ".dat"),
+        sample(new + ".dat"),
+        "--format",
+        "json",
+        "--significance",
+        "ci95",
+        "--metric",
+        "context_switches/s",
+        "--metric",
+        "migrations/s",
+        "--metric",
+        "futile_wakeups/s",
+        check=True,
+    )
     ci = json.loads(proc.stdout)
     tt = compare_json(base, new)
     assert "do not overlap" in ci["rule_line"]
@@ -215,8 +255,10 @@ def test_ci95_is_stricter_than_ttest():
 # -- iterations: several traces a side, per-trace samples ----------------------------------------
 
 #: (baseline, candidate, the metric that must be significantly worse on the candidate)
-ITERATION_PAIRS = [("c1", "c4", "context_switches/s"),   # 4 dbench clients on 2 CPUs
-                   ("on", "off", "migrations/s")]        # 6.1 without kthread stacking
+ITERATION_PAIRS = [
+    ("c1", "c4", "context_switches/s"),  # 4 dbench clients on 2 CPUs
+    ("on", "off", "migrations/s"),
+]  # 6.1 without kthread stacking
 
 
 @pytest.mark.parametrize("base,new,worse", ITERATION_PAIRS, ids=["dbench-1vs4", "kstack-6.1"])
@@ -229,14 +271,28 @@ def test_iterations_per_trace_values_direction_and_significance(base, new, worse
     specs = []
     for side in (base, new):
         specs += ["--side", f"{side}={iteration_glob(side)}"]
-    proc = run_cli("compare", *specs, "--format", "json", "--metric", "context_switches/s",
-                   "--metric", "migrations/s", "--metric", "futile_wakeups/s", check=True)
+    proc = run_cli(
+        "compare",
+        *specs,
+        "--format",
+        "json",
+        "--metric",
+        "context_switches/s",
+        "--metric",
+        "migrations/s",
+        "--metric",
+        "futile_wakeups/s",
+        check=True,
+    )
     doc = json.loads(proc.stdout)
     assert doc["samples"]["kind"] == "per-trace"
     assert "per-trace values, n=3/3" in doc["rule_line"]
     verdicts = {}
-    for metric, which, tol in (("context_switches/s", 2, 1e-9), ("migrations/s", 3, 1e-9),
-                               ("futile_wakeups/s", 4, 0.002)):
+    for metric, which, tol in (
+        ("context_switches/s", 2, 1e-9),
+        ("migrations/s", 3, 1e-9),
+        ("futile_wakeups/s", 4, 0.002),
+    ):
         samples = []
         for side in (base, new):
             rates = []
@@ -252,7 +308,8 @@ def test_iterations_per_trace_values_direction_and_significance(base, new, worse
         assert mean_b["value"] == pytest.approx(b.mean(), rel=tol, abs=1e-6), metric
         assert mean_n["value"] == pytest.approx(n.mean(), rel=tol, abs=1e-6), metric
         assert _row(doc, metric, "Stddev", base)["value"] == pytest.approx(
-            b.std(ddof=1), rel=max(tol, 1e-6), abs=2e-6), metric
+            b.std(ddof=1), rel=max(tol, 1e-6), abs=2e-6
+        ), metric
         pct = 100 - 100 * n.mean() / b.mean()
         assert mean_n["pct"] == pytest.approx(pct, abs=0.05), metric
         sig = lkml_ttest(b, n)

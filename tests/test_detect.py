@@ -13,18 +13,19 @@ import schedwake
 from schedwake import TraceError
 from schedwake.detect import THRESHOLDS, detect, thresholds
 from schedwake.detect.cswitch_storm import pair_table
+from schedwake.detect.evidence import event_lines
 from schedwake.detect.kworker_pingpong import episodes_mask
 from schedwake.detect.llc_roundrobin import task_table
 from schedwake.model import MODEL_EVENTS
-from schedwake.detect.evidence import event_lines
 from schedwake.synth import make_trace
 from schedwake.topology import Topology
 
 from . import reference_impl
 from .conftest import SAMPLE_DATS, sample
 
-PLANTED = dict(pingpong=60, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120,
-               background=600)
+PLANTED = dict(
+    pingpong=60, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +40,7 @@ def by_name(findings):
 def test_planted_counts_recovered_exactly(planted):
     trace, p = planted
     f = by_name(detect(trace))
-    assert set(f) == {"kworker_pingpong", "llc_roundrobin", "cswitch_storm",
-                      "idle_while_runnable"}
+    assert set(f) == {"kworker_pingpong", "llc_roundrobin", "cswitch_storm", "idle_while_runnable"}
     pp = f["kworker_pingpong"].metrics
     assert pp["episodes"] == p["pingpong"] == 85
     assert pp["would_stack"] == p["pingpong_stackable"] == 60
@@ -63,7 +63,7 @@ def test_planted_counts_recovered_exactly(planted):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_healthy_busy_synthetic_has_no_findings(seed):
     trace, p = make_trace(background=2500, seed=seed)
-    assert p.get("load_balance", 0) > 100        # busy, with migrations
+    assert p.get("load_balance", 0) > 100  # busy, with migrations
     assert len(trace.wakeups()) > 1000
     assert detect(trace) == []
 
@@ -77,8 +77,12 @@ def test_two_llc_topology_classes(planted):
     trace.topology = Topology.single_llc(8)
     assert int(episodes_mask(trace.wakeups()).sum()) == 85
     assert any("assumed" in c for c in trace.caveats)
-    trace.topology = Topology(cpus=8, llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
-                              smt=[[0, 1], [2, 3], [4, 5], [6, 7]], source="synthetic")
+    trace.topology = Topology(
+        cpus=8,
+        llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
+        smt=[[0, 1], [2, 3], [4, 5], [6, 7]],
+        source="synthetic",
+    )
 
 
 def test_threshold_overrides(planted):
@@ -95,6 +99,7 @@ def test_threshold_overrides(planted):
 
 # -- real samples -----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def loaded():
     cache = {}
@@ -103,6 +108,7 @@ def loaded():
         if path not in cache:
             cache[path] = schedwake.load(path, events=list(MODEL_EVENTS))
         return cache[path]
+
     return get
 
 
@@ -118,12 +124,15 @@ def test_reference_implementation_agrees(path, loaded):
     got = {int(p): int(c) for p, c in zip(per["pid"], per["changes"]) if c}
     assert got == ref["changes"]
     pt = pair_table(trace.model, thresholds())
-    got = {(int(r.cpu), int(r.pid)): [int(r.switches), int(r.kworker_preemptions)]
-           for r in pt.itertuples()}
+    got = {
+        (int(r.cpu), int(r.pid)): [int(r.switches), int(r.kworker_preemptions)]
+        for r in pt.itertuples()
+    }
     want = {k: v[:2] for k, v in ref["storm"].items() if v[0]}
     assert got == want
-    fut = {(int(r.cpu), int(r.pid)): int(r.futile_wakeups) for r in pt.itertuples()
-           if r.futile_wakeups}
+    fut = {
+        (int(r.cpu), int(r.pid)): int(r.futile_wakeups) for r in pt.itertuples() if r.futile_wakeups
+    }
     want_f = {k: v[2] for k, v in ref["storm"].items() if v[2] and k in got}
     assert {k: v for k, v in fut.items()} == want_f
 
@@ -135,13 +144,16 @@ def test_idle_sleep_has_no_findings(loaded):
 def test_dbench_has_kworker_wakeups_and_migrations(loaded):
     t = loaded(sample("dbench-xfs-2clients.dat"))
     w = t.wakeups()
-    assert int(((w["waker_class"] == "percpu_kthread") & (w["waker_context"] == "task")).sum()) > 1000
+    assert (
+        int(((w["waker_class"] == "percpu_kthread") & (w["waker_context"] == "task")).sum()) > 1000
+    )
     assert int(w["migrated"].sum()) > 0
     assert (t.migrations()["cause"] == "wakeup").sum() > 0
 
 
-@pytest.mark.parametrize("name,severity", [("fio-pinned-weighted.dat", "high"),
-                                           ("fio-pinned-root.dat", "medium")])
+@pytest.mark.parametrize(
+    "name,severity", [("fio-pinned-weighted.dat", "high"), ("fio-pinned-root.dat", "medium")]
+)
 def test_fio_pinned_context_switch_storm(name, severity, loaded):
     f = by_name(detect(loaded(sample(name))))
     st = f["cswitch_storm"]
@@ -163,8 +175,9 @@ def test_evidence_lines_equal_trace_cmd_report(loaded):
     if exe is None:
         pytest.skip("trace-cmd not installed")
     path = sample("dbench-xfs-1client.dat")
-    out = subprocess.run([exe, "report", "-N", "-i", str(path)], capture_output=True,
-                         text=True, check=True).stdout.splitlines()
+    out = subprocess.run(
+        [exe, "report", "-N", "-i", str(path)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     want = [line.rstrip() for line in out if " 219.9657" in line and ": print:" not in line]
     t = schedwake.load(path)  # every event, as the report
     got = event_lines(t, 219_965_700_000 - 500, 219_965_799_999 + 500, limit=10_000)

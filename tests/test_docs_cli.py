@@ -40,8 +40,9 @@ def help_text(*args) -> str:
     exe = Path(sys.executable).with_name("schedwake")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
     env = dict(os.environ, COLUMNS="80")
-    proc = subprocess.run(cmd + list(args) + ["--help"], capture_output=True, text=True,
-                          env=env, check=True)
+    proc = subprocess.run(
+        cmd + list(args) + ["--help"], capture_output=True, text=True, env=env, check=True
+    )
     return proc.stdout.rstrip("\n")
 
 
@@ -55,19 +56,22 @@ def test_expected_commands_exist():
 
 
 def test_group_help_is_documented(blocks):
-    assert help_text() in blocks, ("docs/cli.md lacks the current `schedwake --help`; "
-                                   "paste it:\n" + help_text())
+    assert help_text() in blocks, (
+        "docs/cli.md lacks the current `schedwake --help`; paste it:\n" + help_text()
+    )
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_command_help_is_documented(cmd, blocks):
     text = CLI_MD.read_text()
-    assert re.search(rf"^## {re.escape(cmd)}\s*$", text, re.M), \
+    assert re.search(rf"^## {re.escape(cmd)}\s*$", text, re.M), (
         f"docs/cli.md has no '## {cmd}' section"
+    )
     current = help_text(cmd)
-    assert current in blocks, (f"docs/cli.md lacks the current `schedwake {cmd} --help` "
-                               f"(80 columns) as a fenced block of its own; paste it:\n"
-                               + current)
+    assert current in blocks, (
+        f"docs/cli.md lacks the current `schedwake {cmd} --help` "
+        f"(80 columns) as a fenced block of its own; paste it:\n" + current
+    )
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)
@@ -91,7 +95,7 @@ def test_gate_doc_commands_parse():
     text = (ROOT / "docs" / "gate.md").read_text()
     lines = []
     for block in fenced_blocks(text):
-        joined = re.sub(r"\\\n\s*", " ", block)          # shell line continuations
+        joined = re.sub(r"\\\n\s*", " ", block)  # shell line continuations
         for line in joined.split("\n"):
             m = re.match(r"(?:\$ )?(?:\S*/)?schedwake (gate .*)$", line.strip())
             if m:

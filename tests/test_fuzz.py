@@ -47,6 +47,7 @@ def rel(p: Path) -> str:
 
 # ------------------------------------------------------------- the corpora themselves
 
+
 def test_corpora_are_there_and_small():
     for name in fuzz_run.HARNESSES:
         files = list((FUZZ / "corpus" / name).glob("*"))
@@ -69,8 +70,13 @@ def test_every_regression_is_documented():
 def test_replay():
     """Every corpus and regression file through the normal build, in a child process
     (a file that kills the interpreter kills the child, and is named)."""
-    proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--normal"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(FUZZ / "replay.py"), "--normal"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     failed = [ln for ln in proc.stdout.splitlines() if ln.startswith("replay: FAIL")]
     assert proc.returncode == 0 and not failed, "\n".join(failed) or proc.stdout[-5000:]
     assert f"replay: {len(REPLAY_FILES)} files, 0 failed" in proc.stdout, proc.stdout[-3000:]
@@ -103,13 +109,15 @@ def test_tracedat_model_round_trip():
 
 # ---------------------------------------------------------------- sanitizer replay
 
+
 def sanitizer_tools() -> str:
     cc = os.environ.get("CC", "gcc")
     if not shutil.which(cc):
         pytest.skip(f"no C compiler {cc!r} for the sanitizer build")
     name = "libclang_rt.asan-x86_64.so" if "clang" in cc else "libasan.so"
-    rt = subprocess.run([cc, f"-print-file-name={name}"], capture_output=True,
-                        text=True).stdout.strip()
+    rt = subprocess.run(
+        [cc, f"-print-file-name={name}"], capture_output=True, text=True
+    ).stdout.strip()
     if not os.path.isabs(rt) or not os.path.exists(rt):
         pytest.skip(f"the AddressSanitizer runtime {name} of {cc} is not installed")
     return cc
@@ -122,7 +130,7 @@ def asan_build():
     return ROOT / "build" / "asan"
 
 
-CANARY = r'''
+CANARY = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <limits.h>
@@ -143,31 +151,53 @@ static PyObject *add(PyObject *self, PyObject *arg) {    /* signed overflow for 
 static PyMethodDef m[] = {{"poke", poke, METH_O, ""}, {"add", add, METH_O, ""}, {0}};
 static struct PyModuleDef d = {PyModuleDef_HEAD_INIT, "canary", 0, -1, m};
 PyMODINIT_FUNC PyInit_canary(void) { return PyModule_Create(&d); }
-'''
+"""
 
 
-@pytest.mark.parametrize("sanitizer,call,report", [
-    ("address", "poke", "ERROR: AddressSanitizer: heap-buffer-overflow"),
-    ("undefined", "add", "runtime error: signed integer overflow"),
-])
+@pytest.mark.parametrize(
+    "sanitizer,call,report",
+    [
+        ("address", "poke", "ERROR: AddressSanitizer: heap-buffer-overflow"),
+        ("undefined", "add", "runtime error: signed integer overflow"),
+    ],
+)
 def test_sanitizers_catch_a_canary(asan_build, tmp_path, sanitizer, call, report):
     """The preload and options of the replay really catch a bad access / UB in a module
     built like the readers (else a clean replay would prove nothing)."""
     ext = sysconfig.get_config_var("EXT_SUFFIX")
     (tmp_path / "canary.c").write_text(CANARY)
     cc = os.environ.get("CC", "gcc")
-    flags = ["-g", "-O1", "-fPIC", "-shared", f"-fsanitize={sanitizer}",
-             "-fno-sanitize-recover=all"] + (["-shared-libasan"] if "clang" in cc else [])
-    subprocess.run([cc, *flags, f"-I{sysconfig.get_paths()['include']}",
-                    str(tmp_path / "canary.c"), "-o", str(tmp_path / f"canary{ext}")], check=True)
+    flags = [
+        "-g",
+        "-O1",
+        "-fPIC",
+        "-shared",
+        f"-fsanitize={sanitizer}",
+        "-fno-sanitize-recover=all",
+    ] + (["-shared-libasan"] if "clang" in cc else [])
+    subprocess.run(
+        [
+            cc,
+            *flags,
+            f"-I{sysconfig.get_paths()['include']}",
+            str(tmp_path / "canary.c"),
+            "-o",
+            str(tmp_path / f"canary{ext}"),
+        ],
+        check=True,
+    )
     env = replay.sanitizer_env(asan_build)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import canary; "
-            f"print(canary.{call}(int(sys.argv[2])))")
-    good = subprocess.run([sys.executable, "-c", code, str(tmp_path), "0"], env=env,
-                          capture_output=True, text=True)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import canary; "
+        f"print(canary.{call}(int(sys.argv[2])))"
+    )
+    good = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), "0"], env=env, capture_output=True, text=True
+    )
     assert good.returncode == 0, good.stderr[-3000:]
-    bad = subprocess.run([sys.executable, "-c", code, str(tmp_path), "8"], env=env,
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), "8"], env=env, capture_output=True, text=True
+    )
     assert bad.returncode != 0 and report in bad.stderr, bad.stderr[-3000:]
 
 
@@ -175,9 +205,13 @@ def test_asan_replay(asan_build):
     """Every corpus and regression file through the ASan + UBSan build of the readers."""
     for so in (asan_build / "schedwake" / "ingest").glob("*.so"):
         assert b"__asan_report" in so.read_bytes(), f"{so} is not instrumented"
-    proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--no-build",
-                           "--build-dir", str(asan_build)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(FUZZ / "replay.py"), "--no-build", "--build-dir", str(asan_build)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     out = proc.stdout
     assert proc.returncode == 0, out[-8000:]
     assert "sanitizer modules in use:" in out and "_textscan" in out.split("\n")[0], out[:500]
@@ -188,19 +222,32 @@ def test_asan_replay_reads_tracedat_with_tdcore(asan_build):
     """Once the C decoder exists, its ASan build is part of the replay (and it builds)."""
     needs_tdcore()
     failed = asan_build / "failed"
-    assert not failed.exists() or "_tdread" not in failed.read_text(), \
+    assert not failed.exists() or "_tdread" not in failed.read_text(), (
         "the ASan build of _tdread (_tdread.c + _tdcore.c) does not compile"
+    )
     ext = sysconfig.get_config_var("EXT_SUFFIX")
     assert (asan_build / "schedwake" / "ingest" / f"_tdread{ext}").exists()
     files = [str(p) for p in _common.corpus_files() if p.suffix == ".dat"][:5]
-    proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--no-build",
-                           "--build-dir", str(asan_build), *files],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(FUZZ / "replay.py"),
+            "--no-build",
+            "--build-dir",
+            str(asan_build),
+            *files,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert "trace.dat via _tdread" in proc.stdout, proc.stdout[:500]
 
 
 # ------------------------------------------------------------------ short fuzz runs
+
 
 def fuzz_tools(kind: str) -> None:
     if not shutil.which("clang"):
@@ -222,18 +269,31 @@ def test_short_fuzz_run_finds_nothing(harness, tmp_path):
         needs_tdcore()
     fuzz_tools(kind)
     lock_wait = 600
-    proc = subprocess.run([sys.executable, str(FUZZ / "run.py"), harness,
-                           "--seconds", str(FUZZ_SECONDS), "--work", str(tmp_path),
-                           "--lock-wait", str(lock_wait)],
-                          capture_output=True, text=True, cwd=ROOT,
-                          timeout=lock_wait + FUZZ_SECONDS + 600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(FUZZ / "run.py"),
+            harness,
+            "--seconds",
+            str(FUZZ_SECONDS),
+            "--work",
+            str(tmp_path),
+            "--lock-wait",
+            str(lock_wait),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=lock_wait + FUZZ_SECONDS + 600,
+    )
     if proc.returncode == 3:
         pytest.skip(f"a fuzz campaign on this machine kept the fuzzer lock: {proc.stderr[-300:]}")
     lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert lines, f"no result from fuzz/run.py:\n{proc.stderr[-5000:]}"
     result = lines[-1]
-    assert not result["findings"] and proc.returncode == 0, \
+    assert not result["findings"] and proc.returncode == 0, (
         f"{harness} found: {result['findings']}\n{proc.stderr[-6000:]}"
+    )
     # it really fuzzed: ran for its time and executed inputs beyond the corpus
     assert result["seconds"] >= FUZZ_SECONDS * 0.9, result
     assert result.get("number_of_executed_units", 0) > 100, result
@@ -244,10 +304,16 @@ def test_tdcore_decodes_every_seed():
     the decoder reads v6, v7, zstd, zlib, missing CPUs and lost events (the seeds)."""
     needs_tdcore()
     fuzz_tools("libfuzzer")
-    subprocess.run(["make", "-s", "--no-print-directory", rel(fuzz_run.TDCORE_BIN)],
-                   check=True, cwd=ROOT)
+    subprocess.run(
+        ["make", "-s", "--no-print-directory", rel(fuzz_run.TDCORE_BIN)], check=True, cwd=ROOT
+    )
     seeds = sorted(str(p) for p in (FUZZ / "corpus" / "tdcore_fuzz").glob("seed-*"))
-    proc = subprocess.run([str(fuzz_run.TDCORE_BIN), *seeds], capture_output=True, text=True,
-                          env={**os.environ, "TDCORE_FUZZ_REQUIRE_OK": "1"}, timeout=300)
+    proc = subprocess.run(
+        [str(fuzz_run.TDCORE_BIN), *seeds],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TDCORE_FUZZ_REQUIRE_OK": "1"},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-5000:]
     assert proc.stderr.count("Executed ") == len(seeds)

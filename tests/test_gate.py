@@ -29,8 +29,9 @@ STACK_ON, STACK_OFF = iteration_paths("on"), iteration_paths("off")
 
 def gate_cli(tmp_path, *args):
     out = {k: tmp_path / f"gate.{k}" for k in ("xml", "md", "json")}
-    proc = run_cli("gate", *args, "--junit", out["xml"], "--markdown", out["md"],
-                   "--json", out["json"])
+    proc = run_cli(
+        "gate", *args, "--junit", out["xml"], "--markdown", out["md"], "--json", out["json"]
+    )
     return proc, out
 
 
@@ -45,8 +46,10 @@ def junit_cases(path):
 
 # -- verdicts on real traces ------------------------------------------------------------------
 
-@pytest.mark.parametrize("config", [C1, C4, STACK_ON, STACK_OFF],
-                         ids=["1client", "4clients", "kstack-on", "kstack-off"])
+
+@pytest.mark.parametrize(
+    "config", [C1, C4, STACK_ON, STACK_OFF], ids=["1client", "4clients", "kstack-on", "kstack-off"]
+)
 @pytest.mark.parametrize("held_out", [0, 1, 2])
 def test_reruns_of_one_configuration_pass(config, held_out):
     """Two iterations as baseline, the third as candidate: every default rule holds."""
@@ -82,11 +85,13 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
     assert cs["change_pct"] == pytest.approx((rates[1] / rates[0] - 1) * 100, rel=1e-9)
 
     suite, cases = junit_cases(out["xml"])
-    assert set(cases) == {"inputs"} | {f"{r['metric']} (allowed {r['allowed']})"
-                                       for r in doc["rules"]}
+    assert set(cases) == {"inputs"} | {
+        f"{r['metric']} (allowed {r['allowed']})" for r in doc["rules"]
+    }
     failed = {n for n, c in cases.items() if c.find("failure") is not None}
-    assert failed == {f"{r['metric']} (allowed {r['allowed']})" for r in doc["rules"]
-                      if r["status"] == "broken"}
+    assert failed == {
+        f"{r['metric']} (allowed {r['allowed']})" for r in doc["rules"] if r["status"] == "broken"
+    }
     assert int(suite.get("failures")) == len(failed) and suite.get("errors") == "0"
     md = out["md"].read_text()
     assert md.startswith("### schedwake gate: FAIL")
@@ -107,14 +112,20 @@ def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
     assert proc.returncode == 1, proc.stdout
     doc = json.loads(out["json"].read_text())
     status = {r["metric"]: r["status"] for r in doc["rules"]}
-    assert status == {"pingpong_episodes/s": "broken", "wakeup_migrations/s": "broken",
-                      "cross_llc_migrations/s": "pass", "context_switches/s": "pass",
-                      "wake_to_run_p99": "pass"}
+    assert status == {
+        "pingpong_episodes/s": "broken",
+        "wakeup_migrations/s": "broken",
+        "cross_llc_migrations/s": "pass",
+        "context_switches/s": "pass",
+        "wake_to_run_p99": "pass",
+    }
     pp = [r for r in doc["rules"] if r["metric"] == "pingpong_episodes/s"][0]
     assert pp["candidate"] > 5 * pp["baseline"] and pp["significant"] is True
     _, cases = junit_cases(out["xml"])
     assert {n for n, c in cases.items() if c.find("failure") is not None} == {
-        "pingpong_episodes/s (allowed +25%)", "wakeup_migrations/s (allowed +25%)"}
+        "pingpong_episodes/s (allowed +25%)",
+        "wakeup_migrations/s (allowed +25%)",
+    }
 
 
 def test_single_traces_use_windows_and_say_so():
@@ -127,10 +138,14 @@ def test_single_traces_use_windows_and_say_so():
 def test_rules_file_changes_the_verdict(tmp_path):
     """Loosen the rules that broke: the same traces now pass."""
     rules = tmp_path / "gate.toml"
-    rules.write_text(DEFAULT_RULES_TOML.replace('[rules."context_switches/s"]\nallowed = "25%"',
-                                                '[rules."context_switches/s"]\nallowed = "100%"')
-                     .replace('[rules.wake_to_run_p99]\nallowed = "50%"',
-                              '[rules.wake_to_run_p99]\nallowed = 5000'))
+    rules.write_text(
+        DEFAULT_RULES_TOML.replace(
+            '[rules."context_switches/s"]\nallowed = "25%"',
+            '[rules."context_switches/s"]\nallowed = "100%"',
+        ).replace(
+            '[rules.wake_to_run_p99]\nallowed = "50%"', "[rules.wake_to_run_p99]\nallowed = 5000"
+        )
+    )
     proc = run_cli("gate", "--rules", rules, "--baseline", *C1, "--candidate", *C4)
     assert proc.returncode == 0, proc.stdout
     assert "+100%" in proc.stdout and "+5000 us" in proc.stdout
@@ -138,12 +153,13 @@ def test_rules_file_changes_the_verdict(tmp_path):
 
 # -- refusing what cannot be judged -----------------------------------------------------------
 
+
 def _refused(proc, *needles):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     first = proc.stdout.splitlines()[0]
     assert first.startswith("schedwake gate: ERROR: cannot judge")
-    assert proc.stderr == first + "\n"      # the reason, one line, on stderr too
+    assert proc.stderr == first + "\n"  # the reason, one line, on stderr too
     for n in needles:
         assert n in first, first
 
@@ -168,8 +184,10 @@ def test_empty_and_wrong_files_are_refused(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("not a trace\n")
     _refused(run_cli("gate", "--baseline", C1[0], "--candidate", text), "notes.txt")
-    _refused(run_cli("gate", "--baseline", C1[0], "--candidate", tmp_path / "nope-*.dat"),
-             "matches no file")
+    _refused(
+        run_cli("gate", "--baseline", C1[0], "--candidate", tmp_path / "nope-*.dat"),
+        "matches no file",
+    )
     _refused(run_cli("gate", "--candidate", C1[0]), "--baseline")
 
 
@@ -182,14 +200,19 @@ def test_lost_events_are_refused():
 def test_too_short_traces_are_refused(tmp_path):
     rules = tmp_path / "gate.toml"
     rules.write_text(DEFAULT_RULES_TOML.replace("min_duration = 0.5", "min_duration = 5"))
-    _refused(run_cli("gate", "--rules", rules, "--baseline", *C1, "--candidate", *C4),
-             "shorter than the 5 s")
+    _refused(
+        run_cli("gate", "--rules", rules, "--baseline", *C1, "--candidate", *C4),
+        "shorter than the 5 s",
+    )
     rules.write_text(DEFAULT_RULES_TOML.replace("# window = 0.5", "window = 0.5"))
     # the count refused is the number of windows compare would sample
     from schedwake.metrics import window_metrics
+
     n = len(window_metrics(schedwake.load(C1[0]), 0.5))
-    _refused(run_cli("gate", "--rules", rules, "--baseline", C1[0], "--candidate", C4[0]),
-             f"{n} window(s) of 0.5 s")
+    _refused(
+        run_cli("gate", "--rules", rules, "--baseline", C1[0], "--candidate", C4[0]),
+        f"{n} window(s) of 0.5 s",
+    )
 
 
 @pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="needs trace-cmd")
@@ -199,12 +222,15 @@ def test_missing_events_are_refused_or_skipped(tmp_path):
     skipped and the others judged."""
     cut = []
     for i, p in enumerate(C1):
-        text = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(p)], check=True,
-                              capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["trace-cmd", "report", "-N", "-t", "-i", str(p)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         out = tmp_path / f"nomigrate-{i}.txt.gz"
         with gzip.open(out, "wt") as f:
-            f.writelines(ln + "\n" for ln in text.splitlines()
-                         if "sched_migrate_task:" not in ln)
+            f.writelines(ln + "\n" for ln in text.splitlines() if "sched_migrate_task:" not in ln)
         cut.append(out)
     proc = run_cli("gate", "--baseline", *C1[:2], "--candidate", cut[2])
     _refused(proc, "no sched_migrate_task events")
@@ -212,42 +238,54 @@ def test_missing_events_are_refused_or_skipped(tmp_path):
     rules.write_text(DEFAULT_RULES_TOML.replace('missing = "error"', 'missing = "skip"'))
     proc = run_cli("gate", "--rules", rules, "--baseline", *C1[:2], "--candidate", cut[2])
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.count("skipped: ") == 2     # wake-up and cross-LLC migrations
+    assert proc.stdout.count("skipped: ") == 2  # wake-up and cross-LLC migrations
     assert "PASS: 3 rules hold (2 skipped)" in proc.stdout
     # nothing judged is not a pass
     only = tmp_path / "only.toml"
     only.write_text('[rules."migrations/s"]\nallowed = "10%"\nmissing = "skip"\n')
-    _refused(run_cli("gate", "--rules", only, "--baseline", *C1[:2], "--candidate", cut[2]),
-             "every rule was skipped")
+    _refused(
+        run_cli("gate", "--rules", only, "--baseline", *C1[:2], "--candidate", cut[2]),
+        "every rule was skipped",
+    )
 
 
 # -- rules ------------------------------------------------------------------------------------
+
 
 def test_default_rules_print_parse_and_cover_the_issue(tmp_path):
     proc = run_cli("gate", "--print-default-rules", check=True)
     assert proc.stdout == DEFAULT_RULES_TOML
     doc = tomllib.loads(proc.stdout)
-    assert set(doc["rules"]) == {"pingpong_episodes/s", "wakeup_migrations/s",
-                                 "cross_llc_migrations/s", "context_switches/s",
-                                 "wake_to_run_p99"}
+    assert set(doc["rules"]) == {
+        "pingpong_episodes/s",
+        "wakeup_migrations/s",
+        "cross_llc_migrations/s",
+        "context_switches/s",
+        "wake_to_run_p99",
+    }
     settings, rules = default_rules()
     assert settings.significance == "ttest" and settings.max_lost_events == 0
     assert all(r.relative and r.significance and r.missing == "error" for r in rules)
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("[rules.nosuch]\nallowed = '1%'", "unknown metric 'nosuch'"),
-    ("[rules.'context_switches/s']\nallowed = 'lots'", "allowed must be"),
-    ("[rules.'context_switches/s']\nallowed = -3", "finite amount >= 0"),
-    ("[rules.'context_switches/s']\nsignificance = true", "no allowed change"),
-    ("[rules.'context_switches/s']\nallowed = 1\nmissing = 'maybe'", "missing must be"),
-    ("[rules.'context_switches/s']\nallowed = 1\ncolour = 1", "unknown key(s) colour"),
-    ("[gate]\nsignificance = 'bayes'\n[rules.'context_switches/s']\nallowed = 1",
-     "significance must be one of"),
-    ("[gate]\nalpha = 2\n[rules.'context_switches/s']\nallowed = 1", "alpha"),
-    ("[gate]\nsignificance = 'ttest'", "no rules"),
-    ("[rules", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("[rules.nosuch]\nallowed = '1%'", "unknown metric 'nosuch'"),
+        ("[rules.'context_switches/s']\nallowed = 'lots'", "allowed must be"),
+        ("[rules.'context_switches/s']\nallowed = -3", "finite amount >= 0"),
+        ("[rules.'context_switches/s']\nsignificance = true", "no allowed change"),
+        ("[rules.'context_switches/s']\nallowed = 1\nmissing = 'maybe'", "missing must be"),
+        ("[rules.'context_switches/s']\nallowed = 1\ncolour = 1", "unknown key(s) colour"),
+        (
+            "[gate]\nsignificance = 'bayes'\n[rules.'context_switches/s']\nallowed = 1",
+            "significance must be one of",
+        ),
+        ("[gate]\nalpha = 2\n[rules.'context_switches/s']\nallowed = 1", "alpha"),
+        ("[gate]\nsignificance = 'ttest'", "no rules"),
+        ("[rules", "not valid TOML"),
+    ],
+)
 def test_bad_rules_are_one_line_errors(tmp_path, text, needle):
     with pytest.raises(TraceError, match="^rules: .*" + re.escape(needle)):
         parse_rules(text)
@@ -261,8 +299,11 @@ def test_bad_rules_are_one_line_errors(tmp_path, text, needle):
 def _mean_row(base, new, metric="context_switches/s", direction="lower"):
     import pandas as pd
 
-    rows = [{"side": s, "metric": metric, "direction": direction, "value": v}
-            for s, vals in (("b", base), ("n", new)) for v in vals]
+    rows = [
+        {"side": s, "metric": metric, "direction": direction, "value": v}
+        for s, vals in (("b", base), ("n", new))
+        for v in vals
+    ]
     comp = from_samples(pd.DataFrame(rows), ["b", "n"])
     (row,) = [r for r in comp.comparison.rows if r.is_mean_row]
     return row
@@ -271,25 +312,32 @@ def _mean_row(base, new, metric="context_switches/s", direction="lower"):
 def test_judgement_rules():
     """Relative and absolute allowances, both directions, significance on and off,
     untestable significance."""
-    worse = _mean_row([100, 101, 99], [130, 131, 129])          # +30%, significant
+    worse = _mean_row([100, 101, 99], [130, 131, 129])  # +30%, significant
     assert _judge(Rule("context_switches/s", 0.25, True), worse, "ttest").status == "broken"
     assert _judge(Rule("context_switches/s", 0.35, True), worse, "ttest").status == "pass"
     assert _judge(Rule("context_switches/s", 29.0, False), worse, "ttest").status == "broken"
     assert _judge(Rule("context_switches/s", 31.0, False), worse, "ttest").status == "pass"
-    noisy = _mean_row([100, 150, 50], [130, 200, 60])            # +30%, not significant
+    noisy = _mean_row([100, 150, 50], [130, 200, 60])  # +30%, not significant
     assert _judge(Rule("context_switches/s", 0.25, True), noisy, "ttest").status == "pass"
-    assert _judge(Rule("context_switches/s", 0.25, True, significance=False), noisy,
-                  "ttest").status == "broken"
-    one = _mean_row([100, 101, 99], [130])                       # one sample: untestable
+    assert (
+        _judge(Rule("context_switches/s", 0.25, True, significance=False), noisy, "ttest").status
+        == "broken"
+    )
+    one = _mean_row([100, 101, 99], [130])  # one sample: untestable
     r = _judge(Rule("context_switches/s", 0.25, True), one, "ttest")
     assert r.status == "error" and "cannot be tested" in r.message
     # higher is better: a drop is the worsening
     busy = _mean_row([80, 81, 79], [60, 61, 59], "busy_share_cpu0", "higher")
     r = _judge(Rule("busy_share_cpu0", 0.10, True), busy, "ttest")
     assert r.status == "broken" and r.worsening == pytest.approx(20, rel=0.01)
-    assert _judge(Rule("busy_share_cpu0", 0.10, True),
-                  _mean_row([60, 61, 59], [80, 81, 79], "busy_share_cpu0", "higher"),
-                  "ttest").status == "pass"
+    assert (
+        _judge(
+            Rule("busy_share_cpu0", 0.10, True),
+            _mean_row([60, 61, 59], [80, 81, 79], "busy_share_cpu0", "higher"),
+            "ttest",
+        ).status
+        == "pass"
+    )
     # a zero baseline: any significant worsening breaks a relative rule
     zero = _mean_row([0, 0, 0], [5, 6, 4])
     r = _judge(Rule("context_switches/s", 0.25, True), zero, "ttest")

@@ -28,9 +28,20 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def report(tmp_path_factory):
     """The HTML report of the fio pair (real traces), written by the CLI."""
     out = tmp_path_factory.mktemp("html") / "compare-report.html"
-    proc = run_cli("compare", sample("fio-pinned-root.dat"), sample("fio-pinned-weighted.dat"),
-                   "--label", "fio-root", "--label", "fio-weighted",
-                   "--title", "fio pinned: root vs weighted cgroup", "--html", out, check=True)
+    proc = run_cli(
+        "compare",
+        sample("fio-pinned-root.dat"),
+        sample("fio-pinned-weighted.dat"),
+        "--label",
+        "fio-root",
+        "--label",
+        "fio-weighted",
+        "--title",
+        "fio pinned: root vs weighted cgroup",
+        "--html",
+        out,
+        check=True,
+    )
     return out, proc.stdout
 
 
@@ -60,8 +71,12 @@ def test_html_has_tables_findings_and_plots(report):
     assert "Findings per side" in html
     for side in ("fio-root", "fio-weighted"):
         assert f"<h3>{side}</h3>" in html
-    for name in ("Wake-to-run latency CDF", "Per-CPU busy share",
-                 "fio-root: migration matrix", "fio-weighted: task CPU over time"):
+    for name in (
+        "Wake-to-run latency CDF",
+        "Per-CPU busy share",
+        "fio-root: migration matrix",
+        "fio-weighted: task CPU over time",
+    ):
         assert f"<figcaption>{name}</figcaption>" in html
 
 
@@ -70,23 +85,38 @@ def test_api_html_from_samples_only(tmp_path):
 
     from schedwake.compare import from_samples
 
-    rows = [{"side": s, "metric": "context_switches/s", "value": v}
-            for s, vals in (("a", (1.0, 2.0, 3.0)), ("b", (2.0, 3.0, 4.0))) for v in vals]
+    rows = [
+        {"side": s, "metric": "context_switches/s", "value": v}
+        for s, vals in (("a", (1.0, 2.0, 3.0)), ("b", (2.0, 3.0, 4.0)))
+        for v in vals
+    ]
     res = from_samples(pd.DataFrame(rows))
     html = res.to_html()
     assert "(samples only)" in html and html.count("<img ") == 1  # busy share plot only
 
 
 def _chromium(args, tmp_path, timeout=180):
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"] + args
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ] + args
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package "
-                    "'chromium', installed by scripts/bootstrap.sh)")
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (Debian package "
+    "'chromium', installed by scripts/bootstrap.sh)",
+)
 def test_renders_in_headless_chromium(report, tmp_path):
     path, _ = report
     url = path.resolve().as_uri()

@@ -19,21 +19,21 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 #: lower layers. The data flows: file -> ingest -> model -> detect -> metrics ->
 #: analysis -> compare/gate -> report -> cli, with small shared facts at the bottom.
 LAYERS = [
-    ["errors", "version", "schema"],    # plain facts everything may use
-    ["topology"],                       # CPU maps
-    ["ingest"],                         # files -> Arrow tables
-    ["model"],                          # tables -> wake-ups, migrations, occupancy
-    ["trace"],                          # the loaded trace (tables + lazy model)
-    ["summary"],                        # a trace's facts as a dict
-    ["detect"],                         # findings with evidence
-    ["metrics"],                        # the metric catalogue and its values
-    ["stats", "mmtests"],               # statistics and the mmtests comparison
-    ["analysis"],                       # one trace: findings + metrics + caveats
-    ["report"],                         # renderers of analyses, comparisons, verdicts
-    ["compare"],                        # several traces side by side
-    ["gate"],                           # a CI verdict from a comparison
-    ["synth", "record"],                # tools that make traces
-    ["cli", "__init__"],                # the command line and the package's API
+    ["errors", "version", "schema"],  # plain facts everything may use
+    ["topology"],  # CPU maps
+    ["ingest"],  # files -> Arrow tables
+    ["model"],  # tables -> wake-ups, migrations, occupancy
+    ["trace"],  # the loaded trace (tables + lazy model)
+    ["summary"],  # a trace's facts as a dict
+    ["detect"],  # findings with evidence
+    ["metrics"],  # the metric catalogue and its values
+    ["stats", "mmtests"],  # statistics and the mmtests comparison
+    ["analysis"],  # one trace: findings + metrics + caveats
+    ["report"],  # renderers of analyses, comparisons, verdicts
+    ["compare"],  # several traces side by side
+    ["gate"],  # a CI verdict from a comparison
+    ["synth", "record"],  # tools that make traces
+    ["cli", "__init__"],  # the command line and the package's API
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 
@@ -51,8 +51,10 @@ def is_package(name: str) -> bool:
 def exists(name: str) -> bool:
     """A module of the package: Python, a package, or compiled from a C file of its name."""
     rel = PACKAGE.joinpath(*name.split(".")[1:])
-    return any(p.exists() for p in (rel.with_suffix(".py"), rel / "__init__.py",
-                                     rel.with_name(rel.name + ".c")))
+    return any(
+        p.exists()
+        for p in (rel.with_suffix(".py"), rel / "__init__.py", rel.with_name(rel.name + ".c"))
+    )
 
 
 def imports(path: Path) -> set[str]:
@@ -66,7 +68,7 @@ def imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = base.split(".")
-                parts = parts[:len(parts) - (node.level - 1)]
+                parts = parts[: len(parts) - (node.level - 1)]
                 target = ".".join(parts + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -74,7 +76,7 @@ def imports(path: Path) -> set[str]:
                 continue
             subs = [f"{target}.{a.name}" for a in node.names if exists(f"{target}.{a.name}")]
             out.update(subs)
-            if len(subs) < len(node.names):      # names defined in the module itself
+            if len(subs) < len(node.names):  # names defined in the module itself
                 out.add(target)
     out.discard(me)
     return {m for m in out if exists(m)}
@@ -98,8 +100,12 @@ def test_every_module_has_a_layer():
 
 
 def test_no_import_goes_up():
-    upward = [f"{a} imports {b}" for a, targets in graph().items() for b in sorted(targets)
-              if layer(b) > layer(a)]
+    upward = [
+        f"{a} imports {b}"
+        for a, targets in graph().items()
+        for b in sorted(targets)
+        if layer(b) > layer(a)
+    ]
     assert not upward, "imports against the data flow:\n" + "\n".join(upward)
 
 
@@ -110,7 +116,7 @@ def test_no_import_cycle():
     stack: list[str] = []
     cycles = []
 
-    def visit(v: str) -> None:     # Tarjan's strongly connected components
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
         index[v] = low[v] = len(index)
         stack.append(v)
         for w in g.get(v, ()):
@@ -139,7 +145,7 @@ def test_the_walker_sees_lazy_and_relative_imports():
     """The checks above are only as good as the walker: it must see an import inside a
     function, and resolve ``from . import x`` and ``from ..x import y``."""
     g = graph()
-    assert "schedwake.analysis" in g["schedwake.cli"]                # inside a function
-    assert "schedwake.detect.evidence" in g["schedwake.detect"]     # from .evidence import
-    assert "schedwake.stats" in g["schedwake.mmtests"]              # from . import stats
-    assert "schedwake.summary" in g["schedwake.report.analyze"]     # from ..summary import
+    assert "schedwake.analysis" in g["schedwake.cli"]  # inside a function
+    assert "schedwake.detect.evidence" in g["schedwake.detect"]  # from .evidence import
+    assert "schedwake.stats" in g["schedwake.mmtests"]  # from . import stats
+    assert "schedwake.summary" in g["schedwake.report.analyze"]  # from ..summary import

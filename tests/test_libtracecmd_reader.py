@@ -30,7 +30,7 @@ from .conftest import SAMPLE_DATS, run_cli, sample
 READER_KEY = ("source", "reader")
 INVENTED_EVENTS = {"blktrace": "ftrace"}
 
-SMALL = "idle-sleep.dat"            # a small v7 (zstd) sample: quick child runs
+SMALL = "idle-sleep.dat"  # a small v7 (zstd) sample: quick child runs
 
 
 def comparable_meta(meta: dict) -> dict:
@@ -38,8 +38,7 @@ def comparable_meta(meta: dict) -> dict:
     INVENTED_EVENTS)."""
     out = dict(meta)
     out["source"] = {k: v for k, v in meta["source"].items() if k != READER_KEY[1]}
-    out["systems"] = {k: v for k, v in meta["systems"].items()
-                      if INVENTED_EVENTS.get(k) != v}
+    out["systems"] = {k: v for k, v in meta["systems"].items() if INVENTED_EVENTS.get(k) != v}
     return out
 
 
@@ -65,11 +64,10 @@ def test_lost_event_cpus_stay_ints_across_the_pipe():
 
 def test_selected_events_and_progress_come_through_the_child(dbench2):
     seen = []
-    want = ["sched:sched_waking", "sched_switch", "sched_stat_runtime"]   # the last: none
+    want = ["sched:sched_waking", "sched_switch", "sched_stat_runtime"]  # the last: none
     lib = schedwake.load(dbench2, events=want, reader="libtracecmd", progress=seen.append)
     default = schedwake.load(dbench2, events=want)
-    assert lib.events == default.events == ["sched_stat_runtime", "sched_switch",
-                                            "sched_waking"]
+    assert lib.events == default.events == ["sched_stat_runtime", "sched_switch", "sched_waking"]
     assert lib.table("sched_stat_runtime").num_rows == 0
     for name in lib.events:
         assert lib.table(name).equals(default.table(name)), name
@@ -78,20 +76,23 @@ def test_selected_events_and_progress_come_through_the_child(dbench2):
 
 # -- a crash of the library -----------------------------------------------------------------
 
+
 def zero_page_size(src: Path, dst: Path) -> Path:
     """``src`` with the page size of its file header set to 0: libtracecmd divides by
     it in tracecmd_init_data() (SIGFPE on x86)."""
     data = bytearray(src.read_bytes())
-    end = data.index(b"\0", len(tracedat_layout.MAGIC))     # the version string's NUL
-    at = end + 1 + 2                                        # endianness, long size
+    end = data.index(b"\0", len(tracedat_layout.MAGIC))  # the version string's NUL
+    at = end + 1 + 2  # endianness, long size
     assert struct.unpack_from("<I", data, at)[0] == 4096
-    data[at:at + 4] = bytes(4)
+    data[at : at + 4] = bytes(4)
     dst.write_bytes(data)
     return dst
 
 
-needs_x86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "i686"),
-                               reason="integer division by zero traps (SIGFPE) on x86 only")
+needs_x86 = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "i686"),
+    reason="integer division by zero traps (SIGFPE) on x86 only",
+)
 
 
 @needs_x86
@@ -99,8 +100,9 @@ def test_a_crash_in_the_child_is_one_line_and_exit_2(tmp_path):
     bad = zero_page_size(sample(SMALL), tmp_path / "zero-page.dat")
     proc = run_cli("info", bad, "--reader", "libtracecmd")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == (f"schedwake: {bad}: the libtracecmd reader crashed on this "
-                           "file: SIGFPE\n")
+    assert proc.stderr == (
+        f"schedwake: {bad}: the libtracecmd reader crashed on this file: SIGFPE\n"
+    )
 
 
 @needs_x86
@@ -131,6 +133,7 @@ def test_a_trace_error_in_the_child_comes_back_as_is(tmp_path, dbench1):
 
 # -- no temporary files ---------------------------------------------------------------------
 
+
 class CreationWatch:
     """Names created in a directory while the watch is on (Linux inotify): a file that
     is made and removed again is seen too, which a look at the directory afterwards
@@ -143,8 +146,12 @@ class CreationWatch:
         self.fd = self.libc.inotify_init1(self.IN_NONBLOCK)
         if self.fd < 0:
             pytest.skip("inotify is not available")
-        if self.libc.inotify_add_watch(self.fd, os.fsencode(directory),
-                                       self.IN_CREATE | self.IN_MOVED_TO) < 0:
+        if (
+            self.libc.inotify_add_watch(
+                self.fd, os.fsencode(directory), self.IN_CREATE | self.IN_MOVED_TO
+            )
+            < 0
+        ):
             os.close(self.fd)
             pytest.skip("inotify cannot watch the directory")
 
@@ -157,7 +164,7 @@ class CreationWatch:
         pos = 0
         while pos < len(data):
             _, _, _, size = struct.unpack_from("iIII", data, pos)
-            names.append(data[pos + 16:pos + 16 + size].rstrip(b"\0").decode())
+            names.append(data[pos + 16 : pos + 16 + size].rstrip(b"\0").decode())
             pos += 16 + size
         os.close(self.fd)
         return names
@@ -168,21 +175,37 @@ def test_no_temporary_file_is_made(tmp_path):
     tmpdir.mkdir()
     watch = CreationWatch(tmpdir)
     paths = [str(sample(n)) for n in ("dbench-xfs-4clients.dat", "missing-cpu.dat")]
-    code = ("import sys, schedwake\n"
-            "for p in sys.argv[1:]:\n"
-            "    schedwake.load(p, reader='libtracecmd')\n"
-            "    schedwake.load(p)\n")
+    code = (
+        "import sys, schedwake\n"
+        "for p in sys.argv[1:]:\n"
+        "    schedwake.load(p, reader='libtracecmd')\n"
+        "    schedwake.load(p)\n"
+    )
     env = dict(os.environ, TMPDIR=str(tmpdir))
-    subprocess.run([sys.executable, "-c", code, *paths], env=env, check=True,
-                   capture_output=True, timeout=300)
-    proc = subprocess.run([Path(sys.executable).with_name("schedwake"), "convert", paths[0],
-                           "-o", tmp_path / "out", "--reader", "libtracecmd"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-c", code, *paths], env=env, check=True, capture_output=True, timeout=300
+    )
+    proc = subprocess.run(
+        [
+            Path(sys.executable).with_name("schedwake"),
+            "convert",
+            paths[0],
+            "-o",
+            tmp_path / "out",
+            "--reader",
+            "libtracecmd",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert watch.created() == [] and list(tmpdir.iterdir()) == []
 
 
 # -- the options ----------------------------------------------------------------------------
+
 
 #: Every command that reads traces, with the arguments that make it read SMALL.
 def reading_commands(tmp_path) -> dict[str, list]:
@@ -201,8 +224,9 @@ def test_every_reading_command_takes_reader_and_jobs(tmp_path, reader):
     from schedwake.cli import cli
 
     commands = reading_commands(tmp_path)
-    reads = {name for name, cmd in cli.commands.items()
-             if any(p.name == "reader" for p in cmd.params)}
+    reads = {
+        name for name, cmd in cli.commands.items() if any(p.name == "reader" for p in cmd.params)
+    }
     assert reads == set(commands), "a command that reads traces lacks --reader/--jobs"
     for name, args in commands.items():
         proc = run_cli(*args, "--reader", reader, "--jobs", "2")
@@ -229,26 +253,44 @@ def test_libtracecmd_reads_only_trace_dat():
     text = sample("conformance/conf.ftrace.txt.gz")
     with pytest.raises(schedwake.TraceError, match="only reads trace.dat"):
         schedwake.load(text, reader="libtracecmd")
-    proc = run_cli("convert", text, "-o", "/nonexistent/never-made", "--reader",
-                   "libtracecmd")
+    proc = run_cli("convert", text, "-o", "/nonexistent/never-made", "--reader", "libtracecmd")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"schedwake: {text}: the libtracecmd reader only reads trace.dat files, and this "
-        "is ftrace-text"]
+        "is ftrace-text"
+    ]
 
 
 # -- warnings of bounded damage -------------------------------------------------------------
+
 
 def with_unknown_event_id(src: Path, tmp_path: Path) -> Path:
     """An uncompressed v6 copy of ``src`` whose first record on CPU 0 carries an event id
     that no format in the file has: bounded damage, which schedwake's reader skips
     with a warning."""
     v6 = tmp_path / "v6.dat"
-    subprocess.run(["trace-cmd", "convert", "-i", str(src), "-o", str(v6),
-                    "--file-version", "6", "--compression", "none"],
-                   check=True, capture_output=True)
-    dump = subprocess.run(["trace-cmd", "dump", "--flyrecord", "-i", str(v6)],
-                          check=True, capture_output=True, text=True).stdout
+    subprocess.run(
+        [
+            "trace-cmd",
+            "convert",
+            "-i",
+            str(src),
+            "-o",
+            str(v6),
+            "--file-version",
+            "6",
+            "--compression",
+            "none",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    dump = subprocess.run(
+        ["trace-cmd", "dump", "--flyrecord", "-i", str(v6)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     page = int(re.search(r"(\d+)\s+\d+\s+\[offset, size of cpu 0\]", dump)[1])
     data = bytearray(v6.read_bytes())
     # page header: u64 timestamp, u64 commit; then the first event's u32 header, whose
@@ -261,8 +303,9 @@ def with_unknown_event_id(src: Path, tmp_path: Path) -> Path:
 
 
 def test_a_reader_warning_is_one_stderr_line_and_a_caveat_in_every_report(tmp_path):
-    pytest.importorskip("schedwake.ingest._tdread", reason="warnings come from "
-                        "schedwake's own reader")
+    pytest.importorskip(
+        "schedwake.ingest._tdread", reason="warnings come from schedwake's own reader"
+    )
     bad = with_unknown_event_id(sample(SMALL), tmp_path)
     trace = schedwake.load(bad)
     assert len(trace.warnings) == 1 and trace.warnings[0] in trace.caveats

@@ -5,10 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from schedwake.mmtests import (CELL_WIDTH, MetricSamples, compare_samples, op_label,
-                                      split_label)
+from schedwake.mmtests import CELL_WIDTH, MetricSamples, compare_samples, op_label, split_label
 
-ELAPSED_BASE = [540.0] * 7 + [550.0] * 3      # Min 540, Amean 543, Stddev 4.83, Max 550
+ELAPSED_BASE = [540.0] * 7 + [550.0] * 3  # Min 540, Amean 543, Stddev 4.83, Max 550
 ELAPSED_NEW = [530.0] * 10
 
 # Header lines derived by hand: first cell = len("BAmean-99") + 1 + len("elapsed") = 17
@@ -56,6 +55,7 @@ def _with_hmean(target, shape=(0.9, 1.0, 1.1)):
 
 # ---- the whole published block -------------------------------------------------------
 
+
 def test_elapsed_block_exact():
     assert _elapsed().text() == EXPECTED_ELAPSED
 
@@ -63,8 +63,10 @@ def test_elapsed_block_exact():
 def test_elapsed_block_ci95_rule_line_and_same_stars():
     text = _elapsed("ci95").text()
     assert text.splitlines()[:-1] == EXPECTED_ELAPSED.splitlines()[:-1]
-    assert text.splitlines()[-1] == ("* significant: mean +-1.96*sd intervals do not overlap "
-                                     "(mmtests ci95); samples: per-trace values, n=10/10/10")
+    assert text.splitlines()[-1] == (
+        "* significant: mean +-1.96*sd intervals do not overlap "
+        "(mmtests ci95); samples: per-trace values, n=10/10/10"
+    )
 
 
 def test_header_aligns_with_cells():
@@ -74,13 +76,14 @@ def test_header_aligns_with_cells():
     assert CELL_WIDTH == 23
     assert len(head1) == len(row) == lead + 3 * CELL_WIDTH
     for col in range(3):
-        end = lead + (col + 1) * CELL_WIDTH        # one past this side's last character
+        end = lead + (col + 1) * CELL_WIDTH  # one past this side's last character
         assert row[end - 1] == ")"
-        assert head1[end - 10:end] == "5.17.0-rc0"
+        assert head1[end - 10 : end] == "5.17.0-rc0"
         assert head2[end - 1] != " "
 
 
 # ---- published percentages -------------------------------------------------------------
+
 
 def test_amean_lower_significant_star():
     m = MetricSamples("elapsed", "s", "lower", [_spread(22.63, 0.01), _spread(20.5412, 0.01)])
@@ -104,17 +107,21 @@ def test_hmean_higher_uses_pdiff():
 
 
 def test_max_higher_is_better_pdiff():
-    m = MetricSamples("tput", "", "higher",
-                      [[53019.93, 40000.0, 45000.0], [51263.38, 40000.0, 45000.0]])
+    m = MetricSamples(
+        "tput", "", "higher", [[53019.93, 40000.0, 45000.0], [51263.38, 40000.0, 45000.0]]
+    )
     row = _row(compare_samples(None, ["a", "b"], [m]).text(), "Max")
     assert row.endswith("    53019.93 (   0.00%)    51263.38 (  -3.31%)")
 
 
 @pytest.mark.parametrize("direction", ["lower", "higher"])
-@pytest.mark.parametrize("base_sd,new_sd,cell", [
-    (3.54, 2.4026, "        2.40 (  32.13%)"),
-    (3471.61, 3713.97, "     3713.97 (  -6.98%)"),
-])
+@pytest.mark.parametrize(
+    "base_sd,new_sd,cell",
+    [
+        (3.54, 2.4026, "        2.40 (  32.13%)"),
+        (3471.61, 3713.97, "     3713.97 (  -6.98%)"),
+    ],
+)
 def test_stddev_row_always_pndiff(direction, base_sd, new_sd, cell):
     m = MetricSamples("x", "", direction, [_spread(20000.0, base_sd), _spread(20000.0, new_sd)])
     row = _row(compare_samples(None, ["a", "b"], [m]).text(), "Stddev")
@@ -128,11 +135,12 @@ def test_stddev_to_zero_is_100_percent():
 
 
 def test_min_and_best_follow_direction():
-    m = MetricSamples("tput", "", "higher", [[100.0, 200.0, 300.0, 400.0],
-                                             [110.0, 220.0, 330.0, 440.0]])
+    m = MetricSamples(
+        "tput", "", "higher", [[100.0, 200.0, 300.0, 400.0], [110.0, 220.0, 330.0, 440.0]]
+    )
     c = compare_samples(None, ["a", "b"], [m])
     t = c.text()
-    assert _row(t, "Min").endswith("      110.00 (  10.00%)")          # pdiff
+    assert _row(t, "Min").endswith("      110.00 (  10.00%)")  # pdiff
     assert _row(t, "BHmean-50").startswith("BHmean-50 tput")
     rec = {(r["stat"], r["side"]): r for r in c.records()}
     assert rec[("BHmean-50", "b")]["value"] == pytest.approx(2 / (1 / 440 + 1 / 330))
@@ -140,6 +148,7 @@ def test_min_and_best_follow_direction():
 
 
 # ---- stars only on the mean row; rule line --------------------------------------------
+
 
 def test_star_only_on_mean_row():
     m = MetricSamples("lat", "us", "lower", [_spread(100.0, 1.0), _spread(50.0, 0.1)])
@@ -172,19 +181,34 @@ def test_hmean_undefined_is_not_testable():
 def test_single_sample_not_testable_and_nan_prints_zero():
     m = MetricSamples("migrations", "/s", "lower", [[10.0], [5.0]])
     text = compare_samples(None, ["a", "b"], [m]).text()
-    assert _row(text, "Stddev") == \
-        "Stddev    migrations/s        0.00 (   0.00%)        0.00 (   0.00%)"
+    assert (
+        _row(text, "Stddev")
+        == "Stddev    migrations/s        0.00 (   0.00%)        0.00 (   0.00%)"
+    )
     assert _row(text, "Amean").endswith("5.00 (  50.00%)")
     assert text.splitlines()[-1].endswith(
         "samples: per-trace values, n=1/1; "
-        "not testable: migrations (needs >=2 samples per side (n=1/1))")
+        "not testable: migrations (needs >=2 samples per side (n=1/1))"
+    )
 
 
 def test_per_window_rule_line_and_mixed_metrics_grouping():
-    a = MetricSamples("migrations", "/s", "lower", [_spread(10, 1), _spread(5, 1)],
-                      window_s=1.0, sample_kind="per-window")
-    b = MetricSamples("ctxsw", "/s", "higher", [_spread(100, 1), _spread(90, 1)],
-                      window_s=1.0, sample_kind="per-window")
+    a = MetricSamples(
+        "migrations",
+        "/s",
+        "lower",
+        [_spread(10, 1), _spread(5, 1)],
+        window_s=1.0,
+        sample_kind="per-window",
+    )
+    b = MetricSamples(
+        "ctxsw",
+        "/s",
+        "higher",
+        [_spread(100, 1), _spread(90, 1)],
+        window_s=1.0,
+        sample_kind="per-window",
+    )
     c = compare_samples(None, ["6.18.0-vanilla", "6.18.0-kworkerstack"], [a, b])
     lines = c.text().splitlines()
     assert [ln.split()[0] for ln in lines[2:6]] == ["Min", "Min", "Amean", "Hmean"]
@@ -200,26 +224,34 @@ def test_precision_option_reproduces_hackbench_row():
     # (   3.37%)" with precision 4; a 3-character op ("128") sets the op column width.
     one = MetricSamples("1", "", "lower", [_spread(0.336, 0.04), _spread(0.974 / 3, 0.04)])
     other = MetricSamples("128", "", "lower", [[1.0, 2.0], [1.0, 2.0]])
-    text = compare_samples("hackbench-process-pipes", ["5.17.0-rc0-vanilla",
-                           "5.17.0-rc0-sched-scalewakegran-v5"], [one, other]).text(precision=4)
+    text = compare_samples(
+        "hackbench-process-pipes",
+        ["5.17.0-rc0-vanilla", "5.17.0-rc0-sched-scalewakegran-v5"],
+        [one, other],
+    ).text(precision=4)
     lines = text.splitlines()
     assert lines[1] == "                          5.17.0-rc0             5.17.0-rc0"
     assert lines[2] == "                             vanilla sched-scalewakegran-v5"
     assert _row(text, "Amean").startswith(
-        "Amean     1        0.3360 (   0.00%)      0.3247 (   3.37%)")
+        "Amean     1        0.3360 (   0.00%)      0.3247 (   3.37%)"
+    )
 
 
 # ---- header splitting ------------------------------------------------------------------
 
-@pytest.mark.parametrize("label,parts", [
-    ("5.17.0-rc0-vanilla", ("5.17.0-rc0", "vanilla")),
-    ("5.15.0-rc1-sched-scalewakegran-v2r5", ("5.15.0-rc1", "sched-scalewakegran-v2r5")),
-    ("6.18.0-kworkerstack", ("6.18.0", "kworkerstack")),
-    ("6.18.0-rc12-foo", ("6.18.0-rc12", "foo")),
-    ("6.18.0-rc3", ("6.18.0-rc3", "")),
-    ("6.18.0-rcfoo", ("6.18.0", "rcfoo")),
-    ("baseline", ("", "baseline")),
-])
+
+@pytest.mark.parametrize(
+    "label,parts",
+    [
+        ("5.17.0-rc0-vanilla", ("5.17.0-rc0", "vanilla")),
+        ("5.15.0-rc1-sched-scalewakegran-v2r5", ("5.15.0-rc1", "sched-scalewakegran-v2r5")),
+        ("6.18.0-kworkerstack", ("6.18.0", "kworkerstack")),
+        ("6.18.0-rc12-foo", ("6.18.0-rc12", "foo")),
+        ("6.18.0-rc3", ("6.18.0-rc3", "")),
+        ("6.18.0-rcfoo", ("6.18.0", "rcfoo")),
+        ("baseline", ("", "baseline")),
+    ],
+)
 def test_split_label(label, parts):
     assert split_label(label) == parts
 
@@ -239,6 +271,7 @@ def test_op_label():
 
 
 # ---- structured output and Markdown -----------------------------------------------------
+
 
 def test_records_json_ready():
     c = _elapsed()
@@ -271,13 +304,15 @@ def test_markdown():
     assert md[0] == "**dbench4 Loadfile Execution Time**"
     assert md[2] == "| Stat | Metric | " + " | ".join(LABELS3) + " |"
     assert md[3] == "|:---|:---|---:|---:|---:|"
-    assert md[5] == ("| Amean | elapsed | 543.00 (0.00%) | 530.00 \\*2.39%\\* "
-                     "| 530.00 \\*2.39%\\* |")
+    assert md[5] == (
+        "| Amean | elapsed | 543.00 (0.00%) | 530.00 \\*2.39%\\* | 530.00 \\*2.39%\\* |"
+    )
     assert md[6] == "| Stddev | elapsed | 4.83 (0.00%) | 0.00 (100.00%) | 0.00 (100.00%) |"
     assert md[-1].startswith("\\* significant: two-sided t-test")
 
 
 # ---- input validation ------------------------------------------------------------------
+
 
 def test_input_validation():
     with pytest.raises(ValueError):
@@ -296,8 +331,11 @@ def test_wide_header_parts_run_together_like_mmtests():
     # lore CAKfTPtD5=VQfSdL6YqdET99XFbPxT359oH0UZ78O=wWn6G8mAg: a 24-character second part
     # is wider than the 23-character cell, so "vanilla" and it run together.
     m = MetricSamples("1", "", "higher", [[1.0, 2.0]] * 3)
-    labels = ["5.15.0-rc1-vanilla", "5.15.0-rc1-sched-scalewakegran-v2r5",
-              "5.15.0-rc1-sched-moveforward-v1r1"]
+    labels = [
+        "5.15.0-rc1-vanilla",
+        "5.15.0-rc1-sched-scalewakegran-v2r5",
+        "5.15.0-rc1-sched-moveforward-v1r1",
+    ]
     head2 = compare_samples(None, labels, [m]).text().splitlines()[1]
     assert head2.endswith(" vanillasched-scalewakegran-v2r5 sched-moveforward-v1r1")
 

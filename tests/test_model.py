@@ -28,16 +28,27 @@ def load(name):
     return schedwake.load(sample(name), events=list(MODEL_EVENTS))
 
 
-@pytest.mark.parametrize("comm,cls,cpu", [
-    ("kworker/11:68+d", "percpu_kthread", 11), ("kworker/1:0-eve", "percpu_kthread", 1),
-    ("kworker/1:1H", "percpu_kthread", 1), ("kworker/3:2H-kblockd", "percpu_kthread", 3),
-    ("ksoftirqd/0", "percpu_kthread", 0), ("migration/7", "percpu_kthread", 7),
-    ("cpuhp/2", "percpu_kthread", 2), ("rcuc/4", "percpu_kthread", 4),
-    ("idle_inject/5", "percpu_kthread", 5), ("kworker/u8:1", "unbound_kworker", -1),
-    ("kworker/u17:12+fl", "unbound_kworker", -1), ("kworker/R-kbloc", "kthread", -1),
-    ("rcu_preempt", "kthread", -1), ("dbench", "user", -1), ("fio", "user", -1),
-    ("swapper/1", "idle", -1),
-])
+@pytest.mark.parametrize(
+    "comm,cls,cpu",
+    [
+        ("kworker/11:68+d", "percpu_kthread", 11),
+        ("kworker/1:0-eve", "percpu_kthread", 1),
+        ("kworker/1:1H", "percpu_kthread", 1),
+        ("kworker/3:2H-kblockd", "percpu_kthread", 3),
+        ("ksoftirqd/0", "percpu_kthread", 0),
+        ("migration/7", "percpu_kthread", 7),
+        ("cpuhp/2", "percpu_kthread", 2),
+        ("rcuc/4", "percpu_kthread", 4),
+        ("idle_inject/5", "percpu_kthread", 5),
+        ("kworker/u8:1", "unbound_kworker", -1),
+        ("kworker/u17:12+fl", "unbound_kworker", -1),
+        ("kworker/R-kbloc", "kthread", -1),
+        ("rcu_preempt", "kthread", -1),
+        ("dbench", "user", -1),
+        ("fio", "user", -1),
+        ("swapper/1", "idle", -1),
+    ],
+)
 def test_task_classes(comm, cls, cpu):
     assert name_class(comm) == cls
     assert kthread_cpu(comm) == cpu
@@ -56,8 +67,9 @@ def report_lines(path):
     exe = shutil.which("trace-cmd")
     if exe is None:
         pytest.skip("trace-cmd not installed")
-    out = subprocess.run([exe, "report", "-N", "-i", str(path)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [exe, "report", "-N", "-i", str(path)], capture_output=True, text=True, check=True
+    ).stdout
     for line in out.splitlines():
         m = LINE.match(line)
         if m:
@@ -84,8 +96,13 @@ def independent_counts(path):
         if event == "sched_migrate_task":
             migrations += 1
             lp = last.get(cpu)
-            if lp and lp[0] == "sched_waking" and lp[1] == pid and \
-                    lp[2].get("pid") == f["pid"] and f["pid"] not in settled:
+            if (
+                lp
+                and lp[0] == "sched_waking"
+                and lp[1] == pid
+                and lp[2].get("pid") == f["pid"]
+                and f["pid"] not in settled
+            ):
                 wake_migr += 1
         if event != "print":
             last[cpu] = (event, pid, f)
@@ -111,9 +128,9 @@ def test_wakeup_and_migration_counts_match_report_text(name):
 
 def test_dbench_semantics_known_episode():
     """The report shows (dbench-xfs-1client, 219.9657):
-         kworker/1:1-41 [001] workqueue_execute_start: ... function xfs_end_io
-         kworker/1:1-41 [001] sched_waking: comm=dbench pid=5646 prio=120 target_cpu=001
-         kworker/1:1-41 [001] sched_migrate_task: comm=dbench pid=5646 ... orig_cpu=1 dest_cpu=0
+    kworker/1:1-41 [001] workqueue_execute_start: ... function xfs_end_io
+    kworker/1:1-41 [001] sched_waking: comm=dbench pid=5646 prio=120 target_cpu=001
+    kworker/1:1-41 [001] sched_migrate_task: comm=dbench pid=5646 ... orig_cpu=1 dest_cpu=0
     """
     t = load("dbench-xfs-1client.dat")
     w = t.wakeups()
@@ -156,8 +173,10 @@ def test_fio_pinned_never_migrates_and_storm_is_visible():
 
 
 def test_caveats_missing_events_and_lost_events():
-    t = schedwake.load(sample("dbench-xfs-1client.dat"),
-                       events=["sched_wakeup", "sched_switch", "sched_migrate_task"])
+    t = schedwake.load(
+        sample("dbench-xfs-1client.dat"),
+        events=["sched_wakeup", "sched_switch", "sched_migrate_task"],
+    )
     cav = " ".join(t.caveats)
     assert "no sched_waking" in cav and "no workqueue events" in cav
     w = t.wakeups()
@@ -180,8 +199,7 @@ def test_pingpong_is_found_without_sched_waking_or_sched_migrate_task():
     path = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
     full = schedwake.load(path, events=list(MODEL_EVENTS))
     no_waking = schedwake.load(path, events=[e for e in MODEL_EVENTS if e != "sched_waking"])
-    no_migrate = schedwake.load(path, events=[e for e in MODEL_EVENTS
-                                              if e != "sched_migrate_task"])
+    no_migrate = schedwake.load(path, events=[e for e in MODEL_EVENTS if e != "sched_migrate_task"])
     episodes = int(episodes_mask(full.wakeups()).sum())
     assert episodes > 2000
     assert int(episodes_mask(no_migrate.wakeups()).sum()) == episodes

@@ -29,10 +29,10 @@ from .conftest import run_cli, sample
 
 #: the thread names of sample_traces/nonutf8-comm.workload.c, as bytes and as text
 NAMES = {
-    b"bad\xff\xfename": "bad\ufffd\ufffdname",          # two invalid bytes
-    b"trunc\xe2\x82x\xc3": "trunc\ufffdx\ufffd",        # a cut 3-byte sequence: one U+FFFD
+    b"bad\xff\xfename": "bad\ufffd\ufffdname",  # two invalid bytes
+    b"trunc\xe2\x82x\xc3": "trunc\ufffdx\ufffd",  # a cut 3-byte sequence: one U+FFFD
     b"sur\xed\xa0\x80gate": "sur\ufffd\ufffd\ufffdgate",  # an encoded surrogate: three
-    b"caf\xc3\xa9-ok": "caf\u00e9-ok",                  # valid UTF-8: kept
+    b"caf\xc3\xa9-ok": "caf\u00e9-ok",  # valid UTF-8: kept
 }
 FORMATS = {
     "trace.dat": "nonutf8-comm.dat",
@@ -43,9 +43,13 @@ FORMATS = {
 #: the formats that hold the one ring buffer (the perf text is another run)
 SAME_BUFFER = ("trace.dat", "ftrace-text", "trace-cmd-report")
 #: (event, column) pairs that carry the workload's names
-NAME_COLUMNS = [("sched_switch", "prev_comm"), ("sched_switch", "next_comm"),
-                ("sched_waking", "comm"), ("sched_wakeup", "comm"),
-                ("sched_migrate_task", "comm")]
+NAME_COLUMNS = [
+    ("sched_switch", "prev_comm"),
+    ("sched_switch", "next_comm"),
+    ("sched_waking", "comm"),
+    ("sched_wakeup", "comm"),
+    ("sched_migrate_task", "comm"),
+]
 
 
 def path_of(fmt: str) -> Path:
@@ -60,6 +64,7 @@ def loaded():
         if fmt not in cache:
             cache[fmt] = schedwake.load(path_of(fmt))
         return cache[fmt]
+
     return get
 
 
@@ -97,31 +102,41 @@ def test_the_raw_text_is_the_oracle():
     the bytes between ``prev_comm=``/``next_comm=`` and the next field, line by line."""
     raw = gzip.decompress(path_of("ftrace-text").read_bytes())
     want = Counter()
-    for m in re.finditer(rb" sched_switch: prev_comm=(.*?) prev_pid=(\d+) .*? "
-                         rb"next_comm=(.*?) next_pid=(\d+) ", raw):
-        want[(m[1].decode("utf-8", "replace"), int(m[2]),
-              m[3].decode("utf-8", "replace"), int(m[4]))] += 1
-    assert b"bad\xff\xfename" in raw                   # the file really has the bytes
+    for m in re.finditer(
+        rb" sched_switch: prev_comm=(.*?) prev_pid=(\d+) .*? "
+        rb"next_comm=(.*?) next_pid=(\d+) ",
+        raw,
+    ):
+        want[
+            (m[1].decode("utf-8", "replace"), int(m[2]), m[3].decode("utf-8", "replace"), int(m[4]))
+        ] += 1
+    assert b"bad\xff\xfename" in raw  # the file really has the bytes
     trace = schedwake.load(path_of("ftrace-text"))
     sw = trace.table("sched_switch")
-    got = Counter(zip(*(sw.column(c).to_pylist()
-                        for c in ("prev_comm", "prev_pid", "next_comm", "next_pid"))))
+    got = Counter(
+        zip(*(sw.column(c).to_pylist() for c in ("prev_comm", "prev_pid", "next_comm", "next_pid")))
+    )
     assert got == want
 
 
 def test_the_three_forms_of_one_buffer_agree(loaded):
     """trace.dat (binary fields), raw ftrace text and trace-cmd report text of the same
     ring buffer give the same names in the same events."""
+
     def key(trace):
         out = {}
         for event, col in NAME_COLUMNS:
             t = trace.table(event)
-            pid = "prev_pid" if col == "prev_comm" else "next_pid" if col == "next_comm" \
-                else "pid"
-            out[event, col] = Counter(zip(t.column("cpu").to_pylist(),
-                                          t.column(pid).to_pylist(),
-                                          t.column(col).to_pylist()))
+            pid = "prev_pid" if col == "prev_comm" else "next_pid" if col == "next_comm" else "pid"
+            out[event, col] = Counter(
+                zip(
+                    t.column("cpu").to_pylist(),
+                    t.column(pid).to_pylist(),
+                    t.column(col).to_pylist(),
+                )
+            )
         return out
+
     base = key(loaded("trace.dat"))
     assert sum(base["sched_switch", "prev_comm"].values()) > 500
     for fmt in SAME_BUFFER[1:]:
@@ -171,8 +186,9 @@ def test_convert(fmt, tmp_path):
         assert set(NAMES.values()) <= values, (fmt, event, col)
 
 
-@pytest.mark.parametrize("pair", [("trace.dat", "ftrace-text"),
-                                  ("trace-cmd-report", "perf-script")], ids="-vs-".join)
+@pytest.mark.parametrize(
+    "pair", [("trace.dat", "ftrace-text"), ("trace-cmd-report", "perf-script")], ids="-vs-".join
+)
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_compare(pair, fmt):
     proc = run_cli("compare", "--format", fmt, *(path_of(f) for f in pair))
@@ -183,20 +199,26 @@ def test_compare(pair, fmt):
 
 # ------------------------------------------------- the text scanner's replacement
 
+
 def test_names_with_the_same_text_are_one_value(tmp_path):
     """Two byte strings that decode to the same text (0xff 0xfe and 0xfe 0xff both give
     two U+FFFD) are one task name: one dictionary value, and analyze takes it (a
     dictionary holding a value twice cannot become a pandas Categorical)."""
     raw = gzip.decompress(path_of("ftrace-text").read_bytes()).split(b"\n")
-    swapped = [ln.replace(b"bad\xff\xfename", b"bad\xfe\xffname") if i % 2 else ln
-               for i, ln in enumerate(raw)]
+    swapped = [
+        ln.replace(b"bad\xff\xfename", b"bad\xfe\xffname") if i % 2 else ln
+        for i, ln in enumerate(raw)
+    ]
     f = tmp_path / "two-spellings.txt"
     f.write_bytes(b"\n".join(swapped))
     trace = schedwake.load(f)
     for event, col in NAME_COLUMNS:
         arr = trace.table(event).column(col).combine_chunks()
-        values = arr.dictionary.to_pylist() if pa.types.is_dictionary(arr.type) else \
-            arr.unique().to_pylist()
+        values = (
+            arr.dictionary.to_pylist()
+            if pa.types.is_dictionary(arr.type)
+            else arr.unique().to_pylist()
+        )
         assert len(values) == len(set(values)), (event, col)
         assert "bad\ufffd\ufffdname" in values
     trace.table("sched_switch").to_pandas()
@@ -206,11 +228,37 @@ def test_names_with_the_same_text_are_one_value(tmp_path):
 
 #: byte sequences around the edges of UTF-8 (maximal subparts, overlong forms,
 #: surrogates, code points past U+10FFFF, cut sequences), and plain ones
-PIECES = [b"\x80", b"\xbf", b"\xc0\xaf", b"\xc1\xbf", b"\xc2", b"\xc2\xa9", b"\xdf\xbf",
-          b"\xe0\x80\xaf", b"\xe0\xa0", b"\xe0\xa0\x80", b"\xe2\x82", b"\xe2\x82\xac",
-          b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xef\xbf\xbd", b"\xf0\x8f\xbf\xbf",
-          b"\xf0\x90\x80", b"\xf0\x9f\x98\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80",
-          b"\xf5", b"\xf8\x88\x80\x80\x80", b"\xfe", b"\xff", b"a", b"Z", b"/", b"-", b"0"]
+PIECES = [
+    b"\x80",
+    b"\xbf",
+    b"\xc0\xaf",
+    b"\xc1\xbf",
+    b"\xc2",
+    b"\xc2\xa9",
+    b"\xdf\xbf",
+    b"\xe0\x80\xaf",
+    b"\xe0\xa0",
+    b"\xe0\xa0\x80",
+    b"\xe2\x82",
+    b"\xe2\x82\xac",
+    b"\xed\x9f\xbf",
+    b"\xed\xa0\x80",
+    b"\xef\xbf\xbd",
+    b"\xf0\x8f\xbf\xbf",
+    b"\xf0\x90\x80",
+    b"\xf0\x9f\x98\x80",
+    b"\xf4\x8f\xbf\xbf",
+    b"\xf4\x90\x80\x80",
+    b"\xf5",
+    b"\xf8\x88\x80\x80\x80",
+    b"\xfe",
+    b"\xff",
+    b"a",
+    b"Z",
+    b"/",
+    b"-",
+    b"0",
+]
 
 
 def random_names(n: int, seed: int) -> list[bytes]:
@@ -224,19 +272,24 @@ def random_names(n: int, seed: int) -> list[bytes]:
 
 
 def ftrace_lines(names: list[bytes]) -> bytes:
-    head = (b"# tracer: nop\n#\n# entries-in-buffer/entries-written: %d/%d   #P:2\n#\n"
-            % (3 * len(names), 3 * len(names)))
+    head = b"# tracer: nop\n#\n# entries-in-buffer/entries-written: %d/%d   #P:2\n#\n" % (
+        3 * len(names),
+        3 * len(names),
+    )
     out = [head]
     for i, nm in enumerate(names):
         pid = 1000 + i
         ts = b"%d.%06d" % (100 + i // 1000, i % 1000)
-        out.append(b"%16s-%-7d [000] d..2. %s: sched_switch: prev_comm=%s prev_pid=%d "
-                   b"prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 "
-                   b"next_prio=120\n" % (nm, pid, ts, nm, pid))
-        out.append(b"          <idle>-0       [001] d.h2. %s: sched_waking: comm=%s pid=%d "
-                   b"prio=120 target_cpu=000\n" % (ts, nm, pid))
-        out.append(b"%16s-%-7d [000] ..... %s: my_event: who=%s n=%d\n"
-                   % (nm, pid, ts, nm, i))
+        out.append(
+            b"%16s-%-7d [000] d..2. %s: sched_switch: prev_comm=%s prev_pid=%d "
+            b"prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 "
+            b"next_prio=120\n" % (nm, pid, ts, nm, pid)
+        )
+        out.append(
+            b"          <idle>-0       [001] d.h2. %s: sched_waking: comm=%s pid=%d "
+            b"prio=120 target_cpu=000\n" % (ts, nm, pid)
+        )
+        out.append(b"%16s-%-7d [000] ..... %s: my_event: who=%s n=%d\n" % (nm, pid, ts, nm, i))
     return b"".join(out)
 
 

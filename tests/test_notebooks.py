@@ -32,26 +32,38 @@ def _mirror(tmp: Path) -> Path:
 
 
 def _run(nb, cwd: Path):
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(cwd)}})
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+    )
     return client.execute()
 
 
 def test_there_are_notebooks():
     names = {p.name for p in NOTEBOOKS}
-    assert {"01-quickstart.ipynb", "02-xfs-dbench-pingpong.ipynb",
-            "03-cswitch-storm-weighted-cgroup.ipynb"} <= names
+    assert {
+        "01-quickstart.ipynb",
+        "02-xfs-dbench-pingpong.ipynb",
+        "03-cswitch-storm-weighted-cgroup.ipynb",
+    } <= names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_committed_without_outputs(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-             and (c.get("outputs") or c.get("execution_count") is not None)]
-    assert not dirty, (f"{path.name}: cells {dirty} have outputs or execution counts; "
-                       "clear them before committing (jupyter nbconvert "
-                       "--clear-output --inplace)")
+    dirty = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
+    assert not dirty, (
+        f"{path.name}: cells {dirty} have outputs or execution counts; "
+        "clear them before committing (jupyter nbconvert "
+        "--clear-output --inplace)"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -64,11 +76,17 @@ def test_notebook_runs(path, tmp_path):
     _run(nb, nbdir)  # raises CellExecutionError with the failing cell and traceback
     took = time.monotonic() - t0
     assert took < NOTEBOOK_BUDGET_S, f"{path.name} took {took:.0f} s"
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
+    errors = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
     assert not errors
-    assert not any(c.get("outputs") for c in nbformat.read(path, as_version=4).cells
-                   if c.cell_type == "code")
+    assert not any(
+        c.get("outputs") for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"
+    )
 
 
 def test_kernel_is_this_interpreter(tmp_path):

@@ -18,8 +18,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def synth():
-    trace, planted = make_trace(pingpong=40, roundrobin=60, storm=100, idle_gaps=30,
-                                background=300, seed=7, duration_s=1.5)
+    trace, planted = make_trace(
+        pingpong=40, roundrobin=60, storm=100, idle_gaps=30, background=300, seed=7, duration_s=1.5
+    )
     return trace, planted
 
 
@@ -109,8 +110,14 @@ def test_busy_share_grouped_bars():
     for side, base in (("a", 40.0), ("b", 70.0)):
         for cpu in range(3):
             for k in range(4):
-                rows.append({"side": side, "metric": f"busy_share_cpu{cpu}",
-                             "value": base + cpu + k, "sample_kind": "per-window"})
+                rows.append(
+                    {
+                        "side": side,
+                        "metric": f"busy_share_cpu{cpu}",
+                        "value": base + cpu + k,
+                        "sample_kind": "per-window",
+                    }
+                )
     fig = plots.busy_share(pd.DataFrame(rows))
     ax = labelled(fig)
     assert "%" in ax.get_ylabel() and ax.get_xlabel() == "CPU"

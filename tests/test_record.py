@@ -16,8 +16,15 @@ from pathlib import Path
 import pytest
 
 import schedwake
-from schedwake.record import (DEFAULT_EVENTS, INSTANCE_PREFIX, RecordError, find_tracefs,
-                              parse_events, parse_stats, trace_cmd_record_usable)
+from schedwake.record import (
+    DEFAULT_EVENTS,
+    INSTANCE_PREFIX,
+    RecordError,
+    find_tracefs,
+    parse_events,
+    parse_stats,
+    trace_cmd_record_usable,
+)
 
 from .conftest import run_cli
 
@@ -25,17 +32,22 @@ WORKLOAD = ["sh", "-c", "for i in 1 2 3; do ls -R /usr/share/doc > /dev/null; sl
 TRACEFS = find_tracefs()
 needs_tracing = pytest.mark.skipif(
     os.geteuid() != 0 or TRACEFS is None or shutil.which("trace-cmd") is None,
-    reason="recording needs root, a mounted tracefs and trace-cmd")
+    reason="recording needs root, a mounted tracefs and trace-cmd",
+)
 
 
 # -- pure parts ---------------------------------------------------------------------------
 def test_parse_events_default_and_forms():
     assert parse_events(None) == list(DEFAULT_EVENTS)
     assert parse_events("sched:sched_switch, sched_waking,workqueue:*,irq") == [
-        ("sched", "sched_switch", True), ("sched", "sched_waking", True),
-        ("workqueue", "*", True), ("irq", "*", True)]
+        ("sched", "sched_switch", True),
+        ("sched", "sched_waking", True),
+        ("workqueue", "*", True),
+        ("irq", "*", True),
+    ]
     assert parse_events("workqueue_execute_start") == [
-        ("workqueue", "workqueue_execute_start", True)]
+        ("workqueue", "workqueue_execute_start", True)
+    ]
 
 
 @pytest.mark.parametrize("bad", ["", " , ", "sched:../x", "a b:c", ":x"])
@@ -46,8 +58,10 @@ def test_parse_events_rejects(bad):
 
 
 def test_parse_stats():
-    st = parse_stats("entries: 12\noverrun: 3\ncommit overrun: 0\nbytes: 4096\n"
-                     "oldest event ts:  2579.775853\nnow ts:  2580.1\ndropped events: 2\n")
+    st = parse_stats(
+        "entries: 12\noverrun: 3\ncommit overrun: 0\nbytes: 4096\n"
+        "oldest event ts:  2579.775853\nnow ts:  2580.1\ndropped events: 2\n"
+    )
     assert st["entries"] == 12 and st["overrun"] == 3 and st["dropped events"] == 2
 
 
@@ -71,8 +85,7 @@ def tracing_lock():
 
 
 def _instances() -> set[str]:
-    return {p.name for p in Path(TRACEFS, "instances").iterdir()
-            if p.name.startswith("schedwake-")}
+    return {p.name for p in Path(TRACEFS, "instances").iterdir() if p.name.startswith("schedwake-")}
 
 
 def _cmdlines() -> int:
@@ -115,8 +128,18 @@ def test_record_real_workload(tmp_path, clean_state):
 @needs_tracing
 def test_record_exit_code_events_and_analyze(tmp_path, clean_state):
     out = tmp_path / "t.dat"
-    proc = run_cli("record", "-q", "-o", out, "--events", "sched:sched_switch,sched_waking",
-                   "--", "sh", "-c", "sleep 0.1; exit 3")
+    proc = run_cli(
+        "record",
+        "-q",
+        "-o",
+        out,
+        "--events",
+        "sched:sched_switch,sched_waking",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.1; exit 3",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "command exit code 3" in proc.stdout and proc.stderr == ""
     t = schedwake.load(out)
@@ -149,9 +172,12 @@ def test_record_reports_lost_events(tmp_path, clean_state):
 def test_record_interrupted_cleans_up(tmp_path, clean_state):
     out = tmp_path / "int.dat"
     exe = Path(sys.executable).with_name("schedwake")
-    proc = subprocess.Popen([str(exe), "record", "-o", str(out), "--buffer-kb", "4096",
-                             "--", "sleep", "5"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(exe), "record", "-o", str(out), "--buffer-kb", "4096", "--", "sleep", "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     inst = Path(TRACEFS, "instances", f"{INSTANCE_PREFIX}{proc.pid}")
     deadline = time.monotonic() + 20
     while not (inst / "tracing_on").exists() or (inst / "tracing_on").read_text()[0] != "1":
@@ -173,9 +199,22 @@ def test_record_interrupted_during_setup_cleans_up(tmp_path, clean_state):
     """SIGTERM at any moment leaves nothing behind (the trace may or may not exist)."""
     exe = Path(sys.executable).with_name("schedwake")
     for delay in (0.6, 0.9, 1.2):
-        proc = subprocess.Popen([str(exe), "record", "-o", str(tmp_path / "x.dat"),
-                                 "--buffer-kb", "4096", "--", "sleep", "3"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                str(exe),
+                "record",
+                "-o",
+                str(tmp_path / "x.dat"),
+                "--buffer-kb",
+                "4096",
+                "--",
+                "sleep",
+                "3",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(delay)
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
@@ -187,9 +226,22 @@ def test_record_interrupted_during_setup_cleans_up(tmp_path, clean_state):
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv")
 def test_record_without_root_one_line(tmp_path):
     exe = Path(sys.executable).with_name("schedwake")
-    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                           str(exe), "record", "-o", "/tmp/never.dat", "--", "true"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            str(exe),
+            "record",
+            "-o",
+            "/tmp/never.dat",
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "needs root" in proc.stderr
     assert not Path("/tmp/never.dat").exists()
@@ -208,8 +260,9 @@ def test_record_forced_trace_cmd_fails_cleanly_where_it_cannot_work(tmp_path, cl
 
 @needs_tracing
 def test_record_unknown_event_one_line(tmp_path, clean_state):
-    proc = run_cli("record", "-q", "-o", tmp_path / "e.dat", "--events", "sched:no_such_event",
-                   "--", "true")
+    proc = run_cli(
+        "record", "-q", "-o", tmp_path / "e.dat", "--events", "sched:no_such_event", "--", "true"
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "sched:no_such_event does not exist" in proc.stderr
 
@@ -221,12 +274,17 @@ def test_record_mounts_tracefs_when_missing(tmp_path, clean_state):
     unmounted again afterwards (the machine's own mount is untouched). Every tracefs
     mount goes, and debugfs too (its tracing/ directory automounts tracefs again)."""
     exe = Path(sys.executable).with_name("schedwake")
-    script = ("for m in $(awk '$3 == \"tracefs\" || $3 == \"debugfs\" {print $2}' "
-              "/proc/mounts | sort -r); do umount $m || exit 99; done; "
-              f"{exe} record -o {tmp_path / 'm.dat'} --buffer-kb 2048 -- true || exit $?; "
-              "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi")
-    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                          capture_output=True, text=True)
+    script = (
+        'for m in $(awk \'$3 == "tracefs" || $3 == "debugfs" {print $2}\' '
+        "/proc/mounts | sort -r); do umount $m || exit 99; done; "
+        f"{exe} record -o {tmp_path / 'm.dat'} --buffer-kb 2048 -- true || exit $?; "
+        "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi"
+    )
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode == 99:
         pytest.skip("cannot unmount tracefs in a mount namespace here")
     assert proc.returncode == 0, proc.stderr

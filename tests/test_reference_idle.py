@@ -19,8 +19,9 @@ from schedwake.trace import Trace
 from . import reference_impl
 from .conftest import SAMPLE_DATS, sample
 
-PLANTED = dict(pingpong=60, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120,
-               background=600)
+PLANTED = dict(
+    pingpong=60, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
+)
 
 
 def vectorized_ns(trace) -> int:
@@ -29,13 +30,17 @@ def vectorized_ns(trace) -> int:
 
 def reference_ns(trace) -> int:
     return reference_impl.idle_while_runnable_ns(
-        trace, pinned_min_runs=int(thresholds()["iwr_pinned_min_runs"]))
+        trace, pinned_min_runs=int(thresholds()["iwr_pinned_min_runs"])
+    )
 
 
 def without(trace, *names) -> Trace:
     """The same trace with the tables of events ``names`` left out."""
-    t = Trace(RawTrace(tables={k: v for k, v in trace._tables.items() if k not in names},
-                       meta=dict(trace.meta)))
+    t = Trace(
+        RawTrace(
+            tables={k: v for k, v in trace._tables.items() if k not in names}, meta=dict(trace.meta)
+        )
+    )
     t.topology = trace.topology
     return t
 
@@ -54,13 +59,18 @@ def test_reference_idle_while_runnable_on_samples_without_sched_wakeup(name):
 
 @pytest.fixture(scope="module")
 def synthetic():
-    return {"planted": make_trace(**PLANTED, seed=3),
-            "healthy1": make_trace(background=2500, seed=1),
-            "healthy2": make_trace(background=2500, seed=2)}
+    return {
+        "planted": make_trace(**PLANTED, seed=3),
+        "healthy1": make_trace(background=2500, seed=1),
+        "healthy2": make_trace(background=2500, seed=2),
+    }
 
 
-@pytest.mark.parametrize("drop", [(), ("sched_wakeup",), ("sched_waking",),
-                                  ("sched_migrate_task",)], ids=lambda d: "-".join(d) or "all")
+@pytest.mark.parametrize(
+    "drop",
+    [(), ("sched_wakeup",), ("sched_waking",), ("sched_migrate_task",)],
+    ids=lambda d: "-".join(d) or "all",
+)
 @pytest.mark.parametrize("name", ["planted", "healthy1", "healthy2"])
 def test_reference_idle_while_runnable_on_synthetic(synthetic, name, drop):
     trace, planted = synthetic[name]
@@ -73,9 +83,15 @@ def test_reference_idle_while_runnable_on_synthetic(synthetic, name, drop):
 
 # -- the two cases the reference found ----------------------------------------------------
 
+
 def two_llcs() -> Topology:
-    return Topology(cpus=4, llc=[[0, 1], [2, 3]], smt=[[0], [1], [2], [3]],
-                    numa=[[0, 1, 2, 3]], source="synthetic")
+    return Topology(
+        cpus=4,
+        llc=[[0, 1], [2, 3]],
+        smt=[[0], [1], [2], [3]],
+        numa=[[0, 1, 2, 3]],
+        source="synthetic",
+    )
 
 
 def test_wait_without_sched_wakeup_is_not_ended_by_the_wakeups_own_migration():
@@ -89,8 +105,8 @@ def test_wait_without_sched_wakeup_is_not_ended_by_the_wakeups_own_migration():
     s.switch(t, 1, 0, "R", hog)
     s.waking(t + 10 * US, 0, waker, pid, 0)
     s.migrate(t + 11 * US, 0, waker, pid, 0, 1)
-    s.switch(t + 20 * US, 0, waker, "S", 0)          # CPU 0 idle from here
-    s.switch(t + 500 * US, 1, hog, "R+", pid)        # the task ran only now
+    s.switch(t + 20 * US, 0, waker, "S", 0)  # CPU 0 idle from here
+    s.switch(t + 500 * US, 1, hog, "R+", pid)  # the task ran only now
     s.switch(t + 600 * US, 1, pid, "S", hog)
     s.switch(t + 700 * US, 1, hog, "S", 0)
     s.t = t + 800 * US

@@ -14,13 +14,14 @@ ELAPSED = np.array([540.0] * 7 + [550.0] * 3)
 
 # ---- summary statistics ---------------------------------------------------------------
 
+
 def test_elapsed_block_statistics():
     assert st.smin(ELAPSED) == 540.0
     assert st.smax(ELAPSED) == 550.0
     assert st.amean(ELAPSED) == pytest.approx(543.0)
     assert f"{st.stddev(ELAPSED):.2f}" == "4.83"
     assert f"{st.coeffvar(ELAPSED):.2f}" == "0.89"
-    assert st.best_mean(ELAPSED, 50, "lower") == 540.0            # best 5
+    assert st.best_mean(ELAPSED, 50, "lower") == 540.0  # best 5
     assert f"{st.best_mean(ELAPSED, 95, 'lower'):.2f}" == "542.22"  # best int(9.5)=9
     assert f"{st.best_mean(ELAPSED, 99, 'lower'):.2f}" == "542.22"
 
@@ -37,8 +38,7 @@ def test_hmean_and_nan_rules():
 
 
 def test_stddev_is_sample_stddev_and_nan_below_two():
-    assert st.stddev([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]) == pytest.approx(
-        math.sqrt(32 / 7))
+    assert st.stddev([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]) == pytest.approx(math.sqrt(32 / 7))
     assert math.isnan(st.stddev([5.0]))
     assert math.isnan(st.stddev([]))
 
@@ -53,16 +53,16 @@ def test_hstddev_formula():
 
 
 def test_coeffvar_zero_rules():
-    assert st.coeffvar([-1.0, 1.0]) == 0.0        # mean 0 -> 0
-    assert st.coeffvar([7.0]) == 0.0              # stddev NaN counts as 0
+    assert st.coeffvar([-1.0, 1.0]) == 0.0  # mean 0 -> 0
+    assert st.coeffvar([7.0]) == 0.0  # stddev NaN counts as 0
     assert st.coeffvar([]) == 0.0
     assert st.coeffvar([9.0, 11.0]) == pytest.approx(math.sqrt(2) * 100 / 10)
 
 
 def test_best_mean_direction_and_tiny_samples():
     x = [10.0, 20.0, 30.0, 40.0]
-    assert st.best_mean(x, 50, "lower") == 15.0           # two smallest
-    assert st.best_mean(x, 50, "higher") == 35.0          # two largest
+    assert st.best_mean(x, 50, "lower") == 15.0  # two smallest
+    assert st.best_mean(x, 50, "higher") == 35.0  # two largest
     assert st.best_mean(x, 50, "higher", "hmean") == pytest.approx(2 / (1 / 40 + 1 / 30))
     # int(n*N/100) == 0: the single best sample (mmtests would average an empty slice)
     assert st.best_mean([5.0], 50, "lower") == 5.0
@@ -75,25 +75,29 @@ def test_best_mean_direction_and_tiny_samples():
 
 # ---- percentages ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("new,base,func,text", [
-    (20.5412, 22.63, "pndiff", "9.23"),         # Amean 22.63 -> 20.54
-    (617.82, 321.41, "pdiff", "92.22"),         # Hmean 321.41 -> 617.82
-    (51263.38, 53019.93, "pdiff", "-3.31"),     # Max of a higher-is-better metric
-    (3713.97, 3471.61, "pndiff", "-6.98"),      # Stddev 3471.61 -> 3713.97
-    (2.4026, 3.54, "pndiff", "32.13"),          # Stddev 3.54 -> 2.40
-    (0.0, 4.83, "pndiff", "100.00"),            # Stddev 4.83 -> 0.00
-    (530.0, 543.0, "pndiff", "2.39"),
-])
+
+@pytest.mark.parametrize(
+    "new,base,func,text",
+    [
+        (20.5412, 22.63, "pndiff", "9.23"),  # Amean 22.63 -> 20.54
+        (617.82, 321.41, "pdiff", "92.22"),  # Hmean 321.41 -> 617.82
+        (51263.38, 53019.93, "pdiff", "-3.31"),  # Max of a higher-is-better metric
+        (3713.97, 3471.61, "pndiff", "-6.98"),  # Stddev 3471.61 -> 3713.97
+        (2.4026, 3.54, "pndiff", "32.13"),  # Stddev 3.54 -> 2.40
+        (0.0, 4.83, "pndiff", "100.00"),  # Stddev 4.83 -> 0.00
+        (530.0, 543.0, "pndiff", "2.39"),
+    ],
+)
 def test_published_percentages(new, base, func, text):
     assert f"{st.compare_pct(new, base, func):.2f}" == text
 
 
 def test_pdiff_zero_rules():
     assert st.pdiff(5.0, 5.0) == 0.0
-    assert st.pdiff(0.0, 5.0) == 0.0          # new == 0 -> 0 (before base == 0)
+    assert st.pdiff(0.0, 5.0) == 0.0  # new == 0 -> 0 (before base == 0)
     assert st.pdiff(0.0, 0.0) == 0.0
     assert st.pdiff(3.0, 0.0) == 100.0
-    assert st.pdiff(3.0, math.nan) == 100.0   # perl: $_[1] eq "NaN"
+    assert st.pdiff(3.0, math.nan) == 100.0  # perl: $_[1] eq "NaN"
     assert st.pdiff(150.0, 100.0) == pytest.approx(50.0)
     assert math.isnan(st.pdiff(math.nan, 2.0))
 
@@ -101,7 +105,7 @@ def test_pdiff_zero_rules():
 def test_pndiff_zero_rules():
     assert st.pndiff(5.0, 5.0) == 0.0
     assert st.pndiff(0.0, 5.0) == 100.0
-    assert st.pndiff(0.0, 0.0) == 0.0         # equal wins over new == 0
+    assert st.pndiff(0.0, 0.0) == 0.0  # equal wins over new == 0
     assert st.pndiff(3.0, 0.0) == -99.0
     assert st.pndiff(50.0, 100.0) == pytest.approx(50.0)
     assert st.pndiff(150.0, 100.0) == pytest.approx(-50.0)
@@ -117,7 +121,7 @@ def test_pdiff_pndiff_vectorized():
 def test_compare_pct_missing_values():
     assert st.compare_pct(math.nan, 5.0, "pdiff") == 0.0
     assert st.compare_pct(5.0, math.nan, "pndiff") == 0.0
-    assert st.compare_pct(-1.0, 5.0, "pdiff") == 0.0      # mmtests "no value" sentinel
+    assert st.compare_pct(-1.0, 5.0, "pdiff") == 0.0  # mmtests "no value" sentinel
     assert st.compare_pct(5.0, -1.0, "pndiff") == 0.0
     assert st.compare_pct(-1.0, -2.0, "pndiff", sentinel=None) == pytest.approx(50.0)
 
@@ -133,6 +137,7 @@ def test_pct_func_name():
 
 # ---- incomplete beta / Student t --------------------------------------------------------
 
+
 def test_betainc_closed_forms():
     x = np.linspace(0, 1, 41)
     np.testing.assert_allclose(st.betainc(1.0, 1.0, x), x, atol=1e-14)
@@ -146,12 +151,15 @@ def test_betainc_closed_forms():
         st.betainc(1.0, 1.0, 1.5)
 
 
-@pytest.mark.parametrize("t,df,p", [
-    (2.0, 10, 0.07338803477074),   # R: 2*pt(2, 10, lower.tail=FALSE)
-    (1.0, 1, 0.5),
-    (3.0, 5, 0.03009924789746),
-    (0.0, 7, 1.0),
-])
+@pytest.mark.parametrize(
+    "t,df,p",
+    [
+        (2.0, 10, 0.07338803477074),  # R: 2*pt(2, 10, lower.tail=FALSE)
+        (1.0, 1, 0.5),
+        (3.0, 5, 0.03009924789746),
+        (0.0, 7, 1.0),
+    ],
+)
 def test_t_two_sided_known_values(t, df, p):
     assert st.t_two_sided_p(t, df) == pytest.approx(p, abs=1e-10)
 
@@ -170,6 +178,7 @@ def test_t_distribution_closed_forms_and_limits():
 
 
 # ---- significance ----------------------------------------------------------------------
+
 
 def test_ttest_summary_p_and_alpha():
     # n=6/6, sd 1/1: se = sqrt(1/3); diff = 2*se gives t=2 with df=10 -> p=0.0734
@@ -208,9 +217,9 @@ def test_ttest_lkml_from_arrays():
 
 
 def test_ci95_overlap_and_non_overlap():
-    base = [10.0, 11.0, 12.0]          # mean 11, sd 1 -> [9.04, 12.96]
-    close = [13.0, 14.0, 15.0]         # mean 14, sd 1 -> [12.04, 15.96]: overlaps
-    far = [15.0, 16.0, 17.0]           # mean 16: [14.04, 17.96]: disjoint
+    base = [10.0, 11.0, 12.0]  # mean 11, sd 1 -> [9.04, 12.96]
+    close = [13.0, 14.0, 15.0]  # mean 14, sd 1 -> [12.04, 15.96]: overlaps
+    far = [15.0, 16.0, 17.0]  # mean 16: [14.04, 17.96]: disjoint
     r_close = st.ci95_test(base, close)
     assert not r_close.significant
     assert r_close.detail == pytest.approx(3.0 / (2 * st.Z_975))
@@ -223,7 +232,7 @@ def test_ci95_overlap_and_non_overlap():
 
 
 def test_ci95_zero_spread_and_not_testable():
-    assert st.ci95_test([5.0, 5.0], [5.5, 5.5]).significant          # differ, zero width
+    assert st.ci95_test([5.0, 5.0], [5.5, 5.5]).significant  # differ, zero width
     assert st.ci95_test([5.0, 5.0], [5.5, 5.5]).detail == math.inf
     assert not st.ci95_test([5.0, 5.0], [5.0, 5.0]).significant
     assert not st.ci95_test([5.0], [6.0, 7.0]).testable

@@ -52,8 +52,12 @@ PLANTED = json.loads((SYNTH_DIR / "planted.json").read_text())["samples"]
 NAMES = sorted(PLANTED)
 
 #: planted count that makes a detector fire -> detector
-DETECTOR_OF = {"pingpong": "kworker_pingpong", "roundrobin_changes": "llc_roundrobin",
-               "storm_preemptions": "cswitch_storm", "idle_gaps": "idle_while_runnable"}
+DETECTOR_OF = {
+    "pingpong": "kworker_pingpong",
+    "roundrobin_changes": "llc_roundrobin",
+    "storm_preemptions": "cswitch_storm",
+    "idle_gaps": "idle_while_runnable",
+}
 
 
 def test_every_pathology_and_a_healthy_trace_are_sampled():
@@ -64,25 +68,39 @@ def test_every_pathology_and_a_healthy_trace_are_sampled():
 
 # -- (a) the committed files are what the script writes ---------------------------------------
 
+
 def test_committed_files_equal_a_fresh_run(tmp_path):
-    subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], check=True,
-                   capture_output=True, cwd=tmp_path)
+    subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
     fresh = sorted(p.name for p in tmp_path.iterdir())
     committed = sorted(p.name for p in SYNTH_DIR.iterdir())
     assert fresh == committed
     assert len(fresh) == 2 * len(NAMES) + 1
     for name in fresh:
-        assert (tmp_path / name).read_bytes() == (SYNTH_DIR / name).read_bytes(), \
+        assert (tmp_path / name).read_bytes() == (SYNTH_DIR / name).read_bytes(), (
             f"sample_traces/synthetic/{name} differs from what {SCRIPT.name} writes now"
+        )
 
 
 # -- (b) analyze finds exactly the planted counts ---------------------------------------------
 
+
 @pytest.fixture(scope="module", params=NAMES)
 def analyzed(request):
     s = PLANTED[request.param]
-    proc = run_cli("analyze", SYNTH_DIR / s["file"], "--topology", SYNTH_DIR / s["topology"],
-                   "--format", "json", check=True)
+    proc = run_cli(
+        "analyze",
+        SYNTH_DIR / s["file"],
+        "--topology",
+        SYNTH_DIR / s["topology"],
+        "--format",
+        "json",
+        check=True,
+    )
     return s, json.loads(proc.stdout)
 
 
@@ -111,8 +129,9 @@ def test_analyze_finds_exactly_the_planted_counts(analyzed):
         pp = f["kworker_pingpong"]["metrics"]
         assert pp["episodes"] == p["pingpong"]
         assert pp["would_stack"] == p.get("pingpong_stackable", 0)
-        assert pp["would_not_stack"]["other_tasks_runnable_on_waker_cpu"] == \
-            p.get("pingpong_not_stackable", 0)
+        assert pp["would_not_stack"]["other_tasks_runnable_on_waker_cpu"] == p.get(
+            "pingpong_not_stackable", 0
+        )
         # the topology file was used: the moves are classified by the two-LLC map
         assert set(pp["by_migration_class"]) <= {"same_core", "same_llc"}
         assert sum(pp["by_migration_class"].values()) == p["pingpong"]
@@ -136,6 +155,7 @@ def test_analyze_finds_exactly_the_planted_counts(analyzed):
 
 
 # -- (c) round trip: text tables == in-memory tables ------------------------------------------
+
 
 def _values(col) -> list:
     return plain(col).to_pylist()
@@ -167,7 +187,7 @@ def test_text_tables_equal_the_synthetic_tables(name):
         for col in a.schema.names:
             want, got = _values(a.column(col)), _values(b.column(col))
             if col == "ts":
-                assert all(t % 1000 == 0 for t in want)   # microseconds: exact in text
+                assert all(t % 1000 == 0 for t in want)  # microseconds: exact in text
             if ev == "sched_switch" and col == "prev_state":
                 # printed as letters, read back as the kernel's report bits
                 assert want == [REPORT_STATE[x] for x in _values(a.column("prev_state_str"))]
@@ -184,7 +204,6 @@ def test_writer_prints_what_the_kernel_printed(tmp_path):
     """conf.dat and conf.ftrace.txt.gz hold the same ring buffer: the writer's file for
     the trace.dat tables is the kernel's ``trace`` file byte for byte, header and line
     order included, up to the pointers the kernel hashes."""
-    pytest.importorskip("schedwake.ingest._tracedat")
     t = schedwake.load(CONF / "conf.dat")
     out = tmp_path / "conf.txt.gz"
     assert write_ftrace_text(t, out) == 13545
@@ -194,8 +213,8 @@ def test_writer_prints_what_the_kernel_printed(tmp_path):
         mine = f.read()
     ptr = re.compile(rb"(work struct[= ])[0-9a-f]{16}")
     assert ptr.sub(rb"\1PTR", mine) == ptr.sub(rb"\1PTR", real)
-    assert mine != real      # the kernel hashed the pointers; they are all that differs
-    assert len(set(re.findall(rb"\d: (\w+):", real))) >= 10    # every event kind
+    assert mine != real  # the kernel hashed the pointers; they are all that differs
+    assert len(set(re.findall(rb"\d: (\w+):", real))) >= 10  # every event kind
 
 
 # -- latency flags, lost events, options ------------------------------------------------------
@@ -203,15 +222,33 @@ def test_writer_prints_what_the_kernel_printed(tmp_path):
 #: every character the kernel prints in the three flag columns, with preempt counts
 #: that use both the preempt-depth and the migrate-disable column
 FLAG_CASES = [
-    (0, 0), (FLAG_IRQS_OFF, 2), (FLAG_BH_OFF, 1), (FLAG_IRQS_OFF | FLAG_BH_OFF, 0x13),
+    (0, 0),
+    (FLAG_IRQS_OFF, 2),
+    (FLAG_BH_OFF, 1),
+    (FLAG_IRQS_OFF | FLAG_BH_OFF, 0x13),
     (FLAG_IRQS_OFF | FLAG_NEED_RESCHED | FLAG_PREEMPT_RESCHED, 5),
-    (FLAG_NEED_RESCHED, 0), (FLAG_PREEMPT_RESCHED, 0x21),
-    (FLAG_IRQS_OFF | FLAG_HARDIRQ, 3), (FLAG_IRQS_OFF | FLAG_SOFTIRQ, 4),
-    (FLAG_IRQS_OFF | FLAG_HARDIRQ | FLAG_SOFTIRQ, 0xF), (FLAG_NMI, 0),
+    (FLAG_NEED_RESCHED, 0),
+    (FLAG_PREEMPT_RESCHED, 0x21),
+    (FLAG_IRQS_OFF | FLAG_HARDIRQ, 3),
+    (FLAG_IRQS_OFF | FLAG_SOFTIRQ, 4),
+    (FLAG_IRQS_OFF | FLAG_HARDIRQ | FLAG_SOFTIRQ, 0xF),
+    (FLAG_NMI, 0),
     (FLAG_NMI | FLAG_HARDIRQ | FLAG_IRQS_OFF | FLAG_NEED_RESCHED | FLAG_PREEMPT_RESCHED, 0xFF),
 ]
-FLAG_TEXT = [".....", "d..2.", "b..1.", "D..31", "dN.5.", ".n...", ".p.12", "d.h3.",
-             "d.s4.", "d.Hf.", "..z..", "dNZff"]
+FLAG_TEXT = [
+    ".....",
+    "d..2.",
+    "b..1.",
+    "D..31",
+    "dN.5.",
+    ".n...",
+    ".p.12",
+    "d.h3.",
+    "d.s4.",
+    "d.Hf.",
+    "..z..",
+    "dNZff",
+]
 
 
 def _flag_trace(lost_rows=()) -> Trace:
@@ -226,8 +263,14 @@ def _flag_trace(lost_rows=()) -> Trace:
     s.bg_irq_wakeup(pid, 2)
     tr = s.build()
     if lost_rows:
-        lost = pa.table({"ts": [r[0] for r in lost_rows], "cpu": [r[1] for r in lost_rows],
-                         "count": [r[2] for r in lost_rows]}, schema=LOST_EVENTS_SCHEMA)
+        lost = pa.table(
+            {
+                "ts": [r[0] for r in lost_rows],
+                "cpu": [r[1] for r in lost_rows],
+                "count": [r[2] for r in lost_rows],
+            },
+            schema=LOST_EVENTS_SCHEMA,
+        )
         tr = Trace(RawTrace(tables=dict(tr._tables), meta=tr.meta, lost=lost))
         tr.topology = s.topo
     return tr
@@ -238,11 +281,12 @@ def test_latency_flags_print_like_the_kernel_and_read_back(tmp_path):
     path = tmp_path / "flags.txt"
     write_ftrace_text(tr, path, events=["sched_waking"])
     lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
-    assert [ln.split()[2] for ln in lines[:len(FLAG_CASES)]] == FLAG_TEXT
+    assert [ln.split()[2] for ln in lines[: len(FLAG_CASES)]] == FLAG_TEXT
     back = schedwake.load(path).table("sched_waking")
-    assert back.column("common_flags").to_pylist()[:len(FLAG_CASES)] == [f for f, _ in FLAG_CASES]
-    assert back.column("common_preempt_count").to_pylist()[:len(FLAG_CASES)] == \
-        [pc for _, pc in FLAG_CASES]
+    assert back.column("common_flags").to_pylist()[: len(FLAG_CASES)] == [f for f, _ in FLAG_CASES]
+    assert back.column("common_preempt_count").to_pylist()[: len(FLAG_CASES)] == [
+        pc for _, pc in FLAG_CASES
+    ]
 
 
 def test_lost_events_lines(tmp_path):
@@ -258,7 +302,7 @@ def test_lost_events_lines(tmp_path):
     assert f"entries-in-buffer/entries-written: {n}/{n}   #P:8" in text
     body = [ln for ln in text.splitlines() if not ln.startswith("#")]
     i = body.index("CPU:2 [LOST 1234 EVENTS]")
-    nxt = next(ln for ln in body[i + 1:] if "[002]" in ln)
+    nxt = next(ln for ln in body[i + 1 :] if "[002]" in ln)
     assert "sched_switch" in nxt and body[-1] == "CPU:3 [LOST 7 EVENTS]"
     back = schedwake.load(path)
     assert back.meta["lost_events"] == {2: 1234, 3: 7}
@@ -285,8 +329,10 @@ def test_plain_text_unknown_events_and_ns_rounding(tmp_path):
     assert plain.read_bytes().startswith(b"# tracer: nop\n#\n# entries-in-buffer")
     assert n == sum(tr.table(e).num_rows for e in tr.events)
     only = tmp_path / "switch.txt"
-    assert write_ftrace_text(tr, only, events=["sched:sched_switch"]) == \
-        tr.table("sched_switch").num_rows
+    assert (
+        write_ftrace_text(tr, only, events=["sched:sched_switch"])
+        == tr.table("sched_switch").num_rows
+    )
     assert schedwake.load(only).events == ["sched_switch"]
     extra = dict(tr._tables, sched_stat_runtime=tr.table("sched_switch").slice(0, 0))
     odd = Trace(RawTrace(tables=extra, meta=tr.meta))
@@ -297,7 +343,6 @@ def test_plain_text_unknown_events_and_ns_rounding(tmp_path):
     ts = sw.column("ts").to_numpy().copy()
     assert (ts % 1000 == 0).all() and list(sw.column("cpu").to_pylist()) == [0, 1]
     shifted = sw.set_column(0, "ts", pa.array(ts + [499, 500], pa.int64()))
-    lines, _ = format_ftrace_lines(Trace(RawTrace(tables={"sched_switch": shifted},
-                                                  meta=tr.meta)))
+    lines, _ = format_ftrace_lines(Trace(RawTrace(tables={"sched_switch": shifted}, meta=tr.meta)))
     stamps = [int(ln.split(b": ")[0].split()[-1].replace(b".", b"")) for ln in lines]
     assert stamps == [ts[0] // 1000, ts[1] // 1000 + 1]

@@ -20,16 +20,20 @@ from schedwake.ingest import _tdread, tracedat
 from .conftest import sample
 
 #: Small samples that cover lost events, a missing CPU, an instance buffer and 16 CPUs
-VARIANT_SOURCES = ["lost-events.dat", "missing-cpu.dat", "instance-buffer.dat",
-                   "guest16-2llc-tcrecord-dbench.dat", "idle-sleep.dat"]
+VARIANT_SOURCES = [
+    "lost-events.dat",
+    "missing-cpu.dat",
+    "instance-buffer.dat",
+    "guest16-2llc-tcrecord-dbench.dat",
+    "idle-sleep.dat",
+]
 
 #: libtracecmd invents a "blktrace" format that no file holds (its blk hack)
 INVENTED = {"blktrace"}
 
 
 def trace_cmd(*args):
-    subprocess.run(["trace-cmd", *args], check=True, capture_output=True,
-                   stdin=subprocess.DEVNULL)
+    subprocess.run(["trace-cmd", *args], check=True, capture_output=True, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +44,22 @@ def variants(tmp_path_factory):
     for name in VARIANT_SOURCES:
         src = sample(name)
         stem = src.stem
-        for variant, args in (("v6", ["--file-version", "6", "--compression", "none"]),
-                              ("v7-none", ["--file-version", "7", "--compression", "none"])):
+        for variant, args in (
+            ("v6", ["--file-version", "6", "--compression", "none"]),
+            ("v7-none", ["--file-version", "7", "--compression", "none"]),
+        ):
             dst = out / f"{stem}-{variant}.dat"
             trace_cmd("convert", "-i", str(src), "-o", str(dst), *args)
             paths[name, variant] = dst
-    trace_cmd("split", "-i", str(sample("dbench-xfs-1client.dat")), "-o",
-              str(out / "split.dat"), "-e", "20000")
+    trace_cmd(
+        "split",
+        "-i",
+        str(sample("dbench-xfs-1client.dat")),
+        "-o",
+        str(out / "split.dat"),
+        "-e",
+        "20000",
+    )
     paths["dbench-xfs-1client.dat", "split"] = out / "split.dat.1"
     return paths
 
@@ -60,11 +73,19 @@ def same_traces(a: schedwake.Trace, b: schedwake.Trace):
         ta, tb = a.table(name), b.table(name)
         assert ta.schema == tb.schema, name
         for i in range(ta.num_columns):
-            assert ta.column(i).to_pylist() == tb.column(i).to_pylist(), \
+            assert ta.column(i).to_pylist() == tb.column(i).to_pylist(), (
                 f"{name}.{ta.column_names[i]}"
+            )
     assert a.lost.equals(b.lost)
-    for key in ("cpus", "clock", "first_ts_ns", "last_ts_ns", "kernel", "lost_events",
-                "lost_unknown"):
+    for key in (
+        "cpus",
+        "clock",
+        "first_ts_ns",
+        "last_ts_ns",
+        "kernel",
+        "lost_events",
+        "lost_unknown",
+    ):
         assert a.meta[key] == b.meta[key], key
     counts = {k: v for k, v in a.meta["event_counts"].items() if k not in INVENTED}
     assert counts == {k: v for k, v in b.meta["event_counts"].items() if k not in INVENTED}
@@ -88,8 +109,9 @@ def test_a_trace_cmd_split_file_equals_libtracecmd(variants):
     same_traces(ours, schedwake.load(path, reader="libtracecmd"))
 
 
-@pytest.mark.parametrize("name", ["dbench-xfs-4clients.dat", "guest16-2llc-tcrecord-dbench.dat",
-                                  "lost-events.dat"])
+@pytest.mark.parametrize(
+    "name", ["dbench-xfs-4clients.dat", "guest16-2llc-tcrecord-dbench.dat", "lost-events.dat"]
+)
 def test_the_result_does_not_depend_on_jobs(name):
     path = sample(name)
     one = schedwake.load(path, jobs=1)
@@ -101,9 +123,10 @@ def test_the_result_does_not_depend_on_jobs(name):
         assert one.meta == other.meta
 
 
-@pytest.mark.parametrize("name,batch_rows", [("lost-events.dat", 1000),
-                                             ("guest16-2llc-tcrecord-dbench.dat", 5000),
-                                             ("missing-cpu.dat", 7)])
+@pytest.mark.parametrize(
+    "name,batch_rows",
+    [("lost-events.dat", 1000), ("guest16-2llc-tcrecord-dbench.dat", 5000), ("missing-cpu.dat", 7)],
+)
 def test_streamed_batches_add_up_to_the_whole_read(name, batch_rows):
     path = sample(name)
     whole = schedwake.load(path)
@@ -151,7 +174,8 @@ def test_a_zlib_file_written_by_trace_cmd_equals_its_zstd_original():
 def test_streaming_reports_its_progress():
     """convert's progress bar over a trace.dat: the fraction decoded after each batch."""
     seen = []
-    batches = list(tracedat.iter_batches(sample("dbench-xfs-1client.dat"), None, seen.append,
-                                         batch_rows=20000))
+    batches = list(
+        tracedat.iter_batches(sample("dbench-xfs-1client.dat"), None, seen.append, batch_rows=20000)
+    )
     assert len(seen) == len(batches) > 3
     assert seen == sorted(seen) and 0 < seen[0] < 1 and seen[-1] == 1.0

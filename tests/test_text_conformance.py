@@ -41,16 +41,19 @@ DAT = CONF / "conf.dat"
 
 try:
     from schedwake.ingest import _tdread  # noqa: F401
+
     HAVE_TRACEDAT = True
 except ImportError:
     HAVE_TRACEDAT = False
 
 needs_conf = pytest.mark.skipif(not DAT.exists(), reason=f"no conformance recording in {CONF}")
-needs_tracedat = pytest.mark.skipif(not HAVE_TRACEDAT,
-                                    reason="the trace.dat reader (_tdread) is not built")
+needs_tracedat = pytest.mark.skipif(
+    not HAVE_TRACEDAT, reason="the trace.dat reader (_tdread) is not built"
+)
 
 
 # ------------------------------------------------------------------- helpers
+
 
 def per_cpu_order(t: pa.Table) -> pa.Table:
     """Rows grouped by CPU, in their order within the CPU (ring-buffer order)."""
@@ -58,8 +61,9 @@ def per_cpu_order(t: pa.Table) -> pa.Table:
     return t.take(pa.array(np.argsort(cpu, kind="stable")))
 
 
-def diff_tables(a: pa.Table, b: pa.Table, ts_tol: int = 0, skip=(),
-                comm_prefix: int | None = None) -> list[str]:
+def diff_tables(
+    a: pa.Table, b: pa.Table, ts_tol: int = 0, skip=(), comm_prefix: int | None = None
+) -> list[str]:
     """Differences between two event tables (empty list when equal)."""
     out = []
     if a.num_rows != b.num_rows:
@@ -86,8 +90,10 @@ def diff_tables(a: pa.Table, b: pa.Table, ts_tol: int = 0, skip=(),
             bad = np.nonzero(~ok.to_numpy(zero_copy_only=False))[0]
         if len(bad):
             i = int(bad[0])
-            out.append(f"{name}: {len(bad)} rows differ, first at {i}: "
-                       f"{va[i].as_py()!r} != {vb[i].as_py()!r}")
+            out.append(
+                f"{name}: {len(bad)} rows differ, first at {i}: "
+                f"{va[i].as_py()!r} != {vb[i].as_py()!r}"
+            )
     return out
 
 
@@ -106,6 +112,7 @@ def diff_traces(a, b, events=None, **kw) -> dict[str, list[str]]:
 
 # ------------------------------------------------------------ the reference
 
+
 @pytest.fixture(scope="module")
 def ref():
     if not DAT.exists():
@@ -119,13 +126,35 @@ def ref():
 #  prefix-comm length)
 SAME_BUFFER = [
     ("conf.ftrace.txt.gz", "ftrace-text", 500, ("work",), None),
-    ("conf.report-N.txt.gz", "trace-cmd-report", 999, ("common_flags", "common_preempt_count"), None),
-    ("conf.report-R.txt.gz", "trace-cmd-report", 999, ("common_flags", "common_preempt_count"), None),
-    ("conf.report-t.txt.gz", "trace-cmd-report", 0,
-     ("common_flags", "common_preempt_count", "prev_state", "prev_state_str"), None),
+    (
+        "conf.report-N.txt.gz",
+        "trace-cmd-report",
+        999,
+        ("common_flags", "common_preempt_count"),
+        None,
+    ),
+    (
+        "conf.report-R.txt.gz",
+        "trace-cmd-report",
+        999,
+        ("common_flags", "common_preempt_count"),
+        None,
+    ),
+    (
+        "conf.report-t.txt.gz",
+        "trace-cmd-report",
+        0,
+        ("common_flags", "common_preempt_count", "prev_state", "prev_state_str"),
+        None,
+    ),
     ("conf.report-l.txt.gz", "trace-cmd-report", 999, ("prev_state", "prev_state_str"), 8),
-    ("conf.report.txt.gz", "trace-cmd-report", 999,
-     ("common_flags", "common_preempt_count", "prev_state", "prev_state_str"), None),
+    (
+        "conf.report.txt.gz",
+        "trace-cmd-report",
+        999,
+        ("common_flags", "common_preempt_count", "prev_state", "prev_state_str"),
+        None,
+    ),
 ]
 
 
@@ -163,7 +192,7 @@ def test_plugin_text_loses_only_the_preempted_bit(ref):
     a = per_cpu_order(ref.tables["sched_switch"]).column("prev_state").to_numpy()
     b = per_cpu_order(t.tables["sched_switch"]).column("prev_state").to_numpy()
     assert np.array_equal(a & ~0x100, b)
-    assert (a & 0x100).any()          # the recording has preemptions, so the test means something
+    assert (a & 0x100).any()  # the recording has preemptions, so the test means something
 
 
 @needs_conf
@@ -240,7 +269,9 @@ def test_perf_callchains():
 def test_common_columns_first():
     t = ingest.read(CONF / "conf.ftrace.txt.gz")
     for table in t.tables.values():
-        assert [f.name for f in table.schema][:len(COMMON_FIELDS)] == [f.name for f in COMMON_FIELDS]
+        assert [f.name for f in table.schema][: len(COMMON_FIELDS)] == [
+            f.name for f in COMMON_FIELDS
+        ]
 
 
 @needs_conf
@@ -250,8 +281,12 @@ def test_report_generated_now_matches(ref, tmp_path):
     """The installed trace-cmd's own -N -t output of conf.dat reads back exactly."""
     out = tmp_path / "now.txt"
     with open(out, "wb") as f:
-        subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(DAT)], stdout=f,
-                       stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            ["trace-cmd", "report", "-N", "-t", "-i", str(DAT)],
+            stdout=f,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
     t = ingest.read(out)
     assert diff_traces(ref, t, skip=("common_flags", "common_preempt_count")) == {}
 
@@ -266,8 +301,12 @@ def test_lost_events_match(tmp_path):
         pytest.skip("no lost-events sample")
     out = tmp_path / "lost.txt"
     with open(out, "wb") as f:
-        subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(dat)], stdout=f,
-                       stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            ["trace-cmd", "report", "-N", "-t", "-i", str(dat)],
+            stdout=f,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
     a, b = ingest.read(dat), ingest.read(out)
     assert a.lost.num_rows > 0
     assert b.lost.to_pylist() == a.lost.to_pylist()

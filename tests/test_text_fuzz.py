@@ -20,10 +20,15 @@ FIXTURES = ROOT / "tests" / "data" / "kernel-list"
 
 SOURCES = {
     "ftrace-text": [CONF / "conf.ftrace.txt.gz", FIXTURES / "lkml-2020-xfs-dbench-ftrace.txt"],
-    "trace-cmd-report": [CONF / "conf.report.txt.gz", CONF / "conf.report-l.txt.gz",
-                         CONF / "conf.report-R.txt.gz"],
-    "perf-script": [CONF / "conf.perf-script-g.txt.gz",
-                    FIXTURES / "lkml-2024-dio-storm-perf-script.txt"],
+    "trace-cmd-report": [
+        CONF / "conf.report.txt.gz",
+        CONF / "conf.report-l.txt.gz",
+        CONF / "conf.report-R.txt.gz",
+    ],
+    "perf-script": [
+        CONF / "conf.perf-script-g.txt.gz",
+        FIXTURES / "lkml-2024-dio-storm-perf-script.txt",
+    ],
 }
 ALPHABET = b" \t:[]()-=+|.0123456789abcdefxX<>/\\#\r\x00\xff\xc3"
 
@@ -42,13 +47,13 @@ def mangle(rnd: random.Random, line: bytes) -> bytes:
         if op < 0.3:
             ln[i] = rnd.choice(ALPHABET)
         elif op < 0.5:
-            del ln[i:i + rnd.randint(1, 20)]
+            del ln[i : i + rnd.randint(1, 20)]
         elif op < 0.7:
             ln[i:i] = bytes(rnd.choice(ALPHABET) for _ in range(rnd.randint(1, 5)))
         elif op < 0.8:
             del ln[i:]
         else:
-            ln[i:i] = ln[rnd.randrange(len(ln)):][:30]
+            ln[i:i] = ln[rnd.randrange(len(ln)) :][:30]
     return bytes(ln)
 
 
@@ -58,13 +63,15 @@ def test_mangled_lines(tmp_path, monkeypatch, fmt, seed):
     paths = [p for p in SOURCES[fmt] if p.exists()]
     if not paths:
         pytest.skip("no source texts")
-    monkeypatch.setattr(text, "CHUNK_BYTES", 4096)   # many chunk edges too
+    monkeypatch.setattr(text, "CHUNK_BYTES", 4096)  # many chunk edges too
     rnd = random.Random(seed)
     out = []
     for p in paths:
         lines = lines_of(p)
-        out += [mangle(rnd, ln) if rnd.random() < 0.3 else ln
-                for ln in rnd.sample(lines, min(len(lines), 1200))]
+        out += [
+            mangle(rnd, ln) if rnd.random() < 0.3 else ln
+            for ln in rnd.sample(lines, min(len(lines), 1200))
+        ]
     f = tmp_path / "mangled.txt"
     f.write_bytes(b"\n".join(out))
     try:
@@ -74,7 +81,9 @@ def test_mangled_lines(tmp_path, monkeypatch, fmt, seed):
         return
     src = t.meta["source"]
     assert src["unparsed_lines"] == 0 or src["first_unparsed"]
-    for name, table in t.tables.items():
-        assert [x.name for x in table.schema][:len(COMMON_FIELDS)] == [x.name for x in COMMON_FIELDS]
+    for table in t.tables.values():
+        assert [x.name for x in table.schema][: len(COMMON_FIELDS)] == [
+            x.name for x in COMMON_FIELDS
+        ]
         table.validate(full=True)
         assert pa.types.is_int64(table.schema.field("ts").type)

@@ -9,7 +9,6 @@ import gzip
 import lzma
 import shutil
 import subprocess
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -68,6 +67,7 @@ def same(a: pa.Table, b: pa.Table) -> bool:
 
 # ------------------------------------------------------------------ raw ftrace
 
+
 def test_ftrace_full(tmp_path):
     p = write(tmp_path, "t.txt", FTRACE_HEADER + FTRACE_BODY)
     assert text.sniff(p) == "ftrace-text"
@@ -83,18 +83,18 @@ def test_ftrace_full(tmp_path):
     assert sw[0]["ts"] == 390_658_847_000
     assert (sw[0]["common_flags"], sw[0]["common_preempt_count"]) == (0x01, 2)
     # "..Zff": NMI in hardirq, preempt depth 0xf, migrate-disable 0xf
-    assert (sw[2]["common_flags"], sw[2]["common_preempt_count"]) == (0x48, 0xff)
+    assert (sw[2]["common_flags"], sw[2]["common_preempt_count"]) == (0x48, 0xFF)
     assert sw[2]["common_comm"] == "kworker/u161:6" and sw[2]["common_pid"] == 718
     wk = rows(t, "sched_waking")
     assert wk[1]["common_comm"] == "Web Content" and wk[1]["comm"] == "Web Content"
-    assert (wk[1]["common_flags"], wk[1]["common_preempt_count"]) == (0x81 | 0x18, 0xf1)
+    assert (wk[1]["common_flags"], wk[1]["common_preempt_count"]) == (0x81 | 0x18, 0xF1)
     assert wk[0]["common_flags"] == 0x11 and wk[0]["common_preempt_count"] == 4
     wq = rows(t, "workqueue_queue_work")[0]
     assert wq["field_cpu"] == -1 and wq["req_cpu"] == 256 and wq["workqueue"] == "writeback"
-    assert wq["work"] == 0xe1f3d1cb and wq["function"] == "wb_workfn"
+    assert wq["work"] == 0xE1F3D1CB and wq["function"] == "wb_workfn"
     assert t.tables["workqueue_queue_work"].schema.field("field_cpu").type == pa.int32()
     end = rows(t, "workqueue_execute_end")[0]
-    assert end["function"] == "virtio_transport_tx_work" and end["work"] == 0x5a4c52de
+    assert end["function"] == "virtio_transport_tx_work" and end["work"] == 0x5A4C52DE
     assert rows(t, "sched_wakeup")[0]["common_flags"] == 0x25
 
 
@@ -107,7 +107,12 @@ def test_ftrace_old_kernel_4char_flags_and_tgid(tmp_path):
     t = ingest.read(write(tmp_path, "old.txt", body), input_format="ftrace-text")
     assert t.meta["source"]["unparsed_lines"] == 0
     sw = rows(t, "sched_switch")[0]
-    assert (sw["cpu"], sw["common_pid"], sw["common_flags"], sw["common_preempt_count"]) == (0, 1091, 1, 2)
+    assert (sw["cpu"], sw["common_pid"], sw["common_flags"], sw["common_preempt_count"]) == (
+        0,
+        1091,
+        1,
+        2,
+    )
     wu = rows(t, "sched_wakeup")[0]
     assert (wu["cpu"], wu["success"], wu["target_cpu"]) == (2, 1, 2)
     assert wu["common_flags"] == 0x01 | 0x24 | 0x10 and wu["common_preempt_count"] == 5
@@ -129,7 +134,7 @@ CPU:1 [LOST 42 EVENTS]
 """
     t = ingest.read(write(tmp_path, "c.txt", body))
     wk = rows(t, "sched_waking")
-    assert [r["ts"] for r in wk] == [123456789012, 123456789999, 123456790000]   # raw counter
+    assert [r["ts"] for r in wk] == [123456789012, 123456789999, 123456790000]  # raw counter
     assert t.meta["source"]["timestamps"] == "raw"
     assert all(r["common_flags"] is None for r in wk)
     assert t.meta["lost_events"] == {1: 42} and t.meta["lost_unknown"] == []
@@ -174,18 +179,21 @@ def test_report_default_with_plugins(tmp_path):
     assert t.meta["cpus"] == 2 and t.meta["source"]["unparsed_lines"] == 0
     sw = rows(t, "sched_switch")
     assert [(r["prev_comm"], r["prev_pid"], r["next_comm"], r["next_pid"]) for r in sw] == [
-        ("bash", 8850, "bash", 8852), ("trace-cmd", 8843, "gzip", 8844),
-        ("kworker/u8:1", 32, "swapper/1", 0), ("gzip", 8864, "swapper/1", 0)]
+        ("bash", 8850, "bash", 8852),
+        ("trace-cmd", 8843, "gzip", 8844),
+        ("kworker/u8:1", 32, "swapper/1", 0),
+        ("gzip", 8864, "swapper/1", 0),
+    ]
     # libtraceevent 1.7's plugin letters ("SDTtZXxW"): W is TASK_IDLE (I), X is 0x20 (Z)
     assert [r["prev_state_str"] for r in sw] == ["S", "R", "I", "Z"]
     assert [r["prev_state"] for r in sw] == [1, 0, 0x80, 0x20]
     wu = rows(t, "sched_wakeup")[0]
     assert (wu["comm"], wu["pid"], wu["prio"], wu["target_cpu"]) == ("gzip", 8844, 120, 1)
     q = rows(t, "workqueue_queue_work")[0]
-    assert q["work"] == 0xffff8881020a11f0 and q["field_cpu"] == -1
+    assert q["work"] == 0xFFFF8881020A11F0 and q["field_cpu"] == -1
     a = rows(t, "workqueue_activate_work")[0]
-    assert a["function"] == "virtio_transport_tx_work" and a["work"] == 0xffff888102191020
-    assert all(r["common_flags"] is None for r in sw)     # 3.1.x prints no latency column
+    assert a["function"] == "virtio_transport_tx_work" and a["work"] == 0xFFFF888102191020
+    assert all(r["common_flags"] is None for r in sw)  # 3.1.x prints no latency column
 
 
 def test_report_newer_plugins_and_latency(tmp_path):
@@ -206,11 +214,11 @@ CPU 2 is empty
     assert t.meta["source"]["sorted"] is False
     sw = rows(t, "sched_switch")
     assert [r["ts"] for r in sw] == sorted(r["ts"] for r in sw)
-    assert [r["prev_state_str"] for r in sw] == ["R", "R", "I", "R"]   # I: new letter table
+    assert [r["prev_state_str"] for r in sw] == ["R", "R", "I", "R"]  # I: new letter table
     assert sw[1]["prev_comm"] == "kworker/u36:1" and sw[1]["next_pid"] == 49692
     wu = rows(t, "sched_wakeup")[0]
     assert wu["common_flags"] == 0x01 | 0x24 | 0x08 and wu["common_preempt_count"] == 2
-    assert t.meta["lost_events"] == {3: 1, 4: 120}      # at least one lost on CPU 3
+    assert t.meta["lost_events"] == {3: 1, 4: 120}  # at least one lost on CPU 3
     assert t.meta["lost_unknown"] == [3]
     assert sorted(r["count"] for r in t.lost.to_pylist()) == [-1, 120]
 
@@ -242,6 +250,7 @@ schedwake-textdev:     kworker/u8:3-5590  [000]   390.859659: workqueue_execute_
 
 # ------------------------------------------------------------------ perf script
 
+
 def test_perf_script_variants(tmp_path):
     body = """\
             perf  9257 [000]   416.990428:              sched:sched_waking: comm=migration/0 pid=18 prio=0 target_cpu=000
@@ -265,8 +274,17 @@ def test_perf_script_variants(tmp_path):
     q = rows(t, "workqueue_queue_work")[0]
     assert q["common_comm"] == "kworker/1:0-eve" and q["field_cpu"] == 1 and q["cpu"] == 1
     wu = rows(t, "sched_wakeup")
-    assert (wu[0]["comm"], wu[0]["pid"], wu[0]["success"], wu[0]["target_cpu"]) == ("perf", 13638, 1, 1)
-    assert (wu[1]["comm"], wu[1]["success"], wu[1]["ts"]) == ("migration/0", None, 417_600_000_000)  # -F period
+    assert (wu[0]["comm"], wu[0]["pid"], wu[0]["success"], wu[0]["target_cpu"]) == (
+        "perf",
+        13638,
+        1,
+        1,
+    )
+    assert (wu[1]["comm"], wu[1]["success"], wu[1]["ts"]) == (
+        "migration/0",
+        None,
+        417_600_000_000,
+    )  # -F period
     sw = rows(t, "sched_switch")
     assert [r["prev_state_str"] for r in sw] == ["R+", "S"]
     assert "callchain" not in t.tables["sched_switch"].schema.names
@@ -275,9 +293,25 @@ def test_perf_script_variants(tmp_path):
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
 def test_perf_data_through_perf_script(tmp_path):
     data = tmp_path / "perf.data"
-    rec = subprocess.run(["perf", "record", "-q", "-o", str(data), "-e", "sched:sched_switch",
-                          "-e", "sched:sched_waking", "-a", "--", "sleep", "0.05"],
-                         capture_output=True, text=True)
+    rec = subprocess.run(
+        [
+            "perf",
+            "record",
+            "-q",
+            "-o",
+            str(data),
+            "-e",
+            "sched:sched_switch",
+            "-e",
+            "sched:sched_waking",
+            "-a",
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if rec.returncode != 0 or not data.exists():
         pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
     t = ingest.read(data)
@@ -301,8 +335,12 @@ def test_perf_lost_records_are_lost_events(tmp_path):
     from .conftest import run_cli, sample
 
     data = sample("perf-lost-events.perf.data")
-    script = subprocess.run(["perf", "script", "--ns", "--show-lost-events", "-i", str(data)],
-                            capture_output=True, text=True, check=True).stdout
+    script = subprocess.run(
+        ["perf", "script", "--ns", "--show-lost-events", "-i", str(data)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     expected = Counter()
     for cpu, n in re.findall(r"\[(\d+)\] +[\d.]+: PERF_RECORD_LOST lost (\d+)$", script, re.M):
         expected[int(cpu)] += int(n)
@@ -312,8 +350,9 @@ def test_perf_lost_records_are_lost_events(tmp_path):
         assert t.meta["event_counts"]["sched_switch"] == 3705
         assert t.lost.num_rows == 3 and t.meta["source"]["unparsed_lines"] == 0
     # without --show-lost-events the text cannot show the losses: the model says so
-    plain = subprocess.run(["perf", "script", "--ns", "-i", str(data)], capture_output=True,
-                           text=True, check=True).stdout
+    plain = subprocess.run(
+        ["perf", "script", "--ns", "-i", str(data)], capture_output=True, text=True, check=True
+    ).stdout
     caveats = " ".join(schedwake.load(write(tmp_path, "plain.txt", plain)).caveats)
     assert "--show-lost-events" in caveats and "lost 182" not in caveats
     assert "--show-lost-events" not in " ".join(schedwake.load(data).caveats)
@@ -330,8 +369,9 @@ def test_truncated_perf_data_says_what_perf_said(tmp_path):
     "empty file"."""
     from .conftest import sample
 
-    cut = write(tmp_path, "cut.perf.data",
-                sample("perf-lost-events.perf.data").read_bytes()[:100000])
+    cut = write(
+        tmp_path, "cut.perf.data", sample("perf-lost-events.perf.data").read_bytes()[:100000]
+    )
     with pytest.raises(TraceError) as e:
         ingest.read(cut)
     assert "`perf script` failed" in str(e.value) and "\n" not in str(e.value)
@@ -347,6 +387,7 @@ def test_perf_data_without_perf(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- other events
 
+
 def test_unknown_events_keep_key_values(tmp_path):
     body = """\
           <idle>-0       [001] d.h2.   390.000001: irq_handler_entry: irq=24 name=virtio0-input.0
@@ -355,21 +396,27 @@ def test_unknown_events_keep_key_values(tmp_path):
 """
     t = ingest.read(write(tmp_path, "irq.txt", body), input_format="ftrace-text")
     e = rows(t, "irq_handler_entry")[0]
-    assert (e["irq"], e["name"], e["args"]) == ("24", "virtio0-input.0", "irq=24 name=virtio0-input.0")
+    assert (e["irq"], e["name"], e["args"]) == (
+        "24",
+        "virtio0-input.0",
+        "irq=24 name=virtio0-input.0",
+    )
     assert rows(t, "irq_handler_exit")[0]["ret"] == "handled"
     s = rows(t, "softirq_entry")[0]
     assert s["args"] == "vec=3 [action=NET_RX]"
-    assert s["vec"] == "3 [action=NET_RX]"     # a value runs to the next " key="
+    assert s["vec"] == "3 [action=NET_RX]"  # a value runs to the next " key="
     assert t.tables["irq_handler_entry"].schema.field("args").type == pa.string()
     assert t.meta["systems"]["irq_handler_entry"] is None
 
 
 # ------------------------------------------------------------------- ordering
 
+
 def test_out_of_order_lines_are_sorted(tmp_path):
     lines = FTRACE_BODY.splitlines(keepends=True)
-    shuffled = "".join([lines[3], lines[0], lines[6], lines[2], lines[1], lines[4], lines[5],
-                        lines[8], lines[7]])
+    shuffled = "".join(
+        [lines[3], lines[0], lines[6], lines[2], lines[1], lines[4], lines[5], lines[8], lines[7]]
+    )
     t = ingest.read(write(tmp_path, "ooo.txt", shuffled))
     assert t.meta["source"]["sorted"] is False
     ref = ingest.read(write(tmp_path, "in.txt", FTRACE_BODY))
@@ -379,15 +426,19 @@ def test_out_of_order_lines_are_sorted(tmp_path):
 
 
 def test_equal_timestamps_keep_file_order(tmp_path):
-    body = "".join(
-        f"            bash-{100 + i}    [000] d..2.   5.000000: sched_waking: comm=x pid={i} prio=120 target_cpu=000\n"
-        for i in range(5)) + \
-        "            bash-99    [001] d..2.   4.000000: sched_waking: comm=x pid=99 prio=120 target_cpu=000\n"
+    body = (
+        "".join(
+            f"            bash-{100 + i}    [000] d..2.   5.000000: sched_waking: comm=x pid={i} prio=120 target_cpu=000\n"
+            for i in range(5)
+        )
+        + "            bash-99    [001] d..2.   4.000000: sched_waking: comm=x pid=99 prio=120 target_cpu=000\n"
+    )
     t = ingest.read(write(tmp_path, "eq.txt", body), input_format="ftrace-text")
     assert [r["pid"] for r in rows(t, "sched_waking")] == [99, 0, 1, 2, 3, 4]
 
 
 # ----------------------------------------------------------------- compression
+
 
 @pytest.mark.parametrize("kind", ["gzip", "xz", "bzip2", "zstd"])
 @pytest.mark.parametrize("use_binary", [True, False])
@@ -406,7 +457,11 @@ def test_compressed(tmp_path, monkeypatch, kind, use_binary):
     p = write(tmp_path, "t.txt.z", data)
     if not use_binary:
         real = shutil.which
-        monkeypatch.setattr(text.shutil, "which", lambda n: None if n in ("gzip", "xz", "zstd", "bzip2") else real(n))
+        monkeypatch.setattr(
+            text.shutil,
+            "which",
+            lambda n: None if n in ("gzip", "xz", "zstd", "bzip2") else real(n),
+        )
         if kind == "zstd":
             pytest.importorskip("zstandard")
     assert text.sniff(p) == "ftrace-text"
@@ -422,6 +477,7 @@ def test_zstd_without_any_decoder(tmp_path, monkeypatch):
     p = write(tmp_path, "t.zst", b"\x28\xb5\x2f\xfd" + b"\0" * 50)
     monkeypatch.setattr(text.shutil, "which", lambda n: None)
     import sys
+
     monkeypatch.setitem(sys.modules, "zstandard", None)
     with pytest.raises(TraceError, match="zstd"):
         text.read(p, "ftrace-text")
@@ -429,10 +485,12 @@ def test_zstd_without_any_decoder(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------- bad input
 
+
 def big_text(n=3000):
     return "".join(
         f"            bash-8850    [001] d..2. {1000 + i * 0.001:12.6f}: sched_waking: comm=gzip pid=8844 prio=120 target_cpu=000\n"
-        for i in range(n)).encode()
+        for i in range(n)
+    ).encode()
 
 
 def one_line(err: TraceError):
@@ -497,22 +555,33 @@ def test_not_a_trace(tmp_path):
 
 # -------------------------------------------------------------- streaming, misc
 
+
 def test_iter_batches_matches_read(tmp_path, monkeypatch):
     monkeypatch.setattr(text, "CHUNK_BYTES", 1 << 16)
     p = write(tmp_path, "big.txt", big_text(5000))
     whole = ingest.read(p)
     batches = list(text.iter_batches(p, "ftrace-text", batch_bytes=1 << 16))
     assert len(batches) > 3
-    joined = pa.concat_tables([b.tables["sched_waking"] for b in batches if "sched_waking" in b.tables])
+    joined = pa.concat_tables(
+        [b.tables["sched_waking"] for b in batches if "sched_waking" in b.tables]
+    )
     assert joined.num_rows == 5000
-    assert joined.cast(whole.tables["sched_waking"].schema).column("ts").equals(
-        whole.tables["sched_waking"].column("ts"))
+    assert (
+        joined.cast(whole.tables["sched_waking"].schema)
+        .column("ts")
+        .equals(whole.tables["sched_waking"].column("ts"))
+    )
     assert batches[-1].meta["event_counts"] == {"sched_waking": 5000}
 
 
 def test_small_chunks_and_long_lines(tmp_path, monkeypatch):
-    monkeypatch.setattr(text, "CHUNK_BYTES", 256)   # lines cross chunk edges; one is longer
-    body = FTRACE_BODY + "          <idle>-0       [001] d.h2.   399.000001: long_event: x=" + "y" * 1000 + "\n"
+    monkeypatch.setattr(text, "CHUNK_BYTES", 256)  # lines cross chunk edges; one is longer
+    body = (
+        FTRACE_BODY
+        + "          <idle>-0       [001] d.h2.   399.000001: long_event: x="
+        + "y" * 1000
+        + "\n"
+    )
     t = ingest.read(write(tmp_path, "small.txt", body))
     ref = ingest.read(write(tmp_path, "ref.txt", FTRACE_BODY))
     for name, table in ref.tables.items():
@@ -528,9 +597,16 @@ def test_progress_is_reported(tmp_path, monkeypatch):
 
 
 def test_requested_absent_events_give_empty_tables(tmp_path):
-    t = ingest.read(write(tmp_path, "t.txt", FTRACE_BODY),
-                    events=["sched_waking", "workqueue_queue_work", "sched_wakeup_new", "sched_switch"])
-    assert set(t.tables) == {"sched_waking", "workqueue_queue_work", "sched_wakeup_new", "sched_switch"}
+    t = ingest.read(
+        write(tmp_path, "t.txt", FTRACE_BODY),
+        events=["sched_waking", "workqueue_queue_work", "sched_wakeup_new", "sched_switch"],
+    )
+    assert set(t.tables) == {
+        "sched_waking",
+        "workqueue_queue_work",
+        "sched_wakeup_new",
+        "sched_switch",
+    }
     empty = t.tables["sched_wakeup_new"]
     assert empty.num_rows == 0
     assert empty.schema.names[6:] == ["comm", "pid", "prio", "target_cpu"]
@@ -540,21 +616,31 @@ def test_requested_absent_events_give_empty_tables(tmp_path):
 
 def test_iter_batches_keeps_callchains_whole(tmp_path, monkeypatch):
     fixture = KERNEL_LIST / "lkml-2024-dio-storm-perf-script.txt"
-    monkeypatch.setattr(text, "CHUNK_BYTES", 2500)   # longer than any one sample
+    monkeypatch.setattr(text, "CHUNK_BYTES", 2500)  # longer than any one sample
     whole = ingest.read(fixture)
     batches = list(text.iter_batches(fixture, "perf-script", batch_bytes=1))
     assert len(batches) > 2
-    chains = [c for b in batches for t in [b.tables.get("sched_switch")] if t is not None
-              for c in t.column("callchain").to_pylist()]
+    chains = [
+        c
+        for b in batches
+        for t in [b.tables.get("sched_switch")]
+        if t is not None
+        for c in t.column("callchain").to_pylist()
+    ]
     assert chains == whole.tables["sched_switch"].column("callchain").to_pylist()
-    wk = [c for b in batches for t in [b.tables.get("sched_waking")] if t is not None
-          for c in t.column("callchain").to_pylist()]
+    wk = [
+        c
+        for b in batches
+        for t in [b.tables.get("sched_waking")]
+        if t is not None
+        for c in t.column("callchain").to_pylist()
+    ]
     assert [len(c) for c in wk] == [29, 10]
 
 
 def test_sniff_pasted_excerpts(tmp_path):
     """Excerpts pasted into bug reports have no header lines."""
-    report = REPORT_316.split("\n", 1)[1]              # without "cpus=2"
+    report = REPORT_316.split("\n", 1)[1]  # without "cpus=2"
     assert text.sniff(write(tmp_path, "r.txt", report)) == "trace-cmd-report"
     assert text.sniff(write(tmp_path, "f.txt", FTRACE_BODY)) == "ftrace-text"
     lat = "trace-cm-8843    0d..3.   390.659089: sched_waking:         comm=gzip pid=8844 prio=120 target_cpu=000\n"
@@ -573,4 +659,6 @@ def test_comm_with_brackets_and_dashes(tmp_path):
     t = ingest.read(write(tmp_path, "b.txt", body), input_format="ftrace-text")
     wk = rows(t, "sched_waking")
     assert [(r["common_comm"], r["common_pid"], r["cpu"]) for r in wk] == [
-        ("foo [1]", 4242, 1), ("irq/100-enet-fe", 118, 0)]
+        ("foo [1]", 4242, 1),
+        ("irq/100-enet-fe", 118, 0),
+    ]

@@ -12,10 +12,17 @@ from schedwake.topology import Topology, format_cpulist, parse_cpulist, resolve
 from .conftest import SAMPLES, run_cli
 
 
-@pytest.mark.parametrize("text,cpus", [
-    ("0-3,8-11", [0, 1, 2, 3, 8, 9, 10, 11]), ("5", [5]), (" 0 - 2 , 4 ", [0, 1, 2, 4]),
-    ("0-7:2", [0, 2, 4, 6]), ("3,1,1", [1, 3]), ("0-0", [0]),
-])
+@pytest.mark.parametrize(
+    "text,cpus",
+    [
+        ("0-3,8-11", [0, 1, 2, 3, 8, 9, 10, 11]),
+        ("5", [5]),
+        (" 0 - 2 , 4 ", [0, 1, 2, 4]),
+        ("0-7:2", [0, 2, 4, 6]),
+        ("3,1,1", [1, 3]),
+        ("0-0", [0]),
+    ],
+)
 def test_parse_cpulist(text, cpus):
     assert parse_cpulist(text) == cpus
 
@@ -33,8 +40,13 @@ def test_format_cpulist_roundtrip():
 
 
 def test_classify():
-    t = Topology(cpus=8, llc=[[0, 1, 2, 3], [4, 5, 6, 7]], smt=[[0, 1], [2, 3], [4, 5], [6, 7]],
-                 numa=[[0, 1, 2, 3], [4, 5, 6, 7]], source="x")
+    t = Topology(
+        cpus=8,
+        llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
+        smt=[[0, 1], [2, 3], [4, 5], [6, 7]],
+        numa=[[0, 1, 2, 3], [4, 5, 6, 7]],
+        source="x",
+    )
     got = list(t.classify([0, 0, 0, 0, 3], [0, 1, 2, 4, 7]))
     assert got == ["none", "same_core", "same_llc", "cross_numa", "cross_numa"]
     t2 = Topology(cpus=8, llc=[[0, 1, 2, 3], [4, 5, 6, 7]], source="x")
@@ -60,8 +72,13 @@ def test_llc_option_and_errors(tmp_path):
     with pytest.raises(TraceError):
         resolve(None, 8, llc=["0-4", "4-7"])  # CPU 4 twice
     bad = tmp_path / "bad.json"
-    for text in ("{", "[]", '{"cpus": 2}', '{"cpus": 2, "llc": [["x"]]}',
-                 '{"cpus": 2, "llc": [[0, -1]]}'):
+    for text in (
+        "{",
+        "[]",
+        '{"cpus": 2}',
+        '{"cpus": 2, "llc": [["x"]]}',
+        '{"cpus": 2, "llc": [[0, -1]]}',
+    ):
         bad.write_text(text)
         with pytest.raises(TraceError) as e:
             resolve(None, 2, topology_file=bad)
@@ -81,8 +98,13 @@ def _fake_sysfs(root, llcs, smt, nodes):
         d = cpu_dir / f"cpu{c}"
         llc = next(g for g in llcs if c in g)
         for i, (level, typ, shared) in enumerate(
-                [(1, "Data", str(c)), (1, "Instruction", str(c)), (2, "Unified", str(c)),
-                 (3, "Unified", format_cpulist(llc))]):
+            [
+                (1, "Data", str(c)),
+                (1, "Instruction", str(c)),
+                (2, "Unified", str(c)),
+                (3, "Unified", format_cpulist(llc)),
+            ]
+        ):
             idx = d / "cache" / f"index{i}"
             idx.mkdir(parents=True)
             (idx / "level").write_text(f"{level}\n")
@@ -98,12 +120,19 @@ def _fake_sysfs(root, llcs, smt, nodes):
 
 
 def test_capture_from_fake_sysfs(tmp_path):
-    _fake_sysfs(tmp_path, [[0, 1, 4, 5], [2, 3, 6, 7]], [[0, 4], [1, 5], [2, 6], [3, 7]],
-                [[0, 1, 2, 3, 4, 5, 6, 7]])
+    _fake_sysfs(
+        tmp_path,
+        [[0, 1, 4, 5], [2, 3, 6, 7]],
+        [[0, 4], [1, 5], [2, 6], [3, 7]],
+        [[0, 1, 2, 3, 4, 5, 6, 7]],
+    )
     t = Topology.capture(tmp_path)
-    assert t.to_dict() == {"cpus": 8, "llc": [[0, 1, 4, 5], [2, 3, 6, 7]],
-                           "smt": [[0, 4], [1, 5], [2, 6], [3, 7]],
-                           "numa": [[0, 1, 2, 3, 4, 5, 6, 7]]}
+    assert t.to_dict() == {
+        "cpus": 8,
+        "llc": [[0, 1, 4, 5], [2, 3, 6, 7]],
+        "smt": [[0, 4], [1, 5], [2, 6], [3, 7]],
+        "numa": [[0, 1, 2, 3, 4, 5, 6, 7]],
+    }
 
 
 def test_topology_command_this_machine(tmp_path):

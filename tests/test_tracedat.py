@@ -20,15 +20,22 @@ from schedwake.schema import COMMON_NAMES, field_name
 
 from .conftest import SAMPLE_DATS, sample
 
-LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+"
-                  r"(?P<sec>\d+)\.(?P<nsec>\d{9}):\s+(?P<event>\w+):\s+(?P<body>.*)$")
+LINE = re.compile(
+    r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+"
+    r"(?P<sec>\d+)\.(?P<nsec>\d{9}):\s+(?P<event>\w+):\s+(?P<body>.*)$"
+)
 FIELD = re.compile(r"(\w+)=(.*?)(?= \w+=|$)")
 
 
 def report(path, *flags) -> list[str]:
     # task names are bytes (prctl(PR_SET_NAME)): decoded the way schedwake decodes them
-    out = subprocess.run(["trace-cmd", "report", *flags, "-i", str(path)],
-                         capture_output=True, text=True, errors="replace", check=True).stdout
+    out = subprocess.run(
+        ["trace-cmd", "report", *flags, "-i", str(path)],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=True,
+    ).stdout
     return out.splitlines()
 
 
@@ -84,8 +91,9 @@ def test_instance_buffer_is_read_when_the_top_buffer_is_empty():
 def test_a_cpu_missing_from_the_file_is_skipped():
     """A v7 file lists only CPUs with data; libtracecmd crashes if asked for the others."""
     path = sample("missing-cpu.dat")
-    summary = subprocess.run(["trace-cmd", "dump", "--summary", str(path)],
-                             capture_output=True, text=True).stdout
+    summary = subprocess.run(
+        ["trace-cmd", "dump", "--summary", str(path)], capture_output=True, text=True
+    ).stdout
     assert "page size, 1 cpus," in summary  # only CPU 0 has a data section
     trace = schedwake.load(path)
     assert trace.meta["cpus"] == 2
@@ -104,7 +112,7 @@ def test_every_field_value_equals_trace_cmd_raw(loaded):
     path, trace, rows = loaded
     for name, expected in rows.items():
         table = trace.table(name)
-        assert table.column_names[:len(COMMON_NAMES)] == list(COMMON_NAMES)
+        assert table.column_names[: len(COMMON_NAMES)] == list(COMMON_NAMES)
         assert table.column("ts").to_pylist() == [r[0] for r in expected], name
         assert table.column("cpu").to_pylist() == [r[1] for r in expected], name
         assert table.column("common_pid").to_pylist() == [r[2] for r in expected], name
@@ -125,8 +133,11 @@ def test_prev_state_str_equals_kernel_print_format(loaded):
     if "sched_switch" not in trace.events:
         pytest.skip(f"{path.name} has no sched_switch")
     # (no `-F sched_switch`: trace-cmd 3.1.6 crashes with -F on instance buffers)
-    states = [m.group(1) for line in report(path, "-N")
-              if (m := re.search(r" sched_switch: .* prev_state=(\S+) ==>", line))]
+    states = [
+        m.group(1)
+        for line in report(path, "-N")
+        if (m := re.search(r" sched_switch: .* prev_state=(\S+) ==>", line))
+    ]
     assert trace.table("sched_switch").column("prev_state_str").to_pylist() == states
 
 
@@ -150,8 +161,12 @@ def test_common_flags_and_preempt_count_equal_latency_output(dbench1):
     assert expected
     for name, chars in expected.items():
         t = trace.table(name)
-        got = [latency_chars(f, p) for f, p in zip(t.column("common_flags").to_pylist(),
-                                                   t.column("common_preempt_count").to_pylist())]
+        got = [
+            latency_chars(f, p)
+            for f, p in zip(
+                t.column("common_flags").to_pylist(), t.column("common_preempt_count").to_pylist()
+            )
+        ]
         assert got == chars, name
 
 
@@ -164,13 +179,13 @@ def test_types_follow_the_format(dbench1):
     assert waking.field("pid").type == pa.int32()
     assert waking.field("target_cpu").type == pa.int32()
     switch = trace.table("sched_switch").schema
-    assert switch.field("prev_state").type == pa.int64()                      # long
+    assert switch.field("prev_state").type == pa.int64()  # long
     # __data_loc char[] comm on 6.18: decoded to the same string type as char[16]
     assert trace.table("sched_migrate_task").schema.field("comm").type == waking.field("comm").type
     qw = trace.table("workqueue_queue_work").schema
-    assert qw.field("work").type == pa.uint64()                               # void *
+    assert qw.field("work").type == pa.uint64()  # void *
     assert qw.field("function").type == pa.dictionary(pa.int32(), pa.string())  # %ps symbol
-    assert qw.field("cpu").type == pa.int32()        # the CPU the event fired on
+    assert qw.field("cpu").type == pa.int32()  # the CPU the event fired on
     assert qw.field("field_cpu").type == pa.int32()  # the format's own `int cpu`
 
 
@@ -204,16 +219,30 @@ def test_metadata(dbench1):
     first_line = next(r for r in report(dbench1, "-t") if LINE.match(r))
     mm = LINE.match(first_line)
     assert m["first_ts_ns"] == int(mm["sec"]) * 1_000_000_000 + int(mm["nsec"])
-    assert m["last_ts_ns"] == max(trace.table(n).column("ts").to_numpy().max()
-                                  for n in trace.events)
+    assert m["last_ts_ns"] == max(
+        trace.table(n).column("ts").to_numpy().max() for n in trace.events
+    )
     assert m["lost_events"] == {}
 
 
 def test_version_6_file_reads_the_same(dbench1, tmp_path):
     v6 = tmp_path / "v6.dat"
-    subprocess.run(["trace-cmd", "convert", "-i", str(dbench1), "-o", str(v6),
-                    "--file-version", "6", "--compression", "none"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "trace-cmd",
+            "convert",
+            "-i",
+            str(dbench1),
+            "-o",
+            str(v6),
+            "--file-version",
+            "6",
+            "--compression",
+            "none",
+        ],
+        check=True,
+        capture_output=True,
+    )
     a, b = schedwake.load(dbench1), schedwake.load(v6)
     assert b.meta["source"]["file_version"] == 6
     assert a.events == b.events
@@ -224,8 +253,11 @@ def test_version_6_file_reads_the_same(dbench1, tmp_path):
 def test_lost_events_match_trace_cmd():
     path = sample("lost-events.dat")
     trace = schedwake.load(path)
-    dropped = [(int(m[1]), int(m[2]) if m[2] else -1) for line in report(path)
-               if (m := re.search(r"CPU:(\d+) \[(?:(\d+) )?EVENTS DROPPED\]", line))]
+    dropped = [
+        (int(m[1]), int(m[2]) if m[2] else -1)
+        for line in report(path)
+        if (m := re.search(r"CPU:(\d+) \[(?:(\d+) )?EVENTS DROPPED\]", line))
+    ]
     assert dropped, "the lost-events sample must contain dropped events"
     got = list(zip(trace.lost.column("cpu").to_pylist(), trace.lost.column("count").to_pylist()))
     assert sorted(got) == sorted(dropped)

@@ -40,7 +40,7 @@ MANIFEST = json.loads((HOSTILE / "manifest.json").read_text())
 FILES = MANIFEST["files"]
 TIMEOUT = 60
 MEMORY_LIMIT = 4 << 30
-CRASH_CODES = {134, 136, 139}        # SIGABRT, SIGFPE, SIGSEGV as a shell reports them
+CRASH_CODES = {134, 136, 139}  # SIGABRT, SIGFPE, SIGSEGV as a shell reports them
 
 API = r"""
 import json, sys
@@ -76,9 +76,17 @@ def _limits():
 
 def run(argv) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="120")
-    return subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
-                          cwd=ROOT, stdin=subprocess.DEVNULL, timeout=TIMEOUT,
-                          preexec_fn=_limits)
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+        preexec_fn=_limits,
+    )
 
 
 def schedwake_cli(*args) -> subprocess.CompletedProcess:
@@ -89,10 +97,12 @@ def schedwake_cli(*args) -> subprocess.CompletedProcess:
 
 def assert_no_crash(proc, what):
     rc = proc.returncode
-    assert rc >= 0 and rc not in CRASH_CODES, \
+    assert rc >= 0 and rc not in CRASH_CODES, (
         f"{what} crashed (return code {rc}); stderr: {proc.stderr[-2000:]}"
-    assert "Traceback (most recent call last)" not in proc.stderr, \
+    )
+    assert "Traceback (most recent call last)" not in proc.stderr, (
         f"{what} printed a traceback:\n{proc.stderr[-4000:]}"
+    )
 
 
 def expected_counts(name: str) -> dict:
@@ -109,6 +119,7 @@ def describe(name: str) -> str:
 
 
 # ----------------------------------------------------------------- the corpus itself
+
 
 def test_manifest_lists_every_file_and_only_those():
     on_disk = {p.name for p in HOSTILE.glob("*.dat")}
@@ -133,10 +144,11 @@ def test_corpus_is_small():
 
 def test_generator_writes_the_committed_corpus(tmp_path):
     """scripts/make_hostile.py (from the committed bases) gives the committed files."""
-    spec = importlib.util.spec_from_file_location("make_hostile",
-                                                  ROOT / "scripts" / "make_hostile.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_hostile", ROOT / "scripts" / "make_hostile.py"
+    )
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod         # (its dataclasses look their module up there)
+    sys.modules[spec.name] = mod  # (its dataclasses look their module up there)
     try:
         spec.loader.exec_module(mod)
         mod.main(["--out", str(tmp_path), "--from", str(HOSTILE)])
@@ -145,11 +157,13 @@ def test_generator_writes_the_committed_corpus(tmp_path):
     fresh = {p.name for p in tmp_path.iterdir()}
     assert fresh == {p.name for p in HOSTILE.iterdir()}
     for name in sorted(fresh):
-        assert (tmp_path / name).read_bytes() == (HOSTILE / name).read_bytes(), \
+        assert (tmp_path / name).read_bytes() == (HOSTILE / name).read_bytes(), (
             f"{name} differs from a fresh scripts/make_hostile.py run"
+        )
 
 
 # ---------------------------------------------------------------- what readers do
+
 
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_load(name):
@@ -177,13 +191,15 @@ def test_load(name):
         assert len(warnings) == 1, f"{describe(name)}\nwant one warning, got {warnings}"
         assert "\n" not in warnings[0].strip()
         for rx in entry["warning_mentions"]:
-            assert re.search(rx, warnings[0]), \
+            assert re.search(rx, warnings[0]), (
                 f"{describe(name)}\nthe warning {warnings[0]!r} does not say {rx!r}"
+            )
     check = entry.get("check")
     if check:
-        assert got["check"]["values"] == [check["value"]], \
-            f"{describe(name)}\n{check['table']}.{check['column']} at ts {check['ts']} " \
+        assert got["check"]["values"] == [check["value"]], (
+            f"{describe(name)}\n{check['table']}.{check['column']} at ts {check['ts']} "
             f"CPU {check['cpu']}: {got['check']['values']!r}, want [{check['value']!r}]"
+        )
         if check.get("only_row_with_fffd"):
             assert got["check"]["rows_with_fffd"] == 1, got["check"]
 
@@ -194,15 +210,17 @@ def check_cli(name: str, proc: subprocess.CompletedProcess, command: str) -> Non
     assert_no_crash(proc, f"schedwake {command} {name}")
     lines = proc.stderr.splitlines()
     if entry["outcome"] == "error":
-        assert proc.returncode == 2, \
-            f"{describe(name)}\nschedwake {command}: exit {proc.returncode}, want 2; " \
+        assert proc.returncode == 2, (
+            f"{describe(name)}\nschedwake {command}: exit {proc.returncode}, want 2; "
             f"stderr: {proc.stderr[-2000:]}"
+        )
         assert len(lines) == 1, f"want one stderr line, got {len(lines)}: {proc.stderr[-2000:]}"
         assert path in lines[0], f"the error line does not name the file: {lines[0]!r}"
         return
-    assert proc.returncode == 0, \
-        f"{describe(name)}\nschedwake {command}: exit {proc.returncode}, want 0; " \
+    assert proc.returncode == 0, (
+        f"{describe(name)}\nschedwake {command}: exit {proc.returncode}, want 0; "
         f"stderr: {proc.stderr[-2000:]}"
+    )
     if entry["outcome"] == "ok":
         assert lines == [], f"{describe(name)}\nunexpected stderr: {proc.stderr[-2000:]}"
         return

@@ -28,10 +28,10 @@ def test_asof_index_matches_merge_asof(keys):
         elif keys == "mixed":
             lk = lk.astype(np.int32)
         elif keys == "wide_keys":
-            vals = np.array([-2 ** 31, -1, 0, 7, 2 ** 31 - 1], dtype=np.int32)
+            vals = np.array([-(2**31), -1, 0, 7, 2**31 - 1], dtype=np.int32)
             lk, rk = rng.choice(vals, n), rng.choice(vals, m)
         elif keys == "wide_ts":  # too wide for one int64 line: the merge_asof fallback
-            rts = rts + (2 ** 62) * rng.integers(0, 2, m)
+            rts = rts + (2**62) * rng.integers(0, 2, m)
         for direction in ("backward", "forward"):
             for exact in (True, False):
                 got = asof_index(lts, lk, rts, rk, direction, exact)
@@ -77,10 +77,12 @@ def _gaps_with_pandas(icpu, istart, iend, wcpu, wstart, wend):
     if len(ts) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     cpu = np.concatenate([i["cpu"], i["cpu"], wt["cpu"], wt["cpu"]]).astype(np.int64)
-    d_idle = np.concatenate([np.ones(len(i)), -np.ones(len(i)),
-                             np.zeros(2 * len(wt))]).astype(np.int64)
-    d_wait = np.concatenate([np.zeros(2 * len(i)), np.ones(len(wt)),
-                             -np.ones(len(wt))]).astype(np.int64)
+    d_idle = np.concatenate([np.ones(len(i)), -np.ones(len(i)), np.zeros(2 * len(wt))]).astype(
+        np.int64
+    )
+    d_wait = np.concatenate([np.zeros(2 * len(i)), np.ones(len(wt)), -np.ones(len(wt))]).astype(
+        np.int64
+    )
     order = np.argsort(ts, kind="stable")
     ts, cpu, d_idle, d_wait = ts[order], cpu[order], d_idle[order], d_wait[order]
     df = pd.DataFrame({"cpu": cpu, "di": d_idle, "dw": d_wait})
@@ -98,7 +100,7 @@ def _gaps_with_pandas(icpu, istart, iend, wcpu, wstart, wend):
 @pytest.mark.parametrize("far", [False, True])
 def test_llc_gap_segments_match_the_pandas_sweep(far):
     rng = np.random.default_rng(11)
-    for trial in range(120):
+    for _ in range(120):
         ncpu = int(rng.integers(1, 6))
         ni, nw = int(rng.integers(0, 40)), int(rng.integers(0, 80))
         icpu = rng.integers(0, ncpu, ni).astype(np.int32)
@@ -108,10 +110,9 @@ def test_llc_gap_segments_match_the_pandas_sweep(far):
         wstart = rng.integers(0, 40, nw)
         wend = wstart + rng.integers(1, 6, nw)
         if far:  # times too far apart to pack with the CPU into one int64
-            istart, iend = istart + 2 ** 61, iend + 2 ** 61
+            istart, iend = istart + 2**61, iend + 2**61
         group = list(range(ncpu))
         inside = np.isin(wcpu, group)
-        want = _gaps_with_pandas(icpu, istart, iend, wcpu[inside], wstart[inside],
-                                 wend[inside])
+        want = _gaps_with_pandas(icpu, istart, iend, wcpu[inside], wstart[inside], wend[inside])
         got = llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

@@ -15,8 +15,9 @@ from .base import SEVERITIES, Finding, Threshold, severity_rank
 from .evidence import event_lines
 
 #: name -> module with NAME, THRESHOLDS and detect(trace, model, thresholds)
-DETECTORS = {m.NAME: m for m in (kworker_pingpong, llc_roundrobin, cswitch_storm,
-                                 idle_while_runnable)}
+DETECTORS = {
+    m.NAME: m for m in (kworker_pingpong, llc_roundrobin, cswitch_storm, idle_while_runnable)
+}
 
 #: Every threshold by name.
 THRESHOLDS: dict[str, Threshold] = {t.name: t for m in DETECTORS.values() for t in m.THRESHOLDS}
@@ -27,8 +28,9 @@ def thresholds(overrides: dict | None = None) -> dict[str, float]:
     th = {k: t.default for k, t in THRESHOLDS.items()}
     for k, v in (overrides or {}).items():
         if k not in THRESHOLDS:
-            raise TraceError("--threshold", f"unknown threshold {k!r} (known: "
-                                            f"{', '.join(sorted(THRESHOLDS))})")
+            raise TraceError(
+                "--threshold", f"unknown threshold {k!r} (known: {', '.join(sorted(THRESHOLDS))})"
+            )
         try:
             th[k] = float(v)
         except (TypeError, ValueError):
@@ -48,16 +50,18 @@ def parse_threshold_options(items) -> dict[str, float]:
     return {k: th[k] for k in out}
 
 
-def detect(trace, thresholds_: dict | None = None, detectors=None, evidence_lines: int = 14,
-           **kwargs) -> list[Finding]:
+def detect(
+    trace, thresholds_: dict | None = None, detectors=None, evidence_lines: int = 14, **kwargs
+) -> list[Finding]:
     """Run the detectors on ``trace`` (a :class:`schedwake.Trace`). Threshold overrides
     come as a dict or as keyword arguments."""
     th = thresholds({**(thresholds_ or {}), **kwargs})
     names = list(DETECTORS) if detectors is None else list(detectors)
     for n in names:
         if n not in DETECTORS:
-            raise TraceError("--detector", f"unknown detector {n!r} "
-                                           f"(known: {', '.join(DETECTORS)})")
+            raise TraceError(
+                "--detector", f"unknown detector {n!r} (known: {', '.join(DETECTORS)})"
+            )
     model = trace.model
     findings: list[Finding] = []
     for n in names:
@@ -73,5 +77,12 @@ def detect(trace, thresholds_: dict | None = None, detectors=None, evidence_line
     return findings
 
 
-__all__ = ["DETECTORS", "THRESHOLDS", "SEVERITIES", "Finding", "detect", "thresholds",
-           "parse_threshold_options"]
+__all__ = [
+    "DETECTORS",
+    "THRESHOLDS",
+    "SEVERITIES",
+    "Finding",
+    "detect",
+    "thresholds",
+    "parse_threshold_options",
+]

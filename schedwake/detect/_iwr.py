@@ -27,9 +27,10 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
     if not w.all():  # (all when the LLC holds every CPU: no copies then)
         wcpu, wstart, wend = wcpu[w], wstart[w], wend[w]
     del i, w
-    parts = [(np.asarray(t, np.int64), np.asarray(c), k)
-             for k, (t, c) in enumerate(((istart, icpu), (iend, icpu), (wstart, wcpu),
-                                         (wend, wcpu)))]
+    parts = [
+        (np.asarray(t, np.int64), np.asarray(c), k)
+        for k, (t, c) in enumerate(((istart, icpu), (iend, icpu), (wstart, wcpu), (wend, wcpu)))
+    ]
     n = sum(len(t) for t, _, _ in parts)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -47,7 +48,7 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
         ts = np.empty(n, dtype=np.int64)
         at = 0
         for t, c, k in parts:
-            seg = ts[at:at + len(t)]
+            seg = ts[at : at + len(t)]
             np.subtract(t, tmin, out=seg)
             seg <<= bits
             seg |= (c - lo_cpu).astype(np.int32) * 4 + k
@@ -61,8 +62,7 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
         ts = np.concatenate([t for t, _, _ in parts])
         order = np.argsort(ts)
         ts.sort()  # in place: the values of ts[order] without a copy
-        code = np.concatenate([(c.astype(np.int64) - lo_cpu) * 4 + k
-                               for _, c, k in parts])[order]
+        code = np.concatenate([(c.astype(np.int64) - lo_cpu) * 4 + k for _, c, k in parts])[order]
         del order
     del parts
     kind = (code & 3).astype(np.int8)
@@ -74,10 +74,8 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
         rows = code == c
         k = kind[rows]
         # the CPU's count of open intervals after each row > 0
-        idle = np.cumsum((k == 0).view(np.int8) - (k == 1).view(np.int8),
-                         dtype=np.int32) > 0
-        busy_wait = np.cumsum((k == 2).view(np.int8) - (k == 3).view(np.int8),
-                              dtype=np.int32) > 0
+        idle = np.cumsum((k == 0).view(np.int8) - (k == 1).view(np.int8), dtype=np.int32) > 0
+        busy_wait = np.cumsum((k == 2).view(np.int8) - (k == 3).view(np.int8), dtype=np.int32) > 0
         busy_wait &= ~idle
         del k
         for on, d in ((idle, d_idle), (busy_wait, d_busy_wait)):

@@ -32,8 +32,13 @@ class Finding:
     caveats: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"detector": self.detector, "severity": self.severity,
-                "metrics": self.metrics, "top": self.top, "evidence": self.evidence}
+        return {
+            "detector": self.detector,
+            "severity": self.severity,
+            "metrics": self.metrics,
+            "top": self.top,
+            "evidence": self.evidence,
+        }
 
 
 def severity_rank(sev: str) -> int:

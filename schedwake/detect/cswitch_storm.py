@@ -25,16 +25,36 @@ from .base import Finding, Threshold
 NAME = "cswitch_storm"
 
 THRESHOLDS = (
-    Threshold("storm_min_switches_per_s", 2000.0, "switches/s",
-              "lowest rate of task<->kworker switches on one CPU"),
-    Threshold("storm_min_preemptions_per_s", 500.0, "preemptions/s",
-              "lowest rate of kworkers preempted (R+) by the task"),
-    Threshold("storm_min_futile_share", 0.25, "fraction",
-              "lowest share of the task's wake-ups on the CPU that are futile"),
-    Threshold("storm_futile_run_us", 50.0, "us",
-              "a wake-up is futile when the task then runs less than this and sleeps"),
-    Threshold("storm_high_preemptions_per_s", 2000.0, "preemptions/s",
-              "kworker preemption rate from which the finding is high"),
+    Threshold(
+        "storm_min_switches_per_s",
+        2000.0,
+        "switches/s",
+        "lowest rate of task<->kworker switches on one CPU",
+    ),
+    Threshold(
+        "storm_min_preemptions_per_s",
+        500.0,
+        "preemptions/s",
+        "lowest rate of kworkers preempted (R+) by the task",
+    ),
+    Threshold(
+        "storm_min_futile_share",
+        0.25,
+        "fraction",
+        "lowest share of the task's wake-ups on the CPU that are futile",
+    ),
+    Threshold(
+        "storm_futile_run_us",
+        50.0,
+        "us",
+        "a wake-up is futile when the task then runs less than this and sleeps",
+    ),
+    Threshold(
+        "storm_high_preemptions_per_s",
+        2000.0,
+        "preemptions/s",
+        "kworker preemption rate from which the finding is high",
+    ),
 )
 
 
@@ -69,18 +89,20 @@ def pair_table(model, th: dict) -> pd.DataFrame:
         preempted = (s["prev_state_str"] == "R+").to_numpy()
     else:
         preempted = np.zeros(len(s), dtype=bool)
-    df = pd.DataFrame({"cpu": s["cpu"].to_numpy()[alt], "pid": task[alt],
-                       "kp": (to_task & preempted)[alt]})
-    per = df.groupby(["cpu", "pid"]).agg(switches=("kp", "size"),
-                                         kworker_preemptions=("kp", "sum"))
+    df = pd.DataFrame(
+        {"cpu": s["cpu"].to_numpy()[alt], "pid": task[alt], "kp": (to_task & preempted)[alt]}
+    )
+    per = df.groupby(["cpu", "pid"]).agg(switches=("kp", "size"), kworker_preemptions=("kp", "sum"))
     w = model.wakeups
     fut = futile_mask(w, th["storm_futile_run_us"] * 1000)
     # only the pairs above are joined: group the wake-ups of their tasks alone
     wpid = w["wakee_pid"].to_numpy()
     mine = np.isin(wpid, per.index.get_level_values("pid"))
-    wf = pd.DataFrame({"cpu": w["chosen_cpu"].to_numpy()[mine], "pid": wpid[mine],
-                       "f": fut[mine]}).groupby(["cpu", "pid"]).agg(
-        wakeups=("f", "size"), futile_wakeups=("f", "sum"))
+    wf = (
+        pd.DataFrame({"cpu": w["chosen_cpu"].to_numpy()[mine], "pid": wpid[mine], "f": fut[mine]})
+        .groupby(["cpu", "pid"])
+        .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
+    )
     del fut, wpid, mine
     per = per.join(wf, how="left").fillna({"wakeups": 0, "futile_wakeups": 0})
     per = per.astype({"wakeups": np.int64, "futile_wakeups": np.int64})
@@ -98,20 +120,33 @@ def detect(trace, model, th: dict) -> list[Finding]:
     names = _names(model)
     from ..model.tasks import USER, name_class
 
-    user = np.array([name_class(names.get(int(p), "?"), int(p)) == USER
-                     for p in per["pid"].to_numpy()], dtype=bool)  # per task, not per event
-    hit = per[user & (per["switches_per_s"] >= th["storm_min_switches_per_s"])
-              & (per["preemptions_per_s"] >= th["storm_min_preemptions_per_s"])
-              & (per["futile_share"] >= th["storm_min_futile_share"])]
+    user = np.array(
+        [name_class(names.get(int(p), "?"), int(p)) == USER for p in per["pid"].to_numpy()],
+        dtype=bool,
+    )  # per task, not per event
+    hit = per[
+        user
+        & (per["switches_per_s"] >= th["storm_min_switches_per_s"])
+        & (per["preemptions_per_s"] >= th["storm_min_preemptions_per_s"])
+        & (per["futile_share"] >= th["storm_min_futile_share"])
+    ]
     if len(hit) == 0:
         return []
     hit = hit.sort_values("kworker_preemptions", ascending=False)
-    top = [{"cpu": int(r.cpu), "pid": int(r.pid), "comm": names.get(int(r.pid), "?"),
-            "switches": int(r.switches), "switches_per_s": round(float(r.switches_per_s), 1),
+    top = [
+        {
+            "cpu": int(r.cpu),
+            "pid": int(r.pid),
+            "comm": names.get(int(r.pid), "?"),
+            "switches": int(r.switches),
+            "switches_per_s": round(float(r.switches_per_s), 1),
             "kworker_preemptions": int(r.kworker_preemptions),
-            "wakeups": int(r.wakeups), "futile_wakeups": int(r.futile_wakeups),
-            "futile_share": round(float(r.futile_share), 4)}
-           for r in hit.head(10).itertuples(index=False)]
+            "wakeups": int(r.wakeups),
+            "futile_wakeups": int(r.futile_wakeups),
+            "futile_share": round(float(r.futile_share), 4),
+        }
+        for r in hit.head(10).itertuples(index=False)
+    ]
     worst = hit.iloc[0]
     kw = _kworkers_on(model, int(worst["cpu"]), int(worst["pid"]))
     metrics = {
@@ -125,23 +160,35 @@ def detect(trace, model, th: dict) -> list[Finding]:
         "kworkers": kw,
         "futile_run_us": th["storm_futile_run_us"],
     }
-    sev = "high" if worst["preemptions_per_s"] >= th["storm_high_preemptions_per_s"] \
-        else "medium"
-    title = (f"{names.get(int(worst['pid']), '?')} (pid {int(worst['pid'])}) and kworkers "
-             f"alternate on CPU {int(worst['cpu'])} at {worst['switches_per_s']:.0f} "
-             f"switches/s; kworkers preempted {int(worst['kworker_preemptions'])} times; "
-             f"{100 * worst['futile_share']:.0f}% of the task's wake-ups there were futile")
+    sev = "high" if worst["preemptions_per_s"] >= th["storm_high_preemptions_per_s"] else "medium"
+    title = (
+        f"{names.get(int(worst['pid']), '?')} (pid {int(worst['pid'])}) and kworkers "
+        f"alternate on CPU {int(worst['cpu'])} at {worst['switches_per_s']:.0f} "
+        f"switches/s; kworkers preempted {int(worst['kworker_preemptions'])} times; "
+        f"{100 * worst['futile_share']:.0f}% of the task's wake-ups there were futile"
+    )
     # evidence: a kworker preemption by the task in the middle of the trace
     s = model.events.switch
-    sel = np.flatnonzero((s["cpu"].to_numpy() == worst["cpu"])
-                         & (s["next_pid"].to_numpy() == worst["pid"])
-                         & (s["prev_state_str"] == "R+").to_numpy()
-                         & _kworker_of(s["prev_comm"].array)) if "prev_state_str" in s else []
+    sel = (
+        np.flatnonzero(
+            (s["cpu"].to_numpy() == worst["cpu"])
+            & (s["next_pid"].to_numpy() == worst["pid"])
+            & (s["prev_state_str"] == "R+").to_numpy()
+            & _kworker_of(s["prev_comm"].array)
+        )
+        if "prev_state_str" in s
+        else []
+    )
     ev_at = None
     if len(sel):
         t = int(s["ts"].iloc[sel[len(sel) // 2]])
-        ev_at = {"t0": t - 60_000, "t1": t + 60_000, "cpus": [int(worst["cpu"])],
-                 "pids": [int(worst["pid"])], "focus_ts": t}
+        ev_at = {
+            "t0": t - 60_000,
+            "t1": t + 60_000,
+            "cpus": [int(worst["cpu"])],
+            "pids": [int(worst["pid"])],
+            "focus_ts": t,
+        }
     return [Finding(NAME, sev, title, metrics, top, evidence_at=ev_at)]
 
 
@@ -154,7 +201,10 @@ def _names(model) -> dict[int, str]:
 
 def _kworkers_on(model, cpu: int, pid: int) -> list[dict]:
     s = model.events.switch
-    m = (s["cpu"].to_numpy() == cpu) & (s["next_pid"].to_numpy() == pid) & \
-        _kworker_of(s["prev_comm"].array)
+    m = (
+        (s["cpu"].to_numpy() == cpu)
+        & (s["next_pid"].to_numpy() == pid)
+        & _kworker_of(s["prev_comm"].array)
+    )
     vc = s["prev_comm"][m].astype(str).value_counts().head(5)
     return [{"comm": k, "switches_to_task": int(v)} for k, v in vc.items()]

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-EVIDENCE_EVENTS = ("sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task",
-                   "sched_switch", "workqueue_execute_start", "workqueue_execute_end",
-                   "workqueue_queue_work", "workqueue_activate_work", "sched_process_fork",
-                   "sched_process_exec")
+EVIDENCE_EVENTS = (
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_switch",
+    "workqueue_execute_start",
+    "workqueue_execute_end",
+    "workqueue_queue_work",
+    "workqueue_activate_work",
+    "sched_process_fork",
+    "sched_process_exec",
+)
 
 
 def _fields(name: str, r: dict) -> str:
@@ -18,23 +27,31 @@ def _fields(name: str, r: dict) -> str:
     if name in ("sched_waking", "sched_wakeup", "sched_wakeup_new"):
         return f"comm={g('comm')} pid={g('pid')} prio={g('prio')} target_cpu={g('target_cpu'):03d}"
     if name == "sched_migrate_task":
-        return (f"comm={g('comm')} pid={g('pid')} prio={g('prio')} "
-                f"orig_cpu={g('orig_cpu')} dest_cpu={g('dest_cpu')}")
+        return (
+            f"comm={g('comm')} pid={g('pid')} prio={g('prio')} "
+            f"orig_cpu={g('orig_cpu')} dest_cpu={g('dest_cpu')}"
+        )
     if name == "sched_switch":
         st = g("prev_state_str") if g("prev_state_str") is not None else g("prev_state")
-        return (f"prev_comm={g('prev_comm')} prev_pid={g('prev_pid')} "
-                f"prev_prio={g('prev_prio')} prev_state={st} ==> next_comm={g('next_comm')} "
-                f"next_pid={g('next_pid')} next_prio={g('next_prio')}")
+        return (
+            f"prev_comm={g('prev_comm')} prev_pid={g('prev_pid')} "
+            f"prev_prio={g('prev_prio')} prev_state={st} ==> next_comm={g('next_comm')} "
+            f"next_pid={g('next_pid')} next_prio={g('next_prio')}"
+        )
     if name in ("workqueue_execute_start", "workqueue_execute_end"):
         return f"work struct 0x{int(g('work') or 0):x}: function {g('function')}"
     if name == "workqueue_queue_work":
-        return (f"work struct=0x{int(g('work') or 0):x} function={g('function')} "
-                f"workqueue={g('workqueue')} req_cpu={g('req_cpu')} cpu={g('field_cpu')}")
+        return (
+            f"work struct=0x{int(g('work') or 0):x} function={g('function')} "
+            f"workqueue={g('workqueue')} req_cpu={g('req_cpu')} cpu={g('field_cpu')}"
+        )
     if name == "workqueue_activate_work":
         return f"work struct 0x{int(g('work') or 0):x} function={g('function')} "
     if name == "sched_process_fork":
-        return (f"comm={g('parent_comm')} pid={g('parent_pid')} child_comm={g('child_comm')} "
-                f"child_pid={g('child_pid')}")
+        return (
+            f"comm={g('parent_comm')} pid={g('parent_pid')} child_comm={g('child_comm')} "
+            f"child_pid={g('child_pid')}"
+        )
     skip = {"ts", "cpu", "common_pid", "common_comm", "common_flags", "common_preempt_count"}
     return " ".join(f"{k}={v}" for k, v in r.items() if k not in skip)
 
@@ -45,16 +62,26 @@ def format_event(name: str, r: dict) -> str:
     ts = (int(r["ts"]) + 500) // 1000  # microseconds, rounded as trace-cmd prints them
     pid = r.get("common_pid")
     comm = "<idle>" if pid == 0 else (r.get("common_comm") or "<...>")
-    return (f"{comm:>16}-{pid if pid is not None else 0:<5} [{int(r['cpu']):03d}] "
-            f"{ts // 1_000_000:5d}.{ts % 1_000_000:06d}: "
-            f"{name + ':':<21} {_fields(name, r)}")
+    return (
+        f"{comm:>16}-{pid if pid is not None else 0:<5} [{int(r['cpu']):03d}] "
+        f"{ts // 1_000_000:5d}.{ts % 1_000_000:06d}: "
+        f"{name + ':':<21} {_fields(name, r)}"
+    )
 
 
 _PID_FIELDS = ("common_pid", "pid", "prev_pid", "next_pid", "child_pid")
 
 
-def event_lines(trace, t0: int, t1: int, cpus=None, pids=(), focus_ts=None,
-                only_pids: bool = False, limit: int = 14) -> list[str]:
+def event_lines(
+    trace,
+    t0: int,
+    t1: int,
+    cpus=None,
+    pids=(),
+    focus_ts=None,
+    only_pids: bool = False,
+    limit: int = 14,
+) -> list[str]:
     """The original events in ``[t0, t1]`` on ``cpus`` (all when None), formatted, in
     time order; at most ``limit`` lines, preferring events of ``pids`` and those
     nearest ``focus_ts``."""
@@ -85,8 +112,7 @@ def event_lines(trace, t0: int, t1: int, cpus=None, pids=(), focus_ts=None,
     rows.sort(key=lambda x: (x[0], x[1]))
     if len(rows) > limit:
         focus = focus_ts if focus_ts is not None else (t0 + t1) // 2
-        ranked = sorted(range(len(rows)), key=lambda i: (not rows[i][4],
-                                                         abs(rows[i][0] - focus)))
+        ranked = sorted(range(len(rows)), key=lambda i: (not rows[i][4], abs(rows[i][0] - focus)))
         keep = sorted(ranked[:limit])
         rows = [rows[i] for i in keep]
     return [format_event(name, r) for _, _, name, r, _ in rows]

@@ -25,12 +25,20 @@ from .base import Finding, Threshold
 NAME = "idle_while_runnable"
 
 THRESHOLDS = (
-    Threshold("iwr_min_share", 0.05, "fraction",
-              "lowest share of the trace's LLC time with the gap, for a finding"),
+    Threshold(
+        "iwr_min_share",
+        0.05,
+        "fraction",
+        "lowest share of the trace's LLC time with the gap, for a finding",
+    ),
     Threshold("iwr_min_seconds", 0.01, "s", "least gap time for a finding"),
     Threshold("iwr_high_share", 0.25, "fraction", "share from which the finding is high"),
-    Threshold("iwr_pinned_min_runs", 20, "runs",
-              "a task seen on one CPU only over at least this many runs counts as pinned"),
+    Threshold(
+        "iwr_pinned_min_runs",
+        20,
+        "runs",
+        "a task seen on one CPU only over at least this many runs counts as pinned",
+    ),
 )
 
 
@@ -62,11 +70,15 @@ def gap_segments(model, th: dict):
     wsel = wsel[~np.isin(occ["pid"].to_numpy()[wsel], pinned)]
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts
-    fs = np.array([first.get(int(c), np.iinfo(np.int64).max) for c in range(topo.cpus)]
-                  + [np.iinfo(np.int64).max], dtype=np.int64)
+    fs = np.array(
+        [first.get(int(c), np.iinfo(np.int64).max) for c in range(topo.cpus)]
+        + [np.iinfo(np.int64).max],
+        dtype=np.int64,
+    )
     wcpu = ocpu[wsel]
-    start = np.maximum(ostart[wsel],
-                       fs[np.where((wcpu >= 0) & (wcpu < topo.cpus), wcpu, topo.cpus)])
+    start = np.maximum(
+        ostart[wsel], fs[np.where((wcpu >= 0) & (wcpu < topo.cpus), wcpu, topo.cpus)]
+    )
     wend = oend[wsel]
     del wsel
     keep = wend > start
@@ -90,10 +102,13 @@ def measure(model, th: dict) -> dict:
     total = int(sum(int((e - s).sum()) for s, e in segs.values()))
     n_llc = max(len(segs), 1)
     dur = max(model.duration_ns, 1)
-    out = {"idle_while_runnable_ns": total,
-           "idle_while_runnable_s": total / 1e9,
-           "share": total / (dur * n_llc) if segs else 0.0,
-           "segments": segs, "pinned": pinned}
+    out = {
+        "idle_while_runnable_ns": total,
+        "idle_while_runnable_s": total / 1e9,
+        "share": total / (dur * n_llc) if segs else 0.0,
+        "segments": segs,
+        "pinned": pinned,
+    }
     if memo is not None:
         memo[key] = out
     return dict(out)
@@ -103,25 +118,39 @@ def detect(trace, model, th: dict) -> list[Finding]:
     m = measure(model, th)
     if not m["segments"]:
         return []
-    if not (m["share"] >= th["iwr_min_share"]
-            and m["idle_while_runnable_s"] >= th["iwr_min_seconds"]):
+    if not (
+        m["share"] >= th["iwr_min_share"] and m["idle_while_runnable_s"] >= th["iwr_min_seconds"]
+    ):
         return []
     per_llc = []
     longest = None
     for li, (s, e) in m["segments"].items():
         dt = e - s
-        per_llc.append({"llc": li, "cpus": model.topology.llc[li],
-                        "idle_while_runnable_s": round(float(dt.sum()) / 1e9, 6),
-                        "segments": int(len(dt))})
+        per_llc.append(
+            {
+                "llc": li,
+                "cpus": model.topology.llc[li],
+                "idle_while_runnable_s": round(float(dt.sum()) / 1e9, 6),
+                "segments": int(len(dt)),
+            }
+        )
         if len(dt):
             k = int(np.argmax(dt))
             if longest is None or dt[k] > longest[2]:
                 longest = (li, int(s[k]), int(dt[k]))
     wait = model.occupancy
-    wait = wait[(wait["state"] == "waiting") & (wait["reason"] == "wakeup")
-                & ~np.isin(wait["pid"].to_numpy(), m["pinned"])]
-    tw = (wait.assign(d=wait["end_ts"] - wait["start_ts"], c=wait["comm"].astype(str))
-          .groupby("c")["d"].sum().sort_values(ascending=False).head(5))
+    wait = wait[
+        (wait["state"] == "waiting")
+        & (wait["reason"] == "wakeup")
+        & ~np.isin(wait["pid"].to_numpy(), m["pinned"])
+    ]
+    tw = (
+        wait.assign(d=wait["end_ts"] - wait["start_ts"], c=wait["comm"].astype(str))
+        .groupby("c")["d"]
+        .sum()
+        .sort_values(ascending=False)
+        .head(5)
+    )
     top = [{"comm": k, "waited_s": round(float(v) / 1e9, 6)} for k, v in tw.items()]
     metrics = {
         "idle_while_runnable_s": round(m["idle_while_runnable_s"], 6),
@@ -131,13 +160,23 @@ def detect(trace, model, th: dict) -> list[Finding]:
         "pinned_tasks_excluded": int(len(m["pinned"])),
         "longest_gap_us": round(longest[2] / 1e3, 1) if longest else 0.0,
     }
-    sev = "high" if m["share"] >= th["iwr_high_share"] else (
-        "medium" if m["share"] >= 2 * th["iwr_min_share"] else "low")
-    title = (f"a CPU sat idle while a woken task waited on another CPU of its LLC for "
-             f"{m['idle_while_runnable_s'] * 1e3:.1f} ms ({100 * m['share']:.1f}% of the time)")
+    sev = (
+        "high"
+        if m["share"] >= th["iwr_high_share"]
+        else ("medium" if m["share"] >= 2 * th["iwr_min_share"] else "low")
+    )
+    title = (
+        f"a CPU sat idle while a woken task waited on another CPU of its LLC for "
+        f"{m['idle_while_runnable_s'] * 1e3:.1f} ms ({100 * m['share']:.1f}% of the time)"
+    )
     ev = None
     if longest:
         li, t, dt = longest
-        ev = {"t0": t - 20_000, "t1": t + min(dt, 200_000) + 10_000,
-              "cpus": list(model.topology.llc[li]), "pids": [], "focus_ts": t}
+        ev = {
+            "t0": t - 20_000,
+            "t1": t + min(dt, 200_000) + 10_000,
+            "cpus": list(model.topology.llc[li]),
+            "pids": [],
+            "focus_ts": t,
+        }
     return [Finding(NAME, sev, title, metrics, top, evidence_at=ev)]

@@ -24,18 +24,31 @@ from .base import Finding, Threshold, counts
 NAME = "kworker_pingpong"
 
 THRESHOLDS = (
-    Threshold("pingpong_min_episodes", 20, "episodes",
-              "fewest episodes in the trace for a finding"),
-    Threshold("pingpong_min_per_s", 10.0, "episodes/s",
-              "lowest episode rate for a finding"),
-    Threshold("pingpong_min_share", 0.005, "fraction",
-              "lowest share of all wake-ups that are episodes, for a finding"),
-    Threshold("pingpong_medium_per_s", 100.0, "episodes/s",
-              "episode rate from which the finding is medium"),
-    Threshold("pingpong_high_per_s", 1000.0, "episodes/s",
-              "episode rate from which the finding is high"),
-    Threshold("pingpong_high_share", 0.10, "fraction",
-              "share of all wake-ups from which the finding is high"),
+    Threshold(
+        "pingpong_min_episodes", 20, "episodes", "fewest episodes in the trace for a finding"
+    ),
+    Threshold("pingpong_min_per_s", 10.0, "episodes/s", "lowest episode rate for a finding"),
+    Threshold(
+        "pingpong_min_share",
+        0.005,
+        "fraction",
+        "lowest share of all wake-ups that are episodes, for a finding",
+    ),
+    Threshold(
+        "pingpong_medium_per_s",
+        100.0,
+        "episodes/s",
+        "episode rate from which the finding is medium",
+    ),
+    Threshold(
+        "pingpong_high_per_s", 1000.0, "episodes/s", "episode rate from which the finding is high"
+    ),
+    Threshold(
+        "pingpong_high_share",
+        0.10,
+        "fraction",
+        "share of all wake-ups from which the finding is high",
+    ),
 )
 
 
@@ -43,10 +56,12 @@ def episodes_mask(w: pd.DataFrame) -> np.ndarray:
     """Wake-ups that are ping-pong episodes."""
     if len(w) == 0:
         return np.zeros(0, dtype=bool)
-    return ((w["waker_class"] == "percpu_kthread").to_numpy()
-            & (w["waker_context"] == "task").to_numpy()
-            & (w["waker_cpu"].to_numpy() == w["prev_cpu"].to_numpy())
-            & w["migrated"].to_numpy())
+    return (
+        (w["waker_class"] == "percpu_kthread").to_numpy()
+        & (w["waker_context"] == "task").to_numpy()
+        & (w["waker_cpu"].to_numpy() == w["prev_cpu"].to_numpy())
+        & w["migrated"].to_numpy()
+    )
 
 
 def runnable_others(model, cpus, ts) -> tuple[np.ndarray, np.ndarray]:
@@ -91,8 +106,11 @@ def detect(trace, model, th: dict) -> list[Finding]:
         "other_tasks_runnable_on_waker_cpu": int((known & (others > 0)).sum()),
         "occupancy_unknown_before_first_switch": int((~known).sum()),
     }
-    eligible = ((w["waker_class"] == "percpu_kthread") & (w["waker_context"] == "task")
-                & (w["waker_cpu"] == w["prev_cpu"])).to_numpy()
+    eligible = (
+        (w["waker_class"] == "percpu_kthread")
+        & (w["waker_context"] == "task")
+        & (w["waker_cpu"] == w["prev_cpu"])
+    ).to_numpy()
     metrics = {
         "episodes": n,
         "episodes_per_s": round(rate, 3),
@@ -103,11 +121,15 @@ def detect(trace, model, th: dict) -> list[Finding]:
         "would_stack": int(stack.sum()),
         "would_not_stack": reasons,
         "other_runnable_when_not_stacked": _hist(others[known & (others > 0)]),
-        "by_migration_class": {str(k): int(v) for k, v in
-                               ep["migration_class"].value_counts().items() if v},
+        "by_migration_class": {
+            str(k): int(v) for k, v in ep["migration_class"].value_counts().items() if v
+        },
     }
-    if not (n >= th["pingpong_min_episodes"] and rate >= th["pingpong_min_per_s"]
-            and share >= th["pingpong_min_share"]):
+    if not (
+        n >= th["pingpong_min_episodes"]
+        and rate >= th["pingpong_min_per_s"]
+        and share >= th["pingpong_min_share"]
+    ):
         return []
     if rate >= th["pingpong_high_per_s"] or share >= th["pingpong_high_share"]:
         sev = "high"
@@ -116,34 +138,62 @@ def detect(trace, model, th: dict) -> list[Finding]:
     else:
         sev = "low"
     top = []
-    grp = (ep.assign(wf=ep["work_function"].astype("string").fillna("(unknown)"),
-                     wk=ep["waker_comm"].astype(str), wc=ep["wakee_comm"].astype(str),
-                     st=stack)
-           .groupby(["wk", "wf", "wc"], observed=True)
-           .agg(episodes=("ts", "size"), would_stack=("st", "sum"))
-           .sort_values("episodes", ascending=False).head(8))
+    grp = (
+        ep.assign(
+            wf=ep["work_function"].astype("string").fillna("(unknown)"),
+            wk=ep["waker_comm"].astype(str),
+            wc=ep["wakee_comm"].astype(str),
+            st=stack,
+        )
+        .groupby(["wk", "wf", "wc"], observed=True)
+        .agg(episodes=("ts", "size"), would_stack=("st", "sum"))
+        .sort_values("episodes", ascending=False)
+        .head(8)
+    )
     for (wk, wf, wc), row in grp.iterrows():
-        top.append({"waker": wk, "work_function": wf, "wakee": wc,
-                    "episodes": int(row["episodes"]), "would_stack": int(row["would_stack"])})
+        top.append(
+            {
+                "waker": wk,
+                "work_function": wf,
+                "wakee": wc,
+                "episodes": int(row["episodes"]),
+                "would_stack": int(row["would_stack"]),
+            }
+        )
     metrics["top_tasks"] = counts(ep["wakee_comm"], key="comm")
     metrics["top_wakers"] = counts(ep["waker_comm"], key="comm")
     metrics["top_work_functions"] = counts(ep["work_function"], key="function")
     # typical episode: the middle one of the largest group
     g0 = grp.index[0]
-    sel = ep[(ep["waker_comm"].astype(str) == g0[0]) &
-             (ep["work_function"].astype("string").fillna("(unknown)") == g0[1]) &
-             (ep["wakee_comm"].astype(str) == g0[2])]
+    sel = ep[
+        (ep["waker_comm"].astype(str) == g0[0])
+        & (ep["work_function"].astype("string").fillna("(unknown)") == g0[1])
+        & (ep["wakee_comm"].astype(str) == g0[2])
+    ]
     e = sel.iloc[len(sel) // 2]
     t1 = e["run_ts"] if pd.notna(e["run_ts"]) else e["ts"] + 50_000
     t1 = min(int(t1), int(e["ts"]) + 200_000)
-    title = (f"{n} wake-ups ({rate:.1f}/s, {100 * share:.2f}% of all wake-ups) by per-CPU "
-             f"kthreads moved the wakee off the waker's CPU; {int(stack.sum())} of them "
-             f"would have stayed with a stack-on-waker-CPU rule")
-    return [Finding(NAME, sev, title, metrics, top,
-                    evidence_at={"t0": int(e["ts"]) - 30_000, "t1": t1,
-                                 "cpus": sorted({int(e["waker_cpu"]), int(e["chosen_cpu"])}),
-                                 "pids": [int(e["waker_pid"]), int(e["wakee_pid"])],
-                                 "focus_ts": int(e["ts"])})]
+    title = (
+        f"{n} wake-ups ({rate:.1f}/s, {100 * share:.2f}% of all wake-ups) by per-CPU "
+        f"kthreads moved the wakee off the waker's CPU; {int(stack.sum())} of them "
+        f"would have stayed with a stack-on-waker-CPU rule"
+    )
+    return [
+        Finding(
+            NAME,
+            sev,
+            title,
+            metrics,
+            top,
+            evidence_at={
+                "t0": int(e["ts"]) - 30_000,
+                "t1": t1,
+                "cpus": sorted({int(e["waker_cpu"]), int(e["chosen_cpu"])}),
+                "pids": [int(e["waker_pid"]), int(e["wakee_pid"])],
+                "focus_ts": int(e["ts"]),
+            },
+        )
+    ]
 
 
 def _hist(a) -> dict:

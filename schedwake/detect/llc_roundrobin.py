@@ -25,16 +25,33 @@ from .base import Finding, Threshold
 NAME = "llc_roundrobin"
 
 THRESHOLDS = (
-    Threshold("roundrobin_min_wakeups", 50, "wake-ups",
-              "fewest wake-ups of a task for it to be judged"),
-    Threshold("roundrobin_min_change_share", 0.25, "fraction",
-              "lowest share of a task's wake-ups that change CPU inside an LLC"),
-    Threshold("roundrobin_min_changes_per_s", 20.0, "changes/s",
-              "lowest rate of a task's in-LLC CPU changes at wake-up"),
-    Threshold("roundrobin_high_changes_per_s", 200.0, "changes/s",
-              "rate from which the finding is high (with share >= 2x the minimum)"),
-    Threshold("roundrobin_include_kthreads", 0, "bool",
-              "1 to judge kernel threads (unbound kworkers, rcu, ...) too"),
+    Threshold(
+        "roundrobin_min_wakeups", 50, "wake-ups", "fewest wake-ups of a task for it to be judged"
+    ),
+    Threshold(
+        "roundrobin_min_change_share",
+        0.25,
+        "fraction",
+        "lowest share of a task's wake-ups that change CPU inside an LLC",
+    ),
+    Threshold(
+        "roundrobin_min_changes_per_s",
+        20.0,
+        "changes/s",
+        "lowest rate of a task's in-LLC CPU changes at wake-up",
+    ),
+    Threshold(
+        "roundrobin_high_changes_per_s",
+        200.0,
+        "changes/s",
+        "rate from which the finding is high (with share >= 2x the minimum)",
+    ),
+    Threshold(
+        "roundrobin_include_kthreads",
+        0,
+        "bool",
+        "1 to judge kernel threads (unbound kworkers, rcu, ...) too",
+    ),
 )
 
 IN_LLC = ("same_core", "same_llc")
@@ -46,20 +63,39 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     w = model.wakeups
     dur_s = max(model.duration_ns, 1) / 1e9
     if len(w) == 0:
-        return (pd.DataFrame(columns=["pid", "comm", "wakeups", "changes", "change_share",
-                                      "changes_per_s", "cpus_visited", "flagged"]),
-                pd.DataFrame(columns=["pid", "ts", "prev", "chosen"]))
+        return (
+            pd.DataFrame(
+                columns=[
+                    "pid",
+                    "comm",
+                    "wakeups",
+                    "changes",
+                    "change_share",
+                    "changes_per_s",
+                    "cpus_visited",
+                    "flagged",
+                ]
+            ),
+            pd.DataFrame(columns=["pid", "ts", "prev", "chosen"]),
+        )
     wake = (w["prev_cpu"] >= 0).to_numpy()  # a mask: no copy of the wakeups table
-    g = pd.DataFrame({
-        "pid": w["wakee_pid"].to_numpy()[wake],
-        "ts": w["ts"].to_numpy()[wake],
-        "prev": w["prev_cpu"].to_numpy()[wake],
-        "chosen": w["chosen_cpu"].to_numpy()[wake],
-        "change": w["migration_class"].isin(IN_LLC).to_numpy()[wake],
-    }, copy=False)
+    g = pd.DataFrame(
+        {
+            "pid": w["wakee_pid"].to_numpy()[wake],
+            "ts": w["ts"].to_numpy()[wake],
+            "prev": w["prev_cpu"].to_numpy()[wake],
+            "chosen": w["chosen_cpu"].to_numpy()[wake],
+            "change": w["migration_class"].isin(IN_LLC).to_numpy()[wake],
+        },
+        copy=False,
+    )
     del wake
-    per = g.groupby("pid").agg(wakeups=("ts", "size"), changes=("change", "sum"),
-                               first_ts=("ts", "min"), last_ts=("ts", "max"))
+    per = g.groupby("pid").agg(
+        wakeups=("ts", "size"),
+        changes=("change", "sum"),
+        first_ts=("ts", "min"),
+        last_ts=("ts", "max"),
+    )
     # CPUs visited: distinct (pid, cpu) pairs of prev and chosen, as one int64 each
     pid64 = g["pid"].to_numpy().astype(np.int64) << 32
 
@@ -70,8 +106,9 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         k.sort()
         return k[np.concatenate([[True], k[1:] != k[:-1]])] if len(k) else k
 
-    pairs = np.union1d(pairs_of(g["prev"].to_numpy(), pid64),
-                       pairs_of(g["chosen"].to_numpy(), pid64))
+    pairs = np.union1d(
+        pairs_of(g["prev"].to_numpy(), pid64), pairs_of(g["chosen"].to_numpy(), pid64)
+    )
     del pid64
     vpid, nvisited = np.unique(pairs >> 32, return_counts=True)
     del pairs
@@ -80,8 +117,11 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     # walk: back-to-previous and pair runs
     same_pid = ch["pid"].to_numpy()[1:] == ch["pid"].to_numpy()[:-1]
     back = np.zeros(len(ch), dtype=bool)
-    back[1:] = same_pid & (ch["chosen"].to_numpy()[1:] == ch["prev"].to_numpy()[:-1]) & \
-        (ch["prev"].to_numpy()[1:] == ch["chosen"].to_numpy()[:-1])
+    back[1:] = (
+        same_pid
+        & (ch["chosen"].to_numpy()[1:] == ch["prev"].to_numpy()[:-1])
+        & (ch["prev"].to_numpy()[1:] == ch["chosen"].to_numpy()[:-1])
+    )
     lo = np.minimum(ch["prev"].to_numpy(), ch["chosen"].to_numpy())
     hi = np.maximum(ch["prev"].to_numpy(), ch["chosen"].to_numpy())
     new_pair = np.ones(len(ch), dtype=bool)
@@ -89,13 +129,15 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     dwell = np.full(len(ch), np.nan)
     dwell[1:] = np.where(same_pid, np.diff(ch["ts"].to_numpy()), np.nan)
     ch = ch.assign(back=back, new_pair=new_pair, dwell=dwell, lo=lo, hi=hi)
-    wg = ch.groupby("pid").agg(back=("back", "sum"), pair_runs=("new_pair", "sum"),
-                               dwell_ns=("dwell", "mean"))
+    wg = ch.groupby("pid").agg(
+        back=("back", "sum"), pair_runs=("new_pair", "sum"), dwell_ns=("dwell", "mean")
+    )
     per = per.join(wg, how="left").fillna({"back": 0, "pair_runs": 0})
     per["change_share"] = per["changes"] / per["wakeups"]
     per["changes_per_s"] = per["changes"] / dur_s
-    per["back_share"] = np.where(per["changes"] > 1,
-                                 per["back"] / np.maximum(per["changes"] - 1, 1), 0.0)
+    per["back_share"] = np.where(
+        per["changes"] > 1, per["back"] / np.maximum(per["changes"] - 1, 1), 0.0
+    )
     # names and classes (last name seen)
     last = w.drop_duplicates("wakee_pid", keep="last").set_index("wakee_pid")
     per["comm"] = last["wakee_comm"].astype(str).reindex(per.index)
@@ -105,17 +147,19 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     excluded = kcls == PERCPU_KTHREAD
     if not th.get("roundrobin_include_kthreads"):
         excluded |= kcls != USER
-    per["flagged"] = (~excluded) & (per["wakeups"] >= th["roundrobin_min_wakeups"]) & \
-        (per["change_share"] >= th["roundrobin_min_change_share"]) & \
-        (per["changes_per_s"] >= th["roundrobin_min_changes_per_s"])
+    per["flagged"] = (
+        (~excluded)
+        & (per["wakeups"] >= th["roundrobin_min_wakeups"])
+        & (per["change_share"] >= th["roundrobin_min_change_share"])
+        & (per["changes_per_s"] >= th["roundrobin_min_changes_per_s"])
+    )
     return per.reset_index(), ch
 
 
 def _pair_walk(ch: pd.DataFrame, pid: int, limit: int = 8) -> str:
     c = ch[ch["pid"] == pid]
     runs = c["new_pair"].cumsum()
-    r = c.groupby(runs.to_numpy()).agg(lo=("lo", "first"), hi=("hi", "first"),
-                                       n=("ts", "size"))
+    r = c.groupby(runs.to_numpy()).agg(lo=("lo", "first"), hi=("hi", "first"), n=("ts", "size"))
     parts = [f"{a}<->{b} x{n}" for a, b, n in r.head(limit).itertuples(index=False)]
     if len(r) > limit:
         parts.append(f"... ({len(r)} pair runs)")
@@ -131,21 +175,33 @@ def detect(trace, model, th: dict) -> list[Finding]:
     flagged = per[per["flagged"]].sort_values("changes_per_s", ascending=False)
     top = []
     for r in flagged.head(10).itertuples(index=False):
-        top.append({
-            "pid": int(r.pid), "comm": str(r.comm), "wakeups": int(r.wakeups),
-            "cpu_changes": int(r.changes), "change_share": round(float(r.change_share), 4),
-            "changes_per_s": round(float(r.changes_per_s), 2),
-            "cpus_visited": int(r.cpus_visited),
-            "migrations": int(mig_count.get(r.pid, 0)),
-            "mean_dwell_ms": None if pd.isna(r.dwell_ns) else round(float(r.dwell_ns) / 1e6, 3),
-            "back_to_previous_share": round(float(r.back_share), 4),
-            "pair_walk": _pair_walk(ch, int(r.pid)),
-        })
+        top.append(
+            {
+                "pid": int(r.pid),
+                "comm": str(r.comm),
+                "wakeups": int(r.wakeups),
+                "cpu_changes": int(r.changes),
+                "change_share": round(float(r.change_share), 4),
+                "changes_per_s": round(float(r.changes_per_s), 2),
+                "cpus_visited": int(r.cpus_visited),
+                "migrations": int(mig_count.get(r.pid, 0)),
+                "mean_dwell_ms": None if pd.isna(r.dwell_ns) else round(float(r.dwell_ns) / 1e6, 3),
+                "back_to_previous_share": round(float(r.back_share), 4),
+                "pair_walk": _pair_walk(ch, int(r.pid)),
+            }
+        )
     worst = flagged.iloc[0]
-    high = (worst["changes_per_s"] >= th["roundrobin_high_changes_per_s"]
-            and worst["change_share"] >= 2 * th["roundrobin_min_change_share"])
-    sev = "high" if high else ("medium" if worst["changes_per_s"] >=
-                               th["roundrobin_high_changes_per_s"] / 4 else "low")
+    high = (
+        worst["changes_per_s"] >= th["roundrobin_high_changes_per_s"]
+        and worst["change_share"] >= 2 * th["roundrobin_min_change_share"]
+    )
+    sev = (
+        "high"
+        if high
+        else (
+            "medium" if worst["changes_per_s"] >= th["roundrobin_high_changes_per_s"] / 4 else "low"
+        )
+    )
     metrics = {
         "tasks": top,
         "flagged_tasks": int(len(flagged)),
@@ -155,14 +211,27 @@ def detect(trace, model, th: dict) -> list[Finding]:
     }
     # evidence: three consecutive changes of the worst task
     c = ch[ch["pid"] == worst["pid"]]
-    mid = c.iloc[len(c) // 2: len(c) // 2 + 3]
+    mid = c.iloc[len(c) // 2 : len(c) // 2 + 3]
     cpus = sorted(set(mid["prev"].tolist()) | set(mid["chosen"].tolist()))
-    title = (f"{len(flagged)} task(s) change CPU inside an LLC at a high share of their "
-             f"wake-ups; worst {worst['comm']} (pid {int(worst['pid'])}): "
-             f"{100 * worst['change_share']:.0f}% of {int(worst['wakeups'])} wake-ups, "
-             f"{worst['changes_per_s']:.0f} changes/s over {int(worst['cpus_visited'])} CPUs")
-    return [Finding(NAME, sev, title, metrics, top,
-                    evidence_at={"t0": int(mid["ts"].iloc[0]) - 1_000,
-                                 "t1": int(mid["ts"].iloc[-1]) + 20_000,
-                                 "cpus": [int(x) for x in cpus],
-                                 "pids": [int(worst["pid"])], "only_pids": True})]
+    title = (
+        f"{len(flagged)} task(s) change CPU inside an LLC at a high share of their "
+        f"wake-ups; worst {worst['comm']} (pid {int(worst['pid'])}): "
+        f"{100 * worst['change_share']:.0f}% of {int(worst['wakeups'])} wake-ups, "
+        f"{worst['changes_per_s']:.0f} changes/s over {int(worst['cpus_visited'])} CPUs"
+    )
+    return [
+        Finding(
+            NAME,
+            sev,
+            title,
+            metrics,
+            top,
+            evidence_at={
+                "t0": int(mid["ts"].iloc[0]) - 1_000,
+                "t1": int(mid["ts"].iloc[-1]) + 20_000,
+                "cpus": [int(x) for x in cpus],
+                "pids": [int(worst["pid"])],
+                "only_pids": True,
+            },
+        )
+    ]

@@ -24,7 +24,6 @@ READERS = ("schedwake", "libtracecmd")
 DEFAULT_READER = "schedwake"
 
 
-
 def check_path(path) -> Path:
     """The path as a Path, or a TraceError that says why it cannot be read."""
     p = Path(path)
@@ -51,14 +50,22 @@ def sniff(path: Path) -> str:
 
     fmt = text.sniff(path)
     if fmt is None:
-        raise TraceError(path, "not a trace: neither trace.dat, ftrace text, "
-                               "trace-cmd report text nor perf script text")
+        raise TraceError(
+            path,
+            "not a trace: neither trace.dat, ftrace text, "
+            "trace-cmd report text nor perf script text",
+        )
     return fmt
 
 
-def read(path, events=None, input_format: str | None = None,
-         progress: Progress | None = None, reader: str | None = None,
-         jobs: int | None = None) -> RawTrace:
+def read(
+    path,
+    events=None,
+    input_format: str | None = None,
+    progress: Progress | None = None,
+    reader: str | None = None,
+    jobs: int | None = None,
+) -> RawTrace:
     """Read ``path`` into canonical tables.
 
     ``events``: event names to read (``"sched_waking"`` or ``"sched:sched_waking"``);
@@ -104,16 +111,18 @@ def check_reader_format(path: Path, fmt: str, reader: str) -> None:
     """TraceError when ``reader`` cannot read files of format ``fmt``: libtracecmd
     reads trace.dat only."""
     if reader == "libtracecmd" and fmt != "trace.dat":
-        raise TraceError(path, f"the libtracecmd reader only reads trace.dat files, "
-                               f"and this is {fmt}")
+        raise TraceError(
+            path, f"the libtracecmd reader only reads trace.dat files, and this is {fmt}"
+        )
 
 
 #: Formats that :func:`iter_batches` reads batch by batch (perf.data goes through perf).
 STREAMED_FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script")
 
 
-def iter_batches(path, events=None, input_format: str | None = None,
-                 progress: Progress | None = None):
+def iter_batches(
+    path, events=None, input_format: str | None = None, progress: Progress | None = None
+):
     """Read ``path`` as a sequence of :class:`RawTrace` batches, in memory that does not
     grow with the file (``schedwake convert`` writes them as they come).
 

@@ -64,8 +64,8 @@ _DIAG_BYTES = 8192
 
 # -- parent ---------------------------------------------------------------------------------
 
-def read(path, events: list[str] | None = None,
-         progress: Progress | None = None) -> RawTrace:
+
+def read(path, events: list[str] | None = None, progress: Progress | None = None) -> RawTrace:
     """Read trace.dat ``path`` through libtracecmd in a child process.
 
     ``events`` limits which tables are built (counts cover all); ``progress`` gets the
@@ -74,9 +74,13 @@ def read(path, events: list[str] | None = None,
     """
     path = Path(path)
     limit = STALL_BASE_S + STALL_S_PER_MB * path.stat().st_size / 1e6
-    child = subprocess.Popen(_child_command(path, events), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=_child_env())
+    child = subprocess.Popen(
+        _child_command(path, events),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_child_env(),
+    )
     try:
         frames, diag = _collect(child, time.monotonic() + limit, progress)
     except _Stalled:
@@ -134,7 +138,7 @@ class _FrameReader:
                 self.header.clear()
                 self.payload, self.filled = memoryview(bytearray(size)), 0
         else:
-            n = os.readv(self.fd, [self.payload[self.filled:]])
+            n = os.readv(self.fd, [self.payload[self.filled :]])
             if not n:
                 return False
             self.filled += n
@@ -211,14 +215,18 @@ def _result(path: Path, returncode: int, frames: list, diag: bytes) -> RawTrace:
     if b"E" in by_kind:
         raise TraceError(path, by_kind[b"E"][0].decode("utf-8", "replace"))
     if returncode != 0 or b"M" not in by_kind or b"L" not in by_kind:
-        raise TraceError(path, f"the libtracecmd reader failed (exit status {returncode}"
-                               f"{_last_line(diag)})")
+        raise TraceError(
+            path, f"the libtracecmd reader failed (exit status {returncode}{_last_line(diag)})"
+        )
     tables = {}
     for payload in by_kind.get(b"T", []):
         cut = payload.index(b"\0")
-        tables[payload[:cut].decode()] = _ipc_table(memoryview(payload)[cut + 1:])
-    return RawTrace(tables=tables, meta=meta_from_json(by_kind[b"M"][0]),
-                    lost=_ipc_table(memoryview(by_kind[b"L"][0])))
+        tables[payload[:cut].decode()] = _ipc_table(memoryview(payload)[cut + 1 :])
+    return RawTrace(
+        tables=tables,
+        meta=meta_from_json(by_kind[b"M"][0]),
+        lost=_ipc_table(memoryview(by_kind[b"L"][0])),
+    )
 
 
 def _signal_name(signum: int) -> str:
@@ -242,6 +250,7 @@ def _ipc_table(data: memoryview) -> pa.Table:
 
 
 # -- metadata as JSON -----------------------------------------------------------------------
+
 
 def meta_to_json(meta: dict) -> bytes:
     """``meta`` as JSON that :func:`meta_from_json` turns back into an equal dict: a dict
@@ -273,6 +282,7 @@ def _untag_int_keys(d: dict):
 
 
 # -- child ----------------------------------------------------------------------------------
+
 
 class _FrameWriter:
     """Frames onto the pipe the parent reads (the child's original stdout)."""
@@ -309,8 +319,7 @@ def _read_here(path: Path, events, progress) -> RawTrace:
         raise TraceError(path, f"the libtracecmd reader is not built ({exc})") from None
     layout = tracedat_layout.check(path)
     try:
-        raw = _libtracecmd.read(str(path), None if events is None else frozenset(events),
-                                progress)
+        raw = _libtracecmd.read(str(path), None if events is None else frozenset(events), progress)
     except _libtracecmd.TraceDatError as exc:
         raise TraceError(path, str(exc)) from None
     except MemoryError:
@@ -325,18 +334,19 @@ def _die_with_parent(parent: int) -> None:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
-        pass    # not Linux: the parent still stops its child itself
-    if os.getppid() != parent:      # the parent died before prctl(): nobody to report to
+        pass  # not Linux: the parent still stops its child itself
+    if os.getppid() != parent:  # the parent died before prctl(): nobody to report to
         os._exit(1)
 
 
 def _child_args(argv: list[str]):
     import argparse
 
-    parser = argparse.ArgumentParser(prog=f"python -m {CHILD_MODULE}",
-                                     description="the child process of libtracecmd.read()")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {CHILD_MODULE}", description="the child process of libtracecmd.read()"
+    )
     parser.add_argument("path", type=Path)
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--events", type=json.loads, default=None)
@@ -352,7 +362,7 @@ def _child_main(argv: list[str]) -> int:
     # child must not die of it first (that would read as a crash)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = _FrameWriter(os.dup(1))
-    os.dup2(2, 1)       # stray prints of the libraries go to the diagnostics pipe
+    os.dup2(2, 1)  # stray prints of the libraries go to the diagnostics pipe
     path, events = args.path, args.events
     try:
         trace = _read_here(path, events, out.progress)

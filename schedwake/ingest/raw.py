@@ -4,8 +4,8 @@ dispatches to them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import pyarrow as pa
 

@@ -79,114 +79,241 @@ I8, I32, I64, U8, U32, U64 = pa.int8(), pa.int32(), pa.int64(), pa.uint8(), pa.u
 _COMM_PID_PRIO = {"comm": STRING, "pid": I32, "prio": I32}
 _WAKEUP = {
     "variants": [
-        ("comm={comm:s} pid={pid:d} prio={prio:d} target_cpu={target_cpu:d}",
-         {**_COMM_PID_PRIO, "target_cpu": I32}),
-        ("comm={comm:s} pid={pid:d} prio={prio:d} success={success:d} target_cpu={target_cpu:d}",
-         {**_COMM_PID_PRIO, "success": I32, "target_cpu": I32}),
-        ("comm={comm:s} pid={pid:d} prio={prio:d} success={success:d}",
-         {**_COMM_PID_PRIO, "success": I32}),
+        (
+            "comm={comm:s} pid={pid:d} prio={prio:d} target_cpu={target_cpu:d}",
+            {**_COMM_PID_PRIO, "target_cpu": I32},
+        ),
+        (
+            "comm={comm:s} pid={pid:d} prio={prio:d} success={success:d} target_cpu={target_cpu:d}",
+            {**_COMM_PID_PRIO, "success": I32, "target_cpu": I32},
+        ),
+        (
+            "comm={comm:s} pid={pid:d} prio={prio:d} success={success:d}",
+            {**_COMM_PID_PRIO, "success": I32},
+        ),
         # libtraceevent sched_wakeup plugin
         ("{comm:s}:{pid:d} [{prio:d}] CPU:{target_cpu:d}", {**_COMM_PID_PRIO, "target_cpu": I32}),
-        ("{comm:s}:{pid:d} [{prio:d}] success={success:d} CPU:{target_cpu:d}",
-         {**_COMM_PID_PRIO, "success": I32, "target_cpu": I32}),
+        (
+            "{comm:s}:{pid:d} [{prio:d}] success={success:d} CPU:{target_cpu:d}",
+            {**_COMM_PID_PRIO, "success": I32, "target_cpu": I32},
+        ),
         ("{comm:s}:{pid:d} [{prio:d}] success={success:d}", {**_COMM_PID_PRIO, "success": I32}),
     ],
 }
-_SWITCH_TYPES = {"prev_comm": STRING, "prev_pid": I32, "prev_prio": I32, "prev_state": I64,
-                 "next_comm": STRING, "next_pid": I32, "next_prio": I32}
+_SWITCH_TYPES = {
+    "prev_comm": STRING,
+    "prev_pid": I32,
+    "prev_prio": I32,
+    "prev_state": I64,
+    "next_comm": STRING,
+    "next_pid": I32,
+    "next_prio": I32,
+}
 _WQ_WORK = {"work": U64, "function": STRING}
 
 LAYOUTS: dict[str, dict] = {
     "sched_switch": {
         "variants": [
-            ("prev_comm={prev_comm:s} prev_pid={prev_pid:d} prev_prio={prev_prio:d} "
-             "prev_state={prev_state:S} ==> next_comm={next_comm:s} next_pid={next_pid:d} "
-             "next_prio={next_prio:d}", _SWITCH_TYPES),
+            (
+                "prev_comm={prev_comm:s} prev_pid={prev_pid:d} prev_prio={prev_prio:d} "
+                "prev_state={prev_state:S} ==> next_comm={next_comm:s} next_pid={next_pid:d} "
+                "next_prio={next_prio:d}",
+                _SWITCH_TYPES,
+            ),
             # trace-cmd report -R: raw numbers, no "==>"
-            ("prev_comm={prev_comm:s} prev_pid={prev_pid:d} prev_prio={prev_prio:d} "
-             "prev_state={prev_state:d} next_comm={next_comm:s} next_pid={next_pid:d} "
-             "next_prio={next_prio:d}", _SWITCH_TYPES),
+            (
+                "prev_comm={prev_comm:s} prev_pid={prev_pid:d} prev_prio={prev_prio:d} "
+                "prev_state={prev_state:d} next_comm={next_comm:s} next_pid={next_pid:d} "
+                "next_prio={next_prio:d}",
+                _SWITCH_TYPES,
+            ),
             # libtraceevent sched_switch plugin (optionally followed by "Latency: ...")
-            ("{prev_comm:s}:{prev_pid:d} [{prev_prio:d}] {prev_state:P} ==> "
-             "{next_comm:s}:{next_pid:d} [{next_prio:d}]", _SWITCH_TYPES, "trailing"),
+            (
+                "{prev_comm:s}:{prev_pid:d} [{prev_prio:d}] {prev_state:P} ==> "
+                "{next_comm:s}:{next_pid:d} [{next_prio:d}]",
+                _SWITCH_TYPES,
+                "trailing",
+            ),
         ],
     },
     "sched_waking": _WAKEUP,
     "sched_wakeup": _WAKEUP,
     "sched_wakeup_new": _WAKEUP,
-    "sched_migrate_task": {"variants": [
-        ("comm={comm:s} pid={pid:d} prio={prio:d} orig_cpu={orig_cpu:d} dest_cpu={dest_cpu:d}",
-         {**_COMM_PID_PRIO, "orig_cpu": I32, "dest_cpu": I32})]},
-    "sched_process_fork": {"variants": [
-        ("comm={parent_comm:s} pid={parent_pid:d} child_comm={child_comm:s} child_pid={child_pid:d}",
-         {"parent_comm": STRING, "parent_pid": I32, "child_comm": STRING, "child_pid": I32})]},
-    "sched_process_exit": {"variants": [
-        ("comm={comm:s} pid={pid:d} prio={prio:d} group_dead={group_dead:b}",
-         {**_COMM_PID_PRIO, "group_dead": U8}),
-        ("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
-    "sched_process_free": {"variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
-    "sched_process_wait": {"variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
+    "sched_migrate_task": {
+        "variants": [
+            (
+                "comm={comm:s} pid={pid:d} prio={prio:d} "
+                "orig_cpu={orig_cpu:d} dest_cpu={dest_cpu:d}",
+                {**_COMM_PID_PRIO, "orig_cpu": I32, "dest_cpu": I32},
+            )
+        ]
+    },
+    "sched_process_fork": {
+        "variants": [
+            (
+                "comm={parent_comm:s} pid={parent_pid:d} "
+                "child_comm={child_comm:s} child_pid={child_pid:d}",
+                {"parent_comm": STRING, "parent_pid": I32, "child_comm": STRING, "child_pid": I32},
+            )
+        ]
+    },
+    "sched_process_exit": {
+        "variants": [
+            (
+                "comm={comm:s} pid={pid:d} prio={prio:d} group_dead={group_dead:b}",
+                {**_COMM_PID_PRIO, "group_dead": U8},
+            ),
+            ("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO),
+        ]
+    },
+    "sched_process_free": {
+        "variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]
+    },
+    "sched_process_wait": {
+        "variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]
+    },
     "sched_wait_task": {"variants": [("comm={comm:s} pid={pid:d} prio={prio:d}", _COMM_PID_PRIO)]},
-    "sched_process_exec": {"variants": [
-        ("filename={filename:s} pid={pid:d} old_pid={old_pid:d}",
-         {"filename": STRING, "pid": I32, "old_pid": I32})]},
-    "sched_process_hang": {"variants": [("comm={comm:s} pid={pid:d}", {"comm": STRING, "pid": I32})]},
-    "sched_kthread_stop": {"variants": [("comm={comm:s} pid={pid:d}", {"comm": STRING, "pid": I32})]},
+    "sched_process_exec": {
+        "variants": [
+            (
+                "filename={filename:s} pid={pid:d} old_pid={old_pid:d}",
+                {"filename": STRING, "pid": I32, "old_pid": I32},
+            )
+        ]
+    },
+    "sched_process_hang": {
+        "variants": [("comm={comm:s} pid={pid:d}", {"comm": STRING, "pid": I32})]
+    },
+    "sched_kthread_stop": {
+        "variants": [("comm={comm:s} pid={pid:d}", {"comm": STRING, "pid": I32})]
+    },
     "sched_kthread_stop_ret": {"variants": [("ret={ret:d}", {"ret": I32})]},
-    "sched_prepare_exec": {"variants": [
-        ("interp={interp:s} filename={filename:s} pid={pid:d} comm={comm:s}",
-         {"interp": STRING, "filename": STRING, "pid": I32, "comm": STRING})]},
+    "sched_prepare_exec": {
+        "variants": [
+            (
+                "interp={interp:s} filename={filename:s} pid={pid:d} comm={comm:s}",
+                {"interp": STRING, "filename": STRING, "pid": I32, "comm": STRING},
+            )
+        ]
+    },
     "sched_wake_idle_without_ipi": {"variants": [("cpu={cpu:d}", {"cpu": I32})]},
     # ftrace:print (trace_marker, trace_printk); raw ftrace text prints no event name for
     # it ("tracing_mark_write: lab: start"), see _ftrace_print_table()
-    "print": {"variants": [("ip={ip:f} buf={buf:s}", {"ip": STRING, "buf": STRING}),   # -R
-                           ("{ip:f}: {buf:s}", {"ip": STRING, "buf": STRING})]},
-    "sched_stat_runtime": {"variants": [
-        ("comm={comm:s} pid={pid:d} runtime={runtime:d} [ns]",
-         {"comm": STRING, "pid": I32, "runtime": U64}),
-        ("comm={comm:s} pid={pid:d} runtime={runtime:d} [ns] vruntime={vruntime:d} [ns]",
-         {"comm": STRING, "pid": I32, "runtime": U64, "vruntime": U64})]},
-    **{f"sched_stat_{k}": {"variants": [
-        ("comm={comm:s} pid={pid:d} delay={delay:d} [ns]", {"comm": STRING, "pid": I32, "delay": U64})]}
-       for k in ("wait", "sleep", "iowait", "blocked")},
-    "sched_pi_setprio": {"variants": [
-        ("comm={comm:s} pid={pid:d} oldprio={oldprio:d} newprio={newprio:d}",
-         {"comm": STRING, "pid": I32, "oldprio": I32, "newprio": I32})]},
-    "sched_move_numa": {"variants": [
-        ("pid={pid:d} tgid={tgid:d} ngid={ngid:d} src_cpu={src_cpu:d} src_nid={src_nid:d} "
-         "dst_cpu={dst_cpu:d} dst_nid={dst_nid:d}",
-         {k: I32 for k in ("pid", "tgid", "ngid", "src_cpu", "src_nid", "dst_cpu", "dst_nid")})]},
-    **{name: {"variants": [
-        (" ".join(f"{k}={{{k}:d}}" for k in _NUMA2), {k: I32 for k in _NUMA2})]}
-       for name in ("sched_stick_numa", "sched_swap_numa")
-       for _NUMA2 in [("src_pid", "src_tgid", "src_ngid", "src_cpu", "src_nid",
-                       "dst_pid", "dst_tgid", "dst_ngid", "dst_cpu", "dst_nid")]},
-    "sched_kthread_work_execute_start": {"variants": [
-        ("work struct {work:x}: function {function:f}", _WQ_WORK)]},
-    "sched_kthread_work_execute_end": {"variants": [
-        ("work struct {work:x}: function {function:f}", _WQ_WORK)]},
-    "sched_kthread_work_queue_work": {"variants": [
-        ("work struct={work:x} function={function:f} worker={worker:x}", {**_WQ_WORK, "worker": U64})]},
-    "workqueue_queue_work": {"variants": [
-        # <= ~5.x: workqueue printed as a pointer, req_cpu/cpu unsigned (%u): an
-        # unbound pool prints cpu=4294967295, kept as uint32 like the format says.
-        ("work struct={work:x} function={function:f} workqueue={workqueue:x} "
-         "req_cpu={req_cpu:d} cpu={cpu:d}",
-         {**_WQ_WORK, "workqueue": U64, "req_cpu": U32, "cpu": U32}),
-        # later: workqueue name string; 6.x: int req_cpu/cpu (%d, cpu=-1). A
-        # 4294967295 from the in-between kernels (%u) wraps to int32 -1.
-        ("work struct={work:x} function={function:f} workqueue={workqueue:s} "
-         "req_cpu={req_cpu:d} cpu={cpu:d}",
-         {**_WQ_WORK, "workqueue": STRING, "req_cpu": I32, "cpu": I32}),
-    ], "current": 1},   # the layout of today's kernels (for tables of absent events)
-    "workqueue_activate_work": {"variants": [
-        ("work struct {work:x} function={function:f}", _WQ_WORK),
-        ("work struct {work:x}", {"work": U64})]},
-    "workqueue_execute_start": {"variants": [
-        ("work struct {work:x}: function {function:f}", _WQ_WORK)]},
-    "workqueue_execute_end": {"variants": [
-        ("work struct {work:x}: function {function:f}", _WQ_WORK),
-        ("work struct {work:x}", {"work": U64})]},
+    "print": {
+        "variants": [
+            ("ip={ip:f} buf={buf:s}", {"ip": STRING, "buf": STRING}),  # -R
+            ("{ip:f}: {buf:s}", {"ip": STRING, "buf": STRING}),
+        ]
+    },
+    "sched_stat_runtime": {
+        "variants": [
+            (
+                "comm={comm:s} pid={pid:d} runtime={runtime:d} [ns]",
+                {"comm": STRING, "pid": I32, "runtime": U64},
+            ),
+            (
+                "comm={comm:s} pid={pid:d} runtime={runtime:d} [ns] vruntime={vruntime:d} [ns]",
+                {"comm": STRING, "pid": I32, "runtime": U64, "vruntime": U64},
+            ),
+        ]
+    },
+    **{
+        f"sched_stat_{k}": {
+            "variants": [
+                (
+                    "comm={comm:s} pid={pid:d} delay={delay:d} [ns]",
+                    {"comm": STRING, "pid": I32, "delay": U64},
+                )
+            ]
+        }
+        for k in ("wait", "sleep", "iowait", "blocked")
+    },
+    "sched_pi_setprio": {
+        "variants": [
+            (
+                "comm={comm:s} pid={pid:d} oldprio={oldprio:d} newprio={newprio:d}",
+                {"comm": STRING, "pid": I32, "oldprio": I32, "newprio": I32},
+            )
+        ]
+    },
+    "sched_move_numa": {
+        "variants": [
+            (
+                "pid={pid:d} tgid={tgid:d} ngid={ngid:d} src_cpu={src_cpu:d} src_nid={src_nid:d} "
+                "dst_cpu={dst_cpu:d} dst_nid={dst_nid:d}",
+                {
+                    k: I32
+                    for k in ("pid", "tgid", "ngid", "src_cpu", "src_nid", "dst_cpu", "dst_nid")
+                },
+            )
+        ]
+    },
+    **{
+        name: {"variants": [(" ".join(f"{k}={{{k}:d}}" for k in _NUMA2), {k: I32 for k in _NUMA2})]}
+        for name in ("sched_stick_numa", "sched_swap_numa")
+        for _NUMA2 in [
+            (
+                "src_pid",
+                "src_tgid",
+                "src_ngid",
+                "src_cpu",
+                "src_nid",
+                "dst_pid",
+                "dst_tgid",
+                "dst_ngid",
+                "dst_cpu",
+                "dst_nid",
+            )
+        ]
+    },
+    "sched_kthread_work_execute_start": {
+        "variants": [("work struct {work:x}: function {function:f}", _WQ_WORK)]
+    },
+    "sched_kthread_work_execute_end": {
+        "variants": [("work struct {work:x}: function {function:f}", _WQ_WORK)]
+    },
+    "sched_kthread_work_queue_work": {
+        "variants": [
+            (
+                "work struct={work:x} function={function:f} worker={worker:x}",
+                {**_WQ_WORK, "worker": U64},
+            )
+        ]
+    },
+    "workqueue_queue_work": {
+        "variants": [
+            # <= ~5.x: workqueue printed as a pointer, req_cpu/cpu unsigned (%u): an
+            # unbound pool prints cpu=4294967295, kept as uint32 like the format says.
+            (
+                "work struct={work:x} function={function:f} workqueue={workqueue:x} "
+                "req_cpu={req_cpu:d} cpu={cpu:d}",
+                {**_WQ_WORK, "workqueue": U64, "req_cpu": U32, "cpu": U32},
+            ),
+            # later: workqueue name string; 6.x: int req_cpu/cpu (%d, cpu=-1). A
+            # 4294967295 from the in-between kernels (%u) wraps to int32 -1.
+            (
+                "work struct={work:x} function={function:f} workqueue={workqueue:s} "
+                "req_cpu={req_cpu:d} cpu={cpu:d}",
+                {**_WQ_WORK, "workqueue": STRING, "req_cpu": I32, "cpu": I32},
+            ),
+        ],
+        "current": 1,
+    },  # the layout of today's kernels (for tables of absent events)
+    "workqueue_activate_work": {
+        "variants": [
+            ("work struct {work:x} function={function:f}", _WQ_WORK),
+            ("work struct {work:x}", {"work": U64}),
+        ]
+    },
+    "workqueue_execute_start": {
+        "variants": [("work struct {work:x}: function {function:f}", _WQ_WORK)]
+    },
+    "workqueue_execute_end": {
+        "variants": [
+            ("work struct {work:x}: function {function:f}", _WQ_WORK),
+            ("work struct {work:x}", {"work": U64}),
+        ]
+    },
 }
 
 #: subsystem of the events in LAYOUTS (raw ftrace and report text do not print it)
@@ -194,11 +321,32 @@ KNOWN_SYSTEMS = {name: name.split("_")[0] for name in LAYOUTS}
 KNOWN_SYSTEMS["print"] = "ftrace"
 
 # prev_state bit tables. Kernel >= 4.14 (TASK_REPORT): S D T t X Z P I, "+" = 0x100.
-STATE_NEW = {"S": 0x01, "D": 0x02, "T": 0x04, "t": 0x08, "X": 0x10, "Z": 0x20, "P": 0x40,
-             "I": 0x80, "+": 0x100}
+STATE_NEW = {
+    "S": 0x01,
+    "D": 0x02,
+    "T": 0x04,
+    "t": 0x08,
+    "X": 0x10,
+    "Z": 0x20,
+    "P": 0x40,
+    "I": 0x80,
+    "+": 0x100,
+}
 # Kernel <= 4.13: S D T t Z X x K W P N, "+" = TASK_STATE_MAX (2048 on 4.2-4.13).
-STATE_OLD = {"S": 1, "D": 2, "T": 4, "t": 8, "Z": 16, "X": 32, "x": 64, "K": 128, "W": 256,
-             "P": 512, "N": 1024, "+": 2048}
+STATE_OLD = {
+    "S": 1,
+    "D": 2,
+    "T": 4,
+    "t": 8,
+    "Z": 16,
+    "X": 32,
+    "x": 64,
+    "K": 128,
+    "W": 256,
+    "P": 512,
+    "N": 1024,
+    "+": 2048,
+}
 # libtraceevent 1.7 sched_switch plugin ("SDTtZXxW", no "+").
 STATE_PLUGIN = {"S": 1, "D": 2, "T": 4, "t": 8, "Z": 16, "X": 32, "x": 64, "W": 128}
 
@@ -240,7 +388,7 @@ def _compile_layouts():
             pos = 0
             for m in _PLACEHOLDER.finditer(pattern):
                 if m.start() > pos:
-                    items.append((0, pattern[pos:m.start()].encode(), 0))
+                    items.append((0, pattern[pos : m.start()].encode(), 0))
                 name, kind = m.group(1), m.group(2)
                 key = (name, kind)
                 if key not in slots:
@@ -255,15 +403,20 @@ def _compile_layouts():
         widths = []
         for name, kind in slots:
             if kind in ("s", "f", "b"):
-                widths.append(4)             # string ids
+                widths.append(4)  # string ids
             elif kind in ("S", "P"):
-                widths.append(8)             # letter masks
+                widths.append(8)  # letter masks
             else:
-                types = [v["types"][name] for v in variants
-                         if any(f == name and k == kind for f, k, _ in v["fields"])]
+                types = [
+                    v["types"][name]
+                    for v in variants
+                    if any(f == name and k == kind for f, k, _ in v["fields"])
+                ]
                 widths.append(8 if any(t.bit_width > 32 for t in types) else 4)
-        cspecs[event.encode()] = (tuple(_K[k] | (w << 8) for (_, k), w in zip(slots, widths)),
-                                  cvariants)
+        cspecs[event.encode()] = (
+            tuple(_K[k] | (w << 8) for (_, k), w in zip(slots, widths)),
+            cvariants,
+        )
         described[event] = {"slots": slots, "variants": variants, "widths": widths}
     return cspecs, described
 
@@ -311,11 +464,16 @@ class _Source:
             exe = shutil.which("perf")
             if exe is None:
                 self.raw.close()
-                raise TraceError(path, "is a perf.data file, and reading it needs `perf script`, "
-                                       "but perf is not installed (install linux-perf, or "
-                                       "convert it with `perf script` elsewhere)")
-            self._spawn([exe, "script", "--header", "--ns", "--show-lost-events", "-i",
-                         str(path)], stdin=subprocess.DEVNULL)
+                raise TraceError(
+                    path,
+                    "is a perf.data file, and reading it needs `perf script`, "
+                    "but perf is not installed (install linux-perf, or "
+                    "convert it with `perf script` elsewhere)",
+                )
+            self._spawn(
+                [exe, "script", "--header", "--ns", "--show-lost-events", "-i", str(path)],
+                stdin=subprocess.DEVNULL,
+            )
         elif self.kind is None:
             self.stream = self.raw
         elif self.kind == "gzip":
@@ -335,14 +493,18 @@ class _Source:
                     import zstandard
                 except ImportError:
                     self.raw.close()
-                    raise TraceError(path, "is zstd-compressed, and neither the zstd program "
-                                           "nor the Python zstandard module is installed") from None
+                    raise TraceError(
+                        path,
+                        "is zstd-compressed, and neither the zstd program "
+                        "nor the Python zstandard module is installed",
+                    ) from None
                 self.stream = zstandard.ZstdDecompressor().stream_reader(self.raw)
 
     def _spawn(self, argv, stdin):
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, bufsize=0)
+        self.proc = subprocess.Popen(
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0
+        )
         self.stream = self.proc.stdout
 
     def readinto(self, mv: memoryview) -> int:
@@ -358,7 +520,9 @@ class _Source:
             raise TraceError(self.path, f"truncated or corrupt {self.kind} data ({exc})") from None
         except Exception as exc:  # zstandard.ZstdError and friends
             if self.kind in ("zstd", "gzip", "xz", "bzip2"):
-                raise TraceError(self.path, f"truncated or corrupt {self.kind} data ({exc})") from None
+                raise TraceError(
+                    self.path, f"truncated or corrupt {self.kind} data ({exc})"
+                ) from None
             raise
         return total
 
@@ -407,13 +571,14 @@ def _head(path: Path, nbytes: int = 65536) -> bytes:
             if kind == "bzip2":
                 return bz2.BZ2File(raw).read(nbytes)
         except (EOFError, OSError, lzma.LZMAError, zlib.error):
-            return b""   # a short truncated file: read() reports it properly
+            return b""  # a short truncated file: read() reports it properly
     # zstd
     exe = shutil.which("zstd")
     if exe:
         with open(path, "rb") as raw:
-            p = subprocess.Popen([exe, "-dcq"], stdin=raw, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL)
+            p = subprocess.Popen(
+                [exe, "-dcq"], stdin=raw, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
             data = p.stdout.read(nbytes)
             p.kill()
             p.stdout.close()
@@ -432,22 +597,26 @@ def _head(path: Path, nbytes: int = 65536) -> bytes:
 
 # ------------------------------------------------------------------------- sniff
 
-_RE_PERF = re.compile(rb"^\s*\S.*?\s+-?\d+(?:/-?\d+)?\s+\[\d+\]\s+\d+\.\d+:\s+(?:\d+\s+)?"
-                      rb"[\w.-]+:[\w.-]+:(?:\s|$)")
-_RE_BRACKET = re.compile(rb"^\s*(?:\S+:\s+)?\S.*-\d+\s+(?:\(\s*[\d-]+\)\s+)?\[\d+\]\s+"
-                         rb"(?:\(\s*[\d-]+\)\s+)?(?:([.a-zA-Z0-9]{4,6})\s+)?\d+(?:\.\d+)?:"
-                         rb"(\s+\(\+?\d*\))?\s+([\w:.-]+):( +)")
+_RE_PERF = re.compile(
+    rb"^\s*\S.*?\s+-?\d+(?:/-?\d+)?\s+\[\d+\]\s+\d+\.\d+:\s+(?:\d+\s+)?"
+    rb"[\w.-]+:[\w.-]+:(?:\s|$)"
+)
+_RE_BRACKET = re.compile(
+    rb"^\s*(?:\S+:\s+)?\S.*-\d+\s+(?:\(\s*[\d-]+\)\s+)?\[\d+\]\s+"
+    rb"(?:\(\s*[\d-]+\)\s+)?(?:([.a-zA-Z0-9]{4,6})\s+)?\d+(?:\.\d+)?:"
+    rb"(\s+\(\+?\d*\))?\s+([\w:.-]+):( +)"
+)
 _RE_LAT = re.compile(rb"^\s*\S.*-\d+\s+\d+[.a-zA-Z][.a-zA-Z0-9]{3,5}\s+\d+(?:\.\d+)?:\s+[\w.-]+:")
 
 
 def sniff(path) -> str | None:
-    """"ftrace-text", "trace-cmd-report", "perf-script" or None, from the first KB."""
+    """ "ftrace-text", "trace-cmd-report", "perf-script" or None, from the first KB."""
     head = _head(Path(path))
     if not head or b"\x00" in head[:8192]:
         return None
     lines = head.split(b"\n")
     if len(lines) > 1:
-        lines = lines[:-1]   # maybe cut
+        lines = lines[:-1]  # maybe cut
     first = next((ln for ln in lines if ln.strip()), b"")
     if first.startswith(b"cpus="):
         return "trace-cmd-report"
@@ -464,7 +633,7 @@ def sniff(path) -> str | None:
         if m:
             event, pad = m.group(3), m.group(4)
             if m.group(2) or len(pad) > 1:
-                votes["trace-cmd-report"] += 1     # padded event name / --ts-diff
+                votes["trace-cmd-report"] += 1  # padded event name / --ts-diff
             elif len(event) < 19:
                 votes["ftrace-text"] += 1
             else:
@@ -476,11 +645,12 @@ def sniff(path) -> str | None:
         return None
     best = max(("perf-script", "trace-cmd-report", "ftrace-text"), key=lambda k: votes[k])
     if votes[best] == 0:
-        return "ftrace-text"    # only long event names: ftrace and report look alike
+        return "ftrace-text"  # only long event names: ftrace and report look alike
     return best
 
 
 # ----------------------------------------------------------------------- reading
+
 
 def _header_facts(head: bytes) -> dict:
     facts = {}
@@ -520,14 +690,13 @@ class _Chunks:
     def __init__(self, src: _Source, chunk_bytes: int, depth: int = 1, sep: bytes = b"\n"):
         self.src = src
         self.chunk = chunk_bytes
-        self.sep = sep       # perf: cut after the blank line that ends a sample
+        self.sep = sep  # perf: cut after the blank line that ends a sample
         self.q: queue.Queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
         self.thread = None
         if src.kind is None and src.proc is None and src.size <= chunk_bytes:
             return
-        self.thread = threading.Thread(target=self._run, name="schedwake-text-reader",
-                                       daemon=True)
+        self.thread = threading.Thread(target=self._run, name="schedwake-text-reader", daemon=True)
         self.thread.start()
 
     def _whole(self):
@@ -567,9 +736,9 @@ class _Chunks:
                 need = len(rem) + size
                 if len(buf) < need:
                     buf.extend(bytes(need - len(buf)))
-                buf[:len(rem)] = rem
+                buf[: len(rem)] = rem
                 with memoryview(buf) as mv:
-                    n = self.src.readinto(mv[len(rem):need])
+                    n = self.src.readinto(mv[len(rem) : need])
                 end = len(rem) + n
                 if n == 0:
                     if rem:
@@ -578,14 +747,14 @@ class _Chunks:
                 cut = buf.rfind(self.sep, 0, end)
                 if cut >= 0:
                     cut += len(self.sep) - 1
-                else:                            # no blank line (perf without -g)
+                else:  # no blank line (perf without -g)
                     cut = buf.rfind(b"\n", 0, end)
-                if cut < 0:                      # a line longer than the chunk:
-                    rem = bytes(buf[:end])       # read on into the same (unshared) buffer
+                if cut < 0:  # a line longer than the chunk:
+                    rem = bytes(buf[:end])  # read on into the same (unshared) buffer
                     size *= 2
                     k = (k - 1) % len(ring)
                     continue
-                rem = bytes(buf[cut + 1:end])
+                rem = bytes(buf[cut + 1 : end])
                 size = self.chunk
                 if not self._put((buf, cut + 1)):
                     return
@@ -635,7 +804,7 @@ def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
         first = True
         for buf, end in chunks:
             if first:
-                head = bytes(buf[:min(end, 65536)])
+                head = bytes(buf[: min(end, 65536)])
                 if b"\x00" in head[:8192]:
                     raise TraceError(path, "binary data, not trace text")
                 facts = _header_facts(head)
@@ -654,7 +823,7 @@ def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
         ok = True
     finally:
         chunks.close()
-        src.close(check=ok)   # (a decompressor or perf that failed says why first)
+        src.close(check=ok)  # (a decompressor or perf that failed says why first)
     if first:
         raise TraceError(path, "empty file")
     st = scanner.stats()
@@ -674,7 +843,7 @@ def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTr
     ``meta["event_counts"]`` cover every event either way."""
     path = Path(path)
     raw = st = facts = None
-    for raw, st, facts in _scan(path, fmt, events, progress, None):
+    for raw, st, facts in _scan(path, fmt, events, progress, None):  # noqa: B007 (the last)
         pass
     trace = _build(path, fmt, raw, st, facts, events, raw["strings"])
     if progress is not None:
@@ -682,8 +851,9 @@ def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTr
     return trace
 
 
-def iter_batches(path, fmt: str, events=None, progress: Progress | None = None,
-                 batch_bytes: int = 256 << 20):
+def iter_batches(
+    path, fmt: str, events=None, progress: Progress | None = None, batch_bytes: int = 256 << 20
+):
     """Read a text trace as a sequence of :class:`RawTrace` batches, each covering about
     ``batch_bytes`` of text, so a file larger than memory converts with bounded memory
     (``schedwake convert``). Tables are sorted within a batch only; ``meta`` counts are
@@ -700,11 +870,15 @@ def _too_garbled(path, st):
     total = st["events"] + st["unparsed"]
     first = st["first_unparsed"][0] if st["first_unparsed"] else None
     where = f"; line {first[0]}: {first[1]!r:.80}" if first else ""
-    raise TraceError(path, f"mostly unparseable: {st['unparsed']} of {total} lines are not "
-                           f"trace events of this format{where}")
+    raise TraceError(
+        path,
+        f"mostly unparseable: {st['unparsed']} of {total} lines are not "
+        f"trace events of this format{where}",
+    )
 
 
 # ------------------------------------------------------------- building tables
+
 
 def _np(buf, dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype)
@@ -731,9 +905,9 @@ def _int_column(vals: np.ndarray, valid: np.ndarray | None, typ: pa.DataType) ->
     so an unsigned 4294967295 becomes int32 -1 and a signed -1 uint32 4294967295."""
     np_type = np.dtype(typ.to_pandas_dtype())
     if vals.dtype.itemsize == np_type.itemsize:
-        out = vals.view(np_type)                   # same width: no copy
+        out = vals.view(np_type)  # same width: no copy
     else:
-        out = vals.astype(np_type)                 # C cast: wraps modulo 2**bits
+        out = vals.astype(np_type)  # C cast: wraps modulo 2**bits
     if valid is None or valid.all():
         return pa.array(out, type=typ)
     return pa.array(out, type=typ, mask=~valid)
@@ -765,8 +939,9 @@ def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _state_values(masks: np.ndarray, table: dict) -> np.ndarray:
     """prev_state values of universal letter masks (see _textscan.STATE_LETTERS)."""
     uniq, inv = _unique_inverse(masks)
-    vals = np.array([sum(table.get(ch, 0) for ch in _letters_of(int(u))) for u in uniq],
-                    dtype=np.int64)
+    vals = np.array(
+        [sum(table.get(ch, 0) for ch in _letters_of(int(u))) for u in uniq], dtype=np.int64
+    )
     return vals[inv]
 
 
@@ -784,8 +959,7 @@ def _state_str_column(values: np.ndarray, valid: np.ndarray | None, table: dict)
     dictionary = pa.array([_state_str(int(u), table) for u in uniq], type=pa.string())
     d = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), dictionary)
     if valid is not None and not valid.all():
-        d = pa.DictionaryArray.from_arrays(
-            pa.array(inv.astype(np.int32), mask=~valid), dictionary)
+        d = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32), mask=~valid), dictionary)
     return d
 
 
@@ -803,12 +977,12 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         if not ev["wanted"] or "ts" not in ev:
             continue
         table = _event_table(name, ev, pool, any_chain)
-        ev.clear()       # the scanner's buffers: what the table still needs stays alive
-        if name in tables:   # same name printed with and without system
+        ev.clear()  # the scanner's buffers: what the table still needs stays alive
+        if name in tables:  # same name printed with and without system
             table = pa.concat_tables([tables[name], table], promote_options="permissive")
         tables[name] = table
     _print_events(tables, counts, systems)
-    if events is not None:   # asked-for events that never occur: empty tables
+    if events is not None:  # asked-for events that never occur: empty tables
         for e in events:
             e = e.split(":")[-1]
             if e not in tables and e in _DESCRIBED:
@@ -822,13 +996,21 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         ts = t.column("ts").to_numpy()
         if len(ts) > 1 and (np.diff(ts) < 0).any():
             tables[name] = t.take(pa.array(np.argsort(ts, kind="stable")))
-    lost_cpu, lost_count, lost_ts = (np.frombuffer(raw["lost"][0], np.int32),
-                                     np.frombuffer(raw["lost"][1], np.int64),
-                                     np.frombuffer(raw["lost"][2], np.int64).copy())
+    lost_cpu, lost_count, lost_ts = (
+        np.frombuffer(raw["lost"][0], np.int32),
+        np.frombuffer(raw["lost"][1], np.int64),
+        np.frombuffer(raw["lost"][2], np.int64).copy(),
+    )
     last = st["max_ts"] if st["events"] else 0
     lost_ts[lost_ts < 0] = last
-    lost = pa.table([pa.array(lost_ts, pa.int64()), pa.array(lost_cpu, pa.int32()),
-                     pa.array(lost_count, pa.int64())], schema=LOST_EVENTS_SCHEMA)
+    lost = pa.table(
+        [
+            pa.array(lost_ts, pa.int64()),
+            pa.array(lost_cpu, pa.int32()),
+            pa.array(lost_count, pa.int64()),
+        ],
+        schema=LOST_EVENTS_SCHEMA,
+    )
     if len(lost) > 1:
         lost = lost.take(pa.array(np.argsort(lost_ts, kind="stable")))
     # like the trace.dat reader: at least this many per CPU (an unknown number counts
@@ -848,8 +1030,9 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         "compression": _compression(path) if fmt != "perf.data" else None,
         "latency_flags": bool(st["any_lat"]),
         # "us"/"ns": seconds with 6/9 decimals; "raw": counter values (counter, x86-tsc clocks)
-        "timestamps": {0: "raw", 6: "us", 9: "ns"}.get(st["ts_decimals"],
-                                                      f"{st['ts_decimals']} decimals"),
+        "timestamps": {0: "raw", 6: "us", 9: "ns"}.get(
+            st["ts_decimals"], f"{st['ts_decimals']} decimals"
+        ),
         "callchains": bool(any_chain),
     }
     for k in ("tracer", "entries_in_buffer", "entries_written"):
@@ -931,7 +1114,9 @@ def _event_table(name: str, ev: dict, pool: pa.Array, any_chain: bool) -> pa.Tab
         offs[:n] = _np(ev["chain_off"], np.int64)
         offs[n] = ev["nframes"]
         frames = _np(ev["frames"], np.int32)
-        values = pool.take(pa.array(frames, pa.int32())) if len(frames) else pa.array([], pa.string())
+        values = (
+            pool.take(pa.array(frames, pa.int32())) if len(frames) else pa.array([], pa.string())
+        )
         cols["callchain"] = pa.ListArray.from_arrays(pa.array(offs.astype(np.int32)), values)
     return pa.table(cols)
 
@@ -967,7 +1152,7 @@ def _layout_columns(name, ev, desc, pool, cols, n):
     state_table = STATE_NEW
     for fname in order:
         typ = ftype[fname]
-        parts = []          # (rows mask or None for all rows, kind, slot)
+        parts = []  # (rows mask or None for all rows, kind, slot)
         for vi in used:
             v = desc["variants"][vi]
             hit = [(k, s) for f, k, s in v["fields"] if f == fname]
@@ -975,7 +1160,7 @@ def _layout_columns(name, ev, desc, pool, cols, n):
                 parts.append((None if len(used) == 1 else variant == vi, hit[0][0], hit[0][1]))
         if len(parts) == 1 and parts[0][0] is None and parts[0][1] not in ("S", "P", "b"):
             sl = parts[0][2]
-            vals, valid = _slot_values(slots[sl], n, desc["widths"][sl]), None   # usual case
+            vals, valid = _slot_values(slots[sl], n, desc["widths"][sl]), None  # usual case
         else:
             vals = np.zeros(n, dtype=np.int64)
             valid = np.zeros(n, dtype=bool)
@@ -993,7 +1178,9 @@ def _layout_columns(name, ev, desc, pool, cols, n):
                         state_table = table
                     vals[rows] = _state_values(masks, table)
                 elif kind == "b":
-                    ids = [i for i in (_pool_id(pool, "true"), _pool_id(pool, "1")) if i is not None]
+                    ids = [
+                        i for i in (_pool_id(pool, "true"), _pool_id(pool, "1")) if i is not None
+                    ]
                     vals[rows] = np.isin(sv[rows], ids)
                 else:
                     vals[rows] = sv[rows]
@@ -1002,8 +1189,11 @@ def _layout_columns(name, ev, desc, pool, cols, n):
                 valid = None
         out_name = _safe_name(fname, cols)
         if pa.types.is_dictionary(typ):
-            cols[out_name] = _dict_column(vals.astype(np.int32, copy=False), valid, pool) if n else \
-                pa.array([], type=STRING)
+            cols[out_name] = (
+                _dict_column(vals.astype(np.int32, copy=False), valid, pool)
+                if n
+                else pa.array([], type=STRING)
+            )
         else:
             cols[out_name] = _int_column(vals, valid, typ)
         if name == "sched_switch" and fname == "prev_state":
@@ -1024,9 +1214,10 @@ def _generic_columns(ev, cols, n):
     offs[:n] = _np(ev["args_off"], np.int64)
     offs[n] = len(ev["args"])
     # (the scanner wrote the argument text as UTF-8, invalid bytes replaced)
-    args = pa.Array.from_buffers(pa.large_string(), n,
-                                 [None, pa.py_buffer(offs), pa.py_buffer(ev["args"])])
-    if offs[n] < 2 ** 31:
+    args = pa.Array.from_buffers(
+        pa.large_string(), n, [None, pa.py_buffer(offs), pa.py_buffer(ev["args"])]
+    )
+    if offs[n] < 2**31:
         args = args.cast(pa.string())
     keys: list[str] = []
     sample = args.slice(0, 2000).to_pylist() + args.slice(max(n - 200, 0)).to_pylist()

@@ -37,25 +37,33 @@ import pyarrow as pa
 
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, RAW_CLOCKS, field_name
-from . import tracedat_layout
+from . import _tdread, tracedat_layout
 from .raw import Progress, RawTrace
 
-from . import _tdread
+_INT_TYPES = {
+    (8, 1): pa.int8(),
+    (16, 1): pa.int16(),
+    (32, 1): pa.int32(),
+    (64, 1): pa.int64(),
+    (8, 0): pa.uint8(),
+    (16, 0): pa.uint16(),
+    (32, 0): pa.uint32(),
+    (64, 0): pa.uint64(),
+}
 
-_INT_TYPES = {(8, 1): pa.int8(), (16, 1): pa.int16(), (32, 1): pa.int32(), (64, 1): pa.int64(),
-              (8, 0): pa.uint8(), (16, 0): pa.uint16(), (32, 0): pa.uint32(),
-              (64, 0): pa.uint64()}
 
-
-def read(path: Path, events: list[str] | None = None, progress: Progress | None = None,
-         jobs: int | None = None) -> RawTrace:
+def read(
+    path: Path,
+    events: list[str] | None = None,
+    progress: Progress | None = None,
+    jobs: int | None = None,
+) -> RawTrace:
     """Read ``path`` with schedwake's own reader; ``events`` limits which tables are
     built (counts cover all); ``jobs`` is its number of decoding threads (None: as
     many as the CPUs this process may use). The reader checks the file's layout
     itself, every offset and length before use."""
     try:
-        raw = _tdread.read(str(path), None if events is None else frozenset(events),
-                           progress, jobs)
+        raw = _tdread.read(str(path), None if events is None else frozenset(events), progress, jobs)
     except _tdread.TraceDatError as exc:
         raise TraceError(path, str(exc)) from None
     except MemoryError:
@@ -63,15 +71,20 @@ def read(path: Path, events: list[str] | None = None, progress: Progress | None 
     return assemble(path, raw, None, events, reader="schedwake")
 
 
-def iter_batches(path: Path, events: list[str] | None = None,
-                 progress: Progress | None = None, batch_rows: int = 1 << 20):
+def iter_batches(
+    path: Path,
+    events: list[str] | None = None,
+    progress: Progress | None = None,
+    batch_rows: int = 1 << 20,
+):
     """Read ``path`` as :class:`RawTrace` batches of about ``batch_rows`` rows, in time
     order across batches and in memory that does not grow with the file (``schedwake
     convert``). ``meta`` counts are cumulative: the last batch's describe the file.
     ``progress`` is called with the fraction of the data decoded after each batch."""
     try:
-        stream = _tdread.stream(str(path), None if events is None else frozenset(events),
-                                batch_rows)
+        stream = _tdread.stream(
+            str(path), None if events is None else frozenset(events), batch_rows
+        )
         for raw in stream:
             if progress is not None:
                 progress(raw["done"])
@@ -82,8 +95,13 @@ def iter_batches(path: Path, events: list[str] | None = None,
         raise TraceError(path, "out of memory while reading the trace") from None
 
 
-def assemble(path: Path, raw: dict, layout: dict | None = None,
-             events: list[str] | None = None, reader: str = "schedwake") -> RawTrace:
+def assemble(
+    path: Path,
+    raw: dict,
+    layout: dict | None = None,
+    events: list[str] | None = None,
+    reader: str = "schedwake",
+) -> RawTrace:
     """The :class:`RawTrace` of a raw dict (see the module docstring) of ``path``.
 
     ``layout`` is what :func:`tracedat_layout.check` returned; the raw dict's own
@@ -119,10 +137,10 @@ def assemble(path: Path, raw: dict, layout: dict | None = None,
             "uname": m["uname"],
             "records": m["records"],
             "unknown_records": m["unknown_events"],
-            "buffer": m["buffer"] or "",    # "" = the top-level buffer, else the instance read
+            "buffer": m["buffer"] or "",  # "" = the top-level buffer, else the instance read
             "instances": list(m["instances"]),  # instance buffers in the file
             "sorted": True,
-            "reader": reader,               # which decoder made the tables
+            "reader": reader,  # which decoder made the tables
         },
     }
     return RawTrace(tables=tables, meta=meta, lost=lost)
@@ -140,8 +158,10 @@ def _source_facts(m: dict, layout: dict | None) -> dict:
         facts["options"] = set(m["options"])
     missing = {"version", "compression", "options"} - set(facts)
     if missing:
-        raise ValueError(f"trace.dat facts missing from both the reader and the layout: "
-                         f"{', '.join(sorted(missing))}")
+        raise ValueError(
+            f"trace.dat facts missing from both the reader and the layout: "
+            f"{', '.join(sorted(missing))}"
+        )
     return facts
 
 
@@ -155,7 +175,7 @@ def _event_tables(raw_events: dict, selected: bool):
         systems[name] = ev["system"]
         if ev["count"]:
             counts[name] = ev["count"]
-        rows = ev.get("rows", ev["count"])     # a streamed batch holds some of the count
+        rows = ev.get("rows", ev["count"])  # a streamed batch holds some of the count
         if ev["columns"] is not None and (rows or selected):
             cols = [_column(spec, rows) for spec in ev["columns"]]
             ncommon = len(COMMON_NAMES)
@@ -169,13 +189,15 @@ def _column(spec, length: int) -> tuple[str, pa.Array]:
     kind, name = spec[0], spec[1]
     if kind == "int":
         _, _, bits, signed, data = spec
-        return name, pa.Array.from_buffers(_INT_TYPES[bits, signed], length,
-                                           [None, pa.py_buffer(data)])
+        return name, pa.Array.from_buffers(
+            _INT_TYPES[bits, signed], length, [None, pa.py_buffer(data)]
+        )
     if kind == "str":
         indices, offsets, chars = spec[2]
         ndict = len(memoryview(offsets)) // 4 - 1
-        dictionary = pa.Array.from_buffers(pa.string(), ndict,
-                                           [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+        dictionary = pa.Array.from_buffers(
+            pa.string(), ndict, [None, pa.py_buffer(offsets), pa.py_buffer(chars)]
+        )
         idx = pa.Array.from_buffers(pa.int32(), length, [None, pa.py_buffer(indices)])
         return name, pa.DictionaryArray.from_arrays(idx, dictionary)
     if kind == "list":
@@ -184,20 +206,26 @@ def _column(spec, length: int) -> tuple[str, pa.Array]:
         nvalues = len(memoryview(values)) * 8 // bits
         flat = pa.Array.from_buffers(vtype, nvalues, [None, pa.py_buffer(values)])
         return name, pa.ListArray.from_arrays(
-            pa.Array.from_buffers(pa.int32(), length + 1, [None, pa.py_buffer(offsets)]), flat)
+            pa.Array.from_buffers(pa.int32(), length + 1, [None, pa.py_buffer(offsets)]), flat
+        )
     _, _, offsets, data = spec
-    return name, pa.Array.from_buffers(pa.binary(), length,
-                                       [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return name, pa.Array.from_buffers(
+        pa.binary(), length, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 def _lost_table(buffers) -> pa.Table:
     """The lost-event rows (``schema.LOST_EVENTS_SCHEMA``) of the raw (ts, cpu, count)."""
     lost_ts, lost_cpu, lost_count = buffers
     n = len(memoryview(lost_ts)) // 8
-    return pa.table([pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lost_ts)]),
-                     pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(lost_cpu)]),
-                     pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lost_count)])],
-                    schema=LOST_EVENTS_SCHEMA)
+    return pa.table(
+        [
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lost_ts)]),
+            pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(lost_cpu)]),
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(lost_count)]),
+        ],
+        schema=LOST_EVENTS_SCHEMA,
+    )
 
 
 def _lost_per_cpu(m: dict) -> dict[int, int]:
@@ -234,10 +262,9 @@ def _cpustat_lost(cpustats: str | None) -> dict[int, int]:
 
 
 def _timestamp_unit(clock: str | None, options: set[int]) -> str:
-    """"ns", or "raw" for the clocks that do not count nanoseconds (the readers turn
+    """ "ns", or "raw" for the clocks that do not count nanoseconds (the readers turn
     x86-tsc cycles into nanoseconds themselves when the file has a TSC2NSEC option)."""
-    if clock in RAW_CLOCKS and not (clock == "x86-tsc"
-                                    and tracedat_layout.OPT_TSC2NSEC in options):
+    if clock in RAW_CLOCKS and not (clock == "x86-tsc" and tracedat_layout.OPT_TSC2NSEC in options):
         return "raw"
     return "ns"
 

@@ -19,9 +19,17 @@ MAGIC = b"\x17\x08\x44tracing"
 
 OPT_DONE, OPT_BUFFER, OPT_TSC2NSEC = 0, 3, 14
 # Options whose payload is a u64 file offset of a section (v7).
-SECTION_OPTIONS = {15: "strings", 16: "header info", 17: "ftrace event formats",
-                   18: "event formats", 19: "kallsyms", 20: "printk formats",
-                   21: "cmdlines", 23: "BTF", 25: "modules"}
+SECTION_OPTIONS = {
+    15: "strings",
+    16: "header info",
+    17: "ftrace event formats",
+    18: "event formats",
+    19: "kallsyms",
+    20: "printk formats",
+    21: "cmdlines",
+    23: "BTF",
+    25: "modules",
+}
 
 
 class _Reader:
@@ -29,8 +37,9 @@ class _Reader:
         self.path, self.data, self.size, self.e = path, data, len(data), endian
 
     def fail(self, what: str):
-        raise TraceError(self.path, f"truncated or corrupt trace.dat: {what} "
-                                    f"(file has {self.size} bytes)")
+        raise TraceError(
+            self.path, f"truncated or corrupt trace.dat: {what} (file has {self.size} bytes)"
+        )
 
     def need(self, off: int, n: int, what: str):
         if off < 0 or n < 0 or off + n > self.size:
@@ -61,19 +70,18 @@ def check(path: Path) -> dict:
         data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         r = _Reader(path, data)
-        if not data[:len(MAGIC)] == MAGIC:
+        if not data[: len(MAGIC)] == MAGIC:
             r.fail("bad magic")
         version, off = r.cstr(len(MAGIC), "version")
         r.need(off, 6, "file header")
         r.e = ">" if data[off] == 1 else "<"
-        off += 6                                    # endianness, long size, page size
+        off += 6  # endianness, long size, page size
         options: set[int] = set()
         if version == "6":
             _check_v6(r, off, options)
             return {"version": 6, "compression": None, "options": options}
         if version == "7":
-            return {"version": 7, "compression": _check_v7(r, off, options),
-                    "options": options}
+            return {"version": 7, "compression": _check_v7(r, off, options), "options": options}
         raise TraceError(path, f"unsupported trace.dat version {version!r} (known: 6, 7)")
     finally:
         data.close()
@@ -91,7 +99,7 @@ def _check_v7(r: _Reader, off: int, options: set[int]) -> str | None:
         sid, flags, _, ssize = _section(r, next_opts, "options section")
         start, end = next_opts + 16, next_opts + 16 + ssize
         next_opts = 0
-        if flags & 1:                   # compressed options: bounds checked, no deeper
+        if flags & 1:  # compressed options: bounds checked, no deeper
             continue
         pos = start
         while pos + 6 <= end:
@@ -136,7 +144,7 @@ def _buffer_option(r: _Reader, body: int, osize: int) -> None:
 def _check_v6(r: _Reader, off: int, options: set[int]) -> None:
     for label in (b"header_page\0", b"header_event\0"):
         r.need(off, len(label), "header")
-        if r.data[off:off + len(label)] != label:
+        if r.data[off : off + len(label)] != label:
             r.fail(f"missing {label[:-1].decode()} at byte {off}")
         off += len(label)
         n = r.u("Q", off, label.decode())
@@ -165,7 +173,7 @@ def _check_v6(r: _Reader, off: int, options: set[int]) -> None:
         off += w + n
     ncpus = r.u("I", off, "CPU count")
     off += 4
-    tag = r.data[off:off + 10]
+    tag = r.data[off : off + 10]
     while tag.startswith(b"options"):
         off += 10
         while True:
@@ -177,7 +185,7 @@ def _check_v6(r: _Reader, off: int, options: set[int]) -> None:
             r.need(off + 4, osize, f"option {oid}")
             options.add(oid)
             off += 4 + osize
-        tag = r.data[off:off + 10]
+        tag = r.data[off : off + 10]
     if tag.startswith(b"flyrecord"):
         off += 10
         for cpu in range(min(ncpus, 65536)):

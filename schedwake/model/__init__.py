@@ -40,8 +40,11 @@ class Model:
     def caveats(self) -> list[str]:
         out = list(self.events.caveats)
         if self.topology.assumed:
-            out.insert(0, "no topology given: one LLC holding every CPU is assumed, so "
-                          "cross-LLC figures are zero by construction")
+            out.insert(
+                0,
+                "no topology given: one LLC holding every CPU is assumed, so "
+                "cross-LLC figures are zero by construction",
+            )
         return out
 
     @property

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 
 
-def asof_index(lts, lkey, rts, rkey, direction: str = "backward",
-               allow_exact: bool = True) -> np.ndarray:
+def asof_index(
+    lts, lkey, rts, rkey, direction: str = "backward", allow_exact: bool = True
+) -> np.ndarray:
     """For each left row, the position of the right row with the same key and the
     nearest ``ts`` in ``direction`` (``backward``: last rts <= lts; ``forward``: first
     rts >= lts; strict when ``allow_exact`` is False), or -1.
@@ -54,7 +55,7 @@ def asof_index(lts, lkey, rts, rkey, direction: str = "backward",
     # one sorted line: each key's ts shifted into its own range, ranges 3 apart, so a
     # left ts clipped to [lo - 1, hi + 1] of its key stays between the other keys' ranges
     span = hi.astype(np.float64) - lo.astype(np.float64) + 3
-    if float(np.sum(span)) + 4 >= 2.0 ** 62:  # too wide for one int64 line
+    if float(np.sum(span)) + 4 >= 2.0**62:  # too wide for one int64 line
         return _asof_index_merge(lts, lkey, rts, rkey, direction, allow_exact)
     base = np.zeros(len(starts), dtype=np.int64)
     base[1:] = np.cumsum(hi - lo + 3)[:-1]
@@ -114,20 +115,20 @@ def _stable_order(key: np.ndarray) -> np.ndarray:
     if len(key) == 0:
         return np.zeros(0, dtype=np.intp)
     lo, hi = int(key.min()), int(key.max())
-    if hi - lo >= 2 ** 32:
+    if hi - lo >= 2**32:
         return np.argsort(key, kind="stable")
     # key - lo in the key's own type when the range fits it (no int64 copy of int32 keys)
-    own = key.dtype.kind == "i" and key.dtype.itemsize >= 4 \
-        and hi - lo <= np.iinfo(key.dtype).max
+    own = key.dtype.kind == "i" and key.dtype.itemsize >= 4 and hi - lo <= np.iinfo(key.dtype).max
     k = key - lo if own else key.astype(np.int64) - lo
     order = np.argsort((k & 0xFFFF).astype(np.uint16), kind="stable")
-    if hi - lo >= 2 ** 16:
+    if hi - lo >= 2**16:
         order = order[np.argsort((k[order] >> 16).astype(np.uint16), kind="stable")]
     return order
 
 
-def _asof_index_merge(lts, lkey, rts, rkey, direction: str = "backward",
-                      allow_exact: bool = True) -> np.ndarray:
+def _asof_index_merge(
+    lts, lkey, rts, rkey, direction: str = "backward", allow_exact: bool = True
+) -> np.ndarray:
     """``asof_index`` through ``pandas.merge_asof`` (for keys whose time ranges do not
     fit on one int64 line)."""
     lts = np.asarray(lts, dtype=np.int64)
@@ -144,8 +145,9 @@ def _asof_index_merge(lts, lkey, rts, rkey, direction: str = "backward",
         by = "k"
     left = left.sort_values("ts", kind="stable")
     right = right.sort_values("ts", kind="stable")
-    m = pd.merge_asof(left, right, on="ts", by=by, direction=direction,
-                      allow_exact_matches=allow_exact)
+    m = pd.merge_asof(
+        left, right, on="ts", by=by, direction=direction, allow_exact_matches=allow_exact
+    )
     ri = m["ri"].to_numpy(dtype="float64", na_value=np.nan)
     ok = ~np.isnan(ri)
     out[m["li"].to_numpy()[ok]] = ri[ok].astype(np.int64)
@@ -190,8 +192,9 @@ def take_cat(cat: pd.Categorical, idx) -> pd.Categorical:
     codes = np.asarray(cat.codes)
     idx = np.asarray(idx)
     if len(codes) == 0:
-        return pd.Categorical.from_codes(np.full(len(idx), -1, dtype=np.int32),
-                                         categories=cat.categories)
+        return pd.Categorical.from_codes(
+            np.full(len(idx), -1, dtype=np.int32), categories=cat.categories
+        )
     c = codes[np.where(idx < 0, 0, idx)].astype(np.int32)
     c[idx < 0] = -1
     return pd.Categorical.from_codes(c, categories=cat.categories)

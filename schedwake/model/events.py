@@ -13,9 +13,15 @@ from ._util import frame
 
 #: Events the model (and ``schedwake analyze``) reads.
 MODEL_EVENTS = (
-    "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task",
-    "sched_switch", "sched_process_fork", "sched_process_exec",
-    "workqueue_execute_start", "workqueue_execute_end",
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_switch",
+    "sched_process_fork",
+    "sched_process_exec",
+    "workqueue_execute_start",
+    "workqueue_execute_end",
 )
 
 _COMMON = ["ts", "cpu", "common_pid", "common_comm", "common_flags"]
@@ -50,10 +56,12 @@ def timestamp_problem(meta: dict) -> str | None:
     if (meta.get("source") or {}).get("timestamps") != "raw":
         return None
     clock = meta.get("clock")
-    return ("timestamps are raw ticks of the "
-            + (f"'{clock}' trace clock" if clock else "trace clock")
-            + ", not nanoseconds: rates and latencies cannot be computed "
-            "(record with the local, global or mono clock)")
+    return (
+        "timestamps are raw ticks of the "
+        + (f"'{clock}' trace clock" if clock else "trace clock")
+        + ", not nanoseconds: rates and latencies cannot be computed "
+        "(record with the local, global or mono clock)"
+    )
 
 
 def load_events(trace) -> Events:
@@ -64,60 +72,94 @@ def load_events(trace) -> Events:
         waking=frame(trace, "sched_waking", wake_cols),
         wakeup=frame(trace, "sched_wakeup", wake_cols),
         wakeup_new=frame(trace, "sched_wakeup_new", wake_cols),
-        migrate=frame(trace, "sched_migrate_task",
-                      _COMMON + ["comm", "pid", "prio", "orig_cpu", "dest_cpu"]),
-        switch=frame(trace, "sched_switch",
-                     ["ts", "cpu", "common_pid", "prev_comm", "prev_pid", "prev_prio",
-                      "prev_state_str", "next_comm", "next_pid", "next_prio"]),
+        migrate=frame(
+            trace, "sched_migrate_task", _COMMON + ["comm", "pid", "prio", "orig_cpu", "dest_cpu"]
+        ),
+        switch=frame(
+            trace,
+            "sched_switch",
+            [
+                "ts",
+                "cpu",
+                "common_pid",
+                "prev_comm",
+                "prev_pid",
+                "prev_prio",
+                "prev_state_str",
+                "next_comm",
+                "next_pid",
+                "next_prio",
+            ],
+        ),
         fork=frame(trace, "sched_process_fork", ["ts", "cpu", "common_pid", "child_pid"]),
         exec_=frame(trace, "sched_process_exec", ["ts", "cpu", "common_pid", "pid"]),
-        wq_start=frame(trace, "workqueue_execute_start",
-                       ["ts", "cpu", "common_pid", "work", "function"]),
-        wq_end=frame(trace, "workqueue_execute_end",
-                     ["ts", "cpu", "common_pid", "work", "function"]),
+        wq_start=frame(
+            trace, "workqueue_execute_start", ["ts", "cpu", "common_pid", "work", "function"]
+        ),
+        wq_end=frame(
+            trace, "workqueue_execute_end", ["ts", "cpu", "common_pid", "work", "function"]
+        ),
         first_ts=int(trace.meta["first_ts_ns"] or 0),
         last_ts=int(trace.meta["last_ts_ns"] or 0),
         cpus=int(trace.meta["cpus"] or 1),
     )
     cav = ev.caveats
     if ev.switch is None or len(ev.switch) == 0:
-        cav.append("no sched_switch events: wake-to-run latency, CPU occupancy, "
-                   "context switches and idle time are unknown")
+        cav.append(
+            "no sched_switch events: wake-to-run latency, CPU occupancy, "
+            "context switches and idle time are unknown"
+        )
     elif "prev_state_str" not in ev.switch.columns:
-        cav.append("sched_switch has no decoded prev_state: preemptions (R+) cannot be "
-                   "told from sleeps")
+        cav.append(
+            "sched_switch has no decoded prev_state: preemptions (R+) cannot be told from sleeps"
+        )
     if ev.waking is None:
         if ev.wakeup is not None:
-            cav.append("no sched_waking events: wake-ups are taken from sched_wakeup, whose "
-                       "context may be the target CPU (queued remote wake-ups; the waker "
-                       "of a migrating wake-up is taken from its sched_migrate_task), the "
-                       "previous CPU is the CPU the task last ran on, and latencies start "
-                       "at sched_wakeup")
+            cav.append(
+                "no sched_waking events: wake-ups are taken from sched_wakeup, whose "
+                "context may be the target CPU (queued remote wake-ups; the waker "
+                "of a migrating wake-up is taken from its sched_migrate_task), the "
+                "previous CPU is the CPU the task last ran on, and latencies start "
+                "at sched_wakeup"
+            )
         else:
             cav.append("no sched_waking or sched_wakeup events: wake-ups are unknown")
     if ev.migrate is None:
-        cav.append("no sched_migrate_task events: migration counts are unknown (whether "
-                   "a wake-up moved the wakee is read from sched_wakeup's target_cpu)")
+        cav.append(
+            "no sched_migrate_task events: migration counts are unknown (whether "
+            "a wake-up moved the wakee is read from sched_wakeup's target_cpu)"
+        )
     if ev.wq_start is None or ev.wq_end is None:
         cav.append("no workqueue events: work functions of wakers are unknown")
     if ev.fork is None and ev.wakeup_new is None:
-        cav.append("no sched_process_fork/sched_wakeup_new events: fork balancing "
-                   "migrations are counted as other migrations")
-    if ev.waking is not None and ("common_flags" not in ev.waking.columns
-                  or ev.waking["common_flags"].isna().all()) and len(ev.waking):
-        cav.append("no interrupt-context flags in the trace: wakers in interrupt context "
-                   "are attributed to the interrupted task")
+        cav.append(
+            "no sched_process_fork/sched_wakeup_new events: fork balancing "
+            "migrations are counted as other migrations"
+        )
+    if (
+        ev.waking is not None
+        and ("common_flags" not in ev.waking.columns or ev.waking["common_flags"].isna().all())
+        and len(ev.waking)
+    ):
+        cav.append(
+            "no interrupt-context flags in the trace: wakers in interrupt context "
+            "are attributed to the interrupted task"
+        )
     lost = trace.meta.get("lost_events") or {}
     unknown = trace.meta.get("lost_unknown") or []
     if trace.meta.get("format") == "perf-script" and not (lost or unknown):
-        cav.append("perf script text lists perf's own lost events only when made with "
-                   "--show-lost-events; this text has none: if it was made without that "
-                   "option, losses (if any) are not counted")
+        cav.append(
+            "perf script text lists perf's own lost events only when made with "
+            "--show-lost-events; this text has none: if it was made without that "
+            "option, losses (if any) are not counted"
+        )
     if lost or unknown:
         total = sum(lost.values())
         more = " (and an unknown number more)" if unknown else ""
-        cav.append(f"the ring buffer lost {total} events{more}: counts are lower bounds "
-                   "and episodes spanning a gap may be missed or mismatched")
+        cav.append(
+            f"the ring buffer lost {total} events{more}: counts are lower bounds "
+            "and episodes spanning a gap may be missed or mismatched"
+        )
     return ev
 
 

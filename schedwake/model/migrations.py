@@ -39,9 +39,25 @@ _STOPPER = re.compile(r"^migration/\d+$")
 def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
     m = ev.migrate
     if m is None or len(m) == 0:
-        return pd.DataFrame({c: [] for c in (
-            "ts", "pid", "comm", "orig_cpu", "dest_cpu", "cause", "topology_class",
-            "context_pid", "context_comm", "context_cpu", "context", "waking_index")})
+        return pd.DataFrame(
+            {
+                c: []
+                for c in (
+                    "ts",
+                    "pid",
+                    "comm",
+                    "orig_cpu",
+                    "dest_cpu",
+                    "cause",
+                    "topology_class",
+                    "context_pid",
+                    "context_comm",
+                    "context_cpu",
+                    "context",
+                    "waking_index",
+                )
+            }
+        )
     n = len(m)
     ts, cpu, pid = i64(m, "ts"), i64(m, "cpu"), i64(m, "pid")
     cpid = i64(m, "common_pid")
@@ -55,9 +71,12 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
         wts = i64(wn, "ts")
         wi = asof_index(ts, cpu, wts, i64(wn, "cpu"), "forward", allow_exact=True)
         b_ts = barrier_ts(ev, ts, cpu, "forward", allow_exact=True)  # includes wakeup_new
-        fork = (wi >= 0) & (take(i64(wn, "pid"), wi, -2) == pid) & \
-            (take(i64(wn, "common_pid"), wi, -2) == cpid) & \
-            (b_ts >= take(wts, wi, 0))
+        fork = (
+            (wi >= 0)
+            & (take(i64(wn, "pid"), wi, -2) == pid)
+            & (take(i64(wn, "common_pid"), wi, -2) == cpid)
+            & (b_ts >= take(wts, wi, 0))
+        )
     # exec balancing: the pid's next sched_process_exec comes before its next switch-out
     ex = ev.exec_
     if ex is not None and len(ex) and ev.switch is not None:
@@ -77,19 +96,24 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
     wk = mig_w >= 0
     cause[wk] = CAUSES.index("wakeup")
 
-    ctx = tasks.context_codes(m["common_flags"]) if "common_flags" in m.columns \
+    ctx = (
+        tasks.context_codes(m["common_flags"])
+        if "common_flags" in m.columns
         else np.full(n, 4, dtype=np.int8)
-    return pd.DataFrame({
-        "ts": ts,
-        "pid": pid.astype(np.int32),
-        "comm": m["comm"].array,
-        "orig_cpu": orig.astype(np.int32),
-        "dest_cpu": dest.astype(np.int32),
-        "cause": pd.Categorical.from_codes(cause, categories=list(CAUSES)),
-        "topology_class": topo.classify(orig, dest),
-        "context_pid": cpid.astype(np.int32),
-        "context_comm": comm,
-        "context_cpu": cpu.astype(np.int32),
-        "context": pd.Categorical.from_codes(ctx, categories=list(tasks.CONTEXTS)),
-        "waking_index": mig_w,
-    })
+    )
+    return pd.DataFrame(
+        {
+            "ts": ts,
+            "pid": pid.astype(np.int32),
+            "comm": m["comm"].array,
+            "orig_cpu": orig.astype(np.int32),
+            "dest_cpu": dest.astype(np.int32),
+            "cause": pd.Categorical.from_codes(cause, categories=list(CAUSES)),
+            "topology_class": topo.classify(orig, dest),
+            "context_pid": cpid.astype(np.int32),
+            "context_comm": comm,
+            "context_cpu": cpu.astype(np.int32),
+            "context": pd.Categorical.from_codes(ctx, categories=list(tasks.CONTEXTS)),
+            "waking_index": mig_w,
+        }
+    )

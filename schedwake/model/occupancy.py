@@ -42,18 +42,30 @@ def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
     """
     s = ev.switch
     if s is None or len(s) == 0:
-        return _frame(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                      np.zeros(0, np.int32), np.zeros(0, np.int8),
-                      pd.CategoricalDtype([]), np.zeros(0, np.int8), np.zeros(0, np.int8))
+        return _frame(
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int8),
+            pd.CategoricalDtype([]),
+            np.zeros(0, np.int8),
+            np.zeros(0, np.int8),
+        )
     ts = i64(s, "ts")
     t_end = max(ev.last_ts, int(ts.max()))
     woken = wakeups["run_ts"].notna().to_numpy() if len(wakeups) else np.zeros(0, bool)
     preempted = _preempted(s)
-    sizes = [len(ts)] + ([int(woken.sum())] if len(wakeups) else []) + \
-        ([int(preempted.sum())] if preempted is not None else [])
-    comms = [s["next_comm"].array[:0]] + ([wakeups["wakee_comm"].array[:0]]
-                                          if len(wakeups) else []) + \
-        ([s["prev_comm"].array[:0]] if preempted is not None else [])
+    sizes = (
+        [len(ts)]
+        + ([int(woken.sum())] if len(wakeups) else [])
+        + ([int(preempted.sum())] if preempted is not None else [])
+    )
+    comms = (
+        [s["next_comm"].array[:0]]
+        + ([wakeups["wakee_comm"].array[:0]] if len(wakeups) else [])
+        + ([s["prev_comm"].array[:0]] if preempted is not None else [])
+    )
     out = _Columns(sum(sizes), comms)
     _put_running(out, s, t_end)
     waits = _WaitEnds(ev, t_end)
@@ -99,8 +111,16 @@ class _Columns:
         self.at = b
 
     def frame(self) -> pd.DataFrame:
-        return _frame(self.cpu, self.start, self.end, self.pid, self.comm, self.comm_dtype,
-                      self.state, self.reason)
+        return _frame(
+            self.cpu,
+            self.start,
+            self.end,
+            self.pid,
+            self.comm,
+            self.comm_dtype,
+            self.state,
+            self.reason,
+        )
 
 
 def _put_running(out: _Columns, s: pd.DataFrame, t_end: int) -> None:
@@ -116,8 +136,15 @@ def _put_running(out: _Columns, s: pd.DataFrame, t_end: int) -> None:
     end[last] = t_end
     del last
     o_pid = nxt[order]
-    out.put(o_cpu, o_ts, end, o_pid, s["next_comm"].array.take(order),
-            np.where(o_pid == 0, 1, 0).astype(np.int8), 0)
+    out.put(
+        o_cpu,
+        o_ts,
+        end,
+        o_pid,
+        s["next_comm"].array.take(order),
+        np.where(o_pid == 0, 1, 0).astype(np.int8),
+        0,
+    )
 
 
 class _WaitEnds:
@@ -139,14 +166,19 @@ class _WaitEnds:
         ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
         e = take(self.ins_ts, ii, self.BIG)
         del ii
-        mi = asof_index(start if moved_after is None else moved_after, pid, self.mts,
-                        self.mpid, "forward", allow_exact=False)
+        mi = asof_index(
+            start if moved_after is None else moved_after,
+            pid,
+            self.mts,
+            self.mpid,
+            "forward",
+            allow_exact=False,
+        )
         e = np.minimum(e, take(self.mts, mi, self.BIG))
         return np.where(e == self.BIG, self.t_end, e)
 
 
-def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray,
-               waits: _WaitEnds) -> None:
+def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray, waits: _WaitEnds) -> None:
     """Woken tasks that later ran wait on their chosen CPU from their ``sched_wakeup``
     (the waking if none came) until :class:`_WaitEnds` says."""
     big = _WaitEnds.BIG
@@ -170,26 +202,35 @@ def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray,
     out.put(wk("chosen_cpu"), start, wend, wpid, wakeups["wakee_comm"].array[woken], 2, 1)
 
 
-def _put_preempted(out: _Columns, s: pd.DataFrame, preempted: np.ndarray,
-                   waits: _WaitEnds) -> None:
+def _put_preempted(out: _Columns, s: pd.DataFrame, preempted: np.ndarray, waits: _WaitEnds) -> None:
     """Tasks switched out runnable wait on that CPU from the switch until
     :class:`_WaitEnds` says."""
     pts, ppid = i64(s, "ts")[preempted], ints(s, "prev_pid")[preempted]
-    out.put(ints(s, "cpu")[preempted], pts, waits(pts, ppid), ppid,
-            s["prev_comm"].array[preempted], 2, 2)
+    out.put(
+        ints(s, "cpu")[preempted],
+        pts,
+        waits(pts, ppid),
+        ppid,
+        s["prev_comm"].array[preempted],
+        2,
+        2,
+    )
 
 
 def _frame(cpu, start, end, pid, comm_codes, comm_dtype, state, reason) -> pd.DataFrame:
     """The occupancy table: the same columns and types whether empty or not."""
-    return pd.DataFrame({
-        "cpu": cpu,
-        "start_ts": start,
-        "end_ts": end,
-        "pid": pid,
-        "comm": pd.Categorical.from_codes(comm_codes, dtype=comm_dtype),
-        "state": pd.Categorical.from_codes(state, categories=list(STATES)),
-        "reason": pd.Categorical.from_codes(reason, categories=list(REASONS)),
-    }, copy=False)
+    return pd.DataFrame(
+        {
+            "cpu": cpu,
+            "start_ts": start,
+            "end_ts": end,
+            "pid": pid,
+            "comm": pd.Categorical.from_codes(comm_codes, dtype=comm_dtype),
+            "state": pd.Categorical.from_codes(state, categories=list(STATES)),
+            "reason": pd.Categorical.from_codes(reason, categories=list(REASONS)),
+        },
+        copy=False,
+    )
 
 
 def _code_dtype(ncategories: int):

@@ -29,8 +29,10 @@ CONTEXTS = ("task", "softirq", "hardirq", "nmi", "unknown")
 _BOUND_KWORKER = re.compile(r"^kworker/(\d+):\d+H?(?:[-+].*)?$|^kworker/(\d+):\d*$")
 _UNBOUND_KWORKER = re.compile(r"^kworker/u\d+:\d*")
 _RESCUER = re.compile(r"^kworker/R-")
-_PERCPU = re.compile(r"^(?:ksoftirqd|migration|cpuhp|rcuc|idle_inject|watchdog|"
-                     r"rcuop|posixcputmr|irq_work|ktimers)/(\d+)$")
+_PERCPU = re.compile(
+    r"^(?:ksoftirqd|migration|cpuhp|rcuc|idle_inject|watchdog|"
+    r"rcuop|posixcputmr|irq_work|ktimers)/(\d+)$"
+)
 # Other kernel threads known by name (no reliable marker in a trace).
 _KTHREAD = re.compile(
     r"^(?:kthreadd|rcu_\w+|rcu_tasks\w*|kswapd\d*|kcompactd\d*|khugepaged|ksmd|"
@@ -39,7 +41,8 @@ _KTHREAD = re.compile(
     r"kvfree_rcu_reclaim|watchdogd|pool_workqueue_release|hwrng|kstrp|"
     r"ipv6_addrconf|zswap\w*|loop\d+|nvme\w*|md\w*_raid\w*|dm[-_].*|btrfs-.*|"
     r"card\d+-crtc\d+|napi/.*|psimon|ecryptfs-kthread|migration/\d+|"
-    r"ksoftirqd/\d+|cpuhp/\d+|kcryptd.*|edac-poller|ttm|charger_manager)$")
+    r"ksoftirqd/\d+|cpuhp/\d+|kcryptd.*|edac-poller|ttm|charger_manager)$"
+)
 
 
 def kthread_cpu(comm: str) -> int:
@@ -78,8 +81,7 @@ def context_codes(flags) -> np.ndarray:
     return out
 
 
-def classify(comm: pd.Categorical | pd.Series, pid: np.ndarray,
-             ctx: np.ndarray | None = None):
+def classify(comm: pd.Categorical | pd.Series, pid: np.ndarray, ctx: np.ndarray | None = None):
     """Vectorized class (categorical of CLASSES) and bound CPU (-1 if none) of tasks.
 
     ``comm``: categorical names; ``pid``: pids; ``ctx``: CONTEXTS codes, where a
@@ -87,8 +89,9 @@ def classify(comm: pd.Categorical | pd.Series, pid: np.ndarray,
     """
     cat = pd.Categorical(comm)
     cats = list(cat.categories)
-    cls_of_cat = np.array([CLASSES.index(name_class(str(c))) for c in cats] + [CLASSES.index(USER)],
-                          dtype=np.int8)
+    cls_of_cat = np.array(
+        [CLASSES.index(name_class(str(c))) for c in cats] + [CLASSES.index(USER)], dtype=np.int8
+    )
     cpu_of_cat = np.array([kthread_cpu(str(c)) for c in cats] + [-1], dtype=np.int32)
     codes = np.asarray(cat.codes)
     codes = np.where(codes < 0, len(cats), codes)

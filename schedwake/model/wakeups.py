@@ -35,10 +35,27 @@ from ._util import _sorted, _stable_order, asof_index, pick_cat, take, take_cat
 from .events import Events, i64, ints
 
 WAKEUP_COLUMNS = (
-    "ts", "waker_pid", "waker_comm", "waker_cpu", "waker_class", "waker_context",
-    "waker_kthread_cpu", "work_function", "wakee_pid", "wakee_comm", "prev_cpu",
-    "chosen_cpu", "migrated", "migration_class", "wakeup_ts", "run_ts", "latency_ns",
-    "run_end_ts", "slept_after", "wakee_was_running", "migrate_index",
+    "ts",
+    "waker_pid",
+    "waker_comm",
+    "waker_cpu",
+    "waker_class",
+    "waker_context",
+    "waker_kthread_cpu",
+    "work_function",
+    "wakee_pid",
+    "wakee_comm",
+    "prev_cpu",
+    "chosen_cpu",
+    "migrated",
+    "migration_class",
+    "wakeup_ts",
+    "run_ts",
+    "latency_ns",
+    "run_end_ts",
+    "slept_after",
+    "wakee_was_running",
+    "migrate_index",
 )
 
 
@@ -123,10 +140,14 @@ def _match_without_waking(ev: Events) -> np.ndarray:
     last_out = np.full(len(w), never, dtype=np.int64)
     if ev.switch is not None:
         sts = i64(ev.switch, "ts")
-        last_out = take(sts, asof_index(ts, pid, sts, ints(ev.switch, "prev_pid"),
-                                        "backward", True), never)
-    own = (mi >= 0) & (take(mts, mi, never) >= last_out) & \
-        (take(i64(m, "dest_cpu"), mi, -1) == i64(w, "target_cpu"))
+        last_out = take(
+            sts, asof_index(ts, pid, sts, ints(ev.switch, "prev_pid"), "backward", True), never
+        )
+    own = (
+        (mi >= 0)
+        & (take(mts, mi, never) >= last_out)
+        & (take(i64(m, "dest_cpu"), mi, -1) == i64(w, "target_cpu"))
+    )
     claim = np.where(own, mi, -1)
     # a migration belongs to one wake-up: the first that claims it
     keep = _first_claims(claim)
@@ -194,15 +215,19 @@ class _Wakers:
         self = cls()
         self.cpu = ints(w, "cpu")
         self.pid = ints(w, "common_pid")
-        self.ctx = tasks.context_codes(w["common_flags"]) if "common_flags" in w.columns \
+        self.ctx = (
+            tasks.context_codes(w["common_flags"])
+            if "common_flags" in w.columns
             else np.full(len(w), 4, dtype=np.int8)
+        )
         self.ts = ts
         self.comm = w["common_comm"].array
         return self
 
 
-def _cpus(ev: Events, w: pd.DataFrame, fallback: bool, mig_w: np.ndarray, pid: np.ndarray,
-          wakers: _Wakers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cpus(
+    ev: Events, w: pd.DataFrame, fallback: bool, mig_w: np.ndarray, pid: np.ndarray, wakers: _Wakers
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(prev_cpu, chosen_cpu, migrate_index) per wake-up.
 
     Reads the wake-up's ``target_cpu`` (sched_waking: the previous CPU; sched_wakeup:
@@ -220,8 +245,14 @@ def _cpus(ev: Events, w: pd.DataFrame, fallback: bool, mig_w: np.ndarray, pid: n
     elif ev.switch is not None and len(ev.switch):
         # sched_wakeup's target_cpu is already the chosen CPU; the previous one is where
         # the task last ran: its last switch-out before the wake-up
-        oi = asof_index(wakers.ts, pid, i64(ev.switch, "ts"), ints(ev.switch, "prev_pid"),
-                        "backward", allow_exact=True)
+        oi = asof_index(
+            wakers.ts,
+            pid,
+            i64(ev.switch, "ts"),
+            ints(ev.switch, "prev_pid"),
+            "backward",
+            allow_exact=True,
+        )
         prev_cpu = take(ints(ev.switch, "cpu"), oi, -1).astype(np.int32)
     else:
         prev_cpu = np.full(n, -1, dtype=np.int32)
@@ -245,9 +276,11 @@ def _cpus(ev: Events, w: pd.DataFrame, fallback: bool, mig_w: np.ndarray, pid: n
         wakers.ts[rows] = i64(ev.migrate, "ts")[mi]
         if "common_flags" in ev.migrate.columns:
             wakers.ctx[rows] = tasks.context_codes(ev.migrate["common_flags"])[mi]
-        wakers.comm = pick_cat(migrate_index >= 0,
-                               take_cat(ev.migrate["common_comm"].array, migrate_index),
-                               wakers.comm)
+        wakers.comm = pick_cat(
+            migrate_index >= 0,
+            take_cat(ev.migrate["common_comm"].array, migrate_index),
+            wakers.comm,
+        )
     return prev_cpu, chosen, migrate_index
 
 
@@ -262,8 +295,14 @@ def _next_waking_of_same_pid(ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
     return nxt
 
 
-def _wakeup_ts(ev: Events, fallback: bool, ts: np.ndarray, pid: np.ndarray,
-               next_waking: np.ndarray, chosen: np.ndarray):
+def _wakeup_ts(
+    ev: Events,
+    fallback: bool,
+    ts: np.ndarray,
+    pid: np.ndarray,
+    next_waking: np.ndarray,
+    chosen: np.ndarray,
+):
     """(wakeup_ts, chosen_cpu): the first ``sched_wakeup`` of the wakee at or after the
     waking and before its next one (missing if none). Without sched_migrate_task in
     the trace, that sched_wakeup's ``target_cpu`` is the chosen CPU. A trace without
@@ -285,8 +324,9 @@ def _wakeup_ts(ev: Events, fallback: bool, ts: np.ndarray, pid: np.ndarray,
     return _nullable(u, matched), chosen
 
 
-def _wake_to_run(ev: Events, ts: np.ndarray, pid: np.ndarray, next_waking: np.ndarray,
-                 wakers: _Wakers) -> dict:
+def _wake_to_run(
+    ev: Events, ts: np.ndarray, pid: np.ndarray, next_waking: np.ndarray, wakers: _Wakers
+) -> dict:
     """The columns run_ts, latency_ns, run_end_ts, slept_after, wakee_was_running.
 
     Reads ``sched_switch``: whether the wakee was on a CPU when woken (its last switch
@@ -300,10 +340,13 @@ def _wake_to_run(ev: Events, ts: np.ndarray, pid: np.ndarray, next_waking: np.nd
     sw = ev.switch
     if sw is None or not len(sw):
         none = np.zeros(n, dtype=bool)
-        return {"run_ts": _nullable(np.zeros(n, np.int64), none),
-                "latency_ns": _nullable(0 - ts, none),
-                "run_end_ts": _nullable(np.zeros(n, np.int64), none),
-                "slept_after": none, "wakee_was_running": none.copy()}
+        return {
+            "run_ts": _nullable(np.zeros(n, np.int64), none),
+            "latency_ns": _nullable(0 - ts, none),
+            "run_end_ts": _nullable(np.zeros(n, np.int64), none),
+            "slept_after": none,
+            "wakee_was_running": none.copy(),
+        }
     sts, scpu = i64(sw, "ts"), ints(sw, "cpu")
     snext, sprev = ints(sw, "next_pid"), ints(sw, "prev_pid")
     NA = np.int64(0)
@@ -335,8 +378,13 @@ def _wake_to_run(ev: Events, ts: np.ndarray, pid: np.ndarray, next_waking: np.nd
     si = asof_index(wakers.ts, wakers.cpu, sts, scpu, "backward", allow_exact=True)
     same_task = take(snext, si, -3) == wakers.pid
     wakers.comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si), wakers.comm)
-    return {"run_ts": run_ts, "latency_ns": latency, "run_end_ts": run_end_ts,
-            "slept_after": slept_after, "wakee_was_running": was_running}
+    return {
+        "run_ts": run_ts,
+        "latency_ns": latency,
+        "run_end_ts": run_end_ts,
+        "slept_after": slept_after,
+        "wakee_was_running": was_running,
+    }
 
 
 def _work_function(ev: Events, ts: np.ndarray, wakers: _Wakers) -> pd.Categorical:
@@ -350,8 +398,12 @@ def _work_function(ev: Events, ts: np.ndarray, wakers: _Wakers) -> pd.Categorica
     st_ts, end_ts = i64(ev.wq_start, "ts"), i64(ev.wq_end, "ts")
     si = asof_index(ts, wakers.pid, st_ts, i64(ev.wq_start, "common_pid"), "backward", True)
     ei = asof_index(ts, wakers.pid, end_ts, i64(ev.wq_end, "common_pid"), "backward", True)
-    inside = ((si >= 0) & (take(st_ts, si, -1) > take(end_ts, ei, -1)) & (wakers.ctx == 0)
-              & (wakers.pid != 0))
+    inside = (
+        (si >= 0)
+        & (take(st_ts, si, -1) > take(end_ts, ei, -1))
+        & (wakers.ctx == 0)
+        & (wakers.pid != 0)
+    )
     return take_cat(ev.wq_start["function"].array, np.where(inside, si, -1))
 
 

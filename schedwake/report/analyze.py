@@ -8,6 +8,7 @@ import math
 
 from ..summary import summary
 
+
 def format_value(v) -> str:
     """A metric value for people: 4 significant digits, dicts as k=v, lists with ';',
     a missing value (None, NaN) as '-'. Shared by the text, Markdown and HTML reports."""
@@ -23,14 +24,37 @@ def format_value(v) -> str:
 
 
 _KEY_METRICS = {
-    "kworker_pingpong": ("episodes", "episodes_per_s", "share_of_wakeups", "would_stack",
-                         "would_not_stack", "migrated_share_of_those"),
+    "kworker_pingpong": (
+        "episodes",
+        "episodes_per_s",
+        "share_of_wakeups",
+        "would_stack",
+        "would_not_stack",
+        "migrated_share_of_those",
+    ),
     "llc_roundrobin": ("flagged_tasks", "cpu_changes", "cpu_changes_per_s", "judged_tasks"),
-    "cswitch_storm": ("cpu", "task", "switches_per_s", "kworker_preemptions",
-                      "futile_wakeups", "futile_share", "kworkers"),
-    "idle_while_runnable": ("idle_while_runnable_s", "share", "longest_gap_us",
-                            "pinned_tasks_excluded"),
+    "cswitch_storm": (
+        "cpu",
+        "task",
+        "switches_per_s",
+        "kworker_preemptions",
+        "futile_wakeups",
+        "futile_share",
+        "kworkers",
+    ),
+    "idle_while_runnable": (
+        "idle_while_runnable_s",
+        "share",
+        "longest_gap_us",
+        "pinned_tasks_excluded",
+    ),
 }
+
+
+def _top_events(counts: dict, n: int) -> str:
+    """The ``n`` most frequent events with their counts: ``sched_switch 120, ...``."""
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {v}" for k, v in top)
 
 
 def _summary_lines(trace) -> list[str]:
@@ -41,11 +65,13 @@ def _summary_lines(trace) -> list[str]:
         f"trace:     {s['path']} ({s['format']}, kernel {s['kernel'] or 'unknown'})",
         f"duration:  {s['duration_s']:.3f} s, {s['cpus']} CPUs, clock {s['clock'] or 'unknown'}",
         f"topology:  {topo.describe()}",
-        f"events:    {sum(s['events'].values())} "
-        f"({', '.join(f'{k} {v}' for k, v in sorted(s['events'].items(), key=lambda kv: -kv[1])[:6])})",
-        "lost:      " + (f"{lost} events" + (" (and an unknown number more)"
-                                             if s["lost_unknown"] else "")
-                         if lost or s["lost_unknown"] else "none"),
+        f"events:    {sum(s['events'].values())} ({_top_events(s['events'], 6)})",
+        "lost:      "
+        + (
+            f"{lost} events" + (" (and an unknown number more)" if s["lost_unknown"] else "")
+            if lost or s["lost_unknown"]
+            else "none"
+        ),
     ]
     if topo.assumed:
         lines.append("WARNING:   topology assumed (one LLC): cross-LLC figures mean nothing")
@@ -87,8 +113,11 @@ def text(analysis, markdown: bool = False) -> str:
             for t in f.top[:5]:
                 out.append(f"{'  - ' if markdown else '      '}{format_value(t)}")
         if f.evidence:
-            out.append(("\nEvidence (one typical episode, trace-cmd report -N layout):\n\n```"
-                        if markdown else "    evidence (trace-cmd report -N layout):"))
+            out.append(
+                "\nEvidence (one typical episode, trace-cmd report -N layout):\n\n```"
+                if markdown
+                else "    evidence (trace-cmd report -N layout):"
+            )
             out.extend(("" if markdown else "      ") + line for line in f.evidence)
             if markdown:
                 out.append("```")

@@ -44,8 +44,17 @@ def _rows(result) -> list[tuple[str, ...]]:
         unit = "" if r.unit in ("", "%") else f" {r.unit}"
         op = op_label(r.rule.metric, r.unit)
         allowed = r.rule.allowed_text() + ("" if r.rule.relative else unit)
-        rows.append((op, allowed, _fmt(r.baseline), _fmt(r.candidate), _pct(r.change_pct),
-                     _sig(r, test), _STATUS[r.status]))
+        rows.append(
+            (
+                op,
+                allowed,
+                _fmt(r.baseline),
+                _fmt(r.candidate),
+                _pct(r.change_pct),
+                _sig(r, test),
+                _STATUS[r.status],
+            )
+        )
     return rows
 
 
@@ -57,8 +66,8 @@ def _samples_line(result) -> str | None:
 def _sides_line(result) -> str:
     def names(paths):
         return ", ".join(Path(p).name for p in paths) or "none"
-    return (f"baseline: {names(result.baseline_paths)}; "
-            f"candidate: {names(result.candidate_paths)}")
+
+    return f"baseline: {names(result.baseline_paths)}; candidate: {names(result.candidate_paths)}"
 
 
 def _messages(result) -> list[str]:
@@ -96,6 +105,7 @@ def text(result) -> str:
 
 def markdown(result) -> str:
     """A pull-request comment / job summary: verdict, rules table, reasons, samples line."""
+
     def esc(s: str) -> str:
         return s.replace("|", "\\|").replace("*", "\\*")
 
@@ -108,8 +118,9 @@ def markdown(result) -> str:
             cells = list(row)
             if cells[6] in ("BROKEN", "ERROR"):
                 cells[6] = f"**{cells[6]}**"
-            out.append("| " + " | ".join(esc(c) if not c.startswith("**") else c
-                                         for c in cells) + " |")
+            out.append(
+                "| " + " | ".join(esc(c) if not c.startswith("**") else c for c in cells) + " |"
+            )
         out.append("")
     for m in _messages(result):
         out.append(f"- {esc(m)}")
@@ -129,13 +140,16 @@ def junit(result) -> str:
     cases = []
     inputs = ET.Element("testcase", classname="schedwake.gate", name="inputs", time="0")
     if result.problems:
-        el = ET.SubElement(inputs, "error", message=result.problems[0],
-                           type="cannot-judge")
+        el = ET.SubElement(inputs, "error", message=result.problems[0], type="cannot-judge")
         el.text = "\n".join(result.problems)
     cases.append(inputs)
     for r in result.results:
-        tc = ET.Element("testcase", classname="schedwake.gate",
-                        name=f"{r.rule.metric} (allowed {r.rule.allowed_text()})", time="0")
+        tc = ET.Element(
+            "testcase",
+            classname="schedwake.gate",
+            name=f"{r.rule.metric} (allowed {r.rule.allowed_text()})",
+            time="0",
+        )
         if r.status == "broken":
             el = ET.SubElement(tc, "failure", message=r.message, type="rule-broken")
             el.text = _detail(r)
@@ -150,25 +164,39 @@ def junit(result) -> str:
     judged = {r.rule.metric for r in result.results}
     for rule in result.rules:
         if rule.metric not in judged:
-            tc = ET.Element("testcase", classname="schedwake.gate",
-                            name=f"{rule.metric} (allowed {rule.allowed_text()})", time="0")
-            ET.SubElement(tc, "error", message="not judged: the input was refused",
-                          type="cannot-judge")
+            tc = ET.Element(
+                "testcase",
+                classname="schedwake.gate",
+                name=f"{rule.metric} (allowed {rule.allowed_text()})",
+                time="0",
+            )
+            ET.SubElement(
+                tc, "error", message="not judged: the input was refused", type="cannot-judge"
+            )
             cases.append(tc)
     failures = sum(r.status == "broken" for r in result.results)
     errors = sum(c.find("error") is not None for c in cases)
     skipped = sum(r.status == "skipped" for r in result.results)
-    attrs = {"name": "schedwake gate", "tests": str(len(cases)), "failures": str(failures),
-             "errors": str(errors), "skipped": str(skipped), "time": "0"}
-    suites = ET.Element("testsuites", **{k: attrs[k] for k in ("name", "tests", "failures",
-                                                               "errors", "time")})
+    attrs = {
+        "name": "schedwake gate",
+        "tests": str(len(cases)),
+        "failures": str(failures),
+        "errors": str(errors),
+        "skipped": str(skipped),
+        "time": "0",
+    }
+    suites = ET.Element(
+        "testsuites", **{k: attrs[k] for k in ("name", "tests", "failures", "errors", "time")}
+    )
     suite = ET.SubElement(suites, "testsuite", **attrs)
     props = ET.SubElement(suite, "properties")
-    for k, v in (("baseline", " ".join(result.baseline_paths)),
-                 ("candidate", " ".join(result.candidate_paths)),
-                 ("rules", result.rules_source),
-                 ("significance", result.settings.significance),
-                 ("verdict", result.verdict)):
+    for k, v in (
+        ("baseline", " ".join(result.baseline_paths)),
+        ("candidate", " ".join(result.candidate_paths)),
+        ("rules", result.rules_source),
+        ("significance", result.settings.significance),
+        ("verdict", result.verdict),
+    ):
         ET.SubElement(props, "property", name=k, value=v)
     suite.extend(cases)
     samples = _samples_line(result)
@@ -180,9 +208,11 @@ def junit(result) -> str:
 
 def _detail(r) -> str:
     n = "" if r.n is None else f"; samples n={r.n[0]}/{r.n[1]}"
-    return (f"baseline {_fmt(r.baseline)}, candidate {_fmt(r.candidate)} {r.unit} "
-            f"(change {_pct(r.change_pct)}, allowed {r.rule.allowed_text()}); "
-            f"significant: {r.significant}{n}")
+    return (
+        f"baseline {_fmt(r.baseline)}, candidate {_fmt(r.candidate)} {r.unit} "
+        f"(change {_pct(r.change_pct)}, allowed {r.rule.allowed_text()}); "
+        f"significant: {r.significant}{n}"
+    )
 
 
 def _finite(v):
@@ -198,23 +228,39 @@ def to_dict(result) -> dict:
     settings and the comparison's sample line."""
     rules = []
     for r in result.results:
-        rules.append({
-            "metric": r.rule.metric, "unit": r.unit, "direction": r.direction,
-            "allowed": r.rule.allowed_text(), "allowed_value": r.rule.allowed,
-            "allowed_relative": r.rule.relative, "require_significance": r.rule.significance,
-            "missing": r.rule.missing, "status": r.status,
-            "baseline": _finite(r.baseline), "candidate": _finite(r.candidate),
-            "change": _finite(r.change), "change_pct": _finite(r.change_pct),
-            "worsening": _finite(r.worsening), "limit": _finite(r.limit),
-            "significant": r.significant, "testable": r.testable,
-            "detail": _finite(r.detail), "n": list(r.n) if r.n else None,
-            "message": r.message})
+        rules.append(
+            {
+                "metric": r.rule.metric,
+                "unit": r.unit,
+                "direction": r.direction,
+                "allowed": r.rule.allowed_text(),
+                "allowed_value": r.rule.allowed,
+                "allowed_relative": r.rule.relative,
+                "require_significance": r.rule.significance,
+                "missing": r.rule.missing,
+                "status": r.status,
+                "baseline": _finite(r.baseline),
+                "candidate": _finite(r.candidate),
+                "change": _finite(r.change),
+                "change_pct": _finite(r.change_pct),
+                "worsening": _finite(r.worsening),
+                "limit": _finite(r.limit),
+                "significant": r.significant,
+                "testable": r.testable,
+                "detail": _finite(r.detail),
+                "n": list(r.n) if r.n else None,
+                "message": r.message,
+            }
+        )
     return {
-        "verdict": result.verdict, "exit_code": result.exit_code,
-        "headline": result.headline(), "problems": list(result.problems),
+        "verdict": result.verdict,
+        "exit_code": result.exit_code,
+        "headline": result.headline(),
+        "problems": list(result.problems),
         "rules_source": result.rules_source,
         "settings": dataclasses.asdict(result.settings),
-        "baseline": list(result.baseline_paths), "candidate": list(result.candidate_paths),
+        "baseline": list(result.baseline_paths),
+        "candidate": list(result.candidate_paths),
         "samples": _samples_line(result),
         "notes": result.notes(),
         "rules": rules,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import html as _html
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..version import __version__
@@ -61,8 +61,10 @@ def _e(x) -> str:
 def _summary_table(result) -> str:
     labels = result.labels
     head = "".join(f"<th>{_e(lab)}</th>" for lab in labels)
-    rows = [f"<table><thead><tr><th class='l'>metric</th><th class='l'>unit</th>"
-            f"<th class='l'>better</th><th class='l'>mean</th>{head}</tr></thead><tbody>"]
+    rows = [
+        f"<table><thead><tr><th class='l'>metric</th><th class='l'>unit</th>"
+        f"<th class='l'>better</th><th class='l'>mean</th>{head}</tr></thead><tbody>"
+    ]
     for r in result.comparison.rows:
         if not r.is_mean_row:
             continue
@@ -81,22 +83,28 @@ def _summary_table(result) -> str:
                 cls = " class='better'" if pct > 0 else " class='worse'" if pct < 0 else ""
             txt = f"{num} {'*' if mark else '('}{pct:.2f}%{'*' if mark else ')'}"
             cells.append(f"<td{cls}>{_e(txt)}</td>")
-        rows.append(f"<tr><td class='l'>{_e(r.metric.name)}</td><td class='l'>"
-                    f"{_e(r.metric.unit)}</td><td class='l'>{_e(r.metric.direction)}</td>"
-                    f"<td class='l'>{_e(r.stat)}</td>{''.join(cells)}</tr>")
+        rows.append(
+            f"<tr><td class='l'>{_e(r.metric.name)}</td><td class='l'>"
+            f"{_e(r.metric.unit)}</td><td class='l'>{_e(r.metric.direction)}</td>"
+            f"<td class='l'>{_e(r.stat)}</td>{''.join(cells)}</tr>"
+        )
     rows.append("</tbody></table>")
     return "".join(rows)
 
 
 def _sides(result) -> str:
-    out = ["<table><thead><tr><th class='l'>side</th><th class='l'>trace</th><th>duration (s)"
-           "</th><th>CPUs</th><th class='l'>kernel</th><th class='l'>topology</th></tr>"
-           "</thead><tbody>"]
+    out = [
+        "<table><thead><tr><th class='l'>side</th><th class='l'>trace</th><th>duration (s)"
+        "</th><th>CPUs</th><th class='l'>kernel</th><th class='l'>topology</th></tr>"
+        "</thead><tbody>"
+    ]
     for s in result.sides:
         if not s.traces:
             for p in s.paths or ["(samples only)"]:
-                out.append(f"<tr><td class='l'>{_e(s.label)}</td><td class='l'>{_e(p)}</td>"
-                           "<td>-</td><td>-</td><td class='l'>-</td><td class='l'>-</td></tr>")
+                out.append(
+                    f"<tr><td class='l'>{_e(s.label)}</td><td class='l'>{_e(p)}</td>"
+                    "<td>-</td><td>-</td><td class='l'>-</td><td class='l'>-</td></tr>"
+                )
             continue
         for t in s.traces:
             out.append(
@@ -104,7 +112,8 @@ def _sides(result) -> str:
                 f"<td class='l'>{_e(Path(str(t.meta.get('path'))).name)}</td>"
                 f"<td>{t.model.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.get('cpus'))}</td>"
                 f"<td class='l'>{_e(t.meta.get('kernel') or 'unknown')}</td>"
-                f"<td class='l'>{_e(t.topology.describe())}</td></tr>")
+                f"<td class='l'>{_e(t.topology.describe())}</td></tr>"
+            )
     out.append("</tbody></table>")
     return "".join(out)
 
@@ -122,23 +131,32 @@ def _findings(result) -> str:
         for path, findings in all_findings.get(s.label, []):
             name = Path(path).name
             if not findings:
-                out.append(f"<p><b>{_e(name)}</b>: no finding (no detector's thresholds "
-                           "were crossed)</p>")
+                out.append(
+                    f"<p><b>{_e(name)}</b>: no finding (no detector's thresholds were crossed)</p>"
+                )
                 continue
             out.append(f"<p><b>{_e(name)}</b>: {len(findings)} finding(s)</p><ul>")
             for f in findings:
                 keys = _KEY_METRICS.get(f.detector, ())
-                facts = ", ".join(f"{k}: {format_value(f.metrics[k])}" for k in keys if k in f.metrics)
-                out.append(f"<li><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
-                           f"</span> <b>{_e(f.detector)}</b>: {_e(f.title)}"
-                           f"<div class='meta'>{_e(facts)}</div>")
+                facts = ", ".join(
+                    f"{k}: {format_value(f.metrics[k])}" for k in keys if k in f.metrics
+                )
+                out.append(
+                    f"<li><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
+                    f"</span> <b>{_e(f.detector)}</b>: {_e(f.title)}"
+                    f"<div class='meta'>{_e(facts)}</div>"
+                )
                 if f.top:
-                    out.append("<div class='meta'>top: " + _e("; ".join(format_value(x) for x in
-                                                                        f.top[:5])) + "</div>")
+                    out.append(
+                        "<div class='meta'>top: "
+                        + _e("; ".join(format_value(x) for x in f.top[:5]))
+                        + "</div>"
+                    )
                 if f.evidence:
-                    out.append("<details><summary>evidence (trace-cmd report -N layout)"
-                               "</summary><pre>" + _e("\n".join(f.evidence)) +
-                               "</pre></details>")
+                    out.append(
+                        "<details><summary>evidence (trace-cmd report -N layout)"
+                        "</summary><pre>" + _e("\n".join(f.evidence)) + "</pre></details>"
+                    )
                 out.append("</li>")
             out.append("</ul>")
     return "".join(out)
@@ -151,9 +169,11 @@ def _figures(result) -> str:
     for i, (name, fig) in enumerate(result.figures().items()):
         data = base64.b64encode(png_bytes(fig)).decode("ascii")
         w, h = (int(x * 100) for x in fig.get_size_inches())
-        out.append(f"<figure id='fig{i}'><img alt='{_e(name)}' width='{w}' height='{h}' "
-                   f"src='data:image/png;base64,{data}'><figcaption>{_e(name)}</figcaption>"
-                   "</figure>")
+        out.append(
+            f"<figure id='fig{i}'><img alt='{_e(name)}' width='{w}' height='{h}' "
+            f"src='data:image/png;base64,{data}'><figcaption>{_e(name)}</figcaption>"
+            "</figure>"
+        )
     return "".join(out)
 
 
@@ -161,7 +181,7 @@ def render(result) -> str:
     """The report of a :class:`schedwake.compare.CompareResult` as one HTML string."""
     title = result.title or "schedwake compare: " + " vs ".join(result.labels)
     notes = result.notes()
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -171,11 +191,13 @@ def render(result) -> str:
         f"<p class='meta'>schedwake {_e(__version__)}, {when}. Baseline: "
         f"<b>{_e(result.labels[0])}</b>. A positive percentage is always better; "
         "<code>*...*</code> marks a significant difference of the mean.</p>",
-        "<h2>Sides</h2>", _sides(result),
+        "<h2>Sides</h2>",
+        _sides(result),
     ]
     if notes:
-        parts.append("<ul>" + "".join(f"<li class='meta'>note: {_e(n)}</li>" for n in notes)
-                     + "</ul>")
+        parts.append(
+            "<ul>" + "".join(f"<li class='meta'>note: {_e(n)}</li>" for n in notes) + "</ul>"
+        )
     parts += [
         "<h2>Mean rows at a glance</h2>",
         "<p class='meta'>Green: significantly better than the baseline; red: significantly "
@@ -183,8 +205,10 @@ def render(result) -> str:
         _summary_table(result),
         "<h2>Comparison (mmtests layout)</h2>",
         f"<pre>{_e(result.comparison.text())}</pre>",
-        "<h2>Findings per side</h2>", _findings(result),
-        "<h2>Plots</h2>", _figures(result),
+        "<h2>Findings per side</h2>",
+        _findings(result),
+        "<h2>Plots</h2>",
+        _figures(result),
         "</body></html>\n",
     ]
     return "\n".join(parts)

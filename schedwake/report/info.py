@@ -4,7 +4,6 @@ and the reader's warnings (bounded damage it read around)."""
 from __future__ import annotations
 
 
-
 def text(s: dict) -> str:
     """``summary()`` as the human text of ``schedwake info``."""
     total = sum(s["events"].values())
@@ -14,8 +13,9 @@ def text(s: dict) -> str:
         f"kernel:    {s['kernel'] or 'unknown (not recorded in the file)'}",
         f"cpus:      {s['cpus']}",
         f"clock:     {s['clock'] or 'unknown'}",
-        f"duration:  {s['duration_s']:.6f} s" if s["duration_s"] is not None else
-        f"duration:  {s['duration_ticks']} ticks (timestamps are raw clock ticks, "
+        f"duration:  {s['duration_s']:.6f} s"
+        if s["duration_s"] is not None
+        else f"duration:  {s['duration_ticks']} ticks (timestamps are raw clock ticks, "
         "not nanoseconds)",
         f"events:    {total}",
     ]

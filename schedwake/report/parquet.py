@@ -12,9 +12,16 @@ from .. import ingest
 from ..errors import TraceError
 from ..summary import meta_summary
 
-def convert(path, outdir, events=None, input_format: str | None = None,
-            progress: ingest.Progress | None = None, reader: str | None = None,
-            jobs: int | None = None) -> list[Path]:
+
+def convert(
+    path,
+    outdir,
+    events=None,
+    input_format: str | None = None,
+    progress: ingest.Progress | None = None,
+    reader: str | None = None,
+    jobs: int | None = None,
+) -> list[Path]:
     """Write ``<event>.parquet`` per event table of ``path`` and ``metadata.json`` into
     ``outdir``; return the Parquet paths.
 
@@ -51,13 +58,16 @@ def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:
                 writer = writers.get(name)
                 if writer is None:
                     writer = writers[name] = pq.ParquetWriter(
-                        outdir / f"{name}.parquet", table.schema, compression="zstd")
+                        outdir / f"{name}.parquet", table.schema, compression="zstd"
+                    )
                 elif table.schema != writer.schema:
                     try:
                         table = table.cast(writer.schema)
                     except (pa.ArrowInvalid, ValueError) as exc:
-                        raise TraceError(path, f"{name} events change their fields in "
-                                               f"the middle of the file ({exc})") from None
+                        raise TraceError(
+                            path,
+                            f"{name} events change their fields in the middle of the file ({exc})",
+                        ) from None
                 writer.write_table(table)
                 rows[name] = rows.get(name, 0) + table.num_rows
     finally:

@@ -23,8 +23,17 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-__all__ = ["task_cpu", "migration_matrix", "latency_cdf", "busy_share", "png_bytes",
-           "default_task", "report_figures", "ReportFigure", "WAKER_STYLE"]
+__all__ = [
+    "task_cpu",
+    "migration_matrix",
+    "latency_cdf",
+    "busy_share",
+    "png_bytes",
+    "default_task",
+    "report_figures",
+    "ReportFigure",
+    "WAKER_STYLE",
+]
 
 #: Colour and marker per waker class (schedwake.model.tasks.CLASSES).
 WAKER_STYLE = {
@@ -35,8 +44,16 @@ WAKER_STYLE = {
     "kthread": ("#8c564b", "P", "other kernel thread"),
     "user": ("#1f77b4", "o", "user task"),
 }
-_SIDE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-                 "#e377c2", "#17becf")
+_SIDE_COLOURS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+)
 
 
 def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
@@ -85,6 +102,7 @@ def default_task(trace) -> int | None:
 
 # -- a task's CPU over time -------------------------------------------------------------------
 
+
 def _busiest_span(ts: np.ndarray, migrated: np.ndarray, k: int) -> tuple[int, int]:
     """Index range [i, i+k) of ``k`` consecutive wake-ups holding the most migrations."""
     if len(ts) <= k:
@@ -95,9 +113,15 @@ def _busiest_span(ts: np.ndarray, migrated: np.ndarray, k: int) -> tuple[int, in
     return i, i + k
 
 
-def task_cpu(trace, pid: int | None = None, t0: float | None = None, t1: float | None = None,
-             label: str | None = None, max_wakeups: int | None = 400,
-             figsize=(11, 4.8)) -> Figure:
+def task_cpu(
+    trace,
+    pid: int | None = None,
+    t0: float | None = None,
+    t1: float | None = None,
+    label: str | None = None,
+    max_wakeups: int | None = 400,
+    figsize=(11, 4.8),
+) -> Figure:
     """Where task ``pid`` ran over time: a bar on its CPU for every run joined by a thin
     line (a jump is a CPU change), LLCs as shaded bands, and each wake-up of the task
     as a marker on the CPU chosen for it, coloured and shaped by the waker's class
@@ -128,13 +152,17 @@ def task_cpu(trace, pid: int | None = None, t0: float | None = None, t1: float |
     w = trace.wakeups()
     runs = occ[(occ["pid"] == pid) & (occ["state"] == "running")].sort_values("start_ts")
     ws = w[w["wakee_pid"] == pid]
-    comm = str(runs["comm"].iloc[-1]) if len(runs) else \
-        str(ws["wakee_comm"].iloc[-1]) if len(ws) else "?"
+    comm = (
+        str(runs["comm"].iloc[-1])
+        if len(runs)
+        else str(ws["wakee_comm"].iloc[-1])
+        if len(ws)
+        else "?"
+    )
     wt_all = (ws["ts"].to_numpy(dtype=np.int64) - first) / 1e9
     zoom = ""
     if t0 is None and t1 is None and max_wakeups and len(ws) > max_wakeups:
-        t0, t1, zoom = _busiest_window(wt_all, ws["migrated"].to_numpy(dtype=bool),
-                                       max_wakeups)
+        t0, t1, zoom = _busiest_window(wt_all, ws["migrated"].to_numpy(dtype=bool), max_wakeups)
     lo = -np.inf if t0 is None else t0
     hi = np.inf if t1 is None else t1
     nruns = _draw_runs(ax, runs, first, ypos, lo, hi)
@@ -147,8 +175,11 @@ def task_cpu(trace, pid: int | None = None, t0: float | None = None, t1: float |
     ax.set_xlabel("time since trace start (s)")
     ax.set_ylabel("CPU (grouped by LLC)")
     nw, nmig = len(ws), int(ws["migrated"].sum()) if len(ws) else 0
-    ax.set_title(f"{side}CPU of {comm} (pid {pid}) over time: {nw} wake-ups, {nmig} "
-                 f"migrated (filled markers){zoom}", fontsize=10)
+    ax.set_title(
+        f"{side}CPU of {comm} (pid {pid}) over time: {nw} wake-ups, {nmig} "
+        f"migrated (filled markers){zoom}",
+        fontsize=10,
+    )
     if t0 is not None or t1 is not None:
         ax.set_xlim(t0, t1)
     ax.grid(axis="x", alpha=0.3)
@@ -161,11 +192,23 @@ def _draw_llc_bands(ax, topo, ypos: dict) -> None:
         ys = sorted(ypos[c] for c in g if c in ypos)
         if not ys:
             continue
-        ax.axhspan(min(ys) - 0.5, max(ys) + 0.5, color="#4c72b0" if i % 2 == 0 else "#55a868",
-                   alpha=0.10, lw=0)
-        ax.text(1.005, (min(ys) + max(ys)) / 2, f"LLC {i}\n{_cpulist(g)}",
-                transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=8,
-                color="#333333")
+        ax.axhspan(
+            min(ys) - 0.5,
+            max(ys) + 0.5,
+            color="#4c72b0" if i % 2 == 0 else "#55a868",
+            alpha=0.10,
+            lw=0,
+        )
+        ax.text(
+            1.005,
+            (min(ys) + max(ys)) / 2,
+            f"LLC {i}\n{_cpulist(g)}",
+            transform=ax.get_yaxis_transform(),
+            va="center",
+            ha="left",
+            fontsize=8,
+            color="#333333",
+        )
 
 
 def _busiest_window(wt: np.ndarray, migrated: np.ndarray, n: int) -> tuple[float, float, str]:
@@ -175,8 +218,14 @@ def _busiest_window(wt: np.ndarray, migrated: np.ndarray, n: int) -> tuple[float
     t0, t1 = float(wt[i]), float(wt[j - 1])
     pad = max((t1 - t0) * 0.02, 1e-6)
     t0, t1 = t0 - pad, t1 + pad
-    return t0, t1, (f"\nzoomed to {t0:.4f}-{t1:.4f} s: the {n} consecutive wake-ups "
-                    f"with the most migrations (of {len(wt)})")
+    return (
+        t0,
+        t1,
+        (
+            f"\nzoomed to {t0:.4f}-{t1:.4f} s: the {n} consecutive wake-ups "
+            f"with the most migrations (of {len(wt)})"
+        ),
+    )
 
 
 def _draw_runs(ax, runs: pd.DataFrame, first: int, ypos: dict, lo: float, hi: float) -> int:
@@ -188,12 +237,18 @@ def _draw_runs(ax, runs: pd.DataFrame, first: int, ypos: dict, lo: float, hi: fl
     keep = (re_ >= lo) & (rs <= hi)
     rs, re_, ry = rs[keep], re_[keep], ry[keep]
     if len(rs):
-        ax.plot(np.column_stack([rs, re_]).ravel(), np.repeat(ry, 2), color="#555555",
-                lw=0.6, alpha=0.6)
+        ax.plot(
+            np.column_stack([rs, re_]).ravel(), np.repeat(ry, 2), color="#555555", lw=0.6, alpha=0.6
+        )
         for c in np.unique(ry[~np.isnan(ry)]):
             sel = ry == c
-            ax.broken_barh(list(zip(rs[sel], re_[sel] - rs[sel])), (c - 0.12, 0.24),
-                           facecolors="#222222", edgecolors="#222222", linewidth=0.4)
+            ax.broken_barh(
+                list(zip(rs[sel], re_[sel] - rs[sel])),
+                (c - 0.12, 0.24),
+                facecolors="#222222",
+                edgecolors="#222222",
+                linewidth=0.4,
+            )
     return len(rs)
 
 
@@ -212,12 +267,25 @@ def _draw_wakeups(ax, ws: pd.DataFrame, wt: np.ndarray, ypos: dict) -> None:
             continue
         colour, marker, desc = WAKER_STYLE.get(c, ("#000000", "o", c))
         off = 0.2 + 0.045 * k
-        ax.scatter(wt[sel & ~mig], wy[sel & ~mig] + off, s=16, marker=marker,
-                   facecolors="none", edgecolors=colour, linewidths=0.7)
-        ax.scatter(wt[sel & mig], wy[sel & mig] + off, s=28, marker=marker, color=colour,
-                   edgecolors="black", linewidths=0.4)
-        ax.scatter([], [], marker=marker, color=colour,
-                   label=f"woken by {desc}: {int(sel.sum())}")
+        ax.scatter(
+            wt[sel & ~mig],
+            wy[sel & ~mig] + off,
+            s=16,
+            marker=marker,
+            facecolors="none",
+            edgecolors=colour,
+            linewidths=0.7,
+        )
+        ax.scatter(
+            wt[sel & mig],
+            wy[sel & mig] + off,
+            s=28,
+            marker=marker,
+            color=colour,
+            edgecolors="black",
+            linewidths=0.4,
+        )
+        ax.scatter([], [], marker=marker, color=colour, label=f"woken by {desc}: {int(sel.sum())}")
 
 
 def _cpu_axis(ax, order: list) -> None:
@@ -236,8 +304,10 @@ def _cpulist(cpus) -> str:
 
 # -- migration matrix ----------------------------------------------------------------------------
 
-def migration_matrix(trace, label: str | None = None, cause: str | None = None,
-                     figsize=(6.4, 5.6)) -> Figure:
+
+def migration_matrix(
+    trace, label: str | None = None, cause: str | None = None, figsize=(6.4, 5.6)
+) -> Figure:
     """Heatmap of ``sched_migrate_task`` counts from ``orig_cpu`` (rows) to
     ``dest_cpu`` (columns), CPUs ordered by LLC with the LLC boundaries drawn; counts
     printed in the cells up to 16 CPUs. ``cause`` keeps one cause (``wakeup``,
@@ -249,8 +319,11 @@ def migration_matrix(trace, label: str | None = None, cause: str | None = None,
     m = trace.migrations()
     if cause is not None and len(m):
         m = m[m["cause"].astype(str) == cause]
-    n = max(ncpus, int(m["orig_cpu"].max()) + 1 if len(m) else 0,
-            int(m["dest_cpu"].max()) + 1 if len(m) else 0)
+    n = max(
+        ncpus,
+        int(m["orig_cpu"].max()) + 1 if len(m) else 0,
+        int(m["dest_cpu"].max()) + 1 if len(m) else 0,
+    )
     order += [c for c in range(n) if c not in order]
     pos = np.full(n, -1)
     pos[order] = np.arange(len(order))
@@ -264,16 +337,29 @@ def migration_matrix(trace, label: str | None = None, cause: str | None = None,
     vmax = max(int(mat.max()), 1)
     norm = LogNorm(vmin=1, vmax=vmax) if vmax >= 20 else None
     shown = np.where(mat > 0, mat, np.nan) if norm is not None else mat
-    im = ax.imshow(shown, cmap="viridis", norm=norm, vmin=None if norm else 0,
-                   vmax=None if norm else vmax, interpolation="nearest")
+    im = ax.imshow(
+        shown,
+        cmap="viridis",
+        norm=norm,
+        vmin=None if norm else 0,
+        vmax=None if norm else vmax,
+        interpolation="nearest",
+    )
     cb = fig.colorbar(im, ax=ax, shrink=0.85)
     cb.set_label("migrations" + (" (log scale)" if norm is not None else ""))
     if len(order) <= 16:
         for i in range(len(order)):
             for j in range(len(order)):
                 if mat[i, j]:
-                    ax.text(j, i, str(mat[i, j]), ha="center", va="center", fontsize=8,
-                            color="white" if mat[i, j] < vmax * 0.6 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        str(mat[i, j]),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if mat[i, j] < vmax * 0.6 else "black",
+                    )
     # LLC boundaries
     k = 0
     for g in trace.topology.llc[:-1]:
@@ -291,12 +377,16 @@ def migration_matrix(trace, label: str | None = None, cause: str | None = None,
         cross = int(m["topology_class"].astype(str).isin(["cross_llc", "cross_numa"]).sum())
     what = f"{cause} migrations" if cause else "migrations"
     side = f"{label}: " if label else ""
-    ax.set_title(f"{side}{what} from CPU to CPU\n{_name(trace)}: {total} in "
-                 f"{trace.model.duration_ns / 1e9:.2f} s, {cross} cross-LLC", fontsize=10)
+    ax.set_title(
+        f"{side}{what} from CPU to CPU\n{_name(trace)}: {total} in "
+        f"{trace.model.duration_ns / 1e9:.2f} s, {cross} cross-LLC",
+        fontsize=10,
+    )
     return fig
 
 
 # -- latency CDF -----------------------------------------------------------------------------------
+
 
 def latency_cdf(sides: Mapping, figsize=(9, 5)) -> Figure:
     """Empirical CDFs of the wake-to-run latency (µs, log x) of each side, overlaid.
@@ -323,8 +413,14 @@ def latency_cdf(sides: Mapping, figsize=(9, 5)) -> Figure:
             continue
         y = np.arange(1, len(lat) + 1) / len(lat)
         p50, p99 = np.percentile(lat, 50), np.percentile(lat, 99)
-        ax.step(lat, y, where="post", color=colour, lw=1.6,
-                label=f"{label}: n={len(lat)}, p50 {p50:.1f} µs, p99 {p99:.1f} µs")
+        ax.step(
+            lat,
+            y,
+            where="post",
+            color=colour,
+            lw=1.6,
+            label=f"{label}: n={len(lat)}, p50 {p50:.1f} µs, p99 {p99:.1f} µs",
+        )
         ax.axvline(p50, color=colour, ls=":", lw=1)
         lo = min(lo, lat[0])
     ax.set_xscale("log")
@@ -339,6 +435,7 @@ def latency_cdf(sides: Mapping, figsize=(9, 5)) -> Figure:
 
 # -- busy share ----------------------------------------------------------------------------------
 
+
 def busy_share(samples: pd.DataFrame, labels=None, figsize=(9, 4.5)) -> Figure:
     """Grouped bars: per CPU, the mean busy share (%) of each side's samples, with
     +-1 sd error bars. ``samples``: the tidy samples of a comparison
@@ -348,8 +445,11 @@ def busy_share(samples: pd.DataFrame, labels=None, figsize=(9, 4.5)) -> Figure:
     d = samples[samples["metric"].astype(str).str.fullmatch(r"busy_share_cpu\d+")].copy()
     if labels is None:
         labels = list(dict.fromkeys(samples["side"].astype(str)))
-    kind = str(samples["sample_kind"].iloc[0]) if "sample_kind" in samples.columns \
-        and len(samples) else "per-trace"
+    kind = (
+        str(samples["sample_kind"].iloc[0])
+        if "sample_kind" in samples.columns and len(samples)
+        else "per-trace"
+    )
     if len(d) == 0:
         ax.set_title("Per-CPU busy share: no busy-share samples")
         return fig
@@ -361,11 +461,22 @@ def busy_share(samples: pd.DataFrame, labels=None, figsize=(9, 4.5)) -> Figure:
         s = d[d["side"].astype(str) == lab].groupby("cpu")["value"]
         mean = s.mean().reindex(cpus).to_numpy()
         sd = s.std().reindex(cpus).fillna(0).to_numpy()
-        ax.bar(x + (i - (len(labels) - 1) / 2) * width, mean, width, yerr=sd, capsize=2,
-               color=_SIDE_COLOURS[i % len(_SIDE_COLOURS)], label=lab,
-               error_kw={"lw": 0.8, "alpha": 0.7})
-    ax.set_xticks(x, [str(c) for c in cpus] if len(cpus) <= 64 else
-                  [str(c) if k % 4 == 0 else "" for k, c in enumerate(cpus)])
+        ax.bar(
+            x + (i - (len(labels) - 1) / 2) * width,
+            mean,
+            width,
+            yerr=sd,
+            capsize=2,
+            color=_SIDE_COLOURS[i % len(_SIDE_COLOURS)],
+            label=lab,
+            error_kw={"lw": 0.8, "alpha": 0.7},
+        )
+    ax.set_xticks(
+        x,
+        [str(c) for c in cpus]
+        if len(cpus) <= 64
+        else [str(c) if k % 4 == 0 else "" for k, c in enumerate(cpus)],
+    )
     ax.set_xlabel("CPU")
     ax.set_ylabel("busy share (% of time running a task)")
     ax.set_ylim(0, 105)
@@ -376,6 +487,7 @@ def busy_share(samples: pd.DataFrame, labels=None, figsize=(9, 4.5)) -> Figure:
 
 
 # -- the set the report shows ----------------------------------------------------------------------
+
 
 def report_figures(result) -> dict[str, Figure]:
     """The figures of the HTML report of a :class:`schedwake.compare.CompareResult`:

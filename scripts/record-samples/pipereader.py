@@ -10,6 +10,7 @@ wake-ups and context switches are traced events that wake it again: it ends up
 tracing itself at tens of thousands of events per second.  Polling keeps the
 reader's own footprint to a few events per period.
 """
+
 import errno
 import os
 import sys
@@ -17,8 +18,9 @@ import time
 
 inst, outfile, stopfile = sys.argv[1:4]
 period = float(sys.argv[4]) if len(sys.argv) > 4 else 0.1
-fd = os.open(os.path.join(inst, 'trace_pipe'), os.O_RDONLY | os.O_NONBLOCK)
-with open(outfile, 'wb') as out:
+fd = os.open(os.path.join(inst, "trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+with open(outfile, "wb") as out:
+
     def drain():
         while True:
             try:
@@ -30,6 +32,7 @@ with open(outfile, 'wb') as out:
             if not b:
                 return
             out.write(b)
+
     while not os.path.exists(stopfile):
         drain()
         time.sleep(period)

@@ -12,6 +12,7 @@ kernel's "missed events" flag and `trace-cmd report` prints
 "CPU:N [n EVENTS DROPPED]" lines in the middle of the trace (this is how a
 real recorder that falls behind loses events).
 """
+
 import errno
 import glob
 import os
@@ -20,10 +21,14 @@ import time
 
 inst, outdir, stopfile = sys.argv[1:4]
 period = float(sys.argv[4]) if len(sys.argv) > 4 else 0.05
-cpus = sorted(int(p.rsplit('cpu', 1)[1]) for p in glob.glob(os.path.join(inst, 'per_cpu', 'cpu*')))
-fds = {c: os.open(os.path.join(inst, 'per_cpu', f'cpu{c}', 'trace_pipe_raw'), os.O_RDONLY | os.O_NONBLOCK)
-       for c in cpus}
-outs = {c: open(os.path.join(outdir, f'cpu{c}.raw'), 'wb') for c in cpus}
+cpus = sorted(int(p.rsplit("cpu", 1)[1]) for p in glob.glob(os.path.join(inst, "per_cpu", "cpu*")))
+fds = {
+    c: os.open(
+        os.path.join(inst, "per_cpu", f"cpu{c}", "trace_pipe_raw"), os.O_RDONLY | os.O_NONBLOCK
+    )
+    for c in cpus
+}
+outs = {c: open(os.path.join(outdir, f"cpu{c}.raw"), "wb") for c in cpus}
 
 
 def drain():
