@@ -220,6 +220,12 @@ static int pool_rehash(Pool *pl)
     return 0;
 }
 
+/* the bytes of string `id` (a pool of empty strings only has no buffer at all) */
+static const char *pool_str(const Pool *pl, int32_t id)
+{
+    return pl->data ? pl->data + pl->off[id] : "";
+}
+
 /* id of the string p[0:n], adding it if new; -1 on memory error */
 static int32_t pool_intern(Pool *pl, const char *p, size_t n)
 {
@@ -228,7 +234,7 @@ static int32_t pool_intern(Pool *pl, const char *p, size_t n)
     for (;;) {
         int32_t id = pl->slots[k];
         if (id < 0) break;
-        if (pl->hashes[id] == h && pl->len[id] == n && eq_bytes(pl->data + pl->off[id], p, n))
+        if (pl->hashes[id] == h && pl->len[id] == n && eq_bytes(pool_str(pl, id), p, n))
             return id;
         k = (k + 1) & mask;
     }
@@ -617,7 +623,7 @@ static int32_t scanner_event(Scanner *s, const char *p, size_t n)
     if ((size_t)id < s->evmapcap && s->evmap[id] >= 0) return s->evmap[id];
     int took = gil_ensure();
     /* the name's UTF-8 text, from the pool (not changed by a new event) */
-    int32_t r = scanner_new_event(s, s->evnames.data + s->evnames.off[id],
+    int32_t r = scanner_new_event(s, pool_str(&s->evnames, id),
                                   s->evnames.len[id], id);
     gil_drop(took);
     return r;
@@ -1264,7 +1270,7 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
     /* the columns name only UTF-8 strings; the raw bytes of a name that is not UTF-8
        are in the pool too (intern_text), unreferenced, and go out replaced as well */
     for (size_t i = s->strings_sent; i < s->strings.n; i++) {
-        PyObject *u = PyUnicode_DecodeUTF8(s->strings.data + s->strings.off[i], s->strings.len[i], "replace");
+        PyObject *u = PyUnicode_DecodeUTF8(pool_str(&s->strings, (int32_t)i), s->strings.len[i], "replace");
         if (!u) goto fail;
         PyList_SET_ITEM(strs, (Py_ssize_t)(i - s->strings_sent), u);
     }
