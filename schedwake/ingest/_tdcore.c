@@ -3107,6 +3107,11 @@ static void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int)
     pthread_t th[256];
     if (n > 256)
         n = 256;
+    if (n <= 1 && !tick) {          /* one worker: this thread, no thread to start */
+        p.running = 1;
+        pool_thread(&p);
+        return;
+    }
     int started = 0;
     p.running = n;
     for (int i = 0; i < n; i++) {
@@ -3582,6 +3587,10 @@ static int judge_unknown(td_file *f, char *err)
     return 0;
 }
 
+/* Tables with fewer rows are gathered in the calling thread: starting threads costs
+   more than the copy, and a file may hold a thousand event formats. */
+#define GATHER_THREADED_ROWS 65536
+
 /* Move every part's `take` rows into the events' output columns, in (timestamp,
    CPU) order, column by column (in threads), and the lost rows before `horizon`
    into the meta. */
@@ -3605,8 +3614,13 @@ static int emit(Decoder *d, int64_t horizon, char *err)
             d->tasks[c].col = c;
         }
         d->ntasks = ev->ncols;
+        /* threads pay off for big tables only: a file has hundreds of small ones */
+        int64_t rows = 0;
+        for (int s = 0; s < d->nwork; s++)
+            rows += d->work[s].parts[e].take;
         if (order_task(d, e) == 0)
-            run_pool(d, d->jobs, ev->ncols, gather_task, NULL, NULL);
+            run_pool(d, rows < GATHER_THREADED_ROWS ? 1 : d->jobs, ev->ncols, gather_task,
+                     NULL, NULL);
         free(d->order_cpu[e]);
         d->order_cpu[e] = NULL;
     }
