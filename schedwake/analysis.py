@@ -45,9 +45,11 @@ class Analysis:
         return topology_facts(self.trace.topology)
 
     def to_dict(self) -> dict:
-        """The JSON document of ``schedwake analyze --format json``."""
+        """The JSON document of ``schedwake analyze --format json``: the trace's facts
+        with the topology used, the caveats, the findings and the metrics."""
         return {
             "trace": {**summary(self.trace), "topology": self.topology},
+            "caveats": self.caveats,
             "findings": [f.to_dict() for f in self.findings],
             "metrics": self.metrics,
         }

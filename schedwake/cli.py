@@ -381,7 +381,9 @@ def compare(
     else:
         click.echo(result.text(), nl=False)
     if html_file:
-        result.write_html(html_file)
+        from .report import html
+
+        html.write(result, html_file)
         click.echo(f"schedwake: wrote {html_file}", err=True)
 
 
@@ -511,14 +513,16 @@ def gate(
         thresholds=th,
         loader=lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
     )
-    click.echo(result.text(), nl=False)
+    from .report import gate as gate_report
+
+    click.echo(gate_report.text(result), nl=False)
     for path, render in (
-        (junit_file, result.junit),
-        (markdown_file, result.markdown),
-        (json_file, result.to_json),
+        (junit_file, gate_report.junit),
+        (markdown_file, gate_report.markdown),
+        (json_file, gate_report.to_json),
     ):
         if path:
-            Path(path).write_text(render(), encoding="utf-8")
+            Path(path).write_text(render(result), encoding="utf-8")
     if result.exit_code == 2:  # the same one-line reason as every command's bad input
         click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:

@@ -4,7 +4,8 @@
 baseline first, each side one trace or several iterations -- measures every metric of the
 catalogue (:data:`schedwake.metrics.CATALOGUE`) and returns a :class:`CompareResult`: the
 mmtests table (``text()``, ``markdown()``, ``to_json()``), the tidy samples behind it
-(``samples``), each side's findings, the plots and a self-contained HTML report.
+(``samples``) and each side's findings; :mod:`schedwake.report.plots` and
+:mod:`schedwake.report.html` draw its plots and its self-contained HTML report.
 
 Samples (what the statistics are computed over):
 
@@ -30,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -39,9 +40,6 @@ from . import mmtests
 from . import stats as st
 from .errors import TraceError
 from .topology import trace_stem
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 __all__ = [
     "compare",
@@ -549,65 +547,6 @@ class CompareResult:
     def findings(self) -> dict[str, list[tuple[str, list]]]:
         """Each side's findings: ``{label: [(trace path, [Finding, ...]), ...]}``."""
         return self._findings
-
-    # ---- plots -------------------------------------------------------------------------------
-    def _side(self, side) -> Side:
-        if isinstance(side, int):
-            return self.sides[side]
-        for s in self.sides:
-            if s.label == side:
-                return s
-        raise KeyError(f"no side {side!r} (sides: {', '.join(self.labels)})")
-
-    def _trace(self, side, trace: int = 0):
-        s = self._side(side)
-        if not s.traces:
-            raise ValueError(f"side {s.label!r} has no traces (comparison built from samples)")
-        return s.traces[trace]
-
-    def plot_latency_cdf(self, **kw):
-        """Wake-to-run latency CDFs of every side overlaid (log x): a Figure."""
-        from .report import plots
-
-        return plots.latency_cdf({s.label: s.traces for s in self.sides}, **kw)
-
-    def plot_busy_share(self, **kw):
-        """Per-CPU busy share of every side as grouped bars: a Figure."""
-        from .report import plots
-
-        return plots.busy_share(self.samples, labels=self.labels, **kw)
-
-    def plot_migration_matrix(self, side=0, trace: int = 0, **kw):
-        """From-CPU x to-CPU migration counts of one trace of ``side``: a Figure."""
-        from .report import plots
-
-        s = self._side(side)
-        return plots.migration_matrix(self._trace(side, trace), label=s.label, **kw)
-
-    def plot_task_cpu(self, side=0, trace: int = 0, pid: int | None = None, **kw):
-        """A task's CPU over time with LLC bands and its wake-ups by waker class."""
-        from .report import plots
-
-        s = self._side(side)
-        return plots.task_cpu(self._trace(side, trace), pid=pid, label=s.label, **kw)
-
-    def figures(self) -> dict[str, Figure]:
-        """Every plot of the report by name (those the sides' data allow)."""
-        from .report import plots
-
-        return plots.report_figures(self)
-
-    # ---- HTML ----------------------------------------------------------------------------------
-    def to_html(self) -> str:
-        """The self-contained HTML report (tables, findings, plots; no network)."""
-        from .report import html
-
-        return html.render(self)
-
-    def write_html(self, path) -> Path:
-        p = Path(path)
-        p.write_text(self.to_html(), encoding="utf-8")
-        return p
 
 
 def _jsonable(o):

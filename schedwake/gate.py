@@ -25,7 +25,8 @@ Rules come from TOML (:data:`DEFAULT_RULES_TOML` is the default file, printed by
     significance = true           # a worsening beyond `allowed` must also be significant
     missing = "error"             # or "skip": what to do if the metric cannot be measured
 
-The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.gate`.
+The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.gate`:
+``report.gate.text(result)`` and so on.
 """
 
 from __future__ import annotations
@@ -230,31 +231,6 @@ class GateResult:
         skipped = sum(r.status == "skipped" for r in self.results)
         tail = f" ({skipped} skipped)" if skipped else ""
         return f"PASS: {len(self.results) - skipped} rules hold{tail}"
-
-    def text(self) -> str:
-        from .report import gate as render
-
-        return render.text(self)
-
-    def markdown(self) -> str:
-        from .report import gate as render
-
-        return render.markdown(self)
-
-    def junit(self) -> str:
-        from .report import gate as render
-
-        return render.junit(self)
-
-    def to_dict(self) -> dict:
-        from .report import gate as render
-
-        return render.to_dict(self)
-
-    def to_json(self, indent: int = 2) -> str:
-        import json
-
-        return json.dumps(self.to_dict(), indent=indent)
 
 
 # -- rules -------------------------------------------------------------------------------------

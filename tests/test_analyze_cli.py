@@ -40,7 +40,7 @@ def test_json_shape(fio_json):
     import schedwake
 
     d = fio_json
-    assert set(d) == {"trace", "findings", "metrics"}
+    assert set(d) == {"trace", "caveats", "findings", "metrics"}
     facts = set(summary(schedwake.load(sample("idle-sleep.dat"), events=[])))
     assert set(d["trace"]) == facts | {"topology"}
     assert d["trace"]["topology"]["source"] == "file"
@@ -52,6 +52,27 @@ def test_json_shape(fio_json):
     st = next(f for f in d["findings"] if f["detector"] == "cswitch_storm")
     assert {"switches_per_s", "kworker_preemptions", "futile_wakeups"} <= set(st["metrics"])
     assert st["evidence"] and all(isinstance(x, str) for x in st["evidence"])
+
+
+def test_api_analysis_is_what_the_cli_prints(fio_json):
+    """``schedwake.analyze(trace)`` is the call the CLI, notebooks and batch make: its
+    ``to_dict()`` is the JSON document, its attributes the parts of it."""
+    import schedwake
+    from schedwake.analysis import Analysis
+
+    trace = schedwake.load(sample("fio-pinned-weighted.dat"))
+    result = schedwake.analyze(trace)
+    assert isinstance(result, Analysis)
+    assert json.loads(result.to_json()) == fio_json
+    assert result.topology["source"] == "file" and result.topology["llc"] == [[0, 1]]
+    assert result.caveats == trace.caveats == fio_json["caveats"]
+    assert [f.detector for f in result.findings] == [f["detector"] for f in fio_json["findings"]]
+    assert result.metrics["context_switches_per_s"] == pytest.approx(
+        fio_json["metrics"]["context_switches_per_s"]
+    )
+    fewer = schedwake.analyze(trace, thresholds={"storm_min_switches_per_s": 1e9})
+    assert "cswitch_storm" not in [f.detector for f in fewer.findings]
+    assert fewer.thresholds["storm_min_switches_per_s"] == 1e9
 
 
 def test_idle_sleep_text_no_findings():

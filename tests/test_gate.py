@@ -19,6 +19,7 @@ import schedwake
 from schedwake.compare import from_samples
 from schedwake.errors import TraceError
 from schedwake.gate import DEFAULT_RULES_TOML, Rule, _judge, default_rules, parse_rules
+from schedwake.report import gate as gate_report
 
 from .conftest import iteration_paths, run_cli, sample
 
@@ -55,7 +56,7 @@ def test_reruns_of_one_configuration_pass(config, held_out):
     """Two iterations as baseline, the third as candidate: every default rule holds."""
     base = [p for i, p in enumerate(config) if i != held_out]
     result = schedwake.gate(base, config[held_out])
-    assert result.exit_code == 0, result.text()
+    assert result.exit_code == 0, gate_report.text(result)
     assert [r.status for r in result.results] == ["pass"] * 5
 
 
@@ -101,7 +102,7 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
 def test_an_improvement_is_not_a_regression():
     for base, new in ((C4, C1), (STACK_OFF, STACK_ON)):
         result = schedwake.gate(base, new)
-        assert result.exit_code == 0, result.text()
+        assert result.exit_code == 0, gate_report.text(result)
 
 
 def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):

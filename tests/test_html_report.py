@@ -84,6 +84,7 @@ def test_api_html_from_samples_only(tmp_path):
     import pandas as pd
 
     from schedwake.compare import from_samples
+    from schedwake.report import html as html_report
 
     rows = [
         {"side": s, "metric": "context_switches/s", "value": v}
@@ -91,7 +92,7 @@ def test_api_html_from_samples_only(tmp_path):
         for v in vals
     ]
     res = from_samples(pd.DataFrame(rows))
-    html = res.to_html()
+    html = html_report.render(res)
     assert "(samples only)" in html and html.count("<img ") == 1  # busy share plot only
 
 

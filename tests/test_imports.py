@@ -17,7 +17,9 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 
 #: Lowest first. A module may import its own layer's modules (without a cycle) and
 #: lower layers. The data flows: file -> ingest -> model -> detect -> metrics ->
-#: analysis -> compare/gate -> report -> cli, with small shared facts at the bottom.
+#: analysis -> compare -> gate -> batch -> report -> cli, with small shared facts at
+#: the bottom. report/ renders results and never computes them, so it sits above every
+#: result it renders (Analysis, CompareResult, GateResult) and nothing below imports it.
 LAYERS = [
     ["errors", "version", "schema"],  # plain facts everything may use
     ["topology"],  # CPU maps
@@ -29,9 +31,10 @@ LAYERS = [
     ["metrics"],  # the metric catalogue and its values
     ["stats", "mmtests"],  # statistics and the mmtests comparison
     ["analysis"],  # one trace: findings + metrics + caveats
-    ["report"],  # renderers of analyses, comparisons, verdicts
     ["compare"],  # several traces side by side
     ["gate"],  # a CI verdict from a comparison
+    ["batch"],  # many traces -> one dataset of analyses
+    ["report"],  # renderers of analyses, comparisons, verdicts
     ["synth", "record"],  # tools that make traces
     ["cli", "__init__"],  # the command line and the package's API
 ]

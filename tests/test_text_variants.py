@@ -1,5 +1,5 @@
 """Every text layout the readers accept, on small texts built from real lines (the
-lines quoted in ../shared/reference/formats-and-stats.md section C), plus bad input,
+lines the kernel documentation and the tools print for each layout), plus bad input,
 sorting, compression and streaming."""
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ XML (one test case per rule) and a JSON document."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -265,3 +266,8 @@ def to_dict(result) -> dict:
         "notes": result.notes(),
         "rules": rules,
     }
+
+
+def to_json(result, indent: int = 2) -> str:
+    """``schedwake gate --json FILE``: :func:`to_dict` as JSON."""
+    return json.dumps(to_dict(result), indent=indent)

@@ -163,10 +163,10 @@ def _findings(result) -> str:
 
 
 def _figures(result) -> str:
-    from .plots import png_bytes
+    from .plots import png_bytes, report_figures
 
     out = []
-    for i, (name, fig) in enumerate(result.figures().items()):
+    for i, (name, fig) in enumerate(report_figures(result).items()):
         data = base64.b64encode(png_bytes(fig)).decode("ascii")
         w, h = (int(x * 100) for x in fig.get_size_inches())
         out.append(
@@ -212,3 +212,10 @@ def render(result) -> str:
         "</body></html>\n",
     ]
     return "\n".join(parts)
+
+
+def write(result, path) -> Path:
+    """Write :func:`render` of ``result`` to ``path`` (UTF-8); returns the path."""
+    p = Path(path)
+    p.write_text(render(result), encoding="utf-8")
+    return p

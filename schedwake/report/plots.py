@@ -11,6 +11,9 @@ make the reader hunt.
 * :func:`migration_matrix` -- from-CPU x to-CPU migration counts (heatmap);
 * :func:`latency_cdf` -- wake-to-run latency CDFs of the sides overlaid (log x);
 * :func:`busy_share` -- per-CPU busy share of each side (grouped bars).
+
+``compare_*`` draw these for the sides of a :class:`schedwake.compare.CompareResult`,
+and :func:`report_figures` is the set the HTML report shows.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ __all__ = [
     "busy_share",
     "png_bytes",
     "default_task",
+    "compare_latency_cdf",
+    "compare_busy_share",
+    "compare_migration_matrix",
+    "compare_task_cpu",
     "report_figures",
     "ReportFigure",
     "WAKER_STYLE",
@@ -148,17 +155,7 @@ def task_cpu(
         ax.set_xlabel("time since trace start (s)")
         ax.set_ylabel("CPU")
         return fig
-    occ = trace.occupancy()
-    w = trace.wakeups()
-    runs = occ[(occ["pid"] == pid) & (occ["state"] == "running")].sort_values("start_ts")
-    ws = w[w["wakee_pid"] == pid]
-    comm = (
-        str(runs["comm"].iloc[-1])
-        if len(runs)
-        else str(ws["wakee_comm"].iloc[-1])
-        if len(ws)
-        else "?"
-    )
+    runs, ws, comm = _task_runs_and_wakeups(trace, pid)
     wt_all = (ws["ts"].to_numpy(dtype=np.int64) - first) / 1e9
     zoom = ""
     if t0 is None and t1 is None and max_wakeups and len(ws) > max_wakeups:
@@ -184,6 +181,23 @@ def task_cpu(
         ax.set_xlim(t0, t1)
     ax.grid(axis="x", alpha=0.3)
     return fig
+
+
+def _task_runs_and_wakeups(trace, pid: int) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """(runs, wake-ups, name) of task ``pid``: its ``running`` rows of the occupancy
+    table in time order, its rows (as wakee) of the wakeups table, and its latest name
+    (from its runs, else its wake-ups, else ``?``)."""
+    occ = trace.occupancy()
+    w = trace.wakeups()
+    runs = occ[(occ["pid"] == pid) & (occ["state"] == "running")].sort_values("start_ts")
+    ws = w[w["wakee_pid"] == pid]
+    if len(runs):
+        comm = str(runs["comm"].iloc[-1])
+    elif len(ws):
+        comm = str(ws["wakee_comm"].iloc[-1])
+    else:
+        comm = "?"
+    return runs, ws, comm
 
 
 def _draw_llc_bands(ax, topo, ypos: dict) -> None:
@@ -489,6 +503,48 @@ def busy_share(samples: pd.DataFrame, labels=None, figsize=(9, 4.5)) -> Figure:
 # -- the set the report shows ----------------------------------------------------------------------
 
 
+def _side_of(result, side):
+    """A side of a comparison by index or label."""
+    if isinstance(side, int):
+        return result.sides[side]
+    for s in result.sides:
+        if s.label == side:
+            return s
+    raise KeyError(f"no side {side!r} (sides: {', '.join(result.labels)})")
+
+
+def _trace_of(result, side, trace: int = 0):
+    """Trace number ``trace`` of a side: plots of one trace need the trace itself."""
+    s = _side_of(result, side)
+    if not s.traces:
+        raise ValueError(f"side {s.label!r} has no traces (comparison built from samples)")
+    return s.traces[trace]
+
+
+def compare_latency_cdf(result, **kw) -> Figure:
+    """Wake-to-run latency CDFs of every side of a
+    :class:`schedwake.compare.CompareResult`, overlaid (:func:`latency_cdf`)."""
+    return latency_cdf({s.label: s.traces for s in result.sides}, **kw)
+
+
+def compare_busy_share(result, **kw) -> Figure:
+    """Per-CPU busy share of every side of a comparison as grouped bars
+    (:func:`busy_share`)."""
+    return busy_share(result.samples, labels=result.labels, **kw)
+
+
+def compare_migration_matrix(result, side=0, trace: int = 0, **kw) -> Figure:
+    """From-CPU x to-CPU migration counts of one trace of ``side`` (index or label)."""
+    label = _side_of(result, side).label
+    return migration_matrix(_trace_of(result, side, trace), label=label, **kw)
+
+
+def compare_task_cpu(result, side=0, trace: int = 0, pid: int | None = None, **kw) -> Figure:
+    """A task's CPU over time in one trace of ``side`` (:func:`task_cpu`)."""
+    label = _side_of(result, side).label
+    return task_cpu(_trace_of(result, side, trace), pid=pid, label=label, **kw)
+
+
 def report_figures(result) -> dict[str, Figure]:
     """The figures of the HTML report of a :class:`schedwake.compare.CompareResult`:
     latency CDFs and busy share of all sides, then per side (first trace) the migration
@@ -497,10 +553,10 @@ def report_figures(result) -> dict[str, Figure]:
     figs: dict[str, Figure] = {}
     have = [s for s in result.sides if s.traces]
     if have:
-        figs["Wake-to-run latency CDF"] = result.plot_latency_cdf()
-    figs["Per-CPU busy share"] = result.plot_busy_share()
+        figs["Wake-to-run latency CDF"] = compare_latency_cdf(result)
+    figs["Per-CPU busy share"] = compare_busy_share(result)
     for s in have:
-        figs[f"{s.label}: migration matrix"] = result.plot_migration_matrix(s.label)
+        figs[f"{s.label}: migration matrix"] = compare_migration_matrix(result, s.label)
     for s in have:
-        figs[f"{s.label}: task CPU over time"] = result.plot_task_cpu(s.label)
+        figs[f"{s.label}: task CPU over time"] = compare_task_cpu(result, s.label)
     return figs
