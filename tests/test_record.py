@@ -21,6 +21,7 @@ from schedwake.record import (
     INSTANCE_PREFIX,
     RecordError,
     find_tracefs,
+    kernel_has_tracefs,
     parse_events,
     parse_stats,
     trace_cmd_record_usable,
@@ -29,7 +30,21 @@ from schedwake.record import (
 from .conftest import run_cli
 
 WORKLOAD = ["sh", "-c", "for i in 1 2 3; do ls -R /usr/share/doc > /dev/null; sleep 0.05; done"]
-TRACEFS = find_tracefs()
+
+
+def _tracefs() -> str | None:
+    """tracefs's mount point. A fresh machine boots with tracefs unmounted until a tool
+    mounts it; as root, mount it where `schedwake record` would, so the recording tests
+    run on a fresh CI machine instead of skipping."""
+    tfs = find_tracefs()
+    if tfs is None and os.geteuid() == 0 and kernel_has_tracefs():
+        os.makedirs("/sys/kernel/tracing", exist_ok=True)
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=False)
+        tfs = find_tracefs()
+    return tfs
+
+
+TRACEFS = _tracefs()
 needs_tracing = pytest.mark.skipif(
     os.geteuid() != 0 or TRACEFS is None or shutil.which("trace-cmd") is None,
     reason="recording needs root, a mounted tracefs and trace-cmd",
