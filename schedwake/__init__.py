@@ -10,16 +10,30 @@ Public API::
     result = schedwake.analyze(trace)             # Analysis: findings, metrics, caveats
     schedwake.compare(["base.dat", "new.dat"])    # mmtests table, plots, HTML
     schedwake.gate("base*.dat", "new*.dat")       # CI verdict: exit_code 0/1/2
+    schedwake.batch(["runs/**/*.dat"], "out/")    # many traces on Dask -> Parquet dataset
+    schedwake.BatchDataset("out/").traces         # ... read back (pandas)
 
 Every function raises :class:`TraceError` (one line naming the file and the problem)
 for input it cannot use.
 """
 
 from .analysis import Analysis, analyze
+from .batch import BatchDataset, batch
 from .compare import compare
 from .errors import TraceError
 from .gate import gate
 from .trace import Trace, load
 from .version import __version__
 
-__all__ = ["load", "analyze", "compare", "gate", "Analysis", "Trace", "TraceError", "__version__"]
+__all__ = [
+    "load",
+    "analyze",
+    "compare",
+    "gate",
+    "batch",
+    "Analysis",
+    "BatchDataset",
+    "Trace",
+    "TraceError",
+    "__version__",
+]

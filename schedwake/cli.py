@@ -80,6 +80,15 @@ input_format_option = click.option(
 )
 
 
+threshold_option = click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a detector threshold (see docs/detectors.md); repeatable.",
+)
+
+
 def reader_options(f):
     """--reader / --jobs of every command that reads traces."""
     f = click.option(
@@ -184,6 +193,44 @@ def topology_options(f):
     return f
 
 
+def from_batch_options(f):
+    """--from-batch OUT / --where COLUMN=VALUE of compare and gate."""
+    f = click.option(
+        "--where",
+        multiple=True,
+        metavar="COLUMN=VALUE",
+        help="With --from-batch: only the traces whose column (a label) has this value; "
+        "repeatable.",
+    )(f)
+    f = click.option(
+        "--from-batch",
+        "from_batch",
+        type=click.Path(file_okay=False),
+        default=None,
+        metavar="OUT",
+        help="Judge from the dataset `schedwake batch -o OUT` wrote: the globs match its "
+        "path column, and no trace is read again.",
+    )(f)
+    return f
+
+
+def _dataset(from_batch, where, topology_file, llc):
+    """The batch dataset of --from-batch (filtered by --where), or None."""
+    if from_batch is None:
+        if where:
+            raise TraceError("--where", "filters a batch dataset: give --from-batch OUT")
+        return None
+    if topology_file is not None or llc:
+        raise TraceError(
+            "--from-batch",
+            "--topology/--llc do not apply: the batch was analysed with its topology "
+            "(give them to schedwake batch)",
+        )
+    from .batch import BatchDataset
+
+    return BatchDataset(from_batch).where(list(where))
+
+
 @cli.command()
 @click.option(
     "-o",
@@ -216,13 +263,7 @@ def topology(output, sysfs):
     help="Output format.",
 )
 @topology_options
-@click.option(
-    "--threshold",
-    "thresholds",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Override a detector threshold (see docs/detectors.md); repeatable.",
-)
+@threshold_option
 @input_format_option
 @reader_options
 def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jobs):
@@ -316,14 +357,9 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jo
     help="Also write a self-contained HTML report (tables, findings, plots).",
 )
 @click.option("--title", default=None, help="Title line above the table.")
+@from_batch_options
 @topology_options
-@click.option(
-    "--threshold",
-    "thresholds",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Override a detector threshold (see docs/detectors.md); repeatable.",
-)
+@threshold_option
 @input_format_option
 @reader_options
 def compare(
@@ -338,6 +374,8 @@ def compare(
     fmt,
     html_file,
     title,
+    from_batch,
+    where,
     topology_file,
     llc,
     thresholds,
@@ -354,14 +392,18 @@ def compare(
     from .model import MODEL_EVENTS
 
     th = parse_threshold_options(thresholds)
-    spec = parse_sides(traces, side_specs, labels)
-    sides = {
-        label: [
-            _load(p, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
-            for p in paths
-        ]
-        for label, paths in spec
-    }
+    dataset = _dataset(from_batch, where, topology_file, llc)
+    if dataset is not None:
+        spec = parse_sides(traces, side_specs, labels, expand=dataset.expand)
+        sides = {label: [dataset.load(p) for p in paths] for label, paths in spec}
+        topology_file, llc = None, ()
+    else:
+        spec = parse_sides(traces, side_specs, labels)
+        events = list(MODEL_EVENTS)
+        sides = {
+            label: [_load(p, events, input_format, reader, jobs) for p in paths]
+            for label, paths in spec
+        }
     result = run_compare(
         sides,
         window_s=window_s,
@@ -463,14 +505,9 @@ class _TracesOption(click.Option):
     default=None,
     help="Write the verdict as JSON here.",
 )
+@from_batch_options
 @topology_options
-@click.option(
-    "--threshold",
-    "thresholds",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Override a detector threshold (see docs/detectors.md); repeatable.",
-)
+@threshold_option
 @input_format_option
 @reader_options
 def gate(
@@ -481,6 +518,8 @@ def gate(
     junit_file,
     markdown_file,
     json_file,
+    from_batch,
+    where,
     topology_file,
     llc,
     thresholds,
@@ -503,6 +542,7 @@ def gate(
         click.echo(DEFAULT_RULES_TOML, nl=False)
         return
     th = parse_threshold_options(thresholds)
+    dataset = _dataset(from_batch, where, topology_file, llc)
     # missing sides are judged like unreadable ones: exit 2 with reports
     result = run_gate(
         list(baseline),
@@ -511,7 +551,10 @@ def gate(
         topology_file=topology_file,
         llc=llc,
         thresholds=th,
-        loader=lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
+        loader=dataset.load
+        if dataset
+        else lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
+        expand=dataset.expand if dataset else None,
     )
     from .report import gate as gate_report
 
@@ -525,6 +568,121 @@ def gate(
             Path(path).write_text(render(result), encoding="utf-8")
     if result.exit_code == 2:  # the same one-line reason as every command's bad input
         click.echo(f"schedwake gate: {result.headline()}", err=True)
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, metavar="TRACE_OR_GLOB...")
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory of the dataset: traces.parquet, findings.parquet, windows.parquet, "
+    "batch.json (an earlier run's rows there are kept).",
+)
+@click.option(
+    "--label-from",
+    metavar="REGEX",
+    default=None,
+    help="Named groups of this regular expression, searched in each path, become "
+    "columns: '(?P<kernel>[^/]+)/(?P<bench>[^/]+)-i(?P<iter>\\d+)'.",
+)
+@click.option(
+    "--window",
+    "windows",
+    multiple=True,
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Also store per-window samples of this length, besides each trace's default "
+    "(for compare/gate --from-batch with --window); repeatable.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="A running Dask scheduler (tcp://HOST:PORT) whose workers see the traces at the "
+    "same absolute paths. Default: a local cluster on this machine.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Worker processes of the local cluster (default: one per CPU).",
+)
+@click.option(
+    "--serial", is_flag=True, help="Analyse in this process, one trace after another (no Dask)."
+)
+@click.option(
+    "--force", is_flag=True, help="Analyse again the traces an earlier run into OUT already did."
+)
+@topology_options
+@threshold_option
+@input_format_option
+@reader_options
+def batch(
+    inputs,
+    out,
+    label_from,
+    windows,
+    scheduler,
+    workers,
+    serial,
+    force,
+    topology_file,
+    llc,
+    thresholds,
+    input_format,
+    reader,
+    jobs,
+):
+    """Analyse every trace once, in parallel on Dask, into a Parquet dataset in OUT.
+
+    One row per trace in OUT/traces.parquet (an error row for a trace that cannot be
+    read), one per finding in OUT/findings.parquet, the per-window samples in
+    OUT/windows.parquet; compare and gate read it with --from-batch OUT. Exit 0 when
+    every trace was analysed, 2 when one was not (the others are written all the same).
+
+    \b
+    Example:
+      schedwake batch 'runs/**/*.dat' -o results/ \\
+          --label-from '(?P<kernel>[^/]+)/dbench-c(?P<clients>\\d+)-i(?P<iter>\\d+)'
+      schedwake compare --from-batch results/ --side base='runs/6.1/*' --side new='runs/6.12/*'
+    """
+    import logging
+
+    from .batch import batch as run_batch
+    from .detect import parse_threshold_options
+
+    if serial and (scheduler or workers):
+        raise click.UsageError("--serial runs without Dask: leave out --scheduler and --workers")
+    if scheduler and workers:
+        raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
+    logging.getLogger("distributed").setLevel(logging.ERROR)  # quiet CI logs
+    th = parse_threshold_options(thresholds)
+    with _progress("analysing traces") as bar:
+        result = run_batch(
+            list(inputs),
+            out,
+            topology_file=topology_file,
+            llc=llc,
+            thresholds=th,
+            windows=windows,
+            label_from=label_from,
+            scheduler="serial" if serial else scheduler,
+            workers=workers,
+            force=force,
+            input_format=input_format,
+            reader=reader,
+            jobs=jobs,
+            progress=(lambda done, total: bar(done / max(total, 1))) if bar else None,
+        )
+    for _, error in result.errors:
+        click.echo(f"schedwake: {error}", err=True)
+    click.echo(result.summary())
     if result.exit_code:
         sys.exit(result.exit_code)
 

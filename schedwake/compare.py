@@ -27,7 +27,7 @@ import glob as _glob
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -44,6 +44,7 @@ from .topology import trace_stem
 __all__ = [
     "compare",
     "from_samples",
+    "measure",
     "expand_paths",
     "CompareResult",
     "Side",
@@ -62,7 +63,14 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 @dataclass
 class Side:
-    """One column of the comparison: a label and its traces (iterations)."""
+    """One column of the comparison: a label and its traces (iterations).
+
+    A trace is a loaded :class:`schedwake.Trace`, or an *analysed trace* that carries
+    its samples and findings instead of its tables (``schedwake.batch.AnalysedTrace``,
+    a row of a batch dataset): anything with ``meta``, ``caveats``, ``duration_ns``,
+    ``topology``, ``has_records(event)``, ``samples(window_s, thresholds, metrics)``
+    and ``findings(thresholds)``.
+    """
 
     label: str
     traces: list = field(default_factory=list)
@@ -72,6 +80,14 @@ class Side:
     def __post_init__(self):
         if not self.paths:
             self.paths = [str(t.meta.get("path")) for t in self.traces]
+
+    @property
+    def has_tables(self) -> bool:
+        """True when the side's traces are loaded with their tables (what the plots of
+        one trace need), not only analysed."""
+        from .trace import Trace
+
+        return bool(self.traces) and all(isinstance(t, Trace) for t in self.traces)
 
 
 # -- sides -------------------------------------------------------------------------------------
@@ -100,26 +116,31 @@ def _default_label(paths: list[str], index: int) -> str:
 
 
 def parse_sides(
-    traces: Sequence[str] = (), side_specs: Sequence[str] = (), labels: Sequence[str] = ()
+    traces: Sequence[str] = (),
+    side_specs: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    expand: Callable[[str, str], list[str]] = expand_paths,
 ) -> list[tuple[str, list[str]]]:
     """The sides of the command line: ``(label, [paths])`` in order.
 
     Each positional trace is one side (one trace); each ``NAME=GLOB`` adds the files of
     GLOB to side NAME (a NAME given twice adds to the same side), after the positional
     sides. ``labels``, when given, rename the sides in order and must be one per side.
+    ``expand(pattern, what)`` gives the paths of a pattern (default: the files it
+    matches; a batch dataset matches its ``path`` column instead).
     Raises TraceError (a one-line reason) for a malformed spec, a glob matching nothing,
     fewer than two sides, a label count that does not match, or duplicate labels.
     """
     sides: list[tuple[str, list[str]]] = []
     for i, t in enumerate(traces):
-        paths = expand_paths(str(t), "trace")
+        paths = expand(str(t), "trace")
         sides.append((_default_label(paths, i), paths))
     named: dict[str, list[str]] = {}
     for spec in side_specs:
         name, sep, pattern = str(spec).partition("=")
         if not sep or not name.strip() or not pattern.strip():
             raise TraceError("--side", f"expected NAME=GLOB, got {spec!r}")
-        named.setdefault(name.strip(), []).extend(expand_paths(pattern.strip(), f"--side {name}"))
+        named.setdefault(name.strip(), []).extend(expand(pattern.strip(), f"--side {name}"))
     for name, paths in named.items():
         sides.append((name, list(dict.fromkeys(paths))))
     if labels:
@@ -188,20 +209,23 @@ def load_model_trace(path: str, topology_file=None, llc=None):
     return t
 
 
-def _normalise(sides, labels, topology_file, llc) -> list[Side]:
-    from .trace import Trace
+def _is_trace(item) -> bool:
+    """A loaded or analysed trace (see :class:`Side`), as opposed to a path or a list."""
+    return hasattr(item, "meta") and hasattr(item, "has_records")
 
+
+def _normalise(sides, labels, topology_file, llc) -> list[Side]:
     if isinstance(sides, Mapping):
         items = list(sides.items())
     else:
         items = [(None, s) for s in sides]
     out: list[Side] = []
     for i, (label, spec) in enumerate(items):
-        if isinstance(spec, (str, Path, Trace)):
+        if isinstance(spec, (str, Path)) or _is_trace(spec):
             spec = [spec]
         traces = []
         for item in spec:
-            if isinstance(item, Trace):
+            if _is_trace(item):
                 if topology_file is not None or llc:
                     item.use_topology(topology_file, llc)
                 traces.append(item)
@@ -282,7 +306,6 @@ def compare(
     trace. ``thresholds``: detector threshold overrides (futile-run length, ...).
     """
     from .detect import thresholds as _check_thresholds
-    from .metrics import metric_samples
 
     if significance not in SIGNIFICANCE:
         raise TraceError(
@@ -310,7 +333,7 @@ def compare(
     parts = []
     for s in side_list:
         for it, t in enumerate(s.traces):
-            d = metric_samples(t, win, th, metrics)
+            d = measure(t, win, th, metrics)
             d.insert(0, "iteration", it)
             d.insert(0, "side", s.label)
             parts.append(d)
@@ -325,6 +348,17 @@ def compare(
         sides=side_list,
         thresholds=th,
     )
+
+
+def measure(trace, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
+    """The samples of one trace of a side (:func:`schedwake.metrics.metric_samples`):
+    measured from a loaded Trace, or read back from an analysed one."""
+    from .metrics import metric_samples
+    from .trace import Trace
+
+    if isinstance(trace, Trace):
+        return metric_samples(trace, window_s, thresholds, metrics)
+    return trace.samples(window_s, thresholds, metrics)
 
 
 def from_samples(
@@ -503,7 +537,7 @@ class CompareResult:
                 traces.append(
                     {
                         "path": str(t.meta.get("path")),
-                        "duration_s": round(t.model.duration_ns / 1e9, 6),
+                        "duration_s": round(t.duration_ns / 1e9, 6),
                         "cpus": t.meta.get("cpus"),
                         "kernel": t.meta.get("kernel"),
                         "topology": t.topology.describe(),
@@ -538,10 +572,19 @@ class CompareResult:
     @cached_property
     def _findings(self) -> dict[str, list[tuple[str, list]]]:
         from .detect import detect
+        from .trace import Trace
 
         out = {}
         for s in self.sides:
-            out[s.label] = [(str(t.meta.get("path")), detect(t, self.thresholds)) for t in s.traces]
+            out[s.label] = [
+                (
+                    str(t.meta.get("path")),
+                    detect(t, self.thresholds)
+                    if isinstance(t, Trace)
+                    else t.findings(self.thresholds),
+                )
+                for t in s.traces
+            ]
         return out
 
     def findings(self) -> dict[str, list[tuple[str, list]]]:

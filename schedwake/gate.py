@@ -385,7 +385,7 @@ def _input_problems(side: str, trace, settings: Settings) -> list[str]:
     return out
 
 
-def _load_side(side: str, specs, loader, problems: list[str]) -> tuple[list, list[str]]:
+def _load_side(side: str, specs, loader, expand, problems: list[str]) -> tuple[list, list[str]]:
     traces, paths = [], []
     for spec in specs:
         if not isinstance(spec, (str, Path)):
@@ -393,7 +393,7 @@ def _load_side(side: str, specs, loader, problems: list[str]) -> tuple[list, lis
             paths.append(str(spec.meta.get("path")))
             continue
         try:
-            found = expand_paths(str(spec), side)
+            found = expand(str(spec), side)
         except TraceError as exc:
             problems.append(f"{side}: {exc}")
             continue
@@ -417,6 +417,7 @@ def gate(
     llc=None,
     thresholds: dict | None = None,
     loader: Callable | None = None,
+    expand: Callable[[str, str], list[str]] | None = None,
 ) -> GateResult:
     """Judge ``candidate`` against ``baseline`` under ``rules``.
 
@@ -424,7 +425,10 @@ def gate(
     or a sequence of those (the iterations of that side). ``rules``: a TOML file path, a
     ``(Settings, [Rule, ...])`` pair, or None for :func:`default_rules`. ``topology_file``
     / ``llc`` / ``thresholds``: as :func:`schedwake.compare`. ``loader``: how a path is
-    read (default :func:`schedwake.load` of the model's events).
+    read (default :func:`schedwake.load` of the model's events); ``expand(pattern,
+    side)``: the paths of a pattern (default: the files it matches). A batch dataset
+    gives both (``schedwake.batch.Dataset``): the verdict is then judged from the
+    dataset's analyses, not from the traces.
 
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
@@ -443,6 +447,7 @@ def gate(
         result,
         {"baseline": baseline, "candidate": candidate},
         loader or load_model_trace,
+        expand or expand_paths,
         topology_file,
         llc,
     )
@@ -464,7 +469,7 @@ def gate(
     return result
 
 
-def _load_sides(result: GateResult, specs: dict, loader, topology_file, llc) -> dict:
+def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, llc) -> dict:
     """{side: [Trace, ...]} of the baseline and candidate specs (a path, glob, Trace or a
     sequence of those), with the topology options applied; their paths go into
     ``result``, and what makes a trace unusable for a verdict into ``result.problems``
@@ -473,7 +478,7 @@ def _load_sides(result: GateResult, specs: dict, loader, topology_file, llc) -> 
     for name, spec in specs.items():
         if isinstance(spec, (str, Path)) or hasattr(spec, "meta"):
             spec = [spec]
-        traces, paths = _load_side(name, list(spec), loader, result.problems)
+        traces, paths = _load_side(name, list(spec), loader, expand, result.problems)
         sides[name] = traces
         setattr(result, f"{name}_paths", paths)
         for t in traces:

@@ -576,48 +576,57 @@ def metric_samples(
     event), ``metric`` (catalogue name), ``unit``, ``direction``, ``value`` (in ``unit``).
     ``metrics``: catalogue names to keep (default all).
     """
-    keep = _select(metrics)
     path = str(trace.meta.get("path"))
     cpus = int(trace.meta.get("cpus") or 1)
-    first = trace.model.events.first_ts
-    cols: dict[str, np.ndarray] = {}
     if window_s is None:
-        tm = trace_metrics(trace, thresholds)
-        kind = "per-trace"
-        window = np.zeros(1, dtype=np.int64)
-        start = np.zeros(1)
-        end = np.array([tm["duration_s"]])
-        for m in CATALOGUE.values():
-            if m.key == "busy_share":
-                for c in range(cpus):
-                    v = (tm["busy_share"] or {}).get(str(c), np.nan)
-                    cols[m.name.format(cpu=c)] = np.array([v * m.scale])
-            else:
-                v = np.nan if tm[m.key] is None else float(tm[m.key])
-                cols[m.name] = np.array([v * m.scale])
-    else:
-        wm = window_metrics(trace, window_s, thresholds)
-        kind = "per-window"
-        window = wm["window"].to_numpy(dtype=np.int64)
-        start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
-        end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
-        for m in CATALOGUE.values():
-            if m.key == "busy_share":
-                for c in range(cpus):
-                    col = f"busy_share_cpu{c}"
-                    v = (
-                        wm[col].to_numpy(dtype=np.float64)
-                        if col in wm.columns
-                        else np.full(len(wm), np.nan)
-                    )
-                    cols[m.name.format(cpu=c)] = v * m.scale
-                continue
-            v = wm[m.key].to_numpy(dtype=np.float64) * m.scale
-            if m.name in _LATENCY:
-                v = np.where(wm["latency_samples"].to_numpy() > 0, v, np.nan)
-            elif m.name == "wakeup_migration_share":
-                v = np.where(wm["wakeups"].to_numpy() > 0, v, np.nan)
-            cols[m.name] = v
+        return trace_samples(trace_metrics(trace, thresholds), path, cpus, metrics)
+    keep = _select(metrics)
+    first = trace.model.events.first_ts
+    wm = window_metrics(trace, window_s, thresholds)
+    cols: dict[str, np.ndarray] = {}
+    for m in CATALOGUE.values():
+        if m.key == "busy_share":
+            for c in range(cpus):
+                col = f"busy_share_cpu{c}"
+                v = (
+                    wm[col].to_numpy(dtype=np.float64)
+                    if col in wm.columns
+                    else np.full(len(wm), np.nan)
+                )
+                cols[m.name.format(cpu=c)] = v * m.scale
+            continue
+        v = wm[m.key].to_numpy(dtype=np.float64) * m.scale
+        if m.name in _LATENCY:
+            v = np.where(wm["latency_samples"].to_numpy() > 0, v, np.nan)
+        elif m.name == "wakeup_migration_share":
+            v = np.where(wm["wakeups"].to_numpy() > 0, v, np.nan)
+        cols[m.name] = v
+    start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
+    end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
+    window = wm["window"].to_numpy(dtype=np.int64)
+    return _tidy(path, "per-window", window, start, end, cols, keep)
+
+
+def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
+    """The per-trace samples (:func:`metric_samples` with no window) of a trace whose
+    :func:`trace_metrics` are ``tm``: how ``batch`` turns a stored row of metrics back
+    into the samples of a comparison."""
+    keep = _select(metrics)
+    cols: dict[str, np.ndarray] = {}
+    for m in CATALOGUE.values():
+        if m.key == "busy_share":
+            for c in range(cpus):
+                v = (tm["busy_share"] or {}).get(str(c), np.nan)
+                cols[m.name.format(cpu=c)] = np.array([v * m.scale])
+        else:
+            v = np.nan if tm[m.key] is None else float(tm[m.key])
+            cols[m.name] = np.array([v * m.scale])
+    one = np.zeros(1, dtype=np.int64)
+    return _tidy(path, "per-trace", one, np.zeros(1), np.array([tm["duration_s"]]), cols, keep)
+
+
+def _tidy(path, kind, window, start, end, cols: dict, keep) -> pd.DataFrame:
+    """The long table of :data:`SAMPLE_COLUMNS`: one row per (sample, kept metric)."""
     parts = []
     for name, values in cols.items():
         if keep is not None and name not in keep:

@@ -216,6 +216,7 @@ def reading_commands(tmp_path) -> dict[str, list]:
         "analyze": ["analyze", path],
         "compare": ["compare", path, path, "--label", "a", "--label", "b"],
         "gate": ["gate", "--baseline", path, "--candidate", path],
+        "batch": ["batch", "--serial", path, "-o", tmp_path / "batch"],
     }
 
 

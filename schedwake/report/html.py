@@ -110,7 +110,7 @@ def _sides(result) -> str:
             out.append(
                 f"<tr><td class='l'>{_e(s.label)}</td>"
                 f"<td class='l'>{_e(Path(str(t.meta.get('path'))).name)}</td>"
-                f"<td>{t.model.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.get('cpus'))}</td>"
+                f"<td>{t.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.get('cpus'))}</td>"
                 f"<td class='l'>{_e(t.meta.get('kernel') or 'unknown')}</td>"
                 f"<td class='l'>{_e(t.topology.describe())}</td></tr>"
             )

@@ -516,8 +516,11 @@ def _side_of(result, side):
 def _trace_of(result, side, trace: int = 0):
     """Trace number ``trace`` of a side: plots of one trace need the trace itself."""
     s = _side_of(result, side)
-    if not s.traces:
-        raise ValueError(f"side {s.label!r} has no traces (comparison built from samples)")
+    if not s.has_tables:
+        raise ValueError(
+            f"side {s.label!r} has no loaded traces (a comparison built from samples or "
+            "from a batch dataset): plots of one trace need the trace"
+        )
     return s.traces[trace]
 
 
@@ -548,11 +551,11 @@ def compare_task_cpu(result, side=0, trace: int = 0, pid: int | None = None, **k
 def report_figures(result) -> dict[str, Figure]:
     """The figures of the HTML report of a :class:`schedwake.compare.CompareResult`:
     latency CDFs and busy share of all sides, then per side (first trace) the migration
-    matrix and the default task's CPU over time. Sides without traces give only the
-    busy-share plot."""
+    matrix and the default task's CPU over time. Sides without loaded traces (built
+    from samples or from a batch dataset) give only the busy-share plot."""
     figs: dict[str, Figure] = {}
-    have = [s for s in result.sides if s.traces]
-    if have:
+    have = [s for s in result.sides if s.has_tables]
+    if len(have) == len(result.sides):
         figs["Wake-to-run latency CDF"] = compare_latency_cdf(result)
     figs["Per-CPU busy share"] = compare_busy_share(result)
     for s in have:

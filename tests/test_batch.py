@@ -1,0 +1,429 @@
+"""schedwake batch: many real traces on a real Dask cluster into one Parquet dataset,
+and compare/gate judged from that dataset.
+
+Every run is the real command in a subprocess. The clusters are real: a
+``distributed.LocalCluster`` of two worker processes (``--workers 2``), and a ``dask
+scheduler`` with two ``dask worker`` processes started here on 127.0.0.1 on free ports
+(one of them killed while it analyses a trace). Each result is checked against a
+serial run (``--serial``: the same analysis in one process, no Dask), and the dataset's
+comparisons and verdicts against the same commands over the traces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import schedwake
+from schedwake.batch import BatchDataset, label_columns
+from schedwake.compare import default_window
+from schedwake.metrics import metric_samples
+from schedwake.model import MODEL_EVENTS
+
+from .conftest import ROOT, run_cli
+
+KSTACK = "sample_traces/kstack-6.1"
+LABELS = r"k61-(?:2llc-)?dbench-c(?P<clients>\d+)-kstack-(?P<mode>on|off)(?:-i(?P<iter>\d+))?"
+#: Columns that differ between two analyses of the same trace: when and how long.
+VOLATILE = ["analysed_at", "seconds"]
+
+
+def _corrupt(dirpath: Path) -> Path:
+    """A real trace cut in the middle of its data: it must be an error row."""
+    src = ROOT / KSTACK / "k61-dbench-c2-kstack-on-i1.dat"
+    bad = dirpath / "truncated.dat"
+    bad.write_bytes(src.read_bytes()[: src.stat().st_size // 2])
+    return bad
+
+
+def _inputs(tmp: Path) -> list[str]:
+    return [f"{KSTACK}/*.dat", "sample_traces/idle-sleep.dat", str(_corrupt(tmp)), "nope/*.dat"]
+
+
+def _batch(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+    return run_cli("batch", *args, cwd=cwd)
+
+
+def _tables(out: Path) -> dict[str, pd.DataFrame]:
+    return {
+        "traces": pd.read_parquet(out / "traces.parquet").drop(columns=VOLATILE),
+        "findings": pd.read_parquet(out / "findings.parquet"),
+        "windows": pd.read_parquet(out / "windows.parquet"),
+    }
+
+
+def assert_same_dataset(a: Path, b: Path) -> None:
+    """Equal tables, but for the truncated copy of each run (another temporary
+    directory: its row differs by path)."""
+    ta, tb = _tables(a), _tables(b)
+    for t in (ta, tb):
+        t["traces"] = t["traces"][~t["traces"].path.str.endswith("truncated.dat")]
+        t["traces"] = t["traces"].reset_index(drop=True)
+    for name in ta:
+        pd.testing.assert_frame_equal(ta[name], tb[name], obj=name)
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory) -> Path:
+    """The reference: the inputs analysed in one process, one after the other."""
+    tmp = tmp_path_factory.mktemp("serial")
+    out = tmp / "out"
+    proc = _batch("--serial", *_inputs(tmp), "-o", out, "--label-from", LABELS)
+    assert proc.returncode == 2, proc.stderr  # the truncated trace and the missing glob
+    assert proc.stdout.strip() == f"batch: 9 trace(s) analysed, 2 could not be analysed -> {out}"
+    # one line on stderr per trace that could not be analysed, and nothing else
+    assert len(proc.stderr.splitlines()) == 2, proc.stderr
+    return out
+
+
+def test_one_row_per_trace_with_its_status(serial):
+    t = pd.read_parquet(serial / "traces.parquet")
+    assert len(t) == 11 and list(t.columns[:3]) == ["path", "status", "error"]
+    ok = t[t.status == "ok"]
+    assert sorted(ok.path) == sorted(
+        [f"{KSTACK}/{p.name}" for p in (ROOT / KSTACK).glob("*.dat")]
+        + ["sample_traces/idle-sleep.dat"]
+    )
+    assert ok.error.isna().all()
+    bad = t[t.status == "error"].set_index("path")
+    truncated = next(p for p in bad.index if p.endswith("truncated.dat"))
+    assert bad.loc[truncated, "error"].startswith(f"{truncated}: ")
+    assert "\n" not in bad.loc[truncated, "error"]
+    assert bad.loc["nope/*.dat", "error"] == "nope/*.dat: the pattern matches no file"
+    # the labels: named groups of --label-from as columns, integers where all are
+    assert list(t.columns[3:6]) == ["clients", "mode", "iter"]
+    row = t.set_index("path").loc[f"{KSTACK}/k61-dbench-c2-kstack-off-i2.dat"]
+    assert (row.clients, row["mode"], row["iter"]) == (2, "off", 2)
+    schema = pq.read_schema(serial / "traces.parquet")
+    assert schema.field("clients").type == pa.int64() == schema.field("iter").type
+
+
+def test_rows_carry_what_analyze_says(serial):
+    """Every metric of `schedwake analyze --format json` is a column of the same name and
+    value; the facts of the trace and its topology are those analyze reports."""
+    path = f"{KSTACK}/k61-2llc-dbench-c2-kstack-off.dat"
+    proc = run_cli("analyze", path, "--format", "json", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    row = pd.read_parquet(serial / "traces.parquet").set_index("path").loc[path]
+    metrics = dict(doc["metrics"])
+    busy = metrics.pop("busy_share")
+    for name, value in metrics.items():
+        assert (pd.isna(row[name]) and value is None) or row[name] == value, name
+    for cpu, value in busy.items():
+        assert row[f"busy_share_cpu{cpu}"] == value
+    facts = doc["trace"]
+    assert row.cpus == facts["cpus"] == 8 and row.kernel == facts["kernel"]
+    assert row.events == sum(facts["events"].values())
+    assert row.topology_source == facts["topology"]["source"] == "file"
+    assert (
+        [list(g) for g in row.topology_llc]
+        == facts["topology"]["llc"]
+        == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    )
+    assert list(row.caveats) == doc["caveats"]
+    assert row.findings == len(doc["findings"]) == 2
+    f = pd.read_parquet(serial / "findings.parquet")
+    f = f[f.path == path]
+    assert list(f.detector) == [x["detector"] for x in doc["findings"]]
+    assert [json.loads(m) for m in f.metrics] == [x["metrics"] for x in doc["findings"]]
+    assert [list(e) for e in f.evidence] == [x["evidence"] for x in doc["findings"]]
+    assert all(title for title in f.title)
+
+
+def test_windows_are_the_comparison_samples(serial):
+    """windows.parquet holds, for each trace, metric_samples() at its default window."""
+    path = f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat"
+    trace = schedwake.load(ROOT / path, events=list(MODEL_EVENTS))
+    window = default_window([trace.duration_ns / 1e9])
+    trace.meta["path"] = path
+    want = metric_samples(trace, window)
+    w = pd.read_parquet(serial / "windows.parquet")
+    got = w[w.path == path]
+    assert set(got.window_s) == {window}
+    assert got.value.to_numpy().tobytes() == want.value.to_numpy().tobytes()
+    assert list(got.metric) == list(want.metric)
+
+
+def test_a_local_cluster_gives_the_serial_result(serial, tmp_path):
+    out = tmp_path / "out"
+    proc = _batch(*_inputs(tmp_path), "-o", out, "--label-from", LABELS, "--workers", "2")
+    assert proc.returncode == 2, proc.stderr
+    assert "could not be analysed" in proc.stdout
+    assert_same_dataset(serial, out)
+
+
+def test_a_rerun_skips_what_is_done(tmp_path):
+    src = ROOT / KSTACK
+    for name in ("k61-dbench-c2-kstack-on-i1", "k61-dbench-c2-kstack-off-i1"):
+        for ext in (".dat", ".topology.json"):
+            shutil.copy(src / f"{name}{ext}", tmp_path / f"{name}{ext}")
+    out = tmp_path / "out"
+    first = _batch("--serial", "*-i1.dat", "-o", out, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = pd.read_parquet(out / "traces.parquet").set_index("path")
+    again = _batch("--serial", "*-i1.dat", "-o", out, cwd=tmp_path)
+    assert again.stdout.startswith("batch: 0 trace(s) analysed, 2 already done")
+    after = pd.read_parquet(out / "traces.parquet").set_index("path")
+    assert (after.analysed_at == before.analysed_at).all()
+    # a file that changed is analysed again; the other stays
+    os.utime(tmp_path / "k61-dbench-c2-kstack-on-i1.dat")
+    third = _batch("--serial", "*-i1.dat", "-o", out, cwd=tmp_path)
+    assert third.stdout.startswith("batch: 1 trace(s) analysed, 1 already done"), third.stdout
+    # other options (a threshold) make other results: everything again
+    fourth = _batch(
+        "--serial", "*-i1.dat", "-o", out, "--threshold", "pingpong_min_episodes=5", cwd=tmp_path
+    )
+    assert fourth.stdout.startswith("batch: 2 trace(s) analysed"), fourth.stdout
+    assert _batch("--serial", "*.dat", "-o", out, "--force", cwd=tmp_path).stdout.startswith(
+        "batch: 2 trace(s) analysed"
+    )
+    # a trace of another run stays in the dataset
+    shutil.copy(ROOT / "sample_traces/idle-sleep.dat", tmp_path / "idle.dat")
+    fifth = _batch("--serial", "idle.dat", "-o", out, cwd=tmp_path)
+    assert fifth.stdout.startswith("batch: 1 trace(s) analysed"), fifth.stdout
+    assert len(pd.read_parquet(out / "traces.parquet")) == 3
+
+
+# -- compare and gate from the dataset ----------------------------------------------------------
+
+
+def _same_output(args: list[str], serial: Path, rc: int) -> str:
+    over_traces = run_cli(*args, cwd=ROOT)
+    from_batch = run_cli(args[0], "--from-batch", serial, *args[1:], cwd=ROOT)
+    assert over_traces.returncode == rc, over_traces.stderr
+    assert from_batch.returncode == rc, from_batch.stderr
+    assert from_batch.stdout == over_traces.stdout
+    return from_batch.stdout
+
+
+def test_compare_from_batch_gives_the_same_table(serial):
+    on, off = f"{KSTACK}/*-c2-kstack-on-i*.dat", f"{KSTACK}/*-c2-kstack-off-i*.dat"
+    # per-trace samples (three iterations a side), text and JSON
+    text = _same_output(["compare", "--side", f"fix={on}", "--side", f"nofix={off}"], serial, 0)
+    assert "pingpong_episodes/s" in text and "*" in text
+    _same_output(
+        ["compare", "--side", f"fix={on}", "--side", f"nofix={off}", "--format", "json"], serial, 0
+    )
+    # per-window samples (one trace a side)
+    one = [f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat", f"{KSTACK}/k61-dbench-c2-kstack-off-i1.dat"]
+    text = _same_output(["compare", *one, "--format", "markdown"], serial, 0)
+    assert "per-window" in text or "window" in text
+
+
+def test_html_from_batch_has_tables_findings_and_samples_plots(serial, tmp_path):
+    html = tmp_path / "r.html"
+    proc = run_cli(
+        "compare", "--from-batch", serial, "--side", f"on={KSTACK}/*-c2-kstack-on-i*.dat",
+        "--side", f"off={KSTACK}/*-c2-kstack-off-i*.dat", "--html", html, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    page = html.read_text()
+    # the findings of the off side, with their evidence; the plot made from samples only
+    assert page.count("kworker_pingpong</b>") == 3 and "evidence (trace-cmd report -N" in page
+    assert page.count("<figure") == 1 and "Per-CPU busy share" in page
+
+
+def test_compare_from_batch_where_and_errors(serial, tmp_path):
+    proc = run_cli(
+        "compare", "--from-batch", serial, "--where", "mode=off",
+        "--side", "a=**/*-i[12].dat", "--side", "b=**/*-i3.dat", cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    want = run_cli(
+        "compare", "--side", f"a={KSTACK}/*off-i[12].dat", "--side", f"b={KSTACK}/*off-i3.dat",
+        cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout == want.stdout
+    # a window the batch did not store, an unknown column, a trace that was an error row
+    cases = [
+        ([f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat", "sample_traces/idle-sleep.dat"],
+         "run schedwake batch with --window 0.2"),
+        (["--where", "kernel2=1", "a", "b"], "has no column 'kernel2'"),
+        (["**/truncated.dat", f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat"], "truncated.dat: "),
+        (["nothing*", "b"], "matches no trace of the batch"),
+        ([str(tmp_path / "x.dat"), "b", "--llc", "0-3"], "--topology/--llc do not apply"),
+    ]  # fmt: skip
+    for args, message in cases:
+        proc = run_cli("compare", "--from-batch", serial, *args, cwd=ROOT)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_gate_from_batch_gives_the_same_verdict(serial):
+    on, off = f"{KSTACK}/*-c2-kstack-on-i*.dat", f"{KSTACK}/*-c2-kstack-off-i*.dat"
+    text = _same_output(["gate", "--baseline", on, "--candidate", off], serial, 1)
+    assert "FAIL" in text
+    _same_output(["gate", "--baseline", off, "--candidate", on], serial, 0)
+    # a side naming a trace that could not be analysed: judged as an unreadable trace
+    proc = run_cli(
+        "gate", "--from-batch", serial, "--baseline", on, "--candidate", "**/truncated.dat",
+        cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "truncated.dat" in proc.stdout
+
+
+def test_the_dataset_api(serial):
+    ds = BatchDataset(serial)
+    assert len(ds.traces) == 11
+    off = ds.where(mode="off")
+    assert len(off.traces) == 4 and set(off.findings.detector) >= {"kworker_pingpong"}
+    paths = off.expand("**/*-i*.dat")
+    assert len(paths) == 3 and all("-off-i" in p for p in paths)
+    t = off.load(paths[0])
+    assert t.meta["cpus"] == 8 and t.has_records("sched_waking")
+    assert len(off.windows(paths)) > 0
+    result = schedwake.compare(
+        {"a": [off.load(p) for p in paths[:2]], "b": [t, off.load(paths[2])]}
+    )
+    assert "pingpong_episodes/s" in result.text()
+    assert label_columns(["a/x-i3.dat", "b"], r"-i(?P<iter>\d+)") == {"iter": [3, None]}
+
+
+def test_bad_options_are_one_line(tmp_path):
+    cases = [
+        (["x.dat", "-o", tmp_path / "o", "--label-from", "(a"], "--label-from: not a regular"),
+        (["x.dat", "-o", tmp_path / "o", "--label-from", "a"], "no named group"),
+        (["x.dat", "-o", tmp_path / "o", "--label-from", "(?P<cpus>.)"], "are columns"),
+        (["x.dat", "-o", tmp_path / "o", "--threshold", "nope=1"], "unknown threshold"),
+    ]
+    for args, message in cases:
+        proc = _batch(*args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    proc = _batch("x.dat", "-o", ROOT / "README.md")  # click's usage error
+    assert proc.returncode == 2 and "is a file" in proc.stderr
+    proc = run_cli("compare", "--from-batch", tmp_path, "a", "b")
+    assert proc.returncode == 2 and "no batch dataset here" in proc.stderr
+
+
+# -- a cluster of separate processes -----------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dask(*args, cwd) -> subprocess.Popen:
+    exe = Path(sys.executable).with_name("dask")
+    return subprocess.Popen(
+        [str(exe), *map(str, args)],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1, started in a
+    directory of their own (the batch must hand them absolute paths), stopped at the
+    end."""
+    from distributed import Client
+
+    cwd = tmp_path_factory.mktemp("cluster")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard", cwd=cwd)]
+    try:
+        for _ in range(2):
+            procs.append(
+                _dask(
+                    "worker",
+                    address,
+                    "--nthreads",
+                    "1",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                    "--memory-limit",
+                    "4GiB",
+                    cwd=cwd,
+                )  # fmt: skip
+            )
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for p in procs[::-1]:
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def test_a_separate_cluster_gives_the_serial_result(serial, cluster, tmp_path):
+    out = tmp_path / "out"
+    proc = _batch(*_inputs(tmp_path), "-o", out, "--label-from", LABELS, "--scheduler", cluster)
+    assert proc.returncode == 2, proc.stderr
+    assert_same_dataset(serial, out)
+
+
+def test_a_worker_killed_mid_trace_loses_nothing(serial, cluster, tmp_path):
+    """24 traces (three directories of the eight kstack-6.1 traces, with their topology
+    files); a worker is killed while it analyses one: the batch completes with every
+    trace, each with the values of the serial run."""
+    from distributed import Client
+
+    src = ROOT / KSTACK
+    for i in range(3):
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        for f in src.iterdir():
+            (d / f.name).symlink_to(f)
+    out = tmp_path / "out"
+    batch = subprocess.Popen(
+        [str(Path(sys.executable).with_name("schedwake")), "batch", "run*/*.dat", "-o", out,
+         "--scheduler", cluster],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    killed = None
+    with Client(cluster, timeout="30s") as client:
+        deadline = time.monotonic() + 60
+        while killed is None and time.monotonic() < deadline and batch.poll() is None:
+            busy = [w for w, keys in client.processing().items() if keys]
+            if busy:
+                pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+                if client.processing().get(busy[0]):  # still analysing a trace
+                    os.kill(pid, signal.SIGKILL)
+                    killed = pid
+            time.sleep(0.01)
+    stdout, stderr = batch.communicate(timeout=300)
+    assert killed is not None, "no worker was seen analysing a trace"
+    assert batch.returncode == 0, stderr
+    assert stdout.startswith("batch: 24 trace(s) analysed ->"), stdout
+    t = pd.read_parquet(out / "traces.parquet")
+    assert (t.status == "ok").all() and len(t) == 24
+    ref = pd.read_parquet(serial / "traces.parquet").set_index("path")
+    for row in t.itertuples():
+        want = ref.loc[f"{KSTACK}/{Path(row.path).name}"]
+        assert row.pingpong_episodes == want.pingpong_episodes
+        assert row.migrations_per_s == want.migrations_per_s
+        assert row.wake_to_run_p99_ns == want.wake_to_run_p99_ns
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path):
+    proc = _batch(
+        f"{KSTACK}/*.dat", "-o", tmp_path / "o", "--scheduler", f"tcp://127.0.0.1:{_free_port()}"
+    )
+    assert proc.returncode == 2
+    assert "cannot reach the Dask scheduler" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
