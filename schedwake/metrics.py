@@ -626,30 +626,28 @@ def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
 
 
 def _tidy(path, kind, window, start, end, cols: dict, keep) -> pd.DataFrame:
-    """The long table of :data:`SAMPLE_COLUMNS`: one row per (sample, kept metric)."""
-    parts = []
-    for name, values in cols.items():
-        if keep is not None and name not in keep:
-            continue
-        entry = catalogue_entry(name)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "trace": path,
-                    "sample_kind": kind,
-                    "window": window,
-                    "start_s": start,
-                    "end_s": end,
-                    "metric": name,
-                    "unit": entry.unit,
-                    "direction": entry.direction,
-                    "value": np.asarray(values, dtype=np.float64),
-                }
-            )
-        )
-    if not parts:
+    """The long table of :data:`SAMPLE_COLUMNS`: one row per (sample, kept metric),
+    metric after metric (built at once: per-metric frames cost more than the metrics)."""
+    names = [n for n in cols if keep is None or n in keep]
+    if not names:
         return pd.DataFrame({c: [] for c in SAMPLE_COLUMNS})
-    return pd.concat(parts, ignore_index=True)[list(SAMPLE_COLUMNS)]
+    n = len(window)
+    entries = [catalogue_entry(name) for name in names]
+    return pd.DataFrame(
+        {
+            "trace": [path] * (n * len(names)),
+            "sample_kind": [kind] * (n * len(names)),
+            "window": np.tile(np.asarray(window, dtype=np.int64), len(names)),
+            "start_s": np.tile(np.asarray(start, dtype=np.float64), len(names)),
+            "end_s": np.tile(np.asarray(end, dtype=np.float64), len(names)),
+            "metric": np.repeat(np.array(names, dtype=object), n).tolist(),
+            "unit": np.repeat(np.array([e.unit for e in entries], dtype=object), n).tolist(),
+            "direction": np.repeat(
+                np.array([e.direction for e in entries], dtype=object), n
+            ).tolist(),
+            "value": np.concatenate([np.asarray(cols[name], dtype=np.float64) for name in names]),
+        }
+    )
 
 
 def missing_events(trace, name: str) -> list[str]:
