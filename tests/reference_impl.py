@@ -67,7 +67,9 @@ def walk(trace, futile_run_ns=50_000):
     run_start = {}  # pid -> (ts, cpu) of a run that began after a wake-up
     res = {"pingpong": 0, "wakeups": 0, "wakeup_migrations": 0, "changes": {}, "storm": {}}
     waking_info = {}  # (cpu) -> info of the last waking on that cpu
-    settled = set()  # pids woken up or run since their last waking
+    # pid -> [(cpu, cpu the task is put on)] of its sched_wakeup and switch-in events
+    # since its last waking: a wake-up settled before the migration cannot own it
+    settled: dict = {}
     for ts, _, _, name, r in merged(trace):
         cpu = r["cpu"]
         if name == "sched_waking":
@@ -86,7 +88,7 @@ def walk(trace, futile_run_ns=50_000):
             }
             waking_info[cpu] = info
             pid = r["pid"]
-            settled.discard(pid)
+            settled[pid] = []
             if running.get(pid):
                 pending.pop(pid, None)
             else:
@@ -94,13 +96,18 @@ def walk(trace, futile_run_ns=50_000):
         elif name == "sched_migrate_task":
             last = last_on_cpu.get(cpu)
             # a wake-up's own migration: right after its waking on that CPU, by the same
-            # task, and before the wakee was woken up (sched_wakeup) or ran
+            # task, and before the wakee was woken up (sched_wakeup) or ran; but the first
+            # such event on another CPU that puts the task on the migration's destination
+            # may be the wake-up's own, stamped early by that CPU's clock
+            after = settled.get(r["pid"], [])
+            if after and after[0][0] != cpu and after[0][1] == r["dest_cpu"]:
+                after = after[1:]
             if (
                 last is not None
                 and last[0] == "sched_waking"
                 and last[1]["pid"] == r["pid"]
                 and last[1]["common_pid"] == r["common_pid"]
-                and r["pid"] not in settled
+                and not after
             ):
                 res["wakeup_migrations"] += 1
                 info = waking_info[cpu]
@@ -113,7 +120,7 @@ def walk(trace, futile_run_ns=50_000):
                     pending[r["pid"]] = dst
         elif name == "sched_switch":
             prev, nxt = r["prev_pid"], r["next_pid"]
-            settled.add(nxt)
+            settled.setdefault(nxt, []).append((cpu, cpu))
             pk = r["prev_comm"].startswith("kworker/")
             nk = r["next_comm"].startswith("kworker/")
             if pk and not nk and nxt != 0:
@@ -136,7 +143,7 @@ def walk(trace, futile_run_ns=50_000):
                     run_start[nxt] = (ts, pending.pop(nxt))
             current[cpu] = (nxt, r["next_comm"])
         elif name == "sched_wakeup":
-            settled.add(r["pid"])
+            settled.setdefault(r["pid"], []).append((cpu, r["target_cpu"]))
         last_on_cpu[cpu] = (name, r)
     return res
 

@@ -18,7 +18,10 @@ import schedwake
 from schedwake.model import MODEL_EVENTS
 from schedwake.model.tasks import classify, context_codes, kthread_cpu, name_class
 
-from .conftest import sample
+from . import reference_impl
+from .conftest import ROOT, sample
+
+DATA = ROOT / "tests" / "data"
 
 LINE = re.compile(r"^\s*(.+)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d+):\s+(\w+):\s+(.*)$")
 FIELD = re.compile(r"(\w+)=(\S+)")
@@ -155,6 +158,51 @@ def test_newly_idle_pull_is_load_balance():
     row = mig[(mig["pid"] == 5645) & ((mig["ts"] + 500) // 1000 == 219958603)].iloc[0]
     assert row["cause"] == "load_balance" and row["context_pid"] == 0
     assert row["context"] == "softirq"  # the balancing softirq on the pulling CPU
+
+
+@pytest.mark.parametrize(
+    "name, pid, ts_us, waking_us",
+    [
+        # ls-6772 [001] 283.428672: sched_waking: comm=kworker/u8:1 pid=32 target_cpu=000
+        #  <idle>-0 [000] 283.428677: sched_wakeup: ... pid=32 target_cpu=000 (then it runs
+        #  on CPU 0 and is preempted, R+); nothing more on CPU 1 until
+        # ls-6772 [001] 283.429931: sched_migrate_task: ... pid=32 orig_cpu=0 dest_cpu=1
+        # ls-6772 [001] 283.429935: sched_switch: prev_comm=ls prev_state=D ==> ... pid=32
+        ("dbench-xfs-2clients.dat", 32, 283429931, 283428672),
+        ("kstack-6.1/k61-dbench-c2-kstack-off-i3.dat", 561, 62869373, 62865386),
+    ],
+)
+def test_a_pull_after_a_settled_wake_up_is_not_the_wake_ups_migration(name, pid, ts_us, waking_us):
+    """The migration is the next event on its CPU after a sched_waking of the same pid by
+    the same task, yet it is the waker's newly-idle balance pulling the wakee 1-4 ms
+    later: the wake-up completed in between on the wakee's own CPU (its sched_wakeup
+    there, target_cpu = the previous CPU, and a run). try_to_wake_up() sets the task's
+    CPU with its pi_lock held and interrupts off, before the task is queued: a migration
+    after the wake-up's sched_wakeup is not the wake-up's. A count of "migrate right
+    after a waking in the same CPU's buffer" counts these as wake-up migrations, one or
+    two more per trace than schedwake."""
+    t = load(name)
+    mig = t.migrations()
+    row = mig[(mig["pid"] == pid) & ((mig["ts"] + 500) // 1000 == ts_us)].iloc[0]
+    assert row["cause"] == "load_balance" and row["waking_index"] == -1
+    w = t.wakeups()
+    waking = w[(w["wakee_pid"] == pid) & ((w["ts"] + 500) // 1000 == waking_us)].iloc[0]
+    assert not waking["migrated"] and waking["chosen_cpu"] == waking["prev_cpu"] == row["orig_cpu"]
+    assert waking["wakeup_ts"] < row["ts"]
+
+
+def test_a_queued_wake_up_stamped_early_by_another_cpus_clock_keeps_its_migration():
+    """A queued remote wake-up: the migration on the waker's CPU 0, the sched_wakeup in
+    the IPI on the chosen CPU 2, whose clock (the per-CPU `local` trace clock) runs 1 us
+    behind: the wake-up's own sched_wakeup carries an earlier time than its migration.
+    It puts the task where the migration takes it, so it does not settle the wake-up
+    before the migration: still a wake-up migration (the reference implementation
+    agrees)."""
+    t = schedwake.load(DATA / "synthetic" / "queued-wakeup-clock-skew.txt")
+    mig, w = t.migrations(), t.wakeups()
+    assert list(mig["cause"]) == ["wakeup"]
+    assert w["migrated"].tolist() == [True] and (w["prev_cpu"][0], w["chosen_cpu"][0]) == (1, 2)
+    assert reference_impl.walk(t)["wakeup_migrations"] == 1
 
 
 def test_fio_pinned_never_migrates_and_storm_is_visible():

@@ -95,24 +95,50 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
     # A wake-up's own migration comes before the wakee is woken up (sched_wakeup) and
     # before it runs. Without this, a waker that runs on with no other event on its CPU
     # and later pulls the same task (newly-idle balance) would be taken for the
-    # wake-up's migration, however old the waking.
+    # wake-up's migration, however old the waking: the pull is set_task_cpu() in
+    # load balancing, after the wake-up completed elsewhere (its sched_wakeup, the
+    # wakee's switch-in on another CPU), so it is no part of try_to_wake_up().
     cand = np.flatnonzero(ok)
     if len(cand):
         c_ts, c_pid = take(wts, wi[cand], 0), i64(m, "pid")[cand]
+        c_cpu, c_dest = mcpu[cand], i64(m, "dest_cpu")[cand]
         never = np.iinfo(np.int64).max
         limit = np.full(len(cand), never, dtype=np.int64)
         if ev.wakeup is not None and len(ev.wakeup):
-            wu_ts = i64(ev.wakeup, "ts")
-            j = asof_index(c_ts, c_pid, wu_ts, ints(ev.wakeup, "pid"), "forward", True)
-            limit = np.minimum(limit, take(wu_ts, j, never))
+            f = ev.wakeup
+            at = _settling_ts(c_ts, c_pid, c_cpu, c_dest, i64(f, "ts"), ints(f, "pid"),
+                              ints(f, "cpu"), ints(f, "target_cpu"))  # fmt: skip
+            limit = np.minimum(limit, at)
         if ev.switch is not None and len(ev.switch):
-            sw_ts = i64(ev.switch, "ts")
-            j = asof_index(c_ts, c_pid, sw_ts, ints(ev.switch, "next_pid"), "forward", True)
-            limit = np.minimum(limit, take(sw_ts, j, never))
+            f = ev.switch
+            at = _settling_ts(c_ts, c_pid, c_cpu, c_dest, i64(f, "ts"), ints(f, "next_pid"),
+                              ints(f, "cpu"), ints(f, "cpu"))  # fmt: skip
+            limit = np.minimum(limit, at)
         ok[cand] = mts[cand] <= limit
     res = np.where(ok, wi, -1)
     # one waking owns at most one migration: keep the first
     return np.where(_first_claims(res), res, -1)
+
+
+def _settling_ts(c_ts, c_pid, c_cpu, c_dest, ts, pid, cpu, placed) -> np.ndarray:
+    """For each candidate (a waking at ``c_ts`` of ``c_pid`` and a migration on ``c_cpu``
+    to ``c_dest``), the time of the first event (``ts``, ``pid``, ``cpu``: a sched_wakeup
+    or a switch-in) at or after the waking that says the wake-up was settled without
+    that migration; int64 max if none.
+
+    The wake-up's own sched_wakeup (queued remote wake-up) or the wakee's switch-in
+    happen on the chosen CPU (``placed`` is where the event puts the task: sched_wakeup's
+    target_cpu, the switch's CPU). On another CPU they are stamped by another CPU's
+    clock, which the per-CPU ``local`` trace clock lets run a little behind: such an
+    event may carry an earlier time than the migration that chose the CPU. An event on
+    another CPU that puts the task where the candidate migration takes it is therefore
+    not taken as settling it; the pid's next one is."""
+    never = np.iinfo(np.int64).max
+    j = asof_index(c_ts, c_pid, ts, pid, "forward", True)
+    own = (j >= 0) & (take(placed, j, -1) == c_dest) & (take(cpu, j, -1) != c_cpu)
+    if own.any():
+        j[own] = asof_index(take(ts, j[own], 0), c_pid[own], ts, pid, "forward", False)
+    return take(ts, j, never)
 
 
 def _first_claims(owner: np.ndarray) -> np.ndarray:
