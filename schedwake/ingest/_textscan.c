@@ -439,7 +439,8 @@ static int parse_ts(const char *p, const char *end, int64_t *out, const char **a
     *decimals = 0;
     if (q >= end || !is_digit(*q)) return -1;
     int ni = 0;
-    while (q < end && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; if (++ni > 18) return -1; }
+    /* at most 18 digits: counted before the multiplication, which a 19th would overflow */
+    while (q < end && is_digit(*q)) { if (++ni > 18) return -1; sec = sec * 10 + (*q - '0'); q++; }
     if (q < end && *q == '.') {
         if (sec > 9000000000LL) return -1;      /* would overflow as nanoseconds */
         q++;
@@ -463,8 +464,11 @@ static int parse_int(const char *p, const char *end, int64_t *out, const char **
     const char *q = p; int neg = 0; uint64_t v = 0;
     if (q < end && *q == '-') { neg = 1; q++; }
     if (q >= end || !is_digit(*q)) return -1;
-    int nd = 0;
-    while (q < end && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; if (++nd > 20) return -1; }
+    while (q < end && is_digit(*q)) {
+        uint64_t d = (uint64_t)(*q - '0');
+        if (v > (UINT64_MAX - d) / 10) return -1;   /* more than 64 bits */
+        v = v * 10 + d; q++;
+    }
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     *after = q;
     return 0;
