@@ -73,10 +73,13 @@ def analyze(trace, thresholds: dict | None = None, detectors=None) -> Analysis:
 
 
 def topology_facts(topo: Topology) -> dict:
-    """``{"source": "file" | "option" | "assumed", "from": ..., "llc": [[cpus]...],
-    "smt": ..., "numa": ...}``: a topology as reports state it."""
+    """``{"source": "file" | "option" | "inferred" | "assumed", "from": ..., "llc":
+    [[cpus]...], "smt": ..., "numa": ..., "note": ...}``: a topology as reports state it
+    (``note``: the evidence of an inferred map, or why an assumed one was not inferred)."""
     if topo.assumed:
         kind = "assumed"
+    elif topo.inferred:
+        kind = "inferred"
     elif topo.source == "--llc":
         kind = "option"
     else:
@@ -87,6 +90,7 @@ def topology_facts(topo: Topology) -> dict:
         "llc": topo.llc,
         "smt": topo.smt,
         "numa": topo.numa,
+        "note": topo.note,
         "description": topo.describe(),
     }
 

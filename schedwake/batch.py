@@ -364,7 +364,9 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         "event_counts": json.dumps(facts["events"]),
         "lost_events_by_cpu": json.dumps(facts["lost_events"]),
         "timestamps": facts["timestamps"],
-        "topology_json": json.dumps({**trace.topology.to_dict(), "source": trace.topology.source}),
+        "topology_json": json.dumps(
+            {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}
+        ),
         "thresholds": json.dumps(analysis.thresholds, sort_keys=True),
         "windows_s": windows,
         "abspath": abspath,
@@ -989,9 +991,9 @@ class AnalysedTrace:
         }
         self.caveats: list[str] = [str(c) for c in _list(row["caveats"])]
         topo = json.loads(row["topology_json"])
-        source = topo.pop("source")
+        source, note = topo.pop("source"), topo.pop("note", "")
         self.topology = Topology.from_dict(topo, source)
-        self.topology.source = source
+        self.topology.source, self.topology.note = source, note
         self.thresholds: dict = json.loads(row["thresholds"])
 
     def __repr__(self) -> str:

@@ -8,7 +8,10 @@ Sources, best first (DESIGN section 5):
        {"cpus": 2, "llc": [[0, 1]], "smt": [[0], [1]], "numa": [[0, 1]]}
 
 2. one ``--llc CPULIST`` per LLC in the kernel's cpulist syntax (``0-3,8-11``);
-3. otherwise one LLC holding every CPU, which every report states (``assumed``).
+3. otherwise the LLCs the trace's own wake-ups show, when they show them clearly
+   (``inferred``, :mod:`schedwake.model.llc`; :class:`schedwake.Trace` does this);
+4. otherwise one LLC holding every CPU, which every report states (``assumed``), with
+   the reason no LLCs were inferred.
 
 Bad topology input raises :class:`~schedwake.errors.TraceError` with one line.
 """
@@ -104,8 +107,10 @@ class Topology:
     llc: list[list[int]]
     smt: list[list[int]] = field(default_factory=list)
     numa: list[list[int]] = field(default_factory=list)
-    #: Where it came from: a file path, ``"--llc"``, or ``"assumed"``.
+    #: Where it came from: a file path, ``"--llc"``, ``"inferred"`` or ``"assumed"``.
     source: str = "assumed"
+    #: For an inferred or assumed map: the evidence, or why none was inferred (one line).
+    note: str = ""
 
     def __post_init__(self):
         n = max([self.cpus] + [c + 1 for g in self.llc + self.smt + self.numa for c in g])
@@ -130,6 +135,10 @@ class Topology:
     @property
     def assumed(self) -> bool:
         return self.source == "assumed"
+
+    @property
+    def inferred(self) -> bool:
+        return self.source == "inferred"
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -237,10 +246,13 @@ class Topology:
         """One line: the LLC groups and where they come from."""
         llcs = " ".join(f"[{format_cpulist(g)}]" for g in self.llc)
         if self.assumed:
+            why = f"; not inferred: {self.note}" if self.note else ""
             return (
                 f"ASSUMED one LLC for all {self.cpus} CPUs (no topology file; "
-                f"pass --topology FILE or --llc CPULIST)"
+                f"pass --topology FILE or --llc CPULIST{why})"
             )
+        if self.inferred:
+            return f"{len(self.llc)} LLC(s) {llcs} INFERRED from the trace: {self.note}"
         return f"{len(self.llc)} LLC(s) {llcs}, {len(self.numa)} NUMA node(s), from {self.source}"
 
     def _lookup(self, table: np.ndarray, cpus) -> np.ndarray:

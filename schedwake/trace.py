@@ -35,11 +35,14 @@ class Trace:
     @property
     def topology(self):
         """The CPU map (:class:`schedwake.topology.Topology`): set explicitly, else the
-        ``<trace>.topology.json`` beside the trace, else one assumed LLC."""
+        ``<trace>.topology.json`` beside the trace, else the LLCs the trace's wake-ups
+        show (``source == "inferred"``, :mod:`schedwake.model.llc`), else one assumed
+        LLC (``note`` says why none was inferred)."""
         if self._topology is None:
             from .topology import resolve
 
-            self._topology = resolve(self.meta.get("path"), self.meta.get("cpus") or 1)
+            self._use(resolve(self.meta.get("path"), self.meta.get("cpus") or 1))
+        assert self._topology is not None
         return self._topology
 
     @topology.setter
@@ -51,13 +54,36 @@ class Trace:
 
     def use_topology(self, topology_file=None, llc=None):
         """Pick the topology from a file or ``--llc`` cpulists (the CLI options);
-        with neither, the default lookup. Returns the topology."""
+        with neither, the default lookup (and inference). Returns the topology."""
         from .topology import resolve
 
-        self.topology = resolve(
-            self.meta.get("path"), self.meta.get("cpus") or 1, topology_file, llc
-        )
+        self._use(resolve(self.meta.get("path"), self.meta.get("cpus") or 1, topology_file, llc))
         return self._topology
+
+    def _use(self, topo) -> None:
+        """Use ``topo``; one merely assumed is replaced by the LLCs the trace's wake-up
+        migrations show, when they show them (the model built for that is kept: its
+        events do not depend on the topology)."""
+        from .model import Model
+        from .model.llc import infer_llc
+        from .topology import Topology
+
+        topo.check_covers(self.meta.get("cpus") or 1)
+        self._topology, self._model = topo, None
+        if not topo.assumed:
+            return
+        try:
+            model = Model(self, topo)
+        except TraceError as exc:  # no model (raw-tick timestamps): nothing to infer from
+            topo.note = exc.problem
+            return
+        found = infer_llc(model.events, model._mig_w, topo.cpus)
+        if found.llc is None:
+            topo.note = found.reason
+        else:
+            topo = Topology(cpus=topo.cpus, llc=found.llc, source="inferred", note=found.reason)
+            model.topology = topo
+        self._topology, self._model = topo, model
 
     @property
     def model(self):

@@ -93,13 +93,24 @@ def test_dbench_markdown_and_finding_metrics():
     assert pp["metrics"]["episodes"] == d["metrics"]["pingpong_episodes"] > 0
 
 
-def test_topology_options_and_assumed_warning(tmp_path):
+def test_topology_options_inferred_and_assumed(tmp_path):
     import shutil
 
     lone = tmp_path / "lone.dat"
     shutil.copy(sample("idle-sleep.dat"), lone)
     p = run_cli("analyze", lone, check=True)
+    # no topology file: the wake-up migrations show one LLC of both CPUs
+    assert "topology:  1 LLC(s) [0-1] INFERRED from the trace: 14 wake-up migrations" in p.stdout
+    doc = json.loads(run_cli("analyze", lone, "--format", "json", check=True).stdout)
+    topo = doc["trace"]["topology"]
+    assert (topo["source"], topo["llc"]) == ("inferred", [[0, 1]])
+    assert topo["note"] == "14 wake-up migrations connect every CPU"
+    # too little to infer from: one LLC assumed, and why
+    cpu = tmp_path / "missing-cpu.dat"
+    shutil.copy(sample("missing-cpu.dat"), cpu)
+    p = run_cli("analyze", cpu, check=True)
     assert "ASSUMED one LLC" in p.stdout and "WARNING" in p.stdout
+    assert "not inferred: no wake-up migration with the waker on the previous CPU" in p.stdout
     p = run_cli("analyze", lone, "--llc", "0", "--llc", "1", "--format", "json", check=True)
     assert json.loads(p.stdout)["metrics"]["cross_llc_migrations_per_s"] > 0
     topo = tmp_path / "t.json"

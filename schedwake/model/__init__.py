@@ -43,7 +43,14 @@ class Model:
             out.insert(
                 0,
                 "no topology given: one LLC holding every CPU is assumed, so "
-                "cross-LLC figures are zero by construction",
+                "cross-LLC figures are zero by construction"
+                + (f" (not inferred: {self.topology.note})" if self.topology.note else ""),
+            )
+        elif self.topology.inferred:
+            out.insert(
+                0,
+                f"no topology given: {len(self.topology.llc)} LLC(s) inferred from the "
+                f"trace ({self.topology.note}); pass --topology FILE for the machine's own map",
             )
         return out
 
