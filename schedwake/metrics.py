@@ -65,7 +65,8 @@ METRICS: dict[str, Metric] = {
             "futile_wakeups_per_s",
             "1/s",
             "lower",
-            "wake-ups after which the wakee ran < storm_futile_run_us and slept",
+            "wake-ups whose wakee preempted a kworker, slept again and gave the CPU back "
+            "to that kworker before it ran again",
         ),
         Metric("wake_to_run_p50_ns", "ns", "lower", "median wake-to-run latency"),
         Metric("wake_to_run_p90_ns", "ns", "lower", "90th percentile wake-to-run latency"),
@@ -159,7 +160,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "pingpong_episodes_per_s": pp / dur_s,
         "cpus_visited_per_task": _cpus_visited(sw),
         "context_switches_per_s": (0 if sw is None else len(sw)) / dur_s,
-        "futile_wakeups_per_s": int(futile_mask(w, th["storm_futile_run_us"] * 1000).sum()) / dur_s,
+        "futile_wakeups_per_s": int(futile_mask(model).sum()) / dur_s,
         "wake_to_run_p50_ns": _pct(lat, 50),
         "wake_to_run_p90_ns": _pct(lat, 90),
         "wake_to_run_p99_ns": _pct(lat, 99),
@@ -276,9 +277,7 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     else:
         df["cpus_visited_per_task"] = 0.0
         df["context_switches_per_s"] = 0.0
-    df["futile_wakeups_per_s"] = (
-        count(wts, futile_mask(w, th["storm_futile_run_us"] * 1000)) / lens_s
-    )
+    df["futile_wakeups_per_s"] = count(wts, futile_mask(model)) / lens_s
     if len(w):
         lat = pd.DataFrame(
             {
@@ -424,8 +423,8 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "/s",
             "lower",
             1.0,
-            "wake-ups after which the wakee ran less than storm_futile_run_us "
-            "(50 us) and slept again, per second",
+            "wake-ups whose wakee preempted a kworker (R+), slept again and gave the CPU "
+            "back to that kworker before it ran again, per second",
             f"futile wake-ups (by wake-up time) {_PER_S}",
         ),
         CatalogueMetric(

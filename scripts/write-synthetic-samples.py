@@ -61,10 +61,11 @@ SAMPLES: dict[str, tuple[str, dict]] = {
         dict(idle_gaps=60, background=300, seed=15),
     ),
     "mixed": (
-        "all four pathologies in one trace",
+        "all four pathologies in one trace (enough ping-pong episodes that a fifth of "
+        "the kworkers' wake-ups on their own CPU move the task, the storm's included)",
         dict(
-            pingpong=30,
-            pingpong_busy=10,
+            pingpong=100,
+            pingpong_busy=20,
             roundrobin=60,
             storm=300,
             idle_gaps=60,

@@ -49,14 +49,16 @@ def is_user(comm: str) -> bool:
     return name_class(comm) == USER
 
 
-def walk(trace, futile_run_ns=50_000):
+def walk(trace, storm_share=0.75):
     """One pass; returns a dict of the core counts:
 
     pingpong        number of kworker ping-pong episodes
     wakeups         number of sched_waking events
     wakeup_migrations
     changes         {pid: wake-ups that changed CPU inside one LLC}
-    storm           {(cpu, pid): [switches, kworker_preemptions, futile_wakeups]}
+    storm           {(cpu, pid): [switches, all kworker preemptions, preemptions of
+                    the kworkers preempted at storm_share of their switch-outs or
+                    more, futile wake-ups]} for every task that preempted a kworker
     """
     topo = trace.topology
     llc_of = {c: i for i, g in enumerate(topo.llc) for c in g}
@@ -64,13 +66,17 @@ def walk(trace, futile_run_ns=50_000):
     current = {}  # cpu -> (pid, comm) from the last sched_switch
     running = {}  # pid -> True while switched in
     pending = {}  # pid -> chosen cpu of a wake-up not yet run
-    run_start = {}  # pid -> (ts, cpu) of a run that began after a wake-up
     res = {"pingpong": 0, "wakeups": 0, "wakeup_migrations": 0, "changes": {}, "storm": {}}
+    switches = {}  # (cpu, pid) -> task <-> kworker switches
+    preempt = {}  # (cpu, task, kworker) -> kworker preemptions (R+) by the task
+    outs = {}  # (cpu, kworker) -> the kworker's switch-outs
+    cycles = {}  # cpu -> open preemptions: [kworker, task, chosen or None, phase, slept]
+    futile = {}  # (chosen cpu, pid) -> futile wake-ups
     waking_info = {}  # (cpu) -> info of the last waking on that cpu
     # pid -> [(cpu, cpu the task is put on)] of its sched_wakeup and switch-in events
     # since its last waking: a wake-up settled before the migration cannot own it
     settled: dict = {}
-    for ts, _, _, name, r in merged(trace):
+    for _ts, _, _, name, r in merged(trace):
         cpu = r["cpu"]
         if name == "sched_waking":
             res["wakeups"] += 1
@@ -85,6 +91,8 @@ def walk(trace, futile_run_ns=50_000):
                 and not (flags & IRQ_FLAGS)
                 and r["common_pid"] != 0,
                 "cpu": cpu,
+                # the stopper threads move tasks for affinity changes, not to place them
+                "stopper": bool(re.fullmatch(r"migration/\d+", comm or "")),
             }
             waking_info[cpu] = info
             pid = r["pid"]
@@ -114,7 +122,8 @@ def walk(trace, futile_run_ns=50_000):
                 if info["percpu_task"] and info["prev"] == cpu:
                     res["pingpong"] += 1
                 src, dst = r["orig_cpu"], r["dest_cpu"]
-                if src != dst and llc_of.get(src, -1 - src) == llc_of.get(dst, -1 - dst):
+                same_llc = llc_of.get(src, -1 - src) == llc_of.get(dst, -1 - dst)
+                if src != dst and same_llc and not info["stopper"]:
                     res["changes"][r["pid"]] = res["changes"].get(r["pid"], 0) + 1
                 if r["pid"] in pending:
                     pending[r["pid"]] = dst
@@ -123,28 +132,50 @@ def walk(trace, futile_run_ns=50_000):
             settled.setdefault(nxt, []).append((cpu, cpu))
             pk = r["prev_comm"].startswith("kworker/")
             nk = r["next_comm"].startswith("kworker/")
+            if pk:
+                outs[(cpu, prev)] = outs.get((cpu, prev), 0) + 1
             if pk and not nk and nxt != 0:
-                k = res["storm"].setdefault((cpu, nxt), [0, 0, 0])
-                k[0] += 1
-                if r["prev_state_str"] == "R+":
-                    k[1] += 1
+                switches[(cpu, nxt)] = switches.get((cpu, nxt), 0) + 1
             elif nk and not pk and prev != 0:
-                res["storm"].setdefault((cpu, prev), [0, 0, 0])[0] += 1
-            # run tracking for futile wake-ups
+                switches[(cpu, prev)] = switches.get((cpu, prev), 0) + 1
+            # open preemptions of this CPU: the task leaves (asleep or not), then the
+            # kworker comes back first (futile) or the task does
+            still = []
+            for c in cycles.get(cpu, []):
+                if c[3] == "running":
+                    if prev != c[1]:  # not the task's switch-out: events were lost
+                        continue
+                    c[3], c[4] = "out", not r["prev_state_str"].startswith("R")
+                if c[3] == "out" and nxt == c[0]:
+                    if c[4] and c[2] is not None:
+                        futile[(c[2], c[1])] = futile.get((c[2], c[1]), 0) + 1
+                    continue
+                if c[3] == "out" and nxt == c[1]:
+                    continue
+                still.append(c)
+            cycles[cpu] = still
+            woken = nxt in pending
+            if pk and not nk and nxt != 0 and r["prev_state_str"] == "R+":
+                key = (cpu, nxt, prev)
+                preempt[key] = preempt.get(key, 0) + 1
+                chosen = pending[nxt] if woken else None  # the wake-up's run starts here
+                cycles[cpu].append([prev, nxt, chosen, "running", None])
             if prev != 0:
                 running[prev] = False
-                if prev in run_start:
-                    start, chosen = run_start.pop(prev)
-                    if not r["prev_state_str"].startswith("R") and ts - start < futile_run_ns:
-                        res["storm"].setdefault((chosen, prev), [0, 0, 0])[2] += 1
             if nxt != 0:
                 running[nxt] = True
-                if nxt in pending:
-                    run_start[nxt] = (ts, pending.pop(nxt))
+                pending.pop(nxt, None)
             current[cpu] = (nxt, r["next_comm"])
         elif name == "sched_wakeup":
             settled.setdefault(r["pid"], []).append((cpu, r["target_cpu"]))
         last_on_cpu[cpu] = (name, r)
+    for (cpu, task, kw), n in preempt.items():
+        row = res["storm"].setdefault((cpu, task), [switches.get((cpu, task), 0), 0, 0, 0])
+        row[1] += n
+        if n >= storm_share * outs[(cpu, kw)]:
+            row[2] += n
+    for key, row in res["storm"].items():
+        row[3] = futile.get(key, 0)
     return res
 
 

@@ -326,7 +326,7 @@ def test_api_with_trace_objects_summary_and_plots(synth):
     assert text.splitlines()[0].split() == ["synth", "synth"]
     assert text.splitlines()[1].split() == ["sick", "healthy"]
     f = res.findings()
-    assert {d.detector for _, fs in f["synth-sick"] for d in fs} >= {"kworker_pingpong"}
+    assert {d.detector for _, fs in f["synth-sick"] for d in fs} >= {"cswitch_storm"}
     assert all(not fs for _, fs in f["synth-healthy"])
 
 

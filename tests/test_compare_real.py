@@ -30,13 +30,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 PAIRS = [("fio-pinned-root", "fio-pinned-weighted"), ("dbench-xfs-1client", "dbench-xfs-2clients")]
-FUTILE_RUN_NS = 50_000  # storm_futile_run_us default
 ALPHA = 0.10
 
 _LINE = re.compile(r"\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s+(.*)$")
 _WAKING = re.compile(r" pid=(\d+) prio=\S+ target_cpu=\d+$")
 _SWITCH = re.compile(
-    r" prev_pid=(\d+) prev_prio=\S+ prev_state=(\S+) ==> next_comm=.* "
+    r"prev_comm=(.*) prev_pid=(\d+) prev_prio=\S+ prev_state=(\S+) ==> next_comm=(.*) "
     r"next_pid=(\d+) next_prio=\S+$"
 )
 
@@ -55,7 +54,8 @@ def independent_events(name: str):
     switch, migrate, futile = [], [], []
     on_cpu: dict[int, bool] = defaultdict(bool)
     pending: dict[int, int] = {}  # pid -> ts of a waking not yet followed by a run
-    running: dict[int, tuple[int, int]] = {}  # pid -> (waking ts, switch-in ts)
+    # per CPU, kworker preemptions under way: [kworker, task, waking ts, left, asleep]
+    cycles: dict[int, list] = defaultdict(list)
     for line in text.splitlines():
         m = _LINE.search(line)
         if not m:
@@ -75,17 +75,31 @@ def independent_events(name: str):
         elif event == "sched_switch":
             switch.append(ts)
             s = _SWITCH.search(rest)
-            prev, state, nxt = int(s.group(1)), s.group(2), int(s.group(3))
+            pcomm, prev, state = s.group(1), int(s.group(2)), s.group(3)
+            ncomm, nxt = s.group(4), int(s.group(5))
+            cpu = int(m.group(1))
+            # futile: a task that preempted a kworker sleeps again and the kworker gets
+            # the CPU back before the task does
+            keep = []
+            for c in cycles[cpu]:
+                if not c[3]:
+                    if prev != c[1]:
+                        continue  # the chain is broken (lost events)
+                    c[3], c[4] = True, not state.startswith("R")
+                if nxt == c[0]:
+                    if c[4] and c[2] is not None:
+                        futile.append(c[2])
+                elif nxt != c[1]:
+                    keep.append(c)
+            cycles[cpu] = keep
+            woke = pending.pop(nxt, None) if nxt != 0 else None
+            kw = pcomm.startswith("kworker/")
+            if kw and state == "R+" and nxt != 0 and not ncomm.startswith("kworker/"):
+                cycles[cpu].append([prev, nxt, woke, False, False])
             if prev != 0:
                 on_cpu[prev] = False
-                if prev in running:
-                    woke, start = running.pop(prev)
-                    if not state.startswith("R") and ts - start < FUTILE_RUN_NS:
-                        futile.append(woke)
             if nxt != 0:
                 on_cpu[nxt] = True
-                if nxt in pending:
-                    running[nxt] = (pending.pop(nxt), ts)
     return (
         first,
         last,

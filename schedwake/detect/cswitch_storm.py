@@ -1,18 +1,28 @@
 """Context-switch storm (DESIGN section 6).
 
-A task and kworkers alternating on one CPU at a high rate, the kworker preempted while
-runnable (``prev_state`` ``R+`` when it is switched out for the task), and the task
-waking only to sleep again after a very short run. Judged per (CPU, task), for user
-tasks (kernel threads such as ksoftirqd also alternate with kworkers, by design):
+A task and the kworker that completes its IO take turns on one CPU: the kworker wakes
+the task and is preempted by it at once (``prev_state`` ``R+``), the task finds its IO
+not done and sleeps again, the kworker resumes, wakes it again, and so on. Judged per
+(CPU, user task) from what the trace shows about itself, never from a time or a rate
+fixed on one machine (a slower machine runs the same storm at a tenth of the rate, each
+run ten times longer; docs/detectors.md):
 
-``switches``
-    ``sched_switch`` events on the CPU from the task to a kworker or from a kworker to
-    the task;
 ``kworker_preemptions``
-    of those, kworker -> task switches with the kworker preempted (``R+``);
+    switches from a kworker to the task with the kworker preempted (``R+``);
+``kworker_switchouts``
+    every switch-out, on that CPU, of the task's *storm kworkers*: the kworkers it
+    preempts at ``storm_min_preempted_share`` of their switch-outs or more (they could
+    rarely run to the end of their work before the task took the CPU);
+    ``kworker_preemptions`` counts the preemptions of those kworkers only;
+``cpu_switches``
+    every ``sched_switch`` on the CPU: ``kworker_preemptions / cpu_switches`` is the
+    storm's share of the CPU's own switch rate;
 ``futile_wakeups``
-    wake-ups of the task placed on that CPU after which it ran less than
-    ``storm_futile_run_us`` and then slept (switched out not runnable).
+    wake-ups of the task that preempted a kworker and then slept again with the CPU
+    going back to that kworker before the task ran again (:func:`futile_mask`): it
+    woke too early, for nothing;
+``switches``
+    task <-> kworker switches on the CPU (both directions), for the report.
 """
 
 from __future__ import annotations
@@ -20,40 +30,36 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model._util import asof_index
 from .base import Finding, Threshold
 
 NAME = "cswitch_storm"
 
 THRESHOLDS = (
     Threshold(
-        "storm_min_switches_per_s",
-        2000.0,
-        "switches/s",
-        "lowest rate of task<->kworker switches on one CPU",
-    ),
-    Threshold(
-        "storm_min_preemptions_per_s",
-        500.0,
-        "preemptions/s",
-        "lowest rate of kworkers preempted (R+) by the task",
-    ),
-    Threshold(
-        "storm_min_futile_share",
-        0.25,
+        "storm_min_preempted_share",
+        0.75,
         "fraction",
-        "lowest share of the task's wake-ups on the CPU that are futile",
+        "lowest share of the switch-outs of the kworkers the task preempts on the CPU "
+        "that are those preemptions (R+)",
     ),
     Threshold(
-        "storm_futile_run_us",
-        50.0,
-        "us",
-        "a wake-up is futile when the task then runs less than this and sleeps",
+        "storm_min_cpu_share",
+        0.05,
+        "fraction",
+        "lowest share of the CPU's context switches that are kworkers preempted by the task",
     ),
     Threshold(
-        "storm_high_preemptions_per_s",
-        2000.0,
-        "preemptions/s",
-        "kworker preemption rate from which the finding is high",
+        "storm_min_preemptions",
+        100,
+        "preemptions",
+        "fewest kworker preemptions by the task in the trace for a finding",
+    ),
+    Threshold(
+        "storm_high_preempted_share",
+        0.8,
+        "fraction",
+        "preempted share from which the finding is high",
     ),
 )
 
@@ -64,38 +70,140 @@ def _kworker_of(cat: pd.Categorical) -> np.ndarray:
     return flags[np.where(codes < 0, len(flags) - 1, codes)]
 
 
-def futile_mask(w: pd.DataFrame, futile_run_ns: float) -> np.ndarray:
-    if len(w) == 0:
-        return np.zeros(0, dtype=bool)
-    run = (w["run_end_ts"] - w["run_ts"]).to_numpy(dtype="float64", na_value=np.inf)
-    return w["slept_after"].to_numpy() & (run < futile_run_ns)
+def _cycles(model) -> dict:
+    """The kworker preemptions of the trace (memoized): for each switch from a kworker
+    (``R+``) to another task on a CPU, the switch row, the CPU, the kworker, the task,
+    and whether it was futile (the task's run ended in a sleep and the CPU ran the
+    kworker again before the task)."""
+    if "storm_cycles" in model.memo:
+        return model.memo["storm_cycles"]
+    s = model.events.switch
+    out: dict = {"rows": np.zeros(0, dtype=np.int64)}
+    if s is None or len(s) == 0 or "prev_state_str" not in s.columns:
+        model.memo["storm_cycles"] = out
+        return out
+    cpu = s["cpu"].to_numpy().astype(np.int64)
+    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
+    next_pid = s["next_pid"].to_numpy().astype(np.int64)
+    state = s["prev_state_str"].astype(str).to_numpy()
+    pk = _kworker_of(s["prev_comm"].array)
+    nk = _kworker_of(s["next_comm"].array)
+    pre = np.flatnonzero(pk & ~nk & (next_pid != 0) & (state == "R+"))
+    # a CPU's switches chain: each switch's prev is the task the one before put on
+    # the CPU, so the switch after a preemption is that task's switch-out there (unless
+    # lost events broke the chain)
+    order = np.lexsort((np.arange(len(s)), cpu))
+    pos = np.empty(len(s), dtype=np.int64)
+    pos[order] = np.arange(len(s))
+    nxt = np.full(len(pre), -1, dtype=np.int64)
+    has = pos[pre] + 1 < len(s)
+    cand = order[np.minimum(pos[pre] + 1, len(s) - 1)]
+    has &= cpu[cand] == cpu[pre]
+    has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
+    nxt[has] = cand[has]
+    slept = has & ~np.char.startswith(state[np.maximum(nxt, 0)].astype(str), "R")
+    # then: the kworker's next switch-in on that CPU, before the task's own
+    key = cpu * (1 << 32) + next_pid
+    at = np.where(nxt >= 0, pos[np.maximum(nxt, 0)], -1)
+    # (the task's switch-out itself may hand the CPU straight back to the kworker)
+    kw_back = asof_index(at, cpu[pre] * (1 << 32) + prev_pid[pre], pos, key, "forward", True)
+    task_back = asof_index(at, cpu[pre] * (1 << 32) + next_pid[pre], pos, key, "forward", False)
+    kpos = np.where(kw_back >= 0, pos[np.maximum(kw_back, 0)], np.iinfo(np.int64).max)
+    tpos = np.where(task_back >= 0, pos[np.maximum(task_back, 0)], np.iinfo(np.int64).max)
+    futile = slept & (kw_back >= 0) & (kpos < tpos)
+    ts = s["ts"].to_numpy()
+    # the kworker's own switch-in before it was preempted (the switch before, on that CPU)
+    before = order[np.maximum(pos[pre] - 1, 0)]
+    out = {
+        "rows": pre,
+        "cpu": cpu[pre],
+        "kworker": prev_pid[pre],
+        "task": next_pid[pre],
+        "ts": ts[pre],
+        "futile": futile,
+        # the cycle as evidence: from the kworker's switch-in to its return
+        "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
+        "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
+    }
+    model.memo["storm_cycles"] = out
+    return out
+
+
+def futile_mask(model) -> np.ndarray:
+    """Wake-ups (rows of ``model.wakeups``) that were futile: the wakee's run began by
+    preempting a kworker and ended in a sleep with the CPU going back to that kworker
+    before the wakee ran again."""
+    w = model.wakeups
+    c = _cycles(model)
+    if len(w) == 0 or len(c["rows"]) == 0:
+        return np.zeros(len(w), dtype=bool)
+    run = w["run_ts"].to_numpy(dtype="float64", na_value=np.nan)
+    ok = ~np.isnan(run)
+    mask = np.zeros(len(w), dtype=bool)
+    # a wake-up's run starts at a switch-in of its wakee on its chosen CPU: match the
+    # futile preemptions by (task, ts)
+    fts, ftask = c["ts"][c["futile"]], c["task"][c["futile"]]
+    idx = np.flatnonzero(ok)
+    j = asof_index(run[idx].astype(np.int64), w["wakee_pid"].to_numpy()[idx], fts, ftask,
+                   "backward", True)  # fmt: skip
+    hit = j >= 0
+    hit[hit] = fts[j[hit]] == run[idx][hit]
+    mask[idx[hit]] = True
+    return mask
+
+
+def _count(cpus, pids) -> pd.Series:
+    """How many times each (cpu, pid) occurs, indexed by (cpu, pid)."""
+    return pd.Series(1, index=pd.MultiIndex.from_arrays([cpus, pids])).groupby(level=[0, 1]).sum()
 
 
 def pair_table(model, th: dict) -> pd.DataFrame:
-    """One row per (cpu, task pid) with switches, kworker_preemptions, futile_wakeups."""
-    s = model.events.switch
-    cols = ["cpu", "pid", "switches", "kworker_preemptions", "wakeups", "futile_wakeups"]
-    if s is None or len(s) == 0:
+    """One row per (cpu, task pid) that preempted a kworker: kworker_preemptions and
+    kworker_switchouts over its storm kworkers (those it preempts at
+    ``storm_min_preempted_share`` of their switch-outs or more; ``storm_kworkers`` of
+    them), all_kworker_preemptions, cpu_switches, switches, wakeups, futile_wakeups."""
+    cols = [
+        "cpu",
+        "pid",
+        "kworker_preemptions",
+        "kworker_switchouts",
+        "storm_kworkers",
+        "all_kworker_preemptions",
+        "cpu_switches",
+        "switches",
+        "wakeups",
+        "futile_wakeups",
+    ]
+    c = _cycles(model)
+    if len(c["rows"]) == 0:
         return pd.DataFrame(columns=cols)
-    pk = _kworker_of(s["prev_comm"].array)
-    nk = _kworker_of(s["next_comm"].array)
-    prev_pid = s["prev_pid"].to_numpy()
-    next_pid = s["next_pid"].to_numpy()
-    to_task = pk & ~nk & (next_pid != 0)
-    to_kw = ~pk & nk & (prev_pid != 0)
+    s = model.events.switch
+    cpu = s["cpu"].to_numpy().astype(np.int64)
+    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
+    next_pid = s["next_pid"].to_numpy().astype(np.int64)
+    # per (cpu, task, kworker): the preemptions, and all of that kworker's switch-outs on
+    # the CPU. The task's storm kworkers are those it preempts at the threshold's share
+    # of their switch-outs (a task also preempts, now and then, kworkers that do other
+    # work: they would dilute the share); the task's figures are over those.
+    pre = pd.DataFrame({"cpu": c["cpu"], "pid": c["task"], "kw": c["kworker"]})
+    tri = pre.groupby(["cpu", "pid", "kw"]).size().rename("pre").reset_index()
+    outs = _count(cpu, prev_pid)
+    tri["outs"] = outs.reindex(pd.MultiIndex.from_arrays([tri["cpu"], tri["kw"]])).to_numpy()
+    storm = tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]
+    per = tri.groupby(["cpu", "pid"]).agg(all_kworker_preemptions=("pre", "sum"))
+    hot = tri[storm].groupby(["cpu", "pid"])
+    per["kworker_preemptions"] = hot["pre"].sum().reindex(per.index).fillna(0).astype(np.int64)
+    per["kworker_switchouts"] = hot["outs"].sum().reindex(per.index).fillna(0).astype(np.int64)
+    per["storm_kworkers"] = hot.size().reindex(per.index).fillna(0).astype(np.int64)
+    cpu_switches = pd.Series(cpu).value_counts()
+    per["cpu_switches"] = cpu_switches.reindex(per.index.get_level_values("cpu")).to_numpy()
+    pk, nk = _kworker_of(s["prev_comm"].array), _kworker_of(s["next_comm"].array)
+    to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
     alt = to_task | to_kw
     task = np.where(to_task, next_pid, prev_pid)
-    if "prev_state_str" in s.columns:
-        preempted = (s["prev_state_str"] == "R+").to_numpy()
-    else:
-        preempted = np.zeros(len(s), dtype=bool)
-    df = pd.DataFrame(
-        {"cpu": s["cpu"].to_numpy()[alt], "pid": task[alt], "kp": (to_task & preempted)[alt]}
-    )
-    per = df.groupby(["cpu", "pid"]).agg(switches=("kp", "size"), kworker_preemptions=("kp", "sum"))
+    per["switches"] = _count(cpu[alt], task[alt]).reindex(per.index).fillna(0).astype(np.int64)
     w = model.wakeups
-    fut = futile_mask(w, th["storm_futile_run_us"] * 1000)
-    # only the pairs above are joined: group the wake-ups of their tasks alone
+    fut = futile_mask(model)
     wpid = w["wakee_pid"].to_numpy()
     mine = np.isin(wpid, per.index.get_level_values("pid"))
     wf = (
@@ -103,10 +211,9 @@ def pair_table(model, th: dict) -> pd.DataFrame:
         .groupby(["cpu", "pid"])
         .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
     )
-    del fut, wpid, mine
     per = per.join(wf, how="left").fillna({"wakeups": 0, "futile_wakeups": 0})
     per = per.astype({"wakeups": np.int64, "futile_wakeups": np.int64})
-    return per.reset_index()
+    return per.reset_index()[cols]
 
 
 def detect(trace, model, th: dict) -> list[Finding]:
@@ -114,9 +221,10 @@ def detect(trace, model, th: dict) -> list[Finding]:
     if len(per) == 0:
         return []
     dur_s = max(model.duration_ns, 1) / 1e9
-    per["switches_per_s"] = per["switches"] / dur_s
-    per["preemptions_per_s"] = per["kworker_preemptions"] / dur_s
+    per["preempted_share"] = per["kworker_preemptions"] / per["kworker_switchouts"].clip(lower=1)
+    per["cpu_share"] = per["kworker_preemptions"] / per["cpu_switches"].clip(lower=1)
     per["futile_share"] = per["futile_wakeups"] / per["wakeups"].clip(lower=1)
+    per["switches_per_s"] = per["switches"] / dur_s
     names = _names(model)
     from ..model.tasks import USER, name_class
 
@@ -126,9 +234,8 @@ def detect(trace, model, th: dict) -> list[Finding]:
     )  # per task, not per event
     hit = per[
         user
-        & (per["switches_per_s"] >= th["storm_min_switches_per_s"])
-        & (per["preemptions_per_s"] >= th["storm_min_preemptions_per_s"])
-        & (per["futile_share"] >= th["storm_min_futile_share"])
+        & (per["kworker_preemptions"] >= max(th["storm_min_preemptions"], 1))
+        & (per["cpu_share"] >= th["storm_min_cpu_share"])
     ]
     if len(hit) == 0:
         return []
@@ -138,9 +245,11 @@ def detect(trace, model, th: dict) -> list[Finding]:
             "cpu": int(r.cpu),
             "pid": int(r.pid),
             "comm": names.get(int(r.pid), "?"),
+            "kworker_preemptions": int(r.kworker_preemptions),
+            "preempted_share": round(float(r.preempted_share), 4),
+            "cpu_share": round(float(r.cpu_share), 4),
             "switches": int(r.switches),
             "switches_per_s": round(float(r.switches_per_s), 1),
-            "kworker_preemptions": int(r.kworker_preemptions),
             "wakeups": int(r.wakeups),
             "futile_wakeups": int(r.futile_wakeups),
             "futile_share": round(float(r.futile_share), 4),
@@ -153,42 +262,36 @@ def detect(trace, model, th: dict) -> list[Finding]:
         "switches": int(hit["switches"].sum()),
         "switches_per_s": round(float(worst["switches_per_s"]), 1),
         "kworker_preemptions": int(hit["kworker_preemptions"].sum()),
+        "kworker_preemptions_per_s": round(float(worst["kworker_preemptions"]) / dur_s, 1),
+        "preempted_share": round(float(worst["preempted_share"]), 4),
+        "cpu_share": round(float(worst["cpu_share"]), 4),
         "futile_wakeups": int(hit["futile_wakeups"].sum()),
         "futile_share": round(float(worst["futile_share"]), 4),
         "cpu": int(worst["cpu"]),
         "task": {"pid": int(worst["pid"]), "comm": names.get(int(worst["pid"]), "?")},
         "kworkers": kw,
-        "futile_run_us": th["storm_futile_run_us"],
     }
-    sev = "high" if worst["preemptions_per_s"] >= th["storm_high_preemptions_per_s"] else "medium"
+    sev = "high" if worst["preempted_share"] >= th["storm_high_preempted_share"] else "medium"
     title = (
-        f"{names.get(int(worst['pid']), '?')} (pid {int(worst['pid'])}) and kworkers "
-        f"alternate on CPU {int(worst['cpu'])} at {worst['switches_per_s']:.0f} "
-        f"switches/s; kworkers preempted {int(worst['kworker_preemptions'])} times; "
-        f"{100 * worst['futile_share']:.0f}% of the task's wake-ups there were futile"
+        f"{names.get(int(worst['pid']), '?')} (pid {int(worst['pid'])}) preempted the "
+        f"kworkers on CPU {int(worst['cpu'])} {int(worst['kworker_preemptions'])} times, "
+        f"{100 * worst['preempted_share']:.0f}% of their switch-outs and "
+        f"{100 * worst['cpu_share']:.0f}% of the CPU's switches; "
+        f"{100 * worst['futile_share']:.0f}% of its wake-ups there were futile"
     )
-    # evidence: a kworker preemption by the task in the middle of the trace
-    s = model.events.switch
-    sel = (
-        np.flatnonzero(
-            (s["cpu"].to_numpy() == worst["cpu"])
-            & (s["next_pid"].to_numpy() == worst["pid"])
-            & (s["prev_state_str"] == "R+").to_numpy()
-            & _kworker_of(s["prev_comm"].array)
-        )
-        if "prev_state_str" in s
-        else []
-    )
-    ev_at = None
-    if len(sel):
-        t = int(s["ts"].iloc[sel[len(sel) // 2]])
-        ev_at = {
-            "t0": t - 60_000,
-            "t1": t + 60_000,
-            "cpus": [int(worst["cpu"])],
-            "pids": [int(worst["pid"])],
-            "focus_ts": t,
-        }
+    # evidence: a futile cycle (else a preemption) of the task in the middle of the trace,
+    # from the kworker's switch-in to its return: the cycle's own length, on any machine
+    c = _cycles(model)
+    mine = (c["cpu"] == worst["cpu"]) & (c["task"] == worst["pid"])
+    sel = np.flatnonzero(mine & c["futile"]) if (mine & c["futile"]).any() else np.flatnonzero(mine)
+    k = sel[len(sel) // 2]
+    ev_at = {
+        "t0": int(c["start_ts"][k]),
+        "t1": int(c["back_ts"][k]),
+        "cpus": [int(worst["cpu"])],
+        "pids": [int(worst["pid"]), int(c["kworker"][k])],
+        "focus_ts": int(c["ts"][k]),
+    }
     return [Finding(NAME, sev, title, metrics, top, evidence_at=ev_at)]
 
 

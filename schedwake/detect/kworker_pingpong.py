@@ -12,6 +12,14 @@ An *episode* is a wake-up where
 select_idle_sibling() (per-CPU kthread waker, prev == this CPU, nr_running <= 1) would
 have kept on X: nothing but the waker was runnable on X at that moment (no task
 waiting on X in the occupancy table). The others are broken down by reason.
+
+The verdict is judged by shares, which do not depend on how fast the machine runs
+(docs/detectors.md): the share of all wake-ups that are episodes, and the *eligible
+share*, the share of the per-CPU kthreads' wake-ups of a task whose previous CPU is the
+kthread's own that moved the task away (near 1 on a kernel without the stacking clause,
+a few % with it; a fifth or more is judged). Wake-ups by the stopper threads
+``migration/N`` count as episodes but are not judged: they move a task because its
+affinity changed, not to place a wake-up.
 """
 
 from __future__ import annotations
@@ -27,7 +35,6 @@ THRESHOLDS = (
     Threshold(
         "pingpong_min_episodes", 20, "episodes", "fewest episodes in the trace for a finding"
     ),
-    Threshold("pingpong_min_per_s", 10.0, "episodes/s", "lowest episode rate for a finding"),
     Threshold(
         "pingpong_min_share",
         0.005,
@@ -35,19 +42,29 @@ THRESHOLDS = (
         "lowest share of all wake-ups that are episodes, for a finding",
     ),
     Threshold(
-        "pingpong_medium_per_s",
-        100.0,
-        "episodes/s",
-        "episode rate from which the finding is medium",
+        "pingpong_min_eligible_share",
+        0.2,
+        "fraction",
+        "lowest share of the per-CPU kthreads' wake-ups of a task on its own previous CPU "
+        "that moved the task away, for a finding",
     ),
     Threshold(
-        "pingpong_high_per_s", 1000.0, "episodes/s", "episode rate from which the finding is high"
+        "pingpong_medium_share",
+        0.01,
+        "fraction",
+        "share of all wake-ups from which the finding is medium",
     ),
     Threshold(
         "pingpong_high_share",
         0.10,
         "fraction",
         "share of all wake-ups from which the finding is high",
+    ),
+    Threshold(
+        "pingpong_high_eligible_share",
+        0.9,
+        "fraction",
+        "eligible share from which the finding is high",
     ),
 )
 
@@ -111,6 +128,11 @@ def detect(trace, model, th: dict) -> list[Finding]:
         & (w["waker_context"] == "task")
         & (w["waker_cpu"] == w["prev_cpu"])
     ).to_numpy()
+    # judged without the stopper threads' affinity moves
+    stopper = _stopper(w["waker_comm"]) if len(w) else np.zeros(0, dtype=bool)
+    judged = int((mask & ~stopper).sum())
+    judged_eligible = int((eligible & ~stopper).sum())
+    eligible_share = judged / judged_eligible if judged_eligible else 0.0
     metrics = {
         "episodes": n,
         "episodes_per_s": round(rate, 3),
@@ -118,6 +140,8 @@ def detect(trace, model, th: dict) -> list[Finding]:
         "wakeups": total,
         "percpu_kthread_wakeups_prev_here": int(eligible.sum()),
         "migrated_share_of_those": round(n / eligible.sum(), 6) if eligible.sum() else 0.0,
+        "eligible_share": round(eligible_share, 6),
+        "by_stopper_threads": n - judged,
         "would_stack": int(stack.sum()),
         "would_not_stack": reasons,
         "other_runnable_when_not_stacked": _hist(others[known & (others > 0)]),
@@ -125,15 +149,20 @@ def detect(trace, model, th: dict) -> list[Finding]:
             str(k): int(v) for k, v in ep["migration_class"].value_counts().items() if v
         },
     }
+    judged_share = judged / total if total else 0.0
     if not (
-        n >= th["pingpong_min_episodes"]
-        and rate >= th["pingpong_min_per_s"]
-        and share >= th["pingpong_min_share"]
+        judged > 0  # (a minimum of 0 episodes is a minimum of 1: nothing to show otherwise)
+        and judged >= th["pingpong_min_episodes"]
+        and judged_share >= th["pingpong_min_share"]
+        and eligible_share >= th["pingpong_min_eligible_share"]
     ):
         return []
-    if rate >= th["pingpong_high_per_s"] or share >= th["pingpong_high_share"]:
+    if (
+        judged_share >= th["pingpong_high_share"]
+        or eligible_share >= th["pingpong_high_eligible_share"]
+    ):
         sev = "high"
-    elif rate >= th["pingpong_medium_per_s"]:
+    elif judged_share >= th["pingpong_medium_share"]:
         sev = "medium"
     else:
         sev = "low"
@@ -194,6 +223,17 @@ def detect(trace, model, th: dict) -> list[Finding]:
             },
         )
     ]
+
+
+def _stopper(comm) -> np.ndarray:
+    """The wakers that are stopper threads (``migration/N``), per row."""
+    cat = comm.astype("category").array
+    flags = np.array(
+        [str(c).startswith("migration/") and str(c)[10:].isdigit() for c in cat.categories]
+        + [False]
+    )
+    codes = np.asarray(cat.codes)
+    return flags[np.where(codes < 0, len(flags) - 1, codes)]
 
 
 def _hist(a) -> dict:

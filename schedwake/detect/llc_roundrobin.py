@@ -1,9 +1,12 @@
 """Per-LLC round-robin (DESIGN section 6).
 
 A task whose successive wake-ups move it between CPUs of the same LLC. Judged per
-task by the rate and the share of its wake-ups that change CPU inside an LLC
-(migration class ``same_core`` or ``same_llc``), never by the number of distinct CPUs
-alone: over a long trace a healthy task visits every CPU of its LLC too.
+task by the share of its wake-ups that change CPU inside an LLC (migration class
+``same_core`` or ``same_llc``) and a least number of such changes, never by the number
+of distinct CPUs alone (over a long trace a healthy task visits every CPU of its LLC
+too), nor by a rate per second (a slower machine makes fewer wake-ups a second, in the
+same proportions: docs/detectors.md). Wake-ups by the stopper threads ``migration/N``
+(affinity changes) are not counted.
 
 Also measured, to describe the walk: dwell time per CPU (time between changes), the
 share of changes that go straight back to the CPU the task came from (A->B->A), and
@@ -21,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .base import Finding, Threshold
+from .kworker_pingpong import _stopper
 
 NAME = "llc_roundrobin"
 
@@ -35,16 +39,22 @@ THRESHOLDS = (
         "lowest share of a task's wake-ups that change CPU inside an LLC",
     ),
     Threshold(
-        "roundrobin_min_changes_per_s",
-        20.0,
-        "changes/s",
-        "lowest rate of a task's in-LLC CPU changes at wake-up",
+        "roundrobin_min_changes",
+        20,
+        "changes",
+        "fewest in-LLC CPU changes at wake-up of a task for a finding",
     ),
     Threshold(
-        "roundrobin_high_changes_per_s",
-        200.0,
-        "changes/s",
-        "rate from which the finding is high (with share >= 2x the minimum)",
+        "roundrobin_medium_change_share",
+        0.35,
+        "fraction",
+        "change share from which the finding is medium",
+    ),
+    Threshold(
+        "roundrobin_high_change_share",
+        0.5,
+        "fraction",
+        "change share from which the finding is high",
     ),
     Threshold(
         "roundrobin_include_kthreads",
@@ -78,7 +88,8 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
             ),
             pd.DataFrame(columns=["pid", "ts", "prev", "chosen"]),
         )
-    wake = (w["prev_cpu"] >= 0).to_numpy()  # a mask: no copy of the wakeups table
+    # a mask (no copy of the wakeups table); affinity moves by the stoppers left out
+    wake = (w["prev_cpu"] >= 0).to_numpy() & ~_stopper(w["waker_comm"])
     g = pd.DataFrame(
         {
             "pid": w["wakee_pid"].to_numpy()[wake],
@@ -151,7 +162,7 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         (~excluded)
         & (per["wakeups"] >= th["roundrobin_min_wakeups"])
         & (per["change_share"] >= th["roundrobin_min_change_share"])
-        & (per["changes_per_s"] >= th["roundrobin_min_changes_per_s"])
+        & (per["changes"] >= max(th["roundrobin_min_changes"], 1))
     )
     return per.reset_index(), ch
 
@@ -172,7 +183,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
         return []
     mig = model.migrations
     mig_count = mig.groupby("pid").size() if len(mig) else pd.Series(dtype=int)
-    flagged = per[per["flagged"]].sort_values("changes_per_s", ascending=False)
+    flagged = per[per["flagged"]].sort_values(["change_share", "changes"], ascending=False)
     top = []
     for r in flagged.head(10).itertuples(index=False):
         top.append(
@@ -191,16 +202,13 @@ def detect(trace, model, th: dict) -> list[Finding]:
             }
         )
     worst = flagged.iloc[0]
-    high = (
-        worst["changes_per_s"] >= th["roundrobin_high_changes_per_s"]
-        and worst["change_share"] >= 2 * th["roundrobin_min_change_share"]
-    )
+    share = worst["change_share"]
     sev = (
         "high"
-        if high
-        else (
-            "medium" if worst["changes_per_s"] >= th["roundrobin_high_changes_per_s"] / 4 else "low"
-        )
+        if share >= th["roundrobin_high_change_share"]
+        else "medium"
+        if share >= th["roundrobin_medium_change_share"]
+        else "low"
     )
     metrics = {
         "tasks": top,
