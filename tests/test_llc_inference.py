@@ -36,6 +36,10 @@ def _alone(name: str, tmp_path):
         "guest8-dbench-xfs-2clients.dat",  # 8 CPUs, one LLC, Debian 6.1
         "dbench-xfs-4clients.dat",  # 2 CPUs, one LLC, 6.18
         "fio-pinned-weighted.dat",
+        "speed/g612-smp4-dbench-c4.dat",  # 4 CPUs, one LLC, 6.12
+        "guest16-1llc/g61-smp16-dbench-c4.dat",  # 16 CPUs, one LLC
+        "guest16-1llc/g61-smp16-dbench-c8.dat",
+        "guest16-2llc-tcrecord-dbench.dat",  # 16 CPUs, 2 LLCs of 8
     ],
 )
 def test_inferred_llcs_are_the_machines(name, tmp_path):
@@ -51,13 +55,13 @@ def test_inferred_llcs_are_the_machines(name, tmp_path):
     assert a == b
 
 
-def test_an_llc_is_never_split_when_the_evidence_is_short(tmp_path):
+def test_a_cpu_in_no_move_completes_the_only_short_group(tmp_path):
     """16 CPUs in 2 LLCs (a trace-cmd record'ed guest): no wake-up moved a task from or
-    onto CPU 15, so its LLC cannot be told: one assumed LLC, saying why."""
+    onto CPU 15; the moves make groups of 8 and 7 CPUs, and LLCs are equal, so CPU 15
+    can only be the second LLC's."""
     t = _alone("guest16-2llc-tcrecord-dbench.dat", tmp_path)
-    assert t.topology.assumed and t.topology.llc == [list(range(16))]
-    assert t.topology.note == "no wake-up placed a task from or onto CPU 15 (80 wake-up migrations)"
-    assert "not inferred: no wake-up placed a task" in t.caveats[0]
+    assert t.topology.inferred and t.topology.llc == [list(range(8)), list(range(8, 16))]
+    assert t.topology.note.endswith("CPU 15, in no move, completes the only group short of it")
 
 
 # -- the rules, on exact migrations ----------------------------------------------------------
@@ -97,17 +101,33 @@ def test_two_groups_are_inferred():
 
 
 def test_too_few_migrations_are_no_evidence():
-    # 16 edges in 2 groups of 4 out of 8: (3/7)**16 = 1.3e-6 could be one LLC by chance
-    rows = _within([[0, 1, 2, 3], [4, 5, 6, 7]], 2)
+    # two groups of 4: with m edges, one LLC of 8 would keep them all inside the groups
+    # with probability (3/7)**m, and the two groups' union (the same here) likewise
+    rows = _within([[0, 1, 2, 3], [4, 5, 6, 7]], 2)  # 16 edges: 1.3e-6
     assert _infer(rows).llc is None and "too few" in _infer(rows).reason
     assert _infer(rows + rows[:2]).llc is not None  # 18 edges: 2.4e-7
+    # four groups of 2 from 8 edges each: one LLC is unlikely ((1/7)**32), but any two
+    # of the groups could be one LLC of 4 ((1/3)**16 = 2.3e-8 is enough, (1/3)**8 not)
+    four = [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert _infer(_within(four, 4)).llc == four
+    assert "from fewer, larger ones" in _infer(_within(four, 2)).reason
 
 
 def test_unequal_groups_and_unseen_cpus_are_no_layout():
     inf = _infer(_within([[0, 1, 2], [3, 4, 5, 6, 7]], 5))
     assert inf.llc is None and "unequal groups (3, 5 CPUs)" in inf.reason
-    inf = _infer(_within([[0, 1, 2, 3], [4, 5, 6]], 5))
-    assert inf.llc is None and inf.reason.startswith("no wake-up placed a task from or onto CPU 7")
+    # CPUs seen in no move: placed only where forced (one group short of exactly them)
+    assert _infer(_within([[0, 1, 2, 3], [4, 5, 6]], 5)).llc == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    inf = _infer(_within([[0, 1, 2], [4, 5, 6]], 5))
+    assert inf.llc is None and inf.reason.startswith(
+        "no wake-up placed a task from or onto CPU 3,7"
+    )
+    # (two groups seen, of 4 and 2: 6-7 can only complete the second to 4)
+    assert _infer(_within([[0, 1, 2, 3], [4, 5]], 5)).llc == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    inf = _infer(_within([[0, 1], [2, 3], [4, 5]], 8))  # 6-7 unseen: not placed
+    assert inf.llc is None and inf.reason.startswith(
+        "no wake-up placed a task from or onto CPU 6-7"
+    )
 
 
 def test_real_time_tasks_say_nothing():

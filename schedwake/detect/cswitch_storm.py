@@ -283,6 +283,12 @@ def detect(trace, model, th: dict) -> list[Finding]:
     # from the kworker's switch-in to its return: the cycle's own length, on any machine
     c = _cycles(model)
     mine = (c["cpu"] == worst["cpu"]) & (c["task"] == worst["pid"])
+    # ... of one of its storm kworkers
+    s = model.events.switch
+    on_cpu = s["prev_pid"].to_numpy()[s["cpu"].to_numpy() == worst["cpu"]]
+    kws, n = np.unique(c["kworker"][mine], return_counts=True)
+    outs = np.array([(on_cpu == k).sum() for k in kws])  # a few kworkers
+    mine &= np.isin(c["kworker"], kws[n >= th["storm_min_preempted_share"] * outs])
     sel = np.flatnonzero(mine & c["futile"]) if (mine & c["futile"]).any() else np.flatnonzero(mine)
     k = sel[len(sel) // 2]
     ev_at = {

@@ -75,17 +75,25 @@ def infer_llc(ev: Events, mig_w: np.ndarray, cpus: int) -> Inference:
         return Inference(None, "no wake-up migration with the waker on the previous CPU", 0)
     seen = np.zeros(cpus, dtype=bool)
     seen[a] = seen[b] = True
+    part = _components(cpus, a, b)
+    groups = [np.flatnonzero(part == p).tolist() for p in np.unique(part[seen])]
+    groups.sort(key=lambda g: g[0])
+    filled = ""
     if not seen.all():
         missing = np.flatnonzero(~seen)
-        return Inference(
-            None,
-            f"no wake-up placed a task from or onto CPU {_cpulist(missing)} "
-            f"({edges} wake-up migrations)",
-            edges,
-        )
-    part = _components(cpus, a, b)
-    groups = [np.flatnonzero(part == p).tolist() for p in np.unique(part)]
-    groups.sort(key=lambda g: g[0])
+        short = _the_short_group(groups, cpus, len(missing))
+        if short is None:
+            return Inference(
+                None,
+                f"no wake-up placed a task from or onto CPU {_cpulist(missing)} "
+                f"({edges} wake-up migrations)",
+                edges,
+            )
+        # LLCs have equal sizes: CPUs seen in no move can only complete the one group
+        # that lacks exactly that many (every other group already has its full size)
+        groups[short] = sorted(groups[short] + missing.tolist())
+        part[missing] = part[groups[short][0]]
+        filled = f"; CPU {_cpulist(missing)}, in no move, completes the only group short of it"
     sizes = sorted({len(g) for g in groups})
     if len(groups) == 1:
         return Inference(groups, f"{edges} wake-up migrations connect every CPU", edges)
@@ -97,12 +105,20 @@ def infer_llc(ev: Events, mig_w: np.ndarray, cpus: int) -> Inference:
             edges,
         )
     s = sizes[0]
+    # against one LLC, and against any two of the groups being one LLC: the edges inside
+    # those two would then cross between them about half the time
     chance = ((s - 1) / (cpus - 1)) ** edges
+    ga, gb = part[a], part[b]
+    labels = [part[g[0]] for g in groups]
+    for i, li in enumerate(labels):
+        for lj in labels[i + 1 :]:
+            inside = int((np.isin(ga, (li, lj)) & np.isin(gb, (li, lj))).sum())
+            chance = max(chance, ((s - 1) / (2 * s - 1)) ** inside)
     if chance >= CHANCE:
         return Inference(
             None,
             f"{edges} wake-up migrations are too few to tell {len(groups)} LLCs of {s} CPUs "
-            f"from one (chance {chance:.1g})",
+            f"from fewer, larger ones (chance {chance:.1g})",
             edges,
         )
     other = sel & ~local
@@ -123,11 +139,25 @@ def infer_llc(ev: Events, mig_w: np.ndarray, cpus: int) -> Inference:
         )
     return Inference(
         groups,
-        f"{edges} wake-up migrations stay within {len(groups)} groups of {s} CPUs",
+        f"{edges} wake-up migrations stay within {len(groups)} groups of {s} CPUs{filled}",
         edges,
         n_other,
         bad,
     )
+
+
+def _the_short_group(groups: list[list[int]], cpus: int, unseen: int) -> int | None:
+    """The index of the one group that ``unseen`` CPUs complete to the size of all the
+    others (LLCs of one machine are equal), or None when that is not forced."""
+    if not groups:
+        return None
+    size = max(len(g) for g in groups)
+    if cpus % size or len(groups) != cpus // size:
+        return None  # the unseen CPUs could form a group of their own, or sizes differ
+    short = [i for i, g in enumerate(groups) if len(g) < size]
+    if len(short) != 1 or size - len(groups[short[0]]) != unseen:
+        return None
+    return short[0]
 
 
 def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
