@@ -564,7 +564,8 @@ def gate(
         (markdown_file, gate_report.markdown),
         (json_file, gate_report.to_json),
     ):
-        if path:
+        if path:  # missing parent directories are made, as pytest --junitxml does
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(render(result), encoding="utf-8")
     if result.exit_code == 2:  # the same one-line reason as every command's bad input
         click.echo(f"schedwake gate: {result.headline()}", err=True)

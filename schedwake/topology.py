@@ -290,10 +290,22 @@ class Topology:
         return pd.Categorical.from_codes(code, categories=list(MIGRATION_CLASSES))
 
     def check_covers(self, ncpus: int, what="trace") -> None:
-        """TraceError if the map does not know CPUs the trace has."""
-        if ncpus > self.cpus and not self.assumed:
+        """TraceError if the map does not know CPUs the trace has, or leaves some of them
+        in no LLC (``--llc 0-3`` for an 8-CPU trace would make every move to CPUs 4-7 a
+        cross-LLC one)."""
+        if self.assumed:
+            return
+        if ncpus > self.cpus:
             raise TraceError(
                 self.source, f"topology covers {self.cpus} CPUs but the {what} has {ncpus}"
+            )
+        placed = {c for g in self.llc for c in g}
+        missing = [c for c in range(ncpus) if c not in placed]
+        if missing:
+            raise TraceError(
+                self.source,
+                f"the LLCs given leave CPU {format_cpulist(missing)} of the {what}'s {ncpus} "
+                "CPUs out: give every CPU's LLC",
             )
 
 

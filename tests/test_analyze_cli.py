@@ -47,7 +47,7 @@ def test_json_shape(fio_json):
     assert d["trace"]["topology"]["from"].endswith("fio-pinned-weighted.topology.json")
     assert TOP_METRICS <= set(d["metrics"])
     for f in d["findings"]:
-        assert set(f) == {"detector", "severity", "metrics", "top", "evidence"}
+        assert set(f) == {"detector", "severity", "title", "metrics", "top", "evidence"}
         assert f["severity"] in ("high", "medium", "low")
     st = next(f for f in d["findings"] if f["detector"] == "cswitch_storm")
     assert {"switches_per_s", "kworker_preemptions", "futile_wakeups"} <= set(st["metrics"])
@@ -125,6 +125,7 @@ def test_topology_options_inferred_and_assumed(tmp_path):
     "args,msg",
     [
         (["--llc", "0-x"], "bad cpulist"),
+        (["--llc", "0"], "the LLCs given leave CPU 1 of the trace's 2 CPUs out"),
         (["--threshold", "nope=1"], "unknown threshold"),
         (["--threshold", "pingpong_min_episodes"], "expected name=value"),
         (["--topology", "/nonexistent.json"], "no such topology file"),

@@ -29,7 +29,8 @@ STACK_ON, STACK_OFF = iteration_paths("on"), iteration_paths("off")
 
 
 def gate_cli(tmp_path, *args):
-    out = {k: tmp_path / f"gate.{k}" for k in ("xml", "md", "json")}
+    # reports into directories that do not exist yet: made, as pytest --junitxml does
+    out = {k: tmp_path / "reports" / k / f"gate.{k}" for k in ("xml", "md", "json")}
     proc = run_cli(
         "gate", *args, "--junit", out["xml"], "--markdown", out["md"], "--json", out["json"]
     )

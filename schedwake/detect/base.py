@@ -35,6 +35,7 @@ class Finding:
         return {
             "detector": self.detector,
             "severity": self.severity,
+            "title": self.title,
             "metrics": self.metrics,
             "top": self.top,
             "evidence": self.evidence,
