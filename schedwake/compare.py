@@ -115,6 +115,28 @@ def _default_label(paths: list[str], index: int) -> str:
     return prefix or f"side{index + 1}"
 
 
+def _told_apart(sides: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+    """Sides whose default labels (file names) are the same are named by the directory
+    that tells their paths apart instead: ``a/trace.dat b/trace.dat`` -> ``a``, ``b``."""
+    out = list(sides)
+    by_label: dict[str, list[int]] = {}
+    for i, (label, _) in enumerate(sides):
+        by_label.setdefault(label, []).append(i)
+    for same in by_label.values():
+        if len(same) < 2:
+            continue
+        dirs = [Path(sides[i][1][0]).resolve().parent.parts for i in same]
+        depth = min(len(d) for d in dirs)
+        # the directory level nearest the files where the paths part
+        for k in range(1, depth + 1):
+            names = [d[-k] for d in dirs]
+            if len(set(names)) == len(names):
+                for i, name in zip(same, names):
+                    out[i] = (name, sides[i][1])
+                break
+    return out
+
+
 def parse_sides(
     traces: Sequence[str] = (),
     side_specs: Sequence[str] = (),
@@ -143,6 +165,8 @@ def parse_sides(
         named.setdefault(name.strip(), []).extend(expand(pattern.strip(), f"--side {name}"))
     for name, paths in named.items():
         sides.append((name, list(dict.fromkeys(paths))))
+    if len(traces):
+        sides[: len(traces)] = _told_apart(sides[: len(traces)])
     if labels:
         if len(labels) != len(sides):
             raise TraceError(

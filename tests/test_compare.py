@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -379,3 +380,19 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
     assert any(ln.startswith("Amean     wake_to_run_p99[us]") for ln in lines)
     assert out.exists() and "wrote" in p.stderr
     assert out.read_text().count("<img ") == 6
+
+
+def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
+    """`compare a/trace.dat b/trace.dat` needs no --label: the directory that tells the
+    paths apart names each side."""
+    for d, i in (("6.1", 1), ("6.12", 2)):
+        (tmp_path / "runs" / d / "x").mkdir(parents=True)
+        shutil.copy(
+            sample(f"iterations/dbench-xfs-1c-i{i}.dat"), tmp_path / "runs" / d / "x" / "trace.dat"
+        )
+    p = run_cli(
+        "compare", "runs/6.1/x/trace.dat", "runs/6.12/x/trace.dat", "--metric", "migrations/s",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[1].split() == ["6.1", "6.12"]
