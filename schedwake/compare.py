@@ -512,6 +512,25 @@ class CompareResult:
         for c, traces in where.items():
             who = "every trace" if len(traces) == n else ", ".join(traces)
             out.append(f"{c} ({who})")
+        return self._machine_notes() + out
+
+    def _machine_notes(self) -> list[str]:
+        """A line for each thing the sides' machines differ in (CPUs, kernel, trace clock,
+        LLCs): a comparison across them measures the machines as much as the change."""
+        facts = {
+            "CPUs": lambda t: t.meta.get("cpus"),
+            "kernel": lambda t: t.meta.get("kernel") or "unknown",
+            "trace clock": lambda t: t.meta.get("clock") or "unknown",
+            "LLCs": lambda t: " ".join(
+                "[" + ",".join(map(str, g)) + "]" for g in t.topology.llc
+            ),
+        }
+        out = []
+        for what, get in facts.items():
+            per_side = {s.label: sorted({str(get(t)) for t in s.traces}) for s in self.sides}
+            if len({v for vals in per_side.values() for v in vals}) > 1:
+                text = "; ".join(f"{lab}: {', '.join(v)}" for lab, v in per_side.items())
+                out.append(f"the traces differ in {what} ({text})")
         return out
 
     # ---- table renderers -----------------------------------------------------------------------

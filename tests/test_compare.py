@@ -396,3 +396,25 @@ def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[1].split() == ["6.1", "6.12"]
+
+
+def test_sides_from_different_machines_are_said_to_differ():
+    p = run_cli(
+        "compare", sample("dbench-xfs-1client.dat"),
+        sample("kstack-6.1/k61-dbench-c2-kstack-on-i1.dat"), "--metric", "migrations/s",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    notes = [ln for ln in p.stdout.splitlines() if ln.startswith("note: the traces differ")]
+    assert [n.split(" (")[0] for n in notes] == [
+        "note: the traces differ in CPUs",
+        "note: the traces differ in kernel",
+        "note: the traces differ in trace clock",
+        "note: the traces differ in LLCs",
+    ]
+    assert "dbench-xfs-1client: 2; k61-dbench-c2-kstack-on-i1: 8" in notes[0]
+    # iterations of one machine: no such note
+    same = run_cli(
+        "compare", "--side", f"a={sample('iterations')}/dbench-xfs-1c-i*.dat",
+        "--side", f"b={sample('iterations')}/dbench-xfs-4c-i*.dat", "--metric", "migrations/s",
+    )  # fmt: skip
+    assert "the traces differ" not in same.stdout

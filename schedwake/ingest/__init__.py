@@ -52,8 +52,8 @@ def sniff(path: Path) -> str:
     if fmt is None:
         raise TraceError(
             path,
-            "not a trace: neither trace.dat, ftrace text, "
-            "trace-cmd report text nor perf script text",
+            "not a trace: neither trace.dat, perf.data, ftrace text, trace-cmd report "
+            "text nor perf script text (plain or gzip/xz/bzip2/zstd)",
         )
     return fmt
 
