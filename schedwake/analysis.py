@@ -58,18 +58,30 @@ class Analysis:
         return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
 
 
-def analyze(trace, thresholds: dict | None = None, detectors=None) -> Analysis:
+def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None) -> Analysis:
     """Run the detectors and compute the metrics of ``trace`` (a :class:`schedwake.Trace`).
 
     ``thresholds``: overrides of the detector thresholds by name (docs/detectors.md;
     an unknown name or a value that is not a number raises TraceError);
-    ``detectors``: the detector names to run (None: all).
+    ``detectors``: the detector names to run (None: all); ``progress``: a callable that
+    gets the fraction done after each phase (model tables, detectors, metrics).
     """
     from .detect import thresholds as resolve_thresholds
 
+    def done(fraction: float) -> None:
+        if progress is not None:
+            progress(fraction)
+
     used = resolve_thresholds(thresholds)
+    model = trace.model
+    for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
+        getattr(model, table)  # built once, here, so that the phases can be reported
+        done(fraction)
     findings = detect(trace, thresholds, detectors)
-    return Analysis(trace, findings, trace_metrics(trace, thresholds), used)
+    done(0.85)
+    metrics = trace_metrics(trace, thresholds)
+    done(1.0)
+    return Analysis(trace, findings, metrics, used)
 
 
 def topology_facts(topo: Topology) -> dict:

@@ -275,8 +275,9 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jo
 
     th = parse_threshold_options(thresholds)
     t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
-    t.use_topology(topology_file, llc)
-    analysis = run_analysis(t, th)
+    with _progress(f"analysing {Path(trace).name}") as bar:
+        t.use_topology(topology_file, llc)
+        analysis = run_analysis(t, th, progress=bar)
     if fmt == "json":
         click.echo(report.to_json(analysis))
     elif fmt == "markdown":

@@ -219,3 +219,13 @@ def test_traces_missing_switches_or_wakeups_say_so_and_do_not_crash(tmp_path):
     for path in (no_switch, no_wakeup):
         out = run_cli("analyze", path, "--format", "json", check=True).stdout
         assert json.loads(out)["findings"] == []
+
+
+def test_analyze_reports_its_phases():
+    import schedwake
+
+    """The phases after reading (model tables, detectors, metrics) report their progress:
+    what `schedwake analyze` shows on a terminal."""
+    seen = []
+    schedwake.analyze(schedwake.load(sample("idle-sleep.dat")), progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) == 5
