@@ -427,7 +427,7 @@ def gate(
     / ``llc`` / ``thresholds``: as :func:`schedwake.compare`. ``loader``: how a path is
     read (default :func:`schedwake.load` of the model's events); ``expand(pattern,
     side)``: the paths of a pattern (default: the files it matches). A batch dataset
-    gives both (``schedwake.batch.Dataset``): the verdict is then judged from the
+    gives both (``schedwake.BatchDataset``): the verdict is then judged from the
     dataset's analyses, not from the traces.
 
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
