@@ -521,9 +521,7 @@ class CompareResult:
             "CPUs": lambda t: t.meta.get("cpus"),
             "kernel": lambda t: t.meta.get("kernel") or "unknown",
             "trace clock": lambda t: t.meta.get("clock") or "unknown",
-            "LLCs": lambda t: " ".join(
-                "[" + ",".join(map(str, g)) + "]" for g in t.topology.llc
-            ),
+            "LLCs": lambda t: " ".join("[" + ",".join(map(str, g)) + "]" for g in t.topology.llc),
         }
         out = []
         for what, get in facts.items():
