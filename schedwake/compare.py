@@ -340,17 +340,14 @@ def compare(
     if window_s is not None and not window_s > 0:
         raise TraceError("--window", f"must be a positive number of seconds, not {window_s}")
     if metrics is not None:
-        from .metrics import catalogue_entry
+        from .metrics import canonical_name, catalogue_entry
 
+        metrics = [canonical_name(m) for m in metrics]
         for m in metrics:
             try:
                 catalogue_entry(m)
-            except KeyError:
-                from .metrics import CATALOGUE
-
-                raise TraceError(
-                    "--metric", f"unknown metric {m!r} (known: {', '.join(CATALOGUE)})"
-                ) from None
+            except KeyError as e:
+                raise TraceError("--metric", e.args[0]) from None
     th = _check_thresholds(thresholds)
     side_list = _normalise(sides, labels, topology_file, llc)
     kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
@@ -535,11 +532,11 @@ class CompareResult:
     def text(self) -> str:
         """The mmtests table with the rule line under it, then notes (if any)."""
         notes = "".join(f"note: {n}\n" for n in self.notes())
-        return self.comparison.text() + notes
+        return self.comparison.text() + mmtests.SIGN_CONVENTION + "\n" + notes
 
     def markdown(self) -> str:
         notes = self.notes()
-        out = self.comparison.markdown()
+        out = self.comparison.markdown() + "\n" + mmtests.SIGN_CONVENTION + "\n"
         if notes:
             out += "\n" + "".join(f"- note: {n}\n" for n in notes)
         return out
@@ -598,6 +595,7 @@ class CompareResult:
                 "alpha": self.comparison.alpha,
                 "description": self.comparison.rule_name(),
             },
+            "percentages": mmtests.SIGN_CONVENTION,
             "samples": {"kind": self.sample_kind, "window_s": self.window_s},
             "rule_line": self.rule_line(),
             "table": self.comparison.text(),

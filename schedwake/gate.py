@@ -20,7 +20,7 @@ Rules come from TOML (:data:`DEFAULT_RULES_TOML` is the default file, printed by
     significance = "ttest"        # or "ci95", as schedwake compare
     max_lost_events = 0
 
-    [rules."pingpong_episodes/s"]
+    [rules.pingpong_episodes_per_s]
     allowed = "10%"               # or an absolute amount in the metric's unit: 2.5
     significance = true           # a worsening beyond `allowed` must also be significant
     missing = "error"             # or "skip": what to do if the metric cannot be measured
@@ -48,7 +48,7 @@ from .compare import (
 )
 from .compare import compare as run_compare
 from .errors import TraceError
-from .mmtests import change_pct_text
+from .mmtests import gain_pct_text
 from .model.events import timestamp_problem
 
 __all__ = [
@@ -65,40 +65,41 @@ __all__ = [
 
 DEFAULT_RULES_TOML = """\
 # schedwake gate rules: `schedwake gate --rules THIS_FILE --baseline ... --candidate ...`
-# Metric names are those of `schedwake compare` (docs/compare.md). A rule is broken when
-# the candidate's mean is worse than the baseline's by more than `allowed` (and, with
-# `significance = true`, the difference is significant by the rule in [gate]).
+# Metric names are the identifiers of `schedwake analyze --format json` and `schedwake
+# compare` (docs/compare.md). A rule is broken when the candidate's mean is worse than the
+# baseline's by more than `allowed` (and, with `significance = true`, the difference is
+# significant by the rule in [gate]). Percentages are gains as in mmtests: + is better.
 
 [gate]
 significance = "ttest"   # "ttest": two-sided t-test at `alpha` (the LKML tables); "ci95"
-alpha = 0.05
+alpha = 0.05             # stricter than compare's 0.10 (mmtests'): a broken rule fails a build
 samples = "auto"         # per-trace values with >= 2 traces a side, else per-window values
 # window = 0.5           # seconds per window of per-window samples (default: automatic)
 max_lost_events = 0      # per trace; a drop of unknown size always refuses the trace
 min_duration = 0.5       # seconds; shorter traces are refused
 min_windows = 10         # per trace, when the samples are per-window
 
-[rules."pingpong_episodes/s"]
+[rules.pingpong_episodes_per_s]
 allowed = "25%"          # "N%" of the baseline mean, or a number in the metric's unit
 significance = true
 missing = "error"        # "error": exit 2 if it cannot be measured; "skip": ignore
 
-[rules."wakeup_migrations/s"]
+[rules.wakeup_migrations_per_s]
 allowed = "25%"
 significance = true
 missing = "error"
 
-[rules."cross_llc_migrations/s"]
+[rules.cross_llc_migrations_per_s]
 allowed = "25%"
 significance = true
 missing = "error"
 
-[rules."context_switches/s"]
+[rules.context_switches_per_s]
 allowed = "25%"
 significance = true
 missing = "error"
 
-[rules.wake_to_run_p99]
+[rules.wake_to_run_p99_us]
 allowed = "50%"
 significance = true
 missing = "error"
@@ -144,9 +145,13 @@ class Rule:
     relative: bool
     significance: bool = True
     missing: str = "error"
+    #: The name the rules file gave, when it was a former name of ``metric``.
+    written_as: str | None = None
 
     def allowed_text(self) -> str:
-        return f"+{_num(self.allowed * 100)}%" if self.relative else f"+{_num(self.allowed)}"
+        """The worst gain the rule allows (``-25%``, ``-2.5``): a gain is signed as in
+        mmtests, + better and - worse (:data:`schedwake.mmtests.SIGN_CONVENTION`)."""
+        return f"-{_num(self.allowed * 100)}%" if self.relative else f"-{_num(self.allowed)}"
 
     @property
     def unmeasured_status(self) -> str:
@@ -164,9 +169,10 @@ class RuleResult:
     status: str
     baseline: float | None = None
     candidate: float | None = None
-    #: candidate - baseline (signed, in the metric's unit) and the same in % of baseline.
+    #: candidate - baseline (signed, in the metric's unit), and the gain in % of the
+    #: baseline as mmtests signs it: + better, - worse, whichever way the metric points.
     change: float | None = None
-    change_pct: float | None = None
+    gain_pct: float | None = None
     #: How much worse the candidate is (0 if better), and the limit it was held to.
     worsening: float | None = None
     limit: float | None = None
@@ -205,7 +211,12 @@ class GateResult:
 
     def notes(self) -> list[str]:
         """Caveats of the traces, and what one trace a side can and cannot tell."""
-        out = [] if self.comparison is None else list(self.comparison.notes())
+        out = [
+            f"rule {r.written_as!r} is the former name of {r.metric}: rename it in the rules"
+            for r in self.rules
+            if r.written_as
+        ]
+        out += [] if self.comparison is None else list(self.comparison.notes())
         if self.comparison is not None and self.comparison.sample_kind == "per-window":
             out.append(
                 "one trace on a side: the samples are windows of one run, so a "
@@ -261,7 +272,7 @@ def _allowed(metric: str, value, where: str) -> tuple[float, bool]:
 def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
     """Settings and rules from TOML text. Raises TraceError (one line naming ``where``)
     for a syntax error, an unknown key or metric, or a value of the wrong kind."""
-    from .metrics import CATALOGUE, catalogue_entry
+    from .metrics import canonical_name, catalogue_entry
 
     try:
         doc = tomllib.loads(text)
@@ -302,14 +313,13 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
     table = doc.get("rules", {})
     if not isinstance(table, dict) or not table:
         raise TraceError(where, 'no rules: add at least one [rules."METRIC"] table')
-    rules = []
-    for metric, spec in table.items():
+    rules: list[Rule] = []
+    for written, spec in table.items():
+        metric = canonical_name(written)
         try:
             catalogue_entry(metric)
-        except KeyError:
-            raise TraceError(
-                where, f"unknown metric {metric!r} in [rules] (known: {', '.join(CATALOGUE)})"
-            ) from None
+        except KeyError as e:
+            raise TraceError(where, f"[rules]: {e.args[0]}") from None
         if not isinstance(spec, dict):
             raise TraceError(where, f"rules.{metric!r} must be a table")
         bad = set(spec) - _RULE_KEYS
@@ -331,7 +341,11 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
             raise TraceError(where, f"rule {metric!r}: significance must be true or false")
         if missing not in ("error", "skip"):
             raise TraceError(where, f'rule {metric!r}: missing must be "error" or "skip"')
-        rules.append(Rule(metric, amount, relative, sig, missing))
+        if any(r.metric == metric for r in rules):
+            raise TraceError(where, f"two rules for {metric} ({written!r} is another name of it)")
+        rules.append(
+            Rule(metric, amount, relative, sig, missing, written if written != metric else None)
+        )
     return settings, rules
 
 
@@ -600,12 +614,13 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     sig = row.sig[1]
     res.baseline, res.candidate = base, cand
     res.change = cand - base
-    res.change_pct = (
-        (cand / base - 1.0) * 100.0
+    gain = base - cand if entry.direction == "lower" else cand - base
+    res.gain_pct = (
+        gain / abs(base) * 100.0
         if base != 0
-        else (0.0 if cand == 0 else math.copysign(math.inf, cand))
+        else (0.0 if gain == 0 else math.copysign(math.inf, gain))
     )
-    res.worsening = max(cand - base if entry.direction == "lower" else base - cand, 0.0)
+    res.worsening = max(-gain, 0.0)
     res.limit = rule.allowed * abs(base) if rule.relative else rule.allowed
     res.significant = bool(sig.significant)
     res.testable = bool(sig.testable)
@@ -620,7 +635,7 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     elif worse and (sig.significant or not rule.significance):
         res.status = "broken"
         res.message = (
-            f"{rule.metric}: {_change_text(res, f', allowed {rule.allowed_text()}')}"
+            f"{rule.metric}: {_change_text(res, f', worst allowed {rule.allowed_text()}')}"
             f", {_sig_text(res, rule.significance, test)}"
         )
     else:
@@ -633,7 +648,7 @@ def _change_text(r: RuleResult, more: str = "") -> str:
     unit = r.unit if r.unit in ("", "%", "/s") else " " + r.unit
     return (
         f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} "
-        f"({change_pct_text(r.change_pct)}{more})"
+        f"(gain {gain_pct_text(r.gain_pct)}{more})"
     )
 
 

@@ -8,9 +8,10 @@ comparison report uses when one trace stands on each side.
 Rates are per second of trace time. Busy share is per CPU (``busy_share_cpuN``).
 
 The *catalogue* (:data:`CATALOGUE`, :func:`catalogue`) is what the comparison report
-prints: each metric's table name, display unit (rates /s, shares %, latencies us),
-direction and the definition of one per-window sample. :func:`metric_samples` gives a
-trace's per-trace or per-window values of every catalogue metric as a tidy pandas table.
+prints: each metric's identifier (one name in every command), display unit (rates /s,
+shares %, latencies us), direction and the definition of one per-window sample.
+:func:`metric_samples` gives a trace's per-trace or per-window values of every catalogue
+metric as a tidy pandas table.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pandas as pd
 from .detect import thresholds as _thresholds
 from .detect.cswitch_storm import futile_mask
 from .detect.idle_while_runnable import measure as _iwr_measure
-from .detect.kworker_pingpong import episodes_mask
+from .detect.kworker_pingpong import episodes_mask, would_stack_mask
 from .model._util import pid_cpu_counts
 from .model.tasks import PERCPU_KTHREAD, name_class
 
@@ -55,6 +56,19 @@ METRICS: dict[str, Metric] = {
         Metric("pingpong_episodes", "count", "lower", "kworker wake-migrate ping-pong episodes"),
         Metric("pingpong_episodes_per_s", "1/s", "lower", "ping-pong episodes per second"),
         Metric(
+            "pingpong_would_stack",
+            "count",
+            "lower",
+            "ping-pong episodes the stack-on-waker-CPU clause would have kept in place",
+        ),
+        Metric("pingpong_would_stack_per_s", "1/s", "lower", "would-stack episodes per second"),
+        Metric(
+            "pingpong_would_stack_share",
+            "fraction",
+            "lower",
+            "share of the ping-pong episodes that would have stacked",
+        ),
+        Metric(
             "cpus_visited_per_task",
             "CPUs",
             "lower",
@@ -68,9 +82,9 @@ METRICS: dict[str, Metric] = {
             "wake-ups whose wakee preempted a kworker, slept again and gave the CPU back "
             "to that kworker before it ran again",
         ),
-        Metric("wake_to_run_p50_ns", "ns", "lower", "median wake-to-run latency"),
-        Metric("wake_to_run_p90_ns", "ns", "lower", "90th percentile wake-to-run latency"),
-        Metric("wake_to_run_p99_ns", "ns", "lower", "99th percentile wake-to-run latency"),
+        Metric("wake_to_run_p50_us", "us", "lower", "median wake-to-run latency"),
+        Metric("wake_to_run_p90_us", "us", "lower", "90th percentile wake-to-run latency"),
+        Metric("wake_to_run_p99_us", "us", "lower", "99th percentile wake-to-run latency"),
         Metric(
             "idle_while_runnable_share",
             "fraction",
@@ -124,8 +138,8 @@ def _cpus_visited(switch: pd.DataFrame | None) -> float | None:
     return float(g.mean()) if len(g) else None
 
 
-def _pct(lat: np.ndarray, q: float) -> float | None:
-    return float(np.percentile(lat, q)) if len(lat) else None
+def _pct_us(lat_ns: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(lat_ns, q)) / 1e3 if len(lat_ns) else None
 
 
 def trace_metrics(trace, thresholds: dict | None = None) -> dict:
@@ -140,6 +154,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
     cause = mig["cause"] if len(mig) else pd.Series([], dtype=str)
     tclass = mig["topology_class"] if len(mig) else pd.Series([], dtype=str)
     pp = int(episodes_mask(w).sum())
+    stack = int(would_stack_mask(model, w).sum())
     # (the measured latencies in row order; dropna() would also copy the index)
     lat = (
         w["latency_ns"].to_numpy(dtype=np.int64, na_value=0)[w["latency_ns"].notna().to_numpy()]
@@ -158,12 +173,15 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "wakeup_migration_share": float(w["migrated"].mean()) if len(w) else None,
         "pingpong_episodes": pp,
         "pingpong_episodes_per_s": pp / dur_s,
+        "pingpong_would_stack": stack,
+        "pingpong_would_stack_per_s": stack / dur_s,
+        "pingpong_would_stack_share": stack / pp if pp else None,
         "cpus_visited_per_task": _cpus_visited(sw),
         "context_switches_per_s": (0 if sw is None else len(sw)) / dur_s,
         "futile_wakeups_per_s": int(futile_mask(model).sum()) / dur_s,
-        "wake_to_run_p50_ns": _pct(lat, 50),
-        "wake_to_run_p90_ns": _pct(lat, 90),
-        "wake_to_run_p99_ns": _pct(lat, 99),
+        "wake_to_run_p50_us": _pct_us(lat, 50),
+        "wake_to_run_p90_us": _pct_us(lat, 90),
+        "wake_to_run_p99_us": _pct_us(lat, 99),
         "idle_while_runnable_share": float(iwr["share"]),
         "busy_share": _busy_share(model),
     }
@@ -173,6 +191,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
             out[m.key] = None
     if out["pingpong_episodes_per_s"] is None:
         out["pingpong_episodes"] = None
+        out["pingpong_would_stack"] = None
     if out["migrations_per_s"] is None:
         out["migrations"] = None
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
@@ -264,6 +283,10 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     pp = count(wts, episodes_mask(w))
     df["pingpong_episodes"] = pp
     df["pingpong_episodes_per_s"] = pp / lens_s
+    stack = count(wts, would_stack_mask(model, w))
+    df["pingpong_would_stack"] = stack
+    df["pingpong_would_stack_per_s"] = stack / lens_s
+    df["pingpong_would_stack_share"] = np.where(pp > 0, stack / np.maximum(pp, 1), 0.0)
     # CPUs visited per task, per window
     if sw is not None and len(sw):
         sts = sw["ts"].to_numpy(dtype=np.int64)
@@ -289,13 +312,13 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
         df["latency_samples"] = np.bincount(lat["win"].to_numpy(), minlength=nwin)[:nwin]
         q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
         for col, name in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
-            df[f"wake_to_run_{name}_ns"] = (
-                q[col].reindex(range(nwin)).fillna(0.0).to_numpy() if len(q) else 0.0
+            df[f"wake_to_run_{name}_us"] = (
+                q[col].reindex(range(nwin)).fillna(0.0).to_numpy() / 1e3 if len(q) else 0.0
             )
     else:
         df["latency_samples"] = 0
         for name in ("p50", "p90", "p99"):
-            df[f"wake_to_run_{name}_ns"] = 0.0
+            df[f"wake_to_run_{name}_us"] = 0.0
     iwr = _iwr_measure(model, th)
     gap = np.zeros(nwin)
     for s, e in iwr["segments"].values():
@@ -321,9 +344,11 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
 class CatalogueMetric:
     """One metric of the comparison report.
 
-    ``name`` is the table's operation column (``migrations/s``); ``key`` the column of
-    :func:`trace_metrics` / :func:`window_metrics` it comes from; values are multiplied by
-    ``scale`` into ``unit`` (fractions into %, ns into us). ``definition`` says what the
+    ``name`` is the metric's one identifier, the same in analyze's JSON, compare's rows,
+    gate's rules and batch's columns (``wakeup_migrations_per_s``); ``key`` the column of
+    :func:`trace_metrics` / :func:`window_metrics` it comes from (the name, but for the
+    per-CPU busy share); values are multiplied by ``scale`` into the display ``unit``
+    (fractions into %). ``definition`` says what the
     value is over a whole trace, ``window_sample`` what one per-window sample is.
     """
 
@@ -343,7 +368,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
     m.name: m
     for m in (
         CatalogueMetric(
-            "migrations/s",
+            "migrations_per_s",
             "migrations_per_s",
             "/s",
             "lower",
@@ -352,7 +377,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"sched_migrate_task {_PER_S}",
         ),
         CatalogueMetric(
-            "wakeup_migrations/s",
+            "wakeup_migrations_per_s",
             "wakeup_migrations_per_s",
             "/s",
             "lower",
@@ -361,7 +386,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"wake-up migrations {_PER_S}",
         ),
         CatalogueMetric(
-            "lb_migrations/s",
+            "load_balance_migrations_per_s",
             "load_balance_migrations_per_s",
             "/s",
             "lower",
@@ -370,7 +395,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"load-balance migrations {_PER_S}",
         ),
         CatalogueMetric(
-            "cross_llc_migrations/s",
+            "cross_llc_migrations_per_s",
             "cross_llc_migrations_per_s",
             "/s",
             "lower",
@@ -388,7 +413,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "migrated wake-ups / wake-ups in the window (missing if none)",
         ),
         CatalogueMetric(
-            "pingpong_episodes/s",
+            "pingpong_episodes_per_s",
             "pingpong_episodes_per_s",
             "/s",
             "lower",
@@ -396,6 +421,26 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "kworker wake-migrate ping-pong episodes per second: a per-CPU kthread "
             "on CPU X wakes a task whose previous CPU is X and the task moves away",
             f"episodes (by wake-up time) {_PER_S}",
+        ),
+        CatalogueMetric(
+            "pingpong_would_stack_per_s",
+            "pingpong_would_stack_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "ping-pong episodes per second that the stack-on-waker-CPU clause of "
+            "select_idle_sibling() would have kept on the waker's CPU (nothing else "
+            "runnable there): near 0 on a kernel with the clause",
+            f"would-stack episodes (by wake-up time) {_PER_S}",
+        ),
+        CatalogueMetric(
+            "pingpong_would_stack_share",
+            "pingpong_would_stack_share",
+            "%",
+            "lower",
+            100.0,
+            "share of the ping-pong episodes that would have stacked (missing without episodes)",
+            "would-stack episodes / episodes in the window (missing if none)",
         ),
         CatalogueMetric(
             "cpus_visited_per_task",
@@ -409,7 +454,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"{CPUS_VISITED_MIN_RUNS} there)",
         ),
         CatalogueMetric(
-            "context_switches/s",
+            "context_switches_per_s",
             "context_switches_per_s",
             "/s",
             "lower",
@@ -418,7 +463,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"sched_switch {_PER_S}",
         ),
         CatalogueMetric(
-            "futile_wakeups/s",
+            "futile_wakeups_per_s",
             "futile_wakeups_per_s",
             "/s",
             "lower",
@@ -428,29 +473,29 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"futile wake-ups (by wake-up time) {_PER_S}",
         ),
         CatalogueMetric(
-            "wake_to_run_p50",
-            "wake_to_run_p50_ns",
+            "wake_to_run_p50_us",
+            "wake_to_run_p50_us",
             "us",
             "lower",
-            1e-3,
+            1.0,
             "median time from sched_waking to the wakee's switch-in",
             "median over the wake-ups of the window (missing if none)",
         ),
         CatalogueMetric(
-            "wake_to_run_p90",
-            "wake_to_run_p90_ns",
+            "wake_to_run_p90_us",
+            "wake_to_run_p90_us",
             "us",
             "lower",
-            1e-3,
+            1.0,
             "90th percentile of the wake-to-run latency",
             "90th percentile over the wake-ups of the window (missing if none)",
         ),
         CatalogueMetric(
-            "wake_to_run_p99",
-            "wake_to_run_p99_ns",
+            "wake_to_run_p99_us",
+            "wake_to_run_p99_us",
             "us",
             "lower",
-            1e-3,
+            1.0,
             "99th percentile of the wake-to-run latency",
             "99th percentile over the wake-ups of the window (missing if none)",
         ),
@@ -476,7 +521,7 @@ CATALOGUE: dict[str, CatalogueMetric] = {
     )
 }
 
-_LATENCY = ("wake_to_run_p50", "wake_to_run_p90", "wake_to_run_p99")
+_LATENCY = ("wake_to_run_p50_us", "wake_to_run_p90_us", "wake_to_run_p99_us")
 
 _WAKE = ("sched_waking", "sched_wakeup")
 _SWITCH = ("sched_switch",)
@@ -486,18 +531,20 @@ _MIGRATE = ("sched_migrate_task",)
 #: records in the trace; a group lists alternatives. Without them a metric is not zero but
 #: unknown, which is what the gate refuses to judge (:func:`missing_events`).
 NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "migrations/s": (_MIGRATE,),
-    "wakeup_migrations/s": (_MIGRATE, _WAKE),
-    "lb_migrations/s": (_MIGRATE, _WAKE),
-    "cross_llc_migrations/s": (_MIGRATE,),
+    "migrations_per_s": (_MIGRATE,),
+    "wakeup_migrations_per_s": (_MIGRATE, _WAKE),
+    "load_balance_migrations_per_s": (_MIGRATE, _WAKE),
+    "cross_llc_migrations_per_s": (_MIGRATE,),
     "wakeup_migration_share": (_WAKE,),
-    "pingpong_episodes/s": (_WAKE, _SWITCH),
+    "pingpong_episodes_per_s": (_WAKE, _SWITCH),
+    "pingpong_would_stack_per_s": (_WAKE, _SWITCH),
+    "pingpong_would_stack_share": (_WAKE, _SWITCH),
     "cpus_visited_per_task": (_SWITCH,),
-    "context_switches/s": (_SWITCH,),
-    "futile_wakeups/s": (_WAKE, _SWITCH),
-    "wake_to_run_p50": (_WAKE, _SWITCH),
-    "wake_to_run_p90": (_WAKE, _SWITCH),
-    "wake_to_run_p99": (_WAKE, _SWITCH),
+    "context_switches_per_s": (_SWITCH,),
+    "futile_wakeups_per_s": (_WAKE, _SWITCH),
+    "wake_to_run_p50_us": (_WAKE, _SWITCH),
+    "wake_to_run_p90_us": (_WAKE, _SWITCH),
+    "wake_to_run_p99_us": (_WAKE, _SWITCH),
     "idle_while_runnable_share": (_WAKE, _SWITCH),
     "busy_share_cpu{cpu}": (_SWITCH,),
 }
@@ -542,14 +589,54 @@ def catalogue(cpus: int | None = None) -> pd.DataFrame:
     )
 
 
+#: Names that compare and gate used before the one vocabulary, and the identifier each is
+#: now; a rules file that still says them works, with a note (:func:`canonical_name`).
+FORMER_NAMES: dict[str, str] = {
+    "migrations/s": "migrations_per_s",
+    "wakeup_migrations/s": "wakeup_migrations_per_s",
+    "lb_migrations/s": "load_balance_migrations_per_s",
+    "cross_llc_migrations/s": "cross_llc_migrations_per_s",
+    "pingpong_episodes/s": "pingpong_episodes_per_s",
+    "context_switches/s": "context_switches_per_s",
+    "futile_wakeups/s": "futile_wakeups_per_s",
+    "wake_to_run_p50": "wake_to_run_p50_us",
+    "wake_to_run_p90": "wake_to_run_p90_us",
+    "wake_to_run_p99": "wake_to_run_p99_us",
+    "wake_to_run_p50_ns": "wake_to_run_p50_us",
+    "wake_to_run_p90_ns": "wake_to_run_p90_us",
+    "wake_to_run_p99_ns": "wake_to_run_p99_us",
+}
+
+
+def canonical_name(name: str) -> str:
+    """The identifier of a metric as the user may write it: itself, a former name
+    (:data:`FORMER_NAMES`), or the text of a report row (``wakeup_migration_share[%]``).
+    Unknown names are returned unchanged (:func:`catalogue_entry` then says why)."""
+    name = name.strip()
+    if name.endswith("]") and "[" in name:  # a report row label: NAME[unit]
+        name = name[: name.index("[")]
+    return FORMER_NAMES.get(name, name)
+
+
+def unknown_metric(name: str) -> str:
+    """The one-line complaint about an unknown metric name, with the closest known ones."""
+    import difflib
+
+    known = [n for n in CATALOGUE if "{cpu}" not in n] + ["busy_share_cpuN"]
+    close = difflib.get_close_matches(name, known + list(FORMER_NAMES), n=3, cutoff=0.6)
+    close = list(dict.fromkeys(FORMER_NAMES.get(c, c) for c in close))
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"unknown metric {name!r}{hint} (known: {', '.join(known)})"
+
+
 def catalogue_entry(name: str) -> CatalogueMetric:
-    """The catalogue entry of a metric name (``busy_share_cpu3`` -> the busy share entry).
-    Raises KeyError for unknown names."""
+    """The catalogue entry of a metric identifier (``busy_share_cpu3`` -> the busy share
+    entry). Raises KeyError (its text: :func:`unknown_metric`) for unknown names."""
     if name in CATALOGUE:
         return CATALOGUE[name]
     if name.startswith("busy_share_cpu") and name[len("busy_share_cpu") :].isdigit():
         return CATALOGUE["busy_share_cpu{cpu}"]
-    raise KeyError(name)
+    raise KeyError(unknown_metric(name))
 
 
 def _select(names) -> list[str] | None:
@@ -599,6 +686,8 @@ def metric_samples(
             v = np.where(wm["latency_samples"].to_numpy() > 0, v, np.nan)
         elif m.name == "wakeup_migration_share":
             v = np.where(wm["wakeups"].to_numpy() > 0, v, np.nan)
+        elif m.name == "pingpong_would_stack_share":
+            v = np.where(wm["pingpong_episodes"].to_numpy() > 0, v, np.nan)
         cols[m.name] = v
     start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9

@@ -103,20 +103,29 @@ class StatRow:
         return op_label(self.metric.name, self.metric.unit)
 
 
-def change_pct_text(pct: float | None) -> str:
-    """A gate rule's change as its reports print it: ``+12.3%``, ``+inf%``."""
+#: The one sign convention of every percentage compare and gate print, in one sentence.
+SIGN_CONVENTION = (
+    "% = gain over the baseline as in mmtests: + is better, - is worse, "
+    "whichever way the metric points"
+)
+
+
+def gain_pct_text(pct: float | None) -> str:
+    """A gate rule's gain as its reports print it: ``-12.3%``, ``-inf%``."""
     if pct is None:
         return "-"
-    return "+inf%" if math.isinf(pct) else f"{pct:+.1f}%"
+    return f"{'+' if pct > 0 else '-'}inf%" if math.isinf(pct) else f"{pct:+.1f}%"
 
 
 def op_label(name: str, unit: str) -> str:
-    """The operation-column text of a metric: ``name`` if the unit is empty or already
-    ends the name, ``name + unit`` for a unit like ``/s``, else ``name[unit]`` (no spaces,
-    so whitespace-splitting mmtests parsers keep working)."""
-    if not unit or name.endswith(unit):
+    """The operation-column text of a metric: its identifier, followed by ``[unit]`` when
+    the name does not say the unit already (``wakeup_migration_share[%]``; not
+    ``migrations_per_s`` or ``wake_to_run_p99_us``). No spaces, so whitespace-splitting
+    mmtests parsers keep working."""
+    said = {"/s": "_per_s", "us": "_us", "ns": "_ns"}.get(unit, unit)
+    if not unit or name.endswith(said) or name.endswith(unit):
         return name
-    if unit.startswith("/"):
+    if unit.startswith("/"):  # a name of your own: ``ctxsw/s``
         return name + unit
     return f"{name}[{unit}]"
 
@@ -196,14 +205,16 @@ class Comparison:
         return f"per-trace values, n={ns}"
 
     def rule_line(self) -> str:
-        """``* significant: <rule>; samples: <kind>, n=a/b`` (one line; several sample
-        descriptions are given per metric when metrics differ)."""
+        """``* significant: <rule>; samples: <kind>, n=a/b`` (one line; the metrics whose
+        samples differ from the most common description are named after it)."""
         descs = {m.name: self._sample_desc(m) for m in self.metrics}
-        uniq = list(dict.fromkeys(descs.values()))
-        if len(uniq) <= 1:
-            samples = uniq[0] if uniq else "none"
+        if not descs:
+            samples = "none"
         else:
-            samples = "; ".join(f"{name}: {d}" for name, d in descs.items())
+            # the most common description, then the metrics whose samples differ from it
+            common = max(dict.fromkeys(descs.values()), key=list(descs.values()).count)
+            other = [f"{name}: {d}" for name, d in descs.items() if d != common]
+            samples = common + (f" ({'; '.join(other)})" if other else "")
         line = f"* significant: {self.rule_name()}; samples: {samples}"
         untestable = []
         for r in self.rows:

@@ -213,7 +213,7 @@ def test_compare_from_batch_gives_the_same_table(serial):
     on, off = f"{KSTACK}/*-c2-kstack-on-i*.dat", f"{KSTACK}/*-c2-kstack-off-i*.dat"
     # per-trace samples (three iterations a side), text and JSON
     text = _same_output(["compare", "--side", f"fix={on}", "--side", f"nofix={off}"], serial, 0)
-    assert "pingpong_episodes/s" in text and "*" in text
+    assert "pingpong_episodes_per_s" in text and "*" in text
     _same_output(
         ["compare", "--side", f"fix={on}", "--side", f"nofix={off}", "--format", "json"], serial, 0
     )
@@ -288,7 +288,7 @@ def test_the_dataset_api(serial):
     result = schedwake.compare(
         {"a": [off.load(p) for p in paths[:2]], "b": [t, off.load(paths[2])]}
     )
-    assert "pingpong_episodes/s" in result.text()
+    assert "pingpong_episodes_per_s" in result.text()
     assert label_columns(["a/x-i3.dat", "b"], r"-i(?P<iter>\d+)") == {"iter": [3, None]}
 
 
@@ -417,7 +417,7 @@ def test_a_worker_killed_mid_trace_loses_nothing(serial, cluster, tmp_path):
         want = ref.loc[f"{KSTACK}/{Path(row.path).name}"]
         assert row.pingpong_episodes == want.pingpong_episodes
         assert row.migrations_per_s == want.migrations_per_s
-        assert row.wake_to_run_p99_ns == want.wake_to_run_p99_ns
+        assert row.wake_to_run_p99_us == want.wake_to_run_p99_us
 
 
 def test_an_unreachable_scheduler_is_one_line(tmp_path):

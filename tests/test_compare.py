@@ -19,6 +19,7 @@ import schedwake
 from schedwake import TraceError
 from schedwake.compare import CompareResult, default_window, from_samples, parse_sides
 from schedwake.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_metrics
+from schedwake.mmtests import SIGN_CONVENTION
 from schedwake.synth import make_trace
 
 from .conftest import run_cli, sample
@@ -71,18 +72,20 @@ def test_catalogue_has_every_metric_with_unit_direction_and_window_definition():
     cat = catalogue(cpus=4)
     assert list(cat.columns) == ["name", "unit", "direction", "definition", "window_sample", "key"]
     for name in (
-        "migrations/s",
-        "wakeup_migrations/s",
-        "lb_migrations/s",
-        "cross_llc_migrations/s",
+        "migrations_per_s",
+        "wakeup_migrations_per_s",
+        "load_balance_migrations_per_s",
+        "cross_llc_migrations_per_s",
         "wakeup_migration_share",
-        "pingpong_episodes/s",
+        "pingpong_episodes_per_s",
+        "pingpong_would_stack_per_s",
+        "pingpong_would_stack_share",
         "cpus_visited_per_task",
-        "context_switches/s",
-        "futile_wakeups/s",
-        "wake_to_run_p50",
-        "wake_to_run_p90",
-        "wake_to_run_p99",
+        "context_switches_per_s",
+        "futile_wakeups_per_s",
+        "wake_to_run_p50_us",
+        "wake_to_run_p90_us",
+        "wake_to_run_p99_us",
         "idle_while_runnable_share",
         "busy_share_cpu0",
         "busy_share_cpu3",
@@ -115,19 +118,19 @@ def test_metric_samples_tidy_per_trace_and_per_window(synth):
     wm = window_metrics(trace, 0.25)
     assert pw["window"].nunique() == len(wm)
     # values are window_metrics in display units
-    got = pw[pw["metric"] == "context_switches/s"]["value"].to_numpy()
+    got = pw[pw["metric"] == "context_switches_per_s"]["value"].to_numpy()
     assert np.allclose(got, wm["context_switches_per_s"].to_numpy())
-    got = pw[pw["metric"] == "wake_to_run_p99"]["value"].to_numpy()
-    lat = np.where(wm["latency_samples"] > 0, wm["wake_to_run_p99_ns"] / 1e3, np.nan)
+    got = pw[pw["metric"] == "wake_to_run_p99_us"]["value"].to_numpy()
+    lat = np.where(wm["latency_samples"] > 0, wm["wake_to_run_p99_us"], np.nan)
     assert np.allclose(got, lat, equal_nan=True)
     share = pw[pw["metric"] == "busy_share_cpu2"]["value"].to_numpy()
     assert np.allclose(share, 100 * wm["busy_share_cpu2"].to_numpy())
     # per-window migrations add up to the whole trace's
-    mig = pw[pw["metric"] == "migrations/s"]
+    mig = pw[pw["metric"] == "migrations_per_s"]
     total = (mig["value"] * (mig["end_s"] - mig["start_s"])).sum()
     assert round(total) == len(trace.migrations())
-    only = metric_samples(trace, 0.25, metrics=["migrations/s", "busy_share_cpu1"])
-    assert set(only["metric"]) == {"migrations/s", "busy_share_cpu1"}
+    only = metric_samples(trace, 0.25, metrics=["migrations_per_s", "busy_share_cpu1"])
+    assert set(only["metric"]) == {"migrations_per_s", "busy_share_cpu1"}
 
 
 def test_default_window():
@@ -184,7 +187,7 @@ def test_published_amean_through_cli_text_and_json(published):
         "--side",
         f"6.18.0-patched={published}/patched-*.txt",
         "--metric",
-        "context_switches/s",
+        "context_switches_per_s",
         "--title",
         "schedwake: published numbers",
     ]
@@ -192,12 +195,14 @@ def test_published_amean_through_cli_text_and_json(published):
     lines = text.splitlines()
     assert lines[0] == "schedwake: published numbers"
     # two-line header split at the first '-', right-aligned to 23-character cells
-    op_w = len("context_switches/s")
+    op_w = len("context_switches_per_s")
     lead = " " * (len("BAmean-50") + 1 + op_w)
     assert lines[1] == lead + "%23s%23s" % ("6.18.0", "6.18.0")
     assert lines[2] == lead + "%23s%23s" % ("vanilla", "patched")
     amean = [ln for ln in lines if ln.startswith("Amean ")]
-    assert amean == ["Amean     context_switches/s       22.63 (   0.00%)       20.54 *   9.23%*"]
+    assert amean == [
+        "Amean     context_switches_per_s       22.63 (   0.00%)       20.54 *   9.23%*"
+    ]
     assert "20.54 *   9.23%*" in text
     # the star is on the mean row only; Stddev 1.13 -> 0.54 uses 100 - 100*new/base
     assert sum("*" in ln for ln in lines[3:] if not ln.startswith("* ")) == 1
@@ -219,8 +224,9 @@ def test_published_amean_through_cli_text_and_json(published):
     # the rule line under the table says which test and which samples
     assert lines[11].startswith("* significant: two-sided t-test")
     assert "per-trace values, n=3/3" in lines[11]
-    # then the traces' caveats, once each
-    assert lines[12:] and all(ln.startswith("note: ") for ln in lines[12:])
+    # then how to read the percentages, and the traces' caveats, once each
+    assert lines[12] == SIGN_CONVENTION
+    assert lines[13:] and all(ln.startswith("note: ") for ln in lines[13:])
     assert "no topology given" in text and text.count("no topology given") == 1
     assert "(every trace)" in text
 
@@ -239,7 +245,7 @@ def test_published_amean_through_cli_text_and_json(published):
     assert [len(s["traces"]) for s in doc["sides"]] == [3, 3]
 
     md = run_cli(*args, "--format", "markdown", check=True).stdout
-    assert "| Amean | context_switches/s | 22.63 (0.00%) | 20.54 \\*9.23%\\* |" in md
+    assert "| Amean | context_switches_per_s | 22.63 (0.00%) | 20.54 \\*9.23%\\* |" in md
 
 
 def test_published_hmean_and_stddev_of_a_higher_is_better_metric():
@@ -283,7 +289,7 @@ def test_ci95_rule_is_printed(published):
             "new": sorted(published.glob("patched-*.txt")),
         },
         significance="ci95",
-        metrics=["context_switches/s"],
+        metrics=["context_switches_per_s"],
     )
     assert "do not overlap" in res.rule_line()
     # 22.63 +- 1.96*1.13 and 20.54 +- 1.96*0.54 overlap: no star under ci95
@@ -296,14 +302,14 @@ def test_ci95_rule_is_printed(published):
 def test_auto_samples_per_window_when_a_side_has_one_trace(published):
     res = schedwake.compare(
         [published / "base-0.txt", sorted(published.glob("patched-*"))],
-        metrics=["context_switches/s"],
+        metrics=["context_switches_per_s"],
         window_s=10,
     )
     assert res.sample_kind == "per-window" and res.window_s == 10
     assert "per-window values, window 10.0 s, n=10/30" in res.rule_line()
     res = schedwake.compare(
         [sorted(published.glob("base-*")), sorted(published.glob("patched-*"))],
-        metrics=["context_switches/s"],
+        metrics=["context_switches_per_s"],
         samples="per-window",
         window_s=25,
     )
@@ -318,7 +324,7 @@ def test_api_with_trace_objects_summary_and_plots(synth):
     res = schedwake.compare({"synth-sick": a, "synth-healthy": b}, window_s=0.25)
     assert isinstance(res, CompareResult) and res.labels == ["synth-sick", "synth-healthy"]
     s = res.summary()
-    pp = s[(s["metric"] == "pingpong_episodes/s") & (s["side"] == "synth-healthy")].iloc[0]
+    pp = s[(s["metric"] == "pingpong_episodes_per_s") & (s["side"] == "synth-healthy")].iloc[0]
     assert pp["stat"] == "Amean" and pp["value"] == 0 and pp["pct"] == 100.0
     busy = s[s["metric"] == "busy_share_cpu0"]
     assert set(busy["stat"]) == {"Hmean"}
@@ -366,9 +372,9 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
         "--window",
         "0.5",
         "--metric",
-        "migrations/s",
+        "migrations_per_s",
         "--metric",
-        "wake_to_run_p99",
+        "wake_to_run_p99_us",
         "--html",
         out,
         check=True,
@@ -376,8 +382,9 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["6.18.44", "6.18.44"]
     assert lines[1].split() == ["1client", "2clients"]
-    assert lines[-1].endswith("per-window values, window 0.5 s, n=6/6")
-    assert any(ln.startswith("Amean     wake_to_run_p99[us]") for ln in lines)
+    assert lines[-2].endswith("per-window values, window 0.5 s, n=6/6")
+    assert lines[-1] == SIGN_CONVENTION
+    assert any(ln.startswith("Amean     wake_to_run_p99_us") for ln in lines)
     assert out.exists() and "wrote" in p.stderr
     assert out.read_text().count("<img ") == 6
 
@@ -391,7 +398,7 @@ def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
             sample(f"iterations/dbench-xfs-1c-i{i}.dat"), tmp_path / "runs" / d / "x" / "trace.dat"
         )
     p = run_cli(
-        "compare", "runs/6.1/x/trace.dat", "runs/6.12/x/trace.dat", "--metric", "migrations/s",
+        "compare", "runs/6.1/x/trace.dat", "runs/6.12/x/trace.dat", "--metric", "migrations_per_s",
         cwd=tmp_path,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
@@ -401,7 +408,7 @@ def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
 def test_sides_from_different_machines_are_said_to_differ():
     p = run_cli(
         "compare", sample("dbench-xfs-1client.dat"),
-        sample("kstack-6.1/k61-dbench-c2-kstack-on-i1.dat"), "--metric", "migrations/s",
+        sample("kstack-6.1/k61-dbench-c2-kstack-on-i1.dat"), "--metric", "migrations_per_s",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     notes = [ln for ln in p.stdout.splitlines() if ln.startswith("note: the traces differ")]
@@ -415,6 +422,6 @@ def test_sides_from_different_machines_are_said_to_differ():
     # iterations of one machine: no such note
     same = run_cli(
         "compare", "--side", f"a={sample('iterations')}/dbench-xfs-1c-i*.dat",
-        "--side", f"b={sample('iterations')}/dbench-xfs-4c-i*.dat", "--metric", "migrations/s",
+        "--side", f"b={sample('iterations')}/dbench-xfs-4c-i*.dat", "--metric", "migrations_per_s",
     )  # fmt: skip
     assert "the traces differ" not in same.stdout

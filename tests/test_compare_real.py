@@ -2,7 +2,7 @@
 
 fio pinned to CPU 1 in the root cgroup vs. in a weighted child cgroup, and dbench with
 1 vs. 2 clients (sample_traces/README.md). One trace per side, so the samples are
-per-window values. For the main metrics -- context switches/s, migrations/s, futile
+per-window values. For the main metrics -- context switches/s, migrations_per_s, futile
 wake-ups/s -- the test recounts every window independently from the ``trace-cmd report
 -N -t`` text of the same files (its own line parsing, its own windows, its own
 wake/run/sleep tracking and its own Student t distribution) and checks that the values,
@@ -156,11 +156,11 @@ def compare_json(base: str, new: str):
         "--format",
         "json",
         "--metric",
-        "context_switches/s",
+        "context_switches_per_s",
         "--metric",
-        "migrations/s",
+        "migrations_per_s",
         "--metric",
-        "futile_wakeups/s",
+        "futile_wakeups_per_s",
         check=True,
     )
     return json.loads(proc.stdout)
@@ -183,9 +183,9 @@ def test_direction_and_significance_match_independent_counts(base, new):
     assert labels == [base, new]
     checked_sig = []
     for metric, which, tol in (
-        ("context_switches/s", 2, 0.0),
-        ("migrations/s", 3, 0.0),
-        ("futile_wakeups/s", 4, 0.001),
+        ("context_switches_per_s", 2, 0.0),
+        ("migrations_per_s", 3, 0.0),
+        ("futile_wakeups_per_s", 4, 0.001),
     ):
         samples = []
         for name in (base, new):
@@ -223,7 +223,7 @@ def test_pairs_have_significant_and_insignificant_changes():
     verdicts = set()
     for base, new in PAIRS:
         doc = compare_json(base, new)
-        for metric in ("context_switches/s", "migrations/s", "futile_wakeups/s"):
+        for metric in ("context_switches_per_s", "migrations_per_s", "futile_wakeups_per_s"):
             verdicts.add(_row(doc, metric, "Amean", new)["significant"])
     assert verdicts == {True, False}
 
@@ -233,9 +233,9 @@ def test_weighted_cgroup_switches_more_and_migrates_less():
     has more context switches and futile wake-ups per second, fewer migrations."""
     doc = compare_json(*PAIRS[0])
     new = PAIRS[0][1]
-    assert _row(doc, "context_switches/s", "Amean", new)["pct"] < 0
-    assert _row(doc, "futile_wakeups/s", "Amean", new)["pct"] < 0
-    mig = _row(doc, "migrations/s", "Amean", new)
+    assert _row(doc, "context_switches_per_s", "Amean", new)["pct"] < 0
+    assert _row(doc, "futile_wakeups_per_s", "Amean", new)["pct"] < 0
+    mig = _row(doc, "migrations_per_s", "Amean", new)
     assert mig["pct"] > 50 and mig["significant"] is True
 
 
@@ -251,17 +251,17 @@ def test_ci95_is_stricter_than_ttest():
         "--significance",
         "ci95",
         "--metric",
-        "context_switches/s",
+        "context_switches_per_s",
         "--metric",
-        "migrations/s",
+        "migrations_per_s",
         "--metric",
-        "futile_wakeups/s",
+        "futile_wakeups_per_s",
         check=True,
     )
     ci = json.loads(proc.stdout)
     tt = compare_json(base, new)
     assert "do not overlap" in ci["rule_line"]
-    for metric in ("context_switches/s", "migrations/s", "futile_wakeups/s"):
+    for metric in ("context_switches_per_s", "migrations_per_s", "futile_wakeups_per_s"):
         if _row(ci, metric, "Amean", new)["significant"]:
             assert _row(tt, metric, "Amean", new)["significant"]
 
@@ -270,8 +270,8 @@ def test_ci95_is_stricter_than_ttest():
 
 #: (baseline, candidate, the metric that must be significantly worse on the candidate)
 ITERATION_PAIRS = [
-    ("c1", "c4", "context_switches/s"),  # 4 dbench clients on 2 CPUs
-    ("on", "off", "migrations/s"),
+    ("c1", "c4", "context_switches_per_s"),  # 4 dbench clients on 2 CPUs
+    ("on", "off", "migrations_per_s"),
 ]  # 6.1 without kthread stacking
 
 
@@ -291,11 +291,11 @@ def test_iterations_per_trace_values_direction_and_significance(base, new, worse
         "--format",
         "json",
         "--metric",
-        "context_switches/s",
+        "context_switches_per_s",
         "--metric",
-        "migrations/s",
+        "migrations_per_s",
         "--metric",
-        "futile_wakeups/s",
+        "futile_wakeups_per_s",
         check=True,
     )
     doc = json.loads(proc.stdout)
@@ -303,9 +303,9 @@ def test_iterations_per_trace_values_direction_and_significance(base, new, worse
     assert "per-trace values, n=3/3" in doc["rule_line"]
     verdicts = {}
     for metric, which, tol in (
-        ("context_switches/s", 2, 1e-9),
-        ("migrations/s", 3, 1e-9),
-        ("futile_wakeups/s", 4, 0.002),
+        ("context_switches_per_s", 2, 1e-9),
+        ("migrations_per_s", 3, 1e-9),
+        ("futile_wakeups_per_s", 4, 0.002),
     ):
         samples = []
         for side in (base, new):

@@ -66,12 +66,12 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.startswith("schedwake gate: FAIL")
     broken = [ln for ln in proc.stdout.splitlines() if ln.startswith("broken: ")]
-    assert any(ln.startswith("broken: context_switches/s: ") for ln in broken), broken
+    assert any(ln.startswith("broken: context_switches_per_s: ") for ln in broken), broken
     assert "per-trace values, n=3/3" in proc.stdout
 
     doc = json.loads(out["json"].read_text())
     assert doc["verdict"] == "FAIL" and doc["exit_code"] == 1
-    cs = [r for r in doc["rules"] if r["metric"] == "context_switches/s"][0]
+    cs = [r for r in doc["rules"] if r["metric"] == "context_switches_per_s"][0]
     assert cs["status"] == "broken" and cs["significant"] is True
     assert cs["n"] == [3, 3]
     # the numbers are the comparison's: the means of the per-trace sched_switch rates
@@ -84,7 +84,9 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
         rates.append(sum(vals) / len(vals))
     assert cs["baseline"] == pytest.approx(rates[0], rel=1e-9)
     assert cs["candidate"] == pytest.approx(rates[1], rel=1e-9)
-    assert cs["change_pct"] == pytest.approx((rates[1] / rates[0] - 1) * 100, rel=1e-9)
+    # a gain as in mmtests: a higher context-switch rate (lower is better) is negative
+    assert cs["gain_pct"] == pytest.approx((1 - rates[1] / rates[0]) * 100, rel=1e-9)
+    assert cs["gain_pct"] < 0 and "gain -" in cs["message"]
 
     suite, cases = junit_cases(out["xml"])
     assert set(cases) == {"inputs"} | {
@@ -97,7 +99,7 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
     assert int(suite.get("failures")) == len(failed) and suite.get("errors") == "0"
     md = out["md"].read_text()
     assert md.startswith("### schedwake gate: FAIL")
-    assert "| context_switches/s | +25% |" in md and "**BROKEN**" in md
+    assert "| context_switches_per_s | -25% |" in md and "**BROKEN**" in md
 
 
 def test_an_improvement_is_not_a_regression():
@@ -115,18 +117,18 @@ def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
     doc = json.loads(out["json"].read_text())
     status = {r["metric"]: r["status"] for r in doc["rules"]}
     assert status == {
-        "pingpong_episodes/s": "broken",
-        "wakeup_migrations/s": "broken",
-        "cross_llc_migrations/s": "pass",
-        "context_switches/s": "pass",
-        "wake_to_run_p99": "pass",
+        "pingpong_episodes_per_s": "broken",
+        "wakeup_migrations_per_s": "broken",
+        "cross_llc_migrations_per_s": "pass",
+        "context_switches_per_s": "pass",
+        "wake_to_run_p99_us": "pass",
     }
-    pp = [r for r in doc["rules"] if r["metric"] == "pingpong_episodes/s"][0]
+    pp = [r for r in doc["rules"] if r["metric"] == "pingpong_episodes_per_s"][0]
     assert pp["candidate"] > 5 * pp["baseline"] and pp["significant"] is True
     _, cases = junit_cases(out["xml"])
     assert {n for n, c in cases.items() if c.find("failure") is not None} == {
-        "pingpong_episodes/s (allowed +25%)",
-        "wakeup_migrations/s (allowed +25%)",
+        "pingpong_episodes_per_s (allowed -25%)",
+        "wakeup_migrations_per_s (allowed -25%)",
     }
 
 
@@ -142,15 +144,16 @@ def test_rules_file_changes_the_verdict(tmp_path):
     rules = tmp_path / "gate.toml"
     rules.write_text(
         DEFAULT_RULES_TOML.replace(
-            '[rules."context_switches/s"]\nallowed = "25%"',
-            '[rules."context_switches/s"]\nallowed = "100%"',
+            '[rules.context_switches_per_s]\nallowed = "25%"',
+            '[rules.context_switches_per_s]\nallowed = "100%"',
         ).replace(
-            '[rules.wake_to_run_p99]\nallowed = "50%"', "[rules.wake_to_run_p99]\nallowed = 5000"
+            '[rules.wake_to_run_p99_us]\nallowed = "50%"',
+            "[rules.wake_to_run_p99_us]\nallowed = 5000",
         )
     )
     proc = run_cli("gate", "--rules", rules, "--baseline", *C1, "--candidate", *C4)
     assert proc.returncode == 0, proc.stdout
-    assert "+100%" in proc.stdout and "+5000 us" in proc.stdout
+    assert "-100%" in proc.stdout and "-5000 us" in proc.stdout
 
 
 # -- refusing what cannot be judged -----------------------------------------------------------
@@ -244,7 +247,7 @@ def test_missing_events_are_refused_or_skipped(tmp_path):
     assert "PASS: 3 rules hold (2 skipped)" in proc.stdout
     # nothing judged is not a pass
     only = tmp_path / "only.toml"
-    only.write_text('[rules."migrations/s"]\nallowed = "10%"\nmissing = "skip"\n')
+    only.write_text('[rules."migrations_per_s"]\nallowed = "10%"\nmissing = "skip"\n')
     _refused(
         run_cli("gate", "--rules", only, "--baseline", *C1[:2], "--candidate", cut[2]),
         "every rule was skipped",
@@ -259,11 +262,11 @@ def test_default_rules_print_parse_and_cover_the_issue(tmp_path):
     assert proc.stdout == DEFAULT_RULES_TOML
     doc = tomllib.loads(proc.stdout)
     assert set(doc["rules"]) == {
-        "pingpong_episodes/s",
-        "wakeup_migrations/s",
-        "cross_llc_migrations/s",
-        "context_switches/s",
-        "wake_to_run_p99",
+        "pingpong_episodes_per_s",
+        "wakeup_migrations_per_s",
+        "cross_llc_migrations_per_s",
+        "context_switches_per_s",
+        "wake_to_run_p99_us",
     }
     settings, rules = default_rules()
     assert settings.significance == "ttest" and settings.max_lost_events == 0
@@ -274,16 +277,16 @@ def test_default_rules_print_parse_and_cover_the_issue(tmp_path):
     "text,needle",
     [
         ("[rules.nosuch]\nallowed = '1%'", "unknown metric 'nosuch'"),
-        ("[rules.'context_switches/s']\nallowed = 'lots'", "allowed must be"),
-        ("[rules.'context_switches/s']\nallowed = -3", "finite amount >= 0"),
-        ("[rules.'context_switches/s']\nsignificance = true", "no allowed change"),
-        ("[rules.'context_switches/s']\nallowed = 1\nmissing = 'maybe'", "missing must be"),
-        ("[rules.'context_switches/s']\nallowed = 1\ncolour = 1", "unknown key(s) colour"),
+        ("[rules.'context_switches_per_s']\nallowed = 'lots'", "allowed must be"),
+        ("[rules.'context_switches_per_s']\nallowed = -3", "finite amount >= 0"),
+        ("[rules.'context_switches_per_s']\nsignificance = true", "no allowed change"),
+        ("[rules.'context_switches_per_s']\nallowed = 1\nmissing = 'maybe'", "missing must be"),
+        ("[rules.'context_switches_per_s']\nallowed = 1\ncolour = 1", "unknown key(s) colour"),
         (
-            "[gate]\nsignificance = 'bayes'\n[rules.'context_switches/s']\nallowed = 1",
+            "[gate]\nsignificance = 'bayes'\n[rules.'context_switches_per_s']\nallowed = 1",
             "significance must be one of",
         ),
-        ("[gate]\nalpha = 2\n[rules.'context_switches/s']\nallowed = 1", "alpha"),
+        ("[gate]\nalpha = 2\n[rules.'context_switches_per_s']\nallowed = 1", "alpha"),
         ("[gate]\nsignificance = 'ttest'", "no rules"),
         ("[rules", "not valid TOML"),
     ],
@@ -298,7 +301,7 @@ def test_bad_rules_are_one_line_errors(tmp_path, text, needle):
     assert proc.stderr.count("\n") == 1 and "bad.toml" in proc.stderr
 
 
-def _mean_row(base, new, metric="context_switches/s", direction="lower"):
+def _mean_row(base, new, metric="context_switches_per_s", direction="lower"):
     import pandas as pd
 
     rows = [
@@ -315,18 +318,16 @@ def test_judgement_rules():
     """Relative and absolute allowances, both directions, significance on and off,
     untestable significance."""
     worse = _mean_row([100, 101, 99], [130, 131, 129])  # +30%, significant
-    assert _judge(Rule("context_switches/s", 0.25, True), worse, "ttest").status == "broken"
-    assert _judge(Rule("context_switches/s", 0.35, True), worse, "ttest").status == "pass"
-    assert _judge(Rule("context_switches/s", 29.0, False), worse, "ttest").status == "broken"
-    assert _judge(Rule("context_switches/s", 31.0, False), worse, "ttest").status == "pass"
+    assert _judge(Rule("context_switches_per_s", 0.25, True), worse, "ttest").status == "broken"
+    assert _judge(Rule("context_switches_per_s", 0.35, True), worse, "ttest").status == "pass"
+    assert _judge(Rule("context_switches_per_s", 29.0, False), worse, "ttest").status == "broken"
+    assert _judge(Rule("context_switches_per_s", 31.0, False), worse, "ttest").status == "pass"
     noisy = _mean_row([100, 150, 50], [130, 200, 60])  # +30%, not significant
-    assert _judge(Rule("context_switches/s", 0.25, True), noisy, "ttest").status == "pass"
-    assert (
-        _judge(Rule("context_switches/s", 0.25, True, significance=False), noisy, "ttest").status
-        == "broken"
-    )
+    assert _judge(Rule("context_switches_per_s", 0.25, True), noisy, "ttest").status == "pass"
+    loose = Rule("context_switches_per_s", 0.25, True, significance=False)
+    assert _judge(loose, noisy, "ttest").status == "broken"
     one = _mean_row([100, 101, 99], [130])  # one sample: untestable
-    r = _judge(Rule("context_switches/s", 0.25, True), one, "ttest")
+    r = _judge(Rule("context_switches_per_s", 0.25, True), one, "ttest")
     assert r.status == "error" and "cannot be tested" in r.message
     # higher is better: a drop is the worsening
     busy = _mean_row([80, 81, 79], [60, 61, 59], "busy_share_cpu0", "higher")
@@ -342,5 +343,5 @@ def test_judgement_rules():
     )
     # a zero baseline: any significant worsening breaks a relative rule
     zero = _mean_row([0, 0, 0], [5, 6, 4])
-    r = _judge(Rule("context_switches/s", 0.25, True), zero, "ttest")
-    assert r.status == "broken" and math.isinf(r.change_pct)
+    r = _judge(Rule("context_switches_per_s", 0.25, True), zero, "ttest")
+    assert r.status == "broken" and math.isinf(r.gain_pct) and r.gain_pct < 0

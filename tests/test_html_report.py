@@ -87,7 +87,7 @@ def test_api_html_from_samples_only(tmp_path):
     from schedwake.report import html as html_report
 
     rows = [
-        {"side": s, "metric": "context_switches/s", "value": v}
+        {"side": s, "metric": "context_switches_per_s", "value": v}
         for s, vals in (("a", (1.0, 2.0, 3.0)), ("b", (2.0, 3.0, 4.0)))
         for v in vals
     ]

@@ -68,4 +68,4 @@ def test_gate_fails_the_kernel_without_the_clause():
     result = schedwake.gate(on, off)  # the default rules
     assert result.exit_code == 1
     broken = {r.rule.metric for r in result.results if r.status == "broken"}
-    assert "pingpong_episodes/s" in broken
+    assert "pingpong_episodes_per_s" in broken

@@ -266,6 +266,9 @@ def test_label_without_dash_in_header():
 def test_op_label():
     assert op_label("migrations", "/s") == "migrations/s"
     assert op_label("migrations/s", "/s") == "migrations/s"
+    assert op_label("migrations_per_s", "/s") == "migrations_per_s"
+    assert op_label("wake_to_run_p99_us", "us") == "wake_to_run_p99_us"
+    assert op_label("wakeup_migration_share", "%") == "wakeup_migration_share[%]"
     assert op_label("wake-latency-p99", "us") == "wake-latency-p99[us]"
     assert op_label("elapsed", "") == "elapsed"
 

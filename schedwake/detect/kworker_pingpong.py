@@ -81,6 +81,21 @@ def episodes_mask(w: pd.DataFrame) -> np.ndarray:
     )
 
 
+def would_stack_mask(model, w: pd.DataFrame) -> np.ndarray:
+    """Wake-ups that are episodes the stacking clause would have kept on the waker's CPU:
+    nothing but the waker runnable there at that moment (and the CPU's occupancy known)."""
+    mask = episodes_mask(w)
+    if not mask.any():
+        return mask
+    at = np.flatnonzero(mask)
+    others, known = runnable_others(
+        model, w["waker_cpu"].to_numpy()[at], w["ts"].to_numpy(dtype=np.int64)[at]
+    )
+    out = np.zeros(len(w), dtype=bool)
+    out[at] = known & (others == 0)
+    return out
+
+
 def runnable_others(model, cpus, ts) -> tuple[np.ndarray, np.ndarray]:
     """For each (cpu, ts): how many tasks wait runnable on the CPU at that instant
     (the running task, e.g. the waker, is not waiting), and whether the CPU's

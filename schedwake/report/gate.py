@@ -10,10 +10,10 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..mmtests import change_pct_text, op_label
+from ..mmtests import SIGN_CONVENTION, gain_pct_text, op_label
 
 _STATUS = {"pass": "ok", "broken": "BROKEN", "skipped": "skipped", "error": "ERROR"}
-_HEAD = ("rule", "allowed", "baseline", "candidate", "change", "significant", "result")
+_HEAD = ("rule", "allowed", "baseline", "candidate", "gain", "significant", "result")
 
 
 def _fmt(v: float | None) -> str:
@@ -23,7 +23,7 @@ def _fmt(v: float | None) -> str:
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None else change_pct_text(v)
+    return "-" if v is None else gain_pct_text(v)
 
 
 def _sig(r, test: str) -> str:
@@ -51,7 +51,7 @@ def _rows(result) -> list[tuple[str, ...]]:
                 allowed,
                 _fmt(r.baseline),
                 _fmt(r.candidate),
-                _pct(r.change_pct),
+                _pct(r.gain_pct),
                 _sig(r, test),
                 _STATUS[r.status],
             )
@@ -62,6 +62,20 @@ def _rows(result) -> list[tuple[str, ...]]:
 def _samples_line(result) -> str | None:
     comp = result.comparison
     return None if comp is None else comp.rule_line()
+
+
+def _convention_line(result) -> str:
+    """How to read the percentages and why the gate's alpha is what it is."""
+    alpha = result.settings.alpha
+    why = (
+        "the gate's default, stricter than compare's 0.10 (mmtests'): a broken rule fails a build"
+        if alpha == 0.05
+        else "from the rules file"
+    )
+    line = SIGN_CONVENTION
+    if result.settings.significance == "ttest":
+        line += f"; alpha {alpha:g}: {why}"
+    return line
 
 
 def _sides_line(result) -> str:
@@ -99,7 +113,7 @@ def text(result) -> str:
         lines += msgs
     samples = _samples_line(result)
     if samples:
-        lines += ["", samples]
+        lines += ["", samples, _convention_line(result)]
     lines += [f"note: {n}" for n in result.notes()]
     return "\n".join(lines) + "\n"
 
@@ -129,7 +143,7 @@ def markdown(result) -> str:
         out.append("")
     samples = _samples_line(result)
     if samples:
-        out += [esc(samples), ""]
+        out += [esc(samples), "", esc(_convention_line(result)), ""]
     out += [f"- note: {esc(n)}" for n in result.notes()]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -211,9 +225,13 @@ def _detail(r) -> str:
     n = "" if r.n is None else f"; samples n={r.n[0]}/{r.n[1]}"
     return (
         f"baseline {_fmt(r.baseline)}, candidate {_fmt(r.candidate)} {r.unit} "
-        f"(change {_pct(r.change_pct)}, allowed {r.rule.allowed_text()}); "
-        f"significant: {r.significant}{n}"
+        f"(gain {_pct(r.gain_pct)}, worst allowed {r.rule.allowed_text()}); "
+        f"significant: {_bool(r.significant)}{n}"
     )
+
+
+def _bool(v) -> str:
+    return "-" if v is None else str(bool(v)).lower()
 
 
 def _finite(v):
@@ -243,7 +261,7 @@ def to_dict(result) -> dict:
                 "baseline": _finite(r.baseline),
                 "candidate": _finite(r.candidate),
                 "change": _finite(r.change),
-                "change_pct": _finite(r.change_pct),
+                "gain_pct": _finite(r.gain_pct),
                 "worsening": _finite(r.worsening),
                 "limit": _finite(r.limit),
                 "significant": r.significant,
