@@ -32,6 +32,7 @@ The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.ga
 from __future__ import annotations
 
 import math
+import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -182,6 +183,9 @@ class RuleResult:
     testable: bool | None = None
     n: tuple[int, ...] | None = None
     message: str = ""
+    #: For a broken rule: the candidate's findings behind it, one line each, and the
+    #: command that shows them in full (:func:`_explain`).
+    why: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -198,6 +202,9 @@ class GateResult:
     #: The comparison behind the verdicts (None when the input was refused before it).
     comparison: CompareResult | None = None
     rules_source: str = "defaults"
+    #: Wall-clock seconds spent reading the traces and judging the rules (JUnit times).
+    seconds_reading: float = 0.0
+    seconds_judging: float = 0.0
 
     @property
     def exit_code(self) -> int:
@@ -457,6 +464,7 @@ def gate(
         settings, rule_list = load_rules(rules)
         source = str(rules)
     result = GateResult(settings, list(rule_list), rules_source=source)
+    started = time.perf_counter()
     sides = _load_sides(
         result,
         {"baseline": baseline, "candidate": candidate},
@@ -465,8 +473,10 @@ def gate(
         topology_file,
         llc,
     )
+    result.seconds_reading = time.perf_counter() - started
     if result.problems:
         return result
+    started = time.perf_counter()
     plan = _sampling(result, sides)
     if result.problems:
         return result
@@ -474,6 +484,8 @@ def gate(
     measurable = _measurable_rules(result, sides)
     if measurable:
         _judge_rules(result, sides, measurable, kind, window, thresholds)
+        _explain(result, sides["candidate"], thresholds)
+    result.seconds_judging = time.perf_counter() - started
     order = {r.metric: i for i, r in enumerate(rule_list)}
     result.results.sort(key=lambda r: order[r.rule.metric])
     if result.results and all(r.status == "skipped" for r in result.results):
@@ -657,3 +669,84 @@ def _sig_text(r: RuleResult, required: bool, test: str) -> str:
         what = "p" if test == "ttest" else "cidiff"
         return "significant" + (f" ({what}={r.detail:.3g})" if r.detail is not None else "")
     return "not significant" + ("" if required else " (significance not required)")
+
+
+# -- why a rule broke --------------------------------------------------------------------------
+
+#: The fields of a finding's ``top`` entries that name who is involved, as reports say them,
+#: and the fields that weigh an entry (the first one present is used).
+_WHO = (
+    ("waker", "wakers"),
+    ("work_function", "work functions"),
+    ("wakee", "wakees"),
+    ("comm", "tasks"),
+    ("cpu", "CPUs"),
+)
+_WEIGHT = ("episodes", "kworker_preemptions", "cpu_changes", "waited_s", "count")
+
+
+def _findings_of(trace, thresholds: dict | None) -> list:
+    """The findings of one candidate trace: stored ones for a batch dataset's trace, else
+    the detectors run now (without evidence lines: only the top lists are needed)."""
+    from .detect import detect
+
+    stored = getattr(trace, "findings", None)
+    if callable(stored):
+        return list(stored(thresholds))
+    return detect(trace, thresholds, evidence_lines=0)
+
+
+def _explain(result: GateResult, candidates: list, thresholds: dict | None) -> None:
+    """Give each broken rule its ``why``: per detector that measures its metric
+    (:data:`schedwake.metrics.EXPLAINED_BY`), in how many candidate traces it fired and
+    at what severity, and who is involved most (summed over the traces' top lists); then
+    the ``schedwake analyze`` command of the candidate trace with the worst finding."""
+    from .detect.base import severity_rank
+    from .metrics import EXPLAINED_BY, catalogue_entry
+
+    broken = [r for r in result.results if r.status == "broken"]
+    if not broken:
+        return
+    found = [(t, _findings_of(t, thresholds)) for t in candidates]
+    for r in broken:
+        detectors = EXPLAINED_BY.get(catalogue_entry(r.rule.metric).name, ())
+        worst = None
+        for det in detectors:
+            hits = [(t, f) for t, fs in found for f in fs if f.detector == det]
+            if not hits:
+                r.why.append(f"{det}: no finding in the {len(candidates)} candidate trace(s)")
+                continue
+            sevs = sorted({f.severity for _, f in hits}, key=severity_rank)
+            traces = len({id(t) for t, _ in hits})
+            line = f"{det} ({'/'.join(sevs)}) in {traces} of {len(candidates)} candidate trace(s)"
+            who = _top_names([f for _, f in hits])
+            r.why.append(line + (f": {who}" if who else ""))
+            best = min(hits, key=lambda h: severity_rank(h[1].severity))
+            if worst is None or severity_rank(best[1].severity) < severity_rank(worst[1].severity):
+                worst = best
+        shown = worst[0] if worst is not None else (candidates[0] if candidates else None)
+        if shown is not None:
+            r.why.append(f"see: schedwake analyze {shown.meta.get('path')}")
+
+
+def _top_names(findings: list) -> str:
+    """``wakers (by episodes) kworker/2:1H 505, kworker/3:1H 218; wakees (by episodes)
+    dbench 723``: the three heaviest names of each field of the findings' top lists,
+    weights summed over the findings."""
+    parts = []
+    for key, label in _WHO:
+        weights: dict[str, float] = {}
+        by = None
+        for f in findings:
+            for entry in f.top:
+                if key not in entry:
+                    continue
+                k = next((k for k in _WEIGHT if isinstance(entry.get(k), (int, float))), None)
+                by = by or k
+                name = str(entry[key])
+                weights[name] = weights.get(name, 0) + float(entry[k] if k else 1)
+        if weights:
+            top = sorted(weights.items(), key=lambda kv: -kv[1])[:3]
+            what = f" (by {by.replace('_', ' ')})" if by else ""
+            parts.append(f"{label}{what} " + ", ".join(f"{n} {_num(w)}" for n, w in top))
+    return "; ".join(parts)

@@ -549,6 +549,30 @@ NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "busy_share_cpu{cpu}": (_SWITCH,),
 }
 
+_MIGRATION_DETECTORS = ("kworker_pingpong", "llc_roundrobin")
+
+#: The detectors whose findings explain a worse value of each catalogue metric: a broken
+#: gate rule names the candidate's findings of these (their top wakers, work functions,
+#: wakees or tasks).
+EXPLAINED_BY: dict[str, tuple[str, ...]] = {
+    "migrations_per_s": _MIGRATION_DETECTORS,
+    "wakeup_migrations_per_s": _MIGRATION_DETECTORS,
+    "load_balance_migrations_per_s": ("llc_roundrobin",),
+    "cross_llc_migrations_per_s": ("llc_roundrobin",),
+    "wakeup_migration_share": _MIGRATION_DETECTORS,
+    "pingpong_episodes_per_s": ("kworker_pingpong",),
+    "pingpong_would_stack_per_s": ("kworker_pingpong",),
+    "pingpong_would_stack_share": ("kworker_pingpong",),
+    "cpus_visited_per_task": ("llc_roundrobin", "kworker_pingpong"),
+    "context_switches_per_s": ("cswitch_storm",),
+    "futile_wakeups_per_s": ("cswitch_storm",),
+    "wake_to_run_p50_us": ("idle_while_runnable", "cswitch_storm"),
+    "wake_to_run_p90_us": ("idle_while_runnable", "cswitch_storm"),
+    "wake_to_run_p99_us": ("idle_while_runnable", "cswitch_storm"),
+    "idle_while_runnable_share": ("idle_while_runnable",),
+    "busy_share_cpu{cpu}": ("idle_while_runnable",),
+}
+
 #: Columns of :func:`metric_samples`.
 SAMPLE_COLUMNS = (
     "trace",

@@ -125,11 +125,29 @@ def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
     }
     pp = [r for r in doc["rules"] if r["metric"] == "pingpong_episodes_per_s"][0]
     assert pp["candidate"] > 5 * pp["baseline"] and pp["significant"] is True
-    _, cases = junit_cases(out["xml"])
+    suite, cases = junit_cases(out["xml"])
     assert {n for n, c in cases.items() if c.find("failure") is not None} == {
         "pingpong_episodes_per_s (allowed -25%)",
         "wakeup_migrations_per_s (allowed -25%)",
     }
+    # why: the candidate's ping-pong findings, who is involved, and where to look
+    why = pp["why"]
+    assert why[0].startswith("kworker_pingpong (high) in 3 of 3 candidate trace(s): wakers")
+    assert "xlog_ioend_work" in why[0] and "wakees (by episodes) dbench" in why[0]
+    assert why[-1].startswith("see: schedwake analyze ") and "kstack-off-i" in why[-1]
+    wm = [r for r in doc["rules"] if r["metric"] == "wakeup_migrations_per_s"][0]
+    assert [w.split(" ")[0] for w in wm["why"]] == ["kworker_pingpong", "llc_roundrobin", "see:"]
+    assert "  why: kworker_pingpong (high)" in proc.stdout
+    failure = cases["pingpong_episodes_per_s (allowed -25%)"].find("failure")
+    assert "kworker_pingpong (high)" in failure.get("message")
+    assert "significant: true" in failure.text
+    # JUnit times are real: reading plus judging, shared out over the cases
+    total = float(suite.get("time"))
+    assert total > 0 and math.isclose(
+        total, sum(float(c.get("time")) for c in cases.values()), abs_tol=0.01
+    )
+    # a rule that holds has no why
+    assert all(not r["why"] for r in doc["rules"] if r["status"] == "pass")
 
 
 def test_single_traces_use_windows_and_say_so():

@@ -89,7 +89,10 @@ def _messages(result) -> list[str]:
     """The lines that explain a non-zero exit: problems, rule errors, broken rules."""
     out = [f"cannot judge: {p}" for p in result.problems]
     out += [f"cannot judge: {r.message}" for r in result.results if r.status == "error"]
-    out += [f"broken: {r.message}" for r in result.results if r.status == "broken"]
+    for r in result.results:
+        if r.status == "broken":
+            out += [f"broken: {r.message}"]
+            out += [f"  {w}" if w.startswith("see: ") else f"  why: {w}" for w in r.why]
     out += [f"skipped: {r.message}" for r in result.results if r.status == "skipped"]
     return out
 
@@ -137,8 +140,8 @@ def markdown(result) -> str:
                 "| " + " | ".join(esc(c) if not c.startswith("**") else c for c in cells) + " |"
             )
         out.append("")
-    for m in _messages(result):
-        out.append(f"- {esc(m)}")
+    for m in _messages(result):  # (the why lines of a broken rule nest under it)
+        out.append(f"  - {esc(m.strip())}" if m.startswith("  ") else f"- {esc(m)}")
     if _messages(result):
         out.append("")
     samples = _samples_line(result)
@@ -153,7 +156,11 @@ def junit(result) -> str:
     it cannot be judged, ``<skipped>``), plus an ``inputs`` case carrying the problems
     that stopped the judgement (an ``<error>``) or none."""
     cases = []
-    inputs = ET.Element("testcase", classname="schedwake.gate", name="inputs", time="0")
+    # real times: reading the traces is the inputs case's, judging is shared by the rules
+    per_rule = result.seconds_judging / max(len(result.results), 1)
+    inputs = ET.Element(
+        "testcase", classname="schedwake.gate", name="inputs", time=_secs(result.seconds_reading)
+    )
     if result.problems:
         el = ET.SubElement(inputs, "error", message=result.problems[0], type="cannot-judge")
         el.text = "\n".join(result.problems)
@@ -163,11 +170,12 @@ def junit(result) -> str:
             "testcase",
             classname="schedwake.gate",
             name=f"{r.rule.metric} (allowed {r.rule.allowed_text()})",
-            time="0",
+            time=_secs(per_rule),
         )
         if r.status == "broken":
-            el = ET.SubElement(tc, "failure", message=r.message, type="rule-broken")
-            el.text = _detail(r)
+            message = "; ".join([r.message] + [w for w in r.why if not w.startswith("see: ")])
+            el = ET.SubElement(tc, "failure", message=message, type="rule-broken")
+            el.text = "\n".join([_detail(r)] + r.why)
         elif r.status == "error":
             ET.SubElement(tc, "error", message=r.message, type="cannot-judge")
         elif r.status == "skipped":
@@ -198,7 +206,7 @@ def junit(result) -> str:
         "failures": str(failures),
         "errors": str(errors),
         "skipped": str(skipped),
-        "time": "0",
+        "time": _secs(result.seconds_reading + result.seconds_judging),
     }
     suites = ET.Element(
         "testsuites", **{k: attrs[k] for k in ("name", "tests", "failures", "errors", "time")}
@@ -228,6 +236,10 @@ def _detail(r) -> str:
         f"(gain {_pct(r.gain_pct)}, worst allowed {r.rule.allowed_text()}); "
         f"significant: {_bool(r.significant)}{n}"
     )
+
+
+def _secs(v: float) -> str:
+    return f"{v:.3f}"
 
 
 def _bool(v) -> str:
@@ -269,6 +281,7 @@ def to_dict(result) -> dict:
                 "detail": _finite(r.detail),
                 "n": list(r.n) if r.n else None,
                 "message": r.message,
+                "why": list(r.why),
             }
         )
     return {
