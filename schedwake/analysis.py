@@ -44,11 +44,37 @@ class Analysis:
         """The CPU map the findings were judged on and where it came from."""
         return topology_facts(self.trace.topology)
 
+    @property
+    def longest_wake_to_run(self) -> dict | None:
+        """The wake-up that waited longest to run, as ``perf sched latency`` gives its
+        maximum: ``latency_us``, the wakee (``pid``, ``comm``), the CPU it was woken to,
+        its waker, and the time it was woken and ran (``woken_at``/``ran_at``, seconds
+        as trace-cmd prints them); None without a measured latency."""
+        w = self.trace.model.wakeups
+        if len(w) == 0 or not w["latency_ns"].notna().any():
+            return None
+        lat = w["latency_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
+        r = w.iloc[int(np.nanargmax(lat))]
+        return {
+            "latency_us": round(float(r["latency_ns"]) / 1e3, 3),
+            "pid": int(r["wakee_pid"]),
+            "comm": str(r["wakee_comm"]),
+            "cpu": int(r["chosen_cpu"]),
+            "waker": str(r["waker_comm"]),
+            "woken_at": round(int(r["ts"]) / 1e9, 6),
+            "ran_at": round(int(r["run_ts"]) / 1e9, 6),
+        }
+
     def to_dict(self) -> dict:
         """The JSON document of ``schedwake analyze --format json``: the trace's facts
-        with the topology used, the caveats, the findings and the metrics."""
+        with the topology used and the longest wake-to-run wait, the caveats, the
+        findings and the metrics."""
         return {
-            "trace": {**summary(self.trace), "topology": self.topology},
+            "trace": {
+                **summary(self.trace),
+                "topology": self.topology,
+                "longest_wake_to_run": self.longest_wake_to_run,
+            },
             "caveats": self.caveats,
             "findings": [f.to_dict() for f in self.findings],
             "metrics": self.metrics,

@@ -710,12 +710,33 @@ def _previous(out: Path) -> _Previous:
         raise TraceError(
             out, f"holds a batch dataset that cannot be read ({exc}); use another -o"
         ) from None
+    _check_version(out, manifest)
     prev.labels = list(manifest.get("labels") or [])
     prev.label_from = manifest.get("label_from")
     cols = ["path", "status", "size", "mtime_ns", "options_key"]
     for r in prev.traces.select(cols).to_pylist():
         prev.done[r["path"]] = r
     return prev
+
+
+#: The first version whose metric names are today's (the one vocabulary of 0.2.0).
+DATASET_COMPATIBLE_SINCE = "0.2.0"
+
+
+def _check_version(out: Path, manifest: dict) -> None:
+    """Refuse a dataset written before the metric names it holds were today's: mixing
+    its rows (``wake_to_run_p99_ns``, ``migrations/s``) with new ones would mislabel them."""
+    have = str(manifest.get("schedwake_version") or "0")
+
+    def key(v: str) -> tuple:
+        return tuple(int(x) if x.isdigit() else 0 for x in v.split("."))
+
+    if key(have) < key(DATASET_COMPATIBLE_SINCE):
+        raise TraceError(
+            out,
+            f"holds a batch dataset of schedwake {have}, whose metric names are not this "
+            f"version's ({__version__}); analyse the traces again into another -o",
+        )
 
 
 def _rows_table(rows: list[dict], labels: dict[str, list]) -> pa.Table:
@@ -859,6 +880,7 @@ class BatchDataset:
                 self.manifest = json.loads((self.out / MANIFEST_FILE).read_text())
             except (OSError, ValueError, pa.ArrowException) as exc:
                 raise TraceError(self.out, f"the batch dataset cannot be read: {exc}") from None
+            _check_version(self.out, self.manifest)
         self.traces: pd.DataFrame = _traces
         self._windows: dict[str, pd.DataFrame] = {}
         self._findings: pd.DataFrame | None = None

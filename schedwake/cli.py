@@ -262,12 +262,34 @@ def topology(output, sysfs):
     show_default=True,
     help="Output format.",
 )
+@click.option(
+    "--time",
+    "time_range",
+    metavar="START,END",
+    help="Analyse only the events from START to END (seconds as trace-cmd report prints "
+    "them; either may be empty: '100.5,' or ',120').",
+)
+@click.option(
+    "--cpu",
+    "cpu_list",
+    metavar="CPULIST",
+    help="Analyse only the events of these CPUs (0-3,8), as if the trace had been recorded "
+    "on them alone (trace-cmd record -M).",
+)
 @topology_options
 @threshold_option
 @input_format_option
 @reader_options
-def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jobs):
-    """Find wake-up pathologies in TRACE: findings with evidence, and metrics."""
+def analyze(
+    trace, fmt, time_range, cpu_list, topology_file, llc, thresholds, input_format, reader, jobs
+):
+    """Find wake-up pathologies in TRACE: findings with evidence, and metrics.
+
+    \b
+    Example:
+        schedwake analyze trace.dat
+        schedwake analyze trace.dat --time 62.9,63.4 --cpu 8-15 --format json
+    """
     from .analysis import analyze as run_analysis
     from .detect import parse_threshold_options
     from .model import MODEL_EVENTS
@@ -277,6 +299,10 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jo
     t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
     with _progress(f"analysing {Path(trace).name}") as bar:
         t.use_topology(topology_file, llc)
+        if time_range is not None or cpu_list is not None:
+            start, end = _time_range(time_range)
+            cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
+            t = t.sliced(start, end, cpus)
         analysis = run_analysis(t, th, progress=bar)
     if fmt == "json":
         click.echo(report.to_json(analysis))
@@ -284,6 +310,33 @@ def analyze(trace, fmt, topology_file, llc, thresholds, input_format, reader, jo
         click.echo(report.markdown(analysis), nl=False)
     else:
         click.echo(report.text(analysis), nl=False)
+
+
+def _time_range(text: str | None) -> tuple[int | None, int | None]:
+    """``--time START,END`` (seconds, either may be empty) as trace timestamps in ns."""
+    if text is None:
+        return None, None
+    parts = text.split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        start, end = (None if not p.strip() else round(float(p) * 1e9) for p in parts)
+    except (ValueError, OverflowError):
+        raise TraceError("--time", f"expected START,END in seconds, not {text!r}") from None
+    if start is not None and end is not None and start >= end:
+        raise TraceError("--time", f"START must come before END: {text!r}")
+    return start, end
+
+
+def _cpus(text: str, ncpus: int) -> list[int]:
+    """``--cpu CPULIST``: the CPUs, each one the trace has."""
+    from .topology import parse_cpulist
+
+    cpus = parse_cpulist(text, "--cpu")
+    bad = [c for c in cpus if c >= ncpus]
+    if bad:
+        raise TraceError("--cpu", f"the trace has CPUs 0-{ncpus - 1}, not {bad[0]}")
+    return cpus
 
 
 @cli.command()

@@ -45,12 +45,31 @@ def test_json_shape(fio_json):
     d = fio_json
     assert set(d) == {"trace", "caveats", "findings", "metrics"}
     facts = set(summary(schedwake.load(sample("idle-sleep.dat"), events=[])))
-    assert set(d["trace"]) == facts | {"topology"}
+    assert set(d["trace"]) == facts | {"topology", "longest_wake_to_run"}
+    longest = d["trace"]["longest_wake_to_run"]
+    assert set(longest) == {"latency_us", "pid", "comm", "cpu", "waker", "woken_at", "ran_at"}
+    assert longest["latency_us"] == pytest.approx(
+        (longest["ran_at"] - longest["woken_at"]) * 1e6, abs=2
+    )
     assert d["trace"]["topology"]["source"] == "file"
     assert d["trace"]["topology"]["from"].endswith("fio-pinned-weighted.topology.json")
     assert TOP_METRICS <= set(d["metrics"])
     for f in d["findings"]:
-        assert set(f) == {"detector", "severity", "title", "metrics", "top", "evidence"}
+        assert set(f) == {
+            "detector",
+            "severity",
+            "title",
+            "metrics",
+            "top",
+            "evidence",
+            "evidence_events",
+        }
+        # the evidence as data: one record per line, the same event, CPU and time
+        assert len(f["evidence_events"]) == len(f["evidence"])
+        for line, ev in zip(f["evidence"], f["evidence_events"]):
+            assert f"[{ev['cpu']:03d}] " in line and f" {ev['time']}: {ev['event']}:" in line
+            assert f"{ev['comm'] if ev['pid'] else '<idle>'}-{ev['pid']}" in line
+        assert all(ev["ts"] > 0 and isinstance(ev["fields"], dict) for ev in f["evidence_events"])
         assert f["severity"] in ("high", "medium", "low")
     st = next(f for f in d["findings"] if f["detector"] == "cswitch_storm")
     assert {"switches_per_s", "kworker_preemptions", "futile_wakeups"} <= set(st["metrics"])

@@ -195,6 +195,16 @@ def test_a_rerun_skips_what_is_done(tmp_path):
     fifth = _batch("--serial", "idle.dat", "-o", out, cwd=tmp_path)
     assert fifth.stdout.startswith("batch: 1 trace(s) analysed"), fifth.stdout
     assert len(pd.read_parquet(out / "traces.parquet")) == 3
+    # a dataset of a version with other metric names is refused, not mixed with new rows
+    manifest = json.loads((out / "batch.json").read_text())
+    (out / "batch.json").write_text(json.dumps({**manifest, "schedwake_version": "0.1.0"}))
+    for proc in (
+        _batch("--serial", "idle.dat", "-o", out, cwd=tmp_path),
+        run_cli("compare", "--from-batch", out, "--side", "a=*on*", "--side", "b=*off*"),
+    ):
+        assert proc.returncode == 2
+        assert "batch dataset of schedwake 0.1.0, whose metric names" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
 
 
 # -- compare and gate from the dataset ----------------------------------------------------------

@@ -209,3 +209,63 @@ def test_window_metrics(planted):
     assert "busy_share_cpu0" in df.columns
     assert int(df["pingpong_episodes"].sum()) == trace_metrics(trace)["pingpong_episodes"] == 225
     assert (df["end_ns"].to_numpy()[:-1] == df["start_ns"].to_numpy()[1:]).all()
+
+
+@pytest.mark.parametrize("i", [1, 2, 3])
+def test_pingpong_evidence_proves_the_wakee_could_have_stayed(i):
+    """On 6.1 without the stacking clause the excerpt holds the proof, in order: the
+    kworker starts its work item, wakes the task, the task is migrated away, and the
+    kworker leaves its CPU right after; and the round-robin tour says it is the ping-pong's."""
+    trace = schedwake.load(sample(f"kstack-6.1/k61-dbench-c2-kstack-off-i{i}.dat"))
+    found = by_name(detect(trace))
+    pp = found["kworker_pingpong"]
+    evs = pp.evidence_events
+    waker = pp.evidence_at["pids"][0]
+    steps = [
+        ("workqueue_execute_start", lambda e: e["pid"] == waker),
+        ("sched_waking", lambda e: e["pid"] == waker),
+        ("sched_migrate_task", lambda e: e["pid"] == waker),
+        ("sched_switch", lambda e: e["fields"]["prev_pid"] == waker),
+    ]
+    at = 0
+    for name, ok in steps:
+        at = next(k for k in range(at, len(evs)) if evs[k]["event"] == name and ok(evs[k])) + 1
+    switch_out = evs[at - 1]
+    assert switch_out["fields"]["next_pid"] == 0  # to idle: the wakee could have stayed
+    assert len(pp.evidence) == len(evs)
+
+    rr = found["llc_roundrobin"]
+    share = rr.metrics["pingpong_share_of_changes"]
+    assert share > 0.9 and "kworker ping-pong episodes (see kworker_pingpong)" in rr.title
+    # recounted from the wake-ups: the flagged tasks' in-LLC CPU changes that are episodes
+    w = trace.model.wakeups
+    pids = [t["pid"] for t in rr.top]
+    mine = w[w["wakee_pid"].isin(pids) & w["migration_class"].isin(["same_llc", "same_core"])]
+    mine = mine[~mine["waker_comm"].astype(str).str.match(r"migration/\d+$")]
+    assert share == pytest.approx(episodes_mask(mine).mean(), abs=1e-4)
+
+
+def test_idle_while_runnable_names_both_sides_of_its_longest_gap():
+    """The longest gap's two sides, checked on the raw events: the idle CPU's last
+    switch before it went to idle, the waiting task's wake-up targeted the other CPU,
+    whose running task is the one it waited behind, and it ran there later."""
+    trace = schedwake.load(sample("dbench-xfs-4clients.dat"))
+    iwr = by_name(detect(trace))["idle_while_runnable"]
+    gap = iwr.metrics["longest_gap"]
+    at = round(gap["at"] * 1e9)
+    sw = trace.df("sched_switch")
+    wk = trace.df("sched_wakeup")
+
+    def last_switch(cpu):
+        rows = sw[(sw["cpu"] == cpu) & (sw["ts"] <= at)]
+        return rows.iloc[-1]
+
+    for cpu in gap["idle_cpus"]:
+        assert last_switch(cpu)["next_pid"] == 0
+    for w in gap["waiting"]:
+        assert last_switch(w["cpu"])["next_pid"] == w["behind_pid"] != w["pid"]
+        woke = wk[(wk["pid"] == w["pid"]) & (wk["ts"] <= at)].iloc[-1]
+        assert woke["target_cpu"] == w["cpu"]
+        ran = sw[(sw["next_pid"] == w["pid"]) & (sw["ts"] > at)].iloc[0]
+        assert ran["ts"] - at < w["waited_us"] * 1e3
+    assert {w["pid"] for w in gap["waiting"]} <= set(iwr.evidence_at["pids"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..errors import TraceError
 from . import cswitch_storm, idle_while_runnable, kworker_pingpong, llc_roundrobin
 from .base import SEVERITIES, Finding, Threshold, severity_rank
-from .evidence import event_lines
+from .evidence import event_record, evidence_rows, format_event
 
 #: name -> module with NAME, THRESHOLDS and detect(trace, model, thresholds)
 DETECTORS = {
@@ -72,7 +72,9 @@ def detect(
         if caveats:  # lost events, assumed topology, missing events: said in the finding
             f.metrics["caveats"] = list(caveats)
         if f.evidence_at:
-            f.evidence = event_lines(trace, **f.evidence_at, limit=evidence_lines)
+            picked = evidence_rows(trace, **f.evidence_at, limit=evidence_lines)
+            f.evidence = [format_event(name, r) for name, r in picked]
+            f.evidence_events = [event_record(name, r) for name, r in picked]
     findings.sort(key=lambda f: severity_rank(f.severity))
     return findings
 

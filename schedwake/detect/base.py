@@ -26,6 +26,8 @@ class Finding:
     metrics: dict
     top: list[dict] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
+    #: The same events as data (:func:`schedwake.detect.evidence.event_record`).
+    evidence_events: list[dict] = field(default_factory=list)
     #: Where to take the evidence from: {"t0", "t1", "cpus", "pids", "note"}.
     evidence_at: dict | None = None
     #: Plain-English limits of this finding (lost events, assumed topology, ...).
@@ -39,6 +41,7 @@ class Finding:
             "metrics": self.metrics,
             "top": self.top,
             "evidence": self.evidence,
+            "evidence_events": self.evidence_events,
         }
 
 

@@ -85,6 +85,39 @@ def event_lines(
     """The original events in ``[t0, t1]`` on ``cpus`` (all when None), formatted, in
     time order; at most ``limit`` lines, preferring events of ``pids`` and those
     nearest ``focus_ts``."""
+    picked = evidence_rows(trace, t0, t1, cpus, pids, focus_ts, only_pids, limit)
+    return [format_event(name, r) for name, r in picked]
+
+
+_COMMON = ("ts", "cpu", "common_pid", "common_comm", "common_flags", "common_preempt_count")
+
+
+def event_record(name: str, r: dict) -> dict:
+    """One evidence event as data: ``ts`` (ns), ``time`` (as trace-cmd prints it),
+    ``cpu``, ``event``, the task it fired in (``pid``, ``comm``) and its ``fields``."""
+    us = (int(r["ts"]) + 500) // 1000
+    return {
+        "ts": int(r["ts"]),
+        "time": f"{us // 1_000_000}.{us % 1_000_000:06d}",
+        "cpu": int(r["cpu"]),
+        "event": name,
+        "pid": r.get("common_pid"),
+        "comm": r.get("common_comm"),
+        "fields": {k: v for k, v in r.items() if k not in _COMMON},
+    }
+
+
+def evidence_rows(
+    trace,
+    t0: int,
+    t1: int,
+    cpus=None,
+    pids=(),
+    focus_ts=None,
+    only_pids: bool = False,
+    limit: int = 14,
+) -> list[tuple[str, dict]]:
+    """The (event name, row) pairs :func:`event_lines` formats, in time order."""
     rows = []
     pids = set(int(p) for p in pids)
     for name in EVIDENCE_EVENTS:
@@ -115,4 +148,4 @@ def event_lines(
         ranked = sorted(range(len(rows)), key=lambda i: (not rows[i][4], abs(rows[i][0] - focus)))
         keep = sorted(ranked[:limit])
         rows = [rows[i] for i in keep]
-    return [format_event(name, r) for _, _, name, r, _ in rows]
+    return [(name, r) for _, _, name, r, _ in rows]

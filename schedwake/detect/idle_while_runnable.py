@@ -114,6 +114,49 @@ def measure(model, th: dict) -> dict:
     return dict(out)
 
 
+def _side_by_side(model, longest, pinned) -> dict | None:
+    """The two sides of the longest gap at its start: the LLC's idle CPUs, and each task
+    waiting after a wake-up on another CPU of it, with the task running there (what it
+    waits behind); None when the occupancy does not show both."""
+    li, t, dt = longest
+    occ = model.occupancy
+    cpus = list(model.topology.llc[li])
+    at = (
+        (occ["start_ts"].to_numpy() <= t)
+        & (occ["end_ts"].to_numpy() > t)
+        & np.isin(occ["cpu"].to_numpy(), cpus)
+    )
+    now = occ[at]
+    idle = sorted(int(c) for c in now.loc[now["state"] == "idle", "cpu"])
+    running = now[now["state"] == "running"].set_index("cpu")
+    waits = now[
+        (now["state"] == "waiting")
+        & (now["reason"] == "wakeup")
+        & ~np.isin(now["pid"].to_numpy(), pinned)
+    ]
+    waiting = []
+    for r in waits.itertuples(index=False):  # a handful of rows: the tasks waiting at t
+        behind = running.loc[r.cpu] if r.cpu in running.index else None
+        waiting.append(
+            {
+                "pid": int(r.pid),
+                "comm": str(r.comm),
+                "cpu": int(r.cpu),
+                "waited_us": round((int(r.end_ts) - int(r.start_ts)) / 1e3, 1),
+                "behind_pid": None if behind is None else int(behind["pid"]),
+                "behind_comm": None if behind is None else str(behind["comm"]),
+            }
+        )
+    if not idle or not waiting:
+        return None
+    return {
+        "at": round(t / 1e9, 6),
+        "us": round(dt / 1e3, 1),
+        "idle_cpus": idle,
+        "waiting": waiting,
+    }
+
+
 def detect(trace, model, th: dict) -> list[Finding]:
     m = measure(model, th)
     if not m["segments"]:
@@ -160,6 +203,9 @@ def detect(trace, model, th: dict) -> list[Finding]:
         "pinned_tasks_excluded": int(len(m["pinned"])),
         "longest_gap_us": round(longest[2] / 1e3, 1) if longest else 0.0,
     }
+    side = _side_by_side(model, longest, m["pinned"]) if longest else None
+    if side:
+        metrics["longest_gap"] = side
     sev = (
         "high"
         if m["share"] >= th["iwr_high_share"]
@@ -172,11 +218,14 @@ def detect(trace, model, th: dict) -> list[Finding]:
     ev = None
     if longest:
         li, t, dt = longest
+        waiting = side["waiting"] if side else []
+        pids = [x[k] for x in waiting for k in ("pid", "behind_pid") if x[k] is not None]
+        cpus = (side["idle_cpus"] if side else []) + [x["cpu"] for x in waiting]
         ev = {
             "t0": t - 20_000,
             "t1": t + min(dt, 200_000) + 10_000,
-            "cpus": list(model.topology.llc[li]),
-            "pids": [],
+            "cpus": sorted(set(cpus)) or list(model.topology.llc[li]),
+            "pids": pids,
             "focus_ts": t,
         }
     return [Finding(NAME, sev, title, metrics, top, evidence_at=ev)]

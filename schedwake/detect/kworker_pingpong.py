@@ -214,9 +214,8 @@ def detect(trace, model, th: dict) -> list[Finding]:
         & (ep["work_function"].astype("string").fillna("(unknown)") == g0[1])
         & (ep["wakee_comm"].astype(str) == g0[2])
     ]
-    e = sel.iloc[len(sel) // 2]
-    t1 = e["run_ts"] if pd.notna(e["run_ts"]) else e["ts"] + 50_000
-    t1 = min(int(t1), int(e["ts"]) + 200_000)
+    e = sel.iloc[_typical(model.events, sel)]
+    t0, t1 = _episode_window(model.events, e)
     title = (
         f"{n} wake-ups ({rate:.1f}/s, {100 * share:.2f}% of all wake-ups) by per-CPU "
         f"kthreads moved the wakee off the waker's CPU; {int(stack.sum())} of them "
@@ -230,7 +229,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
             metrics,
             top,
             evidence_at={
-                "t0": int(e["ts"]) - 30_000,
+                "t0": t0,
                 "t1": t1,
                 "cpus": sorted({int(e["waker_cpu"]), int(e["chosen_cpu"])}),
                 "pids": [int(e["waker_pid"]), int(e["wakee_pid"])],
@@ -238,6 +237,54 @@ def detect(trace, model, th: dict) -> list[Finding]:
             },
         )
     ]
+
+
+def _typical(ev, sel: pd.DataFrame) -> int:
+    """The row of ``sel`` (episodes of one waker, work function and wakee) to show: the
+    one nearest the middle whose kworker leaves its CPU for idle within 200 us of the
+    wake-up (the excerpt then shows that the wakee could have stayed); the middle one
+    if none does."""
+    mid = len(sel) // 2
+    sw = ev.switch
+    if sw is None or not len(sw):
+        return mid
+    prev, sts, nxt = sw["prev_pid"].to_numpy(), sw["ts"].to_numpy(), sw["next_pid"].to_numpy()
+    wakers, ts = sel["waker_pid"].to_numpy(), sel["ts"].to_numpy()
+    ok = np.zeros(len(sel), dtype=bool)
+    for pid in np.unique(wakers):  # one pass per waker (a handful), not per episode
+        out = np.flatnonzero(prev == pid)
+        rows = np.flatnonzero(wakers == pid)
+        k = np.searchsorted(sts[out], ts[rows], "left")
+        has = k < len(out)
+        nk = out[np.minimum(k, len(out) - 1)] if len(out) else np.zeros(len(rows), dtype=int)
+        ok[rows] = has & (sts[nk] - ts[rows] <= 200_000) & (nxt[nk] == 0) if len(out) else False
+    good = np.flatnonzero(ok)
+    return int(good[np.argmin(np.abs(good - mid))]) if len(good) else mid
+
+
+def _episode_window(ev, e) -> tuple[int, int]:
+    """The evidence window of episode ``e`` (a wakeups row): from the start of the
+    kworker's work item (its last ``workqueue_execute_start``, if within 1 ms) to the
+    later of the wakee's switch-in and the kworker's next switch-out (within 1 ms): the
+    work, the wake-up, the migration, and the waker leaving its CPU, idle or not, which
+    is what says whether the wakee could have stayed."""
+    ts, waker = int(e["ts"]), int(e["waker_pid"])
+    t0, t1 = ts - 30_000, ts + 50_000
+    wq = ev.wq_start
+    if wq is not None and len(wq):
+        mine = wq["ts"].to_numpy()[(wq["common_pid"].to_numpy() == waker)]
+        before = mine[mine <= ts]
+        if len(before) and ts - int(before.max()) <= 1_000_000:
+            t0 = int(before.max()) - 1_000
+    sw = ev.switch
+    if sw is not None and len(sw):
+        out = sw["ts"].to_numpy()[(sw["prev_pid"].to_numpy() == waker)]
+        after = out[out >= ts]
+        if len(after) and int(after.min()) - ts <= 1_000_000:
+            t1 = max(t1, int(after.min()) + 1_000)
+    if pd.notna(e["run_ts"]) and int(e["run_ts"]) - ts <= 1_000_000:
+        t1 = max(t1, int(e["run_ts"]) + 1_000)
+    return t0, t1
 
 
 def _stopper(comm) -> np.ndarray:

@@ -177,6 +177,21 @@ def _pair_walk(ch: pd.DataFrame, pid: int, limit: int = 8) -> str:
     return ", ".join(parts)
 
 
+def _pingpong_share(w: pd.DataFrame, ch: pd.DataFrame, pids: np.ndarray) -> float:
+    """The share of the CPU changes of ``pids`` (rows of ``ch``) that are kworker
+    ping-pong episodes (:func:`kworker_pingpong.episodes_mask`): near 1 when the tour is
+    the ping-pong's, as on a kernel without the stacking clause."""
+    from .kworker_pingpong import episodes_mask
+
+    mine = ch[np.isin(ch["pid"].to_numpy(), pids)]
+    if len(mine) == 0:
+        return 0.0
+    ep = episodes_mask(w)
+    episodes = pd.MultiIndex.from_arrays([w["wakee_pid"].to_numpy()[ep], w["ts"].to_numpy()[ep]])
+    changes = pd.MultiIndex.from_arrays([mine["pid"].to_numpy(), mine["ts"].to_numpy()])
+    return float(changes.isin(episodes).mean())
+
+
 def detect(trace, model, th: dict) -> list[Finding]:
     per, ch = task_table(model, th)
     if len(per) == 0 or not per["flagged"].any():
@@ -210,12 +225,14 @@ def detect(trace, model, th: dict) -> list[Finding]:
         if share >= th["roundrobin_medium_change_share"]
         else "low"
     )
+    pingpong = _pingpong_share(model.wakeups, ch, flagged["pid"].to_numpy())
     metrics = {
         "tasks": top,
         "flagged_tasks": int(len(flagged)),
         "cpu_changes": int(flagged["changes"].sum()),
         "cpu_changes_per_s": round(float(flagged["changes_per_s"].sum()), 3),
         "judged_tasks": int((per["wakeups"] >= th["roundrobin_min_wakeups"]).sum()),
+        "pingpong_share_of_changes": round(pingpong, 4),
     }
     # evidence: three consecutive changes of the worst task
     c = ch[ch["pid"] == worst["pid"]]
@@ -227,6 +244,11 @@ def detect(trace, model, th: dict) -> list[Finding]:
         f"{100 * worst['change_share']:.0f}% of {int(worst['wakeups'])} wake-ups, "
         f"{worst['changes_per_s']:.0f} changes/s over {int(worst['cpus_visited'])} CPUs"
     )
+    if pingpong >= 0.5:  # the tour is the ping-pong's doing: say so, and where to look
+        title += (
+            f"; {100 * pingpong:.0f}% of these changes are kworker ping-pong episodes "
+            "(see kworker_pingpong)"
+        )
     return [
         Finding(
             NAME,

@@ -44,6 +44,9 @@ class Events:
     last_ts: int
     cpus: int
     caveats: list[str] = field(default_factory=list)
+    #: The CPUs whose events the trace holds when it is a slice of a recording
+    #: (``Trace.sliced(cpus=...)``); None: every CPU was recorded.
+    recorded_cpus: tuple[int, ...] | None = None
 
     @property
     def duration_ns(self) -> int:
@@ -102,6 +105,9 @@ def load_events(trace) -> Events:
         first_ts=int(trace.meta["first_ts_ns"] or 0),
         last_ts=int(trace.meta["last_ts_ns"] or 0),
         cpus=int(trace.meta["cpus"] or 1),
+        recorded_cpus=(
+            None if trace.meta.get("recorded_cpus") is None else tuple(trace.meta["recorded_cpus"])
+        ),
     )
     cav = ev.caveats
     if ev.switch is None or len(ev.switch) == 0:

@@ -204,6 +204,19 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
     migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
     run = _wake_to_run(ev, ts, pid, next_waking, wakers)
     del next_waking
+    if ev.recorded_cpus is not None and ev.switch is not None and len(ev.switch):
+        # a slice of the CPUs: a switch-in on a CPU outside them is not in the trace, so a
+        # later one on a recorded CPU would pass for it. Only a switch-in on the CPU the
+        # wake-up chose is taken as the run; other runs are unknown.
+        sw = ev.switch
+        ii = asof_index(ts, pid, i64(sw, "ts"), ints(sw, "next_pid"), "forward", allow_exact=True)
+        unseen = take(ints(sw, "cpu"), ii, -1) != chosen
+        del ii
+        for col in ("run_ts", "latency_ns", "run_end_ts"):
+            run[col] = _nullable(
+                run[col].to_numpy(np.int64, na_value=0), ~run[col].isna() & ~unseen
+            )
+        run["slept_after"] = run["slept_after"] & ~unseen
     wclass, kcpu = tasks.classify(wakers.comm, wakers.pid, wakers.ctx)
     cols = {
         "ts": ts,

@@ -5,8 +5,14 @@ caveats, findings with their evidence lines, metrics) as text, Markdown or JSON.
 from __future__ import annotations
 
 import math
+import textwrap
+from pathlib import Path
 
 from ..summary import summary
+
+#: The width the text report keeps to (evidence lines excepted: they are trace-cmd's own
+#: lines, verbatim, so that they can be found in `trace-cmd report -N`).
+WIDTH = 100
 
 
 def format_value(v) -> str:
@@ -51,31 +57,65 @@ _KEY_METRICS = {
 }
 
 
-def _top_events(counts: dict, n: int) -> str:
-    """The ``n`` most frequent events with their counts: ``sched_switch 120, ...``."""
-    top = sorted(counts.items(), key=lambda kv: -kv[1])[:n]
-    return ", ".join(f"{k} {v}" for k, v in top)
+def _events(counts: dict) -> str:
+    """Every event with its count, most frequent first: ``sched_switch 120, ...``."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def _summary_lines(trace) -> list[str]:
+def _wrap(label: str, text: str, width: int = WIDTH) -> list[str]:
+    """``label`` then ``text`` wrapped to ``width``, continuation lines under the text."""
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=f"{label:<11}",
+        subsequent_indent=" " * 11,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def _longest_wait(analysis) -> str:
+    w = analysis.longest_wake_to_run
+    if w is None:
+        return "no wake-up with a measured wake-to-run time"
+    return (
+        f"{w['latency_us'] / 1e3:.3f} ms, {w['comm']} (pid {w['pid']}) woken by "
+        f"{w['waker']} at {w['woken_at']:.6f} to CPU {w['cpu']}, ran at {w['ran_at']:.6f}"
+    )
+
+
+def _summary_lines(analysis) -> list[str]:
+    trace = analysis.trace
     s = summary(trace)
     topo = trace.topology
     lost = sum(s["lost_events"].values())
-    lines = [
-        f"trace:     {s['path']} ({s['format']}, kernel {s['kernel'] or 'unknown'})",
-        f"duration:  {s['duration_s']:.3f} s, {s['cpus']} CPUs, clock {s['clock'] or 'unknown'}",
-        f"topology:  {topo.describe()}",
-        f"events:    {sum(s['events'].values())} ({_top_events(s['events'], 6)})",
-        "lost:      "
-        + (
-            f"{lost} events" + (" (and an unknown number more)" if s["lost_unknown"] else "")
-            if lost or s["lost_unknown"]
-            else "none"
-        ),
-    ]
+    lines = _wrap("trace:", f"{s['path']} ({s['format']}, kernel {s['kernel'] or 'unknown'})")
+    lines += _wrap(
+        "duration:", f"{s['duration_s']:.3f} s, {s['cpus']} CPUs, clock {s['clock'] or 'unknown'}"
+    )
+    lines += _wrap("topology:", topo.describe())
+    lines += _wrap("events:", f"{sum(s['events'].values())} ({_events(s['events'])})")
+    lines += _wrap(
+        "lost:",
+        f"{lost} events" + (" (and an unknown number more)" if s["lost_unknown"] else "")
+        if lost or s["lost_unknown"]
+        else "none",
+    )
+    lines += _wrap("max wait:", _longest_wait(analysis))
     if topo.assumed:
-        lines.append("WARNING:   topology assumed (one LLC): cross-LLC figures mean nothing")
+        lines += _wrap("WARNING:", "topology assumed (one LLC): cross-LLC figures mean nothing")
     return lines
+
+
+def _busy_table(busy: dict, indent: str = "  ") -> list[str]:
+    """The per-CPU busy shares as a small table, eight CPUs a row: ``cpu0-7  70.2% ...``."""
+    cpus = sorted(busy, key=int)
+    out = []
+    for i in range(0, len(cpus), 8):
+        row = cpus[i : i + 8]
+        cells = " ".join(f"{100 * busy[c]:6.1f}%" for c in row)
+        out.append(f"{indent}{'cpu' + row[0] + '-' + row[-1]:<10}{cells}")
+    return out
 
 
 def to_json(analysis) -> str:
@@ -89,8 +129,8 @@ def text(analysis, markdown: bool = False) -> str:
     out: list[str] = []
     h1 = (lambda t: out.append(f"# {t}\n")) if markdown else (lambda t: out.append(f"== {t} =="))
     h2 = (lambda t: out.append(f"\n## {t}\n")) if markdown else (lambda t: out.append(f"\n-- {t}"))
-    h1(f"schedwake analyze: {trace.path}")
-    summ = _summary_lines(trace)
+    h1(f"schedwake analyze: {Path(trace.path).name}")  # (the full path is on the next line)
+    summ = _summary_lines(analysis)
     out.extend([f"- {x}" for x in summ] if markdown else summ)
     caveats = analysis.caveats
     if caveats:
@@ -104,14 +144,25 @@ def text(analysis, markdown: bool = False) -> str:
             out.append(f"\n### {i}. [{f.severity.upper()}] {f.detector}\n")
             out.append(f"{f.title}\n")
         else:
-            out.append(f"\n[{f.severity.upper()}] {f.detector}: {f.title}")
+            out.append("")
+            out += textwrap.wrap(
+                f"[{f.severity.upper()}] {f.detector}: {f.title}", WIDTH, subsequent_indent="    "
+            )
+        gap = f.metrics.get("longest_gap") if f.detector == "idle_while_runnable" else None
+        if gap:
+            line = _side_by_side(gap)
+            out += [f"- {line}"] if markdown else _indented(line, "    ", "      ")
         for k in _KEY_METRICS.get(f.detector, ()):
             if k in f.metrics:
-                out.append(f"{'- ' if markdown else '    '}{k}: {format_value(f.metrics[k])}")
+                line = f"{k}: {format_value(f.metrics[k])}"
+                out += [f"- {line}"] if markdown else _indented(line, "    ", "      ")
         if f.top:
             out.append(f"{'- ' if markdown else '    '}top:")
             for t in f.top[:5]:
-                out.append(f"{'  - ' if markdown else '      '}{format_value(t)}")
+                if markdown:
+                    out.append(f"  - {format_value(t)}")
+                else:
+                    out += _indented(format_value(t), "      ", "        ")
         if f.evidence:
             out.append(
                 "\nEvidence (one typical episode, trace-cmd report -N layout):\n\n```"
@@ -127,8 +178,34 @@ def text(analysis, markdown: bool = False) -> str:
         out.extend(f"| {k} | {format_value(v)} |" for k, v in metrics.items())
     else:
         width = max(len(k) for k in metrics) if metrics else 0
-        out.extend(f"  {k:<{width}}  {format_value(v)}" for k, v in metrics.items())
+        for k, v in metrics.items():
+            if k == "busy_share" and isinstance(v, dict) and v:
+                out.append(f"  {k}  (share of the time each CPU runs a task)")
+                out += _busy_table(v, "    ")
+            else:
+                out.append(f"  {k:<{width}}  {format_value(v)}")
     return "\n".join(out) + "\n"
+
+
+def _side_by_side(gap: dict) -> str:
+    """The longest idle-while-runnable gap in one sentence: the idle CPU(s) and the
+    task(s) waiting beside them, with what each waited behind."""
+    cpus = ", ".join(str(c) for c in gap["idle_cpus"])
+    waits = "; ".join(
+        f"{w['comm']} (pid {w['pid']}) waited on CPU {w['cpu']}"
+        + (f" behind {w['behind_comm']} (pid {w['behind_pid']})" if w["behind_pid"] else "")
+        for w in gap["waiting"]
+    )
+    return (
+        f"longest gap: at {gap['at']:.6f}, for {gap['us'] / 1e3:.3f} ms, CPU(s) {cpus} idle "
+        f"while {waits}"
+    )
+
+
+def _indented(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=first, subsequent_indent=rest, break_long_words=False
+    )
 
 
 def markdown(analysis) -> str:

@@ -1,0 +1,124 @@
+"""``schedwake analyze --time START,END --cpu CPULIST``: the analysis of a slice of a real
+trace, its counts checked against ``trace-cmd report`` lines of that slice; the text
+report's width and its longest wake-to-run wait."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import schedwake
+
+from .conftest import run_cli, sample
+
+TRACE = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat")
+START, END = 62.9, 70.0
+CPUS = set(range(8, 16))
+LINE = re.compile(r"^\s*\S.*?-\d+\s+\[(\d{3})\]\s+(\d+)\.(\d{9}): (\w+):")
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("trace-cmd") is None, reason="trace-cmd is not installed (scripts/bootstrap.sh)"
+)
+
+
+@pytest.fixture(scope="module")
+def report_events():
+    """(cpu, ts_ns, event) of every line of ``trace-cmd report -N -t``."""
+    out = subprocess.run(
+        ["trace-cmd", "report", "-N", "-t", "-i", str(TRACE)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = []
+    for line in out.splitlines():
+        m = LINE.match(line)
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2)) * 10**9 + int(m.group(3)), m.group(4)))
+    assert len(rows) > 50_000
+    return rows
+
+
+def _analyze(*args):
+    proc = run_cli("analyze", TRACE, "--format", "json", *args, check=True)
+    return json.loads(proc.stdout)
+
+
+def test_time_and_cpu_slice_counts_equal_trace_cmd_report(report_events):
+    doc = _analyze("--time", f"{START},{END}", "--cpu", "8-15")
+    lo, hi = round(START * 1e9), round(END * 1e9)
+    inside = [(c, t, e) for c, t, e in report_events if lo <= t <= hi and c in CPUS]
+    want = {}
+    for _, _, e in inside:
+        want[e] = want.get(e, 0) + 1
+    got = doc["trace"]["events"]  # (the events the model reads)
+    assert len(got) >= 6 and got == {e: want[e] for e in got}
+    assert doc["metrics"]["migrations"] == want["sched_migrate_task"]
+    read = [t for _, t, e in inside if e in got]  # the span of the events read
+    span = (max(read) - min(read)) / 1e9
+    assert doc["metrics"]["duration_s"] == pytest.approx(span, abs=1e-6)
+    assert any("--time" in c and "--cpu" in c for c in doc["caveats"])
+    # the machine's topology stays: CPU numbering and LLCs are the trace's
+    assert doc["trace"]["topology"]["llc"] == [list(range(i, i + 8)) for i in range(0, 32, 8)]
+
+
+def test_a_slice_never_invents_a_wait_outside_its_cpus():
+    """A wake-up to a CPU outside the slice has no run in it: its wake-to-run is unknown,
+    not the time until the wakee next ran on a CPU of the slice."""
+    trace = schedwake.load(TRACE)
+    part = trace.sliced(cpus=sorted(CPUS))
+    w = part.model.wakeups
+    measured = w[w["latency_ns"].notna()]
+    assert len(measured) > 100
+    assert set(measured["chosen_cpu"].astype(int)) <= CPUS
+    whole = trace.model.wakeups.set_index("ts")
+    # where both measure a wake-up, they agree
+    common = measured.set_index("ts")[["latency_ns"]].join(
+        whole[["latency_ns"]].rename(columns={"latency_ns": "whole"}), how="inner"
+    )
+    same = common["latency_ns"] == common["whole"]
+    assert same.mean() > 0.99
+
+
+def test_time_slice_keeps_lost_events_it_cannot_place():
+    trace = schedwake.load(sample("lost-events.dat"))
+    first = trace.meta["first_ts_ns"]
+    part = trace.sliced(first, first + 200_000_000)
+    total = sum(trace.meta["lost_events"].values())
+    assert total > 0
+    kept = sum(part.meta["lost_events"].values())
+    rows = trace.lost.to_pandas()
+    placed_outside = rows[(rows["ts"] > first + 200_000_000) & (rows["count"] > 0)]["count"].sum()
+    assert kept >= total - placed_outside
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("--time", "70,62"), "START must come before END"),
+        (("--time", "abc"), "expected START,END"),
+        (("--cpu", "40"), "the trace has CPUs 0-31, not 40"),
+        (("--time", "1,2"), "no events from 1.000000 to 2.000000 s"),
+    ],
+)
+def test_bad_filters_are_one_line_exit_2(args, needle):
+    proc = run_cli("analyze", TRACE, *args)
+    assert proc.returncode == 2
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_text_report_fits_100_columns_and_names_the_longest_wait():
+    out = run_cli("analyze", TRACE, check=True).stdout
+    evidence = re.compile(r"^\s+\S.*-\d+\s+\[\d{3}\]\s+\d+\.\d{6}: ")
+    wide = [ln for ln in out.splitlines() if len(ln) > 100 and not evidence.match(ln)]
+    assert wide == []
+    # the longest wait, as the model measures it
+    w = schedwake.load(TRACE).model.wakeups
+    longest = w.loc[w["latency_ns"].astype("float64").idxmax()]
+    assert f"{longest['latency_ns'] / 1e6:.3f} ms, {longest['wakee_comm']}" in out
+    assert "max wait:" in out and "busy_share  (share of the time each CPU runs a task)" in out
+    assert re.search(r"^    cpu24-31 ", out, re.M)
