@@ -72,21 +72,9 @@ def format_event(name: str, r: dict) -> str:
 _PID_FIELDS = ("common_pid", "pid", "prev_pid", "next_pid", "child_pid")
 
 
-def event_lines(
-    trace,
-    t0: int,
-    t1: int,
-    cpus=None,
-    pids=(),
-    focus_ts=None,
-    only_pids: bool = False,
-    limit: int = 14,
-) -> list[str]:
-    """The original events in ``[t0, t1]`` on ``cpus`` (all when None), formatted, in
-    time order; at most ``limit`` lines, preferring events of ``pids`` and those
-    nearest ``focus_ts``."""
-    picked = evidence_rows(trace, t0, t1, cpus, pids, focus_ts, only_pids, limit)
-    return [format_event(name, r) for name, r in picked]
+def event_lines(trace, t0: int, t1: int, **window) -> list[str]:
+    """The events :func:`evidence_rows` picks (same arguments), formatted."""
+    return [format_event(name, r) for name, r in evidence_rows(trace, t0, t1, **window)]
 
 
 _COMMON = ("ts", "cpu", "common_pid", "common_comm", "common_flags", "common_preempt_count")
@@ -117,7 +105,9 @@ def evidence_rows(
     only_pids: bool = False,
     limit: int = 14,
 ) -> list[tuple[str, dict]]:
-    """The (event name, row) pairs :func:`event_lines` formats, in time order."""
+    """The original events in ``[t0, t1]`` on ``cpus`` (all when None) as (event name,
+    row) pairs in time order; at most ``limit``, preferring events of ``pids`` (only
+    those with ``only_pids``) and those nearest ``focus_ts``."""
     rows = []
     pids = set(int(p) for p in pids)
     for name in EVIDENCE_EVENTS:
