@@ -263,6 +263,14 @@ def topology(output, sysfs):
     help="Output format.",
 )
 @click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write a self-contained HTML report: findings with per-CPU timelines of "
+    "their evidence, the whole trace's timeline, migration matrix, latency and busy plots.",
+)
+@click.option(
     "--time",
     "time_range",
     metavar="START,END",
@@ -281,7 +289,17 @@ def topology(output, sysfs):
 @input_format_option
 @reader_options
 def analyze(
-    trace, fmt, time_range, cpu_list, topology_file, llc, thresholds, input_format, reader, jobs
+    trace,
+    fmt,
+    html_file,
+    time_range,
+    cpu_list,
+    topology_file,
+    llc,
+    thresholds,
+    input_format,
+    reader,
+    jobs,
 ):
     """Find wake-up pathologies in TRACE: findings with evidence, and metrics.
 
@@ -289,6 +307,7 @@ def analyze(
     Example:
         schedwake analyze trace.dat
         schedwake analyze trace.dat --time 62.9,63.4 --cpu 8-15 --format json
+        schedwake analyze trace.dat --html report.html
     """
     from .analysis import analyze as run_analysis
     from .detect import parse_threshold_options
@@ -304,6 +323,12 @@ def analyze(
             cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
             t = t.sliced(start, end, cpus)
         analysis = run_analysis(t, th, progress=bar)
+    if html_file:
+        from .report import analysis_html
+
+        with _progress(f"writing {Path(html_file).name}") as bar:
+            analysis_html.write(analysis, html_file, progress=bar)
+        click.echo(f"schedwake: wrote {html_file}", err=True)
     if fmt == "json":
         click.echo(report.to_json(analysis))
     elif fmt == "markdown":
@@ -479,7 +504,8 @@ def compare(
     if html_file:
         from .report import html
 
-        html.write(result, html_file)
+        with _progress(f"writing {Path(html_file).name}") as bar:
+            html.write(result, html_file, progress=bar)
         click.echo(f"schedwake: wrote {html_file}", err=True)
 
 

@@ -509,6 +509,12 @@ class CompareResult:
         for c, traces in where.items():
             who = "every trace" if len(traces) == n else ", ".join(traces)
             out.append(f"{c} ({who})")
+        if self.sample_kind == "per-window":
+            out.append(
+                "one trace on a side: the samples are windows of one run, so a "
+                "significant change says this run differed, not that a rerun "
+                "would; give >= 2 iterations a side for a per-trace judgement"
+            )
         return self._machine_notes() + out
 
     def _machine_notes(self) -> list[str]:

@@ -224,12 +224,6 @@ class GateResult:
             if r.written_as
         ]
         out += [] if self.comparison is None else list(self.comparison.notes())
-        if self.comparison is not None and self.comparison.sample_kind == "per-window":
-            out.append(
-                "one trace on a side: the samples are windows of one run, so a "
-                "significant change says this run differed, not that a rerun "
-                "would; give >= 2 iterations a side for a per-trace judgement"
-            )
         return out
 
     def headline(self) -> str:

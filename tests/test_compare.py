@@ -382,11 +382,14 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["6.18.44", "6.18.44"]
     assert lines[1].split() == ["1client", "2clients"]
-    assert lines[-2].endswith("per-window values, window 0.5 s, n=6/6")
-    assert lines[-1] == SIGN_CONVENTION
+    k = lines.index(SIGN_CONVENTION)
+    assert lines[k - 1].endswith("per-window values, window 0.5 s, n=6/6")
+    assert lines[k + 1].startswith("note: one trace on a side")  # the per-window caution
     assert any(ln.startswith("Amean     wake_to_run_p99_us") for ln in lines)
     assert out.exists() and "wrote" in p.stderr
-    assert out.read_text().count("<img ") == 6
+    html = out.read_text()
+    # busy share was filtered out by --metric: no empty chart for it
+    assert html.count("<img ") == 5 and "Per-CPU busy share" not in html
 
 
 def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
@@ -425,3 +428,21 @@ def test_sides_from_different_machines_are_said_to_differ():
         "--side", f"b={sample('iterations')}/dbench-xfs-4c-i*.dat", "--metric", "migrations_per_s",
     )  # fmt: skip
     assert "the traces differ" not in same.stdout
+
+
+def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
+    """compare says what gate says about windows of one run, and the report's migration
+    matrices of the sides share one colour scale."""
+    from schedwake.report.plots import report_figures
+
+    result = schedwake.compare(
+        {"root": [sample("fio-pinned-root.dat")], "weighted": [sample("fio-pinned-weighted.dat")]}
+    )
+    assert result.sample_kind == "per-window"
+    assert any(n.startswith("one trace on a side: the samples are windows") for n in result.notes())
+    assert "note: one trace on a side" in result.text()
+    figs = report_figures(result)
+    clims = [
+        figs[f"{s}: migration matrix"].axes[0].images[0].get_clim() for s in ("root", "weighted")
+    ]
+    assert clims[0] == clims[1]

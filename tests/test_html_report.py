@@ -93,7 +93,10 @@ def test_api_html_from_samples_only(tmp_path):
     ]
     res = from_samples(pd.DataFrame(rows))
     html = html_report.render(res)
-    assert "(samples only)" in html and html.count("<img ") == 1  # busy share plot only
+    assert "(samples only)" in html and html.count("<img ") == 0  # no empty busy chart
+    busy = [{**r, "metric": "busy_share_cpu0"} for r in rows]
+    html = html_report.render(from_samples(pd.DataFrame(rows + busy)))
+    assert html.count("<img ") == 1  # the busy share plot only: no traces to draw
 
 
 def _chromium(args, tmp_path, timeout=180):

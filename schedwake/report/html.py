@@ -162,32 +162,48 @@ def _findings(result) -> str:
     return "".join(out)
 
 
-def _figures(result) -> str:
-    from .plots import png_bytes, report_figures
+def page_head(title: str) -> str:
+    """The start of a report page up to its ``<h1>``: inline style and the one script."""
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>\n"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>\n"
+        f"<title>{_e(title)}</title><style>{_CSS}</style>\n"
+        f"<script>{_SCRIPT}</script></head><body>\n<h1>{_e(title)}</h1>"
+    )
 
+
+def figure_tag(ident: str, name: str, fig) -> str:
+    """A figure as an inline PNG ``<figure>`` with its caption (no file, no network)."""
+    from .plots import png_bytes
+
+    data = base64.b64encode(png_bytes(fig)).decode("ascii")
+    w, h = (int(x * 100) for x in fig.get_size_inches())
+    return (
+        f"<figure id='{_e(ident)}'><img alt='{_e(name)}' width='{w}' height='{h}' "
+        f"src='data:image/png;base64,{data}'><figcaption>{_e(name)}</figcaption></figure>"
+    )
+
+
+def _figures(result, progress=None) -> str:
+    from .plots import report_figures
+
+    figs = report_figures(result)
     out = []
-    for i, (name, fig) in enumerate(report_figures(result).items()):
-        data = base64.b64encode(png_bytes(fig)).decode("ascii")
-        w, h = (int(x * 100) for x in fig.get_size_inches())
-        out.append(
-            f"<figure id='fig{i}'><img alt='{_e(name)}' width='{w}' height='{h}' "
-            f"src='data:image/png;base64,{data}'><figcaption>{_e(name)}</figcaption>"
-            "</figure>"
-        )
+    for i, (name, fig) in enumerate(figs.items()):
+        out.append(figure_tag(f"fig{i}", name, fig))  # (rendering the PNG is the slow part)
+        if progress is not None:
+            progress((i + 1) / len(figs))
     return "".join(out)
 
 
-def render(result) -> str:
-    """The report of a :class:`schedwake.compare.CompareResult` as one HTML string."""
+def render(result, progress=None) -> str:
+    """The report of a :class:`schedwake.compare.CompareResult` as one HTML string;
+    ``progress`` gets the fraction of the figures drawn."""
     title = result.title or "schedwake compare: " + " vs ".join(result.labels)
     notes = result.notes()
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>",
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{_e(title)}</title><style>{_CSS}</style>",
-        f"<script>{_SCRIPT}</script></head><body>",
-        f"<h1>{_e(title)}</h1>",
+        page_head(title),
         f"<p class='meta'>schedwake {_e(__version__)}, {when}. Baseline: "
         f"<b>{_e(result.labels[0])}</b>. A positive percentage is always better; "
         "<code>*...*</code> marks a significant difference of the mean.</p>",
@@ -203,19 +219,19 @@ def render(result) -> str:
         "<p class='meta'>Green: significantly better than the baseline; red: significantly "
         f"worse. {_e(result.rule_line())}</p>",
         _summary_table(result),
+        "<h2>Plots</h2>",
+        _figures(result, progress),
         "<h2>Comparison (mmtests layout)</h2>",
         f"<pre>{_e(result.comparison.text())}</pre>",
         "<h2>Findings per side</h2>",
         _findings(result),
-        "<h2>Plots</h2>",
-        _figures(result),
         "</body></html>\n",
     ]
     return "\n".join(parts)
 
 
-def write(result, path) -> Path:
+def write(result, path, progress=None) -> Path:
     """Write :func:`render` of ``result`` to ``path`` (UTF-8); returns the path."""
     p = Path(path)
-    p.write_text(render(result), encoding="utf-8")
+    p.write_text(render(result, progress), encoding="utf-8")
     return p

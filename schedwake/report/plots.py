@@ -320,12 +320,18 @@ def _cpulist(cpus) -> str:
 
 
 def migration_matrix(
-    trace, label: str | None = None, cause: str | None = None, figsize=(6.4, 5.6)
+    trace,
+    label: str | None = None,
+    cause: str | None = None,
+    figsize=(6.4, 5.6),
+    vmax: int | None = None,
 ) -> Figure:
     """Heatmap of ``sched_migrate_task`` counts from ``orig_cpu`` (rows) to
     ``dest_cpu`` (columns), CPUs ordered by LLC with the LLC boundaries drawn; counts
     printed in the cells up to 16 CPUs. ``cause`` keeps one cause (``wakeup``,
-    ``load_balance``, ``fork_exec``, ``other``)."""
+    ``load_balance``, ``fork_exec``, ``other``). ``vmax``: the top of the colour scale
+    (default: this matrix's largest cell; give the largest of several matrices to put
+    them on one scale)."""
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
     ncpus = int(trace.meta.get("cpus") or 1)
@@ -348,7 +354,7 @@ def migration_matrix(
         ok = (o >= 0) & (d >= 0)
         np.add.at(mat, (pos[o[ok]], pos[d[ok]]), 1)
     total = int(mat.sum())
-    vmax = max(int(mat.max()), 1)
+    vmax = max(int(mat.max()), int(vmax or 0), 1)
     norm = LogNorm(vmin=1, vmax=vmax) if vmax >= 20 else None
     shown = np.where(mat > 0, mat, np.nan) if norm is not None else mat
     im = ax.imshow(
@@ -548,6 +554,12 @@ def compare_task_cpu(result, side=0, trace: int = 0, pid: int | None = None, **k
     return task_cpu(_trace_of(result, side, trace), pid=pid, label=label, **kw)
 
 
+def largest_cell(trace) -> int:
+    """The largest count of one (from CPU, to CPU) pair of the trace's migrations."""
+    m = trace.migrations()
+    return int(m.groupby(["orig_cpu", "dest_cpu"]).size().max()) if len(m) else 0
+
+
 def report_figures(result) -> dict[str, Figure]:
     """The figures of the HTML report of a :class:`schedwake.compare.CompareResult`:
     latency CDFs and busy share of all sides, then per side (first trace) the migration
@@ -557,9 +569,11 @@ def report_figures(result) -> dict[str, Figure]:
     have = [s for s in result.sides if s.has_tables]
     if len(have) == len(result.sides):
         figs["Wake-to-run latency CDF"] = compare_latency_cdf(result)
-    figs["Per-CPU busy share"] = compare_busy_share(result)
+    if result.samples["metric"].astype(str).str.startswith("busy_share_cpu").any():
+        figs["Per-CPU busy share"] = compare_busy_share(result)  # (no empty chart)
+    top = max((largest_cell(s.traces[0]) for s in have), default=0)  # one colour scale
     for s in have:
-        figs[f"{s.label}: migration matrix"] = compare_migration_matrix(result, s.label)
+        figs[f"{s.label}: migration matrix"] = compare_migration_matrix(result, s.label, vmax=top)
     for s in have:
         figs[f"{s.label}: task CPU over time"] = compare_task_cpu(result, s.label)
     return figs

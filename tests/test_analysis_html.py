@@ -1,0 +1,88 @@
+"""``schedwake analyze TRACE --html FILE``: the report of one trace, self-contained,
+with a per-CPU timeline of each finding's evidence, opened in headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+
+import schedwake
+from schedwake.report.timeline import cpu_timeline
+
+from .conftest import run_cli, sample
+from .test_html_report import ARTIFACTS, CHROMIUM, PNG, _chromium
+
+TRACE = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one") / "reports" / "analyze.html"  # parents made
+    proc = run_cli("analyze", TRACE, "--html", out, check=True)
+    return out, proc
+
+
+def test_the_report_is_self_contained_with_a_timeline_per_finding(report):
+    path, proc = report
+    assert f"wrote {path}" in proc.stderr
+    assert proc.stdout.startswith("== schedwake analyze: ")  # the text report still prints
+    html = path.read_text(encoding="utf-8")
+    assert not re.search(r"""(?:src|href)\s*=\s*['"]?(?!data:|#)[a-z]+:""", html, re.I)
+    assert not re.search(r"<link\b|<script[^>]+src=|@import|url\(", html, re.I)
+    imgs = re.findall(r"<img [^>]*src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+    for data in imgs:
+        assert base64.b64decode(data).startswith(PNG)
+    # ping-pong and round-robin fire: a timeline each, then the whole-trace figures
+    for cap in (
+        "kworker_pingpong: per-CPU timeline",
+        "llc_roundrobin: per-CPU timeline",
+        "per-CPU timeline",
+        "migration matrix",
+        "wake-to-run latency by waker class",
+        "per-CPU busy share",
+    ):
+        assert f"<figcaption>{cap}</figcaption>" in html
+    assert len(imgs) == 6
+    assert "xlog_ioend_work" in html and "longest wait" in html
+    assert "kworker ping-pong episodes (see kworker_pingpong)" in html
+
+
+def test_timeline_draws_the_evidence_it_zooms_on():
+    """The zoomed timeline shows the episode's migration as an arrow from the kworker's
+    CPU to the chosen one, and the runs of the window's CPUs."""
+    trace = schedwake.load(TRACE)
+    f = [x for x in schedwake.analyze(trace).findings if x.detector == "kworker_pingpong"][0]
+    t0, t1 = f.evidence_at["t0"], f.evidence_at["t1"]
+    fig = cpu_timeline(trace, t0, t1)
+    ax = fig.axes[0]
+    w = trace.wakeups()
+    moved = w[(w["ts"] >= t0) & (w["ts"] <= t1) & w["migrated"]]
+    arrows = [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
+    assert len(arrows) == len(moved) > 0
+    assert f"{len(moved)} wake-up migration(s)" in ax.get_title()
+    order = [int(t.get_text()) for t in ax.get_yticklabels() if t.get_text()]
+    first = moved.iloc[0]
+    a = arrows[0]
+    assert (
+        order[int(a.xyann[1])] == first["prev_cpu"] and order[int(a.xy[1])] == first["chosen_cpu"]
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
+def test_renders_in_headless_chromium(report, tmp_path):
+    path, _ = report
+    url = Path(path).resolve().as_uri()
+    dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    attrs = re.search(r"<body([^>]*)>", dom.stdout).group(1)
+    assert 'data-rendered="ok"' in attrs and 'data-images="6/6"' in attrs, attrs
+    console = [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
+    assert console == [], console
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "analyze-report.png"
+    shot.unlink(missing_ok=True)
+    snap = _chromium([f"--screenshot={shot}", "--window-size=1280,2600", url], tmp_path)
+    assert snap.returncode == 0 and shot.read_bytes().startswith(PNG)
