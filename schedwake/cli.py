@@ -48,6 +48,8 @@ def _load(
     reader: str | None = None,
     jobs: int | None = None,
 ):
+    if path == "-":
+        return _load_stdin(events, input_format, reader, jobs)
     with _progress(f"reading {Path(path).name}") as progress:
         trace = load(
             path,
@@ -58,6 +60,30 @@ def _load(
             jobs=jobs,
         )
     _warn(trace.meta.get("path", path), trace.meta.get("warnings"))
+    return trace
+
+
+STDIN = "<stdin>"
+
+
+def _load_stdin(events, input_format, reader, jobs):
+    """A trace piped into standard input (``-``): spooled to a private temporary file
+    (the trace.dat reader needs to seek), read, and the file removed; the trace and its
+    errors are named ``<stdin>``."""
+    import shutil
+    import tempfile
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise TraceError(STDIN, "is a terminal: pipe a trace into it (schedwake analyze - < FILE)")
+    with tempfile.TemporaryDirectory(prefix="schedwake-stdin-") as tmp:
+        spool = Path(tmp) / "stdin"
+        with open(spool, "wb") as f:
+            shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+        try:
+            trace = _load(str(spool), events, input_format, reader, jobs)
+        except TraceError as exc:
+            raise TraceError(STDIN, exc.problem.replace(str(spool), STDIN)) from None
+    trace.meta["path"] = STDIN
     return trace
 
 
@@ -115,7 +141,7 @@ def cli():
     """Find scheduler wake-up pathologies in kernel traces."""
 
 
-@cli.command()
+@cli.command(short_help="Counts, CPUs, duration, clock and lost events of a trace.")
 @click.argument("trace", type=click.Path(dir_okay=True))
 @click.option(
     "--format",
@@ -128,7 +154,13 @@ def cli():
 @input_format_option
 @reader_options
 def info(trace, fmt, input_format, reader, jobs):
-    """Per-event counts, CPUs, duration, clock and lost events of TRACE."""
+    """Per-event counts, CPUs, duration, clock and lost events of TRACE.
+
+    \b
+    Example:
+        schedwake info trace.dat
+        schedwake info trace.dat --format json
+    """
     t = _load(trace, events=[], input_format=input_format, reader=reader, jobs=jobs)
     summary = trace_summary(t)
     if fmt == "json":
@@ -137,7 +169,7 @@ def info(trace, fmt, input_format, reader, jobs):
         click.echo(info_report.text(summary), nl=False)
 
 
-@cli.command()
+@cli.command(short_help="Write a trace's event tables as Parquet files.")
 @click.argument("trace", type=click.Path(dir_okay=True))
 @click.option(
     "-o",
@@ -153,7 +185,12 @@ def info(trace, fmt, input_format, reader, jobs):
 @input_format_option
 @reader_options
 def convert(trace, outdir, events, input_format, reader, jobs):
-    """Write TRACE's event tables as Parquet files (one per event) in a directory."""
+    """Write TRACE's event tables as Parquet files (one per event) in a directory.
+
+    \b
+    Example:
+        schedwake convert trace.dat -o tables/ --events sched_waking,sched_switch
+    """
     from .report.parquet import convert as convert_to_parquet
 
     names = [e.strip() for e in events.split(",") if e.strip()] if events else None
@@ -231,7 +268,7 @@ def _dataset(from_batch, where, topology_file, llc):
     return BatchDataset(from_batch).where(list(where))
 
 
-@cli.command()
+@cli.command(short_help="Capture this machine's CPU map (SMT, LLC, NUMA) as JSON.")
 @click.option(
     "-o",
     "--output",
@@ -241,7 +278,12 @@ def _dataset(from_batch, where, topology_file, llc):
 )
 @click.option("--sysfs", default="/sys", show_default=True, hidden=True)
 def topology(output, sysfs):
-    """Capture this machine's CPU map (SMT, LLC, NUMA) from sysfs as JSON."""
+    """Capture this machine's CPU map (SMT, LLC, NUMA) from sysfs as JSON.
+
+    \b
+    Example:
+        schedwake topology -o trace.topology.json   # beside trace.dat: used by analyze
+    """
     from .topology import Topology
 
     text = Topology.capture(sysfs).to_json()
@@ -252,7 +294,7 @@ def topology(output, sysfs):
         click.echo(text)
 
 
-@cli.command()
+@cli.command(short_help="Find wake-up pathologies in a trace, with their evidence.")
 @click.argument("trace", type=click.Path(dir_okay=True))
 @click.option(
     "--format",
@@ -303,11 +345,14 @@ def analyze(
 ):
     """Find wake-up pathologies in TRACE: findings with evidence, and metrics.
 
+    TRACE is a file of any supported format, or - to read one from standard input.
+
     \b
     Example:
         schedwake analyze trace.dat
         schedwake analyze trace.dat --time 62.9,63.4 --cpu 8-15 --format json
         schedwake analyze trace.dat --html report.html
+        ssh host cat /tmp/trace.dat | schedwake analyze -
     """
     from .analysis import analyze as run_analysis
     from .detect import parse_threshold_options
@@ -364,7 +409,7 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     return cpus
 
 
-@cli.command()
+@cli.command(short_help="Compare traces before/after in the mmtests layout.")
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=True))
 @click.option(
     "--side",
@@ -464,7 +509,13 @@ def compare(
 ):
     """Compare TRACES (baseline first) in the mmtests layout: per metric Min, Amean or
     Hmean, Stddev, CoeffVar, Max, BAmean-50/95/99, the % change (positive = better) and
-    * where the mean differs significantly."""
+    * where the mean differs significantly.
+
+    \b
+    Example:
+        schedwake compare base.dat patched.dat --html report.html
+        schedwake compare --side vanilla='runs/vanilla-*.dat' --side fix='runs/fix-*.dat'
+    """
     from .compare import compare as run_compare
     from .compare import parse_sides
     from .detect import parse_threshold_options
@@ -537,7 +588,7 @@ class _TracesOption(click.Option):
         )
 
 
-@cli.command()
+@cli.command(short_help="CI gate: judge candidate traces against baseline ones.")
 @click.option(
     "--baseline",
     cls=_TracesOption,
@@ -612,6 +663,11 @@ def gate(
     Exit 0: every rule holds. Exit 1: a rule is broken (the candidate is worse than
     allowed, significantly). Exit 2: the input cannot be judged (unreadable, empty or
     too short a trace, lost events, events a rule needs missing): it fails closed.
+
+    \b
+    Example:
+        schedwake gate --baseline base/*.dat --candidate new/*.dat --junit gate.xml
+        schedwake gate --print-default-rules > gate.toml
     """
     from .detect import parse_threshold_options
     from .gate import DEFAULT_RULES_TOML
@@ -653,7 +709,7 @@ def gate(
         sys.exit(result.exit_code)
 
 
-@cli.command()
+@cli.command(short_help="Analyse many traces on Dask into a Parquet dataset.")
 @click.argument("inputs", nargs=-1, required=True, metavar="TRACE_OR_GLOB...")
 @click.option(
     "-o",
@@ -768,7 +824,10 @@ def batch(
         sys.exit(result.exit_code)
 
 
-@cli.command(context_settings={"allow_interspersed_args": False})
+@cli.command(
+    short_help="Record a scheduler trace (root) while a command runs.",
+    context_settings={"allow_interspersed_args": False},
+)
 @click.option(
     "-o",
     "--output",
@@ -813,6 +872,11 @@ def record(output, events, buffer_kb, duration, method, quiet, command):
 
     Writes OUTPUT (trace.dat) and OUTPUT.topology.json, reports lost events and the
     command's exit code, and restores the tracing state it changed, also on Ctrl-C.
+
+    \b
+    Example:
+        schedwake record -o dbench.dat -- dbench -t 10 2
+        schedwake record -o idle.dat --duration 2
     """
     from .record import record as do_record
 

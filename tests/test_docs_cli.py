@@ -105,3 +105,15 @@ def test_gate_doc_commands_parse():
         args = shlex.split(line.split(" >")[0])
         ctx = cli.commands["gate"].make_context("gate", args[1:])
         assert ctx.params["baseline"] or ctx.params["print_default_rules"], line
+
+
+def test_every_command_summary_is_whole_and_every_help_has_an_example():
+    """`schedwake --help` at 80 columns cuts no summary mid-sentence, and every
+    command's --help shows how it is called."""
+    group = help_text()
+    commands = group.split("Commands:\n", 1)[1].splitlines()
+    assert len(commands) == len(COMMANDS)
+    assert not [ln for ln in commands if ln.rstrip().endswith("...")], commands
+    for name in COMMANDS:
+        text = help_text(name)
+        assert "Example:" in text and f"schedwake {name} " in text.split("Example:", 1)[1], name
