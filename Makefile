@@ -12,6 +12,11 @@ demo: bootstrap
 test: bootstrap lint
 	.venv/bin/python -m pytest -q
 
+# run every notebook and save it with its outputs (tests/test_notebooks.py checks them)
+.PHONY: notebooks
+notebooks: bootstrap
+	.venv/bin/python scripts/run-notebooks.py
+
 # ruff (lint and format) over the tree, mypy over the public API modules (pyproject.toml)
 .PHONY: lint
 lint: bootstrap

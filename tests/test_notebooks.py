@@ -1,5 +1,6 @@
 """Every notebook in notebooks/ runs top to bottom (nbclient, the python3 kernel of this
-interpreter), and no committed notebook carries outputs."""
+interpreter), and is committed with the outputs of such a run (`make notebooks`), so that
+it reads as a tutorial on a forge."""
 
 from __future__ import annotations
 
@@ -50,20 +51,24 @@ def test_there_are_notebooks():
     } <= names
 
 
+def _with_output(nb) -> list[int]:
+    """The code cells (by index) that have outputs."""
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("outputs")]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_committed_without_outputs(path):
+def test_committed_with_the_outputs_of_one_run(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    dirty = [
-        i
-        for i, c in enumerate(nb.cells)
-        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
-    ]
-    assert not dirty, (
-        f"{path.name}: cells {dirty} have outputs or execution counts; "
-        "clear them before committing (jupyter nbconvert "
-        "--clear-output --inplace)"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.get("execution_count") for c in code]
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{path.name}: execution counts {counts}: not one run top to bottom; run "
+        "`make notebooks` (scripts/run-notebooks.py) before committing"
     )
+    assert _with_output(nb), f"{path.name}: no outputs; run `make notebooks`"
+    errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors, f"{path.name}: committed with an error output"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -84,8 +89,9 @@ def test_notebook_runs(path, tmp_path):
         if o.get("output_type") == "error"
     ]
     assert not errors
-    assert not any(
-        c.get("outputs") for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"
+    # the committed outputs are those of the code as it is: the same cells print
+    assert _with_output(nb) == _with_output(nbformat.read(path, as_version=4)), (
+        f"{path.name}: its cells' outputs changed; run `make notebooks`"
     )
 
 
