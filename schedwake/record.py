@@ -97,6 +97,10 @@ class RecordResult:
     clock: str = ""
     missing_optional: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Wall-clock seconds of each phase (set-up, recording, reading the buffers, ...),
+    #: in order: where a recording's time goes beyond the recording itself.
+    phases: dict[str, float] = field(default_factory=dict)
+    kernel: str = ""  # the release stored in the file (its UNAME option)
 
     @property
     def lost(self) -> int | None:
@@ -410,7 +414,11 @@ def record(
                 out, command, evlist, buffer_kb, duration, method, state, sig, log, cmdlines
             )
         finally:
+            t = time.monotonic()
             state.restore()
+            restored = time.monotonic() - t
+    result.phases["restoring the tracing state"] = restored
+    log("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in result.phases.items()))
     return result
 
 
@@ -598,6 +606,7 @@ def _record_tracefs(
     log,
 ) -> None:
     inst = f"{tfs}/instances/{INSTANCE_PREFIX}{os.getpid()}"
+    t_setup = time.monotonic()
     try:
         os.mkdir(inst)
     except FileExistsError:
@@ -630,6 +639,7 @@ def _record_tracefs(
     log(f"events: {' '.join(result.events)}")
     log(f"recording into {inst} ({kb} KB ring buffer per CPU, {len(cpus)} CPUs)")
     t0 = time.monotonic()
+    result.phases["set-up (instance, ring buffer, events)"] = t0 - t_setup
     sig.recording = True
     _write(f"{inst}/tracing_on", "1\n")
     _marker(inst, "schedwake: start")
@@ -646,6 +656,7 @@ def _record_tracefs(
         _write(f"{inst}/tracing_on", "0\n")
         sig.recording = False
     result.wall_s = time.monotonic() - t0
+    result.phases["recording"] = result.wall_s
 
     events_after = sorted(_read(f"{inst}/set_event").split())
     problems = []
@@ -696,6 +707,14 @@ def _extract(inst: str, cpus, out: Path, result: RecordResult, log) -> None:
     """Each CPU's trace_pipe_raw -> cpuN.raw -> trace-cmd restore/convert -> out."""
     page = _subbuf_size(inst)
     tmp = Path(tempfile.mkdtemp(prefix=".schedwake-record-", dir=out.parent))
+    clock = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        result.phases[name] = now - clock
+        clock = now
+
     try:
         files = []
         for cpu, d in cpus:
@@ -714,15 +733,20 @@ def _extract(inst: str, cpus, out: Path, result: RecordResult, log) -> None:
             finally:
                 os.close(fd)
             files.append(str(f))
+        phase("reading the ring buffers")
         head, raw = tmp / "head.dat", tmp / "raw.dat"
         _run(["trace-cmd", "restore", "-c", "-o", str(head)], "trace-cmd restore -c")
         _run(["trace-cmd", "restore", "-i", str(head), "-o", str(raw)] + files, "trace-cmd restore")
+        phase("trace-cmd restore")
         final = tmp / "trace.dat"
         r = subprocess.run(
             ["trace-cmd", "convert", "-i", str(raw), "-o", str(final), "--compression", "zstd"],
             capture_output=True,
             text=True,
         )
+        phase("trace-cmd convert")
+        if r.returncode == 0 and final.exists():
+            result.kernel = add_uname(final)
         if r.returncode != 0 or not final.exists():
             result.notes.append("trace-cmd convert failed; the trace.dat is uncompressed")
             log(
@@ -733,6 +757,60 @@ def _extract(inst: str, cpus, out: Path, result: RecordResult, log) -> None:
         os.replace(final, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+OPT_DONE, OPT_UNAME, OPT_VERSION = 0, 5, 9
+
+
+def add_uname(path: Path) -> str:
+    """Store this machine's ``uname`` in the trace.dat v7 ``path`` as trace-cmd record
+    does (a UNAME option: "sysname nodename release machine"), in an options section
+    appended at the end and linked from the last one; returns the release ("" when the
+    file is not a v7 file whose options can be followed, which is left as it is).
+    ``trace-cmd restore`` writes no UNAME, and without one the analysis says "kernel
+    unknown"."""
+    import struct
+
+    u = os.uname()
+    text = f"{u.sysname} {u.nodename} {u.release} {u.machine}".encode() + b"\0"
+    with open(path, "r+b") as f:
+        data = f.read()
+        if data[:10] != b"\x17\x08Dtracing" or not data[10:].startswith(b"7\0") or data[12] != 0:
+            return ""  # not a little-endian v7 file
+        pos = 14 + 4  # endian, long size, page size
+        for _ in range(2):  # compression name and version
+            pos = data.index(b"\0", pos) + 1
+        (nxt,) = struct.unpack_from("<Q", data, pos)
+        last_done = desc = None
+        seen = set()
+        while nxt and nxt not in seen and nxt + 16 <= len(data):
+            seen.add(nxt)
+            _, flags, desc, size = struct.unpack_from("<HHIQ", data, nxt)
+            if flags & 1:  # compressed options: not patched
+                return ""
+            p, end, nxt = nxt + 16, nxt + 16 + size, 0
+            while p + 6 <= end:
+                oid, osize = struct.unpack_from("<HI", data, p)
+                if oid == OPT_UNAME:
+                    return ""  # it has one already
+                if oid == OPT_DONE and osize >= 8:
+                    last_done = p + 6
+                    (nxt,) = struct.unpack_from("<Q", data, last_done)
+                    break
+                p += 6 + osize
+        if last_done is None or desc is None:
+            return ""
+        version = u.version.encode() + b"\0"  # "#1 SMP PREEMPT_DYNAMIC ...", as trace-cmd
+        body = struct.pack("<HI", OPT_UNAME, len(text)) + text
+        body += struct.pack("<HI", OPT_VERSION, len(version)) + version
+        body += struct.pack("<HIQ", OPT_DONE, 8, 0)
+        section = struct.pack("<HHIQ", 0, 0, desc, len(body)) + body
+        at = len(data)
+        f.seek(at)
+        f.write(section)
+        f.seek(last_done)
+        f.write(struct.pack("<Q", at))
+    return u.release
 
 
 def _record_trace_cmd(
@@ -789,6 +867,7 @@ def _record_trace_cmd(
                 proc.wait()
         result.wall_s = time.monotonic() - t0
         result.interrupted = sig.stopped and (bool(command) or duration is not None)
+        result.phases["recording (trace-cmd record)"] = result.wall_s
         if not (tmp / "trace.dat").exists():
             tail = output.strip().splitlines()
             raise RecordError(

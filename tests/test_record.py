@@ -138,6 +138,16 @@ def test_record_real_workload(tmp_path, clean_state):
     assert topo["cpus"] == os.cpu_count() and topo["llc"]
     assert t.topology.source.endswith("trace.dat.topology.json")  # picked up by load
     assert not list(tmp_path.glob(".schedwake-record-*"))  # no temporary files left
+    # the kernel release is in the file, as trace-cmd record stores it (UNAME option)
+    assert t.meta["kernel"] == os.uname().release
+    if shutil.which("trace-cmd"):
+        uname = subprocess.run(
+            ["trace-cmd", "report", "--uname", "-i", str(out)], capture_output=True, text=True
+        ).stdout
+        assert os.uname().release in uname
+    # where the time went, phase by phase (set-up, recording, restore, convert, ...)
+    times = [ln for ln in proc.stderr.splitlines() if ln.startswith("schedwake record: time: ")]
+    assert len(times) == 1 and "recording " in times[0] and "set-up" in times[0]
 
 
 @needs_tracing
