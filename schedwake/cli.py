@@ -481,6 +481,11 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     help="Also write a self-contained HTML report (tables, findings, plots).",
 )
 @click.option("--title", default=None, help="Title line above the table.")
+@click.option(
+    "--per-cpu",
+    is_flag=True,
+    help="Print every CPU's busy-share rows (by default left out beyond 4 CPUs).",
+)
 @from_batch_options
 @topology_options
 @threshold_option
@@ -498,6 +503,7 @@ def compare(
     fmt,
     html_file,
     title,
+    per_cpu,
     from_batch,
     where,
     topology_file,
@@ -549,9 +555,9 @@ def compare(
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "markdown":
-        click.echo(result.markdown(), nl=False)
+        click.echo(result.markdown(per_cpu=per_cpu), nl=False)
     else:
-        click.echo(result.text(), nl=False)
+        click.echo(result.text(per_cpu=per_cpu), nl=False)
     if html_file:
         from .report import html
 

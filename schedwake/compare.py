@@ -535,14 +535,90 @@ class CompareResult:
         return out
 
     # ---- table renderers -----------------------------------------------------------------------
-    def text(self) -> str:
-        """The mmtests table with the rule line under it, then notes (if any)."""
-        notes = "".join(f"note: {n}\n" for n in self.notes())
-        return self.comparison.text() + mmtests.SIGN_CONVENTION + "\n" + notes
+    def summary_lines(self) -> list[str]:
+        """The headline first: one line per metric (per-CPU busy shares left to the
+        table) with its mean on every side and, for the other sides, the gain over the
+        baseline and a ``*`` when significant."""
+        rows = [
+            r
+            for r in self.comparison.rows
+            if r.is_mean_row and not r.metric.name.startswith("busy_share_cpu")
+        ]
+        if not rows:
+            return []
+        names = [r.op for r in rows]
+        w0 = max(len("metric"), *(len(n) for n in names))
+        widths = [max(len(lab), 19) for lab in self.labels]
+        head = "metric".ljust(w0) + "".join(
+            "  " + lab.rjust(w) for lab, w in zip(self.labels, widths)
+        )
+        out = [
+            "summary: the mean of each metric on each side; % = gain over the baseline, "
+            "* = significant",
+            head,
+        ]
+        for r, name in zip(rows, names):
+            cells = []
+            for j, w in enumerate(widths):
+                v = r.values[j]
+                num = "-" if math.isnan(v) else f"{v:.2f}"
+                if j:
+                    sig = r.sig[j]
+                    star = "*" if sig is not None and sig.significant else " "
+                    num += f" {r.pcts[j]:+10.2f}%{star}"
+                cells.append("  " + num.rjust(w))
+            out.append(name.ljust(w0) + "".join(cells))
+        return out
 
-    def markdown(self) -> str:
+    def _table(self, per_cpu: bool) -> tuple[mmtests.Comparison, str | None]:
+        """The mmtests comparison to print: every row with ``per_cpu`` or up to 4 CPUs,
+        else without the per-CPU busy-share rows, and the line that says so."""
+        per = [r for r in self.comparison.rows if r.metric.name.startswith("busy_share_cpu")]
+        cpus = len({r.metric.name for r in per})
+        if per_cpu or cpus <= 4:
+            return self.comparison, None
+        import dataclasses
+
+        kept = dataclasses.replace(
+            self.comparison,
+            rows=[r for r in self.comparison.rows if r not in per],
+            metrics=[m for m in self.comparison.metrics if not m.name.startswith("busy_share_cpu")],
+        )
+        means = [r for r in per if r.is_mean_row]
+        avg = [
+            float(np.nanmean([r.values[j] for r in means])) if means else math.nan
+            for j in range(len(self.labels))
+        ]
+        text = " -> ".join("-" if math.isnan(v) else f"{v:.1f}%" for v in avg)
+        return kept, (
+            f"busy_share_cpuN: {cpus} CPUs' rows left out (--per-cpu shows them); "
+            f"their mean busy share {text}"
+        )
+
+    def text(self, per_cpu: bool = False) -> str:
+        """The summary, then the mmtests table with the rule line under it, the sign
+        convention and the notes. Per-CPU busy-share rows of more than 4 CPUs are left out
+        of the table unless ``per_cpu`` (one line says so)."""
+        notes = "".join(f"note: {n}\n" for n in self.notes())
+        table, hidden = self._table(per_cpu)
+        summary = "\n".join(self.summary_lines())
+        head = summary + "\n\n" if summary else ""
+        return (
+            head
+            + table.text()
+            + (hidden + "\n" if hidden else "")
+            + mmtests.SIGN_CONVENTION
+            + "\n"
+            + notes
+        )
+
+    def markdown(self, per_cpu: bool = False) -> str:
         notes = self.notes()
-        out = self.comparison.markdown() + "\n" + mmtests.SIGN_CONVENTION + "\n"
+        table, hidden = self._table(per_cpu)
+        summary = self.summary_lines()
+        out = ("```\n" + "\n".join(summary) + "\n```\n\n") if summary else ""
+        out += table.markdown() + "\n" + (hidden + "\n\n" if hidden else "")
+        out += mmtests.SIGN_CONVENTION + "\n"
         if notes:
             out += "\n" + "".join(f"- note: {n}\n" for n in notes)
         return out

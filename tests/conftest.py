@@ -87,3 +87,9 @@ def run_cli(*args, check: bool = False, cwd=None) -> subprocess.CompletedProcess
             f"schedwake {' '.join(map(str, args))} failed ({proc.returncode}): {proc.stderr}"
         )
     return proc
+
+
+def mmtests_part(text: str) -> str:
+    """The mmtests table (and what follows it) of ``schedwake compare`` text: what comes
+    after the summary block that opens the output."""
+    return text.split("\n\n", 1)[1] if text.startswith("summary:") else text

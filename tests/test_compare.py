@@ -22,7 +22,7 @@ from schedwake.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_
 from schedwake.mmtests import SIGN_CONVENTION
 from schedwake.synth import make_trace
 
-from .conftest import run_cli, sample
+from .conftest import mmtests_part, run_cli, sample
 
 # mmtests' percentage cell: a regex kernel readers' scripts use (D.4)
 CELL = re.compile(r"\s[(*]\s*-?\d+\.\d\d%[)*]")
@@ -192,6 +192,10 @@ def test_published_amean_through_cli_text_and_json(published):
         "schedwake: published numbers",
     ]
     text = run_cli(*args, check=True).stdout
+    # the summary first: the mean on each side and the gain, starred
+    assert text.startswith("summary: the mean of each metric on each side")
+    assert text.splitlines()[2].split() == ["context_switches_per_s", "22.63", "20.54", "+9.23%*"]
+    text = mmtests_part(text)
     lines = text.splitlines()
     assert lines[0] == "schedwake: published numbers"
     # two-line header split at the first '-', right-aligned to 23-character cells
@@ -329,7 +333,7 @@ def test_api_with_trace_objects_summary_and_plots(synth):
     busy = s[s["metric"] == "busy_share_cpu0"]
     assert set(busy["stat"]) == {"Hmean"}
     assert {"side", "iteration", "metric", "value"} <= set(res.samples.columns)
-    text = res.text()
+    text = mmtests_part(res.text())
     assert text.splitlines()[0].split() == ["synth", "synth"]
     assert text.splitlines()[1].split() == ["sick", "healthy"]
     f = res.findings()
@@ -379,7 +383,7 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
         out,
         check=True,
     )
-    lines = p.stdout.splitlines()
+    lines = mmtests_part(p.stdout).splitlines()
     assert lines[0].split() == ["6.18.44", "6.18.44"]
     assert lines[1].split() == ["1client", "2clients"]
     k = lines.index(SIGN_CONVENTION)
@@ -405,7 +409,7 @@ def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
         cwd=tmp_path,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines()[1].split() == ["6.1", "6.12"]
+    assert mmtests_part(p.stdout).splitlines()[1].split() == ["6.1", "6.12"]
 
 
 def test_sides_from_different_machines_are_said_to_differ():
@@ -446,3 +450,20 @@ def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
         figs[f"{s}: migration matrix"].axes[0].images[0].get_clim() for s in ("root", "weighted")
     ]
     assert clims[0] == clims[1]
+
+
+def test_per_cpu_rows_are_summarised_beyond_four_cpus_unless_asked():
+    a = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-on-i1.dat")
+    b = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat")
+    short = run_cli("compare", a, b, check=True).stdout
+    assert "busy_share_cpu31" not in short
+    hidden = [ln for ln in short.splitlines() if ln.startswith("busy_share_cpuN: 32 CPUs' rows")]
+    assert len(hidden) == 1 and "--per-cpu shows them" in hidden[0]
+    full = run_cli("compare", a, b, "--per-cpu", check=True).stdout
+    assert "Hmean     busy_share_cpu31[%]" in full and "busy_share_cpuN:" not in full
+
+    # the other rows are the same (the rule line names the per-CPU rows' samples too)
+    def rows(text):
+        return [ln for ln in text.splitlines() if "busy_share_cpu" not in ln and ln[:1] != "*"]
+
+    assert rows(full) == rows(short)
