@@ -467,3 +467,20 @@ def test_per_cpu_rows_are_summarised_beyond_four_cpus_unless_asked():
         return [ln for ln in text.splitlines() if "busy_share_cpu" not in ln and ln[:1] != "*"]
 
     assert rows(full) == rows(short)
+
+
+def test_task_plots_compare_like_with_like():
+    """The report's task plots show the same role (task name) on both sides, over windows
+    of the same length."""
+    from schedwake.report.plots import _task_runs_and_wakeups, like_for_like
+
+    result = schedwake.compare(
+        {
+            "on": [sample("kstack-6.1/k61-dbench-c2-kstack-on-i1.dat")],
+            "off": [sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")],
+        }
+    )
+    (p0, a0, b0), (p1, a1, b1) = like_for_like(result, result.sides)
+    names = [_task_runs_and_wakeups(s.traces[0], p)[2] for s, p in zip(result.sides, (p0, p1))]
+    assert names == ["dbench", "dbench"]
+    assert b1 - a1 == pytest.approx(b0 - a0) and b0 > a0

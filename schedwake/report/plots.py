@@ -574,6 +574,48 @@ def report_figures(result) -> dict[str, Figure]:
     top = max((largest_cell(s.traces[0]) for s in have), default=0)  # one colour scale
     for s in have:
         figs[f"{s.label}: migration matrix"] = compare_migration_matrix(result, s.label, vmax=top)
-    for s in have:
-        figs[f"{s.label}: task CPU over time"] = compare_task_cpu(result, s.label)
+    for s, (pid, t0, t1) in zip(have, like_for_like(result, have)):
+        figs[f"{s.label}: task CPU over time"] = compare_task_cpu(
+            result, s.label, pid=pid, t0=t0, t1=t1
+        )
     return figs
+
+
+def like_for_like(result, sides, max_wakeups: int = 400) -> list[tuple]:
+    """(pid, t0, t1) per side for the task plots, so that they compare like with like:
+    the task of the baseline's default role (:func:`default_task`, by name) on every
+    side, each over a window of the same length, placed where that task's wake-ups
+    migrate it most (the baseline's: its ``max_wakeups`` busiest wake-ups)."""
+    if not sides:
+        return []
+    base = sides[0].traces[0]
+    pid = default_task(base)
+    if pid is None:
+        return [(None, None, None)] * len(sides)
+    _, ws, comm = _task_runs_and_wakeups(base, pid)
+    first = base.model.events.first_ts
+    wt = (ws["ts"].to_numpy(dtype=np.int64) - first) / 1e9
+    if len(ws) > max_wakeups:
+        t0, t1, _ = _busiest_window(wt, ws["migrated"].to_numpy(dtype=bool), max_wakeups)
+    else:
+        t0, t1 = (float(wt.min()), float(wt.max())) if len(wt) else (0.0, 0.0)
+    length = max(t1 - t0, 1e-3)
+    out = []
+    for k, s in enumerate(sides):
+        t = s.traces[0]
+        if k == 0:
+            out.append((pid, t0, t1))
+            continue
+        w = t.wakeups()
+        mine = w[w["wakee_comm"].astype(str) == comm] if len(w) else w
+        if len(mine) == 0:  # no task of that name: the side's own default task
+            out.append((default_task(t), None, None))
+            continue
+        p = int(mine.groupby("wakee_pid").size().idxmax())
+        ws = mine[mine["wakee_pid"] == p]
+        st = (ws["ts"].to_numpy(dtype=np.int64) - t.model.events.first_ts) / 1e9
+        mig = np.concatenate([[0], np.cumsum(ws["migrated"].to_numpy(dtype=np.int64))])
+        ends = np.searchsorted(st, st + length, "right")
+        i = int(np.argmax(mig[ends] - mig[np.arange(len(st))]))
+        out.append((p, float(st[i]), float(st[i]) + length))
+    return out
