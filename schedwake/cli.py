@@ -320,6 +320,13 @@ def topology(output, sysfs):
     "them; either may be empty: '100.5,' or ',120').",
 )
 @click.option(
+    "--pid",
+    "pid_list",
+    metavar="PIDS",
+    help="Analyse the wake-ups, migrations, waits and context switches of these tasks "
+    "(comma-separated pids), in the context of the whole trace.",
+)
+@click.option(
     "--cpu",
     "cpu_list",
     metavar="CPULIST",
@@ -335,6 +342,7 @@ def analyze(
     fmt,
     html_file,
     time_range,
+    pid_list,
     cpu_list,
     topology_file,
     llc,
@@ -351,6 +359,7 @@ def analyze(
     Example:
         schedwake analyze trace.dat
         schedwake analyze trace.dat --time 62.9,63.4 --cpu 8-15 --format json
+        schedwake analyze trace.dat --pid 1125,1126
         schedwake analyze trace.dat --html report.html
         ssh host cat /tmp/trace.dat | schedwake analyze -
     """
@@ -367,6 +376,8 @@ def analyze(
             start, end = _time_range(time_range)
             cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
             t = t.sliced(start, end, cpus)
+        if pid_list is not None:
+            t.focus(_pids(pid_list, t))
         analysis = run_analysis(t, th, progress=bar)
     if html_file:
         from .report import analysis_html
@@ -396,6 +407,28 @@ def _time_range(text: str | None) -> tuple[int | None, int | None]:
     if start is not None and end is not None and start >= end:
         raise TraceError("--time", f"START must come before END: {text!r}")
     return start, end
+
+
+def _pids(text: str, trace) -> list[int]:
+    """``--pid PIDS``: the pids, each one a task the trace shows running or woken."""
+    try:
+        pids = sorted({int(p) for p in text.split(",") if p.strip()})
+    except ValueError:
+        raise TraceError("--pid", f"expected comma-separated pids, not {text!r}") from None
+    if not pids or min(pids) < 0:
+        raise TraceError("--pid", f"expected comma-separated pids, not {text!r}")
+    import numpy as np
+
+    seen: set[int] = set()
+    for name, cols in (("sched_switch", ("next_pid", "prev_pid")), ("sched_waking", ("pid",))):
+        if trace.has_records(name):
+            table = trace.table(name)
+            for c in cols:
+                seen.update(np.unique(table.column(c).to_numpy()).tolist())
+    missing = [p for p in pids if p not in seen]
+    if missing:
+        raise TraceError("--pid", f"no task with pid {missing[0]} runs or is woken in the trace")
+    return pids
 
 
 def _cpus(text: str, ncpus: int) -> list[int]:

@@ -151,6 +151,9 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
     dur_s = max(model.duration_ns, 1) / 1e9
     w, mig = model.wakeups, model.migrations
     sw = model.events.switch
+    if model.pids is not None and sw is not None and len(sw):  # (analyze --pid)
+        mine = list(model.pids)
+        sw = sw[np.isin(sw["next_pid"].to_numpy(), mine) | np.isin(sw["prev_pid"].to_numpy(), mine)]
     cause = mig["cause"] if len(mig) else pd.Series([], dtype=str)
     tclass = mig["topology_class"] if len(mig) else pd.Series([], dtype=str)
     pp = int(episodes_mask(w).sum())

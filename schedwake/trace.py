@@ -30,6 +30,7 @@ class Trace:
         self.lost: pa.Table = raw.lost
         self._topology: Topology | None = None
         self._model: Model | None = None
+        self._pids: frozenset[int] | None = None
 
     # -- topology and model ---------------------------------------------------------------
     @property
@@ -91,7 +92,7 @@ class Trace:
         if self._model is None:
             from .model import Model
 
-            self._model = Model(self, self.topology)
+            self._model = Model(self, self.topology, self._pids)
         return self._model
 
     def wakeups(self) -> pd.DataFrame:
@@ -155,6 +156,14 @@ class Trace:
     def df(self, name: str) -> pd.DataFrame:
         """Event ``name`` as a pandas DataFrame (string columns as categoricals)."""
         return self.table(name).to_pandas()
+
+    def focus(self, pids) -> Trace:
+        """Make the analysis about these tasks (``analyze --pid``): the model's wake-ups,
+        migrations and waits are those of ``pids`` (None: every task), judged in the
+        context of the whole trace. Returns the trace."""
+        self._pids = None if pids is None else frozenset(int(p) for p in pids)
+        self._model = None
+        return self
 
     def sliced(self, start_ns: int | None = None, end_ns: int | None = None, cpus=None) -> Trace:
         """This trace as if it had been recorded only from ``start_ns`` to ``end_ns``

@@ -122,3 +122,48 @@ def test_text_report_fits_100_columns_and_names_the_longest_wait():
     assert f"{longest['latency_ns'] / 1e6:.3f} ms, {longest['wakee_comm']}" in out
     assert "max wait:" in out and "busy_share  (share of the time each CPU runs a task)" in out
     assert re.search(r"^    cpu24-31 ", out, re.M)
+
+
+KSTACK_OFF = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
+PID_LINE = re.compile(r"^\s*\S.*?-\d+\s+\[\d{3}\]\s+\d+\.\d+: (\w+):\s+(.*)$")
+
+
+def test_pid_focus_counts_equal_trace_cmd_report():
+    """--pid: the task's wake-ups, migrations and context switches, counted from
+    `trace-cmd report` lines; its ping-pong episodes are those of the whole analysis."""
+    pid = 562
+    doc = _analyze_file(KSTACK_OFF, "--pid", str(pid))
+    out = subprocess.run(
+        ["trace-cmd", "report", "-N", "-i", str(KSTACK_OFF)], capture_output=True, text=True
+    ).stdout
+    waking = migrate = switches = 0
+    for line in out.splitlines():
+        m = PID_LINE.match(line)
+        if not m:
+            continue
+        event, fields = m.groups()
+        if event == "sched_waking" and f" pid={pid} " in f" {fields} ":
+            waking += 1
+        elif event == "sched_migrate_task" and f" pid={pid} " in f" {fields} ":
+            migrate += 1
+        elif event == "sched_switch" and (
+            f"prev_pid={pid} " in fields or f"next_pid={pid} " in fields
+        ):
+            switches += 1
+    m = doc["metrics"]
+    assert m["wakeups"] == waking and m["migrations"] == migrate
+    assert round(m["context_switches_per_s"] * m["duration_s"]) == switches
+    whole = schedwake.load(KSTACK_OFF).model.wakeups
+    from schedwake.detect.kworker_pingpong import episodes_mask
+
+    assert m["pingpong_episodes"] == int(episodes_mask(whole[whole["wakee_pid"] == pid]).sum())
+    assert {f["detector"] for f in doc["findings"]} == {"kworker_pingpong", "llc_roundrobin"}
+    rr = [f for f in doc["findings"] if f["detector"] == "llc_roundrobin"][0]
+    assert [t["pid"] for t in rr["top"]] == [pid]
+    assert any("(--pid)" in c for c in doc["caveats"])
+    bad = run_cli("analyze", KSTACK_OFF, "--pid", "999999")
+    assert bad.returncode == 2 and "no task with pid 999999" in bad.stderr
+
+
+def _analyze_file(path, *args):
+    return json.loads(run_cli("analyze", path, "--format", "json", *args, check=True).stdout)

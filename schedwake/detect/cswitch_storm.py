@@ -218,6 +218,8 @@ def pair_table(model, th: dict) -> pd.DataFrame:
 
 def detect(trace, model, th: dict) -> list[Finding]:
     per = pair_table(model, th)
+    if model.pids is not None and len(per):  # (analyze --pid): these tasks' storms only
+        per = per[per["pid"].isin(list(model.pids))].copy()
     if len(per) == 0:
         return []
     dur_s = max(model.duration_ns, 1) / 1e9

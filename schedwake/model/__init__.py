@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
 from . import migrations as _migrations
@@ -27,9 +28,14 @@ __all__ = ["Model", "MODEL_EVENTS", "Events"]
 class Model:
     """The derived tables of one trace under one topology."""
 
-    def __init__(self, trace, topology):
+    def __init__(self, trace, topology, pids=None):
         self.trace = trace
         self.topology = topology
+        #: When set (``analyze --pid``), the tasks the tables are about: wake-ups whose
+        #: wakee, migrations whose task and waits whose task is one of them. The tables
+        #: are built from every event (who ran where is the context of each row) and
+        #: then narrowed; the CPUs' running and idle intervals stay whole.
+        self.pids: frozenset[int] | None = None if pids is None else frozenset(map(int, pids))
         self.events: Events = load_events(trace)
         self._mig_w = _wakeups.match_wakeup_migrations(self.events)
         #: Small results derived from the tables that more than one reader needs
@@ -39,6 +45,13 @@ class Model:
     @property
     def caveats(self) -> list[str]:
         out = list(self.events.caveats)
+        if self.pids is not None:
+            out.insert(
+                0,
+                "analysed only the wake-ups, migrations, waits and context switches of pid(s) "
+                + ", ".join(map(str, sorted(self.pids)))
+                + " (--pid); CPU busy time is every task's",
+            )
         if self.topology.assumed:
             out.insert(
                 0,
@@ -59,16 +72,35 @@ class Model:
         return self.events.duration_ns
 
     @cached_property
-    def wakeups(self) -> pd.DataFrame:
+    def all_wakeups(self) -> pd.DataFrame:
+        """Every wake-up of the trace, whatever :attr:`pids` says."""
         return _wakeups.build(self.events, self.topology, self._mig_w)
 
     @cached_property
+    def wakeups(self) -> pd.DataFrame:
+        w = self.all_wakeups
+        return w if self.pids is None else self._of_pids(w, "wakee_pid")
+
+    @cached_property
     def migrations(self) -> pd.DataFrame:
-        return _migrations.build(self.events, self.topology, self._mig_w)
+        m = _migrations.build(self.events, self.topology, self._mig_w)
+        return m if self.pids is None else self._of_pids(m, "pid")
 
     @cached_property
     def occupancy(self) -> pd.DataFrame:
-        return _occupancy.build(self.events, self.wakeups)
+        occ = _occupancy.build(self.events, self.all_wakeups)
+        if self.pids is None:
+            return occ
+        keep = (occ["state"] != "waiting").to_numpy() | np.isin(
+            occ["pid"].to_numpy(), list(self.pids)
+        )
+        return occ[keep].reset_index(drop=True)
+
+    def _of_pids(self, table: pd.DataFrame, column: str) -> pd.DataFrame:
+        if len(table) == 0:
+            return table
+        keep = np.isin(table[column].to_numpy(), list(self.pids or ()))
+        return table[keep].reset_index(drop=True)
 
     @cached_property
     def first_switch_ts(self) -> dict[int, int]:
