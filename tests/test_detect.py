@@ -91,6 +91,8 @@ def test_threshold_overrides(planted):
     assert "kworker_pingpong" not in by_name(detect(trace, {"pingpong_min_eligible_share": 0.99}))
     with pytest.raises(TraceError, match="unknown threshold"):
         thresholds({"nope": 1})
+    with pytest.raises(TraceError, match="did you mean pingpong_min_episodes"):
+        thresholds({"pingpong_min_episode": 1})
     with pytest.raises(TraceError, match="not a number"):
         thresholds({"pingpong_min_episodes": "many"})
     for t in THRESHOLDS.values():

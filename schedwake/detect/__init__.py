@@ -28,8 +28,13 @@ def thresholds(overrides: dict | None = None) -> dict[str, float]:
     th = {k: t.default for k, t in THRESHOLDS.items()}
     for k, v in (overrides or {}).items():
         if k not in THRESHOLDS:
+            import difflib
+
+            close = difflib.get_close_matches(str(k), list(THRESHOLDS), n=2, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise TraceError(
-                "--threshold", f"unknown threshold {k!r} (known: {', '.join(sorted(THRESHOLDS))})"
+                "--threshold",
+                f"unknown threshold {k!r}{hint} (known: {', '.join(sorted(THRESHOLDS))})",
             )
         try:
             th[k] = float(v)
