@@ -82,6 +82,7 @@ FINDINGS_SCHEMA = pa.schema(
         ("metrics", pa.string()),
         ("top", pa.string()),
         ("evidence", pa.list_(pa.string())),
+        ("evidence_events", pa.string()),  # JSON: Finding.evidence_events
         ("caveats", pa.list_(pa.string())),
     ]
 )
@@ -388,6 +389,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
                 "metrics": json.dumps(f.metrics, default=_jsonable),
                 "top": json.dumps(f.top, default=_jsonable),
                 "evidence": list(f.evidence),
+                "evidence_events": json.dumps(f.evidence_events, default=_jsonable),
                 "caveats": list(f.caveats),
             }
             for i, f in enumerate(analysis.findings)
@@ -1105,6 +1107,7 @@ class AnalysedTrace:
                 r.detector, r.severity, r.title, json.loads(r.metrics), json.loads(r.top)
             )
             finding.evidence = [str(x) for x in _list(r.evidence)]
+            finding.evidence_events = json.loads(r.evidence_events or "[]")
             finding.caveats = [str(x) for x in _list(r.caveats)]
             out.append(finding)
         return out

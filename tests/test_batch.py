@@ -140,6 +140,9 @@ def test_rows_carry_what_analyze_says(serial):
     assert list(f.detector) == [x["detector"] for x in doc["findings"]]
     assert [json.loads(m) for m in f.metrics] == [x["metrics"] for x in doc["findings"]]
     assert [list(e) for e in f.evidence] == [x["evidence"] for x in doc["findings"]]
+    assert [json.loads(e) for e in f.evidence_events] == [
+        x["evidence_events"] for x in doc["findings"]
+    ]
     assert all(title for title in f.title)
 
 
