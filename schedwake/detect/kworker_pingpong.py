@@ -216,8 +216,9 @@ def detect(trace, model, th: dict) -> list[Finding]:
     ]
     e = sel.iloc[_typical(model.events, sel)]
     t0, t1 = _episode_window(model.events, e)
+    whose = "all" if model.pids is None else "the given tasks'"  # (analyze --pid)
     title = (
-        f"{n} wake-ups ({rate:.1f}/s, {100 * share:.2f}% of all wake-ups) by per-CPU "
+        f"{n} wake-ups ({rate:.1f}/s, {100 * share:.2f}% of {whose} wake-ups) by per-CPU "
         f"kthreads moved the wakee off the waker's CPU; {int(stack.sum())} of them "
         f"would have stayed with a stack-on-waker-CPU rule"
     )
