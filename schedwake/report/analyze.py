@@ -146,7 +146,10 @@ def text(analysis, markdown: bool = False) -> str:
         else:
             out.append("")
             out += textwrap.wrap(
-                f"[{f.severity.upper()}] {f.detector}: {f.title}", WIDTH, subsequent_indent="    "
+                f"[{f.severity.upper()}] {f.detector}: {f.title}",
+                WIDTH,
+                subsequent_indent="    ",
+                break_on_hyphens=False,
             )
         gap = f.metrics.get("longest_gap") if f.detector == "idle_while_runnable" else None
         if gap:
@@ -204,7 +207,12 @@ def _side_by_side(gap: dict) -> str:
 
 def _indented(text: str, first: str, rest: str) -> list[str]:
     return textwrap.wrap(
-        text, WIDTH, initial_indent=first, subsequent_indent=rest, break_long_words=False
+        text,
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
     )
 
 
