@@ -86,3 +86,13 @@ def test_renders_in_headless_chromium(report, tmp_path):
     shot.unlink(missing_ok=True)
     snap = _chromium([f"--screenshot={shot}", "--window-size=1280,2600", url], tmp_path)
     assert snap.returncode == 0 and shot.read_bytes().startswith(PNG)
+
+
+def test_a_zoom_on_a_large_machine_shows_the_llcs_of_the_evidence():
+    trace = schedwake.load(sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat"))
+    f = [x for x in schedwake.analyze(trace).findings if x.detector == "kworker_pingpong"][0]
+    ea = f.evidence_at
+    ax = cpu_timeline(trace, ea["t0"], ea["t1"], cpus=ea["cpus"]).axes[0]
+    rows = {int(t.get_text()) for t in ax.get_yticklabels() if t.get_text()}
+    llcs = [set(g) for g in trace.topology.llc if set(g) & set(ea["cpus"])]
+    assert rows == set().union(*llcs) and len(rows) < 32

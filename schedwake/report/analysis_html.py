@@ -68,7 +68,13 @@ def _finding(i: int, f, trace) -> str:
         if t1 - t0 < MIN_ZOOM_NS:
             mid = (t0 + t1) // 2
             t0, t1 = mid - MIN_ZOOM_NS // 2, mid + MIN_ZOOM_NS // 2
-        fig = cpu_timeline(trace, t0, t1, title=f"{f.detector}: the evidence window")
+        fig = cpu_timeline(
+            trace,
+            t0,
+            t1,
+            title=f"{f.detector}: the evidence window",
+            cpus=f.evidence_at.get("cpus"),
+        )
         out.append(figure_tag(f"finding{i}-timeline", f"{f.detector}: per-CPU timeline", fig))
     if f.evidence:
         out.append(

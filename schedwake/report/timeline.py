@@ -39,15 +39,21 @@ def cpu_timeline(
     t1_ns: int | None = None,
     title: str | None = None,
     figsize=(11.5, None),
+    cpus=None,
 ) -> Figure:
     """Who runs on each CPU from ``t0_ns`` to ``t1_ns`` (trace timestamps; None: the
     trace's ends). Each run is a bar on its CPU's row coloured by the task's class
     (user task, per-CPU kthread, unbound kworker, other kernel thread); a task waiting
     to run after a wake-up or a preemption is a thin grey bar under the row; each wake-up
     that migrated its task is an arrow from the task's previous CPU to the CPU chosen
-    for it. Rows are CPUs grouped by LLC, the LLCs shaded."""
+    for it. Rows are CPUs grouped by LLC, the LLCs shaded; with ``cpus``, only the LLCs
+    that hold them (a finding's CPUs with their LLC neighbours, on a large machine)."""
     ncpus = int(trace.meta.get("cpus") or 1)
     order = _cpu_order(trace.topology, ncpus)
+    if cpus:
+        want = {int(c) for c in cpus}
+        near = {c for g in trace.topology.llc if want & set(g) for c in g} | want
+        order = [c for c in order if c in near]
     ypos = {c: i for i, c in enumerate(order)}
     height = figsize[1] or min(2.2 + 0.28 * len(order), 12)
     fig = ReportFigure(figsize=(figsize[0], height), layout="constrained")
