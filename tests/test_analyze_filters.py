@@ -114,7 +114,12 @@ def test_bad_filters_are_one_line_exit_2(args, needle):
 def test_text_report_fits_100_columns_and_names_the_longest_wait():
     out = run_cli("analyze", TRACE, check=True).stdout
     evidence = re.compile(r"^\s+\S.*-\d+\s+\[\d{3}\]\s+\d+\.\d{6}: ")
-    wide = [ln for ln in out.splitlines() if len(ln) > 100 and not evidence.match(ln)]
+    # (a path longer than the width cannot be broken: a line of that one word may be wider)
+    wide = [
+        ln
+        for ln in out.splitlines()
+        if len(ln) > 100 and not evidence.match(ln) and len(ln.split()) > 1
+    ]
     assert wide == []
     # the longest wait, as the model measures it
     w = schedwake.load(TRACE).model.wakeups
