@@ -41,6 +41,28 @@ def _progress(label: str):
         update(1.0)
 
 
+@contextmanager
+def _progress_from_first_step(label: str):
+    """As :func:`_progress`, but the bar appears at the first update: the reading bars of
+    the traces the work loads first keep their own lines."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    opened: list = []
+
+    def update(fraction: float) -> None:
+        if not opened:
+            cm = _progress(label)
+            opened.append((cm, cm.__enter__()))
+        opened[0][1](fraction)
+
+    try:
+        yield update
+    finally:
+        if opened:
+            opened[0][0].__exit__(None, None, None)
+
+
 def _load(
     path: str,
     events=None,
@@ -573,18 +595,20 @@ def compare(
             label: [_load(p, events, input_format, reader, jobs) for p in paths]
             for label, paths in spec
         }
-    result = run_compare(
-        sides,
-        window_s=window_s,
-        samples=samples,
-        significance=significance,
-        alpha=alpha,
-        title=title,
-        metrics=list(metric_names) or None,
-        topology_file=topology_file,
-        llc=llc,
-        thresholds=th,
-    )
+    with _progress("measuring the traces") as bar:
+        result = run_compare(
+            sides,
+            window_s=window_s,
+            samples=samples,
+            significance=significance,
+            alpha=alpha,
+            title=title,
+            metrics=list(metric_names) or None,
+            topology_file=topology_file,
+            llc=llc,
+            thresholds=th,
+            progress=bar,
+        )
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "markdown":
@@ -719,18 +743,20 @@ def gate(
     th = parse_threshold_options(thresholds)
     dataset = _dataset(from_batch, where, topology_file, llc)
     # missing sides are judged like unreadable ones: exit 2 with reports
-    result = run_gate(
-        list(baseline),
-        list(candidate),
-        rules_file,
-        topology_file=topology_file,
-        llc=llc,
-        thresholds=th,
-        loader=dataset.load
-        if dataset
-        else lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
-        expand=dataset.expand if dataset else None,
-    )
+    with _progress_from_first_step("measuring the traces") as bar:
+        result = run_gate(
+            list(baseline),
+            list(candidate),
+            rules_file,
+            topology_file=topology_file,
+            llc=llc,
+            thresholds=th,
+            loader=dataset.load
+            if dataset
+            else lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
+            expand=dataset.expand if dataset else None,
+            progress=bar,
+        )
     from .report import gate as gate_report
 
     click.echo(gate_report.text(result), nl=False)

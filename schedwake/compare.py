@@ -311,6 +311,7 @@ def compare(
     topology_file=None,
     llc=None,
     thresholds: dict | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> CompareResult:
     """Compare two or more sides in the mmtests layout; the first side is the baseline.
 
@@ -328,6 +329,7 @@ def compare(
     intervals do not overlap). ``metrics``: catalogue names to compare (default all).
     ``topology_file`` / ``llc``: as ``schedwake analyze --topology/--llc``, for every
     trace. ``thresholds``: detector threshold overrides (futile-run length, ...).
+    ``progress``: gets the fraction of the traces measured (model and metrics).
     """
     from .detect import thresholds as _check_thresholds
 
@@ -352,12 +354,15 @@ def compare(
     side_list = _normalise(sides, labels, topology_file, llc)
     kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
     parts = []
+    total = max(sum(len(s.traces) for s in side_list), 1)
     for s in side_list:
         for it, t in enumerate(s.traces):
             d = measure(t, win, th, metrics)
             d.insert(0, "iteration", it)
             d.insert(0, "side", s.label)
             parts.append(d)
+            if progress is not None:
+                progress(len(parts) / total)
     df = pd.concat(parts, ignore_index=True)
     return from_samples(
         df,

@@ -433,6 +433,7 @@ def gate(
     thresholds: dict | None = None,
     loader: Callable | None = None,
     expand: Callable[[str, str], list[str]] | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> GateResult:
     """Judge ``candidate`` against ``baseline`` under ``rules``.
 
@@ -443,7 +444,8 @@ def gate(
     read (default :func:`schedwake.load` of the model's events); ``expand(pattern,
     side)``: the paths of a pattern (default: the files it matches). A batch dataset
     gives both (``schedwake.BatchDataset``): the verdict is then judged from the
-    dataset's analyses, not from the traces.
+    dataset's analyses, not from the traces. ``progress``: gets the fraction of the
+    traces measured.
 
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
@@ -477,7 +479,7 @@ def gate(
     kind, window = plan
     measurable = _measurable_rules(result, sides)
     if measurable:
-        _judge_rules(result, sides, measurable, kind, window, thresholds)
+        _judge_rules(result, sides, measurable, kind, window, thresholds, progress)
         _explain(result, sides["candidate"], thresholds)
     result.seconds_judging = time.perf_counter() - started
     order = {r.metric: i for i, r in enumerate(rule_list)}
@@ -578,6 +580,7 @@ def _judge_rules(
     kind: str,
     window: float | None,
     thresholds: dict | None,
+    progress: Callable[[float], None] | None = None,
 ) -> None:
     """Compare the sides on the rules' metrics (schedwake.compare, the same samples and
     test) and judge each rule from its metric's mean row."""
@@ -592,6 +595,7 @@ def _judge_rules(
         topology_file=None,
         llc=None,
         thresholds=thresholds,
+        progress=progress,
     )
     result.comparison = comp
     rows = {r.metric.name: r for r in comp.comparison.rows if r.is_mean_row}
