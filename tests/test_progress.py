@@ -1,0 +1,71 @@
+"""Long phases show progress on a terminal (stderr a tty), and nothing in a CI log."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import run_cli, sample
+
+ON = sample("kstack-6.1/k61-dbench-c2-kstack-on-i1.dat")
+OFF = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
+
+
+def on_a_terminal(*args) -> str:
+    """stderr of ``schedwake ARGS`` written to a pseudo-terminal."""
+    exe = Path(sys.executable).with_name("schedwake")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(exe), *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ, COLUMNS="100"),
+    )
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=120)
+    os.close(master)
+    assert proc.returncode in (0, 1), out[-2000:]
+    return out.decode(errors="replace")
+
+
+@pytest.mark.parametrize(
+    "args, labels",
+    [
+        (
+            lambda tmp: ("analyze", OFF, "--html", tmp / "r.html"),
+            ["reading ", "analysing ", "writing r.html"],
+        ),
+        (lambda tmp: ("compare", ON, OFF), ["reading ", "measuring the traces"]),
+        (
+            lambda tmp: ("gate", "--baseline", ON, "--candidate", OFF),
+            ["reading ", "measuring the traces"],
+        ),
+    ],
+    ids=["analyze", "compare", "gate"],
+)
+def test_phases_show_on_a_terminal_only(args, labels, tmp_path):
+    shown = on_a_terminal(*args(tmp_path))
+    for label in labels:
+        assert label in shown, (label, shown[-1500:])
+    assert "100%" in shown
+    piped = run_cli(*args(tmp_path))
+    assert not any(label in piped.stderr for label in labels)
