@@ -600,6 +600,15 @@ class CompareResult:
             f"their mean busy share {text}"
         )
 
+    def convention_line(self) -> str:
+        """How to read the percentages, and why alpha is what it is (the gate's differs)."""
+        line = mmtests.SIGN_CONVENTION
+        if self.rule == "ttest":
+            a = self.comparison.alpha
+            why = "mmtests' own" if a == 0.10 else "given with --alpha"
+            line += f"; alpha {a:g}: {why} (the gate's is 0.05: a broken rule fails a build)"
+        return line
+
     def text(self, per_cpu: bool = False) -> str:
         """The summary, then the mmtests table with the rule line under it, the sign
         convention and the notes. Per-CPU busy-share rows of more than 4 CPUs are left out
@@ -612,7 +621,7 @@ class CompareResult:
             head
             + table.text()
             + (hidden + "\n" if hidden else "")
-            + mmtests.SIGN_CONVENTION
+            + self.convention_line()
             + "\n"
             + notes
         )
@@ -623,7 +632,7 @@ class CompareResult:
         summary = self.summary_lines()
         out = ("```\n" + "\n".join(summary) + "\n```\n\n") if summary else ""
         out += table.markdown() + "\n" + (hidden + "\n\n" if hidden else "")
-        out += mmtests.SIGN_CONVENTION + "\n"
+        out += self.convention_line() + "\n"
         if notes:
             out += "\n" + "".join(f"- note: {n}\n" for n in notes)
         return out
