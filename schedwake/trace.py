@@ -194,7 +194,9 @@ class Trace:
             hi = "end" if end_ns is None else f"{end_ns / 1e9:.6f}"
             what.append(f"from {lo} to {hi} s (--time)")
         if cpus is not None:
-            what.append(f"on CPUs {_cpulist(cpus)} (--cpu)")
+            from .topology import format_cpulist
+
+            what.append(f"on CPUs {format_cpulist(cpus)} (--cpu)")
         if not stamps:
             raise TraceError(self.path, f"no events {' and '.join(what)}")
         counts = lost.column("count").to_numpy()
@@ -236,18 +238,6 @@ class Trace:
             f"{len(self._tables)} tables, {self.meta['cpus']} CPUs, "
             f"{self.duration_ns / 1e9:.3f} s>"
         )
-
-
-def _cpulist(cpus) -> str:
-    """``0-3,8``: a set of CPU numbers as a kernel cpulist."""
-    cpus = sorted(set(int(c) for c in cpus))
-    runs: list[list[int]] = []
-    for c in cpus:
-        if runs and c == runs[-1][1] + 1:
-            runs[-1][1] = c
-        else:
-            runs.append([c, c])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def load(
