@@ -759,57 +759,34 @@ def _extract(inst: str, cpus, out: Path, result: RecordResult, log) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-OPT_DONE, OPT_UNAME, OPT_VERSION = 0, 5, 9
-
-
 def add_uname(path: Path) -> str:
     """Store this machine's ``uname`` in the trace.dat v7 ``path`` as trace-cmd record
-    does (a UNAME option: "sysname nodename release machine"), in an options section
-    appended at the end and linked from the last one; returns the release ("" when the
-    file is not a v7 file whose options can be followed, which is left as it is).
+    does (UNAME "sysname nodename release machine" and VERSION options), in an options
+    section appended at the end and linked from the last one (found by
+    :func:`schedwake.ingest.tracedat_layout.check`); returns the release ("" when the
+    file already names its kernel or its options chain ends compressed: left as it is).
     ``trace-cmd restore`` writes no UNAME, and without one the analysis says "kernel
     unknown"."""
     import struct
 
+    from .ingest import tracedat_layout as layout
+
+    found = layout.check(path)
+    if found["version"] != 7 or layout.OPT_UNAME in found["options"] or not found["last_done"]:
+        return ""
+    done_at, desc = found["last_done"]
+    e = found["endian"]
     u = os.uname()
     text = f"{u.sysname} {u.nodename} {u.release} {u.machine}".encode() + b"\0"
+    version = u.version.encode() + b"\0"  # "#1 SMP PREEMPT_DYNAMIC ...", as trace-cmd
+    body = struct.pack(e + "HI", layout.OPT_UNAME, len(text)) + text
+    body += struct.pack(e + "HI", layout.OPT_VERSION, len(version)) + version
+    body += struct.pack(e + "HIQ", layout.OPT_DONE, 8, 0)
     with open(path, "r+b") as f:
-        data = f.read()
-        if data[:10] != b"\x17\x08Dtracing" or not data[10:].startswith(b"7\0") or data[12] != 0:
-            return ""  # not a little-endian v7 file
-        pos = 14 + 4  # endian, long size, page size
-        for _ in range(2):  # compression name and version
-            pos = data.index(b"\0", pos) + 1
-        (nxt,) = struct.unpack_from("<Q", data, pos)
-        last_done = desc = None
-        seen = set()
-        while nxt and nxt not in seen and nxt + 16 <= len(data):
-            seen.add(nxt)
-            _, flags, desc, size = struct.unpack_from("<HHIQ", data, nxt)
-            if flags & 1:  # compressed options: not patched
-                return ""
-            p, end, nxt = nxt + 16, nxt + 16 + size, 0
-            while p + 6 <= end:
-                oid, osize = struct.unpack_from("<HI", data, p)
-                if oid == OPT_UNAME:
-                    return ""  # it has one already
-                if oid == OPT_DONE and osize >= 8:
-                    last_done = p + 6
-                    (nxt,) = struct.unpack_from("<Q", data, last_done)
-                    break
-                p += 6 + osize
-        if last_done is None or desc is None:
-            return ""
-        version = u.version.encode() + b"\0"  # "#1 SMP PREEMPT_DYNAMIC ...", as trace-cmd
-        body = struct.pack("<HI", OPT_UNAME, len(text)) + text
-        body += struct.pack("<HI", OPT_VERSION, len(version)) + version
-        body += struct.pack("<HIQ", OPT_DONE, 8, 0)
-        section = struct.pack("<HHIQ", 0, 0, desc, len(body)) + body
-        at = len(data)
-        f.seek(at)
-        f.write(section)
-        f.seek(last_done)
-        f.write(struct.pack("<Q", at))
+        at = f.seek(0, 2)
+        f.write(struct.pack(e + "HHIQ", 0, 0, desc, len(body)) + body)
+        f.seek(done_at)
+        f.write(struct.pack(e + "Q", at))
     return u.release
 
 

@@ -17,7 +17,7 @@ from ..errors import TraceError
 
 MAGIC = b"\x17\x08\x44tracing"
 
-OPT_DONE, OPT_BUFFER, OPT_TSC2NSEC = 0, 3, 14
+OPT_DONE, OPT_BUFFER, OPT_UNAME, OPT_VERSION, OPT_TSC2NSEC = 0, 3, 5, 9, 14
 # Options whose payload is a u64 file offset of a section (v7).
 SECTION_OPTIONS = {
     15: "strings",
@@ -61,7 +61,10 @@ def check(path: Path) -> dict:
     """Raise TraceError if ``path`` is not a complete trace.dat (v6 or v7).
 
     Returns what it learnt: ``{"version": 6|7, "compression": name or None,
-    "options": ids of the options seen}`` (options in compressed sections are not seen).
+    "options": ids of the options seen}`` (options in compressed sections are not seen),
+    and for v7 ``"endian"`` and ``"last_done"``: ``(offset of the payload of the last
+    options section's DONE option, that section's description id)``, or None if a
+    compressed section ends the chain (where ``record.add_uname`` links a new section).
     """
     with open(path, "rb") as f:
         size = f.seek(0, 2)
@@ -81,13 +84,15 @@ def check(path: Path) -> dict:
             _check_v6(r, off, options)
             return {"version": 6, "compression": None, "options": options}
         if version == "7":
-            return {"version": 7, "compression": _check_v7(r, off, options), "options": options}
+            found: dict = {"version": 7, "options": options, "endian": r.e, "last_done": None}
+            found["compression"] = _check_v7(r, off, options, found)
+            return found
         raise TraceError(path, f"unsupported trace.dat version {version!r} (known: 6, 7)")
     finally:
         data.close()
 
 
-def _check_v7(r: _Reader, off: int, options: set[int]) -> str | None:
+def _check_v7(r: _Reader, off: int, options: set[int], found: dict) -> str | None:
     compression, off = r.cstr(off, "compression name")
     _, off = r.cstr(off, "compression version")
     next_opts = r.u("Q", off, "options offset")
@@ -96,10 +101,11 @@ def _check_v7(r: _Reader, off: int, options: set[int]) -> str | None:
         if next_opts in seen:
             r.fail("options sections form a loop")
         seen.add(next_opts)
-        sid, flags, _, ssize = _section(r, next_opts, "options section")
+        sid, flags, desc, ssize = _section(r, next_opts, "options section")
         start, end = next_opts + 16, next_opts + 16 + ssize
         next_opts = 0
         if flags & 1:  # compressed options: bounds checked, no deeper
+            found["last_done"] = None
             continue
         pos = start
         while pos + 6 <= end:
@@ -109,6 +115,7 @@ def _check_v7(r: _Reader, off: int, options: set[int]) -> str | None:
             options.add(oid)
             if oid == OPT_DONE:
                 next_opts = r.u("Q", body, "next options offset") if osize >= 8 else 0
+                found["last_done"] = (body, desc) if osize >= 8 else None
                 break
             if oid in SECTION_OPTIONS and osize >= 8:
                 _section(r, r.u("Q", body, "section offset"), SECTION_OPTIONS[oid])
