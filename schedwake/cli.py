@@ -22,45 +22,31 @@ from .summary import summary as trace_summary
 
 @contextmanager
 def _progress(label: str):
-    """A progress bar on a terminal for work that takes more than a moment."""
+    """A progress bar on a terminal for work that takes more than a moment. It appears
+    at the first update, so that bars of work done inside (a trace read on the way)
+    keep their own lines."""
     if not sys.stderr.isatty():
         yield None
         return
-    with click.progressbar(
-        length=1000, label=label, file=sys.stderr, show_eta=False, show_percent=True
-    ) as bar:
-        state = {"done": 0}
-
-        def update(fraction: float) -> None:
-            step = int(max(0.0, min(1.0, fraction)) * 1000)
-            if step > state["done"]:
-                bar.update(step - state["done"])
-                state["done"] = step
-
-        yield update
-        update(1.0)
-
-
-@contextmanager
-def _progress_from_first_step(label: str):
-    """As :func:`_progress`, but the bar appears at the first update: the reading bars of
-    the traces the work loads first keep their own lines."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    opened: list = []
+    state: dict = {"done": 0, "bar": None}
 
     def update(fraction: float) -> None:
-        if not opened:
-            cm = _progress(label)
-            opened.append((cm, cm.__enter__()))
-        opened[0][1](fraction)
+        if state["bar"] is None:
+            state["cm"] = click.progressbar(
+                length=1000, label=label, file=sys.stderr, show_eta=False, show_percent=True
+            )
+            state["bar"] = state["cm"].__enter__()
+        step = int(max(0.0, min(1.0, fraction)) * 1000)
+        if step > state["done"]:
+            state["bar"].update(step - state["done"])
+            state["done"] = step
 
     try:
         yield update
+        update(1.0)
     finally:
-        if opened:
-            opened[0][0].__exit__(None, None, None)
+        if state["bar"] is not None:
+            state["cm"].__exit__(None, None, None)
 
 
 def _load(
@@ -743,7 +729,7 @@ def gate(
     th = parse_threshold_options(thresholds)
     dataset = _dataset(from_batch, where, topology_file, llc)
     # missing sides are judged like unreadable ones: exit 2 with reports
-    with _progress_from_first_step("measuring the traces") as bar:
+    with _progress("measuring the traces") as bar:
         result = run_gate(
             list(baseline),
             list(candidate),
