@@ -91,6 +91,16 @@ def _cpu_order(topo, ncpus: int) -> list[int]:
     return order
 
 
+def row_of(cpus, ypos: dict) -> np.ndarray:
+    """The plot row of each CPU in ``cpus`` (``ypos``: CPU -> row), NaN for a CPU not
+    shown: one table lookup for the whole array, not a Python call per event."""
+    cpus = np.asarray(cpus, dtype=np.int64)
+    size = max(max(ypos, default=-1), int(cpus.max()) if len(cpus) else -1) + 1
+    table = np.full(size + 1, np.nan)  # (the last slot: negative CPUs, as unknown)
+    table[list(ypos)] = list(ypos.values())
+    return table[np.where(cpus >= 0, cpus, size)]
+
+
 def default_task(trace) -> int | None:
     """The pid a task plot shows by default: the user task woken most often (else any
     task woken most often); None without wake-ups."""
@@ -200,19 +210,23 @@ def _task_runs_and_wakeups(trace, pid: int) -> tuple[pd.DataFrame, pd.DataFrame,
     return runs, ws, comm
 
 
-def _draw_llc_bands(ax, topo, ypos: dict) -> None:
-    """Each LLC's CPUs as a shaded band (alternating colours), named at the right."""
+def _draw_llc_bands(ax, topo, ypos: dict, axis: str = "y") -> None:
+    """Each LLC's CPUs (rows ``ypos``: CPU -> position) as a shaded band (alternating
+    colours) across the ``axis`` they are placed on; on the y axis named at the right."""
     for i, g in enumerate(topo.llc):
         ys = sorted(ypos[c] for c in g if c in ypos)
         if not ys:
             continue
-        ax.axhspan(
+        span = ax.axhspan if axis == "y" else ax.axvspan
+        span(
             min(ys) - 0.5,
             max(ys) + 0.5,
             color="#4c72b0" if i % 2 == 0 else "#55a868",
             alpha=0.10,
             lw=0,
         )
+        if axis != "y":
+            continue
         ax.text(
             1.005,
             (min(ys) + max(ys)) / 2,
@@ -247,7 +261,7 @@ def _draw_runs(ax, runs: pd.DataFrame, first: int, ypos: dict, lo: float, hi: fl
     line (a vertical jump is a CPU change); returns how many were drawn."""
     rs = (runs["start_ts"].to_numpy(dtype=np.int64) - first) / 1e9
     re_ = (runs["end_ts"].to_numpy(dtype=np.int64) - first) / 1e9
-    ry = np.array([ypos.get(int(c), np.nan) for c in runs["cpu"].to_numpy()])
+    ry = row_of(runs["cpu"].to_numpy(), ypos)
     keep = (re_ >= lo) & (rs <= hi)
     rs, re_, ry = rs[keep], re_[keep], ry[keep]
     if len(rs):
@@ -272,7 +286,7 @@ def _draw_wakeups(ax, ws: pd.DataFrame, wt: np.ndarray, ypos: dict) -> None:
     when the wake-up migrated the task."""
     from ..model.tasks import CLASSES
 
-    wy = np.array([ypos.get(int(c), np.nan) for c in ws["chosen_cpu"].to_numpy()])
+    wy = row_of(ws["chosen_cpu"].to_numpy(), ypos)
     cls = ws["waker_class"].astype(str).to_numpy()
     mig = ws["migrated"].to_numpy(dtype=bool)
     for k, c in enumerate(CLASSES):

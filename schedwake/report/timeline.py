@@ -25,6 +25,7 @@ from .plots import (
     _cpu_order,
     _draw_llc_bands,
     _name,
+    row_of,
 )
 
 __all__ = ["cpu_timeline", "latency_by_waker", "busy_share_bars"]
@@ -72,19 +73,20 @@ def cpu_timeline(
     rows = occ[inside]
     s = (np.maximum(start[inside], lo) - zero) / scale
     w = (np.minimum(end[inside], hi) - np.maximum(start[inside], lo)) / scale
-    y = np.array([ypos.get(int(c), -1) for c in rows["cpu"].to_numpy()], dtype=float)
+    y = row_of(rows["cpu"].to_numpy(), ypos)
+    shown = ~np.isnan(y)
     state = rows["state"].astype(str).to_numpy()
     cls = np.asarray(classify(rows["comm"].array, rows["pid"].to_numpy())[0].astype(str))
     for c in CLASSES:
         if c == IDLE:
             continue
-        sel = (state == "running") & (cls == c) & (y >= 0)
+        sel = (state == "running") & (cls == c) & shown
         if not sel.any():
             continue
         colour, _, desc = WAKER_STYLE.get(c, ("#000000", "o", c))
         _bars(ax, s[sel], w[sel], y[sel], 0.5, colour, len(order))
         ax.plot([], [], color=colour, lw=6, label=f"{desc}: {int(sel.sum())} runs")
-    waits = (state == "waiting") & (y >= 0)
+    waits = (state == "waiting") & shown
     if waits.any():
         _bars(ax, s[waits], w[waits], y[waits] - 0.33, 0.12, "#9e9e9e", len(order))
         ax.plot([], [], color="#9e9e9e", lw=3, label=f"waiting to run: {int(waits.sum())}")
@@ -137,8 +139,8 @@ def _migrations(ax, trace, lo: int, hi: int, zero: int, scale: float, ypos: dict
     if not sel.any():
         return 0
     t = (ts[sel] - zero) / scale
-    y0 = np.array([ypos.get(int(c), np.nan) for c in wk["prev_cpu"].to_numpy()[sel]])
-    y1 = np.array([ypos.get(int(c), np.nan) for c in wk["chosen_cpu"].to_numpy()[sel]])
+    y0 = row_of(wk["prev_cpu"].to_numpy()[sel], ypos)
+    y1 = row_of(wk["chosen_cpu"].to_numpy()[sel], ypos)
     ok = ~np.isnan(y0) & ~np.isnan(y1)
     t, y0, y1 = t[ok], y0[ok], y1[ok]
     if len(t) <= MAX_ARROWS:
@@ -210,17 +212,7 @@ def busy_share_bars(trace, busy: dict, figsize=(9, 3.8)) -> Figure:
     ncpus = int(trace.meta.get("cpus") or 1)
     order = [c for c in _cpu_order(trace.topology, ncpus) if str(c) in busy]
     vals = [100 * float(busy[str(c)]) for c in order]
-    pos = {c: i for i, c in enumerate(order)}
-    for i, g in enumerate(trace.topology.llc):
-        xs = [pos[c] for c in g if c in pos]
-        if xs:
-            ax.axvspan(
-                min(xs) - 0.5,
-                max(xs) + 0.5,
-                color="#4c72b0" if i % 2 == 0 else "#55a868",
-                alpha=0.10,
-                lw=0,
-            )
+    _draw_llc_bands(ax, trace.topology, {c: i for i, c in enumerate(order)}, axis="x")
     ax.bar(range(len(order)), vals, color="#4c72b0")
     step = max(1, len(order) // 32)
     ax.set_xticks(range(0, len(order), step), [str(order[i]) for i in range(0, len(order), step)])
