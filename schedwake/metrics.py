@@ -157,7 +157,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
     cause = mig["cause"] if len(mig) else pd.Series([], dtype=str)
     tclass = mig["topology_class"] if len(mig) else pd.Series([], dtype=str)
     pp = int(episodes_mask(w).sum())
-    stack = int(would_stack_mask(model, w).sum())
+    stack = int(would_stack_mask(model).sum())
     # (the measured latencies in row order; dropna() would also copy the index)
     lat = (
         w["latency_ns"].to_numpy(dtype=np.int64, na_value=0)[w["latency_ns"].notna().to_numpy()]
@@ -286,7 +286,7 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     pp = count(wts, episodes_mask(w))
     df["pingpong_episodes"] = pp
     df["pingpong_episodes_per_s"] = pp / lens_s
-    stack = count(wts, would_stack_mask(model, w))
+    stack = count(wts, would_stack_mask(model))
     df["pingpong_would_stack"] = stack
     df["pingpong_would_stack_per_s"] = stack / lens_s
     df["pingpong_would_stack_share"] = np.where(pp > 0, stack / np.maximum(pp, 1), 0.0)

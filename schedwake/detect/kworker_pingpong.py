@@ -81,17 +81,25 @@ def episodes_mask(w: pd.DataFrame) -> np.ndarray:
     )
 
 
-def would_stack_mask(model, w: pd.DataFrame) -> np.ndarray:
-    """Wake-ups that are episodes the stacking clause would have kept on the waker's CPU:
-    nothing but the waker runnable there at that moment (and the CPU's occupancy known)."""
-    mask = episodes_mask(w)
-    if not mask.any():
-        return mask
-    at = np.flatnonzero(mask)
-    others, known = runnable_others(
-        model, w["waker_cpu"].to_numpy()[at], w["ts"].to_numpy(dtype=np.int64)[at]
-    )
-    out = np.zeros(len(w), dtype=bool)
+def _at_episodes(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the episodes of ``model.wakeups`` (memoized: the detector and the metrics
+    both need it): their rows, and :func:`runnable_others` on the waker's CPU."""
+    if "pingpong_at_episodes" not in model.memo:
+        w = model.wakeups
+        at = np.flatnonzero(episodes_mask(w))
+        others, known = runnable_others(
+            model, w["waker_cpu"].to_numpy()[at], w["ts"].to_numpy(dtype=np.int64)[at]
+        )
+        model.memo["pingpong_at_episodes"] = (at, others, known)
+    return model.memo["pingpong_at_episodes"]
+
+
+def would_stack_mask(model) -> np.ndarray:
+    """The wake-ups of ``model.wakeups`` that are episodes the stacking clause would have
+    kept on the waker's CPU: nothing but the waker runnable there at that moment (and
+    the CPU's occupancy known)."""
+    at, others, known = _at_episodes(model)
+    out = np.zeros(len(model.wakeups), dtype=bool)
     out[at] = known & (others == 0)
     return out
 
@@ -132,7 +140,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
     share = n / total if total else 0.0
     rate = n / dur_s
     # would-stack judgement
-    others, known = runnable_others(model, ep["waker_cpu"].to_numpy(), ep["ts"].to_numpy())
+    _, others, known = _at_episodes(model)
     stack = known & (others == 0)
     reasons = {
         "other_tasks_runnable_on_waker_cpu": int((known & (others > 0)).sum()),
