@@ -348,20 +348,23 @@ class CatalogueMetric:
     """One metric of the comparison report.
 
     ``name`` is the metric's one identifier, the same in analyze's JSON, compare's rows,
-    gate's rules and batch's columns (``wakeup_migrations_per_s``); ``key`` the column of
-    :func:`trace_metrics` / :func:`window_metrics` it comes from (the name, but for the
-    per-CPU busy share); values are multiplied by ``scale`` into the display ``unit``
-    (fractions into %). ``definition`` says what the
+    gate's rules and batch's columns (``wakeup_migrations_per_s``); values are multiplied
+    by ``scale`` into the display ``unit`` (fractions into %). ``definition`` says what the
     value is over a whole trace, ``window_sample`` what one per-window sample is.
     """
 
     name: str
-    key: str
     unit: str
     direction: str
     scale: float
     definition: str
     window_sample: str
+
+    @property
+    def key(self) -> str:
+        """The column of :func:`trace_metrics` / :func:`window_metrics` the metric comes
+        from: its name, but ``busy_share`` (a dict by CPU) for the per-CPU busy share."""
+        return "busy_share" if "{cpu}" in self.name else self.name
 
 
 _PER_S = "count in the window / window length (s)"
@@ -372,7 +375,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
     for m in (
         CatalogueMetric(
             "migrations_per_s",
-            "migrations_per_s",
             "/s",
             "lower",
             1.0,
@@ -380,7 +382,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"sched_migrate_task {_PER_S}",
         ),
         CatalogueMetric(
-            "wakeup_migrations_per_s",
             "wakeup_migrations_per_s",
             "/s",
             "lower",
@@ -390,7 +391,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
         ),
         CatalogueMetric(
             "load_balance_migrations_per_s",
-            "load_balance_migrations_per_s",
             "/s",
             "lower",
             1.0,
@@ -398,7 +398,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"load-balance migrations {_PER_S}",
         ),
         CatalogueMetric(
-            "cross_llc_migrations_per_s",
             "cross_llc_migrations_per_s",
             "/s",
             "lower",
@@ -408,7 +407,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
         ),
         CatalogueMetric(
             "wakeup_migration_share",
-            "wakeup_migration_share",
             "%",
             "lower",
             100.0,
@@ -416,7 +414,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "migrated wake-ups / wake-ups in the window (missing if none)",
         ),
         CatalogueMetric(
-            "pingpong_episodes_per_s",
             "pingpong_episodes_per_s",
             "/s",
             "lower",
@@ -426,7 +423,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"episodes (by wake-up time) {_PER_S}",
         ),
         CatalogueMetric(
-            "pingpong_would_stack_per_s",
             "pingpong_would_stack_per_s",
             "/s",
             "lower",
@@ -438,7 +434,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
         ),
         CatalogueMetric(
             "pingpong_would_stack_share",
-            "pingpong_would_stack_share",
             "%",
             "lower",
             100.0,
@@ -446,7 +441,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "would-stack episodes / episodes in the window (missing if none)",
         ),
         CatalogueMetric(
-            "cpus_visited_per_task",
             "cpus_visited_per_task",
             "CPUs",
             "lower",
@@ -458,7 +452,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
         ),
         CatalogueMetric(
             "context_switches_per_s",
-            "context_switches_per_s",
             "/s",
             "lower",
             1.0,
@@ -466,7 +459,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"sched_switch {_PER_S}",
         ),
         CatalogueMetric(
-            "futile_wakeups_per_s",
             "futile_wakeups_per_s",
             "/s",
             "lower",
@@ -477,7 +469,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
         ),
         CatalogueMetric(
             "wake_to_run_p50_us",
-            "wake_to_run_p50_us",
             "us",
             "lower",
             1.0,
@@ -485,7 +476,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "median over the wake-ups of the window (missing if none)",
         ),
         CatalogueMetric(
-            "wake_to_run_p90_us",
             "wake_to_run_p90_us",
             "us",
             "lower",
@@ -495,7 +485,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
         ),
         CatalogueMetric(
             "wake_to_run_p99_us",
-            "wake_to_run_p99_us",
             "us",
             "lower",
             1.0,
@@ -503,7 +492,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "99th percentile over the wake-ups of the window (missing if none)",
         ),
         CatalogueMetric(
-            "idle_while_runnable_share",
             "idle_while_runnable_share",
             "%",
             "lower",
@@ -514,7 +502,6 @@ CATALOGUE: dict[str, CatalogueMetric] = {
         ),
         CatalogueMetric(
             "busy_share_cpu{cpu}",
-            "busy_share",
             "%",
             "higher",
             100.0,

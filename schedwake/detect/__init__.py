@@ -76,7 +76,7 @@ def detect(
         f.caveats = list(caveats)
         if caveats:  # lost events, assumed topology, missing events: said in the finding
             f.metrics["caveats"] = list(caveats)
-        if f.evidence_at:
+        if f.evidence_at and evidence_lines > 0:
             picked = evidence_rows(trace, **f.evidence_at, limit=evidence_lines)
             f.evidence = [format_event(name, r) for name, r in picked]
             f.evidence_events = [event_record(name, r) for name, r in picked]
