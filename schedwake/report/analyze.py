@@ -62,16 +62,9 @@ def _events(counts: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def _wrap(label: str, text: str, width: int = WIDTH) -> list[str]:
-    """``label`` then ``text`` wrapped to ``width``, continuation lines under the text."""
-    return textwrap.wrap(
-        text,
-        width,
-        initial_indent=f"{label:<11}",
-        subsequent_indent=" " * 11,
-        break_on_hyphens=False,
-        break_long_words=False,
-    )
+def _wrap(label: str, text: str) -> list[str]:
+    """``label`` then ``text`` wrapped to the width, continuation lines under the text."""
+    return _indented(text, f"{label:<11}", " " * 11)
 
 
 def _longest_wait(analysis) -> str:
@@ -145,12 +138,7 @@ def text(analysis, markdown: bool = False) -> str:
             out.append(f"{f.title}\n")
         else:
             out.append("")
-            out += textwrap.wrap(
-                f"[{f.severity.upper()}] {f.detector}: {f.title}",
-                WIDTH,
-                subsequent_indent="    ",
-                break_on_hyphens=False,
-            )
+            out += _indented(f"[{f.severity.upper()}] {f.detector}: {f.title}", "", "    ")
         gap = f.metrics.get("longest_gap") if f.detector == "idle_while_runnable" else None
         if gap:
             line = _side_by_side(gap)
@@ -206,6 +194,8 @@ def _side_by_side(gap: dict) -> str:
 
 
 def _indented(text: str, first: str, rest: str) -> list[str]:
+    """``text`` wrapped to the width: ``first`` before its first line, ``rest`` before the
+    others; words (paths) are never split."""
     return textwrap.wrap(
         text,
         WIDTH,
