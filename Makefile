@@ -31,9 +31,9 @@ FUZZ_SECONDS ?= 600
 fuzz: bootstrap
 	.venv/bin/python fuzz/run.py --seconds $(FUZZ_SECONDS) --merge --keep-going
 
-# libFuzzer harness over the C trace.dat decoder, ASan + UBSan (TDCORE_SRC/TDCORE_INC
-# point it at another copy of the decoder, TDCORE_FUZZ at another output)
-TDCORE_SRC ?= schedwake/ingest/_tdcore.c
+# libFuzzer harness over the C decoder (trace.dat and perf.data), ASan + UBSan
+# (TDCORE_SRC/TDCORE_INC point it at another copy of the decoder, TDCORE_FUZZ at another output)
+TDCORE_SRC ?= $(wildcard schedwake/ingest/_td_*.c)
 TDCORE_INC ?= schedwake/ingest
 TDCORE_FUZZ ?= build/fuzz/tdcore_fuzz
 FUZZ_CC ?= clang

@@ -1,6 +1,6 @@
 """Build the compiled readers; everything else is declared in pyproject.toml.
 
-schedwake's trace.dat reader (_tdread) needs libzstd and zlib (Debian libzstd-dev,
+schedwake's trace.dat and perf.data reader (_tdread) needs libzstd and zlib (Debian libzstd-dev,
 zlib1g-dev). The reference binding of libtracecmd + libtraceevent, run in a child
 process only, gets its flags from pkg-config (libtracecmd-dev, libtraceevent-dev,
 libtracefs-dev).
@@ -33,7 +33,19 @@ def pkg_config(*packages):
     }
 
 
-COPTS = ["-O2", "-std=gnu11", "-Wall", "-Wno-unused-parameter"]
+COPTS = ["-O2", "-std=gnu11", "-Wall", "-Wno-unused-parameter", "-fvisibility=hidden"]
+
+# schedwake's own decoder of trace.dat and perf.data, one job a file
+# (schedwake/ingest/_td_internal.h lists them)
+TDCORE_SOURCES = [
+    "schedwake/ingest/_td_common.c",
+    "schedwake/ingest/_td_format.c",
+    "schedwake/ingest/_td_symbols.c",
+    "schedwake/ingest/_td_container.c",
+    "schedwake/ingest/_td_records.c",
+    "schedwake/ingest/_td_merge.c",
+    "schedwake/ingest/_td_perfdata.c",
+]
 
 setup(
     ext_modules=[
@@ -54,9 +66,10 @@ setup(
         # libzstd-dev, zlib1g-dev); threads decode CPUs in parallel
         Extension(
             "schedwake.ingest._tdread",
-            ["schedwake/ingest/_tdread.c", "schedwake/ingest/_tdcore.c"],
+            ["schedwake/ingest/_tdread.c", *TDCORE_SOURCES],
             depends=[
                 "schedwake/ingest/_tdcore.h",
+                "schedwake/ingest/_td_internal.h",
                 "schedwake/ingest/_columns.h",
                 "schedwake/ingest/_pybuf.h",
                 "schedwake/ingest/_utf8.h",

@@ -8,7 +8,7 @@
 #                                    the C branches (run with atheris's asan_with_fuzzer.so)
 #
 # Modules: _textscan (text scanner) and, when its sources exist, _tdread (the trace.dat
-# reader: _tdread.c + _tdcore.c) and _tracedat (the libtracecmd binding that loads
+# reader: _tdread.c + _td_*.c) and _tracedat (the libtracecmd binding that loads
 # trace.dat until _tdread takes over).  _libtracecmd, the conformance oracle run in a
 # child process, is not built.  Output: <dir>/schedwake/ingest/<module><EXT_SUFFIX>, and
 # <dir>/runtime: the sanitizer runtime to LD_PRELOAD into python.
@@ -79,8 +79,9 @@ optional() {    # build a module that may be work in progress
 
 rm -f "$OUT/failed"
 build _textscan $SRC/_textscan.c
-if [ -f $SRC/_tdread.c ] && [ -f $SRC/_tdcore.c ]; then
-    optional _tdread $SRC/_tdread.c $SRC/_tdcore.c -- -lzstd -lz -lpthread
+if [ -f $SRC/_tdread.c ] && [ -f $SRC/_td_merge.c ]; then
+    # shellcheck disable=SC2046
+    optional _tdread $SRC/_tdread.c $(ls $SRC/_td_*.c) -- -lzstd -lz -lpthread
 else
     rm -f "$DEST/_tdread$EXT"
 fi

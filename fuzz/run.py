@@ -15,8 +15,8 @@ committed corpus only the new inputs that reach new coverage (libFuzzer -merge=1
 The atheris harnesses run with the ASan+UBSan+sancov build of the compiled readers
 (build/asan-fuzz, fuzz/build_asan.sh --atheris) and atheris's asan_with_fuzzer.so
 preloaded, so the C code is both checked and coverage-guided.  tdcore_fuzz is built
-by the Makefile rule build/fuzz/tdcore_fuzz (only when schedwake/ingest/_tdcore.c
-exists).
+by the Makefile rule build/fuzz/tdcore_fuzz (only when the decoder's sources,
+schedwake/ingest/_td_*.c, exist).
 
 Politeness on a shared machine: a lock (/tmp/schedwake-fuzz.lock) keeps to one fuzzer
 process at a time across checkouts and test workers, and fuzzers run under nice 10.
@@ -48,7 +48,7 @@ import _common  # noqa: E402
 BUILD = ROOT / "build" / "fuzz"
 CRASHES = HERE / "crashes"
 LOCK = Path("/tmp/schedwake-fuzz.lock")
-TDCORE_SRC = ROOT / "schedwake" / "ingest" / "_tdcore.c"
+TDCORE_SRC = ROOT / "schedwake" / "ingest" / "_td_merge.c"  # one of the decoder's sources
 TDCORE_BIN = BUILD / "tdcore_fuzz"
 TDCORE_MISSING = "the C trace.dat decoder is not built yet"
 

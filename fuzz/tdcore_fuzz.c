@@ -1,11 +1,11 @@
 /*
- * tdcore_fuzz: libFuzzer harness over schedwake's own trace.dat decoder (_tdcore.c),
+ * tdcore_fuzz: libFuzzer harness over schedwake's own trace.dat decoder (_td_*.c),
  * with no Python in the way: every input is a whole trace.dat in memory, opened,
  * every event decoded, closed (td_fuzz_read()).
  *
  * Build (Makefile rule build/fuzz/tdcore_fuzz; clang with libFuzzer):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *         fuzz/tdcore_fuzz.c schedwake/ingest/_tdcore.c -Ischedwake/ingest \
+ *         fuzz/tdcore_fuzz.c schedwake/ingest/_td_*.c -Ischedwake/ingest \
  *         -lzstd -lz -lpthread -o build/fuzz/tdcore_fuzz
  * Run: fuzz/run.py tdcore_fuzz (make fuzz), or by hand:
  *   build/fuzz/tdcore_fuzz -dict=fuzz/tracedat.dict fuzz/corpus/tdcore_fuzz
@@ -23,7 +23,7 @@
  *                             seed files, it proves the decoder reads each seed variant
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE     /* as in _tdcore.c: its headers use mremap() */
+#define _GNU_SOURCE     /* as in _td_*.c: their headers use mremap() */
 #endif
 #include <stdint.h>
 #include <stdio.h>

@@ -28,7 +28,7 @@ import _common  # noqa: E402
 import replay  # noqa: E402
 import run as fuzz_run  # noqa: E402
 
-TDCORE_C = ROOT / "schedwake" / "ingest" / "_tdcore.c"
+TDCORE_C = ROOT / "schedwake" / "ingest" / "_td_merge.c"  # one of the decoder's sources
 NO_TDCORE = "the C trace.dat decoder is not built yet"
 FUZZ_SECONDS = int(os.environ.get("SCHEDWAKE_FUZZ_TEST_SECONDS", "60"))
 KNOWN = _common.known_findings()
@@ -223,7 +223,7 @@ def test_asan_replay_reads_tracedat_with_tdcore(asan_build):
     needs_tdcore()
     failed = asan_build / "failed"
     assert not failed.exists() or "_tdread" not in failed.read_text(), (
-        "the ASan build of _tdread (_tdread.c + _tdcore.c) does not compile"
+        "the ASan build of _tdread (_tdread.c + _td_*.c) does not compile"
     )
     ext = sysconfig.get_config_var("EXT_SUFFIX")
     assert (asan_build / "schedwake" / "ingest" / f"_tdread{ext}").exists()

@@ -35,7 +35,7 @@ typedef struct {
 
 #define BUF_MAP_MIN ((size_t)1 << 20)
 
-static int buf_grow(Buf *b, size_t need)
+static inline int buf_grow(Buf *b, size_t need)
 {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < need) {
@@ -103,7 +103,7 @@ static inline int buf_reserve(Buf *b, size_t n)
     return 0;
 }
 
-static void buf_free(Buf *b)
+static inline void buf_free(Buf *b)
 {
     if (b->cap >= BUF_MAP_MIN)
         munmap(b->data, b->cap);
@@ -124,7 +124,7 @@ typedef struct {
     size_t nslots, count, hcap;
 } StrCol;
 
-static uint32_t str_hash(const char *s, size_t n)
+static inline uint32_t str_hash(const char *s, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ n;  /* 8 bytes a step: names are short */
     size_t i = 0;
@@ -141,7 +141,7 @@ static uint32_t str_hash(const char *s, size_t n)
     return (uint32_t)(h ^ (h >> 29));
 }
 
-static int strcol_rehash(StrCol *c)
+static inline int strcol_rehash(StrCol *c)
 {
     if (c->nslots > (1u << 30))
         return -1;
@@ -162,7 +162,7 @@ static int strcol_rehash(StrCol *c)
 }
 
 /* Index of the valid-UTF-8 string s[0..n) in the dictionary, adding it if new. */
-static int32_t strcol_intern_valid(StrCol *c, const char *s, size_t n)
+static inline int32_t strcol_intern_valid(StrCol *c, const char *s, size_t n)
 {
     if ((c->count + 1) * 2 > c->nslots && strcol_rehash(c) < 0)
         return -1;
@@ -201,7 +201,7 @@ static int32_t strcol_intern_valid(StrCol *c, const char *s, size_t n)
 }
 
 /* Index of s[0..n) in the dictionary; bytes that are not UTF-8 become U+FFFD. */
-static int32_t strcol_intern(StrCol *c, const char *s, size_t n)
+static inline int32_t strcol_intern(StrCol *c, const char *s, size_t n)
 {
     if (utf8_valid(s, n))
         return strcol_intern_valid(c, s, n);
@@ -223,7 +223,7 @@ static inline int strcol_append(StrCol *c, const char *s, size_t n)
     return buf_put(&c->indices, &i, 4);
 }
 
-static void strcol_free(StrCol *c)
+static inline void strcol_free(StrCol *c)
 {
     buf_free(&c->indices);
     buf_free(&c->offsets);

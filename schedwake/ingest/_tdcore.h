@@ -1,10 +1,12 @@
 /*
- * _tdcore.h: schedwake's own trace.dat reader, in plain C (no Python, no
- * libtracecmd): the file layer (v6/v7 headers, options, sections, zstd/zlib
- * chunks), the event formats, the ring-buffer pages and the records, decoded
- * into the columns of _columns.h.  _tdread.c binds it to Python; fuzz/ drives
- * it directly.  Every length and offset read from the file is checked before
- * use; damage is an error message naming the section and the file offset.
+ * _tdcore.h: schedwake's own reader of trace.dat and perf.data, in plain C (no
+ * Python, no libtracecmd or libperf): the file layers (trace.dat v6/v7 headers,
+ * options, sections, zstd/zlib chunks; perf.data headers, attributes, feature
+ * sections, records, zstd-compressed records), the event formats, the
+ * ring-buffer pages and the records, decoded into the columns of _columns.h.
+ * _tdread.c binds it to Python; fuzz/ drives it directly.  Every length and
+ * offset read from the file is checked before use; damage is an error message
+ * naming the section and the file offset.  _td_internal.h lists the parts.
  */
 #ifndef SCHEDWAKE_TDCORE_H
 #define SCHEDWAKE_TDCORE_H
@@ -54,7 +56,8 @@ typedef struct {
 
 typedef struct td_file td_file;
 
-/* Parse everything but the ring-buffer data.  0, or -1 with err filled. */
+/* Parse everything but the ring-buffer data (trace.dat) or the samples
+   (perf.data: the file is told by its magic).  0, or -1 with err filled. */
 int td_open(td_file **out, const uint8_t *data, size_t size, char *err);
 
 /* Say that td_open()'s data is a read-only mapping of the file (mmap MAP_PRIVATE,
@@ -118,6 +121,97 @@ typedef struct {
 td_meta *td_get_meta(td_file *f);
 
 void td_close(td_file *f);
+
+/* ----------------------------------------------------------- perf.data */
+
+/* What a perf.data file says besides its samples (strings NUL-terminated UTF-8,
+   or NULL where the file does not say). */
+typedef struct {
+    const char *name;           /* as perf names it: "sched:sched_switch", "cpu-clock:ppp" */
+    int event;                  /* index of its table's event (td_event_at), -1: none */
+    uint32_t type;
+    uint64_t config, sample_type, sample_period, read_format;
+    int freq, precise_ip, sample_id_all, exclude_user, exclude_kernel, use_clockid, clockid;
+    int64_t nids, samples;
+} td_perf_attr;
+
+typedef struct {
+    int32_t node;
+    uint64_t mem_total_kb, mem_free_kb;
+    const char *cpus;           /* cpulist */
+} td_perf_numa;
+
+typedef struct {
+    uint32_t level, line_size, sets, ways;
+    const char *type, *size, *cpus;     /* "Unified", "32768K", "0-1" */
+} td_perf_cache;
+
+typedef struct {
+    int32_t pid;
+    uint16_t misc;              /* cpumode in the low 3 bits: 1 kernel, 2 user */
+    int size;                   /* bytes of id */
+    uint8_t id[20];
+    const char *filename;
+} td_perf_build_id;
+
+/* Side-band records as rows (Bufs of int64/int32/uint64 values, strings as
+   dictionary columns): task names, forks, exits, memory maps, losses. */
+typedef struct {
+    Buf ts, pid, tid;
+    StrCol comm;
+    Buf exec;                   /* uint8: the name came with exec() */
+} td_perf_comms;
+
+typedef struct {
+    Buf ts, pid, ppid, tid, ptid;
+} td_perf_tasks;
+
+typedef struct {
+    Buf ts, pid, tid, start, len, pgoff, prot, flags, cpumode;
+    StrCol filename;
+    Buf build_id, build_id_offsets;     /* binary: bytes of the build id, if any */
+} td_perf_mmaps;
+
+typedef struct {
+    int pipe;                   /* written to a pipe (perf record -o -) */
+    int compressed;             /* zstd-compressed records (perf record -z) */
+    int comp_level, comp_ratio;
+    uint32_t comp_mmap_len;
+    const char *hostname, *osrelease, *perf_version, *arch, *cpudesc, *cpuid, *cmdline;
+    int nr_cpus_avail, nr_cpus_online;
+    uint64_t total_mem_kb;
+    int n_packages, n_dies, n_threads;          /* CPU_TOPOLOGY sibling lists */
+    const char *const *packages, *const *dies, *const *threads;
+    int n_cpu_ids;                              /* per CPU: core, socket, die id (-1) */
+    const int32_t *core_id, *socket_id, *die_id;
+    int n_numa;
+    const td_perf_numa *numa;
+    int n_cache;
+    const td_perf_cache *cache;
+    int has_clockid, has_clock_data;
+    uint64_t clockid, clock_data_clockid, clock_tod_ns, clock_clockid_ns;
+    int has_sample_time;
+    uint64_t sample_time_first, sample_time_last;
+    int n_build_ids;
+    const td_perf_build_id *build_ids;
+    int nattrs;                 /* td_perf_attr_at(f, 0 .. nattrs-1) */
+    int has_tracing_data;
+    const char *tracing_version;
+    int64_t rounds, out_of_order, throttles, lost_samples, filtered_samples;
+    int64_t records_by_type[128];       /* counted in the pass over the records */
+    td_perf_comms comms;
+    td_perf_tasks forks, exits;
+    td_perf_mmaps mmaps;
+} td_perf_info;
+
+/* The perf.data facts of f, NULL for a trace.dat.  Valid until td_close(). */
+td_perf_info *td_get_perf(td_file *f);
+const td_perf_attr *td_perf_attr_at(td_file *f, int i);
+
+/* Kernel symbols for a perf.data file, whose tracing data carries none (perf
+   writes an empty kallsyms): /proc/kallsyms text, used for %ps fields such as
+   workqueue_execute_start.function.  Before td_decode().  0, or -1 (err set). */
+int td_set_kallsyms(td_file *f, const uint8_t *text, size_t size, char *err);
 
 /* Open, decode every event and close: the whole reader, for fuzzing.  0 or -1. */
 int td_fuzz_read(const uint8_t *data, size_t size, int jobs, char *err);

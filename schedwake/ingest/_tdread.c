@@ -1,5 +1,5 @@
 /*
- * _tdread: the Python binding of schedwake's own trace.dat reader (_tdcore.c).
+ * _tdread: the Python binding of schedwake's own trace.dat reader (_td_*.c, _tdcore.h).
  *
  * read(path, events=None, progress=None, jobs=None) maps the file read-only,
  * decodes it with the GIL released (CPUs in `jobs` threads) and hands the column
@@ -190,16 +190,178 @@ fail:
     return NULL;
 }
 
+/* A list of n int32 values (NULL: an empty list). */
+static PyObject *int_list(const int32_t *v, int n)
+{
+    PyObject *l = PyList_New(v ? n : 0);
+    for (int i = 0; l && v && i < n; i++) {
+        PyObject *x = PyLong_FromLong(v[i]);
+        if (!x) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
+/* Build a list of n items with fn(i); NULL on error. */
+static PyObject *list_of(int n, PyObject *(*fn)(td_file *, td_perf_info *, int), td_file *f,
+                         td_perf_info *in)
+{
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *x = fn(f, in, i);
+        if (!x) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
+static PyObject *attr_to_py(td_file *f, td_perf_info *in, int i)
+{
+    const td_perf_attr *a = td_perf_attr_at(f, i);
+    const char *table = a->event >= 0 ? td_event_at(f, a->event)->name : NULL;
+    return Py_BuildValue(
+        "{s:N,s:N,s:I,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L}",
+        "name", str_or_none(a->name), "table", str_or_none(table), "type", a->type,
+        "config", (unsigned long long)a->config,
+        "sample_type", (unsigned long long)a->sample_type,
+        "sample_period", (unsigned long long)a->sample_period,
+        "read_format", (unsigned long long)a->read_format, "freq", a->freq,
+        "precise_ip", a->precise_ip, "sample_id_all", a->sample_id_all,
+        "exclude_user", a->exclude_user, "exclude_kernel", a->exclude_kernel,
+        "use_clockid", a->use_clockid, "clockid", a->clockid, "ids", (long long)a->nids,
+        "samples", (long long)a->samples);
+}
+
+static PyObject *numa_to_py(td_file *f, td_perf_info *in, int i)
+{
+    const td_perf_numa *n = &in->numa[i];
+    return Py_BuildValue("{s:i,s:K,s:K,s:N}", "node", n->node,
+                         "mem_total_kb", (unsigned long long)n->mem_total_kb,
+                         "mem_free_kb", (unsigned long long)n->mem_free_kb,
+                         "cpus", str_or_none(n->cpus));
+}
+
+static PyObject *cache_to_py(td_file *f, td_perf_info *in, int i)
+{
+    const td_perf_cache *c = &in->cache[i];
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:N,s:N,s:N}", "level", c->level,
+                         "line_size", c->line_size, "sets", c->sets, "ways", c->ways,
+                         "type", str_or_none(c->type), "size", str_or_none(c->size),
+                         "cpus", str_or_none(c->cpus));
+}
+
+static PyObject *build_id_to_py(td_file *f, td_perf_info *in, int i)
+{
+    const td_perf_build_id *b = &in->build_ids[i];
+    char hex[41];
+    for (int k = 0; k < b->size && k < 20; k++)
+        snprintf(hex + 2 * k, 3, "%02x", b->id[k]);
+    hex[2 * (b->size < 20 ? b->size : 20)] = 0;
+    return Py_BuildValue("{s:i,s:i,s:s,s:N}", "pid", b->pid, "cpumode", b->misc & 7,
+                         "build_id", hex, "filename", str_or_none(b->filename));
+}
+
+/* Column buffers of side-band rows: name -> buffer (or (indices, offsets, chars)). */
+static PyObject *sideband_to_py(td_perf_info *in)
+{
+    td_perf_comms *c = &in->comms;
+    td_perf_mmaps *m = &in->mmaps;
+    return Py_BuildValue(
+        "{s:{s:N,s:N,s:N,s:N,s:N},s:{s:N,s:N,s:N,s:N,s:N},s:{s:N,s:N,s:N,s:N,s:N},"
+        "s:{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:(NN)}}",
+        "comms", "ts", buf_to_py(&c->ts), "pid", buf_to_py(&c->pid), "tid", buf_to_py(&c->tid),
+        "comm", strcol_to_py(&c->comm), "exec", buf_to_py(&c->exec),
+        "forks", "ts", buf_to_py(&in->forks.ts), "pid", buf_to_py(&in->forks.pid),
+        "ppid", buf_to_py(&in->forks.ppid), "tid", buf_to_py(&in->forks.tid),
+        "ptid", buf_to_py(&in->forks.ptid),
+        "exits", "ts", buf_to_py(&in->exits.ts), "pid", buf_to_py(&in->exits.pid),
+        "ppid", buf_to_py(&in->exits.ppid), "tid", buf_to_py(&in->exits.tid),
+        "ptid", buf_to_py(&in->exits.ptid),
+        "mmaps", "ts", buf_to_py(&m->ts), "pid", buf_to_py(&m->pid), "tid", buf_to_py(&m->tid),
+        "start", buf_to_py(&m->start), "len", buf_to_py(&m->len), "pgoff", buf_to_py(&m->pgoff),
+        "prot", buf_to_py(&m->prot), "flags", buf_to_py(&m->flags),
+        "cpumode", buf_to_py(&m->cpumode), "filename", strcol_to_py(&m->filename),
+        "build_id", buf_to_py(&m->build_id_offsets), buf_to_py(&m->build_id));
+}
+
+/* What a perf.data file says besides its samples (None for a trace.dat). */
+static PyObject *perf_to_py(td_file *f)
+{
+    td_perf_info *in = td_get_perf(f);
+    if (!in)
+        Py_RETURN_NONE;
+    PyObject *types = PyDict_New();
+    for (int t = 0; types && t < 128; t++) {
+        if (!in->records_by_type[t])
+            continue;
+        PyObject *k = PyLong_FromLong(t), *v = PyLong_FromLongLong(in->records_by_type[t]);
+        int bad = !k || !v || PyDict_SetItem(types, k, v) < 0;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (bad)
+            Py_CLEAR(types);
+    }
+    if (!types)
+        return NULL;
+    PyObject *clock = in->has_clock_data
+        ? Py_BuildValue("{s:K,s:K,s:K}", "clockid", (unsigned long long)in->clock_data_clockid,
+                        "tod_ns", (unsigned long long)in->clock_tod_ns,
+                        "clockid_ns", (unsigned long long)in->clock_clockid_ns)
+        : (Py_INCREF(Py_None), Py_None);
+    PyObject *sample_time = in->has_sample_time
+        ? Py_BuildValue("(KK)", (unsigned long long)in->sample_time_first,
+                        (unsigned long long)in->sample_time_last)
+        : (Py_INCREF(Py_None), Py_None);
+    PyObject *clockid = in->has_clockid ? PyLong_FromUnsignedLongLong(in->clockid)
+                                        : (Py_INCREF(Py_None), Py_None);
+    return Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:I,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:i,s:i,s:K,"
+        "s:{s:N,s:N,s:N,s:N,s:N,s:N},s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:i,s:N,"
+        "s:L,s:L,s:L,s:L,s:L,s:N,s:N}",
+        "pipe", in->pipe, "compressed", in->compressed, "comp_level", in->comp_level,
+        "comp_ratio", in->comp_ratio, "comp_mmap_len", in->comp_mmap_len,
+        "hostname", str_or_none(in->hostname), "osrelease", str_or_none(in->osrelease),
+        "perf_version", str_or_none(in->perf_version), "arch", str_or_none(in->arch),
+        "cpudesc", str_or_none(in->cpudesc), "cpuid", str_or_none(in->cpuid),
+        "cmdline", str_or_none(in->cmdline), "nr_cpus_avail", in->nr_cpus_avail,
+        "nr_cpus_online", in->nr_cpus_online,
+        "total_mem_kb", (unsigned long long)in->total_mem_kb,
+        "cpu_topology", "packages", str_list(in->packages, in->n_packages),
+        "dies", str_list(in->dies, in->n_dies), "threads", str_list(in->threads, in->n_threads),
+        "core_id", int_list(in->core_id, in->n_cpu_ids),
+        "socket_id", int_list(in->socket_id, in->n_cpu_ids),
+        "die_id", int_list(in->die_id, in->n_cpu_ids),
+        "numa", list_of(in->n_numa, numa_to_py, f, in),
+        "cache", list_of(in->n_cache, cache_to_py, f, in),
+        "clockid", clockid, "clock_data", clock, "sample_time", sample_time,
+        "build_ids", list_of(in->n_build_ids, build_id_to_py, f, in),
+        "attrs", list_of(in->nattrs, attr_to_py, f, in),
+        "has_tracing_data", in->has_tracing_data,
+        "tracing_version", str_or_none(in->tracing_version),
+        "rounds", (long long)in->rounds, "out_of_order", (long long)in->out_of_order,
+        "throttles", (long long)in->throttles, "lost_samples", (long long)in->lost_samples,
+        "filtered_samples", (long long)in->filtered_samples, "records_by_type", types,
+        "sideband", sideband_to_py(in));
+}
+
 /* The decoded tables (the whole file, or one streamed batch) and metadata. */
 static PyObject *raw_to_py(td_file *f)
 {
     td_meta *m = td_get_meta(f);
-    PyObject *evd = PyDict_New(), *meta = meta_to_py(m);
-    if (!evd || !meta) {
+    PyObject *evd = PyDict_New(), *meta = meta_to_py(m), *perf = meta ? perf_to_py(f) : NULL;
+    if (!evd || !meta || !perf || PyDict_SetItemString(meta, "perf", perf) < 0) {
         Py_XDECREF(evd);
         Py_XDECREF(meta);
+        Py_XDECREF(perf);
         return NULL;
     }
+    Py_DECREF(perf);
     for (int i = 0; i < td_nevents(f); i++) {
         td_event *ev = td_event_at(f, i);
         PyObject *ent = event_to_py(ev);
@@ -239,28 +401,32 @@ static int select_events(td_file *f, PyObject *events)
 }
 
 PyDoc_STRVAR(read_doc,
-"read(path, events=None, progress=None, jobs=None) -> dict\n\n"
-"Read a trace.dat file with schedwake's own decoder. `events` is None (all) or a\n"
-"collection of event names; `progress` is called with a float in [0, 1] now and\n"
-"then; `jobs` is the number of decoding threads (None: one per online CPU).\n"
+"read(path, events=None, progress=None, jobs=None, kallsyms=None) -> dict\n\n"
+"Read a trace.dat or perf.data file with schedwake's own decoder. `events` is None\n"
+"(all) or a collection of event names; `progress` is called with a float in [0, 1]\n"
+"now and then; `jobs` is the number of decoding threads (None: one per online CPU);\n"
+"`kallsyms` (bytes of /proc/kallsyms text) names kernel functions of a perf.data.\n"
 "Raises TraceDatError (a ValueError) with a one-line reason on unusable files.");
 
 static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"path", "events", "progress", "jobs", NULL};
+    static char *kwlist[] = {"path", "events", "progress", "jobs", "kallsyms", NULL};
     PyObject *pathobj, *events = Py_None, *progress = Py_None, *jobsobj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OOO", kwlist, PyUnicode_FSConverter,
-                                     &pathobj, &events, &progress, &jobsobj))
+    Py_buffer ksyms = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OOOz*", kwlist, PyUnicode_FSConverter,
+                                     &pathobj, &events, &progress, &jobsobj, &ksyms))
         return NULL;
     int jobs = 0;
     if (jobsobj != Py_None) {
         jobs = (int)PyLong_AsLong(jobsobj);
         if (jobs == -1 && PyErr_Occurred()) {
             Py_DECREF(pathobj);
+            PyBuffer_Release(&ksyms);
             return NULL;
         }
         if (jobs < 1) {
             Py_DECREF(pathobj);
+            PyBuffer_Release(&ksyms);
             PyErr_SetString(PyExc_ValueError, "jobs must be at least 1");
             return NULL;
         }
@@ -270,8 +436,10 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     size_t size;
     int mapped = map_file(pathobj, &data, &size);
     Py_DECREF(pathobj);
-    if (mapped < 0)
+    if (mapped < 0) {
+        PyBuffer_Release(&ksyms);
         return NULL;
+    }
 
     td_file *f = NULL;
     TickCtx tc = {progress, 0};
@@ -284,6 +452,8 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
         td_data_is_file_mapping(f);     /* map_file()'s read-only private mapping */
     if (rc == 0 && select_events(f, events) < 0)
         goto out;
+    if (rc == 0 && ksyms.buf && td_get_perf(f))
+        rc = td_set_kallsyms(f, ksyms.buf, (size_t)ksyms.len, err);
     if (rc == 0) {
         Py_BEGIN_ALLOW_THREADS
         rc = td_decode(f, jobs, tick, &tc, err);
@@ -303,6 +473,7 @@ out:
     td_close(f);
     if (data)
         munmap((void *)data, size);
+    PyBuffer_Release(&ksyms);
     return result;
 }
 
@@ -364,12 +535,12 @@ static PyTypeObject StreamType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = stream_next,
-    .tp_doc = "batches of a trace.dat file, in time order (see stream())",
+    .tp_doc = "batches of a trace.dat or perf.data file, in time order (see stream())",
 };
 
 PyDoc_STRVAR(stream_doc,
-"stream(path, events=None, batch_rows=1048576) -> iterator of dicts\n\n"
-"Read a trace.dat file in batches of about `batch_rows` rows, in memory that does\n"
+"stream(path, events=None, batch_rows=1048576, kallsyms=None) -> iterator of dicts\n\n"
+"Read a trace.dat or perf.data file in batches of about `batch_rows` rows, in memory that does\n"
 "not grow with the file; each batch is a dict like read()'s, its tables in\n"
 "(timestamp, CPU) order and later batches later in time, and its \"done\" the\n"
 "fraction of the data decoded so far; meta counts are\n"
@@ -377,19 +548,22 @@ PyDoc_STRVAR(stream_doc,
 
 static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"path", "events", "batch_rows", NULL};
+    static char *kwlist[] = {"path", "events", "batch_rows", "kallsyms", NULL};
     PyObject *pathobj, *events = Py_None;
     long long batch_rows = 1 << 20;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OL", kwlist, PyUnicode_FSConverter,
-                                     &pathobj, &events, &batch_rows))
+    Py_buffer ksyms = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OLz*", kwlist, PyUnicode_FSConverter,
+                                     &pathobj, &events, &batch_rows, &ksyms))
         return NULL;
     if (batch_rows < 1) {
+        PyBuffer_Release(&ksyms);
         Py_DECREF(pathobj);
         PyErr_SetString(PyExc_ValueError, "batch_rows must be at least 1");
         return NULL;
     }
     StreamObject *o = PyObject_New(StreamObject, &StreamType);
     if (!o) {
+        PyBuffer_Release(&ksyms);
         Py_DECREF(pathobj);
         return NULL;
     }
@@ -401,6 +575,7 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
     int mapped = map_file(pathobj, &o->data, &o->size);
     Py_DECREF(pathobj);
     if (mapped < 0) {
+        PyBuffer_Release(&ksyms);
         Py_DECREF(o);
         return NULL;
     }
@@ -412,9 +587,13 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
     if (rc == 0 && o->data)
         td_data_is_file_mapping(o->f);
     if (rc == 0 && select_events(o->f, events) < 0) {
+        PyBuffer_Release(&ksyms);
         Py_DECREF(o);
         return NULL;
     }
+    if (rc == 0 && ksyms.buf && td_get_perf(o->f))
+        rc = td_set_kallsyms(o->f, ksyms.buf, (size_t)ksyms.len, err);
+    PyBuffer_Release(&ksyms);
     if (rc == 0)
         rc = td_stream_open(o->f, &o->st, err);
     if (rc < 0) {
@@ -436,7 +615,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_tdread",
-    "schedwake's own trace.dat reader (see _tdcore.c)", -1, methods,
+    "schedwake's own trace.dat and perf.data reader (see _tdcore.h)", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__tdread(void)

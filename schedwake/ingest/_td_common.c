@@ -1,0 +1,161 @@
+/*
+ * _td_common.c: what every part of the decoder uses: error messages, memory
+ * owned by a file (freed with it), warnings, decompression of zstd/zlib blocks
+ * and the small parsers of numbers in format texts.
+ */
+#include "_td_internal.h"
+
+#include <zlib.h>
+#include <zstd.h>
+
+/* ------------------------------------------------------------- errors */
+
+void seterr(char *err, const char *fmt, ...)
+{
+    if (!err || err[0])
+        return;                     /* keep the first, most specific message */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, TD_ERRLEN, fmt, ap);
+    va_end(ap);
+}
+
+int own(td_file *f, void *p)
+{
+    if (!p)
+        return -1;
+    if (f->nowned == f->owned_cap) {
+        size_t cap = f->owned_cap ? f->owned_cap * 2 : 64;
+        char **n = realloc(f->owned, cap * sizeof(*n));
+        if (!n) {
+            free(p);
+            return -1;
+        }
+        f->owned = n;
+        f->owned_cap = cap;
+    }
+    f->owned[f->nowned++] = p;
+    return 0;
+}
+
+/* A NUL-terminated, valid UTF-8 copy of s[0..n), owned by f. */
+char *own_str(td_file *f, const char *s, size_t n)
+{
+    char *c;
+    if (utf8_valid(s, n)) {
+        c = malloc(n + 1);
+        if (c) {
+            memcpy(c, s, n);
+            c[n] = 0;
+        }
+    } else {
+        c = n < SIZE_MAX / 4 ? malloc(3 * n + 1) : NULL;
+        if (c)
+            c[utf8_replace(s, n, c)] = 0;
+    }
+    if (own(f, c) < 0) {
+        seterr(f->err, "out of memory");
+        return NULL;
+    }
+    return c;
+}
+
+int td_warn(td_file *f, const char *fmt, ...)
+{
+    char line[TD_ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    char **w = realloc(f->warnings, (size_t)(f->nwarnings + 1) * sizeof(*w));
+    if (!w)
+        return -1;
+    f->warnings = w;
+    char *s = own_str(f, line, strlen(line));
+    if (!s)
+        return -1;
+    w[f->nwarnings++] = s;
+    return 0;
+}
+
+/* ------------------------------------------------------ decompression */
+
+/* Decompress src[0..csize) into exactly usize bytes at dst. */
+int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t usize)
+{
+    if (comp == COMP_ZSTD) {
+        size_t n = ZSTD_decompress(dst, usize, src, csize);
+        return !ZSTD_isError(n) && n == usize ? 0 : -1;
+    }
+    if (comp == COMP_ZLIB) {
+        uLongf n = (uLongf)usize;
+        uLong in = (uLong)csize;
+        if ((size_t)n != usize || (size_t)in != csize)
+            return -1;
+        return uncompress2(dst, &n, src, &in) == Z_OK && n == usize ? 0 : -1;
+    }
+    return -1;
+}
+
+/* --------------------------------------------------------- text helpers */
+
+/* strtoll-like parse of a decimal/hex/octal integer inside [p, end); 0 on success. */
+int parse_int(const char *p, const char *end, int64_t *v, const char **after)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    int neg = 0;
+    if (p < end && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    int base = 10;
+    if (end - p > 1 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+    } else if (p < end && *p == '0') {
+        base = 8;
+    }
+    uint64_t acc = 0;
+    const char *start = p;
+    for (; p < end; p++) {
+        int d;
+        if (*p >= '0' && *p <= '9')
+            d = *p - '0';
+        else if (base == 16 && *p >= 'a' && *p <= 'f')
+            d = *p - 'a' + 10;
+        else if (base == 16 && *p >= 'A' && *p <= 'F')
+            d = *p - 'A' + 10;
+        else
+            break;
+        if (d >= base)
+            break;
+        if (acc > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+            return -1;
+        acc = acc * (uint64_t)base + (uint64_t)d;
+    }
+    if (p == start && base != 8)
+        return -1;
+    /* integer suffixes of C literals: 1UL, 0x10ULL */
+    while (p < end && (*p == 'u' || *p == 'U' || *p == 'l' || *p == 'L'))
+        p++;
+    *v = neg ? -(int64_t)acc : (int64_t)acc;
+    if (after)
+        *after = p;
+    return 0;
+}
+
+/* Find `key` (e.g. "offset:") in [p, end) and parse the integer after it. */
+int keyed_int(const char *p, const char *end, const char *key, int64_t *v)
+{
+    size_t k = strlen(key);
+    for (const char *q = p; q + k <= end; q++)
+        if (memcmp(q, key, k) == 0)
+            return parse_int(q + k, end, v, NULL);
+    return -1;
+}
+
+const char *find_line_end(const char *p, const char *end)
+{
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    return nl ? nl : end;
+}
+

@@ -1,0 +1,876 @@
+/*
+ * _td_merge.c: decoding with threads and the merge.  td_decode() decodes the
+ * CPUs (trace.dat) or the record ranges (perf.data) in worker threads, with no
+ * shared mutable state but atomic counters, into per-slot partial tables; the
+ * merge then puts each event's rows into (timestamp, slot) order, column by
+ * column, also in threads.  Streaming (td_stream_*) does the same batch by batch.
+ */
+#include "_td_internal.h"
+
+int td_nevents(const td_file *f) { return f->nevents; }
+td_event *td_event_at(td_file *f, int i) { return &f->events[i]; }
+
+void td_want_all(td_file *f, int wanted)
+{
+    for (int i = 0; i < f->nevents; i++)
+        f->events[i].wanted = wanted;
+}
+
+/* ------------------------------------------------------------ threads */
+
+typedef struct {
+    Decoder *d;
+    int ntasks;
+    int next;                   /* atomic */
+    int running;                /* threads still working, under mu */
+    int (*fn)(Decoder *, int);
+    pthread_mutex_t mu;         /* the last thread out signals `done`, so a small */
+    pthread_cond_t done;        /* file costs no polling interval */
+} Pool;
+
+void pool_fail(Decoder *d, int rc, const char *msg)
+{
+    int expect = 0;
+    if (__atomic_compare_exchange_n(&d->failed, &expect, rc == REC_NOMEM ? 1 : rc == REC_CANCELLED ? 3 : 2, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        snprintf(d->err, sizeof(d->err), "%s", rc == REC_NOMEM ? "out of memory" : msg);
+    }
+    d->cancel = 1;
+}
+
+static void *pool_thread(void *arg)
+{
+    Pool *p = arg;
+    for (;;) {
+        int t = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        if (t >= p->ntasks || p->d->cancel)
+            break;
+        (void)p->fn(p->d, t);
+    }
+    pthread_mutex_lock(&p->mu);
+    if (--p->running == 0)
+        pthread_cond_broadcast(&p->done);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Wait until no thread runs or `ms` have passed; returns the threads still running. */
+static int pool_wait(Pool *p, long ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (p->running > 0 && pthread_cond_timedwait(&p->done, &p->mu, &until) == 0)
+        ;
+    int left = p->running;
+    pthread_mutex_unlock(&p->mu);
+    return left;
+}
+
+/* Run fn(d, 0..ntasks-1) in up to `jobs` threads; the calling thread ticks. */
+void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_tick tick,
+              void *ctx)
+{
+    Pool p = {d, ntasks, 0, 0, fn, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+    if (tick && tick(ctx, 0.0)) {   /* a first call, however short the work */
+        pool_fail(d, REC_CANCELLED, "stopped");
+        return;
+    }
+    int n = jobs < ntasks ? jobs : ntasks;
+    pthread_t th[256];
+    if (n > 256)
+        n = 256;
+    if (n <= 1 && !tick) {          /* one worker: this thread, no thread to start */
+        p.running = 1;
+        pool_thread(&p);
+        return;
+    }
+    int started = 0;
+    p.running = n;
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&th[i], NULL, pool_thread, &p) != 0) {
+            pthread_mutex_lock(&p.mu);
+            p.running -= n - i;
+            pthread_mutex_unlock(&p.mu);
+            break;
+        }
+        started++;
+    }
+    if (!started) {                 /* no thread to be had: do it here */
+        p.running = 1;
+        pool_thread(&p);
+    }
+    while (tick && pool_wait(&p, 50) > 0) {
+        double frac = d->bytes_total ? (double)__atomic_load_n(&d->bytes_done, __ATOMIC_RELAXED)
+                                       / (double)d->bytes_total : 0.0;
+        if (tick(ctx, frac > 1 ? 1 : frac)) {
+            if (!d->failed)
+                pool_fail(d, REC_CANCELLED, "stopped");
+        }
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+static int cpu_task(Decoder *d, int i)
+{
+    CpuWork *w = &d->work[i];
+    int rc = decode_cpu(d, w);
+    if (rc < 0) {
+        if (rc == REC_DAMAGE && !w->err[0])
+            snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u data", d->f->kind, w->cpu);
+        pool_fail(d, rc, w->err);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------- merging */
+
+/* Output order of event ev: rows of all CPUs by (timestamp, CPU slot), each CPU's
+   rows keeping their order (they are in time order already: checked). */
+static int order_task(Decoder *d, int ev)
+{
+    int64_t total = 0;
+    for (int s = 0; s < d->nwork; s++)
+        total += d->work[s].parts[ev].take;
+    if (total > UINT32_MAX) {
+        pool_fail(d, REC_DAMAGE, "more than 4 billion records of one event");
+        return REC_DAMAGE;
+    }
+    uint32_t *oc = malloc((size_t)(total ? total : 1) * 4);
+    if (!oc) {
+        pool_fail(d, REC_NOMEM, NULL);
+        return REC_NOMEM;
+    }
+    d->order_cpu[ev] = oc;
+    /* k-way merge with a binary heap of (next ts, slot) */
+    int k = 0;
+    int *heap = malloc((size_t)(d->nwork > 0 ? d->nwork : 1) * sizeof(int));
+    int64_t *pos = calloc((size_t)(d->nwork > 0 ? d->nwork : 1), sizeof(int64_t));
+    if (!heap || !pos) {
+        free(heap);
+        free(pos);
+        pool_fail(d, REC_NOMEM, NULL);
+        return REC_NOMEM;
+    }
+#define TS_AT(s) (((const int64_t *)d->work[s].parts[ev].cols[0].values.data)[pos[s]])
+#define LESS(a, b) (TS_AT(a) < TS_AT(b) || (TS_AT(a) == TS_AT(b) && (a) < (b)))
+    for (int s = 0; s < d->nwork; s++) {
+        if (!d->work[s].parts[ev].take)
+            continue;
+        int i = k++;
+        heap[i] = s;
+        while (i > 0 && LESS(heap[i], heap[(i - 1) / 2])) {
+            int t = heap[i];
+            heap[i] = heap[(i - 1) / 2];
+            heap[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+    }
+    for (int64_t o = 0; o < total; o++) {
+        int s = heap[0];
+        oc[o] = (uint32_t)s;
+        if (++pos[s] == d->work[s].parts[ev].take)
+            heap[0] = heap[--k];
+        int i = 0;
+        for (;;) {
+            int l = 2 * i + 1, r = l + 1, m = i;
+            if (l < k && LESS(heap[l], heap[m]))
+                m = l;
+            if (r < k && LESS(heap[r], heap[m]))
+                m = r;
+            if (m == i)
+                break;
+            int t = heap[i];
+            heap[i] = heap[m];
+            heap[m] = t;
+            i = m;
+        }
+    }
+#undef LESS
+#undef TS_AT
+    free(heap);
+    free(pos);
+    return 0;
+}
+
+/* Remove the first n of a part column's `rows` rows (streaming keeps the rest). */
+static void drop_rows(td_column *c, int64_t n, int64_t rows)
+{
+    if (n <= 0)
+        return;
+    switch (c->kind) {
+    case TD_INT: {
+        size_t w = (size_t)c->bits / 8;
+        memmove(c->values.data, c->values.data + (size_t)n * w, (size_t)(rows - n) * w);
+        c->values.len = (size_t)(rows - n) * w;
+        break;
+    }
+    case TD_STR: case TD_DYNSTR: case TD_SYM:
+        memmove(c->str.indices.data, c->str.indices.data + (size_t)n * 4,
+                (size_t)(rows - n) * 4);
+        c->str.indices.len = (size_t)(rows - n) * 4;
+        break;
+    default: {
+        size_t w = c->kind == TD_BIN ? 1 : (size_t)c->bits / 8;
+        int32_t *offs = (int32_t *)c->offsets.data;
+        int32_t base = offs[n - 1];
+        for (int64_t i = 0; i < rows - n; i++)
+            offs[i] = offs[n + i] - base;
+        c->offsets.len = (size_t)(rows - n) * 4;
+        if (base) {
+            memmove(c->values.data, c->values.data + (size_t)base * w,
+                    c->values.len - (size_t)base * w);
+            c->values.len -= (size_t)base * w;
+        }
+        break;
+    }
+    }
+}
+
+/* Gather column `col` of event `ev` from every CPU's part into the output
+   column, in the merged order; the parts' memory of that column is freed. */
+static int gather_task(Decoder *d, int t)
+{
+    int ev = d->tasks[t].ev, col = d->tasks[t].col;
+    td_event *out = &d->f->events[ev];
+    td_column *dst = &out->cols[col];
+    int64_t total = 0;
+    for (int s = 0; s < d->nwork; s++)
+        total += d->work[s].parts[ev].take;
+    const uint32_t *oc = d->order_cpu[ev];
+    int rc = -1;
+    int32_t **map = NULL;
+    /* each slot's rows go out in their order: next[s] is slot s's next row */
+    uint32_t *next = calloc((size_t)(d->nwork > 0 ? d->nwork : 1), sizeof(uint32_t));
+    if (!next)
+        goto done;
+    switch (dst->kind) {
+    case TD_INT: {
+        size_t w = (size_t)dst->bits / 8;
+        if (buf_reserve(&dst->values, (size_t)total * w) < 0)
+            goto done;
+        char *o = dst->values.data;
+        /* a constant size per case, so that memcpy is one load and one store */
+#define GATHER(T)                                                                      \
+        for (int64_t r = 0; r < total; r++)                                            \
+            memcpy(o + (size_t)r * sizeof(T), d->work[oc[r]].parts[ev].cols[col].values.data \
+                   + (size_t)next[oc[r]]++ * sizeof(T), sizeof(T));
+        switch (w) {
+        case 1: GATHER(uint8_t) break;
+        case 2: GATHER(uint16_t) break;
+        case 4: GATHER(uint32_t) break;
+        default: GATHER(uint64_t) break;
+        }
+#undef GATHER
+        dst->values.len = (size_t)total * w;
+        break;
+    }
+    case TD_STR: case TD_DYNSTR: case TD_SYM: {
+        map = calloc((size_t)(d->nwork > 0 ? d->nwork : 1), sizeof(int32_t *));
+        if (!map)
+            goto done;
+        for (int s = 0; s < d->nwork; s++) {
+            const StrCol *sc = d->work[s].parts[ev].take ? &d->work[s].parts[ev].cols[col].str
+                                                         : NULL;
+            if (!sc || !sc->count)
+                continue;
+            map[s] = malloc(sc->count * sizeof(int32_t));
+            if (!map[s])
+                goto done;
+            memset(map[s], 0xff, sc->count * sizeof(int32_t));
+        }
+        if (buf_reserve(&dst->str.indices, (size_t)total * 4) < 0)
+            goto done;
+        int32_t *o = (int32_t *)dst->str.indices.data;
+        for (int64_t r = 0; r < total; r++) {
+            const StrCol *sc = &d->work[oc[r]].parts[ev].cols[col].str;
+            int32_t li = ((const int32_t *)sc->indices.data)[next[oc[r]]++];
+            int32_t gi = map[oc[r]][li];
+            if (gi < 0) {
+                const int32_t *offs = (const int32_t *)sc->offsets.data;
+                /* a dictionary of empty strings only has no characters at all */
+                gi = strcol_intern_valid(&dst->str, sc->chars.data ? sc->chars.data + offs[li]
+                                                                   : "",
+                                         (size_t)(offs[li + 1] - offs[li]));
+                if (gi < 0)
+                    goto done;
+                map[oc[r]][li] = gi;
+            }
+            o[r] = gi;
+        }
+        dst->str.indices.len = (size_t)total * 4;
+        break;
+    }
+    default: {          /* lists and binary: offsets (rows + 1) and values */
+        size_t w = dst->kind == TD_BIN ? 1 : (size_t)dst->bits / 8;
+        int32_t zero = 0;
+        if (buf_reserve(&dst->offsets, (size_t)(total + 1) * 4) < 0 ||
+            buf_put(&dst->offsets, &zero, 4) < 0)
+            goto done;
+        int64_t end = 0;
+        for (int64_t r = 0; r < total; r++) {
+            const td_column *sc = &d->work[oc[r]].parts[ev].cols[col];
+            const int32_t *offs = (const int32_t *)sc->offsets.data;
+            uint32_t row = next[oc[r]]++;
+            int32_t a = row ? offs[row - 1] : 0, b = offs[row];
+            size_t n = (size_t)(b - a) * w;
+            if (n && buf_put(&dst->values, sc->values.data + (size_t)a * w, n) < 0)
+                goto done;
+            end += b - a;
+            if (end > INT32_MAX)
+                goto done;
+            int32_t e32 = (int32_t)end;
+            memcpy(dst->offsets.data + dst->offsets.len, &e32, 4);
+            dst->offsets.len += 4;
+        }
+        break;
+    }
+    }
+    rc = 0;
+done:
+    free(next);
+    if (map) {
+        for (int s = 0; s < d->nwork; s++)
+            free(map[s]);
+        free(map);
+    }
+    for (int s = 0; s < d->nwork; s++) {
+        Part *pt = &d->work[s].parts[ev];
+        if (!pt->cols)
+            continue;
+        if (pt->take == pt->rows) {
+            /* all taken: give the memory back now, column by column */
+            buf_free(&pt->cols[col].values);
+            buf_free(&pt->cols[col].offsets);
+            buf_free(&pt->cols[col].str.indices);
+            if (!d->streaming)
+                strcol_free(&pt->cols[col].str);
+        } else {
+            drop_rows(&pt->cols[col], pt->take, pt->rows);
+        }
+    }
+    if (rc < 0)
+        pool_fail(d, REC_NOMEM, NULL);
+    return rc;
+}
+
+/* ------------------------------------------------------------ decoding */
+
+void free_work(Decoder *d)
+{
+    if (!d->work)
+        return;
+    for (int s = 0; s < d->nwork; s++) {
+        CpuWork *w = &d->work[s];
+        if (w->parts) {
+            for (int e = 0; e < d->f->nevents; e++) {
+                Part *pt = &w->parts[e];
+                if (pt->caches) {
+                    for (int c = 0; c < pt->ncols; c++)
+                        free(pt->caches[c]);
+                    free(pt->caches);
+                }
+                free_columns(pt->cols, pt->ncols);
+            }
+            free(w->parts);
+        }
+        buf_free(&w->lost_ts);
+        buf_free(&w->lost_cpu);
+        buf_free(&w->lost_count);
+        free(w->chunk);
+    }
+    free(d->work);
+    d->work = NULL;
+}
+
+static int cpu_slot_cmp(const void *a, const void *b)
+{
+    const CpuWork *x = a, *y = b;
+    return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+/* The CPUs this process may run on (its affinity, as os.sched_getaffinity). */
+int default_jobs(void)
+{
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                           : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* Lost-event rows of all CPUs, in (ts, cpu) order. */
+typedef struct { int64_t ts; int32_t cpu; int64_t count; } LostRow;
+
+static int lost_cmp(const void *a, const void *b)
+{
+    const LostRow *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+/* Lost rows before `horizon` go to the metadata in (ts, cpu) order; later ones wait
+   (streaming) in their CPU's buffers. */
+static int collect_lost(Decoder *d, int64_t horizon)
+{
+    td_file *f = d->f;
+    size_t n = 0;
+    for (int s = 0; s < d->nwork; s++)
+        n += d->work[s].lost_ts.len / 8;
+    LostRow *rows = malloc((n ? n : 1) * sizeof(*rows));
+    if (!rows)
+        return -1;
+    size_t k = 0;
+    for (int s = 0; s < d->nwork; s++) {
+        CpuWork *w = &d->work[s];
+        size_t keep = 0;
+        for (size_t i = 0; i < w->lost_ts.len / 8; i++) {
+            LostRow r;
+            memcpy(&r.ts, w->lost_ts.data + 8 * i, 8);
+            memcpy(&r.cpu, w->lost_cpu.data + 4 * i, 4);
+            memcpy(&r.count, w->lost_count.data + 8 * i, 8);
+            if (r.ts < horizon) {
+                rows[k++] = r;
+            } else {
+                memcpy(w->lost_ts.data + 8 * keep, &r.ts, 8);
+                memcpy(w->lost_cpu.data + 4 * keep, &r.cpu, 4);
+                memcpy(w->lost_count.data + 8 * keep, &r.count, 8);
+                keep++;
+            }
+        }
+        if (w->cpu < (uint32_t)f->meta.cpus)   /* each below 2^48 a page: saturate */
+            f->lost_per_cpu[w->cpu] = w->lost_sum > INT64_MAX - f->lost_per_cpu[w->cpu]
+                                      ? INT64_MAX : f->lost_per_cpu[w->cpu] + w->lost_sum;
+        w->lost_sum = 0;
+        w->lost_ts.len = 8 * keep;
+        w->lost_cpu.len = 4 * keep;
+        w->lost_count.len = 8 * keep;
+    }
+    n = k;
+    qsort(rows, n, sizeof(*rows), lost_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = buf_put(&f->meta.lost_ts, &rows[i].ts, 8) ||
+             buf_put(&f->meta.lost_cpu, &rows[i].cpu, 4) ||
+             buf_put(&f->meta.lost_count, &rows[i].count, 8);
+    free(rows);
+    return rc ? -1 : 0;
+}
+
+void decoder_free(Decoder *d)
+{
+    if (!d)
+        return;
+    perf_decoder_free(d);
+    free_work(d);
+    if (d->layouts) {
+        for (int e = 0; e < d->f->nevents; e++)
+            free(d->layouts[e].kind);
+        free(d->layouts);
+    }
+    free(d->order_cpu);
+    free(d->tasks);
+    free(d);
+}
+
+/* A decoder of f's wanted events, with their layouts and no slots yet. */
+Decoder *decoder_alloc(td_file *f, int jobs, char *err)
+{
+    err[0] = 0;
+    f->err = err;
+    Decoder *d = calloc(1, sizeof(*d));
+    if (!d)
+        return seterr(err, "out of memory"), NULL;
+    d->f = f;
+    d->jobs = jobs <= 0 ? default_jobs() : jobs;
+    d->layouts = calloc((size_t)f->nevents + 1, sizeof(Layout));
+    d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
+    if (!d->layouts || !d->order_cpu)
+        goto nomem;
+    int ncols = 0;
+    for (int e = 0; e < f->nevents; e++) {
+        f->events[e].count = 0;
+        if (f->events[e].wanted) {
+            if (make_layout(f, e, &d->layouts[e]) < 0)
+                goto nomem;
+            ncols += event_ncols(f, e, &d->layouts[e]);
+        }
+    }
+    d->tasks = malloc((size_t)(ncols ? ncols : 1) * sizeof(*d->tasks));
+    if (!d->tasks)
+        goto nomem;
+    return d;
+nomem:
+    seterr(err, "out of memory");
+    decoder_free(d);
+    return NULL;
+}
+
+/* trace.dat: a slot per CPU with data in the buffer read. */
+static Decoder *decoder_new(td_file *f, int jobs, char *err)
+{
+    Decoder *d = decoder_alloc(f, jobs, err);
+    if (!d)
+        return NULL;
+    Buffer *b = &f->buffers[f->sel];
+    d->b = b;
+    d->work = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(CpuWork));
+    if (!d->work)
+        goto nomem;
+    for (int s = 0; s < b->ncpu; s++) {
+        CpuWork *w = &d->work[d->nwork];
+        if (!b->cpu[s].size)
+            continue;
+        w->cpu_slot = s;
+        w->cpu = b->cpu[s].cpu;
+        w->first_page = 1;
+        w->parts = calloc((size_t)f->nevents + 1, sizeof(Part));
+        if (!w->parts)
+            goto nomem;
+        d->bytes_total += (int64_t)b->cpu[s].size;
+        d->nwork++;
+    }
+    /* CPU order decides ties between equal timestamps, as trace-cmd's merge does */
+    qsort(d->work, (size_t)d->nwork, sizeof(CpuWork), cpu_slot_cmp);
+    for (int s = 0; s < d->nwork; s++)
+        d->work[s].d = d;
+    return d;
+nomem:
+    seterr(err, "out of memory");
+    decoder_free(d);
+    return NULL;
+}
+
+/* Totals of what was decoded so far into the metadata. */
+static void sum_up(Decoder *d)
+{
+    td_file *f = d->f;
+    int64_t records = d->more_records, unknown = d->more_unknown;
+    int64_t first = d->more_records ? d->more_first_ts : INT64_MAX;
+    int64_t last = d->more_records ? d->more_last_ts : INT64_MIN;
+    for (int s = 0; s < d->nwork; s++) {
+        CpuWork *w = &d->work[s];
+        records += w->records;
+        unknown += w->unknown;
+        if (w->records) {
+            if (w->first_ts < first)
+                first = w->first_ts;
+            if (w->last_ts > last)
+                last = w->last_ts;
+        }
+    }
+    f->meta.records = records;
+    f->meta.unknown_records = unknown;
+    f->meta.first_ts = records ? first : 0;
+    f->meta.last_ts = records ? last : 0;
+}
+
+/* Records of unknown event ids: a few are skipped with a warning, many are damage. */
+static int judge_unknown(td_file *f, char *err)
+{
+    int64_t unknown = f->meta.unknown_records, records = f->meta.records;
+    if (unknown && unknown * 100 > records)
+        return seterr(err, "corrupt %s: %" PRId64 " of %" PRId64 " records carry an "
+                      "event id that no event format in the file has", f->kind, unknown, records), -1;
+    if (unknown && td_warn(f, "skipped %" PRId64 " of %" PRId64 " records whose event id has no "
+                        "format in the file", unknown, records) < 0)
+        return seterr(err, "out of memory"), -1;
+    return 0;
+}
+
+/* Tables with fewer rows are gathered in the calling thread: starting threads costs
+   more than the copy, and a file may hold a thousand event formats. */
+#define GATHER_THREADED_ROWS 65536
+
+/* Move every part's `take` rows into the events' output columns, in (timestamp,
+   CPU) order, column by column (in threads), and the lost rows before `horizon`
+   into the meta. */
+static int emit(Decoder *d, int64_t horizon, char *err)
+{
+    td_file *f = d->f;
+    if (collect_lost(d, horizon) < 0)
+        return seterr(err, "out of memory"), -1;
+    /* one event at a time, so that only its order arrays exist (8 bytes a row) */
+    for (int e = 0; e < f->nevents && !d->failed; e++) {
+        td_event *ev = &f->events[e];
+        free_columns(ev->cols, ev->ncols);
+        ev->cols = NULL;
+        ev->ncols = 0;
+        if (!ev->wanted)
+            continue;
+        if (init_columns(f, e, &d->layouts[e], &ev->cols, &ev->ncols) < 0)
+            return seterr(err, "out of memory"), -1;
+        for (int c = 0; c < ev->ncols; c++) {
+            d->tasks[c].ev = e;
+            d->tasks[c].col = c;
+        }
+        d->ntasks = ev->ncols;
+        /* threads pay off for big tables only: a file has hundreds of small ones */
+        int64_t rows = 0;
+        for (int s = 0; s < d->nwork; s++)
+            rows += d->work[s].parts[e].take;
+        if (order_task(d, e) == 0)
+            run_pool(d, rows < GATHER_THREADED_ROWS ? 1 : d->jobs, ev->ncols, gather_task,
+                     NULL, NULL);
+        free(d->order_cpu[e]);
+        d->order_cpu[e] = NULL;
+    }
+    if (d->failed)
+        return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), -1;
+    for (int s = 0; s < d->nwork; s++)
+        for (int e = 0; e < f->nevents; e++) {
+            Part *pt = &d->work[s].parts[e];
+            pt->rows -= pt->take;
+            pt->take = 0;
+        }
+    f->meta.nwarnings = f->nwarnings;
+    f->meta.warnings = (const char *const *)f->warnings;
+    f->meta.lost_per_cpu = f->lost_per_cpu;
+    return 0;
+}
+
+int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
+{
+    Decoder *d = f->perf ? perf_decoder_new(f, jobs, err) : decoder_new(f, jobs, err);
+    if (!d)
+        return -1;
+    int rc = -1;
+    if (f->perf)
+        perf_run(d, tick, ctx);
+    else
+        run_pool(d, d->jobs, d->nwork, cpu_task, tick, ctx);
+    if (d->failed) {
+        if (d->failed == 3)
+            rc = -2;
+        else
+            seterr(err, "%s", d->err[0] ? d->err : "corrupt data");
+        goto out;
+    }
+    sum_up(d);
+#ifdef __GLIBC__
+    malloc_trim(0);     /* the threads' freed chunk buffers: back before the merge grows */
+#endif
+    if (judge_unknown(f, err) < 0)
+        goto out;
+    for (int s = 0; s < d->nwork; s++)
+        for (int e = 0; e < f->nevents; e++)
+            d->work[s].parts[e].take = d->work[s].parts[e].rows;
+    rc = emit(d, INT64_MAX, err);
+out:
+    decoder_free(d);
+    if (rc < 0)
+        for (int e = 0; e < f->nevents; e++) {
+            free_columns(f->events[e].cols, f->events[e].ncols);
+            f->events[e].cols = NULL;
+            f->events[e].ncols = 0;
+        }
+    return rc;
+}
+
+/* ------------------------------------------------------------- streaming */
+
+struct td_stream {
+    Decoder *d;
+    int *done;                  /* per work slot: its data is decoded */
+    int finished;
+};
+
+int td_stream_open(td_file *f, td_stream **out, char *err)
+{
+    *out = NULL;
+    td_stream *st = calloc(1, sizeof(*st));
+    if (!st)
+        return seterr(err, "out of memory"), -1;
+    st->d = f->perf ? perf_decoder_new(f, 1, err) : decoder_new(f, 1, err);
+    if (!st->d) {
+        free(st);
+        return -1;
+    }
+    st->d->streaming = 1;
+    st->done = calloc((size_t)st->d->nwork + 1, sizeof(int));
+    if (!st->done) {
+        td_stream_close(st);
+        return seterr(err, "out of memory"), -1;
+    }
+    *out = st;
+    return 0;
+}
+
+int64_t pending_rows(Decoder *d)
+{
+    int64_t n = 0;
+    for (int s = 0; s < d->nwork; s++)
+        for (int e = 0; e < d->f->nevents; e++)
+            n += d->work[s].parts[e].rows;
+    return n;
+}
+
+/* Rows of a part with timestamp < horizon (its ts column is sorted). */
+int64_t rows_before(const Part *pt, int64_t horizon)
+{
+    if (!pt->rows)
+        return 0;
+    const int64_t *ts = (const int64_t *)pt->cols[0].values.data;
+    int64_t lo = 0, hi = pt->rows;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] < horizon)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+double td_stream_done(const td_stream *st)
+{
+    const Decoder *d = st->d;
+    if (st->finished || !d->bytes_total)
+        return 1.0;
+    double frac = (double)d->bytes_done / (double)d->bytes_total;
+    return frac > 1 ? 1.0 : frac;
+}
+
+/* trace.dat: decode until batch_rows rows wait; *horizon: rows before it can go out
+   (every CPU is decoded past it), *all_done: nothing is left to decode. */
+static int tracedat_stream_step(td_stream *st, int64_t batch_rows, int64_t *horizon,
+                                int *all_done, char *err)
+{
+    Decoder *d = st->d;
+    td_file *f = d->f;
+    /* Decode the CPU that is furthest behind in time, page by page, until enough
+       rows wait: every CPU is then decoded up to about the same time, so what
+       waits beyond the horizon is at most about a page per CPU. */
+    for (;;) {
+        int behind = -1;
+        for (int s = 0; s < d->nwork; s++) {
+            if (st->done[s])
+                continue;
+            if (!d->work[s].records) {      /* not placed in time yet: first */
+                behind = s;
+                break;
+            }
+            if (behind < 0 || d->work[s].last_ts < d->work[behind].last_ts)
+                behind = s;
+        }
+        if (behind < 0)
+            break;
+        int rc = decode_step(d, &d->work[behind]);
+        if (rc < 0) {
+            if (!d->work[behind].err[0])
+                snprintf(d->work[behind].err, TD_ERRLEN, "corrupt %s", f->kind);
+            return seterr(err, "%s", rc == REC_NOMEM ? "out of memory" : d->work[behind].err), -1;
+        }
+        if (rc == 0)
+            st->done[behind] = 1;
+        if (pending_rows(d) >= batch_rows)
+            break;
+    }
+    /* the horizon: rows before the earliest "last decoded" time of a CPU that is
+       not done can go out; with every CPU done, all can */
+    *horizon = INT64_MAX;
+    *all_done = 1;
+    for (int s = 0; s < d->nwork; s++)
+        if (!st->done[s]) {
+            *all_done = 0;
+            if (d->work[s].last_ts < *horizon)
+                *horizon = d->work[s].last_ts;
+        }
+    return 0;
+}
+
+int td_stream_next(td_stream *st, int64_t batch_rows, char *err)
+{
+    Decoder *d = st->d;
+    td_file *f = d->f;
+    err[0] = 0;
+    f->err = err;
+    if (st->finished)
+        return 0;
+    int64_t horizon = INT64_MAX;
+    int all_done = 1;
+    if (f->perf) {
+        if (perf_stream_step(d, batch_rows, &horizon, &all_done, err) < 0)
+            return -1;
+    } else if (tracedat_stream_step(st, batch_rows, &horizon, &all_done, err) < 0) {
+        return -1;
+    }
+    for (int s = 0; s < d->nwork; s++)
+        for (int e = 0; e < f->nevents; e++) {
+            Part *pt = &d->work[s].parts[e];
+            pt->take = all_done ? pt->rows : rows_before(pt, horizon);
+        }
+    sum_up(d);
+    if (all_done) {
+        st->finished = 1;
+        if (judge_unknown(f, err) < 0)
+            return -1;
+    }
+    return emit(d, all_done ? INT64_MAX : horizon, err) < 0 ? -1 : 1;
+}
+
+void td_stream_close(td_stream *st)
+{
+    if (!st)
+        return;
+    decoder_free(st->d);
+    free(st->done);
+    free(st);
+}
+
+td_meta *td_get_meta(td_file *f)
+{
+    f->meta.options = (const uint16_t *)f->options.data;
+    f->meta.noptions = (int)(f->options.len / 2);
+    f->meta.cpustats = NULL;
+    if (f->cpustats.len && !f->cpustats_top_only) {
+        char nul = 0;
+        if (buf_put(&f->cpustats, &nul, 1) == 0) {
+            f->cpustats.len--;
+            f->meta.cpustats = f->cpustats.data;
+        }
+    }
+    return &f->meta;
+}
+
+void td_close(td_file *f)
+{
+    if (!f)
+        return;
+    perf_free(f);
+    for (int e = 0; e < f->nevents; e++)
+        free_columns(f->events[e].cols, f->events[e].ncols);
+    for (size_t i = 0; i < f->nowned; i++)
+        free(f->owned[i]);
+    free(f->owned);
+    free(f->events);
+    free(f->info);
+    free(f->by_id);
+    free(f->buffers);
+    free(f->warnings);
+    buf_free(&f->options);
+    buf_free(&f->cpustats);
+    buf_free(&f->meta.lost_ts);
+    buf_free(&f->meta.lost_cpu);
+    buf_free(&f->meta.lost_count);
+    free(f);
+}
+
+int td_fuzz_read(const uint8_t *data, size_t size, int jobs, char *err)
+{
+    td_file *f;
+    int rc = td_open(&f, data, size, err);
+    if (rc == 0) {
+        td_want_all(f, 1);
+        rc = td_decode(f, jobs, NULL, NULL, err);
+    }
+    td_close(f);
+    return rc;
+}

@@ -1,0 +1,650 @@
+/*
+ * _td_records.c: records into columns.  The output columns of an event (the
+ * common ones, then the format's fields), one record appended to them, and the
+ * ring-buffer pages of a trace.dat CPU: a u64 timestamp, the commit word, then
+ * events with a 32-bit header (type_len:5, time_delta:27), time extends,
+ * absolute time stamps and padding.
+ */
+#include "_td_internal.h"
+
+static enum td_kind field_kind(const Field *fl, const PrintFmt *pf, int pf_ok)
+{
+    if (fl->is_dynamic) {
+        if (fl->is_string)
+            return TD_DYNSTR;
+        return fl->elem == 1 || fl->elem == 2 || fl->elem == 4 || fl->elem == 8 ? TD_DYNARRAY
+                                                                              : TD_BIN;
+    }
+    if (fl->is_array) {
+        if (fl->is_string)
+            return TD_STR;
+        return fl->elem == 1 || fl->elem == 2 || fl->elem == 4 || fl->elem == 8 ? TD_ARRAY
+                                                                              : TD_BIN;
+    }
+    if (fl->size == 1 || fl->size == 2 || fl->size == 4 || fl->size == 8) {
+        if ((fl->is_pointer || fl->size == 8) && pf_ok && field_is_symbol(pf, fl->name))
+            return TD_SYM;
+        return TD_INT;
+    }
+    return TD_BIN;
+}
+
+int make_layout(td_file *f, int idx, Layout *lay)
+{
+    EvInfo *in = &f->info[idx];
+    lay->nfields = in->nfields;
+    lay->prev_state = -1;
+    lay->kind = calloc((size_t)in->nfields + 1, sizeof(enum td_kind));
+    if (!lay->kind)
+        return -1;
+    lay->pf_ok = in->print_fmt &&
+                 split_print_fmt(in->print_fmt, &lay->pf, lay->fmtbuf, sizeof(lay->fmtbuf)) == 0;
+    for (int i = 0; i < in->nfields; i++) {
+        lay->kind[i] = field_kind(&in->fields[i], &lay->pf, lay->pf_ok);
+        if (!strcmp(f->events[idx].name, "sched_switch") &&
+            !strcmp(in->fields[i].name, "prev_state") && lay->kind[i] == TD_INT)
+            lay->prev_state = i;
+    }
+    return 0;
+}
+
+/* Output columns of event idx: the common ones, the format's fields (and
+   prev_state_str), then the perf.data sample columns. */
+int event_ncols(const td_file *f, int idx, const Layout *lay)
+{
+    const EvInfo *in = &f->info[idx];
+    return in->ncommon + in->nfields + (lay->prev_state >= 0) + in->nextra;
+}
+
+/* The columns of one event, allocated empty, in output order. */
+int init_columns(td_file *f, int idx, const Layout *lay, td_column **out, int *ncols)
+{
+    EvInfo *in = &f->info[idx];
+    int n = event_ncols(f, idx, lay);
+    td_column *c = calloc((size_t)n, sizeof(td_column));
+    if (!c)
+        return -1;
+    static const struct { const char *name; enum td_kind k; int bits, sgn; } common[NCOMMON] = {
+        {"ts", TD_INT, 64, 1}, {"cpu", TD_INT, 32, 1}, {"common_pid", TD_INT, 32, 1},
+        {"common_comm", TD_STR, 0, 0}, {"common_flags", TD_INT, 8, 0},
+        {"common_preempt_count", TD_INT, 8, 0}};
+    for (int i = 0; i < in->ncommon; i++) {
+        c[i].name = (char *)common[i].name;
+        c[i].kind = common[i].k;
+        c[i].bits = common[i].bits;
+        c[i].is_signed = common[i].sgn;
+    }
+    int k = in->ncommon;
+    for (int i = 0; i < in->nfields; i++) {
+        const Field *fl = &in->fields[i];
+        td_column *col = &c[k++];
+        col->name = fl->name;
+        col->kind = lay->kind[i];
+        col->is_signed = fl->is_signed;
+        col->bits = 8 * (col->kind == TD_INT ? fl->size
+                         : (col->kind == TD_ARRAY || col->kind == TD_DYNARRAY) ? fl->elem : 0);
+        if (i == lay->prev_state) {
+            td_column *ps = &c[k++];
+            ps->name = "prev_state_str";
+            ps->kind = TD_STR;
+        }
+    }
+    for (int i = 0; i < in->nextra; i++) {
+        td_column *col = &c[k++];
+        col->name = (char *)in->extra[i].name;
+        col->kind = in->extra[i].kind;
+        col->bits = in->extra[i].bits;
+        col->is_signed = in->extra[i].is_signed;
+    }
+    *out = c;
+    *ncols = n;
+    return 0;
+}
+
+void free_columns(td_column *c, int n)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < n; i++) {
+        buf_free(&c[i].values);
+        buf_free(&c[i].offsets);
+        strcol_free(&c[i].str);
+    }
+    free(c);
+}
+
+/* A string column's index for raw bytes p[0..n) (n <= 16), through a cache. */
+int32_t cached_fixed(Cache *cache, StrCol *s, const uint8_t *p, int n)
+{
+    uint64_t lo = 0, hi = 0;
+    memcpy(&lo, p, n < 8 ? (size_t)n : 8);
+    if (n > 8)
+        memcpy(&hi, p + 8, (size_t)n - 8);
+    size_t slot = ((lo ^ (hi * 31)) * 0x9E3779B97F4A7C15ull) >> 54;
+    if (cache->idx[slot] && cache->key[slot] == lo && cache->key2[slot] == hi)
+        return cache->idx[slot] - 1;
+    int32_t idx = strcol_intern(s, (const char *)p, strnlen((const char *)p, (size_t)n));
+    if (idx >= 0) {
+        cache->key[slot] = lo;
+        cache->key2[slot] = hi;
+        cache->idx[slot] = idx + 1;
+    }
+    return idx;
+}
+
+int part_init(td_file *f, Decoder *d, int ev, Part *pt)
+{
+    if (init_columns(f, ev, &d->layouts[ev], &pt->cols, &pt->ncols) < 0)
+        return -1;
+    pt->caches = calloc((size_t)pt->ncols, sizeof(Cache *));
+    if (!pt->caches)
+        return -1;
+    return 0;
+}
+
+Cache *cache_of(Part *pt, int col)
+{
+    Cache **c = pt->caches;
+    if (!c[col])
+        c[col] = calloc(1, sizeof(Cache));
+    return c[col];
+}
+
+/* Append one record (its payload rec[0..size), at least the common fields) to the
+   event's partial table: the common columns and the format's fields.  `comm` is
+   the current task's name where the caller knows it (perf.data: its COMM
+   history), NULL to take it from the saved cmdlines.  The caller appends the
+   event's extra columns, if any. */
+int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, int64_t ts,
+                  const char *comm)
+{
+    td_file *f = d->f;
+    Part *pt = &w->parts[ev];
+    if (!pt->cols && part_init(f, d, ev, pt) < 0)
+        return REC_NOMEM;
+    const EvInfo *in = &f->info[ev];
+    const Layout *lay = &d->layouts[ev];
+    td_column *c = pt->cols;
+    int swap = f->swap;
+    int32_t pid = (int32_t)ld(rec + f->common_pid_off, 4, swap);
+    if (put_num(&c[0].values, (uint64_t)ts, 8) || put_num(&c[1].values, w->cpu, 4) ||
+        put_num(&c[2].values, (uint32_t)pid, 4) ||
+        put_num(&c[4].values, rec[f->common_flags_off], 1) ||
+        put_num(&c[5].values, rec[f->common_preempt_off], 1))
+        return REC_NOMEM;
+    {
+        Cache *cc = cache_of(pt, 3);
+        if (!cc)
+            return REC_NOMEM;
+        /* the key: the pid (cmdlines give one name a pid), or the name's own
+           address (a perf COMM history entry, one string per entry) */
+        uint64_t key = comm ? (uint64_t)(uintptr_t)comm : (uint64_t)(uint32_t)pid;
+        size_t slot = (key ^ (key >> 12)) & (CACHE_SIZE - 1);
+        int32_t idx;
+        if (cc->idx[slot] && cc->key[slot] == key) {
+            idx = cc->idx[slot] - 1;
+        } else {
+            const char *name = comm ? comm : comm_of(f, pid);
+            idx = strcol_intern(&c[3].str, name, strlen(name));
+            if (idx < 0)
+                return REC_NOMEM;
+            cc->key[slot] = key;
+            cc->idx[slot] = idx + 1;
+        }
+        if (put_index(&c[3].str, idx))
+            return REC_NOMEM;
+    }
+    int k = NCOMMON;
+    for (int i = 0; i < in->nfields; i++, k++) {
+        const Field *fl = &in->fields[i];
+        td_column *col = &c[k];
+        /* the field must lie inside the record (both from the file: checked) */
+        int inside = fl->offset <= size && fl->size <= size - fl->offset;
+        const uint8_t *p = rec + fl->offset;
+        switch (col->kind) {
+        case TD_INT: {
+            uint64_t v = inside ? ld(p, fl->size, swap) : 0;
+            if (put_num(&col->values, v, fl->size))
+                return REC_NOMEM;
+            if (i == lay->prev_state) {
+                td_column *ps = &c[++k];
+                int64_t sv = (int64_t)v;
+                int32_t idx = -1;
+                for (int s = 0; s < pt->nstates; s++)
+                    if (pt->state_vals[s] == sv) {
+                        idx = pt->state_idx[s];
+                        break;
+                    }
+                if (idx < 0) {
+                    char text[96];
+                    if (!lay->pf_ok ||
+                        prev_state_text(f, in, &lay->pf, rec, size, text, sizeof(text)) < 0) {
+                        snprintf(w->err, sizeof(w->err), "corrupt %s: the print format "
+                                 "of sched_switch does not evaluate for prev_state=%" PRId64, d->f->kind, sv);
+                        return REC_DAMAGE;
+                    }
+                    idx = strcol_intern(&ps->str, text, strlen(text));
+                    if (idx < 0)
+                        return REC_NOMEM;
+                    if (pt->nstates < 64) {
+                        pt->state_vals[pt->nstates] = sv;
+                        pt->state_idx[pt->nstates++] = idx;
+                    }
+                }
+                if (put_index(&ps->str, idx))
+                    return REC_NOMEM;
+            }
+            break;
+        }
+        case TD_SYM: {
+            uint64_t addr = inside ? ld(p, fl->size, swap) : 0;
+            Cache *cc = cache_of(pt, k);
+            if (!cc)
+                return REC_NOMEM;
+            size_t slot = (addr ^ (addr >> 12)) & (CACHE_SIZE - 1);
+            int32_t idx;
+            if (cc->idx[slot] && cc->key[slot] == addr) {
+                idx = cc->idx[slot] - 1;
+            } else {
+                const char *name = find_func(f, addr);
+                char hex[24];
+                if (!name) {
+                    snprintf(hex, sizeof(hex), "0x%" PRIx64, addr);
+                    name = hex;
+                }
+                idx = strcol_intern(&col->str, name, strlen(name));
+                if (idx < 0)
+                    return REC_NOMEM;
+                cc->key[slot] = addr;
+                cc->idx[slot] = idx + 1;
+            }
+            if (put_index(&col->str, idx))
+                return REC_NOMEM;
+            break;
+        }
+        case TD_STR: {
+            int32_t idx;
+            if (!inside) {
+                idx = strcol_intern(&col->str, "", 0);
+            } else if (fl->size > 0 && fl->size <= 16) {
+                Cache *cc = cache_of(pt, k);
+                if (!cc)
+                    return REC_NOMEM;
+                idx = cached_fixed(cc, &col->str, p, fl->size);
+            } else {
+                size_t room = fl->size ? (size_t)fl->size : (size_t)(size - fl->offset);
+                idx = strcol_intern(&col->str, (const char *)p, strnlen((const char *)p, room));
+            }
+            if (put_index(&col->str, idx))
+                return REC_NOMEM;
+            break;
+        }
+        case TD_DYNSTR:
+        case TD_DYNARRAY: {
+            const uint8_t *s = (const uint8_t *)"";
+            size_t n = 0;
+            if (inside) {
+                uint32_t loc = (uint32_t)ld(p, fl->size >= 4 ? 4 : fl->size >= 2 ? 2 : 1, swap);
+                size_t off = loc & 0xffff, len = fl->size >= 4 ? loc >> 16 : 0;
+                if (fl->is_relative)
+                    off += (size_t)fl->offset + (size_t)fl->size;
+                if (fl->size < 4)       /* old 2-byte form: a NUL-terminated string */
+                    len = off < (size_t)size ? (size_t)size - off : 0;
+                if (off <= (size_t)size && len <= (size_t)size - off) {
+                    s = rec + off;
+                    n = len;
+                }
+            }
+            if (col->kind == TD_DYNSTR) {
+                if (strcol_append(&col->str, (const char *)s, strnlen((const char *)s, n)))
+                    return REC_NOMEM;
+            } else {
+                int e = fl->elem;
+                for (size_t q = 0; q + (size_t)e <= n; q += (size_t)e)
+                    if (put_num(&col->values, ld(s + q, e, swap), e))
+                        return REC_NOMEM;
+                int64_t end = (int64_t)(col->values.len / (size_t)e);
+                if (end > INT32_MAX)
+                    return REC_NOMEM;
+                int32_t end32 = (int32_t)end;
+                if (buf_put(&col->offsets, &end32, 4))
+                    return REC_NOMEM;
+            }
+            break;
+        }
+        case TD_ARRAY: {
+            int e = fl->elem;
+            int room = fl->size ? fl->size : (size > fl->offset ? size - fl->offset : 0);
+            if (inside)
+                for (int q = 0; q + e <= room; q += e)
+                    if (put_num(&col->values, ld(p + q, e, swap), e))
+                        return REC_NOMEM;
+            int64_t end = (int64_t)(col->values.len / (size_t)e);
+            if (end > INT32_MAX)
+                return REC_NOMEM;
+            int32_t end32 = (int32_t)end;
+            if (buf_put(&col->offsets, &end32, 4))
+                return REC_NOMEM;
+            break;
+        }
+        case TD_BIN: {
+            if (inside && buf_put(&col->values, p, (size_t)fl->size))
+                return REC_NOMEM;
+            if (col->values.len > INT32_MAX)
+                return REC_NOMEM;
+            int32_t end = (int32_t)col->values.len;
+            if (buf_put(&col->offsets, &end, 4))
+                return REC_NOMEM;
+            break;
+        }
+        }
+    }
+    pt->rows++;
+    return 0;
+}
+
+static inline uint64_t tsc_ns(const td_file *f, uint64_t ts)
+{
+    if (!f->has_tsc2nsec)
+        return ts;
+    /* mul_u64_u32_shr, as libtracecmd computes it */
+    uint64_t al = (uint32_t)ts, ah = ts >> 32, mul = f->tsc_mult;
+    uint64_t ret = (al * mul) >> f->tsc_shift;
+    if (ah)
+        ret += (ah * mul) << (32 - f->tsc_shift);
+    return ret;
+}
+
+/* Decode one ring-buffer page at file offset `foff`.  *prev_raw carries the last
+   raw timestamp of this CPU, to refuse time going backwards. */
+static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
+{
+    uint64_t *prev_raw = &w->prev_raw;
+    int *first_page = &w->first_page;
+    td_file *f = d->f;
+    uint32_t psize = d->b->page_size;
+    int swap = f->swap;
+    uint64_t ts = ld(page, 8, swap);
+    uint64_t commit = ld(page + 8, f->commit_size, swap);
+    uint32_t size = (uint32_t)commit & COMMIT_MASK;
+    const uint8_t *data = page + f->data_offset;
+    uint32_t room = psize - (uint32_t)f->data_offset;
+    if (size > room) {
+        snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64
+                 " says %u bytes of events, more than its %u", d->f->kind, w->cpu, foff, size, room);
+        return REC_DAMAGE;
+    }
+    int64_t missed = 0;
+    if (commit & MISSING_EVENTS) {
+        missed = -1;
+        if (commit & MISSING_STORED) {
+            if ((uint32_t)f->long_size > room - size) {
+                snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %"
+                         PRIu64 " has no room for its lost-event count", d->f->kind, w->cpu, foff);
+                return REC_DAMAGE;
+            }
+            uint64_t n = ld(data + size, f->long_size, swap);
+            if (n > MAX_LOST) {
+                snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %"
+                         PRIu64 " says %" PRIu64 " events were lost before it", d->f->kind, w->cpu, foff, n);
+                return REC_DAMAGE;
+            }
+            missed = n > 0 ? (int64_t)n : -1;
+        }
+    }
+    if (size == 0 && !missed) {
+        /* an empty page: real recordings have none between full ones; a zeroed
+           page (timestamp 0) is damage that would hide its events */
+        if (ts == 0 && commit == 0) {
+            snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %"
+                     PRIu64 " is all zeros (its events are lost)", d->f->kind, w->cpu, foff);
+            return REC_DAMAGE;
+        }
+        return 0;
+    }
+    if (*first_page == 0 && ts < *prev_raw) {
+        snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64
+                 " starts at time %" PRIu64 ", before the previous page's last event (%" PRIu64
+                 ")", d->f->kind, w->cpu, foff, ts, *prev_raw);
+        return REC_DAMAGE;
+    }
+    uint32_t pos = 0;
+    int got_missed = missed == 0;
+    while (pos < size) {
+        if (size - pos < 4)
+            goto bad;
+        uint32_t hdr = (uint32_t)ld(data + pos, 4, swap);
+        uint32_t type_len, delta;
+        if (f->meta.big_endian) {
+            type_len = hdr >> 27;
+            delta = hdr & 0x07ffffff;
+        } else {
+            type_len = hdr & 0x1f;
+            delta = hdr >> 5;
+        }
+        uint32_t len;
+        const uint8_t *payload;
+        switch (type_len) {
+        case T_PADDING:
+            if (delta == 0)
+                goto page_done;         /* the rest of the page is padding */
+            if (size - pos < 8)
+                goto bad;
+            len = (uint32_t)ld(data + pos + 4, 4, swap);
+            if (len > size - pos - 4)
+                goto bad;
+            ts += delta;
+            pos += 4 + len;
+            if (len == 0)
+                pos += 4;
+            continue;
+        case T_TIME_EXTEND:
+        case T_TIME_STAMP: {
+            if (size - pos < 8)
+                goto bad;
+            uint64_t ext = ld(data + pos + 4, 4, swap);
+            uint64_t v = (ext << 27) + delta;
+            if (type_len == T_TIME_STAMP)
+                ts = v | (ts & TS_MSB);
+            else
+                ts += v;
+            pos += 8;
+            continue;
+        }
+        case 0:
+            if (size - pos < 8)
+                goto bad;
+            len = (uint32_t)ld(data + pos + 4, 4, swap);
+            if (len < 4)
+                goto bad;
+            len = ((len - 4) + 3) & ~3u;
+            if (len > size - pos - 8)
+                goto bad;
+            payload = data + pos + 8;
+            pos += 8 + len;
+            break;
+        default:
+            len = type_len * 4;
+            if (len > size - pos - 4)
+                goto bad;
+            payload = data + pos + 4;
+            pos += 4 + len;
+            break;
+        }
+        ts += delta;
+        /* a data record */
+        if (ts < *prev_raw) {
+            snprintf(w->err, sizeof(w->err), "corrupt %s: time goes backwards on CPU %u"
+                     " in the page at offset %" PRIu64 " (%" PRIu64 " after %" PRIu64 ")", d->f->kind,
+                     w->cpu, foff, ts, *prev_raw);
+            return REC_DAMAGE;
+        }
+        *prev_raw = ts;
+        *first_page = 0;
+        int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
+        w->records++;
+        if (w->records == 1)
+            w->first_ts = t;
+        w->last_ts = t;
+        if (!got_missed) {
+            int64_t cpu = w->cpu;
+            int32_t cpu32 = (int32_t)cpu;
+            if (buf_put(&w->lost_ts, &t, 8) || buf_put(&w->lost_cpu, &cpu32, 4) ||
+                buf_put(&w->lost_count, &missed, 8))
+                return REC_NOMEM;
+            w->lost_sum = w->lost_sum > INT64_MAX - MAX_LOST ? INT64_MAX
+                          : w->lost_sum + (missed > 0 ? missed : 1);
+            got_missed = 1;
+        }
+        if ((int)len < f->common_size) {
+            snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u record of %u bytes at "
+                     "offset %" PRIu64 " is shorter than the common event header", d->f->kind, w->cpu, len,
+                     foff + (uint64_t)f->data_offset + (uint64_t)(payload - data));
+            return REC_DAMAGE;
+        }
+        uint64_t id = ld(payload + f->common_type_off, f->common_type_size, swap);
+        int32_t idx = id <= (uint64_t)f->max_id ? f->by_id[id] : -1;
+        if (idx < 0) {
+            w->unknown++;
+            continue;
+        }
+        __atomic_fetch_add(&f->events[idx].count, 1, __ATOMIC_RELAXED);
+        if (f->events[idx].wanted) {
+            int rc = append_record(d, w, idx, payload, (int)len, t, NULL);
+            if (rc < 0)
+                return rc;
+        }
+    }
+page_done:
+    if (!got_missed) {
+        /* a page that lost events before it but holds no record: still say so */
+        int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
+        int32_t cpu = (int32_t)w->cpu;
+        if (buf_put(&w->lost_ts, &t, 8) || buf_put(&w->lost_cpu, &cpu, 4) ||
+            buf_put(&w->lost_count, &missed, 8))
+            return REC_NOMEM;
+        w->lost_sum = w->lost_sum > INT64_MAX - MAX_LOST ? INT64_MAX
+                      : w->lost_sum + (missed > 0 ? missed : 1);
+    }
+    return 0;
+bad:
+    snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64
+             ": an event at byte %u runs past the page's %u bytes of events", d->f->kind, w->cpu, foff,
+             pos, size);
+    return REC_DAMAGE;
+}
+
+/* Decode the next page of one CPU's data (uncompressed, or from its current
+   compressed chunk, decompressing the next chunk when one is used up).
+   1: a page was decoded; 0: the CPU's data is done; < 0: error. */
+#define RELEASE_STEP ((uint64_t)4 << 20)
+
+/* The CPU's data before file offset `end` is consumed: give its pages back (in steps
+   of RELEASE_STEP) when the data is a file mapping.  Only whole pages inside the
+   CPU's own data: a page shared with another section is left. */
+static void release_consumed(Decoder *d, CpuWork *w, uint64_t end)
+{
+    const td_file *f = d->f;
+    const CpuData *c = &d->b->cpu[w->cpu_slot];
+    if (!f->file_mapping)
+        return;
+    if (w->released < c->offset)
+        w->released = c->offset;
+    if (end < w->released + RELEASE_STEP && end < c->offset + c->size)
+        return;
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t from = (w->released + pg - 1) / pg * pg, to = end / pg * pg;
+    if (to > from)
+        madvise((void *)(f->data + from), (size_t)(to - from), MADV_DONTNEED);
+    w->released = end;
+}
+
+int decode_step(Decoder *d, CpuWork *w)
+{
+    td_file *f = d->f;
+    const CpuData *c = &d->b->cpu[w->cpu_slot];
+    uint32_t psize = d->b->page_size;
+    if (d->cancel)
+        return REC_CANCELLED;
+    if (!d->b->compressed) {
+        if (w->pos >= c->size)
+            return 0;
+        int rc = decode_page(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        if (rc < 0)
+            return rc;
+        w->pos += psize;
+        __atomic_fetch_add(&d->bytes_done, (int64_t)psize, __ATOMIC_RELAXED);
+        release_consumed(d, w, c->offset + (w->pos < c->size ? w->pos : c->size));
+        return 1;
+    }
+    if (!w->started) {
+        /* the declared size counts the chunks, not the chunk count before them */
+        w->r = (Rd){f->data + c->offset, (size_t)c->size + 4, 0, c->offset,
+                    "compressed CPU data", f->swap, w->err};
+        if (rd_u(&w->r, 4, &w->nchunks, "chunk count") < 0)
+            return REC_DAMAGE;
+        w->started = 1;
+    }
+    if (w->pos >= w->chunk_len) {
+        uint64_t csize, usize;
+        const uint8_t *src;
+        if (w->chunk_no == w->nchunks) {
+            if (w->r.pos != w->r.size) {
+                snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u compressed data "
+                         "has %zu bytes after its %" PRIu64 " chunks (offset %" PRIu64 ")", d->f->kind,
+                         w->cpu, w->r.size - w->r.pos, w->nchunks, w->r.base + w->r.pos);
+                return REC_DAMAGE;
+            }
+            return 0;
+        }
+        if (rd_u(&w->r, 4, &csize, "chunk compressed size") < 0 ||
+            rd_u(&w->r, 4, &usize, "chunk size") < 0)
+            return REC_DAMAGE;
+        w->chunk_off = w->r.base + w->r.pos;
+        if (rd_bytes(&w->r, (size_t)csize, &src, "compressed chunk") < 0)
+            return REC_DAMAGE;
+        if (usize > MAX_CHUNK_BYTES || usize % psize) {
+            snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u chunk at offset %"
+                     PRIu64 " says %" PRIu64 " bytes, not whole pages of %u (at most %u)", d->f->kind,
+                     w->cpu, w->chunk_off, usize, psize, MAX_CHUNK_BYTES);
+            return REC_DAMAGE;
+        }
+        if (usize > w->chunk_cap) {
+            uint8_t *nb = realloc(w->chunk, (size_t)usize);
+            if (!nb)
+                return REC_NOMEM;
+            w->chunk = nb;
+            w->chunk_cap = (size_t)usize;
+        }
+        if (decompress(f->comp, src, (size_t)csize, w->chunk, (size_t)usize) < 0) {
+            snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u chunk at offset %"
+                     PRIu64 " does not decompress to its %" PRIu64 " bytes", d->f->kind, w->cpu,
+                     w->chunk_off, usize);
+            return REC_DAMAGE;
+        }
+        w->chunk_no++;
+        w->chunk_len = usize;
+        w->pos = 0;
+        __atomic_fetch_add(&d->bytes_done, (int64_t)(csize + 8), __ATOMIC_RELAXED);
+        release_consumed(d, w, w->r.base + w->r.pos);
+        if (!usize)
+            return 1;
+    }
+    int rc = decode_page(d, w, w->chunk + w->pos, w->chunk_off);
+    if (rc < 0)
+        return rc;
+    w->pos += psize;
+    return 1;
+}
+
+int decode_cpu(Decoder *d, CpuWork *w)
+{
+    int rc;
+    while ((rc = decode_step(d, w)) > 0)
+        ;
+    free(w->chunk);
+    w->chunk = NULL;
+    w->chunk_cap = 0;
+    return rc;
+}
+

@@ -1,0 +1,247 @@
+/*
+ * _td_symbols.c: the kallsyms text (address -> function name, for %ps fields such
+ * as workqueue_execute_start.function) and the saved cmdlines (pid -> comm) of a
+ * file's tracing metadata.
+ */
+#include "_td_internal.h"
+
+/* ---------------------------------------------------- kallsyms, cmdlines */
+
+static int func_cmp(const void *a, const void *b)
+{
+    const Func *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* /proc/kallsyms text: "ADDR T name [module]".  Like libtraceevent, skip '$' names
+   and absolute ('A'/'a') symbols, and stop at the first line that does not parse. */
+int read_kallsyms(td_file *f, Rd *r)
+{
+    uint64_t n;
+    const uint8_t *text;
+    if (rd_u(r, 4, &n, "kallsyms size") < 0 ||
+        rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "kallsyms") < 0)
+        return -1;
+    return parse_kallsyms(f, text, (size_t)n);
+}
+
+/* The kallsyms text[0..n) into f's symbol table (replacing none: f has none yet). */
+int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
+{
+    const char *p = (const char *)text, *end = p + n;
+    const char *nul = memchr(p, 0, n);
+    if (nul)
+        end = nul;
+    size_t cap = 0;
+    Func *funcs = NULL;
+    for (const char *line = p; line < end;) {
+        const char *le = find_line_end(line, end);
+        if (le == line) {
+            line = le + 1;
+            continue;
+        }
+        const char *q = line;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        uint64_t addr = 0;
+        int digits = 0;
+        for (; q < le && digits < 16; q++, digits++) {
+            char c = *q;
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                break;
+            addr = addr << 4 | (uint64_t)d;
+        }
+        if (!digits)
+            break;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        if (q >= le)
+            break;
+        char type = *q++;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        const char *name = q;
+        while (q < le && *q != ' ' && *q != '\t')
+            q++;
+        if (q == name)
+            break;
+        if (name[0] != '$' && type != 'A' && type != 'a') {
+            if (f->nfuncs == cap) {
+                cap = cap ? cap * 2 : 4096;
+                Func *nf = realloc(funcs, cap * sizeof(*nf));
+                if (!nf) {
+                    free(funcs);
+                    return seterr(f->err, "out of memory"), -1;
+                }
+                funcs = nf;
+            }
+            const char *s = own_str(f, name, (size_t)(q - name));
+            if (!s) {
+                free(funcs);
+                return -1;
+            }
+            funcs[f->nfuncs++] = (Func){addr, s};
+        }
+        line = le + 1;
+    }
+    /* libtraceevent lists symbols newest first and sorts them stably by address,
+       so of equal addresses the one later in the file comes first */
+    for (size_t i = 0; i < f->nfuncs / 2; i++) {
+        Func t = funcs[i];
+        funcs[i] = funcs[f->nfuncs - 1 - i];
+        funcs[f->nfuncs - 1 - i] = t;
+    }
+    /* stable sort: merge sort */
+    if (f->nfuncs > 1) {
+        Func *tmp = malloc(f->nfuncs * sizeof(*tmp));
+        if (!tmp) {
+            free(funcs);
+            return seterr(f->err, "out of memory"), -1;
+        }
+        for (size_t w = 1; w < f->nfuncs; w *= 2) {
+            for (size_t lo = 0; lo < f->nfuncs; lo += 2 * w) {
+                size_t mid = lo + w < f->nfuncs ? lo + w : f->nfuncs;
+                size_t hi = lo + 2 * w < f->nfuncs ? lo + 2 * w : f->nfuncs;
+                size_t a = lo, b = mid, o = lo;
+                while (a < mid && b < hi)
+                    tmp[o++] = func_cmp(&funcs[b], &funcs[a]) < 0 ? funcs[b++] : funcs[a++];
+                while (a < mid)
+                    tmp[o++] = funcs[a++];
+                while (b < hi)
+                    tmp[o++] = funcs[b++];
+            }
+            memcpy(funcs, tmp, f->nfuncs * sizeof(*tmp));
+        }
+        free(tmp);
+    }
+    if (funcs && own(f, funcs) < 0)
+        return seterr(f->err, "out of memory"), -1;
+    f->funcs = funcs;
+    return 0;
+}
+
+/* The function containing addr, found as libtraceevent's bsearch() finds it. */
+const char *find_func(const td_file *f, uint64_t addr)
+{
+    size_t lo = 0, hi = f->nfuncs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const Func *fb = &f->funcs[mid];
+        uint64_t next = mid + 1 < f->nfuncs ? f->funcs[mid + 1].addr : 0;
+        if (addr == fb->addr || (addr > fb->addr && addr < next))
+            return fb->name;
+        if (addr < fb->addr)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+typedef struct { Cmd c; size_t i; } CI;
+
+static int ci_cmp(const void *a, const void *b)
+{
+    const CI *x = a, *y = b;
+    if (x->c.pid != y->c.pid)
+        return x->c.pid < y->c.pid ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int cmd_cmp(const void *a, const void *b)
+{
+    const Cmd *x = a, *y = b;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* saved_cmdlines: "PID COMM" lines; parsing stops at the first that does not parse
+   (as libtraceevent's does); the first name of a pid wins. */
+int read_cmdlines(td_file *f, Rd *r)
+{
+    uint64_t n;
+    const uint8_t *text;
+    if (rd_u(r, 8, &n, "cmdlines size") < 0 ||
+        rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "cmdlines") < 0)
+        return -1;
+    const char *p = (const char *)text, *end = p + n;
+    const char *nul = memchr(p, 0, (size_t)n);
+    if (nul)
+        end = nul;
+    size_t cap = 0;
+    Cmd *cmds = NULL;
+    for (const char *line = p; line < end;) {
+        const char *le = find_line_end(line, end);
+        if (le == line) {
+            line = le + 1;
+            continue;
+        }
+        /* "%d %m[^\n]": a decimal pid, white space, the rest of the line */
+        const char *q = line;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        int neg = 0;
+        if (q < le && (*q == '-' || *q == '+'))
+            neg = *q++ == '-';
+        int64_t pid = 0;
+        const char *d0 = q;
+        while (q < le && *q >= '0' && *q <= '9' && pid <= INT32_MAX)
+            pid = pid * 10 + (*q++ - '0');
+        if (q == d0 || pid > INT32_MAX)
+            break;
+        if (neg)
+            pid = -pid;
+        while (q < le && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\v' || *q == '\f'))
+            q++;
+        if (q >= le)
+            break;
+        if (f->ncmds == cap) {
+            cap = cap ? cap * 2 : 1024;
+            Cmd *nc = realloc(cmds, cap * sizeof(*nc));
+            if (!nc) {
+                free(cmds);
+                return seterr(f->err, "out of memory"), -1;
+            }
+            cmds = nc;
+        }
+        const char *s = own_str(f, q, (size_t)(le - q));
+        if (!s) {
+            free(cmds);
+            return -1;
+        }
+        cmds[f->ncmds++] = (Cmd){(int32_t)pid, s};
+        line = le + 1;
+    }
+    if (f->ncmds > 1) {
+        /* sorted by (pid, position): the first name of a duplicated pid wins */
+        CI *ci = malloc(f->ncmds * sizeof(*ci));
+        if (!ci) {
+            free(cmds);
+            return seterr(f->err, "out of memory"), -1;
+        }
+        for (size_t i = 0; i < f->ncmds; i++)
+            ci[i] = (CI){cmds[i], i};
+        qsort(ci, f->ncmds, sizeof(*ci), ci_cmp);
+        size_t o = 0;
+        for (size_t i = 0; i < f->ncmds; i++)
+            if (!o || cmds[o - 1].pid != ci[i].c.pid)
+                cmds[o++] = ci[i].c;
+        f->ncmds = o;
+        free(ci);
+    }
+    if (cmds && own(f, cmds) < 0)
+        return seterr(f->err, "out of memory"), -1;
+    f->cmds = cmds;
+    return 0;
+}
+
+const char *comm_of(const td_file *f, int32_t pid)
+{
+    if (pid == 0)
+        return "<idle>";
+    Cmd key = {pid, NULL};
+    const Cmd *c = f->ncmds ? bsearch(&key, f->cmds, f->ncmds, sizeof(Cmd), cmd_cmp) : NULL;
+    return c ? c->comm : "<...>";
+}
+
