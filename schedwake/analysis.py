@@ -20,7 +20,7 @@ import numpy as np
 from .detect import Finding, detect
 from .metrics import trace_metrics
 from .summary import summary
-from .topology import Topology
+from .topology import FILE_HEADER, Topology
 from .trace import Trace
 
 
@@ -111,7 +111,7 @@ def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None
 
 
 def topology_facts(topo: Topology) -> dict:
-    """``{"source": "file" | "option" | "inferred" | "assumed", "from": ..., "llc":
+    """``{"source": "file" | "option" | "header" | "inferred" | "assumed", "from": ..., "llc":
     [[cpus]...], "smt": ..., "numa": ..., "note": ...}``: a topology as reports state it
     (``note``: the evidence of an inferred map, or why an assumed one was not inferred)."""
     if topo.assumed:
@@ -120,6 +120,8 @@ def topology_facts(topo: Topology) -> dict:
         kind = "inferred"
     elif topo.source == "--llc":
         kind = "option"
+    elif topo.source == FILE_HEADER:
+        kind = "header"
     else:
         kind = "file"
     return {

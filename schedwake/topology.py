@@ -8,9 +8,11 @@ Sources, best first (DESIGN section 5):
        {"cpus": 2, "llc": [[0, 1]], "smt": [[0], [1]], "numa": [[0, 1]]}
 
 2. one ``--llc CPULIST`` per LLC in the kernel's cpulist syntax (``0-3,8-11``);
-3. otherwise the LLCs the trace's own wake-ups show, when they show them clearly
+3. the map the trace file's own header records (perf.data: its CACHE, CPU_TOPOLOGY
+   and NUMA_TOPOLOGY sections; ``source == "file header"``);
+4. otherwise the LLCs the trace's own wake-ups show, when they show them clearly
    (``inferred``, :mod:`schedwake.model.llc`; :class:`schedwake.Trace` does this);
-4. otherwise one LLC holding every CPU, which every report states (``assumed``), with
+5. otherwise one LLC holding every CPU, which every report states (``assumed``), with
    the reason no LLCs were inferred.
 
 Bad topology input raises :class:`~schedwake.errors.TraceError` with one line.
@@ -27,6 +29,9 @@ import numpy as np
 import pandas as pd
 
 from .errors import TraceError
+
+#: ``Topology.source`` of a map read from the trace file's own header.
+FILE_HEADER = "file header"
 
 #: Migration / placement classes, from closest to farthest.
 MIGRATION_CLASSES = ("none", "same_core", "same_llc", "cross_llc", "cross_numa")
@@ -107,7 +112,8 @@ class Topology:
     llc: list[list[int]]
     smt: list[list[int]] = field(default_factory=list)
     numa: list[list[int]] = field(default_factory=list)
-    #: Where it came from: a file path, ``"--llc"``, ``"inferred"`` or ``"assumed"``.
+    #: Where it came from: a file path, ``"--llc"``, ``"file header"``, ``"inferred"``
+    #: or ``"assumed"``.
     source: str = "assumed"
     #: For an inferred or assumed map: the evidence, or why none was inferred (one line).
     note: str = ""
@@ -322,9 +328,11 @@ def trace_stem(path) -> str:
     return stem
 
 
-def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Topology:
+def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header=None) -> Topology:
     """The topology to use for a trace: explicit file, ``--llc`` lists, the
-    ``<trace>.topology.json`` beside the trace, or one assumed LLC, in that order."""
+    ``<trace>.topology.json`` beside the trace, the map of the trace's own header
+    (``header``: a topology dict, e.g. a perf.data's), or one assumed LLC, in that
+    order."""
     topo: Topology | None
     if topology_file:
         topo = Topology.from_file(topology_file)
@@ -347,6 +355,11 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None) -> Top
                 if c.is_file():
                     topo = Topology.from_file(c)
                     break
+        if topo is None and header:
+            topo = Topology.from_dict(
+                {k: header[k] for k in ("cpus", "llc", "smt", "numa") if k in header},
+                FILE_HEADER,
+            )
     if topo is None:
         return Topology.single_llc(cpus)
     topo.check_covers(cpus)

@@ -28,6 +28,9 @@ class Trace:
         self.meta: dict = raw.meta
         #: Where the ring buffer lost events (``schema.LOST_EVENTS_SCHEMA``).
         self.lost: pa.Table = raw.lost
+        #: perf.data's COMM, FORK, EXIT and MMAP records as tables (``comms``, ``forks``,
+        #: ``exits``, ``mmaps``); empty for other formats.
+        self.sideband: dict[str, pa.Table] = raw.sideband
         self._topology: Topology | None = None
         self._model: Model | None = None
         self._pids: frozenset[int] | None = None
@@ -36,13 +39,20 @@ class Trace:
     @property
     def topology(self):
         """The CPU map (:class:`schedwake.topology.Topology`): set explicitly, else the
-        ``<trace>.topology.json`` beside the trace, else the LLCs the trace's wake-ups
-        show (``source == "inferred"``, :mod:`schedwake.model.llc`), else one assumed
-        LLC (``note`` says why none was inferred)."""
+        ``<trace>.topology.json`` beside the trace, else the one the file's header
+        records (perf.data), else the LLCs the trace's wake-ups show (``source ==
+        "inferred"``, :mod:`schedwake.model.llc`), else one assumed LLC (``note`` says
+        why none was inferred)."""
         if self._topology is None:
             from .topology import resolve
 
-            self._use(resolve(self.meta.get("path"), self.meta.get("cpus") or 1))
+            self._use(
+                resolve(
+                    self.meta.get("path"),
+                    self.meta.get("cpus") or 1,
+                    header=self.meta.get("topology"),
+                )
+            )
         assert self._topology is not None
         return self._topology
 
@@ -58,7 +68,15 @@ class Trace:
         with neither, the default lookup (and inference). Returns the topology."""
         from .topology import resolve
 
-        self._use(resolve(self.meta.get("path"), self.meta.get("cpus") or 1, topology_file, llc))
+        self._use(
+            resolve(
+                self.meta.get("path"),
+                self.meta.get("cpus") or 1,
+                topology_file,
+                llc,
+                header=self.meta.get("topology"),
+            )
+        )
         return self._topology
 
     def _use(self, topo) -> None:
@@ -247,20 +265,24 @@ def load(
     progress: ingest.Progress | None = None,
     reader: str | None = None,
     jobs: int | None = None,
+    kallsyms=None,
 ) -> Trace:
     """Load a trace file of any supported format.
 
     ``events``: names of the events to read (all when None); reading fewer is faster.
     ``input_format``: one of ``schedwake.ingest.FORMATS`` to skip format sniffing.
     ``progress``: a callable that gets the fraction done, now and then.
-    ``reader``: the trace.dat reader, ``"schedwake"`` (None: the default, schedwake's
-    own) or ``"libtracecmd"`` (trace-cmd's library, run in a child process; for
-    trace.dat files only). ``jobs``: decoding threads of schedwake's trace.dat reader
-    (an int >= 1; None: one per CPU); other readers ignore it.
+    ``reader``: ``"schedwake"`` (None: the default, schedwake's own decoder of trace.dat
+    and perf.data), ``"libtracecmd"`` (trace-cmd's library, run in a child process; for
+    trace.dat files only) or ``"perf-script"`` (``perf script`` text; for perf.data files
+    only). ``jobs``: decoding threads of schedwake's reader (an int >= 1; None: one per
+    CPU); other readers ignore it. ``kallsyms``: a kallsyms file of the kernel a
+    perf.data recorded (None: this machine's ``/proc/kallsyms`` when it runs that
+    kernel), for fields that name kernel functions.
     Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
     ValueError for an unknown ``reader`` or a bad ``jobs``.
     """
-    return Trace(ingest.read(Path(path), events, input_format, progress, reader, jobs))
+    return Trace(ingest.read(Path(path), events, input_format, progress, reader, jobs, kallsyms))
 
 
 __all__ = ["Trace", "load", "TraceError"]

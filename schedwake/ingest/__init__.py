@@ -18,9 +18,10 @@ TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 #: Names accepted by ``input_format`` / ``--input-format``.
 FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data")
 
-#: trace.dat readers (``reader`` / ``--reader``): schedwake's own decoder, in this
-#: process; or libtracecmd (the conformance oracle), in a child process.
-READERS = ("schedwake", "libtracecmd")
+#: Readers (``reader`` / ``--reader``): schedwake's own decoder of trace.dat and
+#: perf.data, in this process; libtracecmd for trace.dat (the conformance oracle), in a
+#: child process; ``perf script`` text for perf.data (its conformance oracle).
+READERS = ("schedwake", "libtracecmd", "perf-script")
 DEFAULT_READER = "schedwake"
 
 
@@ -65,14 +66,16 @@ def read(
     progress: Progress | None = None,
     reader: str | None = None,
     jobs: int | None = None,
+    kallsyms=None,
 ) -> RawTrace:
     """Read ``path`` into canonical tables.
 
     ``events``: event names to read (``"sched_waking"`` or ``"sched:sched_waking"``);
     None reads every event. Counts of all events are in ``meta["event_counts"]``
-    either way. ``reader``: the trace.dat reader (:data:`READERS`; None is
-    ``"schedwake"``); ``jobs``: decoding threads of schedwake's trace.dat reader
-    (None: one per CPU; the text readers and libtracecmd ignore it). Raises
+    either way. ``reader``: the trace.dat or perf.data reader (:data:`READERS`; None is
+    ``"schedwake"``); ``jobs``: decoding threads of schedwake's reader (None: one per
+    CPU; the text readers and libtracecmd ignore it); ``kallsyms``: a kallsyms file of
+    the recorded kernel, for a perf.data (whose own has none). Raises
     :class:`TraceError` for anything that is not a usable trace, ValueError for a
     ``reader`` or ``jobs`` that does not exist.
     """
@@ -91,6 +94,10 @@ def read(
         from . import tracedat
 
         return tracedat.read(p, wanted, progress, jobs)
+    if fmt == "perf.data" and reader == "schedwake":
+        from . import perfdata
+
+        return perfdata.read(p, wanted, progress, jobs, kallsyms)
     from . import text
 
     return text.read(p, fmt, wanted, progress)
@@ -109,26 +116,34 @@ def check_reader_options(reader: str | None, jobs: int | None) -> str:
 
 def check_reader_format(path: Path, fmt: str, reader: str) -> None:
     """TraceError when ``reader`` cannot read files of format ``fmt``: libtracecmd
-    reads trace.dat only."""
+    reads trace.dat only, perf-script perf.data only."""
     if reader == "libtracecmd" and fmt != "trace.dat":
         raise TraceError(
             path, f"the libtracecmd reader only reads trace.dat files, and this is {fmt}"
         )
+    if reader == "perf-script" and fmt != "perf.data":
+        raise TraceError(
+            path, f"the perf-script reader only reads perf.data files, and this is {fmt}"
+        )
 
 
-#: Formats that :func:`iter_batches` reads batch by batch (perf.data goes through perf).
-STREAMED_FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script")
+#: Formats that :func:`iter_batches` reads batch by batch.
+STREAMED_FORMATS = ("trace.dat", "perf.data", "ftrace-text", "trace-cmd-report", "perf-script")
 
 
 def iter_batches(
-    path, events=None, input_format: str | None = None, progress: Progress | None = None
+    path,
+    events=None,
+    input_format: str | None = None,
+    progress: Progress | None = None,
+    kallsyms=None,
 ):
     """Read ``path`` as a sequence of :class:`RawTrace` batches, in memory that does not
     grow with the file (``schedwake convert`` writes them as they come).
 
-    trace.dat batches are in time order across batches; text batches keep the file's
-    order (sorted within a batch). ``meta`` counts are cumulative, so the last batch's
-    describe the whole file. Formats outside :data:`STREAMED_FORMATS` come as one batch.
+    trace.dat and perf.data batches are in time order across batches; text batches keep
+    the file's order (sorted within a batch). ``meta`` counts are cumulative, so the
+    last batch's describe the whole file.
     """
     p = check_path(path)
     fmt = input_format or sniff(p)
@@ -136,9 +151,11 @@ def iter_batches(
         from . import tracedat
 
         yield from tracedat.iter_batches(p, events, progress)
-    elif fmt in STREAMED_FORMATS:
+    elif fmt == "perf.data":
+        from . import perfdata
+
+        yield from perfdata.iter_batches(p, events, progress, kallsyms=kallsyms)
+    else:
         from . import text
 
         yield from text.iter_batches(p, fmt, events, progress)
-    else:
-        yield read(p, events, fmt, progress)

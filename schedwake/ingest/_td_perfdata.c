@@ -145,7 +145,9 @@ struct PerfFile {
     Range *ranges;
     int nranges;
     uint64_t zcap;              /* bytes one compressed record may decompress to */
-    Buf lost_rows;              /* (ts, cpu, count) triples, int64 */
+    Buf lost_rows;              /* LOST: (ts, cpu, count) triples, int64 */
+    Buf lost_sample_rows;       /* LOST_SAMPLES: (id, cpu or -1, count) */
+    Buf id_cpu;                 /* ID_INDEX: (id, cpu) pairs */
     int64_t lost_unknown_cpu;
     int max_cpu;
     int no_time_attr, no_cpu_attr;      /* an attribute of samples without time/CPU */
@@ -419,6 +421,15 @@ static int choose_id_mode(td_file *f, PerfFile *p)
         return seterr(f->err, "corrupt perf.data: %d event attributes but no event ids",
                       p->nattrs), -1;
     return 0;
+}
+
+/* The event id a non-sample record's sample_id carries, UINT64_MAX if none. */
+static uint64_t record_id(const PerfFile *p, const uint8_t *rec, size_t size)
+{
+    size_t back = 8 * (size_t)p->attrs[0].is_pos;
+    if (p->attrs[0].is_pos < 0 || back + 8 > size)
+        return UINT64_MAX;
+    return pld(p, rec + size - back, 8);
 }
 
 /* The attribute of a SAMPLE record, -1 when its id is unknown. */
@@ -1193,7 +1204,9 @@ static int walk_end(Walk *wk)
 
 /* ------------------------------------------------------ pass 1: metadata */
 
-static int add_comm(td_file *f, PerfFile *p, int32_t tid, int64_t ts, const char *comm)
+/* A name of tid from time ts on; seq orders names of one time (file order). */
+static int add_comm(td_file *f, PerfFile *p, int32_t tid, int64_t ts, int64_t seq,
+                    const char *comm)
 {
     if (p->ncomms == p->comms_cap) {
         size_t cap = p->comms_cap ? p->comms_cap * 2 : 1024;
@@ -1203,7 +1216,7 @@ static int add_comm(td_file *f, PerfFile *p, int32_t tid, int64_t ts, const char
         p->comms = n;
         p->comms_cap = cap;
     }
-    p->comms[p->ncomms++] = (CommAt){tid, ts, p->seq++, comm};
+    p->comms[p->ncomms++] = (CommAt){tid, ts, seq, comm};
     return 0;
 }
 
@@ -1260,7 +1273,7 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
         const char *comm = own_str(f, (const char *)name, nul ? (size_t)(nul - name) : room);
         int64_t ts = sid.time;
         uint8_t exec = misc & MISC_COMM_EXEC ? 1 : 0;
-        if (!comm || add_comm(f, p, tid, ts, comm) < 0 ||
+        if (!comm || add_comm(f, p, tid, ts, p->seq++, comm) < 0 ||
             push(f, &in->comms.ts, &ts, 8) || push(f, &in->comms.pid, &pid, 4) ||
             push(f, &in->comms.tid, &tid, 4) || push(f, &in->comms.exec, &exec, 1))
             return REC_NOMEM;
@@ -1288,16 +1301,22 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
     case PR_LOST:
     case PR_LOST_SAMPLES: {
         uint64_t n = pld(p, rec + (type == PR_LOST ? 16 : 8), 8);
-        if (type == PR_LOST_SAMPLES && (misc & MISC_LOST_SAMPLES_BPF)) {
-            in->filtered_samples += n > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)n;
-            return 0;
-        }
-        if (type == PR_LOST_SAMPLES)
-            in->lost_samples += n > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)n;
-        int64_t cpu = sid.cpu;
         if (n > MAX_LOST)
             return walk_fail(wk, "corrupt perf.data: the %s record at offset %" PRIu64 " says %"
                              PRIu64 " events were lost", rec_name(type), foff, n);
+        if (type == PR_LOST_SAMPLES) {
+            /* an event's lost-sample counter (perf writes them at the end, one per
+               event and CPU, the CPU in ID_INDEX): the same losses LOST records
+               place in time, so the larger per CPU counts (set_meta) */
+            if (misc & MISC_LOST_SAMPLES_BPF) {
+                in->filtered_samples += (int64_t)n;
+                return 0;
+            }
+            in->lost_samples += (int64_t)n;
+            int64_t row[3] = {(int64_t)record_id(p, rec, size), sid.cpu, (int64_t)n};
+            return push(f, &p->lost_sample_rows, row, sizeof(row)) ? REC_NOMEM : 0;
+        }
+        int64_t cpu = sid.cpu;
         int64_t row[3] = {sid.time == NO_TIME ? 0 : sid.time, cpu, (int64_t)n};
         if (cpu < 0 || cpu >= MAX_CPUS) {
             p->lost_unknown_cpu += (int64_t)n;
@@ -1392,6 +1411,26 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
     case PR_FINISHED_ROUND:
         round_done(p);
         return 0;
+    case PR_ID_INDEX: {
+        /* {id, idx, cpu, tid} per event id (then, in newer perf, more per entry) */
+        if (size < 16)
+            return walk_fail(wk, "corrupt perf.data: an ID_INDEX record of %zu bytes at "
+                             "offset %" PRIu64, size, foff);
+        uint64_t nr = pld(p, rec + 8, 8);
+        if (nr > (size - 16) / 32)
+            return walk_fail(wk, "corrupt perf.data: the ID_INDEX record at offset %" PRIu64
+                             " lists %" PRIu64 " ids in %zu bytes", foff, nr, size);
+        size_t each = nr ? (size - 16) / (size_t)nr : 32;
+        if (each < 32)
+            each = 32;
+        for (uint64_t i = 0; i < nr; i++) {
+            const uint8_t *e = rec + 16 + (size_t)i * each;
+            int64_t pair[2] = {(int64_t)pld(p, e, 8), (int64_t)pld(p, e + 16, 8)};
+            if (push(f, &p->id_cpu, pair, sizeof(pair)))
+                return REC_NOMEM;
+        }
+        return 0;
+    }
     case PR_HEADER_ATTR: {
         if (!p->pipe)
             return 0;
@@ -1554,12 +1593,18 @@ static int fork_cmp(const void *a, const void *b)
    the samples. */
 static int build_comm_history(td_file *f, PerfFile *p, TidMap *seen)
 {
+    /* records perf synthesized for the tasks that existed when it started have time
+       0 (or none): they count from the start, in the file's order (a thread's FORK,
+       then its COMM) */
     for (size_t i = 0; i < p->ncomms; i++)
-        if (p->comms[i].ts == NO_TIME)
+        if (p->comms[i].ts <= 0)
             p->comms[i].ts = INT64_MIN + 1;
     qsort(p->comms, p->ncomms, sizeof(CommAt), comm_time_cmp);
     size_t nforks = p->fork_rows.len / 24;
     int64_t *forks = (int64_t *)p->fork_rows.data;
+    for (size_t i = 0; i < nforks; i++)
+        if (forks[3 * i] <= 0)
+            forks[3 * i] = INT64_MIN + 1;
     if (nforks)
         qsort(forks, nforks, 24, fork_cmp);
     TidMap now = {0};
@@ -1584,7 +1629,7 @@ static int build_comm_history(td_file *f, PerfFile *p, TidMap *seen)
         if (parent && *parent) {
             const char *name = *parent;
             const char **v = tidmap_slot(&now, tid, 1);
-            if (!v || add_comm(f, p, tid, fr[0], name) < 0)
+            if (!v || add_comm(f, p, tid, fr[0], fr[1], name) < 0)
                 rc = -1;
             else
                 *v = name;
@@ -1607,7 +1652,7 @@ static int build_comm_history(td_file *f, PerfFile *p, TidMap *seen)
         else
             snprintf(name, sizeof(name), ":%" PRId32, tid);
         const char *s = own_str(f, name, strlen(name));
-        if (!s || add_comm(f, p, tid, INT64_MIN, s) < 0)
+        if (!s || add_comm(f, p, tid, INT64_MIN, -1, s) < 0)
             rc = -1;
     }
     if (rc)
@@ -1830,6 +1875,38 @@ static int set_meta(td_file *f, PerfFile *p)
         f->lost_per_cpu[cpu] = count > INT64_MAX - f->lost_per_cpu[cpu] ? INT64_MAX
                                : f->lost_per_cpu[cpu] + count;
     }
+    /* LOST_SAMPLES counters, per CPU by their event id's CPU: where they say more
+       than the LOST records, they count */
+    size_t nls = p->lost_sample_rows.len / 24, nid = p->id_cpu.len / 16;
+    int64_t *ls = (int64_t *)p->lost_sample_rows.data, *ic = (int64_t *)p->id_cpu.data;
+    if (nls) {
+        int64_t *by_cpu = calloc((size_t)cpus, sizeof(int64_t));
+        if (!by_cpu)
+            return seterr(f->err, "out of memory"), -1;
+        if (nid)
+            qsort(ic, nid, 16, lost_row_cmp);   /* by id (then cpu) */
+        for (size_t i = 0; i < nls; i++) {
+            int64_t id = ls[3 * i], cpu = ls[3 * i + 1];
+            size_t lo = 0, hi = nid;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (ic[2 * mid] < id)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < nid && ic[2 * lo] == id)
+                cpu = ic[2 * lo + 1];
+            if (cpu >= 0 && cpu < cpus)
+                by_cpu[cpu] += ls[3 * i + 2];
+            else
+                p->lost_unknown_cpu += ls[3 * i + 2];
+        }
+        for (int c = 0; c < cpus; c++)
+            if (by_cpu[c] > f->lost_per_cpu[c])
+                f->lost_per_cpu[c] = by_cpu[c];
+        free(by_cpu);
+    }
     f->meta.lost_per_cpu = f->lost_per_cpu;
     if (p->lost_unknown_cpu &&
         td_warn(f, "perf lost %" PRId64 " samples on CPUs the file does not name (no CPU in "
@@ -2040,6 +2117,7 @@ void perf_free(td_file *f)
     free(p->comms);
     Buf *bufs[] = {&p->packages, &p->dies, &p->threads, &p->numa, &p->cache, &p->build_ids,
                    &p->core_id, &p->socket_id, &p->die_id, &p->fork_rows, &p->lost_rows,
+                   &p->lost_sample_rows, &p->id_cpu,
                    &in->comms.ts, &in->comms.pid, &in->comms.tid, &in->comms.exec,
                    &in->forks.ts, &in->forks.pid, &in->forks.ppid, &in->forks.tid,
                    &in->forks.ptid, &in->exits.ts, &in->exits.pid, &in->exits.ppid,
@@ -2268,8 +2346,11 @@ static int decode_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *
     CpuWork *w = slot_for(rw, s.cpu < 0 ? -1 : s.cpu, ts);
     if (!w)
         return rw->err[0] ? walk_fail(wk, "%s", rw->err) : REC_NOMEM;
-    int32_t tid = a->pub.sample_type & S_TID ? (int32_t)s.tid
-                  : tp ? (int32_t)ld(s.raw + f->common_pid_off, 4, f->swap) : -1;
+    /* the thread: the sample's; a tracepoint's own common_pid where the sample has
+       none, or -1 (the kernel's word for a task already unhashed, in its last switch) */
+    int32_t tid = a->pub.sample_type & S_TID ? (int32_t)s.tid : -1;
+    if (tp && tid == -1)
+        tid = (int32_t)ld(s.raw + f->common_pid_off, 4, f->swap);
     const char *comm = range_comm(rw, p, tid, ts);
     if (!comm)
         comm = tid == 0 ? "swapper" : "";

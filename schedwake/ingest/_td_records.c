@@ -48,6 +48,27 @@ int make_layout(td_file *f, int idx, Layout *lay)
     return 0;
 }
 
+/* Whether a wanted event has a field printed as a kernel symbol (%ps), which
+   only kallsyms can name: 1, 0, or -1 (no memory). */
+int td_needs_kallsyms(td_file *f)
+{
+    for (int e = 0; e < f->nevents; e++) {
+        if (!f->events[e].wanted || !f->info[e].nfields)
+            continue;
+        Layout lay;
+        memset(&lay, 0, sizeof(lay));
+        if (make_layout(f, e, &lay) < 0)
+            return -1;
+        int found = 0;
+        for (int i = 0; i < f->info[e].nfields && !found; i++)
+            found = lay.kind[i] == TD_SYM;
+        free(lay.kind);
+        if (found)
+            return 1;
+    }
+    return 0;
+}
+
 /* Output columns of event idx: the common ones, the format's fields (and
    prev_state_str), then the perf.data sample columns. */
 int event_ncols(const td_file *f, int idx, const Layout *lay)

@@ -212,6 +212,8 @@ const td_perf_attr *td_perf_attr_at(td_file *f, int i);
    writes an empty kallsyms): /proc/kallsyms text, used for %ps fields such as
    workqueue_execute_start.function.  Before td_decode().  0, or -1 (err set). */
 int td_set_kallsyms(td_file *f, const uint8_t *text, size_t size, char *err);
+/* Whether a wanted event has a field that names a kernel function (%ps): 1, 0, -1. */
+int td_needs_kallsyms(td_file *f);
 
 /* Open, decode every event and close: the whole reader, for fuzzing.  0 or -1. */
 int td_fuzz_read(const uint8_t *data, size_t size, int jobs, char *err);

@@ -378,6 +378,51 @@ static PyObject *raw_to_py(td_file *f)
                          buf_to_py(&m->lost_count));
 }
 
+/* A perf.data whose wanted events name kernel functions gets kallsyms from
+   `kallsyms`: None, or a callable (release, kernel build id) -> bytes or None.
+   0, or -1 with a Python error set or err filled. */
+static int use_kallsyms(td_file *f, PyObject *kallsyms, char *err)
+{
+    td_perf_info *in = td_get_perf(f);
+    if (kallsyms == Py_None || !in)
+        return 0;
+    int need = td_needs_kallsyms(f);
+    if (need < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!need)
+        return 0;
+    const char *kid = NULL;
+    char hex[41] = "";
+    for (int i = 0; i < in->n_build_ids; i++) {
+        const td_perf_build_id *b = &in->build_ids[i];
+        if (b->filename && !strcmp(b->filename, "[kernel.kallsyms]")) {
+            for (int k = 0; k < b->size && k < 20; k++)
+                snprintf(hex + 2 * k, 3, "%02x", b->id[k]);
+            kid = hex;
+            break;
+        }
+    }
+    PyObject *text = PyObject_CallFunction(kallsyms, "zz", in->osrelease, kid);
+    if (!text)
+        return -1;
+    int rc = 0;
+    if (text != Py_None) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(text, &view, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(text);
+            return -1;
+        }
+        rc = td_set_kallsyms(f, view.buf, (size_t)view.len, err);
+        PyBuffer_Release(&view);
+        if (rc < 0 && !strcmp(err, "out of memory"))
+            PyErr_NoMemory();
+    }
+    Py_DECREF(text);
+    return rc;
+}
+
 /* Mark the events asked for; names may be "event" or "system:event". */
 static int select_events(td_file *f, PyObject *events)
 {
@@ -405,28 +450,27 @@ PyDoc_STRVAR(read_doc,
 "Read a trace.dat or perf.data file with schedwake's own decoder. `events` is None\n"
 "(all) or a collection of event names; `progress` is called with a float in [0, 1]\n"
 "now and then; `jobs` is the number of decoding threads (None: one per online CPU);\n"
-"`kallsyms` (bytes of /proc/kallsyms text) names kernel functions of a perf.data.\n"
+"`kallsyms`, for a perf.data whose events name kernel functions (%ps fields), is\n"
+"called with (kernel release, kernel build id) and returns kallsyms text or None.\n"
 "Raises TraceDatError (a ValueError) with a one-line reason on unusable files.");
 
 static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "events", "progress", "jobs", "kallsyms", NULL};
     PyObject *pathobj, *events = Py_None, *progress = Py_None, *jobsobj = Py_None;
-    Py_buffer ksyms = {0};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OOOz*", kwlist, PyUnicode_FSConverter,
-                                     &pathobj, &events, &progress, &jobsobj, &ksyms))
+    PyObject *kallsyms = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OOOO", kwlist, PyUnicode_FSConverter,
+                                     &pathobj, &events, &progress, &jobsobj, &kallsyms))
         return NULL;
     int jobs = 0;
     if (jobsobj != Py_None) {
         jobs = (int)PyLong_AsLong(jobsobj);
         if (jobs == -1 && PyErr_Occurred()) {
             Py_DECREF(pathobj);
-            PyBuffer_Release(&ksyms);
             return NULL;
         }
         if (jobs < 1) {
             Py_DECREF(pathobj);
-            PyBuffer_Release(&ksyms);
             PyErr_SetString(PyExc_ValueError, "jobs must be at least 1");
             return NULL;
         }
@@ -436,10 +480,8 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     size_t size;
     int mapped = map_file(pathobj, &data, &size);
     Py_DECREF(pathobj);
-    if (mapped < 0) {
-        PyBuffer_Release(&ksyms);
+    if (mapped < 0)
         return NULL;
-    }
 
     td_file *f = NULL;
     TickCtx tc = {progress, 0};
@@ -452,8 +494,11 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
         td_data_is_file_mapping(f);     /* map_file()'s read-only private mapping */
     if (rc == 0 && select_events(f, events) < 0)
         goto out;
-    if (rc == 0 && ksyms.buf && td_get_perf(f))
-        rc = td_set_kallsyms(f, ksyms.buf, (size_t)ksyms.len, err);
+    if (rc == 0 && use_kallsyms(f, kallsyms, err) < 0) {
+        if (PyErr_Occurred())
+            goto out;
+        rc = -1;
+    }
     if (rc == 0) {
         Py_BEGIN_ALLOW_THREADS
         rc = td_decode(f, jobs, tick, &tc, err);
@@ -473,7 +518,6 @@ out:
     td_close(f);
     if (data)
         munmap((void *)data, size);
-    PyBuffer_Release(&ksyms);
     return result;
 }
 
@@ -549,21 +593,18 @@ PyDoc_STRVAR(stream_doc,
 static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "events", "batch_rows", "kallsyms", NULL};
-    PyObject *pathobj, *events = Py_None;
+    PyObject *pathobj, *events = Py_None, *kallsyms = Py_None;
     long long batch_rows = 1 << 20;
-    Py_buffer ksyms = {0};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OLz*", kwlist, PyUnicode_FSConverter,
-                                     &pathobj, &events, &batch_rows, &ksyms))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OLO", kwlist, PyUnicode_FSConverter,
+                                     &pathobj, &events, &batch_rows, &kallsyms))
         return NULL;
     if (batch_rows < 1) {
-        PyBuffer_Release(&ksyms);
         Py_DECREF(pathobj);
         PyErr_SetString(PyExc_ValueError, "batch_rows must be at least 1");
         return NULL;
     }
     StreamObject *o = PyObject_New(StreamObject, &StreamType);
     if (!o) {
-        PyBuffer_Release(&ksyms);
         Py_DECREF(pathobj);
         return NULL;
     }
@@ -575,7 +616,6 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
     int mapped = map_file(pathobj, &o->data, &o->size);
     Py_DECREF(pathobj);
     if (mapped < 0) {
-        PyBuffer_Release(&ksyms);
         Py_DECREF(o);
         return NULL;
     }
@@ -587,13 +627,16 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
     if (rc == 0 && o->data)
         td_data_is_file_mapping(o->f);
     if (rc == 0 && select_events(o->f, events) < 0) {
-        PyBuffer_Release(&ksyms);
         Py_DECREF(o);
         return NULL;
     }
-    if (rc == 0 && ksyms.buf && td_get_perf(o->f))
-        rc = td_set_kallsyms(o->f, ksyms.buf, (size_t)ksyms.len, err);
-    PyBuffer_Release(&ksyms);
+    if (rc == 0 && use_kallsyms(o->f, kallsyms, err) < 0) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(o);
+            return NULL;
+        }
+        rc = -1;
+    }
     if (rc == 0)
         rc = td_stream_open(o->f, &o->st, err);
     if (rc < 0) {

@@ -17,8 +17,10 @@ Progress = Callable[[float], None]
 
 @dataclass
 class RawTrace:
-    """What a reader returns: event tables by name, lost-event rows, metadata."""
+    """What a reader returns: event tables by name, lost-event rows, metadata, and (for
+    perf.data) side-band tables: ``comms``, ``forks``, ``exits``, ``mmaps``."""
 
     tables: dict[str, pa.Table]
     meta: dict
     lost: pa.Table = field(default_factory=LOST_EVENTS_SCHEMA.empty_table)
+    sideband: dict[str, pa.Table] = field(default_factory=dict)

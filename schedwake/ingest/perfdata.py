@@ -1,0 +1,284 @@
+"""Read ``perf.data`` files with schedwake's own decoder (:mod:`schedwake.ingest._tdread`).
+
+Whatever perf recorded: ``perf sched record``, ``perf record -e sched:...``, a profile
+(``perf record -g``), in a file or a pipe (``-o -``), compressed or not (``-z``).
+
+* Tracepoint samples become the canonical tables a trace.dat gives (the same format
+  parser and column builders decode their raw payloads), ``common_flags`` included, so
+  the waker's context is known as in ftrace recordings; with ``-g`` they also get
+  ``callchain``.
+* Other samples (``cpu-clock``, ``cycles``, ...) become a table named as perf names the
+  event, without its modifiers: ``ts``, ``cpu``, ``common_pid`` (the thread),
+  ``common_comm``, null ``common_flags``/``common_preempt_count``, then ``pid`` (the
+  process), ``ip``, ``period``, ``cpumode`` (1 kernel, 2 user, ...), ``callchain``
+  (list of addresses, perf's context markers taken out) and ``callchain_context`` (the
+  cpumode of each address).
+* ``common_comm`` is the thread's name at the sample's time, from the file's COMM/FORK
+  history, as ``perf script`` prints it (``:TID`` for a thread perf never named).
+* ``meta["topology"]``: the LLCs (the highest cache level's shared CPU lists), SMT
+  siblings and NUMA nodes the file's header records, used ahead of inference.
+* :attr:`RawTrace.sideband`: tables of the COMM, FORK, EXIT and MMAP records (names,
+  task lifetimes, memory maps for user-space symbols).
+
+``reader="perf-script"`` reads through ``perf script`` text instead
+(:mod:`schedwake.ingest.text`): the reference this reader is tested against.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..errors import TraceError
+from ..schema import COMMON_NAMES, field_name
+from ..symbols.kernel import KallsymsChoice, choose_kallsyms
+from . import _tdread
+from .raw import Progress, RawTrace
+from .tracedat import _event_tables, _lost_table
+
+#: Events a perf.data records that are not samples of interest (perf's helper event).
+_HELPER_EVENTS = frozenset({"dummy"})
+
+
+def read(
+    path: Path,
+    events: list[str] | None = None,
+    progress: Progress | None = None,
+    jobs: int | None = None,
+    kallsyms=None,
+) -> RawTrace:
+    """Read the perf.data at ``path``; ``events`` limits the tables built (counts cover
+    all), ``jobs`` is the number of decoding threads (None: one per CPU), ``kallsyms``
+    a kallsyms file for the recorded kernel (None: this machine's when it runs that
+    kernel), used for fields that name kernel functions (workqueue ``function``)."""
+    chooser = _KallsymsChooser(kallsyms)
+    try:
+        raw = _tdread.read(
+            str(path), None if events is None else frozenset(events), progress, jobs, chooser
+        )
+    except _tdread.TraceDatError as exc:
+        raise TraceError(path, str(exc)) from None
+    except MemoryError:
+        raise TraceError(path, "out of memory while reading the trace") from None
+    return assemble(path, raw, events, chooser.choice)
+
+
+def iter_batches(
+    path: Path,
+    events: list[str] | None = None,
+    progress: Progress | None = None,
+    batch_rows: int = 1 << 20,
+    kallsyms=None,
+):
+    """The perf.data at ``path`` as :class:`RawTrace` batches of about ``batch_rows``
+    rows, in time order across batches (unless perf's own rounds are out of order,
+    which the meta's warnings say) and in memory that does not grow with the file."""
+    chooser = _KallsymsChooser(kallsyms)
+    sideband = None
+    try:
+        stream = _tdread.stream(
+            str(path), None if events is None else frozenset(events), batch_rows, chooser
+        )
+        for raw in stream:
+            if progress is not None:
+                progress(raw["done"])
+            batch = assemble(path, raw, events, chooser.choice)
+            if sideband is None:  # side-band rows come with the first batch
+                sideband = batch.sideband
+            batch.sideband = sideband
+            yield batch
+    except _tdread.TraceDatError as exc:
+        raise TraceError(path, str(exc)) from None
+    except MemoryError:
+        raise TraceError(path, "out of memory while reading the trace") from None
+
+
+class _KallsymsChooser:
+    """Called by the decoder with the recorded kernel's release and build id, only when
+    the wanted events have fields that name kernel functions."""
+
+    def __init__(self, given):
+        self.given = given
+        self.choice: KallsymsChoice | None = None
+
+    def __call__(self, release, build_id):
+        self.choice = choose_kallsyms(release, build_id, self.given)
+        return self.choice.text
+
+
+def assemble(
+    path: Path, raw: dict, events: list[str] | None, kallsyms: KallsymsChoice | None = None
+) -> RawTrace:
+    """The :class:`RawTrace` of a raw dict of the decoder for a perf.data file."""
+    m = raw["meta"]
+    perf = m["perf"]
+    tables, counts, systems = _event_tables(raw["events"], events is not None)
+    for name in list(tables):
+        tables[name] = _with_common_columns(tables[name])
+    if events is None:  # perf's helper event has no samples worth a table
+        for name in _HELPER_EVENTS & set(tables):
+            if not tables[name].num_rows:
+                del tables[name]
+    lost = _lost_table(raw["lost"])
+    warnings = [str(w) for w in m.get("warnings") or []]
+    if perf["lost_samples"]:
+        warnings.append(
+            f"the kernel dropped {perf['lost_samples']} samples (LOST_SAMPLES records): "
+            "counts are low"
+        )
+    if kallsyms is not None and kallsyms.text is None:
+        warnings.append(f"kernel function names unknown ({kallsyms.reason})")
+    callchains = any(
+        "callchain" in t.column_names for n, t in tables.items() if n not in _HELPER_EVENTS
+    )
+    meta = {
+        "path": str(path),
+        "format": "perf.data",
+        "cpus": m["cpus"],
+        "clock": m["clock"],
+        "first_ts_ns": m["first_ts"] if m["records"] else None,
+        "last_ts_ns": m["last_ts"] if m["records"] else None,
+        "kernel": perf["osrelease"],
+        "lost_events": {int(c): int(n) for c, n in sorted(m["lost_per_cpu"].items())},
+        "lost_unknown": [],
+        "event_counts": dict(sorted(counts.items())),
+        "systems": systems,
+        "warnings": warnings,
+        "source": {
+            "reader": "schedwake",
+            "timestamps": "ns",
+            "sorted": True,
+            "compression": m["compression"],
+            "pipe": bool(perf["pipe"]),
+            "perf_version": perf["perf_version"],
+            "hostname": perf["hostname"],
+            "arch": perf["arch"],
+            "cpudesc": perf["cpudesc"],
+            "cmdline": perf["cmdline"],
+            "nr_cpus_online": perf["nr_cpus_online"],
+            "records": m["records"],
+            "unknown_records": m["unknown_events"],
+            "rounds": perf["rounds"],
+            "out_of_order": perf["out_of_order"],
+            "throttles": perf["throttles"],
+            "lost_samples": perf["lost_samples"],
+            "callchains": callchains,
+            "events": [_attr_facts(a) for a in perf["attrs"]],
+            "build_ids": perf["build_ids"],
+            "kallsyms": None if kallsyms is None else kallsyms.source or None,
+        },
+        "topology": header_topology(perf, m["cpus"]),
+    }
+    return RawTrace(tables=tables, meta=meta, lost=lost, sideband=sideband_tables(perf))
+
+
+def _attr_facts(a: dict) -> dict:
+    """One recorded event as the metadata lists it."""
+    name = a["name"] or ""
+    table = a["table"]
+    return {
+        "name": name,
+        "table": table,
+        "modifiers": name[len(table) + 1 :] if table and name.startswith(table + ":") else "",
+        "type": a["type"],
+        "config": a["config"],
+        "sample_period": None if a["freq"] else a["sample_period"],
+        "sample_freq": a["sample_period"] if a["freq"] else None,
+        "sample_type": a["sample_type"],
+        "samples": a["samples"],
+    }
+
+
+def _with_common_columns(t: pa.Table) -> pa.Table:
+    """A sample table (no tracepoint) gets the common columns it lacks, as nulls."""
+    names = t.column_names
+    if "common_flags" in names:
+        return t
+    n = t.num_rows
+    cols = [t.column(c) for c in names[:4]]
+    cols += [pa.nulls(n, pa.uint8()), pa.nulls(n, pa.uint8())]
+    cols += [t.column(c) for c in names[4:]]
+    rest = [field_name(c) for c in names[4:]]
+    return pa.table(cols, names=list(COMMON_NAMES) + rest)
+
+
+def header_topology(perf: dict, cpus: int) -> dict | None:
+    """``{"cpus", "llc", "smt", "numa"}`` (cpulists) from the file's CACHE, CPU_TOPOLOGY
+    and NUMA_TOPOLOGY sections: the LLCs are the shared CPU lists of the highest cache
+    level (instruction caches aside). None when the file has no CACHE section."""
+    caches = [c for c in perf["cache"] if c["type"] != "Instruction" and c["cpus"]]
+    if not caches:
+        return None
+    top = max(c["level"] for c in caches)
+    llc = list(dict.fromkeys(c["cpus"] for c in caches if c["level"] == top))
+    topo = {"cpus": cpus, "llc": llc, "level": top}
+    smt = perf["cpu_topology"]["threads"]
+    if smt:
+        topo["smt"] = list(dict.fromkeys(smt))
+    numa = [n["cpus"] for n in perf["numa"] if n["cpus"]]
+    if numa:
+        topo["numa"] = numa
+    return topo
+
+
+_SIDEBAND_TYPES = {
+    "comms": {"ts": pa.int64(), "pid": pa.int32(), "tid": pa.int32(), "exec": pa.uint8()},
+    "forks": {
+        "ts": pa.int64(),
+        "pid": pa.int32(),
+        "ppid": pa.int32(),
+        "tid": pa.int32(),
+        "ptid": pa.int32(),
+    },
+    "mmaps": {
+        "ts": pa.int64(),
+        "pid": pa.int32(),
+        "tid": pa.int32(),
+        "start": pa.uint64(),
+        "len": pa.uint64(),
+        "pgoff": pa.uint64(),
+        "prot": pa.uint32(),
+        "flags": pa.uint32(),
+        "cpumode": pa.uint8(),
+    },
+}
+_SIDEBAND_TYPES["exits"] = _SIDEBAND_TYPES["forks"]
+
+
+def sideband_tables(perf: dict) -> dict[str, pa.Table]:
+    """Arrow tables of the COMM, FORK, EXIT and MMAP records (``ts`` is INT64_MIN for a
+    record without a time: one perf wrote for the threads and maps that existed when it
+    started, in a file recorded without sample ids)."""
+    out = {}
+    for name, cols in perf["sideband"].items():
+        types = _SIDEBAND_TYPES[name]
+        n = len(memoryview(cols["ts"])) // 8
+        arrays, names = [], []
+        for col, value in cols.items():
+            names.append(col)
+            if col in ("comm", "filename"):
+                indices, offsets, chars = value
+                ndict = len(memoryview(offsets)) // 4 - 1
+                dictionary = pa.Array.from_buffers(
+                    pa.string(), ndict, [None, pa.py_buffer(offsets), pa.py_buffer(chars)]
+                )
+                idx = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(indices)])
+                arrays.append(pa.DictionaryArray.from_arrays(idx, dictionary))
+            elif col == "build_id":
+                offsets, data = value
+                if not len(memoryview(offsets)):
+                    arrays.append(pa.nulls(n, pa.binary()))
+                else:
+                    arrays.append(
+                        pa.Array.from_buffers(
+                            pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                        )
+                    )
+            else:
+                arrays.append(pa.Array.from_buffers(types[col], n, [None, pa.py_buffer(value)]))
+        out[name] = pa.table(arrays, names=names)
+    return out
+
+
+__all__ = ["read", "iter_batches", "assemble", "header_topology", "sideband_tables"]

@@ -1,0 +1,183 @@
+"""Kernel symbols: which kallsyms belongs to a recording, and address -> function.
+
+A perf.data names its kernel by the release (``OSRELEASE``) and the build id of
+``[kernel.kallsyms]`` (``BUILD_ID``); perf itself writes no kallsyms into the file. So
+kernel addresses are named from, in this order: a kallsyms file the user gives
+(``--kallsyms FILE``, e.g. a copy of the traced machine's ``/proc/kallsyms``), else this
+machine's ``/proc/kallsyms`` when the running kernel is the recorded one (same build id,
+or, when the file has no build id, the same release) and its addresses are readable
+(root, or ``kptr_restrict`` off). Otherwise nothing: every kernel address stays
+``[unknown]``, and the reason is a caveat.
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TraceError
+
+PROC_KALLSYMS = Path("/proc/kallsyms")
+KERNEL_NOTES = Path("/sys/kernel/notes")
+
+
+def running_build_id(notes: Path = KERNEL_NOTES) -> str | None:
+    """The running kernel's build id (hex), from the ELF notes in sysfs; None if absent."""
+    try:
+        data = notes.read_bytes()
+    except OSError:
+        return None
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        pos += 12
+        name = data[pos : pos + namesz]
+        pos += (namesz + 3) & ~3
+        desc = data[pos : pos + descsz]
+        pos += (descsz + 3) & ~3
+        if ntype == 3 and name.rstrip(b"\0") == b"GNU":  # NT_GNU_BUILD_ID
+            return desc.hex()
+    return None
+
+
+@dataclass
+class KallsymsChoice:
+    """The kallsyms text to use for a recording (None: none fits) and why."""
+
+    text: bytes | None
+    source: str  # a path, "/proc/kallsyms", or "" when none
+    reason: str  # one line: why this one, or why none
+
+
+def kernel_build_id(build_ids) -> str | None:
+    """The kernel's build id among a perf.data's BUILD_ID entries."""
+    for b in build_ids or []:
+        if b.get("filename") == "[kernel.kallsyms]" and b.get("build_id"):
+            return b["build_id"]
+    return None
+
+
+def choose_kallsyms(
+    release: str | None, build_id: str | None, given=None, proc: Path = PROC_KALLSYMS
+) -> KallsymsChoice:
+    """The kallsyms for a kernel recorded as ``release`` with ``build_id``: ``given``
+    (a path) when there is one, else this machine's when its kernel is that one.
+
+    Raises TraceError when ``given`` cannot be read or is not kallsyms text."""
+    if given is not None:
+        p = Path(given)
+        try:
+            text = p.read_bytes()
+        except OSError as exc:
+            raise TraceError(p, f"cannot read the kallsyms file: {exc.strerror}") from None
+        check_kallsyms_text(p, text)
+        return KallsymsChoice(text, str(p), "given with --kallsyms")
+    here_id = running_build_id()
+    here_rel = platform.release()
+    if build_id and here_id:
+        if build_id != here_id:
+            return KallsymsChoice(
+                None,
+                "",
+                f"the recorded kernel (build id {build_id[:12]}) is not the running one "
+                f"({here_id[:12]}): give its kallsyms with --kallsyms",
+            )
+        why = f"the running kernel is the recorded one (build id {build_id[:12]})"
+    elif release:
+        if release != here_rel:
+            return KallsymsChoice(
+                None,
+                "",
+                f"the recorded kernel ({release}) is not the running one ({here_rel}): give "
+                "its kallsyms with --kallsyms",
+            )
+        why = f"the running kernel has the recorded release ({release}; no build id to compare)"
+    else:
+        return KallsymsChoice(
+            None, "", "the file does not say which kernel it recorded: give --kallsyms"
+        )
+    try:
+        text = proc.read_bytes()
+    except OSError as exc:
+        return KallsymsChoice(None, "", f"{proc} cannot be read ({exc.strerror})")
+    if not _addresses_visible(text):
+        return KallsymsChoice(
+            None,
+            "",
+            f"{proc} shows no addresses (kptr_restrict, or not root): give --kallsyms",
+        )
+    return KallsymsChoice(text, str(proc), why)
+
+
+def check_kallsyms_text(path, text: bytes) -> None:
+    """TraceError unless ``text`` starts like kallsyms (``ADDR TYPE NAME`` lines)."""
+    first = text[:4096].split(b"\n", 1)[0].split()
+    ok = len(first) >= 3 and len(first[1]) == 1
+    if ok:
+        try:
+            int(first[0], 16)
+        except ValueError:
+            ok = False
+    if not ok:
+        raise TraceError(
+            path, "is not a kallsyms file (expected lines like 'ffffffff81000000 T _text')"
+        )
+
+
+def _addresses_visible(text: bytes) -> bool:
+    """Whether kallsyms shows real addresses (all zeros when they are hidden)."""
+    for line in text[:65536].splitlines()[:200]:
+        addr = line.split(b" ", 1)[0]
+        if addr.strip(b"0"):
+            return True
+    return False
+
+
+class KernelSymbols:
+    """Address -> kernel function (and module) from kallsyms text, vectorized."""
+
+    def __init__(self, text: bytes):
+        addrs, names, modules = [], [], []
+        for line in text.decode("utf-8", "replace").splitlines():
+            parts = line.split()
+            if len(parts) < 3 or parts[1] in ("a", "A") or parts[2].startswith("$"):
+                continue
+            try:
+                addr = int(parts[0], 16)
+            except ValueError:
+                continue
+            addrs.append(addr)
+            names.append(parts[2])
+            modules.append(parts[3].strip("[]") if len(parts) > 3 else "")
+        order = np.argsort(np.array(addrs, dtype=np.uint64), kind="stable")
+        self.addrs = np.array(addrs, dtype=np.uint64)[order]
+        self.names = np.array(names, dtype=object)[order]
+        self.modules = np.array(modules, dtype=object)[order]
+
+    def __len__(self) -> int:
+        return len(self.addrs)
+
+    def lookup(self, addrs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(found, name, module) per address: the function whose start is the nearest
+        at or below the address. An address below the first symbol is not found."""
+        addrs = np.asarray(addrs, dtype=np.uint64)
+        i = np.searchsorted(self.addrs, addrs, side="right") - 1
+        found = i >= 0
+        i = np.where(found, i, 0)
+        if not len(self.addrs):
+            empty = np.full(len(addrs), "", dtype=object)
+            return np.zeros(len(addrs), bool), empty, empty
+        return found, self.names[i], self.modules[i]
+
+
+__all__ = [
+    "KallsymsChoice",
+    "KernelSymbols",
+    "choose_kallsyms",
+    "kernel_build_id",
+    "running_build_id",
+]
