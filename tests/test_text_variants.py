@@ -314,7 +314,7 @@ def test_perf_data_through_perf_script(tmp_path):
     )
     if rec.returncode != 0 or not data.exists():
         pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
-    t = ingest.read(data)
+    t = ingest.read(data, reader="perf-script")
     assert t.meta["format"] == "perf.data"
     assert t.meta["event_counts"].get("sched_switch", 0) > 0
     script = subprocess.run(["perf", "script", "--ns", "-i", str(data)], capture_output=True).stdout
@@ -345,10 +345,12 @@ def test_perf_lost_records_are_lost_events(tmp_path):
     for cpu, n in re.findall(r"\[(\d+)\] +[\d.]+: PERF_RECORD_LOST lost (\d+)$", script, re.M):
         expected[int(cpu)] += int(n)
     assert sum(expected.values()) == 182  # = perf report --stats' LOST_SAMPLES per event
-    for t in (ingest.read(data), ingest.read(write(tmp_path, "script.txt", script))):
+    as_text = ingest.read(write(tmp_path, "script.txt", script))
+    assert as_text.meta["source"]["unparsed_lines"] == 0
+    for t in (ingest.read(data), ingest.read(data, reader="perf-script"), as_text):
         assert t.meta["lost_events"] == dict(expected), t.meta["format"]
         assert t.meta["event_counts"]["sched_switch"] == 3705
-        assert t.lost.num_rows == 3 and t.meta["source"]["unparsed_lines"] == 0
+        assert t.lost.num_rows == 3
     # without --show-lost-events the text cannot show the losses: the model says so
     plain = subprocess.run(
         ["perf", "script", "--ns", "-i", str(data)], capture_output=True, text=True, check=True
@@ -365,23 +367,27 @@ def test_perf_lost_records_are_lost_events(tmp_path):
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
 def test_truncated_perf_data_says_what_perf_said(tmp_path):
-    """perf script prints nothing for a truncated perf.data: the error is perf's, not
-    "empty file"."""
+    """perf script prints nothing for a truncated perf.data: through the perf-script
+    reader the error is perf's, not "empty file"; schedwake's own reader says where the
+    file ends."""
     from .conftest import sample
 
     cut = write(
         tmp_path, "cut.perf.data", sample("perf-lost-events.perf.data").read_bytes()[:100000]
     )
     with pytest.raises(TraceError) as e:
-        ingest.read(cut)
+        ingest.read(cut, reader="perf-script")
     assert "`perf script` failed" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(TraceError) as e:
+        ingest.read(cut)
+    assert "truncated" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_perf_data_without_perf(tmp_path, monkeypatch):
     p = write(tmp_path, "perf.data", b"PERFILE2" + b"\0" * 100)
     monkeypatch.setattr(text.shutil, "which", lambda name: None)
     with pytest.raises(TraceError) as e:
-        ingest.read(p)
+        ingest.read(p, reader="perf-script")
     assert "perf" in str(e.value) and "\n" not in str(e.value)
 
 

@@ -388,7 +388,8 @@ static int choose_id_mode(td_file *f, PerfFile *p)
 {
     if (p->nattrs == 0)
         return seterr(f->err, "corrupt perf.data: the file has no event attributes"), -1;
-    qsort(p->ids, p->nids, sizeof(IdMap), idmap_cmp);
+    if (p->nids)
+        qsort(p->ids, p->nids, sizeof(IdMap), idmap_cmp);
     for (size_t i = 1; i < p->nids; i++)
         if (p->ids[i].id == p->ids[i - 1].id && p->ids[i].attr != p->ids[i - 1].attr)
             return seterr(f->err, "corrupt perf.data: event id %" PRIu64 " belongs to two "
@@ -1013,6 +1014,7 @@ struct Walk {
     ZSTD_DStream *zs;
     uint8_t *win;               /* ZWINDOW + a record's room */
     size_t carry;               /* bytes of an unfinished record at win[0] */
+    int frame_open;             /* the zstd stream stopped inside a frame */
     uint64_t zrec_off;          /* the COMPRESSED record the window's bytes came from */
     uint64_t records;
     int64_t *bytes_done;        /* progress, atomic */
@@ -1102,6 +1104,7 @@ static int walk_compressed(Walk *wk, uint32_t type, const uint8_t *rec, size_t s
         if (ZSTD_isError(zr))
             return walk_fail(wk, "corrupt perf.data: the COMPRESSED record at offset %" PRIu64
                              " does not decompress (%s)", foff, ZSTD_getErrorName(zr));
+        wk->frame_open = zr != 0;
         out_total += out.pos;
         if (out_total > wk->p->zcap)
             return walk_fail(wk, "corrupt perf.data: the COMPRESSED record at offset %" PRIu64
@@ -1195,6 +1198,9 @@ static int walk(Walk *wk, uint64_t start, uint64_t end)
 /* After the last range: no record may be left half in the decompressed data. */
 static int walk_end(Walk *wk)
 {
+    if (wk->frame_open)
+        return walk_fail(wk, "truncated perf.data: the compressed data ends inside a zstd "
+                         "frame (after the record at offset %" PRIu64 ")", wk->zrec_off);
     if (wk->carry)
         return walk_fail(wk, "truncated perf.data: the compressed data ends inside a record "
                          "(%zu bytes of it, after the record at offset %" PRIu64 ")", wk->carry,
@@ -1481,7 +1487,8 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
         uint64_t utype = pld(p, rec + 8, 8), id = pld(p, rec + 16, 8);
         if (utype != 2)         /* PERF_EVENT_UPDATE__NAME */
             return 0;
-        qsort(p->ids, p->nids, sizeof(IdMap), idmap_cmp);
+        if (p->nids)
+            qsort(p->ids, p->nids, sizeof(IdMap), idmap_cmp);
         int ai = attr_of_id(p, id);
         if (ai < 0)
             return 0;
@@ -1599,7 +1606,8 @@ static int build_comm_history(td_file *f, PerfFile *p, TidMap *seen)
     for (size_t i = 0; i < p->ncomms; i++)
         if (p->comms[i].ts <= 0)
             p->comms[i].ts = INT64_MIN + 1;
-    qsort(p->comms, p->ncomms, sizeof(CommAt), comm_time_cmp);
+    if (p->ncomms)
+        qsort(p->comms, p->ncomms, sizeof(CommAt), comm_time_cmp);
     size_t nforks = p->fork_rows.len / 24;
     int64_t *forks = (int64_t *)p->fork_rows.data;
     for (size_t i = 0; i < nforks; i++)
@@ -1657,7 +1665,8 @@ static int build_comm_history(td_file *f, PerfFile *p, TidMap *seen)
     }
     if (rc)
         return f->err[0] ? -1 : (seterr(f->err, "out of memory"), -1);
-    qsort(p->comms, p->ncomms, sizeof(CommAt), comm_tid_cmp);
+    if (p->ncomms)
+        qsort(p->comms, p->ncomms, sizeof(CommAt), comm_tid_cmp);
     return 0;
 }
 
@@ -2494,7 +2503,8 @@ static int gather_slots(Decoder *d)
     d->more_last_ts = INT64_MIN;
     for (int i = 0; i < pd->nrw; i++) {
         RangeWork *rw = &pd->rw[i];
-        memcpy(work + n, rw->slots, (size_t)rw->nslots * sizeof(CpuWork));
+        if (rw->nslots)
+            memcpy(work + n, rw->slots, (size_t)rw->nslots * sizeof(CpuWork));
         n += rw->nslots;
         free(rw->slots);
         rw->slots = NULL;
@@ -2508,7 +2518,8 @@ static int gather_slots(Decoder *d)
                 d->more_last_ts = rw->last_ts;
         }
     }
-    qsort(work, (size_t)n, sizeof(CpuWork), slot_cmp);
+    if (n)
+        qsort(work, (size_t)n, sizeof(CpuWork), slot_cmp);
     free_work(d);
     d->work = work;
     d->nwork = n;
@@ -2555,8 +2566,10 @@ int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_
     CpuWork *work = calloc((size_t)(rw->nslots ? rw->nslots : 1), sizeof(CpuWork));
     if (!work)
         return seterr(err, "out of memory"), -1;
-    memcpy(work, rw->slots, (size_t)rw->nslots * sizeof(CpuWork));
-    qsort(work, (size_t)rw->nslots, sizeof(CpuWork), slot_cmp);
+    if (rw->nslots) {
+        memcpy(work, rw->slots, (size_t)rw->nslots * sizeof(CpuWork));
+        qsort(work, (size_t)rw->nslots, sizeof(CpuWork), slot_cmp);
+    }
     d->work = work;
     d->nwork = rw->nslots;
     d->more_records = rw->records;
