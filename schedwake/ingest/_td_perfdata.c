@@ -52,6 +52,7 @@
 #define ZWINDOW ((size_t)1 << 20)   /* decompressed bytes processed at a time */
 #define MIN_ZRECORD_CAP ((uint64_t)64 << 20)
 #define NO_TIME INT64_MIN
+#define ZSTD_BLOCK_HEADER 3         /* bytes of a zstd block header (RFC 8878) */
 
 enum {
     PR_MMAP = 1, PR_LOST = 2, PR_COMM = 3, PR_EXIT = 4, PR_THROTTLE = 5, PR_UNTHROTTLE = 6,
@@ -1014,7 +1015,7 @@ struct Walk {
     ZSTD_DStream *zs;
     uint8_t *win;               /* ZWINDOW + a record's room */
     size_t carry;               /* bytes of an unfinished record at win[0] */
-    int frame_open;             /* the zstd stream stopped inside a frame */
+    int block_open;             /* the zstd stream stopped inside a block */
     uint64_t zrec_off;          /* the COMPRESSED record the window's bytes came from */
     uint64_t records;
     int64_t *bytes_done;        /* progress, atomic */
@@ -1104,7 +1105,10 @@ static int walk_compressed(Walk *wk, uint32_t type, const uint8_t *rec, size_t s
         if (ZSTD_isError(zr))
             return walk_fail(wk, "corrupt perf.data: the COMPRESSED record at offset %" PRIu64
                              " does not decompress (%s)", foff, ZSTD_getErrorName(zr));
-        wk->frame_open = zr != 0;
+        /* perf flushes its one stream after every record (its frame never ends):
+           between records zstd waits for a block header (3 bytes) or a new frame
+           (0); a larger hint is the rest of a block the data cut short */
+        wk->block_open = zr > ZSTD_BLOCK_HEADER;
         out_total += out.pos;
         if (out_total > wk->p->zcap)
             return walk_fail(wk, "corrupt perf.data: the COMPRESSED record at offset %" PRIu64
@@ -1198,9 +1202,9 @@ static int walk(Walk *wk, uint64_t start, uint64_t end)
 /* After the last range: no record may be left half in the decompressed data. */
 static int walk_end(Walk *wk)
 {
-    if (wk->frame_open)
+    if (wk->block_open)
         return walk_fail(wk, "truncated perf.data: the compressed data ends inside a zstd "
-                         "frame (after the record at offset %" PRIu64 ")", wk->zrec_off);
+                         "block (after the record at offset %" PRIu64 ")", wk->zrec_off);
     if (wk->carry)
         return walk_fail(wk, "truncated perf.data: the compressed data ends inside a record "
                          "(%zu bytes of it, after the record at offset %" PRIu64 ")", wk->carry,
@@ -2309,10 +2313,16 @@ static int decode_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *
     td_file *f = d->f;
     PerfFile *p = f->perf;
     if (type == PR_FINISHED_ROUND && d->streaming) {
+        /* perf's promise: later records are not older than what this round ends
+           (the ordered-events flush) */
         PerfDecode *pd = d->perf;
         pd->last_flush = pd->next_flush;
         pd->next_flush = pd->max_ts;
-        return pending_rows(d) >= pd->batch_rows ? 1 : 0;
+        int64_t pending = 0;
+        for (int s = 0; s < rw->nslots; s++)
+            for (int e = 0; e < f->nevents; e++)
+                pending += rw->slots[s].parts[e].rows;
+        return pending >= pd->batch_rows ? 1 : 0;
     }
     if (type != PR_SAMPLE)
         return 0;
