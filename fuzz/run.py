@@ -69,7 +69,15 @@ HARNESSES = {
         "rss_limit_mb": 3072,
         "budget": 800 << 10,
     },
-    # the trace.dat harness's corpus is the same format: read it too (read-only)
+    "fuzz_load_perfdata": {
+        "kind": "atheris",
+        "dict": "perfdata.dict",
+        "max_len": 65536,
+        "timeout": 30,
+        "rss_limit_mb": 3072,
+        "budget": 600 << 10,
+    },
+    # the trace.dat and perf.data harnesses' corpora are its formats: read them too
     "tdcore_fuzz": {
         "kind": "libfuzzer",
         "dict": "tracedat.dict",
@@ -77,7 +85,7 @@ HARNESSES = {
         "timeout": 10,
         "rss_limit_mb": 2048,
         "budget": 1500 << 10,
-        "also_read": ["fuzz_load_tracedat"],
+        "also_read": ["fuzz_load_tracedat", "fuzz_load_perfdata"],
     },
 }
 # budget: bytes the committed corpus may hold (all corpora + regressions < 5 MB); a

@@ -149,6 +149,7 @@ struct PerfFile {
     Buf lost_rows;              /* LOST: (ts, cpu, count) triples, int64 */
     Buf lost_sample_rows;       /* LOST_SAMPLES: (id, cpu or -1, count) */
     Buf id_cpu;                 /* ID_INDEX: (id, cpu) pairs */
+    size_t id_cpu_sorted;       /* pairs sorted by id so far */
     int64_t lost_unknown_cpu;
     int max_cpu;
     int no_time_attr, no_cpu_attr;      /* an attribute of samples without time/CPU */
@@ -432,6 +433,37 @@ static uint64_t record_id(const PerfFile *p, const uint8_t *rec, size_t size)
     if (p->attrs[0].is_pos < 0 || back + 8 > size)
         return UINT64_MAX;
     return pld(p, rec + size - back, 8);
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* The CPU ID_INDEX gives event id `id` (a per-CPU event of a task recorded without
+   -a has no CPU in its samples, but its id is the one of that CPU's event); -1. */
+static int32_t cpu_of_id(PerfFile *p, uint64_t id)
+{
+    size_t n = p->id_cpu.len / 16;
+    int64_t *ic = (int64_t *)p->id_cpu.data;
+    if (p->id_cpu_sorted != n) {
+        qsort(ic, n, 16, pair_cmp);
+        p->id_cpu_sorted = n;
+    }
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ic[2 * mid] < (int64_t)id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < n && ic[2 * lo] == (int64_t)id && ic[2 * lo + 1] >= 0 && ic[2 * lo + 1] < MAX_CPUS)
+        return (int32_t)ic[2 * lo + 1];
+    return -1;
 }
 
 /* The attribute of a SAMPLE record, -1 when its id is unknown. */
@@ -1302,7 +1334,9 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
             push(f, &t->tid, &v[2], 4) || push(f, &t->ptid, &v[3], 4))
             return REC_NOMEM;
         if (type == PR_FORK) {
-            int64_t row[3] = {ts, p->seq++, ((int64_t)v[3] << 32) | (uint32_t)v[2]};
+            /* (ts, file order, ptid:tid packed without signed shifts) */
+            int64_t row[3] = {ts, p->seq++,
+                              (int64_t)((uint64_t)(uint32_t)v[3] << 32 | (uint32_t)v[2])};
             if (push(f, &p->fork_rows, row, sizeof(row)))
                 return REC_NOMEM;
         }
@@ -1409,6 +1443,8 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
         } else {
             p->no_time_attr = 1;
         }
+        if (s.cpu < 0 && (a->pub.sample_type & (S_ID | S_IDENTIFIER)))
+            s.cpu = cpu_of_id(p, s.id);
         if (s.cpu < 0)
             p->no_cpu_attr = 1;
         else if (s.cpu >= MAX_CPUS)
@@ -1636,7 +1672,7 @@ static int build_comm_history(td_file *f, PerfFile *p, TidMap *seen)
             continue;
         }
         int64_t *fr = &forks[3 * fi++];
-        int32_t tid = (int32_t)(uint32_t)fr[2], ptid = (int32_t)(fr[2] >> 32);
+        int32_t tid = (int32_t)(uint32_t)fr[2], ptid = (int32_t)(uint32_t)((uint64_t)fr[2] >> 32);
         const char **parent = tidmap_slot(&now, ptid, 0);
         if (parent && *parent) {
             const char *name = *parent;
@@ -1890,26 +1926,16 @@ static int set_meta(td_file *f, PerfFile *p)
     }
     /* LOST_SAMPLES counters, per CPU by their event id's CPU: where they say more
        than the LOST records, they count */
-    size_t nls = p->lost_sample_rows.len / 24, nid = p->id_cpu.len / 16;
-    int64_t *ls = (int64_t *)p->lost_sample_rows.data, *ic = (int64_t *)p->id_cpu.data;
+    size_t nls = p->lost_sample_rows.len / 24;
+    int64_t *ls = (int64_t *)p->lost_sample_rows.data;
     if (nls) {
         int64_t *by_cpu = calloc((size_t)cpus, sizeof(int64_t));
         if (!by_cpu)
             return seterr(f->err, "out of memory"), -1;
-        if (nid)
-            qsort(ic, nid, 16, lost_row_cmp);   /* by id (then cpu) */
         for (size_t i = 0; i < nls; i++) {
-            int64_t id = ls[3 * i], cpu = ls[3 * i + 1];
-            size_t lo = 0, hi = nid;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (ic[2 * mid] < id)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo < nid && ic[2 * lo] == id)
-                cpu = ic[2 * lo + 1];
+            int64_t cpu = cpu_of_id(p, (uint64_t)ls[3 * i]);
+            if (cpu < 0)
+                cpu = ls[3 * i + 1];
             if (cpu >= 0 && cpu < cpus)
                 by_cpu[cpu] += ls[3 * i + 2];
             else
@@ -2086,6 +2112,7 @@ int perf_open(td_file *f)
         buf_free(&ends);
         return seterr(f->err, "%s", rc == REC_NOMEM ? "out of memory" : err), -1;
     }
+    (void)cpu_of_id(p, 0);      /* sorts ID_INDEX now: the decoding threads only read it */
     rc = build_comm_history(f, p, &seen);
     tidmap_free(&seen);
     if (rc == 0)
@@ -2340,6 +2367,8 @@ static int decode_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *
     if (parse_sample(p, a, rec, size, &s) < 0)
         return walk_fail(wk, "corrupt perf.data: the SAMPLE record at offset %" PRIu64 " is too "
                          "short for its fields", foff);
+    if (s.cpu < 0 && (a->pub.sample_type & (S_ID | S_IDENTIFIER)))
+        s.cpu = cpu_of_id(p, s.id);     /* sorted in pass 1: read-only here */
     int64_t ts = s.time == NO_TIME ? 0 : s.time;
     if (rw->records == 1 || ts < rw->first_ts)
         rw->first_ts = ts;
