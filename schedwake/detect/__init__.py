@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..errors import TraceError
 from . import cswitch_storm, idle_while_runnable, kworker_pingpong, llc_roundrobin
 from .base import SEVERITIES, Finding, Threshold, severity_rank
-from .evidence import event_record, evidence_rows, format_event
+from .evidence import evidence_of, evidence_rows
 
 #: name -> module with NAME, THRESHOLDS and detect(trace, model, thresholds)
 DETECTORS = {
@@ -78,8 +78,7 @@ def detect(
             f.metrics["caveats"] = list(caveats)
         if f.evidence_at and evidence_lines > 0:
             picked = evidence_rows(trace, **f.evidence_at, limit=evidence_lines)
-            f.evidence = [format_event(name, r) for name, r in picked]
-            f.evidence_events = [event_record(name, r) for name, r in picked]
+            f.evidence, f.evidence_events = evidence_of(trace, picked)
     findings.sort(key=lambda f: severity_rank(f.severity))
     return findings
 

@@ -1,6 +1,8 @@
 """Evidence lines: the original events of a window, formatted as ``trace-cmd report -N``
 prints them, so a finding can show the episode it counted and a reader can check it
-against the kernel tool's own output.
+against the kernel tool's own output. Where the trace has callchains (``perf sched record
+-g``), the wake-ups and the preempted switch-outs of the window show their kernel stack
+below them, as ``perf script`` prints a callchain.
 """
 
 from __future__ import annotations
@@ -69,6 +71,68 @@ def format_event(name: str, r: dict) -> str:
     )
 
 
+#: Frames of a stack shown under an evidence line, and how many events show one.
+STACK_FRAMES = 8
+STACK_EVENTS = 3
+
+
+def cites_stack(name: str, r: dict) -> bool:
+    """Whether an evidence event is one whose stack tells why: a wake-up, or a task
+    switched out while still runnable (``R``/``R+``: preempted, e.g. in
+    ``__cond_resched``)."""
+    if not r.get("callchain"):
+        return False
+    if name in ("sched_waking", "sched_wakeup"):
+        return True
+    return (
+        name == "sched_switch"
+        and r.get("prev_pid") != 0  # the idle task is always runnable
+        and str(r.get("prev_state_str") or "").startswith("R")
+    )
+
+
+def kernel_symbols(trace):
+    """The recorded kernel's symbols (:class:`schedwake.symbols.kernel.KernelSymbols`),
+    or None when no kallsyms fits the recording; looked up once per trace."""
+    memo = trace.model.memo
+    if "kernel_symbols" not in memo:
+        from ..symbols.kernel import KernelSymbols, choose_kallsyms, kernel_build_id
+
+        meta = trace.meta
+        choice = choose_kallsyms(
+            meta.get("kernel"), kernel_build_id((meta.get("source") or {}).get("build_ids"))
+        )
+        memo["kernel_symbols"] = KernelSymbols(choice.text) if choice.text else None
+    return memo["kernel_symbols"]
+
+
+def stack_frames(trace, r: dict) -> list[dict]:
+    """The kernel frames of an event's callchain, innermost first: ``addr``, ``symbol``
+    (``name+0xoff``, or ``[unknown]``)."""
+    chain = [int(a) for a in r.get("callchain") or []]
+    ctx = list(r.get("callchain_context") or [1] * len(chain))
+    kernel = [a for a, c in zip(chain, ctx) if c == 1]
+    syms = kernel_symbols(trace)
+    if not kernel:
+        return []
+    if syms is None or not len(syms):
+        return [{"addr": a, "symbol": "[unknown]"} for a in kernel]
+    found, names, _ = syms.lookup(np.array(kernel, dtype=np.uint64))
+    starts = syms.addrs[np.searchsorted(syms.addrs, np.array(kernel, dtype=np.uint64), "right") - 1]
+    return [
+        {"addr": a, "symbol": f"{n}+0x{a - int(s):x}" if ok else "[unknown]"}
+        for a, ok, n, s in zip(kernel, found, names, starts)
+    ]
+
+
+def stack_lines(frames: list[dict], limit: int = STACK_FRAMES) -> list[str]:
+    """Frames as ``perf script`` prints a callchain (``\t addr symbol``)."""
+    lines = [f"{'':>20}{f['addr']:016x} {f['symbol']}" for f in frames[:limit]]
+    if len(frames) > limit:
+        lines.append(f"{'':>20}... {len(frames) - limit} more frames")
+    return lines
+
+
 _PID_FIELDS = ("common_pid", "pid", "prev_pid", "next_pid", "child_pid")
 
 
@@ -80,19 +144,42 @@ def event_lines(trace, t0: int, t1: int, **window) -> list[str]:
 _COMMON = ("ts", "cpu", "common_pid", "common_comm", "common_flags", "common_preempt_count")
 
 
-def event_record(name: str, r: dict) -> dict:
+_STACK_COLUMNS = ("callchain", "callchain_context")
+
+
+def event_record(name: str, r: dict, stack: list[dict] | None = None) -> dict:
     """One evidence event as data: ``ts`` (ns), ``time`` (as trace-cmd prints it),
-    ``cpu``, ``event``, the task it fired in (``pid``, ``comm``) and its ``fields``."""
+    ``cpu``, ``event``, the task it fired in (``pid``, ``comm``) and its ``fields``;
+    ``stack`` (:func:`stack_frames`) where the evidence shows one."""
     us = (int(r["ts"]) + 500) // 1000
-    return {
+    out = {
         "ts": int(r["ts"]),
         "time": f"{us // 1_000_000}.{us % 1_000_000:06d}",
         "cpu": int(r["cpu"]),
         "event": name,
         "pid": r.get("common_pid"),
         "comm": r.get("common_comm"),
-        "fields": {k: v for k, v in r.items() if k not in _COMMON},
+        "fields": {k: v for k, v in r.items() if k not in _COMMON and k not in _STACK_COLUMNS},
     }
+    if stack:
+        out["stack"] = stack
+    return out
+
+
+def evidence_of(trace, picked: list[tuple[str, dict]]) -> tuple[list[str], list[dict]]:
+    """(lines, records) of picked evidence events: each event's line, and under the
+    first :data:`STACK_EVENTS` events that cite a stack (:func:`cites_stack`), its
+    kernel frames."""
+    lines, records, stacks = [], [], 0
+    for name, r in picked:
+        frames = []
+        if stacks < STACK_EVENTS and cites_stack(name, r):
+            frames = stack_frames(trace, r)
+            stacks += bool(frames)
+        lines.append(format_event(name, r))
+        lines.extend(stack_lines(frames))
+        records.append(event_record(name, r, frames))
+    return lines, records
 
 
 def evidence_rows(

@@ -20,7 +20,7 @@ import pandas as pd
 from . import migrations as _migrations
 from . import occupancy as _occupancy
 from . import wakeups as _wakeups
-from .events import MODEL_EVENTS, Events, load_events
+from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 
 __all__ = ["Model", "MODEL_EVENTS", "Events"]
 
@@ -45,6 +45,24 @@ class Model:
     @property
     def caveats(self) -> list[str]:
         out = list(self.events.caveats)
+        if NO_CONTEXT_CAVEAT in out:
+            # the kworker ping-pong needs the waker's context: say how many wake-ups it
+            # could not judge, rather than a silent zero
+            w = self.wakeups
+            unjudged = int(
+                (
+                    (w["waker_class"] == "percpu_kthread")
+                    & (w["waker_context"] == "unknown")
+                    & (w["waker_cpu"] == w["prev_cpu"])
+                    & w["migrated"]
+                ).sum()
+            )
+            if unjudged:
+                out.append(
+                    f"kworker_pingpong could not judge {unjudged} wake-ups by per-CPU "
+                    "kthreads that moved their wakee off the waker's CPU: their context "
+                    "(task or interrupt) is unknown"
+                )
         if self.pids is not None:
             out.insert(
                 0,

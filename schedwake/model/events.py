@@ -26,6 +26,14 @@ MODEL_EVENTS = (
 
 _COMMON = ["ts", "cpu", "common_pid", "common_comm", "common_flags"]
 
+#: The caveat of a trace without ``common_flags`` (perf script text, trace-cmd report
+#: text without latency columns): no waker's context is known.
+NO_CONTEXT_CAVEAT = (
+    "no interrupt-context flags in the trace (perf script text has none; a perf.data or "
+    "trace.dat read by schedwake has them): a waker in interrupt context cannot be told "
+    "from the task it interrupted"
+)
+
 
 @dataclass
 class Events:
@@ -147,10 +155,7 @@ def load_events(trace) -> Events:
         and ("common_flags" not in ev.waking.columns or ev.waking["common_flags"].isna().all())
         and len(ev.waking)
     ):
-        cav.append(
-            "no interrupt-context flags in the trace: wakers in interrupt context "
-            "are attributed to the interrupted task"
-        )
+        cav.append(NO_CONTEXT_CAVEAT)
     lost = trace.meta.get("lost_events") or {}
     unknown = trace.meta.get("lost_unknown") or []
     if trace.meta.get("format") == "perf-script" and not (lost or unknown):
