@@ -12,6 +12,7 @@ Public API::
     schedwake.gate("base*.dat", "new*.dat")       # CI verdict: exit_code 0/1/2
     schedwake.batch(["runs/**/*.dat"], "out/")    # many traces on Dask -> Parquet dataset
     schedwake.BatchDataset("out/").traces         # ... read back (pandas)
+    schedwake.profile(schedwake.load("perf.data"))  # perf record -g: self/children per function
 
 Every function raises :class:`TraceError` (one line naming the file and the problem)
 for input it cannot use.
@@ -22,6 +23,7 @@ from .batch import BatchDataset, batch
 from .compare import compare
 from .errors import TraceError
 from .gate import gate
+from .profile import Profile, profile
 from .trace import Trace, load
 from .version import __version__
 
@@ -31,8 +33,10 @@ __all__ = [
     "compare",
     "gate",
     "batch",
+    "profile",
     "Analysis",
     "BatchDataset",
+    "Profile",
     "Trace",
     "TraceError",
     "__version__",

@@ -450,6 +450,107 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     return cpus
 
 
+@cli.command(short_help="Where a perf record -g profile spent its time, per function.")
+@click.argument("trace", type=click.Path(dir_okay=True))
+@click.option(
+    "--kallsyms",
+    "kallsyms_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="kallsyms of the recorded kernel (a copy of its /proc/kallsyms). Default: this "
+    "machine's, when it runs the recorded kernel.",
+)
+@click.option(
+    "--event",
+    default=None,
+    metavar="NAME",
+    help="The event to profile (cpu-clock, cycles, ...) when the file has several.",
+)
+@click.option(
+    "--comm",
+    "comm_list",
+    metavar="NAMES",
+    help="Only the samples of threads of these names (comma-separated).",
+)
+@click.option(
+    "--pid",
+    "pid_list",
+    metavar="PIDS",
+    help="Only the samples of these processes or threads (comma-separated ids).",
+)
+@click.option(
+    "--cpu", "cpu_list", metavar="CPULIST", help="Only the samples on these CPUs (0-3,8)."
+)
+@click.option(
+    "--time",
+    "time_range",
+    metavar="START,END",
+    help="Only the samples from START to END (seconds as perf script prints them; either "
+    "may be empty).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Show the N first functions by self share (text default 40, JSON all; 0: all).",
+)
+def profile(trace, kallsyms_file, event, comm_list, pid_list, cpu_list, time_range, fmt, top):
+    """Self and children shares of every function in a perf.data profile (perf record
+    -g), as perf report --no-children and --children print them, with the names of
+    kernel and user-space functions and what could not be named.
+
+    \b
+    Example:
+        perf record -g -a -F 999 -o perf.data -- perf bench sched messaging
+        schedwake profile perf.data
+        schedwake profile perf.data --comm sched-messaging --cpu 0 --top 20
+        schedwake profile perf.data --kallsyms kallsyms-of-that-machine --format json
+    """
+    from .profile import profile as run_profile
+    from .report import profile as report
+
+    t = _load(trace)
+    comms = None
+    if comm_list is not None:
+        comms = [c.strip() for c in comm_list.split(",") if c.strip()]
+        if not comms:
+            raise TraceError("--comm", f"expected comma-separated thread names, not {comm_list!r}")
+    pids = None
+    if pid_list is not None:
+        try:
+            pids = sorted({int(p) for p in pid_list.split(",") if p.strip()})
+        except ValueError:
+            raise TraceError("--pid", f"expected comma-separated pids, not {pid_list!r}") from None
+        if not pids or min(pids) < 0:
+            raise TraceError("--pid", f"expected comma-separated pids, not {pid_list!r}")
+    cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
+    span = None if time_range is None else _time_range(time_range)
+    with _progress(f"profiling {Path(trace).name}") as bar:
+        result = run_profile(
+            t,
+            event=event,
+            kallsyms=kallsyms_file,
+            comm=comms,
+            pid=pids,
+            cpu=cpus,
+            time=span,
+            progress=bar,
+        )
+    if fmt == "json":
+        click.echo(report.to_json(result, top))
+    else:
+        click.echo(report.text(result, top), nl=False)
+
+
 @cli.command(short_help="Compare traces before/after in the mmtests layout.")
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=True))
 @click.option(

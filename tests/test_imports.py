@@ -27,7 +27,7 @@ LAYERS = [
     ["ingest"],  # files -> Arrow tables
     ["model"],  # tables -> wake-ups, migrations, occupancy
     ["trace"],  # the loaded trace (tables + lazy model)
-    ["summary"],  # a trace's facts as a dict
+    ["summary", "profile"],  # a trace's facts as a dict; a profile's functions
     ["detect"],  # findings with evidence
     ["metrics"],  # the metric catalogue and its values
     ["stats", "mmtests"],  # statistics and the mmtests comparison

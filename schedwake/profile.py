@@ -1,0 +1,434 @@
+"""Where the CPU time of a ``perf record -g`` profile went, per function: what
+``perf report --no-children`` (self) and ``perf report --children`` print::
+
+    trace = schedwake.load("perf.data")
+    p = schedwake.profile(trace)              # Profile
+    p.rows.head()                             # symbol, dso, samples, self_share, children_share
+
+Per function (a (DSO, symbol) pair, never an address):
+
+* ``self_share``: the period of the samples whose own address (the first frame) is in
+  the function, over the period of all samples;
+* ``children_share``: the period of the samples with the function anywhere in the
+  callchain (the first frame included), each sample counted once however often the
+  function appears in it (recursion), over the same total;
+* ``samples``: how many samples have their own address in it (``perf report -n``).
+
+Samples are weighted by their period, as perf weights them (for ``cpu-clock`` the
+nanoseconds since the previous sample, for a fixed-period event the period); a sample
+without a callchain counts for its own address only, so its function's self and
+children shares are equal. Addresses that cannot be named are grouped per DSO as
+``[unknown]`` (perf prints each such address on its own row; the named functions'
+shares are the same), and what could not be named and why is in :attr:`Profile.caveats`
+and :attr:`Profile.unresolved`.
+
+Filters (``comm``, ``pid``, ``cpu``, ``time``) keep only the matching samples; the shares
+are then of the kept samples' period (``perf report --percentage relative``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import TraceError
+from .symbols.resolve import UNKNOWN, Resolver
+from .trace import Trace
+
+#: The columns of :attr:`Profile.rows`.
+COLUMNS = (
+    "symbol",
+    "dso",
+    "samples",
+    "self_share",
+    "children_share",
+    "self_period",
+    "children_period",
+    "level",
+)
+
+#: perf's privilege-level marks (its ``[k]``/``[.]`` column) by cpumode.
+LEVELS = {1: "k", 2: ".", 3: "H", 4: "g", 5: "u"}
+
+
+@dataclass
+class Profile:
+    """What ``schedwake profile`` reports about one recording."""
+
+    #: one row per function: symbol, dso, samples, self_share, children_share (0..1),
+    #: self_period, children_period, level (perf's mark: "k" kernel, "." user, "g"/"u"
+    #: guest kernel/user, "H" hypervisor); by self share, then children share, descending
+    rows: pd.DataFrame
+    path: str  #: the file
+    event: str  #: the event as perf names it (``cpu-clock:ppp``)
+    samples: int  #: samples profiled (after the filters)
+    total_period: int  #: their summed period (perf's "Event count")
+    callchains: bool  #: whether the samples have callchains (else children == self)
+    kernel_symbols: str  #: where kernel names came from, or why there are none
+    #: reason -> {"addresses": distinct unnamed addresses, "self_share": share of the
+    #: period whose own address is unnamed for this reason}
+    unresolved: dict = field(default_factory=dict)
+    filters: dict = field(default_factory=dict)  #: the filters applied (None: not given)
+    caveats: list[str] = field(default_factory=list)  #: one plain-English line each
+
+    def top(self, n: int | None = None, by: str = "self_share") -> pd.DataFrame:
+        """The ``n`` first rows by ``by`` (``self_share`` or ``children_share``)."""
+        other = "children_share" if by == "self_share" else "self_share"
+        rows = self.rows.sort_values(
+            [by, other, "symbol", "dso"], ascending=[False, False, True, True], kind="stable"
+        )
+        return rows if n is None else rows.head(n)
+
+    def to_dict(self, top: int | None = None) -> dict:
+        """JSON-ready: totals, filters, caveats and one entry per function."""
+        rows = self.rows if top is None else self.rows.head(top)
+        return {
+            "path": self.path,
+            "event": self.event,
+            "samples": self.samples,
+            "total_period": self.total_period,
+            "callchains": self.callchains,
+            "kernel_symbols": self.kernel_symbols,
+            "filters": self.filters,
+            "functions": [
+                {
+                    "symbol": r.symbol,
+                    "dso": r.dso,
+                    "self_share": float(r.self_share),
+                    "children_share": float(r.children_share),
+                    "samples": int(r.samples),
+                    "level": r.level,
+                }
+                for r in rows.itertuples(index=False)
+            ],
+            "functions_total": len(self.rows),
+            "unresolved": self.unresolved,
+            "caveats": list(self.caveats),
+        }
+
+
+def sample_tables(trace: Trace) -> list[str]:
+    """Names of the trace's tables a profile can be made of: sampling events (with
+    ``ip`` and ``period``) first, then tracepoints recorded with callchains."""
+    sampled, chained = [], []
+    for name in trace.events:
+        cols = trace.table(name).column_names
+        if trace.table(name).num_rows == 0:
+            continue
+        if "ip" in cols and "period" in cols:
+            sampled.append(name)
+        elif "callchain" in cols:
+            chained.append(name)
+    return sampled + chained
+
+
+def _event_names(trace: Trace) -> dict[str, str]:
+    """table name -> the event's name as perf prints it."""
+    events = (trace.meta.get("source") or {}).get("events") or []
+    return {e["table"]: e["name"] for e in events if e.get("table") and e.get("name")}
+
+
+def _pick_table(trace: Trace, event: str | None) -> str:
+    names = _event_names(trace)
+    usable = sample_tables(trace)
+    if event is not None:
+        by_name = {v: k for k, v in names.items()}
+        table = event if trace.has(event) else by_name.get(event)
+        if table is None and ":" in event:
+            table = event.split(":")[0] if trace.has(event.split(":")[0]) else None
+            table = table or (event.split(":")[-1] if trace.has(event.split(":")[-1]) else None)
+        if table is None or not trace.has(table):
+            raise TraceError(
+                trace.path,
+                f"has no event {event!r} (profilable: {', '.join(usable) or 'none'})",
+            )
+        if table not in usable:
+            raise TraceError(
+                trace.path,
+                f"event {event!r} has no samples with callchains or periods to profile",
+            )
+        return table
+    if not usable:
+        raise TraceError(
+            trace.path,
+            "has no profile samples (samples with a period or a callchain): record one "
+            "with perf record -g",
+        )
+    first = [t for t in usable if "period" in trace.table(t).column_names] or usable
+    if len(first) > 1:
+        raise TraceError(
+            trace.path,
+            f"has samples of several events ({', '.join(first)}): choose one with --event",
+        )
+    return first[0]
+
+
+def _thread_pids(trace: Trace) -> dict[int, int]:
+    """thread id -> process id, from the side-band COMM and FORK records."""
+    out: dict[int, int] = {}
+    for name in ("comms", "forks"):
+        t = (getattr(trace, "sideband", None) or {}).get(name)
+        if t is not None and t.num_rows and "tid" in t.column_names:
+            for tid, pid in zip(t.column("tid").to_pylist(), t.column("pid").to_pylist()):
+                out.setdefault(tid, pid)
+    return out
+
+
+def _as_set(values, what: str) -> set:
+    if isinstance(values, str | int):
+        values = [values]
+    out = set(values)
+    if not out:
+        raise ValueError(f"{what}: give at least one")
+    return out
+
+
+def profile(
+    trace: Trace,
+    event: str | None = None,
+    kallsyms=None,
+    comm: str | Iterable[str] | None = None,
+    pid: int | Iterable[int] | None = None,
+    cpu: int | Iterable[int] | None = None,
+    time: tuple[int | None, int | None] | None = None,
+    *,
+    progress=None,
+) -> Profile:
+    """The self and children shares of every function in ``trace``'s samples.
+
+    ``event``: the event to profile (its table name, ``cpu-clock``, or perf's name,
+    ``cpu-clock:ppp``); None: the trace's only sampled event. ``kallsyms``: a kallsyms
+    file of the recorded kernel (None: this machine's when it runs that kernel).
+    ``comm``: thread name(s); ``pid``: process or thread id(s); ``cpu``: CPU(s);
+    ``time``: (start_ns, end_ns) trace timestamps, inclusive, either may be None.
+    ``progress``: a callable that gets the fraction done, now and then.
+    Raises :class:`TraceError` when the trace has no samples to profile, none match
+    the filters, or ``kallsyms`` cannot be read.
+    """
+    table_name = _pick_table(trace, event)
+    resolver = Resolver(trace, kallsyms)
+    choice = resolver.kallsyms  # an unreadable --kallsyms fails here, before any work
+    t = trace.table(table_name)
+    n_all = t.num_rows
+    mask = np.ones(n_all, dtype=bool)
+    filters: dict = {"comm": None, "pid": None, "cpu": None, "time": None}
+    if comm is not None:
+        names = _as_set(comm, "comm")
+        mask &= np.asarray(
+            pc.is_in(
+                pc.cast(t.column("common_comm"), pa.string()), pa.array(sorted(names))
+            ).fill_null(False)
+        )
+        filters["comm"] = sorted(names)
+    if pid is not None:
+        pids = _as_set(pid, "pid")
+        ids = np.array(sorted(int(p) for p in pids), dtype=np.int64)
+        hit = np.isin(t.column("common_pid").to_numpy().astype(np.int64), ids)
+        if "pid" in t.column_names:
+            hit |= np.isin(t.column("pid").to_numpy().astype(np.int64), ids)
+        mask &= hit
+        filters["pid"] = ids.tolist()
+    if cpu is not None:
+        cpus = np.array(sorted(int(c) for c in _as_set(cpu, "cpu")), dtype=np.int64)
+        mask &= np.isin(t.column("cpu").to_numpy().astype(np.int64), cpus)
+        filters["cpu"] = cpus.tolist()
+    if time is not None and time != (None, None):
+        ts = t.column("ts").to_numpy()
+        lo, hi = time
+        if lo is not None:
+            mask &= ts >= lo
+        if hi is not None:
+            mask &= ts <= hi
+        filters["time"] = [lo, hi]
+    if not mask.all():
+        t = t.filter(pa.array(mask))
+    n = t.num_rows
+    if n == 0:
+        given = [k for k, v in filters.items() if v is not None]
+        raise TraceError(
+            trace.path,
+            f"no {table_name} samples match the filters ({', '.join('--' + g for g in given)})",
+        )
+    cols = t.column_names
+    # per sample: period, process, time
+    if "period" in cols:
+        period = t.column("period").to_numpy(zero_copy_only=False).astype(np.float64)
+    else:
+        ev = [
+            e
+            for e in (trace.meta.get("source") or {}).get("events") or []
+            if e.get("table") == table_name
+        ]
+        p0 = (ev[0].get("sample_period") if ev else None) or 1
+        period = np.full(n, float(p0))
+    ts = t.column("ts").to_numpy().astype(np.int64)
+    tids = t.column("common_pid").to_numpy().astype(np.int64)
+    if "pid" in cols:
+        pids_col = t.column("pid").to_numpy().astype(np.int64)
+    else:
+        owner = _thread_pids(trace)
+        pids_col = np.array([owner.get(int(x), int(x)) for x in tids], dtype=np.int64)
+    # the frames: the sample's own address first, then its callchain
+    ip, ip_ctx, has_ip, flat, parent, chain_ctx, dropped_chains = _frames(t)
+    callchains = bool(len(flat)) or dropped_chains > 0
+    sample_of = np.concatenate([np.flatnonzero(has_ip), parent])
+    addr = np.concatenate([ip[has_ip], flat])
+    ctx = np.concatenate([ip_ctx[has_ip], chain_ctx])
+    is_self = np.zeros(len(addr), dtype=bool)
+    is_self[: int(has_ip.sum())] = True
+    if progress is not None:
+        progress(0.1)
+    res = resolver.resolve(pids_col[sample_of], ts[sample_of], addr, ctx)
+    if progress is not None:
+        progress(0.9)
+    # functions: (dso, symbol) pairs
+    d_codes, d_names = pd.factorize(np.asarray(res.dso, dtype=object))
+    s_codes, s_names = pd.factorize(np.asarray(res.symbol, dtype=object))
+    codes, pair_keys = pd.factorize(d_codes.astype(np.int64) * len(s_names) + s_codes)
+    nf = len(pair_keys)
+    total = float(period.sum())
+    w_self = np.bincount(codes[is_self], weights=period[sample_of[is_self]], minlength=nf)
+    n_self = np.bincount(codes[is_self], minlength=nf)
+    pairs = np.unique(sample_of.astype(np.int64) * nf + codes.astype(np.int64))
+    s_idx, f_idx = pairs // nf, pairs % nf
+    w_children = np.bincount(f_idx, weights=period[s_idx], minlength=nf)
+    pair_keys = np.asarray(pair_keys, dtype=np.int64)
+    rows = pd.DataFrame(
+        {
+            "symbol": np.asarray(s_names, dtype=object)[pair_keys % len(s_names)],
+            "dso": np.asarray(d_names, dtype=object)[pair_keys // len(s_names)],
+            "samples": n_self.astype(np.int64),
+            "self_share": w_self / total if total else np.zeros(nf),
+            "children_share": w_children / total if total else np.zeros(nf),
+            "self_period": np.rint(w_self).astype(np.int64),
+            "children_period": np.rint(w_children).astype(np.int64),
+            "level": _levels(codes, ctx, nf),
+        }
+    )
+    rows = rows.sort_values(
+        ["self_share", "children_share", "symbol", "dso"],
+        ascending=[False, False, True, True],
+        kind="stable",
+    ).reset_index(drop=True)
+    # what could not be named, weighted by the samples' own addresses
+    unresolved: dict = {}
+    own_reason = res.reason[is_self]
+    own_w = period[sample_of[is_self]]
+    for why, count in res.unresolved.items():
+        w = float(own_w[own_reason == why].sum())
+        dsos = sorted(res.unresolved_dsos.get(why, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        unresolved[why] = {
+            "addresses": int(count),
+            "self_share": w / total if total else 0.0,
+            "dsos": [d for d, _ in dsos],
+        }
+    unresolved = dict(
+        sorted(unresolved.items(), key=lambda kv: (-kv[1]["self_share"], -kv[1]["addresses"]))
+    )
+    caveats = _caveats(trace, choice, res, unresolved, table_name, n_all, n, filters)
+    if dropped_chains:
+        caveats.append(
+            f"{dropped_chains} samples have a corrupt callchain (a context marker perf does "
+            "not take): counted for their own address only, as perf counts them"
+        )
+    events = _event_names(trace)
+    return Profile(
+        rows=rows,
+        path=trace.path,
+        event=events.get(table_name, table_name),
+        samples=n,
+        total_period=int(round(total)),
+        callchains=callchains,
+        kernel_symbols=f"{choice.source}: {choice.reason}" if choice.text else choice.reason,
+        unresolved=unresolved,
+        filters=filters,
+        caveats=caveats,
+    )
+
+
+def _kernel_half(addr: np.ndarray) -> np.ndarray:
+    """cpumode by address where the file does not say: the upper half is the kernel's."""
+    return np.where(addr >= np.uint64(1 << 63), 1, 2).astype(np.int64)
+
+
+def _frames(t: pa.Table):
+    """Per sample its own address and cpumode (and whether it has one), and the
+    callchain addresses flattened with their sample index and cpumode. A callchain with
+    a context marker perf does not take (a corrupt stack, a guest's) is dropped whole,
+    as perf drops it: its sample keeps its own address only."""
+    n, cols = t.num_rows, t.column_names
+    if "callchain" in cols:
+        chain = t.column("callchain").combine_chunks()
+        flat = pc.list_flatten(chain).to_numpy(zero_copy_only=False).astype(np.uint64)
+        parent = pc.list_parent_indices(chain).to_numpy(zero_copy_only=False).astype(np.int64)
+        chain_ctx = _kernel_half(flat)
+        if "callchain_context" in cols:
+            got = pc.list_flatten(t.column("callchain_context").combine_chunks())
+            if len(got) == len(flat):
+                chain_ctx = got.to_numpy(zero_copy_only=False).astype(np.int64)
+    else:
+        flat, parent, chain_ctx = np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, int)
+    if "ip" in cols:
+        ip = t.column("ip").to_numpy(zero_copy_only=False).astype(np.uint64)
+        ip_ctx = (
+            t.column("cpumode").to_numpy(zero_copy_only=False).astype(np.int64)
+            if "cpumode" in cols
+            else _kernel_half(ip)
+        )
+        has_ip = np.ones(n, dtype=bool)
+    else:  # a tracepoint: its own address is its callchain's first
+        lengths = np.bincount(parent, minlength=n)
+        has_ip = lengths > 0
+        first = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        ip, ip_ctx = np.zeros(n, np.uint64), np.zeros(n, np.int64)
+        ip[has_ip] = flat[first[has_ip]]
+        ip_ctx[has_ip] = chain_ctx[first[has_ip]]
+    bad = np.unique(parent[(chain_ctx < 1) | (chain_ctx > 3)])
+    if len(bad):
+        keep = ~np.isin(parent, bad)
+        flat, parent, chain_ctx = flat[keep], parent[keep], chain_ctx[keep]
+    return ip, ip_ctx, has_ip, flat, parent, chain_ctx, len(bad)
+
+
+def _levels(codes: np.ndarray, ctx: np.ndarray, nf: int) -> np.ndarray:
+    """Per function, perf's mark of the privilege level its addresses were seen at."""
+    first = np.full(nf, -1, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    start = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    first[codes[order][start]] = ctx[order][start]
+    return np.array([LEVELS.get(int(c), "?") for c in first], dtype=object)
+
+
+def _caveats(trace, choice, res, unresolved, table, n_all, n, filters) -> list[str]:
+    out: list[str] = list(trace.warnings)
+    if n != n_all:
+        out.append(
+            f"profiled {n} of the {n_all} {table} samples (the filters); shares are of their period"
+        )
+    if not (trace.table(table).column_names and "callchain" in trace.table(table).column_names):
+        out.append("the samples have no callchains (record with -g): children = self")
+    for why, u in unresolved.items():
+        named = [d for d in u["dsos"] if d != UNKNOWN]
+        where = (": " + ", ".join(named[:4]) + (", ..." if len(named) > 4 else "")) if named else ""
+        own = (
+            f"samples at them: {u['self_share']:.2%} of the period"
+            if u["self_share"]
+            else "only in callchains"
+        )
+        out.append(f"{u['addresses']} addresses unnamed ({UNKNOWN}) {why}{where} ({own})")
+    notes = list(dict.fromkeys(res.notes))
+    out.extend(notes[:8])
+    if len(notes) > 8:
+        out.append(f"... and {len(notes) - 8} more files without symbols")
+    lost = (trace.meta.get("source") or {}).get("lost_samples")
+    if lost:
+        out.append(f"perf lost {lost} samples while recording: the shares are of those kept")
+    return list(dict.fromkeys(out))
+
+
+__all__ = ["Profile", "profile", "sample_tables", "COLUMNS"]
