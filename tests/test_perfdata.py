@@ -464,17 +464,13 @@ def _size(data: bytes, record: int, size: int) -> bytes:
 def damaged() -> dict[str, bytes]:
     """Damaged copies of the samples, by name.
 
-    Left out because they are NOT refused: a record size made 32768 bytes larger (its
-    high byte's top bit flipped) or 255 smaller sends the record walk into the middle of
-    later records; it resynchronises on garbage whose record types are unknown, which are
-    skipped without a word, and the read ends with fewer samples, exit 0 and no warning.
-    E.g. `d[453207] ^= 0x80` in perf-sched-g.perf.data (the SAMPLE at offset 453200):
-    3013 of 3152 samples (`perf script` also prints 3013 and exits 0);
-    `d[135111] ^= 0x80` in perf-profile-g.perf.data: 3091 of 3252; `d[466090] ^= 0xff`
-    in perf-pipe.perf.data: 5281 of 5538 (there `perf script` fails: "failed to process
-    type"); `d[29263] ^= 0x80` in perf-dbench-z.perf.data (an MMAP2 before the zstd
-    records): all 217063 samples, but 183 of 342 mmaps, 10 of 97 comms, 10 forks gone. A pipe
-    file cut at a record boundary is read as a shorter recording (pipe mode has no sizes)."""
+    The size flips (a record size made 32768 bytes larger, its high byte's top bit
+    flipped, or 255 smaller) send a record walk into the middle of later records, where
+    it may fall on a record boundary again: `perf script` then reads on and prints fewer
+    samples. schedwake refuses them: a sample must end where its fields end, a COMM,
+    MMAP or FORK record must have its fields' size, a kernel record is whole u64s, and a
+    record type no perf writes is damage. Not refusable: a pipe file cut at a record
+    boundary reads as a shorter recording (pipe mode has no sizes to check against)."""
     data = BASE.read_bytes()
     _, _, _, attrs, attrs_size, start, size = struct.unpack_from("<8sQQQQQQ", data)
     feat = start + size
@@ -512,6 +508,15 @@ def damaged() -> dict[str, bytes]:
     zrecs = [r for r in _records(z, zstart, zstart + zsize) if r[1] == 81]
     zr = zrecs[len(zrecs) // 2]
     cases["zstd-payload-byte"] = _flip(z, zr[0] + zr[2] // 2, 0xFF)
+    # record sizes that land the walk on a later record boundary (found by a scan of
+    # random size flips; perf script reads on through the first two)
+    for name, at, xor in (
+        ("perf-sched-g.perf.data", 453207, 0x80),
+        ("perf-profile-g.perf.data", 135111, 0x80),
+        ("perf-pipe.perf.data", 466090, 0xFF),
+        ("perf-dbench-z.perf.data", 29263, 0x80),
+    ):
+        cases[f"{name.split('.')[0]}-size-flip"] = _flip((PERF_DIR / name).read_bytes(), at, xor)
     return cases
 
 

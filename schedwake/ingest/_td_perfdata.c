@@ -66,8 +66,14 @@ enum {
 enum {
     S_IP = 1 << 0, S_TID = 1 << 1, S_TIME = 1 << 2, S_ADDR = 1 << 3, S_READ = 1 << 4,
     S_CALLCHAIN = 1 << 5, S_ID = 1 << 6, S_CPU = 1 << 7, S_PERIOD = 1 << 8,
-    S_STREAM_ID = 1 << 9, S_RAW = 1 << 10, S_IDENTIFIER = 1 << 16,
+    S_STREAM_ID = 1 << 9, S_RAW = 1 << 10, S_BRANCH_STACK = 1 << 11, S_REGS_USER = 1 << 12,
+    S_STACK_USER = 1 << 13, S_WEIGHT = 1 << 14, S_DATA_SRC = 1 << 15, S_IDENTIFIER = 1 << 16,
+    S_TRANSACTION = 1 << 17, S_REGS_INTR = 1 << 18, S_PHYS_ADDR = 1 << 19, S_AUX = 1 << 20,
+    S_CGROUP = 1 << 21, S_DATA_PAGE_SIZE = 1 << 22, S_CODE_PAGE_SIZE = 1 << 23,
+    S_WEIGHT_STRUCT = 1 << 24,
 };
+#define BRANCH_HW_INDEX (1ull << 17)     /* PERF_SAMPLE_BRANCH_HW_INDEX */
+#define BRANCH_COUNTERS (1ull << 19)     /* PERF_SAMPLE_BRANCH_COUNTERS */
 enum { RF_ENABLED = 1, RF_RUNNING = 2, RF_ID = 4, RF_GROUP = 8, RF_LOST = 16 };
 enum { T_HARDWARE = 0, T_SOFTWARE = 1, T_TRACEPOINT = 2, T_HW_CACHE = 3, T_RAW = 4,
        T_BREAKPOINT = 5 };
@@ -100,7 +106,7 @@ enum { MODE_UNKNOWN = 0, MODE_KERNEL = 1, MODE_USER = 2, MODE_HV = 3, MODE_GUEST
 typedef struct {
     td_perf_attr pub;
     uint32_t size;              /* its perf_event_attr's own size */
-    uint64_t flags, branch_sample_type;
+    uint64_t flags, branch_sample_type, regs_user, regs_intr;
     int sample_id_size;         /* bytes of the sample_id trailer of other records */
     int id_pos;                 /* u64 index of the event id in a sample, -1 */
     int is_pos;                 /* ... counted from the end of a sample_id trailer, -1 */
@@ -316,6 +322,8 @@ static int parse_attr(td_file *f, PerfFile *p, Rd *r, size_t asize, Attr *a)
     pa->read_format = pld(p, buf + 32, 8);
     a->flags = pld(p, buf + 40, 8);
     a->branch_sample_type = pld(p, buf + 72, 8);
+    a->regs_user = pld(p, buf + 80, 8);
+    a->regs_intr = pld(p, buf + 96, 8);
     pa->freq = (int)(a->flags >> 10 & 1);
     pa->exclude_user = (int)(a->flags >> 4 & 1);
     pa->exclude_kernel = (int)(a->flags >> 5 & 1);
@@ -466,6 +474,8 @@ static int32_t cpu_of_id(PerfFile *p, uint64_t id)
     return -1;
 }
 
+#define NO_ATTR (-2)             /* a record without an event: other_attr() */
+
 /* The attribute of a SAMPLE record, -1 when its id is unknown. */
 static int sample_attr(const PerfFile *p, const uint8_t *rec, size_t size)
 {
@@ -485,7 +495,10 @@ static int other_attr(const PerfFile *p, const uint8_t *rec, size_t size)
     size_t back = 8 * (size_t)p->attrs[0].is_pos;
     if (p->attrs[0].is_pos < 0 || back + 8 > size)
         return -1;
-    return attr_of_id(p, pld(p, rec + size - back, 8));
+    uint64_t id = pld(p, rec + size - back, 8);
+    /* id 0: a record perf synthesized (the tasks and maps that existed when it
+       started), whose sample_id perf leaves zero */
+    return id == 0 ? NO_ATTR : attr_of_id(p, id);
 }
 
 /* --------------------------------------------------------------- samples */
@@ -577,9 +590,59 @@ static int parse_sample(const PerfFile *p, const Attr *a, const uint8_t *rec, si
         s->raw = q;
         q += s->raw_size;
     }
+    /* the fields after RAW are not used, but measured: a sample must end where its
+       fields end (a damaged size would otherwise be read as a longer record) */
+    uint64_t n;
+    if (st & S_BRANCH_STACK) {
+        U64(n);
+        if (a->branch_sample_type & BRANCH_HW_INDEX) {
+            NEED(8);
+            q += 8;
+        }
+        uint64_t per = 24 + (a->branch_sample_type & BRANCH_COUNTERS ? 8 : 0);
+        if (n > (uint64_t)(end - q) / per)
+            return -1;
+        q += n * per;
+    }
+    if (st & S_REGS_USER) {
+        U64(n);
+        if (n) {
+            NEED(8 * (uint64_t)__builtin_popcountll(a->regs_user));
+            q += 8 * __builtin_popcountll(a->regs_user);
+        }
+    }
+    if (st & S_STACK_USER) {
+        U64(n);
+        NEED(n);
+        q += n;
+        if (n) {
+            NEED(8);
+            q += 8;
+        }
+    }
+    int fixed = !!(st & (S_WEIGHT | S_WEIGHT_STRUCT)) + !!(st & S_DATA_SRC) +
+                !!(st & S_TRANSACTION);
+    NEED(8 * fixed);
+    q += 8 * fixed;
+    if (st & S_REGS_INTR) {
+        U64(n);
+        if (n) {
+            NEED(8 * (uint64_t)__builtin_popcountll(a->regs_intr));
+            q += 8 * __builtin_popcountll(a->regs_intr);
+        }
+    }
+    fixed = !!(st & S_PHYS_ADDR) + !!(st & S_CGROUP) + !!(st & S_DATA_PAGE_SIZE) +
+            !!(st & S_CODE_PAGE_SIZE);
+    NEED(8 * fixed);
+    q += 8 * fixed;
+    if (st & S_AUX) {
+        U64(n);
+        NEED(n);
+        q += n;
+    }
 #undef U64
 #undef NEED
-    return 0;
+    return q == end ? 0 : -1;
 }
 
 /* The sample_id trailer of a non-sample record: time, tid, cpu.  0, or -1 when
@@ -1077,6 +1140,33 @@ static void walk_free(Walk *wk)
     wk->win = NULL;
 }
 
+/* Record types perf and the kernel define (the kernel's up to PERF_RECORD_MAX, perf's
+   own from PERF_RECORD_USER_TYPE_START): others are skipped and counted, a type no
+   perf writes (0, 128 and up) is damage: a size that sent the walk into the middle
+   of a record. */
+#define KERNEL_TYPES_END 24
+#define USER_TYPES_END 84
+#define MAX_TYPE 128
+
+static int known_type(uint32_t type)
+{
+    return (type > 0 && type < KERNEL_TYPES_END) || (type >= PR_HEADER_ATTR && type < USER_TYPES_END);
+}
+
+/* The checks of a record header every record passes: a type perf could write, and
+   the kernel's own records whole u64s (perf's may not be: COMPRESSED, features). */
+static int check_header(Walk *wk, uint32_t type, size_t size, uint64_t foff, int inside)
+{
+    const char *where = inside ? " in the compressed data of the record at offset" : " at offset";
+    if (type == 0 || type >= MAX_TYPE)
+        return walk_fail(wk, "corrupt perf.data: a record%s %" PRIu64 " has type %u, which "
+                         "no perf writes (a damaged size before it?)", where, foff, type);
+    if (type < PR_HEADER_ATTR && size % 8)
+        return walk_fail(wk, "corrupt perf.data: a %s record%s %" PRIu64 " has %zu bytes, not "
+                         "a whole number of u64s", rec_name(type), where, foff, size);
+    return 0;
+}
+
 /* Records inside win[0..n): whole ones go to fn, the rest stays as carry. */
 static int walk_window(Walk *wk, size_t n)
 {
@@ -1092,6 +1182,8 @@ static int walk_window(Walk *wk, size_t n)
                              wk->zrec_off);
         if (size > n - pos)
             break;
+        if (check_header(wk, type, size, wk->zrec_off, 1) < 0)
+            return REC_DAMAGE;
         if (type == PR_COMPRESSED || type == PR_COMPRESSED2 || type == PR_HEADER_TRACING_DATA)
             return walk_fail(wk, "corrupt perf.data: a %s record inside the compressed data "
                              "of the record at offset %" PRIu64, rec_name(type), wk->zrec_off);
@@ -1180,6 +1272,8 @@ static int walk_pausing(Walk *wk, uint64_t *at, uint64_t end)
             return walk_fail(wk, "truncated perf.data: the %s record at offset %" PRIu64
                              " needs %zu bytes, the data has %" PRIu64 " left", rec_name(type),
                              pos, size, end - pos);
+        if (check_header(wk, type, size, pos, 0) < 0)
+            return REC_DAMAGE;
         uint64_t next = pos + size;
         if (type == PR_COMPRESSED || type == PR_COMPRESSED2) {
             int rc = wk->headers_only ? 0 : walk_compressed(wk, type, rec, size, pos);
@@ -1287,6 +1381,9 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
     PerfFile *p = wk->p;
     td_perf_info *in = &p->info;
     int ai = other_attr(p, rec, size);
+    if (ai == -1)
+        return walk_fail(wk, "corrupt perf.data: the %s record at offset %" PRIu64 " carries "
+                         "an event id that no event of the file has", rec_name(type), foff);
     const Attr *a = ai >= 0 ? &p->attrs[ai] : NULL;
     Sample sid;
     size_t body;
@@ -1305,6 +1402,23 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
     if (parse_sample_id(p, a, rec, size, body, &sid) < 0)
         return walk_fail(wk, "corrupt perf.data: the %s record at offset %" PRIu64 " is too "
                          "short for its sample id (%zu bytes)", rec_name(type), foff, size);
+    /* its size is its fields' (a name padded to u64s) and the sample id's, as the
+       kernel and perf write it: a damaged size is not read as another layout */
+    const Attr *ida = a ? a : &p->attrs[0];
+    size_t idsz = ida->pub.sample_id_all ? (size_t)ida->sample_id_size : 0;
+    size_t want = body + idsz;
+    if (type == PR_COMM || type == PR_MMAP || type == PR_MMAP2) {
+        size_t at = body - 1, room = size - at - (idsz < size - at ? idsz : size - at);
+        const uint8_t *nul = memchr(rec + at, 0, room);
+        want = nul ? at + (((size_t)(nul - rec - at) + 1 + 7) & ~(size_t)7) + idsz : 0;
+    } else if (type == PR_THROTTLE) {
+        want = 8 + 24 + idsz;
+    } else if (body == 8) {
+        want = size;        /* records we do not read: not checked */
+    }
+    if (size != want)
+        return walk_fail(wk, "corrupt perf.data: the %s record at offset %" PRIu64 " has %zu "
+                         "bytes, its fields %zu", rec_name(type), foff, size, want);
     saw_time(p, sid.time);
     switch (type) {
     case PR_COMM: {
@@ -1426,12 +1540,13 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
     case PR_SAMPLE: {
         int ai = sample_attr(p, rec, size);
         if (ai < 0)
-            return 0;           /* counted as unknown when decoded */
+            return walk_fail(wk, "corrupt perf.data: the SAMPLE record at offset %" PRIu64
+                             " carries an event id that no event of the file has", foff);
         Attr *a = &p->attrs[ai];
         Sample s;
         if (parse_sample(p, a, rec, size, &s) < 0)
             return walk_fail(wk, "corrupt perf.data: the SAMPLE record at offset %" PRIu64
-                             " (%zu bytes) is too short for the fields of %s", foff, size,
+                             " (%zu bytes) does not hold the fields of %s", foff, size,
                              a->pub.name ? a->pub.name : "its event");
         a->pub.samples++;
         saw_time(p, s.time);
@@ -1549,6 +1664,10 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
     if (type < PR_HEADER_ATTR && type != PR_SAMPLE) {
         int ai = other_attr(p, rec, size);
         Sample sid;
+        if (ai == -1)
+            return walk_fail(wk, "corrupt perf.data: the %s record at offset %" PRIu64
+                             " carries an event id that no event of the file has",
+                             rec_name(type), foff);
         if (ai >= 0 && parse_sample_id(p, &p->attrs[ai], rec, size, 8, &sid) == 0)
             saw_time(p, sid.time);
     }
@@ -1950,6 +2069,18 @@ static int set_meta(td_file *f, PerfFile *p)
     if (p->lost_unknown_cpu &&
         td_warn(f, "perf lost %" PRId64 " samples on CPUs the file does not name (no CPU in "
                 "the sample ids)", p->lost_unknown_cpu) < 0)
+        return seterr(f->err, "out of memory"), -1;
+    int64_t unknown = 0, all = 0;
+    for (int t = 0; t < MAX_TYPE; t++) {
+        all += in->records_by_type[t];
+        if (!known_type((uint32_t)t))
+            unknown += in->records_by_type[t];
+    }
+    if (unknown && unknown * 100 > all)
+        return seterr(f->err, "corrupt perf.data: %" PRId64 " of %" PRId64 " records have a "
+                      "type perf does not define", unknown, all), -1;
+    if (unknown && td_warn(f, "skipped %" PRId64 " records of types perf does not define "
+                           "(written by a newer perf or kernel?)", unknown) < 0)
         return seterr(f->err, "out of memory"), -1;
     if (in->out_of_order &&
         td_warn(f, "%" PRId64 " records are out of order across perf's FINISHED_ROUND rounds "

@@ -305,14 +305,16 @@ static void sample_id(W *w, uint32_t pid, uint32_t tid, uint64_t time, uint32_t 
     u64(w, id);
 }
 
+/* A COMM record as the kernel writes it: the name NUL-terminated, padded to u64s. */
 static void comm_record(W *w, uint32_t pid, const char *comm, uint64_t time, uint64_t id)
 {
     char name[16] = {0};
     strncpy(name, comm, 15);
-    record_header(w, 3, 0, 8 + 8 + 16 + 32);
+    uint16_t len = (uint16_t)((strlen(name) + 1 + 7) & ~7u);
+    record_header(w, 3, 0, (uint16_t)(8 + 8 + len + 32));
     u32(w, pid);
     u32(w, pid);
-    put(w, name, 16);
+    put(w, name, len);
     sample_id(w, pid, pid, time, 0, id);
 }
 
