@@ -457,8 +457,9 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     "kallsyms_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="kallsyms of the recorded kernel (a copy of its /proc/kallsyms). Default: this "
-    "machine's, when it runs the recorded kernel.",
+    help="kallsyms of the recorded kernel: a copy of the traced machine's /proc/kallsyms, "
+    "taken as root in the same boot. Default: this machine's, when it runs the recorded "
+    "kernel.",
 )
 @click.option(
     "--event",

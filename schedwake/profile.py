@@ -331,6 +331,7 @@ def profile(
         sorted(unresolved.items(), key=lambda kv: (-kv[1]["self_share"], -kv[1]["addresses"]))
     )
     caveats = _caveats(trace, choice, res, unresolved, table_name, n_all, n, filters)
+    caveats += _unwinding_caveats(trace, table_name)
     if dropped_chains:
         caveats.append(
             f"{dropped_chains} samples have a corrupt callchain (a context marker perf does "
@@ -402,6 +403,30 @@ def _levels(codes: np.ndarray, ctx: np.ndarray, nf: int) -> np.ndarray:
     start = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
     first[codes[order][start]] = ctx[order][start]
     return np.array([LEVELS.get(int(c), "?") for c in first], dtype=object)
+
+
+_SAMPLE_BRANCH_STACK, _SAMPLE_STACK_USER = 1 << 11, 1 << 13
+
+
+def _unwinding_caveats(trace: Trace, table: str) -> list[str]:
+    """What perf report would add from data this profile does not use: user stacks
+    copied for DWARF unwinding, LBR call stacks."""
+    out = []
+    for e in (trace.meta.get("source") or {}).get("events") or []:
+        if e.get("table") != table or not isinstance(e.get("sample_type"), int):
+            continue
+        if e["sample_type"] & _SAMPLE_STACK_USER:
+            out.append(
+                "recorded with --call-graph dwarf: the copied user stacks are not unwound "
+                "here (perf report unwinds them), so user-space callers are missing; record "
+                "with -g (frame pointers)"
+            )
+        if e["sample_type"] & _SAMPLE_BRANCH_STACK:
+            out.append(
+                "the samples carry branch stacks (--call-graph lbr, -b): not used here, "
+                "only the kernel's callchains"
+            )
+    return out
 
 
 def _caveats(trace, choice, res, unresolved, table, n_all, n, filters) -> list[str]:

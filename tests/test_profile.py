@@ -241,6 +241,15 @@ def test_without_callchains_children_equal_self(prog, tmp_path):
     assert_matches_perf(flat, prof)
 
 
+def test_dwarf_callchains_are_said_not_to_be_unwound(prog, tmp_path):
+    data = record(
+        tmp_path / "dwarf.perf.data", "--call-graph", "dwarf", "-F", "199", "--", str(prog),
+        "1000000",
+    )  # fmt: skip
+    prof = profile(schedwake.load(data))
+    assert any("--call-graph dwarf" in c for c in prof.caveats)
+
+
 def test_each_address_is_named_once(messaging):
     """The resolver names unique (process, address) pairs: repeating rows repeats the
     answers, and a pair's answer does not depend on its neighbours."""
