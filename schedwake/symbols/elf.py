@@ -133,8 +133,8 @@ class ElfSymbols:
         # a symbol nested in a longer one (an address past the inner one's end but
         # inside the outer one): look back while some earlier symbol reaches it
         again = np.flatnonzero(~found & (i >= 0) & (v < self._max_end[j]))
-        for k in again:
-            for m in range(int(i[k]) - 1, -1, -1):
+        for k in again:  # bounded: a few symbols back
+            for m in range(int(i[k]) - 1, max(int(i[k]) - 65, -1), -1):
                 if self.starts[m] <= v[k] < self.ends[m]:
                     found[k], j[k] = True, m
                     break
@@ -305,7 +305,10 @@ def _read(path: str, stream) -> ElfLoad:
         finally:
             if sym_elf is not elf:
                 sym_elf.stream.close()
-        p_starts, p_names = _plt_symbols(elf, secs)
+        try:
+            p_starts, p_names = _plt_symbols(elf, secs)
+        except Exception:  # noqa: BLE001 - a damaged PLT costs its @plt names only
+            p_starts, p_names = np.zeros(0, np.uint64), np.zeros(0, object)
         if len(p_starts):
             entry = p_starts[1] - p_starts[0] if len(p_starts) > 1 else np.uint64(16)
             order = np.argsort(np.concatenate([starts, p_starts]), kind="stable")
