@@ -58,6 +58,7 @@ def _load(
 ):
     if path == "-":
         return _load_stdin(events, input_format, reader, jobs)
+    ctx = click.get_current_context(silent=True)
     with _progress(f"reading {Path(path).name}") as progress:
         trace = load(
             path,
@@ -66,6 +67,7 @@ def _load(
             progress=progress,
             reader=reader,
             jobs=jobs,
+            kallsyms=ctx.meta.get("schedwake.kallsyms") if ctx else None,
         )
     _warn(trace.meta.get("path", path), trace.meta.get("warnings"))
     return trace
@@ -123,22 +125,44 @@ threshold_option = click.option(
 )
 
 
+def _remember_kallsyms(ctx, _param, value):
+    ctx.meta["schedwake.kallsyms"] = value
+
+
 def reader_options(f):
-    """--reader / --jobs of every command that reads traces."""
+    """--reader / --jobs / --kallsyms of every command that reads traces in this process
+    (--kallsyms is kept in the click context, where _load finds it)."""
+    f = click.option(
+        "--kallsyms",
+        type=click.Path(dir_okay=False),
+        default=None,
+        expose_value=False,
+        callback=_remember_kallsyms,
+        help="kallsyms of the kernel a perf.data recorded (a copy of its /proc/kallsyms), "
+        "to name kernel functions such as workqueue work functions. Default: this "
+        "machine's, when it runs the recorded kernel.",
+    )(f)
+    return decoder_options(f)
+
+
+def decoder_options(f):
+    """--reader / --jobs."""
     f = click.option(
         "--jobs",
         type=click.IntRange(min=1),
         default=None,
         metavar="N",
-        help="Threads decoding a trace.dat (default: one per CPU; the schedwake reader only).",
+        help="Threads decoding a trace.dat or perf.data (default: one per CPU; the "
+        "schedwake reader only).",
     )(f)
     f = click.option(
         "--reader",
         type=click.Choice(READERS),
         default=DEFAULT_READER,
         show_default=True,
-        help="Which reader decodes a trace.dat: schedwake's own, or "
-        "libtracecmd (the reference; runs in a child process).",
+        help="Which reader decodes the file: schedwake's own (trace.dat, perf.data), "
+        "libtracecmd (trace.dat; the reference, in a child process) or perf-script "
+        "(perf.data through perf script text; the reference).",
     )(f)
     return f
 
@@ -209,6 +233,7 @@ def convert(trace, outdir, events, input_format, reader, jobs):
             events=names,
             input_format=input_format,
             progress=progress,
+            kallsyms=click.get_current_context().meta.get("schedwake.kallsyms"),
             reader=reader,
             jobs=jobs,
         )
@@ -912,7 +937,7 @@ def gate(
 @topology_options
 @threshold_option
 @input_format_option
-@reader_options
+@decoder_options
 def batch(
     inputs,
     out,

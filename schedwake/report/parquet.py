@@ -21,6 +21,7 @@ def convert(
     progress: ingest.Progress | None = None,
     reader: str | None = None,
     jobs: int | None = None,
+    kallsyms=None,
 ) -> list[Path]:
     """Write ``<event>.parquet`` per event table of ``path`` and ``metadata.json`` into
     ``outdir``; return the Parquet paths.
@@ -30,7 +31,7 @@ def convert(
     trace.dat files (with schedwake's own reader) are read and written in batches, so
     a file larger than memory converts with bounded memory; text rows keep the file's
     order (sorted within each batch), trace.dat rows are in time order throughout.
-    ``reader`` and ``jobs`` are those of :func:`schedwake.load`.
+    ``reader``, ``jobs`` and ``kallsyms`` are those of :func:`schedwake.load`.
     """
     reader = ingest.check_reader_options(reader, jobs)
     p = ingest.check_path(path)
@@ -40,8 +41,10 @@ def convert(
     outdir.mkdir(parents=True, exist_ok=True)
     wanted = None if events is None else [e.split(":")[-1] for e in events]
     if fmt in ingest.STREAMED_FORMATS and reader == ingest.DEFAULT_READER:
-        return _write_batches(p, ingest.iter_batches(p, wanted, fmt, progress), outdir)
-    return _write_batches(p, [ingest.read(p, wanted, fmt, progress, reader, jobs)], outdir)
+        batches = ingest.iter_batches(p, wanted, fmt, progress, kallsyms=kallsyms)
+        return _write_batches(p, batches, outdir)
+    raw = ingest.read(p, wanted, fmt, progress, reader, jobs, kallsyms)
+    return _write_batches(p, [raw], outdir)
 
 
 def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:
