@@ -442,14 +442,20 @@ def _time_range(text: str | None) -> tuple[int | None, int | None]:
     return start, end
 
 
-def _pids(text: str, trace) -> list[int]:
-    """``--pid PIDS``: the pids, each one a task the trace shows running or woken."""
+def _pid_list(text: str) -> list[int]:
+    """``--pid PIDS``: the pids, sorted, without repeats."""
     try:
         pids = sorted({int(p) for p in text.split(",") if p.strip()})
     except ValueError:
         raise TraceError("--pid", f"expected comma-separated pids, not {text!r}") from None
     if not pids or min(pids) < 0:
         raise TraceError("--pid", f"expected comma-separated pids, not {text!r}")
+    return pids
+
+
+def _pids(text: str, trace) -> list[int]:
+    """``--pid PIDS``: the pids, each one a task the trace shows running or woken."""
+    pids = _pid_list(text)
     import numpy as np
 
     seen: set[int] = set()
@@ -544,20 +550,14 @@ def profile(trace, kallsyms_file, event, comm_list, pid_list, cpu_list, time_ran
     from .profile import profile as run_profile
     from .report import profile as report
 
+    click.get_current_context().meta["schedwake.kallsyms"] = kallsyms_file
     t = _load(trace)
     comms = None
     if comm_list is not None:
         comms = [c.strip() for c in comm_list.split(",") if c.strip()]
         if not comms:
             raise TraceError("--comm", f"expected comma-separated thread names, not {comm_list!r}")
-    pids = None
-    if pid_list is not None:
-        try:
-            pids = sorted({int(p) for p in pid_list.split(",") if p.strip()})
-        except ValueError:
-            raise TraceError("--pid", f"expected comma-separated pids, not {pid_list!r}") from None
-        if not pids or min(pids) < 0:
-            raise TraceError("--pid", f"expected comma-separated pids, not {pid_list!r}")
+    pids = None if pid_list is None else _pid_list(pid_list)
     cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
     span = None if time_range is None else _time_range(time_range)
     with _progress(f"profiling {Path(trace).name}") as bar:

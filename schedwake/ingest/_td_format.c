@@ -105,6 +105,9 @@ int read_header_info(td_file *f, Rd *r)
 
 /* ------------------------------------------------------- event formats */
 
+/* What parse_decl() and parse_field() return besides 0. */
+enum { FIELD_BAD = -1, FIELD_NOMEM = -2, FIELD_RANGE = -3 };
+
 static int is_ident(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -162,16 +165,16 @@ static int parse_decl(td_file *f, Field *fl, const char *p, const char *end)
         nt++;
     }
     if (nt < 2 && !(nt == 1 && bracket < 0))
-        return -1;
+        return FIELD_BAD;
     char type[512] = "";
     size_t ty = 0;
-#define TAPPEND(s, n) do { size_t _n = (n); if (ty + _n >= sizeof(type)) return -1; \
+#define TAPPEND(s, n) do { size_t _n = (n); if (ty + _n >= sizeof(type)) return FIELD_BAD; \
         memcpy(type + ty, (s), _n); ty += _n; type[ty] = 0; } while (0)
     int name_tok;
     int ntype;                  /* tokens before the name (or the bracket) */
     if (bracket >= 0) {
         if (close < 0 || bracket == 0)
-            return -1;
+            return FIELD_BAD;
         fl->is_array = 1;
         /* array length: the last token inside the brackets, if a number */
         int64_t alen = 0;
@@ -232,45 +235,45 @@ static int parse_decl(td_file *f, Field *fl, const char *p, const char *end)
     }
 #undef TAPPEND
     if (!is_ident(*tok[name_tok]) || ntype < 1)
-        return -1;
+        return FIELD_BAD;
     for (int i = 0; i < ntype; i++)
         if (*tok[i] == '*')
             fl->is_pointer = 1;
     fl->name = own_str(f, tok[name_tok], tlen[name_tok]);
     fl->type = own_str(f, type, strlen(type));
     if (!fl->name || !fl->type)
-        return -2;
+        return FIELD_NOMEM;
     return 0;
 }
 
-/* One "field:...;" line into fl; -1 when it does not parse. */
+/* One "field:...;" line into fl: 0, or FIELD_BAD when it does not parse. */
 static int parse_field(td_file *f, Field *fl, const char *line, const char *le)
 {
     const char *p = line;
     while (p < le && (*p == ' ' || *p == '\t'))
         p++;
     if (le - p < 6 || memcmp(p, "field", 5) != 0)
-        return -1;
+        return FIELD_BAD;
     p += 5;
     if (le - p >= 8 && memcmp(p, " special", 8) == 0)
         p += 8;
     if (p >= le || *p != ':')
-        return -1;
+        return FIELD_BAD;
     p++;
     const char *semi = memchr(p, ';', (size_t)(le - p));
     if (!semi)
-        return -1;
+        return FIELD_BAD;
     memset(fl, 0, sizeof(*fl));
     int rc = parse_decl(f, fl, p, semi);
     if (rc < 0)
         return rc;
     int64_t off, size, sgn = 0;
     if (keyed_int(semi, le, "offset:", &off) < 0 || keyed_int(semi, le, "size:", &size) < 0)
-        return -1;
+        return FIELD_BAD;
     if (keyed_int(semi, le, "signed:", &sgn) < 0)
         sgn = 0;
     if (off < 0 || size < 0 || off > 65535 || size > 65535)
-        return -3;      /* a record is at most a page */
+        return FIELD_RANGE;    /* a record is at most a page */
     fl->offset = (int)off;
     fl->size = (int)size;
     fl->is_signed = sgn != 0;
@@ -338,7 +341,7 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
         } else if (in_fields && le - q >= 5 && memcmp(q, "field", 5) == 0) {
             Field fl;
             int rc = parse_field(f, &fl, line, le);
-            if (rc == -2)
+            if (rc == FIELD_NOMEM)
                 return -1;
             if (rc < 0) {
                 seterr(f->err, "corrupt %s: event format %.*s: a field line does not "

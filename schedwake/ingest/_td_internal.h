@@ -421,6 +421,7 @@ void pool_fail(Decoder *d, int rc, const char *msg);
 void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_tick tick,
               void *ctx);
 Decoder *decoder_alloc(td_file *f, int jobs, char *err);
+void free_parts(Decoder *d, CpuWork *w);
 void free_work(Decoder *d);
 void decoder_free(Decoder *d);
 int64_t pending_rows(Decoder *d);
@@ -434,6 +435,7 @@ void free_columns(td_column *c, int n);
 int32_t cached_fixed(Cache *cache, StrCol *s, const uint8_t *p, int n);
 int part_init(td_file *f, Decoder *d, int ev, Part *pt);
 Cache *cache_of(Part *pt, int col);
+int append_comm(Part *pt, uint64_t key, const char *name);
 int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, int64_t ts,
                   const char *comm);
 int decode_step(Decoder *d, CpuWork *w);

@@ -363,24 +363,31 @@ done:
 
 /* ------------------------------------------------------------ decoding */
 
+/* A slot's partial tables and their caches. */
+void free_parts(Decoder *d, CpuWork *w)
+{
+    if (!w->parts)
+        return;
+    for (int e = 0; e < d->f->nevents; e++) {
+        Part *pt = &w->parts[e];
+        if (pt->caches) {
+            for (int c = 0; c < pt->ncols; c++)
+                free(pt->caches[c]);
+            free(pt->caches);
+        }
+        free_columns(pt->cols, pt->ncols);
+    }
+    free(w->parts);
+    w->parts = NULL;
+}
+
 void free_work(Decoder *d)
 {
     if (!d->work)
         return;
     for (int s = 0; s < d->nwork; s++) {
         CpuWork *w = &d->work[s];
-        if (w->parts) {
-            for (int e = 0; e < d->f->nevents; e++) {
-                Part *pt = &w->parts[e];
-                if (pt->caches) {
-                    for (int c = 0; c < pt->ncols; c++)
-                        free(pt->caches[c]);
-                    free(pt->caches);
-                }
-                free_columns(pt->cols, pt->ncols);
-            }
-            free(w->parts);
-        }
+        free_parts(d, w);
         buf_free(&w->lost_ts);
         buf_free(&w->lost_cpu);
         buf_free(&w->lost_count);
@@ -648,7 +655,7 @@ int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
         run_pool(d, d->jobs, d->nwork, cpu_task, tick, ctx);
     if (d->failed) {
         if (d->failed == 3)
-            rc = -2;
+            rc = TD_STOPPED;
         else
             seterr(err, "%s", d->err[0] ? d->err : "corrupt data");
         goto out;

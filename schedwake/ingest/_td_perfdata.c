@@ -2400,22 +2400,7 @@ static int append_sample_common(Decoder *d, CpuWork *w, int ev, int64_t ts, int3
     if (put_num(&c[0].values, (uint64_t)ts, 8) || put_num(&c[1].values, w->cpu, 4) ||
         put_num(&c[2].values, (uint32_t)tid, 4))
         return REC_NOMEM;
-    Cache *cc = cache_of(pt, 3);
-    if (!cc)
-        return REC_NOMEM;
-    uint64_t key = (uint64_t)(uintptr_t)comm;
-    size_t slot = (key ^ (key >> 12)) & (CACHE_SIZE - 1);
-    int32_t idx;
-    if (cc->idx[slot] && cc->key[slot] == key) {
-        idx = cc->idx[slot] - 1;
-    } else {
-        idx = strcol_intern(&c[3].str, comm, strlen(comm));
-        if (idx < 0)
-            return REC_NOMEM;
-        cc->key[slot] = key;
-        cc->idx[slot] = idx + 1;
-    }
-    if (put_index(&c[3].str, idx))
+    if (append_comm(pt, (uint64_t)(uintptr_t)comm, comm) < 0)
         return REC_NOMEM;
     pt->rows++;
     return 0;
@@ -2608,21 +2593,8 @@ void perf_decoder_free(Decoder *d)
     for (int i = 0; pd->rw && i < pd->nrw; i++) {
         RangeWork *rw = &pd->rw[i];
         walk_free(&rw->wk);
-        for (int s = 0; s < rw->nslots; s++) {
-            CpuWork *w = &rw->slots[s];
-            if (!w->parts)
-                continue;
-            for (int e = 0; e < d->f->nevents; e++) {
-                Part *pt = &w->parts[e];
-                if (pt->caches) {
-                    for (int c = 0; c < pt->ncols; c++)
-                        free(pt->caches[c]);
-                    free(pt->caches);
-                }
-                free_columns(pt->cols, pt->ncols);
-            }
-            free(w->parts);
-        }
+        for (int s = 0; s < rw->nslots; s++)
+            free_parts(d, &rw->slots[s]);
         free(rw->slots);
         free(rw->head);
     }

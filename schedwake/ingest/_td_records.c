@@ -171,6 +171,28 @@ Cache *cache_of(Part *pt, int col)
     return c[col];
 }
 
+/* Append the current task's name to a part's common_comm (column 3): `name`, whose
+   dictionary index is cached under `key`.  0 or -1 (no memory). */
+int append_comm(Part *pt, uint64_t key, const char *name)
+{
+    Cache *cc = cache_of(pt, 3);
+    if (!cc)
+        return -1;
+    StrCol *col = &pt->cols[3].str;
+    size_t slot = (key ^ (key >> 12)) & (CACHE_SIZE - 1);
+    int32_t idx;
+    if (cc->idx[slot] && cc->key[slot] == key) {
+        idx = cc->idx[slot] - 1;
+    } else {
+        idx = strcol_intern(col, name, strlen(name));
+        if (idx < 0)
+            return -1;
+        cc->key[slot] = key;
+        cc->idx[slot] = idx + 1;
+    }
+    return put_index(col, idx);
+}
+
 /* Append one record (its payload rec[0..size), at least the common fields) to the
    event's partial table: the common columns and the format's fields.  `comm` is
    the current task's name where the caller knows it (perf.data: its COMM
@@ -193,28 +215,11 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
         put_num(&c[4].values, rec[f->common_flags_off], 1) ||
         put_num(&c[5].values, rec[f->common_preempt_off], 1))
         return REC_NOMEM;
-    {
-        Cache *cc = cache_of(pt, 3);
-        if (!cc)
-            return REC_NOMEM;
-        /* the key: the pid (cmdlines give one name a pid), or the name's own
-           address (a perf COMM history entry, one string per entry) */
-        uint64_t key = comm ? (uint64_t)(uintptr_t)comm : (uint64_t)(uint32_t)pid;
-        size_t slot = (key ^ (key >> 12)) & (CACHE_SIZE - 1);
-        int32_t idx;
-        if (cc->idx[slot] && cc->key[slot] == key) {
-            idx = cc->idx[slot] - 1;
-        } else {
-            const char *name = comm ? comm : comm_of(f, pid);
-            idx = strcol_intern(&c[3].str, name, strlen(name));
-            if (idx < 0)
-                return REC_NOMEM;
-            cc->key[slot] = key;
-            cc->idx[slot] = idx + 1;
-        }
-        if (put_index(&c[3].str, idx))
-            return REC_NOMEM;
-    }
+    /* the key: the pid (cmdlines give one name a pid), or the name's own address (a
+       perf COMM history entry, one string per entry) */
+    if (append_comm(pt, comm ? (uint64_t)(uintptr_t)comm : (uint64_t)(uint32_t)pid,
+                    comm ? comm : comm_of(f, pid)) < 0)
+        return REC_NOMEM;
     int k = NCOMMON;
     for (int i = 0; i < in->nfields; i++, k++) {
         const Field *fl = &in->fields[i];

@@ -22,6 +22,13 @@
 
 #define TD_ERRLEN 512
 
+/* What the interface's functions return. */
+enum {
+    TD_OK = 0,
+    TD_FAIL = -1,       /* err says why: damage, an unsupported file, "out of memory" */
+    TD_STOPPED = -2,    /* td_decode(): the tick callback asked to stop */
+};
+
 enum td_kind {
     TD_INT,       /* integer of 1/2/4/8 bytes, signed or not */
     TD_STR,       /* char[N] (and common_comm, prev_state_str): dictionary strings */
@@ -76,10 +83,11 @@ void td_want_all(td_file *f, int wanted);
    done; a non-zero return stops the decoding (td_decode() then returns -2). */
 typedef int (*td_tick)(void *ctx, double done);
 
-/* Decode the selected buffer's records into the wanted events' columns, CPUs in
-   `jobs` threads (<= 0: as many as the CPUs this process may run on).  Rows of
-   every table are in (timestamp, CPU, file) order, whatever `jobs` is.
-   0, -1 with err filled (damage or no memory), or -2 when tick asked to stop. */
+/* Decode the records (trace.dat: the selected buffer's; perf.data: the samples) into
+   the wanted events' columns, in `jobs` threads (<= 0: as many as the CPUs this
+   process may run on).  Rows of every table are in (timestamp, CPU, file) order,
+   whatever `jobs` is.  TD_OK, TD_FAIL with err filled (damage or no memory), or
+   TD_STOPPED when tick asked to stop. */
 int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err);
 
 /* Streaming, in memory that does not grow with the file: after td_open() and the

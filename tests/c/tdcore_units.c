@@ -340,6 +340,27 @@ static void switch_sample(W *w, uint64_t id, uint32_t tid, uint64_t time, uint32
     u32(w, 0);
 }
 
+/* The offset of the last record of `type` (0: of any type) in a pipe-mode file. */
+static size_t last_record(const W *w, uint32_t type)
+{
+    size_t last = 0;
+    for (size_t pos = 16; pos + 8 <= w->n;) {
+        uint32_t t;
+        uint16_t size;
+        memcpy(&t, w->p + pos, 4);
+        memcpy(&size, w->p + pos + 6, 2);
+        if (!type || t == type)
+            last = pos;
+        if (t == 66) {          /* HEADER_TRACING_DATA: its data follows it */
+            uint32_t tsize;
+            memcpy(&tsize, w->p + pos + 8, 4);
+            pos += tsize;
+        }
+        pos += size;
+    }
+    return last;
+}
+
 static void pipe_head(W *w)
 {
     put(w, "PERFILE2", 8);
@@ -396,21 +417,7 @@ static void test_perf_tracepoint(void)
 
     /* the same bytes with the second sample's size field too large: refused, naming
        the record and its offset */
-    size_t at = 0;
-    for (size_t pos = 16; pos + 8 <= w.n;) {
-        uint32_t type;
-        uint16_t size;
-        memcpy(&type, w.p + pos, 4);
-        memcpy(&size, w.p + pos + 6, 2);
-        if (type == 9)
-            at = pos;
-        if (type == 66) {
-            uint32_t tsize;
-            memcpy(&tsize, w.p + pos + 8, 4);
-            pos += tsize;
-        }
-        pos += size;
-    }
+    size_t at = last_record(&w, 9);
     uint16_t big = 0xfff8;
     memcpy(w.p + at + 6, &big, 2);
     err[0] = 0;
@@ -516,21 +523,7 @@ static void test_perf_compressed(void)
 
     /* the stream cut after its first record: the data ends inside a record */
     w.n -= 8;                               /* drop FINISHED_ROUND */
-    size_t last = 16;
-    for (size_t pos = 16; pos + 8 <= w.n;) {
-        uint32_t type;
-        uint16_t size;
-        memcpy(&type, w.p + pos, 4);
-        memcpy(&size, w.p + pos + 6, 2);
-        if (type == 66) {
-            uint32_t tsize;
-            memcpy(&tsize, w.p + pos + 8, 4);
-            pos += tsize;
-        }
-        last = pos;
-        pos += size;
-    }
-    w.n = last;                             /* without the second COMPRESSED2 */
+    w.n = last_record(&w, 0);               /* without the second COMPRESSED2 */
     err[0] = 0;
     rc = decode(&w, &f, err);
     CHECK(rc < 0);
