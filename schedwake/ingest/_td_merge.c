@@ -628,6 +628,14 @@ static int emit(Decoder *d, int64_t horizon, char *err)
                      NULL, NULL);
         free(d->order_cpu[e]);
         d->order_cpu[e] = NULL;
+#ifdef __GLIBC__
+        /* the part columns just gathered were freed, the small ones into malloc's
+           arenas (a perf.data has many slots, so many columns under the size that
+           gets its own mapping): give their pages back before the next event's
+           output columns grow, or the merge holds both */
+        if (rows >= GATHER_THREADED_ROWS)
+            malloc_trim(0);
+#endif
     }
     if (d->failed)
         return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), -1;

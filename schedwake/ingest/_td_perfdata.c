@@ -683,11 +683,6 @@ static int parse_sample_id(const PerfFile *p, const Attr *a, const uint8_t *rec,
 
 /* ------------------------------------------------------------- features */
 
-static int feature_string(td_file *f, Rd *r, const char **out, const char *what)
-{
-    return own_pstr(f, r, out, what);
-}
-
 static int feature_cpu_topology(td_file *f, PerfFile *p, Rd *r)
 {
     td_perf_info *in = &p->info;
@@ -927,17 +922,17 @@ static int read_feature(td_file *f, PerfFile *p, int feat, Rd *r)
         in->n_build_ids = (int)(p->build_ids.len / sizeof(td_perf_build_id));
         return 0;
     case F_HOSTNAME:
-        return feature_string(f, r, &in->hostname, "HOSTNAME");
+        return own_pstr(f, r, &in->hostname, "HOSTNAME");
     case F_OSRELEASE:
-        return feature_string(f, r, &in->osrelease, "OSRELEASE");
+        return own_pstr(f, r, &in->osrelease, "OSRELEASE");
     case F_VERSION:
-        return feature_string(f, r, &in->perf_version, "VERSION");
+        return own_pstr(f, r, &in->perf_version, "VERSION");
     case F_ARCH:
-        return feature_string(f, r, &in->arch, "ARCH");
+        return own_pstr(f, r, &in->arch, "ARCH");
     case F_CPUDESC:
-        return feature_string(f, r, &in->cpudesc, "CPUDESC");
+        return own_pstr(f, r, &in->cpudesc, "CPUDESC");
     case F_CPUID:
-        return feature_string(f, r, &in->cpuid, "CPUID");
+        return own_pstr(f, r, &in->cpuid, "CPUID");
     case F_NRCPUS: {
         uint64_t avail, online;
         if (rd_u(r, 4, &avail, "NRCPUS") < 0 || rd_u(r, 4, &online, "NRCPUS") < 0)
@@ -1040,8 +1035,8 @@ static int read_file_header(td_file *f, PerfFile *p)
                 return -1;
     if (d_off > f->size || d_size > f->size - d_off)
         return seterr(f->err, "truncated or corrupt perf.data: the data section (%" PRIu64
-                      " bytes at offset %" PRIu64 ") runs past the end of the file (%zu bytes)%s",
-                      d_size, d_off, f->size, d_size == 0 ? "" : ""), -1;
+                      " bytes at offset %" PRIu64 ") runs past the end of the file (%zu bytes)",
+                      d_size, d_off, f->size), -1;
     if (d_size == 0 && d_off == 0)
         return seterr(f->err, "truncated perf.data: the header has no data section (perf "
                       "record did not finish writing the file)"), -1;
