@@ -424,8 +424,7 @@ Decoder *decoder_alloc(td_file *f, int jobs, char *err);
 void free_parts(Decoder *d, CpuWork *w);
 void free_work(Decoder *d);
 void decoder_free(Decoder *d);
-int64_t pending_rows(Decoder *d);
-int64_t rows_before(const Part *pt, int64_t horizon);
+
 
 /* _td_records.c */
 int make_layout(td_file *f, int idx, Layout *lay);

@@ -718,7 +718,7 @@ int td_stream_open(td_file *f, td_stream **out, char *err)
     return 0;
 }
 
-int64_t pending_rows(Decoder *d)
+static int64_t pending_rows(Decoder *d)
 {
     int64_t n = 0;
     for (int s = 0; s < d->nwork; s++)
@@ -728,7 +728,7 @@ int64_t pending_rows(Decoder *d)
 }
 
 /* Rows of a part with timestamp < horizon (its ts column is sorted). */
-int64_t rows_before(const Part *pt, int64_t horizon)
+static int64_t rows_before(const Part *pt, int64_t horizon)
 {
     if (!pt->rows)
         return 0;

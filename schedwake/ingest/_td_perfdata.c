@@ -1107,7 +1107,6 @@ struct Walk {
     size_t carry;               /* bytes of an unfinished record at win[0] */
     int block_open;             /* the zstd stream stopped inside a block */
     uint64_t zrec_off;          /* the COMPRESSED record the window's bytes came from */
-    uint64_t records;
     int64_t *bytes_done;        /* progress, atomic */
     volatile int *cancel;
     int headers_only;           /* pipe mode's first walk: compressed records skipped */
@@ -1185,7 +1184,6 @@ static int walk_window(Walk *wk, size_t n)
         int rc = wk->fn(wk, type, misc, rec, size, wk->zrec_off);
         if (rc < 0)
             return rc;
-        wk->records++;
         pos += size;
     }
     memmove(wk->win, wk->win + pos, n - pos);
@@ -1290,7 +1288,6 @@ static int walk_pausing(Walk *wk, uint64_t *at, uint64_t end)
             int rc = wk->fn(wk, type, misc, rec, size, pos);
             if (rc < 0)
                 return rc;
-            wk->records++;
             if (type == PR_FINISHED_ROUND && wk->round_ends && buf_put(wk->round_ends, &next, 8))
                 return REC_NOMEM;
             paused = rc > 0;
