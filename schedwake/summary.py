@@ -32,4 +32,22 @@ def meta_summary(m: dict) -> dict:
         "lost_unknown": [str(c) for c in m.get("lost_unknown", [])],
         "kernel": m["kernel"],
         "warnings": list(m.get("warnings") or []),
+        **_recorded_by(m),
+    }
+
+
+def _recorded_by(m: dict) -> dict:
+    """For a perf.data read by schedwake's reader: what recorded it (``recorded_by``)."""
+    src = m.get("source") or {}
+    if m.get("format") != "perf.data" or "perf_version" not in src:
+        return {}
+    return {
+        "recorded_by": {
+            "perf_version": src.get("perf_version"),
+            "command": src.get("cmdline"),
+            "events": [e["name"] for e in src.get("events") or []],
+            "compressed": src.get("compression"),
+            "pipe": src.get("pipe"),
+            "callchains": src.get("callchains"),
+        }
     }

@@ -563,3 +563,21 @@ def test_damaged_perf_data_is_refused_by_info(bad_files, cli_runs, case):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0], proc.stderr
     assert proc.stdout == ""
+
+
+def test_info_says_what_recorded_a_perf_data():
+    """`info` of a perf.data names perf's version, the command line it recorded with and
+    the events it sampled (with their modifiers); a trace.dat has none of it."""
+    from schedwake.report import info
+    from schedwake.summary import summary
+
+    trace = schedwake.load(PERF_DIR / "perf-dbench-z.perf.data", events=[])
+    s = summary(trace)
+    rec = s["recorded_by"]
+    assert rec["perf_version"].startswith("6.") and rec["compressed"] == "zstd"
+    assert rec["command"].startswith("/usr/bin/perf record -z -a")
+    assert "sched:sched_switch" in rec["events"] and "dummy:HG" in rec["events"]
+    text = info.text(s)
+    assert "recorded:  perf " in text and "(zstd)" in text and "sampled:   " in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "recorded_by" not in summary(schedwake.load(SAMPLES / "idle-sleep.dat"))

@@ -4,6 +4,20 @@ and the reader's warnings (bounded damage it read around)."""
 from __future__ import annotations
 
 
+def _wrapped(label: str, text: str, width: int = 100) -> list[str]:
+    """``label`` + ``text`` in lines of ``width`` at most, continued under the text."""
+    import textwrap
+
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=label,
+        subsequent_indent=" " * len(label),
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
 def text(s: dict) -> str:
     """``summary()`` as the human text of ``schedwake info``."""
     total = sum(s["events"].values())
@@ -19,6 +33,21 @@ def text(s: dict) -> str:
         "not nanoseconds)",
         f"events:    {total}",
     ]
+    rec = s.get("recorded_by")
+    if rec:  # a perf.data: what recorded it, after the kernel line
+        how = ", ".join(
+            k
+            for k, on in (
+                ("zstd", rec["compressed"]),
+                ("pipe", rec["pipe"]),
+                ("callchains", rec["callchains"]),
+            )
+            if on
+        )
+        head = f"perf {rec['perf_version'] or '?'}" + (f" ({how})" if how else "")
+        lines[3:3] = _wrapped("recorded:  ", f"{head}: {rec['command'] or '?'}") + _wrapped(
+            "sampled:   ", ", ".join(rec["events"])
+        )
     width = max((len(n) for n in s["events"]), default=0)
     for name, count in sorted(s["events"].items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {name:<{width}}  {count:>10}")
