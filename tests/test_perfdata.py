@@ -1,7 +1,7 @@
 """The native perf.data reader (:mod:`schedwake.ingest.perfdata`) on real recordings.
 
 * Conformance: on every ``perf.data`` in ``sample_traces/`` (``perf/*.perf.data`` and
-  ``perf-lost-events.perf.data``; ``perf record --threads`` directories are left out),
+  ``perf-lost-events.perf.data``; a ``perf record --threads`` directory among them),
   the native reader and the ``perf script`` text reader (``reader="perf-script"``, the
   oracle) give the same event counts, CPUs, first/last timestamps, lost events per CPU,
   row counts and, row by row after sorting both by (ts, cpu, common_pid), the same value
@@ -43,11 +43,8 @@ needs_perf = pytest.mark.skipif(
 )
 
 PERF_DIR = SAMPLES / "perf"
-#: every perf.data file in sample_traces (directories of perf record --threads left out:
-#: the reader does not read them yet)
-PERF_FILES = sorted(p for p in PERF_DIR.glob("*.perf.data") if p.is_file()) + [
-    SAMPLES / "perf-lost-events.perf.data"
-]
+#: every perf.data in sample_traces (perf record --threads directories included)
+PERF_FILES = sorted(PERF_DIR.glob("*.perf.data")) + [SAMPLES / "perf-lost-events.perf.data"]
 IDS = [p.name for p in PERF_FILES]
 
 #: what each recording is (sample_traces/README.md): the workload's task name, zstd
@@ -57,6 +54,7 @@ FACTS = {
     "perf-profile-g.perf.data": ("sched-messaging", None, False, True),
     "perf-dbench-z.perf.data": ("dbench", "zstd", False, False),
     "perf-pipe.perf.data": ("sched-messaging", None, True, False),
+    "perf-threads.perf.data": ("sched-messaging", None, False, False),
     "perf-lost-events.perf.data": ("true", "zstd", False, False),
 }
 
@@ -70,6 +68,7 @@ TID_MINUS_ONE = {
     "perf-profile-g.perf.data": {"cpu-clock": 1},  # -1 on both sides
     "perf-dbench-z.perf.data": {"sched_switch": 264, "sched_migrate_task": 8, "sched_waking": 1},
     "perf-pipe.perf.data": {"sched_switch": 12},
+    "perf-threads.perf.data": {},
     "perf-lost-events.perf.data": {},
 }
 
@@ -359,7 +358,7 @@ def test_source_pipe_compression_callchains(path):
     assert src["pipe"] is pipe
     assert src["compression"] == compression
     assert src["callchains"] is callchains
-    head = path.read_bytes()[:16]
+    head = (path / "data" if path.is_dir() else path).read_bytes()[:16]
     assert head[:8] == b"PERFILE2"
     assert (struct.unpack("<Q", head[8:])[0] == 16) is pipe  # a pipe header is 16 bytes
     assert src["perf_version"].startswith("6.1.")

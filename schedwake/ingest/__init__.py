@@ -31,6 +31,8 @@ def check_path(path) -> Path:
     if not p.exists():
         raise TraceError(p, "no such file")
     if p.is_dir():
+        if is_perf_directory(p):
+            return p
         raise TraceError(p, "is a directory, not a trace file")
     if not os.access(p, os.R_OK):
         raise TraceError(p, "permission denied")
@@ -39,8 +41,21 @@ def check_path(path) -> Path:
     return p
 
 
+def is_perf_directory(path: Path) -> bool:
+    """Whether ``path`` is a directory ``perf record --threads`` wrote (a perf.data
+    header file ``data`` and one ``data.N`` of records per thread)."""
+    head = path / "data"
+    try:
+        with open(head, "rb") as f:
+            return f.read(8) == b"PERFILE2"
+    except OSError:
+        return False
+
+
 def sniff(path: Path) -> str:
     """The format of ``path``, from its first bytes."""
+    if path.is_dir():
+        return "perf.data"  # (check_path lets only perf's directories through)
     with open(path, "rb") as f:
         head = f.read(64)
     if head.startswith(TRACE_DAT_MAGIC[:3]) or TRACE_DAT_MAGIC.startswith(head):

@@ -20,12 +20,22 @@ Whatever perf recorded: ``perf sched record``, ``perf record -e sched:...``, a p
 * :attr:`RawTrace.sideband`: tables of the COMM, FORK, EXIT and MMAP records (names,
   task lifetimes, memory maps for user-space symbols).
 
+A directory written by ``perf record --threads`` (a header file ``data``, one ``data.N``
+of records per thread) is read as one file: its parts joined in a private temporary
+file (:func:`joined`), the samples of the threads put in time order by the decoder as
+any others.
+
 ``reader="perf-script"`` reads through ``perf script`` text instead
 (:mod:`schedwake.ingest.text`): the reference this reader is tested against.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
+import struct
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -53,14 +63,15 @@ def read(
     a kallsyms file for the recorded kernel (None: this machine's when it runs that
     kernel), used for fields that name kernel functions (workqueue ``function``)."""
     chooser = _KallsymsChooser(kallsyms)
-    try:
-        raw = _tdread.read(
-            str(path), None if events is None else frozenset(events), progress, jobs, chooser
-        )
-    except _tdread.TraceDatError as exc:
-        raise TraceError(path, str(exc)) from None
-    except MemoryError:
-        raise TraceError(path, "out of memory while reading the trace") from None
+    with joined(path) as one:
+        try:
+            raw = _tdread.read(
+                str(one), None if events is None else frozenset(events), progress, jobs, chooser
+            )
+        except _tdread.TraceDatError as exc:
+            raise TraceError(path, str(exc)) from None
+        except MemoryError:
+            raise TraceError(path, "out of memory while reading the trace") from None
     return assemble(path, raw, events, chooser.choice)
 
 
@@ -75,10 +86,15 @@ def iter_batches(
     rows, in time order across batches (unless perf's own rounds are out of order,
     which the meta's warnings say) and in memory that does not grow with the file."""
     chooser = _KallsymsChooser(kallsyms)
+    with joined(path) as one:
+        yield from _batches(path, one, events, progress, batch_rows, chooser)
+
+
+def _batches(path, one, events, progress, batch_rows, chooser):
     sideband = None
     try:
         stream = _tdread.stream(
-            str(path), None if events is None else frozenset(events), batch_rows, chooser
+            str(one), None if events is None else frozenset(events), batch_rows, chooser
         )
         for raw in stream:
             if progress is not None:
@@ -92,6 +108,63 @@ def iter_batches(
         raise TraceError(path, str(exc)) from None
     except MemoryError:
         raise TraceError(path, "out of memory while reading the trace") from None
+
+
+#: The feature bit of a ``perf record --threads`` header (HEADER_DIR_FORMAT).
+_DIR_FORMAT = 24
+
+
+@contextmanager
+def joined(path: Path):
+    """``path``, or for a ``perf record --threads`` directory one perf.data made of its
+    parts (in a private temporary directory, removed afterwards): the header file's
+    own records, then every ``data.N`` (records of one thread's buffers, with no
+    rounds between them: the decoder orders them by time), then its feature sections,
+    their offsets moved and the directory feature dropped."""
+    if not path.is_dir():
+        yield path
+        return
+    head = (path / "data").read_bytes()
+    try:
+        magic, hsize, _, _, _, d_off, d_size = struct.unpack_from("<8sQQQQQQ", head)
+        bits = list(struct.unpack_from("<4Q", head, 72))
+    except struct.error:
+        raise TraceError(path, "truncated perf.data: its header file 'data' is cut short") from None
+    if magic != b"PERFILE2" or hsize != 104 or d_off + d_size > len(head):
+        raise TraceError(path, "corrupt perf.data: its header file 'data' has no valid header")
+    parts = sorted(
+        (p for p in path.iterdir() if re.fullmatch(r"data\.\d+", p.name)),
+        key=lambda p: int(p.name.split(".")[1]),
+    )
+    extra = sum(p.stat().st_size for p in parts)
+    table = d_off + d_size
+    nfeat = sum(bin(b).count("1") for b in bits)
+    entries = []
+    for i in range(nfeat):
+        try:
+            entries.append(list(struct.unpack_from("<2Q", head, table + 16 * i)))
+        except struct.error:
+            raise TraceError(path, "truncated perf.data: its feature table is cut short") from None
+    features = [f for f in range(1, 256) if bits[f // 64] >> (f % 64) & 1]
+    if _DIR_FORMAT in features:  # the joined file is no directory
+        del entries[features.index(_DIR_FORMAT)]
+        bits[_DIR_FORMAT // 64] &= ~(1 << (_DIR_FORMAT % 64))
+    shift = extra - 16 * (nfeat - len(entries))
+    with tempfile.TemporaryDirectory(prefix="schedwake-perfdir-") as tmp:
+        out = Path(tmp) / "perf.data"
+        with open(out, "wb") as f:
+            hdr = bytearray(head[:d_off])
+            struct.pack_into("<Q", hdr, 48, d_size + extra)
+            struct.pack_into("<4Q", hdr, 72, *bits)
+            f.write(hdr)
+            f.write(head[d_off:table])
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, f, 1 << 20)
+            for off, size in entries:
+                f.write(struct.pack("<2Q", off + shift if off >= table else off, size))
+            f.write(head[table + 16 * nfeat :])
+        yield out
 
 
 class _KallsymsChooser:

@@ -454,9 +454,11 @@ class _Source:
 
     def __init__(self, path: Path, perf: bool = False):
         self.path = path
-        self.size = max(path.stat().st_size, 1)
+        # (a perf record --threads directory: progress is that of its header file)
+        first = path / "data" if perf and path.is_dir() else path
+        self.size = max(first.stat().st_size, 1)
         self.proc = None
-        self.raw = open(path, "rb")
+        self.raw = open(first, "rb")
         self.stderr = None
         self.kind = "perf.data" if perf else _compression(path)
         self.stream = None
