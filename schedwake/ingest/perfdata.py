@@ -45,7 +45,7 @@ from ..schema import COMMON_NAMES, field_name
 from ..symbols.kernel import KallsymsChoice, choose_kallsyms
 from . import _tdread
 from .raw import Progress, RawTrace
-from .tracedat import _event_tables, _lost_table
+from .tracedat import _column, _event_tables, _lost_table
 
 #: Events a perf.data records that are not samples of interest (perf's helper event).
 _HELPER_EVENTS = frozenset({"dummy"})
@@ -330,14 +330,8 @@ def sideband_tables(perf: dict) -> dict[str, pa.Table]:
         arrays, names = [], []
         for col, value in cols.items():
             names.append(col)
-            if col in ("comm", "filename"):
-                indices, offsets, chars = value
-                ndict = len(memoryview(offsets)) // 4 - 1
-                dictionary = pa.Array.from_buffers(
-                    pa.string(), ndict, [None, pa.py_buffer(offsets), pa.py_buffer(chars)]
-                )
-                idx = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(indices)])
-                arrays.append(pa.DictionaryArray.from_arrays(idx, dictionary))
+            if col in ("comm", "filename"):  # dictionary strings, as the event columns
+                arrays.append(_column(("str", col, value), n)[1])
             elif col == "build_id":
                 offsets, data = value
                 if not len(memoryview(offsets)):

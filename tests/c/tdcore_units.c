@@ -191,6 +191,16 @@ static int decode(const W *w, td_file **f, char *err)
     return rc;
 }
 
+/* decode() of a file that must decode: checked, and its error said if not. */
+static int decoded_ok(const W *w, td_file **f, char *err)
+{
+    int rc = decode(w, f, err);
+    CHECK(rc == 0);
+    if (rc)
+        fprintf(stderr, "  %s\n", err);
+    return rc == 0;
+}
+
 /* ------------------------------------------------------------ trace.dat */
 
 /* A trace.dat v6 with one CPU whose one page holds two sched_switch records, the
@@ -237,11 +247,7 @@ static void test_tracedat_page(void)
 
     char err[TD_ERRLEN] = "", buf[64];
     td_file *f = NULL;
-    int rc = decode(&w, &f, err);
-    CHECK(rc == 0);
-    if (rc) {
-        fprintf(stderr, "  %s\n", err);
-    } else {
+    if (decoded_ok(&w, &f, err)) {
         td_event *ev = event_named(f, "sched_switch");
         CHECK(ev && ev->count == 2);
         CHECK(int_at(column(ev, "ts"), 0) == 1000000005);
@@ -395,11 +401,7 @@ static void test_perf_tracepoint(void)
 
     char err[TD_ERRLEN] = "", buf[64];
     td_file *f = NULL;
-    int rc = decode(&w, &f, err);
-    CHECK(rc == 0);
-    if (rc) {
-        fprintf(stderr, "  %s\n", err);
-    } else {
+    if (decoded_ok(&w, &f, err)) {
         td_event *ev = event_named(f, "sched_switch");
         CHECK(ev && ev->count == 2);
         CHECK(int_at(column(ev, "cpu"), 1) == 1);
@@ -421,8 +423,7 @@ static void test_perf_tracepoint(void)
     uint16_t big = 0xfff8;
     memcpy(w.p + at + 6, &big, 2);
     err[0] = 0;
-    rc = decode(&w, &f, err);
-    CHECK(rc < 0);
+    CHECK(decode(&w, &f, err) < 0);
     CHECK(strstr(err, "perf.data") && strstr(err, "SAMPLE") && strstr(err, "offset"));
     td_close(f);
     free(w.p);
@@ -451,11 +452,7 @@ static void test_perf_callchain(void)
 
     char err[TD_ERRLEN] = "", buf[64];
     td_file *f = NULL;
-    int rc = decode(&w, &f, err);
-    CHECK(rc == 0);
-    if (rc) {
-        fprintf(stderr, "  %s\n", err);
-    } else {
+    if (decoded_ok(&w, &f, err)) {
         td_event *ev = event_named(f, "cpu-clock");
         CHECK(ev && ev->count == 1);
         CHECK(int_at(column(ev, "common_pid"), 0) == 78);
@@ -508,11 +505,7 @@ static void test_perf_compressed(void)
 
     char err[TD_ERRLEN] = "", buf[64];
     td_file *f = NULL;
-    int rc = decode(&w, &f, err);
-    CHECK(rc == 0);
-    if (rc) {
-        fprintf(stderr, "  %s\n", err);
-    } else {
+    if (decoded_ok(&w, &f, err)) {
         td_event *ev = event_named(f, "sched_switch");
         CHECK(ev && ev->count == 2);
         CHECK(!strcmp(str_at(column(ev, "common_comm"), 1, buf, sizeof(buf)), "zipped"));
@@ -525,8 +518,7 @@ static void test_perf_compressed(void)
     w.n -= 8;                               /* drop FINISHED_ROUND */
     w.n = last_record(&w, 0);               /* without the second COMPRESSED2 */
     err[0] = 0;
-    rc = decode(&w, &f, err);
-    CHECK(rc < 0);
+    CHECK(decode(&w, &f, err) < 0);
     CHECK(strstr(err, "truncated perf.data") != NULL);
     td_close(f);
     free(z);
