@@ -52,6 +52,9 @@ COLUMNS = (
     "level",
 )
 
+#: The columns of :attr:`Profile.stacks`.
+STACK_COLUMNS = ("frames", "period", "samples")
+
 #: perf's privilege-level marks (its ``[k]``/``[.]`` column) by cpumode.
 LEVELS = {1: "k", 2: ".", 3: "H", 4: "g", 5: "u"}
 
@@ -75,6 +78,10 @@ class Profile:
     unresolved: dict = field(default_factory=dict)
     filters: dict = field(default_factory=dict)  #: the filters applied (None: not given)
     caveats: list[str] = field(default_factory=list)  #: one plain-English line each
+    #: one row per distinct call stack: ``frames`` (a tuple of row numbers of
+    #: :attr:`rows`, the sample's own function first, then its callers outwards),
+    #: ``period`` and ``samples``; what flame graphs and callers' trees are made of
+    stacks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=STACK_COLUMNS))
 
     def top(self, n: int | None = None, by: str = "self_share") -> pd.DataFrame:
         """The ``n`` first rows by ``by`` (``self_share`` or ``children_share``)."""
@@ -314,7 +321,11 @@ def profile(
         ["self_share", "children_share", "symbol", "dso"],
         ascending=[False, False, True, True],
         kind="stable",
-    ).reset_index(drop=True)
+    )
+    row_of_code = np.empty(nf, dtype=np.int32)
+    row_of_code[rows.index.to_numpy()] = np.arange(nf, dtype=np.int32)
+    rows = rows.reset_index(drop=True)
+    stacks = _stacks(sample_of, addr, is_self, row_of_code[codes], period)
     # what could not be named, weighted by the samples' own addresses
     unresolved: dict = {}
     own_reason = res.reason[is_self]
@@ -349,6 +360,55 @@ def profile(
         unresolved=unresolved,
         filters=filters,
         caveats=caveats,
+        stacks=stacks,
+    )
+
+
+def _stacks(
+    sample_of: np.ndarray,
+    addr: np.ndarray,
+    is_self: np.ndarray,
+    function: np.ndarray,
+    period: np.ndarray,
+) -> pd.DataFrame:
+    """The distinct call stacks of the samples, as function sequences (own function
+    first), with their summed period and sample count.
+
+    ``sample_of``/``addr``/``is_self``/``function`` describe every frame (the sample's
+    own address, flagged ``is_self``, then its callchain in order, leaf outwards).  A
+    callchain repeats the sample's own address as its first entry (perf records it
+    there): that copy is dropped, so a function appears once per frame it really has.
+    The grouping is vectorized: each stack's function numbers, as int32 bytes, are one
+    binary key for Arrow's group-by."""
+    order = np.argsort(sample_of, kind="stable")  # own frame first: it precedes the chain
+    s, a, own, fn = sample_of[order], addr[order], is_self[order], function[order]
+    repeat = np.zeros(len(s), dtype=bool)
+    repeat[1:] = (s[1:] == s[:-1]) & own[:-1] & ~own[1:] & (a[1:] == a[:-1])
+    s, fn = s[~repeat], fn[~repeat].astype(np.int32)
+    n = len(period)
+    lengths = np.bincount(s, minlength=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths * 4, out=offsets[1:])
+    keys = pa.BinaryArray.from_buffers(
+        pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(fn.tobytes())]
+    )
+    grouped = (
+        pa.table({"key": keys, "period": pa.array(period), "one": pa.array(np.ones(n, np.int64))})
+        .group_by("key")
+        .aggregate([("period", "sum"), ("one", "sum")])
+    )
+    frames = [
+        tuple(np.frombuffer(k, dtype=np.int32).tolist()) for k in grouped.column("key").to_pylist()
+    ]
+    out = pd.DataFrame(
+        {
+            "frames": frames,
+            "period": grouped.column("period_sum").to_numpy().astype(np.float64),
+            "samples": grouped.column("one_sum").to_numpy().astype(np.int64),
+        }
+    )
+    return out.sort_values(["period", "samples"], ascending=False, kind="stable").reset_index(
+        drop=True
     )
 
 
