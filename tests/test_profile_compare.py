@@ -1,0 +1,224 @@
+"""Profiles compared over several runs a side (schedwake/profile_compare.py) on the real
+recordings of sample_traces/profiles/ (scripts/record-samples/record-profiles.sh):
+``base`` and ``aa`` are the same configuration (an A/A pair: nothing may be starred),
+``seccomp`` is the same workload behind a seccomp filter that reads an argument (the
+known cause: the system-call entry's seccomp path must be starred)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import schedwake
+from schedwake.profile_compare import (
+    benjamini_hochberg,
+    callers_tree,
+    compare_profiles,
+    welch_p,
+)
+from schedwake.report import profile_compare as render
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILES = ROOT / "sample_traces" / "profiles"
+WORK = 960_000  # messages per run (record-profiles.sh)
+#: The functions of the seccomp path on Linux 6.18 x86-64: the syscall entry's slow
+#: path calls the filter; the JIT-compiled filter has no kallsyms name after its
+#: process exits, so it is the kernel's [unknown].
+SECCOMP_PATH = {"syscall_trace_enter", "__seccomp_filter", "[unknown]"}
+#: ... and the functions it may also bring up: the filter's own helpers, and the
+#: system-call dispatch that the slow entry path takes instead of the fast one.
+SECCOMP_MAY = SECCOMP_PATH | {
+    "populate_seccomp_data",
+    "__secure_computing",
+    "seccomp_run_filters",
+    "x64_sys_call",
+}
+
+
+def _runs(side: str):
+    paths = sorted((PROFILES / side).glob("run*.perf.data"))
+    assert len(paths) >= 3, f"{side}: the sample needs 3 runs"
+    return [schedwake.profile(schedwake.load(p)) for p in paths]
+
+
+@pytest.fixture(scope="module")
+def sides():
+    return {side: _runs(side) for side in ("base", "aa", "seccomp")}
+
+
+@pytest.fixture(scope="module")
+def cmp(sides):
+    return compare_profiles(sides, work=WORK)
+
+
+def _t_two_sided_by_quadrature(t: float, df: float) -> float:
+    """P(|T| >= |t|) by integrating Student's t density (independent of the
+    incomplete-beta route that schedwake.stats takes)."""
+    x = np.linspace(0.0, abs(t), 200_001)
+    c = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))
+    density = c * (1 + x * x / df) ** (-(df + 1) / 2)
+    return 1.0 - 2.0 * float(np.sum((density[1:] + density[:-1]) / 2 * np.diff(x)))
+
+
+def test_welch_p():
+    # R: t.test(1:3, 4:6) -> t = -3.6742, df = 4, p-value = 0.02131
+    p = welch_p(np.array([[1.0, 2.0, 3.0]]), np.array([[4.0, 5.0, 6.0]]))
+    assert p[0] == pytest.approx(0.02131, abs=5e-5)
+    # unequal sizes and spreads: Welch's t and Satterthwaite's df worked by hand
+    a, b = np.array([1.0, 2.0, 3.0, 4.0]), np.array([2.0, 4.0, 6.0, 8.0, 10.0])
+    va, vb = a.var(ddof=1) / 4, b.var(ddof=1) / 5  # 5/12 and 2
+    t = (b.mean() - a.mean()) / math.sqrt(va + vb)  # 3.5 / sqrt(29/12)
+    df = (va + vb) ** 2 / (va**2 / 3 + vb**2 / 4)  # 5.52...
+    assert t == pytest.approx(2.2514, abs=1e-4) and df == pytest.approx(5.5208, abs=1e-4)
+    got = welch_p(a[None, :], b[None, :])[0]
+    assert got == pytest.approx(_t_two_sided_by_quadrature(t, df), abs=1e-6)
+    assert welch_p(b[None, :], a[None, :])[0] == pytest.approx(got)  # symmetric
+    # no spread on either side: the means decide
+    p = welch_p(np.array([[1.0, 1.0], [2.0, 2.0]]), np.array([[1.0, 1.0], [3.0, 3.0]]))
+    assert p.tolist() == [1.0, 0.0]
+
+
+def test_benjamini_hochberg_matches_r():
+    # R: p.adjust(c(0.01, 0.04, 0.03, 0.005), "BH") -> 0.02 0.04 0.04 0.02
+    q = benjamini_hochberg(np.array([0.01, 0.04, 0.03, 0.005]))
+    assert q.tolist() == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert benjamini_hochberg(np.array([0.9, 0.5])).tolist() == pytest.approx([0.9, 0.9])
+
+
+def test_stacks_add_up_to_the_rows(sides):
+    p = sides["base"][0]
+    self_p = np.zeros(len(p.rows))
+    child_p = np.zeros(len(p.rows))
+    for frames, period in zip(p.stacks["frames"], p.stacks["period"]):
+        self_p[frames[0]] += period
+        for f in set(frames):
+            child_p[f] += period
+    assert p.stacks["period"].sum() == pytest.approx(p.total_period)
+    assert np.allclose(self_p, p.rows["self_period"], atol=1)
+    assert np.allclose(child_p, p.rows["children_period"], atol=1)
+    assert p.stacks["samples"].sum() == p.samples
+
+
+def test_a_a_pair_stars_nothing(cmp):
+    for measure in cmp.measures:
+        starred = cmp.rows[cmp.rows[f"{measure}:significant[aa]"]]
+        assert starred.empty, (measure, starred[["symbol", f"{measure}:change[aa]"]])
+    assert cmp.tested["self_share"] > 20 and cmp.tested["children_share"] > 20
+
+
+def test_known_cause_stars_the_seccomp_path(cmp):
+    changed = cmp.changed("children_share", "seccomp")
+    grown = set(changed[changed["children_share:change[seccomp]"] > 0]["symbol"])
+    assert SECCOMP_PATH <= grown
+    # what grew is the path and nothing else: every other starred function shrank (its
+    # share gave way to the filter's)
+    assert grown <= SECCOMP_MAY
+    seccomp = cmp.rows.set_index("symbol").loc["__seccomp_filter"]
+    assert seccomp["children_share[base]"] == 0 and seccomp["children_share[seccomp]"] > 0.05
+    assert seccomp["children_share:change[seccomp]"] == pytest.approx(
+        seccomp["children_share[seccomp]"] * 100
+    )
+
+
+def test_callers_tree_of_the_filter(cmp):
+    tree = cmp.callers("__seccomp_filter", "[kernel.kallsyms]", "seccomp")
+    row = cmp.rows[(cmp.rows.symbol == "__seccomp_filter")].iloc[0]
+    assert tree["share"] == pytest.approx(row["children_share[seccomp]"])
+    assert tree["callers"][0]["symbol"] == "syscall_trace_enter"
+    assert tree["callers"][0]["callers"][0]["symbol"] == "do_syscall_64"
+    assert cmp.callers("__seccomp_filter", side="base") == {"share": 0.0, "callers": []}
+
+    # a tree's branches never hold more than their parent
+    def check(node):
+        assert sum(c["share"] for c in node["callers"]) <= node["share"] + 1e-9
+        for c in node["callers"]:
+            check(c)
+
+    check(tree)
+    assert callers_tree(cmp.stacks["seccomp"], "no_such_function") == {"share": 0.0, "callers": []}
+
+
+def test_rates_per_unit_of_work(cmp):
+    row = cmp.rows[cmp.rows.symbol == "__seccomp_filter"].iloc[0]
+    assert row["children_rate[base]"] == 0 and row["children_rate[seccomp]"] > 0
+    # a rate is the period per message: the shares times the runs' periods over the work
+    base = cmp.rows[cmp.rows.symbol == "do_syscall_64"].iloc[0]
+    assert base["children_rate[base]"] > base["self_rate[base]"] > 0
+
+
+def test_text_report(cmp):
+    out = render.text(cmp, top=10)
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "Welch t-test" in out and "Benjamini-Hochberg" in out
+    assert "Self share of the samples (%)" in out and "Children period per unit of work" in out
+    line = next(x for x in out.splitlines() if x.startswith("Amean __seccomp_filter"))
+    assert line.count("*") == 2  # starred on the seccomp side only
+    assert "Callers of the changed functions" in out
+
+
+def test_markdown_and_json(cmp):
+    md = render.markdown(cmp, top=5)
+    assert "| Function | base | aa | seccomp |" in md and "\\*" in md
+    doc = json.loads(render.to_json(cmp))
+    assert doc["sides"] == ["base", "aa", "seccomp"]
+    assert doc["method"]["test"] == "welch" and doc["method"]["alpha"] == 0.05
+    assert doc["functions_total"] == len(doc["functions"]) == len(cmp.rows)
+    f = next(x for x in doc["functions"] if x["symbol"] == "__seccomp_filter")
+    assert set(f["self_share"]) == {"base", "aa", "seccomp"}
+    assert f["significant"]["children_share"] == {"aa": False, "seccomp": True}
+    assert 0 <= f["p"]["children_share"]["seccomp"] < 0.05
+    assert any(k.startswith("__seccomp_filter") for k in doc["callers"])
+    for fn in doc["functions"]:
+        for per_side in fn["change"].values():
+            for v in per_side.values():
+                assert v is None or math.isfinite(v)
+
+
+def test_folded_stacks(sides):
+    two = compare_profiles({"base": sides["base"], "seccomp": sides["seccomp"]})
+    lines = render.folded(two).splitlines()
+    counts = np.array([[int(x) for x in line.rsplit(" ", 2)[1:]] for line in lines])
+    # each side's stacks sum to its whole (parts per million, rounded per stack)
+    assert abs(counts[:, 0].sum() - 1_000_000) < len(lines)
+    assert abs(counts[:, 1].sum() - 1_000_000) < len(lines)
+    seccomp = [line for line in lines if ";__seccomp_filter" in line]
+    assert seccomp and all(line.split(" ")[-2] == "0" for line in seccomp)
+    # root first: the entry, then the slow path, then the filter
+    assert any(
+        "entry_SYSCALL_64_after_hwframe;do_syscall_64;syscall_trace_enter;__seccomp_filter"
+        in line
+        for line in seccomp
+    )
+
+
+def test_one_side_reports_without_tests(sides):
+    one = compare_profiles({"base": sides["base"]})
+    assert one.tested == {"self_share": 0, "children_share": 0}
+    out = render.text(one, top=5)
+    assert "Amean" in out and "*" not in out.split("Self share", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"alpha": float("nan")}, "alpha"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"min_effect": -1}, "min_effect"),
+        ({"min_effect": float("inf")}, "min_effect"),
+        ({"work": 0}, "work"),
+        ({"work": {"base": 1}}, "work"),
+        ({"work": {"base": [1, 2], "aa": 1}}, "work"),
+    ],
+)
+def test_bad_parameters_name_themselves(sides, kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        compare_profiles({"base": sides["base"], "aa": sides["aa"]}, **kwargs)
+
+
+def test_a_side_without_runs_is_refused(sides):
+    with pytest.raises(ValueError, match="sides: side 'empty' has no profiles"):
+        compare_profiles({"base": sides["base"], "empty": []})
