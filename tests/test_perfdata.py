@@ -254,13 +254,17 @@ def check_callchains(trace, ta: pa.Table, ia: pa.Array, vb: pa.Array) -> int:
 
 
 @needs_perf
-@pytest.mark.xfail(
-    strict=True,
-    reason="the perf-script reader names `perf script`'s 'cpu-clock:ppp:' event 'ppp'",
-)
 def test_text_reader_names_the_profile_event():
+    """`perf script` prints the profile's event with its modifiers, 'cpu-clock:ppp:':
+    the perf-script reader names it 'cpu-clock' like the perf.data reader, and keeps the
+    period perf script printed before it (equal to the perf.data reader's)."""
     path = PERF_DIR / "perf-profile-g.perf.data"
-    assert set(text(path).events) == {"cpu-clock"}
+    as_text, as_data = text(path), native(path)
+    assert set(as_text.events) == {"cpu-clock"}
+    assert as_text.meta["event_counts"]["cpu-clock"] == as_data.meta["event_counts"]["cpu-clock"]
+    periods = as_text.table("cpu-clock").column("period")
+    assert periods.type == pa.uint64() and periods.null_count == 0
+    assert periods.to_pylist() == as_data.table("cpu-clock").column("period").to_pylist()
 
 
 # ---------------------------------------------------------------- against perf's own output

@@ -538,7 +538,7 @@ def test_truncated_compressed(tmp_path, monkeypatch, kind, use_binary):
 def test_mostly_garbage(tmp_path):
     body = FTRACE_BODY + "".join(f"this is not a trace line {i}\n" for i in range(50))
     p = write(tmp_path, "g.txt", body)
-    with pytest.raises(TraceError, match="mostly unparseable") as e:
+    with pytest.raises(TraceError, match="50 of 59 lines .* are not trace events") as e:
         text.read(p, "ftrace-text")
     assert "line 10" in one_line(e.value)
 
@@ -550,6 +550,9 @@ def test_some_garbage_is_reported_not_fatal(tmp_path):
     assert t.meta["source"]["unparsed_lines"] == 1
     assert t.meta["source"]["first_unparsed"] == [(5, "garbage in the middle")]
     assert sum(t.meta["event_counts"].values()) == 9
+    assert t.meta["warnings"] == [
+        "1 of 10 lines (10.00%) are not events and were skipped (first: line 5)"
+    ]
 
 
 def test_not_a_trace(tmp_path):

@@ -38,6 +38,12 @@ enum { K_LIT = 0, K_INT = 1, K_HEX = 2, K_STR = 3, K_SYM = 4, K_STATE = 5 };
 #define MAX_SLOTS 32
 #define MAX_UNPARSED_KEEP 10
 #define MAX_CPUS 65536
+/* a longer line is damage, never a trace line: it is counted as unparsed (text.py's
+ * reader skips such a line without holding it when it is longer than a chunk) */
+#define MAX_LINE_BYTES 65536
+/* the lowest and highest timestamps kept for text.py's test of times far outside the
+ * rest: EDGE - 1 candidates at each end, and the first of the bulk */
+#define EDGE 11
 
 /* ---------------------------------------------------------------------- GIL */
 
@@ -329,9 +335,28 @@ typedef struct {
     int64_t nrows;
     Col args_off, args;            /* generic events, and bodies of known events */
     Col chain_off, frames;         /* callchains: per-row frame start, frame string ids */
+    Col period, periodv;           /* perf script: the sample period, and whether printed */
     int64_t nframes;
     int has_chain;
 } Event;
+
+/* a timestamp at one end of the file's range: where and whose */
+typedef struct {
+    int64_t ts, lineno;
+    int32_t cpu, event;
+} Stamp;
+
+/* the EDGE lowest (or highest) timestamps so far, unordered, and the index of the one
+ * to replace next (the highest of the lowest, the lowest of the highest) */
+typedef struct {
+    Stamp v[EDGE];
+    int n, worst;
+} Edge;
+
+/* lines of one kind of damage: how many, and the first one's line number */
+typedef struct {
+    int64_t n, first;
+} Tally;
 
 typedef struct {
     PyObject_HEAD
@@ -344,7 +369,7 @@ typedef struct {
     PyObject *wanted;              /* set of bytes, or None */
     /* state */
     int64_t lineno, lines_events, lines_comment, lines_blank, lines_unparsed, lines_frames;
-    int64_t last_ts; int sorted; int64_t max_cpu; int64_t min_ts, max_ts;
+    int64_t last_ts; int sorted; int64_t max_lost_cpu;
     int32_t last_ev; int64_t last_row;  /* for callchain frames */
     PyObject *unparsed;            /* list of (lineno, text) */
     Col lost_cpu, lost_count, lost_ts;
@@ -354,7 +379,26 @@ typedef struct {
     int nunparsed_kept;
     int ts_decimals;               /* of the first event line; -1 before it */
     size_t strings_sent;           /* pool strings already handed out by finish() */
+    /* damage, counted here and judged by text.py */
+    Tally overlong;                /* lines longer than MAX_LINE_BYTES */
+    Tally nul;                     /* lines holding a NUL byte */
+    Tally foreign;                 /* unparsed lines that parse in another layout (perf
+                                      script text in ftrace text, or the reverse) */
+    Tally style[2];                /* known events printed ftrace-style (one space after
+                                      the name) / trace-cmd report-style (padded) */
+    Tally restart;                 /* a trace's header again after events */
+    Tally backwards;               /* events earlier than the one before on their CPU */
+    int64_t cut_line;              /* the last line, without a line end (0: none) */
+    /* per CPU: events, the first one's line, the last one's timestamp */
+    int64_t *cpu_events, *cpu_first, *cpu_prev_ts;
+    size_t ncpu_cap;
+    Edge lowest, highest;
 } Scanner;
+
+static inline void tally(Tally *t, int64_t lineno)
+{
+    if (t->n++ == 0) t->first = lineno;
+}
 
 /* ------------------------------------------------------------- flag tables */
 
@@ -574,7 +618,8 @@ static int event_cols_init(Event *e)
     if (col_init(&e->ts, 8) || col_init(&e->cpu, 4) || col_init(&e->pid, 4) ||
         col_init(&e->comm, 4) || col_init(&e->flags, 1) || col_init(&e->pc, 1) ||
         col_init(&e->latv, 1) || col_init(&e->variant, 1) || col_init(&e->args_off, 8) ||
-        col_init(&e->args, 1) || col_init(&e->chain_off, 8) || col_init(&e->frames, 4))
+        col_init(&e->args, 1) || col_init(&e->chain_off, 8) || col_init(&e->frames, 4) ||
+        col_init(&e->period, 8) || col_init(&e->periodv, 1))
         return -1;
     for (int s = 0; s < MAX_SLOTS; s++) e->slot_start[s] = -1;
     e->cols_ready = 1;
@@ -587,7 +632,8 @@ static void event_free(Event *e)
     free(e->name); free(e->system);
     if (e->cols_ready) {
         Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
-                     &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames};
+                     &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames,
+                     &e->period, &e->periodv};
         for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) Py_XDECREF(cs[i]->ba);
         int ns = e->layout ? e->layout->nslots : 0;
         for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_XDECREF(e->vals[s].ba);
@@ -600,7 +646,8 @@ static void event_reset(Event *e)
 {
     if (!e->cols_ready) return;
     Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
-                 &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames};
+                 &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames,
+                 &e->period, &e->periodv};
     for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) Py_CLEAR(cs[i]->ba);
     int ns = e->layout ? e->layout->nslots : 0;
     for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_CLEAR(e->vals[s].ba);
@@ -633,6 +680,17 @@ static int32_t scanner_event(Scanner *s, const char *p, size_t n)
     return r;
 }
 
+/* the length of a perf event name without its modifiers: perf script prints an event
+ * recorded with modifiers as "cpu-clock:ppp" or "sched:sched_switch:u", and the
+ * event is "cpu-clock" (the perf.data reader's name), not "ppp" of system "cpu-clock" */
+static size_t without_modifiers(const char *p, size_t n)
+{
+    static const char MODIFIERS[] = "ukhIGHpPSDWeb";
+    size_t i = n;
+    while (i > 0 && p[i - 1] != ':' && strchr(MODIFIERS, p[i - 1])) i--;
+    return i > 1 && i < n && p[i - 1] == ':' ? i - 1 : n;
+}
+
 /* a new event name (with the GIL held) */
 static int32_t scanner_new_event(Scanner *s, const char *p, size_t n, int32_t id)
 {
@@ -646,6 +704,7 @@ static int32_t scanner_new_event(Scanner *s, const char *p, size_t n, int32_t id
     }
     Event *e = calloc(1, sizeof(Event));
     if (!e) { NOMEM(); return -1; }
+    if (s->mode == MODE_PERF) n = without_modifiers(p, n);
     /* "sys:name" (perf) -> system, name */
     const char *colon = NULL;
     for (size_t i = 0; i < n; i++) if (p[i] == ':') colon = p + i;
@@ -684,6 +743,8 @@ typedef struct {
     int decimals;
     int haslat; uint8_t flags, pc;
     const char *ev; size_t evlen;
+    int pad;                       /* spaces after the event name's ':' */
+    int64_t period; int has_period;  /* perf script's sample period, when printed */
     const char *body, *bend;
 } Prefix;
 
@@ -695,6 +756,7 @@ static int split_comm_pid(const char *b, const char *e, Prefix *px)
     if (q == e || q == b || q[-1] != '-' || e - q > 10) return -1;
     int64_t pid = 0;
     for (const char *r = q; r < e; r++) pid = pid * 10 + (*r - '0');
+    if (pid > INT32_MAX) return -1;            /* not a pid: the column is int32 */
     px->pid = pid;
     px->comm = b; px->commlen = (size_t)(q - 1 - b);
     return 0;
@@ -710,10 +772,16 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
         p = q + 1;
         while (p < end && is_space(*p)) p++;
     }
+    px->has_period = 0;
     if (mode == MODE_PERF) {                   /* optional period */
         const char *q = p;
         while (q < end && is_digit(*q)) q++;
-        if (q > p && q < end && is_space(*q)) { p = q; while (p < end && is_space(*p)) p++; }
+        if (q > p && q < end && is_space(*q)) {
+            if (parse_int(p, q, &px->period, &q) < 0) return -1;
+            px->has_period = 1;
+            p = q;
+            while (p < end && is_space(*p)) p++;
+        }
     }
     const char *ev = p;
     while (p < end && !is_space(*p)) {
@@ -724,7 +792,9 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     if (p >= end || *p != ':' || p == ev) return -1;
     px->ev = ev; px->evlen = (size_t)(p - ev);
     p++;
+    const char *pad = p;
     while (p < end && is_space(*p)) p++;
+    px->pad = (int)(p - pad);
     px->body = p;
     const char *be = end;
     while (be > p && (is_space(be[-1]) || be[-1] == '\r')) be--;
@@ -786,6 +856,7 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
             if (t == pe || pe - t > 10) return -1;
             int64_t v = 0;
             for (const char *x = t; x < pe; x++) v = v * 10 + (*x - '0');
+            if (v > INT32_MAX) return -1;      /* not a pid: the column is int32 */
             if (t > ps && t[-1] == '-') v = -v;
             px->pid = v;
             const char *ce = ps;
@@ -923,6 +994,12 @@ static int note_unparsed_gil(Scanner *s, const char *b, const char *e)
     return 0;
 }
 
+/* a lost-events line's CPU and count (-1: unknown) as a CPU and a count can be */
+static int lost_in_range(int64_t cpu, int64_t count)
+{
+    return cpu >= 0 && cpu < MAX_CPUS && count >= -1;
+}
+
 static int push_lost(Scanner *s, int64_t cpu, int64_t count)
 {
     COL_PUSH(&s->lost_cpu, int32_t, (int32_t)cpu);
@@ -932,7 +1009,7 @@ static int push_lost(Scanner *s, int64_t cpu, int64_t count)
     if (!pl) { NOMEM(); return -1; }
     s->pending_lost = pl;
     s->pending_lost[s->npending++] = (int64_t)s->lost_cpu.n - 1;
-    if (cpu > s->max_cpu && cpu < MAX_CPUS) s->max_cpu = cpu;
+    if (cpu > s->max_lost_cpu) s->max_lost_cpu = cpu;
     return 0;
 }
 
@@ -975,11 +1052,86 @@ static int add_frame(Scanner *s, const char *b, const char *e)
     return 0;
 }
 
+/* ------------------------------------------------------------------ damage */
+
+static int cpu_arrays_grow(Scanner *s, size_t need)
+{
+    size_t cap = s->ncpu_cap ? s->ncpu_cap : 64;
+    while (cap < need) cap *= 2;
+    int64_t **arrays[] = {&s->cpu_events, &s->cpu_first, &s->cpu_prev_ts};
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+        int64_t *a = realloc(*arrays[i], cap * sizeof(int64_t));
+        if (!a) { NOMEM(); return -1; }
+        memset(a + s->ncpu_cap, 0, (cap - s->ncpu_cap) * sizeof(int64_t));
+        *arrays[i] = a;
+    }
+    s->ncpu_cap = cap;
+    return 0;
+}
+
+/* whether a is further out than b: lower (lowest) or higher (highest) */
+static inline int edge_outer(const Stamp *a, const Stamp *b, int lowest)
+{
+    return lowest ? a->ts < b->ts : a->ts > b->ts;
+}
+
+static void edge_note(Edge *e, const Stamp *st, int lowest)
+{
+    if (e->n < EDGE) e->v[e->n++] = *st;
+    else if (edge_outer(st, &e->v[e->worst], lowest)) e->v[e->worst] = *st;
+    else return;
+    if (e->n < EDGE) return;
+    int w = 0;
+    for (int i = 1; i < EDGE; i++)
+        if (edge_outer(&e->v[w], &e->v[i], lowest)) w = i;
+    e->worst = w;
+}
+
+/* an event's CPU and time: events per CPU, the CPU's first line, time going back on
+ * its CPU (which no text layout prints: every CPU's buffer is in time order), and
+ * the file's lowest and highest timestamps */
+static int note_cpu_time(Scanner *s, const Prefix *px, int32_t ei)
+{
+    size_t cpu = (size_t)px->cpu;      /* 0 <= cpu < MAX_CPUS */
+    if (cpu >= s->ncpu_cap && cpu_arrays_grow(s, cpu + 1) < 0) return -1;
+    if (s->cpu_events[cpu]++ == 0) s->cpu_first[cpu] = s->lineno;
+    else if (px->ts < s->cpu_prev_ts[cpu]) tally(&s->backwards, s->lineno);
+    s->cpu_prev_ts[cpu] = px->ts;
+    Stamp st = {px->ts, s->lineno, (int32_t)cpu, ei};
+    edge_note(&s->lowest, &st, 1);
+    edge_note(&s->highest, &st, 0);
+    return 0;
+}
+
+/* whether an unparsed line is a line of the other layout: perf script text among
+ * ftrace or trace-cmd report text, or the reverse (two traces in one file) */
+static int other_layout(Scanner *s, const char *p, const char *e)
+{
+    int mode = s->mode;
+    Prefix px;
+    s->mode = mode == MODE_PERF ? MODE_FTRACE : MODE_PERF;
+    int r = parse_prefix(s, p, e, &px) == 0 && px.cpu < MAX_CPUS;
+    s->mode = mode;
+    return r;
+}
+
+/* the first line of a trace's header ("# tracer: ..." of ftrace, "# ====..." of perf
+ * script --header); "cpus=N" of trace-cmd report is seen in scan_line */
+static int is_header_start(const char *b, const char *e)
+{
+    return (e - b >= 9 && memcmp(b, "# tracer:", 9) == 0) ||
+           (e - b >= 10 && memcmp(b, "# ========", 10) == 0);
+}
+
 static int scan_line(Scanner *s, const char *b, const char *e)
 {
     const char *p = skip_spaces(b, e);
     if (p == e || (p + 1 == e && *p == '\r')) { s->lines_blank++; s->last_ev = (s->mode == MODE_PERF) ? -1 : s->last_ev; return 0; }
-    if (*p == '#' && p == b) { s->lines_comment++; return 0; }
+    if (*p == '#' && p == b) {
+        s->lines_comment++;
+        if (s->lines_events && is_header_start(b, e)) tally(&s->restart, s->lineno);
+        return 0;
+    }
     if (s->mode == MODE_PERF && is_frame_line(b, e)) {
         Prefix tmp;
         if (parse_prefix(s, b, e, &tmp) < 0) {
@@ -990,7 +1142,11 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         }
     }
     if (s->mode == MODE_REPORT && p == b) {
-        if (e - b >= 5 && memcmp(b, "cpus=", 5) == 0) { s->lines_comment++; return 0; }
+        if (e - b >= 5 && memcmp(b, "cpus=", 5) == 0) {
+            s->lines_comment++;
+            if (s->lines_events) tally(&s->restart, s->lineno);
+            return 0;
+        }
         /* instance prefix "NAME: " */
         const char *t = b;
         while (t < e && !is_space(*t)) t++;
@@ -1005,16 +1161,18 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         s->lines_comment++;
         return 0;
     }
-    if (*p == 'C' && parse_lost(p, e, &lcpu, &lcount) == 0) {
+    if (*p == 'C' && parse_lost(p, e, &lcpu, &lcount) == 0 && lost_in_range(lcpu, lcount)) {
         s->lines_comment++;
         return push_lost(s, lcpu, lcount);
     }
     Prefix px;
     if (parse_prefix(s, p, e, &px) < 0 || px.cpu >= MAX_CPUS) {
-        if (s->mode == MODE_PERF && parse_perf_lost(p, e, &lcpu, &lcount) == 0) {
+        if (s->mode == MODE_PERF && parse_perf_lost(p, e, &lcpu, &lcount) == 0 &&
+            lost_in_range(lcpu, lcount)) {
             s->lines_comment++;
             return push_lost(s, lcpu, lcount);
         }
+        if (other_layout(s, p, e)) tally(&s->foreign, s->lineno);
         return note_unparsed(s, b, e);
     }
     int32_t ei = scanner_event(s, px.ev, px.evlen);
@@ -1030,12 +1188,12 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         if (vi < 0) { s->last_ev = -1; return note_unparsed(s, b, e); }
     }
     ev->count++;
+    if (s->mode != MODE_PERF && ev->layout && px.evlen <= 18)
+        tally(&s->style[px.pad >= 2], s->lineno);   /* report pads names to 20 columns */
+    if (note_cpu_time(s, &px, ei) < 0) return -1;
     if (s->lines_events++ == 0) s->ts_decimals = px.decimals;
     if (px.ts < s->last_ts) s->sorted = 0;
     else s->last_ts = px.ts;
-    if (px.ts < s->min_ts) s->min_ts = px.ts;
-    if (px.ts > s->max_ts) s->max_ts = px.ts;
-    if (px.cpu > s->max_cpu) s->max_cpu = px.cpu;
     if (s->npending) resolve_lost(s, px.cpu, px.ts);
     if (!ev->wanted) { s->last_ev = ei; return 0; }
     if (event_cols_init(ev) < 0) return -1;
@@ -1050,6 +1208,10 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     COL_PUSH(&ev->latv, uint8_t, (uint8_t)px.haslat);
     COL_PUSH(&ev->variant, int8_t, (int8_t)vi);
     COL_PUSH(&ev->chain_off, int64_t, ev->nframes);
+    if (s->mode == MODE_PERF) {
+        COL_PUSH(&ev->period, int64_t, px.has_period ? px.period : 0);
+        COL_PUSH(&ev->periodv, uint8_t, (uint8_t)px.has_period);
+    }
     if (px.haslat) s->any_lat = 1;
     if (ev->layout) {
         for (int sl = 0; sl < ev->layout->nslots; sl++) {
@@ -1152,6 +1314,7 @@ static void Scanner_dealloc(Scanner *s)
 {
     for (size_t i = 0; i < s->nevents; i++) event_free(s->events[i]);
     free(s->events); free(s->evmap); free(s->pending_lost);
+    free(s->cpu_events); free(s->cpu_first); free(s->cpu_prev_ts);
     pool_free(&s->strings); pool_free(&s->evnames);
     Py_XDECREF(s->layouts); Py_XDECREF(s->wanted); Py_XDECREF(s->unparsed);
     Py_XDECREF(s->lost_cpu.ba); Py_XDECREF(s->lost_count.ba); Py_XDECREF(s->lost_ts.ba);
@@ -1183,7 +1346,7 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kw)
     if (pool_init(&s->strings) < 0 || pool_init(&s->evnames) < 0) { NOMEM(); return -1; }
     if (col_init(&s->lost_cpu, 4) || col_init(&s->lost_count, 8) || col_init(&s->lost_ts, 8)) return -1;
     s->ts_decimals = -1;
-    s->last_ts = INT64_MIN; s->min_ts = INT64_MAX; s->max_ts = INT64_MIN; s->sorted = 1; s->max_cpu = -1; s->last_ev = -1;
+    s->last_ts = INT64_MIN; s->sorted = 1; s->max_lost_cpu = -1; s->last_ev = -1;
     return 0;
 }
 
@@ -1195,11 +1358,23 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
     int err = 0;
     PyThreadState *ts = PyEval_SaveThread();
     tls_ts = &ts;
+    /* NUL bytes (a hole of zeros in a damaged file) are looked for line by line only
+     * in a chunk that has them */
+    int has_nul = memchr(p, 0, (size_t)(end - p)) != NULL;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         s->lineno++;
-        if (scan_line(s, p, le) < 0) { err = 1; break; }
+        int r;
+        if (le - p > MAX_LINE_BYTES) {
+            tally(&s->overlong, s->lineno);
+            r = note_unparsed(s, p, le);
+        } else if (has_nul && memchr(p, 0, (size_t)(le - p))) {
+            tally(&s->nul, s->lineno);
+            r = note_unparsed(s, p, le);
+        } else
+            r = scan_line(s, p, le);
+        if (r < 0) { err = 1; break; }
         p = nl ? nl + 1 : end;
     }
     tls_ts = NULL;
@@ -1210,17 +1385,75 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* a line the reader skipped without handing it over: longer than a chunk, or the
+ * last line of the file without a line end (cut); `head` is its beginning */
+static PyObject *Scanner_skip_line(Scanner *s, PyObject *args)
+{
+    Py_buffer head;
+    int overlong;
+    if (!PyArg_ParseTuple(args, "y*p", &head, &overlong)) return NULL;
+    s->lineno++;
+    if (overlong) tally(&s->overlong, s->lineno);
+    else s->cut_line = s->lineno;
+    int r = note_unparsed(s, head.buf, (const char *)head.buf + head.len);
+    PyBuffer_Release(&head);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *edge_list(const Edge *e)
+{
+    PyObject *out = PyList_New(e->n);
+    for (int i = 0; out && i < e->n; i++) {
+        const Stamp *st = &e->v[i];
+        PyObject *t = Py_BuildValue("(LLii)", (long long)st->ts, (long long)st->lineno,
+                                    (int)st->cpu, (int)st->event);
+        if (!t) { Py_CLEAR(out); break; }
+        PyList_SET_ITEM(out, i, t);
+    }
+    return out;
+}
+
+/* the damage counters and the per-CPU arrays, added to the stats() dict */
+static int damage_stats(Scanner *s, PyObject *d)
+{
+    size_t nc = s->ncpu_cap * sizeof(int64_t);
+    PyObject *v[] = {
+        Py_BuildValue("(LL)", (long long)s->overlong.n, (long long)s->overlong.first),
+        Py_BuildValue("(LL)", (long long)s->nul.n, (long long)s->nul.first),
+        Py_BuildValue("(LL)", (long long)s->foreign.n, (long long)s->foreign.first),
+        Py_BuildValue("((LL)(LL))", (long long)s->style[0].n, (long long)s->style[0].first,
+                      (long long)s->style[1].n, (long long)s->style[1].first),
+        Py_BuildValue("(LL)", (long long)s->restart.n, (long long)s->restart.first),
+        Py_BuildValue("(LL)", (long long)s->backwards.n, (long long)s->backwards.first),
+        PyLong_FromLongLong(s->cut_line),
+        PyBytes_FromStringAndSize((const char *)s->cpu_events, (Py_ssize_t)nc),
+        PyBytes_FromStringAndSize((const char *)s->cpu_first, (Py_ssize_t)nc),
+        edge_list(&s->lowest),
+        edge_list(&s->highest),
+    };
+    static const char *keys[] = {"overlong", "nul", "foreign", "style", "restart", "backwards",
+                                 "cut_line", "cpu_events", "cpu_first", "lowest", "highest"};
+    int r = 0;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        if (r == 0 && (!v[i] || PyDict_SetItemString(d, keys[i], v[i]) < 0)) r = -1;
+        Py_XDECREF(v[i]);
+    }
+    return r;
+}
+
 static PyObject *Scanner_stats(Scanner *s, PyObject *unused)
 {
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:L,s:L,s:i}",
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:O,s:L,s:O,s:O,s:O,s:i}",
         "lines", (long long)s->lineno, "events", (long long)s->lines_events,
         "comments", (long long)s->lines_comment, "blank", (long long)s->lines_blank,
         "unparsed", (long long)s->lines_unparsed, "frames", (long long)s->lines_frames,
-        "sorted", s->sorted ? Py_True : Py_False, "max_cpu", (long long)s->max_cpu,
+        "sorted", s->sorted ? Py_True : Py_False, "max_lost_cpu", (long long)s->max_lost_cpu,
         "first_unparsed", s->unparsed, "any_lat", s->any_lat ? Py_True : Py_False,
         "any_frames", s->any_frames ? Py_True : Py_False,
-        "min_ts", (long long)s->min_ts, "max_ts", (long long)s->max_ts,
         "ts_decimals", s->ts_decimals);
+    if (d && damage_stats(s, d) < 0) Py_CLEAR(d);
+    return d;
 }
 
 static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
@@ -1241,7 +1474,7 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
                 {"ts", &e->ts}, {"cpu", &e->cpu}, {"pid", &e->pid}, {"comm", &e->comm},
                 {"flags", &e->flags}, {"pc", &e->pc}, {"latv", &e->latv}, {"variant", &e->variant},
                 {"args_off", &e->args_off}, {"args", &e->args}, {"chain_off", &e->chain_off},
-                {"frames", &e->frames}};
+                {"frames", &e->frames}, {"period", &e->period}, {"periodv", &e->periodv}};
             for (size_t j = 0; j < sizeof(cs) / sizeof(cs[0]); j++) {
                 PyObject *b = col_finish(cs[j].c);
                 if (!b || PyDict_SetItemString(d, cs[j].k, b) < 0) { Py_XDECREF(b); Py_DECREF(d); goto fail; }
@@ -1304,6 +1537,8 @@ fail:
 static PyMethodDef Scanner_methods[] = {
     {"feed", (PyCFunction)Scanner_feed, METH_VARARGS, "feed(buffer): scan complete lines"},
     {"stats", (PyCFunction)Scanner_stats, METH_NOARGS, "line counters so far"},
+    {"skip_line", (PyCFunction)Scanner_skip_line, METH_VARARGS,
+     "skip_line(head, overlong): count a line not fed (longer than a chunk, or cut)"},
     {"finish", (PyCFunction)Scanner_finish, METH_NOARGS,
      "column buffers of every event since the last finish() (which then starts afresh), "
      "and the pool strings added since"},

@@ -41,6 +41,7 @@ import threading
 import zlib
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -49,6 +50,7 @@ import pyarrow.compute as pc
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, event_schema, field_name
 from .raw import Progress, RawTrace
+from .text_damage import MAX_CPUS, MAX_LINE_BYTES, Assessment, assess
 
 try:
     from . import _textscan
@@ -59,8 +61,9 @@ except ImportError as exc:  # pragma: no cover - only when the package was not b
 #: Bytes handed to the scanner at a time; memory use is bounded by this, not the file.
 CHUNK_BYTES = 8 << 20
 
-#: A file whose non-comment lines are more than this share unparseable is an error.
-MAX_UNPARSED_SHARE = 0.5
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, which some editors write
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_CR_TO_LF = bytes.maketrans(b"\r", b"\n")
 
 MODES = {"ftrace-text": 0, "trace-cmd-report": 1, "perf-script": 2, "perf.data": 2}
 #: latency-flag character tables: 0 = kernel printer, 1 = libtraceevent
@@ -611,9 +614,23 @@ _RE_BRACKET = re.compile(
 _RE_LAT = re.compile(rb"^\s*\S.*-\d+\s+\d+[.a-zA-Z][.a-zA-Z0-9]{3,5}\s+\d+(?:\.\d+)?:\s+[\w.-]+:")
 
 
+def _text_head(path: Path, head: bytes) -> bytes:
+    """The first bytes as the reader sees them: without a UTF-8 byte order mark, CR-only
+    line ends made LF (:class:`_Chunks`); UTF-16 text is refused with its name."""
+    if head.startswith(_UTF16_BOMS):
+        raise TraceError(path, "is UTF-16 text; convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
+    head = head.removeprefix(_BOM)
+    return head.translate(_CR_TO_LF) if _cr_only(head) else head
+
+
+def _cr_only(head: bytes) -> bool:
+    """Whether text uses CR alone as its line end (classic Mac OS, some converters)."""
+    return b"\r" in head and b"\n" not in head
+
+
 def sniff(path) -> str | None:
     """ "ftrace-text", "trace-cmd-report", "perf-script" or None, from the first KB."""
-    head = _head(Path(path))
+    head = _text_head(Path(path), _head(Path(path)))
     if not head or b"\x00" in head[:8192]:
         return None
     lines = head.split(b"\n")
@@ -654,29 +671,47 @@ def sniff(path) -> str | None:
 # ----------------------------------------------------------------------- reading
 
 
-def _header_facts(head: bytes) -> dict:
+def _header_int(path: Path, m: re.Match, group: int, lo: int, hi: int) -> int:
+    """A number of the header, or a TraceError quoting it when it is outside [lo, hi]."""
+    digits = m.group(group)
+    if len(digits) > len(str(hi)) or not lo <= int(digits) <= hi:
+        shown = m.group(0).decode(errors="replace").strip()
+        raise TraceError(path, f"the header's {shown!r:.60} is out of range ({lo} to {hi:,})")
+    return int(digits)
+
+
+def _header_facts(path: Path, head: bytes) -> dict:
     facts = {}
     m = re.search(rb"#P:(\d+)", head[:4096])
     if m:
-        facts["cpus"] = int(m.group(1))
+        facts["cpus"] = _header_int(path, m, 1, 1, MAX_CPUS)
     m = re.match(rb"\s*cpus=(\d+)", head)
     if m:
-        facts["cpus"] = int(m.group(1))
+        facts["cpus"] = _header_int(path, m, 1, 1, MAX_CPUS)
     m = re.search(rb"entries-in-buffer/entries-written:\s*(\d+)/(\d+)", head[:4096])
     if m:
-        facts["entries_in_buffer"] = int(m.group(1))
-        facts["entries_written"] = int(m.group(2))
+        facts["entries_in_buffer"] = _header_int(path, m, 1, 0, 2**63 - 1)
+        facts["entries_written"] = _header_int(path, m, 2, 0, 2**63 - 1)
     m = re.search(rb"^# tracer: (\S+)", head[:4096], re.M)
     if m:
         facts["tracer"] = m.group(1).decode(errors="replace")
     # perf script --header: the recording machine's facts
     m = re.search(rb"^# nrcpus avail : (\d+)", head[:16384], re.M)
     if m:
-        facts["cpus"] = int(m.group(1))
+        facts["cpus"] = _header_int(path, m, 1, 1, MAX_CPUS)
     m = re.search(rb"^# os release : (\S+)", head[:16384], re.M)
     if m:
         facts["kernel"] = m.group(1).decode(errors="replace")
     return facts
+
+
+class _Skipped(NamedTuple):
+    """A line the chunks do not hand over: longer than a chunk (its bytes were read
+    and dropped, never held whole), or the last line of the file, cut off without a
+    line end (which may parse into a wrong value: ``next_pid=34`` of ``next_pid=345``)."""
+
+    head: bytes  # the line's first bytes, for the message
+    overlong: bool
 
 
 class _Chunks:
@@ -685,7 +720,11 @@ class _Chunks:
     buffer is written again only after the consumer has asked for the next-but-one
     chunk, i.e. after it is done with it. A plain file of one chunk or less is read
     in the caller's thread: a thread's start and hand-overs cost milliseconds (the
-    interpreter's switch interval), more than such a file takes to scan."""
+    interpreter's switch interval), more than such a file takes to scan.
+
+    Yields ``(buffer, end)`` chunks and :class:`_Skipped` lines, in file order. Text
+    with CR-only line ends (no LF in its first 64 KiB) has them made LF as it is read.
+    Memory is bounded by the chunk size and :data:`MAX_LINE_BYTES`, whatever the lines."""
 
     _END = object()
 
@@ -693,6 +732,7 @@ class _Chunks:
         self.src = src
         self.chunk = chunk_bytes
         self.sep = sep  # perf: cut after the blank line that ends a sample
+        self.cr_only: bool | None = None  # decided by the first bytes read
         self.q: queue.Queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
         self.thread = None
@@ -701,19 +741,47 @@ class _Chunks:
         self.thread = threading.Thread(target=self._run, name="schedwake-text-reader", daemon=True)
         self.thread.start()
 
+    def _read(self, buf: bytearray, start: int, stop: int) -> int:
+        """Fill buf[start:stop] from the source (CR line ends made LF); the bytes read."""
+        with memoryview(buf) as mv:
+            n = self.src.readinto(mv[start:stop])
+        if self.cr_only is None and n:
+            self.cr_only = _cr_only(bytes(buf[start : start + min(n, 65536)]))
+        if self.cr_only and n:
+            buf[start : start + n] = buf[start : start + n].translate(_CR_TO_LF)
+        return n
+
     def _whole(self):
         """The small plain file as one chunk (all of it: it may have grown since)."""
         buf = bytearray(self.src.size + 1)
         end = 0
         while True:
-            with memoryview(buf) as mv:
-                n = self.src.readinto(mv[end:])
-            end += n
+            end += self._read(buf, end, len(buf))
             if end < len(buf):
                 break
             buf.extend(bytes(len(buf)))
-        if end:
-            yield buf, end
+        yield from self._tail(buf, end)
+
+    def _tail(self, buf: bytearray, end: int):
+        """The last bytes of the file: the lines, then a last line without a line end."""
+        cut = buf.rfind(b"\n", 0, end) + 1
+        if cut:
+            yield buf, cut
+        if cut < end:
+            yield _Skipped(bytes(buf[cut : min(end, cut + 300)]), overlong=False)
+
+    def _skip_line(self, buf: bytearray, end: int) -> tuple[_Skipped, bytes]:
+        """Read on past the end of a line too long for trace text, which fills
+        buf[:end] without a line end: the line as skipped, and the bytes after it."""
+        skipped = _Skipped(bytes(buf[:300]), overlong=True)
+        while not self.stop.is_set():
+            n = self._read(buf, 0, self.chunk)
+            if n == 0:
+                return skipped, b""
+            nl = buf.find(b"\n", 0, n)
+            if nl >= 0:
+                return skipped, bytes(buf[nl + 1 : n])
+        return skipped, b""
 
     def _put(self, item) -> bool:
         while not self.stop.is_set():
@@ -739,25 +807,31 @@ class _Chunks:
                 if len(buf) < need:
                     buf.extend(bytes(need - len(buf)))
                 buf[: len(rem)] = rem
-                with memoryview(buf) as mv:
-                    n = self.src.readinto(mv[len(rem) : need])
+                n = self._read(buf, len(rem), need)
                 end = len(rem) + n
                 if n == 0:
-                    if rem:
-                        self._put((buf, end))
+                    for item in self._tail(buf, end) if rem else ():
+                        if not self._put(item):
+                            return
                     break
                 cut = buf.rfind(self.sep, 0, end)
                 if cut >= 0:
                     cut += len(self.sep) - 1
                 else:  # no blank line (perf without -g)
                     cut = buf.rfind(b"\n", 0, end)
-                if cut < 0:  # a line longer than the chunk:
+                if cut < 0 and end <= MAX_LINE_BYTES:  # a line longer than a (small) chunk:
                     rem = bytes(buf[:end])  # read on into the same (unshared) buffer
                     size *= 2
                     k = (k - 1) % len(ring)
                     continue
-                rem = bytes(buf[cut + 1 : end])
                 size = self.chunk
+                if cut < 0:  # no line end in a whole chunk: not trace text
+                    skipped, rem = self._skip_line(buf, end)
+                    k = (k - 1) % len(ring)  # (that buffer was never handed over)
+                    if not self._put(skipped):
+                        return
+                    continue
+                rem = bytes(buf[cut + 1 : end])
                 if not self._put((buf, cut + 1)):
                     return
             self._put(self._END)
@@ -789,8 +863,8 @@ class _Chunks:
 
 
 def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
-    """Feed the file to a scanner chunk by chunk; yield (raw, stats, header facts) after
-    every ``flush_bytes`` of text (None: once, at the end)."""
+    """Feed the file to a scanner chunk by chunk; yield (raw, stats, header facts,
+    assessment) after every ``flush_bytes`` of text (None: once, at the end)."""
     if _textscan is None:
         raise TraceError(path, f"the text reader is not built ({_IMPORT_ERROR})")
     if fmt not in MODES:
@@ -804,24 +878,31 @@ def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
     chunks = _Chunks(src, CHUNK_BYTES, sep=b"\n\n" if MODES[fmt] == 2 else b"\n")
     try:
         first = True
-        for buf, end in chunks:
+        for item in chunks:
+            if isinstance(item, _Skipped):
+                scanner.skip_line(item.head, item.overlong)
+                first = False
+                continue
+            buf, end = item
+            start = 0
             if first:
-                head = bytes(buf[: min(end, 65536)])
+                start = len(_BOM) if buf.startswith(_BOM) else 0
+                head = _text_head(path, bytes(buf[start : min(end, 65536)]))
                 if b"\x00" in head[:8192]:
                     raise TraceError(path, "binary data, not trace text")
-                facts = _header_facts(head)
+                facts = _header_facts(path, head)
                 first = False
             with memoryview(buf) as mv:
-                scanner.feed(mv[:end])
+                scanner.feed(mv[start:end])
             since_flush += end
             st = scanner.stats()
             if st["unparsed"] > 20000 and st["unparsed"] > 4 * st["events"]:
-                _too_garbled(path, st)
+                assess(path, fmt, st, facts, final=True)  # hopeless: refused without reading on
             if progress is not None:
                 progress(src.fraction())
             if flush_bytes is not None and since_flush >= flush_bytes:
                 since_flush = 0
-                yield scanner.finish(), st, facts
+                yield scanner.finish(), st, facts, assess(path, fmt, st, facts, final=False)
         ok = True
     finally:
         chunks.close()
@@ -831,11 +912,10 @@ def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
     st = scanner.stats()
     if st["events"] == 0:
         if st["unparsed"]:
-            _too_garbled(path, st)
+            assess(path, fmt, st, facts, final=True)
+            raise TraceError(path, "no trace events in the file, only lines that are not events")
         raise TraceError(path, "no trace events in the file")
-    if st["unparsed"] > MAX_UNPARSED_SHARE * (st["events"] + st["unparsed"]):
-        _too_garbled(path, st)
-    yield scanner.finish(), st, facts
+    yield scanner.finish(), st, facts, assess(path, fmt, st, facts, final=True)
 
 
 def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTrace:
@@ -844,10 +924,11 @@ def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTr
     ``events``: names of the events to build tables for (None: all); counts in
     ``meta["event_counts"]`` cover every event either way."""
     path = Path(path)
-    raw = st = facts = None
-    for raw, st, facts in _scan(path, fmt, events, progress, None):  # noqa: B007 (the last)
+    batch = None
+    for batch in _scan(path, fmt, events, progress, None):  # noqa: B007 (the last)
         pass
-    trace = _build(path, fmt, raw, st, facts, events, raw["strings"])
+    raw, st, facts, damage = batch
+    trace = _build(path, fmt, raw, st, facts, damage, events, raw["strings"])
     if progress is not None:
         progress(1.0)
     return trace
@@ -860,23 +941,13 @@ def iter_batches(
     ``batch_bytes`` of text, so a file larger than memory converts with bounded memory
     (``schedwake convert``). Tables are sorted within a batch only; ``meta`` counts are
     cumulative, and the last batch's ``meta`` describes the whole file. Lost-event rows
-    come with the batch in which they appear."""
+    come with the batch in which they appear; events the damage checks leave out are
+    left out of the batch being built (those known as such by then)."""
     path = Path(path)
     strings: list[str] = []
-    for raw, st, facts in _scan(path, fmt, events, progress, batch_bytes):
+    for raw, st, facts, damage in _scan(path, fmt, events, progress, batch_bytes):
         strings.extend(raw["strings"])
-        yield _build(path, fmt, raw, st, facts, events, strings)
-
-
-def _too_garbled(path, st):
-    total = st["events"] + st["unparsed"]
-    first = st["first_unparsed"][0] if st["first_unparsed"] else None
-    where = f"; line {first[0]}: {first[1]!r:.80}" if first else ""
-    raise TraceError(
-        path,
-        f"mostly unparseable: {st['unparsed']} of {total} lines are not "
-        f"trace events of this format{where}",
-    )
+        yield _build(path, fmt, raw, st, facts, damage, events, strings)
 
 
 # ------------------------------------------------------------- building tables
@@ -965,21 +1036,29 @@ def _state_str_column(values: np.ndarray, valid: np.ndarray | None, table: dict)
     return d
 
 
-def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
+def _build(path, fmt, raw, st, facts, damage: Assessment, events, strings) -> RawTrace:
     pool = pa.array(strings, type=pa.string())
     tables: dict[str, pa.Table] = {}
     counts: dict[str, int] = {}
     systems: dict[str, str] = {}
     any_chain = st["any_frames"]
-    for ev in raw["events"]:
-        name = ev["name"]
-        if ev["count"]:
-            counts[name] = counts.get(name, 0) + ev["count"]
+    for i, ev in enumerate(raw["events"]):
+        name, count = ev["name"], ev["count"]
+        outliers = [o for o in damage.outliers if o.event == i]
+        left_out = len(outliers)
         systems[name] = ev["system"] or KNOWN_SYSTEMS.get(name)
-        if not ev["wanted"] or "ts" not in ev:
+        if ev["wanted"] and "ts" in ev:
+            table = _event_table(name, ev, pool, any_chain)
+            ev.clear()  # the scanner's buffers: what the table still needs stays alive
+            kept = _without_damage(table, damage.stray_cpus, outliers)
+            left_out = max(left_out, table.num_rows - kept.num_rows)
+            table = kept
+        else:
+            table = None
+        if count - left_out > 0:
+            counts[name] = counts.get(name, 0) + count - left_out
+        if table is None:
             continue
-        table = _event_table(name, ev, pool, any_chain)
-        ev.clear()  # the scanner's buffers: what the table still needs stays alive
         if name in tables:  # same name printed with and without system
             table = pa.concat_tables([tables[name], table], promote_options="permissive")
         tables[name] = table
@@ -1003,8 +1082,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         np.frombuffer(raw["lost"][1], np.int64),
         np.frombuffer(raw["lost"][2], np.int64).copy(),
     )
-    last = st["max_ts"] if st["events"] else 0
-    lost_ts[lost_ts < 0] = last
+    lost_ts[lost_ts < 0] = damage.last_ts or 0
     lost = pa.table(
         [
             pa.array(lost_ts, pa.int64()),
@@ -1013,6 +1091,11 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         ],
         schema=LOST_EVENTS_SCHEMA,
     )
+    lost = _without_damage(lost, damage.stray_cpus, [])
+    if damage.lost_cpu_limit is not None:
+        lost = lost.filter(pc.less(lost.column("cpu"), damage.lost_cpu_limit))
+    lost_cpu, lost_count = lost.column("cpu").to_numpy(), lost.column("count").to_numpy()
+    lost_ts = lost.column("ts").to_numpy()
     if len(lost) > 1:
         lost = lost.take(pa.array(np.argsort(lost_ts, kind="stable")))
     # like the trace.dat reader: at least this many per CPU (an unknown number counts
@@ -1022,7 +1105,7 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         lost_per_cpu[c] = lost_per_cpu.get(c, 0) + (n if n > 0 else 1)
     lost_unknown = sorted({c for c, n in zip(lost_cpu.tolist(), lost_count.tolist()) if n < 0})
     # a header's count (#P:, perf's nrcpus) covers idle CPUs; the events are the floor
-    cpus = max(facts.get("cpus") or 0, st["max_cpu"] + 1) or None
+    cpus = max(damage.cpus or 0, int(lost_cpu.max()) + 1 if len(lost_cpu) else 0) or None
     source = {
         "sorted": sorted_in_file,
         "unparsed_lines": st["unparsed"],
@@ -1045,17 +1128,31 @@ def _build(path, fmt, raw, st, facts, events, strings) -> RawTrace:
         "format": fmt,
         "cpus": cpus,
         "clock": None,
-        "first_ts_ns": st["min_ts"] if st["events"] else None,
-        "last_ts_ns": st["max_ts"] if st["events"] else None,
+        "first_ts_ns": damage.first_ts,
+        "last_ts_ns": damage.last_ts,
         "kernel": facts.get("kernel"),
         "lost_events": dict(sorted(lost_per_cpu.items())),
         "lost_unknown": lost_unknown,
         "event_counts": dict(sorted(counts.items())),
         "systems": systems,
-        "warnings": [],
+        "warnings": list(damage.warnings),
         "source": source,
     }
     return RawTrace(tables=tables, meta=meta, lost=lost)
+
+
+def _without_damage(table: pa.Table, stray_cpus, outliers) -> pa.Table:
+    """``table`` without the rows on ``stray_cpus`` and the ``outliers`` (timestamps
+    far outside the rest, on their CPU)."""
+    if not table.num_rows or not (stray_cpus or outliers):
+        return table
+    cpu = table.column("cpu").to_numpy()
+    drop = np.isin(cpu, np.fromiter(stray_cpus, np.int64, len(stray_cpus)))
+    if outliers:
+        ts = table.column("ts").to_numpy()
+        for o in outliers:
+            drop |= (ts == o.ts) & (cpu == o.cpu)
+    return table.filter(pa.array(~drop)) if drop.any() else table
 
 
 def _print_events(tables, counts, systems):
@@ -1111,6 +1208,7 @@ def _event_table(name: str, ev: dict, pool: pa.Array, any_chain: bool) -> pa.Tab
         _layout_columns(name, ev, desc, pool, cols, n)
     else:
         _generic_columns(ev, cols, n)
+    _period_column(ev, cols, n)
     if any_chain:
         offs = np.empty(n + 1, dtype=np.int64)
         offs[:n] = _np(ev["chain_off"], np.int64)
@@ -1121,6 +1219,17 @@ def _event_table(name: str, ev: dict, pool: pa.Array, any_chain: bool) -> pa.Tab
         )
         cols["callchain"] = pa.ListArray.from_arrays(pa.array(offs.astype(np.int32)), values)
     return pa.table(cols)
+
+
+def _period_column(ev: dict, cols: dict, n: int) -> None:
+    """perf script's sample period (``-F ...,period``, printed by default for a
+    profile's samples), as the perf.data reader's ``period`` column."""
+    printed = _np(ev["periodv"], np.uint8).astype(bool)
+    if len(printed) != n or not printed.any():
+        return
+    period = _np(ev["period"], np.int64).view(np.uint64)
+    mask = None if printed.all() else ~printed
+    cols[_safe_name("period", cols)] = pa.array(period, pa.uint64(), mask=mask)
 
 
 def _slot_values(slot, n, width: int) -> np.ndarray:
