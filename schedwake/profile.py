@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import TraceError
-from .symbols.resolve import UNKNOWN, Resolver
+from .symbols.kernel import KallsymsChoice
+from .symbols.resolve import UNKNOWN, Resolved, Resolver
 from .trace import Trace
 
 #: The columns of :attr:`Profile.rows`.
@@ -218,9 +219,14 @@ def profile(
     the filters, or ``kallsyms`` cannot be read.
     """
     table_name = _pick_table(trace, event)
-    resolver = Resolver(trace, kallsyms)
-    choice = resolver.kallsyms  # an unreadable --kallsyms fails here, before any work
     t = trace.table(table_name)
+    named = _named_by_perf_script(t)
+    if named:  # perf script text: perf has named every frame already
+        resolver = None
+        choice = KallsymsChoice(None, "", "named by perf script (the text input)")
+    else:
+        resolver = Resolver(trace, kallsyms)
+        choice = resolver.kallsyms  # an unreadable --kallsyms fails here, before any work
     n_all = t.num_rows
     mask = np.ones(n_all, dtype=bool)
     filters: dict = {"comm": None, "pid": None, "cpu": None, "time": None}
@@ -280,17 +286,21 @@ def profile(
     else:
         owner = _thread_pids(trace)
         pids_col = np.array([owner.get(int(x), int(x)) for x in tids], dtype=np.int64)
-    # the frames: the sample's own address first, then its callchain
-    ip, ip_ctx, has_ip, flat, parent, chain_ctx, dropped_chains = _frames(t)
-    callchains = bool(len(flat)) or dropped_chains > 0
-    sample_of = np.concatenate([np.flatnonzero(has_ip), parent])
-    addr = np.concatenate([ip[has_ip], flat])
-    ctx = np.concatenate([ip_ctx[has_ip], chain_ctx])
-    is_self = np.zeros(len(addr), dtype=bool)
-    is_self[: int(has_ip.sum())] = True
     if progress is not None:
         progress(0.1)
-    res = resolver.resolve(pids_col[sample_of], ts[sample_of], addr, ctx)
+    if resolver is None:
+        sample_of, addr, ctx, is_self, res = _text_frames(t)
+        callchains, dropped_chains = "callchain" in cols, 0
+    else:
+        # the frames: the sample's own address first, then its callchain
+        ip, ip_ctx, has_ip, flat, parent, chain_ctx, dropped_chains = _frames(t)
+        callchains = bool(len(flat)) or dropped_chains > 0
+        sample_of = np.concatenate([np.flatnonzero(has_ip), parent])
+        addr = np.concatenate([ip[has_ip], flat])
+        ctx = np.concatenate([ip_ctx[has_ip], chain_ctx])
+        is_self = np.zeros(len(addr), dtype=bool)
+        is_self[: int(has_ip.sum())] = True
+        res = resolver.resolve(pids_col[sample_of], ts[sample_of], addr, ctx)
     if progress is not None:
         progress(0.9)
     # functions: (dso, symbol) pairs
@@ -410,6 +420,59 @@ def _stacks(
     return out.sort_values(["period", "samples"], ascending=False, kind="stable").reset_index(
         drop=True
     )
+
+
+#: A frame as perf script prints it: ``ffffffff81234567 func+0x12 ([kernel.kallsyms])``.
+_FRAME_TEXT = r"^\s*(?P<addr>[0-9a-fA-F]+) (?P<symbol>.*?)(?:\+0x[0-9a-fA-F]+)? \((?P<dso>.*)\)$"
+#: Why a perf script frame has no name.
+NOT_NAMED_BY_PERF = "not named by perf script"
+
+
+def _named_by_perf_script(t: pa.Table) -> bool:
+    """Whether the samples come from perf script text: frames as text, not addresses."""
+    if "callchain" in t.column_names:
+        return pa.types.is_string(t.schema.field("callchain").type.value_type)
+    return "ip" not in t.column_names and "args" in t.column_names
+
+
+def _text_frames(t: pa.Table):
+    """The frames of perf script samples (their callchain, or without -g the one frame
+    printed after the event name), already named: per frame its sample, a stand-in
+    address (distinct per frame: a text callchain does not repeat the sample's own
+    frame, so no frame may look like a repeat), cpumode (1 in the kernel, else 2),
+    whether it is the sample's own, and a :class:`Resolved` with perf's names (DSOs by
+    file name, as perf report shows them)."""
+    if "callchain" in t.column_names:
+        chain = t.column("callchain").combine_chunks()
+        text = pc.list_flatten(chain)
+        sample_of = pc.list_parent_indices(chain).to_numpy(zero_copy_only=False).astype(np.int64)
+    else:
+        text = t.column("args").combine_chunks()
+        sample_of = np.arange(t.num_rows, dtype=np.int64)
+    parts = pc.extract_regex(text, _FRAME_TEXT)
+    symbol = pc.fill_null(parts.field("symbol"), UNKNOWN)
+    symbol = pc.if_else(pc.equal(symbol, ""), UNKNOWN, symbol)
+    dso = pc.replace_substring_regex(pc.fill_null(parts.field("dso"), UNKNOWN), r"^.*/", "")
+    dso = pc.if_else(pc.equal(dso, ""), UNKNOWN, dso)
+    symbol_np = np.asarray(symbol.to_numpy(zero_copy_only=False), dtype=object)
+    dso_np = np.asarray(dso.to_numpy(zero_copy_only=False), dtype=object)
+    kernel = np.asarray(pc.starts_with(dso, "[kernel").to_numpy(zero_copy_only=False), bool)
+    is_self = np.ones(len(sample_of), dtype=bool)
+    is_self[1:] = sample_of[1:] != sample_of[:-1]
+    unnamed = symbol_np == UNKNOWN
+    reason = np.where(unnamed, NOT_NAMED_BY_PERF, "").astype(object)
+    # distinct unnamed frames (perf prints each address's own text), per DSO
+    frames = pd.DataFrame({"dso": dso_np[unnamed], "text": text.filter(pa.array(unnamed))})
+    by_dso = frames.drop_duplicates().groupby("dso").size().astype(int).to_dict()
+    res = Resolved(
+        symbol_np,
+        dso_np,
+        reason,
+        unresolved={NOT_NAMED_BY_PERF: int(sum(by_dso.values()))} if by_dso else {},
+        unresolved_dsos={NOT_NAMED_BY_PERF: by_dso} if by_dso else {},
+    )
+    ctx = np.where(kernel, 1, 2).astype(np.int64)
+    return sample_of, np.arange(len(sample_of), dtype=np.uint64), ctx, is_self, res
 
 
 def _kernel_half(addr: np.ndarray) -> np.ndarray:

@@ -142,11 +142,14 @@ def compare_profiles(
         raise ValueError(f"alpha: must be between 0 and 1 (exclusive), not {alpha!r}")
     if not (isinstance(min_effect, (int, float)) and math.isfinite(min_effect) and min_effect >= 0):
         raise ValueError(f"min_effect: must be a finite number >= 0, not {min_effect!r}")
-    events = {p.event for name in names for p in sides[name]}
+    # one event, by its name without perf's modifiers (perf script prints cpu-clock for
+    # the cpu-clock:ppp that a perf.data names)
+    events = {p.event.split(":", 1)[0] for name in names for p in sides[name]}
     if len(events) > 1:
         raise ValueError(
             "sides: the profiles sample different events (" + ", ".join(sorted(events)) + ")"
         )
+    event = sides[names[0]][0].event
     work_of = _work_per_run(work, sides)
     # one row per function seen in any run; per run its periods
     keys = pd.concat(
@@ -191,7 +194,7 @@ def compare_profiles(
     return ProfileComparison(
         sides=names,
         runs={name: [p.path for p in sides[name]] for name in names},
-        event=events.pop(),
+        event=event,
         rows=rows,
         alpha=float(alpha),
         min_effect=float(min_effect),

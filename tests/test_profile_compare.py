@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -189,8 +191,7 @@ def test_folded_stacks(sides):
     assert seccomp and all(line.split(" ")[-2] == "0" for line in seccomp)
     # root first: the entry, then the slow path, then the filter
     assert any(
-        "entry_SYSCALL_64_after_hwframe;do_syscall_64;syscall_trace_enter;__seccomp_filter"
-        in line
+        "entry_SYSCALL_64_after_hwframe;do_syscall_64;syscall_trace_enter;__seccomp_filter" in line
         for line in seccomp
     )
 
@@ -222,3 +223,33 @@ def test_bad_parameters_name_themselves(sides, kwargs, words):
 def test_a_side_without_runs_is_refused(sides):
     with pytest.raises(ValueError, match="sides: side 'empty' has no profiles"):
         compare_profiles({"base": sides["base"], "empty": []})
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_perf_script_text_profiles_like_the_perf_data(tmp_path):
+    """``perf script`` text of a profile (frames named by perf) gives the perf.data's
+    shares: the same samples, the same kernel functions with the same self and children
+    shares (user-space names may differ where a binary changed since the recording:
+    perf script names from today's file, schedwake refuses a changed build id)."""
+    data = ROOT / "sample_traces" / "perf" / "perf-profile-g.perf.data"
+    text = tmp_path / "profile.txt"
+    with open(text, "wb") as out:
+        subprocess.run(
+            ["perf", "script", "-i", str(data)], stdout=out, check=True, stderr=subprocess.DEVNULL
+        )
+    from_text = schedwake.profile(schedwake.load(text))
+    from_data = schedwake.profile(schedwake.load(data))
+    assert from_text.samples == from_data.samples
+    assert from_text.total_period == from_data.total_period
+    assert from_text.event.split(":")[0] == from_data.event.split(":")[0] == "cpu-clock"
+    kernel = "[kernel.kallsyms]"
+    both = from_text.rows[from_text.rows.dso == kernel].merge(
+        from_data.rows[from_data.rows.dso == kernel], on=["symbol", "dso"], suffixes=("_t", "_d")
+    )
+    named = both[both.symbol != "[unknown]"]
+    assert len(named) > 50
+    assert np.allclose(named.self_share_t, named.self_share_d, atol=1e-12)
+    assert np.allclose(named.children_share_t, named.children_share_d, atol=1e-12)
+    # and the two compare as one event, with nothing changed between them
+    cmp = compare_profiles({"data": [from_data] * 2, "text": [from_text] * 2})
+    assert cmp.event == from_data.event
