@@ -192,8 +192,6 @@ typedef struct {
                                    tracepoint (no common_flags/common_preempt_count) */
     int nextra;                 /* perf.data: sample columns after the fields */
     const ExtraCol *extra;
-    const char *broken;         /* why the format's own fields cannot be trusted (its
-                                   records are counted, not read), or NULL */
     int fields_end;             /* the end of the last fixed field: a record is at least
                                    this long */
 } EvInfo;
