@@ -65,6 +65,7 @@ PAD_X = 10
 AFTER = "after"
 BEFORE = "before"
 
+UNKNOWN = "[unknown]"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -86,7 +87,7 @@ def _clip(text: str, n: int) -> str:
 def frame_label(frame: tuple[str, str]) -> str:
     """The name drawn for a frame: the symbol, or ``[unknown] (dso)``."""
     dso, symbol = frame
-    name = symbol if symbol != "[unknown]" else f"[unknown] ({dso})"
+    name = symbol if symbol != UNKNOWN else f"{UNKNOWN} ({dso})"
     return clean(name) or "?"
 
 
@@ -99,9 +100,12 @@ class _Node:
         self.kids: dict[tuple[str, str], _Node] = {}
 
 
-def merge(stacks: Sequence) -> _Node:
+def merge(stacks: Sequence, unknown_runs: bool = True) -> _Node:
     """One tree of the stacks of several sides (DataFrames ``frames``, own function
-    first, and ``share``): every node holds each side's share of its path."""
+    first, and ``share``): every node holds each side's share of its path.
+    ``unknown_runs``: consecutive ``[unknown]`` frames of one DSO are one frame (their
+    addresses have no names to tell them apart: unwinding through code without symbols,
+    or a broken frame-pointer chain, up to perf's 127 frames)."""
     n = len(stacks)
     root = _Node(None, n)
     for j, st in enumerate(stacks):
@@ -110,6 +114,8 @@ def merge(stacks: Sequence) -> _Node:
             node = root
             node.vals[j] += share
             for fr in reversed(frames):
+                if unknown_runs and fr == node.frame and fr[1] == UNKNOWN:
+                    continue
                 kid = node.kids.get(fr)
                 if kid is None:
                     kid = node.kids[fr] = _Node(fr, n)
@@ -195,6 +201,7 @@ def svg(
     min_width: float = MIN_WIDTH,
     max_frames: int = MAX_FRAMES,
     ident: str = "fg",
+    unknown_runs: bool = True,
 ) -> str:
     """The flame graph of a :class:`~schedwake.profile_compare.ProfileComparison` as
     SVG text (inline in HTML, or a file of its own: it has its namespace).
@@ -205,7 +212,8 @@ def svg(
     plain graph of ``side``, nothing coloured; the only choice when there is one side,
     where ``side`` defaults to it).  ``ident`` prefixes the frames' ids (``ident-N``;
     each frame names its caller's id in ``data-p``), so that several graphs can share
-    a page.  See the module for the sizes.
+    a page.  ``unknown_runs``: consecutive ``[unknown]`` frames of one DSO drawn as one
+    (see :func:`merge`).  See the module for the sizes.
     """
     sides = list(cmp.sides)
     base = sides[0]
@@ -227,7 +235,7 @@ def svg(
         shown = [base, side]
         drawn = 1 if direction == AFTER else 0
         funcs = functions(cmp, side)
-    root = merge([cmp.stacks[s] for s in shown])
+    root = merge([cmp.stacks[s] for s in shown], unknown_runs)
     scale = {k: f.change(direction) for k, f in funcs.items()} if direction else {}
     top_change = max(scale.values(), default=0.0) or 1.0
     if title is None:
@@ -263,6 +271,8 @@ def svg(
                 if c > 0:
                     fill = hot(direction or AFTER, c / top_change)
                     cls = "f grew" if direction == AFTER else "f shrank"
+                    if c / top_change > 0.6:
+                        cls += " dk"  # a deep colour: white labels
         tip = _tooltip(node, label, shown, info)
         rects.append((depth, x, v, ident_n, parent, cls, fill, tip, label))
         depth_max = max(depth_max, depth)
@@ -322,7 +332,8 @@ def svg(
         f'aria-label="{_e(clean(title))}">'
         f"<style>.flamegraph text{{font-family:Menlo,Consolas,'DejaVu Sans Mono',monospace;"
         f"font-size:{FONT_PX}px;fill:#000}} .flamegraph .f:hover rect{{stroke:#000;"
-        f"stroke-width:1}} .flamegraph .hd{{font-size:14px}}</style>"
+        f"stroke-width:1}} .flamegraph .dk text{{fill:#fff}} .flamegraph .hd{{font-size:14px}}"
+        "</style>"
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fdfdf8"/>'
         f'<text class="hd" x="{PAD_X}" y="18">{_e(clean(title))}</text>'
         + "".join(
@@ -363,6 +374,8 @@ def _tooltip(node: _Node, label: str, shown: list[str], info: str) -> str:
     tip = "  ".join(parts)
     if len(shown) == 2:
         tip += f"  ({(node.vals[1] - node.vals[0]) * 100:+.2f} pp)"
+    if node.frame is not None and node.frame[1] == UNKNOWN:
+        tip += "\n(consecutive unnamed frames of this DSO are drawn as one)"
     return tip + ("\n" + info if info else "")
 
 
