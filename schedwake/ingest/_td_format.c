@@ -176,7 +176,10 @@ static int parse_decl(td_file *f, Field *fl, const char *p, const char *end)
         if (close < 0 || bracket == 0)
             return FIELD_BAD;
         fl->is_array = 1;
-        /* array length: the last token inside the brackets, if a number */
+        /* array length: the last token inside the brackets, if a number; a sign
+           there ("[-1]") is no length a declaration can have */
+        if (bracket + 1 < close && (*tok[bracket + 1] == '-' || *tok[bracket + 1] == '+'))
+            return FIELD_BAD;
         int64_t alen = 0;
         if (close - 1 > bracket && is_ident(*tok[close - 1]))
             if (parse_int(tok[close - 1], tok[close - 1] + tlen[close - 1], &alen, NULL) < 0)
@@ -285,6 +288,8 @@ static int parse_field(td_file *f, Field *fl, const char *line, const char *le)
     if (strncmp(t, "__rel_loc", 9) == 0)
         fl->is_dynamic = fl->is_relative = 1;
     fl->is_long = strstr(t, "long") != NULL;
+    if (arraylen && !fl->is_dynamic && fl->size % arraylen)
+        return FIELD_RANGE;    /* "int x[3]" in 4 bytes: no whole elements */
     if (fl->is_dynamic && fl->size == 2)
         fl->is_string = fl->is_array = 1;
     if (fl->is_array || fl->is_dynamic) {
@@ -304,6 +309,98 @@ static int parse_field(td_file *f, Field *fl, const char *line, const char *le)
     return 0;
 }
 
+/* What parse_format() returns besides 0 and -1 (the format is dropped, err set). */
+enum { FORMAT_CORRUPT = -2 };
+
+/* The format's own fields against each other and the common ones: no two with one
+   name, none inside the common header or over another, and a zero-size array (a
+   flexible member, read to the end of the record) only as the last.  The kernel
+   writes a format from the event's C struct, so each of these is damage to the text.
+   0, or -1 with the reason in f->err. */
+static int check_fields(td_file *f, const char *event, const Field *common, int ncommon,
+                        const Field *fields, int nf, int common_size)
+{
+    for (int i = 0; i < nf; i++) {
+        const Field *a = &fields[i];
+        for (int j = 0; j < ncommon; j++)
+            if (!strcmp(a->name, common[j].name))
+                return seterr(f->err, "corrupt %s: event format %s: two fields named %s",
+                              f->kind, event, a->name), -1;
+        if (a->offset < common_size)
+            return seterr(f->err, "corrupt %s: event format %s: field %s (offset %d) lies "
+                          "in the common fields (%d bytes)", f->kind, event, a->name,
+                          a->offset, common_size), -1;
+        for (int j = 0; j < i; j++) {
+            const Field *b = &fields[j];
+            if (!strcmp(a->name, b->name))
+                return seterr(f->err, "corrupt %s: event format %s: two fields named %s",
+                              f->kind, event, a->name), -1;
+            if (a->size && b->size && a->offset < b->offset + b->size &&
+                b->offset < a->offset + a->size)
+                return seterr(f->err, "corrupt %s: event format %s: fields %s (bytes "
+                              "%d..%d) and %s (bytes %d..%d) overlap", f->kind, event, b->name,
+                              b->offset, b->offset + b->size, a->name, a->offset,
+                              a->offset + a->size), -1;
+            const Field *flex = !a->size && !a->is_dynamic ? a
+                                : !b->size && !b->is_dynamic ? b : NULL;
+            const Field *other = flex == a ? b : a;
+            if (flex && other->offset + other->size > flex->offset)
+                return seterr(f->err, "corrupt %s: event format %s: field %s has size 0 "
+                              "(read to the end of the record) but field %s follows it",
+                              f->kind, event, flex->name, other->name), -1;
+        }
+    }
+    return 0;
+}
+
+/* The common fields of one format (the first format fixes them for all: they are
+   the same in every format of a file; later formats must agree).  0 or -1. */
+static int take_common(td_file *f, const char *event, const Field *common, int ncommon,
+                       int *common_size)
+{
+    int t = -1, fl = -1, pr = -1, pid = -1, csize = 0;
+    for (int i = 0; i < ncommon; i++) {
+        const char *cn = common[i].name;
+        for (int j = 0; j < i; j++)
+            if (!strcmp(cn, common[j].name))
+                return seterr(f->err, "corrupt %s: event format %s: two fields named %s",
+                              f->kind, event, cn), -1;
+        if (!strcmp(cn, "common_type")) t = i;
+        else if (!strcmp(cn, "common_flags")) fl = i;
+        else if (!strcmp(cn, "common_preempt_count")) pr = i;
+        else if (!strcmp(cn, "common_pid")) pid = i;
+        if (common[i].offset + common[i].size > csize)
+            csize = common[i].offset + common[i].size;
+    }
+    if (t < 0 || fl < 0 || pr < 0 || pid < 0 ||
+        (common[t].size != 1 && common[t].size != 2 && common[t].size != 4) ||
+        common[fl].size != 1 || common[pr].size != 1 || common[pid].size != 4)
+        return seterr(f->err, "corrupt %s: event format %s lacks the common fields "
+                      "(common_type, common_flags, common_preempt_count, common_pid) or has "
+                      "them with other sizes", f->kind, event), -1;
+    *common_size = csize;
+    if (f->common_size == 0) {
+        f->common_type_off = common[t].offset;
+        f->common_type_size = common[t].size;
+        f->common_flags_off = common[fl].offset;
+        f->common_preempt_off = common[pr].offset;
+        f->common_pid_off = common[pid].offset;
+        f->common_size = csize;
+    } else if (f->common_type_off != common[t].offset || f->common_pid_off != common[pid].offset ||
+               f->common_type_size != common[t].size || f->common_flags_off != common[fl].offset ||
+               f->common_preempt_off != common[pr].offset) {
+        return seterr(f->err, "corrupt %s: event format %s has its common fields "
+                      "elsewhere than the others", f->kind, event), -1;
+    }
+    return 0;
+}
+
+/* One event format into events[idx]/info[idx]: 0; -1 (err set) when it does not
+   parse (it is dropped: its records count as records of an unknown event); or
+   FORMAT_CORRUPT (err set) when it parses into fields no kernel writes: a field out
+   of any record's range, or fields that contradict each other (check_fields()).
+   The kernel writes a format from the event's C struct, so that is damage to the
+   file, not a format to skip. */
 static int parse_format(td_file *f, const char *system, const char *p, size_t n, int idx)
 {
     const char *end = p + n;
@@ -344,10 +441,11 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
             if (rc == FIELD_NOMEM)
                 return -1;
             if (rc < 0) {
-                seterr(f->err, "corrupt %s: event format %.*s: a field line does not "
-                       "parse or is out of range: '%.*s'", f->kind, (int)(name ? name_len : 1),
-                       name ? name : "?", (int)(le - q > 120 ? 120 : le - q), q);
-                return -1;
+                seterr(f->err, "corrupt %s: event format %.*s: a field line %s: '%.*s'",
+                       f->kind, (int)(name ? name_len : 1), name ? name : "?",
+                       rc == FIELD_RANGE ? "is out of range" : "does not parse",
+                       (int)(le - q > 120 ? 120 : le - q), q);
+                return rc == FIELD_RANGE ? FORMAT_CORRUPT : -1;
             }
             if (!common_done) {
                 if (ncommon < 8)
@@ -382,44 +480,20 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
     if (!ev->name || !ev->system)
         return -1;
     ev->id = (int)id;
+    if (take_common(f, ev->name, common, ncommon, &in->common_size) < 0)
+        return -1;
+    in->fields_end = in->common_size;
+    if (check_fields(f, ev->name, common, ncommon, fields, nf, in->common_size) < 0)
+        return FORMAT_CORRUPT;
+    for (int i = 0; i < nf; i++)
+        if (fields[i].offset + fields[i].size > in->fields_end)
+            in->fields_end = fields[i].offset + fields[i].size;
     in->nfields = nf;
     in->fields = nf ? malloc((size_t)nf * sizeof(Field)) : NULL;
     if (nf && own(f, in->fields) < 0)
         return seterr(f->err, "out of memory"), -1;
     if (nf)
         memcpy(in->fields, fields, (size_t)nf * sizeof(Field));
-    /* common fields: the first format fixes them for all (they are the same in every
-       format of a file); later formats must agree */
-    int t = -1, fl = -1, pr = -1, pid = -1, csize = 0;
-    for (int i = 0; i < ncommon; i++) {
-        const char *cn = common[i].name;
-        if (!strcmp(cn, "common_type")) t = i;
-        else if (!strcmp(cn, "common_flags")) fl = i;
-        else if (!strcmp(cn, "common_preempt_count")) pr = i;
-        else if (!strcmp(cn, "common_pid")) pid = i;
-        if (common[i].offset + common[i].size > csize)
-            csize = common[i].offset + common[i].size;
-    }
-    if (t < 0 || fl < 0 || pr < 0 || pid < 0 ||
-        (common[t].size != 1 && common[t].size != 2 && common[t].size != 4) ||
-        common[fl].size != 1 || common[pr].size != 1 || common[pid].size != 4)
-        return seterr(f->err, "corrupt %s: event format %s lacks the common fields "
-                      "(common_type, common_flags, common_preempt_count, common_pid) or has "
-                      "them with other sizes", f->kind, ev->name), -1;
-    in->common_size = csize;
-    if (f->common_size == 0) {
-        f->common_type_off = common[t].offset;
-        f->common_type_size = common[t].size;
-        f->common_flags_off = common[fl].offset;
-        f->common_preempt_off = common[pr].offset;
-        f->common_pid_off = common[pid].offset;
-        f->common_size = csize;
-    } else if (f->common_type_off != common[t].offset || f->common_pid_off != common[pid].offset ||
-               f->common_type_size != common[t].size || f->common_flags_off != common[fl].offset ||
-               f->common_preempt_off != common[pr].offset) {
-        return seterr(f->err, "corrupt %s: event format %s has its common fields "
-                      "elsewhere than the others", f->kind, ev->name), -1;
-    }
     return 0;
 }
 
@@ -463,16 +537,72 @@ static int add_format(td_file *f, const char *system, const uint8_t *text, size_
     if (idx < 0)
         return -1;
     f->info[idx].ncommon = NCOMMON;
-    if (parse_format(f, system, (const char *)text, n, idx) < 0)
+    int rc = parse_format(f, system, (const char *)text, n, idx);
+    if (rc == FORMAT_CORRUPT)
+        return -1;
+    if (rc < 0)
         return skip_format(f);
     f->nevents++;
     return 0;
+}
+
+/* An event's name and system, with its index: sorted to find names given twice. */
+typedef struct {
+    const char *name, *system;
+    int idx;
+} NameKey;
+
+static int by_name(const void *a, const void *b)
+{
+    const NameKey *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (!c)
+        c = strcmp(x->system, y->system);
+    return c ? c : x->idx - y->idx;
+}
+
+/* Event names, once every format of the file is in (events from `first` on are
+   new): two formats of one name in one system cannot both be the kernel's
+   (tracefs has one directory per system and name), so the file is corrupt; one
+   name in two systems is legal, but tables are named by event, so the name's
+   table can hold only one system's records: a warning says which name.  0 or -1. */
+static int check_event_names(td_file *f, int first)
+{
+    if (f->nevents < 2 || first >= f->nevents)
+        return 0;
+    NameKey *key = malloc((size_t)f->nevents * sizeof(NameKey));
+    if (!key)
+        return seterr(f->err, "out of memory"), -1;
+    for (int i = 0; i < f->nevents; i++)
+        key[i] = (NameKey){f->events[i].name, f->events[i].system, i};
+    qsort(key, (size_t)f->nevents, sizeof(NameKey), by_name);
+    int rc = 0, shared = 0, shown = 0;     /* names in two systems; the first's pair */
+    for (int k = 1; k < f->nevents && rc == 0; k++) {
+        const NameKey *a = &key[k - 1], *b = &key[k];
+        if (strcmp(a->name, b->name) || (a->idx < first && b->idx < first))
+            continue;
+        if (!strcmp(a->system, b->system))
+            rc = (seterr(f->err, "corrupt %s: system %s has two event formats named %s "
+                         "(ids %d and %d)", f->kind, a->system, a->name,
+                         f->events[a->idx].id, f->events[b->idx].id), -1);
+        else if ((k < 2 || strcmp(key[k - 2].name, a->name)) && !shared++)
+            shown = k;
+    }
+    if (rc == 0 && shared &&
+        td_warn(f, "%d event name%s in two systems (the first: %s, in %s and %s): tables are "
+                "named by event, so only one system's records of each are read", shared,
+                shared > 1 ? "s are" : " is", key[shown].name, key[shown - 1].system,
+                key[shown].system) < 0)
+        rc = (seterr(f->err, "out of memory"), -1);
+    free(key);
+    return rc;
 }
 
 int read_ftrace_formats(td_file *f, Rd *r)
 {
     uint64_t count, n;
     const uint8_t *text;
+    int first = f->nevents;
     if (rd_u(r, 4, &count, "ftrace format count") < 0)
         return -1;
     for (uint64_t i = 0; i < count; i++) {
@@ -481,7 +611,7 @@ int read_ftrace_formats(td_file *f, Rd *r)
             add_format(f, "ftrace", text, (size_t)n) < 0)
             return -1;
     }
-    return 0;
+    return check_event_names(f, first);
 }
 
 int read_event_formats(td_file *f, Rd *r)
@@ -489,6 +619,7 @@ int read_event_formats(td_file *f, Rd *r)
     uint64_t nsys, count, n;
     const uint8_t *text;
     const char *sys;
+    int first = f->nevents;     /* formats read before are checked against these */
     if (rd_u(r, 4, &nsys, "event system count") < 0)
         return -1;
     for (uint64_t s = 0; s < nsys; s++) {
@@ -502,7 +633,7 @@ int read_event_formats(td_file *f, Rd *r)
                 return -1;
         }
     }
-    return 0;
+    return check_event_names(f, first);
 }
 
 int split_print_fmt(const char *s, PrintFmt *pf, char *fmtbuf, size_t fmtcap)

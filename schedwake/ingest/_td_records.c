@@ -193,6 +193,50 @@ int append_comm(Part *pt, uint64_t key, const char *name)
     return put_index(col, idx);
 }
 
+/* REC_DAMAGE (w->err says which field) when a record of event ev is too short for
+   its format's fixed fields, else 0: each field would read bytes of the next record
+   or none (a kernel record always holds its event's whole struct). */
+static int record_too_short(Decoder *d, CpuWork *w, int ev, int size, int64_t ts)
+{
+    const td_file *f = d->f;
+    const EvInfo *in = &f->info[ev];
+    if (size >= in->fields_end)
+        return 0;
+    const Field *past = NULL;
+    for (int i = 0; i < in->nfields && !past; i++)
+        if (in->fields[i].offset + in->fields[i].size > size)
+            past = &in->fields[i];
+    snprintf(w->err, sizeof(w->err), "corrupt %s: a %s record of %d bytes on CPU %u (at %"
+             PRId64 " ns) ends before its field %s (bytes %d..%d of the format)", f->kind,
+             f->events[ev].name, size, w->cpu, ts, past ? past->name : "?",
+             past ? past->offset : 0, past ? past->offset + past->size : in->fields_end);
+    return REC_DAMAGE;
+}
+
+/* Where a __data_loc/__rel_loc field's value lies in the record: 0 with *s, *n
+   set, or REC_DAMAGE (w->err says which field points where) when outside. */
+static int dynamic_value(const td_file *f, CpuWork *w, int ev, const Field *fl,
+                         const uint8_t *rec, int size, const uint8_t **s, size_t *n)
+{
+    int swap = f->swap;
+    uint32_t loc = (uint32_t)ld(rec + fl->offset, fl->size >= 4 ? 4 : fl->size >= 2 ? 2 : 1,
+                                swap);
+    size_t off = loc & 0xffff, len = fl->size >= 4 ? loc >> 16 : 0;
+    if (fl->is_relative)
+        off += (size_t)fl->offset + (size_t)fl->size;
+    if (fl->size < 4)       /* old 2-byte form: a NUL-terminated string */
+        len = off < (size_t)size ? (size_t)size - off : 0;
+    if (off > (size_t)size || len > (size_t)size - off) {
+        snprintf(w->err, sizeof(w->err), "corrupt %s: a %s record of %d bytes on CPU %u: "
+                 "its field %s (%s) points to bytes %zu..%zu, outside the record", f->kind,
+                 f->events[ev].name, size, w->cpu, fl->name, fl->type, off, off + len);
+        return REC_DAMAGE;
+    }
+    *s = rec + off;
+    *n = len;
+    return 0;
+}
+
 /* Append one record (its payload rec[0..size), at least the common fields) to the
    event's partial table: the common columns and the format's fields.  `comm` is
    the current task's name where the caller knows it (perf.data: its COMM
@@ -203,6 +247,8 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
 {
     td_file *f = d->f;
     Part *pt = &w->parts[ev];
+    if (record_too_short(d, w, ev, size, ts))
+        return REC_DAMAGE;
     if (!pt->cols && part_init(f, d, ev, pt) < 0)
         return REC_NOMEM;
     const EvInfo *in = &f->info[ev];
@@ -224,12 +270,11 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
     for (int i = 0; i < in->nfields; i++, k++) {
         const Field *fl = &in->fields[i];
         td_column *col = &c[k];
-        /* the field must lie inside the record (both from the file: checked) */
-        int inside = fl->offset <= size && fl->size <= size - fl->offset;
+        /* inside the record: record_too_short() checked the fixed fields' end */
         const uint8_t *p = rec + fl->offset;
         switch (col->kind) {
         case TD_INT: {
-            uint64_t v = inside ? ld(p, fl->size, swap) : 0;
+            uint64_t v = ld(p, fl->size, swap);
             if (put_num(&col->values, v, fl->size))
                 return REC_NOMEM;
             if (i == lay->prev_state) {
@@ -263,7 +308,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
             break;
         }
         case TD_SYM: {
-            uint64_t addr = inside ? ld(p, fl->size, swap) : 0;
+            uint64_t addr = ld(p, fl->size, swap);
             Cache *cc = cache_of(pt, k);
             if (!cc)
                 return REC_NOMEM;
@@ -290,9 +335,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
         }
         case TD_STR: {
             int32_t idx;
-            if (!inside) {
-                idx = strcol_intern(&col->str, "", 0);
-            } else if (fl->size > 0 && fl->size <= 16) {
+            if (fl->size > 0 && fl->size <= 16) {
                 Cache *cc = cache_of(pt, k);
                 if (!cc)
                     return REC_NOMEM;
@@ -307,20 +350,10 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
         }
         case TD_DYNSTR:
         case TD_DYNARRAY: {
-            const uint8_t *s = (const uint8_t *)"";
-            size_t n = 0;
-            if (inside) {
-                uint32_t loc = (uint32_t)ld(p, fl->size >= 4 ? 4 : fl->size >= 2 ? 2 : 1, swap);
-                size_t off = loc & 0xffff, len = fl->size >= 4 ? loc >> 16 : 0;
-                if (fl->is_relative)
-                    off += (size_t)fl->offset + (size_t)fl->size;
-                if (fl->size < 4)       /* old 2-byte form: a NUL-terminated string */
-                    len = off < (size_t)size ? (size_t)size - off : 0;
-                if (off <= (size_t)size && len <= (size_t)size - off) {
-                    s = rec + off;
-                    n = len;
-                }
-            }
+            const uint8_t *s;
+            size_t n;
+            if (dynamic_value(f, w, ev, fl, rec, size, &s, &n))
+                return REC_DAMAGE;
             if (col->kind == TD_DYNSTR) {
                 if (strcol_append(&col->str, (const char *)s, strnlen((const char *)s, n)))
                     return REC_NOMEM;
@@ -341,10 +374,9 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
         case TD_ARRAY: {
             int e = fl->elem;
             int room = fl->size ? fl->size : (size > fl->offset ? size - fl->offset : 0);
-            if (inside)
-                for (int q = 0; q + e <= room; q += e)
-                    if (put_num(&col->values, ld(p + q, e, swap), e))
-                        return REC_NOMEM;
+            for (int q = 0; q + e <= room; q += e)
+                if (put_num(&col->values, ld(p + q, e, swap), e))
+                    return REC_NOMEM;
             int64_t end = (int64_t)(col->values.len / (size_t)e);
             if (end > INT32_MAX)
                 return REC_NOMEM;
@@ -354,7 +386,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
             break;
         }
         case TD_BIN: {
-            if (inside && buf_put(&col->values, p, (size_t)fl->size))
+            if (buf_put(&col->values, p, (size_t)fl->size))
                 return REC_NOMEM;
             if (col->values.len > INT32_MAX)
                 return REC_NOMEM;
