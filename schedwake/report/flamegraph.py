@@ -92,35 +92,78 @@ def frame_label(frame: tuple[str, str]) -> str:
 
 
 class _Node:
-    __slots__ = ("frame", "vals", "kids")
+    """A frame path: each side's share of it, its children at least ``floor`` wide on
+    the drawn side, and the count and shares of the narrower ones."""
 
-    def __init__(self, frame: tuple[str, str] | None, n: int):
+    __slots__ = ("frame", "vals", "kids", "narrow_n", "narrow_vals")
+
+    def __init__(self, frame: tuple[str, str] | None, vals: list[float]):
         self.frame = frame
-        self.vals = [0.0] * n
+        self.vals = vals
         self.kids: dict[tuple[str, str], _Node] = {}
+        self.narrow_n = 0
+        self.narrow_vals = [0.0] * len(vals)
 
 
-def merge(stacks: Sequence, unknown_runs: bool = True) -> _Node:
-    """One tree of the stacks of several sides (DataFrames ``frames``, own function
-    first, and ``share``): every node holds each side's share of its path.
-    ``unknown_runs``: consecutive ``[unknown]`` frames of one DSO are one frame (their
-    addresses have no names to tell them apart: unwinding through code without symbols,
-    or a broken frame-pointer chain, up to perf's 127 frames)."""
+def _path(frames: tuple, unknown_runs: bool) -> tuple:
+    """A stack root first; with ``unknown_runs``, runs of one ``[unknown]`` frame as one."""
+    path = frames[::-1]
+    if not unknown_runs or len(set(frames)) == len(frames):
+        return path
+    out = [path[0]]
+    for fr in path[1:]:
+        if fr != out[-1] or fr[1] != UNKNOWN:
+            out.append(fr)
+    return tuple(out)
+
+
+def tree(stacks: Sequence, drawn: int = 0, floor: float = 0.0, unknown_runs: bool = True):
+    """The tree of the stacks of several sides (DataFrames ``frames``, own function
+    first, and ``share``), root first: every node holds each side's share of its path.
+
+    Built level by level, and only under frames at least ``floor`` wide on side
+    ``drawn`` (a frame is never wider than its caller): the narrower children of a
+    frame are only counted and summed, so the work follows what is drawn, not how many
+    stacks there are.  ``unknown_runs``: consecutive ``[unknown]`` frames of one DSO are
+    one frame (their addresses have no names to tell them apart: unwinding through code
+    without symbols, or a broken frame-pointer chain, up to perf's 127 frames)."""
     n = len(stacks)
-    root = _Node(None, n)
+    paths: list[tuple] = []
+    side_of: list[int] = []
+    shares: list[float] = []
+    totals = [0.0] * n
     for j, st in enumerate(stacks):
         for frames, share in zip(st["frames"], st["share"]):
-            share = float(share)
-            node = root
-            node.vals[j] += share
-            for fr in reversed(frames):
-                if unknown_runs and fr == node.frame and fr[1] == UNKNOWN:
-                    continue
-                kid = node.kids.get(fr)
-                if kid is None:
-                    kid = node.kids[fr] = _Node(fr, n)
-                kid.vals[j] += share
-                node = kid
+            paths.append(_path(tuple(frames), unknown_runs))
+            side_of.append(j)
+            shares.append(float(share))
+            totals[j] += float(share)
+    root = _Node(None, totals)
+    level: list[tuple[_Node, list[int]]] = [(root, list(range(len(paths))))]
+    depth = 0
+    while level:
+        deeper: list[tuple[_Node, list[int]]] = []
+        for node, ids in level:
+            groups: dict[tuple[str, str], list[int]] = {}
+            for i in ids:
+                p = paths[i]
+                if len(p) > depth:
+                    groups.setdefault(p[depth], []).append(i)
+            for fr, members in groups.items():
+                vals = [0.0] * n
+                for i in members:
+                    vals[side_of[i]] += shares[i]
+                if vals[drawn] <= 0:
+                    continue  # not on the drawn side: nothing to draw
+                if vals[drawn] >= floor:
+                    kid = node.kids[fr] = _Node(fr, vals)
+                    deeper.append((kid, members))
+                else:
+                    node.narrow_n += 1
+                    for j in range(n):
+                        node.narrow_vals[j] += vals[j]
+        level = deeper
+        depth += 1
     return root
 
 
@@ -202,9 +245,11 @@ def svg(
     max_frames: int = MAX_FRAMES,
     ident: str = "fg",
     unknown_runs: bool = True,
+    standalone: bool = False,
 ) -> str:
     """The flame graph of a :class:`~schedwake.profile_compare.ProfileComparison` as
-    SVG text (inline in HTML, or a file of its own: it has its namespace).
+    SVG text, for inline HTML (``standalone``: with its XML namespace, for a file of its
+    own).
 
     ``side``: a non-baseline side (default: the last).  ``direction``: :data:`AFTER`
     (drawn with ``side``'s widths, red where a function grew significantly),
@@ -235,7 +280,8 @@ def svg(
         shown = [base, side]
         drawn = 1 if direction == AFTER else 0
         funcs = functions(cmp, side)
-    root = merge([cmp.stacks[s] for s in shown], unknown_runs)
+    total = float(cmp.stacks[shown[drawn]]["share"].sum()) or 1.0
+    root = tree([cmp.stacks[s] for s in shown], drawn, min_width * total, unknown_runs)
     scale = {k: f.change(direction) for k, f in funcs.items()} if direction else {}
     top_change = max(scale.values(), default=0.0) or 1.0
     if title is None:
@@ -246,7 +292,6 @@ def svg(
             if direction == AFTER
             else f"{base}: before, coloured by what shrank (vs {side})"
         )
-    total = root.vals[drawn] or 1.0
     inner = width - 2 * PAD_X
     cut = _threshold(root, drawn, min_width * total, max_frames)
 
@@ -279,19 +324,20 @@ def svg(
         # the children, alphabetically, left-aligned; the narrow ones merged
         kids = sorted(node.kids.values(), key=lambda k: frame_label(k.frame or ("", "")))
         wide = [k for k in kids if k.vals[drawn] > cut]
-        narrow = [k for k in kids if 0 < k.vals[drawn] <= cut]
+        narrow = [k for k in kids if k.vals[drawn] <= cut]
         at = x
         queued = []
         for k in wide:
             queued.append((k, at, depth + 1, ident_n))
             at += k.vals[drawn]
         todo.extend(reversed(queued))
-        rest = sum(k.vals[drawn] for k in narrow)
-        if narrow and rest >= min_width * total and rest > 0:
+        n_narrow = node.narrow_n + len(narrow)
+        others = [node.narrow_vals[j] + sum(k.vals[j] for k in narrow) for j in range(len(shown))]
+        rest = others[drawn]
+        if n_narrow and rest >= min_width * total and rest > 0:
             n_id = f"{ident}-n{len(rects)}"
-            others = [sum(k.vals[j] for k in narrow) for j in range(len(shown))]
-            tip = f"[{len(narrow)} narrow frames] (each below {min_width * 100:g}% of the graph)  "
-            tip += "  ".join(f"{clean(s)} {o * 100:.2f}%" for s, o in zip(shown, others))
+            tip = f"[{n_narrow} narrow frames] (each below {cut / total * 100:.2g}% of the graph)"
+            tip += _shares(shown, others)
             rects.append(
                 (
                     depth + 1,
@@ -302,7 +348,7 @@ def svg(
                     "f narrow",
                     NARROW_FILL,
                     tip,
-                    f"[{len(narrow)} narrow]",
+                    f"[{n_narrow} narrow]",
                 )
             )
             depth_max = max(depth_max, depth + 1)
@@ -327,7 +373,9 @@ def svg(
         )
     legend = _legend(direction, shown, base, side, cmp, min_width)
     head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="flamegraph" id="{_e(ident)}" '
+        "<svg"
+        + (' xmlns="http://www.w3.org/2000/svg"' if standalone else "")
+        + f' class="flamegraph" id="{_e(ident)}" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{_e(clean(title))}">'
         f"<style>.flamegraph text{{font-family:Menlo,Consolas,'DejaVu Sans Mono',monospace;"
@@ -352,10 +400,9 @@ def _threshold(root: _Node, drawn: int, floor: float, max_frames: int) -> float:
     todo = [root]
     while todo:
         node = todo.pop()
-        for k in node.kids.values():
-            if k.vals[drawn] >= floor and k.vals[drawn] > 0:
-                values.append(k.vals[drawn])
-                todo.append(k)
+        for k in node.kids.values():  # (all at least ``floor`` wide)
+            values.append(k.vals[drawn])
+            todo.append(k)
     cut = floor - 1e-15  # "> cut" keeps the frames at the floor
     room = max_frames - 1  # the root is always drawn
     if len(values) > room:
@@ -370,13 +417,18 @@ def _tooltip(node: _Node, label: str, shown: list[str], info: str) -> str:
         name = label
     else:
         name = f"{clip_name(clean(node.frame[1]) or '?')} ({clip_dso(node.frame[0])})"
-    parts = [name] + [f"{clean(s)} {v * 100:.2f}%" for s, v in zip(shown, node.vals)]
-    tip = "  ".join(parts)
-    if len(shown) == 2:
-        tip += f"  ({(node.vals[1] - node.vals[0]) * 100:+.2f} pp)"
+    tip = name + _shares(shown, node.vals)
     if node.frame is not None and node.frame[1] == UNKNOWN:
         tip += "\n(consecutive unnamed frames of this DSO are drawn as one)"
     return tip + ("\n" + info if info else "")
+
+
+def _shares(shown: list[str], vals: list[float]) -> str:
+    """``  base 1.00%  new 3.00%  (+2.00 pp)``: each side's share of a frame's path."""
+    out = "".join(f"  {clean(s)} {v * 100:.2f}%" for s, v in zip(shown, vals))
+    if len(shown) == 2:
+        out += f"  ({(vals[1] - vals[0]) * 100:+.2f} pp)"
+    return out
 
 
 def clip_name(name: str) -> str:
@@ -407,4 +459,4 @@ def _legend(direction, shown, base, side, cmp, min_width) -> list[str]:
     return [first, second]
 
 
-__all__ = ["svg", "merge", "functions", "AFTER", "BEFORE", "MIN_WIDTH", "MAX_FRAMES"]
+__all__ = ["svg", "tree", "functions", "AFTER", "BEFORE", "MIN_WIDTH", "MAX_FRAMES"]
