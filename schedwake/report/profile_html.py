@@ -128,7 +128,8 @@ def callers(cmp, top: int = DEFAULT_CALLERS) -> str:
     out = ["<h2>Callers of the changed functions</h2>"]
     out.append("<p class='meta'>Share of each side's samples with the caller on the stack.</p>")
     for dso, symbol in picked:
-        out.append(f"<h3>{_function(symbol, dso)} <span class='meta'>({_c(dso)})</span></h3>")
+        where = "" if symbol == "[unknown]" else f" <span class='meta'>({_c(dso)})</span>"
+        out.append(f"<h3>{_function(symbol, dso)}{where}</h3>")
         out.append("<ul class='callers'>")
         for side in cmp.sides:
             tree = cmp.callers(symbol, dso, side)
