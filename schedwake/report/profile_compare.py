@@ -54,7 +54,7 @@ def _cell(value: float, change: float | None, star: bool, share: bool) -> str:
     return f"{_value(value, share)} *{c}*" if star else f"{_value(value, share)} ({c})"
 
 
-def _rows_by_effect(cmp, measure: str, top: int | None) -> list[dict]:
+def rows_by_effect(cmp, measure: str, top: int | None) -> list[dict]:
     """The ``top`` functions (None: :data:`DEFAULT_TOP`, 0: all) by the largest change
     of ``measure`` on any side, or by the measure itself when there is one side."""
     rows = cmp.rows
@@ -68,12 +68,12 @@ def _rows_by_effect(cmp, measure: str, top: int | None) -> list[dict]:
 
 
 def table(cmp, measure: str, top: int | None = None) -> list[str]:
-    """The mmtests-style lines of one measure (see :func:`_rows_by_effect`)."""
+    """The mmtests-style lines of one measure (see :func:`rows_by_effect`)."""
     share = measure.endswith("_share")
     label_w = max(WIDTH - 6 - CELL * len(cmp.sides), 24)
     out = [TITLES[measure]]
     out.append(" " * (6 + label_w) + "".join(f"{_clip(s, CELL - 2):>{CELL}}" for s in cmp.sides))
-    for r in _rows_by_effect(cmp, measure, top):
+    for r in rows_by_effect(cmp, measure, top):
         line = f"{'Amean':<6}{_clip(_label(r), label_w - 1):<{label_w}}"
         for j, side in enumerate(cmp.sides):
             value = r[f"{measure}[{side}]"]
@@ -164,7 +164,7 @@ def markdown(cmp, top: int | None = None) -> str:
         out += [f"**{TITLES[measure]}**", ""]
         out.append("| Function | " + " | ".join(s.replace("|", "\\|") for s in cmp.sides) + " |")
         out.append("|:---|" + "---:|" * len(cmp.sides))
-        for r in _rows_by_effect(cmp, measure, top):
+        for r in rows_by_effect(cmp, measure, top):
             cells = [_label(r).replace("|", "\\|")]
             for j, side in enumerate(cmp.sides):
                 v = _value(r[f"{measure}[{side}]"], share).strip()

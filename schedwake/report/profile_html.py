@@ -25,9 +25,9 @@ from .profile_compare import (
     CALLER_LEVELS,
     DEFAULT_CALLERS,
     TITLES,
-    _rows_by_effect,
     changed_functions,
     method_line,
+    rows_by_effect,
 )
 
 __all__ = ["render", "write"]
@@ -82,7 +82,7 @@ def table(cmp, measure: str, top: int | None = None) -> str:
         f"<th class='l'>function</th><th class='l'>DSO</th><th>lvl</th>{head}"
         "</tr></thead><tbody>"
     ]
-    for r in _rows_by_effect(cmp, measure, top):
+    for r in rows_by_effect(cmp, measure, top):
         cells = []
         for j, side in enumerate(cmp.sides):
             value = _value(r[f"{measure}[{side}]"], share)
