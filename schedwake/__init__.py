@@ -13,6 +13,7 @@ Public API::
     schedwake.batch(["runs/**/*.dat"], "out/")    # many traces on Dask -> Parquet dataset
     schedwake.BatchDataset("out/").traces         # ... read back (pandas)
     schedwake.profile(schedwake.load("perf.data"))  # perf record -g: self/children per function
+    schedwake.compare_profiles({"base": [p1, p2, p3], "new": [q1, q2, q3]})  # what changed
 
 Every function raises :class:`TraceError` (one line naming the file and the problem)
 for input it cannot use.
@@ -24,6 +25,7 @@ from .compare import compare
 from .errors import TraceError
 from .gate import gate
 from .profile import Profile, profile
+from .profile_compare import ProfileComparison, compare_profiles
 from .trace import Trace, load
 from .version import __version__
 
@@ -34,9 +36,11 @@ __all__ = [
     "gate",
     "batch",
     "profile",
+    "compare_profiles",
     "Analysis",
     "BatchDataset",
     "Profile",
+    "ProfileComparison",
     "Trace",
     "TraceError",
     "__version__",

@@ -32,7 +32,7 @@ LAYERS = [
     ["metrics"],  # the metric catalogue and its values
     ["stats", "mmtests"],  # statistics and the mmtests comparison
     ["analysis"],  # one trace: findings + metrics + caveats
-    ["compare"],  # several traces side by side
+    ["compare", "profile_compare"],  # several traces (or profiles) side by side
     ["gate"],  # a CI verdict from a comparison
     ["batch"],  # many traces -> one dataset of analyses
     ["report"],  # renderers of analyses, comparisons, verdicts
