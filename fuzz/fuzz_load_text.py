@@ -8,6 +8,10 @@ Inputs that load() would hand to another reader are skipped: a trace.dat magic
 (fuzz_load_tracedat's) and perf.data's PERFILE2 (read by running ``perf script``,
 an external program).
 
+Half the mutations are structure-aware (text_model.py: one field of a real event
+line at a time, line ends, headers, another layout mid-file), the other half
+libFuzzer's own byte mutations.
+
 The compiled scanner (_textscan) needs the CPython API, so there is no plain
 libFuzzer harness for it: this one covers it.  With SCHEDWAKE_NATIVE_BUILD=
 build/asan-fuzz and LD_PRELOAD of atheris's asan_with_fuzzer.so (fuzz/run.py
@@ -32,6 +36,8 @@ with atheris.instrument_imports(include=["schedwake", "_common"]):
     # the readers are imported lazily by load(): import them here, to instrument them
     _common.import_readers("schedwake.ingest.text")
 
+import text_model  # noqa: E402  (not instrumented: the mutator is no target)
+
 LOADER = _common.Loader(".txt")
 OTHER_READERS = (b"PERFILE2",)
 
@@ -43,6 +49,14 @@ def TestOneInput(data: bytes) -> None:
     LOADER.load(data)
 
 
+def CustomMutator(data: bytes, max_size: int, seed: int) -> bytes:
+    if seed % 2:
+        out = text_model.mutate(data, max_size, seed)
+        if out is not None:
+            return out
+    return atheris.Mutate(data, max_size)
+
+
 if __name__ == "__main__":
-    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Setup(sys.argv, TestOneInput, custom_mutator=CustomMutator)
     atheris.Fuzz()

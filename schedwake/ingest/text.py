@@ -565,18 +565,21 @@ class _Source:
 def _head(path: Path, nbytes: int = 65536) -> bytes:
     """The first ``nbytes`` of the decompressed text (without spawning perf)."""
     kind = _compression(path)
+    decompressors = {
+        "gzip": lambda: zlib.decompressobj(wbits=31),
+        "xz": lzma.LZMADecompressor,
+        "bzip2": bz2.BZ2Decompressor,
+    }
     with open(path, "rb") as raw:
-        try:
-            if kind is None:
-                return raw.read(nbytes)
-            if kind == "gzip":
-                return gzip.GzipFile(fileobj=raw).read(nbytes)
-            if kind == "xz":
-                return lzma.LZMAFile(raw).read(nbytes)
-            if kind == "bzip2":
-                return bz2.BZ2File(raw).read(nbytes)
-        except (EOFError, OSError, lzma.LZMAError, zlib.error):
-            return b""  # a short truncated file: read() reports it properly
+        if kind is None:
+            return raw.read(nbytes)
+        if kind in decompressors:
+            # what the first MiB gives, also when the file is cut short (the reader
+            # then says that it is): a truncated trace is not "not a trace"
+            try:
+                return decompressors[kind]().decompress(raw.read(1 << 20), nbytes)
+            except (EOFError, OSError, lzma.LZMAError, zlib.error):
+                return b""
     # zstd
     exe = shutil.which("zstd")
     if exe:

@@ -92,6 +92,8 @@ def assess(path, fmt: str, st: dict, facts: dict, final: bool) -> Assessment:
     stray = _stray_cpus(counts, facts.get("cpus"))
     a = Assessment(cpus=None, first_ts=None, last_ts=None, stray_cpus=frozenset(stray))
     _unparsed(path, st, a, final)
+    if final:
+        _short(st, facts, a)
     _stray(path, st, counts, stray, facts.get("cpus"), a, final)
     _backwards(path, st, a, final)
     _time_range(st, a)
@@ -159,6 +161,18 @@ def _unparsed(path, st: dict, a: Assessment, final: bool) -> None:
     )
 
 
+def _short(st: dict, facts: dict, a: Assessment) -> None:
+    """Fewer lines than the events ftrace's header counts in its buffer (it prints them
+    all): a file cut at a line boundary."""
+    entries = facts.get("entries_in_buffer")
+    lines = st["events"] + st["unparsed"]
+    if entries is not None and lines < entries:
+        a.parts.append(
+            f"the header counts {entries:,} events in the buffer and the file holds "
+            f"{lines:,} lines of events: cut short?"
+        )
+
+
 def _stray_cpus(counts: np.ndarray, header_cpus: int | None) -> list[int]:
     """CPUs whose events are damage: a few events on a CPU the header does not have, or
     far above the CPUs that hold many events (a garbled ``[9999]`` would otherwise make
@@ -208,7 +222,7 @@ def _lost_cpus(st: dict, kept: list[int], a: Assessment) -> None:
     if st["max_lost_cpu"] >= limit:
         a.lost_cpu_limit = limit
         a.parts.append(
-            f"lost-event lines on CPUs above {limit - 1:,} (up to CPU {st['max_lost_cpu']:,}, "
+            f"lost-event lines on CPUs above {limit - 1} (up to CPU {st['max_lost_cpu']}, "
             "far above the others) were skipped"
         )
 
@@ -223,10 +237,10 @@ def _backwards(path, st: dict, a: Assessment, final: bool) -> None:
             f"{n:,} of {st['events']:,} events go back in time on their CPU (first: line "
             f"{first:,}): the lines are not in time order (interleaved or damaged)",
         )
-    events = "1 event goes" if n == 1 else f"{n:,} events go"
-    a.parts.append(
-        f"{events} back in time on their CPU (first: line {first:,}); the tables are in time order"
+    events = (
+        "1 event goes back in time on its" if n == 1 else f"{n:,} events go back in time on their"
     )
+    a.parts.append(f"{events} CPU (first: line {first:,}); the tables are in time order")
 
 
 def _time_range(st: dict, a: Assessment) -> None:

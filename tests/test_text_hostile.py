@@ -1,0 +1,164 @@
+"""Damaged text traces (tests/data/text_hostile/, made by scripts/make_text_hostile.py
+from the real conformance samples): each one is refused in one line naming the file
+(TraceError, exit 2), or read with exactly one warning naming the file and what was
+skipped, the events that remain counted exactly; never a traceback, a wrong answer
+without a word, or memory that grows with a line."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import schedwake
+from schedwake import TraceError
+
+from .conftest import ROOT, run_cli
+
+HOSTILE = ROOT / "tests" / "data" / "text_hostile"
+MANIFEST = json.loads((HOSTILE / "manifest.json").read_text())
+SCRIPT = ROOT / "scripts" / "make_text_hostile.py"
+
+
+def generator():
+    spec = importlib.util.spec_from_file_location("make_text_hostile", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def load(name: str) -> schedwake.Trace:
+    return schedwake.load(HOSTILE / name, input_format=MANIFEST[name]["format"])
+
+
+def test_corpus_is_what_the_script_makes(tmp_path):
+    generator().write(tmp_path)
+    made = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    committed = {p.name: p.read_bytes() for p in HOSTILE.iterdir()}
+    assert sorted(made) == sorted(committed)
+    for name in made:
+        assert made[name] == committed[name], f"{name} differs: run {SCRIPT.name} again"
+
+
+def test_every_kind_of_outcome_is_there():
+    outcomes = [e["outcome"] for e in MANIFEST.values()]
+    assert {o: outcomes.count(o) for o in ("error", "warning", "ok")} == {
+        "error": 18,
+        "warning": 13,
+        "ok": 9,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_load(name):
+    entry = MANIFEST[name]
+    path = HOSTILE / name
+    if entry["outcome"] == "error":
+        with pytest.raises(TraceError) as err:
+            load(name)
+        message = str(err.value)
+        assert "\n" not in message and message.startswith(f"{path}: ")
+        for word in entry["keywords"]:
+            assert word in message, message
+        return
+    trace = load(name)
+    assert trace.meta["event_counts"] == entry["event_counts"]
+    assert sum(trace.table(e).num_rows for e in trace.events) == sum(entry["event_counts"].values())
+    if entry["outcome"] == "ok":
+        assert trace.warnings == []
+    else:
+        assert len(trace.warnings) == 1, trace.warnings
+        for word in entry["keywords"]:
+            assert word in trace.warnings[0], trace.warnings[0]
+        assert trace.warnings[0] in trace.caveats
+    if "cpus" in entry:
+        assert trace.meta["cpus"] == entry["cpus"]
+    if "duration_ns" in entry:
+        assert trace.meta["last_ts_ns"] - trace.meta["first_ts_ns"] == entry["duration_ns"]
+        ts = [t for e in trace.events for t in trace.table(e).column("ts").to_pylist()]
+        assert max(ts) - min(ts) == entry["duration_ns"]
+
+
+#: `schedwake analyze` runs on every file read with a warning (its report must show
+#: it as a caveat), the header values that used to exhaust memory in the model, and a
+#: clean file; `schedwake info` on every file (a run costs a second of start-up)
+ANALYZED = sorted(
+    [n for n, e in MANIFEST.items() if e["outcome"] == "warning"]
+    + ["header-cpus-1e11.txt", "report-cpus-1e11.txt", "perf-nrcpus-huge.txt", "clean-perf.txt"]
+)
+CLI_JOBS = [("info", n) for n in sorted(MANIFEST)] + [("analyze", n) for n in ANALYZED]
+
+
+@functools.cache
+def cli_runs() -> dict[tuple[str, str], subprocess.CompletedProcess]:
+    """Every CLI_JOBS run, a few at a time."""
+
+    def run(job):
+        command, name = job
+        fmt = MANIFEST[name]["format"]
+        args = [command, HOSTILE / name] + (["--input-format", fmt] if fmt else [])
+        return job, run_cli(*args)
+
+    with ThreadPoolExecutor(4) as pool:
+        return dict(pool.map(run, CLI_JOBS))
+
+
+@pytest.mark.parametrize(("command", "name"), CLI_JOBS)
+def test_cli(command, name):
+    entry = MANIFEST[name]
+    proc = cli_runs()[command, name]
+    stderr = proc.stderr.splitlines()
+    assert "Traceback" not in proc.stderr
+    if entry["outcome"] == "error":
+        assert proc.returncode == 2, proc.stderr
+        assert len(stderr) == 1 and stderr[0].startswith(f"schedwake: {HOSTILE / name}: ")
+        return
+    assert proc.returncode == 0, proc.stderr
+    if entry["outcome"] == "ok":
+        assert stderr == []
+        return
+    assert len(stderr) == 1 and stderr[0].startswith(f"schedwake: warning: {HOSTILE / name}: ")
+    assert all(word in stderr[0] for word in entry["keywords"])
+    warning = stderr[0].split(f"{HOSTILE / name}: ", 1)[1]
+    assert warning in proc.stdout  # a caveat of the report too
+
+
+# ------------------------------------------------------------------------ memory
+
+
+BOMB_CHILD = textwrap.dedent(
+    """
+    import resource, sys
+    sys.path.insert(0, sys.argv[2])
+    import make_text_hostile
+    make_text_hostile.gzip_bomb(sys.argv[1] + "/bomb.txt.gz", 256 << 20)
+    import schedwake
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    trace = schedwake.load(sys.argv[1] + "/bomb.txt.gz")
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(trace.warnings[0])
+    print(after - before)
+    """
+)
+
+
+def test_a_long_line_in_a_small_gzip_is_never_held_whole(tmp_path):
+    """A 256 MiB line (about 256 KB of gzip): skipped as it streams by, in chunks;
+    the reader used to hold it whole, several times over (4 GB for a 1 GiB line)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", BOMB_CHILD, str(tmp_path), str(SCRIPT.parent)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "bomb.txt.gz").stat().st_size < 1 << 20
+    warning, grown_kb = proc.stdout.splitlines()
+    assert "1 of 2 lines" in warning and "longer than 64 KiB" in warning
+    assert int(grown_kb) < 80 << 10  # KB: a few 8 MiB chunks, never the line
