@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .detect import Finding, detect
+from .detect import THRESHOLDS, Finding, detect
+from .errors import OptionError
 from .metrics import trace_metrics
 from .summary import summary
 from .topology import FILE_HEADER, Topology
@@ -88,7 +89,8 @@ def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None
     """Run the detectors and compute the metrics of ``trace`` (a :class:`schedwake.Trace`).
 
     ``thresholds``: overrides of the detector thresholds by name (docs/detectors.md;
-    an unknown name or a value that is not a number raises TraceError);
+    an unknown name or a value that is not a number raises TraceError, a value out of
+    its unit's range an OptionError: see :func:`check_thresholds`);
     ``detectors``: the detector names to run (None: all); ``progress``: a callable that
     gets the fraction done after each phase (model tables, detectors, metrics).
     """
@@ -98,7 +100,7 @@ def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None
         if progress is not None:
             progress(fraction)
 
-    used = resolve_thresholds(thresholds)
+    used = check_thresholds(resolve_thresholds(thresholds))
     model = trace.model
     for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
         getattr(model, table)  # built once, here, so that the phases can be reported
@@ -108,6 +110,34 @@ def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None
     metrics = trace_metrics(trace, thresholds)
     done(1.0)
     return Analysis(trace, findings, metrics, used)
+
+
+def check_thresholds(values: dict) -> dict:
+    """``values`` (threshold name -> number), each refused with an
+    :class:`~schedwake.errors.OptionError` naming ``thresholds`` unless it fits its
+    unit (docs/detectors.md): a share (``fraction``) from 0 to 1, seconds a finite
+    number >= 0, a flag (``bool``) 0 or 1, and a count (episodes, wake-ups, runs, ...)
+    a whole number >= 0. NaN fits none: a NaN threshold would silently flag nothing
+    (or everything). Returns ``values``."""
+    for name, value in values.items():
+        threshold = THRESHOLDS.get(name)
+        if threshold is not None:
+            if why := _out_of_range(float(value), threshold.unit):
+                raise OptionError("thresholds", f"{name}={value:g}", f"{name} {why}")
+    return values
+
+
+def _out_of_range(value: float, unit: str) -> str | None:
+    """Why ``value`` does not fit a threshold of ``unit``, or None."""
+    if not np.isfinite(value) or value < 0:
+        return f"must be a finite number >= 0 (its unit: {unit})"
+    if unit == "fraction" and value > 1:
+        return "is a share: from 0 to 1"
+    if unit == "bool" and value not in (0, 1):
+        return "is a flag: 0 or 1"
+    if unit not in ("fraction", "s", "bool") and not value.is_integer():
+        return f"is a count of {unit}: a whole number"
+    return None
 
 
 def topology_facts(topo: Topology) -> dict:
@@ -145,4 +175,4 @@ def _jsonable(o):
     return str(o)
 
 
-__all__ = ["Analysis", "analyze", "topology_facts"]
+__all__ = ["Analysis", "analyze", "check_thresholds", "topology_facts"]

@@ -44,7 +44,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import TraceError
+from .errors import OptionError, TraceError
 from .version import __version__
 
 __all__ = [
@@ -70,6 +70,9 @@ TRACES_FILE, FINDINGS_FILE, WINDOWS_FILE, MANIFEST_FILE = (
 TRACE_SUFFIXES = (".dat", ".data", ".txt", ".report", ".perf", ".gz", ".xz", ".zst", ".bz2")
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
+
+#: The most worker processes a local cluster may be given.
+MAX_WORKERS = 1024
 
 #: Columns of findings.parquet and windows.parquet.
 FINDINGS_SCHEMA = pa.schema(
@@ -317,9 +320,11 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             topo.source = _as_given(topo.source, abspath, path)
         trace.meta["path"] = path
         thresholds = dict(options.thresholds)
-        analysis = analyze(trace, thresholds)
         windows = [default_window([trace.duration_ns / 1e9])]
         windows += [w for w in options.windows if not any(math.isclose(w, x) for x in windows)]
+        for w in windows:
+            _check_windows_of(path, w, trace.duration_ns / 1e9)
+        analysis = analyze(trace, thresholds)
         samples = [
             metric_samples(trace, w, thresholds).assign(window_s=w)
             for w in windows
@@ -406,6 +411,17 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
     return TraceResult(row, findings, windows_table)
 
 
+def _check_windows_of(path: str, window_s: float, duration_s: float) -> None:
+    """TraceError naming the trace if windows of ``window_s`` would cut it into more
+    windows than a trace may have (a window longer than the trace is one window)."""
+    from .compare import check_window
+
+    try:
+        check_window(window_s, [duration_s], "--window", one_window_ok=True)
+    except OptionError as exc:
+        raise TraceError(path, f"--window {exc.value}: {exc.problem}") from None
+
+
 # -- many traces -------------------------------------------------------------------------------
 
 
@@ -470,26 +486,25 @@ def batch(
     Raises TraceError for bad options (a rules-of-the-road error, before any work); a
     trace that cannot be analysed is an error row (``BatchResult.errors``), not a raise.
     """
+    from .analysis import check_thresholds
+    from .compare import check_window
     from .detect import thresholds as resolve_thresholds
+    from .topology import Topology
 
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise TraceError(out, "is a file; -o takes a directory")
-    _label_regex(label_from)  # bad regex: refuse before any work
-    resolve_thresholds(thresholds)  # unknown names, non-numbers: refuse before any work
+    # bad options are refused before any work: each trace checks them again against itself
+    _label_regex(label_from)
+    check_thresholds(resolve_thresholds(thresholds))
     for w in windows:
-        if not (isinstance(w, (int, float)) and math.isfinite(w) and w > 0):
-            raise TraceError("--window", f"must be a positive number of seconds, not {w!r}")
+        check_window(w, (), "windows")
     if topology_file is not None:
-        from .topology import Topology
-
-        Topology.from_file(topology_file)  # a bad topology file: refuse before any work
+        Topology.from_file(topology_file)
     if llc:
-        from .topology import Topology
-
         Topology.from_llc_lists(llc)
-    if workers is not None and workers < 1:
-        raise TraceError("--workers", f"must be at least 1, not {workers}")
+    if workers is not None and not (isinstance(workers, int) and 1 <= workers <= MAX_WORKERS):
+        raise OptionError("workers", workers, f"must be a whole number from 1 to {MAX_WORKERS}")
     options = Options(
         topology_file=None if topology_file is None else str(topology_file),
         topology_abspath=None if topology_file is None else os.path.abspath(topology_file),

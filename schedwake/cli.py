@@ -1,12 +1,15 @@
 """Command line: a thin click layer over the Python API.
 
 Every command parses its arguments, calls the API and prints. Input the API
-rejects (``TraceError``) becomes one line on stderr and exit code 2.
+rejects (``TraceError``) becomes one line on stderr and exit code 2; so does an option
+value out of range (``OptionError``, or click's own usage errors), in click's style:
+``Error: --window 1e-09: a window must be at least 1 us (...)``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from contextlib import contextmanager
@@ -15,9 +18,11 @@ from pathlib import Path
 import click
 
 from . import TraceError, load
+from .errors import OptionError
 from .ingest import DEFAULT_READER, FORMATS, READERS
 from .report import info as info_report
 from .summary import summary as trace_summary
+from .trace import MAX_JOBS
 
 
 @contextmanager
@@ -108,6 +113,76 @@ def _warn(path, warnings) -> None:
             click.echo(f"schedwake: warning: {path}: {text}", err=True)
 
 
+#: The options of the API's parameters, for the one line of an OptionError.
+OPTION_OF = {
+    "window_s": "--window",
+    "windows": "--window",
+    "alpha": "--alpha",
+    "thresholds": "--threshold",
+    "llc": "--llc",
+    "jobs": "--jobs",
+    "workers": "--workers",
+    "start_ns": "--time",
+    "end_ns": "--time",
+}
+
+
+def _option_error_line(exc: OptionError) -> str:
+    """``Error: --window 1e-09: a window must be at least 1 us``."""
+    return f"Error: {OPTION_OF.get(exc.param, exc.param)} {exc.value}: {exc.problem}"
+
+
+class _FiniteFloat(click.FloatRange):
+    """click's FloatRange that also refuses NaN and the infinities (NaN passes its
+    comparisons; an infinite window or duration is a traceback further on)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            name = param.opts[0] if param is not None else "value"
+            raise OptionError(name, value, "must be a finite number")
+        return number
+
+
+class _Commands(click.Group):
+    """The schedwake command group: whatever a command cannot use ends in one line on
+    stderr and an exit code (2 for bad input and bad options), under the console script
+    and click's CliRunner alike; never a traceback."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except OptionError as exc:
+            _fail(_option_error_line(exc), 2)
+        except TraceError as exc:
+            # an option named by the API (--llc, --threshold) or a file
+            _fail(f"Error: {exc}" if exc.path.startswith("--") else f"schedwake: {exc}", 2)
+        except click.exceptions.Abort:
+            _fail("schedwake: interrupted", 130)
+        except click.UsageError as exc:
+            _fail("Error: " + " ".join(exc.format_message().split()), exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("schedwake: interrupted", 130)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except OSError as exc:
+            _fail(f"schedwake: {exc.filename or ''}: {exc.strerror or exc}", 2)
+        except MemoryError:
+            _fail("schedwake: out of memory", 2)
+        if standalone_mode:
+            sys.exit(code if isinstance(code, int) else 0)
+        return code
+
+
+def _fail(line: str, code: int):
+    click.echo(line, err=True)
+    sys.exit(code)
+
+
 input_format_option = click.option(
     "--input-format",
     type=click.Choice(FORMATS),
@@ -149,7 +224,7 @@ def decoder_options(f):
     """--reader / --jobs."""
     f = click.option(
         "--jobs",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_JOBS),
         default=None,
         metavar="N",
         help="Threads decoding a trace.dat or perf.data (default: one per CPU; the "
@@ -167,7 +242,7 @@ def decoder_options(f):
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="schedwake")
 def cli():
     """Find scheduler wake-up pathologies in kernel traces."""
@@ -397,16 +472,16 @@ def analyze(
         ssh host cat /tmp/trace.dat | schedwake analyze -
     """
     from .analysis import analyze as run_analysis
-    from .detect import parse_threshold_options
     from .model import MODEL_EVENTS
     from .report import analyze as report
 
-    th = parse_threshold_options(thresholds)
+    th = _thresholds(thresholds)
     t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
     with _progress(f"analysing {Path(trace).name}") as bar:
         t.use_topology(topology_file, llc)
         if time_range is not None or cpu_list is not None:
             start, end = _time_range(time_range)
+            _check_span(time_range, start, end, t)
             cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
             t = t.sliced(start, end, cpus)
         if pid_list is not None:
@@ -426,20 +501,57 @@ def analyze(
         click.echo(report.text(analysis), nl=False)
 
 
+#: The largest time --time may name, in seconds: its nanoseconds must fit the int64
+#: timestamps of the tables (2^63 ns is 292 years).
+MAX_SECONDS = 9e9
+
+#: The largest pid there is: the kernel's PID_MAX_LIMIT (pid_max is at most this).
+MAX_PID = 4194304
+
+
 def _time_range(text: str | None) -> tuple[int | None, int | None]:
     """``--time START,END`` (seconds, either may be empty) as trace timestamps in ns."""
     if text is None:
         return None, None
     parts = text.split(",")
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        start, end = (None if not p.strip() else round(float(p) * 1e9) for p in parts)
-    except (ValueError, OverflowError):
-        raise TraceError("--time", f"expected START,END in seconds, not {text!r}") from None
+    if len(parts) != 2:
+        raise OptionError("--time", text, "expected START,END in seconds (either may be empty)")
+    bounds: list[int | None] = []
+    for part in parts:
+        if not part.strip():
+            bounds.append(None)
+            continue
+        try:
+            seconds = float(part)
+        except ValueError:
+            raise OptionError("--time", text, "expected START,END in seconds") from None
+        if not math.isfinite(seconds) or abs(seconds) > MAX_SECONDS:
+            raise OptionError(
+                "--time",
+                text,
+                f"expected START,END in seconds, each finite and below {MAX_SECONDS:g}",
+            )
+        bounds.append(round(seconds * 1e9))
+    start, end = bounds
     if start is not None and end is not None and start >= end:
-        raise TraceError("--time", f"START must come before END: {text!r}")
+        raise OptionError("--time", text, "START must come before END")
     return start, end
+
+
+def _check_span(text: str | None, start: int | None, end: int | None, trace) -> None:
+    """``--time`` refused when it lies wholly outside the trace's events."""
+    first, last = trace.meta.get("first_ts_ns"), trace.meta.get("last_ts_ns")
+    if text is None or first is None or last is None:
+        return
+    if (start is not None and start > last) or (end is not None and end < first):
+        lo = "start" if start is None else f"{start / 1e9:.6f}"
+        hi = "end" if end is None else f"{end / 1e9:.6f}"
+        raise OptionError(
+            "--time",
+            text,
+            f"no events from {lo} to {hi} s: the trace runs from {first / 1e9:.6f} to "
+            f"{last / 1e9:.6f} s",
+        )
 
 
 def _pid_list(text: str) -> list[int]:
@@ -447,10 +559,20 @@ def _pid_list(text: str) -> list[int]:
     try:
         pids = sorted({int(p) for p in text.split(",") if p.strip()})
     except ValueError:
-        raise TraceError("--pid", f"expected comma-separated pids, not {text!r}") from None
+        raise OptionError("--pid", text, "expected comma-separated pids") from None
     if not pids or min(pids) < 0:
-        raise TraceError("--pid", f"expected comma-separated pids, not {text!r}")
+        raise OptionError("--pid", text, "expected comma-separated pids (each >= 0)")
+    if max(pids) > MAX_PID:
+        raise OptionError("--pid", text, f"a pid is at most {MAX_PID} (the kernel's PID_MAX_LIMIT)")
     return pids
+
+
+def _thresholds(items) -> dict[str, float]:
+    """``--threshold NAME=VALUE`` options: known names, each value in its unit's range."""
+    from .analysis import check_thresholds
+    from .detect import parse_threshold_options
+
+    return check_thresholds(parse_threshold_options(items))
 
 
 def _pids(text: str, trace) -> list[int]:
@@ -466,19 +588,18 @@ def _pids(text: str, trace) -> list[int]:
                 seen.update(np.unique(table.column(c).to_numpy()).tolist())
     missing = [p for p in pids if p not in seen]
     if missing:
-        raise TraceError("--pid", f"no task with pid {missing[0]} runs or is woken in the trace")
+        raise OptionError(
+            "--pid", text, f"no task with pid {missing[0]} runs or is woken in the trace"
+        )
     return pids
 
 
 def _cpus(text: str, ncpus: int) -> list[int]:
-    """``--cpu CPULIST``: the CPUs, each one the trace has."""
+    """``--cpu CPULIST``: the CPUs, each one the trace has (checked before the list is
+    expanded: ``0-99999999`` costs nothing)."""
     from .topology import parse_cpulist
 
-    cpus = parse_cpulist(text, "--cpu")
-    bad = [c for c in cpus if c >= ncpus]
-    if bad:
-        raise TraceError("--cpu", f"the trace has CPUs 0-{ncpus - 1}, not {bad[0]}")
-    return cpus
+    return parse_cpulist(text, "--cpu", ncpus)
 
 
 @cli.command(short_help="Where a perf record -g profile spent its time, per function.")
@@ -556,10 +677,12 @@ def profile(trace, kallsyms_file, event, comm_list, pid_list, cpu_list, time_ran
     if comm_list is not None:
         comms = [c.strip() for c in comm_list.split(",") if c.strip()]
         if not comms:
-            raise TraceError("--comm", f"expected comma-separated thread names, not {comm_list!r}")
+            raise OptionError("--comm", comm_list, "expected comma-separated thread names")
     pids = None if pid_list is None else _pid_list(pid_list)
     cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
     span = None if time_range is None else _time_range(time_range)
+    if span is not None:
+        _check_span(time_range, *span, t)
     with _progress(f"profiling {Path(trace).name}") as bar:
         result = run_profile(
             t,
@@ -598,7 +721,7 @@ def profile(trace, kallsyms_file, event, comm_list, pid_list, cpu_list, time_ran
 @click.option(
     "--window",
     "window_s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=_FiniteFloat(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="Window length of per-window samples (default: a round value giving "
@@ -621,7 +744,7 @@ def profile(trace, kallsyms_file, event, comm_list, pid_list, cpu_list, time_ran
 )
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=_FiniteFloat(0, 1, min_open=True, max_open=True),
     default=0.10,
     show_default=True,
     help="Significance level of the t-test.",
@@ -692,10 +815,9 @@ def compare(
     """
     from .compare import compare as run_compare
     from .compare import parse_sides
-    from .detect import parse_threshold_options
     from .model import MODEL_EVENTS
 
-    th = parse_threshold_options(thresholds)
+    th = _thresholds(thresholds)
     dataset = _dataset(from_batch, where, topology_file, llc)
     if dataset is not None:
         spec = parse_sides(traces, side_specs, labels, expand=dataset.expand)
@@ -845,7 +967,6 @@ def gate(
         schedwake gate --baseline base/*.dat --candidate new/*.dat --junit gate.xml
         schedwake gate --print-default-rules > gate.toml
     """
-    from .detect import parse_threshold_options
     from .gate import DEFAULT_RULES_TOML
     from .gate import gate as run_gate
     from .model import MODEL_EVENTS
@@ -853,7 +974,7 @@ def gate(
     if print_default_rules:
         click.echo(DEFAULT_RULES_TOML, nl=False)
         return
-    th = parse_threshold_options(thresholds)
+    th = _thresholds(thresholds)
     dataset = _dataset(from_batch, where, topology_file, llc)
     # missing sides are judged like unreadable ones: exit 2 with reports
     with _progress("measuring the traces") as bar:
@@ -909,7 +1030,7 @@ def gate(
     "--window",
     "windows",
     multiple=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=_FiniteFloat(min=0, min_open=True),
     metavar="SECONDS",
     help="Also store per-window samples of this length, besides each trace's default "
     "(for compare/gate --from-batch with --window); repeatable.",
@@ -923,7 +1044,7 @@ def gate(
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_JOBS),
     default=None,
     metavar="N",
     help="Worker processes of the local cluster (default: one per CPU).",
@@ -970,14 +1091,13 @@ def batch(
     import logging
 
     from .batch import batch as run_batch
-    from .detect import parse_threshold_options
 
     if serial and (scheduler or workers):
         raise click.UsageError("--serial runs without Dask: leave out --scheduler and --workers")
     if scheduler and workers:
         raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
     logging.getLogger("distributed").setLevel(logging.ERROR)  # quiet CI logs
-    th = parse_threshold_options(thresholds)
+    th = _thresholds(thresholds)
     with _progress("analysing traces") as bar:
         result = run_batch(
             list(inputs),
@@ -1030,7 +1150,7 @@ def batch(
 )
 @click.option(
     "--duration",
-    type=click.FloatRange(min=0, min_open=True),
+    type=_FiniteFloat(min=0, min_open=True),
     default=None,
     metavar="S",
     help="Record for S seconds (stops COMMAND if it runs longer).",
@@ -1078,29 +1198,7 @@ def record(output, events, buffer_kb, duration, method, quiet, command):
 
 def main(argv=None):
     """Entry point of the ``schedwake`` console script."""
-    try:
-        cli.main(args=argv, prog_name="schedwake", standalone_mode=False)
-    except TraceError as exc:
-        click.echo(f"schedwake: {exc}", err=True)
-        sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("schedwake: interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("schedwake: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
-    except OSError as exc:
-        click.echo(f"schedwake: {exc.filename or ''}: {exc.strerror or exc}", err=True)
-        sys.exit(2)
-    except MemoryError:
-        click.echo("schedwake: out of memory", err=True)
-        sys.exit(2)
+    cli.main(args=argv, prog_name="schedwake")
 
 
 if __name__ == "__main__":

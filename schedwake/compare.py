@@ -38,7 +38,7 @@ import pandas as pd
 
 from . import mmtests
 from . import stats as st
-from .errors import TraceError
+from .errors import OptionError, TraceError
 from .topology import trace_stem
 
 __all__ = [
@@ -51,6 +51,8 @@ __all__ = [
     "parse_sides",
     "default_window",
     "sample_plan",
+    "check_window",
+    "check_alpha",
     "SIGNIFICANCE",
     "SAMPLE_MODES",
 ]
@@ -59,6 +61,12 @@ SIGNIFICANCE = ("ttest", "ci95")
 SAMPLE_MODES = ("auto", "per-trace", "per-window")
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
+
+#: The shortest per-window sample length (below it a window holds no event of its own).
+MIN_WINDOW_S = 1e-6
+#: The most windows one trace may be cut into: a window's samples take about 6 kB at
+#: their peak, so that this many take some 600 MB.
+MAX_WINDOWS = 100_000
 
 
 @dataclass
@@ -190,18 +198,68 @@ def parse_sides(
     return sides
 
 
-def sample_plan(samples: str, sides, window_s=None) -> tuple[str, float | None]:
+def sample_plan(
+    samples: str, sides, window_s=None, param: str = "window_s"
+) -> tuple[str, float | None]:
     """The sample kind of a comparison of ``sides`` (lists of traces): ``samples``, with
     "auto" resolved (per-trace values when every side has two or more traces), and for
-    per-window samples the window length (``window_s``, else :func:`default_window`)."""
+    per-window samples the window length (``window_s``, checked by :func:`check_window`
+    against the traces and refused naming ``param``, else :func:`default_window`)."""
     kind = samples
     if kind == "auto":
         kind = "per-trace" if all(len(v) >= 2 for v in sides) else "per-window"
+    durations = [t.duration_ns / 1e9 for v in sides for t in v]
     if kind != "per-window":
+        if window_s is not None:  # not used, but never silently wrong
+            check_window(window_s, (), param)
         return kind, None
     if window_s is not None:
-        return kind, float(window_s)
-    return kind, default_window([t.duration_ns / 1e9 for v in sides for t in v])
+        return kind, check_window(window_s, durations, param)
+    # the default is at least 1 ms: a shorter trace is one window, as it always was
+    return kind, check_window(default_window(durations), durations, param, one_window_ok=True)
+
+
+def check_window(
+    window_s, durations_s=(), param: str = "window_s", one_window_ok: bool = False
+) -> float:
+    """``window_s`` as a float, or OptionError naming ``param`` unless it is a finite
+    number of seconds, at least :data:`MIN_WINDOW_S`, that cuts none of the traces
+    (``durations_s``, seconds) into more than :data:`MAX_WINDOWS` windows nor is longer
+    than the longest of them (one window a trace is not a per-window sample; with
+    ``one_window_ok`` it may be, as a batch stores any length asked for)."""
+    if isinstance(window_s, bool) or not isinstance(window_s, (int, float)):
+        raise OptionError(param, repr(window_s), "must be a number of seconds")
+    w = float(window_s)
+    longest = max((float(d) for d in durations_s if d and d > 0), default=0.0)
+    if not math.isfinite(w) or w <= 0:
+        raise OptionError(param, f"{w:g}", "must be a finite number of seconds above 0")
+    if w < MIN_WINDOW_S:
+        cut = f" (the trace would be cut into {longest / w:.3g} windows)" if longest else ""
+        raise OptionError(param, f"{w:g}", f"a window must be at least 1 us{cut}")
+    if longest and longest / w > MAX_WINDOWS:
+        raise OptionError(
+            param,
+            f"{w:g}",
+            f"cuts a {longest:.3g}-s trace into {longest / w:.3g} windows, more than the "
+            f"{MAX_WINDOWS:.0e} a trace may have: give a longer window",
+        )
+    if longest and w > longest and not one_window_ok:
+        raise OptionError(
+            param,
+            f"{w:g}",
+            f"is longer than the longest trace ({longest:.3g} s): each trace would be one window",
+        )
+    return w
+
+
+def check_alpha(alpha, param: str = "alpha") -> float:
+    """The significance level ``alpha`` as a float, or OptionError naming ``param``
+    unless it is a number strictly between 0 and 1 (NaN is not)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise OptionError(param, repr(alpha), "must be a number between 0 and 1")
+    if not 0 < float(alpha) < 1:  # False for NaN
+        raise OptionError(param, f"{alpha:g}", "must be a number between 0 and 1 (exclusive)")
+    return float(alpha)
 
 
 def default_window(durations_s) -> float:
@@ -331,6 +389,7 @@ def compare(
     trace. ``thresholds``: detector threshold overrides (futile-run length, ...).
     ``progress``: gets the fraction of the traces measured (model and metrics).
     """
+    from .analysis import check_thresholds
     from .detect import thresholds as _check_thresholds
 
     if significance not in SIGNIFICANCE:
@@ -339,8 +398,7 @@ def compare(
         )
     if samples not in SAMPLE_MODES:
         raise TraceError("--samples", f"must be one of {', '.join(SAMPLE_MODES)}")
-    if window_s is not None and not window_s > 0:
-        raise TraceError("--window", f"must be a positive number of seconds, not {window_s}")
+    alpha = check_alpha(alpha)  # (a window is checked against the traces: sample_plan)
     if metrics is not None:
         from .metrics import canonical_name, catalogue_entry
 
@@ -350,7 +408,7 @@ def compare(
                 catalogue_entry(m)
             except KeyError as e:
                 raise TraceError("--metric", e.args[0]) from None
-    th = _check_thresholds(thresholds)
+    th = check_thresholds(_check_thresholds(thresholds))
     side_list = _normalise(sides, labels, topology_file, llc)
     kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
     parts = []
@@ -409,6 +467,7 @@ def from_samples(
 
     if significance not in SIGNIFICANCE:
         raise TraceError("--significance", f"must be one of {', '.join(SIGNIFICANCE)}")
+    alpha = check_alpha(alpha)
     for col in ("side", "metric", "value"):
         if col not in samples.columns:
             raise ValueError(f"samples table needs a {col!r} column")

@@ -1,4 +1,4 @@
-"""The one exception type schedwake raises for input it cannot use."""
+"""The exception types schedwake raises for input it cannot use."""
 
 
 class TraceError(Exception):
@@ -12,3 +12,26 @@ class TraceError(Exception):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+
+class OptionError(TraceError, ValueError):
+    """A parameter's value is out of range: a window that would cut the trace into
+    billions of windows, a NaN threshold, a CPU the trace does not have.
+
+    ``param`` is the parameter's name as the API spells it (``window_s``), ``value`` what
+    was given (as text), ``problem`` why it is refused; ``str(err)`` is
+    ``"window_s=1e-09: a window must be ..."`` (``"--llc 0-x: ..."`` when ``param`` is an
+    option's name already). The CLI names its option instead
+    (``--window 1e-09: ...``) and exits with code 2. It is a ValueError for callers of
+    the API and a TraceError for code that turns bad input into an error row or verdict.
+    """
+
+    def __init__(self, param: str, value, problem: str):
+        self.param = param
+        text = str(value)
+        #: the value as a message shows it: quoted when it is empty or blank
+        self.value = text if text.strip() and text == text.strip() else repr(text)
+        # an option (--llc) is named as on a command line, a parameter as in a call
+        super().__init__(
+            f"{param} {self.value}" if param.startswith("-") else f"{param}={self.value}", problem
+        )

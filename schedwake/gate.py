@@ -43,12 +43,14 @@ from .compare import (
     SAMPLE_MODES,
     SIGNIFICANCE,
     CompareResult,
+    check_alpha,
+    check_window,
     expand_paths,
     load_model_trace,
     sample_plan,
 )
 from .compare import compare as run_compare
-from .errors import TraceError
+from .errors import OptionError, TraceError
 from .mmtests import gain_pct_text
 from .model.events import timestamp_problem
 
@@ -122,16 +124,63 @@ class Settings:
     min_windows: int = 10
 
 
+def _text_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
+    def take(v) -> str:
+        if v not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, not {v!r}")
+        return v
+
+    return take
+
+
+def _number(v) -> float:
+    """A TOML number (an integer or a finite float; true/false are not numbers)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError(f"must be a finite number, not {v!r}")
+    return float(v)
+
+
+def _count(v) -> int:
+    """A TOML integer (1.5, true and "3" are not counts)."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"must be a whole number, not {v!r}")
+    return v
+
+
+def _at_least(take: Callable[[Any], Any], low) -> Callable[[Any], Any]:
+    def checked(v):
+        got = take(v)
+        if got < low:
+            raise ValueError(f"must be >= {low}, not {v!r}")
+        return got
+
+    return checked
+
+
+def _alpha(v) -> float:
+    try:
+        return check_alpha(_number(v))
+    except OptionError:
+        raise ValueError(f"must be between 0 and 1 (exclusive), not {v!r}") from None
+
+
+def _window(v) -> float:
+    try:
+        return check_window(_number(v))
+    except OptionError as exc:
+        raise ValueError(f"{v!r}: {exc.problem}") from None
+
+
 #: Each [gate] key (the Settings fields: the defaults are theirs) and how its TOML value
-#: is taken (a wrong kind raises TypeError/ValueError)
+#: is checked and taken (a value of the wrong kind or out of range raises ValueError)
 _SETTINGS_TYPES: dict[str, Callable[[Any], Any]] = {
-    "significance": str,
-    "alpha": float,
-    "samples": str,
-    "window": lambda v: None if v is None else float(v),
-    "max_lost_events": int,
-    "min_duration": float,
-    "min_windows": int,
+    "significance": _text_of(SIGNIFICANCE),
+    "alpha": _alpha,
+    "samples": _text_of(SAMPLE_MODES),
+    "window": _window,
+    "max_lost_events": _at_least(_count, 0),
+    "min_duration": _at_least(_number, 0),
+    "min_windows": _at_least(_count, 1),
 }
 
 
@@ -279,6 +328,8 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TraceError(where, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise TraceError(where, "not a rules file: its TOML is nested too deeply") from None
     unknown = set(doc) - {"gate", "rules"}
     if unknown:
         raise TraceError(
@@ -295,22 +346,13 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
             f"[gate]: unknown key(s) {', '.join(sorted(bad))} "
             f"(known: {', '.join(sorted(_SETTINGS_TYPES))})",
         )
-    try:
-        settings = Settings(**{k: _SETTINGS_TYPES[k](v) for k, v in g.items()})
-    except (TypeError, ValueError) as exc:
-        raise TraceError(where, f"[gate]: {exc}") from None
-    if settings.significance not in SIGNIFICANCE:
-        raise TraceError(where, f"[gate] significance must be one of {', '.join(SIGNIFICANCE)}")
-    if settings.samples not in SAMPLE_MODES:
-        raise TraceError(where, f"[gate] samples must be one of {', '.join(SAMPLE_MODES)}")
-    if not 0 < settings.alpha < 1:
-        raise TraceError(where, "[gate] alpha must be between 0 and 1")
-    if settings.window is not None and not settings.window > 0:
-        raise TraceError(where, "[gate] window must be a positive number of seconds")
-    if settings.max_lost_events < 0 or settings.min_duration < 0 or settings.min_windows < 1:
-        raise TraceError(
-            where, "[gate] max_lost_events and min_duration must be >= 0, min_windows >= 1"
-        )
+    values = {}
+    for key, value in g.items():
+        try:
+            values[key] = _SETTINGS_TYPES[key](value)
+        except ValueError as exc:
+            raise TraceError(where, f"[gate] {key} {exc}") from None
+    settings = Settings(**values)
     table = doc.get("rules", {})
     if not isinstance(table, dict) or not table:
         raise TraceError(where, 'no rules: add at least one [rules."METRIC"] table')
@@ -450,6 +492,10 @@ def gate(
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
     """
+    from .analysis import check_thresholds
+    from .detect import thresholds as resolve_thresholds
+
+    check_thresholds(resolve_thresholds(thresholds))  # a bad override: nothing to judge with
     if rules is None:
         settings, rule_list = default_rules()
         source = "defaults"
@@ -520,7 +566,13 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
     from .metrics import window_edges
 
     settings = result.settings
-    kind, window = sample_plan(settings.samples, list(sides.values()), settings.window or None)
+    try:
+        kind, window = sample_plan(
+            settings.samples, list(sides.values()), settings.window, "[gate] window"
+        )
+    except OptionError as exc:  # a window the traces cannot be cut into
+        result.problems.append(f"{result.rules_source}: [gate] window {exc.value}: {exc.problem}")
+        return "per-window", None
     if kind == "per-trace":
         few = [n for n, v in sides.items() if len(v) < 2]
         if few:

@@ -29,6 +29,7 @@ one kills it); the trace is still written. Problems that stop a recording raise
 from __future__ import annotations
 
 import errno
+import math
 import os
 import shutil
 import signal
@@ -387,8 +388,10 @@ def record(
     log = log or (lambda msg: None)
     if method not in METHODS:
         raise RecordError(f"unknown method {method!r} (one of {', '.join(METHODS)})", "--method")
-    if duration is not None and not duration > 0:
-        raise RecordError(f"duration must be > 0 seconds, not {duration}", "--duration")
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        raise RecordError(
+            f"duration must be a finite number of seconds > 0, not {duration}", "--duration"
+        )
     if buffer_kb is not None and buffer_kb < 1:
         raise RecordError(f"buffer size must be >= 1 KB, not {buffer_kb}", "--buffer-kb")
     evlist = parse_events(events) if events is None or isinstance(events, str) else list(events)

@@ -28,7 +28,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import TraceError
+from .errors import OptionError, TraceError
+
+#: The most CPUs a topology may describe (the C decoder's bound, ``MAX_CPUS`` of
+#: ``ingest/_td_internal.h``): a map is three arrays of this length at most.
+MAX_CPUS = 65536
+
+#: The keys of a topology JSON file.
+_KEYS = ("cpus", "llc", "smt", "numa")
 
 #: ``Topology.source`` of a map read from the trace file's own header.
 FILE_HEADER = "file header"
@@ -39,30 +46,54 @@ MIGRATION_CLASSES = ("none", "same_core", "same_llc", "cross_llc", "cross_numa")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
 
 
-def parse_cpulist(text: str, source="cpulist") -> list[int]:
+def _refused(source, text: str, problem: str) -> TraceError:
+    """The error of a bad cpulist: an option's (``source`` ``--llc``, ``--cpu``) names the
+    option and the value given; a file's names the file."""
+    if str(source).startswith("--"):
+        return OptionError(str(source), text.strip(), problem)
+    return TraceError(source, problem)
+
+
+def _beyond(cpu: int, cpus: int | None) -> str:
+    """Why CPU ``cpu`` is refused when a map may hold ``cpus`` CPUs (None: MAX_CPUS)."""
+    if cpus is None:
+        return f"CPU {cpu} is beyond the {MAX_CPUS} CPUs a topology may have"
+    return f"the trace has CPUs 0-{cpus - 1}, not {cpu}"
+
+
+def parse_cpulist(text: str, source="cpulist", cpus: int | None = None) -> list[int]:
     """CPUs of a kernel cpulist (``0-3,8-11``, ``0-7:2``, ``5``; blanks ignored).
 
-    Raises TraceError naming ``source`` for anything else (empty list, ``3-1``, ``a``).
+    ``cpus``: the CPU count of the trace the list is for (None: :data:`MAX_CPUS`); a CPU
+    at or beyond it is refused before the list is expanded, so that ``0-99999999``
+    costs nothing. Raises TraceError naming ``source`` for anything else (empty list,
+    ``3-1``, ``a``); an :class:`~schedwake.errors.OptionError` when ``source`` is an
+    option (``--llc``).
     """
     if not isinstance(text, str):
         raise TraceError(source, f"cpulist must be a string, not {type(text).__name__}")
-    cpus: list[int] = []
+    limit = MAX_CPUS if cpus is None else cpus
+    out: set[int] = set()
     s = "".join(text.split())
     if not s:
-        raise TraceError(source, "empty cpulist")
+        raise _refused(source, text, "empty cpulist")
     for part in s.split(","):
         m = _RANGE.match(part)
         if not m:
-            raise TraceError(
-                source, f"bad cpulist {text.strip()!r} (part {part!r}; expected e.g. 0-3,8-11)"
+            raise _refused(
+                source,
+                text,
+                f"bad cpulist {text.strip()!r} (part {part!r}; expected e.g. 0-3,8-11)",
             )
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         step = int(m.group(3)) if m.group(3) is not None else 1
         if hi < lo or step < 1:
-            raise TraceError(source, f"bad cpulist {text.strip()!r} (range {part!r})")
-        cpus.extend(range(lo, hi + 1, step))
-    return sorted(set(cpus))
+            raise _refused(source, text, f"bad cpulist {text.strip()!r} (range {part!r})")
+        if hi >= limit:
+            raise _refused(source, text, _beyond(hi, cpus))
+        out.update(range(lo, hi + 1, step))
+    return sorted(out)
 
 
 def format_cpulist(cpus) -> str:
@@ -78,21 +109,26 @@ def format_cpulist(cpus) -> str:
     return ",".join(out)
 
 
-def _groups(value, key: str, source) -> list[list[int]]:
+def _groups(value, key: str, source, cpus: int | None = None) -> list[list[int]]:
+    """The CPU groups of one key of a topology (lists of CPU numbers or cpulists), each
+    CPU below ``cpus`` (None: MAX_CPUS) and in one group at most."""
     if not isinstance(value, list) or not value:
         raise TraceError(source, f"topology {key!r} must be a non-empty list of CPU lists")
+    limit = MAX_CPUS if cpus is None else cpus
     groups = []
     for g in value:
         if isinstance(g, str):
-            groups.append(parse_cpulist(g, source))
+            groups.append(parse_cpulist(g, source, cpus))
         elif (
             isinstance(g, list)
             and g
             and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in g)
         ):
+            if max(g) >= limit:
+                raise TraceError(source, f"topology {key!r}: {_beyond(max(g), cpus)}")
             groups.append(sorted(set(g)))
         else:
-            raise TraceError(source, f"topology {key!r} entry {g!r} is not a CPU list")
+            raise TraceError(source, f"topology {key!r} entry {_short(g)} is not a CPU list")
     seen: set[int] = set()
     for g in groups:
         if seen & set(g):
@@ -102,6 +138,38 @@ def _groups(value, key: str, source) -> list[list[int]]:
             )
         seen |= set(g)
     return groups
+
+
+def _short(value, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` characters: a message names a bad entry, not a
+    megabyte of it."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _split_cores(smt: list[list[int]], llc: list[list[int]]) -> list[int] | None:
+    """The first SMT core whose CPUs sit in different LLCs (a core shares its caches),
+    or None."""
+    llc_of = {c: i for i, g in enumerate(llc) for c in g}
+    for core in smt:
+        if len({llc_of.get(c, -1 - c) for c in core}) > 1:
+            return core
+    return None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    """A JSON object's dict, refusing a key given twice (``json`` keeps the last one
+    silently)."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
 
 
 @dataclass
@@ -120,6 +188,8 @@ class Topology:
 
     def __post_init__(self):
         n = max([self.cpus] + [c + 1 for g in self.llc + self.smt + self.numa for c in g])
+        if n > MAX_CPUS:  # the maps below are arrays of n entries
+            raise OptionError("cpus", n, f"a topology has at most {MAX_CPUS} CPUs")
         self.cpus = n
         if not self.smt:
             self.smt = [[c] for c in range(n)]
@@ -151,30 +221,58 @@ class Topology:
     def single_llc(cls, cpus: int) -> Topology:
         """The fallback: every CPU in one LLC and one node, no SMT."""
         cpus = max(int(cpus), 1)
+        if cpus > MAX_CPUS:
+            raise OptionError("cpus", cpus, f"a topology has at most {MAX_CPUS} CPUs")
         return cls(cpus=cpus, llc=[list(range(cpus))], source="assumed")
 
     @classmethod
     def from_llc_lists(cls, llcs, cpus: int = 0) -> Topology:
-        """From ``--llc`` cpulists (one string per LLC)."""
-        groups = _groups([parse_cpulist(s, "--llc") for s in llcs], "llc", "--llc")
+        """From ``--llc`` cpulists (one string per LLC); ``cpus``: the trace's CPU count
+        (0: unknown), which every CPU named must be below."""
+        limit = int(cpus) or None
+        lists = [parse_cpulist(s, "--llc", limit) for s in llcs]
+        groups = _groups(lists, "llc", "--llc", limit)
         return cls(cpus=int(cpus), llc=groups, source="--llc")
 
     @classmethod
-    def from_dict(cls, d, source="topology") -> Topology:
+    def from_dict(cls, d, source="topology", trace_cpus: int | None = None) -> Topology:
+        """From a topology dict (``{"cpus", "llc", "smt", "numa"}``, as a file holds it).
+        ``trace_cpus``: the CPU count of the trace the map is for; a CPU the trace does
+        not have is refused, as is a map that contradicts itself (a CPU in two groups, a
+        core split across LLCs, ``cpus`` below a CPU it names), before anything sized by
+        it is allocated."""
         if not isinstance(d, dict):
             raise TraceError(source, "topology JSON must be an object with cpus/llc/smt/numa")
+        unknown = sorted(set(d) - set(_KEYS))
+        if unknown:
+            raise TraceError(
+                source,
+                f"unknown topology key(s) {', '.join(map(_short, unknown))} "
+                f"(known: {', '.join(_KEYS)})",
+            )
         if "llc" not in d:
             raise TraceError(source, "topology JSON has no 'llc' key")
         cpus = d.get("cpus", 0)
-        if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 0:
-            raise TraceError(source, f"topology 'cpus' must be a CPU count, not {cpus!r}")
-        llc = _groups(d["llc"], "llc", source)
-        smt = _groups(d["smt"], "smt", source) if d.get("smt") else []
-        numa = _groups(d["numa"], "numa", source) if d.get("numa") else []
+        if not isinstance(cpus, int) or isinstance(cpus, bool) or not 0 <= cpus <= MAX_CPUS:
+            raise TraceError(
+                source, f"topology 'cpus' must be a CPU count (0-{MAX_CPUS}), not {_short(cpus)}"
+            )
+        llc = _groups(d["llc"], "llc", source, trace_cpus)
+        smt = _groups(d["smt"], "smt", source, trace_cpus) if d.get("smt") else []
+        numa = _groups(d["numa"], "numa", source, trace_cpus) if d.get("numa") else []
+        named = max(c for g in llc + smt + numa for c in g)
+        if cpus and named >= cpus:
+            raise TraceError(source, f"topology 'cpus' is {cpus} but it names CPU {named}")
+        core = _split_cores(smt, llc)
+        if core is not None:
+            raise TraceError(
+                source, f"topology 'smt': core {format_cpulist(core)} spans more than one LLC"
+            )
         return cls(cpus=cpus, llc=llc, smt=smt, numa=numa, source=str(source))
 
     @classmethod
-    def from_file(cls, path) -> Topology:
+    def from_file(cls, path, trace_cpus: int | None = None) -> Topology:
+        """From a topology JSON file (:meth:`from_dict`; a key given twice is refused)."""
         p = Path(path)
         try:
             text = p.read_text()
@@ -183,12 +281,16 @@ class Topology:
         except (OSError, UnicodeDecodeError) as exc:
             raise TraceError(p, f"cannot read topology file: {exc}") from None
         try:
-            d = json.loads(text)
+            d = json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
             raise TraceError(
                 p, f"topology file is not JSON ({exc.msg}, line {exc.lineno})"
             ) from None
-        return cls.from_dict(d, str(p))
+        except RecursionError:
+            raise TraceError(p, "topology file is not a topology (nested too deeply)") from None
+        except _DuplicateKey as exc:
+            raise TraceError(p, f"topology file gives key {exc.args[0]!r} twice") from None
+        return cls.from_dict(d, str(p), trace_cpus)
 
     @classmethod
     def capture(cls, sysfs="/sys") -> Topology:
@@ -329,13 +431,13 @@ def trace_stem(path) -> str:
 
 
 def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header=None) -> Topology:
-    """The topology to use for a trace: explicit file, ``--llc`` lists, the
-    ``<trace>.topology.json`` beside the trace, the map of the trace's own header
+    """The topology to use for a trace of ``cpus`` CPUs: explicit file, ``--llc`` lists,
+    the ``<trace>.topology.json`` beside the trace, the map of the trace's own header
     (``header``: a topology dict, e.g. a perf.data's), or one assumed LLC, in that
-    order."""
+    order. A file or ``--llc`` list that names a CPU the trace does not have is refused."""
     topo: Topology | None
     if topology_file:
-        topo = Topology.from_file(topology_file)
+        topo = Topology.from_file(topology_file, cpus)
     elif llc:
         topo = Topology.from_llc_lists(llc, cpus)
     else:
@@ -353,13 +455,12 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header
             )
             for c in candidates:
                 if c.is_file():
-                    topo = Topology.from_file(c)
+                    topo = Topology.from_file(c, cpus)
                     break
         if topo is None and header:
-            topo = Topology.from_dict(
-                {k: header[k] for k in ("cpus", "llc", "smt", "numa") if k in header},
-                FILE_HEADER,
-            )
+            # the file's own map may count CPUs the trace's header does not (offline
+            # ones): bounded by MAX_CPUS, not by the trace
+            topo = Topology.from_dict({k: header[k] for k in _KEYS if k in header}, FILE_HEADER)
     if topo is None:
         return Topology.single_llc(cpus)
     topo.check_covers(cpus)

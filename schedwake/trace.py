@@ -13,7 +13,10 @@ import pandas as pd
 import pyarrow as pa
 
 from . import ingest
-from .errors import TraceError
+from .errors import OptionError, TraceError
+
+#: The most decoding threads ``load(jobs=...)`` may ask for.
+MAX_JOBS = 1024
 
 if TYPE_CHECKING:
     from .model import Model
@@ -188,9 +191,13 @@ class Trace:
         (trace timestamps, inclusive; None: open) and only on ``cpus`` (None: all), as
         ``trace-cmd record -M CPUMASK`` would have: every event table and the lost-event
         rows keep the events inside. The topology (and CPU numbering) stays the trace's;
-        the slice is said among the caveats. Raises TraceError if nothing is left."""
+        the slice is said among the caveats. Raises TraceError if nothing is left, an
+        OptionError (a ValueError) for a bound that is not an integer, bounds in the wrong
+        order or a CPU the trace does not have."""
         import numpy as np
         import pyarrow.compute as pc
+
+        cpus = self._check_slice(start_ns, end_ns, cpus)
 
         def keep(table: pa.Table) -> pa.Table:
             mask = np.ones(table.num_rows, dtype=bool)
@@ -249,6 +256,22 @@ class Trace:
         out._topology = self._topology if self._topology is not None else None
         return out
 
+    def _check_slice(self, start_ns, end_ns, cpus) -> list[int] | None:
+        """The arguments of :meth:`sliced`, checked; ``cpus`` as a sorted list."""
+        for name, bound in (("start_ns", start_ns), ("end_ns", end_ns)):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+                raise OptionError(name, repr(bound), "must be an integer timestamp (ns) or None")
+        if start_ns is not None and end_ns is not None and start_ns >= end_ns:
+            raise OptionError("start_ns", start_ns, f"must come before end_ns ({end_ns})")
+        if cpus is None:
+            return None
+        ncpus = int(self.meta.get("cpus") or 1)
+        picked = sorted({int(c) for c in cpus})
+        if not picked or picked[0] < 0 or picked[-1] >= ncpus:
+            shown = "none" if not picked else (picked[0] if picked[0] < 0 else picked[-1])
+            raise OptionError("cpus", shown, f"the trace has CPUs 0-{ncpus - 1}")
+        return picked
+
     def __repr__(self) -> str:
         n = sum(t.num_rows for t in self._tables.values())
         return (
@@ -282,6 +305,8 @@ def load(
     Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
     ValueError for an unknown ``reader`` or a bad ``jobs``.
     """
+    if isinstance(jobs, int) and jobs > MAX_JOBS:  # the decoder takes a C long
+        raise OptionError("jobs", jobs, f"at most {MAX_JOBS} decoding threads")
     return Trace(ingest.read(Path(path), events, input_format, progress, reader, jobs, kallsyms))
 
 

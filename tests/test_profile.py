@@ -377,7 +377,7 @@ def test_bad_input_exits_2_with_one_line(messaging, tmp_path, capsys):
     # and through the console script
     out = run_cli("profile", messaging, "--cpu", "99")
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.strip().splitlines() == ["schedwake: --cpu: the trace has CPUs 0-1, not 99"]
+    assert out.stderr.strip().splitlines() == ["Error: --cpu 99: the trace has CPUs 0-1, not 99"]
     # the same through the API: TraceError
     trace = schedwake.load(messaging)
     with pytest.raises(schedwake.TraceError, match="not a kallsyms file"):

@@ -31,7 +31,7 @@ def test_parse_cpulist(text, cpus):
 def test_parse_cpulist_rejects(bad):
     with pytest.raises(TraceError) as e:
         parse_cpulist(bad, "--llc")
-    assert "\n" not in str(e.value) and str(e.value).startswith("--llc:")
+    assert "\n" not in str(e.value) and str(e.value).startswith("--llc ")
 
 
 def test_format_cpulist_roundtrip():
