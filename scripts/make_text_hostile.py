@@ -267,6 +267,12 @@ def case_files() -> dict[str, tuple[bytes, dict]]:
         ["1 of 121 lines", "longer than 64 KiB", "first: line 63"],
         remaining=FTRACE,
     )
+    add(
+        "capture-backtracking.txt",
+        capture_backtracking(100, 32_000),
+        "error",
+        ["100 of 100 lines", "are not trace events"],
+    )
     hole = CLEAN[:9000] + b"\x00" * 4096 + CLEAN[9000:]
     add(
         "nul-hole.txt",
@@ -332,6 +338,16 @@ def case_files() -> dict[str, tuple[bytes, dict]]:
     add("clean-perf.txt", b"".join(PERF), "ok", [], remaining=PERF)
     add("clean-report.txt", report, "ok", [], remaining=REPORT)
     return cases
+
+
+def capture_backtracking(lines: int, line_bytes: int) -> bytes:
+    """sched_switch lines whose text repeats the literals that end its two comm captures
+    (" prev_pid=", " next_pid="): matched naively, a line costs the square of its length."""
+    middle = b" prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=a"
+    tail = b" next_pid=1 next_prio=1"
+    body = middle * (line_bytes // 2 // len(middle)) + tail * (line_bytes // 2 // len(tail))
+    line = b"  a-1   [001] d..2.   707.093489: sched_switch: prev_comm=x" + body + b" z\n"
+    return b"# tracer: nop\n" + line * lines
 
 
 def _span(lines: list[bytes]) -> int:

@@ -346,11 +346,12 @@ typedef struct {
     int32_t cpu, event;
 } Stamp;
 
-/* the EDGE lowest (or highest) timestamps so far, unordered, and the index of the one
- * to replace next (the highest of the lowest, the lowest of the highest) */
+/* the EDGE lowest (or highest) timestamps so far, and the index of the one to replace
+ * next (the highest of the lowest, the lowest of the highest). `ordered`: v[worst],
+ * v[worst + 1], ... (a ring) go outward, as a file in time order makes the highest */
 typedef struct {
     Stamp v[EDGE];
-    int n, worst;
+    int n, worst, ordered;
 } Edge;
 
 /* lines of one kind of damage: how many, and the first one's line number */
@@ -547,7 +548,13 @@ typedef struct {
     int64_t val[MAX_SLOTS];
     const char *sp[MAX_SLOTS]; size_t sl[MAX_SLOTS];
     uint32_t set;  /* bit per slot */
+    int budget;    /* string-capture ends left to try (MATCH_BUDGET) */
 } Match;
+
+/* A string capture ends at some occurrence of the literal after it; a line that holds
+ * that literal many times (damage, or a hostile file) would make the backtracking
+ * quadratic or worse in the line's length. Real lines need one or two tries a capture. */
+#define MATCH_BUDGET 64
 
 static int match_items(const Variant *v, int i, const char *p, const char *end, Match *m)
 {
@@ -591,6 +598,7 @@ static int match_items(const Variant *v, int i, const char *p, const char *end, 
             const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
             const char *q = p;
             for (;;) {
+                if (--m->budget < 0) return 0;
                 const char *f = find_lit(q, end, nx->lit, nx->litlen);
                 if (!f) return 0;
                 m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(f - p);
@@ -1077,10 +1085,24 @@ static inline int edge_outer(const Stamp *a, const Stamp *b, int lowest)
 
 static void edge_note(Edge *e, const Stamp *st, int lowest)
 {
-    if (e->n < EDGE) e->v[e->n++] = *st;
-    else if (edge_outer(st, &e->v[e->worst], lowest)) e->v[e->worst] = *st;
-    else return;
-    if (e->n < EDGE) return;
+    if (e->n < EDGE) {
+        e->v[e->n++] = *st;
+        if (e->n < EDGE) return;
+        e->ordered = 1;
+        for (int i = 0; i + 1 < EDGE; i++)
+            if (edge_outer(&e->v[i], &e->v[i + 1], lowest)) e->ordered = 0;
+        if (e->ordered) { e->worst = 0; return; }
+    } else if (e->ordered && !edge_outer(&e->v[(e->worst + EDGE - 1) % EDGE], st, lowest)) {
+        /* the outermost yet (every line of a file in time order, for the highest): it
+         * takes the place of the innermost, and the next one in the ring is the worst */
+        e->v[e->worst] = *st;
+        e->worst = (e->worst + 1) % EDGE;
+        return;
+    } else if (edge_outer(st, &e->v[e->worst], lowest)) {
+        e->v[e->worst] = *st;
+        e->ordered = 0;
+    } else
+        return;
     int w = 0;
     for (int i = 1; i < EDGE; i++)
         if (edge_outer(&e->v[w], &e->v[i], lowest)) w = i;
@@ -1183,6 +1205,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     if (ev->wanted && ev->layout) {
         for (int i = 0; i < ev->layout->nvariants; i++) {
             m.set = 0;
+            m.budget = MATCH_BUDGET;
             if (match_items(&ev->layout->variants[i], 0, px.body, px.bend, &m)) { vi = i; break; }
         }
         if (vi < 0) { s->last_ev = -1; return note_unparsed(s, b, e); }
