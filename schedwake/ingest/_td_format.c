@@ -177,9 +177,9 @@ static int parse_decl(td_file *f, Field *fl, const char *p, const char *end)
             return FIELD_BAD;
         fl->is_array = 1;
         /* array length: the last token inside the brackets, if a number; a sign
-           there ("[-1]") is no length a declaration can have */
+           there ("[-1]") is a length out of range */
         if (bracket + 1 < close && (*tok[bracket + 1] == '-' || *tok[bracket + 1] == '+'))
-            return FIELD_BAD;
+            return FIELD_RANGE;
         int64_t alen = 0;
         if (close - 1 > bracket && is_ident(*tok[close - 1]))
             if (parse_int(tok[close - 1], tok[close - 1] + tlen[close - 1], &alen, NULL) < 0)
@@ -312,6 +312,13 @@ static int parse_field(td_file *f, Field *fl, const char *line, const char *le)
 /* What parse_format() returns besides 0 and -1 (the format is dropped, err set). */
 enum { FORMAT_CORRUPT = -2 };
 
+/* A fixed array of no size: the reader takes it to the end of the record (a C
+   flexible array member, as ftrace's print buf[]). */
+static int is_flexible(const Field *fl)
+{
+    return fl->is_array && !fl->is_dynamic && fl->size == 0;
+}
+
 /* The format's own fields against each other and the common ones: no two with one
    name, none inside the common header or over another, and a zero-size array (a
    flexible member, read to the end of the record) only as the last.  The kernel
@@ -341,8 +348,7 @@ static int check_fields(td_file *f, const char *event, const Field *common, int 
                               "%d..%d) and %s (bytes %d..%d) overlap", f->kind, event, b->name,
                               b->offset, b->offset + b->size, a->name, a->offset,
                               a->offset + a->size), -1;
-            const Field *flex = !a->size && !a->is_dynamic ? a
-                                : !b->size && !b->is_dynamic ? b : NULL;
+            const Field *flex = is_flexible(a) ? a : is_flexible(b) ? b : NULL;
             const Field *other = flex == a ? b : a;
             if (flex && other->offset + other->size > flex->offset)
                 return seterr(f->err, "corrupt %s: event format %s: field %s has size 0 "

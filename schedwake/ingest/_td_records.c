@@ -196,9 +196,8 @@ int append_comm(Part *pt, uint64_t key, const char *name)
 /* REC_DAMAGE (w->err says which field) when a record of event ev is too short for
    its format's fixed fields, else 0: each field would read bytes of the next record
    or none (a kernel record always holds its event's whole struct). */
-static int record_too_short(Decoder *d, CpuWork *w, int ev, int size, int64_t ts)
+static int record_too_short(const td_file *f, CpuWork *w, int ev, int size, int64_t ts)
 {
-    const td_file *f = d->f;
     const EvInfo *in = &f->info[ev];
     if (size >= in->fields_end)
         return 0;
@@ -247,7 +246,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
 {
     td_file *f = d->f;
     Part *pt = &w->parts[ev];
-    if (record_too_short(d, w, ev, size, ts))
+    if (record_too_short(f, w, ev, size, ts))
         return REC_DAMAGE;
     if (!pt->cols && part_init(f, d, ev, pt) < 0)
         return REC_NOMEM;
@@ -567,6 +566,8 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
             continue;
         }
         __atomic_fetch_add(&f->events[idx].count, 1, __ATOMIC_RELAXED);
+        if (record_too_short(f, w, idx, (int)len, t))  /* read or not: the data is damaged */
+            return REC_DAMAGE;
         if (f->events[idx].wanted) {
             int rc = append_record(d, w, idx, payload, (int)len, t, NULL);
             if (rc < 0)

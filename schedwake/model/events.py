@@ -10,21 +10,13 @@ import pandas as pd
 
 from ..errors import TraceError
 from ._util import frame
+from .fields import MODEL_FIELDS, check_formats, columns
 
 #: Events the model (and ``schedwake analyze``) reads.
-MODEL_EVENTS = (
-    "sched_waking",
-    "sched_wakeup",
-    "sched_wakeup_new",
-    "sched_migrate_task",
-    "sched_switch",
-    "sched_process_fork",
-    "sched_process_exec",
-    "workqueue_execute_start",
-    "workqueue_execute_end",
-)
+MODEL_EVENTS = tuple(MODEL_FIELDS)
 
 _COMMON = ["ts", "cpu", "common_pid", "common_comm", "common_flags"]
+_TASK = ["ts", "cpu", "common_pid"]
 
 #: The caveat of a trace without ``common_flags`` (perf script text, trace-cmd report
 #: text without latency columns): no waker's context is known.
@@ -78,38 +70,21 @@ def timestamp_problem(meta: dict) -> str | None:
 def load_events(trace) -> Events:
     if why := timestamp_problem(trace.meta):
         raise TraceError(trace.meta["path"], why)
-    wake_cols = _COMMON + ["comm", "pid", "prio", "target_cpu"]
+    check_formats(trace)
+
+    def read(event: str, common: list[str] = _TASK) -> pd.DataFrame | None:
+        return frame(trace, event, common + columns(event))
+
     ev = Events(
-        waking=frame(trace, "sched_waking", wake_cols),
-        wakeup=frame(trace, "sched_wakeup", wake_cols),
-        wakeup_new=frame(trace, "sched_wakeup_new", wake_cols),
-        migrate=frame(
-            trace, "sched_migrate_task", _COMMON + ["comm", "pid", "prio", "orig_cpu", "dest_cpu"]
-        ),
-        switch=frame(
-            trace,
-            "sched_switch",
-            [
-                "ts",
-                "cpu",
-                "common_pid",
-                "prev_comm",
-                "prev_pid",
-                "prev_prio",
-                "prev_state_str",
-                "next_comm",
-                "next_pid",
-                "next_prio",
-            ],
-        ),
-        fork=frame(trace, "sched_process_fork", ["ts", "cpu", "common_pid", "child_pid"]),
-        exec_=frame(trace, "sched_process_exec", ["ts", "cpu", "common_pid", "pid"]),
-        wq_start=frame(
-            trace, "workqueue_execute_start", ["ts", "cpu", "common_pid", "work", "function"]
-        ),
-        wq_end=frame(
-            trace, "workqueue_execute_end", ["ts", "cpu", "common_pid", "work", "function"]
-        ),
+        waking=read("sched_waking", _COMMON),
+        wakeup=read("sched_wakeup", _COMMON),
+        wakeup_new=read("sched_wakeup_new", _COMMON),
+        migrate=read("sched_migrate_task", _COMMON),
+        switch=read("sched_switch"),
+        fork=read("sched_process_fork"),
+        exec_=read("sched_process_exec"),
+        wq_start=read("workqueue_execute_start"),
+        wq_end=read("workqueue_execute_end"),
         first_ts=int(trace.meta["first_ts_ns"] or 0),
         last_ts=int(trace.meta["last_ts_ns"] or 0),
         cpus=int(trace.meta["cpus"] or 1),
