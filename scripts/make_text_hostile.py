@@ -184,6 +184,7 @@ def case_files() -> dict[str, tuple[bytes, dict]]:
     for name, old, new in (
         ("header-cpus-1e11.txt", b"#P:2", b"#P:100000000000"),
         ("header-cpus-0.txt", b"#P:2", b"#P:0"),
+        ("header-cpus-5000-digits.txt", b"#P:2", b"#P:" + b"7" * 5000),  # int() refuses it
         (
             "header-entries-huge.txt",
             b"# entries-in-buffer/entries-written: 120/120",
