@@ -112,8 +112,8 @@ def _check_layout(path, fmt: str, st: dict) -> None:
     if n:
         raise TraceError(
             path,
-            f"line {first:,} starts a second trace (a header after {st['events']:,} "
-            "events): two traces in one file; split them and read each",
+            f"line {first:,} starts a second trace (its header, after events): two traces "
+            "in one file; split them and read each",
         )
     n, first = st["foreign"]
     if too_much(n, st["events"] + st["unparsed"]):
