@@ -718,16 +718,11 @@ def _previous(out: Path) -> _Previous:
     prev = _Previous()
     if not (out / TRACES_FILE).exists():
         return prev
-    try:
-        prev.traces = pq.read_table(out / TRACES_FILE)
-        prev.findings = pq.read_table(out / FINDINGS_FILE, schema=FINDINGS_SCHEMA)
-        prev.windows = pq.read_table(out / WINDOWS_FILE, schema=WINDOWS_SCHEMA)
-        manifest = json.loads((out / MANIFEST_FILE).read_text())
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise TraceError(
-            out, f"holds a batch dataset that cannot be read ({exc}); use another -o"
-        ) from None
-    _check_version(out, manifest)
+    prev.traces, manifest = _open_dataset(out)
+    prev.findings = _parquet(
+        out / FINDINGS_FILE, lambda p: pq.read_table(p, schema=FINDINGS_SCHEMA)
+    )
+    prev.windows = _parquet(out / WINDOWS_FILE, lambda p: pq.read_table(p, schema=WINDOWS_SCHEMA))
     prev.labels = list(manifest.get("labels") or [])
     prev.label_from = manifest.get("label_from")
     cols = ["path", "status", "size", "mtime_ns", "options_key"]
@@ -742,7 +737,9 @@ DATASET_COMPATIBLE_SINCE = "0.2.0"
 
 def _check_version(out: Path, manifest: dict) -> None:
     """Refuse a dataset written before the metric names it holds were today's: mixing
-    its rows (``wake_to_run_p99_ns``, ``migrations/s``) with new ones would mislabel them."""
+    its rows (``wake_to_run_p99_ns``, ``migrations/s``) with new ones would mislabel them;
+    and one written by a newer schedwake, whose columns may mean what this one does not
+    know."""
     have = str(manifest.get("schedwake_version") or "0")
 
     def key(v: str) -> tuple:
@@ -754,6 +751,122 @@ def _check_version(out: Path, manifest: dict) -> None:
             f"holds a batch dataset of schedwake {have}, whose metric names are not this "
             f"version's ({__version__}); analyse the traces again into another -o",
         )
+    if key(have) > key(__version__):
+        raise TraceError(
+            out,
+            f"holds a batch dataset of schedwake {have}, newer than this one ({__version__}), "
+            "whose columns this version cannot vouch for: read it with that version",
+        )
+
+
+#: The traces.parquet columns of every row (an error row has no others).
+_EVERY_ROW = ("path", "status", "error", "abspath", "size", "mtime_ns", "options_key")
+#: The columns an ``ok`` row is read back with (:class:`AnalysedTrace`).
+_OK_ROW = (
+    "format",
+    "cpus",
+    "kernel",
+    "clock",
+    "first_ts_ns",
+    "last_ts_ns",
+    "lost_unknown_cpus",
+    "warnings",
+    "caveats",
+    "event_counts",
+    "lost_events_by_cpu",
+    "timestamps",
+    "topology_json",
+    "thresholds",
+)
+
+
+def _open_dataset(out: Path) -> tuple[pa.Table, dict]:
+    """traces.parquet and batch.json of the dataset in ``out``, once its four files are
+    checked: each there and readable, the manifest of a version this one reads,
+    findings.parquet and windows.parquet with exactly their schemas, traces.parquet
+    with the columns its rows need, in their types. Anything else is damage: a
+    TraceError naming the file, so that nothing is judged from half a dataset."""
+    manifest = _read_manifest(out / MANIFEST_FILE)
+    _check_version(out, manifest)
+    for name, schema in ((FINDINGS_FILE, FINDINGS_SCHEMA), (WINDOWS_FILE, WINDOWS_SCHEMA)):
+        path = out / name
+        got = _parquet(path, pq.read_schema)
+        _check_columns(path, got, dict(zip(schema.names, schema.types)))
+        extra = sorted(set(got.names) - set(schema.names))
+        if extra:
+            raise TraceError(path, f"has column(s) a batch dataset has not: {', '.join(extra)}")
+    traces = _parquet(out / TRACES_FILE, pq.read_table)
+    _check_traces(out / TRACES_FILE, traces, manifest)
+    return traces, manifest
+
+
+def _read_manifest(path: Path) -> dict:
+    if not path.is_file():
+        raise TraceError(path, "is missing: not a whole batch dataset (run schedwake batch again)")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise TraceError(
+            path, f"is not the JSON manifest of a batch dataset ({_one_line(exc)})"
+        ) from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("schedwake_version"), str):
+        raise TraceError(path, "is not the manifest of a batch dataset (no schedwake_version)")
+    return manifest
+
+
+def _parquet(path: Path, read: Callable):
+    """``read(path)`` (a schema, a table) of a Parquet file of the dataset, or a
+    TraceError naming the file when it is missing or damaged."""
+    if not path.is_file():
+        raise TraceError(path, "is missing: not a whole batch dataset (run schedwake batch again)")
+    try:
+        return read(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(path, f"is not a readable Parquet file ({_one_line(exc)})") from None
+
+
+def _one_line(exc: BaseException, width: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _check_columns(path: Path, schema: pa.Schema, want: dict) -> None:
+    """TraceError unless ``schema`` has every column of ``want`` (name -> type) in its type."""
+    for name, typ in want.items():
+        if name not in schema.names:
+            raise TraceError(path, f"has no {name!r} column: not a whole batch dataset")
+        got = schema.field(name).type
+        if got != typ and not pa.types.is_null(got):  # (a column of nulls has no type)
+            raise TraceError(path, f"column {name!r} is {got}, not {typ}")
+
+
+def _check_traces(path: Path, traces: pa.Table, manifest: dict) -> None:
+    """traces.parquet: the columns every row has, those of ok rows when there are any,
+    the others in their types (labels: any; metrics: numbers), known statuses."""
+    schema = traces.schema
+    _check_columns(path, schema, {n: _TRACE_TYPES[n] for n in _EVERY_ROW})
+    status = set(traces.column("status").to_pylist())
+    if not status <= {"ok", "error"}:
+        raise TraceError(
+            path,
+            f"status {sorted(map(str, status - {'ok', 'error'}))[0]!r} is neither ok nor error",
+        )
+    if traces.column("path").null_count:
+        raise TraceError(path, "a row has no path")
+    if "ok" in status:
+        _check_columns(path, schema, {n: _TRACE_TYPES[n] for n in _OK_ROW})
+    labels = set(manifest.get("labels") or [])
+    for column in schema:
+        if column.name in _TRACE_TYPES:
+            _check_columns(path, schema, {column.name: _TRACE_TYPES[column.name]})
+        elif column.name not in labels and not (
+            pa.types.is_integer(column.type)
+            or pa.types.is_floating(column.type)
+            or pa.types.is_null(column.type)
+        ):
+            raise TraceError(
+                path, f"column {column.name!r} ({column.type}) is neither a label nor a metric"
+            )
 
 
 def _rows_table(rows: list[dict], labels: dict[str, list]) -> pa.Table:
@@ -820,14 +933,21 @@ def _write(out: Path, before: _Previous, results: list[TraceResult], options, la
             "windows": list(options.windows),
         },
     }
-    # each file written beside, then renamed over the old one: a reader never sees half
-    for name, table in ((TRACES_FILE, traces), (FINDINGS_FILE, found), (WINDOWS_FILE, wins)):
-        tmp = out / f".{name}.tmp"
-        pq.write_table(table, tmp, row_group_size=65536)
-        os.replace(tmp, out / name)
-    tmp = out / f".{MANIFEST_FILE}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, out / MANIFEST_FILE)
+    # every file written beside first, then each renamed over the old one (the manifest
+    # last): a write that fails leaves the earlier dataset as it was, never half of each
+    staged = []
+    try:
+        for name, table in ((TRACES_FILE, traces), (FINDINGS_FILE, found), (WINDOWS_FILE, wins)):
+            staged.append((out / f".{name}.tmp", out / name))
+            pq.write_table(table, staged[-1][0], row_group_size=65536)
+        staged.append((out / f".{MANIFEST_FILE}.tmp", out / MANIFEST_FILE))
+        staged[-1][0].write_text(json.dumps(manifest, indent=2) + "\n")
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, final in staged:
+        os.replace(tmp, final)
 
 
 def _without(table: pa.Table | None, paths: set[str]) -> pa.Table:
@@ -888,16 +1008,14 @@ class BatchDataset:
         self.out = Path(out)
         self.manifest: dict = _manifest or {}
         if _traces is None:
-            if not (self.out / TRACES_FILE).is_file():
+            if not self.out.is_dir() or not any(
+                (self.out / f).exists() for f in (TRACES_FILE, MANIFEST_FILE)
+            ):
                 raise TraceError(
                     self.out, f"no batch dataset here (no {TRACES_FILE}; run schedwake batch)"
                 )
-            try:
-                _traces = pq.read_table(self.out / TRACES_FILE).to_pandas()
-                self.manifest = json.loads((self.out / MANIFEST_FILE).read_text())
-            except (OSError, ValueError, pa.ArrowException) as exc:
-                raise TraceError(self.out, f"the batch dataset cannot be read: {exc}") from None
-            _check_version(self.out, self.manifest)
+            table, self.manifest = _open_dataset(self.out)
+            _traces = table.to_pandas()
         self.traces: pd.DataFrame = _traces
         self._windows: dict[str, pd.DataFrame] = {}
         self._findings: pd.DataFrame | None = None
@@ -911,7 +1029,7 @@ class BatchDataset:
     def findings(self) -> pd.DataFrame:
         """findings.parquet, of the traces of this (possibly filtered) dataset."""
         if self._findings is None:
-            f = pq.read_table(self.out / FINDINGS_FILE).to_pandas()
+            f = _parquet(self.out / FINDINGS_FILE, pq.read_table).to_pandas()
             self._findings = f[f["path"].isin(set(self.traces["path"]))].reset_index(drop=True)
         return self._findings
 
@@ -920,7 +1038,10 @@ class BatchDataset:
         want = list(self.traces["path"]) if paths is None else list(paths)
         missing = [p for p in want if p not in self._windows]
         if missing:
-            t = pq.read_table(self.out / WINDOWS_FILE, filters=[("path", "in", missing)])
+            t = _parquet(
+                self.out / WINDOWS_FILE,
+                lambda p: pq.read_table(p, filters=[("path", "in", missing)]),
+            )
             df = t.to_pandas()
             for p, g in df.groupby("path", sort=False):
                 self._windows[str(p)] = g.reset_index(drop=True)
@@ -986,7 +1107,13 @@ class BatchDataset:
         row = rows.iloc[0]
         if row["status"] != "ok":
             raise TraceError(path, _strip_path(str(row["error"]), path))
-        return AnalysedTrace(row.to_dict(), self)
+        try:
+            return AnalysedTrace(row.to_dict(), self)
+        except (TraceError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            # a cell of its row is not what batch wrote (JSON, a number, a topology): damage
+            raise TraceError(
+                self.out / TRACES_FILE, f"the row of {path} is damaged ({_one_line(exc)})"
+            ) from None
 
 
 def _strip_path(error: str, path: str) -> str:

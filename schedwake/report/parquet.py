@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,13 +35,17 @@ def convert(
     a file larger than memory converts with bounded memory; text rows keep the file's
     order (sorted within each batch), trace.dat rows are in time order throughout.
     ``reader``, ``jobs`` and ``kallsyms`` are those of :func:`schedwake.load`.
+
+    Nothing half-written is left to look like a result: the files are written into a
+    hidden directory inside ``outdir`` and moved into place (``metadata.json`` last) only
+    when the whole trace was read; damage found on the way (a TraceError) removes them,
+    and ``outdir`` too if this call made it.
     """
     reader = ingest.check_reader_options(reader, jobs)
     p = ingest.check_path(path)
     fmt = input_format or ingest.sniff(p)
     ingest.check_reader_format(p, fmt, reader)
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
     wanted = None if events is None else [e.split(":")[-1] for e in events]
     if fmt in ingest.STREAMED_FORMATS and reader == ingest.DEFAULT_READER:
         batches = ingest.iter_batches(p, wanted, fmt, progress, kallsyms=kallsyms)
@@ -48,6 +55,29 @@ def convert(
 
 
 def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:
+    """Write the batches' tables and metadata.json into ``outdir``, all or nothing."""
+    made = not outdir.exists()
+    outdir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".schedwake-convert-", dir=outdir))
+    try:
+        names = _write_tables(path, batches, staging)
+        # the tables first, metadata.json last: who sees it sees whole tables
+        for name in sorted(names - {"metadata.json"}) + ["metadata.json"]:
+            os.replace(staging / name, outdir / name)
+    except BaseException:
+        if made:
+            shutil.rmtree(outdir, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [
+        outdir / n for n in sorted(names) if n.endswith(".parquet") and n != "lost_events.parquet"
+    ]
+
+
+def _write_tables(path: Path, batches, outdir: Path) -> set[str]:
+    """Write the batches' tables (one Parquet file per event, and the lost events) and
+    metadata.json into ``outdir``; the names of the files written."""
     writers: dict[str, pq.ParquetWriter] = {}
     rows: dict[str, int] = {}
     meta = None
@@ -80,4 +110,4 @@ def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:
     summary["tables"] = {n: r for n, r in sorted(rows.items()) if n != "lost_events"}
     summary["source"] = meta["source"]
     (outdir / "metadata.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    return [outdir / f"{n}.parquet" for n in sorted(rows) if n != "lost_events"]
+    return {f"{n}.parquet" for n in rows} | {"metadata.json"}
