@@ -31,13 +31,17 @@ FUZZ_SECONDS ?= 600
 fuzz: bootstrap
 	.venv/bin/python fuzz/run.py --seconds $(FUZZ_SECONDS) --merge --keep-going
 
-# libFuzzer harness over the C decoder (trace.dat and perf.data), ASan + UBSan
+# libFuzzer harness over the C decoder (trace.dat and perf.data), ASan + UBSan: all of
+# -fsanitize=undefined (signed-integer-overflow named, as the class the campaign must catch:
+# sums of a file's time offsets, negated INT64_MIN), float division by zero, and the
+# implicit conversions that change a value (truncation, sign change: quiet on the corpora)
 # (TDCORE_SRC/TDCORE_INC point it at another copy of the decoder, TDCORE_FUZZ at another output)
 TDCORE_SRC ?= $(wildcard schedwake/ingest/_td_*.c)
 TDCORE_INC ?= schedwake/ingest
 TDCORE_FUZZ ?= build/fuzz/tdcore_fuzz
 FUZZ_CC ?= clang
-FUZZ_CFLAGS ?= -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_SANITIZE ?= fuzzer,address,undefined,signed-integer-overflow,float-divide-by-zero,implicit-conversion
+FUZZ_CFLAGS ?= -g -O1 -fno-omit-frame-pointer -fsanitize=$(FUZZ_SANITIZE) -fno-sanitize-recover=all
 $(TDCORE_FUZZ): fuzz/tdcore_fuzz.c $(TDCORE_SRC) $(wildcard $(TDCORE_INC)/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/tdcore_fuzz.c $(TDCORE_SRC) -I$(TDCORE_INC) -lzstd -lz -lpthread -o $@

@@ -99,7 +99,10 @@ int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t 
 
 /* --------------------------------------------------------- text helpers */
 
-/* strtoll-like parse of a decimal/hex/octal integer inside [p, end); 0 on success. */
+/* strtoll-like parse of a decimal/hex/octal integer inside [p, end); 0 on success,
+   -1 when there is no number or it does not fit an int64_t (as strtoll's ERANGE: a
+   file's "-9223372036854775809" or "0xffffffffffffffff" is no value, not a wrapped
+   one, and the minus of "-9223372036854775808" must not negate INT64_MIN). */
 int parse_int(const char *p, const char *end, int64_t *v, const char **after)
 {
     while (p < end && (*p == ' ' || *p == '\t'))
@@ -137,7 +140,11 @@ int parse_int(const char *p, const char *end, int64_t *v, const char **after)
     /* integer suffixes of C literals: 1UL, 0x10ULL */
     while (p < end && (*p == 'u' || *p == 'U' || *p == 'l' || *p == 'L'))
         p++;
-    *v = neg ? -(int64_t)acc : (int64_t)acc;
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    if (acc > limit)
+        return -1;
+    /* acc - 1 fits: negating it cannot overflow, INT64_MIN included */
+    *v = !neg ? (int64_t)acc : acc ? -(int64_t)(acc - 1) - 1 : 0;
     if (after)
         *after = p;
     return 0;

@@ -218,6 +218,9 @@ typedef struct {
     int ncpu;
     CpuData *cpu;
     int has_data;
+    /* the bytes its CPU data fill, but for the padding to a page before each CPU's
+       (v7: its flyrecord section; v6: the file after the CPU table); 0, 0: unknown */
+    uint64_t data_start, data_end;
 } Buffer;
 
 typedef struct PerfFile PerfFile;
@@ -249,6 +252,8 @@ struct td_file {
 
     int ncpus_header;           /* v6 header / CPUCOUNT option */
     int cpucount_option;
+    uint64_t cpucount_offset;   /* file offset of the first CPUCOUNT option */
+    uint64_t section_options;   /* v7: bit id set for each section option read */
     int64_t ts_offset;
     uint32_t tsc_mult, tsc_shift;
     int has_tsc2nsec;

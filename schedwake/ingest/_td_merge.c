@@ -118,10 +118,87 @@ void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_ti
         pthread_join(th[i], NULL);
 }
 
+/* ------------------------------------------------------- records' times */
+
+/*
+ * A record's time is its CPU's raw clock (a page's timestamp plus the deltas of the
+ * records before it, never going back: decode_page checks), turned into nanoseconds
+ * by the TSC2NSEC option's multiply-and-shift and moved by the DATE and OFFSET
+ * options.  decode_page computes it in wrapping 64-bit arithmetic, per record and
+ * fast; whether that was exact is checked here, per CPU, before any row goes out:
+ *
+ * - every time must be exact and in 0..INT64_MAX ns.  The raw clock and the
+ *   conversion are monotonic, so this holds for all of a CPU's records when it holds
+ *   for the last one (computed again in 128 bits) and the first is not negative.
+ *   A time outside it is a damaged option, page timestamp or time extend, and since
+ *   every later time on the CPU is built on it, no count of bad records can be
+ *   given: the file is corrupt.
+ * - every record lies within MAX_TRACE_SPAN of the trace's first record (all CPUs):
+ *   a recording of years is no recording, it is a damaged timestamp (and every
+ *   duration and rate computed over it would be wrong by orders of magnitude); also
+ *   corrupt, for the same reason.
+ */
+#define MAX_TRACE_SPAN_YEARS 10
+#define MAX_TRACE_SPAN ((int64_t)MAX_TRACE_SPAN_YEARS * 366 * 86400 * 1000000000)
+
+/* The exact time of raw clock value `raw`; -1 when it is not in 0..INT64_MAX. */
+static int exact_time(const td_file *f, uint64_t raw, int64_t *t)
+{
+    unsigned __int128 ns = raw;
+    if (f->has_tsc2nsec)
+        ns = ns * f->tsc_mult >> f->tsc_shift;
+    __int128 sum = (__int128)ns + f->ts_offset;
+    if (sum < 0 || sum > INT64_MAX)
+        return -1;
+    *t = (int64_t)sum;
+    return 0;
+}
+
+/* The times of CPU slot w's records so far are exact and not negative (see above). */
+static int check_cpu_times(Decoder *d, CpuWork *w)
+{
+    int64_t last;
+    if (!w->records || (exact_time(d->f, w->prev_raw, &last) == 0 && w->first_ts >= 0))
+        return 0;
+    snprintf(w->err, sizeof(w->err), "corrupt %s: the times of CPU %u's records (raw clock "
+             "up to %" PRIu64 "%s, time offset options %+" PRId64 " ns) fall outside 0 to 2^63 "
+             "ns", d->f->kind, w->cpu, w->prev_raw, d->f->has_tsc2nsec ? ", TSC2NSEC" : "",
+             d->f->ts_offset);
+    return REC_DAMAGE;
+}
+
+/* Every record within MAX_TRACE_SPAN of the trace's first one (see above). */
+static int check_trace_span(Decoder *d, char *err)
+{
+    int first = -1, last = -1;
+    for (int s = 0; s < d->nwork; s++) {
+        const CpuWork *w = &d->work[s];
+        if (!w->records)
+            continue;
+        if (first < 0 || w->first_ts < d->work[first].first_ts)
+            first = s;
+        if (last < 0 || w->last_ts > d->work[last].last_ts)
+            last = s;
+    }
+    if (first < 0)
+        return 0;
+    /* both are in 0..INT64_MAX (check_cpu_times): the difference cannot overflow */
+    int64_t span = d->work[last].last_ts - d->work[first].first_ts;
+    if (span <= MAX_TRACE_SPAN)
+        return 0;
+    return seterr(err, "corrupt %s: CPU %u has a record at %" PRId64 " ns, %.0f days after "
+                  "the trace's first record (CPU %u, at %" PRId64 " ns): more than the %d "
+                  "years any recording spans, so a timestamp is damaged", d->f->kind,
+                  d->work[last].cpu, d->work[last].last_ts, (double)span / 86400e9,
+                  d->work[first].cpu, d->work[first].first_ts, MAX_TRACE_SPAN_YEARS), -1;
+}
+
 static int cpu_task(Decoder *d, int i)
 {
     CpuWork *w = &d->work[i];
     int rc = decode_cpu(d, w);
+    if (rc == 0)
+        rc = check_cpu_times(d, w);
     if (rc < 0) {
         if (rc == REC_DAMAGE && !w->err[0])
             snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u data", d->f->kind, w->cpu);
@@ -668,6 +745,8 @@ int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
             seterr(err, "%s", d->err[0] ? d->err : "corrupt data");
         goto out;
     }
+    if (!f->perf && check_trace_span(d, err) < 0)
+        goto out;
     sum_up(d);
 #ifdef __GLIBC__
     malloc_trim(0);     /* the threads' freed chunk buffers: back before the merge grows */
@@ -778,6 +857,8 @@ static int tracedat_stream_step(td_stream *st, int64_t batch_rows, int64_t *hori
         if (behind < 0)
             break;
         int rc = decode_step(d, &d->work[behind]);
+        if (rc >= 0 && check_cpu_times(d, &d->work[behind]) < 0)
+            rc = REC_DAMAGE;
         if (rc < 0) {
             if (!d->work[behind].err[0])
                 snprintf(d->work[behind].err, TD_ERRLEN, "corrupt %s", f->kind);
@@ -788,6 +869,8 @@ static int tracedat_stream_step(td_stream *st, int64_t batch_rows, int64_t *hori
         if (pending_rows(d) >= batch_rows)
             break;
     }
+    if (check_trace_span(d, err) < 0)
+        return -1;
     /* the horizon: rows before the earliest "last decoded" time of a CPU that is
        not done can go out; with every CPU done, all can */
     *horizon = INT64_MAX;

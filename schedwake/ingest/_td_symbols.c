@@ -14,7 +14,9 @@ static int func_cmp(const void *a, const void *b)
 }
 
 /* /proc/kallsyms text: "ADDR T name [module]".  Like libtraceevent, skip '$' names
-   and absolute ('A'/'a') symbols, and stop at the first line that does not parse. */
+   and absolute ('A'/'a') symbols, and stop at the first line that does not parse;
+   unlike it, say so (a warning that counts the lines not read): the functions of
+   %ps fields past that line would otherwise go missing without a word. */
 int read_kallsyms(td_file *f, Rd *r)
 {
     uint64_t n;
@@ -23,6 +25,14 @@ int read_kallsyms(td_file *f, Rd *r)
         rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "kallsyms") < 0)
         return -1;
     return parse_kallsyms(f, text, (size_t)n);
+}
+
+static int count_lines(const char *p, const char *end)
+{
+    int n = 0;
+    for (; p < end; p = find_line_end(p, end) + 1)
+        n++;
+    return n;
 }
 
 /* The kallsyms text[0..n) into f's symbol table (replacing none: f has none yet). */
@@ -34,8 +44,11 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
         end = nul;
     size_t cap = 0;
     Func *funcs = NULL;
-    for (const char *line = p; line < end;) {
+    int lineno = 0;
+    const char *line;
+    for (line = p; line < end;) {
         const char *le = find_line_end(line, end);
+        lineno++;
         if (le == line) {
             line = le + 1;
             continue;
@@ -85,6 +98,12 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
             funcs[f->nfuncs++] = (Func){addr, s};
         }
         line = le + 1;
+    }
+    if (line < end && td_warn(f, "skipped the kernel symbols (kallsyms) from line %d on: "
+                              "%d lines, the first not 'address type name'", lineno,
+                              count_lines(line, end)) < 0) {
+        free(funcs);
+        return seterr(f->err, "out of memory"), -1;
     }
     /* libtraceevent lists symbols newest first and sorts them stably by address,
        so of equal addresses the one later in the file comes first */
@@ -156,8 +175,9 @@ static int cmd_cmp(const void *a, const void *b)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* saved_cmdlines: "PID COMM" lines; parsing stops at the first that does not parse
-   (as libtraceevent's does); the first name of a pid wins. */
+/* saved_cmdlines: "PID COMM" lines (a line that is not one is damage: libtraceevent
+   stops there, dropping the names after it without a word); the first name of a
+   pid wins. */
 int read_cmdlines(td_file *f, Rd *r)
 {
     uint64_t n;
@@ -171,8 +191,10 @@ int read_cmdlines(td_file *f, Rd *r)
         end = nul;
     size_t cap = 0;
     Cmd *cmds = NULL;
+    int lineno = 0;
     for (const char *line = p; line < end;) {
         const char *le = find_line_end(line, end);
+        lineno++;
         if (le == line) {
             line = le + 1;
             continue;
@@ -188,14 +210,24 @@ int read_cmdlines(td_file *f, Rd *r)
         const char *d0 = q;
         while (q < le && *q >= '0' && *q <= '9' && pid <= INT32_MAX)
             pid = pid * 10 + (*q++ - '0');
-        if (q == d0 || pid > INT32_MAX)
-            break;
+        if (q == d0 || pid > INT32_MAX || (q < le && *q != ' ' && *q != '\t')) {
+            /* the kernel writes "pid comm" lines only: anything else is damage (a
+               section read as text that is none, say), and the names after it
+               would be lost without a word */
+            free(cmds);
+            f->ncmds = 0;
+            return seterr(f->err, "corrupt %s: the saved task names (cmdlines) have a "
+                          "line %d that is not 'pid name': '%.40s'", f->kind, lineno,
+                          own_str(f, line, (size_t)(le - line)) ?: ""), -1;
+        }
         if (neg)
             pid = -pid;
         while (q < le && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\v' || *q == '\f'))
             q++;
-        if (q >= le)
-            break;
+        if (q >= le) {          /* a task without a name: nothing to say of it */
+            line = le + 1;
+            continue;
+        }
         if (f->ncmds == cap) {
             cap = cap ? cap * 2 : 1024;
             Cmd *nc = realloc(cmds, cap * sizeof(*nc));

@@ -6,9 +6,10 @@
  * tests/test_c_units.py (with ASan and UBSan where the compiler has them).
  *
  * Each test builds a whole file in memory with the small writers below, opens and
- * decodes it through the public interface (_tdcore.h), and checks the columns.
+ * decodes it through the public interface (_tdcore.h), and checks the columns; the
+ * integer parser of format texts and options is tested on its own.
  */
-#include "_tdcore.h"
+#include "_td_internal.h"       /* parse_int, the option ids */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,25 +204,39 @@ static int decoded_ok(const W *w, td_file **f, char *err)
 
 /* ------------------------------------------------------------ trace.dat */
 
-/* A trace.dat v6 with one CPU whose one page holds two sched_switch records, the
-   second after a time extend. */
-static void test_tracedat_page(void)
+/* An option of a v6 file: id and bytes. */
+typedef struct {
+    uint16_t id;
+    const void *data;
+    uint32_t size;
+} Opt;
+
+/* A text option (DATE, OFFSET, CPUSTAT): the text and its NUL. */
+#define TEXT_OPT(id, text) ((Opt){(id), (text), sizeof(text)})
+
+/* A trace.dat v6 with one CPU whose one page (timestamp ts0) holds two sched_switch
+   records, the second after a time extend of ext_hi << 27 + 3 ns; opts after the CPU
+   count. */
+static void tracedat_one_page(W *w, const Opt *opts, int nopts, uint64_t ts0, uint32_t ext_hi)
 {
-    W w = {0};
-    tracing_head(&w, "6", "42 worker\n");
-    u32(&w, 1);                         /* CPUs */
-    put(&w, "options  ", 10);
-    u16(&w, 0);                         /* OPT_DONE */
-    put(&w, "flyrecord", 10);
-    size_t table = w.n;
-    u64(&w, 0);
-    u64(&w, 4096);
-    while (w.n % 4096)
-        u8(&w, 0);
-    uint64_t page_off = w.n;
-    memcpy(w.p + table, &page_off, 8);
+    tracing_head(w, "6", "42 worker\n");
+    u32(w, 1);                          /* CPUs */
+    put(w, "options  ", 10);
+    for (int i = 0; i < nopts; i++) {
+        u16(w, opts[i].id);
+        u32(w, opts[i].size);
+        put(w, opts[i].data, opts[i].size);
+    }
+    u16(w, 0);                          /* OPT_DONE */
+    put(w, "flyrecord", 10);
+    size_t table = w->n;
+    u64(w, 0);
+    u64(w, 4096);
+    while (w->n % 4096)
+        u8(w, 0);
+    uint64_t page_off = w->n;
+    memcpy(w->p + table, &page_off, 8);
     uint8_t page[4096] = {0};
-    uint64_t ts0 = 1000000000;
     memcpy(page, &ts0, 8);
     size_t pos = 16;
     uint8_t rec[64];
@@ -231,8 +246,8 @@ static void test_tracedat_page(void)
     switch_payload(rec, 42, "worker", 0x100, "swapper/0", 0, 0x8d);     /* R+ */
     memcpy(page + pos + 4, rec, 64);
     pos += 68;
-    /* a time extend of 1 << 27 + 3 ns, then record 2 (delta 2) */
-    uint32_t ext = 30u | (3u << 5), ext_hi = 1;
+    /* a time extend of ext_hi << 27 + 3 ns, then record 2 (delta 2) */
+    uint32_t ext = 30u | (3u << 5);
     memcpy(page + pos, &ext, 4);
     memcpy(page + pos + 4, &ext_hi, 4);
     pos += 8;
@@ -243,8 +258,13 @@ static void test_tracedat_page(void)
     pos += 68;
     uint64_t commit = pos - 16;
     memcpy(page + 8, &commit, 8);
-    put(&w, page, sizeof(page));
+    put(w, page, sizeof(page));
+}
 
+static void test_tracedat_page(void)
+{
+    W w = {0};
+    tracedat_one_page(&w, NULL, 0, 1000000000, 1);
     char err[TD_ERRLEN] = "", buf[64];
     td_file *f = NULL;
     if (decoded_ok(&w, &f, err)) {
@@ -261,6 +281,99 @@ static void test_tracedat_page(void)
     }
     td_close(f);
     free(w.p);
+}
+
+/* parse_int: a value that does not fit int64_t is no value (never a wrapped one,
+   never a negated INT64_MIN: UBSan aborts this test on either). */
+static void test_parse_int(void)
+{
+    static const struct { const char *text; int ok; int64_t v; } cases[] = {
+        {"9223372036854775807", 1, INT64_MAX},
+        {"-9223372036854775808", 1, INT64_MIN},
+        {"-0x8000000000000000", 1, INT64_MIN},
+        {"0x7fffffffffffffff", 1, INT64_MAX},
+        {"-1", 1, -1},
+        {"0", 1, 0},
+        {"0x10UL", 1, 16},
+        {"9223372036854775808", 0, 0},
+        {"-9223372036854775809", 0, 0},
+        {"0xffffffffffffffff", 0, 0},
+        {"18446744073709551616", 0, 0},
+        {"-", 0, 0},
+        {"x", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        int64_t v = 12345;
+        const char *t = cases[i].text;
+        int rc = parse_int(t, t + strlen(t), &v, NULL);
+        CHECK(rc == (cases[i].ok ? 0 : -1));
+        if (cases[i].ok)
+            CHECK(v == cases[i].v);
+        if ((rc == 0) != cases[i].ok)
+            fprintf(stderr, "  parse_int(\"%s\") = %d\n", t, rc);
+    }
+}
+
+/* What td_open, then td_decode, say of a one-page file with these options; the
+   first record's time in *ts0 when it decodes. */
+static int decode_with(const Opt *opts, int nopts, uint64_t ts0, uint32_t ext_hi, char *err,
+                       int64_t *first)
+{
+    W w = {0};
+    tracedat_one_page(&w, opts, nopts, ts0, ext_hi);
+    td_file *f = NULL;
+    err[0] = 0;
+    int rc = decode(&w, &f, err);
+    if (rc == 0 && first)
+        *first = int_at(column(event_named(f, "sched_switch"), "ts"), 0);
+    td_close(f);
+    free(w.p);
+    return rc;
+}
+
+/* The time options and the records' times: checked arithmetic, a sane range. */
+static void test_time_overflow(void)
+{
+    char err[TD_ERRLEN];
+    int64_t first = 0;
+    /* OFFSET and DATE move every time: -1 s of 1000000005 ns leaves 5 */
+    Opt back = TEXT_OPT(OPT_OFFSET, "-1000000000");
+    CHECK(decode_with(&back, 1, 1000000000, 1, err, &first) == 0 && first == 5);
+    Opt date = TEXT_OPT(OPT_DATE, "0x10");      /* 16 us */
+    CHECK(decode_with(&date, 1, 1000000000, 1, err, &first) == 0 && first == 1000016005);
+    /* OFFSET INT64_MAX: the records' times would wrap to negative */
+    Opt max = TEXT_OPT(OPT_OFFSET, "9223372036854775807");
+    CHECK(decode_with(&max, 1, 1000000000, 1, err, NULL) < 0);
+    CHECK(strstr(err, "CPU 0") && strstr(err, "outside 0 to 2^63"));
+    /* OFFSET INT64_MIN: negative times */
+    Opt min = TEXT_OPT(OPT_OFFSET, "-9223372036854775808");
+    CHECK(decode_with(&min, 1, 1000000000, 1, err, NULL) < 0);
+    CHECK(strstr(err, "outside 0 to 2^63") != NULL);
+    /* one ns before the clock's zero */
+    Opt neg = TEXT_OPT(OPT_OFFSET, "-1000000006");
+    CHECK(decode_with(&neg, 1, 1000000000, 1, err, NULL) < 0);
+    /* two OFFSETs whose sum overflows, a DATE beyond 64 bits of ns, an OFFSET beyond
+       64 bits: the file is refused when opened, naming the option */
+    Opt two[] = {TEXT_OPT(OPT_OFFSET, "0x4000000000000000"),
+                 TEXT_OPT(OPT_OFFSET, "0x4000000000000000")};
+    CHECK(decode_with(two, 2, 1000000000, 1, err, NULL) < 0);
+    CHECK(strstr(err, "OFFSET option") && strstr(err, "beyond 64 bits"));
+    Opt big_date = TEXT_OPT(OPT_DATE, "9223372036854776");
+    CHECK(decode_with(&big_date, 1, 1000000000, 1, err, NULL) < 0);
+    CHECK(strstr(err, "DATE option") && strstr(err, "microseconds"));
+    Opt past = TEXT_OPT(OPT_OFFSET, "9223372036854775808");
+    CHECK(decode_with(&past, 1, 1000000000, 1, err, NULL) < 0);
+    CHECK(strstr(err, "OFFSET option") && strstr(err, "not a number"));
+    /* TSC2NSEC that multiplies the raw clock past 64 bits: exact in 128 */
+    struct { uint32_t mult, shift; uint64_t off; } tsc = {0xffffffffu, 0, 0};
+    Opt conv = {OPT_TSC2NSEC, &tsc, 16};
+    CHECK(decode_with(&conv, 1, 1ull << 33, 1, err, NULL) < 0);
+    CHECK(strstr(err, "TSC2NSEC") != NULL);
+    /* a time extend of 2^32 << 27 ns (18 years) between two records of a CPU */
+    CHECK(decode_with(NULL, 0, 1000000000, 0xffffffffu, err, NULL) < 0);
+    CHECK(strstr(err, "days after the trace's first record") != NULL);
+    /* 9 years is a long recording, not damage */
+    CHECK(decode_with(NULL, 0, 1000000000, 2000000000u, err, NULL) == 0);
 }
 
 /* ------------------------------------------------------------- perf.data */
@@ -545,6 +658,8 @@ static void test_perf_unattributable(void)
 int main(void)
 {
     test_tracedat_page();
+    test_parse_int();
+    test_time_overflow();
     test_perf_tracepoint();
     test_perf_callchain();
     test_perf_compressed();
