@@ -124,6 +124,7 @@ OPTION_OF = {
     "workers": "--workers",
     "start_ns": "--time",
     "end_ns": "--time",
+    "events": "--events",
 }
 
 

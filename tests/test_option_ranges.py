@@ -123,6 +123,10 @@ CASES = {
         ["convert", IDLE, "-o", "{tmp}/t", "--jobs", "99999999999999999999"],
         ["'--jobs'"],
     ),
+    "convert --events misspelt": (
+        ["convert", IDLE, "-o", "{tmp}/t", "--events", "sched_switch,sched_swich"],
+        ["Error: --events sched_swich:", "idle-sleep.dat has no such event"],
+    ),
     "--workers 1e5": (["batch", IDLE, "-o", "{tmp}/out", "--workers", "99999"], ["'--workers'"]),
     "--top -1": (["profile", PERF, "--top", "-1"], ["'--top'"]),
     "record --duration inf": (
@@ -243,7 +247,8 @@ def test_refused_in_one_line(name, tmp_path):
     args, words = CASES[name]
     result = CliRunner().invoke(cli, _args(args, tmp_path), prog_name="schedwake")
     _check(result.exit_code, result.stdout, result.stderr, words)
-    assert not (tmp_path / "r.dat").exists()  # record refused before it changed anything
+    # record refused before it changed anything, convert left nothing
+    assert not (tmp_path / "r.dat").exists() and not (tmp_path / "t").exists()
 
 
 def _limit_memory():

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import ingest
-from ..errors import TraceError
+from ..errors import OptionError, TraceError
 from ..summary import meta_summary
 
 
@@ -49,18 +49,19 @@ def convert(
     wanted = None if events is None else [e.split(":")[-1] for e in events]
     if fmt in ingest.STREAMED_FORMATS and reader == ingest.DEFAULT_READER:
         batches = ingest.iter_batches(p, wanted, fmt, progress, kallsyms=kallsyms)
-        return _write_batches(p, batches, outdir)
+        return _write_batches(p, batches, outdir, wanted)
     raw = ingest.read(p, wanted, fmt, progress, reader, jobs, kallsyms)
-    return _write_batches(p, [raw], outdir)
+    return _write_batches(p, [raw], outdir, wanted)
 
 
-def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:
-    """Write the batches' tables and metadata.json into ``outdir``, all or nothing."""
+def _write_batches(path: Path, batches, outdir: Path, wanted=None) -> list[Path]:
+    """Write the batches' tables and metadata.json into ``outdir``, all or nothing;
+    ``wanted``: the events asked for, each one the trace must know."""
     made = not outdir.exists()
     outdir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".schedwake-convert-", dir=outdir))
     try:
-        names = _write_tables(path, batches, staging)
+        names = _write_tables(path, batches, staging, wanted)
         # the tables first, metadata.json last: who sees it sees whole tables
         for name in sorted(names - {"metadata.json"}) + ["metadata.json"]:
             os.replace(staging / name, outdir / name)
@@ -75,9 +76,11 @@ def _write_batches(path: Path, batches, outdir: Path) -> list[Path]:
     ]
 
 
-def _write_tables(path: Path, batches, outdir: Path) -> set[str]:
+def _write_tables(path: Path, batches, outdir: Path, wanted=None) -> set[str]:
     """Write the batches' tables (one Parquet file per event, and the lost events) and
-    metadata.json into ``outdir``; the names of the files written."""
+    metadata.json into ``outdir``; the names of the files written. An event of
+    ``wanted`` the trace does not know (no format, no record) is an OptionError: a
+    misspelt name would otherwise give an empty conversion that looks like a result."""
     writers: dict[str, pq.ParquetWriter] = {}
     rows: dict[str, int] = {}
     meta = None
@@ -106,6 +109,12 @@ def _write_tables(path: Path, batches, outdir: Path) -> set[str]:
     finally:
         for writer in writers.values():
             writer.close()
+    known = set(meta.get("systems") or ()) | set(meta.get("event_counts") or ())
+    unknown = [e for e in wanted or () if e not in known]
+    if unknown:
+        raise OptionError(
+            "events", ",".join(unknown), f"{path} has no such event (see schedwake info)"
+        )
     summary = meta_summary(meta)
     summary["tables"] = {n: r for n, r in sorted(rows.items()) if n != "lost_events"}
     summary["source"] = meta["source"]
