@@ -1245,11 +1245,17 @@ class AnalysedTrace:
         f = self.dataset.findings
         out = []
         for r in f[f["path"] == self.path].sort_values("rank").itertuples():
-            finding = Finding(
-                r.detector, r.severity, r.title, json.loads(r.metrics), json.loads(r.top)
-            )
+            try:
+                finding = Finding(
+                    r.detector, r.severity, r.title, json.loads(r.metrics), json.loads(r.top)
+                )
+                finding.evidence_events = json.loads(r.evidence_events or "[]")
+            except (TypeError, ValueError, RecursionError) as exc:  # not the JSON batch wrote
+                raise TraceError(
+                    self.dataset.out / FINDINGS_FILE,
+                    f"a finding of {self.path} is damaged ({_one_line(exc)})",
+                ) from None
             finding.evidence = [str(x) for x in _list(r.evidence)]
-            finding.evidence_events = json.loads(r.evidence_events or "[]")
             finding.caveats = [str(x) for x in _list(r.caveats)]
             out.append(finding)
         return out

@@ -26,8 +26,10 @@ from schedwake.cli import cli
 
 from .conftest import ROOT, run_cli, sample
 
-A = "iterations/dbench-xfs-1c-i1.dat"
-B = "iterations/dbench-xfs-1c-i2.dat"
+#: Linux 6.1 with and without the kworker-stacking fix: the gate's verdict is FAIL (exit
+#: 1), so that a damaged dataset must turn a verdict into exit 2.
+A = "kstack-6.1/k61-dbench-c2-kstack-on-i1.dat"
+B = "kstack-6.1/k61-dbench-c2-kstack-off-i1.dat"
 #: A trace.dat whose CPU 0 has a zeroed page among good ones (tests/data/hostile).
 ZEROED_PAGE = ROOT / "tests" / "data" / "hostile" / "v6-cpu0-page-zeroed.dat"
 
@@ -225,6 +227,19 @@ def test_an_intact_dataset_still_judges(dataset, monkeypatch):
     code, out, err = _invoke(["compare", "--from-batch", dataset, A, B, "--format", "json"])
     assert code == 0, err
     assert json.loads(out)["samples"]["kind"] == "per-window"
+    code, out, err = _invoke(["gate", "--from-batch", dataset, "--baseline", A, "--candidate", B])
+    assert code == 1 and "FAIL" in out and "why: kworker_pingpong" in out, (out, err)
+
+
+def test_a_damaged_finding_is_exit_2_not_a_verdict(dataset, tmp_path, monkeypatch):
+    """A finding whose JSON is not what batch wrote: the gate reads the findings to
+    explain a broken rule, and must not give its FAIL (exit 1) from half a dataset."""
+    out = tmp_path / "damaged"
+    shutil.copytree(dataset, out)
+    _rewrite(out / "findings.parquet", _set_column("top", lambda t: pa.array(["[{"] * len(t))))
+    monkeypatch.chdir(sample("."))
+    code, stdout, stderr = _invoke(["gate", "--from-batch", out, "--baseline", A, "--candidate", B])
+    _check(code, stdout, stderr, ["findings.parquet", "a finding of", "is damaged"])
 
 
 def test_a_failed_batch_write_leaves_the_earlier_dataset(dataset, tmp_path, monkeypatch):
