@@ -74,8 +74,12 @@ class Assessment:
     stray_cpus: frozenset[int] = frozenset()  # CPUs whose few events are damage
     lost_cpu_limit: int | None = None  # lost-event lines on this CPU and above are damage
     outliers: list[Stamp] = field(default_factory=list)  # events far outside the rest
-    warnings: list[str] = field(default_factory=list)
     parts: list[str] = field(default_factory=list)  # the warning's clauses
+
+    @property
+    def warnings(self) -> list[str]:
+        """The one warning line of the file's damage (none for a whole, clean file)."""
+        return ["; ".join(self.parts)] if self.parts else []
 
 
 def too_much(n: int, lines: int) -> bool:
@@ -101,8 +105,6 @@ def assess(path, fmt: str, st: dict, facts: dict, final: bool) -> Assessment:
     kept = [int(c) for c in present if int(c) not in a.stray_cpus]
     a.cpus = max(facts.get("cpus") or 0, kept[-1] + 1 if kept else 0) or None
     _lost_cpus(st, kept, a)
-    if a.parts:
-        a.warnings.append("; ".join(a.parts))
     return a
 
 
@@ -125,11 +127,11 @@ def _check_layout(path, fmt: str, st: dict) -> None:
         )
     (n0, first0), (n1, first1) = st["style"]
     if min(n0, n1) > TOLERATED_LINES:
-        late, early, first = (1, 0, first1) if first1 > first0 else (0, 1, first0)
+        late, first = (1, first1) if first1 > first0 else (0, first0)
         raise TraceError(
             path,
-            f"line {first:,} starts {STYLES[late]} inside {STYLES[early]} "
-            f"({min(n0, n1):,} lines of it): two traces in one file; split them and read each",
+            f"line {first:,} starts {STYLES[late]} inside {STYLES[1 - late]} "
+            f"({(n0, n1)[late]:,} lines of it): two traces in one file; split them and read each",
         )
 
 
