@@ -44,6 +44,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .compare import glob_regex
 from .errors import OptionError, TraceError
 from .version import __version__
 
@@ -186,7 +187,7 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
     """The trace paths of ``inputs`` (paths, globs -- ``**`` recurses -- or directories,
     searched recursively for :data:`TRACE_SUFFIXES`), each once, in the order given
     (a glob's or a directory's files sorted), and the patterns that matched nothing."""
-    import glob as _glob
+    from .compare import glob_files
 
     paths: dict[str, None] = {}
     missing = []
@@ -204,12 +205,25 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
         elif p.exists() or not _GLOB_CHARS.search(item):
             found = [str(p)]
         else:
-            found = sorted(f for f in _glob.glob(item, recursive=True) if Path(f).is_file())
+            found = glob_files(item)
         if not found:
             missing.append(item)
         for f in found:
             paths.setdefault(str(Path(f)), None)
-    return list(paths), missing
+    return _once_each(list(paths)), missing
+
+
+def _once_each(paths: list[str]) -> list[str]:
+    """``paths`` without a second name of a file already there (a symbolic link to it,
+    ``dir/../dir/x.dat``): each trace is analysed once, under the first name given."""
+    seen: set[str] = set()
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
+            out.append(p)
+    return out
 
 
 def _label_regex(label_from: str | None) -> re.Pattern | None:
@@ -960,40 +974,6 @@ def _without(table: pa.Table | None, paths: set[str]) -> pa.Table:
 # -- reading a dataset back --------------------------------------------------------------------
 
 
-def _glob_regex(pattern: str) -> re.Pattern:
-    """A path glob as a regular expression: ``*`` and ``?`` stop at ``/``, ``**``
-    crosses directories, ``[...]`` is a class (as :mod:`glob` matches files)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if j < 0:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 class BatchDataset:
     """A dataset written by :func:`batch`, read back.
 
@@ -1083,7 +1063,7 @@ class BatchDataset:
         pattern = str(pattern)
         col = "abspath" if os.path.isabs(pattern) else "path"
         if _GLOB_CHARS.search(pattern):
-            rx = _glob_regex(pattern)
+            rx = glob_regex(pattern)
             hits = [i for i, v in enumerate(self.traces[col]) if rx.match(str(v))]
         else:
             target = os.path.normpath(pattern)

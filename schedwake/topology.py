@@ -434,7 +434,13 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header
     """The topology to use for a trace of ``cpus`` CPUs: explicit file, ``--llc`` lists,
     the ``<trace>.topology.json`` beside the trace, the map of the trace's own header
     (``header``: a topology dict, e.g. a perf.data's), or one assumed LLC, in that
-    order. A file or ``--llc`` list that names a CPU the trace does not have is refused."""
+    order. A file or ``--llc`` list that names a CPU the trace does not have is refused,
+    as is a trace that says it has more CPUs than a map may have (before one is made)."""
+    if cpus > MAX_CPUS:
+        raise TraceError(
+            trace_path or "trace",
+            f"says it has {cpus} CPUs, more than the {MAX_CPUS} a map may have",
+        )
     topo: Topology | None
     if topology_file:
         topo = Topology.from_file(topology_file, cpus)

@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from schedwake.cli import cli
+from schedwake.compare import glob_files
 
 from .conftest import ROOT, run_cli, sample
 
@@ -304,3 +305,26 @@ def test_convert_of_a_damaged_trace_by_the_console_script(tmp_path):
     proc = run_cli("convert", ZEROED_PAGE, "-o", out)
     _check(proc.returncode, proc.stdout, proc.stderr, ["v6-cpu0-page-zeroed.dat"])
     assert not out.exists()
+
+
+def test_batch_over_symlink_loops(tmp_path):
+    """A directory with symbolic links in a loop (a link to itself, two links to each
+    other, a link to its own parent directory): the trace in it is analysed once, and a
+    loop named as a trace is an error row; nothing hangs."""
+    root = tmp_path / "runs"
+    (root / "sub").mkdir(parents=True)
+    shutil.copy(sample("idle-sleep.dat"), root / "sub" / "idle.dat")
+    (root / "sub" / "up").symlink_to("..")
+    (root / "self.dat").symlink_to("self.dat")
+    (root / "a.dat").symlink_to("b.dat")
+    (root / "b.dat").symlink_to("a.dat")
+    # compare's and gate's --side/--baseline globs too
+    assert glob_files(f"{root}/**/*.dat") == [str(root / "sub" / "idle.dat")]
+    out = tmp_path / "out"
+    proc = run_cli("batch", "--serial", root, f"{root}/**/*.dat", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    # (glob's ** followed sub/up back into runs/: 41 names of the one trace, analysed 41 times)
+    assert proc.stdout.startswith("batch: 1 trace(s) analysed"), proc.stdout
+    proc = run_cli("batch", "--serial", root / "self.dat", "-o", out)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "self.dat" in proc.stderr

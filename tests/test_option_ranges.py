@@ -24,7 +24,7 @@ from click.testing import CliRunner
 import schedwake
 from schedwake.cli import cli
 from schedwake.detect import THRESHOLDS
-from schedwake.topology import Topology, parse_cpulist
+from schedwake.topology import Topology, parse_cpulist, resolve
 
 from .conftest import ROOT, sample
 
@@ -314,6 +314,9 @@ def test_a_cpulist_is_bounded_before_it_is_expanded():
         parse_cpulist("0-99999999", "--llc")
     with pytest.raises(ValueError, match="at most 65536 CPUs"):
         Topology(cpus=10**9, llc=[[0]])
+    # a trace whose header says 1e11 CPUs gets no map of 1e11 entries
+    with pytest.raises(schedwake.TraceError, match="x.txt: says it has 100000000000 CPUs"):
+        resolve("x.txt", 10**11)
     assert parse_cpulist("0-1", "--cpu", 2) == [0, 1]
 
 
