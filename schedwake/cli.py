@@ -160,6 +160,9 @@ class _Commands(click.Group):
             _fail(f"Error: {exc}" if exc.path.startswith("--") else f"schedwake: {exc}", 2)
         except click.exceptions.Abort:
             _fail("schedwake: interrupted", 130)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `schedwake` alone: the help
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             _fail("Error: " + " ".join(exc.format_message().split()), exc.exit_code)
         except click.ClickException as exc:

@@ -345,3 +345,14 @@ def test_sound_values_still_work(tmp_path):
     for args in ok:
         result = runner.invoke(cli, args, prog_name="schedwake")
         assert result.exit_code == 0, (args, result.stderr)
+
+
+def test_usage_errors_are_one_line_and_the_bare_command_its_help():
+    runner = CliRunner()
+    result = runner.invoke(cli, ["analyze"], prog_name="schedwake")
+    assert result.exit_code == 2 and result.stderr == "Error: Missing argument 'TRACE'.\n"
+    result = runner.invoke(cli, ["analyze", IDLE, "--nope"], prog_name="schedwake")
+    assert result.exit_code == 2 and result.stderr.startswith("Error: No such option '--nope'")
+    assert len(result.stderr.splitlines()) == 1
+    result = runner.invoke(cli, [], prog_name="schedwake")
+    assert "Usage: schedwake [OPTIONS] COMMAND" in result.output and "analyze" in result.output
