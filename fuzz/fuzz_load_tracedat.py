@@ -9,7 +9,11 @@ finding, saved by libFuzzer as fuzz/crashes/fuzz_load_tracedat-*.
 
 The mutator is half libFuzzer's byte mutator (with fuzz/tracedat.dict) and half
 structure-aware (fuzz/tracedat_model.py): it re-frames what it damages, so a wrong
-field size or a bad page header reaches the decoder instead of the length checks.
+field size or a bad page header reaches the decoder instead of the length checks,
+and it aims at two classes byte mutation hardly reaches: options (OFFSET/DATE at the
+edges of 64 bits, CPUCOUNT/TSC2NSEC/CPUSTAT values, options repeated or of the wrong
+size, v7 BUFFER options that contradict the data) and event-format text (array sizes
+on scalars, two fields or events of one name, __data_loc fields, offset/size/signed).
 
 Run through fuzz/run.py (``make fuzz`` does), or by hand:
     .venv/bin/python fuzz/fuzz_load_tracedat.py -dict=fuzz/tracedat.dict \

@@ -12,6 +12,16 @@ field's offset/size/signedness, a format line, an event id, a page header word, 
 event header in a page, the CPU count, an option, the long or page size) and writes
 the file again with every length prefix and offset recomputed, so the damage gets
 past the framing checks to the code that interprets it.
+
+Two families aim at what byte-level mutation hardly reaches (issue 23):
+
+* options: numbers at the edges of 64 bits in OFFSET/DATE (their sums and products),
+  CPUCOUNT/TSC2NSEC/CPUSTAT values, options repeated or of the wrong size, and, in
+  the v7 writer (:attr:`TraceDat.v7`), a BUFFER option whose CPU ids, count or sizes
+  contradict the data and the CPUCOUNT option, and section options given twice;
+* event-format text: a field's type, ``[N]`` array size (also on a scalar: ``pid_t
+  prev_pid[2]``, ``[0]``, ``[-1]``), ``offset:``/``size:``/``signed:`` numbers, two
+  fields or two events with one name, ``__data_loc`` fields.
 """
 
 from __future__ import annotations
@@ -154,8 +164,39 @@ TYPES = [
 ]
 
 
+SIGNED_EDGES = [
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"-9223372036854775809",
+    b"9223372036854775808",
+    b"4611686018427387904",
+    b"-4611686018427387904",
+    b"0x7fffffffffffffff",
+    b"-0x8000000000000000",
+    b"0xffffffffffffffff",
+    b"9223372036854776",
+    b"-9223372036854776",
+    b"-403000000000",
+    b"1000",
+    b"0",
+    b"-1",
+    b"1e9",
+    b" 12 ",
+    b"",
+]
+OPT_DATE, OPT_CPUSTAT, OPT_OFFSET, OPT_CPUCOUNT, OPT_TSC2NSEC = 1, 2, 7, 8, 14
+SECTION_IDS = (16, 17, 18, 19, 20, 21)
+
+
 class TraceDat:
-    """The parts of a little-endian trace.dat, version 6."""
+    """The parts of a little-endian trace.dat, version 6.
+
+    ``v7`` changes what the version-7 writer says of the parts (so that the file
+    contradicts itself): ``cpu_ids`` (the CPU id written for each CPU's data),
+    ``ncpu_delta`` (added to the BUFFER option's CPU count, the table unchanged),
+    ``zero_size`` (a CPU whose size is written as 0, its data kept), ``twice`` (a
+    section option id written twice), ``buffer_twice`` (the BUFFER option twice).
+    """
 
     long_size = 8
     page_size = 4096
@@ -211,6 +252,7 @@ class TraceDat:
             coff, csize = struct.unpack_from("<QQ", data, off)
             self.cpu_data.append(_take(data, coff, csize))
             off += 16
+        self.v7: dict = {}
 
     # ------------------------------------------------------------------ writing
 
@@ -327,12 +369,18 @@ class TraceDat:
         for oid, body in self.options:
             opts += struct.pack("<HI", oid, len(body)) + body
         for oid, off in at.items():
-            opts += struct.pack("<HIQ", oid, 8, off)
+            opts += struct.pack("<HIQ", oid, 8, off) * (2 if self.v7.get("twice") == oid else 1)
+        ids = self.v7.get("cpu_ids", [])
+        ncpu = (len(cpu_at) + self.v7.get("ncpu_delta", 0)) & 0xFFFFFFFF
         buf = struct.pack("<Q", fly) + b"\0" + clock + b"\0"
-        buf += struct.pack("<II", self.page_size & 0xFFFFFFFF, len(cpu_at))
+        buf += struct.pack("<II", self.page_size & 0xFFFFFFFF, ncpu)
         for cpu, (off, size) in enumerate(cpu_at):
-            buf += struct.pack("<IQQ", cpu, off, size)
+            cpu_id = ids[cpu] if cpu < len(ids) else cpu
+            size = 0 if self.v7.get("zero_size") == cpu else size
+            buf += struct.pack("<IQQ", cpu_id & 0xFFFFFFFF, off, size)
         opts += struct.pack("<HI", 3, len(buf)) + buf
+        if self.v7.get("buffer_twice"):
+            opts += struct.pack("<HI", 3, len(buf)) + buf
         strings_at = len(out)
         desc = sid("strings")
         opts_desc = sid("options")
@@ -391,6 +439,56 @@ def _edit_number(rnd: random.Random, text: bytes) -> bytes:
         return text
     a, b = rnd.choice(spots)
     return text[:a] + rnd.choice(DECIMALS) + text[b:]
+
+
+_FIELD_NAME = re.compile(rb"\tfield:[^;\n]*?(\w+)(\[[^\]]*\])?;")
+
+
+def _edit_field(rnd: random.Random, text: bytes) -> bytes:
+    """A field line the model must refuse or survive: an array size on a scalar, another
+    field's name (two fields of one name), a ``__data_loc`` of any size, a size or
+    offset at an edge."""
+    fields = list(_FIELD_NAME.finditer(text))
+    if not fields:
+        return text
+    m = rnd.choice(fields)
+    op = rnd.randrange(4)
+    if op == 0:  # an array size, on a scalar too: [2], [0], [-1], []
+        dims = rnd.choice((b"[2]", b"[0]", b"[-1]", b"[]", b"[16]", b"[4096]", b"[99999999999]"))
+        end = m.end(2) if m.group(2) else m.end(1)
+        return text[: m.start(2) if m.group(2) else end] + dims + text[end:]
+    if op == 1:  # another field's name
+        other = rnd.choice(fields).group(1)
+        return text[: m.start(1)] + other + text[m.end(1) :]
+    if op == 2:  # __data_loc: its u32 is (length << 16 | offset) in every record
+        line_start = text.rfind(b"\n", 0, m.start()) + 1
+        decl = b"\tfield:" + rnd.choice(
+            (b"__data_loc char[] ", b"__data_loc u8[] ", b"__rel_loc char[] ", b"__data_loc int[] ")
+        )
+        return text[:line_start] + decl + m.group(1) + b";" + text[m.end() :]
+    line_end = text.find(b"\n", m.end())
+    line_end = len(text) if line_end < 0 else line_end
+    line = re.sub(
+        rb"(offset|size|signed):\s*-?\d+",
+        lambda k: k.group(1) + b":" + rnd.choice(DECIMALS),
+        text[m.start() : line_end],
+        count=1 + rnd.randrange(3),
+    )
+    return text[: m.start()] + line + text[line_end:]
+
+
+def _duplicate_event(rnd: random.Random, td: TraceDat) -> None:
+    """A second format with an existing event's name (its ID kept or changed): the
+    second must not silently swallow the first's records."""
+    systems = [(i, j) for i, (_, f) in enumerate(td.systems) for j in range(len(f))]
+    if not systems:
+        return
+    i, j = rnd.choice(systems)
+    text = td.systems[i][1][j]
+    if rnd.random() < 0.5:
+        text = re.sub(rb"(?m)^ID: \d+", b"ID: " + rnd.choice(DECIMALS[:16]), text, count=1)
+    k, _ = rnd.choice(systems)
+    td.systems[k][1].append(text)
 
 
 def _edit_lines(rnd: random.Random, text: bytes) -> bytes:
@@ -516,6 +614,59 @@ def _edit_layout(rnd: random.Random, td: TraceDat) -> None:
         )
 
 
+def _option_body(rnd: random.Random, oid: int) -> bytes:
+    """A body for option ``oid`` at the edges of what it holds."""
+    if oid in (OPT_OFFSET, OPT_DATE):
+        return rnd.choice(SIGNED_EDGES) + rnd.choice((b"\0", b"", b"\n\0", b"x\0"))
+    if oid == OPT_CPUCOUNT:
+        n = rnd.choice((0, 1, 2, 3, 4096, 65536, 65537, (1 << 32) - 1))
+        return struct.pack("<Q" if rnd.random() < 0.2 else "<I", n)  # the wrong size too
+    if oid == OPT_TSC2NSEC:
+        mult = rnd.choice((0, 1, 3, 1 << 31, (1 << 32) - 1))
+        shift = rnd.choice((0, 1, 31, 32, 33, 255))
+        body = struct.pack("<IIQ", mult, shift, rnd.choice(INTERESTING))
+        return body if rnd.random() < 0.8 else body[: rnd.randrange(16)]
+    # CPUSTAT: per-CPU counters, with a CPU or a count out of range
+    cpu = rnd.choice((b"0", b"1", b"9", b"65536", b"-1", b"18446744073709551616"))
+    key = rnd.choice((b"overrun", b"dropped events", b"entries", b"read events", b"bytes"))
+    value = rnd.choice(DECIMALS + SIGNED_EDGES)
+    return b"CPU: " + cpu + b"\n" + key + b": " + value + b"\n\0"
+
+
+def _edit_options(rnd: random.Random, td: TraceDat) -> None:
+    """An option with a number at an edge, an option repeated, or (written as v7) a
+    BUFFER/section option that contradicts the rest of the file."""
+    op = rnd.randrange(4)
+    if op == 0:  # a numeric option added (OFFSET, DATE: one or two, their sums)
+        oid = rnd.choice(
+            (OPT_OFFSET, OPT_OFFSET, OPT_DATE, OPT_CPUCOUNT, OPT_TSC2NSEC, OPT_CPUSTAT)
+        )
+        for _ in range(rnd.choice((1, 1, 2))):
+            td.options.insert(rnd.randrange(len(td.options) + 1), (oid, _option_body(rnd, oid)))
+    elif op == 1 and td.options:  # an option's number changed in place
+        k = rnd.randrange(len(td.options))
+        oid, _ = td.options[k]
+        if oid in (OPT_OFFSET, OPT_DATE, OPT_CPUCOUNT, OPT_TSC2NSEC, OPT_CPUSTAT):
+            td.options[k] = (oid, _option_body(rnd, oid))
+    elif op == 2 and td.options:  # an option repeated
+        td.options.insert(rnd.randrange(len(td.options) + 1), rnd.choice(td.options))
+    else:  # the v7 writer's BUFFER and section options contradict the data
+        what = rnd.randrange(5)
+        n = len(td.cpu_data)
+        if what == 0 and n:
+            ids = list(range(n))
+            ids[rnd.randrange(n)] = rnd.choice((n, n + 1, 4096, 65535, 65536, 0, (1 << 32) - 1))
+            td.v7["cpu_ids"] = ids
+        elif what == 1:
+            td.v7["ncpu_delta"] = rnd.choice((-n, -1, 1, 2, 65536))
+        elif what == 2 and n:
+            td.v7["zero_size"] = rnd.randrange(n)
+        elif what == 3:
+            td.v7["twice"] = rnd.choice(SECTION_IDS)
+        else:
+            td.v7["buffer_twice"] = True
+
+
 def mutate(data: bytes, max_size: int, seed: int) -> bytes | None:
     """One structure-aware mutation of a version-6 trace.dat, written as v6, v7 or
     v7+zlib; None if ``data`` does not parse (the caller then mutates bytes)."""
@@ -525,18 +676,27 @@ def mutate(data: bytes, max_size: int, seed: int) -> bytes | None:
         return None
     rnd = random.Random(seed)
     for _ in range(rnd.choice((1, 1, 1, 2, 3))):
-        op = rnd.randrange(10)
-        if op < 3:
+        op = rnd.randrange(14)
+        if op < 2:
             text, put = _pick_format(rnd, td)
             put(_edit_number(rnd, text))
-        elif op < 5:
+        elif op < 4:
             text, put = _pick_format(rnd, td)
             put(_edit_lines(rnd, text))
-        elif op < 8:
+        elif op < 6:
+            text, put = _pick_format(rnd, td)
+            put(_edit_field(rnd, text))
+        elif op == 6:
+            _duplicate_event(rnd, td)
+        elif op < 9:
             _edit_page(rnd, td)
+        elif op < 12:
+            _edit_options(rnd, td)
         else:
             _edit_layout(rnd, td)
-    # mostly v6: the corpus keeps parseable v6 inputs to mutate further
-    version, comp = rnd.choice(((6, None), (6, None), (6, None), (7, None), (7, "zlib")))
+    # mostly v6: the corpus keeps parseable v6 inputs to mutate further; what only
+    # the v7 writer can say (td.v7) is written as v7
+    choices = ((6, None), (6, None), (6, None), (7, None), (7, "zlib"))
+    version, comp = rnd.choice(choices[3:] if td.v7 else choices)
     out = td.write(version, comp)
     return out if len(out) <= max_size else None

@@ -8,8 +8,10 @@ header, the sections and options, the event formats, each CPU's data and, in the
 uncompressed base, its ring-buffer pages and records. ``manifest.json`` says for each
 file what a reader must do with it: ``error`` (TraceError; the CLI exits 2 with one
 stderr line naming the file), ``warning`` (loads; exactly the base's events minus the
-``skipped`` ones, and one warning naming what was skipped) or ``ok`` (loads, all the
-base's events, no warning).
+``skipped`` ones, and one warning naming what was skipped, or the damaged part that
+the result does not use) or ``ok`` (loads, all the base's events, no warning). An
+error may list ``error_mentions``: regexes its one line must match (what is wrong,
+and where).
 
 The bases (committed beside the damaged files, and themselves part of the corpus as
 ``ok``) come from the real sample ``sample_traces/idle-sleep.dat`` (v7, zstd, 1595
@@ -19,6 +21,10 @@ events) with ``--bases``, which needs trace-cmd:
   sample, with the event formats of the systems that have no record in it left out (99
   of 101 systems; 2 MB of format text): uncompressed, version 6, 0.1 MB;
 * ``base-v7-zstd.dat``: ``trace-cmd convert --compression zstd`` of base-v6.dat.
+
+A third base, ``base-v6-small.dat`` (base-v6.dat with each CPU's first page only,
+156 events, 48 KB), is written by this script itself: it carries the damage that
+needs an uncompressed file, at a third of the size.
 
 ``--bases`` checks that ``trace-cmd report`` prints the same events for both as for the
 sample, and that this script's own page walker counts the same events. Without
@@ -48,6 +54,7 @@ OUT = ROOT / "tests" / "data" / "hostile"
 SOURCE = ROOT / "sample_traces" / "idle-sleep.dat"
 BASE6 = "base-v6.dat"
 BASE7 = "base-v7-zstd.dat"
+BASE6_SMALL = "base-v6-small.dat"  # written from BASE6: each CPU's first page only
 
 MAGIC = b"\x17\x08\x44tracing"
 COMMIT_MASK = (1 << 27) - 1
@@ -55,7 +62,8 @@ MISSING_EVENTS = 1 << 31
 T_PADDING, T_TIME_EXTEND, T_TIME_STAMP = 29, 30, 31
 
 # v7 option ids (trace-cmd.dat.v7(5))
-OPT_DONE, OPT_BUFFER, OPT_CPUCOUNT, OPT_EVENT_FORMATS = 0, 3, 8, 18
+OPT_DONE, OPT_DATE, OPT_CPUSTAT, OPT_BUFFER, OPT_OFFSET, OPT_CPUCOUNT = 0, 1, 2, 3, 7, 8
+OPT_EVENT_FORMATS, OPT_CMDLINES = 18, 21
 SECTION_OPTIONS = {15, 16, 17, 18, 19, 20, 21, 23, 25}
 
 
@@ -716,6 +724,310 @@ def damage_v7(c: Corpus, d: bytes) -> None:
         )
 
 
+def v7_last_options(d: bytes, lay: V7, add=(), buffer_body: bytes | None = None, buffers=1):
+    """``d`` with its last options section (the top BUFFER option's, which only the
+    STRINGS section follows: no offset in the file points past it) rewritten: the
+    options ``add`` ((id, body)...) first, then the BUFFER option (``buffer_body`` in
+    place of its own, ``buffers`` times), then the rest; the section size follows."""
+    opt = lay.buffer["option"]
+    sec = opt.section
+    if lay.option_sections[-1] != sec or any(t.id != 15 for t in lay.trailing):
+        raise LayoutError("the top BUFFER option is not in the last options section")
+    body = buffer_body if buffer_body is not None else bytes(d[opt.data : opt.data + opt.size])
+    new = b"".join(struct.pack("<HI", oid, len(b)) + b for oid, b in add)
+    new += bytes(d[sec.content : opt.off])
+    new += (struct.pack("<HI", OPT_BUFFER, len(body)) + body) * buffers
+    new += bytes(d[opt.data + opt.size : sec.end])
+    head = struct.pack("<HHIQ", sec.id, sec.flags, u32(d, sec.off + 4), len(new))
+    return d[: sec.off] + head + new + d[sec.end :]
+
+
+def buffer_body(d: bytes, lay: V7, cpus: list) -> bytes:
+    """The top BUFFER option's bytes with this CPU table: [(cpu, offset, size)...]."""
+    opt = lay.buffer["option"]
+    head = bytes(d[opt.data : lay.buffer["page_size_off"] + 4])
+    table = b"".join(struct.pack("<IQQ", *c) for c in cpus)
+    return head + struct.pack("<I", len(cpus)) + table
+
+
+def text_option(text: str) -> bytes:
+    return text.encode() + b"\0"
+
+
+E_TIME = (
+    "every record's time is its CPU's clock plus the time offset options; a time "
+    "that does not fit 0..2^63 ns is damage, and every later time on the CPU is built on "
+    "it, so no count of bad records can be given"
+)
+
+
+def damage_v7_numbers(c: Corpus, d: bytes) -> None:
+    """Item 2 of issue 23: integer arithmetic on the file's numbers."""
+    lay = parse_v7(d)
+    files = {
+        "offset-int64-max": (
+            [(OPT_OFFSET, text_option("9223372036854775807"))],
+            "an OFFSET option of INT64_MAX ns (9223372036854775807)",
+            "the records' times (403 s + INT64_MAX ns) are past 2^63: a reader that adds "
+            "in 64 bits gives negative timestamps; " + E_TIME,
+            [r"outside 0 to 2\^63", r"CPU \d"],
+        ),
+        "offset-int64-min": (
+            [(OPT_OFFSET, text_option("-9223372036854775808"))],
+            "an OFFSET option of INT64_MIN ns (-9223372036854775808)",
+            "a parser that reads the digits and negates them negates INT64_MIN (undefined "
+            "behaviour); the value itself is legal, the times it gives are not: " + E_TIME,
+            [r"outside 0 to 2\^63"],
+        ),
+        "offsets-sum-overflow": (
+            [(OPT_OFFSET, text_option("4611686018427387904"))] * 2,
+            "two OFFSET options of 2^62 ns each",
+            "each is a legal value, their sum is not: an overflow in the reader's "
+            "arithmetic (undefined behaviour in C), refused naming the option",
+            [r"OFFSET option", r"beyond 64 bits"],
+        ),
+        "date-beyond-64-bits": (
+            [(OPT_DATE, text_option("9223372036854776"))],
+            "a DATE option of 9223372036854776 us (the microseconds between the trace clock "
+            "and the time of day)",
+            "in nanoseconds it is more than 64 bits hold",
+            [r"DATE option", r"microseconds"],
+        ),
+    }
+    for tag, (opts, damage, why, mentions) in files.items():
+        c.add(
+            f"v7-{tag}.dat",
+            v7_last_options(d, lay, opts),
+            BASE7,
+            "error",
+            damage + " added to the last options section",
+            why,
+            error_mentions=mentions,
+        )
+
+
+def damage_v7_contradictions(c: Corpus, d: bytes) -> None:
+    """Item 3 of issue 23: what the file says in one place against another."""
+    lay = parse_v7(d)
+    cpu0, cpu1 = lay.buffer["cpus"][:2]
+    table = [(x["cpu"], x["offset"], x["size"]) for x in lay.buffer["cpus"]]
+    cpucounts = [o for o in lay.options if o.id == OPT_CPUCOUNT]
+    if len(table) != 2 or len(cpucounts) < 2:
+        raise LayoutError("the v7 base has not 2 CPUs and CPUCOUNT options")
+    E_CPUS = "the CPU table and the CPU count contradict each other: " + E_LAYOUT
+    E_HOLE = (
+        "the buffer's data section holds that CPU's compressed pages, which the table no "
+        "longer accounts for: reading on would drop its events without a word"
+    )
+    E_ONCE = (
+        "trace-cmd writes it once; a second one would be read on top of the first, "
+        "which is damage whichever is right"
+    )
+    cmdlines = lay.sections[OPT_CMDLINES]
+    cases = [
+        (
+            "buffer-cpu-id-4096",
+            patch(d, cpu1["entry"], struct.pack("<I", 4096)),
+            "the BUFFER option's CPU id of CPU 1's data set to 4096 (CPUCOUNT says 2)",
+            E_CPUS + " (believed, it makes a 4097-CPU trace)",
+            [r"CPU 4096", r"2 CPUs"],
+        ),
+        (
+            "buffer-cpu-count-0",
+            patch(d, lay.buffer["page_size_off"] + 4, struct.pack("<I", 0)),
+            "the BUFFER option's CPU count set to 0 (its two CPU entries left in place)",
+            "the option holds 40 bytes that its count does not account for",
+            [r"BUFFER option", r"40 bytes after its table of 0 CPUs"],
+        ),
+        (
+            "buffer-cpu-table-empty",
+            v7_last_options(d, lay, buffer_body=buffer_body(d, lay, [])),
+            "the BUFFER option rewritten with a CPU count of 0 and no CPU entries",
+            "the buffer's data section still holds both CPUs' data: " + E_HOLE,
+            [r"no CPU's data holds", r"0 CPUs with data"],
+        ),
+        (
+            "cpu1-size-0",
+            put_u64(d, cpu1["size_off"], 0),
+            "the BUFFER option's size of CPU 1's data set to 0",
+            E_HOLE,
+            [r"bytes of data at offset \d+ that no CPU's data holds"],
+        ),
+        (
+            "cpu0-offset-outside-section",
+            put_u64(d, cpu0["offset_off"], lay.buffer["flyrecord"].off - 4096),
+            "the BUFFER option's offset of CPU 0's data moved 4096 bytes before the buffer's "
+            "data section",
+            "the CPU's data then lies in other sections: " + E_LAYOUT,
+            [r"CPU 0 data", r"outside the buffer's data section"],
+        ),
+        (
+            "cpucount-options-disagree",
+            put_u32(d, cpucounts[1].data, 3),
+            f"the second of the {len(cpucounts)} CPUCOUNT options (at {cpucounts[1].off}) "
+            "set to 3 (the others say 2)",
+            "trace-cmd writes the same count each time: " + E_CPUS,
+            [r"CPUCOUNT options disagree"],
+        ),
+        (
+            "cpucount-1",
+            _put_all_u32(d, [o.data for o in cpucounts], 1),
+            f"all {len(cpucounts)} CPUCOUNT options set to 1; the BUFFER option lists CPUs 0 and 1",
+            E_CPUS,
+            [r"CPUCOUNT option says 1 CPUs", r"lists 2"],
+        ),
+        (
+            "cpucount-option-8-bytes",
+            v7_last_options(d, lay, [(OPT_CPUCOUNT, struct.pack("<Q", 2))]),
+            "a CPUCOUNT option of 8 bytes (a u64 2) added",
+            "the option is a u32: another size is damage to its framing, not a prefix to read",
+            [r"CPUCOUNT option", r"8 bytes, not 4"],
+        ),
+        (
+            "cmdlines-option-twice",
+            v7_last_options(d, lay, [(OPT_CMDLINES, struct.pack("<Q", cmdlines.off))]),
+            "a second CMDLINES option, pointing at the same section, added",
+            E_ONCE,
+            [r"second CMDLINES option"],
+        ),
+        (
+            "buffer-option-twice",
+            v7_last_options(d, lay, buffers=2),
+            "the top BUFFER option repeated",
+            E_ONCE + " (the second buffer '' was ignored)",
+            [r"two BUFFER options for buffer ''"],
+        ),
+        (
+            "cpustat-overrun-2-64",
+            v7_last_options(
+                d,
+                lay,
+                [(OPT_CPUSTAT, text_option("CPU: 0\nentries: 0\noverrun: 18446744073709551616\n"))],
+            ),
+            "a CPUSTAT option for CPU 0 with 'overrun: 18446744073709551616' (2^64) added",
+            "the ring buffer's counters are 64-bit and no buffer overwrites 2^63 events; "
+            "believed, it becomes the lost-event count of CPU 0",
+            [r"CPUSTAT", r"overrun: 18446744073709551616"],
+        ),
+        (
+            "cpustat-cpu-9",
+            v7_last_options(
+                d, lay, [(OPT_CPUSTAT, text_option("CPU: 9\nentries: 0\noverrun: 5\n"))]
+            ),
+            "a CPUSTAT option for CPU 9 (of 2) added",
+            "statistics of a CPU the file does not have: believed, 5 events lost on a CPU "
+            "that is not there",
+            [r"CPU: 9", r"2 CPUs"],
+        ),
+        (
+            "cmdlines-compression-flag-cleared",
+            patch(d, cmdlines.off + 2, struct.pack("<H", cmdlines.flags & ~1)),
+            f"the cmdlines section (at {cmdlines.off}) has its compression flag cleared",
+            "its compressed bytes then read as the saved task names, which they are not "
+            "(a reader that skipped the section on any failure lost the names of the tasks "
+            "that appear only there, so the metrics changed)",
+            [r"cmdlines"],
+        ),
+        (
+            "cmdlines-zstd-magic",
+            patch(d, cmdlines.content + 8, bytes([d[cmdlines.content + 8] ^ 0xFF])),
+            f"the first byte of the zstd frame in the cmdlines section (at {cmdlines.off}) "
+            "XOR 0xff",
+            "the section does not decompress",
+            [r"cmdlines section", r"does not decompress"],
+        ),
+        (
+            "cmdlines-zstd-text",
+            patch(d, cmdlines.content + 44, bytes([d[cmdlines.content + 44] ^ 0xFF])),
+            f"a byte of the zstd literals in the cmdlines section (at {cmdlines.off}) XOR "
+            "0xff: it decompresses to its declared size, to text with a line that is not "
+            "'pid name'",
+            "the kernel writes 'pid name' lines only; libtraceevent stops at such a line, "
+            "dropping the names after it without a word",
+            [r"saved task names \(cmdlines\)", r"not 'pid name'"],
+        ),
+    ]
+    for tag, data, damage, why, mentions in cases:
+        c.add(f"v7-{tag}.dat", data, BASE7, "error", damage, why, error_mentions=mentions)
+
+
+def _put_all_u32(d: bytes, offsets, v: int) -> bytes:
+    for off in offsets:
+        d = put_u32(d, off, v)
+    return d
+
+
+def small_v6(base6: bytes) -> bytes:
+    """base-v6.dat with each CPU's first page only."""
+    lay = parse_v6(base6)
+    parts = V6Parts.of(lay)
+    parts.cpu_data = [chunk[: parts.page_size] for chunk in parts.cpu_data]
+    return parts.write()
+
+
+def damage_v6_small(c: Corpus, d: bytes) -> None:
+    """The damage that needs uncompressed pages or texts, on the small v6 base."""
+    lay = parse_v6(d)
+    pages = walk_pages(lay)
+    years = 11 * 366 * 86400 * 10**9
+    later = d
+    for p in pages:
+        if p.cpu == 1:
+            later = put_u64(later, p.off, p.ts + years)
+    first = min(r.ts for p in pages for r in p.records)
+    c.add(
+        "v6-small-cpu1-11-years-later.dat",
+        later,
+        BASE6_SMALL,
+        "error",
+        f"CPU 1's page timestamps moved {years} ns (11 years) later; CPU 0's first record "
+        f"is at {first} ns",
+        "a recording spans seconds to days, not years: a timestamp is damaged (its CPU's "
+        "times stay in order, so only the span shows it), and every duration and rate "
+        "over it would be off by orders of magnitude; which CPU is right cannot be told",
+        error_mentions=[r"CPU 1", r"days after the trace's first record"],
+    )
+    cpucounts = [b for _, oid, b in lay.options if oid == OPT_CPUCOUNT]
+    c.add(
+        "v6-small-cpucount-3.dat",
+        _put_all_u32(d, [b.off for b in cpucounts], 3),
+        BASE6_SMALL,
+        "error",
+        f"the {len(cpucounts)} CPUCOUNT options set to 3; the header and the flyrecord "
+        "table say 2 CPUs",
+        "a CPU count against the header's: one of them is damaged, and believing 3 adds "
+        "an idle CPU that never was",
+        error_mentions=[r"header says 2 CPUs", r"CPUCOUNT"],
+    )
+    hp = bytes(d[lay.header_page.off : lay.header_page.end])
+    at = hp.index(b"signed:", hp.index(b" overwrite;"))
+    c.add(
+        "v6-small-header-page-line-garbled.dat",
+        patch(d, lay.header_page.off + at, b"zigned:"),
+        BASE6_SMALL,
+        "warning",
+        "header_page text: the 'signed:' of the overwrite field's line changed to 'zigned:'",
+        "the reader needs only the timestamp, commit and data lines of header_page; "
+        "damage in the others changes no result but is named, not ignored",
+        skipped={},
+        warning_mentions=[r"header_page", r"\b1 of 4 lines\b", r"line 3\b"],
+    )
+    pk = bytes(d[lay.printk.off : lay.printk.end])
+    nlines = pk.count(b"\n")
+    line = pk[: pk.index(b"\n", pk.index(b"\n") + 1)].count(b"\n") + 1
+    at = pk.index(b" : ", pk.index(b"\n") + 1)
+    c.add(
+        "v6-small-printk-line-garbled.dat",
+        patch(d, lay.printk.off + at, b" ; "),
+        BASE6_SMALL,
+        "warning",
+        f"printk formats: the ' : ' of line {line} (of {nlines}) changed to ' ; '",
+        "the printk formats are not used for any result; damage in them is named, not ignored",
+        skipped={},
+        warning_mentions=[r"printk formats", rf"\b1 of {nlines} lines\b", rf"line {line}\b"],
+    )
+
+
 def damage_v6(c: Corpus, d: bytes) -> None:
     lay = parse_v6(d)
     fmts = formats_v6(lay)
@@ -960,11 +1272,19 @@ def damage_v6(c: Corpus, d: bytes) -> None:
 
 def make_corpus(out: Path) -> dict:
     base6, base7 = (out / BASE6).read_bytes(), (out / BASE7).read_bytes()
-    lay = parse_v6(base6)
-    fmts = formats_v6(lay)
-    counts = event_counts(walk_pages(lay), fmts)
+    small = small_v6(base6)
+    (out / BASE6_SMALL).write_bytes(small)
+    counts = {}
+    for name, data in ((BASE6, base6), (BASE6_SMALL, small)):
+        lay = parse_v6(data)
+        counts[name] = event_counts(walk_pages(lay), formats_v6(lay))
+    counts[BASE7] = counts[BASE6]
     c = Corpus(out)
-    for name, kind in ((BASE6, "version 6, uncompressed"), (BASE7, "version 7, zstd")):
+    for name, kind in (
+        (BASE6, "version 6, uncompressed"),
+        (BASE7, "version 7, zstd"),
+        (BASE6_SMALL, f"{BASE6} with each CPU's first page only"),
+    ):
         c.files[name] = {
             "base": name,
             "outcome": "ok",
@@ -973,6 +1293,9 @@ def make_corpus(out: Path) -> dict:
         }
     damage_v7(c, base7)
     damage_v6(c, base6)
+    damage_v7_numbers(c, base7)
+    damage_v7_contradictions(c, base7)
+    damage_v6_small(c, small)
     for name, data in c.bytes.items():
         (out / name).write_bytes(data)
     manifest = {
@@ -980,10 +1303,11 @@ def make_corpus(out: Path) -> dict:
         "must do with each; written by scripts/make_hostile.py (see its docstring "
         "and tests/test_tracedat_hostile.py)",
         "source": str(SOURCE.relative_to(ROOT)),
-        "originals": {BASE6: {"events": counts}, BASE7: {"events": counts}},
+        "originals": {name: {"events": n} for name, n in counts.items()},
         "outcomes": {
-            "error": "schedwake.load raises TraceError (one line, naming the file); the CLI "
-            "exits 2 with exactly one stderr line naming the file",
+            "error": "schedwake.load raises TraceError (one line, naming the file, matching "
+            "every 'error_mentions' regex); the CLI exits 2 with exactly one stderr line "
+            "naming the file",
             "warning": "loads with exactly the original's events minus 'skipped' and exactly "
             "one warning (meta['warnings']) that matches every "
             "'warning_mentions' regex; the CLI exits 0 with exactly that one "

@@ -7,11 +7,14 @@ wrong, exit code 2, never a traceback, a crash or a silently wrong answer; bound
 damage in a still usable file loads, exit 0, with ONE warning line naming the file and
 what was skipped (``trace.meta["warnings"]``). So, per file:
 
-* ``error``: ``schedwake.load`` raises TraceError, one line naming the file; ``schedwake
-  info`` and ``schedwake analyze`` exit 2 with exactly one stderr line naming the file;
+* ``error``: ``schedwake.load`` raises TraceError, one line naming the file and matching
+  the manifest's ``error_mentions`` (what is wrong, where); ``schedwake info`` and
+  ``schedwake analyze`` exit 2 with exactly one stderr line naming the file (and saying
+  the same);
 * ``warning``: loads with exactly the original's events minus the manifest's
-  ``skipped``, one warning matching the manifest's ``warning_mentions``; the commands
-  exit 0 with exactly that one stderr line;
+  ``skipped`` (none when the warning names a damaged part the result does not use), one
+  warning matching the manifest's ``warning_mentions``; the commands exit 0 with exactly
+  that one stderr line;
 * ``ok``: loads with exactly the original's events (and, where the manifest has a
   ``check``, that value in that row), no warning, nothing on stderr.
 
@@ -128,7 +131,7 @@ def test_manifest_lists_every_file_and_only_those():
     assert {e["outcome"] for e in FILES.values()} <= {"error", "warning", "ok"}
     for name, e in FILES.items():
         if e["outcome"] == "warning":
-            assert e["skipped"] and e["warning_mentions"], name
+            assert isinstance(e["skipped"], dict) and e["warning_mentions"], name
 
 
 def test_every_damaged_file_differs_from_its_base():
@@ -178,6 +181,8 @@ def test_load(name):
         msg = got["error"]
         assert "\n" not in msg.strip(), f"not one line: {msg!r}"
         assert str(path) in msg, f"the error does not name the file: {msg!r}"
+        for rx in entry.get("error_mentions", []):
+            assert re.search(rx, msg), f"{describe(name)}\nthe error {msg!r} does not say {rx!r}"
         return
     assert "error" not in got, f"{describe(name)}\nrefused: {got.get('error')}"
     want = expected_counts(name)
@@ -216,6 +221,8 @@ def check_cli(name: str, proc: subprocess.CompletedProcess, command: str) -> Non
         )
         assert len(lines) == 1, f"want one stderr line, got {len(lines)}: {proc.stderr[-2000:]}"
         assert path in lines[0], f"the error line does not name the file: {lines[0]!r}"
+        for rx in entry.get("error_mentions", []):
+            assert re.search(rx, lines[0]), f"the error {lines[0]!r} does not say {rx!r}"
         return
     assert proc.returncode == 0, (
         f"{describe(name)}\nschedwake {command}: exit {proc.returncode}, want 0; "

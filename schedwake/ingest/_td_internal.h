@@ -50,6 +50,10 @@
 #define MAX_OPTION_SECTIONS 4096
 #define MAX_FIELDS 1024
 
+/* A recording spans seconds to days: records further apart than this carry a damaged
+   timestamp (_td_merge.c: check_trace_span; perf.data: its samples' times) */
+#define MAX_TRACE_SPAN_YEARS 10
+#define MAX_TRACE_SPAN ((int64_t)MAX_TRACE_SPAN_YEARS * 366 * 86400 * 1000000000)
 #define MAX_LOST (1ull << 48)       /* events lost before one page: more were never written */
 #define COMMIT_MASK ((1u << 27) - 1)
 #define MISSING_EVENTS (1ull << 31)

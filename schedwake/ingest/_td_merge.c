@@ -133,14 +133,12 @@ void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_ti
  *   A time outside it is a damaged option, page timestamp or time extend, and since
  *   every later time on the CPU is built on it, no count of bad records can be
  *   given: the file is corrupt.
- * - every record lies within MAX_TRACE_SPAN of the trace's first record (all CPUs):
+ * - every record lies within MAX_TRACE_SPAN (_td_internal.h) of the trace's first
+ *   record (all CPUs):
  *   a recording of years is no recording, it is a damaged timestamp (and every
  *   duration and rate computed over it would be wrong by orders of magnitude); also
  *   corrupt, for the same reason.
  */
-#define MAX_TRACE_SPAN_YEARS 10
-#define MAX_TRACE_SPAN ((int64_t)MAX_TRACE_SPAN_YEARS * 366 * 86400 * 1000000000)
-
 /* The exact time of raw clock value `raw`; -1 when it is not in 0..INT64_MAX. */
 static int exact_time(const td_file *f, uint64_t raw, int64_t *t)
 {

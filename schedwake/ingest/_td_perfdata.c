@@ -2091,6 +2091,12 @@ static int set_meta(td_file *f, PerfFile *p)
         td_warn(f, "some samples carry no CPU (recorded without the CPU sample field): their "
                 "cpu is -1") < 0)
         return seterr(f->err, "out of memory"), -1;
+    /* both are in 0..INT64_MAX (masked when read): the difference cannot overflow */
+    if (p->first_ts != NO_TIME && p->last_ts - p->first_ts > MAX_TRACE_SPAN)
+        return seterr(f->err, "corrupt perf.data: the samples' times run from %" PRId64 " to %"
+                      PRId64 " ns, %.0f days: more than the %d years any recording spans, so "
+                      "a timestamp is damaged", p->first_ts, p->last_ts,
+                      (double)(p->last_ts - p->first_ts) / 86400e9, MAX_TRACE_SPAN_YEARS), -1;
     f->meta.first_ts = p->first_ts == NO_TIME ? 0 : p->first_ts;
     f->meta.last_ts = p->first_ts == NO_TIME ? 0 : p->last_ts;
     in->nattrs = p->nattrs;

@@ -639,6 +639,24 @@ static void test_perf_compressed(void)
     free(w.p);
 }
 
+/* Two samples 2^62 ns (146 years) apart: a damaged timestamp, not a recording. */
+static void test_perf_time_span(void)
+{
+    W w = {0};
+    pipe_head(&w);
+    header_attr(&w, 2, 372, TP_SAMPLE, 1, 7);
+    tracing_record(&w);
+    switch_sample(&w, 7, 42, 100, 0, "early", 1);
+    switch_sample(&w, 7, 42, 1ull << 62, 0, "late", 1);
+    record_header(&w, 68, 0, 8);
+    char err[TD_ERRLEN] = "";
+    td_file *f = NULL;
+    CHECK(decode(&w, &f, err) < 0);
+    CHECK(strstr(err, "perf.data") && strstr(err, "days"));
+    td_close(f);
+    free(w.p);
+}
+
 /* A file of two events whose samples carry no id: no sample can be attributed. */
 static void test_perf_unattributable(void)
 {
@@ -664,6 +682,7 @@ int main(void)
     test_perf_callchain();
     test_perf_compressed();
     test_perf_unattributable();
+    test_perf_time_span();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
