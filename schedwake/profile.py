@@ -30,13 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import TraceError
+from .errors import OptionError, TraceError
 from .symbols.kernel import KallsymsChoice
 from .symbols.resolve import UNKNOWN, Resolved, Resolver
 from .trace import Trace
@@ -196,6 +197,31 @@ def _as_set(values, what: str) -> set:
     return out
 
 
+#: One more than the largest pid there is (the kernel's PID_MAX_LIMIT).
+_PID_LIMIT = 4194305
+
+
+def _ids(values, what: str, limit: int) -> list[int]:
+    """``pid``/``cpu`` filter values, sorted: whole numbers from 0 to ``limit`` - 1,
+    else an OptionError naming ``what`` (a pid of 2^64 does not fit the sample columns)."""
+    ids = _as_set(values, what)
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= int(i) < limit:
+            raise OptionError(what, i, f"must be a whole number from 0 to {limit - 1}")
+    return sorted(int(i) for i in ids)
+
+
+def _span(time) -> tuple[int | None, int | None]:
+    """The ``time`` filter: integer timestamps (or None), the first before the second."""
+    lo, hi = time
+    for name, bound in (("time", lo), ("time", hi)):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, Integral)):
+            raise OptionError(name, bound, "must be integer timestamps (ns) or None")
+    if lo is not None and hi is not None and lo > hi:
+        raise OptionError("time", f"{lo},{hi}", "the start comes after the end")
+    return lo, hi
+
+
 def profile(
     trace: Trace,
     event: str | None = None,
@@ -216,7 +242,8 @@ def profile(
     ``time``: (start_ns, end_ns) trace timestamps, inclusive, either may be None.
     ``progress``: a callable that gets the fraction done, now and then.
     Raises :class:`TraceError` when the trace has no samples to profile, none match
-    the filters, or ``kallsyms`` cannot be read.
+    the filters, or ``kallsyms`` cannot be read; an OptionError (a ValueError) for a
+    pid, CPU or time that cannot be one.
     """
     table_name = _pick_table(trace, event)
     t = trace.table(table_name)
@@ -239,20 +266,19 @@ def profile(
         )
         filters["comm"] = sorted(names)
     if pid is not None:
-        pids = _as_set(pid, "pid")
-        ids = np.array(sorted(int(p) for p in pids), dtype=np.int64)
+        ids = np.array(_ids(pid, "pid", _PID_LIMIT), dtype=np.int64)
         hit = np.isin(t.column("common_pid").to_numpy().astype(np.int64), ids)
         if "pid" in t.column_names:
             hit |= np.isin(t.column("pid").to_numpy().astype(np.int64), ids)
         mask &= hit
         filters["pid"] = ids.tolist()
     if cpu is not None:
-        cpus = np.array(sorted(int(c) for c in _as_set(cpu, "cpu")), dtype=np.int64)
+        cpus = np.array(_ids(cpu, "cpu", int(trace.meta.get("cpus") or 1)), dtype=np.int64)
         mask &= np.isin(t.column("cpu").to_numpy().astype(np.int64), cpus)
         filters["cpu"] = cpus.tolist()
     if time is not None and time != (None, None):
         ts = t.column("ts").to_numpy()
-        lo, hi = time
+        lo, hi = _span(time)
         if lo is not None:
             mask &= ts >= lo
         if hi is not None:

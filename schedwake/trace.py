@@ -6,6 +6,7 @@ detectors, reports) takes. It holds Arrow tables; ``df()`` gives pandas views.
 
 from __future__ import annotations
 
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -259,7 +260,7 @@ class Trace:
     def _check_slice(self, start_ns, end_ns, cpus) -> list[int] | None:
         """The arguments of :meth:`sliced`, checked; ``cpus`` as a sorted list."""
         for name, bound in (("start_ns", start_ns), ("end_ns", end_ns)):
-            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, Integral)):
                 raise OptionError(name, repr(bound), "must be an integer timestamp (ns) or None")
         if start_ns is not None and end_ns is not None and start_ns >= end_ns:
             raise OptionError("start_ns", start_ns, f"must come before end_ns ({end_ns})")

@@ -304,6 +304,13 @@ def test_api_raises_value_error_naming_the_parameter():
         schedwake.load(IDLE, jobs=10**20)
     with pytest.raises(ValueError, match=r"^windows=inf: "):
         schedwake.batch([IDLE], "/nonexistent/out", windows=[math.inf])
+    perf = schedwake.load(PERF)
+    with pytest.raises(ValueError, match=r"^pid=100000000000000000000: "):
+        schedwake.profile(perf, pid=10**20)
+    with pytest.raises(ValueError, match=r"^cpu=7: must be a whole number from 0 to 1"):
+        schedwake.profile(perf, cpu=7)
+    with pytest.raises(ValueError, match=r"^time=nan: "):
+        schedwake.profile(perf, time=(math.nan, None))
 
 
 def test_a_cpulist_is_bounded_before_it_is_expanded():
