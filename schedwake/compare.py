@@ -40,6 +40,7 @@ import pandas as pd
 from . import mmtests
 from . import stats as st
 from .errors import OptionError, TraceError
+from .stats import check_alpha
 from .topology import trace_stem
 
 __all__ = [
@@ -309,16 +310,6 @@ def check_window(
             f"is longer than the longest trace ({longest:.3g} s): each trace would be one window",
         )
     return w
-
-
-def check_alpha(alpha, param: str = "alpha") -> float:
-    """The significance level ``alpha`` as a float, or OptionError naming ``param``
-    unless it is a number strictly between 0 and 1 (NaN is not)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise OptionError(param, repr(alpha), "must be a number between 0 and 1")
-    if not 0 < float(alpha) < 1:  # False for NaN
-        raise OptionError(param, f"{alpha:g}", "must be a number between 0 and 1 (exclusive)")
-    return float(alpha)
 
 
 def default_window(durations_s) -> float:

@@ -330,6 +330,7 @@ def compare_samples(
         raise ValueError("need at least one side label")
     if rule not in ("ttest", "ci95"):
         raise ValueError(f"rule must be 'ttest' or 'ci95', not {rule!r}")
+    alpha = st.check_alpha(alpha)
     metrics = list(metrics)
     for m in metrics:
         if len(m.samples) != len(labels):

@@ -37,9 +37,12 @@ Decisions where mmtests is silent or odd (documented so the report can state the
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Literal, NamedTuple
 
 import numpy as np
+
+from .errors import OptionError
 
 __all__ = [
     "Direction",
@@ -369,6 +372,16 @@ def _not_testable(reason: str) -> SigResult:
     return SigResult(False, math.nan, False, reason)
 
 
+def check_alpha(alpha, param: str = "alpha") -> float:
+    """The significance level ``alpha`` as a float, or OptionError naming ``param``
+    unless it is a number strictly between 0 and 1 (NaN is not)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, Real):
+        raise OptionError(param, repr(alpha), "must be a number between 0 and 1")
+    if not 0 < float(alpha) < 1:  # False for NaN
+        raise OptionError(param, f"{alpha:g}", "must be a number between 0 and 1 (exclusive)")
+    return float(alpha)
+
+
 def ttest_from_summary(
     mean_base: float,
     sd_base: float,
@@ -385,6 +398,7 @@ def ttest_from_summary(
     significant when ``p < alpha``.  A zero standard error is significant iff the means
     differ (p reported as 0.0 or 1.0).  Needs ``n >= 2`` on both sides.
     """
+    check_alpha(alpha)  # a NaN alpha would make nothing significant, silently
     if n_base < 2 or n_new < 2:
         return _not_testable(f"needs >=2 samples per side (n={n_base}/{n_new})")
     if any(math.isnan(v) for v in (mean_base, mean_new, sd_base, sd_new)):

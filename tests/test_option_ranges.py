@@ -304,6 +304,10 @@ def test_api_raises_value_error_naming_the_parameter():
         schedwake.load(IDLE, jobs=10**20)
     with pytest.raises(ValueError, match=r"^windows=inf: "):
         schedwake.batch([IDLE], "/nonexistent/out", windows=[math.inf])
+    from schedwake import stats
+
+    with pytest.raises(ValueError, match=r"^alpha=nan: "):
+        stats.ttest_lkml([1, 2, 3], [4, 5, 6], alpha=math.nan)
     perf = schedwake.load(PERF)
     with pytest.raises(ValueError, match=r"^pid=100000000000000000000: "):
         schedwake.profile(perf, pid=10**20)
