@@ -1458,11 +1458,13 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
             /* an event's lost-sample counter (perf writes them at the end, one per
                event and CPU, the CPU in ID_INDEX): the same losses LOST records
                place in time, so the larger per CPU counts (set_meta) */
-            if (misc & MISC_LOST_SAMPLES_BPF) {
-                in->filtered_samples += (int64_t)n;
+            /* each below 2^48, but a big file has many: saturate, never overflow */
+            int64_t *sum = misc & MISC_LOST_SAMPLES_BPF ? &in->filtered_samples
+                                                         : &in->lost_samples;
+            if (__builtin_add_overflow(*sum, (int64_t)n, sum))
+                *sum = INT64_MAX;
+            if (misc & MISC_LOST_SAMPLES_BPF)
                 return 0;
-            }
-            in->lost_samples += (int64_t)n;
             int64_t row[3] = {(int64_t)record_id(p, rec, size), sid.cpu, (int64_t)n};
             return push(f, &p->lost_sample_rows, row, sizeof(row)) ? REC_NOMEM : 0;
         }
@@ -2000,6 +2002,11 @@ static const char *clock_name(int64_t id)
 static int set_meta(td_file *f, PerfFile *p)
 {
     td_perf_info *in = &p->info;
+    /* NRCPUS' count is the highest present CPU + 1: a record on a CPU beyond it
+       contradicts it (believed, one damaged CPU field makes a 4097-CPU machine) */
+    if (in->nr_cpus_avail > 0 && p->max_cpu >= in->nr_cpus_avail)
+        return seterr(f->err, "corrupt perf.data: a record is on CPU %d, the NRCPUS feature "
+                      "says the machine has %d CPUs", p->max_cpu, in->nr_cpus_avail), -1;
     int cpus = in->nr_cpus_avail > p->max_cpu + 1 ? in->nr_cpus_avail : p->max_cpu + 1;
     if (cpus < 1)
         cpus = 1;
