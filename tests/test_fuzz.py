@@ -107,6 +107,53 @@ def test_tracedat_model_round_trip():
         assert tracedat_model.TraceDat(data).write(6) == data, p.name
 
 
+MUTANTS = r"""
+import collections, glob, json, os, re, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+import tracedat_model
+import schedwake
+
+seed = open(sys.argv[2], "rb").read()
+said = collections.Counter()
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "m.dat")
+    for i in range(int(sys.argv[3])):
+        out = tracedat_model.mutate(seed, 1 << 20, 2 * i + 1)
+        open(path, "wb").write(out)
+        try:
+            schedwake.load(path)
+        except schedwake.TraceError as exc:
+            said[re.sub(r"\d+", "N", str(exc).split(": ", 1)[-1])[:70]] += 1
+print(json.dumps(said))
+"""
+
+
+def test_tracedat_mutator_reaches_options_and_formats():
+    """The structure-aware mutator's option and event-format families get past the
+    framing to the checks they aim at (issue 23): in a few hundred mutants of a seed,
+    the decoder names time offsets out of range, CPU tables against CPU counts,
+    options twice or of the wrong size, and event formats of one name."""
+    seed = FUZZ / "corpus" / "fuzz_load_tracedat" / "seed-idle-sleep-v6.dat"
+    proc = subprocess.run(
+        [sys.executable, "-c", MUTANTS, str(FUZZ), str(seed), "600"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = " | ".join(json.loads(proc.stdout))
+    for rx in (
+        r"(OFFSET|DATE) option|outside N to N\^N",
+        r"CPUCOUNT option",
+        r"BUFFER option|has data for CPU|no CPU's data holds",
+        r"a second [A-Z_]+ option|two BUFFER options",
+        r"two event formats named|given to both",
+        r"CPUSTAT",
+    ):
+        assert re.search(rx, said), f"no mutant reached {rx!r}; the decoder said: {said}"
+
+
 # ---------------------------------------------------------------- sanitizer replay
 
 
