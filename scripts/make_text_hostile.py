@@ -147,6 +147,15 @@ def case_files() -> dict[str, tuple[bytes, dict]]:
         "error",
         ["go back in time on their CPU", "not in time order"],
     )
+    cpu1_ahead = sorted(
+        (shift_ts(x, 100_000_000) if b"[001]" in x else x for x in FTRACE), key=_stamp
+    )
+    add(
+        "cpu1-clock-100s-ahead.txt",
+        b"".join(FTRACE_H + cpu1_ahead),
+        "error",
+        ["events of CPU 1 are all", "s after the other CPUs'", "clocks disagree"],
+    )
     # --- CPU numbers
     add(
         "cpu-9999-header-2.txt",
@@ -351,8 +360,13 @@ def capture_backtracking(lines: int, line_bytes: int) -> bytes:
     return b"# tracer: nop\n" + line * lines
 
 
+def _stamp(line: bytes) -> int:
+    """A line's timestamp in microseconds."""
+    return int(re.search(rb"(\d+\.\d{6}):", line).group(1).replace(b".", b""))
+
+
 def _span(lines: list[bytes]) -> int:
-    stamps = [int(re.search(rb"(\d+\.\d{6}):", ln).group(1).replace(b".", b"")) for ln in lines]
+    stamps = [_stamp(ln) for ln in lines]
     return (max(stamps) - min(stamps)) * 1000
 
 

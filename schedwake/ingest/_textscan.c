@@ -390,8 +390,8 @@ typedef struct {
     Tally restart;                 /* a trace's header again after events */
     Tally backwards;               /* events earlier than the one before on their CPU */
     int64_t cut_line;              /* the last line, without a line end (0: none) */
-    /* per CPU: events, the first one's line, the last one's timestamp */
-    int64_t *cpu_events, *cpu_first, *cpu_prev_ts;
+    /* per CPU: events, the first one's line and timestamp, the last one's timestamp */
+    int64_t *cpu_events, *cpu_first, *cpu_first_ts, *cpu_prev_ts;
     size_t ncpu_cap;
     Edge lowest, highest;
 } Scanner;
@@ -1066,7 +1066,7 @@ static int cpu_arrays_grow(Scanner *s, size_t need)
 {
     size_t cap = s->ncpu_cap ? s->ncpu_cap : 64;
     while (cap < need) cap *= 2;
-    int64_t **arrays[] = {&s->cpu_events, &s->cpu_first, &s->cpu_prev_ts};
+    int64_t **arrays[] = {&s->cpu_events, &s->cpu_first, &s->cpu_first_ts, &s->cpu_prev_ts};
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
         int64_t *a = realloc(*arrays[i], cap * sizeof(int64_t));
         if (!a) { NOMEM(); return -1; }
@@ -1116,8 +1116,10 @@ static int note_cpu_time(Scanner *s, const Prefix *px, int32_t ei)
 {
     size_t cpu = (size_t)px->cpu;      /* 0 <= cpu < MAX_CPUS */
     if (cpu >= s->ncpu_cap && cpu_arrays_grow(s, cpu + 1) < 0) return -1;
-    if (s->cpu_events[cpu]++ == 0) s->cpu_first[cpu] = s->lineno;
-    else if (px->ts < s->cpu_prev_ts[cpu]) tally(&s->backwards, s->lineno);
+    if (s->cpu_events[cpu]++ == 0) {
+        s->cpu_first[cpu] = s->lineno;
+        s->cpu_first_ts[cpu] = px->ts;
+    } else if (px->ts < s->cpu_prev_ts[cpu]) tally(&s->backwards, s->lineno);
     s->cpu_prev_ts[cpu] = px->ts;
     Stamp st = {px->ts, s->lineno, (int32_t)cpu, ei};
     edge_note(&s->lowest, &st, 1);
@@ -1337,7 +1339,7 @@ static void Scanner_dealloc(Scanner *s)
 {
     for (size_t i = 0; i < s->nevents; i++) event_free(s->events[i]);
     free(s->events); free(s->evmap); free(s->pending_lost);
-    free(s->cpu_events); free(s->cpu_first); free(s->cpu_prev_ts);
+    free(s->cpu_events); free(s->cpu_first); free(s->cpu_first_ts); free(s->cpu_prev_ts);
     pool_free(&s->strings); pool_free(&s->evnames);
     Py_XDECREF(s->layouts); Py_XDECREF(s->wanted); Py_XDECREF(s->unparsed);
     Py_XDECREF(s->lost_cpu.ba); Py_XDECREF(s->lost_count.ba); Py_XDECREF(s->lost_ts.ba);
@@ -1452,11 +1454,14 @@ static int damage_stats(Scanner *s, PyObject *d)
         PyLong_FromLongLong(s->cut_line),
         PyBytes_FromStringAndSize((const char *)s->cpu_events, (Py_ssize_t)nc),
         PyBytes_FromStringAndSize((const char *)s->cpu_first, (Py_ssize_t)nc),
+        PyBytes_FromStringAndSize((const char *)s->cpu_first_ts, (Py_ssize_t)nc),
+        PyBytes_FromStringAndSize((const char *)s->cpu_prev_ts, (Py_ssize_t)nc),
         edge_list(&s->lowest),
         edge_list(&s->highest),
     };
     static const char *keys[] = {"overlong", "nul", "foreign", "style", "restart", "backwards",
-                                 "cut_line", "cpu_events", "cpu_first", "lowest", "highest"};
+                                 "cut_line", "cpu_events", "cpu_first", "cpu_first_ts",
+                                 "cpu_last_ts", "lowest", "highest"};
     int r = 0;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         if (r == 0 && (!v[i] || PyDict_SetItemString(d, keys[i], v[i]) < 0)) r = -1;

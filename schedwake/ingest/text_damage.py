@@ -99,6 +99,8 @@ def assess(path, fmt: str, st: dict, facts: dict, final: bool) -> Assessment:
     if final:
         _short(st, facts, a)
     _stray(path, st, counts, stray, facts.get("cpus"), a, final)
+    if final:
+        _cpu_clocks(path, st, counts, stray)
     _backwards(path, st, a, final)
     _time_range(st, a)
     present = np.nonzero(counts)[0]
@@ -227,6 +229,33 @@ def _lost_cpus(st: dict, kept: list[int], a: Assessment) -> None:
             f"lost-event lines on CPUs above {limit - 1} (up to CPU {st['max_lost_cpu']}, "
             "far above the others) were skipped"
         )
+
+
+def _cpu_clocks(path, st: dict, counts: np.ndarray, stray: list[int]) -> None:
+    """A CPU whose events all lie far after (or before) all the other CPUs' events: its
+    clock is not theirs (clocks out of step, or one CPU's lines of another recording),
+    and no wake-up latency across CPUs can be computed. (A few such events are outliers,
+    left out by :func:`_time_range`.)"""
+    cpus = np.array(
+        [c for c in np.nonzero(counts > TOLERATED_LINES)[0] if int(c) not in stray], np.int64
+    )
+    if len(cpus) < 2:
+        return
+    first = np.frombuffer(st["cpu_first_ts"], np.int64)[cpus]
+    last = np.frombuffer(st["cpu_last_ts"], np.int64)[cpus]
+    for i, side in ((int(np.argmax(first)), "after"), (int(np.argmin(last)), "before")):
+        others = np.arange(len(cpus)) != i
+        lo, hi = int(first[others].min()), int(last[others].max())
+        gap = int(first[i]) - hi if side == "after" else lo - int(last[i])
+        if gap > max(hi - lo, MIN_OUTLIER_GAP):
+            c = int(cpus[i])
+            line = int(np.frombuffer(st["cpu_first"], np.int64)[c])
+            raise TraceError(
+                path,
+                f"the {int(counts[c]):,} events of CPU {c} are all {gap / 1e9:,.3f} s {side} "
+                f"the other CPUs' (first: line {line:,}): the CPUs' clocks disagree, or the "
+                "lines come from different recordings",
+            )
 
 
 def _backwards(path, st: dict, a: Assessment, final: bool) -> None:
