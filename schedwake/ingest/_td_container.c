@@ -119,8 +119,8 @@ static int warn_bad_lines(td_file *f, const char *what, const uint8_t *text, siz
     }
     if (!bad)
         return 0;
-    if (td_warn(f, "the %s (not used) have %d of %d lines that are not %s (the first: line "
-                "%d); ignored", what, bad, lines, shape, first) < 0)
+    if (td_warn(f, "%s: %d of %d lines are not %s (the first: line %d); not used, "
+                "ignored", what, bad, lines, shape, first) < 0)
         return seterr(f->err, "out of memory"), -1;
     return 0;
 }
@@ -139,7 +139,7 @@ static int read_header_info_checked(td_file *f, Rd *r)
     if (rd_cstr(&again, &label, 32, "header label") < 0 || rd_u(&again, 8, &n, "header size") ||
         rd_bytes(&again, (size_t)n, &text, "header_page") < 0)
         return -1;
-    return warn_bad_lines(f, "ring-buffer page header lines (header_page)", text, (size_t)n,
+    return warn_bad_lines(f, "ring-buffer page header (header_page)", text, (size_t)n,
                           header_page_line_ok, "'field: type name; offset:N; size:N; signed:N;'");
 }
 
