@@ -125,6 +125,9 @@ OPTION_OF = {
     "start_ns": "--time",
     "end_ns": "--time",
     "events": "--events",
+    "min_effect": "--min-effect",
+    "work": "--work",
+    "sides": "--side",
 }
 
 
@@ -606,8 +609,17 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     return parse_cpulist(text, "--cpu", ncpus)
 
 
-@cli.command(short_help="Where a perf record -g profile spent its time, per function.")
-@click.argument("trace", type=click.Path(dir_okay=True))
+@cli.command(short_help="Where perf record -g profiles spent their time; runs compared.")
+@click.argument("traces", nargs=-1, type=click.Path(dir_okay=True))
+@click.option(
+    "--side",
+    "side_specs",
+    multiple=True,
+    metavar="NAME=GLOB",
+    help="A side made of the runs GLOB matches (perf.data or perf script text); repeatable, "
+    "in order, after the TRACES given as arguments (each its own side). Two sides or more: "
+    "each compared with the first.",
+)
 @click.option(
     "--kallsyms",
     "kallsyms_file",
@@ -646,9 +658,59 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     "may be empty).",
 )
 @click.option(
+    "--work",
+    "work_specs",
+    multiple=True,
+    metavar="N|NAME=N",
+    help="The units of work each run did (messages, operations, bytes): adds each "
+    "function's period per unit of work. N for every run, NAME=N for one side.",
+)
+@click.option(
+    "--min-effect",
+    "min_effect",
+    type=_FiniteFloat(min=0),
+    default=0.5,
+    show_default=True,
+    metavar="PP",
+    help="The smallest change starred, in percentage points.",
+)
+@click.option(
+    "--alpha",
+    type=_FiniteFloat(min=0, max=1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="The false discovery rate of the Benjamini-Hochberg adjustment.",
+)
+@click.option(
+    "--callers",
+    "callers_top",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="Show who calls the N functions with the largest significant change.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Also write a self-contained HTML report with (differential) flame graphs.",
+)
+@click.option(
+    "--folded",
+    "folded_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Also write the folded stacks for flamegraph.pl or speedscope ('stack count'; "
+    "with sides 'stack base new').",
+)
+@click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "markdown", "json"]),
     default="text",
     show_default=True,
     help="Output format.",
@@ -658,12 +720,32 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     type=click.IntRange(min=0),
     default=None,
     metavar="N",
-    help="Show the N first functions by self share (text default 40, JSON all; 0: all).",
+    help="Show the N first functions (text default 40 for one profile, 20 a table when "
+    "compared; JSON all; 0: all).",
 )
-def profile(trace, kallsyms_file, event, comm_list, pid_list, cpu_list, time_range, fmt, top):
+def profile(
+    traces,
+    side_specs,
+    kallsyms_file,
+    event,
+    comm_list,
+    pid_list,
+    cpu_list,
+    time_range,
+    work_specs,
+    min_effect,
+    alpha,
+    callers_top,
+    html_path,
+    folded_path,
+    fmt,
+    top,
+):
     """Self and children shares of every function in a perf.data profile (perf record
-    -g), as perf report --no-children and --children print them, with the names of
-    kernel and user-space functions and what could not be named.
+    -g) or its perf script text, as perf report --no-children and --children print
+    them, with the names of kernel and user-space functions and what could not be
+    named. Several runs a side (--side): each function's shares compared over the runs
+    (Welch t-test, Benjamini-Hochberg), its callers, differential flame graphs.
 
     \b
     Example:
@@ -671,37 +753,98 @@ def profile(trace, kallsyms_file, event, comm_list, pid_list, cpu_list, time_ran
         schedwake profile perf.data
         schedwake profile perf.data --comm sched-messaging --cpu 0 --top 20
         schedwake profile perf.data --kallsyms kallsyms-of-that-machine --format json
+        schedwake profile --side base='base/*.data' --side new='new/*.data' --html cmp.html
     """
-    from .profile import profile as run_profile
+    from .compare import parse_sides
+    from .profile_compare import compare_profiles
     from .report import profile as report
+    from .report import profile_compare as compared
+    from .report import profile_html
 
     click.get_current_context().meta["schedwake.kallsyms"] = kallsyms_file
-    t = _load(trace)
-    comms = None
-    if comm_list is not None:
-        comms = [c.strip() for c in comm_list.split(",") if c.strip()]
-        if not comms:
-            raise OptionError("--comm", comm_list, "expected comma-separated thread names")
-    pids = None if pid_list is None else _pid_list(pid_list)
+    if not traces and not side_specs:
+        raise click.UsageError("give a profile (TRACE) or --side NAME=GLOB")
+    sides = parse_sides(traces, side_specs, least=1)
+    work = _work(work_specs, [label for label, _ in sides])  # refused before any reading
+    filters = {
+        "comm": _comm_names(comm_list),
+        "pid": None if pid_list is None else _pid_list(pid_list),
+    }
+    profiles = {
+        label: [
+            _profile_of(path, kallsyms_file, event, filters, cpu_list, time_range) for path in paths
+        ]
+        for label, paths in sides
+    }
+    one = len(sides) == 1 and len(sides[0][1]) == 1 and not side_specs
+    if one and fmt != "markdown" and html_path is None and folded_path is None and not work_specs:
+        result = profiles[sides[0][0]][0]
+        click.echo(
+            report.to_json(result, top) if fmt == "json" else report.text(result, top),
+            nl=fmt == "json",
+        )
+        return
+    cmp = compare_profiles(profiles, alpha=alpha, min_effect=min_effect, work=work)
+    if html_path is not None:
+        profile_html.write(cmp, html_path, top=top)
+    if folded_path is not None:
+        Path(folded_path).write_text(compared.folded(cmp))
+    if fmt == "json":
+        click.echo(compared.to_json(cmp, top, callers_top))
+    elif fmt == "markdown":
+        click.echo(compared.markdown(cmp, top), nl=False)
+    elif one:
+        click.echo(report.text(profiles[sides[0][0]][0], top), nl=False)
+    else:
+        click.echo(compared.text(cmp, top, callers_top), nl=False)
+
+
+def _comm_names(comm_list: str | None) -> list[str] | None:
+    if comm_list is None:
+        return None
+    comms = [c.strip() for c in comm_list.split(",") if c.strip()]
+    if not comms:
+        raise OptionError("--comm", comm_list, "expected comma-separated thread names")
+    return comms
+
+
+def _profile_of(path: str, kallsyms_file, event, filters: dict, cpu_list, time_range):
+    """The :class:`Profile` of one run, its CPU and time filters checked against it."""
+    from .profile import profile as run_profile
+
+    t = _load(path)
     cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
     span = None if time_range is None else _time_range(time_range)
     if span is not None:
         _check_span(time_range, *span, t)
-    with _progress(f"profiling {Path(trace).name}") as bar:
-        result = run_profile(
-            t,
-            event=event,
-            kallsyms=kallsyms_file,
-            comm=comms,
-            pid=pids,
-            cpu=cpus,
-            time=span,
-            progress=bar,
+    with _progress(f"profiling {Path(path).name}") as bar:
+        return run_profile(
+            t, event=event, kallsyms=kallsyms_file, cpu=cpus, time=span, progress=bar, **filters
         )
-    if fmt == "json":
-        click.echo(report.to_json(result, top))
-    else:
-        click.echo(report.text(result, top), nl=False)
+
+
+def _work(specs, sides: list[str]):
+    """``--work`` values: None, one number for every run, or side -> number."""
+    if not specs:
+        return None
+    every, per_side = None, {}
+    for spec in specs:
+        name, sep, value = spec.rpartition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            raise OptionError("--work", spec, "expected N or NAME=N (a number)") from None
+        if not math.isfinite(number) or number <= 0:
+            raise OptionError("--work", spec, "units of work must be a finite number > 0")
+        if not sep:
+            every = number
+        elif name not in sides:
+            raise OptionError("--work", spec, f"no side named {name!r} ({', '.join(sides)})")
+        else:
+            per_side[name] = number
+    if every is not None and per_side:
+        raise OptionError("--work", " ".join(specs), "give N for every run or NAME=N per side")
+    return every if every is not None else per_side
 
 
 @cli.command(short_help="Compare traces before/after in the mmtests layout.")

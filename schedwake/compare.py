@@ -210,6 +210,7 @@ def parse_sides(
     side_specs: Sequence[str] = (),
     labels: Sequence[str] = (),
     expand: Callable[[str, str], list[str]] = expand_paths,
+    least: int = 2,
 ) -> list[tuple[str, list[str]]]:
     """The sides of the command line: ``(label, [paths])`` in order.
 
@@ -219,7 +220,7 @@ def parse_sides(
     ``expand(pattern, what)`` gives the paths of a pattern (default: the files it
     matches; a batch dataset matches its ``path`` column instead).
     Raises TraceError (a one-line reason) for a malformed spec, a glob matching nothing,
-    fewer than two sides, a label count that does not match, or duplicate labels.
+    fewer than ``least`` sides, a label count that does not match, or duplicate labels.
     """
     sides: list[tuple[str, list[str]]] = []
     for i, t in enumerate(traces):
@@ -243,7 +244,7 @@ def parse_sides(
                 "give one --label per side, in order",
             )
         sides = [(str(lab), paths) for lab, (_, paths) in zip(labels, sides)]
-    if len(sides) < 2:
+    if len(sides) < least:
         raise TraceError(
             "compare",
             f"needs at least two sides (got {len(sides)}): "

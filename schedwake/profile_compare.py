@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from . import stats as st
+from .errors import OptionError
 from .profile import Profile
 
 #: The measures compared, in the order of the report.
@@ -130,24 +131,28 @@ def compare_profiles(
     < 1).  ``min_effect``: the smallest change starred, in percentage points of share
     (>= 0).  ``work``: the units of work of every run (one number), of each side's runs
     (side -> number), or of each run (side -> one number per run); None: no rates.
-    Raises ValueError naming the parameter that is wrong.
+    Raises :class:`OptionError` (a ValueError) naming the parameter that is wrong.
     """
     names = list(sides)
     if not names:
-        raise ValueError("sides: give at least one side")
+        raise OptionError("sides", "{}", "give at least one side")
     for name in names:
         if not sides[name]:
-            raise ValueError(f"sides: side {name!r} has no profiles")
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
-        raise ValueError(f"alpha: must be between 0 and 1 (exclusive), not {alpha!r}")
-    if not (isinstance(min_effect, (int, float)) and math.isfinite(min_effect) and min_effect >= 0):
-        raise ValueError(f"min_effect: must be a finite number >= 0, not {min_effect!r}")
+            raise OptionError("sides", name, "the side has no profiles")
+    if isinstance(alpha, bool) or not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise OptionError("alpha", alpha, "must be between 0 and 1 (exclusive)")
+    if isinstance(min_effect, bool) or not (
+        isinstance(min_effect, (int, float)) and math.isfinite(min_effect) and min_effect >= 0
+    ):
+        raise OptionError("min_effect", min_effect, "must be a finite number >= 0")
     # one event, by its name without perf's modifiers (perf script prints cpu-clock for
     # the cpu-clock:ppp that a perf.data names)
     events = {p.event.split(":", 1)[0] for name in names for p in sides[name]}
     if len(events) > 1:
-        raise ValueError(
-            "sides: the profiles sample different events (" + ", ".join(sorted(events)) + ")"
+        raise OptionError(
+            "sides",
+            ", ".join(sorted(events)),
+            "the profiles sample different events: compare runs of one event",
         )
     event = sides[names[0]][0].event
     work_of = _work_per_run(work, sides)
@@ -213,16 +218,19 @@ def _work_per_run(work, sides) -> dict[str, np.ndarray] | None:
     for name, runs in sides.items():
         w = work.get(name) if isinstance(work, Mapping) else work
         if w is None:
-            raise ValueError(f"work: no units of work given for side {name!r}")
-        arr = np.atleast_1d(np.asarray(w, dtype=np.float64))
+            raise OptionError("work", f"(side {name})", "no units of work given for this side")
+        try:
+            arr = np.atleast_1d(np.asarray(w, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise OptionError("work", w, "must be a number, or one per run") from None
         if arr.size == 1:
             arr = np.repeat(arr, len(runs))
         if arr.size != len(runs):
-            raise ValueError(
-                f"work: side {name!r} has {len(runs)} runs but {arr.size} units of work"
+            raise OptionError(
+                "work", w, f"side {name!r} has {len(runs)} runs but {arr.size} units of work"
             )
         if not np.all(np.isfinite(arr) & (arr > 0)):
-            raise ValueError(f"work: units of work must be finite and > 0 (side {name!r})")
+            raise OptionError("work", w, f"units of work must be finite and > 0 (side {name!r})")
         out[name] = arr
     return out
 

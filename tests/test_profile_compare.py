@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -221,7 +223,7 @@ def test_bad_parameters_name_themselves(sides, kwargs, words):
 
 
 def test_a_side_without_runs_is_refused(sides):
-    with pytest.raises(ValueError, match="sides: side 'empty' has no profiles"):
+    with pytest.raises(ValueError, match="sides=empty: the side has no profiles"):
         compare_profiles({"base": sides["base"], "empty": []})
 
 
@@ -253,3 +255,74 @@ def test_perf_script_text_profiles_like_the_perf_data(tmp_path):
     # and the two compare as one event, with nothing changed between them
     cmp = compare_profiles({"data": [from_data] * 2, "text": [from_text] * 2})
     assert cmp.event == from_data.event
+
+
+def _schedwake(*args, cwd=None) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("schedwake")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd)
+
+
+def _side(name: str) -> str:
+    return f"{name}={PROFILES / name}/run*.perf.data"
+
+
+def test_cli_compares_sides_and_writes_html_and_folded(tmp_path):
+    html, folded = tmp_path / "cmp.html", tmp_path / "cmp.folded"
+    out = _schedwake(
+        "profile",
+        "--side",
+        _side("base"),
+        "--side",
+        _side("seccomp"),
+        "--work",
+        "960000",
+        "--top",
+        "5",
+        "--html",
+        str(html),
+        "--folded",
+        str(folded),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "schedwake profile: base vs seccomp" in out.stdout
+    assert re.search(r"^Amean __seccomp_filter \[k\].*\*\s*\+\d+\.\d+pp\*$", out.stdout, re.M)
+    assert "Callers of the changed functions" in out.stdout
+    assert "<svg" in html.read_text() and "__seccomp_filter" in html.read_text()
+    assert all(len(line.rsplit(" ", 2)) == 3 for line in folded.read_text().splitlines())
+    doc = json.loads(
+        _schedwake(
+            "profile", "--side", _side("base"), "--side", _side("aa"), "--format", "json"
+        ).stdout
+    )
+    assert not any(
+        any(v for v in f["significant"]["self_share"].values()) for f in doc["functions"]
+    )
+
+
+def test_cli_markdown_of_one_side():
+    out = _schedwake("profile", "--side", _side("base"), "--format", "markdown", "--top", "3")
+    assert out.returncode == 0, out.stderr
+    assert "| Function | base |" in out.stdout and "\\*" not in out.stdout.split("\n\n", 2)[2]
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--work", "lots"], "Error: --work lots: expected N or NAME=N"),
+        (["--work", "nope=3"], "Error: --work nope=3: no side named 'nope'"),
+        (["--work", "0"], "Error: --work 0: units of work must be a finite number > 0"),
+        (["--alpha", "2"], "--alpha"),
+        (["--min-effect", "nan"], "--min-effect"),
+        (["--side", "x=/nonexistent/*.data"], "/nonexistent/*.data"),
+    ],
+)
+def test_cli_bad_options_are_one_line(args, says):
+    out = _schedwake("profile", "--side", _side("base"), *args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and says in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_cli_needs_a_profile():
+    out = _schedwake("profile")
+    assert out.returncode == 2 and "give a profile (TRACE) or --side NAME=GLOB" in out.stderr
