@@ -210,20 +210,7 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
             missing.append(item)
         for f in found:
             paths.setdefault(str(Path(f)), None)
-    return _once_each(list(paths)), missing
-
-
-def _once_each(paths: list[str]) -> list[str]:
-    """``paths`` without a second name of a file already there (a symbolic link to it,
-    ``dir/../dir/x.dat``): each trace is analysed once, under the first name given."""
-    seen: set[str] = set()
-    out = []
-    for p in paths:
-        real = os.path.realpath(p)
-        if real not in seen:
-            seen.add(real)
-            out.append(p)
-    return out
+    return list(paths), missing
 
 
 def _label_regex(label_from: str | None) -> re.Pattern | None:
