@@ -25,6 +25,15 @@ Rules come from TOML (:data:`DEFAULT_RULES_TOML` is the default file, printed by
     significance = true           # a worsening beyond `allowed` must also be significant
     missing = "error"             # or "skip": what to do if the metric cannot be measured
 
+Rules on a profile's functions (perf.data or ``perf script`` text of ``perf record -g``,
+several runs a side) name the measure and the function; ``allowed`` is in percentage
+points of the samples, and a share that grows by more is broken (significance: the
+Benjamini-Hochberg q of :func:`schedwake.compare_profiles` below ``alpha``)::
+
+    [rules."self_share:native_queued_spin_lock_slowpath"]
+    allowed = 2                   # percentage points ("2pp" too)
+    dso = "[kernel.kallsyms]"     # when the name is in more than one DSO
+
 The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.gate`:
 ``report.gate.text(result)`` and so on.
 """
@@ -109,6 +118,14 @@ missing = "error"
 """
 
 _RULE_KEYS = {"allowed", "significance", "missing"}
+#: The measures a rule on a profile's function can judge (``self_share:SYMBOL``).
+PROFILE_MEASURES = ("self_share", "children_share")
+
+
+def profile_rule_parts(metric: str) -> tuple[str, str] | None:
+    """``(measure, symbol)`` of a rule on a profile's function, else None."""
+    measure, sep, symbol = metric.partition(":")
+    return (measure, symbol) if sep and measure in PROFILE_MEASURES and symbol else None
 
 
 @dataclass(frozen=True)
@@ -197,10 +214,20 @@ class Rule:
     missing: str = "error"
     #: The name the rules file gave, when it was a former name of ``metric``.
     written_as: str | None = None
+    #: A profile rule's DSO, when its symbol is in more than one.
+    dso: str | None = None
+
+    @property
+    def on_profile(self) -> bool:
+        """A rule on a profile's function (``self_share:SYMBOL``)."""
+        return profile_rule_parts(self.metric) is not None
 
     def allowed_text(self) -> str:
-        """The worst gain the rule allows (``-25%``, ``-2.5``): a gain is signed as in
-        mmtests, + better and - worse (:data:`schedwake.mmtests.SIGN_CONVENTION`)."""
+        """The worst gain the rule allows (``-25%``, ``-2.5``, ``-2pp`` of a share): a
+        gain is signed as in mmtests, + better and - worse
+        (:data:`schedwake.mmtests.SIGN_CONVENTION`)."""
+        if self.on_profile:
+            return f"-{_num(self.allowed)}pp"
         return f"-{_num(self.allowed * 100)}%" if self.relative else f"-{_num(self.allowed)}"
 
     @property
@@ -358,6 +385,9 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
         raise TraceError(where, 'no rules: add at least one [rules."METRIC"] table')
     rules: list[Rule] = []
     for written, spec in table.items():
+        if profile_rule_parts(written) is not None:
+            rules.append(_profile_rule(written, spec, where, rules))
+            continue
         metric = canonical_name(written)
         try:
             catalogue_entry(metric)
@@ -390,6 +420,47 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
             Rule(metric, amount, relative, sig, missing, written if written != metric else None)
         )
     return settings, rules
+
+
+def _profile_rule(metric: str, spec, where: str, rules: list[Rule]) -> Rule:
+    """A rule on a profile's function: ``allowed`` in percentage points (a number or
+    "Npp"), ``significance``, ``missing``, and ``dso`` to tell one symbol's DSOs apart."""
+    if not isinstance(spec, dict):
+        raise TraceError(where, f"rules.{metric!r} must be a table")
+    bad = set(spec) - _RULE_KEYS - {"dso"}
+    if bad:
+        raise TraceError(
+            where,
+            f"rule {metric!r}: unknown key(s) {', '.join(sorted(bad))} "
+            "(known: allowed, significance, missing, dso)",
+        )
+    if "allowed" not in spec:
+        raise TraceError(where, f"rule {metric!r}: no allowed change (allowed = 2, in pp)")
+    allowed = spec["allowed"]
+    text = str(allowed).strip()
+    if isinstance(allowed, bool) or text.endswith("%"):
+        raise TraceError(
+            where,
+            f"rule {metric!r}: allowed is in percentage points of the samples (2 or "
+            f'"2pp"), not {allowed!r}',
+        )
+    amount, _ = _allowed(metric, text.removesuffix("pp").strip(), where)
+    sig, missing, dso = (
+        spec.get("significance", True),
+        spec.get("missing", "error"),
+        spec.get("dso"),
+    )
+    if not isinstance(sig, bool):
+        raise TraceError(where, f"rule {metric!r}: significance must be true or false")
+    if missing not in ("error", "skip"):
+        raise TraceError(where, f'rule {metric!r}: missing must be "error" or "skip"')
+    if dso is not None and not (isinstance(dso, str) and dso.strip()):
+        raise TraceError(
+            where, f"rule {metric!r}: dso must be a file name such as [kernel.kallsyms]"
+        )
+    if any(r.metric == metric and r.dso == dso for r in rules):
+        raise TraceError(where, f"two rules for {metric}" + (f" in {dso}" if dso else ""))
+    return Rule(metric, amount, False, sig, missing, None, dso)
 
 
 def load_rules(path) -> tuple[Settings, list[Rule]]:
@@ -506,30 +577,35 @@ def gate(
         settings, rule_list = load_rules(rules)
         source = str(rules)
     result = GateResult(settings, list(rule_list), rules_source=source)
+    metric_rules = [r for r in rule_list if not r.on_profile]
+    profile_rules = [r for r in rule_list if r.on_profile]
+    specs = {"baseline": baseline, "candidate": candidate}
     started = time.perf_counter()
-    sides = _load_sides(
-        result,
-        {"baseline": baseline, "candidate": candidate},
-        loader or load_model_trace,
-        expand or expand_paths,
-        topology_file,
-        llc,
-    )
+    sides, profiles = {}, {}
+    if metric_rules:
+        sides = _load_sides(
+            result, specs, loader or load_model_trace, expand or expand_paths, topology_file, llc
+        )
+    if profile_rules:
+        profiles = _load_profiles(result, specs, expand or expand_paths, not metric_rules)
     result.seconds_reading = time.perf_counter() - started
     if result.problems:
         return result
     started = time.perf_counter()
-    plan = _sampling(result, sides)
-    if result.problems:
-        return result
-    kind, window = plan
-    measurable = _measurable_rules(result, sides)
-    if measurable:
-        _judge_rules(result, sides, measurable, kind, window, thresholds, progress)
-        _explain(result, sides["candidate"], thresholds)
+    if metric_rules:
+        plan = _sampling(result, sides)
+        if result.problems:
+            return result
+        kind, window = plan
+        measurable = _measurable_rules(result, sides, metric_rules)
+        if measurable:
+            _judge_rules(result, sides, measurable, kind, window, thresholds, progress)
+            _explain(result, sides["candidate"], thresholds)
+    if profile_rules:
+        _judge_profile_rules(result, profiles, profile_rules)
     result.seconds_judging = time.perf_counter() - started
-    order = {r.metric: i for i, r in enumerate(rule_list)}
-    result.results.sort(key=lambda r: order[r.rule.metric])
+    order = {(r.metric, r.dso): i for i, r in enumerate(rule_list)}
+    result.results.sort(key=lambda r: order[(r.rule.metric, r.rule.dso)])
     if result.results and all(r.status == "skipped" for r in result.results):
         result.problems.append(
             "every rule was skipped (its metric cannot be measured): nothing was judged"
@@ -595,13 +671,14 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
     return kind, window
 
 
-def _measurable_rules(result: GateResult, sides: dict) -> list[Rule]:
-    """The rules whose metric every trace's events can give. A metric the events cannot
-    give is unknown, not zero: its rule gets its ``unmeasured_status`` in ``result``."""
+def _measurable_rules(result: GateResult, sides: dict, rules: list[Rule]) -> list[Rule]:
+    """The ``rules`` whose metric every trace's events can give. A metric the events
+    cannot give is unknown, not zero: its rule gets its ``unmeasured_status`` in
+    ``result``."""
     from .metrics import catalogue_entry, missing_events
 
     measurable = []
-    for rule in result.rules:
+    for rule in rules:
         entry = catalogue_entry(rule.metric)
         lacking = [
             f"{name} {Path(str(t.meta.get('path'))).name} has no {ev} events"
@@ -704,6 +781,133 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
         why = "within the allowed change" if not worse else "worse, but not significantly"
         res.message = f"{rule.metric}: {_change_text(res)}, {why}"
     return res
+
+
+# -- rules on a profile's functions ------------------------------------------------------------
+
+
+def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool) -> dict:
+    """{side: [Profile, ...]} of the baseline and candidate specs (paths, globs or
+    loaded traces with their samples); what cannot be profiled goes into
+    ``result.problems``. ``set_paths``: the sides' paths are the result's (no metric
+    rule read them)."""
+    from .profile import profile
+    from .trace import load
+
+    out = {}
+    for side, spec in specs.items():
+        if isinstance(spec, (str, Path)) or hasattr(spec, "meta"):
+            spec = [spec]
+        profiles, paths = [], []
+        for item in spec:
+            found = [item] if hasattr(item, "meta") else None
+            if found is None:
+                try:
+                    found = expand(str(item), side)
+                except TraceError as exc:
+                    result.problems.append(f"{side}: {exc}")
+                    continue
+            for one in found:
+                paths.append(str(one.meta.get("path")) if hasattr(one, "meta") else one)
+                try:
+                    trace = one if hasattr(one, "meta") else load(one)
+                    problems = _input_problems(side, trace, result.settings)
+                    result.problems.extend(problems)
+                    if not problems:
+                        profiles.append(profile(trace))
+                except TraceError as exc:
+                    result.problems.append(f"{side}: {exc}")
+        if not paths:
+            result.problems.append(f"{side}: no profile given (--{side} PERF.DATA...)")
+        if set_paths:
+            setattr(result, f"{side}_paths", paths)
+        out[side] = profiles
+    return out
+
+
+def _judge_profile_rules(result: GateResult, profiles: dict, rules: list[Rule]) -> None:
+    """Judge each rule on a function from :func:`schedwake.compare_profiles` of the two
+    sides: broken when the share grew by more than ``allowed`` percentage points (and,
+    with significance, its Benjamini-Hochberg q is below ``alpha``)."""
+    from .profile_compare import compare_profiles
+
+    base, cand = profiles["baseline"], profiles["candidate"]
+    try:
+        # the comparison's own family of tests (its default minimum effect filters
+        # it): a rule asks what `schedwake profile` would star, with its own limit
+        cmp = compare_profiles({"baseline": base, "candidate": cand}, alpha=result.settings.alpha)
+    except OptionError as exc:  # the sides sample different events
+        result.problems.append(f"profiles: {exc.problem} ({exc.value})")
+        return
+    testable = len(base) >= 2 and len(cand) >= 2
+    for rule in rules:
+        measure, symbol = profile_rule_parts(rule.metric) or ("", "")
+        res = RuleResult(rule, "%", "lower", "pass", n=(len(base), len(cand)))
+        hit = cmp.rows[cmp.rows.symbol == symbol]
+        if rule.dso is not None:
+            hit = hit[hit.dso == rule.dso]
+        where = f" in {rule.dso}" if rule.dso else ""
+        if hit.empty:
+            res.status = rule.unmeasured_status
+            res.message = f"{rule.metric}: no run sampled {symbol}{where}" + (
+                ' (missing = "skip")'
+                if res.status == "skipped"
+                else ' (check the name; missing = "skip" lets the rule pass over it)'
+            )
+        elif len(hit) > 1:
+            res.status = "error"
+            res.message = (
+                f"{rule.metric}: {symbol} is in {len(hit)} DSOs ({', '.join(hit.dso)}): "
+                "name one with dso = ..."
+            )
+        else:
+            _judge_share(res, hit.iloc[0], measure, result.settings.alpha, testable)
+            if res.status == "broken":
+                res.why = _callers_why(cmp, symbol, hit.iloc[0]["dso"])
+        result.results.append(res)
+
+
+def _judge_share(res: RuleResult, row, measure: str, alpha: float, testable: bool) -> None:
+    rule = res.rule
+    base, cand = float(row[f"{measure}[baseline]"]) * 100, float(row[f"{measure}[candidate]"]) * 100
+    q = float(row[f"{measure}:q[candidate]"])
+    res.baseline, res.candidate, res.change = base, cand, cand - base
+    res.gain_pct = (base - cand) / base * 100.0 if base else (0.0 if cand == base else -math.inf)
+    res.worsening, res.limit = max(cand - base, 0.0), rule.allowed
+    res.testable = testable
+    res.detail = q if math.isfinite(q) else None
+    res.significant = bool(testable and math.isfinite(q) and q < alpha)
+    worse = res.worsening > res.limit
+    change = f"{base:.2f}% -> {cand:.2f}% of the samples ({cand - base:+.2f} pp"
+    if rule.significance and worse and not testable:
+        res.status = "error"
+        res.message = (
+            f"{rule.metric}: significance cannot be tested (runs a side: "
+            f"{'/'.join(map(str, res.n or ()))}); give 2 or more runs a side or set "
+            "significance = false"
+        )
+    elif worse and (res.significant or not rule.significance):
+        res.status = "broken"
+        sig = f"significant (q={q:.3g})" if res.significant else "significance not required"
+        res.message = f"{rule.metric}: {change}, worst allowed +{_num(rule.allowed)} pp), {sig}"
+    else:
+        why = "within the allowed change" if not worse else "worse, but not significantly"
+        res.message = f"{rule.metric}: {change}), {why}"
+
+
+def _callers_why(cmp, symbol: str, dso: str) -> list[str]:
+    """Who calls the function on the candidate side: its two largest callers' chains."""
+    tree = cmp.callers(symbol, dso, "candidate")
+    out = []
+    for node in tree["callers"][:2]:
+        chain = [node]
+        while chain[-1]["callers"] and len(chain) < 4:
+            chain.append(chain[-1]["callers"][0])
+        out.append(
+            f"candidate: {node['share'] * 100:.2f}% of the samples in {symbol} called from "
+            + " <- ".join(n["symbol"] for n in chain)
+        )
+    return out
 
 
 def _change_text(r: RuleResult, more: str = "") -> str:

@@ -326,3 +326,113 @@ def test_cli_bad_options_are_one_line(args, says):
 def test_cli_needs_a_profile():
     out = _schedwake("profile")
     assert out.returncode == 2 and "give a profile (TRACE) or --side NAME=GLOB" in out.stderr
+
+
+# -- gate rules on a profile's functions ----------------------------------------------------
+
+PROFILE_RULES = """
+[gate]
+min_duration = 0.5
+
+[rules."children_share:__seccomp_filter"]
+allowed = 2
+missing = "skip"
+
+[rules."self_share:_raw_spin_lock"]
+allowed = "1pp"
+dso = "[kernel.kallsyms]"
+"""
+
+
+def _gate(tmp_path, candidate: str, rules: str = PROFILE_RULES, baseline: str = "base"):
+    path = tmp_path / "rules.toml"
+    path.write_text(rules)
+    return schedwake.gate(
+        str(PROFILES / baseline / "run*.perf.data"),
+        str(PROFILES / candidate / "run*.perf.data"),
+        rules=path,
+    )
+
+
+def test_gate_on_functions_passes_the_a_a_pair(tmp_path):
+    result = _gate(tmp_path, "aa")
+    assert result.exit_code == 0, result.headline()
+    status = {r.rule.metric: r.status for r in result.results}
+    # the filter is in no run of either side: skipped as the rule asks
+    assert status == {
+        "children_share:__seccomp_filter": "skipped",
+        "self_share:_raw_spin_lock": "pass",
+    }
+
+
+def test_gate_on_functions_breaks_on_the_known_cause(tmp_path):
+    from schedwake.report import gate as gate_report
+
+    result = _gate(tmp_path, "seccomp")
+    assert result.exit_code == 1
+    broken = [r for r in result.results if r.status == "broken"]
+    assert [r.rule.metric for r in broken] == ["children_share:__seccomp_filter"]
+    r = broken[0]
+    assert r.baseline == 0 and r.candidate == pytest.approx(r.change) and r.change > 2
+    assert r.significant and r.detail < 0.05
+    assert "worst allowed +2 pp" in r.message and "significant (q=" in r.message
+    assert r.why and "called from syscall_trace_enter <- do_syscall_64" in r.why[0]
+    text = gate_report.text(result)
+    assert "children_share:__seccomp_filter[%]" in text and "yes (q=" in text
+    assert "BROKEN" in text and "-2pp" in text
+    junit = gate_report.junit(result)
+    assert "children_share:__seccomp_filter (allowed -2pp)" in junit and "<failure" in junit
+    doc = json.loads(gate_report.to_json(result))
+    assert any(x["status"] == "broken" and x["allowed"] == "-2pp" for x in doc["rules"])
+
+
+def test_gate_on_functions_fails_closed(tmp_path):
+    misspelt = PROFILE_RULES.replace('missing = "skip"\n', "").replace(
+        "__seccomp_filter", "__seccomp_filtre"
+    )
+    result = _gate(tmp_path, "seccomp", misspelt)
+    assert result.exit_code == 2
+    assert any("no run sampled __seccomp_filtre" in r.message for r in result.results)
+    # one run a side cannot say what is noise
+    path = tmp_path / "rules.toml"
+    path.write_text(PROFILE_RULES)
+    one = schedwake.gate(
+        str(PROFILES / "base" / "run1.perf.data"),
+        str(PROFILES / "seccomp" / "run1.perf.data"),
+        rules=path,
+    )
+    assert one.exit_code == 2
+    assert any("significance cannot be tested (runs a side: 1/1)" in r.message for r in one.results)
+
+
+@pytest.mark.parametrize(
+    "rule, says",
+    [
+        ('allowed = "2%"', "percentage points"),
+        ("allowed = -1", "allowed must be a finite amount >= 0"),
+        ("allowed = 1\nweight = 2", "unknown key(s) weight"),
+        ("allowed = 1\ndso = 3", "dso must be a file name"),
+        ("significance = true", "no allowed change"),
+    ],
+)
+def test_gate_profile_rules_are_checked(tmp_path, rule, says):
+    path = tmp_path / "rules.toml"
+    path.write_text(f'[rules."self_share:x"]\n{rule}\n')
+    with pytest.raises(schedwake.TraceError, match=re.escape(says)):
+        schedwake.gate("a.data", "b.data", rules=path)
+
+
+def test_gate_cli_on_functions(tmp_path):
+    path = tmp_path / "rules.toml"
+    path.write_text(PROFILE_RULES)
+    out = _schedwake(
+        "gate",
+        "--rules",
+        str(path),
+        "--baseline",
+        str(PROFILES / "base" / "run*.perf.data"),
+        "--candidate",
+        str(PROFILES / "seccomp" / "run*.perf.data"),
+    )
+    assert out.returncode == 1, out.stderr
+    assert "FAIL: 1 of 2 rules broken: children_share:__seccomp_filter" in out.stdout

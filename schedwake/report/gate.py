@@ -34,6 +34,8 @@ def _sig(r, test: str) -> str:
     if r.significant:
         if r.detail is None:
             return "yes"
+        if r.rule.on_profile:  # a Benjamini-Hochberg q over the profile's functions
+            return f"yes (q={r.detail:.2g})"
         return f"yes (p={r.detail:.2g})" if test == "ttest" else f"yes (cidiff={r.detail:.2g})"
     return "no"
 
