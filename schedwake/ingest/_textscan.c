@@ -1204,7 +1204,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     Event *ev = s->events[ei];
     Match m;
     int vi = -1;
-    if (ev->wanted && ev->layout) {
+    if (ev->layout) {    /* (also when not wanted: a line that is not an event is no count) */
         for (int i = 0; i < ev->layout->nvariants; i++) {
             m.set = 0;
             m.budget = MATCH_BUDGET;
