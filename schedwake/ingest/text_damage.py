@@ -215,7 +215,8 @@ def _stray(path, st, counts, stray, header_cpus, a: Assessment, final: bool) -> 
             f"line {first:,}): damaged CPU numbers",
         )
     a.parts.append(
-        f"{n:,} event{'s' * (n != 1)} on CPU {which} ({why}) were skipped (first: line {first:,})"
+        f"{'1 event' if n == 1 else f'{n:,} events'} on CPU {which} ({why}) "
+        f"{'was' if n == 1 else 'were'} skipped (first: line {first:,})"
     )
 
 
