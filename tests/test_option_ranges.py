@@ -302,6 +302,10 @@ def test_api_raises_value_error_naming_the_parameter():
         trace.sliced(cpus=[0, 7])
     with pytest.raises(ValueError, match=r"^jobs=100000000000000000000: "):
         schedwake.load(IDLE, jobs=10**20)
+    from schedwake.report.parquet import convert
+
+    with pytest.raises(ValueError, match=r"^jobs=100000000000000000000: "):
+        convert(IDLE, "/nonexistent/tables", jobs=10**20)
     with pytest.raises(ValueError, match=r"^windows=inf: "):
         schedwake.batch([IDLE], "/nonexistent/out", windows=[math.inf])
     from schedwake import stats

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from .. import ingest
 from ..errors import OptionError, TraceError
 from ..summary import meta_summary
+from ..trace import MAX_JOBS
 
 
 def convert(
@@ -42,6 +43,8 @@ def convert(
     and ``outdir`` too if this call made it.
     """
     reader = ingest.check_reader_options(reader, jobs)
+    if isinstance(jobs, int) and jobs > MAX_JOBS:  # the decoder takes a C long
+        raise OptionError("jobs", jobs, f"at most {MAX_JOBS} decoding threads")
     p = ingest.check_path(path)
     fmt = input_format or ingest.sniff(p)
     ingest.check_reader_format(p, fmt, reader)
