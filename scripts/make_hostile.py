@@ -987,6 +987,23 @@ def damage_v6_small(c: Corpus, d: bytes) -> None:
         "over it would be off by orders of magnitude; which CPU is right cannot be told",
         error_mentions=[r"CPU 1", r"days after the trace's first record"],
     )
+    first = pages[0]
+    hidden = len(first.records)
+    for tag, commit, what in (
+        ("commit-0", 0, "0"),
+        ("commit-high-bits", 1 << 27, "only bit 27 set (size 0)"),
+    ):
+        c.add(
+            f"v6-small-cpu0-page-{tag}.dat",
+            put_u64(d, first.off + 8, commit),
+            BASE6_SMALL,
+            "error",
+            f"the commit word of CPU 0's first page (at {first.off}, {hidden} events) set to "
+            f"{what}",
+            "the page's events are there but the word says there are none: believed, "
+            f"{hidden} events vanish without a word",
+            error_mentions=[r"CPU 0 page at offset \d+", r"commit|0 bytes of events"],
+        )
     cpucounts = [b for _, oid, b in lay.options if oid == OPT_CPUCOUNT]
     c.add(
         "v6-small-cpucount-3.dat",

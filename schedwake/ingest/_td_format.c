@@ -965,7 +965,7 @@ static Val ev_primary(Ev *e)
         v = ev_primary(e);
         if (v.is_str)
             return ev_err(e);
-        v.num = c == '-' ? (uint64_t)(-(int64_t)v.num) : c == '!' ? !v.num : ~v.num;
+        v.num = c == '-' ? 0 - v.num : c == '!' ? !v.num : ~v.num;
     } else if (c >= '0' && c <= '9') {
         int64_t n;
         const char *after;

@@ -426,6 +426,16 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
     uint32_t size = (uint32_t)commit & COMMIT_MASK;
     const uint8_t *data = page + f->data_offset;
     uint32_t room = psize - (uint32_t)f->data_offset;
+    /* the commit word is the bytes of events and two flags of lost events (bit 31, a
+       negative int, sign-extends into the upper half of a 64-bit local_t): the kernel
+       sets no other bit, so one set is a damaged word whose size cannot be trusted */
+    uint64_t upper = commit >> 32;
+    if ((commit >> 27 & 7) || (upper && !(upper == 0xffffffffu && (commit & MISSING_EVENTS)))) {
+        snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64
+                 " has commit word 0x%" PRIx64 ", with bits the kernel never sets", d->f->kind,
+                 w->cpu, foff, commit);
+        return REC_DAMAGE;
+    }
     if (size > room) {
         snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64
                  " says %u bytes of events, more than its %u", d->f->kind, w->cpu, foff, size, room);
@@ -455,6 +465,14 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
         if (ts == 0 && commit == 0) {
             snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %"
                      PRIu64 " is all zeros (its events are lost)", d->f->kind, w->cpu, foff);
+            return REC_DAMAGE;
+        }
+        /* a page that says it holds no event but has event headers: a damaged
+           commit word that hides them */
+        if (room >= 4 && ld(data, 4, swap) != 0) {
+            snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64
+                     " says it holds 0 bytes of events, but its data starts with an event"
+                     " header (its events would be lost)", d->f->kind, w->cpu, foff);
             return REC_DAMAGE;
         }
         return 0;
