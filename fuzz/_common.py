@@ -26,6 +26,13 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# fuzz/run.py preloads atheris's custom_mutator module into a harness (libFuzzer calls a
+# custom mutator only so): it loads only into Python, so the harness's own children
+# (the sanitizer's symbolizer) must not inherit it
+if "custom_mutator" in os.environ.get("LD_PRELOAD", ""):
+    os.environ["LD_PRELOAD"] = " ".join(
+        lib for lib in os.environ["LD_PRELOAD"].split() if "custom_mutator" not in lib
+    )
 NATIVE_ENV = "SCHEDWAKE_NATIVE_BUILD"
 KNOWN_ENV = "SCHEDWAKE_FUZZ_KNOWN"
 TRACEDAT_MAGIC = b"\x17\x08\x44tracing"

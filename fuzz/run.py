@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib.util
 import json
 import os
 import re
@@ -55,6 +56,7 @@ TDCORE_MISSING = "the C trace.dat decoder is not built yet"
 HARNESSES = {
     "fuzz_load_tracedat": {
         "kind": "atheris",
+        "custom_mutator": True,
         "dict": "tracedat.dict",
         "max_len": 65536,
         "timeout": 30,
@@ -63,6 +65,7 @@ HARNESSES = {
     },
     "fuzz_load_text": {
         "kind": "atheris",
+        "custom_mutator": True,
         "dict": "text.dict",
         "max_len": 16384,
         "timeout": 20,
@@ -130,8 +133,14 @@ def _stop(signum, frame):
     raise SystemExit(128 + signum)
 
 
+def _polite() -> None:
+    """In the fuzzer's process before it starts: nice 10 (not the nice program, which
+    could not load the Python module a custom-mutator harness preloads)."""
+    os.nice(10)
+
+
 def execute(argv: list[str], env: dict) -> tuple[int, str]:
-    """Run a fuzzer to its end: (status, stdout + stderr)."""
+    """Run a fuzzer to its end, niced: (status, stdout + stderr)."""
     global _child
     with subprocess.Popen(
         argv,
@@ -142,6 +151,7 @@ def execute(argv: list[str], env: dict) -> tuple[int, str]:
         text=True,
         errors="replace",
         start_new_session=True,
+        preexec_fn=_polite,
     ) as proc:
         _child = proc
         out, _ = proc.communicate()
@@ -170,8 +180,28 @@ def build(name: str) -> None:
         )
 
 
-def command(name: str) -> tuple[list[str], dict]:
-    """The command line (without libFuzzer flags and corpus dirs) and environment."""
+def _custom_mutator_module() -> str:
+    """The file of atheris's custom_mutator extension (found without importing it)."""
+    spec = importlib.util.find_spec("atheris")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("run: atheris is not installed (pip install atheris)")
+    found = sorted(Path(spec.submodule_search_locations[0]).glob("custom_mutator.*.so"))
+    if not found:
+        raise SystemExit("run: atheris has no custom_mutator module")
+    return str(found[0])
+
+
+def command(name: str, merge: bool = False) -> tuple[list[str], dict]:
+    """The command line (without libFuzzer flags and corpus dirs) and environment.
+
+    A harness with a custom mutator (``custom_mutator=`` in atheris.Setup) gets
+    atheris's custom_mutator module preloaded beside the sanitizer runtime: libFuzzer,
+    preloaded itself, binds its LLVMFuzzerCustomMutator hook when it is loaded, before
+    the harness could load the module, and would never call the mutator otherwise.
+    That Python module loads only into Python: the harness is started by this Python
+    (not by its #! line through env), and _common removes the module from LD_PRELOAD
+    for the harness's own children (the symbolizer). A -merge run does not mutate and
+    re-executes the harness by its #! line: it runs without it."""
     env = dict(os.environ)
     env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     if HARNESSES[name]["kind"] == "libfuzzer":
@@ -189,6 +219,9 @@ def command(name: str) -> tuple[list[str], dict]:
     env["LD_PRELOAD"] = (asan_build / "runtime").read_text().strip()
     env[_common.NATIVE_ENV] = str(asan_build)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    if HARNESSES[name].get("custom_mutator") and not merge:
+        env["LD_PRELOAD"] += " " + _custom_mutator_module()
+        return [sys.executable, str(HERE / f"{name}.py")], env
     return [str(HERE / f"{name}.py")], env
 
 
@@ -283,11 +316,7 @@ def run_one(
             break
         before = set(CRASHES.iterdir())
         rc, log = execute(
-            ["nice", "-n", "10"]
-            + cmd
-            + flags
-            + [f"-max_total_time={left}"]
-            + [str(d) for d in dirs],
+            cmd + flags + [f"-max_total_time={left}"] + [str(d) for d in dirs],
             env,
         )
         logs.append(log)
@@ -316,7 +345,9 @@ def run_one(
         result["number_of_executed_units"] / max(result["seconds"], 1), 1
     )
     if merge:
-        result["merged"] = merge_into(name, cmd, env, corpus, work, spec)
+        merge_cmd, merge_env = command(name, merge=True)
+        merge_env.update({k: v for k, v in env.items() if k == _common.KNOWN_ENV})
+        result["merged"] = merge_into(name, merge_cmd, merge_env, corpus, work, spec)
     with open(BUILD / "runs.jsonl", "a") as f:
         f.write(json.dumps(result) + "\n")
     return result
@@ -328,8 +359,7 @@ def merge_into(name, cmd, env, corpus, work, spec) -> int:
     merge_ctl = BUILD / f"{name}.merge"
     merge_ctl.unlink(missing_ok=True)  # an old one would be resumed
     rc, log = execute(
-        ["nice", "-n", "10"]
-        + cmd
+        cmd
         + [
             "-merge=1",
             f"-max_len={spec['max_len']}",
