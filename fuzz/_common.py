@@ -75,6 +75,17 @@ def corpus_files() -> list[Path]:
     return sorted(p for p in CORPUS.glob("*/*") if p.is_file())
 
 
+#: The hostile corpora of the tests (damaged on purpose, each with its expected outcome
+#: in its manifest.json): replayed too, so the sanitizer builds see every class of damage.
+HOSTILE = [ROOT / "tests" / "data" / d for d in ("hostile", "hostile_formats", "text_hostile")]
+
+
+def hostile_files() -> list[Path]:
+    return sorted(
+        p for d in HOSTILE for p in d.glob("*") if p.is_file() and p.name != "manifest.json"
+    )
+
+
 def use_native_build(build_dir: str | os.PathLike | None = None) -> list:
     """Load the extension modules of ``build_dir`` (default: $SCHEDWAKE_NATIVE_BUILD,
     nothing if unset) as ``schedwake.ingest.<name>``.  Must run before anything

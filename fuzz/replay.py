@@ -123,7 +123,7 @@ def main() -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     files = [f.resolve() for f in args.files] or (
-        _common.regression_files() + _common.corpus_files()
+        _common.regression_files() + _common.corpus_files() + _common.hostile_files()
     )
     if args.child:
         return child(None if args.normal else args.build_dir, files)

@@ -32,7 +32,7 @@ TDCORE_C = ROOT / "schedwake" / "ingest" / "_td_merge.c"  # one of the decoder's
 NO_TDCORE = "the C trace.dat decoder is not built yet"
 FUZZ_SECONDS = int(os.environ.get("SCHEDWAKE_FUZZ_TEST_SECONDS", "60"))
 KNOWN = _common.known_findings()
-REPLAY_FILES = _common.regression_files() + _common.corpus_files()
+REPLAY_FILES = _common.regression_files() + _common.corpus_files() + _common.hostile_files()
 
 
 def needs_tdcore():
