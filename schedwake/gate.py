@@ -254,8 +254,10 @@ class RuleResult:
     worsening: float | None = None
     limit: float | None = None
     significant: bool | None = None
-    #: p-value (ttest) or cidiff ratio (ci95); None if not testable.
+    #: p-value (ttest), cidiff ratio (ci95) or, for a rule on a profile's function, the
+    #: Benjamini-Hochberg q; None if not testable. ``statistic`` names it: p, cidiff, q.
     detail: float | None = None
+    statistic: str = ""
     testable: bool | None = None
     n: tuple[int, ...] | None = None
     message: str = ""
@@ -764,6 +766,7 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     res.significant = bool(sig.significant)
     res.testable = bool(sig.testable)
     res.detail = float(sig.detail) if math.isfinite(sig.detail) else None
+    res.statistic = "p" if test == "ttest" else "cidiff"
     worse = res.worsening > res.limit
     if rule.significance and worse and not sig.testable:
         res.status = "error"
@@ -775,7 +778,7 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
         res.status = "broken"
         res.message = (
             f"{rule.metric}: {_change_text(res, f', worst allowed {rule.allowed_text()}')}"
-            f", {_sig_text(res, rule.significance, test)}"
+            f", {_sig_text(res, rule.significance)}"
         )
     else:
         why = "within the allowed change" if not worse else "worse, but not significantly"
@@ -788,40 +791,28 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
 
 def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool) -> dict:
     """{side: [Profile, ...]} of the baseline and candidate specs (paths, globs or
-    loaded traces with their samples); what cannot be profiled goes into
-    ``result.problems``. ``set_paths``: the sides' paths are the result's (no metric
-    rule read them)."""
+    loaded traces with their samples), read whole (:func:`_load_side` with every
+    event); what cannot be profiled goes into ``result.problems``. ``set_paths``: the
+    sides' paths are the result's (no metric rule read them)."""
     from .profile import profile
     from .trace import load
 
-    out = {}
+    out: dict[str, list] = {}
     for side, spec in specs.items():
         if isinstance(spec, (str, Path)) or hasattr(spec, "meta"):
             spec = [spec]
-        profiles, paths = [], []
-        for item in spec:
-            found = [item] if hasattr(item, "meta") else None
-            if found is None:
-                try:
-                    found = expand(str(item), side)
-                except TraceError as exc:
-                    result.problems.append(f"{side}: {exc}")
-                    continue
-            for one in found:
-                paths.append(str(one.meta.get("path")) if hasattr(one, "meta") else one)
-                try:
-                    trace = one if hasattr(one, "meta") else load(one)
-                    problems = _input_problems(side, trace, result.settings)
-                    result.problems.extend(problems)
-                    if not problems:
-                        profiles.append(profile(trace))
-                except TraceError as exc:
-                    result.problems.append(f"{side}: {exc}")
-        if not paths:
-            result.problems.append(f"{side}: no profile given (--{side} PERF.DATA...)")
+        traces, paths = _load_side(side, list(spec), load, expand, result.problems)
         if set_paths:
             setattr(result, f"{side}_paths", paths)
-        out[side] = profiles
+        out[side] = []
+        for trace in traces:
+            problems = _input_problems(side, trace, result.settings)
+            result.problems.extend(problems)
+            try:
+                if not problems:
+                    out[side].append(profile(trace))
+            except TraceError as exc:
+                result.problems.append(f"{side}: {exc}")
     return out
 
 
@@ -875,7 +866,7 @@ def _judge_share(res: RuleResult, row, measure: str, alpha: float, testable: boo
     res.gain_pct = (base - cand) / base * 100.0 if base else (0.0 if cand == base else -math.inf)
     res.worsening, res.limit = max(cand - base, 0.0), rule.allowed
     res.testable = testable
-    res.detail = q if math.isfinite(q) else None
+    res.detail, res.statistic = (q if math.isfinite(q) else None), "q"
     res.significant = bool(testable and math.isfinite(q) and q < alpha)
     worse = res.worsening > res.limit
     change = f"{base:.2f}% -> {cand:.2f}% of the samples ({cand - base:+.2f} pp"
@@ -888,8 +879,10 @@ def _judge_share(res: RuleResult, row, measure: str, alpha: float, testable: boo
         )
     elif worse and (res.significant or not rule.significance):
         res.status = "broken"
-        sig = f"significant (q={q:.3g})" if res.significant else "significance not required"
-        res.message = f"{rule.metric}: {change}, worst allowed +{_num(rule.allowed)} pp), {sig}"
+        res.message = (
+            f"{rule.metric}: {change}, worst allowed +{_num(rule.allowed)} pp), "
+            f"{_sig_text(res, rule.significance)}"
+        )
     else:
         why = "within the allowed change" if not worse else "worse, but not significantly"
         res.message = f"{rule.metric}: {change}), {why}"
@@ -918,10 +911,9 @@ def _change_text(r: RuleResult, more: str = "") -> str:
     )
 
 
-def _sig_text(r: RuleResult, required: bool, test: str) -> str:
+def _sig_text(r: RuleResult, required: bool) -> str:
     if r.significant:
-        what = "p" if test == "ttest" else "cidiff"
-        return "significant" + (f" ({what}={r.detail:.3g})" if r.detail is not None else "")
+        return "significant" + (f" ({r.statistic}={r.detail:.3g})" if r.detail is not None else "")
     return "not significant" + ("" if required else " (significance not required)")
 
 

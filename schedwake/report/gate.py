@@ -26,7 +26,7 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else gain_pct_text(v)
 
 
-def _sig(r, test: str) -> str:
+def _sig(r) -> str:
     if r.significant is None:
         return "-"
     if not r.testable:
@@ -34,14 +34,11 @@ def _sig(r, test: str) -> str:
     if r.significant:
         if r.detail is None:
             return "yes"
-        if r.rule.on_profile:  # a Benjamini-Hochberg q over the profile's functions
-            return f"yes (q={r.detail:.2g})"
-        return f"yes (p={r.detail:.2g})" if test == "ttest" else f"yes (cidiff={r.detail:.2g})"
+        return f"yes ({r.statistic}={r.detail:.2g})"
     return "no"
 
 
 def _rows(result) -> list[tuple[str, ...]]:
-    test = result.settings.significance
     rows = []
     for r in result.results:
         unit = "" if r.unit in ("", "%") else f" {r.unit}"
@@ -54,7 +51,7 @@ def _rows(result) -> list[tuple[str, ...]]:
                 _fmt(r.baseline),
                 _fmt(r.candidate),
                 _pct(r.gain_pct),
-                _sig(r, test),
+                _sig(r),
                 _STATUS[r.status],
             )
         )
@@ -281,6 +278,7 @@ def to_dict(result) -> dict:
                 "significant": r.significant,
                 "testable": r.testable,
                 "detail": _finite(r.detail),
+                "statistic": r.statistic or None,
                 "n": list(r.n) if r.n else None,
                 "message": r.message,
                 "why": list(r.why),
