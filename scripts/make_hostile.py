@@ -1435,13 +1435,15 @@ def main(argv=None) -> int:
     elif args.bases_from is not None and args.bases_from.resolve() != args.out.resolve():
         for name in (BASE6, BASE7):
             shutil.copyfile(args.bases_from / name, args.out / name)
-    manifest = make_corpus(args.out)
-    total = sum((args.out / n).stat().st_size for n in manifest["files"])
-    by = Counter(f["outcome"] for f in manifest["files"].values())
-    print(
-        f"{len(manifest['files'])} files ({dict(sorted(by.items()))}), {total} bytes in {args.out}"
-    )
+    print(summary(make_corpus(args.out), args.out))
     return 0
+
+
+def summary(manifest: dict, out: Path) -> str:
+    """One line: how many files of each outcome a corpus has, and its bytes."""
+    total = sum((out / n).stat().st_size for n in manifest["files"])
+    by = Counter(f["outcome"] for f in manifest["files"].values())
+    return f"{len(manifest['files'])} files ({dict(sorted(by.items()))}), {total} bytes in {out}"
 
 
 if __name__ == "__main__":

@@ -537,12 +537,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT, help="corpus directory (default: %(default)s)")
     args = ap.parse_args(argv)
-    manifest = make_corpus(args.out)
-    total = sum((args.out / n).stat().st_size for n in manifest["files"])
-    by = Counter(f["outcome"] for f in manifest["files"].values())
-    print(
-        f"{len(manifest['files'])} files ({dict(sorted(by.items()))}), {total} bytes in {args.out}"
-    )
+    print(mh.summary(make_corpus(args.out), args.out))
     return 0
 
 
