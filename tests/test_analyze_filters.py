@@ -13,7 +13,7 @@ import pytest
 
 import schedwake
 
-from .conftest import run_cli, sample
+from .conftest import ROOT, run_cli, sample
 
 TRACE = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat")
 START, END = 62.9, 70.0
@@ -112,7 +112,9 @@ def test_bad_filters_are_one_line_exit_2(args, needle):
 
 
 def test_text_report_fits_100_columns_and_names_the_longest_wait():
-    out = run_cli("analyze", TRACE, check=True).stdout
+    # the trace named relative to the repository, so that the report's width does not
+    # depend on where the clone lives (the `trace:` line carries the path as given)
+    out = run_cli("analyze", TRACE.relative_to(ROOT), check=True, cwd=ROOT).stdout
     evidence = re.compile(r"^\s+\S.*-\d+\s+\[\d{3}\]\s+\d+\.\d{6}: ")
     # (a path longer than the width cannot be broken: a line of that one word may be wider)
     wide = [

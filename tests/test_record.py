@@ -257,6 +257,11 @@ def test_record_without_root_one_line(tmp_path):
             "--reuid=65534",
             "--regid=65534",
             "--clear-groups",
+            # may search any directory: the checkout (and its .venv) can sit under a
+            # private 0700 directory the unprivileged user could not otherwise reach
+            # (still not root: record refuses by the effective uid)
+            "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search",
             str(exe),
             "record",
             "-o",
