@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .detect import thresholds as _thresholds
-from .detect.cswitch_storm import futile_mask
+from .detect.cswitch_storm import futile_mask, storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
 from .detect.kworker_pingpong import episodes_mask, would_stack_mask
 from .model._util import pid_cpu_counts
@@ -81,6 +81,19 @@ METRICS: dict[str, Metric] = {
             "lower",
             "wake-ups whose wakee preempted a kworker, slept again and gave the CPU back "
             "to that kworker before it ran again",
+        ),
+        Metric(
+            "storm_kworker_preemptions_per_s",
+            "1/s",
+            "lower",
+            "preemptions (R+) of storm kworkers by user tasks: the (kworker, work function) "
+            "pairs a task preempts at storm_min_preempted_share of their switch-outs",
+        ),
+        Metric(
+            "storm_preempted_share",
+            "fraction",
+            "lower",
+            "share of the storm kworkers' switch-outs that are those preemptions",
         ),
         Metric("wake_to_run_p50_us", "us", "lower", "median wake-to-run latency"),
         Metric("wake_to_run_p90_us", "us", "lower", "90th percentile wake-to-run latency"),
@@ -165,6 +178,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         else np.zeros(0)
     )
     iwr = _iwr_measure(model, th)
+    storm = storm_measure(model, th)
     out = {
         "duration_s": round(dur_s, 6),
         "wakeups": int(len(w)),
@@ -182,6 +196,10 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "cpus_visited_per_task": _cpus_visited(sw),
         "context_switches_per_s": (0 if sw is None else len(sw)) / dur_s,
         "futile_wakeups_per_s": int(futile_mask(model).sum()) / dur_s,
+        "storm_kworker_preemptions_per_s": int(storm["preemption_storm"].sum()) / dur_s,
+        "storm_preempted_share": weighted_preempted_share(
+            storm["preemption_unit"], storm["switchout_unit"]
+        ),
         "wake_to_run_p50_us": _pct_us(lat, 50),
         "wake_to_run_p90_us": _pct_us(lat, 90),
         "wake_to_run_p99_us": _pct_us(lat, 99),
@@ -304,6 +322,20 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
         df["cpus_visited_per_task"] = 0.0
         df["context_switches_per_s"] = 0.0
     df["futile_wakeups_per_s"] = count(wts, futile_mask(model)) / lens_s
+    storm = storm_measure(model, th)
+    df["storm_kworker_preemptions_per_s"] = (
+        count(storm["preemption_ts"], storm["preemption_storm"]) / lens_s
+    )
+    pwin = np.searchsorted(edges, storm["preemption_ts"], "right") - 1
+    owin = np.searchsorted(edges, storm["switchout_ts"], "right") - 1
+    shares = [  # one pass per window, not per event
+        weighted_preempted_share(
+            storm["preemption_unit"][pwin == k], storm["switchout_unit"][owin == k]
+        )
+        for k in range(nwin)
+    ]
+    df["storm_preempted_share"] = [0.0 if v is None else v for v in shares]
+    df["storm_preemptions"] = count(storm["preemption_ts"])
     if len(w):
         lat = pd.DataFrame(
             {
@@ -468,6 +500,25 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"futile wake-ups (by wake-up time) {_PER_S}",
         ),
         CatalogueMetric(
+            "storm_kworker_preemptions_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "preemptions (R+) per second of storm kworkers by user tasks: the (kworker, "
+            "work function) pairs on a CPU that a task preempts at "
+            "storm_min_preempted_share of their switch-outs or more (cswitch_storm)",
+            f"those preemptions {_PER_S}",
+        ),
+        CatalogueMetric(
+            "storm_preempted_share",
+            "%",
+            "lower",
+            100.0,
+            "share of the storm kworkers' switch-outs that are preemptions by their task "
+            "(missing without storm kworkers)",
+            "those preemptions / the storm kworkers' switch-outs in the window (missing if none)",
+        ),
+        CatalogueMetric(
             "wake_to_run_p50_us",
             "us",
             "lower",
@@ -532,6 +583,8 @@ NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "cpus_visited_per_task": (_SWITCH,),
     "context_switches_per_s": (_SWITCH,),
     "futile_wakeups_per_s": (_WAKE, _SWITCH),
+    "storm_kworker_preemptions_per_s": (_SWITCH,),
+    "storm_preempted_share": (_SWITCH,),
     "wake_to_run_p50_us": (_WAKE, _SWITCH),
     "wake_to_run_p90_us": (_WAKE, _SWITCH),
     "wake_to_run_p99_us": (_WAKE, _SWITCH),
@@ -556,6 +609,8 @@ EXPLAINED_BY: dict[str, tuple[str, ...]] = {
     "cpus_visited_per_task": ("llc_roundrobin", "kworker_pingpong"),
     "context_switches_per_s": ("cswitch_storm",),
     "futile_wakeups_per_s": ("cswitch_storm",),
+    "storm_kworker_preemptions_per_s": ("cswitch_storm",),
+    "storm_preempted_share": ("cswitch_storm",),
     "wake_to_run_p50_us": ("idle_while_runnable", "cswitch_storm"),
     "wake_to_run_p90_us": ("idle_while_runnable", "cswitch_storm"),
     "wake_to_run_p99_us": ("idle_while_runnable", "cswitch_storm"),
@@ -702,6 +757,8 @@ def metric_samples(
             v = np.where(wm["wakeups"].to_numpy() > 0, v, np.nan)
         elif m.name == "pingpong_would_stack_share":
             v = np.where(wm["pingpong_episodes"].to_numpy() > 0, v, np.nan)
+        elif m.name == "storm_preempted_share":
+            v = np.where(wm["storm_preemptions"].to_numpy() > 0, v, np.nan)
         cols[m.name] = v
     start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
