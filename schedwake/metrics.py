@@ -87,13 +87,15 @@ METRICS: dict[str, Metric] = {
             "1/s",
             "lower",
             "preemptions (R+) of storm kworkers by user tasks: the (kworker, work function) "
-            "pairs a task preempts at storm_min_preempted_share of their switch-outs",
+            "pairs a task preempts at storm_min_preempted_share of their switch-outs, for "
+            "tasks with storm_min_preemptions of them",
         ),
         Metric(
             "storm_preempted_share",
             "fraction",
             "lower",
-            "share of the storm kworkers' switch-outs that are those preemptions",
+            "over every (kworker, work function) pair user tasks preempt, the share of its "
+            "switch-outs that are the preemptions, weighted by its preemptions",
         ),
         Metric("wake_to_run_p50_us", "us", "lower", "median wake-to-run latency"),
         Metric("wake_to_run_p90_us", "us", "lower", "90th percentile wake-to-run latency"),
@@ -268,9 +270,9 @@ def window_edges(first_ts: int, last_ts: int, window_s: float) -> np.ndarray:
 def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None) -> pd.DataFrame:
     """The metrics over consecutive windows of ``window_s`` seconds: one row per window
     (``window``, ``start_ns``, ``end_ns`` then the metrics of :data:`METRICS` and
-    ``busy_share_cpuN``, plus the counts ``wakeups`` and ``latency_samples`` -- wake-ups
-    with a measured wake-to-run latency -- of the window). A last partial window shorter
-    than half a window is dropped."""
+    ``busy_share_cpuN``, plus the counts ``wakeups``, ``latency_samples`` -- wake-ups
+    with a measured wake-to-run latency -- and ``storm_preemptions`` of the window). A
+    last partial window shorter than half a window is dropped."""
     th = _thresholds(thresholds)
     model = trace.model
     ev = model.events
@@ -506,7 +508,8 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             1.0,
             "preemptions (R+) per second of storm kworkers by user tasks: the (kworker, "
             "work function) pairs on a CPU that a task preempts at "
-            "storm_min_preempted_share of their switch-outs or more (cswitch_storm)",
+            "storm_min_preempted_share of their switch-outs or more, for tasks with "
+            "storm_min_preemptions of them (cswitch_storm)",
             f"those preemptions {_PER_S}",
         ),
         CatalogueMetric(
@@ -514,9 +517,10 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "%",
             "lower",
             100.0,
-            "share of the storm kworkers' switch-outs that are preemptions by their task "
-            "(missing without storm kworkers)",
-            "those preemptions / the storm kworkers' switch-outs in the window (missing if none)",
+            "over every (kworker, work function) pair that those user tasks preempt, the "
+            "share of its switch-outs that are the preemptions, weighted by its preemptions "
+            "(missing without kworker preemptions)",
+            "the same over the preemptions and switch-outs in the window (missing if none)",
         ),
         CatalogueMetric(
             "wake_to_run_p50_us",
