@@ -122,6 +122,15 @@ def test_the_storm_metrics_per_window_add_up(traces):
     assert total == pytest.approx(whole, abs=1.5)
     share = w["storm_preempted_share"].to_numpy()
     assert ((share >= 0) & (share <= 1)).all() and np.nanmax(share) > 0.9
+    # each window's share is the trace formula over that window's events
+    from schedwake.detect.cswitch_storm import storm_measure, weighted_preempted_share
+
+    sm = storm_measure(t.model, thresholds())
+    for k, (a, b) in enumerate(zip(w["start_ns"], w["end_ns"])):
+        p = (sm["preemption_ts"] >= a) & (sm["preemption_ts"] < b)
+        o = (sm["switchout_ts"] >= a) & (sm["switchout_ts"] < b)
+        want = weighted_preempted_share(sm["preemption_unit"][p], sm["switchout_unit"][o])
+        assert share[k] == pytest.approx(0.0 if want is None else want, abs=1e-12)
 
 
 def test_compare_stars_the_storm_rates(traces):

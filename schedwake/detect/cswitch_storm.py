@@ -325,9 +325,10 @@ def _count(cpus, pids) -> pd.Series:
 
 def pair_table(model, th: dict) -> pd.DataFrame:
     """One row per (cpu, task pid) that preempted a kworker: kworker_preemptions and
-    kworker_switchouts over its storm kworkers (those it preempts at
-    ``storm_min_preempted_share`` of their switch-outs or more; ``storm_kworkers`` of
-    them), all_kworker_preemptions, cpu_switches, switches, wakeups, futile_wakeups."""
+    kworker_switchouts over its storm kworkers (the (kworker, work function) pairs it
+    preempts at ``storm_min_preempted_share`` of their switch-outs or more:
+    :func:`unit_table`; ``storm_kworkers`` distinct kworkers), all_kworker_preemptions,
+    cpu_switches, switches, wakeups, futile_wakeups."""
     cols = [
         "cpu",
         "pid",
