@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .detect import thresholds as _thresholds
-from .detect.cswitch_storm import futile_mask
+from .detect.cswitch_storm import futile_mask, storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
 from .detect.kworker_pingpong import episodes_mask, would_stack_mask
 from .model._util import pid_cpu_counts
@@ -81,6 +81,21 @@ METRICS: dict[str, Metric] = {
             "lower",
             "wake-ups whose wakee preempted a kworker, slept again and gave the CPU back "
             "to that kworker before it ran again",
+        ),
+        Metric(
+            "storm_kworker_preemptions_per_s",
+            "1/s",
+            "lower",
+            "preemptions (R+) of storm kworkers by user tasks: the (kworker, work function) "
+            "pairs a task preempts at storm_min_preempted_share of their switch-outs, for "
+            "tasks with storm_min_preemptions of them",
+        ),
+        Metric(
+            "storm_preempted_share",
+            "fraction",
+            "lower",
+            "over every (kworker, work function) pair user tasks preempt, the share of its "
+            "switch-outs that are the preemptions, weighted by its preemptions",
         ),
         Metric("wake_to_run_p50_us", "us", "lower", "median wake-to-run latency"),
         Metric("wake_to_run_p90_us", "us", "lower", "90th percentile wake-to-run latency"),
@@ -165,6 +180,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         else np.zeros(0)
     )
     iwr = _iwr_measure(model, th)
+    storm = storm_measure(model, th)
     out = {
         "duration_s": round(dur_s, 6),
         "wakeups": int(len(w)),
@@ -182,6 +198,10 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "cpus_visited_per_task": _cpus_visited(sw),
         "context_switches_per_s": (0 if sw is None else len(sw)) / dur_s,
         "futile_wakeups_per_s": int(futile_mask(model).sum()) / dur_s,
+        "storm_kworker_preemptions_per_s": int(storm["preemption_storm"].sum()) / dur_s,
+        "storm_preempted_share": weighted_preempted_share(
+            storm["preemption_unit"], storm["switchout_unit"]
+        ),
         "wake_to_run_p50_us": _pct_us(lat, 50),
         "wake_to_run_p90_us": _pct_us(lat, 90),
         "wake_to_run_p99_us": _pct_us(lat, 99),
@@ -250,9 +270,9 @@ def window_edges(first_ts: int, last_ts: int, window_s: float) -> np.ndarray:
 def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None) -> pd.DataFrame:
     """The metrics over consecutive windows of ``window_s`` seconds: one row per window
     (``window``, ``start_ns``, ``end_ns`` then the metrics of :data:`METRICS` and
-    ``busy_share_cpuN``, plus the counts ``wakeups`` and ``latency_samples`` -- wake-ups
-    with a measured wake-to-run latency -- of the window). A last partial window shorter
-    than half a window is dropped."""
+    ``busy_share_cpuN``, plus the counts ``wakeups``, ``latency_samples`` -- wake-ups
+    with a measured wake-to-run latency -- and ``storm_preemptions`` of the window). A
+    last partial window shorter than half a window is dropped."""
     th = _thresholds(thresholds)
     model = trace.model
     ev = model.events
@@ -304,6 +324,12 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
         df["cpus_visited_per_task"] = 0.0
         df["context_switches_per_s"] = 0.0
     df["futile_wakeups_per_s"] = count(wts, futile_mask(model)) / lens_s
+    storm = storm_measure(model, th)
+    df["storm_kworker_preemptions_per_s"] = (
+        count(storm["preemption_ts"], storm["preemption_storm"]) / lens_s
+    )
+    df["storm_preempted_share"] = _window_preempted_share(storm, edges)
+    df["storm_preemptions"] = count(storm["preemption_ts"])
     if len(w):
         lat = pd.DataFrame(
             {
@@ -338,6 +364,27 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
             cov = _covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), edges)
             df[f"busy_share_cpu{cpu}"] = np.diff(cov) / np.diff(edges)
     return df
+
+
+def _window_preempted_share(storm: dict, edges: np.ndarray) -> np.ndarray:
+    """``weighted_preempted_share`` of each window (0 without preemptions there): per
+    (window, unit) the preemptions and switch-outs, without a pass per window."""
+    nwin = len(edges) - 1
+    pwin = np.searchsorted(edges, storm["preemption_ts"], "right") - 1
+    owin = np.searchsorted(edges, storm["switchout_ts"], "right") - 1
+    if len(pwin) == 0:
+        return np.zeros(nwin)
+    nunit = int(max(storm["preemption_unit"].max(), storm["switchout_unit"].max())) + 1
+    pin, oin = (pwin >= 0) & (pwin < nwin), (owin >= 0) & (owin < nwin)
+    pkey = pwin[pin] * nunit + storm["preemption_unit"][pin]
+    okey = np.sort(owin[oin] * nunit + storm["switchout_unit"][oin])
+    keys, pre = np.unique(pkey, return_counts=True)
+    outs = np.searchsorted(okey, keys, "right") - np.searchsorted(okey, keys, "left")
+    win = keys // nunit
+    pre = pre.astype(np.float64)
+    num = np.bincount(win, weights=pre**2 / np.maximum(outs, pre), minlength=nwin)
+    den = np.bincount(win, weights=pre, minlength=nwin)
+    return np.where(den > 0, num / np.maximum(den, 1), 0.0)
 
 
 # -- the catalogue: what the comparison report prints ------------------------------------------
@@ -468,6 +515,27 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             f"futile wake-ups (by wake-up time) {_PER_S}",
         ),
         CatalogueMetric(
+            "storm_kworker_preemptions_per_s",
+            "/s",
+            "lower",
+            1.0,
+            "preemptions (R+) per second of storm kworkers by user tasks: the (kworker, "
+            "work function) pairs on a CPU that a task preempts at "
+            "storm_min_preempted_share of their switch-outs or more, for tasks with "
+            "storm_min_preemptions of them (cswitch_storm)",
+            f"those preemptions {_PER_S}",
+        ),
+        CatalogueMetric(
+            "storm_preempted_share",
+            "%",
+            "lower",
+            100.0,
+            "over every (kworker, work function) pair that those user tasks preempt, the "
+            "share of its switch-outs that are the preemptions, weighted by its preemptions "
+            "(missing without kworker preemptions)",
+            "the same over the preemptions and switch-outs in the window (missing if none)",
+        ),
+        CatalogueMetric(
             "wake_to_run_p50_us",
             "us",
             "lower",
@@ -532,6 +600,8 @@ NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "cpus_visited_per_task": (_SWITCH,),
     "context_switches_per_s": (_SWITCH,),
     "futile_wakeups_per_s": (_WAKE, _SWITCH),
+    "storm_kworker_preemptions_per_s": (_SWITCH,),
+    "storm_preempted_share": (_SWITCH,),
     "wake_to_run_p50_us": (_WAKE, _SWITCH),
     "wake_to_run_p90_us": (_WAKE, _SWITCH),
     "wake_to_run_p99_us": (_WAKE, _SWITCH),
@@ -556,6 +626,8 @@ EXPLAINED_BY: dict[str, tuple[str, ...]] = {
     "cpus_visited_per_task": ("llc_roundrobin", "kworker_pingpong"),
     "context_switches_per_s": ("cswitch_storm",),
     "futile_wakeups_per_s": ("cswitch_storm",),
+    "storm_kworker_preemptions_per_s": ("cswitch_storm",),
+    "storm_preempted_share": ("cswitch_storm",),
     "wake_to_run_p50_us": ("idle_while_runnable", "cswitch_storm"),
     "wake_to_run_p90_us": ("idle_while_runnable", "cswitch_storm"),
     "wake_to_run_p99_us": ("idle_while_runnable", "cswitch_storm"),
@@ -702,6 +774,8 @@ def metric_samples(
             v = np.where(wm["wakeups"].to_numpy() > 0, v, np.nan)
         elif m.name == "pingpong_would_stack_share":
             v = np.where(wm["pingpong_episodes"].to_numpy() > 0, v, np.nan)
+        elif m.name == "storm_preempted_share":
+            v = np.where(wm["storm_preemptions"].to_numpy() > 0, v, np.nan)
         cols[m.name] = v
     start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9

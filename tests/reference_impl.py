@@ -10,6 +10,7 @@ rest (try_to_wake_up emits them in that order).
 
 from __future__ import annotations
 
+import bisect
 import re
 
 EVENTS = (
@@ -57,8 +58,10 @@ def walk(trace, storm_share=0.75):
     wakeup_migrations
     changes         {pid: wake-ups that changed CPU inside one LLC}
     storm           {(cpu, pid): [switches, all kworker preemptions, preemptions of
-                    the kworkers preempted at storm_share of their switch-outs or
-                    more, futile wake-ups]} for every task that preempted a kworker
+                    the (kworker, work function) pairs preempted at storm_share of
+                    their switch-outs or more, futile wake-ups]} for every task that
+                    preempted a kworker; a switch-out belongs to the function of the
+                    kworker's last workqueue_execute_start at or before it
     """
     topo = trace.topology
     llc_of = {c: i for i, g in enumerate(topo.llc) for c in g}
@@ -68,8 +71,23 @@ def walk(trace, storm_share=0.75):
     pending = {}  # pid -> chosen cpu of a wake-up not yet run
     res = {"pingpong": 0, "wakeups": 0, "wakeup_migrations": 0, "changes": {}, "storm": {}}
     switches = {}  # (cpu, pid) -> task <-> kworker switches
-    preempt = {}  # (cpu, task, kworker) -> kworker preemptions (R+) by the task
-    outs = {}  # (cpu, kworker) -> the kworker's switch-outs
+    preempt = {}  # (cpu, task, kworker, function) -> kworker preemptions (R+) by the task
+    outs = {}  # (cpu, kworker, function) -> the kworker's switch-outs
+    starts: dict = {}  # pid -> ([ts], [function]) of its workqueue_execute_start
+    if trace.has("workqueue_execute_start"):
+        for r in trace.table("workqueue_execute_start").to_pylist():
+            st = starts.setdefault(r["common_pid"], ([], []))
+            st[0].append(r["ts"])
+            st[1].append(r["function"])
+        for pid, (tss, fns) in starts.items():  # (in time order, ties as in the table)
+            order = sorted(range(len(tss)), key=tss.__getitem__)
+            starts[pid] = ([tss[k] for k in order], [fns[k] for k in order])
+
+    def function_of(pid, ts):
+        st = starts.get(pid)
+        k = bisect.bisect_right(st[0], ts) - 1 if st else -1
+        return st[1][k] if k >= 0 else None
+
     cycles = {}  # cpu -> open preemptions: [kworker, task, chosen or None, phase, slept]
     futile = {}  # (chosen cpu, pid) -> futile wake-ups
     waking_info = {}  # (cpu) -> info of the last waking on that cpu
@@ -132,8 +150,9 @@ def walk(trace, storm_share=0.75):
             settled.setdefault(nxt, []).append((cpu, cpu))
             pk = r["prev_comm"].startswith("kworker/")
             nk = r["next_comm"].startswith("kworker/")
+            fn = function_of(prev, r["ts"]) if pk else None
             if pk:
-                outs[(cpu, prev)] = outs.get((cpu, prev), 0) + 1
+                outs[(cpu, prev, fn)] = outs.get((cpu, prev, fn), 0) + 1
             if pk and not nk and nxt != 0:
                 switches[(cpu, nxt)] = switches.get((cpu, nxt), 0) + 1
             elif nk and not pk and prev != 0:
@@ -156,7 +175,7 @@ def walk(trace, storm_share=0.75):
             cycles[cpu] = still
             woken = nxt in pending
             if pk and not nk and nxt != 0 and r["prev_state_str"] == "R+":
-                key = (cpu, nxt, prev)
+                key = (cpu, nxt, prev, fn)
                 preempt[key] = preempt.get(key, 0) + 1
                 chosen = pending[nxt] if woken else None  # the wake-up's run starts here
                 cycles[cpu].append([prev, nxt, chosen, "running", None])
@@ -169,10 +188,10 @@ def walk(trace, storm_share=0.75):
         elif name == "sched_wakeup":
             settled.setdefault(r["pid"], []).append((cpu, r["target_cpu"]))
         last_on_cpu[cpu] = (name, r)
-    for (cpu, task, kw), n in preempt.items():
+    for (cpu, task, kw, fn), n in preempt.items():
         row = res["storm"].setdefault((cpu, task), [switches.get((cpu, task), 0), 0, 0, 0])
         row[1] += n
-        if n >= storm_share * outs[(cpu, kw)]:
+        if n >= storm_share * outs[(cpu, kw, fn)]:
             row[2] += n
     for key, row in res["storm"].items():
         row[3] = futile.get(key, 0)

@@ -10,10 +10,15 @@ run ten times longer; docs/detectors.md):
 ``kworker_preemptions``
     switches from a kworker to the task with the kworker preempted (``R+``);
 ``kworker_switchouts``
-    every switch-out, on that CPU, of the task's *storm kworkers*: the kworkers it
-    preempts at ``storm_min_preempted_share`` of their switch-outs or more (they could
-    rarely run to the end of their work before the task took the CPU);
-    ``kworker_preemptions`` counts the preemptions of those kworkers only;
+    every switch-out, on that CPU, of the task's *storm kworkers*: the (kworker, work
+    function) pairs it preempts at ``storm_min_preempted_share`` of their switch-outs or
+    more (they could rarely run to the end of their work before the task took the CPU);
+    ``kworker_preemptions`` counts the preemptions of those only. A kworker's switch-out
+    belongs to the work function it started last (``workqueue_execute_start`` of its
+    pid, ended or not: the dio-completion kworker is preempted at the ``cond_resched()``
+    right after its work item), so a kworker that also runs other work (a high-priority
+    kworker dispatching blk-mq requests 40,000 times) does not dilute the share of the
+    work the task preempts; without workqueue events the unit is the kworker;
 ``cpu_switches``
     every ``sched_switch`` on the CPU: ``kworker_preemptions / cpu_switches`` is the
     storm's share of the CPU's own switch rate;
@@ -129,6 +134,167 @@ def _cycles(model) -> dict:
     return out
 
 
+def _switch_work(model) -> np.ndarray:
+    """For each ``sched_switch`` row (memoized): the code of the work function its prev
+    task started last (``workqueue_execute_start`` of that pid at or before the switch,
+    ended or not; categories :func:`work_functions`), -1 without one (not a kworker, or
+    no workqueue events in the trace)."""
+    if "storm_switch_work" in model.memo:
+        return model.memo["storm_switch_work"]
+    s, wq = model.events.switch, model.events.wq_start
+    out = np.full(0 if s is None else len(s), -1, dtype=np.int64)
+    if s is not None and len(s) and wq is not None and len(wq) and "function" in wq.columns:
+        kw = _kworker_of(s["prev_comm"].array)
+        rows = np.flatnonzero(kw)
+        fn = pd.Categorical(wq["function"].array)
+        idx = asof_index(
+            s["ts"].to_numpy()[rows].astype(np.int64),
+            s["prev_pid"].to_numpy()[rows].astype(np.int64),
+            wq["ts"].to_numpy().astype(np.int64),
+            wq["common_pid"].to_numpy().astype(np.int64),
+            "backward",
+            True,
+        )
+        codes = np.asarray(fn.codes).astype(np.int64)
+        out[rows] = np.where(idx >= 0, codes[np.maximum(idx, 0)], -1)
+    model.memo["storm_switch_work"] = out
+    return out
+
+
+def work_functions(model) -> list[str]:
+    """The names of the work function codes of :func:`_switch_work`."""
+    wq = model.events.wq_start
+    if wq is None or len(wq) == 0 or "function" not in wq.columns:
+        return []
+    return [str(c) for c in pd.Categorical(wq["function"].array).categories]
+
+
+def unit_table(model, th: dict) -> pd.DataFrame:
+    """One row per (cpu, task pid, kworker, work function) whose kworker the task
+    preempted while (or right after) running that function: ``pre`` preemptions, ``outs``
+    switch-outs of the kworker on the CPU attributed to the function, and ``storm``
+    (``pre >= storm_min_preempted_share * outs``). ``fn`` is a code of
+    :func:`work_functions` (-1: none known)."""
+    cols = ["cpu", "pid", "kw", "fn", "pre", "outs", "storm"]
+    c = _cycles(model)
+    if len(c["rows"]) == 0:
+        return pd.DataFrame(
+            {k: np.zeros(0, dtype=bool if k == "storm" else np.int64) for k in cols}
+        )
+    s = model.events.switch
+    work = _switch_work(model)
+    pre = pd.DataFrame(
+        {"cpu": c["cpu"], "pid": c["task"], "kw": c["kworker"], "fn": work[c["rows"]]}
+    )
+    tri = pre.groupby(["cpu", "pid", "kw", "fn"]).size().rename("pre").reset_index()
+    # the switch-outs of the preempted kworkers only (a few of the CPU's switches)
+    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
+    mine = np.isin(prev_pid, tri["kw"].unique())
+    outs = (
+        pd.DataFrame(
+            {
+                "cpu": s["cpu"].to_numpy()[mine].astype(np.int64),
+                "kw": prev_pid[mine],
+                "fn": work[mine],
+            }  # fmt: skip
+        )
+        .groupby(["cpu", "kw", "fn"])
+        .size()
+    )
+    key = pd.MultiIndex.from_frame(tri[["cpu", "kw", "fn"]])
+    tri["outs"] = outs.reindex(key).fillna(0).to_numpy().astype(np.int64)
+    tri["storm"] = tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]
+    return tri[cols]
+
+
+def storm_mask(model, th: dict) -> np.ndarray:
+    """The kworker preemptions of :func:`_cycles` that are of a storm unit of their task
+    (a (kworker, work function) it preempts at ``storm_min_preempted_share`` of its
+    switch-outs or more)."""
+    c = _cycles(model)
+    if len(c["rows"]) == 0:
+        return np.zeros(0, dtype=bool)
+    u = unit_table(model, th)
+    hot = u[u["storm"]]
+    if len(hot) == 0:
+        return np.zeros(len(c["rows"]), dtype=bool)
+    work = _switch_work(model)[c["rows"]]
+    key = pd.MultiIndex.from_arrays([c["cpu"], c["task"], c["kworker"], work])
+    return key.isin(pd.MultiIndex.from_frame(hot[["cpu", "pid", "kw", "fn"]]))
+
+
+def storm_measure(model, th: dict) -> dict:
+    """The storm's events of the whole trace, finding or not (the metrics ``storm_*``),
+    over the kworker preemptions by user tasks (the tasks of ``model.pids`` when set) of
+    the (CPU, task) pairs with ``storm_min_preemptions`` of them or more (a task that
+    preempted a kworker twice is no storm):
+
+    ``preemption_ts``, ``preemption_unit``, ``preemption_storm``
+        each preemption's time, the id of its (CPU, kworker, work function) unit and
+        whether the unit is a storm unit of its task (:func:`storm_mask`; counted only
+        for pairs with ``storm_min_preemptions`` such preemptions or more);
+    ``switchout_ts``, ``switchout_unit``
+        every switch-out of those units (the preemptions are switch-outs too).
+    """
+    c = _cycles(model)
+    e = np.zeros(0, np.int64)
+    none = {"preemption_ts": e, "preemption_unit": e, "preemption_storm": e.astype(bool),
+            "switchout_ts": e, "switchout_unit": e}  # fmt: skip
+    if len(c["rows"]) == 0:
+        return none
+    from ..model.tasks import USER, name_class
+
+    names = _names(model)
+    tasks = np.unique(c["task"])
+    user = tasks[[name_class(names.get(int(p), "?"), int(p)) == USER for p in tasks]]  # per task
+    if model.pids is not None:
+        user = user[np.isin(user, list(model.pids))]
+    least = max(th["storm_min_preemptions"], 1)
+    pair = c["cpu"].astype(np.int64) * (1 << 32) + c["task"].astype(np.int64)
+    mine = np.isin(c["task"], user)
+    keys, n = np.unique(pair[mine], return_counts=True)
+    mine &= np.isin(pair, keys[n >= least])
+    if not mine.any():
+        return none
+    storm = storm_mask(model, th) & mine
+    keys, n = np.unique(pair[storm], return_counts=True)
+    storm &= np.isin(pair, keys[n >= least])
+    s = model.events.switch
+    work = _switch_work(model)
+    unit_of = pd.MultiIndex.from_arrays([c["cpu"][mine], c["kworker"][mine], work[c["rows"][mine]]])
+    units = unit_of.unique()
+    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
+    outs = np.flatnonzero(np.isin(prev_pid, units.get_level_values(1)))
+    out_unit = units.get_indexer(
+        pd.MultiIndex.from_arrays(
+            [s["cpu"].to_numpy()[outs].astype(np.int64), prev_pid[outs], work[outs]]
+        )  # fmt: skip
+    )
+    ts = s["ts"].to_numpy().astype(np.int64)
+    return {
+        "preemption_ts": c["ts"][mine].astype(np.int64),
+        "preemption_unit": units.get_indexer(unit_of).astype(np.int64),
+        "preemption_storm": storm[mine],
+        "switchout_ts": ts[outs[out_unit >= 0]],
+        "switchout_unit": out_unit[out_unit >= 0].astype(np.int64),
+    }
+
+
+def weighted_preempted_share(pre_unit: np.ndarray, out_unit: np.ndarray) -> float | None:
+    """The preempted share of the units, weighted by their preemptions: the mean over
+    the preemptions of the share of their unit's switch-outs that are preemptions
+    (``sum(pre_u ** 2 / outs_u) / sum(pre_u)``); None without preemptions. A unit
+    preempted once (a busy kworker that does other work) weighs one preemption, so it
+    cannot dilute the share of the units the task preempts all the time."""
+    if len(pre_unit) == 0:
+        return None
+    n = int(max(pre_unit.max(), out_unit.max() if len(out_unit) else 0)) + 1
+    pre = np.bincount(pre_unit, minlength=n).astype(np.float64)
+    outs = np.bincount(out_unit, minlength=n).astype(np.float64)
+    hit = pre > 0
+    return float((pre[hit] ** 2 / np.maximum(outs[hit], pre[hit])).sum() / pre[hit].sum())
+
+
 def futile_mask(model) -> np.ndarray:
     """Wake-ups (rows of ``model.wakeups``) that were futile: the wakee's run began by
     preempting a kworker and ended in a sleep with the CPU going back to that kworker
@@ -159,9 +325,10 @@ def _count(cpus, pids) -> pd.Series:
 
 def pair_table(model, th: dict) -> pd.DataFrame:
     """One row per (cpu, task pid) that preempted a kworker: kworker_preemptions and
-    kworker_switchouts over its storm kworkers (those it preempts at
-    ``storm_min_preempted_share`` of their switch-outs or more; ``storm_kworkers`` of
-    them), all_kworker_preemptions, cpu_switches, switches, wakeups, futile_wakeups."""
+    kworker_switchouts over its storm kworkers (the (kworker, work function) pairs it
+    preempts at ``storm_min_preempted_share`` of their switch-outs or more:
+    :func:`unit_table`; ``storm_kworkers`` distinct kworkers), all_kworker_preemptions,
+    cpu_switches, switches, wakeups, futile_wakeups."""
     cols = [
         "cpu",
         "pid",
@@ -181,20 +348,18 @@ def pair_table(model, th: dict) -> pd.DataFrame:
     cpu = s["cpu"].to_numpy().astype(np.int64)
     prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
     next_pid = s["next_pid"].to_numpy().astype(np.int64)
-    # per (cpu, task, kworker): the preemptions, and all of that kworker's switch-outs on
-    # the CPU. The task's storm kworkers are those it preempts at the threshold's share
-    # of their switch-outs (a task also preempts, now and then, kworkers that do other
-    # work: they would dilute the share); the task's figures are over those.
-    pre = pd.DataFrame({"cpu": c["cpu"], "pid": c["task"], "kw": c["kworker"]})
-    tri = pre.groupby(["cpu", "pid", "kw"]).size().rename("pre").reset_index()
-    outs = _count(cpu, prev_pid)
-    tri["outs"] = outs.reindex(pd.MultiIndex.from_arrays([tri["cpu"], tri["kw"]])).to_numpy()
-    storm = tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]
+    # per (cpu, task, kworker, work function): the preemptions, and that kworker's
+    # switch-outs on the CPU after that function. The task's storm units are those it
+    # preempts at the threshold's share of their switch-outs (a task also preempts, now
+    # and then, kworkers that do other work: they would dilute the share); the task's
+    # figures are over those.
+    tri = unit_table(model, th)
+    storm = tri["storm"].to_numpy()
     per = tri.groupby(["cpu", "pid"]).agg(all_kworker_preemptions=("pre", "sum"))
     hot = tri[storm].groupby(["cpu", "pid"])
     per["kworker_preemptions"] = hot["pre"].sum().reindex(per.index).fillna(0).astype(np.int64)
     per["kworker_switchouts"] = hot["outs"].sum().reindex(per.index).fillna(0).astype(np.int64)
-    per["storm_kworkers"] = hot.size().reindex(per.index).fillna(0).astype(np.int64)
+    per["storm_kworkers"] = hot["kw"].nunique().reindex(per.index).fillna(0).astype(np.int64)
     cpu_switches = pd.Series(cpu).value_counts()
     per["cpu_switches"] = cpu_switches.reindex(per.index.get_level_values("cpu")).to_numpy()
     pk, nk = _kworker_of(s["prev_comm"].array), _kworker_of(s["next_comm"].array)
@@ -286,11 +451,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
     c = _cycles(model)
     mine = (c["cpu"] == worst["cpu"]) & (c["task"] == worst["pid"])
     # ... of one of its storm kworkers
-    s = model.events.switch
-    on_cpu = s["prev_pid"].to_numpy()[s["cpu"].to_numpy() == worst["cpu"]]
-    kws, n = np.unique(c["kworker"][mine], return_counts=True)
-    outs = np.array([(on_cpu == k).sum() for k in kws])  # a few kworkers
-    mine &= np.isin(c["kworker"], kws[n >= th["storm_min_preempted_share"] * outs])
+    mine &= storm_mask(model, th)
     sel = np.flatnonzero(mine & c["futile"]) if (mine & c["futile"]).any() else np.flatnonzero(mine)
     k = sel[len(sel) // 2]
     ev_at = {
