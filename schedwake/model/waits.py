@@ -60,6 +60,12 @@ from .events import Events, i64, ints
 KINDS = ("woken", "preempted", "first_seen")
 
 _OUT_R, _OUT_S, _WAKE, _IN = 0, 1, 2, 3
+
+#: Why a part of a wait is ``unknown``.
+UNKNOWN_LOST = "the ring buffer lost events on that CPU in this stretch"
+UNKNOWN_UNCOVERED = "before that CPU's first sched_switch"
+UNKNOWN_MISSING = "a sched_switch of that CPU is missing from the trace"
+UNKNOWN_RAN = "the task itself ran meanwhile: its switch-in is missing from the trace"
 _BIG = np.iinfo(np.int64).max
 
 
@@ -212,8 +218,16 @@ class CpuIndex:
             o_ts, o_pid = ts[order], ints(s, "next_pid")[order]
             o_prio = ints(s, "next_prio")[order] if self.prio_known else np.full(len(ts), -1)
             comm = s["next_comm"].array.take(order)
+            # an interval is known when the switch that ends it switches out the task
+            # the switch that began it switched in (else a switch between is missing)
+            o_prev = ints(s, "prev_pid")[order]
             for lo, hi in zip(bounds[:-1], bounds[1:]):
-                self.by_cpu[int(c[lo])] = (o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi])
+                ended_by = np.full(hi - lo, -1, dtype=np.int64)
+                ended_by[:-1] = o_prev[lo + 1 : hi]
+                known = (ended_by == o_pid[lo:hi]) | (ended_by == -1)
+                self.by_cpu[int(c[lo])] = (
+                    o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known, ended_by
+                )  # fmt: skip
         self.t_end = max(ev.last_ts, int(i64(s, "ts").max()) if s is not None and len(s) else 0)
         self.lost: dict[int, np.ndarray] = {}
         self.lost_unknown: set[int] = set()
@@ -239,11 +253,12 @@ class CpuIndex:
 
     def intervals(self, cpu: int, a: int, b: int):
         """The intervals of ``cpu`` overlapping ``[a, b)``, clipped: (start, end, pid,
-        comm, prio) arrays, plus the stretch at the start the trace does not cover."""
+        comm, prio, known, ended_by) arrays, plus the stretch at the start the trace does
+        not cover."""
         got = self.by_cpu.get(cpu)
         if got is None:
             return None, b - a
-        ts, pid, comm, prio = got
+        ts, pid, comm, prio, known, ended_by = got
         i0 = int(np.searchsorted(ts, a, "right")) - 1
         i1 = int(np.searchsorted(ts, b, "left"))
         uncovered = 0
@@ -258,7 +273,10 @@ class CpuIndex:
         end[-1] = ts[i1] if i1 < len(ts) else max(self.t_end, b)
         np.maximum(start, a, out=start)
         np.minimum(end, b, out=end)
-        return (start, end, pid[i0:i1], comm[i0:i1], prio[i0:i1]), uncovered
+        return (
+            (start, end, pid[i0:i1], comm[i0:i1], prio[i0:i1], known[i0:i1], ended_by[i0:i1]),
+            uncovered,
+        )
 
     def segments(self, pid: int, cpu_at_end: int, a: int, b: int) -> list[tuple[int, int, int]]:
         """``[a, b)`` cut at each ``sched_migrate_task`` of ``pid`` inside it: (cpu,
@@ -280,6 +298,18 @@ class CpuIndex:
             at = int(mts[i])
         out.append((int(mdest[i1 - 1]), at, b))
         return [x for x in out if x[2] > x[1]] or [(cpu_at_end, a, b)]
+
+    def prio_of(self, pid: int, ts: int) -> int | None:
+        """The priority ``pid`` is switched in with at ``ts`` (on any CPU), or None."""
+        if not self.prio_known:
+            return None
+        for ts_c, pid_c, _, prio_c, _, _ in self.by_cpu.values():
+            i = int(np.searchsorted(ts_c, ts, "left"))
+            while i < len(ts_c) and ts_c[i] == ts:
+                if pid_c[i] == pid:
+                    return int(prio_c[i])
+                i += 1
+        return None
 
     def lost_between(self, cpu: int, a: int, b: int) -> bool:
         lts = self.lost.get(cpu)
@@ -319,7 +349,7 @@ def breakdown(
     on ``cpu_at_end``): ``wake_path`` up to ``wakeup_ts`` when the wait starts at a
     waking, then per CPU stretch the tasks that ran, ``idle`` and ``unknown``.
 
-    Returns ``{"parts": [{"part", "us", "ns", "cpu"?, "pid"?, "comm"?, "class"?}...]
+    Returns ``{"parts": [{"part", "us", "ns", "cpu"?, "pid"?, "comm"?, "class"?, "why"?}...]
     (largest first, wake_path first), "total_ns", "cpus": [...], "llc_idle_us",
     "llc_idle_cpus"}``; the parts' ``ns`` add up to ``total_ns`` = end - start."""
     parts: dict[tuple, int] = {}
@@ -330,18 +360,30 @@ def breakdown(
         queued_from = wakeup_ts
     llc_idle = 0
     llc_cpus: set[int] = set()
+
+    def unknown(why: str, ns: int) -> None:
+        if ns > 0:
+            parts[("unknown", why)] = parts.get(("unknown", why), 0) + int(ns)
+
     segs = index.segments(pid, cpu_at_end, queued_from, end_ts)
     for cpu, a, b in segs:
-        if index.lost_between(cpu, a, b) or cpu in index.lost_unknown:
-            if index.lost_between(cpu, a, b):
-                parts[("unknown",)] = parts.get(("unknown",), 0) + (b - a)
-                continue
+        if index.lost_between(cpu, a, b):
+            unknown(UNKNOWN_LOST, b - a)
+            continue
         got, uncovered = index.intervals(cpu, a, b)
-        if uncovered:
-            parts[("unknown",)] = parts.get(("unknown",), 0) + uncovered
+        unknown(UNKNOWN_UNCOVERED, uncovered)
         if got is None:
             continue
-        st, en, ppid, comm, prio = got
+        st, en, ppid, comm, prio, known, ended_by = got
+        dur = en - st
+        # a stretch ended by a switch-out of another task than the one switched in
+        # (a switch missing from the trace), or by a switch-out of the waiting task
+        # itself (it ran meanwhile: its switch-in is missing)
+        me = (ended_by == pid) & ~known | (ppid == pid)
+        unknown(UNKNOWN_RAN, int(dur[me].sum()))
+        unknown(UNKNOWN_MISSING, int(dur[~known & ~me].sum()))
+        ok = known & ~me
+        st, en, ppid, comm, prio = st[ok], en[ok], ppid[ok], comm[ok], prio[ok]
         dur = en - st
         idle = ppid == 0
         if idle.any():
@@ -371,6 +413,8 @@ def breakdown(
         if ns <= 0:
             continue
         part: dict = {"part": key[0], "us": round(ns / 1e3, 3), "ns": int(ns)}
+        if key[0] == "unknown":
+            part["why"] = key[1]
         if key[0] in ("idle", "task"):
             part["cpu"] = key[1]
         if key[0] == "task":
@@ -405,8 +449,8 @@ def _llc_idle(index: CpuIndex, topology, cpu: int, a: int, b: int) -> tuple[int,
         got, _ = index.intervals(c, a, b)
         if got is None:
             continue
-        st, en, ppid = got[0], got[1], got[2]
-        idle = (ppid == 0) & (en > st)
+        st, en, ppid, known = got[0], got[1], got[2], got[5]
+        idle = (ppid == 0) & (en > st) & known
         if idle.any():
             who.add(int(c))
             spans.append(np.stack([st[idle], en[idle]], axis=1))

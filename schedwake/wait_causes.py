@@ -1,0 +1,206 @@
+"""Why a task waited to run: the longest waits of a trace, its tail and every wait of
+the ``--pid`` tasks, each broken into named causes that add up
+(:func:`schedwake.model.waits.breakdown`; docs/waits.md).
+
+The waits explained are of two kinds:
+
+* a wake-up's wait (``wake_to_run``): from its ``sched_waking`` to the wakee's
+  switch-in (the wakeups table's ``latency_ns``), whose first part is the wake-up's
+  own path (``wake_path``: to its ``sched_wakeup``, or to its own migration when the
+  trace has no ``sched_wakeup``);
+* a preempted task's wait (``preempted``): from its switch-out in state R or R+ to its
+  next switch-in (the model's waits table).
+
+``perf sched latency``'s own definitions (a woken wait starts at ``sched_wakeup``) are
+the model's waits table (:mod:`schedwake.model.waits`), which these functions also give
+per task.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .model import waits as _waits
+
+#: Waits at or above this quantile of all waits make the tail.
+TAIL_QUANTILE = 0.99
+#: The tail explained is at most this many of the longest waits (a bound on the work).
+TAIL_LIMIT = 500
+
+
+def _ts_s(ns: int) -> float:
+    """Seconds with microseconds, cut as perf and trace-cmd print them."""
+    return int(ns) // 1000 / 1e6
+
+
+def parts(b: dict) -> list[dict]:
+    """A breakdown's parts as reports give them (microseconds, no nanoseconds)."""
+    return [{k: v for k, v in p.items() if k != "ns"} for p in b["parts"]]
+
+
+def _own_wake_end(model, r) -> int | None:
+    """Where a wake-up's own path ends: its ``sched_wakeup``, else its own migration."""
+    if not pd.isna(r["wakeup_ts"]):
+        return int(r["wakeup_ts"])
+    mi = int(r["migrate_index"]) if not pd.isna(r["migrate_index"]) else -1
+    if mi >= 0 and model.events.migrate is not None:
+        return int(model.events.migrate["ts"].iloc[mi])
+    return None
+
+
+def explain_wakeup(trace, r) -> dict:
+    """The breakdown of one row ``r`` of the wakeups table (a wake-to-run wait)."""
+    model = trace.model
+    start, end = int(r["ts"]), int(r["run_ts"])
+    wake_end = _own_wake_end(model, r)
+    return _explain(trace, int(r["wakee_pid"]), start, end, int(r["chosen_cpu"]), wake_end)
+
+
+def explain_wait(trace, r) -> dict:
+    """The breakdown of one row ``r`` of the waits table (woken or preempted)."""
+    cpu = int(r["cpu"])
+    return _explain(trace, int(r["pid"]), int(r["start_ts"]), int(r["end_ts"]), cpu, None)
+
+
+def _explain(trace, pid, start, end, cpu, wake_end) -> dict:
+    model = trace.model
+    index = model.cpu_index
+    # the waiting task's priority: the one its switch-in gives it
+    waiter_prio = index.prio_of(pid, end)
+    b = _waits.breakdown(index, trace.topology, pid, start, end, cpu, wake_end, waiter_prio)
+    return b
+
+
+def _wake_to_run_candidates(trace) -> pd.DataFrame:
+    w = trace.model.wakeups
+    if len(w) == 0:
+        return w
+    return w[w["latency_ns"].notna().to_numpy()]
+
+
+def longest_wake_to_run_breakdown(trace, row) -> dict:
+    """The breakdown of the wakeups row the ``longest_wake_to_run`` fact names."""
+    return explain_wakeup(trace, row)
+
+
+def wait_record(trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=None) -> dict:
+    """One explained wait as reports give it."""
+    out = {
+        "kind": kind,
+        "wait_us": round((int(end) - int(start)) / 1e3, 3),
+        "pid": int(pid),
+        "comm": str(comm),
+        "cpu": int(cpu),
+        "from": _ts_s(start),
+        "to": _ts_s(end),
+        "breakdown": parts(b),
+        "queued_on": b["cpus"],
+        "llc_idle_us": b["llc_idle_us"],
+    }
+    if waker is not None:
+        out["waker"] = str(waker)
+    return out
+
+
+def longest_preempted(trace) -> dict | None:
+    """The longest wait of a task switched out runnable (R/R+), explained; None when
+    there is none."""
+    w = trace.model.waits
+    w = w[(w["kind"] == "preempted").to_numpy()]
+    if len(w) == 0:
+        return None
+    r = w.iloc[int(np.argmax(w["delay_ns"].to_numpy()))]
+    b = explain_wait(trace, r)
+    rec = wait_record(
+        trace, "preempted", r["pid"], r["comm"], r["start_ts"], r["end_ts"], r["cpu"], b
+    )
+    rec["from_cpu"] = int(r["from_cpu"])
+    return rec
+
+
+def _all_waits(trace) -> pd.DataFrame:
+    """Wake-to-run waits (from sched_waking) and preempted waits, one frame:
+    ``kind``, ``pid``, ``comm``, ``start``, ``end``, ``ns``, ``row`` (in its table)."""
+    w = _wake_to_run_candidates(trace)
+    p = trace.model.waits
+    p = p[(p["kind"] == "preempted").to_numpy()]
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "kind": "wake_to_run",
+                    "pid": w["wakee_pid"].to_numpy(),
+                    "start": w["ts"].to_numpy(),
+                    "end": w["run_ts"].to_numpy(dtype=np.int64),
+                    "row": w.index.to_numpy(),
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "kind": "preempted",
+                    "pid": p["pid"].to_numpy(),
+                    "start": p["start_ts"].to_numpy(),
+                    "end": p["end_ts"].to_numpy(),
+                    "row": p.index.to_numpy(),
+                }
+            ),
+        ],
+        ignore_index=True,
+    ).assign(ns=lambda f: f["end"] - f["start"])
+
+
+def _explain_row(trace, f: pd.Series) -> tuple[dict, dict]:
+    model = trace.model
+    if f["kind"] == "wake_to_run":
+        r = model.wakeups.loc[f["row"]]
+        b = explain_wakeup(trace, r)
+        rec = wait_record(
+            trace, "wake_to_run", r["wakee_pid"], r["wakee_comm"], r["ts"], r["run_ts"],
+            r["chosen_cpu"], b, r["waker_comm"],
+        )  # fmt: skip
+    else:
+        r = model.waits.loc[f["row"]]
+        b = explain_wait(trace, r)
+        rec = wait_record(
+            trace, "preempted", r["pid"], r["comm"], r["start_ts"], r["end_ts"], r["cpu"], b
+        )
+    return rec, b
+
+
+def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) -> dict | None:
+    """The waits at or above the ``quantile`` of all waits (wake-to-run and
+    preempted), their causes together: ``{"quantile", "threshold_us", "waits",
+    "explained", "causes": [{cause, us, share}], "top_tasks": [...]}``; the
+    ``limit`` longest are explained. None without waits."""
+    f = _all_waits(trace)
+    if len(f) == 0:
+        return None
+    ns = f["ns"].to_numpy()
+    threshold = float(np.quantile(ns, quantile))
+    tail = f[ns >= threshold]
+    tail = tail.iloc[np.argsort(-tail["ns"].to_numpy(), kind="stable")[:limit]]
+    bs = [_explain_row(trace, row)[1] for _, row in tail.iterrows()]
+    agg = _waits.aggregate(bs)
+    return {
+        "quantile": quantile,
+        "threshold_us": round(threshold / 1e3, 3),
+        "waits": int((ns >= threshold).sum()),
+        "explained": len(bs),
+        "kinds": {str(k): int(v) for k, v in tail["kind"].value_counts().items()},
+        **agg,
+    }
+
+
+def waits_of_pids(trace) -> list[dict]:
+    """Every wait (wake-to-run and preempted) of the tasks ``trace`` is focused on
+    (``--pid``), in time order, each explained."""
+    f = _all_waits(trace)
+    f = f.iloc[np.lexsort((f["pid"].to_numpy(), f["start"].to_numpy()))]
+    return [_explain_row(trace, row)[0] for _, row in f.iterrows()]
+
+
+def per_task_latency(trace) -> pd.DataFrame:
+    """Per pid, ``perf sched latency -p``'s numbers from the model's waits table:
+    ``count``, ``avg_ns``, ``max_ns``, ``max_start_ts``, ``max_end_ts``."""
+    return _waits.per_task(trace.model.waits)
