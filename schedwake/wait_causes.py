@@ -39,22 +39,35 @@ def parts(b: dict) -> list[dict]:
     return [{k: v for k, v in p.items() if k != "ns"} for p in b["parts"]]
 
 
-def _own_wake_end(model, r) -> int | None:
-    """Where a wake-up's own path ends: its ``sched_wakeup``, else its own migration."""
-    if not pd.isna(r["wakeup_ts"]):
-        return int(r["wakeup_ts"])
-    mi = int(r["migrate_index"]) if not pd.isna(r["migrate_index"]) else -1
-    if mi >= 0 and model.events.migrate is not None:
-        return int(model.events.migrate["ts"].iloc[mi])
-    return None
+def _own_wake_ends(model, w: pd.DataFrame) -> np.ndarray:
+    """Per wakeups row: where the wake-up's own path ends (its ``sched_wakeup``, else
+    its own migration), or -1 when the trace shows neither."""
+    wake = w["wakeup_ts"].to_numpy(dtype=np.int64, na_value=-1)
+    mig = w["migrate_index"].to_numpy(dtype=np.int64, na_value=-1)
+    m = model.events.migrate
+    if m is not None and len(m):
+        mts = m["ts"].to_numpy(dtype=np.int64)
+        own = np.where(mig >= 0, mts[np.clip(mig, 0, len(mts) - 1)], -1)
+        wake = np.where(wake >= 0, wake, own)
+    return wake
 
 
 def explain_wakeup(trace, r) -> dict:
     """The breakdown of one row ``r`` of the wakeups table (a wake-to-run wait)."""
-    model = trace.model
-    start, end = int(r["ts"]), int(r["run_ts"])
-    wake_end = _own_wake_end(model, r)
-    return _explain(trace, int(r["wakee_pid"]), start, end, int(r["chosen_cpu"]), wake_end)
+    if not pd.isna(r["wakeup_ts"]):
+        end = int(r["wakeup_ts"])
+    elif not pd.isna(r["migrate_index"]) and int(r["migrate_index"]) >= 0:
+        end = int(trace.model.events.migrate["ts"].iloc[int(r["migrate_index"])])
+    else:
+        end = -1
+    return _explain(
+        trace,
+        int(r["wakee_pid"]),
+        int(r["ts"]),
+        int(r["run_ts"]),
+        int(r["chosen_cpu"]),
+        None if end < 0 else int(end),
+    )
 
 
 def explain_wait(trace, r) -> dict:
@@ -64,24 +77,10 @@ def explain_wait(trace, r) -> dict:
 
 
 def _explain(trace, pid, start, end, cpu, wake_end) -> dict:
-    model = trace.model
-    index = model.cpu_index
+    index = trace.model.cpu_index
     # the waiting task's priority: the one its switch-in gives it
     waiter_prio = index.prio_of(pid, end)
-    b = _waits.breakdown(index, trace.topology, pid, start, end, cpu, wake_end, waiter_prio)
-    return b
-
-
-def _wake_to_run_candidates(trace) -> pd.DataFrame:
-    w = trace.model.wakeups
-    if len(w) == 0:
-        return w
-    return w[w["latency_ns"].notna().to_numpy()]
-
-
-def longest_wake_to_run_breakdown(trace, row) -> dict:
-    """The breakdown of the wakeups row the ``longest_wake_to_run`` fact names."""
-    return explain_wakeup(trace, row)
+    return _waits.breakdown(index, trace.topology, pid, start, end, cpu, wake_end, waiter_prio)
 
 
 def wait_record(trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=None) -> dict:
@@ -121,51 +120,55 @@ def longest_preempted(trace) -> dict | None:
 
 def _all_waits(trace) -> pd.DataFrame:
     """Wake-to-run waits (from sched_waking) and preempted waits, one frame:
-    ``kind``, ``pid``, ``comm``, ``start``, ``end``, ``ns``, ``row`` (in its table)."""
-    w = _wake_to_run_candidates(trace)
+    ``kind``, ``pid``, ``comm``, ``start``, ``end``, ``ns``, ``cpu`` (a wake-up's chosen
+    CPU; the CPU a preempted task ran on again), ``wake_end`` (where a wake-up's own
+    path ends, -1: not shown) and ``waker``."""
+    w = trace.model.wakeups
+    if len(w):
+        w = w[w["latency_ns"].notna().to_numpy()]
     p = trace.model.waits
     p = p[(p["kind"] == "preempted").to_numpy()]
-    return pd.concat(
-        [
-            pd.DataFrame(
-                {
-                    "kind": "wake_to_run",
-                    "pid": w["wakee_pid"].to_numpy(),
-                    "start": w["ts"].to_numpy(),
-                    "end": w["run_ts"].to_numpy(dtype=np.int64),
-                    "row": w.index.to_numpy(),
-                }
-            ),
-            pd.DataFrame(
-                {
-                    "kind": "preempted",
-                    "pid": p["pid"].to_numpy(),
-                    "start": p["start_ts"].to_numpy(),
-                    "end": p["end_ts"].to_numpy(),
-                    "row": p.index.to_numpy(),
-                }
-            ),
-        ],
-        ignore_index=True,
-    ).assign(ns=lambda f: f["end"] - f["start"])
+    woken = pd.DataFrame(
+        {
+            "kind": "wake_to_run",
+            "pid": w["wakee_pid"].to_numpy(np.int64),
+            "comm": w["wakee_comm"].astype(str).to_numpy(),
+            "start": w["ts"].to_numpy(np.int64),
+            "end": w["run_ts"].to_numpy(dtype=np.int64),
+            "cpu": w["chosen_cpu"].to_numpy(np.int64),
+            "wake_end": _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64),
+            "waker": w["waker_comm"].astype(str).to_numpy(),
+        }
+    )
+    preempted = pd.DataFrame(
+        {
+            "kind": "preempted",
+            "pid": p["pid"].to_numpy(np.int64),
+            "comm": p["comm"].astype(str).to_numpy(),
+            "start": p["start_ts"].to_numpy(np.int64),
+            "end": p["end_ts"].to_numpy(np.int64),
+            "cpu": p["cpu"].to_numpy(np.int64),
+            "wake_end": np.full(len(p), -1, dtype=np.int64),
+            "waker": None,
+        }
+    )
+    frames = [f for f in (woken, preempted) if len(f)]
+    if not frames:
+        return woken.assign(ns=np.zeros(0, np.int64))
+    f = pd.concat(frames, ignore_index=True)
+    return f.assign(ns=f["end"].to_numpy() - f["start"].to_numpy())
 
 
-def _explain_row(trace, f: pd.Series) -> tuple[dict, dict]:
-    model = trace.model
-    if f["kind"] == "wake_to_run":
-        r = model.wakeups.loc[f["row"]]
-        b = explain_wakeup(trace, r)
-        rec = wait_record(
-            trace, "wake_to_run", r["wakee_pid"], r["wakee_comm"], r["ts"], r["run_ts"],
-            r["chosen_cpu"], b, r["waker_comm"],
-        )  # fmt: skip
-    else:
-        r = model.waits.loc[f["row"]]
-        b = explain_wait(trace, r)
-        rec = wait_record(
-            trace, "preempted", r["pid"], r["comm"], r["start_ts"], r["end_ts"], r["cpu"], b
-        )
-    return rec, b
+def _explain_rows(trace, f: pd.DataFrame) -> list[tuple[dict, dict]]:
+    """Each row of an :func:`_all_waits` frame explained: (record, breakdown)."""
+    out = []
+    cols = [
+        f[c].tolist() for c in ("kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker")
+    ]
+    for kind, pid, comm, start, end, cpu, wake_end, waker in zip(*cols):
+        b = _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
+        out.append((wait_record(trace, kind, pid, comm, start, end, cpu, b, waker), b))
+    return out
 
 
 def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) -> dict | None:
@@ -180,7 +183,7 @@ def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) 
     threshold = float(np.quantile(ns, quantile))
     tail = f[ns >= threshold]
     tail = tail.iloc[np.argsort(-tail["ns"].to_numpy(), kind="stable")[:limit]]
-    bs = [_explain_row(trace, row)[1] for _, row in tail.iterrows()]
+    bs = [b for _, b in _explain_rows(trace, tail)]
     agg = _waits.aggregate(bs)
     return {
         "quantile": quantile,
@@ -197,7 +200,7 @@ def waits_of_pids(trace) -> list[dict]:
     (``--pid``), in time order, each explained."""
     f = _all_waits(trace)
     f = f.iloc[np.lexsort((f["pid"].to_numpy(), f["start"].to_numpy()))]
-    return [_explain_row(trace, row)[0] for _, row in f.iterrows()]
+    return [rec for rec, _ in _explain_rows(trace, f)]
 
 
 def per_task_latency(trace) -> pd.DataFrame:

@@ -208,6 +208,8 @@ class CpuIndex:
     def __init__(self, ev: Events, lost=None):
         s = ev.switch
         self.by_cpu: dict[int, tuple] = {}
+        self.comm_names = np.zeros(0, dtype=object)
+        self._peers: dict[int, list[int]] = {}
         self.prio_known = s is not None and "next_prio" in s.columns
         if s is not None and len(s):
             ts, cpu = i64(s, "ts"), ints(s, "cpu")
@@ -217,7 +219,9 @@ class CpuIndex:
             bounds = np.concatenate([[0], cuts, [len(c)]])
             o_ts, o_pid = ts[order], ints(s, "next_pid")[order]
             o_prio = ints(s, "next_prio")[order] if self.prio_known else np.full(len(ts), -1)
-            comm = s["next_comm"].array.take(order)
+            # names as codes into self.comm_names: no pandas indexing per wait
+            comm, names = pd.factorize(s["next_comm"].array.take(order))
+            self.comm_names = np.asarray(names, dtype=object)
             # an interval is known when the switch that ends it switches out the task
             # the switch that began it switched in (else a switch between is missing)
             o_prev = ints(s, "prev_pid")[order]
@@ -298,6 +302,20 @@ class CpuIndex:
             at = int(mts[i])
         out.append((int(mdest[i1 - 1]), at, b))
         return [x for x in out if x[2] > x[1]] or [(cpu_at_end, a, b)]
+
+    def llc_peers(self, topology, cpu: int) -> list[int]:
+        """The other CPUs of ``cpu``'s LLC that the trace has switches of."""
+        if cpu not in self._peers:
+            cpus = sorted(self.by_cpu)
+            known = [c for c in cpus if c < topology.cpus]
+            if cpu >= topology.cpus or not known:  # a CPU the topology does not know
+                self._peers[cpu] = []
+            else:
+                llc = topology.llc_of(np.array(known + [cpu]))
+                self._peers[cpu] = [
+                    c for c, l_ in zip(known, llc[:-1]) if c != cpu and l_ == llc[-1]
+                ]
+        return self._peers[cpu]
 
     def prio_of(self, pid: int, ts: int) -> int | None:
         """The priority ``pid`` is switched in with at ``ts`` (on any CPU), or None."""
@@ -390,20 +408,15 @@ def breakdown(
             parts[("idle", cpu)] = parts.get(("idle", cpu), 0) + int(dur[idle].sum())
         busy = np.flatnonzero(~idle & (dur > 0))
         if len(busy):
-            frame = pd.DataFrame(
-                {
-                    "pid": ppid[busy],
-                    "comm": np.asarray(comm.take(busy), dtype=object),
-                    "prio": prio[busy],
-                    "ns": dur[busy],
-                }  # fmt: skip
-            )
-            for (p, c, pr), ns in (
-                frame.groupby(["pid", "comm", "prio"], sort=False)["ns"].sum().items()
-            ):
-                key = ("task", cpu, int(p), str(c), int(pr))
-                parts[key] = parts.get(key, 0) + int(ns)
-                names[key] = (int(p), str(c), int(pr))
+            keys = np.stack([ppid[busy], comm[busy], prio[busy]], axis=1)
+            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            sums = np.zeros(len(uniq), dtype=np.int64)
+            np.add.at(sums, inverse.ravel(), dur[busy])
+            for (p_, code, pr), ns in zip(uniq.tolist(), sums.tolist()):
+                c = str(index.comm_names[code])
+                key = ("task", cpu, p_, c, pr)
+                parts[key] = parts.get(key, 0) + ns
+                names[key] = (p_, c, pr)
         d, cpus = _llc_idle(index, topology, cpu, a, b)
         llc_idle += d
         llc_cpus |= cpus
@@ -438,11 +451,7 @@ def breakdown(
 def _llc_idle(index: CpuIndex, topology, cpu: int, a: int, b: int) -> tuple[int, set[int]]:
     """How long at least one other CPU of ``cpu``'s LLC was idle within ``[a, b)``, and
     those CPUs."""
-    try:
-        llc = topology.llc_of([cpu])[0]
-        others = [c for c in index.by_cpu if c != cpu and topology.llc_of([c])[0] == llc]
-    except Exception:  # a CPU the topology does not know: no LLC to speak of
-        return 0, set()
+    others = index.llc_peers(topology, cpu)
     spans = []
     who = set()
     for c in others:
