@@ -297,3 +297,16 @@ def test_cli_waits_of_a_pid(tmp_path):
     bad = run_cli("analyze", path, "--waits")
     assert bad.returncode == 2 and "--waits" in bad.stderr and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_html_has_a_bar_per_wait_and_the_window_timelines():
+    from schedwake.analysis import analyze
+    from schedwake.report import analysis_html
+
+    t = schedwake.load(sample("perf/perf-sched-g.perf.data"))
+    t.focus([23906])
+    html = analysis_html.render(analyze(t, waits=True))
+    assert "<h2>Why the longest waits were late</h2>" in html
+    for ident in ("waits", "wait0-timeline", "wait1-timeline"):
+        assert f"<figure id='{ident}'><img alt=" in html
+    assert "longest preempted: sched-messaging (23906): 106.232 ms" in html
