@@ -59,6 +59,7 @@ class Analysis:
         lat = w["latency_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
         r = w.iloc[int(np.nanargmax(lat))]
         b = wait_causes.explain_wakeup(self.trace, r)
+        wait_causes.blocker_stack(self.trace, b)
         return {
             "latency_us": round(float(r["latency_ns"]) / 1e3, 3),
             "pid": int(r["wakee_pid"]),

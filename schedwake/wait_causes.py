@@ -80,7 +80,44 @@ def _explain(trace, pid, start, end, cpu, wake_end) -> dict:
     index = trace.model.cpu_index
     # the waiting task's priority: the one its switch-in gives it
     waiter_prio = index.prio_of(pid, end)
-    return _waits.breakdown(index, trace.topology, pid, start, end, cpu, wake_end, waiter_prio)
+    b = _waits.breakdown(index, trace.topology, pid, start, end, cpu, wake_end, waiter_prio)
+    b["start_ts"], b["end_ts"] = int(start), int(end)
+    return b
+
+
+def blocker_stack(trace, b: dict) -> None:
+    """With callchains (``perf sched record -g``): the kernel stack of the task that
+    ran longest instead (the largest ``task`` part), at its last switch-out on that CPU
+    within the wait, added to that part as ``stack`` (frames, innermost first)."""
+    tasks = [p for p in b["parts"] if p["part"] == "task"]
+    if not tasks or not trace.has_records("sched_switch"):
+        return
+    table = trace.table("sched_switch")
+    if "callchain" not in table.column_names:
+        return
+    from .detect.evidence import stack_frames
+
+    top = max(tasks, key=lambda p: p["ns"])
+    ts = table.column("ts").to_numpy()
+    hit = np.flatnonzero(
+        (table.column("cpu").to_numpy() == top["cpu"])
+        & (table.column("prev_pid").to_numpy() == top["pid"])
+        & (ts > b["start_ts"])
+        & (ts <= b["end_ts"])
+    )
+    if len(hit) == 0:
+        return
+    row = int(hit[np.argmax(ts[hit])])
+    r = {
+        "callchain": table.column("callchain")[row].as_py(),
+        "callchain_context": table.column("callchain_context")[row].as_py()
+        if "callchain_context" in table.column_names
+        else None,
+    }
+    frames = stack_frames(trace, r)
+    if frames:
+        top["stack"] = [f["symbol"] for f in frames]
+        top["stack_at"] = _ts_s(int(ts[row]))
 
 
 def wait_record(trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=None) -> dict:
@@ -111,6 +148,7 @@ def longest_preempted(trace) -> dict | None:
         return None
     r = w.iloc[int(np.argmax(w["delay_ns"].to_numpy()))]
     b = explain_wait(trace, r)
+    blocker_stack(trace, b)
     rec = wait_record(
         trace, "preempted", r["pid"], r["comm"], r["start_ts"], r["end_ts"], r["cpu"], b
     )

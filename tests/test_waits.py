@@ -310,3 +310,32 @@ def test_html_has_a_bar_per_wait_and_the_window_timelines():
     for ident in ("waits", "wait0-timeline", "wait1-timeline"):
         assert f"<figure id='{ident}'><img alt=" in html
     assert "longest preempted: sched-messaging (23906): 106.232 ms" in html
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_blocking_task_stack_is_the_one_perf_script_prints():
+    """perf-sched-g.perf.data (perf sched record -g): the task that ran longest during
+    the longest preempted wait (python3, pid 21264) with the kernel stack of its last
+    switch-out in the wait, as ``perf script`` prints that switch's callchain."""
+    from schedwake.analysis import Analysis
+
+    path = sample("perf/perf-sched-g.perf.data")
+    p = Analysis(schedwake.load(path), [], {}, {}).longest_preempted_wait
+    top = p["breakdown"][0]
+    assert (top["pid"], top["comm"], top["class"], top["us"]) == (
+        21264, "python3", "fair_lighter", 14734.598,
+    )  # fmt: skip
+    out = subprocess.run(
+        ["perf", "script", "-i", str(path)], capture_output=True, text=True, timeout=120
+    ).stdout.splitlines()
+    at = next(
+        i for i, line in enumerate(out)
+        if f"{top['stack_at']:.6f}: " in line and "sched:sched_switch" in line
+        and "prev_pid=21264 " in line
+    )  # fmt: skip
+    frames = []
+    for line in out[at + 1 :]:
+        if "[kernel.kallsyms]" not in line:
+            break
+        frames.append(line.split()[1])
+    assert frames and top["stack"] == frames

@@ -110,6 +110,19 @@ def breakdown_text(parts: list[dict], llc_idle_us: float | None = None, top: int
     return "= " + text
 
 
+def _stack_lines(parts: list[dict]) -> list[str]:
+    """The kernel stack of the task that ran longest instead, where the trace has
+    callchains: ``stack of python3 (pid 1) at its switch-out 12.345678: a <- b``."""
+    for p in parts:
+        if p.get("stack"):
+            text = (
+                f"stack of {p['comm']} (pid {p['pid']}) at its switch-out {p['stack_at']:.6f}: "
+                + " <- ".join(p["stack"][:6])
+            )
+            return _indented(text, " " * 13, " " * 15)
+    return []
+
+
 def _preempted_text(w: dict) -> str:
     return (
         f"{w['wait_us'] / 1e3:.3f} ms, {w['comm']} (pid {w['pid']}) preempted on CPU "
@@ -132,10 +145,12 @@ def _wait_lines(analysis) -> list[str]:
     w = analysis.longest_wake_to_run
     if w is not None and w.get("breakdown"):
         lines += _indented(breakdown_text(w["breakdown"], w.get("llc_idle_us")), " " * 11, " " * 13)
+        lines += _stack_lines(w["breakdown"])
     p = analysis.longest_preempted_wait
     if p is not None:
         lines += _wrap("preempted:", _preempted_text(p))
         lines += _indented(breakdown_text(p["breakdown"], p.get("llc_idle_us")), " " * 11, " " * 13)
+        lines += _stack_lines(p["breakdown"])
     t = analysis.tail_waits
     if t is not None and t["causes"]:
         lines += _wrap("tail:", _tail_text(t))
