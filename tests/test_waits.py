@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 import schedwake
@@ -339,3 +340,22 @@ def test_blocking_task_stack_is_the_one_perf_script_prints():
             break
         frames.append(line.split()[1])
     assert frames and top["stack"] == frames
+
+
+def test_a_wait_over_lost_events_is_unknown_there():
+    """lost-events.dat (the ring buffer overflowed): a stretch of a wait on a CPU where
+    events were lost is ``unknown`` (why: lost events), never a task or idle time; the
+    lost-event rows of the file (Trace.lost) confirm a loss on that CPU inside it."""
+    t = schedwake.load(sample("lost-events.dat"))
+    lts = t.lost.column("ts").to_numpy()
+    lcpu = t.lost.column("cpu").to_numpy()
+    seen = 0
+    for _, r in t.model.waits.nlargest(60, "delay_ns").iterrows():
+        b = wait_causes.explain_wait(t, r)
+        assert sum(p["ns"] for p in b["parts"]) == b["total_ns"]
+        lost = [p for p in b["parts"] if p["part"] == "unknown" and p["why"] == W.UNKNOWN_LOST]
+        if lost:
+            seen += 1
+            inside = (lts >= r["start_ts"]) & (lts <= r["end_ts"]) & np.isin(lcpu, b["cpus"])
+            assert inside.any()
+    assert seen >= 1

@@ -233,15 +233,13 @@ class CpuIndex:
                     o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known, ended_by
                 )  # fmt: skip
         self.t_end = max(ev.last_ts, int(i64(s, "ts").max()) if s is not None and len(s) else 0)
+        #: per CPU, where the ring buffer lost events (the losses a file places in time)
         self.lost: dict[int, np.ndarray] = {}
-        self.lost_unknown: set[int] = set()
         if lost is not None and lost.num_rows:
             lts = lost.column("ts").to_numpy()
             lcpu = lost.column("cpu").to_numpy()
-            lcount = lost.column("count").to_numpy()
             for c in np.unique(lcpu):
                 self.lost[int(c)] = np.sort(lts[lcpu == c])
-            self.lost_unknown = {int(c) for c in lcpu[lcount < 0]}
         mts = i64(ev.migrate, "ts") if ev.migrate is not None and len(ev.migrate) else None
         if mts is not None:
             mpid = ints(ev.migrate, "pid")
