@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class Analysis:
         """The CPU map the findings were judged on and where it came from."""
         return topology_facts(self.trace.topology)
 
-    @property
+    @cached_property
     def longest_wake_to_run(self) -> dict | None:
         """The wake-up that waited longest to run, as ``perf sched latency`` gives its
         maximum: ``latency_us``, the wakee (``pid``, ``comm``), the CPU it was woken to,
@@ -72,19 +73,19 @@ class Analysis:
             "llc_idle_us": b["llc_idle_us"],
         }
 
-    @property
+    @cached_property
     def longest_preempted_wait(self) -> dict | None:
         """The longest wait of a task switched out runnable (R/R+) until it ran again,
         broken into causes (docs/waits.md); None when no task was preempted."""
         return wait_causes.longest_preempted(self.trace)
 
-    @property
+    @cached_property
     def tail_waits(self) -> dict | None:
         """The waits at or above the 99th percentile (wake-to-run and preempted):
         the share of each cause in their time (docs/waits.md)."""
         return wait_causes.tail_waits(self.trace)
 
-    @property
+    @cached_property
     def task_waits(self) -> list[dict] | None:
         """Every wait of the ``--pid`` tasks, each broken into causes, when asked for
         (``analyze(..., waits=True)``); else None."""

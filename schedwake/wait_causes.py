@@ -26,7 +26,7 @@ from .model import waits as _waits
 #: Waits at or above this quantile of all waits make the tail.
 TAIL_QUANTILE = 0.99
 #: The tail explained is at most this many of the longest waits (a bound on the work).
-TAIL_LIMIT = 500
+TAIL_LIMIT = 200
 
 
 def _ts_s(ns: int) -> float:
