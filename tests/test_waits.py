@@ -359,3 +359,15 @@ def test_a_wait_over_lost_events_is_unknown_there():
             inside = (lts >= r["start_ts"]) & (lts <= r["end_ts"]) & np.isin(lcpu, b["cpus"])
             assert inside.any()
     assert seen >= 1
+
+
+def test_task_classes():
+    assert W.task_class("migration/3", 0, 120) == "stopper"
+    assert W.task_class("ksoftirqd/3", 120, 120) == "ksoftirqd"
+    assert W.task_class("irq/45-nvme0q1", 49, 120) == "rt_dl"
+    assert W.task_class("dl_server", -1, 120) == "rt_dl"  # SCHED_DEADLINE: prio -1
+    assert W.task_class("kworker/3:1", 120, 120) == "percpu_kthread"
+    assert W.task_class("fio", 120, 120) == "fair_same_nice"
+    assert W.task_class("fio", 110, 120) == "fair_heavier"  # nice -10: a larger weight
+    assert W.task_class("python3", 130, 120) == "fair_lighter"
+    assert W.task_class("fio", None, 120) == "fair"  # no priorities in the trace

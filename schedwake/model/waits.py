@@ -340,7 +340,7 @@ def task_class(comm: str, prio: int, waiter_prio: int | None) -> str:
         return "stopper"
     if comm.startswith("ksoftirqd/"):
         return "ksoftirqd"
-    if prio is not None and prio != -1 and prio < 100 or prio is not None and prio < -1:
+    if prio is not None and prio < 100:  # RT 0-99; deadline tasks show -1
         return "rt_dl"
     if tasks.kthread_cpu(comm) >= 0:
         return "percpu_kthread"
