@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from . import wait_causes
 from .detect import THRESHOLDS, Finding, detect
 from .errors import OptionError
 from .metrics import trace_metrics
@@ -33,6 +35,7 @@ class Analysis:
     findings: list[Finding]  #: most severe first, each with its evidence lines
     metrics: dict  #: name -> value, the catalogue of docs/metrics.md
     thresholds: dict  #: the detector thresholds used (defaults + overrides)
+    waits: bool = False  #: explain every wait of the ``--pid`` tasks (``task_waits``)
 
     @property
     def caveats(self) -> list[str]:
@@ -45,7 +48,7 @@ class Analysis:
         """The CPU map the findings were judged on and where it came from."""
         return topology_facts(self.trace.topology)
 
-    @property
+    @cached_property
     def longest_wake_to_run(self) -> dict | None:
         """The wake-up that waited longest to run, as ``perf sched latency`` gives its
         maximum: ``latency_us``, the wakee (``pid``, ``comm``), the CPU it was woken to,
@@ -56,6 +59,8 @@ class Analysis:
             return None
         lat = w["latency_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
         r = w.iloc[int(np.nanargmax(lat))]
+        b = wait_causes.explain_wakeup(self.trace, r)
+        wait_causes.blocker_stack(self.trace, b)
         return {
             "latency_us": round(float(r["latency_ns"]) / 1e3, 3),
             "pid": int(r["wakee_pid"]),
@@ -64,7 +69,29 @@ class Analysis:
             "waker": str(r["waker_comm"]),
             "woken_at": round(int(r["ts"]) / 1e9, 6),
             "ran_at": round(int(r["run_ts"]) / 1e9, 6),
+            "breakdown": wait_causes.parts(b),
+            "llc_idle_us": b["llc_idle_us"],
         }
+
+    @cached_property
+    def longest_preempted_wait(self) -> dict | None:
+        """The longest wait of a task switched out runnable (R/R+) until it ran again,
+        broken into causes (docs/waits.md); None when no task was preempted."""
+        return wait_causes.longest_preempted(self.trace)
+
+    @cached_property
+    def tail_waits(self) -> dict | None:
+        """The waits at or above the 99th percentile (wake-to-run and preempted):
+        the share of each cause in their time (docs/waits.md)."""
+        return wait_causes.tail_waits(self.trace)
+
+    @cached_property
+    def task_waits(self) -> list[dict] | None:
+        """Every wait of the ``--pid`` tasks, each broken into causes, when asked for
+        (``analyze(..., waits=True)``); else None."""
+        if not self.waits:
+            return None
+        return wait_causes.waits_of_pids(self.trace)
 
     def to_dict(self) -> dict:
         """The JSON document of ``schedwake analyze --format json``: the trace's facts
@@ -75,6 +102,9 @@ class Analysis:
                 **summary(self.trace),
                 "topology": self.topology,
                 "longest_wake_to_run": self.longest_wake_to_run,
+                "longest_preempted_wait": self.longest_preempted_wait,
+                "tail_waits": self.tail_waits,
+                **({"waits": self.task_waits} if self.waits else {}),
             },
             "caveats": self.caveats,
             "findings": [f.to_dict() for f in self.findings],
@@ -85,14 +115,18 @@ class Analysis:
         return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
 
 
-def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None) -> Analysis:
+def analyze(
+    trace, thresholds: dict | None = None, detectors=None, progress=None, waits: bool = False
+) -> Analysis:
     """Run the detectors and compute the metrics of ``trace`` (a :class:`schedwake.Trace`).
 
     ``thresholds``: overrides of the detector thresholds by name (docs/detectors.md;
     an unknown name or a value that is not a number raises TraceError, a value out of
     its unit's range an OptionError: see :func:`check_thresholds`);
     ``detectors``: the detector names to run (None: all); ``progress``: a callable that
-    gets the fraction done after each phase (model tables, detectors, metrics).
+    gets the fraction done after each phase (model tables, detectors, metrics);
+    ``waits``: explain every wait of the tasks the trace is focused on (``--pid
+    --waits``: :attr:`Analysis.task_waits`).
     """
     from .detect import thresholds as resolve_thresholds
 
@@ -109,7 +143,7 @@ def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None
     done(0.85)
     metrics = trace_metrics(trace, thresholds)
     done(1.0)
-    return Analysis(trace, findings, metrics, used)
+    return Analysis(trace, findings, metrics, used, waits)
 
 
 def check_thresholds(values: dict) -> dict:

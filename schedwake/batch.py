@@ -299,6 +299,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
     from .compare import _jsonable, default_window
     from .metrics import metric_samples
     from .model import MODEL_EVENTS
+    from .summary import summary
     from .trace import load
 
     started = time.perf_counter()
@@ -331,7 +332,8 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             for w in windows
             if trace.duration_ns > 0
         ]
-        facts = analysis.to_dict()["trace"]
+        # the trace's facts (the JSON's "trace" without the explained waits: not stored)
+        facts = summary(trace)
         topo_facts = topology_facts(trace.topology)
     except TraceError as exc:
         text = _as_given(str(exc), abspath, path)

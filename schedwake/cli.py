@@ -442,6 +442,13 @@ def topology(output, sysfs):
     "(comma-separated pids), in the context of the whole trace.",
 )
 @click.option(
+    "--waits",
+    "explain_waits",
+    is_flag=True,
+    help="With --pid: every wait to run of those tasks (wake-to-run and preempted), each "
+    "broken into its causes (docs/waits.md).",
+)
+@click.option(
     "--cpu",
     "cpu_list",
     metavar="CPULIST",
@@ -458,6 +465,7 @@ def analyze(
     html_file,
     time_range,
     pid_list,
+    explain_waits,
     cpu_list,
     topology_file,
     llc,
@@ -475,6 +483,7 @@ def analyze(
         schedwake analyze trace.dat
         schedwake analyze trace.dat --time 62.9,63.4 --cpu 8-15 --format json
         schedwake analyze trace.dat --pid 1125,1126
+        schedwake analyze trace.dat --pid 1125 --waits
         schedwake analyze trace.dat --html report.html
         ssh host cat /tmp/trace.dat | schedwake analyze -
     """
@@ -483,6 +492,8 @@ def analyze(
     from .report import analyze as report
 
     th = _thresholds(thresholds)
+    if explain_waits and pid_list is None:
+        raise OptionError("--waits", "", "needs --pid: the tasks whose waits to explain")
     t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
     with _progress(f"analysing {Path(trace).name}") as bar:
         t.use_topology(topology_file, llc)
@@ -493,7 +504,7 @@ def analyze(
             t = t.sliced(start, end, cpus)
         if pid_list is not None:
             t.focus(_pids(pid_list, t))
-        analysis = run_analysis(t, th, progress=bar)
+        analysis = run_analysis(t, th, progress=bar, waits=explain_waits)
     if html_file:
         from .report import analysis_html
 

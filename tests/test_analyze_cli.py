@@ -45,9 +45,20 @@ def test_json_shape(fio_json):
     d = fio_json
     assert set(d) == {"trace", "caveats", "findings", "metrics"}
     facts = set(summary(schedwake.load(sample("idle-sleep.dat"), events=[])))
-    assert set(d["trace"]) == facts | {"topology", "longest_wake_to_run"}
+    assert set(d["trace"]) == facts | {
+        "topology",
+        "longest_wake_to_run",
+        "longest_preempted_wait",
+        "tail_waits",
+    }
     longest = d["trace"]["longest_wake_to_run"]
-    assert set(longest) == {"latency_us", "pid", "comm", "cpu", "waker", "woken_at", "ran_at"}
+    assert set(longest) == {
+        "latency_us", "pid", "comm", "cpu", "waker", "woken_at", "ran_at", "breakdown",
+        "llc_idle_us",
+    }  # fmt: skip
+    assert sum(p["us"] for p in longest["breakdown"]) == pytest.approx(
+        longest["latency_us"], abs=0.01
+    )
     assert longest["latency_us"] == pytest.approx(
         (longest["ran_at"] - longest["woken_at"]) * 1e6, abs=2
     )

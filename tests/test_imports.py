@@ -29,7 +29,7 @@ LAYERS = [
     ["trace"],  # the loaded trace (tables + lazy model)
     ["summary", "profile"],  # a trace's facts as a dict; a profile's functions
     ["detect"],  # findings with evidence
-    ["metrics"],  # the metric catalogue and its values
+    ["metrics", "wait_causes"],  # the metric catalogue and its values; waits explained
     ["stats", "mmtests"],  # statistics and the mmtests comparison
     ["analysis"],  # one trace: findings + metrics + caveats
     ["compare", "profile_compare"],  # several traces (or profiles) side by side

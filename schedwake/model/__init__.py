@@ -5,6 +5,7 @@
 * ``wakeups``   one row per wake-up (:mod:`.wakeups`);
 * ``migrations``every ``sched_migrate_task`` with cause and topology class (:mod:`.migrations`);
 * ``occupancy`` per-CPU running/idle intervals and runnable waits (:mod:`.occupancy`);
+* ``waits``     waits to run as ``perf sched latency`` counts them (:mod:`.waits`);
 * ``caveats``   plain-English list of what could not be computed and why.
 
 ``Trace.wakeups()``, ``Trace.migrations()``, ``Trace.occupancy()`` return these.
@@ -19,6 +20,7 @@ import pandas as pd
 
 from . import migrations as _migrations
 from . import occupancy as _occupancy
+from . import waits as _waits
 from . import wakeups as _wakeups
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 
@@ -119,6 +121,22 @@ class Model:
             return table
         keep = np.isin(table[column].to_numpy(), list(self.pids or ()))
         return table[keep].reset_index(drop=True)
+
+    @cached_property
+    def all_waits(self) -> pd.DataFrame:
+        """Every wait to run of the trace (woken and preempted, :mod:`.waits`),
+        whatever :attr:`pids` says."""
+        return _waits.build(self.events)
+
+    @cached_property
+    def waits(self) -> pd.DataFrame:
+        w = self.all_waits
+        return w if self.pids is None else self._of_pids(w, "pid")
+
+    @cached_property
+    def cpu_index(self) -> _waits.CpuIndex:
+        """Per CPU, its switches in time order: what :func:`.waits.breakdown` reads."""
+        return _waits.CpuIndex(self.events, getattr(self.trace, "lost", None))
 
     @cached_property
     def first_switch_ts(self) -> dict[int, int]:

@@ -85,6 +85,52 @@ def _finding(i: int, f, trace) -> str:
     return "".join(out)
 
 
+def _waits(analysis) -> str:
+    """The longest waits broken into causes: a stacked bar per wait, the per-CPU timeline
+    of each one's window, and the tail's causes."""
+    from .analyze import _tail_text, breakdown_text
+    from .timeline import cpu_timeline
+    from .wait_plots import breakdown_bars
+
+    shown: list[tuple[str, dict, int, int, list]] = []
+    w = analysis.longest_wake_to_run
+    if w is not None and w.get("breakdown"):
+        rec = {
+            "wait_us": w["latency_us"],
+            "breakdown": w["breakdown"],
+            "llc_idle_us": w["llc_idle_us"],
+        }
+        t0, t1 = int(round(w["woken_at"] * 1e9)), int(round(w["ran_at"] * 1e9))
+        shown.append((f"longest wake-to-run: {w['comm']} ({w['pid']})", rec, t0, t1, [w["cpu"]]))
+    p = analysis.longest_preempted_wait
+    if p is not None:
+        t0, t1 = int(round(p["from"] * 1e9)), int(round(p["to"] * 1e9))
+        shown.append((f"longest preempted: {p['comm']} ({p['pid']})", p, t0, t1, p["queued_on"]))
+    for x in (analysis.task_waits or [])[:20]:
+        t0, t1 = int(round(x["from"] * 1e9)), int(round(x["to"] * 1e9))
+        label = f"{x['comm']} ({x['pid']}) at {x['from']:.6f}"
+        shown.append((label, x, t0, t1, x["queued_on"]))
+    if not shown:
+        return ""
+    out = ["<h2>Why the longest waits were late</h2>"]
+    bars = breakdown_bars([(x[0], x[1]) for x in shown], "each wait, broken into causes")
+    out.append(figure_tag("waits", "waits broken into causes", bars))
+    for i, (label, rec, t0, t1, cpus) in enumerate(shown[:2]):
+        text = breakdown_text(rec["breakdown"], rec.get("llc_idle_us"), top=6)
+        out.append(
+            f"<h3>{_e(label)}: {rec['wait_us'] / 1e3:.3f} ms</h3><p class='meta'>{_e(text)}</p>"
+        )
+        if t1 - t0 < MIN_ZOOM_NS:
+            mid = (t0 + t1) // 2
+            t0, t1 = mid - MIN_ZOOM_NS // 2, mid + MIN_ZOOM_NS // 2
+        fig = cpu_timeline(analysis.trace, t0, t1, title=f"{label}: the wait's window", cpus=cpus)
+        out.append(figure_tag(f"wait{i}-timeline", f"{label}: per-CPU timeline", fig))
+    t = analysis.tail_waits
+    if t is not None and t["causes"]:
+        out.append(f"<p class='meta'>tail: {_e(_tail_text(t))}</p>")
+    return "".join(out)
+
+
 def _metrics(metrics: dict) -> str:
     rows = "".join(
         f"<tr><td class='l'>{_e(k)}</td><td>{_e(format_value(v))}</td></tr>"
@@ -128,6 +174,7 @@ def render(analysis, progress: Callable[[float], None] | None = None) -> str:
     for i, f in enumerate(analysis.findings):
         parts.append(_finding(i, f, trace))
         step()
+    parts.append(_waits(analysis))
     parts.append("<h2>The whole trace</h2>")
     parts.append(figure_tag("timeline", "per-CPU timeline", cpu_timeline(trace)))
     step()

@@ -77,6 +77,101 @@ def _longest_wait(analysis) -> str:
     )
 
 
+def _part_text(p: dict) -> str:
+    """One part of a wait's breakdown: ``python3 (pid 21264, fair_lighter) 14.735 ms``."""
+    ms = f"{p['us'] / 1e3:.3f} ms"
+    if p["part"] == "task":
+        return f"{p['comm']} (pid {p['pid']}, {p['class']}) {ms}"
+    if p["part"] == "idle":
+        return f"CPU {p['cpu']} idle {ms}"
+    return f"{p['part'].replace('_', ' ')} {ms}"
+
+
+def total_us(parts: list[dict]) -> float:
+    return sum(p["us"] for p in parts)
+
+
+def breakdown_text(parts: list[dict], llc_idle_us: float | None = None, top: int = 3) -> str:
+    """A wait's causes in one line: the wake path, the ``top`` largest parts and the
+    rest together (``= wake path 0.012 ms + python3 (pid 1, fair_same_nice) 3.100 ms
+    + 12 more 4.000 ms``), then the LLC's idle time beside it."""
+    head = [p for p in parts if p["part"] == "wake_path"]
+    body = [p for p in parts if p["part"] != "wake_path"]
+    shown = head + body[:top]
+    rest = body[top:]
+    text = " + ".join(_part_text(p) for p in shown) or "no part"
+    if rest:
+        text += f" + {len(rest)} more {sum(p['us'] for p in rest) / 1e3:.3f} ms"
+    for p in parts:
+        if p["part"] == "unknown" and p["us"] >= 0.01 * total_us(parts):
+            text += f" (unknown {p['us'] / 1e3:.3f} ms: {p['why']})"
+    if llc_idle_us:
+        text += f"; other CPUs of its LLC idle {llc_idle_us / 1e3:.3f} ms meanwhile"
+    return "= " + text
+
+
+def _stack_lines(parts: list[dict]) -> list[str]:
+    """The kernel stack of the task that ran longest instead, where the trace has
+    callchains: ``stack of python3 (pid 1) at its switch-out 12.345678: a <- b``."""
+    for p in parts:
+        if p.get("stack"):
+            text = (
+                f"stack of {p['comm']} (pid {p['pid']}) at its switch-out {p['stack_at']:.6f}: "
+                + " <- ".join(p["stack"][:6])
+            )
+            return _indented(text, " " * 13, " " * 15)
+    return []
+
+
+def _preempted_text(w: dict) -> str:
+    return (
+        f"{w['wait_us'] / 1e3:.3f} ms, {w['comm']} (pid {w['pid']}) preempted on CPU "
+        f"{w['from_cpu']} at {w['from']:.6f}, ran on CPU {w['cpu']} at {w['to']:.6f}"
+    )
+
+
+def _tail_text(t: dict) -> str:
+    causes = ", ".join(f"{c['cause']} {100 * c['share']:.0f}%" for c in t["causes"][:5])
+    return (
+        f"{t['waits']} waits >= {t['threshold_us'] / 1e3:.3f} ms (p{100 * t['quantile']:g}"
+        + (f", the {t['explained']} longest explained" if t["explained"] < t["waits"] else "")
+        + f"): {causes}"
+    )
+
+
+def _wait_lines(analysis) -> list[str]:
+    """The longest wait's causes, the longest preempted wait and the tail's causes."""
+    lines: list[str] = []
+    w = analysis.longest_wake_to_run
+    if w is not None and w.get("breakdown"):
+        lines += _indented(breakdown_text(w["breakdown"], w.get("llc_idle_us")), " " * 11, " " * 13)
+        lines += _stack_lines(w["breakdown"])
+    p = analysis.longest_preempted_wait
+    if p is not None:
+        lines += _wrap("preempted:", _preempted_text(p))
+        lines += _indented(breakdown_text(p["breakdown"], p.get("llc_idle_us")), " " * 11, " " * 13)
+        lines += _stack_lines(p["breakdown"])
+    t = analysis.tail_waits
+    if t is not None and t["causes"]:
+        lines += _wrap("tail:", _tail_text(t))
+    return lines
+
+
+def waits_text(waits: list[dict]) -> list[str]:
+    """Every wait of the ``--pid`` tasks (``analyze --waits``), one line each with its
+    causes under it."""
+    out = []
+    for w in waits:
+        out += _indented(
+            f"{w['from']:.6f} {w['comm']} (pid {w['pid']}) {w['kind'].replace('_', '-')} "
+            f"{w['wait_us'] / 1e3:.3f} ms, ran on CPU {w['cpu']} at {w['to']:.6f}",
+            "  ",
+            "    ",
+        )
+        out += _indented(breakdown_text(w["breakdown"], w.get("llc_idle_us")), "    ", "      ")
+    return out
+
+
 def _summary_lines(analysis) -> list[str]:
     trace = analysis.trace
     s = summary(trace)
@@ -95,6 +190,7 @@ def _summary_lines(analysis) -> list[str]:
         else "none",
     )
     lines += _wrap("max wait:", _longest_wait(analysis))
+    lines += _wait_lines(analysis)
     if topo.assumed:
         lines += _wrap("WARNING:", "topology assumed (one LLC): cross-LLC figures mean nothing")
     return lines
@@ -163,6 +259,15 @@ def text(analysis, markdown: bool = False) -> str:
             out.extend(("" if markdown else "      ") + line for line in f.evidence)
             if markdown:
                 out.append("```")
+    task_waits = analysis.task_waits
+    if task_waits is not None:
+        h2(f"Waits of the --pid tasks ({len(task_waits)})")
+        body = waits_text(task_waits) or ["none"]
+        out.extend(
+            [f"- {x.strip()}" if not x.startswith("    ") else x for x in body]
+            if markdown
+            else body
+        )
     h2("Metrics")
     if markdown:
         out.append("| metric | value |\n|---|---|")

@@ -1,0 +1,497 @@
+"""Waits to run, as ``perf sched latency`` counts them, and each wait broken into causes.
+
+:func:`build` makes the waits table: one row per wait that ended in a switch-in, with
+the two kinds ``perf sched latency`` adds up (tools/perf/builtin-sched.c,
+``latency_switch_event`` / ``latency_wakeup_event`` / ``add_sched_in_event``), found
+by the same per-task state machine, vectorized:
+
+``woken``
+    the task slept (switched out in a state other than R), was woken (its first
+    ``sched_wakeup`` or ``sched_wakeup_new`` after the switch-out), and waited from
+    that wake-up to its next switch-in. ``sched_waking`` is not a wake-up here:
+    perf sched latency has no handler for it (docs/waits.md).
+``preempted``
+    the task was switched out runnable (``prev_state`` R or R+) and waited from that
+    switch-out to its next switch-in.
+``first_seen``
+    the task's first event in the trace is its switch-in: perf sched latency counts
+    a wait of 0 (it makes a runnable atom at that switch-in). Kept so that the counts
+    and averages per task agree with perf's; no report calls it a wait.
+
+Columns: ``pid``, ``comm`` (the switch-in's ``next_comm``), ``kind``, ``start_ts``,
+``end_ts`` (the switch-in), ``delay_ns``, ``cpu`` (the CPU it was switched in on),
+``from_cpu`` (the CPU of the switch-out of a preempted wait, else -1).
+
+:func:`breakdown` splits one wait, from ``start_ts`` to ``end_ts``, into named parts
+that add up to it to the nanosecond (docs/waits.md):
+
+* ``wake_path``: from ``sched_waking`` to ``sched_wakeup`` (the wake-up's own path,
+  its migration if any), for a wait that starts at the waking;
+* then, on the CPU the task was queued on (a new CPU after each
+  ``sched_migrate_task`` of the task during the wait), one part per task that ran
+  there instead (``task``: pid, comm, class), ``idle`` for the time that CPU was idle
+  while the task was queued (a missed wake-up), and ``unknown`` where the trace
+  cannot tell (before the CPU's first ``sched_switch``, or a stretch in which the
+  ring buffer lost events on that CPU).
+
+Beside the parts, ``llc_idle_us`` is how long at least one *other* CPU of the queued
+CPU's LLC was idle during the queued time (idle-while-runnable). It overlaps the
+parts, so it is not one of them.
+
+The class of a task that ran instead is read from what the trace shows:
+``stopper`` (migration/N), ``ksoftirqd`` (ksoftirqd/N), ``rt_dl`` (a priority
+below 100 in its ``sched_switch``), ``percpu_kthread`` (a name bound to one CPU,
+e.g. kworker/N:M), and for fair tasks the priority compared with the waiting
+task's: ``fair_same_nice``, ``fair_heavier`` (a lower nice: a larger weight),
+``fair_lighter``. Cgroup weights are not in a trace: two tasks of the same nice in
+cgroups of different weight both show as ``fair_same_nice``. ``fair`` when the
+priorities are not in the trace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import tasks
+from .events import Events, i64, ints
+
+#: Kinds of the waits table.
+KINDS = ("woken", "preempted", "first_seen")
+
+_OUT_R, _OUT_S, _WAKE, _IN = 0, 1, 2, 3
+
+#: Why a part of a wait is ``unknown``.
+UNKNOWN_LOST = "the ring buffer lost events on that CPU in this stretch"
+UNKNOWN_UNCOVERED = "before that CPU's first sched_switch"
+UNKNOWN_MISSING = "a sched_switch of that CPU is missing from the trace"
+UNKNOWN_RAN = "the task itself ran meanwhile: its switch-in is missing from the trace"
+_BIG = np.iinfo(np.int64).max
+
+
+def _runnable(s: pd.DataFrame, states=("R", "R+")) -> np.ndarray:
+    """Per ``sched_switch``: switched out runnable (``prev_state`` in ``states``)."""
+    if "prev_state_str" not in s.columns:
+        return np.zeros(len(s), dtype=bool)
+    st = s["prev_state_str"].array
+    runnable = np.array([str(c) in states for c in st.categories] + [False])
+    codes = np.asarray(st.codes)
+    return runnable[np.where(codes < 0, len(runnable) - 1, codes)]
+
+
+def build(ev: Events, runnable_states=("R", "R+")) -> pd.DataFrame:
+    """The waits table of ``ev`` (see the module's docstring)."""
+    s = ev.switch
+    if s is None or len(s) == 0:
+        return _empty()
+    sts, scpu = i64(s, "ts"), ints(s, "cpu")
+    prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
+    ns = len(s)
+    parts_ts = [sts, sts]
+    parts_pid = [prev, nxt]
+    parts_kind = [
+        np.where(_runnable(s, runnable_states), _OUT_R, _OUT_S).astype(np.int8),
+        np.full(ns, _IN, np.int8),
+    ]
+    parts_row = [np.arange(ns), np.arange(ns)]
+    # a switch's switch-out comes before its switch-in (perf: sched_out, then sched_in)
+    parts_tie = [np.arange(ns) * 2, np.arange(ns) * 2 + 1]
+    for f in (ev.wakeup, ev.wakeup_new):
+        if f is not None and len(f):
+            parts_ts.append(i64(f, "ts"))
+            parts_pid.append(ints(f, "pid"))
+            parts_kind.append(np.full(len(f), _WAKE, np.int8))
+            parts_row.append(np.full(len(f), -1))
+            parts_tie.append(np.full(len(f), -1))
+    ts = np.concatenate(parts_ts)
+    pid = np.concatenate(parts_pid).astype(np.int64)
+    kind = np.concatenate(parts_kind)
+    row = np.concatenate(parts_row)
+    tie = np.concatenate(parts_tie)
+    keep = pid != 0  # the idle task never waits (perf leaves out "swapper")
+    ts, pid, kind, row, tie = ts[keep], pid[keep], kind[keep], row[keep], tie[keep]
+    order = np.lexsort((tie, ts, pid))
+    ts, pid, kind, row = ts[order], pid[order], kind[order], row[order]
+    n = len(ts)
+    if n == 0:
+        return _empty()
+    pos = np.arange(n)
+    first = np.ones(n, dtype=bool)
+    first[1:] = pid[1:] != pid[:-1]
+    out = (kind == _OUT_R) | (kind == _OUT_S)
+    # an epoch: from a switch-out (a new perf "atom") or a task's first event to the next
+    epoch = np.cumsum(first | out) - 1
+    heads = np.flatnonzero(first | out)
+    head_kind = kind[heads]
+    head_first = first[heads]
+    ne = len(heads)
+    # when the epoch's wait starts (its position), or BIG when it never does
+    armed = np.full(ne, _BIG, dtype=np.int64)
+    armed[head_kind == _OUT_R] = heads[head_kind == _OUT_R]
+    first_wake = np.full(ne, _BIG, dtype=np.int64)
+    w = kind == _WAKE
+    np.minimum.at(first_wake, epoch[w], pos[w])
+    sleeping = (head_kind == _OUT_S) | (head_first & (head_kind == _WAKE))
+    armed[sleeping] = first_wake[sleeping]
+    seen_in = head_first & (head_kind == _IN)
+    armed[seen_in] = heads[seen_in]
+    # the wait ends at the first switch-in at or after the arming event
+    ins = np.flatnonzero(kind == _IN)
+    after = ins >= armed[epoch[ins]]
+    end = np.full(ne, _BIG, dtype=np.int64)
+    np.minimum.at(end, epoch[ins[after]], ins[after])
+    done = np.flatnonzero(end != _BIG)
+    a, e = armed[done], end[done]
+    hk = head_kind[done]
+    wkind = np.where(seen_in[done], 2, np.where(hk == _OUT_R, 1, 0)).astype(np.int8)
+    srow = row[e]
+    out_row = np.where(hk == _OUT_R, row[heads[done]], -1)
+    frame = pd.DataFrame(
+        {
+            "pid": pid[e].astype(np.int32),
+            "comm": s["next_comm"].array.take(srow),
+            "kind": pd.Categorical.from_codes(wkind, categories=list(KINDS)),
+            "start_ts": ts[a],
+            "end_ts": ts[e],
+            "delay_ns": ts[e] - ts[a],
+            "cpu": scpu[srow].astype(np.int32),
+            "from_cpu": np.where(out_row >= 0, scpu[np.maximum(out_row, 0)], -1).astype(np.int32),
+        }
+    )
+    return frame.sort_values(["start_ts", "pid"], kind="stable").reset_index(drop=True)
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "pid": np.zeros(0, np.int32),
+            "comm": pd.Categorical([]),
+            "kind": pd.Categorical([], categories=list(KINDS)),
+            "start_ts": np.zeros(0, np.int64),
+            "end_ts": np.zeros(0, np.int64),
+            "delay_ns": np.zeros(0, np.int64),
+            "cpu": np.zeros(0, np.int32),
+            "from_cpu": np.zeros(0, np.int32),
+        }
+    )
+
+
+def per_task(waits: pd.DataFrame) -> pd.DataFrame:
+    """Per pid, as ``perf sched latency -p`` prints it: ``count`` (its Switches
+    column), ``avg_ns`` (total / count, truncated as perf does), ``max_ns`` and
+    ``max_start_ts``/``max_end_ts`` (the first wait of the maximum)."""
+    if len(waits) == 0:
+        return pd.DataFrame(columns=["count", "avg_ns", "max_ns", "max_start_ts", "max_end_ts"])
+    g = waits.groupby("pid", sort=True)
+    total = g["delay_ns"].sum()
+    count = g["delay_ns"].size()
+    at = waits.loc[g["delay_ns"].idxmax()].set_index("pid")
+    return pd.DataFrame(
+        {
+            "count": count,
+            "avg_ns": total // count,
+            "max_ns": g["delay_ns"].max(),
+            "max_start_ts": at["start_ts"],
+            "max_end_ts": at["end_ts"],
+        }
+    )
+
+
+# ---- the breakdown of one wait ------------------------------------------------------
+
+
+class CpuIndex:
+    """Per CPU, its ``sched_switch`` events in time order (who runs from each one on,
+    with its priority) and where the ring buffer lost events: the intervals the
+    breakdown clips, found by binary search."""
+
+    def __init__(self, ev: Events, lost=None):
+        s = ev.switch
+        self.by_cpu: dict[int, tuple] = {}
+        self.comm_names = np.zeros(0, dtype=object)
+        self._peers: dict[int, list[int]] = {}
+        self.prio_known = s is not None and "next_prio" in s.columns
+        if s is not None and len(s):
+            ts, cpu = i64(s, "ts"), ints(s, "cpu")
+            order = np.lexsort((np.arange(len(ts)), ts, cpu))
+            c = cpu[order]
+            cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
+            bounds = np.concatenate([[0], cuts, [len(c)]])
+            o_ts, o_pid = ts[order], ints(s, "next_pid")[order]
+            o_prio = ints(s, "next_prio")[order] if self.prio_known else np.full(len(ts), -1)
+            # names as codes into self.comm_names: no pandas indexing per wait
+            comm, names = pd.factorize(s["next_comm"].array.take(order))
+            self.comm_names = np.asarray(names, dtype=object)
+            # an interval is known when the switch that ends it switches out the task
+            # the switch that began it switched in (else a switch between is missing)
+            o_prev = ints(s, "prev_pid")[order]
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                ended_by = np.full(hi - lo, -1, dtype=np.int64)
+                ended_by[:-1] = o_prev[lo + 1 : hi]
+                known = (ended_by == o_pid[lo:hi]) | (ended_by == -1)
+                self.by_cpu[int(c[lo])] = (
+                    o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known, ended_by
+                )  # fmt: skip
+        self.t_end = max(ev.last_ts, int(i64(s, "ts").max()) if s is not None and len(s) else 0)
+        #: per CPU, where the ring buffer lost events (the losses a file places in time)
+        self.lost: dict[int, np.ndarray] = {}
+        if lost is not None and lost.num_rows:
+            lts = lost.column("ts").to_numpy()
+            lcpu = lost.column("cpu").to_numpy()
+            for c in np.unique(lcpu):
+                self.lost[int(c)] = np.sort(lts[lcpu == c])
+        mts = i64(ev.migrate, "ts") if ev.migrate is not None and len(ev.migrate) else None
+        if mts is not None:
+            mpid = ints(ev.migrate, "pid")
+            order = np.lexsort((np.arange(len(mts)), mts, mpid))
+            self.mig = (
+                mpid[order],
+                mts[order],
+                ints(ev.migrate, "orig_cpu")[order],
+                ints(ev.migrate, "dest_cpu")[order],
+            )
+        else:
+            self.mig = None
+
+    def intervals(self, cpu: int, a: int, b: int):
+        """The intervals of ``cpu`` overlapping ``[a, b)``, clipped: (start, end, pid,
+        comm, prio, known, ended_by) arrays, plus the stretch at the start the trace does
+        not cover."""
+        got = self.by_cpu.get(cpu)
+        if got is None:
+            return None, b - a
+        ts, pid, comm, prio, known, ended_by = got
+        i0 = int(np.searchsorted(ts, a, "right")) - 1
+        i1 = int(np.searchsorted(ts, b, "left"))
+        uncovered = 0
+        if i0 < 0:
+            uncovered = int(min(ts[0], b) - a) if len(ts) else b - a
+            i0 = 0
+        if i1 <= i0:
+            return None, b - a if uncovered == 0 and i1 == 0 else uncovered
+        start = ts[i0:i1].copy()
+        end = np.empty(i1 - i0, dtype=np.int64)
+        end[:-1] = ts[i0 + 1 : i1]
+        end[-1] = ts[i1] if i1 < len(ts) else max(self.t_end, b)
+        np.maximum(start, a, out=start)
+        np.minimum(end, b, out=end)
+        return (
+            (start, end, pid[i0:i1], comm[i0:i1], prio[i0:i1], known[i0:i1], ended_by[i0:i1]),
+            uncovered,
+        )
+
+    def segments(self, pid: int, cpu_at_end: int, a: int, b: int) -> list[tuple[int, int, int]]:
+        """``[a, b)`` cut at each ``sched_migrate_task`` of ``pid`` inside it: (cpu,
+        start, end) per stretch, the CPU the task was queued on in it."""
+        if self.mig is None:
+            return [(cpu_at_end, a, b)]
+        mpid, mts, morig, mdest = self.mig
+        lo = int(np.searchsorted(mpid, pid, "left"))
+        hi = int(np.searchsorted(mpid, pid, "right"))
+        t = mts[lo:hi]
+        i0 = lo + int(np.searchsorted(t, a, "right"))
+        i1 = lo + int(np.searchsorted(t, b, "left"))
+        if i1 <= i0:
+            return [(cpu_at_end, a, b)]
+        out = []
+        at = a
+        for i in range(i0, i1):
+            out.append((int(morig[i]), at, int(mts[i])))
+            at = int(mts[i])
+        out.append((int(mdest[i1 - 1]), at, b))
+        return [x for x in out if x[2] > x[1]] or [(cpu_at_end, a, b)]
+
+    def llc_peers(self, topology, cpu: int) -> list[int]:
+        """The other CPUs of ``cpu``'s LLC that the trace has switches of."""
+        if cpu not in self._peers:
+            cpus = sorted(self.by_cpu)
+            known = [c for c in cpus if c < topology.cpus]
+            if cpu >= topology.cpus or not known:  # a CPU the topology does not know
+                self._peers[cpu] = []
+            else:
+                llc = topology.llc_of(np.array(known + [cpu]))
+                self._peers[cpu] = [
+                    c for c, l_ in zip(known, llc[:-1]) if c != cpu and l_ == llc[-1]
+                ]
+        return self._peers[cpu]
+
+    def prio_of(self, pid: int, ts: int) -> int | None:
+        """The priority ``pid`` is switched in with at ``ts`` (on any CPU), or None."""
+        if not self.prio_known:
+            return None
+        for ts_c, pid_c, _, prio_c, _, _ in self.by_cpu.values():
+            i = int(np.searchsorted(ts_c, ts, "left"))
+            while i < len(ts_c) and ts_c[i] == ts:
+                if pid_c[i] == pid:
+                    return int(prio_c[i])
+                i += 1
+        return None
+
+    def lost_between(self, cpu: int, a: int, b: int) -> bool:
+        lts = self.lost.get(cpu)
+        if lts is None:
+            return False
+        return int(np.searchsorted(lts, b, "right")) > int(np.searchsorted(lts, a, "left"))
+
+
+def task_class(comm: str, prio: int, waiter_prio: int | None) -> str:
+    """The class of a task that ran while another waited (see the module docstring)."""
+    if comm.startswith("migration/"):
+        return "stopper"
+    if comm.startswith("ksoftirqd/"):
+        return "ksoftirqd"
+    if prio is not None and prio < 100:  # RT 0-99; deadline tasks show -1
+        return "rt_dl"
+    if tasks.kthread_cpu(comm) >= 0:
+        return "percpu_kthread"
+    if prio is None or prio < 100 or waiter_prio is None or waiter_prio < 100:
+        return "fair"
+    if prio == waiter_prio:
+        return "fair_same_nice"
+    return "fair_heavier" if prio < waiter_prio else "fair_lighter"
+
+
+def breakdown(
+    index: CpuIndex,
+    topology,
+    pid: int,
+    start_ts: int,
+    end_ts: int,
+    cpu_at_end: int,
+    wakeup_ts: int | None = None,
+    waiter_prio: int | None = None,
+) -> dict:
+    """The parts of one wait of ``pid`` from ``start_ts`` to ``end_ts`` (its switch-in
+    on ``cpu_at_end``): ``wake_path`` up to ``wakeup_ts`` when the wait starts at a
+    waking, then per CPU stretch the tasks that ran, ``idle`` and ``unknown``.
+
+    Returns ``{"parts": [{"part", "us", "ns", "cpu"?, "pid"?, "comm"?, "class"?, "why"?}...]
+    (largest first, wake_path first), "total_ns", "cpus": [...], "llc_idle_us",
+    "llc_idle_cpus"}``; the parts' ``ns`` add up to ``total_ns`` = end - start."""
+    parts: dict[tuple, int] = {}
+    names: dict[tuple, tuple] = {}
+    queued_from = start_ts
+    if wakeup_ts is not None and start_ts < wakeup_ts <= end_ts:
+        parts[("wake_path",)] = wakeup_ts - start_ts
+        queued_from = wakeup_ts
+    llc_idle = 0
+    llc_cpus: set[int] = set()
+
+    def unknown(why: str, ns: int) -> None:
+        if ns > 0:
+            parts[("unknown", why)] = parts.get(("unknown", why), 0) + int(ns)
+
+    segs = index.segments(pid, cpu_at_end, queued_from, end_ts)
+    for cpu, a, b in segs:
+        if index.lost_between(cpu, a, b):
+            unknown(UNKNOWN_LOST, b - a)
+            continue
+        got, uncovered = index.intervals(cpu, a, b)
+        unknown(UNKNOWN_UNCOVERED, uncovered)
+        if got is None:
+            continue
+        st, en, ppid, comm, prio, known, ended_by = got
+        dur = en - st
+        # a stretch ended by a switch-out of another task than the one switched in
+        # (a switch missing from the trace), or by a switch-out of the waiting task
+        # itself (it ran meanwhile: its switch-in is missing)
+        me = (ended_by == pid) & ~known | (ppid == pid)
+        unknown(UNKNOWN_RAN, int(dur[me].sum()))
+        unknown(UNKNOWN_MISSING, int(dur[~known & ~me].sum()))
+        ok = known & ~me
+        st, en, ppid, comm, prio = st[ok], en[ok], ppid[ok], comm[ok], prio[ok]
+        dur = en - st
+        idle = ppid == 0
+        if idle.any():
+            parts[("idle", cpu)] = parts.get(("idle", cpu), 0) + int(dur[idle].sum())
+        busy = np.flatnonzero(~idle & (dur > 0))
+        if len(busy):
+            keys = np.stack([ppid[busy], comm[busy], prio[busy]], axis=1)
+            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            sums = np.zeros(len(uniq), dtype=np.int64)
+            np.add.at(sums, inverse.ravel(), dur[busy])
+            for (p_, code, pr), ns in zip(uniq.tolist(), sums.tolist()):
+                c = str(index.comm_names[code])
+                key = ("task", cpu, p_, c, pr)
+                parts[key] = parts.get(key, 0) + ns
+                names[key] = (p_, c, pr)
+        d, cpus = _llc_idle(index, topology, cpu, a, b)
+        llc_idle += d
+        llc_cpus |= cpus
+    total = end_ts - start_ts
+    out = []
+    for key, ns in parts.items():
+        if ns <= 0:
+            continue
+        part: dict = {"part": key[0], "us": round(ns / 1e3, 3), "ns": int(ns)}
+        if key[0] == "unknown":
+            part["why"] = key[1]
+        if key[0] in ("idle", "task"):
+            part["cpu"] = key[1]
+        if key[0] == "task":
+            p, c, pr = names[key]
+            part.update(
+                pid=p,
+                comm=c,
+                **{"class": task_class(c, pr if index.prio_known else None, waiter_prio)},
+            )
+        out.append(part)
+    out.sort(key=lambda x: (x["part"] != "wake_path", -x["ns"]))
+    return {
+        "parts": out,
+        "total_ns": int(total),
+        "cpus": [c for c, _, _ in segs],
+        "llc_idle_us": round(llc_idle / 1e3, 3),
+        "llc_idle_cpus": sorted(llc_cpus),
+    }
+
+
+def _llc_idle(index: CpuIndex, topology, cpu: int, a: int, b: int) -> tuple[int, set[int]]:
+    """How long at least one other CPU of ``cpu``'s LLC was idle within ``[a, b)``, and
+    those CPUs."""
+    others = index.llc_peers(topology, cpu)
+    spans = []
+    who = set()
+    for c in others:
+        got, _ = index.intervals(c, a, b)
+        if got is None:
+            continue
+        st, en, ppid, known = got[0], got[1], got[2], got[5]
+        idle = (ppid == 0) & (en > st) & known
+        if idle.any():
+            who.add(int(c))
+            spans.append(np.stack([st[idle], en[idle]], axis=1))
+    if not spans:
+        return 0, who
+    iv = np.concatenate(spans)
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(iv[:, 1])
+    # union length: each interval adds what lies beyond the reach of those before it
+    prev_reach = np.concatenate([[iv[0, 0]], reach[:-1]])
+    gained = np.maximum(iv[:, 1] - np.maximum(iv[:, 0], prev_reach), 0)
+    return int(gained.sum()), who
+
+
+def aggregate(breakdowns: list[dict]) -> dict:
+    """The causes of several waits together: per cause (``wake_path``, ``idle``,
+    ``unknown`` and the class of each task that ran instead) its share of their
+    summed time, plus the tasks that ran instead for the longest time."""
+    total = sum(b["total_ns"] for b in breakdowns)
+    by_cause: dict[str, int] = {}
+    by_task: dict[tuple, int] = {}
+    for b in breakdowns:
+        for p in b["parts"]:
+            cause = p["class"] if p["part"] == "task" else p["part"]
+            by_cause[cause] = by_cause.get(cause, 0) + p["ns"]
+            if p["part"] == "task":
+                k = (p["pid"], p["comm"], p["class"])
+                by_task[k] = by_task.get(k, 0) + p["ns"]
+    causes = [
+        {"cause": k, "us": round(v / 1e3, 3), "share": round(v / total, 4) if total else 0.0}
+        for k, v in sorted(by_cause.items(), key=lambda kv: -kv[1])
+    ]
+    top = [
+        {"pid": k[0], "comm": k[1], "class": k[2], "us": round(v / 1e3, 3)}
+        for k, v in sorted(by_task.items(), key=lambda kv: -kv[1])[:5]
+    ]
+    return {"causes": causes, "top_tasks": top}

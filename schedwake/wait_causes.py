@@ -1,0 +1,247 @@
+"""Why a task waited to run: the longest waits of a trace, its tail and every wait of
+the ``--pid`` tasks, each broken into named causes that add up
+(:func:`schedwake.model.waits.breakdown`; docs/waits.md).
+
+The waits explained are of two kinds:
+
+* a wake-up's wait (``wake_to_run``): from its ``sched_waking`` to the wakee's
+  switch-in (the wakeups table's ``latency_ns``), whose first part is the wake-up's
+  own path (``wake_path``: to its ``sched_wakeup``, or to its own migration when the
+  trace has no ``sched_wakeup``);
+* a preempted task's wait (``preempted``): from its switch-out in state R or R+ to its
+  next switch-in (the model's waits table).
+
+``perf sched latency``'s own definitions (a woken wait starts at ``sched_wakeup``) are
+the model's waits table (:mod:`schedwake.model.waits`), which these functions also give
+per task.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .model import waits as _waits
+
+#: Waits at or above this quantile of all waits make the tail.
+TAIL_QUANTILE = 0.99
+#: The tail explained is at most this many of the longest waits (a bound on the work).
+TAIL_LIMIT = 200
+
+
+def _ts_s(ns: int) -> float:
+    """Seconds with microseconds, cut as perf and trace-cmd print them."""
+    return int(ns) // 1000 / 1e6
+
+
+def parts(b: dict) -> list[dict]:
+    """A breakdown's parts as reports give them (microseconds, no nanoseconds)."""
+    return [{k: v for k, v in p.items() if k != "ns"} for p in b["parts"]]
+
+
+def _own_wake_ends(model, w: pd.DataFrame) -> np.ndarray:
+    """Per wakeups row: where the wake-up's own path ends (its ``sched_wakeup``, else
+    its own migration), or -1 when the trace shows neither."""
+    wake = w["wakeup_ts"].to_numpy(dtype=np.int64, na_value=-1)
+    mig = w["migrate_index"].to_numpy(dtype=np.int64, na_value=-1)
+    m = model.events.migrate
+    if m is not None and len(m):
+        mts = m["ts"].to_numpy(dtype=np.int64)
+        own = np.where(mig >= 0, mts[np.clip(mig, 0, len(mts) - 1)], -1)
+        wake = np.where(wake >= 0, wake, own)
+    return wake
+
+
+def explain_wakeup(trace, r) -> dict:
+    """The breakdown of one row ``r`` of the wakeups table (a wake-to-run wait)."""
+    if not pd.isna(r["wakeup_ts"]):
+        end = int(r["wakeup_ts"])
+    elif not pd.isna(r["migrate_index"]) and int(r["migrate_index"]) >= 0:
+        end = int(trace.model.events.migrate["ts"].iloc[int(r["migrate_index"])])
+    else:
+        end = -1
+    return _explain(
+        trace,
+        int(r["wakee_pid"]),
+        int(r["ts"]),
+        int(r["run_ts"]),
+        int(r["chosen_cpu"]),
+        None if end < 0 else int(end),
+    )
+
+
+def explain_wait(trace, r) -> dict:
+    """The breakdown of one row ``r`` of the waits table (woken or preempted)."""
+    cpu = int(r["cpu"])
+    return _explain(trace, int(r["pid"]), int(r["start_ts"]), int(r["end_ts"]), cpu, None)
+
+
+def _explain(trace, pid, start, end, cpu, wake_end) -> dict:
+    index = trace.model.cpu_index
+    # the waiting task's priority: the one its switch-in gives it
+    waiter_prio = index.prio_of(pid, end)
+    b = _waits.breakdown(index, trace.topology, pid, start, end, cpu, wake_end, waiter_prio)
+    b["start_ts"], b["end_ts"] = int(start), int(end)
+    return b
+
+
+def blocker_stack(trace, b: dict) -> None:
+    """With callchains (``perf sched record -g``): the kernel stack of the task that
+    ran longest instead (the largest ``task`` part), at its last switch-out on that CPU
+    within the wait, added to that part as ``stack`` (frames, innermost first)."""
+    tasks = [p for p in b["parts"] if p["part"] == "task"]
+    if not tasks or not trace.has_records("sched_switch"):
+        return
+    table = trace.table("sched_switch")
+    if "callchain" not in table.column_names:
+        return
+    from .detect.evidence import stack_frames
+
+    top = max(tasks, key=lambda p: p["ns"])
+    ts = table.column("ts").to_numpy()
+    hit = np.flatnonzero(
+        (table.column("cpu").to_numpy() == top["cpu"])
+        & (table.column("prev_pid").to_numpy() == top["pid"])
+        & (ts > b["start_ts"])
+        & (ts <= b["end_ts"])
+    )
+    if len(hit) == 0:
+        return
+    row = int(hit[np.argmax(ts[hit])])
+    r = {
+        "callchain": table.column("callchain")[row].as_py(),
+        "callchain_context": table.column("callchain_context")[row].as_py()
+        if "callchain_context" in table.column_names
+        else None,
+    }
+    frames = stack_frames(trace, r)
+    if frames:
+        top["stack"] = [f["symbol"] for f in frames]
+        top["stack_at"] = _ts_s(int(ts[row]))
+
+
+def wait_record(trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=None) -> dict:
+    """One explained wait as reports give it."""
+    out = {
+        "kind": kind,
+        "wait_us": round((int(end) - int(start)) / 1e3, 3),
+        "pid": int(pid),
+        "comm": str(comm),
+        "cpu": int(cpu),
+        "from": _ts_s(start),
+        "to": _ts_s(end),
+        "breakdown": parts(b),
+        "queued_on": b["cpus"],
+        "llc_idle_us": b["llc_idle_us"],
+    }
+    if waker is not None:
+        out["waker"] = str(waker)
+    return out
+
+
+def longest_preempted(trace) -> dict | None:
+    """The longest wait of a task switched out runnable (R/R+), explained; None when
+    there is none."""
+    w = trace.model.waits
+    w = w[(w["kind"] == "preempted").to_numpy()]
+    if len(w) == 0:
+        return None
+    r = w.iloc[int(np.argmax(w["delay_ns"].to_numpy()))]
+    b = explain_wait(trace, r)
+    blocker_stack(trace, b)
+    rec = wait_record(
+        trace, "preempted", r["pid"], r["comm"], r["start_ts"], r["end_ts"], r["cpu"], b
+    )
+    rec["from_cpu"] = int(r["from_cpu"])
+    return rec
+
+
+def _all_waits(trace) -> pd.DataFrame:
+    """Wake-to-run waits (from sched_waking) and preempted waits, one frame:
+    ``kind``, ``pid``, ``comm``, ``start``, ``end``, ``ns``, ``cpu`` (a wake-up's chosen
+    CPU; the CPU a preempted task ran on again), ``wake_end`` (where a wake-up's own
+    path ends, -1: not shown) and ``waker``."""
+    w = trace.model.wakeups
+    if len(w):
+        w = w[w["latency_ns"].notna().to_numpy()]
+    p = trace.model.waits
+    p = p[(p["kind"] == "preempted").to_numpy()]
+    woken = pd.DataFrame(
+        {
+            "kind": "wake_to_run",
+            "pid": w["wakee_pid"].to_numpy(np.int64),
+            "comm": w["wakee_comm"].astype(str).to_numpy(),
+            "start": w["ts"].to_numpy(np.int64),
+            "end": w["run_ts"].to_numpy(dtype=np.int64),
+            "cpu": w["chosen_cpu"].to_numpy(np.int64),
+            "wake_end": _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64),
+            "waker": w["waker_comm"].astype(str).to_numpy(),
+        }
+    )
+    preempted = pd.DataFrame(
+        {
+            "kind": "preempted",
+            "pid": p["pid"].to_numpy(np.int64),
+            "comm": p["comm"].astype(str).to_numpy(),
+            "start": p["start_ts"].to_numpy(np.int64),
+            "end": p["end_ts"].to_numpy(np.int64),
+            "cpu": p["cpu"].to_numpy(np.int64),
+            "wake_end": np.full(len(p), -1, dtype=np.int64),
+            "waker": None,
+        }
+    )
+    frames = [f for f in (woken, preempted) if len(f)]
+    if not frames:
+        return woken.assign(ns=np.zeros(0, np.int64))
+    f = pd.concat(frames, ignore_index=True)
+    return f.assign(ns=f["end"].to_numpy() - f["start"].to_numpy())
+
+
+def _explain_rows(trace, f: pd.DataFrame) -> list[tuple[dict, dict]]:
+    """Each row of an :func:`_all_waits` frame explained: (record, breakdown)."""
+    out = []
+    cols = [
+        f[c].tolist() for c in ("kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker")
+    ]
+    for kind, pid, comm, start, end, cpu, wake_end, waker in zip(*cols):
+        b = _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
+        out.append((wait_record(trace, kind, pid, comm, start, end, cpu, b, waker), b))
+    return out
+
+
+def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) -> dict | None:
+    """The waits at or above the ``quantile`` of all waits (wake-to-run and
+    preempted), their causes together: ``{"quantile", "threshold_us", "waits",
+    "explained", "causes": [{cause, us, share}], "top_tasks": [...]}``; the
+    ``limit`` longest are explained. None without waits."""
+    f = _all_waits(trace)
+    if len(f) == 0:
+        return None
+    ns = f["ns"].to_numpy()
+    threshold = float(np.quantile(ns, quantile))
+    tail = f[ns >= threshold]
+    tail = tail.iloc[np.argsort(-tail["ns"].to_numpy(), kind="stable")[:limit]]
+    bs = [b for _, b in _explain_rows(trace, tail)]
+    agg = _waits.aggregate(bs)
+    return {
+        "quantile": quantile,
+        "threshold_us": round(threshold / 1e3, 3),
+        "waits": int((ns >= threshold).sum()),
+        "explained": len(bs),
+        "kinds": {str(k): int(v) for k, v in tail["kind"].value_counts().items()},
+        **agg,
+    }
+
+
+def waits_of_pids(trace) -> list[dict]:
+    """Every wait (wake-to-run and preempted) of the tasks ``trace`` is focused on
+    (``--pid``), in time order, each explained."""
+    f = _all_waits(trace)
+    f = f.iloc[np.lexsort((f["pid"].to_numpy(), f["start"].to_numpy()))]
+    return [rec for rec, _ in _explain_rows(trace, f)]
+
+
+def per_task_latency(trace) -> pd.DataFrame:
+    """Per pid, ``perf sched latency -p``'s numbers from the model's waits table:
+    ``count``, ``avg_ns``, ``max_ns``, ``max_start_ts``, ``max_end_ts``."""
+    return _waits.per_task(trace.model.waits)

@@ -1,0 +1,373 @@
+"""Waits to run and their causes (schedwake.model.waits, schedwake.wait_causes):
+per-task numbers against ``perf sched latency`` on real perf.data recordings, a wait's
+parts against an independent reading of ``trace-cmd report -N -t`` text, the parts
+adding up on real traces, and a synthetic trace where a known task blocks a known wait.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import schedwake
+from schedwake import wait_causes
+from schedwake.model import waits as W
+from schedwake.synth import US, Synth, default_topology
+
+from .conftest import run_cli, sample
+
+PERF_FILES = ["perf/perf-sched-g.perf.data", "perf/perf-dbench-z.perf.data"]
+
+_LAT = re.compile(
+    r"^\s*(.*?):(\d+)\s*\|\s*[\d.]+ ms \|\s*(\d+) \| avg:\s*([\d.]+) ms \| max:\s*([\d.]+) ms"
+)
+
+
+def _perf_latency(path) -> dict[int, tuple[int, float, float]]:
+    """``perf sched latency -p``: pid -> (switches, avg ms, max ms)."""
+    out = subprocess.run(
+        ["perf", "sched", "latency", "-p", "-i", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    rows = {}
+    for line in out.splitlines():
+        if m := _LAT.match(line):
+            rows[int(m[2])] = (int(m[3]), float(m[4]), float(m[5]))
+    return rows
+
+
+def _perf_version() -> tuple[int, int]:
+    out = subprocess.run(["perf", "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"(\d+)\.(\d+)", out)
+    return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
+def _disagreements(ours, perf) -> list:
+    bad = []
+    for pid, (count, avg, mx) in perf.items():
+        if pid not in ours.index:
+            bad.append((pid, "missing"))
+            continue
+        r = ours.loc[pid]
+        # perf prints milliseconds with 3 decimals: truncated nanoseconds / 1e6, rounded
+        if (
+            int(r["count"]) != count
+            or abs(r["avg_ns"] / 1e6 - avg) > 0.0006
+            or abs(r["max_ns"] / 1e6 - mx) > 0.0006
+        ):
+            bad.append((pid, (count, avg, mx), (int(r["count"]), r["avg_ns"], r["max_ns"])))
+    return bad
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+@pytest.mark.parametrize("name", PERF_FILES)
+def test_per_task_delays_agree_with_perf_sched_latency(name):
+    """Every task's Switches, avg and max delay as ``perf sched latency -p`` prints
+    them. perf up to 6.1 reads a switch-out's state letter as TASK_STATE_TO_CHAR_STR
+    [prev_state]: a preempted task's R+ (a high bit) is not 'R' there, so only plain R
+    switch-outs start a preempted wait (docs/waits.md); a perf that decodes the state
+    counts R+ as well."""
+    path = sample(name)
+    perf = _perf_latency(path)
+    assert len(perf) > 50  # the recordings have ~100 and ~290 tasks
+    ev = schedwake.load(path).model.events
+    r_only = _disagreements(W.per_task(W.build(ev, runnable_states=("R",))), perf)
+    r_and_plus = _disagreements(W.per_task(W.build(ev)), perf)
+    if _perf_version() <= (6, 1):
+        assert r_only == []
+    else:
+        assert r_only == [] or r_and_plus == []
+    # the model's own waits (R and R+) hold every wait perf counts, and more
+    assert len(W.build(ev)) > len(W.build(ev, runnable_states=("R",)))
+
+
+def test_perf_sched_g_longest_waits_pinned():
+    """perf-sched-g.perf.data (perf sched record -g): its longest waits, as perf sched
+    latency gives the first (106.232 ms, 2144.548185 -> 2144.654417)."""
+    t = schedwake.load(sample("perf/perf-sched-g.perf.data"))
+    w = t.model.waits
+    assert w["kind"].value_counts().to_dict() == {"preempted": 185, "woken": 90, "first_seen": 16}
+    top = w.loc[w["delay_ns"].idxmax()]
+    assert (int(top["pid"]), str(top["kind"]), int(top["delay_ns"])) == (
+        23906,
+        "preempted",
+        106_232_006,
+    )
+    p = wait_causes.longest_preempted(t)
+    assert (p["pid"], p["from"], p["to"], p["from_cpu"], p["cpu"]) == (
+        23906, 2144.548185, 2144.654417, 1, 0,
+    )  # fmt: skip
+    assert p["queued_on"] == [1, 0]  # moved from CPU 1 to CPU 0 at 2144.640815
+    assert sum(x["us"] for x in p["breakdown"]) == pytest.approx(106_232.006, abs=0.05)
+
+
+def _breakdowns(t):
+    out = [
+        wait_causes.explain_wait(t, r) for _, r in t.model.waits.nlargest(20, "delay_ns").iterrows()
+    ]
+    w = t.model.wakeups
+    w = w[w["latency_ns"].notna().to_numpy()]
+    lat = w["latency_ns"].to_numpy(dtype="int64")
+    for i in lat.argsort()[-20:]:
+        out.append(wait_causes.explain_wakeup(t, w.iloc[i]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "name", ["fio-pinned-weighted.dat", "dbench-xfs-2clients.dat", "perf/perf-dbench-z.perf.data"]
+)
+def test_parts_add_up_to_the_nanosecond(name):
+    t = schedwake.load(sample(name))
+    bs = _breakdowns(t)
+    assert len(bs) == 40
+    for b in bs:
+        assert b["parts"], b
+        assert all(p["ns"] > 0 for p in b["parts"])
+        assert sum(p["ns"] for p in b["parts"]) == b["total_ns"]
+        assert 0 <= b["llc_idle_us"] * 1e3 <= b["total_ns"] + 1
+        for p in b["parts"]:
+            assert p["part"] in ("wake_path", "task", "idle", "unknown")
+            if p["part"] == "task":
+                assert p["pid"] > 0 and p["class"] in (
+                    "stopper", "ksoftirqd", "rt_dl", "percpu_kthread", "fair",
+                    "fair_same_nice", "fair_heavier", "fair_lighter",
+                )  # fmt: skip
+
+
+_SWITCH = re.compile(
+    r"\[(\d+)\]\s+(\d+)\.(\d{9}): sched_switch:\s+prev_comm=.* prev_pid=(\d+) prev_prio=-?\d+ "
+    r"prev_state=(\S+) ==> next_comm=.* next_pid=(\d+) next_prio=-?\d+"
+)
+_MIGRATE = re.compile(
+    r"\[(\d+)\]\s+(\d+)\.(\d{9}): sched_migrate_task:\s+comm=.* pid=(\d+) prio=-?\d+ "
+    r"orig_cpu=(\d+) dest_cpu=(\d+)"
+)
+
+
+@pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="trace-cmd is not installed")
+def test_longest_preempted_wait_against_trace_cmd_text():
+    """fio-pinned-weighted.dat: the longest preempted wait (pyenv-version-f, pid 8671,
+    preempted on CPU 0, moved to CPU 1) recomputed from ``trace-cmd report -N -t``
+    text alone: who ran on the CPU it was queued on, to the nanosecond."""
+    path = sample("fio-pinned-weighted.dat")
+    t = schedwake.load(path)
+    p = wait_causes.longest_preempted(t)
+    assert (p["pid"], p["comm"], p["from_cpu"], p["cpu"]) == (8671, "pyenv-version-f", 0, 1)
+    text = subprocess.run(
+        ["trace-cmd", "report", "-N", "-t", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    switches, migrations = [], []
+    for line in text.splitlines():
+        if " sched_switch:" in line and (m := _SWITCH.search(line)):
+            ts = int(m[2]) * 10**9 + int(m[3])
+            switches.append((ts, int(m[1]), int(m[4]), m[5], int(m[6])))
+        elif " sched_migrate_task:" in line and (m := _MIGRATE.search(line)):
+            ts = int(m[2]) * 10**9 + int(m[3])
+            migrations.append((ts, int(m[4]), int(m[5]), int(m[6])))
+    pid = 8671
+    # the wait: its longest stretch from a switch-out in R/R+ to its next switch-in
+    best = (0, 0, 0, 0)
+    out_at = None
+    for ts, cpu, prev, state, nxt in switches:
+        if prev == pid:
+            out_at = (ts, cpu) if state.startswith("R") else None
+        if nxt == pid and out_at is not None:
+            if ts - out_at[0] > best[1] - best[0]:
+                best = (out_at[0], ts, out_at[1], cpu)
+            out_at = None
+    start, end, from_cpu, to_cpu = best
+    assert round((end - start) / 1e3, 3) == p["wait_us"]
+    # the CPU it was queued on, stretch by stretch (its migrations in the wait)
+    cuts = [(ts, d) for ts, q, _, d in migrations if q == pid and start < ts < end]
+    stretches, at, cpu = [], start, from_cpu
+    for ts, d in cuts:
+        stretches.append((cpu, at, ts))
+        at, cpu = ts, d
+    stretches.append((cpu, at, end))
+    assert [c for c, _, _ in stretches] == p["queued_on"]
+    ran: dict[int, int] = {}
+    for cpu, a, b in stretches:
+        on = [(ts, nxt) for ts, c, _, _, nxt in switches if c == cpu]
+        for (ts, nxt), (ts2, _) in zip(on, on[1:]):
+            lo, hi = max(ts, a), min(ts2, b)
+            if hi > lo:
+                ran[nxt] = ran.get(nxt, 0) + hi - lo
+    ours: dict[int, int] = {}
+    waits = t.model.waits
+    longest = waits["delay_ns"].where(waits["kind"] == "preempted").idxmax()
+    b = wait_causes.explain_wait(t, waits.loc[longest])
+    for part in b["parts"]:
+        key = part.get("pid", 0)
+        ours[key] = ours.get(key, 0) + part["ns"]
+    assert ours == ran
+    assert ran[8644] == 11_028_301  # fio, 11.028 ms of the 11.034 ms wait
+
+
+def _blocked_trace():
+    """A known task blocks a known wait: ``hog`` runs on CPU 0; ``sleeper`` is woken
+    onto CPU 0 and waits 300 us behind it, is pulled to CPU 1 (load balance) where
+    ``other`` runs for 100 us more, then runs. CPUs 2 and 3 (its LLC) stay idle."""
+    s = Synth(default_topology())
+    s.settle()
+    hog, sleeper, other, waker = (s.task(n) for n in ("hog", "sleeper", "other", "waker"))
+    t = s.t
+    s.switch(t, 0, 0, "R", hog)
+    s.switch(t, 1, 0, "R", other)
+    s.switch(t + 1 * US, 2, 0, "R", waker)
+    s.waking(t + 10 * US, 2, waker, sleeper, 0)
+    s.wakeup(t + 13 * US, 0, hog, sleeper, 0)
+    s.switch(t + 15 * US, 2, waker, "S", 0)
+    s.migrate(t + 313 * US, 1, other, sleeper, 0, 1)
+    s.switch(t + 413 * US, 1, other, "R+", sleeper)
+    s.switch(t + 450 * US, 1, sleeper, "S", other)
+    s.switch(t + 500 * US, 0, hog, "S", 0)
+    s.switch(t + 520 * US, 1, other, "S", 0)
+    s.t = t + 600 * US
+    return s.build("blocked"), (hog, sleeper, other, waker, t)
+
+
+def test_synthetic_known_blocker():
+    trace, (hog, sleeper, other, waker, t0) = _blocked_trace()
+    w = trace.model.wakeups
+    r = w[w["wakee_pid"] == sleeper].iloc[0]
+    b = wait_causes.explain_wakeup(trace, r)
+    assert b["total_ns"] == 403 * US
+    assert [(p["part"], p.get("pid"), p.get("cpu"), p["ns"]) for p in b["parts"]] == [
+        ("wake_path", None, None, 3 * US),
+        ("task", hog, 0, 300 * US),
+        ("task", other, 1, 100 * US),
+    ]
+    assert [p.get("class") for p in b["parts"]] == [None, "fair_same_nice", "fair_same_nice"]
+    assert b["cpus"] == [0, 1]
+    # CPU 3 (and CPU 2 from t0+15us) of its LLC idle all the time it was queued; CPU 1
+    # ran other, then CPU 0 ran hog
+    assert (b["llc_idle_us"], b["llc_idle_cpus"]) == (400.0, [2, 3])
+    # perf sched latency's waits: the woken wait from sched_wakeup, the preempted one
+    waits = trace.model.waits
+    mine = waits[waits["pid"] == sleeper].iloc[0]
+    assert (str(mine["kind"]), int(mine["delay_ns"])) == ("woken", 400 * US)
+    theirs = waits[(waits["pid"] == other) & (waits["kind"] == "preempted")].iloc[0]
+    assert int(theirs["delay_ns"]) == 37 * US
+    bp = wait_causes.explain_wait(trace, theirs)
+    assert [(p["part"], p.get("pid"), p["ns"]) for p in bp["parts"]] == [("task", sleeper, 37 * US)]
+
+
+def test_unknown_where_the_trace_cannot_tell():
+    """fio-pinned-weighted.dat: the longest wake-to-run (fio, 56.645 ms) is a wait the
+    trace does not show: fio is switched out of CPU 1 at 344.876561 without a switch-in
+    after its waking, so it ran meanwhile; that stretch is ``unknown``, not idle."""
+    t = schedwake.load(sample("fio-pinned-weighted.dat"))
+    from schedwake.analysis import Analysis
+
+    a = Analysis(t, [], {}, {})
+    w = a.longest_wake_to_run
+    assert (w["pid"], w["latency_us"]) == (8644, 56644.749)
+    parts = {p["part"]: p for p in w["breakdown"]}
+    assert parts["unknown"]["why"] == W.UNKNOWN_RAN
+    assert parts["unknown"]["us"] == pytest.approx(56626.0, abs=1)
+    assert "idle" not in parts
+
+
+def test_cli_waits_of_a_pid(tmp_path):
+    path = sample("perf/perf-sched-g.perf.data")
+    p = run_cli("analyze", path, "--pid", "23906", "--waits", "--format", "json", check=True)
+    d = json.loads(p.stdout)
+    ws = d["trace"]["waits"]
+    assert [(w["kind"], w["wait_us"]) for w in ws] == [
+        ("wake_to_run", 107939.027),
+        ("preempted", 106232.006),
+        ("preempted", 25037.598),
+        ("preempted", 26.841),
+    ]
+    for w in ws:
+        assert sum(x["us"] for x in w["breakdown"]) == pytest.approx(w["wait_us"], abs=0.05)
+    assert d["trace"]["tail_waits"]["causes"][0]["cause"] == "fair_same_nice"
+    txt = run_cli("analyze", path, "--pid", "23906", "--waits", check=True).stdout
+    assert "-- Waits of the --pid tasks (4)" in txt
+    assert "preempted: 106.232 ms, sched-messaging (pid 23906) preempted on CPU 1" in txt
+    bad = run_cli("analyze", path, "--waits")
+    assert bad.returncode == 2 and "--waits" in bad.stderr and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_html_has_a_bar_per_wait_and_the_window_timelines():
+    from schedwake.analysis import analyze
+    from schedwake.report import analysis_html
+
+    t = schedwake.load(sample("perf/perf-sched-g.perf.data"))
+    t.focus([23906])
+    html = analysis_html.render(analyze(t, waits=True))
+    assert "<h2>Why the longest waits were late</h2>" in html
+    for ident in ("waits", "wait0-timeline", "wait1-timeline"):
+        assert f"<figure id='{ident}'><img alt=" in html
+    assert "longest preempted: sched-messaging (23906): 106.232 ms" in html
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_blocking_task_stack_is_the_one_perf_script_prints():
+    """perf-sched-g.perf.data (perf sched record -g): the task that ran longest during
+    the longest preempted wait (python3, pid 21264) with the kernel stack of its last
+    switch-out in the wait, as ``perf script`` prints that switch's callchain."""
+    from schedwake.analysis import Analysis
+
+    path = sample("perf/perf-sched-g.perf.data")
+    p = Analysis(schedwake.load(path), [], {}, {}).longest_preempted_wait
+    top = p["breakdown"][0]
+    assert (top["pid"], top["comm"], top["class"], top["us"]) == (
+        21264, "python3", "fair_lighter", 14734.598,
+    )  # fmt: skip
+    out = subprocess.run(
+        ["perf", "script", "-i", str(path)], capture_output=True, text=True, timeout=120
+    ).stdout.splitlines()
+    at = next(
+        i for i, line in enumerate(out)
+        if f"{top['stack_at']:.6f}: " in line and "sched:sched_switch" in line
+        and "prev_pid=21264 " in line
+    )  # fmt: skip
+    frames = []
+    for line in out[at + 1 :]:
+        if "[kernel.kallsyms]" not in line:
+            break
+        frames.append(line.split()[1])
+    assert frames and top["stack"] == frames
+
+
+def test_a_wait_over_lost_events_is_unknown_there():
+    """lost-events.dat (the ring buffer overflowed): a stretch of a wait on a CPU where
+    events were lost is ``unknown`` (why: lost events), never a task or idle time; the
+    lost-event rows of the file (Trace.lost) confirm a loss on that CPU inside it."""
+    t = schedwake.load(sample("lost-events.dat"))
+    lts = t.lost.column("ts").to_numpy()
+    lcpu = t.lost.column("cpu").to_numpy()
+    seen = 0
+    for _, r in t.model.waits.nlargest(60, "delay_ns").iterrows():
+        b = wait_causes.explain_wait(t, r)
+        assert sum(p["ns"] for p in b["parts"]) == b["total_ns"]
+        lost = [p for p in b["parts"] if p["part"] == "unknown" and p["why"] == W.UNKNOWN_LOST]
+        if lost:
+            seen += 1
+            inside = (lts >= r["start_ts"]) & (lts <= r["end_ts"]) & np.isin(lcpu, b["cpus"])
+            assert inside.any()
+    assert seen >= 1
+
+
+def test_task_classes():
+    assert W.task_class("migration/3", 0, 120) == "stopper"
+    assert W.task_class("ksoftirqd/3", 120, 120) == "ksoftirqd"
+    assert W.task_class("irq/45-nvme0q1", 49, 120) == "rt_dl"
+    assert W.task_class("dl_server", -1, 120) == "rt_dl"  # SCHED_DEADLINE: prio -1
+    assert W.task_class("kworker/3:1", 120, 120) == "percpu_kthread"
+    assert W.task_class("fio", 120, 120) == "fair_same_nice"
+    assert W.task_class("fio", 110, 120) == "fair_heavier"  # nice -10: a larger weight
+    assert W.task_class("python3", 130, 120) == "fair_lighter"
+    assert W.task_class("fio", None, 120) == "fair"  # no priorities in the trace
