@@ -924,6 +924,12 @@ def _work(specs, sides: list[str]):
     is_flag=True,
     help="Print every CPU's busy-share rows (by default left out beyond 4 CPUs).",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Print the whole mmtests table (by default: the summary, then the table's rows "
+    "of the metrics that changed significantly).",
+)
 @from_batch_options
 @topology_options
 @threshold_option
@@ -942,6 +948,7 @@ def compare(
     html_file,
     title,
     per_cpu,
+    full,
     from_batch,
     where,
     topology_file,
@@ -994,9 +1001,9 @@ def compare(
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "markdown":
-        click.echo(result.markdown(per_cpu=per_cpu), nl=False)
+        click.echo(result.markdown(per_cpu=per_cpu, full=full), nl=False)
     else:
-        click.echo(result.text(per_cpu=per_cpu), nl=False)
+        click.echo(result.text(per_cpu=per_cpu, full=full), nl=False)
     if html_file:
         from .report import html
 

@@ -41,6 +41,7 @@ The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.ga
 from __future__ import annotations
 
 import math
+import os
 import time
 import tomllib
 from collections.abc import Callable
@@ -54,13 +55,14 @@ from .compare import (
     CompareResult,
     check_alpha,
     check_window,
+    distinct_names,
     expand_paths,
     load_model_trace,
     sample_plan,
 )
 from .compare import compare as run_compare
 from .errors import OptionError, TraceError
-from .mmtests import gain_pct_text
+from .mmtests import NEW_TEXT, gain_pct_text
 from .model.events import timestamp_problem
 
 __all__ = [
@@ -294,6 +296,11 @@ class GateResult:
     def verdict(self) -> str:
         return {0: "PASS", 1: "FAIL", 2: "ERROR"}[self.exit_code]
 
+    def trace_names(self) -> dict[str, str]:
+        """``{path: name}`` of the baseline's and the candidate's traces: the shortest
+        end of each path that tells it apart from the others (``run1/trace.dat``)."""
+        return distinct_names(self.baseline_paths + self.candidate_paths)
+
     def notes(self) -> list[str]:
         """Caveats of the traces, and what one trace a side can and cannot tell."""
         out = [
@@ -301,6 +308,7 @@ class GateResult:
             for r in self.rules
             if r.written_as
         ]
+        out += _shared_traces_notes(self.baseline_paths, self.candidate_paths)
         out += [] if self.comparison is None else list(self.comparison.notes())
         return out
 
@@ -484,9 +492,50 @@ def default_rules() -> tuple[Settings, list[Rule]]:
 # -- judging -----------------------------------------------------------------------------------
 
 
-def _input_problems(side: str, trace, settings: Settings) -> list[str]:
-    """Why one loaded trace cannot be judged (empty, lost events, too short)."""
-    name = Path(str(trace.meta.get("path"))).name
+def _same_file(path: str) -> str:
+    """What identifies the file of ``path`` (its real absolute path: ``./a.dat``, ``a.dat``
+    and a link to it are one file)."""
+    return os.path.realpath(path)
+
+
+def same_traces_problem(baseline_paths, candidate_paths) -> str | None:
+    """A problem when the baseline and the candidate are the same trace files: a job
+    that compares a build with itself passes every rule and judges nothing."""
+    base = {_same_file(p) for p in baseline_paths}
+    cand = {_same_file(p) for p in candidate_paths}
+    if base and base == cand:
+        return (
+            f"the baseline and the candidate are the same {len(base)} trace file(s): "
+            "nothing would be judged (a misconfigured job? give the candidate's own traces)"
+        )
+    return None
+
+
+def _shared_traces_notes(baseline_paths, candidate_paths) -> list[str]:
+    """A note when some (not all) traces are on both sides."""
+    base = {_same_file(p) for p in baseline_paths}
+    cand = {_same_file(p) for p in candidate_paths}
+    shared = base & cand
+    if not shared or base == cand:
+        return []
+    names = distinct_names(list(baseline_paths) + list(candidate_paths))
+    both = [names[p] for p in baseline_paths if _same_file(p) in shared]
+    return [
+        f"{len(shared)} trace file(s) are both baseline and candidate ({', '.join(both)}): "
+        "the sides are not independent"
+    ]
+
+
+def _name(names: dict[str, str], trace) -> str:
+    """How the messages name ``trace``: its entry in ``names``, else its file name."""
+    path = str(trace.meta.get("path"))
+    return names.get(path) or Path(path).name
+
+
+def _input_problems(side: str, trace, settings: Settings, name: str | None = None) -> list[str]:
+    """Why one loaded trace cannot be judged (empty, lost events, too short); ``name``:
+    how the messages name it (default its file name)."""
+    name = name or Path(str(trace.meta.get("path"))).name
     records = sum((trace.meta.get("event_counts") or {}).values())
     if records == 0:
         return [f"{side} {name}: the trace has no events"]
@@ -591,6 +640,9 @@ def gate(
     if profile_rules:
         profiles = _load_profiles(result, specs, expand or expand_paths, not metric_rules)
     result.seconds_reading = time.perf_counter() - started
+    same = same_traces_problem(result.baseline_paths, result.candidate_paths)
+    if same:
+        result.problems.insert(0, same)
     if result.problems:
         return result
     started = time.perf_counter()
@@ -627,13 +679,15 @@ def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, 
         traces, paths = _load_side(name, list(spec), loader, expand, result.problems)
         sides[name] = traces
         setattr(result, f"{name}_paths", paths)
+    names = result.trace_names()
+    for name, traces in sides.items():
         for t in traces:
             if topology_file is not None or llc:
                 try:
                     t.use_topology(topology_file, llc)
                 except TraceError as exc:
                     result.problems.append(str(exc))
-            result.problems.extend(_input_problems(name, t, result.settings))
+            result.problems.extend(_input_problems(name, t, result.settings, _name(names, t)))
     return sides
 
 
@@ -660,13 +714,14 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
             )
         return kind, window
     assert window is not None  # per-window samples always have a window length
+    names = result.trace_names()
     for name, traces in sides.items():
         for t in traces:
             # as many windows as compare will sample
             n = len(window_edges(t.meta["first_ts_ns"], t.meta["last_ts_ns"], window)) - 1
             if n < settings.min_windows:
                 result.problems.append(
-                    f"{name} {Path(str(t.meta.get('path'))).name}: {n} window(s) of "
+                    f"{name} {_name(names, t)}: {n} window(s) of "
                     f"{window:g} s, fewer than the {settings.min_windows} a judgement "
                     "needs ([gate] window, min_windows)"
                 )
@@ -680,10 +735,11 @@ def _measurable_rules(result: GateResult, sides: dict, rules: list[Rule]) -> lis
     from .metrics import catalogue_entry, missing_events
 
     measurable = []
+    names = result.trace_names()
     for rule in rules:
         entry = catalogue_entry(rule.metric)
         lacking = [
-            f"{name} {Path(str(t.meta.get('path'))).name} has no {ev} events"
+            f"{name} {_name(names, t)} has no {ev} events"
             for name, traces in sides.items()
             for t in traces
             for ev in missing_events(t, rule.metric)
@@ -905,9 +961,10 @@ def _callers_why(cmp, symbol: str, dso: str) -> list[str]:
 
 def _change_text(r: RuleResult, more: str = "") -> str:
     unit = r.unit if r.unit in ("", "%", "/s") else " " + r.unit
+    gain = gain_pct_text(r.gain_pct, r.baseline)
     return (
         f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} "
-        f"(gain {gain_pct_text(r.gain_pct)}{more})"
+        f"({gain if gain == NEW_TEXT else 'gain ' + gain}{more})"
     )
 
 
