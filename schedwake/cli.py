@@ -339,8 +339,9 @@ def topology_options(f):
         "topology_file",
         type=click.Path(dir_okay=False),
         default=None,
-        help="Topology JSON (from `schedwake topology`). "
-        "Default: TRACE.topology.json beside the trace, else one LLC.",
+        help="Topology JSON (from `schedwake topology`). Default: TRACE.topology.json, "
+        "else topology.json, beside the trace; else the LLCs its wake-ups show; else "
+        "one LLC.",
     )(f)
     return f
 
@@ -1209,6 +1210,14 @@ def gate(
 @click.option(
     "--force", is_flag=True, help="Analyse again the traces an earlier run into OUT already did."
 )
+@click.option(
+    "--topology-for",
+    "topologies",
+    multiple=True,
+    metavar="GLOB=FILE",
+    help="The topology JSON of the traces GLOB matches (the first that matches; "
+    "before --topology); repeatable.",
+)
 @topology_options
 @threshold_option
 @input_format_option
@@ -1222,6 +1231,7 @@ def batch(
     workers,
     serial,
     force,
+    topologies,
     topology_file,
     llc,
     thresholds,
@@ -1258,6 +1268,7 @@ def batch(
             out,
             topology_file=topology_file,
             llc=llc,
+            topologies=list(topologies),
             thresholds=th,
             windows=windows,
             label_from=label_from,
