@@ -352,8 +352,8 @@ def from_batch_options(f):
         "--where",
         multiple=True,
         metavar="COLUMN=VALUE",
-        help="With --from-batch: only the traces whose column (a label) has this value; "
-        "repeatable.",
+        help="With --from-batch: only the traces whose column (a label) has this value "
+        "(a number for a numeric column: clients=4); repeatable.",
     )(f)
     f = click.option(
         "--from-batch",
@@ -362,7 +362,8 @@ def from_batch_options(f):
         default=None,
         metavar="OUT",
         help="Judge from the dataset `schedwake batch -o OUT` wrote: the globs match its "
-        "path column, and no trace is read again.",
+        "traces' paths (a relative glob also from the batch's common directory), and no "
+        "trace is read again.",
     )(f)
     return f
 
@@ -928,8 +929,8 @@ def _work(specs, sides: list[str]):
 @click.option(
     "--full",
     is_flag=True,
-    help="Print the whole mmtests table (by default: the summary, then the table's rows "
-    "of the metrics that changed significantly).",
+    help="Print the whole mmtests table (by default: the summary, then the table's mean "
+    "rows that changed significantly).",
 )
 @from_batch_options
 @topology_options
