@@ -285,6 +285,8 @@ class GateResult:
     #: Wall-clock seconds spent reading the traces and judging the rules (JUnit times).
     seconds_reading: float = 0.0
     seconds_judging: float = 0.0
+    #: A note when some traces are both baseline and candidate (all of them: a problem).
+    overlap: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -308,7 +310,7 @@ class GateResult:
             for r in self.rules
             if r.written_as
         ]
-        out += _shared_traces_notes(self.baseline_paths, self.candidate_paths)
+        out += self.overlap
         out += [] if self.comparison is None else list(self.comparison.notes())
         return out
 
@@ -492,38 +494,43 @@ def default_rules() -> tuple[Settings, list[Rule]]:
 # -- judging -----------------------------------------------------------------------------------
 
 
-def _same_file(path: str) -> str:
-    """What identifies the file of ``path`` (its real absolute path: ``./a.dat``, ``a.dat``
-    and a link to it are one file)."""
-    return os.path.realpath(path)
+def _side_files(side: str, spec, expand) -> dict:
+    """``{identity: path}`` of the traces a side's ``spec`` names: a file by its real
+    absolute path (``./a.dat``, ``a.dat`` and a link to it are one file), a loaded trace
+    by itself (two windows of one file are two traces). A pattern that cannot be
+    expanded names none (its problem is reported where the side is loaded)."""
+    items = [spec] if isinstance(spec, (str, Path)) or hasattr(spec, "meta") else list(spec)
+    out: dict = {}
+    for item in items:
+        if not isinstance(item, (str, Path)):
+            out[("trace", id(item))] = str(item.meta.get("path"))
+            continue
+        try:
+            for p in expand(str(item), side):
+                out[("file", os.path.realpath(p))] = p
+        except TraceError:
+            pass
+    return out
 
 
-def same_traces_problem(baseline_paths, candidate_paths) -> str | None:
-    """A problem when the baseline and the candidate are the same trace files: a job
-    that compares a build with itself passes every rule and judges nothing."""
-    base = {_same_file(p) for p in baseline_paths}
-    cand = {_same_file(p) for p in candidate_paths}
-    if base and base == cand:
-        return (
+def _judge_overlap(result: GateResult, baseline, candidate, expand) -> None:
+    """A problem in ``result`` when the baseline and the candidate are the same traces
+    (a job that compares a build with itself passes every rule and judges nothing); a
+    note when some of them are on both sides."""
+    base = _side_files("baseline", baseline, expand)
+    cand = _side_files("candidate", candidate, expand)
+    if base and base.keys() == cand.keys():
+        result.problems.insert(
+            0,
             f"the baseline and the candidate are the same {len(base)} trace file(s): "
-            "nothing would be judged (a misconfigured job? give the candidate's own traces)"
+            "nothing would be judged (a misconfigured job? give the candidate's own traces)",
         )
-    return None
-
-
-def _shared_traces_notes(baseline_paths, candidate_paths) -> list[str]:
-    """A note when some (not all) traces are on both sides."""
-    base = {_same_file(p) for p in baseline_paths}
-    cand = {_same_file(p) for p in candidate_paths}
-    shared = base & cand
-    if not shared or base == cand:
-        return []
-    names = distinct_names(list(baseline_paths) + list(candidate_paths))
-    both = [names[p] for p in baseline_paths if _same_file(p) in shared]
-    return [
-        f"{len(shared)} trace file(s) are both baseline and candidate ({', '.join(both)}): "
-        "the sides are not independent"
-    ]
+    elif shared := [k for k in base if k in cand]:
+        names = distinct_names(list(base.values()) + list(cand.values()))
+        result.overlap = [
+            f"{len(shared)} trace file(s) are both baseline and candidate "
+            f"({', '.join(names[base[k]] for k in shared)}): the sides are not independent"
+        ]
 
 
 def _name(names: dict[str, str], trace) -> str:
@@ -640,9 +647,7 @@ def gate(
     if profile_rules:
         profiles = _load_profiles(result, specs, expand or expand_paths, not metric_rules)
     result.seconds_reading = time.perf_counter() - started
-    same = same_traces_problem(result.baseline_paths, result.candidate_paths)
-    if same:
-        result.problems.insert(0, same)
+    _judge_overlap(result, baseline, candidate, expand or expand_paths)
     if result.problems:
         return result
     started = time.perf_counter()

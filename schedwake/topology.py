@@ -269,12 +269,13 @@ class Topology:
             if named >= trace_cpus:
                 raise TraceError(
                     source,
-                    f"the topology is of a {cpus}-CPU machine (it names CPU {named}) but the "
-                    f"trace has {trace_cpus} CPU(s): the map of another machine?",
+                    f"the topology is of a machine with {cpus} CPUs (it names CPU {named}) but "
+                    f"the trace has CPUs {format_cpulist(range(trace_cpus))}: the map of "
+                    "another machine?",
                 )
             note = (
-                f"the topology is of a {cpus}-CPU machine, the trace has {trace_cpus} "
-                "CPU(s): the map of another machine?"
+                f"the topology is of a machine with {cpus} CPUs, the trace has CPUs "
+                f"{format_cpulist(range(trace_cpus))}: the map of another machine?"
             )
         llc = _groups(d["llc"], "llc", source, trace_cpus)
         smt = _groups(d["smt"], "smt", source, trace_cpus) if d.get("smt") else []

@@ -112,6 +112,19 @@ def test_gate_refuses_the_same_files_on_both_sides(runs, tmp_path):
     )
 
 
+def test_two_parts_of_one_trace_are_two_traces_to_the_gate():
+    """Loaded traces are told apart by themselves, not by the file they came from: the
+    two halves of one run are judged (and the same loaded trace on both sides is not)."""
+    t = schedwake.load(C1[0], events=["sched_switch", "sched_waking", "sched_migrate_task"])
+    mid = (t.meta["first_ts_ns"] + t.meta["last_ts_ns"]) // 2
+    first, second = t.sliced(None, mid), t.sliced(mid, None)
+    rules = parse_rules('[rules."context_switches_per_s"]\nallowed = "50%"\n')
+    result = schedwake.gate(first, second, rules)
+    assert not [p for p in result.problems if "same" in p], result.problems
+    assert result.exit_code == 0, gate_report.text(result)
+    assert "the same 1 trace file(s)" in schedwake.gate(first, first, rules).problems[0]
+
+
 def test_a_metric_from_a_zero_baseline_is_new_in_summaries(runs_compared):
     """pingpong_would_stack_per_s is 0 in every 1-client run and 0.30/s with 4 clients:
     the summaries say "new", mmtests' table keeps its -99.00% (pndiff of a zero base)."""
