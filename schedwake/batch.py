@@ -35,7 +35,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -166,13 +166,34 @@ class Options:
     input_format: str | None = None
     reader: str | None = None
     jobs: int | None = None
+    #: Per-trace topologies: ``(pattern, file as given, file's absolute path)``; the
+    #: first pattern a trace's path matches gives its topology (:meth:`topology_for`).
+    topology_map: tuple[tuple[str, str, str], ...] = ()
+
+    def topology_for(self, path: str, abspath: str) -> tuple[str | None, str | None]:
+        """The topology file of the trace ``path`` (read at ``abspath``), as given and as
+        an absolute path: the first of :attr:`topology_map` whose pattern matches it
+        (an absolute pattern its absolute path; a relative one its path as given or
+        relative to the current directory), else ``--topology`` (None: the trace's own
+        lookup, a TRACE.topology.json or topology.json beside it)."""
+        rel = os.path.relpath(abspath)
+        for pattern, given, absolute in self.topology_map:
+            names = [abspath] if os.path.isabs(pattern) else [path, rel]
+            if _GLOB_CHARS.search(pattern):
+                rx = glob_regex(os.path.normpath(pattern))
+                hit = any(rx.match(os.path.normpath(n)) for n in names)
+            else:
+                hit = any(os.path.normpath(n) == os.path.normpath(pattern) for n in names)
+            if hit:
+                return given, absolute
+        return self.topology_file, self.topology_abspath
 
     def key(self) -> str:
         """What makes two analyses of a trace the same: the options that change results
         (not the reader or its threads: they give identical tables) and the version."""
         from hashlib import sha1
 
-        what = {
+        what: dict[str, object] = {
             "topology": self.topology_abspath,
             "llc": list(self.llc),
             "thresholds": sorted(self.thresholds),
@@ -180,6 +201,8 @@ class Options:
             "input_format": self.input_format,
             "version": __version__,
         }
+        if self.topology_map:
+            what["topology_map"] = [[p, a] for p, _, a in self.topology_map]
         return sha1(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -315,9 +338,10 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             reader=options.reader,
             jobs=options.jobs,
         )
-        topo = trace.use_topology(options.topology_abspath, options.llc)
-        if topo.source == options.topology_abspath:
-            topo.source = str(options.topology_file)
+        topology_file, topology_abspath = options.topology_for(path, abspath)
+        topo = trace.use_topology(topology_abspath, () if topology_abspath else options.llc)
+        if topology_abspath is not None and topo.source == topology_abspath:
+            topo.source = str(topology_file)
         else:
             topo.source = _as_given(topo.source, abspath, path)
         trace.meta["path"] = path
@@ -463,6 +487,7 @@ def batch(
     *,
     topology_file=None,
     llc: Sequence[str] = (),
+    topologies: Mapping[str, str] | Sequence[str] | None = None,
     thresholds: dict | None = None,
     windows: Sequence[float] = (),
     label_from: str | None = None,
@@ -481,7 +506,11 @@ def batch(
     (default: one per CPU this process may use), ``"tcp://HOST:PORT"`` for an existing
     Dask cluster (its workers must reach the traces by the same absolute paths and run
     the same schedwake), or ``"serial"`` to analyse in this process without Dask.
-    ``topology_file``/``llc``/``thresholds``: as ``schedwake analyze``; ``windows``:
+    ``topology_file``/``llc``/``thresholds``: as ``schedwake analyze``, for every trace
+    (without them each trace's own TRACE.topology.json or topology.json is used);
+    ``topologies``: per-trace topology files, ``{glob: file}`` (or ``["GLOB=FILE"]`` as
+    ``--topology-for`` gives them), the first glob a trace's path matches naming its
+    file, before ``topology_file``; ``windows``:
     extra per-window sample lengths (s) to store; ``label_from``: a regular expression
     whose named groups become columns; ``force``: analyse again what an earlier run
     into ``out`` already did. ``progress(done, total)`` is called as traces finish.
@@ -506,6 +535,7 @@ def batch(
         Topology.from_file(topology_file)
     if llc:
         Topology.from_llc_lists(llc)
+    topology_map = _topology_map(topologies)
     if workers is not None and not (isinstance(workers, int) and 1 <= workers <= MAX_WORKERS):
         raise OptionError("workers", workers, f"must be a whole number from 1 to {MAX_WORKERS}")
     options = Options(
@@ -517,6 +547,7 @@ def batch(
         input_format=input_format,
         reader=reader,
         jobs=jobs,
+        topology_map=topology_map,
     )
     paths, missing = expand_inputs(inputs)
     before = _previous(out)
@@ -543,6 +574,29 @@ def batch(
             result.errors.append((r.row["path"], r.row["error"]))
     _write(out, before, results, options, label_from)
     return result
+
+
+def _topology_map(topologies) -> tuple[tuple[str, str, str], ...]:
+    """``topologies`` (``{glob: file}`` or ``["GLOB=FILE", ...]``) as
+    :attr:`Options.topology_map`, each file read once to refuse a bad one early."""
+    from .topology import Topology
+
+    if not topologies:
+        return ()
+    if isinstance(topologies, Mapping):
+        items = [(str(k), str(v)) for k, v in topologies.items()]
+    else:
+        items = []
+        for spec in topologies:
+            pattern, sep, file = str(spec).rpartition("=")
+            if not sep or not pattern.strip() or not file.strip():
+                raise TraceError("--topology-for", f"expected GLOB=FILE, got {spec!r}")
+            items.append((pattern.strip(), file.strip()))
+    out = []
+    for pattern, file in items:
+        Topology.from_file(file)
+        out.append((pattern, file, os.path.abspath(file)))
+    return tuple(out)
 
 
 def _unchanged(prev: dict, abspath: str, options: Options) -> bool:
@@ -929,8 +983,11 @@ def _write(out: Path, before: _Previous, results: list[TraceResult], options, la
         "traces": traces.num_rows,
         "label_from": label_from,
         "labels": list(labels),
+        # the directory relative patterns of compare/gate --from-batch are also matched from
+        "cwd": os.getcwd(),
         "options": {
             "topology": options.topology_file,
+            "topology_for": {p: f for p, f, _ in options.topology_map},
             "llc": list(options.llc),
             "thresholds": dict(options.thresholds),
             "windows": list(options.windows),
@@ -1020,7 +1077,9 @@ class BatchDataset:
 
     def where(self, conditions: dict | Sequence[str] = (), **kw) -> BatchDataset:
         """The traces whose columns equal the given values (``{"kernel": "6.1"}``, or
-        ``["kernel=6.1"]`` as ``--where`` gives them), compared as text."""
+        ``["kernel=6.1"]`` as ``--where`` gives them), compared by the column's type: a
+        number with a numeric column (``clients=4`` is ``4.0`` is ``4``), else as text.
+        TraceError names the condition that leaves no trace, with the values there are."""
         if not isinstance(conditions, dict):
             parsed = {}
             for item in conditions:
@@ -1038,8 +1097,10 @@ class BatchDataset:
                     f"{self.out / TRACES_FILE} has no column {col!r} "
                     f"(labels: {', '.join(self.manifest.get('labels') or []) or 'none'})",
                 )
-            text = df[col].map(lambda v: "" if v is None or v is pd.NA else str(v))
-            df = df[text == str(value)]
+            before = df
+            df = df[_equals(df[col], value, col)]
+            if df.empty:
+                raise TraceError("--where", _matched_nothing(col, value, before[col]))
         sub = BatchDataset(self.out, df.reset_index(drop=True), self.manifest)
         sub._windows = self._windows
         return sub
@@ -1050,22 +1111,49 @@ class BatchDataset:
         glob matched like files are: ``*`` stops at ``/``, ``**`` crosses), sorted;
         an absolute pattern matches the traces' absolute paths."""
         pattern = str(pattern)
-        col = "abspath" if os.path.isabs(pattern) else "path"
+        if os.path.isabs(pattern):
+            names = [[v] for v in self.traces["abspath"]]
+        else:
+            names = self._relative_names()
         if _GLOB_CHARS.search(pattern):
             rx = glob_regex(pattern)
-            hits = [i for i, v in enumerate(self.traces[col]) if rx.match(str(v))]
+            hits = [i for i, vs in enumerate(names) if any(rx.match(str(v)) for v in vs)]
         else:
             target = os.path.normpath(pattern)
             hits = [
                 i
-                for i, v in enumerate(self.traces[col])
-                if v is not None and os.path.normpath(str(v)) == target
+                for i, vs in enumerate(names)
+                if any(v is not None and os.path.normpath(str(v)) == target for v in vs)
             ]
         if not hits:
+            example = f"; a stored path: {self.traces['path'].iloc[0]}" if len(self.traces) else ""
             raise TraceError(
-                pattern, f"{what}: the pattern matches no trace of the batch {self.out}"
+                pattern,
+                f"{what}: the pattern matches no trace of the batch {self.out} "
+                f"({len(self.traces)} trace(s){example})",
             )
         return sorted(str(self.traces["path"].iloc[i]) for i in hits)
+
+    def _relative_names(self) -> list[list[str]]:
+        """The names a relative pattern is matched against, per trace: its path as
+        stored, and its path relative to the directory the batch ran from, to the
+        current directory (when the trace is under it) and to the common root of the
+        batch's traces, so that ``*kstack-on*`` finds ``/data/runs/k-kstack-on.dat``."""
+        abspaths = [str(a) for a in self.traces["abspath"] if isinstance(a, str)]
+        roots = [self.manifest.get("cwd"), os.getcwd()]
+        if abspaths:
+            roots.append(os.path.commonpath([os.path.dirname(a) for a in abspaths]))
+        out = []
+        for path, ap in zip(self.traces["path"], self.traces["abspath"]):
+            names = [str(path)]
+            if isinstance(ap, str):
+                for root in roots:
+                    if isinstance(root, str) and os.path.isabs(root):
+                        rel = os.path.relpath(ap, root)
+                        if not rel.startswith(".."):
+                            names.append(rel)
+            out.append(list(dict.fromkeys(names)))
+        return out
 
     def load(self, path: str) -> AnalysedTrace:
         """The analysed trace of ``path``; TraceError (its error) if it could not be
@@ -1083,6 +1171,36 @@ class BatchDataset:
             raise TraceError(
                 self.out / TRACES_FILE, f"the row of {path} is damaged ({_one_line(exc)})"
             ) from None
+
+
+def _equals(column: pd.Series, value, name: str) -> pd.Series:
+    """Which cells of ``column`` equal ``value``: numerically for a numeric column (a
+    label of digits is int64, read back as float64 where some rows have none), else
+    as text."""
+    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise TraceError(
+                "--where", f"{name}={value}: {name} holds numbers, and {value!r} is not one"
+            ) from None
+        return (column.astype("float64") == number).fillna(False).astype(bool)
+    text = column.map(lambda v: "" if v is None or v is pd.NA else str(v))
+    return text == str(value)
+
+
+def _matched_nothing(name: str, value, column: pd.Series) -> str:
+    """The reason of a ``--where`` condition that leaves no trace: the values there are."""
+    values = []
+    for v in column.dropna().unique():
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        values.append(str(v))
+    values = sorted(set(values), key=lambda v: (len(v), v))
+    shown = ", ".join(values[:10]) + (f" ... ({len(values)} values)" if len(values) > 10 else "")
+    return f"{name}={value} matches no trace (of {len(column)}); {name} has " + (
+        shown if values else "no value"
+    )
 
 
 def _strip_path(error: str, path: str) -> str:

@@ -339,8 +339,9 @@ def topology_options(f):
         "topology_file",
         type=click.Path(dir_okay=False),
         default=None,
-        help="Topology JSON (from `schedwake topology`). "
-        "Default: TRACE.topology.json beside the trace, else one LLC.",
+        help="Topology JSON (from `schedwake topology`). Default: TRACE.topology.json, "
+        "else topology.json, beside the trace; else the LLCs its wake-ups show; else "
+        "one LLC.",
     )(f)
     return f
 
@@ -351,8 +352,8 @@ def from_batch_options(f):
         "--where",
         multiple=True,
         metavar="COLUMN=VALUE",
-        help="With --from-batch: only the traces whose column (a label) has this value; "
-        "repeatable.",
+        help="With --from-batch: only the traces whose column (a label) has this value "
+        "(a number for a numeric column: clients=4); repeatable.",
     )(f)
     f = click.option(
         "--from-batch",
@@ -361,7 +362,8 @@ def from_batch_options(f):
         default=None,
         metavar="OUT",
         help="Judge from the dataset `schedwake batch -o OUT` wrote: the globs match its "
-        "path column, and no trace is read again.",
+        "traces' paths (a relative glob also from the batch's common directory), and no "
+        "trace is read again.",
     )(f)
     return f
 
@@ -935,6 +937,12 @@ def _work(specs, sides: list[str]):
     is_flag=True,
     help="Print every CPU's busy-share rows (by default left out beyond 4 CPUs).",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Print the whole mmtests table (by default: the summary, then the table's mean "
+    "rows that changed significantly).",
+)
 @from_batch_options
 @topology_options
 @threshold_option
@@ -953,6 +961,7 @@ def compare(
     html_file,
     title,
     per_cpu,
+    full,
     from_batch,
     where,
     topology_file,
@@ -1005,9 +1014,9 @@ def compare(
     if fmt == "json":
         click.echo(result.to_json())
     elif fmt == "markdown":
-        click.echo(result.markdown(per_cpu=per_cpu), nl=False)
+        click.echo(result.markdown(per_cpu=per_cpu, full=full), nl=False)
     else:
-        click.echo(result.text(per_cpu=per_cpu), nl=False)
+        click.echo(result.text(per_cpu=per_cpu, full=full), nl=False)
     if html_file:
         from .report import html
 
@@ -1213,6 +1222,14 @@ def gate(
 @click.option(
     "--force", is_flag=True, help="Analyse again the traces an earlier run into OUT already did."
 )
+@click.option(
+    "--topology-for",
+    "topologies",
+    multiple=True,
+    metavar="GLOB=FILE",
+    help="The topology JSON of the traces GLOB matches (the first that matches; "
+    "before --topology); repeatable.",
+)
 @topology_options
 @threshold_option
 @input_format_option
@@ -1226,6 +1243,7 @@ def batch(
     workers,
     serial,
     force,
+    topologies,
     topology_file,
     llc,
     thresholds,
@@ -1262,6 +1280,7 @@ def batch(
             out,
             topology_file=topology_file,
             llc=llc,
+            topologies=list(topologies),
             thresholds=th,
             windows=windows,
             label_from=label_from,

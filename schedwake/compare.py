@@ -59,6 +59,7 @@ __all__ = [
     "check_alpha",
     "SIGNIFICANCE",
     "SAMPLE_MODES",
+    "distinct_names",
 ]
 
 SIGNIFICANCE = ("ttest", "ci95")
@@ -169,6 +170,31 @@ def glob_regex(pattern: str) -> re.Pattern:
             out.append(re.escape(c))
         i += 1
     return re.compile("".join(out) + r"\Z")
+
+
+def distinct_names(paths: Sequence[str]) -> dict[str, str]:
+    """Each path's shortest trailing part that no other of ``paths`` ends with: how the
+    reports name traces, so that ``run1/trace.dat`` and ``run2/trace.dat`` are not both
+    ``trace.dat`` (``{"/a/run1/trace.dat": "run1/trace.dat", ...}``; a lone or unique
+    file name stays its name). Paths naming the same file (``a.dat`` and ``./a.dat``)
+    are one; a path that another ends with entirely is given whole."""
+    given = list(dict.fromkeys(str(p) for p in paths))
+    parts = {p: Path(os.path.abspath(p)).parts for p in given}
+    files = list(dict.fromkeys(parts.values()))
+    depth = max((len(f) for f in files), default=0)
+    name_of: dict[tuple[str, ...], str] = {}
+    left = set(files)
+    for k in range(1, depth + 1):
+        ends: dict[tuple[str, ...], int] = {}
+        for f in files:
+            ends[f[-k:]] = ends.get(f[-k:], 0) + 1
+        for f in list(left):
+            if ends[f[-k:]] == 1 or k == len(f):
+                name_of[f] = str(Path(*f[-k:]))
+                left.discard(f)
+        if not left:
+            break
+    return {p: name_of[parts[p]] for p in given}
 
 
 def _default_label(paths: list[str], index: int) -> str:
@@ -608,18 +634,23 @@ class CompareResult:
     def rule_line(self) -> str:
         return self.comparison.rule_line()
 
+    def trace_names(self) -> dict[str, str]:
+        """``{path: name}`` of every trace of every side: the shortest end of its path
+        that tells it apart from the others (:func:`distinct_names`), as reports name it."""
+        paths = [str(t.meta.get("path")) for s in self.sides for t in s.traces]
+        return distinct_names(paths + [p for s in self.sides for p in s.paths])
+
     def notes(self) -> list[str]:
         """Caveats of the traces (assumed topology, lost events, missing events), one line
         each, followed by the traces it concerns (or "every trace")."""
         where: dict[str, list[str]] = {}
         n = 0
+        names = self.trace_names()
         for s in self.sides:
             for t in s.traces:
                 n += 1
                 for c in t.caveats:
-                    where.setdefault(c, []).append(
-                        f"{s.label}: {Path(str(t.meta.get('path'))).name}"
-                    )
+                    where.setdefault(c, []).append(f"{s.label}: {names[str(t.meta.get('path'))]}")
         out = []
         for c, traces in where.items():
             who = "every trace" if len(traces) == n else ", ".join(traces)
@@ -668,8 +699,8 @@ class CompareResult:
             "  " + lab.rjust(w) for lab, w in zip(self.labels, widths)
         )
         out = [
-            "summary: the mean of each metric on each side; % = gain over the baseline, "
-            "* = significant",
+            "summary: the mean of each metric on each side; % = gain over the baseline "
+            "(new: from a zero baseline), * = significant",
             head,
         ]
         for r, name in zip(rows, names):
@@ -680,7 +711,10 @@ class CompareResult:
                 if j:
                     sig = r.sig[j]
                     star = "*" if sig is not None and sig.significant else " "
-                    num += f" {r.pcts[j]:+10.2f}%{star}"
+                    if mmtests.is_new(r.values[0], v):  # (the table keeps mmtests' figure)
+                        num += f" {mmtests.NEW_TEXT:>11}{star}"
+                    else:
+                        num += f" {r.pcts[j]:+10.2f}%{star}"
                 cells.append("  " + num.rjust(w))
             out.append(name.ljust(w0) + "".join(cells))
         return out
@@ -719,29 +753,64 @@ class CompareResult:
             line += f"; alpha {a:g}: {why} (the gate's is 0.05: a broken rule fails a build)"
         return line
 
-    def text(self, per_cpu: bool = False) -> str:
+    def _changed(self, table: mmtests.Comparison) -> tuple[mmtests.Comparison | None, str]:
+        """The mean rows of ``table`` that changed significantly on a side (None if none
+        did), and the line that says what the whole table would add."""
+        import dataclasses
+
+        rows = [
+            r
+            for r in table.rows
+            if r.is_mean_row and any(s is not None and s.significant for s in r.sig)
+        ]
+        total = len(table.metrics)
+        more = "--full prints the whole table (Min, Stddev, CoeffVar, Max, best means)"
+        if not rows:
+            return None, f"mmtests table: none of the {total} metrics changed significantly; {more}"
+        return dataclasses.replace(table, rows=rows), (
+            f"mmtests table: the mean rows of the {len(rows)} of {total} metrics that changed "
+            f"significantly; {more}"
+        )
+
+    def text(self, per_cpu: bool = False, full: bool = False) -> str:
         """The summary, then the mmtests table with the rule line under it, the sign
-        convention and the notes. Per-CPU busy-share rows of more than 4 CPUs are left out
-        of the table unless ``per_cpu`` (one line says so)."""
+        convention and the notes. The table holds the metrics that changed significantly
+        (a line says so) unless ``full``; per-CPU busy-share rows of more than 4 CPUs are
+        left out of it unless ``per_cpu`` (one line says so)."""
         notes = "".join(f"note: {n}\n" for n in self.notes())
         table, hidden = self._table(per_cpu)
         summary = "\n".join(self.summary_lines())
         head = summary + "\n\n" if summary else ""
+        if full:
+            body = table.text()
+        else:
+            shown, line = self._changed(table)
+            body = (table.title + "\n" if shown is None and table.title else "") + line + "\n"
+            body += (
+                table.rule_line() + "\n"
+                if shown is None
+                else shown.text(rule_line=table.rule_line())
+            )
         return (
-            head
-            + table.text()
-            + (hidden + "\n" if hidden else "")
-            + self.convention_line()
-            + "\n"
-            + notes
+            head + body + (hidden + "\n" if hidden else "") + self.convention_line() + "\n" + notes
         )
 
-    def markdown(self, per_cpu: bool = False) -> str:
+    def markdown(self, per_cpu: bool = False, full: bool = False) -> str:
+        """:meth:`text` as Markdown: the summary in a code block, the table a pipe table."""
         notes = self.notes()
         table, hidden = self._table(per_cpu)
         summary = self.summary_lines()
         out = ("```\n" + "\n".join(summary) + "\n```\n\n") if summary else ""
-        out += table.markdown() + "\n" + (hidden + "\n\n" if hidden else "")
+        if full:
+            out += table.markdown() + "\n"
+        else:
+            shown, line = self._changed(table)
+            out += line + "\n\n"
+            if shown is None:
+                out += table.rule_line().replace("*", "\\*", 1) + "\n\n"
+            else:
+                out += shown.markdown(rule_line=table.rule_line()) + "\n"
+        out += hidden + "\n\n" if hidden else ""
         out += self.convention_line() + "\n"
         if notes:
             out += "\n" + "".join(f"- note: {n}\n" for n in notes)

@@ -41,6 +41,7 @@ The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.ga
 from __future__ import annotations
 
 import math
+import os
 import time
 import tomllib
 from collections.abc import Callable
@@ -54,13 +55,14 @@ from .compare import (
     CompareResult,
     check_alpha,
     check_window,
+    distinct_names,
     expand_paths,
     load_model_trace,
     sample_plan,
 )
 from .compare import compare as run_compare
 from .errors import OptionError, TraceError
-from .mmtests import gain_pct_text
+from .mmtests import NEW_TEXT, gain_pct_text
 from .model.events import timestamp_problem
 
 __all__ = [
@@ -283,6 +285,8 @@ class GateResult:
     #: Wall-clock seconds spent reading the traces and judging the rules (JUnit times).
     seconds_reading: float = 0.0
     seconds_judging: float = 0.0
+    #: A note when some traces are both baseline and candidate (all of them: a problem).
+    overlap: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -294,6 +298,11 @@ class GateResult:
     def verdict(self) -> str:
         return {0: "PASS", 1: "FAIL", 2: "ERROR"}[self.exit_code]
 
+    def trace_names(self) -> dict[str, str]:
+        """``{path: name}`` of the baseline's and the candidate's traces: the shortest
+        end of each path that tells it apart from the others (``run1/trace.dat``)."""
+        return distinct_names(self.baseline_paths + self.candidate_paths)
+
     def notes(self) -> list[str]:
         """Caveats of the traces, and what one trace a side can and cannot tell."""
         out = [
@@ -301,6 +310,7 @@ class GateResult:
             for r in self.rules
             if r.written_as
         ]
+        out += self.overlap
         out += [] if self.comparison is None else list(self.comparison.notes())
         return out
 
@@ -484,9 +494,55 @@ def default_rules() -> tuple[Settings, list[Rule]]:
 # -- judging -----------------------------------------------------------------------------------
 
 
-def _input_problems(side: str, trace, settings: Settings) -> list[str]:
-    """Why one loaded trace cannot be judged (empty, lost events, too short)."""
-    name = Path(str(trace.meta.get("path"))).name
+def _side_files(side: str, spec, expand) -> dict:
+    """``{identity: path}`` of the traces a side's ``spec`` names: a file by its real
+    absolute path (``./a.dat``, ``a.dat`` and a link to it are one file), a loaded trace
+    by itself (two windows of one file are two traces). A pattern that cannot be
+    expanded names none (its problem is reported where the side is loaded)."""
+    items = [spec] if isinstance(spec, (str, Path)) or hasattr(spec, "meta") else list(spec)
+    out: dict = {}
+    for item in items:
+        if not isinstance(item, (str, Path)):
+            out[("trace", id(item))] = str(item.meta.get("path"))
+            continue
+        try:
+            for p in expand(str(item), side):
+                out[("file", os.path.realpath(p))] = p
+        except TraceError:
+            pass
+    return out
+
+
+def _judge_overlap(result: GateResult, baseline, candidate, expand) -> None:
+    """A problem in ``result`` when the baseline and the candidate are the same traces
+    (a job that compares a build with itself passes every rule and judges nothing); a
+    note when some of them are on both sides."""
+    base = _side_files("baseline", baseline, expand)
+    cand = _side_files("candidate", candidate, expand)
+    if base and base.keys() == cand.keys():
+        result.problems.insert(
+            0,
+            f"the baseline and the candidate are the same {len(base)} trace file(s): "
+            "nothing would be judged (a misconfigured job? give the candidate's own traces)",
+        )
+    elif shared := [k for k in base if k in cand]:
+        names = distinct_names(list(base.values()) + list(cand.values()))
+        result.overlap = [
+            f"{len(shared)} trace file(s) are both baseline and candidate "
+            f"({', '.join(names[base[k]] for k in shared)}): the sides are not independent"
+        ]
+
+
+def _name(names: dict[str, str], trace) -> str:
+    """How the messages name ``trace``: its entry in ``names``, else its file name."""
+    path = str(trace.meta.get("path"))
+    return names.get(path) or Path(path).name
+
+
+def _input_problems(side: str, trace, settings: Settings, name: str | None = None) -> list[str]:
+    """Why one loaded trace cannot be judged (empty, lost events, too short); ``name``:
+    how the messages name it (default its file name)."""
+    name = name or Path(str(trace.meta.get("path"))).name
     records = sum((trace.meta.get("event_counts") or {}).values())
     if records == 0:
         return [f"{side} {name}: the trace has no events"]
@@ -591,6 +647,7 @@ def gate(
     if profile_rules:
         profiles = _load_profiles(result, specs, expand or expand_paths, not metric_rules)
     result.seconds_reading = time.perf_counter() - started
+    _judge_overlap(result, baseline, candidate, expand or expand_paths)
     if result.problems:
         return result
     started = time.perf_counter()
@@ -627,13 +684,15 @@ def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, 
         traces, paths = _load_side(name, list(spec), loader, expand, result.problems)
         sides[name] = traces
         setattr(result, f"{name}_paths", paths)
+    names = result.trace_names()
+    for name, traces in sides.items():
         for t in traces:
             if topology_file is not None or llc:
                 try:
                     t.use_topology(topology_file, llc)
                 except TraceError as exc:
                     result.problems.append(str(exc))
-            result.problems.extend(_input_problems(name, t, result.settings))
+            result.problems.extend(_input_problems(name, t, result.settings, _name(names, t)))
     return sides
 
 
@@ -660,13 +719,14 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
             )
         return kind, window
     assert window is not None  # per-window samples always have a window length
+    names = result.trace_names()
     for name, traces in sides.items():
         for t in traces:
             # as many windows as compare will sample
             n = len(window_edges(t.meta["first_ts_ns"], t.meta["last_ts_ns"], window)) - 1
             if n < settings.min_windows:
                 result.problems.append(
-                    f"{name} {Path(str(t.meta.get('path'))).name}: {n} window(s) of "
+                    f"{name} {_name(names, t)}: {n} window(s) of "
                     f"{window:g} s, fewer than the {settings.min_windows} a judgement "
                     "needs ([gate] window, min_windows)"
                 )
@@ -680,10 +740,11 @@ def _measurable_rules(result: GateResult, sides: dict, rules: list[Rule]) -> lis
     from .metrics import catalogue_entry, missing_events
 
     measurable = []
+    names = result.trace_names()
     for rule in rules:
         entry = catalogue_entry(rule.metric)
         lacking = [
-            f"{name} {Path(str(t.meta.get('path'))).name} has no {ev} events"
+            f"{name} {_name(names, t)} has no {ev} events"
             for name, traces in sides.items()
             for t in traces
             for ev in missing_events(t, rule.metric)
@@ -905,9 +966,10 @@ def _callers_why(cmp, symbol: str, dso: str) -> list[str]:
 
 def _change_text(r: RuleResult, more: str = "") -> str:
     unit = r.unit if r.unit in ("", "%", "/s") else " " + r.unit
+    gain = gain_pct_text(r.gain_pct, r.baseline)
     return (
         f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} "
-        f"(gain {gain_pct_text(r.gain_pct)}{more})"
+        f"({gain if gain == NEW_TEXT else 'gain ' + gain}{more})"
     )
 
 

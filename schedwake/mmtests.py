@@ -110,10 +110,25 @@ SIGN_CONVENTION = (
 )
 
 
-def gain_pct_text(pct: float | None) -> str:
-    """A gate rule's gain as its reports print it: ``-12.3%``, ``-inf%``."""
+#: How a summary prints the change of a metric whose baseline is zero: no percentage of
+#: zero means anything (mmtests' own table prints its -99% / +100% convention).
+NEW_TEXT = "new"
+
+
+def is_new(baseline: float | None, value: float | None) -> bool:
+    """True when a metric appears from a zero baseline (``0 -> 115.97``)."""
+    if baseline is None or value is None or math.isnan(baseline) or math.isnan(value):
+        return False
+    return baseline == 0 and value != 0
+
+
+def gain_pct_text(pct: float | None, baseline: float | None = None) -> str:
+    """A gate rule's gain as its reports print it: ``-12.3%``, ``-inf%``; ``new`` when
+    ``baseline`` is given and zero and the gain is not."""
     if pct is None:
         return "-"
+    if baseline == 0 and pct != 0:
+        return NEW_TEXT
     return f"{'+' if pct > 0 else '-'}inf%" if math.isinf(pct) else f"{pct:+.1f}%"
 
 
@@ -228,9 +243,11 @@ class Comparison:
         return line
 
     # ---- renderers ----------------------------------------------------------------------
-    def text(self, precision: int = 2) -> str:
+    def text(self, precision: int = 2, rule_line: str | None = None) -> str:
         """The mmtests fixed-width table (title, two header lines, rows, rule line),
-        newline-terminated.  ``precision`` is mmtests' ``_Precision`` for the values."""
+        newline-terminated.  ``precision`` is mmtests' ``_Precision`` for the values;
+        ``rule_line``: the last line in place of :meth:`rule_line` (a table of some of
+        the rows keeps the rule line of all of them)."""
         stat_w = max((len(r.stat) for r in self.rows), default=0)
         op_w = max((len(r.op) for r in self.rows), default=0)
         lines = []
@@ -246,12 +263,12 @@ class Comparison:
                 sig = r.sig[j]
                 s += _cell(v, p, bool(sig is not None and sig.significant), precision)
             lines.append(s)
-        lines.append(self.rule_line())
+        lines.append(self.rule_line() if rule_line is None else rule_line)
         return "\n".join(lines) + "\n"
 
-    def markdown(self, precision: int = 2) -> str:
+    def markdown(self, precision: int = 2, rule_line: str | None = None) -> str:
         """A Markdown pipe table with the same numbers; significant cells carry literal
-        (escaped) stars, e.g. ``530.00 \\*2.39%\\*``."""
+        (escaped) stars, e.g. ``530.00 \\*2.39%\\*``; ``rule_line`` as :meth:`text`."""
         out = []
         if self.title:
             out += [f"**{self.title}**", ""]
@@ -269,7 +286,8 @@ class Comparison:
                 else:
                     cells.append(f"{num} ({pct}%)")
             out.append("| " + " | ".join(cells) + " |")
-        out += ["", self.rule_line().replace("*", "\\*", 1)]
+        line = self.rule_line() if rule_line is None else rule_line
+        out += ["", line.replace("*", "\\*", 1)]
         return "\n".join(out) + "\n"
 
     def records(self) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@
 Sources, best first (DESIGN section 5):
 
 1. a JSON file captured from the traced machine's sysfs (``schedwake topology -o``,
-   or ``<trace>.topology.json`` beside the trace, picked up automatically)::
+   or ``<trace>.topology.json`` beside the trace, else ``topology.json`` in the trace's
+   directory, picked up automatically)::
 
        {"cpus": 2, "llc": [[0, 1]], "smt": [[0], [1]], "numa": [[0, 1]]}
 
@@ -183,7 +184,8 @@ class Topology:
     #: Where it came from: a file path, ``"--llc"``, ``"file header"``, ``"inferred"``
     #: or ``"assumed"``.
     source: str = "assumed"
-    #: For an inferred or assumed map: the evidence, or why none was inferred (one line).
+    #: For an inferred or assumed map: the evidence, or why none was inferred; for a
+    #: file's map: what does not fit the trace (one line, a caveat of every report).
     note: str = ""
 
     def __post_init__(self):
@@ -257,6 +259,24 @@ class Topology:
             raise TraceError(
                 source, f"topology 'cpus' must be a CPU count (0-{MAX_CPUS}), not {_short(cpus)}"
             )
+        note = ""
+        if trace_cpus and cpus > trace_cpus:
+            named = max(
+                (c for k in ("llc", "smt", "numa") if d.get(k) for g in _groups(d[k], k, source)
+                 for c in g),
+                default=-1,
+            )  # fmt: skip
+            if named >= trace_cpus:
+                raise TraceError(
+                    source,
+                    f"the topology is of a machine with {cpus} CPUs (it names CPU {named}) but "
+                    f"the trace has CPUs {format_cpulist(range(trace_cpus))}: the map of "
+                    "another machine?",
+                )
+            note = (
+                f"the topology is of a machine with {cpus} CPUs, the trace has CPUs "
+                f"{format_cpulist(range(trace_cpus))}: the map of another machine?"
+            )
         llc = _groups(d["llc"], "llc", source, trace_cpus)
         smt = _groups(d["smt"], "smt", source, trace_cpus) if d.get("smt") else []
         numa = _groups(d["numa"], "numa", source, trace_cpus) if d.get("numa") else []
@@ -268,7 +288,7 @@ class Topology:
             raise TraceError(
                 source, f"topology 'smt': core {format_cpulist(core)} spans more than one LLC"
             )
-        return cls(cpus=cpus, llc=llc, smt=smt, numa=numa, source=str(source))
+        return cls(cpus=cpus, llc=llc, smt=smt, numa=numa, source=str(source), note=note)
 
     @classmethod
     def from_file(cls, path, trace_cpus: int | None = None) -> Topology:
@@ -417,6 +437,10 @@ class Topology:
             )
 
 
+#: The topology file of every trace in its directory (``run1/trace.dat`` +
+#: ``run1/topology.json``), looked for after ``<trace>.topology.json``.
+DIRECTORY_TOPOLOGY = "topology.json"
+
 #: Extensions a trace file's name ends with (compression, then format).
 _TRACE_SUFFIXES = {".gz", ".xz", ".zst", ".bz2", ".txt", ".dat", ".data", ".report", ".perf"}
 
@@ -432,7 +456,8 @@ def trace_stem(path) -> str:
 
 def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header=None) -> Topology:
     """The topology to use for a trace of ``cpus`` CPUs: explicit file, ``--llc`` lists,
-    the ``<trace>.topology.json`` beside the trace, the map of the trace's own header
+    the ``<trace>.topology.json`` beside the trace, else a ``topology.json`` in its
+    directory, the map of the trace's own header
     (``header``: a topology dict, e.g. a perf.data's), or one assumed LLC, in that
     order. A file or ``--llc`` list that names a CPU the trace does not have is refused,
     as is a trace that says it has more CPUs than a map may have (before one is made)."""
@@ -457,6 +482,8 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header
                     p.with_name(p.name + ".topology.json"),
                     p.with_suffix(".topology.json"),
                     p.with_name(trace_stem(p) + ".topology.json"),
+                    # one directory a run (run1/trace.dat): the run's topology.json
+                    p.with_name(DIRECTORY_TOPOLOGY),
                 ]
             )
             for c in candidates:

@@ -190,6 +190,7 @@ def test_published_amean_through_cli_text_and_json(published):
         "context_switches_per_s",
         "--title",
         "schedwake: published numbers",
+        "--full",
     ]
     text = run_cli(*args, check=True).stdout
     # the summary first: the mean on each side and the gain, starred
@@ -275,7 +276,7 @@ def test_published_hmean_and_stddev_of_a_higher_is_better_metric():
             for v in (m - dv, m + dv)
         ]
     res = from_samples(pd.DataFrame(rows), title="netperf")
-    text = res.text()
+    text = res.text(full=True)
     hm = [ln for ln in text.splitlines() if ln.startswith("Hmean") and "throughput" in ln][0]
     assert hm.endswith("      617.82 *  92.22%*")
     sd = [ln for ln in text.splitlines() if ln.startswith("Stddev") and "tcp-rr" in ln][0]
@@ -297,7 +298,7 @@ def test_ci95_rule_is_printed(published):
     )
     assert "do not overlap" in res.rule_line()
     # 22.63 +- 1.96*1.13 and 20.54 +- 1.96*0.54 overlap: no star under ci95
-    assert "20.54 (   9.23%)" in res.text()
+    assert "20.54 (   9.23%)" in res.text(full=True)
 
 
 # -- the API ----------------------------------------------------------------------------------
@@ -333,7 +334,7 @@ def test_api_with_trace_objects_summary_and_plots(synth):
     busy = s[s["metric"] == "busy_share_cpu0"]
     assert set(busy["stat"]) == {"Hmean"}
     assert {"side", "iteration", "metric", "value"} <= set(res.samples.columns)
-    text = mmtests_part(res.text())
+    text = mmtests_part(res.text(full=True))
     assert text.splitlines()[0].split() == ["synth", "synth"]
     assert text.splitlines()[1].split() == ["sick", "healthy"]
     f = res.findings()
@@ -381,6 +382,7 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
         "wake_to_run_p99_us",
         "--html",
         out,
+        "--full",
         check=True,
     )
     lines = mmtests_part(p.stdout).splitlines()
@@ -406,7 +408,7 @@ def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
         )
     p = run_cli(
         "compare", "runs/6.1/x/trace.dat", "runs/6.12/x/trace.dat", "--metric", "migrations_per_s",
-        cwd=tmp_path,
+        "--full", cwd=tmp_path,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert mmtests_part(p.stdout).splitlines()[1].split() == ["6.1", "6.12"]
@@ -455,11 +457,11 @@ def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
 def test_per_cpu_rows_are_summarised_beyond_four_cpus_unless_asked():
     a = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-on-i1.dat")
     b = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat")
-    short = run_cli("compare", a, b, check=True).stdout
+    short = run_cli("compare", a, b, "--full", check=True).stdout
     assert "busy_share_cpu31" not in short
     hidden = [ln for ln in short.splitlines() if ln.startswith("busy_share_cpuN: 32 CPUs' rows")]
     assert len(hidden) == 1 and "--per-cpu shows them" in hidden[0]
-    full = run_cli("compare", a, b, "--per-cpu", check=True).stdout
+    full = run_cli("compare", a, b, "--per-cpu", "--full", check=True).stdout
     assert "Hmean     busy_share_cpu31[%]" in full and "busy_share_cpuN:" not in full
 
     # the other rows are the same (the rule line names the per-CPU rows' samples too)

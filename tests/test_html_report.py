@@ -38,6 +38,7 @@ def report(tmp_path_factory):
         "fio-weighted",
         "--title",
         "fio pinned: root vs weighted cgroup",
+        "--full",  # the whole mmtests table, as the HTML has it
         "--html",
         out,
         check=True,

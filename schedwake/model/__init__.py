@@ -85,6 +85,8 @@ class Model:
                 f"no topology given: {len(self.topology.llc)} LLC(s) inferred from the "
                 f"trace ({self.topology.note}); pass --topology FILE for the machine's own map",
             )
+        elif self.topology.note:  # a file's map that does not fit the trace
+            out.insert(0, f"topology {self.topology.source}: {self.topology.note}")
         return out
 
     @property

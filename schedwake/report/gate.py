@@ -22,8 +22,8 @@ def _fmt(v: float | None) -> str:
     return f"{v:.2f}" if abs(v) < 1e6 else f"{v:.4g}"
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else gain_pct_text(v)
+def _pct(v: float | None, baseline: float | None = None) -> str:
+    return "-" if v is None else gain_pct_text(v, baseline)
 
 
 def _sig(r) -> str:
@@ -50,7 +50,7 @@ def _rows(result) -> list[tuple[str, ...]]:
                 allowed,
                 _fmt(r.baseline),
                 _fmt(r.candidate),
-                _pct(r.gain_pct),
+                _pct(r.gain_pct, r.baseline),
                 _sig(r),
                 _STATUS[r.status],
             )
@@ -78,8 +78,10 @@ def _convention_line(result) -> str:
 
 
 def _sides_line(result) -> str:
+    told = result.trace_names()
+
     def names(paths):
-        return ", ".join(Path(p).name for p in paths) or "none"
+        return ", ".join(told.get(p) or Path(p).name for p in paths) or "none"
 
     return f"baseline: {names(result.baseline_paths)}; candidate: {names(result.candidate_paths)}"
 

@@ -16,6 +16,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..mmtests import NEW_TEXT, is_new
 from ..version import __version__
 from .analyze import format_value
 
@@ -81,7 +82,8 @@ def _summary_table(result) -> str:
             cls = ""
             if mark:
                 cls = " class='better'" if pct > 0 else " class='worse'" if pct < 0 else ""
-            txt = f"{num} {'*' if mark else '('}{pct:.2f}%{'*' if mark else ')'}"
+            change = NEW_TEXT if is_new(r.values[0], v) else f"{pct:.2f}%"
+            txt = f"{num} {'*' if mark else '('}{change}{'*' if mark else ')'}"
             cells.append(f"<td{cls}>{_e(txt)}</td>")
         rows.append(
             f"<tr><td class='l'>{_e(r.metric.name)}</td><td class='l'>"
@@ -98,6 +100,7 @@ def _sides(result) -> str:
         "</th><th>CPUs</th><th class='l'>kernel</th><th class='l'>topology</th></tr>"
         "</thead><tbody>"
     ]
+    names = result.trace_names()
     for s in result.sides:
         if not s.traces:
             for p in s.paths or ["(samples only)"]:
@@ -109,7 +112,7 @@ def _sides(result) -> str:
         for t in s.traces:
             out.append(
                 f"<tr><td class='l'>{_e(s.label)}</td>"
-                f"<td class='l'>{_e(Path(str(t.meta.get('path'))).name)}</td>"
+                f"<td class='l'>{_e(names[str(t.meta.get('path'))])}</td>"
                 f"<td>{t.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.get('cpus'))}</td>"
                 f"<td class='l'>{_e(t.meta.get('kernel') or 'unknown')}</td>"
                 f"<td class='l'>{_e(t.topology.describe())}</td></tr>"
@@ -123,13 +126,14 @@ def _findings(result) -> str:
 
     out = []
     all_findings = result.findings()
+    names = result.trace_names()
     for s in result.sides:
         out.append(f"<h3>{_e(s.label)}</h3>")
         if not s.traces:
             out.append("<p class='meta'>no traces (comparison built from samples)</p>")
             continue
         for path, findings in all_findings.get(s.label, []):
-            name = Path(path).name
+            name = names.get(path) or Path(path).name
             if not findings:
                 out.append(
                     f"<p><b>{_e(name)}</b>: no finding (no detector's thresholds were crossed)</p>"

@@ -1,0 +1,196 @@
+"""Issue #24, items 3, 6 and 8 on real traces: runs stored as ``runN/trace.dat`` are
+named by the end of their path that tells them apart in every report; the gate refuses a
+baseline that is its own candidate; a metric that appears from a zero baseline is "new"
+in the summaries (mmtests' own figure stays in its table); compare prints the summary and
+the significantly changed mean rows by default, the whole table with ``--full``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import schedwake
+from schedwake.compare import distinct_names
+from schedwake.gate import parse_rules
+from schedwake.report import gate as gate_report
+from schedwake.report import html
+
+from .conftest import iteration_paths, mmtests_part, run_cli
+
+C1, C4 = iteration_paths("c1"), iteration_paths("c4")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """base/run{1,2,3}/trace.dat (the 1-client iterations) and new/run{1,2,3}/trace.dat
+    (the 4-client ones), as links to the real traces."""
+    root = tmp_path_factory.mktemp("runs")
+    for side, paths in (("base", C1), ("new", C4)):
+        for i, p in enumerate(paths, 1):
+            (root / side / f"run{i}").mkdir(parents=True)
+            os.symlink(p, root / side / f"run{i}" / "trace.dat")
+    return root
+
+
+def test_distinct_names_are_the_shortest_telling_ends():
+    assert distinct_names(["run1/trace.dat", "run2/trace.dat", "x/other.dat"]) == {
+        "run1/trace.dat": "run1/trace.dat",
+        "run2/trace.dat": "run2/trace.dat",
+        "x/other.dat": "other.dat",
+    }
+    # one file named two ways is one name; a name the other path ends with entirely
+    # stays the whole path
+    names = distinct_names(["/a/x/t.dat", "/b/x/t.dat", "c.dat", "./c.dat"])
+    assert names == {
+        "/a/x/t.dat": "a/x/t.dat",
+        "/b/x/t.dat": "b/x/t.dat",
+        "c.dat": "c.dat",
+        "./c.dat": "c.dat",
+    }
+    assert distinct_names(["/t/trace.dat", "/t/sub/trace.dat"])["/t/trace.dat"] == "t/trace.dat"
+    assert distinct_names(["a.dat"]) == {"a.dat": "a.dat"}
+
+
+@pytest.fixture(scope="module")
+def runs_compared(runs):
+    base = sorted(str(p) for p in (runs / "base").glob("run*/trace.dat"))
+    new = sorted(str(p) for p in (runs / "new").glob("run*/trace.dat"))
+    return schedwake.compare({"1c": base, "4c": new})
+
+
+def test_compare_html_names_runs_by_their_directories(runs_compared):
+    page = html.render(runs_compared)
+    sides = page.split("<h2>Sides</h2>")[1].split("<h2>")[0]
+    findings = page.split("<h2>Findings per side</h2>")[1]
+    for side in ("base", "new"):
+        for i in (1, 2, 3):
+            name = f"{side}/run{i}/trace.dat"
+            assert f"<td class='l'>{name}</td>" in sides
+            assert f"<b>{name}</b>" in findings
+    assert "<td class='l'>trace.dat</td>" not in sides
+    # the notes too: every caveat names the runs it concerns
+    notes = [n for n in runs_compared.notes() if "(1c: " in n or "(4c: " in n]
+    assert notes and all("run" in n for n in notes)
+
+
+def test_gate_names_runs_by_their_directories_in_text_and_markdown(runs):
+    settings, rules = parse_rules('[rules."migrations_per_s"]\nallowed = "10%"\n')
+    result = schedwake.gate(
+        str(runs / "base" / "run*" / "trace.dat"),
+        str(runs / "new" / "run*" / "trace.dat"),
+        (settings, rules),
+    )
+    want = (
+        "baseline: base/run1/trace.dat, base/run2/trace.dat, base/run3/trace.dat; "
+        "candidate: new/run1/trace.dat, new/run2/trace.dat, new/run3/trace.dat"
+    )
+    assert gate_report.text(result).splitlines()[1] == want
+    assert want in gate_report.markdown(result)
+
+
+def test_gate_refuses_the_same_files_on_both_sides(runs, tmp_path):
+    base = str(runs / "base" / "run*" / "trace.dat")
+    proc = run_cli("gate", "--baseline", base, "--candidate", base)
+    assert proc.returncode == 2, proc.stdout
+    assert "the baseline and the candidate are the same 3 trace file(s)" in proc.stderr
+    # the same file named another way (relative, through ./) is the same file
+    one = runs / "base" / "run1" / "trace.dat"
+    result = schedwake.gate([str(one)], [os.path.relpath(one)])
+    assert result.exit_code == 2 and "same 1 trace file" in result.problems[0]
+    # some shared: judged, with a note saying so
+    result = schedwake.gate(
+        [str(C1[0]), str(C1[1])],
+        [str(C1[1]), str(C1[2])],
+        parse_rules('[rules."migrations_per_s"]\nallowed = "50%"\n'),
+    )
+    assert result.exit_code == 0, gate_report.text(result)
+    assert any(
+        n.startswith("1 trace file(s) are both baseline and candidate (dbench-xfs-1c-i2.dat)")
+        for n in result.notes()
+    )
+
+
+def test_two_parts_of_one_trace_are_two_traces_to_the_gate():
+    """Loaded traces are told apart by themselves, not by the file they came from: the
+    two halves of one run are judged (and the same loaded trace on both sides is not)."""
+    t = schedwake.load(C1[0], events=["sched_switch", "sched_waking", "sched_migrate_task"])
+    mid = (t.meta["first_ts_ns"] + t.meta["last_ts_ns"]) // 2
+    first, second = t.sliced(None, mid), t.sliced(mid, None)
+    rules = parse_rules('[rules."context_switches_per_s"]\nallowed = "50%"\n')
+    result = schedwake.gate(first, second, rules)
+    assert not [p for p in result.problems if "same" in p], result.problems
+    assert result.exit_code == 0, gate_report.text(result)
+    assert "the same 1 trace file(s)" in schedwake.gate(first, first, rules).problems[0]
+
+
+def test_a_metric_from_a_zero_baseline_is_new_in_summaries(runs_compared):
+    """pingpong_would_stack_per_s is 0 in every 1-client run and 0.30/s with 4 clients:
+    the summaries say "new", mmtests' table keeps its -99.00% (pndiff of a zero base)."""
+    res = runs_compared
+    text = res.text(full=True)
+    line = next(ln for ln in text.splitlines() if ln.startswith("pingpong_would_stack_per_s "))
+    assert line.split() == ["pingpong_would_stack_per_s", "0.00", "0.30", "new"]
+    row = next(
+        ln for ln in text.splitlines() if ln.startswith("Amean     pingpong_would_stack_per_s")
+    )
+    assert row.endswith("0.00 (   0.00%)        0.30 ( -99.00%)")
+    page = html.render(res)
+    assert "<td>0.30 (new)</td>" in page
+    rec = [
+        r
+        for r in json.loads(res.to_json())["rows"]
+        if r["metric"] == "pingpong_would_stack_per_s"
+        and r["stat"] == "Amean"
+        and r["side"] == "4c"
+    ]
+    assert rec[0]["pct"] == -99.0  # the JSON is mmtests' table
+
+
+def test_gate_says_new_for_a_zero_baseline():
+    settings, rules = parse_rules(
+        '[rules."pingpong_would_stack_per_s"]\nallowed = "+0.1"\nsignificance = false\n'
+    )
+    result = schedwake.gate(C1, C4, (settings, rules))
+    (r,) = result.results
+    assert r.baseline == 0 and r.candidate == pytest.approx(0.297046, abs=1e-6)
+    assert r.status == "broken" and "0/s -> 0.297046/s (new, worst allowed -0.1)" in r.message
+    table = gate_report.text(result)
+    row = next(ln for ln in table.splitlines() if ln.startswith("pingpong_would_stack_per_s"))
+    assert " new " in row and "inf" not in row
+    assert "| new |" in gate_report.markdown(result)
+
+
+def test_compare_prints_the_changed_mean_rows_by_default_and_everything_with_full():
+    args = ["compare", "--side", f"1c={C1[0].parent}/dbench-xfs-1c-i*.dat"]
+    args += ["--side", f"4c={C4[0].parent}/dbench-xfs-4c-i*.dat"]
+    short = run_cli(*args, check=True).stdout
+    full = run_cli(*args, "--full", check=True).stdout
+    # the summary is the same; then the mean rows that changed significantly
+    assert short.split("\n\n")[0] == full.split("\n\n")[0]
+    table = mmtests_part(short).splitlines()
+    assert table[0] == (
+        "mmtests table: the mean rows of the 8 of 17 metrics that changed significantly; "
+        "--full prints the whole table (Min, Stddev, CoeffVar, Max, best means)"
+    )
+    rows = [ln for ln in table if ln.startswith(("Amean", "Hmean", "Min", "Max", "BAmean"))]
+    assert len(rows) == 8 and all("*" in r for r in rows)
+    assert (
+        "Amean migrations_per_s                   324.97 (   0.00%)      584.31 * -79.81%*" in rows
+    )
+    # the rows of the whole table (17 metrics x 8 statistics), the same rule line
+    full_rows = [ln for ln in mmtests_part(full).splitlines() if ln[:1].isupper()]
+    assert sum(ln.startswith("BAmean-95 ") or ln.startswith("BHmean-95 ") for ln in full_rows) == 17
+    rule = [ln for ln in short.splitlines() if ln.startswith("* significant")]
+    assert rule == [ln for ln in full.splitlines() if ln.startswith("* significant")]
+    assert len(short.splitlines()) < len(full.splitlines()) - 100
+    md = run_cli(*args, "--format", "markdown", check=True).stdout
+    assert md.count("| Amean |") + md.count("| Hmean |") == 8 and "| Min |" not in md
+
+
+def test_compare_says_when_nothing_changed_significantly():
+    res = schedwake.compare({"a": C1[:2], "b": C1[1:]}, metrics=["migrations_per_s"])
+    text = res.text()
+    assert "mmtests table: none of the 1 metrics changed significantly" in text
+    assert "Amean" not in text and "* significant:" in text
