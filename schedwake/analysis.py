@@ -94,6 +94,7 @@ def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None
     ``detectors``: the detector names to run (None: all); ``progress``: a callable that
     gets the fraction done after each phase (model tables, detectors, metrics).
     """
+    from .detect import for_slice
     from .detect import thresholds as resolve_thresholds
 
     def done(fraction: float) -> None:
@@ -101,6 +102,7 @@ def analyze(trace, thresholds: dict | None = None, detectors=None, progress=None
             progress(fraction)
 
     used = check_thresholds(resolve_thresholds(thresholds))
+    used = for_slice(used, trace, thresholds or {})  # (a --time slice: as detect() judges)
     model = trace.model
     for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
         getattr(model, table)  # built once, here, so that the phases can be reported
