@@ -185,7 +185,7 @@ def test_zoom_and_hover_in_headless_chromium(report):
         page.wait_for_function("_view('timeline-plot') !== null")
         box = page.locator("#timeline")
         assert box.get_attribute("data-level") == "aggregate"  # 24 s: too many runs
-        page.screenshot(path=str(ARTIFACTS / "timeline-whole.png"), clip=box.bounding_box())
+        box.screenshot(path=str(ARTIFACTS / "timeline-whole.png"))
         # the finding's named range, as the report's link does it
         page.locator("a[onclick*=\"'f0'\"]").first.click()
         page.wait_for_function("document.getElementById('timeline').dataset.level === 'exact'")
@@ -213,7 +213,7 @@ def test_zoom_and_hover_in_headless_chromium(report):
         ):
             assert text in tips, tips
         shot = ARTIFACTS / "timeline-pingpong-arrow.png"
-        page.screenshot(path=str(shot), clip=box.bounding_box())
+        box.screenshot(path=str(shot))
         assert shot.read_bytes().startswith(PNG)
         # the kworker's run on CPU 2
         x, y = page.evaluate("_px(52.679880, 2.0)")
@@ -223,7 +223,7 @@ def test_zoom_and_hover_in_headless_chromium(report):
         for text in ("kworker/2:1H (pid 160)", "52.679708 s", "209.9 µs", "I"):
             assert text in tips, tips
         shot = ARTIFACTS / "timeline-pingpong-run.png"
-        page.screenshot(path=str(shot), clip=box.bounding_box())
+        box.screenshot(path=str(shot))
         # back to the whole trace: aggregated again
         page.evaluate("schedwakeJump('timeline', 'all')")
         page.wait_for_function("document.getElementById('timeline').dataset.level === 'aggregate'")

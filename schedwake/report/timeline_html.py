@@ -223,6 +223,11 @@ def _windows(findings: Sequence, lo: int, hi: int) -> list[tuple[str, str, int, 
     return out
 
 
+def _span_text(s: float) -> str:
+    """A span in seconds as the page's status line writes it."""
+    return f"{s:.3f} s" if s >= 1 else f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+
+
 # -- the figure -----------------------------------------------------------------------------
 def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") -> str:
     """The interactive per-CPU timeline of ``trace`` as an HTML fragment (a ``<div
@@ -408,7 +413,7 @@ def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") ->
                 )
             )
     # findings' evidence windows, shaded and named
-    for key, label, t0, t1 in windows:
+    for k, (key, label, t0, t1) in enumerate(windows):
         p.add_layout(
             BoxAnnotation(
                 left=t0 / 1e9,
@@ -429,6 +434,7 @@ def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") ->
                 text_color="#7a6200",
                 text_baseline="top",
                 x_offset=2,
+                y_offset=-11 * (k % 3),  # (neighbouring windows' names one under another)
             )
         )
     agg_r = p.quad(
@@ -613,8 +619,8 @@ document.getElementById(status.name.replace(/-level$/, ''))
     # the status line's first text: as the callback would write it at the whole trace
     status.text = (
         f"view: the whole trace ({span_s:.3f} s); <b>aggregated</b> (bins of "
-        f"{span_s / BINS * 1e3:.3f} ms, colour: the task at the bin's middle, opacity: busy "
-        f"share); zoom below {detail_span * 1e3:.3f} ms for the exact runs"
+        f"{_span_text(span_s / BINS)}, colour: the task at the bin's middle, opacity: busy "
+        f"share); zoom below {_span_text(detail_span)} for the exact runs"
     )
     if detail_span >= span_s:  # a small trace: exact from the start
         for r in (exact_r, seg_r, head_r):
