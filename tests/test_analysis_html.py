@@ -51,6 +51,8 @@ def test_the_report_is_self_contained_with_a_timeline_per_finding(report):
     # the whole trace: the interactive timeline (tests/test_timeline_html.py drives it)
     assert "<figcaption>per-CPU timeline (interactive:" in html
     assert html.count("schedwakeJump('timeline', 'f") == 2
+    # evidence lines wrap at the box's edge rather than being clipped
+    assert "details pre { white-space: pre-wrap; overflow-wrap: anywhere; }" in html
     assert "xlog_ioend_work" in html and "longest wait" in html
     assert "kworker ping-pong episodes (see kworker_pingpong)" in html
 
