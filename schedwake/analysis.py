@@ -128,6 +128,7 @@ def analyze(
     ``waits``: explain every wait of the tasks the trace is focused on (``--pid
     --waits``: :attr:`Analysis.task_waits`).
     """
+    from .detect import for_slice
     from .detect import thresholds as resolve_thresholds
 
     def done(fraction: float) -> None:
@@ -135,6 +136,7 @@ def analyze(
             progress(fraction)
 
     used = check_thresholds(resolve_thresholds(thresholds))
+    used = for_slice(used, trace, thresholds or {})  # (a --time slice: as detect() judges)
     model = trace.model
     for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
         getattr(model, table)  # built once, here, so that the phases can be reported

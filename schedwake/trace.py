@@ -239,6 +239,13 @@ class Trace:
             placed = int(all_counts[(all_cpu == int(c)) & (all_counts > 0)].sum())
             if n > placed and (cpus is None or int(c) in set(cpus)):
                 lost_events[int(c)] = lost_events.get(int(c), 0) + n - placed
+        facts = self._slice_facts(start_ns, end_ns)
+        scaled = (
+            f"; the detectors' least counts are scaled to its {100 * facts['share']:.2g}% of "
+            "the trace's duration (docs/detectors.md)"
+            if facts["share"] < 1
+            else ""
+        )
         meta = {
             **self.meta,
             "first_ts_ns": min(int(m["min"].as_py()) for m in stamps),
@@ -251,11 +258,39 @@ class Trace:
                 & set(self.meta.get("recorded_cpus") or range(int(self.meta.get("cpus") or 1)))
             ),
             "warnings": list(self.meta.get("warnings") or [])
-            + [f"analysed only the events {' and '.join(what)}"],
+            + [f"analysed only the events {' and '.join(what)}{scaled}"],
+            "slice": facts,
         }
         out = Trace(ingest.RawTrace(tables, meta, lost))
         out._topology = self._topology if self._topology is not None else None
         return out
+
+    def _slice_facts(self, start_ns, end_ns) -> dict:
+        """What a slice remembers of the whole trace: ``share``, its part of the trace's
+        duration (the detectors scale the amounts they count by it:
+        ``detect.for_slice``), ``events``, the events the whole trace has records of
+        (one the slice lacks did not happen in it, rather than was not recorded), and
+        the bounds of the window and of the whole trace (a slice of a slice keeps
+        them)."""
+        whole = self.meta.get("slice") or {}
+        first = int(whole.get("whole_first_ns", self.meta.get("first_ts_ns") or 0))
+        last = int(whole.get("whole_last_ns", self.meta.get("last_ts_ns") or 0))
+        lo = int(whole.get("t0_ns", first))
+        hi = int(whole.get("t1_ns", last))
+        if start_ns is not None:
+            lo = max(lo, int(start_ns))
+        if end_ns is not None:
+            hi = min(hi, int(end_ns))
+        share = max(hi - lo, 0) / (last - first) if last > first else 1.0
+        events = whole.get("events") or sorted(n for n in self._tables if self.has_records(n))
+        return {
+            "share": share,
+            "events": list(events),
+            "t0_ns": lo,
+            "t1_ns": hi,
+            "whole_first_ns": first,
+            "whole_last_ns": last,
+        }
 
     def _check_slice(self, start_ns, end_ns, cpus) -> list[int] | None:
         """The arguments of :meth:`sliced`, checked; ``cpus`` as a sorted list."""

@@ -393,9 +393,12 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
     assert lines[k + 1].startswith("note: one trace on a side")  # the per-window caution
     assert any(ln.startswith("Amean     wake_to_run_p99_us") for ln in lines)
     assert out.exists() and "wrote" in p.stderr
-    html = out.read_text()
+    from .test_html_report import without_scripts
+
+    html = without_scripts(out.read_text())  # (BokehJS, inline, names <img> too)
     # busy share was filtered out by --metric: no empty chart for it
     assert html.count("<img ") == 5 and "Per-CPU busy share" not in html
+    assert html.count("class='schedwake-timeline'") == 2  # each side's, interactive
 
 
 def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):

@@ -43,6 +43,27 @@ def thresholds(overrides: dict | None = None) -> dict[str, float]:
     return th
 
 
+def for_slice(th: dict, trace, explicit=()) -> dict[str, float]:
+    """``th`` as a time slice of a trace judges with it: each threshold with a
+    ``slice_floor`` (an amount the trace adds up) scaled by the slice's share of the
+    trace's duration (``trace.meta["slice"]["share"]``), rounded up for a count, never
+    below its floor nor above its value; those named in ``explicit`` (given by the user)
+    and every threshold of a whole trace as they are."""
+    import math
+
+    share = (trace.meta.get("slice") or {}).get("share")
+    if share is None or share >= 1:
+        return th
+    out = dict(th)
+    for k, t in THRESHOLDS.items():
+        if t.slice_floor is None or k in explicit or k not in th:
+            continue
+        v = th[k] * share
+        v = v if t.unit == "s" else math.ceil(v)
+        out[k] = min(max(v, t.slice_floor), th[k])
+    return out
+
+
 def parse_threshold_options(items) -> dict[str, float]:
     """``["name=value", ...]`` -> dict, with one-line errors."""
     out = {}
@@ -60,7 +81,8 @@ def detect(
 ) -> list[Finding]:
     """Run the detectors on ``trace`` (a :class:`schedwake.Trace`). Threshold overrides
     come as a dict or as keyword arguments."""
-    th = thresholds({**(thresholds_ or {}), **kwargs})
+    given = {**(thresholds_ or {}), **kwargs}
+    th = for_slice(thresholds(given), trace, given)
     names = list(DETECTORS) if detectors is None else list(detectors)
     for n in names:
         if n not in DETECTORS:
@@ -90,5 +112,6 @@ __all__ = [
     "Finding",
     "detect",
     "thresholds",
+    "for_slice",
     "parse_threshold_options",
 ]

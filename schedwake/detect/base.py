@@ -13,6 +13,11 @@ class Threshold:
     default: float
     unit: str
     doc: str
+    #: For an amount the trace adds up (episodes, wake-ups, seconds of a gap): a time
+    #: slice (``Trace.sliced``, ``analyze --time``) judges with it scaled by the slice's
+    #: share of the trace's duration, never below this floor (the least evidence a
+    #: finding shows). None: a share, which a slice keeps as it is.
+    slice_floor: float | None = None
 
 
 @dataclass

@@ -59,6 +59,7 @@ THRESHOLDS = (
         100,
         "preemptions",
         "fewest kworker preemptions by the task in the trace for a finding",
+        slice_floor=10,
     ),
     Threshold(
         "storm_high_preempted_share",

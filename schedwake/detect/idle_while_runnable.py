@@ -31,7 +31,7 @@ THRESHOLDS = (
         "fraction",
         "lowest share of the trace's LLC time with the gap, for a finding",
     ),
-    Threshold("iwr_min_seconds", 0.01, "s", "least gap time for a finding"),
+    Threshold("iwr_min_seconds", 0.01, "s", "least gap time for a finding", slice_floor=0.001),
     Threshold("iwr_high_share", 0.25, "fraction", "share from which the finding is high"),
     Threshold(
         "iwr_pinned_min_runs",

@@ -33,7 +33,11 @@ NAME = "kworker_pingpong"
 
 THRESHOLDS = (
     Threshold(
-        "pingpong_min_episodes", 20, "episodes", "fewest episodes in the trace for a finding"
+        "pingpong_min_episodes",
+        20,
+        "episodes",
+        "fewest episodes in the trace for a finding",
+        slice_floor=3,
     ),
     Threshold(
         "pingpong_min_share",

@@ -30,7 +30,10 @@ NAME = "llc_roundrobin"
 
 THRESHOLDS = (
     Threshold(
-        "roundrobin_min_wakeups", 50, "wake-ups", "fewest wake-ups of a task for it to be judged"
+        "roundrobin_min_wakeups",
+        50,
+        "wake-ups",
+        "fewest wake-ups of a task for it to be judged",
     ),
     Threshold(
         "roundrobin_min_change_share",
@@ -40,9 +43,10 @@ THRESHOLDS = (
     ),
     Threshold(
         "roundrobin_min_changes",
-        20,
+        50,
         "changes",
-        "fewest in-LLC CPU changes at wake-up of a task for a finding",
+        "fewest in-LLC CPU changes at wake-up of a task for a finding (also in a --time "
+        "slice: fewer are what a healthy task shows by chance)",
     ),
     Threshold(
         "roundrobin_medium_change_share",

@@ -93,6 +93,8 @@ def load_events(trace) -> Events:
         ),
     )
     cav = ev.caveats
+    # events the whole trace has but a slice of it lacks did not happen in the slice
+    whole = set((trace.meta.get("slice") or {}).get("events") or ())
     if ev.switch is None or len(ev.switch) == 0:
         cav.append(
             "no sched_switch events: wake-to-run latency, CPU occupancy, "
@@ -113,14 +115,25 @@ def load_events(trace) -> Events:
             )
         else:
             cav.append("no sched_waking or sched_wakeup events: wake-ups are unknown")
-    if ev.migrate is None:
+    if ev.migrate is None and "sched_migrate_task" not in whole:
         cav.append(
             "no sched_migrate_task events: migration counts are unknown (whether "
             "a wake-up moved the wakee is read from sched_wakeup's target_cpu)"
         )
-    if ev.wq_start is None or ev.wq_end is None:
+    if (ev.wq_start is None or ev.wq_end is None) and not whole & {
+        "workqueue_execute_start",
+        "workqueue_execute_end",
+    }:
         cav.append("no workqueue events: work functions of wakers are unknown")
-    if ev.fork is None and ev.wakeup_new is None:
+    if (
+        ev.fork is None
+        and ev.wakeup_new is None
+        and not whole
+        & {
+            "sched_process_fork",
+            "sched_wakeup_new",
+        }
+    ):
         cav.append(
             "no sched_process_fork/sched_wakeup_new events: fork balancing "
             "migrations are counted as other migrations"

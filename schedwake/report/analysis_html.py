@@ -3,8 +3,10 @@
 One file, no network: the trace's facts and caveats, each finding with its evidence and
 a per-CPU timeline zoomed on it, the per-CPU timeline of the whole trace, the from-CPU x
 to-CPU migration matrix, wake-to-run latency CDFs by waker class, the per-CPU busy share
-and the metrics. Plots are inline PNG (static matplotlib); the page's one script counts
-the images that decoded, as the comparison report's does, for a headless browser check.
+and the metrics. Plots are inline PNG (static matplotlib) but the whole trace's timeline,
+which is interactive (:mod:`schedwake.report.timeline_html`, BokehJS inline; each
+finding links to its window there); the page's own script counts the images that
+decoded, as the comparison report's does, for a headless browser check.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ def _finding(i: int, f, trace) -> str:
             cpus=f.evidence_at.get("cpus"),
         )
         out.append(figure_tag(f"finding{i}-timeline", f"{f.detector}: per-CPU timeline", fig))
+        out.append(
+            f"<p class='meta'><a href='#timeline' onclick=\"return schedwakeJump('timeline', "
+            f"'f{i}')\">explore this window in the interactive timeline</a></p>"
+        )
     if f.evidence:
         out.append(
             "<details open><summary>evidence (trace-cmd report -N layout)</summary><pre>"
@@ -131,6 +137,20 @@ def _waits(analysis) -> str:
     return "".join(out)
 
 
+def _interactive_timeline(analysis) -> str:
+    """The whole trace's per-CPU timeline, interactive (inline BokehJS, then the plot),
+    the findings' evidence windows as its named ranges."""
+    from .timeline_html import bokeh_resources, timeline_fragment
+
+    return (
+        bokeh_resources()
+        + "<figure>"
+        + timeline_fragment(analysis.trace, analysis.findings, name="timeline")
+        + "<figcaption>per-CPU timeline (interactive: zoom and pan on time, hover a run or "
+        "an arrow, jump to a finding's window)</figcaption></figure>"
+    )
+
+
 def _metrics(metrics: dict) -> str:
     rows = "".join(
         f"<tr><td class='l'>{_e(k)}</td><td>{_e(format_value(v))}</td></tr>"
@@ -144,7 +164,7 @@ def render(analysis, progress: Callable[[float], None] | None = None) -> str:
     """The report of an :class:`schedwake.analysis.Analysis` as one HTML string;
     ``progress`` gets the fraction done after each figure."""
     from .plots import migration_matrix
-    from .timeline import busy_share_bars, cpu_timeline, latency_by_waker
+    from .timeline import busy_share_bars, latency_by_waker
 
     trace = analysis.trace
     name = Path(str(trace.path)).name
@@ -176,7 +196,7 @@ def render(analysis, progress: Callable[[float], None] | None = None) -> str:
         step()
     parts.append(_waits(analysis))
     parts.append("<h2>The whole trace</h2>")
-    parts.append(figure_tag("timeline", "per-CPU timeline", cpu_timeline(trace)))
+    parts.append(_interactive_timeline(analysis))
     step()
     parts.append(figure_tag("matrix", "migration matrix", migration_matrix(trace)))
     step()

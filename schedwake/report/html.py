@@ -2,9 +2,10 @@
 
 It holds the mmtests table (as the kernel threads print it), a summary of the mean rows
 with the verdicts coloured, each side's traces and findings with their evidence, and
-the plots as base64 PNG ``<img>`` elements. Styles are inline; the only script is a
-few lines that, after the page loaded, count the images that decoded and put
-``loaded/total`` into ``<body data-images>`` (and ``data-rendered="ok"``), so a
+the plots as base64 PNG ``<img>`` elements, and each side's per-CPU timeline,
+interactive (:mod:`schedwake.report.timeline_html`: BokehJS inline). Styles are inline;
+the page's own script is a few lines that, after the page loaded, count the images that
+decoded and put ``loaded/total`` into ``<body data-images>`` (and ``data-rendered="ok"``), so a
 headless browser can check the rendering.
 """
 
@@ -30,6 +31,7 @@ h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; mar
 h3 { font-size: 1.05em; margin-bottom: 0.3em; }
 pre { background: #f6f8fa; border: 1px solid #e1e4e8; padding: 0.8em; overflow-x: auto;
       font-size: 12.5px; line-height: 1.35; }
+details pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 table { border-collapse: collapse; font-size: 13px; margin: 0.5em 0; }
 th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: right; }
 th { background: #f0f3f6; }
@@ -200,6 +202,29 @@ def _figures(result, progress=None) -> str:
     return "".join(out)
 
 
+def _timelines(result) -> str:
+    """Per side with loaded tables, its first trace's interactive per-CPU timeline (with
+    that trace's findings as named ranges), BokehJS inline once before them."""
+    from .timeline_html import bokeh_resources, timeline_fragment
+
+    have = [s for s in result.sides if s.has_tables and s.traces]
+    if not have:
+        return ""
+    found = result.findings()
+    out = ["<h2>Per-CPU timelines (interactive)</h2>", bokeh_resources()]
+    for k, s in enumerate(have):
+        trace = s.traces[0]
+        findings = next(
+            (f for p, f in found.get(s.label, []) if p == str(trace.meta.get("path"))), []
+        )
+        out.append(
+            f"<figure>{timeline_fragment(trace, findings, name=f'timeline{k}')}"
+            f"<figcaption>{_e(s.label)}: per-CPU timeline of "
+            f"{_e(Path(str(trace.meta.get('path'))).name)} (interactive)</figcaption></figure>"
+        )
+    return "".join(out)
+
+
 def render(result, progress=None) -> str:
     """The report of a :class:`schedwake.compare.CompareResult` as one HTML string;
     ``progress`` gets the fraction of the figures drawn."""
@@ -225,6 +250,7 @@ def render(result, progress=None) -> str:
         _summary_table(result),
         "<h2>Plots</h2>",
         _figures(result, progress),
+        _timelines(result),
         "<h2>Comparison (mmtests layout)</h2>",
         f"<pre>{_e(result.comparison.text())}</pre>",
         "<h2>Findings per side</h2>",

@@ -1,0 +1,646 @@
+"""The interactive per-CPU timeline of a trace, as an HTML fragment with inline Bokeh.
+
+:func:`timeline_fragment` returns a ``<div>`` and its ``<script>`` (Bokeh's document as
+JSON, no network at view time) that the reports of ``analyze --html`` and ``compare
+--html`` put in their page, after :func:`bokeh_resources` (BokehJS itself, inline, once a
+page). What it shows:
+
+* one row per CPU, grouped and banded by LLC; each run a bar coloured by the task's
+  class, a task waiting to run (after a wake-up or a preemption) a thin grey bar under
+  the row; hover on a run: task, pid, CPU, start, duration and the state the task left
+  the CPU in (``prev_state`` of the switch that ended the run);
+* each wake-up that moved its task as an arrow from the task's previous CPU to the one
+  chosen for it; hover: waker, wakee, previous and chosen CPU, wake-to-run latency;
+* each finding's evidence window as a shaded, named range that the "jump to" menu (and
+  the report's links, through :data:`JUMP_SCRIPT`) zooms on;
+* zoom and pan on time only (mouse wheel, drag, box zoom), and under the rows the wake-up
+  migrations per time bin, the overview that finds the busy episodes.
+
+Level of detail: the whole trace is drawn from per-bin aggregates made here (``BINS``
+bins over the trace, about one a pixel: per CPU and bin the busy share, the tasks
+waiting, the runs begun, the task running at the bin's middle), so a 5 M-event trace
+opens in seconds. Zoomed in below a span that holds a few tens of thousands of runs, a callback in
+the page swaps in the exact runs and arrows. The file holds every exact run when the
+trace has at most ``EXACT_BUDGET`` of them; a larger one holds the exact runs of the
+findings' evidence windows and of the span where the wake-up migrations are densest
+(a named range too) only, and the view says so when it is zoomed elsewhere: the HTML of
+a 5.5 M-event trace is 2 MB.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..model.tasks import CLASSES, IDLE, classify
+from .plots import WAKER_STYLE, _cpu_order, _name, row_of
+
+__all__ = ["bokeh_resources", "timeline_fragment", "JUMP_SCRIPT", "BINS", "EXACT_BUDGET"]
+
+#: Time bins of the aggregated whole-trace view (about one a pixel of the plot).
+BINS = 1500
+#: At most this many exact runs (running and waiting intervals) go into one file.
+EXACT_BUDGET = 120_000
+#: Exact runs are drawn when the view holds about this many runs or fewer.
+DETAIL_RUNS = 25_000
+#: Plot width in pixels (the report pages are 1200 px wide).
+WIDTH = 1150
+#: Evidence windows shorter than this (ns) are widened around their middle.
+MIN_WINDOW_NS = 200_000
+
+_WAIT_COLOUR = "#9e9e9e"
+_ARROW_COLOUR = "#111111"
+
+#: The page function the reports' links call: ``schedwakeJump(timeline, key)`` sets the
+#: named timeline's "jump to" menu to ``key`` (``all`` or ``f<i>``: finding i) and
+#: scrolls the timeline into view.
+JUMP_SCRIPT = """
+function schedwakeJump(timeline, key) {
+  if (!window.Bokeh) { return false; }
+  for (const doc of Bokeh.documents) {
+    const sel = doc.get_model_by_name(timeline + '-jump');
+    if (sel) {
+      sel.value = key;
+      const el = document.getElementById(timeline);
+      if (el) { el.scrollIntoView(); }
+      return false;
+    }
+  }
+  return false;
+}
+"""
+
+
+def bokeh_resources() -> str:
+    """BokehJS (core and widgets, 1.6 MB) as inline ``<script>`` elements, with
+    :data:`JUMP_SCRIPT`: once a page, before its first timeline."""
+    from bokeh.resources import Resources
+
+    return Resources(
+        mode="inline", components=["bokeh", "bokeh-widgets"], log_level="warn"
+    ).render_js() + (f"<script>{JUMP_SCRIPT}</script>")
+
+
+# -- the data -------------------------------------------------------------------------------
+def _runs(trace) -> pd.DataFrame:
+    """The occupancy's running and waiting intervals (``comm`` categorical), with each
+    run's ``state_out``: the ``prev_state`` of the switch that ended it, found per CPU
+    by its time and pid ("" for a run still on at the trace's end, and for waits)."""
+    occ = trace.occupancy()
+    occ = occ[(occ["state"] != "idle").to_numpy()]
+    waiting = (occ["state"] == "waiting").to_numpy()
+    out = pd.DataFrame(
+        {
+            "cpu": occ["cpu"].to_numpy(np.int32),
+            "start": occ["start_ts"].to_numpy(np.int64),
+            "end": occ["end_ts"].to_numpy(np.int64),
+            "pid": occ["pid"].to_numpy(np.int32),
+            "comm": occ["comm"].array,
+            "waiting": waiting,
+        }
+    )
+    codes = np.full(len(out), -1, np.int32)
+    names: list[str] = []
+    sw = trace.model.events.switch
+    if sw is not None and len(sw) and "prev_state_str" in sw.columns and len(out):
+        states = pd.Categorical(sw["prev_state_str"])
+        names = [str(x) for x in states.categories]
+        scode = np.asarray(states.codes, np.int32)
+        scpu, sts = sw["cpu"].to_numpy(np.int32), sw["ts"].to_numpy(np.int64)
+        spid = sw["prev_pid"].to_numpy(np.int32)
+        cpu, end, pid = out["cpu"].to_numpy(), out["end"].to_numpy(), out["pid"].to_numpy()
+        for c in np.unique(cpu[~waiting]):
+            mine = np.flatnonzero(scpu == c)
+            mine = mine[np.argsort(sts[mine], kind="stable")]
+            runs = np.flatnonzero((cpu == c) & ~waiting)
+            k = np.searchsorted(sts[mine], end[runs], side="left")
+            # (switches at one timestamp: the one whose prev_pid is the run's task)
+            for step in range(4):
+                at = mine[np.minimum(k + step, len(mine) - 1)]
+                hit = (codes[runs] < 0) & (sts[at] == end[runs]) & (spid[at] == pid[runs])
+                codes[runs[hit]] = scode[at[hit]]
+    out["state_out"] = pd.Categorical.from_codes(
+        np.where(codes < 0, len(names), codes), categories=names + [""]
+    )
+    return out
+
+
+def _time_in_bins(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bin of ``edges``, the summed time (ns) that the intervals [start, end) spend in
+    it (intervals may overlap): the integral of the count of open intervals, from
+    sum over starts before t of (t - start) minus the same over ends."""
+
+    def upto(points: np.ndarray) -> np.ndarray:
+        p = np.sort(points).astype(np.float64)
+        csum = np.concatenate([[0.0], np.cumsum(p)])
+        k = np.searchsorted(p, edges, side="left")
+        return k * edges.astype(np.float64) - csum[k]
+
+    total = upto(start) - upto(end)
+    return np.diff(total)
+
+
+def _aggregate(runs: pd.DataFrame, order: list[int], lo: int, hi: int, bins: int) -> dict:
+    """Per CPU and time bin: busy share, mean number of tasks waiting to run, runs begun,
+    the task running at the bin's middle (its class colours the cell); empty cells left
+    out."""
+    edges = np.linspace(lo, hi, bins + 1).round().astype(np.int64)
+    width = np.diff(edges).astype(np.float64)
+    mids = (edges[:-1] + edges[1:]) // 2
+    cols: dict[str, list] = {
+        k: [] for k in ("left", "right", "row", "cpu", "busy", "wait", "n", "pid", "task", "cls")
+    }
+    cpu = runs["cpu"].to_numpy()
+    waiting = runs["waiting"].to_numpy()
+    comm = pd.Categorical(runs["comm"])
+    comm_code, comm_names = (
+        np.asarray(comm.codes),
+        np.array([str(x) for x in comm.categories] + ["(none)"]),
+    )
+    for row, c in enumerate(order):
+        on = (cpu == c) & ~waiting
+        wt = (cpu == c) & waiting
+        s, e = runs["start"].to_numpy()[on], runs["end"].to_numpy()[on]
+        busy = _time_in_bins(s, e, edges) / width
+        wait = (
+            _time_in_bins(runs["start"].to_numpy()[wt], runs["end"].to_numpy()[wt], edges) / width
+        )
+        begun = np.bincount(
+            np.clip(np.searchsorted(edges, s, side="right") - 1, 0, bins - 1), minlength=bins
+        )[:bins]
+        # the run holding each bin's middle (runs on a CPU do not overlap: sorted by start)
+        srt = np.argsort(s, kind="stable")
+        k = np.searchsorted(s[srt], mids, side="right") - 1
+        held = (k >= 0) & (e[srt][np.maximum(k, 0)] > mids)
+        idx = np.where(held, srt[np.maximum(k, 0)], -1)
+        keep = (busy > 0) | (wait > 0) | (begun > 0)
+        if not keep.any():
+            continue
+        sel = np.flatnonzero(on)
+        run_at = np.where(idx >= 0, sel[np.maximum(idx, 0)], -1)[keep]
+        cols["left"].append(edges[:-1][keep])
+        cols["right"].append(edges[1:][keep])
+        cols["row"].append(np.full(int(keep.sum()), row))
+        cols["cpu"].append(np.full(int(keep.sum()), c))
+        cols["busy"].append(busy[keep])
+        cols["wait"].append(wait[keep])
+        cols["n"].append(begun[keep])
+        cols["pid"].append(np.where(run_at >= 0, runs["pid"].to_numpy()[np.maximum(run_at, 0)], -1))
+        cols["task"].append(comm_names[np.where(run_at >= 0, comm_code[np.maximum(run_at, 0)], -1)])
+    out = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items() if k != "cls"}
+    return out
+
+
+def _colour_of(comm, pid: np.ndarray) -> np.ndarray:
+    """The colour of each task's class (names and pids: one lookup, no loop per run)."""
+    cls = classify(pd.Categorical(comm), np.asarray(pid))[0]  # (categories: CLASSES)
+    palette = np.array([WAKER_STYLE.get(c, ("#000000",))[0] for c in CLASSES])
+    palette[CLASSES.index(IDLE)] = "#cccccc"
+    return palette[np.asarray(cls.codes)]
+
+
+def _windows(findings: Sequence, lo: int, hi: int) -> list[tuple[str, str, int, int]]:
+    """(key, label, t0, t1) of each finding with an evidence window, widened to at least
+    ``MIN_WINDOW_NS`` and clipped to the trace."""
+    out = []
+    for i, f in enumerate(findings or ()):
+        ea = getattr(f, "evidence_at", None)
+        if not ea:
+            continue
+        t0, t1 = int(ea["t0"]), int(ea["t1"])
+        if t1 - t0 < MIN_WINDOW_NS:
+            mid = (t0 + t1) // 2
+            t0, t1 = mid - MIN_WINDOW_NS // 2, mid + MIN_WINDOW_NS // 2
+        t0, t1 = max(t0, lo), min(t1, hi)
+        if t1 <= t0:
+            continue
+        label = f"finding {i + 1}: {f.detector} ({f.severity.upper()})"
+        out.append((f"f{i}", label, t0, t1))
+    return out
+
+
+def _span_text(s: float) -> str:
+    """A span in seconds as the page's status line writes it."""
+    return f"{s:.3f} s" if s >= 1 else f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+
+
+# -- the figure -----------------------------------------------------------------------------
+def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") -> str:
+    """The interactive per-CPU timeline of ``trace`` as an HTML fragment (a ``<div
+    id=name>`` and its script; BokehJS comes from :func:`bokeh_resources`, once a page).
+    ``findings``: their evidence windows become the named ranges of the "jump to" menu
+    (key ``f<i>`` for ``findings[i]``); ``name``: a page-unique id."""
+    from bokeh.embed import components
+    from bokeh.layouts import column, row
+    from bokeh.models import (
+        BoxAnnotation,
+        ColumnDataSource,
+        CustomJS,
+        CustomJSHover,
+        Div,
+        FixedTicker,
+        HoverTool,
+        Label,
+        Range1d,
+        Select,
+    )
+    from bokeh.plotting import figure
+
+    ev = trace.model.events
+    lo, hi = int(ev.first_ts), max(int(ev.last_ts), int(ev.first_ts) + 1)
+    ncpus = int(trace.meta.get("cpus") or 1)
+    order = _cpu_order(trace.topology, ncpus)
+    ypos = {c: i for i, c in enumerate(order)}
+    nrows = len(order)
+    runs = _runs(trace)
+    wk = trace.wakeups()
+    windows = _windows(findings, lo, hi)
+
+    # which exact runs the file holds: all of them, or the evidence windows' only
+    n_runs = len(runs)
+    everything = n_runs <= EXACT_BUDGET
+    span_s = (hi - lo) / 1e9
+    density = max(n_runs, 1) / span_s  # runs a second, over the trace
+    detail_span = min(span_s, DETAIL_RUNS / density)
+    moved = wk[wk["migrated"].to_numpy(dtype=bool)] if len(wk) else wk
+    mts = moved["ts"].to_numpy(np.int64) if len(moved) else np.zeros(0, np.int64)
+    edges = np.linspace(lo, hi, BINS + 1)
+    per_bin = np.histogram(mts, bins=edges)[0]
+    rs, re_ = runs["start"].to_numpy(), runs["end"].to_numpy()
+    left = EXACT_BUDGET - sum(int(((re_ >= t0) & (rs <= t1)).sum()) for _, _, t0, t1 in windows)
+    if not everything and per_bin.any() and left > 0:
+        # one more named range with exact runs: where the wake-up migrations are densest,
+        # as wide as the budget left holds at the trace's mean density
+        mid = int((edges[int(per_bin.argmax())] + edges[int(per_bin.argmax()) + 1]) / 2)
+        half = int(min(detail_span, 0.8 * left / density) * 1e9 / 2)
+        label = f"densest wake-up migrations ({int(per_bin.max())} in one bin)"
+        windows.append(("busy", label, max(lo, mid - half), min(hi, mid + half)))
+    covered = [(lo, hi)] if everything else [(t0, t1) for _, _, t0, t1 in windows]
+    inside = np.zeros(n_runs, bool)
+    for t0, t1 in covered:
+        inside |= (re_ >= t0) & (rs <= t1)
+    if inside.sum() > EXACT_BUDGET:  # (windows that hold more than the budget: the first)
+        inside &= np.cumsum(inside) <= EXACT_BUDGET
+    exact = runs[inside]
+
+    # the sources (times in trace seconds; names through a lookup table, to keep it small)
+    y = row_of(exact["cpu"].to_numpy(), ypos)
+    wait = exact["waiting"].to_numpy()
+    height = np.where(wait, 0.12, 0.6)
+    centre = np.where(wait, y + 0.36, y)
+    cat = pd.Categorical(exact["comm"]).remove_unused_categories()
+    states = pd.Categorical(exact["state_out"]).remove_unused_categories()
+    exact_src = ColumnDataSource(
+        {
+            "left": exact["start"].to_numpy() / 1e9,
+            "right": np.maximum(exact["end"].to_numpy(), exact["start"].to_numpy() + 1) / 1e9,
+            "top": centre - height / 2,
+            "bottom": centre + height / 2,
+            "cpu": exact["cpu"].to_numpy(),
+            "pid": exact["pid"].to_numpy(),
+            "task": np.asarray(cat.codes, np.int32),
+            "dur": (exact["end"].to_numpy() - exact["start"].to_numpy()) / 1e3,
+            "state": np.where(wait, -1, np.asarray(states.codes, np.int32)).astype(np.int32),
+            "colour": np.where(wait, _WAIT_COLOUR, _colour_of(cat, exact["pid"].to_numpy())),
+        }
+    )
+    tasks = [str(x) for x in cat.categories]
+    state_names = [str(x) or "running at the trace's end" for x in states.categories]
+
+    agg = _aggregate(runs, order, lo, hi, BINS)
+    agg_colour = (
+        _colour_of(agg["task"].astype(str), agg["pid"].astype(np.int64))
+        if len(agg["left"])
+        else np.zeros(0, str)
+    )
+    agg_src = ColumnDataSource(
+        {
+            "left": agg["left"] / 1e9,
+            "right": agg["right"] / 1e9,
+            "top": agg["row"] - 0.3,
+            "bottom": agg["row"] + 0.3,
+            "cpu": agg["cpu"],
+            "busy": 100 * agg["busy"],
+            "wait": agg["wait"],  # (tasks waiting, on average: more than one at times)
+            "n": agg["n"],
+            "task": agg["task"].astype(str),
+            "pid": agg["pid"],
+            "alpha": 0.15 + 0.85 * np.clip(agg["busy"], 0, 1),
+            "colour": agg_colour,
+        }
+    )
+
+    # wake-ups that moved their task: arrows (exact level), counts per bin (overview)
+    in_exact = np.zeros(len(mts), bool)
+    for t0, t1 in covered:
+        in_exact |= (mts >= t0) & (mts <= t1)
+    mv = moved[in_exact] if len(moved) else moved
+    y0 = row_of(mv["prev_cpu"].to_numpy(), ypos) if len(mv) else np.zeros(0)
+    y1 = row_of(mv["chosen_cpu"].to_numpy(), ypos) if len(mv) else np.zeros(0)
+    ok = ~np.isnan(y0) & ~np.isnan(y1)
+    mv, y0, y1 = mv[ok], y0[ok], y1[ok]
+    lat = mv["latency_ns"].to_numpy(np.float64, na_value=np.nan) / 1e3 if len(mv) else np.zeros(0)
+    arrow_src = ColumnDataSource(
+        {
+            "x": mv["ts"].to_numpy(np.int64) / 1e9 if len(mv) else np.zeros(0),
+            "y0": y0,
+            "y1": y1,
+            "angle": np.where(y1 > y0, np.pi, 0.0),
+            "waker": (mv["waker_comm"].astype(str) + ":" + mv["waker_pid"].astype(str)).to_numpy()
+            if len(mv)
+            else np.zeros(0, str),
+            "wakee": (mv["wakee_comm"].astype(str) + ":" + mv["wakee_pid"].astype(str)).to_numpy()
+            if len(mv)
+            else np.zeros(0, str),
+            "prev": mv["prev_cpu"].to_numpy() if len(mv) else np.zeros(0, int),
+            "chosen": mv["chosen_cpu"].to_numpy() if len(mv) else np.zeros(0, int),
+            "waker_cpu": mv["waker_cpu"].to_numpy() if len(mv) else np.zeros(0, int),
+            "lat": np.nan_to_num(lat, nan=-1.0),
+        }
+    )
+    count_src = ColumnDataSource({"left": edges[:-1] / 1e9, "right": edges[1:] / 1e9, "n": per_bin})
+
+    # -- the plot ----------------------------------------------------------------------------
+    pad = max((hi - lo) / 1e9 * 0.01, 1e-6)
+    x_range = Range1d(
+        lo / 1e9, hi / 1e9, bounds=(lo / 1e9 - pad, hi / 1e9 + pad), min_interval=2e-6
+    )
+    p = figure(
+        name=f"{name}-plot",
+        width=WIDTH,
+        height=int(min(110 + 26 * nrows, 900)),
+        x_range=x_range,
+        y_range=Range1d(nrows - 0.5, -0.5),
+        tools="xpan,xwheel_zoom,xbox_zoom,reset,save",
+        active_scroll="xwheel_zoom",
+        active_drag="xpan",
+        x_axis_label="trace time (s)",
+        y_axis_label="CPU (grouped by LLC)",
+        output_backend="canvas",
+        title=f"{_name(trace)}: who runs on each CPU (hover a run or an arrow; wheel: zoom)",
+    )
+    p.toolbar.logo = None
+    p.yaxis.ticker = FixedTicker(ticks=list(range(nrows)))
+    p.yaxis.major_label_overrides = {i: str(c) for i, c in enumerate(order)}
+    p.ygrid.grid_line_color = None
+    # LLC bands, every other one shaded, each named
+    for k, g in enumerate(trace.topology.llc):
+        rows_g = sorted(ypos[c] for c in g if c in ypos)
+        if not rows_g:
+            continue
+        p.add_layout(
+            BoxAnnotation(
+                bottom=rows_g[0] - 0.5,
+                top=rows_g[-1] + 0.5,
+                fill_color="#4c72b0" if k % 2 else "#dd8452",
+                fill_alpha=0.06,
+                line_alpha=0,
+            )
+        )
+        if len(trace.topology.llc) > 1:
+            p.add_layout(
+                Label(
+                    x=5,
+                    y=rows_g[0] - 0.45,
+                    x_units="screen",
+                    text=f"LLC {k}",
+                    text_font_size="9px",
+                    text_color="#555555",
+                )
+            )
+    # findings' evidence windows, shaded and named
+    for k, (key, label, t0, t1) in enumerate(windows):
+        p.add_layout(
+            BoxAnnotation(
+                left=t0 / 1e9,
+                right=t1 / 1e9,
+                fill_color="#ffd54f",
+                fill_alpha=0.12,
+                line_color="#b38f00",
+                line_alpha=0.6,
+                name=f"{name}-{key}",
+            )
+        )
+        p.add_layout(
+            Label(
+                x=t0 / 1e9,
+                y=-0.5,
+                text=label,
+                text_font_size="9px",
+                text_color="#7a6200",
+                text_baseline="top",
+                x_offset=2,
+                y_offset=-11 * (k % 3),  # (neighbouring windows' names one under another)
+            )
+        )
+    agg_r = p.quad(
+        source=agg_src,
+        left="left",
+        right="right",
+        top="top",
+        bottom="bottom",
+        fill_color="colour",
+        fill_alpha="alpha",
+        line_alpha=0,
+        name=f"{name}-aggregate",
+    )
+    exact_r = p.quad(
+        source=exact_src,
+        left="left",
+        right="right",
+        top="top",
+        bottom="bottom",
+        fill_color="colour",
+        line_color="colour",
+        line_width=0.5,
+        name=f"{name}-runs",
+        visible=False,
+    )
+    seg_r = p.segment(
+        source=arrow_src,
+        x0="x",
+        y0="y0",
+        x1="x",
+        y1="y1",
+        line_color=_ARROW_COLOUR,
+        line_width=2,
+        name=f"{name}-arrows",
+        visible=False,
+    )
+    head_r = p.scatter(
+        source=arrow_src,
+        x="x",
+        y="y1",
+        marker="triangle",
+        angle="angle",
+        size=8,
+        color=_ARROW_COLOUR,
+        name=f"{name}-heads",
+        visible=False,
+    )
+    task_of = CustomJSHover(args={"names": tasks}, code="return names[value] ?? String(value)")
+    state_of = CustomJSHover(
+        args={"names": state_names},
+        code="return value < 0 ? 'waiting to run' : (names[value] ?? String(value))",
+    )
+    p.add_tools(
+        HoverTool(
+            renderers=[exact_r],
+            tooltips=[
+                ("task", "@task{custom} (pid @pid)"),
+                ("CPU", "@cpu"),
+                ("start", "@left{0.000000} s"),
+                ("duration", "@dur{0,0.0} µs"),
+                ("switched out", "@state{custom}"),
+            ],
+            formatters={"@task": task_of, "@state": state_of},
+            description="runs",
+        ),
+        HoverTool(
+            renderers=[seg_r],  # (not the heads too: one tooltip an arrow)
+            tooltips=[
+                ("wake-up at", "@x{0.000000} s"),
+                ("waker", "@waker on CPU @waker_cpu"),
+                ("wakee", "@wakee"),
+                ("CPU", "previous @prev -> chosen @chosen"),
+                ("latency", "@lat{0,0.0} µs (-1: not seen running)"),
+            ],
+            description="wake-ups",
+        ),
+        HoverTool(
+            renderers=[agg_r],
+            tooltips=[
+                ("CPU", "@cpu"),
+                ("bin", "@left{0.000000} to @right{0.000000} s"),
+                ("busy", "@busy{0.0}%"),
+                ("waiting to run", "@wait{0.00} tasks on average"),
+                ("runs begun", "@n"),
+                ("running at its middle", "@task (pid @pid)"),
+            ],
+            description="aggregated bins",
+        ),
+    )
+
+    q = figure(
+        width=WIDTH,
+        height=120,
+        x_range=x_range,
+        tools="xpan,xwheel_zoom,reset",
+        active_scroll="xwheel_zoom",
+        y_axis_label="migrations",
+        output_backend="canvas",
+    )
+    q.toolbar.logo = None
+    q.quad(
+        source=count_src,
+        left="left",
+        right="right",
+        top="n",
+        bottom=0,
+        fill_color=_ARROW_COLOUR,
+        line_alpha=0,
+    )
+    q.add_tools(HoverTool(tooltips=[("from", "@left{0.000000} s"), ("wake-up migrations", "@n")]))
+    q.xaxis.axis_label = f"wake-up migrations per bin ({len(mts)} in all)"
+
+    options = [("all", "whole trace")] + [(k, lab) for k, lab, _, _ in windows]
+    select = Select(title="jump to", value="all", options=options, name=f"{name}-jump")
+    ranges = {"all": [lo / 1e9, hi / 1e9]} | {k: [t0 / 1e9, t1 / 1e9] for k, _, t0, t1 in windows}
+    select.js_on_change(
+        "value",
+        CustomJS(
+            args={"xr": x_range, "ranges": ranges},
+            code="const r = ranges[this.value]; if (r) { xr.setv({start: r[0], end: r[1]}); }",
+        ),
+    )
+    held = (
+        "every run of the trace"
+        if everything
+        else "the exact runs of the findings' evidence windows and of the densest wake-up "
+        "migrations only (" + f"{n_runs} runs in all, more than the {EXACT_BUDGET} one file holds)"
+    )
+    status = Div(text="", name=f"{name}-level", width=WIDTH)
+    switch = CustomJS(
+        args={
+            "xr": x_range,
+            "exact": [exact_r, seg_r, head_r],
+            "agg": [agg_r],
+            "status": status,
+            "detail": detail_span,
+            "covered": [[t0 / 1e9, t1 / 1e9] for t0, t1 in covered],
+            "bin": (hi - lo) / 1e9 / BINS,
+            "held": held,
+        },
+        code="""
+const span = xr.end - xr.start;
+const inside = covered.some(w => xr.start >= w[0] - 1e-9 && xr.end <= w[1] + 1e-9);
+const show = span <= detail && inside;
+for (const r of exact) { r.visible = show; }
+for (const r of agg) { r.visible = !show; }
+const fmt = (s) => s >= 1 ? s.toFixed(3) + ' s' : s >= 1e-3 ? (s * 1e3).toFixed(3) + ' ms'
+                                                   : (s * 1e6).toFixed(1) + ' µs';
+let text = 'view: ' + fmt(span) + ' from ' + xr.start.toFixed(6) + ' s; ';
+if (show) {
+  text += '<b>exact runs and wake-up migrations</b>';
+} else if (span <= detail) {
+  text += '<b>aggregated</b> (bins of ' + fmt(bin) + '): this file holds ' + held
+        + '; zoom into one, or run analyze --time on this span';
+} else {
+  text += '<b>aggregated</b> (bins of ' + fmt(bin) + ', colour: the task at the bin\\'s middle, '
+        + 'opacity: busy share); zoom below ' + fmt(detail) + ' for the exact runs';
+}
+status.text = text;
+document.getElementById(status.name.replace(/-level$/, ''))
+        ?.setAttribute('data-level', show ? 'exact' : 'aggregate');
+""",
+    )
+    x_range.js_on_change("start", switch)
+    x_range.js_on_change("end", switch)
+    legend = " ".join(
+        f"<span style='color:{WAKER_STYLE[c][0]}'>&#9632;</span> {_html.escape(WAKER_STYLE[c][2])}"
+        for c in CLASSES
+        if c != IDLE
+    )
+    legend += (
+        f" <span style='color:{_WAIT_COLOUR}'>&#9644;</span> waiting to run"
+        f" <span style='color:{_ARROW_COLOUR}'>&#8595;</span> wake-up migration"
+        " <span style='color:#b38f00'>&#9633;</span> a finding's evidence window"
+    )
+    layout = column(
+        row(select, Div(text=f"<p class='meta'>{legend}</p>", width=WIDTH - 260)),
+        status,
+        p,
+        q,
+    )
+    # the status line's first text: as the callback would write it at the whole trace
+    status.text = (
+        f"view: the whole trace ({span_s:.3f} s); <b>aggregated</b> (bins of "
+        f"{_span_text(span_s / BINS)}, colour: the task at the bin's middle, opacity: busy "
+        f"share); zoom below {_span_text(detail_span)} for the exact runs"
+    )
+    if detail_span >= span_s:  # a small trace: exact from the start
+        for r in (exact_r, seg_r, head_r):
+            r.visible = True
+        agg_r.visible = False
+        status.text = (
+            f"view: the whole trace ({span_s:.3f} s); <b>exact runs and wake-up migrations</b>"
+        )
+    script, div = components(layout)
+    level = "exact" if detail_span >= span_s else "aggregate"
+    meta = json.dumps(
+        {
+            "runs": n_runs,
+            "exact_runs": int(len(exact)),
+            "migrations": int(len(mts)),
+            "exact_windows": [[int(t0), int(t1)] for t0, t1 in covered],
+            "ranges": [k for k, _, _, _ in windows],
+        }
+    )
+    return (
+        f"<div id='{_html.escape(name)}' class='schedwake-timeline' data-level='{level}' "
+        f"data-timeline='{_html.escape(meta)}'>{div}</div>\n{script}"
+    )

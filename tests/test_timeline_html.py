@@ -1,0 +1,231 @@
+"""The interactive per-CPU timeline (``schedwake.report.timeline_html``): its data, its
+level of detail, and the page driven in the system's headless Chromium (playwright,
+the network cut): zoom on the ping-pong episode of the README's dbench trace, hover an
+arrow and a run, read the tooltips against ``trace-cmd report -N``.
+
+The browser test needs the Debian package ``chromium`` and the Python package
+``playwright`` (the test extra; it drives /usr/bin/chromium, it downloads no browser)
+and is skipped, saying so, without them. It keeps its screenshots in ``test-artifacts/``
+(the ones in docs/images/ were taken by it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import schedwake
+from schedwake.report import timeline_html
+from schedwake.report.timeline_html import _aggregate, _runs, _time_in_bins, timeline_fragment
+
+from .conftest import run_cli, sample
+from .test_html_report import ARTIFACTS, PNG
+
+TRACE = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # (the test extra)
+    sync_playwright = None
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    trace = schedwake.load(TRACE)
+    return trace, schedwake.analyze(trace)
+
+
+def test_the_bins_hold_every_nanosecond_of_the_runs(loaded):
+    """Per CPU, the aggregated bins' busy time adds up to the CPU's running time, and a
+    bin's time is what the runs spend inside it (against a plain overlap per bin)."""
+    trace, _ = loaded
+    runs = _runs(trace)
+    ev = trace.model.events
+    lo, hi = int(ev.first_ts), int(ev.last_ts)
+    order = list(range(8))
+    agg = _aggregate(runs, order, lo, hi, 300)
+    width = agg["right"] - agg["left"]
+    for c in order:
+        mine = runs[(runs["cpu"] == c) & ~runs["waiting"]]
+        total = int((mine["end"] - mine["start"]).sum())
+        got = float((agg["busy"] * width)[agg["cpu"] == c].sum())
+        assert total > 0 and got == pytest.approx(total, rel=1e-9)
+    edges = np.linspace(lo, hi, 41).round().astype(np.int64)
+    waits = runs[runs["waiting"] & (runs["cpu"] == 4)]
+    s, e = waits["start"].to_numpy(), waits["end"].to_numpy()
+    plain = [
+        np.clip(np.minimum(e, b) - np.maximum(s, a), 0, None).sum()
+        for a, b in zip(edges[:-1], edges[1:])
+    ]
+    assert np.allclose(_time_in_bins(s, e, edges), plain, rtol=0, atol=1e-3)
+    assert sum(plain) > 0  # (waits overlap: more than one task waits at times)
+
+
+def test_runs_carry_the_state_of_their_switch_out(loaded):
+    """trace-cmd report -N: kworker/2:1H-160 runs on CPU 2 from 52.679708229 (switched in
+    after swapper/2) to 52.679918158, switched out with prev_state=I."""
+    trace, _ = loaded
+    runs = _runs(trace)
+    r = runs[(runs["pid"] == 160) & (runs["start"] == 52_679_708_229)]
+    assert len(r) == 1
+    assert (int(r["cpu"].iloc[0]), int(r["end"].iloc[0])) == (2, 52_679_918_158)
+    assert r["state_out"].iloc[0] == "I" and not r["waiting"].iloc[0]
+    # dbench-563 waits on CPU 4 from its sched_wakeup (52.679821667) to its switch-in
+    w = runs[(runs["pid"] == 563) & runs["waiting"] & (runs["end"] == 52_679_853_538)]
+    assert list(w["start"]) == [52_679_821_667] and list(w["cpu"]) == [4]
+    # every run that ended in a switch has its state (only each CPU's last one has none)
+    on = runs[~runs["waiting"]]
+    assert (on["state_out"] == "").sum() <= 8
+
+
+def _meta(fragment: str) -> dict:
+    got = re.search(r"data-timeline='([^']*)'", fragment)
+    assert got
+    return json.loads(got.group(1).replace("&quot;", '"'))
+
+
+def test_a_trace_over_the_budget_keeps_the_exact_runs_of_its_findings_only(loaded, monkeypatch):
+    """Above EXACT_BUDGET runs the file holds the runs that touch an evidence window, and
+    its size drops with them; the aggregated view keeps the whole trace."""
+    trace, analysis = loaded
+    full = timeline_fragment(trace, analysis.findings)
+    meta = _meta(full)
+    assert meta["exact_runs"] == meta["runs"] > 30_000
+    monkeypatch.setattr(timeline_html, "EXACT_BUDGET", 5_000)
+    small = timeline_fragment(trace, analysis.findings)
+    runs = _runs(trace)
+    got = _meta(small)
+    assert got["ranges"] == ["f0", "f1", "busy"]  # the findings, the densest migrations
+    near = np.zeros(len(runs), bool)
+    for t0, t1 in got["exact_windows"]:
+        near |= (runs["end"].to_numpy() >= t0) & (runs["start"].to_numpy() <= t1)
+    # the findings' windows, widened to MIN_WINDOW_NS, are among them
+    for f, (t0, t1) in zip(analysis.findings, got["exact_windows"]):
+        mid = (f.evidence_at["t0"] + f.evidence_at["t1"]) // 2
+        assert t0 <= min(f.evidence_at["t0"], mid - timeline_html.MIN_WINDOW_NS // 2)
+        assert t1 >= max(f.evidence_at["t1"], mid + timeline_html.MIN_WINDOW_NS // 2) - 1
+    assert got["exact_runs"] == int(near.sum()) < 5_000
+    assert len(small) < len(full) / 3
+    assert "densest wake-up migrations only" in small
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("timeline") / "analyze.html"
+    run_cli("analyze", TRACE, "--html", out, check=True)
+    return out
+
+
+_FIND = """
+window._view = function (name) {
+  function walk(v) {
+    if (v.model && v.model.name === name) { return v; }
+    for (const c of (v.child_views ?? [])) { const r = walk(c); if (r) { return r; } }
+    return null;
+  }
+  for (const k in Bokeh.index) { const r = walk(Bokeh.index[k]); if (r) { return r; } }
+  return null;
+};
+window._tips = function () {
+  // the text of the tooltips shown (each in its own shadow root)
+  const out = [];
+  (function walk(root) {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.classList.contains('bk-Tooltip') && el.shadowRoot && el.checkVisibility()) {
+        out.push(el.shadowRoot.textContent);
+      }
+      if (el.shadowRoot) { walk(el.shadowRoot); }
+    }
+  })(document);
+  return out.join(' | ');
+};
+window._px = function (x, y) {
+  const pv = _view('timeline-plot'), r = pv.el.getBoundingClientRect();
+  return [r.left + pv.frame.x_scale.compute(x), r.top + pv.frame.y_scale.compute(y)];
+};
+"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
+@pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed (test extra)")
+def test_zoom_and_hover_in_headless_chromium(report):
+    """Offline (every request but the file's own refused), no console error; the whole
+    trace opens aggregated; the kworker_pingpong finding's range zooms on the episode
+    and swaps in the exact runs; hovering the arrow and the kworker's run shows what
+    trace-cmd prints for them."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1240, "height": 900})
+        problems: list[str] = []
+        outside: list[str] = []
+        page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+        page.on(
+            "console",
+            lambda m: (
+                problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None
+            ),
+        )
+
+        def route(r):
+            if r.request.url.startswith("file:"):
+                r.continue_()
+            else:
+                outside.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+        page.goto(report.resolve().as_uri())
+        page.wait_for_function("window.Bokeh && Object.keys(Bokeh.index).length > 0")
+        page.evaluate(_FIND)
+        page.wait_for_function("_view('timeline-plot') !== null")
+        box = page.locator("#timeline")
+        assert box.get_attribute("data-level") == "aggregate"  # 24 s: too many runs
+        box.screenshot(path=str(ARTIFACTS / "timeline-whole.png"))
+        # the finding's named range, as the report's link does it
+        page.locator("a[onclick*=\"'f0'\"]").first.click()
+        page.wait_for_function("document.getElementById('timeline').dataset.level === 'exact'")
+        xr = page.evaluate(
+            "(() => { const r = _view('timeline-plot').model.x_range; return [r.start, r.end]; })()"
+        )
+        assert xr == pytest.approx([52.679713329, 52.679919158], abs=1e-9)
+        # a little wider: the whole episode, kworker run included
+        page.evaluate(
+            "_view('timeline-plot').model.x_range.setv({start: 52.679690, end: 52.679935})"
+        )
+        page.wait_for_timeout(300)
+        assert page.get_by_text("exact runs and wake-up migrations").count() == 1
+        # the arrow: between CPU 3's row and CPU 4's (no run there)
+        x, y = page.evaluate("_px(52.679760349, 3.55)")
+        page.mouse.move(x, y)
+        page.wait_for_timeout(300)
+        tips = page.evaluate("_tips()")
+        for text in (
+            "52.679760 s",
+            "kworker/2:1H:160 on CPU 2",
+            "dbench:563",
+            "previous 2 -> chosen 4",
+            "93.2 µs",  # sched_waking 52.679760349 to switch-in 52.679853538
+        ):
+            assert text in tips, tips
+        shot = ARTIFACTS / "timeline-pingpong-arrow.png"
+        box.screenshot(path=str(shot))
+        assert shot.read_bytes().startswith(PNG)
+        # the kworker's run on CPU 2
+        x, y = page.evaluate("_px(52.679880, 2.0)")
+        page.mouse.move(x, y)
+        page.wait_for_timeout(300)
+        tips = page.evaluate("_tips()")
+        for text in ("kworker/2:1H (pid 160)", "52.679708 s", "209.9 µs", "I"):
+            assert text in tips, tips
+        shot = ARTIFACTS / "timeline-pingpong-run.png"
+        box.screenshot(path=str(shot))
+        # back to the whole trace: aggregated again
+        page.evaluate("schedwakeJump('timeline', 'all')")
+        page.wait_for_function("document.getElementById('timeline').dataset.level === 'aggregate'")
+        browser.close()
+    assert problems == [] and outside == [], (problems, outside)
