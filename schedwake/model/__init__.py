@@ -5,6 +5,7 @@
 * ``wakeups``   one row per wake-up (:mod:`.wakeups`);
 * ``migrations``every ``sched_migrate_task`` with cause and topology class (:mod:`.migrations`);
 * ``occupancy`` per-CPU running/idle intervals and runnable waits (:mod:`.occupancy`);
+* ``task_states`` per-task running/runnable/sleeping/blocked intervals (:mod:`.task_states`);
 * ``caveats``   plain-English list of what could not be computed and why.
 
 ``Trace.wakeups()``, ``Trace.migrations()``, ``Trace.occupancy()`` return these.
@@ -19,6 +20,7 @@ import pandas as pd
 
 from . import migrations as _migrations
 from . import occupancy as _occupancy
+from . import task_states as _task_states
 from . import wakeups as _wakeups
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 
@@ -123,3 +125,9 @@ class Model:
     @cached_property
     def first_switch_ts(self) -> dict[int, int]:
         return _occupancy.first_switch_ts(self.events)
+
+    @cached_property
+    def task_states(self) -> pd.DataFrame:
+        """Every task's time in each state, one row per interval (whatever :attr:`pids`
+        says: :func:`.task_states.totals` sums them, the readers pick the tasks)."""
+        return _task_states.build(self.events)
