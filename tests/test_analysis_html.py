@@ -43,9 +43,10 @@ def test_the_report_is_self_contained_with_a_timeline_per_finding(report):
         "migration matrix",
         "wake-to-run latency by waker class",
         "per-CPU busy share",
+        "time in each state",
     ):
         assert f"<figcaption>{cap}</figcaption>" in html
-    assert len(imgs) == 6
+    assert len(imgs) == 7
     assert "xlog_ioend_work" in html and "longest wait" in html
     assert "kworker ping-pong episodes (see kworker_pingpong)" in html
 
@@ -78,7 +79,7 @@ def test_renders_in_headless_chromium(report, tmp_path):
     dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path)
     assert dom.returncode == 0, dom.stderr[-2000:]
     attrs = re.search(r"<body([^>]*)>", dom.stdout).group(1)
-    assert 'data-rendered="ok"' in attrs and 'data-images="6/6"' in attrs, attrs
+    assert 'data-rendered="ok"' in attrs and 'data-images="7/7"' in attrs, attrs
     console = [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
     assert console == [], console
     ARTIFACTS.mkdir(exist_ok=True)

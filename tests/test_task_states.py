@@ -57,10 +57,10 @@ def test_states_tile_each_task_exactly(dat):
     np.testing.assert_allclose(
         tot["runnable_s"], tot["preempted_s"] + tot["woken_wait_s"], rtol=0, atol=1e-12
     )
-    # the dbench client: mostly running, blocked in D (iowait) for 0.84 s of 3.0 s
+    # the dbench client: mostly running, blocked in D (iowait) for 0.85 s of 3.0 s
     client = tot.loc[5646]
     assert client["running_s"] == pytest.approx(1.977413, abs=1e-6)
-    assert client["blocked_s"] == pytest.approx(0.843918, abs=1e-6)
+    assert client["blocked_s"] == pytest.approx(0.847226, abs=1e-6)
     assert client["preempted_s"] == pytest.approx(0.095729, abs=1e-6)
 
 
@@ -208,3 +208,52 @@ def test_agrees_with_perf_sched_timehist(path, compared):
     theirs = (perf.loc[pids] * 1000).round().astype(np.int64)
     assert (us == theirs).all().all(), (us - theirs)[(us != theirs).any(axis=1)]
     assert perf.loc[pids, "run"].sum() > 10  # ms compared
+
+
+def test_runnable_share_is_a_metric_compare_and_gate_see():
+    """More dbench clients on the same CPUs: the user tasks' runnable share grows from
+    2.0% to 39.0%; compare shows the row, worse, and a gate rule on it breaks."""
+    from schedwake.gate import parse_rules
+    from schedwake.metrics import trace_metrics
+
+    from .conftest import run_cli
+
+    one, four = DAT, SAMPLES / "dbench-xfs-4clients.dat"
+    base = trace_metrics(schedwake.load(one))
+    cand = trace_metrics(schedwake.load(four))
+    assert base["runnable_share_user"] == pytest.approx(0.019631, abs=1e-6)
+    assert cand["runnable_share_user"] == pytest.approx(0.389755, abs=1e-6)
+    proc = run_cli("compare", one, four, "--metric", "runnable_share_user", check=True)
+    row = next(x for x in proc.stdout.splitlines() if x.startswith("runnable_share_user[%]"))
+    assert row.split()[1:4] and float(row.split()[1]) < float(row.split()[2])
+    assert "-" in row.split()[3]  # (a negative gain: worse)
+    result = schedwake.gate(
+        [one], [four], rules=parse_rules('[rules.runnable_share_user]\nallowed = "10%"\n')
+    )
+    (verdict,) = [r for r in result.results if r.rule.metric == "runnable_share_user"]
+    assert verdict.status == "broken" and verdict.gain_pct < -100
+    assert result.exit_code == 1
+
+
+def test_analyze_pid_json_and_text():
+    """``analyze --pid``: JSON ``task_states`` of that task, its states adding up to its
+    observed time (to the ns) on the whole and per CPU; the text has its row."""
+    import json
+
+    from .conftest import run_cli
+
+    proc = run_cli("analyze", PERF_SCHED, "--pid", "23815", "--format", "json", check=True)
+    ts = json.loads(proc.stdout)["task_states"]
+    (task,) = ts["tasks"]
+    assert (task["pid"], task["comm"], task["class"]) == (23815, "sched-messaging", "user")
+    parts = ["running_s", "preempted_s", "woken_wait_s", "sleeping_s", "blocked_s", "unknown_s"]
+    assert sum(task[k] for k in parts) == pytest.approx(task["observed_s"], abs=2e-9)
+    assert task["runnable_s"] == pytest.approx(task["preempted_s"] + task["woken_wait_s"], abs=2e-9)
+    for k in parts + ["observed_s"]:
+        assert sum(c[k] for c in task["cpus"]) == pytest.approx(task[k], abs=1e-8), k
+    # sched-messaging's parent: 46.5 ms running, 99.1 ms preempted (80 tasks, 2 CPUs)
+    assert task["running_s"] == pytest.approx(0.046487, abs=1e-6)
+    assert task["preempted_s"] == pytest.approx(0.099141, abs=1e-6)
+    text = run_cli("analyze", PERF_SCHED, "--pid", "23815", check=True).stdout
+    block = text[text.index("-- Task states") : text.index("-- Metrics")]
+    assert "sched-messaging (23815)" in block

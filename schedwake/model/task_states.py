@@ -213,10 +213,11 @@ def build(ev: Events) -> pd.DataFrame:
     last_in = _ffill(np.where(code == _RUN, idx, -1), new_pid)
     last_wake = _ffill(np.where(code == _WAKE, idx, -1), new_pid)
     code = code.copy()
-    code[(prio == _PRIO_OUT) & ((code == _SLEEP) | (code == _BLOCK)) & (last_wake > last_in)] = (
-        _WOKEN
-    )
-    del idx, last_in, last_wake
+    # (not at a switch-out whose switch-in the trace lacks: the waking may have come
+    # before that unseen switch-in)
+    in_flight = (prio == _PRIO_OUT) & (mark == 0) & (last_wake > last_in) & (last_in >= 0)
+    code[in_flight & ((code == _SLEEP) | (code == _BLOCK))] = _WOKEN
+    del idx, last_in, last_wake, in_flight
     definite = code <= _DEAD
     last_def = _ffill(np.where(definite, code, -1), new_pid)
     wake = code == _WAKE
@@ -388,3 +389,105 @@ def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, fl
         busy = float(sel["running_s"].sum() + sel["runnable_s"].sum())
         out[c] = float(sel["runnable_s"].sum()) / busy if busy > 0 else None
     return out
+
+
+def _class_of(pids, names: dict[int, str]) -> np.ndarray:
+    """:func:`task_class` of each pid (by its name in ``names``), as an object array."""
+    return np.array([task_class(names.get(int(p), ""), int(p)) for p in pids], dtype=object)
+
+
+def class_share_windows(
+    intervals: pd.DataFrame, names: dict[int, str], edges: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per task class, its runnable share (runnable / (running + runnable) time) inside
+    each window ``edges[k]``..``edges[k+1]``; NaN where the class neither ran nor waited.
+
+    The time of a set of intervals before t is sum(min(t - start, length)) over the
+    intervals that start before t: sums over the intervals sorted by start and by end,
+    one binary search per edge (no loop over windows or intervals)."""
+    edges = np.asarray(edges, dtype=np.int64)
+    out: dict[str, np.ndarray] = {}
+    if len(intervals) == 0:
+        return {c: np.full(len(edges) - 1, np.nan) for c in CLASSES}
+    pids = intervals["pid"].to_numpy()
+    upid, inv = np.unique(pids, return_inverse=True)
+    cls = _class_of(upid, names)[inv]
+    state = np.asarray(intervals["state"].cat.codes)
+    start = intervals["start_ts"].to_numpy()
+    end = intervals["end_ts"].to_numpy()
+    for c in CLASSES:
+        mine = cls == c
+        run = _time_before(start[mine & (state == _RUN)], end[mine & (state == _RUN)], edges)
+        sel = mine & ((state == _PRE) | (state == _WOKEN))
+        wait = _time_before(start[sel], end[sel], edges)
+        r, w = np.diff(run), np.diff(wait)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[c] = np.where(r + w > 0, w / (r + w), np.nan)
+    return out
+
+
+def _time_before(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Total time (float ns) the intervals cover before each time of ``t``."""
+
+    def part(x: np.ndarray) -> np.ndarray:  # sum over x < t of (t - x)
+        x = np.sort(x).astype(np.float64)
+        cum = np.concatenate([[0.0], np.cumsum(x)])
+        k = np.searchsorted(x, t, "left")
+        return k * t.astype(np.float64) - cum[k]
+
+    return part(start) - part(end)
+
+
+def summary(model) -> dict:
+    """The task states of ``model`` (a :class:`schedwake.model.Model`) for the reports:
+    ``tasks`` (the tasks of ``model.pids``, else every task; most running first), each
+    with its seconds in every state (:data:`TOTAL_COLUMNS`, to the ns: they add up to
+    ``observed_s``) and the same per CPU; ``classes`` (:data:`CLASSES`: tasks, seconds,
+    ``runnable_share``) and ``cpus`` (seconds of the tasks on each CPU)."""
+    iv = model.task_states
+    names = comms(model.events)
+    if model.pids is not None:
+        iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
+    per_task = totals(iv) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
+    per_cpu_task = totals(iv, ("pid", "cpu")) if len(iv) else None
+    per_cpu = totals(iv, ("cpu",)) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
+
+    def secs(row) -> dict:
+        return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}
+
+    tasks_out = []
+    for pid in per_task.sort_values("running_s", ascending=False, kind="stable").index:
+        comm = names.get(int(pid), "")
+        cpus = []
+        if per_cpu_task is not None:
+            for (_, cpu), row in per_cpu_task.loc[[pid]].iterrows():
+                cpus.append({"cpu": None if cpu < 0 else int(cpu), **secs(row)})
+        tasks_out.append(
+            {
+                "pid": int(pid),
+                "comm": comm,
+                "class": task_class(comm, int(pid)),
+                **secs(per_task.loc[pid]),
+                "cpus": cpus,
+            }
+        )
+    classes_out = []
+    cls = _class_of(per_task.index, names)
+    for c in CLASSES:
+        sel = per_task[cls == c] if len(per_task) else per_task
+        if len(sel) == 0:
+            continue
+        sums = sel.sum()
+        busy = float(sums["running_s"] + sums["runnable_s"])
+        classes_out.append(
+            {
+                "class": c,
+                "tasks": int(len(sel)),
+                **secs(sums),
+                "runnable_share": round(float(sums["runnable_s"]) / busy, 6) if busy else None,
+            }
+        )
+    cpus_out = [
+        {"cpu": None if cpu < 0 else int(cpu), **secs(row)} for cpu, row in per_cpu.iterrows()
+    ]
+    return {"tasks": tasks_out, "classes": classes_out, "cpus": cpus_out}
