@@ -129,6 +129,11 @@ class Trace:
         """Per-CPU running, idle and runnable-waiting intervals."""
         return self.model.occupancy
 
+    def task_states(self) -> pd.DataFrame:
+        """Per-task running, runnable, sleeping and blocked intervals (every task; sum
+        them per task, CPU or slice with ``schedwake.model.task_states.totals``)."""
+        return self.model.task_states
+
     @property
     def caveats(self) -> list[str]:
         """What the model could not compute from this trace, in plain English; first the

@@ -140,13 +140,19 @@ def build(ev: Events) -> pd.DataFrame:
         o = prev != 0
         unseen = _unseen_switch_in(ts, cpu, prev, nxt, int(ev.first_ts or ts.min()))
         bad = o & (unseen >= 0)
-        ends_unseen = -bad[o].astype(np.int8)
-        parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], ends_unseen))
+        # a switch-out whose switch-in the trace lacks: from the CPU's previous switch
+        # (after which the task was put on it, unseen) unknown, until the task's first
+        # event there as the current task (it runs from then), else to the switch-out
+        b = np.flatnonzero(bad)
+        seen_at = _first_current(ev, unseen[b], ts[b], prev[b], cpu[b])
+        found = seen_at >= 0
+        ends_unseen = np.zeros(len(ts), dtype=np.int8)
+        ends_unseen[b[~found]] = -1
+        parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], ends_unseen[o]))
         i = nxt != 0
         parts.append((ts[i], nxt[i], cpu[i], _RUN, _PRIO_IN, -1, 0))
-        # a switch-out whose switch-in the trace lacks: from the CPU's previous switch
-        # (after which the task was put on it, unseen) to the switch-out, unknown
-        parts.append((unseen[bad], prev[bad], -1, _KEEP, _PRIO_IN, -1, 1))
+        parts.append((unseen[b], prev[b], -1, _KEEP, _PRIO_IN, -1, 1))
+        parts.append((seen_at[found], prev[b][found], cpu[b][found], _RUN, _PRIO_IN, -1, -1))
     born = np.zeros(0, np.int64)
     if ev.wakeup_new is not None and len(ev.wakeup_new):
         f = ev.wakeup_new
@@ -286,6 +292,23 @@ def _unseen_switch_in(ts, cpu, prev, nxt, first_ts: int) -> np.ndarray:
         before = take(ts, asof_index(ts, prev, ts, key, "backward", allow_exact=False), -1)
         np.maximum(res, np.where(res >= 0, before, -1), out=res)
     return res
+
+
+def _first_current(ev: Events, after, before, pid, cpu) -> np.ndarray:
+    """For each (``after``, ``before``, ``pid``, ``cpu``): the time of the first event
+    in ``after``..``before`` that ``pid`` fired on ``cpu`` as the current task (its
+    ``common_pid``: a waking it did, a work item it ran...); -1 if none."""
+    never = np.iinfo(np.int64).max
+    first = np.full(len(after), never, dtype=np.int64)
+    key = pid.astype(np.int64) * 8192 + cpu
+    for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.wq_start, ev.wq_end):
+        if f is None or len(f) == 0 or len(after) == 0:
+            continue
+        fts = i64(f, "ts")
+        fkey = i64(f, "common_pid") * 8192 + i64(f, "cpu")
+        near = take(fts, asof_index(after, key, fts, fkey, "forward", allow_exact=True), never)
+        np.minimum(first, near, out=first)
+    return np.where(first <= before, first, -1)
 
 
 def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
