@@ -271,3 +271,18 @@ def test_analyze_pid_json_and_text():
     text = run_cli("analyze", PERF_SCHED, "--pid", "23815", check=True).stdout
     block = text[text.index("-- Task states") : text.index("-- Metrics")]
     assert "sched-messaging (23815)" in block
+
+
+def test_time_slice_keeps_the_states_the_events_before_it_gave(dat):
+    """``analyze --time``: the task states of a slice are the whole trace's cut to it
+    (a task asleep since before the slice is sleeping, not unknown, from its start)."""
+    lo, hi = 220_500_000_000, 221_500_000_000
+    part = dat.sliced(lo, hi)
+    got = T.totals(part.model.task_states)
+    want = T.totals(dat.model.task_states, start_ns=lo, end_ns=hi)
+    pd.testing.assert_frame_equal(got, want)
+    alive = got.index.isin(_dying_pids(dat.model.events.switch)) == False  # noqa: E712
+    assert (got["observed_s"][alive] == 1.0).all()
+    own = T.totals(T.build(part.model.events))  # the slice's own events only
+    assert own["unknown_s"].sum() > got["unknown_s"].sum() + 2  # s: what the slice lacks
+    assert got.loc[5646, "blocked_s"] == pytest.approx(0.290, abs=1e-3)

@@ -129,5 +129,10 @@ class Model:
     @cached_property
     def task_states(self) -> pd.DataFrame:
         """Every task's time in each state, one row per interval (whatever :attr:`pids`
-        says: :func:`.task_states.totals` sums them, the readers pick the tasks)."""
+        says: :func:`.task_states.totals` sums them, the readers pick the tasks). For a
+        time slice of a trace, the whole trace's intervals cut to the slice: a task's
+        state at the slice's start is the one the events before it gave."""
+        whole = getattr(self.trace, "time_slice_of", None)
+        if whole is not None:
+            return _task_states.clipped(whole[0].model.task_states, whole[1], whole[2])
         return _task_states.build(self.events)

@@ -342,6 +342,21 @@ def _frame(pid, cpu, start, end, state, since, letter_cats) -> pd.DataFrame:
     )
 
 
+def clipped(intervals: pd.DataFrame, start_ns: int | None, end_ns: int | None) -> pd.DataFrame:
+    """The intervals cut to ``start_ns``..``end_ns`` (trace timestamps; None: open);
+    those outside dropped."""
+    s = intervals["start_ts"].to_numpy()
+    e = intervals["end_ts"].to_numpy()
+    if start_ns is not None:
+        s = np.maximum(s, start_ns)
+    if end_ns is not None:
+        e = np.minimum(e, end_ns)
+    keep = e > s
+    out = intervals[keep].copy()
+    out["start_ts"], out["end_ts"] = s[keep], e[keep]
+    return out.reset_index(drop=True)
+
+
 def totals(
     intervals: pd.DataFrame,
     by: tuple[str, ...] = ("pid",),
