@@ -286,3 +286,20 @@ def test_time_slice_keeps_the_states_the_events_before_it_gave(dat):
     own = T.totals(T.build(part.model.events))  # the slice's own events only
     assert own["unknown_s"].sum() > got["unknown_s"].sum() + 2  # s: what the slice lacks
     assert got.loc[5646, "blocked_s"] == pytest.approx(0.290, abs=1e-3)
+
+
+def test_state_letters():
+    """How each prev_state a kernel prints is classed (docs/task-states.md)."""
+    names = {T._PRE: "preempted", T._SLEEP: "sleeping", T._BLOCK: "blocked"}
+    names.update({T._DEAD: "dead", T._UNK: "unknown"})
+    letters = ["R", "R+", "S", "I", "T", "t", "P", "D|N", "D", "D|K", "D|W", "X", "Z", "x", "", "?"]
+    got = {x: names[T.state_code(x)] for x in letters}
+    assert got == {
+        "R": "preempted", "R+": "preempted", "S": "sleeping", "I": "sleeping",
+        "T": "sleeping", "t": "sleeping", "P": "sleeping", "D|N": "sleeping",
+        "D": "blocked", "D|K": "blocked", "D|W": "blocked", "X": "dead", "Z": "dead",
+        "x": "dead", "": "unknown", "?": "unknown",
+    }  # fmt: skip
+    assert [T.task_class(c) for c in ("dbench", "kworker/1:1H", "kworker/u8:2", "ksoftirqd/0")] == [
+        "user", "kworker", "kworker", "kthread"
+    ]  # fmt: skip

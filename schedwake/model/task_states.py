@@ -205,13 +205,10 @@ def build(ev: Events) -> pd.DataFrame:
     cols = [a[keep] for a in (ts, pid, cpu, code, prio, letters, mark)]
     order = np.lexsort((cols[4], cols[0], cols[1]))
     ts, pid, cpu, code, prio, letters, mark = (a[order] for a in cols)
-    del cols
-    del order, keep
+    del cols, order, keep
     n = len(ts)
     new_pid = np.ones(n, dtype=bool)
     new_pid[1:] = pid[1:] != pid[:-1]
-    # a wake-up wakes a task that is off the CPU asleep (or not yet known, or dead: a
-    # reused pid); a running or already runnable task stays as it is
     # woken while going to sleep: a waking after the task's switch-in and before its
     # switch-out asleep (try_to_wake_up() traced it, then waited for the task to be off
     # its CPU): the task is runnable from the switch-out
@@ -224,6 +221,8 @@ def build(ev: Events) -> pd.DataFrame:
     in_flight = (prio == _PRIO_OUT) & (mark == 0) & (last_wake > last_in) & (last_in >= 0)
     code[in_flight & ((code == _SLEEP) | (code == _BLOCK))] = _WOKEN
     del idx, last_in, last_wake, in_flight
+    # a wake-up wakes a task that is off the CPU asleep (or not yet known, or dead: a
+    # reused pid); a running or already runnable task stays as it is
     definite = code <= _DEAD
     last_def = _ffill(np.where(definite, code, -1), new_pid)
     wake = code == _WAKE
