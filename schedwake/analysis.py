@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class Analysis:
             "ran_at": round(int(r["run_ts"]) / 1e9, 6),
         }
 
-    @property
+    @cached_property
     def task_states(self) -> dict:
         """Time of the tasks in each state, as ``perf sched timehist --state`` gives it
         (docs/task-states.md): ``tasks`` (those of ``--pid``, else every task) with
