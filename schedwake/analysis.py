@@ -93,10 +93,21 @@ class Analysis:
             return None
         return wait_causes.waits_of_pids(self.trace)
 
+    @cached_property
+    def task_states(self) -> dict:
+        """Time of the tasks in each state, as ``perf sched timehist --state`` gives it
+        (docs/task-states.md): ``tasks`` (those of ``--pid``, else every task) with
+        ``running_s``, ``runnable_s`` (= ``preempted_s`` + ``woken_wait_s``),
+        ``sleeping_s``, ``blocked_s`` and ``unknown_s`` adding up to ``observed_s``, the
+        same per CPU; ``classes`` (user, kworker, kthread) and ``cpus``."""
+        from .model.task_states import summary as task_state_summary
+
+        return task_state_summary(self.trace.model)
+
     def to_dict(self) -> dict:
         """The JSON document of ``schedwake analyze --format json``: the trace's facts
         with the topology used and the longest wake-to-run wait, the caveats, the
-        findings and the metrics."""
+        findings, the metrics and the task states."""
         return {
             "trace": {
                 **summary(self.trace),
@@ -109,6 +120,7 @@ class Analysis:
             "caveats": self.caveats,
             "findings": [f.to_dict() for f in self.findings],
             "metrics": self.metrics,
+            "task_states": self.task_states,
         }
 
     def to_json(self, indent: int = 2) -> str:

@@ -26,6 +26,9 @@ from .detect.cswitch_storm import futile_mask, storm_measure, weighted_preempted
 from .detect.idle_while_runnable import measure as _iwr_measure
 from .detect.kworker_pingpong import episodes_mask, would_stack_mask
 from .model._util import pid_cpu_counts
+from .model.task_states import CLASSES as _TASK_CLASSES
+from .model.task_states import class_share_windows, class_shares
+from .model.task_states import comms as _task_names
 from .model.tasks import PERCPU_KTHREAD, name_class
 
 
@@ -105,6 +108,15 @@ METRICS: dict[str, Metric] = {
             "fraction",
             "lower",
             "share of LLC time with an idle CPU while a woken task waits on another",
+        ),
+        *(
+            Metric(
+                f"runnable_share_{c}",
+                "fraction",
+                "lower",
+                f"runnable time / (running + runnable time) of the {c} tasks",
+            )
+            for c in _TASK_CLASSES
         ),
     )
 }
@@ -206,6 +218,7 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         "wake_to_run_p90_us": _pct_us(lat, 90),
         "wake_to_run_p99_us": _pct_us(lat, 99),
         "idle_while_runnable_share": float(iwr["share"]),
+        **_runnable_shares(model),
         "busy_share": _busy_share(model),
     }
     # a metric whose events the trace lacks is unknown (None), not zero
@@ -218,6 +231,20 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
     if out["migrations_per_s"] is None:
         out["migrations"] = None
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def _task_states_of(model):
+    """The task-state intervals of the model's tasks (those of ``--pid``, else all)."""
+    iv = model.task_states
+    if model.pids is not None and len(iv):
+        iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
+    return iv
+
+
+def _runnable_shares(model) -> dict:
+    """``runnable_share_<class>`` of the whole trace (docs/task-states.md)."""
+    shares = class_shares(_task_states_of(model), _task_names(model.events))
+    return {f"runnable_share_{c}": v for c, v in shares.items()}
 
 
 def _busy_share(model) -> dict:
@@ -356,6 +383,9 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
         gap += np.diff(cov)
     nllc = max(len(iwr["segments"]), 1)
     df["idle_while_runnable_share"] = gap / (np.diff(edges) * nllc)
+    shares = class_share_windows(_task_states_of(model), _task_names(ev), edges)
+    for c, v in shares.items():  # (NaN: the class neither ran nor waited in the window)
+        df[f"runnable_share_{c}"] = v
     occ = model.occupancy
     if len(occ):
         run = occ[occ["state"] == "running"]
@@ -568,6 +598,19 @@ CATALOGUE: dict[str, CatalogueMetric] = {
             "woken task waits on another CPU of it (work-conservation gap)",
             "gap time inside the window / (window length x LLCs)",
         ),
+        *(
+            CatalogueMetric(
+                f"runnable_share_{c}",
+                "%",
+                "lower",
+                100.0,
+                f"share of the {c} tasks' running + runnable time they spent runnable, "
+                "waiting for a CPU after a wake-up or a preemption (docs/task-states.md)",
+                f"runnable / (running + runnable) time of the {c} tasks inside the window "
+                "(missing if they neither ran nor waited)",
+            )
+            for c in _TASK_CLASSES
+        ),
         CatalogueMetric(
             "busy_share_cpu{cpu}",
             "%",
@@ -606,6 +649,7 @@ NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "wake_to_run_p90_us": (_WAKE, _SWITCH),
     "wake_to_run_p99_us": (_WAKE, _SWITCH),
     "idle_while_runnable_share": (_WAKE, _SWITCH),
+    **{f"runnable_share_{c}": (_SWITCH, _WAKE) for c in _TASK_CLASSES},
     "busy_share_cpu{cpu}": (_SWITCH,),
 }
 
@@ -632,6 +676,9 @@ EXPLAINED_BY: dict[str, tuple[str, ...]] = {
     "wake_to_run_p90_us": ("idle_while_runnable", "cswitch_storm"),
     "wake_to_run_p99_us": ("idle_while_runnable", "cswitch_storm"),
     "idle_while_runnable_share": ("idle_while_runnable",),
+    "runnable_share_user": ("idle_while_runnable", "cswitch_storm"),
+    "runnable_share_kworker": ("cswitch_storm", "kworker_pingpong", "idle_while_runnable"),
+    "runnable_share_kthread": ("idle_while_runnable", "cswitch_storm"),
     "busy_share_cpu{cpu}": ("idle_while_runnable",),
 }
 

@@ -38,6 +38,10 @@ class Trace:
         self._topology: Topology | None = None
         self._model: Model | None = None
         self._pids: frozenset[int] | None = None
+        #: For a time slice (:meth:`sliced` without CPUs): the whole trace and the
+        #: bounds, for the task states, whose state at the slice's start the events
+        #: before it give (model.task_states).
+        self.time_slice_of: tuple[Trace, int | None, int | None] | None = None
 
     # -- topology and model ---------------------------------------------------------------
     @property
@@ -129,6 +133,11 @@ class Trace:
         """Per-CPU running, idle and runnable-waiting intervals."""
         return self.model.occupancy
 
+    def task_states(self) -> pd.DataFrame:
+        """Per-task running, runnable, sleeping and blocked intervals (every task; sum
+        them per task, CPU or slice with ``schedwake.model.task_states.totals``)."""
+        return self.model.task_states
+
     @property
     def caveats(self) -> list[str]:
         """What the model could not compute from this trace, in plain English; first the
@@ -192,7 +201,8 @@ class Trace:
         (trace timestamps, inclusive; None: open) and only on ``cpus`` (None: all), as
         ``trace-cmd record -M CPUMASK`` would have: every event table and the lost-event
         rows keep the events inside. The topology (and CPU numbering) stays the trace's;
-        the slice is said among the caveats. Raises TraceError if nothing is left, an
+        the slice is said among the caveats (the task states of a time slice are the
+        whole trace's cut to it: :attr:`time_slice_of`). Raises TraceError if nothing is left, an
         OptionError (a ValueError) for a bound that is not an integer, bounds in the wrong
         order or a CPU the trace does not have."""
         import numpy as np
@@ -263,6 +273,17 @@ class Trace:
         }
         out = Trace(ingest.RawTrace(tables, meta, lost))
         out._topology = self._topology if self._topology is not None else None
+        if cpus is None:
+            whole = self.time_slice_of or (self, None, None)
+
+            def tighter(a: int | None, b: int | None, pick) -> int | None:
+                return b if a is None else a if b is None else pick(a, b)
+
+            out.time_slice_of = (
+                whole[0],
+                tighter(whole[1], start_ns, max),
+                tighter(whole[2], end_ns, min),
+            )
         return out
 
     def _slice_facts(self, start_ns, end_ns) -> dict:

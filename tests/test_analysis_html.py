@@ -46,10 +46,11 @@ def test_the_report_is_self_contained_with_a_timeline_per_finding(report):
         "wake-to-run latency by waker class",
         "per-CPU busy share",
         "waits broken into causes",
+        "time in each state",
     ):
         assert f"<figcaption>{cap}</figcaption>" in html
-    # + the waits' bars and the windows of the longest wake-to-run and preempted waits
-    assert len(imgs) == 8
+    # + the task states' bars, the waits' bars and the windows of the longest wake-to-run and preempted waits
+    assert len(imgs) == 9
     # the whole trace: the interactive timeline (tests/test_timeline_html.py drives it)
     assert "<figcaption>per-CPU timeline (interactive:" in html
     assert html.count("schedwakeJump('timeline', 'f") == 2
@@ -87,7 +88,7 @@ def test_renders_in_headless_chromium(report, tmp_path):
     dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path)
     assert dom.returncode == 0, dom.stderr[-2000:]
     attrs = re.search(r"<body([^>]*)>", dom.stdout).group(1)
-    assert 'data-rendered="ok"' in attrs and 'data-images="8/8"' in attrs, attrs
+    assert 'data-rendered="ok"' in attrs and 'data-images="9/9"' in attrs, attrs
     console = [
         ln
         for ln in dom.stderr.splitlines()

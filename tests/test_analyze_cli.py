@@ -43,7 +43,8 @@ def test_json_shape(fio_json):
     import schedwake
 
     d = fio_json
-    assert set(d) == {"trace", "caveats", "findings", "metrics"}
+    assert set(d) == {"trace", "caveats", "findings", "metrics", "task_states"}
+    assert set(d["task_states"]) == {"tasks", "classes", "cpus"}
     facts = set(summary(schedwake.load(sample("idle-sleep.dat"), events=[])))
     assert set(d["trace"]) == facts | {
         "topology",

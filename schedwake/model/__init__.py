@@ -6,6 +6,7 @@
 * ``migrations``every ``sched_migrate_task`` with cause and topology class (:mod:`.migrations`);
 * ``occupancy`` per-CPU running/idle intervals and runnable waits (:mod:`.occupancy`);
 * ``waits``     waits to run as ``perf sched latency`` counts them (:mod:`.waits`);
+* ``task_states`` per-task running/runnable/sleeping/blocked intervals (:mod:`.task_states`);
 * ``caveats``   plain-English list of what could not be computed and why.
 
 ``Trace.wakeups()``, ``Trace.migrations()``, ``Trace.occupancy()`` return these.
@@ -21,6 +22,7 @@ import pandas as pd
 from . import migrations as _migrations
 from . import occupancy as _occupancy
 from . import waits as _waits
+from . import task_states as _task_states
 from . import wakeups as _wakeups
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 
@@ -143,3 +145,14 @@ class Model:
     @cached_property
     def first_switch_ts(self) -> dict[int, int]:
         return _occupancy.first_switch_ts(self.events)
+
+    @cached_property
+    def task_states(self) -> pd.DataFrame:
+        """Every task's time in each state, one row per interval (whatever :attr:`pids`
+        says: :func:`.task_states.totals` sums them, the readers pick the tasks). For a
+        time slice of a trace, the whole trace's intervals cut to the slice: a task's
+        state at the slice's start is the one the events before it gave."""
+        whole = getattr(self.trace, "time_slice_of", None)
+        if whole is not None:
+            return _task_states.clipped(whole[0].model.task_states, whole[1], whole[2])
+        return _task_states.build(self.events)

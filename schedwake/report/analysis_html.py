@@ -2,11 +2,12 @@
 
 One file, no network: the trace's facts and caveats, each finding with its evidence and
 a per-CPU timeline zoomed on it, the per-CPU timeline of the whole trace, the from-CPU x
-to-CPU migration matrix, wake-to-run latency CDFs by waker class, the per-CPU busy share
-and the metrics. Plots are inline PNG (static matplotlib) but the whole trace's timeline,
-which is interactive (:mod:`schedwake.report.timeline_html`, BokehJS inline; each
-finding links to its window there); the page's own script counts the images that
-decoded, as the comparison report's does, for a headless browser check.
+to-CPU migration matrix, wake-to-run latency CDFs by waker class, the per-CPU busy share,
+the time of the tasks in each state (stacked bars) and the metrics. Plots are inline PNG
+(static matplotlib) but the whole trace's timeline, which is interactive
+(:mod:`schedwake.report.timeline_html`, BokehJS inline; each finding links to its window
+there); the page's own script counts the images that decoded, as the comparison report's
+does, for a headless browser check.
 """
 
 from __future__ import annotations
@@ -160,6 +161,38 @@ def _metrics(metrics: dict) -> str:
     return f"<table><thead><tr><th class='l'>metric</th><th>value</th></tr></thead>{rows}</table>"
 
 
+def _task_states(analysis) -> str:
+    """Time of the tasks (``--pid``) or task classes in each state: stacked bars and
+    a table of the seconds (docs/task-states.md)."""
+    from .plots import task_states
+
+    ts = analysis.task_states
+    focus = analysis.trace.model.pids is not None
+    rows = [
+        {**r, "label": f"{r['comm']} ({r['pid']})" if focus else f"{r['class']} ({r['tasks']})"}
+        for r in (ts["tasks"] if focus else ts["classes"])
+    ]
+    what = "the --pid tasks" if focus else "the task classes (tasks)"
+    fig = task_states(rows, f"Time in each state of {what}")
+    cols = ("observed_s", "running_s", "preempted_s", "woken_wait_s", "sleeping_s",
+            "blocked_s", "unknown_s")  # fmt: skip
+    head = "".join(f"<th>{_e(c[:-2])} (s)</th>" for c in cols)
+    body = "".join(
+        f"<tr><td class='l'>{_e(r['label'])}</td>"
+        + "".join(f"<td>{r[c]:.6f}</td>" for c in cols)
+        + "</tr>"
+        for r in rows
+    )
+    return (
+        "<h2>Task states</h2><p class='meta'>runnable = preempted (switched out R or R+) + "
+        "woken (from the wake-up to the switch-in); blocked: D; the states add up to the "
+        "observed time (docs/task-states.md)</p>"
+        + figure_tag("task-states", "time in each state", fig)
+        + f"<table><thead><tr><th class='l'>{'task' if focus else 'class'}</th>{head}"
+        + f"</tr></thead>{body}</table>"
+    )
+
+
 def render(analysis, progress: Callable[[float], None] | None = None) -> str:
     """The report of an :class:`schedwake.analysis.Analysis` as one HTML string;
     ``progress`` gets the fraction done after each figure."""
@@ -208,6 +241,7 @@ def render(analysis, progress: Callable[[float], None] | None = None) -> str:
     if busy:  # (no chart without samples)
         parts.append(figure_tag("busy", "per-CPU busy share", busy_share_bars(trace, busy)))
     step()
+    parts.append(_task_states(analysis))
     parts += ["<h2>Metrics</h2>", _metrics(analysis.metrics), "</body></html>\n"]
     return "\n".join(parts)
 

@@ -259,6 +259,8 @@ def text(analysis, markdown: bool = False) -> str:
             out.extend(("" if markdown else "      ") + line for line in f.evidence)
             if markdown:
                 out.append("```")
+    h2("Task states")
+    out += _task_states(analysis, markdown)
     task_waits = analysis.task_waits
     if task_waits is not None:
         h2(f"Waits of the --pid tasks ({len(task_waits)})")
@@ -281,6 +283,49 @@ def text(analysis, markdown: bool = False) -> str:
             else:
                 out.append(f"  {k:<{width}}  {format_value(v)}")
     return "\n".join(out) + "\n"
+
+
+_STATE_COLS = (
+    ("observed_s", "observed"),
+    ("running_s", "running"),
+    ("preempted_s", "preempt"),
+    ("woken_wait_s", "woken"),
+    ("sleeping_s", "sleeping"),
+    ("blocked_s", "blocked"),
+    ("unknown_s", "unknown"),
+)
+
+
+def _task_states(analysis, markdown: bool) -> list[str]:
+    """The time of the tasks in each state: one row per task of ``--pid``, else one per
+    task class (user, kworker, kthread), with the runnable share of running + runnable."""
+    ts = analysis.task_states
+    focus = analysis.trace.model.pids is not None
+    rows = []
+    for r in ts["tasks"] if focus else ts["classes"]:
+        busy = r["running_s"] + r["runnable_s"]
+        share = f"{100 * r['runnable_s'] / busy:.1f}" if busy > 0 else "-"
+        label = f"{r['comm']} ({r['pid']})" if focus else f"{r['class']} ({r['tasks']} tasks)"
+        rows.append((label, [r[k] for k, _ in _STATE_COLS], share))
+    if not rows:
+        return ["no task seen switching or waking"]
+    note = (
+        "seconds in each state (runnable = preempt + woken: waiting to run after a "
+        "preemption, after a wake-up); runnable share = runnable / (running + runnable); "
+        "docs/task-states.md"
+    )
+    heads = [h for _, h in _STATE_COLS] + ["runnable %"]
+    if markdown:
+        out = [note, "", "| " + ("task" if focus else "class") + " | " + " | ".join(heads) + " |"]
+        out.append("|---" * (len(heads) + 1) + "|")
+        for label, vals, share in rows:
+            out.append(f"| {label} | " + " | ".join(f"{v:.6f}" for v in vals) + f" | {share} |")
+        return out
+    out = _indented(note, "  ", "  ")
+    out.append(f"  {'':<24}" + "".join(f"{h:>9}" for h in heads[:-1]) + f"{heads[-1]:>11}")
+    for label, vals, share in rows:
+        out.append(f"  {label[:24]:<24}" + "".join(f"{v:>9.3f}" for v in vals) + f"{share:>11}")
+    return out
 
 
 def _side_by_side(gap: dict) -> str:

@@ -10,7 +10,8 @@ make the reader hunt.
   marked by the waker's class (per-CPU kthread, unbound kworker, interrupt, ...);
 * :func:`migration_matrix` -- from-CPU x to-CPU migration counts (heatmap);
 * :func:`latency_cdf` -- wake-to-run latency CDFs of the sides overlaid (log x);
-* :func:`busy_share` -- per-CPU busy share of each side (grouped bars).
+* :func:`busy_share` -- per-CPU busy share of each side (grouped bars);
+* :func:`task_states` -- time of tasks (or task classes) in each state (stacked bars).
 
 ``compare_*`` draw these for the sides of a :class:`schedwake.compare.CompareResult`,
 and :func:`report_figures` is the set the HTML report shows.
@@ -31,6 +32,7 @@ __all__ = [
     "migration_matrix",
     "latency_cdf",
     "busy_share",
+    "task_states",
     "png_bytes",
     "default_task",
     "compare_latency_cdf",
@@ -517,6 +519,50 @@ def busy_share(samples: pd.DataFrame, labels=None, figsize=(9, 4.5)) -> Figure:
     ax.set_title(f"Per-CPU busy share per side (mean of {kind} samples, bars ±1 sd)")
     ax.legend(fontsize=9, ncol=min(len(labels), 4), loc="upper right")
     ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+#: The states of :func:`task_states`, in stacking order: key, label, colour.
+TASK_STATE_STYLE = (
+    ("running_s", "running", "#2ca02c"),
+    ("preempted_s", "runnable: preempted (R, R+)", "#d62728"),
+    ("woken_wait_s", "runnable: woken, waiting to run", "#ff7f0e"),
+    ("blocked_s", "blocked (D)", "#9467bd"),
+    ("sleeping_s", "sleeping (S, I...)", "#c7c7c7"),
+    ("unknown_s", "unknown", "#f7f7f7"),
+)
+
+
+def task_states(rows: list[dict], title: str, max_rows: int = 30, figsize=(10, None)) -> Figure:
+    """Stacked horizontal bars: for each row (a task or a task class of
+    :attr:`schedwake.analysis.Analysis.task_states`, with a ``label``), the share of its
+    observed time in each state (%), the runnable share of running + runnable written
+    beside it. At most ``max_rows`` rows (the first)."""
+    rows = rows[:max_rows]
+    height = figsize[1] or 1.6 + 0.38 * max(len(rows), 1)
+    fig = ReportFigure(figsize=(figsize[0], height), layout="constrained")
+    ax = fig.add_subplot()
+    if not rows:
+        ax.set_title(f"{title}: no task seen")
+        return fig
+    y = np.arange(len(rows))[::-1]
+    left = np.zeros(len(rows))
+    for key, label, colour in TASK_STATE_STYLE:
+        share = np.array([100 * r[key] / r["observed_s"] if r["observed_s"] else 0 for r in rows])
+        ax.barh(y, share, left=left, color=colour, edgecolor="#555555", lw=0.3, label=label)
+        left += share
+    for yi, r in zip(y, rows):
+        busy = r["running_s"] + r["runnable_s"]
+        if busy > 0:
+            ax.text(101, yi, f"runnable {100 * r['runnable_s'] / busy:.1f}%", va="center",
+                    fontsize=8)  # fmt: skip
+    ax.set_yticks(y, [str(r["label"]) for r in rows], fontsize=8)
+    ax.set_xlim(0, 120)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("share of the observed time (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.02 + 0.4 / height))
+    ax.grid(axis="x", alpha=0.3)
     return fig
 
 

@@ -1,0 +1,530 @@
+"""Per-task time states (``perf sched timehist --state``): when each task was running,
+runnable, sleeping or blocked, and on which CPU (docs/task-states.md).
+
+:func:`build` gives one row per interval of one task in one state: ``pid``, ``cpu``,
+``start_ts``, ``end_ts`` (exclusive), ``state`` and ``switch_state``. The intervals of a
+task tile its *observed time* without gaps or overlaps, so its states add up to it
+exactly (in ns). :func:`totals` sums them per task (and per CPU) over the trace or a
+slice of it.
+
+States (``state``), from the task's own events in time order:
+
+``running``
+    from its switch-in (``sched_switch`` ``next_pid``) to its switch-out.
+``preempted``
+    runnable: switched out with ``prev_state`` ``R`` or ``R+`` (preempted, or yielded
+    while runnable), until it is switched in again. A wake-up of a task in this state
+    (``ttwu_runnable``) changes nothing.
+``woken_wait``
+    runnable: from its first wake-up event (``sched_waking``; ``sched_wakeup`` when the
+    trace has no waking; ``sched_wakeup_new`` for a new task) after it went to sleep,
+    until its switch-in: the wake-to-run wait. A task woken while going to sleep (its
+    waking comes after its switch-in and before its switch-out ``S`` or ``D``: the
+    waker waits in try_to_wake_up() for it to leave the CPU) waits from the switch-out.
+``sleeping``
+    switched out asleep and not woken yet: ``S`` (interruptible), ``I`` (idle kernel
+    thread, TASK_IDLE; ``D|N`` on kernels 4.2 to 4.13), ``T``/``t`` (stopped, traced),
+    ``P`` (parked) and any other letter of a waiting task.
+``blocked``
+    switched out in uninterruptible sleep (``D``, ``D|K``, ``D|W``...; not TASK_IDLE):
+    iowait and other ``D`` waits, until woken.
+``unknown``
+    before the task's first event that says its state, from the start of the trace;
+    after a switch-out whose state the trace does not give.
+
+A task's observed time runs from the start of the trace to its end; a task born in the
+trace starts at its ``sched_wakeup_new`` (its ``sched_process_fork`` when the trace has
+no wakeup_new); a task that dies (switched out ``X``, ``Z`` or ``x``) ends there. pid 0
+(the idle tasks) is not a task here: its time is the CPUs' idle time.
+
+``cpu``: where the task is: the CPU it runs on, the CPU whose run queue it waits on
+(its CPU changes at ``sched_migrate_task`` and at a ``sched_wakeup``'s target_cpu), and
+for a sleeping or blocked task the CPU it last ran on (-1: not known yet).
+
+``switch_state``: the ``prev_state`` letters of the switch-out that began the task's
+current time off the CPU (a ``woken_wait`` after a ``D`` sleep says ``D``); missing for
+``running`` and ``unknown`` rows before any switch-out.
+
+Built vectorized: the task's events are sorted once by (pid, time) and the states are
+forward-filled; no loop over events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import tasks
+from ._util import asof_index, take
+from .events import Events, i64, ints
+
+#: The states of the intervals, in their categorical order.
+STATES = ("running", "preempted", "woken_wait", "sleeping", "blocked", "unknown")
+
+#: The columns of :func:`totals` (seconds), in report order.
+TOTAL_COLUMNS = (
+    "observed_s",
+    "running_s",
+    "runnable_s",
+    "preempted_s",
+    "woken_wait_s",
+    "sleeping_s",
+    "blocked_s",
+    "unknown_s",
+)
+
+#: Task classes of the summaries and of the metrics ``runnable_share_<class>``.
+CLASSES = ("user", "kworker", "kthread")
+
+_RUN, _PRE, _WOKEN, _SLEEP, _BLOCK, _UNK = range(6)
+_DEAD = 6  # after its last switch-out: the task's observed time has ended
+_WAKE = 7  # a wake-up: runnable if off the CPU asleep, else no change
+_KEEP = 8  # a migration: the state goes on, the CPU changes
+
+#: Order of events of one task at one time: a switch-out before a wake-up before a
+#: migration before a switch-in (a task switched out and in again at the same time
+#: ends running; a wake-up stamped with its sleep's time still wakes it).
+_PRIO_START, _PRIO_OUT, _PRIO_WAKE, _PRIO_MIGRATE, _PRIO_IN = range(5)
+
+
+def state_code(letters: str) -> int:
+    """The state a task is in after a switch-out with ``prev_state`` ``letters`` (as
+    trace-cmd and perf print it: ``S``, ``D``, ``R+``, ``D|K``, ``I``...)."""
+    s = str(letters).strip()
+    if s.startswith("R"):
+        return _PRE
+    flags = set(s.replace("|", "").replace("+", ""))
+    if flags & {"X", "Z", "x"}:
+        return _DEAD
+    if "D" in flags and "N" not in flags:  # D|N: TASK_IDLE before 4.14 (now I)
+        return _BLOCK
+    if flags & set("SDITtPWKN"):
+        return _SLEEP
+    return _UNK
+
+
+def task_class(comm: str, pid: int | None = None) -> str | None:
+    """The class of a task in the summaries and metrics: ``kworker`` (workqueue
+    workers, bound or unbound), ``kthread`` (other kernel threads known by name) or
+    ``user``; None for the idle task."""
+    cls = tasks.name_class(comm, pid)
+    if cls == tasks.IDLE:
+        return None
+    if comm.startswith("kworker/"):
+        return "kworker"
+    if cls in (tasks.PERCPU_KTHREAD, tasks.UNBOUND_KWORKER, tasks.KTHREAD):
+        return "kthread"
+    return "user"
+
+
+def build(ev: Events) -> pd.DataFrame:
+    """The interval table of every task of ``ev`` (see the module's docstring)."""
+    s = ev.switch
+    t_end = int(ev.last_ts)
+    parts: list[tuple] = []  # (ts, pid, cpu, code, prio, letters code, unknown mark)
+    none = np.zeros(0, np.int64)
+    letter_cats: list[str] = []
+    if s is not None and len(s):
+        ts, cpu = i64(s, "ts"), ints(s, "cpu")
+        t_end = max(t_end, int(ts.max()))
+        prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
+        if "prev_state_str" in s.columns:
+            st = pd.Categorical(s["prev_state_str"])
+            letter_cats = [str(c) for c in st.categories]
+            by_cat = np.array([state_code(c) for c in letter_cats] + [_UNK], dtype=np.int8)
+            lcode = np.asarray(st.codes)
+            out_code = by_cat[np.where(lcode < 0, len(letter_cats), lcode)]
+        else:
+            lcode = np.full(len(ts), -1, dtype=np.int64)
+            out_code = np.full(len(ts), _UNK, dtype=np.int8)
+        o = prev != 0
+        unseen = _unseen_switch_in(ts, cpu, prev, nxt, int(ev.first_ts or ts.min()))
+        bad = o & (unseen >= 0)
+        # a switch-out whose switch-in the trace lacks: from the CPU's previous switch
+        # (after which the task was put on it, unseen) unknown, until the task's first
+        # event there as the current task (it runs from then), else to the switch-out
+        b = np.flatnonzero(bad)
+        seen_at = _first_current(ev, unseen[b], ts[b], prev[b], cpu[b])
+        found = seen_at >= 0
+        ends_unseen = np.zeros(len(ts), dtype=np.int8)
+        ends_unseen[b[~found]] = -1
+        parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], ends_unseen[o]))
+        i = nxt != 0
+        parts.append((ts[i], nxt[i], cpu[i], _RUN, _PRIO_IN, -1, 0))
+        parts.append((unseen[b], prev[b], -1, _KEEP, _PRIO_IN, -1, 1))
+        parts.append((seen_at[found], prev[b][found], cpu[b][found], _RUN, _PRIO_IN, -1, -1))
+    born = np.zeros(0, np.int64)
+    if ev.wakeup_new is not None and len(ev.wakeup_new):
+        f = ev.wakeup_new
+        pid = ints(f, "pid")
+        parts.append((i64(f, "ts"), pid, ints(f, "target_cpu"), _WOKEN, _PRIO_WAKE, -1, 0))
+        born = pid
+    if ev.fork is not None and len(ev.fork):
+        f = ev.fork
+        child = ints(f, "child_pid")
+        new = ~np.isin(child, born)  # the wakeup_new, when recorded, is the birth
+        parts.append(
+            (i64(f, "ts")[new], child[new], ints(f, "cpu")[new], _WOKEN, _PRIO_WAKE, -1, 0)
+        )
+        born = np.concatenate([born, child[new]])
+    # a wake-up begins at sched_waking (perf sched timehist does the same), at
+    # sched_wakeup when the trace has no waking; sched_wakeup says where it goes
+    has_waking = ev.waking is not None and len(ev.waking) > 0
+    if has_waking:
+        f = ev.waking
+        parts.append((i64(f, "ts"), ints(f, "pid"), -1, _WAKE, _PRIO_WAKE, -1, 0))
+    if ev.wakeup is not None and len(ev.wakeup):
+        f = ev.wakeup
+        kind = _KEEP if has_waking else _WAKE
+        parts.append((i64(f, "ts"), ints(f, "pid"), ints(f, "target_cpu"), kind, _PRIO_WAKE, -1, 0))
+    if ev.migrate is not None and len(ev.migrate):
+        f = ev.migrate
+        parts.append(
+            (i64(f, "ts"), ints(f, "pid"), ints(f, "dest_cpu"), _KEEP, _PRIO_MIGRATE, -1, 0)
+        )
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
+    pid_all = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts])
+    pid_all = pid_all[pid_all != 0]  # (pid 0 in wake or migration events: not a task)
+    # every task not born in the trace starts, unknown, when the trace does
+    seen = np.unique(pid_all)
+    old = seen[~np.isin(seen, born)]
+    first = int(ev.first_ts) if ev.first_ts else t_end
+    parts.append((np.full(len(old), first, np.int64), old, -1, _UNK, _PRIO_START, -1, 0))
+
+    def cat(k, dtype):
+        return np.concatenate(
+            [np.broadcast_to(np.asarray(p[k], dtype=dtype), (len(p[0]),)) for p in parts]
+        )
+
+    ts, pid, cpu = cat(0, np.int64), cat(1, np.int64), cat(2, np.int64)
+    code, prio, letters = cat(3, np.int8), cat(4, np.int8), cat(5, np.int64)
+    mark = cat(6, np.int8)
+    keep = pid != 0
+    cols = [a[keep] for a in (ts, pid, cpu, code, prio, letters, mark)]
+    order = np.lexsort((cols[4], cols[0], cols[1]))
+    ts, pid, cpu, code, prio, letters, mark = (a[order] for a in cols)
+    del cols, order, keep
+    n = len(ts)
+    new_pid = np.ones(n, dtype=bool)
+    new_pid[1:] = pid[1:] != pid[:-1]
+    # woken while going to sleep: a waking after the task's switch-in and before its
+    # switch-out asleep (try_to_wake_up() traced it, then waited for the task to be off
+    # its CPU): the task is runnable from the switch-out
+    idx = np.arange(n)
+    last_in = _ffill(np.where(code == _RUN, idx, -1), new_pid)
+    last_wake = _ffill(np.where(code == _WAKE, idx, -1), new_pid)
+    code = code.copy()
+    # (not at a switch-out whose switch-in the trace lacks: the waking may have come
+    # before that unseen switch-in)
+    in_flight = (prio == _PRIO_OUT) & (mark == 0) & (last_wake > last_in) & (last_in >= 0)
+    code[in_flight & ((code == _SLEEP) | (code == _BLOCK))] = _WOKEN
+    del idx, last_in, last_wake, in_flight
+    # a wake-up wakes a task that is off the CPU asleep (or not yet known, or dead: a
+    # reused pid); a running or already runnable task stays as it is
+    definite = code <= _DEAD
+    last_def = _ffill(np.where(definite, code, -1), new_pid)
+    wake = code == _WAKE
+    code[wake] = np.where(np.isin(last_def[wake], [_RUN, _PRE, _WOKEN]), _KEEP, _WOKEN)
+    state = _ffill(np.where(code == _KEEP, -1, code), new_pid)
+    # before a task's first state: unknown; for a task born in the trace (a migration
+    # before its sched_wakeup_new), not yet alive
+    state[state < 0] = np.where(np.isin(pid[state < 0], born), _DEAD, _UNK)
+    # between an unseen switch-in's earliest time and its switch-out (marks +1, -1)
+    state[(np.cumsum(mark, dtype=np.int64) > 0) & (state != _DEAD)] = _UNK
+    where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
+    # the letters of the switch-out that began the time off the CPU (+1; 0: none),
+    # carried over the wake-ups and migrations that follow it
+    carry = np.where(prio == _PRIO_OUT, letters + 1, np.where(definite, 0, -1))
+    since = _ffill(carry, new_pid) - 1
+    since[state == _RUN] = -1
+    # one row per interval: an event that changes neither state, CPU nor switch_state
+    # (a second wake-up, a wake-up of a running task) does not split one
+    goes_on = np.zeros(n, dtype=bool)
+    goes_on[1:] = (
+        ~new_pid[1:]
+        & (state[1:] == state[:-1])
+        & (where[1:] == where[:-1])
+        & (since[1:] == since[:-1])
+    )
+    if goes_on.any():
+        ts, pid, where, state, since, new_pid = (
+            a[~goes_on] for a in (ts, pid, where, state, since, new_pid)
+        )
+        n = len(ts)
+    end = np.empty(n, dtype=np.int64)
+    end[:-1] = ts[1:]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = new_pid[1:]
+    end[last] = t_end
+    keep = (state != _DEAD) & (end > ts)
+    return _frame(
+        pid[keep],
+        where[keep],
+        ts[keep],
+        end[keep],
+        state[keep].astype(np.int8),
+        since[keep],
+        letter_cats,
+    )
+
+
+def _unseen_switch_in(ts, cpu, prev, nxt, first_ts: int) -> np.ndarray:
+    """Per ``sched_switch``: when its ``prev_pid`` was put on the CPU without a switch the
+    trace holds (the CPU's previous switch put another task there, or there is none):
+    the earliest time it can have been, the later of that previous switch (the trace's
+    start for a CPU's first switch) and the task's own previous switch; -1 for a switch
+    whose task came in by the CPU's previous switch."""
+    order = np.lexsort((np.arange(len(ts)), ts, cpu))
+    c, p = cpu[order], prev[order]
+    pred_next = np.full(len(ts), -1, dtype=np.int64)
+    pred_ts = np.full(len(ts), first_ts, dtype=np.int64)
+    same = c[1:] == c[:-1]
+    pred_next[1:][same] = nxt[order][:-1][same]
+    pred_ts[1:][same] = ts[order][:-1][same]
+    out = np.where(pred_next == p, -1, pred_ts)
+    res = np.empty(len(ts), dtype=np.int64)
+    res[order] = out
+    # not before the task's own previous switch (on another CPU)
+    for key in (prev, nxt):
+        before = take(ts, asof_index(ts, prev, ts, key, "backward", allow_exact=False), -1)
+        np.maximum(res, np.where(res >= 0, before, -1), out=res)
+    return res
+
+
+def _first_current(ev: Events, after, before, pid, cpu) -> np.ndarray:
+    """For each (``after``, ``before``, ``pid``, ``cpu``): the time of the first event
+    in ``after``..``before`` that ``pid`` fired on ``cpu`` as the current task (its
+    ``common_pid``: a waking it did, a work item it ran...); -1 if none."""
+    never = np.iinfo(np.int64).max
+    first = np.full(len(after), never, dtype=np.int64)
+    key = pid.astype(np.int64) * 8192 + cpu
+    for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.wq_start, ev.wq_end):
+        if f is None or len(f) == 0 or len(after) == 0:
+            continue
+        fts = i64(f, "ts")
+        fkey = i64(f, "common_pid") * 8192 + i64(f, "cpu")
+        near = take(fts, asof_index(after, key, fts, fkey, "forward", allow_exact=True), never)
+        np.minimum(first, near, out=first)
+    return np.where(first <= before, first, -1)
+
+
+def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
+    """``values`` with each -1 replaced by the last value >= 0 before it in its group
+    (groups start where ``new_group`` is True); -1 where there is none."""
+    n = len(values)
+    idx = np.where(values >= 0, np.arange(n), -1)
+    # a group's first row resets the fill: nothing carries over from the previous group
+    starts = np.flatnonzero(new_group)
+    reset = np.full(n, -1, dtype=np.int64)
+    reset[starts] = starts
+    filled = np.maximum.accumulate(np.maximum(idx, reset))
+    out = values[filled]
+    out = np.where(values >= 0, values, out)
+    return out
+
+
+def _frame(pid, cpu, start, end, state, since, letter_cats) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "pid": np.asarray(pid, dtype=np.int32),
+            "cpu": np.asarray(cpu, dtype=np.int32),
+            "start_ts": np.asarray(start, dtype=np.int64),
+            "end_ts": np.asarray(end, dtype=np.int64),
+            "state": pd.Categorical.from_codes(np.asarray(state, np.int8), categories=STATES),
+            "switch_state": pd.Categorical.from_codes(
+                np.asarray(since, dtype=np.int32), categories=list(dict.fromkeys(letter_cats))
+            ),
+        },
+        copy=False,
+    )
+
+
+def clipped(intervals: pd.DataFrame, start_ns: int | None, end_ns: int | None) -> pd.DataFrame:
+    """The intervals cut to ``start_ns``..``end_ns`` (trace timestamps; None: open);
+    those outside dropped."""
+    s = intervals["start_ts"].to_numpy()
+    e = intervals["end_ts"].to_numpy()
+    if start_ns is not None:
+        s = np.maximum(s, start_ns)
+    if end_ns is not None:
+        e = np.minimum(e, end_ns)
+    keep = e > s
+    out = intervals[keep].copy()
+    out["start_ts"], out["end_ts"] = s[keep], e[keep]
+    return out.reset_index(drop=True)
+
+
+def totals(
+    intervals: pd.DataFrame,
+    by: tuple[str, ...] = ("pid",),
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+) -> pd.DataFrame:
+    """Time in each state (:data:`TOTAL_COLUMNS`, seconds) per group of ``by``
+    (``("pid",)``, ``("pid", "cpu")``, ``("cpu",)``), over the intervals clipped to
+    ``start_ns``..``end_ns`` (trace timestamps; None: open). ``observed_s`` is the sum of
+    the others but ``runnable_s`` (= ``preempted_s`` + ``woken_wait_s``), exactly: they
+    are summed in integer ns and converted once."""
+    by = list(by)
+    s = intervals["start_ts"].to_numpy()
+    e = intervals["end_ts"].to_numpy()
+    if start_ns is not None:
+        s = np.maximum(s, start_ns)
+    if end_ns is not None:
+        e = np.minimum(e, end_ns)
+    dur = np.maximum(e - s, 0)
+    state = np.asarray(intervals["state"].cat.codes)
+    frame = intervals[by].copy()
+    for k, name in enumerate(STATES):
+        frame[name] = np.where(state == k, dur, 0)
+    ns = frame.groupby(by, sort=True)[list(STATES)].sum()
+    out = pd.DataFrame(index=ns.index)
+    out["observed_s"] = ns.sum(axis=1) / 1e9
+    out["running_s"] = ns["running"] / 1e9
+    out["runnable_s"] = (ns["preempted"] + ns["woken_wait"]) / 1e9
+    out["preempted_s"] = ns["preempted"] / 1e9
+    out["woken_wait_s"] = ns["woken_wait"] / 1e9
+    out["sleeping_s"] = ns["sleeping"] / 1e9
+    out["blocked_s"] = ns["blocked"] / 1e9
+    out["unknown_s"] = ns["unknown"] / 1e9
+    return out[out["observed_s"] > 0] if start_ns is not None or end_ns is not None else out
+
+
+def comms(ev: Events) -> dict[int, str]:
+    """Each task's name: the last one a ``sched_switch`` gave it (as prev or next), else
+    the last one a wake-up gave it."""
+    names: dict[int, str] = {}
+    for f, pid_col, comm_col in (
+        (ev.waking, "pid", "comm"),
+        (ev.wakeup, "pid", "comm"),
+        (ev.wakeup_new, "pid", "comm"),
+        (ev.switch, "next_pid", "next_comm"),
+        (ev.switch, "prev_pid", "prev_comm"),
+    ):
+        if f is None or len(f) == 0 or comm_col not in f.columns:
+            continue
+        pid = ints(f, pid_col)
+        upid, last = np.unique(pid[::-1], return_index=True)
+        rows = len(pid) - 1 - last
+        comm = f[comm_col].to_numpy()[rows]
+        names.update(zip(upid.tolist(), (str(c) for c in comm)))
+    return names
+
+
+def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, float | None]:
+    """Per task class (:data:`CLASSES`): runnable time / (running + runnable time) of
+    its tasks; None for a class with no running or runnable time."""
+    if len(intervals) == 0:
+        return {c: None for c in CLASSES}
+    t = totals(intervals)
+    cls = pd.Series([task_class(names.get(int(p), ""), int(p)) for p in t.index], index=t.index)
+    out: dict[str, float | None] = {}
+    for c in CLASSES:
+        sel = t[cls == c]
+        busy = float(sel["running_s"].sum() + sel["runnable_s"].sum())
+        out[c] = float(sel["runnable_s"].sum()) / busy if busy > 0 else None
+    return out
+
+
+def _class_of(pids, names: dict[int, str]) -> np.ndarray:
+    """:func:`task_class` of each pid (by its name in ``names``), as an object array."""
+    return np.array([task_class(names.get(int(p), ""), int(p)) for p in pids], dtype=object)
+
+
+def class_share_windows(
+    intervals: pd.DataFrame, names: dict[int, str], edges: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per task class, its runnable share (runnable / (running + runnable) time) inside
+    each window ``edges[k]``..``edges[k+1]``; NaN where the class neither ran nor waited.
+
+    The time of a set of intervals before t is sum(min(t - start, length)) over the
+    intervals that start before t: sums over the intervals sorted by start and by end,
+    one binary search per edge (no loop over windows or intervals)."""
+    edges = np.asarray(edges, dtype=np.int64)
+    out: dict[str, np.ndarray] = {}
+    if len(intervals) == 0:
+        return {c: np.full(len(edges) - 1, np.nan) for c in CLASSES}
+    pids = intervals["pid"].to_numpy()
+    upid, inv = np.unique(pids, return_inverse=True)
+    cls = _class_of(upid, names)[inv]
+    state = np.asarray(intervals["state"].cat.codes)
+    start = intervals["start_ts"].to_numpy()
+    end = intervals["end_ts"].to_numpy()
+    for c in CLASSES:
+        mine = cls == c
+        run = _time_before(start[mine & (state == _RUN)], end[mine & (state == _RUN)], edges)
+        sel = mine & ((state == _PRE) | (state == _WOKEN))
+        wait = _time_before(start[sel], end[sel], edges)
+        r, w = np.diff(run), np.diff(wait)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[c] = np.where(r + w > 0, w / (r + w), np.nan)
+    return out
+
+
+def _time_before(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Total time (float ns) the intervals cover before each time of ``t``."""
+
+    def part(x: np.ndarray) -> np.ndarray:  # sum over x < t of (t - x)
+        x = np.sort(x).astype(np.float64)
+        cum = np.concatenate([[0.0], np.cumsum(x)])
+        k = np.searchsorted(x, t, "left")
+        return k * t.astype(np.float64) - cum[k]
+
+    return part(start) - part(end)
+
+
+def summary(model) -> dict:
+    """The task states of ``model`` (a :class:`schedwake.model.Model`) for the reports:
+    ``tasks`` (the tasks of ``model.pids``, else every task; most running first), each
+    with its seconds in every state (:data:`TOTAL_COLUMNS`, to the ns: they add up to
+    ``observed_s``) and the same per CPU; ``classes`` (:data:`CLASSES`: tasks, seconds,
+    ``runnable_share``) and ``cpus`` (seconds of the tasks on each CPU)."""
+    iv = model.task_states
+    names = comms(model.events)
+    if model.pids is not None:
+        iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
+    per_task = totals(iv) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
+    per_cpu_task = totals(iv, ("pid", "cpu")) if len(iv) else None
+    per_cpu = totals(iv, ("cpu",)) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
+
+    def secs(row) -> dict:
+        return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}
+
+    tasks_out = []
+    for pid in per_task.sort_values("running_s", ascending=False, kind="stable").index:
+        comm = names.get(int(pid), "")
+        cpus = []
+        if per_cpu_task is not None:
+            for (_, cpu), row in per_cpu_task.loc[[pid]].iterrows():
+                cpus.append({"cpu": None if cpu < 0 else int(cpu), **secs(row)})
+        tasks_out.append(
+            {
+                "pid": int(pid),
+                "comm": comm,
+                "class": task_class(comm, int(pid)),
+                **secs(per_task.loc[pid]),
+                "cpus": cpus,
+            }
+        )
+    classes_out = []
+    cls = _class_of(per_task.index, names)
+    for c in CLASSES:
+        sel = per_task[cls == c] if len(per_task) else per_task
+        if len(sel) == 0:
+            continue
+        sums = sel.sum()
+        busy = float(sums["running_s"] + sums["runnable_s"])
+        classes_out.append(
+            {
+                "class": c,
+                "tasks": int(len(sel)),
+                **secs(sums),
+                "runnable_share": round(float(sums["runnable_s"]) / busy, 6) if busy else None,
+            }
+        )
+    cpus_out = [
+        {"cpu": None if cpu < 0 else int(cpu), **secs(row)} for cpu, row in per_cpu.iterrows()
+    ]
+    return {"tasks": tasks_out, "classes": classes_out, "cpus": cpus_out}
