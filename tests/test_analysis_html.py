@@ -49,7 +49,8 @@ def test_the_report_is_self_contained_with_a_timeline_per_finding(report):
         "time in each state",
     ):
         assert f"<figcaption>{cap}</figcaption>" in html
-    # + the task states' bars, the waits' bars and the windows of the longest wake-to-run and preempted waits
+    # + the task states' bars, the waits' bars and the windows of the longest wake-to-run
+    # and preempted waits
     assert len(imgs) == 9
     # the whole trace: the interactive timeline (tests/test_timeline_html.py drives it)
     assert "<figcaption>per-CPU timeline (interactive:" in html

@@ -21,8 +21,8 @@ import pandas as pd
 
 from . import migrations as _migrations
 from . import occupancy as _occupancy
-from . import waits as _waits
 from . import task_states as _task_states
+from . import waits as _waits
 from . import wakeups as _wakeups
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 
