@@ -171,22 +171,22 @@ def test_compare_prints_the_changed_mean_rows_by_default_and_everything_with_ful
     assert short.split("\n\n")[0] == full.split("\n\n")[0]
     table = mmtests_part(short).splitlines()
     assert table[0] == (
-        "mmtests table: the mean rows of the 8 of 17 metrics that changed significantly; "
+        "mmtests table: the mean rows of the 11 of 22 metrics that changed significantly; "
         "--full prints the whole table (Min, Stddev, CoeffVar, Max, best means)"
     )
     rows = [ln for ln in table if ln.startswith(("Amean", "Hmean", "Min", "Max", "BAmean"))]
-    assert len(rows) == 8 and all("*" in r for r in rows)
+    assert len(rows) == 11 and all("*" in r for r in rows)
     assert (
         "Amean migrations_per_s                   324.97 (   0.00%)      584.31 * -79.81%*" in rows
     )
-    # the rows of the whole table (17 metrics x 8 statistics), the same rule line
+    # the rows of the whole table (22 metrics x 8 statistics), the same rule line
     full_rows = [ln for ln in mmtests_part(full).splitlines() if ln[:1].isupper()]
-    assert sum(ln.startswith("BAmean-95 ") or ln.startswith("BHmean-95 ") for ln in full_rows) == 17
+    assert sum(ln.startswith("BAmean-95 ") or ln.startswith("BHmean-95 ") for ln in full_rows) == 22
     rule = [ln for ln in short.splitlines() if ln.startswith("* significant")]
     assert rule == [ln for ln in full.splitlines() if ln.startswith("* significant")]
     assert len(short.splitlines()) < len(full.splitlines()) - 100
     md = run_cli(*args, "--format", "markdown", check=True).stdout
-    assert md.count("| Amean |") + md.count("| Hmean |") == 8 and "| Min |" not in md
+    assert md.count("| Amean |") + md.count("| Hmean |") == 11 and "| Min |" not in md
 
 
 def test_compare_says_when_nothing_changed_significantly():
