@@ -9,8 +9,9 @@ bootstrap:
 demo: bootstrap
 	.venv/bin/schedwake analyze $(SAMPLE)
 
+# one worker per CPU (pytest-xdist); the 15 slowest tests are named at the end
 test: bootstrap lint
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n auto --durations=15
 
 # run every notebook and save it with its outputs (tests/test_notebooks.py checks them)
 .PHONY: notebooks
