@@ -134,6 +134,7 @@ _TRACE_TYPES = {
     "timestamps": pa.string(),
     "topology_json": pa.string(),
     "thresholds": pa.string(),
+    "bench": pa.string(),  # JSON: each bench_* column's unit, direction and file
     "windows_s": pa.list_(pa.float64()),
     "abspath": pa.string(),
     "size": pa.int64(),
@@ -319,6 +320,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             topo.source = str(options.topology_file)
         else:
             topo.source = _as_given(topo.source, abspath, path)
+        _ = trace.bench  # (the files beside the trace are read from where it is, abspath)
         trace.meta["path"] = path
         thresholds = dict(options.thresholds)
         windows = [default_window([trace.duration_ns / 1e9])]
@@ -344,6 +346,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             path, abspath, f"{path}: internal error (please report): {text}", options, stat
         )
     metrics = dict(analysis.metrics)
+    bench = metrics.pop("bench", None) or {}
     busy = metrics.pop("busy_share", None) or {}
     metrics.update({f"busy_share_cpu{c}": v for c, v in busy.items()})
     row = {
@@ -375,6 +378,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}
         ),
         "thresholds": json.dumps(analysis.thresholds, sort_keys=True),
+        "bench": json.dumps(bench, sort_keys=True) if bench else None,
         "windows_s": windows,
         "abspath": abspath,
         "size": None if stat is None else stat.st_size,
@@ -1176,6 +1180,20 @@ class AnalysedTrace:
             if v is not None:
                 busy[str(c)] = v
         tm["busy_share"] = busy
+        try:
+            bench = json.loads(_value(self.row.get("bench")) or "{}")
+        except (TypeError, ValueError, RecursionError):
+            bench = None
+        if not isinstance(bench, dict) or not all(
+            isinstance(v, dict) and v.get("direction") in ("higher", "lower")
+            for v in bench.values()
+        ):
+            raise TraceError(
+                self.dataset.out / TRACES_FILE, f"the bench column of {self.path} is damaged"
+            ) from None
+        if bench:  # (the benchmark's results beside the trace, as trace_metrics has them)
+            tm.update({n: _value(self.row.get(n)) for n in bench})
+            tm["bench"] = bench
         return tm
 
     def samples(self, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
@@ -1202,6 +1220,8 @@ class AnalysedTrace:
         if keep is not None:
             w = w[w["metric"].isin(keep)]
         w = w.rename(columns={"path": "trace"}).assign(sample_kind="per-window")
+        # (a benchmark result is one value per trace, also beside the windows)
+        w.loc[w["metric"].astype(str).str.startswith("bench_"), "sample_kind"] = "per-trace"
         return w[list(SAMPLE_COLUMNS)].reset_index(drop=True)
 
     def findings(self, thresholds=None) -> list:

@@ -741,6 +741,8 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
 
     entry = catalogue_entry(rule.metric)
     res = RuleResult(rule, entry.unit, entry.direction, "pass")
+    if row is not None:  # (a benchmark result's unit and direction are its own)
+        res.unit, res.direction = row.metric.unit, row.metric.direction
     if row is None:
         res.status = rule.unmeasured_status
         res.message = f"{rule.metric} was not measured (no samples)"
@@ -755,7 +757,7 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     sig = row.sig[1]
     res.baseline, res.candidate = base, cand
     res.change = cand - base
-    gain = base - cand if entry.direction == "lower" else cand - base
+    gain = base - cand if res.direction == "lower" else cand - base
     res.gain_pct = (
         gain / abs(base) * 100.0
         if base != 0

@@ -164,18 +164,33 @@ def text(analysis, markdown: bool = False) -> str:
             if markdown:
                 out.append("```")
     h2("Metrics")
+    bench = metrics.get("bench") or {}
+    metrics = {k: v for k, v in metrics.items() if k != "bench"}
     if markdown:
         out.append("| metric | value |\n|---|---|")
-        out.extend(f"| {k} | {format_value(v)} |" for k, v in metrics.items())
+        out.extend(
+            f"| {k} | {format_value(v)}{_bench_note(bench, k)} |" for k, v in metrics.items()
+        )
     else:
         width = max(len(k) for k in metrics) if metrics else 0
         for k, v in metrics.items():
-            if k == "busy_share" and isinstance(v, dict) and v:
+            if k in bench:
+                out.append(f"  {k:<{width}}  {format_value(v)}{_bench_note(bench, k)}")
+            elif k == "busy_share" and isinstance(v, dict) and v:
                 out.append(f"  {k}  (share of the time each CPU runs a task)")
                 out += _busy_table(v, "    ")
             else:
                 out.append(f"  {k:<{width}}  {format_value(v)}")
     return "\n".join(out) + "\n"
+
+
+def _bench_note(bench: dict, name: str) -> str:
+    """`` MB/s (higher is better; from dbench.txt)`` after a benchmark result's value."""
+    info = bench.get(name)
+    if not info:
+        return ""
+    unit = f" {info['unit']}" if info.get("unit") else ""
+    return f"{unit} ({info['direction']} is better; from {Path(info['source']).name})"
 
 
 def _side_by_side(gap: dict) -> str:
