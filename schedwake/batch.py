@@ -559,7 +559,31 @@ def _unchanged(prev: dict, abspath: str, options: Options) -> bool:
         and prev.get("size") == st.st_size
         and prev.get("mtime_ns") == st.st_mtime_ns
         and prev.get("options_key") == options.key()
+        and not _results_changed(prev, abspath)
     )
+
+
+def _results_changed(prev: dict, abspath: str) -> bool:
+    """A benchmark results file beside the trace (:func:`schedwake.bench.candidates`)
+    written since the row's analysis, or one the row used that is gone."""
+    from .bench import candidates
+
+    at = _value(prev.get("analysed_at"))
+    if at is None:
+        return True
+    since = pd.Timestamp(at).timestamp()
+    for _, path in candidates(abspath):
+        try:  # (a new symlink to an older file counts as new)
+            if max(path.lstat().st_mtime, path.stat().st_mtime) >= since:
+                return True
+        except OSError:
+            continue
+    try:
+        used = json.loads(_value(prev.get("bench")) or "{}")
+        sources = {str(v.get("source")) for v in used.values() if isinstance(v, dict)}
+    except (TypeError, ValueError, AttributeError, RecursionError):
+        return True
+    return not all(os.path.exists(s) for s in sources)
 
 
 def _run(todo, options, scheduler, workers, progress, result) -> list[TraceResult]:
@@ -731,6 +755,7 @@ def _previous(out: Path) -> _Previous:
     prev.labels = list(manifest.get("labels") or [])
     prev.label_from = manifest.get("label_from")
     cols = ["path", "status", "size", "mtime_ns", "options_key"]
+    cols += [c for c in ("analysed_at", "bench") if c in prev.traces.column_names]
     for r in prev.traces.select(cols).to_pylist():
         prev.done[r["path"]] = r
     return prev

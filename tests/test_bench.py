@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import os
+import shutil
 
 import pandas as pd
 import pytest
@@ -338,6 +339,35 @@ def test_batch_columns_and_compare_from_batch(kstack_sides):
     assert one.returncode == 0, one.stderr
     assert "per-trace values, n=1/1" in one.stdout
     assert not math.isnan(traces["bench_dbench_throughput_mb_s"].sum())
+
+
+def test_batch_rerun_sees_results_written_since(tmp_path):
+    """A results file written beside a trace after its analysis: a re-run of batch
+    analyses that trace again (its own file is unchanged), and again when it is gone."""
+    shutil.copy(SAMPLES / "idle-sleep.dat", tmp_path / "idle.dat")
+    out = tmp_path / "ds"
+
+    def run() -> tuple[str, pd.DataFrame]:
+        proc = run_cli("batch", "--serial", "idle.dat", "-o", out, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout, pd.read_parquet(out / "traces.parquet")
+
+    first, rows = run()
+    assert first.startswith("batch: 1 trace(s) analysed"), first
+    assert rows["bench"].isna().all() and not [c for c in rows if c.startswith("bench_")]
+    again, _ = run()
+    assert again.startswith("batch: 0 trace(s) analysed"), again
+    (tmp_path / "dbench.txt").write_text(_dbench_output())
+    third, rows = run()
+    assert third.startswith("batch: 1 trace(s) analysed"), third
+    assert rows["bench_dbench_throughput_mb_s"].tolist() == [253.54]
+    (tmp_path / "dbench.txt").unlink()
+    fourth, rows = run()
+    assert fourth.startswith("batch: 1 trace(s) analysed"), fourth
+    assert (
+        "bench_dbench_throughput_mb_s" not in rows
+        or rows["bench_dbench_throughput_mb_s"].isna().all()
+    )
 
 
 def test_record_keeps_the_commands_output(tmp_path):
