@@ -902,6 +902,11 @@ def _record_trace_cmd(
             kept = Path(str(rcfile) + ".out")
             if kept.is_file():
                 os.replace(kept, command_output(out))
+                try:  # (trace-cmd held it while the command ran: shown now)
+                    sys.stdout.buffer.write(command_output(out).read_bytes())
+                    sys.stdout.buffer.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
         os.replace(tmp / "trace.dat", out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
