@@ -746,6 +746,11 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     if row is None:
         res.status = rule.unmeasured_status
         res.message = f"{rule.metric} was not measured (no samples)"
+        if entry.name == "bench_{name}":
+            res.message = (
+                f"{rule.metric} was not measured: no trace has that benchmark result "
+                "beside it (TRACE.bench.json, fio.json, dbench.txt)"
+            )
         return res
     base, cand = float(row.values[0]), float(row.values[1])
     res.n = tuple(int(st.clean_samples(s).size) for s in row.metric.samples)
