@@ -47,10 +47,12 @@ FIO_PERCENTILE = "99.000000"
 MAX_BYTES = 64 << 20
 
 _NAME = re.compile(r"[A-Za-z0-9_]+")
-# dbench's summary: "Throughput 253.54 MB/sec  2 clients  2 procs  max_latency=10.837 ms"
+# dbench's summary: "Throughput 253.54 MB/sec  2 clients  2 procs  max_latency=10.837 ms";
+# " (sync open)" / " (sync dirs)" may follow MB/sec, dbench 3 prints "N procs" only and
+# no max_latency
 _DBENCH = re.compile(
-    r"^\s*Throughput\s+(?P<mb>[0-9.eE+-]+)\s+MB/sec\s+(?P<clients>\d+)\s+clients?"
-    r"(?:\s+(?P<procs>\d+)\s+procs?)?(?:\s+max_latency=(?P<lat>[0-9.eE+-]+)\s+ms)?",
+    r"^\s*Throughput\s+(?P<mb>[0-9.eE+-]+)\s+MB/sec\b[^\n]*?"
+    r"(?:max_latency=(?P<lat>[0-9.eE+-]+)\s*ms)?[ \t]*$",
     re.MULTILINE,
 )
 
@@ -188,6 +190,9 @@ def parse_fio(text: str, path) -> list[BenchResult]:
     start = re.search(r"^\{", text, re.MULTILINE)
     doc = _json(text[start.start() :] if start else text, path, "fio JSON output")
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if jobs is None and isinstance(doc, dict) and isinstance(doc.get("client_stats"), list):
+        # fio --client: each server's jobs, then their sum ("All clients"), left out
+        jobs = [j for j in doc["client_stats"] if j.get("jobname") != "All clients"]
     if not isinstance(jobs, list) or not jobs or not all(isinstance(j, dict) for j in jobs):
         raise TraceError(path, "not fio JSON output: no jobs list (fio --output-format=json)")
     out = []
@@ -205,16 +210,23 @@ def parse_fio(text: str, path) -> list[BenchResult]:
         out.append(BenchResult(f"bench_fio_{d}_iops", iops_sum, "IO/s", "higher", src))
         mib = sum(bw) / 1024.0  # type: ignore[arg-type]
         out.append(BenchResult(f"bench_fio_{d}_bw_mib_s", mib, "MiB/s", "higher", src))
-        p99 = [
-            _number(((p.get("clat_ns") or {}).get("percentile") or {}).get(FIO_PERCENTILE))
-            for p in moved
-        ]
+        p99 = [_clat_p99_us(p) for p in moved]
         if p99 and all(v is not None for v in p99):
-            worst = max(v for v in p99 if v is not None) / 1e3
+            worst = max(v for v in p99 if v is not None)
             out.append(BenchResult(f"bench_fio_{d}_clat_p99_us", worst, "us", "lower", src))
     if not out:
         raise TraceError(path, "fio JSON: no job read or wrote any data")
     return out
+
+
+def _clat_p99_us(part: dict) -> float | None:
+    """A job direction's 99th percentile completion latency (us): ``clat_ns`` (fio 3),
+    else ``clat`` in us (fio 2); None when fio reported no percentiles."""
+    for key, to_us in (("clat_ns", 1e-3), ("clat", 1.0)):
+        if isinstance(part.get(key), dict):
+            v = _number((part[key].get("percentile") or {}).get(FIO_PERCENTILE))
+            return None if v is None else v * to_us
+    return None
 
 
 def parse_dbench(text: str, path) -> list[BenchResult]:

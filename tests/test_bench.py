@@ -104,6 +104,36 @@ def test_dbench_output_of_a_real_run():
     assert got["bench_dbench_max_latency_ms"].direction == "lower"
 
 
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        # dbench 4 with -s/-S (its format: "Throughput %g MB/sec%s%s  %d clients ...")
+        ("Throughput 253.54 MB/sec (sync open)  2 clients  2 procs  max_latency=10.837 ms",
+         [253.54, 10.837]),
+        ("Throughput 99.5 MB/sec 4 procs", [99.5]),  # dbench 3: no clients, no latency
+    ],
+)  # fmt: skip
+def test_dbench_line_variants(line, want):
+    assert [r.value for r in parse_dbench(f"{line}\n", "dbench.txt")] == want
+
+
+def test_fio_client_server_output_and_fio2_clat(tmp_path):
+    """fio --client: client_stats holds each server's job and their sum ("All clients",
+    left out); fio 2 gives the clat percentiles in us under ``clat``."""
+    job = json.loads((STORM / "root" / "run8.fio.json").read_text())["jobs"][0]
+    total = json.loads(json.dumps(job)) | {"jobname": "All clients"}
+    got = {
+        r.name: r.value
+        for r in parse_fio(json.dumps({"client_stats": [job, total]}), tmp_path / "f.json")
+    }
+    assert got["bench_fio_write_iops"] == pytest.approx(job["write"]["iops"])
+    fio2 = json.loads(json.dumps(job))
+    clat = fio2["write"].pop("clat_ns")
+    fio2["write"]["clat"] = {"percentile": {"99.000000": clat["percentile"]["99.000000"] / 1e3}}
+    got = {r.name: r.value for r in parse_fio(json.dumps({"jobs": [fio2]}), tmp_path / "f.json")}
+    assert got["bench_fio_write_clat_p99_us"] == pytest.approx(13041.664)
+
+
 def test_command_output_is_used_only_when_recognised(tmp_path):
     assert parse_output("total 0\nhello\n", tmp_path / "t.dat.cmd.txt") == []
     fio = (STORM / "root" / "run8.fio.json").read_text()
