@@ -134,6 +134,7 @@ _TRACE_TYPES = {
     "timestamps": pa.string(),
     "topology_json": pa.string(),
     "thresholds": pa.string(),
+    "bench": pa.string(),  # JSON: each bench_* column's unit, direction and file
     "windows_s": pa.list_(pa.float64()),
     "abspath": pa.string(),
     "size": pa.int64(),
@@ -344,6 +345,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             topo.source = str(topology_file)
         else:
             topo.source = _as_given(topo.source, abspath, path)
+        _ = trace.bench  # (the files beside the trace are read from where it is, abspath)
         trace.meta["path"] = path
         thresholds = dict(options.thresholds)
         windows = [default_window([trace.duration_ns / 1e9])]
@@ -370,6 +372,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             path, abspath, f"{path}: internal error (please report): {text}", options, stat
         )
     metrics = dict(analysis.metrics)
+    bench = metrics.pop("bench", None) or {}
     busy = metrics.pop("busy_share", None) or {}
     metrics.update({f"busy_share_cpu{c}": v for c, v in busy.items()})
     row = {
@@ -401,6 +404,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
             {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}
         ),
         "thresholds": json.dumps(analysis.thresholds, sort_keys=True),
+        "bench": json.dumps(bench, sort_keys=True) if bench else None,
         "windows_s": windows,
         "abspath": abspath,
         "size": None if stat is None else stat.st_size,
@@ -611,7 +615,31 @@ def _unchanged(prev: dict, abspath: str, options: Options) -> bool:
         and prev.get("size") == st.st_size
         and prev.get("mtime_ns") == st.st_mtime_ns
         and prev.get("options_key") == options.key()
+        and not _results_changed(prev, abspath)
     )
+
+
+def _results_changed(prev: dict, abspath: str) -> bool:
+    """A benchmark results file beside the trace (:func:`schedwake.bench.candidates`)
+    written since the row's analysis, or one the row used that is gone."""
+    from .bench import candidates
+
+    at = _value(prev.get("analysed_at"))
+    if at is None:
+        return True
+    since = pd.Timestamp(at).timestamp()
+    for _, path in candidates(abspath):
+        try:  # (a new symlink to an older file counts as new)
+            if max(path.lstat().st_mtime, path.stat().st_mtime) >= since:
+                return True
+        except OSError:
+            continue
+    try:
+        used = json.loads(_value(prev.get("bench")) or "{}")
+        sources = {str(v.get("source")) for v in used.values() if isinstance(v, dict)}
+    except (TypeError, ValueError, AttributeError, RecursionError):
+        return True
+    return not all(os.path.exists(s) for s in sources)
 
 
 def _run(todo, options, scheduler, workers, progress, result) -> list[TraceResult]:
@@ -783,6 +811,7 @@ def _previous(out: Path) -> _Previous:
     prev.labels = list(manifest.get("labels") or [])
     prev.label_from = manifest.get("label_from")
     cols = ["path", "status", "size", "mtime_ns", "options_key"]
+    cols += [c for c in ("analysed_at", "bench") if c in prev.traces.column_names]
     for r in prev.traces.select(cols).to_pylist():
         prev.done[r["path"]] = r
     return prev
@@ -1296,6 +1325,20 @@ class AnalysedTrace:
             if v is not None:
                 busy[str(c)] = v
         tm["busy_share"] = busy
+        try:
+            bench = json.loads(_value(self.row.get("bench")) or "{}")
+        except (TypeError, ValueError, RecursionError):
+            bench = None
+        if not isinstance(bench, dict) or not all(
+            isinstance(v, dict) and v.get("direction") in ("higher", "lower")
+            for v in bench.values()
+        ):
+            raise TraceError(
+                self.dataset.out / TRACES_FILE, f"the bench column of {self.path} is damaged"
+            ) from None
+        if bench:  # (the benchmark's results beside the trace, as trace_metrics has them)
+            tm.update({n: _value(self.row.get(n)) for n in bench})
+            tm["bench"] = bench
         return tm
 
     def samples(self, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
@@ -1322,6 +1365,8 @@ class AnalysedTrace:
         if keep is not None:
             w = w[w["metric"].isin(keep)]
         w = w.rename(columns={"path": "trace"}).assign(sample_kind="per-window")
+        # (a benchmark result is one value per trace, also beside the windows)
+        w.loc[w["metric"].astype(str).str.startswith("bench_"), "sample_kind"] = "per-trace"
         return w[list(SAMPLE_COLUMNS)].reset_index(drop=True)
 
     def findings(self, thresholds=None) -> list:

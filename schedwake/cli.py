@@ -1345,8 +1345,10 @@ def batch(
 def record(output, events, buffer_kb, duration, method, quiet, command):
     """Record a scheduler trace (root) while COMMAND runs, for --duration, or until Ctrl-C.
 
-    Writes OUTPUT (trace.dat) and OUTPUT.topology.json, reports lost events and the
-    command's exit code, and restores the tracing state it changed, also on Ctrl-C.
+    Writes OUTPUT (trace.dat), OUTPUT.topology.json and COMMAND's output as
+    OUTPUT.cmd.txt (its benchmark results become bench_* metrics), reports lost events
+    and the command's exit code, and restores the tracing state it changed, also on
+    Ctrl-C.
 
     \b
     Example:

@@ -554,7 +554,11 @@ def from_samples(
     labels = [str(x) for x in labels]
     if len(labels) < 2:
         raise TraceError("compare", "needs at least two sides")
-    kinds = set(df["sample_kind"]) if "sample_kind" in df.columns else {"per-trace"}
+    # (a benchmark result is one value per trace, also beside per-window samples)
+    bench = df["metric"].astype(str).str.startswith("bench_")
+    kinds = set(df.loc[~bench, "sample_kind"]) if "sample_kind" in df.columns else {"per-trace"}
+    if not kinds and "sample_kind" in df.columns:
+        kinds = set(df["sample_kind"])
     if len(kinds) > 1:
         raise ValueError(f"samples mix kinds {sorted(kinds)}: use one kind for every side")
     kind = kinds.pop() if kinds else "per-trace"
@@ -577,14 +581,17 @@ def from_samples(
             rows.loc[side_col[rows.index] == lab, "value"].to_numpy(dtype=np.float64)
             for lab in labels
         ]
+        own = kind
+        if name.startswith("bench_") and "sample_kind" in rows.columns and len(rows):
+            own = str(rows["sample_kind"].iloc[0])
         ms.append(
             mmtests.MetricSamples(
                 name,
                 unit,
                 cast(st.Direction, direction),
                 arrays,
-                window_s=window_s if kind == "per-window" else None,
-                sample_kind=cast(mmtests.SampleKind, kind),
+                window_s=window_s if own == "per-window" else None,
+                sample_kind=cast(mmtests.SampleKind, own),
             )
         )
     comp = mmtests.compare_samples(

@@ -802,9 +802,16 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
 
     entry = catalogue_entry(rule.metric)
     res = RuleResult(rule, entry.unit, entry.direction, "pass")
+    if row is not None:  # (a benchmark result's unit and direction are its own)
+        res.unit, res.direction = row.metric.unit, row.metric.direction
     if row is None:
         res.status = rule.unmeasured_status
         res.message = f"{rule.metric} was not measured (no samples)"
+        if entry.name == "bench_{name}":
+            res.message = (
+                f"{rule.metric} was not measured: no trace has that benchmark result "
+                "beside it (TRACE.bench.json, fio.json, dbench.txt)"
+            )
         return res
     base, cand = float(row.values[0]), float(row.values[1])
     res.n = tuple(int(st.clean_samples(s).size) for s in row.metric.samples)
@@ -816,7 +823,7 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     sig = row.sig[1]
     res.baseline, res.candidate = base, cand
     res.change = cand - base
-    gain = base - cand if entry.direction == "lower" else cand - base
+    gain = base - cand if res.direction == "lower" else cand - base
     res.gain_pct = (
         gain / abs(base) * 100.0
         if base != 0

@@ -230,7 +230,18 @@ def trace_metrics(trace, thresholds: dict | None = None) -> dict:
         out["pingpong_would_stack"] = None
     if out["migrations_per_s"] is None:
         out["migrations"] = None
-    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
+    out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
+    out.update(_bench_metrics(trace))
+    return out
+
+
+def _bench_metrics(trace) -> dict:
+    """The benchmark's results beside the trace as ``bench_*`` metrics, with their unit,
+    direction and file under ``bench`` (:func:`schedwake.bench.metric_values`); nothing
+    without results (or for a stand-in of a trace without ``bench``)."""
+    from .bench import metric_values
+
+    return metric_values(getattr(trace, "bench", None) or [])
 
 
 def _task_states_of(model):
@@ -755,18 +766,66 @@ def unknown_metric(name: str) -> str:
     """The one-line complaint about an unknown metric name, with the closest known ones."""
     import difflib
 
-    known = [n for n in CATALOGUE if "{cpu}" not in n] + ["busy_share_cpuN"]
+    known = [n for n in CATALOGUE if "{cpu}" not in n] + ["busy_share_cpuN", "bench_NAME"]
     close = difflib.get_close_matches(name, known + list(FORMER_NAMES), n=3, cutoff=0.6)
     close = list(dict.fromkeys(FORMER_NAMES.get(c, c) for c in close))
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"unknown metric {name!r}{hint} (known: {', '.join(known)})"
 
 
+#: The family of the benchmark's results (:mod:`schedwake.bench`): any ``bench_NAME``
+#: is a metric, whose unit and direction each trace's results give (the sample rows
+#: carry them); ``direction`` here only stands for "per result".
+BENCH = CatalogueMetric(
+    "bench_{name}",
+    "",
+    "per result",
+    1.0,
+    "a result of the benchmark that ran while the trace was recorded, from the files "
+    "beside the trace (TRACE.bench.json, fio's JSON, dbench's output)",
+    "the trace's one value (a benchmark result is per run, never per window)",
+)
+
+
+def bench_samples(tm: dict, path: str, duration_s: float, metrics=None) -> pd.DataFrame:
+    """The per-trace samples of the benchmark results of :func:`trace_metrics` ``tm``
+    (one row each, ``sample_kind`` per-trace also beside per-window samples: a
+    benchmark result is one value per run), with their own unit and direction."""
+    info = tm.get("bench") or {}
+    names = [n for n in info if metrics is None or n in metrics]
+    v = [np.nan if tm.get(n) is None else float(tm[n]) for n in names]
+    return pd.DataFrame(
+        {
+            "trace": [path] * len(names),
+            "sample_kind": ["per-trace"] * len(names),
+            "window": np.zeros(len(names), dtype=np.int64),
+            "start_s": np.zeros(len(names)),
+            "end_s": np.full(len(names), float(duration_s or 0.0)),
+            "metric": names,
+            "unit": [str(info[n].get("unit", "")) for n in names],
+            "direction": [str(info[n]["direction"]) for n in names],
+            "value": np.asarray(v, dtype=np.float64),
+        },
+        columns=list(SAMPLE_COLUMNS),
+    )
+
+
+def _with_bench(samples: pd.DataFrame, bench: pd.DataFrame) -> pd.DataFrame:
+    if len(bench) == 0:
+        return samples
+    if len(samples) == 0:
+        return bench.reset_index(drop=True)
+    return pd.concat([samples, bench], ignore_index=True)
+
+
 def catalogue_entry(name: str) -> CatalogueMetric:
     """The catalogue entry of a metric identifier (``busy_share_cpu3`` -> the busy share
-    entry). Raises KeyError (its text: :func:`unknown_metric`) for unknown names."""
+    entry, ``bench_fio_write_iops`` -> :data:`BENCH`). Raises KeyError (its text:
+    :func:`unknown_metric`) for unknown names."""
     if name in CATALOGUE:
         return CATALOGUE[name]
+    if name.startswith("bench_") and len(name) > len("bench_"):
+        return BENCH
     if name.startswith("busy_share_cpu") and name[len("busy_share_cpu") :].isdigit():
         return CATALOGUE["busy_share_cpu{cpu}"]
     raise KeyError(unknown_metric(name))
@@ -799,6 +858,7 @@ def metric_samples(
     cpus = int(trace.meta.get("cpus") or 1)
     if window_s is None:
         return trace_samples(trace_metrics(trace, thresholds), path, cpus, metrics)
+    bench = bench_samples(_bench_metrics(trace), path, trace.duration_ns / 1e9, metrics)
     keep = _select(metrics)
     first = trace.model.events.first_ts
     wm = window_metrics(trace, window_s, thresholds)
@@ -827,7 +887,7 @@ def metric_samples(
     start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     window = wm["window"].to_numpy(dtype=np.int64)
-    return _tidy(path, "per-window", window, start, end, cols, keep)
+    return _with_bench(_tidy(path, "per-window", window, start, end, cols, keep), bench)
 
 
 def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
@@ -845,7 +905,8 @@ def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
             v = np.nan if tm[m.key] is None else float(tm[m.key])
             cols[m.name] = np.array([v * m.scale])
     one = np.zeros(1, dtype=np.int64)
-    return _tidy(path, "per-trace", one, np.zeros(1), np.array([tm["duration_s"]]), cols, keep)
+    tidy = _tidy(path, "per-trace", one, np.zeros(1), np.array([tm["duration_s"]]), cols, keep)
+    return _with_bench(tidy, bench_samples(tm, path, tm["duration_s"], keep))
 
 
 def _tidy(path, kind, window, start, end, cols: dict, keep) -> pd.DataFrame:
@@ -880,6 +941,8 @@ def missing_events(trace, name: str) -> list[str]:
     event that was not enabled from one that never fired (nor one left out by
     ``load(events=...)``)."""
     key = catalogue_entry(name).name
+    if key == BENCH.name:  # (a result of the benchmark, not of the trace's events)
+        return []
     return [
         " or ".join(group) for group in NEEDS[key] if not any(trace.has_records(e) for e in group)
     ]

@@ -19,7 +19,9 @@ What it does, in order (every step that changes tracing state is undone in a
    ``trace-cmd restore -c`` + ``trace-cmd restore -i head.dat`` + ``trace-cmd convert
    --compression zstd``;
 4. writes the machine's topology as ``<output>.topology.json`` beside the trace (picked up
-   by ``schedwake analyze``).
+   by ``schedwake analyze``), and the command's output (stdout and stderr, also shown as
+   it runs) as ``<output>.cmd.txt``, where :mod:`schedwake.bench` finds the
+   benchmark's results (dbench's ``Throughput`` line, fio's JSON).
 
 SIGINT, SIGTERM and SIGHUP received while the command runs are forwarded to it (a second
 one kills it); the trace is still written. Problems that stop a recording raise
@@ -34,7 +36,9 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -489,8 +493,35 @@ def _cpu_dirs(inst: str) -> list[tuple[int, str]]:
     return sorted(cpus)
 
 
-def _run_workload(command, duration, sig: _Signals, result: RecordResult, log) -> None:
-    """Run the command (or wait) while tracing is on; fills exit_code/interrupted."""
+def command_output(out: Path) -> Path:
+    """Where the recorded command's output is kept: ``<output>.cmd.txt``."""
+    return out.with_name(out.name + ".cmd.txt")
+
+
+def _tee(source, keep: Path) -> threading.Thread:
+    """Copy what the command writes to ``source`` (a pipe) to our stdout as it comes and
+    into ``keep``; returns the copying thread (ends at the command's end of output)."""
+
+    def copy() -> None:
+        with open(keep, "wb") as f:
+            for chunk in iter(lambda: source.read1(65536), b""):
+                f.write(chunk)
+                try:
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.buffer.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass  # (no terminal to show it on: it is still kept)
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    return thread
+
+
+def _run_workload(
+    command, duration, sig: _Signals, result: RecordResult, log, keep: Path | None = None
+) -> None:
+    """Run the command (or wait) while tracing is on; fills exit_code/interrupted.
+    ``keep``: the file that keeps the command's output (:func:`command_output`)."""
     deadline = None if duration is None else time.monotonic() + duration
     if command is None:
         if deadline is None:
@@ -501,10 +532,12 @@ def _run_workload(command, duration, sig: _Signals, result: RecordResult, log) -
             )
         result.interrupted = sig.stopped and deadline is not None
         return
+    pipe = {} if keep is None else {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
     try:
-        proc = subprocess.Popen(command)
+        proc = subprocess.Popen(command, **pipe)  # type: ignore[call-overload]
     except OSError as exc:
         raise RecordError(f"cannot run {command[0]!r}: {exc.strerror}") from None
+    copier = None if keep is None else _tee(proc.stdout, keep)
     sig.child = proc
     try:
         try:
@@ -522,6 +555,8 @@ def _run_workload(command, duration, sig: _Signals, result: RecordResult, log) -
             proc.kill()
             proc.wait()
         sig.child = None
+        if copier is not None:
+            copier.join(5)  # (a child the command left behind may hold the pipe open)
     rc = proc.returncode
     if rc < 0:
         result.exit_signal = -rc
@@ -647,7 +682,7 @@ def _record_tracefs(
     _write(f"{inst}/tracing_on", "1\n")
     _marker(inst, "schedwake: start")
     try:
-        _run_workload(command, duration, sig, result, log)
+        _run_workload(command, duration, sig, result, log, command_output(out))
     finally:
         _marker(
             inst,
@@ -825,8 +860,9 @@ def _record_trace_cmd(
             result.events.append(event_name(system, event))
         rcfile = tmp / "rc"
         args += ["-o", str(tmp / "trace.dat")]
-        if command:
-            args += ["--", "sh", "-c", '"$@"; echo $? > "$0"', str(rcfile)] + command
+        if command:  # (its output goes to a file: trace-cmd's own output is not shown)
+            args += ["--", "sh", "-c", '"$@" > "$0.out" 2>&1; echo $? > "$0"', str(rcfile)]
+            args += command
         t0 = time.monotonic()
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         sig.recording, sig.child = True, proc
@@ -863,6 +899,14 @@ def _record_trace_cmd(
                     result.exit_code = rc
             except (OSError, ValueError, IndexError):
                 pass
+            kept = Path(str(rcfile) + ".out")
+            if kept.is_file():
+                os.replace(kept, command_output(out))
+                try:  # (trace-cmd held it while the command ran: shown now)
+                    sys.stdout.buffer.write(command_output(out).read_bytes())
+                    sys.stdout.buffer.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
         os.replace(tmp / "trace.dat", out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

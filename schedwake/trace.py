@@ -42,6 +42,18 @@ class Trace:
         #: bounds, for the task states, whose state at the slice's start the events
         #: before it give (model.task_states).
         self.time_slice_of: tuple[Trace, int | None, int | None] | None = None
+        self._bench: list | None = None
+
+    @property
+    def bench(self) -> list:
+        """The benchmark's results in the files beside the trace
+        (:func:`schedwake.bench.read_beside`: ``<trace>.bench.json``, fio's JSON,
+        dbench's output), read once; TraceError names a file that is there but unusable."""
+        if self._bench is None:
+            from .bench import read_beside
+
+            self._bench = read_beside(self.meta.get("path"))
+        return self._bench
 
     # -- topology and model ---------------------------------------------------------------
     @property

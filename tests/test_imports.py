@@ -23,6 +23,7 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 LAYERS = [
     ["errors", "version", "schema"],  # plain facts everything may use
     ["topology"],  # CPU maps
+    ["bench"],  # the benchmark results in the files beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names
     ["ingest"],  # files -> Arrow tables
     ["model"],  # tables -> wake-ups, migrations, occupancy

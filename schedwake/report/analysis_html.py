@@ -156,7 +156,7 @@ def _metrics(metrics: dict) -> str:
     rows = "".join(
         f"<tr><td class='l'>{_e(k)}</td><td>{_e(format_value(v))}</td></tr>"
         for k, v in metrics.items()
-        if k != "busy_share"
+        if k not in ("busy_share", "bench")
     )
     return f"<table><thead><tr><th class='l'>metric</th><th>value</th></tr></thead>{rows}</table>"
 

@@ -271,13 +271,19 @@ def text(analysis, markdown: bool = False) -> str:
             else body
         )
     h2("Metrics")
+    bench = metrics.get("bench") or {}
+    metrics = {k: v for k, v in metrics.items() if k != "bench"}
     if markdown:
         out.append("| metric | value |\n|---|---|")
-        out.extend(f"| {k} | {format_value(v)} |" for k, v in metrics.items())
+        out.extend(
+            f"| {k} | {format_value(v)}{_bench_note(bench, k)} |" for k, v in metrics.items()
+        )
     else:
         width = max(len(k) for k in metrics) if metrics else 0
         for k, v in metrics.items():
-            if k == "busy_share" and isinstance(v, dict) and v:
+            if k in bench:
+                out.append(f"  {k:<{width}}  {format_value(v)}{_bench_note(bench, k)}")
+            elif k == "busy_share" and isinstance(v, dict) and v:
                 out.append(f"  {k}  (share of the time each CPU runs a task)")
                 out += _busy_table(v, "    ")
             else:
@@ -326,6 +332,15 @@ def _task_states(analysis, markdown: bool) -> list[str]:
     for label, vals, share in rows:
         out.append(f"  {label[:24]:<24}" + "".join(f"{v:>9.3f}" for v in vals) + f"{share:>11}")
     return out
+
+
+def _bench_note(bench: dict, name: str) -> str:
+    """`` MB/s (higher is better; from dbench.txt)`` after a benchmark result's value."""
+    info = bench.get(name)
+    if not info:
+        return ""
+    unit = f" {info['unit']}" if info.get("unit") else ""
+    return f"{unit} ({info['direction']} is better; from {Path(info['source']).name})"
 
 
 def _side_by_side(gap: dict) -> str:
