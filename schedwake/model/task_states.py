@@ -341,15 +341,21 @@ def _frame(pid, cpu, start, end, state, since, letter_cats) -> pd.DataFrame:
     )
 
 
-def clipped(intervals: pd.DataFrame, start_ns: int | None, end_ns: int | None) -> pd.DataFrame:
-    """The intervals cut to ``start_ns``..``end_ns`` (trace timestamps; None: open);
-    those outside dropped."""
+def _cut(intervals: pd.DataFrame, start_ns: int | None, end_ns: int | None):
+    """The intervals' starts and ends moved inside ``start_ns``..``end_ns`` (None: open)."""
     s = intervals["start_ts"].to_numpy()
     e = intervals["end_ts"].to_numpy()
     if start_ns is not None:
         s = np.maximum(s, start_ns)
     if end_ns is not None:
         e = np.minimum(e, end_ns)
+    return s, e
+
+
+def clipped(intervals: pd.DataFrame, start_ns: int | None, end_ns: int | None) -> pd.DataFrame:
+    """The intervals cut to ``start_ns``..``end_ns`` (trace timestamps; None: open);
+    those outside dropped."""
+    s, e = _cut(intervals, start_ns, end_ns)
     keep = e > s
     out = intervals[keep].copy()
     out["start_ts"], out["end_ts"] = s[keep], e[keep]
@@ -368,12 +374,7 @@ def totals(
     the others but ``runnable_s`` (= ``preempted_s`` + ``woken_wait_s``), exactly: they
     are summed in integer ns and converted once."""
     by = list(by)
-    s = intervals["start_ts"].to_numpy()
-    e = intervals["end_ts"].to_numpy()
-    if start_ns is not None:
-        s = np.maximum(s, start_ns)
-    if end_ns is not None:
-        e = np.minimum(e, end_ns)
+    s, e = _cut(intervals, start_ns, end_ns)
     dur = np.maximum(e - s, 0)
     state = np.asarray(intervals["state"].cat.codes)
     frame = intervals[by].copy()
