@@ -120,9 +120,6 @@ METRICS: dict[str, Metric] = {
         ),
     )
 }
-BUSY_SHARE = Metric(
-    "busy_share_cpu", "fraction", "higher", "share of the time a CPU runs a task (not idle)"
-)
 
 CPUS_VISITED_MIN_RUNS = 10
 

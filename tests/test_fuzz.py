@@ -28,17 +28,9 @@ import _common  # noqa: E402
 import replay  # noqa: E402
 import run as fuzz_run  # noqa: E402
 
-TDCORE_C = ROOT / "schedwake" / "ingest" / "_td_merge.c"  # one of the decoder's sources
-NO_TDCORE = "the C trace.dat decoder is not built yet"
 FUZZ_SECONDS = int(os.environ.get("SCHEDWAKE_FUZZ_TEST_SECONDS", "60"))
 KNOWN = _common.known_findings()
 REPLAY_FILES = _common.regression_files() + _common.corpus_files() + _common.hostile_files()
-
-
-def needs_tdcore():
-    """The tests of the C decoder skip only while its source does not exist."""
-    if not TDCORE_C.exists():
-        pytest.skip(NO_TDCORE)
 
 
 def rel(p: Path) -> str:
@@ -87,12 +79,7 @@ SEEDS = sorted(p for p in _common.corpus_files() if p.name.startswith("seed-"))
 
 @pytest.mark.parametrize("path", SEEDS, ids=rel)
 def test_seeds_load(path):
-    """The seeds are real traces cut small: each one must load, with events."""
-    if path.name.endswith("-zlib.dat"):
-        from schedwake.ingest import tracedat
-
-        if getattr(tracedat, "_tdread", None) is None:
-            pytest.skip("trace.dat is read by libtracecmd, which has no zlib here")
+    """The seeds are real traces cut small (zlib ones too): each one must load, with events."""
     trace = _common.load_path(path)
     assert trace is not None, f"{rel(path)} does not load"
     assert sum(trace.meta["event_counts"].values()) > 0
@@ -266,8 +253,7 @@ def test_asan_replay(asan_build):
 
 
 def test_asan_replay_reads_tracedat_with_tdcore(asan_build):
-    """Once the C decoder exists, its ASan build is part of the replay (and it builds)."""
-    needs_tdcore()
+    """The C decoder's ASan build is part of the replay (and it builds)."""
     failed = asan_build / "failed"
     assert not failed.exists() or "_tdread" not in failed.read_text(), (
         "the ASan build of _tdread (_tdread.c + _td_*.c) does not compile"
@@ -311,10 +297,7 @@ def fuzz_tools(kind: str) -> None:
 @pytest.mark.fuzz
 @pytest.mark.parametrize("harness", list(fuzz_run.HARNESSES))
 def test_short_fuzz_run_finds_nothing(harness, tmp_path):
-    kind = fuzz_run.HARNESSES[harness]["kind"]
-    if kind == "libfuzzer":
-        needs_tdcore()
-    fuzz_tools(kind)
+    fuzz_tools(fuzz_run.HARNESSES[harness]["kind"])
     lock_wait = 600
     proc = subprocess.run(
         [
@@ -349,7 +332,6 @@ def test_short_fuzz_run_finds_nothing(harness, tmp_path):
 def test_tdcore_decodes_every_seed():
     """The libFuzzer binary, told to require success, accepts every trace.dat seed:
     the decoder reads v6, v7, zstd, zlib, missing CPUs and lost events (the seeds)."""
-    needs_tdcore()
     fuzz_tools("libfuzzer")
     subprocess.run(
         ["make", "-s", "--no-print-directory", rel(fuzz_run.TDCORE_BIN)], check=True, cwd=ROOT
