@@ -33,7 +33,7 @@ class Analysis:
 
     trace: Trace  #: the trace analysed
     findings: list[Finding]  #: most severe first, each with its evidence lines
-    metrics: dict  #: name -> value, the catalogue of docs/metrics.md
+    metrics: dict  #: name -> value, docs/compare.md, 'The metrics'
     thresholds: dict  #: the detector thresholds used (defaults + overrides)
     waits: bool = False  #: explain every wait of the ``--pid`` tasks (``task_waits``)
 

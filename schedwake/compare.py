@@ -1,4 +1,4 @@
-"""Before/after comparison of traces in the mmtests layout (DESIGN section 7).
+"""Before/after comparison of traces in the mmtests layout (docs/compare.md).
 
 ``schedwake.compare(sides)`` loads (or takes) the traces of two or more *sides* -- the
 baseline first, each side one trace or several iterations -- measures every metric of the

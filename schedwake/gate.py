@@ -1,4 +1,4 @@
-"""CI regression gate (DESIGN section 8): judge candidate traces against baseline traces.
+"""CI regression gate (docs/gate.md): judge candidate traces against baseline traces.
 
 ``schedwake.gate(baseline, candidate, rules)`` measures the rule metrics of both sides with
 the comparison machinery (:func:`schedwake.compare`: the same samples, means and

@@ -1,4 +1,5 @@
-"""Metrics of a trace (DESIGN section 7): one dict per trace, and per-window samples.
+"""Metrics of a trace (docs/compare.md, 'The metrics'): one dict per trace, and per-window
+samples.
 
 Every metric has a name, a unit and a direction (:data:`METRICS`). ``trace_metrics``
 gives the values over the whole trace; ``window_metrics`` gives the same metrics over

@@ -1,6 +1,6 @@
 """CPU topology: which CPUs share an SMT core, a last-level cache (LLC), a NUMA node.
 
-Sources, best first (DESIGN section 5):
+Sources, best first (docs/api.md, 'Topology'):
 
 1. a JSON file captured from the traced machine's sysfs (``schedwake topology -o``,
    or ``<trace>.topology.json`` beside the trace, else ``topology.json`` in the trace's

@@ -1,5 +1,5 @@
 """The model tables on real recordings, checked against `trace-cmd report -N` text and
-the hand-checked semantics of DESIGN section 3.
+the hand-checked semantics of docs/semantics.md.
 
 The samples come from a 2-CPU VM with one LLC: every migration there is `same_llc`
 and cross-LLC figures are zero by construction.

@@ -1,4 +1,4 @@
-"""Detectors: one module per pathology (DESIGN section 6), a registry and thresholds.
+"""Detectors: one module per pathology (docs/detectors.md), a registry and thresholds.
 
 ``detect(trace, thresholds={"name": value}, detectors=None)`` runs the detectors over
 ``trace.model`` and returns :class:`~schedwake.detect.base.Finding` objects, most

@@ -1,4 +1,4 @@
-"""Context-switch storm (DESIGN section 6).
+"""Context-switch storm (docs/detectors.md, 'cswitch_storm').
 
 A task and the kworker that completes its IO take turns on one CPU: the kworker wakes
 the task and is preempted by it at once (``prev_state`` ``R+``), the task finds its IO

@@ -1,4 +1,5 @@
-"""Idle while runnable: the work-conservation gap (DESIGN section 6).
+"""Idle while runnable: the work-conservation gap (docs/detectors.md,
+'idle_while_runnable').
 
 Time during which a CPU of an LLC is idle while a woken task waits runnable on another,
 busy CPU of the same LLC. From the occupancy table: idle intervals, and the waits of

@@ -1,4 +1,4 @@
-"""kworker wake-migrate ping-pong (DESIGN section 6).
+"""kworker wake-migrate ping-pong (docs/detectors.md, 'kworker_pingpong').
 
 An *episode* is a wake-up where
 

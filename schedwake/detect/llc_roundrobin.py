@@ -1,4 +1,4 @@
-"""Per-LLC round-robin (DESIGN section 6).
+"""Per-LLC round-robin (docs/detectors.md, 'llc_roundrobin').
 
 A task whose successive wake-ups move it between CPUs of the same LLC. Judged per
 task by the share of its wake-ups that change CPU inside an LLC (migration class

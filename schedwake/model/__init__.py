@@ -1,4 +1,5 @@
-"""The model: tables derived from the event tables (DESIGN section 4).
+"""The model: tables derived from the event tables (docs/architecture.md,
+'The model's tables').
 
 ``Model(trace, topology)`` builds, once and vectorized:
 

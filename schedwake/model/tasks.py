@@ -1,4 +1,5 @@
-"""Classes of tasks and wake-up contexts (DESIGN sections 3 and 4).
+"""Classes of tasks and wake-up contexts (docs/detectors.md, 'Semantics the
+detectors rely on', waker class).
 
 Classification works on the distinct names (a categorical's categories), never per
 event, and is broadcast with the category codes.

@@ -1,6 +1,6 @@
-"""The wakeups table: one row per wake-up, i.e. ``sched_waking`` (DESIGN section 4).
+"""The wakeups table: one row per wake-up, i.e. ``sched_waking`` (docs/architecture.md, 'The model's tables').
 
-Semantics (DESIGN section 3):
+Semantics (docs/semantics.md; docs/detectors.md, 'Semantics the detectors rely on'):
 
 * ``sched_waking`` fires in the waker's context on the waker's CPU before the CPU is
   chosen; its ``target_cpu`` is the wakee's previous CPU (``prev_cpu``).
