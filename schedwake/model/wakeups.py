@@ -1,4 +1,5 @@
-"""The wakeups table: one row per wake-up, i.e. ``sched_waking`` (docs/architecture.md, 'The model's tables').
+"""The wakeups table: one row per wake-up, i.e. ``sched_waking`` (docs/architecture.md,
+'The model's tables').
 
 Semantics (docs/semantics.md; docs/detectors.md, 'Semantics the detectors rely on'):
 
