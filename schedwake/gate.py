@@ -513,24 +513,24 @@ def _side_files(side: str, spec, expand) -> dict:
     return out
 
 
-def _judge_overlap(result: GateResult, baseline, candidate, expand) -> None:
-    """A problem in ``result`` when the baseline and the candidate are the same traces
-    (a job that compares a build with itself passes every rule and judges nothing); a
-    note when some of them are on both sides."""
+def _judge_overlap(result: GateResult, baseline, candidate, expand) -> str | None:
+    """The problem when the baseline and the candidate are the same traces (a job that
+    compares a build with itself passes every rule and judges nothing), else None; a
+    note in ``result`` when some of them are on both sides."""
     base = _side_files("baseline", baseline, expand)
     cand = _side_files("candidate", candidate, expand)
     if base and base.keys() == cand.keys():
-        result.problems.insert(
-            0,
+        return (
             f"the baseline and the candidate are the same {len(base)} trace file(s): "
-            "nothing would be judged (a misconfigured job? give the candidate's own traces)",
+            "nothing would be judged (a misconfigured job? give the candidate's own traces)"
         )
-    elif shared := [k for k in base if k in cand]:
+    if shared := [k for k in base if k in cand]:
         names = distinct_names(list(base.values()) + list(cand.values()))
         result.overlap = [
             f"{len(shared)} trace file(s) are both baseline and candidate "
             f"({', '.join(names[base[k]] for k in shared)}): the sides are not independent"
         ]
+    return None
 
 
 def _name(names: dict[str, str], trace) -> str:
@@ -647,14 +647,26 @@ def gate(
     if profile_rules:
         profiles = _load_profiles(result, specs, expand or expand_paths, not metric_rules)
     result.seconds_reading = time.perf_counter() - started
-    _judge_overlap(result, baseline, candidate, expand or expand_paths)
-    if result.problems:
-        return result
+    # the same files on both sides judge nothing; said after what reading and judging
+    # them finds, so that a damaged file is named first
+    same = _judge_overlap(result, baseline, candidate, expand or expand_paths)
+    if not result.problems:
+        _judge_sides(result, sides, profiles, rule_list, thresholds, progress)
+    if same:
+        result.problems.append(same)
+    return result
+
+
+def _judge_sides(result: GateResult, sides, profiles, rule_list, thresholds, progress) -> None:
+    """Judge the loaded sides by the rules, into ``result`` (results sorted as the rules
+    were given; a problem when every rule was skipped)."""
+    metric_rules = [r for r in rule_list if not r.on_profile]
+    profile_rules = [r for r in rule_list if r.on_profile]
     started = time.perf_counter()
     if metric_rules:
         plan = _sampling(result, sides)
         if result.problems:
-            return result
+            return
         kind, window = plan
         measurable = _measurable_rules(result, sides, metric_rules)
         if measurable:
@@ -669,7 +681,6 @@ def gate(
         result.problems.append(
             "every rule was skipped (its metric cannot be measured): nothing was judged"
         )
-    return result
 
 
 def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, llc) -> dict:

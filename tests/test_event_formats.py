@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -225,7 +226,9 @@ def test_real_gate_judges_the_base(tmp_path):
     rules = tmp_path / "rules.toml"
     rules.write_text(SHORT_RULES)
     base = CORPUS / "base-v6.dat"
-    proc = schedwake("gate", "--rules", rules, "--baseline", base, "--candidate", base)
+    copy = tmp_path / "base-v6-copy.dat"  # (one file on both sides is refused)
+    shutil.copyfile(base, copy)
+    proc = schedwake("gate", "--rules", rules, "--baseline", base, "--candidate", copy)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
