@@ -133,8 +133,8 @@ def analyze(
     """Run the detectors and compute the metrics of ``trace`` (a :class:`schedwake.Trace`).
 
     ``thresholds``: overrides of the detector thresholds by name (docs/detectors.md;
-    an unknown name or a value that is not a number raises TraceError, a value out of
-    its unit's range an OptionError: see :func:`check_thresholds`);
+    an unknown name, a value that is not a number or out of its unit's range raises
+    OptionError naming ``thresholds``: see :func:`check_thresholds`);
     ``detectors``: the detector names to run (None: all); ``progress``: a callable that
     gets the fraction done after each phase (model tables, detectors, metrics);
     ``waits``: explain every wait of the tasks the trace is focused on (``--pid

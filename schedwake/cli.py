@@ -135,6 +135,11 @@ OPTION_OF = {
     "pids": "--pid",
     "reader": "--reader",
     "input_format": "--input-format",
+    "label_from": "--label-from",
+    "topologies": "--topology-for",
+    "scheduler": "--scheduler",
+    "conditions": "--where",
+    "topology_file": "--topology",
 }
 
 
