@@ -590,7 +590,7 @@ def _load_side(side: str, specs, loader, expand, problems: list[str]) -> tuple[l
             except TraceError as exc:
                 problems.append(f"{side}: {exc}")
     if not paths:
-        problems.append(f"{side}: no trace given")
+        problems.append(f"{side}: no trace given (--{side} TRACE...)")
     return traces, paths
 
 

@@ -97,6 +97,17 @@ def test_focus_checks_pids_against_the_trace(idle):
     assert not any(OPTION.search(c) for c in t.model.caveats)
 
 
+def test_llc_lists_name_llc():
+    t = schedwake.load(IDLE, events=list(MODEL_EVENTS))
+    exc = _refused(lambda: t.use_topology(None, ["0-99999999"]), "llc")
+    assert exc.value == "0-99999999" and "the trace has CPUs 0-1" in exc.problem
+    exc = _refused(lambda: t.use_topology(None, ["0-1", "1"]), "llc")
+    assert "CPU(s) 1 in more than one group" in exc.problem
+    assert _cli("analyze", IDLE, "--llc", "0-1", "--llc", "1").startswith(
+        "Error: --llc: topology 'llc': CPU(s) 1 in more than one group"
+    )
+
+
 def test_a_slice_caveat_names_no_option(idle):
     first = idle.meta["first_ts_ns"]
     part = idle.sliced(first, first + 500_000_000, [0])
