@@ -97,6 +97,15 @@ def test_focus_checks_pids_against_the_trace(idle):
     assert not any(OPTION.search(c) for c in t.model.caveats)
 
 
+def test_waits_need_a_focused_trace():
+    t = schedwake.load(IDLE, events=list(MODEL_EVENTS))
+    exc = _refused(lambda: schedwake.analyze(t, waits=True), "waits")
+    assert "trace.focus(pids)" in exc.problem
+    assert _cli("analyze", IDLE, "--waits") == (
+        "Error: --waits '': needs --pid: the tasks whose waits to explain"
+    )
+
+
 def test_llc_lists_name_llc():
     t = schedwake.load(IDLE, events=list(MODEL_EVENTS))
     exc = _refused(lambda: t.use_topology(None, ["0-99999999"]), "llc")
