@@ -133,12 +133,13 @@ def analyze(
     """Run the detectors and compute the metrics of ``trace`` (a :class:`schedwake.Trace`).
 
     ``thresholds``: overrides of the detector thresholds by name (docs/detectors.md;
-    an unknown name or a value that is not a number raises TraceError, a value out of
-    its unit's range an OptionError: see :func:`check_thresholds`);
+    an unknown name, a value that is not a number or out of its unit's range raises
+    OptionError naming ``thresholds``: see :func:`check_thresholds`);
     ``detectors``: the detector names to run (None: all); ``progress``: a callable that
     gets the fraction done after each phase (model tables, detectors, metrics);
     ``waits``: explain every wait of the tasks the trace is focused on (``--pid
-    --waits``: :attr:`Analysis.task_waits`).
+    --waits``: :attr:`Analysis.task_waits`); OptionError naming ``waits`` when the trace
+    is focused on none (:meth:`schedwake.Trace.focus`).
     """
     from .detect import for_slice
     from .detect import thresholds as resolve_thresholds
@@ -150,6 +151,8 @@ def analyze(
     used = check_thresholds(resolve_thresholds(thresholds))
     used = for_slice(used, trace, thresholds or {})  # (a --time slice: as detect() judges)
     model = trace.model
+    if waits and model.pids is None:  # every wait of every task: not what was meant
+        raise OptionError("waits", True, "needs a trace focused on tasks: trace.focus(pids)")
     for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
         getattr(model, table)  # built once, here, so that the phases can be reported
         done(fraction)

@@ -243,17 +243,18 @@ def _label_regex(label_from: str | None) -> re.Pattern | None:
     try:
         rx = re.compile(label_from)
     except re.error as exc:
-        raise TraceError("--label-from", f"not a regular expression: {exc}") from None
+        raise OptionError("label_from", None, f"not a regular expression: {exc}") from None
     if not rx.groupindex:
-        raise TraceError(
-            "--label-from",
+        raise OptionError(
+            "label_from",
+            None,
             "the regular expression has no named group: name each part, "
             r"e.g. '(?P<kernel>[^/]+)/(?P<bench>[^/]+)-i(?P<iter>\d+)'",
         )
     clash = sorted(set(rx.groupindex) & (set(_TRACE_TYPES) | {"duration_s"}))
     if clash:
-        raise TraceError(
-            "--label-from", f"group name(s) {', '.join(clash)} are columns of {TRACES_FILE}"
+        raise OptionError(
+            "label_from", None, f"group name(s) {', '.join(clash)} are columns of {TRACES_FILE}"
         )
     return rx
 
@@ -594,7 +595,7 @@ def _topology_map(topologies) -> tuple[tuple[str, str, str], ...]:
         for spec in topologies:
             pattern, sep, file = str(spec).rpartition("=")
             if not sep or not pattern.strip() or not file.strip():
-                raise TraceError("--topology-for", f"expected GLOB=FILE, got {spec!r}")
+                raise OptionError("topologies", None, f"expected GLOB=FILE, got {spec!r}")
             items.append((pattern.strip(), file.strip()))
     out = []
     for pattern, file in items:
@@ -745,8 +746,10 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((parts.hostname, parts.port), timeout=10).close()
     except OSError as exc:
-        raise TraceError(
-            "--scheduler", f"cannot reach the Dask scheduler {address}: {exc.strerror or exc}"
+        raise OptionError(
+            "scheduler",
+            None,
+            f"cannot reach the Dask scheduler {address}: {exc.strerror or exc}",
         ) from None
 
 
@@ -765,8 +768,8 @@ class _client:
             try:
                 self.client = Client(self.scheduler, timeout="20s")
             except (OSError, TimeoutError) as exc:
-                raise TraceError(
-                    "--scheduler", f"cannot reach the Dask scheduler {self.scheduler}: {exc}"
+                raise OptionError(
+                    "scheduler", None, f"cannot reach the Dask scheduler {self.scheduler}: {exc}"
                 ) from None
             if not self.client.scheduler_info().get("workers"):
                 self.client.wait_for_workers(1, timeout=60)
@@ -1114,22 +1117,23 @@ class BatchDataset:
             for item in conditions:
                 col, sep, value = str(item).partition("=")
                 if not sep or not col.strip():
-                    raise TraceError("--where", f"expected COLUMN=VALUE, got {item!r}")
+                    raise OptionError("conditions", None, f"expected COLUMN=VALUE, got {item!r}")
                 parsed[col.strip()] = value.strip()
             conditions = parsed
         conditions = {**conditions, **kw}
         df = self.traces
         for col, value in conditions.items():
             if col not in df.columns:
-                raise TraceError(
-                    "--where",
+                raise OptionError(
+                    "conditions",
+                    None,
                     f"{self.out / TRACES_FILE} has no column {col!r} "
                     f"(labels: {', '.join(self.manifest.get('labels') or []) or 'none'})",
                 )
             before = df
             df = df[_equals(df[col], value, col)]
             if df.empty:
-                raise TraceError("--where", _matched_nothing(col, value, before[col]))
+                raise OptionError("conditions", None, _matched_nothing(col, value, before[col]))
         sub = BatchDataset(self.out, df.reset_index(drop=True), self.manifest)
         sub._windows = self._windows
         return sub
@@ -1210,8 +1214,10 @@ def _equals(column: pd.Series, value, name: str) -> pd.Series:
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise TraceError(
-                "--where", f"{name}={value}: {name} holds numbers, and {value!r} is not one"
+            raise OptionError(
+                "conditions",
+                None,
+                f"{name}={value}: {name} holds numbers, and {value!r} is not one",
             ) from None
         return (column.astype("float64") == number).fillna(False).astype(bool)
     text = column.map(lambda v: "" if v is None or v is pd.NA else str(v))
@@ -1294,8 +1300,9 @@ class AnalysedTrace:
         return int(self.meta["event_counts"].get(name, 0)) > 0
 
     def use_topology(self, topology_file=None, llc=None):
-        raise TraceError(
-            "--topology" if topology_file is not None else "--llc",
+        raise OptionError(
+            "topology_file" if topology_file is not None else "llc",
+            None,
             "a batch dataset was analysed with its topology: run schedwake batch with "
             "the topology option instead",
         )
@@ -1306,8 +1313,9 @@ class AnalysedTrace:
         want = resolve(thresholds)
         if want != self.thresholds:
             diff = sorted(k for k in want if want[k] != self.thresholds.get(k))
-            raise TraceError(
-                "--threshold",
+            raise OptionError(
+                "thresholds",
+                None,
                 f"the batch {self.dataset.out} was analysed with other thresholds ("
                 + ", ".join(f"{k}={self.thresholds.get(k):g}" for k in diff)
                 + "): run schedwake batch with the same --threshold",

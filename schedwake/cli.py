@@ -22,7 +22,7 @@ from .errors import OptionError
 from .ingest import DEFAULT_READER, FORMATS, READERS
 from .report import info as info_report
 from .summary import summary as trace_summary
-from .trace import MAX_JOBS
+from .trace import MAX_JOBS, MAX_PID
 
 
 @contextmanager
@@ -128,12 +128,29 @@ OPTION_OF = {
     "min_effect": "--min-effect",
     "work": "--work",
     "sides": "--side",
+    "samples": "--samples",
+    "significance": "--significance",
+    "metrics": "--metric",
+    "labels": "--label",
+    "pids": "--pid",
+    "reader": "--reader",
+    "input_format": "--input-format",
+    "label_from": "--label-from",
+    "topologies": "--topology-for",
+    "scheduler": "--scheduler",
+    "conditions": "--where",
+    "topology_file": "--topology",
 }
 
 
 def _option_error_line(exc: OptionError) -> str:
-    """``Error: --window 1e-09: a window must be at least 1 us``."""
-    return f"Error: {OPTION_OF.get(exc.param, exc.param)} {exc.value}: {exc.problem}"
+    """``Error: --window 1e-09: a window must be at least 1 us`` (``Error: --threshold:
+    unknown threshold ...`` when the error names no value): the one place where an API
+    parameter's name becomes the option's."""
+    option = OPTION_OF.get(exc.param, exc.param)
+    if exc.value is None:
+        return f"Error: {option}: {exc.problem}"
+    return f"Error: {option} {exc.value}: {exc.problem}"
 
 
 class _FiniteFloat(click.FloatRange):
@@ -505,7 +522,7 @@ def analyze(
             cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
             t = t.sliced(start, end, cpus)
         if pid_list is not None:
-            t.focus(_pids(pid_list, t))
+            t.focus(_pid_list(pid_list))  # (the API refuses a pid the trace lacks)
         analysis = run_analysis(t, th, progress=bar, waits=explain_waits)
     if html_file:
         from .report import analysis_html
@@ -524,9 +541,6 @@ def analyze(
 #: The largest time --time may name, in seconds: its nanoseconds must fit the int64
 #: timestamps of the tables (2^63 ns is 292 years).
 MAX_SECONDS = 9e9
-
-#: The largest pid there is: the kernel's PID_MAX_LIMIT (pid_max is at most this).
-MAX_PID = 4194304
 
 
 def _time_range(text: str | None) -> tuple[int | None, int | None]:
@@ -593,25 +607,6 @@ def _thresholds(items) -> dict[str, float]:
     from .detect import parse_threshold_options
 
     return check_thresholds(parse_threshold_options(items))
-
-
-def _pids(text: str, trace) -> list[int]:
-    """``--pid PIDS``: the pids, each one a task the trace shows running or woken."""
-    pids = _pid_list(text)
-    import numpy as np
-
-    seen: set[int] = set()
-    for name, cols in (("sched_switch", ("next_pid", "prev_pid")), ("sched_waking", ("pid",))):
-        if trace.has_records(name):
-            table = trace.table(name)
-            for c in cols:
-                seen.update(np.unique(table.column(c).to_numpy()).tolist())
-    missing = [p for p in pids if p not in seen]
-    if missing:
-        raise OptionError(
-            "--pid", text, f"no task with pid {missing[0]} runs or is woken in the trace"
-        )
-    return pids
 
 
 def _cpus(text: str, ncpus: int) -> list[int]:

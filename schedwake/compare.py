@@ -401,14 +401,14 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
     if labels is not None:
         labels = list(labels)
         if len(labels) != len(out):
-            raise TraceError("--label", f"{len(labels)} label(s) for {len(out)} side(s)")
+            raise OptionError("labels", None, f"{len(labels)} label(s) for {len(out)} side(s)")
         for s, lab in zip(out, labels):
             s.label = str(lab)
     if len(out) < 2:
         raise TraceError("compare", f"needs at least two sides (got {len(out)})")
     names = [s.label for s in out]
     if len(set(names)) != len(names):
-        raise TraceError("--label", f"side labels must differ: {', '.join(names)}")
+        raise OptionError("labels", None, f"side labels must differ: {', '.join(names)}")
     return out
 
 
@@ -470,11 +470,11 @@ def compare(
     from .detect import thresholds as _check_thresholds
 
     if significance not in SIGNIFICANCE:
-        raise TraceError(
-            "--significance", f"must be one of {', '.join(SIGNIFICANCE)}, not {significance!r}"
+        raise OptionError(
+            "significance", repr(significance), f"must be one of {', '.join(SIGNIFICANCE)}"
         )
     if samples not in SAMPLE_MODES:
-        raise TraceError("--samples", f"must be one of {', '.join(SAMPLE_MODES)}")
+        raise OptionError("samples", repr(samples), f"must be one of {', '.join(SAMPLE_MODES)}")
     alpha = check_alpha(alpha)  # (a window is checked against the traces: sample_plan)
     if metrics is not None:
         from .metrics import canonical_name, catalogue_entry
@@ -484,7 +484,7 @@ def compare(
             try:
                 catalogue_entry(m)
             except KeyError as e:
-                raise TraceError("--metric", e.args[0]) from None
+                raise OptionError("metrics", None, e.args[0]) from None
     th = check_thresholds(_check_thresholds(thresholds))
     side_list = _normalise(sides, labels, topology_file, llc)
     kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
@@ -543,11 +543,13 @@ def from_samples(
     from .metrics import catalogue_entry
 
     if significance not in SIGNIFICANCE:
-        raise TraceError("--significance", f"must be one of {', '.join(SIGNIFICANCE)}")
+        raise OptionError(
+            "significance", repr(significance), f"must be one of {', '.join(SIGNIFICANCE)}"
+        )
     alpha = check_alpha(alpha)
     for col in ("side", "metric", "value"):
         if col not in samples.columns:
-            raise ValueError(f"samples table needs a {col!r} column")
+            raise OptionError("samples", None, f"the table needs a {col!r} column")
     df = samples.copy()
     if labels is None:
         labels = list(dict.fromkeys(df["side"].astype(str)))
@@ -560,7 +562,9 @@ def from_samples(
     if not kinds and "sample_kind" in df.columns:
         kinds = set(df["sample_kind"])
     if len(kinds) > 1:
-        raise ValueError(f"samples mix kinds {sorted(kinds)}: use one kind for every side")
+        raise OptionError(
+            "samples", None, f"the table mixes kinds {sorted(kinds)}: use one kind for every side"
+        )
     kind = kinds.pop() if kinds else "per-trace"
     side_col = df["side"].astype(str)
     ms = []
@@ -576,7 +580,9 @@ def from_samples(
         if "direction" in rows.columns and rows["direction"].notna().any():
             direction = str(rows["direction"].dropna().iloc[0])
         if direction is None:
-            raise ValueError(f"metric {name!r}: no direction (not in the catalogue)")
+            raise OptionError(
+                "samples", None, f"metric {name!r} has no direction (not in the catalogue)"
+            )
         arrays = [
             rows.loc[side_col[rows.index] == lab, "value"].to_numpy(dtype=np.float64)
             for lab in labels

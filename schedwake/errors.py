@@ -21,17 +21,27 @@ class OptionError(TraceError, ValueError):
     ``param`` is the parameter's name as the API spells it (``window_s``), ``value`` what
     was given (as text), ``problem`` why it is refused; ``str(err)`` is
     ``"window_s=1e-09: a window must be ..."`` (``"--llc 0-x: ..."`` when ``param`` is an
-    option's name already). The CLI names its option instead
-    (``--window 1e-09: ...``) and exits with code 2. It is a ValueError for callers of
-    the API and a TraceError for code that turns bad input into an error row or verdict.
+    option's name already); with ``value`` None (the problem quotes what was wrong:
+    ``unknown threshold 'x'``) it is ``"thresholds: unknown threshold 'x' ..."``. The CLI
+    names its option instead (``--window 1e-09: ...``, ``--threshold: ...``: the one
+    ``OPTION_OF`` mapping of schedwake/cli.py) and exits with code 2. It is a ValueError for
+    callers of the API and a TraceError for code that turns bad input into an error row
+    or verdict.
     """
 
     def __init__(self, param: str, value, problem: str):
         self.param = param
-        text = str(value)
-        #: the value as a message shows it: quoted when it is empty or blank
-        self.value = text if text.strip() and text == text.strip() else repr(text)
+        #: the value as a message shows it: quoted when it is empty or blank; None when
+        #: the message names no value (the problem says what was wrong)
+        self.value: str | None = None
+        if value is not None:
+            text = str(value)
+            self.value = text if text.strip() and text == text.strip() else repr(text)
         # an option (--llc) is named as on a command line, a parameter as in a call
-        super().__init__(
-            f"{param} {self.value}" if param.startswith("-") else f"{param}={self.value}", problem
-        )
+        if self.value is None:
+            named = param
+        elif param.startswith("-"):
+            named = f"{param} {self.value}"
+        else:
+            named = f"{param}={self.value}"
+        super().__init__(named, problem)

@@ -232,8 +232,16 @@ class Topology:
         """From ``--llc`` cpulists (one string per LLC); ``cpus``: the trace's CPU count
         (0: unknown), which every CPU named must be below."""
         limit = int(cpus) or None
-        lists = [parse_cpulist(s, "--llc", limit) for s in llcs]
-        groups = _groups(lists, "llc", "--llc", limit)
+        lists = []
+        for s in llcs:  # an error names the parameter (the CLI maps it to --llc)
+            try:
+                lists.append(parse_cpulist(s, "llc", limit))
+            except TraceError as exc:
+                raise OptionError("llc", str(s).strip(), exc.problem) from None
+        try:
+            groups = _groups(lists, "llc", "llc", limit)
+        except TraceError as exc:
+            raise OptionError("llc", None, exc.problem) from None
         return cls(cpus=int(cpus), llc=groups, source="--llc")
 
     @classmethod

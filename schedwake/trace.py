@@ -6,6 +6,7 @@ detectors, reports) takes. It holds Arrow tables; ``df()`` gives pandas views.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,9 @@ from .errors import OptionError, TraceError
 
 #: The most decoding threads ``load(jobs=...)`` may ask for.
 MAX_JOBS = 1024
+
+#: The largest pid there is: the kernel's PID_MAX_LIMIT (pid_max is at most this).
+MAX_PID = 4194304
 
 if TYPE_CHECKING:
     from .model import Model
@@ -203,10 +207,39 @@ class Trace:
     def focus(self, pids) -> Trace:
         """Make the analysis about these tasks (``analyze --pid``): the model's wake-ups,
         migrations and waits are those of ``pids`` (None: every task), judged in the
-        context of the whole trace. Returns the trace."""
-        self._pids = None if pids is None else frozenset(int(p) for p in pids)
+        context of the whole trace. Returns the trace. Raises OptionError naming ``pids``
+        for an empty list, a pid that is not a whole number from 0 to :data:`MAX_PID`, or
+        one that no event of the trace shows running or woken."""
+        self._pids = None if pids is None else frozenset(self._check_pids(pids))
         self._model = None
         return self
+
+    def _check_pids(self, pids) -> list[int]:
+        """``pids`` as sorted ints, each a task the trace shows running or woken (a
+        sched_switch's next or prev, a sched_waking's wakee)."""
+        import numpy as np
+
+        if isinstance(pids, (str, bytes)) or not isinstance(pids, Iterable):
+            raise OptionError("pids", repr(pids), "must be a list of pids")
+        given = list(pids)
+        for p in given:
+            if isinstance(p, bool) or not isinstance(p, Integral) or not 0 <= int(p) <= MAX_PID:
+                raise OptionError("pids", repr(p), f"a pid is a whole number from 0 to {MAX_PID}")
+        if not given:
+            raise OptionError("pids", "[]", "give at least one pid (None: every task)")
+        wanted = np.unique(np.asarray(given, dtype=np.int64))
+        seen = np.zeros(len(wanted), dtype=bool)
+        for name, cols in (("sched_switch", ("next_pid", "prev_pid")), ("sched_waking", ("pid",))):
+            if self.has_records(name):
+                table = self.table(name)
+                for c in cols:
+                    seen |= np.isin(wanted, table.column(c).to_numpy())
+        if not seen.all():
+            missing = int(wanted[~seen][0])
+            raise OptionError(
+                "pids", missing, f"no task with pid {missing} runs or is woken in the trace"
+            )
+        return wanted.tolist()
 
     def sliced(self, start_ns: int | None = None, end_ns: int | None = None, cpus=None) -> Trace:
         """This trace as if it had been recorded only from ``start_ns`` to ``end_ns``
@@ -240,11 +273,11 @@ class Trace:
         if start_ns is not None or end_ns is not None:
             lo = "start" if start_ns is None else f"{start_ns / 1e9:.6f}"
             hi = "end" if end_ns is None else f"{end_ns / 1e9:.6f}"
-            what.append(f"from {lo} to {hi} s (--time)")
+            what.append(f"from {lo} to {hi} s")
         if cpus is not None:
             from .topology import format_cpulist
 
-            what.append(f"on CPUs {format_cpulist(cpus)} (--cpu)")
+            what.append(f"on CPUs {format_cpulist(cpus)}")
         if not stamps:
             raise TraceError(self.path, f"no events {' and '.join(what)}")
         counts = lost.column("count").to_numpy()
@@ -372,7 +405,9 @@ def load(
     perf.data recorded (None: this machine's ``/proc/kallsyms`` when it runs that
     kernel), for fields that name kernel functions.
     Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
-    ValueError for an unknown ``reader`` or a bad ``jobs``.
+    :class:`schedwake.errors.OptionError` (a ValueError) naming the parameter for an
+    unknown ``reader`` or ``input_format``, a bad ``jobs`` or an ``events`` that is not a
+    list of names.
     """
     if isinstance(jobs, int) and jobs > MAX_JOBS:  # the decoder takes a C long
         raise OptionError("jobs", jobs, f"at most {MAX_JOBS} decoding threads")

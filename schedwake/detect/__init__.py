@@ -9,7 +9,7 @@ overridden by keyword (API) or ``--threshold name=value`` (CLI).
 
 from __future__ import annotations
 
-from ..errors import TraceError
+from ..errors import OptionError
 from . import cswitch_storm, idle_while_runnable, kworker_pingpong, llc_roundrobin
 from .base import SEVERITIES, Finding, Threshold, severity_rank
 from .evidence import evidence_of, evidence_rows
@@ -24,7 +24,8 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for m in DETECTORS.values() for t 
 
 
 def thresholds(overrides: dict | None = None) -> dict[str, float]:
-    """Default thresholds updated with ``overrides`` (unknown names -> TraceError)."""
+    """Default thresholds updated with ``overrides`` (an unknown name or a value that is
+    not a number: OptionError naming ``thresholds``)."""
     th = {k: t.default for k, t in THRESHOLDS.items()}
     for k, v in (overrides or {}).items():
         if k not in THRESHOLDS:
@@ -32,14 +33,15 @@ def thresholds(overrides: dict | None = None) -> dict[str, float]:
 
             close = difflib.get_close_matches(str(k), list(THRESHOLDS), n=2, cutoff=0.6)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise TraceError(
-                "--threshold",
+            raise OptionError(
+                "thresholds",
+                None,
                 f"unknown threshold {k!r}{hint} (known: {', '.join(sorted(THRESHOLDS))})",
             )
         try:
             th[k] = float(v)
         except (TypeError, ValueError):
-            raise TraceError("--threshold", f"{k}={v!r} is not a number") from None
+            raise OptionError("thresholds", None, f"{k}={v!r} is not a number") from None
     return th
 
 
@@ -65,12 +67,13 @@ def for_slice(th: dict, trace, explicit=()) -> dict[str, float]:
 
 
 def parse_threshold_options(items) -> dict[str, float]:
-    """``["name=value", ...]`` -> dict, with one-line errors."""
+    """``["name=value", ...]`` -> dict, with one-line errors (OptionError naming
+    ``thresholds``)."""
     out = {}
     for item in items or ():
         name, sep, value = str(item).partition("=")
         if not sep or not name.strip():
-            raise TraceError("--threshold", f"expected name=value, got {item!r}")
+            raise OptionError("thresholds", None, f"expected name=value, got {item!r}")
         out[name.strip()] = value.strip()
     th = thresholds(out)  # validates names and values
     return {k: th[k] for k in out}
@@ -86,8 +89,8 @@ def detect(
     names = list(DETECTORS) if detectors is None else list(detectors)
     for n in names:
         if n not in DETECTORS:
-            raise TraceError(
-                "--detector", f"unknown detector {n!r} (known: {', '.join(DETECTORS)})"
+            raise OptionError(
+                "detectors", None, f"unknown detector {n!r} (known: {', '.join(DETECTORS)})"
             )
     model = trace.model
     findings: list[Finding] = []

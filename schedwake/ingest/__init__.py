@@ -8,9 +8,10 @@ reader module; every reader returns a :class:`RawTrace` whose tables follow
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import TraceError
+from ..errors import OptionError, TraceError
 from .raw import Progress, RawTrace
 
 TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
@@ -91,14 +92,24 @@ def read(
     ``"schedwake"``); ``jobs``: decoding threads of schedwake's reader (None: one per
     CPU; the text readers and libtracecmd ignore it); ``kallsyms``: a kallsyms file of
     the recorded kernel, for a perf.data (whose own has none). Raises
-    :class:`TraceError` for anything that is not a usable trace, ValueError for a
-    ``reader`` or ``jobs`` that does not exist.
+    :class:`TraceError` for anything that is not a usable trace, OptionError (a
+    ValueError) naming the parameter for an ``events`` that is not a list of names, or a
+    ``reader``, ``jobs`` or ``input_format`` that does not exist.
     """
     reader = check_reader_options(reader, jobs)
+    if events is not None:
+        names = None if isinstance(events, (str, bytes)) else _names(events)
+        if names is None or not all(isinstance(e, str) for e in names):
+            raise OptionError(
+                "events", repr(events), "must be a list of event names (None: every event)"
+            )
+        events = names
+    if input_format is not None and input_format not in FORMATS:
+        raise OptionError(
+            "input_format", repr(input_format), f"unknown format (known: {', '.join(FORMATS)})"
+        )
     p = check_path(path)
     fmt = input_format or sniff(p)
-    if fmt not in FORMATS:
-        raise TraceError(p, f"unknown input format {fmt!r} (known: {', '.join(FORMATS)})")
     check_reader_format(p, fmt, reader)
     wanted = None if events is None else [e.split(":")[-1] for e in events]
     if fmt == "trace.dat":
@@ -118,14 +129,20 @@ def read(
     return text.read(p, fmt, wanted, progress)
 
 
+def _names(items) -> list | None:
+    """``items`` as a list, or None when it is not a collection (a number, None)."""
+    return list(items) if isinstance(items, Iterable) else None
+
+
 def check_reader_options(reader: str | None, jobs: int | None) -> str:
-    """The reader's name (None means the default), or ValueError when ``reader`` is not
-    one of :data:`READERS` or ``jobs`` is not None or an int >= 1."""
+    """The reader's name (None means the default), or OptionError (a ValueError) naming
+    ``reader`` when it is not one of :data:`READERS`, ``jobs`` when it is not None or an
+    int >= 1."""
     reader = DEFAULT_READER if reader is None else reader
     if reader not in READERS:
-        raise ValueError(f"unknown reader {reader!r} (choices: {', '.join(READERS)})")
+        raise OptionError("reader", repr(reader), f"unknown reader (choices: {', '.join(READERS)})")
     if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
-        raise ValueError(f"jobs must be None or an integer >= 1, not {jobs!r}")
+        raise OptionError("jobs", repr(jobs), "must be None or an integer >= 1")
     return reader
 
 

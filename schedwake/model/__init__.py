@@ -73,7 +73,7 @@ class Model:
                 0,
                 "analysed only the wake-ups, migrations, waits and context switches of pid(s) "
                 + ", ".join(map(str, sorted(self.pids)))
-                + " (--pid); CPU busy time is every task's",
+                + "; CPU busy time is every task's",
             )
         if self.topology.assumed:
             out.insert(
@@ -86,7 +86,7 @@ class Model:
             out.insert(
                 0,
                 f"no topology given: {len(self.topology.llc)} LLC(s) inferred from the "
-                f"trace ({self.topology.note}); pass --topology FILE for the machine's own map",
+                f"trace ({self.topology.note}); a topology file gives the machine's own map",
             )
         elif self.topology.note:  # a file's map that does not fit the trace
             out.insert(0, f"topology {self.topology.source}: {self.topology.note}")
