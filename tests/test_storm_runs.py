@@ -26,6 +26,7 @@ from schedwake.model import MODEL_EVENTS
 
 from . import reference_impl
 from .conftest import sample
+from .test_detect import storm_counts
 
 ROOT = [sample(f"storm/root/run{i}.dat") for i in (8, 9, 10)]
 WEIGHTED = [sample(f"storm/weighted/run{i}.dat") for i in (3, 8, 9, 10)]
@@ -80,17 +81,7 @@ def test_the_storm_counts_agree_with_the_reference_walk(traces):
     event by event (tests/reference_impl.py)."""
     t = traces[WEIGHTED[0]]
     ref = reference_impl.walk(t)["storm"]
-    pt = pair_table(t.model, thresholds())
-    got = {
-        (int(r.cpu), int(r.pid)): [
-            int(r.switches),
-            int(r.all_kworker_preemptions),
-            int(r.kworker_preemptions),
-            int(r.futile_wakeups),
-        ]
-        for r in pt.itertuples()
-    }
-    assert got == ref
+    assert storm_counts(t) == ref
 
 
 def test_the_storm_metrics_of_a_trace(traces):

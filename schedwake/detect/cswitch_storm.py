@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model._util import asof_index
+from ..model._util import asof_index, cat_mask
 from .base import Finding, Threshold
 
 NAME = "cswitch_storm"
@@ -71,9 +71,7 @@ THRESHOLDS = (
 
 
 def _kworker_of(cat: pd.Categorical) -> np.ndarray:
-    flags = np.array([str(c).startswith("kworker/") for c in cat.categories] + [False])
-    codes = np.asarray(cat.codes)
-    return flags[np.where(codes < 0, len(flags) - 1, codes)]
+    return cat_mask(cat, lambda name: name.startswith("kworker/"))
 
 
 def _cycles(model) -> dict:

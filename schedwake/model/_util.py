@@ -200,6 +200,14 @@ def take_cat(cat: pd.Categorical, idx) -> pd.Categorical:
     return pd.Categorical.from_codes(c, categories=cat.categories)
 
 
+def cat_mask(cat: pd.Categorical, predicate) -> np.ndarray:
+    """Per row of ``cat``, ``predicate(name)`` of its category (False where missing):
+    the predicate runs once per category, not per row."""
+    flags = np.array([bool(predicate(str(c))) for c in cat.categories] + [False])
+    codes = np.asarray(cat.codes)
+    return flags[np.where(codes < 0, len(flags) - 1, codes)]
+
+
 def pick_cat(mask, a, b) -> pd.Categorical:
     """Element-wise ``a if mask else b`` for two categoricals."""
     a, b = pd.Categorical(a), pd.Categorical(b)

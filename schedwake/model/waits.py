@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from . import tasks
+from ._util import cat_mask
 from .events import Events, i64, ints
 
 #: Kinds of the waits table.
@@ -73,10 +74,7 @@ def _runnable(s: pd.DataFrame, states=("R", "R+")) -> np.ndarray:
     """Per ``sched_switch``: switched out runnable (``prev_state`` in ``states``)."""
     if "prev_state_str" not in s.columns:
         return np.zeros(len(s), dtype=bool)
-    st = s["prev_state_str"].array
-    runnable = np.array([str(c) in states for c in st.categories] + [False])
-    codes = np.asarray(st.codes)
-    return runnable[np.where(codes < 0, len(runnable) - 1, codes)]
+    return cat_mask(s["prev_state_str"].array, lambda state: state in states)
 
 
 def build(ev: Events, runnable_states=("R", "R+")) -> pd.DataFrame:
