@@ -493,13 +493,21 @@ def summary(model) -> dict:
     def secs(row) -> dict:
         return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}
 
+    # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
+    cpus_of: dict[int, list[dict]] = {}
+    if per_cpu_task is not None:
+        values = per_cpu_task[list(TOTAL_COLUMNS)].to_numpy(dtype=np.float64)
+        for (pid, cpu), vals in zip(per_cpu_task.index.tolist(), values.tolist()):
+            cpus_of.setdefault(int(pid), []).append(
+                {
+                    "cpu": None if cpu < 0 else int(cpu),
+                    **{k: round(v, 9) for k, v in zip(TOTAL_COLUMNS, vals)},
+                }
+            )
     tasks_out = []
     for pid in per_task.sort_values("running_s", ascending=False, kind="stable").index:
         comm = names.get(int(pid), "")
-        cpus = []
-        if per_cpu_task is not None:
-            for (_, cpu), row in per_cpu_task.loc[[pid]].iterrows():
-                cpus.append({"cpu": None if cpu < 0 else int(cpu), **secs(row)})
+        cpus = cpus_of.get(int(pid), [])
         tasks_out.append(
             {
                 "pid": int(pid),
