@@ -512,7 +512,7 @@ def analyze(
 
     th = _thresholds(thresholds)
     if explain_waits and pid_list is None:
-        raise OptionError("--waits", "", "needs --pid: the tasks whose waits to explain")
+        raise OptionError("--waits", None, "needs --pid: the tasks whose waits to explain")
     t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
     with _progress(f"analysing {Path(trace).name}") as bar:
         t.use_topology(topology_file, llc)

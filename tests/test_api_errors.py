@@ -102,7 +102,7 @@ def test_waits_need_a_focused_trace():
     exc = _refused(lambda: schedwake.analyze(t, waits=True), "waits")
     assert "trace.focus(pids)" in exc.problem
     assert _cli("analyze", IDLE, "--waits") == (
-        "Error: --waits '': needs --pid: the tasks whose waits to explain"
+        "Error: --waits: needs --pid: the tasks whose waits to explain"
     )
 
 
