@@ -44,9 +44,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .compare import glob_regex
-from .errors import OptionError, TraceError
-from .version import __version__
+from ..compare import glob_regex
+from ..errors import OptionError, TraceError
+from ..version import __version__
 
 __all__ = [
     "batch",
@@ -211,7 +211,7 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
     """The trace paths of ``inputs`` (paths, globs -- ``**`` recurses -- or directories,
     searched recursively for :data:`TRACE_SUFFIXES`), each once, in the order given
     (a glob's or a directory's files sorted), and the patterns that matched nothing."""
-    from .compare import glob_files
+    from ..compare import glob_files
 
     paths: dict[str, None] = {}
     missing = []
@@ -320,12 +320,12 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
     """Read and analyse one trace (the Dask task of :func:`batch`): never raises for a
     bad trace, which is an ``error`` row naming ``path`` (as given, while ``abspath`` is
     what is read)."""
-    from .analysis import analyze, topology_facts
-    from .compare import _jsonable, default_window
-    from .metrics import metric_samples
-    from .model import MODEL_EVENTS
-    from .summary import summary
-    from .trace import load
+    from ..analysis import analyze, topology_facts
+    from ..compare import _jsonable, default_window
+    from ..metrics import metric_samples
+    from ..model import MODEL_EVENTS
+    from ..summary import summary
+    from ..trace import load
 
     started = time.perf_counter()
     try:
@@ -446,7 +446,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
 def _check_windows_of(path: str, window_s: float, duration_s: float) -> None:
     """TraceError naming the trace if windows of ``window_s`` would cut it into more
     windows than a trace may have (a window longer than the trace is one window)."""
-    from .compare import check_window
+    from ..compare import check_window
 
     try:
         check_window(window_s, [duration_s], "--window", one_window_ok=True)
@@ -523,10 +523,10 @@ def batch(
     Raises TraceError for bad options (a rules-of-the-road error, before any work); a
     trace that cannot be analysed is an error row (``BatchResult.errors``), not a raise.
     """
-    from .analysis import check_thresholds
-    from .compare import check_window
-    from .detect import thresholds as resolve_thresholds
-    from .topology import Topology
+    from ..analysis import check_thresholds
+    from ..compare import check_window
+    from ..detect import thresholds as resolve_thresholds
+    from ..topology import Topology
 
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -584,7 +584,7 @@ def batch(
 def _topology_map(topologies) -> tuple[tuple[str, str, str], ...]:
     """``topologies`` (``{glob: file}`` or ``["GLOB=FILE", ...]``) as
     :attr:`Options.topology_map`, each file read once to refuse a bad one early."""
-    from .topology import Topology
+    from ..topology import Topology
 
     if not topologies:
         return ()
@@ -623,7 +623,7 @@ def _unchanged(prev: dict, abspath: str, options: Options) -> bool:
 def _results_changed(prev: dict, abspath: str) -> bool:
     """A benchmark results file beside the trace (:func:`schedwake.bench.candidates`)
     written since the row's analysis, or one the row used that is gone."""
-    from .bench import candidates
+    from ..bench import candidates
 
     at = _value(prev.get("analysed_at"))
     if at is None:
@@ -1258,7 +1258,7 @@ class AnalysedTrace:
     samples and its findings, read back from the dataset."""
 
     def __init__(self, row: dict, dataset: BatchDataset):
-        from .topology import Topology
+        from ..topology import Topology
 
         self.row = row
         self.dataset = dataset
@@ -1308,7 +1308,7 @@ class AnalysedTrace:
         )
 
     def _check_thresholds(self, thresholds: dict | None) -> None:
-        from .detect import thresholds as resolve
+        from ..detect import thresholds as resolve
 
         want = resolve(thresholds)
         if want != self.thresholds:
@@ -1323,7 +1323,7 @@ class AnalysedTrace:
 
     def metrics(self) -> dict:
         """The trace's :func:`schedwake.metrics.trace_metrics`, from its row."""
-        from .metrics import CATALOGUE
+        from ..metrics import CATALOGUE
 
         keys = {m.key for m in CATALOGUE.values()} | {"duration_s"}
         tm = {k: _value(self.row.get(k)) for k in keys if k != "busy_share"}
@@ -1353,7 +1353,7 @@ class AnalysedTrace:
         """The samples :func:`schedwake.metrics.metric_samples` gave for this trace:
         per-trace from its row, per-window from windows.parquet (TraceError if the
         batch did not store windows of ``window_s``)."""
-        from .metrics import SAMPLE_COLUMNS, _select, trace_samples
+        from ..metrics import SAMPLE_COLUMNS, _select, trace_samples
 
         self._check_thresholds(thresholds)
         if window_s is None:
@@ -1379,7 +1379,7 @@ class AnalysedTrace:
 
     def findings(self, thresholds=None) -> list:
         """The findings of the trace, as :func:`schedwake.detect.detect` gave them."""
-        from .detect import Finding
+        from ..detect import Finding
 
         self._check_thresholds(thresholds)
         f = self.dataset.findings
