@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+import schedwake
 from schedwake.cli import cli
 from schedwake.compare import glob_files
 
@@ -246,20 +247,20 @@ def test_a_damaged_finding_is_exit_2_not_a_verdict(dataset, tmp_path, monkeypatc
 def test_a_failed_batch_write_leaves_the_earlier_dataset(dataset, tmp_path, monkeypatch):
     """The dataset's files are all written beside before any replaces its old one: a
     write that fails half-way (disk full) leaves the earlier dataset whole."""
-    batch_mod = importlib.import_module("schedwake.batch")  # (schedwake.batch is the function)
+    writer = importlib.import_module("schedwake.batch.writer")  # (schedwake.batch is the function)
     out = tmp_path / "out"
     shutil.copytree(dataset, out)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    real = batch_mod.pq.write_table
+    real = writer.pq.write_table
 
     def fail_on_findings(table, where, **kw):
         if "findings" in str(where):
             raise OSError(28, "No space left on device")
         return real(table, where, **kw)
 
-    monkeypatch.setattr(batch_mod.pq, "write_table", fail_on_findings)
+    monkeypatch.setattr(writer.pq, "write_table", fail_on_findings)
     with pytest.raises(OSError):
-        batch_mod.batch([str(sample(A))], out, scheduler="serial", force=True)
+        schedwake.batch([str(sample(A))], out, scheduler="serial", force=True)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 

@@ -1,0 +1,193 @@
+"""Analysing one trace of a batch: the Dask task (:func:`analyse_one`), which reads the
+trace, analyses it and gives its traces.parquet row, its findings and its window samples
+(:class:`TraceResult`); a trace that cannot be analysed is an error row, never a raise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import OptionError, TraceError
+from ..version import __version__
+from .inputs import Options
+from .layout import FINDINGS_SCHEMA, WINDOWS_SCHEMA
+
+
+@dataclass
+class TraceResult:
+    """What analysing one trace gives: its traces.parquet row, and its findings and
+    window samples as Arrow tables."""
+
+    row: dict
+    findings: pa.Table
+    windows: pa.Table
+
+
+def _error_result(path: str, abspath: str, error: str, options: Options, stat=None) -> TraceResult:
+    row = {
+        "path": path,
+        "status": "error",
+        "error": error,
+        "abspath": abspath,
+        "size": None if stat is None else stat.st_size,
+        "mtime_ns": None if stat is None else stat.st_mtime_ns,
+        "options_key": options.key(),
+        "schedwake_version": __version__,
+        "analysed_at": datetime.now(UTC),
+    }
+    return TraceResult(row, FINDINGS_SCHEMA.empty_table(), WINDOWS_SCHEMA.empty_table())
+
+
+def _as_given(text: str, abspath: str, path: str) -> str:
+    """``text`` with the absolute path a worker read replaced by the path as the user
+    gave it, so that errors, caveats and sources name the trace the same way a command
+    over the traces does."""
+    text = text.replace(abspath, path)
+    adir, gdir = os.path.dirname(abspath), os.path.dirname(path)
+    return text.replace(adir + os.sep, (gdir + os.sep) if gdir else "")
+
+
+def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
+    """Read and analyse one trace (the Dask task of :func:`batch`): never raises for a
+    bad trace, which is an ``error`` row naming ``path`` (as given, while ``abspath`` is
+    what is read)."""
+    from ..analysis import analyze, topology_facts
+    from ..compare import _jsonable, default_window
+    from ..metrics import metric_samples
+    from ..model import MODEL_EVENTS
+    from ..summary import summary
+    from ..trace import load
+
+    started = time.perf_counter()
+    try:
+        stat = os.stat(abspath)
+    except OSError:
+        stat = None
+    try:
+        trace = load(
+            abspath,
+            events=list(MODEL_EVENTS),
+            input_format=options.input_format,
+            reader=options.reader,
+            jobs=options.jobs,
+        )
+        topology_file, topology_abspath = options.topology_for(path, abspath)
+        topo = trace.use_topology(topology_abspath, () if topology_abspath else options.llc)
+        if topology_abspath is not None and topo.source == topology_abspath:
+            topo.source = str(topology_file)
+        else:
+            topo.source = _as_given(topo.source, abspath, path)
+        _ = trace.bench  # (the files beside the trace are read from where it is, abspath)
+        trace.meta["path"] = path
+        thresholds = dict(options.thresholds)
+        windows = [default_window([trace.duration_ns / 1e9])]
+        windows += [w for w in options.windows if not any(math.isclose(w, x) for x in windows)]
+        for w in windows:
+            _check_windows_of(path, w, trace.duration_ns / 1e9)
+        analysis = analyze(trace, thresholds)
+        samples = [
+            metric_samples(trace, w, thresholds).assign(window_s=w)
+            for w in windows
+            if trace.duration_ns > 0
+        ]
+        # the trace's facts (the JSON's "trace" without the explained waits: not stored)
+        facts = summary(trace)
+        topo_facts = topology_facts(trace.topology)
+    except TraceError as exc:
+        text = _as_given(str(exc), abspath, path)
+        return _error_result(path, abspath, text, options, stat)
+    except MemoryError:
+        return _error_result(path, abspath, f"{path}: out of memory", options, stat)
+    except Exception as exc:  # a bug: the other traces go on, the batch exits 2
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return _error_result(
+            path, abspath, f"{path}: internal error (please report): {text}", options, stat
+        )
+    metrics = dict(analysis.metrics)
+    bench = metrics.pop("bench", None) or {}
+    busy = metrics.pop("busy_share", None) or {}
+    metrics.update({f"busy_share_cpu{c}": v for c, v in busy.items()})
+    row = {
+        "path": path,
+        "status": "ok",
+        "error": None,
+        "format": facts["format"],
+        "cpus": facts["cpus"],
+        "kernel": facts["kernel"],
+        "clock": facts["clock"],
+        "first_ts_ns": facts["first_ts_ns"],
+        "last_ts_ns": facts["last_ts_ns"],
+        "events": sum(facts["events"].values()),
+        "lost_events": sum(facts["lost_events"].values()),
+        "lost_unknown_cpus": [int(c) for c in facts["lost_unknown"]],
+        "topology": trace.topology.describe(),
+        "topology_source": topo_facts["source"],
+        "topology_from": topo_facts["from"],
+        "topology_llc": topo_facts["llc"],
+        "caveats": list(analysis.caveats),
+        "warnings": facts["warnings"],
+        "findings": len(analysis.findings),
+        "detectors": list(dict.fromkeys(f.detector for f in analysis.findings)),
+        **metrics,
+        "event_counts": json.dumps(facts["events"]),
+        "lost_events_by_cpu": json.dumps(facts["lost_events"]),
+        "timestamps": facts["timestamps"],
+        "topology_json": json.dumps(
+            {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}
+        ),
+        "thresholds": json.dumps(analysis.thresholds, sort_keys=True),
+        "bench": json.dumps(bench, sort_keys=True) if bench else None,
+        "windows_s": windows,
+        "abspath": abspath,
+        "size": None if stat is None else stat.st_size,
+        "mtime_ns": None if stat is None else stat.st_mtime_ns,
+        "options_key": options.key(),
+        "schedwake_version": __version__,
+        "analysed_at": datetime.now(UTC),
+        "seconds": round(time.perf_counter() - started, 6),
+    }
+    findings = pa.Table.from_pylist(
+        [
+            {
+                "path": path,
+                "rank": i,
+                "detector": f.detector,
+                "severity": f.severity,
+                "title": f.title,
+                "metrics": json.dumps(f.metrics, default=_jsonable),
+                "top": json.dumps(f.top, default=_jsonable),
+                "evidence": list(f.evidence),
+                "evidence_events": json.dumps(f.evidence_events, default=_jsonable),
+                "caveats": list(f.caveats),
+            }
+            for i, f in enumerate(analysis.findings)
+        ],
+        schema=FINDINGS_SCHEMA,
+    )
+    if samples:
+        win = pd.concat(samples, ignore_index=True).rename(columns={"trace": "path"})
+        windows_table = pa.Table.from_pandas(
+            win[WINDOWS_SCHEMA.names], schema=WINDOWS_SCHEMA, preserve_index=False
+        )
+    else:
+        windows_table = WINDOWS_SCHEMA.empty_table()
+    return TraceResult(row, findings, windows_table)
+
+
+def _check_windows_of(path: str, window_s: float, duration_s: float) -> None:
+    """TraceError naming the trace if windows of ``window_s`` would cut it into more
+    windows than a trace may have (a window longer than the trace is one window)."""
+    from ..compare import check_window
+
+    try:
+        check_window(window_s, [duration_s], "--window", one_window_ok=True)
+    except OptionError as exc:
+        raise TraceError(path, f"--window {exc.value}: {exc.problem}") from None

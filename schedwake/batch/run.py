@@ -1,0 +1,332 @@
+"""Running a batch (:func:`batch`): the options checked, the inputs expanded, the traces an
+earlier run into the same directory already analysed kept, the others analysed one Dask
+task a trace (on a ``distributed.LocalCluster`` or an existing scheduler, with progress)
+or in this process, and the dataset written once at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import OptionError, TraceError
+from .inputs import Options, _label_regex, _topology_map, expand_inputs
+from .one_trace import TraceResult, _error_result, analyse_one
+from .reader import _value
+from .writer import _previous, _write
+
+#: The most worker processes a local cluster may be given.
+MAX_WORKERS = 1024
+
+
+@dataclass
+class BatchResult:
+    """What a :func:`batch` run did."""
+
+    out: Path
+    analysed: list[str] = field(default_factory=list)
+    #: Traces kept from an earlier run into the same ``out`` (same file, same options).
+    skipped: list[str] = field(default_factory=list)
+    #: ``(path, one-line error)`` of this run's traces that could not be analysed.
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    #: The Dask scheduler the traces ran on ("serial" for an in-process run).
+    scheduler: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every trace of this run was analysed, 2 when any was not."""
+        return 2 if self.errors else 0
+
+    def summary(self) -> str:
+        """One line for the terminal."""
+        ok = len(self.analysed) - len(self.errors)
+        out = f"batch: {ok} trace(s) analysed"
+        if self.skipped:
+            out += f", {len(self.skipped)} already done"
+        if self.errors:
+            out += f", {len(self.errors)} could not be analysed"
+        return out + f" -> {self.out}"
+
+
+def batch(
+    inputs: Sequence[str],
+    out,
+    *,
+    topology_file=None,
+    llc: Sequence[str] = (),
+    topologies: Mapping[str, str] | Sequence[str] | None = None,
+    thresholds: dict | None = None,
+    windows: Sequence[float] = (),
+    label_from: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    force: bool = False,
+    input_format: str | None = None,
+    reader: str | None = None,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> BatchResult:
+    """Analyse every trace of ``inputs`` once (paths, globs or directories) and write the
+    dataset into directory ``out`` (see the module's docstring).
+
+    ``scheduler``: None for a ``distributed.LocalCluster`` of ``workers`` processes
+    (default: one per CPU this process may use), ``"tcp://HOST:PORT"`` for an existing
+    Dask cluster (its workers must reach the traces by the same absolute paths and run
+    the same schedwake), or ``"serial"`` to analyse in this process without Dask.
+    ``topology_file``/``llc``/``thresholds``: as ``schedwake analyze``, for every trace
+    (without them each trace's own TRACE.topology.json or topology.json is used);
+    ``topologies``: per-trace topology files, ``{glob: file}`` (or ``["GLOB=FILE"]`` as
+    ``--topology-for`` gives them), the first glob a trace's path matches naming its
+    file, before ``topology_file``; ``windows``:
+    extra per-window sample lengths (s) to store; ``label_from``: a regular expression
+    whose named groups become columns; ``force``: analyse again what an earlier run
+    into ``out`` already did. ``progress(done, total)`` is called as traces finish.
+
+    Raises TraceError for bad options (a rules-of-the-road error, before any work); a
+    trace that cannot be analysed is an error row (``BatchResult.errors``), not a raise.
+    """
+    from ..analysis import check_thresholds
+    from ..compare import check_window
+    from ..detect import thresholds as resolve_thresholds
+    from ..topology import Topology
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TraceError(out, "is a file; -o takes a directory")
+    # bad options are refused before any work: each trace checks them again against itself
+    _label_regex(label_from)
+    check_thresholds(resolve_thresholds(thresholds))
+    for w in windows:
+        check_window(w, (), "windows")
+    if topology_file is not None:
+        Topology.from_file(topology_file)
+    if llc:
+        Topology.from_llc_lists(llc)
+    topology_map = _topology_map(topologies)
+    if workers is not None and not (isinstance(workers, int) and 1 <= workers <= MAX_WORKERS):
+        raise OptionError("workers", workers, f"must be a whole number from 1 to {MAX_WORKERS}")
+    options = Options(
+        topology_file=None if topology_file is None else str(topology_file),
+        topology_abspath=None if topology_file is None else os.path.abspath(topology_file),
+        llc=tuple(str(x) for x in llc),
+        thresholds=tuple(sorted((k, float(v)) for k, v in (thresholds or {}).items())),
+        windows=tuple(float(w) for w in windows),
+        input_format=input_format,
+        reader=reader,
+        jobs=jobs,
+        topology_map=topology_map,
+    )
+    paths, missing = expand_inputs(inputs)
+    before = _previous(out)
+    result = BatchResult(out)
+    todo = []
+    for p in paths:
+        ap = os.path.abspath(p)
+        prev = before.done.get(p)
+        if prev is not None and not force and _unchanged(prev, ap, options):
+            result.skipped.append(p)
+        else:
+            todo.append((p, ap))
+    results: list[TraceResult] = [
+        _error_result(m, os.path.abspath(m), f"{m}: the pattern matches no file", options)
+        for m in missing
+    ]
+    if todo:
+        results += _run(todo, options, scheduler, workers, progress, result)
+    else:
+        result.scheduler = "none (nothing to analyse)"
+    for r in results:
+        result.analysed.append(r.row["path"])
+        if r.row["status"] != "ok":
+            result.errors.append((r.row["path"], r.row["error"]))
+    _write(out, before, results, options, label_from)
+    return result
+
+
+def _unchanged(prev: dict, abspath: str, options: Options) -> bool:
+    """An earlier ``ok`` row still stands: same file (size, modification time) and the
+    same options."""
+    try:
+        st = os.stat(abspath)
+    except OSError:
+        return False
+    return (
+        prev.get("status") == "ok"
+        and prev.get("size") == st.st_size
+        and prev.get("mtime_ns") == st.st_mtime_ns
+        and prev.get("options_key") == options.key()
+        and not _results_changed(prev, abspath)
+    )
+
+
+def _results_changed(prev: dict, abspath: str) -> bool:
+    """A benchmark results file beside the trace (:func:`schedwake.bench.candidates`)
+    written since the row's analysis, or one the row used that is gone."""
+    from ..bench import candidates
+
+    at = _value(prev.get("analysed_at"))
+    if at is None:
+        return True
+    since = pd.Timestamp(at).timestamp()
+    for _, path in candidates(abspath):
+        try:  # (a new symlink to an older file counts as new)
+            if max(path.lstat().st_mtime, path.stat().st_mtime) >= since:
+                return True
+        except OSError:
+            continue
+    try:
+        used = json.loads(_value(prev.get("bench")) or "{}")
+        sources = {str(v.get("source")) for v in used.values() if isinstance(v, dict)}
+    except (TypeError, ValueError, AttributeError, RecursionError):
+        return True
+    return not all(os.path.exists(s) for s in sources)
+
+
+def _run(todo, options, scheduler, workers, progress, result) -> list[TraceResult]:
+    """Analyse ``todo`` ((path, abspath) pairs): in this process (``"serial"``) or as one
+    Dask task a trace; results in the order of ``todo``."""
+    done = 0
+    if progress:
+        progress(0, len(todo))
+    if scheduler == "serial":
+        result.scheduler = "serial"
+        out = []
+        for p, ap in todo:
+            out.append(analyse_one(p, ap, options))
+            done += 1
+            if progress:
+                progress(done, len(todo))
+        return out
+    from distributed import as_completed
+
+    with _client(scheduler, workers) as (client, name):
+        result.scheduler = name
+        if options.jobs is None and scheduler is None:
+            # the local workers share this machine's CPUs: a trace's decoding threads
+            # get their share of them
+            n = len(client.scheduler_info().get("workers", {})) or 1
+            options = _replace(options, jobs=max(1, _cpus() // n))
+        run = uuid.uuid4().hex[:12]  # keys of their own on a cluster others use too
+        futures = {
+            client.submit(analyse_one, p, ap, options, key=f"schedwake-{run}-{i}"): (p, ap)
+            for i, (p, ap) in enumerate(todo)
+        }
+        by_path = {}
+        for fut in as_completed(futures):
+            p, ap = futures[fut]
+            try:
+                by_path[p] = fut.result()
+            except Exception as exc:  # the task never finished: its worker died, ...
+                by_path[p] = _error_result(p, ap, f"{p}: {_task_failure(exc)}", options)
+            done += 1
+            if progress:
+                progress(done, len(todo))
+        return [by_path[p] for p, _ in todo]
+
+
+def _task_failure(exc: BaseException) -> str:
+    from distributed import KilledWorker
+
+    if isinstance(exc, KilledWorker):
+        return (
+            "the Dask worker analysing it died, also when retried (out of memory, or "
+            "killed); analyse it alone with `schedwake analyze`"
+        )
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return f"the Dask task failed: {text}"
+
+
+def _replace(options: Options, **changes) -> Options:
+    return Options(**{**asdict(options), **changes})
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def local_cluster(workers: int | None = None):
+    """The ``distributed.LocalCluster`` :func:`batch` starts: ``workers`` processes (default
+    one per CPU) of one thread each, no dashboard, quiet logs, and two Dask defaults off
+    that made every analysis slower (measured on the samples, benchmarks/bench_batch.py):
+    the workers' statistical profiler (it samples the running task's stack every 10 ms,
+    +25%) and ``MALLOC_TRIM_THRESHOLD_=65536`` (pandas allocates and frees large blocks
+    all the time, +15%; a batch worker holds one trace at a time anyway)."""
+    import logging
+
+    import dask
+    from distributed import LocalCluster
+
+    fast = {
+        "distributed.worker.profile.enabled": False,
+        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+    }
+    with dask.config.set(fast):
+        return LocalCluster(
+            n_workers=workers or _cpus(),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+
+
+def _check_reachable(address: str) -> None:
+    """A TCP scheduler address that refuses connections, or a host that does not resolve,
+    fails at once (Dask's client would retry until its timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme != "tcp" or not parts.hostname or parts.port is None:
+        return
+    try:
+        socket.create_connection((parts.hostname, parts.port), timeout=10).close()
+    except OSError as exc:
+        raise OptionError(
+            "scheduler",
+            None,
+            f"cannot reach the Dask scheduler {address}: {exc.strerror or exc}",
+        ) from None
+
+
+class _client:
+    """A Dask client on a new LocalCluster (closed at the end) or on ``scheduler``."""
+
+    def __init__(self, scheduler, workers):
+        self.scheduler, self.workers = scheduler, workers
+        self.cluster = self.client = None
+
+    def __enter__(self):
+        from distributed import Client
+
+        if self.scheduler:
+            _check_reachable(self.scheduler)
+            try:
+                self.client = Client(self.scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise OptionError(
+                    "scheduler", None, f"cannot reach the Dask scheduler {self.scheduler}: {exc}"
+                ) from None
+            if not self.client.scheduler_info().get("workers"):
+                self.client.wait_for_workers(1, timeout=60)
+            return self.client, self.scheduler
+        n = self.workers or _cpus()
+        self.cluster = local_cluster(n)
+        self.client = Client(self.cluster)
+        return self.client, f"LocalCluster of {n} worker process(es)"
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        return False
