@@ -23,7 +23,6 @@ The statistics, percentages, significance rules and rendering are those of
 
 from __future__ import annotations
 
-import glob as _glob
 import json
 import math
 import os
@@ -40,6 +39,7 @@ import pandas as pd
 from . import mmtests
 from . import stats as st
 from .errors import OptionError, TraceError
+from .paths import expand_paths, glob_files, glob_regex
 from .stats import check_alpha
 from .topology import trace_stem
 
@@ -64,8 +64,6 @@ __all__ = [
 
 SIGNIFICANCE = ("ttest", "ci95")
 SAMPLE_MODES = ("auto", "per-trace", "per-window")
-
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 #: The shortest per-window sample length (below it a window holds no event of its own).
 MIN_WINDOW_S = 1e-6
@@ -104,72 +102,6 @@ class Side:
 
 
 # -- sides -------------------------------------------------------------------------------------
-
-
-def expand_paths(pattern: str, what: str) -> list[str]:
-    """A path, or the sorted files a glob pattern matches (TraceError if none)."""
-    if Path(pattern).exists() or not _GLOB_CHARS.search(pattern):
-        return [pattern]
-    found = glob_files(pattern)
-    if not found:
-        raise TraceError(pattern, f"{what}: the pattern matches no file")
-    return found
-
-
-def glob_files(pattern: str) -> list[str]:
-    """The files ``pattern`` matches, sorted, as ``glob.glob(pattern, recursive=True)``
-    finds them, except that ``**`` does not follow symbolic links to directories: glob
-    does, so that a link to a parent directory repeats the tree under it until the path
-    is too long (each trace 41 times; 2^40 times with two such links)."""
-    if "**" not in pattern:
-        return sorted(f for f in _glob.glob(pattern) if os.path.isfile(f))
-    parts = Path(pattern).parts
-    fixed = next(i for i, part in enumerate(parts) if _GLOB_CHARS.search(part))
-    root = Path(*parts[:fixed]) if fixed else Path(".")
-    rx = glob_regex(str(Path(pattern)))  # (Path drops "./" and "//", as the walk's paths)
-    found = []
-    for top, dirs, files in os.walk(root):  # (followlinks=False)
-        dirs[:] = [d for d in dirs if not d.startswith(".")]  # as glob: no hidden names
-        for name in files:
-            path = str(Path(top, name))
-            if not name.startswith(".") and rx.match(path) and os.path.isfile(path):
-                found.append(path)
-    prefix = "./" if pattern.startswith("./") else ""  # the names as glob gives them
-    return sorted(prefix + f for f in found)
-
-
-def glob_regex(pattern: str) -> re.Pattern:
-    """A path glob as a regular expression: ``*`` and ``?`` stop at ``/``, ``**``
-    crosses directories, ``[...]`` is a class (as :mod:`glob` matches files)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if j < 0:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 def distinct_names(paths: Sequence[str]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 import schedwake
 from schedwake.cli import cli
-from schedwake.compare import glob_files
+from schedwake.paths import glob_files
 
 from .conftest import ROOT, run_cli, sample
 

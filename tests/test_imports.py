@@ -26,6 +26,7 @@ LAYERS = [
     ["bench"],  # the benchmark results in the files beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names
     ["ingest"],  # files -> Arrow tables
+    ["paths"],  # which trace files a path, a directory or a glob names
     ["model"],  # tables -> wake-ups, migrations, occupancy
     ["trace"],  # the loaded trace (tables + lazy model)
     ["summary", "profile"],  # a trace's facts as a dict; a profile's functions

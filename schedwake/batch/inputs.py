@@ -14,16 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..compare import glob_regex
 from ..errors import OptionError
+from ..paths import _GLOB_CHARS, TRACE_SUFFIXES, glob_regex
 from ..version import __version__
 from .layout import _TRACE_TYPES, TRACES_FILE
-
-#: File name endings a directory argument is searched for (a trace.dat, text, perf.data,
-#: compressed or not; ``NAME.topology.json`` and other files beside them are not traces).
-TRACE_SUFFIXES = (".dat", ".data", ".txt", ".report", ".perf", ".gz", ".xz", ".zst", ".bz2")
-
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True)
@@ -86,7 +80,7 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
     """The trace paths of ``inputs`` (paths, globs -- ``**`` recurses -- or directories,
     searched recursively for :data:`TRACE_SUFFIXES`), each once, in the order given
     (a glob's or a directory's files sorted), and the patterns that matched nothing."""
-    from ..compare import glob_files
+    from ..paths import glob_files
 
     paths: dict[str, None] = {}
     missing = []

@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..compare import glob_regex
 from ..errors import OptionError, TraceError
+from ..paths import glob_regex
 from ..version import __version__
 from .inputs import _GLOB_CHARS, _equals, _matched_nothing
 from .layout import (
