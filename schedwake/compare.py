@@ -39,7 +39,8 @@ import pandas as pd
 from . import mmtests
 from . import stats as st
 from .errors import OptionError, TraceError
-from .paths import expand_paths, glob_files, glob_regex
+from .paths import expand as expand_paths
+from .paths import glob_files, glob_regex
 from .stats import check_alpha
 from .topology import trace_stem
 

@@ -1,6 +1,34 @@
 """Which traces a path, a directory or a glob pattern names: the one rule of every
-command that takes traces (``compare``, ``gate``, ``batch``, and ``--from-batch``, which
-applies it to a dataset's stored paths).
+command that takes traces (``compare``, ``gate``, ``batch``), applied to the files on
+disk or to the paths a batch dataset stored (``compare``/``gate --from-batch``,
+``batch --topology-for``).
+
+The rule (:func:`expand`):
+
+1. A pattern naming an existing file is that file, also when its name holds ``*``, ``?``
+   or ``[``; a directory ``perf record --threads`` wrote is one trace too.
+2. A directory is the traces under it, at any depth: the files whose names end in
+   :data:`TRACE_SUFFIXES` (a trace.dat, text, perf.data, compressed or not; a
+   ``NAME.topology.json`` or a benchmark's results beside them are not traces) and the
+   ``perf record --threads`` directories (not the files inside them).
+3. A glob is every file it matches, whatever its name, and the ``perf record --threads``
+   directories it matches: ``*`` and ``?`` stop at ``/``, ``**`` crosses directories,
+   ``[...]`` is a class.
+4. Anything else is the path as given: reading it says what is wrong ("no such file").
+
+A directory or a ``**`` glob leaves out names that start with a dot and does not follow
+symbolic links to directories (a link to a parent would repeat every trace under it, up
+to 40 times). A relative pattern is relative to the current directory, and the paths
+come out spelled as the pattern spells them, sorted. A directory or glob that names no
+trace is a :class:`~schedwake.errors.TraceError` naming the pattern and the option
+(``nope/*.dat: --side a: the pattern matches no file``); ``batch`` makes it an error
+row and goes on.
+
+Among a batch dataset's traces (``among``: :class:`Stored`) the stored paths stand for
+the files: a path equal to the pattern (rule 1), the traces under a directory (2), the
+paths a glob matches (3); a relative pattern is matched against each trace's path as
+stored and relative to a few directories (the batch's, the current one, the traces'
+common one), an absolute one against the traces' absolute paths.
 """
 
 from __future__ import annotations
@@ -8,6 +36,8 @@ from __future__ import annotations
 import glob as _glob
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TraceError
@@ -19,23 +49,115 @@ TRACE_SUFFIXES = (".dat", ".data", ".txt", ".report", ".perf", ".gz", ".xz", ".z
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-def expand_paths(pattern: str, what: str) -> list[str]:
-    """A path, or the sorted files a glob pattern matches (TraceError if none)."""
-    if Path(pattern).exists() or not _GLOB_CHARS.search(pattern):
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` holds a wildcard (``*``, ``?``, ``[``)."""
+    return bool(_GLOB_CHARS.search(pattern))
+
+
+@dataclass
+class Stored:
+    """Traces known by the paths a batch dataset stored instead of files on disk: what
+    :func:`expand` matches a pattern against with ``among``."""
+
+    #: Each trace's path as stored (what :func:`expand` gives).
+    paths: Sequence[str]
+    #: Each trace's absolute path (an absolute pattern is matched against it), or None.
+    absolute: Sequence[str | None]
+    #: Each trace's names a relative pattern is matched against (its stored path first).
+    relative: Sequence[Sequence[str]]
+    #: What was searched, for the error: ``"the batch OUT (4 trace(s); ...)"``.
+    where: str
+
+
+def expand(pattern: str, what: str = "trace", among: Stored | None = None) -> list[str]:
+    """The traces ``pattern`` names, by the rule of this module's docstring: on disk, or
+    among the stored traces ``among``; sorted. TraceError naming ``pattern`` and ``what``
+    (the option or side it came from) when a directory or glob names none."""
+    pattern = str(pattern)
+    if among is not None:
+        if os.path.isabs(pattern):
+            names: Sequence[Sequence[str]] = [
+                [a] if isinstance(a, str) else [] for a in among.absolute
+            ]
+        else:
+            names = among.relative
+        hits = match(pattern, names)
+        if not hits:
+            raise TraceError(pattern, f"{what}: the pattern matches no trace of {among.where}")
+        return sorted(str(among.paths[i]) for i in hits)
+    if os.path.isdir(pattern) and not _is_perf_directory(pattern):
+        found = trace_files(pattern)
+    elif os.path.exists(pattern) or not is_glob(pattern):
         return [pattern]
-    found = glob_files(pattern)
+    else:
+        found = glob_files(pattern)
     if not found:
-        raise TraceError(pattern, f"{what}: the pattern matches no file")
+        raise TraceError(pattern, f"{what}: {matches_nothing(pattern)}")
     return found
 
 
+def matches_nothing(pattern: str) -> str:
+    """Why ``pattern`` names no trace on disk (the text of :func:`expand`'s error)."""
+    if os.path.isdir(pattern):
+        ends = ", ".join(TRACE_SUFFIXES[:-1]) + " or " + TRACE_SUFFIXES[-1]
+        return f"the directory holds no trace file (a name ending {ends})"
+    return "the pattern matches no file"
+
+
+def match(pattern: str, names: Sequence[Sequence[str]]) -> list[int]:
+    """Which of the traces known by ``names`` (each trace's names) ``pattern`` names, by
+    the rule of :func:`expand`: those with a name equal to it; else, for a glob, those
+    with a name it matches; else those with a name under it as a directory. Names and
+    pattern are compared normalised (``./a//b.dat`` is ``a/b.dat``)."""
+    target = os.path.normpath(pattern)
+    norm = [[os.path.normpath(str(v)) for v in vs if v is not None] for vs in names]
+    hits = [i for i, vs in enumerate(norm) if target in vs]
+    if hits:
+        return hits
+    if is_glob(pattern):
+        rx = glob_regex(target)
+        return [i for i, vs in enumerate(norm) if any(rx.match(v) for v in vs)]
+    if target == ".":  # (every relative name that stays below the current directory)
+        return [
+            i
+            for i, vs in enumerate(norm)
+            if any(not (os.path.isabs(v) or v == ".." or v.startswith("../")) for v in vs)
+        ]
+    prefix = target.rstrip("/") + "/"
+    return [i for i, vs in enumerate(norm) if any(v.startswith(prefix) for v in vs)]
+
+
+def trace_files(directory: str) -> list[str]:
+    """The traces under ``directory`` (rule 2 of :func:`expand`), sorted: the files whose
+    names end in :data:`TRACE_SUFFIXES` and the ``perf record --threads`` directories,
+    without names that start with a dot and without following links to directories."""
+    found = []
+    for top, dirs, files in os.walk(directory):  # (followlinks=False)
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        perf = [d for d in dirs if _is_perf_directory(os.path.join(top, d))]
+        dirs[:] = [d for d in dirs if d not in perf]  # (one trace, not its files)
+        found += [os.path.join(top, d) for d in perf]
+        for name in files:
+            path = os.path.join(top, name)
+            if not name.startswith(".") and name.endswith(TRACE_SUFFIXES) and os.path.isfile(path):
+                found.append(path)
+    return sorted(found)
+
+
+def _is_perf_directory(path: str) -> bool:
+    from .ingest import is_perf_directory
+
+    return os.path.isdir(path) and is_perf_directory(Path(path))
+
+
 def glob_files(pattern: str) -> list[str]:
-    """The files ``pattern`` matches, sorted, as ``glob.glob(pattern, recursive=True)``
-    finds them, except that ``**`` does not follow symbolic links to directories: glob
-    does, so that a link to a parent directory repeats the tree under it until the path
-    is too long (each trace 41 times; 2^40 times with two such links)."""
+    """The files ``pattern`` matches (and the ``perf record --threads`` directories: one
+    trace each), sorted, as ``glob.glob(pattern, recursive=True)`` finds them, except
+    that ``**`` does not follow symbolic links to directories: glob does, so that a link
+    to a parent directory repeats the tree under it until the path is too long (each
+    trace 41 times; 2^40 times with two such links)."""
     if "**" not in pattern:
-        return sorted(f for f in _glob.glob(pattern) if os.path.isfile(f))
+        return sorted(f for f in _glob.glob(pattern) if os.path.isfile(f) or _is_perf_directory(f))
     parts = Path(pattern).parts
     fixed = next(i for i, part in enumerate(parts) if _GLOB_CHARS.search(part))
     root = Path(*parts[:fixed]) if fixed else Path(".")
@@ -43,9 +165,15 @@ def glob_files(pattern: str) -> list[str]:
     found = []
     for top, dirs, files in os.walk(root):  # (followlinks=False)
         dirs[:] = [d for d in dirs if not d.startswith(".")]  # as glob: no hidden names
-        for name in files:
+        perf = [d for d in dirs if _is_perf_directory(os.path.join(top, d))]
+        dirs[:] = [d for d in dirs if d not in perf]  # (one trace, not its files)
+        for name in files + perf:
             path = str(Path(top, name))
-            if not name.startswith(".") and rx.match(path) and os.path.isfile(path):
+            if (
+                not name.startswith(".")
+                and rx.match(path)
+                and (name in perf or os.path.isfile(path))
+            ):
                 found.append(path)
     prefix = "./" if pattern.startswith("./") else ""  # the names as glob gives them
     return sorted(prefix + f for f in found)

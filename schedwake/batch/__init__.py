@@ -29,7 +29,8 @@ give the table and the verdict the same command over the traces gives.
 
 from __future__ import annotations
 
-from .inputs import TRACE_SUFFIXES, Options, expand_inputs, label_columns
+from ..paths import TRACE_SUFFIXES
+from .inputs import Options, expand_inputs, label_columns
 from .layout import (
     FINDINGS_FILE,
     FINDINGS_SCHEMA,

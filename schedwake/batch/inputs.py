@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import OptionError
-from ..paths import _GLOB_CHARS, TRACE_SUFFIXES, glob_regex
+from ..errors import OptionError, TraceError
+from ..paths import expand, match
 from ..version import __version__
 from .layout import _TRACE_TYPES, TRACES_FILE
 
@@ -42,19 +42,15 @@ class Options:
 
     def topology_for(self, path: str, abspath: str) -> tuple[str | None, str | None]:
         """The topology file of the trace ``path`` (read at ``abspath``), as given and as
-        an absolute path: the first of :attr:`topology_map` whose pattern matches it
-        (an absolute pattern its absolute path; a relative one its path as given or
-        relative to the current directory), else ``--topology`` (None: the trace's own
-        lookup, a TRACE.topology.json or topology.json beside it)."""
+        an absolute path: the first of :attr:`topology_map` whose pattern names it by
+        the rule of :func:`schedwake.paths.match` (an absolute pattern its absolute
+        path; a relative one its path as given or relative to the current directory),
+        else ``--topology`` (None: the trace's own lookup, a TRACE.topology.json or
+        topology.json beside it)."""
         rel = os.path.relpath(abspath)
         for pattern, given, absolute in self.topology_map:
             names = [abspath] if os.path.isabs(pattern) else [path, rel]
-            if _GLOB_CHARS.search(pattern):
-                rx = glob_regex(os.path.normpath(pattern))
-                hit = any(rx.match(os.path.normpath(n)) for n in names)
-            else:
-                hit = any(os.path.normpath(n) == os.path.normpath(pattern) for n in names)
-            if hit:
+            if match(pattern, [names]):
                 return given, absolute
         return self.topology_file, self.topology_abspath
 
@@ -77,30 +73,19 @@ class Options:
 
 
 def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The trace paths of ``inputs`` (paths, globs -- ``**`` recurses -- or directories,
-    searched recursively for :data:`TRACE_SUFFIXES`), each once, in the order given
-    (a glob's or a directory's files sorted), and the patterns that matched nothing."""
-    from ..paths import glob_files
-
+    """The trace paths of ``inputs`` (paths, directories, globs: the rule of
+    :func:`schedwake.paths.expand`), each once (``./a.dat`` is ``a.dat``: the path is the
+    dataset's key), in the order given (a glob's or a directory's traces sorted), and
+    the patterns that named none."""
     paths: dict[str, None] = {}
     missing = []
     for item in inputs:
         item = str(item)
-        p = Path(item)
-        if p.is_dir():
-            found = sorted(
-                str(f)
-                for f in p.rglob("*")
-                if f.is_file()
-                and f.name.endswith(TRACE_SUFFIXES)
-                and not f.name.endswith(".topology.json")
-            )
-        elif p.exists() or not _GLOB_CHARS.search(item):
-            found = [str(p)]
-        else:
-            found = glob_files(item)
-        if not found:
+        try:
+            found = expand(item)
+        except TraceError:
             missing.append(item)
+            continue
         for f in found:
             paths.setdefault(str(Path(f)), None)
     return list(paths), missing

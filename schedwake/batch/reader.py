@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import OptionError, TraceError
-from ..paths import glob_regex
+from ..paths import Stored, expand
 from ..version import __version__
-from .inputs import _GLOB_CHARS, _equals, _matched_nothing
+from .inputs import _equals, _matched_nothing
 from .layout import (
     _TRACE_TYPES,
     FINDINGS_FILE,
@@ -255,32 +255,18 @@ class BatchDataset:
 
     # -- what compare and gate need --------------------------------------------------------------
     def expand(self, pattern: str, what: str = "trace") -> list[str]:
-        """The paths of this dataset's traces that ``pattern`` matches (a path, or a
-        glob matched like files are: ``*`` stops at ``/``, ``**`` crosses), sorted;
-        an absolute pattern matches the traces' absolute paths."""
-        pattern = str(pattern)
-        if os.path.isabs(pattern):
-            names = [[v] for v in self.traces["abspath"]]
-        else:
-            names = self._relative_names()
-        if _GLOB_CHARS.search(pattern):
-            rx = glob_regex(pattern)
-            hits = [i for i, vs in enumerate(names) if any(rx.match(str(v)) for v in vs)]
-        else:
-            target = os.path.normpath(pattern)
-            hits = [
-                i
-                for i, vs in enumerate(names)
-                if any(v is not None and os.path.normpath(str(v)) == target for v in vs)
-            ]
-        if not hits:
-            example = f"; a stored path: {self.traces['path'].iloc[0]}" if len(self.traces) else ""
-            raise TraceError(
-                pattern,
-                f"{what}: the pattern matches no trace of the batch {self.out} "
-                f"({len(self.traces)} trace(s){example})",
-            )
-        return sorted(str(self.traces["path"].iloc[i]) for i in hits)
+        """The paths of this dataset's traces that ``pattern`` names, sorted: the rule
+        that names files (:func:`schedwake.paths.expand`: a path, the traces under a
+        directory, a glob's matches: ``*`` stops at ``/``, ``**`` crosses) applied to
+        the stored paths; an absolute pattern matches the traces' absolute paths."""
+        example = f"; a stored path: {self.traces['path'].iloc[0]}" if len(self.traces) else ""
+        stored = Stored(
+            paths=list(self.traces["path"]),
+            absolute=[a if isinstance(a, str) else None for a in self.traces["abspath"]],
+            relative=self._relative_names(),
+            where=f"the batch {self.out} ({len(self.traces)} trace(s){example})",
+        )
+        return expand(pattern, what, among=stored)
 
     def _relative_names(self) -> list[list[str]]:
         """The names a relative pattern is matched against, per trace: its path as

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import OptionError, TraceError
+from ..paths import matches_nothing
 from .inputs import Options, _label_regex, _topology_map, expand_inputs
 from .one_trace import TraceResult, _error_result, analyse_one
 from .reader import _value
@@ -134,8 +135,7 @@ def batch(
         else:
             todo.append((p, ap))
     results: list[TraceResult] = [
-        _error_result(m, os.path.abspath(m), f"{m}: the pattern matches no file", options)
-        for m in missing
+        _error_result(m, os.path.abspath(m), f"{m}: {matches_nothing(m)}", options) for m in missing
     ]
     if todo:
         results += _run(todo, options, scheduler, workers, progress, result)
