@@ -25,6 +25,12 @@ options (same path, size and modification time) and analyses only the rest
 :class:`BatchDataset` reads a dataset back: ``schedwake compare --from-batch`` and
 ``schedwake gate --from-batch`` judge from it, without reading the traces again, and
 give the table and the verdict the same command over the traces gives.
+
+A module a concern: :mod:`.inputs` (the traces the arguments name, the options and each
+trace's topology, labels, ``--where``), :mod:`.one_trace` (the Dask task: one trace
+analysed), :mod:`.run` (:func:`batch`: Dask, progress, what an earlier run kept),
+:mod:`.writer` and :mod:`.reader` (the dataset written once and read back), and
+:mod:`.layout` (its files and columns). This package re-exports their public names.
 """
 
 from __future__ import annotations
