@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
@@ -321,7 +322,8 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
     bad trace, which is an ``error`` row naming ``path`` (as given, while ``abspath`` is
     what is read)."""
     from .analysis import analyze, topology_facts
-    from .compare import _jsonable, default_window
+    from .compare import default_window
+    from .jsonout import dumps
     from .metrics import metric_samples
     from .model import MODEL_EVENTS
     from .summary import summary
@@ -423,10 +425,10 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
                 "detector": f.detector,
                 "severity": f.severity,
                 "title": f.title,
-                "metrics": json.dumps(f.metrics, default=_jsonable),
-                "top": json.dumps(f.top, default=_jsonable),
+                "metrics": dumps(f.metrics, indent=None),
+                "top": dumps(f.top, indent=None),
                 "evidence": list(f.evidence),
-                "evidence_events": json.dumps(f.evidence_events, default=_jsonable),
+                "evidence_events": dumps(f.evidence_events, indent=None),
                 "caveats": list(f.caveats),
             }
             for i, f in enumerate(analysis.findings)
@@ -1288,6 +1290,12 @@ class AnalysedTrace:
         return f"<AnalysedTrace {self.path!r} from {str(self.dataset.out)!r}>"
 
     @property
+    def stored(self) -> AnalysedTrace:
+        """Itself: its samples and findings are stored, not measured (an analysed trace
+        satisfies :class:`schedwake.sidetrace.SideTrace`: see the end of this module)."""
+        return self
+
+    @property
     def path(self) -> str:
         return self.meta["path"]
 
@@ -1405,3 +1413,10 @@ def _list(v) -> list:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return []
     return list(v)
+
+
+if TYPE_CHECKING:  # (checked by mypy: an analysed trace is a side's trace)
+    from .sidetrace import SideTrace
+
+    def _analysed(t: AnalysedTrace) -> SideTrace:
+        return t
