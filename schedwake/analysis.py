@@ -2,8 +2,8 @@
 judged on, as one :class:`Analysis` object.
 
 This is the layer between the detectors/metrics below and every renderer above:
-``schedwake analyze`` (text, Markdown, JSON), notebooks and ``batch`` all call
-:func:`analyze`, then render or store what it returns::
+``schedwake analyze`` (text, Markdown, JSON: :mod:`schedwake.report.analyze`), notebooks
+and ``batch`` all call :func:`analyze`, then render or store what it returns::
 
     trace = schedwake.load("trace.dat")
     result = schedwake.analyze(trace, thresholds={"pingpong_min_episodes": 50})
@@ -12,7 +12,6 @@ This is the layer between the detectors/metrics below and every renderer above:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -123,9 +122,6 @@ class Analysis:
             "task_states": self.task_states,
         }
 
-    def to_json(self, indent: int = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
-
 
 def analyze(
     trace, thresholds: dict | None = None, detectors=None, progress=None, waits: bool = False
@@ -214,16 +210,6 @@ def topology_facts(topo: Topology) -> dict:
         "note": topo.note,
         "description": topo.describe(),
     }
-
-
-def _jsonable(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
 
 
 __all__ = ["Analysis", "analyze", "check_thresholds", "topology_facts"]

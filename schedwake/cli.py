@@ -295,7 +295,7 @@ def info(trace, fmt, input_format, reader, jobs):
     t = _load(trace, events=[], input_format=input_format, reader=reader, jobs=jobs)
     summary = trace_summary(t)
     if fmt == "json":
-        click.echo(json.dumps(summary, indent=2))
+        click.echo(info_report.to_json(summary))
     else:
         click.echo(info_report.text(summary), nl=False)
 
@@ -1006,12 +1006,14 @@ def compare(
             thresholds=th,
             progress=bar,
         )
+    from .report import compare as compare_report
+
     if fmt == "json":
-        click.echo(result.to_json())
+        click.echo(compare_report.to_json(result))
     elif fmt == "markdown":
-        click.echo(result.markdown(per_cpu=per_cpu, full=full), nl=False)
+        click.echo(compare_report.markdown(result, per_cpu=per_cpu, full=full), nl=False)
     else:
-        click.echo(result.text(per_cpu=per_cpu, full=full), nl=False)
+        click.echo(compare_report.text(result, per_cpu=per_cpu, full=full), nl=False)
     if html_file:
         from .report import html
 

@@ -3,9 +3,10 @@
 ``schedwake.compare(sides)`` loads (or takes) the traces of two or more *sides* -- the
 baseline first, each side one trace or several iterations -- measures every metric of the
 catalogue (:data:`schedwake.metrics.CATALOGUE`) and returns a :class:`CompareResult`: the
-mmtests table (``text()``, ``markdown()``, ``to_json()``), the tidy samples behind it
-(``samples``) and each side's findings; :mod:`schedwake.report.plots` and
-:mod:`schedwake.report.html` draw its plots and its self-contained HTML report.
+mmtests comparison (``comparison``), the tidy samples behind it (``samples``) and each
+side's findings. It never renders itself: :mod:`schedwake.report.compare` prints it as
+text, Markdown or JSON, :mod:`schedwake.report.plots` and :mod:`schedwake.report.html`
+draw its plots and its self-contained HTML report.
 
 Samples (what the statistics are computed over):
 
@@ -17,13 +18,12 @@ Samples (what the statistics are computed over):
   significance of a per-window comparison says "the rate differed through the run", not
   "a rerun would differ"; iterations answer the latter.
 
-The statistics, percentages, significance rules and rendering are those of
-:mod:`schedwake.stats` and :mod:`schedwake.mmtests`.
+The statistics, percentages and significance rules are those of :mod:`schedwake.stats`
+and :mod:`schedwake.mmtests`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -41,8 +41,12 @@ from . import stats as st
 from .errors import OptionError, TraceError
 from .paths import expand as expand_paths
 from .paths import glob_files, glob_regex
+from .sidetrace import SideTrace, is_path, side_items
 from .stats import check_alpha
 from .topology import trace_stem
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 __all__ = [
     "compare",
@@ -77,29 +81,26 @@ MAX_WINDOWS = 100_000
 class Side:
     """One column of the comparison: a label and its traces (iterations).
 
-    A trace is a loaded :class:`schedwake.Trace`, or an *analysed trace* that carries
-    its samples and findings instead of its tables (``schedwake.batch.AnalysedTrace``,
-    a row of a batch dataset): anything with ``meta``, ``caveats``, ``duration_ns``,
-    ``topology``, ``has_records(event)``, ``samples(window_s, thresholds, metrics)``
-    and ``findings(thresholds)``.
+    A trace is a :class:`schedwake.sidetrace.SideTrace`: a loaded
+    :class:`schedwake.Trace`, or an *analysed trace* that carries its samples and
+    findings instead of its tables (``schedwake.batch.AnalysedTrace``, a row of a batch
+    dataset).
     """
 
     label: str
-    traces: list = field(default_factory=list)
+    traces: list[SideTrace] = field(default_factory=list)
     #: Paths, also when the side came from samples only (no traces).
     paths: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if not self.paths:
-            self.paths = [str(t.meta.get("path")) for t in self.traces]
+            self.paths = [str(t.path) for t in self.traces]
 
     @property
     def has_tables(self) -> bool:
         """True when the side's traces are loaded with their tables (what the plots of
         one trace need), not only analysed."""
-        from .trace import Trace
-
-        return bool(self.traces) and all(isinstance(t, Trace) for t in self.traces)
+        return bool(self.traces) and all(t.stored is None for t in self.traces)
 
 
 # -- sides -------------------------------------------------------------------------------------
@@ -301,11 +302,6 @@ def load_model_trace(path: str, topology_file=None, llc=None):
     return t
 
 
-def _is_trace(item) -> bool:
-    """A loaded or analysed trace (see :class:`Side`), as opposed to a path or a list."""
-    return hasattr(item, "meta") and hasattr(item, "has_records")
-
-
 def _normalise(sides, labels, topology_file, llc) -> list[Side]:
     if isinstance(sides, Mapping):
         items = list(sides.items())
@@ -313,23 +309,21 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
         items = [(None, s) for s in sides]
     out: list[Side] = []
     for i, (label, spec) in enumerate(items):
-        if isinstance(spec, (str, Path)) or _is_trace(spec):
-            spec = [spec]
-        traces = []
-        for item in spec:
-            if _is_trace(item):
-                if topology_file is not None or llc:
-                    item.use_topology(topology_file, llc)
-                traces.append(item)
-            else:
+        traces: list[SideTrace] = []
+        for item in side_items(spec):
+            if is_path(item):
                 traces.extend(
                     load_model_trace(p, topology_file, llc)
                     for p in expand_paths(str(item), "trace")
                 )
+            else:
+                if topology_file is not None or llc:
+                    item.use_topology(topology_file, llc)
+                traces.append(item)
         if not traces:
             raise TraceError(f"side {label or i + 1}", "has no trace")
         if label is None:
-            label = _default_label([str(t.meta.get("path")) for t in traces], i)
+            label = _default_label([str(t.path) for t in traces], i)
         out.append(Side(str(label), traces))
     if labels is not None:
         labels = list(labels)
@@ -444,15 +438,15 @@ def compare(
     )
 
 
-def measure(trace, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
+def measure(trace: SideTrace, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
     """The samples of one trace of a side (:func:`schedwake.metrics.metric_samples`):
     measured from a loaded Trace, or read back from an analysed one."""
     from .metrics import metric_samples
-    from .trace import Trace
 
-    if isinstance(trace, Trace):
-        return metric_samples(trace, window_s, thresholds, metrics)
-    return trace.samples(window_s, thresholds, metrics)
+    stored = trace.stored
+    if stored is None:  # (a SideTrace without a stored analysis is a loaded Trace)
+        return metric_samples(cast("Trace", trace), window_s, thresholds, metrics)
+    return stored.samples(window_s, thresholds, metrics)
 
 
 def from_samples(
@@ -583,7 +577,7 @@ class CompareResult:
     def trace_names(self) -> dict[str, str]:
         """``{path: name}`` of every trace of every side: the shortest end of its path
         that tells it apart from the others (:func:`distinct_names`), as reports name it."""
-        paths = [str(t.meta.get("path")) for s in self.sides for t in s.traces]
+        paths = [str(t.path) for s in self.sides for t in s.traces]
         return distinct_names(paths + [p for s in self.sides for p in s.paths])
 
     def notes(self) -> list[str]:
@@ -596,7 +590,7 @@ class CompareResult:
             for t in s.traces:
                 n += 1
                 for c in t.caveats:
-                    where.setdefault(c, []).append(f"{s.label}: {names[str(t.meta.get('path'))]}")
+                    where.setdefault(c, []).append(f"{s.label}: {names[str(t.path)]}")
         out = []
         for c, traces in where.items():
             who = "every trace" if len(traces) == n else ", ".join(traces)
@@ -626,142 +620,6 @@ class CompareResult:
                 out.append(f"the traces differ in {what} ({text})")
         return out
 
-    # ---- table renderers -----------------------------------------------------------------------
-    def summary_lines(self) -> list[str]:
-        """The headline first: one line per metric (per-CPU busy shares left to the
-        table) with its mean on every side and, for the other sides, the gain over the
-        baseline and a ``*`` when significant."""
-        rows = [
-            r
-            for r in self.comparison.rows
-            if r.is_mean_row and not r.metric.name.startswith("busy_share_cpu")
-        ]
-        if not rows:
-            return []
-        names = [r.op for r in rows]
-        w0 = max(len("metric"), *(len(n) for n in names))
-        widths = [max(len(lab), 19) for lab in self.labels]
-        head = "metric".ljust(w0) + "".join(
-            "  " + lab.rjust(w) for lab, w in zip(self.labels, widths)
-        )
-        out = [
-            "summary: the mean of each metric on each side; % = gain over the baseline "
-            "(new: from a zero baseline), * = significant",
-            head,
-        ]
-        for r, name in zip(rows, names):
-            cells = []
-            for j, w in enumerate(widths):
-                v = r.values[j]
-                num = "-" if math.isnan(v) else f"{v:.2f}"
-                if j:
-                    sig = r.sig[j]
-                    star = "*" if sig is not None and sig.significant else " "
-                    if mmtests.is_new(r.values[0], v):  # (the table keeps mmtests' figure)
-                        num += f" {mmtests.NEW_TEXT:>11}{star}"
-                    else:
-                        num += f" {r.pcts[j]:+10.2f}%{star}"
-                cells.append("  " + num.rjust(w))
-            out.append(name.ljust(w0) + "".join(cells))
-        return out
-
-    def _table(self, per_cpu: bool) -> tuple[mmtests.Comparison, str | None]:
-        """The mmtests comparison to print: every row with ``per_cpu`` or up to 4 CPUs,
-        else without the per-CPU busy-share rows, and the line that says so."""
-        per = [r for r in self.comparison.rows if r.metric.name.startswith("busy_share_cpu")]
-        cpus = len({r.metric.name for r in per})
-        if per_cpu or cpus <= 4:
-            return self.comparison, None
-        import dataclasses
-
-        kept = dataclasses.replace(
-            self.comparison,
-            rows=[r for r in self.comparison.rows if r not in per],
-            metrics=[m for m in self.comparison.metrics if not m.name.startswith("busy_share_cpu")],
-        )
-        means = [r for r in per if r.is_mean_row]
-        avg = [
-            float(np.nanmean([r.values[j] for r in means])) if means else math.nan
-            for j in range(len(self.labels))
-        ]
-        text = " -> ".join("-" if math.isnan(v) else f"{v:.1f}%" for v in avg)
-        return kept, (
-            f"busy_share_cpuN: {cpus} CPUs' rows left out (--per-cpu shows them); "
-            f"their mean busy share {text}"
-        )
-
-    def convention_line(self) -> str:
-        """How to read the percentages, and why alpha is what it is (the gate's differs)."""
-        line = mmtests.SIGN_CONVENTION
-        if self.rule == "ttest":
-            a = self.comparison.alpha
-            why = "mmtests' own" if a == 0.10 else "given with --alpha"
-            line += f"; alpha {a:g}: {why} (the gate's is 0.05: a broken rule fails a build)"
-        return line
-
-    def _changed(self, table: mmtests.Comparison) -> tuple[mmtests.Comparison | None, str]:
-        """The mean rows of ``table`` that changed significantly on a side (None if none
-        did), and the line that says what the whole table would add."""
-        import dataclasses
-
-        rows = [
-            r
-            for r in table.rows
-            if r.is_mean_row and any(s is not None and s.significant for s in r.sig)
-        ]
-        total = len(table.metrics)
-        more = "--full prints the whole table (Min, Stddev, CoeffVar, Max, best means)"
-        if not rows:
-            return None, f"mmtests table: none of the {total} metrics changed significantly; {more}"
-        return dataclasses.replace(table, rows=rows), (
-            f"mmtests table: the mean rows of the {len(rows)} of {total} metrics that changed "
-            f"significantly; {more}"
-        )
-
-    def text(self, per_cpu: bool = False, full: bool = False) -> str:
-        """The summary, then the mmtests table with the rule line under it, the sign
-        convention and the notes. The table holds the metrics that changed significantly
-        (a line says so) unless ``full``; per-CPU busy-share rows of more than 4 CPUs are
-        left out of it unless ``per_cpu`` (one line says so)."""
-        notes = "".join(f"note: {n}\n" for n in self.notes())
-        table, hidden = self._table(per_cpu)
-        summary = "\n".join(self.summary_lines())
-        head = summary + "\n\n" if summary else ""
-        if full:
-            body = table.text()
-        else:
-            shown, line = self._changed(table)
-            body = (table.title + "\n" if shown is None and table.title else "") + line + "\n"
-            body += (
-                table.rule_line() + "\n"
-                if shown is None
-                else shown.text(rule_line=table.rule_line())
-            )
-        return (
-            head + body + (hidden + "\n" if hidden else "") + self.convention_line() + "\n" + notes
-        )
-
-    def markdown(self, per_cpu: bool = False, full: bool = False) -> str:
-        """:meth:`text` as Markdown: the summary in a code block, the table a pipe table."""
-        notes = self.notes()
-        table, hidden = self._table(per_cpu)
-        summary = self.summary_lines()
-        out = ("```\n" + "\n".join(summary) + "\n```\n\n") if summary else ""
-        if full:
-            out += table.markdown() + "\n"
-        else:
-            shown, line = self._changed(table)
-            out += line + "\n\n"
-            if shown is None:
-                out += table.rule_line().replace("*", "\\*", 1) + "\n\n"
-            else:
-                out += shown.markdown(rule_line=table.rule_line()) + "\n"
-        out += hidden + "\n\n" if hidden else ""
-        out += self.convention_line() + "\n"
-        if notes:
-            out += "\n" + "".join(f"- note: {n}\n" for n in notes)
-        return out
-
     def summary(self) -> pd.DataFrame:
         """The mean row of every metric: metric, unit, direction, stat, then per side the
         value, the percentage (positive = better) and the significance verdict."""
@@ -786,65 +644,12 @@ class CompareResult:
                 )
         return pd.DataFrame(rows)
 
-    def to_dict(self) -> dict:
-        """The JSON document: the table as text and as records, the rule, the samples'
-        kind and window, and the sides' traces."""
-        sides = []
-        for s in self.sides:
-            traces = []
-            for t in s.traces:
-                traces.append(
-                    {
-                        "path": str(t.meta.get("path")),
-                        "duration_s": round(t.duration_ns / 1e9, 6),
-                        "cpus": t.meta.get("cpus"),
-                        "kernel": t.meta.get("kernel"),
-                        "topology": t.topology.describe(),
-                        "caveats": t.caveats,
-                    }
-                )
-            if not traces:
-                traces = [{"path": p} for p in s.paths]
-            n = self.samples[self.samples["side"].astype(str) == s.label]
-            n_samples = int(n.groupby("metric").size().max()) if len(n) else 0
-            sides.append({"label": s.label, "traces": traces, "samples": n_samples})
-        return {
-            "title": self.title,
-            "labels": self.labels,
-            "significance": {
-                "rule": self.rule,
-                "alpha": self.comparison.alpha,
-                "description": self.comparison.rule_name(),
-            },
-            "percentages": mmtests.SIGN_CONVENTION,
-            "samples": {"kind": self.sample_kind, "window_s": self.window_s},
-            "rule_line": self.rule_line(),
-            "table": self.comparison.text(),
-            "notes": self.notes(),
-            "sides": sides,
-            "rows": self.comparison.records(),
-        }
-
-    def to_json(self, indent: int = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
-
     # ---- findings ----------------------------------------------------------------------------
     @cached_property
     def _findings(self) -> dict[str, list[tuple[str, list]]]:
-        from .detect import detect
-        from .trace import Trace
-
         out = {}
         for s in self.sides:
-            out[s.label] = [
-                (
-                    str(t.meta.get("path")),
-                    detect(t, self.thresholds)
-                    if isinstance(t, Trace)
-                    else t.findings(self.thresholds),
-                )
-                for t in s.traces
-            ]
+            out[s.label] = [(str(t.path), _trace_findings(t, self.thresholds)) for t in s.traces]
         return out
 
     def findings(self) -> dict[str, list[tuple[str, list]]]:
@@ -852,11 +657,12 @@ class CompareResult:
         return self._findings
 
 
-def _jsonable(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return None if math.isnan(o) else float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
+def _trace_findings(trace: SideTrace, thresholds: dict | None) -> list:
+    """The findings of one trace of a side (:func:`schedwake.detect.detect`): detected
+    in a loaded Trace, or read back from an analysed one."""
+    from .detect import detect
+
+    stored = trace.stored
+    if stored is None:  # (a SideTrace without a stored analysis is a loaded Trace)
+        return detect(cast("Trace", trace), thresholds)
+    return stored.findings(thresholds)

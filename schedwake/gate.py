@@ -64,6 +64,7 @@ from .compare import compare as run_compare
 from .errors import OptionError, TraceError
 from .mmtests import NEW_TEXT, gain_pct_text
 from .model.events import timestamp_problem
+from .sidetrace import is_path, side_items
 
 __all__ = [
     "gate",
@@ -499,10 +500,9 @@ def _side_files(side: str, spec, expand) -> dict:
     absolute path (``./a.dat``, ``a.dat`` and a link to it are one file), a loaded trace
     by itself (two windows of one file are two traces). A pattern that cannot be
     expanded names none (its problem is reported where the side is loaded)."""
-    items = [spec] if isinstance(spec, (str, Path)) or hasattr(spec, "meta") else list(spec)
     out: dict = {}
-    for item in items:
-        if not isinstance(item, (str, Path)):
+    for item in side_items(spec):
+        if not is_path(item):
             out[("trace", id(item))] = str(item.meta.get("path"))
             continue
         try:
@@ -574,7 +574,7 @@ def _input_problems(side: str, trace, settings: Settings, name: str | None = Non
 def _load_side(side: str, specs, loader, expand, problems: list[str]) -> tuple[list, list[str]]:
     traces, paths = [], []
     for spec in specs:
-        if not isinstance(spec, (str, Path)):
+        if not is_path(spec):
             traces.append(spec)
             paths.append(str(spec.meta.get("path")))
             continue
@@ -690,9 +690,7 @@ def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, 
     (a trace that does not load, lost events, raw timestamps, ...)."""
     sides = {}
     for name, spec in specs.items():
-        if isinstance(spec, (str, Path)) or hasattr(spec, "meta"):
-            spec = [spec]
-        traces, paths = _load_side(name, list(spec), loader, expand, result.problems)
+        traces, paths = _load_side(name, side_items(spec), loader, expand, result.problems)
         sides[name] = traces
         setattr(result, f"{name}_paths", paths)
     names = result.trace_names()
@@ -878,9 +876,7 @@ def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool) -> 
 
     out: dict[str, list] = {}
     for side, spec in specs.items():
-        if isinstance(spec, (str, Path)) or hasattr(spec, "meta"):
-            spec = [spec]
-        traces, paths = _load_side(side, list(spec), load, expand, result.problems)
+        traces, paths = _load_side(side, side_items(spec), load, expand, result.problems)
         if set_paths:
             setattr(result, f"{side}_paths", paths)
         out[side] = []

@@ -1,9 +1,11 @@
-"""Render a before/after comparison of metric samples in the mmtests ``compare`` layout.
+"""A before/after comparison of metric samples in the mmtests ``compare`` layout.
 
 This module's one job: take per-side sample arrays for each metric (supplied by the caller,
-e.g. the metrics module) and produce the mmtests comparison -- as fixed-width text exactly
-in ``compare-mmtests.pl``'s layout, as a Markdown pipe table, and as flat records for JSON.
-The statistics themselves live in :mod:`schedwake.stats`.
+e.g. the metrics module) and compute the mmtests comparison (:class:`Comparison`): its
+rows of statistics, percentages and significance, in mmtests' order, the rule line under
+them and flat records for JSON. The statistics themselves live in
+:mod:`schedwake.stats`; :mod:`schedwake.report.mmtests_table` renders a comparison as
+fixed-width text exactly in ``compare-mmtests.pl``'s layout and as a Markdown pipe table.
 
 Layout (``reference/formats-and-stats.md`` D.1-D.3)::
 
@@ -180,23 +182,14 @@ def _stat_values(x: np.ndarray, direction: st.Direction) -> list[float]:
 _STAT_KEYS = ["min", "mean", "stddev", "coeffvar", "max", "best", "best", "best"]
 
 
-def _fmt_float(v: float, spec: str) -> str:
-    return spec % (0.0 if (v is None or math.isnan(v)) else v)
-
-
-def _cell(value: float, pct: float, significant: bool, precision: int) -> str:
-    num = _fmt_float(value, f"%{FIELD_LENGTH}.{precision}f")
-    p = _fmt_float(pct, f"%{COMPARE_LENGTH}.2f")
-    return f"{num} *{p}%*" if significant else f"{num} ({p}%)"
-
-
 def _none_if_nan(v: float) -> float | None:
     return None if v is None or math.isnan(v) else float(v)
 
 
 @dataclass
 class Comparison:
-    """The computed comparison; render with :meth:`text`, :meth:`markdown`, :meth:`records`."""
+    """The computed comparison: its rows, the rule line under them and :meth:`records`
+    for JSON; :mod:`schedwake.report.mmtests_table` renders it as text or Markdown."""
 
     title: str | None
     labels: list[str]
@@ -241,54 +234,6 @@ class Comparison:
         if untestable:
             line += "; not testable: " + ", ".join(dict.fromkeys(untestable))
         return line
-
-    # ---- renderers ----------------------------------------------------------------------
-    def text(self, precision: int = 2, rule_line: str | None = None) -> str:
-        """The mmtests fixed-width table (title, two header lines, rows, rule line),
-        newline-terminated.  ``precision`` is mmtests' ``_Precision`` for the values;
-        ``rule_line``: the last line in place of :meth:`rule_line` (a table of some of
-        the rows keeps the rule line of all of them)."""
-        stat_w = max((len(r.stat) for r in self.rows), default=0)
-        op_w = max((len(r.op) for r in self.rows), default=0)
-        lines = []
-        if self.title:
-            lines.append(self.title)
-        parts = [split_label(lab) for lab in self.labels]
-        lead = " " * (stat_w + 1 + op_w)
-        for i in (0, 1):
-            lines.append((lead + "".join(f"%{CELL_WIDTH}s" % p[i] for p in parts)).rstrip())
-        for r in self.rows:
-            s = f"%-{stat_w}s" % r.stat + f" %-{op_w}s" % r.op
-            for j, (v, p) in enumerate(zip(r.values, r.pcts)):
-                sig = r.sig[j]
-                s += _cell(v, p, bool(sig is not None and sig.significant), precision)
-            lines.append(s)
-        lines.append(self.rule_line() if rule_line is None else rule_line)
-        return "\n".join(lines) + "\n"
-
-    def markdown(self, precision: int = 2, rule_line: str | None = None) -> str:
-        """A Markdown pipe table with the same numbers; significant cells carry literal
-        (escaped) stars, e.g. ``530.00 \\*2.39%\\*``; ``rule_line`` as :meth:`text`."""
-        out = []
-        if self.title:
-            out += [f"**{self.title}**", ""]
-        head = ["Stat", "Metric"] + [lab.replace("|", "\\|") for lab in self.labels]
-        out.append("| " + " | ".join(head) + " |")
-        out.append("|" + "|".join([":---", ":---"] + ["---:"] * len(self.labels)) + "|")
-        for r in self.rows:
-            cells = [r.stat, r.op.replace("|", "\\|")]
-            for j, (v, p) in enumerate(zip(r.values, r.pcts)):
-                num = _fmt_float(v, f"%.{precision}f")
-                pct = _fmt_float(p, "%.2f")
-                sig = r.sig[j]
-                if sig is not None and sig.significant:
-                    cells.append(f"{num} \\*{pct}%\\*")
-                else:
-                    cells.append(f"{num} ({pct}%)")
-            out.append("| " + " | ".join(cells) + " |")
-        line = self.rule_line() if rule_line is None else rule_line
-        out += ["", line.replace("*", "\\*", 1)]
-        return "\n".join(out) + "\n"
 
     def records(self) -> list[dict[str, Any]]:
         """Flat, JSON-ready records: one per (metric, statistic, side).

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import OptionError, TraceError
+from .jsonout import dumps
 
 #: The most CPUs a topology may describe (the C decoder's bound, ``MAX_CPUS`` of
 #: ``ingest/_td_internal.h``): a map is three arrays of this length at most.
@@ -376,7 +377,8 @@ class Topology:
         return {"cpus": self.cpus, "llc": self.llc, "smt": self.smt, "numa": self.numa}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict())
+        """The topology file (``schedwake topology``), read back by :meth:`from_file`."""
+        return dumps(self.to_dict(), indent=None)
 
     def describe(self) -> str:
         """One line: the LLC groups and where they come from."""

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 class Trace:
     """One loaded trace: event tables by name, metadata and lost events."""
 
+    #: No stored analysis: a comparison measures the tables of a loaded trace
+    #: (:class:`schedwake.sidetrace.SideTrace`, which a Trace satisfies).
+    stored: None = None
+
     def __init__(self, raw: ingest.RawTrace):
         self._tables = raw.tables
         self.meta: dict = raw.meta

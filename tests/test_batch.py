@@ -31,6 +31,7 @@ from schedwake.batch import BatchDataset, label_columns
 from schedwake.compare import default_window
 from schedwake.metrics import metric_samples
 from schedwake.model import MODEL_EVENTS
+from schedwake.report import compare as compare_report
 
 from .conftest import ROOT, run_cli
 
@@ -301,7 +302,7 @@ def test_the_dataset_api(serial):
     result = schedwake.compare(
         {"a": [off.load(p) for p in paths[:2]], "b": [t, off.load(paths[2])]}
     )
-    assert "pingpong_episodes_per_s" in result.text()
+    assert "pingpong_episodes_per_s" in compare_report.text(result)
     assert label_columns(["a/x-i3.dat", "b"], r"-i(?P<iter>\d+)") == {"iter": [3, None]}
 
 

@@ -23,6 +23,7 @@ import schedwake
 from schedwake.bench import parse_dbench, parse_fio, parse_output, read_beside
 from schedwake.errors import TraceError
 from schedwake.metrics import catalogue_entry, metric_samples
+from schedwake.report import compare as compare_report
 
 from .conftest import SAMPLES, run_cli
 
@@ -293,7 +294,7 @@ def test_compare_stars_the_throughput_loss(kstack_sides):
     assert tput.metric.direction == "higher" and tput.metric.unit == ""
     assert tput.sig[1].significant  # t-test, alpha 0.10: p = 0.057
     assert rows["wakeup_migrations_per_s"].sig[1].significant
-    text = r.text()
+    text = compare_report.text(r)
     assert "bench_dbench_throughput_mb_s" in text and "-21.47%*" in text
     # the samples table carries the result's direction (what from_samples needs)
     s = r.samples[r.samples["metric"] == "bench_dbench_throughput_mb_s"]

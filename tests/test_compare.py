@@ -20,6 +20,7 @@ from schedwake import TraceError
 from schedwake.compare import CompareResult, default_window, from_samples, parse_sides
 from schedwake.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_metrics
 from schedwake.mmtests import SIGN_CONVENTION
+from schedwake.report import compare as compare_report
 from schedwake.synth import make_trace
 
 from .conftest import mmtests_part, run_cli, sample
@@ -276,12 +277,15 @@ def test_published_hmean_and_stddev_of_a_higher_is_better_metric():
             for v in (m - dv, m + dv)
         ]
     res = from_samples(pd.DataFrame(rows), title="netperf")
-    text = res.text(full=True)
+    text = compare_report.text(res, full=True)
     hm = [ln for ln in text.splitlines() if ln.startswith("Hmean") and "throughput" in ln][0]
     assert hm.endswith("      617.82 *  92.22%*")
     sd = [ln for ln in text.splitlines() if ln.startswith("Stddev") and "tcp-rr" in ln][0]
     assert sd.endswith("     3713.97 (  -6.98%)")
-    rec = {(r["metric"], r["stat"], r["side"]): r for r in json.loads(res.to_json())["rows"]}
+    rec = {
+        (r["metric"], r["stat"], r["side"]): r
+        for r in json.loads(compare_report.to_json(res))["rows"]
+    }
     assert round(rec[("throughput", "Hmean", "5.15.0-patched")]["pct"], 2) == 92.22
     assert round(rec[("tcp-rr", "Stddev", "5.15.0-patched")]["pct"], 2) == -6.98
     assert "BHmean-95" in text and "BAmean" not in text
@@ -298,7 +302,7 @@ def test_ci95_rule_is_printed(published):
     )
     assert "do not overlap" in res.rule_line()
     # 22.63 +- 1.96*1.13 and 20.54 +- 1.96*0.54 overlap: no star under ci95
-    assert "20.54 (   9.23%)" in res.text(full=True)
+    assert "20.54 (   9.23%)" in compare_report.text(res, full=True)
 
 
 # -- the API ----------------------------------------------------------------------------------
@@ -334,7 +338,7 @@ def test_api_with_trace_objects_summary_and_plots(synth):
     busy = s[s["metric"] == "busy_share_cpu0"]
     assert set(busy["stat"]) == {"Hmean"}
     assert {"side", "iteration", "metric", "value"} <= set(res.samples.columns)
-    text = mmtests_part(res.text(full=True))
+    text = mmtests_part(compare_report.text(res, full=True))
     assert text.splitlines()[0].split() == ["synth", "synth"]
     assert text.splitlines()[1].split() == ["sick", "healthy"]
     f = res.findings()
@@ -449,7 +453,7 @@ def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
     )
     assert result.sample_kind == "per-window"
     assert any(n.startswith("one trace on a side: the samples are windows") for n in result.notes())
-    assert "note: one trace on a side" in result.text()
+    assert "note: one trace on a side" in compare_report.text(result)
     figs = report_figures(result)
     clims = [
         figs[f"{s}: migration matrix"].axes[0].images[0].get_clim() for s in ("root", "weighted")

@@ -21,14 +21,14 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 #: the bottom. report/ renders results and never computes them, so it sits above every
 #: result it renders (Analysis, CompareResult, GateResult) and nothing below imports it.
 LAYERS = [
-    ["errors", "version", "schema"],  # plain facts everything may use
+    ["errors", "version", "schema", "jsonout"],  # plain facts everything may use; JSON
     ["topology"],  # CPU maps
     ["bench"],  # the benchmark results in the files beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names
     ["ingest"],  # files -> Arrow tables
     ["paths"],  # which trace files a path, a directory or a glob names
     ["model"],  # tables -> wake-ups, migrations, occupancy
-    ["trace"],  # the loaded trace (tables + lazy model)
+    ["trace", "sidetrace"],  # the loaded trace (tables + lazy model); a side's trace
     ["summary", "profile"],  # a trace's facts as a dict; a profile's functions
     ["detect"],  # findings with evidence
     ["metrics", "wait_causes"],  # the metric catalogue and its values; waits explained
@@ -155,3 +155,63 @@ def test_the_walker_sees_lazy_and_relative_imports():
     assert "schedwake.detect.evidence" in g["schedwake.detect"]  # from .evidence import
     assert "schedwake.stats" in g["schedwake.mmtests"]  # from . import stats
     assert "schedwake.summary" in g["schedwake.report.analyze"]  # from ..summary import
+
+
+#: Methods that render: a class outside report/ (and the CLI) may define none of them.
+RENDERING_METHODS = {"text", "markdown", "html", "render", "to_json", "to_markdown", "to_html"}
+#: The exceptions, each with its reason.
+RENDERING_ALLOWED = {
+    # the topology file format (`schedwake topology -o`, read back by load): a file the
+    # package reads, not a report of a result
+    ("schedwake.topology", "Topology", "to_json"),
+}
+
+
+def rendering_methods(source: str, module: str) -> list[str]:
+    """``Class.method (line N)`` of each rendering method the classes of ``source``
+    (the text of ``module``) define, the allowed ones left out."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            if (
+                isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and item.name in RENDERING_METHODS
+                and (module, node.name, item.name) not in RENDERING_ALLOWED
+            ):
+                found.append(f"{module}.{node.name}.{item.name} (line {item.lineno})")
+    return found
+
+
+def test_results_never_render_themselves():
+    """A result object never renders itself (docs/architecture.md): every text,
+    Markdown, HTML or JSON rendering of a result is a function of report/, so that no
+    class outside report/ and the CLI has a method of :data:`RENDERING_METHODS`."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if name.split(".")[1:2] not in (["report"], ["cli"]):
+            found += rendering_methods(path.read_text(), name)
+    assert not found, "results rendering themselves (move them to report/):\n" + "\n".join(found)
+
+
+def test_the_rendering_check_sees_methods_and_nothing_else():
+    """The check above is only as good as its walk: it reports a result's ``text`` and
+    ``to_json`` methods (a nested class's too), not a function of that name outside a
+    class, not another method, and not the allowed Topology.to_json."""
+    src = (
+        "def text(x):\n    return ''\n\n"
+        "class Result:\n    def text(self):\n        return ''\n\n"
+        "    def summary(self):\n        return {}\n\n"
+        "    class Part:\n        def to_json(self):\n            return ''\n"
+    )
+    assert rendering_methods(src, "schedwake.x") == [
+        "schedwake.x.Result.text (line 5)",
+        "schedwake.x.Part.to_json (line 12)",
+    ]
+    topo = "class Topology:\n    def to_json(self):\n        return ''\n"
+    assert rendering_methods(topo, "schedwake.topology") == []
+    assert rendering_methods(topo, "schedwake.compare") == [
+        "schedwake.compare.Topology.to_json (line 2)"
+    ]

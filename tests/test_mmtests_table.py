@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from schedwake.mmtests import CELL_WIDTH, MetricSamples, compare_samples, op_label, split_label
+from schedwake.report import mmtests_table
 
 ELAPSED_BASE = [540.0] * 7 + [550.0] * 3  # Min 540, Amean 543, Stddev 4.83, Max 550
 ELAPSED_NEW = [530.0] * 10
@@ -57,11 +58,11 @@ def _with_hmean(target, shape=(0.9, 1.0, 1.1)):
 
 
 def test_elapsed_block_exact():
-    assert _elapsed().text() == EXPECTED_ELAPSED
+    assert mmtests_table.text(_elapsed()) == EXPECTED_ELAPSED
 
 
 def test_elapsed_block_ci95_rule_line_and_same_stars():
-    text = _elapsed("ci95").text()
+    text = mmtests_table.text(_elapsed("ci95"))
     assert text.splitlines()[:-1] == EXPECTED_ELAPSED.splitlines()[:-1]
     assert text.splitlines()[-1] == (
         "* significant: mean +-1.96*sd intervals do not overlap "
@@ -70,7 +71,7 @@ def test_elapsed_block_ci95_rule_line_and_same_stars():
 
 
 def test_header_aligns_with_cells():
-    lines = _elapsed().text().splitlines()
+    lines = mmtests_table.text(_elapsed()).splitlines()
     head1, head2, row = lines[1], lines[2], lines[3]
     lead = len("BAmean-99") + 1 + len("elapsed")
     assert CELL_WIDTH == 23
@@ -87,7 +88,7 @@ def test_header_aligns_with_cells():
 
 def test_amean_lower_significant_star():
     m = MetricSamples("elapsed", "s", "lower", [_spread(22.63, 0.01), _spread(20.5412, 0.01)])
-    text = compare_samples(None, ["base", "new"], [m]).text()
+    text = mmtests_table.text(compare_samples(None, ["base", "new"], [m]))
     row = _row(text, "Amean")
     assert row.endswith("       22.63 (   0.00%)       20.54 *   9.23%*")
 
@@ -95,14 +96,14 @@ def test_amean_lower_significant_star():
 def test_amean_lower_not_significant_has_parentheses():
     m = MetricSamples("elapsed", "s", "lower", [_spread(22.63, 4.0), _spread(20.5412, 4.0)])
     c = compare_samples(None, ["base", "new"], [m])
-    row = _row(c.text(), "Amean")
+    row = _row(mmtests_table.text(c), "Amean")
     assert row.endswith("       20.54 (   9.23%)")
-    assert "*" not in "\n".join(c.text().splitlines()[:-1])
+    assert "*" not in "\n".join(mmtests_table.text(c).splitlines()[:-1])
 
 
 def test_hmean_higher_uses_pdiff():
     m = MetricSamples("tput", "", "higher", [_with_hmean(321.41), _with_hmean(617.82)])
-    row = _row(compare_samples(None, ["a", "b"], [m]).text(), "Hmean")
+    row = _row(mmtests_table.text(compare_samples(None, ["a", "b"], [m])), "Hmean")
     assert row.endswith("      321.41 (   0.00%)      617.82 *  92.22%*")
 
 
@@ -110,7 +111,7 @@ def test_max_higher_is_better_pdiff():
     m = MetricSamples(
         "tput", "", "higher", [[53019.93, 40000.0, 45000.0], [51263.38, 40000.0, 45000.0]]
     )
-    row = _row(compare_samples(None, ["a", "b"], [m]).text(), "Max")
+    row = _row(mmtests_table.text(compare_samples(None, ["a", "b"], [m])), "Max")
     assert row.endswith("    53019.93 (   0.00%)    51263.38 (  -3.31%)")
 
 
@@ -124,13 +125,13 @@ def test_max_higher_is_better_pdiff():
 )
 def test_stddev_row_always_pndiff(direction, base_sd, new_sd, cell):
     m = MetricSamples("x", "", direction, [_spread(20000.0, base_sd), _spread(20000.0, new_sd)])
-    row = _row(compare_samples(None, ["a", "b"], [m]).text(), "Stddev")
+    row = _row(mmtests_table.text(compare_samples(None, ["a", "b"], [m])), "Stddev")
     assert row.endswith(cell)
 
 
 def test_stddev_to_zero_is_100_percent():
     m = MetricSamples("x", "", "higher", [_spread(500.0, 4.83), [500.0, 500.0, 500.0]])
-    row = _row(compare_samples(None, ["a", "b"], [m]).text(), "Stddev")
+    row = _row(mmtests_table.text(compare_samples(None, ["a", "b"], [m])), "Stddev")
     assert row.endswith("        4.83 (   0.00%)        0.00 ( 100.00%)")
 
 
@@ -139,7 +140,7 @@ def test_min_and_best_follow_direction():
         "tput", "", "higher", [[100.0, 200.0, 300.0, 400.0], [110.0, 220.0, 330.0, 440.0]]
     )
     c = compare_samples(None, ["a", "b"], [m])
-    t = c.text()
+    t = mmtests_table.text(c)
     assert _row(t, "Min").endswith("      110.00 (  10.00%)")  # pdiff
     assert _row(t, "BHmean-50").startswith("BHmean-50 tput")
     rec = {(r["stat"], r["side"]): r for r in c.records()}
@@ -152,7 +153,7 @@ def test_min_and_best_follow_direction():
 
 def test_star_only_on_mean_row():
     m = MetricSamples("lat", "us", "lower", [_spread(100.0, 1.0), _spread(50.0, 0.1)])
-    text = compare_samples(None, ["a", "b"], [m]).text()
+    text = mmtests_table.text(compare_samples(None, ["a", "b"], [m]))
     body = text.splitlines()[2:-1]
     starred = [ln for ln in body if "*" in ln]
     assert [ln.split()[0] for ln in starred] == ["Amean"]
@@ -163,24 +164,26 @@ def test_ttest_vs_ci95_on_same_samples():
     m = MetricSamples("lat", "", "lower", [[10.0, 11.0, 12.0], [13.0, 14.0, 15.0]])
     t = compare_samples(None, ["a", "b"], [m], rule="ttest")
     c = compare_samples(None, ["a", "b"], [m], rule="ci95")
-    assert "*" in _row(t.text(), "Amean")
-    assert "*" not in _row(c.text(), "Amean")
+    assert "*" in _row(mmtests_table.text(t), "Amean")
+    assert "*" not in _row(mmtests_table.text(c), "Amean")
     strict = compare_samples(None, ["a", "b"], [m], alpha=0.01)
     assert strict.records()[3]["significant"] is False
-    assert "alpha 0.01;" in strict.text().splitlines()[-1]
+    assert "alpha 0.01;" in mmtests_table.text(strict).splitlines()[-1]
     assert "alpha 0.001;" in compare_samples(None, ["a", "b"], [m], alpha=0.001).rule_line()
 
 
 def test_hmean_undefined_is_not_testable():
     m = MetricSamples("tput", "", "higher", [[0.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
     c = compare_samples(None, ["a", "b"], [m])
-    assert _row(c.text(), "Hmean").endswith("        0.00 (   0.00%)        7.92 (   0.00%)")
+    assert _row(mmtests_table.text(c), "Hmean").endswith(
+        "        0.00 (   0.00%)        7.92 (   0.00%)"
+    )
     assert c.rule_line().endswith("not testable: tput (mean or stddev undefined)")
 
 
 def test_single_sample_not_testable_and_nan_prints_zero():
     m = MetricSamples("migrations", "/s", "lower", [[10.0], [5.0]])
-    text = compare_samples(None, ["a", "b"], [m]).text()
+    text = mmtests_table.text(compare_samples(None, ["a", "b"], [m]))
     assert (
         _row(text, "Stddev")
         == "Stddev    migrations/s        0.00 (   0.00%)        0.00 (   0.00%)"
@@ -210,7 +213,7 @@ def test_per_window_rule_line_and_mixed_metrics_grouping():
         sample_kind="per-window",
     )
     c = compare_samples(None, ["6.18.0-vanilla", "6.18.0-kworkerstack"], [a, b])
-    lines = c.text().splitlines()
+    lines = mmtests_table.text(c).splitlines()
     assert [ln.split()[0] for ln in lines[2:6]] == ["Min", "Min", "Amean", "Hmean"]
     assert lines[2].startswith("Min       migrations/s ")
     assert lines[3].startswith("Min       ctxsw/s      ")
@@ -224,11 +227,14 @@ def test_precision_option_reproduces_hackbench_row():
     # (   3.37%)" with precision 4; a 3-character op ("128") sets the op column width.
     one = MetricSamples("1", "", "lower", [_spread(0.336, 0.04), _spread(0.974 / 3, 0.04)])
     other = MetricSamples("128", "", "lower", [[1.0, 2.0], [1.0, 2.0]])
-    text = compare_samples(
-        "hackbench-process-pipes",
-        ["5.17.0-rc0-vanilla", "5.17.0-rc0-sched-scalewakegran-v5"],
-        [one, other],
-    ).text(precision=4)
+    text = mmtests_table.text(
+        compare_samples(
+            "hackbench-process-pipes",
+            ["5.17.0-rc0-vanilla", "5.17.0-rc0-sched-scalewakegran-v5"],
+            [one, other],
+        ),
+        precision=4,
+    )
     lines = text.splitlines()
     assert lines[1] == "                          5.17.0-rc0             5.17.0-rc0"
     assert lines[2] == "                             vanilla sched-scalewakegran-v5"
@@ -258,7 +264,7 @@ def test_split_label(label, parts):
 
 def test_label_without_dash_in_header():
     m = MetricSamples("x", "", "lower", [[1.0, 2.0], [1.0, 2.0]])
-    lines = compare_samples(None, ["before", "after"], [m]).text().splitlines()
+    lines = mmtests_table.text(compare_samples(None, ["before", "after"], [m])).splitlines()
     assert lines[0] == ""
     assert lines[1] == " " * 11 + "%23s%23s" % ("before", "after")
 
@@ -303,7 +309,7 @@ def test_records_nan_become_none():
 
 
 def test_markdown():
-    md = _elapsed().markdown().splitlines()
+    md = mmtests_table.markdown(_elapsed()).splitlines()
     assert md[0] == "**dbench4 Loadfile Execution Time**"
     assert md[2] == "| Stat | Metric | " + " | ".join(LABELS3) + " |"
     assert md[3] == "|:---|:---|---:|---:|---:|"
@@ -339,7 +345,7 @@ def test_wide_header_parts_run_together_like_mmtests():
         "5.15.0-rc1-sched-scalewakegran-v2r5",
         "5.15.0-rc1-sched-moveforward-v1r1",
     ]
-    head2 = compare_samples(None, labels, [m]).text().splitlines()[1]
+    head2 = mmtests_table.text(compare_samples(None, labels, [m])).splitlines()[1]
     assert head2.endswith(" vanillasched-scalewakegran-v2r5 sched-moveforward-v1r1")
 
 
@@ -348,5 +354,5 @@ def test_ci95_zero_spread_records_stay_json_safe():
     c = compare_samples(None, ["a", "b"], [m], rule="ci95")
     mean = [r for r in c.records() if r["stat"] == "Amean"][1]
     assert mean["significant"] is True and mean["detail"] is None
-    assert _row(c.text(), "Amean").endswith("        4.00 *  20.00%*")
+    assert _row(mmtests_table.text(c), "Amean").endswith("        4.00 *  20.00%*")
     json.dumps(c.records(), allow_nan=False)

@@ -14,6 +14,7 @@ import pytest
 import schedwake
 from schedwake.compare import distinct_names
 from schedwake.gate import parse_rules
+from schedwake.report import compare as compare_report
 from schedwake.report import gate as gate_report
 from schedwake.report import html
 
@@ -129,7 +130,7 @@ def test_a_metric_from_a_zero_baseline_is_new_in_summaries(runs_compared):
     """pingpong_would_stack_per_s is 0 in every 1-client run and 0.30/s with 4 clients:
     the summaries say "new", mmtests' table keeps its -99.00% (pndiff of a zero base)."""
     res = runs_compared
-    text = res.text(full=True)
+    text = compare_report.text(res, full=True)
     line = next(ln for ln in text.splitlines() if ln.startswith("pingpong_would_stack_per_s "))
     assert line.split() == ["pingpong_would_stack_per_s", "0.00", "0.30", "new"]
     row = next(
@@ -140,7 +141,7 @@ def test_a_metric_from_a_zero_baseline_is_new_in_summaries(runs_compared):
     assert "<td>0.30 (new)</td>" in page
     rec = [
         r
-        for r in json.loads(res.to_json())["rows"]
+        for r in json.loads(compare_report.to_json(res))["rows"]
         if r["metric"] == "pingpong_would_stack_per_s"
         and r["stat"] == "Amean"
         and r["side"] == "4c"
@@ -191,6 +192,6 @@ def test_compare_prints_the_changed_mean_rows_by_default_and_everything_with_ful
 
 def test_compare_says_when_nothing_changed_significantly():
     res = schedwake.compare({"a": C1[:2], "b": C1[1:]}, metrics=["migrations_per_s"])
-    text = res.text()
+    text = compare_report.text(res)
     assert "mmtests table: none of the 1 metrics changed significantly" in text
     assert "Amean" not in text and "* significant:" in text

@@ -23,6 +23,7 @@ from schedwake.detect.cswitch_storm import pair_table, unit_table, work_function
 from schedwake.gate import parse_rules
 from schedwake.metrics import trace_metrics
 from schedwake.model import MODEL_EVENTS
+from schedwake.report import compare as compare_report
 
 from . import reference_impl
 from .conftest import sample
@@ -127,12 +128,12 @@ def test_the_storm_metrics_per_window_add_up(traces):
 def test_compare_stars_the_storm_rates(traces):
     res = schedwake.compare({"root": [traces[p] for p in ROOT],
                              "weighted": [traces[p] for p in WEIGHTED]})  # fmt: skip
-    rows = {(r["metric"], r["stat"], r["side"]): r for r in res.to_dict()["rows"]}
+    rows = {(r["metric"], r["stat"], r["side"]): r for r in compare_report.to_dict(res)["rows"]}
     for name in STORM_METRICS:
         base, new = rows[(name, "Amean", "root")], rows[(name, "Amean", "weighted")]
         assert new["value"] > 1.2 * base["value"], name
         assert new["significant"] is True and new["pct"] < 0, name  # worse, significantly
-    assert "storm_kworker_preemptions_per_s" in res.text()
+    assert "storm_kworker_preemptions_per_s" in compare_report.text(res)
 
 
 RULES = """

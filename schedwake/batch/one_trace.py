@@ -60,7 +60,8 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
     bad trace, which is an ``error`` row naming ``path`` (as given, while ``abspath`` is
     what is read)."""
     from ..analysis import analyze, topology_facts
-    from ..compare import _jsonable, default_window
+    from ..compare import default_window
+    from ..jsonout import dumps
     from ..metrics import metric_samples
     from ..model import MODEL_EVENTS
     from ..summary import summary
@@ -162,10 +163,10 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
                 "detector": f.detector,
                 "severity": f.severity,
                 "title": f.title,
-                "metrics": json.dumps(f.metrics, default=_jsonable),
-                "top": json.dumps(f.top, default=_jsonable),
+                "metrics": dumps(f.metrics, indent=None),
+                "top": dumps(f.top, indent=None),
                 "evidence": list(f.evidence),
-                "evidence_events": json.dumps(f.evidence_events, default=_jsonable),
+                "evidence_events": dumps(f.evidence_events, indent=None),
                 "caveats": list(f.caveats),
             }
             for i, f in enumerate(analysis.findings)

@@ -10,6 +10,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
@@ -357,6 +358,12 @@ class AnalysedTrace:
         return f"<AnalysedTrace {self.path!r} from {str(self.dataset.out)!r}>"
 
     @property
+    def stored(self) -> AnalysedTrace:
+        """Itself: its samples and findings are stored, not measured (an analysed trace
+        satisfies :class:`schedwake.sidetrace.SideTrace`: see the end of this module)."""
+        return self
+
+    @property
     def path(self) -> str:
         return self.meta["path"]
 
@@ -474,3 +481,10 @@ def _list(v) -> list:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return []
     return list(v)
+
+
+if TYPE_CHECKING:  # (checked by mypy: an analysed trace is a side's trace)
+    from ..sidetrace import SideTrace
+
+    def _analysed(t: AnalysedTrace) -> SideTrace:
+        return t

@@ -8,6 +8,7 @@ import math
 import textwrap
 from pathlib import Path
 
+from ..jsonout import dumps
 from ..summary import summary
 
 #: The width the text report keeps to (evidence lines excepted: they are trace-cmd's own
@@ -207,9 +208,11 @@ def _busy_table(busy: dict, indent: str = "  ") -> list[str]:
     return out
 
 
-def to_json(analysis) -> str:
-    """``schedwake analyze --format json``."""
-    return analysis.to_json()
+def to_json(analysis, indent: int = 2) -> str:
+    """``schedwake analyze --format json``: the analysis's
+    :meth:`~schedwake.analysis.Analysis.to_dict` as JSON (NaN is null:
+    :mod:`schedwake.jsonout`)."""
+    return dumps(analysis.to_dict(), indent=indent)
 
 
 def text(analysis, markdown: bool = False) -> str:

@@ -5,11 +5,11 @@ XML (one test case per rule) and a JSON document."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..jsonout import dumps
 from ..mmtests import SIGN_CONVENTION, gain_pct_text, op_label
 
 _STATUS = {"pass": "ok", "broken": "BROKEN", "skipped": "skipped", "error": "ERROR"}
@@ -303,4 +303,4 @@ def to_dict(result) -> dict:
 
 def to_json(result, indent: int = 2) -> str:
     """``schedwake gate --json FILE``: :func:`to_dict` as JSON."""
-    return json.dumps(to_dict(result), indent=indent)
+    return dumps(to_dict(result), indent=indent)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..mmtests import NEW_TEXT, is_new
 from ..version import __version__
+from . import mmtests_table
 from .analyze import format_value
 
 __all__ = ["render"]
@@ -252,7 +253,7 @@ def render(result, progress=None) -> str:
         _figures(result, progress),
         _timelines(result),
         "<h2>Comparison (mmtests layout)</h2>",
-        f"<pre>{_e(result.comparison.text())}</pre>",
+        f"<pre>{_e(mmtests_table.text(result.comparison))}</pre>",
         "<h2>Findings per side</h2>",
         _findings(result),
         "</body></html>\n",

@@ -3,6 +3,13 @@ and the reader's warnings (bounded damage it read around)."""
 
 from __future__ import annotations
 
+from ..jsonout import dumps
+
+
+def to_json(summary: dict) -> str:
+    """``schedwake info --format json``: the summary as JSON (:mod:`schedwake.jsonout`)."""
+    return dumps(summary)
+
 
 def _wrapped(label: str, text: str, width: int = 100) -> list[str]:
     """``label`` + ``text`` in lines of ``width`` at most, continued under the text."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -13,6 +12,7 @@ import pyarrow.parquet as pq
 
 from .. import ingest
 from ..errors import OptionError, TraceError
+from ..jsonout import dumps
 from ..summary import meta_summary
 from ..trace import MAX_JOBS
 
@@ -121,5 +121,5 @@ def _write_tables(path: Path, batches, outdir: Path, wanted=None) -> set[str]:
     summary = meta_summary(meta)
     summary["tables"] = {n: r for n, r in sorted(rows.items()) if n != "lost_events"}
     summary["source"] = meta["source"]
-    (outdir / "metadata.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    (outdir / "metadata.json").write_text(dumps(summary) + "\n")
     return {f"{n}.parquet" for n in rows} | {"metadata.json"}

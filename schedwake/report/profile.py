@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
+
+from ..jsonout import dumps
 
 #: The width the text report keeps to.
 WIDTH = 100
@@ -16,7 +17,7 @@ def to_json(profile, top: int | None = None) -> str:
     """``schedwake profile --format json``: totals, filters, caveats, unresolved
     addresses and one entry per function (the ``top`` first by self share; None or 0:
     all)."""
-    return json.dumps(profile.to_dict(top or None), indent=2)
+    return dumps(profile.to_dict(top or None), indent=2)
 
 
 def _filters(f: dict) -> str:

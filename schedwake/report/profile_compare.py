@@ -4,10 +4,10 @@ of the changed functions, JSON, and folded stacks for flamegraph.pl and speedsco
 
 from __future__ import annotations
 
-import json
 import math
 import textwrap
 
+from ..jsonout import dumps
 from .profile import WIDTH, _clip, _wrap
 
 #: The measures' titles.
@@ -231,7 +231,7 @@ def to_dict(cmp, top: int | None = None, callers: int = DEFAULT_CALLERS) -> dict
 
 
 def to_json(cmp, top: int | None = None, callers: int = DEFAULT_CALLERS) -> str:
-    return json.dumps(to_dict(cmp, top, callers), indent=2)
+    return dumps(to_dict(cmp, top, callers), indent=2)
 
 
 def folded(cmp) -> str:

@@ -30,12 +30,12 @@ a 5.5 M-event trace is 2 MB.
 from __future__ import annotations
 
 import html as _html
-import json
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
+from ..jsonout import dumps
 from ..model.tasks import CLASSES, IDLE, classify
 from .plots import WAKER_STYLE, _cpu_order, _name, row_of
 
@@ -631,14 +631,15 @@ document.getElementById(status.name.replace(/-level$/, ''))
         )
     script, div = components(layout)
     level = "exact" if detail_span >= span_s else "aggregate"
-    meta = json.dumps(
+    meta = dumps(
         {
             "runs": n_runs,
             "exact_runs": int(len(exact)),
             "migrations": int(len(mts)),
             "exact_windows": [[int(t0), int(t1)] for t0, t1 in covered],
             "ranges": [k for k, _, _, _ in windows],
-        }
+        },
+        indent=None,
     )
     return (
         f"<div id='{_html.escape(name)}' class='schedwake-timeline' data-level='{level}' "

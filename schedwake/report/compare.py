@@ -1,0 +1,200 @@
+"""Renderers of a comparison (:class:`schedwake.compare.CompareResult`): what
+``schedwake compare`` prints as text (``--format text``, the default), Markdown and JSON
+(docs/compare.md, 'Formats'). The mmtests table itself is
+:mod:`schedwake.report.mmtests_table`'s; the HTML report is :mod:`schedwake.report.html`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..compare import CompareResult
+from ..jsonout import dumps
+from ..mmtests import NEW_TEXT, SIGN_CONVENTION, Comparison, is_new
+from . import mmtests_table
+
+__all__ = ["text", "markdown", "to_dict", "to_json", "summary_lines", "convention_line"]
+
+
+def summary_lines(result: CompareResult) -> list[str]:
+    """The headline first: one line per metric (per-CPU busy shares left to the
+    table) with its mean on every side and, for the other sides, the gain over the
+    baseline and a ``*`` when significant."""
+    rows = [
+        r
+        for r in result.comparison.rows
+        if r.is_mean_row and not r.metric.name.startswith("busy_share_cpu")
+    ]
+    if not rows:
+        return []
+    names = [r.op for r in rows]
+    w0 = max(len("metric"), *(len(n) for n in names))
+    widths = [max(len(lab), 19) for lab in result.labels]
+    head = "metric".ljust(w0) + "".join(
+        "  " + lab.rjust(w) for lab, w in zip(result.labels, widths)
+    )
+    out = [
+        "summary: the mean of each metric on each side; % = gain over the baseline "
+        "(new: from a zero baseline), * = significant",
+        head,
+    ]
+    for r, name in zip(rows, names):
+        cells = []
+        for j, w in enumerate(widths):
+            v = r.values[j]
+            num = "-" if math.isnan(v) else f"{v:.2f}"
+            if j:
+                sig = r.sig[j]
+                star = "*" if sig is not None and sig.significant else " "
+                if is_new(r.values[0], v):  # (the table keeps mmtests' figure)
+                    num += f" {NEW_TEXT:>11}{star}"
+                else:
+                    num += f" {r.pcts[j]:+10.2f}%{star}"
+            cells.append("  " + num.rjust(w))
+        out.append(name.ljust(w0) + "".join(cells))
+    return out
+
+
+def _table(result: CompareResult, per_cpu: bool) -> tuple[Comparison, str | None]:
+    """The mmtests comparison to print: every row with ``per_cpu`` or up to 4 CPUs,
+    else without the per-CPU busy-share rows, and the line that says so."""
+    per = [r for r in result.comparison.rows if r.metric.name.startswith("busy_share_cpu")]
+    cpus = len({r.metric.name for r in per})
+    if per_cpu or cpus <= 4:
+        return result.comparison, None
+    kept = dataclasses.replace(
+        result.comparison,
+        rows=[r for r in result.comparison.rows if r not in per],
+        metrics=[m for m in result.comparison.metrics if not m.name.startswith("busy_share_cpu")],
+    )
+    means = [r for r in per if r.is_mean_row]
+    avg = [
+        float(np.nanmean([r.values[j] for r in means])) if means else math.nan
+        for j in range(len(result.labels))
+    ]
+    text = " -> ".join("-" if math.isnan(v) else f"{v:.1f}%" for v in avg)
+    return kept, (
+        f"busy_share_cpuN: {cpus} CPUs' rows left out (--per-cpu shows them); "
+        f"their mean busy share {text}"
+    )
+
+
+def convention_line(result: CompareResult) -> str:
+    """How to read the percentages, and why alpha is what it is (the gate's differs)."""
+    line = SIGN_CONVENTION
+    if result.rule == "ttest":
+        a = result.comparison.alpha
+        why = "mmtests' own" if a == 0.10 else "given with --alpha"
+        line += f"; alpha {a:g}: {why} (the gate's is 0.05: a broken rule fails a build)"
+    return line
+
+
+def _changed(table: Comparison) -> tuple[Comparison | None, str]:
+    """The mean rows of ``table`` that changed significantly on a side (None if none
+    did), and the line that says what the whole table would add."""
+    rows = [
+        r
+        for r in table.rows
+        if r.is_mean_row and any(s is not None and s.significant for s in r.sig)
+    ]
+    total = len(table.metrics)
+    more = "--full prints the whole table (Min, Stddev, CoeffVar, Max, best means)"
+    if not rows:
+        return None, f"mmtests table: none of the {total} metrics changed significantly; {more}"
+    return dataclasses.replace(table, rows=rows), (
+        f"mmtests table: the mean rows of the {len(rows)} of {total} metrics that changed "
+        f"significantly; {more}"
+    )
+
+
+def text(result: CompareResult, per_cpu: bool = False, full: bool = False) -> str:
+    """The summary, then the mmtests table with the rule line under it, the sign
+    convention and the notes. The table holds the metrics that changed significantly
+    (a line says so) unless ``full``; per-CPU busy-share rows of more than 4 CPUs are
+    left out of it unless ``per_cpu`` (one line says so)."""
+    notes = "".join(f"note: {n}\n" for n in result.notes())
+    table, hidden = _table(result, per_cpu)
+    summary = "\n".join(summary_lines(result))
+    head = summary + "\n\n" if summary else ""
+    if full:
+        body = mmtests_table.text(table)
+    else:
+        shown, line = _changed(table)
+        body = (table.title + "\n" if shown is None and table.title else "") + line + "\n"
+        body += (
+            table.rule_line() + "\n"
+            if shown is None
+            else mmtests_table.text(shown, rule_line=table.rule_line())
+        )
+    return head + body + (hidden + "\n" if hidden else "") + convention_line(result) + "\n" + notes
+
+
+def markdown(result: CompareResult, per_cpu: bool = False, full: bool = False) -> str:
+    """:func:`text` as Markdown: the summary in a code block, the table a pipe table."""
+    notes = result.notes()
+    table, hidden = _table(result, per_cpu)
+    summary = summary_lines(result)
+    out = ("```\n" + "\n".join(summary) + "\n```\n\n") if summary else ""
+    if full:
+        out += mmtests_table.markdown(table) + "\n"
+    else:
+        shown, line = _changed(table)
+        out += line + "\n\n"
+        if shown is None:
+            out += table.rule_line().replace("*", "\\*", 1) + "\n\n"
+        else:
+            out += mmtests_table.markdown(shown, rule_line=table.rule_line()) + "\n"
+    out += hidden + "\n\n" if hidden else ""
+    out += convention_line(result) + "\n"
+    if notes:
+        out += "\n" + "".join(f"- note: {n}\n" for n in notes)
+    return out
+
+
+def to_dict(result: CompareResult) -> dict:
+    """The JSON document: the table as text and as records, the rule, the samples'
+    kind and window, and the sides' traces."""
+    sides = []
+    for s in result.sides:
+        traces = []
+        for t in s.traces:
+            traces.append(
+                {
+                    "path": str(t.path),
+                    "duration_s": round(t.duration_ns / 1e9, 6),
+                    "cpus": t.meta.get("cpus"),
+                    "kernel": t.meta.get("kernel"),
+                    "topology": t.topology.describe(),
+                    "caveats": t.caveats,
+                }
+            )
+        if not traces:
+            traces = [{"path": p} for p in s.paths]
+        n = result.samples[result.samples["side"].astype(str) == s.label]
+        n_samples = int(n.groupby("metric").size().max()) if len(n) else 0
+        sides.append({"label": s.label, "traces": traces, "samples": n_samples})
+    return {
+        "title": result.title,
+        "labels": result.labels,
+        "significance": {
+            "rule": result.rule,
+            "alpha": result.comparison.alpha,
+            "description": result.comparison.rule_name(),
+        },
+        "percentages": SIGN_CONVENTION,
+        "samples": {"kind": result.sample_kind, "window_s": result.window_s},
+        "rule_line": result.rule_line(),
+        "table": mmtests_table.text(result.comparison),
+        "notes": result.notes(),
+        "sides": sides,
+        "rows": result.comparison.records(),
+    }
+
+
+def to_json(result: CompareResult, indent: int = 2) -> str:
+    """``schedwake compare --format json``: :func:`to_dict` as JSON (NaN is null:
+    :mod:`schedwake.jsonout`)."""
+    return dumps(to_dict(result), indent=indent)

@@ -1,0 +1,107 @@
+"""What a comparison or a gate reads from one trace of a side: :class:`SideTrace`.
+
+Two kinds of object satisfy it: a loaded :class:`schedwake.Trace`, whose tables the
+comparison measures (metrics, findings), and a batch dataset's
+``schedwake.batch.AnalysedTrace``, which has no tables but carries the samples and the
+findings its analysis stored (:class:`StoredAnalysis`). ``compare`` and ``gate`` read
+either through this protocol alone: a trace's :attr:`SideTrace.stored` says which kind
+it is, so that no caller tests an object's class or attributes.
+
+This module sits beside ``trace`` (below ``detect`` and ``metrics``): it names no type
+of theirs (a finding list is a ``list`` of :class:`schedwake.detect.Finding`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .topology import Topology
+    from .trace import Trace
+
+__all__ = ["SideTrace", "StoredAnalysis", "side_items", "is_path"]
+
+
+class StoredAnalysis(Protocol):
+    """The samples and findings of a trace analysed before, read back instead of
+    measured (a batch dataset's row)."""
+
+    def samples(self, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
+        """What :func:`schedwake.metrics.metric_samples` gave for the trace (per-trace
+        with ``window_s`` None, else per-window); OptionError if ``thresholds`` are not
+        those it was analysed with, TraceError if no windows of ``window_s`` are stored."""
+        ...
+
+    def findings(self, thresholds=None) -> list:
+        """What :func:`schedwake.detect.detect` gave for the trace."""
+        ...
+
+
+class SideTrace(Protocol):
+    """One trace of a side of a comparison or a gate: its facts and caveats, and where
+    its samples and findings come from."""
+
+    @property
+    def meta(self) -> Any:
+        """The trace's metadata (path, format, cpus, kernel, clock, first/last
+        timestamps, event counts, lost events, warnings, timestamp source)."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The file the trace was read from, as given."""
+        ...
+
+    @property
+    def caveats(self) -> list[str]:
+        """What the trace could not tell, one plain-English line each."""
+        ...
+
+    @property
+    def topology(self) -> Topology:
+        """The CPU map its findings were (or are) judged on."""
+        ...
+
+    @property
+    def duration_ns(self) -> int: ...
+
+    @property
+    def stored(self) -> StoredAnalysis | None:
+        """The samples and findings stored for this trace (an analysed trace: itself),
+        or None when its tables are loaded and a comparison measures them."""
+        ...
+
+    def has_records(self, name: str) -> bool:
+        """True when the trace holds events ``name`` (a non-empty table)."""
+        ...
+
+    def use_topology(self, topology_file=None, llc=None) -> Any:
+        """Judge the trace on another CPU map (``--topology``/``--llc``); an analysed
+        trace refuses (OptionError): its findings were judged on its own."""
+        ...
+
+
+def side_items(spec) -> list:
+    """The items of a side as given to ``compare`` or ``gate``: a path (``str`` or
+    ``os.PathLike``, possibly a glob) or a trace (:class:`SideTrace`) alone is one item,
+    any other iterable (the iterations of the side) gives its items. A trace is not
+    iterable, so that nothing is asked of it here."""
+    if isinstance(spec, (str, os.PathLike)) or not isinstance(spec, Iterable):
+        return [spec]
+    return list(spec)
+
+
+def is_path(item) -> bool:
+    """True for an item of :func:`side_items` that names files (``str`` or
+    ``os.PathLike``), False for a trace."""
+    return isinstance(item, (str, os.PathLike))
+
+
+if TYPE_CHECKING:  # (checked by mypy: a loaded trace is a side's trace)
+
+    def _loaded(t: Trace) -> SideTrace:
+        return t
