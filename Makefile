@@ -18,7 +18,7 @@ test: bootstrap lint
 notebooks: bootstrap
 	.venv/bin/python scripts/run-notebooks.py
 
-# ruff (lint and format) over the tree, mypy over the public API modules (pyproject.toml)
+# ruff (lint and format) over the tree, mypy over the whole package (pyproject.toml)
 .PHONY: lint
 lint: bootstrap
 	.venv/bin/ruff check .

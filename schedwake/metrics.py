@@ -264,7 +264,7 @@ def _busy_share(model) -> dict:
     sel = state.isin(["running", "idle"]).to_numpy()
     n = int(sel.sum())
     first = model.first_switch_ts
-    out = {}
+    out: dict[str, float] = {}
     if n == 0:
         return out
     running = (state == "running").to_numpy()
@@ -393,8 +393,8 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     nllc = max(len(iwr["segments"]), 1)
     df["idle_while_runnable_share"] = gap / (np.diff(edges) * nllc)
     shares = class_share_windows(_task_states_of(model), _task_names(ev), edges)
-    for c, v in shares.items():  # (NaN: the class neither ran nor waited in the window)
-        df[f"runnable_share_{c}"] = v
+    for c, share in shares.items():  # (NaN: the class neither ran nor waited in the window)
+        df[f"runnable_share_{c}"] = share
     occ = model.occupancy
     if len(occ):
         run = occ[occ["state"] == "running"]

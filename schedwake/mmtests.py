@@ -173,7 +173,7 @@ def _stat_names(direction: st.Direction) -> list[str]:
 
 
 def _stat_values(x: np.ndarray, direction: st.Direction) -> list[float]:
-    kind = "amean" if direction == "lower" else "hmean"
+    kind: st.MeanKind = "amean" if direction == "lower" else "hmean"
     return [st.smin(x), st.mean_of(x, kind), st.stddev(x), st.coeffvar(x), st.smax(x)] + [
         st.best_mean(x, p, direction, kind) for p in _BEST_PCTS
     ]
@@ -301,7 +301,7 @@ def compare_samples(
 
     per_metric: list[list[StatRow]] = []
     for m in metrics:
-        kind = "amean" if m.direction == "lower" else "hmean"
+        kind: st.MeanKind = "amean" if m.direction == "lower" else "hmean"
         arrays = [st.clean_samples(s) for s in m.samples]
         vals = [_stat_values(a, m.direction) for a in arrays]  # [side][stat]
         names = _stat_names(m.direction)

@@ -43,6 +43,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from .errors import TraceError
 
@@ -276,7 +278,7 @@ class _Signals:
         self.child: subprocess.Popen | None = None
         self.recording = False
         self.received: list[int] = []
-        self._old: dict[int, object] = {}
+        self._old: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
 
     def __enter__(self):
         for s in self.SIGNALS:

@@ -46,6 +46,7 @@ from .errors import OptionError
 
 __all__ = [
     "Direction",
+    "MeanKind",
     "SigResult",
     "STAT_PCT_FUNC",
     "amean",
@@ -73,6 +74,8 @@ __all__ = [
 ]
 
 Direction = Literal["lower", "higher"]
+#: the mean mmtests takes of a metric: arithmetic (lower is better), harmonic (higher)
+MeanKind = Literal["amean", "hmean"]
 
 #: qnorm(0.975): the mmtests CI half-width multiplier (printed as 1.96).
 Z_975 = 1.959963984540054
@@ -157,7 +160,7 @@ def coeffvar(x) -> float:
     return s * 100.0 / m
 
 
-def mean_of(x, kind: Literal["amean", "hmean"] = "amean") -> float:
+def mean_of(x, kind: MeanKind = "amean") -> float:
     """``amean(x)`` or ``hmean(x)`` by name."""
     if kind == "amean":
         return amean(x)
@@ -166,13 +169,11 @@ def mean_of(x, kind: Literal["amean", "hmean"] = "amean") -> float:
     raise ValueError(f"unknown mean kind {kind!r}")
 
 
-def _spread_of(x, kind: Literal["amean", "hmean"]) -> float:
+def _spread_of(x, kind: MeanKind) -> float:
     return stddev(x) if kind == "amean" else hstddev(x)
 
 
-def best_mean(
-    x, percent: float, direction: Direction, kind: Literal["amean", "hmean"] = "amean"
-) -> float:
+def best_mean(x, percent: float, direction: Direction, kind: MeanKind = "amean") -> float:
     """The BAmean-N / BHmean-N statistic: mean of the best ``percent``% of the samples.
 
     Samples are sorted best-first (ascending for ``"lower"``, descending for ``"higher"``)
@@ -412,9 +413,7 @@ def ttest_from_summary(
     return SigResult(p < alpha, p)
 
 
-def ttest_lkml(
-    base, new, alpha: float = 0.10, mean: Literal["amean", "hmean"] = "amean"
-) -> SigResult:
+def ttest_lkml(base, new, alpha: float = 0.10, mean: MeanKind = "amean") -> SigResult:
     """:func:`ttest_from_summary` on two sample arrays.  ``mean="hmean"`` tests harmonic
     means with :func:`hstddev` as the spread (for Hmean rows)."""
     b, n = _clean(base), _clean(new)
@@ -445,7 +444,7 @@ def cidiff(
     return diff if cisum == 0 else diff / cisum
 
 
-def ci95_test(base, new, mean: Literal["amean", "hmean"] = "amean") -> SigResult:
+def ci95_test(base, new, mean: MeanKind = "amean") -> SigResult:
     """Current mmtests rule (since 2024-11): significant iff the intervals
     ``mean +- 1.96*sd`` (sd of the samples, not of the mean) of the two sides do not
     overlap, i.e. ``|cidiff| > 1``.  ``detail`` is the cidiff ratio.  Both spreads zero:

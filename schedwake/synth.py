@@ -85,7 +85,7 @@ class Synth:
         self.first = start_ns
         self.rows: dict[str, list[dict]] = defaultdict(list)
         self.names: dict[int, str] = {0: "<idle>"}
-        self.planted = defaultdict(int)
+        self.planted: defaultdict[str, int] = defaultdict(int)
         self._next_pid = 1000
         self._work = 0xFFFF888100000000
         self.cpu_of: dict[int, int] = {}  # last CPU each task ran on
@@ -686,8 +686,8 @@ def format_ftrace_lines(trace: Trace, events=None) -> tuple[list[bytes], int]:
                 else f"CPU:{lcpu} [LOST {count} EVENTS]\n"
             )
             inserts.append((at, text.encode()))
-        for at, text in sorted(inserts, key=lambda x: x[0], reverse=True):
-            out.insert(at, text)
+        for at, line in sorted(inserts, key=lambda x: x[0], reverse=True):
+            out.insert(at, line)
     return out, nevents
 
 

@@ -92,8 +92,8 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
     # a segment runs from its row's time to the next row's, when that is later
     gap[:-1] &= ts[1:] > ts[:-1]
     gap[-1] = False
-    at = np.flatnonzero(gap)
-    return ts[at], ts[at + 1]
+    starts = np.flatnonzero(gap)
+    return ts[starts], ts[starts + 1]
 
 
 def single_cpu_pids(pid, cpu, min_runs: int) -> np.ndarray:

@@ -122,7 +122,8 @@ class _FrameReader:
         self.progress = progress
         self.header = bytearray()
         self.kind = b""
-        self.payload: memoryview | None = None
+        self.payload: memoryview | None = None  # a view of buffer, filled so far
+        self.buffer = bytearray()
         self.filled = 0
         self.frames: list[tuple[bytes, bytearray]] = []
 
@@ -136,15 +137,16 @@ class _FrameReader:
             if len(self.header) == _HEADER.size:
                 self.kind, size = _HEADER.unpack(self.header)
                 self.header.clear()
-                self.payload, self.filled = memoryview(bytearray(size)), 0
+                self.buffer = bytearray(size)
+                self.payload, self.filled = memoryview(self.buffer), 0
         else:
             n = os.readv(self.fd, [self.payload[self.filled :]])
             if not n:
                 return False
             self.filled += n
         if self.payload is not None and self.filled == len(self.payload):
-            self._done(self.kind, self.payload.obj)
-            self.payload = None
+            self._done(self.kind, self.buffer)
+            self.payload, self.buffer = None, bytearray()
         return True
 
     def _done(self, kind: bytes, payload: bytearray) -> None:
@@ -157,12 +159,14 @@ class _FrameReader:
 def _collect(child: subprocess.Popen, deadline: float, progress: Progress | None):
     """Every frame of the child and the tail of its stderr, until both pipes close;
     progress frames go to ``progress`` as they come. Raises _Stalled at ``deadline``."""
-    _widen_pipe(child.stdout.fileno())
-    frames = _FrameReader(child.stdout.fileno(), progress)
+    out, err = child.stdout, child.stderr
+    assert out is not None and err is not None  # Popen(stdout=PIPE, stderr=PIPE)
+    _widen_pipe(out.fileno())
+    frames = _FrameReader(out.fileno(), progress)
     diag: deque[bytes] = deque()
     sel = selectors.DefaultSelector()
-    sel.register(child.stdout, selectors.EVENT_READ, "frames")
-    sel.register(child.stderr, selectors.EVENT_READ, "diag")
+    sel.register(out, selectors.EVENT_READ, "frames")
+    sel.register(err, selectors.EVENT_READ, "diag")
     with sel:
         while sel.get_map():
             left = deadline - time.monotonic()
@@ -201,8 +205,9 @@ def _reap(child: subprocess.Popen) -> None:
     if child.poll() is None:
         child.kill()
     child.wait()
-    child.stdout.close()
-    child.stderr.close()
+    for pipe in (child.stdout, child.stderr):
+        if pipe is not None:  # None only without a PIPE
+            pipe.close()
 
 
 def _result(path: Path, returncode: int, frames: list, diag: bytes) -> RawTrace:

@@ -40,8 +40,10 @@ import tempfile
 import threading
 import zlib
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from types import ModuleType
+from typing import IO, NamedTuple, Protocol, cast
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +54,7 @@ from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, event_schema, fie
 from .raw import Progress, RawTrace
 from .text_damage import MAX_CPUS, MAX_LINE_BYTES, Assessment, assess
 
+_textscan: ModuleType | None  # None: the package was not built
 try:
     from . import _textscan
 except ImportError as exc:  # pragma: no cover - only when the package was not built
@@ -437,6 +440,19 @@ _MAGIC = [
 _BINARIES = {"xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"], "bzip2": ["bzip2", "-dc"]}
 
 
+class _Stream(Protocol):
+    """What _Source reads the decompressed bytes from: a file, a decompressing file
+    object, or a pipe from a program."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class _Decompressor(Protocol):
+    def decompress(self, data: bytes, max_length: int, /) -> bytes: ...
+
+
 def _compression(path: Path) -> str | None:
     with open(path, "rb") as f:
         head = f.read(8)
@@ -460,11 +476,11 @@ class _Source:
         # (a perf record --threads directory: progress is that of its header file)
         first = path / "data" if perf and path.is_dir() else path
         self.size = max(first.stat().st_size, 1)
-        self.proc = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.raw = open(first, "rb")
-        self.stderr = None
+        self.stderr: IO[bytes] | None = None
         self.kind = "perf.data" if perf else _compression(path)
-        self.stream = None
+        self.stream: _Stream | None = None
         if perf:
             exe = shutil.which("perf")
             if exe is None:
@@ -510,11 +526,12 @@ class _Source:
         self.proc = subprocess.Popen(
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0
         )
-        self.stream = self.proc.stdout
+        self.stream = cast(_Stream, self.proc.stdout)  # bufsize=0: a raw FileIO
 
     def readinto(self, mv: memoryview) -> int:
         """Fill ``mv`` as far as the data goes; 0 only at the end."""
         total = 0
+        assert self.stream is not None  # set by __init__ for every kind
         try:
             while total < len(mv):
                 n = self.stream.readinto(mv[total:])
@@ -544,12 +561,13 @@ class _Source:
         if self.proc is not None:
             if not check and self.proc.poll() is None:
                 self.proc.kill()
+            assert self.proc.stdout is not None and self.stderr is not None  # see _spawn
             self.proc.stdout.close()
             rc = self.proc.wait()
             if check and rc != 0:
                 self.stderr.seek(0)
-                msg = self.stderr.read().decode(errors="replace").strip().splitlines()
-                msg = msg[-1] if msg else f"exit code {rc}"
+                lines = self.stderr.read().decode(errors="replace").strip().splitlines()
+                msg = lines[-1] if lines else f"exit code {rc}"
                 if self.kind == "perf.data":
                     err = f"`perf script` failed: {msg}"
                 else:
@@ -565,7 +583,7 @@ class _Source:
 def _head(path: Path, nbytes: int = 65536) -> bytes:
     """The first ``nbytes`` of the decompressed text (without spawning perf)."""
     kind = _compression(path)
-    decompressors = {
+    decompressors: dict[str, Callable[[], _Decompressor]] = {
         "gzip": lambda: zlib.decompressobj(wbits=31),
         "xz": lzma.LZMADecompressor,
         "bzip2": bz2.BZ2Decompressor,
@@ -587,9 +605,11 @@ def _head(path: Path, nbytes: int = 65536) -> bytes:
             p = subprocess.Popen(
                 [exe, "-dcq"], stdin=raw, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
             )
-            data = p.stdout.read(nbytes)
+            out = p.stdout
+            assert out is not None  # stdout=PIPE
+            data = out.read(nbytes)
             p.kill()
-            p.stdout.close()
+            out.close()
             p.wait()
         return data
     try:
@@ -684,7 +704,7 @@ def _header_int(path: Path, m: re.Match, group: int, lo: int, hi: int) -> int:
 
 
 def _header_facts(path: Path, head: bytes) -> dict:
-    facts = {}
+    facts: dict[str, int | str] = {}
     m = re.search(rb"#P:(\d+)", head[:4096])
     if m:
         facts["cpus"] = _header_int(path, m, 1, 1, MAX_CPUS)
@@ -865,7 +885,9 @@ class _Chunks:
         self.thread.join()
 
 
-def _scan(path: Path, fmt: str, events, progress, flush_bytes: int | None):
+def _scan(
+    path: Path, fmt: str, events, progress, flush_bytes: int | None
+) -> Iterator[tuple[dict, dict, dict, Assessment]]:
     """Feed the file to a scanner chunk by chunk; yield (raw, stats, header facts,
     assessment) after every ``flush_bytes`` of text (None: once, at the end)."""
     if _textscan is None:
@@ -930,6 +952,7 @@ def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTr
     batch = None
     for batch in _scan(path, fmt, events, progress, None):  # noqa: B007 (the last)
         pass
+    assert batch is not None  # _scan yields at least once, or raises
     raw, st, facts, damage = batch
     trace = _build(path, fmt, raw, st, facts, damage, events, raw["strings"])
     if progress is not None:
@@ -964,15 +987,16 @@ def _dict_column(ids: np.ndarray, valid: np.ndarray | None, pool: pa.Array) -> p
     """Dictionary array of the pool strings ``ids``, with only the used values."""
     if len(ids) == 0:
         return pa.array([], type=STRING)
-    allvalid = valid is None or bool(valid.all())
+    if valid is not None and valid.all():
+        valid = None
     used = np.zeros(len(pool), dtype=bool)
-    used[ids if allvalid else ids[valid]] = True
+    used[ids if valid is None else ids[valid]] = True
     remap = np.cumsum(used, dtype=np.int64).astype(np.int32) - 1
     idx = remap[ids]
-    if not allvalid:
+    if valid is not None:
         idx = np.where(valid, idx, 0).astype(np.int32)
     dictionary = pool.filter(pa.array(used))
-    indices = pa.array(idx, type=pa.int32(), mask=None if allvalid else ~valid)
+    indices = pa.array(idx, type=pa.int32(), mask=None if valid is None else ~valid)
     return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
@@ -1043,7 +1067,7 @@ def _build(path, fmt, raw, st, facts, damage: Assessment, events, strings) -> Ra
     pool = pa.array(strings, type=pa.string())
     tables: dict[str, pa.Table] = {}
     counts: dict[str, int] = {}
-    systems: dict[str, str] = {}
+    systems: dict[str, str | None] = {}  # None: an event of no known system
     any_chain = st["any_frames"]
     for i, ev in enumerate(raw["events"]):
         name, count = ev["name"], ev["count"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import pandas as pd
 
@@ -25,7 +27,7 @@ def asof_index(
     if len(lts) == 0 or len(rts) == 0:
         return np.full(len(lts), -1, dtype=np.int64)
     backward = direction == "backward"
-    side = "right" if backward == allow_exact else "left"
+    side: Literal["left", "right"] = "right" if backward == allow_exact else "left"
     if lkey is None:
         out = np.full(len(lts), -1, dtype=np.int64)
         order = None if _sorted(rts) else np.argsort(rts, kind="stable")

@@ -373,14 +373,14 @@ def totals(
     ``start_ns``..``end_ns`` (trace timestamps; None: open). ``observed_s`` is the sum of
     the others but ``runnable_s`` (= ``preempted_s`` + ``woken_wait_s``), exactly: they
     are summed in integer ns and converted once."""
-    by = list(by)
+    keys = list(by)
     s, e = _cut(intervals, start_ns, end_ns)
     dur = np.maximum(e - s, 0)
     state = np.asarray(intervals["state"].cat.codes)
-    frame = intervals[by].copy()
+    frame = intervals[keys].copy()
     for k, name in enumerate(STATES):
         frame[name] = np.where(state == k, dur, 0)
-    ns = frame.groupby(by, sort=True)[list(STATES)].sum()
+    ns = frame.groupby(keys, sort=True)[list(STATES)].sum()
     out = pd.DataFrame(index=ns.index)
     out["observed_s"] = ns.sum(axis=1) / 1e9
     out["running_s"] = ns["running"] / 1e9

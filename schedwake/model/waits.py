@@ -239,6 +239,8 @@ class CpuIndex:
             for c in np.unique(lcpu):
                 self.lost[int(c)] = np.sort(lts[lcpu == c])
         mts = i64(ev.migrate, "ts") if ev.migrate is not None and len(ev.migrate) else None
+        #: the migrations by (pid, ts): pid, ts, orig_cpu, dest_cpu arrays; None: none
+        self.mig: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
         if mts is not None:
             mpid = ints(ev.migrate, "pid")
             order = np.lexsort((np.arange(len(mts)), mts, mpid))
@@ -332,7 +334,7 @@ class CpuIndex:
         return int(np.searchsorted(lts, b, "right")) > int(np.searchsorted(lts, a, "left"))
 
 
-def task_class(comm: str, prio: int, waiter_prio: int | None) -> str:
+def task_class(comm: str, prio: int | None, waiter_prio: int | None) -> str:
     """The class of a task that ran while another waited (see the module docstring)."""
     if comm.startswith("migration/"):
         return "stopper"

@@ -84,7 +84,7 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
     if m is None or len(m) == 0:
         return np.zeros(0 if m is None else len(m), dtype=np.int64)
     if w is None or len(w) == 0:
-        return _match_without_waking(ev)
+        return _match_without_waking(ev, m)
     mts, mcpu = i64(m, "ts"), i64(m, "cpu")
     wts, wcpu = i64(w, "ts"), ints(w, "cpu")
     wi = asof_index(mts, mcpu, wts, wcpu, "backward", allow_exact=True)
@@ -151,12 +151,12 @@ def _first_claims(owner: np.ndarray) -> np.ndarray:
     return keep
 
 
-def _match_without_waking(ev: Events) -> np.ndarray:
+def _match_without_waking(ev: Events, m: pd.DataFrame) -> np.ndarray:
     """Kernels before 4.3 (or recordings of sched_wakeup alone): sched_wakeup may fire on
     the chosen CPU, after the wake-up's migration, so the migration of a wake-up is the
     pid's last one at or before its sched_wakeup, after it last left a CPU, to the CPU
-    it is woken on (sched_wakeup's target_cpu)."""
-    m, w = ev.migrate, ev.wakeup
+    it is woken on (sched_wakeup's target_cpu). ``m``: ``ev.migrate``, not empty."""
+    w = ev.wakeup
     res = np.full(len(m), -1, dtype=np.int64)
     if w is None or len(w) == 0:
         return res
@@ -249,6 +249,11 @@ class _Wakers:
     below correct them where a better event says more."""
 
     __slots__ = ("cpu", "pid", "ctx", "ts", "comm")
+    cpu: np.ndarray
+    pid: np.ndarray
+    ctx: np.ndarray
+    ts: np.ndarray
+    comm: pd.Categorical
 
     @classmethod
     def of(cls, w: pd.DataFrame, ts: np.ndarray) -> _Wakers:

@@ -39,7 +39,7 @@ def _sig(r) -> str:
 
 
 def _rows(result) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in result.results:
         unit = "" if r.unit in ("", "%") else f" {r.unit}"
         op = op_label(r.rule.metric, r.unit)
@@ -210,9 +210,9 @@ def junit(result) -> str:
         "time": _secs(result.seconds_reading + result.seconds_judging),
     }
     suites = ET.Element(
-        "testsuites", **{k: attrs[k] for k in ("name", "tests", "failures", "errors", "time")}
+        "testsuites", {k: attrs[k] for k in ("name", "tests", "failures", "errors", "time")}
     )
-    suite = ET.SubElement(suites, "testsuite", **attrs)
+    suite = ET.SubElement(suites, "testsuite", attrs)
     props = ET.SubElement(suite, "properties")
     for k, v in (
         ("baseline", " ".join(result.baseline_paths)),

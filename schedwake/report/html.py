@@ -215,7 +215,7 @@ def _timelines(result) -> str:
     out = ["<h2>Per-CPU timelines (interactive)</h2>", bokeh_resources()]
     for k, s in enumerate(have):
         trace = s.traces[0]
-        findings = next(
+        findings: list = next(
             (f for p, f in found.get(s.label, []) if p == str(trace.meta.get("path"))), []
         )
         out.append(

@@ -112,6 +112,7 @@ def _write_tables(path: Path, batches, outdir: Path, wanted=None) -> set[str]:
     finally:
         for writer in writers.values():
             writer.close()
+    assert meta is not None  # every reader yields a batch at least (or raises)
     known = set(meta.get("systems") or ()) | set(meta.get("event_counts") or ())
     unknown = [e for e in wanted or () if e not in known]
     if unknown:

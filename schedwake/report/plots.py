@@ -660,7 +660,7 @@ def like_for_like(result, sides, max_wakeups: int = 400) -> list[tuple]:
     else:
         t0, t1 = (float(wt.min()), float(wt.max())) if len(wt) else (0.0, 0.0)
     length = max(t1 - t0, 1e-3)
-    out = []
+    out: list[tuple[int | None, float | None, float | None]] = []
     for k, s in enumerate(sides):
         t = s.traces[0]
         if k == 0:

@@ -122,7 +122,11 @@ def _bars(ax, x, width, y, height, colour, nrows: int) -> None:
     )
     # points per row: about 70% of the figure's height holds the rows
     lw = height * 72 * 0.7 * ax.figure.get_figheight() / max(nrows, 1)
-    ax.add_collection(LineCollection(segs, colors=colour, linewidths=max(lw, 1.5), capstyle="butt"))
+    # an (n, 2, 2) array is the sequence of lines LineCollection takes, but its stub
+    # wants a typing.Sequence, which ndarray does not declare itself to be
+    ax.add_collection(
+        LineCollection(segs, colors=colour, linewidths=max(lw, 1.5), capstyle="butt")  # type: ignore[arg-type]
+    )
     # an instant run still shows: a tick where the segment has no length
     tiny = width <= 0
     if tiny.any():
@@ -156,7 +160,8 @@ def _migrations(ax, trace, lo: int, hi: int, zero: int, scale: float, ypos: dict
                 ax.text(t[k], (y0[k] + y1[k]) / 2, f" {names[k]}", fontsize=7, color="#d62728")
     else:
         segs = np.stack([np.column_stack([t, y0]), np.column_stack([t, y1])], axis=1)
-        ax.add_collection(LineCollection(segs, colors="#d62728", linewidths=0.5, alpha=0.5))
+        # (an (n, 2, 2) array: see _bars)
+        ax.add_collection(LineCollection(segs, colors="#d62728", linewidths=0.5, alpha=0.5))  # type: ignore[arg-type]
         ax.scatter(t, y1, s=6, color="#d62728", marker="v")
     ax.plot([], [], color="#d62728", lw=1.1, label=f"wake-up migration: {len(t)}")
     return int(len(t))

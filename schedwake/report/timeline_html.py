@@ -237,17 +237,17 @@ def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") ->
     from bokeh.embed import components
     from bokeh.layouts import column, row
     from bokeh.models import (
-        BoxAnnotation,
         ColumnDataSource,
         CustomJS,
         CustomJSHover,
-        Div,
         FixedTicker,
         HoverTool,
-        Label,
         Range1d,
-        Select,
     )
+
+    # (from their own modules: bokeh.models' stub re-exports neither)
+    from bokeh.models.annotations import BoxAnnotation, Label
+    from bokeh.models.widgets import Div, Select
     from bokeh.plotting import figure
 
     ev = trace.model.events
@@ -366,15 +366,16 @@ def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") ->
 
     # -- the plot ----------------------------------------------------------------------------
     pad = max((hi - lo) / 1e9 * 0.01, 1e-6)
+    # start and end by keyword: bokeh's stub does not declare the positional form
     x_range = Range1d(
-        lo / 1e9, hi / 1e9, bounds=(lo / 1e9 - pad, hi / 1e9 + pad), min_interval=2e-6
+        start=lo / 1e9, end=hi / 1e9, bounds=(lo / 1e9 - pad, hi / 1e9 + pad), min_interval=2e-6
     )
     p = figure(
         name=f"{name}-plot",
         width=WIDTH,
         height=int(min(110 + 26 * nrows, 900)),
         x_range=x_range,
-        y_range=Range1d(nrows - 0.5, -0.5),
+        y_range=Range1d(start=nrows - 0.5, end=-0.5),
         tools="xpan,xwheel_zoom,xbox_zoom,reset,save",
         active_scroll="xwheel_zoom",
         active_drag="xpan",
@@ -547,7 +548,8 @@ def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") ->
     q.add_tools(HoverTool(tooltips=[("from", "@left{0.000000} s"), ("wake-up migrations", "@n")]))
     q.xaxis.axis_label = f"wake-up migrations per bin ({len(mts)} in all)"
 
-    options = [("all", "whole trace")] + [(k, lab) for k, lab, _, _ in windows]
+    options: list[str | tuple[str, str]] = [("all", "whole trace")]
+    options += [(k, lab) for k, lab, _, _ in windows]
     select = Select(title="jump to", value="all", options=options, name=f"{name}-jump")
     ranges = {"all": [lo / 1e9, hi / 1e9]} | {k: [t0 / 1e9, t1 / 1e9] for k, _, t0, t1 in windows}
     select.js_on_change(

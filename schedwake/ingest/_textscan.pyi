@@ -1,0 +1,16 @@
+"""Types of the compiled text tokenizer (_textscan.c)."""
+
+from typing import Any
+
+from _typeshed import ReadableBuffer
+
+#: the prev_state letters, in the order of their bits
+STATE_LETTERS: str
+MAX_SLOTS: int
+
+class Scanner:
+    def __init__(self, mode: int, flagmode: int, layouts: dict[Any, Any], wanted: Any) -> None: ...
+    def feed(self, buffer: ReadableBuffer, /) -> None: ...
+    def skip_line(self, head: ReadableBuffer, overlong: bool, /) -> None: ...
+    def stats(self) -> dict[str, Any]: ...
+    def finish(self) -> dict[str, Any]: ...
