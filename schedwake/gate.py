@@ -501,7 +501,7 @@ def _side_files(side: str, spec, expand) -> dict:
     by itself (two windows of one file are two traces). A pattern that cannot be
     expanded names none (its problem is reported where the side is loaded)."""
     out: dict = {}
-    for item in side_items(spec):
+    for item in side_items(spec, side):
         if not is_path(item):
             out[("trace", id(item))] = str(item.meta.get("path"))
             continue
@@ -690,7 +690,7 @@ def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, 
     (a trace that does not load, lost events, raw timestamps, ...)."""
     sides = {}
     for name, spec in specs.items():
-        traces, paths = _load_side(name, side_items(spec), loader, expand, result.problems)
+        traces, paths = _load_side(name, side_items(spec, name), loader, expand, result.problems)
         sides[name] = traces
         setattr(result, f"{name}_paths", paths)
     names = result.trace_names()
@@ -876,7 +876,7 @@ def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool) -> 
 
     out: dict[str, list] = {}
     for side, spec in specs.items():
-        traces, paths = _load_side(side, side_items(spec), load, expand, result.problems)
+        traces, paths = _load_side(side, side_items(spec, side), load, expand, result.problems)
         if set_paths:
             setattr(result, f"{side}_paths", paths)
         out[side] = []

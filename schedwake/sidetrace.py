@@ -17,6 +17,8 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .errors import OptionError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -85,14 +87,32 @@ class SideTrace(Protocol):
         ...
 
 
-def side_items(spec) -> list:
+def side_items(spec, param: str = "sides") -> list:
     """The items of a side as given to ``compare`` or ``gate``: a path (``str`` or
     ``os.PathLike``, possibly a glob) or a trace (:class:`SideTrace`) alone is one item,
     any other iterable (the iterations of the side) gives its items. A trace is not
-    iterable, so that nothing is asked of it here."""
-    if isinstance(spec, (str, os.PathLike)) or not isinstance(spec, Iterable):
-        return [spec]
-    return list(spec)
+    iterable, so that nothing is asked of it here. Anything else is refused
+    (:class:`~schedwake.errors.OptionError` naming ``param``)."""
+    items = (
+        [spec]
+        if isinstance(spec, (str, os.PathLike)) or not isinstance(spec, Iterable)
+        else list(spec)
+    )
+    for item in items:
+        # what a side cannot hold is said here, by the parameter, not later as a missing
+        # attribute; the class is asked (a trace's properties may be lazy and costly)
+        if not is_path(item) and not all(hasattr(type(item), m) for m in _MEMBERS):
+            raise OptionError(
+                param,
+                item,
+                f"an item of a side is a path, a glob or a loaded trace "
+                f"(schedwake.load), not {type(item).__name__}",
+            )
+    return items
+
+
+# the methods every side's trace has (a Trace, a batch dataset's AnalysedTrace)
+_MEMBERS = ("has_records", "use_topology")
 
 
 def is_path(item) -> bool:

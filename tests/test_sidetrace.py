@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import schedwake
 from schedwake.batch import AnalysedTrace
+from schedwake.errors import OptionError
 from schedwake.sidetrace import SideTrace, is_path, side_items
 from schedwake.synth import make_trace
 from schedwake.trace import Trace
@@ -60,3 +63,10 @@ def test_compare_takes_a_side_as_a_generator_of_traces():
     assert listed.samples["value"].tolist() == generated.samples["value"].tolist()
     assert len(listed.samples) == 4
     assert all(s.has_tables for s in generated.sides)
+
+
+def test_an_item_that_is_neither_a_path_nor_a_trace_is_refused_by_its_parameter():
+    with pytest.raises(OptionError, match=r"^sides=1: an item of a side is a path"):
+        schedwake.compare([[1], ["a.dat"]])
+    with pytest.raises(OptionError, match=r"^baseline=3: .* not int$"):
+        schedwake.gate([3], "x.dat")
