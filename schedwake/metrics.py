@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from .detect import thresholds as _thresholds
-from .detect.cswitch_storm import futile_mask, storm_measure, weighted_preempted_share
+from .detect.cswitch_storm import storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
-from .detect.kworker_pingpong import episodes_mask, would_stack_mask
 from .model._util import pid_cpu_counts
+from .model.masks import episodes_mask, futile_mask, would_stack_mask
 from .model.task_states import CLASSES as _TASK_CLASSES
 from .model.task_states import class_share_windows, class_shares
 from .model.task_states import comms as _task_names
