@@ -1,128 +1,747 @@
-"""Metrics of a trace (docs/compare.md, 'The metrics'): one dict per trace, and per-window
-samples.
+"""Metrics of a trace (docs/compare.md, 'The metrics'): one record per metric, from which
+every value and every table derives.
 
-Every metric has a name, a unit and a direction (:data:`METRICS`). ``trace_metrics``
-gives the values over the whole trace; ``window_metrics`` gives the same metrics over
-consecutive windows of ``window_s`` seconds (one row per window), the samples the
-comparison report uses when one trace stands on each side.
+Each metric is declared once, in :data:`METRICS` (report order): a :class:`Metric` gives
+its identifier (one name in analyze's JSON, compare's rows, gate's rules and batch's
+columns), display unit, better direction, what it is over a whole trace and over one
+window, the events it needs (without them it is unknown, not 0), the detectors that
+explain a worse value, and its computation per trace and per window. A :class:`Count`
+beside them is a base of the rates and shares (wake-ups, ping-pong episodes) that
+``analyze`` shows but ``compare`` does not. Everything else is read off the records:
 
-Rates are per second of trace time. Busy share is per CPU (``busy_share_cpuN``).
+* :func:`trace_metrics` -- the values over the whole trace (a dict, JSON-ready);
+* :func:`window_metrics` -- the same over consecutive windows of ``window_s`` seconds
+  (one row per window), the samples the comparison report uses when one trace stands on
+  each side;
+* :data:`CATALOGUE` (:func:`catalogue` as a table), :data:`NEEDS`, :data:`EXPLAINED_BY`
+  -- what ``compare``, ``gate`` and ``batch`` know of each metric;
+* :func:`metric_samples` -- a trace's per-trace or per-window values of every catalogue
+  metric as a tidy pandas table.
 
-The *catalogue* (:data:`CATALOGUE`, :func:`catalogue`) is what the comparison report
-prints: each metric's identifier (one name in every command), display unit (rates /s,
-shares %, latencies us), direction and the definition of one per-window sample.
-:func:`metric_samples` gives a trace's per-trace or per-window values of every catalogue
-metric as a tidy pandas table.
+A computation reads :class:`TraceInputs` (per trace) or :class:`WindowInputs` (per
+window): the model's tables and the measures that several metrics share (the ping-pong
+episodes, the storm's preemptions, the work-conservation gaps), each computed once.
+Rates are per second of trace time; a fraction is shown in % (its unit says so); the
+per-CPU busy share is one record that expands to ``busy_share_cpuN``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .detect import thresholds as _thresholds
-from .detect.cswitch_storm import futile_mask, storm_measure, weighted_preempted_share
+from .detect.cswitch_storm import storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
-from .detect.kworker_pingpong import episodes_mask, would_stack_mask
 from .model._util import pid_cpu_counts
-from .model.task_states import CLASSES as _TASK_CLASSES
+from .model.masks import episodes_mask, futile_mask, would_stack_mask
 from .model.task_states import class_share_windows, class_shares
 from .model.task_states import comms as _task_names
 from .model.tasks import PERCPU_KTHREAD, name_class
 
+# -- the record of a metric ----------------------------------------------------------------
+
+#: The events a metric is computed from: every group must have an event with records in
+#: the trace; a group lists alternatives.
+Needs = tuple[tuple[str, ...], ...]
+
+_WAKE = ("sched_waking", "sched_wakeup")
+_SWITCH = ("sched_switch",)
+_MIGRATE = ("sched_migrate_task",)
+
 
 @dataclass(frozen=True)
-class Metric:
+class CatalogueMetric:
+    """What the comparison report says of a metric.
+
+    ``name`` is the metric's one identifier, the same in analyze's JSON, compare's rows,
+    gate's rules and batch's columns (``wakeup_migrations_per_s``). ``unit`` is the
+    display unit: a value in % is a fraction times :attr:`scale`. ``direction`` says
+    which is better ("lower" or "higher"). ``definition`` says what the value is over a
+    whole trace, ``window_sample`` what one per-window sample is.
+    """
+
     name: str
     unit: str
-    #: "lower" or "higher": which is better.
-    better: str
-    doc: str
+    direction: str
+    definition: str
+    window_sample: str
+
+    @property
+    def scale(self) -> float:
+        """What a value is multiplied by into the display unit (fractions into %)."""
+        return 100.0 if self.unit == "%" else 1.0
+
+    @property
+    def key(self) -> str:
+        """The key of :func:`trace_metrics` / column of :func:`window_metrics` the metric
+        comes from: its name, but ``busy_share`` (a dict by CPU) for the per-CPU busy
+        share."""
+        return "busy_share" if "{cpu}" in self.name else self.name
 
 
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Metric("migrations_per_s", "1/s", "lower", "every sched_migrate_task"),
-        Metric("wakeup_migrations_per_s", "1/s", "lower", "migrations done by a wake-up"),
-        Metric("load_balance_migrations_per_s", "1/s", "lower", "migrations by load balancing"),
-        Metric(
-            "cross_llc_migrations_per_s", "1/s", "lower", "migrations between LLCs (or NUMA nodes)"
-        ),
-        Metric(
-            "wakeup_migration_share",
-            "fraction",
-            "lower",
-            "share of wake-ups that change the wakee's CPU",
-        ),
-        Metric("pingpong_episodes", "count", "lower", "kworker wake-migrate ping-pong episodes"),
-        Metric("pingpong_episodes_per_s", "1/s", "lower", "ping-pong episodes per second"),
-        Metric(
-            "pingpong_would_stack",
-            "count",
-            "lower",
-            "ping-pong episodes the stack-on-waker-CPU clause would have kept in place",
-        ),
-        Metric("pingpong_would_stack_per_s", "1/s", "lower", "would-stack episodes per second"),
-        Metric(
-            "pingpong_would_stack_share",
-            "fraction",
-            "lower",
-            "share of the ping-pong episodes that would have stacked",
-        ),
-        Metric(
-            "cpus_visited_per_task",
-            "CPUs",
-            "lower",
-            "mean distinct CPUs a task ran on (tasks with >= 10 runs, no per-CPU kthreads)",
-        ),
-        Metric("context_switches_per_s", "1/s", "lower", "sched_switch events per second"),
-        Metric(
-            "futile_wakeups_per_s",
-            "1/s",
-            "lower",
-            "wake-ups whose wakee preempted a kworker, slept again and gave the CPU back "
-            "to that kworker before it ran again",
-        ),
-        Metric(
-            "storm_kworker_preemptions_per_s",
-            "1/s",
-            "lower",
-            "preemptions (R+) of storm kworkers by user tasks: the (kworker, work function) "
-            "pairs a task preempts at storm_min_preempted_share of their switch-outs, for "
-            "tasks with storm_min_preemptions of them",
-        ),
-        Metric(
-            "storm_preempted_share",
-            "fraction",
-            "lower",
-            "over every (kworker, work function) pair user tasks preempt, the share of its "
-            "switch-outs that are the preemptions, weighted by its preemptions",
-        ),
-        Metric("wake_to_run_p50_us", "us", "lower", "median wake-to-run latency"),
-        Metric("wake_to_run_p90_us", "us", "lower", "90th percentile wake-to-run latency"),
-        Metric("wake_to_run_p99_us", "us", "lower", "99th percentile wake-to-run latency"),
-        Metric(
-            "idle_while_runnable_share",
-            "fraction",
-            "lower",
-            "share of LLC time with an idle CPU while a woken task waits on another",
-        ),
-        *(
-            Metric(
-                f"runnable_share_{c}",
-                "fraction",
-                "lower",
-                f"runnable time / (running + runnable time) of the {c} tasks",
-            )
-            for c in _TASK_CLASSES
-        ),
-    )
-}
+@dataclass(frozen=True, kw_only=True)
+class Metric(CatalogueMetric):
+    """One metric, declared once: what the report says of it (:class:`CatalogueMetric`),
+    plus
 
+    ``needs``
+        the events it is computed from (:data:`Needs`); without them the metric is
+        unknown (None), which the gate refuses to judge (:func:`missing_events`);
+    ``explained_by``
+        the detectors whose findings explain a worse value: a broken gate rule names the
+        candidate's findings of these (their top wakers, work functions, wakees, tasks);
+    ``per_trace``
+        its value over the whole trace, from :class:`TraceInputs` (None: not measurable);
+    ``per_window``
+        its value in each window, an array, from :class:`WindowInputs` (a dict of
+        columns for the per-CPU family);
+    ``missing_without``
+        the :class:`Count` whose window value 0 makes the window's sample missing (a
+        share of no wake-ups, a percentile of no latencies); ``window_metrics`` holds 0
+        there, :func:`metric_samples` NaN.
+    """
+
+    needs: Needs
+    explained_by: tuple[str, ...]
+    per_trace: Callable[[TraceInputs], Any]
+    per_window: Callable[[WindowInputs], Any]
+    missing_without: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Count:
+    """A count beside the metrics: the base of a rate or a share, in :func:`trace_metrics`
+    (``per_trace``) and/or :func:`window_metrics` (``per_window``) but not compared.
+    Unknown (None) without the events of ``needs``, as a metric."""
+
+    name: str
+    definition: str
+    needs: Needs = ()
+    per_trace: Callable[[TraceInputs], Any] | None = None
+    per_window: Callable[[WindowInputs], Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+# -- the metrics ---------------------------------------------------------------------------
+#
+# To add a metric: one record below (where it belongs in the report), its row in the table
+# of docs/compare.md, and a test of its value on a real trace. In ``per_trace``, ``t`` is
+# the trace's TraceInputs; in ``per_window``, ``w`` the windows' WindowInputs.
+
+_PER_S = "count in the window / window length (s)"
+_MIGRATION_DETECTORS = ("kworker_pingpong", "llc_roundrobin")
+_LATENCY_DETECTORS = ("idle_while_runnable", "cswitch_storm")
+_CROSS_LLC = ["cross_llc", "cross_numa"]
 CPUS_VISITED_MIN_RUNS = 10
+
+
+def _runnable_share(c: str, explained_by: tuple[str, ...]) -> Metric:
+    """The runnable share of the tasks of class ``c`` (docs/task-states.md)."""
+    return Metric(
+        name=f"runnable_share_{c}",
+        unit="%",
+        direction="lower",
+        definition=f"share of the {c} tasks' running + runnable time they spent runnable, "
+        "waiting for a CPU after a wake-up or a preemption (docs/task-states.md)",
+        window_sample=f"runnable / (running + runnable) time of the {c} tasks inside the "
+        "window (missing if they neither ran nor waited)",
+        needs=(_SWITCH, _WAKE),
+        explained_by=explained_by,
+        per_trace=lambda t: t.runnable_shares[c],
+        per_window=lambda w: w.runnable_shares[c],
+    )
+
+
+#: Every metric and count, in report order (the order of :func:`trace_metrics`).
+_RECORDS: tuple[Metric | Count, ...] = (
+    Count(
+        name="wakeups",
+        definition="wake-ups (the rows of the model's wake-ups)",
+        per_trace=lambda t: len(t.wakeups),
+        per_window=lambda w: w.wakeups,
+    ),
+    Count(
+        name="migrations",
+        definition="sched_migrate_task events",
+        needs=(_MIGRATE,),
+        per_trace=lambda t: len(t.migrations),
+        per_window=lambda w: w.count(w.migration_ts),
+    ),
+    Metric(
+        name="migrations_per_s",
+        unit="/s",
+        direction="lower",
+        definition="sched_migrate_task events per second, every cause",
+        window_sample=f"sched_migrate_task {_PER_S}",
+        needs=(_MIGRATE,),
+        explained_by=_MIGRATION_DETECTORS,
+        per_trace=lambda t: t.per_s(len(t.migrations)),
+        per_window=lambda w: w.per_s(w.count(w.migration_ts)),
+    ),
+    Metric(
+        name="wakeup_migrations_per_s",
+        unit="/s",
+        direction="lower",
+        definition="migrations done by a wake-up (select_task_rq chose another CPU) per second",
+        window_sample=f"wake-up migrations {_PER_S}",
+        needs=(_MIGRATE, _WAKE),
+        explained_by=_MIGRATION_DETECTORS,
+        per_trace=lambda t: t.per_s(int((t.migration_cause == "wakeup").sum())),
+        per_window=lambda w: w.per_s(w.count(w.migration_ts, w.migration_cause == "wakeup")),
+    ),
+    Metric(
+        name="load_balance_migrations_per_s",
+        unit="/s",
+        direction="lower",
+        definition="migrations by load balancing (newly idle, periodic, active) per second",
+        window_sample=f"load-balance migrations {_PER_S}",
+        needs=(_MIGRATE, _WAKE),
+        explained_by=("llc_roundrobin",),
+        per_trace=lambda t: t.per_s(int((t.migration_cause == "load_balance").sum())),
+        per_window=lambda w: w.per_s(w.count(w.migration_ts, w.migration_cause == "load_balance")),
+    ),
+    Metric(
+        name="cross_llc_migrations_per_s",
+        unit="/s",
+        direction="lower",
+        definition="migrations between LLCs or NUMA nodes per second (0 with one LLC)",
+        window_sample=f"cross-LLC migrations {_PER_S}",
+        needs=(_MIGRATE,),
+        explained_by=("llc_roundrobin",),
+        per_trace=lambda t: t.per_s(int(t.migration_topology.isin(_CROSS_LLC).sum())),
+        per_window=lambda w: w.per_s(
+            w.count(w.migration_ts, np.isin(w.migration_topology, _CROSS_LLC))
+        ),
+    ),
+    Metric(
+        name="wakeup_migration_share",
+        unit="%",
+        direction="lower",
+        definition="share of wake-ups whose chosen CPU is not the wakee's previous CPU",
+        window_sample="migrated wake-ups / wake-ups in the window (missing if none)",
+        needs=(_WAKE,),
+        explained_by=_MIGRATION_DETECTORS,
+        per_trace=lambda t: float(t.wakeups["migrated"].mean()) if len(t.wakeups) else None,
+        per_window=lambda w: _share(w.count(w.wakeup_ts, w.migrated), w.wakeups),
+        missing_without="wakeups",
+    ),
+    Count(
+        name="pingpong_episodes",
+        definition="kworker wake-migrate ping-pong episodes",
+        needs=(_WAKE, _SWITCH),
+        per_trace=lambda t: t.pingpong,
+        per_window=lambda w: w.pingpong,
+    ),
+    Metric(
+        name="pingpong_episodes_per_s",
+        unit="/s",
+        direction="lower",
+        definition="kworker wake-migrate ping-pong episodes per second: a per-CPU kthread "
+        "on CPU X wakes a task whose previous CPU is X and the task moves away",
+        window_sample=f"episodes (by wake-up time) {_PER_S}",
+        needs=(_WAKE, _SWITCH),
+        explained_by=("kworker_pingpong",),
+        per_trace=lambda t: t.per_s(t.pingpong),
+        per_window=lambda w: w.per_s(w.pingpong),
+    ),
+    Count(
+        name="pingpong_would_stack",
+        definition="ping-pong episodes the stack-on-waker-CPU clause would have kept in place",
+        needs=(_WAKE, _SWITCH),
+        per_trace=lambda t: t.would_stack,
+        per_window=lambda w: w.would_stack,
+    ),
+    Metric(
+        name="pingpong_would_stack_per_s",
+        unit="/s",
+        direction="lower",
+        definition="ping-pong episodes per second that the stack-on-waker-CPU clause of "
+        "select_idle_sibling() would have kept on the waker's CPU (nothing else "
+        "runnable there): near 0 on a kernel with the clause",
+        window_sample=f"would-stack episodes (by wake-up time) {_PER_S}",
+        needs=(_WAKE, _SWITCH),
+        explained_by=("kworker_pingpong",),
+        per_trace=lambda t: t.per_s(t.would_stack),
+        per_window=lambda w: w.per_s(w.would_stack),
+    ),
+    Metric(
+        name="pingpong_would_stack_share",
+        unit="%",
+        direction="lower",
+        definition="share of the ping-pong episodes that would have stacked (missing "
+        "without episodes)",
+        window_sample="would-stack episodes / episodes in the window (missing if none)",
+        needs=(_WAKE, _SWITCH),
+        explained_by=("kworker_pingpong",),
+        per_trace=lambda t: t.would_stack / t.pingpong if t.pingpong else None,
+        per_window=lambda w: _share(w.would_stack, w.pingpong),
+        missing_without="pingpong_episodes",
+    ),
+    Metric(
+        name="cpus_visited_per_task",
+        unit="CPUs",
+        direction="lower",
+        definition=f"mean number of distinct CPUs a task ran on (tasks with >= "
+        f"{CPUS_VISITED_MIN_RUNS} switch-ins, per-CPU kthreads excluded)",
+        window_sample=f"the same over the switch-ins inside the window (0 if no task has "
+        f"{CPUS_VISITED_MIN_RUNS} there)",
+        needs=(_SWITCH,),
+        explained_by=("llc_roundrobin", "kworker_pingpong"),
+        per_trace=lambda t: _cpus_visited(t.switch),
+        per_window=lambda w: w.cpus_visited,
+    ),
+    Metric(
+        name="context_switches_per_s",
+        unit="/s",
+        direction="lower",
+        definition="sched_switch events per second, all CPUs",
+        window_sample=f"sched_switch {_PER_S}",
+        needs=(_SWITCH,),
+        explained_by=("cswitch_storm",),
+        per_trace=lambda t: t.per_s(0 if t.switch is None else len(t.switch)),
+        per_window=lambda w: w.per_s(w.count(w.switch_ts)),
+    ),
+    Metric(
+        name="futile_wakeups_per_s",
+        unit="/s",
+        direction="lower",
+        definition="wake-ups whose wakee preempted a kworker (R+), slept again and gave "
+        "the CPU back to that kworker before it ran again, per second",
+        window_sample=f"futile wake-ups (by wake-up time) {_PER_S}",
+        needs=(_WAKE, _SWITCH),
+        explained_by=("cswitch_storm",),
+        per_trace=lambda t: t.per_s(int(futile_mask(t.model).sum())),
+        per_window=lambda w: w.per_s(w.count(w.wakeup_ts, futile_mask(w.model))),
+    ),
+    Metric(
+        name="storm_kworker_preemptions_per_s",
+        unit="/s",
+        direction="lower",
+        definition="preemptions (R+) per second of storm kworkers by user tasks: the "
+        "(kworker, work function) pairs on a CPU that a task preempts at "
+        "storm_min_preempted_share of their switch-outs or more, for tasks with "
+        "storm_min_preemptions of them (cswitch_storm)",
+        window_sample=f"those preemptions {_PER_S}",
+        needs=(_SWITCH,),
+        explained_by=("cswitch_storm",),
+        per_trace=lambda t: t.per_s(int(t.storm["preemption_storm"].sum())),
+        per_window=lambda w: w.per_s(
+            w.count(w.storm["preemption_ts"], w.storm["preemption_storm"])
+        ),
+    ),
+    Metric(
+        name="storm_preempted_share",
+        unit="%",
+        direction="lower",
+        definition="over every (kworker, work function) pair that those user tasks "
+        "preempt, the share of its switch-outs that are the preemptions, weighted by its "
+        "preemptions (missing without kworker preemptions)",
+        window_sample="the same over the preemptions and switch-outs in the window "
+        "(missing if none)",
+        needs=(_SWITCH,),
+        explained_by=("cswitch_storm",),
+        per_trace=lambda t: weighted_preempted_share(
+            t.storm["preemption_unit"], t.storm["switchout_unit"]
+        ),
+        per_window=lambda w: _window_preempted_share(w.storm, w.edges),
+        missing_without="storm_preemptions",
+    ),
+    Count(
+        name="storm_preemptions",
+        definition="kworker preemptions by the user tasks of the storm's measure",
+        per_window=lambda w: w.count(w.storm["preemption_ts"]),
+    ),
+    Count(
+        name="latency_samples",
+        definition="wake-ups with a measured wake-to-run latency",
+        per_window=lambda w: w.latency["samples"],
+    ),
+    Metric(
+        name="wake_to_run_p50_us",
+        unit="us",
+        direction="lower",
+        definition="median time from sched_waking to the wakee's switch-in",
+        window_sample="median over the wake-ups of the window (missing if none)",
+        needs=(_WAKE, _SWITCH),
+        explained_by=_LATENCY_DETECTORS,
+        per_trace=lambda t: _pct_us(t.latency_ns, 50),
+        per_window=lambda w: w.latency[0.5],
+        missing_without="latency_samples",
+    ),
+    Metric(
+        name="wake_to_run_p90_us",
+        unit="us",
+        direction="lower",
+        definition="90th percentile of the wake-to-run latency",
+        window_sample="90th percentile over the wake-ups of the window (missing if none)",
+        needs=(_WAKE, _SWITCH),
+        explained_by=_LATENCY_DETECTORS,
+        per_trace=lambda t: _pct_us(t.latency_ns, 90),
+        per_window=lambda w: w.latency[0.9],
+        missing_without="latency_samples",
+    ),
+    Metric(
+        name="wake_to_run_p99_us",
+        unit="us",
+        direction="lower",
+        definition="99th percentile of the wake-to-run latency",
+        window_sample="99th percentile over the wake-ups of the window (missing if none)",
+        needs=(_WAKE, _SWITCH),
+        explained_by=_LATENCY_DETECTORS,
+        per_trace=lambda t: _pct_us(t.latency_ns, 99),
+        per_window=lambda w: w.latency[0.99],
+        missing_without="latency_samples",
+    ),
+    Metric(
+        name="idle_while_runnable_share",
+        unit="%",
+        direction="lower",
+        definition="share of LLC time during which a CPU of the LLC is idle while a "
+        "woken task waits on another CPU of it (work-conservation gap)",
+        window_sample="gap time inside the window / (window length x LLCs)",
+        needs=(_WAKE, _SWITCH),
+        explained_by=("idle_while_runnable",),
+        per_trace=lambda t: float(t.iwr["share"]),
+        per_window=lambda w: w.idle_while_runnable,
+    ),
+    _runnable_share("user", _LATENCY_DETECTORS),
+    _runnable_share("kworker", ("cswitch_storm", "kworker_pingpong", "idle_while_runnable")),
+    _runnable_share("kthread", _LATENCY_DETECTORS),
+    Metric(
+        name="busy_share_cpu{cpu}",
+        unit="%",
+        direction="higher",
+        definition="share of the time CPU N runs a task (not idle), from its first sched_switch on",
+        window_sample="running time of CPU N inside the window / window length",
+        needs=(_SWITCH,),
+        explained_by=("idle_while_runnable",),
+        per_trace=lambda t: _busy_share(t.model),  # {"N": share}
+        per_window=lambda w: w.busy_shares,  # {"busy_share_cpuN": column}
+    ),
+)
+METRICS: dict[str, Metric | Count] = {m.name: m for m in _RECORDS}
+
+# -- what the rest of the package reads, derived from the records --------------------------
+
+#: The metrics ``compare`` and ``gate`` know, in report order (not the counts).
+#: ``busy_share_cpu{cpu}`` expands to one row per CPU.
+CATALOGUE: dict[str, Metric] = {n: m for n, m in METRICS.items() if isinstance(m, Metric)}
+
+#: The events each catalogue metric is computed from (:attr:`Metric.needs`).
+NEEDS: dict[str, Needs] = {n: m.needs for n, m in CATALOGUE.items()}
+
+#: The detectors whose findings explain a worse value of each catalogue metric
+#: (:attr:`Metric.explained_by`).
+EXPLAINED_BY: dict[str, tuple[str, ...]] = {n: m.explained_by for n, m in CATALOGUE.items()}
+
+
+def _unmet(trace, needs: Needs) -> list[str]:
+    """One text per group of ``needs`` the trace has no records of."""
+    return [" or ".join(group) for group in needs if not any(trace.has_records(e) for e in group)]
+
+
+def trace_metrics(trace, thresholds: dict | None = None) -> dict:
+    """Every metric and count of the trace (JSON-ready), whether or not a detector fires:
+    ``duration_s`` then :data:`METRICS` in order (``busy_share`` a dict by CPU), then the
+    benchmark's ``bench_*`` results. A metric the trace cannot give (no wake-ups for a
+    latency, events it lacks: :data:`NEEDS`) is None."""
+    t = TraceInputs(trace, _thresholds(thresholds))
+    out: dict[str, Any] = {"duration_s": round(t.dur_s, 6)}
+    for m in METRICS.values():
+        if m.per_trace is not None:
+            # a metric whose events the trace lacks is unknown (None), not zero
+            out[m.key] = None if _unmet(trace, m.needs) else m.per_trace(t)
+    out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
+    out.update(_bench_metrics(trace))
+    return out
+
+
+def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None) -> pd.DataFrame:
+    """The metrics over consecutive windows of ``window_s`` seconds: one row per window
+    (``window``, ``start_ns``, ``end_ns`` then the metrics and counts of :data:`METRICS`,
+    the busy share as ``busy_share_cpuN``). A last partial window shorter than half a
+    window is dropped (:func:`window_edges`)."""
+    w = WindowInputs(trace, window_s, _thresholds(thresholds))
+    cols: dict[str, Any] = {
+        "window": np.arange(w.nwin),
+        "start_ns": w.edges[:-1],
+        "end_ns": w.edges[1:],
+    }
+    for m in METRICS.values():
+        if m.per_window is not None:
+            v = m.per_window(w)
+            cols.update(v if isinstance(v, dict) else {m.name: v})
+    return pd.DataFrame(cols)
+
+
+def _bench_metrics(trace) -> dict:
+    """The benchmark's results beside the trace as ``bench_*`` metrics, with their unit,
+    direction and file under ``bench`` (:func:`schedwake.bench.metric_values`); nothing
+    without results (or for a stand-in of a trace without ``bench``)."""
+    from .bench import metric_values
+
+    return metric_values(getattr(trace, "bench", None) or [])
+
+
+# -- what the computations read -----------------------------------------------------------
+
+
+class TraceInputs:
+    """What the per-trace computations read: the model's tables (those of ``--pid``'s
+    tasks where the model is restricted to them) and the shared measures, each computed
+    once, on first use."""
+
+    def __init__(self, trace, th: dict):
+        self.trace: Any = trace
+        self.th = th
+        self.model: Any = trace.model
+        self.dur_s = max(self.model.duration_ns, 1) / 1e9
+
+    def per_s(self, n: int) -> float:
+        """A count of the trace as a rate."""
+        return n / self.dur_s
+
+    @cached_property
+    def wakeups(self) -> pd.DataFrame:
+        return self.model.wakeups
+
+    @cached_property
+    def migrations(self) -> pd.DataFrame:
+        return self.model.migrations
+
+    @cached_property
+    def switch(self) -> pd.DataFrame | None:
+        """The ``sched_switch`` rows (those to or from the tasks of ``analyze --pid``)."""
+        sw = self.model.events.switch
+        if self.model.pids is not None and sw is not None and len(sw):
+            mine = list(self.model.pids)
+            sw = sw[
+                np.isin(sw["next_pid"].to_numpy(), mine) | np.isin(sw["prev_pid"].to_numpy(), mine)
+            ]
+        return sw
+
+    @cached_property
+    def migration_cause(self) -> pd.Series:
+        mig = self.migrations
+        return mig["cause"] if len(mig) else pd.Series([], dtype=str)
+
+    @cached_property
+    def migration_topology(self) -> pd.Series:
+        mig = self.migrations
+        return mig["topology_class"] if len(mig) else pd.Series([], dtype=str)
+
+    @cached_property
+    def pingpong(self) -> int:
+        """Ping-pong episodes (:func:`~schedwake.model.masks.episodes_mask`)."""
+        return int(episodes_mask(self.wakeups).sum())
+
+    @cached_property
+    def would_stack(self) -> int:
+        """Episodes the stacking clause would have kept in place."""
+        return int(would_stack_mask(self.model).sum())
+
+    @cached_property
+    def latency_ns(self) -> np.ndarray:
+        """The measured wake-to-run latencies, in row order."""
+        w = self.wakeups
+        if not len(w):
+            return np.zeros(0)
+        # (dropna() would also copy the index)
+        lat = w["latency_ns"]
+        return lat.to_numpy(dtype=np.int64, na_value=0)[lat.notna().to_numpy()]
+
+    @cached_property
+    def iwr(self) -> dict:
+        """The idle-while-runnable detector's measure of the trace."""
+        return _iwr_measure(self.model, self.th)
+
+    @cached_property
+    def storm(self) -> dict:
+        """The cswitch-storm detector's preemptions and switch-outs of the trace."""
+        return storm_measure(self.model, self.th)
+
+    @cached_property
+    def runnable_shares(self) -> dict[str, float | None]:
+        """Per task class, its runnable share of the whole trace (docs/task-states.md)."""
+        return class_shares(_task_states_of(self.model), _task_names(self.model.events))
+
+
+class WindowInputs:
+    """What the per-window computations read: the windows (``edges``, ``nwin``,
+    ``lens_s``), per-window counts of the model's events, and the shared measures, each
+    computed once, on first use."""
+
+    def __init__(self, trace, window_s: float, th: dict):
+        self.trace: Any = trace
+        self.th = th
+        self.model: Any = trace.model
+        ev = self.model.events
+        self.edges: np.ndarray = window_edges(ev.first_ts, ev.last_ts, window_s)
+        self.nwin = len(self.edges) - 1
+        self.lens_s = np.diff(self.edges) / 1e9
+
+    def count(self, ts, mask=None) -> np.ndarray:
+        """How many of the times ``ts`` (those of ``mask``) fall in each window."""
+        ts = np.asarray(ts, dtype=np.int64)
+        if mask is not None:
+            ts = ts[np.asarray(mask)]
+        if not len(ts):
+            return np.zeros(self.nwin, dtype=np.int64)
+        return np.histogram(ts, bins=self.edges)[0]
+
+    def per_s(self, counts: np.ndarray) -> np.ndarray:
+        """Counts per window as rates."""
+        return counts / self.lens_s
+
+    def _ints(self, table: pd.DataFrame, col: str) -> np.ndarray:
+        return table[col].to_numpy(dtype=np.int64) if len(table) else np.zeros(0, np.int64)
+
+    @cached_property
+    def wakeup_ts(self) -> np.ndarray:
+        return self._ints(self.model.wakeups, "ts")
+
+    @cached_property
+    def migration_ts(self) -> np.ndarray:
+        return self._ints(self.model.migrations, "ts")
+
+    @cached_property
+    def switch_ts(self) -> np.ndarray:
+        sw = self.model.events.switch
+        return np.zeros(0, np.int64) if sw is None else self._ints(sw, "ts")
+
+    @cached_property
+    def migration_cause(self) -> np.ndarray:
+        mig = self.model.migrations
+        return mig["cause"].to_numpy() if len(mig) else np.zeros(0, dtype=object)
+
+    @cached_property
+    def migration_topology(self) -> np.ndarray:
+        mig = self.model.migrations
+        return mig["topology_class"].to_numpy() if len(mig) else np.zeros(0, dtype=object)
+
+    @cached_property
+    def migrated(self) -> np.ndarray:
+        w = self.model.wakeups
+        return w["migrated"].to_numpy() if len(w) else np.zeros(0, dtype=bool)
+
+    @cached_property
+    def wakeups(self) -> np.ndarray:
+        """Wake-ups per window."""
+        return self.count(self.wakeup_ts)
+
+    @cached_property
+    def pingpong(self) -> np.ndarray:
+        """Ping-pong episodes per window (by wake-up time)."""
+        return self.count(self.wakeup_ts, episodes_mask(self.model.wakeups))
+
+    @cached_property
+    def would_stack(self) -> np.ndarray:
+        return self.count(self.wakeup_ts, would_stack_mask(self.model))
+
+    @cached_property
+    def storm(self) -> dict:
+        return storm_measure(self.model, self.th)
+
+    @cached_property
+    def cpus_visited(self) -> np.ndarray:
+        """:func:`_cpus_visited` over each window's switch-ins (0 where no task has
+        enough)."""
+        sw = self.model.events.switch
+        if sw is None or not len(sw):
+            return np.zeros(self.nwin)
+        win = np.clip(np.searchsorted(self.edges, self.switch_ts, "right") - 1, 0, self.nwin - 1)
+        vals = []
+        for k in range(self.nwin):  # one pass per window, not per event
+            v = _cpus_visited(sw[win == k])
+            vals.append(0.0 if v is None else v)  # (empty windows are 0, as elsewhere)
+        return np.asarray(vals, dtype=np.float64)
+
+    @cached_property
+    def latency(self) -> dict:
+        """``samples``: the wake-ups with a measured latency per window; 0.5, 0.9, 0.99:
+        those quantiles of the window's latencies in us (0 without samples)."""
+        nwin, w = self.nwin, self.model.wakeups
+        if not len(w):
+            zero = np.zeros(nwin)
+            return {"samples": np.zeros(nwin, dtype=np.int64), 0.5: zero, 0.9: zero, 0.99: zero}
+        lat = pd.DataFrame(
+            {
+                "win": np.clip(
+                    np.searchsorted(self.edges, self.wakeup_ts, "right") - 1, 0, nwin - 1
+                ),
+                "lat": w["latency_ns"].to_numpy(dtype="float64", na_value=np.nan),
+            }
+        )
+        lat = lat.dropna()
+        out: dict = {"samples": np.bincount(lat["win"].to_numpy(), minlength=nwin)[:nwin]}
+        q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
+        for p in (0.5, 0.9, 0.99):
+            out[p] = (
+                q[p].reindex(range(nwin)).fillna(0.0).to_numpy() / 1e3 if len(q) else np.zeros(nwin)
+            )
+        return out
+
+    @cached_property
+    def idle_while_runnable(self) -> np.ndarray:
+        """Gap time in each window / (window length x LLCs)."""
+        iwr = _iwr_measure(self.model, self.th)
+        gap = np.zeros(self.nwin)
+        for s, e in iwr["segments"].values():
+            o = np.argsort(s)
+            cov = _covered(s[o], e[o], self.edges)
+            gap += np.diff(cov)
+        nllc = max(len(iwr["segments"]), 1)
+        return gap / (np.diff(self.edges) * nllc)
+
+    @cached_property
+    def runnable_shares(self) -> dict[str, np.ndarray]:
+        """Per task class, its runnable share in each window (NaN: the class neither ran
+        nor waited there)."""
+        ev = self.model.events
+        return class_share_windows(_task_states_of(self.model), _task_names(ev), self.edges)
+
+    @cached_property
+    def busy_shares(self) -> dict[str, np.ndarray]:
+        """``busy_share_cpuN``: running time of CPU N in each window / window length
+        (none without occupancy)."""
+        occ = self.model.occupancy
+        out: dict[str, np.ndarray] = {}
+        if len(occ):
+            run = occ[occ["state"] == "running"]
+            for cpu in range(self.model.events.cpus):
+                r = run[run["cpu"] == cpu].sort_values("start_ts")
+                cov = _covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), self.edges)
+                out[f"busy_share_cpu{cpu}"] = np.diff(cov) / np.diff(self.edges)
+        return out
+
+
+# -- the computations ----------------------------------------------------------------------
+
+
+def _share(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """part / whole per window, 0 where whole is 0."""
+    return np.where(whole > 0, part / np.maximum(whole, 1), 0.0)
+
+
+def _task_states_of(model):
+    """The task-state intervals of the model's tasks (those of ``--pid``, else all)."""
+    iv = model.task_states
+    if model.pids is not None and len(iv):
+        iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
+    return iv
+
+
+def _pct_us(lat_ns: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(lat_ns, q)) / 1e3 if len(lat_ns) else None
 
 
 def _covered(starts, ends, t):
@@ -161,99 +780,6 @@ def _cpus_visited(switch: pd.DataFrame | None) -> float | None:
     cls = np.array([name_class(c) for c in names], dtype=object)
     g = pd.Series(nunique[cls != PERCPU_KTHREAD])
     return float(g.mean()) if len(g) else None
-
-
-def _pct_us(lat_ns: np.ndarray, q: float) -> float | None:
-    return float(np.percentile(lat_ns, q)) / 1e3 if len(lat_ns) else None
-
-
-def trace_metrics(trace, thresholds: dict | None = None) -> dict:
-    """Every metric of the trace (JSON-ready), whether or not a detector fires. A metric
-    the trace cannot give (no wake-ups for a latency, events it lacks: :data:`NEEDS`) is
-    None."""
-    th = _thresholds(thresholds)
-    model = trace.model
-    dur_s = max(model.duration_ns, 1) / 1e9
-    w, mig = model.wakeups, model.migrations
-    sw = model.events.switch
-    if model.pids is not None and sw is not None and len(sw):  # (analyze --pid)
-        mine = list(model.pids)
-        sw = sw[np.isin(sw["next_pid"].to_numpy(), mine) | np.isin(sw["prev_pid"].to_numpy(), mine)]
-    cause = mig["cause"] if len(mig) else pd.Series([], dtype=str)
-    tclass = mig["topology_class"] if len(mig) else pd.Series([], dtype=str)
-    pp = int(episodes_mask(w).sum())
-    stack = int(would_stack_mask(model).sum())
-    # (the measured latencies in row order; dropna() would also copy the index)
-    lat = (
-        w["latency_ns"].to_numpy(dtype=np.int64, na_value=0)[w["latency_ns"].notna().to_numpy()]
-        if len(w)
-        else np.zeros(0)
-    )
-    iwr = _iwr_measure(model, th)
-    storm = storm_measure(model, th)
-    out = {
-        "duration_s": round(dur_s, 6),
-        "wakeups": int(len(w)),
-        "migrations": int(len(mig)),
-        "migrations_per_s": len(mig) / dur_s,
-        "wakeup_migrations_per_s": int((cause == "wakeup").sum()) / dur_s,
-        "load_balance_migrations_per_s": int((cause == "load_balance").sum()) / dur_s,
-        "cross_llc_migrations_per_s": int(tclass.isin(["cross_llc", "cross_numa"]).sum()) / dur_s,
-        "wakeup_migration_share": float(w["migrated"].mean()) if len(w) else None,
-        "pingpong_episodes": pp,
-        "pingpong_episodes_per_s": pp / dur_s,
-        "pingpong_would_stack": stack,
-        "pingpong_would_stack_per_s": stack / dur_s,
-        "pingpong_would_stack_share": stack / pp if pp else None,
-        "cpus_visited_per_task": _cpus_visited(sw),
-        "context_switches_per_s": (0 if sw is None else len(sw)) / dur_s,
-        "futile_wakeups_per_s": int(futile_mask(model).sum()) / dur_s,
-        "storm_kworker_preemptions_per_s": int(storm["preemption_storm"].sum()) / dur_s,
-        "storm_preempted_share": weighted_preempted_share(
-            storm["preemption_unit"], storm["switchout_unit"]
-        ),
-        "wake_to_run_p50_us": _pct_us(lat, 50),
-        "wake_to_run_p90_us": _pct_us(lat, 90),
-        "wake_to_run_p99_us": _pct_us(lat, 99),
-        "idle_while_runnable_share": float(iwr["share"]),
-        **_runnable_shares(model),
-        "busy_share": _busy_share(model),
-    }
-    # a metric whose events the trace lacks is unknown (None), not zero
-    for m in CATALOGUE.values():
-        if m.key in out and missing_events(trace, m.name.format(cpu=0)):
-            out[m.key] = None
-    if out["pingpong_episodes_per_s"] is None:
-        out["pingpong_episodes"] = None
-        out["pingpong_would_stack"] = None
-    if out["migrations_per_s"] is None:
-        out["migrations"] = None
-    out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
-    out.update(_bench_metrics(trace))
-    return out
-
-
-def _bench_metrics(trace) -> dict:
-    """The benchmark's results beside the trace as ``bench_*`` metrics, with their unit,
-    direction and file under ``bench`` (:func:`schedwake.bench.metric_values`); nothing
-    without results (or for a stand-in of a trace without ``bench``)."""
-    from .bench import metric_values
-
-    return metric_values(getattr(trace, "bench", None) or [])
-
-
-def _task_states_of(model):
-    """The task-state intervals of the model's tasks (those of ``--pid``, else all)."""
-    iv = model.task_states
-    if model.pids is not None and len(iv):
-        iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
-    return iv
-
-
-def _runnable_shares(model) -> dict:
-    """``runnable_share_<class>`` of the whole trace (docs/task-states.md)."""
-    shares = class_shares(_task_states_of(model), _task_names(model.events))
-    return {f"runnable_share_{c}": v for c, v in shares.items()}
 
 
 def _busy_share(model) -> dict:
@@ -303,108 +829,6 @@ def window_edges(first_ts: int, last_ts: int, window_s: float) -> np.ndarray:
     return np.append(edges, last_ts + 1) if rem >= wns / 2 else edges
 
 
-def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None) -> pd.DataFrame:
-    """The metrics over consecutive windows of ``window_s`` seconds: one row per window
-    (``window``, ``start_ns``, ``end_ns`` then the metrics of :data:`METRICS` and
-    ``busy_share_cpuN``, plus the counts ``wakeups``, ``latency_samples`` -- wake-ups
-    with a measured wake-to-run latency -- and ``storm_preemptions`` of the window). A
-    last partial window shorter than half a window is dropped."""
-    th = _thresholds(thresholds)
-    model = trace.model
-    ev = model.events
-    edges = window_edges(ev.first_ts, ev.last_ts, window_s)
-    nwin = len(edges) - 1
-    lens_s = np.diff(edges) / 1e9
-
-    def count(ts, mask=None):
-        ts = np.asarray(ts, dtype=np.int64)
-        if mask is not None:
-            ts = ts[np.asarray(mask)]
-        return np.histogram(ts, bins=edges)[0] if len(ts) else np.zeros(nwin, dtype=np.int64)
-
-    w, mig = model.wakeups, model.migrations
-    sw = ev.switch
-    wts = w["ts"].to_numpy(dtype=np.int64) if len(w) else np.zeros(0, np.int64)
-    mts = mig["ts"].to_numpy(dtype=np.int64) if len(mig) else np.zeros(0, np.int64)
-    df = pd.DataFrame({"window": np.arange(nwin), "start_ns": edges[:-1], "end_ns": edges[1:]})
-    nw = count(wts)
-    df["migrations_per_s"] = count(mts) / lens_s
-    cause = mig["cause"].to_numpy() if len(mig) else np.zeros(0, dtype=object)
-    tcls = mig["topology_class"].to_numpy() if len(mig) else np.zeros(0, dtype=object)
-    df["wakeup_migrations_per_s"] = count(mts, cause == "wakeup") / lens_s
-    df["load_balance_migrations_per_s"] = count(mts, cause == "load_balance") / lens_s
-    df["cross_llc_migrations_per_s"] = (
-        count(mts, np.isin(tcls, ["cross_llc", "cross_numa"])) / lens_s
-    )
-    migrated = w["migrated"].to_numpy() if len(w) else np.zeros(0, dtype=bool)
-    df["wakeups"] = nw
-    df["wakeup_migration_share"] = np.where(nw > 0, count(wts, migrated) / np.maximum(nw, 1), 0.0)
-    pp = count(wts, episodes_mask(w))
-    df["pingpong_episodes"] = pp
-    df["pingpong_episodes_per_s"] = pp / lens_s
-    stack = count(wts, would_stack_mask(model))
-    df["pingpong_would_stack"] = stack
-    df["pingpong_would_stack_per_s"] = stack / lens_s
-    df["pingpong_would_stack_share"] = np.where(pp > 0, stack / np.maximum(pp, 1), 0.0)
-    # CPUs visited per task, per window
-    if sw is not None and len(sw):
-        sts = sw["ts"].to_numpy(dtype=np.int64)
-        win = np.clip(np.searchsorted(edges, sts, "right") - 1, 0, nwin - 1)
-        vals = []
-        for k in range(nwin):  # one pass per window, not per event
-            v = _cpus_visited(sw[win == k])
-            vals.append(0.0 if v is None else v)  # (empty windows are 0, as elsewhere)
-        df["cpus_visited_per_task"] = vals
-        df["context_switches_per_s"] = count(sts) / lens_s
-    else:
-        df["cpus_visited_per_task"] = 0.0
-        df["context_switches_per_s"] = 0.0
-    df["futile_wakeups_per_s"] = count(wts, futile_mask(model)) / lens_s
-    storm = storm_measure(model, th)
-    df["storm_kworker_preemptions_per_s"] = (
-        count(storm["preemption_ts"], storm["preemption_storm"]) / lens_s
-    )
-    df["storm_preempted_share"] = _window_preempted_share(storm, edges)
-    df["storm_preemptions"] = count(storm["preemption_ts"])
-    if len(w):
-        lat = pd.DataFrame(
-            {
-                "win": np.clip(np.searchsorted(edges, wts, "right") - 1, 0, nwin - 1),
-                "lat": w["latency_ns"].to_numpy(dtype="float64", na_value=np.nan),
-            }
-        )
-        lat = lat.dropna()
-        df["latency_samples"] = np.bincount(lat["win"].to_numpy(), minlength=nwin)[:nwin]
-        q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
-        for col, name in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
-            df[f"wake_to_run_{name}_us"] = (
-                q[col].reindex(range(nwin)).fillna(0.0).to_numpy() / 1e3 if len(q) else 0.0
-            )
-    else:
-        df["latency_samples"] = 0
-        for name in ("p50", "p90", "p99"):
-            df[f"wake_to_run_{name}_us"] = 0.0
-    iwr = _iwr_measure(model, th)
-    gap = np.zeros(nwin)
-    for s, e in iwr["segments"].values():
-        o = np.argsort(s)
-        cov = _covered(s[o], e[o], edges)
-        gap += np.diff(cov)
-    nllc = max(len(iwr["segments"]), 1)
-    df["idle_while_runnable_share"] = gap / (np.diff(edges) * nllc)
-    shares = class_share_windows(_task_states_of(model), _task_names(ev), edges)
-    for c, share in shares.items():  # (NaN: the class neither ran nor waited in the window)
-        df[f"runnable_share_{c}"] = share
-    occ = model.occupancy
-    if len(occ):
-        run = occ[occ["state"] == "running"]
-        for cpu in range(ev.cpus):
-            r = run[run["cpu"] == cpu].sort_values("start_ts")
-            cov = _covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), edges)
-            df[f"busy_share_cpu{cpu}"] = np.diff(cov) / np.diff(edges)
-    return df
-
-
 def _window_preempted_share(storm: dict, edges: np.ndarray) -> np.ndarray:
     """``weighted_preempted_share`` of each window (0 without preemptions there): per
     (window, unit) the preemptions and switch-outs, without a pass per window."""
@@ -426,270 +850,8 @@ def _window_preempted_share(storm: dict, edges: np.ndarray) -> np.ndarray:
     return np.where(den > 0, num / np.maximum(den, 1), 0.0)
 
 
-# -- the catalogue: what the comparison report prints ------------------------------------------
+# -- the catalogue as a table, the names users write, the samples of a comparison --------
 
-
-@dataclass(frozen=True)
-class CatalogueMetric:
-    """One metric of the comparison report.
-
-    ``name`` is the metric's one identifier, the same in analyze's JSON, compare's rows,
-    gate's rules and batch's columns (``wakeup_migrations_per_s``); values are multiplied
-    by ``scale`` into the display ``unit`` (fractions into %). ``definition`` says what the
-    value is over a whole trace, ``window_sample`` what one per-window sample is.
-    """
-
-    name: str
-    unit: str
-    direction: str
-    scale: float
-    definition: str
-    window_sample: str
-
-    @property
-    def key(self) -> str:
-        """The column of :func:`trace_metrics` / :func:`window_metrics` the metric comes
-        from: its name, but ``busy_share`` (a dict by CPU) for the per-CPU busy share."""
-        return "busy_share" if "{cpu}" in self.name else self.name
-
-
-_PER_S = "count in the window / window length (s)"
-
-#: Catalogue metrics in report order. ``busy_share_cpu{cpu}`` expands to one row per CPU.
-CATALOGUE: dict[str, CatalogueMetric] = {
-    m.name: m
-    for m in (
-        CatalogueMetric(
-            "migrations_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "sched_migrate_task events per second, every cause",
-            f"sched_migrate_task {_PER_S}",
-        ),
-        CatalogueMetric(
-            "wakeup_migrations_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "migrations done by a wake-up (select_task_rq chose another CPU) per second",
-            f"wake-up migrations {_PER_S}",
-        ),
-        CatalogueMetric(
-            "load_balance_migrations_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "migrations by load balancing (newly idle, periodic, active) per second",
-            f"load-balance migrations {_PER_S}",
-        ),
-        CatalogueMetric(
-            "cross_llc_migrations_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "migrations between LLCs or NUMA nodes per second (0 with one LLC)",
-            f"cross-LLC migrations {_PER_S}",
-        ),
-        CatalogueMetric(
-            "wakeup_migration_share",
-            "%",
-            "lower",
-            100.0,
-            "share of wake-ups whose chosen CPU is not the wakee's previous CPU",
-            "migrated wake-ups / wake-ups in the window (missing if none)",
-        ),
-        CatalogueMetric(
-            "pingpong_episodes_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "kworker wake-migrate ping-pong episodes per second: a per-CPU kthread "
-            "on CPU X wakes a task whose previous CPU is X and the task moves away",
-            f"episodes (by wake-up time) {_PER_S}",
-        ),
-        CatalogueMetric(
-            "pingpong_would_stack_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "ping-pong episodes per second that the stack-on-waker-CPU clause of "
-            "select_idle_sibling() would have kept on the waker's CPU (nothing else "
-            "runnable there): near 0 on a kernel with the clause",
-            f"would-stack episodes (by wake-up time) {_PER_S}",
-        ),
-        CatalogueMetric(
-            "pingpong_would_stack_share",
-            "%",
-            "lower",
-            100.0,
-            "share of the ping-pong episodes that would have stacked (missing without episodes)",
-            "would-stack episodes / episodes in the window (missing if none)",
-        ),
-        CatalogueMetric(
-            "cpus_visited_per_task",
-            "CPUs",
-            "lower",
-            1.0,
-            f"mean number of distinct CPUs a task ran on (tasks with >= "
-            f"{CPUS_VISITED_MIN_RUNS} switch-ins, per-CPU kthreads excluded)",
-            f"the same over the switch-ins inside the window (0 if no task has "
-            f"{CPUS_VISITED_MIN_RUNS} there)",
-        ),
-        CatalogueMetric(
-            "context_switches_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "sched_switch events per second, all CPUs",
-            f"sched_switch {_PER_S}",
-        ),
-        CatalogueMetric(
-            "futile_wakeups_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "wake-ups whose wakee preempted a kworker (R+), slept again and gave the CPU "
-            "back to that kworker before it ran again, per second",
-            f"futile wake-ups (by wake-up time) {_PER_S}",
-        ),
-        CatalogueMetric(
-            "storm_kworker_preemptions_per_s",
-            "/s",
-            "lower",
-            1.0,
-            "preemptions (R+) per second of storm kworkers by user tasks: the (kworker, "
-            "work function) pairs on a CPU that a task preempts at "
-            "storm_min_preempted_share of their switch-outs or more, for tasks with "
-            "storm_min_preemptions of them (cswitch_storm)",
-            f"those preemptions {_PER_S}",
-        ),
-        CatalogueMetric(
-            "storm_preempted_share",
-            "%",
-            "lower",
-            100.0,
-            "over every (kworker, work function) pair that those user tasks preempt, the "
-            "share of its switch-outs that are the preemptions, weighted by its preemptions "
-            "(missing without kworker preemptions)",
-            "the same over the preemptions and switch-outs in the window (missing if none)",
-        ),
-        CatalogueMetric(
-            "wake_to_run_p50_us",
-            "us",
-            "lower",
-            1.0,
-            "median time from sched_waking to the wakee's switch-in",
-            "median over the wake-ups of the window (missing if none)",
-        ),
-        CatalogueMetric(
-            "wake_to_run_p90_us",
-            "us",
-            "lower",
-            1.0,
-            "90th percentile of the wake-to-run latency",
-            "90th percentile over the wake-ups of the window (missing if none)",
-        ),
-        CatalogueMetric(
-            "wake_to_run_p99_us",
-            "us",
-            "lower",
-            1.0,
-            "99th percentile of the wake-to-run latency",
-            "99th percentile over the wake-ups of the window (missing if none)",
-        ),
-        CatalogueMetric(
-            "idle_while_runnable_share",
-            "%",
-            "lower",
-            100.0,
-            "share of LLC time during which a CPU of the LLC is idle while a "
-            "woken task waits on another CPU of it (work-conservation gap)",
-            "gap time inside the window / (window length x LLCs)",
-        ),
-        *(
-            CatalogueMetric(
-                f"runnable_share_{c}",
-                "%",
-                "lower",
-                100.0,
-                f"share of the {c} tasks' running + runnable time they spent runnable, "
-                "waiting for a CPU after a wake-up or a preemption (docs/task-states.md)",
-                f"runnable / (running + runnable) time of the {c} tasks inside the window "
-                "(missing if they neither ran nor waited)",
-            )
-            for c in _TASK_CLASSES
-        ),
-        CatalogueMetric(
-            "busy_share_cpu{cpu}",
-            "%",
-            "higher",
-            100.0,
-            "share of the time CPU N runs a task (not idle), from its first sched_switch on",
-            "running time of CPU N inside the window / window length",
-        ),
-    )
-}
-
-_LATENCY = ("wake_to_run_p50_us", "wake_to_run_p90_us", "wake_to_run_p99_us")
-
-_WAKE = ("sched_waking", "sched_wakeup")
-_SWITCH = ("sched_switch",)
-_MIGRATE = ("sched_migrate_task",)
-
-#: The events each catalogue metric is computed from. Every group must have an event with
-#: records in the trace; a group lists alternatives. Without them a metric is not zero but
-#: unknown, which is what the gate refuses to judge (:func:`missing_events`).
-NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "migrations_per_s": (_MIGRATE,),
-    "wakeup_migrations_per_s": (_MIGRATE, _WAKE),
-    "load_balance_migrations_per_s": (_MIGRATE, _WAKE),
-    "cross_llc_migrations_per_s": (_MIGRATE,),
-    "wakeup_migration_share": (_WAKE,),
-    "pingpong_episodes_per_s": (_WAKE, _SWITCH),
-    "pingpong_would_stack_per_s": (_WAKE, _SWITCH),
-    "pingpong_would_stack_share": (_WAKE, _SWITCH),
-    "cpus_visited_per_task": (_SWITCH,),
-    "context_switches_per_s": (_SWITCH,),
-    "futile_wakeups_per_s": (_WAKE, _SWITCH),
-    "storm_kworker_preemptions_per_s": (_SWITCH,),
-    "storm_preempted_share": (_SWITCH,),
-    "wake_to_run_p50_us": (_WAKE, _SWITCH),
-    "wake_to_run_p90_us": (_WAKE, _SWITCH),
-    "wake_to_run_p99_us": (_WAKE, _SWITCH),
-    "idle_while_runnable_share": (_WAKE, _SWITCH),
-    **{f"runnable_share_{c}": (_SWITCH, _WAKE) for c in _TASK_CLASSES},
-    "busy_share_cpu{cpu}": (_SWITCH,),
-}
-
-_MIGRATION_DETECTORS = ("kworker_pingpong", "llc_roundrobin")
-
-#: The detectors whose findings explain a worse value of each catalogue metric: a broken
-#: gate rule names the candidate's findings of these (their top wakers, work functions,
-#: wakees or tasks).
-EXPLAINED_BY: dict[str, tuple[str, ...]] = {
-    "migrations_per_s": _MIGRATION_DETECTORS,
-    "wakeup_migrations_per_s": _MIGRATION_DETECTORS,
-    "load_balance_migrations_per_s": ("llc_roundrobin",),
-    "cross_llc_migrations_per_s": ("llc_roundrobin",),
-    "wakeup_migration_share": _MIGRATION_DETECTORS,
-    "pingpong_episodes_per_s": ("kworker_pingpong",),
-    "pingpong_would_stack_per_s": ("kworker_pingpong",),
-    "pingpong_would_stack_share": ("kworker_pingpong",),
-    "cpus_visited_per_task": ("llc_roundrobin", "kworker_pingpong"),
-    "context_switches_per_s": ("cswitch_storm",),
-    "futile_wakeups_per_s": ("cswitch_storm",),
-    "storm_kworker_preemptions_per_s": ("cswitch_storm",),
-    "storm_preempted_share": ("cswitch_storm",),
-    "wake_to_run_p50_us": ("idle_while_runnable", "cswitch_storm"),
-    "wake_to_run_p90_us": ("idle_while_runnable", "cswitch_storm"),
-    "wake_to_run_p99_us": ("idle_while_runnable", "cswitch_storm"),
-    "idle_while_runnable_share": ("idle_while_runnable",),
-    "runnable_share_user": ("idle_while_runnable", "cswitch_storm"),
-    "runnable_share_kworker": ("cswitch_storm", "kworker_pingpong", "idle_while_runnable"),
-    "runnable_share_kthread": ("idle_while_runnable", "cswitch_storm"),
-    "busy_share_cpu{cpu}": ("idle_while_runnable",),
-}
 
 #: Columns of :func:`metric_samples`.
 SAMPLE_COLUMNS = (
@@ -778,7 +940,6 @@ BENCH = CatalogueMetric(
     "bench_{name}",
     "",
     "per result",
-    1.0,
     "a result of the benchmark that ran while the trace was recorded, from the files "
     "beside the trace (TRACE.bench.json, fio's JSON, dbench's output)",
     "the trace's one value (a benchmark result is per run, never per window)",
@@ -873,14 +1034,8 @@ def metric_samples(
                 cols[m.name.format(cpu=c)] = v * m.scale
             continue
         v = wm[m.key].to_numpy(dtype=np.float64) * m.scale
-        if m.name in _LATENCY:
-            v = np.where(wm["latency_samples"].to_numpy() > 0, v, np.nan)
-        elif m.name == "wakeup_migration_share":
-            v = np.where(wm["wakeups"].to_numpy() > 0, v, np.nan)
-        elif m.name == "pingpong_would_stack_share":
-            v = np.where(wm["pingpong_episodes"].to_numpy() > 0, v, np.nan)
-        elif m.name == "storm_preempted_share":
-            v = np.where(wm["storm_preemptions"].to_numpy() > 0, v, np.nan)
+        if m.missing_without is not None:  # (a share of nothing, a percentile of nothing)
+            v = np.where(wm[m.missing_without].to_numpy() > 0, v, np.nan)
         cols[m.name] = v
     start = (wm["start_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
@@ -941,6 +1096,4 @@ def missing_events(trace, name: str) -> list[str]:
     key = catalogue_entry(name).name
     if key == BENCH.name:  # (a result of the benchmark, not of the trace's events)
         return []
-    return [
-        " or ".join(group) for group in NEEDS[key] if not any(trace.has_records(e) for e in group)
-    ]
+    return _unmet(trace, NEEDS[key])

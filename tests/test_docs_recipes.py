@@ -5,7 +5,7 @@ whose first line names a file (``# schedwake/...``) is written there, and every 
 block applied (each hunk's context and ``-`` lines must be found exactly once in the
 file). A child process then runs the patched package on real sample traces: the new
 detector fires on fio-pinned-weighted.dat and stays silent on idle-sleep.dat, the new
-metric is the wake-ups per second everywhere it should appear, and the new reader gives
+metric (one record) is the wake-ups per second everywhere it should appear, and the new reader gives
 the same tables and analysis as trace.dat for a trace exported to its format.
 """
 
@@ -136,6 +136,7 @@ def results(patched) -> dict:
                     (wm["wakeups_per_s"] * (wm["end_ns"] - wm["start_ns"]) / 1e9).sum()
                 ),
                 "window_count": int(wm["wakeups"].sum()),
+                "sample": float(metrics.metric_samples(t, metrics=["wakeups_per_s"])["value"][0]),
             }
         out["catalogue"] = list(metrics.catalogue()["name"])
         out["needs"] = metrics.NEEDS.get("wakeups_per_s")
@@ -161,8 +162,23 @@ def test_metric_recipe(results):
         # per window: the window's wake-ups / its length
         assert r["window_sum"] == pytest.approx(r["window_count"], rel=1e-9)
         assert 0.9 * r["wakeups"] < r["window_count"] <= r["wakeups"]
+        assert r["sample"] == r["wakeups_per_s"]  # compare's per-trace sample
     assert "wakeups_per_s" in results["catalogue"]
-    assert results["needs"] and results["explained_by"]
+    assert results["needs"] == [["sched_waking", "sched_wakeup"]]
+    assert results["explained_by"] == ["cswitch_storm"]
+
+
+def test_metric_recipe_is_one_record():
+    """Adding a metric is one record: the recipe's diff adds one ``Metric(...)`` to
+    ``METRICS`` and touches nothing else."""
+    text = ARCHITECTURE.read_text().split("### Recipe: add a metric\n", 1)[1]
+    diff = re.search(r"^```diff\n(.*?)^```$", text, re.M | re.S).group(1)
+    files = re.findall(r"^\+\+\+ (\S+)", diff, re.M)
+    hunks = re.findall(r"^@@", diff, re.M)
+    added = [ln[1:] for ln in diff.split("\n") if ln.startswith("+") and not ln.startswith("+++")]
+    assert files == ["b/schedwake/metrics.py"] and len(hunks) == 1
+    assert not re.findall(r"^-(?!--)", diff, re.M), "the recipe removes lines"
+    assert added[0].strip() == "Metric(" and added[-1].strip() == "),"
 
 
 def test_input_format_recipe(patched, tmp_path):

@@ -35,7 +35,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model._util import asof_index, cat_mask
+from ..model._util import asof_index
+from ..model.masks import futile_mask, kworker_mask, kworker_preemptions
 from .base import Finding, Threshold
 
 NAME = "cswitch_storm"
@@ -70,69 +71,6 @@ THRESHOLDS = (
 )
 
 
-def _kworker_of(cat: pd.Categorical) -> np.ndarray:
-    return cat_mask(cat, lambda name: name.startswith("kworker/"))
-
-
-def _cycles(model) -> dict:
-    """The kworker preemptions of the trace (memoized): for each switch from a kworker
-    (``R+``) to another task on a CPU, the switch row, the CPU, the kworker, the task,
-    and whether it was futile (the task's run ended in a sleep and the CPU ran the
-    kworker again before the task)."""
-    if "storm_cycles" in model.memo:
-        return model.memo["storm_cycles"]
-    s = model.events.switch
-    out: dict = {"rows": np.zeros(0, dtype=np.int64)}
-    if s is None or len(s) == 0 or "prev_state_str" not in s.columns:
-        model.memo["storm_cycles"] = out
-        return out
-    cpu = s["cpu"].to_numpy().astype(np.int64)
-    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
-    next_pid = s["next_pid"].to_numpy().astype(np.int64)
-    state = s["prev_state_str"].astype(str).to_numpy()
-    pk = _kworker_of(s["prev_comm"].array)
-    nk = _kworker_of(s["next_comm"].array)
-    pre = np.flatnonzero(pk & ~nk & (next_pid != 0) & (state == "R+"))
-    # a CPU's switches chain: each switch's prev is the task the one before put on
-    # the CPU, so the switch after a preemption is that task's switch-out there (unless
-    # lost events broke the chain)
-    order = np.lexsort((np.arange(len(s)), cpu))
-    pos = np.empty(len(s), dtype=np.int64)
-    pos[order] = np.arange(len(s))
-    nxt = np.full(len(pre), -1, dtype=np.int64)
-    has = pos[pre] + 1 < len(s)
-    cand = order[np.minimum(pos[pre] + 1, len(s) - 1)]
-    has &= cpu[cand] == cpu[pre]
-    has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
-    nxt[has] = cand[has]
-    slept = has & ~np.char.startswith(state[np.maximum(nxt, 0)].astype(str), "R")
-    # then: the kworker's next switch-in on that CPU, before the task's own
-    key = cpu * (1 << 32) + next_pid
-    at = np.where(nxt >= 0, pos[np.maximum(nxt, 0)], -1)
-    # (the task's switch-out itself may hand the CPU straight back to the kworker)
-    kw_back = asof_index(at, cpu[pre] * (1 << 32) + prev_pid[pre], pos, key, "forward", True)
-    task_back = asof_index(at, cpu[pre] * (1 << 32) + next_pid[pre], pos, key, "forward", False)
-    kpos = np.where(kw_back >= 0, pos[np.maximum(kw_back, 0)], np.iinfo(np.int64).max)
-    tpos = np.where(task_back >= 0, pos[np.maximum(task_back, 0)], np.iinfo(np.int64).max)
-    futile = slept & (kw_back >= 0) & (kpos < tpos)
-    ts = s["ts"].to_numpy()
-    # the kworker's own switch-in before it was preempted (the switch before, on that CPU)
-    before = order[np.maximum(pos[pre] - 1, 0)]
-    out = {
-        "rows": pre,
-        "cpu": cpu[pre],
-        "kworker": prev_pid[pre],
-        "task": next_pid[pre],
-        "ts": ts[pre],
-        "futile": futile,
-        # the cycle as evidence: from the kworker's switch-in to its return
-        "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
-        "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
-    }
-    model.memo["storm_cycles"] = out
-    return out
-
-
 def _switch_work(model) -> np.ndarray:
     """For each ``sched_switch`` row (memoized): the code of the work function its prev
     task started last (``workqueue_execute_start`` of that pid at or before the switch,
@@ -143,7 +81,7 @@ def _switch_work(model) -> np.ndarray:
     s, wq = model.events.switch, model.events.wq_start
     out = np.full(0 if s is None else len(s), -1, dtype=np.int64)
     if s is not None and len(s) and wq is not None and len(wq) and "function" in wq.columns:
-        kw = _kworker_of(s["prev_comm"].array)
+        kw = kworker_mask(s["prev_comm"].array)
         rows = np.flatnonzero(kw)
         fn = pd.Categorical(wq["function"].array)
         idx = asof_index(
@@ -175,7 +113,7 @@ def unit_table(model, th: dict) -> pd.DataFrame:
     (``pre >= storm_min_preempted_share * outs``). ``fn`` is a code of
     :func:`work_functions` (-1: none known)."""
     cols = ["cpu", "pid", "kw", "fn", "pre", "outs", "storm"]
-    c = _cycles(model)
+    c = kworker_preemptions(model)
     if len(c["rows"]) == 0:
         return pd.DataFrame(
             {k: np.zeros(0, dtype=bool if k == "storm" else np.int64) for k in cols}
@@ -207,10 +145,10 @@ def unit_table(model, th: dict) -> pd.DataFrame:
 
 
 def storm_mask(model, th: dict) -> np.ndarray:
-    """The kworker preemptions of :func:`_cycles` that are of a storm unit of their task
-    (a (kworker, work function) it preempts at ``storm_min_preempted_share`` of its
-    switch-outs or more)."""
-    c = _cycles(model)
+    """The kworker preemptions of :func:`~schedwake.model.masks.kworker_preemptions` that
+    are of a storm unit of their task (a (kworker, work function) it preempts at
+    ``storm_min_preempted_share`` of its switch-outs or more)."""
+    c = kworker_preemptions(model)
     if len(c["rows"]) == 0:
         return np.zeros(0, dtype=bool)
     u = unit_table(model, th)
@@ -235,7 +173,7 @@ def storm_measure(model, th: dict) -> dict:
     ``switchout_ts``, ``switchout_unit``
         every switch-out of those units (the preemptions are switch-outs too).
     """
-    c = _cycles(model)
+    c = kworker_preemptions(model)
     e = np.zeros(0, np.int64)
     none = {"preemption_ts": e, "preemption_unit": e, "preemption_storm": e.astype(bool),
             "switchout_ts": e, "switchout_unit": e}  # fmt: skip
@@ -294,29 +232,6 @@ def weighted_preempted_share(pre_unit: np.ndarray, out_unit: np.ndarray) -> floa
     return float((pre[hit] ** 2 / np.maximum(outs[hit], pre[hit])).sum() / pre[hit].sum())
 
 
-def futile_mask(model) -> np.ndarray:
-    """Wake-ups (rows of ``model.wakeups``) that were futile: the wakee's run began by
-    preempting a kworker and ended in a sleep with the CPU going back to that kworker
-    before the wakee ran again."""
-    w = model.wakeups
-    c = _cycles(model)
-    if len(w) == 0 or len(c["rows"]) == 0:
-        return np.zeros(len(w), dtype=bool)
-    run = w["run_ts"].to_numpy(dtype="float64", na_value=np.nan)
-    ok = ~np.isnan(run)
-    mask = np.zeros(len(w), dtype=bool)
-    # a wake-up's run starts at a switch-in of its wakee on its chosen CPU: match the
-    # futile preemptions by (task, ts)
-    fts, ftask = c["ts"][c["futile"]], c["task"][c["futile"]]
-    idx = np.flatnonzero(ok)
-    j = asof_index(run[idx].astype(np.int64), w["wakee_pid"].to_numpy()[idx], fts, ftask,
-                   "backward", True)  # fmt: skip
-    hit = j >= 0
-    hit[hit] = fts[j[hit]] == run[idx][hit]
-    mask[idx[hit]] = True
-    return mask
-
-
 def _count(cpus, pids) -> pd.Series:
     """How many times each (cpu, pid) occurs, indexed by (cpu, pid)."""
     return pd.Series(1, index=pd.MultiIndex.from_arrays([cpus, pids])).groupby(level=[0, 1]).sum()
@@ -340,7 +255,7 @@ def pair_table(model, th: dict) -> pd.DataFrame:
         "wakeups",
         "futile_wakeups",
     ]
-    c = _cycles(model)
+    c = kworker_preemptions(model)
     if len(c["rows"]) == 0:
         return pd.DataFrame(columns=cols)
     s = model.events.switch
@@ -361,7 +276,7 @@ def pair_table(model, th: dict) -> pd.DataFrame:
     per["storm_kworkers"] = hot["kw"].nunique().reindex(per.index).fillna(0).astype(np.int64)
     cpu_switches = pd.Series(cpu).value_counts()
     per["cpu_switches"] = cpu_switches.reindex(per.index.get_level_values("cpu")).to_numpy()
-    pk, nk = _kworker_of(s["prev_comm"].array), _kworker_of(s["next_comm"].array)
+    pk, nk = kworker_mask(s["prev_comm"].array), kworker_mask(s["next_comm"].array)
     to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
     alt = to_task | to_kw
     task = np.where(to_task, next_pid, prev_pid)
@@ -447,7 +362,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
     )
     # evidence: a futile cycle (else a preemption) of the task in the middle of the trace,
     # from the kworker's switch-in to its return: the cycle's own length, on any machine
-    c = _cycles(model)
+    c = kworker_preemptions(model)
     mine = (c["cpu"] == worst["cpu"]) & (c["task"] == worst["pid"])
     # ... of one of its storm kworkers
     mine &= storm_mask(model, th)
@@ -475,7 +390,7 @@ def _kworkers_on(model, cpu: int, pid: int) -> list[dict]:
     m = (
         (s["cpu"].to_numpy() == cpu)
         & (s["next_pid"].to_numpy() == pid)
-        & _kworker_of(s["prev_comm"].array)
+        & kworker_mask(s["prev_comm"].array)
     )
     vc = s["prev_comm"][m].astype(str).value_counts().head(5)
     return [{"comm": k, "switches_to_task": int(v)} for k, v in vc.items()]

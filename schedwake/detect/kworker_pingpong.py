@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model.masks import episodes_mask, pingpong_at_episodes, stopper_mask
 from .base import Finding, Threshold, counts
 
 NAME = "kworker_pingpong"
@@ -73,67 +74,6 @@ THRESHOLDS = (
 )
 
 
-def episodes_mask(w: pd.DataFrame) -> np.ndarray:
-    """Wake-ups that are ping-pong episodes."""
-    if len(w) == 0:
-        return np.zeros(0, dtype=bool)
-    return (
-        (w["waker_class"] == "percpu_kthread").to_numpy()
-        & (w["waker_context"] == "task").to_numpy()
-        & (w["waker_cpu"].to_numpy() == w["prev_cpu"].to_numpy())
-        & w["migrated"].to_numpy()
-    )
-
-
-def _at_episodes(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the episodes of ``model.wakeups`` (memoized: the detector and the metrics
-    both need it): their rows, and :func:`runnable_others` on the waker's CPU."""
-    if "pingpong_at_episodes" not in model.memo:
-        w = model.wakeups
-        at = np.flatnonzero(episodes_mask(w))
-        others, known = runnable_others(
-            model, w["waker_cpu"].to_numpy()[at], w["ts"].to_numpy(dtype=np.int64)[at]
-        )
-        model.memo["pingpong_at_episodes"] = (at, others, known)
-    return model.memo["pingpong_at_episodes"]
-
-
-def would_stack_mask(model) -> np.ndarray:
-    """The wake-ups of ``model.wakeups`` that are episodes the stacking clause would have
-    kept on the waker's CPU: nothing but the waker runnable there at that moment (and
-    the CPU's occupancy known)."""
-    at, others, known = _at_episodes(model)
-    out = np.zeros(len(model.wakeups), dtype=bool)
-    out[at] = known & (others == 0)
-    return out
-
-
-def runnable_others(model, cpus, ts) -> tuple[np.ndarray, np.ndarray]:
-    """For each (cpu, ts): how many tasks wait runnable on the CPU at that instant
-    (the running task, e.g. the waker, is not waiting), and whether the CPU's
-    occupancy is known then (after its first sched_switch)."""
-    occ = model.occupancy
-    cpus, ts = np.asarray(cpus), np.asarray(ts, dtype=np.int64)
-    n = np.zeros(len(ts), dtype=np.int64)
-    known = np.zeros(len(ts), dtype=bool)
-    first = model.first_switch_ts
-    # the waits of those CPUs, as arrays (no copy of the occupancy table's rows)
-    wsel = (occ["state"] == "waiting").to_numpy() & np.isin(occ["cpu"].to_numpy(), cpus)
-    wc = occ["cpu"].to_numpy()[wsel]
-    ws, we = occ["start_ts"].to_numpy()[wsel], occ["end_ts"].to_numpy()[wsel]
-    del wsel
-    for c in np.unique(cpus):
-        sel = np.flatnonzero(cpus == c)
-        known[sel] = ts[sel] >= first.get(int(c), np.iinfo(np.int64).max)
-        on = wc == c
-        starts = np.sort(ws[on])
-        ends = np.sort(we[on])
-        t = ts[sel]
-        # intervals with start <= t < end
-        n[sel] = np.searchsorted(starts, t, "right") - np.searchsorted(ends, t, "right")
-    return n, known
-
-
 def detect(trace, model, th: dict) -> list[Finding]:
     w = model.wakeups
     dur_s = max(model.duration_ns, 1) / 1e9
@@ -144,7 +84,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
     share = n / total if total else 0.0
     rate = n / dur_s
     # would-stack judgement
-    _, others, known = _at_episodes(model)
+    _, others, known = pingpong_at_episodes(model)
     stack = known & (others == 0)
     reasons = {
         "other_tasks_runnable_on_waker_cpu": int((known & (others > 0)).sum()),
@@ -156,7 +96,7 @@ def detect(trace, model, th: dict) -> list[Finding]:
         & (w["waker_cpu"] == w["prev_cpu"])
     ).to_numpy()
     # judged without the stopper threads' affinity moves
-    stopper = _stopper(w["waker_comm"]) if len(w) else np.zeros(0, dtype=bool)
+    stopper = stopper_mask(w["waker_comm"]) if len(w) else np.zeros(0, dtype=bool)
     judged = int((mask & ~stopper).sum())
     judged_eligible = int((eligible & ~stopper).sum())
     eligible_share = judged / judged_eligible if judged_eligible else 0.0
@@ -298,17 +238,6 @@ def _episode_window(ev, e) -> tuple[int, int]:
     if pd.notna(e["run_ts"]) and int(e["run_ts"]) - ts <= 1_000_000:
         t1 = max(t1, int(e["run_ts"]) + 1_000)
     return t0, t1
-
-
-def _stopper(comm) -> np.ndarray:
-    """The wakers that are stopper threads (``migration/N``), per row."""
-    cat = comm.astype("category").array
-    flags = np.array(
-        [str(c).startswith("migration/") and str(c)[10:].isdigit() for c in cat.categories]
-        + [False]
-    )
-    codes = np.asarray(cat.codes)
-    return flags[np.where(codes < 0, len(flags) - 1, codes)]
 
 
 def _hist(a) -> dict:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..model.masks import episodes_mask, stopper_mask
 from .base import Finding, Threshold
-from .kworker_pingpong import _stopper
 
 NAME = "llc_roundrobin"
 
@@ -93,7 +93,7 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
             pd.DataFrame(columns=["pid", "ts", "prev", "chosen"]),
         )
     # a mask (no copy of the wakeups table); affinity moves by the stoppers left out
-    wake = (w["prev_cpu"] >= 0).to_numpy() & ~_stopper(w["waker_comm"])
+    wake = (w["prev_cpu"] >= 0).to_numpy() & ~stopper_mask(w["waker_comm"])
     g = pd.DataFrame(
         {
             "pid": w["wakee_pid"].to_numpy()[wake],
@@ -183,10 +183,8 @@ def _pair_walk(ch: pd.DataFrame, pid: int, limit: int = 8) -> str:
 
 def _pingpong_share(w: pd.DataFrame, ch: pd.DataFrame, pids: np.ndarray) -> float:
     """The share of the CPU changes of ``pids`` (rows of ``ch``) that are kworker
-    ping-pong episodes (:func:`kworker_pingpong.episodes_mask`): near 1 when the tour is
-    the ping-pong's, as on a kernel without the stacking clause."""
-    from .kworker_pingpong import episodes_mask
-
+    ping-pong episodes (:func:`~schedwake.model.masks.episodes_mask`): near 1 when the
+    tour is the ping-pong's, as on a kernel without the stacking clause."""
     mine = ch[np.isin(ch["pid"].to_numpy(), pids)]
     if len(mine) == 0:
         return 0.0

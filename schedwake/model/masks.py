@@ -1,0 +1,182 @@
+"""Which rows of the model's tables are what: the masks (and the few facts behind them)
+that more than one reader needs -- the detectors that judge them and the metrics that
+count them (docs/architecture.md, 'Metrics').
+
+* :func:`episodes_mask`, :func:`would_stack_mask`: the kworker wake-migrate ping-pong
+  episodes among the wake-ups, and those the stack-on-waker-CPU clause would have kept
+  in place (``kworker_pingpong``, the ``pingpong_*`` metrics);
+* :func:`kworker_preemptions`, :func:`futile_mask`: the kworkers preempted (``R+``) by
+  another task and the futile wake-ups among them (``cswitch_storm``, the
+  ``futile_wakeups_per_s`` metric);
+* :func:`stopper_mask`: the stopper threads (``migration/N``) among wakers
+  (``kworker_pingpong``, ``llc_roundrobin``).
+
+They live below the detectors so that a metric does not depend on a detector's module
+and one detector does not reach into another's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._util import asof_index, cat_mask
+
+
+def episodes_mask(w: pd.DataFrame) -> np.ndarray:
+    """Wake-ups that are ping-pong episodes."""
+    if len(w) == 0:
+        return np.zeros(0, dtype=bool)
+    return (
+        (w["waker_class"] == "percpu_kthread").to_numpy()
+        & (w["waker_context"] == "task").to_numpy()
+        & (w["waker_cpu"].to_numpy() == w["prev_cpu"].to_numpy())
+        & w["migrated"].to_numpy()
+    )
+
+
+def pingpong_at_episodes(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the episodes of ``model.wakeups`` (memoized: the detector and the metrics
+    both need it): their rows, and :func:`runnable_others` on the waker's CPU."""
+    if "pingpong_at_episodes" not in model.memo:
+        w = model.wakeups
+        at = np.flatnonzero(episodes_mask(w))
+        others, known = runnable_others(
+            model, w["waker_cpu"].to_numpy()[at], w["ts"].to_numpy(dtype=np.int64)[at]
+        )
+        model.memo["pingpong_at_episodes"] = (at, others, known)
+    return model.memo["pingpong_at_episodes"]
+
+
+def would_stack_mask(model) -> np.ndarray:
+    """The wake-ups of ``model.wakeups`` that are episodes the stacking clause would have
+    kept on the waker's CPU: nothing but the waker runnable there at that moment (and
+    the CPU's occupancy known)."""
+    at, others, known = pingpong_at_episodes(model)
+    out = np.zeros(len(model.wakeups), dtype=bool)
+    out[at] = known & (others == 0)
+    return out
+
+
+def runnable_others(model, cpus, ts) -> tuple[np.ndarray, np.ndarray]:
+    """For each (cpu, ts): how many tasks wait runnable on the CPU at that instant
+    (the running task, e.g. the waker, is not waiting), and whether the CPU's
+    occupancy is known then (after its first sched_switch)."""
+    occ = model.occupancy
+    cpus, ts = np.asarray(cpus), np.asarray(ts, dtype=np.int64)
+    n = np.zeros(len(ts), dtype=np.int64)
+    known = np.zeros(len(ts), dtype=bool)
+    first = model.first_switch_ts
+    # the waits of those CPUs, as arrays (no copy of the occupancy table's rows)
+    wsel = (occ["state"] == "waiting").to_numpy() & np.isin(occ["cpu"].to_numpy(), cpus)
+    wc = occ["cpu"].to_numpy()[wsel]
+    ws, we = occ["start_ts"].to_numpy()[wsel], occ["end_ts"].to_numpy()[wsel]
+    del wsel
+    for c in np.unique(cpus):
+        sel = np.flatnonzero(cpus == c)
+        known[sel] = ts[sel] >= first.get(int(c), np.iinfo(np.int64).max)
+        on = wc == c
+        starts = np.sort(ws[on])
+        ends = np.sort(we[on])
+        t = ts[sel]
+        # intervals with start <= t < end
+        n[sel] = np.searchsorted(starts, t, "right") - np.searchsorted(ends, t, "right")
+    return n, known
+
+
+def kworker_mask(cat: pd.Categorical) -> np.ndarray:
+    """The rows (of a categorical of task names) that are kworkers."""
+    return cat_mask(cat, lambda name: name.startswith("kworker/"))
+
+
+def kworker_preemptions(model) -> dict:
+    """The kworker preemptions of the trace (memoized): for each switch from a kworker
+    (``R+``) to another task on a CPU, the switch row, the CPU, the kworker, the task,
+    and whether it was futile (the task's run ended in a sleep and the CPU ran the
+    kworker again before the task)."""
+    if "storm_cycles" in model.memo:
+        return model.memo["storm_cycles"]
+    s = model.events.switch
+    out: dict = {"rows": np.zeros(0, dtype=np.int64)}
+    if s is None or len(s) == 0 or "prev_state_str" not in s.columns:
+        model.memo["storm_cycles"] = out
+        return out
+    cpu = s["cpu"].to_numpy().astype(np.int64)
+    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
+    next_pid = s["next_pid"].to_numpy().astype(np.int64)
+    state = s["prev_state_str"].astype(str).to_numpy()
+    pk = kworker_mask(s["prev_comm"].array)
+    nk = kworker_mask(s["next_comm"].array)
+    pre = np.flatnonzero(pk & ~nk & (next_pid != 0) & (state == "R+"))
+    # a CPU's switches chain: each switch's prev is the task the one before put on
+    # the CPU, so the switch after a preemption is that task's switch-out there (unless
+    # lost events broke the chain)
+    order = np.lexsort((np.arange(len(s)), cpu))
+    pos = np.empty(len(s), dtype=np.int64)
+    pos[order] = np.arange(len(s))
+    nxt = np.full(len(pre), -1, dtype=np.int64)
+    has = pos[pre] + 1 < len(s)
+    cand = order[np.minimum(pos[pre] + 1, len(s) - 1)]
+    has &= cpu[cand] == cpu[pre]
+    has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
+    nxt[has] = cand[has]
+    slept = has & ~np.char.startswith(state[np.maximum(nxt, 0)].astype(str), "R")
+    # then: the kworker's next switch-in on that CPU, before the task's own
+    key = cpu * (1 << 32) + next_pid
+    at = np.where(nxt >= 0, pos[np.maximum(nxt, 0)], -1)
+    # (the task's switch-out itself may hand the CPU straight back to the kworker)
+    kw_back = asof_index(at, cpu[pre] * (1 << 32) + prev_pid[pre], pos, key, "forward", True)
+    task_back = asof_index(at, cpu[pre] * (1 << 32) + next_pid[pre], pos, key, "forward", False)
+    kpos = np.where(kw_back >= 0, pos[np.maximum(kw_back, 0)], np.iinfo(np.int64).max)
+    tpos = np.where(task_back >= 0, pos[np.maximum(task_back, 0)], np.iinfo(np.int64).max)
+    futile = slept & (kw_back >= 0) & (kpos < tpos)
+    ts = s["ts"].to_numpy()
+    # the kworker's own switch-in before it was preempted (the switch before, on that CPU)
+    before = order[np.maximum(pos[pre] - 1, 0)]
+    out = {
+        "rows": pre,
+        "cpu": cpu[pre],
+        "kworker": prev_pid[pre],
+        "task": next_pid[pre],
+        "ts": ts[pre],
+        "futile": futile,
+        # the cycle as evidence: from the kworker's switch-in to its return
+        "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
+        "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
+    }
+    model.memo["storm_cycles"] = out
+    return out
+
+
+def futile_mask(model) -> np.ndarray:
+    """Wake-ups (rows of ``model.wakeups``) that were futile: the wakee's run began by
+    preempting a kworker and ended in a sleep with the CPU going back to that kworker
+    before the wakee ran again."""
+    w = model.wakeups
+    c = kworker_preemptions(model)
+    if len(w) == 0 or len(c["rows"]) == 0:
+        return np.zeros(len(w), dtype=bool)
+    run = w["run_ts"].to_numpy(dtype="float64", na_value=np.nan)
+    ok = ~np.isnan(run)
+    mask = np.zeros(len(w), dtype=bool)
+    # a wake-up's run starts at a switch-in of its wakee on its chosen CPU: match the
+    # futile preemptions by (task, ts)
+    fts, ftask = c["ts"][c["futile"]], c["task"][c["futile"]]
+    idx = np.flatnonzero(ok)
+    j = asof_index(run[idx].astype(np.int64), w["wakee_pid"].to_numpy()[idx], fts, ftask,
+                   "backward", True)  # fmt: skip
+    hit = j >= 0
+    hit[hit] = fts[j[hit]] == run[idx][hit]
+    mask[idx[hit]] = True
+    return mask
+
+
+def stopper_mask(comm) -> np.ndarray:
+    """The wakers that are stopper threads (``migration/N``), per row."""
+    cat = comm.astype("category").array
+    flags = np.array(
+        [str(c).startswith("migration/") and str(c)[10:].isdigit() for c in cat.categories]
+        + [False]
+    )
+    codes = np.asarray(cat.codes)
+    return flags[np.where(codes < 0, len(flags) - 1, codes)]
