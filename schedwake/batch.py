@@ -36,7 +36,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,6 +46,7 @@ import pyarrow.parquet as pq
 
 from .compare import glob_regex
 from .errors import OptionError, TraceError
+from .ingest.meta import TraceMeta
 from .version import __version__
 
 __all__ = [
@@ -347,7 +348,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         else:
             topo.source = _as_given(topo.source, abspath, path)
         _ = trace.bench  # (the files beside the trace are read from where it is, abspath)
-        trace.meta["path"] = path
+        trace.meta = replace(trace.meta, path=path)
         thresholds = dict(options.thresholds)
         windows = [default_window([trace.duration_ns / 1e9])]
         windows += [w for w in options.windows if not any(math.isclose(w, x) for x in windows)]
@@ -1263,20 +1264,22 @@ class AnalysedTrace:
         self.row = row
         self.dataset = dataset
         lost = json.loads(row["lost_events_by_cpu"] or "{}")
-        self.meta: dict = {
-            "path": row["path"],
-            "format": row["format"],
-            "cpus": int(row["cpus"]),
-            "clock": _value(row["clock"]),
-            "kernel": _value(row["kernel"]),
-            "first_ts_ns": _value(row["first_ts_ns"]),
-            "last_ts_ns": _value(row["last_ts_ns"]),
-            "event_counts": json.loads(row["event_counts"] or "{}"),
-            "lost_events": {int(c): int(n) for c, n in lost.items()},
-            "lost_unknown": [int(c) for c in (_list(row["lost_unknown_cpus"]))],
-            "warnings": [str(w) for w in _list(row["warnings"])],
-            "source": {"timestamps": row["timestamps"]},
-        }
+        # the dataset's columns (their names are those of every earlier version)
+        self.meta = TraceMeta(
+            path=row["path"],
+            format=row["format"],
+            cpus=int(row["cpus"]),
+            clock=_value(row["clock"]),
+            kernel=_value(row["kernel"]),
+            first_ts_ns=_value(row["first_ts_ns"]),
+            last_ts_ns=_value(row["last_ts_ns"]),
+            event_counts=json.loads(row["event_counts"] or "{}"),
+            lost_events={int(c): int(n) for c, n in lost.items()},
+            lost_unknown=tuple(int(c) for c in (_list(row["lost_unknown_cpus"]))),
+            systems={},
+            warnings=tuple(str(w) for w in _list(row["warnings"])),
+            source={"timestamps": row["timestamps"]},
+        )
         self.caveats: list[str] = [str(c) for c in _list(row["caveats"])]
         topo = json.loads(row["topology_json"])
         source, note = topo.pop("source"), topo.pop("note", "")
@@ -1289,15 +1292,15 @@ class AnalysedTrace:
 
     @property
     def path(self) -> str:
-        return self.meta["path"]
+        return self.meta.path
 
     @property
     def duration_ns(self) -> int:
-        first, last = self.meta["first_ts_ns"], self.meta["last_ts_ns"]
-        return 0 if first is None else int(last) - int(first)
+        first, last = self.meta.first_ts_ns, self.meta.last_ts_ns
+        return 0 if first is None or last is None else int(last) - int(first)
 
     def has_records(self, name: str) -> bool:
-        return int(self.meta["event_counts"].get(name, 0)) > 0
+        return int(self.meta.event_counts.get(name, 0)) > 0
 
     def use_topology(self, topology_file=None, llc=None):
         raise OptionError(
@@ -1328,7 +1331,7 @@ class AnalysedTrace:
         keys = {m.key for m in CATALOGUE.values()} | {"duration_s"}
         tm = {k: _value(self.row.get(k)) for k in keys if k != "busy_share"}
         busy = {}
-        for c in range(self.meta["cpus"]):
+        for c in range(self.meta.ncpus):
             v = _value(self.row.get(f"busy_share_cpu{c}"))
             if v is not None:
                 busy[str(c)] = v
@@ -1357,7 +1360,7 @@ class AnalysedTrace:
 
         self._check_thresholds(thresholds)
         if window_s is None:
-            return trace_samples(self.metrics(), self.path, self.meta["cpus"], metrics)
+            return trace_samples(self.metrics(), self.path, self.meta.ncpus, metrics)
         keep = _select(metrics)
         w = self.dataset.windows([self.path])
         stored = sorted(set(w["window_s"]))

@@ -92,7 +92,7 @@ class Side:
 
     def __post_init__(self):
         if not self.paths:
-            self.paths = [str(t.meta.get("path")) for t in self.traces]
+            self.paths = [str(t.meta.path) for t in self.traces]
 
     @property
     def has_tables(self) -> bool:
@@ -396,7 +396,7 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
         if not traces:
             raise TraceError(f"side {label or i + 1}", "has no trace")
         if label is None:
-            label = _default_label([str(t.meta.get("path")) for t in traces], i)
+            label = _default_label([str(t.meta.path) for t in traces], i)
         out.append(Side(str(label), traces))
     if labels is not None:
         labels = list(labels)
@@ -650,7 +650,7 @@ class CompareResult:
     def trace_names(self) -> dict[str, str]:
         """``{path: name}`` of every trace of every side: the shortest end of its path
         that tells it apart from the others (:func:`distinct_names`), as reports name it."""
-        paths = [str(t.meta.get("path")) for s in self.sides for t in s.traces]
+        paths = [str(t.meta.path) for s in self.sides for t in s.traces]
         return distinct_names(paths + [p for s in self.sides for p in s.paths])
 
     def notes(self) -> list[str]:
@@ -663,7 +663,7 @@ class CompareResult:
             for t in s.traces:
                 n += 1
                 for c in t.caveats:
-                    where.setdefault(c, []).append(f"{s.label}: {names[str(t.meta.get('path'))]}")
+                    where.setdefault(c, []).append(f"{s.label}: {names[str(t.meta.path)]}")
         out = []
         for c, traces in where.items():
             who = "every trace" if len(traces) == n else ", ".join(traces)
@@ -680,9 +680,9 @@ class CompareResult:
         """A line for each thing the sides' machines differ in (CPUs, kernel, trace clock,
         LLCs): a comparison across them measures the machines as much as the change."""
         facts = {
-            "CPUs": lambda t: t.meta.get("cpus"),
-            "kernel": lambda t: t.meta.get("kernel") or "unknown",
-            "trace clock": lambda t: t.meta.get("clock") or "unknown",
+            "CPUs": lambda t: t.meta.cpus,
+            "kernel": lambda t: t.meta.kernel or "unknown",
+            "trace clock": lambda t: t.meta.clock or "unknown",
             "LLCs": lambda t: " ".join("[" + ",".join(map(str, g)) + "]" for g in t.topology.llc),
         }
         out = []
@@ -862,10 +862,10 @@ class CompareResult:
             for t in s.traces:
                 traces.append(
                     {
-                        "path": str(t.meta.get("path")),
+                        "path": str(t.meta.path),
                         "duration_s": round(t.duration_ns / 1e9, 6),
-                        "cpus": t.meta.get("cpus"),
-                        "kernel": t.meta.get("kernel"),
+                        "cpus": t.meta.cpus,
+                        "kernel": t.meta.kernel,
                         "topology": t.topology.describe(),
                         "caveats": t.caveats,
                     }
@@ -905,7 +905,7 @@ class CompareResult:
         for s in self.sides:
             out[s.label] = [
                 (
-                    str(t.meta.get("path")),
+                    str(t.meta.path),
                     detect(t, self.thresholds)
                     if isinstance(t, Trace)
                     else t.findings(self.thresholds),

@@ -48,12 +48,12 @@ def thresholds(overrides: dict | None = None) -> dict[str, float]:
 def for_slice(th: dict, trace, explicit=()) -> dict[str, float]:
     """``th`` as a time slice of a trace judges with it: each threshold with a
     ``slice_floor`` (an amount the trace adds up) scaled by the slice's share of the
-    trace's duration (``trace.meta["slice"]["share"]``), rounded up for a count, never
+    trace's duration (``trace.meta.slice.share``), rounded up for a count, never
     below its floor nor above its value; those named in ``explicit`` (given by the user)
     and every threshold of a whole trace as they are."""
     import math
 
-    share = (trace.meta.get("slice") or {}).get("share")
+    share = None if trace.meta.slice is None else trace.meta.slice.share
     if share is None or share >= 1:
         return th
     out = dict(th)

@@ -87,7 +87,7 @@ def read(
     """Read ``path`` into canonical tables.
 
     ``events``: event names to read (``"sched_waking"`` or ``"sched:sched_waking"``);
-    None reads every event. Counts of all events are in ``meta["event_counts"]``
+    None reads every event. Counts of all events are in ``meta.event_counts``
     either way. ``reader``: the trace.dat or perf.data reader (:data:`READERS`; None is
     ``"schedwake"``); ``jobs``: decoding threads of schedwake's reader (None: one per
     CPU; the text readers and libtracecmd ignore it); ``kallsyms``: a kallsyms file of
