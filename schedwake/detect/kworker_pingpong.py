@@ -27,11 +27,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .base import Finding, Threshold, counts
+from .base import Finding, Threshold, Thresholds, counts
 
 NAME = "kworker_pingpong"
+#: The events it cannot judge without, one of each group (base.Detector.EVENTS).
+EVENTS: tuple[tuple[str, ...], ...] = (("sched_waking", "sched_wakeup"),)
 
-THRESHOLDS = (
+THRESHOLDS: tuple[Threshold, ...] = (
     Threshold(
         "pingpong_min_episodes",
         20,
@@ -134,7 +136,7 @@ def runnable_others(model, cpus, ts) -> tuple[np.ndarray, np.ndarray]:
     return n, known
 
 
-def detect(trace, model, th: dict) -> list[Finding]:
+def detect(trace, model, th: Thresholds) -> list[Finding]:
     w = model.wakeups
     dur_s = max(model.duration_ns, 1) / 1e9
     mask = episodes_mask(w)
