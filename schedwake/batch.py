@@ -46,6 +46,7 @@ import pyarrow.parquet as pq
 
 from .compare import glob_regex
 from .errors import OptionError, TraceError
+from .ingest import SUFFIXES
 from .ingest.meta import TraceMeta
 from .version import __version__
 
@@ -66,10 +67,6 @@ TRACES_FILE, FINDINGS_FILE, WINDOWS_FILE, MANIFEST_FILE = (
     "windows.parquet",
     "batch.json",
 )
-
-#: File name endings a directory argument is searched for (a trace.dat, text, perf.data,
-#: compressed or not; ``NAME.topology.json`` and other files beside them are not traces).
-TRACE_SUFFIXES = (".dat", ".data", ".txt", ".report", ".perf", ".gz", ".xz", ".zst", ".bz2")
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -210,7 +207,8 @@ class Options:
 
 def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
     """The trace paths of ``inputs`` (paths, globs -- ``**`` recurses -- or directories,
-    searched recursively for :data:`TRACE_SUFFIXES`), each once, in the order given
+    searched recursively for the suffixes of the input formats, ``ingest.SUFFIXES``;
+    ``NAME.topology.json`` files beside them are not traces), each once, in the order given
     (a glob's or a directory's files sorted), and the patterns that matched nothing."""
     from .compare import glob_files
 
@@ -224,7 +222,7 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
                 str(f)
                 for f in p.rglob("*")
                 if f.is_file()
-                and f.name.endswith(TRACE_SUFFIXES)
+                and f.name.endswith(SUFFIXES)
                 and not f.name.endswith(".topology.json")
             )
         elif p.exists() or not _GLOB_CHARS.search(item):
