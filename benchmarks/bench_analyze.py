@@ -33,7 +33,7 @@ t2 = time.perf_counter()
 findings = detect(trace)
 t3 = time.perf_counter()
 print(json.dumps({"load_s": t1 - t0, "model_s": t2 - t1, "detect_s": t3 - t2,
-                  "events": sum(trace.meta["event_counts"].values()),
+                  "events": sum(trace.meta.event_counts.values()),
                   "table_bytes": sum(trace.table(n).nbytes for n in trace.events),
                   "findings": [f.detector for f in findings]}))
 """

@@ -40,7 +40,7 @@ def main() -> int:
                 trace = schedwake.load(path, events=list(MODEL_EVENTS))
                 schedwake.analyze(trace).to_dict()
                 best = min(best, time.perf_counter() - t0)
-            events = sum(trace.meta["event_counts"].values())
+            events = sum(trace.meta.event_counts.values())
             us = best / events * 1e6
             per_cpus.setdefault(cpus, []).append(us)
             print(f"| {path.name} | {cpus} | {events} | {best:.3f} | {us:.2f} |")

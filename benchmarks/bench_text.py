@@ -99,8 +99,8 @@ else:
         meta = b.meta
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0
 hwm = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM"))
-print(json.dumps({{"wall": wall, "cpu": cpu, "rows": rows, "lines": meta["source"]["lines"],
-                  "unparsed": meta["source"]["unparsed_lines"], "rss_mb": hwm // 1024}}))
+print(json.dumps({{"wall": wall, "cpu": cpu, "rows": rows, "lines": meta.source["lines"],
+                  "unparsed": meta.source["unparsed_lines"], "rss_mb": hwm // 1024}}))
 """
 
 

@@ -74,7 +74,7 @@ nbytes = sum(trace.table(n).nbytes for n in trace.events)
 read = sum(trace.table(n).num_rows for n in trace.events)
 print(json.dumps({"seconds": dt, "peak_kb": peak, "base_kb": base, "table_bytes": nbytes,
                   "peak_anon_kb": state["peak_anon"] - base_anon,
-                  "events_read": read, "events_total": sum(trace.meta["event_counts"].values())}))
+                  "events_read": read, "events_total": sum(trace.meta.event_counts.values())}))
 """
 
 

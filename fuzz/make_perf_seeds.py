@@ -88,7 +88,7 @@ def check(path: Path) -> str:
 
     subprocess.run(["perf", "script", "-i", str(path)], check=True, capture_output=True)
     t = schedwake.load(path)
-    samples = sum(t.meta["event_counts"].values())
+    samples = sum(t.meta.event_counts.values())
     return f"{path.name}: {path.stat().st_size} bytes, {samples} samples"
 
 

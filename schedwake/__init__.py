@@ -6,7 +6,7 @@ Public API::
     trace = schedwake.load("trace.dat")          # Trace
     trace.table("sched_waking")                   # pyarrow.Table
     trace.df("sched_switch")                      # pandas.DataFrame
-    trace.meta                                    # cpus, clock, lost events, ...
+    trace.meta                                    # TraceMeta: cpus, clock, lost events, ...
     result = schedwake.analyze(trace)             # Analysis: findings, metrics, caveats
     schedwake.compare(["base.dat", "new.dat"])    # mmtests table, plots, HTML
     schedwake.gate("base*.dat", "new*.dat")       # CI verdict: exit_code 0/1/2
@@ -26,7 +26,7 @@ from .errors import TraceError
 from .gate import gate
 from .profile import Profile, profile
 from .profile_compare import ProfileComparison, compare_profiles
-from .trace import Trace, load
+from .trace import Trace, TraceMeta, load
 from .version import __version__
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "Profile",
     "ProfileComparison",
     "Trace",
+    "TraceMeta",
     "TraceError",
     "__version__",
 ]

@@ -8,6 +8,7 @@ value out of range (``OptionError``, or click's own usage errors), in click's st
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -74,7 +75,7 @@ def _load(
             jobs=jobs,
             kallsyms=ctx.meta.get("schedwake.kallsyms") if ctx else None,
         )
-    _warn(trace.meta.get("path", path), trace.meta.get("warnings"))
+    _warn(trace.meta.path, trace.meta.warnings)
     return trace
 
 
@@ -98,7 +99,7 @@ def _load_stdin(events, input_format, reader, jobs):
             trace = _load(str(spool), events, input_format, reader, jobs)
         except TraceError as exc:
             raise TraceError(STDIN, exc.problem.replace(str(spool), STDIN)) from None
-    trace.meta["path"] = STDIN
+    trace.meta = dataclasses.replace(trace.meta, path=STDIN)
     return trace
 
 
@@ -519,7 +520,7 @@ def analyze(
         if time_range is not None or cpu_list is not None:
             start, end = _time_range(time_range)
             _check_span(time_range, start, end, t)
-            cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
+            cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.ncpus)
             t = t.sliced(start, end, cpus)
         if pid_list is not None:
             t.focus(_pid_list(pid_list))  # (the API refuses a pid the trace lacks)
@@ -574,7 +575,7 @@ def _time_range(text: str | None) -> tuple[int | None, int | None]:
 
 def _check_span(text: str | None, start: int | None, end: int | None, trace) -> None:
     """``--time`` refused when it lies wholly outside the trace's events."""
-    first, last = trace.meta.get("first_ts_ns"), trace.meta.get("last_ts_ns")
+    first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
     if text is None or first is None or last is None:
         return
     if (start is not None and start > last) or (end is not None and end < first):
@@ -821,7 +822,7 @@ def _profile_of(path: str, kallsyms_file, event, filters: dict, cpu_list, time_r
     from .profile import profile as run_profile
 
     t = _load(path)
-    cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.get("cpus") or 1)
+    cpus = None if cpu_list is None else _cpus(cpu_list, t.meta.ncpus)
     span = None if time_range is None else _time_range(time_range)
     if span is not None:
         _check_span(time_range, *span, t)

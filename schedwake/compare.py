@@ -607,9 +607,9 @@ class CompareResult:
         """A line for each thing the sides' machines differ in (CPUs, kernel, trace clock,
         LLCs): a comparison across them measures the machines as much as the change."""
         facts = {
-            "CPUs": lambda t: t.meta.get("cpus"),
-            "kernel": lambda t: t.meta.get("kernel") or "unknown",
-            "trace clock": lambda t: t.meta.get("clock") or "unknown",
+            "CPUs": lambda t: t.meta.cpus,
+            "kernel": lambda t: t.meta.kernel or "unknown",
+            "trace clock": lambda t: t.meta.clock or "unknown",
             "LLCs": lambda t: " ".join("[" + ",".join(map(str, g)) + "]" for g in t.topology.llc),
         }
         out = []

@@ -503,7 +503,7 @@ def _side_files(side: str, spec, expand) -> dict:
     out: dict = {}
     for item in side_items(spec, side):
         if not is_path(item):
-            out[("trace", id(item))] = str(item.meta.get("path"))
+            out[("trace", id(item))] = str(item.path)
             continue
         try:
             for p in expand(str(item), side):
@@ -535,20 +535,20 @@ def _judge_overlap(result: GateResult, baseline, candidate, expand) -> str | Non
 
 def _name(names: dict[str, str], trace) -> str:
     """How the messages name ``trace``: its entry in ``names``, else its file name."""
-    path = str(trace.meta.get("path"))
+    path = str(trace.meta.path)
     return names.get(path) or Path(path).name
 
 
 def _input_problems(side: str, trace, settings: Settings, name: str | None = None) -> list[str]:
     """Why one loaded trace cannot be judged (empty, lost events, too short); ``name``:
     how the messages name it (default its file name)."""
-    name = name or Path(str(trace.meta.get("path"))).name
-    records = sum((trace.meta.get("event_counts") or {}).values())
+    name = name or Path(str(trace.meta.path)).name
+    records = sum(trace.meta.event_counts.values())
     if records == 0:
         return [f"{side} {name}: the trace has no events"]
     out = []
-    lost = trace.meta.get("lost_events") or {}
-    unknown = trace.meta.get("lost_unknown") or []
+    lost = trace.meta.lost_events
+    unknown = trace.meta.lost_unknown
     total = sum(lost.values())
     if unknown:
         out.append(
@@ -576,7 +576,7 @@ def _load_side(side: str, specs, loader, expand, problems: list[str]) -> tuple[l
     for spec in specs:
         if not is_path(spec):
             traces.append(spec)
-            paths.append(str(spec.meta.get("path")))
+            paths.append(str(spec.meta.path))
             continue
         try:
             found = expand(str(spec), side)
@@ -732,7 +732,7 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
     for name, traces in sides.items():
         for t in traces:
             # as many windows as compare will sample
-            n = len(window_edges(t.meta["first_ts_ns"], t.meta["last_ts_ns"], window)) - 1
+            n = len(window_edges(t.meta.first_ts_ns, t.meta.last_ts_ns, window)) - 1
             if n < settings.min_windows:
                 result.problems.append(
                     f"{name} {_name(names, t)}: {n} window(s) of "
@@ -1048,7 +1048,7 @@ def _explain(result: GateResult, candidates: list, thresholds: dict | None) -> N
                 worst = best
         shown = worst[0] if worst is not None else (candidates[0] if candidates else None)
         if shown is not None:
-            r.why.append(f"see: schedwake analyze {shown.meta.get('path')}")
+            r.why.append(f"see: schedwake analyze {shown.meta.path}")
 
 
 def _top_names(findings: list) -> str:

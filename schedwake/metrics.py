@@ -1013,8 +1013,8 @@ def metric_samples(
     event), ``metric`` (catalogue name), ``unit``, ``direction``, ``value`` (in ``unit``).
     ``metrics``: catalogue names to keep (default all).
     """
-    path = str(trace.meta.get("path"))
-    cpus = int(trace.meta.get("cpus") or 1)
+    path = str(trace.meta.path)
+    cpus = trace.meta.ncpus
     if window_s is None:
         return trace_samples(trace_metrics(trace, thresholds), path, cpus, metrics)
     bench = bench_samples(_bench_metrics(trace), path, trace.duration_ns / 1e9, metrics)

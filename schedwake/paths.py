@@ -41,10 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TraceError
+from .ingest import SUFFIXES
 
-#: File name endings a directory argument is searched for (a trace.dat, text, perf.data,
-#: compressed or not; ``NAME.topology.json`` and other files beside them are not traces).
-TRACE_SUFFIXES = (".dat", ".data", ".txt", ".report", ".perf", ".gz", ".xz", ".zst", ".bz2")
+#: File name endings a directory argument is searched for: the input formats' suffixes
+#: (``ingest.INPUT_FORMATS``: a trace.dat, text, perf.data, compressed or not;
+#: ``NAME.topology.json`` and other files beside them are not traces).
+TRACE_SUFFIXES = SUFFIXES
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 

@@ -138,7 +138,7 @@ def sample_tables(trace: Trace) -> list[str]:
 
 def _event_names(trace: Trace) -> dict[str, str]:
     """table name -> the event's name as perf prints it."""
-    events = (trace.meta.get("source") or {}).get("events") or []
+    events = trace.meta.source.get("events") or []
     return {e["table"]: e["name"] for e in events if e.get("table") and e.get("name")}
 
 
@@ -273,7 +273,7 @@ def profile(
         mask &= hit
         filters["pid"] = ids.tolist()
     if cpu is not None:
-        cpus = np.array(_ids(cpu, "cpu", int(trace.meta.get("cpus") or 1)), dtype=np.int64)
+        cpus = np.array(_ids(cpu, "cpu", trace.meta.ncpus), dtype=np.int64)
         mask &= np.isin(t.column("cpu").to_numpy().astype(np.int64), cpus)
         filters["cpu"] = cpus.tolist()
     if time is not None and time != (None, None):
@@ -298,11 +298,7 @@ def profile(
     if "period" in cols:
         period = t.column("period").to_numpy(zero_copy_only=False).astype(np.float64)
     else:
-        ev = [
-            e
-            for e in (trace.meta.get("source") or {}).get("events") or []
-            if e.get("table") == table_name
-        ]
+        ev = [e for e in trace.meta.source.get("events") or [] if e.get("table") == table_name]
         p0 = (ev[0].get("sample_period") if ev else None) or 1
         period = np.full(n, float(p0))
     ts = t.column("ts").to_numpy().astype(np.int64)
@@ -561,7 +557,7 @@ def _unwinding_caveats(trace: Trace, table: str) -> list[str]:
     """What perf report would add from data this profile does not use: user stacks
     copied for DWARF unwinding, LBR call stacks."""
     out = []
-    for e in (trace.meta.get("source") or {}).get("events") or []:
+    for e in trace.meta.source.get("events") or []:
         if e.get("table") != table or not isinstance(e.get("sample_type"), int):
             continue
         if e["sample_type"] & _SAMPLE_STACK_USER:
@@ -599,7 +595,7 @@ def _caveats(trace, choice, res, unresolved, table, n_all, n, filters) -> list[s
     out.extend(notes[:8])
     if len(notes) > 8:
         out.append(f"... and {len(notes) - 8} more files without symbols")
-    lost = (trace.meta.get("source") or {}).get("lost_samples")
+    lost = trace.meta.source.get("lost_samples")
     if lost:
         out.append(f"perf lost {lost} samples while recording: the shares are of those kept")
     return list(dict.fromkeys(out))

@@ -916,11 +916,11 @@ def _record_trace_cmd(
 
     try:  # trace-cmd stores the ring-buffer statistics in the file
         meta = load(out, events=[]).meta
-        lost = meta.get("lost_events") or {}
+        lost = meta.lost_events
         result.lost_by_cpu = {int(c): int(n) for c, n in lost.items()}
         result.overrun, result.dropped = sum(result.lost_by_cpu.values()), 0
-        result.entries = sum((meta.get("event_counts") or {}).values())
-        result.clock = meta.get("clock") or ""
+        result.entries = sum(meta.event_counts.values())
+        result.clock = meta.clock or ""
     except TraceError as exc:
         result.notes.append(f"cannot read back the trace: {exc}")
 

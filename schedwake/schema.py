@@ -41,8 +41,9 @@ Derived columns, added by the readers because the raw value alone misleads:
     ``D``, ``I``, ...). ``R+`` means preempted, not asleep.
 
 Besides the tables, a reader returns :data:`LOST_EVENTS_SCHEMA` rows (where and
-how many events the ring buffer lost) and a metadata dict with the keys of
-:data:`META_KEYS`.
+how many events the ring buffer lost) and its metadata
+(:class:`schedwake.ingest.meta.TraceMeta`, whose fields every reader sets are
+:data:`META_KEYS`).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ LOST_EVENTS_SCHEMA = pa.schema(
     ]
 )
 
-#: Keys of ``Trace.meta``.
+#: The fields of ``Trace.meta`` (:class:`schedwake.ingest.meta.TraceMeta`) that every reader
+#: sets, and the keys of its dict form (``TraceMeta.to_dict``).
 META_KEYS = (
     "path",  # the file that was read
     "format",  # "trace.dat", "ftrace-text", "trace-cmd-report", "perf-script"

@@ -4,6 +4,7 @@ carries as its ``trace`` section)."""
 
 from __future__ import annotations
 
+from .ingest.meta import TraceMeta
 from .model.events import timestamp_problem
 
 
@@ -12,34 +13,34 @@ def summary(trace) -> dict:
     return meta_summary(trace.meta)
 
 
-def meta_summary(m: dict) -> dict:
-    """``summary()`` from a trace's metadata dict alone."""
-    first, last = m["first_ts_ns"], m["last_ts_ns"]
+def meta_summary(m: TraceMeta) -> dict:
+    """``summary()`` from a trace's metadata alone."""
+    first, last = m.first_ts_ns, m.last_ts_ns
     raw = timestamp_problem(m) is not None
-    span = 0 if first is None else last - first
+    span = 0 if first is None or last is None else last - first
     return {
-        "path": m["path"],
-        "format": m["format"],
-        "cpus": m["cpus"],
-        "clock": m["clock"],
+        "path": m.path,
+        "format": m.format,
+        "cpus": m.cpus,
+        "clock": m.clock,
         "first_ts_ns": first,
         "last_ts_ns": last,
         "timestamps": "raw" if raw else "ns",
         "duration_s": None if raw else span / 1e9,
         "duration_ticks": span if raw else None,
-        "events": dict(m["event_counts"]),
-        "lost_events": {str(c): n for c, n in m["lost_events"].items()},
-        "lost_unknown": [str(c) for c in m.get("lost_unknown", [])],
-        "kernel": m["kernel"],
-        "warnings": list(m.get("warnings") or []),
+        "events": dict(m.event_counts),
+        "lost_events": {str(c): n for c, n in m.lost_events.items()},
+        "lost_unknown": [str(c) for c in m.lost_unknown],
+        "kernel": m.kernel,
+        "warnings": list(m.warnings),
         **_recorded_by(m),
     }
 
 
-def _recorded_by(m: dict) -> dict:
+def _recorded_by(m: TraceMeta) -> dict:
     """For a perf.data read by schedwake's reader: what recorded it (``recorded_by``)."""
-    src = m.get("source") or {}
-    if m.get("format") != "perf.data" or "perf_version" not in src:
+    src = m.source
+    if m.format != "perf.data" or "perf_version" not in src:
         return {}
     return {
         "recorded_by": {

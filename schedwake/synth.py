@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from .ingest import RawTrace
+from .ingest.meta import TraceMeta
 from .ingest.text import STATE_NEW, _state_str
 from .schema import COMMON_NAMES, FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING, event_schema
 from .topology import Topology
@@ -364,21 +365,21 @@ class Synth:
                     cols[f.name] = pa.array(vals, f.type)
             tables[ev] = pa.table(cols, schema=schema)
         all_ts = [r["ts"] for rows in self.rows.values() for r in rows]
-        meta = {
-            "path": f"<{name}>",
-            "format": "synthetic",
-            "cpus": self.cpus,
-            "clock": "local",
-            "first_ts_ns": min(all_ts + [self.first]),
-            "last_ts_ns": max(all_ts + [self.t]),
-            "kernel": None,
-            "lost_events": {},
-            "lost_unknown": [],
-            "event_counts": {k: t.num_rows for k, t in tables.items()},
-            "systems": {k: ("workqueue" if k.startswith("workqueue") else "sched") for k in tables},
-            "warnings": [],
-            "source": {"synthetic": True},
-        }
+        meta = TraceMeta(
+            path=f"<{name}>",
+            format="synthetic",
+            cpus=self.cpus,
+            clock="local",
+            first_ts_ns=min(all_ts + [self.first]),
+            last_ts_ns=max(all_ts + [self.t]),
+            kernel=None,
+            lost_events={},
+            lost_unknown=(),
+            event_counts={k: t.num_rows for k, t in tables.items()},
+            systems={k: ("workqueue" if k.startswith("workqueue") else "sched") for k in tables},
+            warnings=(),
+            source={"synthetic": True},
+        )
         trace = Trace(RawTrace(tables=tables, meta=meta))
         trace.topology = self.topo
         return trace
@@ -725,7 +726,7 @@ def write_ftrace_text(trace: Trace, path, events=None) -> int:
     from pathlib import Path
 
     lines, nevents = format_ftrace_lines(trace, events)
-    cpus = trace.meta.get("cpus") or 1 + max(
+    cpus = trace.meta.cpus or 1 + max(
         (
             int(trace.table(n).column("cpu").to_numpy().max())
             for n in trace.events

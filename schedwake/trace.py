@@ -6,6 +6,7 @@ detectors, reports) takes. It holds Arrow tables; ``df()`` gives pandas views.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from numbers import Integral
 from pathlib import Path
@@ -16,6 +17,7 @@ import pyarrow as pa
 
 from . import ingest
 from .errors import OptionError, TraceError
+from .ingest.meta import SliceFacts, TraceMeta
 
 #: The most decoding threads ``load(jobs=...)`` may ask for.
 MAX_JOBS = 1024
@@ -37,7 +39,8 @@ class Trace:
 
     def __init__(self, raw: ingest.RawTrace):
         self._tables = raw.tables
-        self.meta: dict = raw.meta
+        #: What the reader learnt about the file (:class:`TraceMeta`).
+        self.meta: TraceMeta = raw.meta
         #: Where the ring buffer lost events (``schema.LOST_EVENTS_SCHEMA``).
         self.lost: pa.Table = raw.lost
         #: perf.data's COMM, FORK, EXIT and MMAP records as tables (``comms``, ``forks``,
@@ -60,7 +63,7 @@ class Trace:
         if self._bench is None:
             from .bench import read_beside
 
-            self._bench = read_beside(self.meta.get("path"))
+            self._bench = read_beside(self.meta.path)
         return self._bench
 
     # -- topology and model ---------------------------------------------------------------
@@ -76,9 +79,9 @@ class Trace:
 
             self._use(
                 resolve(
-                    self.meta.get("path"),
-                    self.meta.get("cpus") or 1,
-                    header=self.meta.get("topology"),
+                    self.meta.path,
+                    self.meta.ncpus,
+                    header=self.meta.topology,
                 )
             )
         assert self._topology is not None
@@ -87,7 +90,7 @@ class Trace:
     @topology.setter
     def topology(self, topo) -> None:
         if topo is not None:
-            topo.check_covers(self.meta.get("cpus") or 1)
+            topo.check_covers(self.meta.ncpus)
         self._topology = topo
         self._model = None
 
@@ -98,11 +101,11 @@ class Trace:
 
         self._use(
             resolve(
-                self.meta.get("path"),
-                self.meta.get("cpus") or 1,
+                self.meta.path,
+                self.meta.ncpus,
                 topology_file,
                 llc,
-                header=self.meta.get("topology"),
+                header=self.meta.topology,
             )
         )
         return self._topology
@@ -115,7 +118,7 @@ class Trace:
         from .model.llc import infer_llc
         from .topology import Topology
 
-        topo.check_covers(self.meta.get("cpus") or 1)
+        topo.check_covers(self.meta.ncpus)
         self._topology, self._model = topo, None
         if not topo.assumed:
             return
@@ -167,12 +170,12 @@ class Trace:
     @property
     def warnings(self) -> list[str]:
         """Bounded damage the reader found in the file and read around (one line each;
-        ``meta["warnings"]``): the tables hold what was readable."""
-        return list(self.meta.get("warnings") or [])
+        ``meta.warnings``): the tables hold what was readable."""
+        return list(self.meta.warnings)
 
     @property
     def path(self) -> str:
-        return self.meta["path"]
+        return self.meta.path
 
     @property
     def events(self) -> list[str]:
@@ -181,8 +184,8 @@ class Trace:
 
     @property
     def duration_ns(self) -> int:
-        first, last = self.meta["first_ts_ns"], self.meta["last_ts_ns"]
-        return 0 if first is None else last - first
+        first, last = self.meta.first_ts_ns, self.meta.last_ts_ns
+        return 0 if first is None or last is None else last - first
 
     def has(self, name: str) -> bool:
         """True if the trace has a table for event ``name`` (possibly empty)."""
@@ -294,32 +297,34 @@ class Trace:
         # may fall in the slice: kept, so that a slice never looks cleaner than it is
         all_counts = self.lost.column("count").to_numpy()
         all_cpu = self.lost.column("cpu").to_numpy()
-        for c, n in (self.meta.get("lost_events") or {}).items():
+        for c, n in self.meta.lost_events.items():
             placed = int(all_counts[(all_cpu == int(c)) & (all_counts > 0)].sum())
             if n > placed and (cpus is None or int(c) in set(cpus)):
                 lost_events[int(c)] = lost_events.get(int(c), 0) + n - placed
         facts = self._slice_facts(start_ns, end_ns)
         scaled = (
-            f"; the detectors' least counts are scaled to its {100 * facts['share']:.2g}% of "
+            f"; the detectors' least counts are scaled to its {100 * facts.share:.2g}% of "
             "the trace's duration (docs/detectors.md)"
-            if facts["share"] < 1
+            if facts.share < 1
             else ""
         )
-        meta = {
-            **self.meta,
-            "first_ts_ns": min(int(m["min"].as_py()) for m in stamps),
-            "last_ts_ns": max(int(m["max"].as_py()) for m in stamps),
-            "event_counts": {n: t.num_rows for n, t in tables.items() if t.num_rows},
-            "lost_events": dict(sorted(lost_events.items())),
-            "lost_unknown": sorted({int(c) for c in lost_cpu[counts < 0]}),
-            "recorded_cpus": sorted(
-                set(cpus if cpus is not None else range(int(self.meta.get("cpus") or 1)))
-                & set(self.meta.get("recorded_cpus") or range(int(self.meta.get("cpus") or 1)))
+        meta = dataclasses.replace(
+            self.meta,
+            first_ts_ns=min(int(m["min"].as_py()) for m in stamps),
+            last_ts_ns=max(int(m["max"].as_py()) for m in stamps),
+            event_counts={n: t.num_rows for n, t in tables.items() if t.num_rows},
+            lost_events=dict(sorted(lost_events.items())),
+            lost_unknown=tuple(sorted({int(c) for c in lost_cpu[counts < 0]})),
+            recorded_cpus=tuple(
+                sorted(
+                    set(cpus if cpus is not None else range(self.meta.ncpus))
+                    & set(self.meta.recorded_cpus or range(self.meta.ncpus))
+                )
             ),
-            "warnings": list(self.meta.get("warnings") or [])
-            + [f"analysed only the events {' and '.join(what)}{scaled}"],
-            "slice": facts,
-        }
+            warnings=self.meta.warnings
+            + (f"analysed only the events {' and '.join(what)}{scaled}",),
+            slice=facts,
+        )
         out = Trace(ingest.RawTrace(tables, meta, lost))
         out._topology = self._topology if self._topology is not None else None
         if cpus is None:
@@ -335,32 +340,37 @@ class Trace:
             )
         return out
 
-    def _slice_facts(self, start_ns, end_ns) -> dict:
+    def _slice_facts(self, start_ns, end_ns) -> SliceFacts:
         """What a slice remembers of the whole trace: ``share``, its part of the trace's
         duration (the detectors scale the amounts they count by it:
         ``detect.for_slice``), ``events``, the events the whole trace has records of
         (one the slice lacks did not happen in it, rather than was not recorded), and
         the bounds of the window and of the whole trace (a slice of a slice keeps
         them)."""
-        whole = self.meta.get("slice") or {}
-        first = int(whole.get("whole_first_ns", self.meta.get("first_ts_ns") or 0))
-        last = int(whole.get("whole_last_ns", self.meta.get("last_ts_ns") or 0))
-        lo = int(whole.get("t0_ns", first))
-        hi = int(whole.get("t1_ns", last))
+        whole = self.meta.slice
+        if whole is not None:
+            first, last = whole.whole_first_ns, whole.whole_last_ns
+            lo, hi = whole.t0_ns, whole.t1_ns
+        else:
+            first = int(self.meta.first_ts_ns or 0)
+            last = int(self.meta.last_ts_ns or 0)
+            lo, hi = first, last
         if start_ns is not None:
             lo = max(lo, int(start_ns))
         if end_ns is not None:
             hi = min(hi, int(end_ns))
         share = max(hi - lo, 0) / (last - first) if last > first else 1.0
-        events = whole.get("events") or sorted(n for n in self._tables if self.has_records(n))
-        return {
-            "share": share,
-            "events": list(events),
-            "t0_ns": lo,
-            "t1_ns": hi,
-            "whole_first_ns": first,
-            "whole_last_ns": last,
-        }
+        events = (whole.events if whole is not None else ()) or sorted(
+            n for n in self._tables if self.has_records(n)
+        )
+        return SliceFacts(
+            share=share,
+            events=tuple(events),
+            t0_ns=lo,
+            t1_ns=hi,
+            whole_first_ns=first,
+            whole_last_ns=last,
+        )
 
     def _check_slice(self, start_ns, end_ns, cpus) -> list[int] | None:
         """The arguments of :meth:`sliced`, checked; ``cpus`` as a sorted list."""
@@ -371,7 +381,7 @@ class Trace:
             raise OptionError("start_ns", start_ns, f"must come before end_ns ({end_ns})")
         if cpus is None:
             return None
-        ncpus = int(self.meta.get("cpus") or 1)
+        ncpus = self.meta.ncpus
         picked = sorted({int(c) for c in cpus})
         if not picked or picked[0] < 0 or picked[-1] >= ncpus:
             shown = "none" if not picked else (picked[0] if picked[0] < 0 else picked[-1])
@@ -381,8 +391,8 @@ class Trace:
     def __repr__(self) -> str:
         n = sum(t.num_rows for t in self._tables.values())
         return (
-            f"<Trace {self.path!r} {self.meta['format']}: {n} events in "
-            f"{len(self._tables)} tables, {self.meta['cpus']} CPUs, "
+            f"<Trace {self.path!r} {self.meta.format}: {n} events in "
+            f"{len(self._tables)} tables, {self.meta.cpus} CPUs, "
             f"{self.duration_ns / 1e9:.3f} s>"
         )
 
@@ -418,4 +428,4 @@ def load(
     return Trace(ingest.read(Path(path), events, input_format, progress, reader, jobs, kallsyms))
 
 
-__all__ = ["Trace", "load", "TraceError"]
+__all__ = ["Trace", "TraceMeta", "load", "TraceError"]

@@ -88,11 +88,11 @@ def test_a_slice_never_invents_a_wait_outside_its_cpus():
 
 def test_time_slice_keeps_lost_events_it_cannot_place():
     trace = schedwake.load(sample("lost-events.dat"))
-    first = trace.meta["first_ts_ns"]
+    first = trace.meta.first_ts_ns
     part = trace.sliced(first, first + 200_000_000)
-    total = sum(trace.meta["lost_events"].values())
+    total = sum(trace.meta.lost_events.values())
     assert total > 0
-    kept = sum(part.meta["lost_events"].values())
+    kept = sum(part.meta.lost_events.values())
     rows = trace.lost.to_pandas()
     placed_outside = rows[(rows["ts"] > first + 200_000_000) & (rows["count"] > 0)]["count"].sum()
     assert kept >= total - placed_outside

@@ -118,9 +118,9 @@ def test_llc_lists_name_llc():
 
 
 def test_a_slice_caveat_names_no_option(idle):
-    first = idle.meta["first_ts_ns"]
+    first = idle.meta.first_ts_ns
     part = idle.sliced(first, first + 500_000_000, [0])
-    said = [w for w in part.meta["warnings"] if w.startswith("analysed only the events")]
+    said = [w for w in part.meta.warnings if w.startswith("analysed only the events")]
     lo, hi = first / 1e9, (first + 500_000_000) / 1e9
     assert len(said) == 1
     assert said[0].startswith(f"analysed only the events from {lo:.6f} to {hi:.6f} s and on CPUs 0")

@@ -11,6 +11,7 @@ comparisons and verdicts against the same commands over the traces.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -152,7 +153,7 @@ def test_windows_are_the_comparison_samples(serial):
     path = f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat"
     trace = schedwake.load(ROOT / path, events=list(MODEL_EVENTS))
     window = default_window([trace.duration_ns / 1e9])
-    trace.meta["path"] = path
+    trace.meta = dataclasses.replace(trace.meta, path=path)
     want = metric_samples(trace, window)
     w = pd.read_parquet(serial / "windows.parquet")
     got = w[w.path == path]
@@ -297,7 +298,7 @@ def test_the_dataset_api(serial):
     paths = off.expand("**/*-i*.dat")
     assert len(paths) == 3 and all("-off-i" in p for p in paths)
     t = off.load(paths[0])
-    assert t.meta["cpus"] == 8 and t.has_records("sched_waking")
+    assert t.meta.cpus == 8 and t.has_records("sched_waking")
     assert len(off.windows(paths)) > 0
     result = schedwake.compare(
         {"a": [off.load(p) for p in paths[:2]], "b": [t, off.load(paths[2])]}

@@ -19,7 +19,7 @@ def test_info_text(dbench2):
     out = proc.stdout
     assert "format:    trace.dat" in out and "cpus:      2" in out
     assert "clock:     local" in out and "lost events: none" in out
-    count = schedwake.load(dbench2, events=[]).meta["event_counts"]["sched_migrate_task"]
+    count = schedwake.load(dbench2, events=[]).meta.event_counts["sched_migrate_task"]
     assert any(line.split() == ["sched_migrate_task", str(count)] for line in out.splitlines())
 
 
@@ -181,7 +181,7 @@ def test_convert_text_in_batches_equals_whole_read(tmp_path):
     assert len(batches) >= 2
     parquet._write_batches(src, iter(batches), tmp_path)
     meta = json.loads((tmp_path / "metadata.json").read_text())
-    assert meta["events"] == whole.meta["event_counts"]
+    assert meta["events"] == whole.meta.event_counts
     for name in whole.events:
         got = ds.dataset(tmp_path / f"{name}.parquet").to_table()
         assert got.num_rows == whole.table(name).num_rows, name

@@ -199,7 +199,7 @@ def test_input_format_recipe(patched, tmp_path):
                 for f in src.table(e).schema}
             for e in src.events
         }
-        head = {"cpus": src.meta["cpus"], "clock": src.meta["clock"], "fields": fields}
+        head = {"cpus": src.meta.cpus, "clock": src.meta.clock, "fields": fields}
         with open(path, "w") as f:
             f.write(json.dumps({"schedwake_jsonl": 1, **head}) + "\\n")
             for e in src.events:
@@ -214,7 +214,7 @@ def test_input_format_recipe(patched, tmp_path):
         }
         a, b = schedwake.analyze(src), schedwake.analyze(got)
         print(json.dumps({
-            "format": got.meta["format"],
+            "format": got.meta.format,
             "same_tables": same,
             "same_metrics": a.metrics == b.metrics,
             "findings": [[f.detector for f in x.findings] for x in (a, b)],

@@ -50,7 +50,7 @@ for path in sys.argv[1:]:
     except schedwake.TraceError as exc:
         out["load_error"] = str(exc)
     else:
-        out["warnings"] = t.meta["warnings"]
+        out["warnings"] = list(t.meta.warnings)
         try:
             schedwake.analyze(t)
         except schedwake.TraceError as exc:

@@ -48,7 +48,7 @@ def test_frames_named_only_by_the_recorded_kernel(monkeypatch):
     trace = schedwake.load(sample(G))
     picked = ev.evidence_rows(trace, *window(trace), limit=400)
     choice = kernel.choose_kallsyms(
-        trace.meta["kernel"], kernel.kernel_build_id(trace.meta["source"]["build_ids"])
+        trace.meta.kernel, kernel.kernel_build_id(trace.meta.source["build_ids"])
     )
     _, records = ev.evidence_of(trace, picked)
     names = [f["symbol"] for r in records for f in r.get("stack", [])]

@@ -82,7 +82,7 @@ def test_seeds_load(path):
     """The seeds are real traces cut small (zlib ones too): each one must load, with events."""
     trace = _common.load_path(path)
     assert trace is not None, f"{rel(path)} does not load"
-    assert sum(trace.meta["event_counts"].values()) > 0
+    assert sum(trace.meta.event_counts.values()) > 0
 
 
 def test_tracedat_model_round_trip():

@@ -80,7 +80,7 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
         vals = []
         for p in paths:
             t = schedwake.load(p, events=[])
-            vals.append(t.meta["event_counts"]["sched_switch"] / (t.duration_ns / 1e9))
+            vals.append(t.meta.event_counts["sched_switch"] / (t.duration_ns / 1e9))
         rates.append(sum(vals) / len(vals))
     assert cs["baseline"] == pytest.approx(rates[0], rel=1e-9)
     assert cs["candidate"] == pytest.approx(rates[1], rel=1e-9)

@@ -35,7 +35,7 @@ def test_the_set_is_there():
 @pytest.mark.parametrize("path", TRACES, ids=[p.stem for p in TRACES])
 def test_verdicts_follow_the_clause(path):
     t = load(path)
-    assert t.meta["cpus"] == 32 and t.topology.llc == LLCS
+    assert t.meta.cpus == 32 and t.topology.llc == LLCS
     f = {x.detector: x for x in detect(t)}
     if "kstack-off" in path.name:
         pp = f["kworker_pingpong"]

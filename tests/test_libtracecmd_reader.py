@@ -6,6 +6,7 @@ every command that reads traces. Real samples and real subprocesses throughout."
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import platform
@@ -20,6 +21,7 @@ import pytest
 
 import schedwake
 from schedwake.ingest import tracedat_layout
+from schedwake.ingest.meta import TraceMeta
 
 from .conftest import SAMPLE_DATS, run_cli, sample
 
@@ -34,20 +36,21 @@ INVENTED_EVENTS = {"blktrace": "ftrace"}
 SMALL = "idle-sleep.dat"  # a small v7 (zstd) sample: quick child runs
 
 
-def comparable_meta(meta: dict) -> dict:
+def comparable_meta(meta: TraceMeta) -> TraceMeta:
     """``meta`` without what may differ between the readers (see READER_KEY and
     INVENTED_EVENTS)."""
-    out = dict(meta)
-    out["source"] = {k: v for k, v in meta["source"].items() if k != READER_KEY[1]}
-    out["systems"] = {k: v for k, v in meta["systems"].items() if INVENTED_EVENTS.get(k) != v}
-    return out
+    return dataclasses.replace(
+        meta,
+        source={k: v for k, v in meta.source.items() if k != READER_KEY[1]},
+        systems={k: v for k, v in meta.systems.items() if INVENTED_EVENTS.get(k) != v},
+    )
 
 
 @pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)
 def test_libtracecmd_reads_what_the_default_reader_reads(path):
     default = schedwake.load(path)
     lib = schedwake.load(path, reader="libtracecmd")
-    assert lib.meta["source"]["reader"] == "libtracecmd"
+    assert lib.meta.source["reader"] == "libtracecmd"
     assert comparable_meta(lib.meta) == comparable_meta(default.meta)
     assert lib.events == default.events
     for name in default.events:
@@ -59,7 +62,7 @@ def test_lost_event_cpus_stay_ints_across_the_pipe():
     """The metadata crosses the pipe as JSON, whose object keys are strings; lost_events
     is {CPU: count} with int CPUs on both sides of it."""
     trace = schedwake.load(sample("lost-events.dat"), reader="libtracecmd")
-    lost = trace.meta["lost_events"]
+    lost = trace.meta.lost_events
     assert lost and all(type(c) is int and type(n) is int for c, n in lost.items())
 
 
@@ -114,7 +117,7 @@ def test_a_crash_in_the_child_leaves_the_interpreter_reading(tmp_path):
     assert err.value.path == str(bad)
     assert err.value.problem == "the libtracecmd reader crashed on this file: SIGFPE"
     good = schedwake.load(sample(SMALL), reader="libtracecmd")
-    assert good.meta["event_counts"] == schedwake.load(sample(SMALL)).meta["event_counts"]
+    assert good.meta.event_counts == schedwake.load(sample(SMALL)).meta.event_counts
 
 
 def test_a_trace_error_in_the_child_comes_back_as_is(tmp_path, dbench1):
@@ -253,7 +256,7 @@ def test_bad_reader_and_jobs_values_are_refused(tmp_path):
     for jobs in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="jobs"):
             schedwake.load(path, jobs=jobs)
-    assert schedwake.load(path, events=[], jobs=1).meta["event_counts"]
+    assert schedwake.load(path, events=[], jobs=1).meta.event_counts
 
 
 def test_libtracecmd_reads_only_trace_dat():

@@ -82,7 +82,7 @@ def test_names_come_out_replaced(loaded, fmt):
     """Each workload name, in every column that names a task, is exactly its replaced
     text; there is no other spelling of it (a raw byte left in, a name cut short)."""
     trace = loaded(fmt)
-    assert trace.meta["format"] == fmt
+    assert trace.meta.format == fmt
     assert trace.warnings == []
     for event, col in NAME_COLUMNS:
         values = set(column(trace, event, col))
@@ -302,8 +302,8 @@ def test_scanner_replaces_like_python(tmp_path):
     f.write_bytes(ftrace_lines(names))
     trace = schedwake.load(f)
     want = [n.decode("utf-8", "replace") for n in names]
-    assert trace.meta["format"] == "ftrace-text"
-    assert trace.meta["source"]["unparsed_lines"] == 0
+    assert trace.meta.format == "ftrace-text"
+    assert trace.meta.source["unparsed_lines"] == 0
     assert column(trace, "sched_switch", "prev_comm") == want
     assert column(trace, "sched_switch", "common_comm") == want
     assert column(trace, "sched_waking", "comm") == want
@@ -321,6 +321,6 @@ def test_header_and_unparsed_lines_that_are_not_utf8(tmp_path):
     f = tmp_path / "header.txt"
     f.write_bytes(lines)
     trace = schedwake.load(f)
-    src = trace.meta["source"]
+    src = trace.meta.source
     assert src["tracer"] == "n\ufffdp"
     assert src["first_unparsed"] == [(len(lines.split(b"\n")) - 1, "garbage \ufffd line")]

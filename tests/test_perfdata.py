@@ -150,21 +150,21 @@ def test_native_equals_perf_script_reader(path):
     common_preempt_count (perf script does not print them: nulls) and the common_pid /
     common_comm of samples whose perf tid is -1 (counted and checked below)."""
     a, b = native(path), text(path)
-    counts_b = {TEXT_NAMES.get(k, k): v for k, v in b.meta["event_counts"].items()}
-    assert a.meta["event_counts"] == counts_b
-    assert a.meta["cpus"] == b.meta["cpus"]
-    assert (a.meta["first_ts_ns"], a.meta["last_ts_ns"]) == (
-        b.meta["first_ts_ns"],
-        b.meta["last_ts_ns"],
+    counts_b = {TEXT_NAMES.get(k, k): v for k, v in b.meta.event_counts.items()}
+    assert a.meta.event_counts == counts_b
+    assert a.meta.cpus == b.meta.cpus
+    assert (a.meta.first_ts_ns, a.meta.last_ts_ns) == (
+        b.meta.first_ts_ns,
+        b.meta.last_ts_ns,
     )
-    assert a.meta["lost_events"] == b.meta["lost_events"]
+    assert a.meta.lost_events == b.meta.lost_events
     names_b = {TEXT_NAMES.get(n, n): n for n in b.events}
     assert set(a.events) == set(names_b)
     tid_minus_one: dict[str, int] = {}
     relative = 0  # user frames perf script prints relative to their file
     for name, name_b in names_b.items():
         ta, tb = a.table(name), b.table(name_b)
-        assert ta.num_rows == tb.num_rows == a.meta["event_counts"][name], name
+        assert ta.num_rows == tb.num_rows == a.meta.event_counts[name], name
         ia, ib = sort_index(ta), sort_index(tb)
         minus_one = pc.equal(column(tb, "common_pid", ib), -1)
         n_minus_one = pc.sum(minus_one).as_py() or 0
@@ -261,7 +261,7 @@ def test_text_reader_names_the_profile_event():
     path = PERF_DIR / "perf-profile-g.perf.data"
     as_text, as_data = text(path), native(path)
     assert set(as_text.events) == {"cpu-clock"}
-    assert as_text.meta["event_counts"]["cpu-clock"] == as_data.meta["event_counts"]["cpu-clock"]
+    assert as_text.meta.event_counts["cpu-clock"] == as_data.meta.event_counts["cpu-clock"]
     periods = as_text.table("cpu-clock").column("period")
     assert periods.type == pa.uint64() and periods.null_count == 0
     assert periods.to_pylist() == as_data.table("cpu-clock").column("period").to_pylist()
@@ -296,12 +296,12 @@ def test_counts_span_and_losses_equal_perf_script(path):
     t = native(path)
     samples, lost = perf_listing(path)
     events = Counter(s[3] for s in samples)
-    assert t.meta["event_counts"] == dict(events)
+    assert t.meta.event_counts == dict(events)
     assert sum(t.table(n).num_rows for n in t.events) == len(samples)
     times = [s[2] for s in samples]
-    assert (t.meta["first_ts_ns"], t.meta["last_ts_ns"]) == (min(times), max(times))
-    assert t.meta["lost_events"] == dict(lost)
-    assert t.meta["cpus"] == 2 and {s[1] for s in samples} == {0, 1}
+    assert (t.meta.first_ts_ns, t.meta.last_ts_ns) == (min(times), max(times))
+    assert t.meta.lost_events == dict(lost)
+    assert t.meta.cpus == 2 and {s[1] for s in samples} == {0, 1}
 
 
 @needs_perf
@@ -346,11 +346,11 @@ def test_profile_ip_and_period_equal_perf_script():
 def test_topology_from_the_file_header(path):
     t = native(path)
     if FACTS[path.name][2]:  # perf 6.1 puts no CACHE feature in a pipe stream
-        assert t.meta["topology"] is None and t.topology.source != "file header"
+        assert t.meta.topology is None and t.topology.source != "file header"
         return
     assert t.topology.source == "file header"
     assert t.topology.llc == [[0, 1]]
-    topo = t.meta["topology"]
+    topo = t.meta.topology
     assert (topo["cpus"], topo["llc"], topo["level"]) == (2, ["0-1"], 3)
     assert (topo["smt"], topo["numa"]) == (["0", "1"], ["0-1"])
 
@@ -358,7 +358,7 @@ def test_topology_from_the_file_header(path):
 @pytest.mark.parametrize("path", PERF_FILES, ids=IDS)
 def test_source_pipe_compression_callchains(path):
     workload, compression, pipe, callchains = FACTS[path.name]
-    src = native(path).meta["source"]
+    src = native(path).meta.source
     assert src["pipe"] is pipe
     assert src["compression"] == compression
     assert src["callchains"] is callchains
@@ -427,11 +427,11 @@ def test_cli_reads_the_sample(cli_runs, cmd, path):
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     t = native(path)
-    total = sum(t.meta["event_counts"].values())
+    total = sum(t.meta.event_counts.values())
     if cmd == "info":
         assert re.search(rf"^events:\s+{total}$", proc.stdout, re.M), proc.stdout
     else:
-        assert f"(perf.data, kernel {t.meta['kernel']})" in " ".join(proc.stdout.split())
+        assert f"(perf.data, kernel {t.meta.kernel})" in " ".join(proc.stdout.split())
 
 
 # ---------------------------------------------------------------- damaged input

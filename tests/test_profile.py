@@ -9,6 +9,7 @@ saying why, where perf is missing or may not record (perf_event_paranoid, no roo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -174,9 +175,9 @@ def test_another_kernel_gets_no_kernel_names(messaging, tmp_path):
     choice = choose_kallsyms("1.2.3-not-this-one", "00" * 20)
     assert choice.text is None and "not the running one" in choice.reason
     trace = schedwake.load(messaging)
-    real_id = kernel_build_id(trace.meta["source"]["build_ids"])
-    trace.meta["kernel"] = "1.2.3-not-this-one"
-    for b in trace.meta["source"]["build_ids"]:
+    real_id = kernel_build_id(trace.meta.source["build_ids"])
+    trace.meta = dataclasses.replace(trace.meta, kernel="1.2.3-not-this-one")
+    for b in trace.meta.source["build_ids"]:
         if b["filename"] == "[kernel.kallsyms]":
             b["build_id"] = "00" * 20
     prof = profile(trace)

@@ -128,7 +128,7 @@ def test_record_real_workload(tmp_path, clean_state):
     t = schedwake.load(out)
     for ev in ("sched_switch", "sched_waking", "sched_wakeup", "sched_process_exec"):
         assert t.has(ev) and t.table(ev).num_rows > 0, ev
-    assert t.meta["cpus"] == os.cpu_count()
+    assert t.meta.cpus == os.cpu_count()
     # the ls processes of the workload were traced, with their comm
     assert "ls" in set(t.df("sched_switch")["next_comm"].astype(str))
     assert any(f.endswith("/ls") for f in t.df("sched_process_exec")["filename"].astype(str))
@@ -139,7 +139,7 @@ def test_record_real_workload(tmp_path, clean_state):
     assert t.topology.source.endswith("trace.dat.topology.json")  # picked up by load
     assert not list(tmp_path.glob(".schedwake-record-*"))  # no temporary files left
     # the kernel release is in the file, as trace-cmd record stores it (UNAME option)
-    assert t.meta["kernel"] == os.uname().release
+    assert t.meta.kernel == os.uname().release
     if shutil.which("trace-cmd"):
         uname = subprocess.run(
             ["trace-cmd", "report", "--uname", "-i", str(out)], capture_output=True, text=True
@@ -180,7 +180,7 @@ def test_record_duration_without_command(tmp_path, clean_state):
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - t0 < 30
     assert "command" not in proc.stdout
-    assert schedwake.load(out, events=[]).meta["event_counts"]["sched_switch"] > 0
+    assert schedwake.load(out, events=[]).meta.event_counts["sched_switch"] > 0
 
 
 @needs_tracing
@@ -190,7 +190,7 @@ def test_record_reports_lost_events(tmp_path, clean_state):
     proc = run_cli("record", "-o", out, "--buffer-kb", 8, "--", "sh", "-c", forks)
     assert proc.returncode == 0, proc.stderr
     assert "LOST " in proc.stdout and "WARNING: the ring buffer lost" in proc.stderr
-    assert schedwake.load(out, events=[]).meta["event_counts"]["sched_switch"] > 0
+    assert schedwake.load(out, events=[]).meta.event_counts["sched_switch"] > 0
 
 
 @needs_tracing
@@ -216,7 +216,7 @@ def test_record_interrupted_cleans_up(tmp_path, clean_state):
     assert proc.returncode == 130, stderr
     assert "interrupted" in stdout and "killed by signal 2" in stdout
     assert not inst.exists()
-    assert schedwake.load(out, events=[]).meta["event_counts"]["sched_switch"] > 0
+    assert schedwake.load(out, events=[]).meta.event_counts["sched_switch"] > 0
 
 
 @needs_tracing

@@ -37,9 +37,7 @@ def reference_ns(trace) -> int:
 def without(trace, *names) -> Trace:
     """The same trace with the tables of events ``names`` left out."""
     t = Trace(
-        RawTrace(
-            tables={k: v for k, v in trace._tables.items() if k not in names}, meta=dict(trace.meta)
-        )
+        RawTrace(tables={k: v for k, v in trace._tables.items() if k not in names}, meta=trace.meta)
     )
     t.topology = trace.topology
     return t

@@ -117,7 +117,7 @@ def test_two_parts_of_one_trace_are_two_traces_to_the_gate():
     """Loaded traces are told apart by themselves, not by the file they came from: the
     two halves of one run are judged (and the same loaded trace on both sides is not)."""
     t = schedwake.load(C1[0], events=["sched_switch", "sched_waking", "sched_migrate_task"])
-    mid = (t.meta["first_ts_ns"] + t.meta["last_ts_ns"]) // 2
+    mid = (t.meta.first_ts_ns + t.meta.last_ts_ns) // 2
     first, second = t.sliced(None, mid), t.sliced(mid, None)
     rules = parse_rules('[rules."context_switches_per_s"]\nallowed = "50%"\n')
     result = schedwake.gate(first, second, rules)

@@ -30,8 +30,8 @@ def whole():
 
 def test_a_slice_finds_the_pingpong_it_shows(whole):
     part = whole.sliced(T0, T1)
-    share = part.meta["slice"]["share"]
-    span = whole.meta["last_ts_ns"] - whole.meta["first_ts_ns"]
+    share = part.meta.slice.share
+    span = whole.meta.last_ts_ns - whole.meta.first_ts_ns
     assert share == pytest.approx((T1 - T0) / span, rel=1e-12)
     a = schedwake.analyze(part)
     assert a.thresholds["pingpong_min_episodes"] == 3  # 20 x 0.41%, to the floor of 3
@@ -69,10 +69,8 @@ def test_a_threshold_the_user_gives_is_not_scaled(whole):
 
 def test_a_slice_of_a_slice_keeps_the_whole_traces_facts(whole):
     part = whole.sliced(54_000_000_000, 55_000_000_000).sliced(T0, T1)
-    assert part.meta["slice"]["share"] == pytest.approx(
-        whole.sliced(T0, T1).meta["slice"]["share"], rel=1e-9
-    )
-    assert "sched_process_fork" in part.meta["slice"]["events"]
+    assert part.meta.slice.share == pytest.approx(whole.sliced(T0, T1).meta.slice.share, rel=1e-9)
+    assert "sched_process_fork" in part.meta.slice.events
     assert not any("sched_process_fork" in c for c in part.caveats)
 
 

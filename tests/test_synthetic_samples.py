@@ -171,8 +171,8 @@ def test_text_tables_equal_the_synthetic_tables(name):
     mem, planted = make_trace(**s["params"])
     assert planted == s["planted"]
     txt = schedwake.load(SYNTH_DIR / s["file"])
-    src = txt.meta["source"]
-    assert (txt.meta["format"], txt.meta["cpus"], src["timestamps"]) == ("ftrace-text", 8, "us")
+    src = txt.meta.source
+    assert (txt.meta.format, txt.meta.cpus, src["timestamps"]) == ("ftrace-text", 8, "us")
     assert src["unparsed_lines"] == 0 and src["latency_flags"] and src["sorted"]
     assert src["entries_in_buffer"] == src["event_lines"] == sum(s["events"].values())
     # events without rows print nothing, so they have no table in the text
@@ -305,7 +305,7 @@ def test_lost_events_lines(tmp_path):
     nxt = next(ln for ln in body[i + 1 :] if "[002]" in ln)
     assert "sched_switch" in nxt and body[-1] == "CPU:3 [LOST 7 EVENTS]"
     back = schedwake.load(path)
-    assert back.meta["lost_events"] == {2: 1234, 3: 7}
+    assert back.meta.lost_events == {2: 1234, 3: 7}
     lost = back.lost.to_pylist()
     assert lost[0] == {"ts": (at + 500), "cpu": 2, "count": 1234}
 
@@ -317,7 +317,7 @@ def test_lost_events_of_unknown_count_read_back(tmp_path):
     write_ftrace_text(tr, path)
     assert "CPU:2 [LOST EVENTS]\n" in path.read_text()
     back = schedwake.load(path)
-    assert back.meta["lost_unknown"] == [2]
+    assert back.meta.lost_unknown == (2,)
 
 
 def test_plain_text_unknown_events_and_ns_rounding(tmp_path):

@@ -86,10 +86,10 @@ def same_traces(a: schedwake.Trace, b: schedwake.Trace):
         "lost_events",
         "lost_unknown",
     ):
-        assert a.meta[key] == b.meta[key], key
-    counts = {k: v for k, v in a.meta["event_counts"].items() if k not in INVENTED}
-    assert counts == {k: v for k, v in b.meta["event_counts"].items() if k not in INVENTED}
-    assert a.meta["source"]["buffer"] == b.meta["source"]["buffer"]
+        assert getattr(a.meta, key) == getattr(b.meta, key), key
+    counts = {k: v for k, v in a.meta.event_counts.items() if k not in INVENTED}
+    assert counts == {k: v for k, v in b.meta.event_counts.items() if k not in INVENTED}
+    assert a.meta.source["buffer"] == b.meta.source["buffer"]
 
 
 @pytest.mark.parametrize("variant", ["v6", "v7-none"])
@@ -97,15 +97,15 @@ def same_traces(a: schedwake.Trace, b: schedwake.Trace):
 def test_rewritten_samples_equal_libtracecmd(variants, name, variant):
     path = variants[name, variant]
     ours = schedwake.load(path)
-    assert ours.meta["source"]["file_version"] == (6 if variant == "v6" else 7)
-    assert ours.meta["source"]["compression"] is None
+    assert ours.meta.source["file_version"] == (6 if variant == "v6" else 7)
+    assert ours.meta.source["compression"] is None
     same_traces(ours, schedwake.load(path, reader="libtracecmd"))
 
 
 def test_a_trace_cmd_split_file_equals_libtracecmd(variants):
     path = variants["dbench-xfs-1client.dat", "split"]
     ours = schedwake.load(path)
-    assert sum(ours.meta["event_counts"].values()) == 20000
+    assert sum(ours.meta.event_counts.values()) == 20000
     same_traces(ours, schedwake.load(path, reader="libtracecmd"))
 
 
@@ -140,7 +140,7 @@ def test_streamed_batches_add_up_to_the_whole_read(name, batch_rows):
             parts.setdefault(event, []).append(table)
         lost.append(batch.lost)
     assert batches > 1
-    assert batch.meta["event_counts"] == whole.meta["event_counts"]
+    assert batch.meta.event_counts == whole.meta.event_counts
     assert pa.concat_tables(lost).equals(whole.lost)
     for event in whole.events:
         streamed = parts.get(event, [])
@@ -166,8 +166,8 @@ def test_a_zlib_file_written_by_trace_cmd_equals_its_zstd_original():
     trace-cmd 3.1.6 built from source (scripts/record-samples/make-zlib-sample.sh) from
     lost-events.dat, which the other tests pin to trace-cmd report and libtracecmd."""
     zlib = schedwake.load(sample("zlib/lost-events-zlib.dat"))
-    assert zlib.meta["source"]["compression"] == "zlib"
-    assert sum(zlib.meta["event_counts"].values()) == 31881
+    assert zlib.meta.source["compression"] == "zlib"
+    assert sum(zlib.meta.event_counts.values()) == 31881
     same_traces(zlib, schedwake.load(sample("lost-events.dat")))
 
 

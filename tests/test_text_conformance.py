@@ -167,13 +167,13 @@ def test_same_tables_as_trace_dat(ref, name, fmt, tol, skip, prefix):
         pytest.skip(f"{name} was not recorded")
     assert text.sniff(path) == fmt
     t = ingest.read(path)
-    assert t.meta["format"] == fmt
-    assert set(t.meta) == set(ref.meta)
-    assert t.meta["source"]["unparsed_lines"] == 0, t.meta["source"]["first_unparsed"]
-    assert t.meta["event_counts"] == ref.meta["event_counts"]
-    assert t.meta["cpus"] == ref.meta["cpus"]
-    assert abs(t.meta["first_ts_ns"] - ref.meta["first_ts_ns"]) <= tol
-    assert abs(t.meta["last_ts_ns"] - ref.meta["last_ts_ns"]) <= tol
+    assert t.meta.format == fmt
+    assert set(t.meta.to_dict()) == set(ref.meta.to_dict())
+    assert t.meta.source["unparsed_lines"] == 0, t.meta.source["first_unparsed"]
+    assert t.meta.event_counts == ref.meta.event_counts
+    assert t.meta.cpus == ref.meta.cpus
+    assert abs(t.meta.first_ts_ns - ref.meta.first_ts_ns) <= tol
+    assert abs(t.meta.last_ts_ns - ref.meta.last_ts_ns) <= tol
     assert set(t.tables) == set(ref.tables)
     for ev, table in t.tables.items():
         assert table.schema.names == ref.tables[ev].schema.names, ev
@@ -202,7 +202,7 @@ def test_latency_flags_equal_where_printed(ref):
     (libtraceevent's 'N' is decoded as the kernel's NEED_RESCHED|PREEMPT_RESCHED)."""
     for name in ("conf.ftrace.txt.gz", "conf.report-l.txt.gz"):
         t = ingest.read(CONF / name)
-        assert t.meta["source"]["latency_flags"] is True
+        assert t.meta.source["latency_flags"] is True
         for ev, table in ref.tables.items():
             a, b = per_cpu_order(table), per_cpu_order(t.tables[ev])
             for col in ("common_flags", "common_preempt_count"):
@@ -234,11 +234,11 @@ def test_other_tracers_of_the_same_run(name):
         pytest.skip(f"{name} was not recorded")
     a = ingest.read(CONF / "conf.ftrace.txt.gz")
     b = ingest.read(path)
-    assert b.meta["source"]["unparsed_lines"] == 0, b.meta["source"]["first_unparsed"]
+    assert b.meta.source["unparsed_lines"] == 0, b.meta.source["first_unparsed"]
     common = sorted(set(a.tables) & set(b.tables) - {"print", "tracing_mark_write"})
     assert {"sched_switch", "sched_waking", "sched_migrate_task"} <= set(common)
-    lo = max(a.meta["first_ts_ns"], b.meta["first_ts_ns"]) + 1_000_000
-    hi = min(a.meta["last_ts_ns"], b.meta["last_ts_ns"]) - 1_000_000
+    lo = max(a.meta.first_ts_ns, b.meta.first_ts_ns) + 1_000_000
+    hi = min(a.meta.last_ts_ns, b.meta.last_ts_ns) - 1_000_000
     ca, cb = _window_counts(a, lo, hi, common), _window_counts(b, lo, hi, common)
     for ev in common:
         # perf drops samples under load without saying so: allow 5 %
@@ -255,8 +255,8 @@ def test_perf_callchains():
     if not path.exists():
         pytest.skip("no perf -g recording")
     t = ingest.read(path)
-    assert t.meta["source"]["unparsed_lines"] == 0
-    assert t.meta["source"]["callchains"] is True
+    assert t.meta.source["unparsed_lines"] == 0
+    assert t.meta.source["callchains"] is True
     sw = t.tables["sched_switch"]
     assert sw.schema.field("callchain").type == pa.list_(pa.string())
     lengths = pc.list_value_length(sw.column("callchain")).to_numpy()
@@ -310,7 +310,7 @@ def test_lost_events_match(tmp_path):
     a, b = ingest.read(dat), ingest.read(out)
     assert a.lost.num_rows > 0
     assert b.lost.to_pylist() == a.lost.to_pylist()
-    assert b.meta["lost_events"] == a.meta["lost_events"]
-    assert b.meta["lost_unknown"] == a.meta["lost_unknown"]
-    assert b.meta["event_counts"] == a.meta["event_counts"]
+    assert b.meta.lost_events == a.meta.lost_events
+    assert b.meta.lost_unknown == a.meta.lost_unknown
+    assert b.meta.event_counts == a.meta.event_counts
     assert diff_traces(a, b, skip=("common_flags", "common_preempt_count")) == {}

@@ -38,8 +38,8 @@ def dio():
 
 def test_xfs_sniff_and_counts(xfs):
     assert text.sniff(XFS) == "ftrace-text"
-    assert xfs.meta["format"] == "ftrace-text"
-    assert xfs.meta["event_counts"] == {
+    assert xfs.meta.format == "ftrace-text"
+    assert xfs.meta.event_counts == {
         "sched_migrate_task": 1,
         "sched_wakeup": 6,
         "sched_waking": 6,
@@ -47,18 +47,18 @@ def test_xfs_sniff_and_counts(xfs):
         "workqueue_execute_start": 5,
         "workqueue_queue_work": 4,
     }
-    src = xfs.meta["source"]
+    src = xfs.meta.source
     assert src["unparsed_lines"] == 0 and src["first_unparsed"] == []
     assert src["sorted"] is True
-    assert xfs.meta["cpus"] == 7  # no "#P:" header: highest CPU + 1
-    assert xfs.meta["first_ts_ns"] == 194_998_648_000
-    assert xfs.meta["last_ts_ns"] == 194_998_947_000
-    assert xfs.meta["lost_events"] == {} and xfs.lost.num_rows == 0
+    assert xfs.meta.cpus == 7  # no "#P:" header: highest CPU + 1
+    assert xfs.meta.first_ts_ns == 194_998_648_000
+    assert xfs.meta.last_ts_ns == 194_998_947_000
+    assert xfs.meta.lost_events == {} and xfs.lost.num_rows == 0
     from schedwake.schema import META_KEYS
 
-    assert set(xfs.meta) == set(META_KEYS)
-    assert xfs.meta["systems"]["sched_waking"] == "sched"
-    assert xfs.meta["systems"]["workqueue_queue_work"] == "workqueue"
+    assert set(xfs.meta.to_dict()) == set(META_KEYS)
+    assert xfs.meta.systems["sched_waking"] == "sched"
+    assert xfs.meta.systems["workqueue_queue_work"] == "workqueue"
     for t in xfs.tables.values():
         check_common(t)
 
@@ -133,11 +133,11 @@ def test_xfs_workqueue_old_layout(xfs):
 
 def test_dio_perf_script(dio):
     assert text.sniff(DIO) == "perf-script"
-    assert dio.meta["format"] == "perf-script"
-    assert dio.meta["event_counts"] == {"sched_switch": 4, "sched_waking": 2}
-    assert dio.meta["systems"] == {"sched_switch": "sched", "sched_waking": "sched"}
-    assert dio.meta["source"]["unparsed_lines"] == 0
-    assert dio.meta["source"]["callchains"] is True
+    assert dio.meta.format == "perf-script"
+    assert dio.meta.event_counts == {"sched_switch": 4, "sched_waking": 2}
+    assert dio.meta.systems == {"sched_switch": "sched", "sched_waking": "sched"}
+    assert dio.meta.source["unparsed_lines"] == 0
+    assert dio.meta.source["callchains"] is True
     sw = rows(dio.tables["sched_switch"])
     assert [r["prev_state_str"] for r in sw] == ["R", "I", "S", "R+"]
     assert [r["prev_state"] for r in sw] == [0, 0x80, 0x01, 0x100]
@@ -174,4 +174,4 @@ def test_dio_callchains(dio):
 def test_fixture_event_filter():
     t = ingest.read(XFS, events=["sched:sched_migrate_task"])
     assert set(t.tables) == {"sched_migrate_task"}
-    assert t.meta["event_counts"]["sched_waking"] == 6  # counted, not built
+    assert t.meta.event_counts["sched_waking"] == 6  # counted, not built

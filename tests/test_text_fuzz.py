@@ -80,7 +80,7 @@ def test_mangled_lines(tmp_path, monkeypatch, fmt, seed):
     except TraceError as e:
         assert "\n" not in str(e)
         return
-    src = t.meta["source"]
+    src = t.meta.source
     assert src["unparsed_lines"] == 0 or src["first_unparsed"]
     for table in t.tables.values():
         assert [x.name for x in table.schema][: len(COMMON_FIELDS)] == [

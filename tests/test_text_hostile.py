@@ -69,7 +69,7 @@ def test_load(name):
             assert word in message, message
         return
     trace = load(name)
-    assert trace.meta["event_counts"] == entry["event_counts"]
+    assert trace.meta.event_counts == entry["event_counts"]
     assert sum(trace.table(e).num_rows for e in trace.events) == sum(entry["event_counts"].values())
     if entry["outcome"] == "ok":
         assert trace.warnings == []
@@ -79,9 +79,9 @@ def test_load(name):
             assert word in trace.warnings[0], trace.warnings[0]
         assert trace.warnings[0] in trace.caveats
     if "cpus" in entry:
-        assert trace.meta["cpus"] == entry["cpus"]
+        assert trace.meta.cpus == entry["cpus"]
     ts = [t for e in trace.events for t in trace.table(e).column("ts").to_pylist()]
-    assert (trace.meta["first_ts_ns"], trace.meta["last_ts_ns"]) == (min(ts), max(ts))
+    assert (trace.meta.first_ts_ns, trace.meta.last_ts_ns) == (min(ts), max(ts))
     if "duration_ns" in entry:
         assert max(ts) - min(ts) == entry["duration_ns"]
 

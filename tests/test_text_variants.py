@@ -72,10 +72,10 @@ def test_ftrace_full(tmp_path):
     p = write(tmp_path, "t.txt", FTRACE_HEADER + FTRACE_BODY)
     assert text.sniff(p) == "ftrace-text"
     t = ingest.read(p)
-    assert t.meta["cpus"] == 2
-    assert t.meta["source"]["entries_written"] == 9
-    assert t.meta["source"]["timestamps"] == "us"
-    assert t.meta["source"]["unparsed_lines"] == 0
+    assert t.meta.cpus == 2
+    assert t.meta.source["entries_written"] == 9
+    assert t.meta.source["timestamps"] == "us"
+    assert t.meta.source["unparsed_lines"] == 0
     sw = rows(t, "sched_switch")
     assert [r["prev_state_str"] for r in sw] == ["S", "R+", "D|I"]
     assert [r["prev_state"] for r in sw] == [1, 0x100, 0x82]
@@ -105,7 +105,7 @@ def test_ftrace_old_kernel_4char_flags_and_tgid(tmp_path):
            <...>-1234  (-----) [003] .Ns1    65.000001: sched_waking: comm=sshd pid=99 prio=120 target_cpu=002
 """
     t = ingest.read(write(tmp_path, "old.txt", body), input_format="ftrace-text")
-    assert t.meta["source"]["unparsed_lines"] == 0
+    assert t.meta.source["unparsed_lines"] == 0
     sw = rows(t, "sched_switch")[0]
     assert (sw["cpu"], sw["common_pid"], sw["common_flags"], sw["common_preempt_count"]) == (
         0,
@@ -135,9 +135,9 @@ CPU:1 [LOST 42 EVENTS]
     t = ingest.read(write(tmp_path, "c.txt", body))
     wk = rows(t, "sched_waking")
     assert [r["ts"] for r in wk] == [123456789012, 123456789999, 123456790000]  # raw counter
-    assert t.meta["source"]["timestamps"] == "raw"
+    assert t.meta.source["timestamps"] == "raw"
     assert all(r["common_flags"] is None for r in wk)
-    assert t.meta["lost_events"] == {1: 42} and t.meta["lost_unknown"] == []
+    assert t.meta.lost_events == {1: 42} and t.meta.lost_unknown == ()
     assert t.lost.to_pylist() == [{"ts": 123456789999, "cpu": 1, "count": 42}]
 
 
@@ -145,14 +145,14 @@ def test_trace_pipe_without_header(tmp_path):
     p = write(tmp_path, "pipe.txt", FTRACE_BODY)
     assert text.sniff(p) == "ftrace-text"
     t = ingest.read(p)
-    assert t.meta["cpus"] == 2 and sum(t.meta["event_counts"].values()) == 9
+    assert t.meta.cpus == 2 and sum(t.meta.event_counts.values()) == 9
 
 
 def test_ns_timestamps_are_exact(tmp_path):
     body = "            bash-8850    [001] d..2. 162573.215941123: sched_waking: comm=a pid=1 prio=120 target_cpu=001\n"
     t = ingest.read(write(tmp_path, "ns.txt", body), input_format="ftrace-text")
     assert rows(t, "sched_waking")[0]["ts"] == 162_573_215_941_123
-    assert t.meta["source"]["timestamps"] == "ns"
+    assert t.meta.source["timestamps"] == "ns"
 
 
 # ------------------------------------------------------------- trace-cmd report
@@ -176,7 +176,7 @@ def test_report_default_with_plugins(tmp_path):
     p = write(tmp_path, "r.txt", REPORT_316)
     assert text.sniff(p) == "trace-cmd-report"
     t = ingest.read(p)
-    assert t.meta["cpus"] == 2 and t.meta["source"]["unparsed_lines"] == 0
+    assert t.meta.cpus == 2 and t.meta.source["unparsed_lines"] == 0
     sw = rows(t, "sched_switch")
     assert [(r["prev_comm"], r["prev_pid"], r["next_comm"], r["next_pid"]) for r in sw] == [
         ("bash", 8850, "bash", 8852),
@@ -210,16 +210,16 @@ CPU 2 is empty
           <idle>-0     [003] d..2. 162583.300000: sched_switch:         swapper/3:0 [120] R ==> a:1 [120]
 """
     t = ingest.read(write(tmp_path, "new.txt", body))
-    assert t.meta["format"] == "trace-cmd-report" and t.meta["cpus"] == 6
-    assert t.meta["source"]["sorted"] is False
+    assert t.meta.format == "trace-cmd-report" and t.meta.cpus == 6
+    assert t.meta.source["sorted"] is False
     sw = rows(t, "sched_switch")
     assert [r["ts"] for r in sw] == sorted(r["ts"] for r in sw)
     assert [r["prev_state_str"] for r in sw] == ["R", "R", "I", "R"]  # I: new letter table
     assert sw[1]["prev_comm"] == "kworker/u36:1" and sw[1]["next_pid"] == 49692
     wu = rows(t, "sched_wakeup")[0]
     assert wu["common_flags"] == 0x01 | 0x24 | 0x08 and wu["common_preempt_count"] == 2
-    assert t.meta["lost_events"] == {3: 1, 4: 120}  # at least one lost on CPU 3
-    assert t.meta["lost_unknown"] == [3]
+    assert t.meta.lost_events == {3: 1, 4: 120}  # at least one lost on CPU 3
+    assert t.meta.lost_unknown == (3,)
     assert sorted(r["count"] for r in t.lost.to_pylist()) == [-1, 120]
 
 
@@ -236,7 +236,7 @@ schedwake-textdev:     kworker/u8:3-5590  [000]   390.859659: workqueue_execute_
             gzip-8864  [001]   390.965752: sched_switch:         prev_comm=bash prev_pid=8864 prev_prio=120 prev_state=R+ ==> next_comm=migration/1 next_pid=21 next_prio=0
 """
     t = ingest.read(write(tmp_path, "mix.txt", body), input_format="trace-cmd-report")
-    assert t.meta["source"]["unparsed_lines"] == 0
+    assert t.meta.source["unparsed_lines"] == 0
     wk = rows(t, "sched_waking")
     assert [r["ts"] for r in wk] == [390_659_089_000, 390_659_188_694, 390_659_283_000]
     assert wk[0]["common_comm"] == "trace-cm" and wk[0]["common_flags"] == 1
@@ -245,7 +245,7 @@ schedwake-textdev:     kworker/u8:3-5590  [000]   390.859659: workqueue_execute_
     assert sw[0]["common_comm"] == "kworker/" and sw[0]["prev_comm"] == "kworker/u8:3"
     assert [r["prev_state_str"] for r in sw] == ["I", "S", "R+"]
     assert rows(t, "workqueue_execute_end")[0]["function"] == "loop_rootcg_workfn"
-    assert t.meta["lost_events"] == {0: 61814}
+    assert t.meta.lost_events == {0: 61814}
 
 
 # ------------------------------------------------------------------ perf script
@@ -266,8 +266,8 @@ def test_perf_script_variants(tmp_path):
     p = write(tmp_path, "perf.txt", body)
     assert text.sniff(p) == "perf-script"
     t = ingest.read(p)
-    assert t.meta["source"]["unparsed_lines"] == 0
-    assert t.meta["systems"]["workqueue_queue_work"] == "workqueue"
+    assert t.meta.source["unparsed_lines"] == 0
+    assert t.meta.systems["workqueue_queue_work"] == "workqueue"
     wk = rows(t, "sched_waking")
     assert [r["ts"] for r in wk] == [416_990_428_000, 417_090_428_324, 417_581_529_000]
     assert wk[2]["common_comm"] == ":13637" and wk[2]["common_pid"] == 13637
@@ -315,12 +315,12 @@ def test_perf_data_through_perf_script(tmp_path):
     if rec.returncode != 0 or not data.exists():
         pytest.skip(f"perf record is not permitted here: {rec.stderr.strip()[:200]}")
     t = ingest.read(data, reader="perf-script")
-    assert t.meta["format"] == "perf.data"
-    assert t.meta["event_counts"].get("sched_switch", 0) > 0
+    assert t.meta.format == "perf.data"
+    assert t.meta.event_counts.get("sched_switch", 0) > 0
     script = subprocess.run(["perf", "script", "--ns", "-i", str(data)], capture_output=True).stdout
     p = write(tmp_path, "script.txt", script)
     t2 = ingest.read(p)
-    assert t2.meta["event_counts"] == t.meta["event_counts"]
+    assert t2.meta.event_counts == t.meta.event_counts
     assert same(t2.tables["sched_switch"], t.tables["sched_switch"])
 
 
@@ -346,10 +346,10 @@ def test_perf_lost_records_are_lost_events(tmp_path):
         expected[int(cpu)] += int(n)
     assert sum(expected.values()) == 182  # = perf report --stats' LOST_SAMPLES per event
     as_text = ingest.read(write(tmp_path, "script.txt", script))
-    assert as_text.meta["source"]["unparsed_lines"] == 0
+    assert as_text.meta.source["unparsed_lines"] == 0
     for t in (ingest.read(data), ingest.read(data, reader="perf-script"), as_text):
-        assert t.meta["lost_events"] == dict(expected), t.meta["format"]
-        assert t.meta["event_counts"]["sched_switch"] == 3705
+        assert t.meta.lost_events == dict(expected), t.meta.format
+        assert t.meta.event_counts["sched_switch"] == 3705
         assert t.lost.num_rows == 3
     # without --show-lost-events the text cannot show the losses: the model says so
     plain = subprocess.run(
@@ -360,7 +360,7 @@ def test_perf_lost_records_are_lost_events(tmp_path):
     assert "--show-lost-events" not in " ".join(schedwake.load(data).caveats)
     # perf script --header gives the recording machine's kernel and CPU count
     meta = ingest.read(data).meta
-    assert (meta["kernel"], meta["cpus"]) == ("6.18.44-fc-v595", 2)
+    assert (meta.kernel, meta.cpus) == ("6.18.44-fc-v595", 2)
     p = run_cli("gate", "--baseline", data, "--candidate", data)
     assert p.returncode == 2 and "lost 182 events" in p.stderr
 
@@ -412,7 +412,7 @@ def test_unknown_events_keep_key_values(tmp_path):
     assert s["args"] == "vec=3 [action=NET_RX]"
     assert s["vec"] == "3 [action=NET_RX]"  # a value runs to the next " key="
     assert t.tables["irq_handler_entry"].schema.field("args").type == pa.string()
-    assert t.meta["systems"]["irq_handler_entry"] is None
+    assert t.meta.systems["irq_handler_entry"] is None
 
 
 # ------------------------------------------------------------------- ordering
@@ -424,9 +424,9 @@ def test_out_of_order_lines_are_sorted(tmp_path):
         [lines[3], lines[0], lines[6], lines[2], lines[1], lines[4], lines[5], lines[8], lines[7]]
     )
     t = ingest.read(write(tmp_path, "ooo.txt", shuffled))
-    assert t.meta["source"]["sorted"] is False
+    assert t.meta.source["sorted"] is False
     ref = ingest.read(write(tmp_path, "in.txt", FTRACE_BODY))
-    assert ref.meta["source"]["sorted"] is True
+    assert ref.meta.source["sorted"] is True
     for name, table in ref.tables.items():
         assert same(t.tables[name], table), name
 
@@ -472,9 +472,9 @@ def test_compressed(tmp_path, monkeypatch, kind, use_binary):
             pytest.importorskip("zstandard")
     assert text.sniff(p) == "ftrace-text"
     t = ingest.read(p)
-    assert t.meta["source"]["compression"] == kind
+    assert t.meta.source["compression"] == kind
     ref = ingest.read(write(tmp_path, "plain.txt", raw))
-    assert t.meta["event_counts"] == ref.meta["event_counts"]
+    assert t.meta.event_counts == ref.meta.event_counts
     for name, table in ref.tables.items():
         assert same(t.tables[name], table), name
 
@@ -547,12 +547,12 @@ def test_some_garbage_is_reported_not_fatal(tmp_path):
     lines = FTRACE_BODY.splitlines(keepends=True)
     body = "".join(lines[:4]) + "garbage in the middle\n" + "".join(lines[4:])
     t = ingest.read(write(tmp_path, "g.txt", body), input_format="ftrace-text")
-    assert t.meta["source"]["unparsed_lines"] == 1
-    assert t.meta["source"]["first_unparsed"] == [(5, "garbage in the middle")]
-    assert sum(t.meta["event_counts"].values()) == 9
-    assert t.meta["warnings"] == [
-        "1 of 10 lines (10.00%) are not events and were skipped (first: line 5)"
-    ]
+    assert t.meta.source["unparsed_lines"] == 1
+    assert t.meta.source["first_unparsed"] == [(5, "garbage in the middle")]
+    assert sum(t.meta.event_counts.values()) == 9
+    assert t.meta.warnings == (
+        "1 of 10 lines (10.00%) are not events and were skipped (first: line 5)",
+    )
 
 
 def test_not_a_trace(tmp_path):
@@ -580,7 +580,7 @@ def test_iter_batches_matches_read(tmp_path, monkeypatch):
         .column("ts")
         .equals(whole.tables["sched_waking"].column("ts"))
     )
-    assert batches[-1].meta["event_counts"] == {"sched_waking": 5000}
+    assert batches[-1].meta.event_counts == {"sched_waking": 5000}
 
 
 def test_small_chunks_and_long_lines(tmp_path, monkeypatch):
@@ -619,7 +619,7 @@ def test_requested_absent_events_give_empty_tables(tmp_path):
     empty = t.tables["sched_wakeup_new"]
     assert empty.num_rows == 0
     assert empty.schema.names[6:] == ["comm", "pid", "prio", "target_cpu"]
-    assert t.meta["event_counts"].get("sched_wakeup_new") is None
+    assert t.meta.event_counts.get("sched_wakeup_new") is None
     assert t.tables["sched_switch"].num_rows == 3
 
 
@@ -657,7 +657,7 @@ def test_sniff_pasted_excerpts(tmp_path):
     gz = write(tmp_path, "r.txt.gz", gzip.compress(report.encode()))
     assert text.sniff(gz) == "trace-cmd-report"
     t = ingest.read(write(tmp_path, "r2.txt", report))
-    assert t.meta["cpus"] == 2 and t.meta["source"]["unparsed_lines"] == 0
+    assert t.meta.cpus == 2 and t.meta.source["unparsed_lines"] == 0
 
 
 def test_comm_with_brackets_and_dashes(tmp_path):

@@ -73,7 +73,7 @@ def as_python(value: str, arrow_type: pa.DataType):
 def loaded(request):
     path = request.param
     trace = schedwake.load(path)
-    return path, trace, parse_raw_report(path, trace.meta["source"]["buffer"])
+    return path, trace, parse_raw_report(path, trace.meta.source["buffer"])
 
 
 def test_samples_exist():
@@ -84,8 +84,8 @@ def test_samples_exist():
 def test_instance_buffer_is_read_when_the_top_buffer_is_empty():
     """`trace-cmd extract -B NAME` files keep their events in the instance's buffer."""
     trace = schedwake.load(sample("instance-buffer.dat"))
-    assert trace.meta["source"]["buffer"] == "swinst"
-    assert trace.meta["event_counts"]["sched_switch"] > 100
+    assert trace.meta.source["buffer"] == "swinst"
+    assert trace.meta.event_counts["sched_switch"] > 100
 
 
 def test_a_cpu_missing_from_the_file_is_skipped():
@@ -96,15 +96,15 @@ def test_a_cpu_missing_from_the_file_is_skipped():
     ).stdout
     assert "page size, 1 cpus," in summary  # only CPU 0 has a data section
     trace = schedwake.load(path)
-    assert trace.meta["cpus"] == 2
+    assert trace.meta.cpus == 2
     assert set(trace.table("sched_switch").column("cpu").to_pylist()) == {0}
-    assert trace.meta["event_counts"]["sched_switch"] == 34
+    assert trace.meta.event_counts["sched_switch"] == 34
 
 
 def test_event_counts_equal_trace_cmd(loaded):
     path, trace, rows = loaded
     expected = {name: len(r) for name, r in rows.items()}
-    assert trace.meta["event_counts"] == expected
+    assert trace.meta.event_counts == expected
     assert {n: trace.table(n).num_rows for n in trace.events} == expected
 
 
@@ -207,22 +207,20 @@ def test_reading_some_events_reads_only_those(dbench2):
     full = schedwake.load(dbench2)
     part = schedwake.load(dbench2, events=["sched:sched_waking", "sched_switch"])
     assert part.events == ["sched_switch", "sched_waking"]
-    assert part.meta["event_counts"] == full.meta["event_counts"]
+    assert part.meta.event_counts == full.meta.event_counts
     assert part.table("sched_waking").equals(full.table("sched_waking"))
 
 
 def test_metadata(dbench1):
     trace = schedwake.load(dbench1)
     m = trace.meta
-    assert m["format"] == "trace.dat" and m["cpus"] == 2 and m["clock"] == "local"
-    assert m["source"]["file_version"] == 7
+    assert m.format == "trace.dat" and m.cpus == 2 and m.clock == "local"
+    assert m.source["file_version"] == 7
     first_line = next(r for r in report(dbench1, "-t") if LINE.match(r))
     mm = LINE.match(first_line)
-    assert m["first_ts_ns"] == int(mm["sec"]) * 1_000_000_000 + int(mm["nsec"])
-    assert m["last_ts_ns"] == max(
-        trace.table(n).column("ts").to_numpy().max() for n in trace.events
-    )
-    assert m["lost_events"] == {}
+    assert m.first_ts_ns == int(mm["sec"]) * 1_000_000_000 + int(mm["nsec"])
+    assert m.last_ts_ns == max(trace.table(n).column("ts").to_numpy().max() for n in trace.events)
+    assert m.lost_events == {}
 
 
 def test_version_6_file_reads_the_same(dbench1, tmp_path):
@@ -244,7 +242,7 @@ def test_version_6_file_reads_the_same(dbench1, tmp_path):
         capture_output=True,
     )
     a, b = schedwake.load(dbench1), schedwake.load(v6)
-    assert b.meta["source"]["file_version"] == 6
+    assert b.meta.source["file_version"] == 6
     assert a.events == b.events
     for name in a.events:
         assert a.table(name).equals(b.table(name)), name
@@ -264,8 +262,8 @@ def test_lost_events_match_trace_cmd():
     per_cpu = defaultdict(int)
     for cpu, n in dropped:
         per_cpu[cpu] += n if n > 0 else 1
-    assert trace.meta["lost_events"] == dict(per_cpu)
-    assert trace.meta["lost_unknown"] == sorted({c for c, n in dropped if n < 0})
+    assert trace.meta.lost_events == dict(per_cpu)
+    assert trace.meta.lost_unknown == tuple(sorted({c for c, n in dropped if n < 0}))
 
 
 def test_char16_comm_of_sched_migrate_task_on_6_1():
@@ -274,4 +272,4 @@ def test_char16_comm_of_sched_migrate_task_on_6_1():
     trace = schedwake.load(path, events=["sched_migrate_task"])
     df = trace.df("sched_migrate_task")
     assert len(df) > 0 and (df["comm"].astype(str) == "dbench").any()
-    assert trace.meta["cpus"] == 8 and trace.meta["clock"] == "global"
+    assert trace.meta.cpus == 8 and trace.meta.clock == "global"

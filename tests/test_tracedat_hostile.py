@@ -5,7 +5,7 @@ what the reader must do with it.
 The promise (README): bad input gets one line on stderr naming the file and what is
 wrong, exit code 2, never a traceback, a crash or a silently wrong answer; bounded
 damage in a still usable file loads, exit 0, with ONE warning line naming the file and
-what was skipped (``trace.meta["warnings"]``). So, per file:
+what was skipped (``trace.meta.warnings``). So, per file:
 
 * ``error``: ``schedwake.load`` raises TraceError, one line naming the file and matching
   the manifest's ``error_mentions`` (what is wrong, where); ``schedwake info`` and
@@ -55,7 +55,7 @@ try:
 except schedwake.TraceError as exc:
     print(json.dumps({"error": str(exc)}))
     sys.exit(0)
-out = {"counts": t.meta["event_counts"], "warnings": t.meta.get("warnings"),
+out = {"counts": t.meta.event_counts, "warnings": t.meta.warnings,
        "rows": {name: t.table(name).num_rows for name in t.events}}
 if check:
     tab = t.table(check["table"])

@@ -9,7 +9,7 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -87,7 +87,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         else:
             topo.source = _as_given(topo.source, abspath, path)
         _ = trace.bench  # (the files beside the trace are read from where it is, abspath)
-        trace.meta["path"] = path
+        trace.meta = replace(trace.meta, path=path)
         thresholds = dict(options.thresholds)
         windows = [default_window([trace.duration_ns / 1e9])]
         windows += [w for w in options.windows if not any(math.isclose(w, x) for x in windows)]

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import OptionError, TraceError
+from ..ingest.meta import TraceMeta
 from ..paths import Stored, expand
 from ..version import __version__
 from .inputs import _equals, _matched_nothing
@@ -333,20 +334,22 @@ class AnalysedTrace:
         self.row = row
         self.dataset = dataset
         lost = json.loads(row["lost_events_by_cpu"] or "{}")
-        self.meta: dict = {
-            "path": row["path"],
-            "format": row["format"],
-            "cpus": int(row["cpus"]),
-            "clock": _value(row["clock"]),
-            "kernel": _value(row["kernel"]),
-            "first_ts_ns": _value(row["first_ts_ns"]),
-            "last_ts_ns": _value(row["last_ts_ns"]),
-            "event_counts": json.loads(row["event_counts"] or "{}"),
-            "lost_events": {int(c): int(n) for c, n in lost.items()},
-            "lost_unknown": [int(c) for c in (_list(row["lost_unknown_cpus"]))],
-            "warnings": [str(w) for w in _list(row["warnings"])],
-            "source": {"timestamps": row["timestamps"]},
-        }
+        # the dataset's columns (their names are those of every earlier version)
+        self.meta = TraceMeta(
+            path=row["path"],
+            format=row["format"],
+            cpus=int(row["cpus"]),
+            clock=_value(row["clock"]),
+            kernel=_value(row["kernel"]),
+            first_ts_ns=_value(row["first_ts_ns"]),
+            last_ts_ns=_value(row["last_ts_ns"]),
+            event_counts=json.loads(row["event_counts"] or "{}"),
+            lost_events={int(c): int(n) for c, n in lost.items()},
+            lost_unknown=tuple(int(c) for c in (_list(row["lost_unknown_cpus"]))),
+            systems={},
+            warnings=tuple(str(w) for w in _list(row["warnings"])),
+            source={"timestamps": row["timestamps"]},
+        )
         self.caveats: list[str] = [str(c) for c in _list(row["caveats"])]
         topo = json.loads(row["topology_json"])
         source, note = topo.pop("source"), topo.pop("note", "")
@@ -365,15 +368,15 @@ class AnalysedTrace:
 
     @property
     def path(self) -> str:
-        return self.meta["path"]
+        return self.meta.path
 
     @property
     def duration_ns(self) -> int:
-        first, last = self.meta["first_ts_ns"], self.meta["last_ts_ns"]
-        return 0 if first is None else int(last) - int(first)
+        first, last = self.meta.first_ts_ns, self.meta.last_ts_ns
+        return 0 if first is None or last is None else int(last) - int(first)
 
     def has_records(self, name: str) -> bool:
-        return int(self.meta["event_counts"].get(name, 0)) > 0
+        return int(self.meta.event_counts.get(name, 0)) > 0
 
     def use_topology(self, topology_file=None, llc=None):
         raise OptionError(
@@ -404,7 +407,7 @@ class AnalysedTrace:
         keys = {m.key for m in CATALOGUE.values()} | {"duration_s"}
         tm = {k: _value(self.row.get(k)) for k in keys if k != "busy_share"}
         busy = {}
-        for c in range(self.meta["cpus"]):
+        for c in range(self.meta.ncpus):
             v = _value(self.row.get(f"busy_share_cpu{c}"))
             if v is not None:
                 busy[str(c)] = v
@@ -433,7 +436,7 @@ class AnalysedTrace:
 
         self._check_thresholds(thresholds)
         if window_s is None:
-            return trace_samples(self.metrics(), self.path, self.meta["cpus"], metrics)
+            return trace_samples(self.metrics(), self.path, self.meta.ncpus, metrics)
         keep = _select(metrics)
         w = self.dataset.windows([self.path])
         stored = sorted(set(w["window_s"]))

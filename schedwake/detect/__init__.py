@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from ..errors import OptionError
 from . import cswitch_storm, idle_while_runnable, kworker_pingpong, llc_roundrobin
-from .base import SEVERITIES, Finding, Threshold, severity_rank
+from .base import SEVERITIES, Detector, Finding, Threshold, Thresholds, severity_rank
 from .evidence import evidence_of, evidence_rows
 
-#: name -> module with NAME, THRESHOLDS and detect(trace, model, thresholds)
-DETECTORS = {
-    m.NAME: m for m in (kworker_pingpong, llc_roundrobin, cswitch_storm, idle_while_runnable)
-}
+#: Every detector (a module that is a :class:`~schedwake.detect.base.Detector`), in the
+#: order they run.
+_ALL: tuple[Detector, ...] = (kworker_pingpong, llc_roundrobin, cswitch_storm, idle_while_runnable)
+
+#: name -> detector
+DETECTORS: dict[str, Detector] = {d.NAME: d for d in _ALL}
 
 #: Every threshold by name.
 THRESHOLDS: dict[str, Threshold] = {t.name: t for m in DETECTORS.values() for t in m.THRESHOLDS}
 
 
-def thresholds(overrides: dict | None = None) -> dict[str, float]:
+def thresholds(overrides: dict | None = None) -> Thresholds:
     """Default thresholds updated with ``overrides`` (an unknown name or a value that is
     not a number: OptionError naming ``thresholds``)."""
     th = {k: t.default for k, t in THRESHOLDS.items()}
@@ -45,15 +47,15 @@ def thresholds(overrides: dict | None = None) -> dict[str, float]:
     return th
 
 
-def for_slice(th: dict, trace, explicit=()) -> dict[str, float]:
+def for_slice(th: Thresholds, trace, explicit=()) -> Thresholds:
     """``th`` as a time slice of a trace judges with it: each threshold with a
     ``slice_floor`` (an amount the trace adds up) scaled by the slice's share of the
-    trace's duration (``trace.meta["slice"]["share"]``), rounded up for a count, never
+    trace's duration (``trace.meta.slice.share``), rounded up for a count, never
     below its floor nor above its value; those named in ``explicit`` (given by the user)
     and every threshold of a whole trace as they are."""
     import math
 
-    share = (trace.meta.get("slice") or {}).get("share")
+    share = None if trace.meta.slice is None else trace.meta.slice.share
     if share is None or share >= 1:
         return th
     out = dict(th)
@@ -112,7 +114,9 @@ __all__ = [
     "DETECTORS",
     "THRESHOLDS",
     "SEVERITIES",
+    "Detector",
     "Finding",
+    "Thresholds",
     "detect",
     "thresholds",
     "for_slice",

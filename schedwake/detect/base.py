@@ -1,10 +1,20 @@
-"""What every detector returns, and the named thresholds they judge by."""
+"""What every detector provides (:class:`Detector`), what it returns
+(:class:`Finding`), and the named thresholds it judges by."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..trace import Trace
 
 SEVERITIES = ("high", "medium", "low")
+
+#: Threshold values by name (every name of ``detect.THRESHOLDS``; ``detect.thresholds``
+#: makes one from the defaults and the user's overrides).
+Thresholds = dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,34 @@ class Finding:
             "evidence": self.evidence,
             "evidence_events": self.evidence_events,
         }
+
+
+class Detector(Protocol):
+    """What every detector provides: a module of ``detect/`` with these names (registered
+    in ``detect.DETECTORS``, docs/architecture.md "Recipe: add a detector")."""
+
+    @property
+    def NAME(self) -> str:
+        """Its name: ``Finding.detector``, the key of ``detect.DETECTORS``."""
+        ...
+
+    @property
+    def THRESHOLDS(self) -> tuple[Threshold, ...]:
+        """The thresholds it judges by (their names are unique across detectors)."""
+        ...
+
+    @property
+    def EVENTS(self) -> tuple[tuple[str, ...], ...]:
+        """The events it cannot judge without: a record of one event of each group
+        (``(("sched_waking", "sched_wakeup"), ("sched_switch",))``); without them it
+        finds nothing."""
+        ...
+
+    def detect(self, trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
+        """Its findings in ``trace`` (whose model is ``model``), judged by ``th``; the
+        caller (``detect.detect``) adds the caveats and fills the evidence lines from
+        ``Finding.evidence_at``."""
+        ...
 
 
 def severity_rank(sev: str) -> int:

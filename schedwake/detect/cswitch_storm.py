@@ -37,11 +37,13 @@ import pandas as pd
 
 from ..model._util import asof_index
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions
-from .base import Finding, Threshold
+from .base import Finding, Threshold, Thresholds
 
 NAME = "cswitch_storm"
+#: The events it cannot judge without, one of each group (base.Detector.EVENTS).
+EVENTS: tuple[tuple[str, ...], ...] = (("sched_switch",),)
 
-THRESHOLDS = (
+THRESHOLDS: tuple[Threshold, ...] = (
     Threshold(
         "storm_min_preempted_share",
         0.75,
@@ -295,7 +297,7 @@ def pair_table(model, th: dict) -> pd.DataFrame:
     return per.reset_index()[cols]
 
 
-def detect(trace, model, th: dict) -> list[Finding]:
+def detect(trace, model, th: Thresholds) -> list[Finding]:
     per = pair_table(model, th)
     if model.pids is not None and len(per):  # (analyze --pid): these tasks' storms only
         per = per[per["pid"].isin(list(model.pids))].copy()

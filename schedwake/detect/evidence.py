@@ -99,9 +99,7 @@ def kernel_symbols(trace):
         from ..symbols.kernel import KernelSymbols, choose_kallsyms, kernel_build_id
 
         meta = trace.meta
-        choice = choose_kallsyms(
-            meta.get("kernel"), kernel_build_id((meta.get("source") or {}).get("build_ids"))
-        )
+        choice = choose_kallsyms(meta.kernel, kernel_build_id(meta.source.get("build_ids")))
         memo["kernel_symbols"] = KernelSymbols(choice.text) if choice.text else None
     return memo["kernel_symbols"]
 

@@ -21,11 +21,13 @@ import pandas as pd
 
 from ..model.tasks import kthread_cpu
 from ._iwr import llc_gap_segments, single_cpu_pids
-from .base import Finding, Threshold
+from .base import Finding, Threshold, Thresholds
 
 NAME = "idle_while_runnable"
+#: The events it cannot judge without, one of each group (base.Detector.EVENTS).
+EVENTS: tuple[tuple[str, ...], ...] = (("sched_waking", "sched_wakeup"), ("sched_switch",))
 
-THRESHOLDS = (
+THRESHOLDS: tuple[Threshold, ...] = (
     Threshold(
         "iwr_min_share",
         0.05,
@@ -158,7 +160,7 @@ def _side_by_side(model, longest, pinned) -> dict | None:
     }
 
 
-def detect(trace, model, th: dict) -> list[Finding]:
+def detect(trace, model, th: Thresholds) -> list[Finding]:
     m = measure(model, th)
     if not m["segments"]:
         return []

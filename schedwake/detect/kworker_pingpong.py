@@ -28,11 +28,13 @@ import numpy as np
 import pandas as pd
 
 from ..model.masks import episodes_mask, pingpong_at_episodes, stopper_mask
-from .base import Finding, Threshold, counts
+from .base import Finding, Threshold, Thresholds, counts
 
 NAME = "kworker_pingpong"
+#: The events it cannot judge without, one of each group (base.Detector.EVENTS).
+EVENTS: tuple[tuple[str, ...], ...] = (("sched_waking", "sched_wakeup"),)
 
-THRESHOLDS = (
+THRESHOLDS: tuple[Threshold, ...] = (
     Threshold(
         "pingpong_min_episodes",
         20,
@@ -74,7 +76,7 @@ THRESHOLDS = (
 )
 
 
-def detect(trace, model, th: dict) -> list[Finding]:
+def detect(trace, model, th: Thresholds) -> list[Finding]:
     w = model.wakeups
     dur_s = max(model.duration_ns, 1) / 1e9
     mask = episodes_mask(w)

@@ -24,11 +24,13 @@ import numpy as np
 import pandas as pd
 
 from ..model.masks import episodes_mask, stopper_mask
-from .base import Finding, Threshold
+from .base import Finding, Threshold, Thresholds
 
 NAME = "llc_roundrobin"
+#: The events it cannot judge without, one of each group (base.Detector.EVENTS).
+EVENTS: tuple[tuple[str, ...], ...] = (("sched_waking", "sched_wakeup"),)
 
-THRESHOLDS = (
+THRESHOLDS: tuple[Threshold, ...] = (
     Threshold(
         "roundrobin_min_wakeups",
         50,
@@ -194,7 +196,7 @@ def _pingpong_share(w: pd.DataFrame, ch: pd.DataFrame, pids: np.ndarray) -> floa
     return float(changes.isin(episodes).mean())
 
 
-def detect(trace, model, th: dict) -> list[Finding]:
+def detect(trace, model, th: Thresholds) -> list[Finding]:
     per, ch = task_table(model, th)
     if len(per) == 0 or not per["flagged"].any():
         return []

@@ -1,29 +1,179 @@
 """Ingest: turn a trace file of any supported format into the canonical tables.
 
-:func:`read` sniffs the format (or takes ``input_format``) and hands the file to one
-reader module; every reader returns a :class:`RawTrace` whose tables follow
+:data:`INPUT_FORMATS` is the one registry of input formats: per format its name, how
+its files are told apart (:func:`sniff`), how it is read whole (:func:`read`) and batch
+by batch (:func:`iter_batches`), which readers may read it and its file suffixes (what
+``batch`` looks for in a directory; the table of docs/api.md, "Input formats", is
+checked against it). Every reader returns a :class:`RawTrace` whose tables follow
 :mod:`schedwake.schema`. Nothing here knows about the model or the detectors.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import OptionError, TraceError
 from .raw import Progress, RawTrace
 
 TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 
-#: Names accepted by ``input_format`` / ``--input-format``.
-FORMATS = ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data")
-
 #: Readers (``reader`` / ``--reader``): schedwake's own decoder of trace.dat and
 #: perf.data, in this process; libtracecmd for trace.dat (the conformance oracle), in a
 #: child process; ``perf script`` text for perf.data (its conformance oracle).
 READERS = ("schedwake", "libtracecmd", "perf-script")
 DEFAULT_READER = "schedwake"
+
+#: Suffixes of a text trace compressed with gzip, xz, zstd or bzip2 (the text readers
+#: decompress them).
+COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst", ".bz2")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What :func:`read` and :func:`iter_batches` pass a format's reader: the events to
+    build tables for (None: all), the progress callback, the reader (one of the
+    format's ``readers``), its decoding threads and the kallsyms file of a perf.data."""
+
+    events: list[str] | None = None
+    progress: Progress | None = None
+    reader: str = DEFAULT_READER
+    jobs: int | None = None
+    kallsyms: Any = None
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """One input format (an entry of :data:`INPUT_FORMATS`)."""
+
+    #: Its name: ``input_format`` / ``--input-format``, ``trace.meta.format``.
+    name: str
+    #: What it is, in one line of Markdown (docs/api.md, "Input formats").
+    doc: str
+    #: Reads a whole file of this format.
+    read: Callable[[Path, ReadOptions], RawTrace]
+    #: Reads a file batch by batch in bounded memory (``schedwake convert``); None: only whole.
+    iter_batches: Callable[[Path, ReadOptions], Iterator[RawTrace]] | None = None
+    #: Whether the first bytes of a file (up to 64) are this format's; None for the text
+    #: formats, which :func:`schedwake.ingest.text.sniff` tells apart by their lines
+    #: after every format with magic bytes was tried.
+    magic: Callable[[bytes], bool] | None = None
+    #: The suffixes of its files (what ``batch`` looks for in a directory).
+    suffixes: tuple[str, ...] = ()
+    #: Whether it is also read compressed (:data:`COMPRESSED_SUFFIXES`).
+    compressed: bool = False
+    #: Whether a directory (``perf record --threads``) can be of this format.
+    directory: bool = False
+    #: The readers that read it (:data:`READERS`).
+    readers: tuple[str, ...] = (DEFAULT_READER,)
+
+
+# The readers are imported when a file of their format is read, not with the package.
+
+
+def _read_tracedat(path: Path, o: ReadOptions) -> RawTrace:
+    if o.reader == "libtracecmd":
+        from . import libtracecmd
+
+        return libtracecmd.read(path, o.events, o.progress)
+    from . import tracedat
+
+    return tracedat.read(path, o.events, o.progress, o.jobs)
+
+
+def _tracedat_batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
+    from . import tracedat
+
+    return tracedat.iter_batches(path, o.events, o.progress)
+
+
+def _read_perfdata(path: Path, o: ReadOptions) -> RawTrace:
+    if o.reader == "perf-script":  # perf script's text of the file, read as such
+        from . import text
+
+        return text.read(path, "perf.data", o.events, o.progress)
+    from . import perfdata
+
+    return perfdata.read(path, o.events, o.progress, o.jobs, o.kallsyms)
+
+
+def _perfdata_batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
+    from . import perfdata
+
+    return perfdata.iter_batches(path, o.events, o.progress, kallsyms=o.kallsyms)
+
+
+def _text_format(name: str, doc: str, suffixes: tuple[str, ...]) -> InputFormat:
+    """A text format: read by :mod:`schedwake.ingest.text`, also compressed."""
+
+    def read(path: Path, o: ReadOptions) -> RawTrace:
+        from . import text
+
+        return text.read(path, name, o.events, o.progress)
+
+    def batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
+        from . import text
+
+        return text.iter_batches(path, name, o.events, o.progress)
+
+    return InputFormat(name, doc, read, batches, suffixes=suffixes, compressed=True)
+
+
+#: Every input format by name, in the order ``--input-format`` lists them.
+INPUT_FORMATS: dict[str, InputFormat] = {
+    f.name: f
+    for f in (
+        InputFormat(
+            "trace.dat",
+            "trace-cmd record's file (any version, compressed or not, top-level or "
+            "instance buffer)",
+            _read_tracedat,
+            _tracedat_batches,
+            # a cut-off magic is a truncated trace.dat, said so by its reader
+            magic=lambda head: (
+                head.startswith(TRACE_DAT_MAGIC[:3]) or TRACE_DAT_MAGIC.startswith(head)
+            ),
+            suffixes=(".dat",),
+            readers=("schedwake", "libtracecmd"),
+        ),
+        _text_format(
+            "ftrace-text",
+            "ftrace text (`/sys/kernel/tracing/trace`, `trace_pipe`)",
+            (".txt",),
+        ),
+        _text_format(
+            "trace-cmd-report",
+            "`trace-cmd report` text (default, `-N`, `-R`, `-l`, `-t` layouts)",
+            (".report", ".txt"),
+        ),
+        _text_format("perf-script", "`perf script` text", (".perf", ".txt")),
+        InputFormat(
+            "perf.data",
+            "perf record's file, or its directory (`perf record --threads`)",
+            _read_perfdata,
+            _perfdata_batches,
+            magic=lambda head: head.startswith(b"PERFILE2"),
+            suffixes=(".data",),
+            directory=True,
+            readers=("schedwake", "perf-script"),
+        ),
+    )
+}
+
+#: Names accepted by ``input_format`` / ``--input-format``.
+FORMATS = tuple(INPUT_FORMATS)
+
+#: Every suffix of a trace file of some format (``batch`` reads a directory's files
+#: that end with one of them).
+SUFFIXES = tuple(
+    dict.fromkeys(
+        [s for f in INPUT_FORMATS.values() for s in f.suffixes]
+        + [s for f in INPUT_FORMATS.values() if f.compressed for s in COMPRESSED_SUFFIXES]
+    )
+)
 
 
 def check_path(path) -> Path:
@@ -54,18 +204,18 @@ def is_perf_directory(path: Path) -> bool:
 
 
 def sniff(path: Path) -> str:
-    """The format of ``path``, from its first bytes."""
-    if path.is_dir():
-        return "perf.data"  # (check_path lets only perf's directories through)
-    with open(path, "rb") as f:
-        head = f.read(64)
-    if head.startswith(TRACE_DAT_MAGIC[:3]) or TRACE_DAT_MAGIC.startswith(head):
-        return "trace.dat"  # a cut-off magic is a truncated trace.dat, said so by its reader
-    if head.startswith(b"PERFILE2"):
-        return "perf.data"
-    from . import text  # the text readers sniff their own variants (also compressed)
+    """The format of ``path``: by the first bytes of the formats with ``magic``, then
+    (a text format) by its lines."""
+    if path.is_dir():  # (check_path lets only perf's directories through)
+        return next(f.name for f in INPUT_FORMATS.values() if f.directory)
+    with open(path, "rb") as file:
+        head = file.read(64)
+    for f in INPUT_FORMATS.values():
+        if f.magic is not None and f.magic(head):
+            return f.name
+    from . import text
 
-    fmt = text.sniff(path)
+    fmt = text.sniff(path)  # (also compressed)
     if fmt is None:
         raise TraceError(
             path,
@@ -87,7 +237,7 @@ def read(
     """Read ``path`` into canonical tables.
 
     ``events``: event names to read (``"sched_waking"`` or ``"sched:sched_waking"``);
-    None reads every event. Counts of all events are in ``meta["event_counts"]``
+    None reads every event. Counts of all events are in ``meta.event_counts``
     either way. ``reader``: the trace.dat or perf.data reader (:data:`READERS`; None is
     ``"schedwake"``); ``jobs``: decoding threads of schedwake's reader (None: one per
     CPU; the text readers and libtracecmd ignore it); ``kallsyms``: a kallsyms file of
@@ -104,29 +254,12 @@ def read(
                 "events", repr(events), "must be a list of event names (None: every event)"
             )
         events = names
-    if input_format is not None and input_format not in FORMATS:
-        raise OptionError(
-            "input_format", repr(input_format), f"unknown format (known: {', '.join(FORMATS)})"
-        )
+    check_input_format(input_format)
     p = check_path(path)
     fmt = input_format or sniff(p)
     check_reader_format(p, fmt, reader)
     wanted = None if events is None else [e.split(":")[-1] for e in events]
-    if fmt == "trace.dat":
-        if reader == "libtracecmd":
-            from . import libtracecmd
-
-            return libtracecmd.read(p, wanted, progress)
-        from . import tracedat
-
-        return tracedat.read(p, wanted, progress, jobs)
-    if fmt == "perf.data" and reader == "schedwake":
-        from . import perfdata
-
-        return perfdata.read(p, wanted, progress, jobs, kallsyms)
-    from . import text
-
-    return text.read(p, fmt, wanted, progress)
+    return INPUT_FORMATS[fmt].read(p, ReadOptions(wanted, progress, reader, jobs, kallsyms))
 
 
 def _names(items) -> list | None:
@@ -146,21 +279,27 @@ def check_reader_options(reader: str | None, jobs: int | None) -> str:
     return reader
 
 
+def check_input_format(input_format: str | None) -> None:
+    """OptionError (a ValueError) naming ``input_format`` when it is not None or a name
+    of :data:`FORMATS`."""
+    if input_format is not None and input_format not in FORMATS:
+        raise OptionError(
+            "input_format", repr(input_format), f"unknown format (known: {', '.join(FORMATS)})"
+        )
+
+
 def check_reader_format(path: Path, fmt: str, reader: str) -> None:
-    """TraceError when ``reader`` cannot read files of format ``fmt``: libtracecmd
-    reads trace.dat only, perf-script perf.data only."""
-    if reader == "libtracecmd" and fmt != "trace.dat":
-        raise TraceError(
-            path, f"the libtracecmd reader only reads trace.dat files, and this is {fmt}"
-        )
-    if reader == "perf-script" and fmt != "perf.data":
-        raise TraceError(
-            path, f"the perf-script reader only reads perf.data files, and this is {fmt}"
-        )
+    """TraceError when ``reader`` cannot read files of format ``fmt`` (it is not one of
+    the format's ``readers``): libtracecmd reads trace.dat only, perf-script perf.data
+    only."""
+    known = INPUT_FORMATS.get(fmt)  # (an unknown input_format is read()'s to refuse)
+    if reader not in (known.readers if known else (DEFAULT_READER,)):
+        only = " or ".join(f.name for f in INPUT_FORMATS.values() if reader in f.readers)
+        raise TraceError(path, f"the {reader} reader only reads {only} files, and this is {fmt}")
 
 
 #: Formats that :func:`iter_batches` reads batch by batch.
-STREAMED_FORMATS = ("trace.dat", "perf.data", "ftrace-text", "trace-cmd-report", "perf-script")
+STREAMED_FORMATS = tuple(f.name for f in INPUT_FORMATS.values() if f.iter_batches is not None)
 
 
 def iter_batches(
@@ -177,17 +316,10 @@ def iter_batches(
     the file's order (sorted within a batch). ``meta`` counts are cumulative, so the
     last batch's describe the whole file.
     """
+    check_input_format(input_format)
     p = check_path(path)
     fmt = input_format or sniff(p)
-    if fmt == "trace.dat":
-        from . import tracedat
-
-        yield from tracedat.iter_batches(p, events, progress)
-    elif fmt == "perf.data":
-        from . import perfdata
-
-        yield from perfdata.iter_batches(p, events, progress, kallsyms=kallsyms)
-    else:
-        from . import text
-
-        yield from text.iter_batches(p, fmt, events, progress)
+    batches = INPUT_FORMATS[fmt].iter_batches
+    if batches is None:
+        raise OptionError("input_format", fmt, "is read whole, not batch by batch")
+    yield from batches(p, ReadOptions(events, progress, kallsyms=kallsyms))

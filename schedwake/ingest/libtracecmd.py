@@ -40,6 +40,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import TraceError
+from .meta import TraceMeta
 from .raw import Progress, RawTrace
 
 #: A file gets this long, plus STALL_S_PER_MB per MB of its size, to be read; a child
@@ -229,7 +230,7 @@ def _result(path: Path, returncode: int, frames: list, diag: bytes) -> RawTrace:
         tables[payload[:cut].decode()] = _ipc_table(memoryview(payload)[cut + 1 :])
     return RawTrace(
         tables=tables,
-        meta=meta_from_json(by_kind[b"M"][0]),
+        meta=TraceMeta.from_dict(meta_from_json(by_kind[b"M"][0])),
         lost=_ipc_table(memoryview(by_kind[b"L"][0])),
     )
 
@@ -377,7 +378,7 @@ def _child_main(argv: list[str]) -> int:
     for name, table in trace.tables.items():
         out.send(b"T", name.encode(), b"\0", _ipc_bytes(table))
     out.send(b"L", _ipc_bytes(trace.lost))
-    out.send(b"M", meta_to_json(trace.meta))
+    out.send(b"M", meta_to_json(trace.meta.to_dict()))
     out.out.close()
     return 0
 

@@ -15,7 +15,7 @@ Whatever perf recorded: ``perf sched record``, ``perf record -e sched:...``, a p
   cpumode of each address).
 * ``common_comm`` is the thread's name at the sample's time, from the file's COMM/FORK
   history, as ``perf script`` prints it (``:TID`` for a thread perf never named).
-* ``meta["topology"]``: the LLCs (the highest cache level's shared CPU lists), SMT
+* ``meta.topology``: the LLCs (the highest cache level's shared CPU lists), SMT
   siblings and NUMA nodes the file's header records, used ahead of inference.
 * :attr:`RawTrace.sideband`: tables of the COMM, FORK, EXIT and MMAP records (names,
   task lifetimes, memory maps for user-space symbols).
@@ -44,6 +44,7 @@ from ..errors import TraceError
 from ..schema import COMMON_NAMES, field_name
 from ..symbols.kernel import KallsymsChoice, choose_kallsyms
 from . import _tdread
+from .meta import TraceMeta
 from .raw import Progress, RawTrace
 from .tracedat import _column, _event_tables, _lost_table
 
@@ -205,20 +206,20 @@ def assemble(
     callchains = any(
         "callchain" in t.column_names for n, t in tables.items() if n not in _HELPER_EVENTS
     )
-    meta = {
-        "path": str(path),
-        "format": "perf.data",
-        "cpus": m["cpus"],
-        "clock": m["clock"],
-        "first_ts_ns": m["first_ts"] if m["records"] else None,
-        "last_ts_ns": m["last_ts"] if m["records"] else None,
-        "kernel": perf["osrelease"],
-        "lost_events": {int(c): int(n) for c, n in sorted(m["lost_per_cpu"].items())},
-        "lost_unknown": [],
-        "event_counts": dict(sorted(counts.items())),
-        "systems": systems,
-        "warnings": warnings,
-        "source": {
+    meta = TraceMeta(
+        path=str(path),
+        format="perf.data",
+        cpus=m["cpus"],
+        clock=m["clock"],
+        first_ts_ns=m["first_ts"] if m["records"] else None,
+        last_ts_ns=m["last_ts"] if m["records"] else None,
+        kernel=perf["osrelease"],
+        lost_events={int(c): int(n) for c, n in sorted(m["lost_per_cpu"].items())},
+        lost_unknown=(),
+        event_counts=dict(sorted(counts.items())),
+        systems=systems,
+        warnings=tuple(warnings),
+        source={
             "reader": "schedwake",
             "timestamps": "ns",
             "sorted": True,
@@ -241,8 +242,8 @@ def assemble(
             "build_ids": perf["build_ids"],
             "kallsyms": None if kallsyms is None else kallsyms.source or None,
         },
-        "topology": header_topology(perf, m["cpus"]),
-    }
+        topology=header_topology(perf, m["cpus"]),
+    )
     return RawTrace(tables=tables, meta=meta, lost=lost, sideband=sideband_tables(perf))
 
 

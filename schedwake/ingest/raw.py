@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ..schema import LOST_EVENTS_SCHEMA
+from .meta import TraceMeta
 
 #: Progress callback: called with the fraction of the file done (0.0 to 1.0).
 Progress = Callable[[float], None]
@@ -21,6 +22,6 @@ class RawTrace:
     perf.data) side-band tables: ``comms``, ``forks``, ``exits``, ``mmaps``."""
 
     tables: dict[str, pa.Table]
-    meta: dict
+    meta: TraceMeta
     lost: pa.Table = field(default_factory=LOST_EVENTS_SCHEMA.empty_table)
     sideband: dict[str, pa.Table] = field(default_factory=dict)

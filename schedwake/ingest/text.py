@@ -51,6 +51,7 @@ import pyarrow.compute as pc
 
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, event_schema, field_name
+from .meta import TraceMeta
 from .raw import Progress, RawTrace
 from .text_damage import MAX_CPUS, MAX_LINE_BYTES, Assessment, assess
 
@@ -947,7 +948,7 @@ def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTr
     """Read a text trace (or perf.data) of format ``fmt`` into canonical tables.
 
     ``events``: names of the events to build tables for (None: all); counts in
-    ``meta["event_counts"]`` cover every event either way."""
+    ``meta.event_counts`` cover every event either way."""
     path = Path(path)
     batch = None
     for batch in _scan(path, fmt, events, progress, None):  # noqa: B007 (the last)
@@ -1150,21 +1151,21 @@ def _build(path, fmt, raw, st, facts, damage: Assessment, events, strings) -> Ra
     for k in ("tracer", "entries_in_buffer", "entries_written"):
         if k in facts:
             source[k] = facts[k]
-    meta = {
-        "path": str(path),
-        "format": fmt,
-        "cpus": cpus,
-        "clock": None,
-        "first_ts_ns": damage.first_ts,
-        "last_ts_ns": damage.last_ts,
-        "kernel": facts.get("kernel"),
-        "lost_events": dict(sorted(lost_per_cpu.items())),
-        "lost_unknown": lost_unknown,
-        "event_counts": dict(sorted(counts.items())),
-        "systems": systems,
-        "warnings": list(damage.warnings),
-        "source": source,
-    }
+    meta = TraceMeta(
+        path=str(path),
+        format=fmt,
+        cpus=cpus,
+        clock=None,
+        first_ts_ns=damage.first_ts,
+        last_ts_ns=damage.last_ts,
+        kernel=facts.get("kernel"),
+        lost_events=dict(sorted(lost_per_cpu.items())),
+        lost_unknown=tuple(lost_unknown),
+        event_counts=dict(sorted(counts.items())),
+        systems=systems,
+        warnings=tuple(damage.warnings),
+        source=source,
+    )
     return RawTrace(tables=tables, meta=meta, lost=lost)
 
 

@@ -10,14 +10,14 @@ this module only looks at the counters, once per batch, and decides:
   (perf script text in ftrace text, trace-cmd report text in ftrace text, or the
   reverse), events on CPUs the trace cannot have, events that go back in time on
   their CPU;
-* **read around** with one warning (``meta["warnings"]``, a caveat in every report):
+* **read around** with one warning (``meta.warnings``, a caveat in every report):
   a handful of such lines, each kind with its count and first line number. Lines that
   are not events and events on impossible CPUs are left out of the tables; events
   that go back in time stay (the tables are sorted); a few events far outside the
   time range of all the others (:func:`_outliers`) are left out of the tables and of
   the duration.
 
-Event counts (``meta["event_counts"]``) are those of the tables: the events left out
+Event counts (``meta.event_counts``) are those of the tables: the events left out
 are not counted.
 """
 

@@ -38,6 +38,7 @@ import pyarrow as pa
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, RAW_CLOCKS, field_name
 from . import _tdread, tracedat_layout
+from .meta import TraceMeta
 from .raw import Progress, RawTrace
 
 _INT_TYPES = {
@@ -108,7 +109,7 @@ def assemble(
     ``file_version``/``compression``/``options``, when the reader gives them, take
     precedence (a reader sees options inside compressed sections, the check does not).
     ``events`` is what was asked for: with None, events that never fired get no table.
-    ``reader`` names the decoder that made ``raw`` (``meta["source"]["reader"]``).
+    ``reader`` names the decoder that made ``raw`` (``meta.source["reader"]``).
     """
     m = raw["meta"]
     source = _source_facts(m, layout)
@@ -116,20 +117,20 @@ def assemble(
     lost = _lost_table(raw["lost"])
     lost_counts = lost.column("count").to_numpy()
     lost_unknown = sorted(set(lost.column("cpu").to_numpy()[lost_counts < 0].tolist()))
-    meta = {
-        "path": str(path),
-        "format": "trace.dat",
-        "cpus": m["cpus"],
-        "clock": m["clock"],
-        "first_ts_ns": m["first_ts"] if m["records"] else None,
-        "last_ts_ns": m["last_ts"] if m["records"] else None,
-        "kernel": _kernel_release(m["uname"]),
-        "lost_events": _lost_per_cpu(m),
-        "lost_unknown": lost_unknown,
-        "event_counts": dict(sorted(counts.items())),
-        "systems": systems,
-        "warnings": [str(w) for w in m.get("warnings") or []],
-        "source": {
+    meta = TraceMeta(
+        path=str(path),
+        format="trace.dat",
+        cpus=m["cpus"],
+        clock=m["clock"],
+        first_ts_ns=m["first_ts"] if m["records"] else None,
+        last_ts_ns=m["last_ts"] if m["records"] else None,
+        kernel=_kernel_release(m["uname"]),
+        lost_events=_lost_per_cpu(m),
+        lost_unknown=tuple(lost_unknown),
+        event_counts=dict(sorted(counts.items())),
+        systems=systems,
+        warnings=tuple(str(w) for w in m.get("warnings") or []),
+        source={
             "file_version": source["version"],
             "timestamps": _timestamp_unit(m["clock"], source["options"]),
             "compression": source["compression"],
@@ -142,7 +143,7 @@ def assemble(
             "sorted": True,
             "reader": reader,  # which decoder made the tables
         },
-    }
+    )
     return RawTrace(tables=tables, meta=meta, lost=lost)
 
 

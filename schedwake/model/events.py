@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from ..ingest.meta import TraceMeta
 from ._util import frame
 from .fields import MODEL_FIELDS, check_formats, columns
 
@@ -53,12 +54,12 @@ class Events:
         return max(self.last_ts - self.first_ts, 0)
 
 
-def timestamp_problem(meta: dict) -> str | None:
+def timestamp_problem(meta: TraceMeta) -> str | None:
     """Why the timestamps of a trace cannot be analyzed, or None: raw clock ticks
     (schema.RAW_CLOCKS) would make every rate and latency wrong."""
-    if (meta.get("source") or {}).get("timestamps") != "raw":
+    if meta.timestamps != "raw":
         return None
-    clock = meta.get("clock")
+    clock = meta.clock
     return (
         "timestamps are raw ticks of the "
         + (f"'{clock}' trace clock" if clock else "trace clock")
@@ -69,7 +70,7 @@ def timestamp_problem(meta: dict) -> str | None:
 
 def load_events(trace) -> Events:
     if why := timestamp_problem(trace.meta):
-        raise TraceError(trace.meta["path"], why)
+        raise TraceError(trace.meta.path, why)
     check_formats(trace)
 
     def read(event: str, common: list[str] = _TASK) -> pd.DataFrame | None:
@@ -85,16 +86,16 @@ def load_events(trace) -> Events:
         exec_=read("sched_process_exec"),
         wq_start=read("workqueue_execute_start"),
         wq_end=read("workqueue_execute_end"),
-        first_ts=int(trace.meta["first_ts_ns"] or 0),
-        last_ts=int(trace.meta["last_ts_ns"] or 0),
-        cpus=int(trace.meta["cpus"] or 1),
+        first_ts=int(trace.meta.first_ts_ns or 0),
+        last_ts=int(trace.meta.last_ts_ns or 0),
+        cpus=trace.meta.ncpus,
         recorded_cpus=(
-            None if trace.meta.get("recorded_cpus") is None else tuple(trace.meta["recorded_cpus"])
+            None if trace.meta.recorded_cpus is None else tuple(trace.meta.recorded_cpus)
         ),
     )
     cav = ev.caveats
     # events the whole trace has but a slice of it lacks did not happen in the slice
-    whole = set((trace.meta.get("slice") or {}).get("events") or ())
+    whole = set(() if trace.meta.slice is None else trace.meta.slice.events)
     if ev.switch is None or len(ev.switch) == 0:
         cav.append(
             "no sched_switch events: wake-to-run latency, CPU occupancy, "
@@ -144,9 +145,9 @@ def load_events(trace) -> Events:
         and len(ev.waking)
     ):
         cav.append(NO_CONTEXT_CAVEAT)
-    lost = trace.meta.get("lost_events") or {}
-    unknown = trace.meta.get("lost_unknown") or []
-    if trace.meta.get("format") == "perf-script" and not (lost or unknown):
+    lost = trace.meta.lost_events
+    unknown = trace.meta.lost_unknown
+    if trace.meta.format == "perf-script" and not (lost or unknown):
         cav.append(
             "perf script text lists perf's own lost events only when made with "
             "--show-lost-events; this text has none: if it was made without that "

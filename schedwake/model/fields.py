@@ -110,15 +110,15 @@ def check_formats(trace) -> None:
     event the model reads (and the trace has records of) lacks a field it needs or has
     it in a shape it cannot use. Traces read from text are not checked (their readers
     make the columns, no format does)."""
-    if trace.meta.get("format") not in FORMAT_READERS:
+    if trace.meta.format not in FORMAT_READERS:
         return
-    systems = trace.meta.get("systems") or {}
+    systems = trace.meta.systems
     for event, (system, fields) in MODEL_FIELDS.items():
         # before the records: another system's event of this name, even without
         # records, would hide the kernel's (tables are named by event)
         if systems.get(event, system) != system:
             raise TraceError(
-                trace.meta["path"],
+                trace.meta.path,
                 f"event {event} is from system {systems[event]}, not {system}: schedwake "
                 f"reads {system}:{event}",
             )
@@ -129,7 +129,7 @@ def check_formats(trace) -> None:
             problem = _problem(table, field_name(name), need)
             if problem:
                 raise TraceError(
-                    trace.meta["path"],
+                    trace.meta.path,
                     f"event format {event}: field {name} {problem}; schedwake needs "
                     f"{need.describe()}",
                 )

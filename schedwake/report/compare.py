@@ -165,8 +165,8 @@ def to_dict(result: CompareResult) -> dict:
                 {
                     "path": str(t.path),
                     "duration_s": round(t.duration_ns / 1e9, 6),
-                    "cpus": t.meta.get("cpus"),
-                    "kernel": t.meta.get("kernel"),
+                    "cpus": t.meta.cpus,
+                    "kernel": t.meta.kernel,
                     "topology": t.topology.describe(),
                     "caveats": t.caveats,
                 }

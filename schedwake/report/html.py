@@ -115,9 +115,9 @@ def _sides(result) -> str:
         for t in s.traces:
             out.append(
                 f"<tr><td class='l'>{_e(s.label)}</td>"
-                f"<td class='l'>{_e(names[str(t.meta.get('path'))])}</td>"
-                f"<td>{t.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.get('cpus'))}</td>"
-                f"<td class='l'>{_e(t.meta.get('kernel') or 'unknown')}</td>"
+                f"<td class='l'>{_e(names[str(t.meta.path)])}</td>"
+                f"<td>{t.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.cpus)}</td>"
+                f"<td class='l'>{_e(t.meta.kernel or 'unknown')}</td>"
                 f"<td class='l'>{_e(t.topology.describe())}</td></tr>"
             )
     out.append("</tbody></table>")
@@ -216,12 +216,12 @@ def _timelines(result) -> str:
     for k, s in enumerate(have):
         trace = s.traces[0]
         findings: list = next(
-            (f for p, f in found.get(s.label, []) if p == str(trace.meta.get("path"))), []
+            (f for p, f in found.get(s.label, []) if p == str(trace.meta.path)), []
         )
         out.append(
             f"<figure>{timeline_fragment(trace, findings, name=f'timeline{k}')}"
             f"<figcaption>{_e(s.label)}: per-CPU timeline of "
-            f"{_e(Path(str(trace.meta.get('path'))).name)} (interactive)</figcaption></figure>"
+            f"{_e(Path(str(trace.meta.path)).name)} (interactive)</figcaption></figure>"
         )
     return "".join(out)
 

@@ -112,8 +112,8 @@ def _write_tables(path: Path, batches, outdir: Path, wanted=None) -> set[str]:
     finally:
         for writer in writers.values():
             writer.close()
-    assert meta is not None  # every reader yields a batch at least (or raises)
-    known = set(meta.get("systems") or ()) | set(meta.get("event_counts") or ())
+    assert meta is not None  # (a reader gives at least one batch)
+    known = set(meta.systems) | set(meta.event_counts)
     unknown = [e for e in wanted or () if e not in known]
     if unknown:
         raise OptionError(
@@ -121,6 +121,6 @@ def _write_tables(path: Path, batches, outdir: Path, wanted=None) -> set[str]:
         )
     summary = meta_summary(meta)
     summary["tables"] = {n: r for n, r in sorted(rows.items()) if n != "lost_events"}
-    summary["source"] = meta["source"]
+    summary["source"] = dict(meta.source)
     (outdir / "metadata.json").write_text(dumps(summary) + "\n")
     return {f"{n}.parquet" for n in rows} | {"metadata.json"}

@@ -83,7 +83,7 @@ class ReportFigure(Figure):
 def _name(trace) -> str:
     from pathlib import Path
 
-    return Path(str(trace.meta.get("path"))).name
+    return Path(str(trace.meta.path)).name
 
 
 def _cpu_order(topo, ncpus: int) -> list[int]:
@@ -155,7 +155,7 @@ def task_cpu(
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
     topo = trace.topology
-    order = _cpu_order(topo, int(trace.meta.get("cpus") or 1))
+    order = _cpu_order(topo, trace.meta.ncpus)
     ypos = {c: i for i, c in enumerate(order)}
     first = trace.model.events.first_ts
     if pid is None:
@@ -350,7 +350,7 @@ def migration_matrix(
     them on one scale)."""
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
-    ncpus = int(trace.meta.get("cpus") or 1)
+    ncpus = trace.meta.ncpus
     order = _cpu_order(trace.topology, ncpus)
     m = trace.migrations()
     if cause is not None and len(m):

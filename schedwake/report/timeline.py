@@ -49,7 +49,7 @@ def cpu_timeline(
     that migrated its task is an arrow from the task's previous CPU to the CPU chosen
     for it. Rows are CPUs grouped by LLC, the LLCs shaded; with ``cpus``, only the LLCs
     that hold them (a finding's CPUs with their LLC neighbours, on a large machine)."""
-    ncpus = int(trace.meta.get("cpus") or 1)
+    ncpus = trace.meta.ncpus
     order = _cpu_order(trace.topology, ncpus)
     if cpus:
         want = {int(c) for c in cpus}
@@ -214,7 +214,7 @@ def busy_share_bars(trace, busy: dict, figsize=(9, 3.8)) -> Figure:
     shaded; ``busy``: the ``busy_share`` metric (``{"cpu": fraction}``)."""
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
-    ncpus = int(trace.meta.get("cpus") or 1)
+    ncpus = trace.meta.ncpus
     order = [c for c in _cpu_order(trace.topology, ncpus) if str(c) in busy]
     vals = [100 * float(busy[str(c)]) for c in order]
     _draw_llc_bands(ax, trace.topology, {c: i for i, c in enumerate(order)}, axis="x")

@@ -252,7 +252,7 @@ def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") ->
 
     ev = trace.model.events
     lo, hi = int(ev.first_ts), max(int(ev.last_ts), int(ev.first_ts) + 1)
-    ncpus = int(trace.meta.get("cpus") or 1)
+    ncpus = trace.meta.ncpus
     order = _cpu_order(trace.topology, ncpus)
     ypos = {c: i for i, c in enumerate(order)}
     nrows = len(order)

@@ -159,9 +159,9 @@ class Resolver:
     def kallsyms(self) -> KallsymsChoice:
         """The kallsyms choice (raises TraceError for an unreadable ``kallsyms`` file)."""
         if self._kallsyms is None:
-            source = self.meta.get("source") or {}
+            source = self.meta.source
             self._kallsyms = choose_kallsyms(
-                self.meta.get("kernel"),
+                self.meta.kernel,
                 kernel_build_id(source.get("build_ids")),
                 given=self.given_kallsyms,
             )
@@ -175,7 +175,7 @@ class Resolver:
     # -- user-space maps --------------------------------------------------------------
     def _recorded_build_ids(self) -> dict[str, str]:
         out: dict[str, str] = {}
-        for b in (self.meta.get("source") or {}).get("build_ids") or []:
+        for b in self.meta.source.get("build_ids") or []:
             name, bid = b.get("filename"), b.get("build_id")
             if name and bid and (b.get("pid", -1) == -1 or name not in out):
                 out[name] = bid
