@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
-import subprocess
+import subprocess as _subprocess
 import sys
+import threading
+import warnings
 from pathlib import Path
 
+import click.formatting
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
@@ -57,6 +63,21 @@ def plain(col) -> pa.Array:
     return col
 
 
+def shared_trace(path, events=None):
+    """``schedwake.load(path, events=events)``, loaded once per test process (per xdist
+    worker) and shared by every test that asks for the same file and events: its model
+    is built once too. For tests that only read the trace: one that focuses it, sets
+    its topology, slices it in place or changes its meta or tables loads its own."""
+    return _shared_trace(str(path), None if events is None else tuple(events))
+
+
+@functools.cache
+def _shared_trace(path: str, events: tuple[str, ...] | None):
+    import schedwake
+
+    return schedwake.load(path, events=None if events is None else list(events))
+
+
 @pytest.fixture(scope="session")
 def dbench1() -> Path:
     return sample("dbench-xfs-1client.dat")
@@ -67,19 +88,96 @@ def dbench2() -> Path:
     return sample("dbench-xfs-2clients.dat")
 
 
-def run_cli(*args, check: bool = False, cwd=None) -> subprocess.CompletedProcess:
+def run_cli(
+    *args, check: bool = False, cwd=None, env=None, subprocess: bool = False
+) -> _subprocess.CompletedProcess:
+    """Run ``schedwake ARGS`` and return its exit code, stdout and stderr.
+
+    In this process by default, through click's CliRunner on the very ``cli.main`` that
+    the console script's ``main()`` calls (so the one-line errors and exit codes are the
+    script's), with what the subprocess had: ``COLUMNS=120`` (click's help is not forced
+    to 80 columns), an empty stdin that is not a terminal, stdout and stderr kept apart
+    and captured at the file descriptors (what C code writes there is kept), the
+    warnings Python shows by default written to stderr, ``cwd`` for the working
+    directory and ``env`` over the environment. An exception that escapes ``main()`` (a
+    traceback under the script) is raised here and fails the test.
+
+    ``subprocess=True`` runs the installed console script in a real process instead
+    (:func:`run_cli_process`), for what only a process shows: the entry point, signals,
+    hangs, stdin pipes, terminals, the environment at import. A call from another thread
+    than the main one runs in a subprocess too: the in-process run swaps what the whole
+    process shares (``sys.stdout``, file descriptors 1 and 2, the working directory,
+    ``os.environ``), one run at a time.
+    """
+    if subprocess or threading.current_thread() is not threading.main_thread():
+        return run_cli_process(*args, check=check, cwd=cwd, env=env)
+    from schedwake.cli import cli
+
+    argv = [str(a) for a in args]
+    runner = _ScriptRunner(
+        env={"COLUMNS": "120", **(env or {})}, catch_exceptions=False, capture="fd"
+    )
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        with warnings.catch_warnings():
+            _python_default_warnings()
+            result = runner.invoke(cli, argv, prog_name="schedwake")
+    proc = _subprocess.CompletedProcess(
+        ["schedwake", *argv],
+        result.exit_code,
+        _text(result.stdout_bytes),
+        _text(result.stderr_bytes),
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"schedwake {' '.join(argv)} failed ({proc.returncode}): {proc.stderr}"
+        )
+    return proc
+
+
+def _text(data: bytes) -> str:
+    """Output bytes as ``subprocess.run(text=True)`` gives them: strict UTF-8, universal
+    newlines."""
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _python_default_warnings() -> None:
+    """The warning filters of a fresh interpreter (what the console script shows), each
+    warning printed to the current ``sys.stderr`` as the interpreter prints it."""
+    warnings.resetwarnings()
+    warnings.simplefilter("default")
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
+
+
+class _ScriptRunner(CliRunner):
+    """CliRunner without its forced 80-column help: the width comes from COLUMNS, as
+    under the console script."""
+
+    @contextlib.contextmanager
+    def isolation(self, *args, **kwargs):
+        with super().isolation(*args, **kwargs) as streams:
+            click.formatting.FORCED_WIDTH = None  # isolation() restores it
+            yield streams
+
+
+def run_cli_process(*args, check: bool = False, cwd=None, env=None) -> _subprocess.CompletedProcess:
     """Run ``schedwake ARGS`` as a real subprocess (the installed console script)."""
     exe = Path(sys.executable).with_name("schedwake")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
-    env = dict(os.environ, COLUMNS="120")
+    env = dict(os.environ, COLUMNS="120", **(env or {}))
     # a hang (the reader must refuse, never stall) fails the test instead of the CI job
-    proc = subprocess.run(
+    proc = _subprocess.run(
         cmd + [str(a) for a in args],
         capture_output=True,
         text=True,
         env=env,
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        stdin=_subprocess.DEVNULL,
         timeout=600,
     )
     if check and proc.returncode != 0:

@@ -1,7 +1,8 @@
 """schedwake batch: many real traces on a real Dask cluster into one Parquet dataset,
 and compare/gate judged from that dataset.
 
-Every run is the real command in a subprocess. The clusters are real: a
+The runs with Dask are the real command in a subprocess; the serial runs and the
+commands over their dataset run in this process (click's CliRunner). The clusters are real: a
 ``distributed.LocalCluster`` of two worker processes (``--workers 2``), and a ``dask
 scheduler`` with two ``dask worker`` processes started here on 127.0.0.1 on free ports
 (one of them killed while it analyses a trace). Each result is checked against a
@@ -54,8 +55,10 @@ def _inputs(tmp: Path) -> list[str]:
     return [f"{KSTACK}/*.dat", "sample_traces/idle-sleep.dat", str(_corrupt(tmp)), "nope/*.dat"]
 
 
-def _batch(*args, cwd=ROOT) -> subprocess.CompletedProcess:
-    return run_cli("batch", *args, cwd=cwd)
+def _batch(*args, cwd=ROOT, process: bool = False) -> subprocess.CompletedProcess:
+    """``schedwake batch ARGS``: in this process, or with ``process=True`` (where Dask
+    clusters start or are reached) as the console script in a subprocess."""
+    return run_cli("batch", *args, cwd=cwd, subprocess=process)
 
 
 def _tables(out: Path) -> dict[str, pd.DataFrame]:
@@ -164,7 +167,9 @@ def test_windows_are_the_comparison_samples(serial):
 
 def test_a_local_cluster_gives_the_serial_result(serial, tmp_path):
     out = tmp_path / "out"
-    proc = _batch(*_inputs(tmp_path), "-o", out, "--label-from", LABELS, "--workers", "2")
+    proc = _batch(
+        *_inputs(tmp_path), "-o", out, "--label-from", LABELS, "--workers", "2", process=True
+    )
     assert proc.returncode == 2, proc.stderr
     assert "could not be analysed" in proc.stdout
     assert_same_dataset(serial, out)
@@ -387,7 +392,9 @@ def cluster(tmp_path_factory):
 
 def test_a_separate_cluster_gives_the_serial_result(serial, cluster, tmp_path):
     out = tmp_path / "out"
-    proc = _batch(*_inputs(tmp_path), "-o", out, "--label-from", LABELS, "--scheduler", cluster)
+    proc = _batch(
+        *_inputs(tmp_path), "-o", out, "--label-from", LABELS, "--scheduler", cluster, process=True
+    )
     assert proc.returncode == 2, proc.stderr
     assert_same_dataset(serial, out)
 
@@ -437,7 +444,12 @@ def test_a_worker_killed_mid_trace_loses_nothing(serial, cluster, tmp_path):
 
 def test_an_unreachable_scheduler_is_one_line(tmp_path):
     proc = _batch(
-        f"{KSTACK}/*.dat", "-o", tmp_path / "o", "--scheduler", f"tcp://127.0.0.1:{_free_port()}"
+        f"{KSTACK}/*.dat",
+        "-o",
+        tmp_path / "o",
+        "--scheduler",
+        f"tcp://127.0.0.1:{_free_port()}",
+        process=True,
     )
     assert proc.returncode == 2
     assert "cannot reach the Dask scheduler" in proc.stderr

@@ -21,7 +21,7 @@ from schedwake.synth import make_trace
 from schedwake.topology import Topology
 
 from . import reference_impl
-from .conftest import SAMPLE_DATS, sample
+from .conftest import SAMPLE_DATS, sample, shared_trace
 
 PLANTED = dict(
     pingpong=200, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
@@ -104,14 +104,7 @@ def test_threshold_overrides(planted):
 
 @pytest.fixture(scope="module")
 def loaded():
-    cache = {}
-
-    def get(path):
-        if path not in cache:
-            cache[path] = schedwake.load(path, events=list(MODEL_EVENTS))
-        return cache[path]
-
-    return get
+    return lambda path: shared_trace(path, MODEL_EVENTS)
 
 
 @pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)

@@ -4,17 +4,13 @@ a worked example (a fenced block starting with ``$ schedwake CMD``)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from schedwake.cli import cli
 
-from .conftest import ROOT
+from .conftest import ROOT, run_cli
 
 CLI_MD = ROOT / "docs" / "cli.md"
 COMMANDS = sorted(cli.commands)
@@ -37,12 +33,7 @@ def fenced_blocks(text: str) -> list[str]:
 
 
 def help_text(*args) -> str:
-    exe = Path(sys.executable).with_name("schedwake")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
-    env = dict(os.environ, COLUMNS="80")
-    proc = subprocess.run(
-        cmd + list(args) + ["--help"], capture_output=True, text=True, env=env, check=True
-    )
+    proc = run_cli(*args, "--help", env={"COLUMNS": "80"}, check=True)
     return proc.stdout.rstrip("\n")
 
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from schedwake.detect import DETECTORS
 
-from .conftest import ROOT
+from .conftest import ROOT, run_cli
 
 EXAMPLES = ROOT / "docs" / "examples"
 OMITTED = "[...]"
@@ -33,11 +31,7 @@ def console_block(path: Path) -> list[str]:
 def run(command: str) -> list[str]:
     argv = shlex.split(command)
     assert argv[:2] == ["schedwake", "analyze"], command
-    exe = Path(sys.executable).with_name("schedwake")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
-    proc = subprocess.run(
-        cmd + argv[1:], capture_output=True, text=True, cwd=ROOT, timeout=600, check=False
-    )
+    proc = run_cli(*argv[1:], cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout.split("\n")
 

@@ -102,7 +102,7 @@ needs_x86 = pytest.mark.skipif(
 @needs_x86
 def test_a_crash_in_the_child_is_one_line_and_exit_2(tmp_path):
     bad = zero_page_size(sample(SMALL), tmp_path / "zero-page.dat")
-    proc = run_cli("info", bad, "--reader", "libtracecmd")
+    proc = run_cli("info", bad, "--reader", "libtracecmd", subprocess=True)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == (
         f"schedwake: {bad}: the libtracecmd reader crashed on this file: SIGFPE\n"

@@ -19,7 +19,7 @@ from schedwake.model import MODEL_EVENTS
 from schedwake.model.tasks import classify, context_codes, kthread_cpu, name_class
 
 from . import reference_impl
-from .conftest import ROOT, sample
+from .conftest import ROOT, sample, shared_trace
 
 DATA = ROOT / "tests" / "data"
 
@@ -28,7 +28,8 @@ FIELD = re.compile(r"(\w+)=(\S+)")
 
 
 def load(name):
-    return schedwake.load(sample(name), events=list(MODEL_EVENTS))
+    """The sample ``name`` with the model's events, shared by the tests that only read it."""
+    return shared_trace(sample(name), MODEL_EVENTS)
 
 
 @pytest.mark.parametrize(
@@ -280,7 +281,7 @@ def test_empty_event_tables_count_as_absent(tmp_path):
 def test_topology_changes_rebuild_the_model():
     from schedwake.topology import Topology
 
-    t = load("dbench-xfs-2clients.dat")
+    t = schedwake.load(sample("dbench-xfs-2clients.dat"), events=list(MODEL_EVENTS))  # its own
     assert not t.topology.assumed
     assert (t.migrations()["topology_class"] == "cross_llc").sum() == 0
     t.topology = Topology.from_llc_lists(["0", "1"], 2)

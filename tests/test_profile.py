@@ -328,7 +328,7 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 
 
 def test_cli_text_json_top_and_filters(messaging, prog_profile, capsys):
-    out = run_cli("profile", prog_profile, "--top", "3")  # the console script
+    out = run_cli("profile", prog_profile, "--top", "3", subprocess=True)  # the console script
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == f"schedwake profile: {prog_profile.name}"

@@ -11,7 +11,6 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,8 @@ from schedwake.profile_compare import (
     welch_p,
 )
 from schedwake.report import profile_compare as render
+
+from .conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "sample_traces" / "profiles"
@@ -258,8 +259,7 @@ def test_perf_script_text_profiles_like_the_perf_data(tmp_path):
 
 
 def _schedwake(*args, cwd=None) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("schedwake")
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 def _side(name: str) -> str:

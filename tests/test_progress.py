@@ -67,5 +67,5 @@ def test_phases_show_on_a_terminal_only(args, labels, tmp_path):
     for label in labels:
         assert label in shown, (label, shown[-1500:])
     assert "100%" in shown
-    piped = run_cli(*args(tmp_path))
+    piped = run_cli(*args(tmp_path), subprocess=True)
     assert not any(label in piped.stderr for label in labels)

@@ -120,7 +120,7 @@ def clean_state(tracing_lock):
 @needs_tracing
 def test_record_real_workload(tmp_path, clean_state):
     out = tmp_path / "trace.dat"
-    proc = run_cli("record", "-o", out, "--buffer-kb", 16384, "--", *WORKLOAD)
+    proc = run_cli("record", "-o", out, "--buffer-kb", 16384, "--", *WORKLOAD, subprocess=True)
     assert proc.returncode == 0, proc.stderr
     summary = proc.stdout.strip()
     assert summary.startswith(f"wrote {out}") and "command exit code 0" in summary
@@ -164,6 +164,7 @@ def test_record_exit_code_events_and_analyze(tmp_path, clean_state):
         "sh",
         "-c",
         "sleep 0.1; exit 3",
+        subprocess=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert "command exit code 3" in proc.stdout and proc.stderr == ""
@@ -176,7 +177,7 @@ def test_record_exit_code_events_and_analyze(tmp_path, clean_state):
 def test_record_duration_without_command(tmp_path, clean_state):
     out = tmp_path / "d.dat"
     t0 = time.monotonic()
-    proc = run_cli("record", "-o", out, "--duration", "0.3", "--buffer-kb", 4096)
+    proc = run_cli("record", "-o", out, "--duration", "0.3", "--buffer-kb", 4096, subprocess=True)
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - t0 < 30
     assert "command" not in proc.stdout
@@ -187,7 +188,7 @@ def test_record_duration_without_command(tmp_path, clean_state):
 def test_record_reports_lost_events(tmp_path, clean_state):
     out = tmp_path / "lost.dat"
     forks = "i=0; while [ $i -lt 400 ]; do i=$((i+1)); /bin/true; done"  # ~10 events each
-    proc = run_cli("record", "-o", out, "--buffer-kb", 8, "--", "sh", "-c", forks)
+    proc = run_cli("record", "-o", out, "--buffer-kb", 8, "--", "sh", "-c", forks, subprocess=True)
     assert proc.returncode == 0, proc.stderr
     assert "LOST " in proc.stdout and "WARNING: the ring buffer lost" in proc.stderr
     assert schedwake.load(out, events=[]).meta.event_counts["sched_switch"] > 0
@@ -282,7 +283,9 @@ def test_record_forced_trace_cmd_fails_cleanly_where_it_cannot_work(tmp_path, cl
     ok, why = trace_cmd_record_usable()
     if ok:
         pytest.skip("trace-cmd record works on this kernel")
-    proc = run_cli("record", "-o", tmp_path / "tc.dat", "--method", "trace-cmd", "--", "true")
+    proc = run_cli(
+        "record", "-o", tmp_path / "tc.dat", "--method", "trace-cmd", "--", "true", subprocess=True
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("schedwake: record: trace-cmd record failed")
     assert proc.stderr.count("\n") == 1 and not (tmp_path / "tc.dat").exists()
@@ -291,7 +294,15 @@ def test_record_forced_trace_cmd_fails_cleanly_where_it_cannot_work(tmp_path, cl
 @needs_tracing
 def test_record_unknown_event_one_line(tmp_path, clean_state):
     proc = run_cli(
-        "record", "-q", "-o", tmp_path / "e.dat", "--events", "sched:no_such_event", "--", "true"
+        "record",
+        "-q",
+        "-o",
+        tmp_path / "e.dat",
+        "--events",
+        "sched:no_such_event",
+        "--",
+        "true",
+        subprocess=True,
     )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "sched:no_such_event does not exist" in proc.stderr

@@ -18,7 +18,7 @@ import pytest
 import schedwake
 from schedwake.schema import COMMON_NAMES, field_name
 
-from .conftest import SAMPLE_DATS, sample
+from .conftest import SAMPLE_DATS, sample, shared_trace
 
 LINE = re.compile(
     r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+"
@@ -72,7 +72,7 @@ def as_python(value: str, arrow_type: pa.DataType):
 @pytest.fixture(scope="module", params=SAMPLE_DATS, ids=lambda p: p.name)
 def loaded(request):
     path = request.param
-    trace = schedwake.load(path)
+    trace = shared_trace(path)
     return path, trace, parse_raw_report(path, trace.meta.source["buffer"])
 
 
@@ -152,7 +152,7 @@ def latency_chars(flags: int, pc: int) -> str:
 
 
 def test_common_flags_and_preempt_count_equal_latency_output(dbench1):
-    trace = schedwake.load(dbench1)
+    trace = shared_trace(dbench1)
     lat = re.compile(r"^.{8}-\d+\s+(\d+)(\S{4})\S*\s+(\d+)\.(\d{9}):\s+(\w+):")
     expected = defaultdict(list)
     for line in report(dbench1, "-l", "-t"):
@@ -171,7 +171,7 @@ def test_common_flags_and_preempt_count_equal_latency_output(dbench1):
 
 
 def test_types_follow_the_format(dbench1):
-    trace = schedwake.load(dbench1)
+    trace = shared_trace(dbench1)
     waking = trace.table("sched_waking").schema
     assert waking.field("ts").type == pa.int64()
     assert waking.field("cpu").type == pa.int32()
@@ -204,7 +204,7 @@ def test_data_loc_comm_of_sched_migrate_task(dbench2):
 
 
 def test_reading_some_events_reads_only_those(dbench2):
-    full = schedwake.load(dbench2)
+    full = shared_trace(dbench2)
     part = schedwake.load(dbench2, events=["sched:sched_waking", "sched_switch"])
     assert part.events == ["sched_switch", "sched_waking"]
     assert part.meta.event_counts == full.meta.event_counts
@@ -212,7 +212,7 @@ def test_reading_some_events_reads_only_those(dbench2):
 
 
 def test_metadata(dbench1):
-    trace = schedwake.load(dbench1)
+    trace = shared_trace(dbench1)
     m = trace.meta
     assert m.format == "trace.dat" and m.cpus == 2 and m.clock == "local"
     assert m.source["file_version"] == 7
@@ -241,7 +241,7 @@ def test_version_6_file_reads_the_same(dbench1, tmp_path):
         check=True,
         capture_output=True,
     )
-    a, b = schedwake.load(dbench1), schedwake.load(v6)
+    a, b = shared_trace(dbench1), schedwake.load(v6)
     assert b.meta.source["file_version"] == 6
     assert a.events == b.events
     for name in a.events:
