@@ -34,6 +34,9 @@ from schedwake.model import MODEL_EVENTS
 
 from .conftest import ROOT, run_cli
 
+#: batch runs over the sample sets, serially and on Dask clusters: minutes in all
+pytestmark = pytest.mark.slow
+
 KSTACK = "sample_traces/kstack-6.1"
 LABELS = r"k61-(?:2llc-)?dbench-c(?P<clients>\d+)-kstack-(?P<mode>on|off)(?:-i(?P<iter>\d+))?"
 #: Columns that differ between two analyses of the same trace: when and how long.
