@@ -2,16 +2,23 @@
 # Linux 6.1 without the kworker-stacking fix: analyze finds the XFS/dbench ping-pong in it
 SAMPLE ?= sample_traces/kstack-6.1/k61-dbench-c2-kstack-off-i1.dat
 
-.PHONY: demo test bootstrap
+.PHONY: demo test check bootstrap
 bootstrap:
 	@scripts/bootstrap.sh
 
 demo: bootstrap
 	.venv/bin/schedwake analyze $(SAMPLE)
 
-# one worker per CPU (pytest-xdist); the 15 slowest tests are named at the end
+# every test (what CI runs), one worker per CPU (pytest-xdist); the 15 slowest tests
+# are named at the end
 test: bootstrap lint
 	.venv/bin/python -m pytest -q -n auto --durations=15
+
+# the inner loop: lint, types, and the tests not marked slow (pyproject.toml: fuzz runs,
+# sanitizer builds, notebooks, headless Chromium, Dask and batch runs, recording)
+.PHONY: check
+check: bootstrap lint
+	.venv/bin/python -m pytest -q -n auto -m "not slow" --durations=15
 
 # run every notebook and save it with its outputs (tests/test_notebooks.py checks them)
 .PHONY: notebooks

@@ -89,11 +89,15 @@ def check_modules(build_dir: Path) -> int:
     return 0
 
 
-def sanitizer_env(build_dir: Path) -> dict:
-    """The environment of a python that runs the sanitizer build of ``build_dir``."""
+def sanitizer_env(build_dir: Path | None, runtime: str | None = None) -> dict:
+    """The environment of a python that runs the sanitizer build of ``build_dir`` (or
+    only preloads the sanitizer ``runtime``: a module built apart, as the tests' canary)."""
     env = dict(os.environ)
     env.update(SAN_OPTIONS)
-    env["LD_PRELOAD"] = (build_dir / "runtime").read_text().strip()
+    if runtime is None:
+        assert build_dir is not None
+        runtime = (build_dir / "runtime").read_text().strip()
+    env["LD_PRELOAD"] = runtime
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
     env.pop(_common.KNOWN_ENV, None)
     return env

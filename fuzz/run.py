@@ -173,11 +173,15 @@ def build(name: str) -> None:
             env={**os.environ, "PYTHON": sys.executable},
         )
     else:
-        subprocess.run(
-            ["make", "-s", "--no-print-directory", str(TDCORE_BIN.relative_to(ROOT))],
-            check=True,
-            cwd=ROOT,
-        )
+        # one make at a time (the test workers that need the binary wait for it)
+        BUILD.mkdir(parents=True, exist_ok=True)
+        with open(BUILD / ".tdcore.lock", "a+") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            subprocess.run(
+                ["make", "-s", "--no-print-directory", str(TDCORE_BIN.relative_to(ROOT))],
+                check=True,
+                cwd=ROOT,
+            )
 
 
 def _custom_mutator_module() -> str:
@@ -237,6 +241,9 @@ def stats(text: str) -> dict:
         m = re.findall(r"^#(\d+)\s", text, re.M)
         if m:
             out["number_of_executed_units"] = int(m[-1])
+    inited = re.findall(r"^#(\d+)\s+INITED\s", text, re.M)
+    if inited:
+        out["inited_units"] = int(inited[-1])  # executions that read the corpus
     cov = re.findall(r"\scov: (\d+) ft: (\d+)", text)
     if cov:
         out["cov"], out["ft"] = map(int, cov[-1])

@@ -82,6 +82,7 @@ def test_timeline_draws_the_evidence_it_zooms_on():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
 def test_renders_in_headless_chromium(report, tmp_path):
     path, _ = report

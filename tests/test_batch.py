@@ -37,6 +37,9 @@ from schedwake.report import compare as compare_report
 
 from .conftest import ROOT, run_cli
 
+#: batch runs over the sample sets, serially and on Dask clusters: minutes in all
+pytestmark = pytest.mark.slow
+
 KSTACK = "sample_traces/kstack-6.1"
 LABELS = r"k61-(?:2llc-)?dbench-c(?P<clients>\d+)-kstack-(?P<mode>on|off)(?:-i(?P<iter>\d+))?"
 #: Columns that differ between two analyses of the same trace: when and how long.

@@ -139,7 +139,10 @@ LOOPING_DAMAGE = (
 )
 
 
-def test_damaged_page_that_loops_libtracecmd_is_refused(tmp_path, dbench1):
+@pytest.mark.slow
+def test_damaged_page_that_loops_libtracecmd_is_refused(tmp_path, dbench1, monkeypatch):
+    # the child is stopped after 1 s plus 1 s per MB here, not 30 s plus (it never ends)
+    monkeypatch.setenv("SCHEDWAKE_LIBTRACECMD_STALL_S", "1")
     at, damage = LOOPING_DAMAGE
     data = bytearray(dbench1.read_bytes())
     data[at : at + len(damage)] = damage

@@ -28,7 +28,11 @@ import _common  # noqa: E402
 import replay  # noqa: E402
 import run as fuzz_run  # noqa: E402
 
-FUZZ_SECONDS = int(os.environ.get("SCHEDWAKE_FUZZ_TEST_SECONDS", "60"))
+#: The short runs: each harness executes its whole committed corpus, then at least this
+#: many mutated inputs (a fixed amount of work, a few seconds each; `make fuzz` is the
+#: campaign). FUZZ_SECONDS only stops a run that would hang the suite.
+FUZZ_MUTATIONS = int(os.environ.get("SCHEDWAKE_FUZZ_TEST_MUTATIONS", "300"))
+FUZZ_SECONDS = int(os.environ.get("SCHEDWAKE_FUZZ_TEST_SECONDS", "300"))
 KNOWN = _common.known_findings()
 REPLAY_FILES = _common.regression_files() + _common.corpus_files() + _common.hostile_files()
 
@@ -59,6 +63,7 @@ def test_every_regression_is_documented():
         assert re.fullmatch(r"\w+@[\w/.]+:\w+", entry["signature"]), entry["signature"]
 
 
+@pytest.mark.slow
 def test_replay():
     """Every corpus and regression file through the normal build, in a child process
     (a file that kills the interpreter kills the child, and is named)."""
@@ -115,6 +120,7 @@ print(json.dumps(said))
 """
 
 
+@pytest.mark.slow
 def test_tracedat_mutator_reaches_options_and_formats():
     """The structure-aware mutator's option and event-format families get past the
     framing to the checks they aim at (issue 23): in a few hundred mutants of a seed,
@@ -144,7 +150,9 @@ def test_tracedat_mutator_reaches_options_and_formats():
 # ---------------------------------------------------------------- sanitizer replay
 
 
-def sanitizer_tools() -> str:
+def sanitizer_runtime() -> str:
+    """The AddressSanitizer runtime of $CC (gcc's libasan, or clang's), the library the
+    replay preloads (fuzz/build_asan.sh finds it so)."""
     cc = os.environ.get("CC", "gcc")
     if not shutil.which(cc):
         pytest.skip(f"no C compiler {cc!r} for the sanitizer build")
@@ -154,12 +162,14 @@ def sanitizer_tools() -> str:
     ).stdout.strip()
     if not os.path.isabs(rt) or not os.path.exists(rt):
         pytest.skip(f"the AddressSanitizer runtime {name} of {cc} is not installed")
-    return cc
+    return os.path.realpath(rt)
 
 
 @pytest.fixture(scope="module")
 def asan_build():
-    sanitizer_tools()
+    """build/asan: made once, then reused while its sources are unchanged (build_asan.sh
+    keys each module by their hashes and lets one test worker build it at a time)."""
+    sanitizer_runtime()
     replay.build(ROOT / "build" / "asan")
     return ROOT / "build" / "asan"
 
@@ -188,6 +198,7 @@ PyMODINIT_FUNC PyInit_canary(void) { return PyModule_Create(&d); }
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sanitizer,call,report",
     [
@@ -195,9 +206,11 @@ PyMODINIT_FUNC PyInit_canary(void) { return PyModule_Create(&d); }
         ("undefined", "add", "runtime error: signed integer overflow"),
     ],
 )
-def test_sanitizers_catch_a_canary(asan_build, tmp_path, sanitizer, call, report):
+def test_sanitizers_catch_a_canary(tmp_path, sanitizer, call, report):
     """The preload and options of the replay really catch a bad access / UB in a module
-    built like the readers (else a clean replay would prove nothing)."""
+    built like the readers (else a clean replay would prove nothing). The canary needs
+    the replay's runtime and environment, not the readers' sanitizer build."""
+    runtime = sanitizer_runtime()
     ext = sysconfig.get_config_var("EXT_SUFFIX")
     (tmp_path / "canary.c").write_text(CANARY)
     cc = os.environ.get("CC", "gcc")
@@ -220,7 +233,7 @@ def test_sanitizers_catch_a_canary(asan_build, tmp_path, sanitizer, call, report
         ],
         check=True,
     )
-    env = replay.sanitizer_env(asan_build)
+    env = replay.sanitizer_env(None, runtime)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import canary; "
         f"print(canary.{call}(int(sys.argv[2])))"
@@ -235,6 +248,7 @@ def test_sanitizers_catch_a_canary(asan_build, tmp_path, sanitizer, call, report
     assert bad.returncode != 0 and report in bad.stderr, bad.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_asan_replay(asan_build):
     """Every corpus and regression file through the ASan + UBSan build of the readers."""
     for so in (asan_build / "schedwake" / "ingest").glob("*.so"):
@@ -252,6 +266,7 @@ def test_asan_replay(asan_build):
     assert f"replay: {len(REPLAY_FILES)} files, 0 failed" in out, out[-2000:]
 
 
+@pytest.mark.slow
 def test_asan_replay_reads_tracedat_with_tdcore(asan_build):
     """The C decoder's ASan build is part of the replay (and it builds)."""
     failed = asan_build / "failed"
@@ -294,16 +309,31 @@ def fuzz_tools(kind: str) -> None:
             pytest.skip("atheris has no wheel for this platform")
 
 
+@pytest.mark.slow
 @pytest.mark.fuzz
 @pytest.mark.parametrize("harness", list(fuzz_run.HARNESSES))
 def test_short_fuzz_run_finds_nothing(harness, tmp_path):
+    """The harness runs every input of its corpus (and of the corpora it also reads),
+    then at least FUZZ_MUTATIONS mutants of them, and finds nothing. The pinned regressions are
+    replayed through both builds by test_replay and test_asan_replay."""
     fuzz_tools(fuzz_run.HARNESSES[harness]["kind"])
+    spec = fuzz_run.HARNESSES[harness]
+    corpus = [
+        p
+        for d in [harness, *spec.get("also_read", [])]
+        for p in (FUZZ / "corpus" / d).iterdir()
+        if p.is_file()
+    ]
+    # libFuzzer reads a corpus in up to two executions per input (INITED counts them)
+    runs = 2 * len(corpus) + FUZZ_MUTATIONS
     lock_wait = 600
     proc = subprocess.run(
         [
             sys.executable,
             str(FUZZ / "run.py"),
             harness,
+            "--runs",
+            str(runs),
             "--seconds",
             str(FUZZ_SECONDS),
             "--work",
@@ -324,18 +354,18 @@ def test_short_fuzz_run_finds_nothing(harness, tmp_path):
     assert not result["findings"] and proc.returncode == 0, (
         f"{harness} found: {result['findings']}\n{proc.stderr[-6000:]}"
     )
-    # it really fuzzed: ran for its time and executed inputs beyond the corpus
-    assert result["seconds"] >= FUZZ_SECONDS * 0.9, result
-    assert result.get("number_of_executed_units", 0) > 100, result
+    # it really fuzzed: read the whole corpus, then executed mutants beyond it
+    assert result.get("inited_units", 0) >= len(corpus) * 0.9, result
+    assert result.get("number_of_executed_units", 0) >= runs, result
+    assert result["number_of_executed_units"] > result["inited_units"], result
 
 
+@pytest.mark.slow
 def test_tdcore_decodes_every_seed():
     """The libFuzzer binary, told to require success, accepts every trace.dat seed:
     the decoder reads v6, v7, zstd, zlib, missing CPUs and lost events (the seeds)."""
     fuzz_tools("libfuzzer")
-    subprocess.run(
-        ["make", "-s", "--no-print-directory", rel(fuzz_run.TDCORE_BIN)], check=True, cwd=ROOT
-    )
+    fuzz_run.build("tdcore_fuzz")
     seeds = sorted(str(p) for p in (FUZZ / "corpus" / "tdcore_fuzz").glob("seed-*"))
     proc = subprocess.run(
         [str(fuzz_run.TDCORE_BIN), *seeds],

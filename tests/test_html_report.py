@@ -124,6 +124,7 @@ def _chromium(args, tmp_path, timeout=180):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     CHROMIUM is None,
     reason="chromium is not installed (Debian package "

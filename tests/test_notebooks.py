@@ -71,6 +71,7 @@ def test_committed_with_the_outputs_of_one_run(path):
     assert not errors, f"{path.name}: committed with an error output"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path):
     nbdir = _mirror(tmp_path)
@@ -95,6 +96,7 @@ def test_notebook_runs(path, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_kernel_is_this_interpreter(tmp_path):
     """nbclient's python3 kernel runs in this environment (jupyter_client starts it with
     sys.executable), so the notebooks import the schedwake under test."""

@@ -286,6 +286,7 @@ def test_the_report_is_self_contained(report):
     assert "base: before, coloured by what shrank (vs seccomp)" in html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
 def test_renders_in_headless_chromium(report, tmp_path):
     url = report.resolve().as_uri()

@@ -45,10 +45,15 @@ def _tracefs() -> str | None:
 
 
 TRACEFS = _tracefs()
-needs_tracing = pytest.mark.skipif(
+_can_trace = pytest.mark.skipif(
     os.geteuid() != 0 or TRACEFS is None or shutil.which("trace-cmd") is None,
     reason="recording needs root, a mounted tracefs and trace-cmd",
 )
+
+
+def needs_tracing(test):
+    """A test that records (root, tracefs, trace-cmd): slow, a real workload traced."""
+    return pytest.mark.slow(_can_trace(test))
 
 
 # -- pure parts ---------------------------------------------------------------------------

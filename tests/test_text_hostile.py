@@ -6,21 +6,19 @@ without a word, or memory that grows with a line."""
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import subprocess
 import sys
 import textwrap
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import schedwake
 from schedwake import TraceError
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT
 
 HOSTILE = ROOT / "tests" / "data" / "text_hostile"
 MANIFEST = json.loads((HOSTILE / "manifest.json").read_text())
@@ -88,7 +86,8 @@ def test_load(name):
 
 #: `schedwake analyze` runs on every file read with a warning (its report must show
 #: it as a caveat), the header values that used to exhaust memory in the model, and a
-#: clean file; `schedwake info` on every file (a run costs a second of start-up)
+#: clean file; `schedwake info` on every file (in this process, through click's
+#: CliRunner: 60 console-script start-ups cost a minute)
 ANALYZED = sorted(
     [n for n, e in MANIFEST.items() if e["outcome"] == "warning"]
     + ["header-cpus-1e11.txt", "report-cpus-1e11.txt", "perf-nrcpus-huge.txt", "clean-perf.txt"]
@@ -96,24 +95,26 @@ ANALYZED = sorted(
 CLI_JOBS = [("info", n) for n in sorted(MANIFEST)] + [("analyze", n) for n in ANALYZED]
 
 
-@functools.cache
-def cli_runs() -> dict[tuple[str, str], subprocess.CompletedProcess]:
-    """Every CLI_JOBS run, a few at a time."""
+def run_in_process(*args) -> subprocess.CompletedProcess:
+    """``schedwake ARGS`` through the console script's entry point, in this process
+    (click's CliRunner): the exit code is what the process would exit with, and an
+    exception that escapes the command is reported as the traceback it would print."""
+    from click.testing import CliRunner
 
-    def run(job):
-        command, name = job
-        fmt = MANIFEST[name]["format"]
-        args = [command, HOSTILE / name] + (["--input-format", fmt] if fmt else [])
-        return job, run_cli(*args)
+    from schedwake.cli import cli
 
-    with ThreadPoolExecutor(4) as pool:
-        return dict(pool.map(run, CLI_JOBS))
+    args = [str(a) for a in args]
+    result = CliRunner(env={"COLUMNS": "120"}).invoke(cli, args, prog_name="schedwake")
+    escaped = result.exception is not None and not isinstance(result.exception, SystemExit)
+    stderr = result.stderr + (f"Traceback: {result.exception!r}" if escaped else "")
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, stderr)
 
 
 @pytest.mark.parametrize(("command", "name"), CLI_JOBS)
 def test_cli(command, name):
     entry = MANIFEST[name]
-    proc = cli_runs()[command, name]
+    fmt = entry["format"]
+    proc = run_in_process(command, HOSTILE / name, *(["--input-format", fmt] if fmt else []))
     stderr = proc.stderr.splitlines()
     assert "Traceback" not in proc.stderr
     if entry["outcome"] == "error":
@@ -170,6 +171,7 @@ BOMB_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_long_line_in_a_small_gzip_is_never_held_whole(tmp_path):
     """A 256 MiB line (about 256 KB of gzip): skipped as it streams by, in chunks;
     the reader used to hold it whole, several times over (4 GB for a 1 GiB line)."""

@@ -150,6 +150,7 @@ window._px = function (x, y) {
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
 @pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed (test extra)")
 def test_zoom_and_hover_in_headless_chromium(report):

@@ -50,6 +50,9 @@ from .raw import Progress, RawTrace
 #: file reads well after `trace-cmd convert --compression none`.
 STALL_BASE_S = 30.0
 STALL_S_PER_MB = 1.0
+#: An environment variable that replaces STALL_BASE_S (seconds): a slower machine may
+#: need more; the tests that make the library loop on purpose wait less.
+STALL_ENV = "SCHEDWAKE_LIBTRACECMD_STALL_S"
 
 #: What the child runs: this module.
 CHILD_MODULE = "schedwake.ingest.libtracecmd"
@@ -74,7 +77,7 @@ def read(path, events: list[str] | None = None, progress: Progress | None = None
     crashes or stalls on one.
     """
     path = Path(path)
-    limit = STALL_BASE_S + STALL_S_PER_MB * path.stat().st_size / 1e6
+    limit = _stall_base_s() + STALL_S_PER_MB * path.stat().st_size / 1e6
     child = subprocess.Popen(
         _child_command(path, events),
         stdin=subprocess.DEVNULL,
@@ -89,6 +92,20 @@ def read(path, events: list[str] | None = None, progress: Progress | None = None
     finally:
         _reap(child)
     return _result(path, child.returncode, frames, diag)
+
+
+def _stall_base_s() -> float:
+    """STALL_BASE_S, or the seconds $SCHEDWAKE_LIBTRACECMD_STALL_S gives."""
+    given = os.environ.get(STALL_ENV)
+    if given is None:
+        return STALL_BASE_S
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise TraceError(STALL_ENV, f"must be a positive number of seconds, not {given!r}")
+    return seconds
 
 
 def _child_command(path: Path, events) -> list[str]:
