@@ -18,8 +18,9 @@ what was skipped (``trace.meta.warnings``). So, per file:
 * ``ok``: loads with exactly the original's events (and, where the manifest has a
   ``check``, that value in that row), no warning, nothing on stderr.
 
-Everything runs in a subprocess (a crash must fail the test, not kill pytest) with a
-60 s timeout (a reader must refuse, never hang), a 4 GiB address-space limit (a
+Everything runs in a child interpreter (tests/sandbox.py: a crash must fail the test,
+not kill pytest; one child serves the requests of a test process, a new one after a
+crash) with a 60 s timeout (a reader must refuse, never hang), a 4 GiB address-space limit (a
 100 KB file needs far less; this keeps a reader that believes a hostile size from
 taking the shared machine's memory: it has to fail cleanly instead) and no core dumps.
 """
@@ -28,14 +29,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from .sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "data" / "hostile"
@@ -72,30 +73,13 @@ print(json.dumps(out))
 """
 
 
-def _limits():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def run(argv) -> subprocess.CompletedProcess:
-    env = dict(os.environ, COLUMNS="120")
-    return subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        timeout=TIMEOUT,
-        preexec_fn=_limits,
-    )
-
-
-def schedwake_cli(*args) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("schedwake")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
-    return run(cmd + [str(a) for a in args])
+@pytest.fixture(scope="module")
+def sandbox():
+    """The child interpreter the readers run in (tests/sandbox.py): one per test
+    process, a new one after a crash."""
+    box = Sandbox(timeout=TIMEOUT, memory_limit=MEMORY_LIMIT)
+    yield box
+    box.close()
 
 
 def assert_no_crash(proc, what):
@@ -169,10 +153,10 @@ def test_generator_writes_the_committed_corpus(tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
-def test_load(name):
+def test_load(name, sandbox):
     entry = FILES[name]
     path = HOSTILE / name
-    proc = run([sys.executable, "-c", API, str(path), json.dumps(entry.get("check"))])
+    proc = sandbox.python(API, path, json.dumps(entry.get("check")))
     assert_no_crash(proc, f"schedwake.load({name})")
     assert proc.returncode == 0, f"{describe(name)}\n{proc.stderr[-3000:]}"
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -238,10 +222,10 @@ def check_cli(name: str, proc: subprocess.CompletedProcess, command: str) -> Non
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
-def test_cli_info(name):
-    check_cli(name, schedwake_cli("info", HOSTILE / name), "info")
+def test_cli_info(name, sandbox):
+    check_cli(name, sandbox.cli("info", HOSTILE / name), "info")
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
-def test_cli_analyze(name):
-    check_cli(name, schedwake_cli("analyze", HOSTILE / name), "analyze")
+def test_cli_analyze(name, sandbox):
+    check_cli(name, sandbox.cli("analyze", HOSTILE / name), "analyze")
