@@ -19,6 +19,7 @@ import schedwake
 from schedwake import TraceError
 
 from .conftest import ROOT
+from .sandbox import Sandbox
 
 HOSTILE = ROOT / "tests" / "data" / "text_hostile"
 MANIFEST = json.loads((HOSTILE / "manifest.json").read_text())
@@ -86,8 +87,8 @@ def test_load(name):
 
 #: `schedwake analyze` runs on every file read with a warning (its report must show
 #: it as a caveat), the header values that used to exhaust memory in the model, and a
-#: clean file; `schedwake info` on every file (in this process, through click's
-#: CliRunner: 60 console-script start-ups cost a minute)
+#: clean file; `schedwake info` on every file (in one child interpreter, not 60
+#: console-script start-ups)
 ANALYZED = sorted(
     [n for n, e in MANIFEST.items() if e["outcome"] == "warning"]
     + ["header-cpus-1e11.txt", "report-cpus-1e11.txt", "perf-nrcpus-huge.txt", "clean-perf.txt"]
@@ -95,26 +96,20 @@ ANALYZED = sorted(
 CLI_JOBS = [("info", n) for n in sorted(MANIFEST)] + [("analyze", n) for n in ANALYZED]
 
 
-def run_in_process(*args) -> subprocess.CompletedProcess:
-    """``schedwake ARGS`` through the console script's entry point, in this process
-    (click's CliRunner): the exit code is what the process would exit with, and an
-    exception that escapes the command is reported as the traceback it would print."""
-    from click.testing import CliRunner
-
-    from schedwake.cli import cli
-
-    args = [str(a) for a in args]
-    result = CliRunner(env={"COLUMNS": "120"}).invoke(cli, args, prog_name="schedwake")
-    escaped = result.exception is not None and not isinstance(result.exception, SystemExit)
-    stderr = result.stderr + (f"Traceback: {result.exception!r}" if escaped else "")
-    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, stderr)
+@pytest.fixture(scope="module")
+def sandbox():
+    """The child interpreter the commands run in (tests/sandbox.py: a crash or a hang
+    fails the test, not the test process; one child per test process)."""
+    box = Sandbox(timeout=60)
+    yield box
+    box.close()
 
 
 @pytest.mark.parametrize(("command", "name"), CLI_JOBS)
-def test_cli(command, name):
+def test_cli(command, name, sandbox):
     entry = MANIFEST[name]
     fmt = entry["format"]
-    proc = run_in_process(command, HOSTILE / name, *(["--input-format", fmt] if fmt else []))
+    proc = sandbox.cli(command, HOSTILE / name, *(["--input-format", fmt] if fmt else []))
     stderr = proc.stderr.splitlines()
     assert "Traceback" not in proc.stderr
     if entry["outcome"] == "error":
