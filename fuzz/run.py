@@ -282,9 +282,13 @@ def run_one(
     log_tail: int,
     work_root: Path | None = None,
     keep_going: bool = False,
+    seeds: int | None = None,
 ) -> dict:
     """Fuzz one harness for `seconds`.  With keep_going, a run that stops at a finding
-    is started again (same work corpus) until the time is spent."""
+    is started again (same work corpus) until the time is spent.  With seeds, the run
+    starts from that many inputs of its corpora (spread over them by name) copied into
+    the work dir instead of the whole corpora: the test suite's short runs, whose
+    corpora fuzz/replay.py executes whole anyway."""
     spec = HARNESSES[name]
     corpus = HERE / "corpus" / name
     work = (work_root or BUILD / "work") / name
@@ -307,6 +311,11 @@ def run_one(
     if runs:
         flags.append(f"-runs={runs}")
     dirs = [work, corpus] + [HERE / "corpus" / d for d in spec.get("also_read", [])]
+    if seeds:
+        pool = sorted(p for d in dirs[1:] for p in d.iterdir() if p.is_file())
+        for p in pool[:: max(1, len(pool) // seeds)][:seeds]:
+            shutil.copyfile(p, work / f"seed-{p.parent.name}-{p.name}")
+        dirs = [work]
     t0 = time.monotonic()
     result = {
         "harness": name,
@@ -427,6 +436,12 @@ def main() -> int:
         metavar="SECONDS",
         help="give up (status 3) if another fuzzer holds the lock this long",
     )
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        metavar="N",
+        help="start from N inputs of the corpora, not all of them (the test suite's short runs)",
+    )
     ap.add_argument("--log-tail", type=int, default=60)
     args = ap.parse_args()
     names = args.harnesses or list(HARNESSES)
@@ -459,6 +474,7 @@ def main() -> int:
                 args.log_tail,
                 args.work,
                 args.keep_going,
+                args.seeds,
             )
             found |= bool(r["findings"])
             print(json.dumps(r), flush=True)
