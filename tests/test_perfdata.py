@@ -18,14 +18,11 @@ The samples and how they were recorded: ``sample_traces/README.md`` (``perf-*`` 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import struct
 import subprocess
-import sys
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,6 +33,7 @@ import schedwake
 from schedwake import TraceError
 
 from .conftest import SAMPLES, plain
+from .sandbox import Sandbox
 
 PERF = shutil.which("perf")
 needs_perf = pytest.mark.skipif(
@@ -396,28 +394,18 @@ def test_sideband_names_the_workload(path):
 # ---------------------------------------------------------------- the command line
 
 
-def schedwake_cli(*args, timeout: float = 60) -> subprocess.CompletedProcess:
-    """``schedwake ARGS`` as a real subprocess (a hang fails after ``timeout`` s)."""
-    exe = Path(sys.executable).with_name("schedwake")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
-    return subprocess.run(
-        cmd + [str(a) for a in args],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, COLUMNS="120"),
-        stdin=subprocess.DEVNULL,
-        timeout=timeout,
-    )
-
-
 @pytest.fixture(scope="module")
 def cli_runs(bad_files) -> dict[tuple, subprocess.CompletedProcess]:
-    """All the command lines of this file, run side by side (each process spends most of
-    its time importing)."""
+    """All the command lines of this file, one after the other in one child interpreter
+    (tests/sandbox.py: a crash or a hang of one fails its test, the imports are paid
+    once)."""
     calls = [(cmd, p) for p in PERF_FILES for cmd in ("info", "analyze")]
     calls += [("info", bad_files[name]) for name in CLI_CASES]
-    with ThreadPoolExecutor(max_workers=(os.cpu_count() or 1) + 1) as pool:
-        return dict(zip(calls, pool.map(lambda args: schedwake_cli(*args), calls)))
+    box = Sandbox(timeout=60)
+    try:
+        return {args: box.cli(*args) for args in calls}
+    finally:
+        box.close()
 
 
 @pytest.mark.parametrize("cmd", ["info", "analyze"])
