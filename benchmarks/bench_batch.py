@@ -86,12 +86,13 @@ import os, sys, time
 import schedwake
 from schedwake.batch import Options, analyse_one
 from schedwake.model import MODEL_EVENTS
+from schedwake.report.analyze import to_json
 for path in sys.argv[1:]:
     analyze = task = 1e9
     for _ in range(3):  # alternately, so that the machine's mood hits both alike
         t0 = time.perf_counter()
         trace = schedwake.load(path, events=list(MODEL_EVENTS))
-        schedwake.analyze(trace).to_json()
+        to_json(schedwake.analyze(trace))
         t1 = time.perf_counter()
         analyse_one(path, os.path.abspath(path), Options())
         t2 = time.perf_counter()
