@@ -163,7 +163,7 @@ def test_pid_focus_counts_equal_trace_cmd_report():
     assert m["wakeups"] == waking and m["migrations"] == migrate
     assert round(m["context_switches_per_s"] * m["duration_s"]) == switches
     whole = schedwake.load(KSTACK_OFF).model.wakeups
-    from schedwake.detect.kworker_pingpong import episodes_mask
+    from schedwake.model.masks import episodes_mask
 
     assert m["pingpong_episodes"] == int(episodes_mask(whole[whole["wakee_pid"] == pid]).sum())
     assert {f["detector"] for f in doc["findings"]} == {"kworker_pingpong", "llc_roundrobin"}

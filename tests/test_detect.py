@@ -14,9 +14,9 @@ from schedwake import TraceError
 from schedwake.detect import THRESHOLDS, detect, thresholds
 from schedwake.detect.cswitch_storm import pair_table
 from schedwake.detect.evidence import event_lines
-from schedwake.detect.kworker_pingpong import episodes_mask
 from schedwake.detect.llc_roundrobin import task_table
 from schedwake.model import MODEL_EVENTS
+from schedwake.model.masks import episodes_mask
 from schedwake.synth import make_trace
 from schedwake.topology import Topology
 

@@ -242,8 +242,8 @@ def test_pingpong_is_found_without_sched_waking_or_sched_migrate_task():
     chosen CPU comes from sched_wakeup.target_cpu, the waker of a migrating wake-up from
     its sched_migrate_task."""
     from schedwake.detect import detect
-    from schedwake.detect.kworker_pingpong import episodes_mask
     from schedwake.metrics import trace_metrics
+    from schedwake.model.masks import episodes_mask
 
     path = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
     full = schedwake.load(path, events=list(MODEL_EVENTS))
