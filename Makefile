@@ -14,8 +14,9 @@ demo: bootstrap
 test: bootstrap lint
 	.venv/bin/python -m pytest -q -n auto --durations=15
 
-# the inner loop: lint, types, and the tests not marked slow (pyproject.toml: fuzz runs,
-# sanitizer builds, notebooks, headless Chromium, Dask and batch runs, recording)
+# the inner loop: lint, types, and the tests not marked slow (pyproject.toml: over ~1 s,
+# reference checks on whole traces, fuzz runs, sanitizer builds, notebooks, headless
+# Chromium, Dask and batch runs, recording)
 .PHONY: check
 check: bootstrap lint
 	.venv/bin/python -m pytest -q -n auto -m "not slow" --durations=15

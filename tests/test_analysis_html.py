@@ -25,6 +25,7 @@ def report(tmp_path_factory):
     return out, proc
 
 
+@pytest.mark.slow
 def test_the_report_is_self_contained_with_a_timeline_per_finding(report):
     path, proc = report
     assert f"wrote {path}" in proc.stderr

@@ -41,6 +41,7 @@ def fio_json():
     return json.loads(p.stdout)
 
 
+@pytest.mark.slow
 def test_json_shape(fio_json):
     import schedwake
 
@@ -90,6 +91,7 @@ def test_json_shape(fio_json):
     assert st["evidence"] and all(isinstance(x, str) for x in st["evidence"])
 
 
+@pytest.mark.slow
 def test_api_analysis_is_what_the_cli_prints(fio_json):
     """``schedwake.analyze(trace)`` is the call the CLI, notebooks and batch make: its
     ``to_dict()`` is the JSON document, its attributes the parts of it."""
@@ -119,6 +121,7 @@ def test_idle_sleep_text_no_findings():
     assert "idle-sleep.topology.json" in p.stdout
 
 
+@pytest.mark.slow
 def test_dbench_markdown_and_finding_metrics():
     p = run_cli("analyze", sample("dbench-xfs-1client.dat"), "--format", "markdown", check=True)
     assert p.stdout.startswith("# schedwake analyze")
@@ -131,6 +134,7 @@ def test_dbench_markdown_and_finding_metrics():
     assert pp["metrics"]["episodes"] == d["metrics"]["pingpong_episodes"] > 0
 
 
+@pytest.mark.slow
 def test_topology_options_inferred_and_assumed(tmp_path):
     import shutil
 
@@ -172,6 +176,7 @@ def test_bad_options_one_line_exit_2(args, msg):
     assert p.returncode == 2 and msg in p.stderr and p.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_threshold_option_changes_findings():
     p = run_cli(
         "analyze",

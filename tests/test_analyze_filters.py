@@ -48,6 +48,7 @@ def _analyze(*args):
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_time_and_cpu_slice_counts_equal_trace_cmd_report(report_events):
     doc = _analyze("--time", f"{START},{END}", "--cpu", "8-15")
     lo, hi = round(START * 1e9), round(END * 1e9)
@@ -113,6 +114,7 @@ def test_bad_filters_are_one_line_exit_2(args, needle):
     assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_text_report_fits_100_columns_and_names_the_longest_wait():
     # the trace named relative to the repository, so that the report's width does not
     # depend on where the clone lives (the `trace:` line carries the path as given)
@@ -137,6 +139,7 @@ KSTACK_OFF = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
 PID_LINE = re.compile(r"^\s*\S.*?-\d+\s+\[\d{3}\]\s+\d+\.\d+: (\w+):\s+(.*)$")
 
 
+@pytest.mark.slow
 def test_pid_focus_counts_equal_trace_cmd_report():
     """--pid: the task's wake-ups, migrations and context switches, counted from
     `trace-cmd report` lines; its ping-pong episodes are those of the whole analysis."""

@@ -56,6 +56,7 @@ def dataset(runs):
     return out
 
 
+@pytest.mark.slow
 def test_a_run_directory_topology_and_per_trace_topologies(runs, dataset):
     rows = pd.read_parquet(dataset / "traces.parquet").set_index("path")
     src = {os.path.basename(os.path.dirname(p)): v for p, v in rows["topology_from"].items()}
@@ -72,6 +73,7 @@ def test_a_run_directory_topology_and_per_trace_topologies(runs, dataset):
     assert len(t.topology.llc) == 2
 
 
+@pytest.mark.slow
 def test_where_compares_numbers_as_numbers(dataset):
     ds = BatchDataset(dataset)
     assert ds.traces["on_run"].dtype.kind == "f"  # an int64 label with gaps reads as float

@@ -214,6 +214,7 @@ def test_malformed_results_are_refused_in_one_line(tmp_path, name, text, why):
 # -- the vocabulary: analyze, compare, gate, batch ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_analyze_json_and_text_show_the_results(tmp_path):
     trace = _beside(tmp_path, STORM / "root" / "run8.dat")
     (tmp_path / "run8.fio.json").symlink_to(STORM / "root" / "run8.fio.json")
@@ -274,6 +275,7 @@ def kstack_sides(tmp_path_factory):
     return tmp, sides
 
 
+@pytest.mark.slow
 def test_compare_stars_the_throughput_loss(kstack_sides):
     """Without the stacking clause dbench loses 21% (Hmean; sample_traces/README.md): the
     comparison puts that beside the migrations, with the same t-test and star."""
@@ -301,6 +303,7 @@ def test_compare_stars_the_throughput_loss(kstack_sides):
     assert set(s["direction"]) == {"higher"} and len(s) == 6
 
 
+@pytest.mark.slow
 def test_per_window_comparison_keeps_results_per_trace(kstack_sides):
     """One trace a side: the scheduler's metrics per window, the benchmark's result one
     value per trace (never spread over windows), said in the rule line."""
@@ -324,6 +327,7 @@ def _rules(tmp, text: str):
     return path
 
 
+@pytest.mark.slow
 def test_gate_rule_on_a_benchmark_result(kstack_sides):
     tmp, sides = kstack_sides
     rules = _rules(
@@ -343,6 +347,7 @@ def test_gate_rule_on_a_benchmark_result(kstack_sides):
     assert res.status == "skipped" and "no trace has that benchmark result" in res.message
 
 
+@pytest.mark.slow
 def test_batch_columns_and_compare_from_batch(kstack_sides):
     tmp, sides = kstack_sides
     out = tmp / "ds"
@@ -401,6 +406,7 @@ def test_batch_rerun_sees_results_written_since(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_record_keeps_the_commands_output(tmp_path):
     """``schedwake record -- CMD`` keeps CMD's output beside the trace, where analyze
     finds the benchmark's line (a real recording; root and tracefs needed)."""

@@ -37,6 +37,7 @@ def build(tmp_path: Path) -> Path:
     pytest.fail("tests/c/tdcore_units.c does not build with clang, gcc or cc")
 
 
+@pytest.mark.slow
 def test_c_units(tmp_path):
     exe = build(tmp_path)
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)

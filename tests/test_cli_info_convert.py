@@ -23,6 +23,7 @@ def test_info_text(dbench2):
     assert any(line.split() == ["sched_migrate_task", str(count)] for line in out.splitlines())
 
 
+@pytest.mark.slow
 def test_info_json_keys_and_values(dbench2):
     info = json.loads(run_cli("info", dbench2, "--format", "json", check=True).stdout)
     assert set(info) >= {
@@ -60,6 +61,7 @@ def test_info_lost_events(tmp_path):
     assert "lost events:" in run_cli("info", sample("lost-events.dat"), check=True).stdout
 
 
+@pytest.mark.slow
 def test_convert_parquet_readable_by_pyarrow_dataset_and_polars(dbench1, tmp_path):
     out = tmp_path / "tables"
     run_cli("convert", dbench1, "-o", out, check=True)

@@ -180,6 +180,7 @@ def test_parse_sides(published):
 # -- published mmtests numbers through the compare path ---------------------------------------
 
 
+@pytest.mark.slow
 def test_published_amean_through_cli_text_and_json(published):
     args = [
         "compare",
@@ -368,6 +369,7 @@ def test_errors_are_one_line_exit_2(tmp_path, published):
         )
 
 
+@pytest.mark.slow
 def test_cli_real_traces_text_layout_and_html(tmp_path):
     out = tmp_path / "r.html"
     p = run_cli(
@@ -421,6 +423,7 @@ def test_sides_with_the_same_file_name_are_named_by_their_directories(tmp_path):
     assert mmtests_part(p.stdout).splitlines()[1].split() == ["6.1", "6.12"]
 
 
+@pytest.mark.slow
 def test_sides_from_different_machines_are_said_to_differ():
     p = run_cli(
         "compare", sample("dbench-xfs-1client.dat"),
@@ -443,6 +446,7 @@ def test_sides_from_different_machines_are_said_to_differ():
     assert "the traces differ" not in same.stdout
 
 
+@pytest.mark.slow
 def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
     """compare says what gate says about windows of one run, and the report's migration
     matrices of the sides share one colour scale."""
@@ -461,6 +465,7 @@ def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
     assert clims[0] == clims[1]
 
 
+@pytest.mark.slow
 def test_per_cpu_rows_are_summarised_beyond_four_cpus_unless_asked():
     a = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-on-i1.dat")
     b = sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat")
@@ -478,6 +483,7 @@ def test_per_cpu_rows_are_summarised_beyond_four_cpus_unless_asked():
     assert rows(full) == rows(short)
 
 
+@pytest.mark.slow
 def test_task_plots_compare_like_with_like():
     """The report's task plots show the same role (task name) on both sides, over windows
     of the same length."""

@@ -174,6 +174,7 @@ def _row(doc, metric, stat, side):
 
 
 @pytest.mark.parametrize("base,new", PAIRS)
+@pytest.mark.slow
 def test_direction_and_significance_match_independent_counts(base, new):
     doc = compare_json(base, new)
     assert doc["samples"]["kind"] == "per-window"
@@ -217,6 +218,7 @@ def test_direction_and_significance_match_independent_counts(base, new):
     assert checked_sig
 
 
+@pytest.mark.slow
 def test_pairs_have_significant_and_insignificant_changes():
     """The validation covers both verdicts: at least one significant change and one
     that is not, among the metrics checked on the real pairs."""
@@ -239,6 +241,7 @@ def test_weighted_cgroup_switches_more_and_migrates_less():
     assert mig["pct"] > 50 and mig["significant"] is True
 
 
+@pytest.mark.slow
 def test_ci95_is_stricter_than_ttest():
     """The same real pair under --significance ci95: never more stars than the t-test."""
     base, new = PAIRS[1]
@@ -276,6 +279,7 @@ ITERATION_PAIRS = [
 
 
 @pytest.mark.parametrize("base,new,worse", ITERATION_PAIRS, ids=["dbench-1vs4", "kstack-6.1"])
+@pytest.mark.slow
 def test_iterations_per_trace_values_direction_and_significance(base, new, worse):
     """Three iterations a side: compare takes one value per trace (mmtests' own way), and
     each value, the Stddev, the direction and the star agree with the whole-trace rates

@@ -194,6 +194,7 @@ def _check(code: int, stdout: str, stderr: str, words) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(DAMAGE))
+@pytest.mark.slow
 def test_compare_and_gate_refuse_a_damaged_dataset(dataset, tmp_path, name, monkeypatch):
     out = _damaged(dataset, tmp_path, name)
     words = DAMAGE[name][1]
@@ -290,6 +291,7 @@ def test_convert_interrupted_by_damage_leaves_no_tables(tmp_path, small_batches)
     assert code == 2 and [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_convert_of_a_whole_trace_in_batches(tmp_path, small_batches):
     out = tmp_path / "tables"
     code, stdout, stderr = _invoke(["convert", sample("idle-sleep.dat"), "-o", out])

@@ -108,6 +108,7 @@ def loaded():
 
 
 @pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_reference_implementation_agrees(path, loaded):
     trace = loaded(path)
     ref = reference_impl.walk(trace)
@@ -176,6 +177,7 @@ def test_root_cgroup_fio_is_no_storm_but_the_same_kind_of_preemption(loaded):
     assert 0.01 < fio["kworker_preemptions"] / fio["cpu_switches"] < 0.03
 
 
+@pytest.mark.slow
 def test_evidence_lines_equal_trace_cmd_report(loaded):
     exe = shutil.which("trace-cmd")
     if exe is None:
@@ -245,6 +247,7 @@ def test_pingpong_evidence_proves_the_wakee_could_have_stayed(i):
     assert share == pytest.approx(episodes_mask(mine).mean(), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_idle_while_runnable_names_both_sides_of_its_longest_gap():
     """The longest gap's two sides, checked on the raw events: the idle CPU's last
     switch before it went to idle, the waiting task's wake-up targeted the other CPU,

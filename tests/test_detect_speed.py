@@ -46,6 +46,7 @@ def test_the_weighted_cgroup_storm_is_flagged_at_any_speed(name):
     assert any("prev_state=R+ ==> next_comm=fio" in line for line in st.evidence)
 
 
+@pytest.mark.slow
 def test_the_guests_storm_runs_at_a_fraction_of_the_hosts_rate():
     """What the old absolute rule (500 preemptions/s, runs under 50 us) missed."""
     host = findings(WEIGHTED[0])["cswitch_storm"].metrics

@@ -55,6 +55,7 @@ def test_one_example_per_detector():
 
 
 @pytest.mark.parametrize("name", sorted(DETECTORS))
+@pytest.mark.slow
 def test_example_is_the_real_output(name):
     path = EXAMPLES / f"{name}.md"
     shown = console_block(path)

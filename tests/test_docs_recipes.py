@@ -147,6 +147,7 @@ def results(patched) -> dict:
     )
 
 
+@pytest.mark.slow
 def test_detector_recipe(results):
     assert "short_naps" in results["detectors"] and "naps_min_per_s" in results["thresholds"]
     fio, idle = results["fio-pinned-weighted.dat"], results["idle-sleep.dat"]
@@ -181,6 +182,7 @@ def test_metric_recipe_is_one_record():
     assert added[0].strip() == "Metric(" and added[-1].strip() == "),"
 
 
+@pytest.mark.slow
 def test_input_format_recipe(patched, tmp_path):
     """idle-sleep.dat exported to the recipe's JSON lines reads back to the same tables
     and the same analysis."""

@@ -118,6 +118,7 @@ def _one_error_line(got: dict, name: str, patterns) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.slow
 def test_api(name, results):
     entry, got = FILES[name], results[name]
     outcome, mentions = entry["outcome"], entry["mentions"]
@@ -141,6 +142,7 @@ def test_api(name, results):
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.slow
 def test_cli_info(name, results):
     entry, got = FILES[name], results[name]["info"]
     if entry["outcome"] == "error" and not entry.get("info_ok"):
@@ -154,6 +156,7 @@ def test_cli_info(name, results):
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.slow
 def test_cli_analyze(name, results):
     entry, got = FILES[name], results[name]["analyze"]
     outcome = entry["outcome"]
@@ -212,6 +215,7 @@ allowed = "25%"
 
 
 @pytest.mark.parametrize("name", REAL[::2])
+@pytest.mark.slow
 def test_real_commands_refuse(name, tmp_path):
     path = CORPUS / name
     rules = tmp_path / "rules.toml"
@@ -221,6 +225,7 @@ def test_real_commands_refuse(name, tmp_path):
     _refused(schedwake("gate", "--rules", rules, "--baseline", path, "--candidate", path), name)
 
 
+@pytest.mark.slow
 def test_real_gate_judges_the_base(tmp_path):
     """The rules above judge the undamaged base: the refusals are the files' own."""
     rules = tmp_path / "rules.toml"
@@ -232,6 +237,7 @@ def test_real_gate_judges_the_base(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_real_batch_names_each_refused_trace(tmp_path):
     import pyarrow.parquet as pq
 

@@ -74,6 +74,7 @@ def test_no_stacks_without_callchains():
 
 
 @pytest.mark.parametrize("reader", ["perf-script", None])
+@pytest.mark.slow
 def test_unjudged_context_is_said(reader):
     """The kworker ping-pong needs the waker's context: perf script text has none, so the
     per-CPU-kthread wake-ups it cannot judge are counted in a caveat, never a silent

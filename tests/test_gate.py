@@ -53,6 +53,7 @@ def junit_cases(path):
     "config", [C1, C4, STACK_ON, STACK_OFF], ids=["1client", "4clients", "kstack-on", "kstack-off"]
 )
 @pytest.mark.parametrize("held_out", [0, 1, 2])
+@pytest.mark.slow
 def test_reruns_of_one_configuration_pass(config, held_out):
     """Two iterations as baseline, the third as candidate: every default rule holds."""
     base = [p for i, p in enumerate(config) if i != held_out]
@@ -61,6 +62,7 @@ def test_reruns_of_one_configuration_pass(config, held_out):
     assert [r.status for r in result.results] == ["pass"] * 5
 
 
+@pytest.mark.slow
 def test_more_clients_fail_with_context_switches_named(tmp_path):
     proc, out = gate_cli(tmp_path, "--baseline", *C1, "--candidate", *C4)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -102,12 +104,14 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
     assert "| context_switches_per_s | -25% |" in md and "**BROKEN**" in md
 
 
+@pytest.mark.slow
 def test_an_improvement_is_not_a_regression():
     for base, new in ((C4, C1), (STACK_OFF, STACK_ON)):
         result = schedwake.gate(base, new)
         assert result.exit_code == 0, gate_report.text(result)
 
 
+@pytest.mark.slow
 def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
     """The regression the gate exists for: without the clause, a per-CPU kworker's
     wake-up moves the task away; ping-pong episodes and wake-up migrations break their
@@ -150,6 +154,7 @@ def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
     assert all(not r["why"] for r in doc["rules"] if r["status"] == "pass")
 
 
+@pytest.mark.slow
 def test_single_traces_use_windows_and_say_so():
     result = schedwake.gate(C1[0], C4[0])
     assert result.comparison.sample_kind == "per-window"
@@ -157,6 +162,7 @@ def test_single_traces_use_windows_and_say_so():
     assert any("one trace on a side" in n for n in result.notes())
 
 
+@pytest.mark.slow
 def test_rules_file_changes_the_verdict(tmp_path):
     """Loosen the rules that broke: the same traces now pass."""
     rules = tmp_path / "gate.toml"
@@ -220,6 +226,7 @@ def test_lost_events_are_refused():
     _refused(proc, "lost-events.dat", "dropped events")
 
 
+@pytest.mark.slow
 def test_too_short_traces_are_refused(tmp_path):
     rules = tmp_path / "gate.toml"
     rules.write_text(DEFAULT_RULES_TOML.replace("min_duration = 0.5", "min_duration = 5"))
@@ -239,6 +246,7 @@ def test_too_short_traces_are_refused(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="needs trace-cmd")
+@pytest.mark.slow
 def test_missing_events_are_refused_or_skipped(tmp_path):
     """A real trace without sched_migrate_task (its report text with those lines
     removed): the migration rules cannot be judged; with missing = "skip" they are

@@ -51,6 +51,7 @@ def report(tmp_path_factory):
     return out, proc.stdout
 
 
+@pytest.mark.slow
 def test_html_is_self_contained(report):
     path, _ = report
     html = path.read_text(encoding="utf-8")
@@ -66,6 +67,7 @@ def test_html_is_self_contained(report):
         assert base64.b64decode(data).startswith(PNG)
 
 
+@pytest.mark.slow
 def test_html_has_tables_findings_and_plots(report):
     path, text = report
     html = path.read_text(encoding="utf-8")

@@ -62,6 +62,7 @@ def test_inferred_llcs_are_right_or_not_claimed(path, tmp_path):
     assert t.topology.llc in (LLCS, [list(range(32))])
 
 
+@pytest.mark.slow
 def test_gate_fails_the_kernel_without_the_clause():
     on = [p for p in TRACES if "-c8-kstack-on" in p.name]
     off = [p for p in TRACES if "-c8-kstack-off" in p.name]

@@ -47,6 +47,7 @@ def comparable_meta(meta: TraceMeta) -> TraceMeta:
 
 
 @pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_libtracecmd_reads_what_the_default_reader_reads(path):
     default = schedwake.load(path)
     lib = schedwake.load(path, reader="libtracecmd")
@@ -58,6 +59,7 @@ def test_libtracecmd_reads_what_the_default_reader_reads(path):
     assert lib.lost.equals(default.lost)
 
 
+@pytest.mark.slow
 def test_lost_event_cpus_stay_ints_across_the_pipe():
     """The metadata crosses the pipe as JSON, whose object keys are strings; lost_events
     is {CPU: count} with int CPUs on both sides of it."""
@@ -66,6 +68,7 @@ def test_lost_event_cpus_stay_ints_across_the_pipe():
     assert lost and all(type(c) is int and type(n) is int for c, n in lost.items())
 
 
+@pytest.mark.slow
 def test_selected_events_and_progress_come_through_the_child(dbench2):
     seen = []
     want = ["sched:sched_waking", "sched_switch", "sched_stat_runtime"]  # the last: none
@@ -100,6 +103,7 @@ needs_x86 = pytest.mark.skipif(
 
 
 @needs_x86
+@pytest.mark.slow
 def test_a_crash_in_the_child_is_one_line_and_exit_2(tmp_path):
     bad = zero_page_size(sample(SMALL), tmp_path / "zero-page.dat")
     proc = run_cli("info", bad, "--reader", "libtracecmd", subprocess=True)
@@ -110,6 +114,7 @@ def test_a_crash_in_the_child_is_one_line_and_exit_2(tmp_path):
 
 
 @needs_x86
+@pytest.mark.slow
 def test_a_crash_in_the_child_leaves_the_interpreter_reading(tmp_path):
     bad = zero_page_size(sample(SMALL), tmp_path / "zero-page.dat")
     with pytest.raises(schedwake.TraceError) as err:
@@ -120,6 +125,7 @@ def test_a_crash_in_the_child_leaves_the_interpreter_reading(tmp_path):
     assert good.meta.event_counts == schedwake.load(sample(SMALL)).meta.event_counts
 
 
+@pytest.mark.slow
 def test_a_trace_error_in_the_child_comes_back_as_is(tmp_path, dbench1):
     """A file the child refuses (here: cut short, caught by its layout check) comes back
     as a TraceError naming the file, as the default reader's refusal does (each reader
@@ -174,6 +180,7 @@ class CreationWatch:
         return names
 
 
+@pytest.mark.slow
 def test_no_temporary_file_is_made(tmp_path):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
@@ -230,6 +237,7 @@ def reading_commands(tmp_path) -> dict[str, list]:
 
 
 @pytest.mark.parametrize("reader", ["libtracecmd", "schedwake"])
+@pytest.mark.slow
 def test_every_reading_command_takes_reader_and_jobs(tmp_path, reader):
     from schedwake.cli import cli
 
@@ -312,6 +320,7 @@ def with_unknown_event_id(src: Path, tmp_path: Path) -> Path:
     return bad
 
 
+@pytest.mark.slow
 def test_a_reader_warning_is_one_stderr_line_and_a_caveat_in_every_report(tmp_path):
     pytest.importorskip(
         "schedwake.ingest._tdread", reason="warnings come from schedwake's own reader"

@@ -42,6 +42,7 @@ def _alone(name: str, tmp_path):
         "guest16-2llc-tcrecord-dbench.dat",  # 16 CPUs, 2 LLCs of 8
     ],
 )
+@pytest.mark.slow
 def test_inferred_llcs_are_the_machines(name, tmp_path):
     truth = schedwake.load(sample(name), events=[]).topology  # the topology file
     assert truth.source.endswith(".topology.json")

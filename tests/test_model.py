@@ -114,6 +114,7 @@ def independent_counts(path):
 
 
 @pytest.mark.parametrize("name", ["dbench-xfs-1client.dat", "dbench-xfs-2clients.dat"])
+@pytest.mark.slow
 def test_wakeup_and_migration_counts_match_report_text(name):
     t = load(name)
     w, mig = t.wakeups(), t.migrations()
@@ -236,6 +237,7 @@ def test_caveats_missing_events_and_lost_events():
     assert len(lost.wakeups()) > 0
 
 
+@pytest.mark.slow
 def test_pingpong_is_found_without_sched_waking_or_sched_migrate_task():
     """The real kstack-off trace read without one of the two events (old kernels, or
     recordings of sched_switch + sched_wakeup alone) still shows the pathology: the

@@ -143,6 +143,7 @@ def test_the_three_forms_of_one_buffer_agree(loaded):
         assert key(loaded(fmt)) == base, fmt
 
 
+@pytest.mark.slow
 def test_libtracecmd_reader_gives_the_same_names():
     ours = schedwake.load(path_of("trace.dat"))
     lib = schedwake.load(path_of("trace.dat"), reader="libtracecmd")

@@ -257,6 +257,7 @@ def _limit_memory():
 
 
 @pytest.mark.parametrize("name", IN_A_PROCESS)
+@pytest.mark.slow
 def test_refused_by_the_console_script_in_little_memory(name, tmp_path):
     """The console script, in 4 GB of address space: a CPU list of 1e8 CPUs, a window
     of 1 ns or a topology of 1e9 CPUs would need gigabytes before it was refused."""
@@ -335,6 +336,7 @@ def test_a_cpulist_is_bounded_before_it_is_expanded():
     assert parse_cpulist("0-1", "--cpu", 2) == [0, 1]
 
 
+@pytest.mark.slow
 def test_sound_values_still_work(tmp_path):
     """The bounds refuse only what is out of range: a window of 0.1 s, a share of 1, a
     count of 0, --time inside the trace, --llc of every CPU, a topology of the trace."""

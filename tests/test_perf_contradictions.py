@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fuzz" / "corpus" / "fuzz_load_perfdata" / "seed-perf-file.data"
 HEADER_NRCPUS = 7
@@ -37,12 +39,14 @@ def schedwake_info(path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd + ["info", str(path)], capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_seed_says_two_cpus():
     data = SEED.read_bytes()
     assert struct.unpack_from("<II", data, nrcpus_offset(data)) == (2, 2)
     assert schedwake_info(SEED).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_record_beyond_nrcpus_is_damage(tmp_path):
     data = bytearray(SEED.read_bytes())
     struct.pack_into("<II", data, nrcpus_offset(data), 1, 1)

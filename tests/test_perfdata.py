@@ -142,6 +142,7 @@ def test_samples_are_present_and_small():
 
 @needs_perf
 @pytest.mark.parametrize("path", PERF_FILES, ids=IDS)
+@pytest.mark.slow
 def test_native_equals_perf_script_reader(path):
     """Same counts, CPUs, time span, losses and rows as the perf-script reader; every
     column of the text reader equal value for value, except common_flags and
@@ -410,6 +411,7 @@ def cli_runs(bad_files) -> dict[tuple, subprocess.CompletedProcess]:
 
 @pytest.mark.parametrize("cmd", ["info", "analyze"])
 @pytest.mark.parametrize("path", PERF_FILES, ids=IDS)
+@pytest.mark.slow
 def test_cli_reads_the_sample(cli_runs, cmd, path):
     proc = cli_runs[(cmd, path)]
     assert proc.returncode == 0, proc.stderr
@@ -546,6 +548,7 @@ def test_damaged_perf_data_raises_trace_error(bad_files, case):
 
 
 @pytest.mark.parametrize("case", CLI_CASES)
+@pytest.mark.slow
 def test_damaged_perf_data_is_refused_by_info(bad_files, cli_runs, case):
     path = bad_files[case]
     proc = cli_runs[("info", path)]

@@ -71,6 +71,7 @@ def test_task_cpu_zooms_to_the_busiest_span_and_accepts_a_range(synth):
     assert (lo, hi) == pytest.approx((0.1, 0.5))
 
 
+@pytest.mark.slow
 def test_migration_matrix_counts(synth):
     trace, _ = synth
     fig = plots.migration_matrix(trace, label="sick")
@@ -128,6 +129,7 @@ def test_busy_share_grouped_bars():
     assert "per-window" in ax.get_title()
 
 
+@pytest.mark.slow
 def test_real_trace_figures_render():
     t = schedwake.load(sample("guest8-dbench-xfs-2clients.dat"))
     for fig in (plots.task_cpu(t), plots.migration_matrix(t)):

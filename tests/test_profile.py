@@ -141,6 +141,7 @@ def assert_matches_perf(path: Path, prof, *extra: str, floor: float = 0.5) -> in
 
 
 # -- the shares ----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_shares_equal_perf_report(messaging):
     prof = profile(schedwake.load(messaging))
     assert prof.callchains and prof.samples > 50
@@ -198,6 +199,7 @@ def test_another_kernel_gets_no_kernel_names(messaging, tmp_path):
 
 
 # -- user space ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_user_program_functions_are_named(prog, prog_profile):
     prof = profile(schedwake.load(prog_profile))
     rows = prof.rows.set_index(["dso", "symbol"])
@@ -234,6 +236,7 @@ def test_a_rebuilt_binary_is_not_used(prog, prog_profile, tmp_path):
     assert "spin_beta" in set(profile(trace).rows["symbol"])
 
 
+@pytest.mark.slow
 def test_without_callchains_children_equal_self(prog, tmp_path):
     flat = record(tmp_path / "flat.perf.data", "-F", "999", "--", str(prog), "2000000")
     prof = profile(schedwake.load(flat))
@@ -244,6 +247,7 @@ def test_without_callchains_children_equal_self(prog, tmp_path):
     assert_matches_perf(flat, prof)
 
 
+@pytest.mark.slow
 def test_dwarf_callchains_are_said_not_to_be_unwound(prog, tmp_path):
     data = record(
         tmp_path / "dwarf.perf.data", "--call-graph", "dwarf", "-F", "199", "--", str(prog),
@@ -273,6 +277,7 @@ def test_each_address_is_named_once(messaging):
 
 
 # -- filters -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_filters_restrict_the_samples(messaging):
     trace = schedwake.load(messaging)
     whole = profile(trace)
@@ -327,6 +332,7 @@ def cli(capsys, *args) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_cli_text_json_top_and_filters(messaging, prog_profile, capsys):
     out = run_cli("profile", prog_profile, "--top", "3", subprocess=True)  # the console script
     assert out.returncode == 0, out.stderr
@@ -389,6 +395,7 @@ def test_bad_input_exits_2_with_one_line(messaging, tmp_path, capsys):
         profile(trace, event="such-event")
 
 
+@pytest.mark.slow
 def test_a_tracepoint_recording_without_callchains_is_refused(tmp_path):
     data = record(tmp_path / "tp.perf.data", "-e", "sched:sched_switch", "-a", "--", "true")
     trace = schedwake.load(data)

@@ -94,6 +94,7 @@ def test_benjamini_hochberg_matches_r():
     assert benjamini_hochberg(np.array([0.9, 0.5])).tolist() == pytest.approx([0.9, 0.9])
 
 
+@pytest.mark.slow
 def test_stacks_add_up_to_the_rows(sides):
     p = sides["base"][0]
     self_p = np.zeros(len(p.rows))
@@ -108,6 +109,7 @@ def test_stacks_add_up_to_the_rows(sides):
     assert p.stacks["samples"].sum() == p.samples
 
 
+@pytest.mark.slow
 def test_a_a_pair_stars_nothing(cmp):
     for measure in cmp.measures:
         starred = cmp.rows[cmp.rows[f"{measure}:significant[aa]"]]
@@ -229,6 +231,7 @@ def test_a_side_without_runs_is_refused(sides):
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+@pytest.mark.slow
 def test_perf_script_text_profiles_like_the_perf_data(tmp_path):
     """``perf script`` text of a profile (frames named by perf) gives the perf.data's
     shares: the same samples, the same kernel functions with the same self and children
@@ -266,6 +269,7 @@ def _side(name: str) -> str:
     return f"{name}={PROFILES / name}/run*.perf.data"
 
 
+@pytest.mark.slow
 def test_cli_compares_sides_and_writes_html_and_folded(tmp_path):
     html, folded = tmp_path / "cmp.html", tmp_path / "cmp.folded"
     out = _schedwake(
@@ -354,6 +358,7 @@ def _gate(tmp_path, candidate: str, rules: str = PROFILE_RULES, baseline: str = 
     )
 
 
+@pytest.mark.slow
 def test_gate_on_functions_passes_the_a_a_pair(tmp_path):
     result = _gate(tmp_path, "aa")
     assert result.exit_code == 0, result.headline()
@@ -365,6 +370,7 @@ def test_gate_on_functions_passes_the_a_a_pair(tmp_path):
     }
 
 
+@pytest.mark.slow
 def test_gate_on_functions_breaks_on_the_known_cause(tmp_path):
     from schedwake.report import gate as gate_report
 
@@ -386,6 +392,7 @@ def test_gate_on_functions_breaks_on_the_known_cause(tmp_path):
     assert any(x["status"] == "broken" and x["allowed"] == "-2pp" for x in doc["rules"])
 
 
+@pytest.mark.slow
 def test_gate_on_functions_fails_closed(tmp_path):
     misspelt = PROFILE_RULES.replace('missing = "skip"\n', "").replace(
         "__seccomp_filter", "__seccomp_filtre"
@@ -422,6 +429,7 @@ def test_gate_profile_rules_are_checked(tmp_path, rule, says):
         schedwake.gate("a.data", "b.data", rules=path)
 
 
+@pytest.mark.slow
 def test_gate_cli_on_functions(tmp_path):
     path = tmp_path / "rules.toml"
     path.write_text(PROFILE_RULES)

@@ -80,6 +80,7 @@ def _neutral(rgb) -> bool:
     return min(rgb) >= 190 and max(rgb) - min(rgb) <= 50
 
 
+@pytest.mark.slow
 def test_the_seccomp_path_is_red_after_and_the_a_a_pair_is_not_coloured(cmp3):
     after = _frames(flamegraph.svg(cmp3, "seccomp", flamegraph.AFTER))
     filt = [f for f in after.values() if f["title"].startswith(f"__seccomp_filter ({KERNEL})")]
@@ -114,6 +115,7 @@ def test_the_seccomp_path_is_red_after_and_the_a_a_pair_is_not_coloured(cmp3):
         assert all(_neutral(f["fill"]) and not f["class"] & {"grew", "shrank"} for f in aa.values())
 
 
+@pytest.mark.slow
 def test_frames_sit_on_their_callers(cmp3):
     for side, direction in (("seccomp", "after"), ("seccomp", "before"), ("base", None)):
         frames = _frames(flamegraph.svg(cmp3, side, direction))
@@ -221,6 +223,7 @@ def test_hostile_names_are_escaped(tmp_path):
     assert hit and all("grew" in c for c in hit)
 
 
+@pytest.mark.slow
 def test_size_is_bounded():
     """100,000 stacks 6 to 40 frames deep over 3,000 functions: the graph keeps at most
     2 * max_frames frames (never one without its caller) and stays small."""

@@ -62,6 +62,7 @@ def on_a_terminal(*args) -> str:
     ],
     ids=["analyze", "compare", "gate"],
 )
+@pytest.mark.slow
 def test_phases_show_on_a_terminal_only(args, labels, tmp_path):
     shown = on_a_terminal(*args(tmp_path))
     for label in labels:

@@ -44,6 +44,7 @@ def without(trace, *names) -> Trace:
 
 
 @pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_reference_idle_while_runnable_on_samples(path):
     trace = schedwake.load(path, events=list(MODEL_EVENTS))
     assert vectorized_ns(trace) == reference_ns(trace)

@@ -61,6 +61,7 @@ def runs_compared(runs):
     return schedwake.compare({"1c": base, "4c": new})
 
 
+@pytest.mark.slow
 def test_compare_html_names_runs_by_their_directories(runs_compared):
     page = html.render(runs_compared)
     sides = page.split("<h2>Sides</h2>")[1].split("<h2>")[0]
@@ -76,6 +77,7 @@ def test_compare_html_names_runs_by_their_directories(runs_compared):
     assert notes and all("run" in n for n in notes)
 
 
+@pytest.mark.slow
 def test_gate_names_runs_by_their_directories_in_text_and_markdown(runs):
     settings, rules = parse_rules('[rules."migrations_per_s"]\nallowed = "10%"\n')
     result = schedwake.gate(
@@ -91,6 +93,7 @@ def test_gate_names_runs_by_their_directories_in_text_and_markdown(runs):
     assert want in gate_report.markdown(result)
 
 
+@pytest.mark.slow
 def test_gate_refuses_the_same_files_on_both_sides(runs, tmp_path):
     base = str(runs / "base" / "run*" / "trace.dat")
     proc = run_cli("gate", "--baseline", base, "--candidate", base)
@@ -126,6 +129,7 @@ def test_two_parts_of_one_trace_are_two_traces_to_the_gate():
     assert "the same 1 trace file(s)" in schedwake.gate(first, first, rules).problems[0]
 
 
+@pytest.mark.slow
 def test_a_metric_from_a_zero_baseline_is_new_in_summaries(runs_compared):
     """pingpong_would_stack_per_s is 0 in every 1-client run and 0.30/s with 4 clients:
     the summaries say "new", mmtests' table keeps its -99.00% (pndiff of a zero base)."""
@@ -149,6 +153,7 @@ def test_a_metric_from_a_zero_baseline_is_new_in_summaries(runs_compared):
     assert rec[0]["pct"] == -99.0  # the JSON is mmtests' table
 
 
+@pytest.mark.slow
 def test_gate_says_new_for_a_zero_baseline():
     settings, rules = parse_rules(
         '[rules."pingpong_would_stack_per_s"]\nallowed = "+0.1"\nsignificance = false\n'
@@ -163,6 +168,7 @@ def test_gate_says_new_for_a_zero_baseline():
     assert "| new |" in gate_report.markdown(result)
 
 
+@pytest.mark.slow
 def test_compare_prints_the_changed_mean_rows_by_default_and_everything_with_full():
     args = ["compare", "--side", f"1c={C1[0].parent}/dbench-xfs-1c-i*.dat"]
     args += ["--side", f"4c={C4[0].parent}/dbench-xfs-4c-i*.dat"]
@@ -190,6 +196,7 @@ def test_compare_prints_the_changed_mean_rows_by_default_and_everything_with_ful
     assert md.count("| Amean |") + md.count("| Hmean |") == 11 and "| Min |" not in md
 
 
+@pytest.mark.slow
 def test_compare_says_when_nothing_changed_significantly():
     res = schedwake.compare({"a": C1[:2], "b": C1[1:]}, metrics=["migrations_per_s"])
     text = compare_report.text(res)

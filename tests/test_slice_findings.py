@@ -49,6 +49,7 @@ def test_a_slice_finds_the_pingpong_it_shows(whole):
     assert not any("sched_process_fork" in c for c in whole.caveats)
 
 
+@pytest.mark.slow
 def test_a_threshold_the_user_gives_is_not_scaled(whole):
     part = whole.sliced(T0, T1)
     a = schedwake.analyze(part, thresholds={"pingpong_min_episodes": 20})

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import run_cli, sample
 
 
@@ -20,6 +22,7 @@ def pipe(data: bytes, *args, tmp: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_a_piped_trace_dat_gives_the_file_analysis(tmp_path):
     path = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
     topo = path.with_suffix(".topology.json")
@@ -42,6 +45,7 @@ def test_piped_compressed_text_is_sniffed(tmp_path):
     assert b"format:    trace-cmd-report" in proc.stdout and b"<stdin>" in proc.stdout
 
 
+@pytest.mark.slow
 def test_bad_input_on_stdin_is_one_line_naming_stdin(tmp_path):
     for data, needle in (
         (sample("dbench-xfs-1client.dat").read_bytes()[:1000], b"truncated or corrupt"),

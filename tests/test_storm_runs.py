@@ -44,6 +44,7 @@ def storm_of(trace):
 
 
 @pytest.mark.parametrize("path", WEIGHTED, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_every_weighted_run_is_a_storm_of_fio_on_cpu_1(traces, path):
     st = storm_of(traces[path])
     assert st is not None and st.severity == "high"
@@ -77,6 +78,7 @@ def test_a_kworker_that_also_runs_other_work_is_judged_per_work_function(traces)
     assert fio["storm_kworkers"] == 4 and fio["kworker_preemptions"] == 3299
 
 
+@pytest.mark.slow
 def test_the_storm_counts_agree_with_the_reference_walk(traces):
     """The per-(CPU, task) counts, (kworker, work function) units included, recounted
     event by event (tests/reference_impl.py)."""
@@ -85,6 +87,7 @@ def test_the_storm_counts_agree_with_the_reference_walk(traces):
     assert storm_counts(t) == ref
 
 
+@pytest.mark.slow
 def test_the_storm_metrics_of_a_trace(traces):
     """storm_kworker_preemptions_per_s is the finding's preemptions of storm kworkers
     per second; the share is weighted by preemptions, so a unit preempted a few times
@@ -148,6 +151,7 @@ allowed = "50%"
 """
 
 
+@pytest.mark.slow
 def test_a_gate_rule_on_the_storm_fails_the_weighted_side(traces):
     rules = parse_rules(RULES)
     root, weighted = [traces[p] for p in ROOT], [traces[p] for p in WEIGHTED]

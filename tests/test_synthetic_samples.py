@@ -69,6 +69,7 @@ def test_every_pathology_and_a_healthy_trace_are_sampled():
 # -- (a) the committed files are what the script writes ---------------------------------------
 
 
+@pytest.mark.slow
 def test_committed_files_equal_a_fresh_run(tmp_path):
     subprocess.run(
         [sys.executable, str(SCRIPT), "--out", str(tmp_path)],

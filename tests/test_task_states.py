@@ -89,6 +89,7 @@ def _report_switches(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["cpu", "ts", "prev_pid", "next_pid"])
 
 
+@pytest.mark.slow
 def test_running_is_switch_in_to_switch_out_in_report_text(dat):
     """Per task, the running time ended by a switch-out is the sum of its intervals from
     a switch-in to the switch-out that follows it on that CPU in ``trace-cmd report``
@@ -224,6 +225,7 @@ def test_agrees_with_perf_sched_timehist(path, compared):
     assert perf.loc[pids, "run"].sum() > 10  # ms compared
 
 
+@pytest.mark.slow
 def test_runnable_share_is_a_metric_compare_and_gate_see():
     """More dbench clients on the same CPUs: the user tasks' runnable share grows from
     2.0% to 39.0%; compare shows the row, worse, and a gate rule on it breaks."""

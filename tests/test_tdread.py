@@ -94,6 +94,7 @@ def same_traces(a: schedwake.Trace, b: schedwake.Trace):
 
 @pytest.mark.parametrize("variant", ["v6", "v7-none"])
 @pytest.mark.parametrize("name", VARIANT_SOURCES)
+@pytest.mark.slow
 def test_rewritten_samples_equal_libtracecmd(variants, name, variant):
     path = variants[name, variant]
     ours = schedwake.load(path)
@@ -102,6 +103,7 @@ def test_rewritten_samples_equal_libtracecmd(variants, name, variant):
     same_traces(ours, schedwake.load(path, reader="libtracecmd"))
 
 
+@pytest.mark.slow
 def test_a_trace_cmd_split_file_equals_libtracecmd(variants):
     path = variants["dbench-xfs-1client.dat", "split"]
     ours = schedwake.load(path)
@@ -112,6 +114,7 @@ def test_a_trace_cmd_split_file_equals_libtracecmd(variants):
 @pytest.mark.parametrize(
     "name", ["dbench-xfs-4clients.dat", "guest16-2llc-tcrecord-dbench.dat", "lost-events.dat"]
 )
+@pytest.mark.slow
 def test_the_result_does_not_depend_on_jobs(name):
     path = sample(name)
     one = schedwake.load(path, jobs=1)
@@ -127,6 +130,7 @@ def test_the_result_does_not_depend_on_jobs(name):
     "name,batch_rows",
     [("lost-events.dat", 1000), ("guest16-2llc-tcrecord-dbench.dat", 5000), ("missing-cpu.dat", 7)],
 )
+@pytest.mark.slow
 def test_streamed_batches_add_up_to_the_whole_read(name, batch_rows):
     path = sample(name)
     whole = schedwake.load(path)
@@ -171,6 +175,7 @@ def test_a_zlib_file_written_by_trace_cmd_equals_its_zstd_original():
     same_traces(zlib, schedwake.load(sample("lost-events.dat")))
 
 
+@pytest.mark.slow
 def test_streaming_reports_its_progress():
     """convert's progress bar over a trace.dat: the fraction decoded after each batch."""
     seen = []

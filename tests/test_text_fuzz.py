@@ -90,6 +90,7 @@ def test_mangled_lines(tmp_path, monkeypatch, fmt, seed):
         assert pa.types.is_int64(table.schema.field("ts").type)
 
 
+@pytest.mark.slow
 def test_structure_aware_mutations_load_or_fail_in_one_line(tmp_path):
     """fuzz_load_text's custom mutator (fuzz/text_model.py) on the hostile corpus: it
     is deterministic in its seed, changes its input, and each of its outputs loads or

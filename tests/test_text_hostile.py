@@ -106,6 +106,7 @@ def sandbox():
 
 
 @pytest.mark.parametrize(("command", "name"), CLI_JOBS)
+@pytest.mark.slow
 def test_cli(command, name, sandbox):
     entry = MANIFEST[name]
     fmt = entry["format"]

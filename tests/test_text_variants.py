@@ -291,6 +291,7 @@ def test_perf_script_variants(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+@pytest.mark.slow
 def test_perf_data_through_perf_script(tmp_path):
     data = tmp_path / "perf.data"
     rec = subprocess.run(

@@ -101,6 +101,7 @@ def test_a_cpu_missing_from_the_file_is_skipped():
     assert trace.meta.event_counts["sched_switch"] == 34
 
 
+@pytest.mark.slow
 def test_event_counts_equal_trace_cmd(loaded):
     path, trace, rows = loaded
     expected = {name: len(r) for name, r in rows.items()}
@@ -108,6 +109,7 @@ def test_event_counts_equal_trace_cmd(loaded):
     assert {n: trace.table(n).num_rows for n in trace.events} == expected
 
 
+@pytest.mark.slow
 def test_every_field_value_equals_trace_cmd_raw(loaded):
     path, trace, rows = loaded
     for name, expected in rows.items():
@@ -128,6 +130,7 @@ def test_every_field_value_equals_trace_cmd_raw(loaded):
             assert got == want, f"{path.name}: {name}.{key} differs from trace-cmd report -R"
 
 
+@pytest.mark.slow
 def test_prev_state_str_equals_kernel_print_format(loaded):
     path, trace, _ = loaded
     if "sched_switch" not in trace.events:
@@ -151,6 +154,7 @@ def latency_chars(flags: int, pc: int) -> str:
     return irqs + resched + ctx + depth
 
 
+@pytest.mark.slow
 def test_common_flags_and_preempt_count_equal_latency_output(dbench1):
     trace = shared_trace(dbench1)
     lat = re.compile(r"^.{8}-\d+\s+(\d+)(\S{4})\S*\s+(\d+)\.(\d{9}):\s+(\w+):")
@@ -211,6 +215,7 @@ def test_reading_some_events_reads_only_those(dbench2):
     assert part.table("sched_waking").equals(full.table("sched_waking"))
 
 
+@pytest.mark.slow
 def test_metadata(dbench1):
     trace = shared_trace(dbench1)
     m = trace.meta

@@ -153,6 +153,7 @@ def test_generator_writes_the_committed_corpus(tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.slow
 def test_load(name, sandbox):
     entry = FILES[name]
     path = HOSTILE / name

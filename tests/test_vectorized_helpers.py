@@ -13,6 +13,7 @@ from schedwake.model._util import _asof_index_merge, _stable_order, asof_index, 
 
 
 @pytest.mark.parametrize("keys", ["none", "int32", "int64", "mixed", "wide_keys", "wide_ts"])
+@pytest.mark.slow
 def test_asof_index_matches_merge_asof(keys):
     rng = np.random.default_rng(7)
     for trial in range(80):

@@ -54,6 +54,7 @@ def test_every_analyze_metric_is_a_gate_rule():
         assert rules[0].metric == name and rules[0].written_as is None
 
 
+@pytest.mark.slow
 def test_former_names_still_work_with_a_note_and_typos_get_a_suggestion():
     rules = parse_rules('[rules."pingpong_episodes/s"]\nallowed = "25%"\n')
     assert rules[1][0].metric == "pingpong_episodes_per_s"
@@ -75,6 +76,7 @@ def test_former_names_still_work_with_a_note_and_typos_get_a_suggestion():
         )
 
 
+@pytest.mark.slow
 def test_compare_and_gate_sign_a_regression_alike():
     """Losing the stacking fix multiplies ping-pong episodes: a negative gain in both."""
     comp = schedwake.compare(

@@ -152,6 +152,7 @@ _MIGRATE = re.compile(
 
 
 @pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="trace-cmd is not installed")
+@pytest.mark.slow
 def test_longest_preempted_wait_against_trace_cmd_text():
     """fio-pinned-weighted.dat: the longest preempted wait (pyenv-version-f, pid 8671,
     preempted on CPU 0, moved to CPU 1) recomputed from ``trace-cmd report -N -t``
@@ -278,6 +279,7 @@ def test_unknown_where_the_trace_cannot_tell():
     assert "idle" not in parts
 
 
+@pytest.mark.slow
 def test_cli_waits_of_a_pid(tmp_path):
     path = sample("perf/perf-sched-g.perf.data")
     p = run_cli("analyze", path, "--pid", "23906", "--waits", "--format", "json", check=True)
@@ -300,6 +302,7 @@ def test_cli_waits_of_a_pid(tmp_path):
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_html_has_a_bar_per_wait_and_the_window_timelines():
     from schedwake.analysis import analyze
     from schedwake.report import analysis_html
