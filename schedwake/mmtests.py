@@ -7,27 +7,10 @@ them and flat records for JSON. The statistics themselves live in
 :mod:`schedwake.stats`; :mod:`schedwake.report.mmtests_table` renders a comparison as
 fixed-width text exactly in ``compare-mmtests.pl``'s layout and as a Markdown pipe table.
 
-Layout (``reference/formats-and-stats.md`` D.1-D.3)::
-
-    title
-                               6.18.0                 6.18.0
-                              vanilla           kworkerstack
-    Min       elapsed      540.00 (   0.00%)      530.00 (   1.85%)
-    Amean     elapsed      543.00 (   0.00%)      530.00 *   2.39%*
-    ...
-    * significant: <rule>; samples: <kind>, n=<n1>/<n2>
-
-* Rows are grouped by statistic, then by metric: Min, Amean|Hmean, Stddev, CoeffVar, Max,
-  BAmean-50/95/99 (BHmean-* for higher-is-better metrics).  The mean row is Amean for
-  lower-is-better and Hmean for higher-is-better metrics.
-* Values ``%12.<precision>f``, then `` (%7.2f%%)``; the baseline (first column) is always
-  ``(   0.00%)``.  Positive = better: ``pndiff`` for lower-is-better metrics and for every
-  Stddev/CoeffVar row, ``pdiff`` for higher-is-better ones.  Undefined values (NaN, e.g. the
-  Stddev of a single sample) print ``0.00 (   0.00%)`` as in mmtests.
-* Only the mean row gets ``*...*`` instead of ``(...)``, when the significance rule says so.
-* Header: each side label split at its first ``-`` (``-rcN`` stays in the first line),
-  right-aligned to the cell width 12+7+4 = 23.  A label without ``-`` goes entirely on the
-  second line.  As in mmtests, a part wider than 23 characters runs into its neighbour.
+The percentages: positive = better, ``pndiff`` for lower-is-better metrics and for every
+Stddev/CoeffVar row, ``pdiff`` for higher-is-better ones; undefined values (NaN, e.g. the
+Stddev of a single sample) are 0 as in mmtests. The table's layout is described where
+it is written, in :mod:`schedwake.report.mmtests_table`.
 """
 
 from __future__ import annotations

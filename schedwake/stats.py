@@ -4,7 +4,7 @@ This module's one job: turn two (or more) plain arrays of samples into the numbe
 mmtests' ``compare-mmtests.pl`` prints -- Min, Max, Amean, Hmean, Stddev, CoeffVar, the
 best-N means, the ``pdiff``/``pndiff`` percentages and the ``*`` significance verdict --
 with the exact rules of ``gormanm/mmtests`` (``bin/lib/MMTests/Stat.pm``, ``Compare.pm``;
-see ``reference/formats-and-stats.md`` section D).  It knows nothing about traces or
+docs/compare.md, "How to read the table").  It knows nothing about traces or
 rendering.  numpy only; the Student t distribution is computed here from a regularized
 incomplete beta function (no scipy).
 

@@ -1,6 +1,6 @@
 """schedwake compare: sides, samples, the mmtests layout end to end, formats and errors.
 
-The published mmtests numbers (reference/formats-and-stats.md D.2) are reproduced through
+The published mmtests numbers (those tests/test_mmtests_table.py pins) are reproduced through
 the compare path: trace files whose context-switch rates are exactly the published means
 go through the real CLI, and a tidy samples table through ``from_samples``.
 """

@@ -2,7 +2,7 @@
 fixed-width table exactly in ``compare-mmtests.pl``'s layout and a Markdown pipe table
 with the same numbers.
 
-Layout (``reference/formats-and-stats.md`` D.1-D.3)::
+Layout (docs/compare.md, "How to read the table")::
 
     title
                                6.18.0                 6.18.0
@@ -19,7 +19,8 @@ Layout (``reference/formats-and-stats.md`` D.1-D.3)::
   ``(   0.00%)``.  Undefined values (NaN, e.g. the Stddev of a single sample) print
   ``0.00 (   0.00%)`` as in mmtests.
 * Only the mean row gets ``*...*`` instead of ``(...)``, when the significance rule says so.
-* Header: each side label split at its first ``-`` (:func:`schedwake.mmtests.split_label`),
+* Header: each side label split at its first ``-`` (:func:`schedwake.mmtests.split_label`:
+  ``-rcN`` stays in the first line, a label without ``-`` goes whole on the second),
   right-aligned to the cell width 12+7+4 = 23.  As in mmtests, a part wider than 23
   characters runs into its neighbour.
 """
