@@ -31,11 +31,10 @@ class TraceResult:
     windows: pa.Table
 
 
-def _error_result(path: str, abspath: str, error: str, options: Options, stat=None) -> TraceResult:
-    row = {
-        "path": path,
-        "status": "error",
-        "error": error,
+def _provenance(abspath: str, options: Options, stat) -> dict:
+    """The columns of every row, analysed or not, that a rerun compares to skip what is
+    done: the file read, its size and mtime, the options, the version and when."""
+    return {
         "abspath": abspath,
         "size": None if stat is None else stat.st_size,
         "mtime_ns": None if stat is None else stat.st_mtime_ns,
@@ -43,6 +42,10 @@ def _error_result(path: str, abspath: str, error: str, options: Options, stat=No
         "schedwake_version": __version__,
         "analysed_at": datetime.now(UTC),
     }
+
+
+def _error_result(path: str, abspath: str, error: str, options: Options, stat=None) -> TraceResult:
+    row = {"path": path, "status": "error", "error": error, **_provenance(abspath, options, stat)}
     return TraceResult(row, FINDINGS_SCHEMA.empty_table(), WINDOWS_SCHEMA.empty_table())
 
 
@@ -147,12 +150,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         "thresholds": json.dumps(analysis.thresholds, sort_keys=True),
         "bench": json.dumps(bench, sort_keys=True) if bench else None,
         "windows_s": windows,
-        "abspath": abspath,
-        "size": None if stat is None else stat.st_size,
-        "mtime_ns": None if stat is None else stat.st_mtime_ns,
-        "options_key": options.key(),
-        "schedwake_version": __version__,
-        "analysed_at": datetime.now(UTC),
+        **_provenance(abspath, options, stat),
         "seconds": round(time.perf_counter() - started, 6),
     }
     findings = pa.Table.from_pylist(
