@@ -1,15 +1,23 @@
-"""Shared fixtures: paths of the real sample traces and a runner for the CLI."""
+"""Shared fixtures: paths of the real sample traces, a runner for the CLI, and what one
+test run computes once for all its workers."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
+import hashlib
 import os
+import pickle
+import shutil
 import subprocess as _subprocess
 import sys
+import tempfile
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click.formatting
 import pyarrow as pa
@@ -76,6 +84,57 @@ def _shared_trace(path: str, events: tuple[str, ...] | None):
     import schedwake
 
     return schedwake.load(path, events=None if events is None else list(events))
+
+
+#: The directory that every process of one test run shares (the xdist workers inherit it
+#: from the controller's environment): what :func:`computed_once` keeps.
+_RUN_DIR_VAR = "SCHEDWAKE_TEST_RUN_DIR"
+T = TypeVar("T")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and _RUN_DIR_VAR not in os.environ:
+        os.environ[_RUN_DIR_VAR] = tempfile.mkdtemp(prefix="schedwake-test-run-")
+        config._schedwake_run_dir = os.environ[_RUN_DIR_VAR]
+
+
+def pytest_unconfigure(config):
+    run_dir = getattr(config, "_schedwake_run_dir", None)
+    if run_dir:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        os.environ.pop(_RUN_DIR_VAR, None)
+
+
+def computed_once(key: str, compute: Callable[[], T]) -> T:
+    """``compute()``, computed once per test run and shared by every xdist worker.
+
+    For what is slow, deterministic and needed on both workers: the output of an
+    independent tool (``trace-cmd report``, ``perf sched``) parsed into rows, or a
+    reference implementation's result on a whole sample. The first process to ask
+    computes it under a lock and pickles it into the run's directory; the others wait
+    and read it. ``key`` names the computation completely (tool, flags, file); the
+    value must pickle, and is shared: read it, never change it.
+    """
+    cached = _MEMO.get(key)
+    if cached is not None:
+        return cached[0]
+    run_dir = Path(os.environ[_RUN_DIR_VAR])
+    name = hashlib.sha256(key.encode()).hexdigest()[:32]
+    path = run_dir / f"{name}.pickle"
+    with open(run_dir / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            value = pickle.loads(path.read_bytes())
+        else:
+            value = compute()
+            part = path.with_suffix(".part")
+            part.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+            part.rename(path)
+    _MEMO[key] = (value,)
+    return value
+
+
+_MEMO: dict[str, tuple] = {}  # this process's copies, by key
 
 
 @pytest.fixture(scope="session")
