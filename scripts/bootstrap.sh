@@ -44,3 +44,6 @@ if [ "$(uname -m)" = x86_64 ] && ! .venv/bin/python -c 'import atheris' 2>/dev/n
     CC=clang CXX=clang++ .venv/bin/python -m pip install -q 'atheris>=2.3' || \
         echo "bootstrap: WARNING: no atheris: the fuzz harnesses fuzz_load_*.py cannot run" >&2
 fi
+# the package's bytecode, compiled once: where PYTHONDONTWRITEBYTECODE is set, every
+# interpreter would compile it again from source (the tests start hundreds of them)
+.venv/bin/python -m compileall -q schedwake >/dev/null
