@@ -9,6 +9,7 @@ cycle named. ``docs/architecture.md`` draws the same layers.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import schedwake
@@ -63,12 +64,17 @@ def exists(name: str) -> bool:
     )
 
 
+@functools.cache  # each file parsed once for all the checks
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
 def imports(path: Path) -> set[str]:
     """The schedwake modules ``path`` imports (``from pkg import mod`` counts as mod)."""
     me = module_name(path)
     base = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == "schedwake")
         elif isinstance(node, ast.ImportFrom):
@@ -88,6 +94,7 @@ def imports(path: Path) -> set[str]:
     return {m for m in out if exists(m)}
 
 
+@functools.cache  # one walk of the package for every test (read, never changed)
 def graph() -> dict[str, set[str]]:
     """Python modules -> the Python modules they import (compiled ones are leaves)."""
     modules = {module_name(p): imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
@@ -167,11 +174,12 @@ RENDERING_ALLOWED = {
 }
 
 
-def rendering_methods(source: str, module: str) -> list[str]:
+def rendering_methods(source: str | ast.Module, module: str) -> list[str]:
     """``Class.method (line N)`` of each rendering method the classes of ``source``
-    (the text of ``module``) define, the allowed ones left out."""
+    (the text of ``module``, or its syntax tree) define, the allowed ones left out."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source) if isinstance(source, str) else source
+    for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
         for item in node.body:
@@ -192,7 +200,7 @@ def test_results_never_render_themselves():
     for path in sorted(PACKAGE.rglob("*.py")):
         name = module_name(path)
         if name.split(".")[1:2] not in (["report"], ["cli"]):
-            found += rendering_methods(path.read_text(), name)
+            found += rendering_methods(parsed(path), name)
     assert not found, "results rendering themselves (move them to report/):\n" + "\n".join(found)
 
 
