@@ -148,14 +148,15 @@ def dbench2() -> Path:
 
 
 def run_cli(
-    *args, check: bool = False, cwd=None, env=None, subprocess: bool = False
+    *args, check: bool = False, cwd=None, env=None, subprocess: bool = False, input=None
 ) -> _subprocess.CompletedProcess:
     """Run ``schedwake ARGS`` and return its exit code, stdout and stderr.
 
     In this process by default, through click's CliRunner on the very ``cli.main`` that
     the console script's ``main()`` calls (so the one-line errors and exit codes are the
     script's), with what the subprocess had: ``COLUMNS=120`` (click's help is not forced
-    to 80 columns), an empty stdin that is not a terminal, stdout and stderr kept apart
+    to 80 columns), a stdin that is not a terminal (empty, or the bytes ``input``: what
+    a pipe would bring, in process only), stdout and stderr kept apart
     and captured at the file descriptors (what C code writes there is kept), the
     warnings Python shows by default written to stderr, ``cwd`` for the working
     directory and ``env`` over the environment. An exception that escapes ``main()`` (a
@@ -169,6 +170,7 @@ def run_cli(
     ``os.environ``), one run at a time.
     """
     if subprocess or threading.current_thread() is not threading.main_thread():
+        assert input is None, "input= is for an in-process run (a real pipe: subprocess.run)"
         return run_cli_process(*args, check=check, cwd=cwd, env=env)
     from schedwake.cli import cli
 
@@ -179,7 +181,7 @@ def run_cli(
     with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
         with warnings.catch_warnings():
             _python_default_warnings()
-            result = runner.invoke(cli, argv, prog_name="schedwake")
+            result = runner.invoke(cli, argv, input=input, prog_name="schedwake")
     proc = _subprocess.CompletedProcess(
         ["schedwake", *argv],
         result.exit_code,

@@ -11,7 +11,7 @@ import pytest
 
 import schedwake
 
-from .conftest import run_cli
+from .conftest import run_cli, shared_trace
 
 
 def test_info_text(dbench2):
@@ -65,7 +65,7 @@ def test_info_lost_events(tmp_path):
 def test_convert_parquet_readable_by_pyarrow_dataset_and_polars(dbench1, tmp_path):
     out = tmp_path / "tables"
     run_cli("convert", dbench1, "-o", out, check=True)
-    trace = schedwake.load(dbench1)
+    trace = shared_trace(dbench1)  # (read only here)
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["tables"] == {n: trace.table(n).num_rows for n in trace.events}
     waking = ds.dataset(out / "sched_waking.parquet").to_table()

@@ -32,7 +32,7 @@ import pytest
 import schedwake
 from schedwake import TraceError
 
-from .conftest import SAMPLES, plain
+from .conftest import SAMPLES, computed_once, plain
 from .sandbox import Sandbox
 
 PERF = shutil.which("perf")
@@ -199,8 +199,7 @@ def test_native_equals_perf_script_reader(path):
                 pytest.fail(f"{name}.{col}: {bad} rows differ, first {va[j]} vs {vb[j]}")
     assert tid_minus_one == TID_MINUS_ONE[path.name]
     assert (relative > 0) is FACTS[path.name][3]  # call chains reach user space
-    samples, _ = perf_listing(path)
-    assert tid_minus_one == dict(Counter(s[3] for s in samples if s[0] == -1))
+    assert tid_minus_one == perf_listing(path)["tid_minus_one"]
 
 
 def check_tid_minus_one(trace, rows: pa.Table) -> None:
@@ -269,22 +268,47 @@ def test_text_reader_names_the_profile_event():
 # ---------------------------------------------------------------- against perf's own output
 
 
-@functools.cache
-def perf_listing(path: Path) -> tuple[list[tuple[int, int, int, str]], Counter]:
-    """(tid, cpu, time, event) of every sample and the PERF_RECORD_LOST counts per CPU,
-    from `perf script -F tid,cpu,time,event --ns --show-lost-events`."""
+#: A line of `perf script -F tid,cpu,time,event --ns`: tid, [cpu], seconds.nanoseconds
+#: (nine digits), the event (or a PERF_RECORD_LOST record)
+LISTING_LINE = r"^\s*(?P<tid>-?\d+) +\[(?P<cpu>\d+)\] +(?P<s>\d+)\.(?P<ns>\d{9}): +(?P<rest>.*)$"
+
+
+def perf_listing(path: Path) -> dict:
+    """What perf's own `perf script -F tid,cpu,time,event --ns --show-lost-events` lists:
+    samples per event, their number, first and last time, CPUs, the PERF_RECORD_LOST
+    counts per CPU and the samples of tid -1 per event. Parsed once per test run (it is
+    perf's output, the independent side) and shared by the workers."""
+    key = f"perf script -F tid,cpu,time,event --ns --show-lost-events, parsed: {path}"
+    return computed_once(key, lambda: _perf_listing(path))
+
+
+def _perf_listing(path: Path) -> dict:
     out = perf_script(path, "-F", "tid,cpu,time,event", "--ns", "--show-lost-events")
-    line = re.compile(r"^\s*(-?\d+) +\[(\d+)\] +(\d+\.\d+): +(.*)$")
-    samples, lost = [], Counter()
-    for text_line in out.splitlines():
-        m = line.match(text_line)
-        assert m, text_line
-        tid, cpu, time, rest = m.groups()
-        if rest.startswith("PERF_RECORD_LOST lost "):
-            lost[int(cpu)] += int(rest.split()[-1])
-        else:
-            samples.append((int(tid), int(cpu), ns(time), event_name(rest)))
-    return samples, lost
+    lines = pa.array(out.splitlines(), pa.string())
+    parts = pc.extract_regex(lines, LISTING_LINE)  # (RE2; null where a line does not match)
+    if parts.null_count:
+        pytest.fail(f"a perf script line of an unknown form: {lines.filter(parts.is_null())[0]}")
+    tid, cpu, sec, frac = (pc.cast(parts.field(f), pa.int64()) for f in ("tid", "cpu", "s", "ns"))
+    rest = parts.field("rest")
+    is_lost = pc.starts_with(rest, "PERF_RECORD_LOST lost ")
+    lost: Counter = Counter()
+    for c, r in zip(cpu.filter(is_lost).to_pylist(), rest.filter(is_lost).to_pylist(), strict=True):
+        lost[c] += int(r.split()[-1])
+    is_sample = pc.invert(is_lost)
+    rest, tid, cpu = rest.filter(is_sample), tid.filter(is_sample), cpu.filter(is_sample)
+    time = pc.add(pc.multiply(sec.filter(is_sample), 1_000_000_000), frac.filter(is_sample))
+    # event_name() on each distinct printed event (a handful), then on every line by index
+    printed = pc.unique(rest)
+    names = pa.array([event_name(e) for e in printed.to_pylist()], pa.string())
+    event = names.take(pc.index_in(rest, value_set=printed))
+    return {
+        "events": dict(Counter(event.to_pylist())),
+        "samples": len(event),
+        "span": (pc.min(time).as_py(), pc.max(time).as_py()),
+        "cpus": set(pc.unique(cpu).to_pylist()),
+        "lost": dict(lost),
+        "tid_minus_one": dict(Counter(event.filter(pc.equal(tid, -1)).to_pylist())),
+    }
 
 
 @needs_perf
@@ -293,14 +317,12 @@ def test_counts_span_and_losses_equal_perf_script(path):
     """Samples per event, their total (one line a sample), first/last time, CPUs and the
     PERF_RECORD_LOST records per CPU, from perf's own `perf script` output."""
     t = native(path)
-    samples, lost = perf_listing(path)
-    events = Counter(s[3] for s in samples)
-    assert t.meta.event_counts == dict(events)
-    assert sum(t.table(n).num_rows for n in t.events) == len(samples)
-    times = [s[2] for s in samples]
-    assert (t.meta.first_ts_ns, t.meta.last_ts_ns) == (min(times), max(times))
-    assert t.meta.lost_events == dict(lost)
-    assert t.meta.cpus == 2 and {s[1] for s in samples} == {0, 1}
+    listing = perf_listing(path)
+    assert t.meta.event_counts == listing["events"]
+    assert sum(t.table(n).num_rows for n in t.events) == listing["samples"]
+    assert (t.meta.first_ts_ns, t.meta.last_ts_ns) == listing["span"]
+    assert t.meta.lost_events == listing["lost"]
+    assert t.meta.cpus == 2 and listing["cpus"] == {0, 1}
 
 
 @needs_perf

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -45,16 +46,19 @@ def test_piped_compressed_text_is_sniffed(tmp_path):
     assert b"format:    trace-cmd-report" in proc.stdout and b"<stdin>" in proc.stdout
 
 
-@pytest.mark.slow
-def test_bad_input_on_stdin_is_one_line_naming_stdin(tmp_path):
+def test_bad_input_on_stdin_is_one_line_naming_stdin(tmp_path, monkeypatch):
+    """In this process (run_cli's ``input``: the same ``_load_stdin`` on the same bytes,
+    the one-line error and exit code of the script; the real pipe is the tests' above),
+    with the spool's directory in tmp_path, checked empty after."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     for data, needle in (
-        (sample("dbench-xfs-1client.dat").read_bytes()[:1000], b"truncated or corrupt"),
-        (b"", b"empty file"),
-        (b"hello, world\n" * 10, b"not a trace"),
+        (sample("dbench-xfs-1client.dat").read_bytes()[:1000], "truncated or corrupt"),
+        (b"", "empty file"),
+        (b"hello, world\n" * 10, "not a trace"),
     ):
-        proc = pipe(data, "analyze", "-", tmp=tmp_path)
+        proc = run_cli("analyze", "-", input=data)
         assert proc.returncode == 2
-        assert proc.stderr.startswith(b"schedwake: <stdin>: ") and needle in proc.stderr
+        assert proc.stderr.startswith("schedwake: <stdin>: ") and needle in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
-        assert str(tmp_path).encode() not in proc.stderr
+        assert str(tmp_path) not in proc.stderr
     assert list(tmp_path.iterdir()) == []

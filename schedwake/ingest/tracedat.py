@@ -115,8 +115,10 @@ def assemble(
     source = _source_facts(m, layout)
     tables, counts, systems = _event_tables(raw["events"], events is not None)
     lost = _lost_table(raw["lost"])
-    lost_counts = lost.column("count").to_numpy()
-    lost_unknown = sorted(set(lost.column("cpu").to_numpy()[lost_counts < 0].tolist()))
+    # as Python ints, not NumPy: pyarrow's to_numpy() imports pandas (~1 s), which the
+    # libtracecmd reader's child process (a reader only) never needs otherwise
+    lost_cpus, lost_counts = lost.column("cpu").to_pylist(), lost.column("count").to_pylist()
+    lost_unknown = sorted({cpu for cpu, n in zip(lost_cpus, lost_counts, strict=True) if n < 0})
     meta = TraceMeta(
         path=str(path),
         format="trace.dat",
