@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -215,10 +216,13 @@ def test_record_interrupted_cleans_up(tmp_path, clean_state):
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.02)
     time.sleep(0.3)  # sleep 5 runs now
-    t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
-    assert time.monotonic() - t0 < 4.5, "SIGINT was not forwarded to the command"
+    # the command ran for well under its 5 s: the recording phase (tracing on until the
+    # command ended; not the conversion after it, which a busy machine makes long)
+    times = [ln for ln in stderr.splitlines() if ln.startswith("schedwake record: time: ")]
+    recording = re.search(r"\brecording ([0-9.]+) s", times[0]) if times else None
+    assert recording and float(recording[1]) < 4.5, ("SIGINT was not forwarded", stderr)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stdout and "killed by signal 2" in stdout
     assert not inst.exists()
