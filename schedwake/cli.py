@@ -18,12 +18,11 @@ from pathlib import Path
 
 import click
 
-from . import TraceError, load
-from .errors import OptionError
-from .ingest import DEFAULT_READER, FORMATS, READERS
-from .report import info as info_report
-from .summary import summary as trace_summary
-from .trace import MAX_JOBS, MAX_PID
+# what the command line's options need, and nothing heavier: pandas, pyarrow and the
+# modules that use them are imported by the command that runs (``--version``, ``--help``
+# and an option error answer without them)
+from .errors import OptionError, TraceError
+from .ingest import DEFAULT_READER, FORMATS, MAX_JOBS, MAX_PID, READERS
 
 
 @contextmanager
@@ -64,6 +63,8 @@ def _load(
 ):
     if path == "-":
         return _load_stdin(events, input_format, reader, jobs)
+    from .trace import load
+
     ctx = click.get_current_context(silent=True)
     with _progress(f"reading {Path(path).name}") as progress:
         trace = load(
@@ -293,6 +294,9 @@ def info(trace, fmt, input_format, reader, jobs):
         schedwake info trace.dat
         schedwake info trace.dat --format json
     """
+    from .report import info as info_report
+    from .summary import summary as trace_summary
+
     t = _load(trace, events=[], input_format=input_format, reader=reader, jobs=jobs)
     summary = trace_summary(t)
     if fmt == "json":

@@ -540,7 +540,13 @@ def _run_workload(
     except OSError as exc:
         raise RecordError(f"cannot run {command[0]!r}: {exc.strerror}") from None
     copier = None if keep is None else _tee(proc.stdout, keep)
-    sig.child = proc
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _Signals.SIGNALS)
+    try:
+        sig.child = proc
+        if sig.received:  # came while tracing was on but before the command ran: its too
+            proc.send_signal(sig.received[0] if len(sig.received) == 1 else signal.SIGKILL)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     try:
         try:
             proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
@@ -647,15 +653,20 @@ def _record_tracefs(
 ) -> None:
     inst = f"{tfs}/instances/{INSTANCE_PREFIX}{os.getpid()}"
     t_setup = time.monotonic()
+    # a signal arriving while the kernel makes the instance (the directory is there
+    # before mkdir returns) is held until the state knows it, so that it is removed
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _Signals.SIGNALS)
     try:
         os.mkdir(inst)
+        state.instance = inst
     except FileExistsError:
         raise RecordError(
             f"{inst} exists already (another schedwake record of this pid?); remove it with rmdir"
         ) from None
     except OSError as exc:
         raise RecordError(f"cannot create tracefs instance {inst}: {exc.strerror}") from None
-    state.instance = inst
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     _write(f"{inst}/tracing_on", "0\n")
     try:  # the file's clock must be the clock of the data: use the top level's
         clock = _read(f"{tfs}/trace_clock").split("[")[1].split("]")[0]

@@ -17,13 +17,8 @@ import pyarrow as pa
 
 from . import ingest
 from .errors import OptionError, TraceError
+from .ingest import MAX_JOBS, MAX_PID
 from .ingest.meta import SliceFacts, TraceMeta
-
-#: The most decoding threads ``load(jobs=...)`` may ask for.
-MAX_JOBS = 1024
-
-#: The largest pid there is: the kernel's PID_MAX_LIMIT (pid_max is at most this).
-MAX_PID = 4194304
 
 if TYPE_CHECKING:
     from .model import Model

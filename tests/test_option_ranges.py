@@ -11,11 +11,13 @@ count, or an answer made with a NaN threshold. The bulk runs through click's Cli
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import resource
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,7 @@ from schedwake.cli import cli
 from schedwake.detect import THRESHOLDS
 from schedwake.topology import Topology, parse_cpulist, resolve
 
-from .conftest import ROOT, sample
+from .conftest import ROOT, computed_once, sample
 
 HOSTILE = ROOT / "tests" / "data" / "hostile_options"
 IDLE = str(sample("idle-sleep.dat"))  # 2 CPUs, 2 s
@@ -256,23 +258,96 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (four_gb, four_gb))
 
 
-@pytest.mark.parametrize("name", IN_A_PROCESS)
-@pytest.mark.slow
-def test_refused_by_the_console_script_in_little_memory(name, tmp_path):
-    """The console script, in 4 GB of address space: a CPU list of 1e8 CPUs, a window
-    of 1 ns or a topology of 1e9 CPUs would need gigabytes before it was refused."""
-    args, words = CASES[name]
+#: Runs the installed console script once per case, each in a child forked from one
+#: process limited to 4 GB of address space (the limit is each child's, inherited), so
+#: that a case is a fresh ``schedwake`` process without paying an interpreter start and
+#: the imports per case. The script file itself runs in the child (``runpy``): its
+#: ``sys.exit(main())``, stdout and stderr at file descriptors 1 and 2. Prints one JSON
+#: document: each case's exit code, stdout and stderr, and which heavy modules the
+#: entry point imported by itself (none: an option error needs no pandas).
+CONSOLE_SCRIPT_DRIVER = textwrap.dedent(
+    """
+    import json, os, runpy, sys, tempfile, traceback
+    script, cases = sys.argv[1], json.loads(sys.argv[2])
+    from schedwake.cli import main  # what the script imports first
+    heavy = sorted(m for m in ("numpy", "pandas", "pyarrow", "matplotlib") if m in sys.modules)
+    # what the commands of the cases import, once here rather than in every child
+    import schedwake.analysis, schedwake.compare, schedwake.gate, schedwake.report.analyze
+    results = {}
+    for name, args in cases.items():
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            pid = os.fork()
+            if pid == 0:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.argv = [script, *args]
+                try:
+                    runpy.run_path(script, run_name="__main__")
+                    code = 0
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            out.seek(0)
+            err.seek(0)
+            results[name] = (
+                os.waitstatus_to_exitcode(status),
+                out.read().decode(),
+                err.read().decode(),
+            )
+    print(json.dumps({"heavy": heavy, "results": results}))
+    """
+)
+
+
+def _console_script_runs() -> dict:
     exe = Path(sys.executable).with_name("schedwake")
     proc = subprocess.run(
-        [str(exe), *_args(args, tmp_path)],
+        [
+            sys.executable,
+            "-c",
+            CONSOLE_SCRIPT_DRIVER,
+            str(exe),
+            json.dumps({name: CASES[name][0] for name in IN_A_PROCESS}),
+        ],
         capture_output=True,
         text=True,
         env=dict(os.environ, COLUMNS="120"),
         stdin=subprocess.DEVNULL,
         preexec_fn=_limit_memory,
-        timeout=120,
+        timeout=300,
     )
-    _check(proc.returncode, proc.stdout, proc.stderr, words)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def console_script():
+    """The cases of :data:`IN_A_PROCESS` through the console script (once per test run,
+    shared by the xdist workers: tests/conftest.py, ``computed_once``)."""
+    return computed_once("test_option_ranges: console script in 4 GB", _console_script_runs)
+
+
+@pytest.mark.parametrize("name", IN_A_PROCESS)
+@pytest.mark.slow
+def test_refused_by_the_console_script_in_little_memory(name, console_script):
+    """The console script, in 4 GB of address space: a CPU list of 1e8 CPUs, a window
+    of 1 ns or a topology of 1e9 CPUs would need gigabytes before it was refused."""
+    assert not any("{tmp}" in a for a in CASES[name][0])  # (the driver has no tmp_path)
+    code, stdout, stderr = console_script["results"][name]
+    _check(code, stdout, stderr, CASES[name][1])
+
+
+@pytest.mark.slow
+def test_an_option_error_needs_no_pandas(console_script):
+    """The console script's entry point imports click and the options' facts, not the
+    data stack: ``schedwake --version``, ``--help`` or a mistyped option answer at once."""
+    assert console_script["heavy"] == []
 
 
 @pytest.mark.parametrize("name", sorted(THRESHOLDS))

@@ -25,7 +25,7 @@ from schedwake.profile_compare import (
 )
 from schedwake.report import profile_compare as render
 
-from .conftest import run_cli
+from .conftest import computed_once, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "sample_traces" / "profiles"
@@ -52,7 +52,13 @@ def _runs(side: str):
 
 @pytest.fixture(scope="module")
 def sides():
-    return {side: _runs(side) for side in ("base", "aa", "seccomp")}
+    """The profiles of the three sides' runs, made once per test run and shared by the
+    xdist workers (tests/conftest.py, ``computed_once``): read them, never change them."""
+    return computed_once(
+        "test_profile_compare: schedwake.profile(load(p)) for sample_traces/profiles/"
+        "{base,aa,seccomp}/run*.perf.data",
+        lambda: {side: _runs(side) for side in ("base", "aa", "seccomp")},
+    )
 
 
 @pytest.fixture(scope="module")

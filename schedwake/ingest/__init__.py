@@ -27,6 +27,12 @@ TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 READERS = ("schedwake", "libtracecmd", "perf-script")
 DEFAULT_READER = "schedwake"
 
+#: The most decoding threads ``load(jobs=...)`` may ask for.
+MAX_JOBS = 1024
+
+#: The largest pid there is: the kernel's PID_MAX_LIMIT (pid_max is at most this).
+MAX_PID = 4194304
+
 #: Suffixes of a text trace compressed with gzip, xz, zstd or bzip2 (the text readers
 #: decompress them).
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst", ".bz2")

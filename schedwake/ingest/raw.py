@@ -6,14 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from ..schema import LOST_EVENTS_SCHEMA
 from .meta import TraceMeta
+
+if TYPE_CHECKING:  # (not imported with the module: the command line's options use ingest)
+    import pyarrow as pa
 
 #: Progress callback: called with the fraction of the file done (0.0 to 1.0).
 Progress = Callable[[float], None]
+
+
+def _no_lost_events() -> pa.Table:
+    from ..schema import LOST_EVENTS_SCHEMA
+
+    return LOST_EVENTS_SCHEMA.empty_table()
 
 
 @dataclass
@@ -23,5 +30,5 @@ class RawTrace:
 
     tables: dict[str, pa.Table]
     meta: TraceMeta
-    lost: pa.Table = field(default_factory=LOST_EVENTS_SCHEMA.empty_table)
+    lost: pa.Table = field(default_factory=_no_lost_events)
     sideband: dict[str, pa.Table] = field(default_factory=dict)
