@@ -19,7 +19,7 @@ from schedwake.profile import Profile
 from schedwake.profile_compare import ProfileComparison, compare_profiles
 from schedwake.report import flamegraph, profile_html
 
-from .test_html_report import ARTIFACTS, CHROMIUM, PNG, _chromium
+from .test_html_report import ARTIFACTS, PNG, render
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "sample_traces" / "profiles"
@@ -290,25 +290,19 @@ def test_the_report_is_self_contained(report):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
-def test_renders_in_headless_chromium(report, tmp_path):
-    url = report.resolve().as_uri()
-    dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    attrs = re.search(r"<body([^>]*)>", dom.stdout).group(1)
-    assert 'data-rendered="ok"' in attrs, attrs
-    console = [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
-    assert console == [], console
-    # the frames' titles are in the DOM, both sides' shares in them
-    assert re.search(
-        r"<title>__seccomp_filter \(\[kernel\.kallsyms\]\)  base 0\.00%  seccomp \d", dom.stdout
-    )
-    assert dom.stdout.count('<g class="f') > 200
+def test_renders_in_headless_chromium(report, chromium):
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "profile-report.png"
     shot.unlink(missing_ok=True)
-    snap = _chromium([f"--screenshot={shot}", "--window-size=1280,4200", url], tmp_path)
-    assert snap.returncode == 0, snap.stderr[-2000:]
+    dom, console, outside = chromium.run(render, report.resolve().as_uri(), 1280, 4200, shot)
+    attrs = re.search(r"<body([^>]*)>", dom).group(1)
+    assert 'data-rendered="ok"' in attrs, attrs
+    assert console == [] and outside == [], (console, outside)
+    # the frames' titles are in the DOM, both sides' shares in them
+    assert re.search(
+        r"<title>__seccomp_filter \(\[kernel\.kallsyms\]\)  base 0\.00%  seccomp \d", dom
+    )
+    assert dom.count('<g class="f') > 200
     data = shot.read_bytes()
     assert data.startswith(PNG) and len(data) > 20_000
     from PIL import Image
