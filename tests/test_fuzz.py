@@ -86,10 +86,27 @@ SEEDS = sorted(p for p in _common.corpus_files() if p.name.startswith("seed-"))
 
 @pytest.mark.parametrize("path", SEEDS, ids=rel)
 def test_seeds_load(path):
-    """The seeds are real traces cut small (zlib ones too): each one must load, with events."""
-    trace = _common.load_path(path)
+    """The seeds are real traces cut small (zlib ones too): each one must load, with events;
+    and load() runs no code of schedwake's that the harnesses leave uninstrumented (the
+    modules outside fuzz/_common.py's LOAD_REACHES)."""
+    import schedwake  # noqa: F401  (imported first: what load() runs, not what an import does)
+
+    ran = set()
+
+    def note(frame, event, arg):
+        if event == "call":
+            ran.add(frame.f_globals.get("__name__", ""))
+
+    sys.setprofile(note)
+    try:
+        trace = _common.load_path(path)
+    finally:
+        sys.setprofile(None)
     assert trace is not None, f"{rel(path)} does not load"
     assert sum(trace.meta.event_counts.values()) > 0
+    outside = {m for m in ran if m.split(".")[0] == "schedwake" and not _common.reached_by_load(m)}
+    assert not outside, f"load() ran {sorted(outside)}: add them to _common.LOAD_REACHES"
+    assert _common.reached_by_load("schedwake.ingest.text")  # (the check can see one)
 
 
 def test_tracedat_model_round_trip():
