@@ -19,6 +19,7 @@ from schedwake.profile import Profile
 from schedwake.profile_compare import ProfileComparison, compare_profiles
 from schedwake.report import flamegraph, profile_html
 
+from .conftest import computed_once
 from .test_html_report import ARTIFACTS, PNG, render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,14 +30,20 @@ KERNEL = "[kernel.kallsyms]"
 RGB = re.compile(r"rgb\((\d+),(\d+),(\d+)\)")
 
 
-@pytest.fixture(scope="module")
-def sides():
+def _profiles() -> dict[str, list[Profile]]:
     out = {}
     for side in ("base", "aa", "seccomp"):
         paths = sorted((PROFILES / side).glob("run*.perf.data"))
         assert len(paths) >= 3, f"{side}: the sample needs 3 runs"
         out[side] = [schedwake.profile(schedwake.load(p)) for p in paths]
     return out
+
+
+@pytest.fixture(scope="module")
+def sides():
+    """The profiles of every run of each side, made once per test run (the tests of this
+    file may run on both workers); read only."""
+    return computed_once(f"schedwake.profile of {PROFILES}/*/run*.perf.data", _profiles)
 
 
 @pytest.fixture(scope="module")
