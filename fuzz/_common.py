@@ -39,6 +39,39 @@ TRACEDAT_MAGIC = b"\x17\x08\x44tracing"
 REGRESSIONS = ROOT / "tests" / "data" / "fuzz_regressions"
 KNOWN_FILE = REGRESSIONS / "known.json"
 CORPUS = ROOT / "fuzz" / "corpus"
+#: What ``load()`` runs of the schedwake package (its calls, traced over a replay of the
+#: corpora, the regressions and the hostile files: the readers, the schema, the errors,
+#: the Trace class; the kallsyms choice of perf.data): the modules a harness instruments,
+#: with the package's ``__init__`` and this file. The rest of the package (the model, the
+#: detectors, the reports) is never run by ``load()``: instrumenting its bytecode took
+#: most of a harness's start-up and guided nothing. tests/test_fuzz.py checks the list.
+LOAD_REACHES = (
+    "schedwake.errors",
+    "schedwake.schema",
+    "schedwake.trace",
+    "schedwake.ingest",
+    "schedwake.symbols",
+)
+
+
+def reached_by_load(module: str) -> bool:
+    """Whether ``module`` is one of LOAD_REACHES (or in one of them), or the package."""
+    return module == "schedwake" or any(
+        module == m or module.startswith(m + ".") for m in LOAD_REACHES
+    )
+
+
+def not_reached_by_load() -> list[str]:
+    """The modules of the schedwake package outside LOAD_REACHES, from its files (nothing
+    imported): the ``exclude`` of a harness's ``atheris.instrument_imports``, whose
+    ``include`` takes whole top-level packages only."""
+    out = []
+    for f in sorted((ROOT / "schedwake").rglob("*.py")):
+        parts = f.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if not reached_by_load(name):
+            out.append(name)
+    return out
 
 
 def signature(exc: BaseException) -> str:

@@ -30,9 +30,11 @@ import atheris
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-with atheris.instrument_imports(include=["schedwake", "_common"]):
+with atheris.instrument_imports(include=["_common"]):
     import _common
 
+# only what load() runs of schedwake (_common.LOAD_REACHES)
+with atheris.instrument_imports(include=["schedwake"], exclude=_common.not_reached_by_load()):
     _common.use_native_build()
     import schedwake  # noqa: F401
 

@@ -137,6 +137,57 @@ def computed_once(key: str, compute: Callable[[], T]) -> T:
 _MEMO: dict[str, tuple] = {}  # this process's copies, by key
 
 
+def run_dir() -> Path:
+    """The directory of this test run, shared by its workers (where a :func:`computed_once`
+    computation that writes files puts them)."""
+    return Path(os.environ[_RUN_DIR_VAR])
+
+
+#: The system's Chromium (the Debian package ``chromium``, installed by scripts/bootstrap.sh)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class Browser:
+    """The test process's headless Chromium: ``run(fn, *args)`` returns ``fn(browser,
+    *args)``, called in the browser's own thread with playwright's ``Browser``."""
+
+    def __init__(self, pool, browser):
+        self._pool, self._browser = pool, browser
+
+    def run(self, fn, *args):
+        return self._pool.submit(fn, self._browser, *args).result()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium per test process (per xdist worker), driven by playwright,
+    shared by every browser test (each opens its pages in a context of its own): a
+    browser started once, not twice per test. It lives in a thread of its own because
+    playwright's sync API marks its event loop as running in the thread that started it,
+    also between its calls, which would break the event loops of the tests that follow
+    in this process (nbclient's, Dask's)."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (Debian package 'chromium', scripts/bootstrap.sh)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # (the test extra)
+        pytest.skip("playwright is not installed (the test extra)")
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="chromium")
+
+    def start():
+        pw = sync_playwright().start()
+        return pw, pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+
+    pw, browser = pool.submit(start).result()
+    try:
+        yield Browser(pool, browser)
+    finally:
+        pool.submit(lambda: (browser.close(), pw.stop())).result()
+        pool.shutdown()
+
+
 @pytest.fixture(scope="session")
 def dbench1() -> Path:
     return sample("dbench-xfs-1client.dat")

@@ -4,6 +4,7 @@ with a per-CPU timeline of each finding's evidence, opened in headless Chromium.
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from pathlib import Path
 
@@ -12,17 +13,35 @@ import pytest
 import schedwake
 from schedwake.report.timeline import cpu_timeline
 
-from .conftest import run_cli, sample
-from .test_html_report import ARTIFACTS, CHROMIUM, PNG, _chromium, without_scripts
+from .conftest import computed_once, run_cli, run_dir, sample, shared_trace
+from .test_html_report import ARTIFACTS, PNG, noise_left, render, without_scripts
 
 TRACE = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
 
 
+def analyze_html():
+    """``schedwake analyze TRACE --html`` (the file and the run), run once per test run:
+    the page is read by the tests here and by tests/test_timeline_html.py, on either
+    worker."""
+
+    def run():
+        out = run_dir() / "analyze-html" / "reports" / "analyze.html"  # parents made
+        return out, run_cli("analyze", TRACE, "--html", out, check=True)
+
+    return computed_once(f"schedwake analyze {TRACE} --html", run)
+
+
+@functools.cache
+def analysed():
+    """TRACE (shared_trace) and its analysis, made once per process for the tests here
+    and in tests/test_timeline_html.py that only read them."""
+    trace = shared_trace(TRACE)
+    return trace, schedwake.analyze(trace)
+
+
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("one") / "reports" / "analyze.html"  # parents made
-    proc = run_cli("analyze", TRACE, "--html", out, check=True)
-    return out, proc
+def report():
+    return analyze_html()
 
 
 @pytest.mark.slow
@@ -65,8 +84,8 @@ def test_the_report_is_self_contained_with_a_timeline_per_finding(report):
 def test_timeline_draws_the_evidence_it_zooms_on():
     """The zoomed timeline shows the episode's migration as an arrow from the kworker's
     CPU to the chosen one, and the runs of the window's CPUs."""
-    trace = schedwake.load(TRACE)
-    f = [x for x in schedwake.analyze(trace).findings if x.detector == "kworker_pingpong"][0]
+    trace, analysis = analysed()
+    f = [x for x in analysis.findings if x.detector == "kworker_pingpong"][0]
     t0, t1 = f.evidence_at["t0"], f.evidence_at["t1"]
     fig = cpu_timeline(trace, t0, t1)
     ax = fig.axes[0]
@@ -84,29 +103,20 @@ def test_timeline_draws_the_evidence_it_zooms_on():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
-def test_renders_in_headless_chromium(report, tmp_path):
+def test_renders_in_headless_chromium(report, chromium):
     path, _ = report
-    url = Path(path).resolve().as_uri()
-    dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    attrs = re.search(r"<body([^>]*)>", dom.stdout).group(1)
-    assert 'data-rendered="ok"' in attrs and 'data-images="9/9"' in attrs, attrs
-    console = [
-        ln
-        for ln in dom.stderr.splitlines()
-        if (":CONSOLE" in ln or "Uncaught" in ln) and "setting log level to: 'warn'" not in ln
-    ]
-    assert console == [], console
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "analyze-report.png"
     shot.unlink(missing_ok=True)
-    snap = _chromium([f"--screenshot={shot}", "--window-size=1280,2600", url], tmp_path)
-    assert snap.returncode == 0 and shot.read_bytes().startswith(PNG)
+    dom, console, outside = chromium.run(render, Path(path).resolve().as_uri(), 1280, 2600, shot)
+    attrs = re.search(r"<body([^>]*)>", dom).group(1)
+    assert 'data-rendered="ok"' in attrs and 'data-images="9/9"' in attrs, attrs
+    assert noise_left(console) == [] and outside == [], (console, outside)
+    assert shot.read_bytes().startswith(PNG)
 
 
 def test_a_zoom_on_a_large_machine_shows_the_llcs_of_the_evidence():
-    trace = schedwake.load(sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat"))
+    trace = shared_trace(sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat"))
     f = [x for x in schedwake.analyze(trace).findings if x.detector == "kworker_pingpong"][0]
     ea = f.evidence_at
     ax = cpu_timeline(trace, ea["t0"], ea["t1"], cpus=ea["cpus"]).axes[0]

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import computed_once
+
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "fuzz"
 sys.path.insert(0, str(FUZZ))
@@ -86,10 +88,27 @@ SEEDS = sorted(p for p in _common.corpus_files() if p.name.startswith("seed-"))
 
 @pytest.mark.parametrize("path", SEEDS, ids=rel)
 def test_seeds_load(path):
-    """The seeds are real traces cut small (zlib ones too): each one must load, with events."""
-    trace = _common.load_path(path)
+    """The seeds are real traces cut small (zlib ones too): each one must load, with events;
+    and load() runs no code of schedwake's that the harnesses leave uninstrumented (the
+    modules outside fuzz/_common.py's LOAD_REACHES)."""
+    import schedwake  # noqa: F401  (imported first: what load() runs, not what an import does)
+
+    ran = set()
+
+    def note(frame, event, arg):
+        if event == "call":
+            ran.add(frame.f_globals.get("__name__", ""))
+
+    sys.setprofile(note)
+    try:
+        trace = _common.load_path(path)
+    finally:
+        sys.setprofile(None)
     assert trace is not None, f"{rel(path)} does not load"
     assert sum(trace.meta.event_counts.values()) > 0
+    outside = {m for m in ran if m.split(".")[0] == "schedwake" and not _common.reached_by_load(m)}
+    assert not outside, f"load() ran {sorted(outside)}: add them to _common.LOAD_REACHES"
+    assert _common.reached_by_load("schedwake.ingest.text")  # (the check can see one)
 
 
 def test_tracedat_model_round_trip():
@@ -250,50 +269,55 @@ def test_sanitizers_catch_a_canary(tmp_path, sanitizer, call, report):
     assert bad.returncode != 0 and report in bad.stderr, bad.stderr[-3000:]
 
 
+def asan_replay(asan_build: Path) -> tuple[int, str]:
+    """fuzz/replay.py over every corpus and regression file through the ASan + UBSan
+    build: its status and output, run once per test run for the two tests below (on
+    either worker)."""
+
+    def run():
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(FUZZ / "replay.py"),
+                "--no-build",
+                "--build-dir",
+                str(asan_build),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=900,
+        )
+        return proc.returncode, proc.stdout
+
+    return computed_once(f"fuzz/replay.py --no-build --build-dir {asan_build}", run)
+
+
 @pytest.mark.slow
 def test_asan_replay(asan_build):
     """Every corpus and regression file through the ASan + UBSan build of the readers."""
     for so in (asan_build / "schedwake" / "ingest").glob("*.so"):
         assert b"__asan_report" in so.read_bytes(), f"{so} is not instrumented"
-    proc = subprocess.run(
-        [sys.executable, str(FUZZ / "replay.py"), "--no-build", "--build-dir", str(asan_build)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=900,
-    )
-    out = proc.stdout
-    assert proc.returncode == 0, out[-8000:]
+    returncode, out = asan_replay(asan_build)
+    assert returncode == 0, out[-8000:]
     assert "sanitizer modules in use:" in out and "_textscan" in out.split("\n")[0], out[:500]
     assert f"replay: {len(REPLAY_FILES)} files, 0 failed" in out, out[-2000:]
 
 
 @pytest.mark.slow
 def test_asan_replay_reads_tracedat_with_tdcore(asan_build):
-    """The C decoder's ASan build is part of the replay (and it builds)."""
+    """The C decoder's ASan build is part of the replay (and it builds): the replay of
+    every file, the corpora's trace.dat files among them, reads trace.dat with it."""
     failed = asan_build / "failed"
     assert not failed.exists() or "_tdread" not in failed.read_text(), (
         "the ASan build of _tdread (_tdread.c + _td_*.c) does not compile"
     )
     ext = sysconfig.get_config_var("EXT_SUFFIX")
     assert (asan_build / "schedwake" / "ingest" / f"_tdread{ext}").exists()
-    files = [str(p) for p in _common.corpus_files() if p.suffix == ".dat"][:5]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(FUZZ / "replay.py"),
-            "--no-build",
-            "--build-dir",
-            str(asan_build),
-            *files,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-5000:]
-    assert "trace.dat via _tdread" in proc.stdout, proc.stdout[:500]
+    assert any(p.suffix == ".dat" for p in _common.corpus_files())
+    returncode, out = asan_replay(asan_build)
+    assert returncode == 0, out[-5000:]
+    assert "trace.dat via _tdread" in out, out[:500]
 
 
 # ------------------------------------------------------------------ short fuzz runs

@@ -71,6 +71,12 @@ def test_committed_with_the_outputs_of_one_run(path):
     assert not errors, f"{path.name}: committed with an error output"
 
 
+#: The last cell of every notebook run: nbclient's python3 kernel runs in this environment
+#: (jupyter_client starts it with sys.executable), so the notebooks import the schedwake
+#: under test. (Checked in the notebooks' own kernels rather than in one more kernel.)
+_KERNEL_CHECK = "import sys, schedwake\nprint(sys.prefix)"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path, tmp_path):
@@ -78,10 +84,15 @@ def test_notebook_runs(path, tmp_path):
     copy = nbdir / path.name
     copy.write_bytes(path.read_bytes())
     nb = nbformat.read(copy, as_version=4)
+    # and, once it has run, a cell of the test's own: the kernel is this interpreter
+    nb.cells.append(nbformat.v4.new_code_cell(_KERNEL_CHECK))
     t0 = time.monotonic()
     _run(nb, nbdir)  # raises CellExecutionError with the failing cell and traceback
     took = time.monotonic() - t0
     assert took < NOTEBOOK_BUDGET_S, f"{path.name} took {took:.0f} s"
+    check = nb.cells.pop()
+    out = "".join(o.get("text", "") for o in check.outputs).strip()
+    assert out == sys.prefix, f"{path.name} ran in {out}, not in this interpreter's {sys.prefix}"
     errors = [
         o
         for c in nb.cells
@@ -94,14 +105,3 @@ def test_notebook_runs(path, tmp_path):
     assert _with_output(nb) == _with_output(nbformat.read(path, as_version=4)), (
         f"{path.name}: its cells' outputs changed; run `make notebooks`"
     )
-
-
-@pytest.mark.slow
-def test_kernel_is_this_interpreter(tmp_path):
-    """nbclient's python3 kernel runs in this environment (jupyter_client starts it with
-    sys.executable), so the notebooks import the schedwake under test."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells.append(nbformat.v4.new_code_cell("import sys, schedwake\nprint(sys.prefix)"))
-    _run(nb, tmp_path)
-    out = "".join(o.get("text", "") for o in nb.cells[0].outputs).strip()
-    assert out == sys.prefix

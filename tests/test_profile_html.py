@@ -19,7 +19,8 @@ from schedwake.profile import Profile
 from schedwake.profile_compare import ProfileComparison, compare_profiles
 from schedwake.report import flamegraph, profile_html
 
-from .test_html_report import ARTIFACTS, CHROMIUM, PNG, _chromium
+from .conftest import computed_once
+from .test_html_report import ARTIFACTS, PNG, render
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "sample_traces" / "profiles"
@@ -29,14 +30,20 @@ KERNEL = "[kernel.kallsyms]"
 RGB = re.compile(r"rgb\((\d+),(\d+),(\d+)\)")
 
 
-@pytest.fixture(scope="module")
-def sides():
+def _profiles() -> dict[str, list[Profile]]:
     out = {}
     for side in ("base", "aa", "seccomp"):
         paths = sorted((PROFILES / side).glob("run*.perf.data"))
         assert len(paths) >= 3, f"{side}: the sample needs 3 runs"
         out[side] = [schedwake.profile(schedwake.load(p)) for p in paths]
     return out
+
+
+@pytest.fixture(scope="module")
+def sides():
+    """The profiles of every run of each side, made once per test run (the tests of this
+    file may run on both workers); read only."""
+    return computed_once(f"schedwake.profile of {PROFILES}/*/run*.perf.data", _profiles)
 
 
 @pytest.fixture(scope="module")
@@ -290,25 +297,19 @@ def test_the_report_is_self_contained(report):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
-def test_renders_in_headless_chromium(report, tmp_path):
-    url = report.resolve().as_uri()
-    dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    attrs = re.search(r"<body([^>]*)>", dom.stdout).group(1)
-    assert 'data-rendered="ok"' in attrs, attrs
-    console = [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
-    assert console == [], console
-    # the frames' titles are in the DOM, both sides' shares in them
-    assert re.search(
-        r"<title>__seccomp_filter \(\[kernel\.kallsyms\]\)  base 0\.00%  seccomp \d", dom.stdout
-    )
-    assert dom.stdout.count('<g class="f') > 200
+def test_renders_in_headless_chromium(report, chromium):
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "profile-report.png"
     shot.unlink(missing_ok=True)
-    snap = _chromium([f"--screenshot={shot}", "--window-size=1280,4200", url], tmp_path)
-    assert snap.returncode == 0, snap.stderr[-2000:]
+    dom, console, outside = chromium.run(render, report.resolve().as_uri(), 1280, 4200, shot)
+    attrs = re.search(r"<body([^>]*)>", dom).group(1)
+    assert 'data-rendered="ok"' in attrs, attrs
+    assert console == [] and outside == [], (console, outside)
+    # the frames' titles are in the DOM, both sides' shares in them
+    assert re.search(
+        r"<title>__seccomp_filter \(\[kernel\.kallsyms\]\)  base 0\.00%  seccomp \d", dom
+    )
+    assert dom.count('<g class="f') > 200
     data = shot.read_bytes()
     assert data.startswith(PNG) and len(data) > 20_000
     from PIL import Image

@@ -13,30 +13,20 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import numpy as np
 import pytest
 
-import schedwake
 from schedwake.report import timeline_html
 from schedwake.report.timeline_html import _aggregate, _runs, _time_in_bins, timeline_fragment
 
-from .conftest import run_cli, sample
+from .test_analysis_html import analysed, analyze_html
 from .test_html_report import ARTIFACTS, PNG
-
-TRACE = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # (the test extra)
-    sync_playwright = None
 
 
 @pytest.fixture(scope="module")
 def loaded():
-    trace = schedwake.load(TRACE)
-    return trace, schedwake.analyze(trace)
+    return analysed()
 
 
 def test_the_bins_hold_every_nanosecond_of_the_runs(loaded):
@@ -114,10 +104,8 @@ def test_a_trace_over_the_budget_keeps_the_exact_runs_of_its_findings_only(loade
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("timeline") / "analyze.html"
-    run_cli("analyze", TRACE, "--html", out, check=True)
-    return out
+def report():
+    return analyze_html()[0]  # the report of TRACE, made once for both files
 
 
 _FIND = """
@@ -151,17 +139,22 @@ window._px = function (x, y) {
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/bootstrap.sh)")
-@pytest.mark.skipif(sync_playwright is None, reason="playwright is not installed (test extra)")
-def test_zoom_and_hover_in_headless_chromium(report):
+def test_zoom_and_hover_in_headless_chromium(report, chromium):
     """Offline (every request but the file's own refused), no console error; the whole
     trace opens aggregated; the kworker_pingpong finding's range zooms on the episode
     and swaps in the exact runs; hovering the arrow and the kworker's run shows what
     trace-cmd prints for them."""
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1240, "height": 900})
+    problems, outside = chromium.run(_zoom_and_hover, report.resolve().as_uri())
+    assert problems == [] and outside == [], (problems, outside)
+
+
+def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
+    """The test above, in the browser's thread: its page's problems and the requests it
+    tried outside its file."""
+    context = browser.new_context(viewport={"width": 1240, "height": 900})
+    try:
+        page = context.new_page()
         problems: list[str] = []
         outside: list[str] = []
         page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
@@ -180,7 +173,7 @@ def test_zoom_and_hover_in_headless_chromium(report):
                 r.abort()
 
         page.route("**/*", route)
-        page.goto(report.resolve().as_uri())
+        page.goto(url)
         page.wait_for_function("window.Bokeh && Object.keys(Bokeh.index).length > 0")
         page.evaluate(_FIND)
         page.wait_for_function("_view('timeline-plot') !== null")
@@ -228,5 +221,6 @@ def test_zoom_and_hover_in_headless_chromium(report):
         # back to the whole trace: aggregated again
         page.evaluate("schedwakeJump('timeline', 'all')")
         page.wait_for_function("document.getElementById('timeline').dataset.level === 'aggregate'")
-        browser.close()
-    assert problems == [] and outside == [], (problems, outside)
+    finally:
+        context.close()
+    return problems, outside
