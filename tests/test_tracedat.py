@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 from collections import defaultdict
 
 import numpy as np
@@ -35,6 +36,12 @@ LINE = re.compile(
     r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+"
     r"(?P<sec>\d+)\.(?P<nsec>\d{9}):\s+(?P<event>\w+):\s+(?P<body>.*)$"
 )
+#: What LINE wants after its comm (its body may be empty, not the space before it)
+AFTER_COMM = r"-\d+\s+\[\d+\]\s+\d+\.\d{9}:\s+\w+:\s"
+#: LINE's "-PID [CPU] SEC.NSEC" once the text up to the ":" after it is cut off
+NUMBERS = r"^-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<nsec>\d{9})$"
+#: RE2's \s (Python's ASCII \s less "\v", which splitlines() leaves in no line)
+ASCII_WHITESPACE = " \t\n\f\r"
 #: What str.rstrip() strips: the characters Python calls whitespace (none above U+3000)
 PY_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 
@@ -52,8 +59,18 @@ def report(path, *flags) -> list[str]:
 
 
 def report_lines(path, *flags) -> pa.Array:
-    """``report(path, *flags)`` as an Arrow string array, for pyarrow.compute."""
-    return pa.array(report(path, *flags), pa.string())
+    """``report(path, *flags)`` as an Arrow string array, for pyarrow.compute.
+
+    trace-cmd writes to a file, not a pipe that Python polls 32 kB at a time; its output
+    is then decoded as ``report()`` decodes it (UTF-8; newline translation aside, which
+    splitlines() makes no difference).
+    """
+    with tempfile.TemporaryFile() as out:
+        cmd = ["trace-cmd", "report", *flags, "-i", str(path)]
+        subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, check=True)
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    return pa.array(text.splitlines(), pa.string())
 
 
 def raw_fields(body: pa.Array) -> dict[str, pa.Array]:
@@ -65,14 +82,24 @@ def raw_fields(body: pa.Array) -> dict[str, pa.Array]:
     text (``buf``) is the last field and may hold "x=y" itself: it is all that follows
     the first "buf=".
     """
-    # RE2 has no lookahead: every " name=" starts a new item (lines hold no "\n")
-    parts = pc.split_pattern(pc.replace_substring_regex(body, r" (\w+)=", "\n\\1="), "\n")
-    row = pc.list_parent_indices(parts).to_numpy()
-    # the first item may start with text before its name (findall skips it) or hold none
-    items = pc.extract_regex(pc.list_flatten(parts), r"(?P<key>\w+)=(?P<value>.*)")
-    found = items.is_valid().to_numpy(zero_copy_only=False)
-    row, items = row[found], items.filter(pa.array(found))
-    keys, values = items.field("key"), items.field("value")
+    # RE2 has no lookahead. Split at the spaces: a word that starts with "name=" starts
+    # an item (so does a line's first word), the words of an item are joined again.
+    words = pc.split_pattern(body, " ")
+    flat = pc.list_flatten(words)
+    named = pc.match_substring_regex(flat, r"^\w+=").to_numpy(zero_copy_only=False)
+    starts = named.copy()
+    starts[words.offsets.to_numpy()[:-1]] = True  # (every line has a first word)
+    first = np.flatnonzero(starts)
+    items = pa.ListArray.from_arrays(np.append(first, len(flat)).astype(np.int32), flat)
+    items, row = pc.binary_join(items, " "), pc.list_parent_indices(words).to_numpy()[first]
+    if named[first].all():  # every item starts with its name, which holds no "="
+        keys = pc.list_element(pc.split_pattern(items, "=", max_splits=1), 0)
+        values = cut_at(items, pc.add(pc.binary_length(keys), 1))[1]
+    else:  # a line's first item may start with text before its name (findall skips it)
+        found = pc.extract_regex(items, r"(?P<key>\w+)=(?P<value>.*)")
+        valid = found.is_valid()
+        row, found = row[valid.to_numpy(zero_copy_only=False)], found.filter(valid)
+        keys, values = found.field("key"), found.field("value")
     fields = {}
     for key in dict.fromkeys(keys.filter(pa.array(row == 0)).to_pylist()):
         at = np.flatnonzero(pc.equal(keys, key).to_numpy(zero_copy_only=False))
@@ -100,6 +127,21 @@ def first_event_ts(path) -> int:
     raise AssertionError(f"trace-cmd report printed no event of {path} (exit {proc.returncode})")
 
 
+def cut_at(strings: pa.Array, at: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Each string cut in two at its own byte offset (Arrow slices all rows alike): both
+    halves of every string as one string array over the same bytes, then taken apart."""
+    assert strings.null_count == 0
+    n = len(strings)
+    offsets = np.frombuffer(strings.buffers()[1], np.int32)[strings.offset : strings.offset + n + 1]
+    halves = np.empty(2 * n + 1, np.int32)
+    halves[0::2] = offsets
+    halves[1::2] = offsets[:-1] + at.to_numpy()
+    both = pa.Array.from_buffers(
+        pa.string(), 2 * n, [None, pa.py_buffer(halves), strings.buffers()[2]]
+    )
+    return both.take(np.arange(0, 2 * n, 2)), both.take(np.arange(1, 2 * n, 2))
+
+
 def parse_raw_report(path, buffer="") -> dict[str, tuple[pa.Table, pa.Table]]:
     """``trace-cmd report -R -t``'s event lines by event, in their order: a table of
     ts, cpu, pid and comm, and one of the text of each field (:func:`raw_fields`).
@@ -111,15 +153,23 @@ def parse_raw_report(path, buffer="") -> dict[str, tuple[pa.Table, pa.Table]]:
         prefix = f"{buffer}: "
         cut = pc.utf8_slice_codeunits(lines, len(prefix))
         lines = pc.if_else(pc.starts_with(lines, prefix), cut, lines)
-    m = pc.extract_regex(lines, LINE.pattern)
-    m = m.filter(m.is_valid())
+    # LINE without its captures, which make RE2 slow: the line is cut where LINE's comm
+    # ends (its lazy .*? stops at the first place where what follows it matches), and the
+    # rest, "-PID [CPU] SEC.NSEC: EVENT: BODY", at its first two colons
+    at = pc.find_substring_regex(lines, AFTER_COMM)
+    found = pc.greater_equal(at, 0)
+    head, rest = cut_at(lines.filter(found), at.filter(found))
+    parts = pc.split_pattern(rest, ":", max_splits=2)
+    m = pc.extract_regex(pc.list_element(parts, 0), NUMBERS)
 
     def number(name):
         return pc.cast(m.field(name), pa.int64())
 
     ts = pc.add_checked(pc.multiply_checked(number("sec"), 1_000_000_000), number("nsec"))
-    body = pc.utf8_rtrim(m.field("body"), PY_WHITESPACE)
-    event = m.field("event")
+    comm = pc.utf8_ltrim(head, ASCII_WHITESPACE)
+    event = pc.utf8_ltrim(pc.list_element(parts, 1), ASCII_WHITESPACE)
+    body = pc.utf8_ltrim(pc.list_element(parts, 2), ASCII_WHITESPACE)
+    body = pc.utf8_rtrim(body, PY_WHITESPACE)
     rows = {}
     for name in pc.unique(event).to_pylist():
         this = pc.equal(event, name)
@@ -127,7 +177,7 @@ def parse_raw_report(path, buffer="") -> dict[str, tuple[pa.Table, pa.Table]]:
             "ts": ts.filter(this),
             "cpu": number("cpu").filter(this),
             "pid": number("pid").filter(this),
-            "comm": m.field("comm").filter(this),
+            "comm": comm.filter(this),
         }
         rows[name] = pa.table(common), pa.table(raw_fields(body.filter(this)))
     return rows
