@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import subprocess
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import schedwake
 from schedwake.ingest import _tdread, tracedat
 
-from .conftest import sample
+from .conftest import computed_once, sample
 
 #: Small samples that cover lost events, a missing CPU, an instance buffer and 16 CPUs
 VARIANT_SOURCES = [
@@ -38,8 +40,16 @@ def trace_cmd(*args):
 
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory):
-    """{(source, variant): path} written by trace-cmd convert / split."""
-    out = tmp_path_factory.mktemp("variants")
+    """{(source, variant): path} written by trace-cmd convert / split, once per test run:
+    the first xdist worker to ask writes them in its temporary directory (kept until
+    a later run), the other reads them there."""
+    return computed_once(
+        "tests/test_tdread.py variants: trace-cmd convert and split",
+        lambda: write_variants(tmp_path_factory.mktemp("variants")),
+    )
+
+
+def write_variants(out):
     paths = {}
     for name in VARIANT_SOURCES:
         src = sample(name)
@@ -64,6 +74,27 @@ def variants(tmp_path_factory):
     return paths
 
 
+def plain(column) -> pa.Array:
+    """The values of a column (chunks joined, dictionaries decoded: two readers may
+    build different dictionaries of the same strings)."""
+    if isinstance(column, pa.ChunkedArray):
+        if not column.num_chunks:
+            return plain(column.combine_chunks())
+        return pa.concat_arrays([plain(c) for c in column.chunks])
+    return column.dictionary_decode() if pa.types.is_dictionary(column.type) else column
+
+
+def same_values(a, b, what: str) -> None:
+    """``a.to_pylist() == b.to_pylist()``, whole columns at once; else the first row
+    that differs."""
+    a, b = plain(a), plain(b)
+    assert len(a) == len(b), f"{what}: {len(a)} rows != {len(b)}"
+    if not a.equals(b):
+        same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(a.is_null(), b.is_null()))
+        i = pc.index(same, False).as_py()
+        raise AssertionError(f"{what}: row {i}: {a[i].as_py()!r} != {b[i].as_py()!r}")
+
+
 def same_traces(a: schedwake.Trace, b: schedwake.Trace):
     """Every table equal, and the metadata a reader decides."""
     assert set(a.events) - INVENTED == set(b.events) - INVENTED
@@ -73,9 +104,7 @@ def same_traces(a: schedwake.Trace, b: schedwake.Trace):
         ta, tb = a.table(name), b.table(name)
         assert ta.schema == tb.schema, name
         for i in range(ta.num_columns):
-            assert ta.column(i).to_pylist() == tb.column(i).to_pylist(), (
-                f"{name}.{ta.column_names[i]}"
-            )
+            same_values(ta.column(i), tb.column(i), f"{name}.{ta.column_names[i]}")
     assert a.lost.equals(b.lost)
     for key in (
         "cpus",
@@ -150,11 +179,12 @@ def test_streamed_batches_add_up_to_the_whole_read(name, batch_rows):
         streamed = parts.get(event, [])
         table = whole.table(event)
         assert sum(t.num_rows for t in streamed) == table.num_rows, event
-        ts = [v for t in streamed for v in t.column("ts").to_pylist()]
-        assert ts == sorted(ts), f"{event}: batches out of time order"
+        ts = pa.chunked_array([t.column("ts") for t in streamed], pa.int64()).to_numpy()
+        assert (np.diff(ts) >= 0).all(), f"{event}: batches out of time order"
         for i in range(table.num_columns):
-            got = [v for t in streamed for v in t.column(i).to_pylist()]
-            assert got == table.column(i).to_pylist(), f"{event}.{table.column_names[i]}"
+            got = [plain(t.column(i)) for t in streamed]
+            got = pa.concat_arrays(got) if got else table.column(i).slice(0, 0)
+            same_values(got, table.column(i), f"{event}.{table.column_names[i]}")
 
 
 def test_a_progress_callback_error_stops_the_read():
