@@ -10,6 +10,8 @@ batches must add up to the whole read, in time order.
 from __future__ import annotations
 
 import subprocess
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +21,7 @@ import pytest
 import schedwake
 from schedwake.ingest import _tdread, tracedat
 
-from .conftest import computed_once, sample
+from .conftest import computed_once, run_dir, sample
 
 #: Small samples that cover lost events, a missing CPU, an instance buffer and 16 CPUs
 VARIANT_SOURCES = [
@@ -39,13 +41,12 @@ def trace_cmd(*args):
 
 
 @pytest.fixture(scope="module")
-def variants(tmp_path_factory):
-    """{(source, variant): path} written by trace-cmd convert / split, once per test run:
-    the first xdist worker to ask writes them in its temporary directory (kept until
-    a later run), the other reads them there."""
+def variants():
+    """{(source, variant): path} written by trace-cmd convert / split, once per test run,
+    into the run's directory that every xdist worker reads."""
     return computed_once(
         "tests/test_tdread.py variants: trace-cmd convert and split",
-        lambda: write_variants(tmp_path_factory.mktemp("variants")),
+        lambda: write_variants(Path(tempfile.mkdtemp(prefix="variants-", dir=run_dir()))),
     )
 
 
