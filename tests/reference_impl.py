@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import namedtuple
+from itertools import count, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -39,6 +40,7 @@ PERCPU = re.compile(
     r"posixcputmr|irq_work|ktimers)/\d+)$"
 )
 IRQ_FLAGS = 0x08 | 0x10 | 0x40
+STOPPER = re.compile(r"migration/\d+")
 
 
 def column(col) -> list:
@@ -91,8 +93,8 @@ def merged(trace):
     for name in EVENTS:
         if not trace.has(name):
             continue
-        rank = _RANK.get(name, 2)
-        out.extend((r.ts, rank, seq, name, r) for seq, r in enumerate(rows(trace.table(name))))
+        rs = rows(trace.table(name))
+        out.extend(zip([r.ts for r in rs], repeat(_RANK.get(name, 2)), count(), repeat(name), rs))
     out.sort(key=itemgetter(0, 1))  # stable: ties keep the table order
     return out
 
@@ -164,7 +166,7 @@ def walk(trace, storm_share=0.75):
                 and r.common_pid != 0,
                 "cpu": cpu,
                 # the stopper threads move tasks for affinity changes, not to place them
-                "stopper": bool(re.fullmatch(r"migration/\d+", comm or "")),
+                "stopper": bool(STOPPER.fullmatch(comm or "")),
             }
             waking_info[cpu] = info
             pid = r.pid
@@ -381,7 +383,7 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
     n_idle = {i: 0 for i in total}
     n_wait = {i: 0 for i in total}
 
-    def count(cpu, sign):
+    def tally(cpu, sign):
         li = llc_of[cpu]
         if cpu not in known:
             return
@@ -402,14 +404,14 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
         last = ts
         in_llc = cpu in llc_of  # a CPU alone in its LLC is in no LLC's counts
         if in_llc:
-            count(cpu, -1)
+            tally(cpu, -1)
         if what == "idle":
             known.add(cpu)
             idle[cpu] = value
         else:
             nwait[cpu] = nwait.get(cpu, 0) + value
         if in_llc:
-            count(cpu, +1)
+            tally(cpu, +1)
     if detail:
         return sum(total.values()), {
             "per_llc": total,
