@@ -6,12 +6,22 @@ state. Only the loaded tables and the topology are shared with the library.
 
 Order of events with equal timestamps: sched_waking, then sched_migrate_task, then the
 rest (try_to_wake_up emits them in that order).
+
+The rows are read column by column into plain Python lists (:func:`columns`) and walked
+as plain tuples with named fields: ``Table.to_pylist()`` makes a dict per row through
+Arrow scalars, which took most of a test's time on a whole sample.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from collections import namedtuple
+from itertools import count, repeat
+from operator import itemgetter
+
+import numpy as np
+import pyarrow as pa
 
 EVENTS = (
     "sched_waking",
@@ -30,17 +40,62 @@ PERCPU = re.compile(
     r"posixcputmr|irq_work|ktimers)/\d+)$"
 )
 IRQ_FLAGS = 0x08 | 0x10 | 0x40
+STOPPER = re.compile(r"migration/\d+")
+
+
+def column(col) -> list:
+    """One Arrow column as a list of Python values (dictionaries decoded, nulls None)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_dictionary(col.type) and col.indices.null_count == 0:
+        values = np.array(col.dictionary.to_pylist() + [None], dtype=object)
+        return values[col.indices.to_numpy(zero_copy_only=False)].tolist()
+    if col.null_count == 0 and pa.types.is_integer(col.type):
+        return col.to_numpy().tolist()
+    return col.to_pylist()
+
+
+def columns(table, *names) -> list[list]:
+    """The columns ``names`` of ``table``, each as a list of Python values."""
+    return [column(table.column(n)) for n in names]
+
+
+#: The fields of an event that the walks read.
+FIELDS = (
+    "ts",
+    "cpu",
+    "common_pid",
+    "common_comm",
+    "common_flags",
+    "pid",
+    "target_cpu",
+    "orig_cpu",
+    "dest_cpu",
+    "prev_pid",
+    "prev_comm",
+    "prev_state_str",
+    "next_pid",
+    "next_comm",
+)
+
+
+def rows(table) -> list:
+    """The rows of ``table`` as tuples whose fields are named as its columns (those of
+    :data:`FIELDS`): what ``to_pylist()`` gives, without a dict per row."""
+    names = [n for n in table.column_names if n in FIELDS]
+    row = namedtuple("row", names)  # type: ignore[misc]
+    return list(map(row, *columns(table, *names)))
 
 
 def merged(trace):
-    """All events as (ts, rank, seq, name, row-dict), in time order."""
+    """All events as (ts, rank, seq, name, row), in time order."""
     out = []
     for name in EVENTS:
         if not trace.has(name):
             continue
-        for seq, r in enumerate(trace.table(name).to_pylist()):
-            out.append((r["ts"], _RANK.get(name, 2), seq, name, r))
-    out.sort(key=lambda e: (e[0], e[1]))
+        rs = rows(trace.table(name))
+        out.extend(zip([r.ts for r in rs], repeat(_RANK.get(name, 2)), count(), repeat(name), rs))
+    out.sort(key=itemgetter(0, 1))  # stable: ties keep the table order
     return out
 
 
@@ -75,10 +130,11 @@ def walk(trace, storm_share=0.75):
     outs = {}  # (cpu, kworker, function) -> the kworker's switch-outs
     starts: dict = {}  # pid -> ([ts], [function]) of its workqueue_execute_start
     if trace.has("workqueue_execute_start"):
-        for r in trace.table("workqueue_execute_start").to_pylist():
-            st = starts.setdefault(r["common_pid"], ([], []))
-            st[0].append(r["ts"])
-            st[1].append(r["function"])
+        table = trace.table("workqueue_execute_start")
+        for pid, ts, fn in zip(*columns(table, "common_pid", "ts", "function")):
+            st = starts.setdefault(pid, ([], []))
+            st[0].append(ts)
+            st[1].append(fn)
         for pid, (tss, fns) in starts.items():  # (in time order, ties as in the table)
             order = sorted(range(len(tss)), key=tss.__getitem__)
             starts[pid] = ([tss[k] for k in order], [fns[k] for k in order])
@@ -95,62 +151,62 @@ def walk(trace, storm_share=0.75):
     # since its last waking: a wake-up settled before the migration cannot own it
     settled: dict = {}
     for _ts, _, _, name, r in merged(trace):
-        cpu = r["cpu"]
+        cpu = r.cpu
         if name == "sched_waking":
             res["wakeups"] += 1
             cur_pid, cur_comm = current.get(cpu, (None, None))
-            comm = cur_comm if cur_pid == r["common_pid"] else r["common_comm"]
-            flags = r.get("common_flags") or 0
+            comm = cur_comm if cur_pid == r.common_pid else r.common_comm
+            flags = getattr(r, "common_flags", None) or 0
             info = {
-                "pid": r["pid"],
-                "waker": r["common_pid"],
-                "prev": r["target_cpu"],
+                "pid": r.pid,
+                "waker": r.common_pid,
+                "prev": r.target_cpu,
                 "percpu_task": bool(PERCPU.match(comm or ""))
                 and not (flags & IRQ_FLAGS)
-                and r["common_pid"] != 0,
+                and r.common_pid != 0,
                 "cpu": cpu,
                 # the stopper threads move tasks for affinity changes, not to place them
-                "stopper": bool(re.fullmatch(r"migration/\d+", comm or "")),
+                "stopper": bool(STOPPER.fullmatch(comm or "")),
             }
             waking_info[cpu] = info
-            pid = r["pid"]
+            pid = r.pid
             settled[pid] = []
             if running.get(pid):
                 pending.pop(pid, None)
             else:
-                pending[pid] = r["target_cpu"]
+                pending[pid] = r.target_cpu
         elif name == "sched_migrate_task":
             last = last_on_cpu.get(cpu)
             # a wake-up's own migration: right after its waking on that CPU, by the same
             # task, and before the wakee was woken up (sched_wakeup) or ran; but the first
             # such event on another CPU that puts the task on the migration's destination
             # may be the wake-up's own, stamped early by that CPU's clock
-            after = settled.get(r["pid"], [])
-            if after and after[0][0] != cpu and after[0][1] == r["dest_cpu"]:
+            after = settled.get(r.pid, [])
+            if after and after[0][0] != cpu and after[0][1] == r.dest_cpu:
                 after = after[1:]
             if (
                 last is not None
                 and last[0] == "sched_waking"
-                and last[1]["pid"] == r["pid"]
-                and last[1]["common_pid"] == r["common_pid"]
+                and last[1].pid == r.pid
+                and last[1].common_pid == r.common_pid
                 and not after
             ):
                 res["wakeup_migrations"] += 1
                 info = waking_info[cpu]
                 if info["percpu_task"] and info["prev"] == cpu:
                     res["pingpong"] += 1
-                src, dst = r["orig_cpu"], r["dest_cpu"]
+                src, dst = r.orig_cpu, r.dest_cpu
                 same_llc = llc_of.get(src, -1 - src) == llc_of.get(dst, -1 - dst)
                 if src != dst and same_llc and not info["stopper"]:
-                    res["changes"][r["pid"]] = res["changes"].get(r["pid"], 0) + 1
-                if r["pid"] in pending:
-                    pending[r["pid"]] = dst
+                    res["changes"][r.pid] = res["changes"].get(r.pid, 0) + 1
+                if r.pid in pending:
+                    pending[r.pid] = dst
         elif name == "sched_switch":
-            prev, nxt = r["prev_pid"], r["next_pid"]
+            prev, nxt = r.prev_pid, r.next_pid
             settled.setdefault(nxt, []).append((cpu, cpu))
-            pk = r["prev_comm"].startswith("kworker/")
-            nk = r["next_comm"].startswith("kworker/")
-            fn = function_of(prev, r["ts"]) if pk else None
+            pk = r.prev_comm.startswith("kworker/")
+            nk = r.next_comm.startswith("kworker/")
+            fn = function_of(prev, r.ts) if pk else None
             if pk:
                 outs[(cpu, prev, fn)] = outs.get((cpu, prev, fn), 0) + 1
             if pk and not nk and nxt != 0:
@@ -164,7 +220,7 @@ def walk(trace, storm_share=0.75):
                 if c[3] == "running":
                     if prev != c[1]:  # not the task's switch-out: events were lost
                         continue
-                    c[3], c[4] = "out", not r["prev_state_str"].startswith("R")
+                    c[3], c[4] = "out", not r.prev_state_str.startswith("R")
                 if c[3] == "out" and nxt == c[0]:
                     if c[4] and c[2] is not None:
                         futile[(c[2], c[1])] = futile.get((c[2], c[1]), 0) + 1
@@ -174,7 +230,7 @@ def walk(trace, storm_share=0.75):
                 still.append(c)
             cycles[cpu] = still
             woken = nxt in pending
-            if pk and not nk and nxt != 0 and r["prev_state_str"] == "R+":
+            if pk and not nk and nxt != 0 and r.prev_state_str == "R+":
                 key = (cpu, nxt, prev, fn)
                 preempt[key] = preempt.get(key, 0) + 1
                 chosen = pending[nxt] if woken else None  # the wake-up's run starts here
@@ -184,9 +240,9 @@ def walk(trace, storm_share=0.75):
             if nxt != 0:
                 running[nxt] = True
                 pending.pop(nxt, None)
-            current[cpu] = (nxt, r["next_comm"])
+            current[cpu] = (nxt, r.next_comm)
         elif name == "sched_wakeup":
-            settled.setdefault(r["pid"], []).append((cpu, r["target_cpu"]))
+            settled.setdefault(r.pid, []).append((cpu, r.target_cpu))
         last_on_cpu[cpu] = (name, r)
     for (cpu, task, kw, fn), n in preempt.items():
         row = res["storm"].setdefault((cpu, task), [switches.get((cpu, task), 0), 0, 0, 0])
@@ -206,11 +262,11 @@ def _pinned(trace, min_runs):
     give them) and tasks switched in on one CPU only, at least ``min_runs`` times."""
     runs, cpus, kthreads = {}, {}, set()
     if trace.has("sched_switch"):
-        for r in trace.table("sched_switch").to_pylist():
-            pid = r["next_pid"]
+        table = trace.table("sched_switch")
+        for pid, cpu, comm in zip(*columns(table, "next_pid", "cpu", "next_comm")):
             runs[pid] = runs.get(pid, 0) + 1
-            cpus.setdefault(pid, set()).add(r["cpu"])
-            if PERCPU.match(r["next_comm"] or ""):
+            cpus.setdefault(pid, set()).add(cpu)
+            if PERCPU.match(comm or ""):
                 kthreads.add(pid)
     return {p for p in runs if len(cpus[p]) == 1 and runs[p] >= min_runs} | kthreads
 
@@ -242,43 +298,43 @@ def wakeup_waits(trace):
     pending = {}  # pid -> {"cpu", "waking", "start", "moves"}: a wake-up not yet run
     out = []
     for ts, _, _, name, r in merged(trace):
-        cpu = r["cpu"]
+        cpu = r.cpu
         if name == "sched_waking" or (fallback and name == "sched_wakeup"):
-            pid = r["pid"]
+            pid = r.pid
             pending.pop(pid, None)  # a wake-up that never ran: no wait
             if not on_cpu.get(pid):
                 pending[pid] = {
-                    "cpu": r["target_cpu"],
+                    "cpu": r.target_cpu,
                     "waking": ts,
                     "moves": [],
                     "start": ts if fallback else None,
                 }
         elif name == "sched_migrate_task":
-            pid = r["pid"]
+            pid = r.pid
             w = pending.get(pid)
             last = last_on_cpu.get(cpu)
             own = (
                 not fallback
                 and last is not None
                 and last[0] == "sched_waking"
-                and last[1]["pid"] == pid
-                and last[1]["common_pid"] == r["common_pid"]
+                and last[1].pid == pid
+                and last[1].common_pid == r.common_pid
             )
             if w is not None:
-                if own and w["waking"] == last[1]["ts"] and w["start"] is None:
+                if own and w["waking"] == last[1].ts and w["start"] is None:
                     # the wake-up's own choice of CPU: set_task_cpu() in try_to_wake_up()
                     # comes before the task is queued (sched_wakeup)
-                    w["cpu"] = r["dest_cpu"]
+                    w["cpu"] = r.dest_cpu
                 else:
                     w["moves"].append(ts)  # moved away (ends the wait if it began)
         elif name == "sched_wakeup":
-            w = pending.get(r["pid"])
+            w = pending.get(r.pid)
             if w is not None and w["start"] is None:
                 w["start"] = ts
                 if no_migrate:
-                    w["cpu"] = r["target_cpu"]
+                    w["cpu"] = r.target_cpu
         elif name == "sched_switch":
-            prev, nxt = r["prev_pid"], r["next_pid"]
+            prev, nxt = r.prev_pid, r.next_pid
             if prev != 0:
                 on_cpu[prev] = False
             if nxt != 0:
@@ -311,8 +367,9 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
                 llc_of[c] = i
     changes = []  # (ts, order, cpu, what, value)
     if trace.has("sched_switch"):
-        for seq, r in enumerate(trace.table("sched_switch").to_pylist()):
-            changes.append((r["ts"], 1, seq, r["cpu"], "idle", r["next_pid"] == 0))
+        table = trace.table("sched_switch")
+        for seq, (ts, cpu, nxt) in enumerate(zip(*columns(table, "ts", "cpu", "next_pid"))):
+            changes.append((ts, 1, seq, cpu, "idle", nxt == 0))
     waits = [w for w in wakeup_waits(trace) if w[0] not in pinned and w[3] > w[2]]
     for k, (_pid, cpu, start, end) in enumerate(waits):
         changes.append((start, 0, k, cpu, "wait", +1))
@@ -320,24 +377,41 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
     changes.sort(key=lambda c: (c[0], c[1], c[2]))
     known, idle, nwait = set(), {}, {}
     total = {i: 0 for i in set(llc_of.values())}
+    # per LLC, how many of its known CPUs are idle, and how many are busy with a task
+    # waiting: one CPU changes at a time, so its part in these two counts is taken out
+    # before the change and put back after it
+    n_idle = {i: 0 for i in total}
+    n_wait = {i: 0 for i in total}
+
+    def tally(cpu, sign):
+        li = llc_of[cpu]
+        if cpu not in known:
+            return
+        if idle[cpu]:
+            n_idle[li] += sign
+        elif nwait.get(cpu, 0) > 0:
+            n_wait[li] += sign
+
     segments = []
     last = None
     for ts, _, _, cpu, what, value in changes:
         if last is not None and ts > last:
             for li in total:
-                cpus = [c for c in known if llc_of.get(c) == li]
-                some_idle = any(idle[c] for c in cpus)
-                some_wait = any(nwait.get(c, 0) > 0 and not idle[c] for c in cpus)
-                if some_idle and some_wait:
+                if n_idle[li] > 0 and n_wait[li] > 0:
                     total[li] += ts - last
                     if detail:
                         segments.append((li, last, ts))
         last = ts
+        in_llc = cpu in llc_of  # a CPU alone in its LLC is in no LLC's counts
+        if in_llc:
+            tally(cpu, -1)
         if what == "idle":
             known.add(cpu)
             idle[cpu] = value
         else:
             nwait[cpu] = nwait.get(cpu, 0) + value
+        if in_llc:
+            tally(cpu, +1)
     if detail:
         return sum(total.values()), {
             "per_llc": total,

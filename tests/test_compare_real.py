@@ -18,12 +18,11 @@ import re
 import shutil
 import subprocess
 from collections import defaultdict
-from functools import cache
 
 import numpy as np
 import pytest
 
-from .conftest import iteration_glob, iteration_names, run_cli, sample
+from .conftest import computed_once, iteration_glob, iteration_names, run_cli, sample
 
 pytestmark = pytest.mark.skipif(
     shutil.which("trace-cmd") is None, reason="trace-cmd is not installed (scripts/bootstrap.sh)"
@@ -40,12 +39,19 @@ _SWITCH = re.compile(
 )
 
 
-@cache
 def independent_events(name: str):
     """(first_ts, last_ts, switch_ts, migrate_ts, futile_waking_ts) in ns, from the text
-    of ``trace-cmd report -N -t`` (nanosecond timestamps, kernel print formats)."""
+    of ``trace-cmd report -N -t`` (nanosecond timestamps, kernel print formats).
+
+    Made once per test run and shared by the workers."""
+    path = sample(name + ".dat")
+    key = f"trace-cmd report -N -t -i {path} | test_compare_real events"
+    return computed_once(key, lambda: _events(path))
+
+
+def _events(path):
     text = subprocess.run(
-        ["trace-cmd", "report", "-N", "-t", "-i", str(sample(name + ".dat"))],
+        ["trace-cmd", "report", "-N", "-t", "-i", str(path)],
         check=True,
         capture_output=True,
         text=True,
@@ -147,9 +153,10 @@ def lkml_ttest(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(student_two_sided_p(t, len(a) + len(b) - 2) < ALPHA)
 
 
-@cache
 def compare_json(base: str, new: str):
-    proc = run_cli(
+    """compare's JSON for one pair: run once per test run and shared by the workers (three
+    tests check the same document)."""
+    args = (
         "compare",
         sample(base + ".dat"),
         sample(new + ".dat"),
@@ -161,9 +168,9 @@ def compare_json(base: str, new: str):
         "migrations_per_s",
         "--metric",
         "futile_wakeups_per_s",
-        check=True,
     )
-    return json.loads(proc.stdout)
+    key = "schedwake " + " ".join(map(str, args))
+    return computed_once(key, lambda: json.loads(run_cli(*args, check=True).stdout))
 
 
 def _row(doc, metric, stat, side):

@@ -19,13 +19,22 @@ import schedwake
 from schedwake.compare import from_samples
 from schedwake.errors import TraceError
 from schedwake.gate import DEFAULT_RULES_TOML, Rule, _judge, default_rules, parse_rules
+from schedwake.model import MODEL_EVENTS
 from schedwake.report import gate as gate_report
 
-from .conftest import iteration_paths, run_cli, sample
+from .conftest import iteration_paths, run_cli, sample, shared_trace
 
 C1, C4 = iteration_paths("c1"), iteration_paths("c4")
 # the real before/after pair: the kthread-stacking clause on (the fix) and off
 STACK_ON, STACK_OFF = iteration_paths("on"), iteration_paths("off")
+
+
+def shared(path):
+    """The gate's reader for verdicts that read the traces only (``loader=``): what the
+    default one reads (:func:`schedwake.load` of the model's events), loaded once per
+    worker and shared by the gates of the same iterations. The default reader of paths
+    is what the CLI tests here go through."""
+    return shared_trace(path, MODEL_EVENTS)
 
 
 def gate_cli(tmp_path, *args):
@@ -57,7 +66,7 @@ def junit_cases(path):
 def test_reruns_of_one_configuration_pass(config, held_out):
     """Two iterations as baseline, the third as candidate: every default rule holds."""
     base = [p for i, p in enumerate(config) if i != held_out]
-    result = schedwake.gate(base, config[held_out])
+    result = schedwake.gate(base, config[held_out], loader=shared)
     assert result.exit_code == 0, gate_report.text(result)
     assert [r.status for r in result.results] == ["pass"] * 5
 
@@ -107,7 +116,7 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
 @pytest.mark.slow
 def test_an_improvement_is_not_a_regression():
     for base, new in ((C4, C1), (STACK_OFF, STACK_ON)):
-        result = schedwake.gate(base, new)
+        result = schedwake.gate(base, new, loader=shared)
         assert result.exit_code == 0, gate_report.text(result)
 
 
@@ -156,7 +165,7 @@ def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
 
 @pytest.mark.slow
 def test_single_traces_use_windows_and_say_so():
-    result = schedwake.gate(C1[0], C4[0])
+    result = schedwake.gate(C1[0], C4[0], loader=shared)
     assert result.comparison.sample_kind == "per-window"
     assert result.exit_code == 1
     assert any("one trace on a side" in n for n in result.notes())

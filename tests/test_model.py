@@ -80,6 +80,9 @@ def report_lines(path):
             yield m
 
 
+_READ = {"sched_waking", "sched_wakeup", "sched_switch", "sched_migrate_task"}
+
+
 def independent_counts(path):
     """sched_waking count and wake-up migrations from the report text: a
     sched_migrate_task whose previous line on the same CPU is a sched_waking of the same
@@ -89,7 +92,8 @@ def independent_counts(path):
     wakings = migrations = wake_migr = 0
     for m in report_lines(path):
         pid, cpu, event, fields = int(m[2]), int(m[3]), m[6], m[7]
-        f = dict(FIELD.findall(fields))
+        # only these events' fields are read (a waking's, when it is the previous line)
+        f = dict(FIELD.findall(fields)) if event in _READ else {}
         if event == "sched_waking":
             wakings += 1
             settled.discard(f["pid"])

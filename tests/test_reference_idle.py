@@ -17,7 +17,7 @@ from schedwake.topology import Topology
 from schedwake.trace import Trace
 
 from . import reference_impl
-from .conftest import SAMPLE_DATS, sample
+from .conftest import SAMPLE_DATS, sample, shared_trace
 
 PLANTED = dict(
     pingpong=60, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
@@ -46,7 +46,9 @@ def without(trace, *names) -> Trace:
 @pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)
 @pytest.mark.slow
 def test_reference_idle_while_runnable_on_samples(path):
-    trace = schedwake.load(path, events=list(MODEL_EVENTS))
+    # read only: the trace and its model are shared with the other tests of the worker
+    # that load the sample with the model's events (test_detect's reference check)
+    trace = shared_trace(path, MODEL_EVENTS)
     assert vectorized_ns(trace) == reference_ns(trace)
 
 

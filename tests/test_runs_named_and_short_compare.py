@@ -14,13 +14,21 @@ import pytest
 import schedwake
 from schedwake.compare import distinct_names
 from schedwake.gate import parse_rules
+from schedwake.model import MODEL_EVENTS
 from schedwake.report import compare as compare_report
 from schedwake.report import gate as gate_report
 from schedwake.report import html
 
-from .conftest import iteration_paths, mmtests_part, run_cli
+from .conftest import iteration_paths, mmtests_part, run_cli, shared_trace
 
 C1, C4 = iteration_paths("c1"), iteration_paths("c4")
+
+
+def shared(path):
+    """A trace as compare and gate read a path (:func:`schedwake.load` of the model's
+    events), loaded once per worker for the tests that only read it (gate's ``loader=``,
+    compare's traces); the CLI tests here read the paths themselves."""
+    return shared_trace(path, MODEL_EVENTS)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +66,7 @@ def test_distinct_names_are_the_shortest_telling_ends():
 def runs_compared(runs):
     base = sorted(str(p) for p in (runs / "base").glob("run*/trace.dat"))
     new = sorted(str(p) for p in (runs / "new").glob("run*/trace.dat"))
-    return schedwake.compare({"1c": base, "4c": new})
+    return schedwake.compare({"1c": [shared(p) for p in base], "4c": [shared(p) for p in new]})
 
 
 @pytest.mark.slow
@@ -84,6 +92,7 @@ def test_gate_names_runs_by_their_directories_in_text_and_markdown(runs):
         str(runs / "base" / "run*" / "trace.dat"),
         str(runs / "new" / "run*" / "trace.dat"),
         (settings, rules),
+        loader=shared,
     )
     want = (
         "baseline: base/run1/trace.dat, base/run2/trace.dat, base/run3/trace.dat; "
@@ -108,6 +117,7 @@ def test_gate_refuses_the_same_files_on_both_sides(runs, tmp_path):
         [str(C1[0]), str(C1[1])],
         [str(C1[1]), str(C1[2])],
         parse_rules('[rules."migrations_per_s"]\nallowed = "50%"\n'),
+        loader=shared,
     )
     assert result.exit_code == 0, gate_report.text(result)
     assert any(
@@ -158,7 +168,7 @@ def test_gate_says_new_for_a_zero_baseline():
     settings, rules = parse_rules(
         '[rules."pingpong_would_stack_per_s"]\nallowed = "+0.1"\nsignificance = false\n'
     )
-    result = schedwake.gate(C1, C4, (settings, rules))
+    result = schedwake.gate(C1, C4, (settings, rules), loader=shared)
     (r,) = result.results
     assert r.baseline == 0 and r.candidate == pytest.approx(0.297046, abs=1e-6)
     assert r.status == "broken" and "0/s -> 0.297046/s (new, worst allowed -0.1)" in r.message
@@ -198,7 +208,8 @@ def test_compare_prints_the_changed_mean_rows_by_default_and_everything_with_ful
 
 @pytest.mark.slow
 def test_compare_says_when_nothing_changed_significantly():
-    res = schedwake.compare({"a": C1[:2], "b": C1[1:]}, metrics=["migrations_per_s"])
+    sides = {"a": [shared(p) for p in C1[:2]], "b": [shared(p) for p in C1[1:]]}
+    res = schedwake.compare(sides, metrics=["migrations_per_s"])
     text = compare_report.text(res)
     assert "mmtests table: none of the 1 metrics changed significantly" in text
     assert "Amean" not in text and "* significant:" in text
