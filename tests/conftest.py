@@ -137,6 +137,12 @@ def computed_once(key: str, compute: Callable[[], T]) -> T:
 _MEMO: dict[str, tuple] = {}  # this process's copies, by key
 
 
+def run_dir() -> Path:
+    """The directory of this test run, shared by its workers (where a :func:`computed_once`
+    computation that writes files puts them)."""
+    return Path(os.environ[_RUN_DIR_VAR])
+
+
 @pytest.fixture(scope="session")
 def dbench1() -> Path:
     return sample("dbench-xfs-1client.dat")
