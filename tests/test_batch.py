@@ -14,6 +14,7 @@ against the same commands over the traces.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import schedwake
+from schedwake import cli as schedwake_cli
 from schedwake.batch import BatchDataset, label_columns
 from schedwake.compare import default_window
 from schedwake.metrics import metric_samples
@@ -241,6 +243,33 @@ def test_a_rerun_skips_what_is_done(tmp_path):
 # -- compare and gate from the dataset ----------------------------------------------------------
 
 
+#: The CLI's reader, which traces_read_once stands in for.
+_CLI_LOAD = schedwake_cli._load
+
+
+@functools.cache
+def _read_once(cwd: str, path: str, events: tuple[str, ...] | None, input_format, reader):
+    return _CLI_LOAD(path, None if events is None else list(events), input_format, reader)
+
+
+@pytest.fixture
+def traces_read_once(monkeypatch):
+    """compare and gate over the traces (the commands the dataset's answers are checked
+    against) read each trace once in this process: the CLI's reader gives the Trace it
+    read before for the same file, events, format, reader and working directory, as a
+    Python user passes the same Trace objects to compare and gate, which only read them.
+    Each trace's model is then built once, not in each of the commands over the same
+    traces."""
+
+    def load(path, events=None, input_format=None, reader=None, jobs=None):
+        if path == "-":  # (standard input: read as it comes)
+            return _CLI_LOAD(path, events, input_format, reader, jobs)
+        events = None if events is None else tuple(events)
+        return _read_once(os.getcwd(), path, events, input_format, reader)
+
+    monkeypatch.setattr(schedwake_cli, "_load", load)
+
+
 def _same_output(args: list[str], serial: Path, rc: int) -> str:
     over_traces = run_cli(*args, cwd=ROOT)
     from_batch = run_cli(args[0], "--from-batch", serial, *args[1:], cwd=ROOT)
@@ -250,7 +279,7 @@ def _same_output(args: list[str], serial: Path, rc: int) -> str:
     return from_batch.stdout
 
 
-def test_compare_from_batch_gives_the_same_table(serial):
+def test_compare_from_batch_gives_the_same_table(serial, traces_read_once):
     on, off = f"{KSTACK}/*-c2-kstack-on-i*.dat", f"{KSTACK}/*-c2-kstack-off-i*.dat"
     # per-trace samples (three iterations a side), text and JSON
     text = _same_output(["compare", "--side", f"fix={on}", "--side", f"nofix={off}"], serial, 0)
@@ -277,7 +306,7 @@ def test_html_from_batch_has_tables_findings_and_samples_plots(serial, tmp_path)
     assert page.count("<figure") == 1 and "Per-CPU busy share" in page
 
 
-def test_compare_from_batch_where_and_errors(serial, tmp_path):
+def test_compare_from_batch_where_and_errors(serial, tmp_path, traces_read_once):
     proc = run_cli(
         "compare", "--from-batch", serial, "--where", "mode=off",
         "--side", "a=**/*-i[12].dat", "--side", "b=**/*-i3.dat", cwd=ROOT,
@@ -303,7 +332,7 @@ def test_compare_from_batch_where_and_errors(serial, tmp_path):
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-def test_gate_from_batch_gives_the_same_verdict(serial):
+def test_gate_from_batch_gives_the_same_verdict(serial, traces_read_once):
     on, off = f"{KSTACK}/*-c2-kstack-on-i*.dat", f"{KSTACK}/*-c2-kstack-off-i*.dat"
     text = _same_output(["gate", "--baseline", on, "--candidate", off], serial, 1)
     assert "FAIL" in text
