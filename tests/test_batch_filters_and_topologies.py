@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,17 +20,24 @@ from schedwake.batch import BatchDataset
 from schedwake.errors import TraceError
 from schedwake.topology import Topology
 
-from .conftest import run_cli, sample
+from .conftest import computed_once, run_cli, run_dir, sample
 
 KSTACK = "kstack-6.1/k61-dbench-c2-kstack"
 TWO_LLC = sample("kstack-6.1/k61-2llc-dbench-c2-kstack-on.topology.json")  # 8 CPUs, 2 LLCs
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs() -> Path:
     """runs/{on-1,on-2,off-1,off-2}/trace.dat (links to real 8-CPU traces); on-1 has its
-    run's topology.json (two LLCs), and two.json is a topology for --topology-for."""
-    root = tmp_path_factory.mktemp("layout")
+    run's topology.json (two LLCs), and two.json is a topology for --topology-for. With
+    the batch of :func:`dataset` in out/: made once per test run in the run's directory
+    (:func:`computed_once`) and shared by the tests of every xdist worker, which only
+    read them."""
+    return Path(computed_once("test_batch_filters_and_topologies: runs and their batch", _runs))
+
+
+def _runs() -> str:
+    root = Path(tempfile.mkdtemp(prefix="layout-", dir=run_dir()))
     for run, src in (
         ("on-1", "on-i1"),
         ("on-2", "on-i2"),
@@ -39,21 +48,21 @@ def runs(tmp_path_factory):
         os.symlink(sample(f"{KSTACK}-{src}.dat"), root / "runs" / run / "trace.dat")
     shutil.copy(TWO_LLC, root / "runs" / "on-1" / "topology.json")
     shutil.copy(TWO_LLC, root / "two.json")
-    return root
+    # the batch of the runs, given by their absolute directory (so the stored paths are
+    # absolute), with a label that only the on-runs have (an integer column with gaps)
+    proc = run_cli(
+        "batch", "--serial", str(root / "runs"), "-o", root / "out",
+        "--label-from", r"/(?:on-(?P<on_run>\d+)|off-\d+)/",
+        "--topology-for", "**/off-1/trace.dat=two.json", cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return str(root)
 
 
 @pytest.fixture(scope="module")
-def dataset(runs):
-    """The batch of the runs, given by their absolute directory (so the stored paths are
-    absolute), with a label that only the on-runs have (an integer column with gaps)."""
-    out = runs / "out"
-    proc = run_cli(
-        "batch", "--serial", str(runs / "runs"), "-o", out,
-        "--label-from", r"/(?:on-(?P<on_run>\d+)|off-\d+)/",
-        "--topology-for", "**/off-1/trace.dat=two.json", cwd=runs,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return out
+def dataset(runs) -> Path:
+    """The batch of the runs (made with them, see :func:`runs`)."""
+    return runs / "out"
 
 
 @pytest.mark.slow

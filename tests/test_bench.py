@@ -23,9 +23,10 @@ import schedwake
 from schedwake.bench import parse_dbench, parse_fio, parse_output, read_beside
 from schedwake.errors import TraceError
 from schedwake.metrics import catalogue_entry, metric_samples
+from schedwake.model import MODEL_EVENTS
 from schedwake.report import compare as compare_report
 
-from .conftest import SAMPLES, run_cli
+from .conftest import SAMPLES, run_cli, shared_trace
 
 STORM = SAMPLES / "storm"
 KSTACK = SAMPLES / "kstack-6.1"
@@ -275,11 +276,20 @@ def kstack_sides(tmp_path_factory):
     return tmp, sides
 
 
+@pytest.fixture(scope="module")
+def kstack_traces(kstack_sides):
+    """The sides' traces read as compare and gate read a path (the model's events, the
+    results beside them), once for the API tests, which only read them: each trace's
+    model is built once, not once per comparison or verdict."""
+    _, sides = kstack_sides
+    return {mode: [shared_trace(p, MODEL_EVENTS) for p in paths] for mode, paths in sides.items()}
+
+
 @pytest.mark.slow
-def test_compare_stars_the_throughput_loss(kstack_sides):
+def test_compare_stars_the_throughput_loss(kstack_traces):
     """Without the stacking clause dbench loses 21% (Hmean; sample_traces/README.md): the
     comparison puts that beside the migrations, with the same t-test and star."""
-    _, sides = kstack_sides
+    sides = kstack_traces
     metrics = ["wakeup_migrations_per_s", "bench_dbench_throughput_mb_s"]
     r = schedwake.compare(sides, metrics=metrics)
     rows = {x.metric.name: x for x in r.comparison.rows if x.is_mean_row}
@@ -304,11 +314,11 @@ def test_compare_stars_the_throughput_loss(kstack_sides):
 
 
 @pytest.mark.slow
-def test_per_window_comparison_keeps_results_per_trace(kstack_sides):
+def test_per_window_comparison_keeps_results_per_trace(kstack_traces):
     """One trace a side: the scheduler's metrics per window, the benchmark's result one
     value per trace (never spread over windows), said in the rule line."""
-    _, sides = kstack_sides
-    trace = schedwake.load(sides["on"][0])
+    sides = kstack_traces
+    trace = sides["on"][0]
     s = metric_samples(trace, 1.0, metrics=["migrations_per_s", "bench_dbench_throughput_mb_s"])
     b = s[s["metric"] == "bench_dbench_throughput_mb_s"]
     assert len(b) == 1 and b["sample_kind"].iloc[0] == "per-trace"
@@ -328,8 +338,8 @@ def _rules(tmp, text: str):
 
 
 @pytest.mark.slow
-def test_gate_rule_on_a_benchmark_result(kstack_sides):
-    tmp, sides = kstack_sides
+def test_gate_rule_on_a_benchmark_result(kstack_sides, kstack_traces):
+    tmp, sides = kstack_sides[0], kstack_traces
     rules = _rules(
         tmp,
         '[gate]\nalpha = 0.10\n[rules."bench_dbench_throughput_mb_s"]\nallowed = "10%"\n',

@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ import schedwake
 from schedwake.cli import cli
 from schedwake.paths import glob_files
 
-from .conftest import ROOT, run_cli, sample
+from .conftest import ROOT, computed_once, run_cli, run_dir, sample
 
 #: Linux 6.1 with and without the kworker-stacking fix: the gate's verdict is FAIL (exit
 #: 1), so that a damaged dataset must turn a verdict into exit 2.
@@ -37,9 +38,15 @@ ZEROED_PAGE = ROOT / "tests" / "data" / "hostile" / "v6-cpu0-page-zeroed.dat"
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory) -> Path:
-    """A real dataset of two small sample traces, written once by ``schedwake batch``."""
-    out = tmp_path_factory.mktemp("batch") / "out"
+def dataset() -> Path:
+    """A real dataset of two small sample traces, written by ``schedwake batch`` once per
+    test run in the run's directory (:func:`computed_once`) and shared by the tests of
+    every xdist worker: each damages a copy of it."""
+    return Path(computed_once(f"schedwake batch --serial {A} {B}", _batch_of_a_and_b))
+
+
+def _batch_of_a_and_b() -> str:
+    out = Path(tempfile.mkdtemp(prefix="damage-", dir=run_dir())) / "out"
     run_cli("batch", "--serial", A, B, "-o", out, cwd=sample("."), check=True)
     assert {p.name for p in out.iterdir()} == {
         "traces.parquet",
@@ -47,7 +54,7 @@ def dataset(tmp_path_factory) -> Path:
         "windows.parquet",
         "batch.json",
     }
-    return out
+    return str(out)
 
 
 def _rewrite(path: Path, edit) -> None:
@@ -260,8 +267,8 @@ def test_a_failed_batch_write_leaves_the_earlier_dataset(dataset, tmp_path, monk
         return real(table, where, **kw)
 
     monkeypatch.setattr(writer.pq, "write_table", fail_on_findings)
-    with pytest.raises(OSError):
-        schedwake.batch([str(sample(A))], out, scheduler="serial", force=True)
+    with pytest.raises(OSError):  # (a small trace: what it is does not matter here)
+        schedwake.batch([str(sample("idle-sleep.dat"))], out, scheduler="serial", force=True)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
