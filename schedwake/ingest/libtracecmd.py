@@ -3,13 +3,12 @@
 libtracecmd/libtraceevent are schedwake's conformance oracle and an opt-in reader
 (``reader="libtracecmd"``), not its default: on damaged input they can crash
 (SIGSEGV, SIGFPE, ...) or spin for ever. So they never run in this interpreter:
-:func:`read` starts a fresh interpreter that runs this module's :func:`_child_main`
-(not a fork of this one, which may hold gigabytes; see :data:`_CHILD_BOOT` for why it
-is not ``python -m schedwake.ingest.libtracecmd``), and the child does what an
-in-process reader would (layout check, :mod:`._libtracecmd`, ``tracedat.assemble``)
-and sends the result back over its stdout pipe. A child that dies by a signal, stalls
-or fails otherwise becomes one :class:`TraceError` line; no signal handler is
-installed here, and nothing is written to disk (no temporary files).
+:func:`read` starts ``python -m schedwake.ingest.libtracecmd`` (a fresh interpreter,
+not a fork of this one, which may hold gigabytes; it imports only the readers), and the
+child does what an in-process reader would (layout check, :mod:`._libtracecmd`,
+``tracedat.assemble``) and sends the result back over its stdout pipe. A child that
+dies by a signal, stalls or fails otherwise becomes one :class:`TraceError` line; no
+signal handler is installed here, and nothing is written to disk (no temporary files).
 
 The pipe carries frames: a kind byte, a little-endian u64 payload length, the payload.
 
@@ -57,18 +56,6 @@ STALL_ENV = "SCHEDWAKE_LIBTRACECMD_STALL_S"
 
 #: What the child runs: this module.
 CHILD_MODULE = "schedwake.ingest.libtracecmd"
-#: The child's program. Not ``-m CHILD_MODULE``, which would run the schedwake package's
-#: ``__init__`` first, and with it the whole analysis stack (pandas: about 1 s of
-#: imports, twice what the child needs); the child only reads. So the package is put in
-#: ``sys.modules`` found but not executed (its directory the module path of its
-#: submodules), and the child imports just the readers from it.
-_CHILD_BOOT = """\
-import importlib.util, sys
-sys.modules["schedwake"] = importlib.util.module_from_spec(importlib.util.find_spec("schedwake"))
-from schedwake.ingest.libtracecmd import _child_main
-sys.exit(_child_main(sys.argv[1:]))
-"""
-
 CRASHED = "the libtracecmd reader crashed on this file: {}"
 STALLED = "the libtracecmd reader made no progress on this file"
 
@@ -123,7 +110,7 @@ def _stall_base_s() -> float:
 def _child_command(path: Path, events) -> list[str]:
     # -P: the working directory is not put on the child's module path (a "schedwake"
     # directory there must not stand in for this one)
-    cmd = [sys.executable, "-P", "-c", _CHILD_BOOT, str(path), "--parent", str(os.getpid())]
+    cmd = [sys.executable, "-P", "-m", CHILD_MODULE, str(path), "--parent", str(os.getpid())]
     if events is not None:
         cmd += ["--events", json.dumps(list(events))]
     return cmd
