@@ -303,3 +303,9 @@ def mmtests_part(text: str) -> str:
     """The mmtests table (and what follows it) of ``schedwake compare`` text: what comes
     after the summary block that opens the output."""
     return text.split("\n\n", 1)[1] if text.startswith("summary:") else text
+
+
+def pytest_collection_modifyitems(config, items):
+    # the slow tests first (stable otherwise): xdist hands tests out in this order, so the
+    # workers end the run together on short tests instead of one waiting on a long one
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
