@@ -158,6 +158,23 @@ class Browser:
         return self._pool.submit(fn, self._browser, *args).result()
 
 
+def cut_network(page) -> list[str]:
+    """Cut a playwright page off the network: every request but for a ``file:`` URL is
+    refused. Returns the list the refused URLs are added to (a self-contained report
+    asks for none)."""
+    outside: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return outside
+
+
 @pytest.fixture(scope="session")
 def chromium():
     """One headless Chromium per test process (per xdist worker), driven by playwright,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, computed_once, mmtests_part, run_cli, run_dir, sample
+from .conftest import ROOT, computed_once, cut_network, mmtests_part, run_cli, run_dir, sample
 
 ARTIFACTS = ROOT / "test-artifacts"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -123,18 +123,10 @@ def render(browser, url: str, width: int, height: int, shot: Path) -> tuple[str,
     try:
         page = context.new_page()
         console: list[str] = []
-        outside: list[str] = []
+        outside = cut_network(page)
         page.on("console", lambda m: console.append(f"CONSOLE {m.type}: {m.text}"))
         page.on("pageerror", lambda e: console.append(f"Uncaught {e}"))
 
-        def route(r):
-            if r.request.url.startswith("file:"):
-                r.continue_()
-            else:
-                outside.append(r.request.url)
-                r.abort()
-
-        page.route("**/*", route)
         page.goto(url)
         dom = page.content()
         page.screenshot(path=str(shot))

@@ -20,6 +20,7 @@ import pytest
 from schedwake.report import timeline_html
 from schedwake.report.timeline_html import _aggregate, _runs, _time_in_bins, timeline_fragment
 
+from .conftest import cut_network
 from .test_analysis_html import analysed, analyze_html
 from .test_html_report import ARTIFACTS, PNG
 
@@ -156,7 +157,7 @@ def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
     try:
         page = context.new_page()
         problems: list[str] = []
-        outside: list[str] = []
+        outside = cut_network(page)
         page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
         page.on(
             "console",
@@ -165,14 +166,6 @@ def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
             ),
         )
 
-        def route(r):
-            if r.request.url.startswith("file:"):
-                r.continue_()
-            else:
-                outside.append(r.request.url)
-                r.abort()
-
-        page.route("**/*", route)
         page.goto(url)
         page.wait_for_function("window.Bokeh && Object.keys(Bokeh.index).length > 0")
         page.evaluate(_FIND)
