@@ -140,6 +140,25 @@ class Count:
 _PER_S = "count in the window / window length (s)"
 _MIGRATION_DETECTORS = ("kworker_pingpong", "llc_roundrobin")
 _LATENCY_DETECTORS = ("idle_while_runnable", "cswitch_storm")
+
+
+def _wake_to_run(name: str, pct: int, definition: str, window_sample: str) -> Metric:
+    """The record of the wake-to-run latency's ``pct``-th percentile, in microseconds:
+    the three percentiles differ only in ``pct`` and their words."""
+    return Metric(
+        name=name,
+        unit="us",
+        direction="lower",
+        definition=definition,
+        window_sample=window_sample,
+        needs=(_WAKE, _SWITCH),
+        explained_by=_LATENCY_DETECTORS,
+        per_trace=lambda t: _pct_us(t.latency_ns, pct),
+        per_window=lambda w: w.latency[pct / 100],  # (0.5, 0.9, 0.99: the windows' quantiles)
+        missing_without="latency_samples",
+    )
+
+
 _CROSS_LLC = ["cross_llc", "cross_numa"]
 CPUS_VISITED_MIN_RUNS = 10
 
@@ -365,41 +384,23 @@ _RECORDS: tuple[Metric | Count, ...] = (
         definition="wake-ups with a measured wake-to-run latency",
         per_window=lambda w: w.latency["samples"],
     ),
-    Metric(
-        name="wake_to_run_p50_us",
-        unit="us",
-        direction="lower",
+    _wake_to_run(
+        "wake_to_run_p50_us",
+        50,
         definition="median time from sched_waking to the wakee's switch-in",
         window_sample="median over the wake-ups of the window (missing if none)",
-        needs=(_WAKE, _SWITCH),
-        explained_by=_LATENCY_DETECTORS,
-        per_trace=lambda t: _pct_us(t.latency_ns, 50),
-        per_window=lambda w: w.latency[0.5],
-        missing_without="latency_samples",
     ),
-    Metric(
-        name="wake_to_run_p90_us",
-        unit="us",
-        direction="lower",
+    _wake_to_run(
+        "wake_to_run_p90_us",
+        90,
         definition="90th percentile of the wake-to-run latency",
         window_sample="90th percentile over the wake-ups of the window (missing if none)",
-        needs=(_WAKE, _SWITCH),
-        explained_by=_LATENCY_DETECTORS,
-        per_trace=lambda t: _pct_us(t.latency_ns, 90),
-        per_window=lambda w: w.latency[0.9],
-        missing_without="latency_samples",
     ),
-    Metric(
-        name="wake_to_run_p99_us",
-        unit="us",
-        direction="lower",
+    _wake_to_run(
+        "wake_to_run_p99_us",
+        99,
         definition="99th percentile of the wake-to-run latency",
         window_sample="99th percentile over the wake-ups of the window (missing if none)",
-        needs=(_WAKE, _SWITCH),
-        explained_by=_LATENCY_DETECTORS,
-        per_trace=lambda t: _pct_us(t.latency_ns, 99),
-        per_window=lambda w: w.latency[0.99],
-        missing_without="latency_samples",
     ),
     Metric(
         name="idle_while_runnable_share",
