@@ -79,6 +79,14 @@ def shared_trace(path, events=None):
     return _shared_trace(str(path), None if events is None else tuple(events))
 
 
+def shared_model_trace(path):
+    """:func:`shared_trace` of the model's events: a trace as ``compare`` and ``gate`` read
+    a path (their default reader), for the tests that hand them traces to read only."""
+    from schedwake.model import MODEL_EVENTS
+
+    return shared_trace(path, MODEL_EVENTS)
+
+
 @functools.cache
 def _shared_trace(path: str, events: tuple[str, ...] | None):
     import schedwake

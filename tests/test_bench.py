@@ -23,10 +23,9 @@ import schedwake
 from schedwake.bench import parse_dbench, parse_fio, parse_output, read_beside
 from schedwake.errors import TraceError
 from schedwake.metrics import catalogue_entry, metric_samples
-from schedwake.model import MODEL_EVENTS
 from schedwake.report import compare as compare_report
 
-from .conftest import SAMPLES, run_cli, shared_trace
+from .conftest import SAMPLES, run_cli, shared_model_trace
 
 STORM = SAMPLES / "storm"
 KSTACK = SAMPLES / "kstack-6.1"
@@ -282,7 +281,7 @@ def kstack_traces(kstack_sides):
     results beside them), once for the API tests, which only read them: each trace's
     model is built once, not once per comparison or verdict."""
     _, sides = kstack_sides
-    return {mode: [shared_trace(p, MODEL_EVENTS) for p in paths] for mode, paths in sides.items()}
+    return {mode: [shared_model_trace(p) for p in paths] for mode, paths in sides.items()}
 
 
 @pytest.mark.slow

@@ -15,13 +15,12 @@ from schedwake.detect import THRESHOLDS, detect, thresholds
 from schedwake.detect.cswitch_storm import pair_table
 from schedwake.detect.evidence import event_lines
 from schedwake.detect.llc_roundrobin import task_table
-from schedwake.model import MODEL_EVENTS
 from schedwake.model.masks import episodes_mask
 from schedwake.synth import make_trace
 from schedwake.topology import Topology
 
 from . import reference_impl
-from .conftest import SAMPLE_DATS, sample, shared_trace
+from .conftest import SAMPLE_DATS, sample, shared_model_trace
 
 PLANTED = dict(
     pingpong=200, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
@@ -104,7 +103,7 @@ def test_threshold_overrides(planted):
 
 @pytest.fixture(scope="module")
 def loaded():
-    return lambda path: shared_trace(path, MODEL_EVENTS)
+    return shared_model_trace
 
 
 @pytest.mark.parametrize("path", SAMPLE_DATS, ids=lambda p: p.name)

@@ -19,22 +19,19 @@ import schedwake
 from schedwake.compare import from_samples
 from schedwake.errors import TraceError
 from schedwake.gate import DEFAULT_RULES_TOML, Rule, _judge, default_rules, parse_rules
-from schedwake.model import MODEL_EVENTS
 from schedwake.report import gate as gate_report
 
-from .conftest import iteration_paths, run_cli, sample, shared_trace
+from .conftest import iteration_paths, run_cli, sample, shared_model_trace
 
 C1, C4 = iteration_paths("c1"), iteration_paths("c4")
 # the real before/after pair: the kthread-stacking clause on (the fix) and off
 STACK_ON, STACK_OFF = iteration_paths("on"), iteration_paths("off")
 
 
-def shared(path):
-    """The gate's reader for verdicts that read the traces only (``loader=``): what the
-    default one reads (:func:`schedwake.load` of the model's events), loaded once per
-    worker and shared by the gates of the same iterations. The default reader of paths
-    is what the CLI tests here go through."""
-    return shared_trace(path, MODEL_EVENTS)
+#: The gate's reader for verdicts that read the traces only (``loader=``): what the
+#: default one reads, loaded once per worker and shared by the gates of the same
+#: iterations. The default reader of paths is what the CLI tests here go through.
+shared = shared_model_trace
 
 
 def gate_cli(tmp_path, *args):

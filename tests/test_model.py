@@ -19,7 +19,7 @@ from schedwake.model import MODEL_EVENTS
 from schedwake.model.tasks import classify, context_codes, kthread_cpu, name_class
 
 from . import reference_impl
-from .conftest import ROOT, sample, shared_trace
+from .conftest import ROOT, sample, shared_model_trace
 
 DATA = ROOT / "tests" / "data"
 
@@ -29,7 +29,7 @@ FIELD = re.compile(r"(\w+)=(\S+)")
 
 def load(name):
     """The sample ``name`` with the model's events, shared by the tests that only read it."""
-    return shared_trace(sample(name), MODEL_EVENTS)
+    return shared_model_trace(sample(name))
 
 
 @pytest.mark.parametrize(

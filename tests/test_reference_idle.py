@@ -17,7 +17,7 @@ from schedwake.topology import Topology
 from schedwake.trace import Trace
 
 from . import reference_impl
-from .conftest import SAMPLE_DATS, sample, shared_trace
+from .conftest import SAMPLE_DATS, sample, shared_model_trace
 
 PLANTED = dict(
     pingpong=60, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
@@ -48,7 +48,7 @@ def without(trace, *names) -> Trace:
 def test_reference_idle_while_runnable_on_samples(path):
     # read only: the trace and its model are shared with the other tests of the worker
     # that load the sample with the model's events (test_detect's reference check)
-    trace = shared_trace(path, MODEL_EVENTS)
+    trace = shared_model_trace(path)
     assert vectorized_ns(trace) == reference_ns(trace)
 
 

@@ -14,21 +14,19 @@ import pytest
 import schedwake
 from schedwake.compare import distinct_names
 from schedwake.gate import parse_rules
-from schedwake.model import MODEL_EVENTS
 from schedwake.report import compare as compare_report
 from schedwake.report import gate as gate_report
 from schedwake.report import html
 
-from .conftest import iteration_paths, mmtests_part, run_cli, shared_trace
+from .conftest import iteration_paths, mmtests_part, run_cli, shared_model_trace
 
 C1, C4 = iteration_paths("c1"), iteration_paths("c4")
 
 
-def shared(path):
-    """A trace as compare and gate read a path (:func:`schedwake.load` of the model's
-    events), loaded once per worker for the tests that only read it (gate's ``loader=``,
-    compare's traces); the CLI tests here read the paths themselves."""
-    return shared_trace(path, MODEL_EVENTS)
+#: A trace as compare and gate read a path, loaded once per worker for the tests that
+#: only read it (gate's ``loader=``, compare's traces); the CLI tests here read the paths
+#: themselves.
+shared = shared_model_trace
 
 
 @pytest.fixture(scope="module")
