@@ -7,17 +7,20 @@ state. Only the loaded tables and the topology are shared with the library.
 Order of events with equal timestamps: sched_waking, then sched_migrate_task, then the
 rest (try_to_wake_up emits them in that order).
 
-The rows are read column by column into plain Python lists (:func:`columns`) and walked
-as plain tuples with named fields: ``Table.to_pylist()`` makes a dict per row through
-Arrow scalars, which took most of a test's time on a whole sample.
+The rows are read column by column into plain Python lists (:func:`columns`), put in
+time order by one stable NumPy sort of their timestamps, and walked as plain tuples
+unpacked into local names (:func:`merged`): ``Table.to_pylist()`` makes a dict per row
+through Arrow scalars, and even a named tuple per row took most of a test's time on a
+whole sample.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import re
-from collections import namedtuple
-from itertools import count, repeat
+from itertools import repeat
 from operator import itemgetter
 
 import numpy as np
@@ -60,7 +63,7 @@ def columns(table, *names) -> list[list]:
     return [column(table.column(n)) for n in names]
 
 
-#: The fields of an event that the walks read.
+#: The fields of an event that the walks read, in the order :func:`merged` gives them.
 FIELDS = (
     "ts",
     "cpu",
@@ -79,24 +82,44 @@ FIELDS = (
 )
 
 
-def rows(table) -> list:
-    """The rows of ``table`` as tuples whose fields are named as its columns (those of
-    :data:`FIELDS`): what ``to_pylist()`` gives, without a dict per row."""
-    names = [n for n in table.column_names if n in FIELDS]
-    row = namedtuple("row", names)  # type: ignore[misc]
-    return list(map(row, *columns(table, *names)))
-
-
 def merged(trace):
-    """All events as (ts, rank, seq, name, row), in time order."""
-    out = []
+    """All events in time order (ties: sched_waking, then sched_migrate_task, then the
+    rest; then the order of :data:`EVENTS`, then the table's), each as a plain tuple
+    ``(name, *FIELDS)``; a field the event's table lacks is None."""
+    names: list = []
+    ranks, stamps = [], []
+    cols: list[list] = [[] for _ in FIELDS]
     for name in EVENTS:
         if not trace.has(name):
             continue
-        rs = rows(trace.table(name))
-        out.extend(zip([r.ts for r in rs], repeat(_RANK.get(name, 2)), count(), repeat(name), rs))
-    out.sort(key=itemgetter(0, 1))  # stable: ties keep the table order
-    return out
+        table = trace.table(name)
+        n = table.num_rows
+        names.extend(repeat(name, n))
+        ranks.append(np.full(n, _RANK.get(name, 2), dtype=np.int8))
+        stamps.append(np.asarray(table.column("ts").to_numpy(), dtype=np.int64))
+        for f, col in zip(FIELDS, cols):
+            col.extend(column(table.column(f)) if f in table.column_names else repeat(None, n))
+    if not names:
+        return []
+    # lexsort is stable: equal (ts, rank) keep the order of the concatenation above
+    order = np.lexsort((np.concatenate(ranks), np.concatenate(stamps))).tolist()
+    take = itemgetter(*order) if len(order) > 1 else (lambda seq: (seq[order[0]],))
+    return list(zip(take(names), *map(take, cols)))
+
+
+@contextlib.contextmanager
+def no_cyclic_gc():
+    """The cyclic garbage collector held off: the walks make a million small tuples,
+    lists and dicts (none in a cycle, freed by their reference counts), and the collector
+    would otherwise scan them, and everything else the test process holds, over and over
+    (a fifth of a walk's time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def is_user(comm: str) -> bool:
@@ -105,8 +128,10 @@ def is_user(comm: str) -> bool:
     return name_class(comm) == USER
 
 
-def walk(trace, storm_share=0.75):
-    """One pass; returns a dict of the core counts:
+@no_cyclic_gc()
+def walk(trace, storm_share=0.75, events=None):
+    """One pass over ``events`` (``merged(trace)`` when None); returns a dict of the core
+    counts:
 
     pingpong        number of kworker ping-pong episodes
     wakeups         number of sched_waking events
@@ -120,7 +145,7 @@ def walk(trace, storm_share=0.75):
     """
     topo = trace.topology
     llc_of = {c: i for i, g in enumerate(topo.llc) for c in g}
-    last_on_cpu = {}  # cpu -> (name, row) of the last event there
+    last_on_cpu = {}  # cpu -> (name, pid, common_pid) of the last event there
     current = {}  # cpu -> (pid, comm) from the last sched_switch
     running = {}  # pid -> True while switched in
     pending = {}  # pid -> chosen cpu of a wake-up not yet run
@@ -150,63 +175,80 @@ def walk(trace, storm_share=0.75):
     # pid -> [(cpu, cpu the task is put on)] of its sched_wakeup and switch-in events
     # since its last waking: a wake-up settled before the migration cannot own it
     settled: dict = {}
-    for _ts, _, _, name, r in merged(trace):
-        cpu = r.cpu
+    # whether a task name is a per-CPU kthread's, a stopper thread's (few distinct names)
+    percpu_name: dict = {}
+    stopper_name: dict = {}
+    for (
+        name,
+        ts,
+        cpu,
+        common_pid,
+        common_comm,
+        common_flags,
+        pid,
+        target_cpu,
+        orig_cpu,
+        dest_cpu,
+        prev,
+        prev_comm,
+        prev_state_str,
+        nxt,
+        next_comm,
+    ) in merged(trace) if events is None else events:
         if name == "sched_waking":
             res["wakeups"] += 1
             cur_pid, cur_comm = current.get(cpu, (None, None))
-            comm = cur_comm if cur_pid == r.common_pid else r.common_comm
-            flags = getattr(r, "common_flags", None) or 0
+            comm = (cur_comm if cur_pid == common_pid else common_comm) or ""
+            flags = common_flags or 0
+            if comm not in percpu_name:
+                percpu_name[comm] = bool(PERCPU.match(comm))
+                stopper_name[comm] = bool(STOPPER.fullmatch(comm))
             info = {
-                "pid": r.pid,
-                "waker": r.common_pid,
-                "prev": r.target_cpu,
-                "percpu_task": bool(PERCPU.match(comm or ""))
-                and not (flags & IRQ_FLAGS)
-                and r.common_pid != 0,
+                "pid": pid,
+                "waker": common_pid,
+                "prev": target_cpu,
+                "percpu_task": percpu_name[comm] and not (flags & IRQ_FLAGS) and common_pid != 0,
                 "cpu": cpu,
                 # the stopper threads move tasks for affinity changes, not to place them
-                "stopper": bool(STOPPER.fullmatch(comm or "")),
+                "stopper": stopper_name[comm],
             }
             waking_info[cpu] = info
-            pid = r.pid
             settled[pid] = []
             if running.get(pid):
                 pending.pop(pid, None)
             else:
-                pending[pid] = r.target_cpu
+                pending[pid] = target_cpu
         elif name == "sched_migrate_task":
             last = last_on_cpu.get(cpu)
             # a wake-up's own migration: right after its waking on that CPU, by the same
             # task, and before the wakee was woken up (sched_wakeup) or ran; but the first
             # such event on another CPU that puts the task on the migration's destination
             # may be the wake-up's own, stamped early by that CPU's clock
-            after = settled.get(r.pid, [])
-            if after and after[0][0] != cpu and after[0][1] == r.dest_cpu:
+            after = settled.get(pid, [])
+            if after and after[0][0] != cpu and after[0][1] == dest_cpu:
                 after = after[1:]
             if (
                 last is not None
                 and last[0] == "sched_waking"
-                and last[1].pid == r.pid
-                and last[1].common_pid == r.common_pid
+                and last[1] == pid
+                and last[2] == common_pid
                 and not after
             ):
                 res["wakeup_migrations"] += 1
                 info = waking_info[cpu]
                 if info["percpu_task"] and info["prev"] == cpu:
                     res["pingpong"] += 1
-                src, dst = r.orig_cpu, r.dest_cpu
+                src, dst = orig_cpu, dest_cpu
                 same_llc = llc_of.get(src, -1 - src) == llc_of.get(dst, -1 - dst)
                 if src != dst and same_llc and not info["stopper"]:
-                    res["changes"][r.pid] = res["changes"].get(r.pid, 0) + 1
-                if r.pid in pending:
-                    pending[r.pid] = dst
+                    res["changes"][pid] = res["changes"].get(pid, 0) + 1
+                if pid in pending:
+                    pending[pid] = dst
         elif name == "sched_switch":
-            prev, nxt = r.prev_pid, r.next_pid
             settled.setdefault(nxt, []).append((cpu, cpu))
-            pk = r.prev_comm.startswith("kworker/")
-            nk = r.next_comm.startswith("kworker/")
-            fn = function_of(prev, r.ts) if pk else None
+            pk = prev_comm.startswith("kworker/")
+            nk = next_comm.startswith("kworker/")
+            fn = function_of(prev, ts) if pk else None
             if pk:
                 outs[(cpu, prev, fn)] = outs.get((cpu, prev, fn), 0) + 1
             if pk and not nk and nxt != 0:
@@ -220,7 +262,7 @@ def walk(trace, storm_share=0.75):
                 if c[3] == "running":
                     if prev != c[1]:  # not the task's switch-out: events were lost
                         continue
-                    c[3], c[4] = "out", not r.prev_state_str.startswith("R")
+                    c[3], c[4] = "out", not prev_state_str.startswith("R")
                 if c[3] == "out" and nxt == c[0]:
                     if c[4] and c[2] is not None:
                         futile[(c[2], c[1])] = futile.get((c[2], c[1]), 0) + 1
@@ -230,7 +272,7 @@ def walk(trace, storm_share=0.75):
                 still.append(c)
             cycles[cpu] = still
             woken = nxt in pending
-            if pk and not nk and nxt != 0 and r.prev_state_str == "R+":
+            if pk and not nk and nxt != 0 and prev_state_str == "R+":
                 key = (cpu, nxt, prev, fn)
                 preempt[key] = preempt.get(key, 0) + 1
                 chosen = pending[nxt] if woken else None  # the wake-up's run starts here
@@ -240,10 +282,10 @@ def walk(trace, storm_share=0.75):
             if nxt != 0:
                 running[nxt] = True
                 pending.pop(nxt, None)
-            current[cpu] = (nxt, r.next_comm)
+            current[cpu] = (nxt, next_comm)
         elif name == "sched_wakeup":
-            settled.setdefault(r.pid, []).append((cpu, r.target_cpu))
-        last_on_cpu[cpu] = (name, r)
+            settled.setdefault(pid, []).append((cpu, target_cpu))
+        last_on_cpu[cpu] = (name, pid, common_pid)
     for (cpu, task, kw, fn), n in preempt.items():
         row = res["storm"].setdefault((cpu, task), [switches.get((cpu, task), 0), 0, 0, 0])
         row[1] += n
@@ -271,8 +313,9 @@ def _pinned(trace, min_runs):
     return {p for p in runs if len(cpus[p]) == 1 and runs[p] >= min_runs} | kthreads
 
 
-def wakeup_waits(trace):
-    """Walk the events once; the waits of woken tasks as (pid, cpu, start, end).
+def wakeup_waits(trace, events=None):
+    """Walk the events once (``events``, ``merged(trace)`` when None); the waits of woken
+    tasks as (pid, cpu, start, end).
 
     A wake-up is a ``sched_waking`` of a task that is not on a CPU at that moment; its
     CPU is the ``target_cpu`` unless the wake-up migrates the task (the migration is the
@@ -293,48 +336,46 @@ def wakeup_waits(trace):
 
     fallback = absent("sched_waking")  # then sched_wakeup is the wake-up
     no_migrate = absent("sched_migrate_task")
-    last_on_cpu = {}  # cpu -> (name, row) of the last event there
+    last_on_cpu = {}  # cpu -> (name, pid, common_pid, ts) of the last event there
     on_cpu = {}  # pid -> True while switched in
     pending = {}  # pid -> {"cpu", "waking", "start", "moves"}: a wake-up not yet run
     out = []
-    for ts, _, _, name, r in merged(trace):
-        cpu = r.cpu
+    if events is None:
+        events = merged(trace)
+    for name, ts, cpu, common_pid, _, _, pid, target_cpu, _, dest_cpu, prev, _, _, nxt, _ in events:
         if name == "sched_waking" or (fallback and name == "sched_wakeup"):
-            pid = r.pid
             pending.pop(pid, None)  # a wake-up that never ran: no wait
             if not on_cpu.get(pid):
                 pending[pid] = {
-                    "cpu": r.target_cpu,
+                    "cpu": target_cpu,
                     "waking": ts,
                     "moves": [],
                     "start": ts if fallback else None,
                 }
         elif name == "sched_migrate_task":
-            pid = r.pid
             w = pending.get(pid)
             last = last_on_cpu.get(cpu)
             own = (
                 not fallback
                 and last is not None
                 and last[0] == "sched_waking"
-                and last[1].pid == pid
-                and last[1].common_pid == r.common_pid
+                and last[1] == pid
+                and last[2] == common_pid
             )
             if w is not None:
-                if own and w["waking"] == last[1].ts and w["start"] is None:
+                if own and w["waking"] == last[3] and w["start"] is None:
                     # the wake-up's own choice of CPU: set_task_cpu() in try_to_wake_up()
                     # comes before the task is queued (sched_wakeup)
-                    w["cpu"] = r.dest_cpu
+                    w["cpu"] = dest_cpu
                 else:
                     w["moves"].append(ts)  # moved away (ends the wait if it began)
         elif name == "sched_wakeup":
-            w = pending.get(r.pid)
+            w = pending.get(pid)
             if w is not None and w["start"] is None:
                 w["start"] = ts
                 if no_migrate:
-                    w["cpu"] = r.target_cpu
+                    w["cpu"] = target_cpu
         elif name == "sched_switch":
-            prev, nxt = r.prev_pid, r.next_pid
             if prev != 0:
                 on_cpu[prev] = False
             if nxt != 0:
@@ -344,11 +385,12 @@ def wakeup_waits(trace):
                     start = w["start"] if w["start"] is not None else w["waking"]
                     end = min([m for m in w["moves"] if m > start] + [ts])
                     out.append((nxt, w["cpu"], start, end))
-        last_on_cpu[cpu] = (name, r)
+        last_on_cpu[cpu] = (name, pid, common_pid, ts)
     return out
 
 
-def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
+@no_cyclic_gc()
+def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False, events=None):
     """Nanoseconds during which, in an LLC of two or more CPUs, one CPU is idle while a
     woken task (not pinned) waits on another CPU of that LLC that is not idle. A CPU's
     state is known only from its first ``sched_switch``: before it, it is neither idle
@@ -370,11 +412,13 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
         table = trace.table("sched_switch")
         for seq, (ts, cpu, nxt) in enumerate(zip(*columns(table, "ts", "cpu", "next_pid"))):
             changes.append((ts, 1, seq, cpu, "idle", nxt == 0))
-    waits = [w for w in wakeup_waits(trace) if w[0] not in pinned and w[3] > w[2]]
+    waits = [w for w in wakeup_waits(trace, events) if w[0] not in pinned and w[3] > w[2]]
     for k, (_pid, cpu, start, end) in enumerate(waits):
         changes.append((start, 0, k, cpu, "wait", +1))
         changes.append((end, 0, k, cpu, "wait", -1))
-    changes.sort(key=lambda c: (c[0], c[1], c[2]))
+    # in (ts, order, seq) order: no two changes tie on all three (a wait's start and end
+    # share its seq, but its end is later), so the tuples sort on those alone
+    changes.sort()
     known, idle, nwait = set(), {}, {}
     total = {i: 0 for i in set(llc_of.values())}
     # per LLC, how many of its known CPUs are idle, and how many are busy with a task
@@ -420,3 +464,26 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False):
             "pinned": pinned,
         }
     return sum(total.values())
+
+
+def sample_results(path, pinned_min_runs: int) -> dict:
+    """``walk`` and ``idle_while_runnable_ns`` of the sample ``path`` read with the model's
+    events, from one merged list of its events; computed once per test run and shared
+    by the tests of every xdist worker (tests/conftest.py, ``computed_once``): the
+    reference check of the detectors (test_detect) and the one of idle while runnable
+    (test_reference_idle) walk the same samples. Read it, never change it."""
+    from .conftest import computed_once, shared_model_trace
+
+    def compute():
+        trace = shared_model_trace(path)
+        with no_cyclic_gc():
+            events = merged(trace)
+            return {
+                "walk": walk(trace, events=events),
+                "idle_while_runnable_ns": idle_while_runnable_ns(
+                    trace, pinned_min_runs, events=events
+                ),
+            }
+
+    key = f"tests/reference_impl.py walk, idle_while_runnable_ns({pinned_min_runs}) of {path}"
+    return computed_once(key, compute)
