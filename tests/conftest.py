@@ -145,6 +145,25 @@ def computed_once(key: str, compute: Callable[[], T]) -> T:
 _MEMO: dict[str, tuple] = {}  # this process's copies, by key
 
 
+def trace_cmd_report(path, *flags) -> str:
+    """The text of ``trace-cmd report FLAGS -i PATH`` (decoded as ``subprocess.run(...,
+    text=True)`` decodes it), made once per test run (:func:`computed_once`) for every
+    test that reads the same report. trace-cmd writes to a file: a pipe is read 32 kB at
+    a time. Skips the test when trace-cmd is not installed."""
+    exe = shutil.which("trace-cmd")
+    if exe is None:
+        pytest.skip("trace-cmd not installed")
+
+    def run() -> str:
+        with tempfile.TemporaryFile() as out:
+            cmd = [exe, "report", *flags, "-i", str(path)]
+            _subprocess.run(cmd, stdout=out, stderr=_subprocess.PIPE, check=True)
+            out.seek(0)
+            return _text(out.read())
+
+    return computed_once(f"trace-cmd report {' '.join(flags)} -i {path}: text", run)
+
+
 def run_dir() -> Path:
     """The directory of this test run, shared by its workers (where a :func:`computed_once`
     computation that writes files puts them)."""

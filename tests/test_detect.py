@@ -4,9 +4,6 @@ sample, and evidence lines identical to `trace-cmd report -N`."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
 import schedwake
@@ -20,7 +17,7 @@ from schedwake.synth import make_trace
 from schedwake.topology import Topology
 
 from . import reference_impl
-from .conftest import SAMPLE_DATS, sample, shared_model_trace
+from .conftest import SAMPLE_DATS, sample, shared_model_trace, trace_cmd_report
 
 PLANTED = dict(
     pingpong=200, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
@@ -179,13 +176,9 @@ def test_root_cgroup_fio_is_no_storm_but_the_same_kind_of_preemption(loaded):
 
 @pytest.mark.slow
 def test_evidence_lines_equal_trace_cmd_report(loaded):
-    exe = shutil.which("trace-cmd")
-    if exe is None:
-        pytest.skip("trace-cmd not installed")
     path = sample("dbench-xfs-1client.dat")
-    out = subprocess.run(
-        [exe, "report", "-N", "-i", str(path)], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+    # (the report made once per run: test_model counts wake-ups in the same text)
+    out = trace_cmd_report(path, "-N").splitlines()
     want = [line.rstrip() for line in out if " 219.9657" in line and ": print:" not in line]
     t = schedwake.load(path)  # every event, as the report
     got = event_lines(t, 219_965_700_000 - 500, 219_965_799_999 + 500, limit=10_000)

@@ -8,8 +8,6 @@ and cross-LLC figures are zero by construction.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ from schedwake.model import MODEL_EVENTS
 from schedwake.model.tasks import classify, context_codes, kthread_cpu, name_class
 
 from . import reference_impl
-from .conftest import ROOT, sample, shared_model_trace
+from .conftest import ROOT, sample, shared_model_trace, trace_cmd_report
 
 DATA = ROOT / "tests" / "data"
 
@@ -68,13 +66,9 @@ def test_irq_context_beats_the_interrupted_task():
 
 
 def report_lines(path):
-    exe = shutil.which("trace-cmd")
-    if exe is None:
-        pytest.skip("trace-cmd not installed")
-    out = subprocess.run(
-        [exe, "report", "-N", "-i", str(path)], capture_output=True, text=True, check=True
-    ).stdout
-    for line in out.splitlines():
+    # the report text is made once per run for the tests that read it (test_detect's
+    # evidence check reads dbench-xfs-1client's too)
+    for line in trace_cmd_report(path, "-N").splitlines():
         m = LINE.match(line)
         if m:
             yield m

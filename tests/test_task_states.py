@@ -232,11 +232,13 @@ def test_runnable_share_is_a_metric_compare_and_gate_see():
     from schedwake.gate import parse_rules
     from schedwake.metrics import trace_metrics
 
-    from .conftest import run_cli
+    from .conftest import run_cli, shared_model_trace
 
     one, four = DAT, SAMPLES / "dbench-xfs-4clients.dat"
-    base = trace_metrics(schedwake.load(one))
-    cand = trace_metrics(schedwake.load(four))
+    # the traces as gate reads them (the model's events), read once for the metrics and
+    # the gate, and shared with the other tests of the worker that read them
+    base = trace_metrics(shared_model_trace(one))
+    cand = trace_metrics(shared_model_trace(four))
     assert base["runnable_share_user"] == pytest.approx(0.019623, abs=1e-6)
     assert cand["runnable_share_user"] == pytest.approx(0.389564, abs=1e-6)
     proc = run_cli("compare", one, four, "--metric", "runnable_share_user", check=True)
@@ -244,7 +246,10 @@ def test_runnable_share_is_a_metric_compare_and_gate_see():
     assert row.split()[1:4] and float(row.split()[1]) < float(row.split()[2])
     assert "-" in row.split()[3]  # (a negative gain: worse)
     result = schedwake.gate(
-        [one], [four], rules=parse_rules('[rules.runnable_share_user]\nallowed = "10%"\n')
+        [one],
+        [four],
+        rules=parse_rules('[rules.runnable_share_user]\nallowed = "10%"\n'),
+        loader=shared_model_trace,
     )
     (verdict,) = [r for r in result.results if r.rule.metric == "runnable_share_user"]
     assert verdict.status == "broken" and verdict.gain_pct < -100
