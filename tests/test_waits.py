@@ -19,7 +19,7 @@ from schedwake import wait_causes
 from schedwake.model import waits as W
 from schedwake.synth import US, Synth, default_topology
 
-from .conftest import run_cli, sample
+from .conftest import run_cli, sample, trace_cmd_report
 
 PERF_FILES = ["perf/perf-sched-g.perf.data", "perf/perf-dbench-z.perf.data"]
 
@@ -161,12 +161,7 @@ def test_longest_preempted_wait_against_trace_cmd_text():
     t = schedwake.load(path)
     p = wait_causes.longest_preempted(t)
     assert (p["pid"], p["comm"], p["from_cpu"], p["cpu"]) == (8671, "pyenv-version-f", 0, 1)
-    text = subprocess.run(
-        ["trace-cmd", "report", "-N", "-t", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    ).stdout
+    text = trace_cmd_report(path, "-N", "-t")  # (written to a file: faster than a pipe)
     switches, migrations = [], []
     for line in text.splitlines():
         if " sched_switch:" in line and (m := _SWITCH.search(line)):
