@@ -10,13 +10,13 @@ the guests run it at a tenth of the host's rate.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
-import schedwake
 from schedwake.detect import detect
-from schedwake.model import MODEL_EVENTS
 
-from .conftest import sample
+from .conftest import sample, shared_model_trace
 
 WEIGHTED = [
     "fio-pinned-weighted.dat",
@@ -31,9 +31,12 @@ DBENCH = [
 ]
 
 
+@functools.cache
 def findings(name: str) -> dict:
-    t = schedwake.load(sample(name), events=list(MODEL_EVENTS))
-    return {f.detector: f for f in detect(t)}
+    """The findings on the sample ``name`` read as the model reads it, once per test
+    process (two tests read the host's weighted run); the trace is shared with the other
+    tests of the worker that read it (conftest.shared_model_trace). Read them only."""
+    return {f.detector: f for f in detect(shared_model_trace(sample(name)))}
 
 
 @pytest.mark.parametrize("name", WEIGHTED)

@@ -16,7 +16,7 @@ from schedwake.model.events import Events
 from schedwake.model.llc import infer_llc
 from schedwake.topology import Topology
 
-from .conftest import sample
+from .conftest import sample, shared_model_trace
 
 
 def _alone(name: str, tmp_path):
@@ -50,7 +50,7 @@ def test_inferred_llcs_are_the_machines(name, tmp_path):
     assert t.topology.inferred, t.topology.note
     assert t.topology.llc == truth.llc
     # the analysis then counts cross-LLC migrations as with the file
-    with_file = schedwake.load(sample(name), events=list(MODEL_EVENTS))
+    with_file = shared_model_trace(sample(name))  # (read only: shared in the worker)
     a = (t.migrations()["topology_class"] == "cross_llc").sum()
     b = (with_file.migrations()["topology_class"] == "cross_llc").sum()
     assert a == b
