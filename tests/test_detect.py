@@ -17,7 +17,7 @@ from schedwake.synth import make_trace
 from schedwake.topology import Topology
 
 from . import reference_impl
-from .conftest import SAMPLE_DATS, sample, shared_model_trace, trace_cmd_report
+from .conftest import SAMPLE_DATS, sample, shared_model_trace, shared_trace, trace_cmd_report
 
 PLANTED = dict(
     pingpong=200, pingpong_busy=25, roundrobin=80, storm=600, idle_gaps=120, background=600
@@ -180,7 +180,7 @@ def test_evidence_lines_equal_trace_cmd_report(loaded):
     # (the report made once per run: test_model counts wake-ups in the same text)
     out = trace_cmd_report(path, "-N").splitlines()
     want = [line.rstrip() for line in out if " 219.9657" in line and ": print:" not in line]
-    t = schedwake.load(path)  # every event, as the report
+    t = shared_trace(path)  # every event, as the report (read only)
     got = event_lines(t, 219_965_700_000 - 500, 219_965_799_999 + 500, limit=10_000)
     got = [line.rstrip() for line in got if " 219.9657" in line]
     assert len(want) > 10

@@ -26,7 +26,10 @@ DAT = SAMPLES / "dbench-xfs-1client.dat"
 
 @pytest.fixture(scope="module")
 def dat():
-    return schedwake.load(DAT)
+    # read only (a slice is a new trace): shared with the worker's other readers of it
+    from .conftest import shared_trace
+
+    return shared_trace(DAT)
 
 
 @pytest.fixture(scope="module")
