@@ -75,19 +75,18 @@ def _dying_pids(switch):
 def _report_switches(path: Path) -> pd.DataFrame:
     """(cpu, ts, prev_pid, next_pid) of every sched_switch line of
     ``trace-cmd report -N -t`` (nanosecond timestamps), in the text's order."""
-    exe = shutil.which("trace-cmd")
-    if exe is None:
-        pytest.skip("trace-cmd not installed")
-    text = subprocess.run(
-        [exe, "report", "-N", "-t", "-i", str(path)], capture_output=True, text=True, check=True
-    ).stdout
+    from .conftest import trace_cmd_report
+
+    text = trace_cmd_report(path, "-N", "-t")
+    # one search of the whole text, not one per line: ".*" stays in its line (as "\s+"
+    # does between a line's fields), and a line holds at most one match (its greedy ".*"
+    # runs to the line's last next_pid); the test counts the rows against the trace's
     rx = re.compile(
         r"\[(\d+)\]\s+(\d+)\.(\d{9}): sched_switch:.* prev_pid=(\d+) .* next_pid=(\d+) "
     )
     rows = [
-        (int(m[1]), int(m[2]) * 10**9 + int(m[3]), int(m[4]), int(m[5]))
-        for m in map(rx.search, text.splitlines())
-        if m
+        (int(cpu), int(sec) * 10**9 + int(ns), int(prev), int(nxt))
+        for cpu, sec, ns, prev, nxt in rx.findall(text)
     ]
     return pd.DataFrame(rows, columns=["cpu", "ts", "prev_pid", "next_pid"])
 
