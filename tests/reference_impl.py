@@ -82,7 +82,19 @@ FIELDS = (
 )
 
 
-def merged(trace):
+class Merged:
+    """Events in time order, kept as columns (the event's name, then :data:`FIELDS`);
+    iterating gives each event as a plain tuple ``(name, *FIELDS)``, made as it is read
+    (zip reuses a tuple the loop has let go of: no million tuples held at once)."""
+
+    def __init__(self, columns):
+        self.columns = columns
+
+    def __iter__(self):
+        return zip(*self.columns)
+
+
+def merged(trace) -> Merged:
     """All events in time order (ties: sched_waking, then sched_migrate_task, then the
     rest; then the order of :data:`EVENTS`, then the table's), each as a plain tuple
     ``(name, *FIELDS)``; a field the event's table lacks is None."""
@@ -100,11 +112,11 @@ def merged(trace):
         for f, col in zip(FIELDS, cols):
             col.extend(column(table.column(f)) if f in table.column_names else repeat(None, n))
     if not names:
-        return []
+        return Merged([()] * (1 + len(FIELDS)))
     # lexsort is stable: equal (ts, rank) keep the order of the concatenation above
     order = np.lexsort((np.concatenate(ranks), np.concatenate(stamps))).tolist()
     take = itemgetter(*order) if len(order) > 1 else (lambda seq: (seq[order[0]],))
-    return list(zip(take(names), *map(take, cols)))
+    return Merged([take(names), *map(take, cols)])
 
 
 @contextlib.contextmanager
@@ -305,10 +317,13 @@ def _pinned(trace, min_runs):
     runs, cpus, kthreads = {}, {}, set()
     if trace.has("sched_switch"):
         table = trace.table("sched_switch")
+        percpu: dict = {}  # task name -> a per-CPU kthread's? (few distinct names)
         for pid, cpu, comm in zip(*columns(table, "next_pid", "cpu", "next_comm")):
             runs[pid] = runs.get(pid, 0) + 1
             cpus.setdefault(pid, set()).add(cpu)
-            if PERCPU.match(comm or ""):
+            if comm not in percpu:
+                percpu[comm] = bool(PERCPU.match(comm or ""))
+            if percpu[comm]:
                 kthreads.add(pid)
     return {p for p in runs if len(cpus[p]) == 1 and runs[p] >= min_runs} | kthreads
 
