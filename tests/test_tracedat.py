@@ -193,6 +193,7 @@ def parse_raw_report(path, buffer="") -> dict[str, tuple[pa.Table, pa.Table]]:
         return pc.cast(m.field(name), pa.int64())
 
     ts = pc.add_checked(pc.multiply_checked(number("sec"), 1_000_000_000), number("nsec"))
+    cpu, pid = number("cpu"), number("pid")
     comm = pc.utf8_ltrim(head, ASCII_WHITESPACE)
     event = pc.utf8_ltrim(pc.list_element(parts, 1), ASCII_WHITESPACE)
     body = pc.utf8_ltrim(pc.list_element(parts, 2), ASCII_WHITESPACE)
@@ -202,8 +203,8 @@ def parse_raw_report(path, buffer="") -> dict[str, tuple[pa.Table, pa.Table]]:
         this = pc.equal(event, name)
         common = {
             "ts": ts.filter(this),
-            "cpu": number("cpu").filter(this),
-            "pid": number("pid").filter(this),
+            "cpu": cpu.filter(this),
+            "pid": pid.filter(this),
             "comm": comm.filter(this),
         }
         rows[name] = pa.table(common), pa.table(raw_fields(body.filter(this)))
