@@ -12,8 +12,9 @@ scripts/make_hostile_formats.py; its manifest.json says what each file must give
 
 The commands run in child processes (a crash must fail the test, not kill pytest):
 every file through ``info`` and ``analyze`` in one child (click's runner, so 33 files
-take seconds, not minutes), and a few files through the real ``schedwake`` console
-script for ``analyze``, ``compare A A``, ``gate`` and ``batch``.
+take seconds, not minutes), with ``compare A A`` and ``gate`` of a few files; and
+those files through the real ``schedwake`` console script for ``analyze`` and
+``batch`` (the exit code and the one line of the installed script itself).
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from .conftest import computed_once, run_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "hostile_formats"
@@ -35,7 +39,9 @@ FILES = MANIFEST["files"]
 TIMEOUT = 300
 SCHEDWAKE = Path(sys.executable).with_name("schedwake")
 
-#: Each file through the API and the CLI's info and analyze, one JSON line per file.
+#: Each file through the API and the CLI's info and analyze, one JSON line per file;
+#: then each extra command (``{label: argv}``, the JSON first argument) through the CLI,
+#: one JSON line of them all.
 DRIVER = r"""
 import json, sys
 from click.testing import CliRunner
@@ -43,7 +49,7 @@ import schedwake
 from schedwake.cli import cli
 
 runner = CliRunner()
-for path in sys.argv[1:]:
+for path in sys.argv[2:]:
     out = {"path": path}
     try:
         t = schedwake.load(path)
@@ -59,6 +65,11 @@ for path in sys.argv[1:]:
         r = runner.invoke(cli, [command, path], prog_name="schedwake")
         out[command] = {"code": r.exit_code, "stderr": r.stderr.splitlines()}
     print(json.dumps(out), flush=True)
+extra = {}
+for label, argv in json.loads(sys.argv[1]).items():
+    r = runner.invoke(cli, argv, prog_name="schedwake")
+    extra[label] = {"code": r.exit_code, "stderr": r.stderr.splitlines(), "stdout": r.stdout}
+print(json.dumps({"commands": extra}), flush=True)
 """
 
 
@@ -87,20 +98,34 @@ def test_corpus_is_small():
 
 @pytest.fixture(scope="module")
 def results() -> dict:
+    """The driver's answers by file name, and its extra commands' under "commands"
+    (:func:`extra_commands`): run once per test run, for both xdist workers."""
+    return computed_once("tests/test_event_formats.py: the driver on the corpus", run_driver)
+
+
+def run_driver() -> dict:
+    commands = extra_commands(Path(tempfile.mkdtemp(prefix="event-formats-", dir=run_dir())))
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, *(str(CORPUS / n) for n in sorted(FILES))],
+        [
+            sys.executable,
+            "-c",
+            DRIVER,
+            json.dumps(commands),
+            *(str(CORPUS / n) for n in sorted(FILES)),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=TIMEOUT,
     )
     lines = [json.loads(ln) for ln in proc.stdout.splitlines()]
-    done = [Path(r["path"]).name for r in lines]
+    done = [Path(r["path"]).name for r in lines if "path" in r]
     assert proc.returncode == 0, (
         f"the driver died (code {proc.returncode}) after {done[-1:] or 'no file'}:\n"
         f"{proc.stderr[-3000:]}"
     )
-    return {Path(r["path"]).name: r for r in lines}
+    assert "commands" in lines[-1], lines[-1:]
+    return {**{Path(r["path"]).name: r for r in lines[:-1]}, "commands": lines[-1]["commands"]}
 
 
 def _says_all(line: str, patterns, what: str) -> None:
@@ -214,27 +239,50 @@ allowed = "25%"
 """
 
 
-@pytest.mark.parametrize("name", REAL[::2])
-@pytest.mark.slow
-def test_real_commands_refuse(name, tmp_path):
-    path = CORPUS / name
-    rules = tmp_path / "rules.toml"
-    rules.write_text(SHORT_RULES)
-    _refused(schedwake("analyze", path), name)
-    _refused(schedwake("compare", path, path, "--label", "a", "--label", "b"), name)
-    _refused(schedwake("gate", "--rules", rules, "--baseline", path, "--candidate", path), name)
+#: The files whose refusals are seen through the real console script (``analyze``) and
+#: through ``compare A A`` and ``gate`` (in the driver's child: the same ``cli`` as the
+#: script's, without two more interpreter starts per file)
+REFUSED_EVERYWHERE = REAL[::2]
 
 
-@pytest.mark.slow
-def test_real_gate_judges_the_base(tmp_path):
-    """The rules above judge the undamaged base: the refusals are the files' own."""
-    rules = tmp_path / "rules.toml"
+def extra_commands(tmp: Path) -> dict[str, list[str]]:
+    """The driver's extra commands, by label: compare and gate of each REFUSED_EVERYWHERE
+    file, and the gate of the undamaged base (with a copy of it: one file on both sides
+    is refused)."""
+    rules = tmp / "rules.toml"
     rules.write_text(SHORT_RULES)
     base = CORPUS / "base-v6.dat"
-    copy = tmp_path / "base-v6-copy.dat"  # (one file on both sides is refused)
+    copy = tmp / "base-v6-copy.dat"
     shutil.copyfile(base, copy)
-    proc = schedwake("gate", "--rules", rules, "--baseline", base, "--candidate", copy)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    commands = {"gate base": ["gate", "--rules", rules, "--baseline", base, "--candidate", copy]}
+    for name in REFUSED_EVERYWHERE:
+        path = CORPUS / name
+        commands[f"compare {name}"] = ["compare", path, path, "--label", "a", "--label", "b"]
+        commands[f"gate {name}"] = [
+            "gate",
+            "--rules",
+            rules,
+            "--baseline",
+            path,
+            "--candidate",
+            path,
+        ]
+    return {label: [str(a) for a in argv] for label, argv in commands.items()}
+
+
+@pytest.mark.parametrize("name", REFUSED_EVERYWHERE)
+@pytest.mark.slow
+def test_real_commands_refuse(name, results):
+    _refused(schedwake("analyze", CORPUS / name), name)
+    for command in ("compare", "gate"):
+        _one_error_line(results["commands"][f"{command} {name}"], name, FILES[name]["mentions"])
+
+
+@pytest.mark.slow
+def test_real_gate_judges_the_base(results):
+    """The rules above judge the undamaged base: the refusals are the files' own."""
+    got = results["commands"]["gate base"]
+    assert got["code"] == 0, got
 
 
 @pytest.mark.slow
