@@ -31,45 +31,60 @@ pytestmark = pytest.mark.skipif(
 PAIRS = [("fio-pinned-root", "fio-pinned-weighted"), ("dbench-xfs-1client", "dbench-xfs-2clients")]
 ALPHA = 0.10
 
-_LINE = re.compile(r"\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s+(.*)$")
+#: An event line of ``trace-cmd report -N -t``: CPU, seconds, nanoseconds, event, fields
+_LINE = re.compile(r"^.*?\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s+(.*)$", re.MULTILINE)
 _WAKING = re.compile(r" pid=(\d+) prio=\S+ target_cpu=\d+$")
 _SWITCH = re.compile(
     r"prev_comm=(.*) prev_pid=(\d+) prev_prio=\S+ prev_state=(\S+) ==> next_comm=(.*) "
     r"next_pid=(\d+) next_prio=\S+$"
 )
+#: The events the count reads, and the only ones trace-cmd is asked to print (``-F``): the
+#: workqueue and wakeup events the traces also hold would double its output and the parse
+_EVENTS = ("sched_switch", "sched_waking", "sched_migrate_task")
+_EDGE = re.compile(r"(First|Last) event:\s*(\d+)\.(\d{9})")
 
 
 def independent_events(name: str):
     """(first_ts, last_ts, switch_ts, migrate_ts, futile_waking_ts) in ns, from the text
-    of ``trace-cmd report -N -t`` (nanosecond timestamps, kernel print formats).
+    of ``trace-cmd report -N -t`` (nanosecond timestamps, kernel print formats): the
+    span from its ``--first-event``/``--last-event`` (every event of the trace), the
+    rest from its lines of the three events read (``-F``), one regex pass over the text.
 
-    Made once per test run and shared by the workers."""
+    Made once per test run and per trace, and shared by the workers."""
     path = sample(name + ".dat")
-    key = f"trace-cmd report -N -t -i {path} | test_compare_real events"
+    key = f"trace-cmd report -N -t -F {','.join(_EVENTS)} -i {path} | test_compare_real events"
     return computed_once(key, lambda: _events(path))
 
 
-def _events(path):
-    text = subprocess.run(
-        ["trace-cmd", "report", "-N", "-t", "-i", str(path)],
+def _report(path, *args: str) -> str:
+    return subprocess.run(
+        ["trace-cmd", "report", "-N", "-t", *args, "-i", str(path)],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    first = last = None
+
+
+def _events(path):
+    # the trace's span, over all its events: trace-cmd's first and last event of each CPU
+    edges = [
+        (kind, int(s) * 1_000_000_000 + int(ns))
+        for kind, s, ns in _EDGE.findall(_report(path, "--first-event", "--last-event"))
+    ]
+    firsts = [ts for kind, ts in edges if kind == "First"]
+    lasts = [ts for kind, ts in edges if kind == "Last"]
+    assert firsts and len(firsts) == len(lasts), edges
+    first, last = min(firsts), max(lasts)
+    text = _report(path, "-F", ",".join(_EVENTS))
     switch, migrate, futile = [], [], []
     on_cpu: dict[int, bool] = defaultdict(bool)
     pending: dict[int, int] = {}  # pid -> ts of a waking not yet followed by a run
     # per CPU, kworker preemptions under way: [kworker, task, waking ts, left, asleep]
     cycles: dict[int, list] = defaultdict(list)
-    for line in text.splitlines():
-        m = _LINE.search(line)
-        if not m:
-            continue
-        ts = int(m.group(2)) * 1_000_000_000 + int(m.group(3))
-        first = ts if first is None else min(first, ts)
-        last = ts if last is None else max(last, ts)
-        event, rest = m.group(4), m.group(5)
+    for m in _LINE.finditer(text):
+        cpu_s, sec, nsec, event, rest = m.groups()
+        ts = int(sec) * 1_000_000_000 + int(nsec)
+        assert first <= ts <= last, ("an event outside the span", m.group(0))
         if event == "sched_migrate_task":
             migrate.append(ts)
         elif event == "sched_waking":
@@ -80,10 +95,8 @@ def _events(path):
                 pending[pid] = ts  # a later waking supersedes an earlier one
         elif event == "sched_switch":
             switch.append(ts)
-            s = _SWITCH.search(rest)
-            pcomm, prev, state = s.group(1), int(s.group(2)), s.group(3)
-            ncomm, nxt = s.group(4), int(s.group(5))
-            cpu = int(m.group(1))
+            pcomm, prev_s, state, ncomm, nxt_s = _SWITCH.search(rest).groups()
+            prev, nxt, cpu = int(prev_s), int(nxt_s), int(cpu_s)
             # futile: a task that preempted a kworker sleeps again and the kworker gets
             # the CPU back before the task does
             keep = []
@@ -106,6 +119,8 @@ def _events(path):
                 on_cpu[prev] = False
             if nxt != 0:
                 on_cpu[nxt] = True
+        else:
+            raise AssertionError(f"trace-cmd -F printed another event: {m.group(0)}")
     return (
         first,
         last,
