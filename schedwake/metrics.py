@@ -450,27 +450,32 @@ def _unmet(trace, needs: Needs) -> list[str]:
     return [" or ".join(group) for group in needs if not any(trace.has_records(e) for e in group)]
 
 
-def trace_metrics(trace, thresholds: dict | None = None) -> dict:
+def trace_metrics(trace, thresholds: dict | None = None, *, only=None) -> dict:
     """Every metric and count of the trace (JSON-ready), whether or not a detector fires:
     ``duration_s`` then :data:`METRICS` in order (``busy_share`` a dict by CPU), then the
     benchmark's ``bench_*`` results. A metric the trace cannot give (no wake-ups for a
-    latency, events it lacks: :data:`NEEDS`) is None."""
+    latency, events it lacks: :data:`NEEDS`) is None. ``only``: the keys to compute (the
+    others are None; :func:`_keys_of`), for a comparison of some metrics."""
     t = TraceInputs(trace, _thresholds(thresholds))
     out: dict[str, Any] = {"duration_s": round(t.dur_s, 6)}
     for m in METRICS.values():
         if m.per_trace is not None:
             # a metric whose events the trace lacks is unknown (None), not zero
-            out[m.key] = None if _unmet(trace, m.needs) else m.per_trace(t)
+            skip = _unmet(trace, m.needs) or (only is not None and m.key not in only)
+            out[m.key] = None if skip else m.per_trace(t)
     out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
     out.update(_bench_metrics(trace))
     return out
 
 
-def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None) -> pd.DataFrame:
+def window_metrics(
+    trace, window_s: float = 1.0, thresholds: dict | None = None, *, only=None
+) -> pd.DataFrame:
     """The metrics over consecutive windows of ``window_s`` seconds: one row per window
     (``window``, ``start_ns``, ``end_ns`` then the metrics and counts of :data:`METRICS`,
     the busy share as ``busy_share_cpuN``). A last partial window shorter than half a
-    window is dropped (:func:`window_edges`)."""
+    window is dropped (:func:`window_edges`). ``only``: the keys to compute (the columns
+    of the others are left out; :func:`_keys_of`)."""
     w = WindowInputs(trace, window_s, _thresholds(thresholds))
     cols: dict[str, Any] = {
         "window": np.arange(w.nwin),
@@ -478,7 +483,7 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
         "end_ns": w.edges[1:],
     }
     for m in METRICS.values():
-        if m.per_window is not None:
+        if m.per_window is not None and (only is None or m.key in only):
             v = m.per_window(w)
             cols.update(v if isinstance(v, dict) else {m.name: v})
     return pd.DataFrame(cols)
@@ -1016,14 +1021,17 @@ def metric_samples(
     """
     path = str(trace.meta.path)
     cpus = trace.meta.ncpus
-    if window_s is None:
-        return trace_samples(trace_metrics(trace, thresholds), path, cpus, metrics)
-    bench = bench_samples(_bench_metrics(trace), path, trace.duration_ns / 1e9, metrics)
     keep = _select(metrics)
+    only = _keys_of(keep)  # (what is not kept is not computed)
+    if window_s is None:
+        return trace_samples(trace_metrics(trace, thresholds, only=only), path, cpus, metrics)
+    bench = bench_samples(_bench_metrics(trace), path, trace.duration_ns / 1e9, metrics)
     first = trace.model.events.first_ts
-    wm = window_metrics(trace, window_s, thresholds)
+    wm = window_metrics(trace, window_s, thresholds, only=only)
     cols: dict[str, np.ndarray] = {}
     for m in CATALOGUE.values():
+        if only is not None and m.key not in only:
+            continue
         if m.key == "busy_share":
             for c in range(cpus):
                 col = f"busy_share_cpu{c}"
@@ -1042,6 +1050,22 @@ def metric_samples(
     end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     window = wm["window"].to_numpy(dtype=np.int64)
     return _with_bench(_tidy(path, "per-window", window, start, end, cols, keep), bench)
+
+
+def _keys_of(keep: list[str] | None) -> set[str] | None:
+    """The :func:`trace_metrics` keys / :func:`window_metrics` columns that the catalogue
+    metrics ``keep`` are made of: theirs and the counts that make a window's sample
+    missing (``missing_without``). None (everything) for None."""
+    if keep is None:
+        return None
+    out: set[str] = set()
+    for n in keep:
+        m = catalogue_entry(n)
+        if isinstance(m, Metric):
+            out.add(m.key)
+            if m.missing_without is not None:
+                out.add(m.missing_without)
+    return out
 
 
 def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
