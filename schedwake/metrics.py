@@ -480,7 +480,8 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
     window is dropped (:func:`window_edges`)."""
     th = _thresholds(thresholds)
     memo, key = _memo(trace, "window_metrics", th, float(window_s))
-    if key not in memo:
+    kept = memo.get("window_metrics")
+    if kept is None or kept[0] != key:
         w = WindowInputs(trace, window_s, th)
         cols: dict[str, Any] = {
             "window": np.arange(w.nwin),
@@ -491,8 +492,10 @@ def window_metrics(trace, window_s: float = 1.0, thresholds: dict | None = None)
             if m.per_window is not None:
                 v = m.per_window(w)
                 cols.update(v if isinstance(v, dict) else {m.name: v})
-        memo[key] = pd.DataFrame(cols)
-    return memo[key].copy()
+        # (only the last window length's frame is kept: a frame of many short windows
+        # is large, and a trace is judged again at the same length)
+        kept = memo["window_metrics"] = (key, pd.DataFrame(cols))
+    return kept[1].copy()
 
 
 def _memo(trace, what: str, th: dict, *args) -> tuple[dict, tuple]:
