@@ -4,11 +4,11 @@ and compare/gate judged from that dataset.
 The runs with Dask are the real command in a subprocess; the serial runs and the
 commands over their dataset run in this process (click's CliRunner). The clusters are real: a
 ``distributed.LocalCluster`` of two worker processes (``--workers 2``), and a ``dask
-scheduler`` with two ``dask worker`` processes started here on 127.0.0.1 on free ports
-(one of them killed while it analyses a trace). Each result is checked against a
-serial run (``--serial``: the same analysis in one process, no Dask; made once per test
-run and read by the tests of every worker), and the dataset's comparisons and verdicts
-against the same commands over the traces.
+scheduler`` with two worker processes (``dask worker --nworkers 2``) started here on
+127.0.0.1 on free ports (one of them killed while it analyses a trace). Each result is
+checked against a serial run (``--serial``: the same analysis in one process, no Dask;
+made once per test run and read by the tests of every worker), and the dataset's
+comparisons and verdicts against the same commands over the traces.
 """
 
 from __future__ import annotations
@@ -402,10 +402,11 @@ def _dask(*args, cwd) -> subprocess.Popen:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1, started in a
-    directory of their own (the batch must hand them absolute paths), killed at the end
-    (with their process groups: the workers' nannies and what they started; nothing of
-    theirs needs a clean exit, which takes a second or two)."""
+    """``dask scheduler`` and two worker processes on 127.0.0.1 (one ``dask worker
+    --nworkers 2``: one process of nannies for both, not a process of its own for each
+    nanny), started in a directory of their own (the batch must hand them absolute
+    paths), killed at the end (with their process groups: the nannies and what they
+    started; nothing of theirs needs a clean exit, which takes a second or two)."""
     from distributed import Client
 
     cwd = tmp_path_factory.mktemp("cluster")
@@ -413,21 +414,22 @@ def cluster(tmp_path_factory):
     address = f"tcp://127.0.0.1:{port}"
     procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard", cwd=cwd)]
     try:
-        for _ in range(2):
-            procs.append(
-                _dask(
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--host",
-                    "127.0.0.1",
-                    "--no-dashboard",
-                    "--memory-limit",
-                    "4GiB",
-                    cwd=cwd,
-                )  # fmt: skip
+        procs.append(
+            _dask(
+                "worker",
+                address,
+                "--nworkers",
+                "2",
+                "--nthreads",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--no-dashboard",
+                "--memory-limit",
+                "4GiB",
+                cwd=cwd,
             )
+        )
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
         yield address
