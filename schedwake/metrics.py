@@ -27,6 +27,7 @@ per-CPU busy share is one record that expands to ``busy_share_cpuN``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -456,14 +457,24 @@ def trace_metrics(trace, thresholds: dict | None = None, *, only=None) -> dict:
     benchmark's ``bench_*`` results. A metric the trace cannot give (no wake-ups for a
     latency, events it lacks: :data:`NEEDS`) is None. ``only``: the keys to compute (the
     others are None; :func:`_keys_of`), for a comparison of some metrics."""
-    t = TraceInputs(trace, _thresholds(thresholds))
-    out: dict[str, Any] = {"duration_s": round(t.dur_s, 6)}
+    th = _thresholds(thresholds)
+    memo, key = _memo(trace, "trace_metrics", th)
+    done = memo.setdefault(key, {})  # the values computed so far, by key
+    t = None
+    for m in METRICS.values():
+        if m.per_trace is None or m.key in done or (only is not None and m.key not in only):
+            continue
+        if t is None:
+            t = TraceInputs(trace, th)
+        # a metric whose events the trace lacks is unknown (None), not zero
+        v = None if _unmet(trace, m.needs) else m.per_trace(t)
+        done[m.key] = round(v, 6) if isinstance(v, float) else v
+    dur_s = max(trace.model.duration_ns, 1) / 1e9
+    out: dict[str, Any] = {"duration_s": round(dur_s, 6)}
     for m in METRICS.values():
         if m.per_trace is not None:
-            # a metric whose events the trace lacks is unknown (None), not zero
-            skip = _unmet(trace, m.needs) or (only is not None and m.key not in only)
-            out[m.key] = None if skip else m.per_trace(t)
-    out = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
+            wanted = only is None or m.key in only
+            out[m.key] = copy.deepcopy(done[m.key]) if wanted else None
     out.update(_bench_metrics(trace))
     return out
 
@@ -476,17 +487,41 @@ def window_metrics(
     the busy share as ``busy_share_cpuN``). A last partial window shorter than half a
     window is dropped (:func:`window_edges`). ``only``: the keys to compute (the columns
     of the others are left out; :func:`_keys_of`)."""
-    w = WindowInputs(trace, window_s, _thresholds(thresholds))
-    cols: dict[str, Any] = {
-        "window": np.arange(w.nwin),
-        "start_ns": w.edges[:-1],
-        "end_ns": w.edges[1:],
-    }
+    th = _thresholds(thresholds)
+    memo, key = _memo(trace, "window_metrics", th, float(window_s))
+    kept = memo.get("window_metrics")
+    w = None
+    if kept is None or kept[0] != key:
+        w = WindowInputs(trace, window_s, th)
+        edges = {"window": np.arange(w.nwin), "start_ns": w.edges[:-1], "end_ns": w.edges[1:]}
+        # (only the last window length's columns are kept: many short windows are large,
+        # and a trace is judged again at the same length)
+        kept = memo["window_metrics"] = (key, edges, {})
+    edges = kept[1]
+    done: dict[str, dict] = kept[2]  # each computed metric's columns, by key
+    cols: dict[str, Any] = dict(edges)
     for m in METRICS.values():
-        if m.per_window is not None and (only is None or m.key in only):
+        if m.per_window is None or (only is not None and m.key not in only):
+            continue
+        if m.key not in done:
+            if w is None:
+                w = WindowInputs(trace, window_s, th)
             v = m.per_window(w)
-            cols.update(v if isinstance(v, dict) else {m.name: v})
+            done[m.key] = v if isinstance(v, dict) else {m.name: v}
+        cols.update(done[m.key])
     return pd.DataFrame(cols)
+
+
+def _memo(trace, what: str, th: dict, *args) -> tuple[dict, tuple]:
+    """Where the metrics of ``trace`` under thresholds ``th`` are kept, and their key: the
+    model's memo (a new model, after another topology or ``focus``, starts empty), so
+    that comparing and gating the same loaded traces again (a notebook, a script judging
+    them under several rules) measures each once. (The benchmark's results are read from
+    the trace each time: they are not the model's.)"""
+    memo = getattr(trace.model, "memo", None)
+    if memo is None:  # (a stand-in whose model keeps nothing)
+        memo = {}
+    return memo, (what, *args, tuple(sorted(th.items())))
 
 
 def _bench_metrics(trace) -> dict:
@@ -578,7 +613,7 @@ class TraceInputs:
     @cached_property
     def runnable_shares(self) -> dict[str, float | None]:
         """Per task class, its runnable share of the whole trace (docs/task-states.md)."""
-        return class_shares(_task_states_of(self.model), _task_names(self.model.events))
+        return class_shares(_task_states_of(self.model), _names_of(self.model))
 
 
 class WindowInputs:
@@ -665,11 +700,7 @@ class WindowInputs:
         if sw is None or not len(sw):
             return np.zeros(self.nwin)
         win = np.clip(np.searchsorted(self.edges, self.switch_ts, "right") - 1, 0, self.nwin - 1)
-        vals = []
-        for k in range(self.nwin):  # one pass per window, not per event
-            v = _cpus_visited(sw[win == k])
-            vals.append(0.0 if v is None else v)  # (empty windows are 0, as elsewhere)
-        return np.asarray(vals, dtype=np.float64)
+        return _cpus_visited_per_window(sw, win, self.nwin)
 
     @cached_property
     def latency(self) -> dict:
@@ -712,8 +743,7 @@ class WindowInputs:
     def runnable_shares(self) -> dict[str, np.ndarray]:
         """Per task class, its runnable share in each window (NaN: the class neither ran
         nor waited there)."""
-        ev = self.model.events
-        return class_share_windows(_task_states_of(self.model), _task_names(ev), self.edges)
+        return class_share_windows(_task_states_of(self.model), _names_of(self.model), self.edges)
 
     @cached_property
     def busy_shares(self) -> dict[str, np.ndarray]:
@@ -736,6 +766,17 @@ class WindowInputs:
 def _share(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     """part / whole per window, 0 where whole is 0."""
     return np.where(whole > 0, part / np.maximum(whole, 1), 0.0)
+
+
+def _names_of(model) -> dict[int, str]:
+    """Each task's name (:func:`schedwake.model.task_states.comms`), found once per model:
+    the per-trace and the per-window runnable shares both read them."""
+    memo = getattr(model, "memo", None)
+    if memo is None:
+        return _task_names(model.events)
+    if "task_names" not in memo:
+        memo["task_names"] = _task_names(model.events)
+    return memo["task_names"]
 
 
 def _task_states_of(model):
@@ -786,6 +827,39 @@ def _cpus_visited(switch: pd.DataFrame | None) -> float | None:
     cls = np.array([name_class(c) for c in names], dtype=object)
     g = pd.Series(nunique[cls != PERCPU_KTHREAD])
     return float(g.mean()) if len(g) else None
+
+
+def _cpus_visited_per_window(switch: pd.DataFrame, win: np.ndarray, nwin: int) -> np.ndarray:
+    """:func:`_cpus_visited` of the switch-ins of each window (``win``: each row's window),
+    0 where no task qualifies: the same counts, names and mean, for every window at once
+    (one sort of the rows by window, pid and CPU, not one pass over them per window)."""
+    next_pid = switch["next_pid"].to_numpy()
+    rows = np.flatnonzero(next_pid != 0)
+    out = np.zeros(nwin, dtype=np.float64)
+    if not len(rows):
+        return out
+    w, pid, cpu = win[rows], next_pid[rows], switch["cpu"].to_numpy()[rows]
+    order = np.lexsort((cpu, pid, w))
+    w, pid, cpu, rows = w[order], pid[order], cpu[order], rows[order]
+    task = np.concatenate([[True], (w[1:] != w[:-1]) | (pid[1:] != pid[:-1])])
+    new_cpu = task | np.concatenate([[True], cpu[1:] != cpu[:-1]])
+    starts = np.flatnonzero(task)
+    size = np.diff(np.append(starts, len(w)))
+    nunique = np.add.reduceat(new_cpu, starts, dtype=np.int64)
+    # a task's name in a window: the last next_comm it had there
+    last = np.maximum.reduceat(rows, starts)
+    comm = switch["next_comm"].array
+    codes = np.asarray(comm.codes)[last]
+    cls: dict[int, str] = {}
+    for k in np.unique(codes).tolist():
+        cls[k] = name_class("nan" if k < 0 else str(comm.categories[k]))
+    percpu = np.array([cls[k] == PERCPU_KTHREAD for k in codes.tolist()], dtype=bool)
+    keep = (size >= CPUS_VISITED_MIN_RUNS) & ~percpu
+    tw = w[starts][keep]
+    total = np.bincount(tw, weights=nunique[keep].astype(np.float64), minlength=nwin)
+    tasks = np.bincount(tw, minlength=nwin)
+    np.divide(total, tasks, out=out, where=tasks > 0)
+    return out
 
 
 def _busy_share(model) -> dict:

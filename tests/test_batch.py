@@ -4,11 +4,11 @@ and compare/gate judged from that dataset.
 The runs with Dask are the real command in a subprocess; the serial runs and the
 commands over their dataset run in this process (click's CliRunner). The clusters are real: a
 ``distributed.LocalCluster`` of two worker processes (``--workers 2``), and a ``dask
-scheduler`` with two ``dask worker`` processes started here on 127.0.0.1 on free ports
-(one of them killed while it analyses a trace). Each result is checked against a
-serial run (``--serial``: the same analysis in one process, no Dask; made once per test
-run and read by the tests of every worker), and the dataset's comparisons and verdicts
-against the same commands over the traces.
+scheduler`` with two worker processes (``dask worker --nworkers 2``) started here on
+127.0.0.1 on free ports (one of them killed while it analyses a trace). Each result is
+checked against a serial run (``--serial``: the same analysis in one process, no Dask;
+made once per test run and read by the tests of every worker), and the dataset's
+comparisons and verdicts against the same commands over the traces.
 """
 
 from __future__ import annotations
@@ -187,7 +187,8 @@ def test_windows_are_the_comparison_samples(serial):
 def test_a_local_cluster_gives_the_serial_result(serial, tmp_path):
     """The LocalCluster ``--workers 2`` starts, on three of the traces (two of the 8-CPU
     guest, one of the 2-CPU host) and the two inputs that are errors: the dataset is the
-    serial run's rows of them. (Every trace on a cluster: the separate cluster's test.)"""
+    serial run's rows of them. (The other traces on a cluster: the separate cluster's
+    test; every trace is analysed on one of the two clusters.)"""
     out = tmp_path / "out"
     inputs = _inputs(tmp_path, kstack="*-i1.dat")
     proc = _batch(*inputs, "-o", out, "--label-from", LABELS, "--workers", "2", process=True)
@@ -401,10 +402,11 @@ def _dask(*args, cwd) -> subprocess.Popen:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1, started in a
-    directory of their own (the batch must hand them absolute paths), killed at the end
-    (with their process groups: the workers' nannies and what they started; nothing of
-    theirs needs a clean exit, which takes a second or two)."""
+    """``dask scheduler`` and two worker processes on 127.0.0.1 (one ``dask worker
+    --nworkers 2``: one process of nannies for both, not a process of its own for each
+    nanny), started in a directory of their own (the batch must hand them absolute
+    paths), killed at the end (with their process groups: the nannies and what they
+    started; nothing of theirs needs a clean exit, which takes a second or two)."""
     from distributed import Client
 
     cwd = tmp_path_factory.mktemp("cluster")
@@ -412,21 +414,22 @@ def cluster(tmp_path_factory):
     address = f"tcp://127.0.0.1:{port}"
     procs = [_dask("scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard", cwd=cwd)]
     try:
-        for _ in range(2):
-            procs.append(
-                _dask(
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--host",
-                    "127.0.0.1",
-                    "--no-dashboard",
-                    "--memory-limit",
-                    "4GiB",
-                    cwd=cwd,
-                )  # fmt: skip
+        procs.append(
+            _dask(
+                "worker",
+                address,
+                "--nworkers",
+                "2",
+                "--nthreads",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--no-dashboard",
+                "--memory-limit",
+                "4GiB",
+                cwd=cwd,
             )
+        )
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
         yield address
@@ -440,15 +443,22 @@ def cluster(tmp_path_factory):
 def test_a_separate_cluster_with_a_worker_killed_mid_trace_gives_the_serial_result(
     serial, cluster, tmp_path
 ):
-    """The inputs on the cluster of separate processes, one of whose workers is killed
-    while it analyses a trace: the batch completes with every trace, and its dataset is
-    the serial run's (one run checks both, on one cluster: a second batch would analyse
-    the same traces again)."""
+    """The inputs that the LocalCluster's test does not analyse (its six traces, and the
+    two inputs that are errors) on the cluster of separate processes, one of whose
+    workers is killed while it analyses a trace: the batch completes with every trace,
+    and its dataset is the serial run's rows of them (one run checks both, on one
+    cluster: a second batch would analyse the same traces again)."""
     from distributed import Client
 
     out = tmp_path / "out"
+    inputs = [
+        f"{KSTACK}/*-2llc-*.dat",
+        f"{KSTACK}/*-i[23].dat",
+        str(_corrupt(tmp_path)),
+        "nope/*.dat",
+    ]
     batch = subprocess.Popen(
-        [str(Path(sys.executable).with_name("schedwake")), "batch", *_inputs(tmp_path),
+        [str(Path(sys.executable).with_name("schedwake")), "batch", *inputs,
          "-o", out, "--label-from", LABELS, "--scheduler", cluster],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -466,10 +476,16 @@ def test_a_separate_cluster_with_a_worker_killed_mid_trace_gives_the_serial_resu
     stdout, stderr = batch.communicate(timeout=300)
     assert killed is not None, "no worker was seen analysing a trace"
     assert batch.returncode == 2, stderr  # the truncated trace and the missing glob
-    assert stdout.strip() == f"batch: 9 trace(s) analysed, 2 could not be analysed -> {out}"
+    assert stdout.strip() == f"batch: 6 trace(s) analysed, 2 could not be analysed -> {out}"
     # nothing lost: every row is the serial run's (the truncated copy's error names its
     # own directory), the trace of the killed worker too
-    assert_same_dataset(serial, out)
+    mine = [
+        f"{KSTACK}/{p.name}"
+        for p in (ROOT / KSTACK).glob("*.dat")
+        if "-2llc-" in p.name or p.name.endswith(("-i2.dat", "-i3.dat"))
+    ]
+    assert len(mine) == 6
+    assert_same_dataset(serial, out, paths=[*mine, "nope/*.dat"])
     assert _truncated_error(out) == _truncated_error(serial)
 
 
