@@ -95,7 +95,7 @@ def test_phases_show_on_a_terminal_only(args, labels, not_a_terminal, tmp_path):
     for label in labels:
         assert label in shown, (label, shown[-1500:])
     assert "100%" in shown
-    # the same command, stderr not a terminal (as in a CI log): no bar, no label
+    # the same subcommand, stderr not a terminal (as in a CI log): no bar, no label
     proc, labels_there = not_a_terminal(tmp_path)
     assert proc.returncode in (0, 1), proc.stderr
     assert not any(label in proc.stderr for label in labels_there or labels)
