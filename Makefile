@@ -51,6 +51,11 @@ TDCORE_FUZZ ?= build/fuzz/tdcore_fuzz
 FUZZ_CC ?= clang
 FUZZ_SANITIZE ?= fuzzer,address,undefined,signed-integer-overflow,float-divide-by-zero,implicit-conversion
 FUZZ_CFLAGS ?= -g -O1 -fno-omit-frame-pointer -fsanitize=$(FUZZ_SANITIZE) -fno-sanitize-recover=all
-$(TDCORE_FUZZ): fuzz/tdcore_fuzz.c $(TDCORE_SRC) $(wildcard $(TDCORE_INC)/*.h)
+# TDCORE_OBJ: the decoder's objects already compiled so (fuzz/run.py passes the atheris
+# build's, build/asan-fuzz/obj/_tdread/_td_*.o: the same -O1 and sanitizers, with the
+# coverage of -fsanitize=fuzzer-no-link that fuzzer adds): linked, not compiled again
+TDCORE_OBJ ?=
+TDCORE_IN = $(or $(TDCORE_OBJ),$(TDCORE_SRC))
+$(TDCORE_FUZZ): fuzz/tdcore_fuzz.c $(TDCORE_IN) $(wildcard $(TDCORE_INC)/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/tdcore_fuzz.c $(TDCORE_SRC) -I$(TDCORE_INC) -lzstd -lz -lpthread -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) fuzz/tdcore_fuzz.c $(TDCORE_IN) -I$(TDCORE_INC) -lzstd -lz -lpthread -o $@

@@ -175,13 +175,45 @@ def build(name: str) -> None:
     else:
         # one make at a time (the test workers that need the binary wait for it)
         BUILD.mkdir(parents=True, exist_ok=True)
+        make = ["make", "-s", "--no-print-directory", str(TDCORE_BIN.relative_to(ROOT))]
         with open(BUILD / ".tdcore.lock", "a+") as held:
             fcntl.flock(held, fcntl.LOCK_EX)
-            subprocess.run(
-                ["make", "-s", "--no-print-directory", str(TDCORE_BIN.relative_to(ROOT))],
-                check=True,
-                cwd=ROOT,
-            )
+            if subprocess.run([*make, "-q"], cwd=ROOT).returncode == 0:
+                return  # newer than the decoder's sources: nothing to make
+            objects = _atheris_decoder_objects()
+            if objects is None:
+                subprocess.run(make, check=True, cwd=ROOT)
+                return
+            # linked from the atheris build's objects, which no build may replace meanwhile
+            with open(ASAN_FUZZ / ".lock", "a+") as built:
+                fcntl.flock(built, fcntl.LOCK_EX)
+                subprocess.run([*make, "TDCORE_OBJ=" + " ".join(objects)], check=True, cwd=ROOT)
+            # made of the sources' current bytes (the objects are keyed by them): newer
+            # than the sources for the next `make -q`, also when only their mtimes moved
+            os.utime(TDCORE_BIN)
+
+
+ASAN_FUZZ = ROOT / "build" / "asan-fuzz"
+
+
+def _atheris_decoder_objects() -> list[str] | None:
+    """The trace.dat decoder's objects of the atheris build (made or brought up to date
+    first): compiled with what the Makefile gives tdcore_fuzz (-O1, ASan + UBSan with the
+    implicit conversions, clang) and the coverage of -fsanitize=fuzzer-no-link, so the
+    libFuzzer binary links them instead of compiling the decoder a second time. None
+    (compile it from its sources) without atheris, or when that build left the decoder
+    out."""
+    if importlib.util.find_spec("atheris") is None:
+        return None
+    build("fuzz_load_tracedat")
+    failed = ASAN_FUZZ / "failed"
+    if failed.exists() and "_tdread" in failed.read_text().split():
+        return None
+    sources = sorted(p.stem for p in TDCORE_SRC.parent.glob("_td_*.c"))
+    objects = [ASAN_FUZZ / "obj" / "_tdread" / f"{s}.o" for s in sources]
+    if not sources or not all(p.exists() for p in objects):
+        return None
+    return [str(p.relative_to(ROOT)) for p in objects]
 
 
 def _custom_mutator_module() -> str:

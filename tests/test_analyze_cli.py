@@ -11,7 +11,7 @@ from schedwake import load as schedwake_load
 from schedwake.report import analyze as analyze_report
 from schedwake.summary import summary
 
-from .conftest import run_cli, sample
+from .conftest import computed_once, run_cli, sample
 
 TOP_METRICS = {
     "migrations_per_s",
@@ -37,8 +37,13 @@ TOP_METRICS = {
 
 @pytest.fixture(scope="module")
 def fio_json():
-    p = run_cli("analyze", sample("fio-pinned-weighted.dat"), "--format", "json", check=True)
-    return json.loads(p.stdout)
+    """``schedwake analyze fio-pinned-weighted.dat --format json``, run once per test run
+    for the two tests that read it, on either worker (tests/conftest.py, computed_once)."""
+    args = ("analyze", sample("fio-pinned-weighted.dat"), "--format", "json")
+    return computed_once(
+        "schedwake " + " ".join(map(str, args)),
+        lambda: json.loads(run_cli(*args, check=True).stdout),
+    )
 
 
 @pytest.mark.slow

@@ -17,12 +17,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, computed_once, run_dir
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
@@ -67,10 +68,8 @@ def apply_diff(root: Path, diff: str) -> None:
     flush()
 
 
-@pytest.fixture(scope="module")
-def patched(tmp_path_factory) -> Path:
-    """The package with every recipe applied."""
-    root = tmp_path_factory.mktemp("recipes")
+def patched(root: Path) -> Path:
+    """The package copied into ``root``, with every recipe applied."""
     shutil.copytree(
         ROOT / "schedwake", root / "schedwake", ignore=shutil.ignore_patterns("__pycache__")
     )
@@ -104,9 +103,19 @@ def run_patched(root: Path, code: str, *args: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def results(patched) -> dict:
+def results() -> dict:
+    """What the three recipes' checks read: computed by one child process (one start of
+    the patched package, not one per recipe), once per test run for either worker
+    (tests/conftest.py, computed_once)."""
+    return computed_once(
+        f"test_docs_recipes: the recipes of {ARCHITECTURE} applied, run on sample traces",
+        lambda: _results(patched(Path(tempfile.mkdtemp(prefix="recipes-", dir=run_dir())))),
+    )
+
+
+def _results(root: Path) -> dict:
     return run_patched(
-        patched,
+        root,
         """
         import json
         import sys
@@ -141,9 +150,40 @@ def results(patched) -> dict:
         out["catalogue"] = list(metrics.catalogue()["name"])
         out["needs"] = metrics.NEEDS.get("wakeups_per_s")
         out["explained_by"] = metrics.EXPLAINED_BY.get("wakeups_per_s")
+
+        # the input-format recipe: idle-sleep.dat exported to its JSON lines, read back
+        src = schedwake.load("sample_traces/idle-sleep.dat")
+        path = sys.argv[2]
+        fields = {
+            e: {f.name: "string" if str(f.type).startswith("dictionary") else str(f.type)
+                for f in src.table(e).schema}
+            for e in src.events
+        }
+        head = {"cpus": src.meta.cpus, "clock": src.meta.clock, "fields": fields}
+        with open(path, "w") as f:
+            f.write(json.dumps({"schedwake_jsonl": 1, **head}) + "\\n")
+            for e in src.events:
+                for row in src.table(e).to_pylist():
+                    f.write(json.dumps({"event": e, **row}) + "\\n")
+        got = schedwake.load(path)
+        same = {  # names, types and values (the readers differ in nullable flags)
+            e: [(f.name, f.type) for f in got.table(e).schema]
+            == [(f.name, f.type) for f in src.table(e).schema]
+            and got.table(e).to_pylist() == src.table(e).to_pylist()
+            for e in src.events
+        }
+        a, b = schedwake.analyze(src), schedwake.analyze(got)
+        out["input_format"] = {
+            "format": got.meta.format,
+            "same_tables": same,
+            "same_metrics": a.metrics == b.metrics,
+            "findings": [[f.detector for f in x.findings] for x in (a, b)],
+            "wakeups": [len(src.wakeups()), len(got.wakeups())],
+        }
         print(json.dumps(out))
         """,
-        str(patched),
+        str(root),
+        str(root / "idle-sleep.jsonl"),
     )
 
 
@@ -183,48 +223,10 @@ def test_metric_recipe_is_one_record():
 
 
 @pytest.mark.slow
-def test_input_format_recipe(patched, tmp_path):
+def test_input_format_recipe(results):
     """idle-sleep.dat exported to the recipe's JSON lines reads back to the same tables
     and the same analysis."""
-    out = run_patched(
-        patched,
-        """
-        import json
-        import sys
-
-        import schedwake
-
-        src = schedwake.load("sample_traces/idle-sleep.dat")
-        path = sys.argv[1]
-        fields = {
-            e: {f.name: "string" if str(f.type).startswith("dictionary") else str(f.type)
-                for f in src.table(e).schema}
-            for e in src.events
-        }
-        head = {"cpus": src.meta.cpus, "clock": src.meta.clock, "fields": fields}
-        with open(path, "w") as f:
-            f.write(json.dumps({"schedwake_jsonl": 1, **head}) + "\\n")
-            for e in src.events:
-                for row in src.table(e).to_pylist():
-                    f.write(json.dumps({"event": e, **row}) + "\\n")
-        got = schedwake.load(path)
-        same = {  # names, types and values (the readers differ in nullable flags)
-            e: [(f.name, f.type) for f in got.table(e).schema]
-            == [(f.name, f.type) for f in src.table(e).schema]
-            and got.table(e).to_pylist() == src.table(e).to_pylist()
-            for e in src.events
-        }
-        a, b = schedwake.analyze(src), schedwake.analyze(got)
-        print(json.dumps({
-            "format": got.meta.format,
-            "same_tables": same,
-            "same_metrics": a.metrics == b.metrics,
-            "findings": [[f.detector for f in x.findings] for x in (a, b)],
-            "wakeups": [len(src.wakeups()), len(got.wakeups())],
-        }))
-        """,
-        str(tmp_path / "idle-sleep.jsonl"),
-    )
+    out = results["input_format"]
     assert out["format"] == "jsonl"
     assert out["same_tables"] and all(out["same_tables"].values()), out["same_tables"]
     assert out["same_metrics"] and out["findings"][0] == out["findings"][1]

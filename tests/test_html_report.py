@@ -42,17 +42,24 @@ _COMPARE = (
 )
 
 
-@pytest.fixture(scope="module")
-def report():
-    """The HTML report of the fio pair (real traces), written by the CLI: once per test
-    run, for the tests of this file on either worker."""
+def compare_html():
+    """The HTML report of the fio pair (real traces), written by the CLI in this process
+    (the file and the run): once per test run, for the tests of this file and
+    tests/test_progress.py, on either worker."""
 
     def run():
         out = run_dir() / "html-report" / "compare-report.html"
         out.parent.mkdir()
-        return out, run_cli(*_COMPARE, out, check=True).stdout
+        return out, run_cli(*_COMPARE, out, check=True)
 
     return computed_once("schedwake " + " ".join(map(str, _COMPARE)), run)
+
+
+@pytest.fixture(scope="module")
+def report():
+    """(the report's path, what the CLI printed on stdout)"""
+    path, proc = compare_html()
+    return path, proc.stdout
 
 
 @pytest.mark.slow

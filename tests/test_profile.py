@@ -2,8 +2,8 @@
 
 The fixtures record with ``perf record -g`` into tmp_path (a system-wide profile of
 ``perf bench sched messaging``, a small C program with two hot functions), and the
-shares are checked against what ``perf report --stdio --no-children`` (self) and
-``--children`` print for the same file, to their 2 printed decimals. The tests skip,
+shares are checked against what ``perf report --stdio --children`` prints in its Self
+and Children columns for the same file, to their 2 printed decimals. The tests skip,
 saying why, where perf is missing or may not record (perf_event_paranoid, no root).
 """
 
@@ -104,23 +104,28 @@ def prog_profile(prog) -> Path:
     return record(prog.with_name("prog.perf.data"), "-g", "-F", "999", "--", str(prog), "4000000")
 
 
-def perf_report(path: Path, children: bool, *extra: str) -> dict[tuple[str, str], list[float]]:
-    """(dso, symbol) -> the first percentages ``perf report --stdio`` prints for it
-    (children with --children, self without): one per row, and perf prints a row per
-    function *address* (two static functions of one name are two rows) and, with
-    --sort comm, per thread name."""
+def perf_report(path: Path, *extra: str) -> tuple[dict, dict]:
+    """(self, children): (dso, symbol) -> the percentages ``perf report --stdio
+    --children`` prints for it in its Self and Children columns, one per row (perf prints
+    a row per function *address*: two static functions of one name are two rows; and,
+    with --sort comm, per thread name). One run gives both: its Self column is what
+    ``--no-children`` prints (the same hist entries' own periods; the rows --children
+    adds are callers with no sample of their own, Self 0.00%, which no floor reaches)."""
     keys = "comm,dso,sym" if "--comm" in extra else "dso,sym"
     proc = subprocess.run(
         [PERF or "perf", "report", "--stdio", "-i", str(path), "--sort", keys, "-g", "none",
-         "--children" if children else "--no-children", *extra],
+         "--children", *extra],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
-    rows: dict[tuple[str, str], list[float]] = {}
+    own: dict[tuple[str, str], list[float]] = {}
+    children: dict[tuple[str, str], list[float]] = {}
     for line in proc.stdout.splitlines():
-        m = re.match(r"\s+([\d.]+)%\s+(?:[\d.]+%\s+)?(?:.*?\s)?(\S+)\s+\[.\]\s+(.*\S)", line)
+        m = re.match(r"\s+([\d.]+)%\s+([\d.]+)%\s+(?:.*?\s)?(\S+)\s+\[.\]\s+(.*\S)", line)
         if m and not line.startswith("#"):
-            rows.setdefault((m.group(2), m.group(3)), []).append(float(m.group(1)))
-    return rows
+            key = (m.group(3), m.group(4))
+            children.setdefault(key, []).append(float(m.group(1)))
+            own.setdefault(key, []).append(float(m.group(2)))
+    return own, children
 
 
 def unresolved_in_perf(symbol: str) -> bool:
@@ -134,8 +139,8 @@ def assert_matches_perf(path: Path, prof, *extra: str, floor: float = 0.5) -> in
     total`` through printf's ``%.2f``); returns how many were compared."""
     ours = {(r.dso, r.symbol): r for r in prof.rows.itertuples()}
     compared, wrong = 0, []
-    for children in (False, True):
-        for (dso, sym), pcts in perf_report(path, children, *extra).items():
+    for children, printed in zip((False, True), perf_report(path, *extra)):
+        for (dso, sym), pcts in printed.items():
             if sum(pcts) < floor or unresolved_in_perf(sym):
                 continue
             r = ours.get((dso, sym))

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from .conftest import run_cli, sample
+from .test_analysis_html import analyze_html
+from .test_html_report import compare_html
 
 # Small real traces: every phase shows its bar on a terminal whatever the trace's size
 # (a bar appears at a phase's first update and ends at 100%), so a 2-second trace
@@ -51,29 +53,49 @@ def on_a_terminal(*args) -> str:
     return out.decode(errors="replace")
 
 
+def piped_analyze(tmp):
+    """``analyze --html`` with stderr not a terminal: the suite's own in-process run of it
+    (tests/test_analysis_html.py, once per test run, stderr captured at the file
+    descriptor), rather than a second run of the analysis and its figures here."""
+    path, proc = analyze_html()
+    return proc, ["reading ", "analysing ", f"writing {path.name}"]
+
+
+def piped_compare(tmp):
+    """``compare --html``, stderr not a terminal: tests/test_html_report.py's run."""
+    path, proc = compare_html()
+    return proc, ["reading ", "measuring the traces", f"writing {path.name}"]
+
+
+def piped(args):
+    """``schedwake ARGS(tmp)`` in this process, stderr captured at the file descriptor
+    (not a terminal), so that a bar written to fd 2 or to sys.stderr would be seen."""
+    return lambda tmp: (run_cli(*args(tmp)), None)
+
+
+GATE = lambda tmp: ("gate", "--baseline", A, "--candidate", B)  # noqa: E731
+
+
 @pytest.mark.parametrize(
-    "args, labels",
+    "args, labels, not_a_terminal",
     [
         (
             lambda tmp: ("analyze", IDLE, "--html", tmp / "r.html"),
             ["reading ", "analysing ", "writing r.html"],
+            piped_analyze,
         ),
-        (lambda tmp: ("compare", A, B), ["reading ", "measuring the traces"]),
-        (
-            lambda tmp: ("gate", "--baseline", A, "--candidate", B),
-            ["reading ", "measuring the traces"],
-        ),
+        (lambda tmp: ("compare", A, B), ["reading ", "measuring the traces"], piped_compare),
+        (GATE, ["reading ", "measuring the traces"], piped(GATE)),
     ],
     ids=["analyze", "compare", "gate"],
 )
 @pytest.mark.slow
-def test_phases_show_on_a_terminal_only(args, labels, tmp_path):
+def test_phases_show_on_a_terminal_only(args, labels, not_a_terminal, tmp_path):
     shown = on_a_terminal(*args(tmp_path))
     for label in labels:
         assert label in shown, (label, shown[-1500:])
     assert "100%" in shown
-    # stderr not a terminal (as in a CI log): in this process, stderr captured at the
-    # file descriptor, so that a bar written to fd 2 or to sys.stderr would be seen
-    piped = run_cli(*args(tmp_path))
-    assert piped.returncode in (0, 1), piped.stderr
-    assert not any(label in piped.stderr for label in labels)
+    # the same subcommand, stderr not a terminal (as in a CI log): no bar, no label
+    proc, labels_there = not_a_terminal(tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert not any(label in proc.stderr for label in labels_there or labels)

@@ -150,6 +150,18 @@ def test_zoom_and_hover_in_headless_chromium(report, chromium):
     assert problems == [] and outside == [], (problems, outside)
 
 
+def _tips_once_they_show(page, text: str) -> str:
+    """The tooltips' text once it holds ``text`` (the hover is handled asynchronously:
+    waited for, not a fixed delay), or whatever they show after 10 s, for the message."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("t => _tips().includes(t)", arg=text, timeout=10_000)
+    except PlaywrightTimeout:
+        pass
+    return page.evaluate("_tips()")
+
+
 def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
     """The test above, in the browser's thread: its page's problems and the requests it
     tried outside its file."""
@@ -189,8 +201,7 @@ def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
         # the arrow: between CPU 3's row and CPU 4's (no run there)
         x, y = page.evaluate("_px(52.679760349, 3.55)")
         page.mouse.move(x, y)
-        page.wait_for_timeout(300)
-        tips = page.evaluate("_tips()")
+        tips = _tips_once_they_show(page, "previous 2 -> chosen 4")
         for text in (
             "52.679760 s",
             "kworker/2:1H:160 on CPU 2",
@@ -205,8 +216,7 @@ def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
         # the kworker's run on CPU 2
         x, y = page.evaluate("_px(52.679880, 2.0)")
         page.mouse.move(x, y)
-        page.wait_for_timeout(300)
-        tips = page.evaluate("_tips()")
+        tips = _tips_once_they_show(page, "kworker/2:1H (pid 160)")
         for text in ("kworker/2:1H (pid 160)", "52.679708 s", "209.9 µs", "I"):
             assert text in tips, tips
         shot = ARTIFACTS / "timeline-pingpong-run.png"

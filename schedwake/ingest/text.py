@@ -626,8 +626,10 @@ def _head(path: Path, nbytes: int = 65536) -> bytes:
 
 # ------------------------------------------------------------------------- sniff
 
+# (the comm ends on a non-blank: `\S.*?\s+` would retry every blank of a long run of them
+# as the comm's end, quadratic in the line's length: 11 s for one 16 KB line of blanks)
 _RE_PERF = re.compile(
-    rb"^\s*\S.*?\s+-?\d+(?:/-?\d+)?\s+\[\d+\]\s+\d+\.\d+:\s+(?:\d+\s+)?"
+    rb"^\s*\S(?:.*?\S)?\s+-?\d+(?:/-?\d+)?\s+\[\d+\]\s+\d+\.\d+:\s+(?:\d+\s+)?"
     rb"[\w.-]+:[\w.-]+:(?:\s|$)"
 )
 _RE_BRACKET = re.compile(
