@@ -1008,7 +1008,9 @@ def unknown_metric(name: str) -> str:
 
     known = [n for n in CATALOGUE if "{cpu}" not in n] + ["busy_share_cpuN", "bench_NAME"]
     close = difflib.get_close_matches(name, known + list(FORMER_NAMES), n=3, cutoff=0.6)
-    close = list(dict.fromkeys(FORMER_NAMES.get(c, c) for c in close))
+    # (the families' templates are not names: a CPU's busy share is suggested as CPU 0's)
+    close = [FORMER_NAMES.get(c, c).replace("busy_share_cpuN", "busy_share_cpu0") for c in close]
+    close = list(dict.fromkeys(close))
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"unknown metric {name!r}{hint} (known: {', '.join(known)})"
 

@@ -69,6 +69,9 @@ def test_former_names_still_work_with_a_note_and_typos_get_a_suggestion():
     assert proc.returncode == 2
     assert "did you mean pingpong_episodes_per_s" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    # the name the list gives a CPU's busy share is a template: CPU 0's is suggested
+    with pytest.raises(KeyError, match="did you mean busy_share_cpu0[?]"):
+        catalogue_entry("busy_share_cpuN")
     with pytest.raises(TraceError, match="two rules for pingpong_episodes_per_s"):
         parse_rules(
             '[rules."pingpong_episodes/s"]\nallowed = "25%"\n'
