@@ -93,6 +93,18 @@ def test_where_compares_numbers_as_numbers(dataset):
         ds.where(["on_run=3"])
     with pytest.raises(TraceError, match="on_run holds numbers, and 'one' is not one"):
         ds.where(["on_run=one"])
+    # a column given twice is refused, not filtered by its last value alone
+    with pytest.raises(TraceError, match="two values for on_run: on_run=1 and on_run=2;"):
+        ds.where(["on_run=1", " on_run = 2"])
+    where_twice = ("--where", "on_run=1", "--where", "on_run=2")
+    proc = run_cli(
+        "gate", "--from-batch", dataset, *where_twice, "--baseline", "a", "--candidate", "b"
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "Error: --where: two values for on_run: on_run=1 and on_run=2; a trace has one value "
+        "per column"
+    ]
     proc = run_cli("compare", "--from-batch", dataset, "--where", "on_run=7", "a", "b")
     assert proc.returncode == 2
     assert proc.stderr.strip().endswith(

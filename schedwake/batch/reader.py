@@ -230,12 +230,20 @@ class BatchDataset:
         number with a numeric column (``clients=4`` is ``4.0`` is ``4``), else as text.
         TraceError names the condition that leaves no trace, with the values there are."""
         if not isinstance(conditions, dict):
-            parsed = {}
+            parsed: dict[str, str] = {}
             for item in conditions:
                 col, sep, value = str(item).partition("=")
                 if not sep or not col.strip():
                     raise OptionError("conditions", None, f"expected COLUMN=VALUE, got {item!r}")
-                parsed[col.strip()] = value.strip()
+                col = col.strip()
+                if col in parsed:  # (the last would silently win: say so instead)
+                    raise OptionError(
+                        "conditions",
+                        None,
+                        f"two values for {col}: {col}={parsed[col]} and {col}={value.strip()}; "
+                        "a trace has one value per column",
+                    )
+                parsed[col] = value.strip()
             conditions = parsed
         conditions = {**conditions, **kw}
         df = self.traces
