@@ -258,7 +258,7 @@ def test_a_rebuilt_binary_is_not_used(prog, prog_profile, tmp_path):
 
 @pytest.mark.slow
 def test_without_callchains_children_equal_self(prog, tmp_path):
-    flat = record(tmp_path / "flat.perf.data", "-F", "999", "--", str(prog), "2000000")
+    flat = record(tmp_path / "flat.perf.data", "-F", "999", "--", str(prog), "4000000")
     prof = profile(schedwake.load(flat))
     assert not prof.callchains
     assert np.allclose(prof.rows["self_share"], prof.rows["children_share"])
@@ -269,9 +269,11 @@ def test_without_callchains_children_equal_self(prog, tmp_path):
 
 @pytest.mark.slow
 def test_dwarf_callchains_are_said_not_to_be_unwound(prog, tmp_path):
+    # (the program runs ~20 ms: at 999 Hz some 20 samples; at 199 Hz for a quarter of
+    # that, as before, a run now and then had none)
     data = record(
-        tmp_path / "dwarf.perf.data", "--call-graph", "dwarf", "-F", "199", "--", str(prog),
-        "1000000",
+        tmp_path / "dwarf.perf.data", "--call-graph", "dwarf", "-F", "999", "--", str(prog),
+        "4000000",
     )  # fmt: skip
     prof = profile(schedwake.load(data))
     assert any("--call-graph dwarf" in c for c in prof.caveats)
