@@ -145,23 +145,28 @@ def computed_once(key: str, compute: Callable[[], T]) -> T:
 _MEMO: dict[str, tuple] = {}  # this process's copies, by key
 
 
-def trace_cmd_report(path, *flags) -> str:
-    """The text of ``trace-cmd report FLAGS -i PATH`` (decoded as ``subprocess.run(...,
-    text=True)`` decodes it), made once per test run (:func:`computed_once`) for every
-    test that reads the same report. trace-cmd writes to a file: a pipe is read 32 kB at
-    a time. Skips the test when trace-cmd is not installed."""
+def trace_cmd_output(path, *flags) -> bytes:
+    """What ``trace-cmd report FLAGS -i PATH`` prints (checked exit code). trace-cmd
+    writes to a file: a pipe is read 32 kB at a time. Skips the test when trace-cmd is
+    not installed."""
     exe = shutil.which("trace-cmd")
     if exe is None:
         pytest.skip("trace-cmd not installed")
+    with tempfile.TemporaryFile() as out:
+        cmd = [exe, "report", *flags, "-i", str(path)]
+        _subprocess.run(cmd, stdout=out, stderr=_subprocess.PIPE, check=True)
+        out.seek(0)
+        return out.read()
 
-    def run() -> str:
-        with tempfile.TemporaryFile() as out:
-            cmd = [exe, "report", *flags, "-i", str(path)]
-            _subprocess.run(cmd, stdout=out, stderr=_subprocess.PIPE, check=True)
-            out.seek(0)
-            return _text(out.read())
 
-    return computed_once(f"trace-cmd report {' '.join(flags)} -i {path}: text", run)
+def trace_cmd_report(path, *flags) -> str:
+    """:func:`trace_cmd_output` decoded as ``subprocess.run(..., text=True)`` decodes it,
+    made once per test run (:func:`computed_once`) for every test that reads the same
+    report."""
+    return computed_once(
+        f"trace-cmd report {' '.join(flags)} -i {path}: text",
+        lambda: _text(trace_cmd_output(path, *flags)),
+    )
 
 
 def run_dir() -> Path:

@@ -16,13 +16,20 @@ import json
 import math
 import re
 import shutil
-import subprocess
 from collections import defaultdict
 
 import numpy as np
 import pytest
 
-from .conftest import computed_once, iteration_glob, iteration_names, run_cli, sample
+from .conftest import (
+    _text,
+    computed_once,
+    iteration_glob,
+    iteration_names,
+    run_cli,
+    sample,
+    trace_cmd_output,
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("trace-cmd") is None, reason="trace-cmd is not installed (scripts/bootstrap.sh)"
@@ -62,12 +69,7 @@ def independent_events(name: str):
 
 
 def _report(path, *args: str) -> str:
-    return subprocess.run(
-        ["trace-cmd", "report", "-N", "-t", *args, "-i", str(path)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    return _text(trace_cmd_output(path, "-N", "-t", *args))
 
 
 def _events(path):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
 from collections import defaultdict
 
 import numpy as np
@@ -27,7 +26,7 @@ import pytest
 import schedwake
 from schedwake.schema import COMMON_NAMES, field_name
 
-from .conftest import SAMPLE_DATS, computed_once, sample, shared_trace
+from .conftest import SAMPLE_DATS, computed_once, sample, shared_trace, trace_cmd_output
 
 #: An event line of trace-cmd report, for Python's re and for RE2 (pyarrow.compute).
 #: RE2's \s, \d and \w are ASCII: what trace-cmd prints around and between the fields
@@ -75,18 +74,13 @@ LINE_BREAKS = (
 def report_lines(path, *flags) -> pa.Array:
     """``report(path, *flags)`` as an Arrow string array, for pyarrow.compute.
 
-    trace-cmd writes to a file, not a pipe that Python polls 32 kB at a time; its output
-    is then decoded as ``report()`` decodes it (UTF-8; newline translation aside, which
-    splitlines() makes no difference). Output that is valid UTF-8 with no line break
-    but "\n" (every sample's) is split by Arrow, in one pass over the bytes: the same
-    lines as the decode and splitlines() of the other outputs, without a Python string
-    per line.
+    trace-cmd's output (:func:`trace_cmd_output`) is decoded as ``report()`` decodes it
+    (UTF-8; newline translation aside, which splitlines() makes no difference). Output
+    that is valid UTF-8 with no line break but "\n" (every sample's) is split by Arrow,
+    in one pass over the bytes: the same lines as the decode and splitlines() of the other
+    outputs, without a Python string per line.
     """
-    with tempfile.TemporaryFile() as out:
-        cmd = ["trace-cmd", "report", *flags, "-i", str(path)]
-        subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, check=True)
-        out.seek(0)
-        data = out.read()
+    data = trace_cmd_output(path, *flags)
     if data and not any(b in data for b in LINE_BREAKS):
         offsets = pa.py_buffer(np.array([0, len(data)], np.int32))
         whole = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, pa.py_buffer(data)])
