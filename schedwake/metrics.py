@@ -460,17 +460,14 @@ def trace_metrics(trace, thresholds: dict | None = None, *, only=None) -> dict:
     th = _thresholds(thresholds)
     memo, key = _memo(trace, "trace_metrics", th)
     done = memo.setdefault(key, {})  # the values computed so far, by key
-    t = None
+    t = TraceInputs(trace, th)  # (its measures are computed on first use)
     for m in METRICS.values():
         if m.per_trace is None or m.key in done or (only is not None and m.key not in only):
             continue
-        if t is None:
-            t = TraceInputs(trace, th)
         # a metric whose events the trace lacks is unknown (None), not zero
         v = None if _unmet(trace, m.needs) else m.per_trace(t)
         done[m.key] = round(v, 6) if isinstance(v, float) else v
-    dur_s = max(trace.model.duration_ns, 1) / 1e9
-    out: dict[str, Any] = {"duration_s": round(dur_s, 6)}
+    out: dict[str, Any] = {"duration_s": round(t.dur_s, 6)}
     for m in METRICS.values():
         if m.per_trace is not None:
             wanted = only is None or m.key in only
