@@ -297,7 +297,9 @@ def info(trace, fmt, input_format, reader, jobs):
     from .report import info as info_report
     from .summary import summary as trace_summary
 
-    t = _load(trace, events=[], input_format=input_format, reader=reader, jobs=jobs)
+    # (every event is read: each one is a proof of the task current on its CPU, which
+    # the completeness check needs)
+    t = _load(trace, input_format=input_format, reader=reader, jobs=jobs)
     summary = trace_summary(t)
     if fmt == "json":
         click.echo(info_report.to_json(summary))
