@@ -239,9 +239,9 @@ def reader_options(f):
         default=None,
         expose_value=False,
         callback=_remember_kallsyms,
-        help="kallsyms of the kernel a perf.data recorded (a copy of its /proc/kallsyms), "
-        "to name kernel functions such as workqueue work functions. Default: this "
-        "machine's, when it runs the recorded kernel.",
+        help="kallsyms of the kernel a perf.data recorded (a copy of its /proc/kallsyms, "
+        "plain or gzip/xz/bzip2/zstd), to name kernel functions such as workqueue work "
+        "functions. Default: this machine's, when it runs the recorded kernel.",
     )(f)
     return decoder_options(f)
 
@@ -641,8 +641,8 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     type=click.Path(dir_okay=False),
     default=None,
     help="kallsyms of the recorded kernel: a copy of the traced machine's /proc/kallsyms, "
-    "taken as root in the same boot. Default: this machine's, when it runs the recorded "
-    "kernel.",
+    "taken as root in the same boot, plain or gzip/xz/bzip2/zstd. Default: this machine's, "
+    "when it runs the recorded kernel.",
 )
 @click.option(
     "--event",
@@ -1161,6 +1161,7 @@ def gate(
             else lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
             expand=dataset.expand if dataset else None,
             progress=bar,
+            kallsyms=click.get_current_context().meta.get("schedwake.kallsyms"),
         )
     from .report import gate as gate_report
 
