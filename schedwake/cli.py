@@ -297,10 +297,23 @@ def info(trace, fmt, input_format, reader, jobs):
     from .report import info as info_report
     from .summary import summary as trace_summary
 
-    # (every event is read: each one is a proof of the task current on its CPU, which
-    # the completeness check needs)
-    t = _load(trace, input_format=input_format, reader=reader, jobs=jobs)
-    summary = trace_summary(t)
+    from .errors import TraceError
+    from .model import MODEL_EVENTS
+    from .summary import meta_summary
+
+    # the model's events are read: each is a proof of the task current on its CPU, which
+    # the completeness check needs. A file whose events cannot be analysed (a record or
+    # a format the model refuses) is still counted, and says why it was not checked.
+    t = None
+    try:
+        t = _load(trace, list(MODEL_EVENTS), input_format, reader, jobs)
+        summary = trace_summary(t)
+    except TraceError as exc:
+        if trace == "-":  # (standard input is read once)
+            raise
+        if t is None:
+            t = _load(trace, [], input_format, reader, jobs)
+        summary = {**meta_summary(t.meta), "completeness": {"not_checked": exc.problem}}
     if fmt == "json":
         click.echo(info_report.to_json(summary))
     else:

@@ -146,8 +146,8 @@ _PER_S = "count in the window / window length (s)"
 SHARE_TOLERANCE = 0.05
 #: The same for a latency: bounds at most this share of the upper one apart, or at most
 #: LATENCY_FLOOR_US.
-LATENCY_TOLERANCE = 0.10
-LATENCY_FLOOR_US = 1.0
+LATENCY_TOLERANCE = 0.25
+LATENCY_FLOOR_US = 2.0
 
 
 def within_share(lo: float, hi: float) -> float | None:
@@ -1289,8 +1289,8 @@ def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
     for m in CATALOGUE.values():
         if m.key == "busy_share":
             for c in range(cpus):
-                v = (tm["busy_share"] or {}).get(str(c), np.nan)
-                cols[m.name.format(cpu=c)] = np.array([v * m.scale])
+                v = (tm["busy_share"] or {}).get(str(c))  # (None: withheld or no switch)
+                cols[m.name.format(cpu=c)] = np.array([np.nan if v is None else v * m.scale])
         else:
             v = np.nan if tm[m.key] is None else float(tm[m.key])
             cols[m.name] = np.array([v * m.scale])

@@ -21,7 +21,8 @@ def completeness(trace) -> dict | None:
     each kind's count, ``unknown_s`` and ``unknown_share`` of the time from its first
     sched_switch to the end); ``kinds`` (what each kind means); ``lines`` (one sentence
     per CPU with contradictions). None when the trace was read without its events or
-    has no sched_switch (then nothing about the CPUs is known to check)."""
+    has no sched_switch (then nothing about the CPUs is known to check). (``schedwake
+    info`` on a file whose events cannot be analysed gives ``{"not_checked": why}``.)"""
     if not trace.has_records("sched_switch"):
         return None
     from .errors import TraceError

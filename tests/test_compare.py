@@ -35,17 +35,18 @@ def write_switch_trace(path, n_switches: int, span_s: float = 100.0):
     lines = ["cpus=2"]
     for i in range(n_switches):
         t = 1000.0 + span_s * i / (n_switches - 1)
-        pid = 1000 + (i % 2)
+        # two tasks take turns: each switch puts on the task the next one switches out
+        pid, other = 1000 + (i % 2), 1000 + ((i + 1) % 2)
         if i == 1:
             for ev in ("sched_waking", "sched_wakeup"):
                 lines.append(
                     f"            task-{pid}  [000]  {t - 1e-6:.6f}: {ev + ':':<21} "
-                    f"comm=task pid={pid + 1} prio=120 target_cpu=000"
+                    f"comm=task pid={other} prio=120 target_cpu=000"
                 )
         lines.append(
             f"            task-{pid}  [000]  {t:.6f}: sched_switch:         "
             f"prev_comm=task prev_pid={pid} prev_prio=120 prev_state=S ==> "
-            f"next_comm=task next_pid={pid + 1} next_prio=120"
+            f"next_comm=task next_pid={other} next_prio=120"
         )
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -395,7 +396,12 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
     assert lines[0].split() == ["6.18.44", "6.18.44"]
     assert lines[1].split() == ["1client", "2clients"]
     k = next(i for i, ln in enumerate(lines) if ln.startswith(SIGN_CONVENTION))
-    assert lines[k - 1].endswith("per-window values, window 0.5 s, n=6/6")
+    # (one 0.5-s window of 1client shows its p99 only within bounds wider than the
+    # tolerance: withheld, so that sample is missing: docs/semantics.md)
+    assert lines[k - 1].endswith(
+        "per-window values, window 0.5 s, n=6/6 (wake_to_run_p99_us: per-window values, "
+        "window 0.5 s, n=5/6)"
+    )
     assert lines[k + 1].startswith("note: one trace on a side")  # the per-window caution
     assert any(ln.startswith("Amean     wake_to_run_p99_us") for ln in lines)
     assert out.exists() and "wrote" in p.stderr

@@ -58,6 +58,8 @@ _EDGE = re.compile(r"(First|Last) event:\s*(\d+)\.(\d{9})")
 
 def independent_events(name: str):
     """(first_ts, last_ts, switch_ts, migrate_ts, futile_waking_ts) in ns, from the text
+    (switch_ts: each switch, and once more each switch whose prev_pid is not the task the
+    CPU's previous switch put on it: the switch missing before it)
     of ``trace-cmd report -N -t`` (nanosecond timestamps, kernel print formats): the
     span from its ``--first-event``/``--last-event`` (every event of the trace), the
     rest from its lines of the three events read (``-F``), one regex pass over the text.
@@ -85,6 +87,7 @@ def _events(path):
     text = _report(path, "-F", ",".join(_EVENTS))
     switch, migrate, futile = [], [], []
     on_cpu: dict[int, bool] = defaultdict(bool)
+    last_next: dict[int, int] = {}  # per CPU, the task its last switch put on it
     pending: dict[int, int] = {}  # pid -> ts of a waking not yet followed by a run
     # per CPU, kworker preemptions under way: [kworker, task, waking ts, left, asleep]
     cycles: dict[int, list] = defaultdict(list)
@@ -106,6 +109,11 @@ def _events(path):
             switch.append(ts)
             pcomm, prev_s, state, ncomm, nxt_s = m.group(8, 9, 10, 11, 12)
             prev, nxt, cpu = int(prev_s), int(nxt_s), int(cpu_s)
+            # a switch-out of another task than the CPU's previous switch put on it: a
+            # switch the trace lacks happened before this one (counted once)
+            if last_next.get(cpu, prev) != prev:
+                switch.append(ts)
+            last_next[cpu] = nxt
             # futile: a task that preempted a kworker sleeps again and the kworker gets
             # the CPU back before the task does
             keep = []

@@ -81,13 +81,22 @@ def test_more_clients_fail_with_context_switches_named(tmp_path):
     cs = [r for r in doc["rules"] if r["metric"] == "context_switches_per_s"][0]
     assert cs["status"] == "broken" and cs["significant"] is True
     assert cs["n"] == [3, 3]
-    # the numbers are the comparison's: the means of the per-trace sched_switch rates
+    # the numbers are the comparison's: the means of the per-trace context-switch rates
+    # (the sched_switch events, and one more per switch whose prev_pid is not the task
+    # its CPU's previous switch put on: a switch missing before it)
     rates = []
     for paths in (C1, C4):
         vals = []
         for p in paths:
-            t = schedwake.load(p, events=[])
-            vals.append(t.meta.event_counts["sched_switch"] / (t.duration_ns / 1e9))
+            t = schedwake.load(p, events=["sched_switch"])
+            sw = t.table("sched_switch")
+            rows = zip(*(sw.column(k).to_pylist() for k in ("cpu", "ts", "prev_pid", "next_pid")))
+            last: dict[int, int] = {}
+            missing = 0
+            for cpu, _, prev, nxt in sorted(rows, key=lambda r: (r[0], r[1])):
+                missing += last.get(cpu, prev) != prev
+                last[cpu] = nxt
+            vals.append((sw.num_rows + missing) / (t.duration_ns / 1e9))
         rates.append(sum(vals) / len(vals))
     assert cs["baseline"] == pytest.approx(rates[0], rel=1e-9)
     assert cs["candidate"] == pytest.approx(rates[1], rel=1e-9)

@@ -213,8 +213,10 @@ def test_fio_pinned_never_migrates_and_storm_is_visible():
     by_kw = fio[fio["waker_comm"].astype(str).str.startswith("kworker/1:")]
     assert (by_kw["work_function"].astype(str) == "iomap_dio_complete_work").mean() > 0.5
     occ = t.occupancy()
-    assert set(occ["state"].unique()) == {"running", "idle", "waiting"}
-    # every CPU's running/idle intervals tile its time without overlap
+    # (unknown: the stretches of CPU 1 whose idle -> task switch this VM kernel did not
+    # trace: docs/semantics.md, 'Incomplete traces')
+    assert set(occ["state"].unique()) == {"running", "idle", "waiting", "unknown"}
+    # every CPU's running/idle/unknown intervals tile its time without overlap
     run = occ[occ["state"] != "waiting"].sort_values(["cpu", "start_ts"])
     for _, g in run.groupby("cpu"):
         assert (g["start_ts"].to_numpy()[1:] == g["end_ts"].to_numpy()[:-1]).all()

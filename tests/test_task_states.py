@@ -60,10 +60,11 @@ def test_states_tile_each_task_exactly(dat):
     np.testing.assert_allclose(
         tot["runnable_s"], tot["preempted_s"] + tot["woken_wait_s"], rtol=0, atol=1e-12
     )
-    # the dbench client: mostly running, blocked in D (iowait) for 0.85 s of 3.0 s
+    # the dbench client: mostly running, blocked in D (iowait) for 0.85 s of 3.0 s (until
+    # each wake-up, also where the switch-in that followed is missing: docs/semantics.md)
     client = tot.loc[5646]
     assert client["running_s"] == pytest.approx(1.980332, abs=1e-6)
-    assert client["blocked_s"] == pytest.approx(0.847226, abs=1e-6)
+    assert client["blocked_s"] == pytest.approx(0.848479, abs=1e-6)
     assert client["preempted_s"] == pytest.approx(0.095729, abs=1e-6)
 
 
@@ -230,7 +231,9 @@ def test_agrees_with_perf_sched_timehist(path, compared):
 @pytest.mark.slow
 def test_runnable_share_is_a_metric_compare_and_gate_see():
     """More dbench clients on the same CPUs: the user tasks' runnable share grows from
-    2.0% to 39.0%; compare shows the row, worse, and a gate rule on it breaks."""
+    8.8% to 45.4%; compare shows the row, worse, and a gate rule on it breaks. (Of the
+    threads of pid 1, which this VM's kernel never shows switched out, no running time
+    is counted: docs/semantics.md, 'Incomplete traces'.)"""
     from schedwake.gate import parse_rules
     from schedwake.metrics import trace_metrics
 
@@ -241,8 +244,8 @@ def test_runnable_share_is_a_metric_compare_and_gate_see():
     # the gate, and shared with the other tests of the worker that read them
     base = trace_metrics(shared_model_trace(one))
     cand = trace_metrics(shared_model_trace(four))
-    assert base["runnable_share_user"] == pytest.approx(0.019623, abs=1e-6)
-    assert cand["runnable_share_user"] == pytest.approx(0.389564, abs=1e-6)
+    assert base["runnable_share_user"] == pytest.approx(0.087891, abs=1e-6)
+    assert cand["runnable_share_user"] == pytest.approx(0.453486, abs=1e-6)
     proc = run_cli("compare", one, four, "--metric", "runnable_share_user", check=True)
     row = next(x for x in proc.stdout.splitlines() if x.startswith("runnable_share_user[%]"))
     assert row.split()[1:4] and float(row.split()[1]) < float(row.split()[2])
@@ -274,8 +277,9 @@ def test_analyze_pid_json_and_text():
     assert task["runnable_s"] == pytest.approx(task["preempted_s"] + task["woken_wait_s"], abs=2e-9)
     for k in parts + ["observed_s"]:
         assert sum(c[k] for c in task["cpus"]) == pytest.approx(task[k], abs=1e-8), k
-    # sched-messaging's parent: 52.1 ms running, 99.1 ms preempted (80 tasks, 2 CPUs)
-    assert task["running_s"] == pytest.approx(0.052065, abs=1e-6)
+    # sched-messaging's parent: 58.5 ms running (6.4 ms of it shown by sched_stat_runtime
+    # where its switch-in is missing), 99.1 ms preempted (80 tasks, 2 CPUs)
+    assert task["running_s"] == pytest.approx(0.058491, abs=1e-6)
     assert task["preempted_s"] == pytest.approx(0.099141, abs=1e-6)
     text = run_cli("analyze", PERF_SCHED, "--pid", "23815", check=True).stdout
     block = text[text.index("-- Task states") : text.index("-- Metrics")]
@@ -292,8 +296,18 @@ def test_time_slice_keeps_the_states_the_events_before_it_gave(dat):
     pd.testing.assert_frame_equal(got, want)
     alive = got.index.isin(_dying_pids(dat.model.events.switch)) == False  # noqa: E712
     assert (got["observed_s"][alive] == 1.0).all()
-    own = T.totals(T.build(part.model.events))  # the slice's own events only
-    assert own["unknown_s"].sum() > got["unknown_s"].sum() + 2  # s: what the slice lacks
+    # the slice's own events only (built as the model builds a trace's)
+    comp = part.model.completeness
+    rewoken = comp.breaks.loc[(comp.breaks["kind"] == "rewoken").to_numpy(), "pid"].unique()
+    own = T.totals(T.build(part.model.events, comp.runs, None if comp.complete else rewoken))
+    # what the slice lacks: of the tasks whose state at its start the events before it
+    # give, none is known better from the slice alone, and 1 s of theirs is known only so
+    cut = part.model.task_states
+    first = cut.groupby("pid")["state"].first().astype(str)
+    known = first.index[(first != "unknown").to_numpy()]
+    diff = own["unknown_s"].reindex(known, fill_value=0) - got["unknown_s"].reindex(known)
+    assert (diff >= -1e-9).all(), diff[diff < -1e-9]
+    assert diff.sum() > 1.0
     assert got.loc[5646, "blocked_s"] == pytest.approx(0.290, abs=1e-3)
 
 

@@ -59,6 +59,10 @@ _TRACE_TYPES = {
     "events": pa.int64(),
     "lost_events": pa.int64(),
     "lost_unknown_cpus": pa.list_(pa.int32()),
+    # what the trace shows (docs/semantics.md, 'Incomplete traces'): null when unchecked
+    "complete": pa.bool_(),
+    "switch_chain_breaks": pa.int64(),
+    "unknown_s": pa.float64(),
     "topology": pa.string(),
     "topology_source": pa.string(),
     "topology_from": pa.string(),
@@ -70,6 +74,7 @@ _TRACE_TYPES = {
     # (the metrics go here)
     "event_counts": pa.string(),
     "lost_events_by_cpu": pa.string(),
+    "completeness": pa.string(),  # JSON: schedwake info's completeness (summary.completeness)
     "timestamps": pa.string(),
     "topology_json": pa.string(),
     "thresholds": pa.string(),

@@ -115,6 +115,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         return _error_result(
             path, abspath, f"{path}: internal error (please report): {text}", options, stat
         )
+    comp = facts.get("completeness")
     metrics = dict(analysis.metrics)
     bench = metrics.pop("bench", None) or {}
     busy = metrics.pop("busy_share", None) or {}
@@ -132,6 +133,11 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         "events": sum(facts["events"].values()),
         "lost_events": sum(facts["lost_events"].values()),
         "lost_unknown_cpus": [int(c) for c in facts["lost_unknown"]],
+        "complete": None if comp is None else comp["complete"],
+        "switch_chain_breaks": None if comp is None else comp["breaks"]["switch_chain"],
+        "unknown_s": None
+        if comp is None
+        else round(sum(c["unknown_s"] for c in comp["cpus"].values()), 9),
         "topology": trace.topology.describe(),
         "topology_source": topo_facts["source"],
         "topology_from": topo_facts["from"],
@@ -143,6 +149,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         **metrics,
         "event_counts": json.dumps(facts["events"]),
         "lost_events_by_cpu": json.dumps(facts["lost_events"]),
+        "completeness": None if comp is None else dumps(comp, indent=None),
         "timestamps": facts["timestamps"],
         "topology_json": json.dumps(
             {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}

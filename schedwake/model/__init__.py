@@ -180,4 +180,10 @@ class Model:
         whole = getattr(self.trace, "time_slice_of", None)
         if whole is not None:
             return _task_states.clipped(whole[0].model.task_states, whole[1], whole[2])
-        return _task_states.build(self.events, self.completeness.runs)
+        comp = self.completeness
+        unseen = (
+            None
+            if comp.complete
+            else comp.breaks.loc[(comp.breaks["kind"] == "rewoken").to_numpy(), "pid"].unique()
+        )
+        return _task_states.build(self.events, comp.runs, unseen)

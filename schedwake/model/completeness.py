@@ -589,7 +589,7 @@ def _timeline_and_runs(sw: _Switches, proofs: _Proofs, first_ts: int):
     change = np.ones(n, dtype=bool)
     change[1:] = (g[1:] != g[:-1]) | (pid[1:] != pid[:-1])
     starts = np.flatnonzero(change)
-    ends = np.append(starts[1:], n) - 1
+    ends = np.append(starts[1:], n) - 1 if n else starts
     r_g, r_pid, r_cpu = g[starts], pid[starts], cpu[starts].astype(np.int32)
     r_start, r_end = ts[starts], ts[ends].copy()
     r_exact = order[starts] == _IN

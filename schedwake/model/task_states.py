@@ -126,9 +126,12 @@ def task_class(comm: str, pid: int | None = None) -> str | None:
     return "user"
 
 
-def build(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
+def build(ev: Events, runs: pd.DataFrame, unseen_pids=None) -> pd.DataFrame:
     """The interval table of every task of ``ev`` (see the module's docstring); ``runs``:
-    where the trace proves each task ran (:mod:`.completeness`)."""
+    where the trace proves each task ran (:mod:`.completeness`); ``unseen_pids``: None
+    for a complete trace, else the tasks it shows running unseen (completeness
+    ``rewoken``), whose waits after a wake-up are unknown, as is a wait after a wake-up
+    that no run ends before the trace does."""
     s = ev.switch
     t_end = int(ev.last_ts)
     parts: list[tuple] = []  # (ts, pid, cpu, code, prio, letters code, unknown mark)
@@ -218,7 +221,15 @@ def build(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     last_wake = _ffill(np.where(code == _WAKE, idx, -1), new_pid)
     code = code.copy()
     in_flight = (prio == _PRIO_OUT) & (last_wake > last_in) & (last_in >= 0)
-    code[in_flight & ((code == _SLEEP) | (code == _BLOCK))] = _WOKEN
+    in_flight &= (code == _SLEEP) | (code == _BLOCK)
+    at = np.flatnonzero(in_flight)
+    if len(at):
+        # not when the task fired an event of its own after that waking: then it ran on
+        # after the wake-up (which set it running) and went to sleep again by itself
+        own_ts, own_pid = _own_events(ev)
+        own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", False), -1)
+        in_flight[at[own > ts[last_wake[at]]]] = False
+    code[in_flight] = _WOKEN
     del idx, last_in, last_wake, in_flight
     # a wake-up wakes a task that is off the CPU asleep (or not yet known, or dead: a
     # reused pid); a running or already runnable task stays as it is
@@ -251,6 +262,11 @@ def build(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     state[state < 0] = np.where(np.isin(pid[state < 0], born), _DEAD, _UNK)
     # between an unseen switch-in's earliest time and its switch-out (marks +1, -1)
     state[(np.cumsum(mark, dtype=np.int64) > 0) & (state != _DEAD)] = _UNK
+    # a task the trace shows running unseen (woken again with no run between: this
+    # kernel or recorder leaves its events out) proves nothing by the absence of its
+    # runs: none of its waits after a wake-up is known
+    if unseen_pids is not None and len(unseen_pids):
+        state[(state == _WOKEN) & np.isin(pid, np.asarray(unseen_pids))] = _UNK
     where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
     # the letters of the switch-out that began the time off the CPU (+1; 0: none),
     # carried over the wake-ups and migrations that follow it
@@ -276,6 +292,10 @@ def build(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     last = np.ones(n, dtype=bool)
     last[:-1] = new_pid[1:]
     end[last] = t_end
+    if unseen_pids is not None:
+        # on a trace that lacks events, a wait after a wake-up that no run ends before the
+        # trace does is not proven: the task may have run where the trace does not show
+        state[last & (state == _WOKEN)] = _UNK
     keep = (state != _DEAD) & (end > ts)
     return _frame(
         pid[keep],
@@ -286,6 +306,20 @@ def build(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
         since[keep],
         letter_cats,
     )
+
+
+def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
+    """(ts, pid) of every event the model reads in the context of a task (its
+    ``common_pid``), but sched_switch: what each task did while it ran."""
+    ts, pid = [], []
+    for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.exec_, ev.wq_start,
+              ev.wq_end):  # fmt: skip
+        if f is not None and len(f) and "common_pid" in f.columns:
+            ts.append(i64(f, "ts"))
+            pid.append(i64(f, "common_pid"))
+    if not ts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(ts), np.concatenate(pid)
 
 
 def _censored_runs(runs: pd.DataFrame, parts: list[tuple]) -> list[tuple]:
@@ -314,8 +348,12 @@ def _censored_runs(runs: pd.DataFrame, parts: list[tuple]) -> list[tuple]:
         cs, cp = start[c], pid[c]
         before = take(own_ts, asof_index(cs, cp, own_ts, own_pid, "backward", False), -1)
         unseen = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[c], before), cs)
-        out.append((unseen, cp, -1, _KEEP, _PRIO_IN, -1, 1))
-        out.append((cs, cp, cpu[c], _RUN, _PRIO_IN, -1, -1))
+        # a run of no length (its one proof is its switch-out) begins before that
+        # switch-out, stamped with the same time; any other after a switch-out there
+        zero = (runs["end_ts"].to_numpy()[c] == cs) & (np.asarray(runs["end"].cat.codes)[c] == 0)
+        prio = np.where(zero, _PRIO_START, _PRIO_IN).astype(np.int8)
+        out.append((unseen, cp, -1, _KEEP, prio, -1, 1))
+        out.append((cs, cp, cpu[c], _RUN, prio, -1, -1))
     e = np.asarray(runs["end"].cat.codes) == 1  # ended by its last proof
     if e.any():
         out.append((runs["end_ts"].to_numpy()[e], pid[e], cpu[e], _UNK, _PRIO_GONE, -1, 0))

@@ -87,9 +87,38 @@ def _runnable(s: pd.DataFrame, states=("R", "R+")) -> np.ndarray:
     return cat_mask(s["prev_state_str"].array, lambda state: state in states)
 
 
-def build(ev: Events, runs: pd.DataFrame, runnable_states=("R", "R+")) -> pd.DataFrame:
-    """The waits table of ``ev`` and the tasks' ``runs`` (:mod:`.completeness`) (see
-    the module's docstring)."""
+def switch_in_runs(ev: Events) -> pd.DataFrame:
+    """Runs as ``perf sched latency`` knows them: one per switch-in, begun exactly there
+    (the columns :func:`build` reads of :mod:`.completeness`'s ``runs``). With these,
+    :func:`build` counts what perf counts on any trace, a complete one or not."""
+    s = ev.switch
+    if s is None or len(s) == 0:
+        z = np.zeros(0, np.int64)
+        return pd.DataFrame({"pid": z, "comm": pd.Categorical([]), "cpu": z, "start_ts": z,
+                             "end_ts": z, "earliest_ts": z,
+                             "end": pd.Categorical([], categories=["switch"])})  # fmt: skip
+    i = ints(s, "next_pid") != 0
+    ts = i64(s, "ts")[i]
+    return pd.DataFrame(
+        {
+            "pid": ints(s, "next_pid")[i],
+            "comm": s["next_comm"].array[i],
+            "cpu": ints(s, "cpu")[i],
+            "start_ts": ts,
+            "end_ts": ts,  # (only where a run begins is read; none of no length ends here)
+            "earliest_ts": ts,
+            "end": pd.Categorical.from_codes(np.ones(len(ts), np.int8), ["switch", "event"]),
+        }
+    )
+
+
+def build(
+    ev: Events, runs: pd.DataFrame, runnable_states=("R", "R+"), rewoken_unseen: bool = True
+) -> pd.DataFrame:
+    """The waits table of ``ev`` and the tasks' ``runs`` (:mod:`.completeness`; or
+    :func:`switch_in_runs`, and ``rewoken_unseen=False``, for exactly what ``perf sched
+    latency`` counts) (see the module's docstring). ``rewoken_unseen``: a woken wait
+    that a second wake-up follows before any run is left out (the task ran unseen)."""
     s = ev.switch
     if s is None or len(s) == 0:
         return _empty()
@@ -161,7 +190,7 @@ def build(ev: Events, runs: pd.DataFrame, runnable_states=("R", "R+")) -> pd.Dat
     later = w & (pos > first_wake[epoch])
     second_wake = np.full(ne, _BIG, dtype=np.int64)
     np.minimum.at(second_wake, epoch[later], pos[later])
-    unseen_end = sleeping & (second_wake < end)
+    unseen_end = sleeping & (second_wake < end) & rewoken_unseen
     done = np.flatnonzero((end != _BIG) & ~unseen_end)
     a, e = armed[done], end[done]
     hk = head_kind[done]

@@ -30,7 +30,9 @@ def completeness_lines(c: dict | None) -> list[str]:
     every CPU's switch chain whole, else the contradictions per CPU and what each kind
     means (docs/semantics.md, 'Incomplete traces')."""
     if c is None:
-        return ["completeness: not checked (no sched_switch events read)"]
+        return ["completeness: not checked (no sched_switch events)"]
+    if "not_checked" in c:
+        return _wrapped("completeness: ", f"not checked: {c['not_checked']}")
     if c["complete"]:
         return ["completeness: complete (every CPU's switch chain holds and no event "
                 "contradicts it)"]  # fmt: skip
