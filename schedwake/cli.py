@@ -294,12 +294,11 @@ def info(trace, fmt, input_format, reader, jobs):
         schedwake info trace.dat
         schedwake info trace.dat --format json
     """
-    from .report import info as info_report
-    from .summary import summary as trace_summary
-
     from .errors import TraceError
     from .model import MODEL_EVENTS
+    from .report import info as info_report
     from .summary import meta_summary
+    from .summary import summary as trace_summary
 
     # the model's events are read: each is a proof of the task current on its CPU, which
     # the completeness check needs. A file whose events cannot be analysed (a record or
