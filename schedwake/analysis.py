@@ -39,8 +39,19 @@ class Analysis:
     @property
     def caveats(self) -> list[str]:
         """What the trace could not tell (lost events, missing events, an assumed
-        topology, the reader's warnings), one plain-English line each."""
-        return self.trace.caveats
+        topology, the reader's warnings), one plain-English line each; then where the
+        trace disagrees with the kernel's own counters beside it beyond their tolerance
+        (:mod:`schedwake.referee`)."""
+        ref = self.referee
+        return self.trace.caveats + ([] if ref is None else ref.caveats())
+
+    @cached_property
+    def referee(self):
+        """The trace against the kernel's counters beside it
+        (:class:`schedwake.referee.Referee`), or None without them."""
+        from .referee import judge
+
+        return judge(self.trace)
 
     @property
     def topology(self) -> dict:

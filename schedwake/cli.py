@@ -289,16 +289,23 @@ def cli():
 def info(trace, fmt, input_format, reader, jobs):
     """Per-event counts, CPUs, duration, clock and lost events of TRACE.
 
+    With the kernel's counters beside it (TRACE.counters.json, written by record; a
+    perf stat output TRACE.perf-stat.txt), also how far the trace agrees with them.
+
     \b
     Example:
         schedwake info trace.dat
         schedwake info trace.dat --format json
     """
+    from .counters import read_beside
     from .report import info as info_report
-    from .summary import summary as trace_summary
+    from .summary import info as trace_info
 
-    t = _load(trace, events=[], input_format=input_format, reader=reader, jobs=jobs)
-    summary = trace_summary(t)
+    beside = read_beside(trace)  # the kernel's counters: the events are compared with them
+    t = _load(
+        trace, events=None if beside else [], input_format=input_format, reader=reader, jobs=jobs
+    )
+    summary = trace_info(t)
     if fmt == "json":
         click.echo(info_report.to_json(summary))
     else:
@@ -1342,15 +1349,28 @@ def batch(
     help="trace-cmd record, or a private tracefs instance + trace-cmd restore; "
     "auto uses trace-cmd record only where a quick probe says it works.",
 )
+@click.option(
+    "--runtime",
+    is_flag=True,
+    help="Add sched:sched_stat_runtime (each fair task's run time as the kernel "
+    "accounts it; ~25% more events on a busy machine).",
+)
+@click.option(
+    "--perf-stat",
+    is_flag=True,
+    help="Also count context switches, migrations and CPU time with perf stat -a -A "
+    "over the counters' stretch, into OUTPUT.perf-stat.txt.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def record(output, events, buffer_kb, duration, method, quiet, command):
+def record(output, events, buffer_kb, duration, method, runtime, perf_stat, quiet, command):
     """Record a scheduler trace (root) while COMMAND runs, for --duration, or until Ctrl-C.
 
-    Writes OUTPUT (trace.dat), OUTPUT.topology.json and COMMAND's output as
-    OUTPUT.cmd.txt (its benchmark results become bench_* metrics), reports lost events
-    and the command's exit code, and restores the tracing state it changed, also on
-    Ctrl-C.
+    Writes OUTPUT (trace.dat), OUTPUT.topology.json, COMMAND's output as OUTPUT.cmd.txt
+    (its benchmark results become bench_* metrics) and the kernel's own counters at the
+    start and the stop as OUTPUT.counters.json (info and analyze compare the trace with
+    them), reports lost events and the command's exit code, and restores the tracing
+    state it changed, also on Ctrl-C.
 
     \b
     Example:
@@ -1371,6 +1391,8 @@ def record(output, events, buffer_kb, duration, method, quiet, command):
         duration=duration,
         method=method,
         log=log,
+        runtime=runtime,
+        perf_stat=perf_stat,
     )
     click.echo(result.summary())
     if result.interrupted:
