@@ -1361,9 +1361,17 @@ def batch(
     help="Also count context switches, migrations and CPU time with perf stat -a -A "
     "over the counters' stretch, into OUTPUT.perf-stat.txt.",
 )
+@click.option(
+    "--no-kallsyms",
+    is_flag=True,
+    help="Leave the kernel's symbol table out of OUTPUT (some 1 MB less; workqueue "
+    "work functions are then addresses).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def record(output, events, buffer_kb, duration, method, runtime, perf_stat, quiet, command):
+def record(
+    output, events, buffer_kb, duration, method, runtime, perf_stat, no_kallsyms, quiet, command
+):
     """Record a scheduler trace (root) while COMMAND runs, for --duration, or until Ctrl-C.
 
     Writes OUTPUT (trace.dat), OUTPUT.topology.json, COMMAND's output as OUTPUT.cmd.txt
@@ -1393,6 +1401,7 @@ def record(output, events, buffer_kb, duration, method, runtime, perf_stat, quie
         log=log,
         runtime=runtime,
         perf_stat=perf_stat,
+        kallsyms=not no_kallsyms,
     )
     click.echo(result.summary())
     if result.interrupted:

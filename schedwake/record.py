@@ -118,6 +118,7 @@ class RecordResult:
     kernel: str = ""  # the release stored in the file (its UNAME option)
     counters: str | None = None  # the counters file written beside the trace
     command_pid: int | None = None  # the command's pid
+    kallsyms: bool = True  # the kernel's symbol table stored in the file
     perf_stat: str | None = None  # perf stat's output written beside the trace
 
     @property
@@ -404,6 +405,7 @@ def record(
     cmdlines: int = CMDLINES,
     runtime: bool = False,
     perf_stat: bool = False,
+    kallsyms: bool = True,
 ) -> RecordResult:
     """Record a trace into ``output`` (trace.dat) while ``command`` (a list of argv
     strings) runs, or for ``duration`` seconds, or until SIGINT when neither is given.
@@ -415,7 +417,9 @@ def record(
     ``runtime``: add :data:`RUNTIME_EVENT` (each fair task's run time as the kernel
     accounts it; docs/cli.md, "record", gives its cost); ``perf_stat``: count context
     switches, migrations and CPU clocks with ``perf stat -a -A`` over the counters'
-    stretch (tracefs method) into ``<output>.perf-stat.txt``.
+    stretch (tracefs method) into ``<output>.perf-stat.txt``; ``kallsyms``: False leaves
+    the kernel's symbol table out of the file (tracefs method: some 1 MB less; workqueue
+    work functions are then addresses).
     Raises :class:`RecordError` when no recording can be made.
     """
     log = log or (lambda msg: None)
@@ -462,6 +466,7 @@ def record(
                 log,
                 cmdlines,
                 perf_stat,
+                kallsyms,
             )
         finally:
             t = time.monotonic()
@@ -627,6 +632,7 @@ def _record(
     log,
     cmdlines,
     perf_stat: bool = False,
+    kallsyms: bool = True,
 ) -> RecordResult:
     tfs = _setup_tracefs(state, log)
     ncpus = len([d for d in Path(tfs, "per_cpu").glob("cpu[0-9]*")]) or os.cpu_count() or 1
@@ -639,6 +645,7 @@ def _record(
         command=command,
         buffer_kb=kb,
         cpus=ncpus,
+        kallsyms=kallsyms,
     )
     for system, event, required in evlist:  # refuse unknown events before changing anything
         path = Path(tfs, "events", system, "" if event == "*" else event, "enable")
@@ -986,7 +993,11 @@ def _extract(inst: str, cpus, out: Path, result: RecordResult, log) -> None:
             files.append(str(f))
         phase("reading the ring buffers")
         head, raw = tmp / "head.dat", tmp / "raw.dat"
-        _run(["trace-cmd", "restore", "-c", "-o", str(head)], "trace-cmd restore -c")
+        header = ["trace-cmd", "restore", "-c", "-o", str(head)]
+        if not result.kallsyms:  # an empty symbol table
+            (tmp / "kallsyms").write_text("")
+            header[3:3] = ["-k", str(tmp / "kallsyms")]
+        _run(header, "trace-cmd restore -c")
         _run(["trace-cmd", "restore", "-i", str(head), "-o", str(raw)] + files, "trace-cmd restore")
         phase("trace-cmd restore")
         final = tmp / "trace.dat"

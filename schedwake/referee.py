@@ -60,9 +60,14 @@ VERDICTS = ("agree", "disagree", "withheld", "cannot tell")
 #: us an idle entry (docs/semantics.md, "The kernel's counters").
 IDLE_EXIT_NS = 10_000
 #: A task's run time as the kernel accounts it (``sum_exec_runtime``, ``sched_stat_runtime``)
-#: starts at its run queue's last clock update, which may come a little before the
-#: switch that the trace shows (a remote wake-up updates it): this much per switch-in.
-SWITCH_IN_NS = 2_000
+#: runs from one update of its run queue's clock to another, the trace's from switch to
+#: switch: a task switched out to an idle CPU is still the trace's while the kernel
+#: balances load before the switch (newidle balancing), after the clock's last update;
+#: a run may start at a clock update a remote wake-up made before the switch. This much
+#: per switch-in is allowed for: on the project's 2-CPU VM a task that went idle at each
+#: switch-out ran 13 us (mean; 44 us at most) longer a run in the trace than in its
+#: sched_stat_runtime (docs/semantics.md, "The kernel's counters").
+SWITCH_IN_NS = 20_000
 
 #: The trace clocks whose value the counters file gives at each snapshot, by the name a
 #: trace gives its clock: ftrace's ``local`` is sched_clock(), perf's own clock (and
@@ -679,6 +684,11 @@ class Referee:
             inner, _ = self._cpu_time
             if int(inner["missing_switches"].sum()) or any(self._lost(cpu) for cpu in self._cpus()):
                 unbounded = True
+            exits = 0
+            if self.trace.has("sched_process_exit"):
+                exits = int(
+                    np.isin(_ints(self.trace, "sched_process_exit", "pid"), list(pids)).sum()
+                )
             out.append(
                 _check(
                     "command_switches",
@@ -687,8 +697,9 @@ class Referee:
                     float(cmd.voluntary_switches + cmd.involuntary_switches),
                     "getrusage: nvcsw + nivcsw",
                     (float(n), None if unbounded else float(n)),
-                    0.0,
-                    "none: each switch-out of a task counts once in both",
+                    float(exits),
+                    f"{exits} tasks exited: a thread's last switch-out comes after its "
+                    "counts were added to its process's",
                     who,
                 )
             )
