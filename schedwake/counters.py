@@ -22,7 +22,7 @@ Every value is checked; a file that is there but unusable raises a one-line
 debugfs, no ``/proc/timer_list``) is ``null`` in the file, its reason in
 ``unavailable``, and None here: never 0.
 
-Where the figures come from (Linux; docs/semantics.md, "The kernel's counters"):
+Where the figures come from (Linux; docs/counters.md):
 
 ``/proc/stat``
     per CPU: user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice in

@@ -1,5 +1,5 @@
 """The kernel's own counters as referee: what the trace says against what the kernel
-counted over the same stretch (docs/semantics.md, "The kernel's counters").
+counted over the same stretch (docs/counters.md).
 
 ``schedwake record`` saves the counters at the start and the stop of a recording beside
 the trace (:mod:`schedwake.counters`) and marks both snapshots in the trace. :func:`judge`
@@ -57,7 +57,7 @@ VERDICTS = ("agree", "disagree", "withheld", "cannot tell")
 #: (added to its busy time, see :func:`woken_idle_ns`); the rest of the way out of idle
 #: (the interrupt before that wake-up, the tick restarted: timer writes, which a virtual
 #: machine traps) is allowed for per idle entry: measured on the project's 2-CPU VM, 5.8
-#: us an idle entry (docs/semantics.md, "The kernel's counters").
+#: us an idle entry (docs/counters.md).
 IDLE_EXIT_NS = 10_000
 #: A task's run time as the kernel accounts it (``sum_exec_runtime``, ``sched_stat_runtime``)
 #: runs from one update of its run queue's clock to another, the trace's from switch to
@@ -66,7 +66,7 @@ IDLE_EXIT_NS = 10_000
 #: a run may start at a clock update a remote wake-up made before the switch. This much
 #: per switch-in is allowed for: on the project's 2-CPU VM a task that went idle at each
 #: switch-out ran 13 us (mean; 44 us at most) longer a run in the trace than in its
-#: sched_stat_runtime (docs/semantics.md, "The kernel's counters").
+#: sched_stat_runtime (docs/counters.md).
 SWITCH_IN_NS = 20_000
 
 #: The trace clocks whose value the counters file gives at each snapshot, by the name a

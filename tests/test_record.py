@@ -157,6 +157,68 @@ def test_record_real_workload(tmp_path, clean_state):
 
 
 @needs_tracing
+@pytest.mark.skipif(shutil.which("perf") is None, reason="--perf-stat needs perf")
+def test_record_keeps_the_kernels_counters(tmp_path, clean_state):
+    """The counters at the start and the stop, between their markers in the trace;
+    sched_stat_runtime with --runtime; perf stat over the same stretch with --perf-stat;
+    debugfs as it was (mounted, or not)."""
+    from schedwake import counters
+
+    out = tmp_path / "c.dat"
+    debugfs = _debugfs_mounted()
+    proc = run_cli(
+        "record",
+        "-q",
+        "--runtime",
+        "--perf-stat",
+        "--no-kallsyms",
+        "-o",
+        out,
+        "--buffer-kb",
+        16384,
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3 4 5; do ls /usr/share/doc > /dev/null; sleep 0.02; done",
+        subprocess=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"counters {out}.counters.json" in proc.stdout
+    assert f"perf stat {out}.perf-stat.txt" in proc.stdout
+    assert _debugfs_mounted() == debugfs
+    beside = counters.read_beside(out)
+    assert beside is not None and beside.counters is not None and beside.perf_stat is not None
+    c = beside.counters
+    assert c.runtime_events and c.perf_stat == {"file": "c.dat.perf-stat.txt", "window": "counters"}
+    assert c.command is not None and c.command.argv[0] == "sh" and c.command.cpu_ns > 0
+    assert c.cpus == sorted(c.start.cpus) and len(c.cpus) == os.cpu_count()
+    for cpu in c.cpus:  # every CPU's idle time and switches, read on it
+        a, b = c.start.cpus[cpu], c.stop.cpus[cpu]
+        assert a.pinned and b.pinned and b.nr_switches >= a.nr_switches
+        assert b.timer_now_ns - a.timer_now_ns > 0
+    t = schedwake.load(out)
+    marks = [m.strip() for m in t.df("print")["buf"].astype(str)]
+    assert marks == [
+        "schedwake: start",
+        *c.markers["start"],
+        *c.markers["stop"],
+        "schedwake: stop rc=0",
+    ]
+    assert t.table("sched_stat_runtime").num_rows > 0
+    assert os.path.getsize(out) < 1_000_000  # no kernel symbol table
+    from schedwake import referee
+
+    lo, hi = referee.kernel_ctxt(c)
+    assert lo <= sum(referee.kernel_switches(c, cpu) for cpu in c.cpus) <= hi
+    assert set(beside.perf_stat.per_cpu("context-switches")) == set(c.cpus)
+
+
+def _debugfs_mounted() -> bool:
+    with open("/proc/mounts") as f:
+        return any(line.split()[2:3] == ["debugfs"] for line in f)
+
+
+@needs_tracing
 def test_record_exit_code_events_and_analyze(tmp_path, clean_state):
     out = tmp_path / "t.dat"
     proc = run_cli(
@@ -351,13 +413,15 @@ def test_record_unknown_event_one_line(tmp_path, clean_state):
 def test_record_mounts_tracefs_when_missing(tmp_path, clean_state):
     """In a private mount namespace without tracefs: mounted for the recording and
     unmounted again afterwards (the machine's own mount is untouched). Every tracefs
-    mount goes, and debugfs too (its tracing/ directory automounts tracefs again)."""
+    mount goes, and debugfs too (its tracing/ directory automounts tracefs again);
+    record mounts debugfs for the kernel's counters and unmounts it again."""
     exe = Path(sys.executable).with_name("schedwake")
     script = (
         'for m in $(awk \'$3 == "tracefs" || $3 == "debugfs" {print $2}\' '
         "/proc/mounts | sort -r); do umount $m || exit 99; done; "
         f"{exe} record -o {tmp_path / 'm.dat'} --buffer-kb 2048 -- true || exit $?; "
-        "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi"
+        "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi; "
+        "if grep -q ' debugfs ' /proc/mounts; then exit 97; fi"
     )
     proc = subprocess.run(
         ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
@@ -368,4 +432,5 @@ def test_record_mounts_tracefs_when_missing(tmp_path, clean_state):
         pytest.skip("cannot unmount tracefs in a mount namespace here")
     assert proc.returncode == 0, proc.stderr
     assert "mounted tracefs" in proc.stderr
+    assert "mounted debugfs" in proc.stderr  # for the sched debug file: unmounted again (97)
     assert (tmp_path / "m.dat").stat().st_size > 0
