@@ -196,6 +196,12 @@ def find_window(trace, c: Counters) -> tuple[Window | None, str]:
     a, b = c.start, c.stop
     outer = (on_trace(a, a.begin_monotonic_ns), on_trace(b, b.end_monotonic_ns))
     inner = (on_trace(a, a.end_monotonic_ns), on_trace(b, b.begin_monotonic_ns))
+    first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
+    if first is None or last is None or outer[0] < first or outer[1] > last:
+        return None, (
+            "the counters' snapshots, placed on the trace's clock, are not within the "
+            "trace (the counters of another recording?)"
+        )
     return Window(outer, inner, f"clock {trace.meta.clock}"), ""
 
 
