@@ -54,7 +54,7 @@ VERDICTS = ("agree", "disagree", "withheld", "cannot tell")
 #: The kernel's idle time (``/proc/timer_list``, ``/proc/stat``) ends when the interrupt
 #: that wakes a CPU arrives; the trace shows the idle task until its switch-out. The
 #: stretch from a wake-up in the idle task's context to that switch-out is in the trace
-#: (added to its busy time, see :func:`woken_idle_ns`); the rest of the way out of idle
+#: (added to its busy time, see :meth:`Switches.woken_idle_ns`); the rest of the way out of idle
 #: (the interrupt before that wake-up, the tick restarted: timer writes, which a virtual
 #: machine traps) is allowed for per idle entry: measured on the project's 2-CPU VM, 5.8
 #: us an idle entry (docs/counters.md).
@@ -213,55 +213,62 @@ def _ints(trace, event: str, column: str) -> np.ndarray:
     return col.fill_null(-1).to_numpy().astype(np.int64, copy=False)
 
 
-def _switch_table(trace, cpu: int):
-    """``cpu``'s sched_switch events in time order: ts, prev_pid, next_pid."""
-    ts = _ints(trace, "sched_switch", "ts")
-    on = _ints(trace, "sched_switch", "cpu") == cpu
-    order = np.argsort(ts[on], kind="stable")
-    return (
-        ts[on][order],
-        _ints(trace, "sched_switch", "prev_pid")[on][order],
-        _ints(trace, "sched_switch", "next_pid")[on][order],
-    )
+class Switches:
+    """A trace's sched_switch events per CPU in time order (``ts``, ``prev_pid``,
+    ``next_pid``), and its wake-ups in the idle task's context per CPU: read once."""
 
+    def __init__(self, trace):
+        self.by_cpu: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.woke: dict[int, np.ndarray] = {}
+        if trace.has("sched_switch"):
+            ts = _ints(trace, "sched_switch", "ts")
+            cpu = _ints(trace, "sched_switch", "cpu")
+            prev = _ints(trace, "sched_switch", "prev_pid")
+            nxt = _ints(trace, "sched_switch", "next_pid")
+            order = np.lexsort((ts, cpu))
+            ts, cpu, prev, nxt = ts[order], cpu[order], prev[order], nxt[order]
+            cuts = np.flatnonzero(np.diff(cpu)) + 1
+            for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(cpu)], strict=True):
+                if hi > lo:
+                    self.by_cpu[int(cpu[lo])] = (ts[lo:hi], prev[lo:hi], nxt[lo:hi])
+        woke_ts, woke_cpu = [], []
+        for name in ("sched_waking", "sched_wakeup", "sched_wakeup_new"):
+            if trace.has(name) and trace.table(name).num_rows:
+                m = _ints(trace, name, "common_pid") == 0
+                woke_ts.append(_ints(trace, name, "ts")[m])
+                woke_cpu.append(_ints(trace, name, "cpu")[m])
+        if woke_ts:
+            ts, cpu = np.concatenate(woke_ts), np.concatenate(woke_cpu)
+            for c in np.unique(cpu):
+                self.woke[int(c)] = np.sort(ts[cpu == c])
 
-def woken_idle_ns(trace, cpu: int, t0: int, t1: int) -> int:
-    """On ``cpu`` within [t0, t1): the time its idle task ran after a wake-up in its own
-    context (an interrupt that woke a task: ``sched_waking``/``sched_wakeup`` with
-    ``common_pid`` 0), to its switch-out; only in idle stretches the switches prove (the
-    idle task switched in, and switched out by the next switch). The kernel counts
-    this time as busy, the trace as idle."""
-    if not trace.has("sched_switch"):
-        return 0
-    ts, prev, nxt = _switch_table(trace, cpu)
-    if len(ts) < 2:
-        return 0
-    idle = (nxt[:-1] == 0) & (prev[1:] == 0)
-    start, end = ts[:-1][idle], ts[1:][idle]
-    woke = []
-    for name in ("sched_waking", "sched_wakeup", "sched_wakeup_new"):
-        if trace.has(name) and trace.table(name).num_rows:
-            m = (_ints(trace, name, "cpu") == cpu) & (_ints(trace, name, "common_pid") == 0)
-            woke.append(_ints(trace, name, "ts")[m])
-    if not woke or not len(start):
-        return 0
-    ev = np.sort(np.concatenate(woke))
-    if not len(ev):
-        return 0
-    j = np.searchsorted(ev, end, side="right") - 1
-    e = ev[np.maximum(j, 0)]
-    ok = (j >= 0) & (e > start)
-    a = np.clip(e[ok], t0, t1)
-    b = np.clip(end[ok], t0, t1)
-    return int(np.maximum(b - a, 0).sum())
+    def woken_idle_ns(self, cpu: int, t0: int, t1: int) -> int:
+        """On ``cpu`` within [t0, t1): the time its idle task ran after a wake-up in its
+        own context (an interrupt that woke a task: ``sched_waking``/``sched_wakeup``
+        with ``common_pid`` 0), to its switch-out; only in idle stretches the switches
+        prove (the idle task switched in, and switched out by the next switch). The
+        kernel counts this time as busy, the trace as idle."""
+        if cpu not in self.by_cpu or cpu not in self.woke:
+            return 0
+        ts, prev, nxt = self.by_cpu[cpu]
+        idle = (nxt[:-1] == 0) & (prev[1:] == 0)
+        start, end = ts[:-1][idle], ts[1:][idle]
+        ev = self.woke[cpu]
+        if not len(start) or not len(ev):
+            return 0
+        j = np.searchsorted(ev, end, side="right") - 1
+        e = ev[np.maximum(j, 0)]
+        ok = (j >= 0) & (e > start)
+        a = np.clip(e[ok], t0, t1)
+        b = np.clip(end[ok], t0, t1)
+        return int(np.maximum(b - a, 0).sum())
 
-
-def idle_entries(trace, cpu: int, t0: int, t1: int) -> int:
-    """Switches to the idle task on ``cpu`` within [t0, t1) that the trace shows."""
-    if not trace.has("sched_switch"):
-        return 0
-    ts, _, nxt = _switch_table(trace, cpu)
-    return int(((nxt == 0) & (ts >= t0) & (ts < t1)).sum())
+    def idle_entries(self, cpu: int, t0: int, t1: int) -> int:
+        """Switches to the idle task on ``cpu`` within [t0, t1) that the trace shows."""
+        if cpu not in self.by_cpu:
+            return 0
+        ts, _, nxt = self.by_cpu[cpu]
+        return int(((nxt == 0) & (ts >= t0) & (ts < t1)).sum())
 
 
 def switch_ins(trace, t0: int, t1: int) -> dict[int, int]:
@@ -374,6 +381,10 @@ class Referee:
         m = self.trace.model
         return m.cpu_time(*w.inner), m.cpu_time(*w.outer)
 
+    @cached_property
+    def _sw(self) -> Switches:
+        return Switches(self.trace)
+
     def _lost(self, cpu: int) -> bool:
         lost = self.trace.meta.lost_events
         return bool(lost.get(cpu) or lost.get(str(cpu)) or cpu in self.trace.meta.lost_unknown)
@@ -410,7 +421,7 @@ class Referee:
             woken = 0
             if cpu in inner.index:
                 r = inner.loc[cpu]
-                woken = woken_idle_ns(self.trace, cpu, *w.inner)
+                woken = self._sw.woken_idle_ns(cpu, *w.inner)
                 lo = int(r["busy_ns"]) + woken
                 trace = (lo / 1e9, (lo + int(r["unknown_ns"])) / 1e9)
             if k is None:
@@ -430,7 +441,7 @@ class Referee:
                 )
                 continue
             busy, elapsed, source, res, calls = k
-            entries = calls if calls is not None else idle_entries(self.trace, cpu, *w.inner)
+            entries = calls if calls is not None else self._sw.idle_entries(cpu, *w.inner)
             slack = w.slack_ns
             tol = (res + slack + entries * IDLE_EXIT_NS) / 1e9
             why = (
@@ -896,8 +907,11 @@ def describe(ch: Check) -> str:
 
 def judge(trace) -> Referee | None:
     """The referee of ``trace`` against the files beside it
-    (:func:`schedwake.counters.read_beside`), or None without any. Raises TraceError
-    naming a side file that is unusable."""
+    (:func:`schedwake.counters.read_beside`), or None without any, and for a slice of a
+    trace (``--time``, ``--cpu``: the counters are the whole recording's). Raises
+    TraceError naming a side file that is unusable."""
+    if trace.meta.slice is not None:  # (a time or CPU slice: the counters are the whole's)
+        return None
     beside = trace.counters
     if beside is None:
         return None
