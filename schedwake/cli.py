@@ -525,7 +525,12 @@ def analyze(
     th = _thresholds(thresholds)
     if explain_waits and pid_list is None:
         raise OptionError("--waits", None, "needs --pid: the tasks whose waits to explain")
-    t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
+    from .counters import read_beside
+
+    # with the kernel's counters beside it every event is read: the referee needs the
+    # markers and sched_stat_runtime, and the model's proofs of who ran are every event
+    events = None if read_beside(trace) else list(MODEL_EVENTS)
+    t = _load(trace, events=events, input_format=input_format, reader=reader, jobs=jobs)
     with _progress(f"analysing {Path(trace).name}") as bar:
         t.use_topology(topology_file, llc)
         if time_range is not None or cpu_list is not None:

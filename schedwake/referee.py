@@ -569,21 +569,27 @@ class Referee:
         c, w = self.counters, self.window
         assert c is not None and w is not None
         if not self.trace.has("sched_stat_runtime"):
-            if c.runtime_events:
-                return [
-                    _check(
-                        "fair_run_time",
-                        "all tasks",
-                        "s",
-                        None,
-                        "sched_stat_runtime",
-                        None,
-                        0.0,
-                        "",
-                        "the counters say the trace has sched_stat_runtime events; it has none",
-                    )
-                ]
-            return []
+            if not c.runtime_events:
+                return []
+            in_file = self.trace.meta.event_counts.get("sched_stat_runtime", 0)
+            why = (
+                "the trace was read without its sched_stat_runtime events"
+                if in_file
+                else "the counters say the trace has sched_stat_runtime events; it has none"
+            )
+            return [
+                _check(
+                    "fair_run_time",
+                    "all tasks",
+                    "s",
+                    None,
+                    "sched_stat_runtime",
+                    None,
+                    0.0,
+                    "",
+                    why,
+                )
+            ]
         ts = _ints(self.trace, "sched_stat_runtime", "ts")
         run = _ints(self.trace, "sched_stat_runtime", "runtime")
         pid = _ints(self.trace, "sched_stat_runtime", "pid")
