@@ -95,6 +95,17 @@ SCHED_DEBUG = "/sys/kernel/debug/sched/debug"
 SCHEDSTAT = "/proc/schedstat"
 
 
+#: Where each part of a snapshot comes from (the ``sources`` of the file).
+SOURCES = {
+    "ctxt": "/proc/stat ctxt, read before and after the sched debug file",
+    "clocks": "the sched debug file's header: ktime, sched_clk, cpu_clk",
+    "stat_ns": "/proc/stat, the CPU's line, read on that CPU (ticks of 1/user_hz, in ns)",
+    "timer_list": "/proc/timer_list, the CPU's tick_sched, read on that CPU",
+    "sched_debug": "/sys/kernel/debug/sched/debug: the CPU's run queue",
+    "command": "getrusage(RUSAGE_CHILDREN) of the recorder, before and after the command",
+}
+
+
 def marker(label: str, edge: str) -> str:
     """The ``trace_marker`` text at ``edge`` (``begin``/``end``) of snapshot ``label``."""
     return MARKER.format(label=label, edge=edge)
@@ -415,6 +426,7 @@ def document(
         "snapshots": {"start": start, "stop": stop},
         "command": command,
         "perf_stat": perf_stat,
+        "sources": SOURCES,
         "unavailable": dict(sorted(unavailable.items())),
     }
 
@@ -670,6 +682,7 @@ def parse(text: str, path) -> Counters:
         "snapshots",
         "command",
         "perf_stat",
+        "sources",
         "unavailable",
     }
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -677,7 +690,7 @@ def parse(text: str, path) -> Counters:
     if doc.get("version") != VERSION:
         got = str(doc.get("version"))[:20]
         d.fail(f"version {got} is not {VERSION}, the one this schedwake reads")
-    d.obj(doc, "the document", keys)
+    d.obj(doc, "the document", keys, keys - {"sources"})
     hz = d.int(doc["user_hz"], "user_hz")
     if hz == 0:
         d.fail("user_hz must be above 0")
@@ -729,11 +742,13 @@ def parse(text: str, path) -> Counters:
         if p["window"] != "counters":
             d.fail('perf_stat.window must be "counters" (enabled and disabled at the snapshots)')
         perf_stat = {"file": name, "window": "counters"}
+    for key in ("unavailable", "sources"):
+        texts = doc.get(key, {})
+        if not isinstance(texts, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in texts.items()
+        ):
+            d.fail(f"{key} must be an object of texts")
     unavailable = doc["unavailable"]
-    if not isinstance(unavailable, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in unavailable.items()
-    ):
-        d.fail("unavailable must be an object of texts")
     runtime = d.bool(doc["runtime_events"], "runtime_events")
     return Counters(
         path=str(path),
