@@ -40,13 +40,15 @@ REGRESSIONS = ROOT / "tests" / "data" / "fuzz_regressions"
 KNOWN_FILE = REGRESSIONS / "known.json"
 CORPUS = ROOT / "fuzz" / "corpus"
 #: What ``load()`` runs of the schedwake package (its calls, traced over a replay of the
-#: corpora, the regressions and the hostile files: the readers, the schema, the errors,
-#: the Trace class; the kallsyms choice of perf.data): the modules a harness instruments,
-#: with the package's ``__init__`` and this file. The rest of the package (the model, the
-#: detectors, the reports) is never run by ``load()``: instrumenting its bytecode took
-#: most of a harness's start-up and guided nothing. tests/test_fuzz.py checks the list.
+#: corpora, the regressions and the hostile files: the readers, the compression magic,
+#: the schema, the errors, the Trace class; the kallsyms choice of perf.data): the
+#: modules a harness instruments, with the package's ``__init__`` and this file. The rest
+#: of the package (the model, the detectors, the reports) is never run by ``load()``:
+#: instrumenting its bytecode took most of a harness's start-up and guided nothing.
+#: tests/test_fuzz.py checks the list.
 LOAD_REACHES = (
     "schedwake.errors",
+    "schedwake.compressed",
     "schedwake.schema",
     "schedwake.trace",
     "schedwake.ingest",

@@ -20,7 +20,7 @@ import numpy as np
 from . import wait_causes
 from .detect import THRESHOLDS, Finding, detect
 from .errors import OptionError
-from .metrics import trace_metrics
+from .metrics import metric_bounds, trace_metrics
 from .summary import summary
 from .topology import FILE_HEADER, Topology
 from .trace import Trace
@@ -39,11 +39,16 @@ class Analysis:
     @property
     def caveats(self) -> list[str]:
         """What the trace could not tell (lost events, missing events, an assumed
-        topology, the reader's warnings), one plain-English line each; then where the
-        trace disagrees with the kernel's own counters beside it beyond their tolerance
+        topology, the reader's warnings, what it does not show and the metrics it gives
+        only within bounds), one plain-English line each; then where the trace disagrees
+        with the kernel's own counters beside it beyond their tolerance
         (:mod:`schedwake.referee`)."""
         ref = self.referee
-        return self.trace.caveats + ([] if ref is None else ref.caveats())
+        return (
+            self.trace.caveats
+            + bounds_caveats(self.bounds, self.metrics)
+            + ([] if ref is None else ref.caveats())
+        )
 
     @cached_property
     def referee(self):
@@ -52,6 +57,13 @@ class Analysis:
         from .referee import judge
 
         return judge(self.trace)
+
+    @cached_property
+    def bounds(self) -> dict[str, list]:
+        """The metrics the trace shows only within bounds, by name: ``[lo, hi]``
+        (:func:`schedwake.metrics.metric_bounds`); their value is the midpoint when the
+        bounds are close enough, else None (withheld)."""
+        return metric_bounds(self.trace, self.thresholds)
 
     @property
     def topology(self) -> dict:
@@ -63,15 +75,23 @@ class Analysis:
         """The wake-up that waited longest to run, as ``perf sched latency`` gives its
         maximum: ``latency_us``, the wakee (``pid``, ``comm``), the CPU it was woken to,
         its waker, and the time it was woken and ran (``woken_at``/``ran_at``, seconds
-        as trace-cmd prints them); None without a measured latency."""
+        as trace-cmd prints them); None without a measured latency. Where the wakee's
+        switch-in is missing, its wait lies between ``latency_min_us`` and
+        ``latency_us`` (ended by its first proof of running): the longest is the one
+        whose proven wait (the least it can have been) is longest."""
         w = self.trace.model.wakeups
         if len(w) == 0 or not w["latency_ns"].notna().any():
             return None
         lat = w["latency_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
-        r = w.iloc[int(np.nanargmax(lat))]
+        least = w["run_from_ts"].to_numpy(dtype=np.float64, na_value=np.nan) - w["ts"].to_numpy(
+            dtype=np.float64
+        )
+        # (the proven wait first; of equal ones, the longest possible)
+        key = np.where(np.isnan(lat), -np.inf, least * 2.0**20 + lat / 2.0**44)
+        r = w.iloc[int(np.argmax(key))]
         b = wait_causes.explain_wakeup(self.trace, r)
         wait_causes.blocker_stack(self.trace, b)
-        return {
+        out = {
             "latency_us": round(float(r["latency_ns"]) / 1e3, 3),
             "pid": int(r["wakee_pid"]),
             "comm": str(r["wakee_comm"]),
@@ -82,6 +102,9 @@ class Analysis:
             "breakdown": wait_causes.parts(b),
             "llc_idle_us": b["llc_idle_us"],
         }
+        if int(r["run_from_ts"]) < int(r["run_ts"]):
+            out["latency_min_us"] = round((int(r["run_from_ts"]) - int(r["ts"])) / 1e3, 3)
+        return out
 
     @cached_property
     def longest_preempted_wait(self) -> dict | None:
@@ -130,6 +153,7 @@ class Analysis:
             "caveats": self.caveats,
             "findings": [f.to_dict() for f in self.findings],
             "metrics": self.metrics,
+            "metric_bounds": self.bounds,
             "task_states": self.task_states,
         }
 
@@ -168,6 +192,41 @@ def analyze(
     metrics = trace_metrics(trace, thresholds)
     done(1.0)
     return Analysis(trace, findings, metrics, used, waits)
+
+
+def bounds_caveats(bounds: dict[str, list], metrics: dict) -> list[str]:
+    """One line per metric the trace gives only within bounds: withheld (its value None)
+    or the midpoint of bounds within the tolerance."""
+    from .metrics import catalogue_entry
+
+    out = []
+    for name, (lo, hi) in bounds.items():
+        entry = catalogue_entry(name)
+        scale, unit = entry.scale, entry.unit
+        if name.startswith("busy_share_cpu"):
+            value = (metrics.get("busy_share") or {}).get(name[len("busy_share_cpu") :])
+        else:
+            value = metrics.get(name)
+
+        def show(v: float, scale: float = scale, unit: str = unit) -> str:
+            return f"{v * scale:.4g}{unit if unit == '%' else ' ' + unit}"
+
+        if hi is None:
+            out.append(
+                f"{name} counts at least one switch per break of a switch chain: at least "
+                f"{show(lo)}, maybe more"
+            )
+        elif value is None:
+            out.append(
+                f"{name} withheld: the trace shows only that it lies between {show(lo)} "
+                f"and {show(hi)} (wider than the tolerance, docs/semantics.md)"
+            )
+        else:
+            out.append(
+                f"{name} is the midpoint of {show(lo)} and {show(hi)}: the trace does not "
+                "show the rest"
+            )
+    return out
 
 
 def check_thresholds(values: dict) -> dict:

@@ -239,9 +239,9 @@ def reader_options(f):
         default=None,
         expose_value=False,
         callback=_remember_kallsyms,
-        help="kallsyms of the kernel a perf.data recorded (a copy of its /proc/kallsyms), "
-        "to name kernel functions such as workqueue work functions. Default: this "
-        "machine's, when it runs the recorded kernel.",
+        help="kallsyms of the kernel a perf.data recorded (a copy of its /proc/kallsyms, "
+        "plain or gzip/xz/bzip2/zstd), to name kernel functions such as workqueue work "
+        "functions. Default: this machine's, when it runs the recorded kernel.",
     )(f)
     return decoder_options(f)
 
@@ -297,14 +297,12 @@ def info(trace, fmt, input_format, reader, jobs):
         schedwake info trace.dat
         schedwake info trace.dat --format json
     """
-    from .counters import read_beside
     from .report import info as info_report
     from .summary import info as trace_info
 
-    beside = read_beside(trace)  # the kernel's counters: the events are compared with them
-    t = _load(
-        trace, events=None if beside else [], input_format=input_format, reader=reader, jobs=jobs
-    )
+    # (every event is read: each one is a proof of the task current on its CPU, which
+    # the completeness check needs; the kernel's counters beside it are compared with it)
+    t = _load(trace, input_format=input_format, reader=reader, jobs=jobs)
     summary = trace_info(t)
     if fmt == "json":
         click.echo(info_report.to_json(summary))
@@ -651,8 +649,8 @@ def _cpus(text: str, ncpus: int) -> list[int]:
     type=click.Path(dir_okay=False),
     default=None,
     help="kallsyms of the recorded kernel: a copy of the traced machine's /proc/kallsyms, "
-    "taken as root in the same boot. Default: this machine's, when it runs the recorded "
-    "kernel.",
+    "taken as root in the same boot, plain or gzip/xz/bzip2/zstd. Default: this machine's, "
+    "when it runs the recorded kernel.",
 )
 @click.option(
     "--event",
@@ -1171,6 +1169,7 @@ def gate(
             else lambda p: _load(p, list(MODEL_EVENTS), input_format, reader, jobs),
             expand=dataset.expand if dataset else None,
             progress=bar,
+            kallsyms=click.get_current_context().meta.get("schedwake.kallsyms"),
         )
     from .report import gate as gate_report
 

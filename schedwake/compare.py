@@ -290,13 +290,13 @@ def default_window(durations_s) -> float:
     return float(max(round(best, 6), 0.001))
 
 
-def load_model_trace(path: str, topology_file=None, llc=None):
+def load_model_trace(path: str, topology_file=None, llc=None, kallsyms=None):
     """A trace read for the model (its events only), with ``--topology``/``--llc`` applied
-    when given: how compare and gate read a path."""
+    when given: how compare and gate read a path (``kallsyms``: as :func:`load`'s)."""
     from .model import MODEL_EVENTS
     from .trace import load
 
-    t = load(path, events=list(MODEL_EVENTS))
+    t = load(path, events=list(MODEL_EVENTS), kallsyms=kallsyms)
     if topology_file is not None or llc:
         t.use_topology(topology_file, llc)
     return t

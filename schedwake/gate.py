@@ -40,6 +40,7 @@ The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.ga
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -605,6 +606,7 @@ def gate(
     loader: Callable | None = None,
     expand: Callable[[str, str], list[str]] | None = None,
     progress: Callable[[float], None] | None = None,
+    kallsyms=None,
 ) -> GateResult:
     """Judge ``candidate`` against ``baseline`` under ``rules``.
 
@@ -616,7 +618,8 @@ def gate(
     side)``: the paths of a pattern (default: the files it matches). A batch dataset
     gives both (``schedwake.BatchDataset``): the verdict is then judged from the
     dataset's analyses, not from the traces. ``progress``: gets the fraction of the
-    traces measured.
+    traces measured. ``kallsyms``: the recorded kernel's kallsyms file, for perf.data
+    traces and profiles (as :func:`schedwake.load` and :func:`schedwake.profile` take it).
 
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
@@ -641,11 +644,10 @@ def gate(
     started = time.perf_counter()
     sides, profiles = {}, {}
     if metric_rules:
-        sides = _load_sides(
-            result, specs, loader or load_model_trace, expand or expand_paths, topology_file, llc
-        )
+        read = loader or functools.partial(load_model_trace, kallsyms=kallsyms)
+        sides = _load_sides(result, specs, read, expand or expand_paths, topology_file, llc)
     if profile_rules:
-        profiles = _load_profiles(result, specs, expand or expand_paths, not metric_rules)
+        profiles = _load_profiles(result, specs, expand or expand_paths, not metric_rules, kallsyms)
     result.seconds_reading = time.perf_counter() - started
     # the same files on both sides judge nothing; said after what reading and judging
     # them finds, so that a damaged file is named first
@@ -866,17 +868,24 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
 # -- rules on a profile's functions ------------------------------------------------------------
 
 
-def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool) -> dict:
+def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool, kallsyms) -> dict:
     """{side: [Profile, ...]} of the baseline and candidate specs (paths, globs or
     loaded traces with their samples), read whole (:func:`_load_side` with every
     event); what cannot be profiled goes into ``result.problems``. ``set_paths``: the
-    sides' paths are the result's (no metric rule read them)."""
+    sides' paths are the result's (no metric rule read them); ``kallsyms``: the
+    recorded kernel's kallsyms file."""
     from .profile import profile
     from .trace import load
 
     out: dict[str, list] = {}
     for side, spec in specs.items():
-        traces, paths = _load_side(side, side_items(spec, side), load, expand, result.problems)
+        traces, paths = _load_side(
+            side,
+            side_items(spec, side),
+            functools.partial(load, kallsyms=kallsyms),
+            expand,
+            result.problems,
+        )
         if set_paths:
             setattr(result, f"{side}_paths", paths)
         out[side] = []
@@ -885,7 +894,7 @@ def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool) -> 
             result.problems.extend(problems)
             try:
                 if not problems:
-                    out[side].append(profile(trace))
+                    out[side].append(profile(trace, kallsyms=kallsyms))
             except TraceError as exc:
                 result.problems.append(f"{side}: {exc}")
     return out

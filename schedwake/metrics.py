@@ -139,6 +139,35 @@ class Count:
 # the trace's TraceInputs; in ``per_window``, ``w`` the windows' WindowInputs.
 
 _PER_S = "count in the window / window length (s)"
+
+#: A share the trace shows only within bounds (docs/semantics.md, 'Incomplete traces') is
+#: given, as their midpoint, when they are at most this far apart (so it is off by half
+#: that at most), else withheld (None).
+SHARE_TOLERANCE = 0.05
+#: The same for a latency: bounds at most this share of the upper one apart, or at most
+#: LATENCY_FLOOR_US.
+LATENCY_TOLERANCE = 0.10
+LATENCY_FLOOR_US = 1.0
+
+
+def within_share(lo: float, hi: float) -> float | None:
+    """A share known to lie in [lo, hi]: ``lo`` when they are one, their midpoint when at
+    most :data:`SHARE_TOLERANCE` apart, else None (withheld)."""
+    if hi <= lo:
+        return lo
+    return round((lo + hi) / 2, 6) if hi - lo <= SHARE_TOLERANCE else None
+
+
+def within_latency(lo: float | None, hi: float | None) -> float | None:
+    """A latency (us) known to lie in [lo, hi]: ``hi`` when they are one, their midpoint
+    when close enough (:data:`LATENCY_TOLERANCE`, :data:`LATENCY_FLOOR_US`), else None."""
+    if lo is None or hi is None:
+        return None
+    if hi <= lo:
+        return hi
+    return (lo + hi) / 2 if hi - lo <= max(LATENCY_FLOOR_US, LATENCY_TOLERANCE * hi) else None
+
+
 _MIGRATION_DETECTORS = ("kworker_pingpong", "llc_roundrobin")
 _LATENCY_DETECTORS = ("idle_while_runnable", "cswitch_storm")
 
@@ -154,7 +183,7 @@ def _wake_to_run(name: str, pct: int, definition: str, window_sample: str) -> Me
         window_sample=window_sample,
         needs=(_WAKE, _SWITCH),
         explained_by=_LATENCY_DETECTORS,
-        per_trace=lambda t: _pct_us(t.latency_ns, pct),
+        per_trace=lambda t: within_latency(*t.latency_pct_bounds(pct)),
         per_window=lambda w: w.latency[pct / 100],  # (0.5, 0.9, 0.99: the windows' quantiles)
         missing_without="latency_samples",
     )
@@ -323,12 +352,14 @@ _RECORDS: tuple[Metric | Count, ...] = (
         name="context_switches_per_s",
         unit="/s",
         direction="lower",
-        definition="sched_switch events per second, all CPUs",
-        window_sample=f"sched_switch {_PER_S}",
+        definition="context switches per second, all CPUs: the sched_switch events, plus "
+        "one for each break of a CPU's switch chain (a switch the trace is missing: at "
+        "least one; docs/semantics.md, 'Incomplete traces')",
+        window_sample=f"the same {_PER_S}",
         needs=(_SWITCH,),
         explained_by=("cswitch_storm",),
-        per_trace=lambda t: t.per_s(0 if t.switch is None else len(t.switch)),
-        per_window=lambda w: w.per_s(w.count(w.switch_ts)),
+        per_trace=lambda t: t.per_s(0 if t.switch is None else len(t.switch) + t.missing_switches),
+        per_window=lambda w: w.per_s(w.count(w.switch_ts) + w.count(w.missing_switch_ts)),
     ),
     Metric(
         name="futile_wakeups_per_s",
@@ -422,11 +453,15 @@ _RECORDS: tuple[Metric | Count, ...] = (
         name="busy_share_cpu{cpu}",
         unit="%",
         direction="higher",
-        definition="share of the time CPU N runs a task (not idle), from its first sched_switch on",
-        window_sample="running time of CPU N inside the window / window length",
+        definition="share of the time CPU N runs a task (not idle), from its first "
+        "sched_switch on; where the trace does not show the CPU (a missing switch, lost "
+        "events) the share lies between its bounds: their midpoint when they are at most "
+        "SHARE_TOLERANCE apart, else withheld (docs/semantics.md, 'Incomplete traces')",
+        window_sample="running time of CPU N inside the window / window length (the same "
+        "rule for its bounds)",
         needs=(_SWITCH,),
         explained_by=("idle_while_runnable",),
-        per_trace=lambda t: _busy_share(t.model),  # {"N": share}
+        per_trace=lambda t: {c: within_share(*b) for c, b in t.busy_bounds.items()},
         per_window=lambda w: w.busy_shares,  # {"busy_share_cpuN": column}
     ),
 )
@@ -474,6 +509,36 @@ def trace_metrics(trace, thresholds: dict | None = None, *, only=None) -> dict:
             out[m.key] = copy.deepcopy(done[m.key]) if wanted else None
     out.update(_bench_metrics(trace))
     return out
+
+
+def metric_bounds(trace, thresholds: dict | None = None) -> dict[str, list]:
+    """The metrics that the trace shows only within bounds (docs/semantics.md,
+    'Incomplete traces'), by name: ``[lo, hi]`` in the metric's own unit before display
+    (a fraction for a share; us for a latency; ``hi`` None: no upper bound). Their
+    value in :func:`trace_metrics` is the midpoint when the bounds are within the
+    tolerance (:data:`SHARE_TOLERANCE`, :data:`LATENCY_TOLERANCE`), else None (withheld).
+    Empty for a trace that shows everything these metrics read."""
+    th = _thresholds(thresholds)
+    memo, key = _memo(trace, "metric_bounds", th)
+    if key in memo:
+        return copy.deepcopy(memo[key])
+    t = TraceInputs(trace, th)
+    out: dict[str, list] = {}
+    if not _unmet(trace, (_SWITCH,)):
+        for c, (lo, hi) in t.busy_bounds.items():
+            if hi > lo:
+                out[f"busy_share_cpu{c}"] = [lo, hi]
+        if t.missing_switches:
+            n = 0 if t.switch is None else len(t.switch)
+            out["context_switches_per_s"] = [round(t.per_s(n + t.missing_switches), 6), None]
+    if not _unmet(trace, (_WAKE, _SWITCH)):
+        for name, pct in (("wake_to_run_p50_us", 50), ("wake_to_run_p90_us", 90),
+                          ("wake_to_run_p99_us", 99)):  # fmt: skip
+            p_lo, p_hi = t.latency_pct_bounds(pct)
+            if p_lo is not None and p_hi is not None and p_hi > p_lo:
+                out[name] = [round(p_lo, 6), round(p_hi, 6)]
+    memo[key] = out
+    return copy.deepcopy(out)
 
 
 def window_metrics(
@@ -589,13 +654,33 @@ class TraceInputs:
 
     @cached_property
     def latency_ns(self) -> np.ndarray:
-        """The measured wake-to-run latencies, in row order."""
-        w = self.wakeups
-        if not len(w):
-            return np.zeros(0)
-        # (dropna() would also copy the index)
-        lat = w["latency_ns"]
-        return lat.to_numpy(dtype=np.int64, na_value=0)[lat.notna().to_numpy()]
+        """The measured wake-to-run latencies, in row order: to where the trace proves
+        the wakee ran (an upper bound where its switch-in is missing)."""
+        return _latencies(self.wakeups)[1]
+
+    @cached_property
+    def latency_min_ns(self) -> np.ndarray:
+        """The least each of :attr:`latency_ns` can have been (to the earliest its run can
+        have begun): the same where the switch-in is in the trace."""
+        return _latencies(self.wakeups)[0]
+
+    def latency_pct_bounds(self, pct: float) -> tuple[float | None, float | None]:
+        """The ``pct``-th percentile of the wake-to-run latency, us: (of the least
+        latencies, of the proven ones); they bound the true percentile."""
+        return _pct_us(self.latency_min_ns, pct), _pct_us(self.latency_ns, pct)
+
+    @cached_property
+    def busy_bounds(self) -> dict[str, tuple[float, float]]:
+        """Per CPU (its number as a string), the bounds of its busy share
+        (:func:`busy_bounds`)."""
+        return busy_bounds(self.model)
+
+    @cached_property
+    def missing_switches(self) -> int:
+        """Switches the trace is missing: one per break of a CPU's switch chain (the
+        least there can be)."""
+        comp = self.model.completeness
+        return int((~comp.switch_chain_ok).sum())
 
     @cached_property
     def iwr(self) -> dict:
@@ -657,6 +742,12 @@ class WindowInputs:
         return np.zeros(0, np.int64) if sw is None else self._ints(sw, "ts")
 
     @cached_property
+    def missing_switch_ts(self) -> np.ndarray:
+        """Where a CPU's switch chain breaks (a switch is missing before then)."""
+        comp = self.model.completeness
+        return comp.switch_end[~comp.switch_chain_ok]
+
+    @cached_property
     def migration_cause(self) -> np.ndarray:
         mig = self.model.migrations
         return mig["cause"].to_numpy() if len(mig) else np.zeros(0, dtype=object)
@@ -702,26 +793,34 @@ class WindowInputs:
     @cached_property
     def latency(self) -> dict:
         """``samples``: the wake-ups with a measured latency per window; 0.5, 0.9, 0.99:
-        those quantiles of the window's latencies in us (0 without samples)."""
+        those quantiles of the window's latencies in us (0 without samples; NaN where
+        the trace shows them only within bounds wider than the tolerance, as
+        :func:`within_latency`)."""
         nwin, w = self.nwin, self.model.wakeups
         if not len(w):
             zero = np.zeros(nwin)
             return {"samples": np.zeros(nwin, dtype=np.int64), 0.5: zero, 0.9: zero, 0.99: zero}
-        lat = pd.DataFrame(
-            {
-                "win": np.clip(
-                    np.searchsorted(self.edges, self.wakeup_ts, "right") - 1, 0, nwin - 1
-                ),
-                "lat": w["latency_ns"].to_numpy(dtype="float64", na_value=np.nan),
-            }
-        )
-        lat = lat.dropna()
-        out: dict = {"samples": np.bincount(lat["win"].to_numpy(), minlength=nwin)[:nwin]}
-        q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
+        lo_ns, hi_ns = _latencies(w)
+        ok = w["latency_ns"].notna().to_numpy()
+        win = np.clip(np.searchsorted(self.edges, self.wakeup_ts[ok], "right") - 1, 0, nwin - 1)
+        out: dict = {"samples": np.bincount(win, minlength=nwin)[:nwin]}
+        quantiles = {}
+        for name, v in (("lo", lo_ns), ("hi", hi_ns)):
+            lat = pd.DataFrame({"win": win, "lat": v.astype(np.float64)})
+            q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
+            quantiles[name] = q
         for p in (0.5, 0.9, 0.99):
-            out[p] = (
-                q[p].reindex(range(nwin)).fillna(0.0).to_numpy() / 1e3 if len(q) else np.zeros(nwin)
-            )
+            vals = []
+            for name in ("lo", "hi"):
+                q = quantiles[name]
+                vals.append(
+                    q[p].reindex(range(nwin)).fillna(0.0).to_numpy() / 1e3
+                    if len(q)
+                    else np.zeros(nwin)
+                )
+            lo, hi = vals
+            width_ok = (hi - lo) <= np.maximum(LATENCY_FLOOR_US, LATENCY_TOLERANCE * hi)
+            out[p] = np.where(hi <= lo, hi, np.where(width_ok, (lo + hi) / 2, np.nan))
         return out
 
     @cached_property
@@ -745,15 +844,26 @@ class WindowInputs:
     @cached_property
     def busy_shares(self) -> dict[str, np.ndarray]:
         """``busy_share_cpuN``: running time of CPU N in each window / window length
-        (none without occupancy)."""
+        (none without occupancy); where the window holds unknown time of the CPU, the
+        midpoint of the bounds when within :data:`SHARE_TOLERANCE`, else NaN."""
         occ = self.model.occupancy
         out: dict[str, np.ndarray] = {}
         if len(occ):
-            run = occ[occ["state"] == "running"]
-            for cpu in range(self.model.events.cpus):
-                r = run[run["cpu"] == cpu].sort_values("start_ts")
-                cov = _covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), self.edges)
-                out[f"busy_share_cpu{cpu}"] = np.diff(cov) / np.diff(self.edges)
+            state = occ["state"].to_numpy()
+            cpu = occ["cpu"].to_numpy()
+            lens = np.diff(self.edges)
+            for c in range(self.model.events.cpus):
+                cov = {}
+                for st in ("running", "unknown"):
+                    r = occ[(state == st) & (cpu == c)].sort_values("start_ts")
+                    cov[st] = np.diff(
+                        _covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), self.edges)
+                    )
+                lo = cov["running"] / lens
+                hi = (cov["running"] + cov["unknown"]) / lens
+                out[f"busy_share_cpu{c}"] = np.where(
+                    hi <= lo, lo, np.where(hi - lo <= SHARE_TOLERANCE, (lo + hi) / 2, np.nan)
+                )
         return out
 
 
@@ -859,36 +969,65 @@ def _cpus_visited_per_window(switch: pd.DataFrame, win: np.ndarray, nwin: int) -
     return out
 
 
-def _busy_share(model) -> dict:
+def busy_bounds(model) -> dict[str, tuple[float, float]]:
+    """Per CPU (its number as a string, in CPU order), the bounds of its busy share from
+    its first sched_switch to the end of the trace: (running, running + unknown) time /
+    that span (:mod:`schedwake.model.completeness`: running proven, unknown not shown);
+    one value twice when the trace shows the whole span."""
     occ = model.occupancy
     if len(occ) == 0:
         return {}
     state = occ["state"]
-    sel = state.isin(["running", "idle"]).to_numpy()
+    sel = state.isin(["running", "idle", "unknown"]).to_numpy()
     n = int(sel.sum())
     first = model.first_switch_ts
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, float]] = {}
     if n == 0:
         return out
     running = (state == "running").to_numpy()
+    unknown = (state == "unknown").to_numpy()
     del state
     cpu, start, end = occ["cpu"].to_numpy(), occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
-    if sel[:n].all():  # the running/idle rows come first (as the model builds them): views
-        cpu, start, end, running = cpu[:n], start[:n], end[:n], running[:n]
+    if sel[:n].all():  # the CPUs' rows come first (as the model builds them): views
+        cpu, start, end = cpu[:n], start[:n], end[:n]
+        running, unknown = running[:n], unknown[:n]
     else:
-        cpu, start, end, running = cpu[sel], start[sel], end[sel], running[sel]
+        cpu, start, end = cpu[sel], start[sel], end[sel]
+        running, unknown = running[sel], unknown[sel]
     del sel
     if not (cpu[1:] >= cpu[:-1]).all():  # grouped by CPU (the model's are)
         order = np.argsort(cpu, kind="stable")
-        cpu, start, end, running = cpu[order], start[order], end[order], running[order]
+        cpu, start, end = cpu[order], start[order], end[order]
+        running, unknown = running[order], unknown[order]
         del order
     at = np.flatnonzero(np.concatenate([[True], cpu[1:] != cpu[:-1]])).tolist()
     for a, b in zip(at, at[1:] + [len(cpu)]):  # per CPU, in CPU order
         s0, e = start[a:b], end[a:b]
-        busy = int((e - s0)[running[a:b]].sum())
-        span = int(e.max()) - first.get(int(cpu[a]), int(s0.min()))
-        out[str(int(cpu[a]))] = round(float(busy) / max(span, 1), 6)
+        d = e - s0
+        busy = int(d[running[a:b]].sum())
+        unk = int(d[unknown[a:b]].sum())
+        span = max(int(e.max()) - first.get(int(cpu[a]), int(s0.min())), 1)
+        lo = round(float(busy) / span, 6)
+        out[str(int(cpu[a]))] = (lo, round(float(busy + unk) / span, 6) if unk else lo)
     return out
+
+
+def _latencies(w: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The measured wake-to-run latencies of the wakeups table ``w`` (rows with a run),
+    ns: (the least each can have been, the proven one)."""
+    if not len(w):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # (dropna() would also copy the index)
+    lat = w["latency_ns"]
+    ok = lat.notna().to_numpy()
+    hi = lat.to_numpy(dtype=np.int64, na_value=0)[ok]
+    if "run_from_ts" not in w.columns:
+        return hi, hi
+    lo = (
+        w["run_from_ts"].to_numpy(dtype=np.int64, na_value=0)[ok]
+        - w["ts"].to_numpy(dtype=np.int64)[ok]
+    )
+    return np.minimum(np.maximum(lo, 0), hi), hi
 
 
 def window_edges(first_ts: int, last_ts: int, window_s: float) -> np.ndarray:

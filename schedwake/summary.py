@@ -9,8 +9,47 @@ from .model.events import timestamp_problem
 
 
 def summary(trace) -> dict:
-    """The trace's facts as a JSON-ready dict (the keys of ``schedwake info --format json``)."""
-    return meta_summary(trace.meta)
+    """The trace's facts as a JSON-ready dict (the keys of ``schedwake info --format json``),
+    with what it shows and does not (``completeness``: :func:`completeness`)."""
+    return {**meta_summary(trace.meta), "completeness": completeness(trace)}
+
+
+def completeness(trace) -> dict | None:
+    """What the trace proves of who ran on each CPU and the contradictions it shows
+    (:mod:`schedwake.model.completeness`; docs/semantics.md, 'Incomplete traces'), as a
+    JSON-ready dict: ``complete``; ``breaks`` (per kind, all CPUs); ``cpus`` (per CPU:
+    each kind's count, ``unknown_s`` and ``unknown_share`` of the time from its first
+    sched_switch to the end); ``kinds`` (what each kind means); ``lines`` (one sentence
+    per CPU with contradictions). None when the trace was read without its events or
+    has no sched_switch (then nothing about the CPUs is known to check)."""
+    if not trace.has_records("sched_switch"):
+        return None
+    from .errors import TraceError
+    from .model.completeness import KIND_TEXT, KINDS
+
+    try:
+        comp = trace.model.completeness
+    except TraceError:  # (raw clock ticks: no model)
+        return None
+    unknown = comp.unknown_ns()
+    cpus = {}
+    for cpu, row in comp.counts.iterrows():
+        c = int(cpu)
+        span = comp.t_end - comp.first_switch[c] if c in comp.first_switch else 0
+        u = unknown.get(c, 0)
+        cpus[str(c)] = {
+            **{k: int(row[k]) for k in KINDS},
+            "unknown_s": round(u / 1e9, 9),
+            "unknown_share": round(u / span, 6) if span > 0 else None,
+        }
+    totals = comp.counts.sum()
+    return {
+        "complete": comp.complete,
+        "breaks": {k: int(totals[k]) for k in KINDS},
+        "cpus": cpus,
+        "kinds": dict(KIND_TEXT),
+        "lines": comp.describe(),
+    }
 
 
 def info(trace) -> dict:

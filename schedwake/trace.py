@@ -424,8 +424,9 @@ def load(
     trace.dat files only) or ``"perf-script"`` (``perf script`` text; for perf.data files
     only). ``jobs``: decoding threads of schedwake's reader (an int >= 1; None: one per
     CPU); other readers ignore it. ``kallsyms``: a kallsyms file of the kernel a
-    perf.data recorded (None: this machine's ``/proc/kallsyms`` when it runs that
-    kernel), for fields that name kernel functions.
+    perf.data recorded, plain or compressed (None: this machine's ``/proc/kallsyms``
+    when it runs that kernel), for fields that name kernel functions (the
+    ``perf-script`` reader gives it to ``perf script --kallsyms``).
     Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
     :class:`schedwake.errors.OptionError` (a ValueError) naming the parameter for an
     unknown ``reader`` or ``input_format``, a bad ``jobs`` or an ``events`` that is not a

@@ -5,7 +5,8 @@ the ``--pid`` tasks, each broken into named causes that add up
 The waits explained are of two kinds:
 
 * a wake-up's wait (``wake_to_run``): from its ``sched_waking`` to the wakee's
-  switch-in (the wakeups table's ``latency_ns``), whose first part is the wake-up's
+  switch-in, or its first proof of running where the switch-in is missing (the
+  wakeups table's ``latency_ns``; at least ``run_from_ts - ts``), whose first part is the wake-up's
   own path (``wake_path``: to its ``sched_wakeup``, or to its own migration when the
   trace has no ``sched_wakeup``);
 * a preempted task's wait (``preempted``): from its switch-out in state R or R+ to its
@@ -120,8 +121,11 @@ def blocker_stack(trace, b: dict) -> None:
         top["stack_at"] = _ts_s(int(ts[row]))
 
 
-def wait_record(trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=None) -> dict:
-    """One explained wait as reports give it."""
+def wait_record(
+    trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=None, min_end=None
+) -> dict:
+    """One explained wait as reports give it (``wait_min_us``: where the task's switch-in
+    is missing, the least it can have waited, to ``min_end``)."""
     out = {
         "kind": kind,
         "wait_us": round((int(end) - int(start)) / 1e3, 3),
@@ -136,6 +140,8 @@ def wait_record(trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=Non
     }
     if waker is not None:
         out["waker"] = str(waker)
+    if min_end is not None and int(min_end) < int(end):
+        out["wait_min_us"] = round((int(min_end) - int(start)) / 1e3, 3)
     return out
 
 
@@ -146,11 +152,22 @@ def longest_preempted(trace) -> dict | None:
     w = w[(w["kind"] == "preempted").to_numpy()]
     if len(w) == 0:
         return None
-    r = w.iloc[int(np.argmax(w["delay_ns"].to_numpy()))]
+    # the longest proven wait (the least each can have been: to the earliest its run can
+    # have begun where its switch-in is missing)
+    least = w["min_end_ts"].to_numpy() - w["start_ts"].to_numpy()
+    r = w.iloc[int(np.lexsort((w["delay_ns"].to_numpy(), least))[-1])]
     b = explain_wait(trace, r)
     blocker_stack(trace, b)
     rec = wait_record(
-        trace, "preempted", r["pid"], r["comm"], r["start_ts"], r["end_ts"], r["cpu"], b
+        trace,
+        "preempted",
+        r["pid"],
+        r["comm"],
+        r["start_ts"],
+        r["end_ts"],
+        r["cpu"],
+        b,
+        min_end=int(r["min_end_ts"]),
     )
     rec["from_cpu"] = int(r["from_cpu"])
     return rec
@@ -173,6 +190,7 @@ def _all_waits(trace) -> pd.DataFrame:
             "comm": w["wakee_comm"].astype(str).to_numpy(),
             "start": w["ts"].to_numpy(np.int64),
             "end": w["run_ts"].to_numpy(dtype=np.int64),
+            "min_end": w["run_from_ts"].to_numpy(dtype=np.int64),
             "cpu": w["chosen_cpu"].to_numpy(np.int64),
             "wake_end": _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64),
             "waker": w["waker_comm"].astype(str).to_numpy(),
@@ -185,6 +203,7 @@ def _all_waits(trace) -> pd.DataFrame:
             "comm": p["comm"].astype(str).to_numpy(),
             "start": p["start_ts"].to_numpy(np.int64),
             "end": p["end_ts"].to_numpy(np.int64),
+            "min_end": p["min_end_ts"].to_numpy(np.int64),
             "cpu": p["cpu"].to_numpy(np.int64),
             "wake_end": np.full(len(p), -1, dtype=np.int64),
             "waker": None,
@@ -200,12 +219,12 @@ def _all_waits(trace) -> pd.DataFrame:
 def _explain_rows(trace, f: pd.DataFrame) -> list[tuple[dict, dict]]:
     """Each row of an :func:`_all_waits` frame explained: (record, breakdown)."""
     out = []
-    cols = [
-        f[c].tolist() for c in ("kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker")
-    ]
-    for kind, pid, comm, start, end, cpu, wake_end, waker in zip(*cols):
+    names = ("kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker", "min_end")
+    cols = [f[c].tolist() for c in names]
+    for kind, pid, comm, start, end, cpu, wake_end, waker, min_end in zip(*cols):
         b = _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
-        out.append((wait_record(trace, kind, pid, comm, start, end, cpu, b, waker), b))
+        rec = wait_record(trace, kind, pid, comm, start, end, cpu, b, waker, min_end)
+        out.append((rec, b))
     return out
 
 

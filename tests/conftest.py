@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import gzip
 import hashlib
 import os
 import pickle
@@ -24,8 +25,26 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
+from schedwake.symbols.kernel import IGNORE_RUNNING_KERNEL
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
+
+#: The whole suite runs as on a machine whose kernel recorded none of the samples:
+#: schedwake never names a recording's kernel addresses from this machine's kallsyms or
+#: vDSO, nor lets the ``perf script`` it runs do so (schedwake/symbols/kernel.py), in
+#: this process, the xdist workers and every process they start (CLI runs, notebook
+#: kernels). A test that needs a sample's kernel functions gives the recording kernel's
+#: kallsyms (:data:`SAMPLE_KALLSYMS`); a test of a recording made on this machine opts
+#: out (the ``running_kernel`` fixture). tests/test_kernel_symbols.py checks it.
+os.environ[IGNORE_RUNNING_KERNEL] = "1"
+
+#: The kernel that recorded sample_traces/perf/*.perf.data and sample_traces/profiles/:
+#: its release, the build id perf wrote for it, and its kallsyms, gzip'd
+#: (sample_traces/README.md, "kallsyms/")
+SAMPLE_KERNEL = "6.18.44-fc-v782"
+SAMPLE_BUILD_ID = "85c7e4e2ed76f4417e8aaad7c6b040d2bb897a26"
+SAMPLE_KALLSYMS = SAMPLES / "kallsyms" / f"{SAMPLE_KERNEL}.gz"
 #: Trace excerpts quoted in public kernel mailing-list threads (README.md there)
 KERNEL_LIST = ROOT / "tests" / "data" / "kernel-list"
 
@@ -173,6 +192,66 @@ def run_dir() -> Path:
     """The directory of this test run, shared by its workers (where a :func:`computed_once`
     computation that writes files puts them)."""
     return Path(os.environ[_RUN_DIR_VAR])
+
+
+def perf_kallsyms() -> Path:
+    """:data:`SAMPLE_KALLSYMS` decompressed, for ``perf script --kallsyms`` and ``perf
+    report --kallsyms`` (perf reads plain text only), made once per test run."""
+
+    def unpack() -> Path:
+        out = run_dir() / SAMPLE_KALLSYMS.with_suffix("").name
+        out.write_bytes(gzip.decompress(SAMPLE_KALLSYMS.read_bytes()))
+        return out
+
+    return computed_once(f"gunzip {SAMPLE_KALLSYMS}: its path", unpack)
+
+
+def sample_profiles() -> dict:
+    """``schedwake.profile`` of every run of sample_traces/profiles/ by side (base, aa,
+    seccomp), their kernel frames named by :data:`SAMPLE_KALLSYMS`; made once per test
+    run and shared by the xdist workers: read them, never change them."""
+
+    def make() -> dict:
+        import schedwake
+
+        out = {}
+        for side in ("base", "aa", "seccomp"):
+            paths = sorted((SAMPLES / "profiles" / side).glob("run*.perf.data"))
+            assert len(paths) >= 3, f"{side}: the sample needs 3 runs"
+            out[side] = [
+                schedwake.profile(schedwake.load(p), kallsyms=SAMPLE_KALLSYMS) for p in paths
+            ]
+        return out
+
+    return computed_once(
+        "schedwake.profile(load(p), kallsyms=SAMPLE_KALLSYMS) of sample_traces/profiles/"
+        "{base,aa,seccomp}/run*.perf.data",
+        make,
+    )
+
+
+@pytest.fixture
+def running_kernel(monkeypatch):
+    """For a test of recordings made on this machine (whose kernel is the recorded one):
+    schedwake may name their kernel addresses from this machine's kallsyms, as outside
+    the suite (``SCHEDWAKE_IGNORE_RUNNING_KERNEL`` unset during the test)."""
+    monkeypatch.delenv(IGNORE_RUNNING_KERNEL)
+
+
+@pytest.fixture
+def samples_kernel_here(monkeypatch, tmp_path) -> Path:
+    """This machine made to look as if it ran the samples' kernel: its release, build id
+    and /proc/kallsyms (a copy of :data:`SAMPLE_KALLSYMS`, returned) are theirs. The
+    suite's setting still hides it (``monkeypatch.delenv(IGNORE_RUNNING_KERNEL)``: as
+    outside the suite)."""
+    from schedwake.symbols import kernel
+
+    proc = tmp_path / "kallsyms"
+    proc.write_bytes(gzip.decompress(SAMPLE_KALLSYMS.read_bytes()))
+    monkeypatch.setattr(kernel.platform, "release", lambda: SAMPLE_KERNEL)
+    monkeypatch.setattr(kernel, "running_build_id", lambda notes=None: SAMPLE_BUILD_ID)
+    monkeypatch.setattr(kernel, "PROC_KALLSYMS", proc)
+    return proc
 
 
 #: The system's Chromium (the Debian package ``chromium``, installed by scripts/bootstrap.sh)

@@ -22,7 +22,7 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 #: the bottom. report/ renders results and never computes them, so it sits above every
 #: result it renders (Analysis, CompareResult, GateResult) and nothing below imports it.
 LAYERS = [
-    ["errors", "version", "schema", "jsonout"],  # plain facts everything may use; JSON
+    ["errors", "version", "schema", "jsonout", "compressed"],  # plain facts; JSON; compression
     ["topology"],  # CPU maps
     ["bench", "counters"],  # the benchmark's results and the kernel's counters beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names

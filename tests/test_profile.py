@@ -1,4 +1,5 @@
-"""``schedwake profile`` against ``perf report`` on real recordings made here.
+"""``schedwake profile`` against ``perf report`` on real recordings made here (so on the
+running kernel, whose kallsyms names their kernel frames).
 
 The fixtures record with ``perf record -g`` into tmp_path (a system-wide profile of
 ``perf bench sched messaging``, a small C program with two hot functions), and the
@@ -45,6 +46,14 @@ __attribute__((noinline)) void work(long n)
 int main(int argc, char **argv)
 { long n = argc > 1 ? atol(argv[1]) : 1000000; work(n); printf("%f\n", sink); return 0; }
 """
+
+
+@pytest.fixture(autouse=True)
+def _recorded_here(running_kernel):
+    """Every profile of this module is recorded on this machine (the fixtures below): its
+    kernel is the recorded one, and its kernel frames are named from this machine's
+    kallsyms as outside the test suite (tests/conftest.py: the suite runs as on another
+    kernel otherwise)."""
 
 
 def record(out: Path, *args: str) -> Path:

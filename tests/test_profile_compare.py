@@ -25,7 +25,7 @@ from schedwake.profile_compare import (
 )
 from schedwake.report import profile_compare as render
 
-from .conftest import computed_once, run_cli
+from .conftest import SAMPLE_KALLSYMS, perf_kallsyms, run_cli, sample_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "sample_traces" / "profiles"
@@ -44,21 +44,12 @@ SECCOMP_MAY = SECCOMP_PATH | {
 }
 
 
-def _runs(side: str):
-    paths = sorted((PROFILES / side).glob("run*.perf.data"))
-    assert len(paths) >= 3, f"{side}: the sample needs 3 runs"
-    return [schedwake.profile(schedwake.load(p)) for p in paths]
-
-
 @pytest.fixture(scope="module")
 def sides():
-    """The profiles of the three sides' runs, made once per test run and shared by the
-    xdist workers (tests/conftest.py, ``computed_once``): read them, never change them."""
-    return computed_once(
-        "test_profile_compare: schedwake.profile(load(p)) for sample_traces/profiles/"
-        "{base,aa,seccomp}/run*.perf.data",
-        lambda: {side: _runs(side) for side in ("base", "aa", "seccomp")},
-    )
+    """The profiles of the three sides' runs, their kernel frames named by the recording
+    kernel's kallsyms (tests/conftest.py, ``sample_profiles``): read them, never change
+    them."""
+    return sample_profiles()
 
 
 @pytest.fixture(scope="module")
@@ -242,15 +233,20 @@ def test_perf_script_text_profiles_like_the_perf_data(tmp_path):
     """``perf script`` text of a profile (frames named by perf) gives the perf.data's
     shares: the same samples, the same kernel functions with the same self and children
     shares (user-space names may differ where a binary changed since the recording:
-    perf script names from today's file, schedwake refuses a changed build id)."""
+    perf script names from today's file, schedwake refuses a changed build id). Both are
+    given the recording kernel's kallsyms."""
     data = ROOT / "sample_traces" / "perf" / "perf-profile-g.perf.data"
     text = tmp_path / "profile.txt"
     with open(text, "wb") as out:
         subprocess.run(
-            ["perf", "script", "-i", str(data)], stdout=out, check=True, stderr=subprocess.DEVNULL
+            ["perf", "script", "--kallsyms", str(perf_kallsyms()), "-i", str(data)],
+            stdout=out,
+            check=True,
+            stderr=subprocess.DEVNULL,
         )
     from_text = schedwake.profile(schedwake.load(text))
-    from_data = schedwake.profile(schedwake.load(data))
+    from_data = schedwake.profile(schedwake.load(data), kallsyms=SAMPLE_KALLSYMS)
+    assert from_data.kernel_symbols.startswith(str(SAMPLE_KALLSYMS))
     assert from_text.samples == from_data.samples
     assert from_text.total_period == from_data.total_period
     assert from_text.event.split(":")[0] == from_data.event.split(":")[0] == "cpu-clock"
@@ -267,8 +263,28 @@ def test_perf_script_text_profiles_like_the_perf_data(tmp_path):
     assert cmp.event == from_data.event
 
 
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+@pytest.mark.slow
+@pytest.mark.parametrize("side", ["base", "aa", "seccomp"])
+def test_sample_profiles_equal_perf_report_given_the_same_kallsyms(sides, side):
+    """Every function of a run at 0.2% or more, self and children, has the share that
+    ``perf report --kallsyms`` prints given the recording kernel's kallsyms (perf with
+    this machine's /proc/kallsyms names other functions, unless it runs that build)."""
+    from .test_profile import assert_matches_perf
+
+    path = PROFILES / side / "run1.perf.data"
+    prof = sides[side][0]
+    assert prof.path == str(path)
+    assert assert_matches_perf(path, prof, "--kallsyms", str(perf_kallsyms()), floor=0.2) > 150
+
+
 def _schedwake(*args, cwd=None) -> subprocess.CompletedProcess:
     return run_cli(*args, cwd=cwd)
+
+
+def _profile(*args) -> subprocess.CompletedProcess:
+    """``schedwake profile ARGS`` of the samples, given their kernel's kallsyms."""
+    return _schedwake("profile", "--kallsyms", SAMPLE_KALLSYMS, *args)
 
 
 def _side(name: str) -> str:
@@ -278,21 +294,8 @@ def _side(name: str) -> str:
 @pytest.mark.slow
 def test_cli_compares_sides_and_writes_html_and_folded(tmp_path):
     html, folded = tmp_path / "cmp.html", tmp_path / "cmp.folded"
-    out = _schedwake(
-        "profile",
-        "--side",
-        _side("base"),
-        "--side",
-        _side("seccomp"),
-        "--work",
-        "960000",
-        "--top",
-        "5",
-        "--html",
-        str(html),
-        "--folded",
-        str(folded),
-    )
+    sides = ["--side", _side("base"), "--side", _side("seccomp"), "--work", "960000"]
+    out = _profile(*sides, "--top", "5", "--html", html, "--folded", folded)
     assert out.returncode == 0, out.stderr
     assert "schedwake profile: base vs seccomp" in out.stdout
     assert re.search(r"^Amean __seccomp_filter \[k\].*\*\s*\+\d+\.\d+pp\*$", out.stdout, re.M)
@@ -300,9 +303,7 @@ def test_cli_compares_sides_and_writes_html_and_folded(tmp_path):
     assert "<svg" in html.read_text() and "__seccomp_filter" in html.read_text()
     assert all(len(line.rsplit(" ", 2)) == 3 for line in folded.read_text().splitlines())
     doc = json.loads(
-        _schedwake(
-            "profile", "--side", _side("base"), "--side", _side("aa"), "--format", "json"
-        ).stdout
+        _profile("--side", _side("base"), "--side", _side("aa"), "--format", "json").stdout
     )
     assert not any(
         any(v for v in f["significant"]["self_share"].values()) for f in doc["functions"]
@@ -361,6 +362,7 @@ def _gate(tmp_path, candidate: str, rules: str = PROFILE_RULES, baseline: str = 
         str(PROFILES / baseline / "run*.perf.data"),
         str(PROFILES / candidate / "run*.perf.data"),
         rules=path,
+        kallsyms=SAMPLE_KALLSYMS,
     )
 
 
@@ -413,6 +415,7 @@ def test_gate_on_functions_fails_closed(tmp_path):
         str(PROFILES / "base" / "run1.perf.data"),
         str(PROFILES / "seccomp" / "run1.perf.data"),
         rules=path,
+        kallsyms=SAMPLE_KALLSYMS,
     )
     assert one.exit_code == 2
     assert any("significance cannot be tested (runs a side: 1/1)" in r.message for r in one.results)
@@ -441,6 +444,8 @@ def test_gate_cli_on_functions(tmp_path):
     path.write_text(PROFILE_RULES)
     out = _schedwake(
         "gate",
+        "--kallsyms",
+        SAMPLE_KALLSYMS,
         "--rules",
         str(path),
         "--baseline",

@@ -13,12 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import schedwake
 from schedwake.profile import Profile
 from schedwake.profile_compare import ProfileComparison, compare_profiles
 from schedwake.report import flamegraph, profile_html
 
-from .conftest import computed_once
+from .conftest import sample_profiles
 from .test_html_report import ARTIFACTS, PNG, render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,20 +28,11 @@ KERNEL = "[kernel.kallsyms]"
 RGB = re.compile(r"rgb\((\d+),(\d+),(\d+)\)")
 
 
-def _profiles() -> dict[str, list[Profile]]:
-    out = {}
-    for side in ("base", "aa", "seccomp"):
-        paths = sorted((PROFILES / side).glob("run*.perf.data"))
-        assert len(paths) >= 3, f"{side}: the sample needs 3 runs"
-        out[side] = [schedwake.profile(schedwake.load(p)) for p in paths]
-    return out
-
-
 @pytest.fixture(scope="module")
 def sides():
-    """The profiles of every run of each side, made once per test run (the tests of this
-    file may run on both workers); read only."""
-    return computed_once(f"schedwake.profile of {PROFILES}/*/run*.perf.data", _profiles)
+    """The profiles of every run of each side, their kernel frames named by the recording
+    kernel's kallsyms (tests/conftest.py, ``sample_profiles``); read only."""
+    return sample_profiles()
 
 
 @pytest.fixture(scope="module")

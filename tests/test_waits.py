@@ -19,7 +19,7 @@ from schedwake import wait_causes
 from schedwake.model import waits as W
 from schedwake.synth import US, Synth, default_topology
 
-from .conftest import run_cli, sample, trace_cmd_report
+from .conftest import perf_kallsyms, run_cli, sample, trace_cmd_report
 
 PERF_FILES = ["perf/perf-sched-g.perf.data", "perf/perf-dbench-z.perf.data"]
 
@@ -312,12 +312,16 @@ def test_html_has_a_bar_per_wait_and_the_window_timelines():
 
 
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
-def test_blocking_task_stack_is_the_one_perf_script_prints():
+def test_blocking_task_stack_is_the_one_perf_script_prints(samples_kernel_here, monkeypatch):
     """perf-sched-g.perf.data (perf sched record -g): the task that ran longest during
     the longest preempted wait (python3, pid 21264) with the kernel stack of its last
-    switch-out in the wait, as ``perf script`` prints that switch's callchain."""
+    switch-out in the wait, as ``perf script`` prints that switch's callchain, both
+    naming it with the recording kernel's kallsyms (schedwake's from a machine made to
+    look as if it ran that kernel: the stacks take the running kernel's)."""
     from schedwake.analysis import Analysis
+    from schedwake.symbols.kernel import IGNORE_RUNNING_KERNEL
 
+    monkeypatch.delenv(IGNORE_RUNNING_KERNEL)
     path = sample("perf/perf-sched-g.perf.data")
     p = Analysis(schedwake.load(path), [], {}, {}).longest_preempted_wait
     top = p["breakdown"][0]
@@ -325,7 +329,10 @@ def test_blocking_task_stack_is_the_one_perf_script_prints():
         21264, "python3", "fair_lighter", 14734.598,
     )  # fmt: skip
     out = subprocess.run(
-        ["perf", "script", "-i", str(path)], capture_output=True, text=True, timeout=120
+        ["perf", "script", "--kallsyms", str(perf_kallsyms()), "-i", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout.splitlines()
     at = next(
         i for i, line in enumerate(out)
@@ -337,7 +344,8 @@ def test_blocking_task_stack_is_the_one_perf_script_prints():
         if "[kernel.kallsyms]" not in line:
             break
         frames.append(line.split()[1])
-    assert frames and top["stack"] == frames
+    assert frames and top["stack"] == frames, (top["stack"], frames)
+    assert all("+0x" in f for f in frames) and any(f.startswith("__schedule+") for f in frames)
 
 
 def test_a_wait_over_lost_events_is_unknown_there():

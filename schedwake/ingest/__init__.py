@@ -100,7 +100,7 @@ def _read_perfdata(path: Path, o: ReadOptions) -> RawTrace:
     if o.reader == "perf-script":  # perf script's text of the file, read as such
         from . import text
 
-        return text.read(path, "perf.data", o.events, o.progress)
+        return text.read(path, "perf.data", o.events, o.progress, o.kallsyms)
     from . import perfdata
 
     return perfdata.read(path, o.events, o.progress, o.jobs, o.kallsyms)
@@ -247,7 +247,8 @@ def read(
     either way. ``reader``: the trace.dat or perf.data reader (:data:`READERS`; None is
     ``"schedwake"``); ``jobs``: decoding threads of schedwake's reader (None: one per
     CPU; the text readers and libtracecmd ignore it); ``kallsyms``: a kallsyms file of
-    the recorded kernel, for a perf.data (whose own has none). Raises
+    the recorded kernel, for a perf.data (whose own has none; the perf-script reader
+    gives it to ``perf script --kallsyms``). Raises
     :class:`TraceError` for anything that is not a usable trace, OptionError (a
     ValueError) naming the parameter for an ``events`` that is not a list of names, or a
     ``reader``, ``jobs`` or ``input_format`` that does not exist.

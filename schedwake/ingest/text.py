@@ -49,8 +49,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..compressed import PROGRAMS, compression, no_zstd
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, STRING, event_schema, field_name
+from ..symbols.kernel import read_kallsyms, running_kernel_ignored
 from .meta import TraceMeta
 from .raw import Progress, RawTrace
 from .text_damage import MAX_CPUS, MAX_LINE_BYTES, Assessment, assess
@@ -432,14 +434,6 @@ _CSPECS, _DESCRIBED = _compile_layouts()
 
 # ------------------------------------------------------------------- input files
 
-_MAGIC = [
-    (b"\x1f\x8b", "gzip"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-    (b"BZh", "bzip2"),
-]
-_BINARIES = {"xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"], "bzip2": ["bzip2", "-dc"]}
-
 
 class _Stream(Protocol):
     """What _Source reads the decompressed bytes from: a file, a decompressing file
@@ -454,15 +448,6 @@ class _Decompressor(Protocol):
     def decompress(self, data: bytes, max_length: int, /) -> bytes: ...
 
 
-def _compression(path: Path) -> str | None:
-    with open(path, "rb") as f:
-        head = f.read(8)
-    for magic, name in _MAGIC:
-        if head.startswith(magic):
-            return name
-    return None
-
-
 class _Source:
     """The decompressed bytes of a trace file, read in chunks.
 
@@ -470,30 +455,41 @@ class _Source:
     GIL, so the reader thread inflates while the scanner scans). xz, zstd and bzip2 are
     piped through the system's program when it exists (another process, another core),
     else Python's own module (``zstandard`` for zstd, if installed). ``perf.data`` is
-    piped through ``perf script --ns``."""
+    piped through ``perf script --ns``, given ``kallsyms`` (a file, plain or compressed:
+    a private plain copy of it) with ``--kallsyms``; without one, while
+    :func:`running_kernel_ignored`, an empty kallsyms (perf then names no kernel
+    address from this machine's, as schedwake's own reader does not)."""
 
-    def __init__(self, path: Path, perf: bool = False):
+    def __init__(self, path: Path, perf: bool = False, kallsyms=None):
         self.path = path
+        self.kallsyms_copy: str | None = None
         # (a perf record --threads directory: progress is that of its header file)
         first = path / "data" if perf and path.is_dir() else path
         self.size = max(first.stat().st_size, 1)
         self.proc: subprocess.Popen[bytes] | None = None
         self.raw = open(first, "rb")
         self.stderr: IO[bytes] | None = None
-        self.kind = "perf.data" if perf else _compression(path)
+        self.kind = "perf.data" if perf else compression(path)
         self.stream: _Stream | None = None
         if perf:
             exe = shutil.which("perf")
             if exe is None:
-                self.raw.close()
+                self.close(check=False)
                 raise TraceError(
                     path,
                     "is a perf.data file, and reading it needs `perf script`, "
                     "but perf is not installed (install linux-perf, or "
                     "convert it with `perf script` elsewhere)",
                 )
+            try:
+                kallsyms_arg = self._kallsyms_file(kallsyms)
+            except TraceError:
+                self.close(check=False)
+                raise
+            symbols = [] if kallsyms_arg is None else ["--kallsyms", kallsyms_arg]
             self._spawn(
-                [exe, "script", "--header", "--ns", "--show-lost-events", "-i", str(path)],
+                [exe, "script", "--header", "--ns", "--show-lost-events", *symbols]
+                + ["-i", str(path)],
                 stdin=subprocess.DEVNULL,
             )
         elif self.kind is None:
@@ -503,9 +499,9 @@ class _Source:
             # the GIL, so the reader thread decompresses while the scanner scans
             self.stream = gzip.GzipFile(fileobj=self.raw)
         else:
-            exe = shutil.which(_BINARIES[self.kind][0])
+            exe = shutil.which(PROGRAMS[self.kind][0])
             if exe is not None:
-                self._spawn([exe] + _BINARIES[self.kind][1:], stdin=self.raw)
+                self._spawn([exe] + PROGRAMS[self.kind][1:], stdin=self.raw)
             elif self.kind == "xz":
                 self.stream = lzma.LZMAFile(self.raw)
             elif self.kind == "bzip2":
@@ -515,12 +511,18 @@ class _Source:
                     import zstandard
                 except ImportError:
                     self.raw.close()
-                    raise TraceError(
-                        path,
-                        "is zstd-compressed, and neither the zstd program "
-                        "nor the Python zstandard module is installed",
-                    ) from None
+                    raise no_zstd(path) from None
                 self.stream = zstandard.ZstdDecompressor().stream_reader(self.raw)
+
+    def _kallsyms_file(self, kallsyms) -> str | None:
+        """What perf script gets as ``--kallsyms`` (None: nothing)."""
+        if kallsyms is None:
+            return os.devnull if running_kernel_ignored() else None
+        text = read_kallsyms(kallsyms)  # checked: a bad file is named in one line
+        fd, self.kallsyms_copy = tempfile.mkstemp(prefix="schedwake-kallsyms-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
+        return self.kallsyms_copy
 
     def _spawn(self, argv, stdin):
         self.stderr = tempfile.TemporaryFile()
@@ -577,13 +579,16 @@ class _Source:
         elif self.stream is not None and self.stream is not self.raw:
             self.stream.close()
         self.raw.close()
+        if self.kallsyms_copy is not None:
+            os.unlink(self.kallsyms_copy)
+            self.kallsyms_copy = None
         if err:
             raise TraceError(self.path, err)
 
 
 def _head(path: Path, nbytes: int = 65536) -> bytes:
     """The first ``nbytes`` of the decompressed text (without spawning perf)."""
-    kind = _compression(path)
+    kind = compression(path)
     decompressors: dict[str, Callable[[], _Decompressor]] = {
         "gzip": lambda: zlib.decompressobj(wbits=31),
         "xz": lzma.LZMADecompressor,
@@ -889,17 +894,18 @@ class _Chunks:
 
 
 def _scan(
-    path: Path, fmt: str, events, progress, flush_bytes: int | None
+    path: Path, fmt: str, events, progress, flush_bytes: int | None, kallsyms=None
 ) -> Iterator[tuple[dict, dict, dict, Assessment]]:
     """Feed the file to a scanner chunk by chunk; yield (raw, stats, header facts,
-    assessment) after every ``flush_bytes`` of text (None: once, at the end)."""
+    assessment) after every ``flush_bytes`` of text (None: once, at the end);
+    ``kallsyms``: a perf.data's (:class:`_Source`)."""
     if _textscan is None:
         raise TraceError(path, f"the text reader is not built ({_IMPORT_ERROR})")
     if fmt not in MODES:
         raise TraceError(path, f"not a text format: {fmt!r}")
     wanted = None if events is None else {e.split(":")[-1].encode() for e in events}
     scanner = _textscan.Scanner(MODES[fmt], FLAG_TABLES[fmt], _CSPECS, wanted)
-    src = _Source(path, perf=(fmt == "perf.data"))
+    src = _Source(path, perf=(fmt == "perf.data"), kallsyms=kallsyms)
     facts: dict = {}
     ok = False
     since_flush = 0
@@ -946,14 +952,16 @@ def _scan(
     yield scanner.finish(), st, facts, assess(path, fmt, st, facts, final=True)
 
 
-def read(path, fmt: str, events=None, progress: Progress | None = None) -> RawTrace:
+def read(path, fmt: str, events=None, progress: Progress | None = None, kallsyms=None) -> RawTrace:
     """Read a text trace (or perf.data) of format ``fmt`` into canonical tables.
 
     ``events``: names of the events to build tables for (None: all); counts in
-    ``meta.event_counts`` cover every event either way."""
+    ``meta.event_counts`` cover every event either way. ``kallsyms``: for a perf.data,
+    the recorded kernel's kallsyms file, which ``perf script`` names kernel addresses
+    with (``--kallsyms``)."""
     path = Path(path)
     batch = None
-    for batch in _scan(path, fmt, events, progress, None):  # noqa: B007 (the last)
+    for batch in _scan(path, fmt, events, progress, None, kallsyms):  # noqa: B007 (the last)
         pass
     assert batch is not None  # _scan yields at least once, or raises
     raw, st, facts, damage = batch
@@ -1142,7 +1150,7 @@ def _build(path, fmt, raw, st, facts, damage: Assessment, events, strings) -> Ra
         "first_unparsed": [(int(n), t) for n, t in st["first_unparsed"]],
         "lines": st["lines"],
         "event_lines": st["events"],
-        "compression": _compression(path) if fmt != "perf.data" else None,
+        "compression": compression(path) if fmt != "perf.data" else None,
         "latency_flags": bool(st["any_lat"]),
         # "us"/"ns": seconds with 6/9 decimals; "raw": counter values (counter, x86-tsc clocks)
         "timestamps": {0: "raw", 6: "us", 9: "ns"}.get(

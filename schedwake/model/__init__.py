@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from . import completeness as _completeness
 from . import migrations as _migrations
 from . import occupancy as _occupancy
 from . import task_states as _task_states
@@ -50,6 +51,15 @@ class Model:
     @property
     def caveats(self) -> list[str]:
         out = list(self.events.caveats)
+        if self.events.switch is not None and len(self.events.switch):
+            comp = self.completeness
+            if not comp.complete:
+                out.append(
+                    "the trace does not show everything ("
+                    + "; ".join(comp.describe())
+                    + "): occupancy, waits, latencies and task states count only what it "
+                    "proves, the rest is unknown (docs/semantics.md, 'Incomplete traces')"
+                )
         if NO_CONTEXT_CAVEAT in out:
             # the kworker ping-pong needs the waker's context: say how many wake-ups it
             # could not judge, rather than a silent zero
@@ -92,6 +102,18 @@ class Model:
             out.insert(0, f"topology {self.topology.source}: {self.topology.note}")
         return out
 
+    @cached_property
+    def completeness(self) -> _completeness.Completeness:
+        """What the trace proves of who ran on each CPU, and what it does not show
+        (:mod:`.completeness`): the per-CPU timeline with its unknown stretches, the
+        runs of every task, the contradictions."""
+        return _completeness.build(self.trace, self.events)
+
+    def cpu_time(self, t0: int | None = None, t1: int | None = None, cpus=None):
+        """Per CPU: busy, idle and unknown time, recorded and missing switches over
+        ``[t0, t1)`` (:meth:`.completeness.Completeness.cpu_time`)."""
+        return self.completeness.cpu_time(t0, t1, cpus)
+
     @property
     def duration_ns(self) -> int:
         return self.events.duration_ns
@@ -99,7 +121,7 @@ class Model:
     @cached_property
     def all_wakeups(self) -> pd.DataFrame:
         """Every wake-up of the trace, whatever :attr:`pids` says."""
-        return _wakeups.build(self.events, self.topology, self._mig_w)
+        return _wakeups.build(self.events, self.topology, self._mig_w, self.completeness.runs)
 
     @cached_property
     def wakeups(self) -> pd.DataFrame:
@@ -113,7 +135,7 @@ class Model:
 
     @cached_property
     def occupancy(self) -> pd.DataFrame:
-        occ = _occupancy.build(self.events, self.all_wakeups)
+        occ = _occupancy.build(self.events, self.all_wakeups, self.completeness)
         if self.pids is None:
             return occ
         keep = (occ["state"] != "waiting").to_numpy() | np.isin(
@@ -131,7 +153,7 @@ class Model:
     def all_waits(self) -> pd.DataFrame:
         """Every wait to run of the trace (woken and preempted, :mod:`.waits`),
         whatever :attr:`pids` says."""
-        return _waits.build(self.events)
+        return _waits.build(self.events, self.completeness.runs)
 
     @cached_property
     def waits(self) -> pd.DataFrame:
@@ -141,7 +163,9 @@ class Model:
     @cached_property
     def cpu_index(self) -> _waits.CpuIndex:
         """Per CPU, its switches in time order: what :func:`.waits.breakdown` reads."""
-        return _waits.CpuIndex(self.events, getattr(self.trace, "lost", None))
+        return _waits.CpuIndex(
+            self.events, self.completeness.timeline, getattr(self.trace, "lost", None)
+        )
 
     @cached_property
     def first_switch_ts(self) -> dict[int, int]:
@@ -156,4 +180,4 @@ class Model:
         whole = getattr(self.trace, "time_slice_of", None)
         if whole is not None:
             return _task_states.clipped(whole[0].model.task_states, whole[1], whole[2])
-        return _task_states.build(self.events)
+        return _task_states.build(self.events, self.completeness.runs)

@@ -210,6 +210,17 @@ def cat_mask(cat: pd.Categorical, predicate) -> np.ndarray:
     return flags[np.where(codes < 0, len(flags) - 1, codes)]
 
 
+def object_categories(cat) -> pd.Categorical:
+    """``cat`` (a categorical) with its categories as Python strings: one dtype for
+    ``union_categoricals`` whatever each part's (Arrow strings, object, none at all)."""
+    cat = pd.Categorical(cat)
+    if cat.categories.dtype == object:
+        return cat
+    return pd.Categorical.from_codes(
+        np.asarray(cat.codes), categories=pd.Index(cat.categories.astype(str), dtype=object)
+    )
+
+
 def pick_cat(mask, a, b) -> pd.Categorical:
     """Element-wise ``a if mask else b`` for two categoricals."""
     a, b = pd.Categorical(a), pd.Categorical(b)

@@ -77,6 +77,15 @@ MODEL_FIELDS: dict[str, tuple[str, dict[str, Need]]] = {
         },
     ),
     "sched_process_fork": ("sched", {"child_pid": _PID}),
+    # not a frame of the model: a proof of the task running, for the completeness model
+    # (read when recorded: `schedwake record --runtime`, `perf sched record`)
+    "sched_stat_runtime": (
+        "sched",
+        {
+            "pid": _PID,
+            "runtime": Need("int", "a run time in ns", (8,), signed=None, required=False),
+        },
+    ),
     "sched_process_exec": ("sched", {"pid": _PID}),
     "workqueue_execute_start": (
         "workqueue",

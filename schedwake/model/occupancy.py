@@ -3,19 +3,24 @@
 One row per interval: ``cpu``, ``start_ts``, ``end_ts`` (exclusive), ``pid``, ``comm``,
 ``state`` and ``reason``:
 
-``running`` / ``idle``
-    from ``sched_switch``: from a switch on a CPU to the next switch on that CPU (the
-    last one to the end of the trace); ``idle`` when ``next_pid`` is 0. Time before a
-    CPU's first switch is unknown and not covered.
+``running`` / ``idle`` / ``unknown``
+    the CPU's timeline as the trace proves it (:mod:`.completeness`): from its first
+    ``sched_switch`` to the end of the trace, who ran (``idle``: pid 0) between the
+    proofs of each task, and ``unknown`` (pid -1; reason ``missing_switch`` or
+    ``lost_events``) where a switch is missing or events were lost. Time before a
+    CPU's first switch is unknown and not covered. On a complete trace the running and
+    idle rows are the stretches between the CPU's switches.
 ``waiting``, reason ``wakeup``
     a woken task queued on its chosen CPU, from its ``sched_wakeup`` (the waking when
     the trace has no ``sched_wakeup``) to its switch-in, or to a later migration of the
     task when one comes first. The wake-up's own migration (set_task_cpu() in
     try_to_wake_up(), which comes before the task is queued and runs: see
-    ``wakeups.match_wakeup_migrations``) is not a later one.
+    ``wakeups.match_wakeup_migrations``) is not a later one. When the switch-in is
+    missing, the wait ends where the task can first have run (the start of the
+    unknown stretch before its first proof): only the proven wait is a row.
 ``waiting``, reason ``preempted``
     a task switched out while runnable (``prev_state`` ``R`` or ``R+``), on that CPU
-    until it is switched in again or migrated.
+    until it is switched in again or migrated (the same rule for a missing switch-in).
 """
 
 from __future__ import annotations
@@ -23,17 +28,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._util import _sorted, _stable_order, asof_index, take
+from ._util import asof_index, object_categories, take
+from .completeness import Completeness
 from .events import Events, i64, ints
 
-STATES = ("running", "idle", "waiting")
-REASONS = ("switch", "wakeup", "preempted")
+STATES = ("running", "idle", "waiting", "unknown")
+REASONS = ("switch", "wakeup", "preempted", "missing_switch", "lost_events")
 
 
-def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
-    """The occupancy table of ``ev`` and its ``wakeups`` table, in three parts: who
-    runs on each CPU between its switches (:func:`_put_running`), woken tasks waiting
-    to run (:func:`_put_woken`) and preempted tasks waiting to run again
+def build(ev: Events, wakeups: pd.DataFrame, comp: Completeness) -> pd.DataFrame:
+    """The occupancy table of ``ev``, its ``wakeups`` table and its completeness model,
+    in three parts: who runs on each CPU (:func:`_put_running`: the timeline), woken
+    tasks waiting to run (:func:`_put_woken`) and preempted tasks waiting to run again
     (:func:`_put_preempted`).
 
     Memory: the columns of the table (~28 bytes a row) are allocated first and each
@@ -56,19 +62,20 @@ def build(ev: Events, wakeups: pd.DataFrame) -> pd.DataFrame:
     t_end = max(ev.last_ts, int(ts.max()))
     woken = wakeups["run_ts"].notna().to_numpy() if len(wakeups) else np.zeros(0, bool)
     preempted = _preempted(s)
+    tl = comp.timeline
     sizes = (
-        [len(ts)]
+        [len(tl)]
         + ([int(woken.sum())] if len(wakeups) else [])
         + ([int(preempted.sum())] if preempted is not None else [])
     )
     comms = (
-        [s["next_comm"].array[:0]]
+        [tl["comm"].array[:0]]
         + ([wakeups["wakee_comm"].array[:0]] if len(wakeups) else [])
         + ([s["prev_comm"].array[:0]] if preempted is not None else [])
     )
     out = _Columns(sum(sizes), comms)
-    _put_running(out, s, t_end)
-    waits = _WaitEnds(ev, t_end)
+    _put_running(out, tl)
+    waits = _WaitEnds(ev, comp.runs, t_end)
     if len(wakeups):
         _put_woken(out, wakeups, woken, waits)
     if preempted is not None:
@@ -93,7 +100,7 @@ class _Columns:
     def __init__(self, n: int, comms: list):
         from pandas.api.types import union_categoricals
 
-        self.comm_dtype = union_categoricals(comms).dtype  # categories as the parts give
+        self.comm_dtype = union_categoricals([object_categories(c) for c in comms]).dtype
         self.cpu = np.empty(n, dtype=np.int32)
         self.start = np.empty(n, dtype=np.int64)
         self.end = np.empty(n, dtype=np.int64)
@@ -123,39 +130,33 @@ class _Columns:
         )
 
 
-def _put_running(out: _Columns, s: pd.DataFrame, t_end: int) -> None:
-    """One row per ``sched_switch``: its ``next_pid`` runs on its CPU (idle for pid 0)
-    from the switch until the CPU's next switch, the last one until the trace ends."""
-    ts, cpu, nxt = i64(s, "ts"), ints(s, "cpu"), ints(s, "next_pid")
-    order = _stable_order(cpu) if _sorted(ts) else np.lexsort((np.arange(len(ts)), ts, cpu))
-    o_cpu, o_ts = cpu[order], ts[order]
-    end = np.empty(len(ts), dtype=np.int64)
-    end[:-1] = o_ts[1:]
-    last = np.ones(len(ts), dtype=bool)
-    last[:-1] = o_cpu[1:] != o_cpu[:-1]
-    end[last] = t_end
-    del last
-    o_pid = nxt[order]
+def _put_running(out: _Columns, tl: pd.DataFrame) -> None:
+    """The CPUs' timelines (:class:`.completeness.Completeness`): running, idle and
+    unknown intervals, by CPU and time."""
+    state = np.asarray(tl["state"].cat.codes)  # running, idle, unknown
+    why = np.asarray(tl["why"].cat.codes)  # missing_switch, lost_events (unknown rows)
     out.put(
-        o_cpu,
-        o_ts,
-        end,
-        o_pid,
-        s["next_comm"].array.take(order),
-        np.where(o_pid == 0, 1, 0).astype(np.int8),
-        0,
+        tl["cpu"].to_numpy(),
+        tl["start_ts"].to_numpy(),
+        tl["end_ts"].to_numpy(),
+        tl["pid"].to_numpy(),
+        tl["comm"].array,
+        np.where(state == 2, 3, state).astype(np.int8),
+        np.where(state == 2, np.where(why == 1, 4, 3), 0).astype(np.int8),
     )
 
 
 class _WaitEnds:
-    """When a runnable task's wait on a CPU ends: at its next switch-in, or when it is
-    migrated away (``sched_migrate_task``), whichever comes first; the trace's end if
-    neither comes."""
+    """When a runnable task's wait on a CPU ends: at its next run (a switch-in; where
+    the switch-in is missing, the earliest the run can have begun: the wait is only
+    proven until then), or when it is migrated away (``sched_migrate_task``),
+    whichever comes first; the trace's end if neither comes."""
 
     BIG = np.iinfo(np.int64).max
 
-    def __init__(self, ev: Events, t_end: int):
-        self.ins_ts, self.ins_pid = i64(ev.switch, "ts"), ints(ev.switch, "next_pid")
+    def __init__(self, ev: Events, runs: pd.DataFrame, t_end: int):
+        self.ins_ts, self.ins_pid = runs["start_ts"].to_numpy(), runs["pid"].to_numpy()
+        self.ins_from = runs["earliest_ts"].to_numpy()
         none = np.zeros(0, np.int64)
         self.mts = i64(ev.migrate, "ts") if ev.migrate is not None else none
         self.mpid = i64(ev.migrate, "pid") if ev.migrate is not None else none
@@ -164,7 +165,8 @@ class _WaitEnds:
     def __call__(self, start, pid, moved_after=None) -> np.ndarray:
         """``moved_after``: migrations count from then on (default: ``start``)."""
         ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
-        e = take(self.ins_ts, ii, self.BIG)
+        e = np.maximum(take(self.ins_from, ii, self.BIG), start)
+        e[ii < 0] = self.BIG
         del ii
         mi = asof_index(
             start if moved_after is None else moved_after,

@@ -85,6 +85,9 @@ _KEEP = 8  # a migration: the state goes on, the CPU changes
 #: migration before a switch-in (a task switched out and in again at the same time
 #: ends running; a wake-up stamped with its sleep's time still wakes it).
 _PRIO_START, _PRIO_OUT, _PRIO_WAKE, _PRIO_MIGRATE, _PRIO_IN = range(5)
+#: the end of a run whose switch-out is missing: after its last proof, even one that
+#: is the run's switch-in at that very time
+_PRIO_GONE = 5
 
 
 def state_code(letters: str) -> int:
@@ -103,6 +106,12 @@ def state_code(letters: str) -> int:
     return _UNK
 
 
+def sleeps(letters: str) -> bool:
+    """Whether a switch-out with ``prev_state`` ``letters`` put the task to sleep (it
+    needs a wake-up to run again): sleeping or blocked, not runnable, dead or unknown."""
+    return state_code(letters) in (_SLEEP, _BLOCK)
+
+
 def task_class(comm: str, pid: int | None = None) -> str | None:
     """The class of a task in the summaries and metrics: ``kworker`` (workqueue
     workers, bound or unbound), ``kthread`` (other kernel threads known by name) or
@@ -117,8 +126,9 @@ def task_class(comm: str, pid: int | None = None) -> str | None:
     return "user"
 
 
-def build(ev: Events) -> pd.DataFrame:
-    """The interval table of every task of ``ev`` (see the module's docstring)."""
+def build(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
+    """The interval table of every task of ``ev`` (see the module's docstring); ``runs``:
+    where the trace proves each task ran (:mod:`.completeness`)."""
     s = ev.switch
     t_end = int(ev.last_ts)
     parts: list[tuple] = []  # (ts, pid, cpu, code, prio, letters code, unknown mark)
@@ -138,21 +148,9 @@ def build(ev: Events) -> pd.DataFrame:
             lcode = np.full(len(ts), -1, dtype=np.int64)
             out_code = np.full(len(ts), _UNK, dtype=np.int8)
         o = prev != 0
-        unseen = _unseen_switch_in(ts, cpu, prev, nxt, int(ev.first_ts or ts.min()))
-        bad = o & (unseen >= 0)
-        # a switch-out whose switch-in the trace lacks: from the CPU's previous switch
-        # (after which the task was put on it, unseen) unknown, until the task's first
-        # event there as the current task (it runs from then), else to the switch-out
-        b = np.flatnonzero(bad)
-        seen_at = _first_current(ev, unseen[b], ts[b], prev[b], cpu[b])
-        found = seen_at >= 0
-        ends_unseen = np.zeros(len(ts), dtype=np.int8)
-        ends_unseen[b[~found]] = -1
-        parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], ends_unseen[o]))
+        parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], 0))
         i = nxt != 0
         parts.append((ts[i], nxt[i], cpu[i], _RUN, _PRIO_IN, -1, 0))
-        parts.append((unseen[b], prev[b], -1, _KEEP, _PRIO_IN, -1, 1))
-        parts.append((seen_at[found], prev[b][found], cpu[b][found], _RUN, _PRIO_IN, -1, -1))
     born = np.zeros(0, np.int64)
     if ev.wakeup_new is not None and len(ev.wakeup_new):
         f = ev.wakeup_new
@@ -183,6 +181,7 @@ def build(ev: Events) -> pd.DataFrame:
             (i64(f, "ts"), ints(f, "pid"), ints(f, "dest_cpu"), _KEEP, _PRIO_MIGRATE, -1, 0)
         )
     parts = [p for p in parts if len(p[0])]
+    parts += _censored_runs(runs, parts)
     if not parts:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
     pid_all = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts])
@@ -211,14 +210,14 @@ def build(ev: Events) -> pd.DataFrame:
     new_pid[1:] = pid[1:] != pid[:-1]
     # woken while going to sleep: a waking after the task's switch-in and before its
     # switch-out asleep (try_to_wake_up() traced it, then waited for the task to be off
-    # its CPU): the task is runnable from the switch-out
+    # its CPU): the task is runnable from the switch-out (the run's start is its first
+    # proof when its switch-in is missing: a waking before it may have come before the
+    # unseen switch-in, and does not count)
     idx = np.arange(n)
     last_in = _ffill(np.where(code == _RUN, idx, -1), new_pid)
     last_wake = _ffill(np.where(code == _WAKE, idx, -1), new_pid)
     code = code.copy()
-    # (not at a switch-out whose switch-in the trace lacks: the waking may have come
-    # before that unseen switch-in)
-    in_flight = (prio == _PRIO_OUT) & (mark == 0) & (last_wake > last_in) & (last_in >= 0)
+    in_flight = (prio == _PRIO_OUT) & (last_wake > last_in) & (last_in >= 0)
     code[in_flight & ((code == _SLEEP) | (code == _BLOCK))] = _WOKEN
     del idx, last_in, last_wake, in_flight
     # a wake-up wakes a task that is off the CPU asleep (or not yet known, or dead: a
@@ -226,7 +225,26 @@ def build(ev: Events) -> pd.DataFrame:
     definite = code <= _DEAD
     last_def = _ffill(np.where(definite, code, -1), new_pid)
     wake = code == _WAKE
-    code[wake] = np.where(np.isin(last_def[wake], [_RUN, _PRE, _WOKEN]), _KEEP, _WOKEN)
+    # a wake-up of a task already woken and not seen running since: it ran unseen and
+    # slept again in between (only a task not TASK_RUNNING is woken), so from that
+    # earlier wake-up to this one its state is unknown; it is woken again here
+    idx = np.arange(n)
+    def_at = _ffill(np.where(definite, idx, -1), new_pid)
+    wake_at = _ffill(np.where(wake, idx, -1), new_pid)
+    prev_wake = np.concatenate([[-1], wake_at[:-1]])
+    prev_wake[new_pid] = -1
+    woken_by_wake = prev_wake > def_at  # a wake-up since the last definite state
+    again = np.flatnonzero(
+        wake & ~np.isin(last_def, [_RUN, _PRE]) & (woken_by_wake | (last_def == _WOKEN))
+    )
+    if len(again):
+        since = np.where(woken_by_wake, prev_wake, def_at)[again]
+        bump = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(bump, since, 1)
+        np.add.at(bump, again, -1)
+        mark = mark + bump[:n]
+    del def_at, wake_at, prev_wake, woken_by_wake, again
+    code[wake] = np.where(np.isin(last_def[wake], [_RUN, _PRE]), _KEEP, _WOKEN)
     state = _ffill(np.where(code == _KEEP, -1, code), new_pid)
     # before a task's first state: unknown; for a task born in the trace (a migration
     # before its sched_wakeup_new), not yet alive
@@ -270,44 +288,41 @@ def build(ev: Events) -> pd.DataFrame:
     )
 
 
-def _unseen_switch_in(ts, cpu, prev, nxt, first_ts: int) -> np.ndarray:
-    """Per ``sched_switch``: when its ``prev_pid`` was put on the CPU without a switch the
-    trace holds (the CPU's previous switch put another task there, or there is none):
-    the earliest time it can have been, the later of that previous switch (the trace's
-    start for a CPU's first switch) and the task's own previous switch; -1 for a switch
-    whose task came in by the CPU's previous switch."""
-    order = np.lexsort((np.arange(len(ts)), ts, cpu))
-    c, p = cpu[order], prev[order]
-    pred_next = np.full(len(ts), -1, dtype=np.int64)
-    pred_ts = np.full(len(ts), first_ts, dtype=np.int64)
-    same = c[1:] == c[:-1]
-    pred_next[1:][same] = nxt[order][:-1][same]
-    pred_ts[1:][same] = ts[order][:-1][same]
-    out = np.where(pred_next == p, -1, pred_ts)
-    res = np.empty(len(ts), dtype=np.int64)
-    res[order] = out
-    # not before the task's own previous switch (on another CPU)
-    for key in (prev, nxt):
-        before = take(ts, asof_index(ts, prev, ts, key, "backward", allow_exact=False), -1)
-        np.maximum(res, np.where(res >= 0, before, -1), out=res)
-    return res
+def _censored_runs(runs: pd.DataFrame, parts: list[tuple]) -> list[tuple]:
+    """The parts that the runs the trace shows only in part add (:mod:`.completeness`):
+    a run whose switch-in is missing is unknown from the earliest it can have begun (not
+    before the task's own previous event) to its first proof, and running from there;
+    after a run whose switch-out is missing (its last proof, then an unknown stretch)
+    the task's state is unknown until its next event says it."""
+    if len(runs) == 0:
+        return []
+    pid = runs["pid"].to_numpy()
+    start, cpu = runs["start_ts"].to_numpy(), runs["cpu"].to_numpy()
+    c = ~runs["exact_start"].to_numpy()
+    out: list[tuple] = []
+    if c.any():
+        # the task's own last event before the proof (a switch-out, a wake-up, a
+        # migration): it was not running unseen before that
+        own_ts = np.concatenate([np.asarray(p[0], np.int64) for p in parts]) if parts else none_
+        own_pid = (
+            np.concatenate(
+                [np.broadcast_to(np.asarray(p[1], np.int64), (len(p[0]),)) for p in parts]
+            )
+            if parts
+            else none_
+        )
+        cs, cp = start[c], pid[c]
+        before = take(own_ts, asof_index(cs, cp, own_ts, own_pid, "backward", False), -1)
+        unseen = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[c], before), cs)
+        out.append((unseen, cp, -1, _KEEP, _PRIO_IN, -1, 1))
+        out.append((cs, cp, cpu[c], _RUN, _PRIO_IN, -1, -1))
+    e = np.asarray(runs["end"].cat.codes) == 1  # ended by its last proof
+    if e.any():
+        out.append((runs["end_ts"].to_numpy()[e], pid[e], cpu[e], _UNK, _PRIO_GONE, -1, 0))
+    return out
 
 
-def _first_current(ev: Events, after, before, pid, cpu) -> np.ndarray:
-    """For each (``after``, ``before``, ``pid``, ``cpu``): the time of the first event
-    in ``after``..``before`` that ``pid`` fired on ``cpu`` as the current task (its
-    ``common_pid``: a waking it did, a work item it ran...); -1 if none."""
-    never = np.iinfo(np.int64).max
-    first = np.full(len(after), never, dtype=np.int64)
-    key = pid.astype(np.int64) * 8192 + cpu
-    for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.wq_start, ev.wq_end):
-        if f is None or len(f) == 0 or len(after) == 0:
-            continue
-        fts = i64(f, "ts")
-        fkey = i64(f, "common_pid") * 8192 + i64(f, "cpu")
-        near = take(fts, asof_index(after, key, fts, fkey, "forward", allow_exact=True), never)
-        np.minimum(first, near, out=first)
-    return np.where(first <= before, first, -1)
+none_ = np.zeros(0, np.int64)
 
 
 def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:

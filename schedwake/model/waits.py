@@ -8,7 +8,9 @@ by the same per-task state machine, vectorized:
 ``woken``
     the task slept (switched out in a state other than R), was woken (its first
     ``sched_wakeup`` or ``sched_wakeup_new`` after the switch-out), and waited from
-    that wake-up to its next switch-in. ``sched_waking`` is not a wake-up here:
+    that wake-up to its next switch-in. A second wake-up before that switch-in says
+    the task ran unseen in between (a sleeping task only is woken): that wait is left
+    out (its end is not in the trace). ``sched_waking`` is not a wake-up here:
     perf sched latency has no handler for it (docs/waits.md).
 ``preempted``
     the task was switched out runnable (``prev_state`` R or R+) and waited from that
@@ -18,9 +20,17 @@ by the same per-task state machine, vectorized:
     a wait of 0 (it makes a runnable atom at that switch-in). Kept so that the counts
     and averages per task agree with perf's; no report calls it a wait.
 
-Columns: ``pid``, ``comm`` (the switch-in's ``next_comm``), ``kind``, ``start_ts``,
-``end_ts`` (the switch-in), ``delay_ns``, ``cpu`` (the CPU it was switched in on),
-``from_cpu`` (the CPU of the switch-out of a preempted wait, else -1).
+A wait ends where the trace proves the task ran (:mod:`.completeness`, its ``runs``): at
+its switch-in, or, when that switch-in is missing from the trace, at its first event in
+its own context (or its switch-out); ``min_end_ts`` is the earliest it can have ended
+(the switch-in time when recorded, else the start of the unknown stretch before the
+proof, not before the wait began), so the wait lasted between ``min_end_ts - start_ts``
+and ``delay_ns``; ``exact`` says the two are one.
+
+Columns: ``pid``, ``comm`` (the name the run's switch-in or proof gives), ``kind``,
+``start_ts``, ``end_ts`` (the switch-in, or the proof), ``delay_ns``, ``cpu`` (the CPU
+it ran on), ``from_cpu`` (the CPU of the switch-out of a preempted wait, else -1),
+``min_end_ts``, ``exact``.
 
 :func:`breakdown` splits one wait, from ``start_ts`` to ``end_ts``, into named parts
 that add up to it to the nanosecond (docs/waits.md):
@@ -54,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from . import tasks
-from ._util import cat_mask
+from ._util import asof_index, cat_mask, take
 from .events import Events, i64, ints
 
 #: Kinds of the waits table.
@@ -77,23 +87,29 @@ def _runnable(s: pd.DataFrame, states=("R", "R+")) -> np.ndarray:
     return cat_mask(s["prev_state_str"].array, lambda state: state in states)
 
 
-def build(ev: Events, runnable_states=("R", "R+")) -> pd.DataFrame:
-    """The waits table of ``ev`` (see the module's docstring)."""
+def build(ev: Events, runs: pd.DataFrame, runnable_states=("R", "R+")) -> pd.DataFrame:
+    """The waits table of ``ev`` and the tasks' ``runs`` (:mod:`.completeness`) (see
+    the module's docstring)."""
     s = ev.switch
     if s is None or len(s) == 0:
         return _empty()
     sts, scpu = i64(s, "ts"), ints(s, "cpu")
-    prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
+    prev = ints(s, "prev_pid")
     ns = len(s)
-    parts_ts = [sts, sts]
-    parts_pid = [prev, nxt]
+    nr = len(runs)
+    rts = runs["start_ts"].to_numpy()
+    parts_ts = [sts, rts]
+    parts_pid = [prev, runs["pid"].to_numpy()]
     parts_kind = [
         np.where(_runnable(s, runnable_states), _OUT_R, _OUT_S).astype(np.int8),
-        np.full(ns, _IN, np.int8),
+        np.full(nr, _IN, np.int8),
     ]
-    parts_row = [np.arange(ns), np.arange(ns)]
-    # a switch's switch-out comes before its switch-in (perf: sched_out, then sched_in)
-    parts_tie = [np.arange(ns) * 2, np.arange(ns) * 2 + 1]
+    # rows: a switch-out's switch row; a run's row in ``runs`` (ns + its index)
+    parts_row = [np.arange(ns), ns + np.arange(nr)]
+    # at one time a task's switch-out comes before its switch-in (perf: sched_out, then
+    # sched_in), but for a run of no length that the switch-out ends
+    zero = (rts == runs["end_ts"].to_numpy()) & (np.asarray(runs["end"].cat.codes) == 0)
+    parts_tie = [np.zeros(ns, np.int64), np.where(zero, -1, 1).astype(np.int64)]
     for f in (ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
             parts_ts.append(i64(f, "ts"))
@@ -106,6 +122,7 @@ def build(ev: Events, runnable_states=("R", "R+")) -> pd.DataFrame:
     kind = np.concatenate(parts_kind)
     row = np.concatenate(parts_row)
     tie = np.concatenate(parts_tie)
+    del parts_ts, parts_pid, parts_kind, parts_row, parts_tie
     keep = pid != 0  # the idle task never waits (perf leaves out "swapper")
     ts, pid, kind, row, tie = ts[keep], pid[keep], kind[keep], row[keep], tie[keep]
     order = np.lexsort((tie, ts, pid))
@@ -138,22 +155,34 @@ def build(ev: Events, runnable_states=("R", "R+")) -> pd.DataFrame:
     after = ins >= armed[epoch[ins]]
     end = np.full(ne, _BIG, dtype=np.int64)
     np.minimum.at(end, epoch[ins[after]], ins[after])
-    done = np.flatnonzero(end != _BIG)
+    # a second wake-up before the run: the task ran unseen and slept again in between (a
+    # wake-up needs a task that is not TASK_RUNNING: completeness 'rewoken'), so the
+    # wait's end is not in the trace: it is left out
+    later = w & (pos > first_wake[epoch])
+    second_wake = np.full(ne, _BIG, dtype=np.int64)
+    np.minimum.at(second_wake, epoch[later], pos[later])
+    unseen_end = sleeping & (second_wake < end)
+    done = np.flatnonzero((end != _BIG) & ~unseen_end)
     a, e = armed[done], end[done]
     hk = head_kind[done]
     wkind = np.where(seen_in[done], 2, np.where(hk == _OUT_R, 1, 0)).astype(np.int8)
-    srow = row[e]
+    rrow = row[e] - ns  # the run that ended the wait
     out_row = np.where(hk == _OUT_R, row[heads[done]], -1)
+    start = ts[a]
+    end = ts[e]
+    min_end = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[rrow], start), end)
     frame = pd.DataFrame(
         {
             "pid": pid[e].astype(np.int32),
-            "comm": s["next_comm"].array.take(srow),
+            "comm": runs["comm"].array.take(rrow),
             "kind": pd.Categorical.from_codes(wkind, categories=list(KINDS)),
-            "start_ts": ts[a],
-            "end_ts": ts[e],
-            "delay_ns": ts[e] - ts[a],
-            "cpu": scpu[srow].astype(np.int32),
+            "start_ts": start,
+            "end_ts": end,
+            "delay_ns": end - start,
+            "cpu": runs["cpu"].to_numpy()[rrow].astype(np.int32),
             "from_cpu": np.where(out_row >= 0, scpu[np.maximum(out_row, 0)], -1).astype(np.int32),
+            "min_end_ts": min_end,
+            "exact": min_end == end,
         }
     )
     return frame.sort_values(["start_ts", "pid"], kind="stable").reset_index(drop=True)
@@ -170,6 +199,8 @@ def _empty() -> pd.DataFrame:
             "delay_ns": np.zeros(0, np.int64),
             "cpu": np.zeros(0, np.int32),
             "from_cpu": np.zeros(0, np.int32),
+            "min_end_ts": np.zeros(0, np.int64),
+            "exact": np.zeros(0, bool),
         }
     )
 
@@ -199,36 +230,41 @@ def per_task(waits: pd.DataFrame) -> pd.DataFrame:
 
 
 class CpuIndex:
-    """Per CPU, its ``sched_switch`` events in time order (who runs from each one on,
-    with its priority) and where the ring buffer lost events: the intervals the
-    breakdown clips, found by binary search."""
+    """Per CPU, its timeline in time order (:mod:`.completeness`: who runs from each
+    interval's start on, with the priority its switch-in gave it; the unknown
+    intervals) and where the ring buffer lost events: the intervals the breakdown
+    clips, found by binary search."""
 
-    def __init__(self, ev: Events, lost=None):
+    def __init__(self, ev: Events, timeline: pd.DataFrame, lost=None):
         s = ev.switch
         self.by_cpu: dict[int, tuple] = {}
         self.comm_names = np.zeros(0, dtype=object)
         self._peers: dict[int, list[int]] = {}
         self.prio_known = s is not None and "next_prio" in s.columns
-        if s is not None and len(s):
-            ts, cpu = i64(s, "ts"), ints(s, "cpu")
-            order = np.lexsort((np.arange(len(ts)), ts, cpu))
+        tl = timeline
+        if len(tl):
+            ts, cpu, pid = tl["start_ts"].to_numpy(), tl["cpu"].to_numpy(), tl["pid"].to_numpy()
+            order = np.lexsort((ts, cpu))  # (the model's is already: a cheap check)
             c = cpu[order]
             cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
             bounds = np.concatenate([[0], cuts, [len(c)]])
-            o_ts, o_pid = ts[order], ints(s, "next_pid")[order]
-            o_prio = ints(s, "next_prio")[order] if self.prio_known else np.full(len(ts), -1)
+            o_ts, o_pid = ts[order], pid[order].astype(np.int64)
+            if self.prio_known:
+                # the priority of the task's switch-in at or before the interval began
+                sts, snext = i64(s, "ts"), ints(s, "next_pid")
+                si = asof_index(o_ts, o_pid, sts, snext, "backward", allow_exact=True)
+                o_prio = take(ints(s, "next_prio"), si, -1)
+            else:
+                o_prio = np.full(len(ts), -1)
             # names as codes into self.comm_names: no pandas indexing per wait
-            comm, names = pd.factorize(s["next_comm"].array.take(order))
+            comm, names = pd.factorize(tl["comm"].array.take(order))
             self.comm_names = np.asarray(names, dtype=object)
-            # an interval is known when the switch that ends it switches out the task
-            # the switch that began it switched in (else a switch between is missing)
-            o_prev = ints(s, "prev_pid")[order]
+            known = (tl["state"].to_numpy() != "unknown")[order]
+            lost_row = (tl["why"].to_numpy() == "lost_events")[order]
             for lo, hi in zip(bounds[:-1], bounds[1:]):
-                ended_by = np.full(hi - lo, -1, dtype=np.int64)
-                ended_by[:-1] = o_prev[lo + 1 : hi]
-                known = (ended_by == o_pid[lo:hi]) | (ended_by == -1)
                 self.by_cpu[int(c[lo])] = (
-                    o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known, ended_by
+                    o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known[lo:hi],
+                    lost_row[lo:hi],
                 )  # fmt: skip
         self.t_end = max(ev.last_ts, int(i64(s, "ts").max()) if s is not None and len(s) else 0)
         #: per CPU, where the ring buffer lost events (the losses a file places in time)
@@ -255,12 +291,12 @@ class CpuIndex:
 
     def intervals(self, cpu: int, a: int, b: int):
         """The intervals of ``cpu`` overlapping ``[a, b)``, clipped: (start, end, pid,
-        comm, prio, known, ended_by) arrays, plus the stretch at the start the trace does
-        not cover."""
+        comm, prio, known, lost) arrays, plus the stretch at the start the trace does not
+        cover."""
         got = self.by_cpu.get(cpu)
         if got is None:
             return None, b - a
-        ts, pid, comm, prio, known, ended_by = got
+        ts, pid, comm, prio, known, lost = got
         i0 = int(np.searchsorted(ts, a, "right")) - 1
         i1 = int(np.searchsorted(ts, b, "left"))
         uncovered = 0
@@ -276,7 +312,7 @@ class CpuIndex:
         np.maximum(start, a, out=start)
         np.minimum(end, b, out=end)
         return (
-            (start, end, pid[i0:i1], comm[i0:i1], prio[i0:i1], known[i0:i1], ended_by[i0:i1]),
+            (start, end, pid[i0:i1], comm[i0:i1], prio[i0:i1], known[i0:i1], lost[i0:i1]),
             uncovered,
         )
 
@@ -319,7 +355,7 @@ class CpuIndex:
         """The priority ``pid`` is switched in with at ``ts`` (on any CPU), or None."""
         if not self.prio_known:
             return None
-        for ts_c, pid_c, _, prio_c, _, _ in self.by_cpu.values():
+        for ts_c, pid_c, _, prio_c, _, _ in self.by_cpu.values():  # (an interval's start)
             i = int(np.searchsorted(ts_c, ts, "left"))
             while i < len(ts_c) and ts_c[i] == ts:
                 if pid_c[i] == pid:
@@ -390,14 +426,15 @@ def breakdown(
         unknown(UNKNOWN_UNCOVERED, uncovered)
         if got is None:
             continue
-        st, en, ppid, comm, prio, known, ended_by = got
+        st, en, ppid, comm, prio, known, lost = got
         dur = en - st
-        # a stretch ended by a switch-out of another task than the one switched in
-        # (a switch missing from the trace), or by a switch-out of the waiting task
-        # itself (it ran meanwhile: its switch-in is missing)
-        me = (ended_by == pid) & ~known | (ppid == pid)
+        # a stretch the trace does not show (a switch missing, events lost), or one in
+        # which the waiting task itself ran (its run's switch-in is missing: the wait
+        # ends at its first proof, so this is only where a run precedes that proof)
+        me = known & (ppid == pid)
         unknown(UNKNOWN_RAN, int(dur[me].sum()))
-        unknown(UNKNOWN_MISSING, int(dur[~known & ~me].sum()))
+        unknown(UNKNOWN_LOST, int(dur[~known & lost].sum()))
+        unknown(UNKNOWN_MISSING, int(dur[~known & ~lost].sum()))
         ok = known & ~me
         st, en, ppid, comm, prio = st[ok], en[ok], ppid[ok], comm[ok], prio[ok]
         dur = en - st

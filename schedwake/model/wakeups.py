@@ -13,11 +13,17 @@ Semantics (docs/semantics.md; docs/detectors.md, 'Semantics the detectors rely o
   is a ``sched_wakeup`` (:func:`_match_without_waking`); without ``sched_migrate_task``
   the chosen CPU is sched_wakeup's ``target_cpu`` (docs/semantics.md).
 * ``sched_wakeup`` may fire later on the chosen CPU (queued remote wake-up);
-  ``wakeup_ts`` is the first ``sched_wakeup`` of the pid at or after the waking and
-  before its next waking.
-* ``run_ts`` is the first switch-in of the wakee (``sched_switch.next_pid``) at or after
-  the waking and before its next waking, unless the wakee was still running when it
-  was woken (then there was no wait: ``run_ts``/``latency_ns`` are missing).
+  ``wakeup_ts`` is the first ``sched_wakeup`` of the pid at or after the waking, before
+  its next waking and not after the wakee's next proof of running: a sched_wakeup after
+  the wakee ran belongs to a later wake-up (whose waking the trace lacks).
+* ``run_ts`` is where the trace first proves the wakee running at or after the waking
+  and before its next waking (:mod:`.completeness`, its ``runs``): its switch-in
+  (``sched_switch.next_pid``), or, when that switch-in is missing, its first event in
+  its own context or its switch-out. ``run_from_ts`` is the earliest the run can have
+  begun: ``run_ts`` when the switch-in is in the trace, else the start of the unknown
+  stretch before the proof (not before the waking or the sched_wakeup). So the wait
+  lies between ``run_from_ts - ts`` and ``latency_ns`` = ``run_ts - ts``. None of it
+  when the wakee was still running when it was woken (no wait).
 * the waker's name is the one the last ``sched_switch`` on that CPU gave it
   (``next_comm``) when that switch put the waker on the CPU, else ``common_comm``;
   the waker's class is ``irq`` in hardirq/softirq/NMI context, ``idle`` for pid 0.
@@ -52,6 +58,7 @@ WAKEUP_COLUMNS = (
     "migration_class",
     "wakeup_ts",
     "run_ts",
+    "run_from_ts",
     "latency_ns",
     "run_end_ts",
     "slept_after",
@@ -182,8 +189,9 @@ def _match_without_waking(ev: Events, m: pd.DataFrame) -> np.ndarray:
     return res
 
 
-def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
-    """The wakeups table of ``ev`` (``mig_w``: :func:`match_wakeup_migrations`).
+def build(ev: Events, topo, mig_w: np.ndarray, runs: pd.DataFrame) -> pd.DataFrame:
+    """The wakeups table of ``ev`` (``mig_w``: :func:`match_wakeup_migrations`;
+    ``runs``: where the trace proves each task ran, :mod:`.completeness`).
 
     Steps, each a function below: who woke (:class:`_Wakers`), the previous and
     chosen CPUs (:func:`_cpus`), the matching ``sched_wakeup`` (:func:`_wakeup_ts`),
@@ -201,19 +209,17 @@ def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
     wakers = _Wakers.of(w, ts)
     prev_cpu, chosen, migrate_index = _cpus(ev, w, fallback, mig_w, pid, wakers)
     next_waking = _next_waking_of_same_pid(ts, pid)
-    wakeup_ts, chosen = _wakeup_ts(ev, fallback, ts, pid, next_waking, chosen)
+    proof = _Runs(runs, ts, pid)
+    wakeup_ts, chosen = _wakeup_ts(ev, fallback, ts, pid, next_waking, chosen, proof)
     migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
-    run = _wake_to_run(ev, ts, pid, next_waking, wakers)
+    run = _wake_to_run(ev, ts, pid, next_waking, wakers, proof, wakeup_ts)
     del next_waking
-    if ev.recorded_cpus is not None and ev.switch is not None and len(ev.switch):
-        # a slice of the CPUs: a switch-in on a CPU outside them is not in the trace, so a
-        # later one on a recorded CPU would pass for it. Only a switch-in on the CPU the
-        # wake-up chose is taken as the run; other runs are unknown.
-        sw = ev.switch
-        ii = asof_index(ts, pid, i64(sw, "ts"), ints(sw, "next_pid"), "forward", allow_exact=True)
-        unseen = take(ints(sw, "cpu"), ii, -1) != chosen
-        del ii
-        for col in ("run_ts", "latency_ns", "run_end_ts"):
+    if ev.recorded_cpus is not None:
+        # a slice of the CPUs: a run on a CPU outside them is not in the trace, so a later
+        # one on a recorded CPU would pass for it. Only a run on the CPU the wake-up chose
+        # is taken as the run; other runs are unknown.
+        unseen = proof.cpu != chosen
+        for col in ("run_ts", "run_from_ts", "latency_ns", "run_end_ts"):
             run[col] = _nullable(
                 run[col].to_numpy(np.int64, na_value=0), ~run[col].isna() & ~unseen
             )
@@ -347,11 +353,14 @@ def _wakeup_ts(
     pid: np.ndarray,
     next_waking: np.ndarray,
     chosen: np.ndarray,
+    proof: _Runs,
 ):
     """(wakeup_ts, chosen_cpu): the first ``sched_wakeup`` of the wakee at or after the
-    waking and before its next one (missing if none). Without sched_migrate_task in
-    the trace, that sched_wakeup's ``target_cpu`` is the chosen CPU. A trace without
-    sched_waking is its own sched_wakeup."""
+    waking, before its next one and, unless the wakee was running, not after the next
+    proof that it ran (missing if none: a sched_wakeup after the wakee ran is another
+    wake-up's). Without sched_migrate_task in the trace, that sched_wakeup's
+    ``target_cpu`` is the chosen CPU. A trace without sched_waking is its own
+    sched_wakeup."""
     n = len(ts)
     if fallback:
         return _nullable(ts.copy(), np.ones(n, dtype=bool)), chosen
@@ -360,7 +369,7 @@ def _wakeup_ts(
     uts = i64(ev.wakeup, "ts")
     ui = asof_index(ts, pid, uts, ints(ev.wakeup, "pid"), "forward", allow_exact=True)
     u = take(uts, ui, np.int64(0))
-    matched = (ui >= 0) & (u < next_waking)
+    matched = (ui >= 0) & (u < next_waking) & ((u <= proof.next_ts) | proof.was_running)
     if ev.migrate is None:
         # no sched_migrate_task recorded: sched_wakeup's target_cpu is the CPU
         # select_task_rq() chose (sched_waking's is still the previous CPU)
@@ -369,67 +378,84 @@ def _wakeup_ts(
     return _nullable(u, matched), chosen
 
 
-def _wake_to_run(
-    ev: Events, ts: np.ndarray, pid: np.ndarray, next_waking: np.ndarray, wakers: _Wakers
-) -> dict:
-    """The columns run_ts, latency_ns, run_end_ts, slept_after, wakee_was_running.
+class _Runs:
+    """Per wake-up, the wakee's runs around it (:mod:`.completeness`): whether it was
+    running when woken (a run of it began before the waking and is proven to last
+    until it), and its next run at or after the waking: ``next_ts`` (its first proof;
+    int64 max if none), ``next_from`` (the earliest it can have begun), ``cpu``,
+    ``end_ts`` and whether a recorded switch-out ended it (``ended``)."""
 
-    Reads ``sched_switch``: whether the wakee was on a CPU when woken (its last switch
-    before the waking put it on), its first switch-in at or after the waking and
-    before its next waking (none if it was running: there was no wait), the end of
-    that run (its next switch-out) and whether it then slept (prev_state not R).
-    Also names the waker as the switch that put it on its CPU did (``next_comm``):
-    ``wakers.comm`` is corrected so.
+    def __init__(self, runs: pd.DataFrame, ts: np.ndarray, pid: np.ndarray):
+        never = np.iinfo(np.int64).max
+        rpid, rstart = runs["pid"].to_numpy(), runs["start_ts"].to_numpy()
+        rend = runs["end_ts"].to_numpy()
+        # a run proven to last until the waking (its end at or after it: an end that is
+        # the last proof before an unknown stretch proves nothing after it)
+        li = asof_index(ts, pid, rstart, rpid, "backward", allow_exact=False)
+        self.was_running = (li >= 0) & (take(rend, li, -1) >= ts)
+        ni = asof_index(ts, pid, rstart, rpid, "forward", allow_exact=True)
+        self.index = ni
+        self.next_ts = take(rstart, ni, never)
+        self.next_from = take(runs["earliest_ts"].to_numpy(), ni, never)
+        self.cpu = take(runs["cpu"].to_numpy(), ni, -1)
+        self.end_ts = take(rend, ni, never)
+        self.ended = take(np.asarray(runs["end"].cat.codes) == 0, ni, False)
+
+
+def _wake_to_run(
+    ev: Events,
+    ts: np.ndarray,
+    pid: np.ndarray,
+    next_waking: np.ndarray,
+    wakers: _Wakers,
+    proof: _Runs,
+    wakeup_ts,
+) -> dict:
+    """The columns run_ts, run_from_ts, latency_ns, run_end_ts, slept_after,
+    wakee_was_running.
+
+    Reads the wakee's runs (``proof``): whether it was running when woken, its next
+    run at or after the waking and before its next waking (none if it was running:
+    there was no wait), where that run may have begun (not before the waking, nor
+    before its sched_wakeup), its end (a recorded switch-out) and whether it then
+    slept (prev_state not R). Also names the waker as the switch that put it on its
+    CPU did (``next_comm``): ``wakers.comm`` is corrected so.
     """
     n = len(ts)
     sw = ev.switch
-    if sw is None or not len(sw):
-        none = np.zeros(n, dtype=bool)
-        return {
-            "run_ts": _nullable(np.zeros(n, np.int64), none),
-            "latency_ns": _nullable(0 - ts, none),
-            "run_end_ts": _nullable(np.zeros(n, np.int64), none),
-            "slept_after": none,
-            "wakee_was_running": none.copy(),
-        }
-    sts, scpu = i64(sw, "ts"), ints(sw, "cpu")
-    snext, sprev = ints(sw, "next_pid"), ints(sw, "prev_pid")
-    NA = np.int64(0)
-    # was the wakee on a CPU when woken? its last switch event before the waking
-    lin = asof_index(ts, pid, sts, snext, "backward", allow_exact=False)
-    lout = asof_index(ts, pid, sts, sprev, "backward", allow_exact=False)
-    was_running = (lin >= 0) & (take(sts, lin, -1) > take(sts, lout, -1))
-    del lin, lout
-    ii = asof_index(ts, pid, sts, snext, "forward", allow_exact=True)
-    run = take(sts, ii, NA)
-    run_ok = (ii >= 0) & (run < next_waking) & ~was_running
-    del ii
+    never = np.iinfo(np.int64).max
+    run = proof.next_ts
+    run_ok = (run != never) & (run < next_waking) & ~proof.was_running
+    queued = wakeup_ts.to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)
+    run_from = np.minimum(np.maximum(np.maximum(proof.next_from, ts), queued), run)
     latency = _nullable(run - ts, run_ok)
-    # end of that run: the next switch-out of the wakee at or after run_ts
-    oi = asof_index(np.where(run_ok, run, ts), pid, sts, sprev, "forward", allow_exact=True)
-    run_ts = _nullable(run, run_ok)
-    del run
-    end_ok = run_ok & (oi >= 0)
-    run_end_ts = _nullable(take(sts, oi, NA), end_ok)
+    end_ok = run_ok & proof.ended
+    run_end_ts = _nullable(proof.end_ts, end_ok)
     slept_after = np.zeros(n, dtype=bool)
-    if "prev_state_str" in sw.columns:
-        st = take_cat(sw["prev_state_str"].array, oi)
+    if sw is not None and len(sw) and "prev_state_str" in sw.columns and end_ok.any():
+        # the switch-out that ended the run: the wakee's first at or after its start
+        sts, sprev = i64(sw, "ts"), ints(sw, "prev_pid")
+        oi = asof_index(np.where(run_ok, run, ts), pid, sts, sprev, "forward", allow_exact=True)
+        st = take_cat(sw["prev_state_str"].array, np.where(end_ok, oi, -1))
         st_codes = np.asarray(st.codes)
         cats = np.array([not str(c).startswith("R") for c in st.categories] + [False])
         slept_after = end_ok & cats[np.where(st_codes < 0, len(cats) - 1, st_codes)]
-        del st, st_codes
-    del oi, end_ok, run_ok
-    # the waker's own name at that instant: next_comm of the switch that put it on
-    si = asof_index(wakers.ts, wakers.cpu, sts, scpu, "backward", allow_exact=True)
-    same_task = take(snext, si, -3) == wakers.pid
-    wakers.comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si), wakers.comm)
-    return {
-        "run_ts": run_ts,
+        del st, st_codes, oi
+    out = {
+        "run_ts": _nullable(run, run_ok),
+        "run_from_ts": _nullable(run_from, run_ok),
         "latency_ns": latency,
         "run_end_ts": run_end_ts,
         "slept_after": slept_after,
-        "wakee_was_running": was_running,
+        "wakee_was_running": proof.was_running.copy(),
     }
+    if sw is not None and len(sw):
+        # the waker's own name at that instant: next_comm of the switch that put it on
+        sts, scpu, snext = i64(sw, "ts"), ints(sw, "cpu"), ints(sw, "next_pid")
+        si = asof_index(wakers.ts, wakers.cpu, sts, scpu, "backward", allow_exact=True)
+        same_task = take(snext, si, -3) == wakers.pid
+        wakers.comm = pick_cat(same_task, take_cat(sw["next_comm"].array, si), wakers.comm)
+    return out
 
 
 def _work_function(ev: Events, ts: np.ndarray, wakers: _Wakers) -> pd.Categorical:

@@ -95,7 +95,7 @@ def _finding(i: int, f, trace) -> str:
 def _waits(analysis) -> str:
     """The longest waits broken into causes: a stacked bar per wait, the per-CPU timeline
     of each one's window, and the tail's causes."""
-    from .analyze import _tail_text, breakdown_text
+    from .analyze import _tail_text, breakdown_text, wait_span
     from .timeline import cpu_timeline
     from .wait_plots import breakdown_bars
 
@@ -107,6 +107,8 @@ def _waits(analysis) -> str:
             "breakdown": w["breakdown"],
             "llc_idle_us": w["llc_idle_us"],
         }
+        if "latency_min_us" in w:
+            rec["wait_min_us"] = w["latency_min_us"]
         t0, t1 = int(round(w["woken_at"] * 1e9)), int(round(w["ran_at"] * 1e9))
         shown.append((f"longest wake-to-run: {w['comm']} ({w['pid']})", rec, t0, t1, [w["cpu"]]))
     p = analysis.longest_preempted_wait
@@ -124,9 +126,7 @@ def _waits(analysis) -> str:
     out.append(figure_tag("waits", "waits broken into causes", bars))
     for i, (label, rec, t0, t1, cpus) in enumerate(shown[:2]):
         text = breakdown_text(rec["breakdown"], rec.get("llc_idle_us"), top=6)
-        out.append(
-            f"<h3>{_e(label)}: {rec['wait_us'] / 1e3:.3f} ms</h3><p class='meta'>{_e(text)}</p>"
-        )
+        out.append(f"<h3>{_e(label)}: {_e(wait_span(rec))}</h3><p class='meta'>{_e(text)}</p>")
         if t1 - t0 < MIN_ZOOM_NS:
             mid = (t0 + t1) // 2
             t0, t1 = mid - MIN_ZOOM_NS // 2, mid + MIN_ZOOM_NS // 2

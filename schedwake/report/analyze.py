@@ -72,8 +72,14 @@ def _longest_wait(analysis) -> str:
     w = analysis.longest_wake_to_run
     if w is None:
         return "no wake-up with a measured wake-to-run time"
+    span = (
+        f"{w['latency_us'] / 1e3:.3f} ms"
+        if "latency_min_us" not in w
+        else f"{w['latency_min_us'] / 1e3:.3f} to {w['latency_us'] / 1e3:.3f} ms (its switch-in "
+        "is missing)"
+    )
     return (
-        f"{w['latency_us'] / 1e3:.3f} ms, {w['comm']} (pid {w['pid']}) woken by "
+        f"{span}, {w['comm']} (pid {w['pid']}) woken by "
         f"{w['waker']} at {w['woken_at']:.6f} to CPU {w['cpu']}, ran at {w['ran_at']:.6f}"
     )
 
@@ -124,9 +130,17 @@ def _stack_lines(parts: list[dict]) -> list[str]:
     return []
 
 
+def wait_span(w: dict) -> str:
+    """A wait's length: ``2.432 ms``, or ``0.018 to 18.405 ms (its switch-in is
+    missing)`` where the trace shows its end only within bounds."""
+    if "wait_min_us" not in w:
+        return f"{w['wait_us'] / 1e3:.3f} ms"
+    return f"{w['wait_min_us'] / 1e3:.3f} to {w['wait_us'] / 1e3:.3f} ms (its switch-in is missing)"
+
+
 def _preempted_text(w: dict) -> str:
     return (
-        f"{w['wait_us'] / 1e3:.3f} ms, {w['comm']} (pid {w['pid']}) preempted on CPU "
+        f"{wait_span(w)}, {w['comm']} (pid {w['pid']}) preempted on CPU "
         f"{w['from_cpu']} at {w['from']:.6f}, ran on CPU {w['cpu']} at {w['to']:.6f}"
     )
 
@@ -165,7 +179,7 @@ def waits_text(waits: list[dict]) -> list[str]:
     for w in waits:
         out += _indented(
             f"{w['from']:.6f} {w['comm']} (pid {w['pid']}) {w['kind'].replace('_', '-')} "
-            f"{w['wait_us'] / 1e3:.3f} ms, ran on CPU {w['cpu']} at {w['to']:.6f}",
+            f"{wait_span(w)}, ran on CPU {w['cpu']} at {w['to']:.6f}",
             "  ",
             "    ",
         )
@@ -203,7 +217,7 @@ def _busy_table(busy: dict, indent: str = "  ") -> list[str]:
     out = []
     for i in range(0, len(cpus), 8):
         row = cpus[i : i + 8]
-        cells = " ".join(f"{100 * busy[c]:6.1f}%" for c in row)
+        cells = " ".join("      ?" if busy[c] is None else f"{100 * busy[c]:6.1f}%" for c in row)
         out.append(f"{indent}{'cpu' + row[0] + '-' + row[-1]:<10}{cells}")
     return out
 
@@ -287,11 +301,21 @@ def text(analysis, markdown: bool = False) -> str:
             if k in bench:
                 out.append(f"  {k:<{width}}  {format_value(v)}{_bench_note(bench, k)}")
             elif k == "busy_share" and isinstance(v, dict) and v:
-                out.append(f"  {k}  (share of the time each CPU runs a task)")
+                note = " (?: withheld, see the caveats)" if None in v.values() else ""
+                out.append(f"  {k}  (share of the time each CPU runs a task){note}")
                 out += _busy_table(v, "    ")
             else:
-                out.append(f"  {k:<{width}}  {format_value(v)}")
+                out.append(f"  {k:<{width}}  {format_value(v)}{_bounds_note(analysis, k, v)}")
     return "\n".join(out) + "\n"
+
+
+def _bounds_note(analysis, name: str, value) -> str:
+    """`` (withheld: 51.1 to 59.51)`` after a metric the trace gives only within bounds."""
+    b = analysis.bounds.get(name)
+    if not b or b[1] is None:
+        return "  (at least)" if b else ""
+    lo, hi = (format_value(x) for x in b)
+    return f"  (withheld: between {lo} and {hi})" if value is None else f"  ({lo} to {hi})"
 
 
 _STATE_COLS = (

@@ -25,6 +25,24 @@ def _wrapped(label: str, text: str, width: int = 100) -> list[str]:
     )
 
 
+def completeness_lines(c: dict | None) -> list[str]:
+    """The ``completeness`` of a summary as text lines: one line when the trace shows
+    every CPU's switch chain whole, else the contradictions per CPU and what each kind
+    means (docs/semantics.md, 'Incomplete traces')."""
+    if c is None:
+        return ["completeness: not checked (no sched_switch events read)"]
+    if c["complete"]:
+        return ["completeness: complete (every CPU's switch chain holds and no event "
+                "contradicts it)"]  # fmt: skip
+    out = ["completeness: INCOMPLETE: the trace does not show everything (what it does not "
+           "show is unknown, never idle or waiting)"]  # fmt: skip
+    out += [f"  {line}" for line in c["lines"]]
+    seen = [k for k, n in c["breaks"].items() if n]
+    for k in seen:
+        out += _wrapped(f"  {k}: ", c["kinds"][k])
+    return out
+
+
 def text(s: dict) -> str:
     """``summary()`` as the human text of ``schedwake info``."""
     total = sum(s["events"].values())
@@ -65,6 +83,7 @@ def text(s: dict) -> str:
             lines.append(f"  cpu {cpu:>3}  {n}{more}")
     else:
         lines.append("lost events: none")
+    lines += completeness_lines(s.get("completeness"))
     if s["warnings"]:
         lines.append("warnings:")
         lines.extend(f"  {w}" for w in s["warnings"])

@@ -86,6 +86,12 @@ def cpu_timeline(
         colour, _, desc = WAKER_STYLE.get(c, ("#000000", "o", c))
         _bars(ax, s[sel], w[sel], y[sel], 0.5, colour, len(order))
         ax.plot([], [], color=colour, lw=6, label=f"{desc}: {int(sel.sum())} runs")
+    unknown = (state == "unknown") & shown
+    if unknown.any():  # what the trace does not show: neither idle nor a task
+        _bars(ax, s[unknown], w[unknown], y[unknown], 0.5, "#e0a526", len(order))
+        ax.plot(
+            [], [], color="#e0a526", lw=6, label=f"unknown (a switch missing): {int(unknown.sum())}"
+        )
     waits = (state == "waiting") & shown
     if waits.any():
         _bars(ax, s[waits], w[waits], y[waits] - 0.33, 0.12, "#9e9e9e", len(order))

@@ -53,6 +53,9 @@ WIDTH = 1150
 MIN_WINDOW_NS = 200_000
 
 _WAIT_COLOUR = "#9e9e9e"
+#: What the trace does not show (a switch missing, events lost): neither a task nor idle.
+_UNKNOWN_COLOUR = "#e0a526"
+_UNKNOWN_TASK = "(unknown: not in the trace)"
 _ARROW_COLOUR = "#111111"
 
 #: The page function the reports' links call: ``schedwakeJump(timeline, key)`` sets the
@@ -93,14 +96,20 @@ def _runs(trace) -> pd.DataFrame:
     occ = trace.occupancy()
     occ = occ[(occ["state"] != "idle").to_numpy()]
     waiting = (occ["state"] == "waiting").to_numpy()
+    unknown = (occ["state"] == "unknown").to_numpy()
+    comm = occ["comm"].array
+    if unknown.any():  # (a name for the stretches the trace does not show)
+        comm = pd.Categorical(comm).add_categories([_UNKNOWN_TASK])
+        comm[unknown] = _UNKNOWN_TASK
     out = pd.DataFrame(
         {
             "cpu": occ["cpu"].to_numpy(np.int32),
             "start": occ["start_ts"].to_numpy(np.int64),
             "end": occ["end_ts"].to_numpy(np.int64),
             "pid": occ["pid"].to_numpy(np.int32),
-            "comm": occ["comm"].array,
+            "comm": comm,
             "waiting": waiting,
+            "unknown": unknown,
         }
     )
     codes = np.full(len(out), -1, np.int32)
@@ -161,8 +170,9 @@ def _aggregate(runs: pd.DataFrame, order: list[int], lo: int, hi: int, bins: int
         np.asarray(comm.codes),
         np.array([str(x) for x in comm.categories] + ["(none)"]),
     )
+    unknown = runs["unknown"].to_numpy()
     for row, c in enumerate(order):
-        on = (cpu == c) & ~waiting
+        on = (cpu == c) & ~waiting & ~unknown  # (unknown is not busy)
         wt = (cpu == c) & waiting
         s, e = runs["start"].to_numpy()[on], runs["end"].to_numpy()[on]
         busy = _time_in_bins(s, e, edges) / width
@@ -305,7 +315,15 @@ def timeline_fragment(trace, findings: Sequence = (), name: str = "timeline") ->
             "task": np.asarray(cat.codes, np.int32),
             "dur": (exact["end"].to_numpy() - exact["start"].to_numpy()) / 1e3,
             "state": np.where(wait, -1, np.asarray(states.codes, np.int32)).astype(np.int32),
-            "colour": np.where(wait, _WAIT_COLOUR, _colour_of(cat, exact["pid"].to_numpy())),
+            "colour": np.where(
+                wait,
+                _WAIT_COLOUR,
+                np.where(
+                    exact["unknown"].to_numpy(),
+                    _UNKNOWN_COLOUR,
+                    _colour_of(cat, exact["pid"].to_numpy()),
+                ),
+            ),
         }
     )
     tasks = [str(x) for x in cat.categories]

@@ -3,15 +3,22 @@
 A perf.data names its kernel by the release (``OSRELEASE``) and the build id of
 ``[kernel.kallsyms]`` (``BUILD_ID``); perf itself writes no kallsyms into the file. So
 kernel addresses are named from, in this order: a kallsyms file the user gives
-(``--kallsyms FILE``, e.g. a copy of the traced machine's ``/proc/kallsyms``), else this
-machine's ``/proc/kallsyms`` when the running kernel is the recorded one (same build id,
-or, when the file has no build id, the same release) and its addresses are readable
-(root, or ``kptr_restrict`` off). Otherwise nothing: every kernel address stays
-``[unknown]``, and the reason is a caveat.
+(``--kallsyms FILE``, e.g. a copy of the traced machine's ``/proc/kallsyms``, plain or
+compressed with gzip, xz, bzip2 or zstd), else this machine's ``/proc/kallsyms`` when the
+running kernel is the recorded one (same build id, or, when the file has no build id,
+the same release) and its addresses are readable (root, or ``kptr_restrict`` off).
+Otherwise nothing: every kernel address stays ``[unknown]``, and the reason is a caveat.
+
+With the environment variable ``SCHEDWAKE_IGNORE_RUNNING_KERNEL`` set (to anything but
+empty or ``0``), schedwake behaves as on a machine that runs none of the recorded
+kernels: this machine's ``/proc/kallsyms`` and vDSO never name a recording's addresses,
+only the files given do. The test suite runs so (``tests/conftest.py``), so that no test
+depends on the kernel of the machine it runs on.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import struct
 from dataclasses import dataclass
@@ -19,10 +26,29 @@ from pathlib import Path
 
 import numpy as np
 
+from ..compressed import read_whole
 from ..errors import TraceError
 
 PROC_KALLSYMS = Path("/proc/kallsyms")
 KERNEL_NOTES = Path("/sys/kernel/notes")
+#: The environment variable that hides the running kernel from schedwake (module doc).
+IGNORE_RUNNING_KERNEL = "SCHEDWAKE_IGNORE_RUNNING_KERNEL"
+#: The most kallsyms text read from a file (a kernel's is 5 to 30 MB).
+MAX_KALLSYMS_BYTES = 256 << 20
+
+
+def running_kernel_ignored() -> bool:
+    """Whether ``SCHEDWAKE_IGNORE_RUNNING_KERNEL`` hides this machine's kernel."""
+    return os.environ.get(IGNORE_RUNNING_KERNEL, "") not in ("", "0")
+
+
+def read_kallsyms(path) -> bytes:
+    """The kallsyms text of the file at ``path``, plain or compressed (gzip, xz, bzip2,
+    zstd); TraceError in one line when it cannot be read, is damaged, too large
+    (:data:`MAX_KALLSYMS_BYTES`) or not kallsyms."""
+    text = read_whole(path, MAX_KALLSYMS_BYTES, "kallsyms file")
+    check_kallsyms_text(path, text)
+    return text
 
 
 def running_build_id(notes: Path = KERNEL_NOTES) -> str | None:
@@ -62,20 +88,22 @@ def kernel_build_id(build_ids) -> str | None:
 
 
 def choose_kallsyms(
-    release: str | None, build_id: str | None, given=None, proc: Path = PROC_KALLSYMS
+    release: str | None, build_id: str | None, given=None, proc: Path | None = None
 ) -> KallsymsChoice:
     """The kallsyms for a kernel recorded as ``release`` with ``build_id``: ``given``
-    (a path) when there is one, else this machine's when its kernel is that one.
+    (a path) when there is one, else this machine's when its kernel is that one (never
+    while :func:`running_kernel_ignored`).
 
     Raises TraceError when ``given`` cannot be read or is not kallsyms text."""
     if given is not None:
-        p = Path(given)
-        try:
-            text = p.read_bytes()
-        except OSError as exc:
-            raise TraceError(p, f"cannot read the kallsyms file: {exc.strerror}") from None
-        check_kallsyms_text(p, text)
-        return KallsymsChoice(text, str(p), "given with --kallsyms")
+        return KallsymsChoice(read_kallsyms(given), str(given), "given with --kallsyms")
+    if running_kernel_ignored():
+        return KallsymsChoice(
+            None,
+            "",
+            f"this machine's kernel is not used ({IGNORE_RUNNING_KERNEL} is set): give the "
+            "recorded kernel's kallsyms with --kallsyms",
+        )
     here_id = running_build_id()
     here_rel = platform.release()
     if build_id and here_id:
@@ -100,6 +128,7 @@ def choose_kallsyms(
         return KallsymsChoice(
             None, "", "the file does not say which kernel it recorded: give --kallsyms"
         )
+    proc = PROC_KALLSYMS if proc is None else proc
     try:
         text = proc.read_bytes()
     except OSError as exc:
@@ -179,5 +208,7 @@ __all__ = [
     "KernelSymbols",
     "choose_kallsyms",
     "kernel_build_id",
+    "read_kallsyms",
     "running_build_id",
+    "running_kernel_ignored",
 ]

@@ -15,7 +15,8 @@ function name, the DSO and, when the address could not be named, why:
   it overlaps, and an exec drops nothing by itself (as in perf: a sample inside
   ``execve()`` still shows the old image's addresses); then file offset
   ``address - start + pgoff`` and :mod:`.elf` for the file (or for ``[vdso]``, this
-  machine's vDSO when its build id is the recorded one). DSO: the file's basename.
+  machine's vDSO when its build id is the recorded one, unless
+  :func:`.kernel.running_kernel_ignored`). DSO: the file's basename.
 * guest and hypervisor addresses stay unnamed.
 
 Unnamed addresses get the symbol ``[unknown]`` (DSO their mapping's, or ``[unknown]``
@@ -35,7 +36,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import elf
-from .kernel import KallsymsChoice, KernelSymbols, choose_kallsyms, kernel_build_id
+from .kernel import (
+    IGNORE_RUNNING_KERNEL,
+    KallsymsChoice,
+    KernelSymbols,
+    choose_kallsyms,
+    kernel_build_id,
+    running_kernel_ignored,
+)
 
 UNKNOWN = "[unknown]"
 KERNEL_DSO = "[kernel.kallsyms]"
@@ -390,6 +398,12 @@ class Resolver:
     def _open(self, filename: str, build_id: str | None):
         """The ELF symbols of a mapped file, or the reason why it has none."""
         if filename == "[vdso]":
+            if running_kernel_ignored():  # as on another kernel: not the recorded vDSO
+                return elf.ElfLoad(
+                    None,
+                    elf.BUILD_ID_MISMATCH,
+                    f"[vdso]: this machine's vDSO is not used ({IGNORE_RUNNING_KERNEL} is set)",
+                )
             image = elf.vdso_image()
             if image is None:
                 return ANONYMOUS

@@ -13,6 +13,8 @@
 # Workload sizes: SCHED_LOOPS (25), PROFILE_LOOPS (300), PIPE_LOOPS (50), DBENCH_SECS (3),
 # DBENCH_CLIENTS (2). A file over MAX_BYTES (3000000) is recorded again with half the
 # loops (or seconds), up to 4 times. XFS_DIR (/mnt/xfs) is where dbench runs.
+# The kernel's symbols, which perf writes into no perf.data, are saved as
+# KALLSYMS_DIR/RELEASE.gz (default DEST/../kallsyms: sample_traces/kallsyms/), gzip'd.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${1:-$here/../../sample_traces/perf}
@@ -136,5 +138,11 @@ if perf record --threads -o "$tmp/probe.data" -e sched:sched_switch -a -- true \
 else
     echo "perf record --threads does not work here: no perf-threads.perf.data" >&2
 fi
+
+# the recording kernel's symbols, for the files' kernel addresses on any other machine
+ksdir=${KALLSYMS_DIR:-$dest/../kallsyms}
+mkdir -p "$ksdir" && gzip -9n < /proc/kallsyms > "$ksdir/$(uname -r).gz" ||
+    echo "record-perf.sh: could not save /proc/kallsyms into $ksdir" >&2
+echo "kallsyms: $ksdir/$(uname -r).gz"
 
 du -sb "$dest"

@@ -12,7 +12,9 @@
 #                           __seccomp_filter, the filter's JIT code) must be starred
 # Each: perf record -z -g -F 999 (the command's own threads, cpu-clock on a VM), with a
 # run.txt of the benchmark's output beside it. Work per run: 4 groups x 20 senders x 20
-# receivers x LOOPS (600) messages = 960,000 messages (--work 960000).
+# receivers x LOOPS (600) messages = 960,000 messages (--work 960000). The kernel's
+# symbols, which perf writes into no perf.data, are saved as KALLSYMS_DIR/RELEASE.gz
+# (default DEST/../kallsyms: sample_traces/kallsyms/), gzip'd: give them with --kallsyms.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${1:-$here/../../sample_traces/profiles}
@@ -32,9 +34,12 @@ for i in $(seq 1 "$runs"); do
         echo "$side run $i: $(grep 'Total time' "$dest/$side/run$i.txt")"
     done
 done
+ksdir=${KALLSYMS_DIR:-$dest/../kallsyms}
+mkdir -p "$ksdir" && gzip -9n < /proc/kallsyms > "$ksdir/$(uname -r).gz"
 {
     echo "recorded by scripts/record-samples/record-profiles.sh on $(date -u +%F)"
     echo "kernel: $(uname -r); perf: $(perf --version); CPUs: $(nproc)"
     echo "workload: ${bench[*]} (work per run: $((4 * 20 * 20 * loops)) messages)"
     echo "seccomp side: seccomp-exec.py $rules -- (the same command)"
+    echo "kernel symbols: ../kallsyms/$(uname -r).gz (/proc/kallsyms at the recording, gzip'd)"
 } > "$dest/README.txt"

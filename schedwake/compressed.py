@@ -1,0 +1,147 @@
+"""Compressed input files: which compression a file's first bytes say (gzip, xz, zstd,
+bzip2), and the whole decompressed content of a small file, bounded.
+
+Trace text is streamed (:mod:`schedwake.ingest.text`, which reads the magic here too);
+:func:`read_whole` is for the small files read at once, such as a kallsyms
+(:mod:`schedwake.symbols.kernel`).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+from typing import IO
+
+from .errors import TraceError
+
+#: A compressed file's first bytes, and the compression they say.
+MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+)
+#: The program that decompresses each (to stdout), used where it is installed.
+PROGRAMS = {"xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"], "bzip2": ["bzip2", "-dc"]}
+_CHUNK = 1 << 20
+
+
+def compression(path: Path) -> str | None:
+    """The compression the file's first bytes say ("gzip", "xz", "zstd", "bzip2"), or
+    None: not compressed."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    for magic, name in MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def no_zstd(path) -> TraceError:
+    """The error for a zstd file where nothing here can decompress it."""
+    return TraceError(
+        path,
+        "is zstd-compressed, and neither the zstd program nor the Python zstandard module "
+        "is installed",
+    )
+
+
+def read_whole(path, limit: int, what: str) -> bytes:
+    """The content of the file at ``path``, decompressed when its first bytes say it is
+    compressed (:data:`MAGIC`). A :class:`TraceError` naming the file in one line (``what``
+    says what the file is, e.g. "kallsyms file") when it cannot be read, its compressed
+    data is truncated or corrupt, or its content is over ``limit`` bytes (decompression
+    stops as soon as more than ``limit`` bytes came out: a bomb is not inflated)."""
+    p = Path(path)
+    try:
+        kind = compression(p)
+        with open(p, "rb") as f:
+            data = f.read(limit + 1) if kind is None else _decompress(p, f, kind, limit + 1)
+    except OSError as exc:
+        raise TraceError(p, f"cannot read the {what}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+        raise TraceError(p, f"holds more than {size}: too large for a {what}")
+    return data
+
+
+def _decompress(path: Path, f: IO[bytes], kind: str, most: int) -> bytes:
+    """Up to ``most`` bytes of the decompressed ``f`` (TraceError when it is damaged)."""
+    if kind == "zstd":
+        return _zstd(path, f, most)
+    stream: gzip.GzipFile | lzma.LZMAFile | bz2.BZ2File
+    try:
+        if kind == "gzip":
+            stream = gzip.GzipFile(fileobj=f)
+        elif kind == "xz":
+            stream = lzma.LZMAFile(f)
+        else:
+            stream = bz2.BZ2File(f)
+        with stream:
+            return _read_up_to(stream, most)
+    except (EOFError, OSError, lzma.LZMAError, zlib.error, ValueError) as exc:
+        raise TraceError(path, f"truncated or corrupt {kind} data ({exc})") from None
+
+
+def _read_up_to(stream, most: int) -> bytes:
+    out = bytearray()
+    while len(out) < most:
+        got = stream.read(min(_CHUNK, most - len(out)))
+        if not got:
+            break
+        out += got
+    return bytes(out)
+
+
+def _zstd(path: Path, f: IO[bytes], most: int) -> bytes:
+    """zstd through the zstd program, else the Python zstandard module."""
+    exe = shutil.which(PROGRAMS["zstd"][0])
+    if exe is not None:
+        proc = subprocess.Popen(
+            [exe, *PROGRAMS["zstd"][1:]],
+            stdin=f,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None  # PIPEs
+        data = _read_up_to(proc.stdout, most)
+        if len(data) >= most:
+            proc.kill()
+        proc.stdout.close()
+        err = proc.stderr.read().decode(errors="replace").strip().splitlines()
+        proc.stderr.close()
+        if proc.wait() != 0 and len(data) < most:
+            why = err[-1] if err else f"zstd exit code {proc.returncode}"
+            raise TraceError(path, f"truncated or corrupt zstd data ({why})")
+        return data
+    try:
+        import zstandard
+    except ImportError:
+        raise no_zstd(path) from None
+    # one frame after another, fed a KiB at a time: a frame's output per KiB of input is
+    # bounded (its blocks are at most 128 KiB), so a bomb stops soon after ``most``
+    out = bytearray()
+    dobj = None
+    try:
+        while len(out) < most:
+            chunk = f.read(1024)
+            if not chunk:
+                break
+            while chunk and len(out) < most:
+                if dobj is None or dobj.eof:
+                    dobj = zstandard.ZstdDecompressor().decompressobj()
+                out += dobj.decompress(chunk)
+                chunk = dobj.unused_data if dobj.eof else b""
+        if len(out) < most and (dobj is None or not dobj.eof):
+            raise zstandard.ZstdError("the last frame is cut short")
+    except zstandard.ZstdError as exc:
+        raise TraceError(path, f"truncated or corrupt zstd data ({exc})") from None
+    return bytes(out[:most])
+
+
+__all__ = ["MAGIC", "PROGRAMS", "compression", "no_zstd", "read_whole"]

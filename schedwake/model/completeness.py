@@ -1,0 +1,843 @@
+"""Completeness: what a trace proves about who ran on each CPU, and what it does not show
+(docs/semantics.md, 'Incomplete traces').
+
+A CPU's ``sched_switch`` events form a chain: each switch-out's ``prev_pid`` is the task
+the CPU's previous switch put on it. Every other event is a proof too: an event fires
+in the context of the task that is *current* on its CPU (its ``common_pid``; the idle
+task, pid 0, for an interrupt in idle). A trace may lack events (the ring buffer lost
+some, a filter or a recorder left some out, a kernel does not emit some: on some 6.18
+builds every event in the context of one CPU's idle task is missing, so that CPU's
+idle -> task switches are). The model below never fills such a stretch with a guess:
+
+* per CPU, the **points** of proof in time order: each switch (its ``prev_pid`` up to
+  it, its ``next_pid`` from it) and each other event (its ``common_pid`` at its time);
+* between two points of the same task, that task ran (or the CPU was idle, pid 0): a
+  **known** interval; between two points of different tasks that no recorded switch
+  joins, some switch is missing: an **unknown** interval, from the last proof of the
+  one to the first proof of the other; a lost-events marker makes the stretch around
+  it unknown;
+* before a CPU's first ``sched_switch`` nothing is in the timeline (as before: unknown
+  and not covered), but the events there still prove runs of tasks.
+
+:func:`build` gives :class:`Completeness`:
+
+``timeline``
+    per CPU from its first switch to the end of the trace, one row per interval:
+    ``cpu``, ``start_ts``, ``end_ts`` (exclusive), ``pid`` (-1 when unknown), ``comm``,
+    ``state`` (``running``, ``idle``, ``unknown``) and ``why`` (of an unknown row:
+    ``missing_switch``, ``lost_events``).
+``runs``
+    every stretch a task (not pid 0) is proven on a CPU: ``pid``, ``comm``, ``cpu``,
+    ``start_ts``, ``end_ts``, ``exact_start`` (it began at a recorded switch-in; else
+    at its first proof, and it may have begun as early as ``earliest_ts``, the end of
+    the previous proof on that CPU) and ``end`` (``switch``: a recorded switch-out;
+    ``event``: its last proof, after which the trace does not show the CPU; ``trace``:
+    it still ran when the trace ended). Runs of length 0 (one proof alone) are kept.
+``breaks``
+    one row per contradiction the trace shows: ``cpu``, ``ts``, ``kind``
+    (:data:`KINDS`), ``pid`` (the task the trace had there), ``other_pid`` (the one it
+    shows instead), ``count`` (events lost, for ``lost_events``; 1 otherwise).
+
+All of it vectorized: one as-of search per event table for the segment each event
+falls in, and a sort of the points of the segments that are not clean only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ._util import _sorted, _stable_order, asof_index, object_categories, take
+from .events import MODEL_EVENTS, Events, i64, ints
+
+#: The events read as proofs of the task current on their CPU: the model's (so that a
+#: trace loaded with only them, as the commands do, is judged as one loaded whole).
+PROOF_EVENTS = MODEL_EVENTS
+
+#: The kinds of contradictions (``breaks.kind``), in report order.
+KINDS = ("switch_chain", "context", "two_cpus", "unwoken_switch_in", "rewoken", "lost_events")
+
+#: What each kind means, for reports.
+KIND_TEXT = {
+    "switch_chain": "switch-outs of a task the CPU's previous switch did not put on it "
+    "(a sched_switch is missing)",
+    "context": "events in the context of a task while the switches had another task (or "
+    "idle) on that CPU",
+    "two_cpus": "tasks proven running on two CPUs at once",
+    "unwoken_switch_in": "switch-ins of a task that slept and has no wake-up in the trace",
+    "rewoken": "wake-ups of a task woken before and not seen running since (it must have "
+    "run, unseen, to sleep again: only a task that is not running is woken)",
+    "lost_events": "lost-event markers of the ring buffer",
+}
+
+#: How a count of each kind reads in a sentence ("3 switch-chain breaks").
+KIND_LABEL = {
+    "switch_chain": "switch-chain breaks",
+    "context": "context contradictions",
+    "two_cpus": "runs on two CPUs at once",
+    "unwoken_switch_in": "switch-ins without a wake-up",
+    "rewoken": "wake-ups of tasks not seen running since their last",
+    "lost_events": "events lost",
+}
+
+#: Why a timeline interval is unknown.
+WHY = ("missing_switch", "lost_events")
+
+#: Two proofs of one task on two CPUs closer than this are taken as one moment: the
+#: per-CPU ``local`` trace clock may run a little apart between CPUs (docs/semantics.md).
+TWO_CPUS_TOLERANCE_NS = 20_000
+
+_UNKNOWN, _LOST = -1, -2
+_IN, _EV, _OUT = 0, 1, 2  # the order of points at one time within a segment
+_END_SWITCH, _END_EVENT, _END_TRACE = 0, 1, 2
+END_KINDS = ("switch", "event", "trace")
+STATES = ("running", "idle", "unknown")
+
+
+@dataclass
+class Completeness:
+    """What the trace proves (see the module's docstring)."""
+
+    timeline: pd.DataFrame
+    runs: pd.DataFrame
+    breaks: pd.DataFrame
+    #: per CPU, its first sched_switch (the timeline starts there)
+    first_switch: dict[int, int]
+    #: the trace's first event and the end of the timeline
+    t_start: int
+    t_end: int
+    #: the switches by (CPU, time): their CPU and time, and whether the task each put
+    #: on its CPU is the one the CPU's next switch switched out (cpu_time counts them)
+    switch_cpu: np.ndarray
+    switch_ts: np.ndarray
+    switch_end: np.ndarray
+    switch_chain_ok: np.ndarray
+
+    @cached_property
+    def counts(self) -> pd.DataFrame:
+        """Contradictions per CPU (index) and kind (columns :data:`KINDS`); events lost
+        for ``lost_events``. Every CPU with a switch or a contradiction has a row."""
+        b = self.breaks
+        cpus = sorted(set(self.first_switch) | set(b["cpu"].tolist()))
+        out = pd.DataFrame(0, index=pd.Index(cpus, name="cpu"), columns=list(KINDS), dtype=np.int64)
+        if len(b):
+            g = b.groupby(["cpu", "kind"], observed=True)["count"].sum()
+            for (c, k), n in g.items():
+                out.loc[int(c), str(k)] = int(n)
+        return out
+
+    @property
+    def complete(self) -> bool:
+        """No contradiction, and nothing unknown after each CPU's first switch."""
+        return len(self.breaks) == 0 and not (self.timeline["state"] == "unknown").any()
+
+    def unknown_ns(self) -> dict[int, int]:
+        """Per CPU, the unknown time of its timeline (after its first switch)."""
+        t = self.timeline
+        u = t[(t["state"] == "unknown").to_numpy()]
+        g = (u["end_ts"] - u["start_ts"]).groupby(u["cpu"]).sum()
+        return {int(c): int(g.get(c, 0)) for c in self.first_switch}
+
+    def cpu_time(self, t0: int | None = None, t1: int | None = None, cpus=None) -> pd.DataFrame:
+        """Per CPU (the index; ``cpus``, else every CPU with a switch), over ``[t0, t1)``
+        (None: from the trace's first event, to its end): ``span_ns``, ``busy_ns``
+        (proven running a task), ``idle_ns`` (proven idle), ``unknown_ns`` (not shown:
+        a missing switch, lost events, before the CPU's first switch), ``switches``
+        (recorded in the stretch), ``missing_switches`` (at least this many more: the
+        chain breaks in it). Busy time lies in [busy_ns, busy_ns + unknown_ns]."""
+        lo = self.t_start if t0 is None else int(t0)
+        hi = self.t_end if t1 is None else int(t1)
+        span = max(hi - lo, 0)
+        tl = self.timeline
+        d = np.maximum(
+            np.minimum(tl["end_ts"].to_numpy(), hi) - np.maximum(tl["start_ts"].to_numpy(), lo),
+            0,
+        )
+        state = np.asarray(tl["state"].cat.codes)
+        cpu = tl["cpu"].to_numpy()
+        wanted = sorted(self.first_switch) if cpus is None else sorted(int(c) for c in cpus)
+        cols = ["span_ns", "busy_ns", "idle_ns", "unknown_ns", "switches", "missing_switches"]
+        rows = []
+        for c in wanted:
+            m = cpu == c
+            busy, idle = int(d[m & (state == 0)].sum()), int(d[m & (state == 1)].sum())
+            on = self.switch_cpu == c
+            rows.append(
+                [
+                    span,
+                    busy,
+                    idle,
+                    span - busy - idle,
+                    int((on & (self.switch_ts >= lo) & (self.switch_ts < hi)).sum()),
+                    int(
+                        (
+                            on
+                            & ~self.switch_chain_ok
+                            & (self.switch_end >= lo)
+                            & (self.switch_end < hi)
+                        ).sum()
+                    ),
+                ]
+            )
+        return pd.DataFrame(rows, index=pd.Index(wanted, name="cpu"), columns=cols, dtype=np.int64)
+
+    def describe(self) -> list[str]:
+        """One plain-English line per CPU with contradictions (none when complete)."""
+        out = []
+        unknown = self.unknown_ns()
+        for cpu, row in self.counts.iterrows():
+            parts = [f"{int(row[k])} {KIND_LABEL[k]}" for k in KINDS if row[k]]
+            if not parts:
+                continue
+            c = int(cpu)
+            line = f"CPU {c}: " + ", ".join(parts)
+            if c in self.first_switch:
+                u = unknown.get(c, 0)
+                span = max(self.t_end - self.first_switch[c], 1)
+                line += f"; {u / 1e9:.3f} s unknown ({100 * u / span:.1f}% of its time)"
+            out.append(line)
+        return out
+
+
+def build(trace, ev: Events) -> Completeness:
+    """The completeness model of a trace: ``trace``'s event tables (every one a proof of
+    the task current on its CPU) and lost-event rows, ``ev`` the model's frames."""
+    sw = _Switches.of(ev.switch, int(ev.last_ts))
+    proofs = _Proofs(trace, sw)
+    first_ts = int(ev.first_ts) if ev.first_ts else sw.t_end
+    if proofs.first_ts is not None:
+        first_ts = min(first_ts, proofs.first_ts)
+    if sw.n:
+        first_ts = min(first_ts, int(sw.ts[0]) if _sorted(sw.ts) else int(sw.ts.min()))
+    timeline, runs = _timeline_and_runs(sw, proofs, first_ts)
+    parts = [proofs.breaks(), _two_cpus(runs), _unwoken_switch_ins(ev, runs), _rewoken(ev, runs)]
+    parts = [p for p in parts if len(p)]
+    breaks = pd.concat(parts, ignore_index=True) if parts else _empty_breaks()
+    breaks = breaks.sort_values(["ts", "cpu"], kind="stable").reset_index(drop=True)
+    breaks["kind"] = pd.Categorical(breaks["kind"].astype(str), categories=list(KINDS))
+    return Completeness(
+        timeline,
+        runs,
+        breaks,
+        sw.first_switch(),
+        first_ts,
+        sw.t_end,
+        sw.cpu,
+        sw.ts,
+        sw.end,
+        sw.chain_ok,
+    )
+
+
+class _Switches:
+    """The switches sorted by (CPU, time): segment k runs from switch k to the CPU's
+    next switch (to the trace's end for its last). ``B[k]``: the task that next switch
+    switches out; the chain holds where it is the task switch k switched in."""
+
+    n: int
+    ts: np.ndarray
+    cpu: np.ndarray
+    prev: np.ndarray
+    next: np.ndarray
+    end: np.ndarray
+    B: np.ndarray
+    last: np.ndarray
+    chain_ok: np.ndarray
+    next_comm: pd.Categorical
+    prev_comm: pd.Categorical
+    t_end: int
+
+    @classmethod
+    def of(cls, s: pd.DataFrame | None, t_end: int) -> _Switches:
+        self = cls()
+        self.t_end = t_end
+        if s is None or len(s) == 0:
+            self.n = 0
+            z = np.zeros(0, np.int64)
+            self.ts, self.cpu, self.prev, self.next, self.end, self.B = z, z, z, z, z, z
+            self.last = self.chain_ok = np.zeros(0, bool)
+            self.next_comm = self.prev_comm = pd.Categorical([])
+            return self
+        ts, cpu = i64(s, "ts"), ints(s, "cpu")
+        order = _stable_order(cpu) if _sorted(ts) else np.lexsort((np.arange(len(ts)), ts, cpu))
+        self.n = len(ts)
+        self.ts, self.cpu = ts[order], cpu[order]
+        self.prev, self.next = ints(s, "prev_pid")[order], ints(s, "next_pid")[order]
+        self.next_comm = s["next_comm"].array.take(order)
+        self.prev_comm = s["prev_comm"].array.take(order)
+        self.t_end = max(t_end, int(ts.max()))
+        self.last = np.ones(self.n, dtype=bool)
+        self.last[:-1] = self.cpu[1:] != self.cpu[:-1]
+        self.end = np.empty(self.n, dtype=np.int64)
+        self.end[:-1] = self.ts[1:]
+        self.end[self.last] = self.t_end
+        # a CPU's last segment has no switch at its end: its task runs on, as shown
+        self.B = np.empty(self.n, dtype=self.prev.dtype)
+        self.B[:-1] = self.prev[1:]
+        self.B[self.last] = self.next[self.last]
+        self.chain_ok = self.B == self.next
+        return self
+
+    def first_index(self) -> dict[int, int]:
+        """Per CPU, the index of its first switch."""
+        if self.n == 0:
+            return {}
+        f = np.ones(self.n, dtype=bool)
+        f[1:] = self.cpu[1:] != self.cpu[:-1]
+        return dict(zip(self.cpu[f].tolist(), np.flatnonzero(f).tolist()))
+
+    def first_switch(self) -> dict[int, int]:
+        return {c: int(self.ts[k]) for c, k in self.first_index().items()}
+
+
+class _Proofs:
+    """Every event but sched_switch as a proof of the task current on its CPU: the
+    segment each falls in, the segments some contradict, the lost-event markers."""
+
+    def __init__(self, trace, sw: _Switches):
+        self.sw = sw
+        #: per segment: holds an event of another task than the one switched in
+        self.mismatch = np.zeros(sw.n, dtype=bool)
+        self.first_ts: int | None = None
+        self._first_bad: dict[int, tuple[int, int]] = {}  # segment -> (ts, pid)
+        #: per table: (table, rows kept (None: all), ts, cpu, pid, segment)
+        self.rows: list[tuple] = []
+        for name in sorted(set(getattr(trace, "events", [])) & set(PROOF_EVENTS)):
+            if name == "sched_switch":
+                continue
+            t = trace.table(name)
+            if t.num_rows == 0 or "common_pid" not in t.column_names:
+                continue
+            keep = None
+            if t.column("common_pid").null_count:
+                keep = np.flatnonzero(~np.asarray(t.column("common_pid").is_null()))
+            ets = _np(t, "ts", keep, np.int64)
+            ecpu = _np(t, "cpu", keep, np.int64)
+            epid = _np(t, "common_pid", keep, np.int64)
+            if len(ets):
+                lo = int(ets.min())
+                self.first_ts = lo if self.first_ts is None else min(self.first_ts, lo)
+            seg = self._segment(ets, ecpu, epid)
+            inside = np.flatnonzero(seg >= 0)
+            bad = inside[epid[inside] != sw.next[seg[inside]]]
+            if len(bad):
+                self.mismatch[seg[bad]] = True
+                o = np.lexsort((ets[bad], seg[bad]))
+                bs = seg[bad][o]
+                first = np.concatenate([[True], bs[1:] != bs[:-1]])
+                for k, t_, p in zip(bs[first].tolist(), ets[bad][o][first].tolist(),
+                                    epid[bad][o][first].tolist()):  # fmt: skip
+                    if k not in self._first_bad or t_ < self._first_bad[k][0]:
+                        self._first_bad[k] = (t_, p)
+            self.rows.append((t, keep, ets, ecpu, epid, seg))
+        self.runtime = _runtime_windows(trace, sw)
+        lost = getattr(trace, "lost", None)
+        if lost is not None and lost.num_rows:
+            self.lost_ts = lost.column("ts").to_numpy().astype(np.int64)
+            self.lost_cpu = lost.column("cpu").to_numpy().astype(np.int64)
+            self.lost_count = lost.column("count").to_numpy().astype(np.int64)
+        else:
+            self.lost_ts = self.lost_cpu = self.lost_count = np.zeros(0, np.int64)
+        self.lost_seg = asof_index(self.lost_ts, self.lost_cpu, sw.ts, sw.cpu, "backward", True)
+        lost_in = np.zeros(sw.n, dtype=bool)
+        lost_in[self.lost_seg[self.lost_seg >= 0]] = True
+        #: the segments whose points are sorted: a broken chain, a mismatch, a loss
+        self.suspect = ~sw.chain_ok | self.mismatch | lost_in
+
+    def _segment(self, ets, ecpu, epid) -> np.ndarray:
+        """Per event, the segment it falls in (-1: before its CPU's first switch).
+
+        An event stamped with the very time of one or more switches of its CPU (a
+        coarse clock, text with microseconds) may have fired before, between or after
+        them: it goes to the first of those segments, latest first, whose task is the
+        event's own; to the last of them when none is."""
+        sw = self.sw
+        seg = asof_index(ets, ecpu, sw.ts, sw.cpu, "backward", True)
+        at = np.flatnonzero(seg >= 0)
+        tie = at[(ets[at] == sw.ts[seg[at]]) & (epid[at] != sw.next[seg[at]])]
+        if not len(tie):
+            return seg
+        t, pid = ets[tie], epid[tie]
+        cur = seg[tie].copy()
+        best = cur.copy()
+        active = np.ones(len(tie), dtype=bool)
+        while active.any():
+            # the segment before switch `cur` (which is stamped t) holds the instant t too
+            can = active & (cur > 0)
+            can[can] &= sw.cpu[cur[can] - 1] == sw.cpu[cur[can]]
+            first = active & ~can  # before the CPU's first switch: its own task is prev
+            hit0 = first & (sw.prev[cur] == pid)
+            best[hit0] = -1
+            cur[can] -= 1
+            hit = can & (sw.next[cur] == pid)
+            best[hit] = cur[hit]
+            # go on while the switch reached is itself stamped t
+            active = can & ~hit & (sw.ts[cur] == t)
+        seg[tie] = best
+        return seg
+
+    def breaks(self) -> pd.DataFrame:
+        """The chain breaks, the context contradictions of intact chains, the losses."""
+        sw = self.sw
+        parts = []
+        chain = np.flatnonzero(~sw.chain_ok)
+        ctx = np.array([k for k in sorted(self._first_bad) if sw.chain_ok[k]], dtype=np.int64)
+        for kind, k, ts, other in (
+            ("switch_chain", chain, sw.end[chain], sw.B[chain]),
+            (
+                "context",
+                ctx,
+                np.array([self._first_bad[k][0] for k in ctx.tolist()], dtype=np.int64),
+                np.array([self._first_bad[k][1] for k in ctx.tolist()], dtype=np.int64),
+            ),
+        ):
+            if len(k):
+                parts.append(_breaks(kind, sw.cpu[k], ts, sw.next[k], other, 1))
+        if len(self.lost_ts):
+            none = np.full(len(self.lost_ts), -1)
+            # count -1: the buffer said that events were lost, not how many (at least 1)
+            parts.append(
+                _breaks(
+                    "lost_events",
+                    self.lost_cpu,
+                    self.lost_ts,
+                    none,
+                    none,
+                    np.maximum(self.lost_count, 1),
+                )  # fmt: skip
+            )
+        return pd.concat(parts, ignore_index=True) if parts else _empty_breaks()
+
+    def points(self):
+        """The points to sort: the events of the suspect segments and those before a
+        CPU's first switch, the lost markers, the bounds of the suspect segments. As
+        arrays (group, ts, order, pid, cpu) and a function giving their names.
+
+        Groups: segment k is 2k+1; a CPU's stretch before its first switch (index k0)
+        is 2*k0 (-1 - cpu for a CPU without switches)."""
+        sw = self.sw
+        first_k = sw.first_index()
+
+        def pre_group(cpus: np.ndarray) -> np.ndarray:
+            if not first_k:
+                return -1 - cpus
+            keys = np.array(sorted(first_k), dtype=np.int64)
+            vals = np.array([first_k[c] for c in keys.tolist()], dtype=np.int64)
+            at = np.searchsorted(keys, cpus)
+            found = (at < len(keys)) & (take(keys, np.minimum(at, len(keys) - 1), -1) == cpus)
+            return np.where(found, 2 * take(vals, np.minimum(at, len(keys) - 1), 0), -1 - cpus)
+
+        parts: list[tuple] = []  # (group, ts, order, pid, cpu, names())
+        for t, keep, ets, ecpu, epid, seg in self.rows:
+            sel = seg < 0
+            inside = ~sel
+            sel[inside] = self.suspect[seg[inside]]
+            if not sel.any():
+                continue
+            at = np.flatnonzero(sel)
+            g = 2 * seg[at] + 1
+            pre = seg[at] < 0
+            if pre.any():
+                g[pre] = pre_group(ecpu[at][pre])
+            rows = at if keep is None else keep[at]
+            parts.append((g, ets[at], _EV, epid[at], ecpu[at], _names_of(t, rows)))
+        if len(self.lost_ts):
+            g = 2 * self.lost_seg + 1
+            pre = self.lost_seg < 0
+            if pre.any():
+                g[pre] = pre_group(self.lost_cpu[pre])
+            parts.append((g, self.lost_ts, _EV, _LOST, self.lost_cpu, None))
+        k = np.flatnonzero(self.suspect)
+        parts.append((2 * k + 1, sw.ts[k], _IN, sw.next[k], sw.cpu[k], _cat(sw.next_comm, k)))
+        k2 = k[~sw.last[k]]
+        parts.append(
+            (2 * k2 + 1, sw.end[k2], _OUT, sw.B[k2], sw.cpu[k2], _cat(sw.prev_comm, k2 + 1))
+        )
+        k0 = np.array(sorted(first_k.values()), dtype=np.int64)
+        parts.append((2 * k0, sw.ts[k0], _OUT, sw.prev[k0], sw.cpu[k0], _cat(sw.prev_comm, k0)))
+        sizes = [len(p[1]) for p in parts]
+
+        def cat(i: int, dtype) -> np.ndarray:
+            return np.concatenate(
+                [np.broadcast_to(np.asarray(p[i], dtype=dtype), (n,)) for p, n in zip(parts, sizes)]
+            )
+
+        def names() -> pd.Categorical:
+            from pandas.api.types import union_categoricals
+
+            cats = [
+                object_categories(p[5]() if p[5] is not None else _no_names(n))
+                for p, n in zip(parts, sizes)
+            ]
+            return union_categoricals(cats)
+
+        return cat(0, np.int64), cat(1, np.int64), cat(2, np.int8), cat(3, np.int64), \
+            cat(4, np.int64), names  # fmt: skip
+
+
+#: (pid, cpu) pairs as one int64 key: pid * _CPU_SPAN + cpu
+_CPU_SPAN = 1 << 20
+
+
+def _runtime_windows(trace, sw: _Switches):
+    """Where ``sched_stat_runtime`` proves a task running, as (key, start, end) arrays
+    sorted by (key, end), key = pid * _CPU_SPAN + cpu; None without the event.
+
+    update_curr() charges the run queue's current task (``pid``) with ``runtime`` ns of
+    its task clock since its last charge, and a task is charged when it leaves the CPU:
+    so it was current throughout ``[ts - runtime, ts]`` (the task clock leaves out
+    interrupt time, so its run began no later than ``ts - runtime``). The event fires on
+    the CPU doing the update, which may be another than the task's (an enqueue on a
+    remote run queue): then the task's CPU is where it was last placed (its last
+    switch, sched_wakeup, sched_wakeup_new or migration before the event)."""
+    if not trace.has_records("sched_stat_runtime"):
+        return None
+    t = trace.table("sched_stat_runtime")
+    if not {"pid", "runtime", "common_pid"} <= set(t.column_names):
+        return None
+    cols = [t.column(c) for c in ("ts", "cpu", "common_pid", "pid", "runtime")]
+    if not all(pa.types.is_integer(c.type) for c in cols):  # (text read as text: unused)
+        return None
+    ok = np.ones(t.num_rows, dtype=bool)
+    for c in cols:
+        if c.null_count:
+            ok &= ~np.asarray(c.is_null())
+    ts, cpu, cur, pid, rt = (np.asarray(c.to_numpy(zero_copy_only=False))[ok].astype(np.int64)
+                             for c in cols)  # fmt: skip
+    keep = (pid > 0) & (rt >= 0)
+    ts, cpu, cur, pid, rt = ts[keep], cpu[keep], cur[keep], pid[keep], rt[keep]
+    remote = np.flatnonzero(cur != pid)
+    if len(remote):
+        cpu = cpu.copy()
+        cpu[remote] = _placed_cpu(trace, sw, ts[remote], pid[remote])
+    good = (cpu >= 0) & (cpu < _CPU_SPAN)
+    ts, cpu, pid, rt = ts[good], cpu[good], pid[good], rt[good]
+    key = pid * _CPU_SPAN + cpu
+    o = np.lexsort((ts, key))
+    return key[o], (ts - np.minimum(rt, ts))[o], ts[o]
+
+
+def _placed_cpu(trace, sw: _Switches, ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
+    """Per (ts, pid): the CPU the task was last put on before ``ts`` (-1: none): its
+    last switch (in or out), sched_wakeup / sched_wakeup_new (target_cpu) or
+    sched_migrate_task (dest_cpu)."""
+    best_ts = np.full(len(ts), np.iinfo(np.int64).min, dtype=np.int64)
+    best_cpu = np.full(len(ts), -1, dtype=np.int64)
+    sources = [(sw.ts, sw.prev, sw.cpu), (sw.ts, sw.next, sw.cpu)]
+    for name, pcol, ccol in (
+        ("sched_wakeup", "pid", "target_cpu"),
+        ("sched_wakeup_new", "pid", "target_cpu"),
+        ("sched_migrate_task", "pid", "dest_cpu"),
+    ):
+        if trace.has_records(name):
+            t = trace.table(name)
+            if {pcol, ccol} <= set(t.column_names) and not t.column(pcol).null_count:
+                c = t.column(ccol)
+                if c.null_count:
+                    continue
+                sources.append((t.column("ts").to_numpy(), t.column(pcol).to_numpy(), c.to_numpy()))
+    for fts, fpid, fcpu in sources:
+        fts = np.asarray(fts, dtype=np.int64)
+        i = asof_index(ts, pid, fts, np.asarray(fpid, dtype=np.int64), "backward", True)
+        at = take(fts, i, np.iinfo(np.int64).min)
+        later = at > best_ts
+        best_ts[later] = at[later]
+        best_cpu[later] = take(np.asarray(fcpu, dtype=np.int64), i, -1)[later]
+    return best_cpu
+
+
+def _no_names(n: int) -> pd.Categorical:
+    return pd.Categorical.from_codes(np.full(n, -1, np.int8), categories=pd.Index([], dtype=object))
+
+
+def _np(table, column: str, rows, dtype) -> np.ndarray:
+    """A column of an Arrow table as NumPy (the ``rows`` given; None: all)."""
+    a = table.column(column)
+    if rows is not None:
+        a = a.take(rows)
+    return np.asarray(a.to_numpy()).astype(dtype, copy=False)
+
+
+def _names_of(table, rows):
+    """A function giving the ``common_comm`` of those rows (read only when needed)."""
+
+    def names() -> pd.Categorical:
+        if "common_comm" not in table.column_names:
+            return _no_names(len(rows))
+        return pd.Categorical(table.column("common_comm").take(rows).to_pandas())
+
+    return names
+
+
+def _cat(cat: pd.Categorical, rows: np.ndarray):
+    return lambda: pd.Categorical(cat.take(rows))
+
+
+def _timeline_and_runs(sw: _Switches, proofs: _Proofs, first_ts: int):
+    """The timeline (a clean segment as it is; the others from their points, what they
+    do not show unknown) and the runs of every task."""
+    clean = np.flatnonzero(~proofs.suspect)
+    g, ts, order, pid, cpu, names = proofs.points()
+    o = np.lexsort((order, ts, g))
+    g, ts, order, pid, cpu = g[o], ts[o], order[o], pid[o], cpu[o]
+    n = len(ts)
+    # a run: points of one task in a row within a group (a lost marker is a run of its own)
+    change = np.ones(n, dtype=bool)
+    change[1:] = (g[1:] != g[:-1]) | (pid[1:] != pid[:-1])
+    starts = np.flatnonzero(change)
+    ends = np.append(starts[1:], n) - 1
+    r_g, r_pid, r_cpu = g[starts], pid[starts], cpu[starts].astype(np.int32)
+    r_start, r_end = ts[starts], ts[ends].copy()
+    r_exact = order[starts] == _IN
+    r_endkind = np.where(order[ends] == _OUT, _END_SWITCH, _END_EVENT).astype(np.int8)
+    # a run's name: its switch-out's prev_comm, else its first point's
+    all_names = names()
+    codes = np.asarray(all_names.codes)[o]
+    r_code = np.where(order[ends] == _OUT, codes[ends], codes[starts])
+    del codes, o
+    in_seg = (r_g > 0) & (r_g % 2 == 1)  # (pre-switch groups are even or negative)
+    seg = np.where(in_seg, (r_g - 1) // 2, -1)
+    # the last run of a CPU's last segment goes on to the end of the trace
+    last_of_g = np.ones(len(starts), dtype=bool)
+    last_of_g[:-1] = r_g[1:] != r_g[:-1]
+    to_end = in_seg & last_of_g & (r_pid != _LOST)
+    to_end[to_end] = sw.last[seg[to_end]]
+    r_end[to_end] = sw.t_end
+    r_endkind[to_end] = _END_TRACE
+    # where a run may have begun: the end of its group's previous real run (the stretch
+    # between is unknown); the trace's first event for a group's first run
+    real = r_pid != _LOST
+    idx = np.where(real, np.arange(len(starts)), -1)
+    prev_real = np.maximum.accumulate(np.concatenate([[-1], idx[:-1]])) if len(idx) else idx
+    new_g = np.ones(len(starts), dtype=bool)
+    new_g[1:] = r_g[1:] != r_g[:-1]
+    g_first = np.maximum.accumulate(np.where(new_g, np.arange(len(starts)), 0))
+    has_prev = prev_real >= g_first
+    r_earliest = np.full(len(starts), first_ts, dtype=np.int64)
+    r_earliest[has_prev] = r_end[prev_real[has_prev]]
+    r_earliest = np.where(r_exact, r_start, np.minimum(r_earliest, r_start))
+    # a run whose switch-in is missing may be shown earlier by the kernel's own run-time
+    # accounting: sched_stat_runtime of the task on that CPU in the stretch or the run
+    sr = proofs.runtime
+    cens = np.flatnonzero(real & ~r_exact & (r_pid > 0))
+    if sr is not None and len(cens):
+        w_key, w_start, w_end = sr
+        key = r_pid[cens] * _CPU_SPAN + r_cpu[cens]
+        wi = asof_index(r_earliest[cens], key, w_end, w_key, "forward", allow_exact=True)
+        ok = (wi >= 0) & (take(w_end, wi, np.iinfo(np.int64).max) <= r_end[cens])
+        at = np.maximum(take(w_start, wi, 0), r_earliest[cens])
+        moved = ok & (at < r_start[cens])
+        r_start[cens[moved]] = at[moved]
+    # -- the timeline's known rows: the clean segments, the runs of the others
+    keep = real & in_seg & (r_end > r_start)
+    k_cpu = np.concatenate([sw.cpu[clean].astype(np.int32), r_cpu[keep]])
+    k_start = np.concatenate([sw.ts[clean], r_start[keep]])
+    k_end = np.concatenate([sw.end[clean], r_end[keep]])
+    k_pid = np.concatenate([sw.next[clean], r_pid[keep]]).astype(np.int32)
+    from pandas.api.types import union_categoricals
+
+    run_names = pd.Categorical.from_codes(r_code, dtype=all_names.dtype)
+    k_comm = union_categoricals(
+        [
+            object_categories(pd.Categorical(sw.next_comm.take(clean))),
+            object_categories(run_names[keep]),
+        ]
+    )
+    timeline = _fill_unknown(k_cpu, k_start, k_end, k_pid, k_comm, sw, proofs)
+    # -- the runs of tasks (not the idle task): the clean segments', the groups'
+    tk = sw.next[clean] > 0
+    rk = real & (r_pid > 0)
+    ck = clean[tk]
+    runs_comm = union_categoricals(
+        [object_categories(pd.Categorical(sw.next_comm.take(ck))), object_categories(run_names[rk])]
+    )
+    runs = pd.DataFrame(
+        {
+            "pid": np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32),
+            "comm": runs_comm,
+            "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]]),
+            "start_ts": np.concatenate([sw.ts[ck], r_start[rk]]),
+            "end_ts": np.concatenate([sw.end[ck], r_end[rk]]),
+            "exact_start": np.concatenate([np.ones(len(ck), bool), r_exact[rk]]),
+            "earliest_ts": np.concatenate([sw.ts[ck], r_earliest[rk]]),
+            "end": pd.Categorical.from_codes(
+                np.concatenate(
+                    [np.where(sw.last[ck], _END_TRACE, _END_SWITCH).astype(np.int8), r_endkind[rk]]
+                ),
+                categories=list(END_KINDS),
+            ),
+        }
+    )
+    runs = runs.sort_values(["pid", "start_ts"], kind="stable").reset_index(drop=True)
+    return timeline, runs
+
+
+def _fill_unknown(cpu, start, end, pid, comm, sw: _Switches, proofs: _Proofs) -> pd.DataFrame:
+    """The known intervals and, per CPU from its first switch to the trace's end, an
+    unknown row for every stretch between them (``lost_events`` when a lost-event
+    marker of that CPU lies in it, else ``missing_switch``)."""
+    o = np.lexsort((start, cpu))
+    cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
+    codes = np.asarray(comm.codes)[o]
+    n = len(cpu)
+    # the holes: between consecutive known rows of a CPU, and after its last one
+    same = np.zeros(n, dtype=bool)
+    same[1:] = cpu[1:] == cpu[:-1]
+    gap_after = np.zeros(n, dtype=bool)
+    nxt_start = np.empty(n, dtype=np.int64)
+    nxt_start[:-1] = start[1:]
+    nxt_start[-1:] = sw.t_end
+    last = np.ones(n, dtype=bool)
+    last[:-1] = ~same[1:]
+    nxt_start[last] = sw.t_end
+    gap_after = nxt_start > end
+    h_cpu, h_start, h_end = cpu[gap_after], end[gap_after], nxt_start[gap_after]
+    why = np.zeros(len(h_cpu), dtype=np.int8)
+    if len(proofs.lost_ts) and len(h_cpu):
+        lo = np.lexsort((proofs.lost_ts, proofs.lost_cpu))
+        lt, lc = proofs.lost_ts[lo], proofs.lost_cpu[lo]
+        li = asof_index(h_end, h_cpu.astype(np.int64), lt, lc, "backward", True)
+        why[(li >= 0) & (take(lt, li, -1) >= h_start)] = 1
+    all_cpu = np.concatenate([cpu, h_cpu])
+    all_start = np.concatenate([start, h_start])
+    o2 = np.lexsort((all_start, all_cpu))
+    state = np.concatenate([np.where(pid == 0, 1, 0), np.full(len(h_cpu), 2)]).astype(np.int8)
+    return pd.DataFrame(
+        {
+            "cpu": all_cpu[o2].astype(np.int32),
+            "start_ts": all_start[o2],
+            "end_ts": np.concatenate([end, h_end])[o2],
+            "pid": np.concatenate([pid, np.full(len(h_cpu), _UNKNOWN, np.int32)])[o2],
+            "comm": pd.Categorical.from_codes(
+                np.concatenate([codes, np.full(len(h_cpu), -1, codes.dtype)])[o2],
+                dtype=comm.dtype,
+            ),
+            "state": pd.Categorical.from_codes(state[o2], categories=list(STATES)),
+            "why": pd.Categorical.from_codes(
+                np.concatenate([np.full(n, -1, np.int8), why])[o2], categories=list(WHY)
+            ),
+        }
+    )
+
+
+def _two_cpus(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs of one task on two CPUs that overlap by more than the clocks' tolerance."""
+    if len(runs) < 2:
+        return _empty_breaks()
+    pid = runs["pid"].to_numpy()
+    start, end = runs["start_ts"].to_numpy(), runs["end_ts"].to_numpy()
+    cpu = runs["cpu"].to_numpy()
+    same = np.zeros(len(pid), dtype=bool)
+    same[1:] = pid[1:] == pid[:-1]
+    # how far the pid's earlier runs reach (they are sorted by pid, then start)
+    reach = _group_cummax(end, ~same)
+    prev_reach = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+    bad = np.flatnonzero(same & (start < prev_reach - TWO_CPUS_TOLERANCE_NS))
+    if not len(bad):
+        return _empty_breaks()
+    return _breaks("two_cpus", cpu[bad], start[bad], pid[bad], pid[bad], 1)
+
+
+def _group_cummax(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` that restarts where ``new_group`` is True: one
+    accumulate over the values lifted by their group's rank (groups in order)."""
+    v = values.astype(np.int64)
+    if len(v) == 0:
+        return v
+    lo, hi = int(v.min()), int(v.max())
+    gid = np.cumsum(new_group) - 1
+    step = hi - lo + 1
+    if step * (int(gid[-1]) + 1) < 2**62:
+        lifted = (v - lo) + gid * step
+        return np.maximum.accumulate(lifted) - gid * step + lo
+    out = v.copy()  # too wide to lift: group by group
+    bounds = np.append(np.flatnonzero(new_group), len(v))
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        np.maximum.accumulate(out[a:b], out=out[a:b])
+    return out
+
+
+def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
+    """Switch-ins of a task whose last switch-out put it to sleep, with no wake-up of it
+    (waking, wakeup or wakeup_new) since the run that switch-out ended began."""
+    s = ev.switch
+    if s is None or len(s) == 0 or "prev_state_str" not in s.columns:
+        return _empty_breaks()
+    from .task_states import sleeps  # the letters of a sleep: one rule
+
+    sts, scpu = i64(s, "ts"), ints(s, "cpu")
+    prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
+    cats = pd.Categorical(s["prev_state_str"])
+    by_cat = np.array([sleeps(str(c)) for c in cats.categories] + [False])
+    codes = np.asarray(cats.codes)
+    asleep = by_cat[np.where(codes < 0, len(by_cat) - 1, codes)] & (prev != 0)
+    ins = np.flatnonzero(nxt > 0)
+    oi = asof_index(sts[ins], nxt[ins], sts, prev, "backward", allow_exact=False)
+    slept = (oi >= 0) & take(asleep, oi, False)
+    cand, out_ts = ins[slept], sts[oi[slept]]
+    if not len(cand):
+        return _empty_breaks()
+    never = np.iinfo(np.int64).min
+    ri = asof_index(out_ts, nxt[cand], runs["end_ts"].to_numpy(), runs["pid"].to_numpy(),
+                    "backward", allow_exact=True)  # fmt: skip
+    began = take(runs["earliest_ts"].to_numpy(), ri, never)
+    last_wake = np.full(len(cand), never, dtype=np.int64)
+    for f in (ev.waking, ev.wakeup, ev.wakeup_new):
+        if f is not None and len(f):
+            fts = i64(f, "ts")
+            wi = asof_index(sts[cand], nxt[cand], fts, ints(f, "pid"), "backward", True)
+            np.maximum(last_wake, take(fts, wi, never), out=last_wake)
+    b = cand[last_wake < began]
+    return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
+
+
+def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
+    """Wake-ups (sched_waking; sched_wakeup without it) of a task whose previous wake-up
+    was not followed by a run of it: a wake-up needs a task that is not TASK_RUNNING
+    (try_to_wake_up() checks its state before it traces anything), and only the task
+    itself leaves TASK_RUNNING, so it ran in between where the trace does not show it.
+    A run that was on when the previous wake-up came counts (woken while running)."""
+    f = ev.waking if ev.waking is not None and len(ev.waking) else ev.wakeup
+    if f is None or len(f) < 2:
+        return _empty_breaks()
+    ts, pid, cpu = i64(f, "ts"), ints(f, "pid"), ints(f, "cpu")
+    prev = asof_index(ts, pid, ts, pid, "backward", allow_exact=False)
+    has = np.flatnonzero(prev >= 0)
+    if not len(has):
+        return _empty_breaks()
+    p_ts = ts[prev[has]]
+    rpid, rstart, rend = (
+        runs["pid"].to_numpy(),
+        runs["start_ts"].to_numpy(),
+        runs["end_ts"].to_numpy(),
+    )
+    # a run that began after the previous wake-up, by this one...
+    ni = asof_index(p_ts, pid[has], rstart, rpid, "forward", allow_exact=True)
+    ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
+    # ... or one that was on at the previous wake-up (and is proven on until it)
+    li = asof_index(p_ts, pid[has], rstart, rpid, "backward", allow_exact=True)
+    ran |= take(rend, li, -1) >= p_ts
+    b = has[~ran]
+    return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
+
+
+def _breaks(kind: str, cpu, ts, pid, other, count) -> pd.DataFrame:
+    n = len(ts)
+    return pd.DataFrame(
+        {
+            "cpu": np.asarray(cpu).astype(np.int32),
+            "ts": np.asarray(ts).astype(np.int64),
+            "kind": [kind] * n,
+            "pid": np.asarray(pid).astype(np.int32),
+            "other_pid": np.asarray(other).astype(np.int32),
+            "count": np.broadcast_to(np.asarray(count, dtype=np.int64), (n,)).copy(),
+        }
+    )
+
+
+def _empty_breaks() -> pd.DataFrame:
+    return _breaks("switch_chain", [], [], [], [], 1).astype({"kind": "object"})
