@@ -58,7 +58,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .bench import own, read_side_file
 from .errors import TraceError
 
 #: The format's name and version (``"format"``, ``"version"`` of the JSON object).
@@ -900,6 +899,11 @@ class Beside:
 
 
 def _text(path: Path, what: str) -> str:
+    # bench is imported here, not at the top: record takes its snapshots with this
+    # module, and bench's topology imports numpy, whose BLAS threads would take the
+    # signals that record blocks in its own thread while it creates its tracefs instance
+    from .bench import read_side_file
+
     return read_side_file(path, MAX_BYTES, what)
 
 
@@ -909,6 +913,8 @@ def read_beside(trace_path) -> Beside | None:
     TraceError naming a file that is there but unusable."""
     if not trace_path or str(trace_path) == "-":
         return None
+    from .bench import own  # (here, not at the top: see _text)
+
     counters = None
     for p in own(trace_path, ".counters.json"):
         if p.is_file():

@@ -99,6 +99,20 @@ def test_default_events_cover_the_model():
     assert RUNTIME_EVENT in parse_events("sched:sched_stat_runtime")
 
 
+def test_recording_modules_start_no_threads():
+    """record blocks SIGINT/SIGTERM/SIGHUP in its thread while it creates its tracefs
+    instance: a thread started at import (numpy's BLAS pool) would take the signal
+    instead, and the instance would be left behind. Importing record and counters
+    (whose snapshots record takes) starts none."""
+    code = (
+        "import os, sys; import schedwake.record, schedwake.counters; "
+        "assert 'numpy' not in sys.modules, 'numpy'; "
+        "print(len(os.listdir('/proc/self/task')))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stdout + proc.stderr
+
+
 # -- real recordings ----------------------------------------------------------------------
 @pytest.fixture
 def tracing_lock():
