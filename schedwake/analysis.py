@@ -40,8 +40,23 @@ class Analysis:
     def caveats(self) -> list[str]:
         """What the trace could not tell (lost events, missing events, an assumed
         topology, the reader's warnings, what it does not show and the metrics it gives
-        only within bounds), one plain-English line each."""
-        return self.trace.caveats + bounds_caveats(self.bounds, self.metrics)
+        only within bounds), one plain-English line each; then where the trace disagrees
+        with the kernel's own counters beside it beyond their tolerance
+        (:mod:`schedwake.referee`)."""
+        ref = self.referee
+        return (
+            self.trace.caveats
+            + bounds_caveats(self.bounds, self.metrics)
+            + ([] if ref is None else ref.caveats())
+        )
+
+    @cached_property
+    def referee(self):
+        """The trace against the kernel's counters beside it
+        (:class:`schedwake.referee.Referee`), or None without them."""
+        from .referee import judge
+
+        return judge(self.trace)
 
     @cached_property
     def bounds(self) -> dict[str, list]:

@@ -75,18 +75,21 @@ def is_bench(name: str) -> bool:
     return name.startswith(PREFIX) and len(name) > len(PREFIX)
 
 
+def own(trace_path, suffix: str) -> list[Path]:
+    """The trace's own side files of ``suffix``: ``TRACE`` + suffix, then its name
+    without extensions + suffix (``run8.dat.fio.json``, ``run8.fio.json``)."""
+    p = Path(str(trace_path))
+    return list(dict.fromkeys([p.with_name(p.name + suffix), p.with_name(trace_stem(p) + suffix)]))
+
+
 def candidates(trace_path) -> list[tuple[str, Path]]:
     """The (kind, file) pairs looked for beside ``trace_path``, in the order they are
     read (kind: ``bench``, ``fio``, ``dbench`` or ``cmd``)."""
     p = Path(str(trace_path))
-    stem = trace_stem(p)
-
-    def own(suffix: str) -> list[Path]:
-        return list(dict.fromkeys([p.with_name(p.name + suffix), p.with_name(stem + suffix)]))
-
-    out: list[tuple[str, Path]] = [("bench", f) for f in own(".bench.json")]
-    out += [("fio", f) for f in own(".fio.json")] + [("fio", p.with_name("fio.json"))]
-    out += [("dbench", f) for f in own(".dbench.txt")] + [("dbench", p.with_name("dbench.txt"))]
+    out: list[tuple[str, Path]] = [("bench", f) for f in own(p, ".bench.json")]
+    out += [("fio", f) for f in own(p, ".fio.json")] + [("fio", p.with_name("fio.json"))]
+    out += [("dbench", f) for f in own(p, ".dbench.txt")]
+    out += [("dbench", p.with_name("dbench.txt"))]
     out.append(("cmd", p.with_name(p.name + ".cmd.txt")))
     return out
 
@@ -104,7 +107,7 @@ def read_beside(trace_path) -> list[BenchResult]:
             continue  # the trace's own file, not the directory's
         if not path.is_file():
             continue
-        text = _read(path)
+        text = read_side_file(path)
         if kind == "bench":
             results = parse_sidecar(text, path)
         elif kind == "fio":
@@ -119,10 +122,12 @@ def read_beside(trace_path) -> list[BenchResult]:
     return [found[n] for n in sorted(found)]
 
 
-def _read(path: Path) -> str:
+def read_side_file(path: Path, max_bytes: int = MAX_BYTES, what: str = "a results file") -> str:
+    """A side file's text (TraceError naming it when it cannot be read or is larger
+    than ``max_bytes``: then it is not ``what``)."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise TraceError(path, f"is larger than {MAX_BYTES >> 20} MB: not a results file")
+        if path.stat().st_size > max_bytes:
+            raise TraceError(path, f"is larger than {max_bytes >> 20} MB: not {what}")
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise TraceError(path, f"cannot read it ({exc.strerror})") from None

@@ -289,23 +289,27 @@ def cli():
 def info(trace, fmt, input_format, reader, jobs):
     """Per-event counts, CPUs, duration, clock and lost events of TRACE.
 
+    With the kernel's counters beside it (TRACE.counters.json, written by record; a
+    perf stat output TRACE.perf-stat.txt), also how far the trace agrees with them.
+
     \b
     Example:
         schedwake info trace.dat
         schedwake info trace.dat --format json
     """
     from .errors import TraceError
-    from .model import MODEL_EVENTS
     from .report import info as info_report
+    from .summary import info as trace_info
     from .summary import meta_summary
     from .summary import summary as trace_summary
 
-    # the model's events are read: each is a proof of the task current on its CPU, which
-    # the completeness check needs. A file whose events cannot be analysed (a record or
-    # a format the model refuses) is still counted, and says why it was not checked.
+    # every event is read: each is a proof of the task current on its CPU, which the
+    # completeness check needs, and the kernel's counters beside the trace are compared
+    # with it (their markers). A file whose events cannot be analysed (a record or a
+    # format the model refuses) is still counted, and says why it was not checked.
     t = None
     try:
-        t = _load(trace, list(MODEL_EVENTS), input_format, reader, jobs)
+        t = _load(trace, None, input_format, reader, jobs)
         summary = trace_summary(t)
     except TraceError as exc:
         if trace == "-":  # (standard input is read once)
@@ -313,6 +317,8 @@ def info(trace, fmt, input_format, reader, jobs):
         if t is None:
             t = _load(trace, [], input_format, reader, jobs)
         summary = {**meta_summary(t.meta), "completeness": {"not_checked": exc.problem}}
+    else:  # (a counters file beside the trace that cannot be read is an error of its own)
+        summary = trace_info(t, summary)
     if fmt == "json":
         click.echo(info_report.to_json(summary))
     else:
@@ -532,7 +538,12 @@ def analyze(
     th = _thresholds(thresholds)
     if explain_waits and pid_list is None:
         raise OptionError("--waits", None, "needs --pid: the tasks whose waits to explain")
-    t = _load(trace, events=list(MODEL_EVENTS), input_format=input_format, reader=reader, jobs=jobs)
+    from .counters import read_beside
+
+    # with the kernel's counters beside it every event is read: the referee needs the
+    # markers and sched_stat_runtime, and the model's proofs of who ran are every event
+    events = None if read_beside(trace) else list(MODEL_EVENTS)
+    t = _load(trace, events=events, input_format=input_format, reader=reader, jobs=jobs)
     with _progress(f"analysing {Path(trace).name}") as bar:
         t.use_topology(topology_file, llc)
         if time_range is not None or cpu_list is not None:
@@ -1357,15 +1368,36 @@ def batch(
     help="trace-cmd record, or a private tracefs instance + trace-cmd restore; "
     "auto uses trace-cmd record only where a quick probe says it works.",
 )
+@click.option(
+    "--runtime",
+    is_flag=True,
+    help="Add sched:sched_stat_runtime (each fair task's run time as the kernel "
+    "accounts it; ~25% more events on a busy machine).",
+)
+@click.option(
+    "--perf-stat",
+    is_flag=True,
+    help="Also count context switches, migrations and CPU time with perf stat -a -A "
+    "over the counters' stretch, into OUTPUT.perf-stat.txt.",
+)
+@click.option(
+    "--no-kallsyms",
+    is_flag=True,
+    help="Leave the kernel's symbol table out of OUTPUT (some 1 MB less; workqueue "
+    "work functions are then addresses).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def record(output, events, buffer_kb, duration, method, quiet, command):
+def record(
+    output, events, buffer_kb, duration, method, runtime, perf_stat, no_kallsyms, quiet, command
+):
     """Record a scheduler trace (root) while COMMAND runs, for --duration, or until Ctrl-C.
 
-    Writes OUTPUT (trace.dat), OUTPUT.topology.json and COMMAND's output as
-    OUTPUT.cmd.txt (its benchmark results become bench_* metrics), reports lost events
-    and the command's exit code, and restores the tracing state it changed, also on
-    Ctrl-C.
+    Writes OUTPUT (trace.dat), OUTPUT.topology.json, COMMAND's output as OUTPUT.cmd.txt
+    (its benchmark results become bench_* metrics) and the kernel's own counters at the
+    start and the stop as OUTPUT.counters.json (info and analyze compare the trace with
+    them), reports lost events and the command's exit code, and restores the tracing
+    state it changed, also on Ctrl-C.
 
     \b
     Example:
@@ -1386,6 +1418,9 @@ def record(output, events, buffer_kb, duration, method, quiet, command):
         duration=duration,
         method=method,
         log=log,
+        runtime=runtime,
+        perf_stat=perf_stat,
+        kallsyms=not no_kallsyms,
     )
     click.echo(result.summary())
     if result.interrupted:

@@ -21,7 +21,13 @@ What it does, in order (every step that changes tracing state is undone in a
 4. writes the machine's topology as ``<output>.topology.json`` beside the trace (picked up
    by ``schedwake analyze``), and the command's output (stdout and stderr, also shown as
    it runs) as ``<output>.cmd.txt``, where :mod:`schedwake.bench` finds the
-   benchmark's results (dbench's ``Throughput`` line, fio's JSON).
+   benchmark's results (dbench's ``Throughput`` line, fio's JSON);
+5. tracefs method: snapshots the kernel's own counters (:mod:`schedwake.counters`) just
+   after tracing is switched on and just before it is switched off, each between two
+   ``trace_marker`` lines (``schedwake: counters start begin`` ... ``end``), and writes
+   them as ``<output>.counters.json`` (mounting debugfs for the sched debug file when it
+   is not mounted, and unmounting it again); with ``perf_stat``, a ``perf stat -a -A``
+   enabled and disabled inside those snapshots writes ``<output>.perf-stat.txt``.
 
 SIGINT, SIGTERM and SIGHUP received while the command runs are forwarded to it (a second
 one kills it); the trace is still written. Problems that stop a recording raise
@@ -61,6 +67,8 @@ DEFAULT_EVENTS: tuple[tuple[str, str, bool], ...] = (
     ("sched", "sched_process_exec", False),
     ("workqueue", "*", False),
 )
+#: ``--runtime``: each fair task's run time, as ``update_curr()`` accounts it.
+RUNTIME_EVENT = ("sched", "sched_stat_runtime", True)
 
 #: Ring buffer per CPU when ``buffer_kb`` is not given: this, or less on a machine with
 #: little free memory (at most an eighth of MemAvailable over all CPUs, at least 4 MB).
@@ -108,6 +116,10 @@ class RecordResult:
     #: in order: where a recording's time goes beyond the recording itself.
     phases: dict[str, float] = field(default_factory=dict)
     kernel: str = ""  # the release stored in the file (its UNAME option)
+    counters: str | None = None  # the counters file written beside the trace
+    command_pid: int | None = None  # the command's pid
+    kallsyms: bool = True  # the kernel's symbol table stored in the file
+    perf_stat: str | None = None  # perf stat's output written beside the trace
 
     @property
     def lost(self) -> int | None:
@@ -123,6 +135,10 @@ class RecordResult:
         parts[0] += f", {self.cpus} CPUs, {self.wall_s:.2f} s, {self.method})"
         if self.topology:
             parts.append(f"topology {self.topology}")
+        if self.counters:
+            parts.append(f"counters {self.counters}")
+        if self.perf_stat:
+            parts.append(f"perf stat {self.perf_stat}")
         lost = self.lost
         if lost is None:
             parts.append("lost events: unknown")
@@ -320,10 +336,15 @@ class _State:
         self.instance: str | None = None
         self.cmdlines_old: int | None = None
         self.cmdlines_set: int | None = None
+        self.debugfs: str | None = None  # mounted by us, unmounted at the end
+        self.perf: subprocess.Popen | None = None  # record --perf-stat's perf stat
 
     def restore(self) -> list[str]:
         """Undo everything; returns problems (each also logged), never raises."""
         problems = []
+        if self.perf is not None and self.perf.poll() is None:
+            self.perf.kill()
+            self.perf.wait()
         if self.instance and os.path.isdir(self.instance):
             for name, value in (("tracing_on", "0"), ("set_event", ""), ("trace", "")):
                 try:
@@ -349,10 +370,11 @@ class _State:
                     _write(p, f"{self.cmdlines_old}\n")
             except (OSError, ValueError, IndexError) as exc:
                 problems.append(f"cannot restore {p}: {exc}")
-        if self.mounted and self.tracefs:
-            r = subprocess.run(["umount", self.tracefs], capture_output=True, text=True)
-            if r.returncode != 0:
-                problems.append(f"cannot unmount {self.tracefs}: {r.stderr.strip()}")
+        for mounted in (self.debugfs, self.tracefs if self.mounted else None):
+            if mounted:
+                r = subprocess.run(["umount", mounted], capture_output=True, text=True)
+                if r.returncode != 0:
+                    problems.append(f"cannot unmount {mounted}: {r.stderr.strip()}")
         for p in problems:
             self.log(f"warning: {p}")
         return problems
@@ -381,6 +403,9 @@ def record(
     method: str = "auto",
     log: Callable[[str], None] | None = None,
     cmdlines: int = CMDLINES,
+    runtime: bool = False,
+    perf_stat: bool = False,
+    kallsyms: bool = True,
 ) -> RecordResult:
     """Record a trace into ``output`` (trace.dat) while ``command`` (a list of argv
     strings) runs, or for ``duration`` seconds, or until SIGINT when neither is given.
@@ -389,6 +414,12 @@ def record(
     (default :data:`DEFAULT_EVENTS`); ``buffer_kb``: ring buffer per CPU;
     ``method``: ``auto`` (trace-cmd record if its probe passes, else tracefs),
     ``trace-cmd`` or ``tracefs``. ``log`` gets progress and warning lines.
+    ``runtime``: add :data:`RUNTIME_EVENT` (each fair task's run time as the kernel
+    accounts it; docs/cli.md, "record", gives its cost); ``perf_stat``: count context
+    switches, migrations and CPU clocks with ``perf stat -a -A`` over the counters'
+    stretch (tracefs method) into ``<output>.perf-stat.txt``; ``kallsyms``: False leaves
+    the kernel's symbol table out of the file (tracefs method: some 1 MB less; workqueue
+    work functions are then addresses).
     Raises :class:`RecordError` when no recording can be made.
     """
     log = log or (lambda msg: None)
@@ -401,6 +432,10 @@ def record(
     if buffer_kb is not None and buffer_kb < 1:
         raise RecordError(f"buffer size must be >= 1 KB, not {buffer_kb}", "--buffer-kb")
     evlist = parse_events(events) if events is None or isinstance(events, str) else list(events)
+    if runtime and not any(e[:2] in (RUNTIME_EVENT[:2], ("sched", "*")) for e in evlist):
+        evlist.append(RUNTIME_EVENT)
+    if perf_stat and shutil.which("perf") is None:
+        raise RecordError("perf is not installed (apt-get install linux-perf)", "--perf-stat")
     command = list(command) if command else None
     out = Path(output)
     if out.is_dir():
@@ -420,7 +455,18 @@ def record(
     with _Signals() as sig:
         try:
             result = _record(
-                out, command, evlist, buffer_kb, duration, method, state, sig, log, cmdlines
+                out,
+                command,
+                evlist,
+                buffer_kb,
+                duration,
+                method,
+                state,
+                sig,
+                log,
+                cmdlines,
+                perf_stat,
+                kallsyms,
             )
         finally:
             t = time.monotonic()
@@ -539,6 +585,7 @@ def _run_workload(
         proc = subprocess.Popen(command, **pipe)  # type: ignore[call-overload]
     except OSError as exc:
         raise RecordError(f"cannot run {command[0]!r}: {exc.strerror}") from None
+    result.command_pid = proc.pid
     copier = None if keep is None else _tee(proc.stdout, keep)
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _Signals.SIGNALS)
     try:
@@ -584,6 +631,8 @@ def _record(
     sig: _Signals,
     log,
     cmdlines,
+    perf_stat: bool = False,
+    kallsyms: bool = True,
 ) -> RecordResult:
     tfs = _setup_tracefs(state, log)
     ncpus = len([d for d in Path(tfs, "per_cpu").glob("cpu[0-9]*")]) or os.cpu_count() or 1
@@ -596,6 +645,7 @@ def _record(
         command=command,
         buffer_kb=kb,
         cpus=ncpus,
+        kallsyms=kallsyms,
     )
     for system, event, required in evlist:  # refuse unknown events before changing anything
         path = Path(tfs, "events", system, "" if event == "*" else event, "enable")
@@ -608,8 +658,10 @@ def _record(
     _raise_cmdlines(state, tfs, cmdlines, log)
     if method == "trace-cmd":
         _record_trace_cmd(out, command, evlist, kb, duration, state, sig, result, log)
+        result.notes.append("no counters file: trace-cmd record marks no stretch for them")
     else:
-        _record_tracefs(out, command, evlist, kb, duration, tfs, state, sig, result, log)
+        kernel = _KernelCounters(out, state, log, perf_stat, result)
+        _record_tracefs(out, command, evlist, kb, duration, tfs, state, sig, result, log, kernel)
     _write_topology(out, result, log)
     result.bytes = out.stat().st_size
     if result.lost:
@@ -650,6 +702,7 @@ def _record_tracefs(
     sig: _Signals,
     result: RecordResult,
     log,
+    kernel: _KernelCounters,
 ) -> None:
     inst = f"{tfs}/instances/{INSTANCE_PREFIX}{os.getpid()}"
     t_setup = time.monotonic()
@@ -694,9 +747,11 @@ def _record_tracefs(
     sig.recording = True
     _write(f"{inst}/tracing_on", "1\n")
     _marker(inst, "schedwake: start")
+    kernel.take("start", lambda text: _marker(inst, text))
     try:
         _run_workload(command, duration, sig, result, log, command_output(out))
     finally:
+        kernel.take("stop", lambda text: _marker(inst, text))
         _marker(
             inst,
             "schedwake: stop"
@@ -728,6 +783,158 @@ def _record_tracefs(
     result.overrun, result.dropped, result.entries = overrun, dropped, entries
 
     _extract(inst, cpus, out, result, log)
+    kernel.write(result)
+
+
+class _KernelCounters:
+    """The kernel's counters around the recording (:mod:`schedwake.counters`): debugfs
+    mounted for the sched debug file when it is not (unmounted by ``_State.restore``),
+    ``perf stat`` started disabled for ``--perf-stat`` (enabled and disabled inside the
+    snapshots through its control pipe), the command's resource usage, the file."""
+
+    PERF_EVENTS = "context-switches,cpu-migrations,cpu-clock,task-clock"
+
+    def __init__(self, out: Path, state: _State, log, perf_stat: bool, result: RecordResult):
+        from . import counters
+
+        self.c = counters
+        self.out, self.state, self.log, self.result = out, state, log, result
+        self.unavailable = counters.static_unavailable()
+        self.snaps: dict[str, dict] = {}
+        self.usage: list[dict] = []
+        self.perf_fds: tuple[int, int] | None = None
+        self._mount_debugfs()
+        if perf_stat:
+            self._start_perf()
+
+    def _mount_debugfs(self) -> None:
+        if os.path.exists(self.c.SCHED_DEBUG):
+            return
+        d = "/sys/kernel/debug"
+        with open("/proc/mounts") as f:
+            if any(line.split()[2:3] == ["debugfs"] for line in f):
+                return  # mounted, but this kernel has no sched debug file
+        r = subprocess.run(["mount", "-t", "debugfs", "none", d], capture_output=True, text=True)
+        if r.returncode == 0:
+            self.state.debugfs = d
+            self.log(f"mounted debugfs at {d} for {self.c.SCHED_DEBUG} (unmounted at the end)")
+        else:
+            self.unavailable["sched_debug"] = (
+                f"debugfs is not mounted and mounting it failed: {r.stderr.strip()[:100]}"
+            )
+
+    def _start_perf(self) -> None:
+        path = self.c.perf_stat_path(self.out)
+        ctl_r, ctl_w = os.pipe()
+        ack_r, ack_w = os.pipe()
+        args = ["perf", "stat", "-a", "-A", "-x,", "-e", self.PERF_EVENTS, "-D", "-1"]
+        args += ["--control", f"fd:{ctl_r},{ack_w}", "-o", str(path)]
+        try:
+            self.state.perf = subprocess.Popen(
+                args,
+                pass_fds=(ctl_r, ack_w),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C of the recording is not its
+            )
+        except OSError as exc:
+            raise RecordError(f"cannot run perf stat: {exc.strerror}", "--perf-stat") from None
+        finally:
+            os.close(ctl_r)
+            os.close(ack_w)
+        self.perf_fds = (ctl_w, ack_r)
+        self.perf_args = args
+
+    def _perf(self, command: str) -> bool:
+        """``enable``/``disable`` perf stat's counters; True once perf acknowledged."""
+        if self.perf_fds is None or self.state.perf is None:
+            return False
+        ctl, ack = self.perf_fds
+        try:
+            os.write(ctl, command.encode() + b"\n")
+            import select
+
+            if select.select([ack], [], [], 10)[0] and os.read(ack, 64).startswith(b"ack"):
+                return True
+        except OSError:
+            pass
+        self.log(f"warning: perf stat did not acknowledge {command!r}; no perf stat output")
+        self._stop_perf(keep=False)
+        return False
+
+    def _stop_perf(self, keep: bool) -> None:
+        proc = self.state.perf
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # it writes its counts and ends
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.perf_fds:
+            for fd in self.perf_fds:
+                os.close(fd)
+            self.perf_fds = None
+        self.state.perf = None
+        path = self.c.perf_stat_path(self.out)
+        if keep and path.is_file() and path.stat().st_size:
+            self.result.perf_stat = str(path)
+        else:
+            self.result.perf_stat = None
+            path.unlink(missing_ok=True)
+
+    def take(self, label: str, mark: Callable[[str], None]) -> None:
+        """Snapshot ``label`` (``start``/``stop``) with its markers; never raises (a
+        failed snapshot only means no counters file)."""
+        if label == "start":
+            self.usage.append(self.c.rusage_children())
+        try:
+            inside = None
+            if self.perf_fds is not None:
+                inside = lambda: self._perf("enable" if label == "start" else "disable")  # noqa: E731
+            self.snaps[label] = self.c.snapshot(label, mark, self.unavailable, inside=inside)
+        except Exception as exc:  # (an unexpected kernel file layout: no counters)
+            self.log(f"warning: cannot take the kernel's counters ({exc}); no counters file")
+        if label == "stop":
+            self.usage.append(self.c.rusage_children())
+
+    def write(self, result: RecordResult) -> None:
+        self._stop_perf(keep=len(self.snaps) == 2)
+        if len(self.snaps) != 2:
+            return
+        command = None
+        if result.command and result.command_pid is not None and len(self.usage) == 2:
+            a, b = self.usage
+            command = {
+                "pid": result.command_pid,
+                "argv": list(result.command),
+                **{k: b[k] - a[k] for k in a},
+                "source": "getrusage(RUSAGE_CHILDREN) of the recorder, before and after",
+            }
+        perf = None
+        if result.perf_stat:
+            perf = {
+                "file": Path(result.perf_stat).name,
+                "window": "counters",
+                "command": " ".join(self.perf_args[:-2] + ["-o", Path(result.perf_stat).name]),
+            }
+        doc = self.c.document(
+            self.snaps["start"],
+            self.snaps["stop"],
+            markers=True,
+            runtime_events="sched:sched_stat_runtime" in result.events,
+            unavailable=self.unavailable,
+            command=command,
+            perf_stat=perf,
+        )
+        path = self.c.counters_path(self.out)
+        try:
+            self.c.write(path, doc)
+            result.counters = str(path)
+        except OSError as exc:
+            self.log(f"warning: cannot write {path}: {exc.strerror}")
 
 
 def _marker(inst: str, text: str) -> None:
@@ -786,7 +993,11 @@ def _extract(inst: str, cpus, out: Path, result: RecordResult, log) -> None:
             files.append(str(f))
         phase("reading the ring buffers")
         head, raw = tmp / "head.dat", tmp / "raw.dat"
-        _run(["trace-cmd", "restore", "-c", "-o", str(head)], "trace-cmd restore -c")
+        header = ["trace-cmd", "restore", "-c", "-o", str(head)]
+        if not result.kallsyms:  # an empty symbol table
+            (tmp / "kallsyms").write_text("")
+            header[3:3] = ["-k", str(tmp / "kallsyms")]
+        _run(header, "trace-cmd restore -c")
         _run(["trace-cmd", "restore", "-i", str(head), "-o", str(raw)] + files, "trace-cmd restore")
         phase("trace-cmd restore")
         final = tmp / "trace.dat"

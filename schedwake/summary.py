@@ -53,6 +53,20 @@ def completeness(trace) -> dict | None:
     }
 
 
+def info(trace, facts: dict | None = None) -> dict:
+    """What ``schedwake info`` prints: :func:`summary` (or ``facts``, already made), and
+    with the kernel's counters beside the trace, ``referee``: the agreement of the trace
+    with them (:meth:`schedwake.referee.Referee.to_dict`; the trace must be loaded with
+    its events)."""
+    from .referee import judge
+
+    out = summary(trace) if facts is None else facts
+    ref = judge(trace)
+    if ref is not None:
+        out["referee"] = ref.to_dict()
+    return out
+
+
 def meta_summary(m: TraceMeta) -> dict:
     """``summary()`` from a trace's metadata alone."""
     first, last = m.first_ts_ns, m.last_ts_ns

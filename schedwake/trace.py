@@ -49,6 +49,19 @@ class Trace:
         #: before it give (model.task_states).
         self.time_slice_of: tuple[Trace, int | None, int | None] | None = None
         self._bench: list | None = None
+        self._counters: tuple | None = None
+
+    @property
+    def counters(self):
+        """The kernel's counters and ``perf stat`` output beside the trace
+        (:func:`schedwake.counters.read_beside`: ``<trace>.counters.json``,
+        ``<trace>.perf-stat.txt``), read once; None when neither is there. TraceError
+        names a file that is there but unusable."""
+        if self._counters is None:
+            from .counters import read_beside
+
+            self._counters = (read_beside(self.meta.path),)
+        return self._counters[0]
 
     @property
     def bench(self) -> list:

@@ -24,12 +24,13 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 LAYERS = [
     ["errors", "version", "schema", "jsonout", "compressed"],  # plain facts; JSON; compression
     ["topology"],  # CPU maps
-    ["bench"],  # the benchmark results in the files beside a trace
+    ["bench", "counters"],  # the benchmark's results and the kernel's counters beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names
     ["ingest"],  # files -> Arrow tables
     ["paths"],  # which trace files a path, a directory or a glob names
     ["model"],  # tables -> wake-ups, migrations, occupancy
     ["trace", "sidetrace"],  # the loaded trace (tables + lazy model); a side's trace
+    ["referee"],  # the trace against the kernel's counters
     ["summary", "profile"],  # a trace's facts as a dict; a profile's functions
     ["detect"],  # findings with evidence
     ["metrics", "wait_causes"],  # the metric catalogue and its values; waits explained

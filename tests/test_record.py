@@ -87,14 +87,33 @@ def test_parse_stats():
 
 
 def test_default_events_cover_the_model():
+    """Every event the model reads is recorded by default, but sched_stat_runtime: the
+    model takes it as a proof where a trace has it, and `record --runtime` adds it (its
+    cost, 35-40 % more events, docs/counters.md, is the user's to choose)."""
     from schedwake.model import MODEL_EVENTS
+    from schedwake.record import RUNTIME_EVENT
 
     names = {e for s, e, _ in DEFAULT_EVENTS}
     for ev in MODEL_EVENTS:
         # (sched_stat_runtime: a proof the completeness model reads when recorded; not a
-        # default, its cost is an event per run-time charge)
-        optional = ev.startswith("workqueue_") or ev in ("print", "sched_stat_runtime")
+        # default, its cost is an event per run-time charge: record --runtime)
+        optional = ev.startswith("workqueue_") or ev in ("print", RUNTIME_EVENT[1])
         assert ev in names or optional, ev
+    assert RUNTIME_EVENT in parse_events("sched:sched_stat_runtime")
+
+
+def test_recording_modules_start_no_threads():
+    """record blocks SIGINT/SIGTERM/SIGHUP in its thread while it creates its tracefs
+    instance: a thread started at import (numpy's BLAS pool) would take the signal
+    instead, and the instance would be left behind. Importing record and counters
+    (whose snapshots record takes) starts none."""
+    code = (
+        "import os, sys; import schedwake.record, schedwake.counters; "
+        "assert 'numpy' not in sys.modules, 'numpy'; "
+        "print(len(os.listdir('/proc/self/task')))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stdout + proc.stderr
 
 
 # -- real recordings ----------------------------------------------------------------------
@@ -157,6 +176,68 @@ def test_record_real_workload(tmp_path, clean_state):
     # where the time went, phase by phase (set-up, recording, restore, convert, ...)
     times = [ln for ln in proc.stderr.splitlines() if ln.startswith("schedwake record: time: ")]
     assert len(times) == 1 and "recording " in times[0] and "set-up" in times[0]
+
+
+@needs_tracing
+@pytest.mark.skipif(shutil.which("perf") is None, reason="--perf-stat needs perf")
+def test_record_keeps_the_kernels_counters(tmp_path, clean_state):
+    """The counters at the start and the stop, between their markers in the trace;
+    sched_stat_runtime with --runtime; perf stat over the same stretch with --perf-stat;
+    debugfs as it was (mounted, or not)."""
+    from schedwake import counters
+
+    out = tmp_path / "c.dat"
+    debugfs = _debugfs_mounted()
+    proc = run_cli(
+        "record",
+        "-q",
+        "--runtime",
+        "--perf-stat",
+        "--no-kallsyms",
+        "-o",
+        out,
+        "--buffer-kb",
+        16384,
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3 4 5; do ls /usr/share/doc > /dev/null; sleep 0.02; done",
+        subprocess=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"counters {out}.counters.json" in proc.stdout
+    assert f"perf stat {out}.perf-stat.txt" in proc.stdout
+    assert _debugfs_mounted() == debugfs
+    beside = counters.read_beside(out)
+    assert beside is not None and beside.counters is not None and beside.perf_stat is not None
+    c = beside.counters
+    assert c.runtime_events and c.perf_stat == {"file": "c.dat.perf-stat.txt", "window": "counters"}
+    assert c.command is not None and c.command.argv[0] == "sh" and c.command.cpu_ns > 0
+    assert c.cpus == sorted(c.start.cpus) and len(c.cpus) == os.cpu_count()
+    for cpu in c.cpus:  # every CPU's idle time and switches, read on it
+        a, b = c.start.cpus[cpu], c.stop.cpus[cpu]
+        assert a.pinned and b.pinned and b.nr_switches >= a.nr_switches
+        assert b.timer_now_ns - a.timer_now_ns > 0
+    t = schedwake.load(out)
+    marks = [m.strip() for m in t.df("print")["buf"].astype(str)]
+    assert marks == [
+        "schedwake: start",
+        *c.markers["start"],
+        *c.markers["stop"],
+        "schedwake: stop rc=0",
+    ]
+    assert t.table("sched_stat_runtime").num_rows > 0
+    assert os.path.getsize(out) < 1_000_000  # no kernel symbol table
+    from schedwake import referee
+
+    lo, hi = referee.kernel_ctxt(c)
+    assert lo <= sum(referee.kernel_switches(c, cpu) for cpu in c.cpus) <= hi
+    assert set(beside.perf_stat.per_cpu("context-switches")) == set(c.cpus)
+
+
+def _debugfs_mounted() -> bool:
+    with open("/proc/mounts") as f:
+        return any(line.split()[2:3] == ["debugfs"] for line in f)
 
 
 @needs_tracing
@@ -354,13 +435,15 @@ def test_record_unknown_event_one_line(tmp_path, clean_state):
 def test_record_mounts_tracefs_when_missing(tmp_path, clean_state):
     """In a private mount namespace without tracefs: mounted for the recording and
     unmounted again afterwards (the machine's own mount is untouched). Every tracefs
-    mount goes, and debugfs too (its tracing/ directory automounts tracefs again)."""
+    mount goes, and debugfs too (its tracing/ directory automounts tracefs again);
+    record mounts debugfs for the kernel's counters and unmounts it again."""
     exe = Path(sys.executable).with_name("schedwake")
     script = (
         'for m in $(awk \'$3 == "tracefs" || $3 == "debugfs" {print $2}\' '
         "/proc/mounts | sort -r); do umount $m || exit 99; done; "
         f"{exe} record -o {tmp_path / 'm.dat'} --buffer-kb 2048 -- true || exit $?; "
-        "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi"
+        "if grep -q ' tracefs ' /proc/mounts; then exit 98; fi; "
+        "if grep -q ' debugfs ' /proc/mounts; then exit 97; fi"
     )
     proc = subprocess.run(
         ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
@@ -371,4 +454,5 @@ def test_record_mounts_tracefs_when_missing(tmp_path, clean_state):
         pytest.skip("cannot unmount tracefs in a mount namespace here")
     assert proc.returncode == 0, proc.stderr
     assert "mounted tracefs" in proc.stderr
+    assert "mounted debugfs" in proc.stderr  # for the sched debug file: unmounted again (97)
     assert (tmp_path / "m.dat").stat().st_size > 0

@@ -89,4 +89,77 @@ def text(s: dict) -> str:
     if s["warnings"]:
         lines.append("warnings:")
         lines.extend(f"  {w}" for w in s["warnings"])
+    if s.get("referee"):
+        lines.extend(referee_lines(s["referee"]))
     return "\n".join(lines) + "\n"
+
+
+def _figure(bounds, unit: str) -> str:
+    if bounds is None:
+        return "unknown"
+    lo, hi = bounds
+
+    def one(v: float) -> str:
+        return f"{v:.6f}" if unit == "s" else f"{v:.0f}"
+
+    if hi is None:
+        return f"{one(lo)} or more"
+    if one(lo) == one(hi):
+        return one(lo)
+    return f"{one(lo)}-{one(hi)}"
+
+
+def referee_lines(r: dict) -> list[str]:
+    """The agreement table of ``info``: one row per check (a task's fair run time only
+    when it disagrees: the JSON has every task), then what the kernel did not give."""
+    from pathlib import Path
+
+    head = "kernel counters:"
+    if r["counters"]:
+        head += f" {Path(r['counters']).name}"
+    if r["perf_stat"]:
+        head += f", {Path(r['perf_stat']).name}"
+    w = r["window"]
+    if w:
+        how = "the trace's markers" if w["how"] == "markers" else f"the trace's {w['how']}"
+        head += f"; the stretch between the snapshots: {w['span_s']:.6f} s (from {how})"
+    out = [head]
+    if r["problem"]:
+        out.append(f"  not compared: {r['problem']}")
+    rows = [("check", "where", "unit", "kernel", "trace", "tolerance", "verdict")]
+    hidden: dict[str, int] = {}
+    for c in r["checks"]:
+        task = c["what"] == "fair_run_time" and c["scope"].startswith("pid ")
+        if task and c["verdict"] != "disagree":
+            hidden[c["verdict"]] = hidden.get(c["verdict"], 0) + 1
+            continue
+        unit = c["unit"]
+        rows.append(
+            (
+                c["what"].replace("_", " "),
+                c["scope"],
+                unit,
+                _figure(c["kernel"], unit),
+                _figure(c["trace"], unit),
+                _figure((c["tolerance"], c["tolerance"]), unit),
+                c["verdict"],
+            )
+        )
+    if len(rows) > 1:
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            out.append(
+                "  " + "  ".join(v.ljust(n) for v, n in zip(row, widths, strict=True)).rstrip()
+            )
+    if hidden:
+        out.append(
+            "  tasks' fair run time not shown: "
+            + ", ".join(f"{n} {v}" for v, n in sorted(hidden.items()))
+            + " (--format json lists every task)"
+        )
+    verdicts = r["verdicts"]
+    if r["checks"]:
+        out.append("  verdicts: " + ", ".join(f"{n} {v}" for v, n in verdicts.items() if n))
+    for source, why in r["unavailable"].items():
+        out.append(f"  not available: {source}: {why}")
+    return out
