@@ -44,10 +44,9 @@ class Trace:
         self._topology: Topology | None = None
         self._model: Model | None = None
         self._pids: frozenset[int] | None = None
-        #: For a time slice (:meth:`sliced` without CPUs): the whole trace and the
-        #: bounds, for the task states, whose state at the slice's start the events
-        #: before it give (model.task_states).
-        self.time_slice_of: tuple[Trace, int | None, int | None] | None = None
+        #: For any slice (:meth:`sliced`): the whole trace, the window's bounds and the
+        #: CPUs kept (None: all), which the model reads to tell what left the slice.
+        self.slice_of: tuple[Trace, int | None, int | None, tuple[int, ...] | None] | None = None
         self._bench: list | None = None
         self._counters: tuple | None = None
 
@@ -261,10 +260,12 @@ class Trace:
         (trace timestamps, inclusive; None: open) and only on ``cpus`` (None: all), as
         ``trace-cmd record -M CPUMASK`` would have: every event table and the lost-event
         rows keep the events inside. The topology (and CPU numbering) stays the trace's;
-        the slice is said among the caveats (the task states of a time slice are the
-        whole trace's cut to it: :attr:`time_slice_of`). Raises TraceError if nothing is left, an
-        OptionError (a ValueError) for a bound that is not an integer, bounds in the wrong
-        order or a CPU the trace does not have."""
+        the slice is said among the caveats. The model of the slice reads the whole
+        trace (:attr:`slice_of`) for what the slice does not hold: a CPU's state at the
+        window's start, a task's state before it, where a waiting task went or ran
+        outside the slice (a wait that leaves it is cut there). Raises TraceError if
+        nothing is left, an OptionError (a ValueError) for a bound that is not an
+        integer, bounds in the wrong order or a CPU the trace does not have."""
         import numpy as np
         import pyarrow.compute as pc
 
@@ -335,17 +336,17 @@ class Trace:
         )
         out = Trace(ingest.RawTrace(tables, meta, lost))
         out._topology = self._topology if self._topology is not None else None
-        if cpus is None:
-            whole = self.time_slice_of or (self, None, None)
-
-            def tighter(a: int | None, b: int | None, pick) -> int | None:
-                return b if a is None else a if b is None else pick(a, b)
-
-            out.time_slice_of = (
-                whole[0],
-                tighter(whole[1], start_ns, max),
-                tighter(whole[2], end_ns, min),
-            )
+        # the whole trace, the window and the CPUs: what happened outside the slice (a
+        # waiting task run or moved on another CPU, a wait that ends after it) is the
+        # whole trace's to tell (model: a wait that leaves the slice is cut there)
+        base = self.slice_of or (self, None, None, None)
+        kept = cpus if base[3] is None else sorted(set(base[3]) & set(cpus or base[3]))
+        out.slice_of = (
+            base[0],
+            meta.slice.t0_ns if meta.slice else start_ns,
+            meta.slice.t1_ns if meta.slice else end_ns,
+            None if kept is None else tuple(kept),
+        )
         return out
 
     def _slice_facts(self, start_ns, end_ns) -> SliceFacts:

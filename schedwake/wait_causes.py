@@ -170,6 +170,8 @@ def longest_preempted(trace) -> dict | None:
         min_end=int(r["min_end_ts"]),
     )
     rec["from_cpu"] = int(r["from_cpu"])
+    if bool(r["cut"]):
+        rec["cut"] = True
     return rec
 
 
@@ -183,6 +185,7 @@ def _all_waits(trace) -> pd.DataFrame:
         w = w[w["latency_ns"].notna().to_numpy()]
     p = trace.model.waits
     p = p[(p["kind"] == "preempted").to_numpy()]
+    cut = p["cut"].to_numpy()
     woken = pd.DataFrame(
         {
             "kind": "wake_to_run",
@@ -194,6 +197,7 @@ def _all_waits(trace) -> pd.DataFrame:
             "cpu": w["chosen_cpu"].to_numpy(np.int64),
             "wake_end": _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64),
             "waker": w["waker_comm"].astype(str).to_numpy(),
+            "cut": np.zeros(len(w), dtype=bool),
         }
     )
     preempted = pd.DataFrame(
@@ -207,6 +211,7 @@ def _all_waits(trace) -> pd.DataFrame:
             "cpu": p["cpu"].to_numpy(np.int64),
             "wake_end": np.full(len(p), -1, dtype=np.int64),
             "waker": None,
+            "cut": cut,
         }
     )
     frames = [f for f in (woken, preempted) if len(f)]
@@ -219,11 +224,13 @@ def _all_waits(trace) -> pd.DataFrame:
 def _explain_rows(trace, f: pd.DataFrame) -> list[tuple[dict, dict]]:
     """Each row of an :func:`_all_waits` frame explained: (record, breakdown)."""
     out = []
-    names = ("kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker", "min_end")
+    names = ("kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker", "min_end", "cut")
     cols = [f[c].tolist() for c in names]
-    for kind, pid, comm, start, end, cpu, wake_end, waker, min_end in zip(*cols):
+    for kind, pid, comm, start, end, cpu, wake_end, waker, min_end, cut in zip(*cols):
         b = _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
         rec = wait_record(trace, kind, pid, comm, start, end, cpu, b, waker, min_end)
+        if cut:
+            rec["cut"] = True
         out.append((rec, b))
     return out
 

@@ -103,11 +103,38 @@ class Model:
         return out
 
     @cached_property
+    def whole(self) -> tuple[Model, int, int, tuple[int, ...] | None] | None:
+        """For a slice of a trace (``Trace.sliced``, ``analyze --time/--cpu``): the whole
+        trace's model, the window's bounds and the CPUs kept (None: all); None for a
+        whole trace. What happened outside the slice is the whole trace's to tell: a
+        wait that leaves the slice (its task moved to or ran on another CPU, or it ends
+        after the window) is cut there, never idle or waiting time."""
+        sl = getattr(self.trace, "slice_of", None)
+        if sl is None:
+            return None
+        trace, t0, t1, cpus = sl
+        m = trace.model
+        c = m.completeness
+        lo = c.t_start if t0 is None else max(int(t0), c.t_start)
+        hi = c.t_end if t1 is None else min(int(t1), c.t_end)
+        return m, lo, hi, cpus
+
+    @cached_property
     def completeness(self) -> _completeness.Completeness:
         """What the trace proves of who ran on each CPU, and what it does not show
         (:mod:`.completeness`): the per-CPU timeline with its unknown stretches, the
-        runs of every task, the contradictions."""
+        runs of every task, the contradictions. A slice's is the whole trace's cut to
+        it."""
+        if self.whole is not None:
+            m, lo, hi, cpus = self.whole
+            return _completeness.clip(m.completeness, lo, hi, cpus)
         return _completeness.build(self.trace, self.events)
+
+    @cached_property
+    def _wait_migrations(self) -> pd.DataFrame | None:
+        """The migrations that can end a wait: the whole trace's for a slice (a task is
+        moved off the slice's CPUs by a CPU outside it)."""
+        return self.events.migrate if self.whole is None else self.whole[0].events.migrate
 
     def cpu_time(self, t0: int | None = None, t1: int | None = None, cpus=None):
         """Per CPU: busy, idle and unknown time, recorded and missing switches over
@@ -121,7 +148,10 @@ class Model:
     @cached_property
     def all_wakeups(self) -> pd.DataFrame:
         """Every wake-up of the trace, whatever :attr:`pids` says."""
-        return _wakeups.build(self.events, self.topology, self._mig_w, self.completeness.runs)
+        window = None if self.whole is None else self.whole[2:]
+        return _wakeups.build(
+            self.events, self.topology, self._mig_w, self.completeness.runs, window
+        )
 
     @cached_property
     def wakeups(self) -> pd.DataFrame:
@@ -135,7 +165,13 @@ class Model:
 
     @cached_property
     def occupancy(self) -> pd.DataFrame:
-        occ = _occupancy.build(self.events, self.all_wakeups, self.completeness)
+        occ = _occupancy.build(
+            self.events,
+            self.all_wakeups,
+            self.completeness,
+            self._wait_migrations,
+            None if self.whole is None else self.whole[1:],
+        )
         if self.pids is None:
             return occ
         keep = (occ["state"] != "waiting").to_numpy() | np.isin(
@@ -153,7 +189,13 @@ class Model:
     def all_waits(self) -> pd.DataFrame:
         """Every wait to run of the trace (woken and preempted, :mod:`.waits`),
         whatever :attr:`pids` says."""
-        return _waits.build(self.events, self.completeness.runs)
+        if self.whole is None:
+            return _waits.build(self.events, self.completeness.runs)
+        _, lo, hi, cpus = self.whole
+        runs = self.completeness.runs
+        # (the runs from the window on: a wait of the slice begins in it)
+        w = _waits.build(self.events, runs[(runs["start_ts"].to_numpy() >= lo)])
+        return _waits.cut_to_slice(w, self._wait_migrations, hi, cpus)
 
     @cached_property
     def waits(self) -> pd.DataFrame:
@@ -164,12 +206,18 @@ class Model:
     def cpu_index(self) -> _waits.CpuIndex:
         """Per CPU, its switches in time order: what :func:`.waits.breakdown` reads."""
         return _waits.CpuIndex(
-            self.events, self.completeness.timeline, getattr(self.trace, "lost", None)
+            self.events,
+            self.completeness.timeline,
+            getattr(self.trace, "lost", None),
+            self._wait_migrations,
+            None if self.whole is None else self.whole[3],
         )
 
     @cached_property
     def first_switch_ts(self) -> dict[int, int]:
-        return _occupancy.first_switch_ts(self.events)
+        """Per CPU, where its timeline begins: its first sched_switch (a slice's: its
+        window's start, when the whole trace knows the CPU from before it)."""
+        return dict(self.completeness.first_switch)
 
     @cached_property
     def task_states(self) -> pd.DataFrame:
@@ -177,9 +225,12 @@ class Model:
         says: :func:`.task_states.totals` sums them, the readers pick the tasks). For a
         time slice of a trace, the whole trace's intervals cut to the slice: a task's
         state at the slice's start is the one the events before it gave."""
-        whole = getattr(self.trace, "time_slice_of", None)
-        if whole is not None:
-            return _task_states.clipped(whole[0].model.task_states, whole[1], whole[2])
+        if self.whole is not None:
+            m, lo, hi, cpus = self.whole
+            iv = _task_states.clipped(m.task_states, lo, hi)
+            if cpus is not None:  # (time off the slice's CPUs is outside it)
+                iv = iv[np.isin(iv["cpu"].to_numpy(), list(cpus))].reset_index(drop=True)
+            return iv
         comp = self.completeness
         unseen = (
             None

@@ -203,6 +203,45 @@ class Completeness:
         return out
 
 
+def clip(whole: Completeness, t0: int | None, t1: int | None, cpus=None) -> Completeness:
+    """The completeness of a slice of a trace (``Trace.sliced``): the whole trace's,
+    seen through the window ``[t0, t1]`` (None: open) and the CPUs ``cpus`` (None:
+    all). The timeline and the contradictions are cut to them; the runs stay whole (a
+    wait in the slice ends where the whole trace shows the task ran, inside the slice
+    or not)."""
+    lo = whole.t_start if t0 is None else max(int(t0), whole.t_start)
+    hi = whole.t_end if t1 is None else min(int(t1), whole.t_end)
+    keep_cpu = None if cpus is None else np.asarray(sorted(cpus), dtype=np.int64)
+
+    def on(cpu: np.ndarray) -> np.ndarray:
+        return np.ones(len(cpu), bool) if keep_cpu is None else np.isin(cpu, keep_cpu)
+
+    tl = whole.timeline
+    s = np.maximum(tl["start_ts"].to_numpy(), lo)
+    e = np.minimum(tl["end_ts"].to_numpy(), hi)
+    keep = (e > s) & on(tl["cpu"].to_numpy())
+    timeline = tl[keep].copy()
+    timeline["start_ts"], timeline["end_ts"] = s[keep], e[keep]
+    b = whole.breaks
+    bts = b["ts"].to_numpy()
+    breaks = b[(bts >= lo) & (bts <= hi) & on(b["cpu"].to_numpy())].reset_index(drop=True)
+    first = {c: max(f, lo) for c, f in whole.first_switch.items() if keep_cpu is None or c in cpus}
+    first = {c: f for c, f in first.items() if f < hi}
+    sw = on(whole.switch_cpu) & (whole.switch_ts >= lo) & (whole.switch_ts <= hi)
+    return Completeness(
+        timeline.reset_index(drop=True),
+        whole.runs,
+        breaks,
+        first,
+        lo,
+        hi,
+        whole.switch_cpu[sw],
+        whole.switch_ts[sw],
+        np.minimum(whole.switch_end[sw], hi),
+        whole.switch_chain_ok[sw] | (whole.switch_end[sw] > hi),
+    )
+
+
 def build(trace, ev: Events) -> Completeness:
     """The completeness model of a trace: ``trace``'s event tables (every one a proof of
     the task current on its CPU) and lost-event rows, ``ev`` the model's frames."""

@@ -36,11 +36,19 @@ STATES = ("running", "idle", "waiting", "unknown")
 REASONS = ("switch", "wakeup", "preempted", "missing_switch", "lost_events")
 
 
-def build(ev: Events, wakeups: pd.DataFrame, comp: Completeness) -> pd.DataFrame:
+def build(
+    ev: Events,
+    wakeups: pd.DataFrame,
+    comp: Completeness,
+    migrate: pd.DataFrame | None = None,
+    window: tuple | None = None,
+) -> pd.DataFrame:
     """The occupancy table of ``ev``, its ``wakeups`` table and its completeness model,
     in three parts: who runs on each CPU (:func:`_put_running`: the timeline), woken
     tasks waiting to run (:func:`_put_woken`) and preempted tasks waiting to run again
-    (:func:`_put_preempted`).
+    (:func:`_put_preempted`). ``migrate``: the migrations that end a wait (a slice
+    passes the whole trace's: its task may be moved off by a CPU outside it); ``window``:
+    for a slice, its bounds and CPUs (None: all): a wait is cut to them.
 
     Memory: the columns of the table (~28 bytes a row) are allocated first and each
     part is written into its slice of them; the work arrays of a part live inside its
@@ -60,7 +68,11 @@ def build(ev: Events, wakeups: pd.DataFrame, comp: Completeness) -> pd.DataFrame
         )
     ts = i64(s, "ts")
     t_end = max(ev.last_ts, int(ts.max()))
-    woken = wakeups["run_ts"].notna().to_numpy() if len(wakeups) else np.zeros(0, bool)
+    woken = (
+        (wakeups["run_ts"].notna() | wakeups["left_slice"]).to_numpy()
+        if len(wakeups)
+        else np.zeros(0, bool)
+    )
     preempted = _preempted(s)
     tl = comp.timeline
     sizes = (
@@ -75,12 +87,28 @@ def build(ev: Events, wakeups: pd.DataFrame, comp: Completeness) -> pd.DataFrame
     )
     out = _Columns(sum(sizes), comms)
     _put_running(out, tl)
-    waits = _WaitEnds(ev, comp.runs, t_end)
+    if window is not None:
+        t_end = comp.t_end
+    waits = _WaitEnds(ev, comp.runs, t_end, ev.migrate if migrate is None else migrate)
     if len(wakeups):
         _put_woken(out, wakeups, woken, waits)
     if preempted is not None:
         _put_preempted(out, s, preempted, waits)
-    return out.frame()
+    occ = out.frame()
+    if window is None:
+        return occ
+    # a slice: the waits inside its window and on its CPUs (time a task spends queued
+    # on another CPU is outside it)
+    lo, hi, cpus = window
+    st = occ["start_ts"].to_numpy()
+    en = occ["end_ts"].to_numpy()
+    s0, e0 = np.maximum(st, lo), np.minimum(en, hi)
+    keep = e0 > s0
+    if cpus is not None:
+        keep &= np.isin(occ["cpu"].to_numpy(), list(cpus))
+    occ = occ[keep].reset_index(drop=True)
+    occ["start_ts"], occ["end_ts"] = s0[keep], e0[keep]
+    return occ
 
 
 def _preempted(s: pd.DataFrame) -> np.ndarray | None:
@@ -154,12 +182,15 @@ class _WaitEnds:
 
     BIG = np.iinfo(np.int64).max
 
-    def __init__(self, ev: Events, runs: pd.DataFrame, t_end: int):
+    def __init__(self, ev: Events, runs: pd.DataFrame, t_end: int, migrate=None):
         self.ins_ts, self.ins_pid = runs["start_ts"].to_numpy(), runs["pid"].to_numpy()
         self.ins_from = runs["earliest_ts"].to_numpy()
         none = np.zeros(0, np.int64)
-        self.mts = i64(ev.migrate, "ts") if ev.migrate is not None else none
-        self.mpid = i64(ev.migrate, "pid") if ev.migrate is not None else none
+        #: the trace's own migrations (a wake-up's own, by its migrate_index)
+        self.own_mts = i64(ev.migrate, "ts") if ev.migrate is not None else none
+        #: the migrations that end a wait
+        self.mts = i64(migrate, "ts") if migrate is not None else none
+        self.mpid = i64(migrate, "pid") if migrate is not None else none
         self.t_end = t_end
 
     def __call__(self, start, pid, moved_after=None) -> np.ndarray:
@@ -189,14 +220,14 @@ def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray, waits: _
         c = wakeups[name]
         return (c.to_numpy() if na is None else c.to_numpy(dtype=np.int64, na_value=na))[woken]
 
-    run = wk("run_ts", 0)
+    run = wk("run_ts", big)  # (none: a wait that leaves a slice)
     queued = wk("wakeup_ts", big)
     start = np.minimum(np.where(queued == big, wk("ts"), queued), run)
     del queued, run
     wpid = wk("wakee_pid")
     # the wake-up's own migration (before the task is queued and runs: see
     # wakeups.match_wakeup_migrations) moves the wait to the chosen CPU
-    own_ts = take(waits.mts, wk("migrate_index"), big)
+    own_ts = take(waits.own_mts, wk("migrate_index"), big)
     moved_after = np.where(own_ts == big, start, np.maximum(start, own_ts))
     del own_ts
     wend = waits(start, wpid, moved_after)

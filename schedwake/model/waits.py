@@ -30,7 +30,8 @@ and ``delay_ns``; ``exact`` says the two are one.
 Columns: ``pid``, ``comm`` (the name the run's switch-in or proof gives), ``kind``,
 ``start_ts``, ``end_ts`` (the switch-in, or the proof), ``delay_ns``, ``cpu`` (the CPU
 it ran on), ``from_cpu`` (the CPU of the switch-out of a preempted wait, else -1),
-``min_end_ts``, ``exact``.
+``min_end_ts``, ``exact``, ``cut`` (a wait of a slice of a trace that leaves the slice:
+:func:`cut_to_slice`).
 
 :func:`breakdown` splits one wait, from ``start_ts`` to ``end_ts``, into named parts
 that add up to it to the nanosecond (docs/waits.md):
@@ -77,6 +78,7 @@ UNKNOWN_LOST = "the ring buffer lost events on that CPU in this stretch"
 UNKNOWN_UNCOVERED = "before that CPU's first sched_switch"
 UNKNOWN_MISSING = "a sched_switch of that CPU is missing from the trace"
 UNKNOWN_RAN = "the task itself ran meanwhile: its switch-in is missing from the trace"
+UNKNOWN_OUTSIDE = "on a CPU outside the slice (--cpu)"
 _BIG = np.iinfo(np.int64).max
 
 
@@ -212,6 +214,7 @@ def build(
             "from_cpu": np.where(out_row >= 0, scpu[np.maximum(out_row, 0)], -1).astype(np.int32),
             "min_end_ts": min_end,
             "exact": min_end == end,
+            "cut": np.zeros(len(end), dtype=bool),
         }
     )
     return frame.sort_values(["start_ts", "pid"], kind="stable").reset_index(drop=True)
@@ -230,8 +233,50 @@ def _empty() -> pd.DataFrame:
             "from_cpu": np.zeros(0, np.int32),
             "min_end_ts": np.zeros(0, np.int64),
             "exact": np.zeros(0, bool),
+            "cut": np.zeros(0, bool),
         }
     )
+
+
+def cut_to_slice(w: pd.DataFrame, migrate, hi: int | None, cpus) -> pd.DataFrame:
+    """The waits of a slice of a trace (``w``, built from its events and the whole
+    trace's runs) cut where each leaves the slice: a move off its CPUs (the whole trace's
+    ``migrate``: orig_cpu in ``cpus``, dest_cpu not), a run on a CPU outside them, the
+    window's end ``hi``. A cut wait (``cut``) ends there; it is not exact (its length
+    in the slice is all the slice shows), and its ``cpu`` is the one it left from."""
+    w = w.copy()
+    if len(w) == 0:
+        return w
+    start, end = w["start_ts"].to_numpy(), w["end_ts"].to_numpy()
+    pid = w["pid"].to_numpy().astype(np.int64)
+    cpu = w["cpu"].to_numpy().astype(np.int64)
+    leave = np.full(len(w), _BIG, dtype=np.int64)
+    left_from = np.full(len(w), -1, dtype=np.int64)
+    if cpus is not None:
+        keep = np.asarray(sorted(cpus), dtype=np.int64)
+        if migrate is not None and len(migrate):
+            orig, dest = i64(migrate, "orig_cpu"), i64(migrate, "dest_cpu")
+            away = np.isin(orig, keep) & ~np.isin(dest, keep)
+            mts, mpid = i64(migrate, "ts")[away], i64(migrate, "pid")[away]
+            mi = asof_index(start, pid, mts, mpid, "forward", allow_exact=False)
+            leave = take(mts, mi, _BIG)
+            left_from = take(orig[away], mi, -1)
+        elsewhere = ~np.isin(cpu, keep)
+        at = np.maximum(w["min_end_ts"].to_numpy(), start)
+        leave = np.where(elsewhere & (at < leave), at, leave)
+    if hi is not None:
+        leave = np.minimum(leave, int(hi))
+    cut = leave < end
+    if cut.any():
+        from_cpu = w["from_cpu"].to_numpy()
+        new_cpu = np.where(left_from >= 0, left_from, np.where(from_cpu >= 0, from_cpu, cpu))
+        w.loc[cut, "end_ts"] = leave[cut]
+        w.loc[cut, "delay_ns"] = leave[cut] - start[cut]
+        w.loc[cut, "min_end_ts"] = np.minimum(w["min_end_ts"].to_numpy()[cut], leave[cut])
+        w.loc[cut, "exact"] = False
+        w.loc[cut, "cpu"] = new_cpu[cut].astype(np.int32)
+        w.loc[cut, "cut"] = True
+    return w
 
 
 def per_task(waits: pd.DataFrame) -> pd.DataFrame:
@@ -264,8 +309,12 @@ class CpuIndex:
     intervals) and where the ring buffer lost events: the intervals the breakdown
     clips, found by binary search."""
 
-    def __init__(self, ev: Events, timeline: pd.DataFrame, lost=None):
+    def __init__(self, ev: Events, timeline: pd.DataFrame, lost=None, migrate=None, cpus=None):
         s = ev.switch
+        #: for a slice of some CPUs: them (a stretch on another CPU is outside it)
+        self.cpus: frozenset[int] | None = None if cpus is None else frozenset(cpus)
+        if migrate is None:
+            migrate = ev.migrate
         self.by_cpu: dict[int, tuple] = {}
         self.comm_names = np.zeros(0, dtype=object)
         self._peers: dict[int, list[int]] = {}
@@ -303,17 +352,17 @@ class CpuIndex:
             lcpu = lost.column("cpu").to_numpy()
             for c in np.unique(lcpu):
                 self.lost[int(c)] = np.sort(lts[lcpu == c])
-        mts = i64(ev.migrate, "ts") if ev.migrate is not None and len(ev.migrate) else None
+        mts = i64(migrate, "ts") if migrate is not None and len(migrate) else None
         #: the migrations by (pid, ts): pid, ts, orig_cpu, dest_cpu arrays; None: none
         self.mig: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
         if mts is not None:
-            mpid = ints(ev.migrate, "pid")
+            mpid = ints(migrate, "pid")
             order = np.lexsort((np.arange(len(mts)), mts, mpid))
             self.mig = (
                 mpid[order],
                 mts[order],
-                ints(ev.migrate, "orig_cpu")[order],
-                ints(ev.migrate, "dest_cpu")[order],
+                ints(migrate, "orig_cpu")[order],
+                ints(migrate, "dest_cpu")[order],
             )
         else:
             self.mig = None
@@ -448,6 +497,9 @@ def breakdown(
 
     segs = index.segments(pid, cpu_at_end, queued_from, end_ts)
     for cpu, a, b in segs:
+        if index.cpus is not None and cpu not in index.cpus:
+            unknown(UNKNOWN_OUTSIDE, b - a)
+            continue
         if index.lost_between(cpu, a, b):
             unknown(UNKNOWN_LOST, b - a)
             continue

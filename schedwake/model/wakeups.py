@@ -63,6 +63,7 @@ WAKEUP_COLUMNS = (
     "run_end_ts",
     "slept_after",
     "wakee_was_running",
+    "left_slice",
     "migrate_index",
 )
 
@@ -189,9 +190,12 @@ def _match_without_waking(ev: Events, m: pd.DataFrame) -> np.ndarray:
     return res
 
 
-def build(ev: Events, topo, mig_w: np.ndarray, runs: pd.DataFrame) -> pd.DataFrame:
+def build(ev: Events, topo, mig_w: np.ndarray, runs: pd.DataFrame, window=None) -> pd.DataFrame:
     """The wakeups table of ``ev`` (``mig_w``: :func:`match_wakeup_migrations`;
-    ``runs``: where the trace proves each task ran, :mod:`.completeness`).
+    ``runs``: where the trace proves each task ran, :mod:`.completeness`; ``window``:
+    for a slice of a trace, its end and CPUs (None: all), and ``runs`` the whole
+    trace's: a wake-up whose run is after the end or on a CPU outside the slice has
+    no run here, its wait ``left_slice``).
 
     Steps, each a function below: who woke (:class:`_Wakers`), the previous and
     chosen CPUs (:func:`_cpus`), the matching ``sched_wakeup`` (:func:`_wakeup_ts`),
@@ -214,10 +218,24 @@ def build(ev: Events, topo, mig_w: np.ndarray, runs: pd.DataFrame) -> pd.DataFra
     migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
     run = _wake_to_run(ev, ts, pid, next_waking, wakers, proof, wakeup_ts)
     del next_waking
-    if ev.recorded_cpus is not None:
-        # a slice of the CPUs: a run on a CPU outside them is not in the trace, so a later
-        # one on a recorded CPU would pass for it. Only a run on the CPU the wake-up chose
-        # is taken as the run; other runs are unknown.
+    left = np.zeros(len(ts), dtype=bool)
+    if window is not None:
+        # a slice: a wait whose run is after its end or on a CPU outside it (the whole
+        # trace's runs tell) leaves the slice; its end is not the slice's
+        hi, cpus = window
+        ran = ~np.asarray(run["run_ts"].isna())
+        at = run["run_ts"].to_numpy(np.int64, na_value=0)
+        out = at > hi if hi is not None else np.zeros(len(ts), bool)
+        if cpus is not None:
+            out |= ~np.isin(proof.cpu, list(cpus))
+        left = ran & out
+        for col in ("run_ts", "run_from_ts", "latency_ns", "run_end_ts"):
+            run[col] = _nullable(run[col].to_numpy(np.int64, na_value=0), ~run[col].isna() & ~left)
+        run["slept_after"] = run["slept_after"] & ~left
+    elif ev.recorded_cpus is not None:
+        # a recording of some CPUs only: a run on a CPU outside them is not in the trace,
+        # so a later one on a recorded CPU would pass for it. Only a run on the CPU the
+        # wake-up chose is taken as the run; other runs are unknown.
         unseen = proof.cpu != chosen
         for col in ("run_ts", "run_from_ts", "latency_ns", "run_end_ts"):
             run[col] = _nullable(
@@ -242,6 +260,7 @@ def build(ev: Events, topo, mig_w: np.ndarray, runs: pd.DataFrame) -> pd.DataFra
         "migration_class": topo.classify(prev_cpu, chosen),
         "wakeup_ts": wakeup_ts,
         **run,
+        "left_slice": left,
         "migrate_index": migrate_index,
     }
     del ts, pid, wakers, prev_cpu, chosen, migrated, wakeup_ts, run, migrate_index

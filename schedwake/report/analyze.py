@@ -133,15 +133,25 @@ def _stack_lines(parts: list[dict]) -> list[str]:
 def wait_span(w: dict) -> str:
     """A wait's length: ``2.432 ms``, or ``0.018 to 18.405 ms (its switch-in is
     missing)`` where the trace shows its end only within bounds."""
+    if w.get("cut"):
+        return f"{w['wait_us'] / 1e3:.3f} ms in the slice"
     if "wait_min_us" not in w:
         return f"{w['wait_us'] / 1e3:.3f} ms"
     return f"{w['wait_min_us'] / 1e3:.3f} to {w['wait_us'] / 1e3:.3f} ms (its switch-in is missing)"
 
 
+def _ended(w: dict) -> str:
+    """How a wait ended: ``ran on CPU 3 at 54.681339``, or ``left the slice from CPU 2
+    at 54.637413`` (moved off its CPUs, or run elsewhere, or at the window's end)."""
+    if w.get("cut"):
+        return f"left the slice from CPU {w['cpu']} at {w['to']:.6f}"
+    return f"ran on CPU {w['cpu']} at {w['to']:.6f}"
+
+
 def _preempted_text(w: dict) -> str:
     return (
         f"{wait_span(w)}, {w['comm']} (pid {w['pid']}) preempted on CPU "
-        f"{w['from_cpu']} at {w['from']:.6f}, ran on CPU {w['cpu']} at {w['to']:.6f}"
+        f"{w['from_cpu']} at {w['from']:.6f}, {_ended(w)}"
     )
 
 
@@ -179,7 +189,7 @@ def waits_text(waits: list[dict]) -> list[str]:
     for w in waits:
         out += _indented(
             f"{w['from']:.6f} {w['comm']} (pid {w['pid']}) {w['kind'].replace('_', '-')} "
-            f"{wait_span(w)}, ran on CPU {w['cpu']} at {w['to']:.6f}",
+            f"{wait_span(w)}, {_ended(w)}",
             "  ",
             "    ",
         )

@@ -77,5 +77,6 @@ quiet
 "$py" "$here/perf-counters.py" "$dest/sleeper-cpu1.perf.data" \
     --events sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_migrate_task,sched:sched_process_fork,sched:sched_process_exit,sched:sched_stat_runtime \
     -- taskset -c 1 ./sleeper "$secs"
+rm -f "$dest"/*.perf.data.old  # (perf keeps the file it overwrites)
 chmod 644 "$dest"/*.perf.data
 ls -l "$dest"
