@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from . import tasks
-from ._util import asof_index, cat_mask, take
+from ._util import asof_index, cat_mask, pick_cat, take, take_cat
 from .events import Events, i64, ints
 
 #: Kinds of the waits table.
@@ -89,58 +89,53 @@ def _runnable(s: pd.DataFrame, states=("R", "R+")) -> np.ndarray:
     return cat_mask(s["prev_state_str"].array, lambda state: state in states)
 
 
-def switch_in_runs(ev: Events) -> pd.DataFrame:
-    """Runs as ``perf sched latency`` knows them: one per switch-in, begun exactly there
-    (the columns :func:`build` reads of :mod:`.completeness`'s ``runs``). With these,
-    :func:`build` counts what perf counts on any trace, a complete one or not."""
-    s = ev.switch
-    if s is None or len(s) == 0:
-        z = np.zeros(0, np.int64)
-        return pd.DataFrame({"pid": z, "comm": pd.Categorical([]), "cpu": z, "start_ts": z,
-                             "end_ts": z, "earliest_ts": z,
-                             "end": pd.Categorical([], categories=["switch"])})  # fmt: skip
-    i = ints(s, "next_pid") != 0
-    ts = i64(s, "ts")[i]
-    return pd.DataFrame(
-        {
-            "pid": ints(s, "next_pid")[i],
-            "comm": s["next_comm"].array[i],
-            "cpu": ints(s, "cpu")[i],
-            "start_ts": ts,
-            "end_ts": ts,  # (only where a run begins is read; none of no length ends here)
-            "earliest_ts": ts,
-            "end": pd.Categorical.from_codes(np.ones(len(ts), np.int8), ["switch", "event"]),
-        }
-    )
-
-
 def build(
-    ev: Events, runs: pd.DataFrame, runnable_states=("R", "R+"), rewoken_unseen: bool = True
+    ev: Events,
+    runs: pd.DataFrame | None,
+    runnable_states=("R", "R+"),
+    rewoken_unseen: bool = True,
 ) -> pd.DataFrame:
-    """The waits table of ``ev`` and the tasks' ``runs`` (:mod:`.completeness`; or
-    :func:`switch_in_runs`, and ``rewoken_unseen=False``, for exactly what ``perf sched
-    latency`` counts) (see the module's docstring). ``rewoken_unseen``: a woken wait
-    that a second wake-up follows before any run is left out (the task ran unseen)."""
+    """The waits table of ``ev`` (see the module's docstring): a wait ends at a switch-in,
+    or at the first proof of a run of the task whose switch-in is missing (``runs``:
+    :mod:`.completeness`'s; None: at switch-ins only). ``rewoken_unseen``: a woken wait
+    that a second wake-up follows before any run is left out (the task ran unseen).
+    ``build(ev, None, rewoken_unseen=False)`` counts exactly what ``perf sched
+    latency`` counts, on any trace."""
     s = ev.switch
     if s is None or len(s) == 0:
         return _empty()
     sts, scpu = i64(s, "ts"), ints(s, "cpu")
-    prev = ints(s, "prev_pid")
+    prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     ns = len(s)
-    nr = len(runs)
-    rts = runs["start_ts"].to_numpy()
-    parts_ts = [sts, rts]
-    parts_pid = [prev, runs["pid"].to_numpy()]
+    if runs is None:
+        runs = pd.DataFrame({"start_ts": np.zeros(0, np.int64)})
+        censored = np.zeros(0, dtype=np.int64)
+    else:
+        censored = np.flatnonzero(~runs["exact_start"].to_numpy())
+    cts = runs["start_ts"].to_numpy()[censored]
+    parts_ts = [sts, sts, cts]
+    parts_pid = [prev, nxt, runs["pid"].to_numpy()[censored] if len(censored) else censored]
     parts_kind = [
         np.where(_runnable(s, runnable_states), _OUT_R, _OUT_S).astype(np.int8),
-        np.full(nr, _IN, np.int8),
+        np.full(ns, _IN, np.int8),
+        np.full(len(censored), _IN, np.int8),
     ]
-    # rows: a switch-out's switch row; a run's row in ``runs`` (ns + its index)
-    parts_row = [np.arange(ns), ns + np.arange(nr)]
-    # at one time a task's switch-out comes before its switch-in (perf: sched_out, then
-    # sched_in), but for a run of no length that the switch-out ends
-    zero = (rts == runs["end_ts"].to_numpy()) & (np.asarray(runs["end"].cat.codes) == 0)
-    parts_tie = [np.zeros(ns, np.int64), np.where(zero, -1, 1).astype(np.int64)]
+    # rows: a switch-out's switch row; a switch-in's, plus ns; a run whose switch-in is
+    # missing, its row in ``runs`` plus 2 ns
+    parts_row = [np.arange(ns), ns + np.arange(ns), 2 * ns + censored]
+    # at one time, events in the switches' order, a switch's switch-out before its
+    # switch-in (perf: sched_out, then sched_in); a run shown by its events after them,
+    # but for a run of no length that its switch-out ends (before that switch-out)
+    zero = np.zeros(len(censored), dtype=bool)
+    if len(censored):
+        zero = (cts == runs["end_ts"].to_numpy()[censored]) & (
+            np.asarray(runs["end"].cat.codes)[censored] == 0
+        )
+    parts_tie = [
+        np.arange(ns) * 2,
+        np.arange(ns) * 2 + 1,
+        np.where(zero, -2, 2 * ns + 2).astype(np.int64),
+    ]
     for f in (ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
             parts_ts.append(i64(f, "ts"))
@@ -179,7 +174,8 @@ def build(
     np.minimum.at(first_wake, epoch[w], pos[w])
     sleeping = (head_kind == _OUT_S) | (head_first & (head_kind == _WAKE))
     armed[sleeping] = first_wake[sleeping]
-    seen_in = head_first & (head_kind == _IN)
+    # (a task first seen at its switch-in; first seen by its own events: no wait counted)
+    seen_in = head_first & (head_kind == _IN) & (row[heads] < 2 * ns)
     armed[seen_in] = heads[seen_in]
     # the wait ends at the first switch-in at or after the arming event
     ins = np.flatnonzero(kind == _IN)
@@ -192,25 +188,45 @@ def build(
     later = w & (pos > first_wake[epoch])
     second_wake = np.full(ne, _BIG, dtype=np.int64)
     np.minimum.at(second_wake, epoch[later], pos[later])
-    unseen_end = sleeping & (second_wake < end) & rewoken_unseen
+    # (strictly earlier than that run: at one time, the order of a wake-up among the
+    # switches is not known)
+    has2 = second_wake != _BIG
+    unseen_end = np.zeros(ne, dtype=bool)
+    if rewoken_unseen and has2.any():
+        fin = end != _BIG
+        w2 = np.where(has2, ts[np.minimum(second_wake, n - 1)], np.iinfo(np.int64).max)
+        e2 = np.where(fin, ts[np.minimum(end, n - 1)], np.iinfo(np.int64).max)
+        unseen_end = sleeping & has2 & (w2 < e2)
     done = np.flatnonzero((end != _BIG) & ~unseen_end)
     a, e = armed[done], end[done]
     hk = head_kind[done]
     wkind = np.where(seen_in[done], 2, np.where(hk == _OUT_R, 1, 0)).astype(np.int8)
-    rrow = row[e] - ns  # the run that ended the wait
+    erow = row[e]  # what ended the wait: a switch-in, or a run shown by its events
+    by_run = erow >= 2 * ns
+    srow = np.where(by_run, 0, erow - ns)
+    rrow = np.where(by_run, erow - 2 * ns, 0)
     out_row = np.where(hk == _OUT_R, row[heads[done]], -1)
     start = ts[a]
     end = ts[e]
-    min_end = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[rrow], start), end)
+    if by_run.any():
+        earliest = np.where(by_run, runs["earliest_ts"].to_numpy()[rrow], end)
+        run_cpu = runs["cpu"].to_numpy()[rrow]
+        comm = pick_cat(
+            by_run, take_cat(runs["comm"].array, rrow), take_cat(s["next_comm"].array, srow)
+        )
+    else:
+        earliest, run_cpu = end, scpu[srow]
+        comm = s["next_comm"].array.take(srow)
+    min_end = np.minimum(np.maximum(earliest, start), end)
     frame = pd.DataFrame(
         {
             "pid": pid[e].astype(np.int32),
-            "comm": runs["comm"].array.take(rrow),
+            "comm": comm,
             "kind": pd.Categorical.from_codes(wkind, categories=list(KINDS)),
             "start_ts": start,
             "end_ts": end,
             "delay_ns": end - start,
-            "cpu": runs["cpu"].to_numpy()[rrow].astype(np.int32),
+            "cpu": np.where(by_run, run_cpu, scpu[srow]).astype(np.int32),
             "from_cpu": np.where(out_row >= 0, scpu[np.maximum(out_row, 0)], -1).astype(np.int32),
             "min_end_ts": min_end,
             "exact": min_end == end,
