@@ -5,6 +5,7 @@ waking; no sched_waking: sched_wakeup is the wake-up; no sched_migrate_task)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 import schedwake
@@ -12,6 +13,7 @@ from schedwake.detect import thresholds
 from schedwake.detect.idle_while_runnable import measure
 from schedwake.ingest import RawTrace
 from schedwake.model import MODEL_EVENTS
+from schedwake.schema import LOST_EVENTS_SCHEMA
 from schedwake.synth import US, Synth, make_trace
 from schedwake.topology import Topology
 from schedwake.trace import Trace
@@ -143,3 +145,29 @@ def test_a_later_migration_matched_to_a_wakeup_does_not_move_its_wait():
     s.t = t + 600 * US
     trace = s.build()
     assert vectorized_ns(trace) == reference_ns(trace) == 288 * US
+
+
+# -- incomplete traces: only what is proven counts ------------------------------------------
+
+
+def test_a_wait_on_a_cpu_whose_state_is_unknown_is_no_gap():
+    """CPU 0 is idle throughout. On CPU 1 the hog runs, the task is woken onto CPU 1 at
+    10 us and waits until it is switched in at 500 us; but CPU 1 lost events at 150 us:
+    from the hog's last proof (100 us) to 500 us its state is unknown, perhaps idle (then
+    the task only waited for it to leave idle: no gap). Only 11 to 100 us is proven."""
+    s = Synth(Topology(cpus=2, llc=[[0, 1]], smt=[[0], [1]], numa=[[0, 1]], source="synthetic"))
+    pid, hog, other = s.task("task"), s.task("hog"), s.task("other")
+    s.settle()
+    t = s.t
+    s.switch(t, 1, 0, "R", hog)
+    s.waking(t + 10 * US, 1, hog, pid, 1)
+    s.wakeup(t + 11 * US, 1, hog, pid, 1)
+    s.waking(t + 100 * US, 1, hog, other, 1)
+    s.switch(t + 500 * US, 1, hog, "R+", pid)
+    s.switch(t + 600 * US, 1, pid, "S", 0)
+    s.t = t + 700 * US
+    built = s.build()
+    lost = pa.table({"ts": [t + 150 * US], "cpu": [1], "count": [3]}, schema=LOST_EVENTS_SCHEMA)
+    trace = Trace(RawTrace(tables=dict(built._tables), meta=built.meta, lost=lost))
+    trace.topology = built.topology
+    assert vectorized_ns(trace) == reference_ns(trace) == 89 * US

@@ -12,14 +12,16 @@ import numpy as np
 from ..model._util import pid_cpu_counts
 
 
-def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
+def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend, unknown=None):
     """The segments (start, end) during which at least one CPU of the LLC ``group`` is
     idle and at least one other is busy with a woken task waiting on it.
 
     ``icpu``/``istart``/``iend``: idle intervals; ``wcpu``/``wstart``/``wend``: waits
-    (of any CPUs: those of the group are used). Each interval adds one at its start and
-    removes one at its end; a CPU is idle while its idle count is positive, and
-    busy-waiting while its wait count is positive and it is not idle.
+    (of any CPUs: those of the group are used); ``unknown``: (cpu, start, end) of the
+    intervals in which a CPU's state is unknown (neither idle nor busy), or None. Each
+    interval adds one at its start and removes one at its end; a CPU is idle while its
+    idle count is positive, and busy-waiting while its wait count is positive and it is
+    neither idle nor unknown.
     """
     i, w = np.isin(icpu, group), np.isin(wcpu, group)
     if not i.all():
@@ -27,20 +29,34 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
     if not w.all():  # (all when the LLC holds every CPU: no copies then)
         wcpu, wstart, wend = wcpu[w], wstart[w], wend[w]
     del i, w
+    ucpu, ustart, uend = (np.zeros(0, np.int64),) * 3 if unknown is None else unknown
+    u = np.isin(ucpu, group)
+    ucpu, ustart, uend = ucpu[u], ustart[u], uend[u]
+    del u
     parts = [
         (np.asarray(t, np.int64), np.asarray(c), k)
-        for k, (t, c) in enumerate(((istart, icpu), (iend, icpu), (wstart, wcpu), (wend, wcpu)))
+        for k, (t, c) in enumerate(
+            (
+                (istart, icpu),
+                (iend, icpu),
+                (wstart, wcpu),
+                (wend, wcpu),
+                (ustart, ucpu),
+                (uend, ucpu),
+            )
+        )
     ]
     n = sum(len(t) for t, _, _ in parts)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # the ends in time order, each with its CPU and kind (0 idle start, 1 idle end,
-    # 2 wait start, 3 wait end). The order of ends at equal times does not matter: only
-    # the state after the last of them starts a segment (the others end zero-length
-    # ones), and that state is the same in any order. So the sorts need not be stable.
-    cpus = np.union1d(np.unique(icpu), np.unique(wcpu))
+    # 2 wait start, 3 wait end, 4 unknown start, 5 unknown end). The order of ends at
+    # equal times does not matter: only the state after the last of them starts a
+    # segment (the others end zero-length ones), and that state is the same in any
+    # order. So the sorts need not be stable.
+    cpus = np.union1d(np.union1d(np.unique(icpu), np.unique(wcpu)), np.unique(ucpu))
     lo_cpu = int(cpus[0])
-    bits = (int(cpus[-1]) - lo_cpu).bit_length() + 2  # of the code (cpu - lo_cpu) * 4 + kind
+    bits = (int(cpus[-1]) - lo_cpu).bit_length() + 3  # of the code (cpu - lo_cpu) * 8 + kind
     tmin = min(int(t.min()) for t, _, _ in parts if len(t))
     tmax = max(int(t.max()) for t, _, _ in parts if len(t))
     if bits <= 31 and tmax - tmin < 1 << (63 - bits):
@@ -51,7 +67,7 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
             seg = ts[at : at + len(t)]
             np.subtract(t, tmin, out=seg)
             seg <<= bits
-            seg |= (c - lo_cpu).astype(np.int32) * 4 + k
+            seg |= (c - lo_cpu).astype(np.int32) * 8 + k
             at += len(t)
         ts.sort()
         code = ts.astype(np.int32)  # the low 32 bits
@@ -62,11 +78,11 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
         ts = np.concatenate([t for t, _, _ in parts])
         order = np.argsort(ts)
         ts.sort()  # in place: the values of ts[order] without a copy
-        code = np.concatenate([(c.astype(np.int64) - lo_cpu) * 4 + k for _, c, k in parts])[order]
+        code = np.concatenate([(c.astype(np.int64) - lo_cpu) * 8 + k for _, c, k in parts])[order]
         del order
     del parts
-    kind = (code & 3).astype(np.int8)
-    code >>= 2  # the CPU
+    kind = (code & 7).astype(np.int8)
+    code >>= 3  # the CPU
     # per CPU, in time order: changes of its "idle" and "busy with a wait" indicators
     d_idle = np.zeros(len(ts), dtype=np.int8)
     d_busy_wait = np.zeros(len(ts), dtype=np.int8)
@@ -77,6 +93,7 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend):
         idle = np.cumsum((k == 0).view(np.int8) - (k == 1).view(np.int8), dtype=np.int32) > 0
         busy_wait = np.cumsum((k == 2).view(np.int8) - (k == 3).view(np.int8), dtype=np.int32) > 0
         busy_wait &= ~idle
+        busy_wait &= np.cumsum((k == 4).view(np.int8) - (k == 5).view(np.int8), dtype=np.int32) <= 0
         del k
         for on, d in ((idle, d_idle), (busy_wait, d_busy_wait)):
             step = on.view(np.int8).copy()

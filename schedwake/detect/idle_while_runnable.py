@@ -4,8 +4,10 @@
 Time during which a CPU of an LLC is idle while a woken task waits runnable on another,
 busy CPU of the same LLC. From the occupancy table: idle intervals, and the waits of
 woken tasks from ``sched_wakeup`` to their switch-in (a task waiting on a CPU that is
-itself still idle is only waiting for that CPU to leave idle: not a gap). Before a
-CPU's first ``sched_switch`` its state is unknown and nothing is counted there.
+itself still idle is only waiting for that CPU to leave idle: not a gap). Where a CPU's
+state is unknown (before its first ``sched_switch``; a missing switch or lost events:
+docs/semantics.md, 'Incomplete traces') it is neither idle nor busy, and nothing is
+counted there.
 
 Affinity is not in the trace, so tasks that cannot move are left out: per-CPU kthreads
 (by name), and tasks seen running on one CPU only over at least
@@ -68,8 +70,12 @@ def gap_segments(model, th: dict):
     ostart, oend = occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
     isel = (state == "idle").to_numpy()
     icpu, istart, iend = ocpu[isel], ostart[isel], oend[isel]
+    # where the trace does not show a CPU's state (a missing switch, lost events), it is
+    # neither idle nor busy: a wait there is no gap (docs/semantics.md)
+    usel = (state == "unknown").to_numpy()
+    unknown = (ocpu[usel], ostart[usel], oend[usel])
     wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy())
-    del isel, state
+    del isel, usel, state
     wsel = wsel[~np.isin(occ["pid"].to_numpy()[wsel], pinned)]
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts
@@ -91,7 +97,7 @@ def gap_segments(model, th: dict):
     for li, group in enumerate(topo.llc):
         if len(group) < 2:
             continue
-        out[li] = llc_gap_segments(group, icpu, istart, iend, wcpu, start, wend)
+        out[li] = llc_gap_segments(group, icpu, istart, iend, wcpu, start, wend, unknown)
     return out, pinned
 
 

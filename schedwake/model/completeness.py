@@ -735,6 +735,20 @@ def _fill_unknown(cpu, start, end, pid, comm, sw: _Switches, proofs: _Proofs) ->
     nxt_start[last] = sw.t_end
     gap_after = nxt_start > end
     h_cpu, h_start, h_end = cpu[gap_after], end[gap_after], nxt_start[gap_after]
+    # and before a CPU's first known interval, from its first switch (whose own run may
+    # be of no length: the next proof is another task's) or to the end if it has none
+    first = sw.first_switch()
+    if first:
+        f_cpu = np.array(sorted(first), dtype=np.int64)
+        f_ts = np.array([first[c] for c in f_cpu.tolist()], dtype=np.int64)
+        heads = np.flatnonzero(~same)  # each CPU's first known interval (by CPU, time)
+        k = np.minimum(np.searchsorted(cpu[heads], f_cpu), max(len(heads) - 1, 0))
+        has = (len(heads) > 0) & (take(cpu[heads], k, -1) == f_cpu)
+        f_end = np.where(has, take(start[heads], k, sw.t_end), sw.t_end)
+        head = f_end > f_ts
+        h_cpu = np.concatenate([h_cpu, f_cpu[head]]).astype(cpu.dtype)
+        h_start = np.concatenate([h_start, f_ts[head]])
+        h_end = np.concatenate([h_end, f_end[head]])
     why = np.zeros(len(h_cpu), dtype=np.int8)
     if len(proofs.lost_ts) and len(h_cpu):
         lo = np.lexsort((proofs.lost_ts, proofs.lost_cpu))
@@ -849,19 +863,26 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     if not len(has):
         return _empty_breaks()
     p_ts = ts[prev[has]]
-    rpid, rstart, rend = (
-        runs["pid"].to_numpy(),
-        runs["start_ts"].to_numpy(),
-        runs["end_ts"].to_numpy(),
-    )
+    rpid, rstart = runs["pid"].to_numpy(), runs["start_ts"].to_numpy()
     # a run that began after the previous wake-up, by this one...
     ni = asof_index(p_ts, pid[has], rstart, rpid, "forward", allow_exact=True)
     ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
-    # ... or one that was on at the previous wake-up (and is proven on until it)
+    # ... or one that was on at the previous wake-up (and is proven on until it): of the
+    # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
     li = asof_index(p_ts, pid[has], rstart, rpid, "backward", allow_exact=True)
-    ran |= take(rend, li, -1) >= p_ts
+    ran |= take(reach(runs), li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
+
+
+def reach(runs: pd.DataFrame) -> np.ndarray:
+    """Per run (``runs`` sorted by pid, then start), the furthest end of its task's runs
+    begun by its start: whether some run of the task is on at a time is whether the
+    last run begun by then reaches it."""
+    pid = runs["pid"].to_numpy()
+    new = np.ones(len(pid), dtype=bool)
+    new[1:] = pid[1:] != pid[:-1]
+    return _group_cummax(runs["end_ts"].to_numpy(), new)
 
 
 def _breaks(kind: str, cpu, ts, pid, other, count) -> pd.DataFrame:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import tasks
+from . import completeness, tasks
 from ._util import _sorted, _stable_order, asof_index, pick_cat, take, take_cat
 from .events import Events, i64, ints
 
@@ -409,9 +409,10 @@ class _Runs:
         rpid, rstart = runs["pid"].to_numpy(), runs["start_ts"].to_numpy()
         rend = runs["end_ts"].to_numpy()
         # a run proven to last until the waking (its end at or after it: an end that is
-        # the last proof before an unknown stretch proves nothing after it)
+        # the last proof before an unknown stretch proves nothing after it), of those
+        # begun before it (runs on two CPUs at once may overlap)
         li = asof_index(ts, pid, rstart, rpid, "backward", allow_exact=False)
-        self.was_running = (li >= 0) & (take(rend, li, -1) >= ts)
+        self.was_running = (li >= 0) & (take(completeness.reach(runs), li, -1) >= ts)
         ni = asof_index(ts, pid, rstart, rpid, "forward", allow_exact=True)
         self.index = ni
         self.next_ts = take(rstart, ni, never)
