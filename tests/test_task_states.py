@@ -296,8 +296,10 @@ def test_time_slice_keeps_the_states_the_events_before_it_gave(dat):
     pd.testing.assert_frame_equal(got, want)
     alive = got.index.isin(_dying_pids(dat.model.events.switch)) == False  # noqa: E712
     assert (got["observed_s"][alive] == 1.0).all()
-    # the slice's own events only (built as the model builds a trace's)
-    comp = part.model.completeness
+    # the slice's own events only (built as the model builds a whole trace's)
+    from schedwake.model import completeness
+
+    comp = completeness.build(part, part.model.events)
     rewoken = comp.breaks.loc[(comp.breaks["kind"] == "rewoken").to_numpy(), "pid"].unique()
     own = T.totals(T.build(part.model.events, comp.runs, None if comp.complete else rewoken))
     # what the slice lacks: of the tasks whose state at its start the events before it
