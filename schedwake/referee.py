@@ -34,7 +34,9 @@ Each check gives both figures, a tolerance and its reason, and a verdict
 (:data:`VERDICTS`): ``agree`` when the kernel's figure lies within the trace's bounds
 widened by the tolerance, ``disagree`` when it lies outside them, ``withheld`` when it
 lies within them but the bounds are wider than the tolerance (the trace does not show
-enough to give the figure), ``cannot tell`` when a figure is missing (a counter the
+enough to give the figure); for a count the trace gives only as a least (``N or
+more``: the recorded switches and one per chain break), ``agree`` when the kernel's is
+within the tolerance of it, ``withheld`` above; ``cannot tell`` when a figure is missing (a counter the
 kernel did not give, a marker not in the trace).
 """
 
@@ -116,7 +118,11 @@ def verdict(kernel, trace, tolerance: float) -> str:
     k_lo, k_hi = kernel
     if k_hi < lo - tolerance or (hi is not None and k_lo > hi + tolerance):
         return "disagree"
-    if hi is None or hi - lo > tolerance:
+    if hi is None:
+        # a count the trace gives as its least (one missing switch per chain break): the
+        # kernel's within the tolerance of it confirms it; above it, more are missing
+        return "agree" if k_hi <= lo + tolerance else "withheld"
+    if hi - lo > tolerance:
         return "withheld"
     return "agree"
 
