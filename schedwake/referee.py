@@ -36,8 +36,8 @@ widened by the tolerance, ``disagree`` when it lies outside them, ``withheld`` w
 lies within them but the bounds are wider than the tolerance (the trace does not show
 enough to give the figure); for a count the trace gives only as a least (``N or
 more``: the recorded switches and one per chain break), ``agree`` when the kernel's is
-within the tolerance of it, ``withheld`` above; ``cannot tell`` when a figure is missing (a counter the
-kernel did not give, a marker not in the trace).
+within the tolerance of it, ``withheld`` above; ``cannot tell`` when a figure is
+missing (a counter the kernel did not give, a marker not in the trace).
 """
 
 from __future__ import annotations
