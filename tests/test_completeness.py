@@ -177,7 +177,14 @@ def test_host_recordings_say_what_they_lack(name):
     assert len(cav) == 1 and "CPU 1:" in cav[0] and "switch-chain breaks" in cav[0]
 
 
-@pytest.mark.parametrize("path", [*COMPLETE[:3], *[sample(n) for n in HOST]], ids=lambda p: p.name)
+#: The recordings with the kernel's counters beside them (item 6 of the issue: pipe,
+#: messaging, a sleeper, fio, idle, pinned and not, trace.dat and perf.data).
+REFEREE = sorted(SAMPLES.glob("referee/*.dat")) + sorted(SAMPLES.glob("referee/*.perf.data"))
+
+
+@pytest.mark.parametrize(
+    "path", [*COMPLETE[:3], *[sample(n) for n in HOST], *REFEREE], ids=lambda p: p.name
+)
 def test_no_wait_holds_an_event_of_its_own_task(path):
     """A wait to run ends where the trace proves the task ran: no event in the context of
     the waiting task lies inside any wake-to-run wait or any wait of the waits table
