@@ -227,7 +227,8 @@ def build(ev: Events, runs: pd.DataFrame, unseen_pids=None) -> pd.DataFrame:
         # not when the task fired an event of its own after that waking: then it ran on
         # after the wake-up (which set it running) and went to sleep again by itself
         own_ts, own_pid = _own_events(ev)
-        own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", False), -1)
+        # (its events stamped with the switch-out's time came before it: its own context)
+        own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
         in_flight[at[own > ts[last_wake[at]]]] = False
     code[in_flight] = _WOKEN
     del idx, last_in, last_wake, in_flight
