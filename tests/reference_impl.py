@@ -332,12 +332,15 @@ def _runtime_windows(trace, switches) -> dict:
 def _tie_segment(sws, k, ts, pid) -> int:
     """The segment of an event of ``pid`` stamped ``ts``, the time of switch ``k`` (and
     maybe of switches before it): it may have fired before, between or after them. The
-    first of those segments, latest first, whose task (the one its switch put on; before
-    the CPU's first switch, the one that switch took off) is ``pid``; else ``k``'s."""
+    first of those segments, latest first, whose task is ``pid``: the one its switch put
+    on, or the one the switch that ends it takes off (an event of it fired before that
+    switch; before the CPU's first switch, segment -1); else ``k``'s."""
     i = k
     while True:
+        if sws[i].prev == pid:
+            return i - 1 if i > 0 else -1
         if i == 0:
-            return -1 if sws[0].prev == pid else k
+            return k
         i -= 1
         if sws[i].next == pid:
             return i

@@ -393,7 +393,8 @@ class _Proofs:
         An event stamped with the very time of one or more switches of its CPU (a
         coarse clock, text with microseconds) may have fired before, between or after
         them: it goes to the first of those segments, latest first, whose task is the
-        event's own; to the last of them when none is."""
+        event's own (the task a switch put on, or the task the next switch switches out:
+        an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
         seg = asof_index(ets, ecpu, sw.ts, sw.cpu, "backward", True)
         at = np.flatnonzero(seg >= 0)
@@ -408,9 +409,11 @@ class _Proofs:
             # the segment before switch `cur` (which is stamped t) holds the instant t too
             can = active & (cur > 0)
             can[can] &= sw.cpu[cur[can] - 1] == sw.cpu[cur[can]]
-            first = active & ~can  # before the CPU's first switch: its own task is prev
-            hit0 = first & (sw.prev[cur] == pid)
-            best[hit0] = -1
+            # an event of the task switch `cur` switches out fired before that switch: it
+            # belongs to the segment that ends there (before the CPU's first switch: -1)
+            out = active & (sw.prev[cur] == pid)
+            best[out] = np.where(can[out], cur[out] - 1, -1)
+            can &= ~out
             cur[can] -= 1
             hit = can & (sw.next[cur] == pid)
             best[hit] = cur[hit]
