@@ -78,6 +78,7 @@ def test_per_task_delays_agree_with_perf_sched_latency(name):
     perf = _perf_latency(path)
     assert len(perf) > 50  # the recordings have ~100 and ~290 tasks
     ev = schedwake.load(path).model.events
+
     # perf's rules: a wait ends at a switch-in (these recordings lack switch-ins: the
     # model's own waits end at the first proof of a run, docs/semantics.md)
     def as_perf(states):
