@@ -637,7 +637,10 @@ class CompareResult:
                         "stat": r.stat,
                         "side": lab,
                         "value": r.values[j],
-                        "pct": r.pcts[j],
+                        # (a side without a value has no gain; mmtests' table prints 0)
+                        "pct": None
+                        if j and (np.isnan(r.values[j]) or np.isnan(r.values[0]))
+                        else r.pcts[j],
                         "significant": None if sig is None else bool(sig.significant),
                         "n": int(st.clean_samples(r.metric.samples[j]).size),
                     }

@@ -1252,9 +1252,11 @@ def metric_samples(
                     if col in wm.columns
                     else np.full(len(wm), np.nan)
                 )
-                cols[m.name.format(cpu=c)] = v * m.scale
+                cols[m.name.format(cpu=c)] = _whole_or_none(v) * m.scale
             continue
         v = wm[m.key].to_numpy(dtype=np.float64) * m.scale
+        if m.key in _BOUNDED_WINDOWS:
+            v = _whole_or_none(v)
         if m.missing_without is not None:  # (a share of nothing, a percentile of nothing)
             v = np.where(wm[m.missing_without].to_numpy() > 0, v, np.nan)
         cols[m.name] = v
@@ -1262,6 +1264,18 @@ def metric_samples(
     end = (wm["end_ns"].to_numpy(dtype=np.int64) - first) / 1e9
     window = wm["window"].to_numpy(dtype=np.int64)
     return _with_bench(_tidy(path, "per-window", window, start, end, cols, keep), bench)
+
+
+#: The metrics whose window values a trace may give only within bounds wider than the
+#: tolerance (NaN there: withheld).
+_BOUNDED_WINDOWS = ("wake_to_run_p50_us", "wake_to_run_p90_us", "wake_to_run_p99_us")
+
+
+def _whole_or_none(v: np.ndarray) -> np.ndarray:
+    """A trace's window values of a bounded metric: all of them, or none when some are
+    withheld (NaN): the windows a trace shows well are not a fair sample of it (they are
+    the ones with fewer missing switches: on this project's VM, the busier ones)."""
+    return np.full(len(v), np.nan) if np.isnan(v).any() else v
 
 
 def _keys_of(keep: list[str] | None) -> set[str] | None:

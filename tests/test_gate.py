@@ -60,9 +60,19 @@ def junit_cases(path):
 @pytest.mark.parametrize("held_out", [0, 1, 2])
 @pytest.mark.slow
 def test_reruns_of_one_configuration_pass(config, held_out):
-    """Two iterations as baseline, the third as candidate: every default rule holds."""
+    """Two iterations as baseline, the third as candidate: every default rule holds. On
+    the 6.18 VM's recordings (1client, 4clients), whose CPU 1 lacks its idle -> task
+    switches, some windows show the p99 latency only within bounds wider than the
+    tolerance: no window sample of it from those traces, and the gate cannot judge that
+    rule (exit 2, fail closed); the others hold."""
     base = [p for i, p in enumerate(config) if i != held_out]
     result = schedwake.gate(base, config[held_out], loader=shared)
+    statuses = {r.rule.metric: r.status for r in result.results}
+    if config in (C1, C4) and statuses["wake_to_run_p99_us"] != "pass":
+        assert result.exit_code == 2, gate_report.text(result)
+        assert statuses.pop("wake_to_run_p99_us") == "error", gate_report.text(result)
+        assert set(statuses.values()) == {"pass"}, gate_report.text(result)
+        return
     assert result.exit_code == 0, gate_report.text(result)
     assert [r.status for r in result.results] == ["pass"] * 5
 
@@ -170,7 +180,7 @@ def test_losing_the_kthread_stacking_fix_breaks_the_pingpong_rules(tmp_path):
 
 @pytest.mark.slow
 def test_single_traces_use_windows_and_say_so():
-    result = schedwake.gate(C1[0], C4[0], loader=shared)
+    result = schedwake.gate(STACK_ON[0], STACK_OFF[0], loader=shared)
     assert result.comparison.sample_kind == "per-window"
     assert result.exit_code == 1
     assert any("one trace on a side" in n for n in result.notes())
@@ -281,8 +291,11 @@ def test_missing_events_are_refused_or_skipped(tmp_path):
     rules.write_text(DEFAULT_RULES_TOML.replace('missing = "error"', 'missing = "skip"'))
     proc = run_cli("gate", "--rules", rules, "--baseline", *C1[:2], "--candidate", cut)
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.count("skipped: ") == 2  # wake-up and cross-LLC migrations
-    assert "PASS: 3 rules hold (2 skipped)" in proc.stdout
+    # wake-up and cross-LLC migrations, and the p99 latency, which some windows of these
+    # traces (this VM's: CPU 1's idle -> task switches missing) show only within bounds
+    # wider than the tolerance: no window samples of it (docs/compare.md)
+    assert proc.stdout.count("skipped: ") == 3
+    assert "PASS: 2 rules hold (3 skipped)" in proc.stdout
     # nothing judged is not a pass
     only = tmp_path / "only.toml"
     only.write_text('[rules."migrations_per_s"]\nallowed = "10%"\nmissing = "skip"\n')

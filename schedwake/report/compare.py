@@ -51,6 +51,8 @@ def summary_lines(result: CompareResult) -> list[str]:
                 star = "*" if sig is not None and sig.significant else " "
                 if is_new(r.values[0], v):  # (the table keeps mmtests' figure)
                     num += f" {NEW_TEXT:>11}{star}"
+                elif math.isnan(v) or math.isnan(r.values[0]):  # (no value: no gain)
+                    num += f" {'-':>11}{star}"
                 else:
                     num += f" {r.pcts[j]:+10.2f}%{star}"
             cells.append("  " + num.rjust(w))
