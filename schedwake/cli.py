@@ -914,18 +914,24 @@ def _work(specs, sides: list[str]):
 )
 @click.option(
     "--samples",
-    type=click.Choice(["auto", "per-trace", "per-window"]),
+    type=click.Choice(["auto", "per-trace", "runs", "per-window", "window"]),
     default="auto",
     show_default=True,
-    help="auto: per-trace values when every side has >= 2 traces, else per-window values.",
+    help="auto, per-trace (runs): one value per trace; a side of one run is judged against "
+    "the baseline runs' spread, and one baseline run gives no significance. per-window "
+    "(window): windows of the runs, tested as batch means (this run differed, not a rerun "
+    "would).",
 )
 @click.option(
     "--significance",
-    type=click.Choice(["ttest", "ci95"]),
+    "--test",
+    "significance",
+    type=click.Choice(["ttest", "ci95", "mannwhitney"]),
     default="ttest",
     show_default=True,
     help="ttest: two-sided t-test, alpha --alpha (the LKML "
-    "tables); ci95: mean +-1.96 sd intervals do not overlap (mmtests now).",
+    "tables); ci95: mean +-1.96 sd intervals do not overlap (mmtests now); mannwhitney: "
+    "rank-sum test, for heavy tails (needs >= 4 runs a side at alpha 0.10).",
 )
 @click.option(
     "--alpha",
@@ -940,6 +946,16 @@ def _work(specs, sides: list[str]):
     multiple=True,
     metavar="NAME",
     help="Compare only these metrics (see docs/compare.md); repeatable.",
+)
+@click.option(
+    "--work",
+    "work_specs",
+    multiple=True,
+    metavar="N|bench|cpu|SIDE=...",
+    help="The runs' work, to compare counts per unit of work (context_switches_per_op, ...): "
+    "a number for every run, bench (the benchmark's operations beside each trace: fio, "
+    "dbench, perf bench sched pipe/messaging), cpu (the recorded command's CPU seconds), "
+    "or SIDE=... per side; repeatable.",
 )
 @click.option(
     "--format",
@@ -982,6 +998,7 @@ def compare(
     significance,
     alpha,
     metric_names,
+    work_specs,
     fmt,
     html_file,
     title,
@@ -1022,6 +1039,9 @@ def compare(
             label: [_load(p, events, input_format, reader, jobs) for p in paths]
             for label, paths in spec
         }
+    from .work import parse_work
+
+    work = parse_work(work_specs, [label for label, _ in spec]) if work_specs else None
     with _progress("measuring the traces") as bar:
         result = run_compare(
             sides,
@@ -1035,6 +1055,7 @@ def compare(
             llc=llc,
             thresholds=th,
             progress=bar,
+            work=work,
         )
     from .report import compare as compare_report
 
@@ -1128,6 +1149,14 @@ class _TracesOption(click.Option):
     default=None,
     help="Write the verdict as JSON here.",
 )
+@click.option(
+    "--work",
+    "work_specs",
+    multiple=True,
+    metavar="N|bench|cpu|SIDE=...",
+    help="The runs' work, for rules on counts per unit of work (context_switches_per_op): "
+    "a number, bench, cpu, or baseline=... / candidate=...; repeatable.",
+)
 @from_batch_options
 @topology_options
 @threshold_option
@@ -1141,6 +1170,7 @@ def gate(
     junit_file,
     markdown_file,
     json_file,
+    work_specs,
     from_batch,
     where,
     topology_file,
@@ -1164,6 +1194,7 @@ def gate(
     from .gate import DEFAULT_RULES_TOML
     from .gate import gate as run_gate
     from .model import MODEL_EVENTS
+    from .work import parse_work
 
     if print_default_rules:
         click.echo(DEFAULT_RULES_TOML, nl=False)
@@ -1185,6 +1216,7 @@ def gate(
             expand=dataset.expand if dataset else None,
             progress=bar,
             kallsyms=click.get_current_context().meta.get("schedwake.kallsyms"),
+            work=parse_work(work_specs, ["baseline", "candidate"]) if work_specs else None,
         )
     from .report import gate as gate_report
 

@@ -8,15 +8,18 @@ side's findings. It never renders itself: :mod:`schedwake.report.compare` prints
 text, Markdown or JSON, :mod:`schedwake.report.plots` and :mod:`schedwake.report.html`
 draw its plots and its self-contained HTML report.
 
-Samples (what the statistics are computed over):
+Samples (what the statistics are computed over; docs/compare.md, "Runs, not windows"):
 
-* ``per-trace``: one value per trace, when every side has two or more traces
-  (iterations) -- mmtests' own way;
-* ``per-window``: otherwise, the values over consecutive windows of ``window_s``
-  seconds inside each trace (a side's windows of all its traces pooled). The window is
-  printed under the table. Windows of one run are not independent samples: the
-  significance of a per-window comparison says "the rate differed through the run", not
-  "a rerun would differ"; iterations answer the latter.
+* ``per-trace`` (the default, ``auto``): one value per trace (run, iteration) --
+  mmtests' own way. With >= 2 runs a side the stars are a two-sample test; a side with
+  one run is judged against the baseline runs' spread (a prediction interval, never
+  against windows of itself); with one baseline run nothing is testable: a run's
+  between-run spread is unknown.
+* ``per-window`` (only on request): the values over consecutive windows of ``window_s``
+  seconds inside each trace. Windows of one run are autocorrelated, so the test is on
+  *batch means* (each trace's windows in :func:`batches_of` consecutive groups), and
+  the note under the table says what such a star means: "this run differed through
+  the run", not "a rerun would differ".
 
 The statistics, percentages and significance rules are those of :mod:`schedwake.stats`
 and :mod:`schedwake.mmtests`.
@@ -64,11 +67,33 @@ __all__ = [
     "check_alpha",
     "SIGNIFICANCE",
     "SAMPLE_MODES",
+    "SAMPLE_ALIASES",
+    "sample_mode",
+    "batches_of",
     "distinct_names",
 ]
 
-SIGNIFICANCE = ("ttest", "ci95")
+SIGNIFICANCE = ("ttest", "ci95", "mannwhitney")
 SAMPLE_MODES = ("auto", "per-trace", "per-window")
+#: Other names of the sample modes (``--samples window``, ``runs``).
+SAMPLE_ALIASES = {"window": "per-window", "windows": "per-window", "runs": "per-trace"}
+
+
+def sample_mode(samples: str) -> str:
+    """``samples`` with its alias resolved (``window`` -> ``per-window``), or OptionError."""
+    kind = SAMPLE_ALIASES.get(samples, samples)
+    if kind not in SAMPLE_MODES:
+        names = ", ".join(SAMPLE_MODES + tuple(SAMPLE_ALIASES))
+        raise OptionError("samples", repr(samples), f"must be one of {names}")
+    return kind
+
+
+def batches_of(n_windows: int) -> int:
+    """How many batch means the windows of one trace are tested as: about the square
+    root of their number (batches of ~sqrt(n) windows: both the batches' count and their
+    length grow with the run), at least 2 and at most 30."""
+    return int(min(30, max(2, math.isqrt(max(int(n_windows), 0)))))
+
 
 #: The shortest per-window sample length (below it a window holds no event of its own).
 MIN_WINDOW_S = 1e-6
@@ -223,12 +248,12 @@ def sample_plan(
     samples: str, sides, window_s=None, param: str = "window_s"
 ) -> tuple[str, float | None]:
     """The sample kind of a comparison of ``sides`` (lists of traces): ``samples``, with
-    "auto" resolved (per-trace values when every side has two or more traces), and for
+    "auto" resolved (per-trace values: runs, never windows unless asked), and for
     per-window samples the window length (``window_s``, checked by :func:`check_window`
     against the traces and refused naming ``param``, else :func:`default_window`)."""
-    kind = samples
+    kind = sample_mode(samples)
     if kind == "auto":
-        kind = "per-trace" if all(len(v) >= 2 for v in sides) else "per-window"
+        kind = "per-trace"
     durations = [t.duration_ns / 1e9 for v in sides for t in v]
     if kind != "per-window":
         if window_s is not None:  # not used, but never silently wrong
@@ -374,6 +399,7 @@ def compare(
     llc=None,
     thresholds: dict | None = None,
     progress: Callable[[float], None] | None = None,
+    work=None,
 ) -> CompareResult:
     """Compare two or more sides in the mmtests layout; the first side is the baseline.
 
@@ -383,15 +409,21 @@ def compare(
     mapping's keys); the table header splits a label at its first ``-``
     (``6.18.0-vanilla``).
 
-    ``samples``: ``"auto"`` (per-trace values when every side has >= 2 traces, else
-    per-window values), ``"per-trace"`` or ``"per-window"``. ``window_s``: the window
-    length of per-window samples (default :func:`default_window` of the traces).
-    ``significance``: ``"ttest"`` (two-sided t-test of the LKML-era mmtests, Welch s.e.,
-    df = n1+n2-2, ``alpha``) or ``"ci95"`` (mmtests since 2024-11: mean +-1.96 sd
-    intervals do not overlap). ``metrics``: catalogue names to compare (default all).
+    ``samples``: ``"auto"`` or ``"per-trace"`` (one value per trace: runs), or
+    ``"per-window"`` (``"window"``: windows of the runs, tested as batch means).
+    ``window_s``: the window length of per-window samples (default
+    :func:`default_window` of the traces). ``significance``: ``"ttest"`` (two-sided
+    t-test of the LKML-era mmtests, Welch s.e., df = n1+n2-2, ``alpha``), ``"ci95"``
+    (mmtests since 2024-11: mean +-1.96 sd intervals do not overlap) or
+    ``"mannwhitney"`` (rank-sum, for heavy tails); a side with one run is judged against
+    the baseline runs' spread, and one baseline run is not testable.
+    ``metrics``: catalogue names to compare (default all).
     ``topology_file`` / ``llc``: as ``schedwake analyze --topology/--llc``, for every
     trace. ``thresholds``: detector threshold overrides (futile-run length, ...).
     ``progress``: gets the fraction of the traces measured (model and metrics).
+    ``work``: the runs' work (:mod:`schedwake.work`: a number, "bench" or "cpu", or
+    ``{side label: spec}``), which adds each count per unit of work
+    (``context_switches_per_op``, ...; per trace) to the metrics compared.
     """
     from .analysis import check_thresholds
     from .detect import thresholds as _check_thresholds
@@ -400,8 +432,7 @@ def compare(
         raise OptionError(
             "significance", repr(significance), f"must be one of {', '.join(SIGNIFICANCE)}"
         )
-    if samples not in SAMPLE_MODES:
-        raise OptionError("samples", repr(samples), f"must be one of {', '.join(SAMPLE_MODES)}")
+    samples = sample_mode(samples)
     alpha = check_alpha(alpha)  # (a window is checked against the traces: sample_plan)
     if metrics is not None:
         from .metrics import canonical_name, catalogue_entry
@@ -415,18 +446,31 @@ def compare(
     th = check_thresholds(_check_thresholds(thresholds))
     side_list = _normalise(sides, labels, topology_file, llc)
     kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
+    works = _work_specs(work, [s.label for s in side_list])
+    base_metrics, per_op = _split_per_op(metrics, works is not None)
     parts = []
     total = max(sum(len(s.traces) for s in side_list), 1)
+    works_found: dict[str, object] = {}
     for s in side_list:
         for it, t in enumerate(s.traces):
-            d = measure(t, win, th, metrics)
+            d = measure(t, win, th, base_metrics)
+            if per_op:
+                assert works is not None
+                extra, found = work_samples(t, works[s.label], th, per_op)
+                works_found[str(t.path)] = found
+                d = pd.concat([d, extra], ignore_index=True) if len(d) else extra
             d.insert(0, "iteration", it)
             d.insert(0, "side", s.label)
             parts.append(d)
             if progress is not None:
                 progress(len(parts) / total)
     df = pd.concat(parts, ignore_index=True)
-    return from_samples(
+    if metrics is not None:  # (a rate measured only for its count per unit of work)
+        df = df[
+            df["metric"].astype(str).isin(metrics)
+            | df["metric"].astype(str).str.startswith("bench_")
+        ]
+    result = from_samples(
         df,
         [s.label for s in side_list],
         significance=significance,
@@ -436,6 +480,60 @@ def compare(
         sides=side_list,
         thresholds=th,
     )
+    result.work = works_found
+    return result
+
+
+def _work_specs(work, labels: list[str]) -> dict | None:
+    """``work`` as ``{side label: spec}`` (None without work)."""
+    if work is None:
+        return None
+    if isinstance(work, Mapping):
+        missing = [lab for lab in labels if lab not in work]
+        if missing:
+            raise OptionError("work", None, f"no work for side {', '.join(missing)}")
+        return {lab: work[lab] for lab in labels}
+    return {lab: work for lab in labels}
+
+
+def _split_per_op(metrics, with_work: bool) -> tuple[list[str] | None, list[str]]:
+    """(the metrics to measure, the counts per unit of work asked for): every count per
+    unit of work when work is given and no metric is named; a named ``*_per_op`` metric
+    needs work and its rate measured."""
+    from .metrics import per_op_metrics
+    from .work import is_per_op, per_s_name
+
+    if metrics is None:
+        return None, (per_op_metrics() if with_work else [])
+    per_op = [m for m in metrics if is_per_op(m)]
+    if per_op and not with_work:
+        raise OptionError(
+            "metrics",
+            ", ".join(per_op),
+            "a count per unit of work needs the runs' work: give --work (N, bench or cpu)",
+        )
+    base = [m for m in metrics if not is_per_op(m)]
+    base += [per_s_name(m) for m in per_op if per_s_name(m) not in base]
+    return base, per_op
+
+
+def work_samples(trace: SideTrace, spec, thresholds, per_op: list[str]):
+    """The per-trace samples of the counts per unit of work ``per_op`` of one trace, and
+    its :class:`schedwake.work.Work` (TraceError naming the trace when its work cannot
+    be found): each rate times the trace's duration over the work."""
+    from .metrics import catalogue_entry
+    from .work import per_s_name, work_of
+
+    done = work_of(trace.path, spec)
+    rates = measure(trace, None, thresholds, [per_s_name(m) for m in per_op])
+    rates = rates[rates["metric"].isin([per_s_name(m) for m in per_op])].copy()
+    span = (rates["end_s"] - rates["start_s"]).to_numpy(dtype=np.float64)
+    rates["value"] = rates["value"].to_numpy(dtype=np.float64) * span / done.value
+    rates["metric"] = [m[: -len("_per_s")] + "_per_op" for m in rates["metric"]]
+    rates["unit"] = "/op"
+    rates["direction"] = [catalogue_entry(m).direction for m in rates["metric"]]
+    rates["sample_kind"] = "per-trace"
+    return rates.reset_index(drop=True), done
 
 
 def measure(trace: SideTrace, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
@@ -484,7 +582,9 @@ def from_samples(
     if len(labels) < 2:
         raise TraceError("compare", "needs at least two sides")
     # (a benchmark result is one value per trace, also beside per-window samples)
-    bench = df["metric"].astype(str).str.startswith("bench_")
+    bench = df["metric"].astype(str).str.startswith("bench_") | df["metric"].astype(
+        str
+    ).str.endswith("_per_op")
     kinds = set(df.loc[~bench, "sample_kind"]) if "sample_kind" in df.columns else {"per-trace"}
     if not kinds and "sample_kind" in df.columns:
         kinds = set(df["sample_kind"])
@@ -515,8 +615,10 @@ def from_samples(
             for lab in labels
         ]
         own = kind
-        if name.startswith("bench_") and "sample_kind" in rows.columns and len(rows):
+        per_run = name.startswith("bench_") or name.endswith("_per_op")
+        if per_run and "sample_kind" in rows.columns and len(rows):
             own = str(rows["sample_kind"].iloc[0])
+        tested = _batch_means(rows, side_col, labels) if own == "per-window" else None
         ms.append(
             mmtests.MetricSamples(
                 name,
@@ -525,6 +627,7 @@ def from_samples(
                 arrays,
                 window_s=window_s if own == "per-window" else None,
                 sample_kind=cast(mmtests.SampleKind, own),
+                test_samples=tested,
             )
         )
     comp = mmtests.compare_samples(
@@ -542,6 +645,25 @@ def from_samples(
     )
 
 
+def _batch_means(rows: pd.DataFrame, side_col: pd.Series, labels: list[str]) -> list:
+    """Per side, the batch means of its per-window samples: each trace's windows in time
+    order (``iteration``/``trace``, then ``window``) cut into :func:`batches_of` groups."""
+    keys = [c for c in ("iteration", "trace") if c in rows.columns]
+    order = [c for c in ("window", "start_s") if c in rows.columns]
+    out = []
+    for lab in labels:
+        mine = rows[side_col[rows.index] == lab]
+        if order:
+            mine = mine.sort_values(keys + order, kind="mergesort")
+        groups = mine.groupby(keys, sort=False)["value"] if keys else [(None, mine["value"])]
+        means = [
+            st.batch_means(v.to_numpy(dtype=np.float64), batches_of(int(v.notna().sum())))
+            for _, v in groups
+        ]
+        out.append(np.concatenate(means) if means else np.empty(0))
+    return out
+
+
 # -- the result ----------------------------------------------------------------------------------
 
 
@@ -557,6 +679,9 @@ class CompareResult:
     sample_kind: str
     window_s: float | None = None
     thresholds: dict | None = None
+    #: Each trace's work (path -> :class:`schedwake.work.Work`) when counts per unit of
+    #: work were compared.
+    work: dict = field(default_factory=dict)
 
     # ---- basic facts -------------------------------------------------------------------------
     @property
@@ -595,12 +720,37 @@ class CompareResult:
         for c, traces in where.items():
             who = "every trace" if len(traces) == n else ", ".join(traces)
             out.append(f"{c} ({who})")
+        if self.work:
+            groups: dict[tuple, list[str]] = {}
+            for p, w in self.work.items():
+                how = w.source.split(": ", 1)[-1]
+                groups.setdefault((w.value, w.unit, how), []).append(names[p])
+            parts = [
+                f"{value:g} {unit} ({how}): "
+                + ("every trace" if len(who) == len(self.work) else ", ".join(who))
+                for (value, unit, how), who in groups.items()
+            ]
+            out.append("counts per unit of work (*_per_op), the runs' work: " + "; ".join(parts))
         if self.sample_kind == "per-window":
             out.append(
-                "one trace on a side: the samples are windows of one run, so a "
-                "significant change says this run differed, not that a rerun "
-                "would; give >= 2 iterations a side for a per-trace judgement"
+                "per-window samples (asked for): windows of one run are tested as batch "
+                "means, so a significant change says these runs differed through the "
+                "run, not that a rerun would; give >= 2 runs a side for a per-trace "
+                "judgement"
             )
+        else:
+            runs = [len(s.paths) or len(s.traces) for s in self.sides]
+            if runs and runs[0] < 2:
+                out.append(
+                    "one baseline run: no significance can be given (one run has no "
+                    "between-run spread to judge another against); give >= 2 baseline "
+                    "runs, or --samples per-window to test windows of the runs"
+                )
+            elif any(n == 1 for n in runs[1:]):
+                out.append(
+                    "a side with one run is judged against the baseline runs' spread "
+                    "(a prediction interval), not against windows of itself"
+                )
         return self._machine_notes() + out
 
     def _machine_notes(self) -> list[str]:
@@ -622,13 +772,16 @@ class CompareResult:
 
     def summary(self) -> pd.DataFrame:
         """The mean row of every metric: metric, unit, direction, stat, then per side the
-        value, the percentage (positive = better) and the significance verdict."""
+        value, the percentage (positive = better), its 95% interval as gains
+        (``gain_ci_low``, ``gain_ci_high``; NaN without one) and the significance
+        verdict."""
         rows = []
         for r in self.comparison.rows:
             if not r.is_mean_row:
                 continue
             for j, lab in enumerate(self.labels):
                 sig = r.sig[j]
+                gain = mmtests.gain_interval(r.effect(j), r.metric.direction) if j else None
                 rows.append(
                     {
                         "metric": r.metric.name,
@@ -641,6 +794,8 @@ class CompareResult:
                         "pct": None
                         if j and (np.isnan(r.values[j]) or np.isnan(r.values[0]))
                         else r.pcts[j],
+                        "gain_ci_low": gain[0] if gain else math.nan,
+                        "gain_ci_high": gain[1] if gain else math.nan,
                         "significant": None if sig is None else bool(sig.significant),
                         "n": int(st.clean_samples(r.metric.samples[j]).size),
                     }

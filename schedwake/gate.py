@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .compare import (
     SAMPLE_MODES,
     SIGNIFICANCE,
@@ -59,11 +61,12 @@ from .compare import (
     distinct_names,
     expand_paths,
     load_model_trace,
+    sample_mode,
     sample_plan,
 )
 from .compare import compare as run_compare
 from .errors import OptionError, TraceError
-from .mmtests import NEW_TEXT, gain_pct_text
+from .mmtests import NEW_TEXT, gain_interval, gain_pct_text
 from .model.events import timestamp_problem
 from .sidetrace import is_path, side_items
 
@@ -87,12 +90,20 @@ DEFAULT_RULES_TOML = """\
 # significant by the rule in [gate]). Percentages are gains as in mmtests: + is better.
 
 [gate]
-significance = "ttest"   # "ttest": two-sided t-test at `alpha` (the LKML tables); "ci95"
+significance = "ttest"   # "ttest": two-sided t-test at `alpha` (the LKML tables); "ci95";
+                         # "mannwhitney": rank-sum test (heavy tails; needs more runs)
 alpha = 0.05             # stricter than compare's 0.10 (mmtests'): a broken rule fails a build
-samples = "auto"         # per-trace values with >= 2 traces a side, else per-window values
+multiplicity = "holm"    # the rules are one family: Holm's correction keeps the chance that
+                         # an unchanged build breaks any rule at most alpha; "none": per rule
+scale = "log"            # judge geometric means and test the logs of the runs' values
+                         # (scheduler rates and latencies are skewed); "raw": mmtests' means
+samples = "auto"         # one value per run (trace); a single candidate run is judged against
+                         # the baseline runs' spread; needs >= 2 baseline runs. "per-window":
+                         # windows of the runs, as batch means (only when asked for)
 # window = 0.5           # seconds per window of per-window samples (default: automatic)
 max_lost_events = 0      # per trace; a drop of unknown size always refuses the trace
-min_duration = 0.5       # seconds; shorter traces are refused
+min_switches = 200       # sched_switch events a trace needs: a rate from fewer is noise
+min_duration = 0         # seconds; shorter traces are refused (runs of fixed work may be short)
 min_windows = 10         # per trace, when the samples are per-window
 
 [rules.pingpong_episodes_per_s]
@@ -138,10 +149,18 @@ class Settings:
 
     significance: str = "ttest"
     alpha: float = 0.05
+    #: "holm": the metric rules tested by p are one family (Holm-Bonferroni); "none"
+    multiplicity: str = "holm"
+    #: "log": judge the runs' values on the log scale (geometric means; the test and the
+    #: interval of the logs) where every value is above zero; "raw": the arithmetic
+    #: (mmtests) means and test
+    scale: str = "log"
     samples: str = "auto"
     window: float | None = None
     max_lost_events: int = 0
-    min_duration: float = 0.5
+    #: sched_switch events a trace needs (its rates' Poisson noise is ~1/sqrt of it)
+    min_switches: int = 200
+    min_duration: float = 0.0
     min_windows: int = 10
 
 
@@ -185,6 +204,19 @@ def _alpha(v) -> float:
         raise ValueError(f"must be between 0 and 1 (exclusive), not {v!r}") from None
 
 
+#: How the metric rules' tests are corrected for their number (``[gate] multiplicity``).
+MULTIPLICITY = ("holm", "none")
+
+
+def _sample_setting(v) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"must be one of {', '.join(SAMPLE_MODES)}, not {v!r}")
+    try:
+        return sample_mode(v)
+    except OptionError as exc:
+        raise ValueError(f"{exc.problem}, not {v!r}") from None
+
+
 def _window(v) -> float:
     try:
         return check_window(_number(v))
@@ -197,9 +229,12 @@ def _window(v) -> float:
 _SETTINGS_TYPES: dict[str, Callable[[Any], Any]] = {
     "significance": _text_of(SIGNIFICANCE),
     "alpha": _alpha,
-    "samples": _text_of(SAMPLE_MODES),
+    "multiplicity": _text_of(MULTIPLICITY),
+    "scale": _text_of(("log", "raw")),
+    "samples": _sample_setting,
     "window": _window,
     "max_lost_events": _at_least(_count, 0),
+    "min_switches": _at_least(_count, 0),
     "min_duration": _at_least(_number, 0),
     "min_windows": _at_least(_count, 1),
 }
@@ -258,10 +293,19 @@ class RuleResult:
     worsening: float | None = None
     limit: float | None = None
     significant: bool | None = None
-    #: p-value (ttest), cidiff ratio (ci95) or, for a rule on a profile's function, the
-    #: Benjamini-Hochberg q; None if not testable. ``statistic`` names it: p, cidiff, q.
+    #: p-value (ttest, mannwhitney), cidiff ratio (ci95) or, for a rule on a profile's
+    #: function, the Benjamini-Hochberg q; None if not testable. ``statistic`` names it:
+    #: p, cidiff, q.
     detail: float | None = None
     statistic: str = ""
+    #: The p that decided significance after the rules' multiplicity correction (Holm),
+    #: when there was one; None otherwise.
+    p_adjusted: float | None = None
+    #: The 95% interval of ``gain_pct`` (low, high; + better), when it can be given.
+    gain_ci: tuple[float, float] | None = None
+    #: "log": baseline/candidate are geometric means and the test is on the logs of the
+    #: runs' values; "raw": the mmtests row's means and test (``[gate] scale``).
+    scale: str = "raw"
     testable: bool | None = None
     n: tuple[int, ...] | None = None
     message: str = ""
@@ -563,6 +607,13 @@ def _input_problems(side: str, trace, settings: Settings, name: str | None = Non
         )
     if why := timestamp_problem(trace.meta):
         return out + [f"{side} {name}: {why}"]
+    switches = int(trace.meta.event_counts.get("sched_switch", 0))
+    if switches < settings.min_switches:
+        out.append(
+            f"{side} {name}: {switches} sched_switch events, fewer than the "
+            f"{settings.min_switches} a judgement needs ([gate] min_switches): its rates "
+            "would be noise"
+        )
     dur = trace.duration_ns / 1e9
     if dur < settings.min_duration:
         out.append(
@@ -607,6 +658,7 @@ def gate(
     expand: Callable[[str, str], list[str]] | None = None,
     progress: Callable[[float], None] | None = None,
     kallsyms=None,
+    work=None,
 ) -> GateResult:
     """Judge ``candidate`` against ``baseline`` under ``rules``.
 
@@ -620,6 +672,9 @@ def gate(
     dataset's analyses, not from the traces. ``progress``: gets the fraction of the
     traces measured. ``kallsyms``: the recorded kernel's kallsyms file, for perf.data
     traces and profiles (as :func:`schedwake.load` and :func:`schedwake.profile` take it).
+    ``work``: the runs' work, for rules on counts per unit of work
+    (``context_switches_per_op``): a number, "bench" or "cpu" for every run, or
+    ``{"baseline": ..., "candidate": ...}`` (:mod:`schedwake.work`).
 
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
@@ -653,13 +708,15 @@ def gate(
     # them finds, so that a damaged file is named first
     same = _judge_overlap(result, baseline, candidate, expand or expand_paths)
     if not result.problems:
-        _judge_sides(result, sides, profiles, rule_list, thresholds, progress)
+        _judge_sides(result, sides, profiles, rule_list, thresholds, progress, work)
     if same:
         result.problems.append(same)
     return result
 
 
-def _judge_sides(result: GateResult, sides, profiles, rule_list, thresholds, progress) -> None:
+def _judge_sides(
+    result: GateResult, sides, profiles, rule_list, thresholds, progress, work=None
+) -> None:
     """Judge the loaded sides by the rules, into ``result`` (results sorted as the rules
     were given; a problem when every rule was skipped)."""
     metric_rules = [r for r in rule_list if not r.on_profile]
@@ -670,9 +727,13 @@ def _judge_sides(result: GateResult, sides, profiles, rule_list, thresholds, pro
         if result.problems:
             return
         kind, window = plan
-        measurable = _measurable_rules(result, sides, metric_rules)
+        measurable = _measurable_rules(result, sides, metric_rules, work is not None)
         if measurable:
-            _judge_rules(result, sides, measurable, kind, window, thresholds, progress)
+            try:
+                _judge_rules(result, sides, measurable, kind, window, thresholds, progress, work)
+            except TraceError as exc:  # a run whose work cannot be found
+                result.problems.append(f"--work: {exc}")
+                return
             _explain(result, sides["candidate"], thresholds)
     if profile_rules:
         _judge_profile_rules(result, profiles, profile_rules)
@@ -709,8 +770,9 @@ def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, 
 
 def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
     """(samples kind, window seconds) as compare will sample; a problem in ``result``
-    when there are too few samples to judge: one trace a side for per-trace samples,
-    fewer than ``[gate] min_windows`` windows in a trace for per-window ones."""
+    when there are too few samples to judge: one baseline run for per-trace samples (a
+    single candidate run is judged against the baseline runs' spread), fewer than
+    ``[gate] min_windows`` windows in a trace for per-window ones."""
     from .metrics import window_edges
 
     settings = result.settings
@@ -722,11 +784,11 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
         result.problems.append(f"{result.rules_source}: [gate] window {exc.value}: {exc.problem}")
         return "per-window", None
     if kind == "per-trace":
-        few = [n for n, v in sides.items() if len(v) < 2]
-        if few:
+        if len(sides.get("baseline", ())) < 2:
             result.problems.append(
-                f"per-trace samples need >= 2 traces a side ({', '.join(few)} has one): "
-                'give iterations, or samples = "per-window"'
+                f"give >= 2 baseline runs (got {len(sides.get('baseline', ()))}): "
+                "one run has no between-run spread to judge a candidate against "
+                '(samples = "per-window" judges windows of the runs instead)'
             )
         return kind, window
     assert window is not None  # per-window samples always have a window length
@@ -744,16 +806,31 @@ def _sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
     return kind, window
 
 
-def _measurable_rules(result: GateResult, sides: dict, rules: list[Rule]) -> list[Rule]:
-    """The ``rules`` whose metric every trace's events can give. A metric the events
-    cannot give is unknown, not zero: its rule gets its ``unmeasured_status`` in
-    ``result``."""
+def _measurable_rules(
+    result: GateResult, sides: dict, rules: list[Rule], with_work: bool = False
+) -> list[Rule]:
+    """The ``rules`` whose metric every trace's events can give (and, for a count per
+    unit of work, the runs' work is given). A metric the events cannot give is unknown,
+    not zero: its rule gets its ``unmeasured_status`` in ``result``."""
     from .metrics import catalogue_entry, missing_events
+    from .work import is_per_op
 
     measurable = []
     names = result.trace_names()
     for rule in rules:
         entry = catalogue_entry(rule.metric)
+        if is_per_op(rule.metric) and not with_work:
+            result.results.append(
+                RuleResult(
+                    rule,
+                    entry.unit,
+                    entry.direction,
+                    "error",
+                    message=f"{rule.metric} is a count per unit of work: give the runs' "
+                    "work (--work N, bench or cpu)",
+                )
+            )
+            continue
         lacking = [
             f"{name} {_name(names, t)} has no {ev} events"
             for name, traces in sides.items()
@@ -784,6 +861,7 @@ def _judge_rules(
     window: float | None,
     thresholds: dict | None,
     progress: Callable[[float], None] | None = None,
+    work=None,
 ) -> None:
     """Compare the sides on the rules' metrics (schedwake.compare, the same samples and
     test) and judge each rule from its metric's mean row."""
@@ -799,15 +877,106 @@ def _judge_rules(
         llc=None,
         thresholds=thresholds,
         progress=progress,
+        work=work,
     )
     result.comparison = comp
     rows = {r.metric.name: r for r in comp.comparison.rows if r.is_mean_row}
+    measured = {
+        rule.metric: _measure(rows[rule.metric], settings) for rule in rules if rule.metric in rows
+    }
+    adjusted = _adjusted_p(rules, measured, settings)
     for rule in rules:
-        result.results.append(_judge(rule, rows.get(rule.metric), settings.significance))
+        result.results.append(
+            _judge(
+                rule,
+                rows.get(rule.metric),
+                settings.significance,
+                measured.get(rule.metric),
+                adjusted.get(rule.metric),
+                settings.alpha,
+            )
+        )
 
 
-def _judge(rule: Rule, row, test: str) -> RuleResult:
-    """The verdict of one rule from the mean row of its metric."""
+@dataclass(frozen=True)
+class Measured:
+    """What a rule judges of its metric's mean row: the two sides' centres (geometric
+    means on the log scale, else the row's means), the significance of their
+    difference and the candidate's ratio with its 95% interval, and the scale used."""
+
+    baseline: float
+    candidate: float
+    sig: Any  # stats.SigResult
+    effect: Any  # stats.Effect
+    scale: str  # "log" or "raw"
+    #: every sample of both sides is one and the same value (0 cross-LLC migrations on
+    #: one LLC): a test that can never reject
+    constant: bool = False
+
+
+def _measure(row, settings: Settings) -> Measured:
+    """The rule's view of a mean row under ``[gate] scale``: on the log scale (when every
+    tested value is above zero) the geometric means, the test of the logs and the ratio
+    of geometric means; else the row's own means, test and ratio (the mmtests table's)."""
+    from . import stats as st
+
+    m = row.metric
+    tested = [st.clean_samples(x) for x in (m.test_samples or m.samples)[:2]]
+    pooled = np.concatenate(tested) if tested else np.empty(0)
+    constant = bool(pooled.size) and bool(np.all(pooled == pooled[0]))
+    if settings.scale == "log" and all(t.size for t in tested) and st.can_log(*tested):
+        logs = [np.log(t) for t in tested]
+        return Measured(
+            st.geometric_mean(tested[0]),
+            st.geometric_mean(tested[1]),
+            st.significance(logs[0], logs[1], settings.significance, settings.alpha),
+            st.log_ratio_ci(
+                tested[0],
+                tested[1],
+                df_rule="lkml" if settings.significance == "ttest" else "welch",
+            ),
+            "log",
+            constant,
+        )
+    return Measured(
+        float(row.values[0]), float(row.values[1]), row.sig[1], row.effect(1), "raw", constant
+    )
+
+
+def _adjusted_p(rules: list[Rule], measured: dict, settings: Settings) -> dict[str, float]:
+    """Each significance-requiring rule's p after Holm's correction over the family of
+    such rules whose metric was tested by a p (``[gate] multiplicity = "holm"``): an
+    unchanged build then breaks any of them with probability at most alpha. A metric
+    with one constant value on both sides is left out (its test cannot reject). Empty
+    for "none" and for ci95, which gives no p."""
+    from . import stats as st
+
+    if settings.multiplicity == "none" or settings.significance == "ci95":
+        return {}
+    family = {}
+    for rule in rules:
+        got = measured.get(rule.metric)
+        sig = None if got is None else got.sig
+        if rule.significance and sig is not None and sig.testable and math.isfinite(sig.detail):
+            if got is not None and not got.constant:
+                family[rule.metric] = float(sig.detail)
+    if len(family) < 2:
+        return family
+    adj = st.holm(list(family.values()))
+    return {m: float(p) for m, p in zip(family, adj)}
+
+
+def _judge(
+    rule: Rule,
+    row,
+    test: str,
+    measured: Measured | None = None,
+    p_adjusted: float | None = None,
+    alpha: float = 0.05,
+) -> RuleResult:
+    """The verdict of one rule from the mean row of its metric, as ``measured``
+    (:func:`_measure`; default the row's own means and test); ``p_adjusted``: its p
+    after the rules' multiplicity correction, which then decides significance."""
     from . import stats as st
     from .metrics import catalogue_entry
 
@@ -824,14 +993,18 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
                 "beside it (TRACE.bench.json, fio.json, dbench.txt)"
             )
         return res
-    base, cand = float(row.values[0]), float(row.values[1])
+    got = measured or Measured(
+        float(row.values[0]), float(row.values[1]), row.sig[1], row.effect(1), "raw"
+    )
+    base, cand = got.baseline, got.candidate
+    res.scale = got.scale
     res.n = tuple(int(st.clean_samples(s).size) for s in row.metric.samples)
     if math.isnan(base) or math.isnan(cand):
         res.status = rule.unmeasured_status
         side = "baseline" if math.isnan(base) else "candidate"
         res.message = f"{rule.metric} has no value on the {side} side (no samples)"
         return res
-    sig = row.sig[1]
+    sig = got.sig
     res.baseline, res.candidate = base, cand
     res.change = cand - base
     gain = base - cand if res.direction == "lower" else cand - base
@@ -845,7 +1018,11 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
     res.significant = bool(sig.significant)
     res.testable = bool(sig.testable)
     res.detail = float(sig.detail) if math.isfinite(sig.detail) else None
-    res.statistic = "p" if test == "ttest" else "cidiff"
+    res.statistic = "cidiff" if test == "ci95" else "p"
+    if p_adjusted is not None and res.testable:
+        res.p_adjusted = p_adjusted
+        res.significant = bool(p_adjusted < alpha)
+    res.gain_ci = gain_interval(got.effect, res.direction)
     worse = res.worsening > res.limit
     if rule.significance and worse and not sig.testable:
         res.status = "error"
@@ -853,7 +1030,7 @@ def _judge(rule: Rule, row, test: str) -> RuleResult:
             f"{rule.metric}: significance cannot be tested ({sig.reason}); "
             "give more iterations or set significance = false"
         )
-    elif worse and (sig.significant or not rule.significance):
+    elif worse and (res.significant or not rule.significance):
         res.status = "broken"
         res.message = (
             f"{rule.metric}: {_change_text(res, f', worst allowed {rule.allowed_text()}')}"
@@ -988,17 +1165,27 @@ def _callers_why(cmp, symbol: str, dso: str) -> list[str]:
 
 
 def _change_text(r: RuleResult, more: str = "") -> str:
-    unit = r.unit if r.unit in ("", "%", "/s") else " " + r.unit
+    unit = r.unit if r.unit in ("", "%", "/s", "/op") else " " + r.unit
     gain = gain_pct_text(r.gain_pct, r.baseline)
+    ci = ""
+    if r.gain_ci is not None and gain != NEW_TEXT:
+        ci = f", 95% CI {_ci_pct(r.gain_ci[0])}..{_ci_pct(r.gain_ci[1])}%"
     return (
         f"{_num(r.baseline)}{unit} -> {_num(r.candidate)}{unit} "
-        f"({gain if gain == NEW_TEXT else 'gain ' + gain}{more})"
+        f"({gain if gain == NEW_TEXT else 'gain ' + gain}{ci}{more})"
     )
+
+
+def _ci_pct(v: float) -> str:
+    return f"{v:+.0f}" if abs(v) >= 10 else f"{v:+.1f}"
 
 
 def _sig_text(r: RuleResult, required: bool) -> str:
     if r.significant:
-        return "significant" + (f" ({r.statistic}={r.detail:.3g})" if r.detail is not None else "")
+        if r.detail is None:
+            return "significant"
+        adj = f", Holm-adjusted {r.p_adjusted:.3g}" if r.p_adjusted is not None else ""
+        return f"significant ({r.statistic}={r.detail:.3g}{adj})"
     return "not significant" + ("" if required else " (significance not required)")
 
 
@@ -1040,7 +1227,7 @@ def _explain(result: GateResult, candidates: list, thresholds: dict | None) -> N
         return
     found = [(t, _findings_of(t, thresholds)) for t in candidates]
     for r in broken:
-        detectors = EXPLAINED_BY.get(catalogue_entry(r.rule.metric).name, ())
+        detectors = EXPLAINED_BY.get(_rate_of(catalogue_entry(r.rule.metric).name), ())
         worst = None
         for det in detectors:
             hits = [(t, f) for t, fs in found for f in fs if f.detector == det]
@@ -1058,6 +1245,13 @@ def _explain(result: GateResult, candidates: list, thresholds: dict | None) -> N
         shown = worst[0] if worst is not None else (candidates[0] if candidates else None)
         if shown is not None:
             r.why.append(f"see: schedwake analyze {shown.meta.path}")
+
+
+def _rate_of(name: str) -> str:
+    """The rate a count per unit of work is made from (its detectors explain it too)."""
+    from .work import is_per_op, per_s_name
+
+    return per_s_name(name) if is_per_op(name) else name
 
 
 def _top_names(findings: list) -> str:

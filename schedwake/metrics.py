@@ -1143,6 +1143,7 @@ def unknown_metric(name: str) -> str:
     import difflib
 
     known = [n for n in CATALOGUE if "{cpu}" not in n] + ["busy_share_cpuN", "bench_NAME"]
+    known += per_op_metrics()
     close = difflib.get_close_matches(name, known + list(FORMER_NAMES), n=3, cutoff=0.6)
     # (the families' templates are not names: a CPU's busy share is suggested as CPU 0's)
     close = [FORMER_NAMES.get(c, c).replace("busy_share_cpuN", "busy_share_cpu0") for c in close]
@@ -1205,7 +1206,38 @@ def catalogue_entry(name: str) -> CatalogueMetric:
         return BENCH
     if name.startswith("busy_share_cpu") and name[len("busy_share_cpu") :].isdigit():
         return CATALOGUE["busy_share_cpu{cpu}"]
+    per_op = per_op_entry(name)
+    if per_op is not None:
+        return per_op
     raise KeyError(unknown_metric(name))
+
+
+def per_op_entry(name: str) -> CatalogueMetric | None:
+    """The entry of a count per unit of work (``context_switches_per_op``: the rate
+    ``context_switches_per_s`` times the run's duration over its work, ``--work``;
+    :mod:`schedwake.work`), or None when ``name`` is not the per-op form of a rate of
+    the catalogue."""
+    from .work import is_per_op, per_s_name
+
+    if not is_per_op(name):
+        return None
+    base = CATALOGUE.get(per_s_name(name))
+    if base is None or base.unit != "/s":
+        return None
+    return CatalogueMetric(
+        name,
+        "/op",
+        base.direction,
+        f"{base.definition}: the count per unit of the run's work (compare/gate --work)",
+        "the trace's one value (a run's work is per run, never per window)",
+    )
+
+
+def per_op_metrics() -> list[str]:
+    """Every count per unit of work the catalogue has (one per ``/s`` rate)."""
+    from .work import per_op_name
+
+    return [per_op_name(n) for n, m in CATALOGUE.items() if m.unit == "/s"]
 
 
 def _select(names) -> list[str] | None:
@@ -1347,4 +1379,8 @@ def missing_events(trace, name: str) -> list[str]:
     key = catalogue_entry(name).name
     if key == BENCH.name:  # (a result of the benchmark, not of the trace's events)
         return []
+    if key not in NEEDS and per_op_entry(key) is not None:  # what its rate needs
+        from .work import per_s_name
+
+        key = per_s_name(key)
     return _unmet(trace, NEEDS[key])

@@ -30,6 +30,7 @@ __all__ = [
     "Comparison",
     "StatRow",
     "compare_samples",
+    "gain_interval",
     "split_label",
     "op_label",
     "FIELD_LENGTH",
@@ -42,7 +43,7 @@ COMPARE_LENGTH = 7
 #: Width of one side's cell: value (12) + " (" + "%7.2f" + "%)".
 CELL_WIDTH = FIELD_LENGTH + COMPARE_LENGTH + 4
 
-Rule = Literal["ttest", "ci95"]
+Rule = Literal["ttest", "ci95", "mannwhitney"]
 SampleKind = Literal["per-trace", "per-window"]
 
 _BEST_PCTS = (50, 95, 99)
@@ -62,6 +63,10 @@ class MetricSamples:
     samples: Sequence[Any]
     window_s: float | None = None
     sample_kind: SampleKind = "per-trace"
+    #: What the significance test and the effect's interval use instead of ``samples``,
+    #: per side: the batch means of per-window samples (windows of one run are
+    #: autocorrelated; :func:`schedwake.stats.batch_means`). None: ``samples`` themselves.
+    test_samples: Sequence[Any] | None = None
 
     def __post_init__(self):
         if self.direction not in ("lower", "higher"):
@@ -82,6 +87,12 @@ class StatRow:
     pcts: list[float]  # per side, baseline 0.0
     is_mean_row: bool
     sig: list[st.SigResult | None]  # per side; None for the baseline and non-mean rows
+    #: per side on the mean row: the side's mean over the baseline's with its 95%
+    #: interval (:func:`schedwake.stats.mean_ratio_ci`); None elsewhere
+    effects: list[st.Effect | None] = field(default_factory=list)
+
+    def effect(self, j: int) -> st.Effect | None:
+        return self.effects[j] if j < len(self.effects) else None
 
     @property
     def op(self) -> str:
@@ -122,7 +133,7 @@ def op_label(name: str, unit: str) -> str:
     the name does not say the unit already (``wakeup_migration_share[%]``; not
     ``migrations_per_s`` or ``wake_to_run_p99_us``). No spaces, so whitespace-splitting
     mmtests parsers keep working."""
-    said = {"/s": "_per_s", "us": "_us", "ns": "_ns"}.get(unit, unit)
+    said = {"/s": "_per_s", "/op": "_per_op", "us": "_us", "ns": "_ns"}.get(unit, unit)
     if not unit or name.endswith(said) or name.endswith(unit):
         return name
     if unit.startswith("/"):  # a name of your own: ``ctxsw/s``
@@ -183,16 +194,36 @@ class Comparison:
 
     # ---- shared pieces ------------------------------------------------------------------
     def rule_name(self) -> str:
+        a = f"{self.alpha:.2f}" if round(self.alpha, 2) == self.alpha else f"{self.alpha:g}"
+        one = self._one_run_side()
         if self.rule == "ttest":
-            a = f"{self.alpha:.2f}" if round(self.alpha, 2) == self.alpha else f"{self.alpha:g}"
-            return f"two-sided t-test (Welch s.e., df=n1+n2-2), alpha {a}"
-        return "mean +-1.96*sd intervals do not overlap (mmtests ci95)"
+            pred = "; one run: t prediction interval of the baseline runs" if one else ""
+            return f"two-sided t-test (Welch s.e., df=n1+n2-2{pred}), alpha {a}"
+        if self.rule == "mannwhitney":
+            pred = " (one run: its rank among the baseline runs)" if one else ""
+            return f"two-sided Mann-Whitney rank-sum test{pred}, alpha {a}"
+        pred = " (one run: outside the baseline's interval)" if one else ""
+        return f"mean +-1.96*sd intervals do not overlap (mmtests ci95){pred}"
+
+    def _one_run_side(self) -> bool:
+        """True when a side of one run is judged against >= 2 baseline runs (by the
+        prediction tests) for some metric."""
+        for m in self.metrics:
+            arrays = m.test_samples if m.test_samples is not None else m.samples
+            sizes = [st.clean_samples(x).size for x in arrays]
+            if sizes and sizes[0] >= 2 and any(n == 1 for n in sizes[1:]):
+                return True
+        return False
 
     def _sample_desc(self, m: MetricSamples) -> str:
         ns = "/".join(str(st.clean_samples(s).size) for s in m.samples)
         if m.sample_kind == "per-window":
             win = f", window {float(m.window_s)} s" if m.window_s is not None else ""
-            return f"per-window values{win}, n={ns}"
+            tested = ""
+            if m.test_samples is not None:
+                nb = "/".join(str(st.clean_samples(s).size) for s in m.test_samples)
+                tested = f", tested on batch means n={nb}"
+            return f"per-window values{win}, n={ns}{tested}"
         return f"per-trace values, n={ns}"
 
     def rule_line(self) -> str:
@@ -214,6 +245,10 @@ class Comparison:
             for s in r.sig:
                 if s is not None and not s.testable:
                     untestable.append(f"{r.metric.name} ({s.reason})")
+        reasons = {u.split(" (", 1)[1] for u in untestable}
+        if untestable and len(reasons) == 1 and len(untestable) > 1:
+            # one reason for every metric (one baseline run): said once
+            untestable = [f"every metric ({reasons.pop()}"]
         if untestable:
             line += "; not testable: " + ", ".join(dict.fromkeys(untestable))
         return line
@@ -222,7 +257,10 @@ class Comparison:
         """Flat, JSON-ready records: one per (metric, statistic, side).
 
         Keys: metric, unit, direction, stat, side, baseline, value, pct, significant,
-        detail, testable, rule, n, sample_kind, window_s.  NaN becomes ``None``;
+        detail, testable, rule, n, sample_kind, window_s, and on the mean row's
+        non-baseline sides ratio, ratio_ci (the side's mean over the baseline's and its 95%
+        interval, ``[low, high]``) and gain_ci (the interval as a gain in %, + better,
+        ordered low to high).  NaN becomes ``None``;
         ``significant``/``detail``/``testable`` are ``None`` except on non-baseline sides of
         the mean row (``detail`` = p-value for ttest, cidiff ratio for ci95; ``None`` when
         not finite, i.e. ci95 with zero spread on both sides).
@@ -252,9 +290,31 @@ class Comparison:
                         "n": int(st.clean_samples(m.samples[j]).size),
                         "sample_kind": m.sample_kind,
                         "window_s": m.window_s,
+                        **_effect_fields(r, j),
                     }
                 )
         return recs
+
+
+def gain_interval(effect: st.Effect | None, direction: str) -> tuple[float, float] | None:
+    """An effect's interval as gains in % (mmtests' sign: + better), low to high: for a
+    lower-is-better metric a ratio r is a gain of ``100 - 100 r``; None without one."""
+    if effect is None or not effect.has_interval:
+        return None
+    lo, hi = (effect.low - 1) * 100.0, (effect.high - 1) * 100.0
+    return (-hi, -lo) if direction == "lower" else (lo, hi)
+
+
+def _effect_fields(r: StatRow, j: int) -> dict[str, Any]:
+    e = r.effect(j) if r.is_mean_row and j else None
+    if e is None:
+        return {"ratio": None, "ratio_ci": None, "gain_ci": None}
+    gain = gain_interval(e, r.metric.direction)
+    return {
+        "ratio": _none_if_nan(e.ratio),
+        "ratio_ci": [e.low, e.high] if e.has_interval else None,
+        "gain_ci": list(gain) if gain else None,
+    }
 
 
 def compare_samples(
@@ -268,14 +328,17 @@ def compare_samples(
 
     ``labels[0]`` is the baseline; every metric must have one sample array per label.
     ``rule`` picks the ``*`` test on the mean row: ``"ttest"`` (mmtests 2018-2024, the LKML
-    tables: two-sided t-test, Welch s.e., df=n1+n2-2, ``alpha``) or ``"ci95"`` (mmtests
-    since 2024-11: non-overlapping mean +-1.96*sd intervals; ``alpha`` unused).
+    tables: two-sided t-test, Welch s.e., df=n1+n2-2, ``alpha``), ``"ci95"`` (mmtests
+    since 2024-11: non-overlapping mean +-1.96*sd intervals; ``alpha`` unused) or
+    ``"mannwhitney"`` (rank-sum). A side with one run is judged against the baseline
+    runs' spread (:func:`schedwake.stats.significance`); one baseline run is not
+    testable. A metric's ``test_samples`` (batch means), when given, are what is tested.
     """
     labels = list(labels)
     if not labels:
         raise ValueError("need at least one side label")
-    if rule not in ("ttest", "ci95"):
-        raise ValueError(f"rule must be 'ttest' or 'ci95', not {rule!r}")
+    if rule not in st.TESTS:
+        raise ValueError(f"rule must be one of {', '.join(st.TESTS)}, not {rule!r}")
     alpha = st.check_alpha(alpha)
     metrics = list(metrics)
     for m in metrics:
@@ -286,6 +349,7 @@ def compare_samples(
     for m in metrics:
         kind: st.MeanKind = "amean" if m.direction == "lower" else "hmean"
         arrays = [st.clean_samples(s) for s in m.samples]
+        tested = arrays if m.test_samples is None else [st.clean_samples(s) for s in m.test_samples]
         vals = [_stat_values(a, m.direction) for a in arrays]  # [side][stat]
         names = _stat_names(m.direction)
         rows = []
@@ -298,13 +362,15 @@ def compare_samples(
             ]
             is_mean = k == 1
             sig: list[st.SigResult | None] = [None] * len(labels)
+            effects: list[st.Effect | None] = [None] * len(labels)
             if is_mean:
                 for j in range(1, len(labels)):
-                    if rule == "ttest":
-                        sig[j] = st.ttest_lkml(arrays[0], arrays[j], alpha=alpha, mean=kind)
-                    else:
-                        sig[j] = st.ci95_test(arrays[0], arrays[j], mean=kind)
-            rows.append(StatRow(name, m, values, pcts, is_mean, sig))
+                    sig[j] = st.significance(tested[0], tested[j], rule, alpha, kind)
+                    # (with the t-test's own degrees of freedom: the interval and the
+                    # star agree)
+                    df_rule = "lkml" if rule == "ttest" else "welch"
+                    effects[j] = st.mean_ratio_ci(tested[0], tested[j], mean=kind, df_rule=df_rule)
+            rows.append(StatRow(name, m, values, pcts, is_mean, sig, effects))
         per_metric.append(rows)
 
     # group by statistic position, then by metric (mmtests _generateTitleTable order)

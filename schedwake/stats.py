@@ -36,6 +36,7 @@ Decisions where mmtests is silent or odd (documented so the report can state the
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Real
 from typing import Literal, NamedTuple
@@ -71,6 +72,23 @@ __all__ = [
     "ttest_lkml",
     "ttest_from_summary",
     "Z_975",
+    "TESTS",
+    "Effect",
+    "batch_means",
+    "ci95_prediction",
+    "holm",
+    "lag1_autocorrelation",
+    "mannwhitney_p",
+    "mannwhitney_test",
+    "mean_ratio_ci",
+    "prediction_test",
+    "rank_prediction_test",
+    "significance",
+    "t_quantile",
+    "welch_df",
+    "can_log",
+    "log_ratio_ci",
+    "geometric_mean",
 ]
 
 Direction = Literal["lower", "higher"]
@@ -463,3 +481,392 @@ def ci95_test(base, new, mean: MeanKind = "amean") -> SigResult:
         return SigResult(True, math.copysign(math.inf, mn - mb))
     ratio = cidiff(mn, (mn - hn, mn + hn), mb, (mb - hb, mb + hb))
     return SigResult(abs(ratio) > 1, float(ratio))
+
+
+# --------------------------------------------------------------------------------------
+# replicates, not windows: the tests a verdict on runs uses (docs/gate.md, "Statistics")
+# --------------------------------------------------------------------------------------
+
+
+def welch_df(sd_base: float, n_base: int, sd_new: float, n_new: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of a difference of two means (NaN when
+    both spreads are zero)."""
+    vb, vn = sd_base**2 / n_base, sd_new**2 / n_new
+    den = (vb**2 / (n_base - 1) if n_base > 1 else 0.0) + (
+        vn**2 / (n_new - 1) if n_new > 1 else 0.0
+    )
+    return math.nan if den == 0 else (vb + vn) ** 2 / den
+
+
+def _rank_sum_counts(scores: np.ndarray, k: int) -> np.ndarray:
+    """``counts[s]``: how many of the subsets of size ``k`` of ``scores`` (non-negative
+    integers) sum to ``s`` -- the exact permutation distribution of a rank sum, ties
+    included (a dynamic programme over items, ``O(N * k * sum)``)."""
+    total = int(scores.sum())
+    table = np.zeros((k + 1, total + 1), dtype=np.float64)
+    table[0, 0] = 1.0
+    for item in scores.astype(np.int64):
+        # subsets of size j+1 that take this item, from those of size j that do not
+        table[1:, item:] += table[:-1, : total + 1 - item].copy()
+    return table[k]
+
+
+#: Above this many runs in all, the rank-sum test uses the normal approximation (with the
+#: tie correction); below it the exact permutation distribution.
+MANNWHITNEY_EXACT_MAX = 60
+
+
+def mannwhitney_p(base, new) -> float:
+    """Two-sided p of the Wilcoxon-Mann-Whitney rank-sum test of ``new`` against ``base``:
+    exact (every split of the pooled runs equally likely, ties as mid-ranks) up to
+    :data:`MANNWHITNEY_EXACT_MAX` runs, else the normal approximation with the tie
+    correction. NaN with fewer than one run a side."""
+    b, n = _clean(base), _clean(new)
+    if b.size == 0 or n.size == 0:
+        return math.nan
+    pooled = np.concatenate([b, n])
+    order = pooled.argsort(kind="mergesort")
+    ranks = np.empty(pooled.size)
+    ranks[order] = np.arange(1, pooled.size + 1, dtype=np.float64)
+    # mid-ranks for ties
+    vals, inverse, counts = np.unique(pooled, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    ranks = (sums / counts)[inverse]
+    w = float(ranks[b.size :].sum())
+    big_n = pooled.size
+    expect = n.size * (big_n + 1) / 2.0
+    if big_n <= MANNWHITNEY_EXACT_MAX:
+        doubled = np.rint(ranks * 2).astype(np.int64)  # mid-ranks are halves
+        dist = _rank_sum_counts(doubled, n.size)
+        dist = dist / dist.sum()
+        sums2 = np.arange(dist.size, dtype=np.float64)
+        far = np.abs(sums2 - 2 * expect) >= abs(2 * w - 2 * expect) - 1e-9
+        return float(min(1.0, dist[far].sum()))
+    tie = float(np.sum(counts**3 - counts)) / (big_n * (big_n - 1))
+    var = b.size * n.size / 12.0 * ((big_n + 1) - tie)
+    if var <= 0:
+        return 1.0
+    z = max(abs(w - expect) - 0.5, 0.0) / math.sqrt(var)
+    return float(math.erfc(z / math.sqrt(2.0)))
+
+
+def mannwhitney_min_p(n_base: int, n_new: int) -> float:
+    """The smallest two-sided p the exact rank-sum test can give with these many runs
+    (all of one side above all of the other): ``2 / C(n_base + n_new, n_new)``."""
+    return min(1.0, 2.0 / math.comb(n_base + n_new, n_new))
+
+
+def mannwhitney_test(base, new, alpha: float = 0.05) -> SigResult:
+    """:func:`mannwhitney_p` as a verdict. Not testable with fewer than two runs a side,
+    or when even the most extreme split of the runs could not reach ``alpha`` (3 runs a
+    side: p >= 0.1), rather than a test that can never say significant."""
+    check_alpha(alpha)
+    b, n = _clean(base), _clean(new)
+    if b.size < 2 or n.size < 2:
+        return _not_testable(f"needs >=2 samples per side (n={b.size}/{n.size})")
+    floor = mannwhitney_min_p(b.size, n.size)
+    if floor >= alpha:
+        return _not_testable(
+            f"with n={b.size}/{n.size} the rank test's smallest p is {floor:.3g} >= alpha "
+            f"{alpha:g}: give more runs"
+        )
+    p = mannwhitney_p(b, n)
+    return SigResult(p < alpha, p)
+
+
+def _as_mean_kind(a: np.ndarray, mean: MeanKind) -> np.ndarray:
+    """The values whose arithmetic mean the ``mean`` of ``a`` is built from: ``a`` itself
+    for amean, its reciprocals for hmean (the harmonic mean is 1 / mean(1/x)); NaN for
+    an hmean of a value <= 0."""
+    if mean == "amean":
+        return a
+    if a.size and np.any(a <= 0):
+        return np.full(a.shape, math.nan)
+    return 1.0 / a
+
+
+def prediction_test(
+    base, new_value: float, alpha: float = 0.05, mean: MeanKind = "amean"
+) -> SigResult:
+    """Is one new run outside the baseline runs' spread? The t prediction interval of a
+    new observation: ``t = (x - mean) / (sd * sqrt(1 + 1/n))`` with ``n - 1`` degrees of
+    freedom (two-sided p). For ``mean="hmean"`` the test is on reciprocals, as the
+    harmonic mean is. Not testable with fewer than two baseline runs: one run has no
+    between-run spread to judge a candidate against."""
+    check_alpha(alpha)
+    b = _clean(base)
+    if b.size < 2:
+        return _not_testable(f"give >= 2 baseline runs (n={b.size}/1)")
+    x = float(new_value)
+    y = _as_mean_kind(b, mean)
+    xv = _as_mean_kind(np.array([x]), mean)[0]
+    if math.isnan(xv) or np.isnan(y).any():
+        return _not_testable("mean or stddev undefined")
+    m, s = float(y.mean()), float(y.std(ddof=1))
+    if s == 0:
+        differ = xv != m
+        return SigResult(differ, 0.0 if differ else 1.0)
+    t_stat = abs(xv - m) / (s * math.sqrt(1.0 + 1.0 / y.size))
+    p = float(t_two_sided_p(t_stat, y.size - 1))
+    return SigResult(p < alpha, p)
+
+
+def rank_prediction_test(base, new_value: float, alpha: float = 0.05) -> SigResult:
+    """The rank version of :func:`prediction_test`: if the new run were one more run of
+    the baseline, each of the ``n + 1`` ranks would be equally likely; two-sided
+    ``p = min(1, 2 * (1 + #runs on the far side) / (n + 1))``. Not testable when even
+    the most extreme rank cannot reach ``alpha`` (``2 / (n + 1) >= alpha``: 39 baseline
+    runs for 0.05)."""
+    check_alpha(alpha)
+    b = _clean(base)
+    if b.size < 2:
+        return _not_testable(f"give >= 2 baseline runs (n={b.size}/1)")
+    floor = 2.0 / (b.size + 1)
+    if floor >= alpha:
+        need = math.floor(2.0 / alpha)
+        return _not_testable(
+            f"one candidate run ranked among {b.size} baseline runs: the smallest p is "
+            f"{floor:.3g} >= alpha {alpha:g} (needs >= {need} baseline runs)"
+        )
+    x = float(new_value)
+    above, below = int(np.sum(b >= x)), int(np.sum(b <= x))
+    p = min(1.0, 2.0 * (1 + min(above, below)) / (b.size + 1))
+    return SigResult(p < alpha, p)
+
+
+def ci95_prediction(base, new_value: float, mean: MeanKind = "amean") -> SigResult:
+    """mmtests' ci95 rule for one new run: its (zero-width) interval does not overlap
+    the baseline's ``mean +- 1.96*sd``; ``detail`` is the cidiff ratio."""
+    b = _clean(base)
+    if b.size < 2:
+        return _not_testable(f"give >= 2 baseline runs (n={b.size}/1)")
+    mb, sb = mean_of(b, mean), _spread_of(b, mean)
+    x = float(new_value)
+    if any(math.isnan(v) for v in (mb, sb, x)):
+        return _not_testable("mean or stddev undefined")
+    hb = Z_975 * sb
+    if hb == 0:
+        return SigResult(x != mb, 0.0 if x == mb else math.copysign(math.inf, x - mb))
+    ratio = cidiff(x, (x, x), mb, (mb - hb, mb + hb))
+    return SigResult(abs(ratio) > 1, float(ratio))
+
+
+#: The significance rules a comparison can use on the mean row.
+TESTS = ("ttest", "ci95", "mannwhitney")
+
+
+def significance(
+    base, new, rule: str = "ttest", alpha: float = 0.10, mean: MeanKind = "amean"
+) -> SigResult:
+    """The verdict of ``rule`` on two sides' per-run samples: a two-sample test when
+    both sides have >= 2 runs (``ttest``: :func:`ttest_lkml`; ``ci95``: :func:`ci95_test`;
+    ``mannwhitney``: :func:`mannwhitney_test`), a prediction test when the new side has
+    one run (:func:`prediction_test`, :func:`ci95_prediction`,
+    :func:`rank_prediction_test`); not testable with one baseline run."""
+    b, n = _clean(base), _clean(new)
+    if b.size < 2:
+        return _not_testable(f"give >= 2 baseline runs (n={b.size}/{n.size})")
+    if n.size == 1:
+        if rule == "ci95":
+            return ci95_prediction(b, float(n[0]), mean)
+        if rule == "mannwhitney":
+            return rank_prediction_test(b, float(n[0]), alpha)
+        return prediction_test(b, float(n[0]), alpha, mean)
+    if rule == "ci95":
+        return ci95_test(b, n, mean)
+    if rule == "mannwhitney":
+        return mannwhitney_test(b, n, alpha)
+    return ttest_lkml(b, n, alpha, mean)
+
+
+class Effect(NamedTuple):
+    """The new side's mean over the baseline's (``ratio``) with its confidence interval
+    (``low``, ``high``; NaN when it cannot be given: a zero or undefined baseline mean,
+    fewer than two baseline runs)."""
+
+    ratio: float
+    low: float
+    high: float
+    level: float = 0.95
+
+    @property
+    def has_interval(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile (``0.5 < p < 1``) of Student's t with ``df`` degrees of freedom:
+    Newton's method on :func:`t_sf` from the Cornish-Fisher start (a few steps to
+    1e-12), falling back to bisection if a step leaves the bracket."""
+    if not 0.5 < p < 1 or not df > 0:
+        raise ValueError("t_quantile needs 0.5 < p < 1 and df > 0")
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(p)
+    # Cornish-Fisher expansion of the t quantile in 1/df (Abramowitz & Stegun 26.7.5)
+    x = (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    lo, hi = 0.0, max(2.0 * x, 1.0)
+    while float(t_sf(hi, df)) > 1 - p:
+        hi *= 2.0
+        if hi > 1e12:
+            return math.inf
+    for _ in range(60):
+        err = (1 - float(t_sf(x, df))) - p  # cdf(x) - p
+        if abs(err) < 1e-13:
+            break
+        if err > 0:
+            hi = min(hi, x)
+        else:
+            lo = max(lo, x)
+        pdf = math.exp(log_c - (df + 1) / 2 * math.log1p(x * x / df))
+        step = x - err / pdf if pdf > 0 else math.nan
+        x = step if lo < step < hi else (lo + hi) / 2.0
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return x
+
+
+def _difference_interval(
+    yb: np.ndarray, yn: np.ndarray, level: float, df_rule: str = "welch"
+) -> tuple[float, float]:
+    """``(mean(yn) - mean(yb), half-width)`` of the ``level`` interval of the difference:
+    with >= 2 values a side the Welch standard error with the Welch-Satterthwaite degrees
+    of freedom (``df_rule="welch"``) or mmtests' ``n1 + n2 - 2`` (``"lkml"``, the df of
+    :func:`ttest_lkml`, so that the interval and that test agree); the t prediction
+    interval of one new value (``sd * sqrt(1 + 1/n)``, ``n - 1`` df) with one. The
+    half-width is NaN with one baseline value or no degrees of freedom, 0 with no
+    spread."""
+    diff = float(yn.mean() - yb.mean())
+    if yb.size < 2:
+        return diff, math.nan
+    sb = float(yb.std(ddof=1))
+    if yn.size == 1:
+        se, df = sb * math.sqrt(1.0 + 1.0 / yb.size), float(yb.size - 1)
+    else:
+        sn = float(yn.std(ddof=1))
+        se = math.sqrt(sb**2 / yb.size + sn**2 / yn.size)
+        if df_rule == "lkml":
+            df = float(yb.size + yn.size - 2)
+        else:
+            df = welch_df(sb, yb.size, sn, yn.size)
+    if se == 0:
+        return diff, 0.0
+    if not math.isfinite(df) or df <= 0:
+        return diff, math.nan
+    return diff, t_quantile(0.5 + level / 2.0, df) * se
+
+
+def mean_ratio_ci(
+    base, new, level: float = 0.95, mean: MeanKind = "amean", df_rule: str = "welch"
+) -> Effect:
+    """``mean(new) / mean(base)`` with a ``level`` confidence interval: the interval of
+    the difference of the means (:func:`_difference_interval`: Welch's with >= 2 runs a
+    side, the prediction interval of one new run) in units of the baseline mean, so
+    that it excludes 1 where the matching test is significant at ``1 - level``
+    (``df_rule="lkml"`` for :func:`ttest_lkml`'s degrees of freedom).
+    ``mean="hmean"`` gives the ratio of harmonic means (the interval is taken on the
+    reciprocals, whose mean the harmonic mean inverts; an end that crosses zero there is
+    infinite). The interval is NaN with fewer than two baseline runs or a baseline mean
+    of zero."""
+    b, n = _clean(base), _clean(new)
+    nan = Effect(math.nan, math.nan, math.nan, level)
+    if b.size == 0 or n.size == 0:
+        return nan
+    yb, yn = _as_mean_kind(b, mean), _as_mean_kind(n, mean)
+    if np.isnan(yb).any() or np.isnan(yn).any():
+        return nan
+    mb, mn = float(yb.mean()), float(yn.mean())
+    if mb == 0 or (mean == "hmean" and mn == 0):
+        return nan
+
+    def ratio_of(d: float) -> float:
+        if mean == "amean":
+            return 1.0 + d / mb
+        inner = 1.0 + d / mb  # mean(1/new) / mean(1/base): the ratio's reciprocal
+        return math.inf if inner <= 0 else 1.0 / inner
+
+    diff, half = _difference_interval(yb, yn, level, df_rule)
+    ratio = ratio_of(diff)
+    if math.isnan(half):
+        return Effect(ratio, math.nan, math.nan, level)
+    ends = sorted((ratio_of(diff - half), ratio_of(diff + half)))
+    return Effect(ratio, ends[0], ends[1], level)
+
+
+def can_log(*arrays) -> bool:
+    """True when every value of ``arrays`` (NaN dropped) is above zero: a log scale
+    exists for them."""
+    return all(bool(np.all(_clean(a) > 0)) for a in arrays)
+
+
+def log_ratio_ci(base, new, level: float = 0.95, df_rule: str = "welch") -> Effect:
+    """The ratio of the geometric means, ``exp(mean(log new) - mean(log base))``, with
+    the ``level`` interval of the log difference (:func:`_difference_interval`)
+    exponentiated; NaN unless every value is above zero."""
+    b, n = _clean(base), _clean(new)
+    if b.size == 0 or n.size == 0 or not can_log(b, n):
+        return Effect(math.nan, math.nan, math.nan, level)
+    diff, half = _difference_interval(np.log(b), np.log(n), level, df_rule)
+    if math.isnan(half):
+        return Effect(math.exp(diff), math.nan, math.nan, level)
+    return Effect(math.exp(diff), math.exp(diff - half), math.exp(diff + half), level)
+
+
+def geometric_mean(x) -> float:
+    """``exp(mean(log x))``; NaN if empty or any value is <= 0."""
+    a = _clean(x)
+    if a.size == 0 or np.any(a <= 0):
+        return math.nan
+    return float(np.exp(np.log(a).mean()))
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN): rejecting where the adjusted p
+    is below alpha keeps the chance of any false rejection among the family at most
+    alpha, whatever the tests' dependence."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, math.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if ok.size == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="mergesort")]
+    m = order.size
+    running = 0.0
+    for i, idx in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[idx]))
+        out[idx] = running
+    return out
+
+
+def batch_means(values, batches: int) -> np.ndarray:
+    """Means of ``batches`` consecutive, (nearly) equal groups of ``values`` in time
+    order (NaN values dropped within a group; a group of only NaN gives NaN): the batch
+    means method for autocorrelated windows of one run, whose groups are far less
+    correlated than the windows themselves."""
+    a = np.asarray(values, dtype=np.float64).ravel()
+    k = max(1, min(int(batches), a.size))
+    if a.size == 0:
+        return np.empty(0)
+    out = []
+    for part in np.array_split(a, k):
+        good = part[~np.isnan(part)]
+        out.append(float(good.mean()) if good.size else math.nan)
+    return np.array(out)
+
+
+def lag1_autocorrelation(values) -> float:
+    """The lag-1 autocorrelation of a sequence (NaN when it has fewer than 3 values or
+    no spread)."""
+    a = _clean(values)
+    if a.size < 3:
+        return math.nan
+    d = a - a.mean()
+    den = float(np.dot(d, d))
+    return math.nan if den == 0 else float(np.dot(d[:-1], d[1:]) / den)

@@ -198,7 +198,15 @@ def test_published_amean_through_cli_text_and_json(published):
     text = run_cli(*args, check=True).stdout
     # the summary first: the mean on each side and the gain, starred
     assert text.startswith("summary: the mean of each metric on each side")
-    assert text.splitlines()[2].split() == ["context_switches_per_s", "22.63", "20.54", "+9.23%*"]
+    # ... with the gain's 95% interval (Welch's, in % of the baseline mean)
+    assert text.splitlines()[2].split() == [
+        "context_switches_per_s",
+        "22.63",
+        "20.54",
+        "+9.23%",
+        "[-1.2..+20%]",  # (95%, while the star is at mmtests' alpha 0.10)
+        "*",
+    ]
     text = mmtests_part(text)
     lines = text.splitlines()
     assert lines[0] == "schedwake: published numbers"
@@ -310,14 +318,27 @@ def test_ci95_rule_is_printed(published):
 # -- the API ----------------------------------------------------------------------------------
 
 
-def test_auto_samples_per_window_when_a_side_has_one_trace(published):
+def test_samples_are_runs_and_windows_only_on_request(published):
+    """One baseline run: per-trace samples still (never windows taken for replicates),
+    and no star: nothing is testable. Windows when asked for, tested as batch means."""
+    sides = [published / "base-0.txt", sorted(published.glob("patched-*"))]
+    res = schedwake.compare(sides, metrics=["context_switches_per_s"])
+    assert res.sample_kind == "per-trace" and res.window_s is None
+    assert "n=1/3; not testable: context_switches_per_s (give >= 2 baseline runs" in (
+        res.rule_line()
+    )
+    assert any(n.startswith("one baseline run: no significance") for n in res.notes())
     res = schedwake.compare(
-        [published / "base-0.txt", sorted(published.glob("patched-*"))],
-        metrics=["context_switches_per_s"],
-        window_s=10,
+        sides, metrics=["context_switches_per_s"], samples="window", window_s=10
     )
     assert res.sample_kind == "per-window" and res.window_s == 10
-    assert "per-window values, window 10.0 s, n=10/30" in res.rule_line()
+    # 10 windows a trace: 3 batch means of 3-4 windows each
+    assert "per-window values, window 10.0 s, n=10/30, tested on batch means n=3/9" in (
+        res.rule_line()
+    )
+    # three runs against one: a prediction interval of the three
+    res = schedwake.compare(sides[::-1], metrics=["context_switches_per_s"])
+    assert "one run: t prediction interval of the baseline runs" in res.rule_line()
     res = schedwake.compare(
         [sorted(published.glob("base-*")), sorted(published.glob("patched-*"))],
         metrics=["context_switches_per_s"],
@@ -383,6 +404,8 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
         "6.18.44-2clients",
         "--window",
         "0.5",
+        "--samples",
+        "window",
         "--metric",
         "migrations_per_s",
         "--metric",
@@ -400,12 +423,12 @@ def test_cli_real_traces_text_layout_and_html(tmp_path):
     # tolerance: withheld, and so that trace gives no window sample of it, the windows it
     # shows well not being a fair sample: docs/compare.md)
     assert lines[k - 1].endswith(
-        "per-window values, window 0.5 s, n=6/6 (wake_to_run_p99_us: per-window values, "
-        "window 0.5 s, n=0/6); not testable: wake_to_run_p99_us (needs >=2 samples per "
-        "side (n=0/6))"
+        "per-window values, window 0.5 s, n=6/6, tested on batch means n=2/2 "
+        "(wake_to_run_p99_us: per-window values, window 0.5 s, n=0/6, tested on batch means "
+        "n=0/2); not testable: wake_to_run_p99_us (give >= 2 baseline runs (n=0/2))"
     )
     # the per-window caution, among the notes (after those of what each trace lacks)
-    assert any(ln.startswith("note: one trace on a side") for ln in lines[k + 1 :])
+    assert any(ln.startswith("note: per-window samples (asked for)") for ln in lines[k + 1 :])
     assert any(ln.startswith("Amean     wake_to_run_p99_us") for ln in lines)  # (--full)
     assert out.exists() and "wrote" in p.stderr
     from .test_html_report import without_scripts
@@ -456,7 +479,7 @@ def test_sides_from_different_machines_are_said_to_differ():
 
 
 @pytest.mark.slow
-def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
+def test_one_trace_a_side_carries_the_one_run_caution_and_one_colour_scale():
     """compare says what gate says about windows of one run, and the report's migration
     matrices of the sides share one colour scale."""
     from schedwake.report.plots import report_figures
@@ -464,9 +487,9 @@ def test_one_trace_a_side_carries_the_per_window_caution_and_one_colour_scale():
     result = schedwake.compare(
         {"root": [sample("fio-pinned-root.dat")], "weighted": [sample("fio-pinned-weighted.dat")]}
     )
-    assert result.sample_kind == "per-window"
-    assert any(n.startswith("one trace on a side: the samples are windows") for n in result.notes())
-    assert "note: one trace on a side" in compare_report.text(result)
+    assert result.sample_kind == "per-trace"
+    assert any(n.startswith("one baseline run: no significance") for n in result.notes())
+    assert "note: one baseline run" in compare_report.text(result)
     figs = report_figures(result)
     clims = [
         figs[f"{s}: migration matrix"].axes[0].images[0].get_clim() for s in ("root", "weighted")

@@ -191,7 +191,7 @@ def test_single_sample_not_testable_and_nan_prints_zero():
     assert _row(text, "Amean").endswith("5.00 (  50.00%)")
     assert text.splitlines()[-1].endswith(
         "samples: per-trace values, n=1/1; "
-        "not testable: migrations (needs >=2 samples per side (n=1/1))"
+        "not testable: migrations (give >= 2 baseline runs (n=1/1))"
     )
 
 

@@ -239,3 +239,74 @@ def test_ci95_zero_spread_and_not_testable():
     # cidiff keeps the mmtests arithmetic: zero CI sum -> raw difference
     assert st.cidiff(5.5, (5.5, 5.5), 5.0, (5.0, 5.0)) == 0.5
     assert st.cidiff(12.0, (10.0, 14.0), 5.0, (4.0, 6.0)) == pytest.approx(7.0 / 3.0)
+
+
+# -- replicates, not windows: rank test, prediction, effects, Holm, batch means ------------------
+# (the expected values are scipy's 1.x: mannwhitneyu, t.ppf and t.sf, computed outside
+# this project, which has no scipy)
+
+
+def test_mannwhitney_exact_and_with_ties_and_normal():
+    base = [12.1, 13.4, 11.8, 12.9, 14.2]
+    new = [15.3, 14.8, 16.1, 13.9]
+    assert st.mannwhitney_p(base, new) == pytest.approx(0.031746031746031744, rel=1e-12)
+    # ties: the exact permutation distribution of the mid-rank sum (50 of 462 splits)
+    assert st.mannwhitney_p([1, 2, 2, 3, 3, 3], [2, 3, 4, 4, 5]) == pytest.approx(50 / 462)
+    # above MANNWHITNEY_EXACT_MAX runs: the normal approximation with continuity
+    big = st.mannwhitney_p(np.arange(70.0), np.arange(35.0) + 20)
+    assert big == pytest.approx(0.5542232679963891, rel=1e-9)
+
+
+def test_mannwhitney_says_when_it_cannot_reach_alpha():
+    # 3 runs a side: the most extreme split has p = 2/20 = 0.1
+    assert st.mannwhitney_min_p(3, 3) == pytest.approx(0.1)
+    r = st.mannwhitney_test([1, 2, 3], [4, 5, 6], alpha=0.05)
+    assert not r.testable and "smallest p is 0.1" in r.reason
+    r = st.mannwhitney_test([1, 2, 3, 4], [5, 6, 7, 8], alpha=0.05)
+    assert r.testable and r.significant and r.detail == pytest.approx(2 / 70)
+
+
+def test_prediction_of_one_run_against_the_baseline_runs():
+    # t = 30 / (1 * sqrt(1 + 1/3)), 2 degrees of freedom
+    r = st.prediction_test([100, 101, 99], 130, alpha=0.05)
+    assert r.significant and r.detail == pytest.approx(0.001478197408234942, rel=1e-9)
+    assert not st.prediction_test([100, 140, 60], 130, alpha=0.05).significant
+    one = st.prediction_test([100], 130, alpha=0.05)
+    assert not one.testable and "give >= 2 baseline runs" in one.reason
+    # the dispatcher: two samples, one new run, one baseline run
+    assert st.significance([1, 2, 3], [7], "ttest", 0.05) == st.prediction_test([1, 2, 3], 7, 0.05)
+    assert not st.significance([1], [7, 8], "ttest", 0.05).testable
+    rank = st.rank_prediction_test(list(range(10)), 100, alpha=0.05)
+    assert not rank.testable and "needs >= 40 baseline runs" in rank.reason
+    rank = st.rank_prediction_test(list(range(45)), 100, alpha=0.05)
+    assert rank.significant and rank.detail == pytest.approx(2 / 46)
+
+
+def test_t_quantile_matches_scipy():
+    assert st.t_quantile(0.975, 2.5) == pytest.approx(3.5746548420036817, rel=1e-9)
+    assert st.t_quantile(0.995, 7) == pytest.approx(3.4994832973504924, rel=1e-9)
+
+
+def test_effect_interval_agrees_with_its_test():
+    """The ratio's interval excludes 1 exactly where the matching test (Welch's interval,
+    the prediction interval) rejects at 5%."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        base = rng.normal(10, 1, 5)
+        x = float(rng.normal(11, 1))
+        e = st.mean_ratio_ci(base, [x])
+        assert (not e.low <= 1 <= e.high) == st.prediction_test(base, x, 0.05).significant
+    e = st.mean_ratio_ci([10, 10.5, 9.5], [13, 13.5, 12.5])
+    assert e.ratio == pytest.approx(1.3) and e.low < 1.3 < e.high and e.low > 1
+    assert math.isnan(st.mean_ratio_ci([10], [13, 14]).low)
+    # the geometric means' ratio
+    g = st.log_ratio_ci([1, 2, 4], [2, 4, 8])
+    assert g.ratio == pytest.approx(2.0) and g.low < 2 < g.high
+    assert math.isnan(st.log_ratio_ci([0, 1, 2], [1, 2, 3]).ratio)
+
+
+def test_holm_and_batch_means():
+    assert st.holm([0.01, 0.04, 0.03, math.nan]).tolist()[:3] == pytest.approx([0.03, 0.06, 0.06])
+    assert math.isnan(st.holm([0.01, math.nan])[1])
+    assert st.batch_means(np.arange(10.0), 3).tolist() == pytest.approx([1.5, 5.0, 8.0])
+    assert st.lag1_autocorrelation(np.arange(10.0)) > 0.5

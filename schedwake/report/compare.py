@@ -13,10 +13,18 @@ import numpy as np
 
 from ..compare import CompareResult
 from ..jsonout import dumps
-from ..mmtests import NEW_TEXT, SIGN_CONVENTION, Comparison, is_new
+from ..mmtests import NEW_TEXT, SIGN_CONVENTION, Comparison, gain_interval, is_new
 from . import mmtests_table
 
-__all__ = ["text", "markdown", "to_dict", "to_json", "summary_lines", "convention_line"]
+__all__ = [
+    "text",
+    "markdown",
+    "to_dict",
+    "to_json",
+    "summary_lines",
+    "convention_line",
+    "gain_ci_text",
+]
 
 
 def summary_lines(result: CompareResult) -> list[str]:
@@ -32,32 +40,46 @@ def summary_lines(result: CompareResult) -> list[str]:
         return []
     names = [r.op for r in rows]
     w0 = max(len("metric"), *(len(n) for n in names))
-    widths = [max(len(lab), 19) for lab in result.labels]
+    cells = [[_summary_cell(r, j) for j in range(len(result.labels))] for r in rows]
+    widths = [max(len(lab), 19, *(len(c[j]) for c in cells)) for j, lab in enumerate(result.labels)]
     head = "metric".ljust(w0) + "".join(
         "  " + lab.rjust(w) for lab, w in zip(result.labels, widths)
     )
     out = [
         "summary: the mean of each metric on each side; % = gain over the baseline "
-        "(new: from a zero baseline), * = significant",
+        "(new: from a zero baseline) [its 95% confidence interval], * = significant",
         head,
     ]
-    for r, name in zip(rows, names):
-        cells = []
-        for j, w in enumerate(widths):
-            v = r.values[j]
-            num = "-" if math.isnan(v) else f"{v:.2f}"
-            if j:
-                sig = r.sig[j]
-                star = "*" if sig is not None and sig.significant else " "
-                if is_new(r.values[0], v):  # (the table keeps mmtests' figure)
-                    num += f" {NEW_TEXT:>11}{star}"
-                elif math.isnan(v) or math.isnan(r.values[0]):  # (no value: no gain)
-                    num += f" {'-':>11}{star}"
-                else:
-                    num += f" {r.pcts[j]:+10.2f}%{star}"
-            cells.append("  " + num.rjust(w))
-        out.append(name.ljust(w0) + "".join(cells))
+    for row_cells, name in zip(cells, names):
+        out.append(name.ljust(w0) + "".join("  " + c.rjust(w) for c, w in zip(row_cells, widths)))
     return out
+
+
+def gain_ci_text(r, j: int) -> str:
+    """`` [+12..+52%]``: the 95% interval of side ``j``'s gain on mean row ``r`` (empty
+    without one), in the percentages' sign (+ better)."""
+    gain = gain_interval(r.effect(j), r.metric.direction)
+    if gain is None:
+        return ""
+    return f" [{_pct(gain[0])}..{_pct(gain[1])}%]"
+
+
+def _pct(v: float) -> str:
+    return f"{v:+.0f}" if abs(v) >= 10 else f"{v:+.1f}"
+
+
+def _summary_cell(r, j: int) -> str:
+    v = r.values[j]
+    num = "-" if math.isnan(v) else f"{v:.2f}"
+    if not j:
+        return num
+    sig = r.sig[j]
+    star = "*" if sig is not None and sig.significant else " "
+    if is_new(r.values[0], v):  # (the table keeps mmtests' figure)
+        return num + f" {NEW_TEXT:>11}{'':16}{star}"
+    if math.isnan(v) or math.isnan(r.values[0]):  # (no value: no gain)
+        return num + f" {'-':>11}{'':16}{star}"
+    return num + f" {r.pcts[j]:+10.2f}%{gain_ci_text(r, j):<16}{star}"
 
 
 def _table(result: CompareResult, per_cpu: bool) -> tuple[Comparison, str | None]:

@@ -34,6 +34,8 @@ def _sig(r) -> str:
     if r.significant:
         if r.detail is None:
             return "yes"
+        if r.p_adjusted is not None:
+            return f"yes (Holm p={r.p_adjusted:.2g})"
         return f"yes ({r.statistic}={r.detail:.2g})"
     return "no"
 
@@ -60,7 +62,21 @@ def _rows(result) -> list[tuple[str, ...]]:
 
 def _samples_line(result) -> str | None:
     comp = result.comparison
-    return None if comp is None else comp.rule_line()
+    if comp is None:
+        return None
+    line = comp.rule_line()
+    logs = [r.rule.metric for r in result.results if r.scale == "log"]
+    if logs:
+        raw = [r.rule.metric for r in result.results if r.scale == "raw" and r.baseline is not None]
+        line += (
+            "; judged on the log scale: baseline and candidate are geometric means of the "
+            "runs, the test is on the logs of their values"
+            + (f" (not {', '.join(raw)}: a value <= 0)" if raw else "")
+        )
+    multiplicity = getattr(result.settings, "multiplicity", "none")
+    if multiplicity == "holm" and result.settings.significance != "ci95":
+        line += "; Holm's correction over the rules"
+    return line
 
 
 def _convention_line(result) -> str:
@@ -234,9 +250,15 @@ def _detail(r) -> str:
     n = "" if r.n is None else f"; samples n={r.n[0]}/{r.n[1]}"
     return (
         f"baseline {_fmt(r.baseline)}, candidate {_fmt(r.candidate)} {r.unit} "
-        f"(gain {_pct(r.gain_pct)}, worst allowed {r.rule.allowed_text()}); "
+        f"(gain {_pct(r.gain_pct)}{_ci(r)}, worst allowed {r.rule.allowed_text()}); "
         f"significant: {_bool(r.significant)}{n}"
     )
+
+
+def _ci(r) -> str:
+    if r.gain_ci is None:
+        return ""
+    return f", 95% CI {r.gain_ci[0]:+.1f}..{r.gain_ci[1]:+.1f}%"
 
 
 def _secs(v: float) -> str:
@@ -281,6 +303,9 @@ def to_dict(result) -> dict:
                 "testable": r.testable,
                 "detail": _finite(r.detail),
                 "statistic": r.statistic or None,
+                "p_adjusted": _finite(r.p_adjusted),
+                "gain_ci": [_finite(v) for v in r.gain_ci] if r.gain_ci else None,
+                "scale": r.scale,
                 "n": list(r.n) if r.n else None,
                 "message": r.message,
                 "why": list(r.why),
