@@ -909,8 +909,8 @@ def _work(specs, sides: list[str]):
     type=_FiniteFloat(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
-    help="Window length of per-window samples (default: a round value giving "
-    "the shortest trace >= 10 windows, at most 1 s).",
+    help="Window length of per-window samples (giving it asks for them; default: a round "
+    "value giving the shortest trace >= 10 windows, at most 1 s).",
 )
 @click.option(
     "--samples",
@@ -1157,6 +1157,14 @@ class _TracesOption(click.Option):
     help="The runs' work, for rules on counts per unit of work (context_switches_per_op): "
     "a number, bench, cpu, or baseline=... / candidate=...; repeatable.",
 )
+@click.option(
+    "--samples",
+    type=click.Choice(["auto", "per-trace", "runs", "per-window", "window"]),
+    default=None,
+    help="Override the rules' [gate] samples: per-window (window) judges windows of the "
+    "runs as batch means (one baseline run then can be judged: this run differed, not a "
+    "rerun would).",
+)
 @from_batch_options
 @topology_options
 @threshold_option
@@ -1171,6 +1179,7 @@ def gate(
     markdown_file,
     json_file,
     work_specs,
+    samples,
     from_batch,
     where,
     topology_file,
@@ -1217,6 +1226,7 @@ def gate(
             progress=bar,
             kallsyms=click.get_current_context().meta.get("schedwake.kallsyms"),
             work=parse_work(work_specs, ["baseline", "candidate"]) if work_specs else None,
+            samples=samples,
         )
     from .report import gate as gate_report
 

@@ -248,16 +248,18 @@ def sample_plan(
     samples: str, sides, window_s=None, param: str = "window_s"
 ) -> tuple[str, float | None]:
     """The sample kind of a comparison of ``sides`` (lists of traces): ``samples``, with
-    "auto" resolved (per-trace values: runs, never windows unless asked), and for
+    "auto" resolved (per-trace values: runs, never windows unless asked for, by
+    ``samples`` or by giving ``window_s``), and for
     per-window samples the window length (``window_s``, checked by :func:`check_window`
     against the traces and refused naming ``param``, else :func:`default_window`)."""
     kind = sample_mode(samples)
     if kind == "auto":
-        kind = "per-trace"
+        # a window length given is a request for windows; else runs, never windows
+        kind = "per-trace" if window_s is None else "per-window"
     durations = [t.duration_ns / 1e9 for v in sides for t in v]
     if kind != "per-window":
         if window_s is not None:  # not used, but never silently wrong
-            check_window(window_s, (), param)
+            check_window(window_s, durations, param)
         return kind, None
     if window_s is not None:
         return kind, check_window(window_s, durations, param)

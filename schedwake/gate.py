@@ -40,6 +40,7 @@ The renderers (text, JUnit XML, Markdown, JSON) are in :mod:`schedwake.report.ga
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -584,9 +585,12 @@ def _name(names: dict[str, str], trace) -> str:
     return names.get(path) or Path(path).name
 
 
-def _input_problems(side: str, trace, settings: Settings, name: str | None = None) -> list[str]:
+def _input_problems(
+    side: str, trace, settings: Settings, name: str | None = None, rates: bool = True
+) -> list[str]:
     """Why one loaded trace cannot be judged (empty, lost events, too short); ``name``:
-    how the messages name it (default its file name)."""
+    how the messages name it (default its file name); ``rates``: its scheduler rates are
+    judged (a profile's samples need no sched_switch events)."""
     name = name or Path(str(trace.meta.path)).name
     records = sum(trace.meta.event_counts.values())
     if records == 0:
@@ -608,7 +612,7 @@ def _input_problems(side: str, trace, settings: Settings, name: str | None = Non
     if why := timestamp_problem(trace.meta):
         return out + [f"{side} {name}: {why}"]
     switches = int(trace.meta.event_counts.get("sched_switch", 0))
-    if switches < settings.min_switches:
+    if rates and switches < settings.min_switches:
         out.append(
             f"{side} {name}: {switches} sched_switch events, fewer than the "
             f"{settings.min_switches} a judgement needs ([gate] min_switches): its rates "
@@ -659,6 +663,7 @@ def gate(
     progress: Callable[[float], None] | None = None,
     kallsyms=None,
     work=None,
+    samples: str | None = None,
 ) -> GateResult:
     """Judge ``candidate`` against ``baseline`` under ``rules``.
 
@@ -674,7 +679,9 @@ def gate(
     traces and profiles (as :func:`schedwake.load` and :func:`schedwake.profile` take it).
     ``work``: the runs' work, for rules on counts per unit of work
     (``context_switches_per_op``): a number, "bench" or "cpu" for every run, or
-    ``{"baseline": ..., "candidate": ...}`` (:mod:`schedwake.work`).
+    ``{"baseline": ..., "candidate": ...}`` (:mod:`schedwake.work`). ``samples``:
+    overrides the rules' ``[gate] samples`` (``"per-window"`` to judge windows of the
+    runs).
 
     Input that cannot be judged does not raise: it becomes ``problems`` (exit code 2). A
     bad rules file raises TraceError, since nothing could be judged under it.
@@ -692,6 +699,8 @@ def gate(
     else:
         settings, rule_list = load_rules(rules)
         source = str(rules)
+    if samples is not None:
+        settings = dataclasses.replace(settings, samples=sample_mode(samples))
     result = GateResult(settings, list(rule_list), rules_source=source)
     metric_rules = [r for r in rule_list if not r.on_profile]
     profile_rules = [r for r in rule_list if r.on_profile]
@@ -1067,7 +1076,7 @@ def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool, kal
             setattr(result, f"{side}_paths", paths)
         out[side] = []
         for trace in traces:
-            problems = _input_problems(side, trace, result.settings)
+            problems = _input_problems(side, trace, result.settings, rates=False)
             result.problems.extend(problems)
             try:
                 if not problems:

@@ -245,8 +245,10 @@ class Comparison:
             for s in r.sig:
                 if s is not None and not s.testable:
                     untestable.append(f"{r.metric.name} ({s.reason})")
+        untestable = list(dict.fromkeys(untestable))
         reasons = {u.split(" (", 1)[1] for u in untestable}
-        if untestable and len(reasons) == 1 and len(untestable) > 1:
+        tested = {r.metric.name for r in self.rows if r.is_mean_row}
+        if len(untestable) > 1 and len(reasons) == 1 and len(untestable) == len(tested):
             # one reason for every metric (one baseline run): said once
             untestable = [f"every metric ({reasons.pop()}"]
         if untestable:

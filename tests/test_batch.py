@@ -320,8 +320,8 @@ def test_compare_from_batch_where_and_errors(serial, tmp_path, traces_read_once)
     assert proc.stdout == want.stdout
     # a window the batch did not store, an unknown column, a trace that was an error row
     cases = [
-        ([f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat", "sample_traces/idle-sleep.dat"],
-         "run schedwake batch with --window 0.2"),
+        ([f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat", "sample_traces/idle-sleep.dat",
+          "--samples", "window"], "run schedwake batch with --window 0.2"),
         (["--where", "kernel2=1", "a", "b"], "has no column 'kernel2'"),
         (["**/truncated.dat", f"{KSTACK}/k61-dbench-c2-kstack-on-i1.dat"], "truncated.dat: "),
         (["nothing*", "b"], "matches no trace of the batch"),

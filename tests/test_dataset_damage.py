@@ -234,10 +234,13 @@ def test_batch_run_again_into_a_damaged_dataset_refuses_it(dataset, tmp_path):
 
 def test_an_intact_dataset_still_judges(dataset, monkeypatch):
     monkeypatch.chdir(sample("."))
-    code, out, err = _invoke(["compare", "--from-batch", dataset, A, B, "--format", "json"])
+    args = ["compare", "--from-batch", dataset, A, B, "--format", "json", "--samples", "window"]
+    code, out, err = _invoke(args)
     assert code == 0, err
     assert json.loads(out)["samples"]["kind"] == "per-window"
-    code, out, err = _invoke(["gate", "--from-batch", dataset, "--baseline", A, "--candidate", B])
+    # (one run a side: its windows, asked for)
+    args = ["gate", "--from-batch", dataset, "--baseline", A, "--candidate", B, "--samples"]
+    code, out, err = _invoke(args + ["window"])
     assert code == 1 and "FAIL" in out and "why: kworker_pingpong" in out, (out, err)
 
 
@@ -248,7 +251,9 @@ def test_a_damaged_finding_is_exit_2_not_a_verdict(dataset, tmp_path, monkeypatc
     shutil.copytree(dataset, out)
     _rewrite(out / "findings.parquet", _set_column("top", lambda t: pa.array(["[{"] * len(t))))
     monkeypatch.chdir(sample("."))
-    code, stdout, stderr = _invoke(["gate", "--from-batch", out, "--baseline", A, "--candidate", B])
+    code, stdout, stderr = _invoke(
+        ["gate", "--from-batch", out, "--baseline", A, "--candidate", B, "--samples", "window"]
+    )
     _check(code, stdout, stderr, ["findings.parquet", "a finding of", "is damaged"])
 
 

@@ -227,11 +227,13 @@ def _refused(proc: subprocess.CompletedProcess, name: str) -> None:
     )
 
 
-#: Gate rules a 0.15-s trace can be judged by (the default wants 0.5 s and 10 windows,
-#: and would refuse the file for its length before reading it).
+#: Gate rules a 0.15-s trace of one run a side can be judged by (the default wants 200
+#: sched_switch events and two baseline runs, and would refuse the file before reading
+#: it whole).
 SHORT_RULES = """
 [gate]
-min_duration = 0.01
+min_switches = 0
+samples = "per-window"
 min_windows = 1
 
 [rules.context_switches_per_s]

@@ -38,6 +38,8 @@ _COMPARE = (
     "--title",
     "fio pinned: root vs weighted cgroup",
     "--full",  # the whole mmtests table, as the HTML has it
+    "--samples",  # (one run a side: its windows, as batch means, asked for)
+    "window",
     "--html",
 )
 
@@ -89,6 +91,7 @@ def test_html_has_tables_findings_and_plots(report):
     assert h.escape(mmtests_part(text).split("\n* significant")[0]) in html
     assert "* significant: two-sided t-test" in html
     assert "Mean rows at a glance" in html and "class='better'" in html
+    assert "[95% CI " in html  # each change with its interval
     assert "Findings per side" in html
     for side in ("fio-root", "fio-weighted"):
         assert f"<h3>{side}</h3>" in html

@@ -24,7 +24,8 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 LAYERS = [
     ["errors", "version", "schema", "jsonout", "compressed"],  # plain facts; JSON; compression
     ["topology"],  # CPU maps
-    ["bench", "counters"],  # the benchmark's results and the kernel's counters beside a trace
+    ["bench", "counters", "work"],  # the benchmark's results, the kernel's counters and the
+    # run's work beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names
     ["ingest"],  # files -> Arrow tables
     ["paths"],  # which trace files a path, a directory or a glob names
@@ -37,7 +38,7 @@ LAYERS = [
     ["stats", "mmtests"],  # statistics and the mmtests comparison
     ["analysis"],  # one trace: findings + metrics + caveats
     ["compare", "profile_compare"],  # several traces (or profiles) side by side
-    ["gate"],  # a CI verdict from a comparison
+    ["gate", "gate_calibrate"],  # a CI verdict from a comparison; its false-alarm rate
     ["batch"],  # many traces -> one dataset of analyses
     ["report"],  # renderers of analyses, comparisons, verdicts
     ["synth", "record"],  # tools that make traces

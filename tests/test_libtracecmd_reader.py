@@ -223,15 +223,17 @@ def reading_commands(tmp_path) -> dict[str, list]:
     # window, so a gate of it cannot judge: docs/compare.md)
     judged = sample(GATED)
     copy = tmp_path / "candidate" / judged.name
-    copy.parent.mkdir()
-    for src in judged.parent.glob(judged.stem + ".*"):
-        shutil.copyfile(src, copy.parent / src.name)
+    again = tmp_path / "baseline" / judged.name  # (two baseline runs: one cannot judge)
+    for where in (copy.parent, again.parent):
+        where.mkdir()
+        for src in judged.parent.glob(judged.stem + ".*"):
+            shutil.copyfile(src, where / src.name)
     return {
         "info": ["info", path],
         "convert": ["convert", path, "-o", tmp_path / "tables"],
         "analyze": ["analyze", path],
         "compare": ["compare", path, path, "--label", "a", "--label", "b"],
-        "gate": ["gate", "--baseline", judged, "--candidate", copy],
+        "gate": ["gate", "--baseline", judged, again, "--candidate", copy],
         "batch": ["batch", "--serial", path, "-o", tmp_path / "batch"],
     }
 

@@ -73,11 +73,11 @@ def piped(args):
     return lambda tmp: (run_cli(*args(tmp)), None)
 
 
-# (complete traces: this VM's withhold their p99 latency in some window, and a gate of one
-# run a side of them cannot judge it: docs/compare.md)
+# (complete traces, two baseline runs: a gate judges one candidate run against them)
 KA = sample("kstack-6.1/k61-dbench-c2-kstack-on-i1.dat")
 KB = sample("kstack-6.1/k61-dbench-c2-kstack-on-i2.dat")
-GATE = lambda tmp: ("gate", "--baseline", KA, "--candidate", KB)  # noqa: E731
+KC = sample("kstack-6.1/k61-dbench-c2-kstack-on-i3.dat")
+GATE = lambda tmp: ("gate", "--baseline", KA, KB, "--candidate", KC)  # noqa: E731
 
 
 @pytest.mark.parametrize(

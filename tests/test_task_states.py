@@ -253,7 +253,10 @@ def test_runnable_share_is_a_metric_compare_and_gate_see():
     result = schedwake.gate(
         [one],
         [four],
-        rules=parse_rules('[rules.runnable_share_user]\nallowed = "10%"\n'),
+        # (one run a side: only windows can be judged, when asked for)
+        rules=parse_rules(
+            '[gate]\nsamples = "per-window"\n[rules.runnable_share_user]\nallowed = "10%"\n'
+        ),
         loader=shared_model_trace,
     )
     (verdict,) = [r for r in result.results if r.rule.metric == "runnable_share_user"]

@@ -82,12 +82,18 @@ def test_former_names_still_work_with_a_note_and_typos_get_a_suggestion():
 @pytest.mark.slow
 def test_compare_and_gate_sign_a_regression_alike():
     """Losing the stacking fix multiplies ping-pong episodes: a negative gain in both."""
+    # (one run a side: windows, asked for; the gate on the arithmetic means, as compare)
     comp = schedwake.compare(
-        {"on": [STACK_ON], "off": [STACK_OFF]}, metrics=["pingpong_episodes_per_s"]
+        {"on": [STACK_ON], "off": [STACK_OFF]},
+        metrics=["pingpong_episodes_per_s"],
+        samples="per-window",
     )
     row = comp.summary()
     pct = row.loc[(row["side"] == "off") & (row["stat"] == "Amean"), "pct"].iloc[0]
-    rules = parse_rules('[rules.pingpong_episodes_per_s]\nallowed = "25%"\n')
+    rules = parse_rules(
+        '[gate]\nsamples = "per-window"\nscale = "raw"\n'
+        '[rules.pingpong_episodes_per_s]\nallowed = "25%"\n'
+    )
     result = schedwake.gate([STACK_ON], [STACK_OFF], rules=rules)
     gain = result.results[0].gain_pct
     assert pct < -100 and gain < -100

@@ -17,7 +17,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..mmtests import NEW_TEXT, is_new
+from ..mmtests import NEW_TEXT, gain_interval, is_new
 from ..version import __version__
 from . import mmtests_table
 from .analyze import format_value
@@ -87,6 +87,9 @@ def _summary_table(result) -> str:
                 cls = " class='better'" if pct > 0 else " class='worse'" if pct < 0 else ""
             change = NEW_TEXT if is_new(r.values[0], v) else f"{pct:.2f}%"
             txt = f"{num} {'*' if mark else '('}{change}{'*' if mark else ')'}"
+            gain = gain_interval(r.effect(j), r.metric.direction)
+            if gain is not None and change != NEW_TEXT:
+                txt += f" [95% CI {gain[0]:+.1f}..{gain[1]:+.1f}%]"
             cells.append(f"<td{cls}>{_e(txt)}</td>")
         rows.append(
             f"<tr><td class='l'>{_e(r.metric.name)}</td><td class='l'>"
