@@ -522,6 +522,18 @@ def _profile_rule(metric: str, spec, where: str, rules: list[Rule]) -> Rule:
     return Rule(metric, amount, False, sig, missing, None, dso)
 
 
+def per_work_rule(rule: Rule) -> Rule:
+    """The rule on ``rule``'s count per unit of work (``context_switches_per_s`` ->
+    ``context_switches_per_op``), the same allowance; ``rule`` itself when its metric is
+    not the rate of a count."""
+    from .metrics import per_op_entry
+    from .work import per_op_name
+
+    if not rule.metric.endswith("_per_s") or per_op_entry(per_op_name(rule.metric)) is None:
+        return rule
+    return dataclasses.replace(rule, metric=per_op_name(rule.metric), written_as=None)
+
+
 def load_rules(path) -> tuple[Settings, list[Rule]]:
     """Settings and rules of a TOML file (TraceError naming the file if it is bad)."""
     try:
@@ -693,6 +705,9 @@ def gate(
     if rules is None:
         settings, rule_list = default_rules()
         source = "defaults"
+        if work is not None:  # a faster run must not read as a worse one: per unit of work
+            rule_list = [per_work_rule(r) for r in rule_list]
+            source = "defaults, per unit of work (--work)"
     elif isinstance(rules, tuple):
         settings, rule_list = rules
         source = "API"

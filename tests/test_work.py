@@ -135,3 +135,36 @@ def test_gate_rules_per_operation_need_the_work(tmp_path):
     shutil.copy(cand[0], lone)
     result = schedwake.gate(base, [lone, cand[1]], rules, work="bench")
     assert result.exit_code == 2 and "lone.dat" in result.problems[0]
+
+
+@pytest.mark.slow
+def test_with_work_the_default_rules_judge_per_operation(tmp_path):
+    """The pinned pipe run against two unpinned baseline runs: per second every count
+    rule breaks (a faster run does more of everything a second); with --work the
+    default rules judge the counts per operation, and the switches per operation fell."""
+    runs = []
+    for name in ("a", "b"):  # (the one unpinned recording, as two baseline runs)
+        (tmp_path / name).mkdir()
+        for src in REFEREE.glob("pipe.dat*"):
+            shutil.copy(src, tmp_path / name / src.name)
+        runs.append(tmp_path / name / "pipe.dat")
+    fast = REFEREE / "pipe-cpu1.dat"
+    rules = parse_rules(
+        '[rules.context_switches_per_s]\nallowed = "25%"\n'
+        '[rules.wakeup_migrations_per_s]\nallowed = "25%"\n'
+    )
+    per_s = schedwake.gate(runs, fast, rules)
+    assert {r.rule.metric: r.status for r in per_s.results}["context_switches_per_s"] == "broken"
+    from schedwake.gate import per_work_rule
+
+    per_op = schedwake.gate(
+        runs, fast, (rules[0], [per_work_rule(r) for r in rules[1]]), work="bench"
+    )
+    got = {r.rule.metric: r for r in per_op.results}
+    assert set(got) == {"context_switches_per_op", "wakeup_migrations_per_op"}
+    assert got["context_switches_per_op"].status == "pass"
+    assert got["context_switches_per_op"].gain_pct > 40  # 3.70 -> 2.01 switches an operation
+    # the defaults with work: their rates of counts become counts per unit of work
+    defaults = schedwake.gate(runs, fast, work="bench")
+    assert "context_switches_per_op" in {r.rule.metric for r in defaults.results}
+    assert defaults.rules_source == "defaults, per unit of work (--work)"

@@ -19,6 +19,8 @@ _HEAD = ("rule", "allowed", "baseline", "candidate", "gain", "significant", "res
 def _fmt(v: float | None) -> str:
     if v is None:
         return "-"
+    if 0 < abs(v) < 0.1:  # (counts per unit of work are small: three digits of them)
+        return f"{v:.3g}"
     return f"{v:.2f}" if abs(v) < 1e6 else f"{v:.4g}"
 
 
