@@ -9,7 +9,8 @@ The rule (:func:`expand`):
    or ``[``; a directory ``perf record --threads`` wrote is one trace too.
 2. A directory is the traces under it, at any depth: the files whose names end in
    :data:`TRACE_SUFFIXES` (a trace.dat, text, perf.data, compressed or not; a
-   ``NAME.topology.json`` or a benchmark's results beside them are not traces) and the
+   ``NAME.topology.json`` or a benchmark's results beside them are not traces, nor is a
+   file named after a file beside it, ``NAME.cmd.txt`` of ``NAME``) and the
    ``perf record --threads`` directories (not the files inside them).
 3. A glob is every file it matches, whatever its name, and the ``perf record --threads``
    directories it matches: ``*`` and ``?`` stop at ``/``, ``**`` crosses directories,
@@ -139,9 +140,13 @@ def trace_files(directory: str) -> list[str]:
         perf = [d for d in dirs if _is_perf_directory(os.path.join(top, d))]
         dirs[:] = [d for d in dirs if d not in perf]  # (one trace, not its files)
         found += [os.path.join(top, d) for d in perf]
-        for name in files:
+        names = [n for n in files if not n.startswith(".") and n.endswith(TRACE_SUFFIXES)]
+        # a file named after a trace beside it is that trace's (record's TRACE.cmd.txt,
+        # TRACE.perf-stat.txt), not a trace
+        mine = {n for n in names for m in names if m != n and n.startswith(m + ".")}
+        for name in names:
             path = os.path.join(top, name)
-            if not name.startswith(".") and name.endswith(TRACE_SUFFIXES) and os.path.isfile(path):
+            if name not in mine and os.path.isfile(path):
                 found.append(path)
     return sorted(found)
 

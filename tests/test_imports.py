@@ -35,11 +35,12 @@ LAYERS = [
     ["summary", "profile"],  # a trace's facts as a dict; a profile's functions
     ["detect"],  # findings with evidence
     ["metrics", "wait_causes"],  # the metric catalogue and its values; waits explained
-    ["stats", "mmtests"],  # statistics and the mmtests comparison
+    ["stats", "mmtests", "changepoint"],  # statistics, the mmtests comparison, change points
     ["analysis"],  # one trace: findings + metrics + caveats
     ["compare", "profile_compare"],  # several traces (or profiles) side by side
     ["gate", "gate_calibrate"],  # a CI verdict from a comparison; its false-alarm rate
     ["batch"],  # many traces -> one dataset of analyses
+    ["series"],  # a series of builds: which build changed a metric
     ["report"],  # renderers of analyses, comparisons, verdicts
     ["synth", "record"],  # tools that make traces
     ["cli", "__init__"],  # the command line and the package's API

@@ -42,6 +42,13 @@ def test_a_directory_is_its_traces_and_a_threads_directory_is_one():
     assert not [f for f in glob_files(f"{SAMPLES}/**/data*") if "perf-threads" in f]
 
 
+def test_a_directory_leaves_out_the_files_named_after_its_traces(tmp_path):
+    # record writes TRACE.cmd.txt and TRACE.perf-stat.txt beside TRACE: not traces
+    for name in ("r1.dat", "r1.dat.cmd.txt", "r1.dat.perf-stat.txt", "r2.txt", "notes"):
+        (tmp_path / name).write_text("x")
+    assert [os.path.basename(f) for f in expand(str(tmp_path))] == ["r1.dat", "r2.txt"]
+
+
 def test_hidden_names_and_what_names_nothing(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     (runs / ".hidden").mkdir(parents=True)
