@@ -142,6 +142,7 @@ OPTION_OF = {
     "scheduler": "--scheduler",
     "conditions": "--where",
     "topology_file": "--topology",
+    "min_segment": "--min-segment",
 }
 
 
@@ -1165,6 +1166,15 @@ class _TracesOption(click.Option):
     "runs as batch means (one baseline run then can be judged: this run differed, not a "
     "rerun would).",
 )
+@click.option(
+    "--series",
+    "series_dirs",
+    cls=_TracesOption,
+    multiple=True,
+    metavar="BUILD_DIR...",
+    help="Judge the newest of these builds (in order) against the series before it "
+    "(docs/series.md): fail when it starts a regression on a rule's metric.",
+)
 @from_batch_options
 @topology_options
 @threshold_option
@@ -1173,6 +1183,7 @@ class _TracesOption(click.Option):
 def gate(
     baseline,
     candidate,
+    series_dirs,
     rules_file,
     print_default_rules,
     junit_file,
@@ -1209,6 +1220,8 @@ def gate(
         click.echo(DEFAULT_RULES_TOML, nl=False)
         return
     th = _thresholds(thresholds)
+    if series_dirs:
+        return _gate_series(series_dirs, rules_file, json_file, th, topology_file, llc)
     dataset = _dataset(from_batch, where, topology_file, llc)
     # missing sides are judged like unreadable ones: exit 2 with reports
     with _progress("measuring the traces") as bar:
@@ -1243,6 +1256,110 @@ def gate(
         click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
+
+
+def _gate_series(builds, rules_file, json_file, th, topology_file, llc):
+    """``gate --series``: the newest build judged against the series before it."""
+    from .report import series as series_report
+    from .series import gate_series
+
+    with _progress("measuring the builds") as bar:
+        result = gate_series(
+            list(builds),
+            rules_file,
+            thresholds=th,
+            topology_file=topology_file,
+            llc=llc,
+            progress=bar,
+        )
+    click.echo(series_report.gate_text(result), nl=False)
+    if json_file:
+        Path(json_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_file).write_text(series_report.gate_json(result), encoding="utf-8")
+    if result.exit_code == 2:
+        click.echo(f"schedwake gate: {result.headline()}", err=True)
+    if result.exit_code:
+        sys.exit(result.exit_code)
+
+
+@cli.command(short_help="Which build of a series changed each metric (change points).")
+@click.argument("builds", nargs=-1, required=True, metavar="BUILD_DIR...")
+@click.option(
+    "--metric",
+    "metric_names",
+    multiple=True,
+    metavar="NAME",
+    help="Only these metrics (default: every metric the runs measure); repeatable.",
+)
+@click.option(
+    "--alpha",
+    type=_FiniteFloat(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance of a split (and false discovery rate over the metrics).",
+)
+@click.option(
+    "--min-segment",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Builds on each side of a change point (1: the newest build may start one).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json", "html"]),
+    default="text",
+    show_default=True,
+    help="Output format (html: a self-contained page with each changed metric plotted).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the report here instead of standard output.",
+)
+@topology_options
+@threshold_option
+def series(builds, metric_names, alpha, min_segment, fmt, output, topology_file, llc, thresholds):
+    """Find the builds where each metric shifts: BUILD_DIR... in order, each a directory
+    of runs (traces) or a batch dataset, named by its directory. Per change point: the
+    first build after it, the means before and after, the effect with its 95% interval,
+    and p (E-divisive means, a permutation test; docs/series.md).
+
+    \b
+    Example:
+        schedwake series builds/v6.1 builds/v6.2 builds/v6.3 builds/v6.4
+        schedwake series builds/* --format html -o series.html
+    """
+    from .report import series as series_report
+    from .series import series as run_series
+
+    with _progress("measuring the builds") as bar:
+        result = run_series(
+            list(builds),
+            list(metric_names) or None,
+            alpha=alpha,
+            min_segment=min_segment,
+            thresholds=_thresholds(thresholds),
+            topology_file=topology_file,
+            llc=llc,
+            progress=bar,
+        )
+    render = {
+        "json": series_report.to_json,
+        "markdown": series_report.markdown,
+        "html": series_report.render_html,
+    }.get(fmt, series_report.text)
+    doc = render(result)
+    if output:
+        Path(output).write_text(doc if doc.endswith("\n") else doc + "\n", encoding="utf-8")
+        click.echo(f"schedwake: wrote {output}", err=True)
+    else:
+        click.echo(doc, nl=not doc.endswith("\n"))
 
 
 @cli.command(short_help="Analyse many traces on Dask into a Parquet dataset.")

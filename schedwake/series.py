@@ -20,6 +20,7 @@ starts a regression beyond a gate rule's ``allowed`` on a metric the rules name.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -153,24 +154,7 @@ class SeriesResult:
             "alpha": self.alpha,
             "min_segment": self.min_segment,
             "permutations": self.permutations,
-            "change_points": [
-                {
-                    "metric": c.metric,
-                    "build": c.build,
-                    "index": c.index,
-                    "before": c.before,
-                    "after": c.after,
-                    "effect": c.effect,
-                    "ci": list(c.ci),
-                    "p": c.p,
-                    "regression": c.regression,
-                    "unit": c.unit,
-                    "direction": c.direction,
-                    "n_before": c.n_before,
-                    "n_after": c.n_after,
-                }
-                for c in self.change_points()
-            ],
+            "change_points": [dataclasses.asdict(c) for c in self.change_points()],
             "metrics": {
                 name: {
                     "unit": s.unit,
@@ -217,6 +201,8 @@ def load_builds(builds: Sequence) -> list[Build]:
     out = []
     for g in given:
         p = Path(g)
+        if not p.exists():
+            raise TraceError(g, "no such file or directory")
         name = names[g.rstrip("/") or "/"]
         if p.is_file():
             name = name.removesuffix(".dat")
@@ -307,6 +293,7 @@ def series(
     min_segment: int = DEFAULT_MIN_SEGMENT,
     permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
+    adjust: bool = True,
     thresholds: dict | None = None,
     topology_file=None,
     llc=None,
@@ -317,7 +304,9 @@ def series(
     metric the runs measure; one withheld in every run is left out with a note).
     ``alpha``: the significance of a split (and the false discovery rate over the
     metrics); ``min_segment``: builds on each side of a split; ``permutations``: of each
-    permutation test, seeded by ``seed`` (the same input, the same answer)."""
+    permutation test, seeded by ``seed`` (the same input, the same answer); ``adjust``:
+    a metric is changed when its first split passes Benjamini-Hochberg over the
+    metrics (False: when it passes ``alpha`` alone, as a gate rule is judged)."""
     from .stats import check_alpha
 
     alpha = check_alpha(alpha)
@@ -341,6 +330,7 @@ def series(
         min_segment=min_segment,
         permutations=permutations,
         seed=seed,
+        adjust=adjust,
     )
 
 
@@ -353,6 +343,7 @@ def from_samples(
     min_segment: int = DEFAULT_MIN_SEGMENT,
     permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
+    adjust: bool = True,
 ) -> SeriesResult:
     """The series of a per-run samples table (:func:`measure_builds`' columns)."""
     from .profile_compare import benjamini_hochberg
@@ -360,6 +351,8 @@ def from_samples(
     notes = []
     out: dict[str, MetricSeries] = {}
     present = list(dict.fromkeys(samples["metric"].astype(str)))
+    if metrics is not None:
+        present = [m for m in present if m in metrics]
     for name in metrics or ():
         if name not in present:
             notes.append(f"{name}: not measured in any run (left out)")
@@ -395,11 +388,12 @@ def from_samples(
         s.p_first = d.p_first
     # the metrics that vary at all are the family of the Benjamini-Hochberg step
     family = [n for n in out if len(set(out[n].values["value"].dropna())) > 1]
-    q = benjamini_hochberg(np.array([out[n].p_first for n in family]))
+    p = np.array([out[n].p_first for n in family])
+    q = benjamini_hochberg(p) if adjust else p
     for n, qv in zip(family, q):
         s = out[n]
         s.q_first = float(qv)
-        if qv > alpha:
+        if qv > alpha * (1 + 1e-9):  # (q is p times a ratio of counts: rounding)
             continue
         s.change_points = [_named(s, builds, c) for c in detections[n].change_points]
     return SeriesResult(list(builds), out, alpha, min_segment, permutations, notes)
@@ -491,7 +485,9 @@ def gate_series(
     judge: a rules file it cannot read, fewer than two builds, too few runs for any
     split at the newest build to be significant, a rule's metric measured in no run
     (``missing = "skip"`` skips it instead). The rules' ``[gate] alpha`` is the
-    significance; a split needs one build on each side (the newest alone may change)."""
+    significance of each rule's metric (no adjustment over the rules: the rules are the
+    few metrics chosen in advance, as the two-sided gate judges them); a split needs one
+    build on each side (the newest alone may change)."""
     from .gate import default_rules, load_rules
 
     settings, rules = load_rules(rules_file) if rules_file is not None else default_rules()
@@ -508,6 +504,7 @@ def gate_series(
         alpha=settings.alpha,
         min_segment=1,
         permutations=permutations,
+        adjust=False,
         thresholds=thresholds,
         topology_file=topology_file,
         llc=llc,
