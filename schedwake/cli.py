@@ -1210,6 +1210,7 @@ def gate(
     Example:
         schedwake gate --baseline base/*.dat --candidate new/*.dat --junit gate.xml
         schedwake gate --print-default-rules > gate.toml
+        schedwake gate --series builds/v1 builds/v2 builds/v3 builds/new
     """
     from .gate import DEFAULT_RULES_TOML
     from .gate import gate as run_gate
