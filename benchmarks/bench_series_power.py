@@ -11,7 +11,9 @@ counts, over N series:
 * found: series with a change point at the step build;
 * near: at the step build or one build off;
 * false: series with a change point anywhere else (for step 0: any change point,
-  the false-alarm rate of one metric).
+  the false-alarm rate of one metric);
+* at newest: series with a change point at the newest build (for step 0 or a step in
+  the middle: what would fail `gate --series` on a rule's metric).
 
     .venv/bin/python benchmarks/bench_series_power.py [--series 500] [--markdown]
 
@@ -40,7 +42,7 @@ def one_case(args) -> dict:
     noise, step, where, n, builds, runs, min_segment, seed = args
     rng = np.random.default_rng([seed, NOISES.index(noise), int(step * 10), where == "newest"])
     at = builds // 2 if where == "middle" else builds - 1
-    found = near = false = 0
+    found = near = false = newest = 0
     for i in range(n):
         if noise == "normal":
             x = rng.normal(0.0, 1.0, (builds, runs))
@@ -48,6 +50,7 @@ def one_case(args) -> dict:
             x = rng.lognormal(0.0, 1.0, (builds, runs)) / LOGNORMAL_SD
         x[at:] += step
         cps = [c.index for c in detect(list(x), min_segment=min_segment, seed=i).change_points]
+        newest += builds - 1 in cps
         if step == 0:
             false += bool(cps)
             continue
@@ -63,6 +66,7 @@ def one_case(args) -> dict:
         "found": found / n if step else None,
         "near": near / n if step else None,
         "false": false / n,
+        "newest": newest / n,
     }
 
 
@@ -96,20 +100,24 @@ def main(argv=None) -> int:
     )
     if a.markdown:
         print(head + "\n")
-        print("| noise | step (sd) | step at build | found there | found +-1 build | false alarm |")
-        print("|---|---|---|---|---|---|")
+        print(
+            "| noise | step (sd) | step at build | found there | found +-1 build | false alarm "
+            "| a change point at the newest build |"
+        )
+        print("|---|---|---|---|---|---|---|")
         for r in rows:
             at = "-" if r["at"] is None else f"{r['at'] + 1} ({r['where']})"
             print(
                 f"| {r['noise']} | {r['step']:g} | {at} | {pct(r['found'])} | "
-                f"{pct(r['near'])} | {pct(r['false'])} |"
+                f"{pct(r['near'])} | {pct(r['false'])} | {pct(r['newest'])} |"
             )
     else:
         print(head)
         for r in rows:
             print(
                 f"{r['noise']:9} step {r['step']:3g} sd at {r['where']:6}: found "
-                f"{pct(r['found']):>6} near {pct(r['near']):>6} false {pct(r['false']):>6}"
+                f"{pct(r['found']):>6} near {pct(r['near']):>6} false {pct(r['false']):>6} "
+                f"at newest {pct(r['newest']):>6}"
             )
     return 0
 

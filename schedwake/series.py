@@ -253,6 +253,13 @@ def _check_min_segment(min_segment) -> int:
     return min_segment
 
 
+def _run_name(build: Build, path: str) -> str:
+    """A run's name within its build: its path below the build's directory (the file
+    name, mostly), else the path as given (a batch dataset's stored path)."""
+    rel = os.path.relpath(path, build.path) if os.path.isdir(build.path) else path
+    return path if rel.startswith("..") or build.dataset is not None else rel
+
+
 def measure_builds(
     builds: list[Build],
     metrics=None,
@@ -265,17 +272,16 @@ def measure_builds(
     """The per-run samples of every build: columns build, index, run, trace, metric,
     unit, direction, value (one row per run and metric)."""
     from .analysis import check_thresholds
-    from .compare import distinct_names, measure
+    from .compare import measure
     from .detect import thresholds as _check_thresholds
 
     th = check_thresholds(_check_thresholds(thresholds))
     loaders = [(i, b, get) for i, b in enumerate(builds) for get in _runs_of(b, topology_file, llc)]
-    names = distinct_names([p for b in builds for p in b.runs])
     parts = []
     for k, (i, b, get) in enumerate(loaders):
         trace = get()
         d = measure(trace, None, th, metrics)
-        d.insert(0, "run", names[str(trace.path)] if str(trace.path) in names else trace.path)
+        d.insert(0, "run", _run_name(b, str(trace.path)))
         d.insert(0, "index", i)
         d.insert(0, "build", b.name)
         parts.append(d)
@@ -366,7 +372,8 @@ def from_samples(
         withheld = [f"{b}/{r}" for b, r in zip(bad["build"], bad["run"])]
         if withheld:
             notes.append(
-                f"{name}: withheld in {len(withheld)} run(s), left out: " + ", ".join(withheld)
+                f"{name}: withheld in {len(withheld)} of {len(values)} runs (not counted): "
+                + ", ".join(withheld)
             )
         out[name] = MetricSeries(
             name,

@@ -107,6 +107,20 @@ def test_an_unchanged_series_has_none(root, cached_loads, layout, request):
     )
 
 
+def test_a_recorded_unchanged_series_has_none(cached_loads):
+    # sample_traces/series/recorded-unchanged/: 5 builds of the same command, 3 runs each,
+    # recorded back to back (scripts/record-samples/record-series-unchanged.sh)
+    builds = load_builds(
+        sorted(str(p) for p in (SAMPLES / "series" / "recorded-unchanged").glob("b*"))
+    )
+    r = from_samples(measure_builds(builds), builds)
+    assert [b.name for b in r.builds] == ["b1", "b2", "b3", "b4", "b5"]
+    assert r.change_points() == [] and len(r.metrics) == 21
+    assert any(n.startswith("busy_share_cpu1: withheld in 14 of 15 runs") for n in r.notes)
+    assert r.metrics["context_switches_per_s"].values["run"].iloc[0] == "msg-r1.dat"
+    assert gate_series([b.path for b in builds]).exit_code == 0
+
+
 def test_json_of_the_api(stepped):
     from schedwake.report.series import to_json
 
