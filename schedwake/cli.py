@@ -1222,7 +1222,9 @@ def gate(
         return
     th = _thresholds(thresholds)
     if series_dirs:
-        return _gate_series(series_dirs, rules_file, json_file, th, topology_file, llc)
+        given = {"--baseline": baseline, "--candidate": candidate, "--from-batch": from_batch}
+        given |= {"--junit": junit_file, "--markdown": markdown_file}
+        return _gate_series(series_dirs, rules_file, json_file, th, topology_file, llc, given)
     dataset = _dataset(from_batch, where, topology_file, llc)
     # missing sides are judged like unreadable ones: exit 2 with reports
     with _progress("measuring the traces") as bar:
@@ -1259,10 +1261,17 @@ def gate(
         sys.exit(result.exit_code)
 
 
-def _gate_series(builds, rules_file, json_file, th, topology_file, llc):
-    """``gate --series``: the newest build judged against the series before it."""
+def _gate_series(builds, rules_file, json_file, th, topology_file, llc, given: dict):
+    """``gate --series``: the newest build judged against the series before it
+    (``given``: the options of the two-sided gate, refused beside it)."""
     from .report import series as series_report
     from .series import gate_series
+
+    mixed = [option for option, value in given.items() if value]
+    if mixed:
+        raise TraceError(
+            mixed[0], "does not apply to gate --series (a series judges its newest build; --json)"
+        )
 
     with _progress("measuring the builds") as bar:
         result = gate_series(

@@ -216,6 +216,14 @@ def test_gate_cannot_judge(root, cached_loads, tmp_path):
     assert proc.returncode == 2 and "at best reach p = 0.05" in proc.stderr
 
 
+def test_gate_series_refuses_the_two_sided_options(tmp_path):
+    proc = run_cli("gate", "--series", CW, CW, "--baseline", CW)
+    assert proc.returncode == 2 and proc.stderr == (
+        "Error: --baseline: does not apply to gate --series (a series judges its newest "
+        "build; --json)\n"
+    )
+
+
 def test_bad_input_is_one_line(tmp_path):
     proc = run_cli("series", tmp_path / "nope", tmp_path)
     assert proc.returncode == 2
