@@ -51,6 +51,8 @@ __all__ = [
 DEFAULT_ALPHA = changepoint.DEFAULT_ALPHA
 DEFAULT_MIN_SEGMENT = changepoint.DEFAULT_MIN_SEGMENT
 DEFAULT_PERMUTATIONS = changepoint.DEFAULT_PERMUTATIONS
+#: How the first splits' p of several metrics are adjusted for their number.
+ADJUSTMENTS = ("bh", "holm", "none")
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ def series(
     min_segment: int = DEFAULT_MIN_SEGMENT,
     permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
-    adjust: bool = True,
+    adjust: str = "bh",
     thresholds: dict | None = None,
     topology_file=None,
     llc=None,
@@ -311,8 +313,9 @@ def series(
     ``alpha``: the significance of a split (and the false discovery rate over the
     metrics); ``min_segment``: builds on each side of a split; ``permutations``: of each
     permutation test, seeded by ``seed`` (the same input, the same answer); ``adjust``:
-    a metric is changed when its first split passes Benjamini-Hochberg over the
-    metrics (False: when it passes ``alpha`` alone, as a gate rule is judged)."""
+    a metric is changed when its first split passes ``alpha`` after the adjustment over
+    the metrics: "bh" (Benjamini-Hochberg), "holm" (Holm-Bonferroni, as the gate's rules
+    are judged) or "none" (each metric alone)."""
     from .stats import check_alpha
 
     alpha = check_alpha(alpha)
@@ -349,10 +352,14 @@ def from_samples(
     min_segment: int = DEFAULT_MIN_SEGMENT,
     permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
-    adjust: bool = True,
+    adjust: str = "bh",
 ) -> SeriesResult:
     """The series of a per-run samples table (:func:`measure_builds`' columns)."""
     from .profile_compare import benjamini_hochberg
+    from .stats import holm
+
+    if adjust not in ADJUSTMENTS:
+        raise OptionError("adjust", repr(adjust), f"must be one of {', '.join(ADJUSTMENTS)}")
 
     notes = []
     out: dict[str, MetricSeries] = {}
@@ -393,10 +400,10 @@ def from_samples(
         )
         detections[name] = d
         s.p_first = d.p_first
-    # the metrics that vary at all are the family of the Benjamini-Hochberg step
+    # the metrics that vary at all are the family of the adjustment
     family = [n for n in out if len(set(out[n].values["value"].dropna())) > 1]
     p = np.array([out[n].p_first for n in family])
-    q = benjamini_hochberg(p) if adjust else p
+    q = {"bh": benjamini_hochberg, "holm": holm}.get(adjust, np.asarray)(p)
     for n, qv in zip(family, q):
         s = out[n]
         s.q_first = float(qv)
@@ -492,9 +499,9 @@ def gate_series(
     judge: a rules file it cannot read, fewer than two builds, too few runs for any
     split at the newest build to be significant, a rule's metric measured in no run
     (``missing = "skip"`` skips it instead). The rules' ``[gate] alpha`` is the
-    significance of each rule's metric (no adjustment over the rules: the rules are the
-    few metrics chosen in advance, as the two-sided gate judges them); a split needs one
-    build on each side (the newest alone may change)."""
+    significance, adjusted over the rules' metrics as ``[gate] multiplicity`` says
+    (Holm by default, as the two-sided gate; "none": each rule at ``alpha``); a split
+    needs one build on each side (the newest alone may change)."""
     from .gate import default_rules, load_rules
 
     settings, rules = load_rules(rules_file) if rules_file is not None else default_rules()
@@ -511,7 +518,7 @@ def gate_series(
         alpha=settings.alpha,
         min_segment=1,
         permutations=permutations,
-        adjust=False,
+        adjust="holm" if settings.multiplicity == "holm" else "none",
         thresholds=thresholds,
         topology_file=topology_file,
         llc=llc,
@@ -546,6 +553,8 @@ def gate_series(
             verdicts.append(RuleVerdict(r.metric, allowed, "pass", "no change at the newest build"))
             continue
         worse = abs(cp.after - cp.before) if cp.regression else 0.0
+        holm = settings.multiplicity == "holm" and s.q_first is not None
+        adjusted = f" (Holm over the rules: {s.q_first:.3g})" if holm else ""
         limit = r.allowed * abs(cp.before) if r.relative else r.allowed
         if cp.regression and worse > limit:
             verdicts.append(
@@ -554,7 +563,7 @@ def gate_series(
                     allowed,
                     "broken",
                     f"{r.metric}: {cp.before:.4g} -> {cp.after:.4g} ({cp.effect:+.1%}), "
-                    f"worse than {allowed} allows, p = {cp.p:.3g}",
+                    f"worse than {allowed} allows, p = {cp.p:.3g}{adjusted}",
                     cp,
                 )
             )

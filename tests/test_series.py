@@ -45,6 +45,7 @@ def make_builds(root, layout: dict[str, list[str]]) -> list[str]:
 STEPPED = {f"b{i + 1}": A[3 * i : 3 * i + 3] for i in range(4)} | {"b5": B[:3], "b6": B[3:]}
 A_IN_TIME = {f"b{i + 1}": A[3 * i : 3 * i + 3] for i in range(4)}
 A_INTERLEAVED = {f"b{i + 1}": A[i::4] for i in range(4)}  # r01 r05 r09, r02 r06 r10, ...
+NEWEST_OF_SIX = A_IN_TIME | {"b5": B}  # the newest build with six runs
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,7 @@ def root(tmp_path_factory):
         ("stepped", STEPPED),
         ("in-time", A_IN_TIME),
         ("interleaved", A_INTERLEAVED),
+        ("newest-of-six", NEWEST_OF_SIX),
     ):
         make_builds(top / name, layout)
     return top
@@ -178,12 +180,23 @@ def test_a_batch_dataset_is_a_build(root, cached_loads, tmp_path):
 # -- gate --series ---------------------------------------------------------------------------------
 
 
-def test_gate_fails_when_the_newest_build_starts_a_regression(root, cached_loads):
-    dirs = [str(root / "stepped" / b) for b in list(STEPPED)[:5]]  # b5: the first B build
+def test_gate_fails_when_the_newest_build_starts_a_regression(root, cached_loads, tmp_path):
+    # the newest build's six B runs against the twelve A runs: Holm over the rules holds
+    dirs = [str(root / "newest-of-six" / b) for b in NEWEST_OF_SIX]
     proc = run_cli("gate", "--series", *dirs)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "BROKEN   wakeup_migrations_per_s" in proc.stdout
+    assert "(Holm over the rules: 0.008)" in proc.stdout
     assert "FAIL: the newest build b5 starts a regression" in proc.stdout
+    # three B runs (p 0.029) break the rule alone, not after Holm over four rules
+    dirs = [str(root / "stepped" / b) for b in list(STEPPED)[:5]]
+    assert gate_series(dirs).exit_code == 0
+    rules = tmp_path / "none.toml"
+    rules.write_text(
+        '[gate]\nmultiplicity = "none"\n[rules.wakeup_migrations_per_s]\nallowed = "25%"\n'
+    )
+    r = gate_series(dirs, rules)
+    assert r.exit_code == 1 and r.verdicts[0].change.p == pytest.approx(0.029)
 
 
 def test_gate_passes_an_unchanged_newest_build(root, cached_loads, tmp_path):
@@ -193,6 +206,8 @@ def test_gate_passes_an_unchanged_newest_build(root, cached_loads, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text())
     assert doc["exit_code"] == 0 and {r["status"] for r in doc["rules"]} == {"pass"}
+    # the A runs in time order: their drift at b4 (p 0.014) is not past Holm
+    assert gate_series([str(root / "in-time" / b) for b in A_IN_TIME]).exit_code == 0
     # and a change at the newest build that is for the better passes too
     r = gate_series([str(root / "stepped" / b) for b in ("b5", "b6", "b1")])
     assert r.exit_code == 0, r.headline()
