@@ -597,7 +597,7 @@ def _name(names: dict[str, str], trace) -> str:
     return names.get(path) or Path(path).name
 
 
-def _input_problems(
+def input_problems(
     side: str, trace, settings: Settings, name: str | None = None, rates: bool = True
 ) -> list[str]:
     """Why one loaded trace cannot be judged (empty, lost events, too short); ``name``:
@@ -788,7 +788,7 @@ def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, 
                     t.use_topology(topology_file, llc)
                 except TraceError as exc:
                     result.problems.append(str(exc))
-            result.problems.extend(_input_problems(name, t, result.settings, _name(names, t)))
+            result.problems.extend(input_problems(name, t, result.settings, _name(names, t)))
     return sides
 
 
@@ -1091,7 +1091,7 @@ def _load_profiles(result: GateResult, specs: dict, expand, set_paths: bool, kal
             setattr(result, f"{side}_paths", paths)
         out[side] = []
         for trace in traces:
-            problems = _input_problems(side, trace, result.settings, rates=False)
+            problems = input_problems(side, trace, result.settings, rates=False)
             result.problems.extend(problems)
             try:
                 if not problems:

@@ -270,9 +270,11 @@ def measure_builds(
     topology_file=None,
     llc=None,
     progress: Callable[[float], None] | None = None,
+    check: Callable[[str, SideTrace], None] | None = None,
 ) -> pd.DataFrame:
     """The per-run samples of every build: columns build, index, run, trace, metric,
-    unit, direction, value (one row per run and metric)."""
+    unit, direction, value (one row per run and metric). ``check(build name, trace)``
+    sees each run as it is loaded (``gate --series``: what makes a run unusable)."""
     from .analysis import check_thresholds
     from .compare import measure
     from .detect import thresholds as _check_thresholds
@@ -282,6 +284,8 @@ def measure_builds(
     parts = []
     for k, (i, b, get) in enumerate(loaders):
         trace = get()
+        if check is not None:
+            check(b.name, trace)
         d = measure(trace, None, th, metrics)
         d.insert(0, "run", _run_name(b, str(trace.path)))
         d.insert(0, "index", i)
@@ -306,6 +310,7 @@ def series(
     topology_file=None,
     llc=None,
     progress: Callable[[float], None] | None = None,
+    check: Callable[[str, SideTrace], None] | None = None,
 ) -> SeriesResult:
     """The change points of each metric over ``builds`` (in order: directories of runs,
     batch datasets, or :class:`Build` s). ``metrics``: catalogue names (default: every
@@ -315,7 +320,7 @@ def series(
     permutation test, seeded by ``seed`` (the same input, the same answer); ``adjust``:
     a metric is changed when its first split passes ``alpha`` after the adjustment over
     the metrics: "bh" (Benjamini-Hochberg), "holm" (Holm-Bonferroni, as the gate's rules
-    are judged) or "none" (each metric alone)."""
+    are judged) or "none" (each metric alone). ``check``: as :func:`measure_builds`."""
     from .stats import check_alpha
 
     alpha = check_alpha(alpha)
@@ -330,6 +335,7 @@ def series(
         topology_file=topology_file,
         llc=llc,
         progress=progress,
+        check=check,
     )
     return from_samples(
         samples,
@@ -502,7 +508,7 @@ def gate_series(
     significance, adjusted over the rules' metrics as ``[gate] multiplicity`` says
     (Holm by default, as the two-sided gate; "none": each rule at ``alpha``); a split
     needs one build on each side (the newest alone may change)."""
-    from .gate import default_rules, load_rules
+    from .gate import default_rules, input_problems, load_rules
 
     settings, rules = load_rules(rules_file) if rules_file is not None else default_rules()
     source = str(rules_file) if rules_file is not None else "defaults"
@@ -512,6 +518,12 @@ def gate_series(
         return SeriesGateResult(
             [], None, [f"a series needs at least 2 builds (got {len(blist)})"], source
         )
+    refused: list[str] = []
+
+    def check(build: str, trace) -> None:
+        # the two-sided gate's refusals: lost events, raw timestamps, too few switches
+        refused.extend(input_problems(f"build {build}", trace, settings))
+
     result = series(
         blist,
         [r.metric for r in rules],
@@ -523,7 +535,10 @@ def gate_series(
         topology_file=topology_file,
         llc=llc,
         progress=progress,
+        check=check,
     )
+    if refused:  # fails closed: a run that cannot be judged is not judged around
+        return SeriesGateResult([], result, refused, source)
     last = len(blist) - 1
     verdicts = []
     for r in rules:

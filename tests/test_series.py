@@ -231,6 +231,22 @@ def test_gate_cannot_judge(root, cached_loads, tmp_path):
     assert proc.returncode == 2 and "at best reach p = 0.05" in proc.stderr
 
 
+def test_gate_refuses_a_run_the_two_sided_gate_would(root, cached_loads, tmp_path):
+    """A run with events lost in the ring buffer in the newest build: no verdict around
+    it (exit 2 naming the build and the trace), as the two-sided gate refuses it."""
+    import shutil
+
+    newest = tmp_path / "b3"
+    newest.mkdir()
+    for src in (root / "stepped" / "b2").iterdir():
+        shutil.copy(os.path.realpath(src), newest / src.name)
+    shutil.copy(SAMPLES / "lost-events.dat", newest / "lost-events.dat")
+    dirs = [str(root / "stepped" / b) for b in ("b1", "b2")] + [str(newest)]
+    result = gate_series(dirs)
+    assert result.exit_code == 2, result.headline()
+    assert any(p.startswith("build b3 lost-events.dat: the ring buffer") for p in result.problems)
+
+
 def test_gate_series_refuses_the_two_sided_options(tmp_path):
     proc = run_cli("gate", "--series", CW, CW, "--baseline", CW)
     assert proc.returncode == 2 and proc.stderr == (
