@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .detect import for_slice
 from .detect import thresholds as _thresholds
 from .detect.cswitch_storm import storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
@@ -486,13 +487,21 @@ def _unmet(trace, needs: Needs) -> list[str]:
     return [" or ".join(group) for group in needs if not any(trace.has_records(e) for e in group)]
 
 
+def _trace_thresholds(trace, thresholds: dict | None) -> dict:
+    """The thresholds a whole trace's (or a slice's) metrics are computed with: as
+    :func:`schedwake.detect.detect` judges the same trace (a ``--time`` slice scales
+    the amounts it adds up, ``for_slice``), so that a metric counts what the detector
+    judges: a storm found in a 5-ms slice has its preemptions in ``storm_*``."""
+    return for_slice(_thresholds(thresholds), trace, thresholds or {})
+
+
 def trace_metrics(trace, thresholds: dict | None = None, *, only=None) -> dict:
     """Every metric and count of the trace (JSON-ready), whether or not a detector fires:
     ``duration_s`` then :data:`METRICS` in order (``busy_share`` a dict by CPU), then the
     benchmark's ``bench_*`` results. A metric the trace cannot give (no wake-ups for a
     latency, events it lacks: :data:`NEEDS`) is None. ``only``: the keys to compute (the
     others are None; :func:`_keys_of`), for a comparison of some metrics."""
-    th = _thresholds(thresholds)
+    th = _trace_thresholds(trace, thresholds)
     memo, key = _memo(trace, "trace_metrics", th)
     done = memo.setdefault(key, {})  # the values computed so far, by key
     t = TraceInputs(trace, th)  # (its measures are computed on first use)
@@ -518,7 +527,7 @@ def metric_bounds(trace, thresholds: dict | None = None) -> dict[str, list]:
     value in :func:`trace_metrics` is the midpoint when the bounds are within the
     tolerance (:data:`SHARE_TOLERANCE`, :data:`LATENCY_TOLERANCE`), else None (withheld).
     Empty for a trace that shows everything these metrics read."""
-    th = _thresholds(thresholds)
+    th = _trace_thresholds(trace, thresholds)
     memo, key = _memo(trace, "metric_bounds", th)
     if key in memo:
         return copy.deepcopy(memo[key])

@@ -99,3 +99,22 @@ def test_round_robin_needs_enough_changes_to_matter(whole):
     a = schedwake.analyze(part)
     assert a.thresholds["roundrobin_min_changes"] == 50
     assert [f.detector for f in a.findings] == ["kworker_pingpong"]
+
+
+def test_a_slices_metrics_count_what_its_detector_judges():
+    """A 5-ms slice of a weighted-cgroup storm run (sample_traces/storm/weighted/run8.dat,
+    1.000-1.005 s after its first event): cswitch_storm judges it with its least
+    preemptions scaled to 10 and finds 77 kworker preemptions; the storm_* metrics count
+    the same storm (they were computed with the unscaled 100 and said 0)."""
+    t = schedwake.load(sample("storm/weighted/run8.dat"))
+    f0 = t.meta.first_ts_ns
+    a = schedwake.analyze(t.sliced(f0 + 1_000_000_000, f0 + 1_005_000_000))
+    assert a.thresholds["storm_min_preemptions"] == 10
+    (f,) = [x for x in a.findings if x.detector == "cswitch_storm"]
+    assert f.metrics["kworker_preemptions"] == 77
+    assert a.metrics["storm_kworker_preemptions_per_s"] == pytest.approx(
+        f.metrics["kworker_preemptions_per_s"], rel=1e-4
+    )
+    assert a.metrics["storm_preempted_share"] == pytest.approx(
+        f.metrics["preempted_share"], abs=1e-4
+    )
