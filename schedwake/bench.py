@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .compressed import open_regular, read_bounded
 from .errors import TraceError
 from .topology import trace_stem
 
@@ -105,7 +107,7 @@ def read_beside(trace_path) -> list[BenchResult]:
     for kind, path in candidates(trace_path):
         if kind in ("fio", "dbench") and kind in kinds_read:
             continue  # the trace's own file, not the directory's
-        if not path.is_file():
+        if not path.exists():  # (a device or FIFO there is refused, not passed over)
             continue
         text = read_side_file(path)
         if kind == "bench":
@@ -126,11 +128,17 @@ def read_side_file(path: Path, max_bytes: int = MAX_BYTES, what: str = "a result
     """A side file's text (TraceError naming it when it cannot be read or is larger
     than ``max_bytes``: then it is not ``what``)."""
     try:
-        if path.stat().st_size > max_bytes:
-            raise TraceError(path, f"is larger than {max_bytes >> 20} MB: not {what}")
-        return path.read_text(encoding="utf-8", errors="replace")
+        # a regular file only, opened non-blocking (a link to /proc/kmsg or a FIFO is
+        # refused or fails, never hangs), and never more than max_bytes read of it
+        with open_regular(path, what.removeprefix("a ")) as f:
+            if os.fstat(f.fileno()).st_size > max_bytes:
+                raise TraceError(path, f"is larger than {max_bytes >> 20} MB: not {what}")
+            data = read_bounded(f, max_bytes + 1, path)
     except OSError as exc:
         raise TraceError(path, f"cannot read it ({exc.strerror})") from None
+    if len(data) > max_bytes:
+        raise TraceError(path, f"is larger than {max_bytes >> 20} MB: not {what}")
+    return data.decode("utf-8", errors="replace")
 
 
 def _number(v) -> float | None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import os
 import shutil
+import stat
 import subprocess
 import zlib
 from pathlib import Path
@@ -31,11 +33,66 @@ PROGRAMS = {"xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"], "bzip2": ["bzip2", "-
 _CHUNK = 1 << 20
 
 
+def open_regular(path, what: str = "file") -> IO[bytes]:
+    """``path`` opened for reading only if it is a regular file, checked on the open file
+    (``fstat``: a link swapped in between cannot slip past, as a check of the path before
+    the open would let it), and opened non-blocking: a device, FIFO or socket is refused
+    in one line (TraceError), and a procfs/sysfs file that looks regular but blocks
+    (``/proc/kmsg``, ``trace_pipe``) fails its first read instead of hanging.
+    OSError as ``open`` raises it."""
+    p = Path(path)
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = (
+                "a directory" if stat.S_ISDIR(mode)
+                else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file"
+            )  # fmt: skip
+            raise TraceError(p, f"is {kind}, not a regular file: not read as a {what}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(f: IO[bytes], most: int, path) -> bytes:
+    """Up to ``most`` bytes of ``f`` (opened by :func:`open_regular`), to its end: none
+    of a file whose size is 0 (an empty file, or a procfs/sysfs stream posing as one:
+    ``/proc/kmsg``, ``trace_pipe``, never read), and a TraceError naming ``path`` when
+    a read would block."""
+    if os.fstat(f.fileno()).st_size == 0:
+        # an empty file, or a procfs/sysfs one that says 0 bytes (/proc/kmsg): a read of
+        # the latter would take the kernel's messages from whoever reads them
+        return b""
+    out = bytearray()
+    while len(out) < most:
+        got = f.read(min(_CHUNK, most - len(out)))
+        if got is None:
+            raise TraceError(
+                path,
+                "is a stream that would block (a procfs or sysfs file such as /proc/kmsg), "
+                "not a file: not read",
+            )
+        if not got:
+            break
+        out += got
+    return bytes(out)
+
+
 def compression(path: Path) -> str | None:
     """The compression the file's first bytes say ("gzip", "xz", "zstd", "bzip2"), or
     None: not compressed."""
     with open(path, "rb") as f:
         head = f.read(8)
+    return compression_of(head)
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression that a file's first bytes ``head`` say, or None."""
     for magic, name in MAGIC:
         if head.startswith(magic):
             return name
@@ -59,9 +116,17 @@ def read_whole(path, limit: int, what: str) -> bytes:
     stops as soon as more than ``limit`` bytes came out: a bomb is not inflated)."""
     p = Path(path)
     try:
-        kind = compression(p)
-        with open(p, "rb") as f:
-            data = f.read(limit + 1) if kind is None else _decompress(p, f, kind, limit + 1)
+        with open_regular(p, what) as f:
+            # the magic by pread: the file's offset stays at 0 for the decompressor,
+            # which may read the descriptor itself (the zstd program); a file of 0
+            # bytes (a procfs stream such as /proc/kmsg) is not read at all
+            empty = os.fstat(f.fileno()).st_size == 0
+            kind = None if empty else compression_of(os.pread(f.fileno(), 8, 0))
+            data = (
+                read_bounded(f, limit + 1, p)
+                if kind is None
+                else _decompress(p, f, kind, limit + 1)
+            )
     except OSError as exc:
         raise TraceError(p, f"cannot read the {what}: {exc.strerror or exc}") from None
     if len(data) > limit:

@@ -917,7 +917,7 @@ def read_beside(trace_path) -> Beside | None:
 
     counters = None
     for p in own(trace_path, ".counters.json"):
-        if p.is_file():
+        if p.exists():  # (a device or FIFO there is refused, not passed over)
             counters = parse(_text(p, "a counters file"), p)
             break
     perf = None
@@ -928,7 +928,7 @@ def read_beside(trace_path) -> Beside | None:
             raise TraceError(counters.path, f"names perf stat output {named.name}: not there")
         names = [named]
     for p in names:
-        if p.is_file():
+        if p.exists():
             perf = parse_perf_stat(_text(p, "perf stat output"), p)
             break
     if counters is None and perf is None:

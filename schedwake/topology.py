@@ -29,12 +29,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .compressed import open_regular, read_bounded
 from .errors import OptionError, TraceError
 from .jsonout import dumps
 
 #: The most CPUs a topology may describe (the C decoder's bound, ``MAX_CPUS`` of
 #: ``ingest/_td_internal.h``): a map is three arrays of this length at most.
 MAX_CPUS = 65536
+#: The largest topology file read (a 65536-CPU machine's lists stay far below).
+MAX_TOPOLOGY_BYTES = 16 << 20
 
 #: The keys of a topology JSON file.
 _KEYS = ("cpus", "llc", "smt", "numa")
@@ -304,7 +307,15 @@ class Topology:
         """From a topology JSON file (:meth:`from_dict`; a key given twice is refused)."""
         p = Path(path)
         try:
-            text = p.read_text()
+            # a regular file, read non-blocking and bounded (a sparse 4 GiB file or a
+            # link to /proc/kmsg is refused, not read whole or waited on)
+            with open_regular(p, "topology file") as f:
+                data = read_bounded(f, MAX_TOPOLOGY_BYTES + 1, p)
+            if len(data) > MAX_TOPOLOGY_BYTES:
+                raise TraceError(
+                    p, f"is larger than {MAX_TOPOLOGY_BYTES >> 20} MiB: not a topology file"
+                )
+            text = data.decode("utf-8")
         except FileNotFoundError:
             raise TraceError(p, "no such topology file") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -497,7 +508,7 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header
                 ]
             )
             for c in candidates:
-                if c.is_file():
+                if c.exists():  # (a device or FIFO there is refused, not passed over)
                     topo = Topology.from_file(c, cpus)
                     break
         if topo is None and header:

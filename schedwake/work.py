@@ -132,7 +132,7 @@ def work_of(trace_path, spec: WorkSpec) -> Work:
 
 def _counters(trace_path) -> tuple[dict | None, Path]:
     path = Path(str(trace_path) + ".counters.json")
-    if not path.is_file():
+    if not path.exists():  # (a device or FIFO there is refused when read, not passed over)
         return None, path
     try:
         doc = json.loads(read_side_file(path, what="a counters file"))
@@ -165,7 +165,7 @@ def _bench_ops(trace_path) -> Work:
     that gives one, in :func:`schedwake.bench.candidates` order)."""
     looked = []
     for kind, path in candidates(trace_path):
-        if not path.is_file():
+        if not path.exists():
             continue
         looked.append(path.name)
         text = read_side_file(path)

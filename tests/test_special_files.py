@@ -1,0 +1,64 @@
+"""Side files that are not files (#37, "special files read as regular"): a topology,
+benchmark results or kallsyms that is a link to /dev/zero, a FIFO or /proc/kmsg is
+refused in one line naming it, quickly, and never read whole, waited on or drained (a
+read of /proc/kmsg takes the kernel's messages from whoever else reads them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from schedwake.compressed import open_regular, read_bounded, read_whole
+from schedwake.errors import TraceError
+from schedwake.topology import Topology
+
+from .conftest import run_cli, sample
+
+IDLE = sample("idle-sleep.dat")
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path
+
+
+def test_open_regular_refuses_what_is_not_a_file(tmp_path, fifo):
+    for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a device"), (tmp_path, "a directory")):
+        with pytest.raises(TraceError, match=f"is {kind}, not a regular file"):
+            open_regular(path, "topology file")
+    # /proc/kmsg says it is a regular file of 0 bytes: opened, and never read
+    if os.access("/proc/kmsg", os.R_OK):
+        with open_regular("/proc/kmsg") as f:
+            assert read_bounded(f, 1 << 20, "/proc/kmsg") == b""
+
+
+def test_reads_are_bounded(tmp_path):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(4 << 30)  # a sparse 4 GiB topology: refused without being read
+    with pytest.raises(TraceError, match="larger than 16 MiB: not a topology file"):
+        Topology.from_file(big)
+    with pytest.raises(TraceError, match="too large for a kallsyms file"):
+        read_whole(big, 1 << 20, "kallsyms file")
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "/proc/kmsg"])
+def test_a_side_file_that_is_not_a_file_is_refused_in_one_line(tmp_path, fifo, target):
+    trace = tmp_path / "run.dat"
+    shutil.copyfile(IDLE, trace)
+    link = tmp_path / "run.topology.json"
+    link.symlink_to(fifo if target == "fifo" else target)
+    proc = run_cli("analyze", trace)
+    assert proc.returncode == 2, proc.stdout
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "run.topology.json" in proc.stderr
+    link.unlink()
+    (tmp_path / "run.bench.json").symlink_to(fifo if target == "fifo" else target)
+    proc = run_cli("analyze", trace)
+    assert proc.returncode == 2 and "run.bench.json" in proc.stderr, proc.stderr
+    proc = run_cli("analyze", trace, "--kallsyms", fifo if target == "fifo" else target)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
