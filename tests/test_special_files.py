@@ -62,3 +62,21 @@ def test_a_side_file_that_is_not_a_file_is_refused_in_one_line(tmp_path, fifo, t
     assert proc.returncode == 2 and "run.bench.json" in proc.stderr, proc.stderr
     proc = run_cli("analyze", trace, "--kallsyms", fifo if target == "fifo" else target)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_a_perf_threads_part_that_is_not_a_file_is_refused(tmp_path, fifo, target):
+    """A ``perf record --threads`` directory whose data.N is /dev/zero or a FIFO: refused
+    naming the part, not copied into the temporary directory without end or waited on;
+    the directory as recorded is read."""
+    src = sample("perf/perf-threads.perf.data")
+    copy = tmp_path / "threads.perf.data"
+    shutil.copytree(src, copy)
+    proc = run_cli("info", copy)
+    assert proc.returncode == 0, proc.stderr
+    part = sorted(p for p in copy.iterdir() if p.name.startswith("data."))[0]
+    part.unlink()
+    part.symlink_to(fifo if target == "fifo" else target)
+    proc = run_cli("info", copy)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert part.name in proc.stderr and "not a regular file" in proc.stderr

@@ -31,15 +31,17 @@ any others.
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import struct
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import IO
 
 import pyarrow as pa
 
+from ..compressed import open_regular, read_bounded
 from ..errors import TraceError
 from ..schema import COMMON_NAMES, field_name
 from ..symbols.kernel import KallsymsChoice, choose_kallsyms
@@ -125,7 +127,34 @@ def joined(path: Path):
     if not path.is_dir():
         yield path
         return
-    head = (path / "data").read_bytes()
+    # every file of the directory opened as a regular file only, and read no further than
+    # the size it had when opened: a data.N that is /dev/zero, a FIFO or /proc/kmsg
+    # neither fills the temporary directory nor hangs (docs/reliability.md)
+    with ExitStack() as files:
+        head = _whole(files, path / "data")
+        parts = [
+            (_opened(files, p), p)
+            for p in sorted(
+                (p for p in path.iterdir() if re.fullmatch(r"data\.\d+", p.name)),
+                key=lambda p: int(p.name.split(".")[1]),
+            )
+        ]
+        yield from _joined(path, head, parts)
+
+
+def _opened(files: ExitStack, part: Path) -> tuple[IO[bytes], int]:
+    """``part`` opened as a regular file (kept open by ``files``), and its size then."""
+    f = files.enter_context(open_regular(part, "perf.data part"))
+    return f, os.fstat(f.fileno()).st_size
+
+
+def _whole(files: ExitStack, part: Path) -> bytes:
+    f, size = _opened(files, part)
+    return read_bounded(f, size, part)
+
+
+def _joined(path: Path, head: bytes, parts: list):
+    """:func:`joined` of the opened header file's bytes and parts."""
     try:
         magic, hsize, _, _, _, d_off, d_size = struct.unpack_from("<8sQQQQQQ", head)
         bits = list(struct.unpack_from("<4Q", head, 72))
@@ -133,11 +162,7 @@ def joined(path: Path):
         raise TraceError(path, "truncated perf.data: its header file 'data' is cut short") from None
     if magic != b"PERFILE2" or hsize != 104 or d_off + d_size > len(head):
         raise TraceError(path, "corrupt perf.data: its header file 'data' has no valid header")
-    parts = sorted(
-        (p for p in path.iterdir() if re.fullmatch(r"data\.\d+", p.name)),
-        key=lambda p: int(p.name.split(".")[1]),
-    )
-    extra = sum(p.stat().st_size for p in parts)
+    extra = sum(size for (_, size), _ in parts)
     table = d_off + d_size
     nfeat = sum(bin(b).count("1") for b in bits)
     entries = []
@@ -159,9 +184,14 @@ def joined(path: Path):
             struct.pack_into("<4Q", hdr, 72, *bits)
             f.write(hdr)
             f.write(head[d_off:table])
-            for part in parts:
-                with open(part, "rb") as src:
-                    shutil.copyfileobj(src, f, 1 << 20)
+            for (src, size), part in parts:
+                left = size  # (what it held when opened: a growing file is not followed)
+                while left > 0:
+                    chunk = src.read(min(left, 1 << 20))
+                    if not chunk:
+                        raise TraceError(part, "shrank while it was read: not read")
+                    f.write(chunk)
+                    left -= len(chunk)
             for off, size in entries:
                 f.write(struct.pack("<2Q", off + shift if off >= table else off, size))
             f.write(head[table + 16 * nfeat :])
