@@ -80,3 +80,15 @@ def test_a_perf_threads_part_that_is_not_a_file_is_refused(tmp_path, fifo, targe
     proc = run_cli("info", copy)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert part.name in proc.stderr and "not a regular file" in proc.stderr
+
+
+def test_a_mapped_file_that_is_not_a_file_has_no_symbols(fifo):
+    """A perf.data's MMAP2 may name /proc/kmsg, trace_pipe or a FIFO: the profile's
+    symbol reader calls it "not an ELF file" at once, without reading it."""
+    from schedwake.symbols import elf
+
+    for path in (fifo, "/proc/kmsg", "/sys/kernel/tracing/trace_pipe", "/dev/zero"):
+        if not os.path.exists(path):
+            continue
+        got = elf._parse(str(path), None)
+        assert got.problem == elf.NOT_ELF, (path, got)

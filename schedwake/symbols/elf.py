@@ -39,6 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..compressed import open_regular
+from ..errors import TraceError
+
 #: A mapped file larger than this is not read (its symbols stay unknown).
 MAX_FILE_BYTES = 2 << 30
 #: A symbol table (with its strings) larger than this is not read.
@@ -215,11 +218,16 @@ def _parse(path: str, data: bytes | None) -> ElfLoad:
     try:
         if data is not None:
             return _read(path, io.BytesIO(data))
-        with open(path, "rb") as f:
-            if f.read(4) != b"\x7fELF":
+        # a regular file only, opened non-blocking, and nothing read of one that says it
+        # is empty: a mapping's name may be /proc/kmsg, trace_pipe or a FIFO (a hostile
+        # perf.data), whose reading would hang or drain the kernel's log
+        with open_regular(path, "ELF file") as f:
+            if os.fstat(f.fileno()).st_size < 4 or f.read(4) != b"\x7fELF":
                 return ElfLoad(None, NOT_ELF, f"{path} is not an ELF file")
             f.seek(0)
             return _read(path, f)
+    except TraceError as exc:  # not a regular file
+        return ElfLoad(None, NOT_ELF, str(exc))
     except PermissionError as exc:
         return ElfLoad(None, UNREADABLE, f"{path}: {exc.strerror}")
     except IsADirectoryError:
