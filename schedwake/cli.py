@@ -83,6 +83,41 @@ def _load(
 STDIN = "<stdin>"
 
 
+#: The most bytes of standard input spooled (the environment variable of the same name
+#: sets another), and the room left free on the temporary directory's filesystem: a
+#: trace piped in is copied to a file, never without end (``yes | schedwake analyze -``).
+MAX_STDIN_BYTES = 64 << 30
+STDIN_FREE_MARGIN = 1 << 30
+
+
+def stdin_limit(free_bytes: int) -> int:
+    """How much of standard input may be spooled: ``SCHEDWAKE_MAX_STDIN_BYTES`` (default
+    :data:`MAX_STDIN_BYTES`), and no more than leaves :data:`STDIN_FREE_MARGIN` free."""
+    text = os.environ.get("SCHEDWAKE_MAX_STDIN_BYTES", "")
+    limit = int(text) if text.isdigit() else MAX_STDIN_BYTES
+    return max(0, min(limit, free_bytes - STDIN_FREE_MARGIN))
+
+
+def _spool(src, spool: Path, limit: int) -> None:
+    """Copy ``src`` to ``spool``, at most ``limit`` bytes (TraceError naming ``<stdin>``
+    beyond it, or when the disk fills)."""
+    done = 0
+    try:
+        with open(spool, "wb") as f:
+            while chunk := src.read(1 << 20):
+                done += len(chunk)
+                if done > limit:
+                    raise TraceError(
+                        STDIN,
+                        f"holds more than {limit} bytes, as much as may be spooled to the "
+                        "temporary directory (SCHEDWAKE_MAX_STDIN_BYTES, and 1 GiB left free): "
+                        "give the trace as a file",
+                    )
+                f.write(chunk)
+    except OSError as exc:
+        raise TraceError(STDIN, f"cannot be spooled to a temporary file: {exc.strerror}") from None
+
+
 def _load_stdin(events, input_format, reader, jobs):
     """A trace piped into standard input (``-``): spooled to a private temporary file
     (the trace.dat reader needs to seek), read, and the file removed; the trace and its
@@ -94,8 +129,7 @@ def _load_stdin(events, input_format, reader, jobs):
         raise TraceError(STDIN, "is a terminal: pipe a trace into it (schedwake analyze - < FILE)")
     with tempfile.TemporaryDirectory(prefix="schedwake-stdin-") as tmp:
         spool = Path(tmp) / "stdin"
-        with open(spool, "wb") as f:
-            shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+        _spool(sys.stdin.buffer, spool, stdin_limit(shutil.disk_usage(tmp).free))
         try:
             trace = _load(str(spool), events, input_format, reader, jobs)
         except TraceError as exc:

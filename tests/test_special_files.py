@@ -92,3 +92,18 @@ def test_a_mapped_file_that_is_not_a_file_has_no_symbols(fifo):
             continue
         got = elf._parse(str(path), None)
         assert got.problem == elf.NOT_ELF, (path, got)
+
+
+def test_standard_input_is_spooled_with_a_bound():
+    """``yes | schedwake analyze -`` is not copied to the temporary directory without
+    end: beyond SCHEDWAKE_MAX_STDIN_BYTES (64 GiB by default, and 1 GiB left free on the
+    filesystem) it is refused in one line."""
+    proc = run_cli(
+        "analyze", "-", input=b"\0" * 3_000_000, env={"SCHEDWAKE_MAX_STDIN_BYTES": "1000000"}
+    )
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "<stdin>: holds more than 1000000 bytes" in proc.stderr
+    ok = run_cli(
+        "info", "-", input=IDLE.read_bytes(), env={"SCHEDWAKE_MAX_STDIN_BYTES": "10000000"}
+    )
+    assert ok.returncode == 0 and "<stdin>" in ok.stdout, ok.stderr
