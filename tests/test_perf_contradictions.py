@@ -57,3 +57,48 @@ def test_a_record_beyond_nrcpus_is_damage(tmp_path):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and str(damaged) in lines[0], proc.stderr
     assert "CPU 1" in lines[0] and "NRCPUS" in lines[0] and "1 CPUs" in lines[0], lines[0]
+
+
+def _samples(data: bytes) -> list[int]:
+    """File offsets of the seed's SAMPLE records (type 9)."""
+    d_off, d_size = struct.unpack_from("<QQ", data, 40)
+    pos, out = d_off, []
+    while pos < d_off + d_size:
+        kind, _, size = struct.unpack_from("<IHH", data, pos)
+        if kind == 9:
+            out.append(pos)
+        pos += size
+    return out
+
+
+#: Where a SAMPLE's time is in the seed's records: its sample_type is IDENTIFIER | IP |
+#: TID | TIME | ... (0x10587), so after the 8-byte header, the id, the ip and pid/tid.
+TIME_AT = 32
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["zero", "an hour ahead"])
+def test_a_sample_far_outside_the_others_is_left_out(tmp_path, when):
+    """One sample at time 0 or an hour after the others (#37): left out of the tables and
+    the duration with a warning, as the text reader does, instead of a duration of 2,039
+    s or 3,600 s dividing every rate (and a traceback in the task states)."""
+    data = bytearray(SEED.read_bytes())
+    at = _samples(data)
+    times = [struct.unpack_from("<Q", data, p + TIME_AT)[0] for p in at]
+    assert len(at) == 25 and max(times) - min(times) < 10**9
+    struct.pack_into(
+        "<Q", data, at[5] + TIME_AT, 0 if when == "zero" else max(times) + 3600 * 10**9
+    )
+    damaged = tmp_path / "outlier.data"
+    damaged.write_bytes(data)
+    proc = schedwake_info(damaged)
+    assert proc.returncode == 0, proc.stderr
+    side = "before" if when == "zero" else "after"
+    assert f"1 sample (1 sched_waking) far {side} all the others" in proc.stdout
+    assert "duration:  0.02" in proc.stdout, proc.stdout
+    exe = Path(sys.executable).with_name("schedwake")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "schedwake.cli"]
+    run = subprocess.run(
+        cmd + ["analyze", str(damaged)], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
