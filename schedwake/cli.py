@@ -838,7 +838,15 @@ def profile(
     if not traces and not side_specs:
         raise click.UsageError("give a profile (TRACE) or --side NAME=GLOB")
     sides = parse_sides(traces, side_specs, least=1)
-    work = _work(work_specs, [label for label, _ in sides])  # refused before any reading
+    from .work import parse_work
+
+    # refused before any reading; numbers only (a profile's work is not read beside it)
+    labels = [label for label, _ in sides]
+    work = (
+        {k: float(v) for k, v in parse_work(work_specs, labels, sources=()).items()}
+        if work_specs
+        else None
+    )
     filters = {
         "comm": _comm_names(comm_list),
         "pid": None if pid_list is None else _pid_list(pid_list),
@@ -894,30 +902,6 @@ def _profile_of(path: str, kallsyms_file, event, filters: dict, cpu_list, time_r
         return run_profile(
             t, event=event, kallsyms=kallsyms_file, cpu=cpus, time=span, progress=bar, **filters
         )
-
-
-def _work(specs, sides: list[str]):
-    """``--work`` values: None, one number for every run, or side -> number."""
-    if not specs:
-        return None
-    every, per_side = None, {}
-    for spec in specs:
-        name, sep, value = spec.rpartition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            raise OptionError("--work", spec, "expected N or NAME=N (a number)") from None
-        if not math.isfinite(number) or number <= 0:
-            raise OptionError("--work", spec, "units of work must be a finite number > 0")
-        if not sep:
-            every = number
-        elif name not in sides:
-            raise OptionError("--work", spec, f"no side named {name!r} ({', '.join(sides)})")
-        else:
-            per_side[name] = number
-    if every is not None and per_side:
-        raise OptionError("--work", " ".join(specs), "give N for every run or NAME=N per side")
-    return every if every is not None else per_side
 
 
 @cli.command(short_help="Compare traces before/after in the mmtests layout.")

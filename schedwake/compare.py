@@ -437,14 +437,9 @@ def compare(
     samples = sample_mode(samples)
     alpha = check_alpha(alpha)  # (a window is checked against the traces: sample_plan)
     if metrics is not None:
-        from .metrics import canonical_name, catalogue_entry
+        from .metrics import checked_names
 
-        metrics = [canonical_name(m) for m in metrics]
-        for m in metrics:
-            try:
-                catalogue_entry(m)
-            except KeyError as e:
-                raise OptionError("metrics", None, e.args[0]) from None
+        metrics = checked_names(metrics)
     th = check_thresholds(_check_thresholds(thresholds))
     side_list = _normalise(sides, labels, topology_file, llc)
     kind, win = sample_plan(samples, [s.traces for s in side_list], window_s)
@@ -524,14 +519,14 @@ def work_samples(trace: SideTrace, spec, thresholds, per_op: list[str]):
     its :class:`schedwake.work.Work` (TraceError naming the trace when its work cannot
     be found): each rate times the trace's duration over the work."""
     from .metrics import catalogue_entry
-    from .work import per_s_name, work_of
+    from .work import per_op_name, per_s_name, work_of
 
     done = work_of(trace.path, spec)
     rates = measure(trace, None, thresholds, [per_s_name(m) for m in per_op])
     rates = rates[rates["metric"].isin([per_s_name(m) for m in per_op])].copy()
     span = (rates["end_s"] - rates["start_s"]).to_numpy(dtype=np.float64)
     rates["value"] = rates["value"].to_numpy(dtype=np.float64) * span / done.value
-    rates["metric"] = [m[: -len("_per_s")] + "_per_op" for m in rates["metric"]]
+    rates["metric"] = [per_op_name(m) for m in rates["metric"]]
     rates["unit"] = "/op"
     rates["direction"] = [catalogue_entry(m).direction for m in rates["metric"]]
     rates["sample_kind"] = "per-trace"
@@ -583,11 +578,11 @@ def from_samples(
     labels = [str(x) for x in labels]
     if len(labels) < 2:
         raise TraceError("compare", "needs at least two sides")
-    # (a benchmark result is one value per trace, also beside per-window samples)
-    bench = df["metric"].astype(str).str.startswith("bench_") | df["metric"].astype(
-        str
-    ).str.endswith("_per_op")
-    kinds = set(df.loc[~bench, "sample_kind"]) if "sample_kind" in df.columns else {"per-trace"}
+    # (a benchmark result and a count per unit of work are one value per trace, also
+    # beside per-window samples)
+    names = df["metric"].astype(str)
+    per_run = names.str.startswith("bench_") | names.str.endswith("_per_op")
+    kinds = set(df.loc[~per_run, "sample_kind"]) if "sample_kind" in df.columns else {"per-trace"}
     if not kinds and "sample_kind" in df.columns:
         kinds = set(df["sample_kind"])
     if len(kinds) > 1:

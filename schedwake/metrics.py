@@ -1205,6 +1205,20 @@ def _with_bench(samples: pd.DataFrame, bench: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([samples, bench], ignore_index=True)
 
 
+def checked_names(names, param: str = "metrics") -> list[str]:
+    """``names`` as metric identifiers (:func:`canonical_name`), each once, in order;
+    OptionError naming ``param`` for an unknown one (:func:`unknown_metric`)."""
+    from .errors import OptionError
+
+    out = list(dict.fromkeys(canonical_name(m) for m in names))
+    for m in out:
+        try:
+            catalogue_entry(m)
+        except KeyError as e:
+            raise OptionError(param, None, e.args[0]) from None
+    return out
+
+
 def catalogue_entry(name: str) -> CatalogueMetric:
     """The catalogue entry of a metric identifier (``busy_share_cpu3`` -> the busy share
     entry, ``bench_fio_write_iops`` -> :data:`BENCH`). Raises KeyError (its text:

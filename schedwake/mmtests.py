@@ -238,21 +238,20 @@ class Comparison:
             other = [f"{name}: {d}" for name, d in descs.items() if d != common]
             samples = common + (f" ({'; '.join(other)})" if other else "")
         line = f"* significant: {self.rule_name()}; samples: {samples}"
-        untestable = []
-        for r in self.rows:
-            if not r.is_mean_row:
-                continue
-            for s in r.sig:
-                if s is not None and not s.testable:
-                    untestable.append(f"{r.metric.name} ({s.reason})")
-        untestable = list(dict.fromkeys(untestable))
-        reasons = {u.split(" (", 1)[1] for u in untestable}
-        tested = {r.metric.name for r in self.rows if r.is_mean_row}
-        if len(untestable) > 1 and len(reasons) == 1 and len(untestable) == len(tested):
+        means = [r for r in self.rows if r.is_mean_row]
+        # (metric, why), each once
+        untestable = dict.fromkeys(
+            (r.metric.name, s.reason)
+            for r in means
+            for s in r.sig
+            if s is not None and not s.testable
+        )
+        reasons = {why for _, why in untestable}
+        if len(untestable) > 1 and len(reasons) == 1 and len(untestable) == len(means):
             # one reason for every metric (one baseline run): said once
-            untestable = [f"every metric ({reasons.pop()}"]
+            return line + f"; not testable: every metric ({reasons.pop()})"
         if untestable:
-            line += "; not testable: " + ", ".join(dict.fromkeys(untestable))
+            line += "; not testable: " + ", ".join(f"{m} ({why})" for m, why in untestable)
         return line
 
     def records(self) -> list[dict[str, Any]]:

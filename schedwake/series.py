@@ -236,17 +236,9 @@ def _runs_of(build: Build, topology_file, llc) -> list[Callable[[], SideTrace]]:
 
 
 def _check_metrics(metrics) -> list[str] | None:
-    if metrics is None:
-        return None
-    from .metrics import canonical_name, catalogue_entry
+    from .metrics import checked_names
 
-    out = [canonical_name(m) for m in metrics]
-    for m in out:
-        try:
-            catalogue_entry(m)
-        except KeyError as e:
-            raise OptionError("metrics", None, e.args[0]) from None
-    return list(dict.fromkeys(out))
+    return None if metrics is None else checked_names(metrics)
 
 
 def _check_min_segment(min_segment) -> int:

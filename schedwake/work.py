@@ -77,15 +77,18 @@ def is_per_op(name: str) -> bool:
     return name.endswith(PER_OP_SUFFIX) and len(name) > len(PER_OP_SUFFIX)
 
 
-def parse_work(specs, sides: list[str], param: str = "--work") -> dict[str, WorkSpec]:
-    """``--work`` values as ``{side label: spec}``: ``N`` or ``bench``/``cpu`` for every
-    side, ``NAME=N`` (or ``NAME=bench``) for one side; every side must end with one.
-    OptionError for a bad value, an unknown side or a side left without work."""
+def parse_work(
+    specs, sides: list[str], param: str = "--work", sources: tuple[str, ...] = SOURCES
+) -> dict[str, WorkSpec]:
+    """``--work`` values as ``{side label: spec}``: ``N`` (or one of ``sources``:
+    ``bench``, ``cpu``) for every side, ``NAME=N`` for one side; every side must end
+    with one. OptionError for a bad value, an unknown side or a side left without work.
+    ``sources=()``: numbers only (profile's ``--work``)."""
     every: WorkSpec | None = None
     per_side: dict[str, WorkSpec] = {}
     for spec in specs:
         name, sep, value = str(spec).rpartition("=")
-        got = _one(value.strip(), str(spec), param)
+        got = _one(value.strip(), str(spec), param, sources)
         if not sep:
             every = got
         elif name not in sides:
@@ -98,21 +101,25 @@ def parse_work(specs, sides: list[str], param: str = "--work") -> dict[str, Work
         raise OptionError(
             param,
             " ".join(map(str, specs)),
-            f"no work for side {', '.join(left)}: give N, "
-            "bench or cpu for every run, or NAME=... for each side",
+            f"no work for side {', '.join(left)}: give "
+            + ("N, " + " or ".join(sources) if sources else "N")
+            + " for every run, or NAME=... for each side",
         )
     return {s: w for s, w in out.items() if w is not None}
 
 
-def _one(value: str, spec: str, param: str) -> WorkSpec:
-    if value in SOURCES:
+def _one(value: str, spec: str, param: str, sources: tuple[str, ...]) -> WorkSpec:
+    if value in sources:
         return value
     try:
         number = float(value)
     except ValueError:
-        raise OptionError(
-            param, spec, "expected a number of units, bench or cpu (or NAME=...)"
-        ) from None
+        why = (
+            f"expected a number of units, {' or '.join(sources)} (or NAME=...)"
+            if sources
+            else "expected N or NAME=N (a number)"
+        )
+        raise OptionError(param, spec, why) from None
     if not math.isfinite(number) or number <= 0:
         raise OptionError(param, spec, "units of work must be a finite number > 0")
     return number
