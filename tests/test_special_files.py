@@ -48,6 +48,8 @@ def test_reads_are_bounded(tmp_path):
 
 @pytest.mark.parametrize("target", ["/dev/zero", "fifo", "/proc/kmsg"])
 def test_a_side_file_that_is_not_a_file_is_refused_in_one_line(tmp_path, fifo, target):
+    if target.startswith("/") and not os.path.exists(target):
+        pytest.skip(f"{target} does not exist on this machine")
     trace = tmp_path / "run.dat"
     shutil.copyfile(IDLE, trace)
     link = tmp_path / "run.topology.json"
