@@ -97,6 +97,7 @@ class Analysis:
             "comm": str(r["wakee_comm"]),
             "cpu": int(r["chosen_cpu"]),
             "waker": str(r["waker_comm"]),
+            "waker_pid": int(r["waker_pid"]),
             "woken_at": round(int(r["ts"]) / 1e9, 6),
             "ran_at": round(int(r["run_ts"]) / 1e9, 6),
             "breakdown": wait_causes.parts(b),

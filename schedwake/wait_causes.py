@@ -86,28 +86,24 @@ def _explain(trace, pid, start, end, cpu, wake_end) -> dict:
     return b
 
 
-def blocker_stack(trace, b: dict) -> None:
-    """With callchains (``perf sched record -g``): the kernel stack of the task that
-    ran longest instead (the largest ``task`` part), at its last switch-out on that CPU
-    within the wait, added to that part as ``stack`` (frames, innermost first)."""
-    tasks = [p for p in b["parts"] if p["part"] == "task"]
-    if not tasks or not trace.has_records("sched_switch"):
-        return
+def _last_switch_out(trace, pid: int, lo: int, hi: int, cpu: int | None = None):
+    """With callchains: ``(frames, ts)`` of the last switch-out of ``pid`` in ``(lo, hi]``
+    (on ``cpu`` when given): its kernel stack, innermost first, and its time; None
+    without callchains or such a switch."""
+    if not trace.has_records("sched_switch"):
+        return None
     table = trace.table("sched_switch")
     if "callchain" not in table.column_names:
-        return
+        return None
     from .detect.evidence import stack_frames
 
-    top = max(tasks, key=lambda p: p["ns"])
     ts = table.column("ts").to_numpy()
-    hit = np.flatnonzero(
-        (table.column("cpu").to_numpy() == top["cpu"])
-        & (table.column("prev_pid").to_numpy() == top["pid"])
-        & (ts > b["start_ts"])
-        & (ts <= b["end_ts"])
-    )
+    mask = (table.column("prev_pid").to_numpy() == pid) & (ts > lo) & (ts <= hi)
+    if cpu is not None:
+        mask &= table.column("cpu").to_numpy() == cpu
+    hit = np.flatnonzero(mask)
     if len(hit) == 0:
-        return
+        return None
     row = int(hit[np.argmax(ts[hit])])
     r = {
         "callchain": table.column("callchain")[row].as_py(),
@@ -116,16 +112,39 @@ def blocker_stack(trace, b: dict) -> None:
         else None,
     }
     frames = stack_frames(trace, r)
-    if frames:
-        top["stack"] = [f["symbol"] for f in frames]
-        top["stack_at"] = _ts_s(int(ts[row]))
+    return (frames, int(ts[row])) if frames else None
+
+
+def blocker_stack(trace, b: dict) -> None:
+    """With callchains (``perf sched record -g``): the kernel stack of the task that
+    ran longest instead (the largest ``task`` part), at its last switch-out on that CPU
+    within the wait, added to that part as ``stack`` (frames, innermost first)."""
+    tasks = [p for p in b["parts"] if p["part"] == "task"]
+    if not tasks:
+        return
+    top = max(tasks, key=lambda p: p["ns"])
+    found = _last_switch_out(trace, top["pid"], b["start_ts"], b["end_ts"], cpu=top["cpu"])
+    if found is not None:
+        top["stack"] = [f["symbol"] for f in found[0]]
+        top["stack_at"] = _ts_s(found[1])
 
 
 def wait_record(
-    trace, kind: str, pid, comm, start, end, cpu, b: dict, waker=None, min_end=None
+    trace,
+    kind: str,
+    pid,
+    comm,
+    start,
+    end,
+    cpu,
+    b: dict,
+    waker=None,
+    min_end=None,
+    waker_pid=None,
 ) -> dict:
     """One explained wait as reports give it (``wait_min_us``: where the task's switch-in
-    is missing, the least it can have waited, to ``min_end``)."""
+    is missing, the least it can have waited, to ``min_end``; ``waker`` and
+    ``waker_pid``: who woke it, for a wake-to-run wait)."""
     out = {
         "kind": kind,
         "wait_us": round((int(end) - int(start)) / 1e3, 3),
@@ -140,6 +159,8 @@ def wait_record(
     }
     if waker is not None:
         out["waker"] = str(waker)
+    if waker_pid is not None and int(waker_pid) >= 0:
+        out["waker_pid"] = int(waker_pid)
     if min_end is not None and int(min_end) < int(end):
         out["wait_min_us"] = round((int(min_end) - int(start)) / 1e3, 3)
     return out
@@ -175,11 +196,11 @@ def longest_preempted(trace) -> dict | None:
     return rec
 
 
-def _all_waits(trace) -> pd.DataFrame:
+def all_waits(trace) -> pd.DataFrame:
     """Wake-to-run waits (from sched_waking) and preempted waits, one frame:
     ``kind``, ``pid``, ``comm``, ``start``, ``end``, ``ns``, ``cpu`` (a wake-up's chosen
     CPU; the CPU a preempted task ran on again), ``wake_end`` (where a wake-up's own
-    path ends, -1: not shown) and ``waker``."""
+    path ends, -1: not shown), ``waker`` and ``waker_pid`` (-1 for a preempted wait)."""
     w = trace.model.wakeups
     if len(w):
         w = w[w["latency_ns"].notna().to_numpy()]
@@ -197,6 +218,7 @@ def _all_waits(trace) -> pd.DataFrame:
             "cpu": w["chosen_cpu"].to_numpy(np.int64),
             "wake_end": _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64),
             "waker": w["waker_comm"].astype(str).to_numpy(),
+            "waker_pid": w["waker_pid"].to_numpy(np.int64),
             "cut": np.zeros(len(w), dtype=bool),
         }
     )
@@ -211,6 +233,7 @@ def _all_waits(trace) -> pd.DataFrame:
             "cpu": p["cpu"].to_numpy(np.int64),
             "wake_end": np.full(len(p), -1, dtype=np.int64),
             "waker": None,
+            "waker_pid": np.full(len(p), -1, dtype=np.int64),
             "cut": cut,
         }
     )
@@ -221,18 +244,40 @@ def _all_waits(trace) -> pd.DataFrame:
     return f.assign(ns=f["end"].to_numpy() - f["start"].to_numpy())
 
 
-def _explain_rows(trace, f: pd.DataFrame) -> list[tuple[dict, dict]]:
-    """Each row of an :func:`_all_waits` frame explained: (record, breakdown)."""
+def _explain_rows(trace, f: pd.DataFrame, stacks: bool = False) -> list[tuple[dict, dict]]:
+    """Each row of an :func:`all_waits` frame explained: (record, breakdown). ``stacks``:
+    with callchains, the waiting task's own kernel stack at the switch-out that began
+    its wait (``stack``, as ``perf sched timehist -g`` shows it) and the stack of the
+    task that ran longest instead (:func:`blocker_stack`)."""
     out = []
-    names = ("kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker", "min_end", "cut")
+    names = (
+        "kind", "pid", "comm", "start", "end", "cpu", "wake_end", "waker", "min_end", "cut",
+        "waker_pid",
+    )  # fmt: skip
     cols = [f[c].tolist() for c in names]
-    for kind, pid, comm, start, end, cpu, wake_end, waker, min_end, cut in zip(*cols):
+    for kind, pid, comm, start, end, cpu, wake_end, waker, min_end, cut, waker_pid in zip(*cols):
         b = _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
-        rec = wait_record(trace, kind, pid, comm, start, end, cpu, b, waker, min_end)
+        if stacks:
+            blocker_stack(trace, b)
+        rec = wait_record(
+            trace, kind, pid, comm, start, end, cpu, b, waker, min_end, waker_pid=waker_pid
+        )
+        if stacks:
+            own_stack(trace, rec, int(pid), int(start))
         if cut:
             rec["cut"] = True
         out.append((rec, b))
     return out
+
+
+def own_stack(trace, rec: dict, pid: int, start: int) -> None:
+    """With callchains: the kernel stack of task ``pid`` at its last switch-out at or
+    before ``start`` (where it went to sleep, or was preempted), added to ``rec`` as
+    ``stack`` (frames, innermost first) and ``stack_at`` (seconds)."""
+    found = _last_switch_out(trace, pid, np.iinfo(np.int64).min, start)
+    if found is not None:
+        rec["stack"] = [f["symbol"] for f in found[0]]
+        rec["stack_at"] = _ts_s(found[1])
 
 
 def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) -> dict | None:
@@ -240,7 +285,7 @@ def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) 
     preempted), their causes together: ``{"quantile", "threshold_us", "waits",
     "explained", "causes": [{cause, us, share}], "top_tasks": [...]}``; the
     ``limit`` longest are explained. None without waits."""
-    f = _all_waits(trace)
+    f = all_waits(trace)
     if len(f) == 0:
         return None
     ns = f["ns"].to_numpy()
@@ -262,9 +307,9 @@ def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) 
 def waits_of_pids(trace) -> list[dict]:
     """Every wait (wake-to-run and preempted) of the tasks ``trace`` is focused on
     (``--pid``), in time order, each explained."""
-    f = _all_waits(trace)
+    f = all_waits(trace)
     f = f.iloc[np.lexsort((f["pid"].to_numpy(), f["start"].to_numpy()))]
-    return [rec for rec, _ in _explain_rows(trace, f)]
+    return [rec for rec, _ in _explain_rows(trace, f, stacks=True)]
 
 
 def per_task_latency(trace) -> pd.DataFrame:

@@ -62,7 +62,7 @@ def test_json_shape(fio_json):
     }
     longest = d["trace"]["longest_wake_to_run"]
     assert set(longest) - {"latency_min_us"} == {
-        "latency_us", "pid", "comm", "cpu", "waker", "woken_at", "ran_at", "breakdown",
+        "latency_us", "pid", "comm", "cpu", "waker", "waker_pid", "woken_at", "ran_at", "breakdown",
         "llc_idle_us",
     }  # fmt: skip
     # the trace's completeness (fio-pinned-weighted is a recording of a 6.18 VM whose

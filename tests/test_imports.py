@@ -36,7 +36,7 @@ LAYERS = [
     ["detect"],  # findings with evidence
     ["metrics", "wait_causes"],  # the metric catalogue and its values; waits explained
     ["stats", "mmtests", "changepoint"],  # statistics, the mmtests comparison, change points
-    ["analysis"],  # one trace: findings + metrics + caveats
+    ["analysis", "latency"],  # one trace: findings + metrics + caveats; per-task latency
     ["compare", "profile_compare"],  # several traces (or profiles) side by side
     ["gate", "gate_calibrate"],  # a CI verdict from a comparison; its false-alarm rate
     ["batch"],  # many traces -> one dataset of analyses

@@ -335,6 +335,28 @@ def test_html_has_a_bar_per_wait_and_the_window_timelines():
     assert "longest preempted: sched-messaging (23906): 106.232 ms" in html
 
 
+def _perf_script_stack(path, at_s: float, pid: int) -> list[str]:
+    """The kernel callchain ``perf script`` prints for the sched_switch of ``pid``
+    (prev_pid) at ``at_s`` seconds, with the recording kernel's kallsyms."""
+    out = subprocess.run(
+        ["perf", "script", "--kallsyms", str(perf_kallsyms()), "-i", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.splitlines()
+    at = next(
+        i for i, line in enumerate(out)
+        if f"{at_s:.6f}: " in line and "sched:sched_switch" in line
+        and f"prev_pid={pid} " in line
+    )  # fmt: skip
+    frames = []
+    for line in out[at + 1 :]:
+        if "[kernel.kallsyms]" not in line:
+            break
+        frames.append(line.split()[1])
+    return frames
+
+
 @pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
 def test_blocking_task_stack_is_the_one_perf_script_prints(samples_kernel_here, monkeypatch):
     """perf-sched-g.perf.data (perf sched record -g): the task that ran longest during
@@ -352,22 +374,7 @@ def test_blocking_task_stack_is_the_one_perf_script_prints(samples_kernel_here, 
     assert (top["pid"], top["comm"], top["class"], top["us"]) == (
         21264, "python3", "fair_lighter", 14734.598,
     )  # fmt: skip
-    out = subprocess.run(
-        ["perf", "script", "--kallsyms", str(perf_kallsyms()), "-i", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout.splitlines()
-    at = next(
-        i for i, line in enumerate(out)
-        if f"{top['stack_at']:.6f}: " in line and "sched:sched_switch" in line
-        and "prev_pid=21264 " in line
-    )  # fmt: skip
-    frames = []
-    for line in out[at + 1 :]:
-        if "[kernel.kallsyms]" not in line:
-            break
-        frames.append(line.split()[1])
+    frames = _perf_script_stack(path, top["stack_at"], 21264)
     assert frames and top["stack"] == frames, (top["stack"], frames)
     assert all("+0x" in f for f in frames) and any(f.startswith("__schedule+") for f in frames)
 
@@ -401,3 +408,35 @@ def test_task_classes():
     assert W.task_class("fio", 110, 120) == "fair_heavier"  # nice -10: a larger weight
     assert W.task_class("python3", 130, 120) == "fair_lighter"
     assert W.task_class("fio", None, 120) == "fair"  # no priorities in the trace
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_waits_name_the_waker_by_pid_and_show_the_waiters_own_stack(
+    samples_kernel_here, monkeypatch
+):
+    """``analyze --pid P --waits``: a wake-to-run wait names its waker by name and pid
+    (the waking's common_pid), and with callchains each wait shows the waiting task's own
+    kernel stack at the switch-out that began it, as ``perf script`` prints that
+    switch's callchain (``perf sched timehist -g``'s view)."""
+    from schedwake.report.analyze import waits_text
+    from schedwake.symbols.kernel import IGNORE_RUNNING_KERNEL
+
+    monkeypatch.delenv(IGNORE_RUNNING_KERNEL)
+    path = sample("perf/perf-sched-g.perf.data")
+    t = schedwake.load(path)
+    t.focus([23906])
+    recs = wait_causes.waits_of_pids(t)
+    woken = [r for r in recs if r["kind"] == "wake_to_run"]
+    assert woken and all("waker_pid" in r for r in woken)
+    wk = t.df("sched_waking")
+    for r in woken:
+        at = wk[(wk["pid"] == 23906) & ((wk["ts"] / 1e9 - r["from"]).abs() < 1e-6)]
+        assert at["common_pid"].tolist() == [r["waker_pid"]]
+        assert at["common_comm"].astype(str).tolist() == [r["waker"]]
+    lines = "\n".join(waits_text(recs))
+    assert f"woken by {woken[0]['waker']} (pid {woken[0]['waker_pid']})" in lines
+    pre = next(r for r in recs if r["kind"] == "preempted" and r["wait_us"] > 100_000)
+    frames = _perf_script_stack(path, pre["stack_at"], 23906)
+    assert frames and pre["stack"] == frames, (pre["stack"], frames)
+    assert pre["stack_at"] == pre["from"]  # preempted: the switch-out begins the wait
+    assert "its own stack at its switch-out" in lines

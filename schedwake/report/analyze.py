@@ -79,9 +79,15 @@ def _longest_wait(analysis) -> str:
         "is missing)"
     )
     return (
-        f"{span}, {w['comm']} (pid {w['pid']}) woken by "
-        f"{w['waker']} at {w['woken_at']:.6f} to CPU {w['cpu']}, ran at {w['ran_at']:.6f}"
+        f"{span}, {w['comm']} (pid {w['pid']}) woken by {_waker(w)} at {w['woken_at']:.6f} "
+        f"to CPU {w['cpu']}, ran at {w['ran_at']:.6f}"
     )
+
+
+def _waker(w: dict) -> str:
+    """Who woke a task: ``kworker/0:1 (pid 31)``, by name and pid."""
+    pid = w.get("waker_pid")
+    return f"{w['waker']} (pid {pid})" if pid is not None else str(w["waker"])
 
 
 def _part_text(p: dict) -> str:
@@ -187,13 +193,22 @@ def waits_text(waits: list[dict]) -> list[str]:
     causes under it."""
     out = []
     for w in waits:
+        woken = f", woken by {_waker(w)}" if w.get("waker") is not None else ""
         out += _indented(
             f"{w['from']:.6f} {w['comm']} (pid {w['pid']}) {w['kind'].replace('_', '-')} "
-            f"{wait_span(w)}, {_ended(w)}",
+            f"{wait_span(w)}{woken}, {_ended(w)}",
             "  ",
             "    ",
         )
         out += _indented(breakdown_text(w["breakdown"], w.get("llc_idle_us")), "    ", "      ")
+        if w.get("stack"):
+            out += _indented(
+                f"its own stack at its switch-out {w['stack_at']:.6f}: "
+                + " <- ".join(w["stack"][:6]),
+                "    ",
+                "      ",
+            )
+        out += [line[9:] for line in _stack_lines(w["breakdown"])]
     return out
 
 
