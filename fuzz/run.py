@@ -80,6 +80,14 @@ HARNESSES = {
         "rss_limit_mb": 3072,
         "budget": 600 << 10,
     },
+    "fuzz_load_perfetto": {
+        "kind": "atheris",
+        "dict": "perfetto.dict",
+        "max_len": 8192,
+        "timeout": 30,
+        "rss_limit_mb": 3072,
+        "budget": 300 << 10,
+    },
     # the trace.dat and perf.data harnesses' corpora are its formats: read them too
     "tdcore_fuzz": {
         "kind": "libfuzzer",

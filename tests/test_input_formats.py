@@ -23,6 +23,7 @@ SAMPLE = {
     "trace-cmd-report": SAMPLES / "conformance" / "conf.report.txt.gz",
     "perf-script": SAMPLES / "conformance" / "conf.perf-script.txt.gz",
     "perf.data": SAMPLES / "perf" / "perf-pipe.perf.data",
+    "perfetto": SAMPLES / "perfetto" / "idle-sleep.pftrace",
 }
 
 DOCS = ROOT / "docs" / "api.md"
@@ -58,9 +59,13 @@ def test_docs_table_is_the_registry():
 
 
 def test_names_in_the_order_the_cli_lists_them():
-    assert FORMATS == ("trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data")
+    assert FORMATS == (
+        "trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data", "perfetto"
+    )  # fmt: skip
     assert all(name == f.name for name, f in INPUT_FORMATS.items())
-    assert ingest.STREAMED_FORMATS == FORMATS  # every format is read batch by batch
+    # every format is read batch by batch, but Perfetto traces (read whole, a packet at
+    # a time: docs/perfetto.md)
+    assert ingest.STREAMED_FORMATS == FORMATS[:-1]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -84,6 +89,10 @@ def test_a_perf_directory_is_perf_data(tmp_path):
 def test_batch_searches_for_the_registry_suffixes(tmp_path):
     # the suffixes of every earlier version (batch's own list), and no others
     assert set(SUFFIXES) == {".dat", ".data", ".txt", ".report", ".perf"} | {
+        ".pftrace",
+        ".perfetto-trace",
+        ".pb",
+    } | {
         ".gz",
         ".xz",
         ".zst",

@@ -112,6 +112,18 @@ def _perfdata_batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
     return perfdata.iter_batches(path, o.events, o.progress, kallsyms=o.kallsyms)
 
 
+def _read_perfetto(path: Path, o: ReadOptions) -> RawTrace:
+    from . import perfetto
+
+    return perfetto.read(path, o.events, o.progress)
+
+
+def _perfetto_magic(head: bytes) -> bool:
+    from .perfetto import magic
+
+    return magic(head)
+
+
 def _text_format(name: str, doc: str, suffixes: tuple[str, ...]) -> InputFormat:
     """A text format: read by :mod:`schedwake.ingest.text`, also compressed."""
 
@@ -166,6 +178,14 @@ INPUT_FORMATS: dict[str, InputFormat] = {
             directory=True,
             readers=("schedwake", "perf-script"),
         ),
+        InputFormat(
+            "perfetto",
+            "a Perfetto trace (`.pftrace`, `.perfetto-trace`, `.pb`; plain or gzip): its "
+            "ftrace events, compact sched included",
+            _read_perfetto,
+            magic=_perfetto_magic,
+            suffixes=(".pftrace", ".perfetto-trace", ".pb"),
+        ),
     )
 }
 
@@ -219,14 +239,25 @@ def sniff(path: Path) -> str:
     for f in INPUT_FORMATS.values():
         if f.magic is not None and f.magic(head):
             return f.name
+    if head.startswith(b"\x1f\x8b"):  # a gzip'd Perfetto trace: its first bytes inside
+        import gzip
+        import zlib
+
+        try:
+            with gzip.open(path, "rb") as g:
+                inner = g.read(64)
+        except (EOFError, OSError, zlib.error):
+            inner = b""
+        if _perfetto_magic(inner):
+            return "perfetto"
     from . import text
 
     fmt = text.sniff(path)  # (also compressed)
     if fmt is None:
         raise TraceError(
             path,
-            "not a trace: neither trace.dat, perf.data, ftrace text, trace-cmd report "
-            "text nor perf script text (plain or gzip/xz/bzip2/zstd)",
+            "not a trace: neither trace.dat, perf.data, a Perfetto trace, ftrace text, "
+            "trace-cmd report text nor perf script text (plain or gzip/xz/bzip2/zstd)",
         )
     return fmt
 
