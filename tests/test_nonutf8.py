@@ -72,11 +72,6 @@ def column(trace, event, name) -> list:
     return trace.table(event).column(name).to_pylist()
 
 
-def test_the_names_are_python_replace():
-    for raw, text in NAMES.items():
-        assert raw.decode("utf-8", "replace") == text
-
-
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_names_come_out_replaced(loaded, fmt):
     """Each workload name, in every column that names a task, is exactly its replaced

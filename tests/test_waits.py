@@ -99,9 +99,8 @@ def test_perf_sched_g_longest_waits_pinned():
     latency gives the first (106.232 ms, 2144.548185 -> 2144.654417)."""
     t = schedwake.load(sample("perf/perf-sched-g.perf.data"))
     w = t.model.waits
-    # (one more preempted wait than perf sched latency: a run whose switch-in is missing,
-    # shown by its events, ends a wait there)
-    assert w["kind"].value_counts().to_dict() == {"preempted": 186, "woken": 90, "first_seen": 16}
+    # (the counts of each kind are perf's: test_per_task_delays_agree_with_perf_sched_latency;
+    # the longest is perf's maximum, independently)
     top = w.loc[w["delay_ns"].idxmax()]
     assert (int(top["pid"]), str(top["kind"]), int(top["delay_ns"])) == (
         23906,
