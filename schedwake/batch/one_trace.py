@@ -5,7 +5,6 @@ trace, analyses it and gives its traces.parquet row, its findings and its window
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -147,15 +146,15 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         "findings": len(analysis.findings),
         "detectors": list(dict.fromkeys(f.detector for f in analysis.findings)),
         **metrics,
-        "event_counts": json.dumps(facts["events"]),
-        "lost_events_by_cpu": json.dumps(facts["lost_events"]),
+        "event_counts": dumps(facts["events"], indent=None),
+        "lost_events_by_cpu": dumps(facts["lost_events"], indent=None),
         "completeness": None if comp is None else dumps(comp, indent=None),
         "timestamps": facts["timestamps"],
-        "topology_json": json.dumps(
-            {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}
+        "topology_json": dumps(
+            {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}, indent=None
         ),
-        "thresholds": json.dumps(analysis.thresholds, sort_keys=True),
-        "bench": json.dumps(bench, sort_keys=True) if bench else None,
+        "thresholds": dumps(analysis.thresholds, indent=None, sort_keys=True),
+        "bench": dumps(bench, indent=None, sort_keys=True) if bench else None,
         "windows_s": windows,
         **_provenance(abspath, options, stat),
         "seconds": round(time.perf_counter() - started, 6),

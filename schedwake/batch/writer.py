@@ -5,7 +5,6 @@ write leaves the earlier dataset whole.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..jsonout import dumps
 from ..version import __version__
 from .inputs import label_columns
 from .layout import (
@@ -135,7 +135,7 @@ def _write(out: Path, before: _Previous, results: list[TraceResult], options, la
             staged.append((out / f".{name}.tmp", out / name))
             pq.write_table(table, staged[-1][0], row_group_size=65536)
         staged.append((out / f".{MANIFEST_FILE}.tmp", out / MANIFEST_FILE))
-        staged[-1][0].write_text(json.dumps(manifest, indent=2) + "\n")
+        staged[-1][0].write_text(dumps(manifest, indent=2) + "\n")
     except BaseException:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
