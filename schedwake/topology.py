@@ -312,9 +312,15 @@ class Topology:
             raise TraceError(p, "no such topology file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise TraceError(p, f"cannot read topology file: {exc}") from None
-        # a key given twice, a 5,000-digit integer, NaN, nesting too deep: one line
-        d = sidevalues.load_json(text, p, "a topology file (JSON)")
-        return cls.from_dict(d, str(p), trace_cpus)
+        return cls.from_text(text, p, trace_cpus)
+
+    @classmethod
+    def from_text(cls, text: str, source, trace_cpus: int | None = None) -> Topology:
+        """From a topology file's text (``source``: its path, for the errors): a key
+        given twice, a 5,000-digit integer, NaN, nesting too deep refused in one line
+        (:func:`schedwake.sidevalues.load_json`), then :meth:`from_dict`."""
+        d = sidevalues.load_json(text, source, "a topology file (JSON)")
+        return cls.from_dict(d, str(source), trace_cpus)
 
     @classmethod
     def capture(cls, sysfs="/sys") -> Topology:
