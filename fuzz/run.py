@@ -88,6 +88,15 @@ HARNESSES = {
         "rss_limit_mb": 3072,
         "budget": 300 << 10,
     },
+    # pure Python (no compiled reader reached): no sanitizer build, no preload
+    "fuzz_side_files": {
+        "kind": "atheris-python",
+        "dict": "side_files.dict",
+        "max_len": 8192,
+        "timeout": 20,
+        "rss_limit_mb": 2048,
+        "budget": 200 << 10,
+    },
     # the trace.dat and perf.data harnesses' corpora are its formats: read them too
     "tdcore_fuzz": {
         "kind": "libfuzzer",
@@ -173,6 +182,8 @@ def tdcore_available() -> bool:
 
 def build(name: str) -> None:
     """Build what a harness needs (incremental)."""
+    if HARNESSES[name]["kind"] == "atheris-python":
+        return  # (nothing compiled to build)
     if HARNESSES[name]["kind"] == "atheris":
         subprocess.run(
             [str(HERE / "build_asan.sh"), "--atheris"],
@@ -252,6 +263,10 @@ def command(name: str, merge: bool = False) -> tuple[list[str], dict]:
         # plain C: a leak is a finding too
         env["ASAN_OPTIONS"] = "detect_leaks=1:allocator_may_return_null=1"
         return [str(TDCORE_BIN)], env
+    if HARNESSES[name]["kind"] == "atheris-python":
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+        return [sys.executable, str(HERE / f"{name}.py")], env
     # CPython never frees some of its memory: leak reports would be noise
     env["ASAN_OPTIONS"] = (
         "detect_leaks=0:allocator_may_return_null=1:detect_stack_use_after_return=0:handle_segv=1"

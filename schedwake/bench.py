@@ -22,18 +22,19 @@ earlier file is not taken from a later one):
 A file that is there but cannot be used (not JSON, not fio's layout, no dbench
 ``Throughput`` line, a result without a direction) raises a
 :class:`~schedwake.errors.TraceError` naming that file; the command's output of 4. is
-only used when recognised, never refused.
+only used when recognised, and then refused only for a value that cannot be (a negative
+or infinite throughput). Every value passes :mod:`schedwake.sidevalues`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sidevalues
 from .compressed import open_regular, read_bounded
 from .errors import TraceError
 from .topology import trace_stem
@@ -47,6 +48,9 @@ FIO_DIRECTIONS = ("read", "write", "trim")
 FIO_PERCENTILE = "99.000000"
 #: The largest results file read (fio's json+ output of a long run stays far below).
 MAX_BYTES = 64 << 20
+#: The longest result name and unit of a ``TRACE.bench.json``.
+MAX_NAME = 64
+MAX_UNIT = 64
 
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 # dbench's summary: "Throughput 253.54 MB/sec  2 clients  2 procs  max_latency=10.837 ms";
@@ -141,54 +145,50 @@ def read_side_file(path: Path, max_bytes: int = MAX_BYTES, what: str = "a result
     return data.decode("utf-8", errors="replace")
 
 
-def _number(v) -> float | None:
-    """A finite JSON number as a float, else None (booleans are not numbers here)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
 def _json(text: str, path: Path, what: str):
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise TraceError(path, f"not {what}: {' '.join(str(exc).split())}") from None
+    return sidevalues.load_json(text, path, what)
 
 
 def parse_sidecar(text: str, path) -> list[BenchResult]:
     """A ``TRACE.bench.json``: ``{NAME: {"value": N, "direction": "higher"|"lower",
     "unit": TEXT}}`` (``unit`` optional). NAME (letters, digits, ``_``) gets the
-    ``bench_`` prefix unless it has it."""
+    ``bench_`` prefix unless it has it. Values pass :mod:`schedwake.sidevalues`: a key
+    given twice, a value that is not a finite number of at most 1e18 in size (it may be
+    negative: a result's meaning is the file's), a unit with a control character or
+    longer than 64 characters are refused."""
     path = Path(str(path))
     doc = _json(text, path, "JSON")
     if not isinstance(doc, dict) or not doc:
         raise TraceError(path, 'must be a JSON object {"NAME": {"value": N, "direction": ...}}')
     out = []
     for name, spec in doc.items():
-        if not _NAME.fullmatch(name):
-            raise TraceError(path, f"result name {name!r}: letters, digits and _ only")
+        if not _NAME.fullmatch(name) or len(name) > MAX_NAME:
+            raise TraceError(
+                path,
+                f"result name {sidevalues.shown(name)!r}: letters, digits and _ only, "
+                f"at most {MAX_NAME}",
+            )
         full = name if is_bench(name) else PREFIX + name
         if not isinstance(spec, dict):
             raise TraceError(
                 path,
                 f'{name!r} must be {{"value": N, "direction": "higher" or "lower"}} '
-                f"(a bare value has no direction), not {json.dumps(spec)[:40]}",
+                f"(a bare value has no direction), not {sidevalues.shown(json.dumps(spec))}",
             )
         bad = set(spec) - {"value", "direction", "unit"}
         if bad:
             raise TraceError(
-                path, f"{name!r}: unknown key(s) {', '.join(sorted(bad))} (value, direction, unit)"
+                path,
+                f"{name!r}: unknown key(s) "
+                f"{sidevalues.shown(', '.join(sorted(bad)), 80)} (value, direction, unit)",
             )
-        value = _number(spec.get("value"))
-        if value is None:
+        if "value" not in spec:
             raise TraceError(path, f"{name!r}: value must be a finite number")
+        value = sidevalues.number(path, f"{name}.value", spec["value"], negative=True)
         direction = spec.get("direction")
         if direction not in DIRECTIONS:
             raise TraceError(path, f'{name!r}: direction must be "higher" or "lower" (is better)')
-        unit = spec.get("unit", "")
-        if not isinstance(unit, str):
-            raise TraceError(path, f"{name!r}: unit must be text")
+        unit = sidevalues.text(path, f"{name}.unit", spec.get("unit", ""), most=MAX_UNIT)
         out.append(BenchResult(full, value, unit, direction, str(path)))
     return out
 
@@ -198,32 +198,51 @@ def parse_fio(text: str, path) -> list[BenchResult]:
     warnings, is skipped). For each I/O direction that moved data, summed over the jobs:
     ``bench_fio_<dir>_iops`` (/s) and ``bench_fio_<dir>_bw_mib_s`` (fio's ``bw`` is
     KiB/s), and the worst job's 99th percentile completion latency
-    ``bench_fio_<dir>_clat_p99_us`` when fio reported percentiles."""
+    ``bench_fio_<dir>_clat_p99_us`` when fio reported percentiles. Every value read
+    must be a finite number from 0 to 1e18 (so must the sums): a negative IOPS, a
+    bandwidth of 1e400, a job that is not an object refuse the file, naming the key."""
     path = Path(str(path))
     start = re.search(r"^\{", text, re.MULTILINE)
     doc = _json(text[start.start() :] if start else text, path, "fio JSON output")
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
-    if jobs is None and isinstance(doc, dict) and isinstance(doc.get("client_stats"), list):
+    key = "jobs"
+    if jobs is None and isinstance(doc, dict) and "client_stats" in doc:
         # fio --client: each server's jobs, then their sum ("All clients"), left out
-        jobs = [j for j in doc["client_stats"] if j.get("jobname") != "All clients"]
-    if not isinstance(jobs, list) or not jobs or not all(isinstance(j, dict) for j in jobs):
+        stats, key = doc["client_stats"], "client_stats"
+        if not isinstance(stats, list) or not stats:
+            raise TraceError(path, "fio JSON: client_stats must be a list of jobs")
+        for i, j in enumerate(stats):
+            if not isinstance(j, dict):
+                raise TraceError(path, f"fio JSON: client_stats[{i}] is not a job (an object)")
+        jobs = [j for j in stats if j.get("jobname") != "All clients"]
+    if not isinstance(jobs, list) or not jobs:
         raise TraceError(path, "not fio JSON output: no jobs list (fio --output-format=json)")
+    for i, j in enumerate(jobs):
+        if not isinstance(j, dict):
+            raise TraceError(path, f"fio JSON: {key}[{i}] is not a job (an object)")
     out = []
+    src = str(path)
     for d in FIO_DIRECTIONS:
-        parts = [j[d] for j in jobs if isinstance(j.get(d), dict)]
-        moved = [p for p in parts if (_number(p.get("io_bytes")) or 0) > 0]
+        moved = []
+        for i, j in enumerate(jobs):
+            part = j.get(d)
+            if part is None:
+                continue
+            where = f"{key}[{i}].{d}"
+            if not isinstance(part, dict):
+                raise TraceError(path, f"fio JSON: {where} is not an object")
+            io = part.get("io_bytes", 0)
+            if sidevalues.number(path, f"{where}.io_bytes", io) > 0:
+                moved.append((where, part))
         if not moved:
             continue
-        iops = [_number(p.get("iops")) for p in moved]
-        bw = [_number(p.get("bw")) for p in moved]
-        if any(v is None for v in iops + bw):
-            raise TraceError(path, f"fio JSON: a job's {d} iops or bw is not a number")
-        src = str(path)
-        iops_sum = sum(iops)  # type: ignore[arg-type]
+        iops = [sidevalues.number(path, f"{w}.iops", p.get("iops")) for w, p in moved]
+        bw = [sidevalues.number(path, f"{w}.bw", p.get("bw")) for w, p in moved]
+        iops_sum = sidevalues.total(path, f"the jobs' {d} iops", iops)
         out.append(BenchResult(f"bench_fio_{d}_iops", iops_sum, "IO/s", "higher", src))
-        mib = sum(bw) / 1024.0  # type: ignore[arg-type]
+        mib = sidevalues.total(path, f"the jobs' {d} bw", bw) / 1024.0
         out.append(BenchResult(f"bench_fio_{d}_bw_mib_s", mib, "MiB/s", "higher", src))
-        p99 = [_clat_p99_us(p) for p in moved]
+        p99 = [_clat_p99_us(path, w, p) for w, p in moved]
         if p99 and all(v is not None for v in p99):
             worst = max(v for v in p99 if v is not None)
             out.append(BenchResult(f"bench_fio_{d}_clat_p99_us", worst, "us", "lower", src))
@@ -232,20 +251,33 @@ def parse_fio(text: str, path) -> list[BenchResult]:
     return out
 
 
-def _clat_p99_us(part: dict) -> float | None:
+def _clat_p99_us(path: Path, where: str, part: dict) -> float | None:
     """A job direction's 99th percentile completion latency (us): ``clat_ns`` (fio 3),
     else ``clat`` in us (fio 2); None when fio reported no percentiles."""
     for key, to_us in (("clat_ns", 1e-3), ("clat", 1.0)):
-        if isinstance(part.get(key), dict):
-            v = _number((part[key].get("percentile") or {}).get(FIO_PERCENTILE))
-            return None if v is None else v * to_us
+        if key not in part:
+            continue
+        lat = part[key]
+        if not isinstance(lat, dict):
+            raise TraceError(path, f"fio JSON: {where}.{key} is not an object")
+        pct = lat.get("percentile")
+        if pct is None:
+            return None
+        if not isinstance(pct, dict):
+            raise TraceError(path, f"fio JSON: {where}.{key}.percentile is not an object")
+        if FIO_PERCENTILE not in pct:
+            return None
+        at = f"{where}.{key}.percentile.{FIO_PERCENTILE}"
+        v = sidevalues.number(path, at, pct[FIO_PERCENTILE])
+        return v * to_us
     return None
 
 
 def parse_dbench(text: str, path) -> list[BenchResult]:
     """dbench's output: its last ``Throughput N MB/sec  C clients  P procs
     max_latency=L ms`` line gives ``bench_dbench_throughput_mb_s`` (MB/s, higher is
-    better) and ``bench_dbench_max_latency_ms`` (lower is better)."""
+    better) and ``bench_dbench_max_latency_ms`` (lower is better); each a finite
+    number from 0 to 1e18, else the file is refused."""
     path = Path(str(path))
     found = _dbench(text, path)
     if found is None:
@@ -258,11 +290,10 @@ def _dbench(text: str, path: Path) -> list[BenchResult] | None:
     if not matches:
         return None
     m = matches[-1]
-    try:
-        mb = float(m["mb"])
-        lat = None if m["lat"] is None else float(m["lat"])
-    except ValueError:
-        raise TraceError(path, f"dbench line {m.group(0).strip()!r}: not a number") from None
+    mb = sidevalues.parsed_number(path, "dbench Throughput", m["mb"])
+    lat = None
+    if m["lat"] is not None:
+        lat = sidevalues.parsed_number(path, "dbench max_latency", m["lat"])
     src = str(path)
     out = [BenchResult("bench_dbench_throughput_mb_s", mb, "MB/s", "higher", src)]
     if lat is not None:
@@ -277,12 +308,11 @@ def parse_output(text: str, path) -> list[BenchResult]:
     if re.search(r'^\{\s*$|"fio version"', text, re.MULTILINE) and '"jobs"' in text:
         try:
             return parse_fio(text, path)
+        except sidevalues.SideValueError:
+            raise  # fio's JSON, recognised, with a value that cannot be: refused
         except TraceError:
             pass
-    try:
-        return _dbench(text, path) or []
-    except TraceError:
-        return []
+    return _dbench(text, path) or []
 
 
 def metric_values(results: list[BenchResult]) -> dict:

@@ -58,6 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import sidevalues
 from .errors import TraceError
 
 #: The format's name and version (``"format"``, ``"version"`` of the JSON object).
@@ -541,6 +542,8 @@ class _Doc:
             return None
         if not isinstance(v, str) or len(v) > 4096:
             self.fail(f"{where} must be text")
+        if sidevalues.has_bad_chars(v):
+            self.fail(f"{where} holds a control character or a lone surrogate")
         return v
 
     def bool(self, v, where: str) -> bool:
@@ -666,10 +669,7 @@ def parse(text: str, path) -> Counters:
     TraceError naming ``path`` otherwise)."""
     path = Path(str(path))
     d = _Doc(path)
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise TraceError(path, f"not JSON: {' '.join(str(exc).split())[:120]}") from None
+    doc = sidevalues.load_json(text, path)  # (a key twice, a 4,000-digit integer, NaN)
     keys = {
         "format",
         "version",
@@ -723,6 +723,8 @@ def parse(text: str, path) -> Counters:
         argv = c["argv"]
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             d.fail("command.argv must be a list of texts")
+        for a in argv:
+            d.string(a, "command.argv")
         d.string(c.get("source"), "command.source")
         command = CommandUsage(
             pid=d.int(c["pid"], "command.pid"),
@@ -747,6 +749,9 @@ def parse(text: str, path) -> Counters:
             isinstance(k, str) and isinstance(v, str) for k, v in texts.items()
         ):
             d.fail(f"{key} must be an object of texts")
+        for k, v in texts.items():
+            d.string(k, f"{key} key")
+            d.string(v, f"{key}.{sidevalues.shown(k)}")
     unavailable = doc["unavailable"]
     runtime = d.bool(doc["runtime_events"], "runtime_events")
     return Counters(
@@ -820,6 +825,15 @@ def _perf_number(text: str, path: Path, line: int, human: bool) -> float | None:
     return v
 
 
+def _perf_cpu(digits: str, path: Path, line: int) -> int:
+    """A ``CPU<N>`` prefix's number, below the CPUs a topology may have."""
+    from .topology import MAX_CPUS  # (here: see _text)
+
+    if not digits.isascii() or len(digits) > 6 or int(digits) >= MAX_CPUS:
+        raise _perf_bad(path, line, f"CPU{sidevalues.shown(digits, 12)} is not a CPU")
+    return int(digits)
+
+
 _UNIT_NS = {"msec": 1e6, "usec": 1e3, "nsec": 1.0, "ns": 1.0, "sec": 1e9, "": 1.0}
 
 
@@ -839,6 +853,8 @@ def parse_perf_stat(text: str, path) -> PerfStat:
 
     def put(event: str, cpu: int | None, v: float | None, unit: str, i: int) -> None:
         event = PERF_ALIASES.get(event, event)
+        if sidevalues.has_bad_chars(event) or len(event) > 256:
+            raise _perf_bad(path, i, f"event name {sidevalues.shown(event)!r} is not a name")
         if unit not in _UNIT_NS:
             raise _perf_bad(path, i, f"unknown unit {unit[:20]!r}")
         if (event, cpu) in values:
@@ -850,7 +866,7 @@ def parse_perf_stat(text: str, path) -> PerfStat:
             parts = ln.split(",")
             cpu = None
             if parts[0].startswith("CPU") and parts[0][3:].isdigit():
-                cpu = int(parts[0][3:])
+                cpu = _perf_cpu(parts[0][3:], path, i)
                 parts = parts[1:]
             elif re.match(r"^\s*\d+\.\d+$", parts[0]) and len(parts) > 3 and not parts[2]:
                 raise _perf_bad(path, i, "interval output (-I) is not read")
@@ -866,6 +882,8 @@ def parse_perf_stat(text: str, path) -> PerfStat:
             m = re.match(r"^Performance counter stats for (.*?):?$", s)
             if m:
                 target = m.group(1).strip().strip("'")[:200]
+                if sidevalues.has_bad_chars(target):
+                    raise _perf_bad(path, i, "the target holds a control character")
                 continue
             m = re.match(r"^([0-9.]+) (?:\+- .*)?seconds time elapsed", s)
             if m:
@@ -878,7 +896,7 @@ def parse_perf_stat(text: str, path) -> PerfStat:
             m = _HUMAN.match(ln)
             if not m:
                 raise _perf_bad(path, i, f"not a perf stat line: {s[:40]!r}")
-            cpu = int(m.group("cpu")[3:]) if m.group("cpu") else None
+            cpu = _perf_cpu(m.group("cpu")[3:], path, i) if m.group("cpu") else None
             v = _perf_number(m.group("value"), path, i, human=True)
             put(m.group("event"), cpu, v, m.group("unit") or "", i)
     if not values:

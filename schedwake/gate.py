@@ -66,10 +66,12 @@ from .compare import (
     sample_plan,
 )
 from .compare import compare as run_compare
+from .compressed import open_regular, read_bounded
 from .errors import OptionError, TraceError
 from .mmtests import NEW_TEXT, gain_interval, gain_pct_text
 from .model.events import timestamp_problem
 from .sidetrace import is_path, side_items
+from .sidevalues import has_bad_chars, shown
 
 __all__ = [
     "gate",
@@ -134,6 +136,26 @@ missing = "error"
 """
 
 _RULE_KEYS = {"allowed", "significance", "missing"}
+#: The largest rules file read, and the most rules in one (docs/gate.md): reading one
+#: takes time linear in its rules, about 1 ms a profile rule.
+MAX_RULES_BYTES = 4 << 20
+MAX_RULES = 10000
+#: The longest metric, function or DSO name in a rule.
+MAX_NAME = 1024
+
+
+def _shown(text: str, width: int = 60) -> str:
+    """A value as an error message quotes it: cut short, non-ASCII escaped."""
+    return shown(text, width)
+
+
+def _names(keys) -> str:
+    """Unknown keys as a message lists them: the first few, each cut short."""
+    keys = sorted(map(str, keys))
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    return ", ".join(_shown(k, 40) for k in keys[:5]) + more
+
+
 #: The measures a rule on a profile's function can judge (``self_share:SYMBOL``).
 PROFILE_MEASURES = ("self_share", "children_share")
 
@@ -175,16 +197,23 @@ def _text_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
 
 
 def _number(v) -> float:
-    """A TOML number (an integer or a finite float; true/false are not numbers)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError(f"must be a finite number, not {v!r}")
+    """A TOML number (an integer or a finite float, at most 1e18 in size; true/false are
+    not numbers)."""
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not abs(v) <= 1e18  # (NaN too; a 4,000-digit integer is no float)
+    ):
+        raise ValueError(f"must be a finite number (at most 1e18), not {_shown(repr(v))}")
     return float(v)
 
 
 def _count(v) -> int:
-    """A TOML integer (1.5, true and "3" are not counts)."""
+    """A TOML integer up to 2**63-1 (1.5, true and "3" are not counts)."""
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"must be a whole number, not {v!r}")
+        raise ValueError(f"must be a whole number, not {_shown(repr(v))}")
+    if abs(v) > (1 << 63) - 1:
+        raise ValueError(f"must be at most 2**63-1, not {_shown(str(v))}")
     return v
 
 
@@ -389,18 +418,24 @@ def _num(v: float | None) -> str:
 
 def _allowed(metric: str, value, where: str) -> tuple[float, bool]:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TraceError(where, f'rule {metric!r}: allowed must be "N%" or a number, not {value!r}')
+        raise TraceError(
+            where, f'rule {metric!r}: allowed must be "N%" or a number, not {_shown(repr(value))}'
+        )
+    if isinstance(value, int) and abs(value) > 10**18:
+        raise TraceError(where, f"rule {metric!r}: allowed {_shown(str(value))} is out of range")
     text = str(value).strip()
     relative = text.endswith("%")
     try:
         amount = float(text[:-1] if relative else text)
     except ValueError:
         raise TraceError(
-            where, f'rule {metric!r}: allowed must be "N%" or a number, not {value!r}'
+            where, f'rule {metric!r}: allowed must be "N%" or a number, not {_shown(repr(value))}'
         ) from None
-    if not math.isfinite(amount) or amount < 0:
+    if not math.isfinite(amount) or not 0 <= amount <= 1e18:
         raise TraceError(
-            where, f"rule {metric!r}: allowed must be a finite amount >= 0, not {value!r}"
+            where,
+            f"rule {metric!r}: allowed must be a finite amount from 0 to 1e18, "
+            f"not {_shown(repr(value))}",
         )
     return (amount / 100.0 if relative else amount), relative
 
@@ -410,17 +445,23 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
     for a syntax error, an unknown key or metric, or a value of the wrong kind."""
     from .metrics import canonical_name, catalogue_entry
 
+    if len(text) > MAX_RULES_BYTES:
+        raise TraceError(
+            where, f"holds more than {MAX_RULES_BYTES >> 20} MiB: too large for a rules file"
+        )
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise TraceError(where, f"not valid TOML: {exc}") from None
+        raise TraceError(where, f"not valid TOML: {_shown(str(exc), 160)}") from None
     except RecursionError:
         raise TraceError(where, "not a rules file: its TOML is nested too deeply") from None
+    except ValueError:  # (an integer of more than 4,300 digits: int() refuses it)
+        raise TraceError(where, "not a rules file: a number of more than 4300 digits") from None
     unknown = set(doc) - {"gate", "rules"}
     if unknown:
         raise TraceError(
             where,
-            f'unknown table(s) {", ".join(sorted(unknown))} (expected [gate] and [rules."METRIC"])',
+            f'unknown table(s) {_names(unknown)} (expected [gate] and [rules."METRIC"])',
         )
     g = doc.get("gate", {})
     if not isinstance(g, dict):
@@ -429,24 +470,32 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
     if bad:
         raise TraceError(
             where,
-            f"[gate]: unknown key(s) {', '.join(sorted(bad))} "
-            f"(known: {', '.join(sorted(_SETTINGS_TYPES))})",
+            f"[gate]: unknown key(s) {_names(bad)} (known: {', '.join(sorted(_SETTINGS_TYPES))})",
         )
     values = {}
     for key, value in g.items():
         try:
             values[key] = _SETTINGS_TYPES[key](value)
         except ValueError as exc:
-            raise TraceError(where, f"[gate] {key} {exc}") from None
+            raise TraceError(where, f"[gate] {key} {_shown(str(exc), 100)}") from None
     settings = Settings(**values)
     table = doc.get("rules", {})
     if not isinstance(table, dict) or not table:
         raise TraceError(where, 'no rules: add at least one [rules."METRIC"] table')
+    if len(table) > MAX_RULES:
+        raise TraceError(where, f"{len(table)} rules: a rules file holds at most {MAX_RULES}")
     rules: list[Rule] = []
+    # (metric, dso) of the rules so far: a second rule of one is refused in O(1), so that
+    # a file is read in time linear in its rules (20,000 profile rules took 31 s)
+    seen: set[tuple[str, str | None]] = set()
     for written, spec in table.items():
         if profile_rule_parts(written) is not None:
-            rules.append(_profile_rule(written, spec, where, rules))
+            rule = _profile_rule(written, spec, where, seen)
+            seen.add((rule.metric, rule.dso))
+            rules.append(rule)
             continue
+        if len(written) > MAX_NAME or has_bad_chars(written):
+            raise TraceError(where, f"[rules]: {_shown(written)!r} is not a metric's name")
         metric = canonical_name(written)
         try:
             catalogue_entry(metric)
@@ -458,8 +507,7 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
         if bad:
             raise TraceError(
                 where,
-                f"rule {metric!r}: unknown key(s) "
-                f"{', '.join(sorted(bad))} (known: allowed, "
+                f"rule {metric!r}: unknown key(s) {_names(bad)} (known: allowed, "
                 "significance, missing)",
             )
         if "allowed" not in spec:
@@ -473,24 +521,34 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
             raise TraceError(where, f"rule {metric!r}: significance must be true or false")
         if missing not in ("error", "skip"):
             raise TraceError(where, f'rule {metric!r}: missing must be "error" or "skip"')
-        if any(r.metric == metric for r in rules):
+        if (metric, None) in seen:
             raise TraceError(where, f"two rules for {metric} ({written!r} is another name of it)")
+        seen.add((metric, None))
         rules.append(
             Rule(metric, amount, relative, sig, missing, written if written != metric else None)
         )
     return settings, rules
 
 
-def _profile_rule(metric: str, spec, where: str, rules: list[Rule]) -> Rule:
+def _profile_rule(
+    metric: str, spec, where: str, seen: set[tuple[str, str | None]] | None = None
+) -> Rule:
     """A rule on a profile's function: ``allowed`` in percentage points (a number or
-    "Npp"), ``significance``, ``missing``, and ``dso`` to tell one symbol's DSOs apart."""
+    "Npp"), ``significance``, ``missing``, and ``dso`` to tell one symbol's DSOs apart.
+    ``seen``: the (metric, dso) of the rules before it (a second one is refused)."""
+    if len(metric) > MAX_NAME or has_bad_chars(metric):
+        raise TraceError(
+            where,
+            f"[rules]: {_shown(metric)!r} is not a function's name (at most {MAX_NAME} "
+            "characters, no control characters)",
+        )
     if not isinstance(spec, dict):
         raise TraceError(where, f"rules.{metric!r} must be a table")
     bad = set(spec) - _RULE_KEYS - {"dso"}
     if bad:
         raise TraceError(
             where,
-            f"rule {metric!r}: unknown key(s) {', '.join(sorted(bad))} "
+            f"rule {metric!r}: unknown key(s) {_names(bad)} "
             "(known: allowed, significance, missing, dso)",
         )
     if "allowed" not in spec:
@@ -513,11 +571,13 @@ def _profile_rule(metric: str, spec, where: str, rules: list[Rule]) -> Rule:
         raise TraceError(where, f"rule {metric!r}: significance must be true or false")
     if missing not in ("error", "skip"):
         raise TraceError(where, f'rule {metric!r}: missing must be "error" or "skip"')
-    if dso is not None and not (isinstance(dso, str) and dso.strip()):
+    if dso is not None and not (
+        isinstance(dso, str) and dso.strip() and len(dso) <= MAX_NAME and not has_bad_chars(dso)
+    ):
         raise TraceError(
             where, f"rule {metric!r}: dso must be a file name such as [kernel.kallsyms]"
         )
-    if any(r.metric == metric and r.dso == dso for r in rules):
+    if seen is not None and (metric, dso) in seen:
         raise TraceError(where, f"two rules for {metric}" + (f" in {dso}" if dso else ""))
     return Rule(metric, amount, False, sig, missing, None, dso)
 
@@ -535,9 +595,18 @@ def per_work_rule(rule: Rule) -> Rule:
 
 
 def load_rules(path) -> tuple[Settings, list[Rule]]:
-    """Settings and rules of a TOML file (TraceError naming the file if it is bad)."""
+    """Settings and rules of a TOML file (TraceError naming the file if it is bad): a
+    regular file (a FIFO or device is refused, never waited on) of at most
+    :data:`MAX_RULES_BYTES`, with at most :data:`MAX_RULES` rules."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open_regular(path, "rules file") as f:
+            data = read_bounded(f, MAX_RULES_BYTES + 1, path)
+        if len(data) > MAX_RULES_BYTES:
+            raise TraceError(
+                str(path),
+                f"holds more than {MAX_RULES_BYTES >> 20} MiB: too large for a rules file",
+            )
+        text = data.decode("utf-8")
     except OSError as exc:
         raise TraceError(str(path), f"cannot read the rules file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -1116,14 +1185,20 @@ def _judge_profile_rules(result: GateResult, profiles: dict, rules: list[Rule]) 
         result.problems.append(f"profiles: {exc.problem} ({exc.value})")
         return
     testable = len(base) >= 2 and len(cand) >= 2
+    # each symbol's rows found once (a filter of every row per rule made 20,000 rules
+    # take 20 s): a rule's lookup is then a dict's
+    rows_of: dict[str, list[int]] = {}
+    for i, sym in enumerate(cmp.rows["symbol"].tolist()):
+        rows_of.setdefault(sym, []).append(i)
     for rule in rules:
         measure, symbol = profile_rule_parts(rule.metric) or ("", "")
         res = RuleResult(rule, "%", "lower", "pass", n=(len(base), len(cand)))
-        hit = cmp.rows[cmp.rows.symbol == symbol]
-        if rule.dso is not None:
+        found = rows_of.get(symbol)
+        hit = cmp.rows.iloc[found] if found else None
+        if hit is not None and rule.dso is not None:
             hit = hit[hit.dso == rule.dso]
         where = f" in {rule.dso}" if rule.dso else ""
-        if hit.empty:
+        if hit is None or hit.empty:
             res.status = rule.unmeasured_status
             res.message = f"{rule.metric}: no run sampled {symbol}{where}" + (
                 ' (missing = "skip")'

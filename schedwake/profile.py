@@ -56,6 +56,10 @@ COLUMNS = (
 
 #: The columns of :attr:`Profile.stacks`.
 STACK_COLUMNS = ("frames", "period", "samples")
+#: The largest period a sample may have, per ns of the recording (or of 1 s, for a
+#: shorter one): 100 events a ns is beyond any counter (a 6 GHz CPU retiring 8
+#: instructions a cycle counts 48 a ns); a sample beyond is left out with a caveat.
+MAX_PERIOD_PER_NS = 100
 
 #: perf's privilege-level marks (its ``[k]``/``[.]`` column) by cpumode.
 LEVELS = {1: "k", 2: ".", 3: "H", 4: "g", 5: "u"}
@@ -294,6 +298,7 @@ def profile(
             f"no {table_name} samples match the filters ({', '.join('--' + g for g in given)})",
         )
     cols = t.column_names
+    n_matched = n  # (the samples the filters kept, before any left out for their period)
     # per sample: period, process, time
     if "period" in cols:
         period = t.column("period").to_numpy(zero_copy_only=False).astype(np.float64)
@@ -301,6 +306,35 @@ def profile(
         ev = [e for e in trace.meta.source.get("events") or [] if e.get("table") == table_name]
         p0 = (ev[0].get("sample_period") if ev else None) or 1
         period = np.full(n, float(p0))
+    # a sample's period cannot be beyond what the recording's length allows (2**63-1 ns
+    # in a 0.1 s recording made one sample 100.00% and the totals int64 garbage)
+    limit = max(trace.duration_ns, 1_000_000_000) * MAX_PERIOD_PER_NS
+    beyond = ~(np.isfinite(period) & (period >= 0) & (period <= limit))
+    period_note = None
+    if beyond.any():
+        k = int(beyond.sum())
+        span = (
+            f"{MAX_PERIOD_PER_NS} a ns of a recording of {trace.duration_ns / 1e9:.3g} s, "
+            "or of 1 s at least"
+        )
+        if k == n:
+            raise TraceError(
+                trace.path,
+                f"every {table_name} sample has a period beyond {limit:.3g} ({span}): "
+                "nothing to profile",
+            )
+        period_note = (
+            f"{k} {table_name} sample(s) with a period beyond {limit:.3g} ({span}) "
+            "left out: the shares are of the others"
+        )
+        t = t.filter(pa.array(~beyond))
+        period = period[~beyond]
+        n = t.num_rows
+    if float(period.sum()) >= 2.0**63:
+        raise TraceError(
+            trace.path,
+            f"the {table_name} samples' periods add up beyond 2**63: not counts perf writes",
+        )
     ts = t.column("ts").to_numpy().astype(np.int64)
     tids = t.column("common_pid").to_numpy().astype(np.int64)
     if "pid" in cols:
@@ -373,8 +407,10 @@ def profile(
     unresolved = dict(
         sorted(unresolved.items(), key=lambda kv: (-kv[1]["self_share"], -kv[1]["addresses"]))
     )
-    caveats = _caveats(trace, choice, res, unresolved, table_name, n_all, n, filters)
+    caveats = _caveats(trace, choice, res, unresolved, table_name, n_all, n_matched, filters)
     caveats += _unwinding_caveats(trace, table_name)
+    if period_note:
+        caveats.insert(0, period_note)
     if dropped_chains:
         caveats.append(
             f"{dropped_chains} samples have a corrupt callchain (a context marker perf does "
@@ -575,7 +611,7 @@ def _unwinding_caveats(trace: Trace, table: str) -> list[str]:
 
 
 def _caveats(trace, choice, res, unresolved, table, n_all, n, filters) -> list[str]:
-    out: list[str] = list(trace.warnings)
+    out: list[str] = list(trace.warnings) + list(choice.warnings)
     if n != n_all:
         out.append(
             f"profiled {n} of the {n_all} {table} samples (the filters); shares are of their period"

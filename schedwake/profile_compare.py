@@ -211,7 +211,10 @@ def compare_profiles(
 
 
 def _work_per_run(work, sides) -> dict[str, np.ndarray] | None:
-    """side -> units of work per run, checked: finite and > 0."""
+    """side -> units of work per run, checked: finite, from MIN_WORK to MAX_WORK (5e-324
+    would make every rate infinite)."""
+    from .work import MAX_WORK, MIN_WORK
+
     if work is None:
         return None
     out = {}
@@ -229,8 +232,12 @@ def _work_per_run(work, sides) -> dict[str, np.ndarray] | None:
             raise OptionError(
                 "work", w, f"side {name!r} has {len(runs)} runs but {arr.size} units of work"
             )
-        if not np.all(np.isfinite(arr) & (arr > 0)):
-            raise OptionError("work", w, f"units of work must be finite and > 0 (side {name!r})")
+        if not np.all(np.isfinite(arr) & (arr >= MIN_WORK) & (arr <= MAX_WORK)):
+            raise OptionError(
+                "work",
+                w,
+                f"units of work must be numbers from {MIN_WORK:g} to {MAX_WORK:g} (side {name!r})",
+            )
         out[name] = arr
     return out
 

@@ -21,7 +21,6 @@ Bad topology input raises :class:`~schedwake.errors.TraceError` with one line.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import sidevalues
 from .compressed import open_regular, read_bounded
 from .errors import OptionError, TraceError
 from .jsonout import dumps
@@ -48,7 +48,8 @@ FILE_HEADER = "file header"
 #: Migration / placement classes, from closest to farthest.
 MIGRATION_CLASSES = ("none", "same_core", "same_llc", "cross_llc", "cross_numa")
 
-_RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+# (at most 9 digits a number: beyond any CPU, and never a 5,000-digit int() to convert)
+_RANGE = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?)?$", re.ASCII)
 
 
 def _refused(source, text: str, problem: str) -> TraceError:
@@ -88,13 +89,19 @@ def parse_cpulist(text: str, source="cpulist", cpus: int | None = None) -> list[
             raise _refused(
                 source,
                 text,
-                f"bad cpulist {text.strip()!r} (part {part!r}; expected e.g. 0-3,8-11)",
+                f"bad cpulist {sidevalues.shown(text.strip(), 60)!r} "
+                f"(part {sidevalues.shown(part, 30)!r}; expected e.g. 0-3,8-11)",
             )
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         step = int(m.group(3)) if m.group(3) is not None else 1
         if hi < lo or step < 1:
-            raise _refused(source, text, f"bad cpulist {text.strip()!r} (range {part!r})")
+            raise _refused(
+                source,
+                text,
+                f"bad cpulist {sidevalues.shown(text.strip(), 60)!r} "
+                f"(range {sidevalues.shown(part, 30)!r})",
+            )
         if hi >= limit:
             raise _refused(source, text, _beyond(hi, cpus))
         out.update(range(lo, hi + 1, step))
@@ -160,21 +167,6 @@ def _split_cores(smt: list[list[int]], llc: list[list[int]]) -> list[int] | None
         if len({llc_of.get(c, -1 - c) for c in core}) > 1:
             return core
     return None
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list) -> dict:
-    """A JSON object's dict, refusing a key given twice (``json`` keeps the last one
-    silently)."""
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(k)
-        out[k] = v
-    return out
 
 
 @dataclass
@@ -320,17 +312,15 @@ class Topology:
             raise TraceError(p, "no such topology file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise TraceError(p, f"cannot read topology file: {exc}") from None
-        try:
-            d = json.loads(text, object_pairs_hook=_unique_keys)
-        except json.JSONDecodeError as exc:
-            raise TraceError(
-                p, f"topology file is not JSON ({exc.msg}, line {exc.lineno})"
-            ) from None
-        except RecursionError:
-            raise TraceError(p, "topology file is not a topology (nested too deeply)") from None
-        except _DuplicateKey as exc:
-            raise TraceError(p, f"topology file gives key {exc.args[0]!r} twice") from None
-        return cls.from_dict(d, str(p), trace_cpus)
+        return cls.from_text(text, p, trace_cpus)
+
+    @classmethod
+    def from_text(cls, text: str, source, trace_cpus: int | None = None) -> Topology:
+        """From a topology file's text (``source``: its path, for the errors): a key
+        given twice, a 5,000-digit integer, NaN, nesting too deep refused in one line
+        (:func:`schedwake.sidevalues.load_json`), then :meth:`from_dict`."""
+        d = sidevalues.load_json(text, source, "a topology file (JSON)")
+        return cls.from_dict(d, str(source), trace_cpus)
 
     @classmethod
     def capture(cls, sysfs="/sys") -> Topology:

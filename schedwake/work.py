@@ -26,12 +26,12 @@ never given a guessed denominator.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sidevalues
 from .bench import candidates, read_side_file
 from .errors import OptionError, TraceError
 
@@ -51,6 +51,10 @@ PER_OP_SUFFIX = "_per_op"
 #: What a run's work is: a number of units, or where to find it ("bench", "cpu").
 WorkSpec = float | str
 SOURCES = ("bench", "cpu")
+#: The range of a run's work (given or found): a count per unit of work divides by it,
+#: so 5e-324 would make every rate infinite, and 1e300 every rate 0.
+MIN_WORK = 1e-9
+MAX_WORK = 1e18
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,10 @@ def _one(value: str, spec: str, param: str, sources: tuple[str, ...]) -> WorkSpe
             else "expected N or NAME=N (a number)"
         )
         raise OptionError(param, spec, why) from None
-    if not math.isfinite(number) or number <= 0:
-        raise OptionError(param, spec, "units of work must be a finite number > 0")
+    if not (math.isfinite(number) and MIN_WORK <= number <= MAX_WORK):
+        raise OptionError(
+            param, spec, f"units of work must be a number from {MIN_WORK:g} to {MAX_WORK:g}"
+        )
     return number
 
 
@@ -141,10 +147,8 @@ def _counters(trace_path) -> tuple[dict | None, Path]:
     path = Path(str(trace_path) + ".counters.json")
     if not path.exists():  # (a device or FIFO there is refused when read, not passed over)
         return None, path
-    try:
-        doc = json.loads(read_side_file(path, what="a counters file"))
-    except ValueError:
-        raise TraceError(path, "not JSON (a schedwake record counters file)") from None
+    text = read_side_file(path, what="a counters file")
+    doc = sidevalues.load_json(text, path, "JSON (a schedwake record counters file)")
     return (doc if isinstance(doc, dict) else None), path
 
 
@@ -158,7 +162,19 @@ def _cpu_time(trace_path) -> Work:
             "--work cpu needs the recorded command's CPU time (TRACE.counters.json of "
             "schedwake record -- COMMAND); give the work as a number instead",
         )
-    return Work(float(cpu_ns) / 1e9, "CPU-s", f"{path.name}: command.cpu_ns")
+    return _work(path, float(cpu_ns) / 1e9, "CPU-s", f"{path.name}: command.cpu_ns")
+
+
+def _work(path, value: float, unit: str, source: str) -> Work:
+    """A run's work found in a file, in the range a given number must be in
+    (:data:`MIN_WORK` to :data:`MAX_WORK`), else a TraceError naming the file."""
+    if not (math.isfinite(value) and MIN_WORK <= value <= MAX_WORK):
+        raise TraceError(
+            path,
+            f"--work: {source} gives {sidevalues.shown(f'{value:g}')} {unit}: out of range "
+            f"({MIN_WORK:g} to {MAX_WORK:g})",
+        )
+    return Work(value, unit, source)
 
 
 _PIPE = re.compile(r"^#?\s*Executed\s+(\d+)\s+pipe operations", re.MULTILINE)
@@ -199,8 +215,8 @@ def _fio_ios(text: str, path: Path) -> Work | None:
     if start is None or '"jobs"' not in text:
         return None
     try:
-        doc = json.loads(text[start.start() :])
-    except ValueError:
+        doc = sidevalues.load_json(text[start.start() :], path)
+    except sidevalues.SideValueError:
         return None
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, list):
@@ -210,9 +226,9 @@ def _fio_ios(text: str, path: Path) -> Work | None:
         for d in ("read", "write", "trim"):
             part = job.get(d) if isinstance(job, dict) else None
             ios = part.get("total_ios") if isinstance(part, dict) else None
-            if isinstance(ios, (int, float)) and not isinstance(ios, bool) and ios > 0:
-                total += float(ios)
-    return Work(total, "IOs", f"{path.name}: fio total_ios") if total > 0 else None
+            if ios is not None:
+                total += sidevalues.number(path, f"{d}.total_ios", ios)
+    return _work(path, total, "IOs", f"{path.name}: fio total_ios") if total > 0 else None
 
 
 def _dbench_ops(text: str, path: Path) -> Work | None:
@@ -224,16 +240,19 @@ def _dbench_ops(text: str, path: Path) -> Work | None:
     for ln in lines[head[-1] + 1 :]:
         m = _DBENCH_OP.match(ln)
         if m:
-            total += float(m.group(2))
+            total += sidevalues.parsed_number(path, f"dbench {m.group(1)} count", m.group(2))
         elif ln.strip() and not set(ln.strip()) <= {"-"}:
             break
-    return Work(total, "operations", f"{path.name}: dbench Operation Count") if total else None
+    if not total:
+        return None
+    return _work(path, total, "operations", f"{path.name}: dbench Operation Count")
 
 
 def _perf_bench_ops(text: str, path: Path, trace_path) -> Work | None:
     m = _PIPE.search(text)
     if m:
-        return Work(float(m.group(1)), "pipe operations", f"{path.name}: perf bench sched pipe")
+        ops = sidevalues.parsed_number(path, "pipe operations", m.group(1))
+        return _work(path, ops, "pipe operations", f"{path.name}: perf bench sched pipe")
     groups, fds = _MSG_GROUPS.search(text), _MSG_FDS.search(text)
     if groups is None or fds is None:
         return None
@@ -241,12 +260,14 @@ def _perf_bench_ops(text: str, path: Path, trace_path) -> Work | None:
     loops = _messaging_loops(trace_path)
     if loops is None:
         return None
-    n_groups, n_fds = int(groups.group(1)), int(fds.group(1))
-    return Work(
-        float(n_groups * n_fds * n_fds * loops),
+    n_groups = sidevalues.parsed_number(path, "groups", groups.group(1))
+    n_fds = sidevalues.parsed_number(path, "sender and receiver processes", fds.group(1))
+    return _work(
+        path,
+        n_groups * n_fds * n_fds * loops,
         "messages",
         f"{path.name} and the command line: perf bench sched messaging "
-        f"{n_groups} groups x {n_fds} x {n_fds} x {loops} loops",
+        f"{n_groups:g} groups x {n_fds:g} x {n_fds:g} x {loops} loops",
     )
 
 
@@ -263,10 +284,15 @@ def _messaging_loops(trace_path) -> int | None:
         return None
     after = words[words.index("messaging") + 1 :]
     for i, w in enumerate(after):
-        if w in ("-l", "--nr_loops") and i + 1 < len(after) and after[i + 1].isdigit():
+        if w in ("-l", "--nr_loops") and i + 1 < len(after) and _count(after[i + 1]):
             return int(after[i + 1])
-        if w.startswith("--nr_loops=") and w.split("=", 1)[1].isdigit():
+        if w.startswith("--nr_loops=") and _count(w.split("=", 1)[1]):
             return int(w.split("=", 1)[1])
-        if w.startswith("-l") and w[2:].isdigit():
+        if w.startswith("-l") and _count(w[2:]):
             return int(w[2:])
     return 100
+
+
+def _count(word: str) -> bool:
+    """Whether ``word`` is a count of at most 18 digits (a longer one is no count)."""
+    return word.isascii() and word.isdigit() and len(word) <= 18

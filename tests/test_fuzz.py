@@ -328,7 +328,7 @@ def test_asan_replay_reads_tracedat_with_tdcore(asan_build):
 def fuzz_tools(kind: str) -> None:
     if not shutil.which("clang"):
         pytest.skip("clang is not installed (scripts/bootstrap.sh installs it)")
-    if kind == "atheris":
+    if kind.startswith("atheris"):
         try:
             import atheris  # noqa: F401
         except ImportError:

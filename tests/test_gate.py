@@ -355,7 +355,7 @@ def test_default_rules_print_parse_and_cover_the_issue(tmp_path):
     [
         ("[rules.nosuch]\nallowed = '1%'", "unknown metric 'nosuch'"),
         ("[rules.'context_switches_per_s']\nallowed = 'lots'", "allowed must be"),
-        ("[rules.'context_switches_per_s']\nallowed = -3", "finite amount >= 0"),
+        ("[rules.'context_switches_per_s']\nallowed = -3", "finite amount from 0 to 1e18"),
         ("[rules.'context_switches_per_s']\nsignificance = true", "no allowed change"),
         ("[rules.'context_switches_per_s']\nallowed = 1\nmissing = 'maybe'", "missing must be"),
         ("[rules.'context_switches_per_s']\nallowed = 1\ncolour = 1", "unknown key(s) colour"),

@@ -22,7 +22,8 @@ PACKAGE = Path(schedwake.__file__).resolve().parent
 #: the bottom. report/ renders results and never computes them, so it sits above every
 #: result it renders (Analysis, CompareResult, GateResult) and nothing below imports it.
 LAYERS = [
-    ["errors", "version", "schema", "jsonout", "compressed"],  # plain facts; JSON; compression
+    ["errors", "version", "schema", "jsonout", "compressed", "sidevalues"],  # plain facts; JSON;
+    # compression; the values side files bring in
     ["topology"],  # CPU maps
     ["bench", "counters", "work"],  # the benchmark's results, the kernel's counters and the
     # run's work beside a trace

@@ -91,9 +91,66 @@ def expand_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
     return list(paths), missing
 
 
+#: The longest ``label_from`` expression, and the seconds its searches of every path of a
+#: batch may take together (docs/batch.md): Python's regular expressions backtrack, so
+#: ``(a+)+$`` against 40 characters would run for hours; the searches run in a child
+#: process that is stopped at the limit, and the option refused in one line.
+MAX_LABEL_FROM = 1000
+LABEL_FROM_SECONDS = 10.0
+
+# the child's program: only the standard library (no import of schedwake), paths in and
+# groups out as JSON on its standard input and output
+_SEARCH = """
+import json, re, sys
+d = json.load(sys.stdin)
+rx = re.compile(d["rx"])
+names = list(rx.groupindex)
+out = []
+for p in d["paths"]:
+    m = rx.search(p)
+    out.append(None if m is None else [m.group(n) for n in names])
+json.dump(out, sys.stdout)
+"""
+
+
+def _search_paths(rx: re.Pattern, paths: Sequence[str], seconds: float) -> list:
+    """``rx.search`` of each path, as the list of its named groups' values (None where
+    it does not match), in a child process stopped after ``seconds``: OptionError then."""
+    import subprocess
+    import sys
+
+    if not paths:
+        return []
+    doc = json.dumps({"rx": rx.pattern, "paths": [str(p) for p in paths]})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _SEARCH],
+            input=doc,
+            capture_output=True,
+            text=True,
+            timeout=seconds,
+        )
+    except subprocess.TimeoutExpired:
+        raise OptionError(
+            "label_from",
+            None,
+            f"searching {len(paths)} path(s) took more than {seconds:g} s: the expression "
+            "backtracks (a group repeated inside a repetition, such as (a+)+, or "
+            "alternatives that overlap); write it without nested repetition",
+        ) from None
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1][:120]
+        raise OptionError("label_from", None, f"the search failed ({why})")
+    return json.loads(proc.stdout)
+
+
 def _label_regex(label_from: str | None) -> re.Pattern | None:
     if not label_from:
         return None
+    if len(label_from) > MAX_LABEL_FROM:
+        raise OptionError(
+            "label_from", None, f"the expression is longer than {MAX_LABEL_FROM} characters"
+        )
     try:
         rx = re.compile(label_from)
     except re.error as exc:
@@ -113,17 +170,20 @@ def _label_regex(label_from: str | None) -> re.Pattern | None:
     return rx
 
 
-def label_columns(paths: Sequence[str], label_from: str | None) -> dict[str, list]:
+def label_columns(
+    paths: Sequence[str], label_from: str | None, seconds: float = LABEL_FROM_SECONDS
+) -> dict[str, list]:
     """``{group: [value per path]}`` from the named groups of ``label_from`` searched in
     each path (None where it does not match); a group whose every value is an integer
-    becomes an integer column."""
+    becomes an integer column. The searches take ``seconds`` at most
+    (:data:`LABEL_FROM_SECONDS`), else OptionError."""
     rx = _label_regex(label_from)
     if rx is None:
         return {}
-    matches = [rx.search(p) for p in paths]
+    matches = _search_paths(rx, paths, seconds)
     cols: dict[str, list] = {}
-    for name in rx.groupindex:
-        values = [m.group(name) if m else None for m in matches]
+    for k, name in enumerate(rx.groupindex):
+        values = [m[k] if m else None for m in matches]
         if all(v is None or re.fullmatch(r"[+-]?\d{1,18}", v) for v in values) and any(
             v is not None for v in values
         ):

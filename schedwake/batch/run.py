@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import OptionError, TraceError
 from ..paths import matches_nothing
-from .inputs import Options, _label_regex, _topology_map, expand_inputs
+from .inputs import Options, _label_regex, _topology_map, expand_inputs, label_columns
 from .one_trace import TraceResult, _error_result, analyse_one
 from .reader import _value
 from .writer import _previous, _write
@@ -124,6 +124,9 @@ def batch(
         topology_map=topology_map,
     )
     paths, missing = expand_inputs(inputs)
+    # the labels of the paths now, before any work: a backtracking label_from is refused
+    # in seconds, not after hours of analysis
+    label_columns(paths, label_from)
     before = _previous(out)
     result = BatchResult(out)
     todo = []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..jsonout import dumps
 from ..summary import summary
+from .markdown import code_line, fence, md
 
 #: The width the text report keeps to (evidence lines excepted: they are trace-cmd's own
 #: lines, verbatim, so that they can be found in `trace-cmd report -N`).
@@ -258,49 +259,51 @@ def text(analysis, markdown: bool = False) -> str:
     """The human report: summary, caveats, findings by severity with evidence, metrics."""
     trace, findings, metrics = analysis.trace, analysis.findings, analysis.metrics
     out: list[str] = []
+    m = md if markdown else str  # (names from the trace and its side files, escaped)
     h1 = (lambda t: out.append(f"# {t}\n")) if markdown else (lambda t: out.append(f"== {t} =="))
     h2 = (lambda t: out.append(f"\n## {t}\n")) if markdown else (lambda t: out.append(f"\n-- {t}"))
-    h1(f"schedwake analyze: {Path(trace.path).name}")  # (the full path is on the next line)
+    h1(f"schedwake analyze: {m(Path(trace.path).name)}")  # (the full path is on the next line)
     summ = _summary_lines(analysis)
-    out.extend([f"- {x}" for x in summ] if markdown else summ)
+    out.extend([f"- {m(x)}" for x in summ] if markdown else summ)
     caveats = analysis.caveats
     if caveats:
         h2("Caveats")
-        out.extend(f"- {c}" for c in caveats)
+        out.extend(f"- {m(c)}" for c in caveats)
     h2(f"Findings ({len(findings)})")
     if not findings:
         out.append("none: no detector's thresholds were crossed")
     for i, f in enumerate(findings, 1):
         if markdown:
-            out.append(f"\n### {i}. [{f.severity.upper()}] {f.detector}\n")
-            out.append(f"{f.title}\n")
+            out.append(f"\n### {i}. \\[{f.severity.upper()}\\] {m(f.detector)}\n")
+            out.append(f"{m(f.title)}\n")
         else:
             out.append("")
             out += _indented(f"[{f.severity.upper()}] {f.detector}: {f.title}", "", "    ")
         gap = f.metrics.get("longest_gap") if f.detector == "idle_while_runnable" else None
         if gap:
             line = _side_by_side(gap)
-            out += [f"- {line}"] if markdown else _indented(line, "    ", "      ")
+            out += [f"- {m(line)}"] if markdown else _indented(line, "    ", "      ")
         for k in _KEY_METRICS.get(f.detector, ()):
             if k in f.metrics:
                 line = f"{k}: {format_value(f.metrics[k])}"
-                out += [f"- {line}"] if markdown else _indented(line, "    ", "      ")
+                out += [f"- {m(line)}"] if markdown else _indented(line, "    ", "      ")
         if f.top:
             out.append(f"{'- ' if markdown else '    '}top:")
             for t in f.top[:5]:
                 if markdown:
-                    out.append(f"  - {format_value(t)}")
+                    out.append(f"  - {m(format_value(t))}")
                 else:
                     out += _indented(format_value(t), "      ", "        ")
         if f.evidence:
+            block = fence(f.evidence)
             out.append(
-                "\nEvidence (one typical episode, trace-cmd report -N layout):\n\n```"
+                f"\nEvidence (one typical episode, trace-cmd report -N layout):\n\n{block}"
                 if markdown
                 else "    evidence (trace-cmd report -N layout):"
             )
-            out.extend(("" if markdown else "      ") + line for line in f.evidence)
+            out.extend(code_line(line) if markdown else "      " + line for line in f.evidence)
             if markdown:
-                out.append("```")
+                out.append(block)
     h2("Task states")
     out += _task_states(analysis, markdown)
     task_waits = analysis.task_waits
@@ -308,7 +311,7 @@ def text(analysis, markdown: bool = False) -> str:
         h2(f"Waits of the --pid tasks ({len(task_waits)})")
         body = waits_text(task_waits) or ["none"]
         out.extend(
-            [f"- {x.strip()}" if not x.startswith("    ") else x for x in body]
+            [f"- {m(x.strip())}" if not x.startswith("    ") else m(x) for x in body]
             if markdown
             else body
         )
@@ -318,7 +321,8 @@ def text(analysis, markdown: bool = False) -> str:
     if markdown:
         out.append("| metric | value |\n|---|---|")
         out.extend(
-            f"| {k} | {format_value(v)}{_bench_note(bench, k)} |" for k, v in metrics.items()
+            f"| {m(k)} | {m(format_value(v))}{m(_bench_note(bench, k))} |"
+            for k, v in metrics.items()
         )
     else:
         width = max(len(k) for k in metrics) if metrics else 0
@@ -377,7 +381,7 @@ def _task_states(analysis, markdown: bool) -> list[str]:
         out = [note, "", "| " + ("task" if focus else "class") + " | " + " | ".join(heads) + " |"]
         out.append("|---" * (len(heads) + 1) + "|")
         for label, vals, share in rows:
-            out.append(f"| {label} | " + " | ".join(f"{v:.6f}" for v in vals) + f" | {share} |")
+            out.append(f"| {md(label)} | " + " | ".join(f"{v:.6f}" for v in vals) + f" | {share} |")
         return out
     out = _indented(note, "  ", "  ")
     out.append(f"  {'':<24}" + "".join(f"{h:>9}" for h in heads[:-1]) + f"{heads[-1]:>11}")

@@ -15,6 +15,7 @@ from ..compare import CompareResult
 from ..jsonout import dumps
 from ..mmtests import NEW_TEXT, SIGN_CONVENTION, Comparison, gain_interval, is_new
 from . import mmtests_table
+from .markdown import code_line, fence, md
 
 __all__ = [
     "text",
@@ -161,20 +162,21 @@ def markdown(result: CompareResult, per_cpu: bool = False, full: bool = False) -
     notes = result.notes()
     table, hidden = _table(result, per_cpu)
     summary = summary_lines(result)
-    out = ("```\n" + "\n".join(summary) + "\n```\n\n") if summary else ""
+    f = fence(summary)
+    out = (f"{f}\n" + "\n".join(map(code_line, summary)) + f"\n{f}\n\n") if summary else ""
     if full:
         out += mmtests_table.markdown(table) + "\n"
     else:
         shown, line = _changed(table)
-        out += line + "\n\n"
+        out += md(line) + "\n\n"
         if shown is None:
             out += table.rule_line().replace("*", "\\*", 1) + "\n\n"
         else:
             out += mmtests_table.markdown(shown, rule_line=table.rule_line()) + "\n"
-    out += hidden + "\n\n" if hidden else ""
+    out += md(hidden) + "\n\n" if hidden else ""
     out += convention_line(result) + "\n"
     if notes:
-        out += "\n" + "".join(f"- note: {n}\n" for n in notes)
+        out += "\n" + "".join(f"- note: {md(n)}\n" for n in notes)
     return out
 
 

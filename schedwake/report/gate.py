@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..jsonout import dumps
 from ..mmtests import SIGN_CONVENTION, gain_pct_text, op_label
+from .markdown import md
 
 _STATUS = {"pass": "ok", "broken": "BROKEN", "skipped": "skipped", "error": "ERROR"}
 _HEAD = ("rule", "allowed", "baseline", "candidate", "gain", "significant", "result")
@@ -143,8 +144,7 @@ def text(result) -> str:
 def markdown(result) -> str:
     """A pull-request comment / job summary: verdict, rules table, reasons, samples line."""
 
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|").replace("*", "\\*")
+    esc = md  # (names from rule files and traces: schedwake.report.markdown)
 
     out = [f"### schedwake gate: {esc(result.headline())}", "", esc(_sides_line(result)), ""]
     rows = _rows(result)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from ..mmtests import CELL_WIDTH, COMPARE_LENGTH, FIELD_LENGTH, Comparison, split_label
+from .markdown import md
 
 __all__ = ["text", "markdown"]
 
@@ -76,12 +77,12 @@ def markdown(comparison: Comparison, precision: int = 2, rule_line: str | None =
     c = comparison
     out = []
     if c.title:
-        out += [f"**{c.title}**", ""]
-    head = ["Stat", "Metric"] + [lab.replace("|", "\\|") for lab in c.labels]
+        out += [f"**{md(c.title)}**", ""]
+    head = ["Stat", "Metric"] + [md(lab) for lab in c.labels]
     out.append("| " + " | ".join(head) + " |")
     out.append("|" + "|".join([":---", ":---"] + ["---:"] * len(c.labels)) + "|")
     for r in c.rows:
-        cells = [r.stat, r.op.replace("|", "\\|")]
+        cells = [md(r.stat), md(r.op)]
         for j, (v, p) in enumerate(zip(r.values, r.pcts)):
             num = _fmt_float(v, f"%.{precision}f")
             pct = _fmt_float(p, "%.2f")

@@ -8,6 +8,7 @@ import math
 import textwrap
 
 from ..jsonout import dumps
+from .markdown import md
 from .profile import WIDTH, _clip, _wrap
 
 #: The measures' titles.
@@ -157,15 +158,15 @@ def text(cmp, top: int | None = None, callers: int = DEFAULT_CALLERS) -> str:
 
 def markdown(cmp, top: int | None = None) -> str:
     """The tables as Markdown pipe tables; starred cells carry escaped stars."""
-    out = [f"**schedwake profile: {' vs '.join(cmp.sides)}** ({cmp.event})", ""]
+    out = [f"**schedwake profile: {' vs '.join(map(md, cmp.sides))}** ({md(cmp.event)})", ""]
     out += [method_line(cmp).replace("*", "\\*"), ""]
     for measure in cmp.measures:
         share = measure.endswith("_share")
         out += [f"**{TITLES[measure]}**", ""]
-        out.append("| Function | " + " | ".join(s.replace("|", "\\|") for s in cmp.sides) + " |")
+        out.append("| Function | " + " | ".join(md(s) for s in cmp.sides) + " |")
         out.append("|:---|" + "---:|" * len(cmp.sides))
         for r in rows_by_effect(cmp, measure, top):
-            cells = [_label(r).replace("|", "\\|")]
+            cells = [md(_label(r))]
             for j, side in enumerate(cmp.sides):
                 v = _value(r[f"{measure}[{side}]"], share).strip()
                 if j == 0:

@@ -14,6 +14,7 @@ import numpy as np
 from ..jsonout import dumps
 from ..series import MetricSeries, SeriesChangePoint, SeriesGateResult, SeriesResult
 from ..version import __version__
+from .markdown import md
 
 __all__ = [
     "text",
@@ -96,16 +97,16 @@ def text(result: SeriesResult) -> str:
 
 def markdown(result: SeriesResult) -> str:
     """``schedwake series --format markdown``: one table of every change point."""
-    out = [f"**{result.summary_line()}**", "", _builds_line(result) + " runs", ""]
+    out = [f"**{md(result.summary_line())}**", "", md(_builds_line(result) + " runs"), ""]
     if result.change_points():
         out.append("| metric | " + " | ".join(h or "verdict" for h in _HEAD) + " |")
         out.append("|---" * (len(_HEAD) + 1) + "|")
         for c in result.change_points():
-            cells = [f"`{c.metric}`"] + _cells(c)
+            cells = [md(c.metric)] + [md(x) for x in _cells(c)]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     out.append(_how(result))
-    out += ["", *[f"- note: {n}" for n in result.notes]] if result.notes else []
+    out += ["", *[f"- note: {md(n)}" for n in result.notes]] if result.notes else []
     return "\n".join(out) + "\n"
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ PROC_KALLSYMS = Path("/proc/kallsyms")
 KERNEL_NOTES = Path("/sys/kernel/notes")
 #: The environment variable that hides the running kernel from schedwake (module doc).
 IGNORE_RUNNING_KERNEL = "SCHEDWAKE_IGNORE_RUNNING_KERNEL"
+_MAX_ADDRESS = (1 << 64) - 1
 #: The most kallsyms text read from a file (a kernel's is 5 to 30 MB).
 MAX_KALLSYMS_BYTES = 256 << 20
 
@@ -49,6 +51,27 @@ def read_kallsyms(path) -> bytes:
     text = read_whole(path, MAX_KALLSYMS_BYTES, "kallsyms file")
     check_kallsyms_text(path, text)
     return text
+
+
+#: A kallsyms line whose address is beyond 64 bits (more than 16 hex digits but zeros).
+_WIDE_ADDRESS = re.compile(rb"^0*[0-9a-fA-F]{17,}[ \t][^\n]*\n?", re.MULTILINE)
+
+
+def without_wide_addresses(path, text: bytes) -> tuple[bytes, list[str]]:
+    """``text`` without its lines whose address is beyond 64 bits (no kernel has one: a
+    damaged or forged file), and the warning that names them; a TraceError naming
+    ``path`` when they are half of its lines or more (then it is no kallsyms)."""
+    wide = len(_WIDE_ADDRESS.findall(text))
+    if not wide:
+        return text, []
+    lines = text.count(b"\n") + (not text.endswith(b"\n"))
+    if wide * 2 >= lines:
+        raise TraceError(
+            path, f"{wide} of its {lines} lines have an address beyond 64 bits: not a kallsyms"
+        )
+    return _WIDE_ADDRESS.sub(b"", text), [
+        f"{path}: {wide} kallsyms line(s) with an address beyond 64 bits left out"
+    ]
 
 
 def running_build_id(notes: Path = KERNEL_NOTES) -> str | None:
@@ -77,6 +100,8 @@ class KallsymsChoice:
     text: bytes | None
     source: str  # a path, "/proc/kallsyms", or "" when none
     reason: str  # one line: why this one, or why none
+    #: what was left out of the file (lines with an address beyond 64 bits), one line each
+    warnings: list[str] = field(default_factory=list)
 
 
 def kernel_build_id(build_ids) -> str | None:
@@ -96,7 +121,8 @@ def choose_kallsyms(
 
     Raises TraceError when ``given`` cannot be read or is not kallsyms text."""
     if given is not None:
-        return KallsymsChoice(read_kallsyms(given), str(given), "given with --kallsyms")
+        text, warnings = without_wide_addresses(given, read_kallsyms(given))
+        return KallsymsChoice(text, str(given), "given with --kallsyms", warnings)
     if running_kernel_ignored():
         return KallsymsChoice(
             None,
@@ -176,8 +202,10 @@ class KernelSymbols:
             if len(parts) < 3 or parts[1] in ("a", "A") or parts[2].startswith("$"):
                 continue
             try:
-                addr = int(parts[0], 16)
+                addr = int(parts[0], 16) if len(parts[0]) <= 64 else -1
             except ValueError:
+                continue
+            if not 0 <= addr <= _MAX_ADDRESS:  # (beyond 64 bits: no address)
                 continue
             addrs.append(addr)
             names.append(parts[2])

@@ -60,7 +60,11 @@ GUEST = "in a guest or the hypervisor"
 
 _INT64_MIN = np.iinfo(np.int64).min
 # kallsyms lines perf keeps: text, weak, data and bss symbols, with their module
-_KALLSYMS_LINE = re.compile(r"^([0-9a-fA-F]+) [TtWwDdBb] (\S+)(?:[ \t]+\[([^\]\s]+)\])?", re.M)
+# (at most 16 hex digits an address: a line with a wider one is no symbol, never an
+# OverflowError of the uint64 array)
+_KALLSYMS_LINE = re.compile(
+    r"^0*([0-9a-fA-F]{1,16}) [TtWwDdBb] (\S+)(?:[ \t]+\[([^\]\s]+)\])?", re.M
+)
 _CHUNK = 1 << 22  # cells of an address x mapping comparison at once
 
 
