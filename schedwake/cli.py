@@ -54,6 +54,28 @@ def _progress(label: str):
             state["cm"].__exit__(None, None, None)
 
 
+@contextmanager
+def _naming(path, doing: str):
+    """Errors that name no file while ``path`` is read or written (``doing``: "reading",
+    "writing") become a :class:`TraceError` naming it: ``ENOSPC`` and ``EFBIG`` on a
+    write (``--folded /dev/full``, ``ulimit -f``), a ``MemoryError`` (docs/reliability.md:
+    every line names the file)."""
+    try:
+        yield
+    except MemoryError:
+        raise TraceError(path, f"out of memory while {doing} it") from None
+    except OSError as exc:
+        if exc.filename is not None or isinstance(exc, BrokenPipeError):
+            raise
+        raise TraceError(path, f"{exc.strerror or exc} (while {doing} it)") from None
+
+
+def _write_text(path, text: str) -> None:
+    """``text`` written to the output file ``path`` (UTF-8); an error names it."""
+    with _naming(path, "writing"):
+        Path(path).write_text(text, encoding="utf-8")
+
+
 def _load(
     path: str,
     events=None,
@@ -62,11 +84,13 @@ def _load(
     jobs: int | None = None,
 ):
     if path == "-":
+        _INPUTS.append(STDIN)
         return _load_stdin(events, input_format, reader, jobs)
     from .trace import load
 
     ctx = click.get_current_context(silent=True)
-    with _progress(f"reading {Path(path).name}") as progress:
+    _INPUTS.append(path)
+    with _progress(f"reading {Path(path).name}") as progress, _naming(path, "reading"):
         trace = load(
             path,
             events=events,
@@ -210,6 +234,8 @@ class _Commands(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with _naming(STDOUT, "writing"):  # (a full disk: said now, not at exit)
+                sys.stdout.flush()
         except OptionError as exc:
             _fail(_option_error_line(exc), 2)
         except TraceError as exc:
@@ -231,12 +257,23 @@ class _Commands(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         except OSError as exc:
-            _fail(f"schedwake: {exc.filename or ''}: {exc.strerror or exc}", 2)
-        except MemoryError:
-            _fail("schedwake: out of memory", 2)
+            # (reads and writes of files name theirs: _naming; what is left is the
+            # standard output's, written by click.echo)
+            named = exc.filename if exc.filename is not None else STDOUT
+            _fail(f"schedwake: {named}: {exc.strerror or exc}", 2)
+        except MemoryError:  # (a trace's reading names it: _naming)
+            named = ", ".join(dict.fromkeys(_INPUTS)) or "the input"
+            _fail(f"schedwake: {named}: out of memory while working on it", 2)
         if standalone_mode:
             sys.exit(code if isinstance(code, int) else 0)
         return code
+
+
+#: What an OSError names when it names no file: every file read or written by name
+#: goes through _naming, what is left is the standard output (click.echo).
+STDOUT = "<stdout>"
+#: The traces the command read (what a MemoryError after the reading names).
+_INPUTS: list[str] = []
 
 
 def _fail(line: str, code: int):
@@ -482,7 +519,7 @@ def topology(output, sysfs):
 
     text = Topology.capture(sysfs).to_json()
     if output:
-        Path(output).write_text(text + "\n")
+        _write_text(output, text + "\n")
         click.echo(f"wrote {output}")
     else:
         click.echo(text)
@@ -592,7 +629,7 @@ def analyze(
     if html_file:
         from .report import analysis_html
 
-        with _progress(f"writing {Path(html_file).name}") as bar:
+        with _progress(f"writing {Path(html_file).name}") as bar, _naming(html_file, "writing"):
             analysis_html.write(analysis, html_file, progress=bar)
         click.echo(f"schedwake: wrote {html_file}", err=True)
     if fmt == "json":
@@ -867,9 +904,10 @@ def profile(
         return
     cmp = compare_profiles(profiles, alpha=alpha, min_effect=min_effect, work=work)
     if html_path is not None:
-        profile_html.write(cmp, html_path, top=top)
+        with _naming(html_path, "writing"):
+            profile_html.write(cmp, html_path, top=top)
     if folded_path is not None:
-        Path(folded_path).write_text(compared.folded(cmp))
+        _write_text(folded_path, compared.folded(cmp))
     if fmt == "json":
         click.echo(compared.to_json(cmp, top, callers_top))
     elif fmt == "markdown":
@@ -1087,7 +1125,7 @@ def compare(
     if html_file:
         from .report import html
 
-        with _progress(f"writing {Path(html_file).name}") as bar:
+        with _progress(f"writing {Path(html_file).name}") as bar, _naming(html_file, "writing"):
             html.write(result, html_file, progress=bar)
         click.echo(f"schedwake: wrote {html_file}", err=True)
 
@@ -1272,7 +1310,7 @@ def gate(
     ):
         if path:  # missing parent directories are made, as pytest --junitxml does
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(render(result), encoding="utf-8")
+            _write_text(path, render(result))
     if result.exit_code == 2:  # the same one-line reason as every command's bad input
         click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:
@@ -1303,7 +1341,7 @@ def _gate_series(builds, rules_file, json_file, th, topology_file, llc, given: d
     click.echo(series_report.gate_text(result), nl=False)
     if json_file:
         Path(json_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_file).write_text(series_report.gate_json(result), encoding="utf-8")
+        _write_text(json_file, series_report.gate_json(result))
     if result.exit_code == 2:
         click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:
@@ -1384,7 +1422,7 @@ def series(builds, metric_names, alpha, min_segment, fmt, output, topology_file,
     }.get(fmt, series_report.text)
     doc = render(result)
     if output:
-        Path(output).write_text(doc if doc.endswith("\n") else doc + "\n", encoding="utf-8")
+        _write_text(output, doc if doc.endswith("\n") else doc + "\n")
         click.echo(f"schedwake: wrote {output}", err=True)
     else:
         click.echo(doc, nl=not doc.endswith("\n"))

@@ -16,9 +16,10 @@ then says another event than its id), payloads whose ``common_type`` names no ev
 the file (one sample, every sample), a tracepoint without a format (its attribute's id
 99999, its format line that does not parse), and COMPRESSED records (perf record -z)
 that decompress beyond the buffer perf compressed (the COMPRESSED feature's mmap_len),
-beyond 100 times their size, or a feature whose mmap_len is 0xffffffff or 0.  Edits keep
-every size and offset right (the compressed files' data sections are written again,
-the feature table's offsets moved), so the damage gets past the framing.
+beyond 100 times their size, or a feature whose mmap_len is 0xffffffff or 0; a CPU
+topology in the header that names CPU 999999999.  Edits keep every size and offset
+right (the compressed files' data sections are written again, the feature table's
+offsets moved), so the damage gets past the framing.
 
     .venv/bin/python scripts/make_perf_hostile.py
 
@@ -41,7 +42,7 @@ SEEDS = ROOT / "fuzz" / "corpus" / "fuzz_load_perfdata"
 FILE_SEED = SEEDS / "seed-perf-file.data"
 Z_SEED = SEEDS / "seed-perf-z.data"
 SAMPLE, COMPRESSED = 9, 81
-F_COMPRESSED = 27
+F_CACHE, F_COMPRESSED = 20, 27
 #: Where a seed sample's raw payload starts: header 8, IDENTIFIER, IP, TID, TIME, CPU,
 #: PERIOD (8 each, sample_type 0x10587), the raw size (4).
 RAW_AT = 8 + 6 * 8 + 4
@@ -150,6 +151,13 @@ def mmap_len(d: bytes, value: int) -> bytes:
     return bytes(out)
 
 
+def cache_cpus(d: bytes, cpus: bytes) -> bytes:
+    """The first CPU list of the CACHE feature ("0-1", in a string padded to 64 bytes)
+    replaced by ``cpus``."""
+    at = d.index(b"0-1\0", feature_offset(d, F_CACHE))
+    return d[:at] + cpus + b"\0" + d[at + len(cpus) + 1 :]
+
+
 def inner_records(z: bytes) -> tuple[bytes, bytes, bytes]:
     """The z seed's data section: the records before its COMPRESSED ones, what they
     decompress to (one zstd stream), the records after them."""
@@ -217,6 +225,9 @@ def cases() -> list[tuple[str, bytes, str, str, list[str], dict]]:
          "warning", "a field line of sched_waking's format does not parse",
          ["9 samples of sched:sched_waking", "does not parse", "left out"],
          {"duration_s": 0.022957}),
+        ("cache-cpu-999999999", cache_cpus(base, b"999999999"), "error",
+         "the CACHE feature's first CPU list says CPU 999999999",
+         ["CPU topology in its header", "CPU 999999999"], {}),
         ("z-record-beyond-mmap_len", bomb(z, 6000, 1), "error",
          "a COMPRESSED record decompresses to 576 KB, its mmap_len is 516 KiB",
          [r"COMPRESSED record at offset \d+", "528384 bytes", "mmap_len"], {}),

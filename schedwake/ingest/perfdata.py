@@ -280,7 +280,7 @@ def assemble(
             "build_ids": perf["build_ids"],
             "kallsyms": None if kallsyms is None else kallsyms.source or None,
         },
-        topology=header_topology(perf, m["cpus"]),
+        topology=_checked_topology(path, header_topology(perf, m["cpus"])),
     )
     return RawTrace(tables=tables, meta=meta, lost=lost, sideband=sideband_tables(perf))
 
@@ -389,6 +389,20 @@ def _with_common_columns(t: pa.Table) -> pa.Table:
     cols += [t.column(c) for c in names[4:]]
     rest = [field_name(c) for c in names[4:]]
     return pa.table(cols, names=list(COMMON_NAMES) + rest)
+
+
+def _checked_topology(path: Path, topo: dict | None) -> dict | None:
+    """The header's topology, refused naming the file when it is no CPU map (a CPU
+    999999999 in a cache's CPU list): the file's damage, said when it is read, not
+    when a model is made of it (nor passed over by ``info``)."""
+    if topo is not None:
+        from ..topology import topology_of_header
+
+        try:
+            topology_of_header(topo)
+        except TraceError as exc:
+            raise TraceError(path, f"the CPU topology in its header: {exc.problem}") from None
+    return topo
 
 
 def header_topology(perf: dict, cpus: int) -> dict | None:
