@@ -176,7 +176,8 @@ def _joined(path: Path, head: bytes, parts: list):
         del entries[features.index(_DIR_FORMAT)]
         bits[_DIR_FORMAT // 64] &= ~(1 << (_DIR_FORMAT % 64))
     shift = extra - 16 * (nfeat - len(entries))
-    with tempfile.TemporaryDirectory(prefix="schedwake-perfdir-") as tmp:
+    sweep_stale_dirs()
+    with tempfile.TemporaryDirectory(prefix=f"{_SPOOL_PREFIX}{os.getpid()}-") as tmp:
         out = Path(tmp) / "perf.data"
         with open(out, "wb") as f:
             hdr = bytearray(head[:d_off])
@@ -196,6 +197,42 @@ def _joined(path: Path, head: bytes, parts: list):
                 f.write(struct.pack("<2Q", off + shift if off >= table else off, size))
             f.write(head[table + 16 * nfeat :])
         yield out
+
+
+#: The joined file's directory: ``schedwake-perfdir-<pid>-<random>`` in the temporary
+#: directory, the pid the owner's, so that one left behind by a process killed
+#: (SIGTERM, SIGKILL: no ``finally`` runs) is found and removed by the next one.
+_SPOOL_PREFIX = "schedwake-perfdir-"
+
+
+def sweep_stale_dirs(tmpdir: str | None = None) -> list[Path]:
+    """Remove the ``schedwake-perfdir-<pid>-*`` directories of this user whose process is
+    gone (killed while it read a ``perf record --threads`` directory): no signal handler
+    is needed for what a killed process leaves, the next run takes it away. Returns
+    what was removed. A directory of a live process (or of a pid reused since) stays."""
+    import shutil
+
+    base = Path(tmpdir or tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(base.glob(f"{_SPOOL_PREFIX}*-*"))
+    except OSError:
+        return removed
+    for d in entries:
+        m = re.fullmatch(re.escape(_SPOOL_PREFIX) + r"(\d+)-\w+", d.name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            st = d.lstat()
+            if st.st_uid != os.getuid() or not d.is_dir() or d.is_symlink():
+                continue
+            os.kill(int(m.group(1)), 0)  # (signal 0: is the process there?)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+        except (OSError, OverflowError):  # another user's process: alive
+            continue
+    return removed
 
 
 class _KallsymsChooser:
