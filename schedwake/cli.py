@@ -55,14 +55,17 @@ def _progress(label: str):
 
 
 @contextmanager
-def _naming(path, doing: str):
+def _naming(path, doing: str, memory: bool = True):
     """Errors that name no file while ``path`` is read or written (``doing``: "reading",
     "writing") become a :class:`TraceError` naming it: ``ENOSPC`` and ``EFBIG`` on a
-    write (``--folded /dev/full``, ``ulimit -f``), a ``MemoryError`` (docs/reliability.md:
-    every line names the file)."""
+    write (``--folded /dev/full``, ``ulimit -f``), a ``MemoryError`` unless ``memory`` is
+    False (an output made while its traces are read: their names say it, _INPUTS)
+    (docs/reliability.md: every line names the file)."""
     try:
         yield
     except MemoryError:
+        if not memory:
+            raise
         raise TraceError(path, f"out of memory while {doing} it") from None
     except OSError as exc:
         if exc.filename is not None or isinstance(exc, BrokenPipeError):
@@ -422,7 +425,11 @@ def convert(trace, outdir, events, input_format, reader, jobs):
     from .report.parquet import convert as convert_to_parquet
 
     names = [e.strip() for e in events.split(",") if e.strip()] if events else None
-    with _progress(f"converting {Path(trace).name}") as progress:
+    _INPUTS.append(trace)
+    with (
+        _progress(f"converting {Path(trace).name}") as progress,
+        _naming(outdir, "writing", memory=False),
+    ):
         written = convert_to_parquet(
             trace,
             outdir,
@@ -1527,7 +1534,8 @@ def batch(
         raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
     logging.getLogger("distributed").setLevel(logging.ERROR)  # quiet CI logs
     th = _thresholds(thresholds)
-    with _progress("analysing traces") as bar:
+    _INPUTS.extend(str(p) for p in inputs)
+    with _progress("analysing traces") as bar, _naming(out, "writing", memory=False):
         result = run_batch(
             list(inputs),
             out,
@@ -1635,18 +1643,19 @@ def record(
         if not quiet or msg.startswith("WARNING"):
             click.echo(f"schedwake record: {msg}", err=True)
 
-    result = do_record(
-        output,
-        list(command) or None,
-        events=events,
-        buffer_kb=buffer_kb,
-        duration=duration,
-        method=method,
-        log=log,
-        runtime=runtime,
-        perf_stat=perf_stat,
-        kallsyms=not no_kallsyms,
-    )
+    with _naming(output, "writing", memory=False):
+        result = do_record(
+            output,
+            list(command) or None,
+            events=events,
+            buffer_kb=buffer_kb,
+            duration=duration,
+            method=method,
+            log=log,
+            runtime=runtime,
+            perf_stat=perf_stat,
+            kallsyms=not no_kallsyms,
+        )
     click.echo(result.summary())
     if result.interrupted:
         sys.exit(130)

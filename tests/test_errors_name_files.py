@@ -86,3 +86,16 @@ def test_out_of_memory_names_the_trace():
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
         )
         one_line(proc, str(PROFILE), "out of memory")
+
+
+@pytest.mark.slow
+def test_convert_beyond_the_file_size_limit(tmp_path):
+    """convert's Parquet files (written by pyarrow, whose error names no file)."""
+    out = tmp_path / "tables"
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+
+    seed = ROOT / "fuzz" / "corpus" / "fuzz_load_perfdata" / "seed-perf-file.data"
+    proc = run(["convert", seed, "-o", out], preexec_fn=limit)
+    one_line(proc, str(out), "File too large")
