@@ -2156,8 +2156,6 @@ static const char *clock_name(int64_t id)
 static int set_meta(td_file *f, PerfFile *p)
 {
     td_perf_info *in = &p->info;
-    /* NRCPUS' count is the highest present CPU + 1: a record on a CPU beyond it
-       contradicts it (believed, one damaged CPU field makes a 4097-CPU machine) */
     if (p->bad_payloads) {
         /* tracepoint samples whose payload names no event of the file: a few are
            damage left out, more are a file whose samples cannot be trusted */
@@ -2176,6 +2174,8 @@ static int set_meta(td_file *f, PerfFile *p)
         if (td_warn(f, "%s", msg) < 0)
             return seterr(f->err, "out of memory"), -1;
     }
+    /* NRCPUS' count is the highest present CPU + 1: a record on a CPU beyond it
+       contradicts it (believed, one damaged CPU field makes a 4097-CPU machine) */
     if (in->nr_cpus_avail > 0 && p->max_cpu >= in->nr_cpus_avail)
         return seterr(f->err, "corrupt perf.data: a record is on CPU %d, the NRCPUS feature "
                       "says the machine has %d CPUs", p->max_cpu, in->nr_cpus_avail), -1;
