@@ -53,6 +53,7 @@ LOAD_REACHES = (
     "schedwake.trace",
     "schedwake.ingest",
     "schedwake.symbols",
+    "schedwake.topology",  # a perf.data header's CPU map is checked when the file is read
 )
 
 

@@ -31,7 +31,6 @@ import pandas as pd
 
 from .compressed import open_regular, read_bounded
 from .errors import OptionError, TraceError
-from .jsonout import dumps
 
 #: The most CPUs a topology may describe (the C decoder's bound, ``MAX_CPUS`` of
 #: ``ingest/_td_internal.h``): a map is three arrays of this length at most.
@@ -389,6 +388,8 @@ class Topology:
 
     def to_json(self) -> str:
         """The topology file (``schedwake topology``), read back by :meth:`from_file`."""
+        from .jsonout import dumps  # (here: reading a trace checks its header's map)
+
         return dumps(self.to_dict(), indent=None)
 
     def describe(self) -> str:
