@@ -53,6 +53,7 @@ LOAD_REACHES = (
     "schedwake.trace",
     "schedwake.ingest",
     "schedwake.symbols",
+    "schedwake.topology",  # a perf.data header's CPU map is checked when the file is read
 )
 
 
@@ -117,7 +118,10 @@ def corpus_files() -> list[Path]:
 
 #: The hostile corpora of the tests (damaged on purpose, each with its expected outcome
 #: in its manifest.json): replayed too, so the sanitizer builds see every class of damage.
-HOSTILE = [ROOT / "tests" / "data" / d for d in ("hostile", "hostile_formats", "text_hostile")]
+HOSTILE = [
+    ROOT / "tests" / "data" / d
+    for d in ("hostile", "hostile_formats", "text_hostile", "perf_hostile")
+]
 
 
 def hostile_files() -> list[Path]:

@@ -17,7 +17,16 @@
  * the file, newlines included: the binding _tdread.c makes one line of it.)
  *
  * Mutation: half libFuzzer's own (with fuzz/tracedat.dict), half structure-aware
- * (LLVMFuzzerCustomMutator below): in a version-7 trace.dat it finds the options of
+ * (LLVMFuzzerCustomMutator below).  In a perf.data (file or pipe mode, mutate_perf)
+ * it walks the records and edits one as a damaged or hostile file would, keeping the
+ * framing (the data section's size and the feature table's offsets follow a record
+ * added or removed): a sample's time (0, 100 s back, an hour or 2^63 ahead, another
+ * sample's), two attributes' ids or tracepoint ids exchanged, a payload's common_type
+ * (another attribute's tracepoint, 0xffff), the COMPRESSED feature's mmap_len, a
+ * COMPRESSED2 record's data size, a record duplicated or removed (COMPRESSED records
+ * and samples first), an MMAP2 file name (/proc/kmsg, trace_pipe, /dev/zero), an
+ * attribute's sample_type bits or size (HEADER_ATTR in pipe mode).  In a version-7
+ * trace.dat it finds the options of
  * the uncompressed options sections and changes one in place, the way a damaged or
  * hostile file would: a CPUCOUNT, a BUFFER option's CPU count, CPU id, data offset
  * or size, a section option's offset, an OFFSET/DATE number at the edges of 64 bits,
@@ -224,12 +233,328 @@ static int mutate_option(uint8_t *d, size_t size, unsigned r)
     return 0;
 }
 
+/* ------------------------------------------------- perf.data, structurally */
+
+enum { P_SAMPLE = 9, P_MMAP2 = 10, P_HEADER_ATTR = 64, P_TRACING_DATA = 66,
+       P_FEATURE = 80, P_COMPRESSED = 81, P_COMPRESSED2 = 83 };
+enum { PS_IP = 1, PS_TID = 2, PS_TIME = 4, PS_ADDR = 8, PS_READ = 16, PS_CALLCHAIN = 32,
+       PS_ID = 64, PS_CPU = 128, PS_PERIOD = 256, PS_STREAM_ID = 512, PS_RAW = 1024,
+       PS_IDENTIFIER = 1 << 16 };
+
+typedef struct {
+    size_t at;                  /* the record's file offset */
+    uint32_t type;
+    size_t size;
+} PRec;
+
+typedef struct {
+    size_t at;                  /* its perf_event_attr */
+    size_t ids;                 /* file mode: its {ids offset, ids size}; pipe: its ids */
+    size_t nids;                /* pipe mode: ids after the attribute */
+} PAttr;
+
+typedef struct {
+    int pipe;
+    size_t start, end;          /* the records */
+    PRec rec[1024];
+    int nrec;
+    PAttr attr[16];
+    int nattr;
+} PLayout;
+
+static int perf_layout(const uint8_t *d, size_t size, PLayout *l)
+{
+    if (size < 16 || memcmp(d, "PERFILE2", 8) != 0)
+        return 0;
+    uint64_t hsize = get(d + 8, 8);
+    l->nrec = l->nattr = 0;
+    if (hsize == 16) {
+        l->pipe = 1;
+        l->start = 16;
+        l->end = size;
+    } else if (hsize == 104 && size >= 104) {
+        uint64_t asz = get(d + 16, 8), aoff = get(d + 24, 8), alen = get(d + 32, 8);
+        uint64_t doff = get(d + 40, 8), dlen = get(d + 48, 8);
+        if (doff > size || dlen > size - doff)
+            return 0;
+        l->pipe = 0;
+        l->start = (size_t)doff;
+        l->end = (size_t)(doff + dlen);
+        if (asz >= 80 && asz <= 4096 && aoff <= size && alen <= size - aoff)
+            for (uint64_t a = 0; a < alen / asz && l->nattr < 16; a++)
+                l->attr[l->nattr++] = (PAttr){(size_t)(aoff + a * asz),
+                                              (size_t)(aoff + (a + 1) * asz - 16), 0};
+    } else {
+        return 0;
+    }
+    size_t pos = l->start;
+    while (l->end - pos >= 8 && l->nrec < 1024) {
+        uint32_t type = (uint32_t)get(d + pos, 4);
+        size_t sz = (size_t)get(d + pos + 6, 2);
+        if (sz < 8 || sz > l->end - pos)
+            break;
+        l->rec[l->nrec++] = (PRec){pos, type, sz};
+        if (l->pipe && type == P_HEADER_ATTR && sz >= 8 + 64 && l->nattr < 16) {
+            size_t asz = (size_t)get(d + pos + 12, 4);
+            if (asz == 0)
+                asz = 64;
+            if (asz <= sz - 8)
+                l->attr[l->nattr++] = (PAttr){pos + 8, pos + 8 + asz, (sz - 8 - asz) / 8};
+        }
+        if (type == P_TRACING_DATA && sz >= 12) {
+            uint64_t t = get(d + pos + 8, 4);
+            if (t > l->end - pos - sz)
+                break;
+            pos += (size_t)t;
+        }
+        pos += sz;
+    }
+    return l->nrec > 0;
+}
+
+/* Bytes [at, at + old) of d become `new_len` bytes (new ones left as they are, to be
+   written by the caller): the data section's size and the feature offsets after it
+   follow.  The new size, or 0 if it would not fit in max. */
+static size_t perf_resize(uint8_t *d, size_t size, size_t max, const PLayout *l, size_t at,
+                          size_t old, size_t new_len)
+{
+    if (new_len > old && new_len - old > max - size)
+        return 0;
+    memmove(d + at + new_len, d + at + old, size - at - old);
+    size_t n = size - old + new_len;
+    if (!l->pipe) {
+        int64_t delta = (int64_t)new_len - (int64_t)old;
+        set(d + 48, 8, get(d + 48, 8) + (uint64_t)delta);
+        size_t table = (size_t)((int64_t)l->end + delta);
+        int nfeat = 0;
+        for (int i = 0; i < 4; i++)
+            nfeat += __builtin_popcountll(get(d + 72 + 8 * i, 8));
+        for (int i = 0; i < nfeat && table + 16 * (size_t)i + 16 <= n; i++) {
+            uint64_t off = get(d + table + 16 * (size_t)i, 8);
+            if (off >= l->end)
+                set(d + table + 16 * (size_t)i, 8, off + (uint64_t)delta);
+        }
+    }
+    return n;
+}
+
+/* Where a SAMPLE's fields are, by the first attribute's sample_type (the seeds' events
+   share one): its time and its raw payload, 0 if it has none. */
+static void sample_fields(const uint8_t *d, const PLayout *l, const PRec *r, size_t *time,
+                          size_t *raw)
+{
+    *time = *raw = 0;
+    if (!l->nattr)
+        return;
+    uint64_t st = get(d + l->attr[0].at + 24, 8);
+    size_t q = 8 + 8 * (size_t)(!!(st & PS_IDENTIFIER) + !!(st & PS_IP) + !!(st & PS_TID));
+    if (st & PS_TIME && q + 8 <= r->size)
+        *time = r->at + q;
+    q += 8 * (size_t)(!!(st & PS_TIME) + !!(st & PS_ADDR) + !!(st & PS_ID) +
+                      !!(st & PS_STREAM_ID) + !!(st & PS_CPU) + !!(st & PS_PERIOD));
+    if (st & PS_READ)
+        return;
+    if (st & PS_CALLCHAIN) {
+        if (q + 8 > r->size)
+            return;
+        uint64_t nr = get(d + r->at + q, 8);
+        if (nr > (r->size - q - 8) / 8)
+            return;
+        q += 8 + 8 * (size_t)nr;
+    }
+    if (st & PS_RAW && q + 4 + 2 <= r->size)
+        *raw = r->at + q + 4;
+}
+
+/* The index of a record of `type` (0: any), or -1. */
+static int pick_rec(const PLayout *l, uint32_t type, unsigned r)
+{
+    int n = 0;
+    for (int i = 0; i < l->nrec; i++)
+        n += !type || l->rec[i].type == type;
+    if (!n)
+        return -1;
+    int k = (int)(r % (unsigned)n);
+    for (int i = 0; i < l->nrec; i++)
+        if ((!type || l->rec[i].type == type) && k-- == 0)
+            return i;
+    return -1;
+}
+
+static const char *const SPECIAL_FILES[] = {
+    "/proc/kmsg", "/sys/kernel/tracing/trace_pipe", "/dev/zero", "/proc/self/fd/0",
+    "/dev/stdin", "//anon", "[vdso]", "",
+};
+
+/* One structural edit of a perf.data (see the top of the file): its new size, 0 if
+   none could be made. */
+static size_t mutate_perf(uint8_t *d, size_t size, size_t max, unsigned r)
+{
+    static PLayout l;
+    if (!perf_layout(d, size, &l))
+        return 0;
+    unsigned what = r % 10;
+    r /= 10;
+    int i;
+    size_t tpos, raw;
+    switch (what) {
+    case 0: {                       /* a sample's time */
+        if ((i = pick_rec(&l, P_SAMPLE, r)) < 0)
+            return 0;
+        sample_fields(d, &l, &l.rec[i], &tpos, &raw);
+        if (!tpos)
+            return 0;
+        uint64_t t = get(d + tpos, 8);
+        uint64_t to[] = {0, t - 100000000000ull, t + 3600000000000ull, 1ull << 63,
+                         INT64_MAX, UINT64_MAX, t + 9ull * 366 * 86400 * 1000000000ull, t - 1};
+        int j = pick_rec(&l, P_SAMPLE, r >> 8);
+        size_t other;
+        sample_fields(d, &l, &l.rec[j], &other, &raw);
+        set(d + tpos, 8, (r >> 4) % 9 == 8 && other ? get(d + other, 8) : to[(r >> 4) % 9 % 8]);
+        return size;
+    }
+    case 1: {                       /* two attributes' ids or tracepoint ids exchanged */
+        if (l.nattr < 2)
+            return 0;
+        PAttr *a = &l.attr[r % (unsigned)l.nattr], *b = &l.attr[(r / 16) % (unsigned)l.nattr];
+        if (a == b)
+            b = &l.attr[(size_t)(a - l.attr + 1) % (size_t)l.nattr];
+        if ((r >> 8) & 1) {
+            uint64_t c = get(d + a->at + 8, 8);
+            set(d + a->at + 8, 8, get(d + b->at + 8, 8));
+            set(d + b->at + 8, 8, c);
+        } else if (!l.pipe) {
+            uint8_t t[16];
+            memcpy(t, d + a->ids, 16);
+            memcpy(d + a->ids, d + b->ids, 16);
+            memcpy(d + b->ids, t, 16);
+        } else if (a->nids && b->nids) {
+            uint64_t t = get(d + a->ids, 8);
+            set(d + a->ids, 8, get(d + b->ids, 8));
+            set(d + b->ids, 8, t);
+        }
+        return size;
+    }
+    case 2: {                       /* a payload's common_type */
+        if ((i = pick_rec(&l, P_SAMPLE, r)) < 0)
+            return 0;
+        sample_fields(d, &l, &l.rec[i], &tpos, &raw);
+        if (!raw)
+            return 0;
+        uint64_t v = (r >> 8) & 1 ? 0xffff
+                   : l.nattr ? get(d + l.attr[(r >> 9) % (unsigned)l.nattr].at + 8, 8) : 0;
+        set(d + raw, 2, v);
+        return size;
+    }
+    case 3: {                       /* the COMPRESSED feature's mmap_len */
+        static const uint32_t lens[] = {0, 1, 4096, 8192, 12288, 528384, 0x80000000u,
+                                        0x80010000u, 0xffffffffu};
+        uint32_t v = lens[(r >> 4) % (sizeof(lens) / sizeof(*lens))];
+        if (l.pipe) {
+            for (int k = 0; k < l.nrec; k++)
+                if (l.rec[k].type == P_FEATURE && l.rec[k].size >= 36 &&
+                    get(d + l.rec[k].at + 8, 8) == 27) {
+                    set(d + l.rec[k].at + 32, 4, v);
+                    return size;
+                }
+            return 0;
+        }
+        uint64_t bits[4];
+        for (int k = 0; k < 4; k++)
+            bits[k] = get(d + 72 + 8 * k, 8);
+        if (!(bits[0] >> 27 & 1))
+            return 0;
+        int idx = __builtin_popcountll(bits[0] & ((1ull << 27) - 1));
+        size_t e = l.end + 16 * (size_t)idx;
+        if (e + 16 > size)
+            return 0;
+        uint64_t off = get(d + e, 8);
+        if (off > size || size - off < 20)
+            return 0;
+        set(d + off + 16, 4, v);
+        return size;
+    }
+    case 4: case 5: {               /* a record duplicated or removed */
+        static const uint32_t types[] = {P_COMPRESSED, P_COMPRESSED2, P_SAMPLE, 0};
+        i = -1;
+        for (int k = (int)((r >> 4) & 3); k < 4 && i < 0; k++)
+            i = pick_rec(&l, types[k], r >> 6);
+        if (i < 0 || l.rec[i].type == P_TRACING_DATA)
+            return 0;
+        PRec rc = l.rec[i];
+        if (what == 5)
+            return perf_resize(d, size, max, &l, rc.at, rc.size, 0);
+        size_t n = perf_resize(d, size, max, &l, rc.at + rc.size, 0, rc.size);
+        if (n)
+            memcpy(d + rc.at + rc.size, d + rc.at, rc.size);
+        return n;
+    }
+    case 6: {                       /* a compressed stream cut, a COMPRESSED2's data size */
+        if ((i = pick_rec(&l, P_COMPRESSED2, r)) >= 0 && l.rec[i].size >= 16 && (r >> 4) & 1) {
+            uint64_t v = get(d + l.rec[i].at + 8, 8);
+            uint64_t to[] = {0, v - 1, v + 1, l.rec[i].size - 16, l.rec[i].size, UINT64_MAX};
+            set(d + l.rec[i].at + 8, 8, to[(r >> 5) % 6]);
+            return size;
+        }
+        if ((i = pick_rec(&l, P_COMPRESSED, r)) < 0 || l.rec[i].size <= 9)
+            return 0;
+        PRec rc = l.rec[i];         /* the record shorter by 1 .. all its data */
+        size_t cut = 1 + (r >> 5) % (rc.size - 8);
+        set(d + rc.at + 6, 2, rc.size - cut);
+        return perf_resize(d, size, max, &l, rc.at + rc.size - cut, cut, 0);
+    }
+    case 7: {                       /* an MMAP2 file name, the record resized for it */
+        if ((i = pick_rec(&l, P_MMAP2, r)) < 0 || l.rec[i].size <= 72)
+            return 0;
+        PRec rc = l.rec[i];
+        const uint8_t *nul = memchr(d + rc.at + 72, 0, rc.size - 72);
+        if (!nul)
+            return 0;
+        size_t old = ((size_t)(nul - d - rc.at - 72) + 1 + 7) & ~(size_t)7;
+        const char *name = PICK(SPECIAL_FILES, r >> 4);
+        size_t len = strlen(name), pad = (len + 1 + 7) & ~(size_t)7;
+        if (old > rc.size - 72 || rc.size - old + pad > 65535)
+            return 0;
+        size_t n = perf_resize(d, size, max, &l, rc.at + 72, old, pad);
+        if (!n)
+            return 0;
+        memset(d + rc.at + 72, 0, pad);
+        memcpy(d + rc.at + 72, name, len);
+        set(d + rc.at + 6, 2, rc.size - old + pad);
+        return n;
+    }
+    default: {                      /* an attribute's sample_type bit or size; pipe
+                                       mode: a HEADER_FEATURE read as another feature */
+        if (l.pipe && (r >> 10) % 4 == 0 && (i = pick_rec(&l, P_FEATURE, r >> 12)) >= 0 &&
+            l.rec[i].size >= 16) {
+            set(d + l.rec[i].at + 8, 8, 1 + (r >> 16) % 31);
+            return size;
+        }
+        if (!l.nattr)
+            return 0;
+        PAttr *a = &l.attr[r % (unsigned)l.nattr];
+        if ((r >> 4) & 1) {
+            static const uint32_t sizes[] = {0, 63, 64, 72, 120, 128, 136, 4096};
+            set(d + a->at + 4, 4, sizes[(r >> 5) % 8]);
+        } else {
+            set(d + a->at + 24, 8, get(d + a->at + 24, 8) ^ (1ull << ((r >> 5) % 25)));
+        }
+        return size;
+    }
+    }
+}
+
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned seed)
 {
     if (seed & 1) {
-        for (int tries = 0; tries < 4; tries++)
-            if (mutate_option(data, size, (seed >> 1) * 2654435761u + (unsigned)tries * 40503u))
+        for (int tries = 0; tries < 4; tries++) {
+            unsigned r = (seed >> 1) * 2654435761u + (unsigned)tries * 40503u;
+            size_t n = mutate_perf(data, size, max_size, r);
+            if (n)
+                return n;
+            if (mutate_option(data, size, r))
                 return size;
+        }
     }
     return LLVMFuzzerMutate(data, size, max_size);
 }

@@ -54,6 +54,31 @@ def _progress(label: str):
             state["cm"].__exit__(None, None, None)
 
 
+@contextmanager
+def _naming(path, doing: str, memory: bool = True):
+    """Errors that name no file while ``path`` is read or written (``doing``: "reading",
+    "writing") become a :class:`TraceError` naming it: ``ENOSPC`` and ``EFBIG`` on a
+    write (``--folded /dev/full``, ``ulimit -f``), a ``MemoryError`` unless ``memory`` is
+    False (an output made while its traces are read: their names say it, _INPUTS)
+    (docs/reliability.md: every line names the file)."""
+    try:
+        yield
+    except MemoryError:
+        if not memory:
+            raise
+        raise TraceError(path, f"out of memory while {doing} it") from None
+    except OSError as exc:
+        if exc.filename is not None or isinstance(exc, BrokenPipeError):
+            raise
+        raise TraceError(path, f"{exc.strerror or exc} (while {doing} it)") from None
+
+
+def _write_text(path, text: str) -> None:
+    """``text`` written to the output file ``path`` (UTF-8); an error names it."""
+    with _naming(path, "writing"):
+        Path(path).write_text(text, encoding="utf-8")
+
+
 def _load(
     path: str,
     events=None,
@@ -62,11 +87,13 @@ def _load(
     jobs: int | None = None,
 ):
     if path == "-":
+        _INPUTS.append(STDIN)
         return _load_stdin(events, input_format, reader, jobs)
     from .trace import load
 
     ctx = click.get_current_context(silent=True)
-    with _progress(f"reading {Path(path).name}") as progress:
+    _INPUTS.append(path)
+    with _progress(f"reading {Path(path).name}") as progress, _naming(path, "reading"):
         trace = load(
             path,
             events=events,
@@ -210,6 +237,8 @@ class _Commands(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with _naming(STDOUT, "writing"):  # (a full disk: said now, not at exit)
+                sys.stdout.flush()
         except OptionError as exc:
             _fail(_option_error_line(exc), 2)
         except TraceError as exc:
@@ -231,12 +260,23 @@ class _Commands(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         except OSError as exc:
-            _fail(f"schedwake: {exc.filename or ''}: {exc.strerror or exc}", 2)
-        except MemoryError:
-            _fail("schedwake: out of memory", 2)
+            # (reads and writes of files name theirs: _naming; what is left is the
+            # standard output's, written by click.echo)
+            named = exc.filename if exc.filename is not None else STDOUT
+            _fail(f"schedwake: {named}: {exc.strerror or exc}", 2)
+        except MemoryError:  # (a trace's reading names it: _naming)
+            named = ", ".join(dict.fromkeys(_INPUTS)) or "the input"
+            _fail(f"schedwake: {named}: out of memory while working on it", 2)
         if standalone_mode:
             sys.exit(code if isinstance(code, int) else 0)
         return code
+
+
+#: What an OSError names when it names no file: every file read or written by name
+#: goes through _naming, what is left is the standard output (click.echo).
+STDOUT = "<stdout>"
+#: The traces the command read (what a MemoryError after the reading names).
+_INPUTS: list[str] = []
 
 
 def _fail(line: str, code: int):
@@ -454,7 +494,11 @@ def convert(
 
     if Path(outdir).exists() and not Path(outdir).is_dir():
         raise OptionError("--output", outdir, "is a file: Parquet tables go to a directory")
-    with _progress(f"converting {Path(trace).name}") as progress:
+    _INPUTS.append(trace)
+    with (
+        _progress(f"converting {Path(trace).name}") as progress,
+        _naming(outdir, "writing", memory=False),
+    ):
         written = convert_to_parquet(
             trace,
             outdir,
@@ -495,7 +539,8 @@ def _convert_perfetto(
             analysis = run_analysis(t, {}, progress=bar)
         span = (t.meta.last_ts_ns or 0) - (t.meta.first_ts_ns or 0)
         window = None if no_analysis or span / 1e9 / window_s > 1e5 else window_s
-        stats = perfetto.write(t, out, analysis, window)
+        with _naming(out, "writing", memory=False):
+            stats = perfetto.write(t, out, analysis, window)
     click.echo(
         f"wrote {out}: {stats['events']} events ({stats['compact_switches']} switches and "
         f"{stats['compact_wakings']} wakings compact), {stats['findings']} findings, "
@@ -562,7 +607,7 @@ def topology(output, sysfs):
 
     text = Topology.capture(sysfs).to_json()
     if output:
-        Path(output).write_text(text + "\n")
+        _write_text(output, text + "\n")
         click.echo(f"wrote {output}")
     else:
         click.echo(text)
@@ -672,7 +717,7 @@ def analyze(
     if html_file:
         from .report import analysis_html
 
-        with _progress(f"writing {Path(html_file).name}") as bar:
+        with _progress(f"writing {Path(html_file).name}") as bar, _naming(html_file, "writing"):
             analysis_html.write(analysis, html_file, progress=bar)
         click.echo(f"schedwake: wrote {html_file}", err=True)
     if fmt == "json":
@@ -1059,9 +1104,10 @@ def profile(
         return
     cmp = compare_profiles(profiles, alpha=alpha, min_effect=min_effect, work=work)
     if html_path is not None:
-        profile_html.write(cmp, html_path, top=top)
+        with _naming(html_path, "writing"):
+            profile_html.write(cmp, html_path, top=top)
     if folded_path is not None:
-        Path(folded_path).write_text(compared.folded(cmp))
+        _write_text(folded_path, compared.folded(cmp))
     if fmt == "json":
         click.echo(compared.to_json(cmp, top, callers_top))
     elif fmt == "markdown":
@@ -1279,7 +1325,7 @@ def compare(
     if html_file:
         from .report import html
 
-        with _progress(f"writing {Path(html_file).name}") as bar:
+        with _progress(f"writing {Path(html_file).name}") as bar, _naming(html_file, "writing"):
             html.write(result, html_file, progress=bar)
         click.echo(f"schedwake: wrote {html_file}", err=True)
 
@@ -1464,7 +1510,7 @@ def gate(
     ):
         if path:  # missing parent directories are made, as pytest --junitxml does
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(render(result), encoding="utf-8")
+            _write_text(path, render(result))
     if result.exit_code == 2:  # the same one-line reason as every command's bad input
         click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:
@@ -1495,7 +1541,7 @@ def _gate_series(builds, rules_file, json_file, th, topology_file, llc, given: d
     click.echo(series_report.gate_text(result), nl=False)
     if json_file:
         Path(json_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_file).write_text(series_report.gate_json(result), encoding="utf-8")
+        _write_text(json_file, series_report.gate_json(result))
     if result.exit_code == 2:
         click.echo(f"schedwake gate: {result.headline()}", err=True)
     if result.exit_code:
@@ -1576,7 +1622,7 @@ def series(builds, metric_names, alpha, min_segment, fmt, output, topology_file,
     }.get(fmt, series_report.text)
     doc = render(result)
     if output:
-        Path(output).write_text(doc if doc.endswith("\n") else doc + "\n", encoding="utf-8")
+        _write_text(output, doc if doc.endswith("\n") else doc + "\n")
         click.echo(f"schedwake: wrote {output}", err=True)
     else:
         click.echo(doc, nl=not doc.endswith("\n"))
@@ -1681,7 +1727,8 @@ def batch(
         raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
     logging.getLogger("distributed").setLevel(logging.ERROR)  # quiet CI logs
     th = _thresholds(thresholds)
-    with _progress("analysing traces") as bar:
+    _INPUTS.extend(str(p) for p in inputs)
+    with _progress("analysing traces") as bar, _naming(out, "writing", memory=False):
         result = run_batch(
             list(inputs),
             out,
@@ -1789,18 +1836,19 @@ def record(
         if not quiet or msg.startswith("WARNING"):
             click.echo(f"schedwake record: {msg}", err=True)
 
-    result = do_record(
-        output,
-        list(command) or None,
-        events=events,
-        buffer_kb=buffer_kb,
-        duration=duration,
-        method=method,
-        log=log,
-        runtime=runtime,
-        perf_stat=perf_stat,
-        kallsyms=not no_kallsyms,
-    )
+    with _naming(output, "writing", memory=False):
+        result = do_record(
+            output,
+            list(command) or None,
+            events=events,
+            buffer_kb=buffer_kb,
+            duration=duration,
+            method=method,
+            log=log,
+            runtime=runtime,
+            perf_stat=perf_stat,
+            kallsyms=not no_kallsyms,
+        )
     click.echo(result.summary())
     if result.interrupted:
         sys.exit(130)

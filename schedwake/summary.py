@@ -30,8 +30,8 @@ def completeness(trace) -> dict | None:
 
     try:
         comp = trace.model.completeness
-    except TraceError:  # (raw clock ticks: no model)
-        return None
+    except TraceError as exc:  # (raw clock ticks: no model) said, not "no sched_switch"
+        return {"not_checked": exc.problem}
     unknown = comp.unknown_ns()
     cpus = {}
     for cpu, row in comp.counts.iterrows():

@@ -31,7 +31,6 @@ import pandas as pd
 from . import sidevalues
 from .compressed import open_regular, read_bounded
 from .errors import OptionError, TraceError
-from .jsonout import dumps
 
 #: The most CPUs a topology may describe (the C decoder's bound, ``MAX_CPUS`` of
 #: ``ingest/_td_internal.h``): a map is three arrays of this length at most.
@@ -379,6 +378,8 @@ class Topology:
 
     def to_json(self) -> str:
         """The topology file (``schedwake topology``), read back by :meth:`from_file`."""
+        from .jsonout import dumps  # (here: reading a trace checks its header's map)
+
         return dumps(self.to_dict(), indent=None)
 
     def describe(self) -> str:
@@ -465,6 +466,14 @@ def trace_stem(path) -> str:
     return stem
 
 
+def topology_of_header(header: dict) -> Topology:
+    """The topology a trace's header gives (a perf.data's CACHE, CPU_TOPOLOGY and
+    NUMA_TOPOLOGY sections); TraceError naming the header if it is no CPU map. The
+    file's own map may count CPUs the trace's header does not (offline ones): bounded
+    by MAX_CPUS, not by the trace."""
+    return Topology.from_dict({k: header[k] for k in _KEYS if k in header}, FILE_HEADER)
+
+
 def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header=None) -> Topology:
     """The topology to use for a trace of ``cpus`` CPUs: explicit file, ``--llc`` lists,
     the ``<trace>.topology.json`` beside the trace, else a ``topology.json`` in its
@@ -502,9 +511,12 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header
                     topo = Topology.from_file(c, cpus)
                     break
         if topo is None and header:
-            # the file's own map may count CPUs the trace's header does not (offline
-            # ones): bounded by MAX_CPUS, not by the trace
-            topo = Topology.from_dict({k: header[k] for k in _KEYS if k in header}, FILE_HEADER)
+            try:
+                topo = topology_of_header(header)
+            except TraceError as exc:  # (the trace's damage: named by the trace)
+                raise TraceError(
+                    trace_path or "trace", f"the CPU topology in its header: {exc.problem}"
+                ) from None
     if topo is None:
         return Topology.single_llc(cpus)
     topo.check_covers(cpus)

@@ -170,6 +170,48 @@ def test_tracedat_mutator_reaches_options_and_formats():
         assert re.search(rx, said), f"no mutant reached {rx!r}; the decoder said: {said}"
 
 
+@pytest.mark.slow
+def test_perf_mutator_reaches_the_semantic_checks(tmp_path):
+    """tdcore_fuzz's perf.data mutator (issue #37) gets past the framing to the checks
+    each family aims at: times beyond ten years, ids against payloads, the COMPRESSED
+    feature's mmap_len, compressed streams cut or records duplicated, attributes'
+    sizes; MMAP2 names and records duplicated or removed keep files that decode
+    (fuzz/perf_mutator_stats.c counts 2,000 mutants of each family and seed)."""
+    cc = shutil.which("clang") or shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "perf_mutator_stats"
+    src = ROOT / "schedwake" / "ingest"
+    build = subprocess.run(
+        [cc, "-O1", f"-I{src}", str(FUZZ / "perf_mutator_stats.c"), *map(str, src.glob("_td_*.c")),
+         "-lzstd", "-lz", "-lpthread", "-o", str(exe)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr[-3000:]
+    seeds = sorted((FUZZ / "corpus" / "fuzz_load_perfdata").glob("seed-perf-*.data"))
+    proc = subprocess.run([str(exe), *map(str, seeds)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    families: dict[int, list[str]] = {}
+    decoded: dict[int, int] = {}
+    for line in proc.stdout.splitlines():
+        head, said = line.split(" |", 1)
+        _, family, made, ok = head.split()
+        families.setdefault(int(family), []).append(said)
+        decoded[int(family)] = decoded.get(int(family), 0) + int(ok)
+        assert int(made) or int(family) in (0, 2, 3, 6), line  # (not in every seed)
+    said = {f: " | ".join(v) for f, v in families.items()}
+    for family, rx in (
+        (0, r"the samples. times run from"),
+        (1, r"by its payload, but its event id"),
+        (2, r"by its payload, but its event id"),
+        (3, r"mmap_len"),
+        (6, r"does not decompress|ends inside"),
+        (8, r"event attribute says it has"),
+    ):
+        assert re.search(rx, said[family]), f"family {family} never said {rx!r}: {said[family]}"
+    assert all(decoded[f] for f in range(10)), decoded
+
+
 # ---------------------------------------------------------------- sanitizer replay
 
 

@@ -672,6 +672,17 @@ int read_tracing_header(td_file *f, Rd *r, const char **ver)
 
 /* After the formats are read: they are there, their ids are unique (then an
    index by id), and sched_switch's print format can be evaluated. */
+/* Why the first skipped event format was skipped, without its "corrupt <kind>: ". */
+const char *skipped_why(const td_file *f)
+{
+    const char *why = f->first_skipped;
+    size_t kl = strlen(f->kind);
+    if (!strncmp(why, "corrupt ", 8) && !strncmp(why + 8, f->kind, kl) &&
+        !strncmp(why + 8 + kl, ": ", 2))
+        why += 10 + kl;
+    return why;
+}
+
 int finish_formats(td_file *f)
 {
     if (!f->commit_size)
@@ -681,17 +692,11 @@ int finish_formats(td_file *f)
         return seterr(f->err, "corrupt %s: the file has no event formats%s%s", f->kind,
                       f->skipped_formats ? " that parse; the first: " : "",
                       f->skipped_formats ? f->first_skipped : ""), -1;
-    if (f->skipped_formats) {
-        /* the first failure's message, without its "corrupt <kind>: " */
-        const char *why = f->first_skipped;
-        size_t kl = strlen(f->kind);
-        if (!strncmp(why, "corrupt ", 8) && !strncmp(why + 8, f->kind, kl) &&
-            !strncmp(why + 8 + kl, ": ", 2))
-            why += 10 + kl;
-        if (td_warn(f, "skipped %d event format%s that do not parse (the first: %s)",
-                    f->skipped_formats, f->skipped_formats > 1 ? "s" : "", why) < 0)
-            return seterr(f->err, "out of memory"), -1;
-    }
+    /* (perf.data: said with the samples it leaves out, setup_events) */
+    if (f->skipped_formats && !f->perf &&
+        td_warn(f, "skipped %d event format%s that do not parse (the first: %s)",
+                f->skipped_formats, f->skipped_formats > 1 ? "s" : "", skipped_why(f)) < 0)
+        return seterr(f->err, "out of memory"), -1;
     int max_id = 0;
     for (int i = 0; i < f->nevents; i++)
         if (f->events[i].id > max_id)

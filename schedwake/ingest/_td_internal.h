@@ -415,6 +415,7 @@ const char *comm_of(const td_file *f, int32_t pid);
 /* _td_container.c */
 int read_tracing_header(td_file *f, Rd *r, const char **ver);
 int finish_formats(td_file *f);
+const char *skipped_why(const td_file *f);
 
 /* _td_perfdata.c */
 int perf_sniff(const uint8_t *data, size_t size);

@@ -635,6 +635,7 @@ static void sum_up(Decoder *d)
 {
     td_file *f = d->f;
     int64_t records = d->more_records, unknown = d->more_unknown;
+    /* (perf.data: the span of the samples that count, INT64_MAX..INT64_MIN if none) */
     int64_t first = d->more_records ? d->more_first_ts : INT64_MAX;
     int64_t last = d->more_records ? d->more_last_ts : INT64_MIN;
     for (int s = 0; s < d->nwork; s++) {
@@ -650,8 +651,8 @@ static void sum_up(Decoder *d)
     }
     f->meta.records = records;
     f->meta.unknown_records = unknown;
-    f->meta.first_ts = records ? first : 0;
-    f->meta.last_ts = records ? last : 0;
+    f->meta.first_ts = records && first <= last ? first : 0;
+    f->meta.last_ts = records && first <= last ? last : 0;
 }
 
 /* Records of unknown event ids: a few are skipped with a warning, many are damage. */

@@ -50,7 +50,20 @@
 #define MAX_SLOTS 4096              /* sorted runs of CPU samples, over all ranges */
 #define MAX_RANGES 256
 #define ZWINDOW ((size_t)1 << 20)   /* decompressed bytes processed at a time */
-#define MIN_ZRECORD_CAP ((uint64_t)64 << 20)
+/* Decompression limits (docs/reliability.md): perf itself refuses a COMPRESSED record
+   that decompresses to more than the COMPRESSED feature's mmap_len (the size of the
+   buffer whose bytes it compressed), which is (2^n + 1) pages: at most the kernel's
+   largest perf buffer, 2^19 pages, and a page of 64 KiB.  Over a whole file the records
+   decompress to at most ZRATIO_MAX times their compressed bytes and ZOUT_FLOOR (perf's
+   own files: 4 to 20 times; a file of identical samples far more) */
+#define MAX_COMP_MMAP_LEN (((uint64_t)2 << 30) + ((uint64_t)64 << 10))
+#define ZRATIO_MAX 100
+#define ZOUT_FLOOR ((uint64_t)16 << 20)
+/* Tracepoint samples whose payload is another tracepoint than their attribute's
+   (common_type != config) and names none of the file's events: left out with a
+   warning when at most PAYLOAD_BAD_FEW and at most 1% of the tracepoint samples,
+   the file refused beyond */
+#define PAYLOAD_BAD_FEW 10
 #define NO_TIME INT64_MIN
 #define ZSTD_BLOCK_HEADER 3         /* bytes of a zstd block header (RFC 8878) */
 
@@ -111,6 +124,8 @@ typedef struct {
     int id_pos;                 /* u64 index of the event id in a sample, -1 */
     int is_pos;                 /* ... counted from the end of a sample_id trailer, -1 */
     int modifiers_at;           /* where the modifiers start in pub.name, -1 */
+    int has_format;             /* a tracepoint with a format in the tracing data */
+    int64_t bad_payloads;       /* its samples whose payload is another tracepoint */
 } Attr;
 
 typedef struct {
@@ -152,6 +167,11 @@ struct PerfFile {
     Range *ranges;
     int nranges;
     uint64_t zcap;              /* bytes one compressed record may decompress to */
+    int64_t bad_payloads;       /* tracepoint samples left out: payload not theirs */
+    uint64_t bad_payload_off;   /* the first one's file offset */
+    uint32_t bad_payload_type;  /* ... its payload's common_type */
+    int bad_payload_attr;
+    int64_t tp_samples;         /* tracepoint samples with a payload checked */
     Buf lost_rows;              /* LOST: (ts, cpu, count) triples, int64 */
     Buf lost_sample_rows;       /* LOST_SAMPLES: (id, cpu or -1, count) */
     Buf id_cpu;                 /* ID_INDEX: (id, cpu) pairs */
@@ -871,6 +891,12 @@ static int feature_compressed(td_file *f, PerfFile *p, Rd *r)
     if (type != 1)      /* PERF_COMP_ZSTD */
         return seterr(f->err, "unsupported perf.data: records compressed with method %" PRIu64
                       " (known: 1, zstd)", type), -1;
+    /* the bytes a COMPRESSED record may decompress to (walk_compressed): perf's
+       buffer size, (2^n + 1) pages, no more than the kernel's largest buffer */
+    if (mmap_len < 2 * 4096 || mmap_len > MAX_COMP_MMAP_LEN)
+        return seterr(f->err, "corrupt perf.data: the COMPRESSED feature says perf's buffers "
+                      "held %" PRIu64 " bytes (mmap_len; perf's are 8 KiB to 2 GiB and a page)",
+                      mmap_len), -1;
     p->info.compressed = 1;
     p->info.comp_level = (int)level;
     p->info.comp_ratio = (int)ratio;
@@ -1111,6 +1137,7 @@ struct Walk {
     volatile int *cancel;
     int headers_only;           /* pipe mode's first walk: compressed records skipped */
     Buf *round_ends;            /* pass 1: file offsets after top-level FINISHED_ROUNDs */
+    uint64_t zin_total, zout_total;     /* COMPRESSED records' bytes and their output */
 };
 
 static int walk_fail(Walk *wk, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1214,6 +1241,11 @@ static int walk_compressed(Walk *wk, uint32_t type, const uint8_t *rec, size_t s
             return REC_NOMEM;
     }
     wk->zrec_off = foff;
+    if (!wk->p->zcap)
+        return walk_fail(wk, "corrupt perf.data: a COMPRESSED record at offset %" PRIu64 " in a "
+                         "file without the COMPRESSED feature (perf writes it with them: "
+                         "without it, how far a record may decompress is unknown)", foff);
+    wk->zin_total += size;
     ZSTD_inBuffer in = {src, n, 0};
     uint64_t out_total = 0;
     for (;;) {
@@ -1227,10 +1259,19 @@ static int walk_compressed(Walk *wk, uint32_t type, const uint8_t *rec, size_t s
            (0); a larger hint is the rest of a block the data cut short */
         wk->block_open = zr > ZSTD_BLOCK_HEADER;
         out_total += out.pos;
+        wk->zout_total += out.pos;
         if (out_total > wk->p->zcap)
             return walk_fail(wk, "corrupt perf.data: the COMPRESSED record at offset %" PRIu64
-                             " decompresses to more than %" PRIu64 " bytes (a decompression "
-                             "bomb?)", foff, wk->p->zcap);
+                             " decompresses to more than the %" PRIu64 " bytes of the buffer "
+                             "perf compressed (the COMPRESSED feature's mmap_len): a "
+                             "decompression bomb, which perf refuses too", foff, wk->p->zcap);
+        if (wk->zout_total > ZOUT_FLOOR + ZRATIO_MAX * wk->zin_total)
+            return walk_fail(wk, "corrupt perf.data: the COMPRESSED records up to offset %"
+                             PRIu64 " (%" PRIu64 " bytes) decompress to more than %" PRIu64
+                             " bytes (%d times their size and %d MiB): a decompression bomb "
+                             "(perf's own compress 4 to 20 times)", foff, wk->zin_total,
+                             ZOUT_FLOOR + ZRATIO_MAX * wk->zin_total, ZRATIO_MAX,
+                             (int)(ZOUT_FLOOR >> 20));
         int rc = walk_window(wk, wk->carry + out.pos);
         if (rc < 0)
             return rc;
@@ -1523,6 +1564,99 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
     return 0;
 }
 
+/* A sample's time among the TD_TIME_ENDS earliest and latest (sorted inserts: after
+   the first few, a time rarely gets in). */
+static void time_ends(td_perf_info *in, int64_t ts, int ai)
+{
+    in->timed_samples++;
+    int n = in->n_time_low;
+    if (n < TD_TIME_ENDS || ts < in->time_low[n - 1]) {
+        int i = n < TD_TIME_ENDS ? n++ : n - 1;
+        for (; i > 0 && in->time_low[i - 1] > ts; i--) {
+            in->time_low[i] = in->time_low[i - 1];
+            in->time_low_attr[i] = in->time_low_attr[i - 1];
+        }
+        in->time_low[i] = ts;
+        in->time_low_attr[i] = ai;
+        in->n_time_low = n;
+    }
+    n = in->n_time_high;
+    if (n < TD_TIME_ENDS || ts > in->time_high[n - 1]) {
+        int i = n < TD_TIME_ENDS ? n++ : n - 1;
+        for (; i > 0 && in->time_high[i - 1] < ts; i--) {
+            in->time_high[i] = in->time_high[i - 1];
+            in->time_high_attr[i] = in->time_high_attr[i - 1];
+        }
+        in->time_high[i] = ts;
+        in->time_high_attr[i] = ai;
+        in->n_time_high = n;
+    }
+}
+
+/* The tracepoint id a tracepoint sample's payload says it is (its common_type), or
+   -1 when it cannot be checked (no tracing data, no payload, too short for it). */
+static int64_t payload_type(const td_file *f, const PerfFile *p, const Attr *a,
+                            const Sample *s)
+{
+    if (a->pub.type != T_TRACEPOINT || !p->tracing_done || !s->raw || !f->common_type_size ||
+        s->raw_size < (uint32_t)(f->common_type_off + f->common_type_size))
+        return -1;
+    return (int64_t)ld(s->raw + f->common_type_off, f->common_type_size, p->swap);
+}
+
+/* The name of tracepoint id `id` by its format, "?" when the file has none. */
+static const char *tracepoint_name(const td_file *f, uint64_t id)
+{
+    int ev = f->by_id && id <= (uint64_t)f->max_id ? f->by_id[id] : -1;
+    return ev >= 0 ? f->events[ev].name : "?";
+}
+
+/* A tracepoint sample's payload against its attribute: the kernel writes the
+   tracepoint's id (the attribute's config) as the payload's common_type.  One that
+   is another attribute's tracepoint: the file's ids contradict its payloads (ids or
+   attributes exchanged), REC_DAMAGE.  One that names no event of the file (0xffff):
+   that sample's payload is damaged, counted and left out (1).  0: it is its own. */
+static int check_payload(Walk *wk, int ai, const Sample *s, uint64_t foff)
+{
+    td_file *f = wk->f;
+    PerfFile *p = wk->p;
+    Attr *a = &p->attrs[ai];
+    if (!a->has_format)
+        return 0;       /* its samples are left out whatever they say */
+    int64_t ct = payload_type(f, p, a, s);
+    if (ct < 0)
+        return 0;
+    p->tp_samples++;
+    if ((uint64_t)ct == a->pub.config)
+        return 0;
+    for (int j = 0; j < p->nattrs; j++) {
+        const Attr *b = &p->attrs[j];
+        if (j != ai && b->pub.type == T_TRACEPOINT && b->pub.config == (uint64_t)ct)
+            return walk_fail(wk, "corrupt perf.data: the SAMPLE record at offset %" PRIu64
+                             " is %s (tracepoint id %" PRId64 ") by its payload, but its "
+                             "event id %" PRIu64 " says %s (tracepoint id %" PRIu64 "): the "
+                             "file's event ids contradict its payloads", foff,
+                             tracepoint_name(f, (uint64_t)ct), ct, s->id,
+                             tracepoint_name(f, a->pub.config), a->pub.config);
+    }
+    if (!p->bad_payloads) {
+        p->bad_payload_off = foff;
+        p->bad_payload_type = (uint32_t)ct;
+        p->bad_payload_attr = ai;
+    }
+    p->bad_payloads++;
+    a->bad_payloads++;
+    return 1;
+}
+
+/* Whether a tracepoint sample's payload is another tracepoint's (left out). */
+static int payload_not_its_own(const td_file *f, const PerfFile *p, const Attr *a,
+                               const Sample *s)
+{
+    int64_t ct = a->has_format ? payload_type(f, p, a, s) : -1;
+    return ct >= 0 && (uint64_t)ct != a->pub.config;
+}
+
 static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *rec, size_t size,
                         uint64_t foff)
 {
@@ -1544,11 +1678,17 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
                              a->pub.name ? a->pub.name : "its event");
         a->pub.samples++;
         saw_time(p, s.time);
+        int rc = check_payload(wk, ai, &s, foff);
+        if (rc < 0)
+            return rc;
+        if (rc > 0 || (a->pub.type == T_TRACEPOINT && !a->has_format))
+            return 0;   /* left out (said at open): neither its time nor its CPU counts */
         if (s.time != NO_TIME) {
             if (p->first_ts == NO_TIME || s.time < p->first_ts)
                 p->first_ts = s.time;
             if (s.time > p->last_ts)
                 p->last_ts = s.time;
+            time_ends(&p->info, s.time, ai);
         } else {
             p->no_time_attr = 1;
         }
@@ -1894,6 +2034,7 @@ static int split_modifiers(const char *name)
    others a table named as perf names the event, without its modifiers. */
 static int setup_events(td_file *f, PerfFile *p)
 {
+    int said_skipped = 0;
     for (int i = 0; i < p->nattrs; i++) {
         Attr *a = &p->attrs[i];
         td_perf_attr *pa = &a->pub;
@@ -1919,10 +2060,19 @@ static int setup_events(td_file *f, PerfFile *p)
                         "sample of the events", pa->name, pa->freq ? "at a frequency of"
                         : "once every", pa->sample_period) < 0)
                 return seterr(f->err, "out of memory"), -1;
+            /* one warning per event left out, with the formats that do not parse */
+            char why[TD_ERRLEN + 64] = "";
+            if (f->skipped_formats)
+                snprintf(why, sizeof(why), " (%d event format%s: %s)", f->skipped_formats,
+                         f->skipped_formats > 1 ? "s do not parse, the first"
+                         : " does not parse", skipped_why(f));
             if (ev < 0 && pa->samples &&
-                td_warn(f, "%" PRId64 " samples of %s were skipped: the file has no format "
-                        "for tracepoint id %" PRIu64, pa->samples, pa->name, pa->config) < 0)
+                td_warn(f, "%" PRId64 " samples of %s were left out of the tables and the "
+                        "duration: the file has no format for tracepoint id %" PRIu64 "%s",
+                        pa->samples, pa->name, pa->config, why) < 0)
                 return seterr(f->err, "out of memory"), -1;
+            if (ev < 0 && pa->samples)
+                said_skipped = 1;
             continue;
         }
         if (!pa->name && attr_default_name(f, a) < 0)
@@ -1964,6 +2114,10 @@ static int setup_events(td_file *f, PerfFile *p)
         }
         pa->event = ev;
     }
+    if (f->skipped_formats && !said_skipped &&
+        td_warn(f, "skipped %d event format%s that do not parse (the first: %s)",
+                f->skipped_formats, f->skipped_formats > 1 ? "s" : "", skipped_why(f)) < 0)
+        return seterr(f->err, "out of memory"), -1;
     /* tracepoints: callchain columns when an attribute of theirs records them */
     for (int i = 0; i < p->nattrs; i++) {
         Attr *a = &p->attrs[i];
@@ -2002,6 +2156,24 @@ static const char *clock_name(int64_t id)
 static int set_meta(td_file *f, PerfFile *p)
 {
     td_perf_info *in = &p->info;
+    if (p->bad_payloads) {
+        /* tracepoint samples whose payload names no event of the file: a few are
+           damage left out, more are a file whose samples cannot be trusted */
+        const Attr *a = &p->attrs[p->bad_payload_attr];
+        int refuse = p->bad_payloads > PAYLOAD_BAD_FEW && p->bad_payloads * 100 > p->tp_samples;
+        char msg[TD_ERRLEN];
+        snprintf(msg, sizeof(msg), "%" PRId64 " of %" PRId64 " tracepoint samples carry the "
+                 "payload of a tracepoint the file does not have%s (the first: the SAMPLE "
+                 "record at offset %" PRIu64 ", a payload of tracepoint id %u where its event "
+                 "id says %s, tracepoint id %" PRIu64 ")", p->bad_payloads, p->tp_samples,
+                 refuse ? "" : ", and were left out of the tables and the duration",
+                 p->bad_payload_off, p->bad_payload_type, tracepoint_name(f, a->pub.config),
+                 a->pub.config);
+        if (refuse)
+            return seterr(f->err, "corrupt perf.data: %s", msg), -1;
+        if (td_warn(f, "%s", msg) < 0)
+            return seterr(f->err, "out of memory"), -1;
+    }
     /* NRCPUS' count is the highest present CPU + 1: a record on a CPU beyond it
        contradicts it (believed, one damaged CPU field makes a 4097-CPU machine) */
     if (in->nr_cpus_avail > 0 && p->max_cpu >= in->nr_cpus_avail)
@@ -2230,9 +2402,15 @@ int perf_open(td_file *f)
     }
     if (choose_id_mode(f, p) < 0)
         return -1;
-    p->zcap = (uint64_t)p->info.comp_mmap_len * 4;
-    if (p->zcap < MIN_ZRECORD_CAP)
-        p->zcap = MIN_ZRECORD_CAP;
+    /* the formats before the records: a sample's payload is checked against them */
+    if (p->tracing_done && finish_formats(f) < 0)
+        return -1;
+    for (int i = 0; i < p->nattrs; i++) {
+        td_perf_attr *pa = &p->attrs[i].pub;
+        p->attrs[i].has_format = pa->type == T_TRACEPOINT && p->tracing_done &&
+                                 pa->config <= (uint64_t)f->max_id && f->by_id[pa->config] >= 0;
+    }
+    p->zcap = p->info.comp_mmap_len;     /* perf's own bound (feature_compressed) */
     TidMap seen = {0};
     Buf ends = {0};
     walk_init(&wk, f, p, pass1_all, &seen, err);
@@ -2255,8 +2433,6 @@ int perf_open(td_file *f)
         rc = make_ranges(f, p, &ends, p->compressed ? 1 : 4 * default_jobs());
     buf_free(&ends);
     if (rc < 0)
-        return -1;
-    if (p->tracing_done && finish_formats(f) < 0)
         return -1;
     if (setup_events(f, p) < 0 || set_meta(f, p) < 0)
         return -1;
@@ -2488,10 +2664,14 @@ static int decode_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *
     if (parse_sample(p, a, rec, size, &s) < 0)
         return walk_fail(wk, "corrupt perf.data: the SAMPLE record at offset %" PRIu64 " is too "
                          "short for its fields", foff);
+    if (payload_not_its_own(f, p, a, &s))
+        return 0;       /* left out: said at open (check_payload) */
     if (s.cpu < 0 && (a->pub.sample_type & (S_ID | S_IDENTIFIER)))
         s.cpu = cpu_of_id(p, s.id);     /* sorted in pass 1: read-only here */
+    /* the time span of the samples that count (a first range's first sample may be
+       one left out: rw->records counts those too) */
     int64_t ts = s.time == NO_TIME ? 0 : s.time;
-    if (rw->records == 1 || ts < rw->first_ts)
+    if (ts < rw->first_ts)
         rw->first_ts = ts;
     if (ts > rw->last_ts)
         rw->last_ts = ts;
@@ -2545,6 +2725,8 @@ static int range_init(Decoder *d, RangeWork *rw, int i)
 {
     rw->d = d;
     rw->range = i;
+    rw->first_ts = INT64_MAX;       /* no sample yet */
+    rw->last_ts = INT64_MIN;
     rw->head = malloc(((size_t)d->f->meta.cpus + 1) * sizeof(int32_t));
     if (!rw->head)
         return -1;
@@ -2658,12 +2840,10 @@ static int gather_slots(Decoder *d)
         rw->nslots = rw->cap = 0;
         d->more_records += rw->records;
         d->more_unknown += rw->unknown;
-        if (rw->records) {
-            if (rw->first_ts < d->more_first_ts)
-                d->more_first_ts = rw->first_ts;
-            if (rw->last_ts > d->more_last_ts)
-                d->more_last_ts = rw->last_ts;
-        }
+        if (rw->first_ts < d->more_first_ts)    /* (INT64_MAX: no sample that counts) */
+            d->more_first_ts = rw->first_ts;
+        if (rw->last_ts > d->more_last_ts)
+            d->more_last_ts = rw->last_ts;
     }
     if (n)
         qsort(work, (size_t)n, sizeof(CpuWork), slot_cmp);

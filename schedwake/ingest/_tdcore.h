@@ -180,6 +180,8 @@ typedef struct {
     Buf build_id, build_id_offsets;     /* binary: bytes of the build id, if any */
 } td_perf_mmaps;
 
+#define TD_TIME_ENDS 16
+
 typedef struct {
     int pipe;                   /* written to a pipe (perf record -o -) */
     int compressed;             /* zstd-compressed records (perf record -z) */
@@ -207,6 +209,13 @@ typedef struct {
     const char *tracing_version;
     int64_t rounds, out_of_order, throttles, lost_samples, filtered_samples;
     int64_t records_by_type[128];       /* counted in the pass over the records */
+    /* the earliest and the latest sample times (ascending, descending) of the samples
+       that count (events with a format, payloads that are theirs) and their
+       attributes: the reader's outlier rule over every event, loaded or not */
+    int64_t timed_samples;
+    int n_time_low, n_time_high;
+    int64_t time_low[TD_TIME_ENDS], time_high[TD_TIME_ENDS];
+    int32_t time_low_attr[TD_TIME_ENDS], time_high_attr[TD_TIME_ENDS];
     td_perf_comms comms;
     td_perf_tasks forks, exits;
     td_perf_mmaps mmaps;

@@ -190,6 +190,34 @@ fail:
     return NULL;
 }
 
+/* The earliest and latest sample times and their attributes' indexes:
+   {"samples": n, "low": [(ts, attr), ...] ascending, "high": [...] descending}. */
+static PyObject *time_ends_to_py(const td_perf_info *in)
+{
+    PyObject *low = PyList_New(in->n_time_low), *high = PyList_New(in->n_time_high);
+    for (int i = 0; low && high && i < in->n_time_low; i++) {
+        PyObject *v = Py_BuildValue("(Li)", (long long)in->time_low[i], in->time_low_attr[i]);
+        if (!v)
+            Py_CLEAR(low);
+        else
+            PyList_SET_ITEM(low, i, v);
+    }
+    for (int i = 0; low && high && i < in->n_time_high; i++) {
+        PyObject *v = Py_BuildValue("(Li)", (long long)in->time_high[i], in->time_high_attr[i]);
+        if (!v)
+            Py_CLEAR(high);
+        else
+            PyList_SET_ITEM(high, i, v);
+    }
+    if (!low || !high) {
+        Py_XDECREF(low);
+        Py_XDECREF(high);
+        return NULL;
+    }
+    return Py_BuildValue("{s:L,s:N,s:N}", "samples", (long long)in->timed_samples, "low", low,
+                         "high", high);
+}
+
 /* A list of n int32 values (NULL: an empty list). */
 static PyObject *int_list(const int32_t *v, int n)
 {
@@ -323,7 +351,7 @@ static PyObject *perf_to_py(td_file *f)
     return Py_BuildValue(
         "{s:i,s:i,s:i,s:i,s:I,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:i,s:i,s:K,"
         "s:{s:N,s:N,s:N,s:N,s:N,s:N},s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:i,s:N,"
-        "s:L,s:L,s:L,s:L,s:L,s:N,s:N}",
+        "s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N}",
         "pipe", in->pipe, "compressed", in->compressed, "comp_level", in->comp_level,
         "comp_ratio", in->comp_ratio, "comp_mmap_len", in->comp_mmap_len,
         "hostname", str_or_none(in->hostname), "osrelease", str_or_none(in->osrelease),
@@ -347,7 +375,7 @@ static PyObject *perf_to_py(td_file *f)
         "rounds", (long long)in->rounds, "out_of_order", (long long)in->out_of_order,
         "throttles", (long long)in->throttles, "lost_samples", (long long)in->lost_samples,
         "filtered_samples", (long long)in->filtered_samples, "records_by_type", types,
-        "sideband", sideband_to_py(in));
+        "sideband", sideband_to_py(in), "time_ends", time_ends_to_py(in));
 }
 
 /* The decoded tables (the whole file, or one streamed batch) and metadata. */

@@ -176,7 +176,8 @@ def _joined(path: Path, head: bytes, parts: list):
         del entries[features.index(_DIR_FORMAT)]
         bits[_DIR_FORMAT // 64] &= ~(1 << (_DIR_FORMAT % 64))
     shift = extra - 16 * (nfeat - len(entries))
-    with tempfile.TemporaryDirectory(prefix="schedwake-perfdir-") as tmp:
+    sweep_stale_dirs()
+    with tempfile.TemporaryDirectory(prefix=f"{_SPOOL_PREFIX}{os.getpid()}-") as tmp:
         out = Path(tmp) / "perf.data"
         with open(out, "wb") as f:
             hdr = bytearray(head[:d_off])
@@ -196,6 +197,42 @@ def _joined(path: Path, head: bytes, parts: list):
                 f.write(struct.pack("<2Q", off + shift if off >= table else off, size))
             f.write(head[table + 16 * nfeat :])
         yield out
+
+
+#: The joined file's directory: ``schedwake-perfdir-<pid>-<random>`` in the temporary
+#: directory, the pid the owner's, so that one left behind by a process killed
+#: (SIGTERM, SIGKILL: no ``finally`` runs) is found and removed by the next one.
+_SPOOL_PREFIX = "schedwake-perfdir-"
+
+
+def sweep_stale_dirs(tmpdir: str | None = None) -> list[Path]:
+    """Remove the ``schedwake-perfdir-<pid>-*`` directories of this user whose process is
+    gone (killed while it read a ``perf record --threads`` directory): no signal handler
+    is needed for what a killed process leaves, the next run takes it away. Returns
+    what was removed. A directory of a live process (or of a pid reused since) stays."""
+    import shutil
+
+    base = Path(tmpdir or tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(base.glob(f"{_SPOOL_PREFIX}*-*"))
+    except OSError:
+        return removed
+    for d in entries:
+        m = re.fullmatch(re.escape(_SPOOL_PREFIX) + r"(\d+)-\w+", d.name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            st = d.lstat()
+            if st.st_uid != os.getuid() or not d.is_dir() or d.is_symlink():
+                continue
+            os.kill(int(m.group(1)), 0)  # (signal 0: is the process there?)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+        except (OSError, OverflowError):  # another user's process: alive
+            continue
+    return removed
 
 
 class _KallsymsChooser:
@@ -227,10 +264,11 @@ def assemble(
     lost = _lost_table(raw["lost"])
     warnings = [str(w) for w in m.get("warnings") or []]
     first_ts, last_ts = (m["first_ts"], m["last_ts"]) if m["records"] else (None, None)
-    apart = _time_outliers(tables)
+    ends = perf["time_ends"]
+    apart = _time_outliers(ends)
     if apart is not None:  # a few samples far outside all the others: damage, left out
         tables, counts, first_ts, last_ts, said = _without_outliers(
-            tables, counts, apart, first_ts, last_ts
+            tables, counts, apart, first_ts, last_ts, _outlier_events(ends, apart, perf["attrs"])
         )
         warnings.append(said)
     if perf["lost_samples"]:
@@ -279,7 +317,7 @@ def assemble(
             "build_ids": perf["build_ids"],
             "kallsyms": None if kallsyms is None else kallsyms.source or None,
         },
-        topology=header_topology(perf, m["cpus"]),
+        topology=_checked_topology(path, header_topology(perf, m["cpus"])),
     )
     return RawTrace(tables=tables, meta=meta, lost=lost, sideband=sideband_tables(perf))
 
@@ -288,62 +326,70 @@ def assemble(
 _OUTLIER_ENDS = 16
 
 
-def _time_outliers(tables: dict[str, pa.Table]) -> tuple[int | None, int | None] | None:
+def _time_outliers(ends: dict) -> tuple[int | None, int | None] | None:
     """``(low, high)``: the bounds of the samples' times without a few far outside all
     the others (None on a side without such; None when there are none), by the text
     reader's rule (:func:`schedwake.ingest.text_damage._outliers`: a gap among the
     outermost samples longer than the span of the rest and than 1 s). One sample at
     time 0, an hour ahead or at 2^63 - 1 ns otherwise stretches the trace's duration and
-    divides every rate by it."""
-    import numpy as np
-
+    divides every rate by it. ``ends`` is the decoder's ``time_ends``: the earliest and
+    latest times of every sample that counts, of the events loaded or not (a sample of
+    an event not loaded stretches the duration as much)."""
     from .text_damage import _outliers
 
-    parts = [t.column("ts").to_numpy() for t in tables.values() if t.num_rows]
-    if not parts:
-        return None
-    ts = np.concatenate(parts).astype(np.int64, copy=False)
-    k = min(_OUTLIER_ENDS, ts.size // 2)
+    k = min(_OUTLIER_ENDS, int(ends["samples"]) // 2)
     if k < 2:
         return None
-    lowest = np.sort(np.partition(ts, k)[:k])
-    highest = np.sort(np.partition(ts, ts.size - k)[ts.size - k :])[::-1]
-    span = int(highest[-1]) - int(lowest[-1])  # of all but the ends' few
-    low = _outliers([int(v) for v in lowest], span)
-    high = _outliers([-int(v) for v in highest], span)
+    lowest = [int(t) for t, _ in ends["low"][:k]]
+    highest = [int(t) for t, _ in ends["high"][:k]]
+    span = highest[-1] - lowest[-1]  # of all but the ends' few
+    low = _outliers(lowest, span)
+    high = _outliers([-v for v in highest], span)
     if not low and not high:
         return None
-    return (int(lowest[low]) if low else None, int(highest[high]) if high else None)
+    return (lowest[low] if low else None, highest[high] if high else None)
 
 
-def _without_outliers(tables, counts, apart, first_ts, last_ts):
-    """``tables`` without the samples outside ``apart``'s bounds, their counts, the
-    trace's first and last times within them, and the warning that says so."""
+def _outlier_events(ends: dict, apart, attrs: list) -> dict[str, int]:
+    """How many samples of each event (table) lie outside ``apart``'s bounds: all of
+    them are among the decoder's earliest and latest (the rule looks at no others)."""
+    lo, hi = apart
+    out: dict[str, int] = {}
+    outside = [a for t, a in ends["low"] if lo is not None and t < lo]
+    outside += [a for t, a in ends["high"] if hi is not None and t > hi]
+    for a in outside:
+        name = attrs[a]["table"] or attrs[a]["name"] or "?"
+        out[name] = out.get(name, 0) + 1
+    return out
+
+
+def _without_outliers(tables, counts, apart, first_ts, last_ts, left: dict[str, int]):
+    """``tables`` without the samples outside ``apart``'s bounds, the counts without
+    ``left`` (the samples outside, per event: loaded or not), the trace's first and last
+    times within them, and the warning that says so."""
     import numpy as np
     import pyarrow.compute as pc
 
     lo, hi = apart
-    out, kept_counts, left = {}, dict(counts), []
+    out, kept_counts = {}, dict(counts)
     for name, t in tables.items():
         ts = t.column("ts")
         keep = pc.and_(
             pc.greater_equal(ts, lo if lo is not None else np.iinfo(np.int64).min),
             pc.less_equal(ts, hi if hi is not None else np.iinfo(np.int64).max),
         )
-        kept = t.filter(keep)
-        if kept.num_rows != t.num_rows:
-            left.append((name, t.num_rows - kept.num_rows))
-            if name in kept_counts:
-                kept_counts[name] -= t.num_rows - kept.num_rows
-                if not kept_counts[name]:
-                    del kept_counts[name]
-        out[name] = kept
+        out[name] = t.filter(keep)
+    for name, c in left.items():
+        if name in kept_counts:
+            kept_counts[name] -= c
+            if kept_counts[name] <= 0:
+                del kept_counts[name]
     if lo is not None and (first_ts is None or first_ts < lo):
         first_ts = lo
     if hi is not None and (last_ts is None or last_ts > hi):
         last_ts = hi
-    n = sum(c for _, c in left)
-    which = ", ".join(f"{c} {name}" for name, c in left)
+    n = sum(left.values())
+    which = ", ".join(f"{c} {name}" for name, c in left.items())
     sides = " and ".join(side for side, b in (("before", lo), ("after", hi)) if b is not None)
     said = (
         f"{n} sample{'s' * (n != 1)} ({which}) far {sides} all the others (their times "
@@ -380,6 +426,20 @@ def _with_common_columns(t: pa.Table) -> pa.Table:
     cols += [t.column(c) for c in names[4:]]
     rest = [field_name(c) for c in names[4:]]
     return pa.table(cols, names=list(COMMON_NAMES) + rest)
+
+
+def _checked_topology(path: Path, topo: dict | None) -> dict | None:
+    """The header's topology, refused naming the file when it is no CPU map (a CPU
+    999999999 in a cache's CPU list): the file's damage, said when it is read, not
+    when a model is made of it (nor passed over by ``info``)."""
+    if topo is not None:
+        from ..topology import topology_of_header
+
+        try:
+            topology_of_header(topo)
+        except TraceError as exc:
+            raise TraceError(path, f"the CPU topology in its header: {exc.problem}") from None
+    return topo
 
 
 def header_topology(perf: dict, cpus: int) -> dict | None:

@@ -500,6 +500,40 @@ static void tracing_record(W *w)
 
 static const uint64_t TP_SAMPLE = S_IDENTIFIER | S_IP | S_TID | S_TIME | S_CPU | S_PERIOD | S_RAW;
 
+/* HEADER_FEATURE COMPRESSED (pipe mode): version, type (zstd), level, ratio, mmap_len. */
+static void compressed_feature(W *w, uint32_t mmap_len)
+{
+    record_header(w, 80, 0, 16 + 24);
+    u64(w, 27);
+    u32(w, 0);
+    u32(w, 1);
+    u32(w, 1);
+    u32(w, 4);
+    u32(w, mmap_len);
+    u32(w, 0);
+}
+
+/* The records of `inner` as COMPRESSED2 records of one zstd stream, cut in `parts`. */
+static void compressed_records(W *w, const W *inner, int parts)
+{
+    size_t cap = ZSTD_compressBound(inner->n);
+    uint8_t *z = malloc(cap);
+    size_t zn = ZSTD_compress(z, cap, inner->p, inner->n, 3);
+    CHECK(!ZSTD_isError(zn));
+    size_t from = 0;
+    for (int part = 0; part < parts && !ZSTD_isError(zn); part++) {
+        size_t n = part == parts - 1 ? zn - from : zn / (size_t)parts;
+        size_t padded = (n + 7) & ~(size_t)7;
+        record_header(w, 83, 0, (uint16_t)(16 + padded));
+        u64(w, n);
+        put(w, z + from, n);
+        while (w->n % 8)
+            u8(w, 0);
+        from += n;
+    }
+    free(z);
+}
+
 static void test_perf_tracepoint(void)
 {
     W w = {0};
@@ -603,6 +637,7 @@ static void test_perf_compressed(void)
     W w = {0};
     pipe_head(&w);
     header_attr(&w, 2, 372, TP_SAMPLE, 1, 7);
+    compressed_feature(&w, 129 * 4096);
     tracing_record(&w);
     size_t half = zn / 2;
     for (int part = 0; part < 2; part++) {
@@ -637,6 +672,187 @@ static void test_perf_compressed(void)
     free(z);
     free(inner.p);
     free(w.p);
+}
+
+/* A sample whose payload's common_type is another attribute's tracepoint: the ids
+   contradict the payloads (exchanged id lists), the file is refused naming the
+   sample's offset; a payload of a tracepoint the file does not have (0xffff) is left
+   out with a warning when few, the file refused when many (#37). */
+static void test_perf_payload_type(void)
+{
+    /* sched_switch (372) with id 7, and a second tracepoint 373 (no format) id 8:
+       a sample of id 7 whose payload says 373 */
+    W w = {0};
+    pipe_head(&w);
+    header_attr(&w, 2, 372, TP_SAMPLE, 1, 7);
+    header_attr(&w, 2, 373, TP_SAMPLE, 1, 8);
+    tracing_record(&w);
+    switch_sample(&w, 7, 42, 100, 0, "a", 1);
+    switch_sample(&w, 7, 42, 200, 0, "b", 1);
+    size_t at = last_record(&w, 9);
+    uint16_t other = 373;
+    memcpy(w.p + at + 8 + 8 * 6 + 4, &other, 2);
+    record_header(&w, 68, 0, 8);
+    char err[TD_ERRLEN] = "";
+    td_file *f = NULL;
+    CHECK(decode(&w, &f, err) < 0);
+    char want[64];
+    snprintf(want, sizeof(want), "offset %zu", at);
+    CHECK(strstr(err, want) && strstr(err, "contradict") && strstr(err, "373") &&
+          strstr(err, "sched_switch"));
+    td_close(f);
+
+    /* 0xffff: one of 12 samples left out of the counts, the tables and the time span */
+    free(w.p);
+    memset(&w, 0, sizeof(w));
+    pipe_head(&w);
+    header_attr(&w, 2, 372, TP_SAMPLE, 1, 7);
+    tracing_record(&w);
+    for (int i = 0; i < 12; i++)
+        switch_sample(&w, 7, 42, 1000 + 100 * (uint64_t)i, 0, "a", 1);
+    switch_sample(&w, 7, 42, 1ull << 40, 0, "late", 1);     /* the damaged one */
+    at = last_record(&w, 9);
+    uint16_t ffff = 0xffff;
+    memcpy(w.p + at + 8 + 8 * 6 + 4, &ffff, 2);
+    record_header(&w, 68, 0, 8);
+    err[0] = 0;
+    if (decoded_ok(&w, &f, err)) {
+        td_event *ev = event_named(f, "sched_switch");
+        CHECK(ev && ev->count == 12);
+        td_meta *m = td_get_meta(f);
+        CHECK(m->first_ts == 1000 && m->last_ts == 2100);
+        CHECK(m->nwarnings >= 1 && strstr(m->warnings[0], "1 of 13 tracepoint samples") &&
+              strstr(m->warnings[0], "65535"));
+        td_perf_info *in = td_get_perf(f);
+        CHECK(in->timed_samples == 12 && in->time_high[0] == 2100 && in->time_low[0] == 1000);
+    }
+    td_close(f);
+
+    /* every sample's payload 0xffff: refused */
+    for (size_t pos = 16; pos + 8 <= w.n;) {
+        uint32_t t;
+        uint16_t size;
+        memcpy(&t, w.p + pos, 4);
+        memcpy(&size, w.p + pos + 6, 2);
+        if (t == 9)
+            memcpy(w.p + pos + 8 + 8 * 6 + 4, &ffff, 2);
+        if (t == 66) {
+            uint32_t tsize;
+            memcpy(&tsize, w.p + pos + 8, 4);
+            pos += tsize;
+        }
+        pos += size;
+    }
+    err[0] = 0;
+    CHECK(decode(&w, &f, err) < 0);
+    CHECK(strstr(err, "13 of 13 tracepoint samples") != NULL);
+    td_close(f);
+    free(w.p);
+}
+
+/* A tracepoint without a format whose samples come first: left out, they neither
+   count nor start the time span at 0 (#37: a duration of 2,039 s). */
+static void test_perf_no_format_first(void)
+{
+    W w = {0};
+    pipe_head(&w);
+    header_attr(&w, 2, 372, TP_SAMPLE, 1, 7);
+    header_attr(&w, 2, 99999, TP_SAMPLE, 1, 8);
+    tracing_record(&w);
+    switch_sample(&w, 8, 42, 5000, 0, "nofmt", 1);
+    switch_sample(&w, 7, 42, 6000, 0, "a", 1);
+    switch_sample(&w, 7, 42, 7000, 0, "b", 1);
+    record_header(&w, 68, 0, 8);
+    char err[TD_ERRLEN] = "";
+    td_file *f = NULL;
+    if (decoded_ok(&w, &f, err)) {
+        td_meta *m = td_get_meta(f);
+        CHECK(m->first_ts == 6000 && m->last_ts == 7000);
+        CHECK(m->nwarnings >= 1 && strstr(m->warnings[0], "tracepoint id 99999") &&
+              strstr(m->warnings[0], "left out"));
+    }
+    td_close(f);
+    free(w.p);
+}
+
+/* COMPRESSED records against the COMPRESSED feature (#37): a record that decompresses
+   beyond its mmap_len, an mmap_len of 0xffffffff or 0, compressed records without the
+   feature, and records that decompress beyond 100 times their size and 16 MiB. */
+static void test_perf_decompression_limits(void)
+{
+    W inner = {0};
+    for (int i = 0; i < 200; i++)       /* 200 samples of 120 bytes: 24,000 bytes */
+        switch_sample(&inner, 7, 42, 100 + (uint64_t)i, 0, "zipped", 1);
+    char err[TD_ERRLEN] = "";
+    td_file *f = NULL;
+    uint32_t lens[] = {129 * 4096, 8192, 0xffffffffu, 0, 1};
+    for (int k = 0; k < 6; k++) {
+        W w = {0};
+        pipe_head(&w);
+        header_attr(&w, 2, 372, TP_SAMPLE, 1, 7);
+        if (k < 5)
+            compressed_feature(&w, lens[k]);
+        tracing_record(&w);
+        compressed_records(&w, &inner, 2);
+        record_header(&w, 68, 0, 8);
+        err[0] = 0;
+        int rc = decode(&w, &f, err);
+        if (k == 0) {
+            CHECK(rc == 0);
+            td_event *ev = rc == 0 ? event_named(f, "sched_switch") : NULL;
+            CHECK(ev && ev->count == 200);
+        } else if (k == 1) {    /* 12,000 bytes a record, in buffers of 8,192 */
+            CHECK(rc < 0 && strstr(err, "more than the 8192 bytes") && strstr(err, "mmap_len"));
+        } else if (k < 5) {
+            char want[64];
+            snprintf(want, sizeof(want), "held %u bytes", lens[k]);
+            CHECK(rc < 0 && strstr(err, want) && strstr(err, "mmap_len"));
+        } else {
+            CHECK(rc < 0 && strstr(err, "without the COMPRESSED feature"));
+        }
+        if (rc < 0 && k == 0)
+            fprintf(stderr, "  %s\n", err);
+        td_close(f);
+        free(w.p);
+    }
+
+    /* 40 records of 600,000 bytes each, a few hundred bytes compressed */
+    W big = {0};
+    for (int i = 0; i < 5000; i++)
+        switch_sample(&big, 7, 42, 100, 0, "same", 1);
+    W w = {0};
+    pipe_head(&w);
+    header_attr(&w, 2, 372, TP_SAMPLE, 1, 7);
+    compressed_feature(&w, 257 * 4096);
+    tracing_record(&w);
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    size_t cap = ZSTD_compressBound(big.n);
+    uint8_t *z = malloc(cap);
+    for (int r = 0; r < 40; r++) {
+        ZSTD_inBuffer in = {big.p, big.n, 0};
+        ZSTD_outBuffer out = {z, cap, 0};
+        size_t left;
+        do
+            left = ZSTD_compressStream2(c, &out, &in, r == 39 ? ZSTD_e_end : ZSTD_e_flush);
+        while (!ZSTD_isError(left) && left);
+        CHECK(!ZSTD_isError(left) && out.pos < 60000);
+        size_t padded = (out.pos + 7) & ~(size_t)7;
+        record_header(&w, 83, 0, (uint16_t)(16 + padded));
+        u64(&w, out.pos);
+        put(&w, z, out.pos);
+        while (w.n % 8)
+            u8(&w, 0);
+    }
+    record_header(&w, 68, 0, 8);
+    err[0] = 0;
+    CHECK(decode(&w, &f, err) < 0);
+    CHECK(strstr(err, "100 times their size") && strstr(err, "bomb"));
+    td_close(f);
+    ZSTD_freeCCtx(c);
+    free(z);
+    free(w.p);
+    free(big.p);
+    free(inner.p);
 }
 
 /* Two samples 2^62 ns (146 years) apart: a damaged timestamp, not a recording. */
@@ -683,6 +899,9 @@ int main(void)
     test_perf_compressed();
     test_perf_unattributable();
     test_perf_time_span();
+    test_perf_payload_type();
+    test_perf_no_format_first();
+    test_perf_decompression_limits();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
