@@ -232,6 +232,7 @@ def reading_commands(tmp_path) -> dict[str, list]:
         "info": ["info", path],
         "convert": ["convert", path, "-o", tmp_path / "tables"],
         "analyze": ["analyze", path],
+        "latency": ["latency", path],
         "compare": ["compare", path, path, "--label", "a", "--label", "b"],
         "gate": ["gate", "--baseline", judged, again, "--candidate", copy],
         "batch": ["batch", "--serial", path, "-o", tmp_path / "batch"],

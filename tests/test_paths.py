@@ -122,7 +122,7 @@ def test_batch_of_a_directory_skips_hidden_and_names_an_empty_one(tmp_path):
         (
             str(runs / "empty"),
             f"{runs / 'empty'}: the directory holds no trace file (a name ending .dat, .txt, "
-            ".report, .perf, .data, .gz, .xz, .zst or .bz2)",
+            ".report, .perf, .data, .pftrace, .perfetto-trace, .pb, .gz, .xz, .zst or .bz2)",
         )
     ]
     ds = BatchDataset(tmp_path / "out")

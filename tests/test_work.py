@@ -27,8 +27,8 @@ def test_parse_work():
     # a number for every run, one side's own
     assert parse_work(["5", "b=7"], ["a", "b"]) == {"a": 5.0, "b": 7.0}
     for bad, why in (
-        (["0"], "finite number > 0"),
-        (["nan"], "finite number > 0"),
+        (["0"], r"a number from 1e-09 to 1e\+18"),
+        (["nan"], r"a number from 1e-09 to 1e\+18"),
         (["ops"], "expected a number of units, bench or cpu"),
         (["c=5"], "no side named 'c'"),
         (["a=5"], "no work for side b"),
