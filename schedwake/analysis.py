@@ -12,8 +12,10 @@ and ``batch`` all call :func:`analyze`, then render or store what it returns::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +26,9 @@ from .metrics import metric_bounds, trace_metrics
 from .summary import summary
 from .topology import FILE_HEADER, Topology
 from .trace import Trace
+
+if TYPE_CHECKING:
+    from .referee import Referee
 
 
 @dataclass
@@ -51,7 +56,7 @@ class Analysis:
         )
 
     @cached_property
-    def referee(self):
+    def referee(self) -> Referee | None:
         """The trace against the kernel's counters beside it
         (:class:`schedwake.referee.Referee`), or None without them."""
         from .referee import judge
@@ -160,7 +165,11 @@ class Analysis:
 
 
 def analyze(
-    trace, thresholds: dict | None = None, detectors=None, progress=None, waits: bool = False
+    trace: Trace,
+    thresholds: Mapping[str, float | str] | None = None,
+    detectors: Iterable[str] | None = None,
+    progress: Callable[[float], object] | None = None,
+    waits: bool = False,
 ) -> Analysis:
     """Run the detectors and compute the metrics of ``trace`` (a :class:`schedwake.Trace`).
 

@@ -29,6 +29,7 @@ switch-out).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,9 @@ import pandas as pd
 from . import wait_causes
 from .errors import OptionError
 from .model import waits as _waits
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 #: The readings of :func:`latency`.
 READINGS = ("schedwake", "perf")
@@ -94,7 +98,7 @@ def parse_sort(text: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def last_names(trace) -> pd.Series:
+def last_names(trace: Trace) -> pd.Series:
     """pid -> the last name the trace gives the task (its switches, then its wake-ups);
     perf names a thread by its latest comm too."""
     frames = []
@@ -130,7 +134,7 @@ def last_names(trace) -> pd.Series:
     return f.groupby("pid", sort=True)["comm"].last()
 
 
-def perf_names(trace) -> pd.Series:
+def perf_names(trace: Trace) -> pd.Series:
     """pid -> the name perf gives the thread in a perf.data: its last COMM record (perf
     names threads by them, e.g. ``kworker/0:0-events`` where the tracepoints say
     ``kworker/0:0``); a thread a FORK record made and no COMM renamed, its parent's name
@@ -174,7 +178,7 @@ def perf_names(trace) -> pd.Series:
     return pd.concat([out, pd.Series([f":{p}" for p in rest], index=rest, dtype=object)])
 
 
-def _perf_waits(trace) -> pd.DataFrame:
+def _perf_waits(trace: Trace) -> pd.DataFrame:
     """perf sched latency's waits (perf <= 6.1): pid, delay_ns, start_ts, end_ts."""
     w = _waits.build(trace.model.events, None, runnable_states=("R",), rewoken_unseen=False)
     return pd.DataFrame(
@@ -187,7 +191,7 @@ def _perf_waits(trace) -> pd.DataFrame:
     )
 
 
-def _schedwake_waits(trace) -> pd.DataFrame:
+def _schedwake_waits(trace: Trace) -> pd.DataFrame:
     """Wake-to-run (from the waking) and preempted (R, R+) waits that end at a switch-in
     the trace shows: pid, delay_ns, start_ts, end_ts."""
     f = wait_causes.all_waits(trace)
@@ -204,7 +208,7 @@ def _schedwake_waits(trace) -> pd.DataFrame:
     )
 
 
-def _perf_threads(trace, runtime: pd.Series) -> pd.Index:
+def _perf_threads(trace: Trace, runtime: pd.Series) -> pd.Index:
     """The threads perf sched latency keeps a record for: those of every sched_switch,
     sched_wakeup, sched_wakeup_new and sched_stat_runtime event."""
     ev = trace.model.events
@@ -220,7 +224,7 @@ def _perf_threads(trace, runtime: pd.Series) -> pd.Index:
     return pd.Index(np.unique(np.concatenate(parts)))
 
 
-def _runtime_perf(trace) -> pd.Series:
+def _runtime_perf(trace: Trace) -> pd.Series:
     """pid -> the sum of its ``sched_stat_runtime`` runtimes (perf's Runtime)."""
     if not trace.has_records("sched_stat_runtime"):
         return pd.Series(dtype=np.int64)
@@ -234,7 +238,7 @@ def _runtime_perf(trace) -> pd.Series:
     return f.groupby("pid", sort=True)["runtime"].sum()
 
 
-def _runs(trace) -> pd.DataFrame:
+def _runs(trace: Trace) -> pd.DataFrame:
     """The task's runs the trace shows whole (a ``running`` interval that a switch-in
     begins and a switch-out ends): pid, cpu, start_ts, end_ts."""
     st = trace.task_states()
@@ -261,7 +265,7 @@ def _runs(trace) -> pd.DataFrame:
     )
 
 
-def _switch_ins(trace) -> pd.Series:
+def _switch_ins(trace: Trace) -> pd.Series:
     """pid -> its switch-ins in the trace (``sched_switch`` next_pid)."""
     ev = trace.model.events
     if ev.switch is None or len(ev.switch) == 0:
@@ -271,7 +275,7 @@ def _switch_ins(trace) -> pd.Series:
     return pd.Series(counts, index=pids)
 
 
-def _running_ns(trace) -> pd.Series:
+def _running_ns(trace: Trace) -> pd.Series:
     """pid -> the time it is seen running (its ``running`` task-state intervals)."""
     st = trace.task_states()
     run = st[(st["state"] == "running").to_numpy()]
@@ -300,7 +304,7 @@ def _per_key(w: pd.DataFrame, key: str) -> pd.DataFrame:
 
 
 def latency(
-    trace,
+    trace: Trace,
     reading: str = "schedwake",
     by: str = "pid",
     sort: str | Sequence[str] = DEFAULT_SORT,
@@ -423,7 +427,7 @@ def _sorted(t: pd.DataFrame, keys: Sequence[str], ties: tuple[str, bool]) -> pd.
 
 
 def timehist_summary(
-    trace, pids: Iterable[int] | None = None, comms: Iterable[str] | None = None
+    trace: Trace, pids: Iterable[int] | None = None, comms: Iterable[str] | None = None
 ) -> pd.DataFrame:
     """``perf sched timehist -s``: per task (columns :data:`TIMEHIST_COLUMNS`), its
     switch-ins (``sched_in``), the time of its runs the trace shows whole (``run_ns``)
@@ -481,7 +485,7 @@ def timehist_summary(
     return t[list(TIMEHIST_COLUMNS)].reset_index(drop=True)
 
 
-def notes(trace, reading: str = "schedwake") -> list[str]:
+def notes(trace: Trace, reading: str = "schedwake") -> list[str]:
     """What a reader of the latency table (``reading``; ``"timehist"``: of the
     :func:`timehist_summary`) must know about ``trace``: the events a reading lacks, the
     runs left out, and the trace's caveats (what it does not show)."""

@@ -31,20 +31,28 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from .detect import for_slice
+from .detect import Thresholds, for_slice
 from .detect import thresholds as _thresholds
 from .detect.cswitch_storm import storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
 from .model._util import pid_cpu_counts
 from .model.masks import episodes_mask, futile_mask, would_stack_mask
+from .model.memo import IwrMeasure, MetricsKey
 from .model.task_states import class_share_windows, class_shares
 from .model.task_states import comms as _task_names
 from .model.tasks import PERCPU_KTHREAD, name_class
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping
+
+    from .model import Model
+    from .sidetrace import SideTrace
+    from .trace import Trace
 
 # -- the record of a metric ----------------------------------------------------------------
 
@@ -482,12 +490,12 @@ NEEDS: dict[str, Needs] = {n: m.needs for n, m in CATALOGUE.items()}
 EXPLAINED_BY: dict[str, tuple[str, ...]] = {n: m.explained_by for n, m in CATALOGUE.items()}
 
 
-def _unmet(trace, needs: Needs) -> list[str]:
+def _unmet(trace: SideTrace, needs: Needs) -> list[str]:
     """One text per group of ``needs`` the trace has no records of."""
     return [" or ".join(group) for group in needs if not any(trace.has_records(e) for e in group)]
 
 
-def _trace_thresholds(trace, thresholds: dict | None) -> dict:
+def _trace_thresholds(trace: Trace, thresholds: Mapping[str, float | str] | None) -> Thresholds:
     """The thresholds a whole trace's (or a slice's) metrics are computed with: as
     :func:`schedwake.detect.detect` judges the same trace (a ``--time`` slice scales
     the amounts it adds up, ``for_slice``), so that a metric counts what the detector
@@ -495,14 +503,19 @@ def _trace_thresholds(trace, thresholds: dict | None) -> dict:
     return for_slice(_thresholds(thresholds), trace, thresholds or {})
 
 
-def trace_metrics(trace, thresholds: dict | None = None, *, only=None) -> dict:
+def trace_metrics(
+    trace: Trace,
+    thresholds: Mapping[str, float | str] | None = None,
+    *,
+    only: Collection[str] | None = None,
+) -> dict[str, Any]:
     """Every metric and count of the trace (JSON-ready), whether or not a detector fires:
     ``duration_s`` then :data:`METRICS` in order (``busy_share`` a dict by CPU), then the
     benchmark's ``bench_*`` results. A metric the trace cannot give (no wake-ups for a
     latency, events it lacks: :data:`NEEDS`) is None. ``only``: the keys to compute (the
     others are None; :func:`_keys_of`), for a comparison of some metrics."""
     th = _trace_thresholds(trace, thresholds)
-    memo, key = _memo(trace, "trace_metrics", th)
+    memo, key = trace.model.memo.trace_metrics, _memo_key(th)
     done = memo.setdefault(key, {})  # the values computed so far, by key
     t = TraceInputs(trace, th)  # (its measures are computed on first use)
     for m in METRICS.values():
@@ -520,7 +533,9 @@ def trace_metrics(trace, thresholds: dict | None = None, *, only=None) -> dict:
     return out
 
 
-def metric_bounds(trace, thresholds: dict | None = None) -> dict[str, list]:
+def metric_bounds(
+    trace: Trace, thresholds: Mapping[str, float | str] | None = None
+) -> dict[str, list[Any]]:
     """The metrics that the trace shows only within bounds (docs/semantics.md,
     'Incomplete traces'), by name: ``[lo, hi]`` in the metric's own unit before display
     (a fraction for a share; us for a latency; ``hi`` None: no upper bound). Their
@@ -528,7 +543,7 @@ def metric_bounds(trace, thresholds: dict | None = None) -> dict[str, list]:
     tolerance (:data:`SHARE_TOLERANCE`, :data:`LATENCY_TOLERANCE`), else None (withheld).
     Empty for a trace that shows everything these metrics read."""
     th = _trace_thresholds(trace, thresholds)
-    memo, key = _memo(trace, "metric_bounds", th)
+    memo, key = trace.model.memo.metric_bounds, _memo_key(th)
     if key in memo:
         return copy.deepcopy(memo[key])
     t = TraceInputs(trace, th)
@@ -551,7 +566,11 @@ def metric_bounds(trace, thresholds: dict | None = None) -> dict[str, list]:
 
 
 def window_metrics(
-    trace, window_s: float = 1.0, thresholds: dict | None = None, *, only=None
+    trace: Trace,
+    window_s: float = 1.0,
+    thresholds: Mapping[str, float | str] | None = None,
+    *,
+    only: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """The metrics over consecutive windows of ``window_s`` seconds: one row per window
     (``window``, ``start_ns``, ``end_ns`` then the metrics and counts of :data:`METRICS`,
@@ -559,15 +578,15 @@ def window_metrics(
     window is dropped (:func:`window_edges`). ``only``: the keys to compute (the columns
     of the others are left out; :func:`_keys_of`)."""
     th = _thresholds(thresholds)
-    memo, key = _memo(trace, "window_metrics", th, float(window_s))
-    kept = memo.get("window_metrics")
+    memo, key = trace.model.memo, _memo_key(th, float(window_s))
+    kept = memo.window_metrics
     w = None
     if kept is None or kept[0] != key:
         w = WindowInputs(trace, window_s, th)
         edges = {"window": np.arange(w.nwin), "start_ns": w.edges[:-1], "end_ns": w.edges[1:]}
         # (only the last window length's columns are kept: many short windows are large,
         # and a trace is judged again at the same length)
-        kept = memo["window_metrics"] = (key, edges, {})
+        kept = memo.window_metrics = (key, edges, {})
     edges = kept[1]
     done: dict[str, dict] = kept[2]  # each computed metric's columns, by key
     cols: dict[str, Any] = dict(edges)
@@ -583,19 +602,16 @@ def window_metrics(
     return pd.DataFrame(cols)
 
 
-def _memo(trace, what: str, th: dict, *args) -> tuple[dict, tuple]:
-    """Where the metrics of ``trace`` under thresholds ``th`` are kept, and their key: the
-    model's memo (a new model, after another topology or ``focus``, starts empty), so
-    that comparing and gating the same loaded traces again (a notebook, a script judging
-    them under several rules) measures each once. (The benchmark's results are read from
-    the trace each time: they are not the model's.)"""
-    memo = getattr(trace.model, "memo", None)
-    if memo is None:  # (a stand-in whose model keeps nothing)
-        memo = {}
-    return memo, (what, *args, tuple(sorted(th.items())))
+def _memo_key(th: Thresholds, *args: float) -> MetricsKey:
+    """The key the metrics of a trace under thresholds ``th`` are kept under in its
+    model's memo (:class:`schedwake.model.Memo`: a new model, after another topology or
+    ``focus``, starts empty), so that comparing and gating the same loaded traces again
+    (a notebook, a script judging them under several rules) measures each once. (The
+    benchmark's results are read from the trace each time: they are not the model's.)"""
+    return (*args, tuple(sorted(th.items())))
 
 
-def _bench_metrics(trace) -> dict:
+def _bench_metrics(trace: Trace) -> dict[str, Any]:
     """The benchmark's results beside the trace as ``bench_*`` metrics, with their unit,
     direction and file under ``bench`` (:func:`schedwake.bench.metric_values`); nothing
     without results (or for a stand-in of a trace without ``bench``)."""
@@ -612,10 +628,10 @@ class TraceInputs:
     tasks where the model is restricted to them) and the shared measures, each computed
     once, on first use."""
 
-    def __init__(self, trace, th: dict):
-        self.trace: Any = trace
+    def __init__(self, trace: Trace, th: Thresholds) -> None:
+        self.trace = trace
         self.th = th
-        self.model: Any = trace.model
+        self.model: Model = trace.model
         self.dur_s = max(self.model.duration_ns, 1) / 1e9
 
     def per_s(self, n: int) -> float:
@@ -692,7 +708,7 @@ class TraceInputs:
         return int((~comp.switch_chain_ok).sum())
 
     @cached_property
-    def iwr(self) -> dict:
+    def iwr(self) -> IwrMeasure:
         """The idle-while-runnable detector's measure of the trace."""
         return _iwr_measure(self.model, self.th)
 
@@ -712,16 +728,16 @@ class WindowInputs:
     ``lens_s``), per-window counts of the model's events, and the shared measures, each
     computed once, on first use."""
 
-    def __init__(self, trace, window_s: float, th: dict):
-        self.trace: Any = trace
+    def __init__(self, trace: Trace, window_s: float, th: Thresholds) -> None:
+        self.trace = trace
         self.th = th
-        self.model: Any = trace.model
+        self.model: Model = trace.model
         ev = self.model.events
         self.edges: np.ndarray = window_edges(ev.first_ts, ev.last_ts, window_s)
         self.nwin = len(self.edges) - 1
         self.lens_s = np.diff(self.edges) / 1e9
 
-    def count(self, ts, mask=None) -> np.ndarray:
+    def count(self, ts: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """How many of the times ``ts`` (those of ``mask``) fall in each window."""
         ts = np.asarray(ts, dtype=np.int64)
         if mask is not None:
@@ -884,18 +900,15 @@ def _share(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     return np.where(whole > 0, part / np.maximum(whole, 1), 0.0)
 
 
-def _names_of(model) -> dict[int, str]:
+def _names_of(model: Model) -> dict[int, str]:
     """Each task's name (:func:`schedwake.model.task_states.comms`), found once per model:
     the per-trace and the per-window runnable shares both read them."""
-    memo = getattr(model, "memo", None)
-    if memo is None:
-        return _task_names(model.events)
-    if "task_names" not in memo:
-        memo["task_names"] = _task_names(model.events)
-    return memo["task_names"]
+    if model.memo.task_names is None:
+        model.memo.task_names = _task_names(model.events)
+    return model.memo.task_names
 
 
-def _task_states_of(model):
+def _task_states_of(model: Model) -> pd.DataFrame:
     """The task-state intervals of the model's tasks (those of ``--pid``, else all)."""
     iv = model.task_states
     if model.pids is not None and len(iv):
@@ -907,7 +920,7 @@ def _pct_us(lat_ns: np.ndarray, q: float) -> float | None:
     return float(np.percentile(lat_ns, q)) / 1e3 if len(lat_ns) else None
 
 
-def _covered(starts, ends, t):
+def _covered(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Total length of the (non-overlapping, sorted) intervals before each time t."""
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -978,7 +991,7 @@ def _cpus_visited_per_window(switch: pd.DataFrame, win: np.ndarray, nwin: int) -
     return out
 
 
-def busy_bounds(model) -> dict[str, tuple[float, float]]:
+def busy_bounds(model: Model) -> dict[str, tuple[float, float]]:
     """Per CPU (its number as a string, in CPU order), the bounds of its busy share from
     its first sched_switch to the end of the trace: (running, running + unknown) time /
     that span (:mod:`schedwake.model.completeness`: running proven, unknown not shown);
@@ -1174,7 +1187,9 @@ BENCH = CatalogueMetric(
 )
 
 
-def bench_samples(tm: dict, path: str, duration_s: float, metrics=None) -> pd.DataFrame:
+def bench_samples(
+    tm: Mapping[str, Any], path: str, duration_s: float, metrics: Collection[str] | None = None
+) -> pd.DataFrame:
     """The per-trace samples of the benchmark results of :func:`trace_metrics` ``tm``
     (one row each, ``sample_kind`` per-trace also beside per-window samples: a
     benchmark result is one value per run), with their own unit and direction."""
@@ -1205,7 +1220,7 @@ def _with_bench(samples: pd.DataFrame, bench: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([samples, bench], ignore_index=True)
 
 
-def checked_names(names, param: str = "metrics") -> list[str]:
+def checked_names(names: Iterable[str], param: str = "metrics") -> list[str]:
     """``names`` as metric identifiers (:func:`canonical_name`), each once, in order;
     OptionError naming ``param`` for an unknown one (:func:`unknown_metric`)."""
     from .errors import OptionError
@@ -1263,7 +1278,7 @@ def per_op_metrics() -> list[str]:
     return [per_op_name(n) for n, m in CATALOGUE.items() if m.unit == "/s"]
 
 
-def _select(names) -> list[str] | None:
+def _select(names: Iterable[str] | None) -> list[str] | None:
     if names is None:
         return None
     out = []
@@ -1274,7 +1289,10 @@ def _select(names) -> list[str] | None:
 
 
 def metric_samples(
-    trace, window_s: float | None = None, thresholds: dict | None = None, metrics=None
+    trace: Trace,
+    window_s: float | None = None,
+    thresholds: Mapping[str, float | str] | None = None,
+    metrics: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """Tidy table of the catalogue metrics of one trace: one row per (sample, metric).
 
@@ -1349,7 +1367,9 @@ def _keys_of(keep: list[str] | None) -> set[str] | None:
     return out
 
 
-def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
+def trace_samples(
+    tm: Mapping[str, Any], path: str, cpus: int, metrics: Collection[str] | None = None
+) -> pd.DataFrame:
     """The per-trace samples (:func:`metric_samples` with no window) of a trace whose
     :func:`trace_metrics` are ``tm``: how ``batch`` turns a stored row of metrics back
     into the samples of a comparison."""
@@ -1368,7 +1388,15 @@ def trace_samples(tm: dict, path: str, cpus: int, metrics=None) -> pd.DataFrame:
     return _with_bench(tidy, bench_samples(tm, path, tm["duration_s"], keep))
 
 
-def _tidy(path, kind, window, start, end, cols: dict, keep) -> pd.DataFrame:
+def _tidy(
+    path: str,
+    kind: str,
+    window: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    cols: dict[str, np.ndarray],
+    keep: Collection[str] | None,
+) -> pd.DataFrame:
     """The long table of :data:`SAMPLE_COLUMNS`: one row per (sample, kept metric),
     metric after metric (built at once: per-metric frames cost more than the metrics)."""
     names = [n for n in cols if keep is None or n in keep]
@@ -1393,7 +1421,7 @@ def _tidy(path, kind, window, start, end, cols: dict, keep) -> pd.DataFrame:
     )
 
 
-def missing_events(trace, name: str) -> list[str]:
+def missing_events(trace: SideTrace, name: str) -> list[str]:
     """What the trace lacks to measure catalogue metric ``name``: one text per unmet
     group of :data:`NEEDS` (``"sched_waking or sched_wakeup"``); empty when measurable.
     An event counts as present when the trace has records of it: a file cannot tell an

@@ -4,17 +4,22 @@ carries as its ``trace`` section)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .ingest.meta import TraceMeta
 from .model.events import timestamp_problem
 
+if TYPE_CHECKING:
+    from .trace import Trace
 
-def summary(trace) -> dict:
+
+def summary(trace: Trace) -> dict[str, Any]:
     """The trace's facts as a JSON-ready dict (the keys of ``schedwake info --format json``),
     with what it shows and does not (``completeness``: :func:`completeness`)."""
     return {**meta_summary(trace.meta), "completeness": completeness(trace)}
 
 
-def completeness(trace) -> dict | None:
+def completeness(trace: Trace) -> dict[str, Any] | None:
     """What the trace proves of who ran on each CPU and the contradictions it shows
     (:mod:`schedwake.model.completeness`; docs/semantics.md, 'Incomplete traces'), as a
     JSON-ready dict: ``complete``; ``breaks`` (per kind, all CPUs); ``cpus`` (per CPU:
@@ -53,7 +58,7 @@ def completeness(trace) -> dict | None:
     }
 
 
-def info(trace, facts: dict | None = None) -> dict:
+def info(trace: Trace, facts: dict[str, Any] | None = None) -> dict[str, Any]:
     """What ``schedwake info`` prints: :func:`summary` (or ``facts``, already made), and
     with the kernel's counters beside the trace, ``referee``: the agreement of the trace
     with them (:meth:`schedwake.referee.Referee.to_dict`; the trace must be loaded with

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from numbers import Integral
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -21,6 +21,7 @@ from .ingest import MAX_JOBS, MAX_PID
 from .ingest.meta import SliceFacts, TraceMeta
 
 if TYPE_CHECKING:
+    from .counters import Beside
     from .model import Model
     from .topology import Topology
 
@@ -32,7 +33,7 @@ class Trace:
     #: (:class:`schedwake.sidetrace.SideTrace`, which a Trace satisfies).
     stored: None = None
 
-    def __init__(self, raw: ingest.RawTrace):
+    def __init__(self, raw: ingest.RawTrace) -> None:
         self._tables = raw.tables
         #: What the reader learnt about the file (:class:`TraceMeta`).
         self.meta: TraceMeta = raw.meta
@@ -48,10 +49,10 @@ class Trace:
         #: CPUs kept (None: all), which the model reads to tell what left the slice.
         self.slice_of: tuple[Trace, int | None, int | None, tuple[int, ...] | None] | None = None
         self._bench: list | None = None
-        self._counters: tuple | None = None
+        self._counters: tuple[Beside | None] | None = None
 
     @property
-    def counters(self):
+    def counters(self) -> Beside | None:
         """The kernel's counters and ``perf stat`` output beside the trace
         (:func:`schedwake.counters.read_beside`: ``<trace>.counters.json``,
         ``<trace>.perf-stat.txt``), read once; None when neither is there. TraceError
@@ -75,7 +76,7 @@ class Trace:
 
     # -- topology and model ---------------------------------------------------------------
     @property
-    def topology(self):
+    def topology(self) -> Topology:
         """The CPU map (:class:`schedwake.topology.Topology`): set explicitly, else the
         ``<trace>.topology.json`` beside the trace, else the one the file's header
         records (perf.data), else the LLCs the trace's wake-ups show (``source ==
@@ -95,13 +96,15 @@ class Trace:
         return self._topology
 
     @topology.setter
-    def topology(self, topo) -> None:
+    def topology(self, topo: Topology | None) -> None:
         if topo is not None:
             topo.check_covers(self.meta.ncpus)
         self._topology = topo
         self._model = None
 
-    def use_topology(self, topology_file=None, llc=None):
+    def use_topology(
+        self, topology_file: str | Path | None = None, llc: Iterable[str] | None = None
+    ) -> Topology:
         """Pick the topology from a file or ``--llc`` cpulists (the CLI options);
         with neither, the default lookup (and inference). Returns the topology."""
         from .topology import resolve
@@ -115,9 +118,10 @@ class Trace:
                 header=self.meta.topology,
             )
         )
+        assert self._topology is not None
         return self._topology
 
-    def _use(self, topo) -> None:
+    def _use(self, topo: Topology) -> None:
         """Use ``topo``; one merely assumed is replaced by the LLCs the trace's wake-up
         migrations show, when they show them (the model built for that is kept: its
         events do not depend on the topology)."""
@@ -143,7 +147,7 @@ class Trace:
         self._topology, self._model = topo, model
 
     @property
-    def model(self):
+    def model(self) -> Model:
         """The derived tables (:class:`schedwake.model.Model`), built once."""
         if self._model is None:
             from .model import Model
@@ -218,7 +222,7 @@ class Trace:
         """Event ``name`` as a pandas DataFrame (string columns as categoricals)."""
         return self.table(name).to_pandas()
 
-    def focus(self, pids) -> Trace:
+    def focus(self, pids: Iterable[int] | None) -> Trace:
         """Make the analysis about these tasks (``analyze --pid``): the model's wake-ups,
         migrations and waits are those of ``pids`` (None: every task), judged in the
         context of the whole trace. Returns the trace. Raises OptionError naming ``pids``
@@ -228,7 +232,7 @@ class Trace:
         self._model = None
         return self
 
-    def _check_pids(self, pids) -> list[int]:
+    def _check_pids(self, pids: Any) -> list[int]:
         """``pids`` as sorted ints, each a task the trace shows running or woken (a
         sched_switch's next or prev, a sched_waking's wakee)."""
         import numpy as np
@@ -255,7 +259,12 @@ class Trace:
             )
         return wanted.tolist()
 
-    def sliced(self, start_ns: int | None = None, end_ns: int | None = None, cpus=None) -> Trace:
+    def sliced(
+        self,
+        start_ns: int | None = None,
+        end_ns: int | None = None,
+        cpus: Iterable[int] | None = None,
+    ) -> Trace:
         """This trace as if it had been recorded only from ``start_ns`` to ``end_ns``
         (trace timestamps, inclusive; None: open) and only on ``cpus`` (None: all), as
         ``trace-cmd record -M CPUMASK`` would have: every event table and the lost-event
@@ -349,7 +358,7 @@ class Trace:
         )
         return out
 
-    def _slice_facts(self, start_ns, end_ns) -> SliceFacts:
+    def _slice_facts(self, start_ns: int | None, end_ns: int | None) -> SliceFacts:
         """What a slice remembers of the whole trace: ``share``, its part of the trace's
         duration (the detectors scale the amounts they count by it:
         ``detect.for_slice``), ``events``, the events the whole trace has records of
@@ -381,7 +390,9 @@ class Trace:
             whole_last_ns=last,
         )
 
-    def _check_slice(self, start_ns, end_ns, cpus) -> list[int] | None:
+    def _check_slice(
+        self, start_ns: int | None, end_ns: int | None, cpus: Iterable[int] | None
+    ) -> list[int] | None:
         """The arguments of :meth:`sliced`, checked; ``cpus`` as a sorted list."""
         for name, bound in (("start_ns", start_ns), ("end_ns", end_ns)):
             if bound is not None and (isinstance(bound, bool) or not isinstance(bound, Integral)):
@@ -407,13 +418,13 @@ class Trace:
 
 
 def load(
-    path,
-    events=None,
+    path: str | Path,
+    events: Iterable[str] | None = None,
     input_format: str | None = None,
     progress: ingest.Progress | None = None,
     reader: str | None = None,
     jobs: int | None = None,
-    kallsyms=None,
+    kallsyms: str | Path | None = None,
 ) -> Trace:
     """Load a trace file of any supported format.
 

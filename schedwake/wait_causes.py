@@ -19,10 +19,16 @@ per task.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import pandas as pd
 
 from .model import waits as _waits
+
+if TYPE_CHECKING:
+    from .model import Model
+    from .trace import Trace
 
 #: Waits at or above this quantile of all waits make the tail.
 TAIL_QUANTILE = 0.99
@@ -40,7 +46,7 @@ def parts(b: dict) -> list[dict]:
     return [{k: v for k, v in p.items() if k != "ns"} for p in b["parts"]]
 
 
-def _own_wake_ends(model, w: pd.DataFrame) -> np.ndarray:
+def _own_wake_ends(model: Model, w: pd.DataFrame) -> np.ndarray:
     """Per wakeups row: where the wake-up's own path ends (its ``sched_wakeup``, else
     its own migration), or -1 when the trace shows neither."""
     wake = w["wakeup_ts"].to_numpy(dtype=np.int64, na_value=-1)
@@ -53,12 +59,14 @@ def _own_wake_ends(model, w: pd.DataFrame) -> np.ndarray:
     return wake
 
 
-def explain_wakeup(trace, r) -> dict:
+def explain_wakeup(trace: Trace, r: pd.Series) -> dict[str, Any]:
     """The breakdown of one row ``r`` of the wakeups table (a wake-to-run wait)."""
     if not pd.isna(r["wakeup_ts"]):
         end = int(r["wakeup_ts"])
     elif not pd.isna(r["migrate_index"]) and int(r["migrate_index"]) >= 0:
-        end = int(trace.model.events.migrate["ts"].iloc[int(r["migrate_index"])])
+        migrate = trace.model.events.migrate
+        assert migrate is not None  # (a wake-up's own migration is one of them)
+        end = int(migrate["ts"].iloc[int(r["migrate_index"])])
     else:
         end = -1
     return _explain(
@@ -71,13 +79,15 @@ def explain_wakeup(trace, r) -> dict:
     )
 
 
-def explain_wait(trace, r) -> dict:
+def explain_wait(trace: Trace, r: pd.Series) -> dict[str, Any]:
     """The breakdown of one row ``r`` of the waits table (woken or preempted)."""
     cpu = int(r["cpu"])
     return _explain(trace, int(r["pid"]), int(r["start_ts"]), int(r["end_ts"]), cpu, None)
 
 
-def _explain(trace, pid, start, end, cpu, wake_end) -> dict:
+def _explain(
+    trace: Trace, pid: int, start: int, end: int, cpu: int, wake_end: int | None
+) -> dict[str, Any]:
     index = trace.model.cpu_index
     # the waiting task's priority: the one its switch-in gives it
     waiter_prio = index.prio_of(pid, end)
@@ -86,7 +96,9 @@ def _explain(trace, pid, start, end, cpu, wake_end) -> dict:
     return b
 
 
-def _last_switch_out(trace, pid: int, lo: int, hi: int, cpu: int | None = None):
+def _last_switch_out(
+    trace: Trace, pid: int, lo: int, hi: int, cpu: int | None = None
+) -> tuple[list[dict], int] | None:
     """With callchains: ``(frames, ts)`` of the last switch-out of ``pid`` in ``(lo, hi]``
     (on ``cpu`` when given): its kernel stack, innermost first, and its time; None
     without callchains or such a switch."""
@@ -115,7 +127,7 @@ def _last_switch_out(trace, pid: int, lo: int, hi: int, cpu: int | None = None):
     return (frames, int(ts[row])) if frames else None
 
 
-def blocker_stack(trace, b: dict) -> None:
+def blocker_stack(trace: Trace, b: dict[str, Any]) -> None:
     """With callchains (``perf sched record -g``): the kernel stack of the task that
     ran longest instead (the largest ``task`` part), at its last switch-out on that CPU
     within the wait, added to that part as ``stack`` (frames, innermost first)."""
@@ -130,18 +142,18 @@ def blocker_stack(trace, b: dict) -> None:
 
 
 def wait_record(
-    trace,
+    trace: Trace,
     kind: str,
-    pid,
-    comm,
-    start,
-    end,
-    cpu,
-    b: dict,
-    waker=None,
-    min_end=None,
-    waker_pid=None,
-) -> dict:
+    pid: int,
+    comm: str,
+    start: int,
+    end: int,
+    cpu: int,
+    b: dict[str, Any],
+    waker: str | None = None,
+    min_end: int | None = None,
+    waker_pid: int | None = None,
+) -> dict[str, Any]:
     """One explained wait as reports give it (``wait_min_us``: where the task's switch-in
     is missing, the least it can have waited, to ``min_end``; ``waker`` and
     ``waker_pid``: who woke it, for a wake-to-run wait)."""
@@ -166,7 +178,7 @@ def wait_record(
     return out
 
 
-def longest_preempted(trace) -> dict | None:
+def longest_preempted(trace: Trace) -> dict[str, Any] | None:
     """The longest wait of a task switched out runnable (R/R+), explained; None when
     there is none."""
     w = trace.model.waits
@@ -196,7 +208,7 @@ def longest_preempted(trace) -> dict | None:
     return rec
 
 
-def all_waits(trace) -> pd.DataFrame:
+def all_waits(trace: Trace) -> pd.DataFrame:
     """Wake-to-run waits (from sched_waking) and preempted waits, one frame:
     ``kind``, ``pid``, ``comm``, ``start``, ``end``, ``ns``, ``cpu`` (a wake-up's chosen
     CPU; the CPU a preempted task ran on again), ``wake_end`` (where a wake-up's own
@@ -244,7 +256,7 @@ def all_waits(trace) -> pd.DataFrame:
     return f.assign(ns=f["end"].to_numpy() - f["start"].to_numpy())
 
 
-def _explain_rows(trace, f: pd.DataFrame, stacks: bool = False) -> list[tuple[dict, dict]]:
+def _explain_rows(trace: Trace, f: pd.DataFrame, stacks: bool = False) -> list[tuple[dict, dict]]:
     """Each row of an :func:`all_waits` frame explained: (record, breakdown). ``stacks``:
     with callchains, the waiting task's own kernel stack at the switch-out that began
     its wait (``stack``, as ``perf sched timehist -g`` shows it) and the stack of the
@@ -270,7 +282,7 @@ def _explain_rows(trace, f: pd.DataFrame, stacks: bool = False) -> list[tuple[di
     return out
 
 
-def own_stack(trace, rec: dict, pid: int, start: int) -> None:
+def own_stack(trace: Trace, rec: dict[str, Any], pid: int, start: int) -> None:
     """With callchains: the kernel stack of task ``pid`` at its last switch-out at or
     before ``start`` (where it went to sleep, or was preempted), added to ``rec`` as
     ``stack`` (frames, innermost first) and ``stack_at`` (seconds)."""
@@ -280,7 +292,9 @@ def own_stack(trace, rec: dict, pid: int, start: int) -> None:
         rec["stack_at"] = _ts_s(found[1])
 
 
-def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) -> dict | None:
+def tail_waits(
+    trace: Trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT
+) -> dict[str, Any] | None:
     """The waits at or above the ``quantile`` of all waits (wake-to-run and
     preempted), their causes together: ``{"quantile", "threshold_us", "waits",
     "explained", "causes": [{cause, us, share}], "top_tasks": [...]}``; the
@@ -304,7 +318,7 @@ def tail_waits(trace, quantile: float = TAIL_QUANTILE, limit: int = TAIL_LIMIT) 
     }
 
 
-def waits_of_pids(trace) -> list[dict]:
+def waits_of_pids(trace: Trace) -> list[dict]:
     """Every wait (wake-to-run and preempted) of the tasks ``trace`` is focused on
     (``--pid``), in time order, each explained."""
     f = all_waits(trace)
@@ -312,7 +326,7 @@ def waits_of_pids(trace) -> list[dict]:
     return [rec for rec, _ in _explain_rows(trace, f, stacks=True)]
 
 
-def per_task_latency(trace) -> pd.DataFrame:
+def per_task_latency(trace: Trace) -> pd.DataFrame:
     """Per pid, ``perf sched latency -p``'s numbers from the model's waits table:
     ``count``, ``avg_ns``, ``max_ns``, ``max_start_ts``, ``max_end_ts``."""
     return _waits.per_task(trace.model.waits)

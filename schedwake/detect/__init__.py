@@ -9,10 +9,26 @@ overridden by keyword (API) or ``--threshold name=value`` (CLI).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
+
 from ..errors import OptionError
 from . import cswitch_storm, idle_while_runnable, kworker_pingpong, llc_roundrobin
-from .base import SEVERITIES, Detector, Finding, Threshold, Thresholds, severity_rank
+from .base import (
+    SEVERITIES,
+    Detector,
+    EvidenceAt,
+    Finding,
+    FindingMetrics,
+    MetricValue,
+    Threshold,
+    Thresholds,
+    severity_rank,
+)
 from .evidence import evidence_of, evidence_rows
+
+if TYPE_CHECKING:
+    from ..trace import Trace
 
 #: Every detector (a module that is a :class:`~schedwake.detect.base.Detector`), in the
 #: order they run.
@@ -25,7 +41,7 @@ DETECTORS: dict[str, Detector] = {d.NAME: d for d in _ALL}
 THRESHOLDS: dict[str, Threshold] = {t.name: t for m in DETECTORS.values() for t in m.THRESHOLDS}
 
 
-def thresholds(overrides: dict | None = None) -> Thresholds:
+def thresholds(overrides: Mapping[str, float | str] | None = None) -> Thresholds:
     """Default thresholds updated with ``overrides`` (an unknown name or a value that is
     not a number: OptionError naming ``thresholds``)."""
     th = {k: t.default for k, t in THRESHOLDS.items()}
@@ -47,7 +63,7 @@ def thresholds(overrides: dict | None = None) -> Thresholds:
     return th
 
 
-def for_slice(th: Thresholds, trace, explicit=()) -> Thresholds:
+def for_slice(th: Thresholds, trace: Trace, explicit: Collection[str] = ()) -> Thresholds:
     """``th`` as a time slice of a trace judges with it: each threshold with a
     ``slice_floor`` (an amount the trace adds up) scaled by the slice's share of the
     trace's duration (``trace.meta.slice.share``), rounded up for a count, never
@@ -68,7 +84,7 @@ def for_slice(th: Thresholds, trace, explicit=()) -> Thresholds:
     return out
 
 
-def parse_threshold_options(items) -> dict[str, float]:
+def parse_threshold_options(items: Iterable[object] | None) -> dict[str, float]:
     """``["name=value", ...]`` -> dict, with one-line errors (OptionError naming
     ``thresholds``)."""
     out = {}
@@ -82,7 +98,11 @@ def parse_threshold_options(items) -> dict[str, float]:
 
 
 def detect(
-    trace, thresholds_: dict | None = None, detectors=None, evidence_lines: int = 14, **kwargs
+    trace: Trace,
+    thresholds_: Mapping[str, float | str] | None = None,
+    detectors: Iterable[str] | None = None,
+    evidence_lines: int = 14,
+    **kwargs: float | str,
 ) -> list[Finding]:
     """Run the detectors on ``trace`` (a :class:`schedwake.Trace`). Threshold overrides
     come as a dict or as keyword arguments."""
@@ -115,7 +135,10 @@ __all__ = [
     "THRESHOLDS",
     "SEVERITIES",
     "Detector",
+    "EvidenceAt",
     "Finding",
+    "FindingMetrics",
+    "MetricValue",
     "Thresholds",
     "detect",
     "thresholds",

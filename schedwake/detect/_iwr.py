@@ -7,12 +7,23 @@ group-bys over frames of them took several times the occupancy table in memory.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..model._util import pid_cpu_counts
 
 
-def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend, unknown=None):
+def llc_gap_segments(
+    group: Sequence[int],
+    icpu: np.ndarray,
+    istart: np.ndarray,
+    iend: np.ndarray,
+    wcpu: np.ndarray,
+    wstart: np.ndarray,
+    wend: np.ndarray,
+    unknown: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The segments (start, end) during which at least one CPU of the LLC ``group`` is
     idle and at least one other is busy with a woken task waiting on it.
 
@@ -113,7 +124,7 @@ def llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend, unknown=None
     return ts[starts], ts[starts + 1]
 
 
-def single_cpu_pids(pid, cpu, min_runs: int) -> np.ndarray:
+def single_cpu_pids(pid: np.ndarray, cpu: np.ndarray, min_runs: int) -> np.ndarray:
     """The pids (in order) of the rows that all have one CPU, in at least ``min_runs``
     rows (without a group-by: see ``pid_cpu_counts``)."""
     pids, runs, ncpus = pid_cpu_counts(pid, cpu)

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypeAlias, TypedDict
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..model import Model
     from ..trace import Trace
 
@@ -30,6 +33,64 @@ class Threshold:
     slice_floor: float | None = None
 
 
+class WaitingTask(TypedDict):
+    """A task waiting after a wake-up at the start of the longest idle-while-runnable
+    gap, and the task it waits behind (None: not shown)."""
+
+    pid: int
+    comm: str
+    cpu: int
+    waited_us: float
+    behind_pid: int | None
+    behind_comm: str | None
+
+
+class LongestGap(TypedDict):
+    """The two sides of the longest idle-while-runnable gap at its start (the metric
+    ``longest_gap``): when (s), how long (us), the LLC's idle CPUs and the waiting tasks."""
+
+    at: float
+    us: float
+    idle_cpus: list[int]
+    waiting: list[WaitingTask]
+
+
+#: What a finding's metrics hold (JSON-ready): numbers, names, None (unknown), lists
+#: and tables of them (``top_tasks``, ``by_migration_class``) and the records above.
+MetricValue: TypeAlias = (
+    int
+    | float
+    | str
+    | bool
+    | None
+    | LongestGap
+    | WaitingTask
+    | Sequence["MetricValue"]
+    | Mapping[str, "MetricValue"]
+)
+
+#: A finding's metrics by name (``Finding.metrics``; ``detect.detect`` adds ``caveats``).
+FindingMetrics: TypeAlias = dict[str, MetricValue]
+
+
+class EvidenceAt(TypedDict):
+    """Where a finding's evidence lines are taken from (``Finding.evidence_at``): the
+    arguments of :func:`schedwake.detect.evidence.evidence_rows` but ``trace`` and
+    ``limit``."""
+
+    #: The window, trace timestamps (ns), inclusive.
+    t0: int
+    t1: int
+    #: The CPUs to take events from (absent: all).
+    cpus: NotRequired[list[int]]
+    #: The tasks whose events are preferred (or kept alone, with ``only_pids``).
+    pids: NotRequired[list[int]]
+    #: The instant the events nearest to are preferred (absent: the window's middle).
+    focus_ts: NotRequired[int]
+    #: Keep only the events of ``pids``.
+    only_pids: NotRequired[bool]
+
+
 @dataclass
 class Finding:
     """One pathology found in a trace."""
@@ -38,13 +99,13 @@ class Finding:
     severity: str
     #: One line saying what was found, for the text and Markdown reports.
     title: str
-    metrics: dict
+    metrics: FindingMetrics
     top: list[dict] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     #: The same events as data (:func:`schedwake.detect.evidence.event_record`).
     evidence_events: list[dict] = field(default_factory=list)
-    #: Where to take the evidence from: {"t0", "t1", "cpus", "pids", "note"}.
-    evidence_at: dict | None = None
+    #: Where to take the evidence from (window, CPUs, tasks: :class:`EvidenceAt`).
+    evidence_at: EvidenceAt | None = None
     #: Plain-English limits of this finding (lost events, assumed topology, ...).
     caveats: list[str] = field(default_factory=list)
 
@@ -92,7 +153,7 @@ def severity_rank(sev: str) -> int:
     return SEVERITIES.index(sev)
 
 
-def counts(series, n=5, key="name") -> list[dict]:
+def counts(series: pd.Series, n: int = 5, key: str = "name") -> list[dict[str, str | int]]:
     """Top ``n`` values of a categorical/str series with their counts."""
     vc = series.astype(str).value_counts()
     vc = vc[vc.index != "nan"]

@@ -32,12 +32,18 @@ run ten times longer; docs/detectors.md):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ..model._util import asof_index
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions
-from .base import Finding, Threshold, Thresholds
+from .base import EvidenceAt, Finding, FindingMetrics, Threshold, Thresholds
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..trace import Trace
 
 NAME = "cswitch_storm"
 #: The events it cannot judge without, one of each group (base.Detector.EVENTS).
@@ -73,13 +79,13 @@ THRESHOLDS: tuple[Threshold, ...] = (
 )
 
 
-def _switch_work(model) -> np.ndarray:
+def _switch_work(model: Model) -> np.ndarray:
     """For each ``sched_switch`` row (memoized): the code of the work function its prev
     task started last (``workqueue_execute_start`` of that pid at or before the switch,
     ended or not; categories :func:`work_functions`), -1 without one (not a kworker, or
     no workqueue events in the trace)."""
-    if "storm_switch_work" in model.memo:
-        return model.memo["storm_switch_work"]
+    if model.memo.storm_switch_work is not None:
+        return model.memo.storm_switch_work
     s, wq = model.events.switch, model.events.wq_start
     out = np.full(0 if s is None else len(s), -1, dtype=np.int64)
     if s is not None and len(s) and wq is not None and len(wq) and "function" in wq.columns:
@@ -96,11 +102,11 @@ def _switch_work(model) -> np.ndarray:
         )
         codes = np.asarray(fn.codes).astype(np.int64)
         out[rows] = np.where(idx >= 0, codes[np.maximum(idx, 0)], -1)
-    model.memo["storm_switch_work"] = out
+    model.memo.storm_switch_work = out
     return out
 
 
-def work_functions(model) -> list[str]:
+def work_functions(model: Model) -> list[str]:
     """The names of the work function codes of :func:`_switch_work`."""
     wq = model.events.wq_start
     if wq is None or len(wq) == 0 or "function" not in wq.columns:
@@ -108,7 +114,7 @@ def work_functions(model) -> list[str]:
     return [str(c) for c in pd.Categorical(wq["function"].array).categories]
 
 
-def unit_table(model, th: dict) -> pd.DataFrame:
+def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
     """One row per (cpu, task pid, kworker, work function) whose kworker the task
     preempted while (or right after) running that function: ``pre`` preemptions, ``outs``
     switch-outs of the kworker on the CPU attributed to the function, and ``storm``
@@ -121,6 +127,7 @@ def unit_table(model, th: dict) -> pd.DataFrame:
             {k: np.zeros(0, dtype=bool if k == "storm" else np.int64) for k in cols}
         )
     s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
     work = _switch_work(model)
     pre = pd.DataFrame(
         {"cpu": c["cpu"], "pid": c["task"], "kw": c["kworker"], "fn": work[c["rows"]]}
@@ -146,7 +153,7 @@ def unit_table(model, th: dict) -> pd.DataFrame:
     return tri[cols]
 
 
-def storm_mask(model, th: dict) -> np.ndarray:
+def storm_mask(model: Model, th: Thresholds) -> np.ndarray:
     """The kworker preemptions of :func:`~schedwake.model.masks.kworker_preemptions` that
     are of a storm unit of their task (a (kworker, work function) it preempts at
     ``storm_min_preempted_share`` of its switch-outs or more)."""
@@ -162,7 +169,7 @@ def storm_mask(model, th: dict) -> np.ndarray:
     return key.isin(pd.MultiIndex.from_frame(hot[["cpu", "pid", "kw", "fn"]]))
 
 
-def storm_measure(model, th: dict) -> dict:
+def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
     """The storm's events of the whole trace, finding or not (the metrics ``storm_*``),
     over the kworker preemptions by user tasks (the tasks of ``model.pids`` when set) of
     the (CPU, task) pairs with ``storm_min_preemptions`` of them or more (a task that
@@ -199,6 +206,7 @@ def storm_measure(model, th: dict) -> dict:
     keys, n = np.unique(pair[storm], return_counts=True)
     storm &= np.isin(pair, keys[n >= least])
     s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
     work = _switch_work(model)
     unit_of = pd.MultiIndex.from_arrays([c["cpu"][mine], c["kworker"][mine], work[c["rows"][mine]]])
     units = unit_of.unique()
@@ -234,12 +242,12 @@ def weighted_preempted_share(pre_unit: np.ndarray, out_unit: np.ndarray) -> floa
     return float((pre[hit] ** 2 / np.maximum(outs[hit], pre[hit])).sum() / pre[hit].sum())
 
 
-def _count(cpus, pids) -> pd.Series:
+def _count(cpus: np.ndarray, pids: np.ndarray) -> pd.Series:
     """How many times each (cpu, pid) occurs, indexed by (cpu, pid)."""
     return pd.Series(1, index=pd.MultiIndex.from_arrays([cpus, pids])).groupby(level=[0, 1]).sum()
 
 
-def pair_table(model, th: dict) -> pd.DataFrame:
+def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
     """One row per (cpu, task pid) that preempted a kworker: kworker_preemptions and
     kworker_switchouts over its storm kworkers (the (kworker, work function) pairs it
     preempts at ``storm_min_preempted_share`` of their switch-outs or more:
@@ -261,6 +269,7 @@ def pair_table(model, th: dict) -> pd.DataFrame:
     if len(c["rows"]) == 0:
         return pd.DataFrame(columns=cols)
     s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
     cpu = s["cpu"].to_numpy().astype(np.int64)
     prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
     next_pid = s["next_pid"].to_numpy().astype(np.int64)
@@ -297,7 +306,7 @@ def pair_table(model, th: dict) -> pd.DataFrame:
     return per.reset_index()[cols]
 
 
-def detect(trace, model, th: Thresholds) -> list[Finding]:
+def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     per = pair_table(model, th)
     if model.pids is not None and len(per):  # (analyze --pid): these tasks' storms only
         per = per[per["pid"].isin(list(model.pids))].copy()
@@ -341,7 +350,7 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
     ]
     worst = hit.iloc[0]
     kw = _kworkers_on(model, int(worst["cpu"]), int(worst["pid"]))
-    metrics = {
+    metrics: FindingMetrics = {
         "switches": int(hit["switches"].sum()),
         "switches_per_s": round(float(worst["switches_per_s"]), 1),
         "kworker_preemptions": int(hit["kworker_preemptions"].sum()),
@@ -370,7 +379,7 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
     mine &= storm_mask(model, th)
     sel = np.flatnonzero(mine & c["futile"]) if (mine & c["futile"]).any() else np.flatnonzero(mine)
     k = sel[len(sel) // 2]
-    ev_at = {
+    ev_at: EvidenceAt = {
         "t0": int(c["start_ts"][k]),
         "t1": int(c["back_ts"][k]),
         "cpus": [int(worst["cpu"])],
@@ -380,15 +389,17 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
     return [Finding(NAME, sev, title, metrics, top, evidence_at=ev_at)]
 
 
-def _names(model) -> dict[int, str]:
+def _names(model: Model) -> dict[int, str]:
     s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
     d = pd.DataFrame({"pid": s["next_pid"].to_numpy(), "comm": s["next_comm"].array})
     last = d.drop_duplicates("pid", keep="last")
     return {int(p): str(c) for p, c in zip(last["pid"], last["comm"])}
 
 
-def _kworkers_on(model, cpu: int, pid: int) -> list[dict]:
+def _kworkers_on(model: Model, cpu: int, pid: int) -> list[dict[str, str | int]]:
     s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
     m = (
         (s["cpu"].to_numpy() == cpu)
         & (s["next_pid"].to_numpy() == pid)

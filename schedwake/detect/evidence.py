@@ -7,7 +7,14 @@ below them, as ``perf script`` prints a callchain.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..symbols.kernel import KernelSymbols
+    from ..trace import Trace
 
 EVIDENCE_EVENTS = (
     "sched_waking",
@@ -91,20 +98,20 @@ def cites_stack(name: str, r: dict) -> bool:
     )
 
 
-def kernel_symbols(trace):
+def kernel_symbols(trace: Trace) -> KernelSymbols | None:
     """The recorded kernel's symbols (:class:`schedwake.symbols.kernel.KernelSymbols`),
     or None when no kallsyms fits the recording; looked up once per trace."""
     memo = trace.model.memo
-    if "kernel_symbols" not in memo:
+    if memo.kernel_symbols is None:
         from ..symbols.kernel import KernelSymbols, choose_kallsyms, kernel_build_id
 
         meta = trace.meta
         choice = choose_kallsyms(meta.kernel, kernel_build_id(meta.source.get("build_ids")))
-        memo["kernel_symbols"] = KernelSymbols(choice.text) if choice.text else None
-    return memo["kernel_symbols"]
+        memo.kernel_symbols = (KernelSymbols(choice.text) if choice.text else None,)
+    return memo.kernel_symbols[0]
 
 
-def stack_frames(trace, r: dict) -> list[dict]:
+def stack_frames(trace: Trace, r: dict) -> list[dict]:
     """The kernel frames of an event's callchain, innermost first: ``addr``, ``symbol``
     (``name+0xoff``, or ``[unknown]``)."""
     chain = [int(a) for a in r.get("callchain") or []]
@@ -134,7 +141,7 @@ def stack_lines(frames: list[dict], limit: int = STACK_FRAMES) -> list[str]:
 _PID_FIELDS = ("common_pid", "pid", "prev_pid", "next_pid", "child_pid")
 
 
-def event_lines(trace, t0: int, t1: int, **window) -> list[str]:
+def event_lines(trace: Trace, t0: int, t1: int, **window: Any) -> list[str]:
     """The events :func:`evidence_rows` picks (same arguments), formatted."""
     return [format_event(name, r) for name, r in evidence_rows(trace, t0, t1, **window)]
 
@@ -164,7 +171,7 @@ def event_record(name: str, r: dict, stack: list[dict] | None = None) -> dict:
     return out
 
 
-def evidence_of(trace, picked: list[tuple[str, dict]]) -> tuple[list[str], list[dict]]:
+def evidence_of(trace: Trace, picked: list[tuple[str, dict]]) -> tuple[list[str], list[dict]]:
     """(lines, records) of picked evidence events: each event's line, and under the
     first :data:`STACK_EVENTS` events that cite a stack (:func:`cites_stack`), its
     kernel frames."""
@@ -181,12 +188,12 @@ def evidence_of(trace, picked: list[tuple[str, dict]]) -> tuple[list[str], list[
 
 
 def evidence_rows(
-    trace,
+    trace: Trace,
     t0: int,
     t1: int,
-    cpus=None,
-    pids=(),
-    focus_ts=None,
+    cpus: Iterable[int] | None = None,
+    pids: Iterable[int] = (),
+    focus_ts: int | None = None,
     only_pids: bool = False,
     limit: int = 14,
 ) -> list[tuple[str, dict]]:

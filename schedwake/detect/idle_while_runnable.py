@@ -18,12 +18,28 @@ Affinity is not in the trace, so tasks that cannot move are left out: per-CPU kt
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
+from ..model.memo import IwrMeasure
 from ..model.tasks import kthread_cpu
 from ._iwr import llc_gap_segments, single_cpu_pids
-from .base import Finding, Threshold, Thresholds
+from .base import (
+    EvidenceAt,
+    Finding,
+    FindingMetrics,
+    LongestGap,
+    MetricValue,
+    Threshold,
+    Thresholds,
+    WaitingTask,
+)
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..trace import Trace
 
 NAME = "idle_while_runnable"
 #: The events it cannot judge without, one of each group (base.Detector.EVENTS).
@@ -47,7 +63,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
 )
 
 
-def pinned_pids(model, min_runs: int) -> np.ndarray:
+def pinned_pids(model: Model, min_runs: int) -> np.ndarray:
     s = model.events.switch
     if s is None or len(s) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -60,7 +76,9 @@ def pinned_pids(model, min_runs: int) -> np.ndarray:
     return np.union1d(pinned, kpids).astype(np.int64)
 
 
-def gap_segments(model, th: dict):
+def gap_segments(
+    model: Model, th: Thresholds
+) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], np.ndarray]:
     """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments."""
     occ = model.occupancy
     topo = model.topology
@@ -93,7 +111,7 @@ def gap_segments(model, th: dict):
     keep = wend > start
     wcpu, start, wend = wcpu[keep], start[keep], wend[keep]
     del keep
-    out = {}
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for li, group in enumerate(topo.llc):
         if len(group) < 2:
             continue
@@ -101,29 +119,30 @@ def gap_segments(model, th: dict):
     return out, pinned
 
 
-def measure(model, th: dict) -> dict:
+def measure(model: Model, th: Thresholds) -> IwrMeasure:
     # once per model and pinned-task threshold: the detector and the metrics both ask
-    memo = getattr(model, "memo", None)
-    key = (NAME, int(th["iwr_pinned_min_runs"]))
-    if memo is not None and key in memo:
-        return dict(memo[key])
+    memo = model.memo.idle_while_runnable
+    key = int(th["iwr_pinned_min_runs"])
+    if key in memo:
+        return memo[key].copy()
     segs, pinned = gap_segments(model, th)
     total = int(sum(int((e - s).sum()) for s, e in segs.values()))
     n_llc = max(len(segs), 1)
     dur = max(model.duration_ns, 1)
-    out = {
+    out: IwrMeasure = {
         "idle_while_runnable_ns": total,
         "idle_while_runnable_s": total / 1e9,
         "share": total / (dur * n_llc) if segs else 0.0,
         "segments": segs,
         "pinned": pinned,
     }
-    if memo is not None:
-        memo[key] = out
-    return dict(out)
+    memo[key] = out
+    return out.copy()
 
 
-def _side_by_side(model, longest, pinned) -> dict | None:
+def _side_by_side(
+    model: Model, longest: tuple[int, int, int], pinned: np.ndarray
+) -> LongestGap | None:
     """The two sides of the longest gap at its start: the LLC's idle CPUs, and each task
     waiting after a wake-up on another CPU of it, with the task running there (what it
     waits behind); None when the occupancy does not show both."""
@@ -143,7 +162,7 @@ def _side_by_side(model, longest, pinned) -> dict | None:
         & (now["reason"] == "wakeup")
         & ~np.isin(now["pid"].to_numpy(), pinned)
     ]
-    waiting = []
+    waiting: list[WaitingTask] = []
     for r in waits.itertuples(index=False):  # a handful of rows: the tasks waiting at t
         behind = running.loc[r.cpu] if r.cpu in running.index else None
         waiting.append(
@@ -166,7 +185,7 @@ def _side_by_side(model, longest, pinned) -> dict | None:
     }
 
 
-def detect(trace, model, th: Thresholds) -> list[Finding]:
+def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     m = measure(model, th)
     if not m["segments"]:
         return []
@@ -174,8 +193,8 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
         m["share"] >= th["iwr_min_share"] and m["idle_while_runnable_s"] >= th["iwr_min_seconds"]
     ):
         return []
-    per_llc = []
-    longest = None
+    per_llc: list[dict[str, MetricValue]] = []
+    longest: tuple[int, int, int] | None = None
     for li, (s, e) in m["segments"].items():
         dt = e - s
         per_llc.append(
@@ -204,7 +223,7 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
         .head(5)
     )
     top = [{"comm": k, "waited_s": round(float(v) / 1e9, 6)} for k, v in tw.items()]
-    metrics = {
+    metrics: FindingMetrics = {
         "idle_while_runnable_s": round(m["idle_while_runnable_s"], 6),
         "idle_while_runnable_ns": int(m["idle_while_runnable_ns"]),
         "share": round(m["share"], 6),
@@ -224,11 +243,11 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
         f"a CPU sat idle while a woken task waited on another CPU of its LLC for "
         f"{m['idle_while_runnable_s'] * 1e3:.1f} ms ({100 * m['share']:.1f}% of the time)"
     )
-    ev = None
+    ev: EvidenceAt | None = None
     if longest:
         li, t, dt = longest
         waiting = side["waiting"] if side else []
-        pids = [x[k] for x in waiting for k in ("pid", "behind_pid") if x[k] is not None]
+        pids = [p for x in waiting for p in (x["pid"], x["behind_pid"]) if p is not None]
         cpus = (side["idle_cpus"] if side else []) + [x["cpu"] for x in waiting]
         ev = {
             "t0": t - 20_000,

@@ -24,11 +24,18 @@ affinity changed, not to place a wake-up.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ..model.masks import episodes_mask, pingpong_at_episodes, stopper_mask
-from .base import Finding, Threshold, Thresholds, counts
+from .base import Finding, FindingMetrics, Threshold, Thresholds, counts
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..model.events import Events
+    from ..trace import Trace
 
 NAME = "kworker_pingpong"
 #: The events it cannot judge without, one of each group (base.Detector.EVENTS).
@@ -76,7 +83,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
 )
 
 
-def detect(trace, model, th: Thresholds) -> list[Finding]:
+def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     w = model.wakeups
     dur_s = max(model.duration_ns, 1) / 1e9
     mask = episodes_mask(w)
@@ -102,7 +109,7 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
     judged = int((mask & ~stopper).sum())
     judged_eligible = int((eligible & ~stopper).sum())
     eligible_share = judged / judged_eligible if judged_eligible else 0.0
-    metrics = {
+    metrics: FindingMetrics = {
         "episodes": n,
         "episodes_per_s": round(rate, 3),
         "share_of_wakeups": round(share, 6),
@@ -194,7 +201,7 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
     ]
 
 
-def _typical(ev, sel: pd.DataFrame) -> int:
+def _typical(ev: Events, sel: pd.DataFrame) -> int:
     """The row of ``sel`` (episodes of one waker, work function and wakee) to show: the
     one nearest the middle whose kworker leaves its CPU for idle within 200 us of the
     wake-up (the excerpt then shows that the wakee could have stayed); the middle one
@@ -217,7 +224,7 @@ def _typical(ev, sel: pd.DataFrame) -> int:
     return int(good[np.argmin(np.abs(good - mid))]) if len(good) else mid
 
 
-def _episode_window(ev, e) -> tuple[int, int]:
+def _episode_window(ev: Events, e: pd.Series) -> tuple[int, int]:
     """The evidence window of episode ``e`` (a wakeups row): from the start of the
     kworker's work item (its last ``workqueue_execute_start``, if within 1 ms) to the
     later of the wakee's switch-in and the kworker's next switch-out (within 1 ms): the
@@ -242,6 +249,6 @@ def _episode_window(ev, e) -> tuple[int, int]:
     return t0, t1
 
 
-def _hist(a) -> dict:
+def _hist(a: np.ndarray) -> dict[str, int]:
     vals, cnt = np.unique(np.asarray(a), return_counts=True)
     return {str(int(v)): int(c) for v, c in zip(vals, cnt)}

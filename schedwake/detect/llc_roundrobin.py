@@ -20,11 +20,17 @@ the kernel moves them freely by design and the pathology is about workload tasks
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ..model.masks import episodes_mask, stopper_mask
-from .base import Finding, Threshold, Thresholds
+from .base import Finding, FindingMetrics, MetricValue, Threshold, Thresholds
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..trace import Trace
 
 NAME = "llc_roundrobin"
 #: The events it cannot judge without, one of each group (base.Detector.EVENTS).
@@ -73,7 +79,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
 IN_LLC = ("same_core", "same_llc")
 
 
-def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One row per woken task (wake-ups, in-LLC changes, share, rate, walk figures),
     and the CPU-changing wake-ups themselves."""
     w = model.wakeups
@@ -116,7 +122,7 @@ def task_table(model, th: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     # CPUs visited: distinct (pid, cpu) pairs of prev and chosen, as one int64 each
     pid64 = g["pid"].to_numpy().astype(np.int64) << 32
 
-    def pairs_of(cpu, pid_bits):
+    def pairs_of(cpu: np.ndarray, pid_bits: np.ndarray) -> np.ndarray:
         k = cpu.astype(np.int64)
         k &= 0xFFFFFFFF
         k |= pid_bits
@@ -196,14 +202,14 @@ def _pingpong_share(w: pd.DataFrame, ch: pd.DataFrame, pids: np.ndarray) -> floa
     return float(changes.isin(episodes).mean())
 
 
-def detect(trace, model, th: Thresholds) -> list[Finding]:
+def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     per, ch = task_table(model, th)
     if len(per) == 0 or not per["flagged"].any():
         return []
     mig = model.migrations
     mig_count = mig.groupby("pid").size() if len(mig) else pd.Series(dtype=int)
     flagged = per[per["flagged"]].sort_values(["change_share", "changes"], ascending=False)
-    top = []
+    top: list[dict[str, MetricValue]] = []
     for r in flagged.head(10).itertuples(index=False):
         top.append(
             {
@@ -230,7 +236,7 @@ def detect(trace, model, th: Thresholds) -> list[Finding]:
         else "low"
     )
     pingpong = _pingpong_share(model.wakeups, ch, flagged["pid"].to_numpy())
-    metrics = {
+    metrics: FindingMetrics = {
         "tasks": top,
         "flagged_tasks": int(len(flagged)),
         "cpu_changes": int(flagged["changes"].sum()),

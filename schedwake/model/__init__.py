@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -27,14 +28,35 @@ from . import task_states as _task_states
 from . import waits as _waits
 from . import wakeups as _wakeups
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
+from .memo import Memo, TraceTables
 
-__all__ = ["Model", "MODEL_EVENTS", "Events"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..topology import Topology
+
+__all__ = ["Model", "MODEL_EVENTS", "Events", "Memo", "ModelSource"]
+
+
+class ModelSource(TraceTables, Protocol):
+    """What a model is built from (:class:`schedwake.Trace`): the tables, and for a
+    slice the whole trace, whose model tells what happened outside it."""
+
+    @property
+    def slice_of(
+        self,
+    ) -> tuple[ModelSource, int | None, int | None, tuple[int, ...] | None] | None: ...
+
+    @property
+    def model(self) -> Model: ...
 
 
 class Model:
     """The derived tables of one trace under one topology."""
 
-    def __init__(self, trace, topology, pids=None):
+    def __init__(
+        self, trace: ModelSource, topology: Topology, pids: Iterable[int] | None = None
+    ) -> None:
         self.trace = trace
         self.topology = topology
         #: When set (``analyze --pid``), the tasks the tables are about: wake-ups whose
@@ -45,8 +67,8 @@ class Model:
         self.events: Events = load_events(trace)
         self._mig_w = _wakeups.match_wakeup_migrations(self.events)
         #: Small results derived from the tables that more than one reader needs
-        #: (detectors and metrics), by key; see idle_while_runnable.measure.
-        self.memo: dict = {}
+        #: (detectors and metrics), each in its field (:class:`.memo.Memo`).
+        self.memo = Memo()
 
     @property
     def caveats(self) -> list[str]:
@@ -109,7 +131,7 @@ class Model:
         whole trace. What happened outside the slice is the whole trace's to tell: a
         wait that leaves the slice (its task moved to or ran on another CPU, or it ends
         after the window) is cut there, never idle or waiting time."""
-        sl = getattr(self.trace, "slice_of", None)
+        sl = self.trace.slice_of
         if sl is None:
             return None
         trace, t0, t1, cpus = sl
@@ -136,7 +158,9 @@ class Model:
         moved off the slice's CPUs by a CPU outside it)."""
         return self.events.migrate if self.whole is None else self.whole[0].events.migrate
 
-    def cpu_time(self, t0: int | None = None, t1: int | None = None, cpus=None):
+    def cpu_time(
+        self, t0: int | None = None, t1: int | None = None, cpus: Iterable[int] | None = None
+    ) -> pd.DataFrame:
         """Per CPU: busy, idle and unknown time, recorded and missing switches over
         ``[t0, t1)`` (:meth:`.completeness.Completeness.cpu_time`)."""
         return self.completeness.cpu_time(t0, t1, cpus)
@@ -208,7 +232,7 @@ class Model:
         return _waits.CpuIndex(
             self.events,
             self.completeness.timeline,
-            getattr(self.trace, "lost", None),
+            self.trace.lost,
             self._wait_migrations,
             None if self.whole is None else self.whole[3],
         )

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
+
+if TYPE_CHECKING:
+    from .memo import TraceTables
 
 
 def asof_index(
-    lts, lkey, rts, rkey, direction: str = "backward", allow_exact: bool = True
+    lts: npt.ArrayLike,
+    lkey: npt.ArrayLike | None,
+    rts: npt.ArrayLike,
+    rkey: npt.ArrayLike | None,
+    direction: str = "backward",
+    allow_exact: bool = True,
 ) -> np.ndarray:
     """For each left row, the position of the right row with the same key and the
     nearest ``ts`` in ``direction`` (``backward``: last rts <= lts; ``forward``: first
@@ -129,7 +139,12 @@ def _stable_order(key: np.ndarray) -> np.ndarray:
 
 
 def _asof_index_merge(
-    lts, lkey, rts, rkey, direction: str = "backward", allow_exact: bool = True
+    lts: npt.ArrayLike,
+    lkey: npt.ArrayLike | None,
+    rts: npt.ArrayLike,
+    rkey: npt.ArrayLike | None,
+    direction: str = "backward",
+    allow_exact: bool = True,
 ) -> np.ndarray:
     """``asof_index`` through ``pandas.merge_asof`` (for keys whose time ranges do not
     fit on one int64 line)."""
@@ -156,7 +171,9 @@ def _asof_index_merge(
     return out
 
 
-def pid_cpu_counts(pid, cpu):
+def pid_cpu_counts(
+    pid: npt.ArrayLike, cpu: npt.ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per distinct pid (in order): its rows and its distinct CPUs. One in-place sort of
     the (pid, cpu) pairs packed into int64s: no group-by, no frame."""
     pid, cpu = np.asarray(pid), np.asarray(cpu)
@@ -175,7 +192,7 @@ def pid_cpu_counts(pid, cpu):
     return k[starts], rows, np.add.reduceat(new_pair, starts, dtype=np.int64)
 
 
-def take(arr, idx, fill):
+def take(arr: npt.ArrayLike, idx: npt.ArrayLike, fill: Any) -> np.ndarray:
     """``arr[idx]`` with ``fill`` where ``idx`` is -1 (a NumPy array)."""
     arr = np.asarray(arr)
     idx = np.asarray(idx)
@@ -188,7 +205,7 @@ def take(arr, idx, fill):
     return out
 
 
-def take_cat(cat: pd.Categorical, idx) -> pd.Categorical:
+def take_cat(cat: pd.Categorical, idx: npt.ArrayLike) -> pd.Categorical:
     """Categorical rows ``idx`` (-1 -> missing), without materialising strings."""
     cat = pd.Categorical(cat)
     codes = np.asarray(cat.codes)
@@ -202,7 +219,7 @@ def take_cat(cat: pd.Categorical, idx) -> pd.Categorical:
     return pd.Categorical.from_codes(c, categories=cat.categories)
 
 
-def cat_mask(cat: pd.Categorical, predicate) -> np.ndarray:
+def cat_mask(cat: pd.Categorical, predicate: Callable[[str], object]) -> np.ndarray:
     """Per row of ``cat``, ``predicate(name)`` of its category (False where missing):
     the predicate runs once per category, not per row."""
     flags = np.array([bool(predicate(str(c))) for c in cat.categories] + [False])
@@ -210,7 +227,7 @@ def cat_mask(cat: pd.Categorical, predicate) -> np.ndarray:
     return flags[np.where(codes < 0, len(flags) - 1, codes)]
 
 
-def object_categories(cat) -> pd.Categorical:
+def object_categories(cat: Any) -> pd.Categorical:
     """``cat`` (a categorical) with its categories as Python strings: one dtype for
     ``union_categoricals`` whatever each part's (Arrow strings, object, none at all)."""
     cat = pd.Categorical(cat)
@@ -221,7 +238,7 @@ def object_categories(cat) -> pd.Categorical:
     )
 
 
-def pick_cat(mask, a, b) -> pd.Categorical:
+def pick_cat(mask: npt.ArrayLike, a: Any, b: Any) -> pd.Categorical:
     """Element-wise ``a if mask else b`` for two categoricals."""
     a, b = pd.Categorical(a), pd.Categorical(b)
     cats = a.categories.union(b.categories)
@@ -230,7 +247,7 @@ def pick_cat(mask, a, b) -> pd.Categorical:
     return pd.Categorical.from_codes(np.where(np.asarray(mask), ca, cb), categories=cats)
 
 
-def col(df: pd.DataFrame, name: str, default=None):
+def col(df: pd.DataFrame, name: str, default: Any = None) -> Any:
     """Column ``name`` of ``df`` as a NumPy array (``default`` filled when absent)."""
     if name in df.columns:
         s = df[name]
@@ -240,7 +257,7 @@ def col(df: pd.DataFrame, name: str, default=None):
     return np.full(len(df), default)
 
 
-def frame(trace, name: str, columns) -> pd.DataFrame | None:
+def frame(trace: TraceTables, name: str, columns: Iterable[str]) -> pd.DataFrame | None:
     """Event table ``name`` as a DataFrame of the ``columns`` it has, sorted stably by
     ``ts``; None when the trace has no record of the event. An empty table (the event's
     format is in the file, or the reader was asked for it, but it was not recorded) is

@@ -44,15 +44,24 @@ falls in, and a sort of the points of the segments that are not clean only.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
 from ._util import _sorted, _stable_order, asof_index, object_categories, take
 from .events import MODEL_EVENTS, Events, i64, ints
+
+if TYPE_CHECKING:
+    from .memo import TraceTables
+
+#: Names of rows, read only when needed.
+_Names = Callable[[], pd.Categorical]
 
 #: The events read as proofs of the task current on their CPU: the model's (so that a
 #: trace loaded with only them, as the commands do, is judged as one loaded whole).
@@ -142,7 +151,9 @@ class Completeness:
         g = (u["end_ts"] - u["start_ts"]).groupby(u["cpu"]).sum()
         return {int(c): int(g.get(c, 0)) for c in self.first_switch}
 
-    def cpu_time(self, t0: int | None = None, t1: int | None = None, cpus=None) -> pd.DataFrame:
+    def cpu_time(
+        self, t0: int | None = None, t1: int | None = None, cpus: Iterable[int] | None = None
+    ) -> pd.DataFrame:
         """Per CPU (the index; ``cpus``, else every CPU with a switch), over ``[t0, t1)``
         (None: from the trace's first event, to its end): ``span_ns``, ``busy_ns``
         (proven running a task), ``idle_ns`` (proven idle), ``unknown_ns`` (not shown:
@@ -203,7 +214,9 @@ class Completeness:
         return out
 
 
-def clip(whole: Completeness, t0: int | None, t1: int | None, cpus=None) -> Completeness:
+def clip(
+    whole: Completeness, t0: int | None, t1: int | None, cpus: Collection[int] | None = None
+) -> Completeness:
     """The completeness of a slice of a trace (``Trace.sliced``): the whole trace's,
     seen through the window ``[t0, t1]`` (None: open) and the CPUs ``cpus`` (None:
     all). The timeline and the contradictions are cut to them; the runs stay whole (a
@@ -225,7 +238,7 @@ def clip(whole: Completeness, t0: int | None, t1: int | None, cpus=None) -> Comp
     b = whole.breaks
     bts = b["ts"].to_numpy()
     breaks = b[(bts >= lo) & (bts <= hi) & on(b["cpu"].to_numpy())].reset_index(drop=True)
-    first = {c: max(f, lo) for c, f in whole.first_switch.items() if keep_cpu is None or c in cpus}
+    first = {c: max(f, lo) for c, f in whole.first_switch.items() if cpus is None or c in cpus}
     first = {c: f for c, f in first.items() if f < hi}
     sw = on(whole.switch_cpu) & (whole.switch_ts >= lo) & (whole.switch_ts <= hi)
     return Completeness(
@@ -242,7 +255,7 @@ def clip(whole: Completeness, t0: int | None, t1: int | None, cpus=None) -> Comp
     )
 
 
-def build(trace, ev: Events) -> Completeness:
+def build(trace: TraceTables, ev: Events) -> Completeness:
     """The completeness model of a trace: ``trace``'s event tables (every one a proof of
     the task current on its CPU) and lost-event rows, ``ev`` the model's frames."""
     sw = _Switches.of(ev.switch, int(ev.last_ts))
@@ -337,7 +350,7 @@ class _Proofs:
     """Every event but sched_switch as a proof of the task current on its CPU: the
     segment each falls in, the segments some contradict, the lost-event markers."""
 
-    def __init__(self, trace, sw: _Switches):
+    def __init__(self, trace: TraceTables, sw: _Switches) -> None:
         self.sw = sw
         #: per segment: holds an event of another task than the one switched in
         self.mismatch = np.zeros(sw.n, dtype=bool)
@@ -345,7 +358,7 @@ class _Proofs:
         self._first_bad: dict[int, tuple[int, int]] = {}  # segment -> (ts, pid)
         #: per table: (table, rows kept (None: all), ts, cpu, pid, segment)
         self.rows: list[tuple] = []
-        for name in sorted(set(getattr(trace, "events", [])) & set(PROOF_EVENTS)):
+        for name in sorted(set(trace.events) & set(PROOF_EVENTS)):
             if name == "sched_switch":
                 continue
             t = trace.table(name)
@@ -374,7 +387,7 @@ class _Proofs:
                         self._first_bad[k] = (t_, p)
             self.rows.append((t, keep, ets, ecpu, epid, seg))
         self.runtime = _runtime_windows(trace, sw)
-        lost = getattr(trace, "lost", None)
+        lost = trace.lost
         if lost is not None and lost.num_rows:
             self.lost_ts = lost.column("ts").to_numpy().astype(np.int64)
             self.lost_cpu = lost.column("cpu").to_numpy().astype(np.int64)
@@ -387,7 +400,7 @@ class _Proofs:
         #: the segments whose points are sorted: a broken chain, a mismatch, a loss
         self.suspect = ~sw.chain_ok | self.mismatch | lost_in
 
-    def _segment(self, ets, ecpu, epid) -> np.ndarray:
+    def _segment(self, ets: np.ndarray, ecpu: np.ndarray, epid: np.ndarray) -> np.ndarray:
         """Per event, the segment it falls in (-1: before its CPU's first switch).
 
         An event stamped with the very time of one or more switches of its CPU (a
@@ -454,7 +467,9 @@ class _Proofs:
             )
         return pd.concat(parts, ignore_index=True) if parts else _empty_breaks()
 
-    def points(self):
+    def points(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, _Names]:
         """The points to sort: the events of the suspect segments and those before a
         CPU's first switch, the lost markers, the bounds of the suspect segments. As
         arrays (group, ts, order, pid, cpu) and a function giving their names.
@@ -503,7 +518,7 @@ class _Proofs:
         parts.append((2 * k0, sw.ts[k0], _OUT, sw.prev[k0], sw.cpu[k0], _cat(sw.prev_comm, k0)))
         sizes = [len(p[1]) for p in parts]
 
-        def cat(i: int, dtype) -> np.ndarray:
+        def cat(i: int, dtype: npt.DTypeLike) -> np.ndarray:
             return np.concatenate(
                 [np.broadcast_to(np.asarray(p[i], dtype=dtype), (n,)) for p, n in zip(parts, sizes)]
             )
@@ -525,7 +540,9 @@ class _Proofs:
 _CPU_SPAN = 1 << 20
 
 
-def _runtime_windows(trace, sw: _Switches):
+def _runtime_windows(
+    trace: TraceTables, sw: _Switches
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Where ``sched_stat_runtime`` proves a task running, as (key, start, end) arrays
     sorted by (key, end), key = pid * _CPU_SPAN + cpu; None without the event.
 
@@ -563,7 +580,7 @@ def _runtime_windows(trace, sw: _Switches):
     return key[o], (ts - np.minimum(rt, ts))[o], ts[o]
 
 
-def _placed_cpu(trace, sw: _Switches, ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
+def _placed_cpu(trace: TraceTables, sw: _Switches, ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
     """Per (ts, pid): the CPU the task was last put on before ``ts`` (-1: none): its
     last switch (in or out), sched_wakeup / sched_wakeup_new (target_cpu) or
     sched_migrate_task (dest_cpu)."""
@@ -596,7 +613,7 @@ def _no_names(n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.full(n, -1, np.int8), categories=pd.Index([], dtype=object))
 
 
-def _np(table, column: str, rows, dtype) -> np.ndarray:
+def _np(table: pa.Table, column: str, rows: np.ndarray | None, dtype: npt.DTypeLike) -> np.ndarray:
     """A column of an Arrow table as NumPy (the ``rows`` given; None: all)."""
     a = table.column(column)
     if rows is not None:
@@ -604,7 +621,7 @@ def _np(table, column: str, rows, dtype) -> np.ndarray:
     return np.asarray(a.to_numpy()).astype(dtype, copy=False)
 
 
-def _names_of(table, rows):
+def _names_of(table: pa.Table, rows: np.ndarray) -> _Names:
     """A function giving the ``common_comm`` of those rows (read only when needed)."""
 
     def names() -> pd.Categorical:
@@ -615,11 +632,13 @@ def _names_of(table, rows):
     return names
 
 
-def _cat(cat: pd.Categorical, rows: np.ndarray):
+def _cat(cat: pd.Categorical, rows: np.ndarray) -> _Names:
     return lambda: pd.Categorical(cat.take(rows))
 
 
-def _timeline_and_runs(sw: _Switches, proofs: _Proofs, first_ts: int):
+def _timeline_and_runs(
+    sw: _Switches, proofs: _Proofs, first_ts: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The timeline (a clean segment as it is; the others from their points, what they
     do not show unknown) and the runs of every task."""
     clean = np.flatnonzero(~proofs.suspect)
@@ -718,7 +737,15 @@ def _timeline_and_runs(sw: _Switches, proofs: _Proofs, first_ts: int):
     return timeline, runs
 
 
-def _fill_unknown(cpu, start, end, pid, comm, sw: _Switches, proofs: _Proofs) -> pd.DataFrame:
+def _fill_unknown(
+    cpu: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    pid: np.ndarray,
+    comm: pd.Categorical,
+    sw: _Switches,
+    proofs: _Proofs,
+) -> pd.DataFrame:
     """The known intervals and, per CPU from its first switch to the trace's end, an
     unknown row for every stretch between them (``lost_events`` when a lost-event
     marker of that CPU lies in it, else ``missing_switch``)."""
@@ -888,7 +915,14 @@ def reach(runs: pd.DataFrame) -> np.ndarray:
     return _group_cummax(runs["end_ts"].to_numpy(), new)
 
 
-def _breaks(kind: str, cpu, ts, pid, other, count) -> pd.DataFrame:
+def _breaks(
+    kind: str,
+    cpu: np.ndarray | Sequence[int],
+    ts: np.ndarray | Sequence[int],
+    pid: np.ndarray | Sequence[int],
+    other: np.ndarray | Sequence[int],
+    count: npt.ArrayLike,
+) -> pd.DataFrame:
     n = len(ts)
     return pd.DataFrame(
         {

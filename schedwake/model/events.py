@@ -4,6 +4,7 @@ events the trace lacks."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,9 @@ from ..errors import TraceError
 from ..ingest.meta import TraceMeta
 from ._util import frame
 from .fields import MODEL_FIELDS, check_formats, columns
+
+if TYPE_CHECKING:
+    from .memo import TraceTables
 
 #: Events the model (and ``schedwake analyze``) reads.
 MODEL_EVENTS = tuple(MODEL_FIELDS)
@@ -68,7 +72,7 @@ def timestamp_problem(meta: TraceMeta) -> str | None:
     )
 
 
-def load_events(trace) -> Events:
+def load_events(trace: TraceTables) -> Events:
     if why := timestamp_problem(trace.meta):
         raise TraceError(trace.meta.path, why)
     check_formats(trace)
@@ -163,7 +167,7 @@ def load_events(trace) -> Events:
     return ev
 
 
-def i64(df, name, default=-1) -> np.ndarray:
+def i64(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
     if df is None:
         return np.zeros(0, dtype=np.int64)
     if name not in df.columns:
@@ -171,7 +175,7 @@ def i64(df, name, default=-1) -> np.ndarray:
     return df[name].fillna(default).to_numpy(dtype=np.int64)
 
 
-def ints(df, name, default=-1) -> np.ndarray:
+def ints(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
     """Column ``name`` as a NumPy array of signed integers: the column itself (no copy)
     when it is one without nulls, else as :func:`i64`."""
     if df is not None and name in df.columns:

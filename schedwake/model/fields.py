@@ -13,11 +13,15 @@ with one name, a field outside its record) is refused by the decoder itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from ..errors import TraceError
 from ..schema import field_name
+
+if TYPE_CHECKING:
+    from .memo import TraceTables
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ def columns(event: str) -> list[str]:
     return [need.column or name for name, need in MODEL_FIELDS[event][1].items()]
 
 
-def check_formats(trace) -> None:
+def check_formats(trace: TraceTables) -> None:
     """Raise :class:`TraceError` naming the trace, the event and the field when an
     event the model reads (and the trace has records of) lacks a field it needs or has
     it in a shape it cannot use. Traces read from text are not checked (their readers

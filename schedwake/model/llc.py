@@ -29,10 +29,14 @@ assumed LLC, and says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .events import Events, ints
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 #: Highest probability that one LLC gives the observed separation by chance.
 CHANCE = 1e-6
@@ -177,7 +181,7 @@ def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         label = new
 
 
-def _cpulist(cpus) -> str:
+def _cpulist(cpus: Iterable[int]) -> str:
     from ..topology import format_cpulist
 
     return format_cpulist(cpus)

@@ -17,10 +17,15 @@ and one detector does not reach into another's.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ._util import asof_index, cat_mask
+
+if TYPE_CHECKING:
+    from . import Model
 
 
 def episodes_mask(w: pd.DataFrame) -> np.ndarray:
@@ -35,20 +40,20 @@ def episodes_mask(w: pd.DataFrame) -> np.ndarray:
     )
 
 
-def pingpong_at_episodes(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pingpong_at_episodes(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For the episodes of ``model.wakeups`` (memoized: the detector and the metrics
     both need it): their rows, and :func:`runnable_others` on the waker's CPU."""
-    if "pingpong_at_episodes" not in model.memo:
+    if model.memo.pingpong_at_episodes is None:
         w = model.wakeups
         at = np.flatnonzero(episodes_mask(w))
         others, known = runnable_others(
             model, w["waker_cpu"].to_numpy()[at], w["ts"].to_numpy(dtype=np.int64)[at]
         )
-        model.memo["pingpong_at_episodes"] = (at, others, known)
-    return model.memo["pingpong_at_episodes"]
+        model.memo.pingpong_at_episodes = (at, others, known)
+    return model.memo.pingpong_at_episodes
 
 
-def would_stack_mask(model) -> np.ndarray:
+def would_stack_mask(model: Model) -> np.ndarray:
     """The wake-ups of ``model.wakeups`` that are episodes the stacking clause would have
     kept on the waker's CPU: nothing but the waker runnable there at that moment (and
     the CPU's occupancy known)."""
@@ -58,7 +63,9 @@ def would_stack_mask(model) -> np.ndarray:
     return out
 
 
-def runnable_others(model, cpus, ts) -> tuple[np.ndarray, np.ndarray]:
+def runnable_others(
+    model: Model, cpus: np.ndarray, ts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """For each (cpu, ts): how many tasks wait runnable on the CPU at that instant
     (the running task, e.g. the waker, is not waiting), and whether the CPU's
     occupancy is known then (after its first sched_switch)."""
@@ -89,17 +96,17 @@ def kworker_mask(cat: pd.Categorical) -> np.ndarray:
     return cat_mask(cat, lambda name: name.startswith("kworker/"))
 
 
-def kworker_preemptions(model) -> dict:
+def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     """The kworker preemptions of the trace (memoized): for each switch from a kworker
     (``R+``) to another task on a CPU, the switch row, the CPU, the kworker, the task,
     and whether it was futile (the task's run ended in a sleep and the CPU ran the
     kworker again before the task)."""
-    if "storm_cycles" in model.memo:
-        return model.memo["storm_cycles"]
+    if model.memo.storm_cycles is not None:
+        return model.memo.storm_cycles
     s = model.events.switch
-    out: dict = {"rows": np.zeros(0, dtype=np.int64)}
+    out: dict[str, np.ndarray] = {"rows": np.zeros(0, dtype=np.int64)}
     if s is None or len(s) == 0 or "prev_state_str" not in s.columns:
-        model.memo["storm_cycles"] = out
+        model.memo.storm_cycles = out
         return out
     cpu = s["cpu"].to_numpy().astype(np.int64)
     prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
@@ -144,11 +151,11 @@ def kworker_preemptions(model) -> dict:
         "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
         "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
     }
-    model.memo["storm_cycles"] = out
+    model.memo.storm_cycles = out
     return out
 
 
-def futile_mask(model) -> np.ndarray:
+def futile_mask(model: Model) -> np.ndarray:
     """Wake-ups (rows of ``model.wakeups``) that were futile: the wakee's run began by
     preempting a kworker and ended in a sleep with the CPU going back to that kworker
     before the wakee ran again."""
@@ -171,7 +178,7 @@ def futile_mask(model) -> np.ndarray:
     return mask
 
 
-def stopper_mask(comm) -> np.ndarray:
+def stopper_mask(comm: pd.Series) -> np.ndarray:
     """The wakers that are stopper threads (``migration/N``), per row."""
     cat = comm.astype("category").array
     flags = np.array(

@@ -23,6 +23,7 @@ Causes:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -32,11 +33,14 @@ from ._util import asof_index, take
 from .events import Events, i64
 from .wakeups import barrier_ts
 
+if TYPE_CHECKING:
+    from ..topology import Topology
+
 CAUSES = ("wakeup", "load_balance", "fork_exec", "other")
 _STOPPER = re.compile(r"^migration/\d+$")
 
 
-def build(ev: Events, topo, mig_w: np.ndarray) -> pd.DataFrame:
+def build(ev: Events, topo: Topology, mig_w: np.ndarray) -> pd.DataFrame:
     m = ev.migrate
     if m is None or len(m) == 0:
         return pd.DataFrame(

@@ -25,6 +25,8 @@ One row per interval: ``cpu``, ``start_ts``, ``end_ts`` (exclusive), ``pid``, ``
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -138,7 +140,16 @@ class _Columns:
         self.reason = np.empty(n, dtype=np.int8)
         self.at = 0
 
-    def put(self, cpu, start, end, pid, comm, state, reason) -> None:
+    def put(
+        self,
+        cpu: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        pid: np.ndarray,
+        comm: Any,
+        state: int | np.ndarray,
+        reason: int | np.ndarray,
+    ) -> None:
         a, b = self.at, self.at + len(start)
         self.cpu[a:b], self.start[a:b], self.end[a:b], self.pid[a:b] = cpu, start, end, pid
         self.comm[a:b] = pd.Categorical(comm, dtype=self.comm_dtype).codes
@@ -182,7 +193,9 @@ class _WaitEnds:
 
     BIG = np.iinfo(np.int64).max
 
-    def __init__(self, ev: Events, runs: pd.DataFrame, t_end: int, migrate=None):
+    def __init__(
+        self, ev: Events, runs: pd.DataFrame, t_end: int, migrate: pd.DataFrame | None = None
+    ) -> None:
         self.ins_ts, self.ins_pid = runs["start_ts"].to_numpy(), runs["pid"].to_numpy()
         self.ins_from = runs["earliest_ts"].to_numpy()
         none = np.zeros(0, np.int64)
@@ -193,7 +206,9 @@ class _WaitEnds:
         self.mpid = i64(migrate, "pid") if migrate is not None else none
         self.t_end = t_end
 
-    def __call__(self, start, pid, moved_after=None) -> np.ndarray:
+    def __call__(
+        self, start: np.ndarray, pid: np.ndarray, moved_after: np.ndarray | None = None
+    ) -> np.ndarray:
         """``moved_after``: migrations count from then on (default: ``start``)."""
         ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
         e = np.maximum(take(self.ins_from, ii, self.BIG), start)
@@ -216,7 +231,7 @@ def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray, waits: _
     (the waking if none came) until :class:`_WaitEnds` says."""
     big = _WaitEnds.BIG
 
-    def wk(name, na=None):
+    def wk(name: str, na: int | None = None) -> np.ndarray:
         c = wakeups[name]
         return (c.to_numpy() if na is None else c.to_numpy(dtype=np.int64, na_value=na))[woken]
 
@@ -250,7 +265,16 @@ def _put_preempted(out: _Columns, s: pd.DataFrame, preempted: np.ndarray, waits:
     )
 
 
-def _frame(cpu, start, end, pid, comm_codes, comm_dtype, state, reason) -> pd.DataFrame:
+def _frame(
+    cpu: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    pid: np.ndarray,
+    comm_codes: np.ndarray,
+    comm_dtype: pd.CategoricalDtype,
+    state: np.ndarray,
+    reason: np.ndarray,
+) -> pd.DataFrame:
     """The occupancy table: the same columns and types whether empty or not."""
     return pd.DataFrame(
         {
@@ -266,7 +290,7 @@ def _frame(cpu, start, end, pid, comm_codes, comm_dtype, state, reason) -> pd.Da
     )
 
 
-def _code_dtype(ncategories: int):
+def _code_dtype(ncategories: int) -> type[np.signedinteger[Any]]:
     """The codes type pandas gives a categorical of that many categories."""
     for t in (np.int8, np.int16, np.int32):
         if ncategories < np.iinfo(t).max:

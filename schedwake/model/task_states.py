@@ -51,12 +51,31 @@ forward-filled; no loop over events.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Protocol
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from . import tasks
 from ._util import asof_index, take
 from .events import Events, i64, ints
+
+
+class TaskStatesOf(Protocol):
+    """What :func:`summary` reads of a :class:`schedwake.model.Model` (which imports this
+    module): its intervals, its events and the tasks it is about."""
+
+    @property
+    def task_states(self) -> pd.DataFrame: ...
+
+    @property
+    def events(self) -> Events: ...
+
+    @property
+    def pids(self) -> frozenset[int] | None: ...
+
 
 #: The states of the intervals, in their categorical order.
 STATES = ("running", "preempted", "woken_wait", "sleeping", "blocked", "unknown")
@@ -126,7 +145,9 @@ def task_class(comm: str, pid: int | None = None) -> str | None:
     return "user"
 
 
-def build(ev: Events, runs: pd.DataFrame, unseen_pids=None) -> pd.DataFrame:
+def build(
+    ev: Events, runs: pd.DataFrame, unseen_pids: Collection[int] | np.ndarray | None = None
+) -> pd.DataFrame:
     """The interval table of every task of ``ev`` (see the module's docstring); ``runs``:
     where the trace proves each task ran (:mod:`.completeness`); ``unseen_pids``: None
     for a complete trace, else the tasks it shows running unseen (completeness
@@ -195,7 +216,7 @@ def build(ev: Events, runs: pd.DataFrame, unseen_pids=None) -> pd.DataFrame:
     first = int(ev.first_ts) if ev.first_ts else t_end
     parts.append((np.full(len(old), first, np.int64), old, -1, _UNK, _PRIO_START, -1, 0))
 
-    def cat(k, dtype):
+    def cat(k: int, dtype: npt.DTypeLike) -> np.ndarray:
         return np.concatenate(
             [np.broadcast_to(np.asarray(p[k], dtype=dtype), (len(p[0]),)) for p in parts]
         )
@@ -379,7 +400,15 @@ def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
     return out
 
 
-def _frame(pid, cpu, start, end, state, since, letter_cats) -> pd.DataFrame:
+def _frame(
+    pid: npt.ArrayLike,
+    cpu: npt.ArrayLike,
+    start: npt.ArrayLike,
+    end: npt.ArrayLike,
+    state: npt.ArrayLike,
+    since: npt.ArrayLike,
+    letter_cats: Sequence[str],
+) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "pid": np.asarray(pid, dtype=np.int32),
@@ -395,7 +424,9 @@ def _frame(pid, cpu, start, end, state, since, letter_cats) -> pd.DataFrame:
     )
 
 
-def _cut(intervals: pd.DataFrame, start_ns: int | None, end_ns: int | None):
+def _cut(
+    intervals: pd.DataFrame, start_ns: int | None, end_ns: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     """The intervals' starts and ends moved inside ``start_ns``..``end_ns`` (None: open)."""
     s = intervals["start_ts"].to_numpy()
     e = intervals["end_ts"].to_numpy()
@@ -483,7 +514,7 @@ def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, fl
     return out
 
 
-def _class_of(pids, names: dict[int, str]) -> np.ndarray:
+def _class_of(pids: Iterable[int], names: dict[int, str]) -> np.ndarray:
     """:func:`task_class` of each pid (by its name in ``names``), as an object array."""
     return np.array([task_class(names.get(int(p), ""), int(p)) for p in pids], dtype=object)
 
@@ -530,7 +561,7 @@ def _time_before(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarra
     return part(start) - part(end)
 
 
-def summary(model) -> dict:
+def summary(model: TaskStatesOf) -> dict[str, Any]:
     """The task states of ``model`` (a :class:`schedwake.model.Model`) for the reports:
     ``tasks`` (the tasks of ``model.pids``, else every task; most running first), each
     with its seconds in every state (:data:`TOTAL_COLUMNS`, to the ns: they add up to
@@ -544,7 +575,7 @@ def summary(model) -> dict:
     per_cpu_task = totals(iv, ("pid", "cpu")) if len(iv) else None
     per_cpu = totals(iv, ("cpu",)) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
 
-    def secs(row) -> dict:
+    def secs(row: pd.Series) -> dict[str, float]:
         return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}
 
     # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from ..schema import FLAG_HARDIRQ, FLAG_NMI, FLAG_SOFTIRQ
@@ -70,7 +71,7 @@ def name_class(comm: str, pid: int | None = None) -> str:
     return USER
 
 
-def context_codes(flags) -> np.ndarray:
+def context_codes(flags: pd.Series | npt.ArrayLike) -> np.ndarray:
     """Index into CONTEXTS for each ``common_flags`` value (null -> unknown)."""
     f = pd.array(flags, dtype="UInt8") if not isinstance(flags, pd.Series) else flags
     arr = np.asarray(pd.Series(f).fillna(255).astype(np.int64))
@@ -82,7 +83,9 @@ def context_codes(flags) -> np.ndarray:
     return out
 
 
-def classify(comm: pd.Categorical | pd.Series, pid: np.ndarray, ctx: np.ndarray | None = None):
+def classify(
+    comm: pd.Categorical | pd.Series, pid: np.ndarray, ctx: np.ndarray | None = None
+) -> tuple[pd.Categorical, np.ndarray]:
     """Vectorized class (categorical of CLASSES) and bound CPU (-1 if none) of tasks.
 
     ``comm``: categorical names; ``pid``: pids; ``ctx``: CONTEXTS codes, where a

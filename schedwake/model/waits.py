@@ -61,12 +61,25 @@ priorities are not in the trace.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from . import tasks
 from ._util import asof_index, cat_mask, pick_cat, take, take_cat
 from .events import Events, i64, ints
+
+if TYPE_CHECKING:
+    from ..topology import Topology
+
+#: A CPU's intervals overlapping a stretch (:meth:`CpuIndex.intervals`): start, end, pid,
+#: comm, prio, known, lost.
+_Intervals = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
 
 #: Kinds of the waits table.
 KINDS = ("woken", "preempted", "first_seen")
@@ -82,7 +95,7 @@ UNKNOWN_OUTSIDE = "on a CPU outside the slice (--cpu)"
 _BIG = np.iinfo(np.int64).max
 
 
-def _runnable(s: pd.DataFrame, states=("R", "R+")) -> np.ndarray:
+def _runnable(s: pd.DataFrame, states: Collection[str] = ("R", "R+")) -> np.ndarray:
     """Per ``sched_switch``: switched out runnable (``prev_state`` in ``states``)."""
     if "prev_state_str" not in s.columns:
         return np.zeros(len(s), dtype=bool)
@@ -92,7 +105,7 @@ def _runnable(s: pd.DataFrame, states=("R", "R+")) -> np.ndarray:
 def build(
     ev: Events,
     runs: pd.DataFrame | None,
-    runnable_states=("R", "R+"),
+    runnable_states: Collection[str] = ("R", "R+"),
     rewoken_unseen: bool = True,
 ) -> pd.DataFrame:
     """The waits table of ``ev`` (see the module's docstring): a wait ends at a switch-in,
@@ -254,7 +267,9 @@ def _empty() -> pd.DataFrame:
     )
 
 
-def cut_to_slice(w: pd.DataFrame, migrate, hi: int | None, cpus) -> pd.DataFrame:
+def cut_to_slice(
+    w: pd.DataFrame, migrate: pd.DataFrame | None, hi: int | None, cpus: Iterable[int] | None
+) -> pd.DataFrame:
     """The waits of a slice of a trace (``w``, built from its events and the whole
     trace's runs) cut where each leaves the slice: a move off its CPUs (the whole trace's
     ``migrate``: orig_cpu in ``cpus``, dest_cpu not), a run on a CPU outside them, the
@@ -325,7 +340,14 @@ class CpuIndex:
     intervals) and where the ring buffer lost events: the intervals the breakdown
     clips, found by binary search."""
 
-    def __init__(self, ev: Events, timeline: pd.DataFrame, lost=None, migrate=None, cpus=None):
+    def __init__(
+        self,
+        ev: Events,
+        timeline: pd.DataFrame,
+        lost: pa.Table | None = None,
+        migrate: pd.DataFrame | None = None,
+        cpus: Iterable[int] | None = None,
+    ) -> None:
         s = ev.switch
         #: for a slice of some CPUs: them (a stretch on another CPU is outside it)
         self.cpus: frozenset[int] | None = None if cpus is None else frozenset(cpus)
@@ -383,7 +405,7 @@ class CpuIndex:
         else:
             self.mig = None
 
-    def intervals(self, cpu: int, a: int, b: int):
+    def intervals(self, cpu: int, a: int, b: int) -> tuple[_Intervals | None, int]:
         """The intervals of ``cpu`` overlapping ``[a, b)``, clipped: (start, end, pid,
         comm, prio, known, lost) arrays, plus the stretch at the start the trace does not
         cover."""
@@ -431,7 +453,7 @@ class CpuIndex:
         out.append((int(mdest[i1 - 1]), at, b))
         return [x for x in out if x[2] > x[1]] or [(cpu_at_end, a, b)]
 
-    def llc_peers(self, topology, cpu: int) -> list[int]:
+    def llc_peers(self, topology: Topology, cpu: int) -> list[int]:
         """The other CPUs of ``cpu``'s LLC that the trace has switches of."""
         if cpu not in self._peers:
             cpus = sorted(self.by_cpu)
@@ -483,7 +505,7 @@ def task_class(comm: str, prio: int | None, waiter_prio: int | None) -> str:
 
 def breakdown(
     index: CpuIndex,
-    topology,
+    topology: Topology,
     pid: int,
     start_ts: int,
     end_ts: int,
@@ -580,7 +602,9 @@ def breakdown(
     }
 
 
-def _llc_idle(index: CpuIndex, topology, cpu: int, a: int, b: int) -> tuple[int, set[int]]:
+def _llc_idle(
+    index: CpuIndex, topology: Topology, cpu: int, a: int, b: int
+) -> tuple[int, set[int]]:
     """How long at least one other CPU of ``cpu``'s LLC was idle within ``[a, b)``, and
     those CPUs."""
     others = index.llc_peers(topology, cpu)

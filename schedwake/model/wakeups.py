@@ -34,12 +34,19 @@ Semantics (docs/semantics.md; docs/detectors.md, 'Semantics the detectors rely o
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from . import completeness, tasks
 from ._util import _sorted, _stable_order, asof_index, pick_cat, take, take_cat
 from .events import Events, i64, ints
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 WAKEUP_COLUMNS = (
     "ts",
@@ -68,7 +75,9 @@ WAKEUP_COLUMNS = (
 )
 
 
-def barrier_ts(ev: Events, ts, cpu, direction: str, allow_exact: bool) -> np.ndarray:
+def barrier_ts(
+    ev: Events, ts: np.ndarray, cpu: np.ndarray, direction: str, allow_exact: bool
+) -> np.ndarray:
     """For each (ts, cpu), the time of the nearest event (as :func:`asof_index` finds it)
     that ends a wake-up's critical section on that CPU: int64 min (backward) or max
     (forward) when there is none. Searched event by event: no merged copy of them."""
@@ -129,7 +138,16 @@ def match_wakeup_migrations(ev: Events) -> np.ndarray:
     return np.where(_first_claims(res), res, -1)
 
 
-def _settling_ts(c_ts, c_pid, c_cpu, c_dest, ts, pid, cpu, placed) -> np.ndarray:
+def _settling_ts(
+    c_ts: np.ndarray,
+    c_pid: np.ndarray,
+    c_cpu: np.ndarray,
+    c_dest: np.ndarray,
+    ts: np.ndarray,
+    pid: np.ndarray,
+    cpu: np.ndarray,
+    placed: np.ndarray,
+) -> np.ndarray:
     """For each candidate (a waking at ``c_ts`` of ``c_pid`` and a migration on ``c_cpu``
     to ``c_dest``), the time of the first event (``ts``, ``pid``, ``cpu``: a sched_wakeup
     or a switch-in) at or after the waking that says the wake-up was settled without
@@ -190,7 +208,13 @@ def _match_without_waking(ev: Events, m: pd.DataFrame) -> np.ndarray:
     return res
 
 
-def build(ev: Events, topo, mig_w: np.ndarray, runs: pd.DataFrame, window=None) -> pd.DataFrame:
+def build(
+    ev: Events,
+    topo: Topology,
+    mig_w: np.ndarray,
+    runs: pd.DataFrame,
+    window: tuple[int, Collection[int] | None] | None = None,
+) -> pd.DataFrame:
     """The wakeups table of ``ev`` (``mig_w``: :func:`match_wakeup_migrations`;
     ``runs``: where the trace proves each task ran, :mod:`.completeness`; ``window``:
     for a slice of a trace, its end and CPUs (None: all), and ``runs`` the whole
@@ -373,7 +397,7 @@ def _wakeup_ts(
     next_waking: np.ndarray,
     chosen: np.ndarray,
     proof: _Runs,
-):
+) -> tuple[pd.arrays.IntegerArray, np.ndarray]:
     """(wakeup_ts, chosen_cpu): the first ``sched_wakeup`` of the wakee at or after the
     waking, before its next one and, unless the wakee was running, not after the next
     proof that it ran (missing if none: a sched_wakeup after the wakee ran is another
@@ -429,8 +453,8 @@ def _wake_to_run(
     next_waking: np.ndarray,
     wakers: _Wakers,
     proof: _Runs,
-    wakeup_ts,
-) -> dict:
+    wakeup_ts: pd.arrays.IntegerArray,
+) -> dict[str, Any]:
     """The columns run_ts, run_from_ts, latency_ns, run_end_ts, slept_after,
     wakee_was_running.
 
@@ -498,7 +522,7 @@ def _work_function(ev: Events, ts: np.ndarray, wakers: _Wakers) -> pd.Categorica
     return take_cat(ev.wq_start["function"].array, np.where(inside, si, -1))
 
 
-def _nullable(values, ok) -> pd.arrays.IntegerArray:
+def _nullable(values: npt.ArrayLike, ok: npt.ArrayLike) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(np.asarray(values, dtype=np.int64), ~np.asarray(ok, bool))
 
 
