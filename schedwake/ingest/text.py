@@ -1210,7 +1210,7 @@ def _print_events(tables, counts, systems):
         t = t.select(list(COMMON_NAMES))
         t = t.append_column("ip", pa.array(["tracing_mark_write"] * t.num_rows).dictionary_encode())
         t = t.append_column("buf", pc.binary_join_element_wise(buf, "\n", "").dictionary_encode())
-        tables["print"] = pa.concat_tables([tables["print"], t]) if "print" in tables else t
+        tables["print"] = _concat_like(tables["print"], t) if "print" in tables else t
     if "print" in tables and tables["print"].num_rows and "buf" in tables["print"].schema.names:
         p = tables["print"]
         buf = p.column("buf").cast(pa.string())
@@ -1218,6 +1218,25 @@ def _print_events(tables, counts, systems):
             buf = pc.binary_join_element_wise(buf, "\n", "")
             i = p.schema.get_field_index("buf")
             tables["print"] = p.set_column(i, "buf", buf.dictionary_encode())
+
+
+def _concat_like(old: pa.Table, new: pa.Table) -> pa.Table:
+    """``old``'s rows then ``new``'s, in ``new``'s columns and types: a column ``old``
+    holds only nulls of (a ``print`` whose every ``ip`` was damaged is a dictionary of
+    nulls) is cast, one it lacks is null (a fuzzed file mixed the two print layouts)."""
+    cols = []
+    for f in new.schema:
+        if f.name in old.schema.names:
+            c = old.column(f.name)
+            if c.type != f.type:
+                try:
+                    c = c.cast(f.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    c = pa.chunked_array([pa.nulls(old.num_rows, f.type)])
+        else:
+            c = pa.chunked_array([pa.nulls(old.num_rows, f.type)])
+        cols.append(c)
+    return pa.concat_tables([pa.Table.from_arrays(cols, schema=new.schema), new])
 
 
 def _safe_name(name: str, taken) -> str:
