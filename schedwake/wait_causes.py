@@ -96,38 +96,62 @@ def _explain(
     return b
 
 
-def _last_switch_out(
-    trace: Trace, pid: int, lo: int, hi: int, cpu: int | None = None
-) -> tuple[list[dict], int] | None:
-    """With callchains: ``(frames, ts)`` of the last switch-out of ``pid`` in ``(lo, hi]``
-    (on ``cpu`` when given): its kernel stack, innermost first, and its time; None
-    without callchains or such a switch."""
-    if not trace.has_records("sched_switch"):
-        return None
-    table = trace.table("sched_switch")
-    if "callchain" not in table.column_names:
-        return None
-    from .detect.evidence import stack_frames
+class SwitchOuts:
+    """The switch-outs of a trace with callchains, indexed by task once: each query of
+    :meth:`last` looks at that task's switches only (a wait explained per task, as
+    ``--waits`` explains every wait, no longer scans every switch of the trace)."""
 
-    ts = table.column("ts").to_numpy()
-    mask = (table.column("prev_pid").to_numpy() == pid) & (ts > lo) & (ts <= hi)
-    if cpu is not None:
-        mask &= table.column("cpu").to_numpy() == cpu
-    hit = np.flatnonzero(mask)
-    if len(hit) == 0:
-        return None
-    row = int(hit[np.argmax(ts[hit])])
-    r = {
-        "callchain": table.column("callchain")[row].as_py(),
-        "callchain_context": table.column("callchain_context")[row].as_py()
-        if "callchain_context" in table.column_names
-        else None,
-    }
-    frames = stack_frames(trace, r)
-    return (frames, int(ts[row])) if frames else None
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.table = None
+        if not trace.has_records("sched_switch"):
+            return
+        table = trace.table("sched_switch")
+        if "callchain" not in table.column_names:
+            return
+        self.table = table
+        ts = table.column("ts").to_numpy()
+        prev = table.column("prev_pid").to_numpy()
+        # by task, then time, then the table's order (the first of equal times wins)
+        self.order = np.lexsort((np.arange(len(ts)), ts, prev))
+        self.prev = prev[self.order]
+        self.ts = ts[self.order]
+        self.cpu = table.column("cpu").to_numpy()[self.order]
+
+    def last(
+        self, pid: int, lo: int, hi: int, cpu: int | None = None
+    ) -> tuple[list[dict], int] | None:
+        """``(frames, ts)`` of the last switch-out of ``pid`` in ``(lo, hi]`` (on ``cpu``
+        when given): its kernel stack, innermost first, and its time; None without
+        callchains or such a switch."""
+        if self.table is None:
+            return None
+        from .detect.evidence import stack_frames
+
+        a, b = np.searchsorted(self.prev, pid, "left"), np.searchsorted(self.prev, pid, "right")
+        ts = self.ts[a:b]
+        i = a + np.searchsorted(ts, lo, "right")
+        j = a + np.searchsorted(ts, hi, "right")
+        hit = np.arange(i, j)
+        if cpu is not None:
+            hit = hit[self.cpu[hit] == cpu]
+        if len(hit) == 0:
+            return None
+        last_ts = self.ts[hit[-1]]
+        first = hit[self.ts[hit] == last_ts][0]  # (the first of equal times, as before)
+        row = int(self.order[first])
+        table = self.table
+        r = {
+            "callchain": table.column("callchain")[row].as_py(),
+            "callchain_context": table.column("callchain_context")[row].as_py()
+            if "callchain_context" in table.column_names
+            else None,
+        }
+        frames = stack_frames(self.trace, r)
+        return (frames, int(last_ts)) if frames else None
 
 
-def blocker_stack(trace: Trace, b: dict[str, Any]) -> None:
+def blocker_stack(trace: Trace, b: dict[str, Any], outs: SwitchOuts | None = None) -> None:
     """With callchains (``perf sched record -g``): the kernel stack of the task that
     ran longest instead (the largest ``task`` part), at its last switch-out on that CPU
     within the wait, added to that part as ``stack`` (frames, innermost first)."""
@@ -135,7 +159,7 @@ def blocker_stack(trace: Trace, b: dict[str, Any]) -> None:
     if not tasks:
         return
     top = max(tasks, key=lambda p: p["ns"])
-    found = _last_switch_out(trace, top["pid"], b["start_ts"], b["end_ts"], cpu=top["cpu"])
+    found = (outs or SwitchOuts(trace)).last(top["pid"], b["start_ts"], b["end_ts"], top["cpu"])
     if found is not None:
         top["stack"] = [f["symbol"] for f in found[0]]
         top["stack_at"] = _ts_s(found[1])
@@ -267,26 +291,29 @@ def _explain_rows(trace: Trace, f: pd.DataFrame, stacks: bool = False) -> list[t
         "waker_pid",
     )  # fmt: skip
     cols = [f[c].tolist() for c in names]
+    outs = SwitchOuts(trace) if stacks else None  # (the switches indexed once for all)
     for kind, pid, comm, start, end, cpu, wake_end, waker, min_end, cut, waker_pid in zip(*cols):
         b = _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
         if stacks:
-            blocker_stack(trace, b)
+            blocker_stack(trace, b, outs)
         rec = wait_record(
             trace, kind, pid, comm, start, end, cpu, b, waker, min_end, waker_pid=waker_pid
         )
         if stacks:
-            own_stack(trace, rec, int(pid), int(start))
+            own_stack(trace, rec, int(pid), int(start), outs)
         if cut:
             rec["cut"] = True
         out.append((rec, b))
     return out
 
 
-def own_stack(trace: Trace, rec: dict[str, Any], pid: int, start: int) -> None:
+def own_stack(
+    trace: Trace, rec: dict[str, Any], pid: int, start: int, outs: SwitchOuts | None = None
+) -> None:
     """With callchains: the kernel stack of task ``pid`` at its last switch-out at or
     before ``start`` (where it went to sleep, or was preempted), added to ``rec`` as
     ``stack`` (frames, innermost first) and ``stack_at`` (seconds)."""
-    found = _last_switch_out(trace, pid, np.iinfo(np.int64).min, start)
+    found = (outs or SwitchOuts(trace)).last(pid, np.iinfo(np.int64).min, start)
     if found is not None:
         rec["stack"] = [f["symbol"] for f in found[0]]
         rec["stack_at"] = _ts_s(found[1])

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
@@ -697,7 +698,7 @@ def _table(path, name: str, r: _Columns, names: dict[int, str], kernel) -> pa.Ta
             table = text.STATE_NEW if _new_states(kernel) else text.STATE_OLD
             v = np.array([0 if x is None else x for x in vals], np.int64)
             valid = np.array([x is not None for x in vals])
-            st = text._state_str_column(v, valid, table)
+            st = text.state_str_column(v, valid, table)
             fields.append(pa.field("prev_state_str", st.type))
             arrays.append(st)
     schema = event_schema(fields)
@@ -722,17 +723,7 @@ def _array(vals: list, typ: pa.DataType) -> pa.Array:
 
 
 def _new_states(kernel: str | None) -> bool:
-    """Whether prev_state has the >= 4.14 bits (TASK_REPORT; unknown: yes)."""
-    if not kernel:
-        return True
-    try:
-        major, minor = (int(x) for x in kernel.split(".")[:2])
-    except ValueError:
-        try:
-            major, minor = (
-                int(kernel.split(".")[0]),
-                int("".join(ch for ch in kernel.split(".")[1] if ch.isdigit()) or 0),
-            )
-        except (ValueError, IndexError):
-            return True
-    return (major, minor) >= (4, 14)
+    """Whether prev_state has the >= 4.14 bits (TASK_REPORT; a release that does not
+    say: yes, today's kernels)."""
+    m = re.match(r"(\d+)\.(\d+)", kernel or "")
+    return m is None or (int(m[1]), int(m[2])) >= (4, 14)

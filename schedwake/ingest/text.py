@@ -1065,7 +1065,7 @@ def _state_str(value: int, table: dict) -> str:
     return s
 
 
-def _state_str_column(values: np.ndarray, valid: np.ndarray | None, table: dict) -> pa.Array:
+def state_str_column(values: np.ndarray, valid: np.ndarray | None, table: dict) -> pa.Array:
     uniq, inv = _unique_inverse(values)
     dictionary = pa.array([_state_str(int(u), table) for u in uniq], type=pa.string())
     d = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), dictionary)
@@ -1365,7 +1365,7 @@ def _layout_columns(name, ev, desc, pool, cols, n):
         else:
             cols[out_name] = _int_column(vals, valid, typ)
         if name == "sched_switch" and fname == "prev_state":
-            cols["prev_state_str"] = _state_str_column(vals, valid, state_table)
+            cols["prev_state_str"] = state_str_column(vals, valid, state_table)
 
 
 def _pool_id(pool: pa.Array, s: str):
