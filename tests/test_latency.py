@@ -177,6 +177,10 @@ def test_perf_compat_lines_are_perfs(name, by):
     """``--perf-compat`` prints perf sched latency's table: every task line and the
     TOTAL line the same characters, in the same order (perf 6.1 here, the version whose
     reading --perf-compat reproduces)."""
+    from .test_waits import _perf_version
+
+    if _perf_version() > (6, 1):  # (a later perf reads sched_waking and R+: not 6.1's reading)
+        pytest.skip(f"perf {_perf_version()} is not the perf 6.1 whose reading --perf-compat is")
     path = sample(name)
     perf = _perf_rows(path, by == "pid")
     assert len(perf) > 10
