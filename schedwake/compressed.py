@@ -18,7 +18,7 @@ import stat
 import subprocess
 import zlib
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import TraceError
 
@@ -230,6 +230,7 @@ def decompress_to(path, kind: str, dest: Path, limit: int) -> None:
         with open_regular(p) as f, open(dest, "wb") as out:
             stream = _stream(p, f, kind)
             source = stream.stdout if isinstance(stream, subprocess.Popen) else stream
+            assert source is not None  # (a PIPE)
             whole = False
             try:
                 done = 0
@@ -274,7 +275,8 @@ class _ZstdFrames:
     whose end says whether the last frame was whole."""
 
     def __init__(self, f: IO[bytes], zstandard):
-        self.f, self.z, self.dobj = f, zstandard, None
+        self.f, self.z = f, zstandard
+        self.dobj: Any = None
 
     def read(self, _n: int) -> bytes:
         try:
