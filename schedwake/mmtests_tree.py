@@ -176,8 +176,8 @@ def parse_run_sides(
     named: dict[str, list[Run]] = {}
     for spec in side_specs:
         name, sep, run = str(spec).partition("=")
-        if not sep:
-            name, run = run, name
+        if not sep:  # (RUN alone: the side is named after it)
+            run = name
         name, run = name.strip(), run.strip()
         if not run or (sep and not name):
             raise TraceError("--side", f"expected NAME=RUN, got {spec!r}")

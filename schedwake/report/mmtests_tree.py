@@ -1,7 +1,7 @@
 """Renderers of an mmtests tree compared (:class:`schedwake.mmtests_tree.TreeComparison`):
 ``schedwake compare --mmtests DIR`` as text, Markdown and JSON. A header says which runs
 and iterations each side is, then each subtest is a comparison as
-:mod:`schedwake.report.compare` prints it (docs/compare.md, "An mmtests tree")."""
+:mod:`schedwake.report.compare` prints it (docs/compare.md, "An mmtests results tree")."""
 
 from __future__ import annotations
 
