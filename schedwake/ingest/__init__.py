@@ -315,9 +315,17 @@ def packed_perfdata(path: Path) -> str | None:
     if path.is_dir():
         return None
     kind = compression(path)
-    if kind is None or not inner_head(path, kind).startswith(b"PERFILE2"):
+    if kind is None:
         return None
-    return kind
+    try:
+        head = inner_head(path, kind)
+    except TraceError:
+        # damaged from its start: a perf.data by its name (perf-4.data.zst) is said to
+        # be damaged here, anything else by the text readers
+        if Path(path.stem).suffix == ".data":
+            raise
+        return None
+    return kind if head.startswith(b"PERFILE2") else None
 
 
 def _read_packed(path: Path, kind: str, events, progress, reader, jobs, kallsyms) -> RawTrace:
