@@ -1150,7 +1150,16 @@ def _profile_of(path: str, kallsyms_file, event, filters: dict, cpu_list, time_r
     multiple=True,
     metavar="NAME=GLOB",
     help="A side made of the iterations GLOB matches; repeatable, in order, "
-    "after the TRACES given as arguments.",
+    "after the TRACES given as arguments. With --mmtests: NAME=RUN, a run of the tree.",
+)
+@click.option(
+    "--mmtests",
+    "mmtests_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="RESULTS_DIR",
+    help="Compare the runs of an mmtests results tree (work/log): per subtest, its perf "
+    "sched record files (a sample per iter-N) and mmtests' own figures.",
 )
 @click.option(
     "--label",
@@ -1249,6 +1258,7 @@ def _profile_of(path: str, kallsyms_file, event, filters: dict, cpu_list, time_r
 def compare(
     traces,
     side_specs,
+    mmtests_dir,
     labels,
     window_s,
     samples,
@@ -1278,12 +1288,44 @@ def compare(
     Example:
         schedwake compare base.dat patched.dat --html report.html
         schedwake compare --side vanilla='runs/vanilla-*.dat' --side fix='runs/fix-*.dat'
+        schedwake compare --mmtests work/log --side base=6.18-vanilla --side new=6.18-fix
     """
     from .compare import compare as run_compare
     from .compare import parse_sides
     from .model import MODEL_EVENTS
 
     th = _thresholds(thresholds)
+    if mmtests_dir is not None:
+        given = {"TRACES": traces, "--from-batch": from_batch, "--work": work_specs}
+        given["--html"] = html_file
+        for name, value in given.items():
+            if value:
+                raise TraceError(name, "does not apply with --mmtests (the tree gives the traces)")
+        from .mmtests_tree import compare_tree
+        from .report import mmtests_tree as tree_report
+
+        events = list(MODEL_EVENTS)
+        tree = compare_tree(
+            mmtests_dir,
+            side_specs,
+            labels,
+            samples=samples,
+            window_s=window_s,
+            significance=significance,
+            alpha=alpha,
+            title=title,
+            metrics=list(metric_names) or None,
+            topology_file=topology_file,
+            llc=llc,
+            thresholds=th,
+            load=lambda p: _load(str(p), events, input_format, reader, jobs),
+        )
+        if fmt == "json":
+            click.echo(tree_report.to_json(tree))
+        else:
+            render = tree_report.markdown if fmt == "markdown" else tree_report.text
+            click.echo(render(tree, per_cpu=per_cpu, full=full), nl=False)
+        return
     dataset = _dataset(from_batch, where, topology_file, llc)
     if dataset is not None:
         spec = parse_sides(traces, side_specs, labels, expand=dataset.expand)

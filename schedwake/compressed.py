@@ -3,7 +3,8 @@ bzip2), and the whole decompressed content of a small file, bounded.
 
 Trace text is streamed (:mod:`schedwake.ingest.text`, which reads the magic here too);
 :func:`read_whole` is for the small files read at once, such as a kallsyms
-(:mod:`schedwake.symbols.kernel`).
+(:mod:`schedwake.symbols.kernel`); :func:`decompress_to` writes a compressed binary
+trace (a ``perf-N.data.zst`` of mmtests) to a file its reader can seek in.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import stat
 import subprocess
 import zlib
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import TraceError
 
@@ -209,4 +210,120 @@ def _zstd(path: Path, f: IO[bytes], most: int) -> bytes:
     return bytes(out[:most])
 
 
-__all__ = ["MAGIC", "PROGRAMS", "compression", "no_zstd", "read_whole"]
+def inner_head(path, kind: str, n: int = 8) -> bytes:
+    """The first ``n`` bytes of the compressed file at ``path`` once decompressed (fewer
+    when its content is shorter; TraceError when its start is damaged)."""
+    p = Path(path)
+    try:
+        with open_regular(p) as f:
+            return _decompress(p, f, kind, n)[:n]
+    except OSError as exc:
+        raise TraceError(p, f"cannot read: {exc.strerror or exc}") from None
+
+
+def decompress_to(path, kind: str, dest: Path, limit: int) -> None:
+    """Write the content of the ``kind``-compressed file at ``path`` to ``dest``:
+    TraceError naming ``path`` in one line when it is truncated or corrupt, or holds
+    more than ``limit`` bytes (writing stops there: a bomb does not fill the disk)."""
+    p = Path(path)
+    try:
+        with open_regular(p) as f, open(dest, "wb") as out:
+            stream = _stream(p, f, kind)
+            source = stream.stdout if isinstance(stream, subprocess.Popen) else stream
+            assert source is not None  # (a PIPE)
+            whole = False
+            try:
+                done = 0
+                while got := source.read(_CHUNK):
+                    done += len(got)
+                    if done > limit:
+                        raise TraceError(
+                            p, f"holds more than {limit >> 20} MiB once decompressed: too large"
+                        )
+                    out.write(got)
+                whole = True
+            except (EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+                raise TraceError(p, f"truncated or corrupt {kind} data ({exc})") from None
+            finally:
+                _close(stream, p, kind, whole)
+    except OSError as exc:
+        raise TraceError(p, f"truncated or corrupt {kind} data ({exc.strerror or exc})") from None
+
+
+def _stream(path: Path, f: IO[bytes], kind: str):
+    """A readable decompressed stream of ``f`` (``_close`` checks how it ended)."""
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=f)
+    if kind == "xz":
+        return lzma.LZMAFile(f)
+    if kind == "bzip2":
+        return bz2.BZ2File(f)
+    exe = shutil.which(PROGRAMS["zstd"][0])
+    if exe is not None:
+        return subprocess.Popen(
+            [exe, *PROGRAMS["zstd"][1:]], stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    try:
+        import zstandard
+    except ImportError:
+        raise no_zstd(path) from None
+    return _ZstdFrames(f, zstandard)
+
+
+class _ZstdFrames:
+    """zstd frames one after another through the Python zstandard module, as a stream
+    whose end says whether the last frame was whole."""
+
+    def __init__(self, f: IO[bytes], zstandard):
+        self.f, self.z = f, zstandard
+        self.dobj: Any = None
+
+    def read(self, _n: int) -> bytes:
+        try:
+            while True:
+                chunk = self.f.read(1 << 16)
+                if not chunk:
+                    if self.dobj is not None and not self.dobj.eof:
+                        raise ValueError("the last frame is cut short")
+                    return b""
+                out = bytearray()
+                while chunk:
+                    if self.dobj is None or self.dobj.eof:
+                        self.dobj = self.z.ZstdDecompressor().decompressobj()
+                    out += self.dobj.decompress(chunk)
+                    chunk = self.dobj.unused_data if self.dobj.eof else b""
+                if out:
+                    return bytes(out)
+        except self.z.ZstdError as exc:
+            raise ValueError(str(exc)) from None
+
+    def close(self) -> None:
+        pass
+
+
+def _close(stream, path: Path, kind: str, whole: bool) -> None:
+    """Close a stream of :func:`_stream`; the zstd program's failure on a stream read
+    to its end (``whole``) is a TraceError, one stopped early is killed."""
+    if not isinstance(stream, subprocess.Popen):
+        stream.close()
+        return
+    assert stream.stdout is not None and stream.stderr is not None  # PIPEs
+    stream.stdout.close()
+    if not whole:
+        stream.kill()
+    err = stream.stderr.read().decode(errors="replace").strip().splitlines()
+    stream.stderr.close()
+    if stream.wait() != 0 and whole:
+        why = err[-1] if err else f"zstd exit code {stream.returncode}"
+        raise TraceError(path, f"truncated or corrupt {kind} data ({why})")
+
+
+__all__ = [
+    "MAGIC",
+    "PROGRAMS",
+    "compression",
+    "decompress_to",
+    "inner_head",
+    "no_zstd",
+    "read_whole",
+]
