@@ -78,6 +78,26 @@ function schedwakeJump(timeline, key) {
   }
   return false;
 }
+// With the page's box #schedwake-link checked, a timeline's zoom and pan are every
+// timeline's (the comparison's runs, all in seconds since their start).
+function schedwakeLink(from, xr) {
+  const box = document.getElementById('schedwake-link');
+  if (!box || !box.checked || schedwakeLink.busy || !window.Bokeh) { return; }
+  schedwakeLink.busy = true;
+  try {
+    for (const el of document.querySelectorAll('.schedwake-timeline')) {
+      if (el.id === from) { continue; }
+      for (const doc of Bokeh.documents) {
+        const r = doc.get_model_by_name(el.id + '-x');
+        if (r && (r.start !== xr.start || r.end !== xr.end)) {
+          r.setv({start: xr.start, end: xr.end});
+        }
+      }
+    }
+  } finally {
+    schedwakeLink.busy = false;
+  }
+}
 """
 
 
@@ -735,6 +755,7 @@ def timeline_fragment(
     since_start: bool = False,
     run: str | None = None,
     budget: int | None = None,
+    extent_s: float | None = None,
 ) -> str:
     """The interactive per-CPU timeline of ``trace`` as an HTML fragment (a ``<div
     id=name>`` and its script; BokehJS comes from :func:`bokeh_resources`, once a page).
@@ -742,7 +763,8 @@ def timeline_fragment(
     (key ``f<i>`` for ``findings[i]``); ``name``: a page-unique id; ``since_start``: the
     axis in seconds since the trace's start (else trace time; the hover gives both);
     ``run``: the trace's name in the title (default: its file's); ``budget``: the most
-    exact runs it holds (default :data:`EXACT_BUDGET`)."""
+    exact runs it holds (default :data:`EXACT_BUDGET`); ``extent_s``: the seconds the axis
+    may pan over at least (the timelines of a page zoomed together share one extent)."""
     from bokeh.embed import components
     from bokeh.layouts import column, row
     from bokeh.models import CDSView, IndexFilter, Range1d
@@ -756,10 +778,11 @@ def timeline_fragment(
     src, tasks, states = _sources(pl, base)
     nrows = len(pl.order)
     lo, hi = float(base.x(pl.lo)), float(base.x(pl.hi))
-    pad = max((hi - lo) * 0.01, 1e-6)
+    top = max(hi, lo + (extent_s or 0.0))
+    pad = max((top - lo) * 0.01, 1e-6)
     # start and end by keyword: bokeh's stub does not declare the positional form
     x_range = Range1d(
-        start=lo, end=hi, bounds=(lo - pad, hi + pad), min_interval=2e-6, name=f"{name}-x"
+        start=lo, end=hi, bounds=(lo - pad, top + pad), min_interval=2e-6, name=f"{name}-x"
     )
     p = figure(
         name=f"{name}-plot",
