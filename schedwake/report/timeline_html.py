@@ -799,10 +799,16 @@ def timeline_fragment(
         title=f"{run or _name(trace)}: who runs on each CPU (hover a run or an arrow; wheel: zoom)",
     )
     _decorate(p, trace, pl, base, name)
-    agg_r = p.quad(
+    # the aggregate, and under it a faint copy that stays (without hover) while a task is
+    # picked: the picker filters the aggregate itself out then
+    agg_faint = p.quad(
         source=src["aggregate"], left="left", right="right", top="top", bottom="bottom",
-        fill_color="colour", fill_alpha="alpha", line_alpha=0, muted_alpha=0.08,
-        name=f"{name}-aggregate",
+        fill_color="colour", fill_alpha=0.08, line_alpha=0,
+    )  # fmt: skip
+    agg_r = p.quad(
+        source=src["aggregate"], view=CDSView(filter=IndexFilter(indices=None)), left="left",
+        right="right", top="top", bottom="bottom", fill_color="colour", fill_alpha="alpha",
+        line_alpha=0, name=f"{name}-aggregate",
     )  # fmt: skip
     # the runs and arrows of every task but the one picked (all of them: none picked)
     others = CDSView(filter=IndexFilter(indices=None))
@@ -813,16 +819,15 @@ def timeline_fragment(
     )  # fmt: skip
     arrows_others = CDSView(filter=IndexFilter(indices=None))
     arrows = arrow_renderers(p, src["arrows"], arrows_others, f"{name}-arrows")
+    hovers = _hover_tools(base, tasks, states, [exact_r], [arrows[2]], [agg_r])
     picker, picked = task_picker(
-        p, src, pl, name, [agg_r, exact_r, *arrows[:2]], arrow_renderers, WIDTH
+        p, src, pl, name, [exact_r, *arrows[:2]], arrow_renderers, WIDTH, [agg_r.view.filter]
     )
-    p.add_tools(
-        *_hover_tools(
-            base, tasks, states, [exact_r, picked["runs"]], [arrows[2], picked["hit"]], [agg_r]
-        )
-    )
+    hovers[0].renderers = [exact_r, picked["runs"]]
+    hovers[1].renderers = [arrows[2], picked["hit"]]
+    p.add_tools(*hovers)
     q = _overview(src["counts"], x_range, pl.migrations)
-    select, status = _controls(pl, base, x_range, [exact_r, *arrows], [agg_r], name)
+    select, status = _controls(pl, base, x_range, [exact_r, *arrows], [agg_faint, agg_r], name)
     parts = [
         row(select, picker["widgets"], Div(text=f"<p class='meta'>{_legend()}</p>", width=500)),
         status,

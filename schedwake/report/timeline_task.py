@@ -55,6 +55,7 @@ filters.amine.indices = amine;
 path.data = {x: xs, y: ys};
 for (const r of picked) { r.visible = pid !== null; }
 for (const r of dim) { r.muted = pid !== null; }
+for (const f of quiet) { f.indices = pid === null ? null : []; }
 const waits = mine.length - ran.length;
 if (pid === null) {
   status.text = '';
@@ -88,21 +89,22 @@ def task_choices(runs: pd.DataFrame, limit: int = MAX_TASKS) -> tuple[list[str],
     return [f"{name[p]} ({p})" for p in pids], {p: int(n) for p, n in zip(pids, counts)}
 
 
-def task_picker(p, src: dict, pl, name: str, dim: list, arrow_renderers, width: int):
+def task_picker(p, src: dict, pl, name: str, dim: list, arrow_renderers, width: int, quiet: list):
     """The picker of the timeline ``name`` on its plot ``p``: the renderers of the picked
     task (added to ``p``), the filters that split the runs' and the arrows' renderers
     into the picked task's and the others' (the others' views are those of the
     renderers of :func:`~schedwake.report.timeline_html.timeline_fragment`), and the
     callback that picks. ``pl``: the timeline's plan; ``dim``: the renderers dimmed while
-    a task is picked (the aggregate, the runs, the arrows' shafts and heads);
-    ``arrow_renderers``: how the timeline draws an arrow; ``width``: the plot's. Returns
+    a task is picked (the runs, the arrows' shafts and heads);
+    ``arrow_renderers``: how the timeline draws an arrow; ``width``: the plot's; ``quiet``:
+    the filters that hide all while a task is picked (the aggregate's: a faint copy stays). Returns
     ({"widgets", "status"}, {"runs", "hit"}: the picked renderers that hover)."""
     from bokeh.layouts import row
     from bokeh.models import CDSView, ColumnDataSource, CustomJS, IndexFilter
     from bokeh.models.widgets import AutocompleteInput, Button, Div
 
     # the dimmed renderers' views filter "the others" (made by timeline_fragment)
-    exact_r, seg = dim[1], dim[2]
+    exact_r, seg = dim[0], dim[1]
     filters = {
         "rest": exact_r.view.filter,
         "arest": seg.view.filter,
@@ -145,6 +147,7 @@ def task_picker(p, src: dict, pl, name: str, dim: list, arrow_renderers, width: 
                 "path": path,
                 "picked": [line, runs_r, woke_r, *arrows],
                 "dim": dim,
+                "quiet": quiet,
                 "status": status,
                 "totals": {str(k): v for k, v in totals.items()},
                 "everything": pl.everything,
