@@ -115,6 +115,19 @@ def test_renders_in_headless_chromium(report, chromium):
     assert shot.read_bytes().startswith(PNG)
 
 
+def test_static_timelines_are_in_trace_time_as_the_interactive_one():
+    """One time base on the analyze page: a long window's axis is trace time (seconds as
+    trace-cmd report prints them, not since the start), a short one's µs after a trace
+    time; the label says which."""
+    trace, _ = analysed()
+    first = trace.model.events.first_ts
+    ax = cpu_timeline(trace, first + 1_000_000_000, first + 2_000_000_000).axes[0]
+    assert ax.get_xlabel().startswith("trace time (s), as trace-cmd report prints it")
+    assert ax.get_xlim() == pytest.approx(((first + 1e9) / 1e9, (first + 2e9) / 1e9))
+    ax = cpu_timeline(trace, 52_679_713_329, 52_679_919_158).axes[0]
+    assert ax.get_xlabel() == "µs after 52.679713 s (trace time, as trace-cmd report prints it)"
+
+
 def test_a_zoom_on_a_large_machine_shows_the_llcs_of_the_evidence():
     trace = shared_trace(sample("kstack-6.1-32cpu/k61-32cpu-dbench-c2-kstack-off-i1.dat"))
     f = [x for x in schedwake.analyze(trace).findings if x.detector == "kworker_pingpong"][0]

@@ -492,7 +492,8 @@ def test_one_trace_a_side_carries_the_one_run_caution_and_one_colour_scale():
     assert "note: one baseline run" in compare_report.text(result)
     figs = report_figures(result)
     clims = [
-        figs[f"{s}: migration matrix"].axes[0].images[0].get_clim() for s in ("root", "weighted")
+        figs[f"{s}: migration matrix (fio-pinned-{s}.dat)"].axes[0].images[0].get_clim()
+        for s in ("root", "weighted")
     ]
     assert clims[0] == clims[1]
 

@@ -98,8 +98,8 @@ def test_html_has_tables_findings_and_plots(report):
     for name in (
         "Wake-to-run latency CDF",
         "Per-CPU busy share",
-        "fio-root: migration matrix",
-        "fio-weighted: task CPU over time",
+        "fio-root: migration matrix (fio-pinned-root.dat)",
+        "fio-weighted: task CPU over time (fio-pinned-weighted.dat)",
     ):
         assert f"<figcaption>{name}</figcaption>" in html
 

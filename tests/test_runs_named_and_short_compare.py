@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -85,9 +86,113 @@ def test_compare_html_names_runs_by_their_directories(runs_compared, runs_page):
             assert f"<td class='l'>{name}</td>" in sides
             assert f"<b>{name}</b>" in findings
     assert "<td class='l'>trace.dat</td>" not in sides
+    # every run of each side has its figures and its timeline, named, a menu a side
+    runs = page.split("<h2>Each run:")[1].split("<h2>")[0]
+    for k, side in enumerate(("base", "new")):
+        label = ("1c", "4c")[k]
+        menu = runs.split(f"<select id='side{k}-runs'")[1].split("</select>")[0]
+        names = re.findall(r"<option value='(\d)'>([^<]*)</option>", menu)
+        assert names == [(str(i - 1), f"{side}/run{i}/trace.dat") for i in (1, 2, 3)]
+        for i in (1, 2, 3):
+            name = f"{side}/run{i}/trace.dat"
+            for what in ("migration matrix", "task CPU over time"):
+                assert f"<figcaption>{label}: {what} ({name})</figcaption>" in runs
+            assert f"<figcaption>{label}: per-CPU timeline of {name} (interactive)" in runs
+            shown = "" if i == 1 else " style='display:none'"
+            assert f"<div class='schedwake-run' data-side='{k}' data-run='{i - 1}'{shown}>" in runs
+    # their timelines in seconds since each run's start, the page's exact runs shared
+    metas = [
+        json.loads(m.replace("&quot;", '"')) for m in re.findall(r"data-timeline='([^']*)'", runs)
+    ]
+    assert len(metas) == 6 and {m["axis"] for m in metas} == {"since_start"}
+    assert sum(m["exact_runs"] for m in metas) <= html.PAGE_EXACT
+    assert runs.count("time since the trace&#x27;s start (s); hover: the trace time too") == 6
+    assert "<figcaption>1c: per-CPU timeline of trace.dat" not in runs
     # the notes too: every caveat names the runs it concerns
     notes = [n for n in runs_compared.notes() if "(1c: " in n or "(4c: " in n]
     assert notes and all("run" in n for n in notes)
+
+
+def test_each_run_figure_names_its_run():
+    """The plots of a run say which run they show (not the file name every run shares),
+    and a run's task plot follows the first run's task name."""
+    from schedwake.report.plots import RunView, like_for_like_traces, run_figures
+
+    traces = [shared(p) for p in C1[:2]]
+    plans = like_for_like_traces(traces)
+    assert plans[0][0] is not None and plans[1][2] - plans[1][1] == pytest.approx(
+        plans[0][2] - plans[0][1]
+    )
+    view = RunView("1c", "base/run2/trace.dat", traces[1], *plans[1])
+    figs = run_figures(view, vmax=500)
+    assert "base/run2/trace.dat: " in figs["migration matrix"].axes[0].get_title()
+    title = figs["task CPU over time"].axes[0].get_title()
+    assert title.startswith("1c, base/run2/trace.dat: CPU of dbench")
+    assert figs["task CPU over time"].axes[0].get_xlabel() == "time since the trace's start (s)"
+
+
+@pytest.mark.slow
+def test_a_sides_menu_shows_each_run_and_their_timelines_zoom_together(
+    runs_page, chromium, tmp_path
+):
+    """In headless Chromium: the side's menu shows the run picked (its timeline drawn),
+    hides the others; a zoom of one timeline is every run's (the box checked), in
+    seconds since each run's start."""
+    path = tmp_path / "runs.html"
+    path.write_text(runs_page, encoding="utf-8")
+    problems, outside, got = chromium.run(_pick_runs, path.resolve().as_uri())
+    assert problems == [] and outside == [], (problems, outside)
+    assert got["shown"] == [False, False, True] and got["width"] > 1000
+    assert got["ranges"] == {n: [0.2, 0.5] for n in got["ranges"]} and len(got["ranges"]) == 6
+
+
+def _pick_runs(browser, url: str):
+    from .conftest import cut_network
+
+    context = browser.new_context(viewport={"width": 1240, "height": 900})
+    try:
+        page = context.new_page()
+        outside = cut_network(page)
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+        page.on(
+            "console",
+            lambda m: problems.append(m.text) if m.type in ("error", "warning") else None,
+        )
+        page.goto(url)
+        page.wait_for_function("window.Bokeh && Object.keys(Bokeh.index).length >= 6")
+        page.select_option("#side1-runs", "2")
+        shown = [
+            page.locator(f".schedwake-run[data-side='1'][data-run='{j}']").is_visible()
+            for j in range(3)
+        ]
+        plot = page.locator("#timeline1-2 canvas").first
+        plot.scroll_into_view_if_needed()
+        page.wait_for_function(
+            "document.querySelector('#timeline1-2').getBoundingClientRect().width > 1000"
+        )
+        width = page.evaluate(
+            "document.querySelector('#timeline1-2').getBoundingClientRect().width"
+        )
+        page.evaluate(
+            "(() => { for (const d of Bokeh.documents) { const r = d.get_model_by_name("
+            "'timeline0-0-x'); if (r) { r.setv({start: 0.2, end: 0.5}); } } })()"
+        )
+        ranges = page.evaluate(
+            """(() => {
+              const out = {};
+              for (const el of document.querySelectorAll('.schedwake-timeline')) {
+                for (const d of Bokeh.documents) {
+                  const r = d.get_model_by_name(el.id + '-x');
+                  if (r) { out[el.id] = [r.start, r.end]; }
+                }
+              }
+              return out;
+            })()"""
+        )
+    finally:
+        context.close()
+    return problems, outside, {"shown": shown, "width": width, "ranges": ranges}
 
 
 @pytest.mark.slow

@@ -18,7 +18,14 @@ import numpy as np
 import pytest
 
 from schedwake.report import timeline_html
-from schedwake.report.timeline_html import _aggregate, _runs, _time_in_bins, timeline_fragment
+from schedwake.report.timeline_html import (
+    _aggregate,
+    _runs,
+    _time_in_bins,
+    plan,
+    timeline_fragment,
+)
+from schedwake.report.timeline_task import task_choices
 
 from .conftest import cut_network
 from .test_analysis_html import analysed, analyze_html
@@ -102,6 +109,42 @@ def test_a_trace_over_the_budget_keeps_the_exact_runs_of_its_findings_only(loade
     assert got["exact_runs"] == int(near.sum()) < 5_000
     assert len(small) < len(full) / 3
     assert "densest wake-up migrations only" in small
+    # how to see every run: the Perfetto export of this very trace (and a span's report)
+    path = str(trace.meta.path)
+    cmd = f"schedwake convert {path} --to perfetto -o k61-dbench-c2-kstack-off-i1.pftrace"
+    for text in (cmd, "docs/perfetto.md", f"schedwake analyze {path} --time START,END"):
+        assert text in small and text not in full, text
+
+
+def test_one_time_base_with_the_other_on_hover_and_the_latency_in_words(loaded):
+    """The analyze page's timeline is in trace time (its axis says so), its hover gives
+    the time since the start too; the compare page's runs are in seconds since their
+    start; an arrow's latency is said in words, -1 never shown."""
+    trace, analysis = loaded
+    full = timeline_fragment(trace, analysis.findings)
+    assert "trace time (s), as trace-cmd report prints it; hover: the time since" in full
+    assert _meta(full)["axis"] == "trace_time"
+    for text in ("from the wake-up to its switch-in", "the trace does not show the wakee running"):
+        assert text in full
+    assert "-1: not seen running" not in full
+    rel = timeline_fragment(trace, analysis.findings, since_start=True, run="off/i1")
+    assert _meta(rel)["axis"] == "since_start" and "off/i1: who runs on each CPU" in rel
+    # the same runs, one base minus the other
+    pl = plan(trace, analysis.findings)
+    first = trace.model.events.first_ts
+    assert pl.lo == first and len(pl.exact) == len(pl.runs)
+
+
+def test_the_picker_lists_every_task_most_runs_first(loaded):
+    trace, _ = loaded
+    runs = _runs(trace)
+    labels, totals = task_choices(runs)
+    on = runs[~runs["waiting"] & ~runs["unknown"] & (runs["pid"] > 0)]
+    assert len(labels) == on["pid"].nunique() and "dbench (563)" in labels
+    assert totals[563] == int((on["pid"] == 563).sum()) > 1000
+    assert list(totals.values()) == sorted(totals.values(), reverse=True)
+    assert labels[0].endswith(f"({next(iter(totals))})")
+    assert task_choices(runs, limit=3)[0] == labels[:3]
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +189,15 @@ def test_zoom_and_hover_in_headless_chromium(report, chromium):
     and swaps in the exact runs; hovering the arrow and the kworker's run shows what
     trace-cmd prints for them."""
     ARTIFACTS.mkdir(exist_ok=True)
-    problems, outside = chromium.run(_zoom_and_hover, report.resolve().as_uri())
+    trace, _ = analysed()
+    since = f"{(52_679_760_349 - trace.model.events.first_ts) / 1e9:.6f}"
+    runs = _runs(trace)
+    mine = runs[(runs["pid"] == 563) & ~runs["waiting"]]
+    longest = mine.loc[(mine["end"] - mine["start"]).idxmax()]
+    at = ((int(longest["start"]) + int(longest["end"])) / 2e9, int(longest["cpu"]))
+    problems, outside = chromium.run(
+        _zoom_and_hover, report.resolve().as_uri(), since, len(mine), at
+    )
     assert problems == [] and outside == [], (problems, outside)
 
 
@@ -162,9 +213,10 @@ def _tips_once_they_show(page, text: str) -> str:
     return page.evaluate("_tips()")
 
 
-def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
+def _zoom_and_hover(browser, url: str, since: str, runs: int, at) -> tuple[list[str], list[str]]:
     """The test above, in the browser's thread: its page's problems and the requests it
-    tried outside its file."""
+    tried outside its file. ``since``: the arrow's time since the trace's start as the
+    hover gives it; ``runs``: dbench-563's runs; ``at``: (time, CPU) of its longest."""
     context = browser.new_context(viewport={"width": 1240, "height": 900})
     try:
         page = context.new_page()
@@ -203,16 +255,22 @@ def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
         page.mouse.move(x, y)
         tips = _tips_once_they_show(page, "previous 2 -> chosen 4")
         for text in (
-            "52.679760 s",
+            f"52.679760 s ({since} s since the trace's start)",  # (the other base)
             "kworker/2:1H:160 on CPU 2",
             "dbench:563",
             "previous 2 -> chosen 4",
-            "93.2 µs",  # sched_waking 52.679760349 to switch-in 52.679853538
+            # sched_waking 52.679760349 to switch-in 52.679853538, in words
+            "93.2 µs from the wake-up to its switch-in",
         ):
             assert text in tips, tips
         shot = ARTIFACTS / "timeline-pingpong-arrow.png"
         box.screenshot(path=str(shot))
         assert shot.read_bytes().startswith(PNG)
+        # the arrow's hover reaches 5 px beside its 2 px shaft (away first: no tooltip)
+        page.mouse.move(x, y + 400)
+        page.wait_for_function("!_tips().includes('previous 2 -> chosen 4')")
+        page.mouse.move(x + 5, y)
+        assert "previous 2 -> chosen 4" in _tips_once_they_show(page, "previous 2 -> chosen 4")
         # the kworker's run on CPU 2
         x, y = page.evaluate("_px(52.679880, 2.0)")
         page.mouse.move(x, y)
@@ -224,6 +282,22 @@ def _zoom_and_hover(browser, url: str) -> tuple[list[str], list[str]]:
         # back to the whole trace: aggregated again
         page.evaluate("schedwakeJump('timeline', 'all')")
         page.wait_for_function("document.getElementById('timeline').dataset.level === 'aggregate'")
+        # the task picker: a pid typed finds its task; its runs on every CPU, at this zoom
+        picker = page.get_by_placeholder("type a name or a pid")
+        picker.click()
+        picker.type("563")
+        page.get_by_text("dbench (563)", exact=True).click()
+        page.wait_for_function("document.getElementById('timeline').dataset.task === '563'")
+        assert int(box.get_attribute("data-task-runs")) == runs
+        line = page.get_by_text(re.compile(r"^dbench \(563\): \d+ runs on CPU"))
+        assert line.inner_text().startswith(f"dbench (563): {runs} runs on CPU 0, 1, 2, 3")
+        x, y = page.evaluate(f"_px({at[0]}, {at[1]})")
+        page.mouse.move(x, y)
+        tips = _tips_once_they_show(page, "dbench (pid 563)")
+        assert "dbench (pid 563)" in tips and "ran, switched out in state" in tips, tips
+        box.screenshot(path=str(ARTIFACTS / "timeline-task.png"))
+        page.get_by_role("button", name="every task").click()
+        page.wait_for_function("document.getElementById('timeline').dataset.task === ''")
     finally:
         context.close()
     return problems, outside

@@ -2,11 +2,14 @@
 
 It holds the mmtests table (as the kernel threads print it), a summary of the mean rows
 with the verdicts coloured, each side's traces and findings with their evidence, and
-the plots as base64 PNG ``<img>`` elements, and each side's per-CPU timeline,
-interactive (:mod:`schedwake.report.timeline_html`: BokehJS inline). Styles are inline;
-the page's own script is a few lines that, after the page loaded, count the images that
-decoded and put ``loaded/total`` into ``<body data-images>`` (and ``data-rendered="ok"``), so a
-headless browser can check the rendering.
+the plots as base64 PNG ``<img>`` elements: the runs of each side pooled (latency CDFs,
+busy share), then every run of each side, picked by name from the side's menu (its
+migration matrix, a task's CPU over time and its per-CPU timeline, interactive:
+:mod:`schedwake.report.timeline_html`, BokehJS inline, in seconds since the run's
+start). Styles are inline; the page's own script is a few lines that, after the page
+loaded, count the images that decoded and put ``loaded/total`` into ``<body
+data-images>`` (and ``data-rendered="ok"``), so a headless browser can check the
+rendering; another shows the run a side's menu picks.
 """
 
 from __future__ import annotations
@@ -194,45 +197,112 @@ def figure_tag(ident: str, name: str, fig) -> str:
     )
 
 
-def _figures(result, progress=None) -> str:
-    from .plots import report_figures
+#: The exact runs the interactive timelines of one comparison page hold at most, shared
+#: by its runs (each at least ``MIN_RUN_EXACT``): a page of many runs stays the size of
+#: two whole timelines.
+PAGE_EXACT = 240_000
+MIN_RUN_EXACT = 10_000
 
-    figs = report_figures(result)
+#: Shows run ``k`` of side ``side`` (its figures and timeline), hides the side's others.
+_RUN_SCRIPT = """
+function schedwakeRun(side, k) {
+  for (const el of document.querySelectorAll('.schedwake-run[data-side="' + side + '"]')) {
+    el.style.display = el.dataset.run === String(k) ? '' : 'none';
+  }
+}
+"""
+
+
+class _Steps:
+    """``progress`` told the fraction of ``total`` steps done, one :meth:`step` at a time."""
+
+    def __init__(self, total: int, progress=None) -> None:
+        self.total, self.done, self.progress = max(total, 1), 0, progress
+
+    def step(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done / self.total)
+
+
+def _figures(figs: dict, steps: _Steps, prefix: str = "fig") -> str:
     out = []
     for i, (name, fig) in enumerate(figs.items()):
-        out.append(figure_tag(f"fig{i}", name, fig))  # (rendering the PNG is the slow part)
-        if progress is not None:
-            progress((i + 1) / len(figs))
+        out.append(figure_tag(f"{prefix}{i}", name, fig))  # (rendering the PNG: the slow part)
+        steps.step()
     return "".join(out)
 
 
-def _timelines(result) -> str:
-    """Per side with loaded tables, its first trace's interactive per-CPU timeline (with
-    that trace's findings as named ranges), BokehJS inline once before them."""
+def _run_menu(k: int, side: str, views: list) -> str:
+    """The menu of side ``k``'s runs, by name (one run: its name)."""
+    if len(views) == 1:
+        return f"<p class='meta'>run: <b>{_e(views[0].name)}</b></p>"
+    options = "".join(f"<option value='{j}'>{_e(v.name)}</option>" for j, v in enumerate(views))
+    return (
+        f"<p><label>{_e(side)}: run <select id='side{k}-runs' "
+        f"onchange='schedwakeRun({k}, this.value)'>{options}</select></label> "
+        f"<span class='meta'>({len(views)} runs: each one's migration matrix, task plot and "
+        "timeline)</span></p>"
+    )
+
+
+def _runs(result, views: list, steps: _Steps) -> str:
+    """Every run of each side (loaded traces): its migration matrix (one colour scale for
+    all), its task's CPU over time (the same task name over windows of one length) and its
+    interactive per-CPU timeline with its findings as named ranges, in seconds since its
+    start; a menu per side picks the run shown."""
+    from .plots import largest_cell, run_figures
     from .timeline_html import bokeh_resources, timeline_fragment
 
-    have = [s for s in result.sides if s.has_tables and s.traces]
-    if not have:
+    if not views:
         return ""
     found = result.findings()
-    out = ["<h2>Per-CPU timelines (interactive)</h2>", bokeh_resources()]
-    for k, s in enumerate(have):
-        trace = s.traces[0]
-        findings: list = next(
-            (f for p, f in found.get(s.label, []) if p == str(trace.meta.path)), []
-        )
-        out.append(
-            f"<figure>{timeline_fragment(trace, findings, name=f'timeline{k}')}"
-            f"<figcaption>{_e(s.label)}: per-CPU timeline of "
-            f"{_e(Path(str(trace.meta.path)).name)} (interactive)</figcaption></figure>"
-        )
+    top = max(largest_cell(v.trace) for v in views)
+    budget = max(PAGE_EXACT // len(views), MIN_RUN_EXACT)
+    extent = max(v.trace.model.duration_ns for v in views) / 1e9  # (one for all: linked)
+    out = [
+        "<h2>Each run: migration matrix, a task's CPU over time, per-CPU timeline</h2>",
+        "<p class='meta'>Every run of each side, named by the end of its path that tells it "
+        "apart; the side's menu picks the one shown. Times are seconds since each run's "
+        "start in the task plots and the timelines (a timeline's hover gives the trace time "
+        "too); the task plots show the same task name over windows of one length, the "
+        "matrices share one colour scale.</p>",
+        "<p><label><input type='checkbox' id='schedwake-link' checked> zoom and pan the "
+        "runs' timelines together (the same seconds since each run's start)</label></p>",
+        bokeh_resources(),
+        f"<script>{_RUN_SCRIPT}</script>",
+    ]
+    sides = [s.label for s in result.sides if any(v.side == s.label for v in views)]
+    for k, side in enumerate(sides):
+        mine = [v for v in views if v.side == side]
+        out += [f"<h3>{_e(side)}</h3>", _run_menu(k, side, mine)]
+        for j, v in enumerate(mine):
+            hidden = " style='display:none'" if j else ""
+            out.append(f"<div class='schedwake-run' data-side='{k}' data-run='{j}'{hidden}>")
+            figs = {f"{side}: {what} ({v.name})": f for what, f in run_figures(v, top).items()}
+            out.append(_figures(figs, steps, f"run{k}-{j}-fig"))
+            findings: list = next(
+                (f for p, f in found.get(side, []) if p == str(v.trace.meta.path)), []
+            )
+            frag = timeline_fragment(
+                v.trace, findings, name=f"timeline{k}-{j}", since_start=True, run=v.name,
+                budget=budget, extent_s=extent,
+            )  # fmt: skip
+            out.append(
+                f"<figure>{frag}<figcaption>{_e(side)}: per-CPU timeline of {_e(v.name)} "
+                "(interactive)</figcaption></figure></div>"
+            )
     return "".join(out)
 
 
 def render(result, progress=None) -> str:
     """The report of a :class:`schedwake.compare.CompareResult` as one HTML string;
     ``progress`` gets the fraction of the figures drawn."""
+    from .plots import run_views, side_figures
+
     title = result.title or "schedwake compare: " + " vs ".join(result.labels)
+    pooled, views = side_figures(result), run_views(result)
+    steps = _Steps(len(pooled) + 2 * len(views), progress)
     notes = result.notes()
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
@@ -253,8 +323,8 @@ def render(result, progress=None) -> str:
         f"worse. {_e(result.rule_line())}</p>",
         _summary_table(result),
         "<h2>Plots</h2>",
-        _figures(result, progress),
-        _timelines(result),
+        _figures(pooled, steps),
+        _runs(result, views, steps),
         "<h2>Comparison (mmtests layout)</h2>",
         f"<pre>{_e(mmtests_table.text(result.comparison))}</pre>",
         "<h2>Findings per side</h2>",

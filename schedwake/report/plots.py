@@ -14,13 +14,17 @@ make the reader hunt.
 * :func:`task_states` -- time of tasks (or task classes) in each state (stacked bars).
 
 ``compare_*`` draw these for the sides of a :class:`schedwake.compare.CompareResult`,
-and :func:`report_figures` is the set the HTML report shows.
+and :func:`report_figures` is the set the HTML report shows: :func:`side_figures` (the
+runs of each side pooled), then :func:`run_figures` for every run (:func:`run_views`:
+each named by the end of its path that tells it apart).
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,6 +44,11 @@ __all__ = [
     "compare_migration_matrix",
     "compare_task_cpu",
     "report_figures",
+    "side_figures",
+    "run_figures",
+    "run_views",
+    "RunView",
+    "like_for_like_traces",
     "ReportFigure",
     "WAKER_STYLE",
 ]
@@ -140,6 +149,7 @@ def task_cpu(
     label: str | None = None,
     max_wakeups: int | None = 400,
     figsize=(11, 4.8),
+    run: str | None = None,
 ) -> Figure:
     """Where task ``pid`` ran over time: a bar on its CPU for every run joined by a thin
     line (a jump is a CPU change), LLCs as shaded bands, and each wake-up of the task
@@ -150,7 +160,7 @@ def task_cpu(
     (seconds from the trace start). Without them, a task with more than
     ``max_wakeups`` wake-ups is shown over the ``max_wakeups`` consecutive wake-ups
     that hold the most migrations (the title says so; ``max_wakeups=None`` shows the
-    whole trace). ``label`` names the side in the title.
+    whole trace). ``label`` names the side in the title, ``run`` the trace.
     """
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
@@ -161,10 +171,11 @@ def task_cpu(
     if pid is None:
         pid = default_task(trace)
     _draw_llc_bands(ax, topo, ypos)
-    side = f"{label}: " if label else ""
+    who = ", ".join(x for x in (label, run) if x)
+    side = f"{who}: " if who else ""
     if pid is None:
-        ax.set_title(f"{side}{_name(trace)}: no wake-ups to plot")
-        ax.set_xlabel("time since trace start (s)")
+        ax.set_title(f"{side}{run or _name(trace)}: no wake-ups to plot")
+        ax.set_xlabel("time since the trace's start (s)")
         ax.set_ylabel("CPU")
         return fig
     runs, ws, comm = _task_runs_and_wakeups(trace, pid)
@@ -181,7 +192,7 @@ def task_cpu(
     _draw_wakeups(ax, ws, wt, ypos)
     ax.legend(loc="upper left", bbox_to_anchor=(0, -0.14), ncol=3, fontsize=8, frameon=False)
     _cpu_axis(ax, order)
-    ax.set_xlabel("time since trace start (s)")
+    ax.set_xlabel("time since the trace's start (s)")
     ax.set_ylabel("CPU (grouped by LLC)")
     nw, nmig = len(ws), int(ws["migrated"].sum()) if len(ws) else 0
     ax.set_title(
@@ -341,13 +352,14 @@ def migration_matrix(
     cause: str | None = None,
     figsize=(6.4, 5.6),
     vmax: int | None = None,
+    run: str | None = None,
 ) -> Figure:
     """Heatmap of ``sched_migrate_task`` counts from ``orig_cpu`` (rows) to
     ``dest_cpu`` (columns), CPUs ordered by LLC with the LLC boundaries drawn; counts
     printed in the cells up to 16 CPUs. ``cause`` keeps one cause (``wakeup``,
     ``load_balance``, ``fork_exec``, ``other``). ``vmax``: the top of the colour scale
     (default: this matrix's largest cell; give the largest of several matrices to put
-    them on one scale)."""
+    them on one scale). ``run``: the trace's name in the title (default: its file's)."""
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
     ncpus = trace.meta.ncpus
@@ -414,7 +426,7 @@ def migration_matrix(
     what = f"{cause} migrations" if cause else "migrations"
     side = f"{label}: " if label else ""
     ax.set_title(
-        f"{side}{what} from CPU to CPU\n{_name(trace)}: {total} in "
+        f"{side}{what} from CPU to CPU\n{run or _name(trace)}: {total} in "
         f"{trace.model.duration_ns / 1e9:.2f} s, {cross} cross-LLC",
         fontsize=10,
     )
@@ -620,38 +632,81 @@ def largest_cell(trace) -> int:
     return int(m.groupby(["orig_cpu", "dest_cpu"]).size().max()) if len(m) else 0
 
 
-def report_figures(result) -> dict[str, Figure]:
-    """The figures of the HTML report of a :class:`schedwake.compare.CompareResult`:
-    latency CDFs and busy share of all sides, then per side (first trace) the migration
-    matrix and the default task's CPU over time. Sides without loaded traces (built
-    from samples or from a batch dataset) give only the busy-share plot."""
+@dataclass(frozen=True)
+class RunView:
+    """One run of a side as the comparison's report shows it: ``name`` is the end of its
+    path that tells it apart from the others (as every report names it); ``pid``, ``t0``,
+    ``t1``: the task and window of its task plot (:func:`like_for_like_traces`)."""
+
+    side: str
+    name: str
+    trace: Any
+    pid: int | None
+    t0: float | None
+    t1: float | None
+
+
+def run_views(result) -> list[RunView]:
+    """Every run of every side with loaded traces (not those built from samples or a
+    batch dataset), in order, with its name and its task plot's task and window."""
+    names = result.trace_names()
+    runs = [(s.label, t) for s in result.sides if s.has_tables for t in s.traces]
+    plans = like_for_like_traces([t for _, t in runs])
+    return [RunView(side, names[str(t.path)], t, *pl) for (side, t), pl in zip(runs, plans)]
+
+
+def run_figures(view: RunView, vmax: int | None = None) -> dict[str, Figure]:
+    """The figures of one run: its migration matrix (``vmax``: the colour scale's top,
+    shared by the runs) and its task's CPU over time."""
+    return {
+        "migration matrix": migration_matrix(view.trace, label=view.side, run=view.name, vmax=vmax),
+        "task CPU over time": task_cpu(
+            view.trace, pid=view.pid, t0=view.t0, t1=view.t1, label=view.side, run=view.name
+        ),
+    }
+
+
+def side_figures(result) -> dict[str, Figure]:
+    """The figures of the sides' runs pooled: the latency CDFs (when every side has
+    loaded traces) and the per-CPU busy share (when it was measured)."""
     figs: dict[str, Figure] = {}
-    have = [s for s in result.sides if s.has_tables]
-    if len(have) == len(result.sides):
+    if all(s.has_tables for s in result.sides):
         figs["Wake-to-run latency CDF"] = compare_latency_cdf(result)
     if result.samples["metric"].astype(str).str.startswith("busy_share_cpu").any():
         figs["Per-CPU busy share"] = compare_busy_share(result)  # (no empty chart)
-    top = max((largest_cell(s.traces[0]) for s in have), default=0)  # one colour scale
-    for s in have:
-        figs[f"{s.label}: migration matrix"] = compare_migration_matrix(result, s.label, vmax=top)
-    for s, (pid, t0, t1) in zip(have, like_for_like(result, have)):
-        figs[f"{s.label}: task CPU over time"] = compare_task_cpu(
-            result, s.label, pid=pid, t0=t0, t1=t1
-        )
+    return figs
+
+
+def report_figures(result) -> dict[str, Figure]:
+    """The figures of the HTML report of a :class:`schedwake.compare.CompareResult`:
+    :func:`side_figures`, then for every run (:func:`run_views`) its
+    :func:`run_figures`, as ``"SIDE: WHAT (RUN)"``, the matrices on one colour scale."""
+    figs = side_figures(result)
+    views = run_views(result)
+    top = max((largest_cell(v.trace) for v in views), default=0)
+    for v in views:
+        for what, fig in run_figures(v, top).items():
+            figs[f"{v.side}: {what} ({v.name})"] = fig
     return figs
 
 
 def like_for_like(result, sides, max_wakeups: int = 400) -> list[tuple]:
-    """(pid, t0, t1) per side for the task plots, so that they compare like with like:
-    the task of the baseline's default role (:func:`default_task`, by name) on every
-    side, each over a window of the same length, placed where that task's wake-ups
-    migrate it most (the baseline's: its ``max_wakeups`` busiest wake-ups)."""
-    if not sides:
+    """(pid, t0, t1) for the first trace of each of ``sides``
+    (:func:`like_for_like_traces`)."""
+    return like_for_like_traces([s.traces[0] for s in sides], max_wakeups)
+
+
+def like_for_like_traces(traces, max_wakeups: int = 400) -> list[tuple]:
+    """(pid, t0, t1) per trace for the task plots, so that they compare like with like:
+    the task of the first trace's default role (:func:`default_task`, by name) in every
+    trace, each over a window of the same length, placed where that task's wake-ups
+    migrate it most (the first trace's: its ``max_wakeups`` busiest wake-ups)."""
+    if not traces:
         return []
-    base = sides[0].traces[0]
+    base = traces[0]
     pid = default_task(base)
     if pid is None:
-        return [(None, None, None)] * len(sides)
+        return [(None, None, None)] * len(traces)
     _, ws, comm = _task_runs_and_wakeups(base, pid)
     first = base.model.events.first_ts
     wt = (ws["ts"].to_numpy(dtype=np.int64) - first) / 1e9
@@ -660,15 +715,11 @@ def like_for_like(result, sides, max_wakeups: int = 400) -> list[tuple]:
     else:
         t0, t1 = (float(wt.min()), float(wt.max())) if len(wt) else (0.0, 0.0)
     length = max(t1 - t0, 1e-3)
-    out: list[tuple[int | None, float | None, float | None]] = []
-    for k, s in enumerate(sides):
-        t = s.traces[0]
-        if k == 0:
-            out.append((pid, t0, t1))
-            continue
+    out: list[tuple[int | None, float | None, float | None]] = [(pid, t0, t1)]
+    for t in traces[1:]:
         w = t.wakeups()
         mine = w[w["wakee_comm"].astype(str) == comm] if len(w) else w
-        if len(mine) == 0:  # no task of that name: the side's own default task
+        if len(mine) == 0:  # no task of that name: the trace's own default task
             out.append((default_task(t), None, None))
             continue
         p = int(mine.groupby("wakee_pid").size().idxmax())

@@ -63,9 +63,10 @@ def cpu_timeline(
     lo = ev.first_ts if t0_ns is None else int(t0_ns)
     hi = ev.last_ts if t1_ns is None else int(t1_ns)
     hi = max(hi, lo + 1)
-    # a short window reads in µs from its start, a long one in seconds from the trace's
+    # trace time, as the evidence lines and the interactive timeline give it: a short
+    # window in µs from its start, a long one in seconds
     short = hi - lo < 10_000_000
-    zero, scale = (lo, 1e3) if short else (ev.first_ts, 1e9)
+    zero, scale = (lo, 1e3) if short else (0, 1e9)
     _draw_llc_bands(ax, trace.topology, ypos)
     occ = trace.occupancy()
     start, end = occ["start_ts"].to_numpy(np.int64), occ["end_ts"].to_numpy(np.int64)
@@ -100,8 +101,12 @@ def cpu_timeline(
     _cpu_axis(ax, order)
     ax.set_xlim((lo - zero) / scale, (hi - zero) / scale)
     ax.set_xlabel(
-        f"µs after {lo / 1e9:.6f} s (trace time)" if short else "time since trace start (s)"
+        f"µs after {lo / 1e9:.6f} s (trace time, as trace-cmd report prints it)"
+        if short
+        else f"trace time (s), as trace-cmd report prints it (the trace starts at "
+        f"{ev.first_ts / 1e9:.6f} s)"
     )
+    ax.ticklabel_format(axis="x", useOffset=False)
     ax.set_ylabel("CPU (grouped by LLC)")
     span = (hi - lo) / 1e9
     what = title or f"{_name(trace)}: who runs on each CPU"
