@@ -71,6 +71,7 @@ _STATE = {
     "S": STATE_NEW["S"],
     "D": STATE_NEW["D"],
     "I": STATE_NEW["I"],
+    "X": STATE_NEW["X"],
 }
 US = 1000
 
@@ -155,6 +156,30 @@ class Synth:
             cpu,
             cur,
             flags,
+            comm=self.names[pid],
+            pid=pid,
+            prio=120,
+            target_cpu=chosen,
+        )
+
+    def fork(self, ts, cpu, parent, child):
+        self._emit(
+            "sched_process_fork",
+            ts,
+            cpu,
+            parent,
+            parent_comm=self.names[parent],
+            parent_pid=parent,
+            child_comm=self.names[child],
+            child_pid=child,
+        )
+
+    def wakeup_new(self, ts, cpu, cur, pid, chosen):
+        self._emit(
+            "sched_wakeup_new",
+            ts,
+            cpu,
+            cur,
             comm=self.names[pid],
             pid=pid,
             prio=120,

@@ -151,3 +151,60 @@ def test_occupancy_of_the_cpus(scene):
         (at(t, 300), at(t, 400), 0, "idle", "switch"),
         (at(t, 300), at(t, 310), a, "waiting", "preempted"),
     ]
+
+
+def test_a_pid_used_again():
+    """A pid's second life (a kernel reuses the pids of tasks that exited): pid p runs as
+    a kworker, is woken and exits (X); later a fork gives the same pid to a new task.
+    The first life began before the trace, so it starts unknown, like every task not
+    born in the trace; the second starts at its wakeup_new; nothing lies between.
+    (A 5-million-event recording of perf bench sched messaging had such a pid.)
+
+    ====  =====  ===================================================
+    0     CPU 0  idle -> w
+    10    CPU 0  w: sched_waking p (a kworker, not born in the trace)
+    12    CPU 0  sched_wakeup p (target 0)
+    20    CPU 0  w sleeps (S) -> p
+    40    CPU 0  p exits (X) -> idle
+    100   CPU 1  idle -> w2
+    110   CPU 1  w2 forks p (a new task with the same pid)
+    112   CPU 1  sched_wakeup_new p (target 1)
+    120   CPU 1  w2 sleeps (S) -> p
+    150   CPU 1  p sleeps (S) -> idle
+    200   end of the trace
+    ====  =====  ===================================================
+    """
+    s = Synth(default_topology())
+    s.settle()
+    w, w2, p = s.task("w"), s.task("w2"), s.task("kworker/0:2")
+    t = s.t
+    s.switch(t, 0, 0, "R", w)
+    s.waking(at(t, 10), 0, w, p, 0)
+    s.wakeup(at(t, 12), 0, w, p, 0)
+    s.switch(at(t, 20), 0, w, "S", p)
+    s.switch(at(t, 40), 0, p, "X", 0)
+    s.switch(at(t, 100), 1, 0, "R", w2)
+    s.names[p] = "child"
+    s.fork(at(t, 110), 1, w2, p)
+    s.wakeup_new(at(t, 112), 1, w2, p, 1)
+    s.switch(at(t, 120), 1, w2, "S", p)
+    s.switch(at(t, 150), 1, p, "S", 0)
+    s.t = at(t, 200)
+    trace = s.build("pid-reused")
+    st = trace.task_states()
+    rows = st[st["pid"] == p]
+    got = [
+        (int(r.cpu), int(r.start_ts), int(r.end_ts), str(r.state),
+         None if str(r.switch_state) == "nan" else str(r.switch_state))
+        for r in rows.itertuples()
+    ]  # fmt: skip
+    first = trace.meta.first_ts_ns
+    assert got == [
+        (-1, first, at(t, 10), "unknown", None),
+        (-1, at(t, 10), at(t, 12), "woken_wait", None),
+        (0, at(t, 12), at(t, 20), "woken_wait", None),
+        (0, at(t, 20), at(t, 40), "running", None),
+        (1, at(t, 112), at(t, 120), "woken_wait", None),
+        (1, at(t, 120), at(t, 150), "running", None),
+        (1, at(t, 150), at(t, 200), "sleeping", "S"),
+    ]

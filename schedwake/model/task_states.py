@@ -176,11 +176,13 @@ def build(
         i = nxt != 0
         parts.append((ts[i], nxt[i], cpu[i], _RUN, _PRIO_IN, -1, 0))
     born = np.zeros(0, np.int64)
+    births: list[tuple[np.ndarray, np.ndarray]] = []  # (ts, pid) of every fork/wakeup_new
     if ev.wakeup_new is not None and len(ev.wakeup_new):
         f = ev.wakeup_new
         pid = ints(f, "pid")
         parts.append((i64(f, "ts"), pid, ints(f, "target_cpu"), _WOKEN, _PRIO_WAKE, -1, 0))
         born = pid
+        births.append((i64(f, "ts"), pid))
     if ev.fork is not None and len(ev.fork):
         f = ev.fork
         child = ints(f, "child_pid")
@@ -189,6 +191,7 @@ def build(
             (i64(f, "ts")[new], child[new], ints(f, "cpu")[new], _WOKEN, _PRIO_WAKE, -1, 0)
         )
         born = np.concatenate([born, child[new]])
+        births.append((i64(f, "ts"), child))
     # a wake-up begins at sched_waking (perf sched timehist does the same), at
     # sched_wakeup when the trace has no waking; sched_wakeup says where it goes
     has_waking = ev.waking is not None and len(ev.waking) > 0
@@ -213,6 +216,10 @@ def build(
     # every task not born in the trace starts, unknown, when the trace does
     seen = np.unique(pid_all)
     old = seen[~np.isin(seen, born)]
+    # a pid used again: a task born in the trace whose pid shows events before its birth
+    # (a switch, a wake-up: not the migration its fork makes) is a second life; the first
+    # began before the trace did, and starts unknown like every task not born in it
+    old = np.union1d(old, _lived_before_birth(parts, births))
     first = int(ev.first_ts) if ev.first_ts else t_end
     parts.append((np.full(len(old), first, np.int64), old, -1, _UNK, _PRIO_START, -1, 0))
 
@@ -293,7 +300,7 @@ def build(
     # the letters of the switch-out that began the time off the CPU (+1; 0: none),
     # carried over the wake-ups and migrations that follow it
     carry = np.where(prio == _PRIO_OUT, letters + 1, np.where(definite, 0, -1))
-    since = _ffill(carry, new_pid) - 1
+    since = np.maximum(_ffill(carry, new_pid) - 1, -1)  # (none before a task's first state)
     since[state == _RUN] = -1
     # one row per interval: an event that changes neither state, CPU nor switch_state
     # (a second wake-up, a wake-up of a running task) does not split one
@@ -383,6 +390,38 @@ def _censored_runs(runs: pd.DataFrame, parts: list[tuple]) -> list[tuple]:
 
 
 none_ = np.zeros(0, np.int64)
+
+
+def _lived_before_birth(
+    parts: Sequence[tuple], births: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> np.ndarray:
+    """The pids born in the trace (``births``: (ts, pid) arrays of their forks and
+    wakeup_new) that an event of ``parts`` other than a migration shows before their
+    first birth: an earlier task with the same pid."""
+    if not births:
+        return none_
+    b_ts = np.concatenate([b[0] for b in births]).astype(np.int64)
+    b_pid = np.concatenate([b[1] for b in births]).astype(np.int64)
+    order = np.lexsort((b_ts, b_pid))
+    b_pid, b_ts = b_pid[order], b_ts[order]
+    first = np.ones(len(b_pid), dtype=bool)
+    first[1:] = b_pid[1:] != b_pid[:-1]
+    b_pid, b_ts = b_pid[first], b_ts[first]  # each pid's first birth
+    early = []
+
+    def constant(v: Any, c: int) -> bool:
+        return np.ndim(v) == 0 and v == c
+
+    for p in parts:
+        if constant(p[4], _PRIO_MIGRATE) or (constant(p[3], _WOKEN) and constant(p[4], _PRIO_WAKE)):
+            continue  # a migration (its fork makes one), or a birth itself
+        ts = np.broadcast_to(np.asarray(p[0], dtype=np.int64), (len(p[0]),))
+        pid = np.broadcast_to(np.asarray(p[1], dtype=np.int64), (len(p[0]),))
+        at = np.searchsorted(b_pid, pid)
+        at[at == len(b_pid)] = 0
+        hit = (b_pid[at] == pid) & (ts < b_ts[at])
+        early.append(pid[hit])
+    return np.unique(np.concatenate(early)) if early else none_
 
 
 def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
