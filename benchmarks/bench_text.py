@@ -86,6 +86,8 @@ CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
 from schedwake.ingest import text
+# the libraries the reader imports when first used (lazily): not part of the read
+import numpy, pandas, pyarrow, pyarrow.compute
 path, fmt, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 t0 = time.perf_counter(); c0 = time.process_time()
 rows = 0

@@ -3,13 +3,15 @@
 
 Measures, on one trace of at least 5 million events and in the same run:
   * schedwake.load(path) with the default jobs (the CPUs this process may use), with
-    jobs=1, and for a 2-event subset: wall time, events/s, peak RSS and peak
+    jobs=1, and for a 2-event subset, each after the libraries are imported (a
+    warm-up load of a small sample first); and a fresh process's first load (its
+    imports included): wall time, events/s, peak RSS and peak
     anonymous memory above the interpreter's baseline, the size of the Arrow
     tables, and the files left in a private $TMPDIR (there should be none);
   * `trace-cmd report -i path > /dev/null`: wall time, events/s, peak RSS;
   * `schedwake convert` of the trace and of its first 2 million events (cut with
     `trace-cmd split`): peak RSS, which must not grow with the trace (it streams).
-Each measurement runs in a fresh subprocess, best of --repeat runs.
+Each measurement runs in a fresh subprocess, best of --repeat interleaved rounds.
 
 Without --trace it records one at run time (root and tracefs needed): `perf bench
 sched messaging` (or the command after --) traced in a private tracefs instance
@@ -62,6 +64,15 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 base_anon = anon_kb()
 events = json.loads(sys.argv[2])
 jobs = json.loads(sys.argv[3])
+warm = sys.argv[4] == "warm"
+if warm:
+    # after the libraries a load imports (pyarrow, numpy, pandas: lazily, ~0.5 s) and
+    # the decoder's first call, as in a notebook or a long-lived process
+    ti = time.perf_counter()
+    schedwake.load(sys.argv[5], jobs=1)
+    import_s = time.perf_counter() - ti
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base_anon = anon_kb()
 sampler = threading.Thread(target=sample, daemon=True)
 sampler.start()
 t0 = time.perf_counter()
@@ -72,7 +83,7 @@ sampler.join()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 nbytes = sum(trace.table(n).nbytes for n in trace.events)
 read = sum(trace.table(n).num_rows for n in trace.events)
-print(json.dumps({"seconds": dt, "peak_kb": peak, "base_kb": base, "table_bytes": nbytes,
+print(json.dumps({"seconds": dt, "warm": warm, "peak_kb": peak, "base_kb": base, "table_bytes": nbytes,
                   "peak_anon_kb": state["peak_anon"] - base_anon,
                   "events_read": read, "events_total": sum(trace.meta.event_counts.values())}))
 """
@@ -150,10 +161,17 @@ def record(out: Path, want_events: int, command: list[str]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_schedwake(path: Path, events, jobs=None) -> dict:
+# a small trace whose load, before the measured one, imports what a load needs
+WARM_UP = Path(__file__).resolve().parent.parent / "sample_traces" / "idle-sleep.dat"
+
+
+def run_schedwake(path: Path, events, jobs=None, warm=True) -> dict:
+    """schedwake.load in a fresh process: after a warm-up load of a small trace (warm:
+    the libraries imported), or as the process's first load (imports included)."""
     with tempfile.TemporaryDirectory(prefix="schedwake-bench-tmp-") as tmp:
         out = subprocess.run(
-            [sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events), json.dumps(jobs)],
+            [sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events), json.dumps(jobs),
+             "warm" if warm else "cold", str(WARM_UP)],
             check=True,
             capture_output=True,
             text=True,
@@ -244,12 +262,16 @@ def main() -> int:
 
     with benchmark_trace(args) as path, tempfile.TemporaryDirectory() as cutdir:
         size = path.stat().st_size
-        full = best([run_schedwake(path, None) for _ in range(args.repeat)])
-        serial = best([run_schedwake(path, None, jobs=1) for _ in range(args.repeat)])
-        subset = best(
-            [run_schedwake(path, ["sched_switch", "sched_waking"]) for _ in range(args.repeat)]
-        )
-        tc = best([run_trace_cmd(path) for _ in range(args.repeat)])
+        # interleaved rounds, so that a slow spell of the machine (other guests) does not
+        # fall on one row only
+        runs: dict[str, list[dict]] = {k: [] for k in ("full", "cold", "serial", "subset", "tc")}
+        for _ in range(args.repeat):
+            runs["full"].append(run_schedwake(path, None))
+            runs["cold"].append(run_schedwake(path, None, warm=False))
+            runs["serial"].append(run_schedwake(path, None, jobs=1))
+            runs["subset"].append(run_schedwake(path, ["sched_switch", "sched_waking"]))
+            runs["tc"].append(run_trace_cmd(path))
+        full, cold, serial, subset, tc = (best(runs[k]) for k in runs)
         cut = first_events(path, 2_000_000, Path(cutdir))
         conv_full = best([run_convert(path) for _ in range(args.repeat)])
         conv_cut = best([run_convert(cut) for _ in range(args.repeat)])
@@ -263,6 +285,13 @@ def main() -> int:
             (full["peak_kb"] - full["base_kb"]) / 1024,
             full["peak_anon_kb"] / 1024,
             full["table_bytes"] / 2**20,
+        ),
+        (
+            f"first load of a process (jobs={jobs})",
+            cold["seconds"],
+            (cold["peak_kb"] - cold["base_kb"]) / 1024,
+            cold["peak_anon_kb"] / 1024,
+            cold["table_bytes"] / 2**20,
         ),
         (
             "schedwake.load (all, jobs=1)",
@@ -290,7 +319,9 @@ def main() -> int:
             f"{peak:>14.0f}{'' if anon is None else f'{anon:.0f}':>15}"
             f"{'' if tables is None else f'{tables:.0f}':>12}"
         )
-    print("\npeak RSS counts the trace file's pages the reader maps; peak anon does not")
+    print("\nschedwake.load rows: after the libraries are imported (a warm-up load of a small")
+    print("trace); the first-load row: a fresh process's first load, imports included")
+    print("peak RSS counts the trace file's pages the reader maps; peak anon does not")
     print(f"jobs={jobs} / jobs=1 speed-up:            {serial['seconds'] / full['seconds']:.2f}")
     print(
         f"peak anon / Arrow tables (all events): "
@@ -312,6 +343,7 @@ def main() -> int:
                     "events": n,
                     "trace_cmd": tc,
                     "schedwake_all": full,
+                    "schedwake_first_load": cold,
                     "schedwake_jobs1": serial,
                     "schedwake_subset": subset,
                     "convert_2M": conv_cut,

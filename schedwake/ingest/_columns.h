@@ -57,6 +57,12 @@ static inline int buf_grow(Buf *b, size_t need)
         void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return -1;
+#ifdef MADV_HUGEPAGE
+        /* huge pages where the system lends them on request (THP "madvise"): a column
+           of millions of rows is written once, front to back, and 4 KiB pages cost
+           a fault each, a third of the decoder's time */
+        madvise(p, cap, MADV_HUGEPAGE);
+#endif
         if (b->len)
             memcpy(p, b->data, b->len);
         free(b->data);

@@ -80,11 +80,22 @@ int td_warn(td_file *f, const char *fmt, ...)
 
 /* ------------------------------------------------------ decompression */
 
-/* Decompress src[0..csize) into exactly usize bytes at dst. */
-int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t usize)
+/* Decompress src[0..csize) into exactly usize bytes at dst.  *ctx (NULL: none yet;
+   ctx NULL: a context for this call only) keeps zstd's decompression context from
+   one chunk to the next, as creating one costs a few pages; free it with
+   decompress_end(). */
+int decompress_with(void **ctx, int comp, const uint8_t *src, size_t csize, uint8_t *dst,
+                    size_t usize)
 {
     if (comp == COMP_ZSTD) {
-        size_t n = ZSTD_decompress(dst, usize, src, csize);
+        size_t n;
+        if (ctx) {
+            if (!*ctx && !(*ctx = ZSTD_createDCtx()))
+                return -1;
+            n = ZSTD_decompressDCtx(*ctx, dst, usize, src, csize);
+        } else {
+            n = ZSTD_decompress(dst, usize, src, csize);
+        }
         return !ZSTD_isError(n) && n == usize ? 0 : -1;
     }
     if (comp == COMP_ZLIB) {
@@ -95,6 +106,19 @@ int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t 
         return uncompress2(dst, &n, src, &in) == Z_OK && n == usize ? 0 : -1;
     }
     return -1;
+}
+
+int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t usize)
+{
+    return decompress_with(NULL, comp, src, csize, dst, usize);
+}
+
+void decompress_end(void **ctx)
+{
+    if (ctx && *ctx) {
+        ZSTD_freeDCtx(*ctx);
+        *ctx = NULL;
+    }
 }
 
 /* --------------------------------------------------------- text helpers */

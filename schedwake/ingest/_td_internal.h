@@ -330,6 +330,13 @@ typedef struct {
     int64_t state_vals[64];
     int32_t state_idx[64];
     int nstates;
+    int64_t room;               /* rows every fixed-width column of the record (not
+                                   perf.data's extra columns) has capacity for: the
+                                   appends write without a check until it is 0
+                                   (part_reserve); 0 after anything else changes
+                                   the columns */
+    int64_t seen;               /* trace.dat: records of the event on this CPU not yet
+                                   added to the event's count (emit() adds them) */
 } Part;
 
 typedef struct td_decoder Decoder;
@@ -351,6 +358,7 @@ typedef struct {
     uint64_t nchunks, chunk_no, chunk_len, chunk_off;
     uint8_t *chunk;             /* decompression buffer */
     size_t chunk_cap;
+    void *zctx;                 /* zstd's context, kept from chunk to chunk */
     char err[TD_ERRLEN];
     int failed;
     uint64_t released;          /* file offset up to which its pages went back */
@@ -391,6 +399,9 @@ int own(td_file *f, void *p);
 char *own_str(td_file *f, const char *s, size_t n);
 int td_warn(td_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t usize);
+int decompress_with(void **ctx, int comp, const uint8_t *src, size_t csize, uint8_t *dst,
+                    size_t usize);
+void decompress_end(void **ctx);
 int parse_int(const char *p, const char *end, int64_t *v, const char **after);
 int keyed_int(const char *p, const char *end, const char *key, int64_t *v);
 const char *find_line_end(const char *p, const char *end);
@@ -443,9 +454,7 @@ int make_layout(td_file *f, int idx, Layout *lay);
 int event_ncols(const td_file *f, int idx, const Layout *lay);
 int init_columns(td_file *f, int idx, const Layout *lay, td_column **out, int *ncols);
 void free_columns(td_column *c, int n);
-int32_t cached_fixed(Cache *cache, StrCol *s, const uint8_t *p, int n);
 int part_init(td_file *f, Decoder *d, int ev, Part *pt);
-Cache *cache_of(Part *pt, int col);
 int append_comm(Part *pt, uint64_t key, const char *name);
 int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, int64_t ts,
                   const char *comm);
@@ -455,7 +464,19 @@ int decode_cpu(Decoder *d, CpuWork *w);
 #define NCOMMON 6   /* ts, cpu, common_pid, common_comm, common_flags, common_preempt_count */
 #define NCOMMON_SAMPLE 4    /* ts, cpu, common_pid, common_comm */
 
-static inline int put_num(Buf *b, uint64_t v, int bytes)
+/* Append a `bytes`-wide number to b, which has room for it (part_reserve()). */
+static inline __attribute__((always_inline)) void put_fixed(Buf *b, uint64_t v, int bytes)
+{
+    switch (bytes) {
+    case 1: { uint8_t x = (uint8_t)v; memcpy(b->data + b->len, &x, 1); break; }
+    case 2: { uint16_t x = (uint16_t)v; memcpy(b->data + b->len, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)v; memcpy(b->data + b->len, &x, 4); break; }
+    default: memcpy(b->data + b->len, &v, 8);
+    }
+    b->len += (size_t)bytes;
+}
+
+static inline __attribute__((always_inline)) int put_num(Buf *b, uint64_t v, int bytes)
 {
     if (buf_reserve(b, (size_t)bytes) < 0)
         return -1;
@@ -469,7 +490,16 @@ static inline int put_num(Buf *b, uint64_t v, int bytes)
     return 0;
 }
 
-static inline int put_index(StrCol *s, int32_t idx)
+/* Cache of column col of a part (allocated on first use), or NULL (no memory). */
+static inline Cache *cache_of(Part *pt, int col)
+{
+    Cache **c = pt->caches;
+    if (!c[col])
+        c[col] = calloc(1, sizeof(Cache));
+    return c[col];
+}
+
+static inline __attribute__((always_inline)) int put_index(StrCol *s, int32_t idx)
 {
     return idx < 0 ? -1 : buf_put(&s->indices, &idx, 4);
 }

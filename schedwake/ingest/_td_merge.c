@@ -332,17 +332,27 @@ static int gather_task(Decoder *d, int t)
         if (buf_reserve(&dst->values, (size_t)total * w) < 0)
             goto done;
         char *o = dst->values.data;
+        /* each slot's column once, not through four loads a row */
+        const char **src = malloc((size_t)(d->nwork > 0 ? d->nwork : 1) * sizeof(char *));
+        if (!src)
+            goto done;
+        for (int s = 0; s < d->nwork; s++)
+            src[s] = d->work[s].parts[ev].take ? d->work[s].parts[ev].cols[col].values.data
+                                               : NULL;
         /* a constant size per case, so that memcpy is one load and one store */
 #define GATHER(T)                                                                      \
-        for (int64_t r = 0; r < total; r++)                                            \
-            memcpy(o + (size_t)r * sizeof(T), d->work[oc[r]].parts[ev].cols[col].values.data \
-                   + (size_t)next[oc[r]]++ * sizeof(T), sizeof(T));
+        for (int64_t r = 0; r < total; r++) {                                          \
+            uint32_t s = oc[r];                                                        \
+            memcpy(o + (size_t)r * sizeof(T), src[s] + (size_t)next[s]++ * sizeof(T),  \
+                   sizeof(T));                                                         \
+        }
         switch (w) {
         case 1: GATHER(uint8_t) break;
         case 2: GATHER(uint16_t) break;
         case 4: GATHER(uint32_t) break;
         default: GATHER(uint64_t) break;
         }
+        free(src);
 #undef GATHER
         dst->values.len = (size_t)total * w;
         break;
@@ -364,22 +374,32 @@ static int gather_task(Decoder *d, int t)
         if (buf_reserve(&dst->str.indices, (size_t)total * 4) < 0)
             goto done;
         int32_t *o = (int32_t *)dst->str.indices.data;
+        const int32_t **isrc = malloc((size_t)(d->nwork > 0 ? d->nwork : 1) * sizeof(int32_t *));
+        if (!isrc)
+            goto done;
+        for (int s = 0; s < d->nwork; s++)
+            isrc[s] = d->work[s].parts[ev].take
+                      ? (const int32_t *)d->work[s].parts[ev].cols[col].str.indices.data : NULL;
         for (int64_t r = 0; r < total; r++) {
-            const StrCol *sc = &d->work[oc[r]].parts[ev].cols[col].str;
-            int32_t li = ((const int32_t *)sc->indices.data)[next[oc[r]]++];
-            int32_t gi = map[oc[r]][li];
+            uint32_t s = oc[r];
+            int32_t li = isrc[s][next[s]++];
+            int32_t gi = map[s][li];
             if (gi < 0) {
+                const StrCol *sc = &d->work[s].parts[ev].cols[col].str;
                 const int32_t *offs = (const int32_t *)sc->offsets.data;
                 /* a dictionary of empty strings only has no characters at all */
                 gi = strcol_intern_valid(&dst->str, sc->chars.data ? sc->chars.data + offs[li]
                                                                    : "",
                                          (size_t)(offs[li + 1] - offs[li]));
-                if (gi < 0)
+                if (gi < 0) {
+                    free(isrc);
                     goto done;
-                map[oc[r]][li] = gi;
+                }
+                map[s][li] = gi;
             }
             o[r] = gi;
         }
+        free(isrc);
         dst->str.indices.len = (size_t)total * 4;
         break;
     }
@@ -467,6 +487,7 @@ void free_work(Decoder *d)
         buf_free(&w->lost_cpu);
         buf_free(&w->lost_count);
         free(w->chunk);
+        decompress_end(&w->zctx);
     }
     free(d->work);
     d->work = NULL;
@@ -720,6 +741,9 @@ static int emit(Decoder *d, int64_t horizon, char *err)
             Part *pt = &d->work[s].parts[e];
             pt->rows -= pt->take;
             pt->take = 0;
+            pt->room = 0;       /* the gather freed or moved the columns */
+            f->events[e].count += pt->seen;
+            pt->seen = 0;
         }
     f->meta.nwarnings = f->nwarnings;
     f->meta.warnings = (const char *const *)f->warnings;

@@ -134,13 +134,20 @@ void free_columns(td_column *c, int n)
     free(c);
 }
 
-/* A string column's index for raw bytes p[0..n) (n <= 16), through a cache. */
-int32_t cached_fixed(Cache *cache, StrCol *s, const uint8_t *p, int n)
+/* A string column's index for raw bytes p[0..n) (n <= 16), through a cache.  The
+   key is the bytes themselves: the common width (a task name, TASK_COMM_LEN 16) is
+   read in two fixed loads, not a memcpy of a variable length. */
+static inline int32_t cached_fixed(Cache *cache, StrCol *s, const uint8_t *p, int n)
 {
     uint64_t lo = 0, hi = 0;
-    memcpy(&lo, p, n < 8 ? (size_t)n : 8);
-    if (n > 8)
-        memcpy(&hi, p + 8, (size_t)n - 8);
+    if (n == 16) {
+        memcpy(&lo, p, 8);
+        memcpy(&hi, p + 8, 8);
+    } else {
+        memcpy(&lo, p, n < 8 ? (size_t)n : 8);
+        if (n > 8)
+            memcpy(&hi, p + 8, (size_t)n - 8);
+    }
     size_t slot = ((lo ^ (hi * 31)) * 0x9E3779B97F4A7C15ull) >> 54;
     if (cache->idx[slot] && cache->key[slot] == lo && cache->key2[slot] == hi)
         return cache->idx[slot] - 1;
@@ -163,44 +170,64 @@ int part_init(td_file *f, Decoder *d, int ev, Part *pt)
     return 0;
 }
 
-Cache *cache_of(Part *pt, int col)
-{
-    Cache **c = pt->caches;
-    if (!c[col])
-        c[col] = calloc(1, sizeof(Cache));
-    return c[col];
-}
-
-/* Append the current task's name to a part's common_comm (column 3): `name`, whose
-   dictionary index is cached under `key`.  0 or -1 (no memory). */
-int append_comm(Part *pt, uint64_t key, const char *name)
+/* The dictionary index of the current task's name in a part's common_comm (column
+   3), cached under `key`: `name`, or (name NULL) the saved cmdlines' name of `pid`,
+   looked up on a miss only.  The index, or -1 (no memory). */
+static inline int32_t comm_index(Part *pt, const td_file *f, uint64_t key, const char *name,
+                                 int32_t pid)
 {
     Cache *cc = cache_of(pt, 3);
     if (!cc)
         return -1;
-    StrCol *col = &pt->cols[3].str;
     size_t slot = (key ^ (key >> 12)) & (CACHE_SIZE - 1);
-    int32_t idx;
-    if (cc->idx[slot] && cc->key[slot] == key) {
-        idx = cc->idx[slot] - 1;
-    } else {
-        idx = strcol_intern(col, name, strlen(name));
-        if (idx < 0)
-            return -1;
+    if (cc->idx[slot] && cc->key[slot] == key)
+        return cc->idx[slot] - 1;
+    if (!name)
+        name = comm_of(f, pid);
+    int32_t idx = strcol_intern(&pt->cols[3].str, name, strlen(name));
+    if (idx >= 0) {
         cc->key[slot] = key;
         cc->idx[slot] = idx + 1;
     }
-    return put_index(col, idx);
+    return idx;
+}
+
+/* Append the current task's name `name` (its dictionary index cached under `key`) to
+   a part's common_comm.  0 or -1 (no memory). */
+int append_comm(Part *pt, uint64_t key, const char *name)
+{
+    pt->room = 0;       /* a row appended outside append_record() */
+    return put_index(&pt->cols[3].str, comm_index(pt, NULL, key, name, 0));
+}
+
+/* Make room for at least one more row in every fixed-width column of a record
+   (a number, a string's dictionary index, a list's offset): pt->room rows.  The
+   appends then write these without a check each.  0 or -1 (no memory). */
+static int part_reserve(Part *pt, int ncols)
+{
+    int64_t grow = pt->rows < 1024 ? 1024 : pt->rows / 2;
+    for (int k = 0; k < ncols; k++) {
+        td_column *col = &pt->cols[k];
+        Buf *b;
+        size_t w;
+        switch (col->kind) {
+        case TD_INT: b = &col->values; w = (size_t)col->bits / 8; break;
+        case TD_STR: case TD_DYNSTR: case TD_SYM: b = &col->str.indices; w = 4; break;
+        default: b = &col->offsets; w = 4; break;
+        }
+        if (buf_reserve(b, (size_t)grow * w) < 0)
+            return -1;
+    }
+    pt->room = grow;
+    return 0;
 }
 
 /* REC_DAMAGE (w->err says which field) when a record of event ev is too short for
    its format's fixed fields, else 0: each field would read bytes of the next record
    or none (a kernel record always holds its event's whole struct). */
-static int record_too_short(const td_file *f, CpuWork *w, int ev, int size, int64_t ts)
+static int short_record(const td_file *f, CpuWork *w, int ev, int size, int64_t ts)
 {
     const EvInfo *in = &f->info[ev];
-    if (size >= in->fields_end)
-        return 0;
     const Field *past = NULL;
     for (int i = 0; i < in->nfields && !past; i++)
         if (in->fields[i].offset + in->fields[i].size > size)
@@ -210,6 +237,11 @@ static int record_too_short(const td_file *f, CpuWork *w, int ev, int size, int6
              f->events[ev].name, size, w->cpu, ts, past ? past->name : "?",
              past ? past->offset : 0, past ? past->offset + past->size : in->fields_end);
     return REC_DAMAGE;
+}
+
+static inline int record_too_short(const td_file *f, CpuWork *w, int ev, int size, int64_t ts)
+{
+    return size >= f->info[ev].fields_end ? 0 : short_record(f, w, ev, size, ts);
 }
 
 /* Where a __data_loc/__rel_loc field's value lies in the record: 0 with *s, *n
@@ -254,17 +286,23 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
     const Layout *lay = &d->layouts[ev];
     td_column *c = pt->cols;
     int swap = f->swap;
-    int32_t pid = (int32_t)ld(rec + f->common_pid_off, 4, swap);
-    if (put_num(&c[0].values, (uint64_t)ts, 8) || put_num(&c[1].values, w->cpu, 4) ||
-        put_num(&c[2].values, (uint32_t)pid, 4) ||
-        put_num(&c[4].values, rec[f->common_flags_off], 1) ||
-        put_num(&c[5].values, rec[f->common_preempt_off], 1))
+    if (pt->room == 0 && part_reserve(pt, pt->ncols - in->nextra) < 0)
         return REC_NOMEM;
+    pt->room--;
+    /* below, every fixed-width column has room for this row (part_reserve) */
+    int32_t pid = (int32_t)ld(rec + f->common_pid_off, 4, swap);
+    put_fixed(&c[0].values, (uint64_t)ts, 8);
+    put_fixed(&c[1].values, w->cpu, 4);
+    put_fixed(&c[2].values, (uint32_t)pid, 4);
+    put_fixed(&c[4].values, rec[f->common_flags_off], 1);
+    put_fixed(&c[5].values, rec[f->common_preempt_off], 1);
     /* the key: the pid (cmdlines give one name a pid), or the name's own address (a
        perf COMM history entry, one string per entry) */
-    if (append_comm(pt, comm ? (uint64_t)(uintptr_t)comm : (uint64_t)(uint32_t)pid,
-                    comm ? comm : comm_of(f, pid)) < 0)
+    int32_t ci = comm_index(pt, f, comm ? (uint64_t)(uintptr_t)comm : (uint64_t)(uint32_t)pid,
+                            comm, pid);
+    if (ci < 0)
         return REC_NOMEM;
+    put_fixed(&c[3].str.indices, (uint32_t)ci, 4);
     int k = NCOMMON;
     for (int i = 0; i < in->nfields; i++, k++) {
         const Field *fl = &in->fields[i];
@@ -274,8 +312,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
         switch (col->kind) {
         case TD_INT: {
             uint64_t v = ld(p, fl->size, swap);
-            if (put_num(&col->values, v, fl->size))
-                return REC_NOMEM;
+            put_fixed(&col->values, v, fl->size);
             if (i == lay->prev_state) {
                 td_column *ps = &c[++k];
                 int64_t sv = (int64_t)v;
@@ -301,8 +338,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
                         pt->state_idx[pt->nstates++] = idx;
                     }
                 }
-                if (put_index(&ps->str, idx))
-                    return REC_NOMEM;
+                put_fixed(&ps->str.indices, (uint32_t)idx, 4);
             }
             break;
         }
@@ -328,8 +364,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
                 cc->key[slot] = addr;
                 cc->idx[slot] = idx + 1;
             }
-            if (put_index(&col->str, idx))
-                return REC_NOMEM;
+            put_fixed(&col->str.indices, (uint32_t)idx, 4);
             break;
         }
         case TD_STR: {
@@ -343,8 +378,9 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
                 size_t room = fl->size ? (size_t)fl->size : (size_t)(size - fl->offset);
                 idx = strcol_intern(&col->str, (const char *)p, strnlen((const char *)p, room));
             }
-            if (put_index(&col->str, idx))
+            if (idx < 0)
                 return REC_NOMEM;
+            put_fixed(&col->str.indices, (uint32_t)idx, 4);
             break;
         }
         case TD_DYNSTR:
@@ -354,8 +390,11 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
             if (dynamic_value(f, w, ev, fl, rec, size, &s, &n))
                 return REC_DAMAGE;
             if (col->kind == TD_DYNSTR) {
-                if (strcol_append(&col->str, (const char *)s, strnlen((const char *)s, n)))
+                int32_t idx = strcol_intern(&col->str, (const char *)s,
+                                            strnlen((const char *)s, n));
+                if (idx < 0)
                     return REC_NOMEM;
+                put_fixed(&col->str.indices, (uint32_t)idx, 4);
             } else {
                 int e = fl->elem;
                 for (size_t q = 0; q + (size_t)e <= n; q += (size_t)e)
@@ -364,9 +403,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
                 int64_t end = (int64_t)(col->values.len / (size_t)e);
                 if (end > INT32_MAX)
                     return REC_NOMEM;
-                int32_t end32 = (int32_t)end;
-                if (buf_put(&col->offsets, &end32, 4))
-                    return REC_NOMEM;
+                put_fixed(&col->offsets, (uint32_t)end, 4);
             }
             break;
         }
@@ -379,9 +416,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
             int64_t end = (int64_t)(col->values.len / (size_t)e);
             if (end > INT32_MAX)
                 return REC_NOMEM;
-            int32_t end32 = (int32_t)end;
-            if (buf_put(&col->offsets, &end32, 4))
-                return REC_NOMEM;
+            put_fixed(&col->offsets, (uint32_t)end, 4);
             break;
         }
         case TD_BIN: {
@@ -389,9 +424,7 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
                 return REC_NOMEM;
             if (col->values.len > INT32_MAX)
                 return REC_NOMEM;
-            int32_t end = (int32_t)col->values.len;
-            if (buf_put(&col->offsets, &end, 4))
-                return REC_NOMEM;
+            put_fixed(&col->offsets, (uint32_t)col->values.len, 4);
             break;
         }
         }
@@ -583,13 +616,13 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
             w->unknown++;
             continue;
         }
-        __atomic_fetch_add(&f->events[idx].count, 1, __ATOMIC_RELAXED);
-        if (record_too_short(f, w, idx, (int)len, t))  /* read or not: the data is damaged */
-            return REC_DAMAGE;
+        w->parts[idx].seen++;
         if (f->events[idx].wanted) {
             int rc = append_record(d, w, idx, payload, (int)len, t, NULL);
             if (rc < 0)
                 return rc;
+        } else if (record_too_short(f, w, idx, (int)len, t)) {
+            return REC_DAMAGE;  /* read or not: the data is damaged */
         }
     }
 page_done:
@@ -693,7 +726,7 @@ int decode_step(Decoder *d, CpuWork *w)
             w->chunk = nb;
             w->chunk_cap = (size_t)usize;
         }
-        if (decompress(f->comp, src, (size_t)csize, w->chunk, (size_t)usize) < 0) {
+        if (decompress_with(&w->zctx, f->comp, src, (size_t)csize, w->chunk, (size_t)usize) < 0) {
             snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u chunk at offset %"
                      PRIu64 " does not decompress to its %" PRIu64 " bytes", d->f->kind, w->cpu,
                      w->chunk_off, usize);
@@ -722,6 +755,7 @@ int decode_cpu(Decoder *d, CpuWork *w)
     free(w->chunk);
     w->chunk = NULL;
     w->chunk_cap = 0;
+    decompress_end(&w->zctx);
     return rc;
 }
 

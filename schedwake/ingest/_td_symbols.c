@@ -45,6 +45,13 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
     size_t cap = 0;
     Func *funcs = NULL;
     int lineno = 0;
+    /* one copy of the text that the names point into (NUL put after each), not an
+       allocation a symbol: a kernel has 100,000s of them */
+    char *names = malloc((size_t)(end - p) + 1);
+    if (!names || own(f, names) < 0)
+        return seterr(f->err, "out of memory"), -1;
+    memcpy(names, p, (size_t)(end - p));
+    names[end - p] = 0;
     const char *line;
     for (line = p; line < end;) {
         const char *le = find_line_end(line, end);
@@ -90,7 +97,12 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
                 }
                 funcs = nf;
             }
-            const char *s = own_str(f, name, (size_t)(q - name));
+            size_t len = (size_t)(q - name);
+            const char *s = names + (name - p);
+            if (utf8_valid(name, len))
+                names[q - p] = 0;
+            else
+                s = own_str(f, name, len);      /* bytes that are not UTF-8 replaced */
             if (!s) {
                 free(funcs);
                 return -1;
@@ -106,33 +118,56 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
         return seterr(f->err, "out of memory"), -1;
     }
     /* libtraceevent lists symbols newest first and sorts them stably by address,
-       so of equal addresses the one later in the file comes first */
-    for (size_t i = 0; i < f->nfuncs / 2; i++) {
-        Func t = funcs[i];
-        funcs[i] = funcs[f->nfuncs - 1 - i];
-        funcs[f->nfuncs - 1 - i] = t;
-    }
-    /* stable sort: merge sort */
-    if (f->nfuncs > 1) {
-        Func *tmp = malloc(f->nfuncs * sizeof(*tmp));
+       so of equal addresses the one later in the file comes first.  A kallsyms
+       text is usually in address order already: then only each run of equal
+       addresses turns round */
+    size_t nf = f->nfuncs;
+    int in_order = 1;
+    for (size_t i = 1; i < nf && in_order; i++)
+        in_order = funcs[i].addr >= funcs[i - 1].addr;
+    if (in_order) {
+        for (size_t lo = 0; lo < nf;) {
+            size_t hi = lo + 1;
+            while (hi < nf && funcs[hi].addr == funcs[lo].addr)
+                hi++;
+            for (size_t i = lo, j = hi - 1; i < j; i++, j--) {
+                Func t = funcs[i];
+                funcs[i] = funcs[j];
+                funcs[j] = t;
+            }
+            lo = hi;
+        }
+    } else {
+        for (size_t i = 0; i < nf / 2; i++) {
+            Func t = funcs[i];
+            funcs[i] = funcs[nf - 1 - i];
+            funcs[nf - 1 - i] = t;
+        }
+        /* stable sort: merge sort, from one buffer to the other */
+        Func *tmp = malloc(nf * sizeof(*tmp));
         if (!tmp) {
             free(funcs);
             return seterr(f->err, "out of memory"), -1;
         }
-        for (size_t w = 1; w < f->nfuncs; w *= 2) {
-            for (size_t lo = 0; lo < f->nfuncs; lo += 2 * w) {
-                size_t mid = lo + w < f->nfuncs ? lo + w : f->nfuncs;
-                size_t hi = lo + 2 * w < f->nfuncs ? lo + 2 * w : f->nfuncs;
+        Func *from = funcs, *to = tmp;
+        for (size_t w = 1; w < nf; w *= 2) {
+            for (size_t lo = 0; lo < nf; lo += 2 * w) {
+                size_t mid = lo + w < nf ? lo + w : nf;
+                size_t hi = lo + 2 * w < nf ? lo + 2 * w : nf;
                 size_t a = lo, b = mid, o = lo;
                 while (a < mid && b < hi)
-                    tmp[o++] = func_cmp(&funcs[b], &funcs[a]) < 0 ? funcs[b++] : funcs[a++];
+                    to[o++] = func_cmp(&from[b], &from[a]) < 0 ? from[b++] : from[a++];
                 while (a < mid)
-                    tmp[o++] = funcs[a++];
+                    to[o++] = from[a++];
                 while (b < hi)
-                    tmp[o++] = funcs[b++];
+                    to[o++] = from[b++];
             }
-            memcpy(funcs, tmp, f->nfuncs * sizeof(*tmp));
+            Func *t = from;
+            from = to;
+            to = t;
         }
+        if (from != funcs)
+            memcpy(funcs, from, nf * sizeof(*funcs));
         free(tmp);
     }
     if (funcs && own(f, funcs) < 0)
