@@ -83,7 +83,8 @@ sampler.join()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 nbytes = sum(trace.table(n).nbytes for n in trace.events)
 read = sum(trace.table(n).num_rows for n in trace.events)
-print(json.dumps({"seconds": dt, "warm": warm, "peak_kb": peak, "base_kb": base, "table_bytes": nbytes,
+print(json.dumps({"seconds": dt, "warm": warm, "peak_kb": peak, "base_kb": base,
+                  "table_bytes": nbytes,
                   "peak_anon_kb": state["peak_anon"] - base_anon,
                   "events_read": read, "events_total": sum(trace.meta.event_counts.values())}))
 """
@@ -170,8 +171,16 @@ def run_schedwake(path: Path, events, jobs=None, warm=True) -> dict:
     the libraries imported), or as the process's first load (imports included)."""
     with tempfile.TemporaryDirectory(prefix="schedwake-bench-tmp-") as tmp:
         out = subprocess.run(
-            [sys.executable, "-c", LOAD_SNIPPET, str(path), json.dumps(events), json.dumps(jobs),
-             "warm" if warm else "cold", str(WARM_UP)],
+            [
+                sys.executable,
+                "-c",
+                LOAD_SNIPPET,
+                str(path),
+                json.dumps(events),
+                json.dumps(jobs),
+                "warm" if warm else "cold",
+                str(WARM_UP),
+            ],
             check=True,
             capture_output=True,
             text=True,
