@@ -144,6 +144,9 @@ typedef struct {
     size_t n, ncap;
     int32_t *slots; size_t nslots;     /* open addressing; -1 = empty */
     uint32_t *hashes;
+    /* intern_text's answers for strings of up to 16 bytes, which their length and
+       first and last 8 bytes spell out whole: task names, most fields' words */
+    struct { uint64_t a, b; uint32_t n1; int32_t id; } recent[256];   /* n1: n + 1; 0 = empty */
 } Pool;
 
 static inline uint64_t rd64(const char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -282,7 +285,27 @@ static int32_t pool_intern(Pool *pl, const char *p, size_t n)
  * any string) and map to the id of their replaced text (U+FFFD per maximal invalid
  * subpart), which is what the columns get: the ids handed out always name valid
  * UTF-8, and byte strings with the same text share one id. */
-static int32_t intern_text(Pool *pl, const char *p, size_t n)
+static int32_t intern_text_slow(Pool *pl, const char *p, size_t n);
+
+static inline int32_t intern_text(Pool *pl, const char *p, size_t n)
+{
+    if (n > 16)
+        return intern_text_slow(pl, p, n);
+    uint64_t a = n >= 8 ? rd64(p) : rd_tail(p, n), b = n >= 8 ? rd64(p + n - 8) : 0;
+    size_t k = (size_t)(((a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xff51afd7ed558ccdULL) ^ n) >> 56);
+    if (pl->recent[k].n1 == n + 1 && pl->recent[k].a == a && pl->recent[k].b == b)
+        return pl->recent[k].id;
+    int32_t id = intern_text_slow(pl, p, n);
+    if (id >= 0) {
+        pl->recent[k].a = a;
+        pl->recent[k].b = b;
+        pl->recent[k].n1 = (uint32_t)n + 1;
+        pl->recent[k].id = id;
+    }
+    return id;
+}
+
+static int32_t intern_text_slow(Pool *pl, const char *p, size_t n)
 {
     size_t before = pl->n;
     int32_t id = pool_intern(pl, p, n);
