@@ -17,12 +17,17 @@ from schedwake.model._util import _asof_index_merge, _stable_order, asof_index, 
 def test_asof_index_matches_merge_asof(keys):
     rng = np.random.default_rng(7)
     trials = []
-    for _ in range(80):
+    for _ in range(120):
         n, m = int(rng.integers(0, 40)), int(rng.integers(0, 40))
+        if len(trials) % 5 == 0:  # a few left rows against many right ones
+            n, m = int(rng.integers(1, 4)), int(rng.integers(60, 200))
         lts, rts = rng.integers(0, 25, n), rng.integers(0, 25, m)
         if len(trials) % 2:
             rts = np.sort(rts)  # the usual case: right rows in time order
         lk, rk = rng.integers(-2, 4, n), rng.integers(-2, 4, m)
+        if len(trials) % 3 == 0:  # left rows in (key, time) order
+            by = np.lexsort((lts, lk))
+            lts, lk = lts[by], lk[by]
         if keys == "none":
             lk = rk = None
         elif keys == "int32":

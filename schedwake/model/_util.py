@@ -54,6 +54,16 @@ def asof_index(
     lkey, rkey = np.asarray(lkey), np.asarray(rkey)
     if lkey.dtype != rkey.dtype or lkey.dtype.kind not in "iu":
         lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
+    if len(lts) * 16 < len(rts):
+        # a few left rows against many right ones (a task's waits against every
+        # switch): only the right rows of the left's keys can match; sorting the rest
+        # would cost the most
+        mine = np.flatnonzero(np.isin(rkey, np.unique(lkey)))
+        if len(mine) * 2 < len(rts):
+            pos = asof_index(lts, lkey, rts[mine], rkey[mine], direction, allow_exact)
+            hit = pos >= 0
+            pos[hit] = mine[pos[hit]]
+            return pos
     # right rows by (key, ts, given order)
     order = _stable_order(rkey) if _sorted(rts) else np.lexsort((rts, rkey))
     rk = rkey[order]
@@ -83,13 +93,16 @@ def asof_index(
         clip(q, b, out=q)
         del b
     q += shift[k]
-    qo = np.argsort(q)  # sorted needles: binary searches that stay in cache
-    q.sort()
-    found_at = np.searchsorted(line, q, side)
-    del q, line
-    pos = np.empty(len(found_at), dtype=np.int64)
-    pos[qo] = found_at
-    del qo, found_at
+    if _sorted(q):  # (left rows often come in time order within one key)
+        pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
+        del q, line
+    else:
+        qo = np.argsort(q)  # sorted needles: binary searches that stay in cache
+        found_at = np.searchsorted(line, q[qo], side)  # (a gather, not a second sort)
+        del q, line
+        pos = np.empty(len(found_at), dtype=np.int64)
+        pos[qo] = found_at
+        del qo, found_at
     if backward:
         pos -= 1
         found &= pos >= starts[k]
