@@ -149,3 +149,18 @@ def test_llc_gap_segments_match_the_pandas_sweep(far):
         want = _gaps_with_pandas(icpu, istart, iend, wcpu[inside], wstart[inside], wend[inside])
         got = llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+@pytest.mark.parametrize("direction", ["backward", "forward"])
+@pytest.mark.parametrize("exact", [True, False])
+def test_asof_index_of_many_left_rows_most_without_a_right_key(direction, exact):
+    """Every task's wake-ups against the work items of a few kworkers: most left keys
+    have no right row (the search runs for the others only), checked against the
+    merge_asof reference."""
+    rng = np.random.default_rng(11)
+    lts, lk = rng.integers(0, 5000, 6000), rng.integers(0, 300, 6000).astype(np.int32)
+    rts, rk = np.sort(rng.integers(0, 5000, 400)), rng.integers(0, 8, 400).astype(np.int32)
+    want = _asof_index_merge(lts, lk, rts, rk, direction, exact)
+    got = asof_index(lts, lk, rts, rk, direction, exact)
+    assert (got >= 0).sum() > 50  # some rows match, most do not
+    assert got.tolist() == want.tolist()

@@ -86,6 +86,12 @@ def asof_index(
     line += np.repeat(shift, ends - starts)
     k = _key_slot(ukeys, lkey)
     found = ukeys[k] == lkey
+    n_left, sel = len(lts), None
+    if n_left > 1024 and np.count_nonzero(found) * 2 < n_left:
+        # most left rows have no right row of their key (every task's wake-ups against
+        # the kworkers' work items): search for the others only
+        sel = np.flatnonzero(found)
+        lts, k, found = lts[sel], k[sel], np.ones(len(sel), dtype=bool)
     q = lts.copy()
     for bound, step, clip in ((lo, -1, np.maximum), (hi, 1, np.minimum)):
         b = bound[k]
@@ -111,6 +117,10 @@ def asof_index(
     del k
     np.take(order, pos, out=pos, mode="clip")  # right rows as given
     pos[~found] = -1
+    if sel is not None:
+        out = np.full(n_left, -1, dtype=np.int64)
+        out[sel] = pos
+        return out
     return pos
 
 
