@@ -83,8 +83,15 @@ def test_tree_compares_in_one_command():
             if r["stat"] in ("Amean", "Hmean")
             and r["metric"] in ("bench_time", "context_switches_per_s")
         }
-        assert mean[("context_switches_per_s", "6.18-normal")]["n"] == 2
-        assert mean[("context_switches_per_s", "6.18-batch")]["value"] > 0
+        kept = {
+            side: sum(not c["withheld"] for c in s["coverage"] if c["side"] == side)
+            for side in RUNS
+        }
+        if s["scheduler_metrics_shown"]:
+            assert mean[("context_switches_per_s", "6.18-normal")]["n"] == kept["6.18-normal"]
+            assert mean[("context_switches_per_s", "6.18-batch")]["value"] > 0
+        else:
+            assert ("context_switches_per_s", "6.18-normal") not in mean
         base, new = mean[("bench_time", "6.18-normal")], mean[("bench_time", "6.18-batch")]
         assert base["n"] == new["n"] == 6
         want = mmtests[("Amean", f"time-{n}")]
@@ -211,3 +218,91 @@ def test_bad_figures_are_refused(tmp_path):
     line = _refused("--mmtests", root, *SIDES, "--metric", "context_switches_per_s")
     assert line.startswith(f"schedwake: {out}: time nan is out of range") or "nan" in line
     assert str(out) in line
+
+
+# -- coverage: what each recording covers of its subtest -------------------------------------
+
+#: A subtest whose every recording perf's start-up missed nearly all of, and one whose
+#: recordings cover most of it (on the bundled tree).
+SHORT, LONG = "1", "4"
+
+
+def _perf_header_span_s(rec, tmp_path) -> float:
+    """The recorded span of a perf-N.data.zst by perf's own ``--header-only``."""
+    plain = tmp_path / rec.name.removesuffix(".zst")
+    subprocess.run(["zstd", "-dqf", str(rec), "-o", str(plain)], check=True)
+    out = subprocess.run(
+        ["perf", "report", "--header-only", "-i", str(plain)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    first = float(re.search(r"time of first sample : (\S+)", out)[1])
+    last = float(re.search(r"time of last sample : (\S+)", out)[1])
+    plain.unlink()
+    return last - first
+
+
+def _parsed_bench_s(run: str, it: int, subtest: str) -> float:
+    """The hackbench time of a subtest in one iteration by mmtests' parse-results."""
+    total = 0.0
+    for line in (PARSED / f"parse-results-{run}-iter-{it}.tsv").read_text().splitlines():
+        _, groups, _, _, value, _ = line.split("\t")
+        total += float(value) if groups == subtest else 0.0
+    return total
+
+
+@pytest.fixture(scope="module")
+def tree_doc():
+    from schedwake.mmtests_tree import compare_tree
+    from schedwake.report import mmtests_tree as report
+
+    tree = compare_tree(TREE, SIDES[1::2], metrics=["context_switches_per_s"])
+    return tree, report.to_dict(tree), report.text(tree)
+
+
+def test_coverage_is_perf_span_against_mmtests_time(tree_doc, tmp_path):
+    """Each recording's coverage: its span as perf's header gives it, against the
+    hackbench time of its subtest as mmtests' parse-results gives it."""
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed")
+    _, doc, _ = tree_doc
+    from schedwake.mmtests_tree import MIN_COVERAGE, MIN_SWITCHES
+
+    assert doc["coverage_rule"] == {"min_coverage": MIN_COVERAGE, "min_switches": MIN_SWITCHES}
+    for s in doc["subtests"]:
+        assert len(s["coverage"]) == 4
+        for c in s["coverage"]:
+            run, it = c["side"], c["iteration"]
+            rec = TREE / c["recording"]
+            assert rec == _logs(TREE, run, it) / f"perf-{s['subtest']}.data.zst"
+            assert c["span_source"] == "perf.data header"
+            assert c["span_s"] == pytest.approx(_perf_header_span_s(rec, tmp_path), abs=2e-6)
+            assert c["bench_s"] == pytest.approx(_parsed_bench_s(run, it, s["subtest"]))
+            assert c["share"] == pytest.approx(min(1.0, c["span_s"] / c["bench_s"]))
+            assert c["sched_switch"] == read(rec).meta.event_counts.get("sched_switch", 0)
+            too_little = c["share"] < MIN_COVERAGE or c["sched_switch"] < MIN_SWITCHES
+            assert bool(c["withheld"]) == too_little
+
+
+def test_short_recordings_give_no_scheduler_numbers(tree_doc):
+    """A subtest whose recordings cover too little of it: a coverage line each, the
+    note, and a table of mmtests' figures only; one whose recordings cover most of it
+    keeps the scheduler's metrics."""
+    _, doc, text = tree_doc
+    subs = {s["subtest"]: s for s in doc["subtests"]}
+    short, long = subs[SHORT], subs[LONG]
+    assert short["scheduler_metrics_shown"] is False
+    assert all(c["withheld"] for c in short["coverage"])
+    assert {r["metric"] for r in short["comparison"]["rows"]} == {"bench_time"}
+    assert long["scheduler_metrics_shown"] is True
+    assert not any(c["withheld"] for c in long["coverage"])
+    metrics = {r["metric"] for r in long["comparison"]["rows"]}
+    assert metrics == {"bench_time", "context_switches_per_s"}
+    section = text.split(f"\n== {BENCH} {SHORT}:")[1].split("\n== ")[0]
+    c = short["coverage"][0]
+    assert f"coverage: 6.18-normal: {c['recording']} covers " in section
+    assert "of hackbench time" in section and ": withheld (covers " in section
+    assert "note: no scheduler metrics for this subtest" in section
+    assert "its start-up misses short runs" in section
+    assert "context_switches_per_s" not in section
+    section = text.split(f"\n== {BENCH} {LONG}:")[1]
+    assert "withheld" not in section and "context_switches_per_s" in section
