@@ -514,6 +514,8 @@ def _subtest(
                     }
                 )
             )
+    if not parts:  # every recording withheld, and no figures of the benchmark
+        parts.append(pd.DataFrame(columns=["side", "iteration", "trace", "metric", "value"]))
     df = pd.concat(parts, ignore_index=True)
     head = f"{title}: " if title else ""
     result = from_samples(

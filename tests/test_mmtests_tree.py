@@ -319,3 +319,22 @@ def test_short_recordings_give_no_scheduler_numbers(tree_doc):
     assert "context_switches_per_s" not in section
     section = text.split(f"\n== {BENCH} {LONG}:")[1]
     assert "withheld" not in section and "context_switches_per_s" in section
+
+
+def test_withheld_without_figures(tmp_path):
+    """A benchmark without mmtests' figures is held to the sched_switch count alone; a
+    subtest left without any recording has no rows, and says why (exit code 0)."""
+    for run in RUNS:
+        for it in (0, 1):
+            logs = tmp_path / run / f"iter-{it}" / "foo-bar" / "logs"
+            logs.mkdir(parents=True)
+            shutil.copy(SHORT_DIR / f"{run}-iter-{it}" / "perf-1.data.zst", logs)
+    proc = run_cli("compare", "--mmtests", tmp_path, *SIDES, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["subtests"]
+    assert s["scheduler_metrics_shown"] is False and s["comparison"]["rows"] == []
+    for c in s["coverage"]:
+        assert c["bench_s"] is None and c["share"] is None
+        assert c["withheld"] == f"{c['sched_switch']} sched_switch events (< 200)"
+    out = run_cli("compare", "--mmtests", tmp_path, *SIDES).stdout
+    assert "too few context switches for a rate; it has no rows" in out

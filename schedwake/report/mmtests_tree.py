@@ -90,9 +90,10 @@ def coverage_lines(tree: TreeComparison, s: Subtest) -> list[str]:
                 f"samples ({RULE}): {why}"
             )
         else:
+            left = "the table is mmtests' figures only" if s.bench_metric else "it has no rows"
             out.append(
                 f"note: no scheduler metrics for this subtest: a side has no recording "
-                f"that describes it ({RULE}): {why}; the table is mmtests' figures only"
+                f"that describes it ({RULE}): {why}; {left}"
             )
     return out
 
