@@ -19,6 +19,17 @@ mmtests' own figures of the subtest as mmtests' extraction reads them: every val
 entry there is compared on the scheduler's metrics only, and a note says so). The
 result (:class:`TreeComparison`) holds one :class:`schedwake.compare.CompareResult` a
 subtest; :mod:`schedwake.report.mmtests_tree` prints it.
+
+**Coverage.** mmtests starts ``perf sched record -a`` in the background right before
+the benchmark and stops it right after, so perf's start-up (about a second on a small
+machine, longer under load) misses the start of the subtest, and all of a short one.
+Each recording's span (the perf.data header's recorded time, else its first to last
+event) is held against the benchmark's own time of the subtest in that iteration
+(hackbench: its ``Total time`` summed over its iterations) as :class:`Coverage`; a
+recording that covers less than :data:`MIN_COVERAGE` of it, or has fewer than
+:data:`MIN_SWITCHES` ``sched_switch`` events (the gate's ``min_switches``), describes
+too little of the subtest: its scheduler metrics are withheld, and a subtest a side of
+which has no recording left shows mmtests' figures only.
 """
 
 from __future__ import annotations
@@ -37,6 +48,9 @@ from .sidevalues import parsed_number
 
 __all__ = [
     "FIGURES",
+    "MIN_COVERAGE",
+    "MIN_SWITCHES",
+    "Coverage",
     "Figures",
     "Run",
     "Subtest",
@@ -48,6 +62,13 @@ __all__ = [
     "results_dir",
 ]
 
+#: A recording covering less than this share of the benchmark's time of its subtest
+#: describes too little of it: its scheduler metrics are withheld.
+MIN_COVERAGE = 0.5
+#: ... as is one with fewer ``sched_switch`` events (the gate's ``min_switches``: a
+#: rate from fewer is noise).
+MIN_SWITCHES = 200
+
 #: A subtest's ``perf sched record`` file: ``perf-SUBTEST.data``, compressed or not.
 RECORDING = re.compile(r"perf-(?P<subtest>.+)\.data(?:\.(?:zst|xz|bz2|gz))?")
 
@@ -58,7 +79,10 @@ class Figures:
     (one a subtest, ``file`` with the subtest in its group), the value of each line that
     ``line`` matches (one a benchmark iteration), their name (shellpack.yaml's metric),
     unit and direction (``preferhigher``, else lower). ``scale`` multiplies mmtests'
-    value into ``unit`` (hackbench's seconds as ms: the table prints 2 decimals)."""
+    value into ``unit`` (hackbench's seconds as ms: the table prints 2 decimals).
+    ``seconds``: for a figure that is the time each benchmark iteration took, what
+    turns a value in ``unit`` into seconds (their sum is the benchmark's time of the
+    subtest, which a recording's coverage is held against); None for another figure."""
 
     metric: str
     unit: str
@@ -66,6 +90,7 @@ class Figures:
     file: re.Pattern
     line: re.Pattern
     scale: float = 1.0
+    seconds: float | None = None
 
     def read(self, path: Path) -> list[float]:
         """The figures of one file; TraceError naming it when it has none or a bad one."""
@@ -94,6 +119,7 @@ FIGURES: dict[str, Figures] = {
         re.compile(r"hackbench-(?P<subtest>\d+)"),
         re.compile(r"^\s*Total time:\s*(\S+)"),
         scale=1000.0,
+        seconds=0.001,
     ),
 }
 
@@ -198,6 +224,61 @@ def parse_run_sides(
     return sides
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How much of its subtest one recording covers: its span against the benchmark's
+    own time of the subtest in that iteration, and whether its scheduler metrics are
+    withheld (:data:`MIN_COVERAGE`, :data:`MIN_SWITCHES`)."""
+
+    side: str
+    #: The index of the recording among its side's (an ``iter-N`` of its runs).
+    iteration: int
+    path: Path
+    #: The recording's span in seconds, and where it is from (``"perf.data header"``:
+    #: its SAMPLE_TIME feature; ``"first to last event"``).
+    span_s: float
+    span_source: str
+    #: The benchmark's time of the subtest in that iteration (s), None where mmtests'
+    #: figures of the benchmark are no time.
+    bench_s: float | None
+    switches: int
+    #: Why its scheduler metrics are withheld, None when they are kept.
+    withheld: str | None
+
+    @property
+    def share(self) -> float | None:
+        """``span_s / bench_s``, at most 1 (the span also holds the pauses between the
+        benchmark's iterations, so it is an upper bound); None without ``bench_s``."""
+        if not self.bench_s:
+            return None
+        return min(1.0, self.span_s / self.bench_s)
+
+
+def coverage_of(
+    side: str, iteration: int, path: Path, trace: SideTrace, bench_s: float | None
+) -> Coverage:
+    """A recording's :class:`Coverage`: its span from its perf.data header's SAMPLE_TIME
+    (first to last event without one) against ``bench_s``, and the rule's verdict."""
+    meta = trace.meta
+    header = meta.source.get("sample_time") if meta.source else None
+    if header and header[1] >= header[0]:
+        span_ns, how = header[1] - header[0], "perf.data header"
+    else:
+        first, last = meta.first_ts_ns, meta.last_ts_ns
+        span_ns = last - first if first is not None and last is not None else 0
+        how = "first to last event"
+    span = span_ns / 1e9
+    switches = int(meta.event_counts.get("sched_switch", 0))
+    why = []
+    if bench_s and span / bench_s < MIN_COVERAGE:
+        share = span / bench_s
+        pct = f"{share:.0%}" if share >= 0.01 else f"{share:.2%}"
+        why.append(f"covers {pct} (< {MIN_COVERAGE:.0%}) of the benchmark's time")
+    if switches < MIN_SWITCHES:
+        why.append(f"{switches} sched_switch events (< {MIN_SWITCHES})")
+    return Coverage(side, iteration, path, span, how, bench_s, switches, "; ".join(why) or None)
+
+
 @dataclass
 class Subtest:
     """One subtest of a benchmark compared: its recordings and figure files per side,
@@ -210,6 +291,21 @@ class Subtest:
     #: ``{side label: [figures file, ...]}`` (empty without :data:`FIGURES` of it).
     figure_files: dict[str, list[Path]]
     result: CompareResult
+    #: Each recording's :class:`Coverage`, side by side in order.
+    coverage: list[Coverage] = field(default_factory=list)
+
+    @property
+    def withheld(self) -> list[Coverage]:
+        """The recordings whose scheduler metrics are withheld."""
+        return [c for c in self.coverage if c.withheld]
+
+    @property
+    def scheduler_shown(self) -> bool:
+        """Whether the table has scheduler metrics: every side kept a recording."""
+        return all(
+            any(not c.withheld for c in self.coverage if c.side == label)
+            for label in self.recordings
+        )
 
     @property
     def bench_metric(self) -> str | None:
@@ -374,10 +470,30 @@ def _subtest(
                         f"{subtest}: mmtests' figures of it are missing",
                     )
                 files[label].append(f)
-    _, win = sample_plan(samples, list(traces.values()), window_s, param="--window")
-    parts = []
+    cover = []
     for label, ts in traces.items():
         for i, t in enumerate(ts):
+            bench_s = None
+            if fig is not None and fig.seconds is not None:
+                bench_s = sum(fig.read(files[label][i])) * fig.seconds
+            cover.append(coverage_of(label, i, recs[label][i], t, bench_s))
+    # a recording that covers too little of its subtest gives no scheduler sample; a
+    # side left without any leaves the subtest without scheduler metrics
+    kept = {
+        label: [t for t, c in zip(ts, (c for c in cover if c.side == label)) if not c.withheld]
+        for label, ts in traces.items()
+    }
+    shown = all(kept.values())
+    if not shown:
+        kept = {label: [] for label in traces}
+    win = None
+    if shown:
+        _, win = sample_plan(samples, list(kept.values()), window_s, param="--window")
+    parts = []
+    for label, ts in traces.items():
+        for i, (t, c) in enumerate(zip(ts, (c for c in cover if c.side == label))):
+            if c.withheld or not shown:
+                continue
             d = measure(t, win, th, metrics)
             d.insert(0, "iteration", i)
             d.insert(0, "side", label)
@@ -398,6 +514,8 @@ def _subtest(
                     }
                 )
             )
+    if not parts:  # every recording withheld, and no figures of the benchmark
+        parts.append(pd.DataFrame(columns=["side", "iteration", "trace", "metric", "value"]))
     df = pd.concat(parts, ignore_index=True)
     head = f"{title}: " if title else ""
     result = from_samples(
@@ -407,7 +525,10 @@ def _subtest(
         alpha=alpha,
         title=f"{head}{benchmark} {subtest}",
         window_s=win,
-        sides=[Side(label, ts) for label, ts in traces.items()],
+        sides=[
+            Side(label, ts) if ts else Side(label, paths=[str(p) for p in recs[label]])
+            for label, ts in kept.items()
+        ],
         thresholds=th,
     )
-    return Subtest(benchmark, subtest, recs, files, result)
+    return Subtest(benchmark, subtest, recs, files, result, cover)

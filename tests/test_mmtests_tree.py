@@ -1,7 +1,13 @@
 """``schedwake compare --mmtests``: a real mmtests results tree (sample_traces/mmtests/,
 written by mmtests' own run-mmtests.sh) compared per subtest, its figures held to
-mmtests' own parse-results output and compare-kernels.sh table, and bad trees refused in
-one line naming the file or run (exit code 2)."""
+mmtests' own parse-results output and compare-kernels.sh table, each recording's
+coverage of its subtest held to perf's own header, and bad trees refused in one line
+naming the file or run (exit code 2).
+
+tests/data/mmtests/short-subtest/ keeps subtest 1 (hackbench with 1 group, 50 loops) of
+an earlier real recording of the same configuration: perf's start-up missed nearly all
+of it in every iteration. Added to a copy of the tree, it is the subtest whose
+scheduler metrics are withheld."""
 
 from __future__ import annotations
 
@@ -23,10 +29,26 @@ RUNS = ("6.18-normal", "6.18-batch")
 BENCH = "hackbench-process-pipes"
 SIDES = ("--side", "6.18-normal=6.18-normal", "--side", "6.18-batch=6.18-batch")
 PARSED = ROOT / "tests" / "data" / "mmtests"
+SHORT_DIR = PARSED / "short-subtest"
+#: The tree's subtest (2 groups, 2000 loops: seconds a subtest), and the short one.
+LONG, SHORT = "2", "1"
 
 
 def _logs(root, run, it):
     return root / run / f"iter-{it}" / BENCH / "logs"
+
+
+def _parsed(run: str, it: int, subtest: str) -> list[float]:
+    """mmtests' parse-results figures (s) of a subtest in one iteration: the tree's
+    (tests/data/mmtests/), or the short subtest's (its own directory)."""
+    where = SHORT_DIR if subtest == SHORT else PARSED
+    out = []
+    for line in (where / f"parse-results-{run}-iter-{it}.tsv").read_text().splitlines():
+        metric, groups, _, _, value, _ = line.split("\t")
+        assert metric == "time"
+        if groups == subtest:
+            out.append(float(value))
+    return out
 
 
 def test_figures_are_mmtests_parse_results():
@@ -36,15 +58,13 @@ def test_figures_are_mmtests_parse_results():
     assert fig is FIGURES["hackbench"]
     for run in RUNS:
         for it in (0, 1):
-            want: dict[str, list[float]] = {}
-            for line in (PARSED / f"parse-results-{run}-iter-{it}.tsv").read_text().splitlines():
-                metric, groups, _, _, value, _ = line.split("\t")
-                assert metric == fig.metric
-                want.setdefault(groups, []).append(float(value) * 1000)
-            assert sorted(want) == ["1", "2", "3", "4"]
-            for groups, values in want.items():
-                got = fig.read(_logs(TREE, run, it) / f"hackbench-{groups}")
-                assert got == pytest.approx(values)
+            lines = (PARSED / f"parse-results-{run}-iter-{it}.tsv").read_text().splitlines()
+            assert {line.split("\t")[1] for line in lines} == {LONG}
+            got = fig.read(_logs(TREE, run, it) / f"hackbench-{LONG}")
+            assert got == pytest.approx([v * 1000 for v in _parsed(run, it, LONG)])
+            assert len(got) == 2
+            got = fig.read(SHORT_DIR / f"{run}-iter-{it}" / f"hackbench-{SHORT}")
+            assert got == pytest.approx([v * 1000 for v in _parsed(run, it, SHORT)])
 
 
 def _compare_kernels() -> dict[tuple[str, str], list[float]]:
@@ -60,7 +80,7 @@ def _compare_kernels() -> dict[tuple[str, str], list[float]]:
 @pytest.mark.slow
 def test_tree_compares_in_one_command():
     """The tree in one command, a real process: a comparison per subtest, two samples
-    a side (iter-0, iter-1) of each scheduler metric and six of mmtests' figure, whose
+    a side (iter-0, iter-1) of each scheduler metric and four of mmtests' figure, whose
     means and % are those of mmtests' own compare-kernels.sh."""
     proc = run_cli(
         "compare", "--mmtests", TREE, *SIDES, "--format", "json", "--full", subprocess=True
@@ -69,12 +89,12 @@ def test_tree_compares_in_one_command():
     doc = json.loads(proc.stdout)
     assert [s["label"] for s in doc["sides"]] == list(RUNS)
     assert doc["sides"][0]["runs"] == [{"run": "6.18-normal", "iterations": ["iter-0", "iter-1"]}]
-    assert [(s["benchmark"], s["subtest"]) for s in doc["subtests"]] == [(BENCH, n) for n in "1234"]
+    assert [(s["benchmark"], s["subtest"]) for s in doc["subtests"]] == [(BENCH, LONG)]
     mmtests = _compare_kernels()
     for s in doc["subtests"]:
         n = s["subtest"]
         assert s["recordings"]["6.18-batch"] == [
-            f"6.18-batch/iter-{i}/{BENCH}/logs/perf-{n}.data.zst" for i in (0, 1)
+            f"6.18-batch/iter-{i}/{BENCH}/logs/perf-{n}.data.xz" for i in (0, 1)
         ]
         rows = s["comparison"]["rows"]
         mean = {
@@ -83,10 +103,11 @@ def test_tree_compares_in_one_command():
             if r["stat"] in ("Amean", "Hmean")
             and r["metric"] in ("bench_time", "context_switches_per_s")
         }
+        assert s["scheduler_metrics_shown"] is True
         assert mean[("context_switches_per_s", "6.18-normal")]["n"] == 2
         assert mean[("context_switches_per_s", "6.18-batch")]["value"] > 0
         base, new = mean[("bench_time", "6.18-normal")], mean[("bench_time", "6.18-batch")]
-        assert base["n"] == new["n"] == 6
+        assert base["n"] == new["n"] == 4
         want = mmtests[("Amean", f"time-{n}")]
         assert base["value"] == pytest.approx(want[0] * 1000, abs=0.05)
         assert new["value"] == pytest.approx(want[1] * 1000, abs=0.05)
@@ -111,15 +132,17 @@ def test_text_and_markdown():
     out = proc.stdout
     assert "side base: run 6.18-normal (iter-0, iter-1)" in out
     assert "side 6.18-batch: run 6.18-batch (iter-0, iter-1)" in out
-    assert out.count("\n== hackbench-process-pipes ") == 4
-    assert "== hackbench-process-pipes 4: perf-4.data.zst, 2 + 2 iterations; bench_time:" in out
+    assert out.count("\n== hackbench-process-pipes ") == 1
+    assert "== hackbench-process-pipes 2: perf-2.data.xz, 2 + 2 iterations; bench_time:" in out
+    assert out.count("\ncoverage: ") == 4 and "withheld" not in out
     assert "bench_time[ms]" in out
     md = run_cli(
         "compare", "--mmtests", TREE, *SIDES, "--metric", "context_switches_per_s",
         "--format", "markdown",
     )  # fmt: skip
     assert md.returncode == 0, md.stderr
-    assert md.stdout.count("\n## hackbench-process-pipes ") == 4
+    assert md.stdout.count("\n## hackbench-process-pipes ") == 1
+    assert md.stdout.count("\n- coverage: ") == 4
 
 
 def test_sides_default_to_every_run():
@@ -137,7 +160,7 @@ def test_sides_default_to_every_run():
 def test_compressed_perf_data_reads_as_plain(tmp_path):
     """A perf-N.data.zst reads as the perf.data inside it, also as xz and bzip2; its
     metadata names the compressed file."""
-    zst = _logs(TREE, "6.18-normal", 0) / "perf-1.data.zst"
+    zst = SHORT_DIR / "6.18-normal-iter-0" / "perf-1.data.zst"
     plain = tmp_path / "perf-1.data"
     subprocess.run(["zstd", "-dq", str(zst), "-o", str(plain)], check=True)
     want = read(plain).meta.event_counts
@@ -152,12 +175,13 @@ def test_compressed_perf_data_reads_as_plain(tmp_path):
 
 
 def _copy(tmp_path):
+    """The tree with the short subtest (1) added beside its own (2)."""
     root = tmp_path / "log"
-    shutil.copytree(TREE, root, ignore=shutil.ignore_patterns("perf-[34].data.zst"))
+    shutil.copytree(TREE, root)
     for run in RUNS:
         for it in (0, 1):
-            for n in "34":
-                (_logs(root, run, it) / f"hackbench-{n}").unlink()
+            for p in (SHORT_DIR / f"{run}-iter-{it}").iterdir():
+                shutil.copy(p, _logs(root, run, it) / p.name)
     return root
 
 
@@ -184,7 +208,7 @@ def test_bad_trees_are_refused_naming_the_file(tmp_path):
         "--mmtests", root, *SIDES, "--work", "bench"
     )
     # a truncated recording
-    rec = _logs(root, "6.18-batch", 1) / "perf-2.data.zst"
+    rec = _logs(root, "6.18-batch", 1) / "perf-1.data.zst"
     rec.write_bytes(rec.read_bytes()[:5000])
     line = _refused("--mmtests", root, *SIDES, "--metric", "context_switches_per_s")
     assert line.startswith(f"schedwake: {rec}: truncated or corrupt zstd data")
@@ -192,9 +216,9 @@ def test_bad_trees_are_refused_naming_the_file(tmp_path):
     # an iteration without the recording of a subtest the others have
     line = _refused("--mmtests", root, *SIDES)
     logs = _logs(root, "6.18-batch", 1)
-    assert f"{logs}: no perf-2.data recording of subtest 2" in line
+    assert f"{logs}: no perf-1.data recording of subtest 1" in line
     # a run without any perf sched recording
-    for p in root.glob(f"*/iter-*/{BENCH}/logs/perf-*.data.zst"):
+    for p in root.glob(f"*/iter-*/{BENCH}/logs/perf-*.data.*"):
         p.unlink()
     assert "no perf-SUBTEST.data recording of hackbench-process-pipes" in _refused(
         "--mmtests", root, *SIDES
@@ -211,3 +235,106 @@ def test_bad_figures_are_refused(tmp_path):
     line = _refused("--mmtests", root, *SIDES, "--metric", "context_switches_per_s")
     assert line.startswith(f"schedwake: {out}: time nan is out of range") or "nan" in line
     assert str(out) in line
+
+
+# -- coverage: what each recording covers of its subtest -------------------------------------
+
+
+def _perf_header_span_s(rec, tmp_path) -> float:
+    """The recorded span of a perf-N.data.zst or .xz by perf's own ``--header-only``."""
+    plain = tmp_path / rec.stem
+    tool = "zstd" if rec.suffix == ".zst" else "xz"
+    with open(plain, "wb") as out:
+        subprocess.run([tool, "-dc", str(rec)], stdout=out, check=True)
+    out = subprocess.run(
+        ["perf", "report", "--header-only", "-i", str(plain)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    first = float(re.search(r"time of first sample : (\S+)", out)[1])
+    last = float(re.search(r"time of last sample : (\S+)", out)[1])
+    plain.unlink()
+    return last - first
+
+
+@pytest.fixture(scope="module")
+def tree_doc(tmp_path_factory):
+    """The tree with the short subtest added, compared in-process."""
+    from schedwake.mmtests_tree import compare_tree
+    from schedwake.report import mmtests_tree as report
+
+    root = _copy(tmp_path_factory.mktemp("tree"))
+    tree = compare_tree(root, SIDES[1::2], metrics=["context_switches_per_s"])
+    return root, report.to_dict(tree), report.text(tree)
+
+
+def test_coverage_is_perf_span_against_mmtests_time(tree_doc, tmp_path):
+    """Each recording's coverage: its span as perf's header gives it, against the
+    hackbench time of its subtest as mmtests' parse-results gives it."""
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed")
+    root, doc, _ = tree_doc
+    from schedwake.mmtests_tree import MIN_COVERAGE, MIN_SWITCHES
+
+    assert doc["coverage_rule"] == {"min_coverage": MIN_COVERAGE, "min_switches": MIN_SWITCHES}
+    for s in doc["subtests"]:
+        assert len(s["coverage"]) == 4
+        for c in s["coverage"]:
+            run, it = c["side"], c["iteration"]
+            rec = root / c["recording"]
+            suffix = "zst" if s["subtest"] == SHORT else "xz"
+            assert rec == _logs(root, run, it) / f"perf-{s['subtest']}.data.{suffix}"
+            assert c["span_source"] == "perf.data header"
+            assert c["span_s"] == pytest.approx(_perf_header_span_s(rec, tmp_path), abs=2e-6)
+            assert c["bench_s"] == pytest.approx(sum(_parsed(run, it, s["subtest"])))
+            assert c["share"] == pytest.approx(min(1.0, c["span_s"] / c["bench_s"]))
+            assert c["sched_switch"] == read(rec).meta.event_counts.get("sched_switch", 0)
+            too_little = c["share"] < MIN_COVERAGE or c["sched_switch"] < MIN_SWITCHES
+            assert bool(c["withheld"]) == too_little
+
+
+def test_short_recordings_give_no_scheduler_numbers(tree_doc):
+    """A subtest whose recordings cover too little of it: a coverage line each, the
+    note, and a table of mmtests' figures only; one whose recordings cover most of it
+    keeps the scheduler's metrics."""
+    _, doc, text = tree_doc
+    subs = {s["subtest"]: s for s in doc["subtests"]}
+    short, long = subs[SHORT], subs[LONG]
+    assert short["scheduler_metrics_shown"] is False
+    assert all(c["withheld"] for c in short["coverage"])
+    assert {r["metric"] for r in short["comparison"]["rows"]} == {"bench_time"}
+    # perf's start-up missed nearly all of the short subtest (hackbench time 0.16-0.21 s
+    # an iteration), and under half of the tree's own (3.1-3.7 s)
+    assert all(c["share"] < 0.05 for c in short["coverage"])
+    assert all(0.5 < c["share"] < 0.7 for c in long["coverage"])
+    assert long["scheduler_metrics_shown"] is True
+    assert not any(c["withheld"] for c in long["coverage"])
+    metrics = {r["metric"] for r in long["comparison"]["rows"]}
+    assert metrics == {"bench_time", "context_switches_per_s"}
+    section = text.split(f"\n== {BENCH} {SHORT}:")[1].split("\n== ")[0]
+    c = short["coverage"][0]
+    assert f"coverage: 6.18-normal: {c['recording']} covers " in section
+    assert "of hackbench time" in section and ": withheld (covers " in section
+    assert "note: no scheduler metrics for this subtest" in section
+    assert "its start-up misses short runs" in section
+    assert "context_switches_per_s" not in section
+    section = text.split(f"\n== {BENCH} {LONG}:")[1]
+    assert "withheld" not in section and "context_switches_per_s" in section
+
+
+def test_withheld_without_figures(tmp_path):
+    """A benchmark without mmtests' figures is held to the sched_switch count alone; a
+    subtest left without any recording has no rows, and says why (exit code 0)."""
+    for run in RUNS:
+        for it in (0, 1):
+            logs = tmp_path / run / f"iter-{it}" / "foo-bar" / "logs"
+            logs.mkdir(parents=True)
+            shutil.copy(SHORT_DIR / f"{run}-iter-{it}" / "perf-1.data.zst", logs)
+    proc = run_cli("compare", "--mmtests", tmp_path, *SIDES, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    (s,) = json.loads(proc.stdout)["subtests"]
+    assert s["scheduler_metrics_shown"] is False and s["comparison"]["rows"] == []
+    for c in s["coverage"]:
+        assert c["bench_s"] is None and c["share"] is None
+        assert c["withheld"] == f"{c['sched_switch']} sched_switch events (< 200)"
+    out = run_cli("compare", "--mmtests", tmp_path, *SIDES).stdout
+    assert "too few context switches for a rate; it has no rows" in out

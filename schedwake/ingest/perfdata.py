@@ -312,6 +312,11 @@ def assemble(
             "out_of_order": perf["out_of_order"],
             "throttles": perf["throttles"],
             "lost_samples": perf["lost_samples"],
+            # the header's SAMPLE_TIME feature (perf.data's recorded span: the times of
+            # its first and last sample, ns), None where the file has none
+            "sample_time": (
+                None if perf.get("sample_time") is None else [int(x) for x in perf["sample_time"]]
+            ),
             "callchains": callchains,
             "events": [_attr_facts(a) for a in perf["attrs"]],
             "build_ids": perf["build_ids"],
