@@ -37,6 +37,7 @@ import pandas as pd
 from . import wait_causes
 from .errors import OptionError
 from .model import waits as _waits
+from .model.lives import SHIFT, pid_of
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -98,9 +99,17 @@ def parse_sort(text: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(keys)
 
 
+def _task(trace: Trace, pid: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The task of each (pid, ts): its life key (:mod:`schedwake.model.lives`), the pid
+    but for a later task of a pid used again."""
+    return trace.model.events.key(np.asarray(pid, np.int64), np.asarray(ts, np.int64))
+
+
 def last_names(trace: Trace) -> pd.Series:
-    """pid -> the last name the trace gives the task (its switches, then its wake-ups);
-    perf names a thread by its latest comm too."""
+    """task -> the last name the trace gives the task (its switches, then its wake-ups);
+    perf names a thread by its latest comm too. A task is a life key
+    (:mod:`schedwake.model.lives`): the pid, but for a later task of a pid used again,
+    which keeps its own name."""
     frames = []
     ev = trace.model.events
     if ev.switch is not None and len(ev.switch):
@@ -131,6 +140,7 @@ def last_names(trace: Trace) -> pd.Series:
         return pd.Series(dtype=object)
     f = pd.concat(frames, ignore_index=True)
     f = f.iloc[np.argsort(f["ts"].to_numpy(), kind="stable")]
+    f["pid"] = _task(trace, f["pid"].to_numpy(), f["ts"].to_numpy())
     return f.groupby("pid", sort=True)["comm"].last()
 
 
@@ -174,16 +184,20 @@ def perf_names(trace: Trace) -> pd.Series:
             direction="backward",
         ).dropna(subset=["comm"])
         out = pd.concat([out, pd.Series(named["comm"].to_numpy(), index=named["tid"])])
+    # a later task of a pid used again: the name the trace gives it (perf's COMM
+    # records are by tid: they name the pid's last task)
+    later = names[names.index.to_numpy() >= 1 << SHIFT]
+    out = pd.concat([out[~out.index.isin(later.index)], later])
     rest = names.index.difference(out.index)
     return pd.concat([out, pd.Series([f":{p}" for p in rest], index=rest, dtype=object)])
 
 
 def _perf_waits(trace: Trace) -> pd.DataFrame:
-    """perf sched latency's waits (perf <= 6.1): pid, delay_ns, start_ts, end_ts."""
+    """perf sched latency's waits (perf <= 6.1): task, delay_ns, start_ts, end_ts."""
     w = _waits.build(trace.model.events, None, runnable_states=("R",), rewoken_unseen=False)
     return pd.DataFrame(
         {
-            "pid": w["pid"].to_numpy(np.int64),
+            "pid": _task(trace, w["pid"].to_numpy(), w["end_ts"].to_numpy()),
             "delay_ns": w["delay_ns"].to_numpy(np.int64),
             "start_ts": w["start_ts"].to_numpy(np.int64),
             "end_ts": w["end_ts"].to_numpy(np.int64),
@@ -200,7 +214,7 @@ def _schedwake_waits(trace: Trace) -> pd.DataFrame:
     f = f[exact & ~f["cut"].to_numpy(dtype=bool)]
     return pd.DataFrame(
         {
-            "pid": f["pid"].to_numpy(np.int64),
+            "pid": _task(trace, f["pid"].to_numpy(), f["end"].to_numpy()),
             "delay_ns": f["ns"].to_numpy(np.int64),
             "start_ts": f["start"].to_numpy(np.int64),
             "end_ts": f["end"].to_numpy(np.int64),
@@ -214,13 +228,14 @@ def _perf_threads(trace: Trace, runtime: pd.Series) -> pd.Index:
     ev = trace.model.events
     parts = [runtime.index.to_numpy(np.int64)]
     if ev.switch is not None:
+        sts = ev.switch["ts"].to_numpy(np.int64)
         parts += [
-            ev.switch["prev_pid"].to_numpy(np.int64),
-            ev.switch["next_pid"].to_numpy(np.int64),
+            _task(trace, ev.switch["prev_pid"].to_numpy(), sts),
+            _task(trace, ev.switch["next_pid"].to_numpy(), sts),
         ]
     for f in (ev.wakeup, ev.wakeup_new):
         if f is not None:
-            parts.append(f["pid"].to_numpy(np.int64))
+            parts.append(_task(trace, f["pid"].to_numpy(), f["ts"].to_numpy()))
     return pd.Index(np.unique(np.concatenate(parts)))
 
 
@@ -231,7 +246,7 @@ def _runtime_perf(trace: Trace) -> pd.Series:
     t = trace.table("sched_stat_runtime")
     f = pd.DataFrame(
         {
-            "pid": t.column("pid").to_numpy().astype(np.int64),
+            "pid": _task(trace, t.column("pid").to_numpy(), t.column("ts").to_numpy()),
             "runtime": t.column("runtime").to_numpy().astype(np.int64),
         }
     )
@@ -242,9 +257,9 @@ def _runs(trace: Trace) -> pd.DataFrame:
     """The task's runs the trace shows whole (a ``running`` interval that a switch-in
     begins and a switch-out ends): pid, cpu, start_ts, end_ts."""
     st = trace.task_states()
-    st = st.iloc[np.lexsort((st["start_ts"].to_numpy(), st["pid"].to_numpy()))]
+    st = st.iloc[np.lexsort((st["start_ts"].to_numpy(), st["task"].to_numpy()))]
     state = st["state"].astype(str).to_numpy()
-    pid = st["pid"].to_numpy(np.int64)
+    pid = st["task"].to_numpy(np.int64)
     running = state == "running"
     # a run begins with a switch-in only when the interval before it (same task) says
     # where the task was: not unknown, and not the first of the task
@@ -266,21 +281,21 @@ def _runs(trace: Trace) -> pd.DataFrame:
 
 
 def _switch_ins(trace: Trace) -> pd.Series:
-    """pid -> its switch-ins in the trace (``sched_switch`` next_pid)."""
+    """task -> its switch-ins in the trace (``sched_switch`` next_pid)."""
     ev = trace.model.events
     if ev.switch is None or len(ev.switch) == 0:
         return pd.Series(dtype=np.int64)
-    nxt = ev.switch["next_pid"].to_numpy(np.int64)
+    nxt = _task(trace, ev.switch["next_pid"].to_numpy(), ev.switch["ts"].to_numpy())
     pids, counts = np.unique(nxt[nxt != 0], return_counts=True)
     return pd.Series(counts, index=pids)
 
 
 def _running_ns(trace: Trace) -> pd.Series:
-    """pid -> the time it is seen running (its ``running`` task-state intervals)."""
+    """task -> the time it is seen running (its ``running`` task-state intervals)."""
     st = trace.task_states()
     run = st[(st["state"] == "running").to_numpy()]
     d = run["end_ts"].to_numpy(np.int64) - run["start_ts"].to_numpy(np.int64)
-    return pd.Series(d, index=run["pid"].to_numpy(np.int64)).groupby(level=0).sum()
+    return pd.Series(d, index=run["task"].to_numpy(np.int64)).groupby(level=0).sum()
 
 
 def _per_key(w: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -342,10 +357,11 @@ def latency(
     pid_index = pid_index[pid_index != 0]
     # perf leaves out threads named swapper (the idle tasks, and nothing else is)
     comm = names.reindex(pid_index).fillna("").astype(str).to_numpy()
+    # (``pid_index``: the tasks, life keys: a pid used again gives a row per task)
     t = pd.DataFrame(
         {
             "comm": comm,
-            "pid": pid_index.to_numpy(np.int64),
+            "pid": pid_of(pid_index.to_numpy(np.int64)).astype(np.int64),
             "tasks": np.ones(len(pid_index), np.int64),
             "runtime_ns": runtime.reindex(pid_index).fillna(0).to_numpy(np.int64),
             "waits": per_pid["waits"].reindex(pid_index).fillna(0).to_numpy(np.int64),
@@ -451,7 +467,8 @@ def timehist_summary(
     rel = np.where(mean > 0, 100.0 * sem / np.where(mean > 0, mean, 1.0), 0.0)
     migrations = pd.Series(dtype=np.int64)
     if trace.has_records("sched_migrate_task"):
-        mig = trace.table("sched_migrate_task").column("pid").to_numpy().astype(np.int64)
+        mt = trace.table("sched_migrate_task")
+        mig = _task(trace, mt.column("pid").to_numpy(), mt.column("ts").to_numpy())
         p, c = np.unique(mig, return_counts=True)
         migrations = pd.Series(c, index=p)
     parents = pd.Series(dtype=np.int64)
@@ -459,14 +476,14 @@ def timehist_summary(
         fk = trace.table("sched_process_fork")
         parents = pd.Series(
             fk.column("parent_pid").to_numpy().astype(np.int64),
-            index=fk.column("child_pid").to_numpy().astype(np.int64),
+            index=_task(trace, fk.column("child_pid").to_numpy(), fk.column("ts").to_numpy()),
         )
         parents = parents[~parents.index.duplicated(keep="last")]
     names = last_names(trace)
     t = pd.DataFrame(
         {
             "comm": names.reindex(index).fillna("").astype(str).to_numpy(),
-            "pid": index.to_numpy(np.int64),
+            "pid": pid_of(index.to_numpy(np.int64)).astype(np.int64),
             "parent_pid": parents.reindex(index).fillna(-1).to_numpy(np.int64),
             "sched_in": switches.reindex(index).fillna(0).to_numpy(np.int64),
             "run_ns": g.sum().reindex(index).fillna(0).to_numpy(np.int64),

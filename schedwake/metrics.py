@@ -41,6 +41,7 @@ from .detect import thresholds as _thresholds
 from .detect.cswitch_storm import storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
 from .model._util import pid_cpu_counts
+from .model.lives import Lives
 from .model.masks import episodes_mask, futile_mask, would_stack_mask
 from .model.memo import IwrMeasure, MetricsKey
 from .model.task_states import class_share_windows, class_shares
@@ -354,7 +355,7 @@ _RECORDS: tuple[Metric | Count, ...] = (
         f"{CPUS_VISITED_MIN_RUNS} there)",
         needs=(_SWITCH,),
         explained_by=("llc_roundrobin", "kworker_pingpong"),
-        per_trace=lambda t: _cpus_visited(t.switch),
+        per_trace=lambda t: _cpus_visited(t.switch, t.model.events.lives),
         per_window=lambda w: w.cpus_visited,
     ),
     Metric(
@@ -813,7 +814,7 @@ class WindowInputs:
         if sw is None or not len(sw):
             return np.zeros(self.nwin)
         win = np.clip(np.searchsorted(self.edges, self.switch_ts, "right") - 1, 0, self.nwin - 1)
-        return _cpus_visited_per_window(sw, win, self.nwin)
+        return _cpus_visited_per_window(sw, win, self.nwin, self.model.events.lives)
 
     @cached_property
     def latency(self) -> dict:
@@ -934,13 +935,23 @@ def _covered(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
     return cum[np.maximum(k, 0)] * (k >= 0) + part
 
 
-def _cpus_visited(switch: pd.DataFrame | None) -> float | None:
+def _switch_in_tasks(switch: pd.DataFrame, lives: Lives) -> np.ndarray:
+    """The task of each switch-in: its ``next_pid``, or where a pid names several tasks
+    (:mod:`schedwake.model.lives`) a number for each (0 stays 0: the idle task)."""
+    next_pid = switch["next_pid"].to_numpy()
+    if not lives:
+        return next_pid
+    key = lives.key(next_pid, switch["ts"].to_numpy())
+    return np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def _cpus_visited(switch: pd.DataFrame | None, lives: Lives) -> float | None:
     """Mean distinct CPUs per task with enough runs; None when no task qualifies."""
     if switch is None or len(switch) == 0:
         return None
-    # NumPy on the two columns (no frames, no strings per event): per pid, its runs and
-    # distinct CPUs, in pid order; its name is the last next_comm it had
-    next_pid = switch["next_pid"].to_numpy()
+    # NumPy on the two columns (no frames, no strings per event): per task, its runs and
+    # distinct CPUs, in task order; its name is the last next_comm it had
+    next_pid = _switch_in_tasks(switch, lives)
     sel = next_pid != 0
     pids, size, nunique = pid_cpu_counts(next_pid[sel], switch["cpu"].to_numpy()[sel])
     del sel
@@ -958,11 +969,13 @@ def _cpus_visited(switch: pd.DataFrame | None) -> float | None:
     return float(g.mean()) if len(g) else None
 
 
-def _cpus_visited_per_window(switch: pd.DataFrame, win: np.ndarray, nwin: int) -> np.ndarray:
+def _cpus_visited_per_window(
+    switch: pd.DataFrame, win: np.ndarray, nwin: int, lives: Lives
+) -> np.ndarray:
     """:func:`_cpus_visited` of the switch-ins of each window (``win``: each row's window),
     0 where no task qualifies: the same counts, names and mean, for every window at once
     (one sort of the rows by window, pid and CPU, not one pass over them per window)."""
-    next_pid = switch["next_pid"].to_numpy()
+    next_pid = _switch_in_tasks(switch, lives)
     rows = np.flatnonzero(next_pid != 0)
     out = np.zeros(nwin, dtype=np.float64)
     if not len(rows):

@@ -24,6 +24,7 @@ One scene (times in us from ``t``; CPUs 2 and 3 share a core in the default topo
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from schedwake.synth import US, Synth, default_topology
@@ -56,6 +57,16 @@ def at(t, us):
     return t + us * US
 
 
+def state_rows(trace, pid):
+    """The task-state rows of ``pid``: (cpu, start, end, state, switch_state or None)."""
+    st = trace.task_states()
+    return [
+        (int(r.cpu), int(r.start_ts), int(r.end_ts), str(r.state),
+         None if str(r.switch_state) == "nan" else str(r.switch_state))
+        for r in st[st["pid"] == pid].itertuples()
+    ]  # fmt: skip
+
+
 def test_task_states_of_a(scene):
     """a's time tiles into its states: running from its first switch-in; asleep from
     its S switch-out until the waking; woken_wait from the waking to the switch-in, on
@@ -63,14 +74,7 @@ def test_task_states_of_a(scene):
     until it runs again, on CPU 2 then (pulled) CPU 3; asleep after its last switch-out
     to the end of the trace."""
     trace, (a, w, b, t) = scene
-    st = trace.task_states()
-    rows = st[st["pid"] == a]
-    got = [
-        (int(r.cpu), int(r.start_ts), int(r.end_ts), str(r.state),
-         None if str(r.switch_state) == "nan" else str(r.switch_state))
-        for r in rows.itertuples()
-        if r.state != "unknown"
-    ]  # fmt: skip
+    got = [r for r in state_rows(trace, a) if r[3] != "unknown"]
     assert got == [
         (0, at(t, 0), at(t, 100), "running", None),
         (0, at(t, 100), at(t, 200), "sleeping", "S"),
@@ -83,8 +87,8 @@ def test_task_states_of_a(scene):
         (3, at(t, 350), at(t, 400), "sleeping", "S"),
     ]
     # before its first event, a's state is unknown (never idle, never asleep)
-    first = rows.iloc[0]
-    assert str(first["state"]) == "unknown" and int(first["end_ts"]) == at(t, 0)
+    first = state_rows(trace, a)[0]
+    assert first[3] == "unknown" and first[2] == at(t, 0)
 
 
 def test_the_wakeup_row(scene):
@@ -174,10 +178,46 @@ def test_a_pid_used_again():
     200   end of the trace
     ====  =====  ===================================================
     """
+    trace, p, t = reused_clean()
+    got = state_rows(trace, p)
+    first = trace.meta.first_ts_ns
+    assert got == [
+        (-1, first, at(t, 10), "unknown", None),
+        (-1, at(t, 10), at(t, 12), "woken_wait", None),
+        (0, at(t, 12), at(t, 20), "woken_wait", None),
+        (0, at(t, 20), at(t, 40), "running", None),
+        (1, at(t, 112), at(t, 120), "woken_wait", None),
+        (1, at(t, 120), at(t, 150), "running", None),
+        (1, at(t, 150), at(t, 200), "sleeping", "S"),
+    ]
+
+
+def _synth(*names):
+    """A Synth past its settling, the tasks of ``names`` and the time the scene starts."""
     s = Synth(default_topology())
     s.settle()
-    w, w2, p = s.task("w"), s.task("w2"), s.task("kworker/0:2")
-    t = s.t
+    return s, [s.task(n) for n in names], s.t
+
+
+def reused_clean():
+    """A pid used again, as on the 5M-event recording: p is a kworker, woken, runs and
+    exits (X); a fork gives p to a new task, which its sched_wakeup_new wakes.
+
+    ====  =====  ===================================================
+    0     CPU 0  idle -> w
+    10    CPU 0  w: sched_waking p (kworker/0:2)
+    12    CPU 0  sched_wakeup p (target 0)
+    20    CPU 0  w sleeps (S) -> p
+    40    CPU 0  p exits (X) -> idle
+    100   CPU 1  idle -> w2
+    110   CPU 1  w2 forks p ("child")
+    112   CPU 1  sched_wakeup_new p (target 1)
+    120   CPU 1  w2 sleeps (S) -> p
+    150   CPU 1  p sleeps (S) -> idle
+    200   end of the trace
+    ====  =====  ===================================================
+    """
+    s, (w, w2, p), t = _synth("w", "w2", "kworker/0:2")
     s.switch(t, 0, 0, "R", w)
     s.waking(at(t, 10), 0, w, p, 0)
     s.wakeup(at(t, 12), 0, w, p, 0)
@@ -190,21 +230,162 @@ def test_a_pid_used_again():
     s.switch(at(t, 120), 1, w2, "S", p)
     s.switch(at(t, 150), 1, p, "S", 0)
     s.t = at(t, 200)
-    trace = s.build("pid-reused")
-    st = trace.task_states()
-    rows = st[st["pid"] == p]
+    return s.build("pid-reused-clean"), p, t
+
+
+def test_each_task_of_a_reused_pid_keeps_its_name_and_time():
+    """The task-state summary (analyze's task states, --pid p) has a row per task of p,
+    each with its own name and class: the kworker observed from the trace's start to its
+    exit at 40 (unknown to its waking at 10, woken 10-20, running 20-40), the child from
+    its sched_wakeup_new at 112 to the end at 200 (woken 112-120, running 120-150,
+    sleeping 150-200). Nothing of one is the other's."""
+    from schedwake.model import Model
+    from schedwake.model.task_states import summary
+
+    trace, p, t = reused_clean()
+    model = Model(trace, trace.topology, pids=[p])
+    first = trace.meta.first_ts_ns
+    got = sorted(
+        (r["pid"], r["comm"], r["class"], r["observed_s"], r["running_s"], r["woken_wait_s"],
+         r["sleeping_s"], r["unknown_s"])
+        for r in summary(model)["tasks"]
+    )  # fmt: skip
+
+    def us(n):
+        return round(n / 1e6, 9)
+
+    assert got == sorted(
+        [
+            (
+                p,
+                "kworker/0:2",
+                "kworker",
+                round((at(t, 40) - first) / 1e9, 9),
+                us(20),
+                us(10),
+                0.0,
+                round((at(t, 10) - first) / 1e9, 9),
+            ),
+            (p, "child", "user", us(88), us(30), us(8), us(50), 0.0),
+        ]  # fmt: skip
+    )
+
+
+def test_latency_rows_of_a_reused_pid():
+    """schedwake latency gives a row per task, as perf sched latency does (a FORK of a tid
+    it knows makes a new thread): the kworker ran 20 us (20-40), switched in once, and
+    waited once, 10 us (waking 10 to switch-in 20); the child ran 30 us (120-150),
+    switched in once, and has no waking (its sched_wakeup_new is no waking), so no wait.
+    perf's reading counts from sched_wakeup/sched_wakeup_new: 8 us each (12-20, 112-120).
+    perf sched timehist -s: a row each, a switch-in each; the child's run of 30 us (the
+    kworker's one run ends in its exit, which the summary leaves out as it does for
+    every task: no state follows it)."""
+    from schedwake.latency import latency, timehist_summary
+
+    trace, p, t = reused_clean()
+    lat = latency(trace, pids=[p])
+    got = sorted(
+        (r.comm, r.pid, r.runtime_ns, r.switches, r.waits, r.total_delay_ns)
+        for r in lat.itertuples()
+    )
+    assert got == [("child", p, 30 * US, 1, 0, 0), ("kworker/0:2", p, 20 * US, 1, 1, 10 * US)]
+    perf = latency(trace, reading="perf", pids=[p])
+    got = sorted((r.comm, r.pid, r.waits, r.total_delay_ns) for r in perf.itertuples())
+    assert got == [("child", p, 1, 8 * US), ("kworker/0:2", p, 1, 8 * US)]
+    th = timehist_summary(trace, pids=[p])
+    got = sorted((r.comm, r.pid, r.sched_in, r.run_ns) for r in th.itertuples())
+    assert got == [("child", p, 1, 30 * US), ("kworker/0:2", p, 1, 0)]
+
+
+def reused_unseen_death():
+    """A pid used again whose first task's end the trace does not show, in a recording
+    of sched_process_fork without sched_wakeup_new: p sleeps at 30, is woken again at 50
+    (its run and exit are not in the trace); a fork at 110 gives p to a new task.
+
+    ====  =====  ===================================================
+    0     CPU 0  idle -> w
+    10    CPU 0  w: sched_waking p (target 0)
+    12    CPU 0  sched_wakeup p (target 0)
+    20    CPU 0  w sleeps (S) -> p
+    30    CPU 0  p sleeps (S) -> idle
+    40    CPU 1  idle -> w2
+    50    CPU 1  w2: sched_waking p (target 0)
+    52    CPU 1  sched_wakeup p (target 0)
+    60    CPU 1  w2 sleeps (S) -> idle
+    100   CPU 1  idle -> w3
+    110   CPU 1  w3 forks p ("child")
+    120   CPU 1  w3 sleeps (S) -> p
+    150   CPU 1  p sleeps (S) -> idle
+    200   end of the trace
+    ====  =====  ===================================================
+    """
+    s, (w, w2, w3, p), t = _synth("w", "w2", "w3", "old")
+    s.switch(t, 0, 0, "R", w)
+    s.waking(at(t, 10), 0, w, p, 0)
+    s.wakeup(at(t, 12), 0, w, p, 0)
+    s.switch(at(t, 20), 0, w, "S", p)
+    s.switch(at(t, 30), 0, p, "S", 0)
+    s.switch(at(t, 40), 1, 0, "R", w2)
+    s.waking(at(t, 50), 1, w2, p, 0)
+    s.wakeup(at(t, 52), 1, w2, p, 0)
+    s.switch(at(t, 60), 1, w2, "S", 0)
+    s.switch(at(t, 100), 1, 0, "R", w3)
+    s.names[p] = "child"
+    s.fork(at(t, 110), 1, w3, p)
+    s.switch(at(t, 120), 1, w3, "S", p)
+    s.switch(at(t, 150), 1, p, "S", 0)
+    s.t = at(t, 200)
+    return s.build("pid-reused-unseen"), p, t
+
+
+def test_a_wakeup_never_runs_in_the_next_task_of_its_pid():
+    """The waking at 10 ran at 20 (10 us). The waking at 50 has no run of its task in the
+    trace: the switch-in at 120 is the child's (forked at 110), not its end, so it has no
+    run and no latency (not 70 us)."""
+    trace, p, t = reused_unseen_death()
+    wk = trace.wakeups()
+    rows = wk[wk["wakee_pid"] == p].sort_values("ts")
     got = [
-        (int(r.cpu), int(r.start_ts), int(r.end_ts), str(r.state),
-         None if str(r.switch_state) == "nan" else str(r.switch_state))
+        (int(r.ts), None if pd.isna(r.run_ts) else int(r.run_ts),
+         None if pd.isna(r.latency_ns) else int(r.latency_ns))
         for r in rows.itertuples()
     ]  # fmt: skip
+    assert got == [(at(t, 10), at(t, 20), 10 * US), (at(t, 50), None, None)]
+
+
+def test_a_wait_never_spans_two_tasks_of_a_pid():
+    """perf sched latency's waits (the model's waits table): the first task's woken wait
+    from its sched_wakeup at 12 to its switch-in at 20; its wake-up at 52 has no end in its
+    life (no 52-120 wait); the child's first event is its switch-in at 120: a wait of 0 as
+    perf counts for a thread first seen switched in."""
+    trace, p, t = reused_unseen_death()
+    wt = trace.model.waits
+    rows = wt[wt["pid"] == p].sort_values("start_ts")
+    got = [(str(r.kind), int(r.start_ts), int(r.end_ts)) for r in rows.itertuples()]
+    assert got == [("woken", at(t, 12), at(t, 20)), ("first_seen", at(t, 120), at(t, 120))]
+
+
+def test_task_states_of_a_task_whose_end_is_not_seen():
+    """The first task: unknown to its waking at 10, woken (10-20; on CPU 0 from its
+    sched_wakeup at 12), running 20-30, asleep 30-50, then woken at 50 and gone by the
+    fork at 110 with no more of it in the trace: unknown 50-110 (not a woken wait that
+    the child's switch-in ends). The child: born at its fork (110, CPU 1), woken_wait to
+    120, running 120-150, asleep to the end."""
+    trace, p, t = reused_unseen_death()
+    st = trace.task_states()
+    rows = st[st["pid"] == p]
+    got = [(int(r.cpu), int(r.start_ts), int(r.end_ts), str(r.state)) for r in rows.itertuples()]
     first = trace.meta.first_ts_ns
     assert got == [
-        (-1, first, at(t, 10), "unknown", None),
-        (-1, at(t, 10), at(t, 12), "woken_wait", None),
-        (0, at(t, 12), at(t, 20), "woken_wait", None),
-        (0, at(t, 20), at(t, 40), "running", None),
-        (1, at(t, 112), at(t, 120), "woken_wait", None),
-        (1, at(t, 120), at(t, 150), "running", None),
-        (1, at(t, 150), at(t, 200), "sleeping", "S"),
+        (-1, first, at(t, 10), "unknown"),
+        (-1, at(t, 10), at(t, 12), "woken_wait"),
+        (0, at(t, 12), at(t, 20), "woken_wait"),
+        (0, at(t, 20), at(t, 30), "running"),
+        (0, at(t, 30), at(t, 50), "sleeping"),
+        (0, at(t, 50), at(t, 110), "unknown"),
+        (1, at(t, 110), at(t, 120), "woken_wait"),
+        (1, at(t, 120), at(t, 150), "running"),
+        (1, at(t, 150), at(t, 200), "sleeping"),
     ]
+    # the trace shows no contradiction: the child's switch-in follows its birth
+    assert len(trace.model.completeness.breaks) == 0

@@ -64,16 +64,26 @@ THRESHOLDS: tuple[Threshold, ...] = (
 
 
 def pinned_pids(model: Model, min_runs: int) -> np.ndarray:
+    """The tasks (life keys: :mod:`schedwake.model.lives`, the pids but for a later task
+    of a pid used again) pinned to a CPU: seen on one only over ``min_runs`` runs, or
+    named as a per-CPU kthread."""
     s = model.events.switch
     if s is None or len(s) == 0:
         return np.zeros(0, dtype=np.int64)
-    pinned = single_cpu_pids(s["next_pid"].to_numpy(), s["cpu"].to_numpy(), min_runs)
-    names = pd.DataFrame({"pid": s["next_pid"].to_numpy(), "comm": s["next_comm"].array})
+    task = model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
+    pinned = single_cpu_pids(task, s["cpu"].to_numpy(), min_runs)
+    names = pd.DataFrame({"pid": task, "comm": s["next_comm"].array})
     cats = names["comm"].cat.categories
     kcat = np.array([kthread_cpu(str(c)) >= 0 for c in cats] + [False])
     codes = names["comm"].cat.codes.to_numpy()
     kpids = np.unique(names["pid"].to_numpy()[kcat[np.where(codes < 0, len(kcat) - 1, codes)]])
     return np.union1d(pinned, kpids).astype(np.int64)
+
+
+def is_pinned(model: Model, occ: pd.DataFrame, pinned: np.ndarray) -> np.ndarray:
+    """Per occupancy row, whether its task is one of ``pinned`` (:func:`pinned_pids`)."""
+    pid = occ["pid"].to_numpy()
+    return np.isin(model.events.key(pid, occ["start_ts"].to_numpy()), pinned)
 
 
 def gap_segments(
@@ -94,7 +104,7 @@ def gap_segments(
     unknown = (ocpu[usel], ostart[usel], oend[usel])
     wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy())
     del isel, usel, state
-    wsel = wsel[~np.isin(occ["pid"].to_numpy()[wsel], pinned)]
+    wsel = wsel[~is_pinned(model, occ.iloc[wsel], pinned)]
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts
     fs = np.array(
@@ -158,9 +168,7 @@ def _side_by_side(
     idle = sorted(int(c) for c in now.loc[now["state"] == "idle", "cpu"])
     running = now[now["state"] == "running"].set_index("cpu")
     waits = now[
-        (now["state"] == "waiting")
-        & (now["reason"] == "wakeup")
-        & ~np.isin(now["pid"].to_numpy(), pinned)
+        (now["state"] == "waiting") & (now["reason"] == "wakeup") & ~is_pinned(model, now, pinned)
     ]
     waiting: list[WaitingTask] = []
     for r in waits.itertuples(index=False):  # a handful of rows: the tasks waiting at t
@@ -213,7 +221,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     wait = wait[
         (wait["state"] == "waiting")
         & (wait["reason"] == "wakeup")
-        & ~np.isin(wait["pid"].to_numpy(), m["pinned"])
+        & ~is_pinned(model, wait, m["pinned"])
     ]
     tw = (
         wait.assign(d=wait["end_ts"] - wait["start_ts"], c=wait["comm"].astype(str))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..model.lives import pid_of
 from ..model.masks import episodes_mask, stopper_mask
 from .base import Finding, FindingMetrics, MetricValue, Threshold, Thresholds
 
@@ -88,6 +89,7 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
         return (
             pd.DataFrame(
                 columns=[
+                    "task",
                     "pid",
                     "comm",
                     "wakeups",
@@ -98,12 +100,16 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
                     "flagged",
                 ]
             ),
-            pd.DataFrame(columns=["pid", "ts", "prev", "chosen"]),
+            pd.DataFrame(columns=["task", "pid", "ts", "prev", "chosen"]),
         )
     # a mask (no copy of the wakeups table); affinity moves by the stoppers left out
     wake = (w["prev_cpu"] >= 0).to_numpy() & ~stopper_mask(w["waker_comm"])
+    # a task is a pid's life (:mod:`schedwake.model.lives`): the pid, but for a later task
+    # of a pid used again
+    task = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
     g = pd.DataFrame(
         {
+            "task": task[wake],
             "pid": w["wakee_pid"].to_numpy()[wake],
             "ts": w["ts"].to_numpy()[wake],
             "prev": w["prev_cpu"].to_numpy()[wake],
@@ -113,14 +119,16 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
         copy=False,
     )
     del wake
-    per = g.groupby("pid").agg(
+    per = g.groupby("task").agg(
         wakeups=("ts", "size"),
         changes=("change", "sum"),
         first_ts=("ts", "min"),
         last_ts=("ts", "max"),
     )
-    # CPUs visited: distinct (pid, cpu) pairs of prev and chosen, as one int64 each
-    pid64 = g["pid"].to_numpy().astype(np.int64) << 32
+    # CPUs visited: distinct (task, cpu) pairs of prev and chosen, as one int64 each (a
+    # task by its rank when a pid names several: their keys are wider than 32 bits)
+    utask, rank = np.unique(g["task"].to_numpy(), return_inverse=True)
+    pid64 = rank.reshape(-1).astype(np.int64) << 32
 
     def pairs_of(cpu: np.ndarray, pid_bits: np.ndarray) -> np.ndarray:
         k = cpu.astype(np.int64)
@@ -135,10 +143,10 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
     del pid64
     vpid, nvisited = np.unique(pairs >> 32, return_counts=True)
     del pairs
-    per["cpus_visited"] = pd.Series(nvisited.astype(np.int64), index=vpid)
-    ch = g[g["change"]].sort_values(["pid", "ts"], kind="stable")
+    per["cpus_visited"] = pd.Series(nvisited.astype(np.int64), index=utask[vpid])
+    ch = g[g["change"]].sort_values(["task", "ts"], kind="stable")
     # walk: back-to-previous and pair runs
-    same_pid = ch["pid"].to_numpy()[1:] == ch["pid"].to_numpy()[:-1]
+    same_pid = ch["task"].to_numpy()[1:] == ch["task"].to_numpy()[:-1]
     back = np.zeros(len(ch), dtype=bool)
     back[1:] = (
         same_pid
@@ -152,7 +160,7 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
     dwell = np.full(len(ch), np.nan)
     dwell[1:] = np.where(same_pid, np.diff(ch["ts"].to_numpy()), np.nan)
     ch = ch.assign(back=back, new_pair=new_pair, dwell=dwell, lo=lo, hi=hi)
-    wg = ch.groupby("pid").agg(
+    wg = ch.groupby("task").agg(
         back=("back", "sum"), pair_runs=("new_pair", "sum"), dwell_ns=("dwell", "mean")
     )
     per = per.join(wg, how="left").fillna({"back": 0, "pair_runs": 0})
@@ -161,9 +169,11 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
     per["back_share"] = np.where(
         per["changes"] > 1, per["back"] / np.maximum(per["changes"] - 1, 1), 0.0
     )
-    # names and classes (last name seen)
-    last = w.drop_duplicates("wakee_pid", keep="last").set_index("wakee_pid")
-    per["comm"] = last["wakee_comm"].astype(str).reindex(per.index)
+    # names and classes (the last name each task had)
+    last = pd.DataFrame({"task": task, "comm": w["wakee_comm"].array}, copy=False)
+    last = last.drop_duplicates("task", keep="last").set_index("task")
+    per["comm"] = last["comm"].astype(str).reindex(per.index)
+    per["pid"] = pid_of(per.index.to_numpy())
     from ..model.tasks import PERCPU_KTHREAD, USER, name_class
 
     kcls = per["comm"].map(lambda c: name_class(str(c)))  # per task, not per event
@@ -179,8 +189,8 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
     return per.reset_index(), ch
 
 
-def _pair_walk(ch: pd.DataFrame, pid: int, limit: int = 8) -> str:
-    c = ch[ch["pid"] == pid]
+def _pair_walk(ch: pd.DataFrame, task: int, limit: int = 8) -> str:
+    c = ch[ch["task"] == task]
     runs = c["new_pair"].cumsum()
     r = c.groupby(runs.to_numpy()).agg(lo=("lo", "first"), hi=("hi", "first"), n=("ts", "size"))
     parts = [f"{a}<->{b} x{n}" for a, b, n in r.head(limit).itertuples(index=False)]
@@ -189,11 +199,11 @@ def _pair_walk(ch: pd.DataFrame, pid: int, limit: int = 8) -> str:
     return ", ".join(parts)
 
 
-def _pingpong_share(w: pd.DataFrame, ch: pd.DataFrame, pids: np.ndarray) -> float:
-    """The share of the CPU changes of ``pids`` (rows of ``ch``) that are kworker
+def _pingpong_share(w: pd.DataFrame, ch: pd.DataFrame, tasks: np.ndarray) -> float:
+    """The share of the CPU changes of ``tasks`` (rows of ``ch``) that are kworker
     ping-pong episodes (:func:`~schedwake.model.masks.episodes_mask`): near 1 when the
     tour is the ping-pong's, as on a kernel without the stacking clause."""
-    mine = ch[np.isin(ch["pid"].to_numpy(), pids)]
+    mine = ch[np.isin(ch["task"].to_numpy(), tasks)]
     if len(mine) == 0:
         return 0.0
     ep = episodes_mask(w)
@@ -207,7 +217,11 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     if len(per) == 0 or not per["flagged"].any():
         return []
     mig = model.migrations
-    mig_count = mig.groupby("pid").size() if len(mig) else pd.Series(dtype=int)
+    mig_count = (
+        pd.Series(model.events.key(mig["pid"].to_numpy(), mig["ts"].to_numpy())).value_counts()
+        if len(mig)
+        else pd.Series(dtype=int)
+    )
     flagged = per[per["flagged"]].sort_values(["change_share", "changes"], ascending=False)
     top: list[dict[str, MetricValue]] = []
     for r in flagged.head(10).itertuples(index=False):
@@ -220,10 +234,10 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
                 "change_share": round(float(r.change_share), 4),
                 "changes_per_s": round(float(r.changes_per_s), 2),
                 "cpus_visited": int(r.cpus_visited),
-                "migrations": int(mig_count.get(r.pid, 0)),
+                "migrations": int(mig_count.get(r.task, 0)),
                 "mean_dwell_ms": None if pd.isna(r.dwell_ns) else round(float(r.dwell_ns) / 1e6, 3),
                 "back_to_previous_share": round(float(r.back_share), 4),
-                "pair_walk": _pair_walk(ch, int(r.pid)),
+                "pair_walk": _pair_walk(ch, int(r.task)),
             }
         )
     worst = flagged.iloc[0]
@@ -235,7 +249,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         if share >= th["roundrobin_medium_change_share"]
         else "low"
     )
-    pingpong = _pingpong_share(model.wakeups, ch, flagged["pid"].to_numpy())
+    pingpong = _pingpong_share(model.wakeups, ch, flagged["task"].to_numpy())
     metrics: FindingMetrics = {
         "tasks": top,
         "flagged_tasks": int(len(flagged)),
@@ -245,7 +259,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         "pingpong_share_of_changes": round(pingpong, 4),
     }
     # evidence: three consecutive changes of the worst task
-    c = ch[ch["pid"] == worst["pid"]]
+    c = ch[ch["task"] == worst["task"]]
     mid = c.iloc[len(c) // 2 : len(c) // 2 + 3]
     cpus = sorted(set(mid["prev"].tolist()) | set(mid["chosen"].tolist()))
     title = (

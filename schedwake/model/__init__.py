@@ -65,6 +65,8 @@ class Model:
         #: then narrowed; the CPUs' running and idle intervals stay whole.
         self.pids: frozenset[int] | None = None if pids is None else frozenset(map(int, pids))
         self.events: Events = load_events(trace)
+        if trace.slice_of is not None:  # (a slice's pids live as the whole trace's do)
+            self.events.lives = trace.slice_of[0].model.events.lives
         self._mig_w = _wakeups.match_wakeup_migrations(self.events)
         #: Small results derived from the tables that more than one reader needs
         #: (detectors and metrics), each in its field (:class:`.memo.Memo`).
@@ -256,9 +258,9 @@ class Model:
                 iv = iv[np.isin(iv["cpu"].to_numpy(), list(cpus))].reset_index(drop=True)
             return iv
         comp = self.completeness
-        unseen = (
-            None
-            if comp.complete
-            else comp.breaks.loc[(comp.breaks["kind"] == "rewoken").to_numpy(), "pid"].unique()
-        )
+        if comp.complete:
+            unseen = None
+        else:  # (the tasks, by life: :mod:`.lives`)
+            b = comp.breaks[(comp.breaks["kind"] == "rewoken").to_numpy()]
+            unseen = np.unique(self.events.key(b["pid"].to_numpy(), b["ts"].to_numpy()))
         return _task_states.build(self.events, comp.runs, unseen)

@@ -202,6 +202,11 @@ def pid_cpu_counts(
     pid, cpu = np.asarray(pid), np.asarray(cpu)
     if len(pid) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if int(pid.max()) >= 1 << 31 or int(pid.min()) < -(1 << 31):
+        # wider than 32 bits (a later task of a pid used again, model.lives): by rank
+        upid, rank = np.unique(pid, return_inverse=True)
+        ranks, rows, ncpus = pid_cpu_counts(rank.reshape(-1), cpu)
+        return upid[ranks], rows, ncpus
     k = pid.astype(np.int64) << 32
     c = cpu.astype(np.int64)
     c &= 0xFFFFFFFF

@@ -859,20 +859,23 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     codes = np.asarray(cats.codes)
     asleep = by_cat[np.where(codes < 0, len(by_cat) - 1, codes)] & (prev != 0)
     ins = np.flatnonzero(nxt > 0)
-    oi = asof_index(sts[ins], nxt[ins], sts, prev, "backward", allow_exact=False)
+    # (keyed by life: a pid used again is another task, ``.lives``)
+    nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
+    oi = asof_index(sts[ins], nkey[ins], sts, pkey, "backward", allow_exact=False)
     slept = (oi >= 0) & take(asleep, oi, False)
     cand, out_ts = ins[slept], sts[oi[slept]]
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
-    ri = asof_index(out_ts, nxt[cand], runs["end_ts"].to_numpy(), runs["pid"].to_numpy(),
+    ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), run_keys(ev, runs),
                     "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
     last_wake = np.full(len(cand), never, dtype=np.int64)
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
             fts = i64(f, "ts")
-            wi = asof_index(sts[cand], nxt[cand], fts, ints(f, "pid"), "backward", True)
+            wi = asof_index(sts[cand], nkey[cand], fts, ev.key(ints(f, "pid"), fts), "backward",
+                            True)  # fmt: skip
             np.maximum(last_wake, take(fts, wi, never), out=last_wake)
     b = cand[last_wake < began]
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
@@ -888,21 +891,28 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     if f is None or len(f) < 2:
         return _empty_breaks()
     ts, pid, cpu = i64(f, "ts"), ints(f, "pid"), ints(f, "cpu")
-    prev = asof_index(ts, pid, ts, pid, "backward", allow_exact=False)
+    key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
+    prev = asof_index(ts, key, ts, key, "backward", allow_exact=False)
     has = np.flatnonzero(prev >= 0)
     if not len(has):
         return _empty_breaks()
     p_ts = ts[prev[has]]
-    rpid, rstart = runs["pid"].to_numpy(), runs["start_ts"].to_numpy()
+    rpid, rstart = run_keys(ev, runs), runs["start_ts"].to_numpy()
     # a run that began after the previous wake-up, by this one...
-    ni = asof_index(p_ts, pid[has], rstart, rpid, "forward", allow_exact=True)
+    ni = asof_index(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
     ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
     # ... or one that was on at the previous wake-up (and is proven on until it): of the
     # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
-    li = asof_index(p_ts, pid[has], rstart, rpid, "backward", allow_exact=True)
+    li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
     ran |= take(reach(runs), li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
+
+
+def run_keys(ev: Events, runs: pd.DataFrame) -> np.ndarray:
+    """The life key (:mod:`.lives`) of each run: its pid, but in a later life of a pid
+    used again."""
+    return ev.key(runs["pid"].to_numpy(), runs["start_ts"].to_numpy())
 
 
 def reach(runs: pd.DataFrame) -> np.ndarray:

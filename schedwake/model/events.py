@@ -13,6 +13,7 @@ from ..errors import TraceError
 from ..ingest.meta import TraceMeta
 from ._util import frame
 from .fields import MODEL_FIELDS, check_formats, columns
+from .lives import Lives
 
 if TYPE_CHECKING:
     from .memo import TraceTables
@@ -52,6 +53,25 @@ class Events:
     #: The CPUs whose events the trace holds when it is a slice of a recording
     #: (``Trace.sliced(cpus=...)``); None: every CPU was recorded.
     recorded_cpus: tuple[int, ...] | None = None
+    #: The lives of the pids (:mod:`.lives`): found from these events when first read;
+    #: a slice of a trace is given the whole trace's
+    _lives: Lives | None = None
+
+    @property
+    def lives(self) -> Lives:
+        """Where a pid passes to a new task (:class:`.lives.Lives`)."""
+        if self._lives is None:
+            self._lives = Lives.of(self)
+        return self._lives
+
+    @lives.setter
+    def lives(self, value: Lives) -> None:
+        self._lives = value
+
+    def key(self, pid: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """The life keys of (pid, ts) (:meth:`.lives.Lives.key`): the pids themselves
+        when no pid of the trace names two tasks."""
+        return self.lives.key(pid, ts)
 
     @property
     def duration_ns(self) -> int:

@@ -58,9 +58,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from . import tasks
+from . import completeness, tasks
 from ._util import asof_index, take
 from .events import Events, i64, ints
+from .lives import pid_of
 
 
 class TaskStatesOf(Protocol):
@@ -175,23 +176,21 @@ def build(
         parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], 0))
         i = nxt != 0
         parts.append((ts[i], nxt[i], cpu[i], _RUN, _PRIO_IN, -1, 0))
+    # a task is a pid's life (:mod:`.lives`): from here on ``pid`` is a life key
     born = np.zeros(0, np.int64)
-    births: list[tuple[np.ndarray, np.ndarray]] = []  # (ts, pid) of every fork/wakeup_new
     if ev.wakeup_new is not None and len(ev.wakeup_new):
         f = ev.wakeup_new
-        pid = ints(f, "pid")
-        parts.append((i64(f, "ts"), pid, ints(f, "target_cpu"), _WOKEN, _PRIO_WAKE, -1, 0))
+        fts = i64(f, "ts")
+        pid = ev.key(ints(f, "pid"), fts)
+        parts.append((fts, pid, ints(f, "target_cpu"), _WOKEN, _PRIO_WAKE, -1, 0))
         born = pid
-        births.append((i64(f, "ts"), pid))
     if ev.fork is not None and len(ev.fork):
         f = ev.fork
-        child = ints(f, "child_pid")
+        fts = i64(f, "ts")
+        child = ev.key(ints(f, "child_pid"), fts)
         new = ~np.isin(child, born)  # the wakeup_new, when recorded, is the birth
-        parts.append(
-            (i64(f, "ts")[new], child[new], ints(f, "cpu")[new], _WOKEN, _PRIO_WAKE, -1, 0)
-        )
+        parts.append((fts[new], child[new], ints(f, "cpu")[new], _WOKEN, _PRIO_WAKE, -1, 0))
         born = np.concatenate([born, child[new]])
-        births.append((i64(f, "ts"), child))
     # a wake-up begins at sched_waking (perf sched timehist does the same), at
     # sched_wakeup when the trace has no waking; sched_wakeup says where it goes
     has_waking = ev.waking is not None and len(ev.waking) > 0
@@ -208,20 +207,21 @@ def build(
             (i64(f, "ts"), ints(f, "pid"), ints(f, "dest_cpu"), _KEEP, _PRIO_MIGRATE, -1, 0)
         )
     parts = [p for p in parts if len(p[0])]
-    parts += _censored_runs(runs, parts)
+    if ev.lives:
+        parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
+    parts += _censored_runs(runs, completeness.run_keys(ev, runs), parts)
     if not parts:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
     pid_all = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts])
     pid_all = pid_all[pid_all != 0]  # (pid 0 in wake or migration events: not a task)
-    # every task not born in the trace starts, unknown, when the trace does
+    # every task not born in the trace starts, unknown, when the trace does: a pid's
+    # first life; a later life whose birth the trace lacks, at its first event (after
+    # the death of the one before)
     seen = np.unique(pid_all)
     old = seen[~np.isin(seen, born)]
-    # a pid used again: a task born in the trace whose pid shows events before its birth
-    # (a switch, a wake-up: not the migration its fork makes) is a second life; the first
-    # began before the trace did, and starts unknown like every task not born in it
-    old = np.union1d(old, _lived_before_birth(parts, births))
     first = int(ev.first_ts) if ev.first_ts else t_end
-    parts.append((np.full(len(old), first, np.int64), old, -1, _UNK, _PRIO_START, -1, 0))
+    since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
+    parts.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
 
     def cat(k: int, dtype: npt.DTypeLike) -> np.ndarray:
         return np.concatenate(
@@ -255,6 +255,7 @@ def build(
         # not when the task fired an event of its own after that waking: then it ran on
         # after the wake-up (which set it running) and went to sleep again by itself
         own_ts, own_pid = _own_events(ev)
+        own_pid = ev.key(own_pid, own_ts)
         # (its events stamped with the switch-out's time came before it: its own context)
         own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
         in_flight[at[own > ts[last_wake[at]]]] = False
@@ -294,6 +295,7 @@ def build(
     # a task the trace shows running unseen (woken again with no run between: this
     # kernel or recorder leaves its events out) proves nothing by the absence of its
     # runs: none of its waits after a wake-up is known
+    # (``unseen_pids``: life keys)
     if unseen_pids is not None and len(unseen_pids):
         state[(state == _WOKEN) & np.isin(pid, np.asarray(unseen_pids))] = _UNK
     where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
@@ -320,7 +322,16 @@ def build(
     end[:-1] = ts[1:]
     last = np.ones(n, dtype=bool)
     last[:-1] = new_pid[1:]
-    end[last] = t_end
+    # a task's time ends with the trace, or where the next task of its pid begins; a
+    # task whose death the trace lacks (its pid's next task is born, :mod:`.lives`) is
+    # unknown from its last event: it ran, unseen, and exited some time before
+    if ev.lives:
+        nxt = ev.lives.end_of(pid[last])
+        end[last] = np.minimum(t_end, nxt)
+        gone = np.flatnonzero(last)[(nxt < t_end) & (state[last] != _DEAD)]
+        state[gone] = _UNK
+    else:
+        end[last] = t_end
     if unseen_pids is not None:
         # on a trace that lacks events, a wait after a wake-up that no run ends before the
         # trace does is not proven: the task may have run where the trace does not show
@@ -351,15 +362,16 @@ def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ts), np.concatenate(pid)
 
 
-def _censored_runs(runs: pd.DataFrame, parts: list[tuple]) -> list[tuple]:
+def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, parts: list[tuple]) -> list[tuple]:
     """The parts that the runs the trace shows only in part add (:mod:`.completeness`):
     a run whose switch-in is missing is unknown from the earliest it can have begun (not
     before the task's own previous event) to its first proof, and running from there;
     after a run whose switch-out is missing (its last proof, then an unknown stretch)
-    the task's state is unknown until its next event says it."""
+    the task's state is unknown until its next event says it. ``rkey``: the runs' life
+    keys (:mod:`.lives`), as the pids of ``parts`` are."""
     if len(runs) == 0:
         return []
-    pid = runs["pid"].to_numpy()
+    pid = rkey
     start, cpu = runs["start_ts"].to_numpy(), runs["cpu"].to_numpy()
     c = ~runs["exact_start"].to_numpy()
     out: list[tuple] = []
@@ -392,38 +404,6 @@ def _censored_runs(runs: pd.DataFrame, parts: list[tuple]) -> list[tuple]:
 none_ = np.zeros(0, np.int64)
 
 
-def _lived_before_birth(
-    parts: Sequence[tuple], births: Sequence[tuple[np.ndarray, np.ndarray]]
-) -> np.ndarray:
-    """The pids born in the trace (``births``: (ts, pid) arrays of their forks and
-    wakeup_new) that an event of ``parts`` other than a migration shows before their
-    first birth: an earlier task with the same pid."""
-    if not births:
-        return none_
-    b_ts = np.concatenate([b[0] for b in births]).astype(np.int64)
-    b_pid = np.concatenate([b[1] for b in births]).astype(np.int64)
-    order = np.lexsort((b_ts, b_pid))
-    b_pid, b_ts = b_pid[order], b_ts[order]
-    first = np.ones(len(b_pid), dtype=bool)
-    first[1:] = b_pid[1:] != b_pid[:-1]
-    b_pid, b_ts = b_pid[first], b_ts[first]  # each pid's first birth
-    early = []
-
-    def constant(v: Any, c: int) -> bool:
-        return np.ndim(v) == 0 and v == c
-
-    for p in parts:
-        if constant(p[4], _PRIO_MIGRATE) or (constant(p[3], _WOKEN) and constant(p[4], _PRIO_WAKE)):
-            continue  # a migration (its fork makes one), or a birth itself
-        ts = np.broadcast_to(np.asarray(p[0], dtype=np.int64), (len(p[0]),))
-        pid = np.broadcast_to(np.asarray(p[1], dtype=np.int64), (len(p[0]),))
-        at = np.searchsorted(b_pid, pid)
-        at[at == len(b_pid)] = 0
-        hit = (b_pid[at] == pid) & (ts < b_ts[at])
-        early.append(pid[hit])
-    return np.unique(np.concatenate(early)) if early else none_
-
-
 def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
     """``values`` with each -1 replaced by the last value >= 0 before it in its group
     (groups start where ``new_group`` is True); -1 where there is none."""
@@ -440,7 +420,7 @@ def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
 
 
 def _frame(
-    pid: npt.ArrayLike,
+    task: npt.ArrayLike,
     cpu: npt.ArrayLike,
     start: npt.ArrayLike,
     end: npt.ArrayLike,
@@ -450,7 +430,9 @@ def _frame(
 ) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "pid": np.asarray(pid, dtype=np.int32),
+            "pid": pid_of(task),
+            # the task: its pid's life (:mod:`.lives`), the pid itself in a first life
+            "task": np.asarray(task, dtype=np.int64),
             "cpu": np.asarray(cpu, dtype=np.int32),
             "start_ts": np.asarray(start, dtype=np.int64),
             "end_ts": np.asarray(end, dtype=np.int64),
@@ -519,7 +501,9 @@ def totals(
 
 def comms(ev: Events) -> dict[int, str]:
     """Each task's name: the last one a ``sched_switch`` gave it (as prev or next), else
-    the last one a wake-up gave it."""
+    the last one a wake-up gave it; by task (its life key, :mod:`.lives`: the pid, but for
+    a later task of a pid used again), so that a pid used again keeps each task's own
+    name."""
     names: dict[int, str] = {}
     for f, pid_col, comm_col in (
         (ev.waking, "pid", "comm"),
@@ -530,7 +514,7 @@ def comms(ev: Events) -> dict[int, str]:
     ):
         if f is None or len(f) == 0 or comm_col not in f.columns:
             continue
-        pid = ints(f, pid_col)
+        pid = ev.key(ints(f, pid_col), i64(f, "ts"))
         upid, last = np.unique(pid[::-1], return_index=True)
         rows = len(pid) - 1 - last
         comm = f[comm_col].to_numpy()[rows]
@@ -543,7 +527,7 @@ def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, fl
     its tasks; None for a class with no running or runnable time."""
     if len(intervals) == 0:
         return {c: None for c in CLASSES}
-    t = totals(intervals)
+    t = totals(intervals, (_task_column(intervals),))
     cls = pd.Series([task_class(names.get(int(p), ""), int(p)) for p in t.index], index=t.index)
     out: dict[str, float | None] = {}
     for c in CLASSES:
@@ -551,6 +535,12 @@ def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, fl
         busy = float(sel["running_s"].sum() + sel["runnable_s"].sum())
         out[c] = float(sel["runnable_s"].sum()) / busy if busy > 0 else None
     return out
+
+
+def _task_column(intervals: pd.DataFrame) -> str:
+    """The column that tells tasks apart: ``task`` (a pid's life), ``pid`` in a table
+    made without it."""
+    return "task" if "task" in intervals.columns else "pid"
 
 
 def _class_of(pids: Iterable[int], names: dict[int, str]) -> np.ndarray:
@@ -571,7 +561,7 @@ def class_share_windows(
     out: dict[str, np.ndarray] = {}
     if len(intervals) == 0:
         return {c: np.full(len(edges) - 1, np.nan) for c in CLASSES}
-    pids = intervals["pid"].to_numpy()
+    pids = intervals[_task_column(intervals)].to_numpy()
     upid, inv = np.unique(pids, return_inverse=True)
     cls = _class_of(upid, names)[inv]
     state = np.asarray(intervals["state"].cat.codes)
@@ -610,8 +600,9 @@ def summary(model: TaskStatesOf) -> dict[str, Any]:
     names = comms(model.events)
     if model.pids is not None:
         iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
-    per_task = totals(iv) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
-    per_cpu_task = totals(iv, ("pid", "cpu")) if len(iv) else None
+    task = _task_column(iv)
+    per_task = totals(iv, (task,)) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
+    per_cpu_task = totals(iv, (task, "cpu")) if len(iv) else None
     per_cpu = totals(iv, ("cpu",)) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
 
     def secs(row: pd.Series) -> dict[str, float]:
@@ -634,9 +625,9 @@ def summary(model: TaskStatesOf) -> dict[str, Any]:
         cpus = cpus_of.get(int(pid), [])
         tasks_out.append(
             {
-                "pid": int(pid),
+                "pid": int(pid_of(pid)),
                 "comm": comm,
-                "class": task_class(comm, int(pid)),
+                "class": task_class(comm, int(pid_of(pid))),
                 **secs(per_task.loc[pid]),
                 "cpus": cpus,
             }

@@ -71,6 +71,7 @@ import pyarrow as pa
 from . import tasks
 from ._util import asof_index, cat_mask, pick_cat, take, take_cat
 from .events import Events, i64, ints
+from .lives import pid_of
 
 if TYPE_CHECKING:
     from ..topology import Topology
@@ -164,6 +165,9 @@ def build(
     del parts_ts, parts_pid, parts_kind, parts_row, parts_tie
     keep = pid != 0  # the idle task never waits (perf leaves out "swapper")
     ts, pid, kind, row, tie = ts[keep], pid[keep], kind[keep], row[keep], tie[keep]
+    # each task by its life (:mod:`.lives`): a wait never runs from one task of a pid
+    # used again to the next (perf makes a new thread at the fork, and its own atoms)
+    pid = ev.key(pid, ts)
     order = np.lexsort((tie, ts, pid))
     ts, pid, kind, row = ts[order], pid[order], kind[order], row[order]
     n = len(ts)
@@ -233,7 +237,7 @@ def build(
     min_end = np.minimum(np.maximum(earliest, start), end)
     frame = pd.DataFrame(
         {
-            "pid": pid[e].astype(np.int32),
+            "pid": pid_of(pid[e]),
             "comm": comm,
             "kind": pd.Categorical.from_codes(wkind, categories=list(KINDS)),
             "start_ts": start,

@@ -234,14 +234,17 @@ def build(
         return empty()
     ts = i64(w, "ts")
     pid = ints(w, "pid")
+    # the wakee's life key (:mod:`.lives`): a pid used again is another task, whose
+    # wake-ups, sched_wakeup, runs and switch-outs are none of this one's
+    key = ev.key(pid, ts)
     wakers = _Wakers.of(w, ts)
-    prev_cpu, chosen, migrate_index = _cpus(ev, w, fallback, mig_w, pid, wakers)
-    next_waking = _next_waking_of_same_pid(ts, pid)
-    proof = _Runs(runs, ts, pid)
-    wakeup_ts, chosen = _wakeup_ts(ev, fallback, ts, pid, next_waking, chosen, proof)
+    prev_cpu, chosen, migrate_index = _cpus(ev, w, fallback, mig_w, key, wakers)
+    next_waking = _next_waking_of_same_pid(ts, key)
+    proof = _Runs(runs, ts, key, completeness.run_keys(ev, runs))
+    wakeup_ts, chosen = _wakeup_ts(ev, fallback, ts, key, next_waking, chosen, proof)
     migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
-    run = _wake_to_run(ev, ts, pid, next_waking, wakers, proof, wakeup_ts)
-    del next_waking
+    run = _wake_to_run(ev, ts, key, next_waking, wakers, proof, wakeup_ts)
+    del next_waking, key
     left = np.zeros(len(ts), dtype=bool)
     if window is not None:
         # a slice: a wait whose run is after its end or on a CPU outside it (the whole
@@ -339,13 +342,9 @@ def _cpus(
     elif ev.switch is not None and len(ev.switch):
         # sched_wakeup's target_cpu is already the chosen CPU; the previous one is where
         # the task last ran: its last switch-out before the wake-up
+        sts = i64(ev.switch, "ts")
         oi = asof_index(
-            wakers.ts,
-            pid,
-            i64(ev.switch, "ts"),
-            ints(ev.switch, "prev_pid"),
-            "backward",
-            allow_exact=True,
+            wakers.ts, pid, sts, ev.key(ints(ev.switch, "prev_pid"), sts), "backward", True
         )
         prev_cpu = take(ints(ev.switch, "cpu"), oi, -1).astype(np.int32)
     else:
@@ -410,7 +409,7 @@ def _wakeup_ts(
     if ev.wakeup is None or not len(ev.wakeup):
         return _nullable(np.zeros(n, np.int64), np.zeros(n, dtype=bool)), chosen
     uts = i64(ev.wakeup, "ts")
-    ui = asof_index(ts, pid, uts, ints(ev.wakeup, "pid"), "forward", allow_exact=True)
+    ui = asof_index(ts, pid, uts, ev.key(ints(ev.wakeup, "pid"), uts), "forward", True)
     u = take(uts, ui, np.int64(0))
     matched = (ui >= 0) & (u < next_waking) & ((u <= proof.next_ts) | proof.was_running)
     if ev.migrate is None:
@@ -428,9 +427,10 @@ class _Runs:
     int64 max if none), ``next_from`` (the earliest it can have begun), ``cpu``,
     ``end_ts`` and whether a recorded switch-out ended it (``ended``)."""
 
-    def __init__(self, runs: pd.DataFrame, ts: np.ndarray, pid: np.ndarray):
+    def __init__(self, runs: pd.DataFrame, ts: np.ndarray, pid: np.ndarray, rpid: np.ndarray):
+        # (``pid``, ``rpid``: the life keys of the wake-ups and the runs)
         never = np.iinfo(np.int64).max
-        rpid, rstart = runs["pid"].to_numpy(), runs["start_ts"].to_numpy()
+        rstart = runs["start_ts"].to_numpy()
         rend = runs["end_ts"].to_numpy()
         # a run proven to last until the waking (its end at or after it: an end that is
         # the last proof before an unknown stretch proves nothing after it), of those
@@ -478,7 +478,8 @@ def _wake_to_run(
     slept_after = np.zeros(n, dtype=bool)
     if sw is not None and len(sw) and "prev_state_str" in sw.columns and end_ok.any():
         # the switch-out that ended the run: the wakee's first at or after its start
-        sts, sprev = i64(sw, "ts"), ints(sw, "prev_pid")
+        sts = i64(sw, "ts")
+        sprev = ev.key(ints(sw, "prev_pid"), sts)
         oi = asof_index(np.where(run_ok, run, ts), pid, sts, sprev, "forward", allow_exact=True)
         st = take_cat(sw["prev_state_str"].array, np.where(end_ok, oi, -1))
         st_codes = np.asarray(st.codes)
@@ -511,8 +512,11 @@ def _work_function(ev: Events, ts: np.ndarray, wakers: _Wakers) -> pd.Categorica
     if ev.wq_start is None or ev.wq_end is None or not len(ev.wq_start):
         return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int32), categories=[])
     st_ts, end_ts = i64(ev.wq_start, "ts"), i64(ev.wq_end, "ts")
-    si = asof_index(ts, wakers.pid, st_ts, i64(ev.wq_start, "common_pid"), "backward", True)
-    ei = asof_index(ts, wakers.pid, end_ts, i64(ev.wq_end, "common_pid"), "backward", True)
+    waker = ev.key(wakers.pid, ts)  # (a work item of the waker's pid's earlier task is not its)
+    si = asof_index(ts, waker, st_ts, ev.key(i64(ev.wq_start, "common_pid"), st_ts), "backward",
+                    True)  # fmt: skip
+    ei = asof_index(ts, waker, end_ts, ev.key(i64(ev.wq_end, "common_pid"), end_ts), "backward",
+                    True)  # fmt: skip
     inside = (
         (si >= 0)
         & (take(st_ts, si, -1) > take(end_ts, ei, -1))

@@ -1,0 +1,172 @@
+"""The lives of a pid: a kernel gives the pid of a task that exited to a new task, so one
+pid may name several tasks in one trace (docs/semantics.md, 'A pid used again').
+
+A pid's events belong to one task until a **boundary**, from which they are the next
+task's (its next *life*):
+
+* a **death**: a ``sched_switch`` that switches the task out ``X``, ``Z`` or ``x``
+  (EXIT_DEAD, EXIT_ZOMBIE, TASK_DEAD: ``do_task_dead()``'s last switch; the task never
+  runs again). Any later event of the pid is a new task's; the boundary is that event;
+* a **birth** that follows events of the pid (a switch, a wake-up) with no death
+  between: a ``sched_process_fork`` with it as ``child_pid``, or a
+  ``sched_wakeup_new`` (the fork's own ``sched_wakeup_new`` that follows it is the same
+  birth). The trace lacks the first task's death; the boundary is the birth.
+
+A pid's first birth in the trace, with nothing of the pid before it, is no boundary:
+the task it starts is the pid's first life (the migrations of fork balancing come before
+``sched_wakeup_new`` and are the same task's). So a trace whose pids are each used once
+has no boundary, and every reader sees what it saw before.
+
+:meth:`Lives.key` turns (pid, time) into a **life key**: the pid itself in its first
+life, ``pid + (n << 32)`` in the life after its n-th boundary. The model's per-task
+searches and groupings key on it, so that a wait, a wake-to-run latency, a run, a name
+or a per-task count never joins two tasks that shared a pid; :func:`pid_of` gives the
+pid back. perf does the same: a FORK record of a tid it knows makes a new thread
+(``machine__process_fork_event``), and ``perf sched latency`` keeps a row per thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from ._util import asof_index, take
+
+if TYPE_CHECKING:
+    from .events import Events
+
+#: Where a life's number sits in a life key (pids are below 2**22 on Linux).
+SHIFT = 32
+_ACT, _DEATH, _BIRTH = 0, 1, 2
+
+
+def pid_of(key: npt.ArrayLike) -> np.ndarray:
+    """The pids of life keys (:meth:`Lives.key`)."""
+    return (np.asarray(key, dtype=np.int64) & ((1 << SHIFT) - 1)).astype(np.int32)
+
+
+def life_of(key: npt.ArrayLike) -> np.ndarray:
+    """The life numbers of life keys: 0 for a pid's first life in the trace."""
+    return (np.asarray(key, dtype=np.int64) >> SHIFT).astype(np.int32)
+
+
+class Lives:
+    """The boundaries between the lives of the pids of one trace (see the module's
+    docstring): ``pid`` and ``ts`` sorted by (pid, ts); an event of the pid at or after
+    ``ts`` belongs to the life after it."""
+
+    def __init__(self, pid: np.ndarray, ts: np.ndarray) -> None:
+        order = np.lexsort((ts, pid))
+        self.pid = np.asarray(pid, dtype=np.int64)[order]
+        self.ts = np.asarray(ts, dtype=np.int64)[order]
+        first = np.ones(len(self.pid), dtype=bool)
+        first[1:] = self.pid[1:] != self.pid[:-1]
+        # each boundary's number within its pid (1 for the first)
+        self.rank = np.arange(1, len(self.pid) + 1) - np.maximum.accumulate(
+            np.where(first, np.arange(len(self.pid)), 0)
+        )
+
+    @classmethod
+    def of(cls, ev: Events) -> Lives:
+        """The boundaries that the events of ``ev`` (:class:`.events.Events`) show."""
+        from .events import i64, ints
+        from .task_states import _DEAD, state_code
+
+        none = np.zeros(0, np.int64)
+        ts_, pid_, kind_ = [], [], []
+
+        def add(ts: np.ndarray, pid: np.ndarray, kind: np.ndarray | int) -> None:
+            ts_.append(ts)
+            pid_.append(pid.astype(np.int64, copy=False))
+            kind_.append(np.broadcast_to(np.asarray(kind, np.int8), (len(ts),)))
+
+        s = ev.switch
+        if s is not None and len(s):
+            sts = i64(s, "ts")
+            out = np.full(len(s), _ACT, np.int8)
+            if "prev_state_str" in s.columns:
+                st = s["prev_state_str"].astype("category").array
+                dead = np.array(
+                    [state_code(str(c)) == _DEAD for c in st.categories] + [False], dtype=bool
+                )
+                codes = np.asarray(st.codes)
+                out[dead[np.where(codes < 0, len(dead) - 1, codes)]] = _DEATH
+            add(sts, ints(s, "prev_pid"), out)
+            add(sts, ints(s, "next_pid"), _ACT)
+        for f, col, k in (
+            (ev.waking, "pid", _ACT),
+            (ev.wakeup, "pid", _ACT),
+            (ev.fork, "child_pid", _BIRTH),
+            (ev.wakeup_new, "pid", _BIRTH),
+        ):
+            if f is not None and len(f):
+                add(i64(f, "ts"), ints(f, col), k)
+        if not ts_:
+            return cls(none, none)
+        pid = np.concatenate(pid_)
+        ts, kind = np.concatenate(ts_), np.concatenate(kind_)
+        # only the pids that may have two lives: a death or a birth, and another event
+        cand = np.unique(pid[(kind != _ACT) & (pid != 0)])
+        sel = np.isin(pid, cand)
+        pid, ts, kind = pid[sel], ts[sel], kind[sel]
+        # at one time: a birth, then the task's events, then its death
+        prio = np.choose(kind, [1, 2, 0]).astype(np.int8)
+        o = np.lexsort((prio, ts, pid))
+        pid, ts, kind = pid[o], ts[o], kind[o]
+        same = np.zeros(len(pid), dtype=bool)
+        same[1:] = pid[1:] == pid[:-1]
+        before = np.concatenate([[_ACT], kind[:-1]]).astype(np.int8)
+        boundary = same & ((before == _DEATH) | ((kind == _BIRTH) & (before == _ACT)))
+        return cls(pid[boundary], ts[boundary])
+
+    def __bool__(self) -> bool:
+        return len(self.pid) > 0
+
+    @property
+    def reused(self) -> np.ndarray:
+        """The pids with more than one life."""
+        return np.unique(self.pid)
+
+    def number(self, pid: npt.ArrayLike, ts: npt.ArrayLike) -> np.ndarray:
+        """The life of each (pid, ts): how many of the pid's boundaries lie at or before
+        ``ts`` (0: its first life)."""
+        pid = np.asarray(pid)
+        if not self:
+            return np.zeros(len(pid), dtype=np.int64)
+        at = asof_index(ts, pid.astype(np.int64), self.ts, self.pid, "backward", True)
+        return take(self.rank, at, 0)
+
+    def _boundary(self, pid: np.ndarray, n: np.ndarray, fill: int) -> np.ndarray:
+        """The time of boundary ``n`` (1: the first) of each pid; ``fill`` where there
+        is none."""
+        out = np.full(len(pid), fill, dtype=np.int64)
+        if not self or not len(pid):
+            return out
+        have = (self.pid << SHIFT) + self.rank  # (sorted: by pid, then rank)
+        want = (pid.astype(np.int64) << SHIFT) + n
+        at = np.minimum(np.searchsorted(have, want), len(have) - 1)
+        hit = have[at] == want
+        out[hit] = self.ts[at[hit]]
+        return out
+
+    def start_of(self, key: npt.ArrayLike, first: int) -> np.ndarray:
+        """Where the life of each life key begins: ``first`` for a first life, else its
+        boundary."""
+        key = np.asarray(key, dtype=np.int64)
+        return self._boundary(pid_of(key), life_of(key), first)
+
+    def end_of(self, key: npt.ArrayLike) -> np.ndarray:
+        """Where the life of each life key ends: the pid's next boundary, else int64 max."""
+        key = np.asarray(key, dtype=np.int64)
+        return self._boundary(pid_of(key), life_of(key) + 1, np.iinfo(np.int64).max)
+
+    def key(self, pid: npt.ArrayLike, ts: npt.ArrayLike) -> np.ndarray:
+        """The life key of each (pid, ts): the pid in its first life (``pid`` itself,
+        not a copy, when no pid has two lives), else ``pid + (life << 32)``."""
+        pid = np.asarray(pid)
+        if not self:
+            return pid
+        n = self.number(pid, ts)
+        return pid.astype(np.int64) + (n.astype(np.int64) << SHIFT)
