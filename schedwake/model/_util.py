@@ -301,3 +301,21 @@ def frame(trace: TraceTables, name: str, columns: Iterable[str]) -> pd.DataFrame
     if len(df) and not df["ts"].is_monotonic_increasing:
         df = df.sort_values("ts", kind="stable").reset_index(drop=True)
     return df
+
+
+def i64(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
+    if df is None:
+        return np.zeros(0, dtype=np.int64)
+    if name not in df.columns:
+        return np.full(len(df), default, dtype=np.int64)
+    return df[name].fillna(default).to_numpy(dtype=np.int64)
+
+
+def ints(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
+    """Column ``name`` as a NumPy array of signed integers: the column itself (no copy)
+    when it is one without nulls, else as :func:`i64`."""
+    if df is not None and name in df.columns:
+        dt = df[name].dtype
+        if isinstance(dt, np.dtype) and dt.kind == "i":
+            return df[name].to_numpy()
+    return i64(df, name, default)

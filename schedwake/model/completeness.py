@@ -867,7 +867,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
-    ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), run_keys(ev, runs),
+    ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
                     "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
     last_wake = np.full(len(cand), never, dtype=np.int64)
@@ -897,7 +897,7 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     if not len(has):
         return _empty_breaks()
     p_ts = ts[prev[has]]
-    rpid, rstart = run_keys(ev, runs), runs["start_ts"].to_numpy()
+    rpid, rstart = ev.run_keys(runs), runs["start_ts"].to_numpy()
     # a run that began after the previous wake-up, by this one...
     ni = asof_index(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
     ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
@@ -907,12 +907,6 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     ran |= take(reach(runs), li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
-
-
-def run_keys(ev: Events, runs: pd.DataFrame) -> np.ndarray:
-    """The life key (:mod:`.lives`) of each run: its pid, but in a later life of a pid
-    used again."""
-    return ev.key(runs["pid"].to_numpy(), runs["start_ts"].to_numpy())
 
 
 def reach(runs: pd.DataFrame) -> np.ndarray:

@@ -12,6 +12,8 @@ import pandas as pd
 from ..errors import TraceError
 from ..ingest.meta import TraceMeta
 from ._util import frame
+from ._util import i64 as i64  # (the model's modules read their columns through these)
+from ._util import ints as ints
 from .fields import MODEL_FIELDS, check_formats, columns
 from .lives import Lives
 
@@ -72,6 +74,12 @@ class Events:
         """The life keys of (pid, ts) (:meth:`.lives.Lives.key`): the pids themselves
         when no pid of the trace names two tasks."""
         return self.lives.key(pid, ts)
+
+    def run_keys(self, runs: pd.DataFrame) -> np.ndarray:
+        """The life key of each run (rows with ``pid`` and ``start_ts``, as
+        :mod:`.completeness` proves them): its pid, but in a later life of a pid used
+        again."""
+        return self.key(runs["pid"].to_numpy(), runs["start_ts"].to_numpy())
 
     @property
     def duration_ns(self) -> int:
@@ -185,21 +193,3 @@ def load_events(trace: TraceTables) -> Events:
             "and episodes spanning a gap may be missed or mismatched"
         )
     return ev
-
-
-def i64(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
-    if df is None:
-        return np.zeros(0, dtype=np.int64)
-    if name not in df.columns:
-        return np.full(len(df), default, dtype=np.int64)
-    return df[name].fillna(default).to_numpy(dtype=np.int64)
-
-
-def ints(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
-    """Column ``name`` as a NumPy array of signed integers: the column itself (no copy)
-    when it is one without nulls, else as :func:`i64`."""
-    if df is not None and name in df.columns:
-        dt = df[name].dtype
-        if isinstance(dt, np.dtype) and dt.kind == "i":
-            return df[name].to_numpy()
-    return i64(df, name, default)

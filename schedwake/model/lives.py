@@ -27,19 +27,36 @@ pid back. perf does the same: a FORK record of a tid it knows makes a new thread
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
-from ._util import asof_index, take
+from ._util import asof_index, i64, ints, take
 
-if TYPE_CHECKING:
-    from .events import Events
+
+class EventTables(Protocol):
+    """What :meth:`Lives.of` reads of the model's events (:class:`.events.Events`)."""
+
+    switch: pd.DataFrame | None
+    waking: pd.DataFrame | None
+    wakeup: pd.DataFrame | None
+    fork: pd.DataFrame | None
+    wakeup_new: pd.DataFrame | None
+
 
 #: Where a life's number sits in a life key (pids are below 2**22 on Linux).
 SHIFT = 32
 _ACT, _DEATH, _BIRTH = 0, 1, 2
+
+
+def dies(letters: str) -> bool:
+    """Whether a switch-out with ``prev_state`` ``letters`` ends its task's life (X, Z or
+    x among the flags; a preempted task, ``R``/``R+``, does not die)."""
+    s = str(letters).strip()
+    flags = set(s.replace("|", "").replace("+", ""))
+    return not s.startswith("R") and bool(flags & {"X", "Z", "x"})
 
 
 def pid_of(key: npt.ArrayLike) -> np.ndarray:
@@ -69,11 +86,8 @@ class Lives:
         )
 
     @classmethod
-    def of(cls, ev: Events) -> Lives:
+    def of(cls, ev: EventTables) -> Lives:
         """The boundaries that the events of ``ev`` (:class:`.events.Events`) show."""
-        from .events import i64, ints
-        from .task_states import _DEAD, state_code
-
         none = np.zeros(0, np.int64)
         ts_, pid_, kind_ = [], [], []
 
@@ -88,9 +102,7 @@ class Lives:
             out = np.full(len(s), _ACT, np.int8)
             if "prev_state_str" in s.columns:
                 st = s["prev_state_str"].astype("category").array
-                dead = np.array(
-                    [state_code(str(c)) == _DEAD for c in st.categories] + [False], dtype=bool
-                )
+                dead = np.array([dies(str(c)) for c in st.categories] + [False], dtype=bool)
                 codes = np.asarray(st.codes)
                 out[dead[np.where(codes < 0, len(dead) - 1, codes)]] = _DEATH
             add(sts, ints(s, "prev_pid"), out)

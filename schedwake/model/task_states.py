@@ -58,10 +58,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from . import completeness, tasks
+from . import tasks
 from ._util import asof_index, take
 from .events import Events, i64, ints
-from .lives import pid_of
+from .lives import dies, pid_of
 
 
 class TaskStatesOf(Protocol):
@@ -117,7 +117,7 @@ def state_code(letters: str) -> int:
     if s.startswith("R"):
         return _PRE
     flags = set(s.replace("|", "").replace("+", ""))
-    if flags & {"X", "Z", "x"}:
+    if dies(s):
         return _DEAD
     if "D" in flags and "N" not in flags:  # D|N: TASK_IDLE before 4.14 (now I)
         return _BLOCK
@@ -209,7 +209,7 @@ def build(
     parts = [p for p in parts if len(p[0])]
     if ev.lives:
         parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
-    parts += _censored_runs(runs, completeness.run_keys(ev, runs), parts)
+    parts += _censored_runs(runs, ev.run_keys(runs), parts)
     if not parts:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
     pid_all = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts])

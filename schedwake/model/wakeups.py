@@ -240,7 +240,7 @@ def build(
     wakers = _Wakers.of(w, ts)
     prev_cpu, chosen, migrate_index = _cpus(ev, w, fallback, mig_w, key, wakers)
     next_waking = _next_waking_of_same_pid(ts, key)
-    proof = _Runs(runs, ts, key, completeness.run_keys(ev, runs))
+    proof = _Runs(runs, ts, key, ev.run_keys(runs))
     wakeup_ts, chosen = _wakeup_ts(ev, fallback, ts, key, next_waking, chosen, proof)
     migrated = (prev_cpu >= 0) & (chosen != prev_cpu)
     run = _wake_to_run(ev, ts, key, next_waking, wakers, proof, wakeup_ts)
