@@ -15,9 +15,17 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("high", "medium", "low")
 
-#: Threshold values by name (every name of ``detect.THRESHOLDS``; ``detect.thresholds``
-#: makes one from the defaults and the user's overrides).
-Thresholds = dict[str, float]
+
+class Thresholds(dict[str, float]):
+    """Threshold values by name, resolved for one trace: every name of
+    ``detect.THRESHOLDS``, the defaults updated with the user's overrides and, on a time
+    slice, the amounts it adds up scaled to the slice (``detect.resolve``). An analysis
+    resolves them once and hands the same object to the detectors and the metrics, so
+    that a metric counts with exactly the thresholds its detector judged with; an entry
+    point given one (``detect.detect``, ``metrics.trace_metrics``, ...) uses it as it is,
+    given plain overrides (a dict) it resolves them itself."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
