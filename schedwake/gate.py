@@ -1290,8 +1290,8 @@ def _sig_text(r: RuleResult, required: bool) -> str:
 
 # -- why a rule broke --------------------------------------------------------------------------
 
-#: The fields of a finding's ``top`` entries that name who is involved, as reports say them,
-#: and the fields that weigh an entry (the first one present is used).
+#: The fields of a finding's ``top`` entries that name who is involved, as reports say them
+#: (an entry is weighed by its detector's ``SHOWN.top_weight``, else its ``count``).
 _WHO = (
     ("waker", "wakers"),
     ("work_function", "work functions"),
@@ -1299,7 +1299,6 @@ _WHO = (
     ("comm", "tasks"),
     ("cpu", "CPUs"),
 )
-_WEIGHT = ("episodes", "kworker_preemptions", "cpu_changes", "waited_s", "count")
 
 
 def _findings_of(trace, thresholds: dict | None) -> list:
@@ -1357,15 +1356,18 @@ def _top_names(findings: list) -> str:
     """``wakers (by episodes) kworker/2:1H 505, kworker/3:1H 218; wakees (by episodes)
     dbench 723``: the three heaviest names of each field of the findings' top lists,
     weights summed over the findings."""
+    from .detect import shown
+
     parts = []
     for key, label in _WHO:
         weights: dict[str, float] = {}
         by = None
         for f in findings:
+            weighed_by = (shown(f.detector).top_weight, "count")
             for entry in f.top:
                 if key not in entry:
                     continue
-                k = next((k for k in _WEIGHT if isinstance(entry.get(k), (int, float))), None)
+                k = next((k for k in weighed_by if isinstance(entry.get(k), (int, float))), None)
                 by = by or k
                 name = str(entry[key])
                 weights[name] = weights.get(name, 0) + float(entry[k] if k else 1)

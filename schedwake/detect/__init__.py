@@ -20,7 +20,9 @@ from .base import (
     EvidenceAt,
     Finding,
     FindingMetrics,
+    Flows,
     MetricValue,
+    Shown,
     Threshold,
     Thresholds,
     severity_rank,
@@ -39,6 +41,13 @@ DETECTORS: dict[str, Detector] = {d.NAME: d for d in _ALL}
 
 #: Every threshold by name.
 THRESHOLDS: dict[str, Threshold] = {t.name: t for m in DETECTORS.values() for t in m.THRESHOLDS}
+
+
+def shown(detector: str) -> Shown:
+    """How reports show the findings of ``detector`` (its ``SHOWN``); a name no longer
+    registered (a finding read back from a batch dataset) is shown plainly."""
+    d = DETECTORS.get(detector)
+    return Shown() if d is None else d.SHOWN
 
 
 def thresholds(overrides: Mapping[str, float | str] | None = None) -> dict[str, float]:
@@ -153,11 +162,14 @@ __all__ = [
     "EvidenceAt",
     "Finding",
     "FindingMetrics",
+    "Flows",
     "MetricValue",
+    "Shown",
     "Thresholds",
     "detect",
     "thresholds",
     "for_slice",
     "resolve",
+    "shown",
     "parse_threshold_options",
 ]
