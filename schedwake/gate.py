@@ -1116,22 +1116,13 @@ def _judge(
         res.p_adjusted = p_adjusted
         res.significant = bool(p_adjusted < alpha)
     res.gain_ci = gain_interval(got.effect, res.direction)
-    worse = res.worsening > res.limit
-    if rule.significance and worse and not sig.testable:
-        res.status = "error"
-        res.message = (
-            f"{rule.metric}: significance cannot be tested ({sig.reason}); "
-            "give more iterations or set significance = false"
-        )
-    elif worse and (res.significant or not rule.significance):
-        res.status = "broken"
-        res.message = (
-            f"{rule.metric}: {_change_text(res, f', worst allowed {rule.allowed_text()}')}"
-            f", {_sig_text(res, rule.significance)}"
-        )
-    else:
-        why = "within the allowed change" if not worse else "worse, but not significantly"
-        res.message = f"{rule.metric}: {_change_text(res)}, {why}"
+    _settle(
+        res,
+        why_untestable=str(sig.reason),
+        remedy="give more iterations",
+        allowed=rule.allowed_text(),
+        change=lambda more: _change_text(res, more),
+    )
     return res
 
 
@@ -1228,24 +1219,15 @@ def _judge_share(res: RuleResult, row, measure: str, alpha: float, testable: boo
     res.testable = testable
     res.detail, res.statistic = (q if math.isfinite(q) else None), "q"
     res.significant = bool(testable and math.isfinite(q) and q < alpha)
-    worse = res.worsening > res.limit
-    change = f"{base:.2f}% -> {cand:.2f}% of the samples ({cand - base:+.2f} pp"
-    if rule.significance and worse and not testable:
-        res.status = "error"
-        res.message = (
-            f"{rule.metric}: significance cannot be tested (runs a side: "
-            f"{'/'.join(map(str, res.n or ()))}); give 2 or more runs a side or set "
-            "significance = false"
-        )
-    elif worse and (res.significant or not rule.significance):
-        res.status = "broken"
-        res.message = (
-            f"{rule.metric}: {change}, worst allowed +{_num(rule.allowed)} pp), "
-            f"{_sig_text(res, rule.significance)}"
-        )
-    else:
-        why = "within the allowed change" if not worse else "worse, but not significantly"
-        res.message = f"{rule.metric}: {change}), {why}"
+    _settle(
+        res,
+        why_untestable=f"runs a side: {'/'.join(map(str, res.n or ()))}",
+        remedy="give 2 or more runs a side",
+        allowed=f"+{_num(rule.allowed)} pp",
+        change=lambda more: (
+            f"{base:.2f}% -> {cand:.2f}% of the samples ({cand - base:+.2f} pp{more})"
+        ),
+    )
 
 
 def _callers_why(cmp, symbol: str, dso: str) -> list[str]:
@@ -1261,6 +1243,34 @@ def _callers_why(cmp, symbol: str, dso: str) -> list[str]:
             + " <- ".join(n["symbol"] for n in chain)
         )
     return out
+
+
+def _settle(
+    res: RuleResult, why_untestable: str, remedy: str, allowed: str, change: Callable[[str], str]
+) -> None:
+    """The status and message of a measured rule (``worsening``, ``limit``,
+    ``testable`` and ``significant`` set), one wording for every kind of rule: an error
+    when the significance it asks for cannot be tested (``why_untestable``; ``remedy``:
+    what to do), broken when worse than allowed (and significantly so, when asked), else
+    a pass; ``change(more)``: the change in words, ``more`` the worst ``allowed`` added
+    for a broken rule."""
+    rule = res.rule
+    worse = (res.worsening or 0.0) > (res.limit or 0.0)
+    if rule.significance and worse and not res.testable:
+        res.status = "error"
+        res.message = (
+            f"{rule.metric}: significance cannot be tested ({why_untestable}); {remedy} "
+            "or set significance = false"
+        )
+    elif worse and (res.significant or not rule.significance):
+        res.status = "broken"
+        res.message = (
+            f"{rule.metric}: {change(f', worst allowed {allowed}')}, "
+            f"{_sig_text(res, rule.significance)}"
+        )
+    else:
+        why = "within the allowed change" if not worse else "worse, but not significantly"
+        res.message = f"{rule.metric}: {change('')}, {why}"
 
 
 def _change_text(r: RuleResult, more: str = "") -> str:
