@@ -23,10 +23,9 @@ GENERIC = {"cpu", "task", "share"}
 
 
 def _renderers() -> list[Path]:
-    """The sources of the report and gate code (the gate a module or a package)."""
+    """The sources of the report and gate code."""
     pkg = ROOT / "schedwake"
-    gate = [pkg / "gate.py"] if (pkg / "gate.py").exists() else sorted((pkg / "gate").rglob("*.py"))
-    return sorted((pkg / "report").rglob("*.py")) + gate
+    return sorted((pkg / "report").rglob("*.py")) + sorted((pkg / "gate").rglob("*.py"))
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:
@@ -160,7 +159,7 @@ def test_a_new_detector_is_shown_in_the_html_report(toy):
 
 
 def test_a_new_detectors_top_entries_weigh_by_its_own_field(toy):
-    from schedwake.gate import _top_names
+    from schedwake.gate.explain import top_names
 
     f = _toy_detect(None, None, None)[0]
-    assert _top_names([f, f]) == "tasks (by naps) dozer 10, napper 6"
+    assert top_names([f, f]) == "tasks (by naps) dozer 10, napper 6"

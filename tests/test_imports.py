@@ -40,7 +40,8 @@ LAYERS = [
     ["analysis", "latency"],  # one trace: findings + metrics + caveats; per-task latency
     ["compare", "profile_compare"],  # several traces (or profiles) side by side
     ["mmtests_tree"],  # an mmtests results tree: runs, iterations, subtests -> comparisons
-    ["gate", "gate_calibrate"],  # a CI verdict from a comparison; its false-alarm rate
+    ["gate", "gate_calibrate"],  # a CI verdict from a comparison (gate/: rules, inputs, metric
+    # and profile judging, explanations, the run); its false-alarm rate
     ["batch"],  # many traces -> one dataset of analyses
     ["series"],  # a series of builds: which build changed a metric
     ["report"],  # renderers of analyses, comparisons, verdicts
