@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from . import wait_causes
-from .detect import THRESHOLDS, Finding, detect
+from .detect import THRESHOLDS, Finding, Thresholds, detect, resolve
 from .errors import OptionError
 from .metrics import metric_bounds, trace_metrics
 from .summary import summary
@@ -30,6 +30,9 @@ from .trace import Trace
 if TYPE_CHECKING:
     from .referee import Referee
 
+#: Threshold values by name: resolved (a Thresholds) or not (a dict).
+_Values = TypeVar("_Values", bound=Mapping[str, float])
+
 
 @dataclass
 class Analysis:
@@ -38,7 +41,9 @@ class Analysis:
     trace: Trace  #: the trace analysed
     findings: list[Finding]  #: most severe first, each with its evidence lines
     metrics: dict  #: name -> value, docs/compare.md, 'The metrics'
-    thresholds: dict  #: the detector thresholds used (defaults + overrides)
+    #: The thresholds the detectors judged with and the metrics counted with (defaults +
+    #: overrides, a ``--time`` slice's amounts scaled), resolved once by :func:`analyze`.
+    thresholds: Thresholds
     waits: bool = False  #: explain every wait of the ``--pid`` tasks (``task_waits``)
 
     @property
@@ -182,24 +187,22 @@ def analyze(
     --waits``: :attr:`Analysis.task_waits`); OptionError naming ``waits`` when the trace
     is focused on none (:meth:`schedwake.Trace.focus`).
     """
-    from .detect import for_slice
-    from .detect import thresholds as resolve_thresholds
 
     def done(fraction: float) -> None:
         if progress is not None:
             progress(fraction)
 
-    used = check_thresholds(resolve_thresholds(thresholds))
-    used = for_slice(used, trace, thresholds or {})  # (a --time slice: as detect() judges)
+    # once, for the detectors and the metrics alike (a --time slice scales the amounts)
+    used = check_thresholds(resolve(trace, thresholds))
     model = trace.model
     if waits and model.pids is None:  # every wait of every task: not what was meant
         raise OptionError("waits", True, "needs a trace focused on tasks: trace.focus(pids)")
     for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
         getattr(model, table)  # built once, here, so that the phases can be reported
         done(fraction)
-    findings = detect(trace, thresholds, detectors)
+    findings = detect(trace, used, detectors)
     done(0.85)
-    metrics = trace_metrics(trace, thresholds)
+    metrics = trace_metrics(trace, used)
     done(1.0)
     return Analysis(trace, findings, metrics, used, waits)
 
@@ -239,7 +242,7 @@ def bounds_caveats(bounds: dict[str, list], metrics: dict) -> list[str]:
     return out
 
 
-def check_thresholds(values: dict) -> dict:
+def check_thresholds(values: _Values) -> _Values:
     """``values`` (threshold name -> number), each refused with an
     :class:`~schedwake.errors.OptionError` naming ``thresholds`` unless it fits its
     unit (docs/detectors.md): a share (``fraction``) from 0 to 1, seconds a finite

@@ -24,7 +24,7 @@ class OptionError(TraceError, ValueError):
     option's name already); with ``value`` None (the problem quotes what was wrong:
     ``unknown threshold 'x'``) it is ``"thresholds: unknown threshold 'x' ..."``. The CLI
     names its option instead (``--window 1e-09: ...``, ``--threshold: ...``: the one
-    ``OPTION_OF`` mapping of schedwake/cli.py) and exits with code 2. It is a ValueError for
+    ``OPTION_OF`` mapping of schedwake/cli/common.py) and exits with code 2. It is a ValueError for
     callers of the API and a TraceError for code that turns bad input into an error row
     or verdict.
     """

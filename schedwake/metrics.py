@@ -36,8 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .detect import Thresholds, for_slice
-from .detect import thresholds as _thresholds
+from .detect import Thresholds, resolve
 from .detect.cswitch_storm import storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
 from .model._util import pid_cpu_counts
@@ -496,17 +495,9 @@ def _unmet(trace: SideTrace, needs: Needs) -> list[str]:
     return [" or ".join(group) for group in needs if not any(trace.has_records(e) for e in group)]
 
 
-def _trace_thresholds(trace: Trace, thresholds: Mapping[str, float | str] | None) -> Thresholds:
-    """The thresholds a whole trace's (or a slice's) metrics are computed with: as
-    :func:`schedwake.detect.detect` judges the same trace (a ``--time`` slice scales
-    the amounts it adds up, ``for_slice``), so that a metric counts what the detector
-    judges: a storm found in a 5-ms slice has its preemptions in ``storm_*``."""
-    return for_slice(_thresholds(thresholds), trace, thresholds or {})
-
-
 def trace_metrics(
     trace: Trace,
-    thresholds: Mapping[str, float | str] | None = None,
+    thresholds: Mapping[str, float | str] | Thresholds | None = None,
     *,
     only: Collection[str] | None = None,
 ) -> dict[str, Any]:
@@ -514,8 +505,15 @@ def trace_metrics(
     ``duration_s`` then :data:`METRICS` in order (``busy_share`` a dict by CPU), then the
     benchmark's ``bench_*`` results. A metric the trace cannot give (no wake-ups for a
     latency, events it lacks: :data:`NEEDS`) is None. ``only``: the keys to compute (the
-    others are None; :func:`_keys_of`), for a comparison of some metrics."""
-    th = _trace_thresholds(trace, thresholds)
+    others are None; :func:`_keys_of`), for a comparison of some metrics.
+
+    ``thresholds``: the thresholds the detectors judged the trace with (a
+    :class:`~schedwake.detect.Thresholds`, as :func:`schedwake.analyze` hands them
+    down), or overrides resolved here as :func:`schedwake.detect.detect` resolves them
+    (:func:`schedwake.detect.resolve`: a ``--time`` slice scales the amounts it adds
+    up), so that a metric counts what the detector judges: a storm found in a 5-ms
+    slice has its preemptions in ``storm_*``."""
+    th = resolve(trace, thresholds)
     memo, key = trace.model.memo.trace_metrics, _memo_key(th)
     done = memo.setdefault(key, {})  # the values computed so far, by key
     t = TraceInputs(trace, th)  # (its measures are computed on first use)
@@ -535,15 +533,16 @@ def trace_metrics(
 
 
 def metric_bounds(
-    trace: Trace, thresholds: Mapping[str, float | str] | None = None
+    trace: Trace, thresholds: Mapping[str, float | str] | Thresholds | None = None
 ) -> dict[str, list[Any]]:
     """The metrics that the trace shows only within bounds (docs/semantics.md,
     'Incomplete traces'), by name: ``[lo, hi]`` in the metric's own unit before display
     (a fraction for a share; us for a latency; ``hi`` None: no upper bound). Their
     value in :func:`trace_metrics` is the midpoint when the bounds are within the
     tolerance (:data:`SHARE_TOLERANCE`, :data:`LATENCY_TOLERANCE`), else None (withheld).
-    Empty for a trace that shows everything these metrics read."""
-    th = _trace_thresholds(trace, thresholds)
+    Empty for a trace that shows everything these metrics read. ``thresholds``: as
+    :func:`trace_metrics` takes them."""
+    th = resolve(trace, thresholds)
     memo, key = trace.model.memo.metric_bounds, _memo_key(th)
     if key in memo:
         return copy.deepcopy(memo[key])
@@ -569,7 +568,7 @@ def metric_bounds(
 def window_metrics(
     trace: Trace,
     window_s: float = 1.0,
-    thresholds: Mapping[str, float | str] | None = None,
+    thresholds: Mapping[str, float | str] | Thresholds | None = None,
     *,
     only: Collection[str] | None = None,
 ) -> pd.DataFrame:
@@ -577,8 +576,9 @@ def window_metrics(
     (``window``, ``start_ns``, ``end_ns`` then the metrics and counts of :data:`METRICS`,
     the busy share as ``busy_share_cpuN``). A last partial window shorter than half a
     window is dropped (:func:`window_edges`). ``only``: the keys to compute (the columns
-    of the others are left out; :func:`_keys_of`)."""
-    th = _thresholds(thresholds)
+    of the others are left out; :func:`_keys_of`). ``thresholds``: as
+    :func:`trace_metrics` takes them."""
+    th = resolve(trace, thresholds)
     memo, key = trace.model.memo, _memo_key(th, float(window_s))
     kept = memo.window_metrics
     w = None

@@ -3,7 +3,7 @@
 A bad parameter of an API entry point raises :class:`schedwake.errors.OptionError` (a
 ValueError and a TraceError) whose message names the API's own parameter (``samples``,
 ``thresholds``, ``pids``), never a command-line option; the CLI, for the same mistake,
-prints one line naming its option (the ``OPTION_OF`` mapping of schedwake/cli.py) and
+prints one line naming its option (the ``OPTION_OF`` mapping of schedwake/cli/common.py) and
 exits with code 2. Caveats, shown by every front-end, name no option either. Real
 sample traces (tests/conftest.py: ``sample``).
 """
@@ -165,11 +165,11 @@ def test_the_cli_names_the_option_of_the_same_mistake(args, line, tmp_path):
 def test_every_parameter_the_cli_maps_is_an_option():
     assert all(v.startswith("--") and not k.startswith("-") for k, v in OPTION_OF.items())
     # the one line of an OptionError the CLI gets from the API: the option, never the param
-    from schedwake.cli import _option_error_line
+    from schedwake.cli import option_error_line
 
-    assert _option_error_line(OptionError("samples", "'x'", "must be one of ...")) == (
+    assert option_error_line(OptionError("samples", "'x'", "must be one of ...")) == (
         "Error: --samples 'x': must be one of ..."
     )
-    assert _option_error_line(OptionError("thresholds", None, "unknown threshold 'x'")) == (
+    assert option_error_line(OptionError("thresholds", None, "unknown threshold 'x'")) == (
         "Error: --threshold: unknown threshold 'x'"
     )

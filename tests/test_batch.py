@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import schedwake
-from schedwake import cli as schedwake_cli
 from schedwake.batch import BatchDataset, label_columns
+from schedwake.cli import common as cli_common
 from schedwake.compare import default_window
 from schedwake.metrics import metric_samples
 from schedwake.model import MODEL_EVENTS
@@ -245,7 +245,7 @@ def test_a_rerun_skips_what_is_done(tmp_path):
 
 
 #: The CLI's reader, which traces_read_once stands in for.
-_CLI_LOAD = schedwake_cli._load
+_CLI_LOAD = cli_common.load
 
 
 @functools.cache
@@ -268,7 +268,7 @@ def traces_read_once(monkeypatch):
         events = None if events is None else tuple(events)
         return _read_once(os.getcwd(), path, events, input_format, reader)
 
-    monkeypatch.setattr(schedwake_cli, "_load", load)
+    monkeypatch.setattr(cli_common, "load", load)
 
 
 def _same_output(args: list[str], serial: Path, rc: int) -> str:

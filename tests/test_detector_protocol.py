@@ -10,7 +10,7 @@ import pytest
 
 import schedwake
 from schedwake.detect import DETECTORS, THRESHOLDS, thresholds
-from schedwake.detect.base import Threshold
+from schedwake.detect.base import Shown, Threshold
 from schedwake.ingest import RawTrace
 from schedwake.model import MODEL_EVENTS
 from schedwake.trace import Trace
@@ -34,6 +34,7 @@ def test_registry_of_detectors():
         assert d.NAME == key and callable(d.detect)
         assert d.THRESHOLDS and all(isinstance(t, Threshold) for t in d.THRESHOLDS)
         assert d.EVENTS and all(group for group in d.EVENTS)
+        assert isinstance(d.SHOWN, Shown) and d.SHOWN.key_metrics, key
         assert {e for group in d.EVENTS for e in group} <= set(MODEL_EVENTS), key
 
 

@@ -123,6 +123,7 @@ def _results(root: Path) -> dict:
         import schedwake
         from schedwake import metrics
         from schedwake.detect import DETECTORS, THRESHOLDS
+        from schedwake.report import analyze as report
 
         assert schedwake.__file__.startswith(sys.argv[1]), schedwake.__file__
         out = {"detectors": list(DETECTORS), "thresholds": list(THRESHOLDS)}
@@ -137,6 +138,8 @@ def _results(root: Path) -> dict:
             out[name] = {
                 "naps": naps[0].metrics["naps"] if naps else None,
                 "evidence": len(naps[0].evidence) if naps else 0,
+                "shown": [x.strip() for x in report.text(a).splitlines()
+                          if x.strip().startswith(("naps:", "naps_per_s:"))],
                 "recount": recount,
                 "wakeups": len(w),
                 "duration_s": t.duration_ns / 1e9,
@@ -194,6 +197,9 @@ def test_detector_recipe(results):
     # fio's futile wake-ups (docs/examples/cswitch_storm.md) are naps: thousands of them
     assert fio["naps"] == fio["recount"] and fio["naps"] > 4000 and fio["evidence"] > 0
     assert idle["naps"] is None
+    # its key metrics under its finding in analyze's report, no report code touched
+    assert [x.split(":")[0] for x in fio["shown"]] == ["naps", "naps_per_s"]
+    assert fio["shown"][0] == f"naps: {fio['naps']}" and not idle["shown"]
 
 
 def test_metric_recipe(results):

@@ -18,7 +18,8 @@ import pytest
 import schedwake
 from schedwake.compare import from_samples
 from schedwake.errors import TraceError
-from schedwake.gate import DEFAULT_RULES_TOML, Rule, _judge, default_rules, parse_rules
+from schedwake.gate import DEFAULT_RULES_TOML, Rule, default_rules, parse_rules
+from schedwake.gate.judge_metrics import judge_rule
 from schedwake.report import gate as gate_report
 
 from .conftest import iteration_paths, run_cli, sample, shared_model_trace
@@ -395,34 +396,38 @@ def test_judgement_rules():
     """Relative and absolute allowances, both directions, significance on and off,
     untestable significance."""
     worse = _mean_row([100, 101, 99], [130, 131, 129])  # +30%, significant
-    assert _judge(Rule("context_switches_per_s", 0.25, True), worse, "ttest").status == "broken"
-    assert _judge(Rule("context_switches_per_s", 0.35, True), worse, "ttest").status == "pass"
-    assert _judge(Rule("context_switches_per_s", 29.0, False), worse, "ttest").status == "broken"
-    assert _judge(Rule("context_switches_per_s", 31.0, False), worse, "ttest").status == "pass"
+    assert judge_rule(Rule("context_switches_per_s", 0.25, True), worse, "ttest").status == "broken"
+    assert judge_rule(Rule("context_switches_per_s", 0.35, True), worse, "ttest").status == "pass"
+    assert (
+        judge_rule(Rule("context_switches_per_s", 29.0, False), worse, "ttest").status == "broken"
+    )
+    assert judge_rule(Rule("context_switches_per_s", 31.0, False), worse, "ttest").status == "pass"
     noisy = _mean_row([100, 150, 50], [130, 200, 60])  # +30%, not significant
-    assert _judge(Rule("context_switches_per_s", 0.25, True), noisy, "ttest").status == "pass"
+    assert judge_rule(Rule("context_switches_per_s", 0.25, True), noisy, "ttest").status == "pass"
     loose = Rule("context_switches_per_s", 0.25, True, significance=False)
-    assert _judge(loose, noisy, "ttest").status == "broken"
+    assert judge_rule(loose, noisy, "ttest").status == "broken"
     # one candidate run: judged against the baseline runs' spread (a prediction interval)
     one = _mean_row([100, 101, 99], [130])
-    r = _judge(Rule("context_switches_per_s", 0.25, True), one, "ttest")
+    r = judge_rule(Rule("context_switches_per_s", 0.25, True), one, "ttest")
     assert r.status == "broken" and r.significant and r.detail < 0.01
     assert (
-        _judge(
+        judge_rule(
             Rule("context_switches_per_s", 0.25, True), _mean_row([100, 140, 60], [130]), "ttest"
         ).status
         == "pass"
     )
     # one baseline run: no spread to judge against, untestable
-    r = _judge(Rule("context_switches_per_s", 0.25, True), _mean_row([100], [130, 131]), "ttest")
+    r = judge_rule(
+        Rule("context_switches_per_s", 0.25, True), _mean_row([100], [130, 131]), "ttest"
+    )
     assert r.status == "error" and "cannot be tested" in r.message
     assert "give >= 2 baseline runs" in r.message
     # higher is better: a drop is the worsening
     busy = _mean_row([80, 81, 79], [60, 61, 59], "busy_share_cpu0", "higher")
-    r = _judge(Rule("busy_share_cpu0", 0.10, True), busy, "ttest")
+    r = judge_rule(Rule("busy_share_cpu0", 0.10, True), busy, "ttest")
     assert r.status == "broken" and r.worsening == pytest.approx(20, rel=0.01)
     assert (
-        _judge(
+        judge_rule(
             Rule("busy_share_cpu0", 0.10, True),
             _mean_row([60, 61, 59], [80, 81, 79], "busy_share_cpu0", "higher"),
             "ttest",
@@ -431,5 +436,5 @@ def test_judgement_rules():
     )
     # a zero baseline: any significant worsening breaks a relative rule
     zero = _mean_row([0, 0, 0], [5, 6, 4])
-    r = _judge(Rule("context_switches_per_s", 0.25, True), zero, "ttest")
+    r = judge_rule(Rule("context_switches_per_s", 0.25, True), zero, "ttest")
     assert r.status == "broken" and math.isinf(r.gain_pct) and r.gain_pct < 0

@@ -40,12 +40,14 @@ LAYERS = [
     ["analysis", "latency"],  # one trace: findings + metrics + caveats; per-task latency
     ["compare", "profile_compare"],  # several traces (or profiles) side by side
     ["mmtests_tree"],  # an mmtests results tree: runs, iterations, subtests -> comparisons
-    ["gate", "gate_calibrate"],  # a CI verdict from a comparison; its false-alarm rate
+    ["gate", "gate_calibrate"],  # a CI verdict from a comparison (gate/: rules, inputs, metric
+    # and profile judging, explanations, the run); its false-alarm rate
     ["batch"],  # many traces -> one dataset of analyses
     ["series"],  # a series of builds: which build changed a metric
     ["report"],  # renderers of analyses, comparisons, verdicts
     ["synth", "record"],  # tools that make traces
-    ["cli", "__init__"],  # the command line and the package's API
+    ["cli", "__init__"],  # the command line (cli/: a module a command, the shared options)
+    # and the package's API
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 
@@ -163,7 +165,7 @@ def test_the_walker_sees_lazy_and_relative_imports():
     """The checks above are only as good as the walker: it must see an import inside a
     function, and resolve ``from . import x`` and ``from ..x import y``."""
     g = graph()
-    assert "schedwake.analysis" in g["schedwake.cli"]  # inside a function
+    assert "schedwake.analysis" in g["schedwake.cli.analyze"]  # inside a function
     assert "schedwake.detect.evidence" in g["schedwake.detect"]  # from .evidence import
     assert "schedwake.stats" in g["schedwake.mmtests"]  # from . import stats
     assert "schedwake.summary" in g["schedwake.report.analyze"]  # from ..summary import

@@ -11,6 +11,8 @@ sched_process_fork/sched_wakeup_new events, none in the window.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import schedwake
@@ -101,20 +103,90 @@ def test_round_robin_needs_enough_changes_to_matter(whole):
     assert [f.detector for f in a.findings] == ["kworker_pingpong"]
 
 
-def test_a_slices_metrics_count_what_its_detector_judges():
-    """A 5-ms slice of a weighted-cgroup storm run (sample_traces/storm/weighted/run8.dat,
-    1.000-1.005 s after its first event): cswitch_storm judges it with its least
-    preemptions scaled to 10 and finds 77 kworker preemptions; the storm_* metrics count
-    the same storm (they were computed with the unscaled 100 and said 0)."""
-    t = schedwake.load(sample("storm/weighted/run8.dat"))
+STORM = sample("storm/weighted/run8.dat")
+
+
+@pytest.fixture(scope="module")
+def storm_slice():
+    """5 ms of a weighted-cgroup storm run (1.000-1.005 s after its first event), and
+    the slice's share of the trace, from the timestamps."""
+    t = schedwake.load(STORM)
     f0 = t.meta.first_ts_ns
-    a = schedwake.analyze(t.sliced(f0 + 1_000_000_000, f0 + 1_005_000_000))
-    assert a.thresholds["storm_min_preemptions"] == 10
+    part = t.sliced(f0 + 1_000_000_000, f0 + 1_005_000_000)
+    return part, 5_000_000 / (t.meta.last_ts_ns - f0)
+
+
+def _storm_by_hand(trace, least: int) -> tuple[int, int, float]:
+    """From the slice's own sched_switch rows, without schedwake's model or detector:
+    the kworker preemptions (a kworker switched out ``R+`` for a user task) of the
+    (CPU, kworker) units a user task preempts at 75% of their switch-outs or more
+    (storm_min_preempted_share), for the (CPU, task) pairs with ``least`` of them or
+    more; the switch-outs of those units; and the slice's span (s) between its first
+    and last event. (This slice's kworkers run one work function each.)"""
+    sw = trace.table("sched_switch").to_pydict()
+    rows = list(zip(sw["cpu"], sw["prev_pid"], sw["prev_comm"], sw["prev_state_str"],
+                    sw["next_pid"], sw["next_comm"]))  # fmt: skip
+    outs: dict[tuple, int] = {}
+    pre: dict[tuple, int] = {}
+    user = ("kworker/", "ksoftirqd/", "migration/", "rcu", "swapper")
+    for cpu, prev, prev_comm, state, nxt, next_comm in rows:
+        if prev_comm.startswith("kworker/"):
+            outs[(cpu, prev)] = outs.get((cpu, prev), 0) + 1
+            if state == "R+" and nxt != 0 and not next_comm.startswith(user):
+                pre[(cpu, nxt, prev)] = pre.get((cpu, nxt, prev), 0) + 1
+    storm = {k: n for k, n in pre.items() if n >= 0.75 * outs[(k[0], k[2])]}
+    per_pair: dict[tuple, int] = {}
+    for (cpu, task, _), n in storm.items():
+        per_pair[(cpu, task)] = per_pair.get((cpu, task), 0) + n
+    kept = {k: n for k, n in storm.items() if per_pair[(k[0], k[1])] >= least}
+    ts = [t for name in trace.meta.event_counts if trace.has(name)
+          for t in trace.table(name).column("ts").to_pylist()]  # fmt: skip
+    n_out = sum(outs[(cpu, kw)] for cpu, _, kw in kept)
+    return sum(kept.values()), n_out, (max(ts) - min(ts)) / 1e9
+
+
+def test_a_slices_metrics_count_what_its_detector_judges(storm_slice):
+    """The storm detector judges the 5-ms slice with its least preemptions scaled to the
+    slice (100 x 0.21%, to the floor of 10), and the storm_* metrics count with the very
+    same thresholds: 77 preemptions of one kworker, 79 switch-outs of it, counted here
+    from the slice's switches. (With the unscaled 100 the metrics would say 0.)"""
+    part, share = storm_slice
+    least = max(math.ceil(100 * share), 10)
+    assert least == 10
+    a = schedwake.analyze(part)
+    assert a.thresholds["storm_min_preemptions"] == least
+    n, outs, span_s = _storm_by_hand(part, least)
+    assert (n, outs) == (77, 79)
+    assert _storm_by_hand(part, 100)[0] == 0
     (f,) = [x for x in a.findings if x.detector == "cswitch_storm"]
-    assert f.metrics["kworker_preemptions"] == 77
-    assert a.metrics["storm_kworker_preemptions_per_s"] == pytest.approx(
-        f.metrics["kworker_preemptions_per_s"], rel=1e-4
-    )
-    assert a.metrics["storm_preempted_share"] == pytest.approx(
-        f.metrics["preempted_share"], abs=1e-4
-    )
+    assert f.metrics["kworker_preemptions"] == n
+    assert a.metrics["storm_kworker_preemptions_per_s"] == pytest.approx(n / span_s, rel=1e-6)
+    assert a.metrics["storm_preempted_share"] == pytest.approx(n / outs, abs=1e-6)
+
+
+def test_the_thresholds_are_resolved_once_and_handed_down(storm_slice, monkeypatch):
+    """analyze resolves the slice's thresholds once (one ``for_slice``) and hands the same
+    Thresholds to the detectors and the metrics; each entry point called alone resolves
+    them itself, to the same values, and one given resolved thresholds uses them as
+    they are (no second scaling)."""
+    part, _ = storm_slice
+    import schedwake.detect as detect_mod
+    from schedwake.metrics import metric_bounds, trace_metrics
+
+    calls = []
+    real = detect_mod.for_slice
+    monkeypatch.setattr(detect_mod, "for_slice", lambda *a, **k: calls.append(a) or real(*a, **k))
+    a = schedwake.analyze(part)
+    assert a.bounds is not None and len(calls) == 1
+    assert isinstance(a.thresholds, detect_mod.Thresholds)
+    # alone: resolved there, the same values
+    assert detect_mod.resolve(part) == a.thresholds
+    alone = detect_mod.detect(part)
+    assert [f.to_dict() for f in alone] == [f.to_dict() for f in a.findings]
+    assert trace_metrics(part) == a.metrics
+    assert metric_bounds(part) == a.bounds
+    # resolved thresholds are used as given: the unscaled least finds no storm here
+    whole = detect_mod.Thresholds(thresholds())
+    assert detect_mod.resolve(part, whole) is whole
+    assert not [f for f in detect_mod.detect(part, whole) if f.detector == "cswitch_storm"]
+    assert trace_metrics(part, whole)["storm_kworker_preemptions_per_s"] == 0

@@ -20,7 +20,9 @@ from .base import (
     EvidenceAt,
     Finding,
     FindingMetrics,
+    Flows,
     MetricValue,
+    Shown,
     Threshold,
     Thresholds,
     severity_rank,
@@ -41,9 +43,17 @@ DETECTORS: dict[str, Detector] = {d.NAME: d for d in _ALL}
 THRESHOLDS: dict[str, Threshold] = {t.name: t for m in DETECTORS.values() for t in m.THRESHOLDS}
 
 
-def thresholds(overrides: Mapping[str, float | str] | None = None) -> Thresholds:
+def shown(detector: str) -> Shown:
+    """How reports show the findings of ``detector`` (its ``SHOWN``); a name no longer
+    registered (a finding read back from a batch dataset) is shown plainly."""
+    d = DETECTORS.get(detector)
+    return Shown() if d is None else d.SHOWN
+
+
+def thresholds(overrides: Mapping[str, float | str] | None = None) -> dict[str, float]:
     """Default thresholds updated with ``overrides`` (an unknown name or a value that is
-    not a number: OptionError naming ``thresholds``)."""
+    not a number: OptionError naming ``thresholds``), not yet resolved for a trace
+    (:func:`resolve`)."""
     th = {k: t.default for k, t in THRESHOLDS.items()}
     for k, v in (overrides or {}).items():
         if k not in THRESHOLDS:
@@ -63,7 +73,9 @@ def thresholds(overrides: Mapping[str, float | str] | None = None) -> Thresholds
     return th
 
 
-def for_slice(th: Thresholds, trace: Trace, explicit: Collection[str] = ()) -> Thresholds:
+def for_slice(
+    th: Mapping[str, float], trace: Trace, explicit: Collection[str] = ()
+) -> dict[str, float]:
     """``th`` as a time slice of a trace judges with it: each threshold with a
     ``slice_floor`` (an amount the trace adds up) scaled by the slice's share of the
     trace's duration (``trace.meta.slice.share``), rounded up for a count, never
@@ -73,7 +85,7 @@ def for_slice(th: Thresholds, trace: Trace, explicit: Collection[str] = ()) -> T
 
     share = None if trace.meta.slice is None else trace.meta.slice.share
     if share is None or share >= 1:
-        return th
+        return dict(th)
     out = dict(th)
     for k, t in THRESHOLDS.items():
         if t.slice_floor is None or k in explicit or k not in th:
@@ -82,6 +94,18 @@ def for_slice(th: Thresholds, trace: Trace, explicit: Collection[str] = ()) -> T
         v = v if t.unit == "s" else math.ceil(v)
         out[k] = min(max(v, t.slice_floor), th[k])
     return out
+
+
+def resolve(
+    trace: Trace, overrides: Mapping[str, float | str] | Thresholds | None = None
+) -> Thresholds:
+    """The thresholds ``trace`` is judged with, resolved once: the defaults updated with
+    ``overrides`` (:func:`thresholds`), then scaled to a time slice (:func:`for_slice`,
+    the overrides as the user gave them). ``overrides`` already resolved (a
+    :class:`Thresholds`, as an analysis hands down) is returned as it is."""
+    if isinstance(overrides, Thresholds):
+        return overrides
+    return Thresholds(for_slice(thresholds(overrides), trace, overrides or {}))
 
 
 def parse_threshold_options(items: Iterable[object] | None) -> dict[str, float]:
@@ -99,15 +123,15 @@ def parse_threshold_options(items: Iterable[object] | None) -> dict[str, float]:
 
 def detect(
     trace: Trace,
-    thresholds_: Mapping[str, float | str] | None = None,
+    thresholds_: Mapping[str, float | str] | Thresholds | None = None,
     detectors: Iterable[str] | None = None,
     evidence_lines: int = 14,
     **kwargs: float | str,
 ) -> list[Finding]:
     """Run the detectors on ``trace`` (a :class:`schedwake.Trace`). Threshold overrides
-    come as a dict or as keyword arguments."""
-    given = {**(thresholds_ or {}), **kwargs}
-    th = for_slice(thresholds(given), trace, given)
+    come as a dict or as keyword arguments (resolved here: :func:`resolve`), or resolved
+    already (a :class:`Thresholds`, as :func:`schedwake.analyze` hands them down)."""
+    th = resolve(trace, {**(thresholds_ or {}), **kwargs} if kwargs else thresholds_)
     names = list(DETECTORS) if detectors is None else list(detectors)
     for n in names:
         if n not in DETECTORS:
@@ -138,10 +162,14 @@ __all__ = [
     "EvidenceAt",
     "Finding",
     "FindingMetrics",
+    "Flows",
     "MetricValue",
+    "Shown",
     "Thresholds",
     "detect",
     "thresholds",
     "for_slice",
+    "resolve",
+    "shown",
     "parse_threshold_options",
 ]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NotRequired, Protocol, TypeAlias, TypedDict
 
@@ -15,9 +15,17 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("high", "medium", "low")
 
-#: Threshold values by name (every name of ``detect.THRESHOLDS``; ``detect.thresholds``
-#: makes one from the defaults and the user's overrides).
-Thresholds = dict[str, float]
+
+class Thresholds(dict[str, float]):
+    """Threshold values by name, resolved for one trace: every name of
+    ``detect.THRESHOLDS``, the defaults updated with the user's overrides and, on a time
+    slice, the amounts it adds up scaled to the slice (``detect.resolve``). An analysis
+    resolves them once and hands the same object to the detectors and the metrics, so
+    that a metric counts with exactly the thresholds its detector judged with; an entry
+    point given one (``detect.detect``, ``metrics.trace_metrics``, ...) uses it as it is,
+    given plain overrides (a dict) it resolves them itself."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,37 @@ class Finding:
         }
 
 
+@dataclass(frozen=True)
+class Flows:
+    """Wake-ups that a trace export draws as flows (``convert --to perfetto``): an
+    instant at the waking on the waker's CPU's track, one at the wakee's run on the CPU
+    it ran on, an arrow between; each named ``NAME: waker (pid) wakes wakee (pid)``."""
+
+    #: The rows of ``model.wakeups`` to draw (those with a run).
+    rows: Callable[[Model], pd.DataFrame]
+    #: The name of their per-CPU tracks: ``schedwake: CPU N {track}``.
+    track: str
+
+
+@dataclass(frozen=True)
+class Shown:
+    """How the reports show a detector's findings (``Detector.SHOWN``): report and gate
+    code reads this, never a detector's name or its metrics' names."""
+
+    #: The finding metrics listed under each finding (text, Markdown, HTML), in order,
+    #: those the finding has.
+    key_metrics: tuple[str, ...] = ()
+    #: The field of its ``top`` entries that weighs an entry when the gate says who is
+    #: involved (summed over the findings); None, or absent from an entry: the entry's
+    #: ``count`` (:func:`counts`), else 1.
+    top_weight: str | None = None
+    #: The finding metric holding a :class:`LongestGap`, said in one sentence before
+    #: the key metrics (the idle CPUs beside the tasks waiting); None: none.
+    gap: str | None = None
+    #: The wake-ups a trace export draws as flows; None: none.
+    flows: Flows | None = None
+
+
 class Detector(Protocol):
     """What every detector provides: a module of ``detect/`` with these names (registered
     in ``detect.DETECTORS``, docs/architecture.md "Recipe: add a detector")."""
@@ -140,6 +179,12 @@ class Detector(Protocol):
         """The events it cannot judge without: a record of one event of each group
         (``(("sched_waking", "sched_wakeup"), ("sched_switch",))``); without them it
         finds nothing."""
+        ...
+
+    @property
+    def SHOWN(self) -> Shown:
+        """How reports show its findings: the key metrics, the weight of a top entry,
+        the gap sentence, the flows of a trace export."""
         ...
 
     def detect(self, trace: Trace, model: Model, th: Thresholds) -> list[Finding]:

@@ -39,7 +39,7 @@ import pandas as pd
 
 from ..model._util import asof_index
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions
-from .base import EvidenceAt, Finding, FindingMetrics, Threshold, Thresholds
+from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -76,6 +76,20 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "fraction",
         "preempted share from which the finding is high",
     ),
+)
+
+#: How reports show its findings (base.Detector.SHOWN).
+SHOWN = Shown(
+    key_metrics=(
+        "cpu",
+        "task",
+        "switches_per_s",
+        "kworker_preemptions",
+        "futile_wakeups",
+        "futile_share",
+        "kworkers",
+    ),
+    top_weight="kworker_preemptions",
 )
 
 

@@ -32,6 +32,7 @@ from .base import (
     FindingMetrics,
     LongestGap,
     MetricValue,
+    Shown,
     Threshold,
     Thresholds,
     WaitingTask,
@@ -60,6 +61,13 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "runs",
         "a task seen on one CPU only over at least this many runs counts as pinned",
     ),
+)
+
+#: How reports show its findings (base.Detector.SHOWN): the longest gap in a sentence.
+SHOWN = Shown(
+    key_metrics=("idle_while_runnable_s", "share", "longest_gap_us", "pinned_tasks_excluded"),
+    top_weight="waited_s",
+    gap="longest_gap",
 )
 
 

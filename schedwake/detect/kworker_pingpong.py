@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.masks import episodes_mask, pingpong_at_episodes, stopper_mask
-from .base import Finding, FindingMetrics, Threshold, Thresholds, counts
+from .base import Finding, FindingMetrics, Flows, Shown, Threshold, Thresholds, counts
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -80,6 +80,29 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "fraction",
         "eligible share from which the finding is high",
     ),
+)
+
+
+def _episode_wakeups(model: Model) -> pd.DataFrame:
+    """The wake-ups of the ping-pong episodes that ran (the flows of a trace export)."""
+    w = model.wakeups
+    ep = w[episodes_mask(w)] if len(w) else w
+    return ep[ep["run_ts"].notna().to_numpy()]
+
+
+#: How reports show its findings (base.Detector.SHOWN); the export draws each wake-up
+#: of an episode as a flow.
+SHOWN = Shown(
+    key_metrics=(
+        "episodes",
+        "episodes_per_s",
+        "share_of_wakeups",
+        "would_stack",
+        "would_not_stack",
+        "migrated_share_of_those",
+    ),
+    top_weight="episodes",
+    flows=Flows(rows=_episode_wakeups, track="ping-pong wake-ups"),
 )
 
 

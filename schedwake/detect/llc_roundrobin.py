@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..model.lives import pid_of
 from ..model.masks import episodes_mask, stopper_mask
-from .base import Finding, FindingMetrics, MetricValue, Threshold, Thresholds
+from .base import Finding, FindingMetrics, MetricValue, Shown, Threshold, Thresholds
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -75,6 +75,12 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "bool",
         "1 to judge kernel threads (unbound kworkers, rcu, ...) too",
     ),
+)
+
+#: How reports show its findings (base.Detector.SHOWN).
+SHOWN = Shown(
+    key_metrics=("flagged_tasks", "cpu_changes", "cpu_changes_per_s", "judged_tasks"),
+    top_weight="cpu_changes",
 )
 
 IN_LLC = ("same_core", "same_llc")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..summary import summary
 from ..version import __version__
-from .analyze import _KEY_METRICS, _longest_wait, _side_by_side, format_value
+from .analyze import _longest_wait, format_value, gap_line, key_facts
 from .html import _e, figure_tag, page_head
 
 __all__ = ["render", "write"]
@@ -53,15 +53,14 @@ def _facts(analysis) -> str:
 def _finding(i: int, f, trace) -> str:
     from .timeline import cpu_timeline
 
-    keys = _KEY_METRICS.get(f.detector, ())
-    facts = ", ".join(f"{k}: {format_value(f.metrics[k])}" for k in keys if k in f.metrics)
+    facts = ", ".join(key_facts(f))
     out = [
         f"<h3 id='finding{i}'><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
         f"</span> {_e(f.detector)}</h3><p>{_e(f.title)}</p><p class='meta'>{_e(facts)}</p>"
     ]
-    gap = f.metrics.get("longest_gap") if f.detector == "idle_while_runnable" else None
+    gap = gap_line(f)
     if gap:
-        out.append(f"<p class='meta'>{_e(_side_by_side(gap))}</p>")
+        out.append(f"<p class='meta'>{_e(gap)}</p>")
     if f.top:
         out.append(
             "<p class='meta'>top: " + _e("; ".join(format_value(x) for x in f.top[:5])) + "</p>"

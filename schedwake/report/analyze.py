@@ -7,7 +7,10 @@ from __future__ import annotations
 import math
 import textwrap
 from pathlib import Path
+from typing import cast
 
+from ..detect import Finding, shown
+from ..detect.base import LongestGap
 from ..jsonout import dumps
 from ..summary import summary
 from .markdown import code_line, fence, md
@@ -31,32 +34,22 @@ def format_value(v) -> str:
     return str(v)
 
 
-_KEY_METRICS = {
-    "kworker_pingpong": (
-        "episodes",
-        "episodes_per_s",
-        "share_of_wakeups",
-        "would_stack",
-        "would_not_stack",
-        "migrated_share_of_those",
-    ),
-    "llc_roundrobin": ("flagged_tasks", "cpu_changes", "cpu_changes_per_s", "judged_tasks"),
-    "cswitch_storm": (
-        "cpu",
-        "task",
-        "switches_per_s",
-        "kworker_preemptions",
-        "futile_wakeups",
-        "futile_share",
-        "kworkers",
-    ),
-    "idle_while_runnable": (
-        "idle_while_runnable_s",
-        "share",
-        "longest_gap_us",
-        "pinned_tasks_excluded",
-    ),
-}
+def key_facts(f: Finding) -> list[str]:
+    """``name: value`` of each key metric of the finding's detector that the finding has
+    (its ``SHOWN.key_metrics``, in order): the lines under a finding in every report."""
+    return [
+        f"{k}: {format_value(f.metrics[k])}"
+        for k in shown(f.detector).key_metrics
+        if k in f.metrics
+    ]
+
+
+def gap_line(f: Finding) -> str | None:
+    """The finding's longest gap in one sentence (:func:`_side_by_side`), when its
+    detector shows one (``SHOWN.gap``) and the finding has it; else None."""
+    key = shown(f.detector).gap
+    gap = f.metrics.get(key) if key is not None else None
+    return _side_by_side(cast("LongestGap", gap)) if isinstance(gap, dict) and gap else None
 
 
 def _events(counts: dict) -> str:
@@ -279,14 +272,8 @@ def text(analysis, markdown: bool = False) -> str:
         else:
             out.append("")
             out += _indented(f"[{f.severity.upper()}] {f.detector}: {f.title}", "", "    ")
-        gap = f.metrics.get("longest_gap") if f.detector == "idle_while_runnable" else None
-        if gap:
-            line = _side_by_side(gap)
+        for line in filter(None, (gap_line(f), *key_facts(f))):
             out += [f"- {m(line)}"] if markdown else _indented(line, "    ", "      ")
-        for k in _KEY_METRICS.get(f.detector, ()):
-            if k in f.metrics:
-                line = f"{k}: {format_value(f.metrics[k])}"
-                out += [f"- {m(line)}"] if markdown else _indented(line, "    ", "      ")
         if f.top:
             out.append(f"{'- ' if markdown else '    '}top:")
             for t in f.top[:5]:
@@ -399,7 +386,7 @@ def _bench_note(bench: dict, name: str) -> str:
     return f"{unit} ({info['direction']} is better; from {Path(info['source']).name})"
 
 
-def _side_by_side(gap: dict) -> str:
+def _side_by_side(gap: LongestGap) -> str:
     """The longest idle-while-runnable gap in one sentence: the idle CPU(s) and the
     task(s) waiting beside them, with what each waited behind."""
     cpus = ", ".join(str(c) for c in gap["idle_cpus"])

@@ -131,7 +131,7 @@ def _sides(result) -> str:
 
 
 def _findings(result) -> str:
-    from .analyze import _KEY_METRICS
+    from .analyze import key_facts
 
     out = []
     all_findings = result.findings()
@@ -150,10 +150,7 @@ def _findings(result) -> str:
                 continue
             out.append(f"<p><b>{_e(name)}</b>: {len(findings)} finding(s)</p><ul>")
             for f in findings:
-                keys = _KEY_METRICS.get(f.detector, ())
-                facts = ", ".join(
-                    f"{k}: {format_value(f.metrics[k])}" for k in keys if k in f.metrics
-                )
+                facts = ", ".join(key_facts(f))
                 out.append(
                     f"<li><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
                     f"</span> <b>{_e(f.detector)}</b>: {_e(f.title)}"

@@ -554,50 +554,50 @@ def _track_packets(pb, trace, analysis, window_s, emit, stats: dict) -> None:
             p.track_event.track_uuid = uuid
             emit(p)
             stats["findings"] += 1
-        _episode_flows(trace, tracks, TE, emit, stats)
+        _flows(trace, tracks, TE, emit, stats)
     if window_s is not None and last > first:
         _counters(trace, analysis, window_s, tracks, TE, emit, stats)
 
 
-def _episode_flows(trace, tracks: _Tracks, TE, emit, stats: dict) -> None:
-    """Each wake-up of a kworker ping-pong episode: an instant at its waking on the
-    waker's CPU and one at the wakee's run on the CPU it was moved to, one flow between."""
-    from ..model.masks import episodes_mask
+def _flows(trace, tracks: _Tracks, TE, emit, stats: dict) -> None:
+    """The wake-ups each detector draws as flows (its ``SHOWN.flows``, e.g. every
+    wake-up of a kworker ping-pong episode): an instant at its waking on the waker's
+    CPU and one at the wakee's run on the CPU it ran on, one flow between."""
+    from ..detect import DETECTORS
 
-    w = trace.model.wakeups
-    if len(w) == 0:
-        return
-    ep = w[episodes_mask(w)]
-    ep = ep[ep["run_ts"].notna().to_numpy()]
-    for k, r in enumerate(ep.itertuples(index=False), start=1):
-        flow = 0x5C4ED00000000000 + k
-        waker, wakee = str(r.waker_comm), str(r.wakee_comm)
-        p = tracks.packet(int(r.ts))
-        e = p.track_event
-        e.type = TE.TYPE_INSTANT
-        e.track_uuid = tracks.uuid(f"schedwake: CPU {int(r.waker_cpu)} ping-pong wake-ups")
-        e.name = (
-            f"kworker_pingpong: {waker} ({int(r.waker_pid)}) wakes {wakee} ({int(r.wakee_pid)})"
-        )
-        _annotate(
-            e,
-            "",
-            {
-                "prev_cpu": int(r.prev_cpu),
-                "chosen_cpu": int(r.chosen_cpu),
-                "work_function": None if r.work_function is None else str(r.work_function),
-            },
-        )
-        e.flow_ids.append(flow)
-        emit(p)
-        p = tracks.packet(int(r.run_ts))
-        e = p.track_event
-        e.type = TE.TYPE_INSTANT
-        e.track_uuid = tracks.uuid(f"schedwake: CPU {int(r.chosen_cpu)} ping-pong wake-ups")
-        e.name = f"kworker_pingpong: {wakee} ({int(r.wakee_pid)}) runs"
-        e.terminating_flow_ids.append(flow)
-        emit(p)
-        stats["flows"] += 1
+    k = 0
+    for d in DETECTORS.values():
+        flows = d.SHOWN.flows
+        if flows is None or len(trace.model.wakeups) == 0:
+            continue
+        for r in flows.rows(trace.model).itertuples(index=False):
+            k += 1
+            flow = 0x5C4ED00000000000 + k
+            waker, wakee = str(r.waker_comm), str(r.wakee_comm)
+            p = tracks.packet(int(r.ts))
+            e = p.track_event
+            e.type = TE.TYPE_INSTANT
+            e.track_uuid = tracks.uuid(f"schedwake: CPU {int(r.waker_cpu)} {flows.track}")
+            e.name = f"{d.NAME}: {waker} ({int(r.waker_pid)}) wakes {wakee} ({int(r.wakee_pid)})"
+            _annotate(
+                e,
+                "",
+                {
+                    "prev_cpu": int(r.prev_cpu),
+                    "chosen_cpu": int(r.chosen_cpu),
+                    "work_function": None if r.work_function is None else str(r.work_function),
+                },
+            )
+            e.flow_ids.append(flow)
+            emit(p)
+            p = tracks.packet(int(r.run_ts))
+            e = p.track_event
+            e.type = TE.TYPE_INSTANT
+            e.track_uuid = tracks.uuid(f"schedwake: CPU {int(r.chosen_cpu)} {flows.track}")
+            e.name = f"{d.NAME}: {wakee} ({int(r.wakee_pid)}) runs"
+            e.terminating_flow_ids.append(flow)
+            emit(p)
+            stats["flows"] += 1
 
 
 def _counters(trace, analysis, window_s: float, tracks: _Tracks, TE, emit, stats: dict) -> None:

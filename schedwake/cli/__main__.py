@@ -1,0 +1,5 @@
+"""``python -m schedwake.cli``: the ``schedwake`` command."""
+
+from . import main
+
+main()
