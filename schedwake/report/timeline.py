@@ -227,15 +227,23 @@ def busy_share_bars(trace, busy: dict, figsize=(9, 3.8)) -> Figure:
     ax = fig.add_subplot()
     ncpus = trace.meta.ncpus
     order = [c for c in _cpu_order(trace.topology, ncpus) if str(c) in busy]
-    vals = [100 * float(busy[str(c)]) for c in order]
+    # a CPU whose share the trace does not show (None: too much of its time unknown)
+    # gets no bar, a "?" where it would stand
+    known = [i for i, c in enumerate(order) if busy[str(c)] is not None]
+    vals = [100 * float(busy[str(order[i])]) for i in known]
     _draw_llc_bands(ax, trace.topology, {c: i for i, c in enumerate(order)}, axis="x")
-    ax.bar(range(len(order)), vals, color="#4c72b0")
+    ax.bar(known, vals, color="#4c72b0")
+    for i, c in enumerate(order):
+        if busy[str(c)] is None:
+            ax.text(i, 2, "?", ha="center", va="bottom", fontsize=9, color="#555555")
     step = max(1, len(order) // 32)
     ax.set_xticks(range(0, len(order), step), [str(order[i]) for i in range(0, len(order), step)])
     ax.set_ylim(0, 100)
     ax.set_xlabel("CPU (grouped by LLC)")
     ax.set_ylabel("busy (% of the time)")
-    mean = float(np.mean(vals)) if vals else 0.0
-    ax.set_title(f"{_name(trace)}: per-CPU busy share (mean {mean:.1f}%)", fontsize=10)
+    mean = f"mean {np.mean(vals):.1f}%" if vals else "no CPU's share is known"
+    unknown = len(order) - len(known)
+    note = f"; ? = not shown by the trace ({unknown} CPUs)" if unknown else ""
+    ax.set_title(f"{_name(trace)}: per-CPU busy share ({mean}{note})", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     return fig

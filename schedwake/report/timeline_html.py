@@ -208,10 +208,12 @@ def _aggregate(runs: pd.DataFrame, order: list[int], lo: int, hi: int, bins: int
             np.clip(np.searchsorted(edges, s, side="right") - 1, 0, bins - 1), minlength=bins
         )[:bins]
         # the run holding each bin's middle (runs on a CPU do not overlap: sorted by start)
-        srt = np.argsort(s, kind="stable")
-        k = np.searchsorted(s[srt], mids, side="right") - 1
-        held = (k >= 0) & (e[srt][np.maximum(k, 0)] > mids)
-        idx = np.where(held, srt[np.maximum(k, 0)], -1)
+        idx = np.full(len(mids), -1)  # (a CPU with no run the trace shows: none)
+        if len(s):
+            srt = np.argsort(s, kind="stable")
+            k = np.searchsorted(s[srt], mids, side="right") - 1
+            held = (k >= 0) & (e[srt][np.maximum(k, 0)] > mids)
+            idx = np.where(held, srt[np.maximum(k, 0)], -1)
         keep = (busy > 0) | (wait > 0) | (begun > 0)
         if not keep.any():
             continue
