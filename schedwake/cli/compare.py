@@ -11,6 +11,7 @@ from . import common
 from .common import naming, progress_bar
 from .options import (
     FiniteFloat,
+    format_option,
     from_batch_options,
     input_format_option,
     open_dataset,
@@ -102,14 +103,7 @@ from .options import (
     "dbench, perf bench sched pipe/messaging), cpu (the recorded command's CPU seconds), "
     "or SIDE=... per side; repeatable.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@format_option
 @click.option(
     "--html",
     "html_file",

@@ -257,3 +257,14 @@ def parse_comms(comm_list: str | None) -> list[str] | None:
     if not comms:
         raise OptionError("--comm", comm_list, "expected comma-separated thread names")
     return comms
+
+
+#: --format text|markdown|json, the output of the reading commands
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)

@@ -8,7 +8,15 @@ import click
 
 from . import common
 from .common import naming, progress_bar, write_text
-from .options import FiniteFloat, check_span, parse_comms, parse_cpus, parse_pids, parse_time_range
+from .options import (
+    FiniteFloat,
+    check_span,
+    format_option,
+    parse_comms,
+    parse_cpus,
+    parse_pids,
+    parse_time_range,
+)
 
 
 @click.command(short_help="Where perf record -g profiles spent their time; runs compared.")
@@ -109,14 +117,7 @@ from .options import FiniteFloat, check_span, parse_comms, parse_cpus, parse_pid
     help="Also write the folded stacks for flamegraph.pl or speedscope ('stack count'; "
     "with sides 'stack base new').",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@format_option
 @click.option(
     "--top",
     type=click.IntRange(min=0),
