@@ -43,8 +43,7 @@ from .model._util import pid_cpu_counts
 from .model.lives import Lives
 from .model.masks import episodes_mask, futile_mask, would_stack_mask
 from .model.memo import IwrMeasure, MetricsKey
-from .model.task_states import class_share_windows, class_shares
-from .model.task_states import comms as _task_names
+from .model.task_states import class_share_windows, class_shares, names_of
 from .model.tasks import PERCPU_KTHREAD, name_class
 
 if TYPE_CHECKING:
@@ -721,7 +720,7 @@ class TraceInputs:
     @cached_property
     def runnable_shares(self) -> dict[str, float | None]:
         """Per task class, its runnable share of the whole trace (docs/task-states.md)."""
-        return class_shares(_task_states_of(self.model), _names_of(self.model))
+        return class_shares(_task_states_of(self.model), names_of(self.model))
 
 
 class WindowInputs:
@@ -865,7 +864,7 @@ class WindowInputs:
     def runnable_shares(self) -> dict[str, np.ndarray]:
         """Per task class, its runnable share in each window (NaN: the class neither ran
         nor waited there)."""
-        return class_share_windows(_task_states_of(self.model), _names_of(self.model), self.edges)
+        return class_share_windows(_task_states_of(self.model), names_of(self.model), self.edges)
 
     @cached_property
     def busy_shares(self) -> dict[str, np.ndarray]:
@@ -899,14 +898,6 @@ class WindowInputs:
 def _share(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     """part / whole per window, 0 where whole is 0."""
     return np.where(whole > 0, part / np.maximum(whole, 1), 0.0)
-
-
-def _names_of(model: Model) -> dict[int, str]:
-    """Each task's name (:func:`schedwake.model.task_states.comms`), found once per model:
-    the per-trace and the per-window runnable shares both read them."""
-    if model.memo.task_names is None:
-        model.memo.task_names = _task_names(model.events)
-    return model.memo.task_names
 
 
 def _task_states_of(model: Model) -> pd.DataFrame:

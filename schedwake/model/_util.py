@@ -64,26 +64,10 @@ def asof_index(
             hit = pos >= 0
             pos[hit] = mine[pos[hit]]
             return pos
-    # right rows by (key, ts, given order)
-    order = _stable_order(rkey) if _sorted(rts) else np.lexsort((rts, rkey))
-    rk = rkey[order]
-    starts = np.flatnonzero(rk[1:] != rk[:-1]) + 1
-    starts = np.concatenate([[0], starts])
-    ends = np.append(starts[1:], len(rk))
-    ukeys = rk[starts]
-    del rk
-    line = rts[order]
-    lo, hi = line[starts], line[ends - 1]
-    # one sorted line: each key's ts shifted into its own range, ranges 3 apart, so a
-    # left ts clipped to [lo - 1, hi + 1] of its key stays between the other keys' ranges
-    span = hi.astype(np.float64) - lo.astype(np.float64) + 3
-    if float(np.sum(span)) + 4 >= 2.0**62:  # too wide for one int64 line
+    right = _keyed_right(rts, rkey)
+    if right is None:  # too wide for one int64 line
         return _asof_index_merge(lts, lkey, rts, rkey, direction, allow_exact)
-    base = np.zeros(len(starts), dtype=np.int64)
-    base[1:] = np.cumsum(hi - lo + 3)[:-1]
-    base += 1
-    shift = base - lo
-    line += np.repeat(shift, ends - starts)
+    order, starts, ends, ukeys, line, lo, hi, shift = right
     k = _key_slot(ukeys, lkey)
     found = ukeys[k] == lkey
     n_left, sel = len(lts), None
@@ -101,11 +85,11 @@ def asof_index(
     q += shift[k]
     if _sorted(q):  # (left rows often come in time order within one key)
         pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
-        del q, line
+        del q
     else:
         qo = np.argsort(q)  # sorted needles: binary searches that stay in cache
         found_at = np.searchsorted(line, q[qo], side)  # (a gather, not a second sort)
-        del q, line
+        del q
         pos = np.empty(len(found_at), dtype=np.int64)
         pos[qo] = found_at
         del qo, found_at
@@ -122,6 +106,42 @@ def asof_index(
         out[sel] = pos
         return out
     return pos
+
+
+def _keyed_right(rts: np.ndarray, rkey: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """The right rows of a keyed :func:`asof_index` ordered by (key, ts, given order)
+    and laid on one sorted int64 line, each key's ts shifted into its own range:
+    ``(order, starts, ends, ukeys, line, lo, hi, shift)``; None when the ranges do not
+    fit one int64 line."""
+    if _sorted(rkey) and _sorted_within(rts, rkey):
+        # (already by key, then time: the switches by CPU, the runs by task)
+        order = np.arange(len(rts), dtype=np.intp)
+    else:
+        order = _stable_order(rkey) if _sorted(rts) else np.lexsort((rts, rkey))
+    rk = rkey[order]
+    starts = np.flatnonzero(rk[1:] != rk[:-1]) + 1
+    starts = np.concatenate([[0], starts])
+    ends = np.append(starts[1:], len(rk))
+    ukeys = rk[starts]
+    del rk
+    line = rts[order]
+    lo, hi = line[starts], line[ends - 1]
+    # one sorted line: each key's ts shifted into its own range, ranges 3 apart, so a
+    # left ts clipped to [lo - 1, hi + 1] of its key stays between the other keys' ranges
+    span = hi.astype(np.float64) - lo.astype(np.float64) + 3
+    if float(np.sum(span)) + 4 >= 2.0**62:
+        return None
+    base = np.zeros(len(starts), dtype=np.int64)
+    base[1:] = np.cumsum(hi - lo + 3)[:-1]
+    base += 1
+    shift = base - lo
+    line += np.repeat(shift, ends - starts)
+    return order, starts, ends, ukeys, line, lo, hi, shift
+
+
+def _sorted_within(ts: np.ndarray, key: np.ndarray) -> bool:
+    """Whether ``ts`` never decreases within a run of equal ``key``."""
+    return bool(len(ts) < 2 or ((ts[1:] >= ts[:-1]) | (key[1:] != key[:-1])).all())
 
 
 def _sorted(a: np.ndarray) -> bool:

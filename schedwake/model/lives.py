@@ -145,10 +145,25 @@ class Lives:
         """The life of each (pid, ts): how many of the pid's boundaries lie at or before
         ``ts`` (0: its first life)."""
         pid = np.asarray(pid)
-        if not self:
-            return np.zeros(len(pid), dtype=np.int64)
-        at = asof_index(ts, pid.astype(np.int64), self.ts, self.pid, "backward", True)
-        return take(self.rank, at, 0)
+        out = np.zeros(len(pid), dtype=np.int64)
+        if not self or not len(pid):
+            return out
+        # only the rows of a pid used again can be in a later life: found by a table
+        # lookup over the pids' range (a few pids of millions of events), the search for
+        # those alone
+        lo, hi = int(self.pid[0]), int(self.pid[-1])
+        reused = np.zeros(hi - lo + 2, dtype=bool)
+        reused[self.pid - lo] = True
+        at = np.clip(pid, lo - 1, hi + 1).astype(np.int64) - lo
+        at[(at < 0) | (at > hi - lo)] = hi - lo + 1  # (outside the range: False)
+        sel = np.flatnonzero(reused[at])
+        if len(sel):
+            ts = np.broadcast_to(np.asarray(ts, dtype=np.int64), pid.shape)
+            found = asof_index(
+                ts[sel], pid[sel].astype(np.int64), self.ts, self.pid, "backward", True
+            )
+            out[sel] = take(self.rank, found, 0)
+        return out
 
     def _boundary(self, pid: np.ndarray, n: np.ndarray, fill: int) -> np.ndarray:
         """The time of boundary ``n`` (1: the first) of each pid; ``fill`` where there

@@ -62,6 +62,7 @@ from . import tasks
 from ._util import asof_index, take
 from .events import Events, i64, ints
 from .lives import dies, pid_of
+from .memo import Memo
 
 
 class TaskStatesOf(Protocol):
@@ -76,6 +77,9 @@ class TaskStatesOf(Protocol):
 
     @property
     def pids(self) -> frozenset[int] | None: ...
+
+    @property
+    def memo(self) -> Memo: ...
 
 
 #: The states of the intervals, in their categorical order.
@@ -483,10 +487,7 @@ def totals(
     s, e = _cut(intervals, start_ns, end_ns)
     dur = np.maximum(e - s, 0)
     state = np.asarray(intervals["state"].cat.codes)
-    frame = intervals[keys].copy()
-    for k, name in enumerate(STATES):
-        frame[name] = np.where(state == k, dur, 0)
-    ns = frame.groupby(keys, sort=True)[list(STATES)].sum()
+    ns = _group_sums(intervals, keys, state, dur)
     out = pd.DataFrame(index=ns.index)
     out["observed_s"] = ns.sum(axis=1) / 1e9
     out["running_s"] = ns["running"] / 1e9
@@ -497,6 +498,46 @@ def totals(
     out["blocked_s"] = ns["blocked"] / 1e9
     out["unknown_s"] = ns["unknown"] / 1e9
     return out[out["observed_s"] > 0] if start_ns is not None or end_ns is not None else out
+
+
+def _group_sums(
+    intervals: pd.DataFrame, keys: list[str], state: np.ndarray, dur: np.ndarray
+) -> pd.DataFrame:
+    """Per group of the ``keys`` columns (sorted, as ``groupby(keys, sort=True)``),
+    the ns of ``dur`` in each state (:data:`STATES` columns), summed exactly in
+    integers: hash-grouped, then counted in two halves of 24 and 40 bits (each half's
+    float sum is exact below 2**53), not a sort or a frame of a column per state."""
+    if (state < 0).any():  # (no state: no time in any)
+        intervals, dur, state = intervals[state >= 0], dur[state >= 0], state[state >= 0]
+    codes, levels = [], []
+    for k in keys:
+        c, u = pd.factorize(intervals[k].to_numpy(), sort=True)
+        codes.append(c.astype(np.int64))
+        levels.append(u)
+    group = codes[0]
+    for c, u in zip(codes[1:], levels[1:]):
+        group = group * len(u) + c
+    if len(keys) > 1:
+        group, combo = pd.factorize(group, sort=True)
+    n_groups = int(group.max()) + 1 if len(group) else 0
+    cell = group.astype(np.int64) * len(STATES) + state
+    size = n_groups * len(STATES)
+    low = np.bincount(cell, weights=(dur & 0xFFFFFF).astype(np.float64), minlength=size)
+    high = np.bincount(cell, weights=(dur >> 24).astype(np.float64), minlength=size)
+    sums = (high.astype(np.int64) << 24) + low.astype(np.int64)
+    if len(keys) == 1:
+        index = pd.Index(levels[0], name=keys[0])
+    else:
+        parts = []
+        rest = np.asarray(combo, dtype=np.int64)
+        for u in reversed(levels[1:]):
+            parts.append(rest % len(u))
+            rest = rest // len(u)
+        parts.append(rest)
+        index = pd.MultiIndex.from_arrays(
+            [u[c] for u, c in zip(levels, reversed(parts))], names=keys
+        )
+    return pd.DataFrame(sums.reshape(n_groups, len(STATES)), index=index, columns=list(STATES))
 
 
 def comms(ev: Events) -> dict[int, str]:
@@ -520,6 +561,14 @@ def comms(ev: Events) -> dict[int, str]:
         comm = f[comm_col].to_numpy()[rows]
         names.update(zip(upid.tolist(), (str(c) for c in comm)))
     return names
+
+
+def names_of(model: TaskStatesOf) -> dict[int, str]:
+    """Each task's name (:func:`comms`), found once per model (its memo): the task
+    states' summary and the runnable-share metrics both read them."""
+    if model.memo.task_names is None:
+        model.memo.task_names = comms(model.events)
+    return model.memo.task_names
 
 
 def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, float | None]:
@@ -597,7 +646,7 @@ def summary(model: TaskStatesOf) -> dict[str, Any]:
     ``observed_s``) and the same per CPU; ``classes`` (:data:`CLASSES`: tasks, seconds,
     ``runnable_share``) and ``cpus`` (seconds of the tasks on each CPU)."""
     iv = model.task_states
-    names = comms(model.events)
+    names = names_of(model)
     if model.pids is not None:
         iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
     task = _task_column(iv)
@@ -608,28 +657,31 @@ def summary(model: TaskStatesOf) -> dict[str, Any]:
     def secs(row: pd.Series) -> dict[str, float]:
         return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}
 
+    def rounded(frame: pd.DataFrame) -> list[list[float]]:
+        """The seconds of every row, each rounded to the ns (one pass, not a row
+        lookup per task)."""
+        values = frame[list(TOTAL_COLUMNS)].to_numpy(dtype=np.float64)
+        return [[round(v, 9) for v in row] for row in values.tolist()]
+
     # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
     cpus_of: dict[int, list[dict]] = {}
     if per_cpu_task is not None:
-        values = per_cpu_task[list(TOTAL_COLUMNS)].to_numpy(dtype=np.float64)
-        for (pid, cpu), vals in zip(per_cpu_task.index.tolist(), values.tolist()):
+        for (pid, cpu), vals in zip(per_cpu_task.index.tolist(), rounded(per_cpu_task)):
             cpus_of.setdefault(int(pid), []).append(
-                {
-                    "cpu": None if cpu < 0 else int(cpu),
-                    **{k: round(v, 9) for k, v in zip(TOTAL_COLUMNS, vals)},
-                }
+                {"cpu": None if cpu < 0 else int(cpu), **dict(zip(TOTAL_COLUMNS, vals))}
             )
     tasks_out = []
-    for pid in per_task.sort_values("running_s", ascending=False, kind="stable").index:
-        comm = names.get(int(pid), "")
-        cpus = cpus_of.get(int(pid), [])
+    order = per_task.sort_values("running_s", ascending=False, kind="stable")
+    keys = order.index.to_numpy(dtype=np.int64)
+    for key, pid, vals in zip(keys.tolist(), pid_of(keys).tolist(), rounded(order)):
+        comm = names.get(key, "")
         tasks_out.append(
             {
-                "pid": int(pid_of(pid)),
+                "pid": pid,
                 "comm": comm,
-                "class": task_class(comm, int(pid_of(pid))),
-                **secs(per_task.loc[pid]),
-                "cpus": cpus,
+                "class": task_class(comm, pid),
+                **dict(zip(TOTAL_COLUMNS, vals)),
+                "cpus": cpus_of.get(key, []),
             }
         )
     classes_out = []
