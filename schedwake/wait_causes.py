@@ -333,7 +333,13 @@ def tail_waits(
     threshold = float(np.quantile(ns, quantile))
     tail = f[ns >= threshold]
     tail = tail.iloc[np.argsort(-tail["ns"].to_numpy(), kind="stable")[:limit]]
-    bs = [b for _, b in _explain_rows(trace, tail)]
+    # (the breakdowns alone: their causes are summed, no record of each is shown)
+    bs = [
+        _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
+        for pid, start, end, cpu, wake_end in zip(
+            *(tail[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
+        )
+    ]
     agg = _waits.aggregate(bs)
     return {
         "quantile": quantile,

@@ -61,6 +61,7 @@ priorities are not in the trace.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
@@ -490,8 +491,10 @@ class CpuIndex:
         return int(np.searchsorted(lts, b, "right")) > int(np.searchsorted(lts, a, "left"))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def task_class(comm: str, prio: int | None, waiter_prio: int | None) -> str:
-    """The class of a task that ran while another waited (see the module docstring)."""
+    """The class of a task that ran while another waited (see the module docstring);
+    remembered (a wait breaks into hundreds of tasks, most named again and again)."""
     if comm.startswith("migration/"):
         return "stopper"
     if comm.startswith("ksoftirqd/"):
@@ -566,11 +569,7 @@ def breakdown(
             parts[("idle", cpu)] = parts.get(("idle", cpu), 0) + int(dur[idle].sum())
         busy = np.flatnonzero(~idle & (dur > 0))
         if len(busy):
-            keys = np.stack([ppid[busy], comm[busy], prio[busy]], axis=1)
-            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-            sums = np.zeros(len(uniq), dtype=np.int64)
-            np.add.at(sums, inverse.ravel(), dur[busy])
-            for (p_, code, pr), ns in zip(uniq.tolist(), sums.tolist()):
+            for (p_, code, pr), ns in _task_sums(ppid[busy], comm[busy], prio[busy], dur[busy]):
                 c = str(index.comm_names[code])
                 key = ("task", cpu, p_, c, pr)
                 parts[key] = parts.get(key, 0) + ns
@@ -632,6 +631,28 @@ def _llc_idle(
     prev_reach = np.concatenate([[iv[0, 0]], reach[:-1]])
     gained = np.maximum(iv[:, 1] - np.maximum(iv[:, 0], prev_reach), 0)
     return int(gained.sum()), who
+
+
+def _task_sums(
+    pid: np.ndarray, comm: np.ndarray, prio: np.ndarray, dur: np.ndarray
+) -> list[tuple[tuple[int, int, int], int]]:
+    """The time of each distinct (pid, comm code, prio), in that order: one key of
+    their bits where they fit it (pids below 2**31, comm codes below 2**24, priorities
+    -1..254), else rows compared whole."""
+    p, c, r = (a.astype(np.int64) for a in (pid, comm, prio))
+    fits = (
+        p.min() >= 0 and p.max() < 1 << 31 and c.min() >= 0 and c.max() < 1 << 24
+        and r.min() >= -1 and r.max() < 255
+    )  # fmt: skip
+    if fits:
+        key = (p << 32) | (c << 8) | (r + 1)
+        uniq_key, inverse = np.unique(key, return_inverse=True)
+        uniq = np.stack([uniq_key >> 32, (uniq_key >> 8) & 0xFFFFFF, (uniq_key & 0xFF) - 1], 1)
+    else:
+        uniq, inverse = np.unique(np.stack([p, c, r], axis=1), axis=0, return_inverse=True)
+    sums = np.zeros(len(uniq), dtype=np.int64)
+    np.add.at(sums, inverse.ravel(), dur)
+    return [(tuple(u), ns) for u, ns in zip(uniq.tolist(), sums.tolist())]
 
 
 def aggregate(breakdowns: list[dict]) -> dict:
