@@ -1,18 +1,28 @@
 /*
  * _td_internal.h: what the parts of schedwake's own trace decoder share (not a
  * public interface: _tdcore.h is).  The decoder is one library in several files,
- * one job each:
+ * one job each, and no file calls back into one that calls it (tests/
+ * test_c_layout.py holds them to it):
  *
  *   _td_common.c     errors, bounds-checked cursors, memory owned by a file,
  *                    decompression, small text parsers
  *   _td_format.c     the ring buffer's page and record headers, event formats,
  *                    print formats (and sched_switch's prev_state evaluator)
  *   _td_symbols.c    kallsyms and saved cmdlines
- *   _td_container.c  the trace.dat file layer: v6/v7 headers, options,
+ *   _td_tracing.c    the tracing data's header, and the formats' final checks
+ *                    (trace.dat's file header; perf.data's tracing data)
+ *   _td_tracedat.c   the trace.dat file layer: v6/v7 headers, options,
  *                    sections, buffers
+ *   _td_perfdata.c   the perf.data file layer and its records: a Source
+ *   _td_dispatch.c   which format a file is: its sniff, its open
+ *   _td_container.c  td_open() (through the dispatch), td_close()
  *   _td_records.c    output columns, one record into them, ring-buffer pages
- *   _td_merge.c      threads, the (timestamp, CPU) merge, streaming, metadata
- *   _perf_container.c  the perf.data file layer and its records
+ *   _td_pool.c       the decoder and its slots, the threads that run its tasks
+ *   _td_merge.c      trace.dat's CPUs, the (timestamp, CPU) merge, streaming,
+ *                    metadata; another source only through its Source
+ *
+ *   container -> dispatch -> {tracedat, perfdata} -> {tracing, format, symbols}
+ *   container -> merge -> {pool, records};  perfdata -> {pool, records}
  *
  * Return codes: functions that parse a file's metadata return 0 or -1 with the
  * message in f->err ("out of memory" included).  The record decoders (called in
@@ -229,6 +239,7 @@ typedef struct {
 
 typedef struct PerfFile PerfFile;
 typedef struct PerfDecode PerfDecode;
+typedef struct td_source Source;
 
 struct td_file {
     const uint8_t *data;
@@ -282,6 +293,7 @@ struct td_file {
     td_meta meta;
 
     PerfFile *perf;             /* perf.data: its own state (_td_perfdata.c), else NULL */
+    const Source *src;          /* the merge's source of records; NULL: trace.dat's CPUs */
     const char *kind;           /* "trace.dat" or "perf.data", for messages */
 };
 
@@ -392,6 +404,24 @@ struct td_decoder {
 };
 
 
+/* ------------------------------------------------ the merge's sources */
+
+/*
+ * A source of records other than trace.dat's CPUs (perf.data's record ranges):
+ * what the merge (_td_merge.c) and td_close() call through f->src, set by the
+ * format's open.  With f->src NULL the merge decodes the trace.dat buffer's CPUs
+ * itself.  A source's decoder comes from decoder_alloc() (_td_pool.c), its slots
+ * in d->work once run() or stream_step() is done, for the merge to put in order.
+ */
+struct td_source {
+    void (*file_free)(td_file *f);          /* its state of f (f->perf) */
+    Decoder *(*decoder_new)(td_file *f, int jobs, char *err);
+    void (*decoder_free)(Decoder *d);       /* its part of d (d->perf), not d */
+    void (*run)(Decoder *d, td_tick tick, void *ctx);   /* failure: d->failed */
+    int (*stream_step)(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
+                       char *err);
+};
+
 /* ------------------------------------------- functions of the parts */
 
 /* _td_common.c */
@@ -423,22 +453,22 @@ const char *find_func(const td_file *f, uint64_t addr);
 int read_cmdlines(td_file *f, Rd *r);
 const char *comm_of(const td_file *f, int32_t pid);
 
-/* _td_container.c */
+/* _td_tracing.c */
 int read_tracing_header(td_file *f, Rd *r, const char **ver);
 int finish_formats(td_file *f);
 const char *skipped_why(const td_file *f);
 
-/* _td_perfdata.c */
+/* _td_tracedat.c */
+int tracedat_open(td_file *f);
+
+/* _td_perfdata.c (the rest: its Source, perf_source, set in f->src) */
 int perf_sniff(const uint8_t *data, size_t size);
 int perf_open(td_file *f);
-void perf_free(td_file *f);
-Decoder *perf_decoder_new(td_file *f, int jobs, char *err);
-void perf_decoder_free(Decoder *d);
-void perf_run(Decoder *d, td_tick tick, void *ctx);
-int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
-                     char *err);
 
-/* _td_merge.c */
+/* _td_dispatch.c */
+int open_format(td_file *f);
+
+/* _td_pool.c */
 int default_jobs(void);
 void pool_fail(Decoder *d, int rc, const char *msg);
 void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_tick tick,

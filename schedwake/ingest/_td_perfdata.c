@@ -29,7 +29,8 @@
  * prints it), memory maps, losses, FINISHED_ROUND ordering, the record ranges
  * for threads.  perf_run() then decodes the samples, ranges in parallel when the
  * records are not compressed, each range's samples of a CPU into sorted runs
- * (slots) that the merge of _td_merge.c puts into (timestamp, CPU) order.
+ * (slots) that the merge of _td_merge.c puts into (timestamp, CPU) order:
+ * perf_source, the merge's Source interface, is all the merge knows of them.
  *
  * Same rules as the trace.dat layer: every length, offset and count read from
  * the file is checked before use (multiplications included), allocations are
@@ -2371,12 +2372,15 @@ static void walk_init(Walk *wk, td_file *f, PerfFile *p, RecFn fn, void *ctx, ch
     wk->err = err;
 }
 
+static const Source perf_source;
+
 int perf_open(td_file *f)
 {
     PerfFile *p = calloc(1, sizeof(*p));
     if (!p)
         return seterr(f->err, "out of memory"), -1;
     f->perf = p;
+    f->src = &perf_source;
     p->first_ts = NO_TIME;
     p->last_ts = NO_TIME;
     p->max_cpu = -1;
@@ -2458,7 +2462,7 @@ int td_set_kallsyms(td_file *f, const uint8_t *text, size_t size, char *err)
     return parse_kallsyms(f, text, size);
 }
 
-void perf_free(td_file *f)
+static void perf_free(td_file *f)
 {
     PerfFile *p = f->perf;
     if (!p)
@@ -2738,7 +2742,7 @@ static int range_init(Decoder *d, RangeWork *rw, int i)
     return 0;
 }
 
-Decoder *perf_decoder_new(td_file *f, int jobs, char *err)
+static Decoder *perf_decoder_new(td_file *f, int jobs, char *err)
 {
     Decoder *d = decoder_alloc(f, jobs, err);
     if (!d)
@@ -2767,7 +2771,7 @@ nomem:
 
 /* Free what the decoder's perf part holds (the slots' parts are d->work's once
    moved there). */
-void perf_decoder_free(Decoder *d)
+static void perf_decoder_free(Decoder *d)
 {
     PerfDecode *pd = d->perf;
     if (!pd)
@@ -2853,7 +2857,7 @@ static int gather_slots(Decoder *d)
     return 0;
 }
 
-void perf_run(Decoder *d, td_tick tick, void *ctx)
+static void perf_run(Decoder *d, td_tick tick, void *ctx)
 {
     PerfDecode *pd = d->perf;
     run_pool(d, d->jobs, pd->nrw, range_task, tick, ctx);
@@ -2861,8 +2865,8 @@ void perf_run(Decoder *d, td_tick tick, void *ctx)
         pool_fail(d, REC_NOMEM, NULL);
 }
 
-int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
-                     char *err)
+static int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
+                            char *err)
 {
     PerfDecode *pd = d->perf;
     PerfFile *p = d->f->perf;
@@ -2905,3 +2909,12 @@ int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_
     d->more_last_ts = rw->last_ts;
     return 0;
 }
+
+/* What the merge (_td_merge.c) and td_close() know of perf.data. */
+static const Source perf_source = {
+    .file_free = perf_free,
+    .decoder_new = perf_decoder_new,
+    .decoder_free = perf_decoder_free,
+    .run = perf_run,
+    .stream_step = perf_stream_step,
+};
