@@ -15,14 +15,14 @@ int td_open(td_file **out, const uint8_t *data, size_t size, char *err)
     err[0] = 0;
     td_file *f = calloc(1, sizeof(*f));
     if (!f)
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     f->data = data;
     f->size = size;
     f->err = err;
     f->kind = "trace.dat";
     *out = f;
     if (size == 0)
-        return seterr(err, "empty file"), -1;
+        return seterr(err, "empty file"), TD_FAIL;
     return open_format(f);
 }
 

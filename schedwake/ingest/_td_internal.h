@@ -24,10 +24,11 @@
  *   container -> dispatch -> {tracedat, perfdata} -> {tracing, format, symbols}
  *   container -> merge -> {pool, records};  perfdata -> {pool, records}
  *
- * Return codes: functions that parse a file's metadata return 0 or -1 with the
- * message in f->err ("out of memory" included).  The record decoders (called in
- * worker threads) return the REC_* codes below, the message in the worker's own
- * buffer.
+ * Return codes (below): functions that parse a file's metadata return TD_OK or
+ * TD_FAIL with the message in f->err ("out of memory" included); helpers without a
+ * message to give return TD_ENOMEM or TD_EINVAL, and their caller says what failed.
+ * The record decoders (called in worker threads) return the REC_* codes, the
+ * message in the worker's own buffer.
  */
 #ifndef SCHEDWAKE_TD_INTERNAL_H
 #define SCHEDWAKE_TD_INTERNAL_H
@@ -83,10 +84,22 @@ enum {
 enum { COMP_NONE, COMP_ZSTD, COMP_ZLIB };
 
 
+/* Return codes beside the interface's TD_OK, TD_FAIL (a message in f->err or the
+   err given) and TD_STOPPED (_tdcore.h).  A caller that tells failures apart
+   compares the code; one that does not asks "< 0" and passes TD_FAIL up.  The two
+   without a message have TD_FAIL's value, so that a code passed up as it is stays
+   the interface's TD_FAIL (the message then comes from the caller that has one). */
+enum {
+    TD_ENOMEM = TD_FAIL,        /* out of memory, no message: own(), columns, buffers */
+    TD_EINVAL = TD_FAIL,        /* the bytes or text a helper reads are not what it reads
+                                   (parse_int, decompress, a perf sample too short for
+                                   its fields), no message: the caller names them */
+};
+
 /* Return codes of the record decoders (append_record, decode_page, ...). */
 enum {
-    REC_OK = 0,
-    REC_NOMEM = -1,             /* no message: "out of memory" */
+    REC_OK = TD_OK,
+    REC_NOMEM = TD_ENOMEM,      /* no message: "out of memory" */
     REC_DAMAGE = -2,            /* the worker's err says what is wrong and where */
     REC_CANCELLED = -3,         /* another worker failed, or the caller asked to stop */
 };
@@ -114,7 +127,7 @@ static inline int rd_fail(Rd *r, const char *need)
 {
     seterr(r->err, "corrupt %s: %s: %s at offset %" PRIu64 " (the %s has %zu bytes)", RD_KIND(r),
            r->what, need, r->base + r->pos, r->what, r->size);
-    return -1;
+    return TD_FAIL;
 }
 
 static inline int rd_need(Rd *r, size_t n, const char *what)
@@ -123,7 +136,7 @@ static inline int rd_need(Rd *r, size_t n, const char *what)
         seterr(r->err, "truncated or corrupt %s: the %s at offset %" PRIu64 " needs %zu "
                "bytes, the %s has %zu left", RD_KIND(r), what, r->base + r->pos, n, r->what,
                r->size - r->pos);
-        return -1;
+        return TD_FAIL;
     }
     return 0;
 }
@@ -145,7 +158,7 @@ static inline uint64_t ld(const uint8_t *p, int n, int swap)
 static inline int rd_u(Rd *r, int n, uint64_t *v, const char *what)
 {
     if (rd_need(r, (size_t)n, what) < 0)
-        return -1;
+        return TD_FAIL;
     *v = ld(r->data + r->pos, n, r->swap);
     r->pos += (size_t)n;
     return 0;
@@ -171,7 +184,7 @@ static inline int rd_cstr(Rd *r, const char **s, size_t max, const char *what)
 static inline int rd_bytes(Rd *r, size_t n, const uint8_t **p, const char *what)
 {
     if (rd_need(r, n, what) < 0)
-        return -1;
+        return TD_FAIL;
     *p = r->data + r->pos;
     r->pos += n;
     return 0;
@@ -509,7 +522,7 @@ static inline __attribute__((always_inline)) void put_fixed(Buf *b, uint64_t v, 
 static inline __attribute__((always_inline)) int put_num(Buf *b, uint64_t v, int bytes)
 {
     if (buf_reserve(b, (size_t)bytes) < 0)
-        return -1;
+        return TD_ENOMEM;
     switch (bytes) {
     case 1: { uint8_t x = (uint8_t)v; memcpy(b->data + b->len, &x, 1); break; }
     case 2: { uint16_t x = (uint16_t)v; memcpy(b->data + b->len, &x, 2); break; }
@@ -538,7 +551,7 @@ static inline __attribute__((always_inline)) int put_index(StrCol *s, int32_t id
 static inline int put_offset(td_column *col, size_t end)
 {
     if (end > INT32_MAX)
-        return -1;
+        return TD_EINVAL;
     int32_t end32 = (int32_t)end;
     return buf_put(&col->offsets, &end32, 4);
 }

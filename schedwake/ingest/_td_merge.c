@@ -39,7 +39,7 @@ void td_want_all(td_file *f, int wanted)
  *   duration and rate computed over it would be wrong by orders of magnitude); also
  *   corrupt, for the same reason.
  */
-/* The exact time of raw clock value `raw`; -1 when it is not in 0..INT64_MAX. */
+/* The exact time of raw clock value `raw`; TD_EINVAL when it is not in 0..INT64_MAX. */
 static int exact_time(const td_file *f, uint64_t raw, int64_t *t)
 {
     unsigned __int128 ns = raw;
@@ -47,7 +47,7 @@ static int exact_time(const td_file *f, uint64_t raw, int64_t *t)
         ns = ns * f->tsc_mult >> f->tsc_shift;
     __int128 sum = (__int128)ns + f->ts_offset;
     if (sum < 0 || sum > INT64_MAX)
-        return -1;
+        return TD_EINVAL;
     *t = (int64_t)sum;
     return 0;
 }
@@ -88,7 +88,7 @@ static int check_trace_span(Decoder *d, char *err)
                   "the trace's first record (CPU %u, at %" PRId64 " ns): more than the %d "
                   "years any recording spans, so a timestamp is damaged", d->f->kind,
                   d->work[last].cpu, d->work[last].last_ts, (double)span / 86400e9,
-                  d->work[first].cpu, d->work[first].first_ts, MAX_TRACE_SPAN_YEARS), -1;
+                  d->work[first].cpu, d->work[first].first_ts, MAX_TRACE_SPAN_YEARS), TD_FAIL;
 }
 
 static int cpu_task(Decoder *d, int i)
@@ -385,7 +385,7 @@ static int collect_lost(Decoder *d, int64_t horizon)
         n += d->work[s].lost_ts.len / 8;
     LostRow *rows = malloc((n ? n : 1) * sizeof(*rows));
     if (!rows)
-        return -1;
+        return TD_ENOMEM;
     size_t k = 0;
     for (int s = 0; s < d->nwork; s++) {
         CpuWork *w = &d->work[s];
@@ -489,10 +489,11 @@ static int judge_unknown(td_file *f, char *err)
     int64_t unknown = f->meta.unknown_records, records = f->meta.records;
     if (unknown && unknown * 100 > records)
         return seterr(err, "corrupt %s: %" PRId64 " of %" PRId64 " records carry an "
-                      "event id that no event format in the file has", f->kind, unknown, records), -1;
+                      "event id that no event format in the file has", f->kind, unknown,
+                      records), TD_FAIL;
     if (unknown && td_warn(f, "skipped %" PRId64 " of %" PRId64 " records whose event id has no "
                         "format in the file", unknown, records) < 0)
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     return 0;
 }
 
@@ -507,7 +508,7 @@ static int emit(Decoder *d, int64_t horizon, char *err)
 {
     td_file *f = d->f;
     if (collect_lost(d, horizon) < 0)
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     /* one event at a time, so that only its order arrays exist (8 bytes a row) */
     for (int e = 0; e < f->nevents && !d->failed; e++) {
         td_event *ev = &f->events[e];
@@ -517,7 +518,7 @@ static int emit(Decoder *d, int64_t horizon, char *err)
         if (!ev->wanted)
             continue;
         if (init_columns(f, e, &d->layouts[e], &ev->cols, &ev->ncols) < 0)
-            return seterr(err, "out of memory"), -1;
+            return seterr(err, "out of memory"), TD_FAIL;
         for (int c = 0; c < ev->ncols; c++) {
             d->tasks[c].ev = e;
             d->tasks[c].col = c;
@@ -542,7 +543,7 @@ static int emit(Decoder *d, int64_t horizon, char *err)
 #endif
     }
     if (d->failed)
-        return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), -1;
+        return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), TD_FAIL;
     for (int s = 0; s < d->nwork; s++)
         for (int e = 0; e < f->nevents; e++) {
             Part *pt = &d->work[s].parts[e];
@@ -562,7 +563,7 @@ int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
 {
     Decoder *d = f->src ? f->src->decoder_new(f, jobs, err) : decoder_new(f, jobs, err);
     if (!d)
-        return -1;
+        return TD_FAIL;
     int rc = -1;
     if (f->src)
         f->src->run(d, tick, ctx);
@@ -611,17 +612,17 @@ int td_stream_open(td_file *f, td_stream **out, char *err)
     *out = NULL;
     td_stream *st = calloc(1, sizeof(*st));
     if (!st)
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     st->d = f->src ? f->src->decoder_new(f, 1, err) : decoder_new(f, 1, err);
     if (!st->d) {
         free(st);
-        return -1;
+        return TD_FAIL;
     }
     st->d->streaming = 1;
     st->done = calloc((size_t)st->d->nwork + 1, sizeof(int));
     if (!st->done) {
         td_stream_close(st);
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     }
     *out = st;
     return 0;
@@ -692,7 +693,8 @@ static int tracedat_stream_step(td_stream *st, int64_t batch_rows, int64_t *hori
         if (rc < 0) {
             if (!d->work[behind].err[0])
                 snprintf(d->work[behind].err, TD_ERRLEN, "corrupt %s", f->kind);
-            return seterr(err, "%s", rc == REC_NOMEM ? "out of memory" : d->work[behind].err), -1;
+            return seterr(err, "%s",
+                          rc == REC_NOMEM ? "out of memory" : d->work[behind].err), TD_FAIL;
         }
         if (rc == 0)
             st->done[behind] = 1;
@@ -700,7 +702,7 @@ static int tracedat_stream_step(td_stream *st, int64_t batch_rows, int64_t *hori
             break;
     }
     if (check_trace_span(d, err) < 0)
-        return -1;
+        return TD_FAIL;
     /* the horizon: rows before the earliest "last decoded" time of a CPU that is
        not done can go out; with every CPU done, all can */
     *horizon = INT64_MAX;
@@ -726,9 +728,9 @@ int td_stream_next(td_stream *st, int64_t batch_rows, char *err)
     int all_done = 1;
     if (f->src) {
         if (f->src->stream_step(d, batch_rows, &horizon, &all_done, err) < 0)
-            return -1;
+            return TD_FAIL;
     } else if (tracedat_stream_step(st, batch_rows, &horizon, &all_done, err) < 0) {
-        return -1;
+        return TD_FAIL;
     }
     for (int s = 0; s < d->nwork; s++)
         for (int e = 0; e < f->nevents; e++) {
@@ -739,7 +741,7 @@ int td_stream_next(td_stream *st, int64_t batch_rows, char *err)
     if (all_done) {
         st->finished = 1;
         if (judge_unknown(f, err) < 0)
-            return -1;
+            return TD_FAIL;
     }
     return emit(d, all_done ? INT64_MAX : horizon, err) < 0 ? -1 : 1;
 }

@@ -15,26 +15,27 @@ int read_tracing_header(td_file *f, Rd *r, const char **ver)
     const uint8_t *magic;
     uint64_t endian, lsize, psize;
     if (rd_bytes(r, MAGIC_LEN, &magic, "magic bytes") < 0)
-        return -1;
+        return TD_FAIL;
     if (memcmp(magic, MAGIC, MAGIC_LEN) != 0)
         return seterr(f->err, "corrupt %s: the %s does not start with the tracing magic "
-                      "bytes", f->kind, r->what), -1;
+                      "bytes", f->kind, r->what), TD_FAIL;
     if (rd_cstr(r, ver, 16, "version") < 0 || rd_u(r, 1, &endian, "endianness") ||
         rd_u(r, 1, &lsize, "long size"))
-        return -1;
+        return TD_FAIL;
     if (endian > 1)
         return seterr(f->err, "corrupt %s: endianness byte is %" PRIu64 " (0 or 1)", f->kind,
-                      endian), -1;
+                      endian), TD_FAIL;
     int host_big = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
     f->swap = r->swap = (int)endian != host_big;
     if (rd_u(r, 4, &psize, "page size") < 0)
-        return -1;
+        return TD_FAIL;
     if (lsize != 4 && lsize != 8)
-        return seterr(f->err, "corrupt %s: long size %" PRIu64 " (4 or 8)", f->kind, lsize), -1;
+        return seterr(f->err, "corrupt %s: long size %" PRIu64 " (4 or 8)", f->kind,
+                      lsize), TD_FAIL;
     if (psize < MIN_PAGE_SIZE || psize > MAX_PAGE_SIZE || (psize & (psize - 1)))
         return seterr(f->err, "corrupt %s: page size %" PRIu64 " in the %s (a power of two "
                       "from %u to %u expected)", f->kind, psize, r->what, MIN_PAGE_SIZE,
-                      MAX_PAGE_SIZE), -1;
+                      MAX_PAGE_SIZE), TD_FAIL;
     f->long_size = (int)lsize;
     f->page_size = (uint32_t)psize;
     f->meta.big_endian = (int)endian;
@@ -59,16 +60,16 @@ int finish_formats(td_file *f)
 {
     if (!f->commit_size)
         return seterr(f->err, "corrupt %s: the file has no ring-buffer page header "
-                      "(header_page)", f->kind), -1;
+                      "(header_page)", f->kind), TD_FAIL;
     if (!f->nevents)
         return seterr(f->err, "corrupt %s: the file has no event formats%s%s", f->kind,
                       f->skipped_formats ? " that parse; the first: " : "",
-                      f->skipped_formats ? f->first_skipped : ""), -1;
+                      f->skipped_formats ? f->first_skipped : ""), TD_FAIL;
     /* (perf.data: said with the samples it leaves out, setup_events) */
     if (f->skipped_formats && !f->perf &&
         td_warn(f, "skipped %d event format%s that do not parse (the first: %s)",
                 f->skipped_formats, f->skipped_formats > 1 ? "s" : "", skipped_why(f)) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     int max_id = 0;
     for (int i = 0; i < f->nevents; i++)
         if (f->events[i].id > max_id)
@@ -76,19 +77,19 @@ int finish_formats(td_file *f)
     f->max_id = max_id;
     f->by_id = malloc(((size_t)max_id + 1) * sizeof(int32_t));
     if (!f->by_id)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     for (int i = 0; i <= max_id; i++)
         f->by_id[i] = -1;
     for (int i = 0; i < f->nevents; i++) {
         int id = f->events[i].id;
         if (f->by_id[id] >= 0)
             return seterr(f->err, "corrupt %s: event id %d is given to both %s and %s", f->kind,
-                          id, f->events[f->by_id[id]].name, f->events[i].name), -1;
+                          id, f->events[f->by_id[id]].name, f->events[i].name), TD_FAIL;
         f->by_id[id] = i;
     }
     /* the common_type field must be able to hold the largest id */
     if (f->common_type_size == 1 && max_id > 255)
         return seterr(f->err, "corrupt %s: event id %d does not fit common_type", f->kind,
-                      max_id), -1;
+                      max_id), TD_FAIL;
     return check_prev_state_format(f);
 }
