@@ -130,3 +130,9 @@ def test_no_unit_includes_another_c_file():
     for src in [*units(), *SRC.glob("*.h")]:
         included = re.findall(r'^\s*#\s*include\s+"([^"]+)"', src.read_text(), re.M)
         assert not [name for name in included if name.endswith(".c")], src.name
+
+
+def test_setup_builds_every_unit():
+    """A unit added or split off is built by a fresh ``pip install`` (setup.py lists them)."""
+    listed = re.findall(r'"schedwake/ingest/(_td_\w+\.c)"', (ROOT / "setup.py").read_text())
+    assert sorted(listed) == sorted(p.name for p in SRC.glob("_td_*.c"))
