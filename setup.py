@@ -41,10 +41,14 @@ TDCORE_SOURCES = [
     "schedwake/ingest/_td_common.c",
     "schedwake/ingest/_td_format.c",
     "schedwake/ingest/_td_symbols.c",
+    "schedwake/ingest/_td_tracing.c",
+    "schedwake/ingest/_td_tracedat.c",
+    "schedwake/ingest/_td_perfdata.c",
+    "schedwake/ingest/_td_dispatch.c",
     "schedwake/ingest/_td_container.c",
     "schedwake/ingest/_td_records.c",
+    "schedwake/ingest/_td_pool.c",
     "schedwake/ingest/_td_merge.c",
-    "schedwake/ingest/_td_perfdata.c",
 ]
 
 setup(

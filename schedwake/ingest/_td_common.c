@@ -23,13 +23,13 @@ void seterr(char *err, const char *fmt, ...)
 int own(td_file *f, void *p)
 {
     if (!p)
-        return -1;
+        return TD_ENOMEM;
     if (f->nowned == f->owned_cap) {
         size_t cap = f->owned_cap ? f->owned_cap * 2 : 64;
         char **n = realloc(f->owned, cap * sizeof(*n));
         if (!n) {
             free(p);
-            return -1;
+            return TD_ENOMEM;
         }
         f->owned = n;
         f->owned_cap = cap;
@@ -69,11 +69,11 @@ int td_warn(td_file *f, const char *fmt, ...)
     va_end(ap);
     char **w = realloc(f->warnings, (size_t)(f->nwarnings + 1) * sizeof(*w));
     if (!w)
-        return -1;
+        return TD_ENOMEM;
     f->warnings = w;
     char *s = own_str(f, line, strlen(line));
     if (!s)
-        return -1;
+        return TD_ENOMEM;
     w[f->nwarnings++] = s;
     return 0;
 }
@@ -91,21 +91,21 @@ int decompress_with(void **ctx, int comp, const uint8_t *src, size_t csize, uint
         size_t n;
         if (ctx) {
             if (!*ctx && !(*ctx = ZSTD_createDCtx()))
-                return -1;
+                return TD_ENOMEM;
             n = ZSTD_decompressDCtx(*ctx, dst, usize, src, csize);
         } else {
             n = ZSTD_decompress(dst, usize, src, csize);
         }
-        return !ZSTD_isError(n) && n == usize ? 0 : -1;
+        return !ZSTD_isError(n) && n == usize ? TD_OK : TD_EINVAL;
     }
     if (comp == COMP_ZLIB) {
         uLongf n = (uLongf)usize;
         uLong in = (uLong)csize;
         if ((size_t)n != usize || (size_t)in != csize)
-            return -1;
-        return uncompress2(dst, &n, src, &in) == Z_OK && n == usize ? 0 : -1;
+            return TD_EINVAL;
+        return uncompress2(dst, &n, src, &in) == Z_OK && n == usize ? TD_OK : TD_EINVAL;
     }
-    return -1;
+    return TD_EINVAL;
 }
 
 int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t usize)
@@ -124,7 +124,7 @@ void decompress_end(void **ctx)
 /* --------------------------------------------------------- text helpers */
 
 /* strtoll-like parse of a decimal/hex/octal integer inside [p, end); 0 on success,
-   -1 when there is no number or it does not fit an int64_t (as strtoll's ERANGE: a
+   TD_EINVAL when there is no number or it does not fit an int64_t (as strtoll's ERANGE: a
    file's "-9223372036854775809" or "0xffffffffffffffff" is no value, not a wrapped
    one, and the minus of "-9223372036854775808" must not negate INT64_MIN). */
 int parse_int(const char *p, const char *end, int64_t *v, const char **after)
@@ -156,17 +156,17 @@ int parse_int(const char *p, const char *end, int64_t *v, const char **after)
         if (d >= base)
             break;
         if (acc > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
-            return -1;
+            return TD_EINVAL;
         acc = acc * (uint64_t)base + (uint64_t)d;
     }
     if (p == start && base != 8)
-        return -1;
+        return TD_EINVAL;
     /* integer suffixes of C literals: 1UL, 0x10ULL */
     while (p < end && (*p == 'u' || *p == 'U' || *p == 'l' || *p == 'L'))
         p++;
     uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     if (acc > limit)
-        return -1;
+        return TD_EINVAL;
     /* acc - 1 fits: negating it cannot overflow, INT64_MIN included */
     *v = !neg ? (int64_t)acc : acc ? -(int64_t)(acc - 1) - 1 : 0;
     if (after)
@@ -181,7 +181,7 @@ int keyed_int(const char *p, const char *end, const char *key, int64_t *v)
     for (const char *q = p; q + k <= end; q++)
         if (memcmp(q, key, k) == 0)
             return parse_int(q + k, end, v, NULL);
-    return -1;
+    return TD_EINVAL;
 }
 
 const char *find_line_end(const char *p, const char *end)

@@ -46,7 +46,7 @@ static int parse_header_page(td_file *f, const char *p, size_t n)
         return seterr(f->err, "corrupt %s: the ring-buffer page header (header_page) "
                       "is not one the kernel writes (timestamp at %" PRId64 " size %" PRId64
                       ", commit at %" PRId64 " size %" PRId64 ", data at %" PRId64 ")", f->kind,
-                      ts_off, ts_size, commit_off, commit_size, data_off), -1;
+                      ts_off, ts_size, commit_off, commit_size, data_off), TD_FAIL;
     f->commit_size = (int)commit_size;
     f->data_offset = (int)data_off;
     return 0;
@@ -76,7 +76,7 @@ static int check_header_event(td_file *f, const char *p, size_t n)
         if (parse_int(hit + k, p + n, &v, NULL) < 0 || v != need[i].want)
             return seterr(f->err, "corrupt %s: the record header (header_event) "
                           "says '%s %" PRId64 "', the kernel's is %" PRId64, f->kind, key, v,
-                          need[i].want), -1;
+                          need[i].want), TD_FAIL;
     }
     return 0;
 }
@@ -89,16 +89,16 @@ int read_header_info(td_file *f, Rd *r)
         uint64_t n;
         const uint8_t *text;
         if (rd_cstr(r, &label, 32, "header label") < 0)
-            return -1;
+            return TD_FAIL;
         if (strcmp(label, labels[i]) != 0)
             return seterr(f->err, "corrupt %s: expected '%s' in the %s", f->kind, labels[i],
-                          r->what), -1;
+                          r->what), TD_FAIL;
         if (rd_u(r, 8, &n, "header size") < 0 || rd_bytes(r, (size_t)n > r->size ? r->size + 1
                                                          : (size_t)n, &text, labels[i]) < 0)
-            return -1;
+            return TD_FAIL;
         if (i == 0 ? parse_header_page(f, (const char *)text, (size_t)n)
                    : check_header_event(f, (const char *)text, (size_t)n))
-            return -1;
+            return TD_FAIL;
     }
     return 0;
 }
@@ -323,7 +323,7 @@ static int is_flexible(const Field *fl)
    name, none inside the common header or over another, and a zero-size array (a
    flexible member, read to the end of the record) only as the last.  The kernel
    writes a format from the event's C struct, so each of these is damage to the text.
-   0, or -1 with the reason in f->err. */
+   TD_OK, or TD_FAIL with the reason in f->err. */
 static int check_fields(td_file *f, const char *event, const Field *common, int ncommon,
                         const Field *fields, int nf, int common_size)
 {
@@ -332,35 +332,35 @@ static int check_fields(td_file *f, const char *event, const Field *common, int 
         for (int j = 0; j < ncommon; j++)
             if (!strcmp(a->name, common[j].name))
                 return seterr(f->err, "corrupt %s: event format %s: two fields named %s",
-                              f->kind, event, a->name), -1;
+                              f->kind, event, a->name), TD_FAIL;
         if (a->offset < common_size)
             return seterr(f->err, "corrupt %s: event format %s: field %s (offset %d) lies "
                           "in the common fields (%d bytes)", f->kind, event, a->name,
-                          a->offset, common_size), -1;
+                          a->offset, common_size), TD_FAIL;
         for (int j = 0; j < i; j++) {
             const Field *b = &fields[j];
             if (!strcmp(a->name, b->name))
                 return seterr(f->err, "corrupt %s: event format %s: two fields named %s",
-                              f->kind, event, a->name), -1;
+                              f->kind, event, a->name), TD_FAIL;
             if (a->size && b->size && a->offset < b->offset + b->size &&
                 b->offset < a->offset + a->size)
                 return seterr(f->err, "corrupt %s: event format %s: fields %s (bytes "
                               "%d..%d) and %s (bytes %d..%d) overlap", f->kind, event, b->name,
                               b->offset, b->offset + b->size, a->name, a->offset,
-                              a->offset + a->size), -1;
+                              a->offset + a->size), TD_FAIL;
             const Field *flex = is_flexible(a) ? a : is_flexible(b) ? b : NULL;
             const Field *other = flex == a ? b : a;
             if (flex && other->offset + other->size > flex->offset)
                 return seterr(f->err, "corrupt %s: event format %s: field %s has size 0 "
                               "(read to the end of the record) but field %s follows it",
-                              f->kind, event, flex->name, other->name), -1;
+                              f->kind, event, flex->name, other->name), TD_FAIL;
         }
     }
     return 0;
 }
 
 /* The common fields of one format (the first format fixes them for all: they are
-   the same in every format of a file; later formats must agree).  0 or -1. */
+   the same in every format of a file; later formats must agree).  TD_OK or TD_FAIL. */
 static int take_common(td_file *f, const char *event, const Field *common, int ncommon,
                        int *common_size)
 {
@@ -370,7 +370,7 @@ static int take_common(td_file *f, const char *event, const Field *common, int n
         for (int j = 0; j < i; j++)
             if (!strcmp(cn, common[j].name))
                 return seterr(f->err, "corrupt %s: event format %s: two fields named %s",
-                              f->kind, event, cn), -1;
+                              f->kind, event, cn), TD_FAIL;
         if (!strcmp(cn, "common_type")) t = i;
         else if (!strcmp(cn, "common_flags")) fl = i;
         else if (!strcmp(cn, "common_preempt_count")) pr = i;
@@ -383,7 +383,7 @@ static int take_common(td_file *f, const char *event, const Field *common, int n
         common[fl].size != 1 || common[pr].size != 1 || common[pid].size != 4)
         return seterr(f->err, "corrupt %s: event format %s lacks the common fields "
                       "(common_type, common_flags, common_preempt_count, common_pid) or has "
-                      "them with other sizes", f->kind, event), -1;
+                      "them with other sizes", f->kind, event), TD_FAIL;
     *common_size = csize;
     if (f->common_size == 0) {
         f->common_type_off = common[t].offset;
@@ -396,12 +396,12 @@ static int take_common(td_file *f, const char *event, const Field *common, int n
                f->common_type_size != common[t].size || f->common_flags_off != common[fl].offset ||
                f->common_preempt_off != common[pr].offset) {
         return seterr(f->err, "corrupt %s: event format %s has its common fields "
-                      "elsewhere than the others", f->kind, event), -1;
+                      "elsewhere than the others", f->kind, event), TD_FAIL;
     }
     return 0;
 }
 
-/* One event format into events[idx]/info[idx]: 0; -1 (err set) when it does not
+/* One event format into events[idx]/info[idx]: TD_OK; TD_FAIL (err set) when it does not
    parse (it is dropped: its records count as records of an unknown event); or
    FORMAT_CORRUPT (err set) when it parses into fields no kernel writes: a field out
    of any record's range, or fields that contradict each other (check_fields()).
@@ -445,7 +445,7 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
             Field fl;
             int rc = parse_field(f, &fl, line, le);
             if (rc == FIELD_NOMEM)
-                return -1;
+                return TD_ENOMEM;
             if (rc < 0) {
                 seterr(f->err, "corrupt %s: event format %.*s: a field line %s: '%.*s'",
                        f->kind, (int)(name ? name_len : 1), name ? name : "?",
@@ -459,7 +459,7 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
             } else {
                 if (nf >= MAX_FIELDS)
                     return seterr(f->err, "corrupt %s: event format with more than "
-                                  "%d fields", f->kind, MAX_FIELDS), -1;
+                                  "%d fields", f->kind, MAX_FIELDS), TD_FAIL;
                 fields[nf++] = fl;
             }
         } else if (le - q >= 10 && memcmp(q, "print fmt:", 10) == 0) {
@@ -473,21 +473,22 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
                 pe--;
             in->print_fmt = own_str(f, q, (size_t)(pe - q));
             if (!in->print_fmt)
-                return -1;
+                return TD_ENOMEM;
             break;
         }
         line = le + 1;
     }
     if (!name || !name_len || id < 0 || id > MAX_EVENT_ID || !in_fields)
         return seterr(f->err, "corrupt %s: an event format of system '%s' lacks a "
-                      "name, a valid ID (0..%d) or its fields", f->kind, system, MAX_EVENT_ID), -1;
+                      "name, a valid ID (0..%d) or its fields", f->kind, system,
+                      MAX_EVENT_ID), TD_FAIL;
     ev->name = own_str(f, name, name_len);
     ev->system = own_str(f, system, strlen(system));
     if (!ev->name || !ev->system)
-        return -1;
+        return TD_ENOMEM;
     ev->id = (int)id;
     if (take_common(f, ev->name, common, ncommon, &in->common_size) < 0)
-        return -1;
+        return TD_FAIL;
     in->fields_end = in->common_size;
     if (check_fields(f, ev->name, common, ncommon, fields, nf, in->common_size) < 0)
         return FORMAT_CORRUPT;
@@ -497,7 +498,7 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
     in->nfields = nf;
     in->fields = nf ? malloc((size_t)nf * sizeof(Field)) : NULL;
     if (nf && own(f, in->fields) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     if (nf)
         memcpy(in->fields, fields, (size_t)nf * sizeof(Field));
     return 0;
@@ -508,27 +509,28 @@ static int parse_format(td_file *f, const char *system, const char *p, size_t n,
 static int skip_format(td_file *f)
 {
     if (!strcmp(f->err, "out of memory"))
-        return -1;
+        return TD_FAIL;
     if (!f->skipped_formats++)
         snprintf(f->first_skipped, sizeof(f->first_skipped), "%s", f->err);
     f->err[0] = 0;
     return 0;
 }
 
-/* Room for one more event (and its EvInfo), zeroed: its index, or -1 (err set). */
+/* Room for one more event (and its EvInfo), zeroed: its index, or TD_FAIL (err set). */
 int new_event(td_file *f)
 {
     if (f->nevents >= MAX_EVENTS)
-        return seterr(f->err, "corrupt %s: more than %d event formats", f->kind, MAX_EVENTS), -1;
+        return seterr(f->err, "corrupt %s: more than %d event formats", f->kind,
+                      MAX_EVENTS), TD_FAIL;
     if (f->nevents % 256 == 0) {
         size_t cap = (size_t)f->nevents + 256;
         td_event *e = realloc(f->events, cap * sizeof(*e));
         if (!e)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         f->events = e;
         EvInfo *in = realloc(f->info, cap * sizeof(*in));
         if (!in)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         f->info = in;
     }
     memset(&f->events[f->nevents], 0, sizeof(td_event));
@@ -541,11 +543,11 @@ static int add_format(td_file *f, const char *system, const uint8_t *text, size_
 {
     int idx = new_event(f);
     if (idx < 0)
-        return -1;
+        return TD_FAIL;
     f->info[idx].ncommon = NCOMMON;
     int rc = parse_format(f, system, (const char *)text, n, idx);
     if (rc == FORMAT_CORRUPT)
-        return -1;
+        return TD_FAIL;
     if (rc < 0)
         return skip_format(f);
     f->nevents++;
@@ -571,14 +573,14 @@ static int by_name(const void *a, const void *b)
    new): two formats of one name in one system cannot both be the kernel's
    (tracefs has one directory per system and name), so the file is corrupt; one
    name in two systems is legal, but tables are named by event, so the name's
-   table can hold only one system's records: a warning says which name.  0 or -1. */
+   table can hold only one system's records: a warning says which name.  TD_OK or TD_FAIL. */
 static int check_event_names(td_file *f, int first)
 {
     if (f->nevents < 2 || first >= f->nevents)
         return 0;
     NameKey *key = malloc((size_t)f->nevents * sizeof(NameKey));
     if (!key)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     for (int i = 0; i < f->nevents; i++)
         key[i] = (NameKey){f->events[i].name, f->events[i].system, i};
     qsort(key, (size_t)f->nevents, sizeof(NameKey), by_name);
@@ -610,12 +612,12 @@ int read_ftrace_formats(td_file *f, Rd *r)
     const uint8_t *text;
     int first = f->nevents;
     if (rd_u(r, 4, &count, "ftrace format count") < 0)
-        return -1;
+        return TD_FAIL;
     for (uint64_t i = 0; i < count; i++) {
         if (rd_u(r, 8, &n, "ftrace format size") < 0 ||
             rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "ftrace format") < 0 ||
             add_format(f, "ftrace", text, (size_t)n) < 0)
-            return -1;
+            return TD_FAIL;
     }
     return check_event_names(f, first);
 }
@@ -627,16 +629,16 @@ int read_event_formats(td_file *f, Rd *r)
     const char *sys;
     int first = f->nevents;     /* formats read before are checked against these */
     if (rd_u(r, 4, &nsys, "event system count") < 0)
-        return -1;
+        return TD_FAIL;
     for (uint64_t s = 0; s < nsys; s++) {
         if (rd_cstr(r, &sys, 1024, "event system name") < 0 ||
             rd_u(r, 4, &count, "event format count") < 0)
-            return -1;
+            return TD_FAIL;
         for (uint64_t i = 0; i < count; i++) {
             if (rd_u(r, 8, &n, "event format size") < 0 ||
                 rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "event format") < 0 ||
                 add_format(f, sys, text, (size_t)n) < 0)
-                return -1;
+                return TD_FAIL;
         }
     }
     return check_event_names(f, first);
@@ -649,7 +651,7 @@ int split_print_fmt(const char *s, PrintFmt *pf, char *fmtbuf, size_t fmtcap)
     while (*p == ' ')
         p++;
     if (*p != '"')
-        return -1;
+        return TD_EINVAL;
     p++;
     size_t o = 0;
     for (; *p && *p != '"'; p++) {
@@ -659,11 +661,11 @@ int split_print_fmt(const char *s, PrintFmt *pf, char *fmtbuf, size_t fmtcap)
             c = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p;
         }
         if (o + 1 >= fmtcap)
-            return -1;
+            return TD_EINVAL;
         fmtbuf[o++] = c;
     }
     if (*p != '"')
-        return -1;
+        return TD_EINVAL;
     fmtbuf[o] = 0;
     pf->fmt = fmtbuf;
     p++;
@@ -693,7 +695,7 @@ int split_print_fmt(const char *s, PrintFmt *pf, char *fmtbuf, size_t fmtcap)
                 break;
         }
         if (pf->nargs == 128)
-            return -1;
+            return TD_EINVAL;
         const char *e = p;
         while (e > a && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\t'))
             e--;
@@ -1072,7 +1074,7 @@ int prev_state_text(const td_file *f, const EvInfo *in, const PrintFmt *pf,
 {
     const char *at = strstr(pf->fmt, "prev_state=");
     if (!at)
-        return -1;
+        return TD_EINVAL;
     int arg = 0;
     for (const char *p = pf->fmt; p < at; p++) {
         if (*p != '%')
@@ -1105,21 +1107,21 @@ int prev_state_text(const td_file *f, const EvInfo *in, const PrintFmt *pf,
         while (*p && !strchr("diouxXcsp", *p))
             p++;
         if (!*p || arg >= pf->nargs)
-            return -1;
+            return TD_EINVAL;
         char kind = *p;
         Ev e = {pf->arg[arg], pf->arg[arg] + pf->arglen[arg], rec, recsize, f, in, 0, 0};
         Val v = ev_expr(&e);
         ev_ws(&e);
         if (e.err || e.p != e.end)
-            return -1;
+            return TD_EINVAL;
         arg++;
         char piece[80];
         if (kind == 's') {
             if (!v.is_str)
-                return -1;
+                return TD_EINVAL;
             snprintf(piece, sizeof(piece), "%s", v.str);
         } else if (v.is_str) {
-            return -1;
+            return TD_EINVAL;
         } else if (kind == 'x' || kind == 'X') {
             snprintf(piece, sizeof(piece), kind == 'x' ? "%" PRIx64 : "%" PRIX64, v.num);
         } else if (kind == 'u' || kind == 'o') {
@@ -1129,7 +1131,7 @@ int prev_state_text(const td_file *f, const EvInfo *in, const PrintFmt *pf,
         }
         size_t n = strlen(piece);
         if (o + n >= cap)
-            return -1;
+            return TD_EINVAL;
         memcpy(out + o, piece, n);
         o += n;
     }
@@ -1170,10 +1172,11 @@ int check_prev_state_format(td_file *f)
         free(fmtbuf);
         free(rec);
         if (nomem)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         if (!ok)
             return seterr(f->err, "corrupt %s: the print format of sched_switch does "
-                          "not evaluate prev_state (it says what prev_state's bits mean)", f->kind), -1;
+                          "not evaluate prev_state (it says what prev_state's bits mean)",
+                          f->kind), TD_FAIL;
     }
     return 0;
 }

@@ -1,23 +1,34 @@
 /*
  * _td_internal.h: what the parts of schedwake's own trace decoder share (not a
  * public interface: _tdcore.h is).  The decoder is one library in several files,
- * one job each:
+ * one job each, and no file calls back into one that calls it (tests/
+ * test_c_layout.py holds them to it):
  *
  *   _td_common.c     errors, bounds-checked cursors, memory owned by a file,
  *                    decompression, small text parsers
  *   _td_format.c     the ring buffer's page and record headers, event formats,
  *                    print formats (and sched_switch's prev_state evaluator)
  *   _td_symbols.c    kallsyms and saved cmdlines
- *   _td_container.c  the trace.dat file layer: v6/v7 headers, options,
+ *   _td_tracing.c    the tracing data's header, and the formats' final checks
+ *                    (trace.dat's file header; perf.data's tracing data)
+ *   _td_tracedat.c   the trace.dat file layer: v6/v7 headers, options,
  *                    sections, buffers
+ *   _td_perfdata.c   the perf.data file layer and its records: a Source
+ *   _td_dispatch.c   which format a file is: its sniff, its open
+ *   _td_container.c  td_open() (through the dispatch), td_close()
  *   _td_records.c    output columns, one record into them, ring-buffer pages
- *   _td_merge.c      threads, the (timestamp, CPU) merge, streaming, metadata
- *   _perf_container.c  the perf.data file layer and its records
+ *   _td_pool.c       the decoder and its slots, the threads that run its tasks
+ *   _td_merge.c      trace.dat's CPUs, the (timestamp, CPU) merge, streaming,
+ *                    metadata; another source only through its Source
  *
- * Return codes: functions that parse a file's metadata return 0 or -1 with the
- * message in f->err ("out of memory" included).  The record decoders (called in
- * worker threads) return the REC_* codes below, the message in the worker's own
- * buffer.
+ *   container -> dispatch -> {tracedat, perfdata} -> {tracing, format, symbols}
+ *   container -> merge -> {pool, records};  perfdata -> {pool, records}
+ *
+ * Return codes (below): functions that parse a file's metadata return TD_OK or
+ * TD_FAIL with the message in f->err ("out of memory" included); helpers without a
+ * message to give return TD_ENOMEM or TD_EINVAL, and their caller says what failed.
+ * The record decoders (called in worker threads) return the REC_* codes, the
+ * message in the worker's own buffer.
  */
 #ifndef SCHEDWAKE_TD_INTERNAL_H
 #define SCHEDWAKE_TD_INTERNAL_H
@@ -73,10 +84,22 @@ enum {
 enum { COMP_NONE, COMP_ZSTD, COMP_ZLIB };
 
 
+/* Return codes beside the interface's TD_OK, TD_FAIL (a message in f->err or the
+   err given) and TD_STOPPED (_tdcore.h).  A caller that tells failures apart
+   compares the code; one that does not asks "< 0" and passes TD_FAIL up.  The two
+   without a message have TD_FAIL's value, so that a code passed up as it is stays
+   the interface's TD_FAIL (the message then comes from the caller that has one). */
+enum {
+    TD_ENOMEM = TD_FAIL,        /* out of memory, no message: own(), columns, buffers */
+    TD_EINVAL = TD_FAIL,        /* the bytes or text a helper reads are not what it reads
+                                   (parse_int, decompress, a perf sample too short for
+                                   its fields), no message: the caller names them */
+};
+
 /* Return codes of the record decoders (append_record, decode_page, ...). */
 enum {
-    REC_OK = 0,
-    REC_NOMEM = -1,             /* no message: "out of memory" */
+    REC_OK = TD_OK,
+    REC_NOMEM = TD_ENOMEM,      /* no message: "out of memory" */
     REC_DAMAGE = -2,            /* the worker's err says what is wrong and where */
     REC_CANCELLED = -3,         /* another worker failed, or the caller asked to stop */
 };
@@ -104,7 +127,7 @@ static inline int rd_fail(Rd *r, const char *need)
 {
     seterr(r->err, "corrupt %s: %s: %s at offset %" PRIu64 " (the %s has %zu bytes)", RD_KIND(r),
            r->what, need, r->base + r->pos, r->what, r->size);
-    return -1;
+    return TD_FAIL;
 }
 
 static inline int rd_need(Rd *r, size_t n, const char *what)
@@ -113,7 +136,7 @@ static inline int rd_need(Rd *r, size_t n, const char *what)
         seterr(r->err, "truncated or corrupt %s: the %s at offset %" PRIu64 " needs %zu "
                "bytes, the %s has %zu left", RD_KIND(r), what, r->base + r->pos, n, r->what,
                r->size - r->pos);
-        return -1;
+        return TD_FAIL;
     }
     return 0;
 }
@@ -135,7 +158,7 @@ static inline uint64_t ld(const uint8_t *p, int n, int swap)
 static inline int rd_u(Rd *r, int n, uint64_t *v, const char *what)
 {
     if (rd_need(r, (size_t)n, what) < 0)
-        return -1;
+        return TD_FAIL;
     *v = ld(r->data + r->pos, n, r->swap);
     r->pos += (size_t)n;
     return 0;
@@ -161,7 +184,7 @@ static inline int rd_cstr(Rd *r, const char **s, size_t max, const char *what)
 static inline int rd_bytes(Rd *r, size_t n, const uint8_t **p, const char *what)
 {
     if (rd_need(r, n, what) < 0)
-        return -1;
+        return TD_FAIL;
     *p = r->data + r->pos;
     r->pos += n;
     return 0;
@@ -229,6 +252,7 @@ typedef struct {
 
 typedef struct PerfFile PerfFile;
 typedef struct PerfDecode PerfDecode;
+typedef struct td_source Source;
 
 struct td_file {
     const uint8_t *data;
@@ -282,6 +306,7 @@ struct td_file {
     td_meta meta;
 
     PerfFile *perf;             /* perf.data: its own state (_td_perfdata.c), else NULL */
+    const Source *src;          /* the merge's source of records; NULL: trace.dat's CPUs */
     const char *kind;           /* "trace.dat" or "perf.data", for messages */
 };
 
@@ -392,6 +417,24 @@ struct td_decoder {
 };
 
 
+/* ------------------------------------------------ the merge's sources */
+
+/*
+ * A source of records other than trace.dat's CPUs (perf.data's record ranges):
+ * what the merge (_td_merge.c) and td_close() call through f->src, set by the
+ * format's open.  With f->src NULL the merge decodes the trace.dat buffer's CPUs
+ * itself.  A source's decoder comes from decoder_alloc() (_td_pool.c), its slots
+ * in d->work once run() or stream_step() is done, for the merge to put in order.
+ */
+struct td_source {
+    void (*file_free)(td_file *f);          /* its state of f (f->perf) */
+    Decoder *(*decoder_new)(td_file *f, int jobs, char *err);
+    void (*decoder_free)(Decoder *d);       /* its part of d (d->perf), not d */
+    void (*run)(Decoder *d, td_tick tick, void *ctx);   /* failure: d->failed */
+    int (*stream_step)(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
+                       char *err);
+};
+
 /* ------------------------------------------- functions of the parts */
 
 /* _td_common.c */
@@ -423,22 +466,22 @@ const char *find_func(const td_file *f, uint64_t addr);
 int read_cmdlines(td_file *f, Rd *r);
 const char *comm_of(const td_file *f, int32_t pid);
 
-/* _td_container.c */
+/* _td_tracing.c */
 int read_tracing_header(td_file *f, Rd *r, const char **ver);
 int finish_formats(td_file *f);
 const char *skipped_why(const td_file *f);
 
-/* _td_perfdata.c */
+/* _td_tracedat.c */
+int tracedat_open(td_file *f);
+
+/* _td_perfdata.c (the rest: its Source, perf_source, set in f->src) */
 int perf_sniff(const uint8_t *data, size_t size);
 int perf_open(td_file *f);
-void perf_free(td_file *f);
-Decoder *perf_decoder_new(td_file *f, int jobs, char *err);
-void perf_decoder_free(Decoder *d);
-void perf_run(Decoder *d, td_tick tick, void *ctx);
-int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
-                     char *err);
 
-/* _td_merge.c */
+/* _td_dispatch.c */
+int open_format(td_file *f);
+
+/* _td_pool.c */
 int default_jobs(void);
 void pool_fail(Decoder *d, int rc, const char *msg);
 void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_tick tick,
@@ -479,7 +522,7 @@ static inline __attribute__((always_inline)) void put_fixed(Buf *b, uint64_t v, 
 static inline __attribute__((always_inline)) int put_num(Buf *b, uint64_t v, int bytes)
 {
     if (buf_reserve(b, (size_t)bytes) < 0)
-        return -1;
+        return TD_ENOMEM;
     switch (bytes) {
     case 1: { uint8_t x = (uint8_t)v; memcpy(b->data + b->len, &x, 1); break; }
     case 2: { uint16_t x = (uint16_t)v; memcpy(b->data + b->len, &x, 2); break; }
@@ -508,7 +551,7 @@ static inline __attribute__((always_inline)) int put_index(StrCol *s, int32_t id
 static inline int put_offset(td_column *col, size_t end)
 {
     if (end > INT32_MAX)
-        return -1;
+        return TD_EINVAL;
     int32_t end32 = (int32_t)end;
     return buf_put(&col->offsets, &end32, 4);
 }

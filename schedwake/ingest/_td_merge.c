@@ -1,9 +1,11 @@
 /*
  * _td_merge.c: decoding with threads and the merge.  td_decode() decodes the
- * CPUs (trace.dat) or the record ranges (perf.data) in worker threads, with no
- * shared mutable state but atomic counters, into per-slot partial tables; the
- * merge then puts each event's rows into (timestamp, slot) order, column by
- * column, also in threads.  Streaming (td_stream_*) does the same batch by batch.
+ * CPUs (trace.dat) or the records of another source (f->src: perf.data's record
+ * ranges) in worker threads (_td_pool.c), with no shared mutable state but atomic
+ * counters, into per-slot partial tables; the merge then puts each event's rows
+ * into (timestamp, slot) order, column by column, also in threads.  Streaming
+ * (td_stream_*) does the same batch by batch.  Of another source it knows only
+ * the Source interface (_td_internal.h), never the source's own unit.
  */
 #include "_td_internal.h"
 
@@ -14,108 +16,6 @@ void td_want_all(td_file *f, int wanted)
 {
     for (int i = 0; i < f->nevents; i++)
         f->events[i].wanted = wanted;
-}
-
-/* ------------------------------------------------------------ threads */
-
-typedef struct {
-    Decoder *d;
-    int ntasks;
-    int next;                   /* atomic */
-    int running;                /* threads still working, under mu */
-    int (*fn)(Decoder *, int);
-    pthread_mutex_t mu;         /* the last thread out signals `done`, so a small */
-    pthread_cond_t done;        /* file costs no polling interval */
-} Pool;
-
-void pool_fail(Decoder *d, int rc, const char *msg)
-{
-    int expect = 0;
-    if (__atomic_compare_exchange_n(&d->failed, &expect, rc == REC_NOMEM ? 1 : rc == REC_CANCELLED ? 3 : 2, 0,
-                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-        snprintf(d->err, sizeof(d->err), "%s", rc == REC_NOMEM ? "out of memory" : msg);
-    }
-    d->cancel = 1;
-}
-
-static void *pool_thread(void *arg)
-{
-    Pool *p = arg;
-    for (;;) {
-        int t = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
-        if (t >= p->ntasks || p->d->cancel)
-            break;
-        (void)p->fn(p->d, t);
-    }
-    pthread_mutex_lock(&p->mu);
-    if (--p->running == 0)
-        pthread_cond_broadcast(&p->done);
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-}
-
-/* Wait until no thread runs or `ms` have passed; returns the threads still running. */
-static int pool_wait(Pool *p, long ms)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&p->mu);
-    while (p->running > 0 && pthread_cond_timedwait(&p->done, &p->mu, &until) == 0)
-        ;
-    int left = p->running;
-    pthread_mutex_unlock(&p->mu);
-    return left;
-}
-
-/* Run fn(d, 0..ntasks-1) in up to `jobs` threads; the calling thread ticks. */
-void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_tick tick,
-              void *ctx)
-{
-    Pool p = {d, ntasks, 0, 0, fn, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
-    if (tick && tick(ctx, 0.0)) {   /* a first call, however short the work */
-        pool_fail(d, REC_CANCELLED, "stopped");
-        return;
-    }
-    int n = jobs < ntasks ? jobs : ntasks;
-    pthread_t th[256];
-    if (n > 256)
-        n = 256;
-    if (n <= 1 && !tick) {          /* one worker: this thread, no thread to start */
-        p.running = 1;
-        pool_thread(&p);
-        return;
-    }
-    int started = 0;
-    p.running = n;
-    for (int i = 0; i < n; i++) {
-        if (pthread_create(&th[i], NULL, pool_thread, &p) != 0) {
-            pthread_mutex_lock(&p.mu);
-            p.running -= n - i;
-            pthread_mutex_unlock(&p.mu);
-            break;
-        }
-        started++;
-    }
-    if (!started) {                 /* no thread to be had: do it here */
-        p.running = 1;
-        pool_thread(&p);
-    }
-    while (tick && pool_wait(&p, 50) > 0) {
-        double frac = d->bytes_total ? (double)__atomic_load_n(&d->bytes_done, __ATOMIC_RELAXED)
-                                       / (double)d->bytes_total : 0.0;
-        if (tick(ctx, frac > 1 ? 1 : frac)) {
-            if (!d->failed)
-                pool_fail(d, REC_CANCELLED, "stopped");
-        }
-    }
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
 }
 
 /* ------------------------------------------------------- records' times */
@@ -139,7 +39,7 @@ void run_pool(Decoder *d, int jobs, int ntasks, int (*fn)(Decoder *, int), td_ti
  *   duration and rate computed over it would be wrong by orders of magnitude); also
  *   corrupt, for the same reason.
  */
-/* The exact time of raw clock value `raw`; -1 when it is not in 0..INT64_MAX. */
+/* The exact time of raw clock value `raw`; TD_EINVAL when it is not in 0..INT64_MAX. */
 static int exact_time(const td_file *f, uint64_t raw, int64_t *t)
 {
     unsigned __int128 ns = raw;
@@ -147,7 +47,7 @@ static int exact_time(const td_file *f, uint64_t raw, int64_t *t)
         ns = ns * f->tsc_mult >> f->tsc_shift;
     __int128 sum = (__int128)ns + f->ts_offset;
     if (sum < 0 || sum > INT64_MAX)
-        return -1;
+        return TD_EINVAL;
     *t = (int64_t)sum;
     return 0;
 }
@@ -188,7 +88,7 @@ static int check_trace_span(Decoder *d, char *err)
                   "the trace's first record (CPU %u, at %" PRId64 " ns): more than the %d "
                   "years any recording spans, so a timestamp is damaged", d->f->kind,
                   d->work[last].cpu, d->work[last].last_ts, (double)span / 86400e9,
-                  d->work[first].cpu, d->work[first].first_ts, MAX_TRACE_SPAN_YEARS), -1;
+                  d->work[first].cpu, d->work[first].first_ts, MAX_TRACE_SPAN_YEARS), TD_FAIL;
 }
 
 static int cpu_task(Decoder *d, int i)
@@ -458,54 +358,10 @@ done:
 
 /* ------------------------------------------------------------ decoding */
 
-/* A slot's partial tables and their caches. */
-void free_parts(Decoder *d, CpuWork *w)
-{
-    if (!w->parts)
-        return;
-    for (int e = 0; e < d->f->nevents; e++) {
-        Part *pt = &w->parts[e];
-        if (pt->caches) {
-            for (int c = 0; c < pt->ncols; c++)
-                free(pt->caches[c]);
-            free(pt->caches);
-        }
-        free_columns(pt->cols, pt->ncols);
-    }
-    free(w->parts);
-    w->parts = NULL;
-}
-
-void free_work(Decoder *d)
-{
-    if (!d->work)
-        return;
-    for (int s = 0; s < d->nwork; s++) {
-        CpuWork *w = &d->work[s];
-        free_parts(d, w);
-        buf_free(&w->lost_ts);
-        buf_free(&w->lost_cpu);
-        buf_free(&w->lost_count);
-        free(w->chunk);
-        decompress_end(&w->zctx);
-    }
-    free(d->work);
-    d->work = NULL;
-}
-
 static int cpu_slot_cmp(const void *a, const void *b)
 {
     const CpuWork *x = a, *y = b;
     return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
-}
-
-/* The CPUs this process may run on (its affinity, as os.sched_getaffinity). */
-int default_jobs(void)
-{
-    cpu_set_t set;
-    long n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                           : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
 /* Lost-event rows of all CPUs, in (ts, cpu) order. */
@@ -529,7 +385,7 @@ static int collect_lost(Decoder *d, int64_t horizon)
         n += d->work[s].lost_ts.len / 8;
     LostRow *rows = malloc((n ? n : 1) * sizeof(*rows));
     if (!rows)
-        return -1;
+        return TD_ENOMEM;
     size_t k = 0;
     for (int s = 0; s < d->nwork; s++) {
         CpuWork *w = &d->work[s];
@@ -565,55 +421,6 @@ static int collect_lost(Decoder *d, int64_t horizon)
              buf_put(&f->meta.lost_count, &rows[i].count, 8);
     free(rows);
     return rc ? -1 : 0;
-}
-
-void decoder_free(Decoder *d)
-{
-    if (!d)
-        return;
-    perf_decoder_free(d);
-    free_work(d);
-    if (d->layouts) {
-        for (int e = 0; e < d->f->nevents; e++)
-            free(d->layouts[e].kind);
-        free(d->layouts);
-    }
-    free(d->order_cpu);
-    free(d->tasks);
-    free(d);
-}
-
-/* A decoder of f's wanted events, with their layouts and no slots yet. */
-Decoder *decoder_alloc(td_file *f, int jobs, char *err)
-{
-    err[0] = 0;
-    f->err = err;
-    Decoder *d = calloc(1, sizeof(*d));
-    if (!d)
-        return seterr(err, "out of memory"), NULL;
-    d->f = f;
-    d->jobs = jobs <= 0 ? default_jobs() : jobs;
-    d->layouts = calloc((size_t)f->nevents + 1, sizeof(Layout));
-    d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
-    if (!d->layouts || !d->order_cpu)
-        goto nomem;
-    int ncols = 0;
-    for (int e = 0; e < f->nevents; e++) {
-        f->events[e].count = 0;
-        if (f->events[e].wanted) {
-            if (make_layout(f, e, &d->layouts[e]) < 0)
-                goto nomem;
-            ncols += event_ncols(f, e, &d->layouts[e]);
-        }
-    }
-    d->tasks = malloc((size_t)(ncols ? ncols : 1) * sizeof(*d->tasks));
-    if (!d->tasks)
-        goto nomem;
-    return d;
-nomem:
-    seterr(err, "out of memory");
-    decoder_free(d);
-    return NULL;
 }
 
 /* trace.dat: a slot per CPU with data in the buffer read. */
@@ -682,10 +489,11 @@ static int judge_unknown(td_file *f, char *err)
     int64_t unknown = f->meta.unknown_records, records = f->meta.records;
     if (unknown && unknown * 100 > records)
         return seterr(err, "corrupt %s: %" PRId64 " of %" PRId64 " records carry an "
-                      "event id that no event format in the file has", f->kind, unknown, records), -1;
+                      "event id that no event format in the file has", f->kind, unknown,
+                      records), TD_FAIL;
     if (unknown && td_warn(f, "skipped %" PRId64 " of %" PRId64 " records whose event id has no "
                         "format in the file", unknown, records) < 0)
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     return 0;
 }
 
@@ -700,7 +508,7 @@ static int emit(Decoder *d, int64_t horizon, char *err)
 {
     td_file *f = d->f;
     if (collect_lost(d, horizon) < 0)
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     /* one event at a time, so that only its order arrays exist (8 bytes a row) */
     for (int e = 0; e < f->nevents && !d->failed; e++) {
         td_event *ev = &f->events[e];
@@ -710,7 +518,7 @@ static int emit(Decoder *d, int64_t horizon, char *err)
         if (!ev->wanted)
             continue;
         if (init_columns(f, e, &d->layouts[e], &ev->cols, &ev->ncols) < 0)
-            return seterr(err, "out of memory"), -1;
+            return seterr(err, "out of memory"), TD_FAIL;
         for (int c = 0; c < ev->ncols; c++) {
             d->tasks[c].ev = e;
             d->tasks[c].col = c;
@@ -735,7 +543,7 @@ static int emit(Decoder *d, int64_t horizon, char *err)
 #endif
     }
     if (d->failed)
-        return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), -1;
+        return seterr(err, "%s", d->err[0] ? d->err : "out of memory"), TD_FAIL;
     for (int s = 0; s < d->nwork; s++)
         for (int e = 0; e < f->nevents; e++) {
             Part *pt = &d->work[s].parts[e];
@@ -753,12 +561,12 @@ static int emit(Decoder *d, int64_t horizon, char *err)
 
 int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
 {
-    Decoder *d = f->perf ? perf_decoder_new(f, jobs, err) : decoder_new(f, jobs, err);
+    Decoder *d = f->src ? f->src->decoder_new(f, jobs, err) : decoder_new(f, jobs, err);
     if (!d)
-        return -1;
+        return TD_FAIL;
     int rc = -1;
-    if (f->perf)
-        perf_run(d, tick, ctx);
+    if (f->src)
+        f->src->run(d, tick, ctx);
     else
         run_pool(d, d->jobs, d->nwork, cpu_task, tick, ctx);
     if (d->failed) {
@@ -768,7 +576,7 @@ int td_decode(td_file *f, int jobs, td_tick tick, void *ctx, char *err)
             seterr(err, "%s", d->err[0] ? d->err : "corrupt data");
         goto out;
     }
-    if (!f->perf && check_trace_span(d, err) < 0)
+    if (!f->src && check_trace_span(d, err) < 0)
         goto out;
     sum_up(d);
 #ifdef __GLIBC__
@@ -804,17 +612,17 @@ int td_stream_open(td_file *f, td_stream **out, char *err)
     *out = NULL;
     td_stream *st = calloc(1, sizeof(*st));
     if (!st)
-        return seterr(err, "out of memory"), -1;
-    st->d = f->perf ? perf_decoder_new(f, 1, err) : decoder_new(f, 1, err);
+        return seterr(err, "out of memory"), TD_FAIL;
+    st->d = f->src ? f->src->decoder_new(f, 1, err) : decoder_new(f, 1, err);
     if (!st->d) {
         free(st);
-        return -1;
+        return TD_FAIL;
     }
     st->d->streaming = 1;
     st->done = calloc((size_t)st->d->nwork + 1, sizeof(int));
     if (!st->done) {
         td_stream_close(st);
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     }
     *out = st;
     return 0;
@@ -885,7 +693,8 @@ static int tracedat_stream_step(td_stream *st, int64_t batch_rows, int64_t *hori
         if (rc < 0) {
             if (!d->work[behind].err[0])
                 snprintf(d->work[behind].err, TD_ERRLEN, "corrupt %s", f->kind);
-            return seterr(err, "%s", rc == REC_NOMEM ? "out of memory" : d->work[behind].err), -1;
+            return seterr(err, "%s",
+                          rc == REC_NOMEM ? "out of memory" : d->work[behind].err), TD_FAIL;
         }
         if (rc == 0)
             st->done[behind] = 1;
@@ -893,7 +702,7 @@ static int tracedat_stream_step(td_stream *st, int64_t batch_rows, int64_t *hori
             break;
     }
     if (check_trace_span(d, err) < 0)
-        return -1;
+        return TD_FAIL;
     /* the horizon: rows before the earliest "last decoded" time of a CPU that is
        not done can go out; with every CPU done, all can */
     *horizon = INT64_MAX;
@@ -917,11 +726,11 @@ int td_stream_next(td_stream *st, int64_t batch_rows, char *err)
         return 0;
     int64_t horizon = INT64_MAX;
     int all_done = 1;
-    if (f->perf) {
-        if (perf_stream_step(d, batch_rows, &horizon, &all_done, err) < 0)
-            return -1;
+    if (f->src) {
+        if (f->src->stream_step(d, batch_rows, &horizon, &all_done, err) < 0)
+            return TD_FAIL;
     } else if (tracedat_stream_step(st, batch_rows, &horizon, &all_done, err) < 0) {
-        return -1;
+        return TD_FAIL;
     }
     for (int s = 0; s < d->nwork; s++)
         for (int e = 0; e < f->nevents; e++) {
@@ -932,7 +741,7 @@ int td_stream_next(td_stream *st, int64_t batch_rows, char *err)
     if (all_done) {
         st->finished = 1;
         if (judge_unknown(f, err) < 0)
-            return -1;
+            return TD_FAIL;
     }
     return emit(d, all_done ? INT64_MAX : horizon, err) < 0 ? -1 : 1;
 }
@@ -959,39 +768,4 @@ td_meta *td_get_meta(td_file *f)
         }
     }
     return &f->meta;
-}
-
-void td_close(td_file *f)
-{
-    if (!f)
-        return;
-    perf_free(f);
-    for (int e = 0; e < f->nevents; e++)
-        free_columns(f->events[e].cols, f->events[e].ncols);
-    for (size_t i = 0; i < f->nowned; i++)
-        free(f->owned[i]);
-    free(f->owned);
-    free(f->events);
-    free(f->info);
-    free(f->by_id);
-    free(f->buffers);
-    free(f->warnings);
-    buf_free(&f->options);
-    buf_free(&f->cpustats);
-    buf_free(&f->meta.lost_ts);
-    buf_free(&f->meta.lost_cpu);
-    buf_free(&f->meta.lost_count);
-    free(f);
-}
-
-int td_fuzz_read(const uint8_t *data, size_t size, int jobs, char *err)
-{
-    td_file *f;
-    int rc = td_open(&f, data, size, err);
-    if (rc == 0) {
-        td_want_all(f, 1);
-        rc = td_decode(f, jobs, NULL, NULL, err);
-    }
-    td_close(f);
-    return rc;
 }

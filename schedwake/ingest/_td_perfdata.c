@@ -29,7 +29,8 @@
  * prints it), memory maps, losses, FINISHED_ROUND ordering, the record ranges
  * for threads.  perf_run() then decodes the samples, ranges in parallel when the
  * records are not compressed, each range's samples of a CPU into sorted runs
- * (slots) that the merge of _td_merge.c puts into (timestamp, CPU) order.
+ * (slots) that the merge of _td_merge.c puts into (timestamp, CPU) order:
+ * perf_source, the merge's Source interface, is all the merge knows of them.
  *
  * Same rules as the trace.dat layer: every length, offset and count read from
  * the file is checked before use (multiplications included), allocations are
@@ -116,6 +117,8 @@ enum { MODE_UNKNOWN = 0, MODE_KERNEL = 1, MODE_USER = 2, MODE_HV = 3, MODE_GUEST
 #define MISC_BUILD_ID_SIZE (1u << 15)
 #define MISC_LOST_SAMPLES_BPF (1u << 15)
 
+#define NO_MODIFIERS (-1)
+
 typedef struct {
     td_perf_attr pub;
     uint32_t size;              /* its perf_event_attr's own size */
@@ -123,7 +126,7 @@ typedef struct {
     int sample_id_size;         /* bytes of the sample_id trailer of other records */
     int id_pos;                 /* u64 index of the event id in a sample, -1 */
     int is_pos;                 /* ... counted from the end of a sample_id trailer, -1 */
-    int modifiers_at;           /* where the modifiers start in pub.name, -1 */
+    int modifiers_at;           /* where the modifiers start in pub.name, NO_MODIFIERS */
     int has_format;             /* a tracepoint with a format in the tracing data */
     int64_t bad_payloads;       /* its samples whose payload is another tracepoint */
 } Attr;
@@ -228,7 +231,7 @@ static int rd_pstr(Rd *r, const char **s, size_t *n, const char *what)
     const uint8_t *b;
     if (rd_u(r, 4, &len, what) < 0 || rd_bytes(r, len > r->size ? r->size + 1 : (size_t)len,
                                                 &b, what) < 0)
-        return -1;
+        return TD_FAIL;
     const uint8_t *nul = memchr(b, 0, (size_t)len);
     *s = (const char *)b;
     *n = nul ? (size_t)(nul - b) : (size_t)len;
@@ -240,20 +243,20 @@ static int own_pstr(td_file *f, Rd *r, const char **out, const char *what)
     const char *s;
     size_t n;
     if (rd_pstr(r, &s, &n, what) < 0)
-        return -1;
+        return TD_FAIL;
     *out = own_str(f, s, n);
-    return *out ? 0 : -1;
+    return *out ? TD_OK : TD_ENOMEM;
 }
 
 /* The int32 end offset of one more row of a binary column in b. */
 static int put_end(Buf *b, size_t end)
 {
     if (end > INT32_MAX)
-        return -1;
+        return TD_EINVAL;
     if (b->len == 0) {
         int32_t zero = 0;
         if (buf_put(b, &zero, 4) < 0)
-            return -1;
+            return TD_EINVAL;
     }
     int32_t e = (int32_t)end;
     return buf_put(b, &e, 4);
@@ -262,7 +265,7 @@ static int put_end(Buf *b, size_t end)
 static int push(td_file *f, Buf *b, const void *v, size_t n)
 {
     if (buf_put(b, v, n) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     return 0;
 }
 
@@ -312,7 +315,7 @@ static int attr_default_name(td_file *f, Attr *a)
         name[n + 1 + m] = 0;
     }
     a->pub.name = own_str(f, name, strlen(name));
-    return a->pub.name ? 0 : -1;
+    return a->pub.name ? TD_OK : TD_ENOMEM;
 }
 
 /* One perf_event_attr of `asize` bytes at r's cursor (any perf version: fields
@@ -321,16 +324,16 @@ static int parse_attr(td_file *f, PerfFile *p, Rd *r, size_t asize, Attr *a)
 {
     const uint8_t *b;
     if (rd_bytes(r, asize, &b, "event attribute") < 0)
-        return -1;
+        return TD_FAIL;
     uint8_t buf[136] = {0};
     uint32_t own_size = (uint32_t)pld(p, b + 4, 4);
     if (asize < 8)
-        return seterr(f->err, "corrupt perf.data: an event attribute of %zu bytes", asize), -1;
+        return seterr(f->err, "corrupt perf.data: an event attribute of %zu bytes", asize), TD_FAIL;
     if (own_size == 0)
         own_size = 64;      /* PERF_ATTR_SIZE_VER0 */
     if (own_size < 64 || own_size > asize)
         return seterr(f->err, "corrupt perf.data: an event attribute says it has %u bytes "
-                      "(its record gives it %zu; at least 64)", own_size, asize), -1;
+                      "(its record gives it %zu; at least 64)", own_size, asize), TD_FAIL;
     memcpy(buf, b, own_size < sizeof(buf) ? own_size : sizeof(buf));
     memset(a, 0, sizeof(*a));
     a->size = own_size;
@@ -352,7 +355,7 @@ static int parse_attr(td_file *f, PerfFile *p, Rd *r, size_t asize, Attr *a)
     pa->use_clockid = (int)(a->flags >> 25 & 1);
     pa->clockid = (int32_t)pld(p, buf + 92, 4);
     pa->event = -1;
-    a->modifiers_at = -1;
+    a->modifiers_at = NO_MODIFIERS;
     uint64_t st = pa->sample_type;
     /* where the event id is: IDENTIFIER first; ID after IP, TID, TIME, ADDR */
     a->id_pos = st & S_IDENTIFIER ? 0
@@ -368,11 +371,12 @@ static int parse_attr(td_file *f, PerfFile *p, Rd *r, size_t asize, Attr *a)
 static int add_attr(td_file *f, PerfFile *p, Attr **out)
 {
     if (p->nattrs >= MAX_ATTRS)
-        return seterr(f->err, "corrupt perf.data: more than %d event attributes", MAX_ATTRS), -1;
+        return seterr(f->err, "corrupt perf.data: more than %d event attributes",
+                      MAX_ATTRS), TD_FAIL;
     if (p->nattrs % 16 == 0) {
         Attr *n = realloc(p->attrs, ((size_t)p->nattrs + 16) * sizeof(*n));
         if (!n)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         p->attrs = n;
     }
     *out = &p->attrs[p->nattrs++];
@@ -382,10 +386,10 @@ static int add_attr(td_file *f, PerfFile *p, Attr **out)
 static int add_ids(td_file *f, PerfFile *p, int attr, const uint8_t *b, uint64_t n)
 {
     if (n > MAX_IDS || p->nids + n > MAX_IDS)
-        return seterr(f->err, "corrupt perf.data: more than %u event ids", MAX_IDS), -1;
+        return seterr(f->err, "corrupt perf.data: more than %u event ids", MAX_IDS), TD_FAIL;
     IdMap *m = realloc(p->ids, (p->nids + (size_t)n + 1) * sizeof(*m));
     if (!m)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     p->ids = m;
     for (uint64_t i = 0; i < n; i++)
         p->ids[p->nids++] = (IdMap){pld(p, b + 8 * i, 8), attr};
@@ -399,6 +403,9 @@ static int idmap_cmp(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+#define UNKNOWN_ATTR (-1)        /* an event id no attribute has */
+#define NO_ATTR (-2)             /* a record without an event: other_attr() */
+
 static int attr_of_id(const PerfFile *p, uint64_t id)
 {
     size_t lo = 0, hi = p->nids;
@@ -409,7 +416,7 @@ static int attr_of_id(const PerfFile *p, uint64_t id)
         else
             hi = mid;
     }
-    return lo < p->nids && p->ids[lo].id == id ? p->ids[lo].attr : -1;
+    return lo < p->nids && p->ids[lo].id == id ? p->ids[lo].attr : UNKNOWN_ATTR;
 }
 
 /* How a record finds its attribute: by the only one, or by an id every
@@ -417,13 +424,13 @@ static int attr_of_id(const PerfFile *p, uint64_t id)
 static int choose_id_mode(td_file *f, PerfFile *p)
 {
     if (p->nattrs == 0)
-        return seterr(f->err, "corrupt perf.data: the file has no event attributes"), -1;
+        return seterr(f->err, "corrupt perf.data: the file has no event attributes"), TD_FAIL;
     if (p->nids)
         qsort(p->ids, p->nids, sizeof(IdMap), idmap_cmp);
     for (size_t i = 1; i < p->nids; i++)
         if (p->ids[i].id == p->ids[i - 1].id && p->ids[i].attr != p->ids[i - 1].attr)
             return seterr(f->err, "corrupt perf.data: event id %" PRIu64 " belongs to two "
-                          "event attributes", p->ids[i].id), -1;
+                          "event attributes", p->ids[i].id), TD_FAIL;
     if (p->nattrs == 1) {
         p->id_mode = 0;
         return 0;
@@ -446,11 +453,11 @@ static int choose_id_mode(td_file *f, PerfFile *p)
         return seterr(f->err, "unsupported perf.data: %d events whose records carry no event "
                       "id in one place (record with one event, or with -e ... and perf's "
                       "default sample ids), so no sample can be given to its event",
-                      p->nattrs), -1;
+                      p->nattrs), TD_FAIL;
     }
     if (!p->nids)
         return seterr(f->err, "corrupt perf.data: %d event attributes but no event ids",
-                      p->nattrs), -1;
+                      p->nattrs), TD_FAIL;
     return 0;
 }
 
@@ -472,7 +479,9 @@ static int pair_cmp(const void *a, const void *b)
 }
 
 /* The CPU ID_INDEX gives event id `id` (a per-CPU event of a task recorded without
-   -a has no CPU in its samples, but its id is the one of that CPU's event); -1. */
+   -a has no CPU in its samples, but its id is the one of that CPU's event); NO_CPU. */
+#define NO_CPU (-1)             /* a sample's CPU column when it has none */
+
 static int32_t cpu_of_id(PerfFile *p, uint64_t id)
 {
     size_t n = p->id_cpu.len / 16;
@@ -491,30 +500,28 @@ static int32_t cpu_of_id(PerfFile *p, uint64_t id)
     }
     if (lo < n && ic[2 * lo] == (int64_t)id && ic[2 * lo + 1] >= 0 && ic[2 * lo + 1] < MAX_CPUS)
         return (int32_t)ic[2 * lo + 1];
-    return -1;
+    return NO_CPU;
 }
 
-#define NO_ATTR (-2)             /* a record without an event: other_attr() */
-
-/* The attribute of a SAMPLE record, -1 when its id is unknown. */
+/* The attribute of a SAMPLE record, UNKNOWN_ATTR when its id is unknown. */
 static int sample_attr(const PerfFile *p, const uint8_t *rec, size_t size)
 {
     if (p->id_mode == 0)
         return 0;
     size_t pos = 8 + 8 * (size_t)(p->id_mode == 1 ? 0 : p->attrs[0].id_pos);
     if (pos + 8 > size)
-        return -1;
+        return UNKNOWN_ATTR;
     return attr_of_id(p, pld(p, rec + pos, 8));
 }
 
-/* The attribute of another kernel record (its sample_id trailer), -1 unknown. */
+/* The attribute of another kernel record (its sample_id trailer), UNKNOWN_ATTR unknown. */
 static int other_attr(const PerfFile *p, const uint8_t *rec, size_t size)
 {
     if (p->id_mode == 0)
         return 0;
     size_t back = 8 * (size_t)p->attrs[0].is_pos;
     if (p->attrs[0].is_pos < 0 || back + 8 > size)
-        return -1;
+        return UNKNOWN_ATTR;
     uint64_t id = pld(p, rec + size - back, 8);
     /* id 0: a record perf synthesized (the tasks and maps that existed when it
        started), whose sample_id perf leaves zero */
@@ -544,7 +551,7 @@ static int parse_sample(const PerfFile *p, const Attr *a, const uint8_t *rec, si
     s->time = NO_TIME;
     s->cpu = -1;
     s->period = a->pub.freq ? 0 : a->pub.sample_period;
-#define NEED(n) do { if ((uint64_t)(end - q) < (uint64_t)(n)) return -1; } while (0)
+#define NEED(n) do { if ((uint64_t)(end - q) < (uint64_t)(n)) return TD_EINVAL; } while (0)
 #define U64(v) do { NEED(8); (v) = pld(p, q, 8); q += 8; } while (0)
     if (st & S_IDENTIFIER)
         U64(s->id);
@@ -587,7 +594,7 @@ static int parse_sample(const PerfFile *p, const Attr *a, const uint8_t *rec, si
             NEED(head);
             q += head;
             if (nr > (uint64_t)(end - q) / per)
-                return -1;
+                return TD_EINVAL;
             q += nr * per;
         } else {
             uint64_t n = per + 8 * (!!(rf & RF_ENABLED) + !!(rf & RF_RUNNING));
@@ -598,7 +605,7 @@ static int parse_sample(const PerfFile *p, const Attr *a, const uint8_t *rec, si
     if (st & S_CALLCHAIN) {
         U64(s->nchain);
         if (s->nchain > (uint64_t)(end - q) / 8)
-            return -1;
+            return TD_EINVAL;
         s->chain = q;
         q += s->nchain * 8;
     }
@@ -621,7 +628,7 @@ static int parse_sample(const PerfFile *p, const Attr *a, const uint8_t *rec, si
         }
         uint64_t per = 24 + (a->branch_sample_type & BRANCH_COUNTERS ? 8 : 0);
         if (n > (uint64_t)(end - q) / per)
-            return -1;
+            return TD_EINVAL;
         q += n * per;
     }
     if (st & S_REGS_USER) {
@@ -662,10 +669,10 @@ static int parse_sample(const PerfFile *p, const Attr *a, const uint8_t *rec, si
     }
 #undef U64
 #undef NEED
-    return q == end ? 0 : -1;
+    return q == end ? TD_OK : TD_EINVAL;
 }
 
-/* The sample_id trailer of a non-sample record: time, tid, cpu.  0, or -1 when
+/* The sample_id trailer of a non-sample record: time, tid, cpu.  TD_OK, or TD_EINVAL when
    the record is too short for it. */
 static int parse_sample_id(const PerfFile *p, const Attr *a, const uint8_t *rec, size_t size,
                            size_t body, Sample *s)
@@ -676,7 +683,7 @@ static int parse_sample_id(const PerfFile *p, const Attr *a, const uint8_t *rec,
     if (!a || !a->pub.sample_id_all)
         return 0;
     if (body > size || (size_t)a->sample_id_size > size - body)
-        return -1;
+        return TD_EINVAL;
     const uint8_t *q = rec + size;
     uint64_t st = a->pub.sample_type;
     if (st & S_IDENTIFIER)
@@ -711,15 +718,15 @@ static int feature_cpu_topology(td_file *f, PerfFile *p, Rd *r)
     for (int k = 0; k < 2; k++) {
         uint64_t n;
         if (rd_u(r, 4, &n, "CPU_TOPOLOGY count") < 0)
-            return -1;
+            return TD_FAIL;
         if (n > MAX_CPUS)
             return seterr(f->err, "corrupt perf.data: CPU_TOPOLOGY lists %" PRIu64
-                          " sibling sets", n), -1;
+                          " sibling sets", n), TD_FAIL;
         for (uint64_t i = 0; i < n; i++) {
             const char *s;
             if (own_pstr(f, r, &s, "CPU_TOPOLOGY sibling list") < 0 ||
                 push(f, lists[k], &s, sizeof(s)) < 0)
-                return -1;
+                return TD_FAIL;
         }
         *counts[k] = (int)n;
     }
@@ -729,35 +736,35 @@ static int feature_cpu_topology(td_file *f, PerfFile *p, Rd *r)
         for (int c = 0; c < ncpu; c++) {
             uint64_t core, sock;
             if (rd_u(r, 4, &core, "core id") < 0 || rd_u(r, 4, &sock, "socket id") < 0)
-                return -1;
+                return TD_FAIL;
             int32_t c32 = (int32_t)core, s32 = (int32_t)sock;
             if (push(f, &p->core_id, &c32, 4) < 0 || push(f, &p->socket_id, &s32, 4) < 0)
-                return -1;
+                return TD_FAIL;
         }
         in->n_cpu_ids = ncpu;
         /* and die siblings and die ids (perf >= 5.4) */
         if (r->size - r->pos >= 4) {
             uint64_t n;
             if (rd_u(r, 4, &n, "CPU_TOPOLOGY die count") < 0)
-                return -1;
+                return TD_FAIL;
             if (n > MAX_CPUS)
                 return seterr(f->err, "corrupt perf.data: CPU_TOPOLOGY lists %" PRIu64
-                              " dies", n), -1;
+                              " dies", n), TD_FAIL;
             for (uint64_t i = 0; i < n; i++) {
                 const char *s;
                 if (own_pstr(f, r, &s, "CPU_TOPOLOGY die list") < 0 ||
                     push(f, &p->dies, &s, sizeof(s)) < 0)
-                    return -1;
+                    return TD_FAIL;
             }
             in->n_dies = (int)n;
             if (r->size - r->pos >= (size_t)ncpu * 4) {
                 for (int c = 0; c < ncpu; c++) {
                     uint64_t die;
                     if (rd_u(r, 4, &die, "die id") < 0)
-                        return -1;
+                        return TD_FAIL;
                     int32_t d32 = (int32_t)die;
                     if (push(f, &p->die_id, &d32, 4) < 0)
-                        return -1;
+                        return TD_FAIL;
                 }
             }
         }
@@ -769,21 +776,22 @@ static int feature_numa(td_file *f, PerfFile *p, Rd *r)
 {
     uint64_t n;
     if (rd_u(r, 4, &n, "NUMA_TOPOLOGY count") < 0)
-        return -1;
+        return TD_FAIL;
     if (n > MAX_CPUS)
-        return seterr(f->err, "corrupt perf.data: NUMA_TOPOLOGY lists %" PRIu64 " nodes", n), -1;
+        return seterr(f->err, "corrupt perf.data: NUMA_TOPOLOGY lists %" PRIu64 " nodes",
+                      n), TD_FAIL;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t node, total, fr;
         td_perf_numa nm;
         if (rd_u(r, 4, &node, "NUMA node") < 0 || rd_u(r, 8, &total, "NUMA memory") < 0 ||
             rd_u(r, 8, &fr, "NUMA free memory") < 0 ||
             own_pstr(f, r, &nm.cpus, "NUMA cpu list") < 0)
-            return -1;
+            return TD_FAIL;
         nm.node = (int32_t)node;
         nm.mem_total_kb = total;
         nm.mem_free_kb = fr;
         if (push(f, &p->numa, &nm, sizeof(nm)) < 0)
-            return -1;
+            return TD_FAIL;
     }
     p->info.n_numa = (int)n;
     return 0;
@@ -793,13 +801,13 @@ static int feature_cache(td_file *f, PerfFile *p, Rd *r)
 {
     uint64_t version, n;
     if (rd_u(r, 4, &version, "CACHE version") < 0 || rd_u(r, 4, &n, "CACHE count") < 0)
-        return -1;
+        return TD_FAIL;
     if (version != 1)
         return td_warn(f, "the CACHE section has version %" PRIu64 " (known: 1): the file's "
                        "caches are not used", version) < 0 ? seterr(f->err, "out of memory"), -1
                                                             : 0;
     if (n > MAX_CPUS)
-        return seterr(f->err, "corrupt perf.data: CACHE lists %" PRIu64 " caches", n), -1;
+        return seterr(f->err, "corrupt perf.data: CACHE lists %" PRIu64 " caches", n), TD_FAIL;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t level, line, sets, ways;
         td_perf_cache c;
@@ -808,13 +816,13 @@ static int feature_cache(td_file *f, PerfFile *p, Rd *r)
             own_pstr(f, r, &c.type, "cache type") < 0 ||
             own_pstr(f, r, &c.size, "cache size") < 0 ||
             own_pstr(f, r, &c.cpus, "cache cpu list") < 0)
-            return -1;
+            return TD_FAIL;
         c.level = (uint32_t)level;
         c.line_size = (uint32_t)line;
         c.sets = (uint32_t)sets;
         c.ways = (uint32_t)ways;
         if (push(f, &p->cache, &c, sizeof(c)) < 0)
-            return -1;
+            return TD_FAIL;
     }
     p->info.n_cache = (int)n;
     return 0;
@@ -827,13 +835,13 @@ static int build_id_entry(td_file *f, PerfFile *p, Rd *r)
     const uint8_t *id, *name;
     if (rd_u(r, 4, &type, "build id header") < 0 || rd_u(r, 2, &misc, "build id header") < 0 ||
         rd_u(r, 2, &size, "build id header") < 0)
-        return -1;
+        return TD_FAIL;
     if (size < 8 + 4 + 24 || size > r->size - start)
         return seterr(f->err, "corrupt perf.data: a build id entry at offset %" PRIu64
-                      " says %" PRIu64 " bytes", r->base + start, size), -1;
+                      " says %" PRIu64 " bytes", r->base + start, size), TD_FAIL;
     if (rd_u(r, 4, &pid, "build id pid") < 0 || rd_bytes(r, 24, &id, "build id") < 0 ||
         rd_bytes(r, (size_t)size - 36, &name, "build id file name") < 0)
-        return -1;
+        return TD_FAIL;
     td_perf_build_id b;
     memset(&b, 0, sizeof(b));
     b.pid = (int32_t)pid;
@@ -845,7 +853,7 @@ static int build_id_entry(td_file *f, PerfFile *p, Rd *r)
     const uint8_t *nul = memchr(name, 0, (size_t)size - 36);
     b.filename = own_str(f, (const char *)name, nul ? (size_t)(nul - name) : (size_t)size - 36);
     if (!b.filename)
-        return -1;
+        return TD_ENOMEM;
     return push(f, &p->build_ids, &b, sizeof(b));
 }
 
@@ -854,10 +862,10 @@ static int feature_event_desc(td_file *f, PerfFile *p, Rd *r)
 {
     uint64_t n, asize;
     if (rd_u(r, 4, &n, "EVENT_DESC count") < 0 || rd_u(r, 4, &asize, "EVENT_DESC size") < 0)
-        return -1;
+        return TD_FAIL;
     if (n > MAX_ATTRS || asize < 8 || asize > MAX_ATTR_BYTES)
         return seterr(f->err, "corrupt perf.data: EVENT_DESC says %" PRIu64 " events of %"
-                      PRIu64 " bytes", n, asize), -1;
+                      PRIu64 " bytes", n, asize), TD_FAIL;
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *b;
         uint64_t nids;
@@ -865,14 +873,14 @@ static int feature_event_desc(td_file *f, PerfFile *p, Rd *r)
         if (rd_bytes(r, (size_t)asize, &b, "EVENT_DESC attribute") < 0 ||
             rd_u(r, 4, &nids, "EVENT_DESC id count") < 0 ||
             own_pstr(f, r, &name, "EVENT_DESC name") < 0)
-            return -1;
+            return TD_FAIL;
         if (nids > (r->size - r->pos) / 8)
             return rd_fail(r, "more event ids than bytes");
         const uint8_t *ids;
         if (rd_bytes(r, (size_t)nids * 8, &ids, "EVENT_DESC ids") < 0)
-            return -1;
+            return TD_FAIL;
         /* the attribute: by its first id, else by position */
-        int a = nids ? attr_of_id(p, pld(p, ids, 8)) : -1;
+        int a = nids ? attr_of_id(p, pld(p, ids, 8)) : UNKNOWN_ATTR;
         if (a < 0 && i < (uint64_t)p->nattrs && (!nids || !p->nids))
             a = (int)i;
         if (a >= 0 && name[0])
@@ -887,16 +895,16 @@ static int feature_compressed(td_file *f, PerfFile *p, Rd *r)
     if (rd_u(r, 4, &version, "COMPRESSED version") < 0 || rd_u(r, 4, &type, "COMPRESSED type") ||
         rd_u(r, 4, &level, "COMPRESSED level") || rd_u(r, 4, &ratio, "COMPRESSED ratio") ||
         rd_u(r, 4, &mmap_len, "COMPRESSED mmap size"))
-        return -1;
+        return TD_FAIL;
     if (type != 1)      /* PERF_COMP_ZSTD */
         return seterr(f->err, "unsupported perf.data: records compressed with method %" PRIu64
-                      " (known: 1, zstd)", type), -1;
+                      " (known: 1, zstd)", type), TD_FAIL;
     /* the bytes a COMPRESSED record may decompress to (walk_compressed): perf's
        buffer size, (2^n + 1) pages, no more than the kernel's largest buffer */
     if (mmap_len < 2 * 4096 || mmap_len > MAX_COMP_MMAP_LEN)
         return seterr(f->err, "corrupt perf.data: the COMPRESSED feature says perf's buffers "
                       "held %" PRIu64 " bytes (mmap_len; perf's are 8 KiB to 2 GiB and a page)",
-                      mmap_len), -1;
+                      mmap_len), TD_FAIL;
     p->info.compressed = 1;
     p->info.comp_level = (int)level;
     p->info.comp_ratio = (int)ratio;
@@ -912,23 +920,23 @@ static int read_tracing_data(td_file *f, PerfFile *p, Rd *r)
         return 0;
     const char *ver;
     if (read_tracing_header(f, r, &ver) < 0)
-        return -1;
+        return TD_FAIL;
     if (strcmp(ver, "0.5") && strcmp(ver, "0.6"))
         return seterr(f->err, "unsupported perf.data: tracing data version '%.16s' (known: "
-                      "0.5, 0.6)", ver), -1;
+                      "0.5, 0.6)", ver), TD_FAIL;
     p->info.tracing_version = own_str(f, ver, strlen(ver));
     if (!p->info.tracing_version)
-        return -1;
+        return TD_ENOMEM;
     if (read_header_info(f, r) < 0 || read_ftrace_formats(f, r) < 0 ||
         read_event_formats(f, r) < 0 || read_kallsyms(f, r) < 0)
-        return -1;
+        return TD_FAIL;
     uint64_t n;
     const uint8_t *text;
     if (rd_u(r, 4, &n, "printk formats size") < 0 ||
         rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "printk formats") < 0)
-        return -1;
+        return TD_FAIL;
     if (!strcmp(ver, "0.6") && read_cmdlines(f, r) < 0)
-        return -1;
+        return TD_FAIL;
     p->tracing_done = 1;
     p->info.has_tracing_data = 1;
     return 0;
@@ -944,7 +952,7 @@ static int read_feature(td_file *f, PerfFile *p, int feat, Rd *r)
     case F_BUILD_ID:
         while (r->pos < r->size)
             if (build_id_entry(f, p, r) < 0)
-                return -1;
+                return TD_FAIL;
         in->n_build_ids = (int)(p->build_ids.len / sizeof(td_perf_build_id));
         return 0;
     case F_HOSTNAME:
@@ -962,10 +970,10 @@ static int read_feature(td_file *f, PerfFile *p, int feat, Rd *r)
     case F_NRCPUS: {
         uint64_t avail, online;
         if (rd_u(r, 4, &avail, "NRCPUS") < 0 || rd_u(r, 4, &online, "NRCPUS") < 0)
-            return -1;
+            return TD_FAIL;
         if (avail > MAX_CPUS || online > MAX_CPUS)
             return seterr(f->err, "corrupt perf.data: NRCPUS says %" PRIu64 " CPUs (%" PRIu64
-                          " online)", avail, online), -1;
+                          " online)", avail, online), TD_FAIL;
         in->nr_cpus_avail = (int)avail;
         in->nr_cpus_online = (int)online;
         return 0;
@@ -976,7 +984,7 @@ static int read_feature(td_file *f, PerfFile *p, int feat, Rd *r)
         uint64_t n;
         Buf line = {0};
         if (rd_u(r, 4, &n, "CMDLINE count") < 0)
-            return -1;
+            return TD_FAIL;
         if (n > r->size)
             return rd_fail(r, "more arguments than bytes");
         for (uint64_t i = 0; i < n; i++) {
@@ -990,7 +998,7 @@ static int read_feature(td_file *f, PerfFile *p, int feat, Rd *r)
         }
         in->cmdline = own_str(f, line.data ? line.data : "", line.len);
         buf_free(&line);
-        return in->cmdline ? 0 : -1;
+        return in->cmdline ? TD_OK : TD_ENOMEM;
     }
     case F_EVENT_DESC:
         return feature_event_desc(f, p, r);
@@ -1003,30 +1011,30 @@ static int read_feature(td_file *f, PerfFile *p, int feat, Rd *r)
     case F_SAMPLE_TIME:
         if (rd_u(r, 8, &in->sample_time_first, "SAMPLE_TIME") < 0 ||
             rd_u(r, 8, &in->sample_time_last, "SAMPLE_TIME") < 0)
-            return -1;
+            return TD_FAIL;
         in->has_sample_time = 1;
         return 0;
     case F_CLOCKID:
         if (rd_u(r, 8, &in->clockid, "CLOCKID") < 0)
-            return -1;
+            return TD_FAIL;
         in->has_clockid = 1;
         return 0;
     case F_CLOCK_DATA: {
         uint64_t version;
         if (rd_u(r, 4, &version, "CLOCK_DATA version") < 0)
-            return -1;
+            return TD_FAIL;
         if (version != 1)
             return 0;
         if (rd_u(r, 4, &in->clock_data_clockid, "CLOCK_DATA clock") < 0 ||
             rd_u(r, 8, &in->clock_tod_ns, "CLOCK_DATA time of day") < 0 ||
             rd_u(r, 8, &in->clock_clockid_ns, "CLOCK_DATA clock time") < 0)
-            return -1;
+            return TD_FAIL;
         in->has_clock_data = 1;
         return 0;
     }
     case F_DIR_FORMAT:
         return seterr(f->err, "unsupported perf.data: this is the header of a directory "
-                      "(perf record --threads): give the directory, not its data file"), -1;
+                      "(perf record --threads): give the directory, not its data file"), TD_FAIL;
     case F_COMPRESSED:
         return feature_compressed(f, p, r);
     }
@@ -1038,7 +1046,7 @@ static int read_file_header(td_file *f, PerfFile *p)
     Rd r = {f->data, f->size, 8, 0, "file header", p->swap, f->err, "perf.data"};
     uint64_t hsize, attr_size, a_off, a_size, d_off, d_size, t_off, t_size;
     if (rd_u(&r, 8, &hsize, "header size") < 0)
-        return -1;
+        return TD_FAIL;
     if (hsize == PIPE_HEADER_SIZE) {
         p->pipe = 1;
         p->data_start = PIPE_HEADER_SIZE;
@@ -1048,33 +1056,35 @@ static int read_file_header(td_file *f, PerfFile *p)
     if (hsize != PERF_HEADER_SIZE && hsize != PERF_HEADER_OLD)
         return seterr(f->err, "corrupt perf.data: the header says it has %" PRIu64 " bytes "
                       "(%u, %u or %u in the known versions)", hsize, PIPE_HEADER_SIZE,
-                      PERF_HEADER_OLD, PERF_HEADER_SIZE), -1;
+                      PERF_HEADER_OLD, PERF_HEADER_SIZE), TD_FAIL;
     if (rd_u(&r, 8, &attr_size, "attribute size") || rd_u(&r, 8, &a_off, "attributes") ||
         rd_u(&r, 8, &a_size, "attributes") || rd_u(&r, 8, &d_off, "data section") ||
         rd_u(&r, 8, &d_size, "data section") || rd_u(&r, 8, &t_off, "event types") ||
         rd_u(&r, 8, &t_size, "event types"))
-        return -1;
+        return TD_FAIL;
     uint64_t bits[4] = {0};
     if (hsize == PERF_HEADER_SIZE)
         for (int i = 0; i < 4; i++)
             if (rd_u(&r, 8, &bits[i], "feature bits") < 0)
-                return -1;
+                return TD_FAIL;
     if (d_off > f->size || d_size > f->size - d_off)
         return seterr(f->err, "truncated or corrupt perf.data: the data section (%" PRIu64
                       " bytes at offset %" PRIu64 ") runs past the end of the file (%zu bytes)",
-                      d_size, d_off, f->size), -1;
+                      d_size, d_off, f->size), TD_FAIL;
     if (d_size == 0 && d_off == 0)
         return seterr(f->err, "truncated perf.data: the header has no data section (perf "
-                      "record did not finish writing the file)"), -1;
+                      "record did not finish writing the file)"), TD_FAIL;
     if (a_off > f->size || a_size > f->size - a_off)
         return seterr(f->err, "truncated or corrupt perf.data: the attributes (%" PRIu64
                       " bytes at offset %" PRIu64 ") run past the end of the file", a_size,
-                      a_off), -1;
+                      a_off), TD_FAIL;
     if (attr_size < 16 + 64 || attr_size > MAX_ATTR_BYTES)
-        return seterr(f->err, "corrupt perf.data: attributes of %" PRIu64 " bytes", attr_size), -1;
+        return seterr(f->err, "corrupt perf.data: attributes of %" PRIu64 " bytes",
+                      attr_size), TD_FAIL;
     if (a_size % attr_size)
         return seterr(f->err, "corrupt perf.data: the attribute section (%" PRIu64 " bytes) is "
-                      "not a whole number of %" PRIu64 "-byte attributes", a_size, attr_size), -1;
+                      "not a whole number of %" PRIu64 "-byte attributes", a_size,
+                      attr_size), TD_FAIL;
     p->data_start = d_off;
     p->data_end = d_off + d_size;
     Rd ar = {f->data + a_off, (size_t)a_size, 0, a_off, "attributes", p->swap, f->err,
@@ -1084,13 +1094,13 @@ static int read_file_header(td_file *f, PerfFile *p)
         uint64_t ids_off, ids_size;
         if (add_attr(f, p, &a) < 0 || parse_attr(f, p, &ar, (size_t)attr_size - 16, a) < 0 ||
             rd_u(&ar, 8, &ids_off, "attribute ids") < 0 || rd_u(&ar, 8, &ids_size, "attribute ids"))
-            return -1;
+            return TD_FAIL;
         if (ids_off > f->size || ids_size > f->size - ids_off || ids_size % 8)
             return seterr(f->err, "corrupt perf.data: the ids of attribute %" PRIu64 " (%" PRIu64
                           " bytes at offset %" PRIu64 ") are not inside the file", i, ids_size,
-                          ids_off), -1;
+                          ids_off), TD_FAIL;
         if (add_ids(f, p, p->nattrs - 1, f->data + ids_off, ids_size / 8) < 0)
-            return -1;
+            return TD_FAIL;
     }
     /* the feature sections: a table after the data, one entry per bit set */
     uint64_t at = p->data_end;
@@ -1100,16 +1110,16 @@ static int read_file_header(td_file *f, PerfFile *p)
         Rd t = {f->data, f->size, (size_t)at, 0, "feature table", p->swap, f->err, "perf.data"};
         uint64_t off, size;
         if (rd_u(&t, 8, &off, "feature section") < 0 || rd_u(&t, 8, &size, "feature section"))
-            return -1;
+            return TD_FAIL;
         at += 16;
         if (off > f->size || size > f->size - off || size > MAX_FEATURE_BYTES)
             return seterr(f->err, "truncated or corrupt perf.data: feature %d (%" PRIu64
                           " bytes at offset %" PRIu64 ") is not inside the file (%zu bytes)",
-                          feat, size, off, f->size), -1;
+                          feat, size, off, f->size), TD_FAIL;
         Rd fr = {f->data + off, (size_t)size, 0, off, "feature section", p->swap, f->err,
                  "perf.data"};
         if (read_feature(f, p, feat, &fr) < 0)
-            return -1;
+            return TD_FAIL;
     }
     return 0;
 }
@@ -1381,7 +1391,7 @@ static int add_comm(td_file *f, PerfFile *p, int32_t tid, int64_t ts, int64_t se
         size_t cap = p->comms_cap ? p->comms_cap * 2 : 1024;
         CommAt *n = realloc(p->comms, cap * sizeof(*n));
         if (!n)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         p->comms = n;
         p->comms_cap = cap;
     }
@@ -1414,7 +1424,7 @@ static int pass1_sideband(Walk *wk, uint32_t type, uint16_t misc, const uint8_t 
     PerfFile *p = wk->p;
     td_perf_info *in = &p->info;
     int ai = other_attr(p, rec, size);
-    if (ai == -1)
+    if (ai == UNKNOWN_ATTR)
         return walk_fail(wk, "corrupt perf.data: the %s record at offset %" PRIu64 " carries "
                          "an event id that no event of the file has", rec_name(type), foff);
     const Attr *a = ai >= 0 ? &p->attrs[ai] : NULL;
@@ -1594,13 +1604,15 @@ static void time_ends(td_perf_info *in, int64_t ts, int ai)
 }
 
 /* The tracepoint id a tracepoint sample's payload says it is (its common_type), or
-   -1 when it cannot be checked (no tracing data, no payload, too short for it). */
+   NO_PAYLOAD_TYPE when it cannot be checked (no tracing data, no payload, too short for it). */
+#define NO_PAYLOAD_TYPE (-1)
+
 static int64_t payload_type(const td_file *f, const PerfFile *p, const Attr *a,
                             const Sample *s)
 {
     if (a->pub.type != T_TRACEPOINT || !p->tracing_done || !s->raw || !f->common_type_size ||
         s->raw_size < (uint32_t)(f->common_type_off + f->common_type_size))
-        return -1;
+        return NO_PAYLOAD_TYPE;
     return (int64_t)ld(s->raw + f->common_type_off, f->common_type_size, p->swap);
 }
 
@@ -1653,7 +1665,7 @@ static int check_payload(Walk *wk, int ai, const Sample *s, uint64_t foff)
 static int payload_not_its_own(const td_file *f, const PerfFile *p, const Attr *a,
                                const Sample *s)
 {
-    int64_t ct = a->has_format ? payload_type(f, p, a, s) : -1;
+    int64_t ct = a->has_format ? payload_type(f, p, a, s) : NO_PAYLOAD_TYPE;
     return ct >= 0 && (uint64_t)ct != a->pub.config;
 }
 
@@ -1798,7 +1810,7 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
     if (type < PR_HEADER_ATTR && type != PR_SAMPLE) {
         int ai = other_attr(p, rec, size);
         Sample sid;
-        if (ai == -1)
+        if (ai == UNKNOWN_ATTR)
             return walk_fail(wk, "corrupt perf.data: the %s record at offset %" PRIu64
                              " carries an event id that no event of the file has",
                              rec_name(type), foff);
@@ -1999,7 +2011,7 @@ static int set_extra(td_file *f, int ev, int tracepoint, uint64_t st)
 {
     ExtraCol *cols = calloc(8, sizeof(ExtraCol));
     if (own(f, cols) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     int n = 0;
     if (!tracepoint) {
         if (st & S_TID)
@@ -2020,13 +2032,14 @@ static int set_extra(td_file *f, int ev, int tracepoint, uint64_t st)
     return 0;
 }
 
+/* Where the modifiers (":u", "/k") of an event's name start, or NO_MODIFIERS. */
 static int split_modifiers(const char *name)
 {
     const char *colon = strrchr(name, ':');
     const char *slash = strrchr(name, '/');
     const char *cut = colon && (!slash || colon > slash) ? colon + 1 : slash ? slash + 1 : NULL;
     if (!cut || !*cut || strspn(cut, "ukhIGHpPSDWeb") != strlen(cut))
-        return -1;
+        return NO_MODIFIERS;
     return (int)(cut - name);
 }
 
@@ -2047,19 +2060,19 @@ static int setup_events(td_file *f, PerfFile *p)
                 char name[256];
                 snprintf(name, sizeof(name), "%s:%s", f->events[ev].system, f->events[ev].name);
                 if (!(pa->name = own_str(f, name, strlen(name))))
-                    return -1;
+                    return TD_ENOMEM;
             }
             if (!pa->name) {
                 char name[64];
                 snprintf(name, sizeof(name), "tracepoint:%" PRIu64, pa->config);
                 if (!(pa->name = own_str(f, name, strlen(name))))
-                    return -1;
+                    return TD_ENOMEM;
             }
             if (ev >= 0 && pa->samples && (pa->freq || pa->sample_period != 1) &&
                 td_warn(f, "%s was sampled %s %" PRIu64 " (not every event): its counts are a "
                         "sample of the events", pa->name, pa->freq ? "at a frequency of"
                         : "once every", pa->sample_period) < 0)
-                return seterr(f->err, "out of memory"), -1;
+                return seterr(f->err, "out of memory"), TD_FAIL;
             /* one warning per event left out, with the formats that do not parse */
             char why[TD_ERRLEN + 64] = "";
             if (f->skipped_formats)
@@ -2070,13 +2083,13 @@ static int setup_events(td_file *f, PerfFile *p)
                 td_warn(f, "%" PRId64 " samples of %s were left out of the tables and the "
                         "duration: the file has no format for tracepoint id %" PRIu64 "%s",
                         pa->samples, pa->name, pa->config, why) < 0)
-                return seterr(f->err, "out of memory"), -1;
+                return seterr(f->err, "out of memory"), TD_FAIL;
             if (ev < 0 && pa->samples)
                 said_skipped = 1;
             continue;
         }
         if (!pa->name && attr_default_name(f, a) < 0)
-            return -1;
+            return TD_FAIL;
         a->modifiers_at = split_modifiers(pa->name);
         size_t base = a->modifiers_at > 0 ? (size_t)a->modifiers_at - 1 : strlen(pa->name);
         char table[256];
@@ -2100,7 +2113,7 @@ static int setup_events(td_file *f, PerfFile *p)
         if (ev < 0) {
             ev = new_event(f);
             if (ev < 0)
-                return -1;
+                return TD_FAIL;
             td_event *e = &f->events[ev];
             EvInfo *in = &f->info[ev];
             e->name = own_str(f, table, strlen(table));
@@ -2109,7 +2122,7 @@ static int setup_events(td_file *f, PerfFile *p)
             e->id = -1;
             in->ncommon = NCOMMON_SAMPLE;
             if (!e->name || set_extra(f, ev, 0, pa->sample_type) < 0)
-                return -1;
+                return TD_FAIL;
             f->nevents++;
         }
         pa->event = ev;
@@ -2117,18 +2130,18 @@ static int setup_events(td_file *f, PerfFile *p)
     if (f->skipped_formats && !said_skipped &&
         td_warn(f, "skipped %d event format%s that do not parse (the first: %s)",
                 f->skipped_formats, f->skipped_formats > 1 ? "s" : "", skipped_why(f)) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     /* tracepoints: callchain columns when an attribute of theirs records them */
     for (int i = 0; i < p->nattrs; i++) {
         Attr *a = &p->attrs[i];
         if (a->pub.type == T_TRACEPOINT && a->pub.event >= 0 &&
             (a->pub.sample_type & S_CALLCHAIN) && !f->info[a->pub.event].nextra &&
             set_extra(f, a->pub.event, 1, S_CALLCHAIN) < 0)
-            return -1;
+            return TD_FAIL;
         if (a->pub.type == T_TRACEPOINT && a->pub.event >= 0 && !(a->pub.sample_type & S_RAW) &&
             a->pub.samples &&
             td_warn(f, "the samples of %s carry no raw data: skipped", a->pub.name) < 0)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
     }
     return 0;
 }
@@ -2170,15 +2183,15 @@ static int set_meta(td_file *f, PerfFile *p)
                  p->bad_payload_off, p->bad_payload_type, tracepoint_name(f, a->pub.config),
                  a->pub.config);
         if (refuse)
-            return seterr(f->err, "corrupt perf.data: %s", msg), -1;
+            return seterr(f->err, "corrupt perf.data: %s", msg), TD_FAIL;
         if (td_warn(f, "%s", msg) < 0)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
     }
     /* NRCPUS' count is the highest present CPU + 1: a record on a CPU beyond it
        contradicts it (believed, one damaged CPU field makes a 4097-CPU machine) */
     if (in->nr_cpus_avail > 0 && p->max_cpu >= in->nr_cpus_avail)
         return seterr(f->err, "corrupt perf.data: a record is on CPU %d, the NRCPUS feature "
-                      "says the machine has %d CPUs", p->max_cpu, in->nr_cpus_avail), -1;
+                      "says the machine has %d CPUs", p->max_cpu, in->nr_cpus_avail), TD_FAIL;
     int cpus = in->nr_cpus_avail > p->max_cpu + 1 ? in->nr_cpus_avail : p->max_cpu + 1;
     if (cpus < 1)
         cpus = 1;
@@ -2198,7 +2211,7 @@ static int set_meta(td_file *f, PerfFile *p)
             f->meta.clock = clock_name(p->attrs[i].pub.clockid);
     f->lost_per_cpu = calloc((size_t)cpus, sizeof(int64_t));
     if (own(f, f->lost_per_cpu) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     size_t nlost = p->lost_rows.len / 24;
     int64_t *rows = (int64_t *)p->lost_rows.data;
     if (nlost)
@@ -2210,7 +2223,7 @@ static int set_meta(td_file *f, PerfFile *p)
             continue;
         if (buf_put(&f->meta.lost_ts, &ts, 8) || buf_put(&f->meta.lost_cpu, &cpu, 4) ||
             buf_put(&f->meta.lost_count, &count, 8))
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         f->lost_per_cpu[cpu] = count > INT64_MAX - f->lost_per_cpu[cpu] ? INT64_MAX
                                : f->lost_per_cpu[cpu] + count;
     }
@@ -2221,7 +2234,7 @@ static int set_meta(td_file *f, PerfFile *p)
     if (nls) {
         int64_t *by_cpu = calloc((size_t)cpus, sizeof(int64_t));
         if (!by_cpu)
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         for (size_t i = 0; i < nls; i++) {
             int64_t cpu = cpu_of_id(p, (uint64_t)ls[3 * i]);
             if (cpu < 0)
@@ -2240,7 +2253,7 @@ static int set_meta(td_file *f, PerfFile *p)
     if (p->lost_unknown_cpu &&
         td_warn(f, "perf lost %" PRId64 " samples on CPUs the file does not name (no CPU in "
                 "the sample ids)", p->lost_unknown_cpu) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     int64_t unknown = 0, all = 0;
     for (int t = 0; t < MAX_TYPE; t++) {
         all += in->records_by_type[t];
@@ -2249,33 +2262,33 @@ static int set_meta(td_file *f, PerfFile *p)
     }
     if (unknown && unknown * 100 > all)
         return seterr(f->err, "corrupt perf.data: %" PRId64 " of %" PRId64 " records have a "
-                      "type perf does not define", unknown, all), -1;
+                      "type perf does not define", unknown, all), TD_FAIL;
     if (unknown && td_warn(f, "skipped %" PRId64 " records of types perf does not define "
                            "(written by a newer perf or kernel?)", unknown) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     if (in->out_of_order &&
         td_warn(f, "%" PRId64 " records are out of order across perf's FINISHED_ROUND rounds "
                 "(perf script reports them too): their rows are placed by their timestamps",
                 in->out_of_order) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     if (in->throttles &&
         td_warn(f, "the kernel throttled sampling %" PRId64 " times (samples were dropped "
                 "while throttled: counts are low)", in->throttles) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     if (p->no_time_attr &&
         td_warn(f, "some samples carry no timestamp (recorded without -T/time): their ts is 0")
         < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     if (p->no_cpu_attr &&
         td_warn(f, "some samples carry no CPU (recorded without the CPU sample field): their "
                 "cpu is -1") < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     /* both are in 0..INT64_MAX (masked when read): the difference cannot overflow */
     if (p->first_ts != NO_TIME && p->last_ts - p->first_ts > MAX_TRACE_SPAN)
         return seterr(f->err, "corrupt perf.data: the samples' times run from %" PRId64 " to %"
                       PRId64 " ns, %.0f days: more than the %d years any recording spans, so "
                       "a timestamp is damaged", p->first_ts, p->last_ts,
-                      (double)(p->last_ts - p->first_ts) / 86400e9, MAX_TRACE_SPAN_YEARS), -1;
+                      (double)(p->last_ts - p->first_ts) / 86400e9, MAX_TRACE_SPAN_YEARS), TD_FAIL;
     f->meta.first_ts = p->first_ts == NO_TIME ? 0 : p->first_ts;
     f->meta.last_ts = p->first_ts == NO_TIME ? 0 : p->last_ts;
     in->nattrs = p->nattrs;
@@ -2305,7 +2318,7 @@ static int make_ranges(td_file *f, PerfFile *p, const Buf *ends, int want)
         want = MAX_RANGES;
     p->ranges = calloc((size_t)want, sizeof(Range));
     if (own(f, p->ranges) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     uint64_t total = p->data_end - p->data_start, start = p->data_start;
     int n = 0;
     size_t k = 0;
@@ -2371,24 +2384,28 @@ static void walk_init(Walk *wk, td_file *f, PerfFile *p, RecFn fn, void *ctx, ch
     wk->err = err;
 }
 
+static const Source perf_source;
+
 int perf_open(td_file *f)
 {
     PerfFile *p = calloc(1, sizeof(*p));
     if (!p)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     f->perf = p;
+    f->src = &perf_source;
     p->first_ts = NO_TIME;
     p->last_ts = NO_TIME;
     p->max_cpu = -1;
     p->max_ts = p->next_flush = p->last_flush = INT64_MIN;
     if (!memcmp(f->data, "PERFFILE", 8))
         return seterr(f->err, "unsupported perf.data: version 1 ('PERFFILE'), written by a "
-                      "perf older than 2.6.33: convert it with a newer perf (perf inject)"), -1;
+                      "perf older than 2.6.33: convert it with a newer perf (perf "
+                      "inject)"), TD_FAIL;
     int host_big = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__;
     p->swap = memcmp(f->data, host_big ? "2ELIFREP" : "PERFILE2", 8) != 0;
     f->swap = p->swap;
     if (read_file_header(f, p) < 0)
-        return -1;
+        return TD_FAIL;
     Walk wk;
     char err[TD_ERRLEN] = "";
     int rc;
@@ -2398,13 +2415,13 @@ int perf_open(td_file *f)
         rc = walk(&wk, p->data_start, p->data_end);
         walk_free(&wk);
         if (rc < 0)
-            return seterr(f->err, "%s", rc == REC_NOMEM ? "out of memory" : err), -1;
+            return seterr(f->err, "%s", rc == REC_NOMEM ? "out of memory" : err), TD_FAIL;
     }
     if (choose_id_mode(f, p) < 0)
-        return -1;
+        return TD_FAIL;
     /* the formats before the records: a sample's payload is checked against them */
     if (p->tracing_done && finish_formats(f) < 0)
-        return -1;
+        return TD_FAIL;
     for (int i = 0; i < p->nattrs; i++) {
         td_perf_attr *pa = &p->attrs[i].pub;
         p->attrs[i].has_format = pa->type == T_TRACEPOINT && p->tracing_done &&
@@ -2424,7 +2441,7 @@ int perf_open(td_file *f)
     if (rc < 0) {
         tidmap_free(&seen);
         buf_free(&ends);
-        return seterr(f->err, "%s", rc == REC_NOMEM ? "out of memory" : err), -1;
+        return seterr(f->err, "%s", rc == REC_NOMEM ? "out of memory" : err), TD_FAIL;
     }
     (void)cpu_of_id(p, 0);      /* sorts ID_INDEX now: the decoding threads only read it */
     rc = build_comm_history(f, p, &seen);
@@ -2433,9 +2450,9 @@ int perf_open(td_file *f)
         rc = make_ranges(f, p, &ends, p->compressed ? 1 : 4 * default_jobs());
     buf_free(&ends);
     if (rc < 0)
-        return -1;
+        return TD_FAIL;
     if (setup_events(f, p) < 0 || set_meta(f, p) < 0)
-        return -1;
+        return TD_FAIL;
     return 0;
 }
 
@@ -2458,7 +2475,7 @@ int td_set_kallsyms(td_file *f, const uint8_t *text, size_t size, char *err)
     return parse_kallsyms(f, text, size);
 }
 
-void perf_free(td_file *f)
+static void perf_free(td_file *f)
 {
     PerfFile *p = f->perf;
     if (!p)
@@ -2729,7 +2746,7 @@ static int range_init(Decoder *d, RangeWork *rw, int i)
     rw->last_ts = INT64_MIN;
     rw->head = malloc(((size_t)d->f->meta.cpus + 1) * sizeof(int32_t));
     if (!rw->head)
-        return -1;
+        return TD_ENOMEM;
     for (int c = 0; c <= d->f->meta.cpus; c++)
         rw->head[c] = -1;
     walk_init(&rw->wk, d->f, d->f->perf, decode_record, rw, rw->err);
@@ -2738,7 +2755,7 @@ static int range_init(Decoder *d, RangeWork *rw, int i)
     return 0;
 }
 
-Decoder *perf_decoder_new(td_file *f, int jobs, char *err)
+static Decoder *perf_decoder_new(td_file *f, int jobs, char *err)
 {
     Decoder *d = decoder_alloc(f, jobs, err);
     if (!d)
@@ -2767,7 +2784,7 @@ nomem:
 
 /* Free what the decoder's perf part holds (the slots' parts are d->work's once
    moved there). */
-void perf_decoder_free(Decoder *d)
+static void perf_decoder_free(Decoder *d)
 {
     PerfDecode *pd = d->perf;
     if (!pd)
@@ -2825,7 +2842,7 @@ static int gather_slots(Decoder *d)
         total += pd->rw[i].nslots;
     CpuWork *work = calloc((size_t)(total ? total : 1), sizeof(CpuWork));
     if (!work)
-        return -1;
+        return TD_ENOMEM;
     int n = 0;
     d->more_records = d->more_unknown = 0;
     d->more_first_ts = INT64_MAX;
@@ -2853,7 +2870,7 @@ static int gather_slots(Decoder *d)
     return 0;
 }
 
-void perf_run(Decoder *d, td_tick tick, void *ctx)
+static void perf_run(Decoder *d, td_tick tick, void *ctx)
 {
     PerfDecode *pd = d->perf;
     run_pool(d, d->jobs, pd->nrw, range_task, tick, ctx);
@@ -2861,8 +2878,8 @@ void perf_run(Decoder *d, td_tick tick, void *ctx)
         pool_fail(d, REC_NOMEM, NULL);
 }
 
-int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
-                     char *err)
+static int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
+                            char *err)
 {
     PerfDecode *pd = d->perf;
     PerfFile *p = d->f->perf;
@@ -2887,12 +2904,12 @@ int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_
         rc = walk_end(&rw->wk);
     if (rc < 0)
         return seterr(err, "%s", rc == REC_NOMEM ? "out of memory"
-                      : rw->err[0] ? rw->err : "corrupt perf.data"), -1;
+                      : rw->err[0] ? rw->err : "corrupt perf.data"), TD_FAIL;
     *all_done = pd->pos >= p->data_end;
     *horizon = *all_done ? INT64_MAX : pd->last_flush;
     CpuWork *work = calloc((size_t)(rw->nslots ? rw->nslots : 1), sizeof(CpuWork));
     if (!work)
-        return seterr(err, "out of memory"), -1;
+        return seterr(err, "out of memory"), TD_FAIL;
     if (rw->nslots) {
         memcpy(work, rw->slots, (size_t)rw->nslots * sizeof(CpuWork));
         qsort(work, (size_t)rw->nslots, sizeof(CpuWork), slot_cmp);
@@ -2905,3 +2922,12 @@ int perf_stream_step(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_
     d->more_last_ts = rw->last_ts;
     return 0;
 }
+
+/* What the merge (_td_merge.c) and td_close() know of perf.data. */
+static const Source perf_source = {
+    .file_free = perf_free,
+    .decoder_new = perf_decoder_new,
+    .decoder_free = perf_decoder_free,
+    .run = perf_run,
+    .stream_step = perf_stream_step,
+};

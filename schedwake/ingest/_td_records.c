@@ -36,7 +36,7 @@ int make_layout(td_file *f, int idx, Layout *lay)
     lay->prev_state = -1;
     lay->kind = calloc((size_t)in->nfields + 1, sizeof(enum td_kind));
     if (!lay->kind)
-        return -1;
+        return TD_ENOMEM;
     lay->pf_ok = in->print_fmt &&
                  split_print_fmt(in->print_fmt, &lay->pf, lay->fmtbuf, sizeof(lay->fmtbuf)) == 0;
     for (int i = 0; i < in->nfields; i++) {
@@ -49,7 +49,7 @@ int make_layout(td_file *f, int idx, Layout *lay)
 }
 
 /* Whether a wanted event has a field printed as a kernel symbol (%ps), which
-   only kallsyms can name: 1, 0, or -1 (no memory). */
+   only kallsyms can name: 1, 0, or TD_ENOMEM. */
 int td_needs_kallsyms(td_file *f)
 {
     for (int e = 0; e < f->nevents; e++) {
@@ -58,7 +58,7 @@ int td_needs_kallsyms(td_file *f)
         Layout lay;
         memset(&lay, 0, sizeof(lay));
         if (make_layout(f, e, &lay) < 0)
-            return -1;
+            return TD_ENOMEM;
         int found = 0;
         for (int i = 0; i < f->info[e].nfields && !found; i++)
             found = lay.kind[i] == TD_SYM;
@@ -84,7 +84,7 @@ int init_columns(td_file *f, int idx, const Layout *lay, td_column **out, int *n
     int n = event_ncols(f, idx, lay);
     td_column *c = calloc((size_t)n, sizeof(td_column));
     if (!c)
-        return -1;
+        return TD_ENOMEM;
     static const struct { const char *name; enum td_kind k; int bits, sgn; } common[NCOMMON] = {
         {"ts", TD_INT, 64, 1}, {"cpu", TD_INT, 32, 1}, {"common_pid", TD_INT, 32, 1},
         {"common_comm", TD_STR, 0, 0}, {"common_flags", TD_INT, 8, 0},
@@ -163,22 +163,22 @@ static inline int32_t cached_fixed(Cache *cache, StrCol *s, const uint8_t *p, in
 int part_init(td_file *f, Decoder *d, int ev, Part *pt)
 {
     if (init_columns(f, ev, &d->layouts[ev], &pt->cols, &pt->ncols) < 0)
-        return -1;
+        return TD_ENOMEM;
     pt->caches = calloc((size_t)pt->ncols, sizeof(Cache *));
     if (!pt->caches)
-        return -1;
+        return TD_ENOMEM;
     return 0;
 }
 
 /* The dictionary index of the current task's name in a part's common_comm (column
    3), cached under `key`: `name`, or (name NULL) the saved cmdlines' name of `pid`,
-   looked up on a miss only.  The index, or -1 (no memory). */
+   looked up on a miss only.  The index, or TD_ENOMEM. */
 static inline int32_t comm_index(Part *pt, const td_file *f, uint64_t key, const char *name,
                                  int32_t pid)
 {
     Cache *cc = cache_of(pt, 3);
     if (!cc)
-        return -1;
+        return TD_ENOMEM;
     size_t slot = (key ^ (key >> 12)) & (CACHE_SIZE - 1);
     if (cc->idx[slot] && cc->key[slot] == key)
         return cc->idx[slot] - 1;
@@ -193,7 +193,7 @@ static inline int32_t comm_index(Part *pt, const td_file *f, uint64_t key, const
 }
 
 /* Append the current task's name `name` (its dictionary index cached under `key`) to
-   a part's common_comm.  0 or -1 (no memory). */
+   a part's common_comm.  TD_OK or TD_ENOMEM. */
 int append_comm(Part *pt, uint64_t key, const char *name)
 {
     pt->room = 0;       /* a row appended outside append_record() */
@@ -202,7 +202,7 @@ int append_comm(Part *pt, uint64_t key, const char *name)
 
 /* Make room for at least one more row in every fixed-width column of a record
    (a number, a string's dictionary index, a list's offset): pt->room rows.  The
-   appends then write these without a check each.  0 or -1 (no memory). */
+   appends then write these without a check each.  TD_OK or TD_ENOMEM. */
 static int part_reserve(Part *pt, int ncols)
 {
     int64_t grow = pt->rows < 1024 ? 1024 : pt->rows / 2;
@@ -216,7 +216,7 @@ static int part_reserve(Part *pt, int ncols)
         default: b = &col->offsets; w = 4; break;
         }
         if (buf_reserve(b, (size_t)grow * w) < 0)
-            return -1;
+            return TD_ENOMEM;
     }
     pt->room = grow;
     return 0;

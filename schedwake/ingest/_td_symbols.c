@@ -23,7 +23,7 @@ int read_kallsyms(td_file *f, Rd *r)
     const uint8_t *text;
     if (rd_u(r, 4, &n, "kallsyms size") < 0 ||
         rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "kallsyms") < 0)
-        return -1;
+        return TD_FAIL;
     return parse_kallsyms(f, text, (size_t)n);
 }
 
@@ -49,7 +49,7 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
        allocation a symbol: a kernel has 100,000s of them */
     char *names = malloc((size_t)(end - p) + 1);
     if (!names || own(f, names) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     memcpy(names, p, (size_t)(end - p));
     names[end - p] = 0;
     const char *line;
@@ -93,7 +93,7 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
                 Func *nf = realloc(funcs, cap * sizeof(*nf));
                 if (!nf) {
                     free(funcs);
-                    return seterr(f->err, "out of memory"), -1;
+                    return seterr(f->err, "out of memory"), TD_FAIL;
                 }
                 funcs = nf;
             }
@@ -105,7 +105,7 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
                 s = own_str(f, name, len);      /* bytes that are not UTF-8 replaced */
             if (!s) {
                 free(funcs);
-                return -1;
+                return TD_ENOMEM;
             }
             funcs[f->nfuncs++] = (Func){addr, s};
         }
@@ -115,7 +115,7 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
                               "%d lines, the first not 'address type name'", lineno,
                               count_lines(line, end)) < 0) {
         free(funcs);
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     }
     /* libtraceevent lists symbols newest first and sorts them stably by address,
        so of equal addresses the one later in the file comes first.  A kallsyms
@@ -147,7 +147,7 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
         Func *tmp = malloc(nf * sizeof(*tmp));
         if (!tmp) {
             free(funcs);
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         }
         Func *from = funcs, *to = tmp;
         for (size_t w = 1; w < nf; w *= 2) {
@@ -171,7 +171,7 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
         free(tmp);
     }
     if (funcs && own(f, funcs) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     f->funcs = funcs;
     return 0;
 }
@@ -219,7 +219,7 @@ int read_cmdlines(td_file *f, Rd *r)
     const uint8_t *text;
     if (rd_u(r, 8, &n, "cmdlines size") < 0 ||
         rd_bytes(r, n > r->size ? r->size + 1 : (size_t)n, &text, "cmdlines") < 0)
-        return -1;
+        return TD_FAIL;
     const char *p = (const char *)text, *end = p + n;
     const char *nul = memchr(p, 0, (size_t)n);
     if (nul)
@@ -253,7 +253,7 @@ int read_cmdlines(td_file *f, Rd *r)
             f->ncmds = 0;
             return seterr(f->err, "corrupt %s: the saved task names (cmdlines) have a "
                           "line %d that is not 'pid name': '%.40s'", f->kind, lineno,
-                          own_str(f, line, (size_t)(le - line)) ?: ""), -1;
+                          own_str(f, line, (size_t)(le - line)) ?: ""), TD_FAIL;
         }
         if (neg)
             pid = -pid;
@@ -268,14 +268,14 @@ int read_cmdlines(td_file *f, Rd *r)
             Cmd *nc = realloc(cmds, cap * sizeof(*nc));
             if (!nc) {
                 free(cmds);
-                return seterr(f->err, "out of memory"), -1;
+                return seterr(f->err, "out of memory"), TD_FAIL;
             }
             cmds = nc;
         }
         const char *s = own_str(f, q, (size_t)(le - q));
         if (!s) {
             free(cmds);
-            return -1;
+            return TD_ENOMEM;
         }
         cmds[f->ncmds++] = (Cmd){(int32_t)pid, s};
         line = le + 1;
@@ -285,7 +285,7 @@ int read_cmdlines(td_file *f, Rd *r)
         CI *ci = malloc(f->ncmds * sizeof(*ci));
         if (!ci) {
             free(cmds);
-            return seterr(f->err, "out of memory"), -1;
+            return seterr(f->err, "out of memory"), TD_FAIL;
         }
         for (size_t i = 0; i < f->ncmds; i++)
             ci[i] = (CI){cmds[i], i};
@@ -298,7 +298,7 @@ int read_cmdlines(td_file *f, Rd *r)
         free(ci);
     }
     if (cmds && own(f, cmds) < 0)
-        return seterr(f->err, "out of memory"), -1;
+        return seterr(f->err, "out of memory"), TD_FAIL;
     f->cmds = cmds;
     return 0;
 }

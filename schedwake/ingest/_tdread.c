@@ -21,6 +21,10 @@
 
 static PyObject *TraceDatError;
 
+/* What the helpers below return when a Python exception is set (CPython's -1);
+   the decoder's own codes are _tdcore.h's TD_OK, TD_FAIL. */
+enum { PY_FAIL = -1 };
+
 /* Raise TraceDatError with err as one line of valid text: messages may quote
    bytes of the file, which may be anything. */
 static void set_error(const char *err)
@@ -60,7 +64,7 @@ static int tick(void *arg, double done)
 }
 
 /* Map the file read-only (pages are read as they are decoded, and are the page
-   cache's, not our memory).  *data is NULL for an empty file.  -1: OSError set. */
+   cache's, not our memory).  *data is NULL for an empty file.  PY_FAIL: OSError set. */
 static int map_file(PyObject *pathobj, const uint8_t **data, size_t *size)
 {
     *data = NULL;
@@ -68,7 +72,7 @@ static int map_file(PyObject *pathobj, const uint8_t **data, size_t *size)
     int fd = open(PyBytes_AS_STRING(pathobj), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
-        return -1;
+        return PY_FAIL;
     }
     struct stat st;
     if (fstat(fd, &st) == 0 && st.st_size > 0) {
@@ -76,7 +80,7 @@ static int map_file(PyObject *pathobj, const uint8_t **data, size_t *size)
         if (m == MAP_FAILED) {
             close(fd);
             PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, pathobj);
-            return -1;
+            return PY_FAIL;
         }
         madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
         *data = m;
@@ -408,7 +412,7 @@ static PyObject *raw_to_py(td_file *f)
 
 /* A perf.data whose wanted events name kernel functions gets kallsyms from
    `kallsyms`: None, or a callable (release, kernel build id) -> bytes or None.
-   0, or -1 with a Python error set or err filled. */
+   TD_OK, PY_FAIL with a Python error set, or TD_FAIL with err filled. */
 static int use_kallsyms(td_file *f, PyObject *kallsyms, char *err)
 {
     td_perf_info *in = td_get_perf(f);
@@ -417,7 +421,7 @@ static int use_kallsyms(td_file *f, PyObject *kallsyms, char *err)
     int need = td_needs_kallsyms(f);
     if (need < 0) {
         PyErr_NoMemory();
-        return -1;
+        return PY_FAIL;
     }
     if (!need)
         return 0;
@@ -434,13 +438,13 @@ static int use_kallsyms(td_file *f, PyObject *kallsyms, char *err)
     }
     PyObject *text = PyObject_CallFunction(kallsyms, "zz", in->osrelease, kid);
     if (!text)
-        return -1;
+        return PY_FAIL;
     int rc = 0;
     if (text != Py_None) {
         Py_buffer view;
         if (PyObject_GetBuffer(text, &view, PyBUF_SIMPLE) < 0) {
             Py_DECREF(text);
-            return -1;
+            return PY_FAIL;
         }
         rc = td_set_kallsyms(f, view.buf, (size_t)view.len, err);
         PyBuffer_Release(&view);
@@ -463,11 +467,11 @@ static int select_events(td_file *f, PyObject *events)
         td_event *ev = td_event_at(f, i);
         PyObject *name = PyUnicode_FromString(ev->name);
         if (!name)
-            return -1;
+            return PY_FAIL;
         int in = PySequence_Contains(events, name);
         Py_DECREF(name);
         if (in < 0)
-            return -1;
+            return PY_FAIL;
         ev->wanted = in;
     }
     return 0;
@@ -525,7 +529,7 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     if (rc == 0 && use_kallsyms(f, kallsyms, err) < 0) {
         if (PyErr_Occurred())
             goto out;
-        rc = -1;
+        rc = TD_FAIL;
     }
     if (rc == 0) {
         Py_BEGIN_ALLOW_THREADS
@@ -663,7 +667,7 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
             Py_DECREF(o);
             return NULL;
         }
-        rc = -1;
+        rc = TD_FAIL;
     }
     if (rc == 0)
         rc = td_stream_open(o->f, &o->st, err);

@@ -16,16 +16,7 @@
 #include <string.h>
 #include <zstd.h>
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        checks++;                                                                    \
-        if (!(cond)) {                                                               \
-            failures++;                                                              \
-            fprintf(stderr, "%s:%d: %s: failed: %s\n", __FILE__, __LINE__, __func__, #cond); \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 /* ------------------------------------------------------------ a byte writer */
 
@@ -902,6 +893,5 @@ int main(void)
     test_perf_payload_type();
     test_perf_no_format_first();
     test_perf_decompression_limits();
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return checks_done();
 }
