@@ -389,3 +389,64 @@ def test_task_states_of_a_task_whose_end_is_not_seen():
     ]
     # the trace shows no contradiction: the child's switch-in follows its birth
     assert len(trace.model.completeness.breaks) == 0
+
+
+def reused_storm():
+    """Two tasks of one pid p, each preempting the kworker of CPU 0 (kworker/0:1) in six
+    storm cycles (Synth.storm: the kworker starts its dio work item, wakes p, is
+    preempted R+ by it; p runs 8 us and sleeps S, handing CPU 0 back to the kworker),
+    the first task exiting (X) before a fork gives p to the second.
+
+    ======  =====  ==================================================================
+    0       CPU 0  idle -> kworker; 6 cycles of 20 us from 5 (kworker R+ -> p at
+                   9, 29, ..., p S -> kworker at 17, 37, ...); 125 kworker I -> idle
+    135     CPU 1  idle -> w; 136 w: sched_waking p (target 1); 137 sched_wakeup p
+    138     CPU 1  w sleeps (S) -> p
+    145     CPU 1  p exits (X) -> idle
+    155     CPU 1  idle -> w; 156 w forks p ("dd"); 157 sched_wakeup_new p (target 0)
+    160     CPU 1  w sleeps (S) -> idle
+    165     CPU 0  the same 6 cycles, by the second task ("dd")
+    ======  =====  ==================================================================
+    """
+    s, (p, w), t = _synth("fio", "w")
+    s.storm(p, 0, 6)
+    assert s.t == at(t, 135)
+    s.switch(at(t, 135), 1, 0, "R", w)
+    s.waking(at(t, 136), 1, w, p, 1)
+    s.wakeup(at(t, 137), 1, w, p, 1)
+    s.switch(at(t, 138), 1, w, "S", p)
+    s.switch(at(t, 145), 1, p, "X", 0)
+    s.switch(at(t, 155), 1, 0, "R", w)
+    s.names[p] = "dd"
+    s.fork(at(t, 156), 1, w, p)
+    s.wakeup_new(at(t, 157), 1, w, p, 0)
+    s.switch(at(t, 160), 1, w, "S", 0)
+    s.t = at(t, 165)
+    s.storm(p, 0, 6)
+    return s.build("pid-reused-storm"), p, t
+
+
+def test_two_tasks_of_a_pid_are_two_storm_pairs():
+    """cswitch_storm's (CPU, task) pairs: each task of p is its own pair on CPU 0, with
+    its 6 preemptions of the kworker (of its 14 switch-outs there: 12 R+, 2 I), 12
+    task <-> kworker switches and 6 wake-ups there, all futile (the CPU went back to the
+    kworker each time). 6 of 14 is under storm_min_preempted_share (0.75): the kworker
+    is no storm kworker of either task. As one pid, the 12 preemptions (12 of 14: over
+    the share) would make one storm of 12; with storm_min_preemptions 10 neither task
+    is one."""
+    from schedwake.detect import detect, resolve
+    from schedwake.detect.cswitch_storm import pair_table
+
+    trace, p, t = reused_storm()
+    pt = pair_table(trace.model, resolve(trace))
+    got = sorted(
+        (int(r.cpu), int(r.pid), int(r.kworker_preemptions), int(r.all_kworker_preemptions),
+         int(r.cpu_switches), int(r.switches), int(r.wakeups), int(r.futile_wakeups))
+        for r in pt.itertuples()
+    )  # fmt: skip
+    assert got == [(0, p, 0, 6, 30, 12, 6, 6)] * 2
+    # (the tasks: life keys, the pid in its first life)
+    assert sorted(pt["task"]) == [p, p + (1 << 32)]
+    found = detect(trace, detectors=["cswitch_storm"], storm_min_preemptions=10)
+    assert found == []
+
