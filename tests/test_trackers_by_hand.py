@@ -450,3 +450,25 @@ def test_two_tasks_of_a_pid_are_two_storm_pairs():
     found = detect(trace, detectors=["cswitch_storm"], storm_min_preemptions=10)
     assert found == []
 
+
+def test_per_task_waits_of_a_reused_pid():
+    """perf sched latency -p's figures (waits.per_task) are per task: the first task of p
+    waited once, 8 us (its sched_wakeup at 12 to its switch-in at 20); the child's one
+    wait is the 0 of its first-seen switch-in at 120. As one pid they would be 2 waits
+    of 4 us on average."""
+    from schedwake.model.lives import SHIFT, pid_of
+    from schedwake.model.waits import per_task
+
+    trace, p, t = reused_unseen_death()
+    pt = per_task(trace.model.waits)
+    pt = pt[pid_of(pt.index.to_numpy()) == p]
+    got = sorted(
+        (int(r.Index), int(r.count), int(r.avg_ns), int(r.max_ns), int(r.max_start_ts),
+         int(r.max_end_ts))
+        for r in pt.itertuples()
+    )  # fmt: skip
+    assert got == [
+        (p, 1, 8 * US, 8 * US, at(t, 12), at(t, 20)),
+        (p + (1 << SHIFT), 1, 0, 0, at(t, 120), at(t, 120)),
+    ]
+    assert list(pt["pid"]) == [p, p]
