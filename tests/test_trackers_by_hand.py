@@ -472,3 +472,31 @@ def test_per_task_waits_of_a_reused_pid():
         (p + (1 << SHIFT), 1, 0, 0, at(t, 120), at(t, 120)),
     ]
     assert list(pt["pid"]) == [p, p]
+
+
+def test_the_command_referee_counts_only_its_own_tasks():
+    """The referee's command checks (getrusage of the recorded command w2 and its
+    descendants, against the trace) of reused_clean: w2 forks p at 110, so the child
+    (120-150: 30 us) is the command's, and w2 itself (100-120: 20 us); the kworker
+    that had p before (20-40) is not. The trace's running time is 50 us (not 70), and
+    the switch-outs are w2's at 120 and the child's at 150 (not the kworker's at 40)."""
+    from schedwake import referee
+    from schedwake.counters import CommandUsage, Counters, Snapshot
+
+    trace, p, t = reused_clean()
+    w2 = int(trace.model.events.switch.set_index("ts").loc[at(t, 100), "next_pid"])
+
+    def snap(label):
+        return Snapshot(label, 0, 0, None, None, {})
+
+    cmd = CommandUsage(w2, ("w2",), 50 * US, 2, 0)
+    c = Counters("<by-hand>", 1, "test", None, None, None, False, snap("start"),
+                 snap("stop"), cmd, None)  # fmt: skip
+    ref = referee.Referee(trace, c, None)
+    first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
+    ref.window = referee.Window((first, last), (first, last), "markers")
+    got = {ch.what: ch for ch in ref._command()}
+    # (up to that and w2's unknown time before its first event at 100)
+    unknown = (at(t, 100) - first) / 1e9
+    assert got["command_cpu"].trace == pytest.approx((50e-6, 50e-6 + unknown), abs=1e-12)
+    assert got["command_switches"].trace == (2.0, 2.0)
