@@ -277,9 +277,9 @@ def test_latency_rows_of_a_reused_pid():
     waited once, 10 us (waking 10 to switch-in 20); the child ran 30 us (120-150),
     switched in once, and has no waking (its sched_wakeup_new is no waking), so no wait.
     perf's reading counts from sched_wakeup/sched_wakeup_new: 8 us each (12-20, 112-120).
-    perf sched timehist -s: a row each, a switch-in each; the child's run of 30 us (the
-    kworker's one run ends in its exit, which the summary leaves out as it does for
-    every task: no state follows it)."""
+    perf sched timehist -s: a row each, a switch-in each, and each its one run: the
+    kworker's 20 us (20-40, to its exit: perf counts a run from switch-in to switch-out
+    whatever the state), the child's 30 us."""
     from schedwake.latency import latency, timehist_summary
 
     trace, p, t = reused_clean()
@@ -294,7 +294,7 @@ def test_latency_rows_of_a_reused_pid():
     assert got == [("child", p, 1, 8 * US), ("kworker/0:2", p, 1, 8 * US)]
     th = timehist_summary(trace, pids=[p])
     got = sorted((r.comm, r.pid, r.sched_in, r.run_ns) for r in th.itertuples())
-    assert got == [("child", p, 1, 30 * US), ("kworker/0:2", p, 1, 0)]
+    assert got == [("child", p, 1, 30 * US), ("kworker/0:2", p, 1, 20 * US)]
 
 
 def reused_unseen_death():
@@ -500,3 +500,73 @@ def test_the_command_referee_counts_only_its_own_tasks():
     unknown = (at(t, 100) - first) / 1e9
     assert got["command_cpu"].trace == pytest.approx((50e-6, 50e-6 + unknown), abs=1e-12)
     assert got["command_switches"].trace == (2.0, 2.0)
+
+
+def _with_perf_records(trace, comms=(), forks=()):
+    """``trace`` with the COMM (ts, tid, comm) and FORK (ts, tid, ptid) records of a
+    perf.data beside its events (its sideband)."""
+    import pyarrow as pa
+
+    trace.sideband = {
+        "comms": pa.table(
+            {
+                "ts": pa.array([c[0] for c in comms], pa.int64()),
+                "pid": pa.array([c[1] for c in comms], pa.int32()),
+                "tid": pa.array([c[1] for c in comms], pa.int32()),
+                "comm": pa.array([c[2] for c in comms], pa.string()),
+            }
+        ),
+        "forks": pa.table(
+            {
+                "ts": pa.array([k[0] for k in forks], pa.int64()),
+                "tid": pa.array([k[1] for k in forks], pa.int32()),
+                "ptid": pa.array([k[2] for k in forks], pa.int32()),
+            }
+        ),
+    }
+    return trace
+
+
+def test_perf_names_of_a_reused_pid():
+    """perf names a thread by its COMM records, and makes a new thread at a FORK of a tid
+    it knows (named by its parent until a COMM): in reused_clean with a COMM of p
+    ("kworker/0:2-events") at 5 and of w2 ("sender") at 1, a FORK of p by w2 at 110,
+    the kworker is kworker/0:2-events and the child "sender", its parent's name; with a
+    COMM of p ("receiver") at 115 as well, the child is "receiver" and the kworker keeps
+    its own name (a COMM names only the task its tid is then)."""
+    from schedwake.latency import perf_names
+    from schedwake.model.lives import SHIFT
+
+    trace, p, t = reused_clean()
+    w2 = int(trace.model.events.switch.set_index("ts").loc[at(t, 100), "next_pid"])
+    comms = [(at(t, 1), w2, "sender"), (at(t, 5), p, "kworker/0:2-events")]
+    forks = [(at(t, 110), p, w2)]
+    names = perf_names(_with_perf_records(trace, comms, forks))
+    assert (names[p], names[p + (1 << SHIFT)]) == ("kworker/0:2-events", "sender")
+    trace, p, t = reused_clean()
+    comms.append((at(t, 115), p, "receiver"))
+    names = perf_names(_with_perf_records(trace, comms, forks))
+    assert (names[p], names[p + (1 << SHIFT)]) == ("kworker/0:2-events", "receiver")
+
+
+def test_timehist_counts_the_run_that_ends_in_an_exit():
+    """perf sched timehist -s counts every run from a switch-in to a switch-out,
+    whatever state the switch-out gives (timehist_sched_change_event: t - tprev for the
+    task switched out): a task woken at 10, switched in at 20 and out at 30 (S), woken
+    at 50, in at 60 and out at 100 exiting (X) ran twice, 10 and 40 us."""
+    from schedwake.latency import timehist_summary
+
+    s, (w, p), t = _synth("w", "exiting")
+    s.switch(t, 0, 0, "R", w)
+    s.waking(at(t, 10), 0, w, p, 0)
+    s.switch(at(t, 20), 0, w, "S", p)
+    s.switch(at(t, 30), 0, p, "S", 0)
+    s.switch(at(t, 40), 1, 0, "R", w)
+    s.waking(at(t, 50), 1, w, p, 0)
+    s.switch(at(t, 55), 1, w, "S", 0)
+    s.switch(at(t, 60), 0, 0, "R", p)
+    s.switch(at(t, 100), 0, p, "X", 0)
+    s.t = at(t, 200)
+    th = timehist_summary(s.build("exit"), pids=[p])
+    got = [(r.sched_in, r.run_ns, r.min_run_ns, r.max_run_ns) for r in th.itertuples()]
+    assert got == [(2, 50 * US, 10 * US, 40 * US)]
