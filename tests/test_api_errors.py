@@ -68,8 +68,8 @@ def test_read_options_are_checked_in_one_place(tmp_path):
     """schedwake.ingest.ReadOptions checks what load and convert take, when made: the
     same mistake gets the same message from both (jobs above MAX_JOBS included); the
     events are kept as plain names, None is the default reader."""
+    from schedwake.convert import convert
     from schedwake.ingest import DEFAULT_READER, MAX_JOBS, ReadOptions
-    from schedwake.report.parquet import convert
 
     for kwargs, param in (
         ({"reader": "nope"}, "reader"),

@@ -41,7 +41,7 @@ COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst", ".bz2")
 @dataclass(frozen=True)
 class ReadOptions:
     """How a trace file is read: what :func:`schedwake.load`, :func:`read`,
-    :func:`iter_batches` and :func:`schedwake.report.parquet.convert` take, and what they
+    :func:`iter_batches` and :func:`schedwake.convert.convert` take, and what they
     pass a format's reader. Checked here, once, when made: an OptionError (a ValueError)
     names the parameter that is wrong.
 

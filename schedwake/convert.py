@@ -1,4 +1,9 @@
-"""``schedwake convert``: the event tables as Parquet files plus metadata.json."""
+"""``schedwake convert``: a trace's event tables as Parquet files plus metadata.json.
+
+It reads a trace (:mod:`schedwake.ingest`) and writes its tables as they are, batch by
+batch where the format allows: no analysis, nothing rendered (``--to perfetto``, a
+trace with its findings, is :mod:`schedwake.report.perfetto`'s).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import ingest
-from ..errors import OptionError, TraceError
-from ..jsonout import dumps
-from ..summary import meta_summary
+from . import ingest
+from .errors import OptionError, TraceError
+from .jsonout import dumps
+from .summary import meta_summary
 
 
 def convert(
