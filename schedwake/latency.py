@@ -37,7 +37,8 @@ import pandas as pd
 from . import wait_causes
 from .errors import OptionError
 from .model import waits as _waits
-from .model.lives import SHIFT, pid_of
+from .model._util import cat_mask
+from .model.lives import SHIFT, dies, pid_of
 
 if TYPE_CHECKING:
     from .trace import Trace
@@ -145,11 +146,15 @@ def last_names(trace: Trace) -> pd.Series:
 
 
 def perf_names(trace: Trace) -> pd.Series:
-    """pid -> the name perf gives the thread in a perf.data: its last COMM record (perf
+    """task -> the name perf gives the thread in a perf.data: its last COMM record (perf
     names threads by them, e.g. ``kworker/0:0-events`` where the tracepoints say
     ``kworker/0:0``); a thread a FORK record made and no COMM renamed, its parent's name
     at the fork; any other ``:<tid>``, as perf prints a thread it has no name for. A
-    trace without these records (trace.dat, text): :func:`last_names`."""
+    task is a life key (:mod:`schedwake.model.lives`): a COMM or FORK record names the
+    task its tid is at the record's time, never an earlier or later task of a pid used
+    again (perf makes a new thread at a FORK of a tid it knows); a later task that no
+    record names keeps the name the trace gives it. A trace without these records
+    (trace.dat, text): :func:`last_names`."""
     names = last_names(trace)
     side = getattr(trace, "sideband", None) or {}
     comms = side.get("comms")
@@ -163,14 +168,16 @@ def perf_names(trace: Trace) -> pd.Series:
         }
     )
     f = f.iloc[np.argsort(f["ts"].to_numpy(), kind="stable")]
+    f["tid"] = _task(trace, f["tid"].to_numpy(), f["ts"].to_numpy())
     out = f.groupby("tid", sort=True)["comm"].last()
     forks = side.get("forks")
     if forks is not None and forks.num_rows:
+        fts = forks.column("ts").to_numpy().astype(np.int64)
         k = pd.DataFrame(
             {
-                "ts": forks.column("ts").to_numpy().astype(np.int64),
-                "tid": forks.column("tid").to_numpy().astype(np.int64),
-                "ptid": forks.column("ptid").to_numpy().astype(np.int64),
+                "ts": fts,
+                "tid": _task(trace, forks.column("tid").to_numpy(), fts),
+                "ptid": _task(trace, forks.column("ptid").to_numpy(), fts),
             }
         )
         k = k[~np.isin(k["tid"].to_numpy(), out.index.to_numpy())]
@@ -184,10 +191,9 @@ def perf_names(trace: Trace) -> pd.Series:
             direction="backward",
         ).dropna(subset=["comm"])
         out = pd.concat([out, pd.Series(named["comm"].to_numpy(), index=named["tid"])])
-    # a later task of a pid used again: the name the trace gives it (perf's COMM
-    # records are by tid: they name the pid's last task)
+    # a later task of a pid used again that no record names: the name the trace gives it
     later = names[names.index.to_numpy() >= 1 << SHIFT]
-    out = pd.concat([out[~out.index.isin(later.index)], later])
+    out = pd.concat([out, later[~later.index.isin(out.index)]])
     rest = names.index.difference(out.index)
     return pd.concat([out, pd.Series([f":{p}" for p in rest], index=rest, dtype=object)])
 
@@ -255,7 +261,9 @@ def _runtime_perf(trace: Trace) -> pd.Series:
 
 def _runs(trace: Trace) -> pd.DataFrame:
     """The task's runs the trace shows whole (a ``running`` interval that a switch-in
-    begins and a switch-out ends): pid, cpu, start_ts, end_ts."""
+    begins and a switch-out ends, the task's last switch-out, ``X``/``Z``/``x``, too: perf
+    sched timehist counts every run from a switch-in to a switch-out): pid (the task,
+    a life key), cpu, start_ts, end_ts."""
     st = trace.task_states()
     st = st.iloc[np.lexsort((st["start_ts"].to_numpy(), st["task"].to_numpy()))]
     state = st["state"].astype(str).to_numpy()
@@ -269,6 +277,8 @@ def _runs(trace: Trace) -> pd.DataFrame:
     next_known = np.zeros(len(st), dtype=bool)
     if len(st) > 1:
         next_known[:-1] = (pid[:-1] == pid[1:]) & (state[1:] != "unknown")
+    # a run that ends in the task's death has no interval after it: its switch-out ends it
+    next_known |= running & _ends_in_death(trace, pid, st["end_ts"].to_numpy(np.int64))
     whole = running & prev_known & next_known
     return pd.DataFrame(
         {
@@ -278,6 +288,20 @@ def _runs(trace: Trace) -> pd.DataFrame:
             "end_ts": st["end_ts"].to_numpy(np.int64)[whole],
         }
     )
+
+
+def _ends_in_death(trace: Trace, task: np.ndarray, end_ts: np.ndarray) -> np.ndarray:
+    """Per (task, end_ts): whether the task's switch-out at ``end_ts`` is its death
+    (``prev_state`` ``X``, ``Z`` or ``x``: :func:`schedwake.model.lives.dies`)."""
+    s = trace.model.events.switch
+    if s is None or len(s) == 0 or "prev_state_str" not in s.columns or len(task) == 0:
+        return np.zeros(len(task), dtype=bool)
+    dead = cat_mask(s["prev_state_str"].array, dies)
+    if not dead.any():
+        return np.zeros(len(task), dtype=bool)
+    dts = s["ts"].to_numpy(np.int64)[dead]
+    deaths = pd.MultiIndex.from_arrays([_task(trace, s["prev_pid"].to_numpy()[dead], dts), dts])
+    return np.asarray(pd.MultiIndex.from_arrays([task, end_ts]).isin(deaths))
 
 
 def _switch_ins(trace: Trace) -> pd.Series:

@@ -50,6 +50,7 @@ import numpy as np
 
 from .counters import Counters, PerfStat
 from .errors import TraceError
+from .model.lives import pid_of
 
 VERDICTS = ("agree", "disagree", "withheld", "cannot tell")
 
@@ -286,12 +287,19 @@ class Switches:
         return int(((nxt == 0) & (ts >= t0) & (ts < t1)).sum())
 
 
+def _tasks(trace, event: str, column: str) -> np.ndarray:
+    """A pid column of an event table as tasks: life keys (:mod:`.model.lives`, the pid
+    but for a later task of a pid used again), so two tasks that shared a pid are two."""
+    return trace.model.events.key(_ints(trace, event, column), _ints(trace, event, "ts"))
+
+
 def switch_ins(trace, t0: int, t1: int) -> dict[int, int]:
-    """Per pid, its switch-ins within [t0, t1) that the trace shows."""
+    """Per task (life key, :mod:`.model.lives`), its switch-ins within [t0, t1) that the
+    trace shows."""
     if not trace.has("sched_switch"):
         return {}
     ts = _ints(trace, "sched_switch", "ts")
-    nxt = _ints(trace, "sched_switch", "next_pid")
+    nxt = _tasks(trace, "sched_switch", "next_pid")
     m = (ts >= t0) & (ts < t1) & (nxt > 0)
     pids, n = np.unique(nxt[m], return_counts=True)
     return dict(zip(pids.tolist(), n.tolist(), strict=True))
@@ -574,12 +582,13 @@ class Referee:
 
     @cached_property
     def _running(self):
-        """Per pid over the inner stretch: (running ns, unknown ns) from the task states."""
+        """Per task (life key, :mod:`.model.lives`) over the inner stretch: (running ns,
+        unknown ns) from the task states."""
         from .model.task_states import totals
 
         w = self.window
         assert w is not None
-        t = totals(self.trace.model.task_states, ("pid",), *w.inner)
+        t = totals(self.trace.model.task_states, ("task",), *w.inner)
         return t
 
     def _fair_run_time(self) -> list[Check]:
@@ -609,7 +618,7 @@ class Referee:
             ]
         ts = _ints(self.trace, "sched_stat_runtime", "ts")
         run = _ints(self.trace, "sched_stat_runtime", "runtime")
-        pid = _ints(self.trace, "sched_stat_runtime", "pid")
+        pid = _tasks(self.trace, "sched_stat_runtime", "pid")  # (by task: life keys)
         t0, t1 = w.inner
         # each event closes a piece of run time [ts - runtime, ts]: the part in the stretch
         part = np.clip(np.minimum(ts, t1) - np.maximum(ts - run, t0), 0, None)
@@ -631,7 +640,7 @@ class Referee:
             checks.append(
                 _check(
                     "fair_run_time",
-                    f"pid {p} ({comms.get(p, '?')})",
+                    f"pid {int(pid_of(p))} ({comms.get(p, '?')})",
                     "s",
                     k / 1e9,
                     "sched_stat_runtime",
@@ -661,7 +670,8 @@ class Referee:
         return checks
 
     def _task_bounds(self, pids) -> tuple[float, float]:
-        """The running time of ``pids`` over the inner stretch: (proven, proven + unknown)."""
+        """The running time of the tasks ``pids`` (life keys) over the inner stretch:
+        (proven, proven + unknown)."""
         running = self._running
         here = running.index.intersection(sorted(pids))
         if not len(here):
@@ -696,7 +706,7 @@ class Referee:
         cmd = c.command
         if cmd is None or cmd.pid is None:
             return []
-        pids = self._tree(cmd.pid)
+        pids = self._tree(self._command_task(cmd.pid))
         steal = steal_ns(c)
         ins = switch_ins(self.trace, *self.window.inner) if self.window else {}
         n = sum(ins.get(p, 0) for p in pids)
@@ -719,7 +729,7 @@ class Referee:
             n = 0
             unbounded = False
             if self.trace.has("sched_switch"):
-                prev = _ints(self.trace, "sched_switch", "prev_pid")
+                prev = _tasks(self.trace, "sched_switch", "prev_pid")
                 n = int(np.isin(prev, list(pids)).sum())
             inner, _ = self._cpu_time
             if int(inner["missing_switches"].sum()) or any(self._lost(cpu) for cpu in self._cpus()):
@@ -727,7 +737,7 @@ class Referee:
             exits = 0
             if self.trace.has("sched_process_exit"):
                 exits = int(
-                    np.isin(_ints(self.trace, "sched_process_exit", "pid"), list(pids)).sum()
+                    np.isin(_tasks(self.trace, "sched_process_exit", "pid"), list(pids)).sum()
                 )
             out.append(
                 _check(
@@ -745,13 +755,28 @@ class Referee:
             )
         return out
 
+    def _command_task(self, pid: int) -> int:
+        """The recorded command's task (life key, :mod:`.model.lives`): the task of
+        ``pid`` that a fork in the counted stretch starts (the recorder starts the
+        command after its start snapshot), else the task of ``pid`` at the stretch's
+        start; never an earlier or a later task of a pid used again."""
+        at = self.window.inner[0] if self.window is not None else self.trace.meta.first_ts_ns
+        at = int(at or 0)
+        if self.trace.has("sched_process_fork"):
+            ts = _ints(self.trace, "sched_process_fork", "ts")
+            mine = ts[(_ints(self.trace, "sched_process_fork", "child_pid") == pid) & (ts >= at)]
+            at = int(mine.min()) if len(mine) else at
+        return int(self.trace.model.events.key(np.array([pid]), np.array([at]))[0])
+
     def _tree(self, root: int) -> set[int]:
-        """``root`` and its descendants by the trace's fork events."""
+        """The task ``root`` and its descendants by the trace's fork events, as tasks
+        (life keys, :mod:`.model.lives`): a fork starts the child's task, which is no
+        earlier task of its pid."""
         pids = {root}
         if not self.trace.has("sched_process_fork"):
             return pids
-        parent = _ints(self.trace, "sched_process_fork", "parent_pid")
-        child = _ints(self.trace, "sched_process_fork", "child_pid")
+        parent = _tasks(self.trace, "sched_process_fork", "parent_pid")
+        child = _tasks(self.trace, "sched_process_fork", "child_pid")
         while True:
             more = set(child[np.isin(parent, list(pids))].tolist()) - pids
             if not more:

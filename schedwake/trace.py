@@ -10,14 +10,14 @@ import dataclasses
 from collections.abc import Iterable
 from numbers import Integral
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 import pyarrow as pa
 
 from . import ingest
 from .errors import OptionError, TraceError
-from .ingest import MAX_JOBS, MAX_PID
+from .ingest import MAX_PID
 from .ingest.meta import SliceFacts, TraceMeta
 
 if TYPE_CHECKING:
@@ -442,11 +442,12 @@ def load(
     Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
     :class:`schedwake.errors.OptionError` (a ValueError) naming the parameter for an
     unknown ``reader`` or ``input_format``, a bad ``jobs`` or an ``events`` that is not a
-    list of names.
+    list of names (the arguments are checked as a :class:`schedwake.ingest.ReadOptions`).
     """
-    if isinstance(jobs, int) and jobs > MAX_JOBS:  # the decoder takes a C long
-        raise OptionError("jobs", jobs, f"at most {MAX_JOBS} decoding threads")
-    return Trace(ingest.read(Path(path), events, input_format, progress, reader, jobs, kallsyms))
+    # (``events``, whatever it is, is ReadOptions' to check and to make a list)
+    names = cast("list[str] | None", events)
+    options = ingest.ReadOptions(names, input_format, progress, reader, jobs, kallsyms)
+    return Trace(ingest.read_with(Path(path), options))
 
 
 __all__ = ["Trace", "TraceMeta", "load", "TraceError"]

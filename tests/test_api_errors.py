@@ -64,6 +64,34 @@ def test_load_and_read_name_their_parameters():
     assert t.events == ["sched_switch"]
 
 
+def test_read_options_are_checked_in_one_place(tmp_path):
+    """schedwake.ingest.ReadOptions checks what load and convert take, when made: the
+    same mistake gets the same message from both (jobs above MAX_JOBS included); the
+    events are kept as plain names, None is the default reader."""
+    from schedwake.convert import convert
+    from schedwake.ingest import DEFAULT_READER, MAX_JOBS, ReadOptions
+
+    for kwargs, param in (
+        ({"reader": "nope"}, "reader"),
+        ({"jobs": 0}, "jobs"),
+        ({"jobs": True}, "jobs"),
+        ({"jobs": MAX_JOBS + 1}, "jobs"),
+        ({"events": "sched_switch"}, "events"),
+        ({"input_format": "pcap"}, "input_format"),
+    ):
+        made = _refused(lambda kw=kwargs: ReadOptions(**kw), param)
+        by_load = _refused(lambda kw=kwargs: schedwake.load(IDLE, **kw), param)
+        by_convert = _refused(lambda kw=kwargs: convert(IDLE, tmp_path / "out", **kw), param)
+        assert str(made) == str(by_load) == str(by_convert)
+    assert not (tmp_path / "out").exists()
+    o = ReadOptions(events=("sched:sched_switch", "sched_waking"), jobs=MAX_JOBS)
+    assert (o.events, o.reader, o.jobs) == (
+        ["sched_switch", "sched_waking"],
+        DEFAULT_READER,
+        MAX_JOBS,
+    )
+
+
 def test_detect_and_analyze_name_thresholds_and_detectors(idle):
     exc = _refused(lambda: detect(idle, {"nope": 1}), "thresholds")
     assert exc.problem.startswith("unknown threshold 'nope'")

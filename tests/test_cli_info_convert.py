@@ -174,8 +174,8 @@ def test_corrupted_data_pages_never_crash(tmp_path, dbench1):
 
 def test_convert_text_in_batches_equals_whole_read(tmp_path):
     """Text converts batch by batch (bounded memory); the files equal one whole read."""
+    from schedwake import convert
     from schedwake.ingest import text
-    from schedwake.report import parquet
 
     from .conftest import SAMPLES
 
@@ -183,7 +183,7 @@ def test_convert_text_in_batches_equals_whole_read(tmp_path):
     whole = schedwake.load(src)
     batches = list(text.iter_batches(src, "ftrace-text", batch_bytes=256 << 10))
     assert len(batches) >= 2
-    parquet._write_batches(src, iter(batches), tmp_path)
+    convert._write_batches(src, iter(batches), tmp_path)
     meta = json.loads((tmp_path / "metadata.json").read_text())
     assert meta["events"] == whole.meta.event_counts
     for name in whole.events:

@@ -33,7 +33,8 @@ LAYERS = [
     ["model"],  # tables -> wake-ups, migrations, occupancy
     ["trace", "sidetrace"],  # the loaded trace (tables + lazy model); a side's trace
     ["referee"],  # the trace against the kernel's counters
-    ["summary", "profile"],  # a trace's facts as a dict; a profile's functions
+    ["summary", "profile", "convert"],  # a trace's facts as a dict; a profile's functions;
+    # a trace's tables written as Parquet (schedwake convert)
     ["detect"],  # findings with evidence
     ["metrics", "wait_causes"],  # the metric catalogue and its values; waits explained
     ["stats", "mmtests", "changepoint"],  # statistics, the mmtests comparison, change points

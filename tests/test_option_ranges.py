@@ -378,7 +378,7 @@ def test_api_raises_value_error_naming_the_parameter():
         trace.sliced(cpus=[0, 7])
     with pytest.raises(ValueError, match=r"^jobs=100000000000000000000: "):
         schedwake.load(IDLE, jobs=10**20)
-    from schedwake.report.parquet import convert
+    from schedwake.convert import convert
 
     with pytest.raises(ValueError, match=r"^jobs=100000000000000000000: "):
         convert(IDLE, "/nonexistent/tables", jobs=10**20)

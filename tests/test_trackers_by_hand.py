@@ -277,9 +277,9 @@ def test_latency_rows_of_a_reused_pid():
     waited once, 10 us (waking 10 to switch-in 20); the child ran 30 us (120-150),
     switched in once, and has no waking (its sched_wakeup_new is no waking), so no wait.
     perf's reading counts from sched_wakeup/sched_wakeup_new: 8 us each (12-20, 112-120).
-    perf sched timehist -s: a row each, a switch-in each; the child's run of 30 us (the
-    kworker's one run ends in its exit, which the summary leaves out as it does for
-    every task: no state follows it)."""
+    perf sched timehist -s: a row each, a switch-in each, and each its one run: the
+    kworker's 20 us (20-40, to its exit: perf counts a run from switch-in to switch-out
+    whatever the state), the child's 30 us."""
     from schedwake.latency import latency, timehist_summary
 
     trace, p, t = reused_clean()
@@ -294,7 +294,7 @@ def test_latency_rows_of_a_reused_pid():
     assert got == [("child", p, 1, 8 * US), ("kworker/0:2", p, 1, 8 * US)]
     th = timehist_summary(trace, pids=[p])
     got = sorted((r.comm, r.pid, r.sched_in, r.run_ns) for r in th.itertuples())
-    assert got == [("child", p, 1, 30 * US), ("kworker/0:2", p, 1, 0)]
+    assert got == [("child", p, 1, 30 * US), ("kworker/0:2", p, 1, 20 * US)]
 
 
 def reused_unseen_death():
@@ -389,3 +389,184 @@ def test_task_states_of_a_task_whose_end_is_not_seen():
     ]
     # the trace shows no contradiction: the child's switch-in follows its birth
     assert len(trace.model.completeness.breaks) == 0
+
+
+def reused_storm():
+    """Two tasks of one pid p, each preempting the kworker of CPU 0 (kworker/0:1) in six
+    storm cycles (Synth.storm: the kworker starts its dio work item, wakes p, is
+    preempted R+ by it; p runs 8 us and sleeps S, handing CPU 0 back to the kworker),
+    the first task exiting (X) before a fork gives p to the second.
+
+    ======  =====  ==================================================================
+    0       CPU 0  idle -> kworker; 6 cycles of 20 us from 5 (kworker R+ -> p at
+                   9, 29, ..., p S -> kworker at 17, 37, ...); 125 kworker I -> idle
+    135     CPU 1  idle -> w; 136 w: sched_waking p (target 1); 137 sched_wakeup p
+    138     CPU 1  w sleeps (S) -> p
+    145     CPU 1  p exits (X) -> idle
+    155     CPU 1  idle -> w; 156 w forks p ("dd"); 157 sched_wakeup_new p (target 0)
+    160     CPU 1  w sleeps (S) -> idle
+    165     CPU 0  the same 6 cycles, by the second task ("dd")
+    ======  =====  ==================================================================
+    """
+    s, (p, w), t = _synth("fio", "w")
+    s.storm(p, 0, 6)
+    assert s.t == at(t, 135)
+    s.switch(at(t, 135), 1, 0, "R", w)
+    s.waking(at(t, 136), 1, w, p, 1)
+    s.wakeup(at(t, 137), 1, w, p, 1)
+    s.switch(at(t, 138), 1, w, "S", p)
+    s.switch(at(t, 145), 1, p, "X", 0)
+    s.switch(at(t, 155), 1, 0, "R", w)
+    s.names[p] = "dd"
+    s.fork(at(t, 156), 1, w, p)
+    s.wakeup_new(at(t, 157), 1, w, p, 0)
+    s.switch(at(t, 160), 1, w, "S", 0)
+    s.t = at(t, 165)
+    s.storm(p, 0, 6)
+    return s.build("pid-reused-storm"), p, t
+
+
+def test_two_tasks_of_a_pid_are_two_storm_pairs():
+    """cswitch_storm's (CPU, task) pairs: each task of p is its own pair on CPU 0, with
+    its 6 preemptions of the kworker (of its 14 switch-outs there: 12 R+, 2 I), 12
+    task <-> kworker switches and 6 wake-ups there, all futile (the CPU went back to the
+    kworker each time). 6 of 14 is under storm_min_preempted_share (0.75): the kworker
+    is no storm kworker of either task. As one pid, the 12 preemptions (12 of 14: over
+    the share) would make one storm of 12; with storm_min_preemptions 10 neither task
+    is one."""
+    from schedwake.detect import detect, resolve
+    from schedwake.detect.cswitch_storm import pair_table
+
+    trace, p, t = reused_storm()
+    pt = pair_table(trace.model, resolve(trace))
+    got = sorted(
+        (int(r.cpu), int(r.pid), int(r.kworker_preemptions), int(r.all_kworker_preemptions),
+         int(r.cpu_switches), int(r.switches), int(r.wakeups), int(r.futile_wakeups))
+        for r in pt.itertuples()
+    )  # fmt: skip
+    assert got == [(0, p, 0, 6, 30, 12, 6, 6)] * 2
+    # (the tasks: life keys, the pid in its first life)
+    assert sorted(pt["task"]) == [p, p + (1 << 32)]
+    found = detect(trace, detectors=["cswitch_storm"], storm_min_preemptions=10)
+    assert found == []
+
+
+def test_per_task_waits_of_a_reused_pid():
+    """perf sched latency -p's figures (waits.per_task) are per task: the first task of p
+    waited once, 8 us (its sched_wakeup at 12 to its switch-in at 20); the child's one
+    wait is the 0 of its first-seen switch-in at 120. As one pid they would be 2 waits
+    of 4 us on average."""
+    from schedwake.model.lives import SHIFT, pid_of
+    from schedwake.model.waits import per_task
+
+    trace, p, t = reused_unseen_death()
+    pt = per_task(trace.model.waits)
+    pt = pt[pid_of(pt.index.to_numpy()) == p]
+    got = sorted(
+        (int(r.Index), int(r.count), int(r.avg_ns), int(r.max_ns), int(r.max_start_ts),
+         int(r.max_end_ts))
+        for r in pt.itertuples()
+    )  # fmt: skip
+    assert got == [
+        (p, 1, 8 * US, 8 * US, at(t, 12), at(t, 20)),
+        (p + (1 << SHIFT), 1, 0, 0, at(t, 120), at(t, 120)),
+    ]
+    assert list(pt["pid"]) == [p, p]
+
+
+def test_the_command_referee_counts_only_its_own_tasks():
+    """The referee's command checks (getrusage of the recorded command w2 and its
+    descendants, against the trace) of reused_clean: w2 forks p at 110, so the child
+    (120-150: 30 us) is the command's, and w2 itself (100-120: 20 us); the kworker
+    that had p before (20-40) is not. The trace's running time is 50 us (not 70), and
+    the switch-outs are w2's at 120 and the child's at 150 (not the kworker's at 40)."""
+    from schedwake import referee
+    from schedwake.counters import CommandUsage, Counters, Snapshot
+
+    trace, p, t = reused_clean()
+    w2 = int(trace.model.events.switch.set_index("ts").loc[at(t, 100), "next_pid"])
+
+    def snap(label):
+        return Snapshot(label, 0, 0, None, None, {})
+
+    cmd = CommandUsage(w2, ("w2",), 50 * US, 2, 0)
+    c = Counters("<by-hand>", 1, "test", None, None, None, False, snap("start"),
+                 snap("stop"), cmd, None)  # fmt: skip
+    ref = referee.Referee(trace, c, None)
+    first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
+    ref.window = referee.Window((first, last), (first, last), "markers")
+    got = {ch.what: ch for ch in ref._command()}
+    # (up to that and w2's unknown time before its first event at 100)
+    unknown = (at(t, 100) - first) / 1e9
+    assert got["command_cpu"].trace == pytest.approx((50e-6, 50e-6 + unknown), abs=1e-12)
+    assert got["command_switches"].trace == (2.0, 2.0)
+
+
+def _with_perf_records(trace, comms=(), forks=()):
+    """``trace`` with the COMM (ts, tid, comm) and FORK (ts, tid, ptid) records of a
+    perf.data beside its events (its sideband)."""
+    import pyarrow as pa
+
+    trace.sideband = {
+        "comms": pa.table(
+            {
+                "ts": pa.array([c[0] for c in comms], pa.int64()),
+                "pid": pa.array([c[1] for c in comms], pa.int32()),
+                "tid": pa.array([c[1] for c in comms], pa.int32()),
+                "comm": pa.array([c[2] for c in comms], pa.string()),
+            }
+        ),
+        "forks": pa.table(
+            {
+                "ts": pa.array([k[0] for k in forks], pa.int64()),
+                "tid": pa.array([k[1] for k in forks], pa.int32()),
+                "ptid": pa.array([k[2] for k in forks], pa.int32()),
+            }
+        ),
+    }
+    return trace
+
+
+def test_perf_names_of_a_reused_pid():
+    """perf names a thread by its COMM records, and makes a new thread at a FORK of a tid
+    it knows (named by its parent until a COMM): in reused_clean with a COMM of p
+    ("kworker/0:2-events") at 5 and of w2 ("sender") at 1, a FORK of p by w2 at 110,
+    the kworker is kworker/0:2-events and the child "sender", its parent's name; with a
+    COMM of p ("receiver") at 115 as well, the child is "receiver" and the kworker keeps
+    its own name (a COMM names only the task its tid is then)."""
+    from schedwake.latency import perf_names
+    from schedwake.model.lives import SHIFT
+
+    trace, p, t = reused_clean()
+    w2 = int(trace.model.events.switch.set_index("ts").loc[at(t, 100), "next_pid"])
+    comms = [(at(t, 1), w2, "sender"), (at(t, 5), p, "kworker/0:2-events")]
+    forks = [(at(t, 110), p, w2)]
+    names = perf_names(_with_perf_records(trace, comms, forks))
+    assert (names[p], names[p + (1 << SHIFT)]) == ("kworker/0:2-events", "sender")
+    trace, p, t = reused_clean()
+    comms.append((at(t, 115), p, "receiver"))
+    names = perf_names(_with_perf_records(trace, comms, forks))
+    assert (names[p], names[p + (1 << SHIFT)]) == ("kworker/0:2-events", "receiver")
+
+
+def test_timehist_counts_the_run_that_ends_in_an_exit():
+    """perf sched timehist -s counts every run from a switch-in to a switch-out,
+    whatever state the switch-out gives (timehist_sched_change_event: t - tprev for the
+    task switched out): a task woken at 10, switched in at 20 and out at 30 (S), woken
+    at 50, in at 60 and out at 100 exiting (X) ran twice, 10 and 40 us."""
+    from schedwake.latency import timehist_summary
+
+    s, (w, p), t = _synth("w", "exiting")
+    s.switch(t, 0, 0, "R", w)
+    s.waking(at(t, 10), 0, w, p, 0)
+    s.switch(at(t, 20), 0, w, "S", p)
+    s.switch(at(t, 30), 0, p, "S", 0)
+    s.switch(at(t, 40), 1, 0, "R", w)
+    s.waking(at(t, 50), 1, w, p, 0)
+    s.switch(at(t, 55), 1, w, "S", 0)
+    s.switch(at(t, 60), 0, 0, "R", p)
+    s.switch(at(t, 100), 0, p, "X", 0)
+    s.t = at(t, 200)
+    th = timehist_summary(s.build("exit"), pids=[p])
+    got = [(r.sched_in, r.run_ns, r.min_run_ns, r.max_run_ns) for r in th.itertuples()]
+    assert got == [(2, 50 * US, 10 * US, 40 * US)]

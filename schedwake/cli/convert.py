@@ -83,7 +83,7 @@ def convert(
             input_format, reader, jobs,
         )  # fmt: skip
         return
-    from ..report.parquet import convert as convert_to_parquet
+    from ..convert import convert as convert_to_parquet
 
     if Path(outdir).exists() and not Path(outdir).is_dir():
         raise OptionError("--output", outdir, "is a file: Parquet tables go to a directory")

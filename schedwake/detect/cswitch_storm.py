@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..model._util import asof_index
+from ..model.lives import pid_of
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions
 from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds
 
@@ -95,9 +96,10 @@ SHOWN = Shown(
 
 def _switch_work(model: Model) -> np.ndarray:
     """For each ``sched_switch`` row (memoized): the code of the work function its prev
-    task started last (``workqueue_execute_start`` of that pid at or before the switch,
+    task started last (``workqueue_execute_start`` of that task at or before the switch,
     ended or not; categories :func:`work_functions`), -1 without one (not a kworker, or
-    no workqueue events in the trace)."""
+    no workqueue events in the trace). The task is its life key (:mod:`.model.lives`):
+    a work item of an earlier task of the pid is not its."""
     if model.memo.storm_switch_work is not None:
         return model.memo.storm_switch_work
     s, wq = model.events.switch, model.events.wq_start
@@ -106,11 +108,14 @@ def _switch_work(model: Model) -> np.ndarray:
         kw = kworker_mask(s["prev_comm"].array)
         rows = np.flatnonzero(kw)
         fn = pd.Categorical(wq["function"].array)
+        ev = model.events
+        sts = s["ts"].to_numpy()[rows].astype(np.int64)
+        wts = wq["ts"].to_numpy().astype(np.int64)
         idx = asof_index(
-            s["ts"].to_numpy()[rows].astype(np.int64),
-            s["prev_pid"].to_numpy()[rows].astype(np.int64),
-            wq["ts"].to_numpy().astype(np.int64),
-            wq["common_pid"].to_numpy().astype(np.int64),
+            sts,
+            ev.key(s["prev_pid"].to_numpy()[rows].astype(np.int64), sts),
+            wts,
+            ev.key(wq["common_pid"].to_numpy().astype(np.int64), wts),
             "backward",
             True,
         )
@@ -129,12 +134,14 @@ def work_functions(model: Model) -> list[str]:
 
 
 def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
-    """One row per (cpu, task pid, kworker, work function) whose kworker the task
-    preempted while (or right after) running that function: ``pre`` preemptions, ``outs``
+    """One row per (cpu, task, kworker, work function) whose kworker the task preempted
+    while (or right after) running that function: ``pre`` preemptions, ``outs``
     switch-outs of the kworker on the CPU attributed to the function, and ``storm``
     (``pre >= storm_min_preempted_share * outs``). ``fn`` is a code of
-    :func:`work_functions` (-1: none known)."""
-    cols = ["cpu", "pid", "kw", "fn", "pre", "outs", "storm"]
+    :func:`work_functions` (-1: none known). ``task`` and ``kw`` are tasks, life keys
+    (:mod:`schedwake.model.lives`: the pid, but for a later task of a pid used again);
+    ``pid`` is the task's pid."""
+    cols = ["cpu", "pid", "task", "kw", "fn", "pre", "outs", "storm"]
     c = kworker_preemptions(model)
     if len(c["rows"]) == 0:
         return pd.DataFrame(
@@ -144,11 +151,12 @@ def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
     assert s is not None  # (a kworker preemption is a switch)
     work = _switch_work(model)
     pre = pd.DataFrame(
-        {"cpu": c["cpu"], "pid": c["task"], "kw": c["kworker"], "fn": work[c["rows"]]}
+        {"cpu": c["cpu"], "task": c["task"], "kw": c["kworker"], "fn": work[c["rows"]]}
     )
-    tri = pre.groupby(["cpu", "pid", "kw", "fn"]).size().rename("pre").reset_index()
+    tri = pre.groupby(["cpu", "task", "kw", "fn"]).size().rename("pre").reset_index()
+    tri["pid"] = pid_of(tri["task"].to_numpy()).astype(np.int64)
     # the switch-outs of the preempted kworkers only (a few of the CPU's switches)
-    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
+    prev_pid = _prev_tasks(model)
     mine = np.isin(prev_pid, tri["kw"].unique())
     outs = (
         pd.DataFrame(
@@ -180,7 +188,7 @@ def storm_mask(model: Model, th: Thresholds) -> np.ndarray:
         return np.zeros(len(c["rows"]), dtype=bool)
     work = _switch_work(model)[c["rows"]]
     key = pd.MultiIndex.from_arrays([c["cpu"], c["task"], c["kworker"], work])
-    return key.isin(pd.MultiIndex.from_frame(hot[["cpu", "pid", "kw", "fn"]]))
+    return key.isin(pd.MultiIndex.from_frame(hot[["cpu", "task", "kw", "fn"]]))
 
 
 def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
@@ -206,11 +214,12 @@ def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
 
     names = _names(model)
     tasks = np.unique(c["task"])
-    user = tasks[[name_class(names.get(int(p), "?"), int(p)) == USER for p in tasks]]  # per task
+    user = tasks[[name_class(names.get(int(p), "?"), _pid(p)) == USER for p in tasks]]  # per task
     if model.pids is not None:
-        user = user[np.isin(user, list(model.pids))]
+        user = user[np.isin(pid_of(user), list(model.pids))]
     least = max(th["storm_min_preemptions"], 1)
-    pair = c["cpu"].astype(np.int64) * (1 << 32) + c["task"].astype(np.int64)
+    # a (CPU, task) pair: the task's rank among the tasks fits in 32 bits, a life key may not
+    pair = c["cpu"].astype(np.int64) * (1 << 32) + np.searchsorted(tasks, c["task"])
     mine = np.isin(c["task"], user)
     keys, n = np.unique(pair[mine], return_counts=True)
     mine &= np.isin(pair, keys[n >= least])
@@ -224,7 +233,7 @@ def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
     work = _switch_work(model)
     unit_of = pd.MultiIndex.from_arrays([c["cpu"][mine], c["kworker"][mine], work[c["rows"][mine]]])
     units = unit_of.unique()
-    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
+    prev_pid = _prev_tasks(model)
     outs = np.flatnonzero(np.isin(prev_pid, units.get_level_values(1)))
     out_unit = units.get_indexer(
         pd.MultiIndex.from_arrays(
@@ -262,7 +271,9 @@ def _count(cpus: np.ndarray, pids: np.ndarray) -> pd.Series:
 
 
 def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
-    """One row per (cpu, task pid) that preempted a kworker: kworker_preemptions and
+    """One row per (cpu, task) that preempted a kworker (``task``: its life key,
+    :mod:`schedwake.model.lives`, so two tasks that shared a pid are two rows; ``pid``:
+    its pid): kworker_preemptions and
     kworker_switchouts over its storm kworkers (the (kworker, work function) pairs it
     preempts at ``storm_min_preempted_share`` of their switch-outs or more:
     :func:`unit_table`; ``storm_kworkers`` distinct kworkers), all_kworker_preemptions,
@@ -270,6 +281,7 @@ def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
     cols = [
         "cpu",
         "pid",
+        "task",
         "kworker_preemptions",
         "kworker_switchouts",
         "storm_kworkers",
@@ -285,8 +297,8 @@ def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
     cpu = s["cpu"].to_numpy().astype(np.int64)
-    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
-    next_pid = s["next_pid"].to_numpy().astype(np.int64)
+    prev_pid = _prev_tasks(model)
+    next_pid = model.events.key(s["next_pid"].to_numpy().astype(np.int64), s["ts"].to_numpy())
     # per (cpu, task, kworker, work function): the preemptions, and that kworker's
     # switch-outs on the CPU after that function. The task's storm units are those it
     # preempts at the threshold's share of their switch-outs (a task also preempts, now
@@ -294,8 +306,8 @@ def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
     # figures are over those.
     tri = unit_table(model, th)
     storm = tri["storm"].to_numpy()
-    per = tri.groupby(["cpu", "pid"]).agg(all_kworker_preemptions=("pre", "sum"))
-    hot = tri[storm].groupby(["cpu", "pid"])
+    per = tri.groupby(["cpu", "task"]).agg(all_kworker_preemptions=("pre", "sum"))
+    hot = tri[storm].groupby(["cpu", "task"])
     per["kworker_preemptions"] = hot["pre"].sum().reindex(per.index).fillna(0).astype(np.int64)
     per["kworker_switchouts"] = hot["outs"].sum().reindex(per.index).fillna(0).astype(np.int64)
     per["storm_kworkers"] = hot["kw"].nunique().reindex(per.index).fillna(0).astype(np.int64)
@@ -308,22 +320,24 @@ def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
     per["switches"] = _count(cpu[alt], task[alt]).reindex(per.index).fillna(0).astype(np.int64)
     w = model.wakeups
     fut = futile_mask(model)
-    wpid = w["wakee_pid"].to_numpy()
-    mine = np.isin(wpid, per.index.get_level_values("pid"))
+    wpid = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
+    mine = np.isin(wpid, per.index.get_level_values("task"))
     wf = (
-        pd.DataFrame({"cpu": w["chosen_cpu"].to_numpy()[mine], "pid": wpid[mine], "f": fut[mine]})
-        .groupby(["cpu", "pid"])
+        pd.DataFrame({"cpu": w["chosen_cpu"].to_numpy()[mine], "task": wpid[mine], "f": fut[mine]})
+        .groupby(["cpu", "task"])
         .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
     )
     per = per.join(wf, how="left").fillna({"wakeups": 0, "futile_wakeups": 0})
-    per = per.astype({"wakeups": np.int64, "futile_wakeups": np.int64})
-    return per.reset_index()[cols]
+    per = per.astype({"wakeups": np.int64, "futile_wakeups": np.int64}).reset_index()
+    per["pid"] = pid_of(per["task"].to_numpy()).astype(np.int64)
+    return per[cols]
 
 
 def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     per = pair_table(model, th)
     if model.pids is not None and len(per):  # (analyze --pid): these tasks' storms only
         per = per[per["pid"].isin(list(model.pids))].copy()
+    # (a task is its life key, ``task``: the pid, but for a later task of a pid used again)
     if len(per) == 0:
         return []
     dur_s = max(model.duration_ns, 1) / 1e9
@@ -335,7 +349,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     from ..model.tasks import USER, name_class
 
     user = np.array(
-        [name_class(names.get(int(p), "?"), int(p)) == USER for p in per["pid"].to_numpy()],
+        [name_class(names.get(int(p), "?"), _pid(p)) == USER for p in per["task"].to_numpy()],
         dtype=bool,
     )  # per task, not per event
     hit = per[
@@ -350,7 +364,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         {
             "cpu": int(r.cpu),
             "pid": int(r.pid),
-            "comm": names.get(int(r.pid), "?"),
+            "comm": names.get(int(r.task), "?"),
             "kworker_preemptions": int(r.kworker_preemptions),
             "preempted_share": round(float(r.preempted_share), 4),
             "cpu_share": round(float(r.cpu_share), 4),
@@ -363,7 +377,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         for r in hit.head(10).itertuples(index=False)
     ]
     worst = hit.iloc[0]
-    kw = _kworkers_on(model, int(worst["cpu"]), int(worst["pid"]))
+    kw = _kworkers_on(model, int(worst["cpu"]), int(worst["task"]))
     metrics: FindingMetrics = {
         "switches": int(hit["switches"].sum()),
         "switches_per_s": round(float(worst["switches_per_s"]), 1),
@@ -374,12 +388,12 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         "futile_wakeups": int(hit["futile_wakeups"].sum()),
         "futile_share": round(float(worst["futile_share"]), 4),
         "cpu": int(worst["cpu"]),
-        "task": {"pid": int(worst["pid"]), "comm": names.get(int(worst["pid"]), "?")},
+        "task": {"pid": int(worst["pid"]), "comm": names.get(int(worst["task"]), "?")},
         "kworkers": kw,
     }
     sev = "high" if worst["preempted_share"] >= th["storm_high_preempted_share"] else "medium"
     title = (
-        f"{names.get(int(worst['pid']), '?')} (pid {int(worst['pid'])}) preempted the "
+        f"{names.get(int(worst['task']), '?')} (pid {int(worst['pid'])}) preempted the "
         f"kworkers on CPU {int(worst['cpu'])} {int(worst['kworker_preemptions'])} times, "
         f"{100 * worst['preempted_share']:.0f}% of their switch-outs and "
         f"{100 * worst['cpu_share']:.0f}% of the CPU's switches; "
@@ -388,7 +402,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     # evidence: a futile cycle (else a preemption) of the task in the middle of the trace,
     # from the kworker's switch-in to its return: the cycle's own length, on any machine
     c = kworker_preemptions(model)
-    mine = (c["cpu"] == worst["cpu"]) & (c["task"] == worst["pid"])
+    mine = (c["cpu"] == worst["cpu"]) & (c["task"] == worst["task"])
     # ... of one of its storm kworkers
     mine &= storm_mask(model, th)
     sel = np.flatnonzero(mine & c["futile"]) if (mine & c["futile"]).any() else np.flatnonzero(mine)
@@ -397,26 +411,42 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         "t0": int(c["start_ts"][k]),
         "t1": int(c["back_ts"][k]),
         "cpus": [int(worst["cpu"])],
-        "pids": [int(worst["pid"]), int(c["kworker"][k])],
+        "pids": [int(worst["pid"]), _pid(c["kworker"][k])],
         "focus_ts": int(c["ts"][k]),
     }
     return [Finding(NAME, sev, title, metrics, top, evidence_at=ev_at)]
 
 
-def _names(model: Model) -> dict[int, str]:
+def _pid(task: int | np.integer) -> int:
+    """The pid of a task's life key (:mod:`schedwake.model.lives`)."""
+    return int(pid_of(int(task)))
+
+
+def _prev_tasks(model: Model) -> np.ndarray:
+    """The task (life key, :mod:`schedwake.model.lives`) each ``sched_switch`` switches
+    out."""
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
-    d = pd.DataFrame({"pid": s["next_pid"].to_numpy(), "comm": s["next_comm"].array})
+    return model.events.key(s["prev_pid"].to_numpy().astype(np.int64), s["ts"].to_numpy())
+
+
+def _names(model: Model) -> dict[int, str]:
+    """Each task's (life key's) last name as a switch-in gives it."""
+    s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
+    task = model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
+    d = pd.DataFrame({"pid": task, "comm": s["next_comm"].array})
     last = d.drop_duplicates("pid", keep="last")
     return {int(p): str(c) for p, c in zip(last["pid"], last["comm"])}
 
 
-def _kworkers_on(model: Model, cpu: int, pid: int) -> list[dict[str, str | int]]:
+def _kworkers_on(model: Model, cpu: int, task: int) -> list[dict[str, str | int]]:
+    """The kworkers (names) that ``task`` (a life key) took ``cpu`` from most often."""
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
     m = (
         (s["cpu"].to_numpy() == cpu)
-        & (s["next_pid"].to_numpy() == pid)
+        & (model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy()) == task)
         & kworker_mask(s["prev_comm"].array)
     )
     vc = s["prev_comm"][m].astype(str).value_counts().head(5)

@@ -10,11 +10,11 @@ checked against it). Every reader returns a :class:`RawTrace` whose tables follo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import OptionError, TraceError
 from .raw import Progress, RawTrace
@@ -40,15 +40,56 @@ COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst", ".bz2")
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """What :func:`read` and :func:`iter_batches` pass a format's reader: the events to
-    build tables for (None: all), the progress callback, the reader (one of the
-    format's ``readers``), its decoding threads and the kallsyms file of a perf.data."""
+    """How a trace file is read: what :func:`schedwake.load`, :func:`read`,
+    :func:`iter_batches` and :func:`schedwake.convert.convert` take, and what they
+    pass a format's reader. Checked here, once, when made: an OptionError (a ValueError)
+    names the parameter that is wrong.
+
+    ``events``: names of the events to build tables for (``"sched_waking"`` or
+    ``"sched:sched_waking"``; kept as the plain names); None: every event.
+    ``input_format``: one of :data:`FORMATS`; None: sniffed from the file.
+    ``progress``: a callable that gets the fraction done, now and then.
+    ``reader``: one of :data:`READERS` (None: :data:`DEFAULT_READER`); the format of the
+    file must be one it reads (:func:`check_reader_format`, when the file is known).
+    ``jobs``: decoding threads of schedwake's reader, an int from 1 to :data:`MAX_JOBS`
+    (None: one per CPU); other readers ignore it.
+    ``kallsyms``: a kallsyms file of the kernel a perf.data recorded, plain or
+    compressed (None: this machine's when it runs that kernel).
+    """
 
     events: list[str] | None = None
+    input_format: str | None = None
     progress: Progress | None = None
-    reader: str = DEFAULT_READER
+    reader: str | None = None
     jobs: int | None = None
-    kallsyms: Any = None
+    kallsyms: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        reader = DEFAULT_READER if self.reader is None else self.reader
+        if reader not in READERS:
+            raise OptionError(
+                "reader", repr(reader), f"unknown reader (choices: {', '.join(READERS)})"
+            )
+        object.__setattr__(self, "reader", reader)
+        jobs = self.jobs
+        if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
+            raise OptionError("jobs", repr(jobs), "must be None or an integer >= 1")
+        if jobs is not None and jobs > MAX_JOBS:  # the decoder takes a C long
+            raise OptionError("jobs", jobs, f"at most {MAX_JOBS} decoding threads")
+        if self.events is not None:
+            events = self.events
+            names = None if isinstance(events, (str, bytes)) else _names(events)
+            if names is None or not all(isinstance(e, str) for e in names):
+                raise OptionError(
+                    "events", repr(events), "must be a list of event names (None: every event)"
+                )
+            object.__setattr__(self, "events", [e.split(":")[-1] for e in names])
+        if self.input_format is not None and self.input_format not in FORMATS:
+            raise OptionError(
+                "input_format",
+                repr(self.input_format),
+                f"unknown format (known: {', '.join(FORMATS)})",
+            )
 
 
 @dataclass(frozen=True)
@@ -271,36 +312,30 @@ def read(
     jobs: int | None = None,
     kallsyms=None,
 ) -> RawTrace:
-    """Read ``path`` into canonical tables.
+    """Read ``path`` into canonical tables: :func:`read_with` with the
+    :class:`ReadOptions` of these arguments (see there).
 
-    ``events``: event names to read (``"sched_waking"`` or ``"sched:sched_waking"``);
-    None reads every event. Counts of all events are in ``meta.event_counts``
-    either way. ``reader``: the trace.dat or perf.data reader (:data:`READERS`; None is
-    ``"schedwake"``); ``jobs``: decoding threads of schedwake's reader (None: one per
-    CPU; the text readers and libtracecmd ignore it); ``kallsyms``: a kallsyms file of
-    the recorded kernel, for a perf.data (whose own has none; the perf-script reader
-    gives it to ``perf script --kallsyms``). Raises
-    :class:`TraceError` for anything that is not a usable trace, OptionError (a
+    Counts of all events are in ``meta.event_counts`` whichever ``events`` are read.
+    Raises :class:`TraceError` for anything that is not a usable trace, OptionError (a
     ValueError) naming the parameter for an ``events`` that is not a list of names, or a
     ``reader``, ``jobs`` or ``input_format`` that does not exist.
     """
-    reader = check_reader_options(reader, jobs)
-    if events is not None:
-        names = None if isinstance(events, (str, bytes)) else _names(events)
-        if names is None or not all(isinstance(e, str) for e in names):
-            raise OptionError(
-                "events", repr(events), "must be a list of event names (None: every event)"
-            )
-        events = names
-    check_input_format(input_format)
+    return read_with(path, ReadOptions(events, input_format, progress, reader, jobs, kallsyms))
+
+
+def read_with(path, options: ReadOptions) -> RawTrace:
+    """Read ``path`` into canonical tables as ``options`` say (:class:`ReadOptions`, checked
+    already). Raises :class:`TraceError` for anything that is not a usable trace, or a
+    file of a format the reader does not read."""
     p = check_path(path)
-    packed = packed_perfdata(p) if input_format in (None, "perf.data") else None
-    if packed is not None:
-        return _read_packed(p, packed, events, progress, reader, jobs, kallsyms)
-    fmt = input_format or sniff(p)
-    check_reader_format(p, fmt, reader)
-    wanted = None if events is None else [e.split(":")[-1] for e in events]
-    return INPUT_FORMATS[fmt].read(p, ReadOptions(wanted, progress, reader, jobs, kallsyms))
+    if options.input_format in (None, "perf.data"):
+        packed = packed_perfdata(p)
+        if packed is not None:
+            return _read_packed(p, packed, options)
+    fmt = options.input_format or sniff(p)
+    assert options.reader is not None  # (ReadOptions makes None the default)
+    check_reader_format(p, fmt, options.reader)
+    return INPUT_FORMATS[fmt].read(p, options)
 
 
 #: The most bytes a compressed perf.data may hold once decompressed.
@@ -328,10 +363,9 @@ def packed_perfdata(path: Path) -> str | None:
     return kind if head.startswith(b"PERFILE2") else None
 
 
-def _read_packed(path: Path, kind: str, events, progress, reader, jobs, kallsyms) -> RawTrace:
+def _read_packed(path: Path, kind: str, options: ReadOptions) -> RawTrace:
     """A compressed perf.data read through a decompressed copy in a temporary
     directory (its reader seeks), the errors and the metadata naming ``path``."""
-    import dataclasses
     import tempfile
 
     from ..compressed import decompress_to
@@ -340,7 +374,7 @@ def _read_packed(path: Path, kind: str, events, progress, reader, jobs, kallsyms
         plain = Path(tmp) / "perf.data"
         decompress_to(path, kind, plain, MAX_UNPACKED)
         try:
-            raw = read(plain, events, "perf.data", progress, reader, jobs, kallsyms)
+            raw = read_with(plain, dataclasses.replace(options, input_format="perf.data"))
         except TraceError as exc:
             raise TraceError(path, f"(decompressed) {exc.problem}") from None
     raw.meta = dataclasses.replace(raw.meta, path=str(path))
@@ -350,27 +384,6 @@ def _read_packed(path: Path, kind: str, events, progress, reader, jobs, kallsyms
 def _names(items) -> list | None:
     """``items`` as a list, or None when it is not a collection (a number, None)."""
     return list(items) if isinstance(items, Iterable) else None
-
-
-def check_reader_options(reader: str | None, jobs: int | None) -> str:
-    """The reader's name (None means the default), or OptionError (a ValueError) naming
-    ``reader`` when it is not one of :data:`READERS`, ``jobs`` when it is not None or an
-    int >= 1."""
-    reader = DEFAULT_READER if reader is None else reader
-    if reader not in READERS:
-        raise OptionError("reader", repr(reader), f"unknown reader (choices: {', '.join(READERS)})")
-    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
-        raise OptionError("jobs", repr(jobs), "must be None or an integer >= 1")
-    return reader
-
-
-def check_input_format(input_format: str | None) -> None:
-    """OptionError (a ValueError) naming ``input_format`` when it is not None or a name
-    of :data:`FORMATS`."""
-    if input_format is not None and input_format not in FORMATS:
-        raise OptionError(
-            "input_format", repr(input_format), f"unknown format (known: {', '.join(FORMATS)})"
-        )
 
 
 def check_reader_format(path: Path, fmt: str, reader: str) -> None:
@@ -387,24 +400,20 @@ def check_reader_format(path: Path, fmt: str, reader: str) -> None:
 STREAMED_FORMATS = tuple(f.name for f in INPUT_FORMATS.values() if f.iter_batches is not None)
 
 
-def iter_batches(
-    path,
-    events=None,
-    input_format: str | None = None,
-    progress: Progress | None = None,
-    kallsyms=None,
-):
+def iter_batches(path, options: ReadOptions | None = None) -> Iterator[RawTrace]:
     """Read ``path`` as a sequence of :class:`RawTrace` batches, in memory that does not
-    grow with the file (``schedwake convert`` writes them as they come).
+    grow with the file (``schedwake convert`` writes them as they come), as ``options``
+    say (:class:`ReadOptions`; None: the defaults; its ``reader`` and ``jobs`` are
+    schedwake's: only its readers read batch by batch).
 
     trace.dat and perf.data batches are in time order across batches; text batches keep
     the file's order (sorted within a batch). ``meta`` counts are cumulative, so the
     last batch's describe the whole file.
     """
-    check_input_format(input_format)
+    o = ReadOptions() if options is None else options
     p = check_path(path)
-    fmt = input_format or sniff(p)
+    fmt = o.input_format or sniff(p)
     batches = INPUT_FORMATS[fmt].iter_batches
     if batches is None:
         raise OptionError("input_format", fmt, "is read whole, not batch by batch")
-    yield from batches(p, ReadOptions(events, progress, kallsyms=kallsyms))
+    yield from batches(p, o)

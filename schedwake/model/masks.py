@@ -100,7 +100,9 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     """The kworker preemptions of the trace (memoized): for each switch from a kworker
     (``R+``) to another task on a CPU, the switch row, the CPU, the kworker, the task,
     and whether it was futile (the task's run ended in a sleep and the CPU ran the
-    kworker again before the task)."""
+    kworker again before the task). The kworker and the task are tasks, not pids: life
+    keys (:mod:`.lives`: the pid, but for a later task of a pid used again), so two
+    tasks that shared a pid are never one."""
     if model.memo.storm_cycles is not None:
         return model.memo.storm_cycles
     s = model.events.switch
@@ -109,8 +111,10 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
         model.memo.storm_cycles = out
         return out
     cpu = s["cpu"].to_numpy().astype(np.int64)
-    prev_pid = s["prev_pid"].to_numpy().astype(np.int64)
-    next_pid = s["next_pid"].to_numpy().astype(np.int64)
+    ts = s["ts"].to_numpy()
+    ev = model.events
+    prev_pid = ev.key(s["prev_pid"].to_numpy().astype(np.int64), ts)
+    next_pid = ev.key(s["next_pid"].to_numpy().astype(np.int64), ts)
     state = s["prev_state_str"].astype(str).to_numpy()
     pk = kworker_mask(s["prev_comm"].array)
     nk = kworker_mask(s["next_comm"].array)
@@ -128,16 +132,21 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
     nxt[has] = cand[has]
     slept = has & ~np.char.startswith(state[np.maximum(nxt, 0)].astype(str), "R")
-    # then: the kworker's next switch-in on that CPU, before the task's own
-    key = cpu * (1 << 32) + next_pid
+    # then: the kworker's next switch-in on that CPU, before the task's own (by (CPU,
+    # task): a task's rank among the trace's tasks, which fits in 32 bits as a life
+    # key may not)
+    tasks = np.unique(next_pid)
+    rank_in = np.searchsorted(tasks, next_pid)
+    key = cpu * (1 << 32) + rank_in
+    kw_rank = np.searchsorted(tasks, prev_pid[pre])
+    kw_rank = np.where(tasks[np.minimum(kw_rank, len(tasks) - 1)] == prev_pid[pre], kw_rank, -1)
     at = np.where(nxt >= 0, pos[np.maximum(nxt, 0)], -1)
     # (the task's switch-out itself may hand the CPU straight back to the kworker)
-    kw_back = asof_index(at, cpu[pre] * (1 << 32) + prev_pid[pre], pos, key, "forward", True)
-    task_back = asof_index(at, cpu[pre] * (1 << 32) + next_pid[pre], pos, key, "forward", False)
+    kw_back = asof_index(at, cpu[pre] * (1 << 32) + kw_rank, pos, key, "forward", True)
+    task_back = asof_index(at, cpu[pre] * (1 << 32) + rank_in[pre], pos, key, "forward", False)
     kpos = np.where(kw_back >= 0, pos[np.maximum(kw_back, 0)], np.iinfo(np.int64).max)
     tpos = np.where(task_back >= 0, pos[np.maximum(task_back, 0)], np.iinfo(np.int64).max)
     futile = slept & (kw_back >= 0) & (kpos < tpos)
-    ts = s["ts"].to_numpy()
     # the kworker's own switch-in before it was preempted (the switch before, on that CPU)
     before = order[np.maximum(pos[pre] - 1, 0)]
     out = {
@@ -167,11 +176,11 @@ def futile_mask(model: Model) -> np.ndarray:
     ok = ~np.isnan(run)
     mask = np.zeros(len(w), dtype=bool)
     # a wake-up's run starts at a switch-in of its wakee on its chosen CPU: match the
-    # futile preemptions by (task, ts)
+    # futile preemptions by (task, ts), the task its life key (:mod:`.lives`)
     fts, ftask = c["ts"][c["futile"]], c["task"][c["futile"]]
     idx = np.flatnonzero(ok)
-    j = asof_index(run[idx].astype(np.int64), w["wakee_pid"].to_numpy()[idx], fts, ftask,
-                   "backward", True)  # fmt: skip
+    wakee = model.events.key(w["wakee_pid"].to_numpy()[idx], w["ts"].to_numpy()[idx])
+    j = asof_index(run[idx].astype(np.int64), wakee, fts, ftask, "backward", True)
     hit = j >= 0
     hit[hit] = fts[j[hit]] == run[idx][hit]
     mask[idx[hit]] = True

@@ -31,7 +31,8 @@ Columns: ``pid``, ``comm`` (the name the run's switch-in or proof gives), ``kind
 ``start_ts``, ``end_ts`` (the switch-in, or the proof), ``delay_ns``, ``cpu`` (the CPU
 it ran on), ``from_cpu`` (the CPU of the switch-out of a preempted wait, else -1),
 ``min_end_ts``, ``exact``, ``cut`` (a wait of a slice of a trace that leaves the slice:
-:func:`cut_to_slice`).
+:func:`cut_to_slice`), ``task`` (the waiting task: its life key, :mod:`.lives`, the pid
+but for a later task of a pid used again).
 
 :func:`breakdown` splits one wait, from ``start_ts`` to ``end_ts``, into named parts
 that add up to it to the nanosecond (docs/waits.md):
@@ -249,6 +250,7 @@ def build(
             "min_end_ts": min_end,
             "exact": min_end == end,
             "cut": np.zeros(len(end), dtype=bool),
+            "task": pid[e].astype(np.int64),
         }
     )
     return frame.sort_values(["start_ts", "pid"], kind="stable").reset_index(drop=True)
@@ -268,6 +270,7 @@ def _empty() -> pd.DataFrame:
             "min_end_ts": np.zeros(0, np.int64),
             "exact": np.zeros(0, bool),
             "cut": np.zeros(0, bool),
+            "task": np.zeros(0, np.int64),
         }
     )
 
@@ -316,15 +319,21 @@ def cut_to_slice(
 
 
 def per_task(waits: pd.DataFrame) -> pd.DataFrame:
-    """Per pid, as ``perf sched latency -p`` prints it: ``count`` (its Switches
-    column), ``avg_ns`` (total / count, truncated as perf does), ``max_ns`` and
-    ``max_start_ts``/``max_end_ts`` (the first wait of the maximum)."""
+    """Per task, as ``perf sched latency -p`` prints it (a row per thread, and perf
+    makes a new thread at a fork of a tid it knows): ``count`` (its Switches column),
+    ``avg_ns`` (total / count, truncated as perf does), ``max_ns``,
+    ``max_start_ts``/``max_end_ts`` (the first wait of the maximum) and ``pid``. Indexed
+    by task: the ``task`` column's life key (:mod:`.lives`: the pid, but for a later
+    task of a pid used again), so two tasks that shared a pid are two rows; a table
+    without it, by pid."""
+    cols = ["count", "avg_ns", "max_ns", "max_start_ts", "max_end_ts", "pid"]
     if len(waits) == 0:
-        return pd.DataFrame(columns=["count", "avg_ns", "max_ns", "max_start_ts", "max_end_ts"])
-    g = waits.groupby("pid", sort=True)
+        return pd.DataFrame(columns=cols)
+    key = "task" if "task" in waits.columns else "pid"
+    g = waits.groupby(key, sort=True)
     total = g["delay_ns"].sum()
     count = g["delay_ns"].size()
-    at = waits.loc[g["delay_ns"].idxmax()].set_index("pid")
+    at = waits.loc[g["delay_ns"].idxmax()].set_index(key)
     return pd.DataFrame(
         {
             "count": count,
@@ -332,6 +341,7 @@ def per_task(waits: pd.DataFrame) -> pd.DataFrame:
             "max_ns": g["delay_ns"].max(),
             "max_start_ts": at["start_ts"],
             "max_end_ts": at["end_ts"],
+            "pid": pid_of(count.index.to_numpy()).astype(np.int64),
         }
     )
 

@@ -1,7 +1,13 @@
-"""``schedwake convert``: the event tables as Parquet files plus metadata.json."""
+"""``schedwake convert``: a trace's event tables as Parquet files plus metadata.json.
+
+It reads a trace (:mod:`schedwake.ingest`) and writes its tables as they are, batch by
+batch where the format allows: no analysis, nothing rendered (``--to perfetto``, a
+trace with its findings, is :mod:`schedwake.report.perfetto`'s).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -10,11 +16,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import ingest
-from ..errors import OptionError, TraceError
-from ..jsonout import dumps
-from ..summary import meta_summary
-from ..trace import MAX_JOBS
+from . import ingest
+from .errors import OptionError, TraceError
+from .jsonout import dumps
+from .summary import meta_summary
 
 
 def convert(
@@ -35,26 +40,25 @@ def convert(
     trace.dat files (with schedwake's own reader) are read and written in batches, so
     a file larger than memory converts with bounded memory; text rows keep the file's
     order (sorted within each batch), trace.dat rows are in time order throughout.
-    ``reader``, ``jobs`` and ``kallsyms`` are those of :func:`schedwake.load`.
+    ``events``, ``input_format``, ``progress``, ``reader``, ``jobs`` and ``kallsyms``
+    are those of :func:`schedwake.load`, checked as one
+    :class:`schedwake.ingest.ReadOptions`.
 
     Nothing half-written is left to look like a result: the files are written into a
     hidden directory inside ``outdir`` and moved into place (``metadata.json`` last) only
     when the whole trace was read; damage found on the way (a TraceError) removes them,
     and ``outdir`` too if this call made it.
     """
-    reader = ingest.check_reader_options(reader, jobs)
-    if isinstance(jobs, int) and jobs > MAX_JOBS:  # the decoder takes a C long
-        raise OptionError("jobs", jobs, f"at most {MAX_JOBS} decoding threads")
+    o = ingest.ReadOptions(events, input_format, progress, reader, jobs, kallsyms)
     p = ingest.check_path(path)
-    fmt = input_format or ingest.sniff(p)
-    ingest.check_reader_format(p, fmt, reader)
+    fmt = o.input_format or ingest.sniff(p)
+    assert o.reader is not None  # (ReadOptions makes None the default)
+    ingest.check_reader_format(p, fmt, o.reader)
+    o = dataclasses.replace(o, input_format=fmt)
     outdir = Path(outdir)
-    wanted = None if events is None else [e.split(":")[-1] for e in events]
-    if fmt in ingest.STREAMED_FORMATS and reader == ingest.DEFAULT_READER:
-        batches = ingest.iter_batches(p, wanted, fmt, progress, kallsyms=kallsyms)
-        return _write_batches(p, batches, outdir, wanted)
-    raw = ingest.read(p, wanted, fmt, progress, reader, jobs, kallsyms)
-    return _write_batches(p, [raw], outdir, wanted)
+    if fmt in ingest.STREAMED_FORMATS and o.reader == ingest.DEFAULT_READER:
+        return _write_batches(p, ingest.iter_batches(p, o), outdir, o.events)
+    return _write_batches(p, [ingest.read_with(p, o)], outdir, o.events)
 
 
 def _write_batches(path: Path, batches, outdir: Path, wanted=None) -> list[Path]:
