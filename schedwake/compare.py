@@ -693,79 +693,11 @@ class CompareResult:
     def rule(self) -> str:
         return self.comparison.rule
 
-    def rule_line(self) -> str:
-        return self.comparison.rule_line()
-
     def trace_names(self) -> dict[str, str]:
         """``{path: name}`` of every trace of every side: the shortest end of its path
         that tells it apart from the others (:func:`distinct_names`), as reports name it."""
         paths = [str(t.path) for s in self.sides for t in s.traces]
         return distinct_names(paths + [p for s in self.sides for p in s.paths])
-
-    def notes(self) -> list[str]:
-        """Caveats of the traces (assumed topology, lost events, missing events), one line
-        each, followed by the traces it concerns (or "every trace")."""
-        where: dict[str, list[str]] = {}
-        n = 0
-        names = self.trace_names()
-        for s in self.sides:
-            for t in s.traces:
-                n += 1
-                for c in t.caveats:
-                    where.setdefault(c, []).append(f"{s.label}: {names[str(t.path)]}")
-        out = []
-        for c, traces in where.items():
-            who = "every trace" if len(traces) == n else ", ".join(traces)
-            out.append(f"{c} ({who})")
-        if self.work:
-            groups: dict[tuple, list[str]] = {}
-            for p, w in self.work.items():
-                how = w.source.split(": ", 1)[-1]
-                groups.setdefault((w.value, w.unit, how), []).append(names[p])
-            parts = [
-                f"{value:g} {unit} ({how}): "
-                + ("every trace" if len(who) == len(self.work) else ", ".join(who))
-                for (value, unit, how), who in groups.items()
-            ]
-            out.append("counts per unit of work (*_per_op), the runs' work: " + "; ".join(parts))
-        if self.sample_kind == "per-window":
-            out.append(
-                "per-window samples (asked for): windows of one run are tested as batch "
-                "means, so a significant change says these runs differed through the "
-                "run, not that a rerun would; give >= 2 runs a side for a per-trace "
-                "judgement"
-            )
-        else:
-            runs = [len(s.paths) or len(s.traces) for s in self.sides]
-            if runs and runs[0] < 2:
-                out.append(
-                    "one baseline run: no significance can be given (one run has no "
-                    "between-run spread to judge another against); give >= 2 baseline "
-                    "runs, or --samples per-window to test windows of the runs"
-                )
-            elif any(n == 1 for n in runs[1:]):
-                out.append(
-                    "a side with one run is judged against the baseline runs' spread "
-                    "(a prediction interval), not against windows of itself"
-                )
-        return self._machine_notes() + out
-
-    def _machine_notes(self) -> list[str]:
-        """A line for each thing the sides' machines differ in (CPUs, kernel, trace clock,
-        LLCs): a comparison across them measures the machines as much as the change."""
-        facts = {
-            "CPUs": lambda t: t.meta.cpus,
-            "kernel": lambda t: t.meta.kernel or "unknown",
-            "trace clock": lambda t: t.meta.clock or "unknown",
-            "LLCs": lambda t: " ".join("[" + ",".join(map(str, g)) + "]" for g in t.topology.llc),
-        }
-        out = []
-        for what, get in facts.items():
-            per_side = {s.label: sorted({str(get(t)) for t in s.traces}) for s in self.sides}
-            if len({v for vals in per_side.values() for v in vals}) > 1:
-                text = "; ".join(f"{lab}: {', '.join(v)}" for lab, v in per_side.items())
-                out.append(f"the traces differ in {what} ({text})")
-        return out
 
     def summary(self) -> pd.DataFrame:
         """The mean row of every metric: metric, unit, direction, stat, then per side the

@@ -193,19 +193,7 @@ class Comparison:
     metrics: list[MetricSamples] = field(default_factory=list)
 
     # ---- shared pieces ------------------------------------------------------------------
-    def rule_name(self) -> str:
-        a = f"{self.alpha:.2f}" if round(self.alpha, 2) == self.alpha else f"{self.alpha:g}"
-        one = self._one_run_side()
-        if self.rule == "ttest":
-            pred = "; one run: t prediction interval of the baseline runs" if one else ""
-            return f"two-sided t-test (Welch s.e., df=n1+n2-2{pred}), alpha {a}"
-        if self.rule == "mannwhitney":
-            pred = " (one run: its rank among the baseline runs)" if one else ""
-            return f"two-sided Mann-Whitney rank-sum test{pred}, alpha {a}"
-        pred = " (one run: outside the baseline's interval)" if one else ""
-        return f"mean +-1.96*sd intervals do not overlap (mmtests ci95){pred}"
-
-    def _one_run_side(self) -> bool:
+    def one_run_side(self) -> bool:
         """True when a side of one run is judged against >= 2 baseline runs (by the
         prediction tests) for some metric."""
         for m in self.metrics:
@@ -214,45 +202,6 @@ class Comparison:
             if sizes and sizes[0] >= 2 and any(n == 1 for n in sizes[1:]):
                 return True
         return False
-
-    def _sample_desc(self, m: MetricSamples) -> str:
-        ns = "/".join(str(st.clean_samples(s).size) for s in m.samples)
-        if m.sample_kind == "per-window":
-            win = f", window {float(m.window_s)} s" if m.window_s is not None else ""
-            tested = ""
-            if m.test_samples is not None:
-                nb = "/".join(str(st.clean_samples(s).size) for s in m.test_samples)
-                tested = f", tested on batch means n={nb}"
-            return f"per-window values{win}, n={ns}{tested}"
-        return f"per-trace values, n={ns}"
-
-    def rule_line(self) -> str:
-        """``* significant: <rule>; samples: <kind>, n=a/b`` (one line; the metrics whose
-        samples differ from the most common description are named after it)."""
-        descs = {m.name: self._sample_desc(m) for m in self.metrics}
-        if not descs:
-            samples = "none"
-        else:
-            # the most common description, then the metrics whose samples differ from it
-            common = max(dict.fromkeys(descs.values()), key=list(descs.values()).count)
-            other = [f"{name}: {d}" for name, d in descs.items() if d != common]
-            samples = common + (f" ({'; '.join(other)})" if other else "")
-        line = f"* significant: {self.rule_name()}; samples: {samples}"
-        means = [r for r in self.rows if r.is_mean_row]
-        # (metric, why), each once
-        untestable = dict.fromkeys(
-            (r.metric.name, s.reason)
-            for r in means
-            for s in r.sig
-            if s is not None and not s.testable
-        )
-        reasons = {why for _, why in untestable}
-        if len(untestable) > 1 and len(reasons) == 1 and len(untestable) == len(means):
-            # one reason for every metric (one baseline run): said once
-            return line + f"; not testable: every metric ({reasons.pop()})"
-        if untestable:
-            line += "; not testable: " + ", ".join(f"{m} ({why})" for m, why in untestable)
-        return line
 
     def records(self) -> list[dict[str, Any]]:
         """Flat, JSON-ready records: one per (metric, statistic, side).

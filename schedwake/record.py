@@ -127,44 +127,6 @@ class RecordResult:
             return None
         return (self.overrun or 0) + (self.dropped or 0)
 
-    def summary(self) -> str:
-        """One line: what was written, events, lost events, the command's exit."""
-        parts = [f"wrote {self.output} ({_size(self.bytes)}"]
-        if self.entries is not None:
-            parts[0] += f", {self.entries} events"
-        parts[0] += f", {self.cpus} CPUs, {self.wall_s:.2f} s, {self.method})"
-        if self.topology:
-            parts.append(f"topology {self.topology}")
-        if self.counters:
-            parts.append(f"counters {self.counters}")
-        if self.perf_stat:
-            parts.append(f"perf stat {self.perf_stat}")
-        lost = self.lost
-        if lost is None:
-            parts.append("lost events: unknown")
-        elif lost:
-            parts.append(
-                f"LOST {lost} events (overrun {self.overrun or 0}, dropped {self.dropped or 0})"
-            )
-        else:
-            parts.append("lost events: 0")
-        if self.events_intact is False:
-            parts.append("EVENT SETUP CHANGED DURING THE RECORDING")
-        if self.command:
-            if self.exit_signal is not None:
-                parts.append(f"command killed by signal {self.exit_signal}")
-            elif self.exit_code is not None:
-                parts.append(f"command exit code {self.exit_code}")
-            else:
-                parts.append("command exit code unknown")
-        if self.interrupted:
-            parts.append("interrupted")
-        return "; ".join(parts)
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n} bytes"
-
 
 # -- events ----------------------------------------------------------------------------
 def parse_events(text: str | None) -> list[tuple[str, str, bool]]:

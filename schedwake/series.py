@@ -141,14 +141,6 @@ class SeriesResult:
         """The metrics with a change point, in catalogue order."""
         return [s for s in self.metrics.values() if s.change_points]
 
-    def summary_line(self) -> str:
-        n = len(self.change_points())
-        m = len(self.changed())
-        return (
-            f"{n} change point{'s' if n != 1 else ''} in {m} metric{'s' if m != 1 else ''} "
-            f"over {len(self.builds)} builds ({len(self.metrics)} metrics)"
-        )
-
     def to_dict(self) -> dict:
         """The JSON document's content (docs/series.md, "JSON")."""
         return {
@@ -463,16 +455,6 @@ class SeriesGateResult:
     @property
     def verdict(self) -> str:
         return {0: "PASS", 1: "FAIL", 2: "ERROR"}[self.exit_code]
-
-    def headline(self) -> str:
-        newest = self.series.builds[-1].name if self.series and self.series.builds else "-"
-        errors = self.problems + [v.message for v in self.verdicts if v.status == "error"]
-        if errors:
-            return f"ERROR: cannot judge: {errors[0]}"
-        broken = [v.metric for v in self.verdicts if v.status == "broken"]
-        if broken:
-            return f"FAIL: the newest build {newest} starts a regression of " + ", ".join(broken)
-        return f"PASS: the newest build {newest} starts no regression beyond the rules"
 
 
 def _least_p(n_all: int, n_new: int) -> float:

@@ -24,6 +24,7 @@ from schedwake.bench import parse_dbench, parse_fio, parse_output, read_beside
 from schedwake.errors import TraceError
 from schedwake.metrics import catalogue_entry, metric_samples
 from schedwake.report import compare as compare_report
+from schedwake.report.compare import rule_line_of
 
 from .conftest import SAMPLES, run_cli, shared_model_trace
 
@@ -328,7 +329,7 @@ def test_per_window_comparison_keeps_results_per_trace(kstack_traces):
         samples="per-window",
     )
     assert r.sample_kind == "per-window"
-    assert "bench_dbench_throughput_mb_s: per-trace values, n=1/1" in r.rule_line()
+    assert "bench_dbench_throughput_mb_s: per-trace values, n=1/1" in rule_line_of(r)
 
 
 def _rules(tmp, text: str):

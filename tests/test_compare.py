@@ -21,6 +21,8 @@ from schedwake.compare import CompareResult, default_window, from_samples, parse
 from schedwake.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_metrics
 from schedwake.mmtests import SIGN_CONVENTION
 from schedwake.report import compare as compare_report
+from schedwake.report.compare import notes as compare_notes
+from schedwake.report.compare import rule_line_of
 from schedwake.synth import make_trace
 
 from .conftest import mmtests_part, run_cli, sample
@@ -310,7 +312,7 @@ def test_ci95_rule_is_printed(published):
         significance="ci95",
         metrics=["context_switches_per_s"],
     )
-    assert "do not overlap" in res.rule_line()
+    assert "do not overlap" in rule_line_of(res)
     # 22.63 +- 1.96*1.13 and 20.54 +- 1.96*0.54 overlap: no star under ci95
     assert "20.54 (   9.23%)" in compare_report.text(res, full=True)
 
@@ -325,27 +327,27 @@ def test_samples_are_runs_and_windows_only_on_request(published):
     res = schedwake.compare(sides, metrics=["context_switches_per_s"])
     assert res.sample_kind == "per-trace" and res.window_s is None
     assert "n=1/3; not testable: context_switches_per_s (give >= 2 baseline runs" in (
-        res.rule_line()
+        rule_line_of(res)
     )
-    assert any(n.startswith("one baseline run: no significance") for n in res.notes())
+    assert any(n.startswith("one baseline run: no significance") for n in compare_notes(res))
     res = schedwake.compare(
         sides, metrics=["context_switches_per_s"], samples="window", window_s=10
     )
     assert res.sample_kind == "per-window" and res.window_s == 10
     # 10 windows a trace: 3 batch means of 3-4 windows each
     assert "per-window values, window 10.0 s, n=10/30, tested on batch means n=3/9" in (
-        res.rule_line()
+        rule_line_of(res)
     )
     # three runs against one: a prediction interval of the three
     res = schedwake.compare(sides[::-1], metrics=["context_switches_per_s"])
-    assert "one run: t prediction interval of the baseline runs" in res.rule_line()
+    assert "one run: t prediction interval of the baseline runs" in rule_line_of(res)
     res = schedwake.compare(
         [sorted(published.glob("base-*")), sorted(published.glob("patched-*"))],
         metrics=["context_switches_per_s"],
         samples="per-window",
         window_s=25,
     )
-    assert "n=12/12" in res.rule_line()
+    assert "n=12/12" in rule_line_of(res)
 
 
 def test_api_with_trace_objects_summary_and_plots(synth):
@@ -488,7 +490,7 @@ def test_one_trace_a_side_carries_the_one_run_caution_and_one_colour_scale():
         {"root": [sample("fio-pinned-root.dat")], "weighted": [sample("fio-pinned-weighted.dat")]}
     )
     assert result.sample_kind == "per-trace"
-    assert any(n.startswith("one baseline run: no significance") for n in result.notes())
+    assert any(n.startswith("one baseline run: no significance") for n in compare_notes(result))
     assert "note: one baseline run" in compare_report.text(result)
     figs = report_figures(result)
     clims = [

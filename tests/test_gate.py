@@ -21,6 +21,7 @@ from schedwake.errors import TraceError
 from schedwake.gate import DEFAULT_RULES_TOML, Rule, default_rules, parse_rules
 from schedwake.gate.judge_metrics import judge_rule
 from schedwake.report import gate as gate_report
+from schedwake.report.compare import rule_line_of
 
 from .conftest import iteration_paths, run_cli, sample, shared_model_trace
 
@@ -195,12 +196,14 @@ def test_single_traces_are_not_judged_by_their_windows_unless_asked():
     result = schedwake.gate(STACK_ON[0], STACK_OFF[0], windows, loader=shared)
     assert result.comparison.sample_kind == "per-window"
     assert result.exit_code == 1
-    assert "tested on batch means" in result.comparison.rule_line()
-    assert any("windows of one run are tested as batch means" in n for n in result.notes())
+    assert "tested on batch means" in rule_line_of(result.comparison)
+    assert any(
+        "windows of one run are tested as batch means" in n for n in gate_report.notes(result)
+    )
     # one candidate run against several baseline runs: a prediction interval
     result = schedwake.gate(STACK_ON, STACK_OFF[0], loader=shared)
     assert result.comparison.sample_kind == "per-trace"
-    assert "t prediction interval of the baseline runs" in result.comparison.rule_line()
+    assert "t prediction interval of the baseline runs" in rule_line_of(result.comparison)
 
 
 @pytest.mark.slow

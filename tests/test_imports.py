@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 import schedwake
@@ -45,8 +46,8 @@ LAYERS = [
     # and profile judging, explanations, the run); its false-alarm rate
     ["batch"],  # many traces -> one dataset of analyses
     ["series"],  # a series of builds: which build changed a metric
-    ["report"],  # renderers of analyses, comparisons, verdicts
     ["synth", "record"],  # tools that make traces
+    ["report"],  # renderers of analyses, comparisons, verdicts, recordings
     ["cli", "__init__"],  # the command line (cli/: a module a command, the shared options)
     # and the package's API
 ]
@@ -173,12 +174,19 @@ def test_the_walker_sees_lazy_and_relative_imports():
 
 
 #: Methods that render: a class outside report/ (and the CLI) may define none of them.
-RENDERING_METHODS = {"text", "markdown", "html", "render", "to_json", "to_markdown", "to_html"}
+RENDERING_METHODS = {
+    "text", "markdown", "html", "render", "to_json", "to_markdown", "to_html",
+    # (the wording of a verdict or a rule: report/'s too)
+    "headline", "summary_line", "rule_line", "rule_name",
+}  # fmt: skip
 #: The exceptions, each with its reason.
 RENDERING_ALLOWED = {
     # the topology file format (`schedwake topology -o`, read back by load): a file the
     # package reads, not a report of a result
     ("schedwake.topology", "Topology", "to_json"),
+    # the map in one line, a fact of the topology: the JSON's topology facts carry it and
+    # the caveat of an assumed map quotes it (no report lays it out)
+    ("schedwake.topology", "Topology", "describe"),
 }
 
 
@@ -210,6 +218,71 @@ def test_results_never_render_themselves():
         if name.split(".")[1:2] not in (["report"], ["cli"]):
             found += rendering_methods(parsed(path), name)
     assert not found, "results rendering themselves (move them to report/):\n" + "\n".join(found)
+
+
+#: A sentence in a returned string: three lower-case words in a row.
+_SENTENCE = re.compile(r"\b[a-z]+ [a-z]+ [a-z]+\b")
+
+
+def worded_methods(source: str | ast.Module, module: str) -> list[str]:
+    """``Class.method (line N)`` of each method of ``source``'s classes (not an
+    exception's, not a dunder) that returns a sentence built from its data: an f-string or
+    a string sum whose literal parts hold three words in a row. What a method does, not
+    what it is called: the wording of a result is report/'s."""
+    found = []
+    tree = ast.parse(source) if isinstance(source, str) else source
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef) or any(
+            isinstance(b, ast.Name) and b.id.endswith(("Error", "Exception")) for b in node.bases
+        ):
+            continue
+        for item in node.body:
+            if not isinstance(item, ast.FunctionDef) or item.name.startswith("__"):
+                continue
+            if (module, node.name, item.name) in RENDERING_ALLOWED:
+                continue
+            for ret in ast.walk(item):
+                if isinstance(ret, ast.Return) and isinstance(
+                    ret.value, (ast.JoinedStr, ast.BinOp)
+                ):
+                    words = " ".join(
+                        n.value
+                        for n in ast.walk(ret.value)
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    )
+                    if _SENTENCE.search(words):
+                        found.append(f"{module}.{node.name}.{item.name} (line {item.lineno})")
+                        break
+    return found
+
+
+def test_results_never_word_themselves():
+    """No class outside report/ and the CLI returns a sentence made of its data (a
+    verdict's headline, a rule in words): report/ words results (docs/architecture.md)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if name.split(".")[1:2] not in (["report"], ["cli"]):
+            found += worded_methods(parsed(path), name)
+    assert not found, "results wording themselves (move it to report/):\n" + "\n".join(found)
+
+
+def test_the_wording_check_sees_sentences_and_nothing_else():
+    """The wording check flags a method returning an f-string sentence or a string sum,
+    not a key, a path, an exception's message or a dunder."""
+    src = (
+        "class Result:\n"
+        "    def headline_words(self):\n        return f'PASS: {self.n} rules hold here'\n"
+        "    def line(self):\n        return 'the newest build ' + self.name\n"
+        "    def key(self):\n        return f'{self.a}/{self.b}'\n"
+        "    def __repr__(self):\n        return f'Result of the {self.n} runs'\n"
+        "class BadTrace(ValueError):\n"
+        "    def why(self):\n        return f'cannot read the file {self.path}'\n"
+    )
+    assert worded_methods(src, "schedwake.x") == [
+        "schedwake.x.Result.headline_words (line 2)",
+        "schedwake.x.Result.line (line 4)",
+    ]
 
 
 def test_the_rendering_check_sees_methods_and_nothing_else():

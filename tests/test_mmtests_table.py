@@ -169,7 +169,9 @@ def test_ttest_vs_ci95_on_same_samples():
     strict = compare_samples(None, ["a", "b"], [m], alpha=0.01)
     assert strict.records()[3]["significant"] is False
     assert "alpha 0.01;" in mmtests_table.text(strict).splitlines()[-1]
-    assert "alpha 0.001;" in compare_samples(None, ["a", "b"], [m], alpha=0.001).rule_line()
+    assert "alpha 0.001;" in mmtests_table.rule_line_of(
+        compare_samples(None, ["a", "b"], [m], alpha=0.001)
+    )
 
 
 def test_hmean_undefined_is_not_testable():
@@ -178,7 +180,7 @@ def test_hmean_undefined_is_not_testable():
     assert _row(mmtests_table.text(c), "Hmean").endswith(
         "        0.00 (   0.00%)        7.92 (   0.00%)"
     )
-    assert c.rule_line().endswith("not testable: tput (mean or stddev undefined)")
+    assert mmtests_table.rule_line_of(c).endswith("not testable: tput (mean or stddev undefined)")
 
 
 def test_single_sample_not_testable_and_nan_prints_zero():

@@ -23,6 +23,7 @@ from schedwake.profile_compare import (
     compare_profiles,
     welch_p,
 )
+from schedwake.report import gate as gate_report
 from schedwake.report import profile_compare as render
 
 from .conftest import SAMPLE_KALLSYMS, perf_kallsyms, run_cli, sample_profiles
@@ -369,7 +370,7 @@ def _gate(tmp_path, candidate: str, rules: str = PROFILE_RULES, baseline: str = 
 @pytest.mark.slow
 def test_gate_on_functions_passes_the_a_a_pair(tmp_path):
     result = _gate(tmp_path, "aa")
-    assert result.exit_code == 0, result.headline()
+    assert result.exit_code == 0, gate_report.headline(result)
     status = {r.rule.metric: r.status for r in result.results}
     # the filter is in no run of either side: skipped as the rule asks
     assert status == {
@@ -380,7 +381,6 @@ def test_gate_on_functions_passes_the_a_a_pair(tmp_path):
 
 @pytest.mark.slow
 def test_gate_on_functions_breaks_on_the_known_cause(tmp_path):
-    from schedwake.report import gate as gate_report
 
     result = _gate(tmp_path, "seccomp")
     assert result.exit_code == 1

@@ -109,7 +109,7 @@ def test_compare_html_names_runs_by_their_directories(runs_compared, runs_page):
     assert runs.count("time since the trace&#x27;s start (s); hover: the trace time too") == 6
     assert "<figcaption>1c: per-CPU timeline of trace.dat" not in runs
     # the notes too: every caveat names the runs it concerns
-    notes = [n for n in runs_compared.notes() if "(1c: " in n or "(4c: " in n]
+    notes = [n for n in compare_report.notes(runs_compared) if "(1c: " in n or "(4c: " in n]
     assert notes and all("run" in n for n in notes)
 
 
@@ -233,7 +233,7 @@ def test_gate_refuses_the_same_files_on_both_sides(runs, tmp_path):
     assert result.exit_code == 0, gate_report.text(result)
     assert any(
         n.startswith("1 trace file(s) are both baseline and candidate (dbench-xfs-1c-i2.dat)")
-        for n in result.notes()
+        for n in gate_report.notes(result)
     )
 
 

@@ -15,6 +15,7 @@ import os
 
 import pytest
 
+from schedwake.report import series as series_report
 from schedwake.series import Build, from_samples, gate_series, load_builds, measure_builds
 
 from .conftest import SAMPLES, run_cli
@@ -95,7 +96,7 @@ def test_the_stepped_change_is_found_at_its_build(stepped):
         assert [x.build for x in r.metrics[m].change_points] == ["b5"]
     # the only other shift: the A runs' own drift in the last A build (r10-r12)
     assert {c.build for c in r.change_points()} <= {"b4", "b5"}
-    assert r.summary_line().endswith("over 6 builds (21 metrics)")
+    assert series_report.summary_line(r).endswith("over 6 builds (21 metrics)")
     assert any("storm_preempted_share: withheld in every run" in n for n in r.notes)
 
 
@@ -210,7 +211,7 @@ def test_gate_passes_an_unchanged_newest_build(root, cached_loads, tmp_path):
     assert gate_series([str(root / "in-time" / b) for b in A_IN_TIME]).exit_code == 0
     # and a change at the newest build that is for the better passes too
     r = gate_series([str(root / "stepped" / b) for b in ("b5", "b6", "b1")])
-    assert r.exit_code == 0, r.headline()
+    assert r.exit_code == 0, series_report.headline(r)
 
 
 def test_gate_cannot_judge(root, cached_loads, tmp_path):
@@ -243,7 +244,7 @@ def test_gate_refuses_a_run_the_two_sided_gate_would(root, cached_loads, tmp_pat
     shutil.copy(SAMPLES / "lost-events.dat", newest / "lost-events.dat")
     dirs = [str(root / "stepped" / b) for b in ("b1", "b2")] + [str(newest)]
     result = gate_series(dirs)
-    assert result.exit_code == 2, result.headline()
+    assert result.exit_code == 2, series_report.headline(result)
     assert any(p.startswith("build b3 lost-events.dat: the ring buffer") for p in result.problems)
 
 

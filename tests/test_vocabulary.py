@@ -59,7 +59,7 @@ def test_former_names_still_work_with_a_note_and_typos_get_a_suggestion():
     rules = parse_rules('[rules."pingpong_episodes/s"]\nallowed = "25%"\n')
     assert rules[1][0].metric == "pingpong_episodes_per_s"
     result = schedwake.gate([STACK_ON], [STACK_OFF], rules=rules)
-    assert any("former name of pingpong_episodes_per_s" in n for n in result.notes())
+    assert any("former name of pingpong_episodes_per_s" in n for n in gate_report.notes(result))
     assert canonical_name("wakeup_migration_share[%]") == "wakeup_migration_share"
     assert all(catalogue_entry(v) for v in FORMER_NAMES.values())
 

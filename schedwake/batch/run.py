@@ -44,16 +44,6 @@ class BatchResult:
         """0 when every trace of this run was analysed, 2 when any was not."""
         return 2 if self.errors else 0
 
-    def summary(self) -> str:
-        """One line for the terminal."""
-        ok = len(self.analysed) - len(self.errors)
-        out = f"batch: {ok} trace(s) analysed"
-        if self.skipped:
-            out += f", {len(self.skipped)} already done"
-        if self.errors:
-            out += f", {len(self.errors)} could not be analysed"
-        return out + f" -> {self.out}"
-
 
 def batch(
     inputs: Sequence[str],

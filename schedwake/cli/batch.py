@@ -138,6 +138,8 @@ def batch(
         )
     for _, error in result.errors:
         click.echo(f"schedwake: {error}", err=True)
-    click.echo(result.summary())
+    from ..report.status import batch_line
+
+    click.echo(batch_line(result))
     if result.exit_code:
         sys.exit(result.exit_code)

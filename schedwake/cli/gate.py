@@ -176,7 +176,7 @@ def gate(
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write_text(path, render(result))
     if result.exit_code == 2:  # the same one-line reason as every command's bad input
-        click.echo(f"schedwake gate: {result.headline()}", err=True)
+        click.echo(f"schedwake gate: {gate_report.headline(result)}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
 
@@ -207,6 +207,6 @@ def _gate_series(builds, rules_file, json_file, th, topology_file, llc, given: d
         Path(json_file).parent.mkdir(parents=True, exist_ok=True)
         write_text(json_file, series_report.gate_json(result))
     if result.exit_code == 2:
-        click.echo(f"schedwake gate: {result.headline()}", err=True)
+        click.echo(f"schedwake gate: {series_report.headline(result)}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)

@@ -106,6 +106,8 @@ def record(
             perf_stat=perf_stat,
             kallsyms=not no_kallsyms,
         )
-    click.echo(result.summary())
+    from ..report.status import record_line
+
+    click.echo(record_line(result))
     if result.interrupted:
         sys.exit(130)

@@ -86,35 +86,6 @@ class GateResult:
         end of each path that tells it apart from the others (``run1/trace.dat``)."""
         return distinct_names(self.baseline_paths + self.candidate_paths)
 
-    def notes(self) -> list[str]:
-        """Caveats of the traces, and what one trace a side can and cannot tell."""
-        out = [
-            f"rule {r.written_as!r} is the former name of {r.metric}: rename it in the rules"
-            for r in self.rules
-            if r.written_as
-        ]
-        out += self.overlap
-        out += [] if self.comparison is None else list(self.comparison.notes())
-        return out
-
-    def headline(self) -> str:
-        broken = [r for r in self.results if r.status == "broken"]
-        errors = self.problems + [r.message for r in self.results if r.status == "error"]
-        if errors:
-            return (
-                f"ERROR: cannot judge ({len(errors)} problem"
-                f"{'s' if len(errors) != 1 else ''}): {errors[0]}"
-            )
-        if broken:
-            return (
-                f"FAIL: {len(broken)} of {len(self.results)} rule"
-                f"{'s' if len(self.results) != 1 else ''} broken: "
-                + ", ".join(r.rule.metric for r in broken)
-            )
-        skipped = sum(r.status == "skipped" for r in self.results)
-        tail = f" ({skipped} skipped)" if skipped else ""
-        return f"PASS: {len(self.results) - skipped} rules hold{tail}"
-
 
 def settle(
     res: RuleResult, why_untestable: str, remedy: str, allowed: str, change: Callable[[str], str]

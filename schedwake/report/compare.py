@@ -16,6 +16,7 @@ from ..jsonout import dumps
 from ..mmtests import NEW_TEXT, SIGN_CONVENTION, Comparison, gain_interval, is_new
 from . import mmtests_table
 from .markdown import code_line, fence, md
+from .mmtests_table import rule_line_of as _table_rule_line
 
 __all__ = [
     "text",
@@ -23,9 +24,83 @@ __all__ = [
     "to_dict",
     "to_json",
     "summary_lines",
+    "notes",
+    "rule_line_of",
     "convention_line",
     "gain_ci_text",
 ]
+
+
+def notes(result: CompareResult) -> list[str]:
+    """Caveats of the traces (assumed topology, lost events, missing events), one line
+    each, followed by the traces it concerns (or "every trace")."""
+    where: dict[str, list[str]] = {}
+    n = 0
+    names = result.trace_names()
+    for s in result.sides:
+        for t in s.traces:
+            n += 1
+            for c in t.caveats:
+                where.setdefault(c, []).append(f"{s.label}: {names[str(t.path)]}")
+    out = []
+    for c, traces in where.items():
+        who = "every trace" if len(traces) == n else ", ".join(traces)
+        out.append(f"{c} ({who})")
+    if result.work:
+        groups: dict[tuple, list[str]] = {}
+        for p, w in result.work.items():
+            how = w.source.split(": ", 1)[-1]
+            groups.setdefault((w.value, w.unit, how), []).append(names[p])
+        parts = [
+            f"{value:g} {unit} ({how}): "
+            + ("every trace" if len(who) == len(result.work) else ", ".join(who))
+            for (value, unit, how), who in groups.items()
+        ]
+        out.append("counts per unit of work (*_per_op), the runs' work: " + "; ".join(parts))
+    if result.sample_kind == "per-window":
+        out.append(
+            "per-window samples (asked for): windows of one run are tested as batch "
+            "means, so a significant change says these runs differed through the "
+            "run, not that a rerun would; give >= 2 runs a side for a per-trace "
+            "judgement"
+        )
+    else:
+        runs = [len(s.paths) or len(s.traces) for s in result.sides]
+        if runs and runs[0] < 2:
+            out.append(
+                "one baseline run: no significance can be given (one run has no "
+                "between-run spread to judge another against); give >= 2 baseline "
+                "runs, or --samples per-window to test windows of the runs"
+            )
+        elif any(n == 1 for n in runs[1:]):
+            out.append(
+                "a side with one run is judged against the baseline runs' spread "
+                "(a prediction interval), not against windows of itself"
+            )
+    return _machine_notes(result) + out
+
+
+def _machine_notes(result: CompareResult) -> list[str]:
+    """A line for each thing the sides' machines differ in (CPUs, kernel, trace clock,
+    LLCs): a comparison across them measures the machines as much as the change."""
+    facts = {
+        "CPUs": lambda t: t.meta.cpus,
+        "kernel": lambda t: t.meta.kernel or "unknown",
+        "trace clock": lambda t: t.meta.clock or "unknown",
+        "LLCs": lambda t: " ".join("[" + ",".join(map(str, g)) + "]" for g in t.topology.llc),
+    }
+    out = []
+    for what, get in facts.items():
+        per_side = {s.label: sorted({str(get(t)) for t in s.traces}) for s in result.sides}
+        if len({v for vals in per_side.values() for v in vals}) > 1:
+            text = "; ".join(f"{lab}: {', '.join(v)}" for lab, v in per_side.items())
+            out.append(f"the traces differ in {what} ({text})")
+    return out
+
+
+def rule_line_of(result: CompareResult) -> str:
+    """The rule line under the comparison's table (:func:`.mmtests_table.rule_line_of`)."""
+    return _table_rule_line(result.comparison)
 
 
 def summary_lines(result: CompareResult) -> list[str]:
@@ -140,7 +215,7 @@ def text(result: CompareResult, per_cpu: bool = False, full: bool = False) -> st
     convention and the notes. The table holds the metrics that changed significantly
     (a line says so) unless ``full``; per-CPU busy-share rows of more than 4 CPUs are
     left out of it unless ``per_cpu`` (one line says so)."""
-    notes = "".join(f"note: {n}\n" for n in result.notes())
+    note_lines = "".join(f"note: {n}\n" for n in notes(result))
     table, hidden = _table(result, per_cpu)
     summary = "\n".join(summary_lines(result))
     head = summary + "\n\n" if summary else ""
@@ -150,16 +225,23 @@ def text(result: CompareResult, per_cpu: bool = False, full: bool = False) -> st
         shown, line = _changed(table)
         body = (table.title + "\n" if shown is None and table.title else "") + line + "\n"
         body += (
-            table.rule_line() + "\n"
+            _table_rule_line(table) + "\n"
             if shown is None
-            else mmtests_table.text(shown, rule_line=table.rule_line())
+            else mmtests_table.text(shown, rule_line=_table_rule_line(table))
         )
-    return head + body + (hidden + "\n" if hidden else "") + convention_line(result) + "\n" + notes
+    return (
+        head
+        + body
+        + (hidden + "\n" if hidden else "")
+        + convention_line(result)
+        + "\n"
+        + note_lines
+    )
 
 
 def markdown(result: CompareResult, per_cpu: bool = False, full: bool = False) -> str:
     """:func:`text` as Markdown: the summary in a code block, the table a pipe table."""
-    notes = result.notes()
+    said = notes(result)
     table, hidden = _table(result, per_cpu)
     summary = summary_lines(result)
     f = fence(summary)
@@ -170,13 +252,13 @@ def markdown(result: CompareResult, per_cpu: bool = False, full: bool = False) -
         shown, line = _changed(table)
         out += md(line) + "\n\n"
         if shown is None:
-            out += table.rule_line().replace("*", "\\*", 1) + "\n\n"
+            out += _table_rule_line(table).replace("*", "\\*", 1) + "\n\n"
         else:
-            out += mmtests_table.markdown(shown, rule_line=table.rule_line()) + "\n"
+            out += mmtests_table.markdown(shown, rule_line=_table_rule_line(table)) + "\n"
     out += md(hidden) + "\n\n" if hidden else ""
     out += convention_line(result) + "\n"
-    if notes:
-        out += "\n" + "".join(f"- note: {md(n)}\n" for n in notes)
+    if said:
+        out += "\n" + "".join(f"- note: {md(n)}\n" for n in said)
     return out
 
 
@@ -208,13 +290,13 @@ def to_dict(result: CompareResult) -> dict:
         "significance": {
             "rule": result.rule,
             "alpha": result.comparison.alpha,
-            "description": result.comparison.rule_name(),
+            "description": mmtests_table.rule_name(result.comparison),
         },
         "percentages": SIGN_CONVENTION,
         "samples": {"kind": result.sample_kind, "window_s": result.window_s},
-        "rule_line": result.rule_line(),
+        "rule_line": rule_line_of(result),
         "table": mmtests_table.text(result.comparison),
-        "notes": result.notes(),
+        "notes": notes(result),
         "sides": sides,
         "rows": result.comparison.records(),
     }

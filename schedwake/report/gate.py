@@ -8,10 +8,16 @@ import dataclasses
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..jsonout import dumps
 from ..mmtests import SIGN_CONVENTION, gain_pct_text, op_label
+from .compare import notes as compare_notes
+from .compare import rule_line_of
 from .markdown import md
+
+if TYPE_CHECKING:
+    from ..gate.result import GateResult
 
 _STATUS = {"pass": "ok", "broken": "BROKEN", "skipped": "skipped", "error": "ERROR"}
 _HEAD = ("rule", "allowed", "baseline", "candidate", "gain", "significant", "result")
@@ -63,11 +69,44 @@ def _rows(result) -> list[tuple[str, ...]]:
     return rows
 
 
+def notes(result: GateResult) -> list[str]:
+    """Caveats of the traces, and what one trace a side can and cannot tell."""
+    out = [
+        f"rule {r.written_as!r} is the former name of {r.metric}: rename it in the rules"
+        for r in result.rules
+        if r.written_as
+    ]
+    out += result.overlap
+    out += [] if result.comparison is None else compare_notes(result.comparison)
+    return out
+
+
+def headline(result: GateResult) -> str:
+    """The verdict in one line: ``PASS: n rules hold``, ``FAIL: k of n rules broken:
+    ...``, ``ERROR: cannot judge (...)``."""
+    broken = [r for r in result.results if r.status == "broken"]
+    errors = result.problems + [r.message for r in result.results if r.status == "error"]
+    if errors:
+        return (
+            f"ERROR: cannot judge ({len(errors)} problem"
+            f"{'s' if len(errors) != 1 else ''}): {errors[0]}"
+        )
+    if broken:
+        return (
+            f"FAIL: {len(broken)} of {len(result.results)} rule"
+            f"{'s' if len(result.results) != 1 else ''} broken: "
+            + ", ".join(r.rule.metric for r in broken)
+        )
+    skipped = sum(r.status == "skipped" for r in result.results)
+    tail = f" ({skipped} skipped)" if skipped else ""
+    return f"PASS: {len(result.results) - skipped} rules hold{tail}"
+
+
 def _samples_line(result) -> str | None:
     comp = result.comparison
     if comp is None:
         return None
-    line = comp.rule_line()
+    line = rule_line_of(comp)
     logs = [r.rule.metric for r in result.results if r.scale == "log"]
     if logs:
         raw = [r.rule.metric for r in result.results if r.scale == "raw" and r.baseline is not None]
@@ -120,7 +159,7 @@ def _messages(result) -> list[str]:
 def text(result) -> str:
     """The job-log report: the verdict line, the rules table, the reasons, the sample and
     significance line, and the traces' caveats."""
-    lines = [f"schedwake gate: {result.headline()}", _sides_line(result)]
+    lines = [f"schedwake gate: {headline(result)}", _sides_line(result)]
     rows = _rows(result)
     if rows:
         widths = [max(len(x[i]) for x in rows + [_HEAD]) for i in range(len(_HEAD))]
@@ -137,7 +176,7 @@ def text(result) -> str:
     samples = _samples_line(result)
     if samples:
         lines += ["", samples, _convention_line(result)]
-    lines += [f"note: {n}" for n in result.notes()]
+    lines += [f"note: {n}" for n in notes(result)]
     return "\n".join(lines) + "\n"
 
 
@@ -146,7 +185,7 @@ def markdown(result) -> str:
 
     esc = md  # (names from rule files and traces: schedwake.report.markdown)
 
-    out = [f"### schedwake gate: {esc(result.headline())}", "", esc(_sides_line(result)), ""]
+    out = [f"### schedwake gate: {esc(headline(result))}", "", esc(_sides_line(result)), ""]
     rows = _rows(result)
     if rows:
         out.append("| " + " | ".join(h.capitalize() for h in _HEAD) + " |")
@@ -166,7 +205,7 @@ def markdown(result) -> str:
     samples = _samples_line(result)
     if samples:
         out += [esc(samples), "", esc(_convention_line(result)), ""]
-    out += [f"- note: {esc(n)}" for n in result.notes()]
+    out += [f"- note: {esc(n)}" for n in notes(result)]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -316,14 +355,14 @@ def to_dict(result) -> dict:
     return {
         "verdict": result.verdict,
         "exit_code": result.exit_code,
-        "headline": result.headline(),
+        "headline": headline(result),
         "problems": list(result.problems),
         "rules_source": result.rules_source,
         "settings": dataclasses.asdict(result.settings),
         "baseline": list(result.baseline_paths),
         "candidate": list(result.candidate_paths),
         "samples": _samples_line(result),
-        "notes": result.notes(),
+        "notes": notes(result),
         "rules": rules,
     }
 

@@ -295,12 +295,14 @@ def _runs(result, views: list, steps: _Steps) -> str:
 def render(result, progress=None) -> str:
     """The report of a :class:`schedwake.compare.CompareResult` as one HTML string;
     ``progress`` gets the fraction of the figures drawn."""
+    from .compare import notes as compare_notes
+    from .compare import rule_line_of
     from .plots import run_views, side_figures
 
     title = result.title or "schedwake compare: " + " vs ".join(result.labels)
     pooled, views = side_figures(result), run_views(result)
     steps = _Steps(len(pooled) + 2 * len(views), progress)
-    notes = result.notes()
+    notes = compare_notes(result)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         page_head(title),
@@ -317,7 +319,7 @@ def render(result, progress=None) -> str:
     parts += [
         "<h2>Mean rows at a glance</h2>",
         "<p class='meta'>Green: significantly better than the baseline; red: significantly "
-        f"worse. {_e(result.rule_line())}</p>",
+        f"worse. {_e(rule_line_of(result))}</p>",
         _summary_table(result),
         "<h2>Plots</h2>",
         _figures(pooled, steps),

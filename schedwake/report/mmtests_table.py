@@ -29,10 +29,18 @@ from __future__ import annotations
 
 import math
 
-from ..mmtests import CELL_WIDTH, COMPARE_LENGTH, FIELD_LENGTH, Comparison, split_label
+from .. import stats as st
+from ..mmtests import (
+    CELL_WIDTH,
+    COMPARE_LENGTH,
+    FIELD_LENGTH,
+    Comparison,
+    MetricSamples,
+    split_label,
+)
 from .markdown import md
 
-__all__ = ["text", "markdown"]
+__all__ = ["markdown", "rule_line_of", "rule_name", "text"]
 
 
 def _fmt_float(v: float, spec: str) -> str:
@@ -49,7 +57,7 @@ def text(comparison: Comparison, precision: int = 2, rule_line: str | None = Non
     """The mmtests fixed-width table (title, two header lines, rows, rule line),
     newline-terminated.  ``precision`` is mmtests' ``_Precision`` for the values;
     ``rule_line``: the last line in place of the comparison's
-    :meth:`~schedwake.mmtests.Comparison.rule_line` (a table of some of the rows keeps
+    :func:`rule_line_of` (a table of some of the rows keeps
     the rule line of all of them)."""
     c = comparison
     stat_w = max((len(r.stat) for r in c.rows), default=0)
@@ -67,7 +75,7 @@ def text(comparison: Comparison, precision: int = 2, rule_line: str | None = Non
             sig = r.sig[j]
             s += _cell(v, p, bool(sig is not None and sig.significant), precision)
         lines.append(s)
-    lines.append(c.rule_line() if rule_line is None else rule_line)
+    lines.append(rule_line_of(c) if rule_line is None else rule_line)
     return "\n".join(lines) + "\n"
 
 
@@ -92,6 +100,62 @@ def markdown(comparison: Comparison, precision: int = 2, rule_line: str | None =
             else:
                 cells.append(f"{num} ({pct}%)")
         out.append("| " + " | ".join(cells) + " |")
-    line = c.rule_line() if rule_line is None else rule_line
+    line = rule_line_of(c) if rule_line is None else rule_line
     out += ["", line.replace("*", "\\*", 1)]
     return "\n".join(out) + "\n"
+
+
+def rule_name(comparison: Comparison) -> str:
+    """The significance rule in words, with its alpha (and, where a side of one run is
+    judged against several baseline runs, how)."""
+    c = comparison
+    a = f"{c.alpha:.2f}" if round(c.alpha, 2) == c.alpha else f"{c.alpha:g}"
+    one = c.one_run_side()
+    if c.rule == "ttest":
+        pred = "; one run: t prediction interval of the baseline runs" if one else ""
+        return f"two-sided t-test (Welch s.e., df=n1+n2-2{pred}), alpha {a}"
+    if c.rule == "mannwhitney":
+        pred = " (one run: its rank among the baseline runs)" if one else ""
+        return f"two-sided Mann-Whitney rank-sum test{pred}, alpha {a}"
+    pred = " (one run: outside the baseline's interval)" if one else ""
+    return f"mean +-1.96*sd intervals do not overlap (mmtests ci95){pred}"
+
+
+def _sample_desc(m: MetricSamples) -> str:
+    ns = "/".join(str(st.clean_samples(s).size) for s in m.samples)
+    if m.sample_kind == "per-window":
+        win = f", window {float(m.window_s)} s" if m.window_s is not None else ""
+        tested = ""
+        if m.test_samples is not None:
+            nb = "/".join(str(st.clean_samples(s).size) for s in m.test_samples)
+            tested = f", tested on batch means n={nb}"
+        return f"per-window values{win}, n={ns}{tested}"
+    return f"per-trace values, n={ns}"
+
+
+def rule_line_of(comparison: Comparison) -> str:
+    """The rule line under a table: ``* significant: <rule>; samples: <kind>, n=a/b``
+    (one line; the metrics whose samples differ from the most common description are
+    named after it, then the metrics whose significance cannot be tested and why)."""
+    c = comparison
+    descs = {m.name: _sample_desc(m) for m in c.metrics}
+    if not descs:
+        samples = "none"
+    else:
+        # the most common description, then the metrics whose samples differ from it
+        common = max(dict.fromkeys(descs.values()), key=list(descs.values()).count)
+        other = [f"{name}: {d}" for name, d in descs.items() if d != common]
+        samples = common + (f" ({'; '.join(other)})" if other else "")
+    line = f"* significant: {rule_name(c)}; samples: {samples}"
+    means = [r for r in c.rows if r.is_mean_row]
+    # (metric, why), each once
+    untestable = dict.fromkeys(
+        (r.metric.name, s.reason) for r in means for s in r.sig if s is not None and not s.testable
+    )
+    reasons = {why for _, why in untestable}
+    if len(untestable) > 1 and len(reasons) == 1 and len(untestable) == len(means):
+        # one reason for every metric (one baseline run): said once
+        return line + f"; not testable: every metric ({reasons.pop()})"
+    if untestable:
+        line += "; not testable: " + ", ".join(f"{m} ({why})" for m, why in untestable)
+    return line

@@ -17,6 +17,8 @@ from ..version import __version__
 from .markdown import md
 
 __all__ = [
+    "headline",
+    "summary_line",
     "text",
     "markdown",
     "to_json",
@@ -57,6 +59,16 @@ def _cells(c: SeriesChangePoint) -> list[str]:
     ]
 
 
+def summary_line(result: SeriesResult) -> str:
+    """The series in one line: its change points, metrics and builds."""
+    n = len(result.change_points())
+    m = len(result.changed())
+    return (
+        f"{n} change point{'s' if n != 1 else ''} in {m} metric{'s' if m != 1 else ''} "
+        f"over {len(result.builds)} builds ({len(result.metrics)} metrics)"
+    )
+
+
 def _title(s: MetricSeries) -> str:
     unit = f" [{s.unit}]" if s.unit else ""
     better = {"lower": "lower is better", "higher": "higher is better"}.get(s.direction, "")
@@ -89,7 +101,7 @@ def text(result: SeriesResult) -> str:
             cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:-1], widths[1:-1])]
             out.append("  " + "  ".join(cells + [r[-1]]).rstrip())
         out.append("")
-    out.append(result.summary_line())
+    out.append(summary_line(result))
     out.append(_how(result))
     out += [f"note: {n}" for n in result.notes]
     return "\n".join(out) + "\n"
@@ -97,7 +109,7 @@ def text(result: SeriesResult) -> str:
 
 def markdown(result: SeriesResult) -> str:
     """``schedwake series --format markdown``: one table of every change point."""
-    out = [f"**{md(result.summary_line())}**", "", md(_builds_line(result) + " runs"), ""]
+    out = [f"**{md(summary_line(result))}**", "", md(_builds_line(result) + " runs"), ""]
     if result.change_points():
         out.append("| metric | " + " | ".join(h or "verdict" for h in _HEAD) + " |")
         out.append("|---" * (len(_HEAD) + 1) + "|")
@@ -164,7 +176,7 @@ def render_html(result: SeriesResult, progress=None) -> str:
         ),
         f"<p class='meta'>schedwake {_e(__version__)}, {when}. "
         f"{_e(_builds_line(result))} runs.</p>",
-        f"<p><b>{_e(result.summary_line())}</b></p>",
+        f"<p><b>{_e(summary_line(result))}</b></p>",
         f"<p class='meta'>{_e(_how(result))}</p>",
     ]
     if result.notes:
@@ -204,6 +216,18 @@ def write_html(result: SeriesResult, path, progress=None) -> Path:
 # -- gate --series -------------------------------------------------------------------------------
 
 
+def headline(result: SeriesGateResult) -> str:
+    """The verdict on the newest build in one line."""
+    newest = result.series.builds[-1].name if result.series and result.series.builds else "-"
+    errors = result.problems + [v.message for v in result.verdicts if v.status == "error"]
+    if errors:
+        return f"ERROR: cannot judge: {errors[0]}"
+    broken = [v.metric for v in result.verdicts if v.status == "broken"]
+    if broken:
+        return f"FAIL: the newest build {newest} starts a regression of " + ", ".join(broken)
+    return f"PASS: the newest build {newest} starts no regression beyond the rules"
+
+
 def gate_text(result: SeriesGateResult) -> str:
     """``schedwake gate --series``: each rule's verdict on the newest build, the headline."""
     out = []
@@ -212,7 +236,7 @@ def gate_text(result: SeriesGateResult) -> str:
     for v in result.verdicts:
         out.append(f"  {v.status.upper():8} {v.metric} (allowed {v.allowed}): {v.message}")
     out += [f"  ERROR    {p}" for p in result.problems]
-    out += ["", f"{result.verdict}: {result.headline().split(': ', 1)[-1]}"]
+    out += ["", f"{result.verdict}: {headline(result).split(': ', 1)[-1]}"]
     return "\n".join(out) + "\n"
 
 
@@ -221,7 +245,7 @@ def gate_json(result: SeriesGateResult, indent: int = 2) -> str:
     doc = {
         "verdict": result.verdict,
         "exit_code": result.exit_code,
-        "headline": result.headline(),
+        "headline": headline(result),
         "rules_source": result.rules_source,
         "problems": result.problems,
         "rules": [
