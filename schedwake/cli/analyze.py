@@ -86,6 +86,7 @@ def analyze(
     input_format,
     reader,
     jobs,
+    kallsyms,
 ):
     """Find wake-up pathologies in TRACE: findings with evidence, and metrics.
 
@@ -112,7 +113,9 @@ def analyze(
     # with the kernel's counters beside it every event is read: the referee needs the
     # markers and sched_stat_runtime, and the model's proofs of who ran are every event
     events = None if read_beside(trace) else list(MODEL_EVENTS)
-    t = common.load(trace, events=events, input_format=input_format, reader=reader, jobs=jobs)
+    t = common.load(
+        trace, events=events, input_format=input_format, reader=reader, jobs=jobs, kallsyms=kallsyms
+    )
     with progress_bar(f"analysing {Path(trace).name}") as bar:
         t.use_topology(topology_file, llc)
         if time_range is not None or cpu_list is not None:

@@ -78,13 +78,13 @@ def load(
     input_format: str | None = None,
     reader: str | None = None,
     jobs: int | None = None,
+    kallsyms: str | None = None,
 ):
     if path == "-":
         INPUTS.append(STDIN)
-        return _load_stdin(events, input_format, reader, jobs)
+        return _load_stdin(events, input_format, reader, jobs, kallsyms)
     from ..trace import load
 
-    ctx = click.get_current_context(silent=True)
     INPUTS.append(path)
     with progress_bar(f"reading {Path(path).name}") as progress, naming(path, "reading"):
         trace = load(
@@ -94,7 +94,7 @@ def load(
             progress=progress,
             reader=reader,
             jobs=jobs,
-            kallsyms=ctx.meta.get("schedwake.kallsyms") if ctx else None,
+            kallsyms=kallsyms,
         )
     warn(trace.meta.path, trace.meta.warnings)
     return trace
@@ -140,7 +140,7 @@ def _spool(src, spool: Path, limit: int) -> None:
         raise TraceError(STDIN, f"cannot be spooled to a temporary file: {exc.strerror}") from None
 
 
-def _load_stdin(events, input_format, reader, jobs):
+def _load_stdin(events, input_format, reader, jobs, kallsyms):
     """A trace piped into standard input (``-``): spooled to a private temporary file
     (the trace.dat reader needs to seek), read, and the file removed; the trace and its
     errors are named ``<stdin>``."""
@@ -153,7 +153,7 @@ def _load_stdin(events, input_format, reader, jobs):
         spool = Path(tmp) / "stdin"
         _spool(sys.stdin.buffer, spool, stdin_limit(shutil.disk_usage(tmp).free))
         try:
-            trace = load(str(spool), events, input_format, reader, jobs)
+            trace = load(str(spool), events, input_format, reader, jobs, kallsyms)
         except TraceError as exc:
             raise TraceError(STDIN, exc.problem.replace(str(spool), STDIN)) from None
     trace.meta = dataclasses.replace(trace.meta, path=STDIN)

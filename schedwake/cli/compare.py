@@ -152,6 +152,7 @@ def compare(
     input_format,
     reader,
     jobs,
+    kallsyms,
 ):
     """Compare TRACES (baseline first) in the mmtests layout: per metric Min, Amean or
     Hmean, Stddev, CoeffVar, Max, BAmean-50/95/99, the % change (positive = better) and
@@ -191,7 +192,7 @@ def compare(
             topology_file=topology_file,
             llc=llc,
             thresholds=th,
-            load=lambda p: common.load(str(p), events, input_format, reader, jobs),
+            load=lambda p: common.load(str(p), events, input_format, reader, jobs, kallsyms),
         )
         if fmt == "json":
             click.echo(tree_report.to_json(tree))
@@ -208,7 +209,7 @@ def compare(
         spec = parse_sides(traces, side_specs, labels)
         events = list(MODEL_EVENTS)
         sides = {
-            label: [common.load(p, events, input_format, reader, jobs) for p in paths]
+            label: [common.load(p, events, input_format, reader, jobs, kallsyms) for p in paths]
             for label, paths in spec
         }
     from ..work import parse_work

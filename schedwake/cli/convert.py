@@ -66,6 +66,7 @@ def convert(
     input_format,
     reader,
     jobs,
+    kallsyms,
 ):
     """Write TRACE's event tables as Parquet files (one per event) in a directory, or
     TRACE as a Perfetto trace (--to perfetto) to open in ui.perfetto.dev with
@@ -80,7 +81,7 @@ def convert(
     if to == "perfetto":
         _convert_perfetto(
             trace, outdir, names, window_s, no_analysis, topology_file, llc,
-            input_format, reader, jobs,
+            input_format, reader, jobs, kallsyms,
         )  # fmt: skip
         return
     from ..convert import convert as convert_to_parquet
@@ -98,7 +99,7 @@ def convert(
             events=names,
             input_format=input_format,
             progress=progress,
-            kallsyms=click.get_current_context().meta.get("schedwake.kallsyms"),
+            kallsyms=kallsyms,
             reader=reader,
             jobs=jobs,
         )
@@ -109,8 +110,9 @@ def convert(
 
 
 def _convert_perfetto(
-    trace, out, names, window_s, no_analysis, topology_file, llc, input_format, reader, jobs
-) -> None:
+    trace, out, names, window_s, no_analysis, topology_file, llc, input_format, reader, jobs,
+    kallsyms,
+) -> None:  # fmt: skip
     """``convert --to perfetto``: the trace and (unless --no-analysis) its analysis."""
 
     from ..report import perfetto
@@ -121,7 +123,9 @@ def _convert_perfetto(
         raise OptionError(
             "--window", window_s, "a window must be a finite number of seconds >= 1e-06"
         )
-    t = common.load(trace, events=names, input_format=input_format, reader=reader, jobs=jobs)
+    t = common.load(
+        trace, events=names, input_format=input_format, reader=reader, jobs=jobs, kallsyms=kallsyms
+    )
     analysis = None
     with progress_bar(f"writing {Path(out).name}") as bar:
         if not no_analysis:

@@ -119,6 +119,7 @@ def gate(
     input_format,
     reader,
     jobs,
+    kallsyms,
 ):
     """Judge --candidate traces against --baseline traces under rules, for CI.
 
@@ -157,10 +158,10 @@ def gate(
             thresholds=th,
             loader=dataset.load
             if dataset
-            else lambda p: common.load(p, list(MODEL_EVENTS), input_format, reader, jobs),
+            else lambda p: common.load(p, list(MODEL_EVENTS), input_format, reader, jobs, kallsyms),
             expand=dataset.expand if dataset else None,
             progress=bar,
-            kallsyms=click.get_current_context().meta.get("schedwake.kallsyms"),
+            kallsyms=kallsyms,
             work=parse_work(work_specs, ["baseline", "candidate"]) if work_specs else None,
             samples=samples,
         )

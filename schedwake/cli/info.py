@@ -21,7 +21,7 @@ from .options import input_format_option, reader_options
 )
 @input_format_option
 @reader_options
-def info(trace, fmt, input_format, reader, jobs):
+def info(trace, fmt, input_format, reader, jobs, kallsyms):
     """Per-event counts, CPUs, duration, clock and lost events of TRACE.
 
     With the kernel's counters beside it (TRACE.counters.json, written by record; a
@@ -43,13 +43,13 @@ def info(trace, fmt, input_format, reader, jobs):
     # format the model refuses) is still counted, and says why it was not checked.
     t = None
     try:
-        t = common.load(trace, None, input_format, reader, jobs)
+        t = common.load(trace, None, input_format, reader, jobs, kallsyms)
         summary = trace_summary(t)
     except TraceError as exc:
         if trace == "-":  # (standard input is read once)
             raise
         if t is None:
-            t = common.load(trace, [], input_format, reader, jobs)
+            t = common.load(trace, [], input_format, reader, jobs, kallsyms)
         summary = {**meta_summary(t.meta), "completeness": {"not_checked": exc.problem}}
     else:  # (a counters file beside the trace that cannot be read is an error of its own)
         summary = trace_info(t, summary)

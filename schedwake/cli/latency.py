@@ -82,6 +82,7 @@ def latency(
     input_format,
     reader,
     jobs,
+    kallsyms,
 ):
     """Per-task scheduling latency of TRACE: runtime, switches, average and maximum wait
     to run, and when the longest began and ended (perf sched latency's table).
@@ -108,7 +109,9 @@ def latency(
     reading = "perf" if perf_compat else "schedwake"
     by = by or ("comm" if perf_compat else "pid")
     events = list(MODEL_EVENTS) + ["sched_stat_runtime"]
-    t = common.load(trace, events=events, input_format=input_format, reader=reader, jobs=jobs)
+    t = common.load(
+        trace, events=events, input_format=input_format, reader=reader, jobs=jobs, kallsyms=kallsyms
+    )
     with progress_bar(f"measuring {Path(trace).name}"):
         if time_range is not None:
             start, end = parse_time_range(time_range)

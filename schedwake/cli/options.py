@@ -41,19 +41,13 @@ threshold_option = click.option(
 )
 
 
-def _remember_kallsyms(ctx, _param, value):
-    ctx.meta["schedwake.kallsyms"] = value
-
-
 def reader_options(f):
     """--reader / --jobs / --kallsyms of every command that reads traces in this process
-    (--kallsyms is kept in the click context, where common.load finds it)."""
+    (the command passes ``kallsyms`` on to :func:`.common.load`)."""
     f = click.option(
         "--kallsyms",
         type=click.Path(dir_okay=False),
         default=None,
-        expose_value=False,
-        callback=_remember_kallsyms,
         help="kallsyms of the kernel a perf.data recorded (a copy of its /proc/kallsyms, "
         "plain or gzip/xz/bzip2/zstd), to name kernel functions such as workqueue work "
         "functions. Default: this machine's, when it runs the recorded kernel.",

@@ -164,7 +164,6 @@ def profile(
     from ..report import profile_compare as compared
     from ..report import profile_html
 
-    click.get_current_context().meta["schedwake.kallsyms"] = kallsyms_file
     if not traces and not side_specs:
         raise click.UsageError("give a profile (TRACE) or --side NAME=GLOB")
     sides = parse_sides(traces, side_specs, least=1)
@@ -215,7 +214,7 @@ def _profile_of(path: str, kallsyms_file, event, filters: dict, cpu_list, time_r
     """The :class:`Profile` of one run, its CPU and time filters checked against it."""
     from ..profile import profile as run_profile
 
-    t = common.load(path)
+    t = common.load(path, kallsyms=kallsyms_file)
     cpus = None if cpu_list is None else parse_cpus(cpu_list, t.meta.ncpus)
     span = None if time_range is None else parse_time_range(time_range)
     if span is not None:
