@@ -181,8 +181,8 @@ def load_builds(builds: Sequence) -> list[Build]:
     the ``ok`` rows of the batch dataset in it) or a trace file (a build of one run).
     TraceError (naming it) for a build without traces, or two builds given twice."""
     from .batch import BatchDataset
-    from .compare import distinct_names
     from .paths import expand
+    from .sides import distinct_names
 
     given = [str(b) for b in builds]
     if not given:

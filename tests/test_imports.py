@@ -30,7 +30,8 @@ LAYERS = [
     # run's work beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names
     ["ingest"],  # files -> Arrow tables
-    ["paths"],  # which trace files a path, a directory or a glob names
+    ["paths", "sides"],  # which trace files a path, a directory or a glob names; the sides
+    # of a comparison the command line names, and how reports name each trace
     ["model"],  # tables -> wake-ups, migrations, occupancy
     ["trace", "sidetrace"],  # the loaded trace (tables + lazy model); a side's trace
     ["referee"],  # the trace against the kernel's counters

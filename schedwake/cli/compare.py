@@ -165,8 +165,8 @@ def compare(
         schedwake compare --mmtests work/log --side base=6.18-vanilla --side new=6.18-fix
     """
     from ..compare import compare as run_compare
-    from ..compare import parse_sides
     from ..model import MODEL_EVENTS
+    from ..sides import parse_sides
 
     th = parse_thresholds(thresholds)
     if mmtests_dir is not None:

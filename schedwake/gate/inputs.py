@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..compare import distinct_names
 from ..errors import TraceError
 from ..model.events import timestamp_problem
+from ..sides import distinct_names
 from ..sidetrace import is_path, side_items
 from .result import GateResult
 from .rules import Settings

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..compare import CompareResult, distinct_names
+from ..compare import CompareResult
 from ..mmtests import NEW_TEXT, gain_pct_text
+from ..sides import distinct_names
 from .rules import Rule, Settings, fmt_num
 
 
