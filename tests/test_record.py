@@ -284,6 +284,27 @@ def test_record_reports_lost_events(tmp_path, clean_state):
     assert schedwake.load(out, events=[]).meta.event_counts["sched_switch"] > 0
 
 
+def _children_comms(pid: int) -> list[str]:
+    """The names of the processes ``pid`` started (its threads' children), as the kernel
+    gives them (/proc/PID/task/TID/children); [] once it is gone."""
+    names = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return names
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                names.append(Path(f"/proc/{child}/comm").read_text().strip())
+            except OSError:
+                continue
+    return names
+
+
 @needs_tracing
 def test_record_interrupted_cleans_up(tmp_path, clean_state):
     out = tmp_path / "int.dat"
@@ -299,7 +320,10 @@ def test_record_interrupted_cleans_up(tmp_path, clean_state):
     while not (inst / "tracing_on").exists() or (inst / "tracing_on").read_text()[0] != "1":
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.02)
-    time.sleep(0.3)  # sleep 5 runs now
+    # the command runs: a child of the recorder that is `sleep` (not a guessed delay)
+    while "sleep" not in _children_comms(proc.pid):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     # the command ran for well under its 5 s: the recording phase (tracing on until the
