@@ -40,7 +40,7 @@ def asof_index(
     side: Literal["left", "right"] = "right" if backward == allow_exact else "left"
     if lkey is None:
         out = np.full(len(lts), -1, dtype=np.int64)
-        order = None if _sorted(rts) else np.argsort(rts, kind="stable")
+        order = None if is_sorted(rts) else np.argsort(rts, kind="stable")
         pos = np.searchsorted(rts if order is None else rts[order], lts, side)
         if backward:
             pos -= 1
@@ -65,7 +65,7 @@ def asof_index(
             pos[hit] = mine[pos[hit]]
             return pos
     # right rows by (key, ts, given order)
-    order = _stable_order(rkey) if _sorted(rts) else np.lexsort((rts, rkey))
+    order = stable_order(rkey) if is_sorted(rts) else np.lexsort((rts, rkey))
     rk = rkey[order]
     starts = np.flatnonzero(rk[1:] != rk[:-1]) + 1
     starts = np.concatenate([[0], starts])
@@ -99,7 +99,7 @@ def asof_index(
         clip(q, b, out=q)
         del b
     q += shift[k]
-    if _sorted(q):  # (left rows often come in time order within one key)
+    if is_sorted(q):  # (left rows often come in time order within one key)
         pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
         del q, line
     else:
@@ -124,7 +124,8 @@ def asof_index(
     return pos
 
 
-def _sorted(a: np.ndarray) -> bool:
+def is_sorted(a: np.ndarray) -> bool:
+    """Whether ``a`` is in ascending order (ties allowed)."""
     return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
 
 
@@ -144,7 +145,7 @@ def _key_slot(ukeys: np.ndarray, key: np.ndarray) -> np.ndarray:
     return k
 
 
-def _stable_order(key: np.ndarray) -> np.ndarray:
+def stable_order(key: np.ndarray) -> np.ndarray:
     """``np.argsort(key, kind="stable")``, by 16-bit radix passes where the key range
     allows (pids, CPUs)."""
     if len(key) == 0:

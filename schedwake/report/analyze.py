@@ -62,7 +62,9 @@ def _wrap(label: str, text: str) -> list[str]:
     return _indented(text, f"{label:<11}", " " * 11)
 
 
-def _longest_wait(analysis) -> str:
+def longest_wait_text(analysis) -> str:
+    """The longest wake-to-run wait in one sentence (the ``max wait:`` line of the
+    text report, the HTML report's too)."""
     w = analysis.longest_wake_to_run
     if w is None:
         return "no wake-up with a measured wake-to-run time"
@@ -155,7 +157,9 @@ def _preempted_text(w: dict) -> str:
     )
 
 
-def _tail_text(t: dict) -> str:
+def tail_text(t: dict) -> str:
+    """The tail of the waits in one sentence: how many reach the quantile, and their
+    causes' shares (the ``tail:`` line of the text and HTML reports)."""
     causes = ", ".join(f"{c['cause']} {100 * c['share']:.0f}%" for c in t["causes"][:5])
     return (
         f"{t['waits']} waits >= {t['threshold_us'] / 1e3:.3f} ms (p{100 * t['quantile']:g}"
@@ -178,7 +182,7 @@ def _wait_lines(analysis) -> list[str]:
         lines += _stack_lines(p["breakdown"])
     t = analysis.tail_waits
     if t is not None and t["causes"]:
-        lines += _wrap("tail:", _tail_text(t))
+        lines += _wrap("tail:", tail_text(t))
     return lines
 
 
@@ -223,7 +227,7 @@ def _summary_lines(analysis) -> list[str]:
         if lost or s["lost_unknown"]
         else "none",
     )
-    lines += _wrap("max wait:", _longest_wait(analysis))
+    lines += _wrap("max wait:", longest_wait_text(analysis))
     lines += _wait_lines(analysis)
     if topo.assumed:
         lines += _wrap("WARNING:", "topology assumed (one LLC): cross-LLC figures mean nothing")

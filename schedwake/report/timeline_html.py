@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..jsonout import dumps
 from ..model.tasks import CLASSES, IDLE, classify
-from .plots import WAKER_STYLE, _cpu_order, _name, row_of
+from .plots import WAKER_STYLE, cpu_order, row_of, trace_name
 
 __all__ = ["bokeh_resources", "timeline_fragment", "JUMP_SCRIPT", "BINS", "EXACT_BUDGET"]
 
@@ -339,7 +339,7 @@ def plan(trace, findings: Sequence = (), budget: int | None = None) -> Plan:
     budget = EXACT_BUDGET if budget is None else budget
     ev = trace.model.events
     lo, hi = int(ev.first_ts), max(int(ev.last_ts), int(ev.first_ts) + 1)
-    order = _cpu_order(trace.topology, trace.meta.ncpus)
+    order = cpu_order(trace.topology, trace.meta.ncpus)
     runs = _runs(trace)
     wk = trace.wakeups()
     windows = _windows(findings, lo, hi)
@@ -798,7 +798,8 @@ def timeline_fragment(
         x_axis_label=base.axis_label,
         y_axis_label="CPU (grouped by LLC)",
         output_backend="canvas",
-        title=f"{run or _name(trace)}: who runs on each CPU (hover a run or an arrow; wheel: zoom)",
+        title=f"{run or trace_name(trace)}: who runs on each CPU "
+        "(hover a run or an arrow; wheel: zoom)",
     )
     _decorate(p, trace, pl, base, name)
     # the aggregate, and under it a faint copy that stays (without hover) while a task is
