@@ -1,15 +1,18 @@
-"""Which samples a profile keeps and what it says could not be named, apart from how
-it is computed and shown: schedwake/profile.py's sample_mask and unresolved_shares,
-fed hand-made tables."""
+"""Which samples a profile keeps and what it says could not be named, and which values
+a comparison of profiles tests, apart from how they are computed and shown:
+schedwake/profile.py's sample_mask and unresolved_shares, profile_compare.py's
+function_keys and per_run_values, fed hand-made tables and profiles."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
 from schedwake.errors import OptionError
 from schedwake.profile import sample_mask, unresolved_shares
+from schedwake.profile_compare import function_keys, per_run_values
 from schedwake.symbols.resolve import Resolved
 
 # six samples: (comm, thread, process, cpu, ts)
@@ -88,3 +91,54 @@ def test_unresolved_shares_weigh_the_own_addresses_only():
     }
     assert list(got) == ["stripped", "no map", "in chains only"]
     assert unresolved_shares(res, own_period, is_self, 0.0)["stripped"]["self_share"] == 0.0
+
+
+# -- compare_profiles: which functions, and their values per run ------------------------
+def _profile(funcs: dict[str, tuple[int, int]], total: int, event: str = "cpu-clock:ppp"):
+    """A run's profile: symbol -> (self period, children period), all in one DSO."""
+    from schedwake.profile import Profile
+
+    rows = pd.DataFrame(
+        {
+            "symbol": list(funcs),
+            "dso": ["[kernel.kallsyms]"] * len(funcs),
+            "samples": [1] * len(funcs),
+            "self_share": [s / total for s, _ in funcs.values()],
+            "children_share": [c / total for _, c in funcs.values()],
+            "self_period": [s for s, _ in funcs.values()],
+            "children_period": [c for _, c in funcs.values()],
+            "level": ["k"] * len(funcs),
+        }
+    )
+    return Profile(rows, "run.data", event, len(funcs), total, True, "")
+
+
+SIDES = {
+    "base": [_profile({"f": (20, 50), "g": (10, 10)}, 100), _profile({"f": (30, 60)}, 200)],
+    "new": [_profile({"h": (5, 5), "f": (40, 40)}, 50)],
+}
+
+
+def test_function_keys_are_every_function_once_in_the_order_first_seen():
+    keys = function_keys(SIDES)
+    assert keys["symbol"].tolist() == ["f", "g", "h"]
+    assert keys.index.tolist() == [0, 1, 2]
+
+
+def test_per_run_values_are_shares_of_each_run_and_0_where_unseen():
+    keys = function_keys(SIDES)
+    values, base_cost = per_run_values(keys, SIDES, None)
+    assert set(values) == {"self_share", "children_share"} and base_cost is None
+    # functions f, g, h (rows) x runs (columns)
+    np.testing.assert_allclose(values["self_share"]["base"], [[0.2, 0.15], [0.1, 0], [0, 0]])
+    np.testing.assert_allclose(values["children_share"]["base"], [[0.5, 0.3], [0.1, 0], [0, 0]])
+    np.testing.assert_allclose(values["self_share"]["new"], [[0.8], [0], [0.1]])
+
+
+def test_per_run_values_with_work_are_periods_per_unit_of_work_too():
+    keys = function_keys(SIDES)
+    work = {"base": np.array([10.0, 40.0]), "new": np.array([5.0])}
+    values, base_cost = per_run_values(keys, SIDES, work)
+    np.testing.assert_allclose(values["self_rate"]["base"], [[2, 0.75], [1, 0], [0, 0]])
+    np.testing.assert_allclose(values["children_rate"]["new"], [[8], [0], [1]])
+    assert base_cost == pytest.approx((100 / 10 + 200 / 40) / 2)  # the baseline's, per unit
