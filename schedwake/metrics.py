@@ -39,7 +39,7 @@ import pandas as pd
 from .detect import Thresholds, resolve
 from .detect.cswitch_storm import storm_measure, weighted_preempted_share
 from .detect.idle_while_runnable import measure as _iwr_measure
-from .model._util import pid_cpu_counts
+from .model import pid_cpu_counts
 from .model.lives import Lives
 from .model.masks import episodes_mask, futile_mask, would_stack_mask
 from .model.memo import IwrMeasure, MetricsKey
@@ -1282,7 +1282,9 @@ def per_op_metrics() -> list[str]:
     return [per_op_name(n) for n, m in CATALOGUE.items() if m.unit == "/s"]
 
 
-def _select(names: Iterable[str] | None) -> list[str] | None:
+def select_names(names: Iterable[str] | None) -> list[str] | None:
+    """The metric names asked for, each checked against the catalogue (a KeyError names
+    one it does not have); None (every metric) stays None."""
     if names is None:
         return None
     out = []
@@ -1310,7 +1312,7 @@ def metric_samples(
     """
     path = str(trace.meta.path)
     cpus = trace.meta.ncpus
-    keep = _select(metrics)
+    keep = select_names(metrics)
     only = _keys_of(keep)  # (what is not kept is not computed)
     if window_s is None:
         return trace_samples(trace_metrics(trace, thresholds, only=only), path, cpus, metrics)
@@ -1377,7 +1379,7 @@ def trace_samples(
     """The per-trace samples (:func:`metric_samples` with no window) of a trace whose
     :func:`trace_metrics` are ``tm``: how ``batch`` turns a stored row of metrics back
     into the samples of a comparison."""
-    keep = _select(metrics)
+    keep = select_names(metrics)
     cols: dict[str, np.ndarray] = {}
     for m in CATALOGUE.values():
         if m.key == "busy_share":

@@ -259,7 +259,66 @@ def profile(
         resolver = Resolver(trace, kallsyms)
         choice = resolver.kallsyms  # an unreadable --kallsyms fails here, before any work
     n_all = t.num_rows
-    mask = np.ones(n_all, dtype=bool)
+    mask, filters = sample_mask(t, trace.meta.ncpus, comm, pid, cpu, time)
+    if not mask.all():
+        t = t.filter(pa.array(mask))
+    if t.num_rows == 0:
+        given = [k for k, v in filters.items() if v is not None]
+        raise TraceError(
+            trace.path,
+            f"no {table_name} samples match the filters ({', '.join('--' + g for g in given)})",
+        )
+    n_matched = t.num_rows  # (the samples the filters kept, before any left out for their period)
+    t, period, period_note = _periods(trace, t, table_name)
+    n = t.num_rows
+    if progress is not None:
+        progress(0.1)
+    frames = _sample_frames(trace, t, resolver)
+    if progress is not None:
+        progress(0.9)
+    res, sample_of, is_self = frames.res, frames.sample_of, frames.is_self
+    total = float(period.sum())
+    rows, function = _functions(res, frames.ctx, sample_of, is_self, period)
+    stacks = _stacks(sample_of, frames.addr, is_self, function, period)
+    unresolved = unresolved_shares(res, period[sample_of[is_self]], is_self, total)
+    caveats = _caveats(trace, choice, res, unresolved, table_name, n_all, n_matched, filters)
+    caveats += _unwinding_caveats(trace, table_name)
+    if period_note:
+        caveats.insert(0, period_note)
+    if frames.dropped_chains:
+        caveats.append(
+            f"{frames.dropped_chains} samples have a corrupt callchain (a context marker perf "
+            "does not take): counted for their own address only, as perf counts them"
+        )
+    events = _event_names(trace)
+    return Profile(
+        rows=rows,
+        path=trace.path,
+        event=events.get(table_name, table_name),
+        samples=n,
+        total_period=int(round(total)),
+        callchains=frames.callchains,
+        kernel_symbols=f"{choice.source}: {choice.reason}" if choice.text else choice.reason,
+        unresolved=unresolved,
+        filters=filters,
+        caveats=caveats,
+        stacks=stacks,
+    )
+
+
+def sample_mask(
+    t: pa.Table,
+    ncpus: int,
+    comm: str | Iterable[str] | None = None,
+    pid: int | Iterable[int] | None = None,
+    cpu: int | Iterable[int] | None = None,
+    time: tuple[int | None, int | None] | None = None,
+) -> tuple[np.ndarray, dict]:
+    """Which samples of ``t`` (a table of samples: ``common_comm``, ``common_pid``,
+    ``pid`` when the file has it, ``cpu``, ``ts``) the filters keep (see
+    :func:`profile`; ``ncpus``: the CPUs a ``cpu`` filter may name), and the filters
+    as :attr:`Profile.filters` says them (None: not given)."""
+    mask = np.ones(t.num_rows, dtype=bool)
     filters: dict = {"comm": None, "pid": None, "cpu": None, "time": None}
     if comm is not None:
         names = _as_set(comm, "comm")
@@ -277,7 +336,7 @@ def profile(
         mask &= hit
         filters["pid"] = ids.tolist()
     if cpu is not None:
-        cpus = np.array(_ids(cpu, "cpu", trace.meta.ncpus), dtype=np.int64)
+        cpus = np.array(_ids(cpu, "cpu", ncpus), dtype=np.int64)
         mask &= np.isin(t.column("cpu").to_numpy().astype(np.int64), cpus)
         filters["cpu"] = cpus.tolist()
     if time is not None and time != (None, None):
@@ -288,19 +347,16 @@ def profile(
         if hi is not None:
             mask &= ts <= hi
         filters["time"] = [lo, hi]
-    if not mask.all():
-        t = t.filter(pa.array(mask))
+    return mask, filters
+
+
+def _periods(trace: Trace, t: pa.Table, table_name: str) -> tuple[pa.Table, np.ndarray, str | None]:
+    """The samples' periods (the event's sample period where the samples carry none),
+    the samples with a period beyond what the recording allows left out: (the samples
+    kept, their periods, the caveat that says so or None); a TraceError when none is
+    left or the periods add up beyond what perf writes."""
     n = t.num_rows
-    if n == 0:
-        given = [k for k, v in filters.items() if v is not None]
-        raise TraceError(
-            trace.path,
-            f"no {table_name} samples match the filters ({', '.join('--' + g for g in given)})",
-        )
-    cols = t.column_names
-    n_matched = n  # (the samples the filters kept, before any left out for their period)
-    # per sample: period, process, time
-    if "period" in cols:
+    if "period" in t.column_names:
         period = t.column("period").to_numpy(zero_copy_only=False).astype(np.float64)
     else:
         ev = [e for e in trace.meta.source.get("events") or [] if e.get("table") == table_name]
@@ -329,37 +385,58 @@ def profile(
         )
         t = t.filter(pa.array(~beyond))
         period = period[~beyond]
-        n = t.num_rows
     if float(period.sum()) >= 2.0**63:
         raise TraceError(
             trace.path,
             f"the {table_name} samples' periods add up beyond 2**63: not counts perf writes",
         )
+    return t, period, period_note
+
+
+@dataclass
+class _Frames:
+    """Every frame of the samples: its sample (``sample_of``), address, cpumode
+    (``ctx``), whether it is the sample's own (``is_self``) and its name (``res``)."""
+
+    sample_of: np.ndarray
+    addr: np.ndarray
+    ctx: np.ndarray
+    is_self: np.ndarray
+    res: Resolved
+    callchains: bool  # whether the samples have callchains
+    dropped_chains: int  # callchains dropped whole (a context marker perf does not take)
+
+
+def _sample_frames(trace: Trace, t: pa.Table, resolver: Resolver | None) -> _Frames:
+    """The frames of the samples of ``t``, named by ``resolver`` (None: perf script
+    text, named already)."""
+    if resolver is None:
+        sample_of, addr, ctx, is_self, res = _text_frames(t)
+        return _Frames(sample_of, addr, ctx, is_self, res, "callchain" in t.column_names, 0)
     ts = t.column("ts").to_numpy().astype(np.int64)
     tids = t.column("common_pid").to_numpy().astype(np.int64)
-    if "pid" in cols:
+    if "pid" in t.column_names:
         pids_col = t.column("pid").to_numpy().astype(np.int64)
     else:
         owner = _thread_pids(trace)
         pids_col = np.array([owner.get(int(x), int(x)) for x in tids], dtype=np.int64)
-    if progress is not None:
-        progress(0.1)
-    if resolver is None:
-        sample_of, addr, ctx, is_self, res = _text_frames(t)
-        callchains, dropped_chains = "callchain" in cols, 0
-    else:
-        # the frames: the sample's own address first, then its callchain
-        ip, ip_ctx, has_ip, flat, parent, chain_ctx, dropped_chains = _frames(t)
-        callchains = bool(len(flat)) or dropped_chains > 0
-        sample_of = np.concatenate([np.flatnonzero(has_ip), parent])
-        addr = np.concatenate([ip[has_ip], flat])
-        ctx = np.concatenate([ip_ctx[has_ip], chain_ctx])
-        is_self = np.zeros(len(addr), dtype=bool)
-        is_self[: int(has_ip.sum())] = True
-        res = resolver.resolve(pids_col[sample_of], ts[sample_of], addr, ctx)
-    if progress is not None:
-        progress(0.9)
-    # functions: (dso, symbol) pairs
+    # the frames: the sample's own address first, then its callchain
+    ip, ip_ctx, has_ip, flat, parent, chain_ctx, dropped_chains = _frames(t)
+    sample_of = np.concatenate([np.flatnonzero(has_ip), parent])
+    addr = np.concatenate([ip[has_ip], flat])
+    ctx = np.concatenate([ip_ctx[has_ip], chain_ctx])
+    is_self = np.zeros(len(addr), dtype=bool)
+    is_self[: int(has_ip.sum())] = True
+    res = resolver.resolve(pids_col[sample_of], ts[sample_of], addr, ctx)
+    callchains = bool(len(flat)) or dropped_chains > 0
+    return _Frames(sample_of, addr, ctx, is_self, res, callchains, dropped_chains)
+
+
+def _functions(
+    res: Resolved, ctx: np.ndarray, sample_of: np.ndarray, is_self: np.ndarray, period: np.ndarray
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """:attr:`Profile.rows` of the frames (functions: (dso, symbol) pairs), and each
+    frame's row number."""
     d_codes, d_names = pd.factorize(np.asarray(res.dso, dtype=object))
     s_codes, s_names = pd.factorize(np.asarray(res.symbol, dtype=object))
     codes, pair_keys = pd.factorize(d_codes.astype(np.int64) * len(s_names) + s_codes)
@@ -390,45 +467,28 @@ def profile(
     )
     row_of_code = np.empty(nf, dtype=np.int32)
     row_of_code[rows.index.to_numpy()] = np.arange(nf, dtype=np.int32)
-    rows = rows.reset_index(drop=True)
-    stacks = _stacks(sample_of, addr, is_self, row_of_code[codes], period)
-    # what could not be named, weighted by the samples' own addresses
+    return rows.reset_index(drop=True), row_of_code[codes]
+
+
+def unresolved_shares(
+    res: Resolved, own_period: np.ndarray, is_self: np.ndarray, total: float
+) -> dict:
+    """:attr:`Profile.unresolved`: per reason an address has no name, the distinct
+    addresses, the share of the period whose own address it is (``own_period``: the
+    period of each own frame, in the order of ``is_self``'s True frames) and the DSOs,
+    most addresses first; the reasons by that share, then by addresses."""
     unresolved: dict = {}
     own_reason = res.reason[is_self]
-    own_w = period[sample_of[is_self]]
     for why, count in res.unresolved.items():
-        w = float(own_w[own_reason == why].sum())
+        w = float(own_period[own_reason == why].sum())
         dsos = sorted(res.unresolved_dsos.get(why, {}).items(), key=lambda kv: (-kv[1], kv[0]))
         unresolved[why] = {
             "addresses": int(count),
             "self_share": w / total if total else 0.0,
             "dsos": [d for d, _ in dsos],
         }
-    unresolved = dict(
+    return dict(
         sorted(unresolved.items(), key=lambda kv: (-kv[1]["self_share"], -kv[1]["addresses"]))
-    )
-    caveats = _caveats(trace, choice, res, unresolved, table_name, n_all, n_matched, filters)
-    caveats += _unwinding_caveats(trace, table_name)
-    if period_note:
-        caveats.insert(0, period_note)
-    if dropped_chains:
-        caveats.append(
-            f"{dropped_chains} samples have a corrupt callchain (a context marker perf does "
-            "not take): counted for their own address only, as perf counts them"
-        )
-    events = _event_names(trace)
-    return Profile(
-        rows=rows,
-        path=trace.path,
-        event=events.get(table_name, table_name),
-        samples=n,
-        total_period=int(round(total)),
-        callchains=callchains,
-        kernel_symbols=f"{choice.source}: {choice.reason}" if choice.text else choice.reason,
-        unresolved=unresolved,
-        filters=filters,
-        caveats=caveats,
-        stacks=stacks,
     )
 
 
@@ -637,4 +697,11 @@ def _caveats(trace, choice, res, unresolved, table, n_all, n, filters) -> list[s
     return list(dict.fromkeys(out))
 
 
-__all__ = ["Profile", "profile", "sample_tables", "COLUMNS"]
+__all__ = [
+    "Profile",
+    "profile",
+    "sample_tables",
+    "sample_mask",
+    "unresolved_shares",
+    "COLUMNS",
+]

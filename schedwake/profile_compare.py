@@ -134,6 +134,38 @@ def compare_profiles(
     Raises :class:`OptionError` (a ValueError) naming the parameter that is wrong.
     """
     names = list(sides)
+    event = _checked(sides, alpha, min_effect)
+    work_of = _work_per_run(work, sides)
+    keys = function_keys(sides)
+    per_run, base_cost = per_run_values(keys, sides, work_of)
+    measures = [m for m in MEASURES if m in per_run]
+    rows = keys[["symbol", "dso", "level"]].copy()
+    tested = {}
+    for measure in measures:
+        for name in names:
+            rows[f"{measure}[{name}]"] = per_run[measure][name].mean(axis=1)
+        scale = 100.0 if measure.endswith("_share") else 100.0 / (base_cost or 1.0)
+        tested[measure] = _test_measure(
+            rows, measure, per_run[measure], names, scale, alpha, min_effect
+        )
+    return ProfileComparison(
+        sides=names,
+        runs={name: [p.path for p in sides[name]] for name in names},
+        event=event,
+        rows=_sorted(rows, names),
+        alpha=float(alpha),
+        min_effect=float(min_effect),
+        work=None if work_of is None else {k: v.tolist() for k, v in work_of.items()},
+        tested=tested,
+        caveats=_caveats(sides, names),
+        stacks={name: _side_stacks(sides[name]) for name in names},
+    )
+
+
+def _checked(sides: Mapping[str, Sequence[Profile]], alpha, min_effect) -> str:
+    """The event the profiles of ``sides`` sample, once the options are checked (see
+    :func:`compare_profiles`): an OptionError naming the one that is wrong."""
+    names = list(sides)
     if not names:
         raise OptionError("sides", "{}", "give at least one side")
     for name in names:
@@ -154,20 +186,33 @@ def compare_profiles(
             ", ".join(sorted(events)),
             "the profiles sample different events: compare runs of one event",
         )
-    event = sides[names[0]][0].event
-    work_of = _work_per_run(work, sides)
-    # one row per function seen in any run; per run its periods
+    return sides[names[0]][0].event
+
+
+def function_keys(sides: Mapping[str, Sequence[Profile]]) -> pd.DataFrame:
+    """One row per function seen in any run of any side (``dso``, ``symbol``,
+    ``level``), in the order first seen (the sides in order, each run's rows in order)."""
     keys = pd.concat(
-        [p.rows[["dso", "symbol", "level"]] for name in names for p in sides[name]]
+        [p.rows[["dso", "symbol", "level"]] for name in sides for p in sides[name]]
     ).drop_duplicates(["dso", "symbol"], keep="first")
-    keys = keys.reset_index(drop=True)
+    return keys.reset_index(drop=True)
+
+
+def per_run_values(
+    keys: pd.DataFrame,
+    sides: Mapping[str, Sequence[Profile]],
+    work_of: Mapping[str, np.ndarray] | None,
+) -> tuple[dict[str, dict[str, np.ndarray]], float | None]:
+    """Each measure of each function of ``keys`` in each run: measure -> side ->
+    (functions x runs), the shares always, the rates (period per unit of work) with
+    ``work_of`` (side -> units of work per run); 0 where a run never saw the function.
+    With the baseline's whole period per unit of work, mean over its runs (None
+    without ``work_of``): the unit of the rates' changes."""
     index = pd.MultiIndex.from_frame(keys[["dso", "symbol"]])
-    per_run: dict[str, dict[str, np.ndarray]] = {}  # measure -> side -> (functions x runs)
-    for measure in MEASURES:
-        per_run[measure] = {}
-    base_cost = None  # the baseline's whole period per unit of work, mean over its runs
-    for name in names:
-        runs = sides[name]
+    measures = [m for m in MEASURES if work_of is not None or m.endswith("_share")]
+    per_run: dict[str, dict[str, np.ndarray]] = {m: {} for m in measures}
+    base_cost = None
+    for name, runs in sides.items():
         self_p = np.zeros((len(keys), len(runs)))
         child_p = np.zeros((len(keys), len(runs)))
         total = np.array([float(p.total_period) for p in runs])
@@ -183,31 +228,7 @@ def compare_profiles(
                 per_run["children_rate"][name] = child_p / work_of[name]
                 if base_cost is None:
                     base_cost = float(np.mean(total / work_of[name]))
-    measures = [m for m in MEASURES if work_of is not None or m.endswith("_share")]
-    rows = keys[["symbol", "dso", "level"]].copy()
-    tested = {}
-    for measure in measures:
-        for name in names:
-            rows[f"{measure}[{name}]"] = per_run[measure][name].mean(axis=1)
-        scale = 100.0 if measure.endswith("_share") else 100.0 / (base_cost or 1.0)
-        tested[measure] = _test_measure(
-            rows, measure, per_run[measure], names, scale, alpha, min_effect
-        )
-    rows = _sorted(rows, names)
-    caveats = _caveats(sides, names)
-    stacks = {name: _side_stacks(sides[name]) for name in names}
-    return ProfileComparison(
-        sides=names,
-        runs={name: [p.path for p in sides[name]] for name in names},
-        event=event,
-        rows=rows,
-        alpha=float(alpha),
-        min_effect=float(min_effect),
-        work=None if work_of is None else {k: v.tolist() for k, v in work_of.items()},
-        tested=tested,
-        caveats=caveats,
-        stacks=stacks,
-    )
+    return per_run, base_cost
 
 
 def _work_per_run(work, sides) -> dict[str, np.ndarray] | None:
@@ -405,5 +426,7 @@ __all__ = [
     "welch_p",
     "benjamini_hochberg",
     "callers_tree",
+    "function_keys",
+    "per_run_values",
     "MEASURES",
 ]

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from .ingest import RawTrace
 from .ingest.meta import TraceMeta
-from .ingest.text import STATE_NEW, _state_str
+from .ingest.text import STATE_NEW, state_str
 from .schema import COMMON_NAMES, FLAG_HARDIRQ, FLAG_SOFTIRQ, STRING, event_schema
 from .topology import Topology
 from .trace import Trace
@@ -533,7 +533,7 @@ def _state_text(value, text) -> str:
     """``prev_state`` as sched_switch's TP_printk prints it. The decoded string is the
     truth where there is one (the readers decode it with the event's own format); a
     bare value is decoded with the >= 4.14 table."""
-    return text if text is not None else _state_str(int(value or 0), STATE_NEW)
+    return text if text is not None else state_str(int(value or 0), STATE_NEW)
 
 
 def _latency_field(flags, pc) -> str:

@@ -79,6 +79,16 @@ def parsed(path: Path) -> ast.Module:
     return ast.parse(path.read_text())
 
 
+def from_target(node: ast.ImportFrom, base: str) -> str:
+    """The module a ``from ... import`` names, relative ones resolved against ``base``
+    (the importer's package)."""
+    if not node.level:
+        return node.module or ""
+    parts = base.split(".")
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
 def imports(path: Path) -> set[str]:
     """The schedwake modules ``path`` imports (``from pkg import mod`` counts as mod)."""
     me = module_name(path)
@@ -88,12 +98,7 @@ def imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == "schedwake")
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = base.split(".")
-                parts = parts[: len(parts) - (node.level - 1)]
-                target = ".".join(parts + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = from_target(node, base)
             if target.split(".")[0] != "schedwake":
                 continue
             subs = [f"{target}.{a.name}" for a in node.names if exists(f"{target}.{a.name}")]
@@ -305,3 +310,103 @@ def test_the_rendering_check_sees_methods_and_nothing_else():
     assert rendering_methods(topo, "schedwake.compare") == [
         "schedwake.compare.Topology.to_json (line 2)"
     ]
+
+
+def is_private(name: str) -> bool:
+    """``_name`` but not ``__name__``."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(source: str | ast.Module, module: str, package: bool = False) -> list[str]:
+    """``module (line N): what`` of each private name ``module`` (the text of its file,
+    or its syntax tree; ``package``: the file is a package's ``__init__``) takes from
+    another schedwake module: ``from x import _name``, ``x._name`` of a module it
+    imported. A private module (``from . import _util``, a compiled ``_tdread``) may be
+    imported by the modules of its own package only; a module's own names are its own."""
+    tree = ast.parse(source) if isinstance(source, str) else source
+    base = module if package else module.rsplit(".", 1)[0]
+    found = []
+    modules: dict[str, str] = {}  # local name -> the schedwake module it is bound to
+
+    def module_use(target: str, line: int) -> None:
+        home = target.rsplit(".", 1)[0]
+        mine = module == home or module.startswith(home + ".")
+        if is_private(target.rsplit(".", 1)[1]) and not mine:
+            found.append(f"{module} (line {line}): module {target}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "schedwake":
+                    # ``import a.b as c`` binds c to a.b; ``import a.b`` binds a
+                    modules[a.asname or "schedwake"] = a.name if a.asname else "schedwake"
+                    for i in range(2, a.name.count(".") + 2):
+                        module_use(".".join(a.name.split(".")[:i]), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            target = from_target(node, base)
+            if target.split(".")[0] != "schedwake":
+                continue
+            for i in range(2, target.count(".") + 2):
+                module_use(".".join(target.split(".")[:i]), node.lineno)
+            for a in node.names:
+                full = f"{target}.{a.name}"
+                if exists(full):
+                    modules[a.asname or a.name] = full
+                    module_use(full, node.lineno)
+                elif is_private(a.name) and target != module:
+                    found.append(f"{module} (line {node.lineno}): from {target} import {a.name}")
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
+            continue
+        chain, v = [], node.value
+        while isinstance(v, ast.Attribute):
+            chain.append(v.attr)
+            v = v.value
+        if isinstance(v, ast.Name) and v.id in modules:
+            target = ".".join([modules[v.id], *reversed(chain)])
+            if target != module and not exists(f"{target}.{node.attr}"):
+                found.append(f"{module} (line {node.lineno}): {target}.{node.attr}")
+            elif exists(f"{target}.{node.attr}"):
+                module_use(f"{target}.{node.attr}", node.lineno)
+    return found
+
+
+def test_no_private_name_crosses_a_module():
+    """A name with a leading underscore is its module's own: no schedwake module imports
+    one from another module (a sibling of its package too) or reads it as an attribute
+    of a module it imported. A name another module needs is public (with a docstring),
+    or lives where it is used."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found += private_imports(parsed(path), module_name(path), path.name == "__init__.py")
+    assert not found, "private names used across modules (make them public):\n" + "\n".join(found)
+
+
+def test_the_private_name_check_sees_every_form():
+    """The check above is only as good as its walk: it reports ``from .x import _y``
+    (relative or absolute, inside a function too), ``mod._y`` of an imported module
+    (``from . import plots``, ``import schedwake.report.plots as p``) and a private module
+    imported from outside its package; not a public name, a dunder, a private module of
+    the importer's own package, or the module's own private names."""
+    src = (
+        "import schedwake.report.plots as p\n"
+        "from . import plots\n"
+        "from .plots import _hidden, WAKER_STYLE, __all__\n"
+        "from ..model import _util\n"
+        "def f():\n"
+        "    from schedwake.report.analyze import _inner\n"
+        "    return plots._x, p._y, plots.row_of, _util.i64\n"
+        "def g():\n"
+        "    from schedwake.report.timeline import _mine\n"
+        "    return _mine\n"
+    )
+    assert private_imports(src, "schedwake.report.timeline") == [
+        "schedwake.report.timeline (line 3): from schedwake.report.plots import _hidden",
+        "schedwake.report.timeline (line 4): module schedwake.model._util",
+        "schedwake.report.timeline (line 6): from schedwake.report.analyze import _inner",
+        "schedwake.report.timeline (line 7): schedwake.report.plots._x",
+        "schedwake.report.timeline (line 7): schedwake.report.plots._y",
+    ]
+    own = "from ._util import i64, take\nfrom . import _util\nfrom schedwake.model import _util\n"
+    assert private_imports(own, "schedwake.model.events") == []
+    assert private_imports("from . import _util\n", "schedwake.model", package=True) == []

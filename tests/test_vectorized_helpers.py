@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from schedwake.detect._iwr import llc_gap_segments, single_cpu_pids
-from schedwake.model._util import _asof_index_merge, _stable_order, asof_index, pid_cpu_counts
+from schedwake.model._util import _asof_index_merge, asof_index, pid_cpu_counts, stable_order
 
 
 @pytest.mark.parametrize("keys", ["none", "int32", "int64", "mixed", "wide_keys", "wide_ts"])
@@ -80,8 +80,8 @@ def test_stable_order_is_a_stable_argsort(dtype):
     for lo, hi in ((0, 3), (-100, 100), (0, 70_000), (info.min, info.max)):
         lo, hi = max(lo, info.min), min(hi, info.max)
         key = rng.integers(lo, hi, 2000, endpoint=True).astype(dtype)
-        assert _stable_order(key).tolist() == np.argsort(key, kind="stable").tolist()
-    assert len(_stable_order(np.zeros(0, dtype))) == 0
+        assert stable_order(key).tolist() == np.argsort(key, kind="stable").tolist()
+    assert len(stable_order(np.zeros(0, dtype))) == 0
 
 
 def test_pid_cpu_counts_and_single_cpu_pids_match_groupby():

@@ -17,7 +17,7 @@ import pandas as pd
 from ..errors import OptionError, TraceError
 from ..paths import expand, match
 from ..version import __version__
-from .layout import _TRACE_TYPES, TRACES_FILE
+from .layout import TRACE_TYPES, TRACES_FILE
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,9 @@ def _search_paths(rx: re.Pattern, paths: Sequence[str], seconds: float) -> list:
     return json.loads(proc.stdout)
 
 
-def _label_regex(label_from: str | None) -> re.Pattern | None:
+def label_regex(label_from: str | None) -> re.Pattern | None:
+    """The ``--label-from`` expression compiled (None when not given), or an OptionError
+    when it is too long or not a regular expression."""
     if not label_from:
         return None
     if len(label_from) > MAX_LABEL_FROM:
@@ -162,7 +164,7 @@ def _label_regex(label_from: str | None) -> re.Pattern | None:
             "the regular expression has no named group: name each part, "
             r"e.g. '(?P<kernel>[^/]+)/(?P<bench>[^/]+)-i(?P<iter>\d+)'",
         )
-    clash = sorted(set(rx.groupindex) & (set(_TRACE_TYPES) | {"duration_s"}))
+    clash = sorted(set(rx.groupindex) & (set(TRACE_TYPES) | {"duration_s"}))
     if clash:
         raise OptionError(
             "label_from", None, f"group name(s) {', '.join(clash)} are columns of {TRACES_FILE}"
@@ -177,7 +179,7 @@ def label_columns(
     each path (None where it does not match); a group whose every value is an integer
     becomes an integer column. The searches take ``seconds`` at most
     (:data:`LABEL_FROM_SECONDS`), else OptionError."""
-    rx = _label_regex(label_from)
+    rx = label_regex(label_from)
     if rx is None:
         return {}
     matches = _search_paths(rx, paths, seconds)
@@ -193,7 +195,7 @@ def label_columns(
     return cols
 
 
-def _topology_map(topologies) -> tuple[tuple[str, str, str], ...]:
+def read_topology_map(topologies) -> tuple[tuple[str, str, str], ...]:
     """``topologies`` (``{glob: file}`` or ``["GLOB=FILE", ...]``) as
     :attr:`Options.topology_map`, each file read once to refuse a bad one early."""
     from ..topology import Topology
@@ -216,7 +218,7 @@ def _topology_map(topologies) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
-def _equals(column: pd.Series, value, name: str) -> pd.Series:
+def cells_equal(column: pd.Series, value, name: str) -> pd.Series:
     """Which cells of ``column`` equal ``value``: numerically for a numeric column (a
     label of digits is int64, read back as float64 where some rows have none), else
     as text."""
@@ -234,7 +236,7 @@ def _equals(column: pd.Series, value, name: str) -> pd.Series:
     return text == str(value)
 
 
-def _matched_nothing(name: str, value, column: pd.Series) -> str:
+def matched_nothing(name: str, value, column: pd.Series) -> str:
     """The reason of a ``--where`` condition that leaves no trace: the values there are."""
     values = []
     for v in column.dropna().unique():

@@ -45,7 +45,7 @@ WINDOWS_SCHEMA = pa.schema(
 #: The traces.parquet columns that are not metrics, in order, with their types (the
 #: labels go after ``error``; the metrics are int64 for counts, float64 otherwise, as
 #: their values come).
-_TRACE_TYPES = {
+TRACE_TYPES = {
     "path": pa.string(),
     "status": pa.string(),
     "error": pa.string(),
@@ -88,5 +88,5 @@ _TRACE_TYPES = {
     "analysed_at": pa.timestamp("us", tz="UTC"),
     "seconds": pa.float64(),
 }
-#: Where the metrics go among the columns of _TRACE_TYPES (in its order).
-_TRACE_TYPES_BACK = list(_TRACE_TYPES).index("event_counts")
+#: Where the metrics go among the columns of TRACE_TYPES (in its order).
+TRACE_TYPES_BACK = list(TRACE_TYPES).index("event_counts")

@@ -43,7 +43,9 @@ def _provenance(abspath: str, options: Options, stat) -> dict:
     }
 
 
-def _error_result(path: str, abspath: str, error: str, options: Options, stat=None) -> TraceResult:
+def error_result(path: str, abspath: str, error: str, options: Options, stat=None) -> TraceResult:
+    """The result of a trace that could not be analysed: its row with status ``error``
+    and the reason, no findings, no windows."""
     row = {"path": path, "status": "error", "error": error, **_provenance(abspath, options, stat)}
     return TraceResult(row, FINDINGS_SCHEMA.empty_table(), WINDOWS_SCHEMA.empty_table())
 
@@ -106,12 +108,12 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         topo_facts = topology_facts(trace.topology)
     except TraceError as exc:
         text = _as_given(str(exc), abspath, path)
-        return _error_result(path, abspath, text, options, stat)
+        return error_result(path, abspath, text, options, stat)
     except MemoryError:
-        return _error_result(path, abspath, f"{path}: out of memory", options, stat)
+        return error_result(path, abspath, f"{path}: out of memory", options, stat)
     except Exception as exc:  # a bug: the other traces go on, the batch exits 2
         text = " ".join(f"{type(exc).__name__}: {exc}".split())
-        return _error_result(
+        return error_result(
             path, abspath, f"{path}: internal error (please report): {text}", options, stat
         )
     comp = facts.get("completeness")

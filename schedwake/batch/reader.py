@@ -20,12 +20,12 @@ from ..errors import OptionError, TraceError
 from ..ingest.meta import TraceMeta
 from ..paths import Stored, expand
 from ..version import __version__
-from .inputs import _equals, _matched_nothing
+from .inputs import cells_equal, matched_nothing
 from .layout import (
-    _TRACE_TYPES,
     FINDINGS_FILE,
     FINDINGS_SCHEMA,
     MANIFEST_FILE,
+    TRACE_TYPES,
     TRACES_FILE,
     WINDOWS_FILE,
     WINDOWS_SCHEMA,
@@ -80,7 +80,7 @@ _OK_ROW = (
 )
 
 
-def _open_dataset(out: Path) -> tuple[pa.Table, dict]:
+def open_dataset(out: Path) -> tuple[pa.Table, dict]:
     """traces.parquet and batch.json of the dataset in ``out``, once its four files are
     checked: each there and readable, the manifest of a version this one reads,
     findings.parquet and windows.parquet with exactly their schemas, traces.parquet
@@ -90,12 +90,12 @@ def _open_dataset(out: Path) -> tuple[pa.Table, dict]:
     _check_version(out, manifest)
     for name, schema in ((FINDINGS_FILE, FINDINGS_SCHEMA), (WINDOWS_FILE, WINDOWS_SCHEMA)):
         path = out / name
-        got = _parquet(path, pq.read_schema)
+        got = read_parquet(path, pq.read_schema)
         _check_columns(path, got, dict(zip(schema.names, schema.types)))
         extra = sorted(set(got.names) - set(schema.names))
         if extra:
             raise TraceError(path, f"has column(s) a batch dataset has not: {', '.join(extra)}")
-    traces = _parquet(out / TRACES_FILE, pq.read_table)
+    traces = read_parquet(out / TRACES_FILE, pq.read_table)
     _check_traces(out / TRACES_FILE, traces, manifest)
     return traces, manifest
 
@@ -114,7 +114,7 @@ def _read_manifest(path: Path) -> dict:
     return manifest
 
 
-def _parquet(path: Path, read: Callable):
+def read_parquet(path: Path, read: Callable):
     """``read(path)`` (a schema, a table) of a Parquet file of the dataset, or a
     TraceError naming the file when it is missing or damaged."""
     if not path.is_file():
@@ -144,7 +144,7 @@ def _check_traces(path: Path, traces: pa.Table, manifest: dict) -> None:
     """traces.parquet: the columns every row has, those of ok rows when there are any,
     the others in their types (labels: any; metrics: numbers), known statuses."""
     schema = traces.schema
-    _check_columns(path, schema, {n: _TRACE_TYPES[n] for n in _EVERY_ROW})
+    _check_columns(path, schema, {n: TRACE_TYPES[n] for n in _EVERY_ROW})
     status = set(traces.column("status").to_pylist())
     if not status <= {"ok", "error"}:
         raise TraceError(
@@ -154,11 +154,11 @@ def _check_traces(path: Path, traces: pa.Table, manifest: dict) -> None:
     if traces.column("path").null_count:
         raise TraceError(path, "a row has no path")
     if "ok" in status:
-        _check_columns(path, schema, {n: _TRACE_TYPES[n] for n in _OK_ROW})
+        _check_columns(path, schema, {n: TRACE_TYPES[n] for n in _OK_ROW})
     labels = set(manifest.get("labels") or [])
     for column in schema:
-        if column.name in _TRACE_TYPES:
-            _check_columns(path, schema, {column.name: _TRACE_TYPES[column.name]})
+        if column.name in TRACE_TYPES:
+            _check_columns(path, schema, {column.name: TRACE_TYPES[column.name]})
         elif column.name not in labels and not (
             pa.types.is_integer(column.type)
             or pa.types.is_floating(column.type)
@@ -189,7 +189,7 @@ class BatchDataset:
                 raise TraceError(
                     self.out, f"no batch dataset here (no {TRACES_FILE}; run schedwake batch)"
                 )
-            table, self.manifest = _open_dataset(self.out)
+            table, self.manifest = open_dataset(self.out)
             _traces = table.to_pandas()
         self.traces: pd.DataFrame = _traces
         self._windows: dict[str, pd.DataFrame] = {}
@@ -204,7 +204,7 @@ class BatchDataset:
     def findings(self) -> pd.DataFrame:
         """findings.parquet, of the traces of this (possibly filtered) dataset."""
         if self._findings is None:
-            f = _parquet(self.out / FINDINGS_FILE, pq.read_table).to_pandas()
+            f = read_parquet(self.out / FINDINGS_FILE, pq.read_table).to_pandas()
             self._findings = f[f["path"].isin(set(self.traces["path"]))].reset_index(drop=True)
         return self._findings
 
@@ -213,7 +213,7 @@ class BatchDataset:
         want = list(self.traces["path"]) if paths is None else list(paths)
         missing = [p for p in want if p not in self._windows]
         if missing:
-            t = _parquet(
+            t = read_parquet(
                 self.out / WINDOWS_FILE,
                 lambda p: pq.read_table(p, filters=[("path", "in", missing)]),
             )
@@ -256,9 +256,9 @@ class BatchDataset:
                     f"(labels: {', '.join(self.manifest.get('labels') or []) or 'none'})",
                 )
             before = df
-            df = df[_equals(df[col], value, col)]
+            df = df[cells_equal(df[col], value, col)]
             if df.empty:
-                raise OptionError("conditions", None, _matched_nothing(col, value, before[col]))
+                raise OptionError("conditions", None, matched_nothing(col, value, before[col]))
         sub = BatchDataset(self.out, df.reset_index(drop=True), self.manifest)
         sub._windows = self._windows
         return sub
@@ -322,7 +322,7 @@ def _strip_path(error: str, path: str) -> str:
     return error[len(prefix) :] if error.startswith(prefix) else error
 
 
-def _value(v):
+def plain_value(v):
     """A cell of a pandas row as a plain value (NaN/NA/None -> None)."""
     if v is None or v is pd.NA:
         return None
@@ -347,10 +347,10 @@ class AnalysedTrace:
             path=row["path"],
             format=row["format"],
             cpus=int(row["cpus"]),
-            clock=_value(row["clock"]),
-            kernel=_value(row["kernel"]),
-            first_ts_ns=_value(row["first_ts_ns"]),
-            last_ts_ns=_value(row["last_ts_ns"]),
+            clock=plain_value(row["clock"]),
+            kernel=plain_value(row["kernel"]),
+            first_ts_ns=plain_value(row["first_ts_ns"]),
+            last_ts_ns=plain_value(row["last_ts_ns"]),
             event_counts=json.loads(row["event_counts"] or "{}"),
             lost_events={int(c): int(n) for c, n in lost.items()},
             lost_unknown=tuple(int(c) for c in (_list(row["lost_unknown_cpus"]))),
@@ -413,15 +413,15 @@ class AnalysedTrace:
         from ..metrics import CATALOGUE
 
         keys = {m.key for m in CATALOGUE.values()} | {"duration_s"}
-        tm = {k: _value(self.row.get(k)) for k in keys if k != "busy_share"}
+        tm = {k: plain_value(self.row.get(k)) for k in keys if k != "busy_share"}
         busy = {}
         for c in range(self.meta.ncpus):
-            v = _value(self.row.get(f"busy_share_cpu{c}"))
+            v = plain_value(self.row.get(f"busy_share_cpu{c}"))
             if v is not None:
                 busy[str(c)] = v
         tm["busy_share"] = busy
         try:
-            bench = json.loads(_value(self.row.get("bench")) or "{}")
+            bench = json.loads(plain_value(self.row.get("bench")) or "{}")
         except (TypeError, ValueError, RecursionError):
             bench = None
         if not isinstance(bench, dict) or not all(
@@ -432,7 +432,7 @@ class AnalysedTrace:
                 self.dataset.out / TRACES_FILE, f"the bench column of {self.path} is damaged"
             ) from None
         if bench:  # (the benchmark's results beside the trace, as trace_metrics has them)
-            tm.update({n: _value(self.row.get(n)) for n in bench})
+            tm.update({n: plain_value(self.row.get(n)) for n in bench})
             tm["bench"] = bench
         return tm
 
@@ -440,12 +440,12 @@ class AnalysedTrace:
         """The samples :func:`schedwake.metrics.metric_samples` gave for this trace:
         per-trace from its row, per-window from windows.parquet (TraceError if the
         batch did not store windows of ``window_s``)."""
-        from ..metrics import SAMPLE_COLUMNS, _select, trace_samples
+        from ..metrics import SAMPLE_COLUMNS, select_names, trace_samples
 
         self._check_thresholds(thresholds)
         if window_s is None:
             return trace_samples(self.metrics(), self.path, self.meta.ncpus, metrics)
-        keep = _select(metrics)
+        keep = select_names(metrics)
         w = self.dataset.windows([self.path])
         stored = sorted(set(w["window_s"]))
         hit = [x for x in stored if math.isclose(x, window_s, rel_tol=1e-9)]

@@ -17,10 +17,10 @@ import pandas as pd
 
 from ..errors import OptionError, TraceError
 from ..paths import matches_nothing
-from .inputs import Options, _label_regex, _topology_map, expand_inputs, label_columns
-from .one_trace import TraceResult, _error_result, analyse_one
-from .reader import _value
-from .writer import _previous, _write
+from .inputs import Options, expand_inputs, label_columns, label_regex, read_topology_map
+from .one_trace import TraceResult, analyse_one, error_result
+from .reader import plain_value
+from .writer import read_previous, write_dataset
 
 #: The most worker processes a local cluster may be given.
 MAX_WORKERS = 1024
@@ -91,7 +91,7 @@ def batch(
     if out.exists() and not out.is_dir():
         raise TraceError(out, "is a file; -o takes a directory")
     # bad options are refused before any work: each trace checks them again against itself
-    _label_regex(label_from)
+    label_regex(label_from)
     check_thresholds(resolve_thresholds(thresholds))
     for w in windows:
         check_window(w, (), "windows")
@@ -99,7 +99,7 @@ def batch(
         Topology.from_file(topology_file)
     if llc:
         Topology.from_llc_lists(llc)
-    topology_map = _topology_map(topologies)
+    topology_map = read_topology_map(topologies)
     if workers is not None and not (isinstance(workers, int) and 1 <= workers <= MAX_WORKERS):
         raise OptionError("workers", workers, f"must be a whole number from 1 to {MAX_WORKERS}")
     options = Options(
@@ -117,7 +117,7 @@ def batch(
     # the labels of the paths now, before any work: a backtracking label_from is refused
     # in seconds, not after hours of analysis
     label_columns(paths, label_from)
-    before = _previous(out)
+    before = read_previous(out)
     result = BatchResult(out)
     todo = []
     for p in paths:
@@ -128,7 +128,7 @@ def batch(
         else:
             todo.append((p, ap))
     results: list[TraceResult] = [
-        _error_result(m, os.path.abspath(m), f"{m}: {matches_nothing(m)}", options) for m in missing
+        error_result(m, os.path.abspath(m), f"{m}: {matches_nothing(m)}", options) for m in missing
     ]
     if todo:
         results += _run(todo, options, scheduler, workers, progress, result)
@@ -138,7 +138,7 @@ def batch(
         result.analysed.append(r.row["path"])
         if r.row["status"] != "ok":
             result.errors.append((r.row["path"], r.row["error"]))
-    _write(out, before, results, options, label_from)
+    write_dataset(out, before, results, options, label_from)
     return result
 
 
@@ -163,7 +163,7 @@ def _results_changed(prev: dict, abspath: str) -> bool:
     written since the row's analysis, or one the row used that is gone."""
     from ..bench import candidates
 
-    at = _value(prev.get("analysed_at"))
+    at = plain_value(prev.get("analysed_at"))
     if at is None:
         return True
     since = pd.Timestamp(at).timestamp()
@@ -174,7 +174,7 @@ def _results_changed(prev: dict, abspath: str) -> bool:
         except OSError:
             continue
     try:
-        used = json.loads(_value(prev.get("bench")) or "{}")
+        used = json.loads(plain_value(prev.get("bench")) or "{}")
         sources = {str(v.get("source")) for v in used.values() if isinstance(v, dict)}
     except (TypeError, ValueError, AttributeError, RecursionError):
         return True
@@ -216,7 +216,7 @@ def _run(todo, options, scheduler, workers, progress, result) -> list[TraceResul
             try:
                 by_path[p] = fut.result()
             except Exception as exc:  # the task never finished: its worker died, ...
-                by_path[p] = _error_result(p, ap, f"{p}: {_task_failure(exc)}", options)
+                by_path[p] = error_result(p, ap, f"{p}: {_task_failure(exc)}", options)
             done += 1
             if progress:
                 progress(done, len(todo))

@@ -17,17 +17,17 @@ from ..jsonout import dumps
 from ..version import __version__
 from .inputs import label_columns
 from .layout import (
-    _TRACE_TYPES,
-    _TRACE_TYPES_BACK,
     FINDINGS_FILE,
     FINDINGS_SCHEMA,
     MANIFEST_FILE,
+    TRACE_TYPES,
+    TRACE_TYPES_BACK,
     TRACES_FILE,
     WINDOWS_FILE,
     WINDOWS_SCHEMA,
 )
 from .one_trace import TraceResult
-from .reader import _open_dataset, _parquet
+from .reader import open_dataset, read_parquet
 
 
 @dataclass
@@ -42,15 +42,20 @@ class _Previous:
     done: dict[str, dict] = field(default_factory=dict)
 
 
-def _previous(out: Path) -> _Previous:
+def read_previous(out: Path) -> _Previous:
+    """What an earlier run wrote in ``out`` (its traces, findings and windows tables,
+    labels and ``--label-from``), to keep the rows this run does not redo; empty when
+    ``out`` holds no dataset yet."""
     prev = _Previous()
     if not (out / TRACES_FILE).exists():
         return prev
-    prev.traces, manifest = _open_dataset(out)
-    prev.findings = _parquet(
+    prev.traces, manifest = open_dataset(out)
+    prev.findings = read_parquet(
         out / FINDINGS_FILE, lambda p: pq.read_table(p, schema=FINDINGS_SCHEMA)
     )
-    prev.windows = _parquet(out / WINDOWS_FILE, lambda p: pq.read_table(p, schema=WINDOWS_SCHEMA))
+    prev.windows = read_parquet(
+        out / WINDOWS_FILE, lambda p: pq.read_table(p, schema=WINDOWS_SCHEMA)
+    )
     prev.labels = list(manifest.get("labels") or [])
     prev.label_from = manifest.get("label_from")
     cols = ["path", "status", "size", "mtime_ns", "options_key"]
@@ -66,8 +71,8 @@ def _rows_table(rows: list[dict], labels: dict[str, list]) -> pa.Table:
     names: dict[str, None] = {}
     for r in rows:
         names.update(dict.fromkeys(r))
-    front, back = list(_TRACE_TYPES)[:_TRACE_TYPES_BACK], list(_TRACE_TYPES)[_TRACE_TYPES_BACK:]
-    metrics = [n for n in names if n not in _TRACE_TYPES]
+    front, back = list(TRACE_TYPES)[:TRACE_TYPES_BACK], list(TRACE_TYPES)[TRACE_TYPES_BACK:]
+    metrics = [n for n in names if n not in TRACE_TYPES]
     busy = sorted((n for n in metrics if n.startswith("busy_share_cpu")), key=lambda n: int(n[14:]))
     metrics = [n for n in metrics if n not in busy] + busy
     order = front[:3] + list(labels) + front[3:] + metrics + back
@@ -77,7 +82,7 @@ def _rows_table(rows: list[dict], labels: dict[str, list]) -> pa.Table:
             arrays[n] = pa.array(labels[n])
             continue
         values = [r.get(n) for r in rows]
-        typ = _TRACE_TYPES.get(n)
+        typ = TRACE_TYPES.get(n)
         nums = [v for v in values if v is not None]
         if typ is None and all(isinstance(v, (int, float)) for v in nums):
             # a metric: counts stay integers (also when unknown in some traces)
@@ -87,7 +92,7 @@ def _rows_table(rows: list[dict], labels: dict[str, list]) -> pa.Table:
     return pa.table(arrays)
 
 
-def _write(out: Path, before: _Previous, results: list[TraceResult], options, label_from):
+def write_dataset(out: Path, before: _Previous, results: list[TraceResult], options, label_from):
     """Write the dataset once: the earlier rows this run did not redo, then this run's."""
     redone = {r.row["path"] for r in results}
     rows, findings, windows = [], [], []

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..model._util import pid_cpu_counts
+from ..model import pid_cpu_counts
 
 
 def llc_gap_segments(

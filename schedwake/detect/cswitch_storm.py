@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model._util import asof_index
+from ..model import asof_index
 from ..model.lives import pid_of
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions
 from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds

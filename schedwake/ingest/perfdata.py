@@ -48,7 +48,7 @@ from ..symbols.kernel import KallsymsChoice, choose_kallsyms
 from . import _tdread
 from .meta import TraceMeta
 from .raw import Progress, RawTrace
-from .tracedat import _column, _event_tables, _lost_table
+from .tracedat import arrow_column, event_tables, lost_table
 
 #: Events a perf.data records that are not samples of interest (perf's helper event).
 _HELPER_EVENTS = frozenset({"dummy"})
@@ -254,14 +254,14 @@ def assemble(
     """The :class:`RawTrace` of a raw dict of the decoder for a perf.data file."""
     m = raw["meta"]
     perf = m["perf"]
-    tables, counts, systems = _event_tables(raw["events"], events is not None)
+    tables, counts, systems = event_tables(raw["events"], events is not None)
     for name in list(tables):
         tables[name] = _with_common_columns(tables[name])
     if events is None:  # perf's helper event has no samples worth a table
         for name in _HELPER_EVENTS & set(tables):
             if not tables[name].num_rows:
                 del tables[name]
-    lost = _lost_table(raw["lost"])
+    lost = lost_table(raw["lost"])
     warnings = [str(w) for w in m.get("warnings") or []]
     first_ts, last_ts = (m["first_ts"], m["last_ts"]) if m["records"] else (None, None)
     ends = perf["time_ends"]
@@ -340,7 +340,7 @@ def _time_outliers(ends: dict) -> tuple[int | None, int | None] | None:
     divides every rate by it. ``ends`` is the decoder's ``time_ends``: the earliest and
     latest times of every sample that counts, of the events loaded or not (a sample of
     an event not loaded stretches the duration as much)."""
-    from .text_damage import _outliers
+    from .text_damage import count_outliers
 
     k = min(_OUTLIER_ENDS, int(ends["samples"]) // 2)
     if k < 2:
@@ -348,8 +348,8 @@ def _time_outliers(ends: dict) -> tuple[int | None, int | None] | None:
     lowest = [int(t) for t, _ in ends["low"][:k]]
     highest = [int(t) for t, _ in ends["high"][:k]]
     span = highest[-1] - lowest[-1]  # of all but the ends' few
-    low = _outliers(lowest, span)
-    high = _outliers([-v for v in highest], span)
+    low = count_outliers(lowest, span)
+    high = count_outliers([-v for v in highest], span)
     if not low and not high:
         return None
     return (lowest[low] if low else None, highest[high] if high else None)
@@ -502,7 +502,7 @@ def sideband_tables(perf: dict) -> dict[str, pa.Table]:
         for col, value in cols.items():
             names.append(col)
             if col in ("comm", "filename"):  # dictionary strings, as the event columns
-                arrays.append(_column(("str", col, value), n)[1])
+                arrays.append(arrow_column(("str", col, value), n)[1])
             elif col == "build_id":
                 offsets, data = value
                 if not len(memoryview(offsets)):

@@ -1056,7 +1056,9 @@ def _state_values(masks: np.ndarray, table: dict) -> np.ndarray:
     return vals[inv]
 
 
-def _state_str(value: int, table: dict) -> str:
+def state_str(value: int, table: dict) -> str:
+    """A ``prev_state`` value as its letters (``S``, ``D|I``, ``R+``) by ``table``
+    (letter -> bit; ``+``: the preempted bit): ``R`` when no bit is set."""
     plus = table.get("+", 0)
     bits = [ch for ch, b in table.items() if ch != "+" and value & b]
     s = "|".join(bits) if bits else "R"
@@ -1067,7 +1069,7 @@ def _state_str(value: int, table: dict) -> str:
 
 def state_str_column(values: np.ndarray, valid: np.ndarray | None, table: dict) -> pa.Array:
     uniq, inv = _unique_inverse(values)
-    dictionary = pa.array([_state_str(int(u), table) for u in uniq], type=pa.string())
+    dictionary = pa.array([state_str(int(u), table) for u in uniq], type=pa.string())
     d = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), dictionary)
     if valid is not None and not valid.all():
         d = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32), mask=~valid), dictionary)

@@ -14,7 +14,7 @@ this module only looks at the counters, once per batch, and decides:
   a handful of such lines, each kind with its count and first line number. Lines that
   are not events and events on impossible CPUs are left out of the tables; events
   that go back in time stay (the tables are sorted); a few events far outside the
-  time range of all the others (:func:`_outliers`) are left out of the tables and of
+  time range of all the others (:func:`count_outliers`) are left out of the tables and of
   the duration.
 
 Event counts (``meta.event_counts``) are those of the tables: the events left out
@@ -290,8 +290,8 @@ def _time_range(st: dict, a: Assessment) -> None:
         return
     if st["events"] >= 2 * len(st["lowest"]) and len(lowest) > 1 and len(highest) > 1:
         span = highest[-1].ts - lowest[-1].ts  # of all but the ends' few
-        low = _outliers([s.ts for s in lowest], span)
-        high = _outliers([-s.ts for s in highest], span)
+        low = count_outliers([s.ts for s in lowest], span)
+        high = count_outliers([-s.ts for s in highest], span)
         unit = "s" if st["ts_decimals"] else "clock ticks"
         for side, cut, stamps in (("before", low, lowest), ("after", high, highest)):
             if cut:
@@ -306,7 +306,7 @@ def _time_range(st: dict, a: Assessment) -> None:
     a.first_ts, a.last_ts = lowest[0].ts, highest[0].ts
 
 
-def _outliers(ts: list[int], span: int) -> int:
+def count_outliers(ts: list[int], span: int) -> int:
     """How many of the outermost of ``ts`` (sorted outward-first) stand apart from
     the rest: the innermost gap among them longer than the rest's ``span`` and than
     :data:`MIN_OUTLIER_GAP` cuts there."""

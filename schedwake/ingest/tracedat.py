@@ -113,8 +113,8 @@ def assemble(
     """
     m = raw["meta"]
     source = _source_facts(m, layout)
-    tables, counts, systems = _event_tables(raw["events"], events is not None)
-    lost = _lost_table(raw["lost"])
+    tables, counts, systems = event_tables(raw["events"], events is not None)
+    lost = lost_table(raw["lost"])
     # as Python ints, not NumPy: pyarrow's to_numpy() imports pandas (~1 s), which the
     # libtracecmd reader's child process (a reader only) never needs otherwise
     lost_cpus, lost_counts = lost.column("cpu").to_pylist(), lost.column("count").to_pylist()
@@ -168,7 +168,7 @@ def _source_facts(m: dict, layout: dict | None) -> dict:
     return facts
 
 
-def _event_tables(raw_events: dict, selected: bool):
+def event_tables(raw_events: dict, selected: bool):
     """(tables, counts, systems) of the raw events; ``selected``: events were asked for
     by name, so a wanted event that never fired still gets its (empty) table."""
     tables: dict[str, pa.Table] = {}
@@ -180,14 +180,14 @@ def _event_tables(raw_events: dict, selected: bool):
             counts[name] = ev["count"]
         rows = ev.get("rows", ev["count"])  # a streamed batch holds some of the count
         if ev["columns"] is not None and (rows or selected):
-            cols = [_column(spec, rows) for spec in ev["columns"]]
+            cols = [arrow_column(spec, rows) for spec in ev["columns"]]
             ncommon = len(COMMON_NAMES)
             names = [n if i < ncommon else field_name(n) for i, (n, _) in enumerate(cols)]
             tables[name] = pa.table([a for _, a in cols], names=names)
     return tables, counts, systems
 
 
-def _column(spec, length: int) -> tuple[str, pa.Array]:
+def arrow_column(spec, length: int) -> tuple[str, pa.Array]:
     """(name, Arrow array) of one column spec, wrapping the reader's buffers."""
     kind, name = spec[0], spec[1]
     if kind == "int":
@@ -217,7 +217,7 @@ def _column(spec, length: int) -> tuple[str, pa.Array]:
     )
 
 
-def _lost_table(buffers) -> pa.Table:
+def lost_table(buffers) -> pa.Table:
     """The lost-event rows (``schema.LOST_EVENTS_SCHEMA``) of the raw (ts, cpu, count)."""
     lost_ts, lost_cpu, lost_count = buffers
     n = len(memoryview(lost_ts)) // 8

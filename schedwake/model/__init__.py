@@ -27,6 +27,7 @@ from . import occupancy as _occupancy
 from . import task_states as _task_states
 from . import waits as _waits
 from . import wakeups as _wakeups
+from ._util import asof_index, pid_cpu_counts  # (the model's helpers other layers use)
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 from .memo import Memo, TraceTables
 
@@ -35,7 +36,15 @@ if TYPE_CHECKING:
 
     from ..topology import Topology
 
-__all__ = ["Model", "MODEL_EVENTS", "Events", "Memo", "ModelSource"]
+__all__ = [
+    "Model",
+    "MODEL_EVENTS",
+    "Events",
+    "Memo",
+    "ModelSource",
+    "asof_index",
+    "pid_cpu_counts",
+]
 
 
 class ModelSource(TraceTables, Protocol):

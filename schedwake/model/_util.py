@@ -40,7 +40,7 @@ def asof_index(
     side: Literal["left", "right"] = "right" if backward == allow_exact else "left"
     if lkey is None:
         out = np.full(len(lts), -1, dtype=np.int64)
-        order = None if _sorted(rts) else np.argsort(rts, kind="stable")
+        order = None if is_sorted(rts) else np.argsort(rts, kind="stable")
         pos = np.searchsorted(rts if order is None else rts[order], lts, side)
         if backward:
             pos -= 1
@@ -83,7 +83,7 @@ def asof_index(
         clip(q, b, out=q)
         del b
     q += shift[k]
-    if _sorted(q):  # (left rows often come in time order within one key)
+    if is_sorted(q):  # (left rows often come in time order within one key)
         pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
         del q
     else:
@@ -113,11 +113,11 @@ def _keyed_right(rts: np.ndarray, rkey: np.ndarray) -> tuple[np.ndarray, ...] | 
     and laid on one sorted int64 line, each key's ts shifted into its own range:
     ``(order, starts, ends, ukeys, line, lo, hi, shift)``; None when the ranges do not
     fit one int64 line."""
-    if _sorted(rkey) and _sorted_within(rts, rkey):
+    if is_sorted(rkey) and _sorted_within(rts, rkey):
         # (already by key, then time: the switches by CPU, the runs by task)
         order = np.arange(len(rts), dtype=np.intp)
     else:
-        order = _stable_order(rkey) if _sorted(rts) else np.lexsort((rts, rkey))
+        order = stable_order(rkey) if is_sorted(rts) else np.lexsort((rts, rkey))
     rk = rkey[order]
     starts = np.flatnonzero(rk[1:] != rk[:-1]) + 1
     starts = np.concatenate([[0], starts])
@@ -144,7 +144,8 @@ def _sorted_within(ts: np.ndarray, key: np.ndarray) -> bool:
     return bool(len(ts) < 2 or ((ts[1:] >= ts[:-1]) | (key[1:] != key[:-1])).all())
 
 
-def _sorted(a: np.ndarray) -> bool:
+def is_sorted(a: np.ndarray) -> bool:
+    """Whether ``a`` is in ascending order (ties allowed)."""
     return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
 
 
@@ -164,7 +165,7 @@ def _key_slot(ukeys: np.ndarray, key: np.ndarray) -> np.ndarray:
     return k
 
 
-def _stable_order(key: np.ndarray) -> np.ndarray:
+def stable_order(key: np.ndarray) -> np.ndarray:
     """``np.argsort(key, kind="stable")``, by 16-bit radix passes where the key range
     allows (pids, CPUs)."""
     if len(key) == 0:

@@ -54,7 +54,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from ._util import _sorted, _stable_order, asof_index, object_categories, take
+from ._util import asof_index, is_sorted, object_categories, stable_order, take
 from .events import MODEL_EVENTS, Events, i64, ints
 
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ def build(trace: TraceTables, ev: Events) -> Completeness:
     if proofs.first_ts is not None:
         first_ts = min(first_ts, proofs.first_ts)
     if sw.n:
-        first_ts = min(first_ts, int(sw.ts[0]) if _sorted(sw.ts) else int(sw.ts.min()))
+        first_ts = min(first_ts, int(sw.ts[0]) if is_sorted(sw.ts) else int(sw.ts.min()))
     timeline, runs = _timeline_and_runs(sw, proofs, first_ts)
     parts = [proofs.breaks(), _two_cpus(runs), _unwoken_switch_ins(ev, runs), _rewoken(ev, runs)]
     parts = [p for p in parts if len(p)]
@@ -315,7 +315,7 @@ class _Switches:
             self.next_comm = self.prev_comm = pd.Categorical([])
             return self
         ts, cpu = i64(s, "ts"), ints(s, "cpu")
-        order = _stable_order(cpu) if _sorted(ts) else np.lexsort((np.arange(len(ts)), ts, cpu))
+        order = stable_order(cpu) if is_sorted(ts) else np.lexsort((np.arange(len(ts)), ts, cpu))
         self.n = len(ts)
         self.ts, self.cpu = ts[order], cpu[order]
         self.prev, self.next = ints(s, "prev_pid")[order], ints(s, "next_pid")[order]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ..summary import summary
 from ..version import __version__
-from .analyze import _longest_wait, format_value, gap_line, key_facts
-from .html import _e, figure_tag, page_head
+from .analyze import format_value, gap_line, key_facts, longest_wait_text
+from .html import esc, figure_tag, page_head
 
 __all__ = ["render", "write"]
 
@@ -42,10 +42,10 @@ def _facts(analysis) -> str:
         ("topology", trace.topology.describe()),
         ("events", f"{sum(s['events'].values())} ({events})"),
         ("lost events", f"{lost}" + (" and an unknown number" if s["lost_unknown"] else "")),
-        ("longest wait", _longest_wait(analysis)),
+        ("longest wait", longest_wait_text(analysis)),
     ]
     body = "".join(
-        f"<tr><th class='l'>{_e(k)}</th><td class='l'>{_e(v)}</td></tr>" for k, v in rows
+        f"<tr><th class='l'>{esc(k)}</th><td class='l'>{esc(v)}</td></tr>" for k, v in rows
     )
     return f"<table>{body}</table>"
 
@@ -55,15 +55,15 @@ def _finding(i: int, f, trace) -> str:
 
     facts = ", ".join(key_facts(f))
     out = [
-        f"<h3 id='finding{i}'><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
-        f"</span> {_e(f.detector)}</h3><p>{_e(f.title)}</p><p class='meta'>{_e(facts)}</p>"
+        f"<h3 id='finding{i}'><span class='sev-{esc(f.severity)}'>[{esc(f.severity.upper())}]"
+        f"</span> {esc(f.detector)}</h3><p>{esc(f.title)}</p><p class='meta'>{esc(facts)}</p>"
     ]
     gap = gap_line(f)
     if gap:
-        out.append(f"<p class='meta'>{_e(gap)}</p>")
+        out.append(f"<p class='meta'>{esc(gap)}</p>")
     if f.top:
         out.append(
-            "<p class='meta'>top: " + _e("; ".join(format_value(x) for x in f.top[:5])) + "</p>"
+            "<p class='meta'>top: " + esc("; ".join(format_value(x) for x in f.top[:5])) + "</p>"
         )
     if f.evidence_at:
         t0, t1 = int(f.evidence_at["t0"]), int(f.evidence_at["t1"])
@@ -85,7 +85,7 @@ def _finding(i: int, f, trace) -> str:
     if f.evidence:
         out.append(
             "<details open><summary>evidence (trace-cmd report -N layout)</summary><pre>"
-            + _e("\n".join(f.evidence))
+            + esc("\n".join(f.evidence))
             + "</pre></details>"
         )
     return "".join(out)
@@ -94,7 +94,7 @@ def _finding(i: int, f, trace) -> str:
 def _waits(analysis) -> str:
     """The longest waits broken into causes: a stacked bar per wait, the per-CPU timeline
     of each one's window, and the tail's causes."""
-    from .analyze import _tail_text, breakdown_text, wait_span
+    from .analyze import breakdown_text, tail_text, wait_span
     from .timeline import cpu_timeline
     from .wait_plots import breakdown_bars
 
@@ -125,7 +125,7 @@ def _waits(analysis) -> str:
     out.append(figure_tag("waits", "waits broken into causes", bars))
     for i, (label, rec, t0, t1, cpus) in enumerate(shown[:2]):
         text = breakdown_text(rec["breakdown"], rec.get("llc_idle_us"), top=6)
-        out.append(f"<h3>{_e(label)}: {_e(wait_span(rec))}</h3><p class='meta'>{_e(text)}</p>")
+        out.append(f"<h3>{esc(label)}: {esc(wait_span(rec))}</h3><p class='meta'>{esc(text)}</p>")
         if t1 - t0 < MIN_ZOOM_NS:
             mid = (t0 + t1) // 2
             t0, t1 = mid - MIN_ZOOM_NS // 2, mid + MIN_ZOOM_NS // 2
@@ -133,7 +133,7 @@ def _waits(analysis) -> str:
         out.append(figure_tag(f"wait{i}-timeline", f"{label}: per-CPU timeline", fig))
     t = analysis.tail_waits
     if t is not None and t["causes"]:
-        out.append(f"<p class='meta'>tail: {_e(_tail_text(t))}</p>")
+        out.append(f"<p class='meta'>tail: {esc(tail_text(t))}</p>")
     return "".join(out)
 
 
@@ -153,7 +153,7 @@ def _interactive_timeline(analysis) -> str:
 
 def _metrics(metrics: dict) -> str:
     rows = "".join(
-        f"<tr><td class='l'>{_e(k)}</td><td>{_e(format_value(v))}</td></tr>"
+        f"<tr><td class='l'>{esc(k)}</td><td>{esc(format_value(v))}</td></tr>"
         for k, v in metrics.items()
         if k not in ("busy_share", "bench")
     )
@@ -175,9 +175,9 @@ def _task_states(analysis) -> str:
     fig = task_states(rows, f"Time in each state of {what}")
     cols = ("observed_s", "running_s", "preempted_s", "woken_wait_s", "sleeping_s",
             "blocked_s", "unknown_s")  # fmt: skip
-    head = "".join(f"<th>{_e(c[:-2])} (s)</th>" for c in cols)
+    head = "".join(f"<th>{esc(c[:-2])} (s)</th>" for c in cols)
     body = "".join(
-        f"<tr><td class='l'>{_e(r['label'])}</td>"
+        f"<tr><td class='l'>{esc(r['label'])}</td>"
         + "".join(f"<td>{r[c]:.6f}</td>" for c in cols)
         + "</tr>"
         for r in rows
@@ -212,13 +212,13 @@ def render(analysis, progress: Callable[[float], None] | None = None) -> str:
 
     parts = [
         page_head(title),
-        f"<p class='meta'>schedwake {_e(__version__)}, "
+        f"<p class='meta'>schedwake {esc(__version__)}, "
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>",
         _facts(analysis),
     ]
     if analysis.caveats:
         parts.append("<h2>Caveats</h2><ul>")
-        parts += [f"<li class='meta'>{_e(c)}</li>" for c in analysis.caveats]
+        parts += [f"<li class='meta'>{esc(c)}</li>" for c in analysis.caveats]
         parts.append("</ul>")
     parts.append(f"<h2>Findings ({len(analysis.findings)})</h2>")
     if not analysis.findings:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -62,7 +64,9 @@ def _wrap(label: str, text: str) -> list[str]:
     return _indented(text, f"{label:<11}", " " * 11)
 
 
-def _longest_wait(analysis) -> str:
+def longest_wait_text(analysis) -> str:
+    """The longest wake-to-run wait in one sentence (the ``max wait:`` line of the
+    text report, the HTML report's too)."""
     w = analysis.longest_wake_to_run
     if w is None:
         return "no wake-up with a measured wake-to-run time"
@@ -155,7 +159,9 @@ def _preempted_text(w: dict) -> str:
     )
 
 
-def _tail_text(t: dict) -> str:
+def tail_text(t: dict) -> str:
+    """The tail of the waits in one sentence: how many reach the quantile, and their
+    causes' shares (the ``tail:`` line of the text and HTML reports)."""
     causes = ", ".join(f"{c['cause']} {100 * c['share']:.0f}%" for c in t["causes"][:5])
     return (
         f"{t['waits']} waits >= {t['threshold_us'] / 1e3:.3f} ms (p{100 * t['quantile']:g}"
@@ -178,7 +184,7 @@ def _wait_lines(analysis) -> list[str]:
         lines += _stack_lines(p["breakdown"])
     t = analysis.tail_waits
     if t is not None and t["causes"]:
-        lines += _wrap("tail:", _tail_text(t))
+        lines += _wrap("tail:", tail_text(t))
     return lines
 
 
@@ -223,7 +229,7 @@ def _summary_lines(analysis) -> list[str]:
         if lost or s["lost_unknown"]
         else "none",
     )
-    lines += _wrap("max wait:", _longest_wait(analysis))
+    lines += _wrap("max wait:", longest_wait_text(analysis))
     lines += _wait_lines(analysis)
     if topo.assumed:
         lines += _wrap("WARNING:", "topology assumed (one LLC): cross-LLC figures mean nothing")
@@ -248,93 +254,216 @@ def to_json(analysis, indent: int = 2) -> str:
     return dumps(analysis.to_dict(), indent=indent)
 
 
+@dataclass(frozen=True)
+class FindingView:
+    """What the text and Markdown reports show of one finding."""
+
+    number: int  # from 1
+    severity: str  # upper case: HIGH, MEDIUM, LOW
+    detector: str
+    title: str
+    facts: list[str]  # its longest gap (when it has one), then its key metrics
+    top: list[str]  # its first five top entries, formatted
+    evidence: list[str]  # trace-cmd report -N lines of one typical episode
+
+
+def finding_view(number: int, f: Finding) -> FindingView:
+    """What the reports show of finding ``f`` (number ``number`` of the list)."""
+    return FindingView(
+        number=number,
+        severity=f.severity.upper(),
+        detector=f.detector,
+        title=f.title,
+        facts=[line for line in (gap_line(f), *key_facts(f)) if line],
+        top=[format_value(t) for t in (f.top or [])[:5]],
+        evidence=list(f.evidence or []),
+    )
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """A metric as the reports show it. ``kind``: ``bench`` (a benchmark's result:
+    ``note`` its unit, direction and file), ``busy`` (the per-CPU busy shares, a table
+    of their own in text: ``note`` says when some are withheld) or ``value`` (``note``:
+    the bounds the trace gives it, when it gives bounds only)."""
+
+    name: str
+    value: object
+    kind: str
+    note: str
+
+
+def metric_rows(metrics: dict, bounds: dict) -> list[MetricRow]:
+    """The rows of the reports' metrics section: every metric but ``bench`` (the
+    benchmark results' descriptions, shown as the notes of their rows), in order."""
+    bench = metrics.get("bench") or {}
+    rows = []
+    for k, v in metrics.items():
+        if k == "bench":
+            continue
+        if k in bench:
+            rows.append(MetricRow(k, v, "bench", _bench_note(bench, k)))
+        elif k == "busy_share" and isinstance(v, dict) and v:
+            withheld = " (?: withheld, see the caveats)" if None in v.values() else ""
+            rows.append(MetricRow(k, v, "busy", withheld))
+        else:
+            rows.append(MetricRow(k, v, "value", _bounds_note(bounds, k, v)))
+    return rows
+
+
+@dataclass(frozen=True)
+class TaskStateRows:
+    """The task states table: one row per ``--pid`` task (``focus``), else per task
+    class; each row (label, seconds in each state of :data:`STATE_COLS`, runnable share
+    in percent as text, ``-`` when the tasks neither ran nor waited)."""
+
+    focus: bool
+    rows: list[tuple[str, list[float], str]]
+
+
+def task_state_rows(task_states: dict, focus: bool) -> TaskStateRows:
+    """The rows of the task states table of ``task_states`` (the analysis's:
+    ``tasks`` and ``classes``); ``focus``: the trace was cut to ``--pid`` tasks."""
+    rows = []
+    for r in task_states["tasks"] if focus else task_states["classes"]:
+        busy = r["running_s"] + r["runnable_s"]
+        share = f"{100 * r['runnable_s'] / busy:.1f}" if busy > 0 else "-"
+        label = f"{r['comm']} ({r['pid']})" if focus else f"{r['class']} ({r['tasks']} tasks)"
+        rows.append((label, [r[k] for k, _ in STATE_COLS], share))
+    return TaskStateRows(focus, rows)
+
+
+@dataclass(frozen=True)
+class ReportParts:
+    """What the human report of an analysis shows, section by section."""
+
+    name: str  # the trace's file name (the full path is in the summary)
+    summary: list[str]
+    caveats: list[str]
+    findings: list[FindingView]
+    task_states: TaskStateRows
+    waits: list[dict] | None  # every wait of the --pid tasks (--waits), else None
+    metrics: list[MetricRow]
+
+
+def report_parts(analysis) -> ReportParts:
+    """What :func:`text` and :func:`markdown` show of ``analysis``."""
+    return ReportParts(
+        name=Path(analysis.trace.path).name,
+        summary=_summary_lines(analysis),
+        caveats=list(analysis.caveats),
+        findings=[finding_view(i, f) for i, f in enumerate(analysis.findings, 1)],
+        task_states=task_state_rows(analysis.task_states, analysis.trace.model.pids is not None),
+        waits=analysis.task_waits,
+        metrics=metric_rows(analysis.metrics, analysis.bounds),
+    )
+
+
 def text(analysis, markdown: bool = False) -> str:
     """The human report: summary, caveats, findings by severity with evidence, metrics."""
-    trace, findings, metrics = analysis.trace, analysis.findings, analysis.metrics
-    out: list[str] = []
-    m = md if markdown else str  # (names from the trace and its side files, escaped)
-    h1 = (lambda t: out.append(f"# {t}\n")) if markdown else (lambda t: out.append(f"== {t} =="))
-    h2 = (lambda t: out.append(f"\n## {t}\n")) if markdown else (lambda t: out.append(f"\n-- {t}"))
-    h1(f"schedwake analyze: {m(Path(trace.path).name)}")  # (the full path is on the next line)
-    summ = _summary_lines(analysis)
-    out.extend([f"- {m(x)}" for x in summ] if markdown else summ)
-    caveats = analysis.caveats
-    if caveats:
-        h2("Caveats")
-        out.extend(f"- {m(c)}" for c in caveats)
-    h2(f"Findings ({len(findings)})")
-    if not findings:
-        out.append("none: no detector's thresholds were crossed")
-    for i, f in enumerate(findings, 1):
-        if markdown:
-            out.append(f"\n### {i}. \\[{f.severity.upper()}\\] {m(f.detector)}\n")
-            out.append(f"{m(f.title)}\n")
-        else:
-            out.append("")
-            out += _indented(f"[{f.severity.upper()}] {f.detector}: {f.title}", "", "    ")
-        for line in filter(None, (gap_line(f), *key_facts(f))):
-            out += [f"- {m(line)}"] if markdown else _indented(line, "    ", "      ")
-        if f.top:
-            out.append(f"{'- ' if markdown else '    '}top:")
-            for t in f.top[:5]:
-                if markdown:
-                    out.append(f"  - {m(format_value(t))}")
-                else:
-                    out += _indented(format_value(t), "      ", "        ")
-        if f.evidence:
-            block = fence(f.evidence)
-            out.append(
-                f"\nEvidence (one typical episode, trace-cmd report -N layout):\n\n{block}"
-                if markdown
-                else "    evidence (trace-cmd report -N layout):"
-            )
-            out.extend(code_line(line) if markdown else "      " + line for line in f.evidence)
-            if markdown:
-                out.append(block)
-    h2("Task states")
-    out += _task_states(analysis, markdown)
-    task_waits = analysis.task_waits
-    if task_waits is not None:
-        h2(f"Waits of the --pid tasks ({len(task_waits)})")
-        body = waits_text(task_waits) or ["none"]
-        out.extend(
-            [f"- {m(x.strip())}" if not x.startswith("    ") else m(x) for x in body]
-            if markdown
-            else body
-        )
-    h2("Metrics")
-    bench = metrics.get("bench") or {}
-    metrics = {k: v for k, v in metrics.items() if k != "bench"}
-    if markdown:
-        out.append("| metric | value |\n|---|---|")
-        out.extend(
-            f"| {m(k)} | {m(format_value(v))}{m(_bench_note(bench, k))} |"
-            for k, v in metrics.items()
-        )
-    else:
-        width = max(len(k) for k in metrics) if metrics else 0
-        for k, v in metrics.items():
-            if k in bench:
-                out.append(f"  {k:<{width}}  {format_value(v)}{_bench_note(bench, k)}")
-            elif k == "busy_share" and isinstance(v, dict) and v:
-                note = " (?: withheld, see the caveats)" if None in v.values() else ""
-                out.append(f"  {k}  (share of the time each CPU runs a task){note}")
-                out += _busy_table(v, "    ")
-            else:
-                out.append(f"  {k:<{width}}  {format_value(v)}{_bounds_note(analysis, k, v)}")
+    out = _lines(report_parts(analysis), _MARKDOWN if markdown else _TEXT)
     return "\n".join(out) + "\n"
 
 
-def _bounds_note(analysis, name: str, value) -> str:
+@dataclass(frozen=True)
+class _Style:
+    """How a report format writes each part (:data:`_TEXT`, :data:`_MARKDOWN`)."""
+
+    escape: Callable[[str], str]  # a name from the trace or its side files
+    h1: Callable[[str], str]
+    h2: Callable[[str], str]
+    summary: Callable[[str], str]  # a summary line
+    caveat: Callable[[str], str]
+    finding: Callable[[FindingView], list[str]]
+    task_states: Callable[[TaskStateRows], list[str]]
+    waits: Callable[[list[str]], list[str]]  # the lines of waits_text
+    metrics: Callable[[list[MetricRow]], list[str]]
+
+
+def _lines(parts: ReportParts, s: _Style) -> list[str]:
+    """The report's lines: each section of ``parts`` as ``s`` writes it."""
+    out = [s.h1(f"schedwake analyze: {s.escape(parts.name)}"), *map(s.summary, parts.summary)]
+    if parts.caveats:
+        out.append(s.h2("Caveats"))
+        out.extend(map(s.caveat, parts.caveats))
+    out.append(s.h2(f"Findings ({len(parts.findings)})"))
+    if not parts.findings:
+        out.append("none: no detector's thresholds were crossed")
+    for f in parts.findings:
+        out += s.finding(f)
+    out.append(s.h2("Task states"))
+    out += s.task_states(parts.task_states)
+    if parts.waits is not None:
+        out.append(s.h2(f"Waits of the --pid tasks ({len(parts.waits)})"))
+        out += s.waits(waits_text(parts.waits) or ["none"])
+    out.append(s.h2("Metrics"))
+    out += s.metrics(parts.metrics)
+    return out
+
+
+def _finding_text(f: FindingView) -> list[str]:
+    out = [""] + _indented(f"[{f.severity}] {f.detector}: {f.title}", "", "    ")
+    for line in f.facts:
+        out += _indented(line, "    ", "      ")
+    if f.top:
+        out.append("    top:")
+        for t in f.top:
+            out += _indented(t, "      ", "        ")
+    if f.evidence:
+        out.append("    evidence (trace-cmd report -N layout):")
+        out.extend("      " + line for line in f.evidence)
+    return out
+
+
+def _finding_markdown(f: FindingView) -> list[str]:
+    out = [f"\n### {f.number}. \\[{f.severity}\\] {md(f.detector)}\n", f"{md(f.title)}\n"]
+    out.extend(f"- {md(line)}" for line in f.facts)
+    if f.top:
+        out.append("- top:")
+        out.extend(f"  - {md(t)}" for t in f.top)
+    if f.evidence:
+        block = fence(f.evidence)
+        out.append(f"\nEvidence (one typical episode, trace-cmd report -N layout):\n\n{block}")
+        out.extend(code_line(line) for line in f.evidence)
+        out.append(block)
+    return out
+
+
+def _metrics_text(rows: list[MetricRow]) -> list[str]:
+    width = max((len(r.name) for r in rows), default=0)
+    out = []
+    for r in rows:
+        if r.kind == "busy":
+            out.append(f"  {r.name}  (share of the time each CPU runs a task){r.note}")
+            out += _busy_table(cast("dict", r.value), "    ")
+        else:
+            out.append(f"  {r.name:<{width}}  {format_value(r.value)}{r.note}")
+    return out
+
+
+def _metrics_markdown(rows: list[MetricRow]) -> list[str]:
+    return ["| metric | value |\n|---|---|"] + [
+        f"| {md(r.name)} | {md(format_value(r.value))}{md(r.note if r.kind == 'bench' else '')} |"
+        for r in rows
+    ]
+
+
+def _waits_markdown(lines: list[str]) -> list[str]:
+    """The lines of :func:`waits_text` as Markdown: a wait an item, its causes under it."""
+    return [f"- {md(x.strip())}" if not x.startswith("    ") else md(x) for x in lines]
+
+
+def _bounds_note(bounds: dict, name: str, value) -> str:
     """`` (withheld: 51.1 to 59.51)`` after a metric the trace gives only within bounds."""
-    b = analysis.bounds.get(name)
+    b = bounds.get(name)
     if not b or b[1] is None:
         return "  (at least)" if b else ""
     lo, hi = (format_value(x) for x in b)
     return f"  (withheld: between {lo} and {hi})" if value is None else f"  ({lo} to {hi})"
 
 
-_STATE_COLS = (
+#: The task states table's columns: (the analysis's key, the column's head).
+STATE_COLS = (
     ("observed_s", "observed"),
     ("running_s", "running"),
     ("preempted_s", "preempt"),
@@ -345,35 +474,37 @@ _STATE_COLS = (
 )
 
 
-def _task_states(analysis, markdown: bool) -> list[str]:
-    """The time of the tasks in each state: one row per task of ``--pid``, else one per
-    task class (user, kworker, kthread), with the runnable share of running + runnable."""
-    ts = analysis.task_states
-    focus = analysis.trace.model.pids is not None
-    rows = []
-    for r in ts["tasks"] if focus else ts["classes"]:
-        busy = r["running_s"] + r["runnable_s"]
-        share = f"{100 * r['runnable_s'] / busy:.1f}" if busy > 0 else "-"
-        label = f"{r['comm']} ({r['pid']})" if focus else f"{r['class']} ({r['tasks']} tasks)"
-        rows.append((label, [r[k] for k, _ in _STATE_COLS], share))
-    if not rows:
+_TASK_STATES_NOTE = (
+    "seconds in each state (runnable = preempt + woken: waiting to run after a "
+    "preemption, after a wake-up); runnable share = runnable / (running + runnable); "
+    "docs/task-states.md"
+)
+_TASK_STATES_HEADS = [h for _, h in STATE_COLS] + ["runnable %"]
+
+
+def _task_states_text(t: TaskStateRows) -> list[str]:
+    if not t.rows:
         return ["no task seen switching or waking"]
-    note = (
-        "seconds in each state (runnable = preempt + woken: waiting to run after a "
-        "preemption, after a wake-up); runnable share = runnable / (running + runnable); "
-        "docs/task-states.md"
-    )
-    heads = [h for _, h in _STATE_COLS] + ["runnable %"]
-    if markdown:
-        out = [note, "", "| " + ("task" if focus else "class") + " | " + " | ".join(heads) + " |"]
-        out.append("|---" * (len(heads) + 1) + "|")
-        for label, vals, share in rows:
-            out.append(f"| {md(label)} | " + " | ".join(f"{v:.6f}" for v in vals) + f" | {share} |")
-        return out
-    out = _indented(note, "  ", "  ")
+    heads = _TASK_STATES_HEADS
+    out = _indented(_TASK_STATES_NOTE, "  ", "  ")
     out.append(f"  {'':<24}" + "".join(f"{h:>9}" for h in heads[:-1]) + f"{heads[-1]:>11}")
-    for label, vals, share in rows:
+    for label, vals, share in t.rows:
         out.append(f"  {label[:24]:<24}" + "".join(f"{v:>9.3f}" for v in vals) + f"{share:>11}")
+    return out
+
+
+def _task_states_markdown(t: TaskStateRows) -> list[str]:
+    if not t.rows:
+        return ["no task seen switching or waking"]
+    heads = _TASK_STATES_HEADS
+    out = [
+        _TASK_STATES_NOTE,
+        "",
+        "| " + ("task" if t.focus else "class") + " | " + " | ".join(heads) + " |",
+    ]
+    out.append("|---" * (len(heads) + 1) + "|")
+    for label, vals, share in t.rows:
+        out.append(f"| {md(label)} | " + " | ".join(f"{v:.6f}" for v in vals) + f" | {share} |")
     return out
 
 
@@ -416,3 +547,27 @@ def _indented(text: str, first: str, rest: str) -> list[str]:
 
 def markdown(analysis) -> str:
     return text(analysis, markdown=True)
+
+
+_TEXT = _Style(
+    escape=str,
+    h1=lambda t: f"== {t} ==",
+    h2=lambda t: f"\n-- {t}",
+    summary=str,
+    caveat=lambda c: f"- {c}",
+    finding=_finding_text,
+    task_states=_task_states_text,
+    waits=list,
+    metrics=_metrics_text,
+)
+_MARKDOWN = _Style(
+    escape=md,
+    h1=lambda t: f"# {t}\n",
+    h2=lambda t: f"\n## {t}\n",
+    summary=lambda x: f"- {md(x)}",
+    caveat=lambda c: f"- {md(c)}",
+    finding=_finding_markdown,
+    task_states=_task_states_markdown,
+    waits=_waits_markdown,
+    metrics=_metrics_markdown,
+)

@@ -264,6 +264,44 @@ def svg(
     a page.  ``unknown_runs``: consecutive ``[unknown]`` frames of one DSO drawn as one
     (see :func:`tree`).  See the module for the sizes.
     """
+    g = graph(cmp, side, direction, min_width)
+    total = float(cmp.stacks[g.shown[g.drawn]]["share"].sum()) or 1.0
+    root = tree([cmp.stacks[s] for s in g.shown], g.drawn, min_width * total, unknown_runs)
+    cut = _threshold(root, g.drawn, min_width * total, max_frames)
+    frames = layout(root, g, cut, total, min_width * total, ident)
+    legend = _legend(direction, g.shown, g.base, g.side, cmp, min_width)
+    title = g.title if title is None else title
+    return _svg_text(frames, total, legend, title, width, ident, standalone)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """What one flame graph draws (:func:`graph`): the sides it shows (one, or the
+    baseline and a side), which of them gives the widths (``drawn``, an index of
+    ``shown``), the functions' test results (empty for a plain graph), each function's
+    significant change in the graph's direction (pp) and the largest of them."""
+
+    base: str
+    side: str
+    direction: str | None
+    shown: list[str]
+    drawn: int
+    funcs: dict[tuple[str, str], _Function]
+    scale: dict[tuple[str, str], float]
+    top_change: float
+
+    @property
+    def title(self) -> str:
+        if self.direction is None:
+            return f"{self.side}"
+        if self.direction == AFTER:
+            return f"{self.side}: after, coloured by what grew (vs {self.base})"
+        return f"{self.base}: before, coloured by what shrank (vs {self.side})"
+
+
+def graph(cmp, side: str | None, direction: str | None, min_width: float) -> Graph:
+    """What the graph of ``side`` in ``direction`` draws (see :func:`svg`); a ValueError
+    for a side, direction or ``min_width`` it cannot draw."""
     sides = list(cmp.sides)
     base = sides[0]
     if side is None:
@@ -277,55 +315,66 @@ def svg(
     if direction is not None and (len(sides) < 2 or side == base):
         raise ValueError("direction: a differential graph needs a side other than the baseline")
     if direction is None:
-        shown = [side]
-        drawn = 0
-        funcs: dict[tuple[str, str], _Function] = {}
-    else:
-        shown = [base, side]
-        drawn = 1 if direction == AFTER else 0
-        funcs = functions(cmp, side)
-    total = float(cmp.stacks[shown[drawn]]["share"].sum()) or 1.0
-    root = tree([cmp.stacks[s] for s in shown], drawn, min_width * total, unknown_runs)
-    scale = {k: f.change(direction) for k, f in funcs.items()} if direction else {}
-    top_change = max(scale.values(), default=0.0) or 1.0
-    if title is None:
-        title = (
-            f"{side}"
-            if direction is None
-            else f"{side}: after, coloured by what grew (vs {base})"
-            if direction == AFTER
-            else f"{base}: before, coloured by what shrank (vs {side})"
-        )
-    inner = width - 2 * PAD_X
-    cut = _threshold(root, drawn, min_width * total, max_frames)
+        return Graph(base, side, None, [side], 0, {}, {}, 1.0)
+    funcs = functions(cmp, side)
+    scale = {k: f.change(direction) for k, f in funcs.items()}
+    top = max(scale.values(), default=0.0) or 1.0
+    return Graph(base, side, direction, [base, side], 1 if direction == AFTER else 0, funcs,
+                 scale, top)  # fmt: skip
 
-    frames: list[str] = []
-    depth_max = 0
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame as drawn: its depth (0: the root), left edge and width (shares of the
+    drawn side), id and its caller's (``parent``, "" for the root), CSS class, fill,
+    tooltip and label."""
+
+    depth: int
+    x: float
+    width: float
+    ident: str
+    parent: str
+    cls: str
+    fill: str
+    tip: str
+    label: str
+
+
+def frame_style(frame: tuple[str, str] | None, label: str, g: Graph) -> tuple[str, str, str]:
+    """(CSS class, fill, the function's test results for the tooltip) of a frame:
+    coloured by its function's significant change in the graph's direction, relative
+    to the largest (``dk``: deep, for white labels), else a beige picked by its label."""
+    f = g.funcs.get(frame) if frame is not None else None
+    if f is None:
+        return "f", neutral(label), ""
+    c = g.scale.get(frame, 0.0) if frame is not None else 0.0
+    if c <= 0:
+        return "f", neutral(label), f.describe()
+    cls = "f grew" if g.direction == AFTER else "f shrank"
+    if c / g.top_change > 0.6:
+        cls += " dk"  # a deep colour: white labels
+    return cls, hot(g.direction or AFTER, c / g.top_change), f.describe()
+
+
+def layout(
+    root: _Node, g: Graph, cut: float, total: float, floor: float, ident: str
+) -> list[Frame]:
+    """The frames of the tree ``root``, in drawing order: each frame's children wider
+    than ``cut`` alphabetically, left-aligned above it; the narrower ones (and those
+    :func:`tree` only counted) as one merged frame when together at least ``floor``.
+    ``total``: the drawn side's whole share (the merged frames' tooltips say how narrow
+    a frame is, of it)."""
+    drawn = g.drawn
+    out: list[Frame] = []
     # (node, x share, depth, parent id); iterative (stacks can be deep)
     todo: list[tuple[_Node, float, int, str]] = [(root, 0.0, 0, "")]
-    rects: list[tuple[int, float, float, str, str, str, str, str, str]] = []
     while todo:
         node, x, depth, parent = todo.pop()
-        ident_n = f"{ident}-{len(rects)}"
-        v = node.vals[drawn]
+        ident_n = f"{ident}-{len(out)}"
         label = "all" if node.frame is None else frame_label(node.frame)
-        fill = neutral(label)
-        cls = "f"
-        info = ""
-        if node.frame is not None:
-            f = funcs.get(node.frame)
-            if f is not None:
-                info = f.describe()
-                c = scale.get(node.frame, 0.0)
-                if c > 0:
-                    fill = hot(direction or AFTER, c / top_change)
-                    cls = "f grew" if direction == AFTER else "f shrank"
-                    if c / top_change > 0.6:
-                        cls += " dk"  # a deep colour: white labels
-        tip = _tooltip(node, label, shown, info)
-        rects.append((depth, x, v, ident_n, parent, cls, fill, tip, label))
-        depth_max = max(depth_max, depth)
-        # the children, alphabetically, left-aligned; the narrow ones merged
+        cls, fill, info = frame_style(node.frame, label, g)
+        tip = _tooltip(node, label, g.shown, info)
+        out.append(Frame(depth, x, node.vals[drawn], ident_n, parent, cls, fill, tip, label))
         kids = sorted(node.kids.values(), key=lambda k: frame_label(k.frame or ("", "")))
         wide = [k for k in kids if k.vals[drawn] > cut]
         narrow = [k for k in kids if k.vals[drawn] <= cut]
@@ -336,46 +385,29 @@ def svg(
             at += k.vals[drawn]
         todo.extend(reversed(queued))
         n_narrow = node.narrow_n + len(narrow)
-        others = [node.narrow_vals[j] + sum(k.vals[j] for k in narrow) for j in range(len(shown))]
+        others = [node.narrow_vals[j] + sum(k.vals[j] for k in narrow) for j in range(len(g.shown))]
         rest = others[drawn]
-        if n_narrow and rest >= min_width * total and rest > 0:
-            n_id = f"{ident}-n{len(rects)}"
+        if n_narrow and rest >= floor and rest > 0:
             tip = f"[{n_narrow} narrow frames] (each below {cut / total * 100:.2g}% of the graph)"
-            tip += _shares(shown, others)
-            rects.append(
-                (
-                    depth + 1,
-                    at,
-                    rest,
-                    n_id,
-                    ident_n,
-                    "f narrow",
-                    NARROW_FILL,
-                    tip,
-                    f"[{n_narrow} narrow]",
-                )
-            )
-            depth_max = max(depth_max, depth + 1)
+            tip += _shares(g.shown, others)
+            out.append(
+                Frame(depth + 1, at, rest, f"{ident}-n{len(out)}", ident_n, "f narrow",
+                      NARROW_FILL, tip, f"[{n_narrow} narrow]")
+            )  # fmt: skip
+    return out
 
-    height = PAD_TOP + (depth_max + 1) * FRAME_H + PAD_BOTTOM
-    for depth, x, v, fid, parent, cls, fill, tip, label in rects:
-        px = PAD_X + x / total * inner
-        w = v / total * inner
-        y = height - PAD_BOTTOM - (depth + 1) * FRAME_H
-        chars = int((w - 6) / CHAR_PX)
-        text = ""
-        if chars >= 4:
-            text = (
-                f'<text x="{px + 3:.1f}" y="{y + FRAME_H - 4.5:.1f}">'
-                f"{_e(_clip(label, chars))}</text>"
-            )
-        p_attr = f' data-p="{parent}"' if parent else ""
-        frames.append(
-            f'<g class="{cls}" id="{fid}"{p_attr}><title>{_e(tip)}</title>'
-            f'<rect x="{px:.1f}" y="{y}" width="{w:.1f}" height="{FRAME_H - 1}" '
-            f'fill="{fill}" rx="2"/>{text}</g>'
-        )
-    legend = _legend(direction, shown, base, side, cmp, min_width)
+
+def _svg_text(
+    frames: list[Frame],
+    total: float,
+    legend: list[str],
+    title: str,
+    width: int,
+    ident: str,
+    standalone: bool,
+) -> str:
+    inner = width - 2 * PAD_X
+    height = PAD_TOP + (max(f.depth for f in frames) + 1) * FRAME_H + PAD_BOTTOM
     head = (
         "<svg"
         + (' xmlns="http://www.w3.org/2000/svg"' if standalone else "")
@@ -393,7 +425,25 @@ def svg(
             for i, line in enumerate(legend)
         )
     )
-    return head + "".join(frames) + "</svg>"
+    return head + "".join(_frame_svg(f, total, inner, height) for f in frames) + "</svg>"
+
+
+def _frame_svg(f: Frame, total: float, inner: float, height: int) -> str:
+    px = PAD_X + f.x / total * inner
+    w = f.width / total * inner
+    y = height - PAD_BOTTOM - (f.depth + 1) * FRAME_H
+    chars = int((w - 6) / CHAR_PX)
+    text = ""
+    if chars >= 4:
+        text = (
+            f'<text x="{px + 3:.1f}" y="{y + FRAME_H - 4.5:.1f}">{_e(_clip(f.label, chars))}</text>'
+        )
+    p_attr = f' data-p="{f.parent}"' if f.parent else ""
+    return (
+        f'<g class="{f.cls}" id="{f.ident}"{p_attr}><title>{_e(f.tip)}</title>'
+        f'<rect x="{px:.1f}" y="{y}" width="{w:.1f}" height="{FRAME_H - 1}" '
+        f'fill="{f.fill}" rx="2"/>{text}</g>'
+    )
 
 
 def _threshold(root: _Node, drawn: int, floor: float, max_frames: int) -> float:
@@ -463,4 +513,15 @@ def _legend(direction, shown, base, side, cmp, min_width) -> list[str]:
     return [first, second]
 
 
-__all__ = ["svg", "tree", "functions", "AFTER", "BEFORE", "MIN_WIDTH", "MAX_FRAMES"]
+__all__ = [
+    "svg",
+    "tree",
+    "functions",
+    "graph",
+    "layout",
+    "frame_style",
+    "AFTER",
+    "BEFORE",
+    "MIN_WIDTH",
+    "MAX_FRAMES",
+]

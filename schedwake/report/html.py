@@ -27,7 +27,8 @@ from .analyze import format_value
 
 __all__ = ["render"]
 
-_CSS = """
+#: The style sheet of the report pages (the profile report adds its own after it).
+PAGE_CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 1.5em auto;
        max-width: 1200px; padding: 0 1em; color: #1b1b1b; line-height: 1.4; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; }
@@ -49,7 +50,8 @@ figcaption { font-size: 13px; color: #444; }
 details { margin: 0.4em 0; } summary { cursor: pointer; }
 """
 
-_SCRIPT = """
+#: The script of the report pages: what they do once loaded.
+PAGE_SCRIPT = """
 window.addEventListener('load', function () {
   var imgs = document.getElementsByTagName('img'), ok = 0;
   for (var i = 0; i < imgs.length; i++) {
@@ -61,13 +63,14 @@ window.addEventListener('load', function () {
 """
 
 
-def _e(x) -> str:
+def esc(x) -> str:
+    """``x`` as text escaped for HTML, quotes too (element text and attribute values)."""
     return _html.escape(str(x), quote=True)
 
 
 def _summary_table(result) -> str:
     labels = result.labels
-    head = "".join(f"<th>{_e(lab)}</th>" for lab in labels)
+    head = "".join(f"<th>{esc(lab)}</th>" for lab in labels)
     rows = [
         f"<table><thead><tr><th class='l'>metric</th><th class='l'>unit</th>"
         f"<th class='l'>better</th><th class='l'>mean</th>{head}</tr></thead><tbody>"
@@ -93,11 +96,11 @@ def _summary_table(result) -> str:
             gain = gain_interval(r.effect(j), r.metric.direction)
             if gain is not None and change != NEW_TEXT:
                 txt += f" [95% CI {gain[0]:+.1f}..{gain[1]:+.1f}%]"
-            cells.append(f"<td{cls}>{_e(txt)}</td>")
+            cells.append(f"<td{cls}>{esc(txt)}</td>")
         rows.append(
-            f"<tr><td class='l'>{_e(r.metric.name)}</td><td class='l'>"
-            f"{_e(r.metric.unit)}</td><td class='l'>{_e(r.metric.direction)}</td>"
-            f"<td class='l'>{_e(r.stat)}</td>{''.join(cells)}</tr>"
+            f"<tr><td class='l'>{esc(r.metric.name)}</td><td class='l'>"
+            f"{esc(r.metric.unit)}</td><td class='l'>{esc(r.metric.direction)}</td>"
+            f"<td class='l'>{esc(r.stat)}</td>{''.join(cells)}</tr>"
         )
     rows.append("</tbody></table>")
     return "".join(rows)
@@ -114,17 +117,17 @@ def _sides(result) -> str:
         if not s.traces:
             for p in s.paths or ["(samples only)"]:
                 out.append(
-                    f"<tr><td class='l'>{_e(s.label)}</td><td class='l'>{_e(p)}</td>"
+                    f"<tr><td class='l'>{esc(s.label)}</td><td class='l'>{esc(p)}</td>"
                     "<td>-</td><td>-</td><td class='l'>-</td><td class='l'>-</td></tr>"
                 )
             continue
         for t in s.traces:
             out.append(
-                f"<tr><td class='l'>{_e(s.label)}</td>"
-                f"<td class='l'>{_e(names[str(t.meta.path)])}</td>"
-                f"<td>{t.duration_ns / 1e9:.3f}</td><td>{_e(t.meta.cpus)}</td>"
-                f"<td class='l'>{_e(t.meta.kernel or 'unknown')}</td>"
-                f"<td class='l'>{_e(t.topology.describe())}</td></tr>"
+                f"<tr><td class='l'>{esc(s.label)}</td>"
+                f"<td class='l'>{esc(names[str(t.meta.path)])}</td>"
+                f"<td>{t.duration_ns / 1e9:.3f}</td><td>{esc(t.meta.cpus)}</td>"
+                f"<td class='l'>{esc(t.meta.kernel or 'unknown')}</td>"
+                f"<td class='l'>{esc(t.topology.describe())}</td></tr>"
             )
     out.append("</tbody></table>")
     return "".join(out)
@@ -137,7 +140,7 @@ def _findings(result) -> str:
     all_findings = result.findings()
     names = result.trace_names()
     for s in result.sides:
-        out.append(f"<h3>{_e(s.label)}</h3>")
+        out.append(f"<h3>{esc(s.label)}</h3>")
         if not s.traces:
             out.append("<p class='meta'>no traces (comparison built from samples)</p>")
             continue
@@ -145,27 +148,27 @@ def _findings(result) -> str:
             name = names.get(path) or Path(path).name
             if not findings:
                 out.append(
-                    f"<p><b>{_e(name)}</b>: no finding (no detector's thresholds were crossed)</p>"
+                    f"<p><b>{esc(name)}</b>: no finding (no detector's thresholds were crossed)</p>"
                 )
                 continue
-            out.append(f"<p><b>{_e(name)}</b>: {len(findings)} finding(s)</p><ul>")
+            out.append(f"<p><b>{esc(name)}</b>: {len(findings)} finding(s)</p><ul>")
             for f in findings:
                 facts = ", ".join(key_facts(f))
                 out.append(
-                    f"<li><span class='sev-{_e(f.severity)}'>[{_e(f.severity.upper())}]"
-                    f"</span> <b>{_e(f.detector)}</b>: {_e(f.title)}"
-                    f"<div class='meta'>{_e(facts)}</div>"
+                    f"<li><span class='sev-{esc(f.severity)}'>[{esc(f.severity.upper())}]"
+                    f"</span> <b>{esc(f.detector)}</b>: {esc(f.title)}"
+                    f"<div class='meta'>{esc(facts)}</div>"
                 )
                 if f.top:
                     out.append(
                         "<div class='meta'>top: "
-                        + _e("; ".join(format_value(x) for x in f.top[:5]))
+                        + esc("; ".join(format_value(x) for x in f.top[:5]))
                         + "</div>"
                     )
                 if f.evidence:
                     out.append(
                         "<details><summary>evidence (trace-cmd report -N layout)"
-                        "</summary><pre>" + _e("\n".join(f.evidence)) + "</pre></details>"
+                        "</summary><pre>" + esc("\n".join(f.evidence)) + "</pre></details>"
                     )
                 out.append("</li>")
             out.append("</ul>")
@@ -177,8 +180,8 @@ def page_head(title: str) -> str:
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>\n"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>\n"
-        f"<title>{_e(title)}</title><style>{_CSS}</style>\n"
-        f"<script>{_SCRIPT}</script></head><body>\n<h1>{_e(title)}</h1>"
+        f"<title>{esc(title)}</title><style>{PAGE_CSS}</style>\n"
+        f"<script>{PAGE_SCRIPT}</script></head><body>\n<h1>{esc(title)}</h1>"
     )
 
 
@@ -189,8 +192,8 @@ def figure_tag(ident: str, name: str, fig) -> str:
     data = base64.b64encode(png_bytes(fig)).decode("ascii")
     w, h = (int(x * 100) for x in fig.get_size_inches())
     return (
-        f"<figure id='{_e(ident)}'><img alt='{_e(name)}' width='{w}' height='{h}' "
-        f"src='data:image/png;base64,{data}'><figcaption>{_e(name)}</figcaption></figure>"
+        f"<figure id='{esc(ident)}'><img alt='{esc(name)}' width='{w}' height='{h}' "
+        f"src='data:image/png;base64,{data}'><figcaption>{esc(name)}</figcaption></figure>"
     )
 
 
@@ -233,10 +236,10 @@ def _figures(figs: dict, steps: _Steps, prefix: str = "fig") -> str:
 def _run_menu(k: int, side: str, views: list) -> str:
     """The menu of side ``k``'s runs, by name (one run: its name)."""
     if len(views) == 1:
-        return f"<p class='meta'>run: <b>{_e(views[0].name)}</b></p>"
-    options = "".join(f"<option value='{j}'>{_e(v.name)}</option>" for j, v in enumerate(views))
+        return f"<p class='meta'>run: <b>{esc(views[0].name)}</b></p>"
+    options = "".join(f"<option value='{j}'>{esc(v.name)}</option>" for j, v in enumerate(views))
     return (
-        f"<p><label>{_e(side)}: run <select id='side{k}-runs' "
+        f"<p><label>{esc(side)}: run <select id='side{k}-runs' "
         f"onchange='schedwakeRun({k}, this.value)'>{options}</select></label> "
         f"<span class='meta'>({len(views)} runs: each one's migration matrix, task plot and "
         "timeline)</span></p>"
@@ -272,7 +275,7 @@ def _runs(result, views: list, steps: _Steps) -> str:
     sides = [s.label for s in result.sides if any(v.side == s.label for v in views)]
     for k, side in enumerate(sides):
         mine = [v for v in views if v.side == side]
-        out += [f"<h3>{_e(side)}</h3>", _run_menu(k, side, mine)]
+        out += [f"<h3>{esc(side)}</h3>", _run_menu(k, side, mine)]
         for j, v in enumerate(mine):
             hidden = " style='display:none'" if j else ""
             out.append(f"<div class='schedwake-run' data-side='{k}' data-run='{j}'{hidden}>")
@@ -286,7 +289,7 @@ def _runs(result, views: list, steps: _Steps) -> str:
                 budget=budget, extent_s=extent,
             )  # fmt: skip
             out.append(
-                f"<figure>{frag}<figcaption>{_e(side)}: per-CPU timeline of {_e(v.name)} "
+                f"<figure>{frag}<figcaption>{esc(side)}: per-CPU timeline of {esc(v.name)} "
                 "(interactive)</figcaption></figure></div>"
             )
     return "".join(out)
@@ -306,26 +309,26 @@ def render(result, progress=None) -> str:
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         page_head(title),
-        f"<p class='meta'>schedwake {_e(__version__)}, {when}. Baseline: "
-        f"<b>{_e(result.labels[0])}</b>. A positive percentage is always better; "
+        f"<p class='meta'>schedwake {esc(__version__)}, {when}. Baseline: "
+        f"<b>{esc(result.labels[0])}</b>. A positive percentage is always better; "
         "<code>*...*</code> marks a significant difference of the mean.</p>",
         "<h2>Sides</h2>",
         _sides(result),
     ]
     if notes:
         parts.append(
-            "<ul>" + "".join(f"<li class='meta'>note: {_e(n)}</li>" for n in notes) + "</ul>"
+            "<ul>" + "".join(f"<li class='meta'>note: {esc(n)}</li>" for n in notes) + "</ul>"
         )
     parts += [
         "<h2>Mean rows at a glance</h2>",
         "<p class='meta'>Green: significantly better than the baseline; red: significantly "
-        f"worse. {_e(rule_line_of(result))}</p>",
+        f"worse. {esc(rule_line_of(result))}</p>",
         _summary_table(result),
         "<h2>Plots</h2>",
         _figures(pooled, steps),
         _runs(result, views, steps),
         "<h2>Comparison (mmtests layout)</h2>",
-        f"<pre>{_e(mmtests_table.text(result.comparison))}</pre>",
+        f"<pre>{esc(mmtests_table.text(result.comparison))}</pre>",
         "<h2>Findings per side</h2>",
         _findings(result),
         "</body></html>\n",

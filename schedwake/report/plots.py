@@ -89,13 +89,14 @@ class ReportFigure(Figure):
         return png_bytes(self)
 
 
-def _name(trace) -> str:
+def trace_name(trace) -> str:
+    """The trace's file name, without its directories (the plots' titles)."""
     from pathlib import Path
 
     return Path(str(trace.meta.path)).name
 
 
-def _cpu_order(topo, ncpus: int) -> list[int]:
+def cpu_order(topo, ncpus: int) -> list[int]:
     """CPUs grouped by LLC (the order of the bands), then any CPU in no LLC."""
     order = [c for g in topo.llc for c in sorted(g) if c < ncpus]
     order += [c for c in range(ncpus) if c not in order]
@@ -165,16 +166,16 @@ def task_cpu(
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
     topo = trace.topology
-    order = _cpu_order(topo, trace.meta.ncpus)
+    order = cpu_order(topo, trace.meta.ncpus)
     ypos = {c: i for i, c in enumerate(order)}
     first = trace.model.events.first_ts
     if pid is None:
         pid = default_task(trace)
-    _draw_llc_bands(ax, topo, ypos)
+    draw_llc_bands(ax, topo, ypos)
     who = ", ".join(x for x in (label, run) if x)
     side = f"{who}: " if who else ""
     if pid is None:
-        ax.set_title(f"{side}{run or _name(trace)}: no wake-ups to plot")
+        ax.set_title(f"{side}{run or trace_name(trace)}: no wake-ups to plot")
         ax.set_xlabel("time since the trace's start (s)")
         ax.set_ylabel("CPU")
         return fig
@@ -191,7 +192,7 @@ def task_cpu(
     ws, wt = ws[in_window], wt_all[in_window]
     _draw_wakeups(ax, ws, wt, ypos)
     ax.legend(loc="upper left", bbox_to_anchor=(0, -0.14), ncol=3, fontsize=8, frameon=False)
-    _cpu_axis(ax, order)
+    cpu_axis(ax, order)
     ax.set_xlabel("time since the trace's start (s)")
     ax.set_ylabel("CPU (grouped by LLC)")
     nw, nmig = len(ws), int(ws["migrated"].sum()) if len(ws) else 0
@@ -223,7 +224,7 @@ def _task_runs_and_wakeups(trace, pid: int) -> tuple[pd.DataFrame, pd.DataFrame,
     return runs, ws, comm
 
 
-def _draw_llc_bands(ax, topo, ypos: dict, axis: str = "y") -> None:
+def draw_llc_bands(ax, topo, ypos: dict, axis: str = "y") -> None:
     """Each LLC's CPUs (rows ``ypos``: CPU -> position) as a shaded band (alternating
     colours) across the ``axis`` they are placed on; on the y axis named at the right."""
     for i, g in enumerate(topo.llc):
@@ -329,7 +330,7 @@ def _draw_wakeups(ax, ws: pd.DataFrame, wt: np.ndarray, ypos: dict) -> None:
         ax.scatter([], [], marker=marker, color=colour, label=f"woken by {desc}: {int(sel.sum())}")
 
 
-def _cpu_axis(ax, order: list) -> None:
+def cpu_axis(ax, order: list) -> None:
     """CPU rows in LLC order, at most ~32 labelled."""
     ax.set_yticks(range(len(order)))
     step = max(1, len(order) // 32)
@@ -363,7 +364,7 @@ def migration_matrix(
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
     ncpus = trace.meta.ncpus
-    order = _cpu_order(trace.topology, ncpus)
+    order = cpu_order(trace.topology, ncpus)
     m = trace.migrations()
     if cause is not None and len(m):
         m = m[m["cause"].astype(str) == cause]
@@ -426,7 +427,7 @@ def migration_matrix(
     what = f"{cause} migrations" if cause else "migrations"
     side = f"{label}: " if label else ""
     ax.set_title(
-        f"{side}{what} from CPU to CPU\n{run or _name(trace)}: {total} in "
+        f"{side}{what} from CPU to CPU\n{run or trace_name(trace)}: {total} in "
         f"{trace.model.duration_ns / 1e9:.2f} s, {cross} cross-LLC",
         fontsize=10,
     )

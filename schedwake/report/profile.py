@@ -38,11 +38,14 @@ def _filters(f: dict) -> str:
     return "; ".join(parts) or "none"
 
 
-def _clip(text: str, width: int) -> str:
+def clip_text(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ``...`` at the end where it was cut."""
     return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
 
 
-def _wrap(label: str, text: str) -> list[str]:
+def wrap_field(label: str, text: str) -> list[str]:
+    """``label`` then ``text`` wrapped to the width, continuation lines under the text
+    (the header fields of the profile reports)."""
     return textwrap.wrap(
         text,
         WIDTH,
@@ -60,14 +63,14 @@ def text(profile, top: int | None = None) -> str:
     n = DEFAULT_TOP if top is None else top
     rows = profile.rows if not n else profile.rows.head(n)
     out = [f"schedwake profile: {profile.path.rsplit('/', 1)[-1]}"]
-    out += _wrap("file:", profile.path)
-    out += _wrap(
+    out += wrap_field("file:", profile.path)
+    out += wrap_field(
         "event:",
         f"{profile.event}, {profile.samples} samples, total period {profile.total_period}"
         + ("" if profile.callchains else " (no callchains: children = self)"),
     )
-    out += _wrap("kernel:", profile.kernel_symbols)
-    out += _wrap("filters:", _filters(profile.filters))
+    out += wrap_field("kernel:", profile.kernel_symbols)
+    out += wrap_field("filters:", _filters(profile.filters))
     if profile.caveats:
         out.append("caveats:")
         for c in profile.caveats:
@@ -87,7 +90,7 @@ def text(profile, top: int | None = None) -> str:
     for r in rows.itertuples(index=False):
         out.append(
             f"{r.self_share * 100:6.2f}%  {r.children_share * 100:7.2f}%  {r.samples:>7}  "
-            f"{_clip(r.dso, dso_w):<{dso_w}}  [{r.level}] {_clip(r.symbol, sym_w)}"
+            f"{clip_text(r.dso, dso_w):<{dso_w}}  [{r.level}] {clip_text(r.symbol, sym_w)}"
         )
     more = len(profile.rows) - len(rows)
     if more > 0:

@@ -9,7 +9,7 @@ import textwrap
 
 from ..jsonout import dumps
 from .markdown import md
-from .profile import WIDTH, _clip, _wrap
+from .profile import WIDTH, clip_text, wrap_field
 
 #: The measures' titles.
 TITLES = {
@@ -73,9 +73,11 @@ def table(cmp, measure: str, top: int | None = None) -> list[str]:
     share = measure.endswith("_share")
     label_w = max(WIDTH - 6 - CELL * len(cmp.sides), 24)
     out = [TITLES[measure]]
-    out.append(" " * (6 + label_w) + "".join(f"{_clip(s, CELL - 2):>{CELL}}" for s in cmp.sides))
+    out.append(
+        " " * (6 + label_w) + "".join(f"{clip_text(s, CELL - 2):>{CELL}}" for s in cmp.sides)
+    )
     for r in rows_by_effect(cmp, measure, top):
-        line = f"{'Amean':<6}{_clip(_label(r), label_w - 1):<{label_w}}"
+        line = f"{'Amean':<6}{clip_text(_label(r), label_w - 1):<{label_w}}"
         for j, side in enumerate(cmp.sides):
             value = r[f"{measure}[{side}]"]
             if j == 0:
@@ -123,7 +125,7 @@ def _tree_lines(nodes: list[dict], indent: int, levels: int) -> list[str]:
         if node["share"] < CALLER_FLOOR:
             continue
         text = f"{' ' * indent}{node['share'] * 100:6.2f}%  {node['symbol']}"
-        out.append(_clip(text, WIDTH))
+        out.append(clip_text(text, WIDTH))
         out += _tree_lines(node["callers"], indent + 2, levels - 1)
     return out
 
@@ -137,8 +139,8 @@ def text(cmp, top: int | None = None, callers: int = DEFAULT_CALLERS) -> str:
         work = ""
         if cmp.work is not None:
             work = "; work per run " + ", ".join(f"{w:g}" for w in cmp.work[side])
-        out += _wrap("side:", f"{side}: {len(runs)} run(s): {', '.join(runs)}{work}")
-    out += _wrap("method:", method_line(cmp))
+        out += wrap_field("side:", f"{side}: {len(runs)} run(s): {', '.join(runs)}{work}")
+    out += wrap_field("method:", method_line(cmp))
     if cmp.caveats:
         out.append("caveats:")
         for c in cmp.caveats:

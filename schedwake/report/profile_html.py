@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..version import __version__
 from . import flamegraph
-from .html import _CSS, _SCRIPT, _e
+from .html import PAGE_CSS, PAGE_SCRIPT, esc
 from .profile_compare import (
     CALLER_FLOOR,
     CALLER_LEVELS,
@@ -42,7 +42,7 @@ ul.callers code, td code { font-size: 12.5px; }
 
 def _c(text) -> str:
     """A string from the recordings, cleaned and escaped."""
-    return _e(flamegraph.clean(str(text)))
+    return esc(flamegraph.clean(str(text)))
 
 
 def _function(symbol: str, dso: str) -> str:
@@ -62,7 +62,7 @@ def _sides(cmp) -> str:
             f"</td><td>{len(runs)}</td><td class='l'>{_c(', '.join(runs))}</td>"
         )
         if cmp.work is not None:
-            row += f"<td class='l'>{_e(', '.join(f'{w:g}' for w in cmp.work[side]))}</td>"
+            row += f"<td class='l'>{esc(', '.join(f'{w:g}' for w in cmp.work[side]))}</td>"
         out.append(f"<tr>{row}</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -78,7 +78,7 @@ def table(cmp, measure: str, top: int | None = None) -> str:
     share = measure.endswith("_share")
     head = "".join(f"<th>{_c(s)}</th>" for s in cmp.sides)
     out = [
-        f"<table class='measure' data-measure='{_e(measure)}'><thead><tr>"
+        f"<table class='measure' data-measure='{esc(measure)}'><thead><tr>"
         f"<th class='l'>function</th><th class='l'>DSO</th><th>lvl</th>{head}"
         "</tr></thead><tbody>"
     ]
@@ -181,20 +181,20 @@ def render(cmp, top: int | None = None, callers_top: int = DEFAULT_CALLERS) -> s
     parts = [
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>\n"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>\n"
-        f"<title>{_e(title)}</title><style>{_CSS}{_EXTRA_CSS}</style>\n"
-        f"<script>{_SCRIPT}</script></head><body>\n<h1>{_e(title)}</h1>",
-        f"<p class='meta'>schedwake {_e(__version__)}, {when}. Event: "
+        f"<title>{esc(title)}</title><style>{PAGE_CSS}{_EXTRA_CSS}</style>\n"
+        f"<script>{PAGE_SCRIPT}</script></head><body>\n<h1>{esc(title)}</h1>",
+        f"<p class='meta'>schedwake {esc(__version__)}, {when}. Event: "
         f"<code>{_c(cmp.event)}</code>. Baseline: <b>{_c(cmp.baseline)}</b>.</p>",
         "<h2>Sides</h2>",
         _sides(cmp),
-        f"<p class='meta'>Method: {_e(method_line(cmp))}</p>",
+        f"<p class='meta'>Method: {esc(method_line(cmp))}</p>",
     ]
     if cmp.caveats:
         parts.append(
             "<h3>Caveats</h3><ul>" + "".join(f"<li>{_c(c)}</li>" for c in cmp.caveats) + "</ul>"
         )
     for measure in cmp.measures:
-        parts += [f"<h2>{_e(TITLES[measure])}</h2>", table(cmp, measure, top)]
+        parts += [f"<h2>{esc(TITLES[measure])}</h2>", table(cmp, measure, top)]
     if len(cmp.sides) > 1:
         trees = callers(cmp, callers_top)
         parts.append(trees or "<p>No function changed significantly.</p>")

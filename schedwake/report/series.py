@@ -167,30 +167,32 @@ def metric_figure(result: SeriesResult, name: str):
 def render_html(result: SeriesResult, progress=None) -> str:
     """The self-contained HTML report: the summary, each changed metric's series with
     its change points (inline PNG), the table of every change point."""
-    from .html import _e, figure_tag, page_head
+    from .html import esc, figure_tag, page_head
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         page_head(
             "schedwake series: " + " .. ".join(result.build_names[:1] + result.build_names[-1:])
         ),
-        f"<p class='meta'>schedwake {_e(__version__)}, {when}. "
-        f"{_e(_builds_line(result))} runs.</p>",
-        f"<p><b>{_e(summary_line(result))}</b></p>",
-        f"<p class='meta'>{_e(_how(result))}</p>",
+        f"<p class='meta'>schedwake {esc(__version__)}, {when}. "
+        f"{esc(_builds_line(result))} runs.</p>",
+        f"<p><b>{esc(summary_line(result))}</b></p>",
+        f"<p class='meta'>{esc(_how(result))}</p>",
     ]
     if result.notes:
         parts.append(
-            "<ul>" + "".join(f"<li class='meta'>note: {_e(n)}</li>" for n in result.notes) + "</ul>"
+            "<ul>"
+            + "".join(f"<li class='meta'>note: {esc(n)}</li>" for n in result.notes)
+            + "</ul>"
         )
     cps = result.change_points()
     if cps:
-        head = "".join(f"<th>{_e(h or 'verdict')}</th>" for h in ("metric",) + _HEAD)
+        head = "".join(f"<th>{esc(h or 'verdict')}</th>" for h in ("metric",) + _HEAD)
         rows = []
         for c in cps:
             cls = "worse" if c.regression else "better"
-            cells = [f"<td class='l'>{_e(c.metric)}</td>"] + [
-                f"<td class='{cls}'>{_e(x)}</td>" if i == 3 else f"<td>{_e(x)}</td>"
+            cells = [f"<td class='l'>{esc(c.metric)}</td>"] + [
+                f"<td class='{cls}'>{esc(x)}</td>" if i == 3 else f"<td>{esc(x)}</td>"
                 for i, x in enumerate(_cells(c))
             ]
             rows.append("<tr>" + "".join(cells) + "</tr>")

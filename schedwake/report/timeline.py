@@ -21,11 +21,11 @@ from ..model.tasks import CLASSES, IDLE, classify
 from .plots import (
     WAKER_STYLE,
     ReportFigure,
-    _cpu_axis,
-    _cpu_order,
-    _draw_llc_bands,
-    _name,
+    cpu_axis,
+    cpu_order,
+    draw_llc_bands,
     row_of,
+    trace_name,
 )
 
 __all__ = ["cpu_timeline", "latency_by_waker", "busy_share_bars"]
@@ -50,7 +50,7 @@ def cpu_timeline(
     for it. Rows are CPUs grouped by LLC, the LLCs shaded; with ``cpus``, only the LLCs
     that hold them (a finding's CPUs with their LLC neighbours, on a large machine)."""
     ncpus = trace.meta.ncpus
-    order = _cpu_order(trace.topology, ncpus)
+    order = cpu_order(trace.topology, ncpus)
     if cpus:
         want = {int(c) for c in cpus}
         near = {c for g in trace.topology.llc if want & set(g) for c in g} | want
@@ -67,7 +67,7 @@ def cpu_timeline(
     # window in µs from its start, a long one in seconds
     short = hi - lo < 10_000_000
     zero, scale = (lo, 1e3) if short else (0, 1e9)
-    _draw_llc_bands(ax, trace.topology, ypos)
+    draw_llc_bands(ax, trace.topology, ypos)
     occ = trace.occupancy()
     start, end = occ["start_ts"].to_numpy(np.int64), occ["end_ts"].to_numpy(np.int64)
     inside = (end >= lo) & (start <= hi)
@@ -98,7 +98,7 @@ def cpu_timeline(
         _bars(ax, s[waits], w[waits], y[waits] - 0.33, 0.12, "#9e9e9e", len(order))
         ax.plot([], [], color="#9e9e9e", lw=3, label=f"waiting to run: {int(waits.sum())}")
     moved = _migrations(ax, trace, lo, hi, zero, scale, ypos)
-    _cpu_axis(ax, order)
+    cpu_axis(ax, order)
     ax.set_xlim((lo - zero) / scale, (hi - zero) / scale)
     ax.set_xlabel(
         f"µs after {lo / 1e9:.6f} s (trace time, as trace-cmd report prints it)"
@@ -109,7 +109,7 @@ def cpu_timeline(
     ax.ticklabel_format(axis="x", useOffset=False)
     ax.set_ylabel("CPU (grouped by LLC)")
     span = (hi - lo) / 1e9
-    what = title or f"{_name(trace)}: who runs on each CPU"
+    what = title or f"{trace_name(trace)}: who runs on each CPU"
     ax.set_title(
         f"{what}\n{_span_text(span)} from {lo / 1e9:.6f} s, {moved} wake-up "
         "migration(s) drawn as arrows (previous CPU -> chosen CPU)",
@@ -212,7 +212,7 @@ def latency_by_waker(trace, figsize=(9, 4.6)) -> Figure:
     ax.set_xlabel("wake-to-run latency (µs, log scale): sched_waking to switch-in")
     ax.set_ylabel("share of wake-ups with latency ≤ x")
     ax.set_title(
-        f"{_name(trace)}: wake-to-run latency by waker class"
+        f"{trace_name(trace)}: wake-to-run latency by waker class"
         + ("" if drawn else " (no class has 5 measured wake-ups)"),
         fontsize=10,
     )
@@ -226,12 +226,12 @@ def busy_share_bars(trace, busy: dict, figsize=(9, 3.8)) -> Figure:
     fig = ReportFigure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
     ncpus = trace.meta.ncpus
-    order = [c for c in _cpu_order(trace.topology, ncpus) if str(c) in busy]
+    order = [c for c in cpu_order(trace.topology, ncpus) if str(c) in busy]
     # a CPU whose share the trace does not show (None: too much of its time unknown)
     # gets no bar, a "?" where it would stand
     known = [i for i, c in enumerate(order) if busy[str(c)] is not None]
     vals = [100 * float(busy[str(order[i])]) for i in known]
-    _draw_llc_bands(ax, trace.topology, {c: i for i, c in enumerate(order)}, axis="x")
+    draw_llc_bands(ax, trace.topology, {c: i for i, c in enumerate(order)}, axis="x")
     ax.bar(known, vals, color="#4c72b0")
     for i, c in enumerate(order):
         if busy[str(c)] is None:
@@ -244,6 +244,6 @@ def busy_share_bars(trace, busy: dict, figsize=(9, 3.8)) -> Figure:
     mean = f"mean {np.mean(vals):.1f}%" if vals else "no CPU's share is known"
     unknown = len(order) - len(known)
     note = f"; ? = not shown by the trace ({unknown} CPUs)" if unknown else ""
-    ax.set_title(f"{_name(trace)}: per-CPU busy share ({mean}{note})", fontsize=10)
+    ax.set_title(f"{trace_name(trace)}: per-CPU busy share ({mean}{note})", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     return fig

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..jsonout import dumps
 from ..model.tasks import CLASSES, IDLE, classify
-from .plots import WAKER_STYLE, _cpu_order, _name, row_of
+from .plots import WAKER_STYLE, cpu_order, row_of, trace_name
 
 __all__ = ["bokeh_resources", "timeline_fragment", "JUMP_SCRIPT", "BINS", "EXACT_BUDGET"]
 
@@ -339,7 +339,7 @@ def plan(trace, findings: Sequence = (), budget: int | None = None) -> Plan:
     budget = EXACT_BUDGET if budget is None else budget
     ev = trace.model.events
     lo, hi = int(ev.first_ts), max(int(ev.last_ts), int(ev.first_ts) + 1)
-    order = _cpu_order(trace.topology, trace.meta.ncpus)
+    order = cpu_order(trace.topology, trace.meta.ncpus)
     runs = _runs(trace)
     wk = trace.wakeups()
     windows = _windows(findings, lo, hi)
@@ -734,20 +734,57 @@ def _controls(pl: Plan, base: TimeBase, x_range, exact: list, agg: list, name: s
     )
     x_range.js_on_change("start", switch)
     x_range.js_on_change("end", switch)
-    # the status line's first text: as the callback would write it at the whole trace
-    exact_now = pl.detail_span >= pl.span_s  # a small trace: exact from the start
-    status.text = (
-        f"view: the whole trace ({pl.span_s:.3f} s); <b>aggregated</b> (bins of "
-        f"{_span_text(pl.span_s / BINS)}, colour: the task at the bin's middle, opacity: busy "
-        f"share); zoom below {_span_text(pl.detail_span)} for the exact runs"
-        if not exact_now
-        else f"view: the whole trace ({pl.span_s:.3f} s); <b>exact runs and wake-up migrations</b>"
-    )
+    status.text = first_status(pl)
+    exact_now = exact_at_first(pl)
     for r in exact:
         r.visible = exact_now
     for r in agg:
         r.visible = not exact_now
     return select, status
+
+
+def x_extent(pl: Plan, base: TimeBase, extent_s: float | None) -> tuple[float, float, tuple]:
+    """The x axis at first (the trace's start and end, in the axis's seconds) and the
+    bounds it may pan within: the trace, or ``extent_s`` seconds from its start when
+    longer, with a margin of 1% (1 µs at least) on either side."""
+    lo, hi = float(base.x(pl.lo)), float(base.x(pl.hi))
+    top = max(hi, lo + (extent_s or 0.0))
+    pad = max((top - lo) * 0.01, 1e-6)
+    return lo, hi, (lo - pad, top + pad)
+
+
+def exact_at_first(pl: Plan) -> bool:
+    """Whether the whole trace is shown with its exact runs at first (a trace short
+    enough), rather than aggregated."""
+    return pl.detail_span >= pl.span_s
+
+
+def first_status(pl: Plan) -> str:
+    """The status line's first text: as the level-of-detail callback would write it at
+    the whole trace."""
+    if exact_at_first(pl):
+        return (
+            f"view: the whole trace ({pl.span_s:.3f} s); <b>exact runs and wake-up migrations</b>"
+        )
+    return (
+        f"view: the whole trace ({pl.span_s:.3f} s); <b>aggregated</b> (bins of "
+        f"{_span_text(pl.span_s / BINS)}, colour: the task at the bin's middle, opacity: busy "
+        f"share); zoom below {_span_text(pl.detail_span)} for the exact runs"
+    )
+
+
+def fragment_meta(pl: Plan, since_start: bool) -> dict:
+    """What the fragment's ``data-timeline`` attribute says of it (for tests and tools
+    reading the page): the runs, those held exactly, the wake-up migrations, the spans
+    held exactly (ns), the named ranges' keys and the axis's time base."""
+    return {
+        "runs": len(pl.runs),
+        "exact_runs": int(len(pl.exact)),
+        "migrations": pl.migrations,
+        "exact_windows": [[int(t0), int(t1)] for t0, t1 in pl.covered],
+        "ranges": [k for k, _, _, _ in pl.windows],
+        "axis": "since_start" if since_start else "trace_time",
+    }
 
 
 def timeline_fragment(
@@ -779,13 +816,9 @@ def timeline_fragment(
     base = time_base(trace, since_start)
     src, tasks, states = _sources(pl, base)
     nrows = len(pl.order)
-    lo, hi = float(base.x(pl.lo)), float(base.x(pl.hi))
-    top = max(hi, lo + (extent_s or 0.0))
-    pad = max((top - lo) * 0.01, 1e-6)
+    lo, hi, bounds = x_extent(pl, base, extent_s)
     # start and end by keyword: bokeh's stub does not declare the positional form
-    x_range = Range1d(
-        start=lo, end=hi, bounds=(lo - pad, top + pad), min_interval=2e-6, name=f"{name}-x"
-    )
+    x_range = Range1d(start=lo, end=hi, bounds=bounds, min_interval=2e-6, name=f"{name}-x")
     p = figure(
         name=f"{name}-plot",
         width=WIDTH,
@@ -798,7 +831,8 @@ def timeline_fragment(
         x_axis_label=base.axis_label,
         y_axis_label="CPU (grouped by LLC)",
         output_backend="canvas",
-        title=f"{run or _name(trace)}: who runs on each CPU (hover a run or an arrow; wheel: zoom)",
+        title=f"{run or trace_name(trace)}: who runs on each CPU "
+        "(hover a run or an arrow; wheel: zoom)",
     )
     _decorate(p, trace, pl, base, name)
     # the aggregate, and under it a faint copy that stays (without hover) while a task is
@@ -840,18 +874,8 @@ def timeline_fragment(
     if not pl.everything:
         parts.append(Div(text=_perfetto_hint(trace, pl), width=WIDTH, name=f"{name}-more"))
     script, div = components(column(*parts))
-    level = "exact" if pl.detail_span >= pl.span_s else "aggregate"
-    meta = dumps(
-        {
-            "runs": len(pl.runs),
-            "exact_runs": int(len(pl.exact)),
-            "migrations": pl.migrations,
-            "exact_windows": [[int(t0), int(t1)] for t0, t1 in pl.covered],
-            "ranges": [k for k, _, _, _ in pl.windows],
-            "axis": "since_start" if since_start else "trace_time",
-        },
-        indent=None,
-    )
+    level = "exact" if exact_at_first(pl) else "aggregate"
+    meta = dumps(fragment_meta(pl, since_start), indent=None)
     return (
         f"<div id='{_html.escape(name)}' class='schedwake-timeline' data-level='{level}' "
         f"data-timeline='{_html.escape(meta)}'>{div}</div>\n{script}"
