@@ -36,8 +36,8 @@ import pandas as pd
 
 from . import wait_causes
 from .errors import OptionError
+from .model import cat_mask
 from .model import waits as _waits
-from .model._util import cat_mask
 from .model.lives import SHIFT, dies, pid_of
 
 if TYPE_CHECKING:
