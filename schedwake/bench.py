@@ -2,7 +2,7 @@
 
 A trace says what the scheduler did; the workload that ran while it was recorded says
 what that cost (dbench's MB/s, fio's IOPS). These results join the metric vocabulary
-as ``bench_*`` metrics (:func:`schedwake.metrics.trace_metrics`), so that ``analyze``,
+as ``bench_*`` metrics (:func:`schedwake.analysis.metrics.trace_metrics`), so that ``analyze``,
 ``compare``, ``gate`` and ``batch`` put the benchmark's numbers beside the scheduler's.
 
 For a trace ``DIR/run8.dat`` the files read are, in this order (a name given by an
@@ -316,7 +316,7 @@ def parse_output(text: str, path) -> list[BenchResult]:
 
 
 def metric_values(results: list[BenchResult]) -> dict:
-    """The results as :func:`schedwake.metrics.trace_metrics` holds them: each
+    """The results as :func:`schedwake.analysis.metrics.trace_metrics` holds them: each
     ``bench_*`` name with its value, and ``bench``: name -> unit, direction, source
     (nothing at all without results)."""
     if not results:

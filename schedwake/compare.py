@@ -2,7 +2,7 @@
 
 ``schedwake.compare(sides)`` loads (or takes) the traces of two or more *sides* -- the
 baseline first, each side one trace or several iterations -- measures every metric of the
-catalogue (:data:`schedwake.metrics.CATALOGUE`) and returns a :class:`CompareResult`: the
+catalogue (:data:`schedwake.analysis.metrics.CATALOGUE`) and returns a :class:`CompareResult`: the
 mmtests comparison (``comparison``), the tidy samples behind it (``samples``) and each
 side's findings. It never renders itself: :mod:`schedwake.report.compare` prints it as
 text, Markdown or JSON, :mod:`schedwake.report.plots` and :mod:`schedwake.report.html`
@@ -254,7 +254,7 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
 
 def _metric_order(names) -> list[str]:
     """Catalogue order; busy shares by CPU number; unknown names last, as given."""
-    from .metrics import CATALOGUE
+    from .analysis.metrics import CATALOGUE
 
     cat = list(CATALOGUE)
     names = list(dict.fromkeys(names))
@@ -320,7 +320,7 @@ def compare(
     samples = sample_mode(samples)
     alpha = check_alpha(alpha)  # (a window is checked against the traces: sample_plan)
     if metrics is not None:
-        from .metrics import checked_names
+        from .analysis.metrics import checked_names
 
         metrics = checked_names(metrics)
     th = check_thresholds(_check_thresholds(thresholds))
@@ -380,7 +380,7 @@ def _split_per_op(metrics, with_work: bool) -> tuple[list[str] | None, list[str]
     """(the metrics to measure, the counts per unit of work asked for): every count per
     unit of work when work is given and no metric is named; a named ``*_per_op`` metric
     needs work and its rate measured."""
-    from .metrics import per_op_metrics
+    from .analysis.metrics import per_op_metrics
     from .work import is_per_op, per_s_name
 
     if metrics is None:
@@ -401,7 +401,7 @@ def work_samples(trace: SideTrace, spec, thresholds, per_op: list[str]):
     """The per-trace samples of the counts per unit of work ``per_op`` of one trace, and
     its :class:`schedwake.work.Work` (TraceError naming the trace when its work cannot
     be found): each rate times the trace's duration over the work."""
-    from .metrics import catalogue_entry
+    from .analysis.metrics import catalogue_entry
     from .work import per_op_name, per_s_name, work_of
 
     done = work_of(trace.path, spec)
@@ -417,9 +417,9 @@ def work_samples(trace: SideTrace, spec, thresholds, per_op: list[str]):
 
 
 def measure(trace: SideTrace, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
-    """The samples of one trace of a side (:func:`schedwake.metrics.metric_samples`):
+    """The samples of one trace of a side (:func:`schedwake.analysis.metrics.metric_samples`):
     measured from a loaded Trace, or read back from an analysed one."""
-    from .metrics import metric_samples
+    from .analysis.metrics import metric_samples
 
     stored = trace.stored
     if stored is None:  # (a SideTrace without a stored analysis is a loaded Trace)
@@ -445,7 +445,7 @@ def from_samples(
     default, else ``per-window`` with ``window_s``). ``labels``: side order (default: the
     order of first appearance; the first is the baseline).
     """
-    from .metrics import catalogue_entry
+    from .analysis.metrics import catalogue_entry
 
     if significance not in SIGNIFICANCE:
         raise OptionError(
@@ -553,7 +553,7 @@ class CompareResult:
 
     comparison: mmtests.Comparison
     #: Tidy samples: side, iteration, trace, sample_kind, window, start_s, end_s, metric,
-    #: unit, direction, value (:func:`schedwake.metrics.metric_samples` plus the side).
+    #: unit, direction, value (:func:`schedwake.analysis.metrics.metric_samples` plus the side).
     samples: pd.DataFrame
     sides: list[Side]
     sample_kind: str

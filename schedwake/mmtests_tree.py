@@ -404,8 +404,8 @@ def compare_tree(
     directory) for anything in the tree it cannot use.
     """
     from .analysis import check_thresholds
+    from .analysis.metrics import checked_names
     from .detect import thresholds as _check_thresholds
-    from .metrics import checked_names
 
     if metrics is not None:
         metrics = checked_names(metrics)

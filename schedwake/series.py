@@ -228,7 +228,7 @@ def _runs_of(build: Build, topology_file, llc) -> list[Callable[[], SideTrace]]:
 
 
 def _check_metrics(metrics) -> list[str] | None:
-    from .metrics import checked_names
+    from .analysis.metrics import checked_names
 
     return None if metrics is None else checked_names(metrics)
 

@@ -33,7 +33,7 @@ class StoredAnalysis(Protocol):
     measured (a batch dataset's row)."""
 
     def samples(self, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
-        """What :func:`schedwake.metrics.metric_samples` gave for the trace (per-trace
+        """What :func:`schedwake.analysis.metrics.metric_samples` gave for the trace (per-trace
         with ``window_s`` None, else per-window); OptionError if ``thresholds`` are not
         those it was analysed with, TraceError if no windows of ``window_s`` are stored."""
         ...

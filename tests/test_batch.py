@@ -32,10 +32,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import schedwake
+from schedwake.analysis.metrics import metric_samples
 from schedwake.batch import BatchDataset, label_columns
 from schedwake.cli import common as cli_common
 from schedwake.compare import default_window
-from schedwake.metrics import metric_samples
 from schedwake.model import MODEL_EVENTS
 from schedwake.report import compare as compare_report
 

@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 
 import schedwake
+from schedwake.analysis.metrics import catalogue_entry, metric_samples
 from schedwake.bench import parse_dbench, parse_fio, parse_output, read_beside
 from schedwake.errors import TraceError
-from schedwake.metrics import catalogue_entry, metric_samples
 from schedwake.report import compare as compare_report
 from schedwake.report.compare import rule_line_of
 

@@ -17,8 +17,8 @@ import pytest
 
 import schedwake
 from schedwake import TraceError
+from schedwake.analysis.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_metrics
 from schedwake.compare import CompareResult, default_window, from_samples
-from schedwake.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_metrics
 from schedwake.mmtests import SIGN_CONVENTION
 from schedwake.report import compare as compare_report
 from schedwake.report.compare import notes as compare_notes

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import schedwake
-from schedwake import wait_causes
-from schedwake.metrics import metric_bounds, trace_metrics
+from schedwake.analysis import wait_causes
+from schedwake.analysis.metrics import metric_bounds, trace_metrics
 from schedwake.model import MODEL_EVENTS
 
 from .conftest import SAMPLES, run_cli, sample, shared_model_trace

@@ -196,7 +196,7 @@ def test_every_threshold_is_documented():
 
 
 def test_window_metrics(planted):
-    from schedwake.metrics import METRICS, trace_metrics, window_metrics
+    from schedwake.analysis.metrics import METRICS, trace_metrics, window_metrics
 
     trace, _ = planted
     df = window_metrics(trace, 0.1)

@@ -121,7 +121,7 @@ def _results(root: Path) -> dict:
         import sys
 
         import schedwake
-        from schedwake import metrics
+        from schedwake.analysis import metrics
         from schedwake.detect import DETECTORS, THRESHOLDS
         from schedwake.report import analyze as report
 
@@ -223,7 +223,7 @@ def test_metric_recipe_is_one_record():
     files = re.findall(r"^\+\+\+ (\S+)", diff, re.M)
     hunks = re.findall(r"^@@", diff, re.M)
     added = [ln[1:] for ln in diff.split("\n") if ln.startswith("+") and not ln.startswith("+++")]
-    assert files == ["b/schedwake/metrics.py"] and len(hunks) == 1
+    assert files == ["b/schedwake/analysis/metrics.py"] and len(hunks) == 1
     assert not re.findall(r"^-(?!--)", diff, re.M), "the recipe removes lines"
     assert added[0].strip() == "Metric(" and added[-1].strip() == "),"
 

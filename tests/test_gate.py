@@ -291,7 +291,7 @@ def test_too_short_traces_are_refused(tmp_path):
         )
     )
     # the count refused is the number of windows compare would sample
-    from schedwake.metrics import window_metrics
+    from schedwake.analysis.metrics import window_metrics
 
     n = len(window_metrics(schedwake.load(C1[0]), 0.5))
     _refused(

@@ -38,9 +38,10 @@ LAYERS = [
     ["summary", "profile", "convert"],  # a trace's facts as a dict; a profile's functions;
     # a trace's tables written as Parquet (schedwake convert)
     ["detect"],  # findings with evidence
-    ["metrics", "wait_causes"],  # the metric catalogue and its values; waits explained
     ["stats", "mmtests", "changepoint"],  # statistics, the mmtests comparison, change points
-    ["analysis", "latency"],  # one trace: findings + metrics + caveats; per-task latency
+    ["analysis"],  # one trace (analysis/): findings + metrics + caveats (__init__), the
+    # metric catalogue and its values (metrics), waits explained (wait_causes), per-task
+    # latency as perf sched gives it (latency)
     ["compare", "profile_compare"],  # several traces (or profiles) side by side
     ["mmtests_tree"],  # an mmtests results tree: runs, iterations, subtests -> comparisons
     ["gate", "gate_calibrate"],  # a CI verdict from a comparison (gate/: rules, inputs, metric

@@ -1,4 +1,4 @@
-"""``schedwake latency`` (schedwake.latency): the per-task tables of ``perf sched
+"""``schedwake latency`` (schedwake.analysis.latency): the per-task tables of ``perf sched
 latency`` and ``perf sched timehist -s``.
 
 A trace fed by hand, event by event, pins both readings with every number derived here
@@ -20,7 +20,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from schedwake import latency as L
+from schedwake.analysis import latency as L
 from schedwake.errors import OptionError
 from schedwake.synth import US, Synth, default_topology
 

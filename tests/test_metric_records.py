@@ -1,4 +1,4 @@
-"""The metric records of schedwake/metrics.py are whole and agree with the rest of the
+"""The metric records of schedwake/analysis/metrics.py are whole and agree with the rest of the
 package: each names real detectors and events, a window sample that can be missing
 names a count that windows have, and every catalogue metric has its row in
 docs/compare.md (the recipe in docs/architecture.md says to add it). No trace needed:
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from schedwake import metrics
+from schedwake.analysis import metrics
 from schedwake.detect import DETECTORS
 from schedwake.model.events import MODEL_EVENTS
 

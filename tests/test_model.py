@@ -243,8 +243,8 @@ def test_pingpong_is_found_without_sched_waking_or_sched_migrate_task():
     recordings of sched_switch + sched_wakeup alone) still shows the pathology: the
     chosen CPU comes from sched_wakeup.target_cpu, the waker of a migrating wake-up from
     its sched_migrate_task."""
+    from schedwake.analysis.metrics import trace_metrics
     from schedwake.detect import detect
-    from schedwake.metrics import trace_metrics
     from schedwake.model.masks import episodes_mask
 
     path = sample("kstack-6.1/k61-dbench-c2-kstack-off-i1.dat")

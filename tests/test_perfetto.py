@@ -135,7 +135,7 @@ def test_output_decodes_with_perfettos_protos(kstack_out):
     assert info[0].utsname.release == "6.1.192-sistoggle" and info[0].num_cpus == 8
     threads = {th.tid: th.name for p in packets if p.HasField("process_tree")
                for th in p.process_tree.threads}  # fmt: skip
-    from schedwake.latency import last_names
+    from schedwake.analysis.latency import last_names
 
     assert threads == {p: n for p, n in last_names(t).items() if p > 0}
     bundles = [p.ftrace_events for p in packets if p.HasField("ftrace_events")]

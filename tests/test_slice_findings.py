@@ -171,7 +171,7 @@ def test_the_thresholds_are_resolved_once_and_handed_down(storm_slice, monkeypat
     they are (no second scaling)."""
     part, _ = storm_slice
     import schedwake.detect as detect_mod
-    from schedwake.metrics import metric_bounds, trace_metrics
+    from schedwake.analysis.metrics import metric_bounds, trace_metrics
 
     calls = []
     real = detect_mod.for_slice

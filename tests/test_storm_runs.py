@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import schedwake
+from schedwake.analysis.metrics import trace_metrics
 from schedwake.detect import detect, thresholds
 from schedwake.detect.cswitch_storm import pair_table, unit_table, work_functions
 from schedwake.gate import parse_rules
-from schedwake.metrics import trace_metrics
 from schedwake.model import MODEL_EVENTS
 from schedwake.report import compare as compare_report
 
@@ -107,7 +107,7 @@ def test_the_storm_metrics_of_a_trace(traces):
 
 
 def test_the_storm_metrics_per_window_add_up(traces):
-    from schedwake.metrics import window_metrics
+    from schedwake.analysis.metrics import window_metrics
 
     t = traces[WEIGHTED[1]]
     w = window_metrics(t, 0.5)

@@ -234,8 +234,8 @@ def test_runnable_share_is_a_metric_compare_and_gate_see():
     8.8% to 45.4%; compare shows the row, worse, and a gate rule on it breaks. (Of the
     threads of pid 1, which this VM's kernel never shows switched out, no running time
     is counted: docs/semantics.md, 'Incomplete traces'.)"""
+    from schedwake.analysis.metrics import trace_metrics
     from schedwake.gate import parse_rules
-    from schedwake.metrics import trace_metrics
 
     from .conftest import run_cli, shared_model_trace
 

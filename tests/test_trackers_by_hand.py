@@ -280,7 +280,7 @@ def test_latency_rows_of_a_reused_pid():
     perf sched timehist -s: a row each, a switch-in each, and each its one run: the
     kworker's 20 us (20-40, to its exit: perf counts a run from switch-in to switch-out
     whatever the state), the child's 30 us."""
-    from schedwake.latency import latency, timehist_summary
+    from schedwake.analysis.latency import latency, timehist_summary
 
     trace, p, t = reused_clean()
     lat = latency(trace, pids=[p])
@@ -534,7 +534,7 @@ def test_perf_names_of_a_reused_pid():
     the kworker is kworker/0:2-events and the child "sender", its parent's name; with a
     COMM of p ("receiver") at 115 as well, the child is "receiver" and the kworker keeps
     its own name (a COMM names only the task its tid is then)."""
-    from schedwake.latency import perf_names
+    from schedwake.analysis.latency import perf_names
     from schedwake.model.lives import SHIFT
 
     trace, p, t = reused_clean()
@@ -554,7 +554,7 @@ def test_timehist_counts_the_run_that_ends_in_an_exit():
     whatever state the switch-out gives (timehist_sched_change_event: t - tprev for the
     task switched out): a task woken at 10, switched in at 20 and out at 30 (S), woken
     at 50, in at 60 and out at 100 exiting (X) ran twice, 10 and 40 us."""
-    from schedwake.latency import timehist_summary
+    from schedwake.analysis.latency import timehist_summary
 
     s, (w, p), t = _synth("w", "exiting")
     s.switch(t, 0, 0, "R", w)

@@ -9,15 +9,15 @@ import math
 import pytest
 
 import schedwake
-from schedwake.errors import TraceError
-from schedwake.gate import parse_rules
-from schedwake.metrics import (
+from schedwake.analysis.metrics import (
     CATALOGUE,
     FORMER_NAMES,
     canonical_name,
     catalogue_entry,
     metric_samples,
 )
+from schedwake.errors import TraceError
+from schedwake.gate import parse_rules
 from schedwake.report import gate as gate_report
 
 from .conftest import run_cli, sample

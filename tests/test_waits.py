@@ -1,4 +1,4 @@
-"""Waits to run and their causes (schedwake.model.waits, schedwake.wait_causes):
+"""Waits to run and their causes (schedwake.model.waits, schedwake.analysis.wait_causes):
 per-task numbers against ``perf sched latency`` on real perf.data recordings, a wait's
 parts against an independent reading of ``trace-cmd report -N -t`` text, the parts
 adding up on real traces, and a synthetic trace where a known task blocks a known wait.
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import schedwake
-from schedwake import wait_causes
+from schedwake.analysis import wait_causes
 from schedwake.model import waits as W
 from schedwake.synth import US, Synth, default_topology
 

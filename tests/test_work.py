@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 import schedwake
+from schedwake.analysis.metrics import catalogue_entry
 from schedwake.errors import OptionError, TraceError
 from schedwake.gate import parse_rules
-from schedwake.metrics import catalogue_entry
 from schedwake.work import parse_work, per_op_name, per_s_name, work_of
 
 from .conftest import SAMPLES, run_cli

@@ -13,7 +13,7 @@
 * ``OUT/findings.parquet``: one row per finding (path, detector, severity, title, its
   metrics as JSON, top contributors as JSON, evidence lines);
 * ``OUT/windows.parquet``: the per-window samples of the comparison catalogue
-  (:func:`schedwake.metrics.metric_samples`) at each trace's default window length
+  (:func:`schedwake.analysis.metrics.metric_samples`) at each trace's default window length
   and at the lengths asked for with ``windows``;
 * ``OUT/batch.json``: the options the analyses were made with.
 

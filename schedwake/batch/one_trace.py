@@ -64,9 +64,9 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
     bad trace, which is an ``error`` row naming ``path`` (as given, while ``abspath`` is
     what is read)."""
     from ..analysis import analyze, topology_facts
+    from ..analysis.metrics import metric_samples
     from ..compare import default_window
     from ..jsonout import dumps
-    from ..metrics import metric_samples
     from ..model import MODEL_EVENTS
     from ..summary import summary
     from ..trace import load

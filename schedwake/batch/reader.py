@@ -409,8 +409,8 @@ class AnalysedTrace:
             )
 
     def metrics(self) -> dict:
-        """The trace's :func:`schedwake.metrics.trace_metrics`, from its row."""
-        from ..metrics import CATALOGUE
+        """The trace's :func:`schedwake.analysis.metrics.trace_metrics`, from its row."""
+        from ..analysis.metrics import CATALOGUE
 
         keys = {m.key for m in CATALOGUE.values()} | {"duration_s"}
         tm = {k: plain_value(self.row.get(k)) for k in keys if k != "busy_share"}
@@ -437,10 +437,10 @@ class AnalysedTrace:
         return tm
 
     def samples(self, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
-        """The samples :func:`schedwake.metrics.metric_samples` gave for this trace:
+        """The samples :func:`schedwake.analysis.metrics.metric_samples` gave for this trace:
         per-trace from its row, per-window from windows.parquet (TraceError if the
         batch did not store windows of ``window_s``)."""
-        from ..metrics import SAMPLE_COLUMNS, select_names, trace_samples
+        from ..analysis.metrics import SAMPLE_COLUMNS, select_names, trace_samples
 
         self._check_thresholds(thresholds)
         if window_s is None:

@@ -99,7 +99,7 @@ def latency(
         schedwake latency perf.data --perf-compat     # = perf sched latency
         schedwake latency trace.dat --timehist --format csv
     """
-    from .. import latency as lat
+    from ..analysis import latency as lat
     from ..model import MODEL_EVENTS
     from ..report import latency as report
 

@@ -31,11 +31,11 @@ def _findings_of(trace, thresholds: dict | None) -> list:
 
 def explain_broken(result: GateResult, candidates: list, thresholds: dict | None) -> None:
     """Give each broken rule its ``why``: per detector that measures its metric
-    (:data:`schedwake.metrics.EXPLAINED_BY`), in how many candidate traces it fired and
+    (:data:`schedwake.analysis.metrics.EXPLAINED_BY`), in how many candidate traces it fired and
     at what severity, and who is involved most (summed over the traces' top lists); then
     the ``schedwake analyze`` command of the candidate trace with the worst finding."""
+    from ..analysis.metrics import EXPLAINED_BY, catalogue_entry
     from ..detect.base import severity_rank
-    from ..metrics import EXPLAINED_BY, catalogue_entry
 
     broken = [r for r in result.results if r.status == "broken"]
     if not broken:

@@ -25,7 +25,7 @@ def sampling(result: GateResult, sides: dict) -> tuple[str, float | None]:
     when there are too few samples to judge: one baseline run for per-trace samples (a
     single candidate run is judged against the baseline runs' spread), fewer than
     ``[gate] min_windows`` windows in a trace for per-window ones."""
-    from ..metrics import window_edges
+    from ..analysis.metrics import window_edges
 
     settings = result.settings
     try:
@@ -64,7 +64,7 @@ def measurable_rules(
     """The ``rules`` whose metric every trace's events can give (and, for a count per
     unit of work, the runs' work is given). A metric the events cannot give is unknown,
     not zero: its rule gets its ``unmeasured_status`` in ``result``."""
-    from ..metrics import catalogue_entry, missing_events
+    from ..analysis.metrics import catalogue_entry, missing_events
     from ..work import is_per_op
 
     measurable = []
@@ -230,7 +230,7 @@ def judge_rule(
     (:func:`_measure`; default the row's own means and test); ``p_adjusted``: its p
     after the rules' multiplicity correction, which then decides significance."""
     from .. import stats as st
-    from ..metrics import catalogue_entry
+    from ..analysis.metrics import catalogue_entry
 
     entry = catalogue_entry(rule.metric)
     res = RuleResult(rule, entry.unit, entry.direction, "pass")

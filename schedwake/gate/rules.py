@@ -280,7 +280,7 @@ def _allowed(metric: str, value, where: str) -> tuple[float, bool]:
 def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
     """Settings and rules from TOML text. Raises TraceError (one line naming ``where``)
     for a syntax error, an unknown key or metric, or a value of the wrong kind."""
-    from ..metrics import canonical_name, catalogue_entry
+    from ..analysis.metrics import canonical_name, catalogue_entry
 
     if len(text) > MAX_RULES_BYTES:
         raise TraceError(
@@ -423,7 +423,7 @@ def per_work_rule(rule: Rule) -> Rule:
     """The rule on ``rule``'s count per unit of work (``context_switches_per_s`` ->
     ``context_switches_per_op``), the same allowance; ``rule`` itself when its metric is
     not the rate of a count."""
-    from ..metrics import per_op_entry
+    from ..analysis.metrics import per_op_entry
     from ..work import per_op_name
 
     if not rule.metric.endswith("_per_s") or per_op_entry(per_op_name(rule.metric)) is None:

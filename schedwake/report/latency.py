@@ -1,6 +1,6 @@
 """``schedwake latency``: the per-task latency table in ``perf sched latency``'s layout
 and the ``perf sched timehist -s`` summary, as text, JSON and CSV
-(:mod:`schedwake.latency` computes them)."""
+(:mod:`schedwake.analysis.latency` computes them)."""
 
 from __future__ import annotations
 

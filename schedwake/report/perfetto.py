@@ -309,7 +309,7 @@ def _header_packets(pb, trace, emit) -> None:
 
 def _thread_names(trace) -> dict[int, str]:
     """pid -> the last name the trace gives it (pid 0, the idle tasks, has none)."""
-    from ..latency import last_names
+    from ..analysis.latency import last_names
 
     names = last_names(trace)
     return {int(p): str(n) for p, n in names.items() if int(p) > 0 and str(n)}
@@ -603,7 +603,7 @@ def _flows(trace, tracks: _Tracks, TE, emit, stats: dict) -> None:
 def _counters(trace, analysis, window_s: float, tracks: _Tracks, TE, emit, stats: dict) -> None:
     """The metrics per window: one counter track each, a value at each window's start
     (and the last value again at the last window's end)."""
-    from .. import metrics
+    from ..analysis import metrics
 
     th = analysis.thresholds if analysis is not None else None
     w = metrics.window_metrics(trace, window_s, th)

@@ -1,7 +1,7 @@
 """The figure of waits broken into causes (``schedwake analyze --html``): one stacked
 horizontal bar per explained wait, a segment per part (the wake-up's own path, each
 task that ran instead, the CPU's idle time, what the trace cannot tell), coloured by
-cause. The parts come from :mod:`schedwake.wait_causes`; this module only draws them.
+cause. The parts come from :mod:`schedwake.analysis.wait_causes`; this module only draws them.
 """
 
 from __future__ import annotations

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .model import waits as _waits
+from ..model import waits as _waits
 
 if TYPE_CHECKING:
-    from .model import Model
-    from .trace import Trace
+    from ..model import Model
+    from ..trace import Trace
 
 #: Waits at or above this quantile of all waits make the tail.
 TAIL_QUANTILE = 0.99
@@ -126,7 +126,7 @@ class SwitchOuts:
         callchains or such a switch."""
         if self.table is None:
             return None
-        from .detect.evidence import stack_frames
+        from ..detect.evidence import stack_frames
 
         a, b = np.searchsorted(self.prev, pid, "left"), np.searchsorted(self.prev, pid, "right")
         ts = self.ts[a:b]

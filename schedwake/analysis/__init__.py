@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from ..detect import THRESHOLDS, Finding, Thresholds, detect, resolve
+from ..errors import OptionError
+from ..summary import summary
+from ..topology import FILE_HEADER, Topology
+from ..trace import Trace
 from . import wait_causes
-from .detect import THRESHOLDS, Finding, Thresholds, detect, resolve
-from .errors import OptionError
 from .metrics import metric_bounds, trace_metrics
-from .summary import summary
-from .topology import FILE_HEADER, Topology
-from .trace import Trace
 
 if TYPE_CHECKING:
-    from .referee import Referee
+    from ..referee import Referee
 
 #: Threshold values by name: resolved (a Thresholds) or not (a dict).
 _Values = TypeVar("_Values", bound=Mapping[str, float])
@@ -64,14 +64,14 @@ class Analysis:
     def referee(self) -> Referee | None:
         """The trace against the kernel's counters beside it
         (:class:`schedwake.referee.Referee`), or None without them."""
-        from .referee import judge
+        from ..referee import judge
 
         return judge(self.trace)
 
     @cached_property
     def bounds(self) -> dict[str, list]:
         """The metrics the trace shows only within bounds, by name: ``[lo, hi]``
-        (:func:`schedwake.metrics.metric_bounds`); their value is the midpoint when the
+        (:func:`schedwake.analysis.metrics.metric_bounds`); their value is the midpoint when the
         bounds are close enough, else None (withheld)."""
         return metric_bounds(self.trace, self.thresholds)
 
@@ -144,7 +144,7 @@ class Analysis:
         ``running_s``, ``runnable_s`` (= ``preempted_s`` + ``woken_wait_s``),
         ``sleeping_s``, ``blocked_s`` and ``unknown_s`` adding up to ``observed_s``, the
         same per CPU; ``classes`` (user, kworker, kthread) and ``cpus``."""
-        from .model.task_states import summary as task_state_summary
+        from ..model.task_states import summary as task_state_summary
 
         return task_state_summary(self.trace.model)
 

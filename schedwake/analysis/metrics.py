@@ -36,22 +36,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .detect import Thresholds, resolve
-from .detect.cswitch_storm import storm_measure, weighted_preempted_share
-from .detect.idle_while_runnable import measure as _iwr_measure
-from .model import pid_cpu_counts
-from .model.lives import Lives
-from .model.masks import episodes_mask, futile_mask, would_stack_mask
-from .model.memo import IwrMeasure, MetricsKey
-from .model.task_states import class_share_windows, class_shares, names_of
-from .model.tasks import PERCPU_KTHREAD, name_class
+from ..detect import Thresholds, resolve
+from ..detect.cswitch_storm import storm_measure, weighted_preempted_share
+from ..detect.idle_while_runnable import measure as _iwr_measure
+from ..model import pid_cpu_counts
+from ..model.lives import Lives
+from ..model.masks import episodes_mask, futile_mask, would_stack_mask
+from ..model.memo import IwrMeasure, MetricsKey
+from ..model.task_states import class_share_windows, class_shares, names_of
+from ..model.tasks import PERCPU_KTHREAD, name_class
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
 
-    from .model import Model
-    from .sidetrace import SideTrace
-    from .trace import Trace
+    from ..model import Model
+    from ..sidetrace import SideTrace
+    from ..trace import Trace
 
 # -- the record of a metric ----------------------------------------------------------------
 
@@ -615,7 +615,7 @@ def _bench_metrics(trace: Trace) -> dict[str, Any]:
     """The benchmark's results beside the trace as ``bench_*`` metrics, with their unit,
     direction and file under ``bench`` (:func:`schedwake.bench.metric_values`); nothing
     without results (or for a stand-in of a trace without ``bench``)."""
-    from .bench import metric_values
+    from ..bench import metric_values
 
     return metric_values(getattr(trace, "bench", None) or [])
 
@@ -1227,7 +1227,7 @@ def _with_bench(samples: pd.DataFrame, bench: pd.DataFrame) -> pd.DataFrame:
 def checked_names(names: Iterable[str], param: str = "metrics") -> list[str]:
     """``names`` as metric identifiers (:func:`canonical_name`), each once, in order;
     OptionError naming ``param`` for an unknown one (:func:`unknown_metric`)."""
-    from .errors import OptionError
+    from ..errors import OptionError
 
     out = list(dict.fromkeys(canonical_name(m) for m in names))
     for m in out:
@@ -1259,7 +1259,7 @@ def per_op_entry(name: str) -> CatalogueMetric | None:
     ``context_switches_per_s`` times the run's duration over its work, ``--work``;
     :mod:`schedwake.work`), or None when ``name`` is not the per-op form of a rate of
     the catalogue."""
-    from .work import is_per_op, per_s_name
+    from ..work import is_per_op, per_s_name
 
     if not is_per_op(name):
         return None
@@ -1277,7 +1277,7 @@ def per_op_entry(name: str) -> CatalogueMetric | None:
 
 def per_op_metrics() -> list[str]:
     """Every count per unit of work the catalogue has (one per ``/s`` rate)."""
-    from .work import per_op_name
+    from ..work import per_op_name
 
     return [per_op_name(n) for n, m in CATALOGUE.items() if m.unit == "/s"]
 
@@ -1437,7 +1437,7 @@ def missing_events(trace: SideTrace, name: str) -> list[str]:
     if key == BENCH.name:  # (a result of the benchmark, not of the trace's events)
         return []
     if key not in NEEDS and per_op_entry(key) is not None:  # what its rate needs
-        from .work import per_s_name
+        from ..work import per_s_name
 
         key = per_s_name(key)
     return _unmet(trace, NEEDS[key])

@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError
+from ..model import cat_mask
+from ..model import waits as _waits
+from ..model.lives import SHIFT, dies, pid_of
 from . import wait_causes
-from .errors import OptionError
-from .model import cat_mask
-from .model import waits as _waits
-from .model.lives import SHIFT, dies, pid_of
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from ..trace import Trace
 
 #: The readings of :func:`latency`.
 READINGS = ("schedwake", "perf")
