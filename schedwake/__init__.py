@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .compare import compare
     from .gate import gate
     from .profile import Profile, profile
-    from .profile_compare import ProfileComparison, compare_profiles
+    from .profile.compare import ProfileComparison, compare_profiles
     from .trace import Trace, TraceMeta, load
 
 #: The API's names and their modules, imported at the first use of a name (PEP 562), not
@@ -53,8 +53,8 @@ _LAZY = {
     "BatchDataset": ".batch",
     "profile": ".profile",
     "Profile": ".profile",
-    "compare_profiles": ".profile_compare",
-    "ProfileComparison": ".profile_compare",
+    "compare_profiles": ".profile.compare",
+    "ProfileComparison": ".profile.compare",
 }
 
 

@@ -345,7 +345,7 @@ def from_samples(
     adjust: str = "bh",
 ) -> SeriesResult:
     """The series of a per-run samples table (:func:`measure_builds`' columns)."""
-    from .profile_compare import benjamini_hochberg
+    from .profile.compare import benjamini_hochberg
     from .stats import holm
 
     if adjust not in ADJUSTMENTS:

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from schedwake.profile_compare import ProfileComparison
+from schedwake.profile.compare import ProfileComparison
 from schedwake.report import flamegraph as fg
 
 K = "[kernel.kallsyms]"

@@ -35,14 +35,15 @@ LAYERS = [
     ["model"],  # tables -> wake-ups, migrations, occupancy
     ["trace", "sidetrace"],  # the loaded trace (tables + lazy model); a side's trace
     ["referee"],  # the trace against the kernel's counters
-    ["summary", "profile", "convert"],  # a trace's facts as a dict; a profile's functions;
+    ["summary", "convert"],  # a trace's facts as a dict;
     # a trace's tables written as Parquet (schedwake convert)
     ["detect"],  # findings with evidence
     ["stats", "mmtests", "changepoint"],  # statistics, the mmtests comparison, change points
     ["analysis"],  # one trace (analysis/): findings + metrics + caveats (__init__), the
     # metric catalogue and its values (metrics), waits explained (wait_causes), per-task
     # latency as perf sched gives it (latency)
-    ["compare", "profile_compare"],  # several traces (or profiles) side by side
+    ["compare", "profile"],  # several traces side by side; profiles (profile/: one run's
+    # functions in __init__, several runs a side compared in compare)
     ["mmtests_tree"],  # an mmtests results tree: runs, iterations, subtests -> comparisons
     ["gate", "gate_calibrate"],  # a CI verdict from a comparison (gate/: rules, inputs, metric
     # and profile judging, explanations, the run); its false-alarm rate

@@ -1,6 +1,6 @@
 """Which samples a profile keeps and what it says could not be named, and which values
 a comparison of profiles tests, apart from how they are computed and shown:
-schedwake/profile.py's sample_mask and unresolved_shares, profile_compare.py's
+schedwake/profile/__init__.py's sample_mask and unresolved_shares, profile_compare.py's
 function_keys and per_run_values, fed hand-made tables and profiles."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from schedwake.errors import OptionError
 from schedwake.profile import sample_mask, unresolved_shares
-from schedwake.profile_compare import function_keys, per_run_values
+from schedwake.profile.compare import function_keys, per_run_values
 from schedwake.symbols.resolve import Resolved
 
 # six samples: (comm, thread, process, cpu, ts)

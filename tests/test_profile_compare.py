@@ -1,4 +1,4 @@
-"""Profiles compared over several runs a side (schedwake/profile_compare.py) on the real
+"""Profiles compared over several runs a side (schedwake/profile/compare.py) on the real
 recordings of sample_traces/profiles/ (scripts/record-samples/record-profiles.sh):
 ``base`` and ``aa`` are the same configuration (an A/A pair: nothing may be starred),
 ``seccomp`` is the same workload behind a seccomp filter that reads an argument (the
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import schedwake
-from schedwake.profile_compare import (
+from schedwake.profile.compare import (
     benjamini_hochberg,
     callers_tree,
     compare_profiles,

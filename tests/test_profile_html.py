@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from schedwake.profile import Profile
-from schedwake.profile_compare import ProfileComparison, compare_profiles
+from schedwake.profile.compare import ProfileComparison, compare_profiles
 from schedwake.report import flamegraph, profile_html
 
 from .conftest import sample_profiles

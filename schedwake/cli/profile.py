@@ -158,7 +158,7 @@ def profile(
         schedwake profile perf.data --kallsyms kallsyms-of-that-machine --format json
         schedwake profile --side base='base/*.data' --side new='new/*.data' --html cmp.html
     """
-    from ..profile_compare import compare_profiles
+    from ..profile.compare import compare_profiles
     from ..report import profile as report
     from ..report import profile_compare as compared
     from ..report import profile_html

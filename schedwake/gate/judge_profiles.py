@@ -50,7 +50,7 @@ def judge_profile_rules(result: GateResult, profiles: dict, rules: list[Rule]) -
     """Judge each rule on a function from :func:`schedwake.compare_profiles` of the two
     sides: broken when the share grew by more than ``allowed`` percentage points (and,
     with significance, its Benjamini-Hochberg q is below ``alpha``)."""
-    from ..profile_compare import compare_profiles
+    from ..profile.compare import compare_profiles
 
     base, cand = profiles["baseline"], profiles["candidate"]
     try:

@@ -1,7 +1,7 @@
 """Flame graphs of a profile comparison as inline SVG, drawn in Python (no script, no
 library, nothing fetched).
 
-A side's stacks (:attr:`schedwake.profile_compare.ProfileComparison.stacks`, own
+A side's stacks (:attr:`schedwake.profile.compare.ProfileComparison.stacks`, own
 function first) are merged root first into a tree; the root ``all`` is at the bottom
 (the classic flame graph), each frame above its caller, a frame's width its path's
 share of the side's samples (mean over the side's runs), siblings in alphabetical
@@ -251,7 +251,7 @@ def svg(
     unknown_runs: bool = True,
     standalone: bool = False,
 ) -> str:
-    """The flame graph of a :class:`~schedwake.profile_compare.ProfileComparison` as
+    """The flame graph of a :class:`~schedwake.profile.compare.ProfileComparison` as
     SVG text, for inline HTML (``standalone``: with its XML namespace, for a file of its
     own).
 

@@ -1,4 +1,4 @@
-"""Rendering of a profile comparison (:class:`schedwake.profile_compare.ProfileComparison`):
+"""Rendering of a profile comparison (:class:`schedwake.profile.compare.ProfileComparison`):
 the mmtests-style table per measure (Amean per side, change, star), the callers' trees
 of the changed functions, JSON, and folded stacks for flamegraph.pl and speedscope."""
 

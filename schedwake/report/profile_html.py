@@ -1,5 +1,5 @@
 """The self-contained HTML report of a profile comparison
-(:class:`schedwake.profile_compare.ProfileComparison`): one file, no network.
+(:class:`schedwake.profile.compare.ProfileComparison`): one file, no network.
 
 It holds the sides and their runs, the method and the caveats, one table per measure
 (self and children share; the rates per unit of work when there are any) with the

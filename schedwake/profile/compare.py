@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import stats as st
-from .errors import OptionError
-from .profile import Profile
+from .. import stats as st
+from ..errors import OptionError
+from . import Profile
 
 #: The measures compared, in the order of the report.
 MEASURES = ("self_share", "children_share", "self_rate", "children_rate")
@@ -234,7 +234,7 @@ def per_run_values(
 def _work_per_run(work, sides) -> dict[str, np.ndarray] | None:
     """side -> units of work per run, checked: finite, from MIN_WORK to MAX_WORK (5e-324
     would make every rate infinite)."""
-    from .work import MAX_WORK, MIN_WORK
+    from ..work import MAX_WORK, MIN_WORK
 
     if work is None:
         return None

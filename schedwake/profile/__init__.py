@@ -37,10 +37,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import OptionError, TraceError
-from .symbols.kernel import KallsymsChoice
-from .symbols.resolve import UNKNOWN, Resolved, Resolver
-from .trace import Trace
+from ..errors import OptionError, TraceError
+from ..symbols.kernel import KallsymsChoice
+from ..symbols.resolve import UNKNOWN, Resolved, Resolver
+from ..trace import Trace
 
 #: The columns of :attr:`Profile.rows`.
 COLUMNS = (
