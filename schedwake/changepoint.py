@@ -205,7 +205,7 @@ def detect(
 
 
 def _change_point(
-    index: int, before: np.ndarray, after: np.ndarray, p: float, q: float, rng
+    index: int, before: np.ndarray, after: np.ndarray, p: float, q: float, rng: np.random.Generator
 ) -> ChangePoint:
     mb, ma = float(before.mean()), float(after.mean())
     effect = ma / mb - 1 if mb != 0 else math.nan

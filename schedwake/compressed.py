@@ -18,9 +18,13 @@ import stat
 import subprocess
 import zlib
 from pathlib import Path
-from typing import IO, Any
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from .errors import TraceError
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 #: A compressed file's first bytes, and the compression they say.
 MAGIC = (
@@ -34,7 +38,7 @@ PROGRAMS = {"xz": ["xz", "-dc"], "zstd": ["zstd", "-dcq"], "bzip2": ["bzip2", "-
 _CHUNK = 1 << 20
 
 
-def open_regular(path, what: str = "file") -> IO[bytes]:
+def open_regular(path: StrPath, what: str = "file") -> IO[bytes]:
     """``path`` opened for reading only if it is a regular file, checked on the open file
     (``fstat``: a link swapped in between cannot slip past, as a check of the path before
     the open would let it), and opened non-blocking: a device, FIFO or socket is refused
@@ -60,7 +64,7 @@ def open_regular(path, what: str = "file") -> IO[bytes]:
         raise
 
 
-def read_bounded(f: IO[bytes], most: int, path) -> bytes:
+def read_bounded(f: IO[bytes], most: int, path: StrPath) -> bytes:
     """Up to ``most`` bytes of ``f`` (opened by :func:`open_regular`), to its end: none
     of a file whose size is 0 (an empty file, or a procfs/sysfs stream posing as one:
     ``/proc/kmsg``, ``trace_pipe``, never read), and a TraceError naming ``path`` when
@@ -100,7 +104,7 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
-def no_zstd(path) -> TraceError:
+def no_zstd(path: StrPath) -> TraceError:
     """The error for a zstd file where nothing here can decompress it."""
     return TraceError(
         path,
@@ -109,7 +113,7 @@ def no_zstd(path) -> TraceError:
     )
 
 
-def read_whole(path, limit: int, what: str) -> bytes:
+def read_whole(path: StrPath, limit: int, what: str) -> bytes:
     """The content of the file at ``path``, decompressed when its first bytes say it is
     compressed (:data:`MAGIC`). A :class:`TraceError` naming the file in one line (``what``
     says what the file is, e.g. "kallsyms file") when it cannot be read, its compressed
@@ -154,7 +158,13 @@ def _decompress(path: Path, f: IO[bytes], kind: str, most: int) -> bytes:
         raise TraceError(path, f"truncated or corrupt {kind} data ({exc})") from None
 
 
-def _read_up_to(stream, most: int) -> bytes:
+class _Readable(Protocol):
+    """A binary stream read by the chunk (a decompressing file, a pipe, :class:`_ZstdFrames`)."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+
+def _read_up_to(stream: _Readable, most: int) -> bytes:
     out = bytearray()
     while len(out) < most:
         got = stream.read(min(_CHUNK, most - len(out)))
@@ -210,7 +220,7 @@ def _zstd(path: Path, f: IO[bytes], most: int) -> bytes:
     return bytes(out[:most])
 
 
-def inner_head(path, kind: str, n: int = 8) -> bytes:
+def inner_head(path: StrPath, kind: str, n: int = 8) -> bytes:
     """The first ``n`` bytes of the compressed file at ``path`` once decompressed (fewer
     when its content is shorter; TraceError when its start is damaged)."""
     p = Path(path)
@@ -221,7 +231,7 @@ def inner_head(path, kind: str, n: int = 8) -> bytes:
         raise TraceError(p, f"cannot read: {exc.strerror or exc}") from None
 
 
-def decompress_to(path, kind: str, dest: Path, limit: int) -> None:
+def decompress_to(path: StrPath, kind: str, dest: Path, limit: int) -> None:
     """Write the content of the ``kind``-compressed file at ``path`` to ``dest``:
     TraceError naming ``path`` in one line when it is truncated or corrupt, or holds
     more than ``limit`` bytes (writing stops there: a bomb does not fill the disk)."""
@@ -250,7 +260,7 @@ def decompress_to(path, kind: str, dest: Path, limit: int) -> None:
         raise TraceError(p, f"truncated or corrupt {kind} data ({exc.strerror or exc})") from None
 
 
-def _stream(path: Path, f: IO[bytes], kind: str):
+def _stream(path: Path, f: IO[bytes], kind: str) -> _Decompressing:
     """A readable decompressed stream of ``f`` (``_close`` checks how it ended)."""
     if kind == "gzip":
         return gzip.GzipFile(fileobj=f)
@@ -274,7 +284,7 @@ class _ZstdFrames:
     """zstd frames one after another through the Python zstandard module, as a stream
     whose end says whether the last frame was whole."""
 
-    def __init__(self, f: IO[bytes], zstandard):
+    def __init__(self, f: IO[bytes], zstandard: ModuleType):
         self.f, self.z = f, zstandard
         self.dobj: Any = None
 
@@ -301,7 +311,14 @@ class _ZstdFrames:
         pass
 
 
-def _close(stream, path: Path, kind: str, whole: bool) -> None:
+#: What :func:`_stream` gives: a decompressing file, the zstd program, or zstd frames
+#: through the zstandard module
+_Decompressing: TypeAlias = (
+    gzip.GzipFile | lzma.LZMAFile | bz2.BZ2File | subprocess.Popen[bytes] | _ZstdFrames
+)
+
+
+def _close(stream: _Decompressing, path: Path, kind: str, whole: bool) -> None:
     """Close a stream of :func:`_stream`; the zstd program's failure on a stream read
     to its end (``whole``) is a TraceError, one stopped early is killed."""
     if not isinstance(stream, subprocess.Popen):

@@ -11,26 +11,29 @@ import dataclasses
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import ingest
 from .errors import OptionError, TraceError
+from .ingest.raw import RawTrace
 from .jsonout import dumps
 from .summary import meta_summary
 
 
 def convert(
-    path,
-    outdir,
-    events=None,
+    path: str | Path,
+    outdir: str | Path,
+    events: Iterable[str] | None = None,
     input_format: str | None = None,
     progress: ingest.Progress | None = None,
     reader: str | None = None,
     jobs: int | None = None,
-    kallsyms=None,
+    kallsyms: str | Path | None = None,
 ) -> list[Path]:
     """Write ``<event>.parquet`` per event table of ``path`` and ``metadata.json`` into
     ``outdir``; return the Parquet paths.
@@ -49,7 +52,9 @@ def convert(
     when the whole trace was read; damage found on the way (a TraceError) removes them,
     and ``outdir`` too if this call made it.
     """
-    o = ingest.ReadOptions(events, input_format, progress, reader, jobs, kallsyms)
+    # (``events``, whatever it is, is ReadOptions' to check and to make a list)
+    names = cast("list[str] | None", events)
+    o = ingest.ReadOptions(names, input_format, progress, reader, jobs, kallsyms)
     p = ingest.check_path(path)
     fmt = o.input_format or ingest.sniff(p)
     assert o.reader is not None  # (ReadOptions makes None the default)
@@ -61,7 +66,9 @@ def convert(
     return _write_batches(p, [ingest.read_with(p, o)], outdir, o.events)
 
 
-def _write_batches(path: Path, batches, outdir: Path, wanted=None) -> list[Path]:
+def _write_batches(
+    path: Path, batches: Iterable[RawTrace], outdir: Path, wanted: list[str] | None = None
+) -> list[Path]:
     """Write the batches' tables and metadata.json into ``outdir``, all or nothing;
     ``wanted``: the events asked for, each one the trace must know."""
     made = not outdir.exists()
@@ -83,7 +90,9 @@ def _write_batches(path: Path, batches, outdir: Path, wanted=None) -> list[Path]
     ]
 
 
-def _write_tables(path: Path, batches, outdir: Path, wanted=None) -> set[str]:
+def _write_tables(
+    path: Path, batches: Iterable[RawTrace], outdir: Path, wanted: list[str] | None = None
+) -> set[str]:
     """Write the batches' tables (one Parquet file per event, and the lost events) and
     metadata.json into ``outdir``; the names of the files written. An event of
     ``wanted`` the trace does not know (no format, no record) is an OptionError: a

@@ -1,5 +1,9 @@
 """The exception types schedwake raises for input it cannot use."""
 
+from __future__ import annotations
+
+import os
+
 
 class TraceError(Exception):
     """A trace (or topology, or rules) file cannot be read or judged.
@@ -8,7 +12,7 @@ class TraceError(Exception):
     printed as is; the CLI prints it and exits with code 2.
     """
 
-    def __init__(self, path, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -29,7 +33,7 @@ class OptionError(TraceError, ValueError):
     or verdict.
     """
 
-    def __init__(self, param: str, value, problem: str):
+    def __init__(self, param: str, value: object, problem: str):
         self.param = param
         #: the value as a message shows it: quoted when it is empty or blank; None when
         #: the message names no value (the problem says what was wrong)

@@ -21,6 +21,9 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sidetrace import SideTrace
 
 __all__ = ["SplitRates", "false_alarms", "catches", "splits"]
 
@@ -96,8 +99,8 @@ def splits(
 
 
 def _judge_all(
-    pairs: Sequence[tuple[list, list]],
-    rules,
+    pairs: Sequence[tuple[list[SideTrace], list[SideTrace]]],
+    rules: str | Path | tuple | None,
     rates: SplitRates,
     thresholds: dict | None,
     progress: Callable[[float], None] | None,
@@ -119,10 +122,10 @@ def _judge_all(
 
 
 def false_alarms(
-    runs: Sequence,
+    runs: Sequence[SideTrace],
     baseline_runs: int,
     candidate_runs: int = 1,
-    rules=None,
+    rules: str | Path | tuple | None = None,
     *,
     limit: int | None = 500,
     seed: int = 0,
@@ -143,11 +146,11 @@ def false_alarms(
 
 
 def catches(
-    baseline: Sequence,
-    changed: Sequence,
+    baseline: Sequence[SideTrace],
+    changed: Sequence[SideTrace],
     baseline_runs: int,
     candidate_runs: int = 1,
-    rules=None,
+    rules: str | Path | tuple | None = None,
     *,
     limit: int | None = 500,
     seed: int = 0,

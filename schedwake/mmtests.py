@@ -68,7 +68,7 @@ class MetricSamples:
     #: autocorrelated; :func:`schedwake.stats.batch_means`). None: ``samples`` themselves.
     test_samples: Sequence[Any] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.direction not in ("lower", "higher"):
             raise ValueError(
                 f"{self.name}: direction must be 'lower' or 'higher', not {self.direction!r}"

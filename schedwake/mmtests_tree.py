@@ -35,7 +35,7 @@ which has no recording left shows mmtests' figures only.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -156,7 +156,11 @@ class Run:
         return sorted(set.intersection(*each)) if each else []
 
 
-def results_dir(path) -> Path:
+#: The sides of a tree's comparison: (label, its runs), the baseline first
+Sides = list[tuple[str, list[Run]]]
+
+
+def results_dir(path: str | Path) -> Path:
     """The directory holding the runs: ``path``, or ``path/work/log`` (an mmtests
     checkout); TraceError naming it when it holds no run."""
     p = Path(path)
@@ -344,7 +348,7 @@ def _figure_files(it: Path, benchmark: str, fig: Figures) -> dict[str, Path]:
     return {m["subtest"]: logs / m.group(0) for m in found if m}
 
 
-def _plan(sides, benchmark: str) -> list[str]:
+def _plan(sides: Sides, benchmark: str) -> list[str]:
     """The subtests of ``benchmark`` every iteration of every run recorded, in order;
     TraceError naming the logs directory of an iteration without one the others have."""
     seen: dict[str, Path] = {}
@@ -375,7 +379,7 @@ def _plan(sides, benchmark: str) -> list[str]:
 
 
 def compare_tree(
-    path,
+    path: str | Path,
     side_specs: Sequence[str] = (),
     labels: Sequence[str] = (),
     *,
@@ -385,8 +389,8 @@ def compare_tree(
     alpha: float = 0.10,
     title: str | None = None,
     metrics: Sequence[str] | None = None,
-    topology_file=None,
-    llc=None,
+    topology_file: str | Path | None = None,
+    llc: Iterable[str] | None = None,
     thresholds: dict | None = None,
     load: Callable[[Path], SideTrace] | None = None,
     progress: Callable[[float], None] | None = None,
@@ -449,7 +453,17 @@ def compare_tree(
 
 
 def _subtest(
-    sides, benchmark, subtest, read, samples, window_s, th, metrics, significance, alpha, title
+    sides: Sides,
+    benchmark: str,
+    subtest: str,
+    read: Callable[[Path], SideTrace],
+    samples: str,
+    window_s: float | None,
+    th: dict[str, float],
+    metrics: Sequence[str] | None,
+    significance: str,
+    alpha: float,
+    title: str | None,
 ) -> Subtest:
     fig = figures_of(benchmark)
     traces: dict[str, list[SideTrace]] = {}

@@ -37,7 +37,7 @@ from __future__ import annotations
 import glob as _glob
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -285,7 +285,7 @@ class GlobPattern:
         return bool(states & self._accept)
 
 
-def _char_class(body: str):
+def _char_class(body: str) -> Callable[[str], bool]:
     """A glob class's body (``a-z0``, ``!0-9``) as a test of one character."""
     negate = body.startswith("!")
     if negate:

@@ -48,6 +48,8 @@ how many events the ring buffer lost) and its metadata
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pyarrow as pa
 
 #: Columns every event table starts with, in this order.
@@ -115,6 +117,6 @@ def field_name(name: str) -> str:
     return f"field_{name}" if name in COMMON_NAMES else name
 
 
-def event_schema(fields) -> pa.Schema:
+def event_schema(fields: Iterable[pa.Field]) -> pa.Schema:
     """The schema of an event table: the common columns followed by ``fields``."""
     return pa.schema(list(COMMON_FIELDS) + list(fields))

@@ -14,31 +14,38 @@ of theirs (a finding list is a ``list`` of :class:`schedwake.detect.Finding`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from .errors import OptionError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from typing_extensions import TypeIs
 
     from .topology import Topology
     from .trace import Trace
 
-__all__ = ["SideTrace", "StoredAnalysis", "side_items", "is_path"]
+__all__ = ["SideItem", "SideSpec", "SideTrace", "StoredAnalysis", "side_items", "is_path"]
 
 
 class StoredAnalysis(Protocol):
     """The samples and findings of a trace analysed before, read back instead of
     measured (a batch dataset's row)."""
 
-    def samples(self, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
+    def samples(
+        self,
+        window_s: float | None = None,
+        thresholds: Mapping[str, float | str] | None = None,
+        metrics: Collection[str] | None = None,
+    ) -> pd.DataFrame:
         """What :func:`schedwake.analysis.metrics.metric_samples` gave for the trace (per-trace
         with ``window_s`` None, else per-window); OptionError if ``thresholds`` are not
         those it was analysed with, TraceError if no windows of ``window_s`` are stored."""
         ...
 
-    def findings(self, thresholds=None) -> list:
+    def findings(self, thresholds: Mapping[str, float | str] | None = None) -> list:
         """What :func:`schedwake.detect.detect` gave for the trace."""
         ...
 
@@ -81,13 +88,21 @@ class SideTrace(Protocol):
         """True when the trace holds events ``name`` (a non-empty table)."""
         ...
 
-    def use_topology(self, topology_file=None, llc=None) -> Any:
+    def use_topology(
+        self, topology_file: str | Path | None = None, llc: Iterable[str] | None = None
+    ) -> Any:
         """Judge the trace on another CPU map (``--topology``/``--llc``); an analysed
         trace refuses (OptionError): its findings were judged on its own."""
         ...
 
 
-def side_items(spec, param: str = "sides") -> list:
+#: One item of a side: a path (possibly a glob) or a trace
+SideItem: TypeAlias = "str | os.PathLike[str] | SideTrace"
+#: A side as given: one item, or the items of its iterations
+SideSpec: TypeAlias = "SideItem | Iterable[SideItem]"
+
+
+def side_items(spec: SideSpec, param: str = "sides") -> list[SideItem]:
     """The items of a side as given to ``compare`` or ``gate``: a path (``str`` or
     ``os.PathLike``, possibly a glob) or a trace (:class:`SideTrace`) alone is one item,
     any other iterable (the iterations of the side) gives its items. A trace is not
@@ -115,7 +130,7 @@ def side_items(spec, param: str = "sides") -> list:
 _MEMBERS = ("has_records", "use_topology")
 
 
-def is_path(item) -> bool:
+def is_path(item: object) -> TypeIs[str | os.PathLike[str]]:
     """True for an item of :func:`side_items` that names files (``str`` or
     ``os.PathLike``), False for a trace."""
     return isinstance(item, (str, os.PathLike))

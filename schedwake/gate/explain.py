@@ -4,8 +4,14 @@ detector's ``SHOWN.top_weight``); then the ``schedwake analyze`` command to see 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
+from ..sidetrace import SideTrace
 from .result import GateResult
 from .rules import fmt_num
+
+if TYPE_CHECKING:
+    from ..trace import Trace
 
 #: The fields of a finding's ``top`` entries that name who is involved, as reports say them
 #: (an entry is weighed by its detector's ``SHOWN.top_weight``, else its ``count``).
@@ -18,18 +24,21 @@ _WHO = (
 )
 
 
-def _findings_of(trace, thresholds: dict | None) -> list:
+def _findings_of(trace: SideTrace, thresholds: dict | None) -> list:
     """The findings of one candidate trace: stored ones for a batch dataset's trace, else
     the detectors run now (without evidence lines: only the top lists are needed)."""
     from ..detect import detect
 
-    stored = getattr(trace, "findings", None)
-    if callable(stored):
-        return list(stored(thresholds))
-    return detect(trace, thresholds, evidence_lines=0)
+    stored = trace.stored
+    if stored is not None:
+        return list(stored.findings(thresholds))
+    # (a SideTrace without a stored analysis is a loaded Trace)
+    return detect(cast("Trace", trace), thresholds, evidence_lines=0)
 
 
-def explain_broken(result: GateResult, candidates: list, thresholds: dict | None) -> None:
+def explain_broken(
+    result: GateResult, candidates: list[SideTrace], thresholds: dict | None
+) -> None:
     """Give each broken rule its ``why``: per detector that measures its metric
     (:data:`schedwake.analysis.metrics.EXPLAINED_BY`), in how many candidate traces it fired and
     at what severity, and who is involved most (summed over the traces' top lists); then

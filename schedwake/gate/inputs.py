@@ -5,22 +5,26 @@ means exit code 2."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import TraceError
 from ..model.events import timestamp_problem
 from ..sides import distinct_names
-from ..sidetrace import is_path, side_items
+from ..sidetrace import SideItem, SideSpec, SideTrace, is_path, side_items
 from .result import GateResult
 from .rules import Settings
 
+#: ``expand(pattern, side)``: the paths a side's pattern names
+Expand = Callable[[str, str], list[str]]
 
-def _side_files(side: str, spec, expand) -> dict:
+
+def _side_files(side: str, spec: SideSpec, expand: Expand) -> dict[tuple[str, int | str], str]:
     """``{identity: path}`` of the traces a side's ``spec`` names: a file by its real
     absolute path (``./a.dat``, ``a.dat`` and a link to it are one file), a loaded trace
     by itself (two windows of one file are two traces). A pattern that cannot be
     expanded names none (its problem is reported where the side is loaded)."""
-    out: dict = {}
+    out: dict[tuple[str, int | str], str] = {}
     for item in side_items(spec, side):
         if not is_path(item):
             out[("trace", id(item))] = str(item.path)
@@ -33,7 +37,9 @@ def _side_files(side: str, spec, expand) -> dict:
     return out
 
 
-def judge_overlap(result: GateResult, baseline, candidate, expand) -> str | None:
+def judge_overlap(
+    result: GateResult, baseline: SideSpec, candidate: SideSpec, expand: Expand
+) -> str | None:
     """The problem when the baseline and the candidate are the same traces (a job that
     compares a build with itself passes every rule and judges nothing), else None; a
     note in ``result`` when some of them are on both sides."""
@@ -53,14 +59,14 @@ def judge_overlap(result: GateResult, baseline, candidate, expand) -> str | None
     return None
 
 
-def trace_name(names: dict[str, str], trace) -> str:
+def trace_name(names: dict[str, str], trace: SideTrace) -> str:
     """How the messages name ``trace``: its entry in ``names``, else its file name."""
     path = str(trace.meta.path)
     return names.get(path) or Path(path).name
 
 
 def input_problems(
-    side: str, trace, settings: Settings, name: str | None = None, rates: bool = True
+    side: str, trace: SideTrace, settings: Settings, name: str | None = None, rates: bool = True
 ) -> list[str]:
     """Why one loaded trace cannot be judged (empty, lost events, too short); ``name``:
     how the messages name it (default its file name); ``rates``: its scheduler rates are
@@ -101,8 +107,15 @@ def input_problems(
     return out
 
 
-def load_side(side: str, specs, loader, expand, problems: list[str]) -> tuple[list, list[str]]:
-    traces, paths = [], []
+def load_side(
+    side: str,
+    specs: Iterable[SideItem],
+    loader: Callable[[str], SideTrace],
+    expand: Expand,
+    problems: list[str],
+) -> tuple[list[SideTrace], list[str]]:
+    traces: list[SideTrace] = []
+    paths: list[str] = []
     for spec in specs:
         if not is_path(spec):
             traces.append(spec)

@@ -5,7 +5,7 @@ windows, Holm), and each rule's verdict (:func:`judge_rule`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,8 @@ import numpy as np
 from ..compare import compare as run_compare
 from ..compare import sample_plan
 from ..errors import OptionError
-from ..mmtests import gain_interval
+from ..mmtests import StatRow, gain_interval
+from ..work import WorkSpec
 from .inputs import trace_name
 from .result import GateResult, RuleResult, change_text, settle
 from .rules import Rule, Settings
@@ -113,7 +114,7 @@ def judge_rules(
     window: float | None,
     thresholds: dict | None,
     progress: Callable[[float], None] | None = None,
-    work=None,
+    work: WorkSpec | Mapping[str, WorkSpec] | None = None,
 ) -> None:
     """Compare the sides on the rules' metrics (schedwake.compare, the same samples and
     test) and judge each rule from its metric's mean row."""
@@ -166,7 +167,7 @@ class Measured:
     constant: bool = False
 
 
-def _measure(row, settings: Settings) -> Measured:
+def _measure(row: StatRow, settings: Settings) -> Measured:
     """The rule's view of a mean row under ``[gate] scale``: on the log scale (when every
     tested value is above zero) the geometric means, the test of the logs and the ratio
     of geometric means; else the row's own means, test and ratio (the mmtests table's)."""
@@ -220,7 +221,7 @@ def _adjusted_p(rules: list[Rule], measured: dict, settings: Settings) -> dict[s
 
 def judge_rule(
     rule: Rule,
-    row,
+    row: StatRow | None,
     test: str,
     measured: Measured | None = None,
     p_adjusted: float | None = None,

@@ -6,15 +6,30 @@ from __future__ import annotations
 
 import functools
 import math
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ..errors import OptionError, TraceError
-from ..sidetrace import side_items
-from .inputs import input_problems, load_side
+from ..sidetrace import SideSpec, side_items
+from .inputs import Expand, input_problems, load_side
 from .result import GateResult, RuleResult, settle
 from .rules import Rule, fmt_num, profile_rule_parts
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def load_profiles(result: GateResult, specs: dict, expand, set_paths: bool, kallsyms) -> dict:
+    from ..profile import Profile
+    from ..profile_compare import ProfileComparison
+    from ..trace import Trace
+
+
+def load_profiles(
+    result: GateResult,
+    specs: dict[str, SideSpec],
+    expand: Expand,
+    set_paths: bool,
+    kallsyms: str | Path | None,
+) -> dict[str, list[Profile]]:
     """{side: [Profile, ...]} of the baseline and candidate specs (paths, globs or
     loaded traces with their samples), read whole (:func:`load_side` with every
     event); what cannot be profiled goes into ``result.problems``. ``set_paths``: the
@@ -23,7 +38,7 @@ def load_profiles(result: GateResult, specs: dict, expand, set_paths: bool, kall
     from ..profile import profile
     from ..trace import load
 
-    out: dict[str, list] = {}
+    out: dict[str, list[Profile]] = {}
     for side, spec in specs.items():
         traces, paths = load_side(
             side,
@@ -40,13 +55,16 @@ def load_profiles(result: GateResult, specs: dict, expand, set_paths: bool, kall
             result.problems.extend(problems)
             try:
                 if not problems:
-                    out[side].append(profile(trace, kallsyms=kallsyms))
+                    # (a profile reads the samples of a loaded Trace's tables)
+                    out[side].append(profile(cast("Trace", trace), kallsyms=kallsyms))
             except TraceError as exc:
                 result.problems.append(f"{side}: {exc}")
     return out
 
 
-def judge_profile_rules(result: GateResult, profiles: dict, rules: list[Rule]) -> None:
+def judge_profile_rules(
+    result: GateResult, profiles: dict[str, list[Profile]], rules: list[Rule]
+) -> None:
     """Judge each rule on a function from :func:`schedwake.compare_profiles` of the two
     sides: broken when the share grew by more than ``allowed`` percentage points (and,
     with significance, its Benjamini-Hochberg q is below ``alpha``)."""
@@ -94,7 +112,9 @@ def judge_profile_rules(result: GateResult, profiles: dict, rules: list[Rule]) -
         result.results.append(res)
 
 
-def _judge_share(res: RuleResult, row, measure: str, alpha: float, testable: bool) -> None:
+def _judge_share(
+    res: RuleResult, row: pd.Series, measure: str, alpha: float, testable: bool
+) -> None:
     rule = res.rule
     base, cand = float(row[f"{measure}[baseline]"]) * 100, float(row[f"{measure}[candidate]"]) * 100
     q = float(row[f"{measure}:q[candidate]"])
@@ -115,7 +135,7 @@ def _judge_share(res: RuleResult, row, measure: str, alpha: float, testable: boo
     )
 
 
-def _callers_why(cmp, symbol: str, dso: str) -> list[str]:
+def _callers_why(cmp: ProfileComparison, symbol: str, dso: str) -> list[str]:
     """Who calls the function on the candidate side: its two largest callers' chains."""
     tree = cmp.callers(symbol, dso, "candidate")
     out = []

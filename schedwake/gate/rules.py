@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..compare import (
     SAMPLE_MODES,
@@ -21,6 +21,12 @@ from ..compare import (
 from ..compressed import open_regular, read_bounded
 from ..errors import OptionError, TraceError
 from ..sidevalues import has_bad_chars, shown
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
+
+#: what a [gate] key's check takes it as (a count, a number)
+_N = TypeVar("_N", int, float)
 
 DEFAULT_RULES_TOML = """\
 # schedwake gate rules: `schedwake gate --rules THIS_FILE --baseline ... --candidate ...`
@@ -93,7 +99,7 @@ def _shown(text: str, width: int = 60) -> str:
     return shown(text, width)
 
 
-def _names(keys) -> str:
+def _names(keys: Iterable[str]) -> str:
     """Unknown keys as a message lists them: the first few, each cut short."""
     keys = sorted(map(str, keys))
     more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
@@ -131,8 +137,8 @@ class Settings:
     min_windows: int = 10
 
 
-def _text_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
-    def take(v) -> str:
+def _text_of(choices: tuple[str, ...]) -> Callable[[object], str]:
+    def take(v: object) -> str:
         if v not in choices:
             raise ValueError(f"must be one of {', '.join(choices)}, not {v!r}")
         return v
@@ -140,7 +146,7 @@ def _text_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     return take
 
 
-def _number(v) -> float:
+def _number(v: object) -> float:
     """A TOML number (an integer or a finite float, at most 1e18 in size; true/false are
     not numbers)."""
     if (
@@ -152,7 +158,7 @@ def _number(v) -> float:
     return float(v)
 
 
-def _count(v) -> int:
+def _count(v: object) -> int:
     """A TOML integer up to 2**63-1 (1.5, true and "3" are not counts)."""
     if isinstance(v, bool) or not isinstance(v, int):
         raise ValueError(f"must be a whole number, not {_shown(repr(v))}")
@@ -161,8 +167,8 @@ def _count(v) -> int:
     return v
 
 
-def _at_least(take: Callable[[Any], Any], low) -> Callable[[Any], Any]:
-    def checked(v):
+def _at_least(take: Callable[[object], _N], low: float) -> Callable[[object], _N]:
+    def checked(v: object) -> _N:
         got = take(v)
         if got < low:
             raise ValueError(f"must be >= {low}, not {v!r}")
@@ -171,7 +177,7 @@ def _at_least(take: Callable[[Any], Any], low) -> Callable[[Any], Any]:
     return checked
 
 
-def _alpha(v) -> float:
+def _alpha(v: object) -> float:
     try:
         return check_alpha(_number(v))
     except OptionError:
@@ -182,7 +188,7 @@ def _alpha(v) -> float:
 MULTIPLICITY = ("holm", "none")
 
 
-def _sample_setting(v) -> str:
+def _sample_setting(v: object) -> str:
     if not isinstance(v, str):
         raise ValueError(f"must be one of {', '.join(SAMPLE_MODES)}, not {v!r}")
     try:
@@ -191,7 +197,7 @@ def _sample_setting(v) -> str:
         raise ValueError(f"{exc.problem}, not {v!r}") from None
 
 
-def _window(v) -> float:
+def _window(v: object) -> float:
     try:
         return check_window(_number(v))
     except OptionError as exc:
@@ -253,7 +259,7 @@ def fmt_num(v: float | None) -> str:
     return "-" if v is None else f"{v:.6g}"
 
 
-def _allowed(metric: str, value, where: str) -> tuple[float, bool]:
+def _allowed(metric: str, value: object, where: str) -> tuple[float, bool]:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TraceError(
             where, f'rule {metric!r}: allowed must be "N%" or a number, not {_shown(repr(value))}'
@@ -368,7 +374,7 @@ def parse_rules(text: str, where: str = "rules") -> tuple[Settings, list[Rule]]:
 
 
 def _profile_rule(
-    metric: str, spec, where: str, seen: set[tuple[str, str | None]] | None = None
+    metric: str, spec: object, where: str, seen: set[tuple[str, str | None]] | None = None
 ) -> Rule:
     """A rule on a profile's function: ``allowed`` in percentage points (a number or
     "Npp"), ``significance``, ``missing``, and ``dso`` to tell one symbol's DSOs apart.
@@ -431,7 +437,7 @@ def per_work_rule(rule: Rule) -> Rule:
     return dataclasses.replace(rule, metric=per_op_name(rule.metric), written_as=None)
 
 
-def load_rules(path) -> tuple[Settings, list[Rule]]:
+def load_rules(path: StrPath) -> tuple[Settings, list[Rule]]:
     """Settings and rules of a TOML file (TraceError naming the file if it is bad): a
     regular file (a FIFO or device is refused, never waited on) of at most
     :data:`MAX_RULES_BYTES`, with at most :data:`MAX_RULES` rules."""

@@ -6,33 +6,38 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..compare import expand_paths, load_model_trace, sample_mode
 from ..errors import TraceError
-from ..sidetrace import side_items
+from ..sidetrace import SideSpec, SideTrace, side_items
+from ..work import WorkSpec
 from .explain import explain_broken
-from .inputs import input_problems, judge_overlap, load_side, trace_name
+from .inputs import Expand, input_problems, judge_overlap, load_side, trace_name
 from .judge_metrics import judge_rules, measurable_rules, sampling
 from .judge_profiles import judge_profile_rules, load_profiles
 from .result import GateResult
-from .rules import default_rules, load_rules, per_work_rule
+from .rules import Rule, default_rules, load_rules, per_work_rule
+
+if TYPE_CHECKING:
+    from ..profile import Profile
 
 
 def gate(
-    baseline,
-    candidate,
+    baseline: SideSpec,
+    candidate: SideSpec,
     rules: str | Path | tuple | None = None,
     *,
-    topology_file=None,
-    llc=None,
+    topology_file: str | Path | None = None,
+    llc: Iterable[str] | None = None,
     thresholds: dict | None = None,
-    loader: Callable | None = None,
-    expand: Callable[[str, str], list[str]] | None = None,
+    loader: Callable[[str], SideTrace] | None = None,
+    expand: Expand | None = None,
     progress: Callable[[float], None] | None = None,
-    kallsyms=None,
-    work=None,
+    kallsyms: str | Path | None = None,
+    work: WorkSpec | Mapping[str, WorkSpec] | None = None,
     samples: str | None = None,
 ) -> GateResult:
     """Judge ``candidate`` against ``baseline`` under ``rules``.
@@ -97,7 +102,13 @@ def gate(
 
 
 def _judge_sides(
-    result: GateResult, sides, profiles, rule_list, thresholds, progress, work=None
+    result: GateResult,
+    sides: dict[str, list[SideTrace]],
+    profiles: dict[str, list[Profile]],
+    rule_list: list[Rule],
+    thresholds: dict | None,
+    progress: Callable[[float], None] | None,
+    work: WorkSpec | Mapping[str, WorkSpec] | None = None,
 ) -> None:
     """Judge the loaded sides by the rules, into ``result`` (results sorted as the rules
     were given; a problem when every rule was skipped)."""
@@ -128,12 +139,19 @@ def _judge_sides(
         )
 
 
-def _load_sides(result: GateResult, specs: dict, loader, expand, topology_file, llc) -> dict:
+def _load_sides(
+    result: GateResult,
+    specs: dict[str, SideSpec],
+    loader: Callable[[str], SideTrace],
+    expand: Expand,
+    topology_file: str | Path | None,
+    llc: Iterable[str] | None,
+) -> dict[str, list[SideTrace]]:
     """{side: [Trace, ...]} of the baseline and candidate specs (a path, glob, Trace or a
     sequence of those), with the topology options applied; their paths go into
     ``result``, and what makes a trace unusable for a verdict into ``result.problems``
     (a trace that does not load, lost events, raw timestamps, ...)."""
-    sides = {}
+    sides: dict[str, list[SideTrace]] = {}
     for name, spec in specs.items():
         traces, paths = load_side(name, side_items(spec, name), loader, expand, result.problems)
         sides[name] = traces

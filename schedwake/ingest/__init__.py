@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from ..errors import OptionError, TraceError
 from .raw import Progress, RawTrace
@@ -243,7 +244,7 @@ SUFFIXES = tuple(
 )
 
 
-def check_path(path) -> Path:
+def check_path(path: str | Path) -> Path:
     """The path as a Path, or a TraceError that says why it cannot be read."""
     p = Path(path)
     if not p.exists():
@@ -304,13 +305,13 @@ def sniff(path: Path) -> str:
 
 
 def read(
-    path,
-    events=None,
+    path: str | Path,
+    events: Iterable[str] | None = None,
     input_format: str | None = None,
     progress: Progress | None = None,
     reader: str | None = None,
     jobs: int | None = None,
-    kallsyms=None,
+    kallsyms: str | Path | None = None,
 ) -> RawTrace:
     """Read ``path`` into canonical tables: :func:`read_with` with the
     :class:`ReadOptions` of these arguments (see there).
@@ -320,10 +321,12 @@ def read(
     ValueError) naming the parameter for an ``events`` that is not a list of names, or a
     ``reader``, ``jobs`` or ``input_format`` that does not exist.
     """
-    return read_with(path, ReadOptions(events, input_format, progress, reader, jobs, kallsyms))
+    # (``events``, whatever it is, is ReadOptions' to check and to make a list)
+    names = cast("list[str] | None", events)
+    return read_with(path, ReadOptions(names, input_format, progress, reader, jobs, kallsyms))
 
 
-def read_with(path, options: ReadOptions) -> RawTrace:
+def read_with(path: str | Path, options: ReadOptions) -> RawTrace:
     """Read ``path`` into canonical tables as ``options`` say (:class:`ReadOptions`, checked
     already). Raises :class:`TraceError` for anything that is not a usable trace, or a
     file of a format the reader does not read."""
@@ -381,7 +384,7 @@ def _read_packed(path: Path, kind: str, options: ReadOptions) -> RawTrace:
     return raw
 
 
-def _names(items) -> list | None:
+def _names(items: object) -> list | None:
     """``items`` as a list, or None when it is not a collection (a number, None)."""
     return list(items) if isinstance(items, Iterable) else None
 
@@ -400,7 +403,7 @@ def check_reader_format(path: Path, fmt: str, reader: str) -> None:
 STREAMED_FORMATS = tuple(f.name for f in INPUT_FORMATS.values() if f.iter_batches is not None)
 
 
-def iter_batches(path, options: ReadOptions | None = None) -> Iterator[RawTrace]:
+def iter_batches(path: str | Path, options: ReadOptions | None = None) -> Iterator[RawTrace]:
     """Read ``path`` as a sequence of :class:`RawTrace` batches, in memory that does not
     grow with the file (``schedwake convert`` writes them as they come), as ``options``
     say (:class:`ReadOptions`; None: the defaults; its ``reader`` and ``jobs`` are

@@ -31,7 +31,9 @@ buffer protocol and becomes an Arrow buffer without a copy.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -40,6 +42,14 @@ from ..schema import COMMON_NAMES, LOST_EVENTS_SCHEMA, RAW_CLOCKS, field_name
 from . import _tdread, tracedat_layout
 from .meta import TraceMeta
 from .raw import Progress, RawTrace
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+#: One column as the reader gives it: ("int", name, bits, signed, values), ("str", name,
+#: (indices, dictionary offsets, dictionary chars)), ("list", name, bits, signed, offsets,
+#: values) or ("bin", name, offsets, bytes); the values are buffers (_tdread.c)
+ColumnSpec = tuple[Any, ...]
 
 _INT_TYPES = {
     (8, 1): pa.int8(),
@@ -77,7 +87,7 @@ def iter_batches(
     events: list[str] | None = None,
     progress: Progress | None = None,
     batch_rows: int = 1 << 20,
-):
+) -> Iterator[RawTrace]:
     """Read ``path`` as :class:`RawTrace` batches of about ``batch_rows`` rows, in time
     order across batches and in memory that does not grow with the file (``schedwake
     convert``). ``meta`` counts are cumulative: the last batch's describe the file.
@@ -168,7 +178,9 @@ def _source_facts(m: dict, layout: dict | None) -> dict:
     return facts
 
 
-def event_tables(raw_events: dict, selected: bool):
+def event_tables(
+    raw_events: dict, selected: bool
+) -> tuple[dict[str, pa.Table], dict[str, int], dict[str, str]]:
     """(tables, counts, systems) of the raw events; ``selected``: events were asked for
     by name, so a wanted event that never fired still gets its (empty) table."""
     tables: dict[str, pa.Table] = {}
@@ -187,7 +199,7 @@ def event_tables(raw_events: dict, selected: bool):
     return tables, counts, systems
 
 
-def arrow_column(spec, length: int) -> tuple[str, pa.Array]:
+def arrow_column(spec: ColumnSpec, length: int) -> tuple[str, pa.Array]:
     """(name, Arrow array) of one column spec, wrapping the reader's buffers."""
     kind, name = spec[0], spec[1]
     if kind == "int":
@@ -217,7 +229,7 @@ def arrow_column(spec, length: int) -> tuple[str, pa.Array]:
     )
 
 
-def lost_table(buffers) -> pa.Table:
+def lost_table(buffers: tuple[Buffer, Buffer, Buffer]) -> pa.Table:
     """The lost-event rows (``schema.LOST_EVENTS_SCHEMA``) of the raw (ts, cpu, count)."""
     lost_ts, lost_cpu, lost_count = buffers
     n = len(memoryview(lost_ts)) // 8

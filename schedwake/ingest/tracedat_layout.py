@@ -12,6 +12,7 @@ from __future__ import annotations
 import mmap
 import struct
 from pathlib import Path
+from typing import NoReturn
 
 from ..errors import TraceError
 
@@ -36,16 +37,16 @@ class _Reader:
     def __init__(self, path: Path, data: mmap.mmap | bytes, endian: str = "<"):
         self.path, self.data, self.size, self.e = path, data, len(data), endian
 
-    def fail(self, what: str):
+    def fail(self, what: str) -> NoReturn:
         raise TraceError(
             self.path, f"truncated or corrupt trace.dat: {what} (file has {self.size} bytes)"
         )
 
-    def need(self, off: int, n: int, what: str):
+    def need(self, off: int, n: int, what: str) -> None:
         if off < 0 or n < 0 or off + n > self.size:
             self.fail(f"{what} needs bytes {off}..{off + n}")
 
-    def u(self, fmt: str, off: int, what: str):
+    def u(self, fmt: str, off: int, what: str) -> int:
         n = struct.calcsize(fmt)
         self.need(off, n, what)
         return struct.unpack_from(self.e + fmt, self.data, off)[0]
@@ -125,7 +126,7 @@ def _check_v7(r: _Reader, off: int, options: set[int], found: dict) -> str | Non
     return None if compression in ("", "none") else compression
 
 
-def _section(r: _Reader, off: int, what: str):
+def _section(r: _Reader, off: int, what: str) -> tuple[int, int, int, int]:
     sid = r.u("H", off, what)
     flags = r.u("H", off + 2, what)
     desc = r.u("I", off + 4, what)
