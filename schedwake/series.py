@@ -181,8 +181,8 @@ def load_builds(builds: Sequence) -> list[Build]:
     the ``ok`` rows of the batch dataset in it) or a trace file (a build of one run).
     TraceError (naming it) for a build without traces, or two builds given twice."""
     from .batch import BatchDataset
+    from .compare.sides import distinct_names
     from .paths import expand
-    from .sides import distinct_names
 
     given = [str(b) for b in builds]
     if not given:
@@ -305,7 +305,7 @@ def series(
     a metric is changed when its first split passes ``alpha`` after the adjustment over
     the metrics: "bh" (Benjamini-Hochberg), "holm" (Holm-Bonferroni, as the gate's rules
     are judged) or "none" (each metric alone). ``check``: as :func:`measure_builds`."""
-    from .stats import check_alpha
+    from .compare.stats import check_alpha
 
     alpha = check_alpha(alpha)
     min_segment = _check_min_segment(min_segment)
@@ -345,8 +345,8 @@ def from_samples(
     adjust: str = "bh",
 ) -> SeriesResult:
     """The series of a per-run samples table (:func:`measure_builds`' columns)."""
+    from .compare.stats import holm
     from .profile.compare import benjamini_hochberg
-    from .stats import holm
 
     if adjust not in ADJUSTMENTS:
         raise OptionError("adjust", repr(adjust), f"must be one of {', '.join(ADJUSTMENTS)}")

@@ -19,11 +19,11 @@ import schedwake
 from schedwake import TraceError
 from schedwake.analysis.metrics import SAMPLE_COLUMNS, catalogue, metric_samples, window_metrics
 from schedwake.compare import CompareResult, default_window, from_samples
-from schedwake.mmtests import SIGN_CONVENTION
+from schedwake.compare.mmtests import SIGN_CONVENTION
+from schedwake.compare.sides import parse_sides
 from schedwake.report import compare as compare_report
 from schedwake.report.compare import notes as compare_notes
 from schedwake.report.compare import rule_line_of
-from schedwake.sides import parse_sides
 from schedwake.synth import make_trace
 
 from .conftest import mmtests_part, run_cli, sample

@@ -30,21 +30,21 @@ LAYERS = [
     # run's work beside a trace
     ["symbols"],  # addresses -> kernel and user-space function names
     ["ingest"],  # files -> Arrow tables
-    ["paths", "sides"],  # which trace files a path, a directory or a glob names; the sides
-    # of a comparison the command line names, and how reports name each trace
+    ["paths"],  # which trace files a path, a directory or a glob names
     ["model"],  # tables -> wake-ups, migrations, occupancy
     ["trace", "sidetrace"],  # the loaded trace (tables + lazy model); a side's trace
     ["referee"],  # the trace against the kernel's counters
     ["summary", "convert"],  # a trace's facts as a dict;
     # a trace's tables written as Parquet (schedwake convert)
     ["detect"],  # findings with evidence
-    ["stats", "mmtests", "changepoint"],  # statistics, the mmtests comparison, change points
+    ["changepoint"],  # change points of a series (E-divisive means)
     ["analysis"],  # one trace (analysis/): findings + metrics + caveats (__init__), the
     # metric catalogue and its values (metrics), waits explained (wait_causes), per-task
     # latency as perf sched gives it (latency)
-    ["compare", "profile"],  # several traces side by side; profiles (profile/: one run's
-    # functions in __init__, several runs a side compared in compare)
-    ["mmtests_tree"],  # an mmtests results tree: runs, iterations, subtests -> comparisons
+    ["compare", "profile"],  # several traces side by side (compare/: the comparison in
+    # __init__, its statistics, the mmtests comparison of samples, the sides the command
+    # line names, an mmtests results tree); profiles (profile/: one run's functions in
+    # __init__, several runs a side compared in compare)
     ["gate", "gate_calibrate"],  # a CI verdict from a comparison (gate/: rules, inputs, metric
     # and profile judging, explanations, the run); its false-alarm rate
     ["batch"],  # many traces -> one dataset of analyses
@@ -177,7 +177,7 @@ def test_the_walker_sees_lazy_and_relative_imports():
     g = graph()
     assert "schedwake.analysis" in g["schedwake.cli.analyze"]  # inside a function
     assert "schedwake.detect.evidence" in g["schedwake.detect"]  # from .evidence import
-    assert "schedwake.stats" in g["schedwake.mmtests"]  # from . import stats
+    assert "schedwake.compare.stats" in g["schedwake.compare.mmtests"]  # from . import stats
     assert "schedwake.summary" in g["schedwake.report.analyze"]  # from ..summary import
 
 

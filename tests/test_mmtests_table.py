@@ -1,11 +1,17 @@
-"""The mmtests comparison table (schedwake.mmtests): layout, percentages, stars."""
+"""The mmtests comparison table (schedwake.compare.mmtests): layout, percentages, stars."""
 
 import json
 
 import numpy as np
 import pytest
 
-from schedwake.mmtests import CELL_WIDTH, MetricSamples, compare_samples, op_label, split_label
+from schedwake.compare.mmtests import (
+    CELL_WIDTH,
+    MetricSamples,
+    compare_samples,
+    op_label,
+    split_label,
+)
 from schedwake.report import mmtests_table
 
 ELAPSED_BASE = [540.0] * 7 + [550.0] * 3  # Min 540, Amean 543, Stddev 4.83, Max 550

@@ -18,9 +18,9 @@ import subprocess
 
 import pytest
 
+from schedwake.compare.mmtests_tree import FIGURES, figures_of, parse_run_sides, results_dir
 from schedwake.errors import TraceError
 from schedwake.ingest import read
-from schedwake.mmtests_tree import FIGURES, figures_of, parse_run_sides, results_dir
 
 from .conftest import ROOT, SAMPLES, run_cli
 
@@ -259,7 +259,7 @@ def _perf_header_span_s(rec, tmp_path) -> float:
 @pytest.fixture(scope="module")
 def tree_doc(tmp_path_factory):
     """The tree with the short subtest added, compared in-process."""
-    from schedwake.mmtests_tree import compare_tree
+    from schedwake.compare.mmtests_tree import compare_tree
     from schedwake.report import mmtests_tree as report
 
     root = _copy(tmp_path_factory.mktemp("tree"))
@@ -273,7 +273,7 @@ def test_coverage_is_perf_span_against_mmtests_time(tree_doc, tmp_path):
     if shutil.which("perf") is None:
         pytest.skip("perf is not installed")
     root, doc, _ = tree_doc
-    from schedwake.mmtests_tree import MIN_COVERAGE, MIN_SWITCHES
+    from schedwake.compare.mmtests_tree import MIN_COVERAGE, MIN_SWITCHES
 
     assert doc["coverage_rule"] == {"min_coverage": MIN_COVERAGE, "min_switches": MIN_SWITCHES}
     for s in doc["subtests"]:

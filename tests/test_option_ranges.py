@@ -384,7 +384,7 @@ def test_api_raises_value_error_naming_the_parameter():
         convert(IDLE, "/nonexistent/tables", jobs=10**20)
     with pytest.raises(ValueError, match=r"^windows=inf: "):
         schedwake.batch([IDLE], "/nonexistent/out", windows=[math.inf])
-    from schedwake import stats
+    from schedwake.compare import stats
 
     with pytest.raises(ValueError, match=r"^alpha=nan: "):
         stats.ttest_lkml([1, 2, 3], [4, 5, 6], alpha=math.nan)

@@ -13,9 +13,9 @@ import pytest
 import schedwake
 from schedwake.batch import BatchDataset, Options, expand_inputs
 from schedwake.compare import expand_paths
+from schedwake.compare.sides import parse_sides
 from schedwake.errors import TraceError
 from schedwake.paths import Stored, expand, glob_files, match
-from schedwake.sides import parse_sides
 
 from .conftest import SAMPLES, sample
 

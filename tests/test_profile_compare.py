@@ -60,7 +60,7 @@ def cmp(sides):
 
 def _t_two_sided_by_quadrature(t: float, df: float) -> float:
     """P(|T| >= |t|) by integrating Student's t density (independent of the
-    incomplete-beta route that schedwake.stats takes)."""
+    incomplete-beta route that schedwake.compare.stats takes)."""
     x = np.linspace(0.0, abs(t), 200_001)
     c = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))
     density = c * (1 + x * x / df) ** (-(df + 1) / 2)

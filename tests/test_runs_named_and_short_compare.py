@@ -13,11 +13,11 @@ import re
 import pytest
 
 import schedwake
+from schedwake.compare.sides import distinct_names
 from schedwake.gate import parse_rules
 from schedwake.report import compare as compare_report
 from schedwake.report import gate as gate_report
 from schedwake.report import html
-from schedwake.sides import distinct_names
 
 from .conftest import iteration_paths, mmtests_part, run_cli, shared_model_trace
 

@@ -1,11 +1,11 @@
-"""mmtests summary statistics, percentages and significance rules (schedwake.stats)."""
+"""mmtests summary statistics, percentages and significance rules (schedwake.compare.stats)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from schedwake import stats as st
+from schedwake.compare import stats as st
 
 # The published "elapsed" block (lore 20220217002227.5739-6-mgorman): 10 runs whose
 # Min/Amean/Stddev/Max/BAmean-50/95 are 540.00/543.00/4.83/550.00/540.00/542.22.

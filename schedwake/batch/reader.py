@@ -175,7 +175,7 @@ class BatchDataset:
     ``traces``, ``findings`` (pandas DataFrames), ``windows(paths)``; ``where(column=
     value)`` keeps the traces whose label (or other) column has that value;
     ``expand(pattern, what)`` and ``load(path)`` are what ``compare --from-batch`` and
-    ``gate --from-batch`` give :func:`schedwake.sides.parse_sides` and
+    ``gate --from-batch`` give :func:`schedwake.compare.sides.parse_sides` and
     :func:`schedwake.gate` in place of the file system and the reader.
     """
 

@@ -165,8 +165,8 @@ def compare(
         schedwake compare --mmtests work/log --side base=6.18-vanilla --side new=6.18-fix
     """
     from ..compare import compare as run_compare
+    from ..compare.sides import parse_sides
     from ..model import MODEL_EVENTS
-    from ..sides import parse_sides
 
     th = parse_thresholds(thresholds)
     if mmtests_dir is not None:
@@ -175,7 +175,7 @@ def compare(
         for name, value in given.items():
             if value:
                 raise TraceError(name, "does not apply with --mmtests (the tree gives the traces)")
-        from ..mmtests_tree import compare_tree
+        from ..compare.mmtests_tree import compare_tree
         from ..report import mmtests_tree as tree_report
 
         events = list(MODEL_EVENTS)

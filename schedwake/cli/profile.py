@@ -158,11 +158,11 @@ def profile(
         schedwake profile perf.data --kallsyms kallsyms-of-that-machine --format json
         schedwake profile --side base='base/*.data' --side new='new/*.data' --html cmp.html
     """
+    from ..compare.sides import parse_sides
     from ..profile.compare import compare_profiles
     from ..report import profile as report
     from ..report import profile_compare as compared
     from ..report import profile_html
-    from ..sides import parse_sides
 
     if not traces and not side_specs:
         raise click.UsageError("give a profile (TRACE) or --side NAME=GLOB")

@@ -8,9 +8,9 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..compare.sides import distinct_names
 from ..errors import TraceError
 from ..model.events import timestamp_problem
-from ..sides import distinct_names
 from ..sidetrace import SideItem, SideSpec, SideTrace, is_path, side_items
 from .result import GateResult
 from .rules import Settings

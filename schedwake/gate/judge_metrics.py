@@ -13,8 +13,8 @@ import numpy as np
 
 from ..compare import compare as run_compare
 from ..compare import sample_plan
+from ..compare.mmtests import StatRow, gain_interval
 from ..errors import OptionError
-from ..mmtests import StatRow, gain_interval
 from ..work import WorkSpec
 from .inputs import trace_name
 from .result import GateResult, RuleResult, change_text, settle
@@ -171,7 +171,7 @@ def _measure(row: StatRow, settings: Settings) -> Measured:
     """The rule's view of a mean row under ``[gate] scale``: on the log scale (when every
     tested value is above zero) the geometric means, the test of the logs and the ratio
     of geometric means; else the row's own means, test and ratio (the mmtests table's)."""
-    from .. import stats as st
+    from ..compare import stats as st
 
     m = row.metric
     tested = [st.clean_samples(x) for x in (m.test_samples or m.samples)[:2]]
@@ -202,7 +202,7 @@ def _adjusted_p(rules: list[Rule], measured: dict, settings: Settings) -> dict[s
     unchanged build then breaks any of them with probability at most alpha. A metric
     with one constant value on both sides is left out (its test cannot reject). Empty
     for "none" and for ci95, which gives no p."""
-    from .. import stats as st
+    from ..compare import stats as st
 
     if settings.multiplicity == "none" or settings.significance == "ci95":
         return {}
@@ -230,8 +230,8 @@ def judge_rule(
     """The verdict of one rule from the mean row of its metric, as ``measured``
     (:func:`_measure`; default the row's own means and test); ``p_adjusted``: its p
     after the rules' multiplicity correction, which then decides significance."""
-    from .. import stats as st
     from ..analysis.metrics import catalogue_entry
+    from ..compare import stats as st
 
     entry = catalogue_entry(rule.metric)
     res = RuleResult(rule, entry.unit, entry.direction, "pass")

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..compare import CompareResult
-from ..mmtests import NEW_TEXT, gain_pct_text
-from ..sides import distinct_names
+from ..compare.mmtests import NEW_TEXT, gain_pct_text
+from ..compare.sides import distinct_names
 from .rules import Rule, Settings, fmt_num
 
 

@@ -244,7 +244,7 @@ class Rule:
     def allowed_text(self) -> str:
         """The worst gain the rule allows (``-25%``, ``-2.5``, ``-2pp`` of a share): a
         gain is signed as in mmtests, + better and - worse
-        (:data:`schedwake.mmtests.SIGN_CONVENTION`)."""
+        (:data:`schedwake.compare.mmtests.SIGN_CONVENTION`)."""
         if self.on_profile:
             return f"-{fmt_num(self.allowed)}pp"
         return f"-{fmt_num(self.allowed * 100)}%" if self.relative else f"-{fmt_num(self.allowed)}"

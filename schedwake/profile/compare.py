@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .. import stats as st
+from ..compare import stats as st
 from ..errors import OptionError
 from . import Profile
 

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from ..compare import CompareResult
+from ..compare.mmtests import NEW_TEXT, SIGN_CONVENTION, Comparison, gain_interval, is_new
 from ..jsonout import dumps
-from ..mmtests import NEW_TEXT, SIGN_CONVENTION, Comparison, gain_interval, is_new
 from . import mmtests_table
 from .markdown import code_line, fence, md
 from .mmtests_table import rule_line_of as _table_rule_line

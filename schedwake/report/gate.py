@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..compare.mmtests import SIGN_CONVENTION, gain_pct_text, op_label
 from ..jsonout import dumps
-from ..mmtests import SIGN_CONVENTION, gain_pct_text, op_label
 from .compare import notes as compare_notes
 from .compare import rule_line_of
 from .markdown import md

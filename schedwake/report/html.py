@@ -20,7 +20,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..mmtests import NEW_TEXT, gain_interval, is_new
+from ..compare.mmtests import NEW_TEXT, gain_interval, is_new
 from ..version import __version__
 from . import mmtests_table
 from .analyze import format_value

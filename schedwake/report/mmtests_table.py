@@ -1,4 +1,4 @@
-"""Renderers of an mmtests comparison (:class:`schedwake.mmtests.Comparison`): the
+"""Renderers of an mmtests comparison (:class:`schedwake.compare.mmtests.Comparison`): the
 fixed-width table exactly in ``compare-mmtests.pl``'s layout and a Markdown pipe table
 with the same numbers.
 
@@ -19,7 +19,7 @@ Layout (docs/compare.md, "How to read the table")::
   ``(   0.00%)``.  Undefined values (NaN, e.g. the Stddev of a single sample) print
   ``0.00 (   0.00%)`` as in mmtests.
 * Only the mean row gets ``*...*`` instead of ``(...)``, when the significance rule says so.
-* Header: each side label split at its first ``-`` (:func:`schedwake.mmtests.split_label`:
+* Header: each side label split at its first ``-`` (:func:`schedwake.compare.mmtests.split_label`:
   ``-rcN`` stays in the first line, a label without ``-`` goes whole on the second),
   right-aligned to the cell width 12+7+4 = 23.  As in mmtests, a part wider than 23
   characters runs into its neighbour.
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from .. import stats as st
+from ..compare import stats as st
 from ..mmtests import (
     CELL_WIDTH,
     COMPARE_LENGTH,

@@ -1,12 +1,12 @@
-"""Renderers of an mmtests tree compared (:class:`schedwake.mmtests_tree.TreeComparison`):
+"""Renderers of an mmtests tree compared (:class:`schedwake.compare.mmtests_tree.TreeComparison`):
 ``schedwake compare --mmtests DIR`` as text, Markdown and JSON. A header says which runs
 and iterations each side is, then each subtest is a comparison as
 :mod:`schedwake.report.compare` prints it (docs/compare.md, "An mmtests results tree")."""
 
 from __future__ import annotations
 
+from ..compare.mmtests_tree import MIN_COVERAGE, MIN_SWITCHES, Subtest, TreeComparison, figures_of
 from ..jsonout import dumps
-from ..mmtests_tree import MIN_COVERAGE, MIN_SWITCHES, Subtest, TreeComparison, figures_of
 from . import compare as compare_report
 from .markdown import md
 

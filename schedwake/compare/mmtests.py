@@ -4,7 +4,7 @@ This module's one job: take per-side sample arrays for each metric (supplied by 
 e.g. the metrics module) and compute the mmtests comparison (:class:`Comparison`): its
 rows of statistics, percentages and significance, in mmtests' order, the rule line under
 them and flat records for JSON. The statistics themselves live in
-:mod:`schedwake.stats`; :mod:`schedwake.report.mmtests_table` renders a comparison as
+:mod:`schedwake.compare.stats`; :mod:`schedwake.report.mmtests_table` renders a comparison as
 fixed-width text exactly in ``compare-mmtests.pl``'s layout and as a Markdown pipe table.
 
 The percentages: positive = better, ``pndiff`` for lower-is-better metrics and for every
@@ -65,7 +65,7 @@ class MetricSamples:
     sample_kind: SampleKind = "per-trace"
     #: What the significance test and the effect's interval use instead of ``samples``,
     #: per side: the batch means of per-window samples (windows of one run are
-    #: autocorrelated; :func:`schedwake.stats.batch_means`). None: ``samples`` themselves.
+    #: autocorrelated; :func:`schedwake.compare.stats.batch_means`). None: ``samples`` themselves.
     test_samples: Sequence[Any] | None = None
 
     def __post_init__(self) -> None:
@@ -88,7 +88,7 @@ class StatRow:
     is_mean_row: bool
     sig: list[st.SigResult | None]  # per side; None for the baseline and non-mean rows
     #: per side on the mean row: the side's mean over the baseline's with its 95%
-    #: interval (:func:`schedwake.stats.mean_ratio_ci`); None elsewhere
+    #: interval (:func:`schedwake.compare.stats.mean_ratio_ci`); None elsewhere
     effects: list[st.Effect | None] = field(default_factory=list)
 
     def effect(self, j: int) -> st.Effect | None:
@@ -281,7 +281,7 @@ def compare_samples(
     tables: two-sided t-test, Welch s.e., df=n1+n2-2, ``alpha``), ``"ci95"`` (mmtests
     since 2024-11: non-overlapping mean +-1.96*sd intervals; ``alpha`` unused) or
     ``"mannwhitney"`` (rank-sum). A side with one run is judged against the baseline
-    runs' spread (:func:`schedwake.stats.significance`); one baseline run is not
+    runs' spread (:func:`schedwake.compare.stats.significance`); one baseline run is not
     testable. A metric's ``test_samples`` (batch means), when given, are what is tested.
     """
     labels = list(labels)

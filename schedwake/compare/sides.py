@@ -9,9 +9,9 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .errors import TraceError
-from .paths import expand as expand_paths
-from .topology import trace_stem
+from ..errors import TraceError
+from ..paths import expand as expand_paths
+from ..topology import trace_stem
 
 __all__ = ["default_label", "distinct_names", "parse_sides"]
 

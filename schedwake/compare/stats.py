@@ -43,7 +43,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from .errors import OptionError
+from ..errors import OptionError
 
 __all__ = [
     "Direction",

@@ -41,10 +41,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .compare import CompareResult, Side, from_samples, load_model_trace, measure, sample_plan
-from .errors import TraceError
-from .sidetrace import SideTrace
-from .sidevalues import parsed_number
+from ..errors import TraceError
+from ..sidetrace import SideTrace
+from ..sidevalues import parsed_number
+from . import CompareResult, Side, from_samples, load_model_trace, measure, sample_plan
 
 __all__ = [
     "FIGURES",
@@ -407,9 +407,9 @@ def compare_tree(
     :func:`schedwake.compare.compare`'s. TraceError (one line naming the file, run or
     directory) for anything in the tree it cannot use.
     """
-    from .analysis import check_thresholds
-    from .analysis.metrics import checked_names
-    from .detect import thresholds as _check_thresholds
+    from ..analysis import check_thresholds
+    from ..analysis.metrics import checked_names
+    from ..detect import thresholds as _check_thresholds
 
     if metrics is not None:
         metrics = checked_names(metrics)

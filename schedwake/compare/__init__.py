@@ -21,8 +21,8 @@ Samples (what the statistics are computed over; docs/compare.md, "Runs, not wind
   the note under the table says what such a star means: "this run differed through
   the run", not "a rerun would differ".
 
-The statistics, percentages and significance rules are those of :mod:`schedwake.stats`
-and :mod:`schedwake.mmtests`.
+The statistics, percentages and significance rules are those of :mod:`schedwake.compare.stats`
+and :mod:`schedwake.compare.mmtests`.
 """
 
 from __future__ import annotations
@@ -37,17 +37,17 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError, TraceError
+from ..paths import expand as expand_paths
+from ..paths import glob_files, glob_regex
+from ..sidetrace import SideTrace, is_path, side_items
 from . import mmtests
 from . import stats as st
-from .errors import OptionError, TraceError
-from .paths import expand as expand_paths
-from .paths import glob_files, glob_regex
 from .sides import default_label, distinct_names
-from .sidetrace import SideTrace, is_path, side_items
 from .stats import check_alpha
 
 if TYPE_CHECKING:
-    from .trace import Trace
+    from ..trace import Trace
 
 __all__ = [
     "compare",
@@ -203,8 +203,8 @@ def default_window(durations_s) -> float:
 def load_model_trace(path: str, topology_file=None, llc=None, kallsyms=None):
     """A trace read for the model (its events only), with ``--topology``/``--llc`` applied
     when given: how compare and gate read a path (``kallsyms``: as :func:`load`'s)."""
-    from .model import MODEL_EVENTS
-    from .trace import load
+    from ..model import MODEL_EVENTS
+    from ..trace import load
 
     t = load(path, events=list(MODEL_EVENTS), kallsyms=kallsyms)
     if topology_file is not None or llc:
@@ -254,7 +254,7 @@ def _normalise(sides, labels, topology_file, llc) -> list[Side]:
 
 def _metric_order(names) -> list[str]:
     """Catalogue order; busy shares by CPU number; unknown names last, as given."""
-    from .analysis.metrics import CATALOGUE
+    from ..analysis.metrics import CATALOGUE
 
     cat = list(CATALOGUE)
     names = list(dict.fromkeys(names))
@@ -310,8 +310,8 @@ def compare(
     ``{side label: spec}``), which adds each count per unit of work
     (``context_switches_per_op``, ...; per trace) to the metrics compared.
     """
-    from .analysis import check_thresholds
-    from .detect import thresholds as _check_thresholds
+    from ..analysis import check_thresholds
+    from ..detect import thresholds as _check_thresholds
 
     if significance not in SIGNIFICANCE:
         raise OptionError(
@@ -320,7 +320,7 @@ def compare(
     samples = sample_mode(samples)
     alpha = check_alpha(alpha)  # (a window is checked against the traces: sample_plan)
     if metrics is not None:
-        from .analysis.metrics import checked_names
+        from ..analysis.metrics import checked_names
 
         metrics = checked_names(metrics)
     th = check_thresholds(_check_thresholds(thresholds))
@@ -380,8 +380,8 @@ def _split_per_op(metrics, with_work: bool) -> tuple[list[str] | None, list[str]
     """(the metrics to measure, the counts per unit of work asked for): every count per
     unit of work when work is given and no metric is named; a named ``*_per_op`` metric
     needs work and its rate measured."""
-    from .analysis.metrics import per_op_metrics
-    from .work import is_per_op, per_s_name
+    from ..analysis.metrics import per_op_metrics
+    from ..work import is_per_op, per_s_name
 
     if metrics is None:
         return None, (per_op_metrics() if with_work else [])
@@ -401,8 +401,8 @@ def work_samples(trace: SideTrace, spec, thresholds, per_op: list[str]):
     """The per-trace samples of the counts per unit of work ``per_op`` of one trace, and
     its :class:`schedwake.work.Work` (TraceError naming the trace when its work cannot
     be found): each rate times the trace's duration over the work."""
-    from .analysis.metrics import catalogue_entry
-    from .work import per_op_name, per_s_name, work_of
+    from ..analysis.metrics import catalogue_entry
+    from ..work import per_op_name, per_s_name, work_of
 
     done = work_of(trace.path, spec)
     rates = measure(trace, None, thresholds, [per_s_name(m) for m in per_op])
@@ -419,7 +419,7 @@ def work_samples(trace: SideTrace, spec, thresholds, per_op: list[str]):
 def measure(trace: SideTrace, window_s=None, thresholds=None, metrics=None) -> pd.DataFrame:
     """The samples of one trace of a side (:func:`schedwake.analysis.metrics.metric_samples`):
     measured from a loaded Trace, or read back from an analysed one."""
-    from .analysis.metrics import metric_samples
+    from ..analysis.metrics import metric_samples
 
     stored = trace.stored
     if stored is None:  # (a SideTrace without a stored analysis is a loaded Trace)
@@ -445,7 +445,7 @@ def from_samples(
     default, else ``per-window`` with ``window_s``). ``labels``: side order (default: the
     order of first appearance; the first is the baseline).
     """
-    from .analysis.metrics import catalogue_entry
+    from ..analysis.metrics import catalogue_entry
 
     if significance not in SIGNIFICANCE:
         raise OptionError(
@@ -630,7 +630,7 @@ class CompareResult:
 def _trace_findings(trace: SideTrace, thresholds: dict | None) -> list:
     """The findings of one trace of a side (:func:`schedwake.detect.detect`): detected
     in a loaded Trace, or read back from an analysed one."""
-    from .detect import detect
+    from ..detect import detect
 
     stored = trace.stored
     if stored is None:  # (a SideTrace without a stored analysis is a loaded Trace)
