@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 import schedwake
-from schedwake import gate_calibrate as gc
 from schedwake.compare import load_model_trace
 from schedwake.gate import DEFAULT_RULES_TOML, default_rules, parse_rules
+from schedwake.gate import calibrate as gc
 
 from .conftest import SAMPLES
 

@@ -45,8 +45,8 @@ LAYERS = [
     # __init__, its statistics, the mmtests comparison of samples, the sides the command
     # line names, an mmtests results tree); profiles (profile/: one run's functions in
     # __init__, several runs a side compared in compare)
-    ["gate", "gate_calibrate"],  # a CI verdict from a comparison (gate/: rules, inputs, metric
-    # and profile judging, explanations, the run); its false-alarm rate
+    ["gate"],  # a CI verdict from a comparison (gate/: rules, inputs, metric and profile
+    # judging, explanations, the run; its false-alarm rate, calibrate)
     ["batch"],  # many traces -> one dataset of analyses
     ["series"],  # a series of builds: which build changed a metric
     ["synth", "record"],  # tools that make traces

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..profile import Profile
-    from ..profile_compare import ProfileComparison
+    from ..profile.compare import ProfileComparison
     from ..trace import Trace
 
 

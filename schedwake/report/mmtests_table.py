@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from ..compare import stats as st
-from ..mmtests import (
+from ..compare.mmtests import (
     CELL_WIDTH,
     COMPARE_LENGTH,
     FIELD_LENGTH,

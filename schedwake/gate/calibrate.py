@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sidetrace import SideTrace
+from ..sidetrace import SideTrace
 
 __all__ = ["SplitRates", "false_alarms", "catches", "splits"]
 
@@ -105,7 +105,7 @@ def _judge_all(
     thresholds: dict | None,
     progress: Callable[[float], None] | None,
 ) -> SplitRates:
-    from .gate import gate
+    from . import gate
 
     for i, (base, cand) in enumerate(pairs):
         result = gate(base, cand, rules, thresholds=thresholds)
