@@ -33,11 +33,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import sidevalues
 from .compressed import open_regular, read_bounded
 from .errors import TraceError
 from .topology import trace_stem
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 #: The prefix of every benchmark metric's name.
 PREFIX = "bench_"
@@ -81,14 +85,14 @@ def is_bench(name: str) -> bool:
     return name.startswith(PREFIX) and len(name) > len(PREFIX)
 
 
-def own(trace_path, suffix: str) -> list[Path]:
+def own(trace_path: StrPath, suffix: str) -> list[Path]:
     """The trace's own side files of ``suffix``: ``TRACE`` + suffix, then its name
     without extensions + suffix (``run8.dat.fio.json``, ``run8.fio.json``)."""
     p = Path(str(trace_path))
     return list(dict.fromkeys([p.with_name(p.name + suffix), p.with_name(trace_stem(p) + suffix)]))
 
 
-def candidates(trace_path) -> list[tuple[str, Path]]:
+def candidates(trace_path: StrPath) -> list[tuple[str, Path]]:
     """The (kind, file) pairs looked for beside ``trace_path``, in the order they are
     read (kind: ``bench``, ``fio``, ``dbench`` or ``cmd``)."""
     p = Path(str(trace_path))
@@ -100,7 +104,7 @@ def candidates(trace_path) -> list[tuple[str, Path]]:
     return out
 
 
-def read_beside(trace_path) -> list[BenchResult]:
+def read_beside(trace_path: StrPath | None) -> list[BenchResult]:
     """The benchmark results in the files beside ``trace_path`` (see the module's
     docstring), sorted by name; empty when there are none (or no path: stdin).
     Raises TraceError naming a file that is there but unusable."""
@@ -145,11 +149,11 @@ def read_side_file(path: Path, max_bytes: int = MAX_BYTES, what: str = "a result
     return data.decode("utf-8", errors="replace")
 
 
-def _json(text: str, path: Path, what: str):
+def _json(text: str, path: Path, what: str) -> Any:  # (a JSON value)
     return sidevalues.load_json(text, path, what)
 
 
-def parse_sidecar(text: str, path) -> list[BenchResult]:
+def parse_sidecar(text: str, path: StrPath) -> list[BenchResult]:
     """A ``TRACE.bench.json``: ``{NAME: {"value": N, "direction": "higher"|"lower",
     "unit": TEXT}}`` (``unit`` optional). NAME (letters, digits, ``_``) gets the
     ``bench_`` prefix unless it has it. Values pass :mod:`schedwake.sidevalues`: a key
@@ -193,7 +197,7 @@ def parse_sidecar(text: str, path) -> list[BenchResult]:
     return out
 
 
-def parse_fio(text: str, path) -> list[BenchResult]:
+def parse_fio(text: str, path: StrPath) -> list[BenchResult]:
     """fio's ``--output-format=json`` (or ``json+``; text before the JSON, such as fio's
     warnings, is skipped). For each I/O direction that moved data, summed over the jobs:
     ``bench_fio_<dir>_iops`` (/s) and ``bench_fio_<dir>_bw_mib_s`` (fio's ``bw`` is
@@ -273,7 +277,7 @@ def _clat_p99_us(path: Path, where: str, part: dict) -> float | None:
     return None
 
 
-def parse_dbench(text: str, path) -> list[BenchResult]:
+def parse_dbench(text: str, path: StrPath) -> list[BenchResult]:
     """dbench's output: its last ``Throughput N MB/sec  C clients  P procs
     max_latency=L ms`` line gives ``bench_dbench_throughput_mb_s`` (MB/s, higher is
     better) and ``bench_dbench_max_latency_ms`` (lower is better); each a finite
@@ -301,7 +305,7 @@ def _dbench(text: str, path: Path) -> list[BenchResult] | None:
     return out
 
 
-def parse_output(text: str, path) -> list[BenchResult]:
+def parse_output(text: str, path: StrPath) -> list[BenchResult]:
     """A command's output (``schedwake record -- CMD``): its fio JSON or dbench results
     when it is recognisably one of them, else nothing."""
     path = Path(str(path))

@@ -24,10 +24,10 @@ import dataclasses
 import functools
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,9 @@ import pandas as pd
 from . import changepoint
 from .errors import OptionError, TraceError
 from .sidetrace import SideTrace
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = [
     "Build",
@@ -211,7 +214,9 @@ def load_builds(builds: Sequence) -> list[Build]:
     return out
 
 
-def _runs_of(build: Build, topology_file, llc) -> list[Callable[[], SideTrace]]:
+def _runs_of(
+    build: Build, topology_file: str | Path | None, llc: Iterable[str] | None
+) -> list[Callable[[], SideTrace]]:
     """How to get each run of a build (loaded one at a time: a series of many builds is
     never held in memory at once)."""
     from .compare import load_model_trace
@@ -227,13 +232,13 @@ def _runs_of(build: Build, topology_file, llc) -> list[Callable[[], SideTrace]]:
     return [functools.partial(load_model_trace, p, topology_file, llc) for p in build.runs]
 
 
-def _check_metrics(metrics) -> list[str] | None:
+def _check_metrics(metrics: Iterable[str] | None) -> list[str] | None:
     from .analysis.metrics import checked_names
 
     return None if metrics is None else checked_names(metrics)
 
 
-def _check_min_segment(min_segment) -> int:
+def _check_min_segment(min_segment: object) -> int:
     if isinstance(min_segment, bool) or not isinstance(min_segment, int) or min_segment < 1:
         raise OptionError("min_segment", repr(min_segment), "must be a whole number of builds >= 1")
     return min_segment
@@ -248,11 +253,11 @@ def _run_name(build: Build, path: str) -> str:
 
 def measure_builds(
     builds: list[Build],
-    metrics=None,
+    metrics: Collection[str] | None = None,
     *,
-    thresholds=None,
-    topology_file=None,
-    llc=None,
+    thresholds: Mapping[str, float | str] | None = None,
+    topology_file: str | Path | None = None,
+    llc: Iterable[str] | None = None,
     progress: Callable[[float], None] | None = None,
     check: Callable[[str, SideTrace], None] | None = None,
 ) -> pd.DataFrame:
@@ -291,8 +296,8 @@ def series(
     seed: int = 0,
     adjust: str = "bh",
     thresholds: dict | None = None,
-    topology_file=None,
-    llc=None,
+    topology_file: str | Path | None = None,
+    llc: Iterable[str] | None = None,
     progress: Callable[[float], None] | None = None,
     check: Callable[[str, SideTrace], None] | None = None,
 ) -> SeriesResult:
@@ -465,12 +470,12 @@ def _least_p(n_all: int, n_new: int) -> float:
 
 def gate_series(
     builds: Sequence,
-    rules_file=None,
+    rules_file: StrPath | None = None,
     *,
     permutations: int = DEFAULT_PERMUTATIONS,
     thresholds: dict | None = None,
-    topology_file=None,
-    llc=None,
+    topology_file: str | Path | None = None,
+    llc: Iterable[str] | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> SeriesGateResult:
     """Judge the newest of ``builds`` (the last) against the series before it: broken
@@ -494,7 +499,7 @@ def gate_series(
         )
     refused: list[str] = []
 
-    def check(build: str, trace) -> None:
+    def check(build: str, trace: SideTrace) -> None:
         # the two-sided gate's refusals: lost events, raw timestamps, too few switches
         refused.extend(input_problems(f"build {build}", trace, settings))
 

@@ -26,8 +26,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import TraceError
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 #: The most digits an integer of a side file may have (2**63 has 19).
 MAX_INT_DIGITS = 20
@@ -85,11 +90,11 @@ def _float(text: str) -> float:
     return v
 
 
-def _constant(text: str):
+def _constant(text: str) -> NoReturn:
     raise _BadNumber(f"{text} is not a finite number")
 
 
-def load_json(text: str, path, what: str = "JSON"):
+def load_json(text: str, path: StrPath, what: str = "JSON") -> Any:  # (a JSON value)
     """``text`` parsed as JSON, or a :class:`SideValueError` naming ``path`` that says
     what is wrong (``what``: what the file should be, for the message): a key given
     twice, an integer too long, a number beyond a float, NaN or Infinity, nesting too
@@ -112,7 +117,7 @@ def load_json(text: str, path, what: str = "JSON"):
         raise SideValueError(path, f"not {what}: {' '.join(str(exc).split())[:120]}") from None
 
 
-def number(path, key: str, value, *, negative: bool = False) -> float:
+def number(path: StrPath, key: str, value: object, *, negative: bool = False) -> float:
     """``value`` (a JSON number, or text already parsed to a float) as a float: finite,
     at most :data:`MAX_MAGNITUDE` in size, not below 0 unless ``negative``; else a
     SideValueError naming ``path`` and ``key``. True and false are not numbers."""
@@ -128,7 +133,7 @@ def number(path, key: str, value, *, negative: bool = False) -> float:
     return v
 
 
-def parsed_number(path, key: str, text: str, *, negative: bool = False) -> float:
+def parsed_number(path: StrPath, key: str, text: str, *, negative: bool = False) -> float:
     """A number written as text (dbench's ``Throughput 1e400 MB/sec``): as
     :func:`number`."""
     try:
@@ -142,12 +147,14 @@ def parsed_number(path, key: str, text: str, *, negative: bool = False) -> float
     return number(path, key, v, negative=negative)
 
 
-def total(path, key: str, values) -> float:
+def total(path: StrPath, key: str, values: Iterable[float]) -> float:
     """The sum of checked numbers, itself checked (two in range may sum beyond it)."""
     return number(path, key, math.fsum(values))
 
 
-def text(path, key: str, value, *, empty: bool = True, most: int = MAX_TEXT) -> str:
+def text(
+    path: StrPath, key: str, value: object, *, empty: bool = True, most: int = MAX_TEXT
+) -> str:
     """``value`` as a text of a side file: no control characters, no line break, no
     lone surrogate, at most ``most`` characters (and not empty unless ``empty``); else a
     SideValueError naming ``path`` and ``key``."""

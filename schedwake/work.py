@@ -28,12 +28,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import sidevalues
 from .bench import candidates, read_side_file
 from .errors import OptionError, TraceError
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 __all__ = [
     "Work",
@@ -82,7 +87,10 @@ def is_per_op(name: str) -> bool:
 
 
 def parse_work(
-    specs, sides: list[str], param: str = "--work", sources: tuple[str, ...] = SOURCES
+    specs: Sequence[str],
+    sides: list[str],
+    param: str = "--work",
+    sources: tuple[str, ...] = SOURCES,
 ) -> dict[str, WorkSpec]:
     """``--work`` values as ``{side label: spec}``: ``N`` (or one of ``sources``:
     ``bench``, ``cpu``) for every side, ``NAME=N`` for one side; every side must end
@@ -131,7 +139,7 @@ def _one(value: str, spec: str, param: str, sources: tuple[str, ...]) -> WorkSpe
     return number
 
 
-def work_of(trace_path, spec: WorkSpec) -> Work:
+def work_of(trace_path: StrPath, spec: WorkSpec) -> Work:
     """The work of the run recorded in ``trace_path`` under ``spec`` (a number, "bench"
     or "cpu"); TraceError naming the file when it cannot be found."""
     if not isinstance(spec, str):
@@ -143,7 +151,7 @@ def work_of(trace_path, spec: WorkSpec) -> Work:
     raise OptionError("--work", spec, "expected a number of units, bench or cpu")
 
 
-def _counters(trace_path) -> tuple[dict | None, Path]:
+def _counters(trace_path: StrPath) -> tuple[dict | None, Path]:
     path = Path(str(trace_path) + ".counters.json")
     if not path.exists():  # (a device or FIFO there is refused when read, not passed over)
         return None, path
@@ -152,7 +160,7 @@ def _counters(trace_path) -> tuple[dict | None, Path]:
     return (doc if isinstance(doc, dict) else None), path
 
 
-def _cpu_time(trace_path) -> Work:
+def _cpu_time(trace_path: StrPath) -> Work:
     doc, path = _counters(trace_path)
     cmd = None if doc is None else doc.get("command")
     cpu_ns = cmd.get("cpu_ns") if isinstance(cmd, dict) else None
@@ -165,7 +173,7 @@ def _cpu_time(trace_path) -> Work:
     return _work(path, float(cpu_ns) / 1e9, "CPU-s", f"{path.name}: command.cpu_ns")
 
 
-def _work(path, value: float, unit: str, source: str) -> Work:
+def _work(path: StrPath, value: float, unit: str, source: str) -> Work:
     """A run's work found in a file, in the range a given number must be in
     (:data:`MIN_WORK` to :data:`MAX_WORK`), else a TraceError naming the file."""
     if not (math.isfinite(value) and MIN_WORK <= value <= MAX_WORK):
@@ -183,7 +191,7 @@ _MSG_FDS = re.compile(r"^#\s*(\d+)\s+sender and receiver processes per group", r
 _DBENCH_OP = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s+(\d+)\s+[0-9.]+\s+[0-9.]+\s*$")
 
 
-def _bench_ops(trace_path) -> Work:
+def _bench_ops(trace_path: StrPath) -> Work:
     """The benchmark's count of operations in the files beside the trace (the first file
     that gives one, in :func:`schedwake.bench.candidates` order)."""
     looked = []
@@ -248,7 +256,7 @@ def _dbench_ops(text: str, path: Path) -> Work | None:
     return _work(path, total, "operations", f"{path.name}: dbench Operation Count")
 
 
-def _perf_bench_ops(text: str, path: Path, trace_path) -> Work | None:
+def _perf_bench_ops(text: str, path: Path, trace_path: StrPath) -> Work | None:
     m = _PIPE.search(text)
     if m:
         ops = sidevalues.parsed_number(path, "pipe operations", m.group(1))
@@ -271,7 +279,7 @@ def _perf_bench_ops(text: str, path: Path, trace_path) -> Work | None:
     )
 
 
-def _messaging_loops(trace_path) -> int | None:
+def _messaging_loops(trace_path: StrPath) -> int | None:
     """``-l``/``--nr_loops`` of the perf bench sched messaging command line that
     ``schedwake record`` kept (default 100), None when the command line is unknown."""
     doc, _ = _counters(trace_path)
