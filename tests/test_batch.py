@@ -249,8 +249,10 @@ _CLI_LOAD = cli_common.load
 
 
 @functools.cache
-def _read_once(cwd: str, path: str, events: tuple[str, ...] | None, input_format, reader):
-    return _CLI_LOAD(path, None if events is None else list(events), input_format, reader)
+def _read_once(cwd: str, path: str, events: tuple[str, ...] | None, input_format, reader, kallsyms):
+    return _CLI_LOAD(
+        path, None if events is None else list(events), input_format, reader, None, kallsyms
+    )
 
 
 @pytest.fixture
@@ -262,11 +264,11 @@ def traces_read_once(monkeypatch):
     Each trace's model is then built once, not in each of the commands over the same
     traces."""
 
-    def load(path, events=None, input_format=None, reader=None, jobs=None):
+    def load(path, events=None, input_format=None, reader=None, jobs=None, kallsyms=None):
         if path == "-":  # (standard input: read as it comes)
-            return _CLI_LOAD(path, events, input_format, reader, jobs)
+            return _CLI_LOAD(path, events, input_format, reader, jobs, kallsyms)
         events = None if events is None else tuple(events)
-        return _read_once(os.getcwd(), path, events, input_format, reader)
+        return _read_once(os.getcwd(), path, events, input_format, reader, kallsyms)
 
     monkeypatch.setattr(cli_common, "load", load)
 
