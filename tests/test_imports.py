@@ -198,22 +198,30 @@ RENDERING_ALLOWED = {
 }
 
 
+def class_methods(
+    source: str | ast.Module, module: str
+) -> list[tuple[ast.ClassDef, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(class, method) of every method the classes of ``source`` (the text of ``module``,
+    or its syntax tree) define, the allowed ones (:data:`RENDERING_ALLOWED`) left out."""
+    tree = ast.parse(source) if isinstance(source, str) else source
+    return [
+        (node, item)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for item in node.body
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (module, node.name, item.name) not in RENDERING_ALLOWED
+    ]
+
+
 def rendering_methods(source: str | ast.Module, module: str) -> list[str]:
     """``Class.method (line N)`` of each rendering method the classes of ``source``
     (the text of ``module``, or its syntax tree) define, the allowed ones left out."""
-    found = []
-    tree = ast.parse(source) if isinstance(source, str) else source
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for item in node.body:
-            if (
-                isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and item.name in RENDERING_METHODS
-                and (module, node.name, item.name) not in RENDERING_ALLOWED
-            ):
-                found.append(f"{module}.{node.name}.{item.name} (line {item.lineno})")
-    return found
+    return [
+        f"{module}.{cls.name}.{item.name} (line {item.lineno})"
+        for cls, item in class_methods(source, module)
+        if item.name in RENDERING_METHODS
+    ]
 
 
 def test_results_never_render_themselves():
@@ -238,29 +246,21 @@ def worded_methods(source: str | ast.Module, module: str) -> list[str]:
     a string sum whose literal parts hold three words in a row. What a method does, not
     what it is called: the wording of a result is report/'s."""
     found = []
-    tree = ast.parse(source) if isinstance(source, str) else source
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef) or any(
-            isinstance(b, ast.Name) and b.id.endswith(("Error", "Exception")) for b in node.bases
+    for cls, item in class_methods(source, module):
+        if item.name.startswith("__") or any(
+            isinstance(b, ast.Name) and b.id.endswith(("Error", "Exception")) for b in cls.bases
         ):
             continue
-        for item in node.body:
-            if not isinstance(item, ast.FunctionDef) or item.name.startswith("__"):
-                continue
-            if (module, node.name, item.name) in RENDERING_ALLOWED:
-                continue
-            for ret in ast.walk(item):
-                if isinstance(ret, ast.Return) and isinstance(
-                    ret.value, (ast.JoinedStr, ast.BinOp)
-                ):
-                    words = " ".join(
-                        n.value
-                        for n in ast.walk(ret.value)
-                        if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                    )
-                    if _SENTENCE.search(words):
-                        found.append(f"{module}.{node.name}.{item.name} (line {item.lineno})")
-                        break
+        for ret in ast.walk(item):
+            if isinstance(ret, ast.Return) and isinstance(ret.value, (ast.JoinedStr, ast.BinOp)):
+                words = " ".join(
+                    n.value
+                    for n in ast.walk(ret.value)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                )
+                if _SENTENCE.search(words):
+                    found.append(f"{module}.{cls.name}.{item.name} (line {item.lineno})")
+                    break
     return found
 
 
