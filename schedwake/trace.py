@@ -23,6 +23,7 @@ from .ingest.meta import SliceFacts, TraceMeta
 if TYPE_CHECKING:
     from .counters import Beside
     from .model import Model
+    from .model.whole import WholeFacts
     from .topology import Topology
 
 
@@ -48,6 +49,9 @@ class Trace:
         #: For any slice (:meth:`sliced`): the whole trace, the window's bounds and the
         #: CPUs kept (None: all), which the model reads to tell what left the slice.
         self.slice_of: tuple[Trace, int | None, int | None, tuple[int, ...] | None] | None = None
+        #: For a time part of a trace (:mod:`schedwake.partition`): the whole trace's
+        #: facts its model uses (:class:`schedwake.model.whole.WholeFacts`).
+        self.whole_facts: WholeFacts | None = None
         self._bench: list | None = None
         self._counters: tuple[Beside | None] | None = None
 

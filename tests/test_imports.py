@@ -38,6 +38,7 @@ LAYERS = [
     # a trace's tables written as Parquet (schedwake convert)
     ["detect"],  # findings with evidence
     ["changepoint"],  # change points of a series (E-divisive means)
+    ["partition"],  # one trace in time parts: the prelude a part carries, the rows it owns
     ["analysis"],  # one trace (analysis/): findings + metrics + caveats (__init__), the
     # metric catalogue and its values (metrics), waits explained (wait_causes), per-task
     # latency as perf sched gives it (latency)

@@ -30,6 +30,7 @@ from . import wakeups as _wakeups
 from ._util import asof_index, cat_mask, pid_cpu_counts  # (the model's helpers other layers use)
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 from .memo import Memo, TraceTables
+from .whole import WholeFacts
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -60,6 +61,9 @@ class ModelSource(TraceTables, Protocol):
     @property
     def model(self) -> Model: ...
 
+    @property
+    def whole_facts(self) -> WholeFacts | None: ...
+
 
 class Model:
     """The derived tables of one trace under one topology."""
@@ -77,6 +81,11 @@ class Model:
         self.events: Events = load_events(trace)
         if trace.slice_of is not None:  # (a slice's pids live as the whole trace's do)
             self.events.lives = trace.slice_of[0].model.events.lives
+        #: For a time part of a trace (:mod:`schedwake.partition`): the whole trace's
+        #: facts its model uses instead of its own (:mod:`.whole`).
+        self.whole_facts = trace.whole_facts
+        if self.whole_facts is not None:
+            self.events.lives = self.whole_facts.lives
         self._mig_w = _wakeups.match_wakeup_migrations(self.events)
         #: Small results derived from the tables that more than one reader needs
         #: (detectors and metrics), each in its field (:class:`.memo.Memo`).
@@ -267,10 +276,20 @@ class Model:
             if cpus is not None:  # (time off the slice's CPUs is outside it)
                 iv = iv[np.isin(iv["cpu"].to_numpy(), list(cpus))].reset_index(drop=True)
             return iv
+        unseen = self.unseen_tasks if self.whole_facts is None else self.whole_facts.unseen_tasks
+        return _task_states.build(self.events, self.completeness.runs, unseen)
+
+    def facts_for_parts(self) -> WholeFacts:
+        """This trace's facts that the model of one of its time parts uses instead of its
+        own (:mod:`.whole`, :mod:`schedwake.partition`)."""
+        return WholeFacts(lives=self.events.lives, unseen_tasks=self.unseen_tasks)
+
+    @cached_property
+    def unseen_tasks(self) -> np.ndarray | None:
+        """The tasks (life keys, sorted) the trace shows running unseen (``rewoken``
+        contradictions, :mod:`.completeness`); None for a complete trace."""
         comp = self.completeness
         if comp.complete:
-            unseen = None
-        else:  # (the tasks, by life: :mod:`.lives`)
-            b = comp.breaks[(comp.breaks["kind"] == "rewoken").to_numpy()]
-            unseen = np.unique(self.events.key(b["pid"].to_numpy(), b["ts"].to_numpy()))
-        return _task_states.build(self.events, comp.runs, unseen)
+            return None
+        b = comp.breaks[(comp.breaks["kind"] == "rewoken").to_numpy()]
+        return np.unique(self.events.key(b["pid"].to_numpy(), b["ts"].to_numpy()))

@@ -1,0 +1,242 @@
+"""A time part of a trace as a trace of its own, and the model rows it owns
+(docs/design-partitioned-analysis.md, 'Who owns a row').
+
+:func:`part_of` makes the part ``[t0, t1)`` of a loaded trace: its events, the prelude
+that rebuilds the state at ``t0`` (:mod:`.prelude`), the events up to the horizon of
+``t1`` that settle what ended before it (:func:`horizon`) and the whole trace's facts
+(:mod:`schedwake.model.whole`), under the whole trace's topology. Its model is the
+unchanged model, run on fewer events.
+
+:func:`owned_rows` gives, of each model table, the rows the part is the one to give:
+
+* a row with an end (a run, a timeline interval, a task state, a wait, an occupancy
+  interval) belongs to the part that holds its end: it is built from events up to its
+  end (and the horizon's, which settle it), and the prelude gives it its true start
+  when it began before the part. A row still open where the part's trace ends is a
+  later part's; so is a run that ran on to the trace's end (the last part's);
+* a point (a contradiction, a migration) to the part that holds its time;
+* a wake-up to the part that holds the latest of its times (the waking, the wakeup,
+  the run it led to and that run's end), where it is settled: one that led to no run
+  at its task's next wake-up, one whose run has no recorded end at that run's end
+  (:func:`_place_wakeups`).
+
+Every row of the whole trace's tables belongs to exactly one part, and is equal there
+(tests/test_partition.py checks it on real traces at random cuts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .. import ingest
+from ..trace import Trace
+from .prelude import carried_rows
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..model.whole import WholeFacts
+
+#: Per model table: the column that places a row in a part (its end, or its time), or
+#: the columns whose latest value does.
+OWNED_BY = {
+    "runs": "end_ts",
+    "timeline": "end_ts",
+    "breaks": "ts",
+    "task_states": "end_ts",
+    "waits": "end_ts",
+    "occupancy": "end_ts",
+    "migrations": "ts",
+    "wakeups": "run_end_ts",  # (and its other times: _place_wakeups)
+}
+
+
+#: Columns that are row numbers in another table of the same model, and that table:
+#: numbers no other model shares, so :func:`owned_rows` gives the time of the row they
+#: name instead (``waking_index`` -> ``waking_ts``; -1 stays -1).
+ROW_REFERENCES = {
+    "migrations": ("waking_index", "wakeups", "waking_ts"),
+    "wakeups": ("migrate_index", "migrations", "migrate_ts"),
+}
+
+#: Where a row with no end is placed: after every cut.
+_OPEN = np.iinfo(np.int64).max
+
+
+def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> Trace:
+    """The part ``[t0, t1)`` of ``trace`` (None: its start, its end) as a trace: the
+    events in it, the prelude of ``t0`` (:func:`.prelude.carried_rows`), the events
+    of every CPU from ``t1`` to its horizon (:func:`horizon`) and the lost-event rows up
+    to it; its first timestamp is the whole trace's, its last the horizon (the whole
+    trace's last for the last part); its model uses ``facts`` and the whole trace's
+    topology."""
+    tables: dict[str, pa.Table] = {}
+    whole_tables = {name: trace.table(name) for name in trace.events}
+    carried = {} if t0 is None else carried_rows(whole_tables, t0)
+    last = trace.meta.last_ts_ns if t1 is None else horizon(whole_tables, t1)
+    for name, table in whole_tables.items():
+        ts = table.column("ts").to_numpy()
+        inside = np.ones(len(ts), dtype=bool)
+        if t0 is not None:
+            inside &= ts >= t0
+            inside[carried[name]] = True
+        if t1 is not None:
+            inside &= ts <= last
+        tables[name] = table if inside.all() else table.filter(pa.array(inside))
+    lost = trace.lost
+    if t1 is not None:
+        lost = lost.filter(pa.array(lost.column("ts").to_numpy() <= last))
+    meta = dataclasses.replace(trace.meta, last_ts_ns=last)
+    part = Trace(ingest.RawTrace(tables, meta, lost, trace.sideband))
+    part.topology = trace.topology
+    part.whole_facts = facts
+    return part
+
+
+def horizon(tables: Mapping[str, pa.Table], t1: int) -> int:
+    """How far a part ending at the cut ``t1`` reads: to the latest of the CPUs' first
+    ``sched_switch`` at or after the cut (a CPU that never switches again does not
+    count). A row the whole trace ends before the cut may be settled only by what comes
+    after it: a run or a known interval ends at its task's last proof only when its CPU
+    next shows another task or a loss; a loss makes its whole segment (the stretch
+    between two switches) unknown, back to the switch that began it, and the tasks that
+    could have run there unknown from then; a contradiction in a segment is a
+    ``context`` one only if the switch closing it continues the chain; a wait ends
+    where its task can first have run, or earlier at a wake-up or a migration on
+    another CPU. Reading every CPU up to where each has closed its segment settles
+    them; the rows that end after the cut are a later part's, which the part does not
+    give."""
+    switch = tables.get("sched_switch")
+    if switch is None or not switch.num_rows:
+        return t1
+    ts, cpu = switch.column("ts").to_numpy(), switch.column("cpu").to_numpy()
+    after = np.flatnonzero(ts >= t1)
+    if not len(after):
+        return t1
+    _, first = np.unique(cpu[after], return_index=True)  # (rows in time order)
+    return int(ts[after][first].max())
+
+
+def _place(table: pd.DataFrame, by: str | tuple[str, ...]) -> np.ndarray:
+    """The time that places each row of ``table`` in a part: column ``by``, or the
+    latest of the columns ``by`` that have a value."""
+    if isinstance(by, str):
+        return np.array(table[by].to_numpy(dtype=np.int64, na_value=_OPEN))  # (a copy)
+    never = np.iinfo(np.int64).min
+    latest = np.max([table[c].to_numpy(dtype=np.int64, na_value=never) for c in by], axis=0)
+    return latest
+
+
+def _place_wakeups(table: pd.DataFrame, model: Model) -> np.ndarray:
+    """A wake-up at the latest of its times; but one that led to no run though its task
+    was not running at its task's next wake-up (the run it would have led to is the
+    task's next before that), and one whose run has no recorded end at that run's end
+    (:mod:`schedwake.model.completeness`'s run: its last proof, settled where its CPU
+    next shows something); the last part's when neither comes."""
+    place = _place(table, ("ts", "wakeup_ts", "run_ts", "run_end_ts"))
+    ran, ended = table["run_ts"].notna().to_numpy(), table["run_end_ts"].notna().to_numpy()
+    pid = table["wakee_pid"].to_numpy().astype(np.int64)
+    no_run = np.flatnonzero(~ran & ~table["wakee_was_running"].to_numpy())
+    if len(no_run):  # (the task's next row of this table: its next wake-up)
+        ts = table["ts"].to_numpy().astype(np.int64)
+        place[no_run] = next_of_key(ts, pid, ts[no_run], pid[no_run])
+    open_run = np.flatnonzero(ran & ~ended)
+    if len(open_run):
+        runs = model.completeness.runs
+        rpid, rstart = runs["pid"].to_numpy().astype(np.int64), runs["start_ts"].to_numpy()
+        end = np.where((runs["end"] == "trace").to_numpy(), _OPEN, runs["end_ts"].to_numpy())
+        run_ts = table["run_ts"].to_numpy(dtype=np.int64, na_value=0)[open_run]
+        # the run the wake-up led to: the task's last run begun by the run's time
+        order = np.lexsort((rstart, rpid))
+        key_pid, key_start = rpid[order], rstart[order]
+        for i, (p_, t_) in enumerate(zip(pid[open_run].tolist(), run_ts.tolist())):
+            a_, b_ = np.searchsorted(key_pid, p_, "left"), np.searchsorted(key_pid, p_, "right")
+            j = a_ + int(np.searchsorted(key_start[a_:b_], t_, side="right")) - 1
+            place[open_run[i]] = end[order[j]] if j >= a_ else _OPEN
+    return place
+
+
+def next_of_key(ts: np.ndarray, key: np.ndarray, after: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """Per (``after``, ``of``): the first ``ts`` of key ``of`` strictly after ``after``
+    (``_OPEN`` where none)."""
+    order = np.lexsort((ts, key))
+    ts, key = ts[order], key[order]
+    # (keys and times combined: the first of the key's times after the time)
+    lo = np.searchsorted(key, of, side="left")
+    hi = np.searchsorted(key, of, side="right")
+    out = np.full(len(after), _OPEN, dtype=np.int64)
+    for i in range(len(after)):  # (unfinished wake-ups are few)
+        a, b = int(lo[i]), int(hi[i])
+        j = a + int(np.searchsorted(ts[a:b], after[i], side="right"))
+        if j < b:
+            out[i] = ts[j]
+    return out
+
+
+def _before_last_switch_out(wakeups: pd.DataFrame, model: Model, t0: int) -> np.ndarray:
+    """Per wake-up: it came before its task's last switch-out before ``t0``. A part
+    starting at ``t0`` may hold such a wake-up in its prelude (a CPU's events since its
+    last switch are carried) without the run it led to, which ended by that switch-out,
+    and take a later run for it: a row that ran is then an earlier part's."""
+    sw = model.events.switch
+    if sw is None or not len(sw):
+        return np.zeros(len(wakeups), dtype=bool)
+    sts = sw["ts"].to_numpy()
+    left = np.flatnonzero(sts < t0)
+    prev = sw["prev_pid"].to_numpy()[left]
+    outs, from_end = np.unique(prev[::-1], return_index=True)
+    out_ts = sts[left][len(left) - 1 - from_end]
+    pid = wakeups["wakee_pid"].to_numpy()
+    at = np.clip(np.searchsorted(outs, pid), 0, max(len(outs) - 1, 0))
+    if not len(outs):
+        return np.zeros(len(wakeups), dtype=bool)
+    return (outs[at] == pid) & (wakeups["ts"].to_numpy() < out_ts[at])
+
+
+def model_tables(model: Model) -> dict[str, pd.DataFrame]:
+    """The model's tables by the names of :data:`OWNED_BY`."""
+    comp = model.completeness
+    return {
+        "runs": comp.runs,
+        "timeline": comp.timeline,
+        "breaks": comp.breaks,
+        "task_states": model.task_states,
+        "waits": model.waits,
+        "occupancy": model.occupancy,
+        "migrations": model.migrations,
+        "wakeups": model.wakeups,
+    }
+
+
+def owned_rows(model: Model, t0: int | None, t1: int | None) -> dict[str, pd.DataFrame]:
+    """Of each of ``model``'s tables, the rows that belong to the part ``[t0, t1)``
+    (None: open), in the table's order; a column of :data:`ROW_REFERENCES` gives the
+    time of the row it named."""
+    out = {}
+    tables = model_tables(model)
+    for name, table in tables.items():
+        place = _place_wakeups(table, model) if name == "wakeups" else _place(table, OWNED_BY[name])
+        keep = np.ones(len(table), dtype=bool)
+        if t0 is not None:
+            keep &= place >= t0
+        if t1 is not None:
+            keep &= place < t1
+        if name == "wakeups" and t0 is not None:  # (a prelude's wake-up without its run)
+            ran = table["run_ts"].notna().to_numpy()
+            keep &= ~(ran & _before_last_switch_out(table, model, t0))
+        rows = table[keep].reset_index(drop=True)
+        if name in ROW_REFERENCES:
+            column, other, renamed = ROW_REFERENCES[name]
+            at = rows[column].to_numpy().astype(np.int64)
+            ts = tables[other]["ts"].to_numpy()
+            named = np.where(
+                at >= 0, ts[np.clip(at, 0, max(len(ts) - 1, 0))] if len(ts) else -1, -1
+            )
+            rows = rows.drop(columns=[column]).assign(**{renamed: named})
+        out[name] = rows
+    return out
