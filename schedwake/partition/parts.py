@@ -78,7 +78,7 @@ def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> 
     tables: dict[str, pa.Table] = {}
     whole_tables = {name: trace.table(name) for name in trace.events}
     carried = {} if t0 is None else carried_rows(whole_tables, t0)
-    last = trace.meta.last_ts_ns if t1 is None else horizon(whole_tables, t1)
+    last = trace.meta.last_ts_ns if t1 is None else horizon(whole_tables, trace.lost, t1)
     for name, table in whole_tables.items():
         ts = table.column("ts").to_numpy()
         inside = np.ones(len(ts), dtype=bool)
@@ -98,28 +98,74 @@ def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> 
     return part
 
 
-def horizon(tables: Mapping[str, pa.Table], t1: int) -> int:
-    """How far a part ending at the cut ``t1`` reads: to the latest of the CPUs' first
-    ``sched_switch`` at or after the cut (a CPU that never switches again does not
-    count). A row the whole trace ends before the cut may be settled only by what comes
-    after it: a run or a known interval ends at its task's last proof only when its CPU
-    next shows another task or a loss; a loss makes its whole segment (the stretch
-    between two switches) unknown, back to the switch that began it, and the tasks that
-    could have run there unknown from then; a contradiction in a segment is a
-    ``context`` one only if the switch closing it continues the chain; a wait ends
-    where its task can first have run, or earlier at a wake-up or a migration on
-    another CPU. Reading every CPU up to where each has closed its segment settles
-    them; the rows that end after the cut are a later part's, which the part does not
-    give."""
+def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
+    """How far a part ending at the cut ``t1`` reads (every CPU, so that the part is the
+    trace as it was up to then): to the latest close of the CPUs' irregular segments.
+
+    A row the whole trace ends before the cut may be settled only by what comes after
+    it, in the segment (the stretch between two switches of a CPU) the cut falls in: a
+    run or a known interval ends at its task's last proof only when its CPU next shows
+    another task or a loss; a loss makes its whole segment unknown, back to the switch
+    that began it, and the tasks that could have run there unknown from then; a
+    contradiction in a segment is a ``context`` one only if the switch closing it
+    continues the chain; a wait ends where its task can first have run, or earlier at
+    a wake-up or a migration on another CPU. A segment is *regular* when nothing of
+    that happens in it: every event in it is in the context of the task it began with,
+    no loss falls in it and the switch closing it switches that task out. A regular
+    segment settles nothing before the cut (an idle CPU that sleeps for seconds is
+    one), so only the irregular ones are read to their close (a CPU whose irregular
+    segment never closes: to the trace's end). The rows that end after the cut are a
+    later part's, which the part does not give."""
+    from ..model.completeness import PROOF_EVENTS
+
     switch = tables.get("sched_switch")
     if switch is None or not switch.num_rows:
         return t1
     ts, cpu = switch.column("ts").to_numpy(), switch.column("cpu").to_numpy()
-    after = np.flatnonzero(ts >= t1)
-    if not len(after):
+    prev, nxt = switch.column("prev_pid").to_numpy(), switch.column("next_pid").to_numpy()
+    last_ts = max(int(t.column("ts").to_numpy().max()) for t in tables.values() if t.num_rows)
+    cpus = np.unique(cpu)
+    never, open_ = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    seg_from = np.full(len(cpus), never, dtype=np.int64)
+    seg_to = np.full(len(cpus), open_, dtype=np.int64)
+    task = np.full(len(cpus), -1, dtype=np.int64)  # (the segment's task; -1: not known)
+    closing_prev = np.full(len(cpus), -2, dtype=np.int64)
+    left, right = np.flatnonzero(ts < t1), np.flatnonzero(ts >= t1)
+    at = np.searchsorted(cpus, cpu)
+    for rows, pick in ((left, -1), (right, 0)):  # (the last switch before, first after)
+        if not len(rows):
+            continue
+        order = rows[np.lexsort((ts[rows], cpu[rows]))]
+        edge = np.ones(len(order), dtype=bool)
+        if pick == -1:
+            edge[:-1] = cpu[order[1:]] != cpu[order[:-1]]
+        else:
+            edge[1:] = cpu[order[1:]] != cpu[order[:-1]]
+        one = order[edge]
+        if pick == -1:
+            seg_from[at[one]], task[at[one]] = ts[one], nxt[one]
+        else:
+            seg_to[at[one]], closing_prev[at[one]] = ts[one], prev[one]
+    # (a CPU with no switch before the cut: its segment's task is the one switched out)
+    task = np.where(task < 0, closing_prev, task)
+    irregular = (closing_prev != -2) & (closing_prev != task)
+    for name in sorted(set(tables) & set(PROOF_EVENTS) - {"sched_switch"}):
+        t = tables[name]
+        if not t.num_rows or "common_pid" not in t.column_names:
+            continue
+        e_at = np.searchsorted(cpus, t.column("cpu").to_numpy())
+        e_at = np.clip(e_at, 0, len(cpus) - 1)
+        e_ts = t.column("ts").to_numpy()
+        inside = (e_ts >= seg_from[e_at]) & (e_ts < seg_to[e_at])
+        other = inside & (t.column("common_pid").fill_null(-1).to_numpy() != task[e_at])
+        irregular[np.unique(e_at[other])] = True
+    if lost.num_rows:
+        l_at = np.clip(np.searchsorted(cpus, lost.column("cpu").to_numpy()), 0, len(cpus) - 1)
+        l_ts = lost.column("ts").to_numpy()
+        irregular[np.unique(l_at[(l_ts >= seg_from[l_at]) & (l_ts <= seg_to[l_at])])] = True
+    if not irregular.any():
         return t1
-    _, first = np.unique(cpu[after], return_index=True)  # (rows in time order)
-    return int(ts[after][first].max())
+    return max(t1, int(np.minimum(seg_to[irregular], last_ts).max()))
 
 
 def _place(table: pd.DataFrame, by: str | tuple[str, ...]) -> np.ndarray:
@@ -198,6 +244,67 @@ def _before_last_switch_out(wakeups: pd.DataFrame, model: Model, t0: int) -> np.
     return (outs[at] == pid) & (wakeups["ts"].to_numpy() < out_ts[at])
 
 
+def _defer_to_unseen_starts(place: np.ndarray, table: pd.DataFrame, runs: pd.DataFrame) -> None:
+    """Place at the run's first proof the rows that end where a run of their task that
+    the trace does not show begin may have begun (its ``earliest_ts``: the CPU's
+    previous proof): a wait, a state before it. That run may come long after the row's
+    end (a task woken and queued, then first shown running after a stretch its CPU
+    does not show), and only it ends the row there."""
+    unseen = np.flatnonzero(
+        ~runs["exact_start"].to_numpy()
+        & (runs["start_ts"].to_numpy() > runs["earliest_ts"].to_numpy())
+    )
+    if not len(unseen) or not len(table):
+        return
+    by = pd.DataFrame(
+        {
+            "pid": runs["pid"].to_numpy()[unseen].astype(np.int64),
+            "end_ts": runs["earliest_ts"].to_numpy()[unseen].astype(np.int64),
+            "first_proof": runs["start_ts"].to_numpy()[unseen].astype(np.int64),
+        }
+    ).drop_duplicates(["pid", "end_ts"], keep="last")
+    rows = pd.DataFrame(
+        {
+            "pid": table["pid"].to_numpy().astype(np.int64),
+            "end_ts": table["end_ts"].to_numpy(dtype=np.int64, na_value=_OPEN),
+        }
+    )
+    found = rows.merge(by, how="left", on=["pid", "end_ts"])["first_proof"].to_numpy()
+    at = np.flatnonzero(~np.isnan(found))
+    place[at] = np.maximum(place[at], found[at].astype(np.int64))
+
+
+def _defer_to_runs(place: np.ndarray, occupancy: pd.DataFrame, wakeups: pd.DataFrame) -> None:
+    """Place a woken task's wait on its CPU (``waiting``, reason ``wakeup``) no earlier
+    than the run its wake-up led to: the model gives such a wait only for a wake-up
+    that ran, however early a migration ended it."""
+    woken = np.flatnonzero(
+        ((occupancy["state"] == "waiting") & (occupancy["reason"] == "wakeup")).to_numpy()
+    )
+    ran = wakeups["run_ts"].notna().to_numpy()
+    if not len(woken) or not ran.any():
+        return
+    queued = wakeups["wakeup_ts"].to_numpy(dtype=np.int64, na_value=_OPEN)
+    start = np.where(queued == _OPEN, wakeups["ts"].to_numpy(), queued)[ran]
+    run = wakeups["run_ts"].to_numpy(dtype=np.int64, na_value=0)[ran]
+    by = pd.DataFrame(
+        {
+            "pid": wakeups["wakee_pid"].to_numpy()[ran].astype(np.int64),
+            "start_ts": np.minimum(start, run),
+            "run": run,
+        }
+    ).drop_duplicates(["pid", "start_ts"], keep="last")
+    rows = pd.DataFrame(
+        {
+            "pid": occupancy["pid"].to_numpy()[woken].astype(np.int64),
+            "start_ts": occupancy["start_ts"].to_numpy()[woken].astype(np.int64),
+        }
+    )
+    found = rows.merge(by, how="left", on=["pid", "start_ts"])["run"].to_numpy()
+    hit = ~np.isnan(found)
+    place[woken[hit]] = np.maximum(place[woken[hit]], found[hit].astype(np.int64))
+
+
 def model_tables(model: Model) -> dict[str, pd.DataFrame]:
     """The model's tables by the names of :data:`OWNED_BY`."""
     comp = model.completeness
@@ -221,6 +328,10 @@ def owned_rows(model: Model, t0: int | None, t1: int | None) -> dict[str, pd.Dat
     tables = model_tables(model)
     for name, table in tables.items():
         place = _place_wakeups(table, model) if name == "wakeups" else _place(table, OWNED_BY[name])
+        if name in ("task_states", "waits", "occupancy"):
+            _defer_to_unseen_starts(place, table, tables["runs"])
+        if name == "occupancy":
+            _defer_to_runs(place, table, tables["wakeups"])
         keep = np.ones(len(table), dtype=bool)
         if t0 is not None:
             keep &= place >= t0

@@ -112,12 +112,15 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
         since_out = sts >= _lookup(task_keys, task_since, nxt[sw])
         switch_rows = [last_of_each(prev, sw), last_of_each(nxt, sw), sw[since_out]]
         segments = _segments(_column(switch, "cpu")[sw], sts, since_out)
+        dead = _deaths(switch, sw)
     else:
         cpu_keys = task_keys = np.zeros(0, np.int64)
         cpu_since = task_since = np.zeros(0, np.int64)
         switch_rows = []
         segments = None
+        dead = None
     out: dict[str, np.ndarray] = {}
+    on_cpus: dict[str, np.ndarray] = {}  # (the CPUs' rows: never pruned)
     wakers_at: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # of carried wake-ups
     for name, table in tables.items():
         rows = before[name]
@@ -129,6 +132,7 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
         if segments is not None:
             keep |= segments.hold(cpu, ts)
         picked = [rows[keep]]
+        on_cpus[name] = rows[keep]
         if name == "sched_switch":
             picked += switch_rows
         elif name in TASK_EVENTS:
@@ -150,6 +154,11 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
         out[name] = np.unique(np.concatenate(picked))
     for name, more in _last_runs(tables, before).items():
         out[name] = np.union1d(out[name], more)
+    if dead is not None:
+        for name, rows in out.items():
+            if len(rows):
+                gone = _of_the_dead(tables[name], name, rows, dead)
+                out[name] = np.union1d(rows[~gone], on_cpus.get(name, rows[:0]))
     if wakers_at:
         # the waker's own state at each carried wake-up: the switch that put it on its
         # CPU, its work item
@@ -216,6 +225,52 @@ def _last_runs(tables: Mapping[str, pa.Table], before: Mapping[str, np.ndarray])
     for k, name in enumerate(names):
         out[name] = np.unique(r_[pick[s_[pick] == k]])
     return out
+
+
+def _deaths(switch: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of the switches ``rows`` (those before the cut, in time order): the pids whose last
+    switch-out ended their task's life (``prev_state`` X, Z or x: the task never runs
+    again) and its time, pids sorted."""
+    from ..model.lives import dies
+
+    if "prev_state_str" not in switch.column_names or not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    prev = _column(switch, "prev_pid")
+    last = last_of_each(prev, rows)
+    states = switch.column("prev_state_str").take(pa.array(last)).to_pylist()
+    died = np.array([s is not None and dies(s) for s in states], dtype=bool)
+    pids, at = prev[last][died].astype(np.int64), _column(switch, "ts")[last][died]
+    order = np.argsort(pids, kind="stable")
+    return pids[order], at[order].astype(np.int64)
+
+
+#: Per table, the columns naming the task a row is about (a switch: both tasks; any
+#: other event: the task whose context it fired in).
+_SUBJECTS = {
+    "sched_switch": ("prev_pid", "next_pid"),
+    **{name: ("pid",) for name in TASK_EVENTS},
+    "sched_process_fork": ("child_pid",),
+    "sched_process_exec": ("pid",),
+}
+
+
+def _of_the_dead(
+    table: pa.Table, name: str, rows: np.ndarray, dead: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """Per row: every task it is about had died by the cut, and the row comes before its
+    death. A dead task carries only its death (the switch-out that ended it): its rows
+    all end by then (its pid's lives are the whole trace's facts, given to the part's
+    model). The idle task (pid 0) counts as dead here: each CPU's carries its own."""
+    pids, at = dead
+    ts = _column(table, "ts")[rows]
+    gone = np.ones(len(rows), dtype=bool)
+    for column in _SUBJECTS.get(name, ("common_pid",)):
+        if column not in table.column_names:
+            return np.zeros(len(rows), dtype=bool)
+        pid = table.column(column).fill_null(-1).to_numpy()[rows].astype(np.int64)
+        died_at = _lookup(pids, at, pid)
+        gone &= (pid == 0) | ((died_at != _NEVER) & (ts < died_at))
+    return gone
 
 
 class _Segments:
