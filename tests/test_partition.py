@@ -142,3 +142,34 @@ def test_last_of_each() -> None:
     assert last_of_each(keys, np.arange(6)).tolist() == [3, 4, 5]
     assert last_of_each(keys, np.array([0, 1, 3])).tolist() == [0, 1, 3]
     assert last_of_each(keys, np.zeros(0, np.intp)).tolist() == []
+
+
+def test_a_pid_used_again_at_every_cut() -> None:
+    """A pid's two lives (tests/test_trackers_by_hand.py, reused_clean: a kworker exits,
+    a fork gives its pid to a new task), cut between every two of its events: each
+    part's rows equal the whole's; and the boundary between the lives is found by the
+    part that holds it from its own events and prelude (what lets the parts' first pass
+    give the lives, instead of the whole trace)."""
+    from schedwake.model.lives import Lives
+
+    from .test_trackers_by_hand import reused_clean
+
+    trace, _, _ = reused_clean()
+    whole = trace.model.events.lives
+    assert len(whole.pid) == 1
+    stamps = np.unique(
+        np.concatenate([trace.table(n).column("ts").to_numpy() for n in trace.events])
+    )
+    facts = trace.model.facts_for_parts()
+    for cut in stamps[1:]:
+        check_parts(trace, [int(cut)])
+        found = []
+        for t0, t1 in ((None, int(cut)), (int(cut), None)):
+            own = Lives.of(part_of(trace, t0, t1, facts).model.events)
+            inside = np.ones(len(own.ts), dtype=bool)
+            if t0 is not None:
+                inside &= own.ts >= t0
+            if t1 is not None:
+                inside &= own.ts < t1
+            found += list(zip(own.pid[inside].tolist(), own.ts[inside].tolist()))
+        assert found == list(zip(whole.pid.tolist(), whole.ts.tolist())), cut

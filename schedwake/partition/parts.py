@@ -187,7 +187,7 @@ def _place_wakeups(table: pd.DataFrame, model: Model) -> np.ndarray:
     place = _place(table, ("ts", "wakeup_ts", "run_ts", "run_end_ts"))
     ran, ended = table["run_ts"].notna().to_numpy(), table["run_end_ts"].notna().to_numpy()
     pid = table["wakee_pid"].to_numpy().astype(np.int64)
-    no_run = np.flatnonzero(~ran & ~table["wakee_was_running"].to_numpy())
+    no_run = np.flatnonzero(~ran & ~table["wakee_was_running"].to_numpy(dtype=bool))
     if len(no_run):  # (the task's next row of this table: its next wake-up)
         ts = table["ts"].to_numpy().astype(np.int64)
         place[no_run] = next_of_key(ts, pid, ts[no_run], pid[no_run])
