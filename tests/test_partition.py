@@ -75,6 +75,7 @@ def check_parts(trace: schedwake.Trace, cuts: list[int], to_the_end: bool = Fals
         assert sum(len(f) for f in got[name]) == len(expected[name]), name
 
 
+@pytest.mark.slow  # (a model per part, on whole real traces)
 def test_the_prelude_rebuilds_the_state_at_a_cut(any_trace: schedwake.Trace) -> None:
     first, last = any_trace.meta.first_ts_ns, any_trace.meta.last_ts_ns
     assert first is not None and last is not None
@@ -82,6 +83,7 @@ def test_the_prelude_rebuilds_the_state_at_a_cut(any_trace: schedwake.Trace) -> 
     check_parts(any_trace, sorted({int(t) for t in rng.integers(first + 1, last, size=3)}), True)
 
 
+@pytest.mark.slow  # (a model per part, on whole real traces)
 def test_random_cuts_give_the_whole_model(whole: schedwake.Trace) -> None:
     first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns
     assert first is not None and last is not None
@@ -90,6 +92,7 @@ def test_random_cuts_give_the_whole_model(whole: schedwake.Trace) -> None:
     check_parts(whole, cuts)
 
 
+@pytest.mark.slow  # (a model per part, on whole real traces)
 def test_cuts_inside_waits_runs_and_wakeups(whole: schedwake.Trace) -> None:
     """A cut inside the longest wait, inside a long run, and between a wake-up of a
     kworker's ping-pong and the run it led to."""
@@ -111,6 +114,7 @@ def test_cuts_inside_waits_runs_and_wakeups(whole: schedwake.Trace) -> None:
     check_parts(whole, sorted(c for c in cuts if c > whole.meta.first_ts_ns))
 
 
+@pytest.mark.slow  # (a model per part, on whole real traces)
 def test_the_prelude_is_small_and_composes() -> None:
     """The rows carried to a cut are a few per task and CPU, not the events before it;
     carried to a later cut from (carried rows + the events between), they are the rows
