@@ -13,7 +13,10 @@ unchanged model, run on fewer events.
   interval) belongs to the part that holds its end: it is built from events up to its
   end (and the horizon's, which settle it), and the prelude gives it its true start
   when it began before the part. A row still open where the part's trace ends is a
-  later part's; so is a run that ran on to the trace's end (the last part's);
+  later part's; so is a run that ran on to the trace's end (the last part's). A run
+  that ended at its last proof (the CPU shows nothing more of it), and its task's
+  running state, belong to the part that holds what the CPU shows next: only that
+  makes the proof the last (:func:`_place_runs`);
 * a point (a contradiction, a migration) to the part that holds its time;
 * a wake-up to the part that holds the latest of its times (the waking, the wakeup,
   the run it led to and that run's end), where it is settled: one that led to no run
@@ -114,8 +117,10 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
     no loss falls in it and the switch closing it switches that task out. A regular
     segment settles nothing before the cut (an idle CPU that sleeps for seconds is
     one), so only the irregular ones are read to their close (a CPU whose irregular
-    segment never closes: to the trace's end). The rows that end after the cut are a
-    later part's, which the part does not give."""
+    segment never closes: to the trace's end). A CPU with no switch before the cut has
+    no timeline yet, and the runs its events prove are placed where it next shows
+    something (:func:`_place_runs`): only a loss in its segment makes it wait. The
+    rows that end after the cut are a later part's, which the part does not give."""
     from ..model.completeness import PROOF_EVENTS
 
     switch = tables.get("sched_switch")
@@ -130,6 +135,7 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
     seg_to = np.full(len(cpus), open_, dtype=np.int64)
     task = np.full(len(cpus), -1, dtype=np.int64)  # (the segment's task; -1: not known)
     closing_prev = np.full(len(cpus), -2, dtype=np.int64)
+    opening_prev = np.full(len(cpus), -2, dtype=np.int64)
     left, right = np.flatnonzero(ts < t1), np.flatnonzero(ts >= t1)
     at = np.searchsorted(cpus, cpu)
     for rows, pick in ((left, -1), (right, 0)):  # (the last switch before, first after)
@@ -144,6 +150,7 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
         one = order[edge]
         if pick == -1:
             seg_from[at[one]], task[at[one]] = ts[one], nxt[one]
+            opening_prev[at[one]] = prev[one]
         else:
             seg_to[at[one]], closing_prev[at[one]] = ts[one], prev[one]
     # (a CPU with no switch before the cut: its segment's task is the one switched out)
@@ -156,13 +163,25 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
         e_at = np.searchsorted(cpus, t.column("cpu").to_numpy())
         e_at = np.clip(e_at, 0, len(cpus) - 1)
         e_ts = t.column("ts").to_numpy()
-        inside = (e_ts >= seg_from[e_at]) & (e_ts < seg_to[e_at])
-        other = inside & (t.column("common_pid").fill_null(-1).to_numpy() != task[e_at])
+        e_pid = t.column("common_pid").fill_null(-1).to_numpy()
+        # (an event stamped with the opening switch's very time in the context of the
+        # task it switches out fired before it: the model puts it in the segment before)
+        inside = (e_ts > seg_from[e_at]) | (
+            (e_ts == seg_from[e_at]) & (e_pid != opening_prev[e_at])
+        )
+        inside &= e_ts < seg_to[e_at]
+        other = inside & (e_pid != task[e_at])
         irregular[np.unique(e_at[other])] = True
+    lost_in = np.zeros(len(cpus), dtype=bool)
     if lost.num_rows:
         l_at = np.clip(np.searchsorted(cpus, lost.column("cpu").to_numpy()), 0, len(cpus) - 1)
         l_ts = lost.column("ts").to_numpy()
-        irregular[np.unique(l_at[(l_ts >= seg_from[l_at]) & (l_ts <= seg_to[l_at])])] = True
+        lost_in[np.unique(l_at[(l_ts >= seg_from[l_at]) & (l_ts <= seg_to[l_at])])] = True
+    irregular |= lost_in
+    # (a CPU with no switch before the cut has no timeline yet: its runs ended at their
+    # last proofs are placed where the CPU next shows something, :func:`_place_runs`;
+    # only a loss there reaches back)
+    irregular &= (seg_from != never) | lost_in
     if not irregular.any():
         return t1
     return max(t1, int(np.minimum(seg_to[irregular], last_ts).max()))
@@ -305,6 +324,69 @@ def _defer_to_runs(place: np.ndarray, occupancy: pd.DataFrame, wakeups: pd.DataF
     place[woken[hit]] = np.maximum(place[woken[hit]], found[hit].astype(np.int64))
 
 
+def _cpu_points(model: Model) -> dict[int, np.ndarray]:
+    """Per CPU, the sorted times of everything the trace shows on it: the events the
+    model reads as proofs (switches included) and the lost-event markers."""
+    from ..model.completeness import PROOF_EVENTS
+
+    trace = model.trace
+    ts, cpu = [], []
+    for name in sorted(set(trace.events) & set(PROOF_EVENTS)):
+        t = trace.table(name)
+        ts.append(t.column("ts").to_numpy())
+        cpu.append(t.column("cpu").to_numpy())
+    ts.append(trace.lost.column("ts").to_numpy())
+    cpu.append(trace.lost.column("cpu").to_numpy())
+    all_ts, all_cpu = np.concatenate(ts).astype(np.int64), np.concatenate(cpu).astype(np.int64)
+    return {int(c): np.sort(all_ts[all_cpu == c]) for c in np.unique(all_cpu)}
+
+
+def _next_point(points: dict[int, np.ndarray], cpu: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Per (cpu, time): the first point of that CPU strictly after the time (open: none)."""
+    out = np.full(len(after), _OPEN, dtype=np.int64)
+    for c in np.unique(cpu):
+        mine = np.flatnonzero(cpu == c)
+        on = points.get(int(c), np.zeros(0, np.int64))
+        i = np.searchsorted(on, after[mine], side="right")
+        out[mine] = np.where(i < len(on), on[np.minimum(i, len(on) - 1)], _OPEN)
+    return out
+
+
+def _place_runs(runs: pd.DataFrame, points: dict[int, np.ndarray]) -> np.ndarray:
+    """A run that ended at a switch-out at its end; one that ended at its last proof
+    (``end`` ``event``) where the CPU next shows something (that is what ends it: a
+    proof of another task, a loss); one that ran to the trace's end is open."""
+    place = _place(runs, "end_ts")
+    end = runs["end"].to_numpy()
+    last_proof = np.flatnonzero(end == "event")
+    place[last_proof] = _next_point(points, runs["cpu"].to_numpy()[last_proof], place[last_proof])
+    place[end == "trace"] = _OPEN
+    return place
+
+
+def _place_task_states(
+    states: pd.DataFrame, runs: pd.DataFrame, points: dict[int, np.ndarray]
+) -> np.ndarray:
+    """A task's interval at its end, but a running one that ended where a run of its
+    CPU ended at its last proof where the CPU next shows something, as
+    :func:`_place_runs` places that run."""
+    place = _place(states, "end_ts")
+    cpu = states["cpu"].to_numpy().astype(np.int64)
+    running = np.flatnonzero((states["state"] == "running").to_numpy())
+    by_proof = (runs["end"] == "event").to_numpy()
+    ended = pd.DataFrame(
+        {
+            "cpu": runs["cpu"].to_numpy()[by_proof].astype(np.int64),
+            "end": runs["end_ts"].to_numpy()[by_proof].astype(np.int64),
+        }
+    ).drop_duplicates()
+    rows = pd.DataFrame({"cpu": cpu[running], "end": place[running]})
+    hit = rows.merge(ended, how="left", on=["cpu", "end"], indicator=True)["_merge"] == "both"
+    at = running[hit.to_numpy()]
+    place[at] = _next_point(points, cpu[at], place[at])
+    return place
+
+
 def model_tables(model: Model) -> dict[str, pd.DataFrame]:
     """The model's tables by the names of :data:`OWNED_BY`."""
     comp = model.completeness
@@ -326,8 +408,16 @@ def owned_rows(model: Model, t0: int | None, t1: int | None) -> dict[str, pd.Dat
     time of the row it named."""
     out = {}
     tables = model_tables(model)
+    points = _cpu_points(model)
     for name, table in tables.items():
-        place = _place_wakeups(table, model) if name == "wakeups" else _place(table, OWNED_BY[name])
+        if name == "wakeups":
+            place = _place_wakeups(table, model)
+        elif name == "runs":
+            place = _place_runs(table, points)
+        elif name == "task_states":
+            place = _place_task_states(table, tables["runs"], points)
+        else:
+            place = _place(table, OWNED_BY[name])
         if name in ("task_states", "waits", "occupancy"):
             _defer_to_unseen_starts(place, table, tables["runs"])
         if name == "occupancy":
