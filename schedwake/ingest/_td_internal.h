@@ -305,6 +305,11 @@ struct td_file {
     int64_t *lost_per_cpu;
     td_meta meta;
 
+    /* the buffer's index and a time range (_td_records.c: td_index, td_set_time_range) */
+    td_cpu_blocks *index;       /* per CPU slot of the buffer read (b->ncpu), or NULL */
+    struct BlockSpan *span;     /* per CPU slot: the blocks to decode; NULL: all of them */
+    int64_t range_t0, range_t1;
+
     PerfFile *perf;             /* perf.data: its own state (_td_perfdata.c), else NULL */
     const Source *src;          /* the merge's source of records; NULL: trace.dat's CPUs */
     const char *kind;           /* "trace.dat" or "perf.data", for messages */
@@ -389,7 +394,15 @@ typedef struct {
     uint64_t released;          /* file offset up to which its pages went back */
     int run, next_run;          /* perf.data: cpu_slot is the record range; a CPU's
                                    samples of one range form sorted runs, chained */
+    int64_t blocks;             /* blocks of the index (pages, chunks) decoded */
+    int64_t block_lo, block_hi; /* a time-range read: the index's time span of the block
+                                   being decoded, which its records must lie in */
 } CpuWork;
+
+/* A time-range read: the blocks [first, end) of one CPU's data to decode. */
+typedef struct BlockSpan {
+    int64_t first, end;
+} BlockSpan;
 
 struct td_decoder {
     td_file *f;
@@ -445,6 +458,18 @@ int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t 
 int decompress_with(void **ctx, int comp, const uint8_t *src, size_t csize, uint8_t *dst,
                     size_t usize);
 void decompress_end(void **ctx);
+
+/* A compressed block read from its start, a few bytes at a time, without
+   decompressing the rest (the index reads a chunk's first page so). */
+typedef struct {
+    int comp;
+    void *z;                    /* ZSTD_DStream or z_stream */
+    const uint8_t *src;
+    size_t csize, cpos;
+} Inflow;
+int inflow_begin(Inflow *s, int comp, const uint8_t *src, size_t csize);
+int inflow_read(Inflow *s, uint8_t *dst, size_t n);    /* exactly n bytes, or TD_EINVAL */
+void inflow_end(Inflow *s);
 int parse_int(const char *p, const char *end, int64_t *v, const char **after);
 int keyed_int(const char *p, const char *end, const char *key, int64_t *v);
 const char *find_line_end(const char *p, const char *end);

@@ -445,9 +445,28 @@ static inline uint64_t tsc_ns(const td_file *f, uint64_t ts)
     return ret;
 }
 
+/* A time-range read: a record (or a lost-event row) at time t of the block being
+   decoded must lie in the block's span from the index, or the index would have
+   left out blocks that hold records of the range. */
+static int outside_block(const Decoder *d, CpuWork *w, int64_t t, uint64_t foff)
+{
+    if (t >= w->block_lo && t <= w->block_hi)
+        return 0;
+    snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64 " has a "
+             "record at time %" PRId64 ", outside its block's span %" PRId64 "..%" PRId64
+             " by the pages' times: its pages are not in time order, and a time range of it "
+             "cannot be read (read it whole)", d->f->kind, w->cpu, foff, t, w->block_lo,
+             w->block_hi);
+    return 1;
+}
+
 /* Decode one ring-buffer page at file offset `foff`.  *prev_raw carries the last
-   raw timestamp of this CPU, to refuse time going backwards. */
-static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
+   raw timestamp of this CPU, to refuse time going backwards.  `ranged` (a constant:
+   decode_page and decode_page_ranged are its two copies, so that the whole read
+   pays nothing for ranges) keeps only records in [f->range_t0, f->range_t1). */
+static inline __attribute__((always_inline)) int decode_page_in(Decoder *d, CpuWork *w,
+                                                                const uint8_t *page,
+                                                                uint64_t foff, const int ranged)
 {
     uint64_t *prev_raw = &w->prev_raw;
     int *first_page = &w->first_page;
@@ -590,6 +609,14 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
         *prev_raw = ts;
         *first_page = 0;
         int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
+        if (ranged) {
+            if (outside_block(d, w, t, foff))
+                return REC_DAMAGE;
+            if (t < f->range_t0 || t >= f->range_t1) {
+                got_missed = 1;     /* the page's lost row has this time: outside too */
+                continue;
+            }
+        }
         w->records++;
         if (w->records == 1)
             w->first_ts = t;
@@ -629,6 +656,12 @@ page_done:
     if (!got_missed) {
         /* a page that lost events before it but holds no record: still say so */
         int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
+        if (ranged) {
+            if (outside_block(d, w, t, foff))
+                return REC_DAMAGE;
+            if (t < f->range_t0 || t >= f->range_t1)
+                return 0;
+        }
         int32_t cpu = (int32_t)w->cpu;
         if (buf_put(&w->lost_ts, &t, 8) || buf_put(&w->lost_cpu, &cpu, 4) ||
             buf_put(&w->lost_count, &missed, 8))
@@ -642,6 +675,26 @@ bad:
              ": an event at byte %u runs past the page's %u bytes of events", d->f->kind, w->cpu, foff,
              pos, size);
     return REC_DAMAGE;
+}
+
+static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
+{
+    return decode_page_in(d, w, page, foff, 0);
+}
+
+static int decode_page_ranged(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
+{
+    return decode_page_in(d, w, page, foff, 1);
+}
+
+/* A time-range read: block i of CPU slot w is decoded next; its records must lie in
+   [first_ts[i], first_ts[i + 1]] (the next block's first page starts no earlier
+   than this block's last record: decode_page checks it of whole reads). */
+static void enter_block(const td_file *f, CpuWork *w, int64_t i)
+{
+    const td_cpu_blocks *ix = &f->index[w->cpu_slot];
+    w->block_lo = ix->first_ts[i];
+    w->block_hi = i + 1 < ix->nblocks ? ix->first_ts[i + 1] : INT64_MAX;
 }
 
 /* Decode the next page of one CPU's data (uncompressed, or from its current
@@ -676,12 +729,25 @@ int decode_step(Decoder *d, CpuWork *w)
     uint32_t psize = d->b->page_size;
     if (d->cancel)
         return REC_CANCELLED;
+    const BlockSpan *span = f->span ? &f->span[w->cpu_slot] : NULL;
     if (!d->b->compressed) {
-        if (w->pos >= c->size)
+        if (!w->started) {
+            if (span)
+                w->pos = (uint64_t)span->first * psize;
+            w->started = 1;
+        }
+        if (w->pos >= (span ? (uint64_t)span->end * psize : c->size))
             return 0;
-        int rc = decode_page(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        int rc;
+        if (span) {
+            enter_block(f, w, (int64_t)(w->pos / psize));
+            rc = decode_page_ranged(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        } else {
+            rc = decode_page(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        }
         if (rc < 0)
             return rc;
+        w->blocks++;
         w->pos += psize;
         __atomic_fetch_add(&d->bytes_done, (int64_t)psize, __ATOMIC_RELAXED);
         release_consumed(d, w, c->offset + (w->pos < c->size ? w->pos : c->size));
@@ -698,21 +764,29 @@ int decode_step(Decoder *d, CpuWork *w)
     if (w->pos >= w->chunk_len) {
         uint64_t csize, usize;
         const uint8_t *src;
-        if (w->chunk_no == w->nchunks) {
-            if (w->r.pos != w->r.size) {
-                snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u compressed data "
-                         "has %zu bytes after its %" PRIu64 " chunks (offset %" PRIu64 ")", d->f->kind,
-                         w->cpu, w->r.size - w->r.pos, w->nchunks, w->r.base + w->r.pos);
-                return REC_DAMAGE;
+        for (;;) {
+            if (w->chunk_no == w->nchunks) {
+                if (w->r.pos != w->r.size) {
+                    snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u compressed data "
+                             "has %zu bytes after its %" PRIu64 " chunks (offset %" PRIu64 ")",
+                             d->f->kind, w->cpu, w->r.size - w->r.pos, w->nchunks,
+                             w->r.base + w->r.pos);
+                    return REC_DAMAGE;
+                }
+                return 0;
             }
-            return 0;
+            if (span && w->chunk_no >= (uint64_t)span->end)
+                return 0;
+            if (rd_u(&w->r, 4, &csize, "chunk compressed size") < 0 ||
+                rd_u(&w->r, 4, &usize, "chunk size") < 0)
+                return REC_DAMAGE;
+            w->chunk_off = w->r.base + w->r.pos;
+            if (rd_bytes(&w->r, (size_t)csize, &src, "compressed chunk") < 0)
+                return REC_DAMAGE;
+            if (!span || w->chunk_no >= (uint64_t)span->first)
+                break;
+            w->chunk_no++;      /* before the range: its header is all that is read */
         }
-        if (rd_u(&w->r, 4, &csize, "chunk compressed size") < 0 ||
-            rd_u(&w->r, 4, &usize, "chunk size") < 0)
-            return REC_DAMAGE;
-        w->chunk_off = w->r.base + w->r.pos;
-        if (rd_bytes(&w->r, (size_t)csize, &src, "compressed chunk") < 0)
-            return REC_DAMAGE;
         if (usize > MAX_CHUNK_BYTES || usize % psize) {
             snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u chunk at offset %"
                      PRIu64 " says %" PRIu64 " bytes, not whole pages of %u (at most %u)", d->f->kind,
@@ -732,7 +806,10 @@ int decode_step(Decoder *d, CpuWork *w)
                      w->chunk_off, usize);
             return REC_DAMAGE;
         }
+        if (span)
+            enter_block(f, w, (int64_t)w->chunk_no);
         w->chunk_no++;
+        w->blocks++;
         w->chunk_len = usize;
         w->pos = 0;
         __atomic_fetch_add(&d->bytes_done, (int64_t)(csize + 8), __ATOMIC_RELAXED);
@@ -740,7 +817,8 @@ int decode_step(Decoder *d, CpuWork *w)
         if (!usize)
             return 1;
     }
-    int rc = decode_page(d, w, w->chunk + w->pos, w->chunk_off);
+    int rc = span ? decode_page_ranged(d, w, w->chunk + w->pos, w->chunk_off)
+                  : decode_page(d, w, w->chunk + w->pos, w->chunk_off);
     if (rc < 0)
         return rc;
     w->pos += psize;
@@ -759,3 +837,183 @@ int decode_cpu(Decoder *d, CpuWork *w)
     return rc;
 }
 
+
+/* ---------------------------------------------------------- the index */
+
+#define NO_TS INT64_MIN     /* a block that holds nothing: it takes the next one's time */
+
+/* The time of a page by its header, or NO_TS when it holds nothing: no byte of
+   events and no lost-event flag (such a page's header time is not checked against
+   its neighbours' by decode_page). */
+static int64_t page_time(const td_file *f, const uint8_t *page)
+{
+    uint64_t commit = ld(page + 8, f->commit_size, f->swap);
+    if (!(commit & COMMIT_MASK) && !(commit & MISSING_EVENTS))
+        return NO_TS;
+    return (int64_t)(tsc_ns(f, ld(page, 8, f->swap)) + (uint64_t)f->ts_offset);
+}
+
+/* The first time of a compressed chunk: its pages decompressed one at a time until
+   one holds something (usually the first). */
+static int chunk_time(td_file *f, const CpuData *c, const uint8_t *src, uint64_t csize,
+                      uint64_t usize, uint64_t off, uint8_t *page, int64_t *t)
+{
+    uint32_t psize = f->buffers[f->sel].page_size;
+    Inflow in;
+    int rc = inflow_begin(&in, f->comp, src, (size_t)csize);
+    *t = NO_TS;
+    for (uint64_t p = 0; rc == TD_OK && p < usize / psize && *t == NO_TS; p++)
+        if ((rc = inflow_read(&in, page, psize)) == TD_OK)
+            *t = page_time(f, page);
+    inflow_end(&in);
+    if (rc < 0)
+        return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " does not "
+                      "decompress to its %" PRIu64 " bytes", f->kind, c->cpu, off, usize),
+               TD_FAIL;
+    return TD_OK;
+}
+
+/* The blocks of one CPU's data and their first times (NO_TS: none yet). */
+static int index_cpu(td_file *f, const CpuData *c, Buf *ts, uint8_t *page)
+{
+    const Buffer *b = &f->buffers[f->sel];
+    uint32_t psize = b->page_size;
+    if (!c->size)
+        return TD_OK;
+    if (!b->compressed) {
+        /* check_buffer: inside the file, whole pages */
+        for (uint64_t p = 0; p < c->size / psize; p++) {
+            int64_t t = page_time(f, f->data + c->offset + p * psize);
+            if (buf_put(ts, &t, 8) < 0)
+                return seterr(f->err, "out of memory"), TD_FAIL;
+        }
+        return TD_OK;
+    }
+    /* as decode_step reads them: a chunk count, then (compressed size, size, bytes) */
+    Rd r = {f->data + c->offset, (size_t)c->size + 4, 0, c->offset, "compressed CPU data",
+            f->swap, f->err};
+    uint64_t nchunks, csize, usize;
+    const uint8_t *src;
+    if (rd_u(&r, 4, &nchunks, "chunk count") < 0)
+        return TD_FAIL;
+    for (uint64_t i = 0; i < nchunks; i++) {
+        if (rd_u(&r, 4, &csize, "chunk compressed size") < 0 ||
+            rd_u(&r, 4, &usize, "chunk size") < 0)
+            return TD_FAIL;
+        uint64_t off = r.base + r.pos;
+        if (rd_bytes(&r, (size_t)csize, &src, "compressed chunk") < 0)
+            return TD_FAIL;
+        if (usize > MAX_CHUNK_BYTES || usize % psize)
+            return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " says %"
+                          PRIu64 " bytes, not whole pages of %u (at most %u)", f->kind, c->cpu,
+                          off, usize, psize, MAX_CHUNK_BYTES), TD_FAIL;
+        int64_t t;
+        if (chunk_time(f, c, src, csize, usize, off, page, &t) < 0)
+            return TD_FAIL;
+        if (buf_put(ts, &t, 8) < 0)
+            return seterr(f->err, "out of memory"), TD_FAIL;
+    }
+    return TD_OK;
+}
+
+static int build_index(td_file *f)
+{
+    const Buffer *b = &f->buffers[f->sel];
+    td_cpu_blocks *ix = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(*ix));
+    uint8_t *page = malloc(b->page_size);
+    if (own(f, ix) < 0 || own(f, page) < 0)
+        return seterr(f->err, "out of memory"), TD_FAIL;
+    for (int s = 0; s < b->ncpu; s++) {
+        Buf ts = {0};
+        if (index_cpu(f, &b->cpu[s], &ts, page) < 0) {
+            buf_free(&ts);
+            return TD_FAIL;
+        }
+        ix[s].cpu = b->cpu[s].cpu;
+        ix[s].nblocks = (int64_t)(ts.len / 8);
+        ix[s].first_ts = (int64_t *)ts.data;
+        if (ts.data && own(f, ts.data) < 0)
+            return seterr(f->err, "out of memory"), TD_FAIL;
+        /* a block that holds nothing takes the next one's time (the end's: INT64_MAX) */
+        int64_t next = INT64_MAX;
+        for (int64_t i = ix[s].nblocks - 1; i >= 0; i--) {
+            if (ix[s].first_ts[i] == NO_TS)
+                ix[s].first_ts[i] = next;
+            next = ix[s].first_ts[i];
+        }
+    }
+    f->index = ix;
+    return TD_OK;
+}
+
+int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err)
+{
+    *out = NULL;
+    *ncpus = 0;
+    if (f->perf)
+        return seterr(err, "perf.data: no block index (read it with its rounds)"), TD_FAIL;
+    char *keep = f->err;
+    f->err = err;
+    int rc = f->index ? TD_OK : build_index(f);
+    f->err = keep;
+    if (rc < 0)
+        return TD_FAIL;
+    *out = f->index;
+    *ncpus = f->buffers[f->sel].ncpu;
+    return TD_OK;
+}
+
+/* The first index in ts[0..n) whose time is >= v (n: none). */
+static int64_t first_at_or_after(const int64_t *ts, int64_t n, int64_t v)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int td_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err)
+{
+    if (t0 >= t1)
+        return seterr(err, "time range: t0 (%" PRId64 ") must be before t1 (%" PRId64 ")", t0,
+                      t1), TD_FAIL;
+    const td_cpu_blocks *ix;
+    int n;
+    if (td_index(f, &ix, &n, err) < 0)
+        return TD_FAIL;
+    BlockSpan *span = calloc((size_t)(n ? n : 1), sizeof(*span));
+    if (own(f, span) < 0)
+        return seterr(err, "out of memory"), TD_FAIL;
+    int64_t total = 0;
+    for (int s = 0; s < n; s++) {
+        const int64_t *ts = ix[s].first_ts;
+        int64_t nb = ix[s].nblocks;
+        for (int64_t i = 1; i < nb; i++)
+            if (ts[i] < ts[i - 1])
+                return seterr(err, "corrupt %s: CPU %u's block %" PRId64 " starts at time %"
+                              PRId64 ", before block %" PRId64 " (%" PRId64 "): its pages are "
+                              "not in time order, and a time range of it cannot be read (read "
+                              "it whole)", f->kind, ix[s].cpu, i, ts[i], i - 1, ts[i - 1]),
+                       TD_FAIL;
+        /* block i holds [ts[i], ts[i + 1]]: the first that can reach t0 is the one
+           before the first block starting at t0 or later; the blocks from the first
+           starting at t1 or later hold nothing before t1 */
+        int64_t first = nb ? first_at_or_after(ts + 1, nb - 1, t0) : 0;
+        int64_t end = first_at_or_after(ts, nb, t1);
+        span[s] = (BlockSpan){first, end > first ? end : first};
+        total += nb;
+    }
+    f->span = span;
+    f->range_t0 = t0;
+    f->range_t1 = t1;
+    f->meta.ranged = 1;
+    f->meta.range_t0 = t0;
+    f->meta.range_t1 = t1;
+    f->meta.blocks_total = total;
+    return TD_OK;
+}
