@@ -109,7 +109,9 @@ def _checked_time_range(r: object) -> tuple[int, int | None]:
     the end); an OptionError otherwise (a range that cannot hold an event is a mistake,
     not an empty part)."""
     if not isinstance(r, (tuple, list)) or len(r) != 2:
-        raise OptionError("time_range", repr(r), "must be (t0, t1): nanoseconds, t1 None for the end")
+        raise OptionError(
+            "time_range", repr(r), "must be (t0, t1): nanoseconds, t1 None for the end"
+        )
     t0, t1 = r
     if not _is_int(t0) or not (t1 is None or _is_int(t1)):
         raise OptionError("time_range", repr(r), "t0 must be an int and t1 an int or None")
@@ -406,12 +408,12 @@ def cut_times(path: str | Path, n: int) -> list[int]:
     the file has fewer blocks. Reads only the index, never the records."""
     if not _is_int(n) or n < 1:
         raise OptionError("n", repr(n), "the number of parts must be an int >= 1")
-    p = check_path(path)
-    if p.is_dir() and (p / "metadata.json").exists():
+    if Path(path).is_dir() and (Path(path) / "metadata.json").exists():
         from .parquet import row_group_starts
 
-        weighted = row_group_starts(p)
+        weighted = row_group_starts(path)
     else:
+        p = check_path(path)
         fmt = sniff(p)
         check_partitionable(fmt, DEFAULT_READER)
         from .tracedat import block_index
