@@ -442,7 +442,8 @@ def load(
     ``perf-script`` reader gives it to ``perf script --kallsyms``).
     ``time_range``: ``(t0, t1)`` nanoseconds (``t1`` None: to the end): only the events
     with ``t0 <= ts < t1``, reading only the blocks of the file that can hold them (a
-    time partition of a trace: :func:`schedwake.ingest.cut_times`); trace.dat only.
+    time partition of a trace: :func:`schedwake.ingest.cut_times`); trace.dat and
+    perf.data only.
     Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
     :class:`schedwake.errors.OptionError` (a ValueError) naming the parameter for an
     unknown ``reader`` or ``input_format``, a bad ``jobs`` or an ``events`` that is not a

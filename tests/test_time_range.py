@@ -3,7 +3,8 @@ times and read part by part, each part decoding only the blocks of the index tha
 hold it, gives back the whole read's tables, every column, lost events included.
 
 On real recordings: trace.dat v7 zstd and zlib (sample_traces/), v6 and uncompressed v7
-made from them by ``trace-cmd convert``, and the Parquet of ``schedwake convert``.
+made from them by ``trace-cmd convert``, perf.data (compressed, plain, pipe mode, a
+``--threads`` directory) and the Parquet of ``schedwake convert``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import pytest
 import schedwake
 from schedwake import ingest
 from schedwake.convert import convert
-from schedwake.errors import OptionError, TraceError
-from schedwake.ingest import _tdread, parquet, tracedat
+from schedwake.errors import OptionError
+from schedwake.ingest import _tdread, parquet, perfdata, tracedat
 
 from .conftest import plain, sample
 
@@ -66,7 +67,7 @@ def parts_of(path: Path, cuts: list[int], events: list[str] | None = None) -> li
     ]
 
 
-def assert_parts_make_whole(path: Path, whole, cuts: list[int]) -> None:
+def assert_parts_make_whole(path: Path, whole, cuts: list[int], perf: bool = False) -> None:
     parts = parts_of(path, cuts)
     assert set().union(*(p.tables for p in parts)) == set(whole.tables)
     for name, table in whole.tables.items():
@@ -82,12 +83,14 @@ def assert_parts_make_whole(path: Path, whole, cuts: list[int]) -> None:
         for cpu, n in p.meta.lost_events.items():
             lost[cpu] = lost.get(cpu, 0) + n
     assert counts == whole.meta.event_counts
-    # the pages' own lost counts (a whole read also takes CPUSTAT's, of no time)
-    pages_lost: dict[int, int] = {}
+    # the pages' (perf: LOST records') own counts (a whole read also takes CPUSTAT's or
+    # LOST_SAMPLES', of no time)
+    rows_lost: dict[int, int] = {}
     for cpu, n in zip(whole.lost.column("cpu").to_pylist(), whole.lost.column("count").to_pylist()):
-        pages_lost[cpu] = pages_lost.get(cpu, 0) + (n if n > 0 else 1)
-    assert lost == pages_lost
-    assert sum(p.meta.source["records"] for p in parts) == whole.meta.source["records"]
+        rows_lost[cpu] = rows_lost.get(cpu, 0) + (n if n > 0 else 1)
+    assert lost == rows_lost
+    if not perf:  # (perf.data: samples of unknown attributes count where decoded)
+        assert sum(p.meta.source["records"] for p in parts) == whole.meta.source["records"]
 
 
 def test_the_samples_cover_the_file_kinds(converted):
@@ -182,22 +185,57 @@ def test_load_takes_a_time_range():
     assert part.meta.first_ts_ns is not None and part.meta.first_ts_ns >= cut
 
 
-def test_text_perf_data_and_other_readers_are_refused_a_range():
+def test_text_perfetto_and_other_readers_are_refused_a_range():
     with pytest.raises(OptionError, match="not in time order across CPUs"):
         ingest.read_with(
             sample("nonutf8-comm.ftrace.txt.gz"), ingest.ReadOptions(time_range=(0, None))
         )
-    with pytest.raises(OptionError, match="perf.data file is not read by time range"):
+    with pytest.raises(OptionError, match="perfetto file is not read by time range"):
         ingest.read_with(
-            sample("perf-lost-events.perf.data"), ingest.ReadOptions(time_range=(0, None))
+            sample("perfetto/idle-sleep.pftrace"), ingest.ReadOptions(time_range=(0, None))
         )
-    with pytest.raises(OptionError, match="only the schedwake reader"):
-        ingest.read_with(
-            sample("lost-events.dat"),
-            ingest.ReadOptions(reader="libtracecmd", time_range=(0, None)),
-        )
-    with pytest.raises(TraceError, match="no block index"):
-        tracedat.block_index(sample("perf-lost-events.perf.data"))
+    for path, reader in (("lost-events.dat", "libtracecmd"), (PERF[0], "perf-script")):
+        with pytest.raises(OptionError, match="only the schedwake reader"):
+            ingest.read_with(sample(path), ingest.ReadOptions(reader=reader, time_range=(0, None)))
+    with pytest.raises(OptionError, match="not in time order across CPUs"):
+        ingest.cut_times(sample("nonutf8-comm.ftrace.txt.gz"), 2)
+
+
+#: Real perf.data recordings: zstd-compressed records with LOST records, plain records
+#: of sched events with callchains, pipe mode, and a ``perf record --threads`` directory
+PERF = [
+    "perf-lost-events.perf.data",
+    "perf/perf-sched-g.perf.data",
+    "perf/perf-pipe.perf.data",
+    "perf/perf-threads.perf.data",
+]
+
+
+def test_perf_data_parts_make_the_whole():
+    rnd = random.Random(68)
+    for name in PERF:
+        path = sample(name)
+        whole = ingest.read(path)
+        first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns
+        assert first is not None and last is not None
+        for cuts in (ingest.cut_times(path, 4), sorted(rnd.sample(range(first, last), 3))):
+            assert_parts_make_whole(path, whole, cuts, perf=True)
+            for part in parts_of(path, cuts):  # names, forks, exits: the whole file's
+                assert part.sideband.keys() == whole.sideband.keys()
+                for k, table in whole.sideband.items():
+                    assert part.sideband[k].equals(table), (name, k)
+
+
+def test_a_perf_data_range_decodes_only_the_rounds_that_meet_it():
+    path = sample("perf/perf-sched-g.perf.data")  # not compressed: rounds are skipped
+    rounds = perfdata.round_starts(path)
+    last = ingest.read(path).meta.last_ts_ns
+    assert last is not None
+    part = ingest.read_with(path, ingest.ReadOptions(time_range=(last, None)))
+    src = part.meta.source
+    assert src["blocks_total"] == len(rounds) >= 3
+    assert 1 <= src["blocks_decoded"] < len(rounds)
+    assert src["records"] == 1
 
 
 def test_parquet_parts_make_the_whole(tmp_path):

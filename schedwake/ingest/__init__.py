@@ -174,7 +174,7 @@ def _read_perfdata(path: Path, o: ReadOptions) -> RawTrace:
         return text.read(path, "perf.data", o.events, o.progress, o.kallsyms)
     from . import perfdata
 
-    return perfdata.read(path, o.events, o.progress, o.jobs, o.kallsyms)
+    return perfdata.read(path, o.events, o.progress, o.jobs, o.kallsyms, o.time_range)
 
 
 def _perfdata_batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
@@ -373,22 +373,23 @@ def read_with(path: str | Path, options: ReadOptions) -> RawTrace:
 
 
 #: Formats whose files :func:`read_with` reads by time range (``ReadOptions.time_range``)
-#: from their own boundaries: trace.dat's pages and compressed chunks (and the Parquet
-#: of ``schedwake convert``: :func:`schedwake.ingest.parquet.read_tables`).
-PARTITIONED_FORMATS = ("trace.dat",)
+#: from their own boundaries: trace.dat's pages and compressed chunks, perf.data's
+#: FINISHED_ROUND rounds (and the Parquet of ``schedwake convert``:
+#: :func:`schedwake.ingest.parquet.read_tables`).
+PARTITIONED_FORMATS = ("trace.dat", "perf.data")
 
 
 def check_partitionable(fmt: str, reader: str) -> None:
     """OptionError when a file of format ``fmt`` cannot be read by time range with
     ``reader``: text has no boundaries to cut at (its lines are not in time order
-    across CPUs), perf.data's rounds are not indexed yet, libtracecmd and perf script
-    read whole files."""
+    across CPUs), Perfetto's reader has no index, libtracecmd and perf script read
+    whole files."""
     if fmt not in PARTITIONED_FORMATS:
         why = (
             "its lines are not in time order across CPUs: read it whole, or convert it "
             "to Parquet first (schedwake convert)"
             if INPUT_FORMATS[fmt].magic is None
-            else "its reader has no block index to cut it by yet: read it whole"
+            else "its reader has no index of blocks to cut it by: read it whole"
         )
         raise OptionError("time_range", fmt, f"a {fmt} file is not read by time range: {why}")
     if reader != DEFAULT_READER:
@@ -403,7 +404,8 @@ def cut_times(path: str | Path, n: int) -> list[int]:
     pages or compressed chunks, which hold about equal numbers of events; a ``schedwake
     convert`` directory's Parquet row groups, weighted by their rows), so that a part
     ``[cut[i - 1], cut[i])`` read with ``ReadOptions(time_range=...)`` decodes its own
-    blocks and at most one straddling block per CPU at each end. The parts are
+    blocks and at most one straddling block per CPU at each end (a perf.data: its
+    FINISHED_ROUND rounds, by their earliest samples). The parts are
     ``(None, cut[0])``, ..., ``(cut[-1], None)``: at most ``n - 1`` cuts, fewer when
     the file has fewer blocks. Reads only the index, never the records."""
     if not _is_int(n) or n < 1:
@@ -416,10 +418,15 @@ def cut_times(path: str | Path, n: int) -> list[int]:
         p = check_path(path)
         fmt = sniff(p)
         check_partitionable(fmt, DEFAULT_READER)
-        from .tracedat import block_index
+        if fmt == "perf.data":
+            from .perfdata import round_starts
 
-        end = 2**63 - 1  # (the time of a trailing block that holds nothing)
-        weighted = [(t, 1) for ts in block_index(p).values() for t in ts if t != end]
+            weighted = [(t, 1) for t in round_starts(p)]
+        else:
+            from .tracedat import block_index
+
+            end = 2**63 - 1  # (the time of a trailing block that holds nothing)
+            weighted = [(t, 1) for ts in block_index(p).values() for t in ts if t != end]
     weighted.sort()
     total = sum(w for _, w in weighted)
     cuts: list[int] = []

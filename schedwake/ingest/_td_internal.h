@@ -446,6 +446,11 @@ struct td_source {
     void (*run)(Decoder *d, td_tick tick, void *ctx);   /* failure: d->failed */
     int (*stream_step)(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
                        char *err);
+    /* a time-range read (td_set_time_range, after f->range_t0/t1 and meta are set):
+       choose what to decode; TD_OK or TD_FAIL with err filled */
+    int (*set_time_range)(td_file *f, int64_t t0, int64_t t1, char *err);
+    /* its index (td_index): f->index and *n entries, or TD_FAIL with f->err filled */
+    int (*index)(td_file *f, int *n);
 };
 
 /* ------------------------------------------- functions of the parts */

@@ -479,9 +479,11 @@ static void sum_up(Decoder *d)
                 last = w->last_ts;
         }
     }
-    f->meta.blocks_decoded = blocks;
-    if (!f->meta.ranged)
-        f->meta.blocks_total = blocks;     /* a whole read decodes every block */
+    if (!f->src) {      /* (perf.data: its rounds, counted when a range is set) */
+        f->meta.blocks_decoded = blocks;
+        if (!f->meta.ranged)
+            f->meta.blocks_total = blocks;     /* a whole read decodes every block */
+    }
     f->meta.records = records;
     f->meta.unknown_records = unknown;
     f->meta.first_ts = records && first <= last ? first : 0;

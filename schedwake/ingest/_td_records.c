@@ -950,16 +950,15 @@ int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err)
 {
     *out = NULL;
     *ncpus = 0;
-    if (f->perf)
-        return seterr(err, "perf.data: no block index (read it with its rounds)"), TD_FAIL;
     char *keep = f->err;
     f->err = err;
-    int rc = f->index ? TD_OK : build_index(f);
+    int n = f->src ? 1 : f->buffers[f->sel].ncpu;
+    int rc = f->index ? TD_OK : f->src ? f->src->index(f, &n) : build_index(f);
     f->err = keep;
     if (rc < 0)
         return TD_FAIL;
     *out = f->index;
-    *ncpus = f->buffers[f->sel].ncpu;
+    *ncpus = n;
     return TD_OK;
 }
 
@@ -982,6 +981,14 @@ int td_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err)
     if (t0 >= t1)
         return seterr(err, "time range: t0 (%" PRId64 ") must be before t1 (%" PRId64 ")", t0,
                       t1), TD_FAIL;
+    if (f->src) {               /* perf.data: its rounds */
+        f->range_t0 = t0;
+        f->range_t1 = t1;
+        f->meta.ranged = 1;
+        f->meta.range_t0 = t0;
+        f->meta.range_t1 = t1;
+        return f->src->set_time_range(f, t0, t1, err);
+    }
     const td_cpu_blocks *ix;
     int n;
     if (td_index(f, &ix, &n, err) < 0)

@@ -520,9 +520,10 @@ PyDoc_STRVAR(read_doc,
 "now and then; `jobs` is the number of decoding threads (None: one per online CPU);\n"
 "`kallsyms`, for a perf.data whose events name kernel functions (%ps fields), is\n"
 "called with (kernel release, kernel build id) and returns kallsyms text or None.\n"
-"`time_range` (t0, t1), t1 None for the end (trace.dat only): only the records with\n"
-"t0 <= ts < t1, decoding only the blocks of index() that can hold them; meta then\n"
-"has time_range and blocks_decoded of blocks_total.\n"
+"`time_range` (t0, t1), t1 None for the end: only the records with t0 <= ts < t1,\n"
+"decoding only the blocks of index() that can hold them (perf.data: its rounds; its\n"
+"lost rows stay the file's); meta then has time_range and blocks_decoded of\n"
+"blocks_total.\n"
 "Raises TraceDatError (a ValueError) with a one-line reason on unusable files.");
 
 static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -738,8 +739,9 @@ PyDoc_STRVAR(index_doc,
 "of each block's first time (v6 and uncompressed v7: a page each; compressed v7: a\n"
 "chunk each, of which only the first non-empty page is decompressed).  Block i\n"
 "holds records in [first_ts[i], first_ts[i + 1]]; a block that holds nothing has\n"
-"the next one's time (the last: 2**63 - 1).  Raises TraceDatError for a perf.data\n"
-"file or damage.");
+"the next one's time (the last: 2**63 - 1).  A perf.data has one entry, CPU\n"
+"2**32 - 1, of its FINISHED_ROUND rounds with samples, each with its earliest sample's\n"
+"time (rounds overlap in time a little).  Raises TraceDatError on damage.");
 
 static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
 {
