@@ -19,7 +19,7 @@ import pytest
 import schedwake
 from schedwake import ingest
 from schedwake.convert import convert
-from schedwake.errors import OptionError
+from schedwake.errors import OptionError, TraceError
 from schedwake.ingest import _tdread, parquet, perfdata, tracedat
 
 from .conftest import plain, sample
@@ -277,3 +277,45 @@ def test_parquet_reads_only_the_row_groups_of_the_range(tmp_path, monkeypatch):
     part = parquet.read_table(path, (ts[2100], ts[2200]))
     assert reads == [[2]]
     assert part.column("ts").to_pylist() == [t for t in ts if ts[2100] <= t < ts[2200]]
+
+
+def page_offsets(data: bytes, first_ts: list[int], page: int = 4096) -> list[int]:
+    """File offsets of the pages whose header times are ``first_ts`` (a v6 file with
+    nanosecond times: a page's header is its raw time)."""
+    at = {t: None for t in first_ts}
+    found = [
+        off
+        for off in range(0, len(data) - 8, page)
+        if int.from_bytes(data[off : off + 8], "little") in at
+    ]
+    assert len(found) >= len(first_ts)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("moved", "refusal"),
+    [
+        # a page that says it starts far later than the next: the index is not in order
+        ("later", "not in time order, and a time range of it cannot be read"),
+        # a page that says it starts amid the previous page's records: a record of that
+        # page lies outside its block's span
+        ("earlier", "outside its block's span"),
+    ],
+)
+def test_pages_out_of_time_order_are_refused_a_range_not_read_wrong(
+    converted, tmp_path, moved, refusal
+):
+    v6 = converted["6"]
+    data = bytearray(v6.read_bytes())
+    index = tracedat.block_index(v6)
+    cpu0 = index[min(index)]
+    mid = len(cpu0) // 2
+    off = page_offsets(bytes(data), [cpu0[mid]])[0]
+    t = cpu0[mid] + 10**12 if moved == "later" else (cpu0[mid - 1] + cpu0[mid]) // 2
+    data[off : off + 8] = t.to_bytes(8, "little")
+    bad = tmp_path / "bad.dat"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(TraceError):  # the whole read refuses it too
+        ingest.read(bad)
+    with pytest.raises(TraceError, match=refusal):
+        ingest.read_with(bad, ingest.ReadOptions(time_range=(cpu0[mid - 2], cpu0[mid + 2])))
