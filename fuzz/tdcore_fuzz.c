@@ -79,10 +79,9 @@ static void broken(const char *what, const char *err)
     abort();
 }
 
-/* The input read by time range: a range between two times of its index (a block's
-   first time on one CPU, another's on the next CPU with data; perf.data: a round's
-   and the end), whatever they are. */
-static int read_a_range(const uint8_t *data, size_t size, char *err)
+/* Two times of the input's index (a block's first time on one CPU, another's on the
+   next CPU with data; perf.data: a round's and the end), whatever they are. */
+static int pick_range(const uint8_t *data, size_t size, int64_t *t0, int64_t *t1, char *err)
 {
     td_file *f;
     int rc = td_open(&f, data, size, err);
@@ -96,16 +95,32 @@ static int read_a_range(const uint8_t *data, size_t size, char *err)
         for (int c = 0; c < n && k < 2; c++)
             if (ix[c].nblocks)
                 t[k++] = ix[c].first_ts[(size / 7 + (size_t)c) % (size_t)ix[c].nblocks];
-        int64_t t0 = t[0] < t[1] ? t[0] : t[1], t1 = t[0] < t[1] ? t[1] : t[0];
-        if (t0 == t1)
-            t1 = INT64_MAX;
-        if (t0 == t1)
-            t0 = INT64_MIN;
+        *t0 = t[0] < t[1] ? t[0] : t[1];
+        *t1 = t[0] < t[1] ? t[1] : t[0];
+        if (*t0 == *t1)
+            *t1 = INT64_MAX;
+        if (*t0 == *t1)
+            *t0 = INT64_MIN;
+    }
+    td_close(f);
+    return rc;
+}
+
+/* The input read by a time range of its index, in a file opened again: the range
+   read searches the blocks' times itself, reading only those it probes. */
+static int read_a_range(const uint8_t *data, size_t size, char *err)
+{
+    int64_t t0, t1;
+    int rc = pick_range(data, size, &t0, &t1, err);
+    td_file *f = NULL;
+    if (rc == 0)
+        rc = td_open(&f, data, size, err);
+    if (rc == 0) {
         td_want_all(f, 1);
         rc = td_set_time_range(f, t0, t1, err);
-        if (rc == 0)
-            rc = td_decode(f, jobs, NULL, NULL, err);
     }
+    if (rc == 0)
+        rc = td_decode(f, jobs, NULL, NULL, err);
     td_close(f);
     return rc;
 }

@@ -124,9 +124,22 @@ void decompress_end(void **ctx)
 /* A stream over one compressed block: inflow_read() decompresses only as far as the
    bytes it is asked for (zstd decodes a block of at most 128 KiB at a time, zlib
    what fills the output), so the index reads a chunk's first page without the
-   rest.  The zstd stream's window is capped (a hostile frame may ask for more). */
+   rest.  The zstd stream's window is capped (a hostile frame may ask for more).
+   An Inflow starts zeroed; inflow_begin() on one that was used resets its stream
+   for the next block (creating a zstd stream costs more than a small chunk's
+   decompression); inflow_end() frees it. */
 int inflow_begin(Inflow *s, int comp, const uint8_t *src, size_t csize)
 {
+    if (s->z && s->comp == comp) {      /* the stream of the previous block, reset */
+        s->src = src;
+        s->csize = csize;
+        s->cpos = 0;
+        if (comp == COMP_ZSTD)
+            return ZSTD_isError(ZSTD_DCtx_reset(s->z, ZSTD_reset_session_only)) ? TD_EINVAL
+                                                                                : TD_OK;
+        return inflateReset(s->z) == Z_OK ? TD_OK : TD_EINVAL;
+    }
+    inflow_end(s);
     *s = (Inflow){comp, NULL, src, csize, 0};
     if (comp == COMP_ZSTD) {
         ZSTD_DStream *z = ZSTD_createDStream();

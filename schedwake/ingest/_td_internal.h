@@ -306,7 +306,10 @@ struct td_file {
     td_meta meta;
 
     /* the buffer's index and a time range (_td_records.c: td_index, td_set_time_range) */
-    td_cpu_blocks *index;       /* per CPU slot of the buffer read (b->ncpu), or NULL */
+    td_cpu_blocks *index;       /* per CPU slot of the buffer read (b->ncpu), or NULL;
+                                   times read as they are asked for until index_full */
+    uint64_t **chunk_hdr;       /* compressed: per CPU slot, each chunk's header offset */
+    int index_full;
     struct BlockSpan *span;     /* per CPU slot: the blocks to decode; NULL: all of them */
     int64_t range_t0, range_t1;
 
@@ -395,8 +398,6 @@ typedef struct {
     int run, next_run;          /* perf.data: cpu_slot is the record range; a CPU's
                                    samples of one range form sorted runs, chained */
     int64_t blocks;             /* blocks of the index (pages, chunks) decoded */
-    int64_t block_lo, block_hi; /* a time-range read: the index's time span of the block
-                                   being decoded, which its records must lie in */
 } CpuWork;
 
 /* A time-range read: the blocks [first, end) of one CPU's data to decode. */
@@ -465,7 +466,8 @@ int decompress_with(void **ctx, int comp, const uint8_t *src, size_t csize, uint
 void decompress_end(void **ctx);
 
 /* A compressed block read from its start, a few bytes at a time, without
-   decompressing the rest (the index reads a chunk's first page so). */
+   decompressing the rest (the index reads a chunk's first page so); zeroed before
+   the first inflow_begin(), which reuses its stream for each next block. */
 typedef struct {
     int comp;
     void *z;                    /* ZSTD_DStream or z_stream */

@@ -445,18 +445,17 @@ static inline uint64_t tsc_ns(const td_file *f, uint64_t ts)
     return ret;
 }
 
-/* A time-range read: a record (or a lost-event row) at time t of the block being
-   decoded must lie in the block's span from the index, or the index would have
-   left out blocks that hold records of the range. */
-static int outside_block(const Decoder *d, CpuWork *w, int64_t t, uint64_t foff)
+/* A time-range read: a record (or a lost-event row) at time t must not be before its
+   page's time (`lo`), which the blocks to decode were chosen by (the records after it
+   in the page, and the next pages, are not before it either: decode_page checks). */
+static int before_its_page(const Decoder *d, CpuWork *w, int64_t t, int64_t lo, uint64_t foff)
 {
-    if (t >= w->block_lo && t <= w->block_hi)
+    if (t >= lo)
         return 0;
     snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64 " has a "
-             "record at time %" PRId64 ", outside its block's span %" PRId64 "..%" PRId64
-             " by the pages' times: its pages are not in time order, and a time range of it "
-             "cannot be read (read it whole)", d->f->kind, w->cpu, foff, t, w->block_lo,
-             w->block_hi);
+             "record at time %" PRId64 ", before the page's own time %" PRId64 ": its pages are "
+             "not in time order, and a time range of it cannot be read (read it whole)",
+             d->f->kind, w->cpu, foff, t, lo);
     return 1;
 }
 
@@ -475,6 +474,7 @@ static inline __attribute__((always_inline)) int decode_page_in(Decoder *d, CpuW
     int swap = f->swap;
     uint64_t ts = ld(page, 8, swap);
     uint64_t commit = ld(page + 8, f->commit_size, swap);
+    const int64_t page_lo = ranged ? (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset) : 0;
     uint32_t size = (uint32_t)commit & COMMIT_MASK;
     const uint8_t *data = page + f->data_offset;
     uint32_t room = psize - (uint32_t)f->data_offset;
@@ -610,7 +610,7 @@ static inline __attribute__((always_inline)) int decode_page_in(Decoder *d, CpuW
         *first_page = 0;
         int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
         if (ranged) {
-            if (outside_block(d, w, t, foff))
+            if (before_its_page(d, w, t, page_lo, foff))
                 return REC_DAMAGE;
             if (t < f->range_t0 || t >= f->range_t1) {
                 got_missed = 1;     /* the page's lost row has this time: outside too */
@@ -657,7 +657,7 @@ page_done:
         /* a page that lost events before it but holds no record: still say so */
         int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
         if (ranged) {
-            if (outside_block(d, w, t, foff))
+            if (before_its_page(d, w, t, page_lo, foff))
                 return REC_DAMAGE;
             if (t < f->range_t0 || t >= f->range_t1)
                 return 0;
@@ -685,16 +685,6 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
 static int decode_page_ranged(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
 {
     return decode_page_in(d, w, page, foff, 1);
-}
-
-/* A time-range read: block i of CPU slot w is decoded next; its records must lie in
-   [first_ts[i], first_ts[i + 1]] (the next block's first page starts no earlier
-   than this block's last record: decode_page checks it of whole reads). */
-static void enter_block(const td_file *f, CpuWork *w, int64_t i)
-{
-    const td_cpu_blocks *ix = &f->index[w->cpu_slot];
-    w->block_lo = ix->first_ts[i];
-    w->block_hi = i + 1 < ix->nblocks ? ix->first_ts[i + 1] : INT64_MAX;
 }
 
 /* Decode the next page of one CPU's data (uncompressed, or from its current
@@ -740,7 +730,6 @@ int decode_step(Decoder *d, CpuWork *w)
             return 0;
         int rc;
         if (span) {
-            enter_block(f, w, (int64_t)(w->pos / psize));
             rc = decode_page_ranged(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
         } else {
             rc = decode_page(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
@@ -806,8 +795,6 @@ int decode_step(Decoder *d, CpuWork *w)
                      w->chunk_off, usize);
             return REC_DAMAGE;
         }
-        if (span)
-            enter_block(f, w, (int64_t)w->chunk_no);
         w->chunk_no++;
         w->blocks++;
         w->chunk_len = usize;
@@ -840,7 +827,18 @@ int decode_cpu(Decoder *d, CpuWork *w)
 
 /* ---------------------------------------------------------- the index */
 
-#define NO_TS INT64_MIN     /* a block that holds nothing: it takes the next one's time */
+/*
+ * A CPU's blocks are known from its data's layout: pages at every page_size bytes,
+ * or chunks one after the other (a u32 count, then per chunk its compressed size,
+ * its size and its bytes).  A block's time is its first page's that holds anything,
+ * read when asked for: td_index() reads them all (a page header per page; per chunk
+ * its first non-empty page decompressed, which with zstd means its first block of
+ * up to 128 KiB: in practice the chunk), td_set_time_range() only the O(log n) its
+ * binary search probes per CPU.
+ */
+
+#define NO_TS INT64_MIN             /* a block that holds nothing */
+#define UNKNOWN_TS (INT64_MIN + 1)  /* not read yet */
 
 /* The time of a page by its header, or NO_TS when it holds nothing: no byte of
    events and no lost-event flag (such a page's header time is not checked against
@@ -853,97 +851,122 @@ static int64_t page_time(const td_file *f, const uint8_t *page)
     return (int64_t)(tsc_ns(f, ld(page, 8, f->swap)) + (uint64_t)f->ts_offset);
 }
 
-/* The first time of a compressed chunk: its pages decompressed one at a time until
-   one holds something (usually the first). */
-static int chunk_time(td_file *f, const CpuData *c, const uint8_t *src, uint64_t csize,
-                      uint64_t usize, uint64_t off, uint8_t *page, int64_t *t)
-{
-    uint32_t psize = f->buffers[f->sel].page_size;
-    Inflow in;
-    int rc = inflow_begin(&in, f->comp, src, (size_t)csize);
-    *t = NO_TS;
-    for (uint64_t p = 0; rc == TD_OK && p < usize / psize && *t == NO_TS; p++)
-        if ((rc = inflow_read(&in, page, psize)) == TD_OK)
-            *t = page_time(f, page);
-    inflow_end(&in);
-    if (rc < 0)
-        return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " does not "
-                      "decompress to its %" PRIu64 " bytes", f->kind, c->cpu, off, usize),
-               TD_FAIL;
-    return TD_OK;
-}
-
-/* The blocks of one CPU's data and their first times (NO_TS: none yet). */
-static int index_cpu(td_file *f, const CpuData *c, Buf *ts, uint8_t *page)
+/* The blocks of every CPU of the buffer, their times not read yet (UNKNOWN_TS); for
+   compressed data the file offset of each chunk's header, its sizes checked as
+   decode_step checks them. */
+static int index_layout(td_file *f)
 {
     const Buffer *b = &f->buffers[f->sel];
     uint32_t psize = b->page_size;
-    if (!c->size)
-        return TD_OK;
-    if (!b->compressed) {
-        /* check_buffer: inside the file, whole pages */
-        for (uint64_t p = 0; p < c->size / psize; p++) {
-            int64_t t = page_time(f, f->data + c->offset + p * psize);
-            if (buf_put(ts, &t, 8) < 0)
+    td_cpu_blocks *ix = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(*ix));
+    uint64_t **hdr = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(*hdr));
+    if (own(f, ix) < 0 || own(f, hdr) < 0)
+        return seterr(f->err, "out of memory"), TD_FAIL;
+    for (int s = 0; s < b->ncpu; s++) {
+        const CpuData *c = &b->cpu[s];
+        int64_t n = 0;
+        ix[s].cpu = c->cpu;
+        if (c->size && !b->compressed) {
+            n = (int64_t)(c->size / psize);     /* check_buffer: whole pages, in the file */
+        } else if (c->size) {
+            Rd r = {f->data + c->offset, (size_t)c->size + 4, 0, c->offset,
+                    "compressed CPU data", f->swap, f->err};
+            uint64_t nchunks, csize, usize;
+            const uint8_t *src;
+            if (rd_u(&r, 4, &nchunks, "chunk count") < 0)
+                return TD_FAIL;
+            /* each chunk takes 8 bytes at least: more than fit is damage */
+            if (nchunks > (r.size - r.pos) / 8)
+                return rd_fail(&r, "more chunks than the CPU's data can hold");
+            hdr[s] = malloc((size_t)(nchunks ? nchunks : 1) * sizeof(uint64_t));
+            if (own(f, hdr[s]) < 0)
                 return seterr(f->err, "out of memory"), TD_FAIL;
+            for (; n < (int64_t)nchunks; n++) {
+                hdr[s][n] = r.base + r.pos;
+                if (rd_u(&r, 4, &csize, "chunk compressed size") < 0 ||
+                    rd_u(&r, 4, &usize, "chunk size") < 0 ||
+                    rd_bytes(&r, (size_t)csize, &src, "compressed chunk") < 0)
+                    return TD_FAIL;
+                if (usize > MAX_CHUNK_BYTES || usize % psize)
+                    return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " says %"
+                                  PRIu64 " bytes, not whole pages of %u (at most %u)", f->kind,
+                                  c->cpu, hdr[s][n] + 8, usize, psize, MAX_CHUNK_BYTES), TD_FAIL;
+            }
         }
-        return TD_OK;
-    }
-    /* as decode_step reads them: a chunk count, then (compressed size, size, bytes) */
-    Rd r = {f->data + c->offset, (size_t)c->size + 4, 0, c->offset, "compressed CPU data",
-            f->swap, f->err};
-    uint64_t nchunks, csize, usize;
-    const uint8_t *src;
-    if (rd_u(&r, 4, &nchunks, "chunk count") < 0)
-        return TD_FAIL;
-    for (uint64_t i = 0; i < nchunks; i++) {
-        if (rd_u(&r, 4, &csize, "chunk compressed size") < 0 ||
-            rd_u(&r, 4, &usize, "chunk size") < 0)
-            return TD_FAIL;
-        uint64_t off = r.base + r.pos;
-        if (rd_bytes(&r, (size_t)csize, &src, "compressed chunk") < 0)
-            return TD_FAIL;
-        if (usize > MAX_CHUNK_BYTES || usize % psize)
-            return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " says %"
-                          PRIu64 " bytes, not whole pages of %u (at most %u)", f->kind, c->cpu,
-                          off, usize, psize, MAX_CHUNK_BYTES), TD_FAIL;
-        int64_t t;
-        if (chunk_time(f, c, src, csize, usize, off, page, &t) < 0)
-            return TD_FAIL;
-        if (buf_put(ts, &t, 8) < 0)
+        ix[s].nblocks = n;
+        ix[s].first_ts = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+        if (own(f, ix[s].first_ts) < 0)
             return seterr(f->err, "out of memory"), TD_FAIL;
+        for (int64_t i = 0; i < n; i++)
+            ix[s].first_ts[i] = UNKNOWN_TS;
     }
+    f->index = ix;
+    f->chunk_hdr = hdr;
     return TD_OK;
 }
 
-static int build_index(td_file *f)
+/* Scratch for reading blocks' times: a page, and a decompression stream. */
+typedef struct {
+    uint8_t *page;
+    Inflow in;
+} Probe;
+
+/* Block i of CPU slot s: its own time (NO_TS: it holds nothing), read once. */
+static int raw_time(td_file *f, Probe *pr, int s, int64_t i, int64_t *t)
 {
     const Buffer *b = &f->buffers[f->sel];
-    td_cpu_blocks *ix = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(*ix));
-    uint8_t *page = malloc(b->page_size);
-    if (own(f, ix) < 0 || own(f, page) < 0)
-        return seterr(f->err, "out of memory"), TD_FAIL;
-    for (int s = 0; s < b->ncpu; s++) {
-        Buf ts = {0};
-        if (index_cpu(f, &b->cpu[s], &ts, page) < 0) {
-            buf_free(&ts);
-            return TD_FAIL;
-        }
-        ix[s].cpu = b->cpu[s].cpu;
-        ix[s].nblocks = (int64_t)(ts.len / 8);
-        ix[s].first_ts = (int64_t *)ts.data;
-        if (ts.data && own(f, ts.data) < 0)
-            return seterr(f->err, "out of memory"), TD_FAIL;
-        /* a block that holds nothing takes the next one's time (the end's: INT64_MAX) */
-        int64_t next = INT64_MAX;
-        for (int64_t i = ix[s].nblocks - 1; i >= 0; i--) {
-            if (ix[s].first_ts[i] == NO_TS)
-                ix[s].first_ts[i] = next;
-            next = ix[s].first_ts[i];
-        }
+    const CpuData *c = &b->cpu[s];
+    int64_t *slot = &f->index[s].first_ts[i];
+    uint32_t psize = b->page_size;
+    if (*slot != UNKNOWN_TS) {
+        *t = *slot;
+        return TD_OK;
     }
-    f->index = ix;
+    if (!b->compressed) {
+        *t = *slot = page_time(f, f->data + c->offset + (uint64_t)i * psize);
+        return TD_OK;
+    }
+    /* index_layout checked the header and that the bytes are in the file */
+    uint64_t at = f->chunk_hdr[s][i];
+    uint64_t csize = ld(f->data + at, 4, f->swap), usize = ld(f->data + at + 4, 4, f->swap);
+    int rc = inflow_begin(&pr->in, f->comp, f->data + at + 8, (size_t)csize);
+    int64_t found = NO_TS;
+    for (uint64_t p = 0; rc == TD_OK && p < usize / psize && found == NO_TS; p++)
+        if ((rc = inflow_read(&pr->in, pr->page, psize)) == TD_OK)
+            found = page_time(f, pr->page);
+    if (rc < 0)
+        return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " does not "
+                      "decompress to its %" PRIu64 " bytes", f->kind, c->cpu, at + 8, usize),
+               TD_FAIL;
+    *t = *slot = found;
     return TD_OK;
+}
+
+/* The time of block i (i == nblocks: the end, INT64_MAX): its own, or the next
+   block's that holds anything when it holds nothing. */
+static int block_time(td_file *f, Probe *pr, int s, int64_t i, int64_t *t)
+{
+    for (; i < f->index[s].nblocks; i++) {
+        if (raw_time(f, pr, s, i, t) < 0)
+            return TD_FAIL;
+        if (*t != NO_TS)
+            return TD_OK;
+    }
+    *t = INT64_MAX;
+    return TD_OK;
+}
+
+static int probe_begin(td_file *f, Probe *pr)
+{
+    memset(pr, 0, sizeof(*pr));
+    pr->page = malloc(f->buffers[f->sel].page_size);
+    return pr->page ? TD_OK : (seterr(f->err, "out of memory"), TD_FAIL);
+}
+
+static void probe_end(Probe *pr)
+{
+    free(pr->page);
+    inflow_end(&pr->in);
 }
 
 int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err)
@@ -952,8 +975,29 @@ int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err)
     *ncpus = 0;
     char *keep = f->err;
     f->err = err;
-    int n = f->src ? 1 : f->buffers[f->sel].ncpu;
-    int rc = f->index ? TD_OK : f->src ? f->src->index(f, &n) : build_index(f);
+    int n = f->src ? 1 : f->buffers[f->sel].ncpu, rc = TD_OK;
+    if (f->src) {
+        rc = f->index ? TD_OK : f->src->index(f, &n);
+    } else if (!f->index_full) {
+        Probe pr = {0};
+        rc = f->index ? TD_OK : index_layout(f);
+        if (rc == TD_OK)
+            rc = probe_begin(f, &pr);
+        for (int s = 0; rc == TD_OK && s < n; s++) {
+            td_cpu_blocks *ix = &f->index[s];
+            int64_t next = INT64_MAX, t = 0;
+            /* every block's own time, then each that holds nothing takes the next's */
+            for (int64_t i = 0; rc == TD_OK && i < ix->nblocks; i++)
+                rc = raw_time(f, &pr, s, i, &t);
+            for (int64_t i = ix->nblocks - 1; rc == TD_OK && i >= 0; i--) {
+                if (ix->first_ts[i] == NO_TS)
+                    ix->first_ts[i] = next;
+                next = ix->first_ts[i];
+            }
+        }
+        probe_end(&pr);
+        f->index_full = rc == TD_OK;
+    }
     f->err = keep;
     if (rc < 0)
         return TD_FAIL;
@@ -962,18 +1006,21 @@ int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err)
     return TD_OK;
 }
 
-/* The first index in ts[0..n) whose time is >= v (n: none). */
-static int64_t first_at_or_after(const int64_t *ts, int64_t n, int64_t v)
+/* The first block i of CPU slot s in [lo, n) whose time is >= v (n: none). */
+static int first_at_or_after(td_file *f, Probe *pr, int s, int64_t lo, int64_t v, int64_t *out)
 {
-    int64_t lo = 0, hi = n;
+    int64_t hi = f->index[s].nblocks, t;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (ts[mid] < v)
+        if (block_time(f, pr, s, mid, &t) < 0)
+            return TD_FAIL;
+        if (t < v)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    *out = lo;
+    return TD_OK;
 }
 
 int td_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err)
@@ -981,46 +1028,43 @@ int td_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err)
     if (t0 >= t1)
         return seterr(err, "time range: t0 (%" PRId64 ") must be before t1 (%" PRId64 ")", t0,
                       t1), TD_FAIL;
-    if (f->src) {               /* perf.data: its rounds */
-        f->range_t0 = t0;
-        f->range_t1 = t1;
-        f->meta.ranged = 1;
-        f->meta.range_t0 = t0;
-        f->meta.range_t1 = t1;
-        return f->src->set_time_range(f, t0, t1, err);
-    }
-    const td_cpu_blocks *ix;
-    int n;
-    if (td_index(f, &ix, &n, err) < 0)
-        return TD_FAIL;
-    BlockSpan *span = calloc((size_t)(n ? n : 1), sizeof(*span));
-    if (own(f, span) < 0)
-        return seterr(err, "out of memory"), TD_FAIL;
-    int64_t total = 0;
-    for (int s = 0; s < n; s++) {
-        const int64_t *ts = ix[s].first_ts;
-        int64_t nb = ix[s].nblocks;
-        for (int64_t i = 1; i < nb; i++)
-            if (ts[i] < ts[i - 1])
-                return seterr(err, "corrupt %s: CPU %u's block %" PRId64 " starts at time %"
-                              PRId64 ", before block %" PRId64 " (%" PRId64 "): its pages are "
-                              "not in time order, and a time range of it cannot be read (read "
-                              "it whole)", f->kind, ix[s].cpu, i, ts[i], i - 1, ts[i - 1]),
-                       TD_FAIL;
-        /* block i holds [ts[i], ts[i + 1]]: the first that can reach t0 is the one
-           before the first block starting at t0 or later; the blocks from the first
-           starting at t1 or later hold nothing before t1 */
-        int64_t first = nb ? first_at_or_after(ts + 1, nb - 1, t0) : 0;
-        int64_t end = first_at_or_after(ts, nb, t1);
-        span[s] = (BlockSpan){first, end > first ? end : first};
-        total += nb;
-    }
-    f->span = span;
     f->range_t0 = t0;
     f->range_t1 = t1;
     f->meta.ranged = 1;
     f->meta.range_t0 = t0;
     f->meta.range_t1 = t1;
+    if (f->src)                 /* perf.data: its rounds */
+        return f->src->set_time_range(f, t0, t1, err);
+    char *keep = f->err;
+    f->err = err;
+    int n = f->buffers[f->sel].ncpu, rc = f->index ? TD_OK : index_layout(f);
+    BlockSpan *span = NULL;
+    Probe pr = {0};
+    if (rc == TD_OK) {
+        span = calloc((size_t)(n ? n : 1), sizeof(*span));
+        rc = own(f, span) < 0 ? (seterr(err, "out of memory"), TD_FAIL) : probe_begin(f, &pr);
+    }
+    int64_t total = 0;
+    for (int s = 0; rc == TD_OK && s < n; s++) {
+        /* block i holds [time(i), time(i + 1)]: the first that can reach t0 is the one
+           before the first block starting at t0 or later; the blocks from the first
+           starting at t1 or later hold nothing before t1 (decode_page checks both of
+           the blocks it decodes: pages in time order, records not before their page) */
+        int64_t nb = f->index[s].nblocks, first = 0, end = 0;
+        if (nb)
+            rc = first_at_or_after(f, &pr, s, 1, t0, &first);
+        if (rc == TD_OK && first > 0)
+            first--;
+        if (rc == TD_OK)
+            rc = first_at_or_after(f, &pr, s, first, t1, &end);
+        span[s] = (BlockSpan){first, end > first ? end : first};
+        total += nb;
+    }
+    probe_end(&pr);
+    f->err = keep;
+    if (rc < 0)
+        return TD_FAIL;
+    f->span = span;
     f->meta.blocks_total = total;
     return TD_OK;
 }

@@ -139,24 +139,29 @@ td_meta *td_get_meta(td_file *f);
    uncompressed v7: ring-buffer pages; compressed v7: chunks) in file order, each
    with the time (ns, as the records' ts) of its first page that holds anything (an
    empty block gets the next block's time, INT64_MAX at the end).  Block i holds
-   records in [first_ts[i], first_ts[i + 1]] (the kernel's pages are in time
-   order; a time-range read checks it of every record it decodes).  Cost: a page
-   header read per page, or per chunk its header and the decompression of its
-   first non-empty page only. */
+   records in [first_ts[i], first_ts[i + 1]] (the kernel's pages are in time order).
+   Cost: a page header per page, or per chunk its header and the decompression of its
+   first non-empty page (zstd decodes a block of up to 128 KiB at once: in practice
+   the chunk).  A perf.data: one entry, cpu UINT32_MAX, of its FINISHED_ROUND rounds
+   with samples and each one's earliest sample (rounds overlap a little in time). */
 typedef struct {
     uint32_t cpu;
     int64_t nblocks;
     int64_t *first_ts;          /* nblocks times */
 } td_cpu_blocks;
 
-/* Build (once) and return the index of f's buffer: *out has *ncpus entries, owned
-   by f.  TD_OK, or TD_FAIL with err filled (damage; a perf.data file: not yet). */
+/* Build (once) and return the whole index of f: *out has *ncpus entries, owned by f.
+   TD_OK, or TD_FAIL with err filled (damage). */
 int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err);
 
 /* Before td_decode(): read only the records with t0 <= ts < t1 (t1 INT64_MAX: to the
-   end), decoding only the blocks of each CPU that can hold them; the lost-event rows
-   and per-CPU sums are those of the range.  TD_FAIL with err filled when t0 >= t1,
-   or when the index is not in time order (the file cannot be read by time). */
+   end), decoding only the blocks of each CPU that can hold them, found by a binary
+   search over the block times (O(log n) blocks' first pages read per CPU, not the
+   whole index); the lost-event rows and per-CPU sums are those of the range.  The
+   blocks decoded are checked as a whole read checks them (pages in time order), and
+   no record may be before its page's time; blocks not decoded are not read, so their
+   damage is not seen.  perf.data: the rounds whose samples' span meets the range.
+   TD_FAIL with err filled when t0 >= t1 or on damage. */
 int td_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err);
 
 void td_close(td_file *f);

@@ -40,6 +40,16 @@ static void set_error(const char *err)
     }
 }
 
+/* Raise the decoder's failure `err`: MemoryError for "out of memory", else
+   TraceDatError. */
+static void raise_failure(const char *err)
+{
+    if (!strcmp(err, "out of memory"))
+        PyErr_NoMemory();
+    else
+        set_error(err);
+}
+
 typedef struct {
     PyObject *progress;
     int failed;                 /* a Python exception is set (under the GIL) */
@@ -154,6 +164,14 @@ static PyObject *str_list(const char *const *items, int n)
         PyList_SET_ITEM(l, i, s);
     }
     return l;
+}
+
+/* Map the file at pathobj (map_file()) and let go of pathobj.  PY_FAIL: OSError set. */
+static int map_path(PyObject *pathobj, const uint8_t **data, size_t *size)
+{
+    int mapped = map_file(pathobj, data, size);
+    Py_DECREF(pathobj);
+    return mapped;
 }
 
 static PyObject *meta_to_py(td_meta *m)
@@ -556,9 +574,7 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     char err[TD_ERRLEN] = "";
     const uint8_t *data;
     size_t size;
-    int mapped = map_file(pathobj, &data, &size);
-    Py_DECREF(pathobj);
-    if (mapped < 0)
+    if (map_path(pathobj, &data, &size) < 0)
         return NULL;
 
     td_file *f = NULL;
@@ -590,10 +606,7 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     if (tc.failed)
         goto out;               /* KeyboardInterrupt or a progress callback's error */
     if (rc < 0) {
-        if (!strcmp(err, "out of memory"))
-            PyErr_NoMemory();
-        else
-            set_error(err);
+        raise_failure(err);
         goto out;
     }
     result = raw_to_py(f);
@@ -752,9 +765,7 @@ static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     const uint8_t *data;
     size_t size;
-    int mapped = map_file(pathobj, &data, &size);
-    Py_DECREF(pathobj);
-    if (mapped < 0)
+    if (map_path(pathobj, &data, &size) < 0)
         return NULL;
     char err[TD_ERRLEN] = "";
     td_file *f = NULL;
@@ -767,10 +778,7 @@ static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
         rc = td_index(f, &ix, &n, err);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        if (!strcmp(err, "out of memory"))
-            PyErr_NoMemory();
-        else
-            set_error(err);
+        raise_failure(err);
         goto out;
     }
     if (!(blocks = PyDict_New()))
