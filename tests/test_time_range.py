@@ -50,8 +50,17 @@ def converted(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+#: Every kind of trace.dat: the samples, and lost-events.dat as v6 and uncompressed v7
+TRACES = [*V7, "v6", "v7-none"]
+
+
+def trace_path(name: str, converted: dict[str, Path]) -> Path:
+    made = {"v6": "6", "v7-none": "7"}
+    return converted[made[name]] if name in made else sample(name)
+
+
 def trace_paths(converted: dict[str, Path]) -> list[Path]:
-    return [sample(n) for n in V7] + [converted["6"], converted["7"]]
+    return [trace_path(n, converted) for n in TRACES]
 
 
 def plain_table(t: pa.Table) -> pa.Table:
@@ -101,29 +110,33 @@ def test_the_samples_cover_the_file_kinds(converted):
     assert kinds == {(7, "zstd"), (7, "zlib"), (6, None), (7, None)}
 
 
-def test_parts_at_random_times_and_at_records_make_the_whole(converted):
+@pytest.mark.slow
+@pytest.mark.parametrize("name", TRACES)
+def test_parts_at_random_times_and_at_records_make_the_whole(converted, name):
+    path = trace_path(name, converted)
     rnd = random.Random(35)
-    for path in trace_paths(converted):
-        whole = ingest.read(path)
-        first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns
-        assert first is not None and last is not None
-        at_random = sorted(rnd.sample(range(first, last), 5))
-        assert_parts_make_whole(path, whole, at_random)
-        # cuts at the times of records themselves: ties go right of the cut
-        ts = whole.tables["sched_switch"].column("ts").to_pylist()
-        at_records = sorted(set(rnd.sample(ts, 4)) | {ts[0], ts[-1]})
-        assert_parts_make_whole(path, whole, at_records)
+    whole = ingest.read(path)
+    first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns
+    assert first is not None and last is not None
+    at_random = sorted(rnd.sample(range(first, last), 5))
+    assert_parts_make_whole(path, whole, at_random)
+    # cuts at the times of records themselves: ties go right of the cut
+    ts = whole.tables["sched_switch"].column("ts").to_pylist()
+    at_records = sorted(set(rnd.sample(ts, 4)) | {ts[0], ts[-1]})
+    assert_parts_make_whole(path, whole, at_records)
 
 
-def test_parts_at_the_index_cuts_make_the_whole(converted):
-    for path in trace_paths(converted):
-        whole = ingest.read(path)
-        for n in (2, 5):
-            cuts = ingest.cut_times(path, n)
-            assert cuts == sorted(set(cuts)) and 0 < len(cuts) <= n - 1
-            starts = {t for ts in tracedat.block_index(path).values() for t in ts}
-            assert set(cuts) <= starts
-            assert_parts_make_whole(path, whole, cuts)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", TRACES)
+def test_parts_at_the_index_cuts_make_the_whole(converted, name):
+    path = trace_path(name, converted)
+    whole = ingest.read(path)
+    for n in (2, 5):
+        cuts = ingest.cut_times(path, n)
+        assert cuts == sorted(set(cuts)) and 0 < len(cuts) <= n - 1
+        starts = {t for ts in tracedat.block_index(path).values() for t in ts}
+        assert set(cuts) <= starts
+        assert_parts_make_whole(path, whole, cuts)
 
 
 def test_index_cuts_give_about_equal_parts():

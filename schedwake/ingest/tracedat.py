@@ -77,7 +77,8 @@ def read(
 
     ``time_range`` ``(t0, t1)`` (``t1`` None: to the end) reads only the records with
     ``t0 <= ts < t1``, decoding only the blocks (pages, compressed chunks) of each CPU
-    that :func:`block_index` says can hold them: its tables, lost-event rows, counts
+    that can hold them, found by a binary search over the blocks' first times (those of
+    :func:`block_index`, read only where the search probes): its tables, lost-event rows, counts
     and per-CPU losses are those of the range, so the parts of a trace cut at any
     times concatenate to the whole read (the ring buffer's CPUSTAT counts, which are
     the whole recording's, are left out of a part's losses)."""
