@@ -191,6 +191,12 @@ def test_an_empty_or_reversed_range_is_refused():
             ingest.ReadOptions(time_range=bad)  # type: ignore[arg-type]
 
 
+def test_batches_are_refused_a_time_range():
+    """iter_batches streams the whole file: a range given to it is refused, not lost."""
+    with pytest.raises(OptionError, match="batches are of the whole file"):
+        next(ingest.iter_batches(sample("lost-events.dat"), ingest.ReadOptions(time_range=(0, 1))))
+
+
 def test_load_takes_a_time_range():
     path = sample("lost-events.dat")
     cut = ingest.cut_times(path, 2)[0]

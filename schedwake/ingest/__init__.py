@@ -512,9 +512,14 @@ def iter_batches(path: str | Path, options: ReadOptions | None = None) -> Iterat
 
     trace.dat and perf.data batches are in time order across batches; text batches keep
     the file's order (sorted within a batch). ``meta`` counts are cumulative, so the
-    last batch's describe the whole file.
+    last batch's describe the whole file. A ``time_range`` is refused (OptionError):
+    a part is read whole, with :func:`read_with`.
     """
     o = ReadOptions() if options is None else options
+    if o.time_range is not None:  # (the streams read whole files: a range would be lost)
+        raise OptionError(
+            "time_range", repr(o.time_range), "batches are of the whole file: read a range whole"
+        )
     p = check_path(path)
     fmt = o.input_format or sniff(p)
     batches = INPUT_FORMATS[fmt].iter_batches
