@@ -35,6 +35,12 @@
  * the numbers mean (fuzz_load_tracedat's mutator, fuzz/tracedat_model.py, rewrites
  * whole files; this one is cheap enough for the C harness's pace).
  *
+ * Each input is read a second time by time range (read_a_range): its index
+ * (td_index: trace.dat's pages or chunks, perf.data's rounds), a range between two of
+ * the index's times picked by the input's size, td_set_time_range and td_decode; the
+ * same contract holds, and with TDCORE_FUZZ_REQUIRE_OK every seed must read by range
+ * too.
+ *
  * Environment:
  *   TDCORE_FUZZ_JOBS=N        decoding threads (default 2: the per-CPU threads and
  *                             their merge are exercised, within a 2-core budget)
@@ -73,6 +79,67 @@ static void broken(const char *what, const char *err)
     abort();
 }
 
+/* Two times of the input's index (a block's first time on one CPU, another's on the
+   next CPU with data; perf.data: a round's and the end), whatever they are. */
+static int pick_range(const uint8_t *data, size_t size, int64_t *t0, int64_t *t1, char *err)
+{
+    td_file *f;
+    int rc = td_open(&f, data, size, err);
+    const td_cpu_blocks *ix;
+    int n;
+    if (rc == 0)
+        rc = td_index(f, &ix, &n, err);
+    if (rc == 0) {
+        int64_t t[2] = {INT64_MIN, INT64_MAX};
+        int k = 0;
+        for (int c = 0; c < n && k < 2; c++)
+            if (ix[c].nblocks)
+                t[k++] = ix[c].first_ts[(size / 7 + (size_t)c) % (size_t)ix[c].nblocks];
+        *t0 = t[0] < t[1] ? t[0] : t[1];
+        *t1 = t[0] < t[1] ? t[1] : t[0];
+        if (*t0 == *t1)
+            *t1 = INT64_MAX;
+        if (*t0 == *t1)
+            *t0 = INT64_MIN;
+    }
+    td_close(f);
+    return rc;
+}
+
+/* The input read by a time range of its index, in a file opened again: the range
+   read searches the blocks' times itself, reading only those it probes. */
+static int read_a_range(const uint8_t *data, size_t size, char *err)
+{
+    int64_t t0, t1;
+    int rc = pick_range(data, size, &t0, &t1, err);
+    td_file *f = NULL;
+    if (rc == 0)
+        rc = td_open(&f, data, size, err);
+    if (rc == 0) {
+        td_want_all(f, 1);
+        rc = td_set_time_range(f, t0, t1, err);
+    }
+    if (rc == 0)
+        rc = td_decode(f, jobs, NULL, NULL, err);
+    td_close(f);
+    return rc;
+}
+
+static void check_contract(int rc, const char *err, int must_read)
+{
+    if (rc != 0 && rc != -1)
+        broken("a read returned neither 0 nor -1", NULL);
+    if (rc == -1) {
+        size_t n = strnlen(err, TD_ERRLEN);
+        if (n == TD_ERRLEN)
+            broken("the error message is not NUL-terminated inside TD_ERRLEN bytes", NULL);
+        if (n == 0)
+            broken("an error without a message", NULL);
+        if (must_read)
+            broken("TDCORE_FUZZ_REQUIRE_OK: the input does not decode", err);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* poison the message buffer: a message that is not NUL-terminated inside it,
@@ -81,17 +148,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(err, 'X', sizeof(err));
     err[TD_ERRLEN] = 0;
     int rc = td_fuzz_read(data, size, jobs, err);
-    if (rc != 0 && rc != -1)
-        broken("td_fuzz_read() returned neither 0 nor -1", NULL);
-    if (rc == -1) {
-        size_t n = strnlen(err, TD_ERRLEN);
-        if (n == TD_ERRLEN)
-            broken("the error message is not NUL-terminated inside TD_ERRLEN bytes", NULL);
-        if (n == 0)
-            broken("an error without a message", NULL);
-        if (require_ok)
-            broken("TDCORE_FUZZ_REQUIRE_OK: the input does not decode", err);
-    }
+    check_contract(rc, err, require_ok);
+    memset(err, 'X', sizeof(err) - 1);
+    rc = read_a_range(data, size, err);
+    check_contract(rc, err, require_ok);
     return 0;
 }
 

@@ -429,6 +429,7 @@ def load(
     reader: str | None = None,
     jobs: int | None = None,
     kallsyms: str | Path | None = None,
+    time_range: tuple[int, int | None] | None = None,
 ) -> Trace:
     """Load a trace file of any supported format.
 
@@ -443,6 +444,10 @@ def load(
     perf.data recorded, plain or compressed (None: this machine's ``/proc/kallsyms``
     when it runs that kernel), for fields that name kernel functions (the
     ``perf-script`` reader gives it to ``perf script --kallsyms``).
+    ``time_range``: ``(t0, t1)`` nanoseconds (``t1`` None: to the end): only the events
+    with ``t0 <= ts < t1``, reading only the blocks of the file that can hold them (a
+    time partition of a trace: :func:`schedwake.ingest.cut_times`); trace.dat and
+    perf.data only.
     Raises :class:`schedwake.TraceError` with a one-line reason on unusable input,
     :class:`schedwake.errors.OptionError` (a ValueError) naming the parameter for an
     unknown ``reader`` or ``input_format``, a bad ``jobs`` or an ``events`` that is not a
@@ -450,7 +455,9 @@ def load(
     """
     # (``events``, whatever it is, is ReadOptions' to check and to make a list)
     names = cast("list[str] | None", events)
-    options = ingest.ReadOptions(names, input_format, progress, reader, jobs, kallsyms)
+    options = ingest.ReadOptions(
+        names, input_format, progress, reader, jobs, kallsyms, time_range=time_range
+    )
     return Trace(ingest.read_with(Path(path), options))
 
 

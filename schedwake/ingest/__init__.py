@@ -56,6 +56,10 @@ class ReadOptions:
     (None: one per CPU); other readers ignore it.
     ``kallsyms``: a kallsyms file of the kernel a perf.data recorded, plain or
     compressed (None: this machine's when it runs that kernel).
+    ``time_range``: ``(t0, t1)`` in the trace's nanoseconds (``t1`` None: to the end):
+    read only the events with ``t0 <= ts < t1``, and of the file only what can hold
+    them (a part of a trace analysed in time partitions, :func:`cut_times`); formats of
+    :data:`PARTITIONED_FORMATS` and schedwake's reader only.
     """
 
     events: list[str] | None = None
@@ -64,8 +68,11 @@ class ReadOptions:
     reader: str | None = None
     jobs: int | None = None
     kallsyms: str | Path | None = None
+    time_range: tuple[int, int | None] | None = None
 
     def __post_init__(self) -> None:
+        if self.time_range is not None:
+            object.__setattr__(self, "time_range", _checked_time_range(self.time_range))
         reader = DEFAULT_READER if self.reader is None else self.reader
         if reader not in READERS:
             raise OptionError(
@@ -91,6 +98,28 @@ class ReadOptions:
                 repr(self.input_format),
                 f"unknown format (known: {', '.join(FORMATS)})",
             )
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _checked_time_range(r: object) -> tuple[int, int | None]:
+    """``r`` as ``(t0, t1)``: two int nanoseconds with ``t0 < t1``, or ``t1`` None (to
+    the end); an OptionError otherwise (a range that cannot hold an event is a mistake,
+    not an empty part)."""
+    if not isinstance(r, (tuple, list)) or len(r) != 2:
+        raise OptionError(
+            "time_range", repr(r), "must be (t0, t1): nanoseconds, t1 None for the end"
+        )
+    t0, t1 = r
+    if not _is_int(t0) or not (t1 is None or _is_int(t1)):
+        raise OptionError("time_range", repr(r), "t0 must be an int and t1 an int or None")
+    if not -(2**63) <= t0 < 2**63 or (t1 is not None and not -(2**63) <= t1 < 2**63):
+        raise OptionError("time_range", repr(r), "times are int64 nanoseconds")
+    if t1 is not None and t0 >= t1:
+        raise OptionError("time_range", repr(r), "t0 must be before t1 (the range is [t0, t1))")
+    return (t0, t1)
 
 
 @dataclass(frozen=True)
@@ -129,7 +158,7 @@ def _read_tracedat(path: Path, o: ReadOptions) -> RawTrace:
         return libtracecmd.read(path, o.events, o.progress)
     from . import tracedat
 
-    return tracedat.read(path, o.events, o.progress, o.jobs)
+    return tracedat.read(path, o.events, o.progress, o.jobs, o.time_range)
 
 
 def _tracedat_batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
@@ -145,7 +174,7 @@ def _read_perfdata(path: Path, o: ReadOptions) -> RawTrace:
         return text.read(path, "perf.data", o.events, o.progress, o.kallsyms)
     from . import perfdata
 
-    return perfdata.read(path, o.events, o.progress, o.jobs, o.kallsyms)
+    return perfdata.read(path, o.events, o.progress, o.jobs, o.kallsyms, o.time_range)
 
 
 def _perfdata_batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
@@ -338,7 +367,79 @@ def read_with(path: str | Path, options: ReadOptions) -> RawTrace:
     fmt = options.input_format or sniff(p)
     assert options.reader is not None  # (ReadOptions makes None the default)
     check_reader_format(p, fmt, options.reader)
+    if options.time_range is not None:
+        check_partitionable(fmt, options.reader)
     return INPUT_FORMATS[fmt].read(p, options)
+
+
+#: Formats whose files :func:`read_with` reads by time range (``ReadOptions.time_range``)
+#: from their own boundaries: trace.dat's pages and compressed chunks, perf.data's
+#: FINISHED_ROUND rounds (and the Parquet of ``schedwake convert``:
+#: :func:`schedwake.ingest.parquet.read_tables`).
+PARTITIONED_FORMATS = ("trace.dat", "perf.data")
+
+
+def check_partitionable(fmt: str, reader: str) -> None:
+    """OptionError when a file of format ``fmt`` cannot be read by time range with
+    ``reader``: text has no boundaries to cut at (its lines are not in time order
+    across CPUs), Perfetto's reader has no index, libtracecmd and perf script read
+    whole files."""
+    if fmt not in PARTITIONED_FORMATS:
+        why = (
+            "its lines are not in time order across CPUs: read it whole, or convert it "
+            "to Parquet first (schedwake convert)"
+            if INPUT_FORMATS[fmt].magic is None
+            else "its reader has no index of blocks to cut it by: read it whole"
+        )
+        raise OptionError("time_range", fmt, f"a {fmt} file is not read by time range: {why}")
+    if reader != DEFAULT_READER:
+        raise OptionError(
+            "time_range", reader, f"only the {DEFAULT_READER} reader reads by time range"
+        )
+
+
+def cut_times(path: str | Path, n: int) -> list[int]:
+    """Times that cut ``path`` into about ``n`` parts of equal event counts: sorted,
+    distinct, each the first time of a block of the file's index (a trace.dat's
+    pages or compressed chunks, which hold about equal numbers of events; a ``schedwake
+    convert`` directory's Parquet row groups, weighted by their rows), so that a part
+    ``[cut[i - 1], cut[i])`` read with ``ReadOptions(time_range=...)`` decodes its own
+    blocks and at most one straddling block per CPU at each end (a perf.data: its
+    FINISHED_ROUND rounds, by their earliest samples). The parts are
+    ``(None, cut[0])``, ..., ``(cut[-1], None)``: at most ``n - 1`` cuts, fewer when
+    the file has fewer blocks. Reads only the index, never the records."""
+    if not _is_int(n) or n < 1:
+        raise OptionError("n", repr(n), "the number of parts must be an int >= 1")
+    if Path(path).is_dir() and (Path(path) / "metadata.json").exists():
+        from .parquet import row_group_starts
+
+        weighted = row_group_starts(path)
+    else:
+        p = check_path(path)
+        fmt = sniff(p)
+        check_partitionable(fmt, DEFAULT_READER)
+        if fmt == "perf.data":
+            from .perfdata import round_starts
+
+            weighted = [(t, 1) for t in round_starts(p)]
+        else:
+            from .tracedat import block_index
+
+            end = 2**63 - 1  # (the time of a trailing block that holds nothing)
+            weighted = [(t, 1) for ts in block_index(p).values() for t in ts if t != end]
+    weighted.sort()
+    total = sum(w for _, w in weighted)
+    cuts: list[int] = []
+    seen = 0
+    k = 1
+    for t, w in weighted:
+        # the block that starts at or after k/n of the events goes to the next part
+        while k < n and seen >= total * k / n:
+            if t > (cuts[-1] if cuts else weighted[0][0]):
+                cuts.append(t)
+            k += 1
+        seen += w
+    return cuts
 
 
 #: The most bytes a compressed perf.data may hold once decompressed.
@@ -411,9 +512,14 @@ def iter_batches(path: str | Path, options: ReadOptions | None = None) -> Iterat
 
     trace.dat and perf.data batches are in time order across batches; text batches keep
     the file's order (sorted within a batch). ``meta`` counts are cumulative, so the
-    last batch's describe the whole file.
+    last batch's describe the whole file. A ``time_range`` is refused (OptionError):
+    a part is read whole, with :func:`read_with`.
     """
     o = ReadOptions() if options is None else options
+    if o.time_range is not None:  # (the streams read whole files: a range would be lost)
+        raise OptionError(
+            "time_range", repr(o.time_range), "batches are of the whole file: read a range whole"
+        )
     p = check_path(path)
     fmt = o.input_format or sniff(p)
     batches = INPUT_FORMATS[fmt].iter_batches

@@ -121,6 +121,100 @@ void decompress_end(void **ctx)
     }
 }
 
+/* A stream over one compressed block: inflow_read() decompresses only as far as the
+   bytes it is asked for (zstd decodes a block of at most 128 KiB at a time, zlib
+   what fills the output), so the index reads a chunk's first page without the
+   rest.  The zstd stream's window is capped (a hostile frame may ask for more).
+   An Inflow starts zeroed; inflow_begin() on one that was used resets its stream
+   for the next block (creating a zstd stream costs more than a small chunk's
+   decompression); inflow_end() frees it. */
+int inflow_begin(Inflow *s, int comp, const uint8_t *src, size_t csize)
+{
+    if (s->z && s->comp == comp) {      /* the stream of the previous block, reset */
+        s->src = src;
+        s->csize = csize;
+        s->cpos = 0;
+        if (comp == COMP_ZSTD)
+            return ZSTD_isError(ZSTD_DCtx_reset(s->z, ZSTD_reset_session_only)) ? TD_EINVAL
+                                                                                : TD_OK;
+        return inflateReset(s->z) == Z_OK ? TD_OK : TD_EINVAL;
+    }
+    inflow_end(s);
+    *s = (Inflow){comp, NULL, src, csize, 0};
+    if (comp == COMP_ZSTD) {
+        ZSTD_DStream *z = ZSTD_createDStream();
+        if (!z)
+            return TD_ENOMEM;
+        s->z = z;
+        if (ZSTD_isError(ZSTD_DCtx_setParameter(z, ZSTD_d_windowLogMax, 28)))
+            return TD_EINVAL;
+        return TD_OK;
+    }
+    if (comp == COMP_ZLIB) {
+        z_stream *z = calloc(1, sizeof(*z));
+        if (!z)
+            return TD_ENOMEM;
+        if (inflateInit(z) != Z_OK) {
+            free(z);
+            return TD_ENOMEM;
+        }
+        s->z = z;
+        return TD_OK;
+    }
+    return TD_EINVAL;
+}
+
+int inflow_read(Inflow *s, uint8_t *dst, size_t n)
+{
+    if (!s->z)
+        return TD_EINVAL;
+    if (s->comp == COMP_ZSTD) {
+        ZSTD_outBuffer out = {dst, n, 0};
+        while (out.pos < n) {
+            ZSTD_inBuffer in = {s->src, s->csize, s->cpos};
+            size_t rc = ZSTD_decompressStream(s->z, &out, &in);
+            int moved = in.pos != s->cpos;
+            s->cpos = in.pos;
+            if (ZSTD_isError(rc))
+                return TD_EINVAL;
+            if (out.pos < n && (rc == 0 || (!moved && in.pos == in.size)))
+                return TD_EINVAL;       /* the frame or the input ends first */
+        }
+        return TD_OK;
+    }
+    z_stream *z = s->z;
+    size_t got = 0;
+    while (got < n) {
+        size_t in_left = s->csize - s->cpos, out_left = n - got;
+        z->next_in = (Bytef *)(uintptr_t)(s->src + s->cpos);
+        z->avail_in = in_left > UINT32_MAX ? UINT32_MAX : (uInt)in_left;
+        z->next_out = dst + got;
+        z->avail_out = out_left > UINT32_MAX ? UINT32_MAX : (uInt)out_left;
+        int rc = inflate(z, Z_NO_FLUSH);
+        size_t used = (size_t)(z->next_in - (s->src + s->cpos));
+        size_t made = (size_t)(z->next_out - (dst + got));
+        s->cpos += used;
+        got += made;
+        if (got < n && (rc == Z_STREAM_END || (rc != Z_OK && rc != Z_BUF_ERROR) ||
+                        (!used && !made)))
+            return TD_EINVAL;
+    }
+    return TD_OK;
+}
+
+void inflow_end(Inflow *s)
+{
+    if (!s->z)
+        return;
+    if (s->comp == COMP_ZSTD) {
+        ZSTD_freeDStream(s->z);
+    } else {
+        inflateEnd(s->z);
+        free(s->z);
+    }
+    s->z = NULL;
+}
+
 /* --------------------------------------------------------- text helpers */
 
 /* strtoll-like parse of a decimal/hex/octal integer inside [p, end); 0 on success,

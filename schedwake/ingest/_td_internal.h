@@ -305,6 +305,14 @@ struct td_file {
     int64_t *lost_per_cpu;
     td_meta meta;
 
+    /* the buffer's index and a time range (_td_records.c: td_index, td_set_time_range) */
+    td_cpu_blocks *index;       /* per CPU slot of the buffer read (b->ncpu), or NULL;
+                                   times read as they are asked for until index_full */
+    uint64_t **chunk_hdr;       /* compressed: per CPU slot, each chunk's header offset */
+    int index_full;
+    struct BlockSpan *span;     /* per CPU slot: the blocks to decode; NULL: all of them */
+    int64_t range_t0, range_t1;
+
     PerfFile *perf;             /* perf.data: its own state (_td_perfdata.c), else NULL */
     const Source *src;          /* the merge's source of records; NULL: trace.dat's CPUs */
     const char *kind;           /* "trace.dat" or "perf.data", for messages */
@@ -389,7 +397,13 @@ typedef struct {
     uint64_t released;          /* file offset up to which its pages went back */
     int run, next_run;          /* perf.data: cpu_slot is the record range; a CPU's
                                    samples of one range form sorted runs, chained */
+    int64_t blocks;             /* blocks of the index (pages, chunks) decoded */
 } CpuWork;
+
+/* A time-range read: the blocks [first, end) of one CPU's data to decode. */
+typedef struct BlockSpan {
+    int64_t first, end;
+} BlockSpan;
 
 struct td_decoder {
     td_file *f;
@@ -433,6 +447,11 @@ struct td_source {
     void (*run)(Decoder *d, td_tick tick, void *ctx);   /* failure: d->failed */
     int (*stream_step)(Decoder *d, int64_t batch_rows, int64_t *horizon, int *all_done,
                        char *err);
+    /* a time-range read (td_set_time_range, after f->range_t0/t1 and meta are set):
+       choose what to decode; TD_OK or TD_FAIL with err filled */
+    int (*set_time_range)(td_file *f, int64_t t0, int64_t t1, char *err);
+    /* its index (td_index): f->index and *n entries, or TD_FAIL with f->err filled */
+    int (*index)(td_file *f, int *n);
 };
 
 /* ------------------------------------------- functions of the parts */
@@ -445,6 +464,19 @@ int decompress(int comp, const uint8_t *src, size_t csize, uint8_t *dst, size_t 
 int decompress_with(void **ctx, int comp, const uint8_t *src, size_t csize, uint8_t *dst,
                     size_t usize);
 void decompress_end(void **ctx);
+
+/* A compressed block read from its start, a few bytes at a time, without
+   decompressing the rest (the index reads a chunk's first page so); zeroed before
+   the first inflow_begin(), which reuses its stream for each next block. */
+typedef struct {
+    int comp;
+    void *z;                    /* ZSTD_DStream or z_stream */
+    const uint8_t *src;
+    size_t csize, cpos;
+} Inflow;
+int inflow_begin(Inflow *s, int comp, const uint8_t *src, size_t csize);
+int inflow_read(Inflow *s, uint8_t *dst, size_t n);    /* exactly n bytes, or TD_EINVAL */
+void inflow_end(Inflow *s);
 int parse_int(const char *p, const char *end, int64_t *v, const char **after);
 int keyed_int(const char *p, const char *end, const char *key, int64_t *v);
 const char *find_line_end(const char *p, const char *end);

@@ -466,8 +466,10 @@ static void sum_up(Decoder *d)
     /* (perf.data: the span of the samples that count, INT64_MAX..INT64_MIN if none) */
     int64_t first = d->more_records ? d->more_first_ts : INT64_MAX;
     int64_t last = d->more_records ? d->more_last_ts : INT64_MIN;
+    int64_t blocks = 0;
     for (int s = 0; s < d->nwork; s++) {
         CpuWork *w = &d->work[s];
+        blocks += w->blocks;
         records += w->records;
         unknown += w->unknown;
         if (w->records) {
@@ -476,6 +478,11 @@ static void sum_up(Decoder *d)
             if (w->last_ts > last)
                 last = w->last_ts;
         }
+    }
+    if (!f->src) {      /* (perf.data: its rounds, counted when a range is set) */
+        f->meta.blocks_decoded = blocks;
+        if (!f->meta.ranged)
+            f->meta.blocks_total = blocks;     /* a whole read decodes every block */
     }
     f->meta.records = records;
     f->meta.unknown_records = unknown;

@@ -169,6 +169,11 @@ struct PerfFile {
     int64_t first_ts, last_ts;
     Range *ranges;
     int nranges;
+    /* the rounds: file offsets after each top-level FINISHED_ROUND, and per round (the
+       records up to each, then the tail) the span of its samples' times (INT64_MAX,
+       INT64_MIN: none); a time-range read decodes the rounds that meet it */
+    Buf round_ends, round_spans;
+    int64_t round_lo, round_hi;         /* pass 1: the current round's span so far */
     uint64_t zcap;              /* bytes one compressed record may decompress to */
     int64_t bad_payloads;       /* tracepoint samples left out: payload not theirs */
     uint64_t bad_payload_off;   /* the first one's file offset */
@@ -1150,6 +1155,15 @@ struct Walk {
     uint64_t zin_total, zout_total;     /* COMPRESSED records' bytes and their output */
 };
 
+/* Pass 1: a round ends; its samples' time span is kept. */
+static int end_round(PerfFile *p)
+{
+    int64_t span[2] = {p->round_lo, p->round_hi};
+    p->round_lo = INT64_MAX;
+    p->round_hi = INT64_MIN;
+    return buf_put(&p->round_spans, span, 16);
+}
+
 static int walk_fail(Walk *wk, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int walk_fail(Walk *wk, const char *fmt, ...)
 {
@@ -1339,7 +1353,8 @@ static int walk_pausing(Walk *wk, uint64_t *at, uint64_t end)
             int rc = wk->fn(wk, type, misc, rec, size, pos);
             if (rc < 0)
                 return rc;
-            if (type == PR_FINISHED_ROUND && wk->round_ends && buf_put(wk->round_ends, &next, 8))
+            if (type == PR_FINISHED_ROUND && wk->round_ends &&
+                (buf_put(wk->round_ends, &next, 8) || end_round(wk->p)))
                 return REC_NOMEM;
             paused = rc > 0;
         }
@@ -1690,6 +1705,13 @@ static int pass1_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *r
                              a->pub.name ? a->pub.name : "its event");
         a->pub.samples++;
         saw_time(p, s.time);
+        {
+            int64_t t = s.time == NO_TIME ? 0 : s.time;    /* (decode_record's time) */
+            if (t < p->round_lo)
+                p->round_lo = t;
+            if (t > p->round_hi)
+                p->round_hi = t;
+        }
         int rc = check_payload(wk, ai, &s, foff);
         if (rc < 0)
             return rc;
@@ -2306,9 +2328,10 @@ static int set_meta(td_file *f, PerfFile *p)
     return 0;
 }
 
-/* Split the records into ranges at FINISHED_ROUND boundaries, about `want` of
-   about equal bytes. */
-static int make_ranges(td_file *f, PerfFile *p, const Buf *ends, int want)
+/* Split the records from offset `from` to `to` (round boundaries) into ranges at
+   FINISHED_ROUND boundaries, about `want` of about equal bytes. */
+static int make_ranges(td_file *f, PerfFile *p, const Buf *ends, int want, uint64_t from,
+                       uint64_t to)
 {
     size_t nends = ends->len / 8;
     const uint64_t *e = (const uint64_t *)ends->data;
@@ -2319,21 +2342,84 @@ static int make_ranges(td_file *f, PerfFile *p, const Buf *ends, int want)
     p->ranges = calloc((size_t)want, sizeof(Range));
     if (own(f, p->ranges) < 0)
         return seterr(f->err, "out of memory"), TD_FAIL;
-    uint64_t total = p->data_end - p->data_start, start = p->data_start;
+    uint64_t total = to - from, start = from;
     int n = 0;
     size_t k = 0;
     for (int r = 1; r < want && k < nends; r++) {
-        uint64_t goal = p->data_start + total / (uint64_t)want * (uint64_t)r;
+        uint64_t goal = from + total / (uint64_t)want * (uint64_t)r;
         while (k < nends && e[k] < goal)
             k++;
-        if (k < nends && e[k] > start && e[k] < p->data_end) {
+        if (k < nends && e[k] > start && e[k] < to) {
             p->ranges[n++] = (Range){start, e[k]};
             start = e[k];
         }
     }
-    p->ranges[n++] = (Range){start, p->data_end};
+    p->ranges[n++] = (Range){start, to};
     p->nranges = n;
     return 0;
+}
+
+/* The index of a perf.data: one entry (CPU UINT32_MAX: all of them) of its rounds with
+   samples, each with its earliest sample's time.  Unlike trace.dat's blocks, rounds
+   overlap in time a little (perf flushes a round's samples only up to the previous
+   round's end): a time-range read takes every round whose span meets it. */
+static int perf_index(td_file *f, int *n)
+{
+    PerfFile *p = f->perf;
+    size_t nrounds = p->round_spans.len / 16;
+    const int64_t *span = (const int64_t *)p->round_spans.data;
+    td_cpu_blocks *ix = calloc(1, sizeof(*ix));
+    int64_t *ts = malloc((nrounds ? nrounds : 1) * sizeof(int64_t));
+    if (own(f, ix) < 0 || own(f, ts) < 0)
+        return seterr(f->err, "out of memory"), TD_FAIL;
+    int64_t k = 0;
+    for (size_t i = 0; i < nrounds; i++)
+        if (span[2 * i] <= span[2 * i + 1])
+            ts[k++] = span[2 * i];
+    *ix = (td_cpu_blocks){UINT32_MAX, k, ts};
+    f->index = ix;
+    *n = 1;
+    return TD_OK;
+}
+
+/* A time-range read of a perf.data: the records from the first round whose samples'
+   span meets [t0, t1) to the last such round (perf's rounds overlap in time a little:
+   a round is in when any of its samples may be), decoded in ranges as a whole read's;
+   decode_record keeps the samples in the range.  Compressed records are one stream:
+   all of it is decoded, the samples filtered.  The side-band (names, forks, exits,
+   maps) is pass 1's, the whole file's, as a whole read has it. */
+static int perf_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err)
+{
+    PerfFile *p = f->perf;
+    size_t nrounds = p->round_spans.len / 16, nends = p->round_ends.len / 8;
+    const int64_t *span = (const int64_t *)p->round_spans.data;
+    const uint64_t *e = (const uint64_t *)p->round_ends.data;
+    int64_t blocks = 0, first = -1, last = -1;
+    for (size_t i = 0; i < nrounds; i++) {
+        if (span[2 * i] > span[2 * i + 1])
+            continue;           /* no sample */
+        blocks++;
+        if (span[2 * i + 1] >= t0 && span[2 * i] < t1) {
+            if (first < 0)
+                first = (int64_t)i;
+            last = (int64_t)i;
+        }
+    }
+    f->meta.blocks_total = blocks;
+    if (p->compressed || nrounds != nends + 1) {
+        f->meta.blocks_decoded = blocks;
+        return TD_OK;           /* one range over the whole stream: filtered only */
+    }
+    for (int64_t i = first; first >= 0 && i <= last; i++)
+        f->meta.blocks_decoded += span[2 * i] <= span[2 * i + 1];
+    /* round i: from the end of round i - 1 (the data's start) to its own end */
+    uint64_t from = first <= 0 ? p->data_start : e[first - 1];
+    uint64_t to = first < 0 ? p->data_start : (size_t)last < nends ? e[last] : p->data_end;
+    char *keep = f->err;
+    f->err = err;
+    int rc = make_ranges(f, p, &p->round_ends, 4 * default_jobs(), from, to);
+    f->err = keep;
+    return rc;
 }
 
 static int pass0_headers(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *rec,
@@ -2429,26 +2515,29 @@ int perf_open(td_file *f)
     }
     p->zcap = p->info.comp_mmap_len;     /* perf's own bound (feature_compressed) */
     TidMap seen = {0};
-    Buf ends = {0};
+    Buf *ends = &p->round_ends;
+    p->round_lo = INT64_MAX;
+    p->round_hi = INT64_MIN;
     walk_init(&wk, f, p, pass1_all, &seen, err);
-    wk.round_ends = &ends;
+    wk.round_ends = ends;
     rc = walk(&wk, p->data_start, p->data_end);
     if (rc == 0)
         rc = walk_end(&wk);
+    if (rc == 0 && end_round(p))       /* the tail after the last round end */
+        rc = REC_NOMEM;
     p->compressed = p->info.compressed || wk.zs;
     p->info.compressed = p->compressed;
     walk_free(&wk);
     if (rc < 0) {
         tidmap_free(&seen);
-        buf_free(&ends);
         return seterr(f->err, "%s", rc == REC_NOMEM ? "out of memory" : err), TD_FAIL;
     }
     (void)cpu_of_id(p, 0);      /* sorts ID_INDEX now: the decoding threads only read it */
     rc = build_comm_history(f, p, &seen);
     tidmap_free(&seen);
     if (rc == 0)
-        rc = make_ranges(f, p, &ends, p->compressed ? 1 : 4 * default_jobs());
-    buf_free(&ends);
+        rc = make_ranges(f, p, ends, p->compressed ? 1 : 4 * default_jobs(), p->data_start,
+                         p->data_end);
     if (rc < 0)
         return TD_FAIL;
     if (setup_events(f, p) < 0 || set_meta(f, p) < 0)
@@ -2486,7 +2575,7 @@ static void perf_free(td_file *f)
     free(p->comms);
     Buf *bufs[] = {&p->packages, &p->dies, &p->threads, &p->numa, &p->cache, &p->build_ids,
                    &p->core_id, &p->socket_id, &p->die_id, &p->fork_rows, &p->lost_rows,
-                   &p->lost_sample_rows, &p->id_cpu,
+                   &p->lost_sample_rows, &p->id_cpu, &p->round_ends, &p->round_spans,
                    &in->comms.ts, &in->comms.pid, &in->comms.tid, &in->comms.exec,
                    &in->forks.ts, &in->forks.pid, &in->forks.ppid, &in->forks.tid,
                    &in->forks.ptid, &in->exits.ts, &in->exits.pid, &in->exits.ppid,
@@ -2688,6 +2777,10 @@ static int decode_record(Walk *wk, uint32_t type, uint16_t misc, const uint8_t *
     /* the time span of the samples that count (a first range's first sample may be
        one left out: rw->records counts those too) */
     int64_t ts = s.time == NO_TIME ? 0 : s.time;
+    if (f->meta.ranged && (ts < f->range_t0 || ts >= f->range_t1)) {
+        rw->records--;          /* another part's */
+        return 0;
+    }
     if (ts < rw->first_ts)
         rw->first_ts = ts;
     if (ts > rw->last_ts)
@@ -2930,4 +3023,6 @@ static const Source perf_source = {
     .decoder_free = perf_decoder_free,
     .run = perf_run,
     .stream_step = perf_stream_step,
+    .set_time_range = perf_set_time_range,
+    .index = perf_index,
 };

@@ -445,9 +445,27 @@ static inline uint64_t tsc_ns(const td_file *f, uint64_t ts)
     return ret;
 }
 
+/* A time-range read: a record (or a lost-event row) at time t must not be before its
+   page's time (`lo`), which the blocks to decode were chosen by (the records after it
+   in the page, and the next pages, are not before it either: decode_page checks). */
+static int before_its_page(const Decoder *d, CpuWork *w, int64_t t, int64_t lo, uint64_t foff)
+{
+    if (t >= lo)
+        return 0;
+    snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u page at offset %" PRIu64 " has a "
+             "record at time %" PRId64 ", before the page's own time %" PRId64 ": its pages are "
+             "not in time order, and a time range of it cannot be read (read it whole)",
+             d->f->kind, w->cpu, foff, t, lo);
+    return 1;
+}
+
 /* Decode one ring-buffer page at file offset `foff`.  *prev_raw carries the last
-   raw timestamp of this CPU, to refuse time going backwards. */
-static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
+   raw timestamp of this CPU, to refuse time going backwards.  `ranged` (a constant:
+   decode_page and decode_page_ranged are its two copies, so that the whole read
+   pays nothing for ranges) keeps only records in [f->range_t0, f->range_t1). */
+static inline __attribute__((always_inline)) int decode_page_in(Decoder *d, CpuWork *w,
+                                                                const uint8_t *page,
+                                                                uint64_t foff, const int ranged)
 {
     uint64_t *prev_raw = &w->prev_raw;
     int *first_page = &w->first_page;
@@ -456,6 +474,7 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
     int swap = f->swap;
     uint64_t ts = ld(page, 8, swap);
     uint64_t commit = ld(page + 8, f->commit_size, swap);
+    const int64_t page_lo = ranged ? (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset) : 0;
     uint32_t size = (uint32_t)commit & COMMIT_MASK;
     const uint8_t *data = page + f->data_offset;
     uint32_t room = psize - (uint32_t)f->data_offset;
@@ -590,6 +609,14 @@ static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t fof
         *prev_raw = ts;
         *first_page = 0;
         int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
+        if (ranged) {
+            if (before_its_page(d, w, t, page_lo, foff))
+                return REC_DAMAGE;
+            if (t < f->range_t0 || t >= f->range_t1) {
+                got_missed = 1;     /* the page's lost row has this time: outside too */
+                continue;
+            }
+        }
         w->records++;
         if (w->records == 1)
             w->first_ts = t;
@@ -629,6 +656,12 @@ page_done:
     if (!got_missed) {
         /* a page that lost events before it but holds no record: still say so */
         int64_t t = (int64_t)(tsc_ns(f, ts) + (uint64_t)f->ts_offset);
+        if (ranged) {
+            if (before_its_page(d, w, t, page_lo, foff))
+                return REC_DAMAGE;
+            if (t < f->range_t0 || t >= f->range_t1)
+                return 0;
+        }
         int32_t cpu = (int32_t)w->cpu;
         if (buf_put(&w->lost_ts, &t, 8) || buf_put(&w->lost_cpu, &cpu, 4) ||
             buf_put(&w->lost_count, &missed, 8))
@@ -642,6 +675,16 @@ bad:
              ": an event at byte %u runs past the page's %u bytes of events", d->f->kind, w->cpu, foff,
              pos, size);
     return REC_DAMAGE;
+}
+
+static int decode_page(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
+{
+    return decode_page_in(d, w, page, foff, 0);
+}
+
+static int decode_page_ranged(Decoder *d, CpuWork *w, const uint8_t *page, uint64_t foff)
+{
+    return decode_page_in(d, w, page, foff, 1);
 }
 
 /* Decode the next page of one CPU's data (uncompressed, or from its current
@@ -676,12 +719,24 @@ int decode_step(Decoder *d, CpuWork *w)
     uint32_t psize = d->b->page_size;
     if (d->cancel)
         return REC_CANCELLED;
+    const BlockSpan *span = f->span ? &f->span[w->cpu_slot] : NULL;
     if (!d->b->compressed) {
-        if (w->pos >= c->size)
+        if (!w->started) {
+            if (span)
+                w->pos = (uint64_t)span->first * psize;
+            w->started = 1;
+        }
+        if (w->pos >= (span ? (uint64_t)span->end * psize : c->size))
             return 0;
-        int rc = decode_page(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        int rc;
+        if (span) {
+            rc = decode_page_ranged(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        } else {
+            rc = decode_page(d, w, f->data + c->offset + w->pos, c->offset + w->pos);
+        }
         if (rc < 0)
             return rc;
+        w->blocks++;
         w->pos += psize;
         __atomic_fetch_add(&d->bytes_done, (int64_t)psize, __ATOMIC_RELAXED);
         release_consumed(d, w, c->offset + (w->pos < c->size ? w->pos : c->size));
@@ -698,21 +753,29 @@ int decode_step(Decoder *d, CpuWork *w)
     if (w->pos >= w->chunk_len) {
         uint64_t csize, usize;
         const uint8_t *src;
-        if (w->chunk_no == w->nchunks) {
-            if (w->r.pos != w->r.size) {
-                snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u compressed data "
-                         "has %zu bytes after its %" PRIu64 " chunks (offset %" PRIu64 ")", d->f->kind,
-                         w->cpu, w->r.size - w->r.pos, w->nchunks, w->r.base + w->r.pos);
-                return REC_DAMAGE;
+        for (;;) {
+            if (w->chunk_no == w->nchunks) {
+                if (w->r.pos != w->r.size) {
+                    snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u compressed data "
+                             "has %zu bytes after its %" PRIu64 " chunks (offset %" PRIu64 ")",
+                             d->f->kind, w->cpu, w->r.size - w->r.pos, w->nchunks,
+                             w->r.base + w->r.pos);
+                    return REC_DAMAGE;
+                }
+                return 0;
             }
-            return 0;
+            if (span && w->chunk_no >= (uint64_t)span->end)
+                return 0;
+            if (rd_u(&w->r, 4, &csize, "chunk compressed size") < 0 ||
+                rd_u(&w->r, 4, &usize, "chunk size") < 0)
+                return REC_DAMAGE;
+            w->chunk_off = w->r.base + w->r.pos;
+            if (rd_bytes(&w->r, (size_t)csize, &src, "compressed chunk") < 0)
+                return REC_DAMAGE;
+            if (!span || w->chunk_no >= (uint64_t)span->first)
+                break;
+            w->chunk_no++;      /* before the range: its header is all that is read */
         }
-        if (rd_u(&w->r, 4, &csize, "chunk compressed size") < 0 ||
-            rd_u(&w->r, 4, &usize, "chunk size") < 0)
-            return REC_DAMAGE;
-        w->chunk_off = w->r.base + w->r.pos;
-        if (rd_bytes(&w->r, (size_t)csize, &src, "compressed chunk") < 0)
-            return REC_DAMAGE;
         if (usize > MAX_CHUNK_BYTES || usize % psize) {
             snprintf(w->err, sizeof(w->err), "corrupt %s: CPU %u chunk at offset %"
                      PRIu64 " says %" PRIu64 " bytes, not whole pages of %u (at most %u)", d->f->kind,
@@ -733,6 +796,7 @@ int decode_step(Decoder *d, CpuWork *w)
             return REC_DAMAGE;
         }
         w->chunk_no++;
+        w->blocks++;
         w->chunk_len = usize;
         w->pos = 0;
         __atomic_fetch_add(&d->bytes_done, (int64_t)(csize + 8), __ATOMIC_RELAXED);
@@ -740,7 +804,8 @@ int decode_step(Decoder *d, CpuWork *w)
         if (!usize)
             return 1;
     }
-    int rc = decode_page(d, w, w->chunk + w->pos, w->chunk_off);
+    int rc = span ? decode_page_ranged(d, w, w->chunk + w->pos, w->chunk_off)
+                  : decode_page(d, w, w->chunk + w->pos, w->chunk_off);
     if (rc < 0)
         return rc;
     w->pos += psize;
@@ -759,3 +824,247 @@ int decode_cpu(Decoder *d, CpuWork *w)
     return rc;
 }
 
+
+/* ---------------------------------------------------------- the index */
+
+/*
+ * A CPU's blocks are known from its data's layout: pages at every page_size bytes,
+ * or chunks one after the other (a u32 count, then per chunk its compressed size,
+ * its size and its bytes).  A block's time is its first page's that holds anything,
+ * read when asked for: td_index() reads them all (a page header per page; per chunk
+ * its first non-empty page decompressed, which with zstd means its first block of
+ * up to 128 KiB: in practice the chunk), td_set_time_range() only the O(log n) its
+ * binary search probes per CPU.
+ */
+
+#define NO_TS INT64_MIN             /* a block that holds nothing */
+#define UNKNOWN_TS (INT64_MIN + 1)  /* not read yet */
+
+/* The time of a page by its header, or NO_TS when it holds nothing: no byte of
+   events and no lost-event flag (such a page's header time is not checked against
+   its neighbours' by decode_page). */
+static int64_t page_time(const td_file *f, const uint8_t *page)
+{
+    uint64_t commit = ld(page + 8, f->commit_size, f->swap);
+    if (!(commit & COMMIT_MASK) && !(commit & MISSING_EVENTS))
+        return NO_TS;
+    return (int64_t)(tsc_ns(f, ld(page, 8, f->swap)) + (uint64_t)f->ts_offset);
+}
+
+/* The blocks of every CPU of the buffer, their times not read yet (UNKNOWN_TS); for
+   compressed data the file offset of each chunk's header, its sizes checked as
+   decode_step checks them. */
+static int index_layout(td_file *f)
+{
+    const Buffer *b = &f->buffers[f->sel];
+    uint32_t psize = b->page_size;
+    td_cpu_blocks *ix = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(*ix));
+    uint64_t **hdr = calloc((size_t)(b->ncpu ? b->ncpu : 1), sizeof(*hdr));
+    if (own(f, ix) < 0 || own(f, hdr) < 0)
+        return seterr(f->err, "out of memory"), TD_FAIL;
+    for (int s = 0; s < b->ncpu; s++) {
+        const CpuData *c = &b->cpu[s];
+        int64_t n = 0;
+        ix[s].cpu = c->cpu;
+        if (c->size && !b->compressed) {
+            n = (int64_t)(c->size / psize);     /* check_buffer: whole pages, in the file */
+        } else if (c->size) {
+            Rd r = {f->data + c->offset, (size_t)c->size + 4, 0, c->offset,
+                    "compressed CPU data", f->swap, f->err};
+            uint64_t nchunks, csize, usize;
+            const uint8_t *src;
+            if (rd_u(&r, 4, &nchunks, "chunk count") < 0)
+                return TD_FAIL;
+            /* each chunk takes 8 bytes at least: more than fit is damage */
+            if (nchunks > (r.size - r.pos) / 8)
+                return rd_fail(&r, "more chunks than the CPU's data can hold");
+            hdr[s] = malloc((size_t)(nchunks ? nchunks : 1) * sizeof(uint64_t));
+            if (own(f, hdr[s]) < 0)
+                return seterr(f->err, "out of memory"), TD_FAIL;
+            for (; n < (int64_t)nchunks; n++) {
+                hdr[s][n] = r.base + r.pos;
+                if (rd_u(&r, 4, &csize, "chunk compressed size") < 0 ||
+                    rd_u(&r, 4, &usize, "chunk size") < 0 ||
+                    rd_bytes(&r, (size_t)csize, &src, "compressed chunk") < 0)
+                    return TD_FAIL;
+                if (usize > MAX_CHUNK_BYTES || usize % psize)
+                    return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " says %"
+                                  PRIu64 " bytes, not whole pages of %u (at most %u)", f->kind,
+                                  c->cpu, hdr[s][n] + 8, usize, psize, MAX_CHUNK_BYTES), TD_FAIL;
+            }
+        }
+        ix[s].nblocks = n;
+        ix[s].first_ts = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+        if (own(f, ix[s].first_ts) < 0)
+            return seterr(f->err, "out of memory"), TD_FAIL;
+        for (int64_t i = 0; i < n; i++)
+            ix[s].first_ts[i] = UNKNOWN_TS;
+    }
+    f->index = ix;
+    f->chunk_hdr = hdr;
+    return TD_OK;
+}
+
+/* Scratch for reading blocks' times: a page, and a decompression stream. */
+typedef struct {
+    uint8_t *page;
+    Inflow in;
+} Probe;
+
+/* Block i of CPU slot s: its own time (NO_TS: it holds nothing), read once. */
+static int raw_time(td_file *f, Probe *pr, int s, int64_t i, int64_t *t)
+{
+    const Buffer *b = &f->buffers[f->sel];
+    const CpuData *c = &b->cpu[s];
+    int64_t *slot = &f->index[s].first_ts[i];
+    uint32_t psize = b->page_size;
+    if (*slot != UNKNOWN_TS) {
+        *t = *slot;
+        return TD_OK;
+    }
+    if (!b->compressed) {
+        *t = *slot = page_time(f, f->data + c->offset + (uint64_t)i * psize);
+        return TD_OK;
+    }
+    /* index_layout checked the header and that the bytes are in the file */
+    uint64_t at = f->chunk_hdr[s][i];
+    uint64_t csize = ld(f->data + at, 4, f->swap), usize = ld(f->data + at + 4, 4, f->swap);
+    int rc = inflow_begin(&pr->in, f->comp, f->data + at + 8, (size_t)csize);
+    int64_t found = NO_TS;
+    for (uint64_t p = 0; rc == TD_OK && p < usize / psize && found == NO_TS; p++)
+        if ((rc = inflow_read(&pr->in, pr->page, psize)) == TD_OK)
+            found = page_time(f, pr->page);
+    if (rc < 0)
+        return seterr(f->err, "corrupt %s: CPU %u chunk at offset %" PRIu64 " does not "
+                      "decompress to its %" PRIu64 " bytes", f->kind, c->cpu, at + 8, usize),
+               TD_FAIL;
+    *t = *slot = found;
+    return TD_OK;
+}
+
+/* The time of block i (i == nblocks: the end, INT64_MAX): its own, or the next
+   block's that holds anything when it holds nothing. */
+static int block_time(td_file *f, Probe *pr, int s, int64_t i, int64_t *t)
+{
+    for (; i < f->index[s].nblocks; i++) {
+        if (raw_time(f, pr, s, i, t) < 0)
+            return TD_FAIL;
+        if (*t != NO_TS)
+            return TD_OK;
+    }
+    *t = INT64_MAX;
+    return TD_OK;
+}
+
+static int probe_begin(td_file *f, Probe *pr)
+{
+    memset(pr, 0, sizeof(*pr));
+    pr->page = malloc(f->buffers[f->sel].page_size);
+    return pr->page ? TD_OK : (seterr(f->err, "out of memory"), TD_FAIL);
+}
+
+static void probe_end(Probe *pr)
+{
+    free(pr->page);
+    inflow_end(&pr->in);
+}
+
+int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err)
+{
+    *out = NULL;
+    *ncpus = 0;
+    char *keep = f->err;
+    f->err = err;
+    int n = f->src ? 1 : f->buffers[f->sel].ncpu, rc = TD_OK;
+    if (f->src) {
+        rc = f->index ? TD_OK : f->src->index(f, &n);
+    } else if (!f->index_full) {
+        Probe pr = {0};
+        rc = f->index ? TD_OK : index_layout(f);
+        if (rc == TD_OK)
+            rc = probe_begin(f, &pr);
+        for (int s = 0; rc == TD_OK && s < n; s++) {
+            td_cpu_blocks *ix = &f->index[s];
+            int64_t next = INT64_MAX, t = 0;
+            /* every block's own time, then each that holds nothing takes the next's */
+            for (int64_t i = 0; rc == TD_OK && i < ix->nblocks; i++)
+                rc = raw_time(f, &pr, s, i, &t);
+            for (int64_t i = ix->nblocks - 1; rc == TD_OK && i >= 0; i--) {
+                if (ix->first_ts[i] == NO_TS)
+                    ix->first_ts[i] = next;
+                next = ix->first_ts[i];
+            }
+        }
+        probe_end(&pr);
+        f->index_full = rc == TD_OK;
+    }
+    f->err = keep;
+    if (rc < 0)
+        return TD_FAIL;
+    *out = f->index;
+    *ncpus = n;
+    return TD_OK;
+}
+
+/* The first block i of CPU slot s in [lo, n) whose time is >= v (n: none). */
+static int first_at_or_after(td_file *f, Probe *pr, int s, int64_t lo, int64_t v, int64_t *out)
+{
+    int64_t hi = f->index[s].nblocks, t;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (block_time(f, pr, s, mid, &t) < 0)
+            return TD_FAIL;
+        if (t < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *out = lo;
+    return TD_OK;
+}
+
+int td_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err)
+{
+    if (t0 >= t1)
+        return seterr(err, "time range: t0 (%" PRId64 ") must be before t1 (%" PRId64 ")", t0,
+                      t1), TD_FAIL;
+    f->range_t0 = t0;
+    f->range_t1 = t1;
+    f->meta.ranged = 1;
+    f->meta.range_t0 = t0;
+    f->meta.range_t1 = t1;
+    if (f->src)                 /* perf.data: its rounds */
+        return f->src->set_time_range(f, t0, t1, err);
+    char *keep = f->err;
+    f->err = err;
+    int n = f->buffers[f->sel].ncpu, rc = f->index ? TD_OK : index_layout(f);
+    BlockSpan *span = NULL;
+    Probe pr = {0};
+    if (rc == TD_OK) {
+        span = calloc((size_t)(n ? n : 1), sizeof(*span));
+        rc = own(f, span) < 0 ? (seterr(err, "out of memory"), TD_FAIL) : probe_begin(f, &pr);
+    }
+    int64_t total = 0;
+    for (int s = 0; rc == TD_OK && s < n; s++) {
+        /* block i holds [time(i), time(i + 1)]: the first that can reach t0 is the one
+           before the first block starting at t0 or later; the blocks from the first
+           starting at t1 or later hold nothing before t1 (decode_page checks both of
+           the blocks it decodes: pages in time order, records not before their page) */
+        int64_t nb = f->index[s].nblocks, first = 0, end = 0;
+        if (nb)
+            rc = first_at_or_after(f, &pr, s, 1, t0, &first);
+        if (rc == TD_OK && first > 0)
+            first--;
+        if (rc == TD_OK)
+            rc = first_at_or_after(f, &pr, s, first, t1, &end);
+        span[s] = (BlockSpan){first, end > first ? end : first};
+        total += nb;
+    }
+    probe_end(&pr);
+    f->err = keep;
+    if (rc < 0)
+        return TD_FAIL;
+    f->span = span;
+    f->meta.blocks_total = total;
+    return TD_OK;
+}

@@ -124,9 +124,45 @@ typedef struct {
     /* damage that was skipped, bounded and said: one line each */
     int nwarnings;
     const char *const *warnings;
+    /* a time-range read (td_set_time_range): its [t0, t1), and the blocks of the
+       index (pages, or compressed chunks) it decoded of all there are */
+    int ranged;
+    int64_t range_t0, range_t1;
+    int64_t blocks_decoded, blocks_total;
 } td_meta;
 
 td_meta *td_get_meta(td_file *f);
+
+/* ------------------------------------------------------ time ranges */
+
+/* The index of a trace.dat's buffer: per CPU with data, its blocks (v6 and
+   uncompressed v7: ring-buffer pages; compressed v7: chunks) in file order, each
+   with the time (ns, as the records' ts) of its first page that holds anything (an
+   empty block gets the next block's time, INT64_MAX at the end).  Block i holds
+   records in [first_ts[i], first_ts[i + 1]] (the kernel's pages are in time order).
+   Cost: a page header per page, or per chunk its header and the decompression of its
+   first non-empty page (zstd decodes a block of up to 128 KiB at once: in practice
+   the chunk).  A perf.data: one entry, cpu UINT32_MAX, of its FINISHED_ROUND rounds
+   with samples and each one's earliest sample (rounds overlap a little in time). */
+typedef struct {
+    uint32_t cpu;
+    int64_t nblocks;
+    int64_t *first_ts;          /* nblocks times */
+} td_cpu_blocks;
+
+/* Build (once) and return the whole index of f: *out has *ncpus entries, owned by f.
+   TD_OK, or TD_FAIL with err filled (damage). */
+int td_index(td_file *f, const td_cpu_blocks **out, int *ncpus, char *err);
+
+/* Before td_decode(): read only the records with t0 <= ts < t1 (t1 INT64_MAX: to the
+   end), decoding only the blocks of each CPU that can hold them, found by a binary
+   search over the block times (O(log n) blocks' first pages read per CPU, not the
+   whole index); the lost-event rows and per-CPU sums are those of the range.  The
+   blocks decoded are checked as a whole read checks them (pages in time order), and
+   no record may be before its page's time; blocks not decoded are not read, so their
+   damage is not seen.  perf.data: the rounds whose samples' span meets the range.
+   TD_FAIL with err filled when t0 >= t1 or on damage. */
+int td_set_time_range(td_file *f, int64_t t0, int64_t t1, char *err);
 
 void td_close(td_file *f);
 

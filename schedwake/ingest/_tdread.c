@@ -40,6 +40,16 @@ static void set_error(const char *err)
     }
 }
 
+/* Raise the decoder's failure `err`: MemoryError for "out of memory", else
+   TraceDatError. */
+static void raise_failure(const char *err)
+{
+    if (!strcmp(err, "out of memory"))
+        PyErr_NoMemory();
+    else
+        set_error(err);
+}
+
 typedef struct {
     PyObject *progress;
     int failed;                 /* a Python exception is set (under the GIL) */
@@ -156,6 +166,14 @@ static PyObject *str_list(const char *const *items, int n)
     return l;
 }
 
+/* Map the file at pathobj (map_file()) and let go of pathobj.  PY_FAIL: OSError set. */
+static int map_path(PyObject *pathobj, const uint8_t **data, size_t *size)
+{
+    int mapped = map_file(pathobj, data, size);
+    Py_DECREF(pathobj);
+    return mapped;
+}
+
 static PyObject *meta_to_py(td_meta *m)
 {
     PyObject *lost = PyDict_New(), *options = PyList_New(m->noptions);
@@ -177,8 +195,19 @@ static PyObject *meta_to_py(td_meta *m)
             goto fail;
         PyList_SET_ITEM(options, i, v);
     }
+    PyObject *range = Py_None;
+    Py_INCREF(range);
+    if (m->ranged) {
+        Py_DECREF(range);
+        range = m->range_t1 == INT64_MAX
+                ? Py_BuildValue("(LO)", (long long)m->range_t0, Py_None)
+                : Py_BuildValue("(LL)", (long long)m->range_t0, (long long)m->range_t1);
+        if (!range)
+            goto fail;
+    }
     return Py_BuildValue(
-        "{s:i,s:N,s:N,s:N,s:N,s:i,s:L,s:L,s:L,s:N,s:L,s:i,s:N,s:N,s:N,s:N,s:N,s:i}",
+        "{s:i,s:N,s:N,s:N,s:N,s:i,s:L,s:L,s:L,s:N,s:L,s:i,s:N,s:N,s:N,s:N,s:N,s:i,s:N,s:L,"
+        "s:L}",
         "cpus", m->cpus, "clock", str_or_none(m->clock), "uname", str_or_none(m->uname),
         "trace_cmd_version", str_or_none(m->trace_cmd_version),
         "cpustats", str_or_none(m->cpustats), "file_version", m->file_version,
@@ -187,7 +216,9 @@ static PyObject *meta_to_py(td_meta *m)
         "unknown_events", (long long)m->unknown_records, "big_endian", m->big_endian,
         "buffer", str_or_none(m->buffer), "instances", str_list(m->instances, m->ninstances),
         "compression", str_or_none(m->compression), "options", options,
-        "warnings", str_list(m->warnings, m->nwarnings), "page_size", m->page_size);
+        "warnings", str_list(m->warnings, m->nwarnings), "page_size", m->page_size,
+        "time_range", range, "blocks_decoded", (long long)m->blocks_decoded,
+        "blocks_total", (long long)m->blocks_total);
 fail:
     Py_XDECREF(lost);
     Py_XDECREF(options);
@@ -477,23 +508,56 @@ static int select_events(td_file *f, PyObject *events)
     return 0;
 }
 
+/* A time range (t0, t1) (t1 None: to the end) into [*t0, *t1).  PY_FAIL: error set. */
+static int parse_time_range(PyObject *range, int64_t *t0, int64_t *t1)
+{
+    long long a;
+    PyObject *b;
+    if (!PyTuple_Check(range) || !PyArg_ParseTuple(range, "LO", &a, &b)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "time_range must be a tuple (t0, t1) of int "
+                        "nanoseconds, t1 None for the end");
+        return PY_FAIL;
+    }
+    long long c = INT64_MAX;
+    if (b != Py_None && (c = PyLong_AsLongLong(b)) == -1 && PyErr_Occurred())
+        return PY_FAIL;
+    if (a >= c) {
+        PyErr_Format(PyExc_ValueError, "time_range: t0 (%lld) must be before t1 (%lld)", a, c);
+        return PY_FAIL;
+    }
+    *t0 = a;
+    *t1 = c;
+    return 0;
+}
+
 PyDoc_STRVAR(read_doc,
-"read(path, events=None, progress=None, jobs=None, kallsyms=None) -> dict\n\n"
+"read(path, events=None, progress=None, jobs=None, kallsyms=None, time_range=None) -> dict\n\n"
 "Read a trace.dat or perf.data file with schedwake's own decoder. `events` is None\n"
 "(all) or a collection of event names; `progress` is called with a float in [0, 1]\n"
 "now and then; `jobs` is the number of decoding threads (None: one per online CPU);\n"
 "`kallsyms`, for a perf.data whose events name kernel functions (%ps fields), is\n"
 "called with (kernel release, kernel build id) and returns kallsyms text or None.\n"
+"`time_range` (t0, t1), t1 None for the end: only the records with t0 <= ts < t1,\n"
+"decoding only the blocks of index() that can hold them (perf.data: its rounds; its\n"
+"lost rows stay the file's); meta then has time_range and blocks_decoded of\n"
+"blocks_total.\n"
 "Raises TraceDatError (a ValueError) with a one-line reason on unusable files.");
 
 static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"path", "events", "progress", "jobs", "kallsyms", NULL};
+    static char *kwlist[] = {"path", "events", "progress", "jobs", "kallsyms", "time_range",
+                             NULL};
     PyObject *pathobj, *events = Py_None, *progress = Py_None, *jobsobj = Py_None;
-    PyObject *kallsyms = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OOOO", kwlist, PyUnicode_FSConverter,
-                                     &pathobj, &events, &progress, &jobsobj, &kallsyms))
+    PyObject *kallsyms = Py_None, *range = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|OOOOO", kwlist, PyUnicode_FSConverter,
+                                     &pathobj, &events, &progress, &jobsobj, &kallsyms, &range))
         return NULL;
+    int64_t t0 = 0, t1 = 0;
+    if (range != Py_None && parse_time_range(range, &t0, &t1) < 0) {
+        Py_DECREF(pathobj);
+        return NULL;
+    }
     int jobs = 0;
     if (jobsobj != Py_None) {
         jobs = (int)PyLong_AsLong(jobsobj);
@@ -510,9 +574,7 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     char err[TD_ERRLEN] = "";
     const uint8_t *data;
     size_t size;
-    int mapped = map_file(pathobj, &data, &size);
-    Py_DECREF(pathobj);
-    if (mapped < 0)
+    if (map_path(pathobj, &data, &size) < 0)
         return NULL;
 
     td_file *f = NULL;
@@ -531,6 +593,11 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
             goto out;
         rc = TD_FAIL;
     }
+    if (rc == 0 && range != Py_None) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = td_set_time_range(f, t0, t1, err);
+        Py_END_ALLOW_THREADS
+    }
     if (rc == 0) {
         Py_BEGIN_ALLOW_THREADS
         rc = td_decode(f, jobs, tick, &tc, err);
@@ -539,10 +606,7 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
     if (tc.failed)
         goto out;               /* KeyboardInterrupt or a progress callback's error */
     if (rc < 0) {
-        if (!strcmp(err, "out of memory"))
-            PyErr_NoMemory();
-        else
-            set_error(err);
+        raise_failure(err);
         goto out;
     }
     result = raw_to_py(f);
@@ -681,7 +745,70 @@ static PyObject *py_stream(PyObject *self, PyObject *args, PyObject *kwargs)
     return (PyObject *)o;
 }
 
+PyDoc_STRVAR(index_doc,
+"index(path) -> dict\n\n"
+"The block index of a trace.dat's buffer, without decoding its records:\n"
+"{\"blocks\": {cpu: first_ts}} where first_ts is an int64 buffer\n"
+"of each block's first time (v6 and uncompressed v7: a page each; compressed v7: a\n"
+"chunk each, of which only the first non-empty page is decompressed).  Block i\n"
+"holds records in [first_ts[i], first_ts[i + 1]]; a block that holds nothing has\n"
+"the next one's time (the last: 2**63 - 1).  A perf.data has one entry, CPU\n"
+"2**32 - 1, of its FINISHED_ROUND rounds with samples, each with its earliest sample's\n"
+"time (rounds overlap in time a little).  Raises TraceDatError on damage.");
+
+static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"path", NULL};
+    PyObject *pathobj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&", kwlist, PyUnicode_FSConverter,
+                                     &pathobj))
+        return NULL;
+    const uint8_t *data;
+    size_t size;
+    if (map_path(pathobj, &data, &size) < 0)
+        return NULL;
+    char err[TD_ERRLEN] = "";
+    td_file *f = NULL;
+    const td_cpu_blocks *ix = NULL;
+    int n = 0, rc;
+    PyObject *result = NULL, *blocks = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = td_open(&f, data ? data : (const uint8_t *)"", size, err);
+    if (rc == 0)
+        rc = td_index(f, &ix, &n, err);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        raise_failure(err);
+        goto out;
+    }
+    if (!(blocks = PyDict_New()))
+        goto out;
+    for (int s = 0; s < n; s++) {
+        if (!ix[s].nblocks)
+            continue;
+        Buf b = {0};
+        if (buf_put(&b, ix[s].first_ts, (size_t)ix[s].nblocks * 8) < 0) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        PyObject *k = PyLong_FromUnsignedLong(ix[s].cpu), *v = buf_to_py(&b);
+        int bad = !k || !v || PyDict_SetItem(blocks, k, v) < 0;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (bad)
+            goto out;
+    }
+    result = Py_BuildValue("{s:O}", "blocks", blocks);
+out:
+    Py_XDECREF(blocks);
+    td_close(f);
+    if (data)
+        munmap((void *)data, size);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"index", (PyCFunction)(void (*)(void))py_index, METH_VARARGS | METH_KEYWORDS, index_doc},
     {"read", (PyCFunction)(void (*)(void))py_read, METH_VARARGS | METH_KEYWORDS, read_doc},
     {"stream", (PyCFunction)(void (*)(void))py_stream, METH_VARARGS | METH_KEYWORDS,
      stream_doc},

@@ -16,7 +16,9 @@ def read(
     progress: Callable[[float], object] | None = None,
     jobs: int | None = None,
     kallsyms: Kallsyms | None = None,
+    time_range: tuple[int, int | None] | None = None,
 ) -> dict[str, Any]: ...
+def index(path: StrOrBytesPath) -> dict[str, Any]: ...
 
 class Stream(Iterator[dict[str, Any]]):
     def __next__(self) -> dict[str, Any]: ...

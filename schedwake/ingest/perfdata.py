@@ -60,16 +60,29 @@ def read(
     progress: Progress | None = None,
     jobs: int | None = None,
     kallsyms=None,
+    time_range: tuple[int, int | None] | None = None,
 ) -> RawTrace:
     """Read the perf.data at ``path``; ``events`` limits the tables built (counts cover
     all), ``jobs`` is the number of decoding threads (None: one per CPU), ``kallsyms``
     a kallsyms file for the recorded kernel (None: this machine's when it runs that
-    kernel), used for fields that name kernel functions (workqueue ``function``)."""
+    kernel), used for fields that name kernel functions (workqueue ``function``).
+
+    ``time_range`` ``(t0, t1)`` (``t1`` None: to the end): only the samples with
+    ``t0 <= ts < t1``, decoding only the FINISHED_ROUND rounds whose samples' span meets
+    it (a compressed file, one zstd stream, is decoded whole and filtered); the
+    side-band tables (names, forks, exits, maps) and the samples' task names are the
+    whole file's, as a whole read has them; lost rows and per-CPU losses are the
+    range's LOST records (LOST_SAMPLES counters have no time: a part leaves them out)."""
     chooser = _KallsymsChooser(kallsyms)
     with joined(path) as one:
         try:
             raw = _tdread.read(
-                str(one), None if events is None else frozenset(events), progress, jobs, chooser
+                str(one),
+                None if events is None else frozenset(events),
+                progress,
+                jobs,
+                chooser,
+                time_range=time_range,
             )
         except _tdread.TraceDatError as exc:
             raise TraceError(path, str(exc)) from None
@@ -248,6 +261,21 @@ class _KallsymsChooser:
         return self.choice.text
 
 
+def round_starts(path: Path) -> list[int]:
+    """The earliest sample time of each FINISHED_ROUND round of the perf.data at
+    ``path`` (a file or a ``perf record --threads`` directory) that has samples: what
+    :func:`schedwake.ingest.cut_times` cuts it by. perf's rounds overlap in time a little,
+    so the list is not quite sorted; a time-range read takes every round that meets it.
+    It costs the reader's first pass over the records (every record's header, the
+    side-band's fields and the samples' times), not the decoding of the samples."""
+    with joined(path) as one:
+        try:
+            index = _tdread.index(str(one))
+        except _tdread.TraceDatError as exc:
+            raise TraceError(path, str(exc)) from None
+    return [t for buf in index["blocks"].values() for t in memoryview(buf).cast("q").tolist()]
+
+
 def assemble(
     path: Path, raw: dict, events: list[str] | None, kallsyms: KallsymsChoice | None = None
 ) -> RawTrace:
@@ -262,15 +290,21 @@ def assemble(
             if not tables[name].num_rows:
                 del tables[name]
     lost = lost_table(raw["lost"])
+    lost_per_cpu = {int(c): int(n) for c, n in sorted(m["lost_per_cpu"].items())}
+    span = m.get("time_range")
+    if span is not None:  # the LOST records of the range (the decoder has the file's)
+        lost, lost_per_cpu = _lost_in(lost, span)
     warnings = [str(w) for w in m.get("warnings") or []]
     first_ts, last_ts = (m["first_ts"], m["last_ts"]) if m["records"] else (None, None)
     ends = perf["time_ends"]
-    apart = _time_outliers(ends)
+    apart = _time_outliers(ends)  # (by the whole file's ends, in a part too)
     if apart is not None:  # a few samples far outside all the others: damage, left out
+        left = _outlier_events(ends, apart, perf["attrs"], span)
         tables, counts, first_ts, last_ts, said = _without_outliers(
-            tables, counts, apart, first_ts, last_ts, _outlier_events(ends, apart, perf["attrs"])
+            tables, counts, apart, first_ts, last_ts, left
         )
-        warnings.append(said)
+        if left:
+            warnings.append(said)
     if perf["lost_samples"]:
         warnings.append(
             f"the kernel dropped {perf['lost_samples']} samples (LOST_SAMPLES records): "
@@ -289,7 +323,7 @@ def assemble(
         first_ts_ns=first_ts,
         last_ts_ns=last_ts,
         kernel=perf["osrelease"],
-        lost_events={int(c): int(n) for c, n in sorted(m["lost_per_cpu"].items())},
+        lost_events=lost_per_cpu,
         lost_unknown=(),
         event_counts=dict(sorted(counts.items())),
         systems=systems,
@@ -321,6 +355,15 @@ def assemble(
             "events": [_attr_facts(a) for a in perf["attrs"]],
             "build_ids": perf["build_ids"],
             "kallsyms": None if kallsyms is None else kallsyms.source or None,
+            **(
+                {}
+                if span is None
+                else {
+                    "time_range": list(span),
+                    "blocks_decoded": m["blocks_decoded"],
+                    "blocks_total": m["blocks_total"],
+                }
+            ),
         },
         topology=_checked_topology(path, header_topology(perf, m["cpus"])),
     )
@@ -355,13 +398,34 @@ def _time_outliers(ends: dict) -> tuple[int | None, int | None] | None:
     return (lowest[low] if low else None, highest[high] if high else None)
 
 
-def _outlier_events(ends: dict, apart, attrs: list) -> dict[str, int]:
+def _lost_in(lost: pa.Table, span) -> tuple[pa.Table, dict[int, int]]:
+    """The lost rows with ``t0 <= ts < t1`` (``span``) and their sums per CPU."""
+    import pyarrow.compute as pc
+
+    t0, t1 = span
+    keep = pc.greater_equal(lost.column("ts"), t0)
+    if t1 is not None:
+        keep = pc.and_(keep, pc.less(lost.column("ts"), t1))
+    lost = lost.filter(keep)
+    per_cpu: dict[int, int] = {}
+    for cpu, n in zip(lost.column("cpu").to_pylist(), lost.column("count").to_pylist()):
+        per_cpu[cpu] = per_cpu.get(cpu, 0) + n
+    return lost, dict(sorted(per_cpu.items()))
+
+
+def _outlier_events(ends: dict, apart, attrs: list, span=None) -> dict[str, int]:
     """How many samples of each event (table) lie outside ``apart``'s bounds: all of
-    them are among the decoder's earliest and latest (the rule looks at no others)."""
+    them are among the decoder's earliest and latest (the rule looks at no others);
+    ``span``: of those only the ones of a time-range read's ``(t0, t1)``."""
     lo, hi = apart
     out: dict[str, int] = {}
-    outside = [a for t, a in ends["low"] if lo is not None and t < lo]
-    outside += [a for t, a in ends["high"] if hi is not None and t > hi]
+    t0, t1 = span if span is not None else (None, None)
+
+    def inside(t: int) -> bool:
+        return (t0 is None or t >= t0) and (t1 is None or t < t1)
+
+    outside = [a for t, a in ends["low"] if lo is not None and t < lo and inside(t)]
+    outside += [a for t, a in ends["high"] if hi is not None and t > hi and inside(t)]
     for a in outside:
         name = attrs[a]["table"] or attrs[a]["name"] or "?"
         out[name] = out.get(name, 0) + 1

@@ -68,18 +68,53 @@ def read(
     events: list[str] | None = None,
     progress: Progress | None = None,
     jobs: int | None = None,
+    time_range: TimeRange | None = None,
 ) -> RawTrace:
     """Read ``path`` with schedwake's own reader; ``events`` limits which tables are
     built (counts cover all); ``jobs`` is its number of decoding threads (None: as
     many as the CPUs this process may use). The reader checks the file's layout
-    itself, every offset and length before use."""
+    itself, every offset and length before use.
+
+    ``time_range`` ``(t0, t1)`` (``t1`` None: to the end) reads only the records with
+    ``t0 <= ts < t1``, decoding only the blocks (pages, compressed chunks) of each CPU
+    that can hold them, found by a binary search over the blocks' first times (those of
+    :func:`block_index`, read only where the search probes): its tables, lost-event rows, counts
+    and per-CPU losses are those of the range, so the parts of a trace cut at any
+    times concatenate to the whole read (the ring buffer's CPUSTAT counts, which are
+    the whole recording's, are left out of a part's losses)."""
     try:
-        raw = _tdread.read(str(path), None if events is None else frozenset(events), progress, jobs)
+        raw = _tdread.read(
+            str(path),
+            None if events is None else frozenset(events),
+            progress,
+            jobs,
+            time_range=time_range,
+        )
     except _tdread.TraceDatError as exc:
         raise TraceError(path, str(exc)) from None
     except MemoryError:
         raise TraceError(path, "out of memory while reading the trace") from None
     return assemble(path, raw, None, events, reader="schedwake")
+
+
+#: A time range of a read: ``(t0, t1)`` in the trace's nanoseconds, ``t1`` None for the end.
+TimeRange = tuple[int, int | None]
+
+
+def block_index(path: Path) -> dict[int, list[int]]:
+    """Per CPU, the first time of each block of ``path``'s data (v6 and uncompressed
+    v7: ring-buffer pages; compressed v7: chunks), without decoding the records: the
+    boundaries a time-range read decodes by. Block ``i`` holds records in
+    ``[first[i], first[i + 1]]``; a block that holds nothing has the next one's time
+    (the last: 2**63 - 1). It costs a page header per page, and per chunk its header
+    and the decompression of its first non-empty page."""
+    try:
+        index = _tdread.index(str(path))
+    except _tdread.TraceDatError as exc:
+        raise TraceError(path, str(exc)) from None
+    except MemoryError:
+        raise TraceError(path, "out of memory while indexing the trace") from None
+    return {cpu: memoryview(buf).cast("q").tolist() for cpu, buf in index["blocks"].items()}
 
 
 def iter_batches(
@@ -154,9 +189,22 @@ def assemble(
             "instances": list(m["instances"]),  # instance buffers in the file
             "sorted": True,
             "reader": reader,  # which decoder made the tables
+            **_range_facts(m),
         },
     )
     return RawTrace(tables=tables, meta=meta, lost=lost)
+
+
+def _range_facts(m: dict) -> dict:
+    """A time-range read's range and the blocks it decoded, for ``meta.source``."""
+    if m.get("time_range") is None:
+        return {}
+    t0, t1 = m["time_range"]
+    return {
+        "time_range": [t0, t1],
+        "blocks_decoded": m["blocks_decoded"],
+        "blocks_total": m["blocks_total"],
+    }
 
 
 def _source_facts(m: dict, layout: dict | None) -> dict:
@@ -246,8 +294,11 @@ def lost_table(buffers: tuple[Buffer, Buffer, Buffer]) -> pa.Table:
 def _lost_per_cpu(m: dict) -> dict[int, int]:
     """Events lost per CPU: the pages' own flags, or the ring buffer's statistics at
     extract time where they say more (they count overwritten events that the pages
-    themselves may not flag)."""
+    themselves may not flag). A time-range read has the pages' flags of its range
+    only: the statistics are the whole recording's, with no time to cut them by."""
     lost = {int(c): int(n) for c, n in m["lost_per_cpu"].items()}
+    if m.get("time_range") is not None:
+        return dict(sorted(lost.items()))
     for cpu, n in _cpustat_lost(m["cpustats"]).items():
         lost[cpu] = max(lost.get(cpu, 0), n)
     return dict(sorted(lost.items()))
@@ -284,4 +335,4 @@ def _timestamp_unit(clock: str | None, options: set[int]) -> str:
     return "ns"
 
 
-__all__ = ["read", "assemble"]
+__all__ = ["read", "assemble", "block_index", "TimeRange"]
