@@ -54,6 +54,7 @@ LOAD_REACHES = (
     "schedwake.ingest",
     "schedwake.symbols",
     "schedwake.topology",  # a perf.data header's CPU map is checked when the file is read
+    "schedwake.sidevalues",  # (topology's: how a bad cpulist is shown)
 )
 
 
