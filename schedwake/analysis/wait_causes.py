@@ -232,6 +232,18 @@ def longest_preempted(trace: Trace) -> dict[str, Any] | None:
     return rec
 
 
+def _names(names: pd.Series) -> np.ndarray:
+    """``names.astype(str).to_numpy()`` (str, NaN where missing) of a categorical column
+    of strings: each category converted once, not each row (pandas writes other
+    categories its own way: 1.0 for 1)."""
+    if not isinstance(
+        names.dtype, pd.CategoricalDtype
+    ) or names.cat.categories.inferred_type not in ("string", "empty"):
+        return names.astype(str).to_numpy()
+    cats = np.append(np.asarray(names.cat.categories.astype(str), dtype=object), np.nan)
+    return cats[np.asarray(names.cat.codes)]  # (code -1, a missing name: the NaN)
+
+
 def all_waits(trace: Trace) -> pd.DataFrame:
     """Wake-to-run waits (from sched_waking) and preempted waits, one frame:
     ``kind``, ``pid``, ``comm``, ``start``, ``end``, ``ns``, ``cpu`` (a wake-up's chosen
@@ -247,13 +259,13 @@ def all_waits(trace: Trace) -> pd.DataFrame:
         {
             "kind": "wake_to_run",
             "pid": w["wakee_pid"].to_numpy(np.int64),
-            "comm": w["wakee_comm"].astype(str).to_numpy(),
+            "comm": _names(w["wakee_comm"]),
             "start": w["ts"].to_numpy(np.int64),
             "end": w["run_ts"].to_numpy(dtype=np.int64),
             "min_end": w["run_from_ts"].to_numpy(dtype=np.int64),
             "cpu": w["chosen_cpu"].to_numpy(np.int64),
             "wake_end": _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64),
-            "waker": w["waker_comm"].astype(str).to_numpy(),
+            "waker": _names(w["waker_comm"]),
             "waker_pid": w["waker_pid"].to_numpy(np.int64),
             "cut": np.zeros(len(w), dtype=bool),
         }
@@ -262,7 +274,7 @@ def all_waits(trace: Trace) -> pd.DataFrame:
         {
             "kind": "preempted",
             "pid": p["pid"].to_numpy(np.int64),
-            "comm": p["comm"].astype(str).to_numpy(),
+            "comm": _names(p["comm"]),
             "start": p["start_ts"].to_numpy(np.int64),
             "end": p["end_ts"].to_numpy(np.int64),
             "min_end": p["min_end_ts"].to_numpy(np.int64),

@@ -558,7 +558,8 @@ def comms(ev: Events) -> dict[int, str]:
         pid = ev.key(ints(f, pid_col), i64(f, "ts"))
         upid, last = np.unique(pid[::-1], return_index=True)
         rows = len(pid) - 1 - last
-        comm = f[comm_col].to_numpy()[rows]
+        # (only the rows kept: a string column's whole conversion costs the most)
+        comm = f[comm_col].iloc[rows].to_numpy()
         names.update(zip(upid.tolist(), (str(c) for c in comm)))
     return names
 
