@@ -454,9 +454,12 @@ static void init_flag_tables(void)
 
 static inline int hexval(int c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    /* one unsigned compare a range; c | 0x20 folds 'A'-'F' onto 'a'-'f' (and maps no
+     * other byte there: only 'A'-'F' and 'a'-'f' become 'a'-'f') */
+    unsigned d = (unsigned)c - '0';
+    if (d < 10) return (int)d;
+    unsigned l = ((unsigned)c | 0x20) - 'a';
+    if (l < 6) return (int)l + 10;
     return -1;
 }
 
@@ -499,6 +502,17 @@ static int state_bit(int c)
 static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
 static inline int is_space(int c) { return c == ' ' || c == '\t'; }
 
+/* bytes an event name is made of, other than ':' (printable ASCII but space and ':') */
+static const unsigned char NAME_BYTE[256] = {
+    [0x21] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* 0x21-0x30 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1,                                  /* 0x31-0x39 */
+    [0x3b] = 1, 1, 1, 1, 1,                                     /* 0x3b-0x3f */
+    [0x40] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,                /* 0x70-0x7e */
+};
+
 /* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter) */
 static int parse_ts(const char *p, const char *end, int64_t *out, const char **after, int *decimals)
 {
@@ -506,20 +520,27 @@ static int parse_ts(const char *p, const char *end, int64_t *out, const char **a
     int64_t sec = 0;
     *decimals = 0;
     if (q >= end || !is_digit(*q)) return -1;
-    int ni = 0;
-    /* at most 18 digits: counted before the multiplication, which a 19th would overflow */
-    while (q < end && is_digit(*q)) { if (++ni > 18) return -1; sec = sec * 10 + (*q - '0'); q++; }
+    /* at most 18 digits: a 19th would overflow the multiplication. The bound is a
+     * pointer set once, not a count checked a digit. */
+    const char *lim = end - q > 18 ? q + 18 : end;
+    while (q < lim && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; }
+    if (q < end && is_digit(*q)) return -1;
     if (q < end && *q == '.') {
+        static const int64_t scale[10] = {1000000000, 100000000, 10000000, 1000000, 100000,
+                                          10000, 1000, 100, 10, 1};
         if (sec > 9000000000LL) return -1;      /* would overflow as nanoseconds */
         q++;
-        int64_t frac = 0; int nd = 0;
-        while (q < end && is_digit(*q)) {
-            if (nd < 9) { frac = frac * 10 + (*q - '0'); }
-            nd++; q++;
-        }
+        int64_t frac = 0;
+        const char *f0 = q;
+        /* the first 9 digits are the nanoseconds; any further ones are counted only */
+        lim = end - q > 9 ? q + 9 : end;
+        while (q < lim && is_digit(*q)) { frac = frac * 10 + (*q - '0'); q++; }
+        int nd9 = (int)(q - f0);
+        while (q < end && is_digit(*q)) q++;
+        int nd = (int)(q - f0);                 /* a line is at most 64 KiB */
         if (nd == 0) return -1;
         *decimals = nd;
-        for (int i = nd; i < 9; i++) frac *= 10;
+        frac *= scale[nd9];
         sec = sec * 1000000000LL + frac;
     }
     if (q >= end || *q != ':') return -1;
@@ -532,6 +553,10 @@ static int parse_int(const char *p, const char *end, int64_t *out, const char **
     const char *q = p; int neg = 0; uint64_t v = 0;
     if (q < end && *q == '-') { neg = 1; q++; }
     if (q >= end || !is_digit(*q)) return -1;
+    /* 19 digits cannot overflow 64 bits (10^19 - 1 < 2^64): the overflow check (a
+     * division a digit) is needed only from the 20th digit on */
+    const char *lim = end - q > 19 ? q + 19 : end;
+    while (q < lim && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; }
     while (q < end && is_digit(*q)) {
         uint64_t d = (uint64_t)(*q - '0');
         if (v > (UINT64_MAX - d) / 10) return -1;   /* more than 64 bits */
@@ -815,10 +840,15 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
         }
     }
     const char *ev = p;
-    while (p < end && !is_space(*p)) {
-        if (*p == ':' && (p + 1 == end || is_space(p[1]))) break;
-        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) return -1;  /* names are ASCII */
-        p++;
+    /* One table look-up a byte for the common case (a printable ASCII byte that is not
+     * ':'); the three rarer stops (space, ':', anything else) are told apart only once
+     * the run ends, which halves this loop's instructions a line. */
+    for (;;) {
+        while (p < end && NAME_BYTE[(unsigned char)*p]) p++;
+        if (p >= end || is_space(*p)) break;
+        if (*p != ':') return -1;              /* names are ASCII */
+        if (p + 1 == end || is_space(p[1])) break;
+        p++;                                   /* a ':' inside the name (sched:sched_switch) */
     }
     if (p >= end || *p != ':' || p == ev) return -1;
     px->ev = ev; px->evlen = (size_t)(p - ev);
