@@ -38,6 +38,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import ingest
+from ..model import asof_index
 from ..trace import Trace
 from .prelude import carried_rows
 
@@ -45,8 +46,9 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..model.whole import WholeFacts
 
-#: Per model table: the column that places a row in a part (its end, or its time), or
-#: the columns whose latest value does.
+#: Per model table: the column that places a row in a part (its end, or its time); runs,
+#: task states, waits, occupancy and wake-ups have later placements where a row is
+#: settled after it (:func:`owned_rows`).
 OWNED_BY = {
     "runs": "end_ts",
     "timeline": "end_ts",
@@ -209,38 +211,24 @@ def _place_wakeups(table: pd.DataFrame, model: Model) -> np.ndarray:
     no_run = np.flatnonzero(~ran & ~table["wakee_was_running"].to_numpy(dtype=bool))
     if len(no_run):  # (the task's next row of this table: its next wake-up)
         ts = table["ts"].to_numpy().astype(np.int64)
-        place[no_run] = next_of_key(ts, pid, ts[no_run], pid[no_run])
+        after = asof_index(ts[no_run], pid[no_run], ts, pid, "forward", allow_exact=False)
+        place[no_run] = np.where(after >= 0, ts[after], _OPEN)
     open_run = np.flatnonzero(ran & ~ended)
     if len(open_run):
         runs = model.completeness.runs
-        rpid, rstart = runs["pid"].to_numpy().astype(np.int64), runs["start_ts"].to_numpy()
         end = np.where((runs["end"] == "trace").to_numpy(), _OPEN, runs["end_ts"].to_numpy())
         run_ts = table["run_ts"].to_numpy(dtype=np.int64, na_value=0)[open_run]
         # the run the wake-up led to: the task's last run begun by the run's time
-        order = np.lexsort((rstart, rpid))
-        key_pid, key_start = rpid[order], rstart[order]
-        for i, (p_, t_) in enumerate(zip(pid[open_run].tolist(), run_ts.tolist())):
-            a_, b_ = np.searchsorted(key_pid, p_, "left"), np.searchsorted(key_pid, p_, "right")
-            j = a_ + int(np.searchsorted(key_start[a_:b_], t_, side="right")) - 1
-            place[open_run[i]] = end[order[j]] if j >= a_ else _OPEN
+        led_to = asof_index(
+            run_ts,
+            pid[open_run],
+            runs["start_ts"].to_numpy(),
+            runs["pid"].to_numpy().astype(np.int64),
+            "backward",
+            allow_exact=True,
+        )
+        place[open_run] = np.where(led_to >= 0, end[led_to], _OPEN)
     return place
-
-
-def next_of_key(ts: np.ndarray, key: np.ndarray, after: np.ndarray, of: np.ndarray) -> np.ndarray:
-    """Per (``after``, ``of``): the first ``ts`` of key ``of`` strictly after ``after``
-    (``_OPEN`` where none)."""
-    order = np.lexsort((ts, key))
-    ts, key = ts[order], key[order]
-    # (keys and times combined: the first of the key's times after the time)
-    lo = np.searchsorted(key, of, side="left")
-    hi = np.searchsorted(key, of, side="right")
-    out = np.full(len(after), _OPEN, dtype=np.int64)
-    for i in range(len(after)):  # (unfinished wake-ups are few)
-        a, b = int(lo[i]), int(hi[i])
-        j = a + int(np.searchsorted(ts[a:b], after[i], side="right"))
-        if j < b:
-            out[i] = ts[j]
-    return out
 
 
 def _before_last_switch_out(wakeups: pd.DataFrame, model: Model, t0: int) -> np.ndarray:

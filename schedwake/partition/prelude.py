@@ -48,6 +48,8 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
+from ..model import asof_index
+
 #: Per task, the events that wake or move it (the task is the ``pid`` column).
 TASK_EVENTS = ("sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task")
 #: The events of a task's birth and new program, every one carried.
@@ -309,16 +311,7 @@ def _segments(cpu: np.ndarray, ts: np.ndarray, begun: np.ndarray) -> _Segments |
 def last_at_or_before(
     ts: np.ndarray, key: np.ndarray, rows: np.ndarray, at_ts: np.ndarray, at_key: np.ndarray
 ) -> np.ndarray:
-    """Of ``rows`` (indices into ``ts`` and ``key``), the last at or before each
-    (``at_ts``, ``at_key``) with that key: the unique row indices found, ascending."""
-    if not len(rows) or not len(at_ts):
-        return rows[:0]
-    k, t = key[rows], ts[rows]
-    order = np.lexsort((t, k))  # by key, then time (stable for equal stamps)
-    k, t = k[order], t[order]
-    found = []
-    for one in np.unique(at_key):  # (few keys: CPUs or workers)
-        a, b = np.searchsorted(k, one, side="left"), np.searchsorted(k, one, side="right")
-        i = np.searchsorted(t[a:b], at_ts[at_key == one], side="right") - 1
-        found.append(rows[order[a + i[i >= 0]]])
-    return np.unique(np.concatenate(found))
+    """Of ``rows`` (indices into ``ts`` and ``key``, in time order), the last at or before
+    each (``at_ts``, ``at_key``) with that key: the unique row indices found, ascending."""
+    found = asof_index(at_ts, at_key, ts[rows], key[rows], "backward", allow_exact=True)
+    return np.unique(rows[found[found >= 0]])
