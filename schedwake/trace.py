@@ -130,8 +130,7 @@ class Trace:
         migrations show, when they show them (the model built for that is kept: its
         events do not depend on the topology)."""
         from .model import Model
-        from .model.llc import infer_llc
-        from .topology import Topology
+        from .model.llc import infer_llc, with_inference
 
         topo.check_covers(self.meta.ncpus)
         self._topology, self._model = topo, None
@@ -142,12 +141,8 @@ class Trace:
         except TraceError as exc:  # no model (raw-tick timestamps): nothing to infer from
             topo.note = exc.problem
             return
-        found = infer_llc(model.events, model._mig_w, topo.cpus)
-        if found.llc is None:
-            topo.note = found.reason
-        else:
-            topo = Topology(cpus=topo.cpus, llc=found.llc, source="inferred", note=found.reason)
-            model.topology = topo
+        topo = with_inference(topo, infer_llc(model.events, model.wakeup_migrations, topo.cpus))
+        model.topology = topo
         self._topology, self._model = topo, model
 
     @property

@@ -48,6 +48,20 @@ def whole(request: pytest.FixtureRequest) -> schedwake.Trace:
     return trace
 
 
+def assert_rows_equal(
+    mine: dict[str, pd.DataFrame], theirs: dict[str, pd.DataFrame], where: str
+) -> None:
+    """Each of the model's tables of ``mine`` equals that of ``theirs``."""
+    for name in OWNED_BY:
+        pd.testing.assert_frame_equal(
+            mine[name],
+            theirs[name],
+            check_dtype=False,
+            check_categorical=False,
+            obj=f"{name} of {where}",
+        )
+
+
 def check_parts(trace: schedwake.Trace, cuts: list[int], to_the_end: bool = False) -> None:
     """The parts between ``cuts`` own every row of the whole model's tables once, equal;
     ``to_the_end``: the parts from each cut to the trace's end instead."""
@@ -59,15 +73,8 @@ def check_parts(trace: schedwake.Trace, cuts: list[int], to_the_end: bool = Fals
     for t0, t1 in spans:
         part = part_of(trace, t0, t1, facts)
         mine = owned_rows(part.model, t0, t1)
-        theirs = owned_rows(trace.model, t0, t1)
+        assert_rows_equal(mine, owned_rows(trace.model, t0, t1), f"the part [{t0}, {t1})")
         for name in OWNED_BY:
-            pd.testing.assert_frame_equal(
-                mine[name],
-                theirs[name],
-                check_dtype=False,
-                check_categorical=False,
-                obj=f"{name} of the part [{t0}, {t1})",
-            )
             got[name].append(mine[name])
     if to_the_end:
         return

@@ -279,6 +279,12 @@ class Model:
         unseen = self.unseen_tasks if self.whole_facts is None else self.whole_facts.unseen_tasks
         return _task_states.build(self.events, self.completeness.runs, unseen)
 
+    @property
+    def wakeup_migrations(self) -> np.ndarray:
+        """Per ``sched_migrate_task`` row, the row of the wake-up it belongs to (-1: none;
+        :func:`.wakeups.match_wakeup_migrations`)."""
+        return self._mig_w
+
     def facts_for_parts(self) -> WholeFacts:
         """This trace's facts that the model of one of its time parts uses instead of its
         own (:mod:`.whole`, :mod:`schedwake.partition`)."""

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..topology import Topology
 from .events import Events, ints
 
 if TYPE_CHECKING:
@@ -60,19 +61,50 @@ class Inference:
     disagree: int = 0
 
 
+def with_inference(topo: Topology, found: Inference) -> Topology:
+    """The assumed topology ``topo`` replaced by the LLCs ``found``, or, when none were,
+    kept with the reason as its note."""
+    if found.llc is None:
+        topo.note = found.reason
+        return topo
+    return Topology(cpus=topo.cpus, llc=found.llc, source="inferred", note=found.reason)
+
+
 def infer_llc(ev: Events, mig_w: np.ndarray, cpus: int) -> Inference:
     """The LLC groups of a trace's ``cpus`` CPUs from its wake-up migrations (``mig_w``:
     :func:`schedwake.model.wakeups.match_wakeup_migrations`)."""
     m = ev.migrate
-    if m is None or len(m) == 0 or cpus < 2:
-        why = "the trace has no sched_migrate_task" if cpus >= 2 else "one CPU"
-        return Inference(None, why, 0)
+    return infer_from_moves(wakeup_moves(ev, mig_w, cpus), cpus, m is not None and len(m) > 0)
+
+
+def wakeup_moves(
+    ev: Events, mig_w: np.ndarray, cpus: int, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """The wake-up migrations the inference reads (fair-class, to another CPU of the
+    trace) as rows of (waker's CPU, previous CPU, chosen CPU); ``rows``: of the
+    ``sched_migrate_task`` rows of this mask only (a time part's own)."""
+    m = ev.migrate
+    if m is None or len(m) == 0:
+        return np.zeros((0, 3), np.int64)
     own = np.asarray(mig_w) >= 0
     prio = ints(m, "prio")
     fair = prio >= FAIR_PRIO
     waker, prev, dest = ints(m, "cpu"), ints(m, "orig_cpu"), ints(m, "dest_cpu")
     sel = own & fair & (prev != dest) & (prev >= 0) & (dest >= 0) & (prev < cpus) & (dest < cpus)
-    local = sel & (waker == prev)
+    if rows is not None:
+        sel &= rows
+    return np.stack([waker[sel], prev[sel], dest[sel]], axis=1).astype(np.int64)
+
+
+def infer_from_moves(moves: np.ndarray, cpus: int, migrations: bool) -> Inference:
+    """The inference from the moves of :func:`wakeup_moves` (in trace order: a time
+    part's, joined, are the whole trace's); ``migrations``: the trace has
+    ``sched_migrate_task`` rows at all."""
+    if not migrations or cpus < 2:
+        why = "the trace has no sched_migrate_task" if cpus >= 2 else "one CPU"
+        return Inference(None, why, 0)
+    waker, prev, dest = moves[:, 0], moves[:, 1], moves[:, 2]
+    local = waker == prev
     a, b = prev[local].astype(np.int64), dest[local].astype(np.int64)
     edges = len(a)
     if edges == 0:
@@ -125,7 +157,7 @@ def infer_llc(ev: Events, mig_w: np.ndarray, cpus: int) -> Inference:
             f"from fewer, larger ones (chance {chance:.1g})",
             edges,
         )
-    other = sel & ~local
+    other = ~local
     if other.any():
         pw, pp, pd_ = part[waker[other]], part[prev[other]], part[dest[other]]
         bad = int(((pd_ != pw) & (pd_ != pp)).sum())

@@ -199,12 +199,12 @@ def _place(table: pd.DataFrame, by: str | tuple[str, ...]) -> np.ndarray:
     return latest
 
 
-def _place_wakeups(table: pd.DataFrame, model: Model) -> np.ndarray:
+def _place_wakeups(table: pd.DataFrame, model: Model, points: dict[int, np.ndarray]) -> np.ndarray:
     """A wake-up at the latest of its times; but one that led to no run though its task
     was not running at its task's next wake-up (the run it would have led to is the
     task's next before that), and one whose run has no recorded end at that run's end
-    (:mod:`schedwake.model.completeness`'s run: its last proof, settled where its CPU
-    next shows something); the last part's when neither comes."""
+    (:mod:`schedwake.model.completeness`'s run: its last proof) once the CPU shows
+    something after it (:func:`_place_runs`); the last part's when neither comes."""
     place = _place(table, ("ts", "wakeup_ts", "run_ts", "run_end_ts"))
     ran, ended = table["run_ts"].notna().to_numpy(), table["run_end_ts"].notna().to_numpy()
     pid = table["wakee_pid"].to_numpy().astype(np.int64)
@@ -216,7 +216,10 @@ def _place_wakeups(table: pd.DataFrame, model: Model) -> np.ndarray:
     open_run = np.flatnonzero(ran & ~ended)
     if len(open_run):
         runs = model.completeness.runs
-        end = np.where((runs["end"] == "trace").to_numpy(), _OPEN, runs["end_ts"].to_numpy())
+        # at the run's end, once something after it settles it there (a part whose
+        # events stop before that may end the run at an earlier proof: not yet settled)
+        settled = _place_runs(runs, points) != _OPEN
+        end = np.where(settled, runs["end_ts"].to_numpy(dtype=np.int64, na_value=_OPEN), _OPEN)
         run_ts = table["run_ts"].to_numpy(dtype=np.int64, na_value=0)[open_run]
         # the run the wake-up led to: the task's last run begun by the run's time
         led_to = asof_index(
@@ -377,39 +380,39 @@ def _place_task_states(
 
 def model_tables(model: Model) -> dict[str, pd.DataFrame]:
     """The model's tables by the names of :data:`OWNED_BY`."""
-    comp = model.completeness
-    return {
-        "runs": comp.runs,
-        "timeline": comp.timeline,
-        "breaks": comp.breaks,
-        "task_states": model.task_states,
-        "waits": model.waits,
-        "occupancy": model.occupancy,
-        "migrations": model.migrations,
-        "wakeups": model.wakeups,
-    }
+    return {name: model_table(model, name) for name in OWNED_BY}
 
 
-def owned_rows(model: Model, t0: int | None, t1: int | None) -> dict[str, pd.DataFrame]:
-    """Of each of ``model``'s tables, the rows that belong to the part ``[t0, t1)``
-    (None: open), in the table's order; a column of :data:`ROW_REFERENCES` gives the
-    time of the row it named."""
+def model_table(model: Model, name: str) -> pd.DataFrame:
+    """The model's table ``name`` (a name of :data:`OWNED_BY`), built if not yet."""
+    if name in ("runs", "timeline", "breaks"):
+        return getattr(model.completeness, name)
+    table: pd.DataFrame = getattr(model, name)
+    return table
+
+
+def owned_rows(
+    model: Model, t0: int | None, t1: int | None, names: tuple[str, ...] = tuple(OWNED_BY)
+) -> dict[str, pd.DataFrame]:
+    """Of each of ``model``'s tables (``names``: those only, and only they are built),
+    the rows that belong to the part ``[t0, t1)`` (None: open), in the table's order; a
+    column of :data:`ROW_REFERENCES` gives the time of the row it named."""
     out = {}
-    tables = model_tables(model)
     points = _cpu_points(model)
-    for name, table in tables.items():
+    for name in names:
+        table = model_table(model, name)
         if name == "wakeups":
-            place = _place_wakeups(table, model)
+            place = _place_wakeups(table, model, points)
         elif name == "runs":
             place = _place_runs(table, points)
         elif name == "task_states":
-            place = _place_task_states(table, tables["runs"], points)
+            place = _place_task_states(table, model_table(model, "runs"), points)
         else:
             place = _place(table, OWNED_BY[name])
         if name in ("task_states", "waits", "occupancy"):
-            _defer_to_unseen_starts(place, table, tables["runs"])
+            _defer_to_unseen_starts(place, table, model_table(model, "runs"))
         if name == "occupancy":
-            _defer_to_runs(place, table, tables["wakeups"])
+            _defer_to_runs(place, table, model_table(model, "wakeups"))
         keep = np.ones(len(table), dtype=bool)
         if t0 is not None:
             keep &= place >= t0
@@ -422,7 +425,7 @@ def owned_rows(model: Model, t0: int | None, t1: int | None) -> dict[str, pd.Dat
         if name in ROW_REFERENCES:
             column, other, renamed = ROW_REFERENCES[name]
             at = rows[column].to_numpy().astype(np.int64)
-            ts = tables[other]["ts"].to_numpy()
+            ts = model_table(model, other)["ts"].to_numpy()
             named = np.where(
                 at >= 0, ts[np.clip(at, 0, max(len(ts) - 1, 0))] if len(ts) else -1, -1
             )

@@ -1,0 +1,199 @@
+"""The passes over one file's time parts (:mod:`.passes`), run in this process or on a
+Dask cluster, and what they give: a :class:`Plan` of parts ready to model, each with its
+prelude and the whole trace's facts, metadata and topology.
+
+::
+
+    plan = schedwake.partition.plan("trace.dat", parts=8, client=client)
+    rows = plan.map(lambda trace, spec: owned_rows(trace.model, spec.t0, spec.t1))
+
+``client`` is a ``distributed.Client`` (its workers must reach the file by the same
+path and run the same schedwake), or None to run every pass here. The fold (pass 1) is
+a chain, one part after the other, each task given the carry of the one before (on a
+cluster the carries move between workers, not through the client); the other passes
+run the parts at once. The client holds the preludes, the lives' boundaries, the lost
+rows and the parts' facts: a few rows a task and CPU, not the events.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .. import ingest
+from ..model.lives import Lives
+from ..model.whole import WholeFacts
+from ..trace import Trace
+from .passes import (
+    Carry,
+    PartSpec,
+    fold_step,
+    part_facts,
+    read_part,
+    whole_facts,
+    whole_meta,
+    whole_topology,
+)
+
+if TYPE_CHECKING:
+    from ..ingest.meta import TraceMeta
+    from ..topology import Topology
+
+_R = TypeVar("_R")
+
+#: A progress callback: the share of the passes done, 0 to 1.
+Progress = Callable[[float], None]
+
+
+@dataclass
+class Plan:
+    """One file cut into parts, after the passes that give each part what it needs."""
+
+    path: str
+    #: The parts in time order, each with the whole trace's facts.
+    specs: list[PartSpec]
+    #: The whole file's metadata (folded from the parts').
+    meta: TraceMeta
+    #: The topology every part's model uses.
+    topology: Topology
+    facts: WholeFacts
+    client: Any = None
+
+    def map(
+        self, fn: Callable[[Trace, PartSpec], _R], progress: Progress | None = None
+    ) -> list[_R]:
+        """``fn(part, spec)`` of every part (:func:`.passes.read_part`), in order: on the
+        plan's cluster, or here."""
+        return _map(self.client, _WithPart(fn), self.specs, progress)
+
+
+@dataclass(frozen=True)
+class _WithPart:
+    """``fn`` called with the part read from its spec (a picklable callable)."""
+
+    fn: Callable[[Trace, PartSpec], Any]
+
+    def __call__(self, spec: PartSpec) -> Any:
+        return self.fn(read_part(spec), spec)
+
+
+def plan(
+    path: str | Path,
+    parts: int,
+    options: ingest.ReadOptions | None = None,
+    *,
+    topology: Topology | None = None,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> Plan:
+    """Cut ``path`` into ``parts`` of about equal event counts
+    (:func:`schedwake.ingest.cut_times`) and run the fold and the facts' pass over them
+    (:mod:`.passes`). ``topology``: the CPU map every part uses (None: the file's own,
+    as :attr:`schedwake.Trace.topology` finds it: the file beside it, the header, else
+    inferred from all parts' wake-up migrations). ``progress`` gets the share of these
+    two passes done. Raises what reading the file raises (TraceError, OptionError)."""
+    opts = options or ingest.ReadOptions()
+    p = str(path)
+    cuts = ingest.cut_times(p, parts)
+    bounds: list[int | None] = [None, *cuts, None]
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    total = 2 * len(spans)
+    carries = _fold(client, p, opts, [t1 for _, t1 in spans], _scaled(progress, 0, total))
+    last = carries[-1]
+    meta = whole_meta(last)
+    lives = Lives(last.lives_pid, last.lives_ts)
+    topo = topology
+    if topo is None:
+        from ..topology import resolve
+
+        topo = resolve(meta.path, meta.ncpus, header=meta.topology)
+    specs = [
+        PartSpec(
+            p,
+            opts,
+            t0,
+            t1,
+            {} if before is None else before.prelude,
+            last.lost,
+            meta,
+            topo,
+            WholeFacts(lives, None),
+        )
+        for (t0, t1), before in zip(spans, [None, *carries[:-1]])
+    ]
+    found = _map(client, part_facts, specs, _scaled(progress, len(spans), total))
+    facts = whole_facts(lives, found)
+    if topo.assumed and topology is None:
+        topo = whole_topology(topo, found)
+    specs = [dataclasses.replace(s, facts=facts, topology=topo) for s in specs]
+    return Plan(p, specs, meta, topo, facts, client)
+
+
+def _fold(
+    client: Any,
+    path: str,
+    options: ingest.ReadOptions,
+    ends: Sequence[int | None],
+    progress: Progress | None,
+) -> list[Carry]:
+    """Pass 1: the carries after each part, folded left to right."""
+    if client is None:
+        carries: list[Carry] = []
+        for i, t1 in enumerate(ends):
+            carries.append(fold_step(path, options, carries[-1] if carries else None, t1))
+            if progress:
+                progress((i + 1) / len(ends))
+        return carries
+    futures: list[Any] = []
+    for t1 in ends:
+        futures.append(
+            client.submit(
+                fold_step, path, options, futures[-1] if futures else None, t1, pure=False
+            )
+        )
+    return _gathered(client, futures, progress)
+
+
+def _map(
+    client: Any, fn: Callable[[PartSpec], _R], specs: Sequence[PartSpec], progress: Progress | None
+) -> list[_R]:
+    """``fn`` of every spec, in order."""
+    if client is None:
+        out = []
+        for i, s in enumerate(specs):
+            out.append(fn(s))
+            if progress:
+                progress((i + 1) / len(specs))
+        return out
+    futures = [client.submit(fn, s, pure=False) for s in specs]
+    return _gathered(client, futures, progress)
+
+
+def _gathered(client: Any, futures: list[Any], progress: Progress | None) -> list[Any]:
+    """The futures' results in order, reporting progress as they finish; the first
+    error raised again here (a TraceError of a worker is the file's error)."""
+    from distributed import as_completed
+
+    done = 0
+    for f in as_completed(futures):
+        if f.status == "error":
+            f.result()  # (raises the task's exception)
+        done += 1
+        if progress:
+            progress(done / len(futures))
+    return list(client.gather(futures))
+
+
+def _scaled(progress: Progress | None, start: int, total: int) -> Progress | None:
+    """``progress`` of a pass that covers ``[start, start + 1 pass)`` of ``total``
+    parts' steps."""
+    if progress is None:
+        return None
+
+    def report(share: float, _p: Progress = progress) -> None:
+        _p(min(1.0, (start + share * (total // 2)) / total))
+
+    return report
