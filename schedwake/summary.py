@@ -10,6 +10,7 @@ from .ingest.meta import TraceMeta
 from .model.events import timestamp_problem
 
 if TYPE_CHECKING:
+    from .model.completeness import Told
     from .trace import Trace
 
 
@@ -31,30 +32,36 @@ def completeness(trace: Trace) -> dict[str, Any] | None:
     if not trace.has_records("sched_switch"):
         return None
     from .errors import TraceError
-    from .model.completeness import KIND_TEXT, KINDS
 
     try:
         comp = trace.model.completeness
     except TraceError as exc:  # (raw clock ticks: no model) said, not "no sched_switch"
         return {"not_checked": exc.problem}
-    unknown = comp.unknown_ns()
+    return completeness_told(comp.told())
+
+
+def completeness_told(told: Told) -> dict[str, Any]:
+    """:func:`completeness` from what the model tells of it (the whole trace's, or the
+    sum of its time parts': :class:`schedwake.model.completeness.Told`)."""
+    from .model.completeness import KIND_TEXT, KINDS
+
     cpus = {}
-    for cpu, row in comp.counts.iterrows():
+    for cpu, row in told.counts.iterrows():
         c = int(cpu)
-        span = comp.t_end - comp.first_switch[c] if c in comp.first_switch else 0
-        u = unknown.get(c, 0)
+        span = told.t_end - told.first_switch[c] if c in told.first_switch else 0
+        u = told.unknown_ns.get(c, 0)
         cpus[str(c)] = {
             **{k: int(row[k]) for k in KINDS},
             "unknown_s": round(u / 1e9, 9),
             "unknown_share": round(u / span, 6) if span > 0 else None,
         }
-    totals = comp.counts.sum()
+    totals = told.counts.sum()
     return {
-        "complete": comp.complete,
+        "complete": told.complete,
         "breaks": {k: int(totals[k]) for k in KINDS},
         "cpus": cpus,
         "kinds": dict(KIND_TEXT),
-        "lines": comp.describe(),
+        "lines": told.describe(),
     }
 
 

@@ -44,7 +44,7 @@ falls in, and a sort of the points of the segments that are not clean only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -130,14 +130,7 @@ class Completeness:
     def counts(self) -> pd.DataFrame:
         """Contradictions per CPU (index) and kind (columns :data:`KINDS`); events lost
         for ``lost_events``. Every CPU with a switch or a contradiction has a row."""
-        b = self.breaks
-        cpus = sorted(set(self.first_switch) | set(b["cpu"].tolist()))
-        out = pd.DataFrame(0, index=pd.Index(cpus, name="cpu"), columns=list(KINDS), dtype=np.int64)
-        if len(b):
-            g = b.groupby(["cpu", "kind"], observed=True)["count"].sum()
-            for (c, k), n in g.items():
-                out.loc[int(c), str(k)] = int(n)
-        return out
+        return break_counts(self.breaks, self.first_switch)
 
     @property
     def complete(self) -> bool:
@@ -198,8 +191,60 @@ class Completeness:
 
     def describe(self) -> list[str]:
         """One plain-English line per CPU with contradictions (none when complete)."""
+        return self.told().describe()
+
+    def told(self) -> Told:
+        """What the reports tell of it (:class:`Told`)."""
+        return Told(
+            self.counts, self.unknown_ns(), dict(self.first_switch), self.t_end, self.complete
+        )
+
+
+def break_counts(breaks: pd.DataFrame, first_switch: Mapping[int, int]) -> pd.DataFrame:
+    """Contradictions per CPU (index: every CPU of ``first_switch`` or of a break) and
+    kind (columns :data:`KINDS`), from rows of a ``breaks`` table."""
+    cpus = sorted(set(first_switch) | set(breaks["cpu"].tolist()))
+    out = pd.DataFrame(0, index=pd.Index(cpus, name="cpu"), columns=list(KINDS), dtype=np.int64)
+    if len(breaks):
+        g = breaks.groupby(["cpu", "kind"], observed=True)["count"].sum()
+        for (c, k), n in g.items():
+            out.loc[int(c), str(k)] = int(n)
+    return out
+
+
+@dataclass(frozen=True)
+class Told:
+    """What the reports tell of a trace's completeness (``schedwake.summary``): per CPU
+    its contradictions by kind and its unknown ns, each CPU's first switch, the end of
+    the timeline, whether it is complete. The time parts of a trace add theirs up
+    (:meth:`add`: each part gives the contradictions and unknown intervals it owns)."""
+
+    counts: pd.DataFrame
+    unknown_ns: dict[int, int]
+    first_switch: dict[int, int]
+    t_end: int
+    complete: bool
+
+    @classmethod
+    def add(cls, parts: Sequence[Told], breaks: pd.DataFrame) -> Told:
+        """The whole trace's from its parts' (in time order), ``breaks`` the rows of
+        every part's contradictions (or only their ``cpu``, ``kind`` and ``count``)."""
+        first: dict[int, int] = {}
+        for p in parts:
+            for c, t in p.first_switch.items():
+                first[c] = min(first.get(c, t), t)
+        unknown = {c: sum(p.unknown_ns.get(c, 0) for p in parts) for c in sorted(first)}
+        return cls(
+            break_counts(breaks, first),
+            unknown,
+            first,
+            max(p.t_end for p in parts),
+            all(p.complete for p in parts),
+        )
+
+    def describe(self) -> list[str]:
+        """One plain-English line per CPU with contradictions (none when complete)."""
         out = []
-        unknown = self.unknown_ns()
         for cpu, row in self.counts.iterrows():
             parts = [f"{int(row[k])} {KIND_LABEL[k]}" for k in KINDS if row[k]]
             if not parts:
@@ -207,7 +252,7 @@ class Completeness:
             c = int(cpu)
             line = f"CPU {c}: " + ", ".join(parts)
             if c in self.first_switch:
-                u = unknown.get(c, 0)
+                u = self.unknown_ns.get(c, 0)
                 span = max(self.t_end - self.first_switch[c], 1)
                 line += f"; {u / 1e9:.3f} s unknown ({100 * u / span:.1f}% of its time)"
             out.append(line)

@@ -52,6 +52,7 @@ forward-filled; no loop over events.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -483,11 +484,27 @@ def totals(
     ``start_ns``..``end_ns`` (trace timestamps; None: open). ``observed_s`` is the sum of
     the others but ``runnable_s`` (= ``preempted_s`` + ``woken_wait_s``), exactly: they
     are summed in integer ns and converted once."""
-    keys = list(by)
+    ns = totals_ns(intervals, by, start_ns, end_ns)
+    out = seconds(ns)
+    return out[out["observed_s"] > 0] if start_ns is not None or end_ns is not None else out
+
+
+def totals_ns(
+    intervals: pd.DataFrame,
+    by: tuple[str, ...] = ("pid",),
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+) -> pd.DataFrame:
+    """:func:`totals` in integer ns, a column per state (:data:`STATES`): what adds up
+    exactly across the parts of a trace (:mod:`schedwake.partition`)."""
     s, e = _cut(intervals, start_ns, end_ns)
     dur = np.maximum(e - s, 0)
     state = np.asarray(intervals["state"].cat.codes)
-    ns = _group_sums(intervals, keys, state, dur)
+    return _group_sums(intervals, list(by), state, dur)
+
+
+def seconds(ns: pd.DataFrame) -> pd.DataFrame:
+    """The :data:`TOTAL_COLUMNS` (seconds) of the ns per state of :func:`totals_ns`."""
     out = pd.DataFrame(index=ns.index)
     out["observed_s"] = ns.sum(axis=1) / 1e9
     out["running_s"] = ns["running"] / 1e9
@@ -497,7 +514,7 @@ def totals(
     out["sleeping_s"] = ns["sleeping"] / 1e9
     out["blocked_s"] = ns["blocked"] / 1e9
     out["unknown_s"] = ns["unknown"] / 1e9
-    return out[out["observed_s"] > 0] if start_ns is not None or end_ns is not None else out
+    return out
 
 
 def _group_sums(
@@ -540,27 +557,58 @@ def _group_sums(
     return pd.DataFrame(sums.reshape(n_groups, len(STATES)), index=index, columns=list(STATES))
 
 
+#: Where :func:`comms` finds the tasks' names (event table, pid and name columns): each
+#: source in turn overrides the names the ones before it gave.
+_NAME_SOURCES = (
+    ("waking", "pid", "comm"),
+    ("wakeup", "pid", "comm"),
+    ("wakeup_new", "pid", "comm"),
+    ("switch", "next_pid", "next_comm"),
+    ("switch", "prev_pid", "prev_comm"),
+)
+
+
 def comms(ev: Events) -> dict[int, str]:
     """Each task's name: the last one a ``sched_switch`` gave it (as prev or next), else
     the last one a wake-up gave it; by task (its life key, :mod:`.lives`: the pid, but for
     a later task of a pid used again), so that a pid used again keeps each task's own
     name."""
-    names: dict[int, str] = {}
-    for f, pid_col, comm_col in (
-        (ev.waking, "pid", "comm"),
-        (ev.wakeup, "pid", "comm"),
-        (ev.wakeup_new, "pid", "comm"),
-        (ev.switch, "next_pid", "next_comm"),
-        (ev.switch, "prev_pid", "prev_comm"),
-    ):
+    return joined_names([last_names(ev)])
+
+
+def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list[dict[int, str]]:
+    """Per source of names (:data:`_NAME_SOURCES`), each task's last name in the rows
+    with ``t0 <= ts < t1`` (None: open); :func:`joined_names` of the time parts of a
+    trace, in order, gives the whole trace's :func:`comms`."""
+    out: list[dict[int, str]] = []
+    for table, pid_col, comm_col in _NAME_SOURCES:
+        f = getattr(ev, table)
         if f is None or len(f) == 0 or comm_col not in f.columns:
+            out.append({})
             continue
-        pid = ev.key(ints(f, pid_col), i64(f, "ts"))
+        ts = i64(f, "ts")
+        inside = np.ones(len(f), dtype=bool)
+        if t0 is not None:
+            inside &= ts >= t0
+        if t1 is not None:
+            inside &= ts < t1
+        at = np.flatnonzero(inside)
+        pid = ev.key(ints(f, pid_col)[at], ts[at])
         upid, last = np.unique(pid[::-1], return_index=True)
-        rows = len(pid) - 1 - last
+        rows = at[len(pid) - 1 - last]
         # (only the rows kept: a string column's whole conversion costs the most)
         comm = f[comm_col].iloc[rows].to_numpy()
-        names.update(zip(upid.tolist(), (str(c) for c in comm)))
+        out.append(dict(zip(upid.tolist(), (str(c) for c in comm))))
+    return out
+
+
+def joined_names(parts: Sequence[list[dict[int, str]]]) -> dict[int, str]:
+    """The names of :func:`last_names` of the time parts of a trace (in time order): each
+    source in turn, a later part's name of a task over an earlier's."""
+    names: dict[int, str] = {}
+    for i in range(len(_NAME_SOURCES)):
+        for part in parts:
+            names.update(part[i])
     return names
 
 
@@ -640,20 +688,67 @@ def _time_before(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarra
     return part(start) - part(end)
 
 
+@dataclass
+class StateSums:
+    """The ns of the task-state intervals in each state (:func:`totals_ns`) per task
+    (its life key), per (task, CPU) and per CPU: what :func:`summary` reports, and what
+    the time parts of a trace add up (:meth:`add`)."""
+
+    per_task: pd.DataFrame
+    per_cpu_task: pd.DataFrame | None
+    per_cpu: pd.DataFrame
+
+    @classmethod
+    def of(cls, iv: pd.DataFrame) -> StateSums:
+        """The sums of the intervals ``iv`` (a :func:`build` table, or rows of one)."""
+        task = _task_column(iv)
+        if not len(iv):
+            empty = pd.DataFrame(columns=list(STATES), dtype=np.int64)
+            return cls(empty, None, empty)
+        return cls(totals_ns(iv, (task,)), totals_ns(iv, (task, "cpu")), totals_ns(iv, ("cpu",)))
+
+    @classmethod
+    def add(cls, parts: Sequence[StateSums]) -> StateSums:
+        """The sums of several parts' intervals (each interval in one part): exact,
+        integers, in the order the whole table's sums have (groups sorted)."""
+
+        def added(frames: list[pd.DataFrame]) -> pd.DataFrame:
+            frames = [f for f in frames if len(f)]
+            if not frames:
+                return pd.DataFrame(columns=list(STATES), dtype=np.int64)
+            whole = pd.concat(frames)
+            return whole.groupby(level=list(range(whole.index.nlevels)), sort=True).sum()
+
+        per_cpu_task = [p.per_cpu_task for p in parts if p.per_cpu_task is not None]
+        return cls(
+            added([p.per_task for p in parts]),
+            added(per_cpu_task) if per_cpu_task else None,
+            added([p.per_cpu for p in parts]),
+        )
+
+
 def summary(model: TaskStatesOf) -> dict[str, Any]:
     """The task states of ``model`` (a :class:`schedwake.model.Model`) for the reports:
     ``tasks`` (the tasks of ``model.pids``, else every task; most running first), each
     with its seconds in every state (:data:`TOTAL_COLUMNS`, to the ns: they add up to
     ``observed_s``) and the same per CPU; ``classes`` (:data:`CLASSES`: tasks, seconds,
     ``runnable_share``) and ``cpus`` (seconds of the tasks on each CPU)."""
-    iv = model.task_states
-    names = names_of(model)
+    return summary_of(StateSums.of(focused(model, model.task_states)), names_of(model))
+
+
+def focused(model: TaskStatesOf, iv: pd.DataFrame) -> pd.DataFrame:
+    """The intervals of ``iv`` of the tasks ``model`` is focused on (``model.pids``;
+    all when None)."""
     if model.pids is not None:
         iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
-    task = _task_column(iv)
-    per_task = totals(iv, (task,)) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
-    per_cpu_task = totals(iv, (task, "cpu")) if len(iv) else None
-    per_cpu = totals(iv, ("cpu",)) if len(iv) else pd.DataFrame(columns=list(TOTAL_COLUMNS))
+    return iv
+
+
+def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
+    """:func:`summary` from the sums of the intervals and the tasks' names."""
+    per_task = seconds(by_state.per_task)
+    per_cpu_task = None if by_state.per_cpu_task is None else seconds(by_state.per_cpu_task)
+    per_cpu = seconds(by_state.per_cpu)
 
     def secs(row: pd.Series) -> dict[str, float]:
         return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}

@@ -1,0 +1,118 @@
+"""The sections of a trace's analysis joined from its time parts' summaries
+(schedwake.analysis.partitioned) equal the whole trace's: the trace's facts with its
+completeness and topology, and the task states; on real recordings of each kind, at the
+index's cuts and at random ones, and with the analysis focused on a few tasks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import schedwake
+from schedwake import ingest
+from schedwake.analysis import topology_facts
+from schedwake.analysis.partitioned import joined
+from schedwake.model.completeness import Told
+from schedwake.model.task_states import StateSums, joined_names, last_names
+from schedwake.model.task_states import summary as task_state_summary
+from schedwake.partition import plan
+from schedwake.summary import summary
+
+from .conftest import SAMPLES
+from .test_partition_file import TRACES
+
+
+@pytest.mark.slow  # (whole real traces, a model per part)
+@pytest.mark.parametrize("name", ["kstack-off", "lost-events", "fio-weighted", "perf-lost"])
+def test_trace_facts_and_task_states_from_the_parts(name: str) -> None:
+    path = TRACES[name]
+    whole = schedwake.load(path)
+    parts = joined(plan(path, 3))
+    assert parts.trace_facts() == {**summary(whole), "topology": topology_facts(whole.topology)}
+    assert parts.task_states() == task_state_summary(whole.model)
+
+
+@pytest.mark.slow  # (a whole real trace, a model per part)
+def test_random_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = TRACES["guest16"]
+    whole = schedwake.load(path)
+    first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns
+    assert first is not None and last is not None
+    cuts = sorted({int(t) for t in np.random.default_rng(29).integers(first + 1, last, size=4)})
+    monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
+    parts = joined(plan(path, len(cuts) + 1))
+    assert parts.trace_facts()["completeness"] == summary(whole)["completeness"]
+    assert parts.task_states() == task_state_summary(whole.model)
+
+
+def test_names_join_in_time_order() -> None:
+    """A task's name is its last one, whichever part gave it; each source of names
+    overrides the ones before it, as a walk over the whole trace's rows gives them."""
+    trace = schedwake.load(SAMPLES / "lost-events.dat")
+    ev = trace.model.events
+    walked: dict[int, str] = {}
+    for table, pid_col, comm_col in (
+        (ev.waking, "pid", "comm"),
+        (ev.wakeup, "pid", "comm"),
+        (ev.wakeup_new, "pid", "comm"),
+        (ev.switch, "next_pid", "next_comm"),
+        (ev.switch, "prev_pid", "prev_comm"),
+    ):
+        if table is None:
+            continue
+        keys = ev.key(table[pid_col].to_numpy(), table["ts"].to_numpy())
+        for key, comm in zip(keys.tolist(), table[comm_col].astype(str).tolist()):
+            walked[key] = comm
+    first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
+    assert first is not None and last is not None
+    cuts = [None, first + (last - first) // 3, first + 2 * (last - first) // 3, None]
+    parts = [last_names(ev, a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+    assert joined_names(parts) == walked
+    assert joined_names([last_names(ev)]) == walked
+
+
+def test_state_sums_add_exactly() -> None:
+    """Sums of halves of the task-state intervals are the whole's, to the ns."""
+    trace = schedwake.load(SAMPLES / "lost-events.dat")
+    iv = trace.model.task_states
+    half = len(iv) // 2
+    added = StateSums.add([StateSums.of(iv.iloc[:half]), StateSums.of(iv.iloc[half:])])
+    whole = StateSums.of(iv)
+    assert added.per_task.equals(whole.per_task)
+    assert added.per_cpu.equals(whole.per_cpu)
+    assert added.per_cpu_task is not None and whole.per_cpu_task is not None
+    assert added.per_cpu_task.equals(whole.per_cpu_task)
+
+
+def test_completeness_adds_up() -> None:
+    """A trace that lost events: its CPUs' contradictions and unknown time told from
+    two halves' rows are the whole's."""
+    trace = schedwake.load(SAMPLES / "lost-events.dat")
+    comp = trace.model.completeness
+    whole = comp.told()
+    assert not whole.complete
+    b, t = comp.breaks, comp.timeline
+    cut = int(np.median(b["ts"].to_numpy()))
+    halves = []
+    for keep_b, keep_t in (
+        (b["ts"] < cut, t["end_ts"] < cut),
+        (b["ts"] >= cut, t["end_ts"] >= cut),
+    ):
+        tl = t[keep_t.to_numpy()]
+        u = tl[(tl["state"] == "unknown").to_numpy()]
+        ns = (u["end_ts"] - u["start_ts"]).groupby(u["cpu"]).sum()
+        halves.append(
+            Told(
+                comp.counts.iloc[:0],
+                {int(c): int(n) for c, n in ns.items()},
+                dict(comp.first_switch),
+                comp.t_end,
+                not keep_b.any() and not len(u),
+            )
+        )
+    added = Told.add(halves, b)
+    assert added.counts.equals(whole.counts)
+    assert added.unknown_ns == whole.unknown_ns
+    assert added.describe() == whole.describe()
+    assert added.complete == whole.complete
