@@ -133,3 +133,39 @@ def test_the_passes_on_a_local_cluster() -> None:
         the_plan = plan(path, 3, client=client, progress=seen.append)
         check_plan(the_plan, whole)
     assert seen and seen[-1] == 1.0 and seen == sorted(seen)
+
+
+@pytest.mark.slow  # (whole real traces, a model per window)
+@pytest.mark.parametrize("name", ["lost-events", "fio-weighted"])
+def test_windows_across_the_cuts(name: str) -> None:
+    """A window around something a part owns (a wait to explain, an episode's events)
+    may start before the part and end after it: its model owns the whole model's rows
+    in it, and its events are the whole trace's there (the evidence lines)."""
+    from schedwake.detect.evidence import evidence_of, evidence_rows
+
+    path = TRACES[name]
+    whole = schedwake.load(path)
+    the_plan = plan(path, 4)
+    first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns
+    assert first is not None and last is not None
+    rng = np.random.default_rng(41)
+    windows = []
+    for _ in range(3):
+        a, b = sorted(int(t) for t in rng.integers(first + 1, last, size=2))
+        windows.append((a, b))
+    windows.append((None, int(rng.integers(first + 1, last))))
+    cuts = [s.t0 for s in the_plan.specs[1:]]
+    assert cuts[0] is not None and cuts[1] is not None
+    windows.append((cuts[0] - 1_000_000, cuts[1] + 1_000_000))  # (across a whole part)
+
+    def rows_and_lines(part: schedwake.Trace, spec: schedwake.partition.PartSpec) -> tuple:
+        a = spec.t0 if spec.t0 is not None else first
+        b = spec.t1 if spec.t1 is not None else last
+        lines, _ = evidence_of(part, evidence_rows(part, a, b, limit=40))
+        return owned_rows(part.model, spec.t0, spec.t1), lines
+
+    for (t0, t1), (mine, lines) in zip(windows, the_plan.map_windows(rows_and_lines, windows)):
+        assert_rows_equal(mine, owned_rows(whole.model, t0, t1), f"the window [{t0}, {t1})")
+        a = t0 if t0 is not None else first
+        b = t1 if t1 is not None else last
+        assert lines == evidence_of(whole, evidence_rows(whole, a, b, limit=40))[0]

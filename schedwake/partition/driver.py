@@ -36,6 +36,7 @@ from .passes import (
     whole_facts,
     whole_meta,
     whole_topology,
+    window_spec,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ..topology import Topology
 
 _R = TypeVar("_R")
+_A = TypeVar("_A")
 
 #: A progress callback: the share of the passes done, 0 to 1.
 Progress = Callable[[float], None]
@@ -68,6 +70,43 @@ class Plan:
         """``fn(part, spec)`` of every part (:func:`.passes.read_part`), in order: on the
         plan's cluster, or here."""
         return _map(self.client, _WithPart(fn), self.specs, progress)
+
+    def window(self, t0: int | None, t1: int | None) -> PartSpec:
+        """The spec of a window ``[t0, t1)`` of the trace (None: its start, its end),
+        whose model owns the whole model's rows there, as a part does
+        (:func:`.passes.window_spec`); read with :func:`.passes.read_part`. It reads
+        from the start of the part that holds ``t0``."""
+        return window_spec(self._holding(t0), t0, t1)
+
+    def _holding(self, t: int | None) -> PartSpec:
+        """The spec of the part that holds the time ``t`` (None: the first)."""
+        at = 0
+        for i, s in enumerate(self.specs):
+            if s.t0 is None or (t is not None and s.t0 <= t):
+                at = i
+        return self.specs[at]
+
+    def map_windows(
+        self,
+        fn: Callable[[Trace, PartSpec], _R],
+        windows: Sequence[tuple[int | None, int | None]],
+    ) -> list[_R]:
+        """``fn(window, spec)`` of every window ``(t0, t1)`` (:meth:`window`), in order: on
+        the plan's cluster, or here (each window's prelude is carried where it runs)."""
+        jobs = [(self._holding(t0), t0, t1) for t0, t1 in windows]
+        return _map(self.client, _InWindow(fn), jobs, None)
+
+
+@dataclass(frozen=True)
+class _InWindow:
+    """``fn`` called with a window's trace, from the spec of the part holding its start
+    and its bounds (a picklable callable)."""
+
+    fn: Callable[[Trace, PartSpec], Any]
+
+    def __call__(self, job: tuple[PartSpec, int | None, int | None]) -> Any:
+        spec = window_spec(*job)
+        return self.fn(read_part(spec), spec)
 
 
 @dataclass(frozen=True)
@@ -158,7 +197,7 @@ def _fold(
 
 
 def _map(
-    client: Any, fn: Callable[[PartSpec], _R], specs: Sequence[PartSpec], progress: Progress | None
+    client: Any, fn: Callable[[_A], _R], specs: Sequence[_A], progress: Progress | None
 ) -> list[_R]:
     """``fn`` of every spec, in order."""
     if client is None:

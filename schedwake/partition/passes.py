@@ -147,11 +147,7 @@ def fold_step(
     warnings = tuple(
         dict.fromkeys([*(() if carry is None else carry.warnings), *raw.meta.warnings])
     )
-    if t1 is None:
-        prelude: dict[str, pa.Table] = {name: t.slice(0, 0) for name, t in tables.items()}
-    else:
-        keep = carried_rows(tables, t1)
-        prelude = {name: t.take(pa.array(keep[name], pa.int64())) for name, t in tables.items()}
+    prelude = _carried(tables, t1)
     return Carry(
         t=_MAX if t1 is None else t1,
         prelude=prelude,
@@ -170,6 +166,15 @@ def fold_step(
 
 
 _MAX = int(np.iinfo(np.int64).max)
+
+
+def _carried(tables: Mapping[str, pa.Table], t: int | None) -> dict[str, pa.Table]:
+    """The rows of ``tables`` (a trace's, up to ``t``) carried to ``t`` (None: the end,
+    where nothing is carried)."""
+    if t is None:
+        return {name: table.slice(0, 0) for name, table in tables.items()}
+    keep = carried_rows(tables, t)
+    return {name: table.take(pa.array(keep[name], pa.int64())) for name, table in tables.items()}
 
 
 def _empty(carry: Carry | None, name: str) -> np.ndarray:
@@ -212,6 +217,20 @@ class PartSpec:
     meta: TraceMeta
     topology: Topology
     facts: WholeFacts
+
+
+def window_spec(spec: PartSpec, t0: int | None, t1: int | None) -> PartSpec:
+    """The spec of the part ``[t0, t1)`` (a window around something a part owns, that
+    may reach past its ends) from the spec of a part that starts at or before ``t0``:
+    the rows carried to ``t0`` are those carried to the part's start, carried on over
+    the events between (:func:`.prelude.carried_rows` composes from the left)."""
+    if spec.t0 is not None and (t0 is None or t0 < spec.t0):
+        raise ValueError(f"a window from {t0} is not after the part's start {spec.t0}")
+    prelude = spec.prelude
+    if t0 is not None and t0 != spec.t0:
+        raw = read_range(spec.path, spec.options, spec.t0, t0)
+        prelude = _carried(_joined(spec.prelude, raw.tables), t0)
+    return dataclasses.replace(spec, t0=t0, t1=t1, prelude=prelude)
 
 
 def read_part(spec: PartSpec) -> Trace:
