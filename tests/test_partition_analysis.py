@@ -116,3 +116,40 @@ def test_completeness_adds_up() -> None:
     assert added.unknown_ns == whole.unknown_ns
     assert added.describe() == whole.describe()
     assert added.complete == whole.complete
+
+
+@pytest.mark.slow  # (whole real traces, a model per part)
+@pytest.mark.parametrize("name", ["lost-events", "fio-weighted", "perf-sched-g", "guest16"])
+def test_the_waits_explained_from_the_parts(name: str) -> None:
+    """The longest wake-to-run wait, the longest preempted wait and the tail of the
+    waits (the 99th percentile found exactly from the parts' largest waits, the longest
+    200 explained: by the part that owns each, or in a window from its start when it
+    starts before that part) equal the whole trace's; `perf sched record -g` adds the
+    kernel stacks of the tasks that ran instead."""
+    from schedwake.analysis.partitioned import part_waits, waits_sections
+
+    path = TRACES[name]
+    whole = schedwake.analyze(schedwake.load(path))
+    the_plan = plan(path, 4)
+    got = waits_sections(the_plan, the_plan.keep(part_waits))
+    assert got["longest_wake_to_run"] == whole.longest_wake_to_run
+    assert got["longest_preempted_wait"] == whole.longest_preempted_wait
+    assert got["tail_waits"] == whole.tail_waits
+
+
+def test_the_quantile_from_the_largest_values() -> None:
+    """numpy's linear quantile, found from the parts' largest values only."""
+    from schedwake.analysis.partitioned import PartWaits, quantile_of
+    from schedwake.partition.driver import Kept
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 100, 1001):
+        values = rng.integers(0, 50, size=n)  # (many equal values)
+        cuts = np.sort(rng.integers(0, n + 1, size=3))
+        parts = np.split(values, cuts)
+        kept = Kept(
+            None,
+            [PartWaits(None, None, np.sort(p), None, [], None, None, None, None) for p in parts],  # type: ignore[arg-type]
+        )
+        for q in (0.0, 0.5, 0.9, 0.99, 1.0):
+            assert quantile_of(kept, n, q) == float(np.quantile(values, q)), (n, q)
