@@ -197,7 +197,7 @@ def _wake_to_run(name: str, pct: int, definition: str, window_sample: str) -> Me
     )
 
 
-_CROSS_LLC = ["cross_llc", "cross_numa"]
+CROSS_LLC = ["cross_llc", "cross_numa"]
 CPUS_VISITED_MIN_RUNS = 10
 
 
@@ -274,9 +274,9 @@ _RECORDS: tuple[Metric | Count, ...] = (
         window_sample=f"cross-LLC migrations {_PER_S}",
         needs=(_MIGRATE,),
         explained_by=("llc_roundrobin",),
-        per_trace=lambda t: t.per_s(int(t.migration_topology.isin(_CROSS_LLC).sum())),
+        per_trace=lambda t: t.per_s(int(t.migration_topology.isin(CROSS_LLC).sum())),
         per_window=lambda w: w.per_s(
-            w.count(w.migration_ts, np.isin(w.migration_topology, _CROSS_LLC))
+            w.count(w.migration_ts, np.isin(w.migration_topology, CROSS_LLC))
         ),
     ),
     Metric(
@@ -527,7 +527,7 @@ def trace_metrics(
         if m.per_trace is not None:
             wanted = only is None or m.key in only
             out[m.key] = copy.deepcopy(done[m.key]) if wanted else None
-    out.update(_bench_metrics(trace))
+    out.update(bench_metrics(trace))
     return out
 
 
@@ -611,7 +611,7 @@ def _memo_key(th: Thresholds, *args: float) -> MetricsKey:
     return (*args, tuple(sorted(th.items())))
 
 
-def _bench_metrics(trace: Trace) -> dict[str, Any]:
+def bench_metrics(trace: Trace) -> dict[str, Any]:
     """The benchmark's results beside the trace as ``bench_*`` metrics, with their unit,
     direction and file under ``bench`` (:func:`schedwake.bench.metric_values`); nothing
     without results (or for a stand-in of a trace without ``bench``)."""
@@ -681,13 +681,13 @@ class TraceInputs:
     def latency_ns(self) -> np.ndarray:
         """The measured wake-to-run latencies, in row order: to where the trace proves
         the wakee ran (an upper bound where its switch-in is missing)."""
-        return _latencies(self.wakeups)[1]
+        return latencies(self.wakeups)[1]
 
     @cached_property
     def latency_min_ns(self) -> np.ndarray:
         """The least each of :attr:`latency_ns` can have been (to the earliest its run can
         have begun): the same where the switch-in is in the trace."""
-        return _latencies(self.wakeups)[0]
+        return latencies(self.wakeups)[0]
 
     def latency_pct_bounds(self, pct: float) -> tuple[float | None, float | None]:
         """The ``pct``-th percentile of the wake-to-run latency, us: (of the least
@@ -825,7 +825,7 @@ class WindowInputs:
         if not len(w):
             zero = np.zeros(nwin)
             return {"samples": np.zeros(nwin, dtype=np.int64), 0.5: zero, 0.9: zero, 0.99: zero}
-        lo_ns, hi_ns = _latencies(w)
+        lo_ns, hi_ns = latencies(w)
         ok = w["latency_ns"].notna().to_numpy()
         win = np.clip(np.searchsorted(self.edges, self.wakeup_ts[ok], "right") - 1, 0, nwin - 1)
         out: dict = {"samples": np.bincount(win, minlength=nwin)[:nwin]}
@@ -1038,7 +1038,7 @@ def busy_bounds(model: Model) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _latencies(w: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def latencies(w: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The measured wake-to-run latencies of the wakeups table ``w`` (rows with a run),
     ns: (the least each can have been, the proven one)."""
     if not len(w):
@@ -1316,7 +1316,7 @@ def metric_samples(
     only = _keys_of(keep)  # (what is not kept is not computed)
     if window_s is None:
         return trace_samples(trace_metrics(trace, thresholds, only=only), path, cpus, metrics)
-    bench = bench_samples(_bench_metrics(trace), path, trace.duration_ns / 1e9, metrics)
+    bench = bench_samples(bench_metrics(trace), path, trace.duration_ns / 1e9, metrics)
     first = trace.model.events.first_ts
     wm = window_metrics(trace, window_s, thresholds, only=only)
     cols: dict[str, np.ndarray] = {}

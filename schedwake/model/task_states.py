@@ -625,7 +625,13 @@ def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, fl
     its tasks; None for a class with no running or runnable time."""
     if len(intervals) == 0:
         return {c: None for c in CLASSES}
-    t = totals(intervals, (_task_column(intervals),))
+    return totals_shares(totals(intervals, (_task_column(intervals),)), names)
+
+
+def totals_shares(t: pd.DataFrame, names: dict[int, str]) -> dict[str, float | None]:
+    """:func:`class_shares` of the :func:`totals` per task ``t`` (seconds; index: the
+    tasks): what the time parts of a trace give from their summed ns
+    (:func:`seconds` of :attr:`StateSums.per_task`)."""
     cls = pd.Series([task_class(names.get(int(p), ""), int(p)) for p in t.index], index=t.index)
     out: dict[str, float | None] = {}
     for c in CLASSES:

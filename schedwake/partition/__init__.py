@@ -10,7 +10,7 @@ left').
 """
 
 from .driver import Plan, plan
-from .parts import OWNED_BY, model_table, model_tables, owned_rows, part_of
+from .parts import OWNED_BY, model_table, model_tables, owned_mask, owned_rows, part_of
 from .passes import PartSpec, read_part
 from .prelude import carried_rows
 
@@ -21,6 +21,7 @@ __all__ = [
     "carried_rows",
     "model_table",
     "model_tables",
+    "owned_mask",
     "owned_rows",
     "part_of",
     "plan",

@@ -401,27 +401,7 @@ def owned_rows(
     points = _cpu_points(model)
     for name in names:
         table = model_table(model, name)
-        if name == "wakeups":
-            place = _place_wakeups(table, model, points)
-        elif name == "runs":
-            place = _place_runs(table, points)
-        elif name == "task_states":
-            place = _place_task_states(table, model_table(model, "runs"), points)
-        else:
-            place = _place(table, OWNED_BY[name])
-        if name in ("task_states", "waits", "occupancy"):
-            _defer_to_unseen_starts(place, table, model_table(model, "runs"))
-        if name == "occupancy":
-            _defer_to_runs(place, table, model_table(model, "wakeups"))
-        keep = np.ones(len(table), dtype=bool)
-        if t0 is not None:
-            keep &= place >= t0
-        if t1 is not None:
-            keep &= place < t1
-        if name == "wakeups" and t0 is not None:  # (a prelude's wake-up without its run)
-            ran = table["run_ts"].notna().to_numpy()
-            keep &= ~(ran & _before_last_switch_out(table, model, t0))
-        rows = table[keep].reset_index(drop=True)
+        rows = table[owned_mask(model, t0, t1, name, points)].reset_index(drop=True)
         if name in ROW_REFERENCES:
             column, other, renamed = ROW_REFERENCES[name]
             at = rows[column].to_numpy().astype(np.int64)
@@ -432,3 +412,40 @@ def owned_rows(
             rows = rows.drop(columns=[column]).assign(**{renamed: named})
         out[name] = rows
     return out
+
+
+def owned_mask(
+    model: Model,
+    t0: int | None,
+    t1: int | None,
+    name: str,
+    points: dict[int, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Which rows of ``model``'s table ``name`` (:data:`OWNED_BY`) the part ``[t0, t1)``
+    owns (:func:`owned_rows` gives them): a mask over the table, so that what the
+    model computes per row (a metric's mask over the wake-ups) can be read of the owned
+    rows. ``points``: :func:`_cpu_points` of the model, when already found."""
+    if points is None:
+        points = _cpu_points(model)
+    table = model_table(model, name)
+    if name == "wakeups":
+        place = _place_wakeups(table, model, points)
+    elif name == "runs":
+        place = _place_runs(table, points)
+    elif name == "task_states":
+        place = _place_task_states(table, model_table(model, "runs"), points)
+    else:
+        place = _place(table, OWNED_BY[name])
+    if name in ("task_states", "waits", "occupancy"):
+        _defer_to_unseen_starts(place, table, model_table(model, "runs"))
+    if name == "occupancy":
+        _defer_to_runs(place, table, model_table(model, "wakeups"))
+    keep = np.ones(len(table), dtype=bool)
+    if t0 is not None:
+        keep &= place >= t0
+    if t1 is not None:
+        keep &= place < t1
+    if name == "wakeups" and t0 is not None:  # (a prelude's wake-up without its run)
+        ran = table["run_ts"].notna().to_numpy()
+        keep &= ~(ran & _before_last_switch_out(table, model, t0))
+    return keep

@@ -1,0 +1,489 @@
+"""The metrics of one trace from its time parts (docs/design-partitioned-analysis.md,
+'What is built (step 3)'): what each part gives (:func:`metric_partial`, run where the
+part is) and how the client joins the parts' partials into :func:`trace_metrics
+<schedwake.analysis.metrics.trace_metrics>` and :func:`metric_bounds
+<schedwake.analysis.metrics.metric_bounds>` of the whole trace, equal to them.
+
+A partial is small: counts, sums per CPU and per task, and the part's wake-to-run
+latencies sorted (:class:`SortedValues`), which stay where the part is: the client
+finds the percentiles' order statistics by a selection over the parts
+(:func:`order_statistic`: counts of the values at most a candidate, a few rounds), not
+by merging them. Each part counts only the rows it owns
+(:func:`schedwake.partition.owned_mask`), so that every row of the whole trace's
+model is counted once; the masks over the wake-ups (ping-pong episodes, would-stack,
+futile) are read of the owned rows (tests/test_partition_metrics.py checks them
+against the whole trace's).
+
+Not joined yet: the storm's metrics (:data:`NOT_JOINED`), whose thresholds judge
+each (CPU, task) pair and (CPU, kworker, work function) unit over the whole trace; and
+the idle-while-runnable share, whose pinned tasks are judged over the whole trace.
+:func:`joined_metrics` refuses them (:class:`NotJoinedError`) rather than give a value
+that may differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..model.masks import episodes_mask, futile_mask, would_stack_mask
+from ..model.task_states import (
+    CLASSES,
+    StateSums,
+    focused,
+    joined_names,
+    last_names,
+    seconds,
+    totals_shares,
+)
+from ..model.tasks import PERCPU_KTHREAD, name_class
+from ..partition import model_table, owned_mask
+from .metrics import (
+    CPUS_VISITED_MIN_RUNS,
+    CROSS_LLC,
+    METRICS,
+    latencies,
+    within_latency,
+    within_share,
+)
+
+if TYPE_CHECKING:
+    from ..trace import Trace
+
+#: The keys of :func:`trace_metrics` not joined from parts yet: their thresholds
+#: (storm_min_preemptions, storm_min_preempted_share; the pinned tasks'
+#: iwr_pinned_min_runs) judge counts over the whole trace, which the partials do not
+#: carry yet (the design's 'What is built (step 3)').
+NOT_JOINED = (
+    "storm_kworker_preemptions_per_s",
+    "storm_preempted_share",
+    "idle_while_runnable_share",
+)
+
+#: Every key of :func:`trace_metrics` that the parts' partials give.
+JOINED = tuple(
+    m.key for m in METRICS.values() if m.per_trace is not None and m.key not in NOT_JOINED
+)
+
+_WAKE = ("sched_waking", "sched_wakeup")
+
+
+class NotJoinedError(NotImplementedError):
+    """A metric asked of the parts that they do not give yet (:data:`NOT_JOINED`)."""
+
+
+@dataclass(frozen=True)
+class SortedValues:
+    """One part's values, sorted: what the selection of an order statistic asks of a
+    part (each a binary search or an index, cheap where the part is)."""
+
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> SortedValues:
+        return cls(np.sort(np.asarray(values, dtype=np.int64)))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def count_le(self, x: int) -> int:
+        """How many values are at most ``x``."""
+        return int(np.searchsorted(self.values, x, "right"))
+
+    def count_lt(self, x: int) -> int:
+        """How many values are less than ``x``."""
+        return int(np.searchsorted(self.values, x, "left"))
+
+    def kth(self, k: int) -> int:
+        """The ``k``-th smallest value (from 0)."""
+        return int(self.values[k])
+
+
+def order_statistic(parts: Sequence[SortedValues], k: int) -> int:
+    """The ``k``-th smallest (from 0) of all the parts' values, without gathering them:
+    each round every part gives the middle value of its window of candidate ranks, the
+    pivot is their median weighted by the windows' sizes, and every part's counts below
+    and at most the pivot either place the answer at the pivot or shrink the windows
+    (by a quarter of the candidates at least: O(log n) rounds)."""
+    n = sum(len(p) for p in parts)
+    if not 0 <= k < n:
+        raise IndexError(f"rank {k} of {n} values")
+    lo = [0] * len(parts)  # (ranks below lo_i: less than the answer)
+    hi = [len(p) for p in parts]  # (ranks from hi_i: greater than it)
+    while True:
+        live = [i for i in range(len(parts)) if hi[i] > lo[i]]
+        mids = np.array([parts[i].kth((lo[i] + hi[i]) // 2) for i in live], dtype=np.int64)
+        sizes = np.array([hi[i] - lo[i] for i in live], dtype=np.int64)
+        order = np.argsort(mids, kind="stable")
+        cum = np.cumsum(sizes[order])
+        pivot = int(mids[order][np.searchsorted(cum, (cum[-1] + 1) // 2)])
+        lt = [p.count_lt(pivot) for p in parts]
+        le = [p.count_le(pivot) for p in parts]
+        if sum(lt) <= k < sum(le):
+            return pivot
+        if k < sum(lt):
+            hi = [min(h, c) for h, c in zip(hi, lt)]
+        else:
+            lo = [max(low, c) for low, c in zip(lo, le)]
+
+
+def percentile(parts: Sequence[SortedValues], pct: float) -> float | None:
+    """``np.percentile`` of all the parts' values (its default, linear interpolation,
+    done as NumPy does it, so the float is the same), from the two order statistics it
+    interpolates (:func:`order_statistic`); None without values."""
+    n = sum(len(p) for p in parts)
+    if n == 0:
+        return None
+    q = np.true_divide(pct, 100)
+    virtual = (n - 1) * q
+    if virtual >= n - 1:
+        below = above = n - 1
+    else:
+        below = int(np.floor(virtual))
+        above = below + 1
+    a = np.int64(order_statistic(parts, below))
+    b = a if above == below else np.int64(order_statistic(parts, above))
+    gamma = float(virtual - below)
+    diff = b - a
+    out = np.subtract(b, diff * (1 - gamma)) if gamma >= 0.5 else np.add(a, diff * gamma)
+    return float(out)
+
+
+@dataclass(frozen=True)
+class MetricPartial:
+    """What one part gives the client for the metrics (:func:`metric_partial`)."""
+
+    t0: int | None
+    t1: int | None
+    #: The trace's first timestamp (every part's), its last (the last part's only).
+    first_ts: int
+    last_ts: int | None
+    #: The events the part has records of in [t0, t1).
+    has: frozenset[str]
+    #: Counts of the rows it owns.
+    counts: dict[str, int]
+    #: Per (task, CPU): the task's switch-ins there in [t0, t1) (columns task, cpu, n).
+    visits: pd.DataFrame
+    #: Per task: its last switch-in's name in [t0, t1).
+    visit_names: dict[int, str]
+    #: The owned wake-ups' latencies (ns): proven (upper) and least (lower), sorted.
+    latency: SortedValues
+    latency_min: SortedValues
+    #: Per CPU, of the owned occupancy rows (running, idle, unknown): running ns,
+    #: unknown ns, the latest end, the earliest start; and its first switch in [t0, t1).
+    busy: pd.DataFrame
+    first_switch: dict[int, int]
+    #: The ns of the owned task states per task, and the tasks' last names.
+    states: pd.DataFrame
+    names: list[dict[int, str]]
+    bench: dict[str, Any]
+
+
+def _inside(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
+    keep = np.ones(len(ts), dtype=bool)
+    if t0 is not None:
+        keep &= ts >= t0
+    if t1 is not None:
+        keep &= ts < t1
+    return keep
+
+
+def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial:
+    """The metrics' partial of the part ``[t0, t1)`` (a trace from
+    :func:`schedwake.partition.part_of`, or read from the file), from its events in
+    ``[t0, t1)`` and the model rows it owns."""
+    from .metrics import bench_metrics
+
+    model = part.model
+    if model.pids is not None:
+        raise NotJoinedError("the metrics of a model focused on some tasks (--pid)")
+    ev = model.events
+    has = frozenset(
+        name
+        for name in part.events
+        if part.has_records(name)
+        and _inside(part.table(name).column("ts").to_numpy(), t0, t1).any()
+    )
+    counts: dict[str, int] = {}
+    # wake-ups: the owned rows, and the masks over them
+    w = model_table(model, "wakeups")
+    mine = owned_mask(model, t0, t1, "wakeups")
+    counts["wakeups"] = int(mine.sum())
+    counts["migrated"] = int(w["migrated"].to_numpy()[mine].sum()) if len(w) else 0
+    counts["pingpong"] = int((episodes_mask(w) & mine).sum())
+    counts["would_stack"] = int((would_stack_mask(model) & mine).sum())
+    counts["futile"] = int((futile_mask(model) & mine).sum()) if ev.switch is not None else 0
+    lo, hi = latencies(w[mine]) if len(w) else (np.zeros(0, np.int64),) * 2
+    # migrations
+    mig = model_table(model, "migrations")
+    mm = owned_mask(model, t0, t1, "migrations")
+    counts["migrations"] = int(mm.sum())
+    if len(mig):
+        cause, topo = mig["cause"].to_numpy()[mm], mig["topology_class"].to_numpy()[mm]
+    else:
+        cause = topo = np.zeros(0, dtype=object)
+    counts["wakeup_migrations"] = int((cause == "wakeup").sum())
+    counts["load_balance_migrations"] = int((cause == "load_balance").sum())
+    counts["cross_llc_migrations"] = int(np.isin(topo, CROSS_LLC).sum())
+    # switches: the part's own, and the breaks of its CPUs' chains it holds
+    s = ev.switch
+    comp = model.completeness
+    broken = comp.switch_end[~comp.switch_chain_ok]
+    counts["missing_switches"] = int(_inside(np.asarray(broken, np.int64), t0, t1).sum())
+    visits = pd.DataFrame({"task": [], "cpu": [], "n": []}, dtype=np.int64)
+    visit_names: dict[int, str] = {}
+    first_switch: dict[int, int] = {}
+    if s is not None and len(s):
+        ts = s["ts"].to_numpy(dtype=np.int64)
+        at = np.flatnonzero(_inside(ts, t0, t1))
+        counts["switches"] = len(at)
+        cpu = s["cpu"].to_numpy().astype(np.int64)[at]
+        if len(at):
+            c, first = np.unique(cpu, return_index=True)
+            first_switch = dict(zip(c.tolist(), ts[at][first].tolist()))
+        task = np.asarray(ev.key(s["next_pid"].to_numpy()[at], ts[at])).astype(np.int64)
+        sel = task != 0
+        at, task, cpu = at[sel], task[sel], cpu[sel]
+        pairs, n = np.unique(np.stack([task, cpu]), axis=1, return_counts=True)
+        visits = pd.DataFrame({"task": pairs[0], "cpu": pairs[1], "n": n})
+        rev, last = np.unique(task[::-1], return_index=True)
+        rows = at[len(task) - 1 - last]
+        comm = s["next_comm"].array
+        codes = np.asarray(comm.codes)[rows]
+        visit_names = {
+            int(k): ("nan" if c < 0 else str(comm.categories[c]))
+            for k, c in zip(rev.tolist(), codes.tolist())
+        }
+    else:
+        counts["switches"] = 0
+    owned = owned_mask(model, t0, t1, "occupancy")
+    occ = model_table(model, "occupancy")
+    busy = _busy_sums(occ[owned]) if len(occ) else _busy_sums(occ)
+    iv = model_table(model, "task_states")
+    states = StateSums.of(focused(model, iv[owned_mask(model, t0, t1, "task_states")]))
+    return MetricPartial(
+        t0=t0,
+        t1=t1,
+        first_ts=int(ev.first_ts),
+        last_ts=int(ev.last_ts) if t1 is None else None,
+        has=has,
+        counts=counts,
+        visits=visits,
+        visit_names=visit_names,
+        latency=SortedValues.of(hi),
+        latency_min=SortedValues.of(lo),
+        busy=busy,
+        first_switch=first_switch,
+        states=states.per_task,
+        names=last_names(ev, t0, t1),
+        bench=bench_metrics(part),
+    )
+
+
+def _busy_sums(occ: pd.DataFrame) -> pd.DataFrame:
+    """Per CPU, of the occupancy rows running, idle or unknown: running and unknown ns,
+    the latest end and the earliest start (index cpu)."""
+    cols = ["running_ns", "unknown_ns", "end_max", "start_min"]
+    if not len(occ):
+        return pd.DataFrame({c: [] for c in cols}, dtype=np.int64)
+    state = occ["state"].astype(str).to_numpy()
+    sel = np.isin(state, ["running", "idle", "unknown"])
+    cpu = occ["cpu"].to_numpy().astype(np.int64)[sel]
+    start = occ["start_ts"].to_numpy(dtype=np.int64)[sel]
+    end = occ["end_ts"].to_numpy(dtype=np.int64)[sel]
+    d = end - start
+    state = state[sel]
+    f = pd.DataFrame(
+        {
+            "cpu": cpu,
+            "running_ns": np.where(state == "running", d, 0),
+            "unknown_ns": np.where(state == "unknown", d, 0),
+            "end_max": end,
+            "start_min": start,
+        }
+    )
+    g = f.groupby("cpu")
+    return pd.DataFrame(
+        {
+            "running_ns": g["running_ns"].sum(),
+            "unknown_ns": g["unknown_ns"].sum(),
+            "end_max": g["end_max"].max(),
+            "start_min": g["start_min"].min(),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class JoinedMetrics:
+    """The whole trace's measures from its parts' partials (in time order)."""
+
+    parts: Sequence[MetricPartial]
+
+    def __post_init__(self) -> None:
+        last = [p for p in self.parts if p.t1 is None]
+        if len(last) != 1 or self.parts[-1].t1 is not None:
+            raise ValueError("the partials of every part, in time order (the last to the end)")
+
+    def count(self, name: str) -> int:
+        return sum(p.counts[name] for p in self.parts)
+
+    @property
+    def duration_ns(self) -> int:
+        """The whole trace's (:attr:`schedwake.model.Model.duration_ns`): from its first
+        timestamp (every part's) to its last (the last part's)."""
+        last = self.parts[-1].last_ts
+        assert last is not None
+        return max(last - self.parts[0].first_ts, 0)
+
+    @property
+    def dur_s(self) -> float:
+        return max(self.duration_ns, 1) / 1e9
+
+    def per_s(self, n: int) -> float:
+        return n / self.dur_s
+
+    def has_records(self, name: str) -> bool:
+        return any(name in p.has for p in self.parts)
+
+    def unmet(self, needs: tuple[tuple[str, ...], ...]) -> bool:
+        return any(not any(self.has_records(e) for e in group) for group in needs)
+
+    def cpus_visited(self) -> float | None:
+        """:func:`schedwake.analysis.metrics._cpus_visited` of the whole trace."""
+        frames = [p.visits for p in self.parts if len(p.visits)]
+        if not frames:
+            return None
+        v = pd.concat(frames).groupby(["task", "cpu"])["n"].sum().reset_index()
+        g = v.groupby("task")
+        size, nunique = g["n"].sum(), g["cpu"].size()
+        names: dict[int, str] = {}
+        for p in self.parts:
+            names.update(p.visit_names)
+        keep = size.index[(size >= CPUS_VISITED_MIN_RUNS).to_numpy()]
+        if not len(keep):
+            return None
+        cls = np.array([name_class(names[int(t)]) for t in keep], dtype=object)
+        sel = pd.Series(nunique.loc[keep].to_numpy()[cls != PERCPU_KTHREAD])
+        return float(sel.mean()) if len(sel) else None
+
+    def latency_pct_bounds(self, pct: float) -> tuple[float | None, float | None]:
+        """:meth:`schedwake.analysis.metrics.TraceInputs.latency_pct_bounds`."""
+        lo = percentile([p.latency_min for p in self.parts], pct)
+        hi = percentile([p.latency for p in self.parts], pct)
+        return (None if lo is None else lo / 1e3), (None if hi is None else hi / 1e3)
+
+    def busy_bounds(self) -> dict[str, tuple[float, float]]:
+        """:func:`schedwake.analysis.metrics.busy_bounds` of the whole trace."""
+        frames = [p.busy for p in self.parts if len(p.busy)]
+        if not frames:
+            return {}
+        b = pd.concat(frames).groupby(level=0)
+        running, unknown = b["running_ns"].sum(), b["unknown_ns"].sum()
+        end, start = b["end_max"].max(), b["start_min"].min()
+        first: dict[int, int] = {}
+        for p in self.parts:
+            for c, t in p.first_switch.items():
+                first[c] = min(first.get(c, t), t)
+        out: dict[str, tuple[float, float]] = {}
+        for c in sorted(int(c) for c in running.index):
+            busy, unk = int(running[c]), int(unknown[c])
+            span = max(int(end[c]) - first.get(c, int(start[c])), 1)
+            lo = round(float(busy) / span, 6)
+            out[str(c)] = (lo, round(float(busy + unk) / span, 6) if unk else lo)
+        return out
+
+    def runnable_shares(self) -> dict[str, float | None]:
+        """:func:`schedwake.model.task_states.class_shares` of the whole trace."""
+        per_task = StateSums.add(
+            [StateSums(p.states, None, p.states.iloc[:0]) for p in self.parts]
+        ).per_task
+        if not len(per_task):
+            return {c: None for c in CLASSES}
+        return totals_shares(seconds(per_task), joined_names([p.names for p in self.parts]))
+
+
+def _per_trace(j: JoinedMetrics) -> dict[str, Any]:
+    """Each joined key's value, as :data:`schedwake.analysis.metrics.METRICS`'
+    ``per_trace`` computes it of the whole trace."""
+    wakeups, pingpong, would_stack = j.count("wakeups"), j.count("pingpong"), j.count("would_stack")
+    switches = j.count("switches") if j.has_records("sched_switch") else 0
+    return {
+        "wakeups": wakeups,
+        "migrations": j.count("migrations"),
+        "migrations_per_s": lambda: j.per_s(j.count("migrations")),
+        "wakeup_migrations_per_s": lambda: j.per_s(j.count("wakeup_migrations")),
+        "load_balance_migrations_per_s": lambda: j.per_s(j.count("load_balance_migrations")),
+        "cross_llc_migrations_per_s": lambda: j.per_s(j.count("cross_llc_migrations")),
+        "wakeup_migration_share": lambda: j.count("migrated") / wakeups if wakeups else None,
+        "pingpong_episodes": pingpong,
+        "pingpong_episodes_per_s": lambda: j.per_s(pingpong),
+        "pingpong_would_stack": would_stack,
+        "pingpong_would_stack_per_s": lambda: j.per_s(would_stack),
+        "pingpong_would_stack_share": lambda: would_stack / pingpong if pingpong else None,
+        "cpus_visited_per_task": j.cpus_visited,
+        "context_switches_per_s": lambda: j.per_s(switches + j.count("missing_switches")),
+        "futile_wakeups_per_s": lambda: j.per_s(j.count("futile")),
+        "wake_to_run_p50_us": lambda: within_latency(*j.latency_pct_bounds(50)),
+        "wake_to_run_p90_us": lambda: within_latency(*j.latency_pct_bounds(90)),
+        "wake_to_run_p99_us": lambda: within_latency(*j.latency_pct_bounds(99)),
+        "runnable_share_user": lambda: j.runnable_shares()["user"],
+        "runnable_share_kworker": lambda: j.runnable_shares()["kworker"],
+        "runnable_share_kthread": lambda: j.runnable_shares()["kthread"],
+        "busy_share": lambda: {c: within_share(*b) for c, b in j.busy_bounds().items()},
+    }
+
+
+def joined_metrics(
+    parts: Sequence[MetricPartial], *, only: Collection[str] | None = None
+) -> dict[str, Any]:
+    """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (default
+    thresholds) from its parts' partials, in time order: the same keys in the same
+    order, the same values. ``only``: the keys to compute (the others None), as
+    ``trace_metrics`` takes them; None is every key, and a key of :data:`NOT_JOINED`
+    raises :class:`NotJoinedError` (pass ``only=JOINED``)."""
+    wanted = set(JOINED) | set(NOT_JOINED) if only is None else set(only)
+    refused = [k for k in NOT_JOINED if k in wanted]
+    if refused:
+        raise NotJoinedError(
+            f"not joined from a trace's parts yet: {', '.join(refused)} (their thresholds "
+            "judge counts over the whole trace); ask for the others (only=JOINED)"
+        )
+    j = JoinedMetrics(parts)
+    compute = _per_trace(j)
+    out: dict[str, Any] = {"duration_s": round(j.dur_s, 6)}
+    for m in METRICS.values():
+        if m.per_trace is None:
+            continue
+        if m.key not in wanted or j.unmet(m.needs):
+            out[m.key] = None
+            continue
+        v = compute[m.key]
+        v = v() if callable(v) else v
+        out[m.key] = round(v, 6) if isinstance(v, float) else v
+    out.update(parts[0].bench)
+    return out
+
+
+def joined_bounds(parts: Sequence[MetricPartial]) -> dict[str, list[Any]]:
+    """:func:`~schedwake.analysis.metrics.metric_bounds` of the whole trace from its
+    parts' partials."""
+    j = JoinedMetrics(parts)
+    out: dict[str, list] = {}
+    if not j.unmet((("sched_switch",),)):
+        for c, (lo, hi) in j.busy_bounds().items():
+            if hi > lo:
+                out[f"busy_share_cpu{c}"] = [lo, hi]
+        missing = j.count("missing_switches")
+        if missing:
+            out["context_switches_per_s"] = [round(j.per_s(j.count("switches") + missing), 6), None]
+    if not j.unmet((_WAKE, ("sched_switch",))):
+        for name, pct in (("wake_to_run_p50_us", 50), ("wake_to_run_p90_us", 90),
+                          ("wake_to_run_p99_us", 99)):  # fmt: skip
+            p_lo, p_hi = j.latency_pct_bounds(pct)
+            if p_lo is not None and p_hi is not None and p_hi > p_lo:
+                out[name] = [round(p_lo, 6), round(p_hi, 6)]
+    return out

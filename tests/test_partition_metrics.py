@@ -1,0 +1,150 @@
+"""The metrics of a trace joined from its time parts' partials (schedwake.analysis.partials;
+docs/design-partitioned-analysis.md, 'What is built (step 3)') equal the whole trace's
+trace_metrics and metric_bounds, metric by metric, on the real traces of
+tests/test_partition.py: at random cuts (seeded, so a failure names its cuts) into 2 to 6
+parts, and at cuts inside a ping-pong episode (between its waking and its run, and inside
+that run) and inside the longest wait. The masks over the wake-ups (ping-pong episodes,
+would-stack, futile) are checked part by part: each part's count over the rows it owns is
+the whole trace's mask over those rows. The percentiles' selection over the parts is
+checked against np.percentile on random values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import schedwake
+from schedwake.analysis.metrics import metric_bounds, trace_metrics
+from schedwake.analysis.partials import (
+    JOINED,
+    NOT_JOINED,
+    MetricPartial,
+    NotJoinedError,
+    SortedValues,
+    joined_bounds,
+    joined_metrics,
+    metric_partial,
+    order_statistic,
+    percentile,
+)
+from schedwake.model.masks import episodes_mask, futile_mask, would_stack_mask
+from schedwake.partition import owned_mask, part_of
+
+from .test_partition import TRACES
+
+
+@pytest.fixture(scope="module", params=sorted(TRACES))
+def whole(request: pytest.FixtureRequest) -> schedwake.Trace:
+    return schedwake.load(TRACES[request.param])
+
+
+def partials(trace: schedwake.Trace, cuts: list[int]) -> list[MetricPartial]:
+    """The partials of the parts between ``cuts``, each part's masks over the wake-ups
+    checked against the whole trace's over the rows it owns."""
+    facts = trace.model.facts_for_parts()
+    whole = trace.model
+    masks = {
+        "pingpong": episodes_mask(whole.wakeups),
+        "would_stack": would_stack_mask(whole),
+        "futile": futile_mask(whole),
+    }
+    bounds: list[int | None] = [None, *sorted(cuts), None]
+    out = []
+    for t0, t1 in zip(bounds[:-1], bounds[1:]):
+        p = metric_partial(part_of(trace, t0, t1, facts), t0, t1)
+        mine = owned_mask(whole, t0, t1, "wakeups")
+        for name, mask in masks.items():
+            assert p.counts[name] == int((mask & mine).sum()), f"{name} of [{t0}, {t1})"
+        out.append(p)
+    return out
+
+
+def assert_same(got: object, expected: object, key: str) -> None:
+    """Equal; a float equal to 1e-9 relative (sums that reorder), in dicts too."""
+    if isinstance(expected, dict):
+        assert isinstance(got, dict) and list(got) == list(expected), key
+        for k in expected:
+            assert_same(got[k], expected[k], f"{key}[{k}]")
+    elif isinstance(expected, float) and isinstance(got, float):
+        assert math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12), (key, got, expected)
+    else:
+        assert got == expected, (key, got, expected)
+
+
+def check_joined(trace: schedwake.Trace, cuts: list[int]) -> None:
+    parts = partials(trace, cuts)
+    expected = trace_metrics(trace, only=set(JOINED))
+    got = joined_metrics(parts, only=JOINED)
+    assert list(got) == list(expected)
+    for key in expected:
+        assert_same(got[key], expected[key], f"{key} at cuts {cuts}")
+    assert_same(joined_bounds(parts), metric_bounds(trace), f"bounds at cuts {cuts}")
+
+
+@pytest.mark.slow  # (a model per part, on whole real traces)
+def test_random_cuts_give_the_whole_metrics(whole: schedwake.Trace) -> None:
+    first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns
+    assert first is not None and last is not None
+    rng = np.random.default_rng(19)
+    for n in range(2, 7):
+        check_joined(whole, sorted({int(t) for t in rng.integers(first + 1, last, size=n - 1)}))
+
+
+@pytest.mark.slow  # (a model per part, on whole real traces)
+def test_cuts_inside_a_pingpong_episode_and_the_longest_wait(whole: schedwake.Trace) -> None:
+    """Cuts between a ping-pong episode's waking and its run, inside that run, and inside
+    the longest wait (where the trace has no episode: a wake-up by a per-CPU kthread, or
+    any wake-up that ran)."""
+    m = whole.model
+    wk = m.wakeups
+    episodes = wk[episodes_mask(wk) & wk["run_ts"].notna().to_numpy()]
+    if not len(episodes):
+        episodes = wk[wk["run_ts"].notna() & (wk["waker_class"] == "percpu_kthread")]
+    if not len(episodes):  # (a mostly idle machine: no kworker wakes a task)
+        episodes = wk[wk["run_ts"].notna()]
+    one = episodes.iloc[len(episodes) // 2]
+    waits = m.waits
+    w = waits.iloc[int(np.argmax(waits["end_ts"].to_numpy() - waits["start_ts"].to_numpy()))]
+    cuts = {
+        (int(one["ts"]) + int(one["run_ts"])) // 2 + 1,
+        (int(w["start_ts"]) + int(w["end_ts"])) // 2,
+    }
+    if not np.isnan(float(one["run_end_ts"])):
+        cuts.add((int(one["run_ts"]) + int(one["run_end_ts"])) // 2 + 1)
+    check_joined(whole, sorted(c for c in cuts if c > whole.meta.first_ts_ns))
+
+
+@pytest.mark.slow  # (a model per part, on a whole real trace)
+def test_the_metrics_not_joined_are_refused() -> None:
+    trace = schedwake.load(TRACES["idle-sleep"])
+    first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
+    assert first is not None and last is not None
+    parts = partials(trace, [(first + last) // 2])
+    with pytest.raises(NotJoinedError, match=NOT_JOINED[0]):
+        joined_metrics(parts)
+    with pytest.raises(NotJoinedError, match="idle_while_runnable_share"):
+        joined_metrics(parts, only=["idle_while_runnable_share", "wakeups"])
+    got = joined_metrics(parts, only=["wakeups"])
+    assert got["wakeups"] == len(trace.model.wakeups)
+    assert got["migrations"] is None
+
+
+def test_the_percentiles_are_numpys() -> None:
+    """The order statistics and percentiles over parts equal np.percentile's of all the
+    values (the float itself), at every cut of the values into parts, empty parts too."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 400))
+        v = rng.integers(0, int(rng.choice([3, 1000, 10**10])), size=n)
+        cuts = np.sort(rng.integers(0, n + 1, size=int(rng.integers(0, 6))))
+        parts = [SortedValues.of(x) for x in np.split(v, cuts)]
+        for pct in (50, 90, 99, 0, 100, 37.5):
+            assert percentile(parts, pct) == float(np.percentile(v, pct)), (n, pct)
+        k = int(rng.integers(0, n))
+        assert order_statistic(parts, k) == np.sort(v)[k]
+    assert percentile([SortedValues.of(np.zeros(0))], 50) is None
+    with pytest.raises(IndexError):
+        order_statistic([SortedValues.of(np.arange(3))], 3)
