@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..model import caveats, unjudged_pingpong
 from ..model.completeness import Told
+from ..model.events import events_caveats, flags_known
 from ..model.task_states import StateSums, focused, joined_names, last_names, summary_of
-from ..partition import owned_rows
+from ..partition import owned_mask, owned_rows
 from ..summary import completeness_told, meta_summary
 from . import topology_facts, wait_causes
 
@@ -47,6 +49,13 @@ class PartSummary:
     states: StateSums
     #: Each task's last name in the part, per source of names.
     names: list[dict[int, str]]
+    #: The events it has records of in its span, whether its sched_switch has decoded
+    #: prev_state, whether its sched_waking rows there tell their context (None: it has
+    #: none), and the ping-pong wake-ups it owns that cannot be judged without it.
+    present: frozenset[str]
+    prev_state: bool
+    flags: bool | None
+    unjudged: int
 
 
 def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
@@ -66,12 +75,37 @@ def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
         t_end=int(comp.t_end),
         complete=len(breaks) == 0 and len(unknown) == 0,
     )
+    ev = model.events
+    present = {
+        name
+        for name in part.events
+        if part.has_records(name)
+        and _inside(part.table(name).column("ts").to_numpy(), t0, t1).any()
+    }
+    waking = ev.waking
+    if waking is not None:
+        waking = waking[_inside(waking["ts"].to_numpy(), t0, t1)]
+    wakeups = model.wakeups
+    owned_wakeups = wakeups[owned_mask(model, t0, t1, "wakeups")]
     return PartSummary(
         told=told,
         breaks=breaks[["cpu", "kind", "count"]].copy(),
         states=StateSums.of(focused(model, owned["task_states"])),
-        names=last_names(model.events, t0, t1),
+        names=last_names(ev, t0, t1),
+        present=frozenset(present),
+        prev_state=ev.switch is not None and "prev_state_str" in ev.switch.columns,
+        flags=flags_known(waking),
+        unjudged=int(unjudged_pingpong(owned_wakeups).sum()) if len(owned_wakeups) else 0,
     )
+
+
+def _inside(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
+    keep = np.ones(len(ts), dtype=bool)
+    if t0 is not None:
+        keep &= ts >= t0
+    if t1 is not None:
+        keep &= ts < t1
+    return keep
 
 
 @dataclass(frozen=True)
@@ -96,6 +130,22 @@ class Joined:
             "completeness": completeness_told(self.told()) if switches else None,
             "topology": topology_facts(self.plan.topology),
         }
+
+    def caveats(self) -> list[str]:
+        """The trace's caveats (:attr:`schedwake.Trace.caveats`: the reader's warnings,
+        then the model's)."""
+        present = frozenset().union(*(p.present for p in self.parts))
+        flags = [p.flags for p in self.parts if p.flags is not None]
+        meta = self.plan.meta
+        events = events_caveats(
+            meta,
+            set(present),
+            any(p.prev_state for p in self.parts),
+            None if not flags else any(flags),
+        )
+        told = self.told() if "sched_switch" in present else None
+        unjudged = sum(p.unjudged for p in self.parts)
+        return list(meta.warnings) + caveats(events, told, unjudged, None, self.plan.topology)
 
     def names(self) -> dict[int, str]:
         """Each task's name (:func:`schedwake.model.task_states.comms`)."""

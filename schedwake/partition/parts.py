@@ -202,13 +202,19 @@ def _place(table: pd.DataFrame, by: str | tuple[str, ...]) -> np.ndarray:
 def _place_wakeups(table: pd.DataFrame, model: Model, points: dict[int, np.ndarray]) -> np.ndarray:
     """A wake-up at the latest of its times; but one that led to no run though its task
     was not running at its task's next wake-up (the run it would have led to is the
-    task's next before that), and one whose run has no recorded end at that run's end
+    task's next before that), one of a running task without its ``sched_wakeup`` there
+    too (:mod:`schedwake.model.wakeups` takes the task's first ``sched_wakeup`` before
+    its next waking), and one whose run has no recorded end at that run's end
     (:mod:`schedwake.model.completeness`'s run: its last proof) once the CPU shows
     something after it (:func:`_place_runs`); the last part's when neither comes."""
     place = _place(table, ("ts", "wakeup_ts", "run_ts", "run_end_ts"))
     ran, ended = table["run_ts"].notna().to_numpy(), table["run_end_ts"].notna().to_numpy()
     pid = table["wakee_pid"].to_numpy().astype(np.int64)
-    no_run = np.flatnonzero(~ran & ~table["wakee_was_running"].to_numpy(dtype=bool))
+    running = table["wakee_was_running"].to_numpy(dtype=bool)
+    # (the sched_wakeup of a wake-up of a running task may come any time before its
+    # next wake-up: only that settles that it has none)
+    no_wakeup = running & table["wakeup_ts"].isna().to_numpy()
+    no_run = np.flatnonzero((~ran & ~running) | no_wakeup)
     if len(no_run):  # (the task's next row of this table: its next wake-up)
         ts = table["ts"].to_numpy().astype(np.int64)
         after = asof_index(ts[no_run], pid[no_run], ts, pid, "forward", allow_exact=False)
