@@ -413,15 +413,13 @@ def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
     """``values`` with each -1 replaced by the last value >= 0 before it in its group
     (groups start where ``new_group`` is True); -1 where there is none."""
     n = len(values)
-    idx = np.where(values >= 0, np.arange(n), -1)
-    # a group's first row resets the fill: nothing carries over from the previous group
-    starts = np.flatnonzero(new_group)
-    reset = np.full(n, -1, dtype=np.int64)
-    reset[starts] = starts
-    filled = np.maximum.accumulate(np.maximum(idx, reset))
-    out = values[filled]
-    out = np.where(values >= 0, values, out)
-    return out
+    # each row's last row with a value, or its group's first row (nothing carries over
+    # from the previous group: its value is -1 there when it has none): one running
+    # maximum of row positions (int32 where they fit)
+    idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    idx[(values < 0) & ~new_group] = -1
+    np.maximum.accumulate(idx, out=idx)
+    return values[idx]
 
 
 def _frame(
