@@ -203,3 +203,22 @@ def test_shared_orders_reused_only_for_the_same_rows(monkeypatch):
         # other rows is theirs as well)
         assert kept is not None and 1 <= sum(len(v) for v in kept.values()) < len(sides)
     assert util._ORDERS.get() is None
+
+
+def test_lex_order_is_the_stable_lexsort():
+    """``lex_order`` (radix passes, a packed stable sort or the lexsort) gives the very
+    permutation of ``np.lexsort((ts, key))``: ties in their given order, keys of any
+    integer type, negative values, time ranges too wide to pack."""
+    from schedwake.model._util import lex_order
+
+    rng = np.random.default_rng(9)
+    for trial in range(200):
+        n = int(rng.integers(0, 300))
+        ts = rng.integers(-20, 20, n)
+        key = rng.integers(-3, 5, n).astype([np.int32, np.int64, np.uint16][trial % 3])
+        if trial % 4 == 1:
+            ts = np.sort(ts)
+        elif trial % 4 == 2:
+            ts = ts + (2**61) * rng.integers(0, 3, n)  # (too wide: the lexsort)
+        got = lex_order(ts, key)
+        assert got.tolist() == np.lexsort((ts, key)).tolist(), trial

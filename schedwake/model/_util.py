@@ -89,7 +89,8 @@ def asof_index(
         pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
         del q
     else:
-        qo = np.argsort(q)  # sorted needles: binary searches that stay in cache
+        # sorted needles: binary searches that stay in cache
+        qo = _needle_order(q, lts, lkey if sel is None else lkey[sel])
         found_at = np.searchsorted(line, q[qo], side)  # (a gather, not a second sort)
         del q
         pos = np.empty(len(found_at), dtype=np.int64)
@@ -171,7 +172,7 @@ def key_time_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
     is on."""
     kept = _ORDERS.get()
     if kept is None or len(ts) < _SHARED_MIN_ROWS:
-        return stable_order(key) if is_sorted(ts) else np.lexsort((ts, key))
+        return lex_order(ts, key)
     step = max(1, len(ts) // 61)
     sample = (
         len(ts),
@@ -182,10 +183,41 @@ def key_time_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
     for order in orders:
         if _is_key_time_order(order, ts, key):
             return order
-    order = stable_order(key) if is_sorted(ts) else np.lexsort((ts, key))
+    order = lex_order(ts, key)
     order.setflags(write=False)
     orders.append(order)
     return order
+
+
+def _needle_order(q: np.ndarray, lts: np.ndarray, lkey: np.ndarray) -> np.ndarray:
+    """An order of a keyed search's needles ``q`` (the left rows on the right's line):
+    theirs, or under :func:`shared_orders` the left rows' (key, ts) order, found once
+    for left rows searched again (it puts the needles of keys the right has in order;
+    the others, whose answer is -1, anywhere)."""
+    if _ORDERS.get() is None or len(q) < _SHARED_MIN_ROWS:
+        return np.argsort(q)
+    return key_time_order(lts, lkey)
+
+
+def lex_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``np.lexsort((ts, key))`` (stable): by radix passes over the key when ``ts`` is
+    already in order, else one stable sort of (key, ts) packed into an int64 when both
+    ranges fit (a merge of the runs already in order), else the lexsort."""
+    if len(ts) == 0:
+        return np.zeros(0, dtype=np.intp)
+    if is_sorted(ts):
+        return stable_order(key)
+    k0, t0 = int(key.min()), int(ts.min())
+    kbits = (int(key.max()) - k0).bit_length()
+    tbits = (int(ts.max()) - t0).bit_length()
+    if kbits + tbits > 62:
+        return np.lexsort((ts, key))
+    packed = key.astype(np.int64)
+    packed -= k0
+    packed <<= tbits
+    packed += ts
+    packed -= t0
+    return np.argsort(packed, kind="stable")
 
 
 def _is_key_time_order(order: np.ndarray, ts: np.ndarray, key: np.ndarray) -> bool:

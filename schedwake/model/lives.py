@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._util import asof_index, i64, ints, take
+from ._util import asof_index, i64, ints, lex_order, take
 
 
 class EventTables(Protocol):
@@ -75,7 +75,7 @@ class Lives:
     ``ts`` belongs to the life after it."""
 
     def __init__(self, pid: np.ndarray, ts: np.ndarray) -> None:
-        order = np.lexsort((ts, pid))
+        order = lex_order(np.asarray(ts), np.asarray(pid))
         self.pid = np.asarray(pid, dtype=np.int64)[order]
         self.ts = np.asarray(ts, dtype=np.int64)[order]
         first = np.ones(len(self.pid), dtype=bool)

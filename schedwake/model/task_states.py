@@ -236,11 +236,14 @@ def build(
     ts, pid, cpu = cat(0, np.int64), cat(1, np.int64), cat(2, np.int64)
     code, prio, letters = cat(3, np.int8), cat(4, np.int8), cat(5, np.int64)
     mark = cat(6, np.int8)
-    keep = pid != 0
-    cols = [a[keep] for a in (ts, pid, cpu, code, prio, letters, mark)]
-    order = np.lexsort((cols[4], cols[0], cols[1]))
-    ts, pid, cpu, code, prio, letters, mark = (a[order] for a in cols)
-    del cols, order, keep
+    keep = np.flatnonzero(pid != 0)
+    # the rows kept, by (task, ts, prio): one gather of each column
+    order = keep[np.lexsort((prio[keep], ts[keep], pid[keep]))]
+    del keep
+    ts, pid, cpu, code, prio, letters, mark = (
+        a[order] for a in (ts, pid, cpu, code, prio, letters, mark)
+    )
+    del order
     n = len(ts)
     new_pid = np.ones(n, dtype=bool)
     new_pid[1:] = pid[1:] != pid[:-1]
@@ -755,7 +758,13 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
         """The seconds of every row, each rounded to the ns (one pass, not a row
         lookup per task)."""
         values = frame[list(TOTAL_COLUMNS)].to_numpy(dtype=np.float64)
-        return [[round(v, 9) for v in row] for row in values.tolist()]
+        # a whole number of ns over 1e9 (below 2**20 s: its ulp is under half a ns) is
+        # its own round(v, 9): only the other values go through round()
+        exact = (np.rint(values * 1e9) / 1e9 == values) & (np.abs(values) < 2.0**20)
+        rows = values.tolist()
+        for r in np.flatnonzero(~exact.all(axis=1)).tolist():
+            rows[r] = [round(v, 9) for v in rows[r]]
+        return rows
 
     # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
     cpus_of: dict[int, list[dict]] = {}
