@@ -172,7 +172,7 @@ _LOW = {
 @pytest.mark.slow  # (whole real traces, a model per part)
 @pytest.mark.parametrize(
     ("name", "overrides"),
-    [("kstack-off", None), ("lost-events", _LOW), ("guest16", _LOW), ("perf-dbench-z", None)],
+    [("kstack-off", None), ("lost-events", _LOW), ("guest16", _LOW), ("perf-dbench-z", _LOW)],
 )
 def test_the_findings_from_the_parts(name: str, overrides: dict | None) -> None:
     """kworker_pingpong and llc_roundrobin judged once from the parts' added-up

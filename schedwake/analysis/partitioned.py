@@ -409,3 +409,36 @@ def _tail(
 def len_ns(pw: PartWaits) -> int:
     """How many waits a part owns."""
     return len(pw.ns)
+
+
+# -- one pass: every part's summaries at once -------------------------------------------
+
+
+@dataclass
+class PartAnalysis:
+    """Everything a part gives the analysis, from one read and one model of it: its
+    summary (:func:`part_summary`), waits (:func:`part_waits`) and the detectors'
+    measures (:func:`.part_findings.part_findings`), kept where the part is."""
+
+    summary: PartSummary
+    waits: PartWaits
+    findings: Any
+
+
+def part_analysis(part: Trace, spec: PartSpec) -> PartAnalysis:
+    """:class:`PartAnalysis` of the part ``part`` read from ``spec``."""
+    from .part_findings import part_findings
+
+    return PartAnalysis(part_summary(part, spec), part_waits(part, spec), part_findings(part, spec))
+
+
+def summary_of_part(pa: PartAnalysis) -> PartSummary:
+    return pa.summary
+
+
+def waits_of_part(pa: PartAnalysis) -> PartWaits:
+    return pa.waits
+
+
+def findings_of_part(pa: PartAnalysis) -> Any:
+    return pa.findings

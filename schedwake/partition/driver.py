@@ -128,6 +128,12 @@ class Kept(Generic[_R]):
         futures = [self._client.submit(fn, f, *args, pure=False) for f in self._items]
         return _gathered(self._client, futures, None)
 
+    def select(self, fn: Callable[[_R], _Q]) -> Kept[_Q]:
+        """The kept results' ``fn`` (a part of each), kept where they are."""
+        if self._client is None:
+            return Kept(None, [fn(item) for item in self._items])
+        return Kept(self._client, [self._client.submit(fn, f, pure=False) for f in self._items])
+
     def release(self) -> None:
         """Let the cluster forget the results."""
         if self._client is not None:
