@@ -18,7 +18,9 @@ that rebuild it, and the model runs unchanged on the prelude and the part's own 
   switch-outs, a task is switched in more than once after its last one, and the CPU
   switches to another task without switching it out: **the events of each such
   segment** (to its CPU's next switch) are carried too, since its runs end at their
-  last proofs;
+  last proofs. On a trace that lacks switch-ins, a task is switched out more than
+  once after its last switch-in: **every switch-out since its last switch-in** is
+  carried (a wake-up between two of them found it off the CPU, not running);
 * **per task, every wake-up and migration since its last switch-out** (``sched_waking``,
   ``sched_wakeup``, ``sched_wakeup_new``, ``sched_migrate_task``; every one when it
   has none), **and its last of each** whatever came before: a woken task waits from
@@ -112,7 +114,11 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
         # its switch-ins since then (more than one where the trace lacks switch-outs):
         # the run a wake-up led to
         since_out = sts >= _lookup(task_keys, task_since, nxt[sw])
-        switch_rows = [last_of_each(prev, sw), last_of_each(nxt, sw), sw[since_out]]
+        # and its switch-outs since its last switch-in (more than one where the trace
+        # lacks switch-ins: the time off the CPU a wake-up between them found it in)
+        in_keys, in_since = _since(nxt[sw], sts)
+        since_in = sts >= _lookup(in_keys, in_since, prev[sw])
+        switch_rows = [last_of_each(prev, sw), last_of_each(nxt, sw), sw[since_out], sw[since_in]]
         segments = _segments(_column(switch, "cpu")[sw], sts, since_out)
         dead = _deaths(switch, sw)
     else:
