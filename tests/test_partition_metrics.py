@@ -4,9 +4,11 @@ trace_metrics and metric_bounds, metric by metric, on the real traces of
 tests/test_partition.py: at random cuts (seeded, so a failure names its cuts) into 2 to 6
 parts, and at cuts inside a ping-pong episode (between its waking and its run, and inside
 that run) and inside the longest wait. The masks over the wake-ups (ping-pong episodes,
-would-stack, futile) are checked part by part: each part's count over the rows it owns is
-the whole trace's mask over those rows. The percentiles' selection over the parts is
-checked against np.percentile on random values.
+would-stack) are checked part by part: each part's count over the rows it owns is the
+whole trace's mask over those rows; futile wake-ups too, but for those a part leaves
+open (its kworker's return is past the part's horizon), which the later parts settle.
+The percentiles' selection over the parts is checked against np.percentile on random
+values.
 """
 
 from __future__ import annotations
@@ -57,7 +59,11 @@ def partials(trace: schedwake.Trace, cuts: list[int]) -> list[MetricPartial]:
         p = metric_partial(part_of(trace, t0, t1, facts), t0, t1)
         mine = owned_mask(whole, t0, t1, "wakeups")
         for name, mask in masks.items():
-            assert p.counts[name] == int((mask & mine).sum()), f"{name} of [{t0}, {t1})"
+            expected = int((mask & mine).sum())
+            if name == "futile":  # (those it could not settle: settled by later parts)
+                assert expected - len(p.futile_open) <= p.counts[name] <= expected
+            else:
+                assert p.counts[name] == expected, f"{name} of [{t0}, {t1})"
         out.append(p)
     return out
 

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..model.masks import episodes_mask, futile_mask, would_stack_mask
+from ..model.masks import (
+    episodes_mask,
+    futile_mask,
+    kworker_preemptions,
+    preempting_wakeups,
+    would_stack_mask,
+)
 from ..model.task_states import (
     CLASSES,
     StateSums,
@@ -166,8 +172,13 @@ class MetricPartial:
     has: frozenset[str]
     #: Counts of the rows it owns.
     counts: dict[str, int]
-    #: Per (task, CPU): the task's switch-ins there in [t0, t1) (columns task, cpu, n).
+    #: Per (task, CPU): the task's switch-ins there in [t0, t1) and the first one's time
+    #: (columns task, cpu, n, first).
     visits: pd.DataFrame
+    #: The owned wake-ups whose futility later parts settle (:func:`metric_partial`):
+    #: the CPU, the kworker their run preempted and their task (columns cpu, kworker,
+    #: task).
+    futile_open: pd.DataFrame
     #: Per task: its last switch-in's name in [t0, t1).
     visit_names: dict[int, str]
     #: The owned wake-ups' latencies (ns): proven (upper) and least (lower), sorted.
@@ -217,6 +228,18 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     counts["pingpong"] = int((episodes_mask(w) & mine).sum())
     counts["would_stack"] = int((would_stack_mask(model) & mine).sum())
     counts["futile"] = int((futile_mask(model) & mine).sum()) if ev.switch is not None else 0
+    # a futile wake-up the part cannot settle: its run preempted a kworker and slept, and
+    # neither switched in on that CPU again by the part's horizon (the later parts'
+    # first switch-ins settle it: JoinedMetrics.futile)
+    rows, j = preempting_wakeups(model, "open")
+    own = mine[rows]
+    kp = kworker_preemptions(model)
+    at_open = np.flatnonzero(kp["open"])[j[own]] if len(rows) else np.zeros(0, np.int64)
+    futile_open = pd.DataFrame(
+        {k: np.asarray(kp[k])[at_open].astype(np.int64) for k in ("cpu", "kworker", "task")}
+        if len(at_open)
+        else {k: np.zeros(0, np.int64) for k in ("cpu", "kworker", "task")}
+    )
     lo, hi = latencies(w[mine]) if len(w) else (np.zeros(0, np.int64),) * 2
     # migrations
     mig = model_table(model, "migrations")
@@ -234,7 +257,7 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     comp = model.completeness
     broken = comp.switch_end[~comp.switch_chain_ok]
     counts["missing_switches"] = int(_inside(np.asarray(broken, np.int64), t0, t1).sum())
-    visits = pd.DataFrame({"task": [], "cpu": [], "n": []}, dtype=np.int64)
+    visits = pd.DataFrame({"task": [], "cpu": [], "n": [], "first": []}, dtype=np.int64)
     visit_names: dict[int, str] = {}
     first_switch: dict[int, int] = {}
     if s is not None and len(s):
@@ -248,8 +271,8 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         task = np.asarray(ev.key(s["next_pid"].to_numpy()[at], ts[at])).astype(np.int64)
         sel = task != 0
         at, task, cpu = at[sel], task[sel], cpu[sel]
-        pairs, n = np.unique(np.stack([task, cpu]), axis=1, return_counts=True)
-        visits = pd.DataFrame({"task": pairs[0], "cpu": pairs[1], "n": n})
+        g = pd.DataFrame({"task": task, "cpu": cpu, "ts": ts[at]}).groupby(["task", "cpu"])
+        visits = pd.DataFrame({"n": g.size(), "first": g["ts"].min()}).reset_index()
         rev, last = np.unique(task[::-1], return_index=True)
         rows = at[len(task) - 1 - last]
         comm = s["next_comm"].array
@@ -273,6 +296,7 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         has=has,
         counts=counts,
         visits=visits,
+        futile_open=futile_open,
         visit_names=visit_names,
         latency=SortedValues.of(hi),
         latency_min=SortedValues.of(lo),
@@ -352,6 +376,31 @@ class JoinedMetrics:
     def unmet(self, needs: tuple[tuple[str, ...], ...]) -> bool:
         return any(not any(self.has_records(e) for e in group) for group in needs)
 
+    def futile(self) -> int:
+        """The futile wake-ups of the whole trace: each part's, and of those a part could
+        not settle, the ones whose kworker switches in again on the CPU before their
+        task does, in the first later part where either does."""
+        n = self.count("futile")
+        never = np.iinfo(np.int64).max
+        for i, p in enumerate(self.parts):
+            cand = p.futile_open
+            if not len(cand):
+                continue
+            kw = np.full(len(cand), never, dtype=np.int64)
+            task = np.full(len(cand), never, dtype=np.int64)
+            for later in self.parts[i + 1 :]:
+                first = later.visits.set_index(["task", "cpu"])["first"]
+                open_ = (kw == never) & (task == never)
+                if not open_.any():
+                    break
+                for out, who in ((kw, "kworker"), (task, "task")):
+                    at = pd.MultiIndex.from_arrays([cand[who].to_numpy(), cand["cpu"].to_numpy()])
+                    seen = first.reindex(at).to_numpy(dtype=np.float64)
+                    hit = open_ & ~np.isnan(seen)
+                    out[hit] = seen[hit].astype(np.int64)
+            n += int((kw < task).sum())
+        return n
+
     def cpus_visited(self) -> float | None:
         """:func:`schedwake.analysis.metrics._cpus_visited` of the whole trace."""
         frames = [p.visits for p in self.parts if len(p.visits)]
@@ -426,7 +475,7 @@ def _per_trace(j: JoinedMetrics) -> dict[str, Any]:
         "pingpong_would_stack_share": lambda: would_stack / pingpong if pingpong else None,
         "cpus_visited_per_task": j.cpus_visited,
         "context_switches_per_s": lambda: j.per_s(switches + j.count("missing_switches")),
-        "futile_wakeups_per_s": lambda: j.per_s(j.count("futile")),
+        "futile_wakeups_per_s": lambda: j.per_s(j.futile()),
         "wake_to_run_p50_us": lambda: within_latency(*j.latency_pct_bounds(50)),
         "wake_to_run_p90_us": lambda: within_latency(*j.latency_pct_bounds(90)),
         "wake_to_run_p99_us": lambda: within_latency(*j.latency_pct_bounds(99)),
