@@ -23,15 +23,20 @@ from schedwake.analysis.metrics import metric_bounds, trace_metrics
 from schedwake.analysis.partials import (
     JOINED,
     NOT_JOINED,
+    GapPartial,
+    JoinedMetrics,
     MetricPartial,
     NotJoinedError,
     SortedValues,
+    gap_partial,
     joined_bounds,
     joined_metrics,
     metric_partial,
     order_statistic,
     percentile,
 )
+from schedwake.detect import resolve
+from schedwake.detect.idle_while_runnable import pinned_pids
 from schedwake.model.masks import episodes_mask, futile_mask, would_stack_mask
 from schedwake.partition import owned_mask, part_of
 
@@ -43,9 +48,12 @@ def whole(request: pytest.FixtureRequest) -> schedwake.Trace:
     return schedwake.load(TRACES[request.param])
 
 
-def partials(trace: schedwake.Trace, cuts: list[int]) -> list[MetricPartial]:
+def partials(
+    trace: schedwake.Trace, cuts: list[int]
+) -> tuple[list[MetricPartial], list[GapPartial]]:
     """The partials of the parts between ``cuts``, each part's masks over the wake-ups
-    checked against the whole trace's over the rows it owns."""
+    checked against the whole trace's over the rows it owns; then their gap partials,
+    given the pinned tasks the first partials give (the whole trace's, checked)."""
     facts = trace.model.facts_for_parts()
     whole = trace.model
     masks = {
@@ -54,9 +62,11 @@ def partials(trace: schedwake.Trace, cuts: list[int]) -> list[MetricPartial]:
         "futile": futile_mask(whole),
     }
     bounds: list[int | None] = [None, *sorted(cuts), None]
-    out = []
+    out, traces = [], []
     for t0, t1 in zip(bounds[:-1], bounds[1:]):
-        p = metric_partial(part_of(trace, t0, t1, facts), t0, t1)
+        part = part_of(trace, t0, t1, facts)
+        traces.append((part, t0, t1))
+        p = metric_partial(part, t0, t1)
         mine = owned_mask(whole, t0, t1, "wakeups")
         for name, mask in masks.items():
             expected = int((mask & mine).sum())
@@ -65,7 +75,10 @@ def partials(trace: schedwake.Trace, cuts: list[int]) -> list[MetricPartial]:
             else:
                 assert p.counts[name] == expected, f"{name} of [{t0}, {t1})"
         out.append(p)
-    return out
+    pinned = JoinedMetrics(out).pinned()
+    min_runs = int(resolve(trace)["iwr_pinned_min_runs"])
+    assert set(pinned_pids(whole, min_runs).tolist()) - {0} == set(pinned.tolist()) - {0}
+    return out, [gap_partial(part, t0, t1, pinned) for part, t0, t1 in traces]
 
 
 def assert_same(got: object, expected: object, key: str) -> None:
@@ -81,9 +94,9 @@ def assert_same(got: object, expected: object, key: str) -> None:
 
 
 def check_joined(trace: schedwake.Trace, cuts: list[int]) -> None:
-    parts = partials(trace, cuts)
+    parts, gaps = partials(trace, cuts)
     expected = trace_metrics(trace, only=set(JOINED))
-    got = joined_metrics(parts, only=JOINED)
+    got = joined_metrics(parts, only=JOINED, gaps=gaps)
     assert list(got) == list(expected)
     for key in expected:
         assert_same(got[key], expected[key], f"{key} at cuts {cuts}")
@@ -128,9 +141,11 @@ def test_the_metrics_not_joined_are_refused() -> None:
     trace = schedwake.load(TRACES["idle-sleep"])
     first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
     assert first is not None and last is not None
-    parts = partials(trace, [(first + last) // 2])
+    parts, gaps = partials(trace, [(first + last) // 2])
     with pytest.raises(NotJoinedError, match=NOT_JOINED[0]):
-        joined_metrics(parts)
+        joined_metrics(parts, gaps=gaps)
+    with pytest.raises(NotJoinedError, match="storm_preempted_share"):
+        joined_metrics(parts, only=["storm_preempted_share", "wakeups"], gaps=gaps)
     with pytest.raises(NotJoinedError, match="idle_while_runnable_share"):
         joined_metrics(parts, only=["idle_while_runnable_share", "wakeups"])
     got = joined_metrics(parts, only=["wakeups"])

@@ -14,11 +14,16 @@ model is counted once; the masks over the wake-ups (ping-pong episodes, would-st
 futile) are read of the owned rows (tests/test_partition_metrics.py checks them
 against the whole trace's).
 
-Not joined yet: the storm's metrics (:data:`NOT_JOINED`), whose thresholds judge
-each (CPU, task) pair and (CPU, kworker, work function) unit over the whole trace; and
-the idle-while-runnable share, whose pinned tasks are judged over the whole trace.
+The idle-while-runnable share takes a second round: the client judges the pinned tasks
+over the whole trace from the first partials (:meth:`JoinedMetrics.pinned`: per task
+its switch-ins per CPU), and each part gives its gap time inside its span with them
+(:func:`gap_partial`).
+
+Not joined yet: the storm's metrics (:data:`NOT_JOINED`), whose thresholds judge each
+(CPU, task) pair and (CPU, kworker, work function) unit over the whole trace;
 :func:`joined_metrics` refuses them (:class:`NotJoinedError`) rather than give a value
-that may differ.
+that may differ. The partials assume a model of every task (not ``--pid``'s) and the
+default thresholds.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from ..model.task_states import (
     seconds,
     totals_shares,
 )
-from ..model.tasks import PERCPU_KTHREAD, name_class
+from ..model.tasks import PERCPU_KTHREAD, kthread_cpu, name_class
 from ..partition import model_table, owned_mask
 from .metrics import (
     CPUS_VISITED_MIN_RUNS,
@@ -64,11 +69,7 @@ if TYPE_CHECKING:
 #: (storm_min_preemptions, storm_min_preempted_share; the pinned tasks'
 #: iwr_pinned_min_runs) judge counts over the whole trace, which the partials do not
 #: carry yet (the design's 'What is built (step 3)').
-NOT_JOINED = (
-    "storm_kworker_preemptions_per_s",
-    "storm_preempted_share",
-    "idle_while_runnable_share",
-)
+NOT_JOINED = ("storm_kworker_preemptions_per_s", "storm_preempted_share")
 
 #: Every key of :func:`trace_metrics` that the parts' partials give.
 JOINED = tuple(
@@ -181,6 +182,8 @@ class MetricPartial:
     futile_open: pd.DataFrame
     #: Per task: its last switch-in's name in [t0, t1).
     visit_names: dict[int, str]
+    #: The tasks switched in under a per-CPU kthread's name in [t0, t1).
+    kthreads: np.ndarray
     #: The owned wake-ups' latencies (ns): proven (upper) and least (lower), sorted.
     latency: SortedValues
     latency_min: SortedValues
@@ -259,6 +262,7 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     counts["missing_switches"] = int(_inside(np.asarray(broken, np.int64), t0, t1).sum())
     visits = pd.DataFrame({"task": [], "cpu": [], "n": [], "first": []}, dtype=np.int64)
     visit_names: dict[int, str] = {}
+    kthreads = np.zeros(0, np.int64)
     first_switch: dict[int, int] = {}
     if s is not None and len(s):
         ts = s["ts"].to_numpy(dtype=np.int64)
@@ -269,13 +273,16 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
             c, first = np.unique(cpu, return_index=True)
             first_switch = dict(zip(c.tolist(), ts[at][first].tolist()))
         task = np.asarray(ev.key(s["next_pid"].to_numpy()[at], ts[at])).astype(np.int64)
+        comm = s["next_comm"].array
+        kcat = np.array([kthread_cpu(str(c)) >= 0 for c in comm.categories] + [False])
+        codes = np.asarray(comm.codes)[at]
+        kthreads = np.unique(task[kcat[np.where(codes < 0, len(kcat) - 1, codes)]])
         sel = task != 0
         at, task, cpu = at[sel], task[sel], cpu[sel]
         g = pd.DataFrame({"task": task, "cpu": cpu, "ts": ts[at]}).groupby(["task", "cpu"])
         visits = pd.DataFrame({"n": g.size(), "first": g["ts"].min()}).reset_index()
         rev, last = np.unique(task[::-1], return_index=True)
         rows = at[len(task) - 1 - last]
-        comm = s["next_comm"].array
         codes = np.asarray(comm.codes)[rows]
         visit_names = {
             int(k): ("nan" if c < 0 else str(comm.categories[c]))
@@ -298,6 +305,7 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         visits=visits,
         futile_open=futile_open,
         visit_names=visit_names,
+        kthreads=kthreads,
         latency=SortedValues.of(hi),
         latency_min=SortedValues.of(lo),
         busy=busy,
@@ -306,6 +314,32 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         names=last_names(ev, t0, t1),
         bench=bench_metrics(part),
     )
+
+
+@dataclass(frozen=True)
+class GapPartial:
+    """What one part gives for the idle-while-runnable share, once the client has judged
+    the pinned tasks over the whole trace (:meth:`JoinedMetrics.pinned`)."""
+
+    #: The gap time in [t0, t1), ns, and the LLCs of two CPUs or more.
+    gap_ns: int
+    llcs: int
+
+
+def gap_partial(part: Trace, t0: int | None, t1: int | None, pinned: np.ndarray) -> GapPartial:
+    """The part's :class:`GapPartial`: the gap segments of its model
+    (:func:`schedwake.detect.idle_while_runnable.gap_segments`, its waits of the
+    ``pinned`` tasks left out) inside ``[t0, t1)``."""
+    from ..detect import resolve
+    from ..detect.idle_while_runnable import gap_segments
+
+    segs, _ = gap_segments(part.model, resolve(part, None), pinned)
+    lo = np.iinfo(np.int64).min if t0 is None else t0
+    hi = np.iinfo(np.int64).max if t1 is None else t1
+    gap = 0
+    for start, end in segs.values():
+        gap += int(np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0).sum())
+    return GapPartial(gap, len(segs))
 
 
 def _busy_sums(occ: pd.DataFrame) -> pd.DataFrame:
@@ -375,6 +409,25 @@ class JoinedMetrics:
 
     def unmet(self, needs: tuple[tuple[str, ...], ...]) -> bool:
         return any(not any(self.has_records(e) for e in group) for group in needs)
+
+    def pinned(self, min_runs: int | None = None) -> np.ndarray:
+        """:func:`schedwake.detect.idle_while_runnable.pinned_pids` of the whole trace
+        (but the idle task): the tasks seen on one CPU only over ``min_runs`` switch-ins
+        or more (None: the default ``iwr_pinned_min_runs``), and those named as a
+        per-CPU kthread; what :func:`gap_partial` is given."""
+        if min_runs is None:
+            from ..detect import thresholds
+
+            min_runs = int(thresholds(None)["iwr_pinned_min_runs"])
+        kthreads = np.unique(np.concatenate([p.kthreads for p in self.parts]))
+        frames = [p.visits for p in self.parts if len(p.visits)]
+        if not frames:
+            return kthreads
+        v = pd.concat(frames).groupby(["task", "cpu"])["n"].sum().reset_index()
+        g = v.groupby("task")
+        runs, ncpus = g["n"].sum(), g["cpu"].size()
+        single = runs.index.to_numpy()[((ncpus == 1) & (runs >= min_runs)).to_numpy()]
+        return np.union1d(single, kthreads).astype(np.int64)
 
     def futile(self) -> int:
         """The futile wake-ups of the whole trace: each part's, and of those a part could
@@ -487,13 +540,18 @@ def _per_trace(j: JoinedMetrics) -> dict[str, Any]:
 
 
 def joined_metrics(
-    parts: Sequence[MetricPartial], *, only: Collection[str] | None = None
+    parts: Sequence[MetricPartial],
+    *,
+    only: Collection[str] | None = None,
+    gaps: Sequence[GapPartial] | None = None,
 ) -> dict[str, Any]:
     """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (default
     thresholds) from its parts' partials, in time order: the same keys in the same
     order, the same values. ``only``: the keys to compute (the others None), as
     ``trace_metrics`` takes them; None is every key, and a key of :data:`NOT_JOINED`
-    raises :class:`NotJoinedError` (pass ``only=JOINED``)."""
+    raises :class:`NotJoinedError` (pass ``only=JOINED``). ``gaps``: the parts'
+    :func:`gap_partial` (a second round, given :meth:`JoinedMetrics.pinned`), which the
+    idle-while-runnable share needs."""
     wanted = set(JOINED) | set(NOT_JOINED) if only is None else set(only)
     refused = [k for k in NOT_JOINED if k in wanted]
     if refused:
@@ -501,8 +559,17 @@ def joined_metrics(
             f"not joined from a trace's parts yet: {', '.join(refused)} (their thresholds "
             "judge counts over the whole trace); ask for the others (only=JOINED)"
         )
+    if "idle_while_runnable_share" in wanted and gaps is None:
+        raise NotJoinedError(
+            "idle_while_runnable_share needs the parts' gap partials (gap_partial, given "
+            "JoinedMetrics.pinned of the first partials)"
+        )
     j = JoinedMetrics(parts)
     compute = _per_trace(j)
+    if gaps is not None:
+        llcs = max(g.llcs for g in gaps)
+        gap = sum(g.gap_ns for g in gaps)
+        compute["idle_while_runnable_share"] = gap / (max(j.duration_ns, 1) * llcs) if llcs else 0.0
     out: dict[str, Any] = {"duration_s": round(j.dur_s, 6)}
     for m in METRICS.values():
         if m.per_trace is None:
