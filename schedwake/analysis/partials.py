@@ -410,6 +410,16 @@ class JoinedMetrics:
     def unmet(self, needs: tuple[tuple[str, ...], ...]) -> bool:
         return any(not any(self.has_records(e) for e in group) for group in needs)
 
+    def task_visits(self) -> tuple[pd.Series, pd.Series] | None:
+        """Per task (index: its life key, sorted), its switch-ins and the CPUs it was
+        switched in on; None without switch-ins."""
+        frames = [p.visits for p in self.parts if len(p.visits)]
+        if not frames:
+            return None
+        v = pd.concat(frames).groupby(["task", "cpu"])["n"].sum().reset_index()
+        g = v.groupby("task")
+        return g["n"].sum(), g["cpu"].size()
+
     def pinned(self, min_runs: int | None = None) -> np.ndarray:
         """:func:`schedwake.detect.idle_while_runnable.pinned_pids` of the whole trace
         (but the idle task): the tasks seen on one CPU only over ``min_runs`` switch-ins
@@ -420,12 +430,10 @@ class JoinedMetrics:
 
             min_runs = int(thresholds(None)["iwr_pinned_min_runs"])
         kthreads = np.unique(np.concatenate([p.kthreads for p in self.parts]))
-        frames = [p.visits for p in self.parts if len(p.visits)]
-        if not frames:
+        visited = self.task_visits()
+        if visited is None:
             return kthreads
-        v = pd.concat(frames).groupby(["task", "cpu"])["n"].sum().reset_index()
-        g = v.groupby("task")
-        runs, ncpus = g["n"].sum(), g["cpu"].size()
+        runs, ncpus = visited
         single = runs.index.to_numpy()[((ncpus == 1) & (runs >= min_runs)).to_numpy()]
         return np.union1d(single, kthreads).astype(np.int64)
 
@@ -456,12 +464,10 @@ class JoinedMetrics:
 
     def cpus_visited(self) -> float | None:
         """:func:`schedwake.analysis.metrics._cpus_visited` of the whole trace."""
-        frames = [p.visits for p in self.parts if len(p.visits)]
-        if not frames:
+        visited = self.task_visits()
+        if visited is None:
             return None
-        v = pd.concat(frames).groupby(["task", "cpu"])["n"].sum().reset_index()
-        g = v.groupby("task")
-        size, nunique = g["n"].sum(), g["cpu"].size()
+        size, nunique = visited
         names: dict[int, str] = {}
         for p in self.parts:
             names.update(p.visit_names)
