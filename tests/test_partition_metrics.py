@@ -22,7 +22,6 @@ import schedwake
 from schedwake.analysis.metrics import metric_bounds, trace_metrics
 from schedwake.analysis.partials import (
     JOINED,
-    NOT_JOINED,
     GapPartial,
     JoinedMetrics,
     MetricPartial,
@@ -95,8 +94,8 @@ def assert_same(got: object, expected: object, key: str) -> None:
 
 def check_joined(trace: schedwake.Trace, cuts: list[int]) -> None:
     parts, gaps = partials(trace, cuts)
-    expected = trace_metrics(trace, only=set(JOINED))
-    got = joined_metrics(parts, only=JOINED, gaps=gaps)
+    expected = trace_metrics(trace)
+    got = joined_metrics(parts, gaps=gaps)
     assert list(got) == list(expected)
     for key in expected:
         assert_same(got[key], expected[key], f"{key} at cuts {cuts}")
@@ -137,20 +136,23 @@ def test_cuts_inside_a_pingpong_episode_and_the_longest_wait(whole: schedwake.Tr
 
 
 @pytest.mark.slow  # (a model per part, on a whole real trace)
-def test_the_metrics_not_joined_are_refused() -> None:
+def test_what_the_partials_cannot_give_is_refused() -> None:
+    """The idle-while-runnable share without the gap partials, and a model focused on
+    some tasks, are refused (NotJoinedError), never approximated; the other metrics
+    are given without the gap partials."""
     trace = schedwake.load(TRACES["idle-sleep"])
     first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
     assert first is not None and last is not None
     parts, gaps = partials(trace, [(first + last) // 2])
-    with pytest.raises(NotJoinedError, match=NOT_JOINED[0]):
-        joined_metrics(parts, gaps=gaps)
-    with pytest.raises(NotJoinedError, match="storm_preempted_share"):
-        joined_metrics(parts, only=["storm_preempted_share", "wakeups"], gaps=gaps)
     with pytest.raises(NotJoinedError, match="idle_while_runnable_share"):
-        joined_metrics(parts, only=["idle_while_runnable_share", "wakeups"])
-    got = joined_metrics(parts, only=["wakeups"])
+        joined_metrics(parts)
+    got = joined_metrics(parts, only=[k for k in JOINED if k != "idle_while_runnable_share"])
     assert got["wakeups"] == len(trace.model.wakeups)
-    assert got["migrations"] is None
+    assert got["idle_while_runnable_share"] is None
+    assert joined_metrics(parts, gaps=gaps) == trace_metrics(trace)
+    focused = trace.focus([int(trace.model.wakeups["wakee_pid"].iloc[0])])
+    with pytest.raises(NotJoinedError, match="--pid"):
+        metric_partial(focused, None, None)
 
 
 def test_the_percentiles_are_numpys() -> None:

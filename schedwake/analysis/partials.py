@@ -14,16 +14,18 @@ model is counted once; the masks over the wake-ups (ping-pong episodes, would-st
 futile) are read of the owned rows (tests/test_partition_metrics.py checks them
 against the whole trace's).
 
-The idle-while-runnable share takes a second round: the client judges the pinned tasks
-over the whole trace from the first partials (:meth:`JoinedMetrics.pinned`: per task
-its switch-ins per CPU), and each part gives its gap time inside its span with them
-(:func:`gap_partial`).
+Thresholds that judge counts over the whole trace are judged once, on the client: the
+storm's (each (CPU, task, kworker, work function)'s preemptions against its (CPU,
+kworker, work function)'s switch-outs, then the (CPU, task) pairs' preemptions: the
+parts give those counts, :meth:`JoinedMetrics.storm`); futile wake-ups whose kworker
+returns past a part's horizon are settled by the later parts' first switch-ins
+(:meth:`JoinedMetrics.futile`). The idle-while-runnable share takes a second round: the
+client judges the pinned tasks over the whole trace from the first partials
+(:meth:`JoinedMetrics.pinned`: per task its switch-ins per CPU), and each part gives its
+gap time inside its span with them (:func:`gap_partial`).
 
-Not joined yet: the storm's metrics (:data:`NOT_JOINED`), whose thresholds judge each
-(CPU, task) pair and (CPU, kworker, work function) unit over the whole trace;
-:func:`joined_metrics` refuses them (:class:`NotJoinedError`) rather than give a value
-that may differ. The partials assume a model of every task (not ``--pid``'s) and the
-default thresholds.
+The partials assume a model of every task (not ``--pid``'s: :class:`NotJoinedError`)
+and the default thresholds.
 """
 
 from __future__ import annotations
@@ -63,24 +65,19 @@ from .metrics import (
 )
 
 if TYPE_CHECKING:
+    from ..model import Model
     from ..trace import Trace
 
-#: The keys of :func:`trace_metrics` not joined from parts yet: their thresholds
-#: (storm_min_preemptions, storm_min_preempted_share; the pinned tasks'
-#: iwr_pinned_min_runs) judge counts over the whole trace, which the partials do not
-#: carry yet (the design's 'What is built (step 3)').
-NOT_JOINED = ("storm_kworker_preemptions_per_s", "storm_preempted_share")
-
-#: Every key of :func:`trace_metrics` that the parts' partials give.
-JOINED = tuple(
-    m.key for m in METRICS.values() if m.per_trace is not None and m.key not in NOT_JOINED
-)
+#: Every key of :func:`trace_metrics` (but ``duration_s`` and the benchmark's), which the
+#: parts' partials give.
+JOINED = tuple(m.key for m in METRICS.values() if m.per_trace is not None)
 
 _WAKE = ("sched_waking", "sched_wakeup")
 
 
 class NotJoinedError(NotImplementedError):
-    """A metric asked of the parts that they do not give yet (:data:`NOT_JOINED`)."""
+    """What the parts' partials cannot give: a model focused on some tasks (``--pid``),
+    the idle-while-runnable share without the parts' gap partials."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +179,11 @@ class MetricPartial:
     futile_open: pd.DataFrame
     #: Per task: its last switch-in's name in [t0, t1).
     visit_names: dict[int, str]
+    #: The storm's counts: the kworker preemptions in [t0, t1) per (cpu, task, kw, fn)
+    #: (the work function's name, "" without one): n and the first one's time; every
+    #: switch-out in [t0, t1) per (cpu, kw, fn) (kw: the task switched out): n.
+    preemptions: pd.DataFrame
+    switchouts: pd.DataFrame
     #: The tasks switched in under a per-CPU kthread's name in [t0, t1).
     kthreads: np.ndarray
     #: The owned wake-ups' latencies (ns): proven (upper) and least (lower), sorted.
@@ -290,6 +292,7 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         }
     else:
         counts["switches"] = 0
+    preemptions, switchouts = _storm_counts(model, t0, t1)
     owned = owned_mask(model, t0, t1, "occupancy")
     occ = model_table(model, "occupancy")
     busy = _busy_sums(occ[owned]) if len(occ) else _busy_sums(occ)
@@ -306,6 +309,8 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         futile_open=futile_open,
         visit_names=visit_names,
         kthreads=kthreads,
+        preemptions=preemptions,
+        switchouts=switchouts,
         latency=SortedValues.of(hi),
         latency_min=SortedValues.of(lo),
         busy=busy,
@@ -340,6 +345,54 @@ def gap_partial(part: Trace, t0: int | None, t1: int | None, pinned: np.ndarray)
     for start, end in segs.values():
         gap += int(np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0).sum())
     return GapPartial(gap, len(segs))
+
+
+def _storm_counts(
+    model: Model, t0: int | None, t1: int | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:attr:`MetricPartial.preemptions` and :attr:`MetricPartial.switchouts`."""
+    from ..detect.cswitch_storm import switch_work_names
+
+    s = model.events.switch
+    pre_cols, out_cols = ["cpu", "task", "kw", "fn", "n", "first"], ["cpu", "kw", "fn", "n"]
+    c = kworker_preemptions(model)
+    if s is None or not len(s) or not len(c["rows"]):
+        return pd.DataFrame(columns=pre_cols), pd.DataFrame(columns=out_cols)
+    work = switch_work_names(model)
+    ts = s["ts"].to_numpy(dtype=np.int64)
+    at = _inside(c["ts"].astype(np.int64), t0, t1)
+    g = pd.DataFrame(
+        {
+            "cpu": c["cpu"][at].astype(np.int64),
+            "task": c["task"][at].astype(np.int64),
+            "kw": c["kworker"][at].astype(np.int64),
+            "fn": work[c["rows"][at]],
+            "ts": c["ts"][at].astype(np.int64),
+        }
+    ).groupby(["cpu", "task", "kw", "fn"])["ts"]
+    pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
+    rows = np.flatnonzero(_inside(ts, t0, t1))
+    prev = np.asarray(model.events.key(s["prev_pid"].to_numpy()[rows], ts[rows]))
+    outs = (
+        pd.DataFrame(
+            {
+                "cpu": s["cpu"].to_numpy()[rows].astype(np.int64),
+                "kw": prev.astype(np.int64),
+                "fn": work[rows],
+            }
+        )
+        .groupby(["cpu", "kw", "fn"])
+        .size()
+        .rename("n")
+        .reset_index()
+    )
+    return pre, outs
+
+
+def _pairs_with(pair: pd.MultiIndex, n: np.ndarray, least: float) -> np.ndarray:
+    """Per row, whether its pair's counts ``n`` add up to ``least`` or more."""
+    total = pd.Series(n, index=pair).groupby(level=[0, 1]).sum()
+    return total.reindex(pair).to_numpy() >= least
 
 
 def _busy_sums(occ: pd.DataFrame) -> pd.DataFrame:
@@ -436,6 +489,53 @@ class JoinedMetrics:
         runs, ncpus = visited
         single = runs.index.to_numpy()[((ncpus == 1) & (runs >= min_runs)).to_numpy()]
         return np.union1d(single, kthreads).astype(np.int64)
+
+    def storm(self) -> tuple[int, float | None]:
+        """The storm's preemptions and preempted share of the whole trace
+        (:func:`schedwake.detect.cswitch_storm.storm_measure`, default thresholds), its
+        thresholds judged once here: each (CPU, task, kworker, work function)'s
+        preemptions against its (CPU, kworker, work function)'s switch-outs, then the
+        (CPU, task) pairs' counts."""
+        from ..detect import thresholds
+        from ..model.lives import pid_of
+        from ..model.tasks import USER
+
+        th = thresholds(None)
+        frames = [p.preemptions for p in self.parts if len(p.preemptions)]
+        if not frames:
+            return 0, None
+        pre = pd.concat(frames).groupby(["cpu", "task", "kw", "fn"])
+        tri = pd.DataFrame({"pre": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
+        outs = pd.concat([p.switchouts for p in self.parts if len(p.switchouts)])
+        outs = outs.groupby(["cpu", "kw", "fn"])["n"].sum()
+        unit = pd.MultiIndex.from_frame(tri[["cpu", "kw", "fn"]])
+        tri["outs"] = outs.reindex(unit).fillna(0).to_numpy().astype(np.int64)
+        storm = (tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]).to_numpy().copy()
+        names: dict[int, str] = {}
+        for p in self.parts:
+            names.update(p.visit_names)
+        task = tri["task"].to_numpy()
+        tasks = np.unique(task)
+        user = tasks[
+            [name_class(names.get(int(t), "?"), int(pid_of(int(t)))) == USER for t in tasks]
+        ]
+        least = max(th["storm_min_preemptions"], 1)
+        pair = pd.MultiIndex.from_arrays([tri["cpu"].to_numpy(), task])
+        n = tri["pre"].to_numpy()
+        mine = np.isin(task, user)
+        mine &= _pairs_with(pair, n * mine, least)
+        if not mine.any():
+            return 0, None
+        storm &= mine
+        storm &= _pairs_with(pair, n * storm, least)
+        # the units in the order of their first preemption (the whole trace's ids)
+        t = tri[mine]
+        first = t.groupby(["cpu", "kw", "fn"])["first"].min().sort_values(kind="stable")
+        upre = t.groupby(["cpu", "kw", "fn"])["pre"].sum().reindex(first.index)
+        uouts = outs.reindex(first.index).fillna(0).to_numpy().astype(np.float64)
+        p = upre.to_numpy().astype(np.float64)
+        share = float((p**2 / np.maximum(uouts, p)).sum() / p.sum())
+        return int(n[storm].sum()), share
 
     def futile(self) -> int:
         """The futile wake-ups of the whole trace: each part's, and of those a part could
@@ -535,6 +635,8 @@ def _per_trace(j: JoinedMetrics) -> dict[str, Any]:
         "cpus_visited_per_task": j.cpus_visited,
         "context_switches_per_s": lambda: j.per_s(switches + j.count("missing_switches")),
         "futile_wakeups_per_s": lambda: j.per_s(j.futile()),
+        "storm_kworker_preemptions_per_s": lambda: j.per_s(j.storm()[0]),
+        "storm_preempted_share": lambda: j.storm()[1],
         "wake_to_run_p50_us": lambda: within_latency(*j.latency_pct_bounds(50)),
         "wake_to_run_p90_us": lambda: within_latency(*j.latency_pct_bounds(90)),
         "wake_to_run_p99_us": lambda: within_latency(*j.latency_pct_bounds(99)),
@@ -554,17 +656,10 @@ def joined_metrics(
     """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (default
     thresholds) from its parts' partials, in time order: the same keys in the same
     order, the same values. ``only``: the keys to compute (the others None), as
-    ``trace_metrics`` takes them; None is every key, and a key of :data:`NOT_JOINED`
-    raises :class:`NotJoinedError` (pass ``only=JOINED``). ``gaps``: the parts'
+    ``trace_metrics`` takes them; None is every key. ``gaps``: the parts'
     :func:`gap_partial` (a second round, given :meth:`JoinedMetrics.pinned`), which the
-    idle-while-runnable share needs."""
-    wanted = set(JOINED) | set(NOT_JOINED) if only is None else set(only)
-    refused = [k for k in NOT_JOINED if k in wanted]
-    if refused:
-        raise NotJoinedError(
-            f"not joined from a trace's parts yet: {', '.join(refused)} (their thresholds "
-            "judge counts over the whole trace); ask for the others (only=JOINED)"
-        )
+    idle-while-runnable share needs (without: :class:`NotJoinedError`)."""
+    wanted = set(JOINED) if only is None else set(only)
     if "idle_while_runnable_share" in wanted and gaps is None:
         raise NotJoinedError(
             "idle_while_runnable_share needs the parts' gap partials (gap_partial, given "
