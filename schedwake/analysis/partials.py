@@ -106,6 +106,11 @@ class SortedValues:
         """The ``k``-th smallest value (from 0)."""
         return int(self.values[k])
 
+    def first_above(self, x: int) -> int | None:
+        """The least value greater than ``x`` (None: none)."""
+        at = self.count_le(x)
+        return int(self.values[at]) if at < len(self.values) else None
+
 
 def order_statistic(parts: Sequence[SortedValues], k: int) -> int:
     """The ``k``-th smallest (from 0) of all the parts' values, without gathering them:
@@ -150,7 +155,10 @@ def percentile(parts: Sequence[SortedValues], pct: float) -> float | None:
         below = int(np.floor(virtual))
         above = below + 1
     a = np.int64(order_statistic(parts, below))
-    b = a if above == below else np.int64(order_statistic(parts, above))
+    b = a
+    if above != below and sum(p.count_le(int(a)) for p in parts) <= above:
+        # (the next rank: the least value above ``a``, one round)
+        b = np.int64(min(v for p in parts if (v := p.first_above(int(a))) is not None))
     gamma = float(virtual - below)
     diff = b - a
     out = np.subtract(b, diff * (1 - gamma)) if gamma >= 0.5 else np.add(a, diff * gamma)
