@@ -171,3 +171,33 @@ def test_the_percentiles_are_numpys() -> None:
     assert percentile([SortedValues.of(np.zeros(0))], 50) is None
     with pytest.raises(IndexError):
         order_statistic([SortedValues.of(np.arange(3))], 3)
+
+
+@pytest.mark.slow  # (a model per part, on a whole real trace)
+def test_other_thresholds_are_judged_once_on_the_client() -> None:
+    """Thresholds other than the defaults (the storm's, the pinned tasks') give the whole
+    trace's metrics under them: the parts' partials do not depend on them."""
+    trace = schedwake.load(TRACES["fio-weighted"])
+    first, last = trace.meta.first_ts_ns, trace.meta.last_ts_ns
+    assert first is not None and last is not None
+    facts = trace.model.facts_for_parts()
+    cuts = [first + (last - first) * k // 3 for k in (1, 2)]
+    spans = list(zip([None, *cuts], [*cuts, None]))
+    traces = [(part_of(trace, t0, t1, facts), t0, t1) for t0, t1 in spans]
+    parts = [metric_partial(*t) for t in traces]
+    seen = []
+    for overrides in (
+        {"storm_min_preemptions": 5, "storm_min_preempted_share": 0.5, "iwr_pinned_min_runs": 3},
+        {"storm_min_preemptions": 100000},
+    ):
+        pinned = JoinedMetrics(parts, overrides).pinned()
+        gaps = [gap_partial(*t, pinned) for t in traces]
+        expected = trace_metrics(trace, overrides)
+        got = joined_metrics(parts, gaps=gaps, thresholds=overrides)
+        for key in expected:
+            assert_same(got[key], expected[key], f"{key} under {overrides}")
+        seen.append(expected)
+    # (they judge: the storm found under the first, none under the second)
+    assert seen[0]["storm_kworker_preemptions_per_s"] > 0
+    assert seen[1]["storm_kworker_preemptions_per_s"] == 0
+    assert seen[0]["idle_while_runnable_share"] != trace_metrics(trace)["idle_while_runnable_share"]

@@ -25,12 +25,12 @@ client judges the pinned tasks over the whole trace from the first partials
 gap time inside its span with them (:func:`gap_partial`).
 
 The partials assume a model of every task (not ``--pid``'s: :class:`NotJoinedError`)
-and the default thresholds.
+and a whole trace, not a ``--time`` slice (whose thresholds are scaled to it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -438,9 +438,17 @@ def _busy_sums(occ: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class JoinedMetrics:
-    """The whole trace's measures from its parts' partials (in time order)."""
+    """The whole trace's measures from its parts' partials (in time order), under the
+    thresholds ``overrides`` (:func:`schedwake.detect.thresholds`; None: the defaults)."""
 
     parts: Sequence[MetricPartial]
+    overrides: Mapping[str, float | str] | None = None
+
+    @property
+    def th(self) -> dict[str, float]:
+        from ..detect import thresholds
+
+        return thresholds(self.overrides)
 
     def __post_init__(self) -> None:
         last = [p for p in self.parts if p.t1 is None]
@@ -484,12 +492,10 @@ class JoinedMetrics:
     def pinned(self, min_runs: int | None = None) -> np.ndarray:
         """:func:`schedwake.detect.idle_while_runnable.pinned_pids` of the whole trace
         (but the idle task): the tasks seen on one CPU only over ``min_runs`` switch-ins
-        or more (None: the default ``iwr_pinned_min_runs``), and those named as a
+        or more (None: ``iwr_pinned_min_runs``), and those named as a
         per-CPU kthread; what :func:`gap_partial` is given."""
         if min_runs is None:
-            from ..detect import thresholds
-
-            min_runs = int(thresholds(None)["iwr_pinned_min_runs"])
+            min_runs = int(self.th["iwr_pinned_min_runs"])
         kthreads = np.unique(np.concatenate([p.kthreads for p in self.parts]))
         visited = self.task_visits()
         if visited is None:
@@ -500,15 +506,14 @@ class JoinedMetrics:
 
     def storm(self) -> tuple[int, float | None]:
         """The storm's preemptions and preempted share of the whole trace
-        (:func:`schedwake.detect.cswitch_storm.storm_measure`, default thresholds), its
+        (:func:`schedwake.detect.cswitch_storm.storm_measure`), its
         thresholds judged once here: each (CPU, task, kworker, work function)'s
         preemptions against its (CPU, kworker, work function)'s switch-outs, then the
         (CPU, task) pairs' counts."""
-        from ..detect import thresholds
         from ..model.lives import pid_of
         from ..model.tasks import USER
 
-        th = thresholds(None)
+        th = self.th
         frames = [p.preemptions for p in self.parts if len(p.preemptions)]
         if not frames:
             return 0, None
@@ -660,20 +665,23 @@ def joined_metrics(
     *,
     only: Collection[str] | None = None,
     gaps: Sequence[GapPartial] | None = None,
+    thresholds: Mapping[str, float | str] | None = None,
 ) -> dict[str, Any]:
-    """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (default
-    thresholds) from its parts' partials, in time order: the same keys in the same
-    order, the same values. ``only``: the keys to compute (the others None), as
-    ``trace_metrics`` takes them; None is every key. ``gaps``: the parts'
-    :func:`gap_partial` (a second round, given :meth:`JoinedMetrics.pinned`), which the
-    idle-while-runnable share needs (without: :class:`NotJoinedError`)."""
+    """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (under the
+    threshold overrides ``thresholds``, as it takes them; the pinned tasks the gap
+    partials were given must be :meth:`JoinedMetrics.pinned` under the same) from its
+    parts' partials, in time order: the same keys in the same order, the same values.
+    ``only``: the keys to compute (the others None), as ``trace_metrics`` takes them;
+    None is every key. ``gaps``: the parts' :func:`gap_partial` (a second round, given
+    :meth:`JoinedMetrics.pinned`), which the idle-while-runnable share needs (without:
+    :class:`NotJoinedError`)."""
     wanted = set(JOINED) if only is None else set(only)
     if "idle_while_runnable_share" in wanted and gaps is None:
         raise NotJoinedError(
             "idle_while_runnable_share needs the parts' gap partials (gap_partial, given "
             "JoinedMetrics.pinned of the first partials)"
         )
-    j = JoinedMetrics(parts)
+    j = JoinedMetrics(parts, thresholds)
     compute = _per_trace(j)
     if gaps is not None:
         llcs = max(g.llcs for g in gaps)
