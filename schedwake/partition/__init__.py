@@ -4,9 +4,9 @@ A part of a trace is analysed on its own events and a prelude of real events bef
 that rebuilds the state at its start (:mod:`.prelude`); the model of the part gives the
 rows of the whole trace's model tables that it owns (:mod:`.parts`), equal to them. A
 file is read in parts by time range, never whole (:mod:`.passes`), and the passes over
-its parts run here or on a Dask cluster (:mod:`.driver`: :func:`plan`). Not yet built:
-the metrics' partials, the detectors' carry and the command (the design's 'What is
-left').
+its parts run here or on a Dask cluster (:mod:`.driver`: :func:`plan`); the metrics from
+the parts' partials are :mod:`schedwake.analysis.partials`'s. Not yet built: the
+detectors' carry and the command (the design's 'What is left').
 """
 
 from .driver import Plan, plan
