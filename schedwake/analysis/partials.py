@@ -9,7 +9,7 @@ latencies sorted (:class:`SortedValues`), which stay where the part is: the clie
 finds the percentiles' order statistics by a selection over the parts
 (:func:`order_statistic`: counts of the values at most a candidate, a few rounds), not
 by merging them. Each part counts only the rows it owns
-(:func:`schedwake.partition.owned_mask`), so that every row of the whole trace's
+(:func:`schedwake.partition.owned_masks`), so that every row of the whole trace's
 model is counted once; the masks over the wake-ups (ping-pong episodes, would-stack,
 futile) are read of the owned rows (tests/test_partition_metrics.py checks them
 against the whole trace's).
@@ -54,7 +54,7 @@ from ..model.task_states import (
     totals_shares,
 )
 from ..model.tasks import PERCPU_KTHREAD, kthread_cpu, name_class
-from ..partition import model_table, owned_mask
+from ..partition import model_table, owned_masks
 from .metrics import (
     CPUS_VISITED_MIN_RUNS,
     CROSS_LLC,
@@ -234,8 +234,9 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     )
     counts: dict[str, int] = {}
     # wake-ups: the owned rows, and the masks over them
+    owned = owned_masks(model, t0, t1, ("wakeups", "migrations", "occupancy", "task_states"))
     w = model_table(model, "wakeups")
-    mine = owned_mask(model, t0, t1, "wakeups")
+    mine = owned["wakeups"]
     counts["wakeups"] = int(mine.sum())
     counts["migrated"] = int(w["migrated"].to_numpy()[mine].sum()) if len(w) else 0
     counts["pingpong"] = int((episodes_mask(w) & mine).sum())
@@ -256,7 +257,7 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     lo, hi = latencies(w[mine]) if len(w) else (np.zeros(0, np.int64),) * 2
     # migrations
     mig = model_table(model, "migrations")
-    mm = owned_mask(model, t0, t1, "migrations")
+    mm = owned["migrations"]
     counts["migrations"] = int(mm.sum())
     if len(mig):
         cause, topo = mig["cause"].to_numpy()[mm], mig["topology_class"].to_numpy()[mm]
@@ -301,11 +302,10 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     else:
         counts["switches"] = 0
     preemptions, switchouts = _storm_counts(model, t0, t1)
-    owned = owned_mask(model, t0, t1, "occupancy")
     occ = model_table(model, "occupancy")
-    busy = _busy_sums(occ[owned]) if len(occ) else _busy_sums(occ)
+    busy = _busy_sums(occ[owned["occupancy"]]) if len(occ) else _busy_sums(occ)
     iv = model_table(model, "task_states")
-    states = StateSums.of(focused(model, iv[owned_mask(model, t0, t1, "task_states")]))
+    states = StateSums.of(focused(model, iv[owned["task_states"]]))
     return MetricPartial(
         t0=t0,
         t1=t1,
@@ -409,18 +409,18 @@ def _busy_sums(occ: pd.DataFrame) -> pd.DataFrame:
     cols = ["running_ns", "unknown_ns", "end_max", "start_min"]
     if not len(occ):
         return pd.DataFrame({c: [] for c in cols}, dtype=np.int64)
-    state = occ["state"].astype(str).to_numpy()
-    sel = np.isin(state, ["running", "idle", "unknown"])
+    running = (occ["state"] == "running").to_numpy()  # (categorical: compared by code)
+    unknown = (occ["state"] == "unknown").to_numpy()
+    sel = running | unknown | (occ["state"] == "idle").to_numpy()
     cpu = occ["cpu"].to_numpy().astype(np.int64)[sel]
     start = occ["start_ts"].to_numpy(dtype=np.int64)[sel]
     end = occ["end_ts"].to_numpy(dtype=np.int64)[sel]
     d = end - start
-    state = state[sel]
     f = pd.DataFrame(
         {
             "cpu": cpu,
-            "running_ns": np.where(state == "running", d, 0),
-            "unknown_ns": np.where(state == "unknown", d, 0),
+            "running_ns": np.where(running[sel], d, 0),
+            "unknown_ns": np.where(unknown[sel], d, 0),
             "end_max": end,
             "start_min": start,
         }

@@ -421,6 +421,14 @@ def owned_rows(
     return out
 
 
+def owned_masks(
+    model: Model, t0: int | None, t1: int | None, names: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """:func:`owned_mask` of each of the tables ``names``, the CPUs' points found once."""
+    points = _cpu_points(model)
+    return {name: owned_mask(model, t0, t1, name, points) for name in names}
+
+
 def owned_mask(
     model: Model,
     t0: int | None,
