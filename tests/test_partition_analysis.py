@@ -1,7 +1,8 @@
 """The sections of a trace's analysis joined from its time parts' summaries
-(schedwake.analysis.partitioned) equal the whole trace's: the trace's facts with its
-completeness and topology, and the task states; on real recordings of each kind, at the
-index's cuts and at random ones, and with the analysis focused on a few tasks.
+(schedwake.analysis.partitioned, .part_findings) equal the whole trace's: the trace's
+facts with its completeness and topology, the caveats, the task states, the waits
+explained and the kworker ping-pong's finding; on real recordings of each kind, at the
+index's cuts and at random ones.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def test_trace_facts_and_task_states_from_the_parts(name: str) -> None:
     parts = joined(plan(path, 3))
     assert parts.trace_facts() == {**summary(whole), "topology": topology_facts(whole.topology)}
     assert parts.task_states() == task_state_summary(whole.model)
+    assert parts.caveats() == whole.caveats
 
 
 @pytest.mark.slow  # (a whole real trace, a model per part)
@@ -116,3 +118,68 @@ def test_completeness_adds_up() -> None:
     assert added.unknown_ns == whole.unknown_ns
     assert added.describe() == whole.describe()
     assert added.complete == whole.complete
+
+
+@pytest.mark.slow  # (whole real traces, a model per part)
+@pytest.mark.parametrize("name", ["lost-events", "fio-weighted", "perf-sched-g", "guest16"])
+def test_the_waits_explained_from_the_parts(name: str) -> None:
+    """The longest wake-to-run wait, the longest preempted wait and the tail of the
+    waits (the 99th percentile found exactly from the parts' largest waits, the longest
+    200 explained: by the part that owns each, or in a window from its start when it
+    starts before that part) equal the whole trace's; `perf sched record -g` adds the
+    kernel stacks of the tasks that ran instead."""
+    from schedwake.analysis.partitioned import part_waits, waits_sections
+
+    path = TRACES[name]
+    whole = schedwake.analyze(schedwake.load(path))
+    the_plan = plan(path, 4)
+    got = waits_sections(the_plan, the_plan.keep(part_waits))
+    assert got["longest_wake_to_run"] == whole.longest_wake_to_run
+    assert got["longest_preempted_wait"] == whole.longest_preempted_wait
+    assert got["tail_waits"] == whole.tail_waits
+
+
+def test_the_quantile_from_the_largest_values() -> None:
+    """numpy's linear quantile, found from the parts' largest values only."""
+    from schedwake.analysis.partitioned import PartWaits, quantile_of
+    from schedwake.partition.driver import Kept
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 100, 1001):
+        values = rng.integers(0, 50, size=n)  # (many equal values)
+        cuts = np.sort(rng.integers(0, n + 1, size=3))
+        parts = np.split(values, cuts)
+        kept = Kept(
+            None,
+            [PartWaits(None, None, np.sort(p), None, [], None, None, None, None) for p in parts],  # type: ignore[arg-type]
+        )
+        for q in (0.0, 0.5, 0.9, 0.99, 1.0):
+            assert quantile_of(kept, n, q) == float(np.quantile(values, q)), (n, q)
+
+
+@pytest.mark.slow  # (whole real traces, a model per part)
+@pytest.mark.parametrize("name", ["kstack-off", "lost-events"])
+def test_the_pingpong_finding_from_the_parts(name: str) -> None:
+    """kworker_pingpong judged once from the parts' added-up measures: the same finding,
+    its metrics, tallies, top groups, typical episode and evidence lines."""
+    from schedwake.analysis.part_findings import findings, part_findings
+    from schedwake.detect import detect
+
+    path = TRACES[name]
+    whole = schedwake.load(path)
+    expected = [f.to_dict() for f in detect(whole, detectors=["kworker_pingpong"])]
+    assert expected  # (both recordings show the ping-pong)
+    for n in (2, 5):
+        the_plan = plan(path, n)
+        caveats = joined(the_plan).caveats()
+        got = findings(the_plan, the_plan.keep(part_findings), caveats)
+        assert [f.to_dict() for f in got] == expected, n
+
+
+def test_the_typical_episode_is_the_nearest_the_middle() -> None:
+    from schedwake.detect.kworker_pingpong import typical_of
+
+    assert typical_of(np.array([False, False, False])) == 1
+    assert typical_of(np.array([True, False, False, False, True])) == 0  # (the earlier)
+    assert typical_of(np.array([False, False, False, True])) == 3
+    assert typical_of(np.zeros(0, dtype=bool)) == 0

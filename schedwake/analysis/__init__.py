@@ -90,32 +90,8 @@ class Analysis:
         ``latency_us`` (ended by its first proof of running): the longest is the one
         whose proven wait (the least it can have been) is longest."""
         w = self.trace.model.wakeups
-        if len(w) == 0 or not w["latency_ns"].notna().any():
-            return None
-        lat = w["latency_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
-        least = w["run_from_ts"].to_numpy(dtype=np.float64, na_value=np.nan) - w["ts"].to_numpy(
-            dtype=np.float64
-        )
-        # (the proven wait first; of equal ones, the longest possible)
-        key = np.where(np.isnan(lat), -np.inf, least * 2.0**20 + lat / 2.0**44)
-        r = w.iloc[int(np.argmax(key))]
-        b = wait_causes.explain_wakeup(self.trace, r)
-        wait_causes.blocker_stack(self.trace, b)
-        out = {
-            "latency_us": round(float(r["latency_ns"]) / 1e3, 3),
-            "pid": int(r["wakee_pid"]),
-            "comm": str(r["wakee_comm"]),
-            "cpu": int(r["chosen_cpu"]),
-            "waker": str(r["waker_comm"]),
-            "waker_pid": int(r["waker_pid"]),
-            "woken_at": round(int(r["ts"]) / 1e9, 6),
-            "ran_at": round(int(r["run_ts"]) / 1e9, 6),
-            "breakdown": wait_causes.parts(b),
-            "llc_idle_us": b["llc_idle_us"],
-        }
-        if int(r["run_from_ts"]) < int(r["run_ts"]):
-            out["latency_min_us"] = round((int(r["run_from_ts"]) - int(r["ts"])) / 1e3, 3)
-        return out
+        at = wait_causes.longest_wakeup(w)
+        return None if at is None else wait_causes.wakeup_record(self.trace, w.iloc[at])
 
     @cached_property
     def longest_preempted_wait(self) -> dict | None:

@@ -54,7 +54,7 @@ from ..model.task_states import (
     totals_shares,
 )
 from ..model.tasks import PERCPU_KTHREAD, kthread_cpu, name_class
-from ..partition import model_table, owned_masks
+from ..partition import in_span, model_table, owned_masks
 from .metrics import (
     CPUS_VISITED_MIN_RUNS,
     CROSS_LLC,
@@ -207,15 +207,6 @@ class MetricPartial:
     bench: dict[str, Any]
 
 
-def _inside(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
-    keep = np.ones(len(ts), dtype=bool)
-    if t0 is not None:
-        keep &= ts >= t0
-    if t1 is not None:
-        keep &= ts < t1
-    return keep
-
-
 def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial:
     """The metrics' partial of the part ``[t0, t1)`` (a trace from
     :func:`schedwake.partition.part_of`, or read from the file), from its events in
@@ -230,7 +221,7 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         name
         for name in part.events
         if part.has_records(name)
-        and _inside(part.table(name).column("ts").to_numpy(), t0, t1).any()
+        and in_span(part.table(name).column("ts").to_numpy(), t0, t1).any()
     )
     counts: dict[str, int] = {}
     # wake-ups: the owned rows, and the masks over them
@@ -270,14 +261,14 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     s = ev.switch
     comp = model.completeness
     broken = comp.switch_end[~comp.switch_chain_ok]
-    counts["missing_switches"] = int(_inside(np.asarray(broken, np.int64), t0, t1).sum())
+    counts["missing_switches"] = int(in_span(np.asarray(broken, np.int64), t0, t1).sum())
     visits = pd.DataFrame({"task": [], "cpu": [], "n": [], "first": []}, dtype=np.int64)
     visit_names: dict[int, str] = {}
     kthreads = np.zeros(0, np.int64)
     first_switch: dict[int, int] = {}
     if s is not None and len(s):
         ts = s["ts"].to_numpy(dtype=np.int64)
-        at = np.flatnonzero(_inside(ts, t0, t1))
+        at = np.flatnonzero(in_span(ts, t0, t1))
         counts["switches"] = len(at)
         cpu = s["cpu"].to_numpy().astype(np.int64)[at]
         if len(at):
@@ -368,7 +359,7 @@ def _storm_counts(
         return pd.DataFrame(columns=pre_cols), pd.DataFrame(columns=out_cols)
     work = switch_work_names(model)
     ts = s["ts"].to_numpy(dtype=np.int64)
-    at = _inside(c["ts"].astype(np.int64), t0, t1)
+    at = in_span(c["ts"].astype(np.int64), t0, t1)
     g = pd.DataFrame(
         {
             "cpu": c["cpu"][at].astype(np.int64),
@@ -379,7 +370,7 @@ def _storm_counts(
         }
     ).groupby(["cpu", "task", "kw", "fn"])["ts"]
     pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
-    rows = np.flatnonzero(_inside(ts, t0, t1))
+    rows = np.flatnonzero(in_span(ts, t0, t1))
     prev = np.asarray(model.events.key(s["prev_pid"].to_numpy()[rows], ts[rows]))
     outs = (
         pd.DataFrame(

@@ -20,16 +20,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
+from ..model import caveats, unjudged_pingpong
 from ..model.completeness import Told
+from ..model.events import events_caveats, flags_known
 from ..model.task_states import StateSums, focused, joined_names, last_names, summary_of
-from ..partition import owned_rows
+from ..partition import in_span, owned_mask, owned_rows
 from ..summary import completeness_told, meta_summary
-from . import topology_facts
+from . import topology_facts, wait_causes
 
 if TYPE_CHECKING:
     from ..partition import PartSpec, Plan
+    from ..partition.driver import Kept
     from ..trace import Trace
 
 
@@ -45,6 +49,13 @@ class PartSummary:
     states: StateSums
     #: Each task's last name in the part, per source of names.
     names: list[dict[int, str]]
+    #: The events it has records of in its span, whether its sched_switch has decoded
+    #: prev_state, whether its sched_waking rows there tell their context (None: it has
+    #: none), and the ping-pong wake-ups it owns that cannot be judged without it.
+    present: frozenset[str]
+    prev_state: bool
+    flags: bool | None
+    unjudged: int
 
 
 def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
@@ -64,11 +75,27 @@ def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
         t_end=int(comp.t_end),
         complete=len(breaks) == 0 and len(unknown) == 0,
     )
+    ev = model.events
+    present = {
+        name
+        for name in part.events
+        if part.has_records(name)
+        and in_span(part.table(name).column("ts").to_numpy(), t0, t1).any()
+    }
+    waking = ev.waking
+    if waking is not None:
+        waking = waking[in_span(waking["ts"].to_numpy(), t0, t1)]
+    wakeups = model.wakeups
+    owned_wakeups = wakeups[owned_mask(model, t0, t1, "wakeups")]
     return PartSummary(
         told=told,
         breaks=breaks[["cpu", "kind", "count"]].copy(),
         states=StateSums.of(focused(model, owned["task_states"])),
-        names=last_names(model.events, t0, t1),
+        names=last_names(ev, t0, t1),
+        present=frozenset(present),
+        prev_state=ev.switch is not None and "prev_state_str" in ev.switch.columns,
+        flags=flags_known(waking),
+        unjudged=int(unjudged_pingpong(owned_wakeups).sum()) if len(owned_wakeups) else 0,
     )
 
 
@@ -95,6 +122,22 @@ class Joined:
             "topology": topology_facts(self.plan.topology),
         }
 
+    def caveats(self) -> list[str]:
+        """The trace's caveats (:attr:`schedwake.Trace.caveats`: the reader's warnings,
+        then the model's)."""
+        present = frozenset().union(*(p.present for p in self.parts))
+        flags = [p.flags for p in self.parts if p.flags is not None]
+        meta = self.plan.meta
+        events = events_caveats(
+            meta,
+            set(present),
+            any(p.prev_state for p in self.parts),
+            None if not flags else any(flags),
+        )
+        told = self.told() if "sched_switch" in present else None
+        unjudged = sum(p.unjudged for p in self.parts)
+        return list(meta.warnings) + caveats(events, told, unjudged, None, self.plan.topology)
+
     def names(self) -> dict[int, str]:
         """Each task's name (:func:`schedwake.model.task_states.comms`)."""
         return joined_names([p.names for p in self.parts])
@@ -107,3 +150,248 @@ class Joined:
 def joined(plan: Plan) -> Joined:
     """Every part's summary (on the plan's cluster, or here), joined."""
     return Joined(plan, plan.map(part_summary))
+
+
+# -- the waits explained: the longest and the tail -------------------------------------
+
+#: A frame of waits' order in the whole trace's :func:`.wait_causes.all_waits`: the
+#: wake-ups first, by time, then the preempted waits, by start; of equal times, the
+#: earlier part's first, then the part's own order.
+_ORDER = ("kind_rank", "start", "part", "row")
+
+
+@dataclass
+class PartWaits:
+    """A part's waits, kept where it was modelled (:meth:`schedwake.partition.Plan.keep`):
+    the client asks it for what it needs (:func:`waits_sections`)."""
+
+    t0: int | None
+    t1: int | None
+    #: The ns of every wait it owns (:func:`.wait_causes.all_waits`), ascending.
+    ns: np.ndarray
+    #: Its longest waits (at most the tail's limit), longest first, with their order
+    #: (:data:`_ORDER`) and, for those that start in it, their breakdowns.
+    longest: pd.DataFrame
+    breakdowns: list[dict[str, Any] | None]
+    #: Its longest wake-up (0 or 1 row of the wakeups table, with ``key``) and longest
+    #: preempted wait (0 or 1 row of the waits table), with their records when they
+    #: start in it.
+    wakeup: pd.DataFrame
+    wakeup_record: dict[str, Any] | None
+    preempted: pd.DataFrame
+    preempted_record: dict[str, Any] | None
+
+
+def part_waits(part: Trace, spec: PartSpec) -> PartWaits:
+    """The waits the part ``part`` (read from ``spec``) owns: :class:`PartWaits`."""
+    owned = owned_rows(part.model, spec.t0, spec.t1, ("wakeups", "waits"))
+    w, waits = owned["wakeups"], owned["waits"]
+    order = -np.inf if spec.t0 is None else float(spec.t0)
+    start = -np.inf if spec.t0 is None else spec.t0
+    timed = w[w["latency_ns"].notna().to_numpy()] if len(w) else w
+    wake_end = _wake_path_ends(timed)
+    f = wait_causes.waits_frame(timed, wait_causes.preempted_waits(waits), wake_end)
+    f = f.assign(
+        kind_rank=(f["kind"] != "wake_to_run").to_numpy().astype(np.int64),
+        part=order,
+        row=np.arange(len(f)),
+    )
+    longest = wait_causes.longest_first(f).iloc[: wait_causes.TAIL_LIMIT]
+    inside = longest["start"].to_numpy() >= start
+    explained = wait_causes.explain_rows(part, longest[inside])
+    breakdowns: list[dict[str, Any] | None] = [None] * len(longest)
+    for i, b in zip(np.flatnonzero(inside), explained):
+        breakdowns[int(i)] = b
+    at = wait_causes.longest_wakeup(w)
+    wakeup = w.iloc[[] if at is None else [at]]
+    wakeup = wakeup.assign(key=wait_causes.longest_wakeup_key(wakeup), part=order)
+    wakeup_record = None
+    if len(wakeup) and int(wakeup["ts"].iloc[0]) >= start:
+        wakeup_record = _wakeup_record_of(part, wakeup.iloc[0])
+    pre = wait_causes.preempted_waits(waits)
+    at = wait_causes.longest_preempted_row(pre)
+    preempted = pre.iloc[[] if at is None else [at]].assign(part=order)
+    preempted_record = None
+    if len(preempted) and int(preempted["start_ts"].iloc[0]) >= start:
+        preempted_record = _preempted_record_of(part, preempted.iloc[0])
+    return PartWaits(
+        spec.t0,
+        spec.t1,
+        np.sort(f["ns"].to_numpy()),
+        longest,
+        breakdowns,
+        wakeup,
+        wakeup_record,
+        preempted,
+        preempted_record,
+    )
+
+
+def _wake_path_ends(w: pd.DataFrame) -> np.ndarray:
+    """Per owned wake-up (its migration named by time, ``migrate_ts``): where its own
+    path ends, its ``sched_wakeup``, else its own migration, else -1."""
+    if not len(w):
+        return np.zeros(0, np.int64)
+    wake = w["wakeup_ts"].to_numpy(dtype=np.int64, na_value=-1)
+    mig = w["migrate_ts"].to_numpy(dtype=np.int64, na_value=-1)
+    return np.where(wake >= 0, wake, mig)
+
+
+def _wakeup_record_of(trace: Trace, r: pd.Series) -> dict[str, Any]:
+    """:func:`.wait_causes.wakeup_record` of the wake-up ``r`` (an owned row) in
+    ``trace``'s own wakeups table (whose row numbers it names)."""
+    w = trace.model.wakeups
+    at = np.flatnonzero(
+        (w["ts"].to_numpy() == int(r["ts"])) & (w["wakee_pid"].to_numpy() == int(r["wakee_pid"]))
+    )
+    return wait_causes.wakeup_record(trace, w.iloc[int(at[0])])
+
+
+def _preempted_record_of(trace: Trace, r: pd.Series) -> dict[str, Any]:
+    """:func:`.wait_causes.preempted_record` of the wait ``r`` (an owned row)."""
+    return wait_causes.preempted_record(trace, r)
+
+
+@dataclass(frozen=True)
+class _Explain:
+    """In a window: the breakdowns of waits (rows of an all_waits frame), the record of
+    a wake-up or of a preempted wait (a picklable callable for
+    :meth:`schedwake.partition.Plan.map_windows`)."""
+
+    waits: pd.DataFrame | None = None
+    wakeup: pd.Series | None = None
+    preempted: pd.Series | None = None
+
+    def __call__(self, trace: Trace, spec: PartSpec) -> Any:
+        if self.wakeup is not None:
+            return _wakeup_record_of(trace, self.wakeup)
+        if self.preempted is not None:
+            return _preempted_record_of(trace, self.preempted)
+        assert self.waits is not None
+        return wait_causes.explain_rows(trace, self.waits)
+
+
+def _ns_top(pw: PartWaits, m: int) -> np.ndarray:
+    return pw.ns[max(len(pw.ns) - m, 0) :]
+
+
+def _count_at_least(pw: PartWaits, threshold: float) -> int:
+    return int(len(pw.ns) - np.searchsorted(pw.ns, threshold, side="left"))
+
+
+def _longest(pw: PartWaits) -> tuple[pd.DataFrame, list[dict[str, Any] | None]]:
+    return pw.longest, pw.breakdowns
+
+
+def _bests(pw: PartWaits) -> tuple:
+    return pw.wakeup, pw.wakeup_record, pw.preempted, pw.preempted_record, pw.t1
+
+
+def quantile_of(kept: Kept[PartWaits], n: int, q: float) -> float:
+    """``np.quantile`` (linear) of every part's wait ns at ``q``, exact, from the
+    parts' largest values only: the two order statistics it interpolates between are
+    among the ``n - k`` largest."""
+    virtual = (n - 1) * q
+    k = int(np.floor(virtual))
+    tops = kept.ask(_ns_top, n - k)
+    largest = np.sort(np.concatenate(tops))[::-1]  # (the n - k largest, descending)
+    lo = largest[n - 1 - k]
+    hi = largest[n - 2 - k] if k + 1 <= n - 1 else lo
+    # (numpy's own interpolation, between the two, at the same fraction)
+    return float(np.quantile(np.array([lo, hi]), virtual - k))
+
+
+def waits_sections(plan: Plan, kept: Kept[PartWaits]) -> dict[str, Any]:
+    """The ``trace`` section's waits (``longest_wake_to_run``, ``longest_preempted_wait``,
+    ``tail_waits``: :class:`schedwake.analysis.Analysis`) from the parts' kept waits;
+    what a part could not explain (a wait that starts before it) explained in a window
+    from its start."""
+    bests = kept.ask(_bests)
+    return {
+        "longest_wake_to_run": _longest_wakeup(plan, bests),
+        "longest_preempted_wait": _longest_preempted(plan, bests),
+        "tail_waits": _tail(plan, kept),
+    }
+
+
+def _longest_wakeup(plan: Plan, bests: list[tuple]) -> dict[str, Any] | None:
+    rows = [(w, rec, t1) for w, rec, _, _, t1 in bests if len(w)]
+    if not rows:
+        return None
+    # the largest key; of equal ones the first (by time, then part)
+    frame = pd.concat([w for w, _, _ in rows], ignore_index=True)
+    at = int(
+        np.lexsort((frame["part"].to_numpy(), frame["ts"].to_numpy(), -frame["key"].to_numpy()))[0]
+    )
+    w, record, t1 = rows[at]
+    if record is not None:
+        return record
+    r = w.iloc[0]
+    return plan.map_windows(_Explain(wakeup=r), [(int(r["ts"]), t1)])[0]
+
+
+def _longest_preempted(plan: Plan, bests: list[tuple]) -> dict[str, Any] | None:
+    rows = [(p, rec, t1) for _, _, p, rec, t1 in bests if len(p)]
+    if not rows:
+        return None
+    frame = pd.concat([p for p, _, _ in rows], ignore_index=True)
+    least = frame["min_end_ts"].to_numpy() - frame["start_ts"].to_numpy()
+    # the longest proven, then possible; of equal ones the last (by start, then part)
+    at = int(
+        np.lexsort(
+            (
+                frame["part"].to_numpy(),
+                frame["start_ts"].to_numpy(),
+                frame["delay_ns"].to_numpy(),
+                least,
+            )
+        )[-1]
+    )
+    p, record, t1 = rows[at]
+    if record is not None:
+        return record
+    r = p.iloc[0]
+    return plan.map_windows(_Explain(preempted=r), [(int(r["start_ts"]), t1)])[0]
+
+
+def _tail(
+    plan: Plan,
+    kept: Kept[PartWaits],
+    quantile: float = wait_causes.TAIL_QUANTILE,
+    limit: int = wait_causes.TAIL_LIMIT,
+) -> dict[str, Any] | None:
+    """:func:`.wait_causes.tail_waits` of the whole trace from its parts."""
+    counts = kept.ask(len_ns)
+    n = sum(counts)
+    if n == 0:
+        return None
+    threshold = quantile_of(kept, n, quantile)
+    waits = sum(kept.ask(_count_at_least, threshold))
+    found = kept.ask(_longest)
+    frames = []
+    for i, (f, _) in enumerate(found):
+        frames.append(f.assign(at_part=i, at_row=np.arange(len(f))))
+    merged = pd.concat(frames, ignore_index=True)
+    merged = merged[(merged["ns"].to_numpy() >= threshold)]
+    merged = merged.iloc[np.lexsort(tuple(merged[c].to_numpy() for c in reversed(_ORDER)))]
+    tail = wait_causes.longest_first(merged).iloc[:limit]
+    bs: list[dict[str, Any] | None] = [
+        found[int(p)][1][int(r)] for p, r in zip(tail["at_part"], tail["at_row"])
+    ]
+    missing = [i for i, b in enumerate(bs) if b is None]
+    if missing:  # (waits that start before the part that owns them: in a window each)
+        specs = plan.specs
+        windows = [
+            (int(tail["start"].iloc[i]), specs[int(tail["at_part"].iloc[i])].t1) for i in missing
+        ]
+        jobs = [_Explain(waits=tail.iloc[[i]]) for i in missing]
+        for i, window, job in zip(missing, windows, jobs):
+            bs[i] = plan.map_windows(job, [window])[0][0]
+    return wait_causes.tail_record(
+        quantile, threshold, waits, tail, [b for b in bs if b is not None]
+    )
+
+
+def len_ns(pw: PartWaits) -> int:
+    """How many waits a part owns."""
+    return len(pw.ns)

@@ -202,17 +202,76 @@ def wait_record(
     return out
 
 
+def longest_wakeup(w: pd.DataFrame) -> int | None:
+    """The row (position) of the wake-up of ``w`` (rows of the wakeups table) that waited
+    longest to run, as ``perf sched latency`` gives its maximum; None without a measured
+    latency. Where the wakee's switch-in is missing, its wait lies between ``run_from_ts``
+    and ``run_ts``: the longest is the one whose proven wait (the least it can have
+    been) is longest, of equal ones the longest possible, of equal ones the first."""
+    if len(w) == 0 or not w["latency_ns"].notna().any():
+        return None
+    return int(np.argmax(longest_wakeup_key(w)))
+
+
+def longest_wakeup_key(w: pd.DataFrame) -> np.ndarray:
+    """The order of :func:`longest_wakeup` as one number a row (-inf: no latency)."""
+    lat = w["latency_ns"].to_numpy(dtype=np.float64, na_value=np.nan)
+    least = w["run_from_ts"].to_numpy(dtype=np.float64, na_value=np.nan) - w["ts"].to_numpy(
+        dtype=np.float64
+    )
+    # (the proven wait first; of equal ones, the longest possible)
+    return np.where(np.isnan(lat), -np.inf, least * 2.0**20 + lat / 2.0**44)
+
+
+def wakeup_record(trace: Trace, r: pd.Series) -> dict[str, Any]:
+    """The wake-up ``r`` (a row of ``trace``'s wakeups table) and its wait explained, as
+    ``analyze`` reports the longest (:attr:`schedwake.analysis.Analysis.longest_wake_to_run`)."""
+    b = explain_wakeup(trace, r)
+    blocker_stack(trace, b)
+    out = {
+        "latency_us": round(float(r["latency_ns"]) / 1e3, 3),
+        "pid": int(r["wakee_pid"]),
+        "comm": str(r["wakee_comm"]),
+        "cpu": int(r["chosen_cpu"]),
+        "waker": str(r["waker_comm"]),
+        "waker_pid": int(r["waker_pid"]),
+        "woken_at": round(int(r["ts"]) / 1e9, 6),
+        "ran_at": round(int(r["run_ts"]) / 1e9, 6),
+        "breakdown": parts(b),
+        "llc_idle_us": b["llc_idle_us"],
+    }
+    if int(r["run_from_ts"]) < int(r["run_ts"]):
+        out["latency_min_us"] = round((int(r["run_from_ts"]) - int(r["ts"])) / 1e3, 3)
+    return out
+
+
+def preempted_waits(waits: pd.DataFrame) -> pd.DataFrame:
+    """The waits of tasks switched out runnable (R/R+), of rows of the waits table."""
+    return waits[(waits["kind"] == "preempted").to_numpy()]
+
+
+def longest_preempted_row(w: pd.DataFrame) -> int | None:
+    """The row (position) of :func:`preempted_waits` ``w`` that is the longest proven wait
+    (the least each can have been: to the earliest its run can have begun where its
+    switch-in is missing), of equal ones the longest possible, of equal ones the last;
+    None without any."""
+    if len(w) == 0:
+        return None
+    least = w["min_end_ts"].to_numpy() - w["start_ts"].to_numpy()
+    return int(np.lexsort((w["delay_ns"].to_numpy(), least))[-1])
+
+
 def longest_preempted(trace: Trace) -> dict[str, Any] | None:
     """The longest wait of a task switched out runnable (R/R+), explained; None when
     there is none."""
-    w = trace.model.waits
-    w = w[(w["kind"] == "preempted").to_numpy()]
-    if len(w) == 0:
-        return None
-    # the longest proven wait (the least each can have been: to the earliest its run can
-    # have begun where its switch-in is missing)
-    least = w["min_end_ts"].to_numpy() - w["start_ts"].to_numpy()
-    r = w.iloc[int(np.lexsort((w["delay_ns"].to_numpy(), least))[-1])]
+    w = preempted_waits(trace.model.waits)
+    at = longest_preempted_row(w)
+    return None if at is None else preempted_record(trace, w.iloc[at])
+
+
+def preempted_record(trace: Trace, r: pd.Series) -> dict[str, Any]:
+    """The preempted wait ``r`` (a row of ``trace``'s waits table) explained, as
+    ``analyze`` reports the longest."""
     b = explain_wait(trace, r)
     blocker_stack(trace, b)
     rec = wait_record(
@@ -252,8 +311,13 @@ def all_waits(trace: Trace) -> pd.DataFrame:
     w = trace.model.wakeups
     if len(w):
         w = w[w["latency_ns"].notna().to_numpy()]
-    p = trace.model.waits
-    p = p[(p["kind"] == "preempted").to_numpy()]
+    wake_end = _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64)
+    return waits_frame(w, preempted_waits(trace.model.waits), wake_end)
+
+
+def waits_frame(w: pd.DataFrame, p: pd.DataFrame, wake_end: np.ndarray) -> pd.DataFrame:
+    """:func:`all_waits` of rows ``w`` of the wakeups table (with a latency), ``p`` of
+    the preempted waits and ``wake_end``, where each wake-up's own path ends."""
     cut = p["cut"].to_numpy()
     woken = pd.DataFrame(
         {
@@ -264,7 +328,7 @@ def all_waits(trace: Trace) -> pd.DataFrame:
             "end": w["run_ts"].to_numpy(dtype=np.int64),
             "min_end": w["run_from_ts"].to_numpy(dtype=np.int64),
             "cpu": w["chosen_cpu"].to_numpy(np.int64),
-            "wake_end": _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64),
+            "wake_end": wake_end,
             "waker": _names(w["waker_comm"]),
             "waker_pid": w["waker_pid"].to_numpy(np.int64),
             "cut": np.zeros(len(w), dtype=bool),
@@ -343,23 +407,41 @@ def tail_waits(
         return None
     ns = f["ns"].to_numpy()
     threshold = float(np.quantile(ns, quantile))
-    tail = f[ns >= threshold]
-    tail = tail.iloc[np.argsort(-tail["ns"].to_numpy(), kind="stable")[:limit]]
-    # (the breakdowns alone: their causes are summed, no record of each is shown)
-    bs = [
+    tail = longest_first(f[ns >= threshold]).iloc[:limit]
+    return tail_record(
+        quantile, threshold, int((ns >= threshold).sum()), tail, explain_rows(trace, tail)
+    )
+
+
+def longest_first(f: pd.DataFrame) -> pd.DataFrame:
+    """The waits of an :func:`all_waits` frame, longest first (of equal ones, in the
+    frame's order)."""
+    return f.iloc[np.argsort(-f["ns"].to_numpy(), kind="stable")]
+
+
+def explain_rows(trace: Trace, f: pd.DataFrame) -> list[dict[str, Any]]:
+    """The breakdowns alone of the waits of an :func:`all_waits` frame (``trace`` shows
+    them)."""
+    return [
         _explain(trace, pid, start, end, cpu, None if wake_end < 0 else wake_end)
         for pid, start, end, cpu, wake_end in zip(
-            *(tail[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
+            *(f[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
         )
     ]
-    agg = _waits.aggregate(bs)
+
+
+def tail_record(
+    quantile: float, threshold: float, waits: int, tail: pd.DataFrame, bs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """:func:`tail_waits`' record: the ``waits`` at or above ``threshold`` (ns), the
+    ``tail`` explained (longest first) and their breakdowns ``bs``."""
     return {
         "quantile": quantile,
         "threshold_us": round(threshold / 1e3, 3),
-        "waits": int((ns >= threshold).sum()),
+        "waits": waits,
         "explained": len(bs),
         "kinds": {str(k): int(v) for k, v in tail["kind"].value_counts().items()},
-        **agg,
+        **_waits.aggregate(bs),
     }
 
 

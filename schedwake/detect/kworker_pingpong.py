@@ -24,13 +24,24 @@ affinity changed, not to place a wake-up.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..model.masks import episodes_mask, pingpong_at_episodes, stopper_mask
-from .base import Finding, FindingMetrics, Flows, Shown, Threshold, Thresholds, counts
+from .base import (
+    EvidenceAt,
+    Finding,
+    FindingMetrics,
+    Flows,
+    Shown,
+    Threshold,
+    Thresholds,
+    counts,
+)
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -106,47 +117,213 @@ SHOWN = Shown(
 )
 
 
-def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
+#: The columns of the episodes whose values the finding tallies (``top_tasks``,
+#: ``top_wakers``, ``top_work_functions``, ``by_migration_class``).
+TALLIED = ("wakee_comm", "waker_comm", "work_function", "migration_class")
+#: The columns of a group of episodes (waker, work function, wakee) in ``top``.
+GROUP = ("wk", "wf", "wc")
+
+
+@dataclass
+class Measure:
+    """What the detector counts of a trace's wake-ups: of the whole trace
+    (:func:`measure`), or added up from its time parts' owned wake-ups (:meth:`add`;
+    :mod:`schedwake.analysis.partitioned`). Values are tallied with the position of
+    their first episode (``first``: any order key of the episodes, in their order), so
+    that the ties of a tally rank as the whole trace's do (first seen first)."""
+
+    wakeups: int
+    episodes: int
+    #: Per-CPU kthreads' wake-ups of a task whose previous CPU is their own.
+    eligible: int
+    #: Of the episodes and of those, the ones not by the stopper threads.
+    judged: int
+    judged_eligible: int
+    would_stack: int
+    #: Episodes not stacked: another task runnable there, the occupancy not known.
+    others_runnable: int
+    unknown_occupancy: int
+    #: How many other tasks were runnable, over the episodes with some: count.
+    others: dict[int, int]
+    #: Per column of :data:`TALLIED`: ``value``, ``count``, ``first``.
+    tallies: dict[str, pd.DataFrame]
+    #: Per (waker, work function, wakee) (:data:`GROUP`): ``episodes``, ``would_stack``.
+    groups: pd.DataFrame
+
+    @classmethod
+    def add(cls, parts: list[Measure]) -> Measure:
+        """The measure of the episodes of all ``parts`` (each episode in one part)."""
+        others: dict[int, int] = {}
+        for p in parts:
+            for k, v in p.others.items():
+                others[k] = others.get(k, 0) + v
+        tallies = {}
+        for c in TALLIED:
+            f = pd.concat([p.tallies[c] for p in parts], ignore_index=True)
+            f = f.groupby("value", sort=False, dropna=False).agg(
+                count=("count", "sum"), first=("first", "min")
+            )
+            tallies[c] = f.reset_index()
+        groups = pd.concat([p.groups for p in parts])
+        groups = groups.groupby(level=list(range(groups.index.nlevels)), sort=True).sum()
+        return cls(
+            **{f: sum(getattr(p, f) for p in parts) for f in _SUMMED},
+            others=dict(sorted(others.items())),
+            tallies=tallies,
+            groups=groups,
+        )
+
+    def tallied(self, column: str, like: pd.Series) -> pd.Series:
+        """The tallied values of ``column`` as a series of the dtype of ``like`` (the
+        column): each value as often as counted, in the order first seen, so that what
+        is computed of it (``value_counts``) is what the episodes' column gives."""
+        t = self.tallies[column].sort_values("first", kind="stable")
+        values = np.repeat(t["value"].to_numpy(dtype=object), t["count"].to_numpy())
+        if isinstance(like.dtype, pd.CategoricalDtype):
+            cats = like.dtype.categories
+            if pd.Index(values).dropna().isin(cats).all():
+                return pd.Series(pd.Categorical(values, categories=cats))
+            return pd.Series(values, dtype=object)  # (another part's names: as strings)
+        return pd.Series(values, dtype=like.dtype)
+
+
+_SUMMED = (
+    "wakeups",
+    "episodes",
+    "eligible",
+    "judged",
+    "judged_eligible",
+    "would_stack",
+    "others_runnable",
+    "unknown_occupancy",
+)
+
+
+def measure(
+    model: Model, rows: np.ndarray | None = None, first: np.ndarray | None = None
+) -> Measure:
+    """The :class:`Measure` of ``model``'s wake-ups (``rows``: a mask of those to count,
+    a time part's own; ``first``: their order keys (int64, in the rows' order: a part's
+    are their times), default their row numbers)."""
     w = model.wakeups
-    dur_s = max(model.duration_ns, 1) / 1e9
-    mask = episodes_mask(w)
-    ep = w[mask]
-    n = int(mask.sum())
-    total = len(w)
-    share = n / total if total else 0.0
-    rate = n / dur_s
-    # would-stack judgement
-    _, others, known = pingpong_at_episodes(model)
-    stack = known & (others == 0)
-    reasons = {
-        "other_tasks_runnable_on_waker_cpu": int((known & (others > 0)).sum()),
-        "occupancy_unknown_before_first_switch": int((~known).sum()),
-    }
+    mine = np.ones(len(w), dtype=bool) if rows is None else rows
+    order = np.arange(len(w), dtype=np.int64) if first is None else first
+    mask = episodes_mask(w) & mine if len(w) else np.zeros(0, dtype=bool)
+    at, others, known = pingpong_at_episodes(model)
+    counted = mine[at]
+    at, others, known = at[counted], others[counted], known[counted]
     eligible = (
         (w["waker_class"] == "percpu_kthread")
         & (w["waker_context"] == "task")
         & (w["waker_cpu"] == w["prev_cpu"])
-    ).to_numpy()
+    ).to_numpy() & mine
     # judged without the stopper threads' affinity moves
     stopper = stopper_mask(w["waker_comm"]) if len(w) else np.zeros(0, dtype=bool)
-    judged = int((mask & ~stopper).sum())
-    judged_eligible = int((eligible & ~stopper).sum())
-    eligible_share = judged / judged_eligible if judged_eligible else 0.0
+    stack = np.zeros(len(w), dtype=bool)
+    stack[at] = known & (others == 0)
+    ep = w[mask]
+    hist = _hist(others[known & (others > 0)])
+    tallies = {}
+    for c in TALLIED:
+        col = ep[c]
+        codes, uniques = pd.factorize(col, use_na_sentinel=False)
+        n = np.bincount(codes, minlength=len(uniques)) if len(codes) else np.zeros(0, np.int64)
+        firsts = np.full(len(uniques), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(firsts, codes, order[mask])
+        tallies[c] = pd.DataFrame(
+            {"value": np.asarray(uniques, dtype=object), "count": n, "first": firsts}
+        )
+    groups = (
+        ep.assign(
+            wf=ep["work_function"].astype("string").fillna("(unknown)"),
+            wk=ep["waker_comm"].astype(str),
+            wc=ep["wakee_comm"].astype(str),
+            st=stack[mask],
+        )
+        .groupby(list(GROUP), observed=True)
+        .agg(episodes=("ts", "size"), would_stack=("st", "sum"))
+    )
+    return Measure(
+        wakeups=int(mine.sum()),
+        episodes=int(mask.sum()),
+        eligible=int(eligible.sum()),
+        judged=int((mask & ~stopper).sum()),
+        judged_eligible=int((eligible & ~stopper).sum()),
+        would_stack=int(stack.sum()),
+        others_runnable=int((known & (others > 0)).sum()),
+        unknown_occupancy=int((~known).sum()),
+        others={int(k): v for k, v in hist.items()},
+        tallies=tallies,
+        groups=groups,
+    )
+
+
+def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
+    m = measure(model)
+
+    def evidence(group: tuple[str, str, str]) -> tuple[EvidenceAt, int]:
+        w = model.wakeups
+        ep = w[episodes_mask(w)] if len(w) else w
+        sel = ep[
+            (ep["waker_comm"].astype(str) == group[0])
+            & (ep["work_function"].astype("string").fillna("(unknown)") == group[1])
+            & (ep["wakee_comm"].astype(str) == group[2])
+        ]
+        return evidence_of_episode(model.events, sel.iloc[_typical(model.events, sel)])
+
+    return judge(m, model.duration_ns, th, model.wakeups, model.pids is not None, evidence)
+
+
+def evidence_of_episode(ev: Events, e: pd.Series) -> tuple[EvidenceAt, int]:
+    """Where the finding's evidence is taken from, for the episode ``e`` (a wakeups
+    row), and that episode's time."""
+    t0, t1 = _episode_window(ev, e)
+    at: EvidenceAt = {
+        "t0": t0,
+        "t1": t1,
+        "cpus": sorted({int(e["waker_cpu"]), int(e["chosen_cpu"])}),
+        "pids": [int(e["waker_pid"]), int(e["wakee_pid"])],
+        "focus_ts": int(e["ts"]),
+    }
+    return at, int(e["ts"])
+
+
+def judge(
+    m: Measure,
+    duration_ns: int,
+    th: Thresholds,
+    like: pd.DataFrame,
+    focused: bool,
+    evidence: Callable[[tuple[str, str, str]], tuple[EvidenceAt, int]],
+) -> list[Finding]:
+    """The finding (if any) of a trace's :class:`Measure` over ``duration_ns``:
+    ``like``, a wakeups table (its columns' dtypes); ``focused``: the analysis is of
+    some tasks only (``--pid``); ``evidence``: where the evidence of the largest group
+    (waker, work function, wakee) is taken from (its typical episode's)."""
+    dur_s = max(duration_ns, 1) / 1e9
+    n, total = m.episodes, m.wakeups
+    share = n / total if total else 0.0
+    rate = n / dur_s
+    judged = m.judged
+    eligible_share = judged / m.judged_eligible if m.judged_eligible else 0.0
+    eligible = m.eligible
+    by_class = m.tallied("migration_class", like["migration_class"]).value_counts()
     metrics: FindingMetrics = {
         "episodes": n,
         "episodes_per_s": round(rate, 3),
         "share_of_wakeups": round(share, 6),
         "wakeups": total,
-        "percpu_kthread_wakeups_prev_here": int(eligible.sum()),
-        "migrated_share_of_those": round(n / eligible.sum(), 6) if eligible.sum() else 0.0,
+        "percpu_kthread_wakeups_prev_here": eligible,
+        "migrated_share_of_those": round(n / eligible, 6) if eligible else 0.0,
         "eligible_share": round(eligible_share, 6),
         "by_stopper_threads": n - judged,
-        "would_stack": int(stack.sum()),
-        "would_not_stack": reasons,
-        "other_runnable_when_not_stacked": _hist(others[known & (others > 0)]),
-        "by_migration_class": {
-            str(k): int(v) for k, v in ep["migration_class"].value_counts().items() if v
+        "would_stack": m.would_stack,
+        "would_not_stack": {
+            "other_tasks_runnable_on_waker_cpu": m.others_runnable,
+            "occupancy_unknown_before_first_switch": m.unknown_occupancy,
         },
+        "other_runnable_when_not_stacked": {str(k): v for k, v in m.others.items()},
+        "by_migration_class": {str(k): int(v) for k, v in by_class.items() if v},
     }
     judged_share = judged / total if total else 0.0
     if not (
@@ -166,18 +343,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     else:
         sev = "low"
     top = []
-    grp = (
-        ep.assign(
-            wf=ep["work_function"].astype("string").fillna("(unknown)"),
-            wk=ep["waker_comm"].astype(str),
-            wc=ep["wakee_comm"].astype(str),
-            st=stack,
-        )
-        .groupby(["wk", "wf", "wc"], observed=True)
-        .agg(episodes=("ts", "size"), would_stack=("st", "sum"))
-        .sort_values("episodes", ascending=False)
-        .head(8)
-    )
+    grp = m.groups.sort_values("episodes", ascending=False).head(8)
     for (wk, wf, wc), row in grp.iterrows():
         top.append(
             {
@@ -188,63 +354,61 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
                 "would_stack": int(row["would_stack"]),
             }
         )
-    metrics["top_tasks"] = counts(ep["wakee_comm"], key="comm")
-    metrics["top_wakers"] = counts(ep["waker_comm"], key="comm")
-    metrics["top_work_functions"] = counts(ep["work_function"], key="function")
+    metrics["top_tasks"] = counts(m.tallied("wakee_comm", like["wakee_comm"]), key="comm")
+    metrics["top_wakers"] = counts(m.tallied("waker_comm", like["waker_comm"]), key="comm")
+    metrics["top_work_functions"] = counts(
+        m.tallied("work_function", like["work_function"]), key="function"
+    )
     # typical episode: the middle one of the largest group
-    g0 = grp.index[0]
-    sel = ep[
-        (ep["waker_comm"].astype(str) == g0[0])
-        & (ep["work_function"].astype("string").fillna("(unknown)") == g0[1])
-        & (ep["wakee_comm"].astype(str) == g0[2])
-    ]
-    e = sel.iloc[_typical(model.events, sel)]
-    t0, t1 = _episode_window(model.events, e)
-    whose = "all" if model.pids is None else "the given tasks'"  # (analyze --pid)
+    evidence_at, _ = evidence(grp.index[0])
+    whose = "the given tasks'" if focused else "all"  # (analyze --pid)
     title = (
         f"{n} wake-ups ({rate:.1f}/s, {100 * share:.2f}% of {whose} wake-ups) by per-CPU "
-        f"kthreads moved the wakee off the waker's CPU; {int(stack.sum())} of them "
+        f"kthreads moved the wakee off the waker's CPU; {m.would_stack} of them "
         f"would have stayed with a stack-on-waker-CPU rule"
     )
-    return [
-        Finding(
-            NAME,
-            sev,
-            title,
-            metrics,
-            top,
-            evidence_at={
-                "t0": t0,
-                "t1": t1,
-                "cpus": sorted({int(e["waker_cpu"]), int(e["chosen_cpu"])}),
-                "pids": [int(e["waker_pid"]), int(e["wakee_pid"])],
-                "focus_ts": int(e["ts"]),
-            },
-        )
-    ]
+    return [Finding(NAME, sev, title, metrics, top, evidence_at=evidence_at)]
+
+
+#: How soon after an episode its kworker must leave its CPU for idle to make it the
+#: one shown (the excerpt then shows that the wakee could have stayed).
+IDLE_SOON_NS = 200_000
 
 
 def _typical(ev: Events, sel: pd.DataFrame) -> int:
-    """The row of ``sel`` (episodes of one waker, work function and wakee) to show: the
-    one nearest the middle whose kworker leaves its CPU for idle within 200 us of the
-    wake-up (the excerpt then shows that the wakee could have stayed); the middle one
-    if none does."""
-    mid = len(sel) // 2
+    """The row of ``sel`` (episodes of one waker, work function and wakee) to show
+    (:func:`typical_of`)."""
+    return typical_of(idle_soon(ev, sel))
+
+
+def typical_of(ok: np.ndarray) -> int:
+    """Of episodes in order, whose kworker leaves its CPU for idle soon (``ok``, per
+    episode): the one nearest the middle that does (of two as near, the earlier); the
+    middle one if none does."""
+    mid = len(ok) // 2
+    good = np.flatnonzero(ok)
+    return int(good[np.argmin(np.abs(good - mid))]) if len(good) else mid
+
+
+def idle_soon(ev: Events, sel: pd.DataFrame) -> np.ndarray:
+    """Per episode of ``sel`` (wakeups rows): its kworker's next switch-out, within
+    :data:`IDLE_SOON_NS` of the wake-up, leaves the CPU idle."""
     sw = ev.switch
+    ok = np.zeros(len(sel), dtype=bool)
     if sw is None or not len(sw):
-        return mid
+        return ok
     prev, sts, nxt = sw["prev_pid"].to_numpy(), sw["ts"].to_numpy(), sw["next_pid"].to_numpy()
     wakers, ts = sel["waker_pid"].to_numpy(), sel["ts"].to_numpy()
-    ok = np.zeros(len(sel), dtype=bool)
     for pid in np.unique(wakers):  # one pass per waker (a handful), not per episode
         out = np.flatnonzero(prev == pid)
         rows = np.flatnonzero(wakers == pid)
         k = np.searchsorted(sts[out], ts[rows], "left")
         has = k < len(out)
         nk = out[np.minimum(k, len(out) - 1)] if len(out) else np.zeros(len(rows), dtype=int)
-        ok[rows] = has & (sts[nk] - ts[rows] <= 200_000) & (nxt[nk] == 0) if len(out) else False
-    good = np.flatnonzero(ok)
-    return int(good[np.argmin(np.abs(good - mid))]) if len(good) else mid
+        ok[rows] = (
+            has & (sts[nk] - ts[rows] <= IDLE_SOON_NS) & (nxt[nk] == 0) if len(out) else False
+        )
+    return ok
 
 
 def _episode_window(ev: Events, e: pd.Series) -> tuple[int, int]:

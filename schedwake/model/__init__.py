@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ..topology import Topology
+    from .completeness import Told
 
 __all__ = [
     "Model",
@@ -93,57 +94,18 @@ class Model:
 
     @property
     def caveats(self) -> list[str]:
-        out = list(self.events.caveats)
-        if self.events.switch is not None and len(self.events.switch):
-            comp = self.completeness
-            if not comp.complete:
-                out.append(
-                    "the trace does not show everything ("
-                    + "; ".join(comp.describe())
-                    + "): occupancy, waits, latencies and task states count only what it "
-                    "proves, the rest is unknown (docs/semantics.md, 'Incomplete traces')"
-                )
-        if NO_CONTEXT_CAVEAT in out:
-            # the kworker ping-pong needs the waker's context: say how many wake-ups it
-            # could not judge, rather than a silent zero
-            w = self.wakeups
-            unjudged = int(
-                (
-                    (w["waker_class"] == "percpu_kthread")
-                    & (w["waker_context"] == "unknown")
-                    & (w["waker_cpu"] == w["prev_cpu"])
-                    & w["migrated"]
-                ).sum()
-            )
-            if unjudged:
-                out.append(
-                    f"kworker_pingpong could not judge {unjudged} wake-ups by per-CPU "
-                    "kthreads that moved their wakee off the waker's CPU: their context "
-                    "(task or interrupt) is unknown"
-                )
-        if self.pids is not None:
-            out.insert(
-                0,
-                "analysed only the wake-ups, migrations, waits and context switches of pid(s) "
-                + ", ".join(map(str, sorted(self.pids)))
-                + "; CPU busy time is every task's",
-            )
-        if self.topology.assumed:
-            out.insert(
-                0,
-                "no topology given: one LLC holding every CPU is assumed, so "
-                "cross-LLC figures are zero by construction"
-                + (f" (not inferred: {self.topology.note})" if self.topology.note else ""),
-            )
-        elif self.topology.inferred:
-            out.insert(
-                0,
-                f"no topology given: {len(self.topology.llc)} LLC(s) inferred from the "
-                f"trace ({self.topology.note}); a topology file gives the machine's own map",
-            )
-        elif self.topology.note:  # a file's map that does not fit the trace
-            out.insert(0, f"topology {self.topology.source}: {self.topology.note}")
-        return out
+        """What this model cannot tell, one plain-English line each (:func:`caveats`)."""
+        has_switch = self.events.switch is not None and len(self.events.switch) > 0
+        unjudged = 0
+        if NO_CONTEXT_CAVEAT in self.events.caveats:
+            unjudged = int(unjudged_pingpong(self.wakeups).sum())
+        return caveats(
+            self.events.caveats,
+            self.completeness.told() if has_switch else None,
+            unjudged,
+            self.pids,
+            self.topology,
+        )
 
     @cached_property
     def whole(self) -> tuple[Model, int, int, tuple[int, ...] | None] | None:
@@ -299,3 +261,67 @@ class Model:
             return None
         b = comp.breaks[(comp.breaks["kind"] == "rewoken").to_numpy()]
         return np.unique(self.events.key(b["pid"].to_numpy(), b["ts"].to_numpy()))
+
+
+def unjudged_pingpong(w: pd.DataFrame) -> np.ndarray:
+    """The wake-ups (rows of a wakeups table) kworker_pingpong cannot judge without the
+    waker's context: a per-CPU kthread moved its wakee off its own CPU, in a context
+    the trace does not tell (task or interrupt)."""
+    return (
+        (w["waker_class"] == "percpu_kthread")
+        & (w["waker_context"] == "unknown")
+        & (w["waker_cpu"] == w["prev_cpu"])
+        & w["migrated"]
+    ).to_numpy()
+
+
+def caveats(
+    events_caveats: list[str],
+    told: Told | None,
+    unjudged: int,
+    pids: frozenset[int] | None,
+    topology: Topology,
+) -> list[str]:
+    """A model's caveats: those of its events (:func:`.events.events_caveats`), what
+    its completeness tells (``told``; None without switches), the ping-pong wake-ups
+    it cannot judge (``unjudged``: :func:`unjudged_pingpong`), the tasks it is about
+    and where its topology came from."""
+    out = list(events_caveats)
+    if told is not None and not told.complete:
+        out.append(
+            "the trace does not show everything ("
+            + "; ".join(told.describe())
+            + "): occupancy, waits, latencies and task states count only what it "
+            "proves, the rest is unknown (docs/semantics.md, 'Incomplete traces')"
+        )
+    if NO_CONTEXT_CAVEAT in out and unjudged:
+        # the kworker ping-pong needs the waker's context: say how many wake-ups it
+        # could not judge, rather than a silent zero
+        out.append(
+            f"kworker_pingpong could not judge {unjudged} wake-ups by per-CPU "
+            "kthreads that moved their wakee off the waker's CPU: their context "
+            "(task or interrupt) is unknown"
+        )
+    if pids is not None:
+        out.insert(
+            0,
+            "analysed only the wake-ups, migrations, waits and context switches of pid(s) "
+            + ", ".join(map(str, sorted(pids)))
+            + "; CPU busy time is every task's",
+        )
+    if topology.assumed:
+        out.insert(
+            0,
+            "no topology given: one LLC holding every CPU is assumed, so "
+            "cross-LLC figures are zero by construction"
+            + (f" (not inferred: {topology.note})" if topology.note else ""),
+        )
+    elif topology.inferred:
+        out.insert(
+            0,
+            f"no topology given: {len(topology.llc)} LLC(s) inferred from the "
+            f"trace ({topology.note}); a topology file gives the machine's own map",
+        )
+    elif topology.note:  # a file's map that does not fit the trace
+        out.insert(0, f"topology {topology.source}: {topology.note}")
+    return out

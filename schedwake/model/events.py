@@ -125,20 +125,59 @@ def load_events(trace: TraceTables) -> Events:
             None if trace.meta.recorded_cpus is None else tuple(trace.meta.recorded_cpus)
         ),
     )
-    cav = ev.caveats
+    ev.caveats.extend(
+        events_caveats(
+            trace.meta,
+            {name for name, f in _FRAMES.items() if getattr(ev, f) is not None},
+            ev.switch is not None and "prev_state_str" in ev.switch.columns,
+            flags_known(ev.waking),
+        )
+    )
+    return ev
+
+
+#: The model's event frames (:class:`Events` fields) by event name.
+_FRAMES = {
+    "sched_waking": "waking",
+    "sched_wakeup": "wakeup",
+    "sched_wakeup_new": "wakeup_new",
+    "sched_migrate_task": "migrate",
+    "sched_switch": "switch",
+    "sched_process_fork": "fork",
+    "sched_process_exec": "exec_",
+    "workqueue_execute_start": "wq_start",
+    "workqueue_execute_end": "wq_end",
+}
+
+
+def flags_known(waking: pd.DataFrame | None) -> bool | None:
+    """Whether ``sched_waking`` rows tell their context (``common_flags`` with a value);
+    None without rows."""
+    if waking is None or not len(waking):
+        return None
+    return "common_flags" in waking.columns and not waking["common_flags"].isna().all()
+
+
+def events_caveats(
+    meta: TraceMeta, present: set[str], prev_state: bool, flags: bool | None
+) -> list[str]:
+    """What the model cannot tell for the events a trace lacks: ``present``, the events
+    it has records of; ``prev_state``: its sched_switch has decoded ``prev_state``;
+    ``flags``: its sched_waking rows tell their context (None: it has none)."""
+    cav: list[str] = []
     # events the whole trace has but a slice of it lacks did not happen in the slice
-    whole = set(() if trace.meta.slice is None else trace.meta.slice.events)
-    if ev.switch is None or len(ev.switch) == 0:
+    whole = set(() if meta.slice is None else meta.slice.events)
+    if "sched_switch" not in present:
         cav.append(
             "no sched_switch events: wake-to-run latency, CPU occupancy, "
             "context switches and idle time are unknown"
         )
-    elif "prev_state_str" not in ev.switch.columns:
+    elif not prev_state:
         cav.append(
             "sched_switch has no decoded prev_state: preemptions (R+) cannot be told from sleeps"
         )
-    if ev.waking is None:
-        if ev.wakeup is not None:
+    if "sched_waking" not in present:
+        if "sched_wakeup" in present:
             cav.append(
                 "no sched_waking events: wake-ups are taken from sched_wakeup, whose "
                 "context may be the target CPU (queued remote wake-ups; the waker "
@@ -148,38 +187,25 @@ def load_events(trace: TraceTables) -> Events:
             )
         else:
             cav.append("no sched_waking or sched_wakeup events: wake-ups are unknown")
-    if ev.migrate is None and "sched_migrate_task" not in whole:
+    if "sched_migrate_task" not in present and "sched_migrate_task" not in whole:
         cav.append(
             "no sched_migrate_task events: migration counts are unknown (whether "
             "a wake-up moved the wakee is read from sched_wakeup's target_cpu)"
         )
-    if (ev.wq_start is None or ev.wq_end is None) and not whole & {
-        "workqueue_execute_start",
-        "workqueue_execute_end",
-    }:
+    wq = {"workqueue_execute_start", "workqueue_execute_end"}
+    if not wq <= present and not whole & wq:
         cav.append("no workqueue events: work functions of wakers are unknown")
-    if (
-        ev.fork is None
-        and ev.wakeup_new is None
-        and not whole
-        & {
-            "sched_process_fork",
-            "sched_wakeup_new",
-        }
-    ):
+    births = {"sched_process_fork", "sched_wakeup_new"}
+    if not births & present and not whole & births:
         cav.append(
             "no sched_process_fork/sched_wakeup_new events: fork balancing "
             "migrations are counted as other migrations"
         )
-    if (
-        ev.waking is not None
-        and ("common_flags" not in ev.waking.columns or ev.waking["common_flags"].isna().all())
-        and len(ev.waking)
-    ):
+    if flags is False:
         cav.append(NO_CONTEXT_CAVEAT)
-    lost = trace.meta.lost_events
-    unknown = trace.meta.lost_unknown
-    if trace.meta.format == "perf-script" and not (lost or unknown):
+    lost = meta.lost_events
+    unknown = meta.lost_unknown
+    if meta.format == "perf-script" and not (lost or unknown):
         cav.append(
             "perf script text lists perf's own lost events only when made with "
             "--show-lost-events; this text has none: if it was made without that "
@@ -192,4 +218,4 @@ def load_events(trace: TraceTables) -> Events:
             f"the ring buffer lost {total} events{more}: counts are lower bounds "
             "and episodes spanning a gap may be missed or mismatched"
         )
-    return ev
+    return cav

@@ -10,7 +10,16 @@ detectors' carry and the command (the design's 'What is left').
 """
 
 from .driver import Plan, plan
-from .parts import OWNED_BY, model_table, model_tables, owned_mask, owned_masks, owned_rows, part_of
+from .parts import (
+    OWNED_BY,
+    in_span,
+    model_table,
+    model_tables,
+    owned_mask,
+    owned_masks,
+    owned_rows,
+    part_of,
+)
 from .passes import PartSpec, read_part
 from .prelude import carried_rows
 
@@ -19,6 +28,7 @@ __all__ = [
     "PartSpec",
     "Plan",
     "carried_rows",
+    "in_span",
     "model_table",
     "model_tables",
     "owned_mask",

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .. import ingest
 from ..model.lives import Lives
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 _R = TypeVar("_R")
 _A = TypeVar("_A")
+_Q = TypeVar("_Q")
 
 #: A progress callback: the share of the passes done, 0 to 1.
 Progress = Callable[[float], None]
@@ -71,6 +72,19 @@ class Plan:
         plan's cluster, or here."""
         return _map(self.client, _WithPart(fn), self.specs, progress)
 
+    def keep(
+        self, fn: Callable[[Trace, PartSpec], _R], progress: Progress | None = None
+    ) -> Kept[_R]:
+        """``fn(part, spec)`` of every part, kept where it was made (on the workers of
+        the plan's cluster; here without one): asked for what the client needs of it
+        with :meth:`Kept.ask`, so that a part's bulky result (a sorted column of its
+        waits, say) never moves."""
+        if self.client is None:
+            return Kept(None, _map(None, _WithPart(fn), self.specs, progress))
+        futures = [self.client.submit(_WithPart(fn), s, pure=False) for s in self.specs]
+        _gathered(self.client, futures, progress, fetch=False)
+        return Kept(self.client, futures)
+
     def window(self, t0: int | None, t1: int | None) -> PartSpec:
         """The spec of a window ``[t0, t1)`` of the trace (None: its start, its end),
         whose model owns the whole model's rows there, as a part does
@@ -95,6 +109,30 @@ class Plan:
         the plan's cluster, or here (each window's prelude is carried where it runs)."""
         jobs = [(self._holding(t0), t0, t1) for t0, t1 in windows]
         return _map(self.client, _InWindow(fn), jobs, None)
+
+
+class Kept(Generic[_R]):
+    """The results of a function of every part, in part order, kept where they were
+    made (:meth:`Plan.keep`)."""
+
+    def __init__(self, client: Any, items: list[Any]) -> None:
+        self._client = client
+        #: The results (here), or the futures of them (on a cluster).
+        self._items = items
+
+    def ask(self, fn: Callable[..., _Q], *args: Any) -> list[_Q]:
+        """``fn(result, *args)`` of every part's result, in part order: run where each
+        result is."""
+        if self._client is None:
+            return [fn(item, *args) for item in self._items]
+        futures = [self._client.submit(fn, f, *args, pure=False) for f in self._items]
+        return _gathered(self._client, futures, None)
+
+    def release(self) -> None:
+        """Let the cluster forget the results."""
+        if self._client is not None:
+            self._client.cancel(self._items)
+        self._items = []
 
 
 @dataclass(frozen=True)
@@ -211,9 +249,12 @@ def _map(
     return _gathered(client, futures, progress)
 
 
-def _gathered(client: Any, futures: list[Any], progress: Progress | None) -> list[Any]:
-    """The futures' results in order, reporting progress as they finish; the first
-    error raised again here (a TraceError of a worker is the file's error)."""
+def _gathered(
+    client: Any, futures: list[Any], progress: Progress | None, fetch: bool = True
+) -> list[Any]:
+    """The futures' results in order (``fetch``; else none: they stay on the cluster),
+    reporting progress as they finish; the first error raised again here (a TraceError
+    of a worker is the file's error)."""
     from distributed import as_completed
 
     done = 0
@@ -223,7 +264,7 @@ def _gathered(client: Any, futures: list[Any], progress: Progress | None) -> lis
         done += 1
         if progress:
             progress(done / len(futures))
-    return list(client.gather(futures))
+    return list(client.gather(futures)) if fetch else []
 
 
 def _scaled(progress: Progress | None, start: int, total: int) -> Progress | None:

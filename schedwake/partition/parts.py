@@ -73,6 +73,16 @@ ROW_REFERENCES = {
 _OPEN = np.iinfo(np.int64).max
 
 
+def in_span(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
+    """Which of the times ``ts`` fall in the part ``[t0, t1)`` (None: open)."""
+    keep = np.ones(len(ts), dtype=bool)
+    if t0 is not None:
+        keep &= ts >= t0
+    if t1 is not None:
+        keep &= ts < t1
+    return keep
+
+
 def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> Trace:
     """The part ``[t0, t1)`` of ``trace`` (None: its start, its end) as a trace: the
     events in it, the prelude of ``t0`` (:func:`.prelude.carried_rows`), the events
@@ -202,20 +212,19 @@ def _place(table: pd.DataFrame, by: str | tuple[str, ...]) -> np.ndarray:
 def _place_wakeups(table: pd.DataFrame, model: Model, points: dict[int, np.ndarray]) -> np.ndarray:
     """A wake-up at the latest of its times; but one that led to no run though its task
     was not running at its task's next wake-up (the run it would have led to is the
-    task's next before that), and so one that led to no run and has no sched_wakeup in a
-    trace that records them (its sched_wakeup may come until then), and one whose run
-    has no recorded end at that run's end (:mod:`schedwake.model.completeness`'s run:
-    its last proof) once the CPU shows something after it (:func:`_place_runs`); the
-    last part's when neither comes."""
+    task's next before that), one of a running task without its ``sched_wakeup`` there
+    too (:mod:`schedwake.model.wakeups` takes the task's first ``sched_wakeup`` before
+    its next waking), and one whose run has no recorded end at that run's end
+    (:mod:`schedwake.model.completeness`'s run: its last proof) once the CPU shows
+    something after it (:func:`_place_runs`); the last part's when neither comes."""
     place = _place(table, ("ts", "wakeup_ts", "run_ts", "run_end_ts"))
     ran, ended = table["run_ts"].notna().to_numpy(), table["run_end_ts"].notna().to_numpy()
     pid = table["wakee_pid"].to_numpy().astype(np.int64)
-    no_run = ~ran & ~table["wakee_was_running"].to_numpy(dtype=bool)
-    if model.events.wakeup is not None and len(model.events.wakeup):
-        # a waking whose sched_wakeup is not seen (of a task woken while it ran: no run
-        # bounds it): that sched_wakeup may come until the task's next waking
-        no_run |= ~ran & table["wakeup_ts"].isna().to_numpy()
-    no_run = np.flatnonzero(no_run)
+    running = table["wakee_was_running"].to_numpy(dtype=bool)
+    # (the sched_wakeup of a wake-up of a running task may come any time before its
+    # next wake-up: only that settles that it has none)
+    no_wakeup = running & table["wakeup_ts"].isna().to_numpy()
+    no_run = np.flatnonzero((~ran & ~running) | no_wakeup)
     if len(no_run):  # (the task's next row of this table: its next wake-up)
         ts = table["ts"].to_numpy().astype(np.int64)
         after = asof_index(ts[no_run], pid[no_run], ts, pid, "forward", allow_exact=False)
