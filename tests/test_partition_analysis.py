@@ -8,6 +8,7 @@ index's cuts and at random ones.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import schedwake
@@ -157,23 +158,71 @@ def test_the_quantile_from_the_largest_values() -> None:
             assert quantile_of(kept, n, q) == float(np.quantile(values, q)), (n, q)
 
 
+#: Thresholds low enough that the traces of every kind give both findings.
+_LOW = {
+    "roundrobin_min_changes": 5,
+    "roundrobin_min_wakeups": 10,
+    "roundrobin_min_change_share": 0.1,
+    "pingpong_min_episodes": 3,
+    "pingpong_min_share": 0.0,
+    "pingpong_min_eligible_share": 0.0,
+}
+
+
 @pytest.mark.slow  # (whole real traces, a model per part)
-@pytest.mark.parametrize("name", ["kstack-off", "lost-events"])
-def test_the_pingpong_finding_from_the_parts(name: str) -> None:
-    """kworker_pingpong judged once from the parts' added-up measures: the same finding,
-    its metrics, tallies, top groups, typical episode and evidence lines."""
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [("kstack-off", None), ("lost-events", _LOW), ("guest16", _LOW), ("perf-dbench-z", None)],
+)
+def test_the_findings_from_the_parts(name: str, overrides: dict | None) -> None:
+    """kworker_pingpong and llc_roundrobin judged once from the parts' added-up
+    measures: the same findings, their metrics, tallies, top groups and tasks (their
+    CPU walks joined across the parts), typical episode and evidence lines."""
     from schedwake.analysis.part_findings import findings, part_findings
     from schedwake.detect import detect
 
-    path = TRACES[name]
+    path = TRACES.get(name, SAMPLES / "perf" / f"{name}.perf.data")
     whole = schedwake.load(path)
-    expected = [f.to_dict() for f in detect(whole, detectors=["kworker_pingpong"])]
-    assert expected  # (both recordings show the ping-pong)
+    names = ["kworker_pingpong", "llc_roundrobin"]
+    expected = [f.to_dict() for f in detect(whole, overrides, detectors=names)]
+    assert expected  # (each recording shows a finding at least)
     for n in (2, 5):
         the_plan = plan(path, n)
-        caveats = joined(the_plan).caveats()
-        got = findings(the_plan, the_plan.keep(part_findings), caveats)
+        caveats = joined(the_plan).model_caveats()
+        got = findings(the_plan, the_plan.keep(part_findings), caveats, overrides)
         assert [f.to_dict() for f in got] == expected, n
+
+
+def test_walks_join_across_spans() -> None:
+    """A task's CPU walk (back-and-forth, pair runs, dwell) summed per span and joined
+    where the spans meet is the walk of all its changes at once (changes fed by hand)."""
+    from schedwake.analysis.part_findings import joined_walks, walk_ends
+    from schedwake.detect import llc_roundrobin
+
+    rng = np.random.default_rng(5)
+    n = 400
+    ch = pd.DataFrame(
+        {
+            "task": rng.integers(1, 5, size=n),
+            "ts": np.sort(rng.choice(10**6, size=n, replace=False)),
+            "prev": rng.integers(0, 3, size=n),
+            "chosen": rng.integers(0, 3, size=n),
+            "episode": rng.random(n) < 0.3,
+        }
+    )
+    whole = llc_roundrobin.walk_sums(
+        llc_roundrobin.walked(ch.sort_values(["task", "ts"], kind="stable"))
+    )
+    spans = []
+    for a, b in ((0, 90), (90, 91), (91, 250), (250, n)):  # (one span of a single change)
+        part = ch.iloc[a:b]
+        spans.append(
+            walk_ends(llc_roundrobin.walked(part.sort_values(["task", "ts"], kind="stable")))
+        )
+    joined_ = joined_walks(spans)
+    for col in ("back", "pair_runs", "dwell_sum", "dwell_n"):
+        np.testing.assert_array_equal(joined_[col].to_numpy(), whole[col].to_numpy(), col)
+    assert joined_["episodes"].sum() == ch["episode"].sum()
 
 
 def test_the_typical_episode_is_the_nearest_the_middle() -> None:

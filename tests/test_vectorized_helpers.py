@@ -164,3 +164,61 @@ def test_asof_index_of_many_left_rows_most_without_a_right_key(direction, exact)
     got = asof_index(lts, lk, rts, rk, direction, exact)
     assert (got >= 0).sum() > 50  # some rows match, most do not
     assert got.tolist() == want.tolist()
+
+
+def test_shared_orders_reused_only_for_the_same_rows(monkeypatch):
+    """Under ``shared_orders`` a right side searched again reuses its (key, ts) order,
+    and rows that merely look alike (same length and sampled rows, other contents: ties
+    moved, one time changed, keys of another type) get their own order: every answer is
+    the one without sharing."""
+    import schedwake.model._util as util
+
+    monkeypatch.setattr(util, "_SHARED_MIN_ROWS", 8)
+    rng = np.random.default_rng(5)
+    m = 4000
+    rts, rk = rng.integers(0, 900, m), rng.integers(0, 40, m)
+    lts, lk = rng.integers(0, 900, 3000), rng.integers(0, 45, 3000)
+    other_ts = rts.copy()
+    other_ts[1] += 1  # (not a sampled row)
+    swapped = rk.copy()
+    swapped[[1, 2]] = swapped[[2, 1]]  # (two unsampled rows' keys exchanged)
+    sides = [(rts, rk), (rts.copy(), rk.astype(np.int32)), (other_ts, rk), (rts, swapped)]
+    want = [
+        asof_index(lts, lk, a, k, d, e)
+        for a, k in sides
+        for d in ("backward", "forward")
+        for e in (True, False)
+    ]
+    with util.shared_orders():
+        for _ in range(2):
+            got = [
+                asof_index(lts, lk, a, k, d, e)
+                for a, k in sides
+                for d in ("backward", "forward")
+                for e in (True, False)
+            ]
+            assert [g.tolist() for g in got] == [w.tolist() for w in want]
+        kept = util._ORDERS.get()
+        # (the copy with int32 keys reuses the first order; an order that also sorts
+        # other rows is theirs as well)
+        assert kept is not None and 1 <= sum(len(v) for v in kept.values()) < len(sides)
+    assert util._ORDERS.get() is None
+
+
+def test_lex_order_is_the_stable_lexsort():
+    """``lex_order`` (radix passes, a packed stable sort or the lexsort) gives the very
+    permutation of ``np.lexsort((ts, key))``: ties in their given order, keys of any
+    integer type, negative values, time ranges too wide to pack."""
+    from schedwake.model._util import lex_order
+
+    rng = np.random.default_rng(9)
+    for trial in range(200):
+        n = int(rng.integers(0, 300))
+        ts = rng.integers(-20, 20, n)
+        key = rng.integers(-3, 5, n).astype([np.int32, np.int64, np.uint16][trial % 3])
+        if trial % 4 == 1:
+            ts = np.sort(ts)
+        elif trial % 4 == 2:
+            ts = ts + (2**61) * rng.integers(0, 3, n)  # (too wide: the lexsort)
+        got = lex_order(ts, key)
+        assert got.tolist() == np.lexsort((ts, key)).tolist(), trial

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..detect import THRESHOLDS, Finding, Thresholds, detect, resolve
 from ..errors import OptionError
+from ..model import shared_orders
 from ..summary import summary
 from ..topology import FILE_HEADER, Topology
 from ..trace import Trace
@@ -173,12 +174,13 @@ def analyze(
     model = trace.model
     if waits and model.pids is None:  # every wait of every task: not what was meant
         raise OptionError("waits", True, "needs a trace focused on tasks: trace.focus(pids)")
-    for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
-        getattr(model, table)  # built once, here, so that the phases can be reported
-        done(fraction)
-    findings = detect(trace, used, detectors)
-    done(0.85)
-    metrics = trace_metrics(trace, used)
+    with shared_orders():  # (the model's components sort the same events once)
+        for fraction, table in ((0.25, "wakeups"), (0.35, "migrations"), (0.55, "occupancy")):
+            getattr(model, table)  # built once, here, so that the phases can be reported
+            done(fraction)
+        findings = detect(trace, used, detectors)
+        done(0.85)
+        metrics = trace_metrics(trace, used)
     done(1.0)
     return Analysis(trace, findings, metrics, used, waits)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..detect import Finding, Thresholds, kworker_pingpong, thresholds
+from ..detect import Finding, Thresholds, kworker_pingpong, llc_roundrobin, thresholds
 from ..detect.base import severity_rank
 from ..detect.evidence import evidence_of, evidence_rows
 from ..model.masks import episodes_mask
@@ -28,12 +28,13 @@ from . import check_thresholds
 
 if TYPE_CHECKING:
     from ..detect.base import EvidenceAt
+    from ..model import Model
     from ..partition import PartSpec, Plan
     from ..partition.driver import Kept
     from ..trace import Trace
 
 #: The detectors whose findings the parts give.
-JOINED = ("kworker_pingpong",)
+JOINED = ("kworker_pingpong", "llc_roundrobin")
 
 #: How far around an episode its evidence window reaches (its work item's start, its
 #: kworker's switch-out and its run, each within 1 ms: :mod:`..detect.kworker_pingpong`).
@@ -55,6 +56,15 @@ class PartFindings:
     episodes: pd.DataFrame
     #: The wakeups table's columns (no rows), for their dtypes.
     like: pd.DataFrame
+    #: llc_roundrobin's per-task parts of the wake-ups it owns (they add up): counts,
+    #: visited (task, CPU), last names, migrations, and its CPU changes (with whether
+    #: each is a ping-pong episode), of which those before its start (``early``: few,
+    #: the wake-ups whose runs it settles) go to the parts that hold their times.
+    rr_counts: pd.DataFrame
+    rr_visited: pd.DataFrame
+    rr_names: pd.DataFrame
+    rr_migrations: pd.Series
+    rr_changes: pd.DataFrame
 
 
 def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
@@ -78,7 +88,32 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
     episodes["wc"] = ep["wakee_comm"].astype(str).to_numpy()
     episodes["ok"] = pd.array(np.where(seen, ok, False), dtype="boolean")
     episodes.loc[~seen, "ok"] = pd.NA
-    return PartFindings(spec.t0, spec.t1, measure, episodes, w.iloc[:0])
+    g = llc_roundrobin.wake_rows(model, rows)
+    episode = episodes_mask(w)[rows & _judged(model)] if len(w) else np.zeros(0, dtype=bool)
+    changes = g.assign(episode=episode)[g["change"].to_numpy()]
+    mig = model.migrations
+    mig_rows = owned_mask(model, spec.t0, spec.t1, "migrations")
+    mig_task = model.events.key(mig["pid"].to_numpy()[mig_rows], mig["ts"].to_numpy()[mig_rows])
+    return PartFindings(
+        spec.t0,
+        spec.t1,
+        measure,
+        episodes,
+        w.iloc[:0],
+        rr_counts=llc_roundrobin.counted(g),
+        rr_visited=llc_roundrobin.visited_pairs(g),
+        rr_names=llc_roundrobin.last_comms(model, rows),
+        rr_migrations=pd.Series(mig_task).value_counts(),
+        rr_changes=changes,
+    )
+
+
+def _judged(model: Model) -> np.ndarray:
+    """The wake-ups :func:`..detect.llc_roundrobin.wake_rows` takes (of every row)."""
+    w = model.wakeups
+    from ..model.masks import stopper_mask
+
+    return (w["prev_cpu"] >= 0).to_numpy() & ~stopper_mask(w["waker_comm"])
 
 
 def _measure(pf: PartFindings) -> tuple[kworker_pingpong.Measure, pd.DataFrame]:
@@ -124,7 +159,7 @@ def findings(
 ) -> list[Finding]:
     """The findings of the whole trace from its parts' measures (:func:`part_findings`),
     as :func:`schedwake.detect.detect` gives them: judged once, with ``caveats`` (the
-    trace's, :meth:`.partitioned.Joined.caveats`) and their evidence."""
+    model's, :meth:`.partitioned.Joined.model_caveats`) and their evidence."""
     names = list(JOINED) if detectors is None else list(detectors)
     for n in names:
         if n not in JOINED:
@@ -156,6 +191,8 @@ def findings(
             f.evidence_at = None  # (read already, in the window)
             f.evidence, f.evidence_events = where["lines"], where["records"]
             out.append(f)
+    if "llc_roundrobin" in names:
+        out.extend(_roundrobin(plan, kept, th, duration, evidence_lines))
     for f in out:
         f.caveats = list(caveats)
         if caveats:
@@ -177,7 +214,7 @@ def _typical_episode(
     e = e.iloc[np.lexsort((e["row"].to_numpy(), e["part"].to_numpy(), e["ts"].to_numpy()))]
     e = e.reset_index(drop=True)
     mid = len(e) // 2
-    ok = e["ok"].astype(object).to_numpy()
+    ok = np.array(e["ok"].astype(object).to_numpy(), dtype=object)  # (a copy: filled in)
     # nearest the middle first (of two as near, the earlier): the first that is ok
     for i in sorted(range(len(e)), key=lambda i: (abs(i - mid), i)):
         if ok[i] is pd.NA:
@@ -189,3 +226,142 @@ def _typical_episode(
         if ok[i]:
             return e.iloc[i]
     return e.iloc[mid]
+
+
+# -- llc_roundrobin ---------------------------------------------------------------------
+
+
+def _early(pf: PartFindings) -> pd.DataFrame:
+    """A part's CPU changes before its start (their walk is the part's holding them)."""
+    c = pf.rr_changes
+    return c.iloc[:0] if pf.t0 is None else c[c["ts"].to_numpy() < pf.t0]
+
+
+def _span_changes(pf: PartFindings, early: pd.DataFrame) -> pd.DataFrame:
+    """The CPU changes in a part's span (its own from its start, and ``early``, the later
+    parts' in it), by task and time."""
+    c = pf.rr_changes
+    if pf.t0 is not None:
+        c = c[c["ts"].to_numpy() >= pf.t0]
+    lo = -np.inf if pf.t0 is None else pf.t0
+    hi = np.inf if pf.t1 is None else pf.t1
+    e = early[(early["ts"].to_numpy() >= lo) & (early["ts"].to_numpy() < hi)]
+    both = pd.concat([c, e], ignore_index=True) if len(e) else c
+    return both.sort_values(["task", "ts"], kind="stable")
+
+
+def _span_walk(pf: PartFindings, early: pd.DataFrame) -> pd.DataFrame:
+    """Per task, the walk of its CPU changes in the part's span: sums, and its first and
+    last change (to join the spans)."""
+    return walk_ends(llc_roundrobin.walked(_span_changes(pf, early)))
+
+
+def walk_ends(ch: pd.DataFrame) -> pd.DataFrame:
+    """Per task of walked CPU changes ``ch`` (of one span of time): the walk's sums
+    (:func:`..detect.llc_roundrobin.walk_sums`), its first and last change, and how
+    many of them are ping-pong episodes (what :func:`joined_walks` joins)."""
+    sums = llc_roundrobin.walk_sums(ch)
+    ends = ch.groupby("task").agg(
+        first_ts=("ts", "first"),
+        first_prev=("prev", "first"),
+        first_chosen=("chosen", "first"),
+        last_ts=("ts", "last"),
+        last_prev=("prev", "last"),
+        last_chosen=("chosen", "last"),
+        episodes=("episode", "sum"),
+    )
+    return sums.join(ends)
+
+
+def _top_changes(pf: PartFindings, early: pd.DataFrame, tasks: np.ndarray) -> pd.DataFrame:
+    c = _span_changes(pf, early)
+    return c[np.isin(c["task"].to_numpy(), tasks)]
+
+
+def _rr_parts(pf: PartFindings) -> tuple:
+    return pf.rr_counts, pf.rr_visited, pf.rr_names, pf.rr_migrations
+
+
+def joined_walks(spans: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per task, :func:`..detect.llc_roundrobin.walk_sums` of its changes over every
+    span (in time order): each span's sums, and where one span's last change meets the
+    next one's first, what the whole walk counts there."""
+    f = pd.concat([s.assign(span=i) for i, s in enumerate(spans)]).reset_index()
+    f = f.sort_values(["task", "span"], kind="stable").reset_index(drop=True)
+    task = f["task"].to_numpy()
+    joins = np.zeros(len(f), dtype=bool)
+    joins[1:] = task[1:] == task[:-1]
+    prev = f.shift(1)
+    at = np.flatnonzero(joins)
+    a_prev, a_chosen = prev["last_prev"].to_numpy()[at], prev["last_chosen"].to_numpy()[at]
+    b_prev, b_chosen = f["first_prev"].to_numpy()[at], f["first_chosen"].to_numpy()[at]
+    back = np.zeros(len(f), dtype=np.int64)
+    back[at] = (b_chosen == a_prev) & (b_prev == a_chosen)
+    same_pair = np.zeros(len(f), dtype=np.int64)
+    same_pair[at] = (np.minimum(b_prev, b_chosen) == np.minimum(a_prev, a_chosen)) & (
+        np.maximum(b_prev, b_chosen) == np.maximum(a_prev, a_chosen)
+    )
+    dwell = np.zeros(len(f), dtype=np.float64)
+    dwell[at] = f["first_ts"].to_numpy()[at] - prev["last_ts"].to_numpy()[at]
+    f = f.assign(
+        back=f["back"] + back,
+        pair_runs=f["pair_runs"] - same_pair,
+        dwell_sum=f["dwell_sum"] + dwell,
+        dwell_n=f["dwell_n"] + joins.astype(np.int64),
+    )
+    return f.groupby("task").agg(
+        back=("back", "sum"),
+        pair_runs=("pair_runs", "sum"),
+        dwell_sum=("dwell_sum", "sum"),
+        dwell_n=("dwell_n", "sum"),
+        episodes=("episodes", "sum"),
+    )
+
+
+def _roundrobin(
+    plan: Plan, kept: Kept[PartFindings], th: Thresholds, duration: int, lines: int
+) -> list[Finding]:
+    """llc_roundrobin's finding from the parts: the per-task figures added up, the walks
+    joined across the spans, the top tasks' changes gathered for their pair walks and
+    the worst one's evidence."""
+    parts = kept.ask(_rr_parts)
+    early = pd.concat(kept.ask(_early), ignore_index=True)
+    counts = pd.concat([p[0] for p in parts]).groupby(level=0).sum()
+    if not len(counts):
+        return []
+    visited = pd.concat([p[1] for p in parts], ignore_index=True).drop_duplicates()
+    names = pd.concat([p[2].assign(part=i) for i, p in enumerate(parts)]).reset_index()
+    names = names.sort_values(["ts", "part"], kind="stable").drop_duplicates("task", keep="last")
+    migrations = pd.concat([p[3] for p in parts]).groupby(level=0).sum()
+    walks = joined_walks(kept.ask(_span_walk, early))
+    per = llc_roundrobin.per_task(counts, visited, walks, names.set_index("task"), duration, th)
+    flagged = llc_roundrobin.flagged_tasks(per)
+    if not len(flagged):
+        return []
+    tasks = flagged["task"].to_numpy()
+    by_task = walks.reindex(tasks)
+    changes = int(per.set_index("task").loc[tasks, "changes"].sum())
+    pingpong = float(by_task["episodes"].sum()) / changes if changes else 0.0
+    top = flagged.head(llc_roundrobin.TOP)["task"].to_numpy()
+    found = kept.ask(_top_changes, early, top)
+    ch = pd.concat(found, ignore_index=True).sort_values("task", kind="stable")
+    out = llc_roundrobin.judge(per, llc_roundrobin.walked(ch), migrations, pingpong, th)
+    for f in out:
+        at = f.evidence_at
+        assert at is not None
+        f.evidence, f.evidence_events = plan.map_windows(
+            _Lines(at, lines), [(at["t0"], at["t1"] + 1)]
+        )[0]
+        f.evidence_at = None
+    return out
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """In a window: the evidence lines of ``at``."""
+
+    at: EvidenceAt
+    lines: int
+
+    def __call__(self, trace: Trace, spec: PartSpec) -> tuple[list, list]:
+        return evidence_of(trace, evidence_rows(trace, **self.at, limit=self.lines))

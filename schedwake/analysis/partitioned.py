@@ -124,7 +124,12 @@ class Joined:
 
     def caveats(self) -> list[str]:
         """The trace's caveats (:attr:`schedwake.Trace.caveats`: the reader's warnings,
-        then the model's)."""
+        then the model's, :meth:`model_caveats`)."""
+        return list(self.plan.meta.warnings) + self.model_caveats()
+
+    def model_caveats(self) -> list[str]:
+        """The model's caveats (:attr:`schedwake.model.Model.caveats`; what every
+        finding carries)."""
         present = frozenset().union(*(p.present for p in self.parts))
         flags = [p.flags for p in self.parts if p.flags is not None]
         meta = self.plan.meta
@@ -136,7 +141,7 @@ class Joined:
         )
         told = self.told() if "sched_switch" in present else None
         unjudged = sum(p.unjudged for p in self.parts)
-        return list(meta.warnings) + caveats(events, told, unjudged, None, self.plan.topology)
+        return caveats(events, told, unjudged, None, self.plan.topology)
 
     def names(self) -> dict[int, str]:
         """Each task's name (:func:`schedwake.model.task_states.comms`)."""

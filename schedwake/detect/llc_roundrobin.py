@@ -86,36 +86,56 @@ SHOWN = Shown(
 IN_LLC = ("same_core", "same_llc")
 
 
+#: The columns of :func:`task_table`'s first frame when nothing was woken.
+_PER_COLUMNS = [
+    "task",
+    "pid",
+    "comm",
+    "wakeups",
+    "changes",
+    "change_share",
+    "changes_per_s",
+    "cpus_visited",
+    "flagged",
+]
+
+
 def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One row per woken task (wake-ups, in-LLC changes, share, rate, walk figures),
     and the CPU-changing wake-ups themselves."""
     w = model.wakeups
-    dur_s = max(model.duration_ns, 1) / 1e9
     if len(w) == 0:
         return (
-            pd.DataFrame(
-                columns=[
-                    "task",
-                    "pid",
-                    "comm",
-                    "wakeups",
-                    "changes",
-                    "change_share",
-                    "changes_per_s",
-                    "cpus_visited",
-                    "flagged",
-                ]
-            ),
+            pd.DataFrame(columns=_PER_COLUMNS),
             pd.DataFrame(columns=["task", "pid", "ts", "prev", "chosen"]),
         )
+    g = wake_rows(model)
+    ch = walked(g[g["change"].to_numpy()].sort_values(["task", "ts"], kind="stable"))
+    per = per_task(
+        counted(g),
+        visited_pairs(g),
+        walk_sums(ch),
+        last_comms(model),
+        model.duration_ns,
+        th,
+    )
+    return per, ch
+
+
+def wake_rows(model: Model, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """The wake-ups it judges (``rows``: of this mask only, a time part's own): their
+    task, pid, time, previous and chosen CPUs, and whether they change CPU in an LLC."""
+    w = model.wakeups
     # a mask (no copy of the wakeups table); affinity moves by the stoppers left out
     wake = (w["prev_cpu"] >= 0).to_numpy() & ~stopper_mask(w["waker_comm"])
+    if rows is not None:
+        wake &= rows
     # a task is a pid's life (:mod:`schedwake.model.lives`): the pid, but for a later task
     # of a pid used again
-    task = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
-    g = pd.DataFrame(
+    task = model.events.key(w["wakee_pid"].to_numpy()[wake], w["ts"].to_numpy()[wake])
+    return pd.DataFrame(
         {
-            "task": task[wake],
+            "task": task,
             "pid": w["wakee_pid"].to_numpy()[wake],
             "ts": w["ts"].to_numpy()[wake],
             "prev": w["prev_cpu"].to_numpy()[wake],
@@ -124,34 +144,30 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
         },
         copy=False,
     )
-    del wake
-    per = g.groupby("task").agg(
-        wakeups=("ts", "size"),
-        changes=("change", "sum"),
-        first_ts=("ts", "min"),
-        last_ts=("ts", "max"),
-    )
-    # CPUs visited: distinct (task, cpu) pairs of prev and chosen, as one int64 each (a
-    # task by its rank when a pid names several: their keys are wider than 32 bits)
-    utask, rank = np.unique(g["task"].to_numpy(), return_inverse=True)
-    pid64 = rank.reshape(-1).astype(np.int64) << 32
 
-    def pairs_of(cpu: np.ndarray, pid_bits: np.ndarray) -> np.ndarray:
-        k = cpu.astype(np.int64)
-        k &= 0xFFFFFFFF
-        k |= pid_bits
-        k.sort()
-        return k[np.concatenate([[True], k[1:] != k[:-1]])] if len(k) else k
 
-    pairs = np.union1d(
-        pairs_of(g["prev"].to_numpy(), pid64), pairs_of(g["chosen"].to_numpy(), pid64)
+def counted(g: pd.DataFrame) -> pd.DataFrame:
+    """Per task of :func:`wake_rows`: its wake-ups and CPU changes (they add up)."""
+    return g.groupby("task").agg(wakeups=("ts", "size"), changes=("change", "sum"))
+
+
+def visited_pairs(g: pd.DataFrame) -> pd.DataFrame:
+    """The distinct (task, CPU) of the wake-ups' previous and chosen CPUs (a union of
+    them is the union's)."""
+    both = pd.DataFrame(
+        {
+            "task": np.concatenate([g["task"].to_numpy(), g["task"].to_numpy()]),
+            "cpu": np.concatenate([g["prev"].to_numpy(), g["chosen"].to_numpy()]),
+        }
     )
-    del pid64
-    vpid, nvisited = np.unique(pairs >> 32, return_counts=True)
-    del pairs
-    per["cpus_visited"] = pd.Series(nvisited.astype(np.int64), index=utask[vpid])
-    ch = g[g["change"]].sort_values(["task", "ts"], kind="stable")
-    # walk: back-to-previous and pair runs
+    return both.drop_duplicates(ignore_index=True)
+
+
+def walked(ch: pd.DataFrame) -> pd.DataFrame:
+    """The CPU changes ``ch`` (rows of :func:`wake_rows`, by task and time) with their
+    walk: ``back`` (straight back to the CPU it came from), ``new_pair`` (a pair of
+    CPUs other than the change before), ``dwell`` (ns since the change before), ``lo``
+    and ``hi`` (the pair)."""
     same_pid = ch["task"].to_numpy()[1:] == ch["task"].to_numpy()[:-1]
     back = np.zeros(len(ch), dtype=bool)
     back[1:] = (
@@ -165,9 +181,52 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
     new_pair[1:] = ~(same_pid & (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1]))
     dwell = np.full(len(ch), np.nan)
     dwell[1:] = np.where(same_pid, np.diff(ch["ts"].to_numpy()), np.nan)
-    ch = ch.assign(back=back, new_pair=new_pair, dwell=dwell, lo=lo, hi=hi)
-    wg = ch.groupby("task").agg(
-        back=("back", "sum"), pair_runs=("new_pair", "sum"), dwell_ns=("dwell", "mean")
+    return ch.assign(back=back, new_pair=new_pair, dwell=dwell, lo=lo, hi=hi)
+
+
+def walk_sums(ch: pd.DataFrame) -> pd.DataFrame:
+    """Per task of :func:`walked` changes: ``back``, ``pair_runs``, and the dwells'
+    sum and count (``dwell_sum``, ``dwell_n``)."""
+    return ch.groupby("task").agg(
+        back=("back", "sum"),
+        pair_runs=("new_pair", "sum"),
+        dwell_sum=("dwell", "sum"),
+        dwell_n=("dwell", "count"),
+    )
+
+
+def last_comms(model: Model, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """Each woken task's last name (``comm``, of its last wake-up; ``rows``: of those
+    only) and that wake-up's time (``ts``)."""
+    w = model.wakeups
+    keep = slice(None) if rows is None else rows
+    ts = w["ts"].to_numpy()[keep]
+    task = model.events.key(w["wakee_pid"].to_numpy()[keep], ts)
+    last = pd.DataFrame({"task": task, "comm": w["wakee_comm"].array[keep], "ts": ts}, copy=False)
+    return last.drop_duplicates("task", keep="last").set_index("task")
+
+
+def per_task(
+    counts: pd.DataFrame,
+    visited: pd.DataFrame,
+    walks: pd.DataFrame,
+    names: pd.DataFrame,
+    duration_ns: int,
+    th: Thresholds,
+) -> pd.DataFrame:
+    """:func:`task_table`'s first frame from its per-task parts (:func:`counted`,
+    :func:`visited_pairs`, :func:`walk_sums`, :func:`last_comms`) over ``duration_ns``:
+    what a time part of a trace gives of each, added up, gives the whole's."""
+    dur_s = max(duration_ns, 1) / 1e9
+    per = counts.copy()
+    vt, nvisited = np.unique(visited["task"].to_numpy(), return_counts=True)
+    per["cpus_visited"] = pd.Series(nvisited.astype(np.int64), index=vt)
+    wg = pd.DataFrame(
+        {
+            "back": walks["back"],
+            "pair_runs": walks["pair_runs"],
+            "dwell_ns": walks["dwell_sum"].where(walks["dwell_n"] > 0) / walks["dwell_n"],
+        }
     )
     per = per.join(wg, how="left").fillna({"back": 0, "pair_runs": 0})
     per["change_share"] = per["changes"] / per["wakeups"]
@@ -176,9 +235,7 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
         per["changes"] > 1, per["back"] / np.maximum(per["changes"] - 1, 1), 0.0
     )
     # names and classes (the last name each task had)
-    last = pd.DataFrame({"task": task, "comm": w["wakee_comm"].array}, copy=False)
-    last = last.drop_duplicates("task", keep="last").set_index("task")
-    per["comm"] = last["comm"].astype(str).reindex(per.index)
+    per["comm"] = names["comm"].astype(str).reindex(per.index)
     per["pid"] = pid_of(per.index.to_numpy())
     from ..model.tasks import PERCPU_KTHREAD, USER, name_class
 
@@ -192,7 +249,7 @@ def task_table(model: Model, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame
         & (per["change_share"] >= th["roundrobin_min_change_share"])
         & (per["changes"] >= max(th["roundrobin_min_changes"], 1))
     )
-    return per.reset_index(), ch
+    return per.reset_index()
 
 
 def _pair_walk(ch: pd.DataFrame, task: int, limit: int = 8) -> str:
@@ -228,9 +285,35 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         if len(mig)
         else pd.Series(dtype=int)
     )
-    flagged = per[per["flagged"]].sort_values(["change_share", "changes"], ascending=False)
+    flagged = flagged_tasks(per)
+    pingpong = _pingpong_share(model.wakeups, ch, flagged["task"].to_numpy())
+    return judge(per, ch, mig_count, pingpong, th)
+
+
+def flagged_tasks(per: pd.DataFrame) -> pd.DataFrame:
+    """The flagged tasks of :func:`task_table`'s first frame, worst first."""
+    return per[per["flagged"]].sort_values(["change_share", "changes"], ascending=False)
+
+
+#: How many of the flagged tasks the finding lists.
+TOP = 10
+
+
+def judge(
+    per: pd.DataFrame,
+    ch: pd.DataFrame,
+    mig_count: pd.Series,
+    pingpong: float,
+    th: Thresholds,
+) -> list[Finding]:
+    """The finding of a trace's :func:`task_table` (``ch``: the walked changes of at
+    least the :data:`TOP` flagged tasks), its migrations per task and the share of the
+    flagged tasks' changes that are ping-pong episodes (:func:`_pingpong_share`)."""
+    flagged = flagged_tasks(per)
+    if not len(flagged):
+        return []
     top: list[dict[str, MetricValue]] = []
-    for r in flagged.head(10).itertuples(index=False):
+    for r in flagged.head(TOP).itertuples(index=False):
         top.append(
             {
                 "pid": int(r.pid),
@@ -255,7 +338,6 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         if share >= th["roundrobin_medium_change_share"]
         else "low"
     )
-    pingpong = _pingpong_share(model.wakeups, ch, flagged["task"].to_numpy())
     metrics: FindingMetrics = {
         "tasks": top,
         "flagged_tasks": int(len(flagged)),

@@ -27,7 +27,12 @@ from . import occupancy as _occupancy
 from . import task_states as _task_states
 from . import waits as _waits
 from . import wakeups as _wakeups
-from ._util import asof_index, cat_mask, pid_cpu_counts  # (the model's helpers other layers use)
+from ._util import (
+    asof_index,
+    cat_mask,
+    pid_cpu_counts,
+    shared_orders,
+)  # (the model's helpers other layers use)
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 from .memo import Memo, TraceTables
 from .whole import WholeFacts
@@ -47,6 +52,7 @@ __all__ = [
     "asof_index",
     "cat_mask",
     "pid_cpu_counts",
+    "shared_orders",
 ]
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -87,7 +89,8 @@ def asof_index(
         pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
         del q
     else:
-        qo = np.argsort(q)  # sorted needles: binary searches that stay in cache
+        # sorted needles: binary searches that stay in cache
+        qo = _needle_order(q, lts, lkey if sel is None else lkey[sel])
         found_at = np.searchsorted(line, q[qo], side)  # (a gather, not a second sort)
         del q
         pos = np.empty(len(found_at), dtype=np.int64)
@@ -117,7 +120,7 @@ def _keyed_right(rts: np.ndarray, rkey: np.ndarray) -> tuple[np.ndarray, ...] | 
         # (already by key, then time: the switches by CPU, the runs by task)
         order = np.arange(len(rts), dtype=np.intp)
     else:
-        order = stable_order(rkey) if is_sorted(rts) else np.lexsort((rts, rkey))
+        order = key_time_order(rts, rkey)
     rk = rkey[order]
     starts = np.flatnonzero(rk[1:] != rk[:-1]) + 1
     starts = np.concatenate([[0], starts])
@@ -137,6 +140,99 @@ def _keyed_right(rts: np.ndarray, rkey: np.ndarray) -> tuple[np.ndarray, ...] | 
     shift = base - lo
     line += np.repeat(shift, ends - starts)
     return order, starts, ends, ukeys, line, lo, hi, shift
+
+
+#: The (key, time) orders of :func:`key_time_order` kept while :func:`shared_orders` is
+#: on: by (rows, a sample of the rows), the orders found so far (None: off).
+_ORDERS: ContextVar[dict[tuple, list[np.ndarray]] | None] = ContextVar(
+    "schedwake_key_time_orders", default=None
+)
+#: Right sides shorter than this are sorted again each time (cheap).
+_SHARED_MIN_ROWS = 1 << 16
+
+
+@contextmanager
+def shared_orders() -> Iterator[None]:
+    """While on, :func:`key_time_order` (each keyed :func:`asof_index`'s right side)
+    reuses an order it found before for the same rows (the model's components search
+    the same switches, wake-ups and runs again and again: one sort each, not one per
+    search). An order is reused only once checked to be the stable (key, ts) order of
+    the rows given, so answers never change; the orders go when the block ends."""
+    token = _ORDERS.set({}) if _ORDERS.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _ORDERS.reset(token)
+
+
+def key_time_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """The positions of the rows ordered by (key, ts), ties in their given order (the
+    stable ``np.lexsort((ts, key))``); found once per rows while :func:`shared_orders`
+    is on."""
+    kept = _ORDERS.get()
+    if kept is None or len(ts) < _SHARED_MIN_ROWS:
+        return lex_order(ts, key)
+    step = max(1, len(ts) // 61)
+    sample = (
+        len(ts),
+        ts[::step].astype(np.int64).tobytes(),
+        key[::step].astype(np.int64).tobytes(),
+    )
+    orders = kept.setdefault(sample, [])
+    for order in orders:
+        if _is_key_time_order(order, ts, key):
+            return order
+    order = lex_order(ts, key)
+    order.setflags(write=False)
+    orders.append(order)
+    return order
+
+
+def _needle_order(q: np.ndarray, lts: np.ndarray, lkey: np.ndarray) -> np.ndarray:
+    """An order of a keyed search's needles ``q`` (the left rows on the right's line):
+    theirs, or under :func:`shared_orders` the left rows' (key, ts) order, found once
+    for left rows searched again (it puts the needles of keys the right has in order;
+    the others, whose answer is -1, anywhere)."""
+    if _ORDERS.get() is None or len(q) < _SHARED_MIN_ROWS:
+        return np.argsort(q)
+    return key_time_order(lts, lkey)
+
+
+def lex_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``np.lexsort((ts, key))`` (stable): by radix passes over the key when ``ts`` is
+    already in order, else one stable sort of (key, ts) packed into an int64 when both
+    ranges fit (a merge of the runs already in order), else the lexsort."""
+    if len(ts) == 0:
+        return np.zeros(0, dtype=np.intp)
+    if is_sorted(ts):
+        return stable_order(key)
+    k0, t0 = int(key.min()), int(ts.min())
+    kbits = (int(key.max()) - k0).bit_length()
+    tbits = (int(ts.max()) - t0).bit_length()
+    if kbits + tbits > 62:
+        return np.lexsort((ts, key))
+    packed = key.astype(np.int64)
+    packed -= k0
+    packed <<= tbits
+    packed += ts
+    packed -= t0
+    return np.argsort(packed, kind="stable")
+
+
+def _is_key_time_order(order: np.ndarray, ts: np.ndarray, key: np.ndarray) -> bool:
+    """Whether ``order`` (a permutation of the rows) is the stable (key, ts) order: keys
+    ascending, times ascending within a key, equal (key, ts) rows in their given order
+    (that order is unique)."""
+    if len(order) != len(ts):
+        return False
+    k, t = key[order], ts[order]
+    same_k = k[1:] == k[:-1]
+    if not (same_k | (k[1:] > k[:-1])).all():
+        return False
+    same_t = t[1:] == t[:-1]
+    ok = ~same_k | (t[1:] > t[:-1]) | (same_t & (order[1:] > order[:-1]))
+    return bool(ok.all())
 
 
 def _sorted_within(ts: np.ndarray, key: np.ndarray) -> bool:

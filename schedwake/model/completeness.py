@@ -54,7 +54,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from ._util import asof_index, is_sorted, object_categories, stable_order, take
+from ._util import asof_index, is_sorted, lex_order, object_categories, take
 from .events import MODEL_EVENTS, Events, i64, ints
 
 if TYPE_CHECKING:
@@ -360,7 +360,7 @@ class _Switches:
             self.next_comm = self.prev_comm = pd.Categorical([])
             return self
         ts, cpu = i64(s, "ts"), ints(s, "cpu")
-        order = stable_order(cpu) if is_sorted(ts) else np.lexsort((np.arange(len(ts)), ts, cpu))
+        order = lex_order(ts, cpu)
         self.n = len(ts)
         self.ts, self.cpu = ts[order], cpu[order]
         self.prev, self.next = ints(s, "prev_pid")[order], ints(s, "next_pid")[order]
@@ -621,7 +621,7 @@ def _runtime_windows(
     good = (cpu >= 0) & (cpu < _CPU_SPAN)
     ts, cpu, pid, rt = ts[good], cpu[good], pid[good], rt[good]
     key = pid * _CPU_SPAN + cpu
-    o = np.lexsort((ts, key))
+    o = lex_order(ts, key)
     return key[o], (ts - np.minimum(rt, ts))[o], ts[o]
 
 
@@ -794,7 +794,7 @@ def _fill_unknown(
     """The known intervals and, per CPU from its first switch to the trace's end, an
     unknown row for every stretch between them (``lost_events`` when a lost-event
     marker of that CPU lies in it, else ``missing_switch``)."""
-    o = np.lexsort((start, cpu))
+    o = lex_order(start, cpu)
     cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
     codes = np.asarray(comm.codes)[o]
     n = len(cpu)
@@ -832,7 +832,7 @@ def _fill_unknown(
         why[(li >= 0) & (take(lt, li, -1) >= h_start)] = 1
     all_cpu = np.concatenate([cpu, h_cpu])
     all_start = np.concatenate([start, h_start])
-    o2 = np.lexsort((all_start, all_cpu))
+    o2 = lex_order(all_start, all_cpu)
     state = np.concatenate([np.where(pid == 0, 1, 0), np.full(len(h_cpu), 2)]).astype(np.int8)
     return pd.DataFrame(
         {

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._util import asof_index, i64, ints, take
+from ._util import asof_index, i64, ints, lex_order, take
 
 
 class EventTables(Protocol):
@@ -75,7 +75,7 @@ class Lives:
     ``ts`` belongs to the life after it."""
 
     def __init__(self, pid: np.ndarray, ts: np.ndarray) -> None:
-        order = np.lexsort((ts, pid))
+        order = lex_order(np.asarray(ts), np.asarray(pid))
         self.pid = np.asarray(pid, dtype=np.int64)[order]
         self.ts = np.asarray(ts, dtype=np.int64)[order]
         first = np.ones(len(self.pid), dtype=bool)
@@ -125,8 +125,7 @@ class Lives:
         pid, ts, kind = pid[sel], ts[sel], kind[sel]
         # at one time: a birth, then the task's events, then its death
         prio = np.choose(kind, [1, 2, 0]).astype(np.int8)
-        o = np.lexsort((prio, ts, pid))
-        pid, ts, kind = pid[o], ts[o], kind[o]
+        pid, ts, kind = _by_pid_ts_prio(pid, ts, prio)
         same = np.zeros(len(pid), dtype=bool)
         same[1:] = pid[1:] == pid[:-1]
         before = np.concatenate([[_ACT], kind[:-1]]).astype(np.int8)
@@ -197,3 +196,37 @@ class Lives:
             return pid
         n = self.number(pid, ts)
         return pid.astype(np.int64) + (n.astype(np.int64) << SHIFT)
+
+
+#: A boundary's priority at one time (:meth:`Lives.of`) back to its kind.
+_KIND_OF_PRIO = np.array([_BIRTH, _ACT, _DEATH], dtype=np.int8)
+
+
+def _by_pid_ts_prio(
+    pid: np.ndarray, ts: np.ndarray, prio: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (pid, ts, kind) rows sorted by (pid, ts, prio): one in-place sort of the
+    three packed into an int64 when their ranges fit (rows equal in all three are
+    equal: no order among them to keep), else a lexsort."""
+    if len(pid) == 0:
+        return pid, ts, _KIND_OF_PRIO[prio]
+    p0, t0 = int(pid.min()), int(ts.min())
+    pbits = max(1, (int(pid.max()) - p0).bit_length())
+    tbits = max(1, (int(ts.max()) - t0).bit_length())
+    if pbits + tbits + 2 > 63:
+        o = np.lexsort((prio, ts, pid))
+        return pid[o], ts[o], _KIND_OF_PRIO[prio[o]]
+    packed = pid - p0
+    packed <<= tbits
+    packed += ts
+    packed -= t0
+    packed <<= 2
+    packed += prio
+    packed.sort()
+    prio = (packed & 3).astype(np.int8)
+    packed >>= 2
+    ts = packed & ((1 << tbits) - 1)
+    ts += t0
+    packed >>= tbits
+    packed += p0
+    return packed, ts, _KIND_OF_PRIO[prio]

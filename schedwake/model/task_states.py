@@ -236,11 +236,14 @@ def build(
     ts, pid, cpu = cat(0, np.int64), cat(1, np.int64), cat(2, np.int64)
     code, prio, letters = cat(3, np.int8), cat(4, np.int8), cat(5, np.int64)
     mark = cat(6, np.int8)
-    keep = pid != 0
-    cols = [a[keep] for a in (ts, pid, cpu, code, prio, letters, mark)]
-    order = np.lexsort((cols[4], cols[0], cols[1]))
-    ts, pid, cpu, code, prio, letters, mark = (a[order] for a in cols)
-    del cols, order, keep
+    keep = np.flatnonzero(pid != 0)
+    # the rows kept, by (task, ts, prio): one gather of each column
+    order = keep[np.lexsort((prio[keep], ts[keep], pid[keep]))]
+    del keep
+    ts, pid, cpu, code, prio, letters, mark = (
+        a[order] for a in (ts, pid, cpu, code, prio, letters, mark)
+    )
+    del order
     n = len(ts)
     new_pid = np.ones(n, dtype=bool)
     new_pid[1:] = pid[1:] != pid[:-1]
@@ -413,15 +416,13 @@ def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
     """``values`` with each -1 replaced by the last value >= 0 before it in its group
     (groups start where ``new_group`` is True); -1 where there is none."""
     n = len(values)
-    idx = np.where(values >= 0, np.arange(n), -1)
-    # a group's first row resets the fill: nothing carries over from the previous group
-    starts = np.flatnonzero(new_group)
-    reset = np.full(n, -1, dtype=np.int64)
-    reset[starts] = starts
-    filled = np.maximum.accumulate(np.maximum(idx, reset))
-    out = values[filled]
-    out = np.where(values >= 0, values, out)
-    return out
+    # each row's last row with a value, or its group's first row (nothing carries over
+    # from the previous group: its value is -1 there when it has none): one running
+    # maximum of row positions (int32 where they fit)
+    idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    idx[(values < 0) & ~new_group] = -1
+    np.maximum.accumulate(idx, out=idx)
+    return values[idx]
 
 
 def _frame(
@@ -763,7 +764,13 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
         """The seconds of every row, each rounded to the ns (one pass, not a row
         lookup per task)."""
         values = frame[list(TOTAL_COLUMNS)].to_numpy(dtype=np.float64)
-        return [[round(v, 9) for v in row] for row in values.tolist()]
+        # a whole number of ns over 1e9 (below 2**20 s: its ulp is under half a ns) is
+        # its own round(v, 9): only the other values go through round()
+        exact = (np.rint(values * 1e9) / 1e9 == values) & (np.abs(values) < 2.0**20)
+        rows = values.tolist()
+        for r in np.flatnonzero(~exact.all(axis=1)).tolist():
+            rows[r] = [round(v, 9) for v in rows[r]]
+        return rows
 
     # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
     cpus_of: dict[int, list[dict]] = {}

@@ -71,7 +71,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import tasks
-from ._util import asof_index, cat_mask, pick_cat, take, take_cat
+from ._util import asof_index, cat_mask, lex_order, pick_cat, take, take_cat
 from .events import Events, i64, ints
 from .lives import pid_of
 
@@ -375,7 +375,7 @@ class CpuIndex:
         tl = timeline
         if len(tl):
             ts, cpu, pid = tl["start_ts"].to_numpy(), tl["cpu"].to_numpy(), tl["pid"].to_numpy()
-            order = np.lexsort((ts, cpu))  # (the model's is already: a cheap check)
+            order = lex_order(ts, cpu)  # (the model's is already: a cheap check)
             c = cpu[order]
             cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
             bounds = np.concatenate([[0], cuts, [len(c)]])
@@ -410,7 +410,7 @@ class CpuIndex:
         self.mig: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
         if mts is not None:
             mpid = ints(migrate, "pid")
-            order = np.lexsort((np.arange(len(mts)), mts, mpid))
+            order = lex_order(mts, mpid)
             self.mig = (
                 mpid[order],
                 mts[order],

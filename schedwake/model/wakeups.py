@@ -42,7 +42,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import completeness, tasks
-from ._util import asof_index, is_sorted, pick_cat, stable_order, take, take_cat
+from ._util import asof_index, lex_order, pick_cat, take, take_cat
 from .events import Events, i64, ints
 
 if TYPE_CHECKING:
@@ -381,7 +381,7 @@ def _next_waking_of_same_pid(ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
     """Per wake-up, the time of the next wake-up of the same wakee (int64 max if none):
     it bounds what may match this one (its sched_wakeup, its switch-in)."""
     n = len(ts)
-    order = stable_order(pid) if is_sorted(ts) else np.lexsort((np.arange(n), ts, pid))
+    order = lex_order(ts, pid)
     same = pid[order[1:]] == pid[order[:-1]]
     nxt = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     nxt[order[:-1][same]] = ts[order[1:][same]]
