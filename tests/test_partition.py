@@ -184,3 +184,18 @@ def test_a_pid_used_again_at_every_cut() -> None:
                 inside &= own.ts < t1
             found += list(zip(own.pid[inside].tolist(), own.ts[inside].tolist()))
         assert found == list(zip(whole.pid.tolist(), whole.ts.tolist())), cut
+
+
+@pytest.mark.slow  # (a model per part, on a whole real trace)
+def test_a_queued_wakeup_past_the_horizon() -> None:
+    """A waking of a task that was running (no run bounds its sched_wakeup), whose
+    sched_wakeup comes 7 ms later, after the cut and past the part's horizon (found by
+    tests/test_partition_metrics.py's random cuts): the part left of the cut did own it,
+    without its wakeup_ts, and the part right of it too; it belongs to the part that
+    holds the task's next waking (or its sched_wakeup)."""
+    trace = schedwake.load(TRACES["kstack-off"])
+    w = trace.model.wakeups
+    one = w[(w["ts"] == 52516527338) & (w["wakee_pid"] == 562)]
+    assert len(one) == 1 and int(one["wakeup_ts"].iloc[0]) == 52523774628
+    assert bool(one["wakee_was_running"].iloc[0])
+    check_parts(trace, [52521342004])

@@ -9,28 +9,41 @@ latencies sorted (:class:`SortedValues`), which stay where the part is: the clie
 finds the percentiles' order statistics by a selection over the parts
 (:func:`order_statistic`: counts of the values at most a candidate, a few rounds), not
 by merging them. Each part counts only the rows it owns
-(:func:`schedwake.partition.owned_mask`), so that every row of the whole trace's
+(:func:`schedwake.partition.owned_masks`), so that every row of the whole trace's
 model is counted once; the masks over the wake-ups (ping-pong episodes, would-stack,
 futile) are read of the owned rows (tests/test_partition_metrics.py checks them
 against the whole trace's).
 
-Not joined yet: the storm's metrics (:data:`NOT_JOINED`), whose thresholds judge
-each (CPU, task) pair and (CPU, kworker, work function) unit over the whole trace; and
-the idle-while-runnable share, whose pinned tasks are judged over the whole trace.
-:func:`joined_metrics` refuses them (:class:`NotJoinedError`) rather than give a value
-that may differ.
+Thresholds that judge counts over the whole trace are judged once, on the client: the
+storm's (each (CPU, task, kworker, work function)'s preemptions against its (CPU,
+kworker, work function)'s switch-outs, then the (CPU, task) pairs' preemptions: the
+parts give those counts, :meth:`JoinedMetrics.storm`); futile wake-ups whose kworker
+returns past a part's horizon are settled by the later parts' first switch-ins
+(:meth:`JoinedMetrics.futile`). The idle-while-runnable share takes a second round: the
+client judges the pinned tasks over the whole trace from the first partials
+(:meth:`JoinedMetrics.pinned`: per task its switch-ins per CPU), and each part gives its
+gap time inside its span with them (:func:`gap_partial`).
+
+The partials assume a model of every task (not ``--pid``'s: :class:`NotJoinedError`)
+and a whole trace, not a ``--time`` slice (whose thresholds are scaled to it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ..model.masks import episodes_mask, futile_mask, would_stack_mask
+from ..model.masks import (
+    episodes_mask,
+    futile_mask,
+    kworker_preemptions,
+    preempting_wakeups,
+    would_stack_mask,
+)
 from ..model.task_states import (
     CLASSES,
     StateSums,
@@ -40,8 +53,8 @@ from ..model.task_states import (
     seconds,
     totals_shares,
 )
-from ..model.tasks import PERCPU_KTHREAD, name_class
-from ..partition import model_table, owned_mask
+from ..model.tasks import PERCPU_KTHREAD, kthread_cpu, name_class
+from ..partition import in_span, model_table, owned_masks
 from .metrics import (
     CPUS_VISITED_MIN_RUNS,
     CROSS_LLC,
@@ -52,28 +65,19 @@ from .metrics import (
 )
 
 if TYPE_CHECKING:
+    from ..model import Model
     from ..trace import Trace
 
-#: The keys of :func:`trace_metrics` not joined from parts yet: their thresholds
-#: (storm_min_preemptions, storm_min_preempted_share; the pinned tasks'
-#: iwr_pinned_min_runs) judge counts over the whole trace, which the partials do not
-#: carry yet (the design's 'What is built (step 3)').
-NOT_JOINED = (
-    "storm_kworker_preemptions_per_s",
-    "storm_preempted_share",
-    "idle_while_runnable_share",
-)
-
-#: Every key of :func:`trace_metrics` that the parts' partials give.
-JOINED = tuple(
-    m.key for m in METRICS.values() if m.per_trace is not None and m.key not in NOT_JOINED
-)
+#: Every key of :func:`trace_metrics` (but ``duration_s`` and the benchmark's), which the
+#: parts' partials give.
+JOINED = tuple(m.key for m in METRICS.values() if m.per_trace is not None)
 
 _WAKE = ("sched_waking", "sched_wakeup")
 
 
 class NotJoinedError(NotImplementedError):
-    """A metric asked of the parts that they do not give yet (:data:`NOT_JOINED`)."""
+    """What the parts' partials cannot give: a model focused on some tasks (``--pid``),
+    the idle-while-runnable share without the parts' gap partials."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,11 @@ class SortedValues:
     def kth(self, k: int) -> int:
         """The ``k``-th smallest value (from 0)."""
         return int(self.values[k])
+
+    def first_above(self, x: int) -> int | None:
+        """The least value greater than ``x`` (None: none)."""
+        at = self.count_le(x)
+        return int(self.values[at]) if at < len(self.values) else None
 
 
 def order_statistic(parts: Sequence[SortedValues], k: int) -> int:
@@ -146,7 +155,10 @@ def percentile(parts: Sequence[SortedValues], pct: float) -> float | None:
         below = int(np.floor(virtual))
         above = below + 1
     a = np.int64(order_statistic(parts, below))
-    b = a if above == below else np.int64(order_statistic(parts, above))
+    b = a
+    if above != below and sum(p.count_le(int(a)) for p in parts) <= above:
+        # (the next rank: the least value above ``a``, one round)
+        b = np.int64(min(v for p in parts if (v := p.first_above(int(a))) is not None))
     gamma = float(virtual - below)
     diff = b - a
     out = np.subtract(b, diff * (1 - gamma)) if gamma >= 0.5 else np.add(a, diff * gamma)
@@ -166,10 +178,22 @@ class MetricPartial:
     has: frozenset[str]
     #: Counts of the rows it owns.
     counts: dict[str, int]
-    #: Per (task, CPU): the task's switch-ins there in [t0, t1) (columns task, cpu, n).
+    #: Per (task, CPU): the task's switch-ins there in [t0, t1) and the first one's time
+    #: (columns task, cpu, n, first).
     visits: pd.DataFrame
+    #: The owned wake-ups whose futility later parts settle (:func:`metric_partial`):
+    #: the CPU, the kworker their run preempted and their task (columns cpu, kworker,
+    #: task).
+    futile_open: pd.DataFrame
     #: Per task: its last switch-in's name in [t0, t1).
     visit_names: dict[int, str]
+    #: The storm's counts: the kworker preemptions in [t0, t1) per (cpu, task, kw, fn)
+    #: (the work function's name, "" without one): n and the first one's time; every
+    #: switch-out in [t0, t1) per (cpu, kw, fn) (kw: the task switched out): n.
+    preemptions: pd.DataFrame
+    switchouts: pd.DataFrame
+    #: The tasks switched in under a per-CPU kthread's name in [t0, t1).
+    kthreads: np.ndarray
     #: The owned wake-ups' latencies (ns): proven (upper) and least (lower), sorted.
     latency: SortedValues
     latency_min: SortedValues
@@ -181,15 +205,6 @@ class MetricPartial:
     states: pd.DataFrame
     names: list[dict[int, str]]
     bench: dict[str, Any]
-
-
-def _inside(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
-    keep = np.ones(len(ts), dtype=bool)
-    if t0 is not None:
-        keep &= ts >= t0
-    if t1 is not None:
-        keep &= ts < t1
-    return keep
 
 
 def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial:
@@ -206,21 +221,34 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         name
         for name in part.events
         if part.has_records(name)
-        and _inside(part.table(name).column("ts").to_numpy(), t0, t1).any()
+        and in_span(part.table(name).column("ts").to_numpy(), t0, t1).any()
     )
     counts: dict[str, int] = {}
     # wake-ups: the owned rows, and the masks over them
+    owned = owned_masks(model, t0, t1, ("wakeups", "migrations", "occupancy", "task_states"))
     w = model_table(model, "wakeups")
-    mine = owned_mask(model, t0, t1, "wakeups")
+    mine = owned["wakeups"]
     counts["wakeups"] = int(mine.sum())
     counts["migrated"] = int(w["migrated"].to_numpy()[mine].sum()) if len(w) else 0
     counts["pingpong"] = int((episodes_mask(w) & mine).sum())
     counts["would_stack"] = int((would_stack_mask(model) & mine).sum())
     counts["futile"] = int((futile_mask(model) & mine).sum()) if ev.switch is not None else 0
+    # a futile wake-up the part cannot settle: its run preempted a kworker and slept, and
+    # neither switched in on that CPU again by the part's horizon (the later parts'
+    # first switch-ins settle it: JoinedMetrics.futile)
+    rows, j = preempting_wakeups(model, "open")
+    own = mine[rows]
+    kp = kworker_preemptions(model)
+    at_open = np.flatnonzero(kp["open"])[j[own]] if len(rows) else np.zeros(0, np.int64)
+    futile_open = pd.DataFrame(
+        {k: np.asarray(kp[k])[at_open].astype(np.int64) for k in ("cpu", "kworker", "task")}
+        if len(at_open)
+        else {k: np.zeros(0, np.int64) for k in ("cpu", "kworker", "task")}
+    )
     lo, hi = latencies(w[mine]) if len(w) else (np.zeros(0, np.int64),) * 2
     # migrations
     mig = model_table(model, "migrations")
-    mm = owned_mask(model, t0, t1, "migrations")
+    mm = owned["migrations"]
     counts["migrations"] = int(mm.sum())
     if len(mig):
         cause, topo = mig["cause"].to_numpy()[mm], mig["topology_class"].to_numpy()[mm]
@@ -233,26 +261,30 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     s = ev.switch
     comp = model.completeness
     broken = comp.switch_end[~comp.switch_chain_ok]
-    counts["missing_switches"] = int(_inside(np.asarray(broken, np.int64), t0, t1).sum())
-    visits = pd.DataFrame({"task": [], "cpu": [], "n": []}, dtype=np.int64)
+    counts["missing_switches"] = int(in_span(np.asarray(broken, np.int64), t0, t1).sum())
+    visits = pd.DataFrame({"task": [], "cpu": [], "n": [], "first": []}, dtype=np.int64)
     visit_names: dict[int, str] = {}
+    kthreads = np.zeros(0, np.int64)
     first_switch: dict[int, int] = {}
     if s is not None and len(s):
         ts = s["ts"].to_numpy(dtype=np.int64)
-        at = np.flatnonzero(_inside(ts, t0, t1))
+        at = np.flatnonzero(in_span(ts, t0, t1))
         counts["switches"] = len(at)
         cpu = s["cpu"].to_numpy().astype(np.int64)[at]
         if len(at):
             c, first = np.unique(cpu, return_index=True)
             first_switch = dict(zip(c.tolist(), ts[at][first].tolist()))
         task = np.asarray(ev.key(s["next_pid"].to_numpy()[at], ts[at])).astype(np.int64)
+        comm = s["next_comm"].array
+        kcat = np.array([kthread_cpu(str(c)) >= 0 for c in comm.categories] + [False])
+        codes = np.asarray(comm.codes)[at]
+        kthreads = np.unique(task[kcat[np.where(codes < 0, len(kcat) - 1, codes)]])
         sel = task != 0
         at, task, cpu = at[sel], task[sel], cpu[sel]
-        pairs, n = np.unique(np.stack([task, cpu]), axis=1, return_counts=True)
-        visits = pd.DataFrame({"task": pairs[0], "cpu": pairs[1], "n": n})
+        g = pd.DataFrame({"task": task, "cpu": cpu, "ts": ts[at]}).groupby(["task", "cpu"])
+        visits = pd.DataFrame({"n": g.size(), "first": g["ts"].min()}).reset_index()
         rev, last = np.unique(task[::-1], return_index=True)
         rows = at[len(task) - 1 - last]
-        comm = s["next_comm"].array
         codes = np.asarray(comm.codes)[rows]
         visit_names = {
             int(k): ("nan" if c < 0 else str(comm.categories[c]))
@@ -260,11 +292,11 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         }
     else:
         counts["switches"] = 0
-    owned = owned_mask(model, t0, t1, "occupancy")
+    preemptions, switchouts = _storm_counts(model, t0, t1)
     occ = model_table(model, "occupancy")
-    busy = _busy_sums(occ[owned]) if len(occ) else _busy_sums(occ)
+    busy = _busy_sums(occ[owned["occupancy"]]) if len(occ) else _busy_sums(occ)
     iv = model_table(model, "task_states")
-    states = StateSums.of(focused(model, iv[owned_mask(model, t0, t1, "task_states")]))
+    states = StateSums.of(focused(model, iv[owned["task_states"]]))
     return MetricPartial(
         t0=t0,
         t1=t1,
@@ -273,7 +305,11 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         has=has,
         counts=counts,
         visits=visits,
+        futile_open=futile_open,
         visit_names=visit_names,
+        kthreads=kthreads,
+        preemptions=preemptions,
+        switchouts=switchouts,
         latency=SortedValues.of(hi),
         latency_min=SortedValues.of(lo),
         busy=busy,
@@ -284,24 +320,98 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     )
 
 
+@dataclass(frozen=True)
+class GapPartial:
+    """What one part gives for the idle-while-runnable share, once the client has judged
+    the pinned tasks over the whole trace (:meth:`JoinedMetrics.pinned`)."""
+
+    #: The gap time in [t0, t1), ns, and the LLCs of two CPUs or more.
+    gap_ns: int
+    llcs: int
+
+
+def gap_partial(part: Trace, t0: int | None, t1: int | None, pinned: np.ndarray) -> GapPartial:
+    """The part's :class:`GapPartial`: the gap segments of its model
+    (:func:`schedwake.detect.idle_while_runnable.gap_segments`, its waits of the
+    ``pinned`` tasks left out) inside ``[t0, t1)``."""
+    from ..detect import resolve
+    from ..detect.idle_while_runnable import gap_segments
+
+    segs, _ = gap_segments(part.model, resolve(part, None), pinned)
+    lo = np.iinfo(np.int64).min if t0 is None else t0
+    hi = np.iinfo(np.int64).max if t1 is None else t1
+    gap = 0
+    for start, end in segs.values():
+        gap += int(np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0).sum())
+    return GapPartial(gap, len(segs))
+
+
+def _storm_counts(
+    model: Model, t0: int | None, t1: int | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:attr:`MetricPartial.preemptions` and :attr:`MetricPartial.switchouts`."""
+    from ..detect.cswitch_storm import switch_work_names
+
+    s = model.events.switch
+    pre_cols, out_cols = ["cpu", "task", "kw", "fn", "n", "first"], ["cpu", "kw", "fn", "n"]
+    c = kworker_preemptions(model)
+    if s is None or not len(s) or not len(c["rows"]):
+        return pd.DataFrame(columns=pre_cols), pd.DataFrame(columns=out_cols)
+    work = switch_work_names(model)
+    ts = s["ts"].to_numpy(dtype=np.int64)
+    at = in_span(c["ts"].astype(np.int64), t0, t1)
+    g = pd.DataFrame(
+        {
+            "cpu": c["cpu"][at].astype(np.int64),
+            "task": c["task"][at].astype(np.int64),
+            "kw": c["kworker"][at].astype(np.int64),
+            "fn": work[c["rows"][at]],
+            "ts": c["ts"][at].astype(np.int64),
+        }
+    ).groupby(["cpu", "task", "kw", "fn"])["ts"]
+    pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
+    rows = np.flatnonzero(in_span(ts, t0, t1))
+    prev = np.asarray(model.events.key(s["prev_pid"].to_numpy()[rows], ts[rows]))
+    outs = (
+        pd.DataFrame(
+            {
+                "cpu": s["cpu"].to_numpy()[rows].astype(np.int64),
+                "kw": prev.astype(np.int64),
+                "fn": work[rows],
+            }
+        )
+        .groupby(["cpu", "kw", "fn"])
+        .size()
+        .rename("n")
+        .reset_index()
+    )
+    return pre, outs
+
+
+def _pairs_with(pair: pd.MultiIndex, n: np.ndarray, least: float) -> np.ndarray:
+    """Per row, whether its pair's counts ``n`` add up to ``least`` or more."""
+    total = pd.Series(n, index=pair).groupby(level=[0, 1]).sum()
+    return total.reindex(pair).to_numpy() >= least
+
+
 def _busy_sums(occ: pd.DataFrame) -> pd.DataFrame:
     """Per CPU, of the occupancy rows running, idle or unknown: running and unknown ns,
     the latest end and the earliest start (index cpu)."""
     cols = ["running_ns", "unknown_ns", "end_max", "start_min"]
     if not len(occ):
         return pd.DataFrame({c: [] for c in cols}, dtype=np.int64)
-    state = occ["state"].astype(str).to_numpy()
-    sel = np.isin(state, ["running", "idle", "unknown"])
+    running = (occ["state"] == "running").to_numpy()  # (categorical: compared by code)
+    unknown = (occ["state"] == "unknown").to_numpy()
+    sel = running | unknown | (occ["state"] == "idle").to_numpy()
     cpu = occ["cpu"].to_numpy().astype(np.int64)[sel]
     start = occ["start_ts"].to_numpy(dtype=np.int64)[sel]
     end = occ["end_ts"].to_numpy(dtype=np.int64)[sel]
     d = end - start
-    state = state[sel]
     f = pd.DataFrame(
         {
             "cpu": cpu,
-            "running_ns": np.where(state == "running", d, 0),
-            "unknown_ns": np.where(state == "unknown", d, 0),
+            "running_ns": np.where(running[sel], d, 0),
+            "unknown_ns": np.where(unknown[sel], d, 0),
             "end_max": end,
             "start_min": start,
         }
@@ -319,9 +429,17 @@ def _busy_sums(occ: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class JoinedMetrics:
-    """The whole trace's measures from its parts' partials (in time order)."""
+    """The whole trace's measures from its parts' partials (in time order), under the
+    thresholds ``overrides`` (:func:`schedwake.detect.thresholds`; None: the defaults)."""
 
     parts: Sequence[MetricPartial]
+    overrides: Mapping[str, float | str] | None = None
+
+    @property
+    def th(self) -> dict[str, float]:
+        from ..detect import thresholds
+
+        return thresholds(self.overrides)
 
     def __post_init__(self) -> None:
         last = [p for p in self.parts if p.t1 is None]
@@ -352,14 +470,108 @@ class JoinedMetrics:
     def unmet(self, needs: tuple[tuple[str, ...], ...]) -> bool:
         return any(not any(self.has_records(e) for e in group) for group in needs)
 
-    def cpus_visited(self) -> float | None:
-        """:func:`schedwake.analysis.metrics._cpus_visited` of the whole trace."""
+    def task_visits(self) -> tuple[pd.Series, pd.Series] | None:
+        """Per task (index: its life key, sorted), its switch-ins and the CPUs it was
+        switched in on; None without switch-ins."""
         frames = [p.visits for p in self.parts if len(p.visits)]
         if not frames:
             return None
         v = pd.concat(frames).groupby(["task", "cpu"])["n"].sum().reset_index()
         g = v.groupby("task")
-        size, nunique = g["n"].sum(), g["cpu"].size()
+        return g["n"].sum(), g["cpu"].size()
+
+    def pinned(self, min_runs: int | None = None) -> np.ndarray:
+        """:func:`schedwake.detect.idle_while_runnable.pinned_pids` of the whole trace
+        (but the idle task): the tasks seen on one CPU only over ``min_runs`` switch-ins
+        or more (None: ``iwr_pinned_min_runs``), and those named as a
+        per-CPU kthread; what :func:`gap_partial` is given."""
+        if min_runs is None:
+            min_runs = int(self.th["iwr_pinned_min_runs"])
+        kthreads = np.unique(np.concatenate([p.kthreads for p in self.parts]))
+        visited = self.task_visits()
+        if visited is None:
+            return kthreads
+        runs, ncpus = visited
+        single = runs.index.to_numpy()[((ncpus == 1) & (runs >= min_runs)).to_numpy()]
+        return np.union1d(single, kthreads).astype(np.int64)
+
+    def storm(self) -> tuple[int, float | None]:
+        """The storm's preemptions and preempted share of the whole trace
+        (:func:`schedwake.detect.cswitch_storm.storm_measure`), its
+        thresholds judged once here: each (CPU, task, kworker, work function)'s
+        preemptions against its (CPU, kworker, work function)'s switch-outs, then the
+        (CPU, task) pairs' counts."""
+        from ..model.lives import pid_of
+        from ..model.tasks import USER
+
+        th = self.th
+        frames = [p.preemptions for p in self.parts if len(p.preemptions)]
+        if not frames:
+            return 0, None
+        pre = pd.concat(frames).groupby(["cpu", "task", "kw", "fn"])
+        tri = pd.DataFrame({"pre": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
+        outs = pd.concat([p.switchouts for p in self.parts if len(p.switchouts)])
+        outs = outs.groupby(["cpu", "kw", "fn"])["n"].sum()
+        unit = pd.MultiIndex.from_frame(tri[["cpu", "kw", "fn"]])
+        tri["outs"] = outs.reindex(unit).fillna(0).to_numpy().astype(np.int64)
+        storm = (tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]).to_numpy().copy()
+        names: dict[int, str] = {}
+        for p in self.parts:
+            names.update(p.visit_names)
+        task = tri["task"].to_numpy()
+        tasks = np.unique(task)
+        user = tasks[
+            [name_class(names.get(int(t), "?"), int(pid_of(int(t)))) == USER for t in tasks]
+        ]
+        least = max(th["storm_min_preemptions"], 1)
+        pair = pd.MultiIndex.from_arrays([tri["cpu"].to_numpy(), task])
+        n = tri["pre"].to_numpy()
+        mine = np.isin(task, user)
+        mine &= _pairs_with(pair, n * mine, least)
+        if not mine.any():
+            return 0, None
+        storm &= mine
+        storm &= _pairs_with(pair, n * storm, least)
+        # the units in the order of their first preemption (the whole trace's ids)
+        t = tri[mine]
+        first = t.groupby(["cpu", "kw", "fn"])["first"].min().sort_values(kind="stable")
+        upre = t.groupby(["cpu", "kw", "fn"])["pre"].sum().reindex(first.index)
+        uouts = outs.reindex(first.index).fillna(0).to_numpy().astype(np.float64)
+        p = upre.to_numpy().astype(np.float64)
+        share = float((p**2 / np.maximum(uouts, p)).sum() / p.sum())
+        return int(n[storm].sum()), share
+
+    def futile(self) -> int:
+        """The futile wake-ups of the whole trace: each part's, and of those a part could
+        not settle, the ones whose kworker switches in again on the CPU before their
+        task does, in the first later part where either does."""
+        n = self.count("futile")
+        never = np.iinfo(np.int64).max
+        for i, p in enumerate(self.parts):
+            cand = p.futile_open
+            if not len(cand):
+                continue
+            kw = np.full(len(cand), never, dtype=np.int64)
+            task = np.full(len(cand), never, dtype=np.int64)
+            for later in self.parts[i + 1 :]:
+                first = later.visits.set_index(["task", "cpu"])["first"]
+                open_ = (kw == never) & (task == never)
+                if not open_.any():
+                    break
+                for out, who in ((kw, "kworker"), (task, "task")):
+                    at = pd.MultiIndex.from_arrays([cand[who].to_numpy(), cand["cpu"].to_numpy()])
+                    seen = first.reindex(at).to_numpy(dtype=np.float64)
+                    hit = open_ & ~np.isnan(seen)
+                    out[hit] = seen[hit].astype(np.int64)
+            n += int((kw < task).sum())
+        return n
+
+    def cpus_visited(self) -> float | None:
+        """:func:`schedwake.analysis.metrics._cpus_visited` of the whole trace."""
+        visited = self.task_visits()
+        if visited is None:
+            return None
+        size, nunique = visited
         names: dict[int, str] = {}
         for p in self.parts:
             names.update(p.visit_names)
@@ -426,7 +638,9 @@ def _per_trace(j: JoinedMetrics) -> dict[str, Any]:
         "pingpong_would_stack_share": lambda: would_stack / pingpong if pingpong else None,
         "cpus_visited_per_task": j.cpus_visited,
         "context_switches_per_s": lambda: j.per_s(switches + j.count("missing_switches")),
-        "futile_wakeups_per_s": lambda: j.per_s(j.count("futile")),
+        "futile_wakeups_per_s": lambda: j.per_s(j.futile()),
+        "storm_kworker_preemptions_per_s": lambda: j.per_s(j.storm()[0]),
+        "storm_preempted_share": lambda: j.storm()[1],
         "wake_to_run_p50_us": lambda: within_latency(*j.latency_pct_bounds(50)),
         "wake_to_run_p90_us": lambda: within_latency(*j.latency_pct_bounds(90)),
         "wake_to_run_p99_us": lambda: within_latency(*j.latency_pct_bounds(99)),
@@ -438,22 +652,32 @@ def _per_trace(j: JoinedMetrics) -> dict[str, Any]:
 
 
 def joined_metrics(
-    parts: Sequence[MetricPartial], *, only: Collection[str] | None = None
+    parts: Sequence[MetricPartial],
+    *,
+    only: Collection[str] | None = None,
+    gaps: Sequence[GapPartial] | None = None,
+    thresholds: Mapping[str, float | str] | None = None,
 ) -> dict[str, Any]:
-    """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (default
-    thresholds) from its parts' partials, in time order: the same keys in the same
-    order, the same values. ``only``: the keys to compute (the others None), as
-    ``trace_metrics`` takes them; None is every key, and a key of :data:`NOT_JOINED`
-    raises :class:`NotJoinedError` (pass ``only=JOINED``)."""
-    wanted = set(JOINED) | set(NOT_JOINED) if only is None else set(only)
-    refused = [k for k in NOT_JOINED if k in wanted]
-    if refused:
+    """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (under the
+    threshold overrides ``thresholds``, as it takes them; the pinned tasks the gap
+    partials were given must be :meth:`JoinedMetrics.pinned` under the same) from its
+    parts' partials, in time order: the same keys in the same order, the same values.
+    ``only``: the keys to compute (the others None), as ``trace_metrics`` takes them;
+    None is every key. ``gaps``: the parts' :func:`gap_partial` (a second round, given
+    :meth:`JoinedMetrics.pinned`), which the idle-while-runnable share needs (without:
+    :class:`NotJoinedError`)."""
+    wanted = set(JOINED) if only is None else set(only)
+    if "idle_while_runnable_share" in wanted and gaps is None:
         raise NotJoinedError(
-            f"not joined from a trace's parts yet: {', '.join(refused)} (their thresholds "
-            "judge counts over the whole trace); ask for the others (only=JOINED)"
+            "idle_while_runnable_share needs the parts' gap partials (gap_partial, given "
+            "JoinedMetrics.pinned of the first partials)"
         )
-    j = JoinedMetrics(parts)
+    j = JoinedMetrics(parts, thresholds)
     compute = _per_trace(j)
+    if gaps is not None:
+        llcs = max(g.llcs for g in gaps)
+        gap = sum(g.gap_ns for g in gaps)
+        compute["idle_while_runnable_share"] = gap / (max(j.duration_ns, 1) * llcs) if llcs else 0.0
     out: dict[str, Any] = {"duration_s": round(j.dur_s, 6)}
     for m in METRICS.values():
         if m.per_trace is None:

@@ -27,7 +27,7 @@ from ..model import caveats, unjudged_pingpong
 from ..model.completeness import Told
 from ..model.events import events_caveats, flags_known
 from ..model.task_states import StateSums, focused, joined_names, last_names, summary_of
-from ..partition import owned_mask, owned_rows
+from ..partition import in_span, owned_mask, owned_rows
 from ..summary import completeness_told, meta_summary
 from . import topology_facts, wait_causes
 
@@ -80,11 +80,11 @@ def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
         name
         for name in part.events
         if part.has_records(name)
-        and _inside(part.table(name).column("ts").to_numpy(), t0, t1).any()
+        and in_span(part.table(name).column("ts").to_numpy(), t0, t1).any()
     }
     waking = ev.waking
     if waking is not None:
-        waking = waking[_inside(waking["ts"].to_numpy(), t0, t1)]
+        waking = waking[in_span(waking["ts"].to_numpy(), t0, t1)]
     wakeups = model.wakeups
     owned_wakeups = wakeups[owned_mask(model, t0, t1, "wakeups")]
     return PartSummary(
@@ -97,15 +97,6 @@ def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
         flags=flags_known(waking),
         unjudged=int(unjudged_pingpong(owned_wakeups).sum()) if len(owned_wakeups) else 0,
     )
-
-
-def _inside(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
-    keep = np.ones(len(ts), dtype=bool)
-    if t0 is not None:
-        keep &= ts >= t0
-    if t1 is not None:
-        keep &= ts < t1
-    return keep
 
 
 @dataclass(frozen=True)

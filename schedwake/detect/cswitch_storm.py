@@ -133,6 +133,14 @@ def work_functions(model: Model) -> list[str]:
     return [str(c) for c in pd.Categorical(wq["function"].array).categories]
 
 
+def switch_work_names(model: Model) -> np.ndarray:
+    """For each ``sched_switch`` row, the name of the work function :func:`_switch_work`
+    gives it ("" without one): names, which a time part of the trace shares with the
+    whole (the codes are each model's own)."""
+    names = np.array([*work_functions(model), ""], dtype=object)
+    return names[_switch_work(model)]  # (-1: the last, "")
+
+
 def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
     """One row per (cpu, task, kworker, work function) whose kworker the task preempted
     while (or right after) running that function: ``pre`` preemptions, ``outs``

@@ -95,12 +95,15 @@ def is_pinned(model: Model, occ: pd.DataFrame, pinned: np.ndarray) -> np.ndarray
 
 
 def gap_segments(
-    model: Model, th: Thresholds
+    model: Model, th: Thresholds, pinned: np.ndarray | None = None
 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], np.ndarray]:
-    """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments."""
+    """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments. ``pinned``:
+    the pinned tasks (:func:`pinned_pids`) when judged elsewhere (over a whole trace,
+    for a time part of it)."""
     occ = model.occupancy
     topo = model.topology
-    pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
+    if pinned is None:
+        pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
     # columns as arrays, filtered by masks: no copies of the occupancy table's rows
     state, ocpu = occ["state"], occ["cpu"].to_numpy()
     ostart, oend = occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()

@@ -156,6 +156,10 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
         "task": next_pid[pre],
         "ts": ts[pre],
         "futile": futile,
+        # not settled by the switches the model has: the task slept, and neither the
+        # kworker nor the task switched in again on that CPU (a time part of a trace
+        # whose events end there: a later part's switch-ins settle it)
+        "open": slept & (kw_back < 0) & (task_back < 0),
         # the cycle as evidence: from the kworker's switch-in to its return
         "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
         "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
@@ -168,23 +172,31 @@ def futile_mask(model: Model) -> np.ndarray:
     """Wake-ups (rows of ``model.wakeups``) that were futile: the wakee's run began by
     preempting a kworker and ended in a sleep with the CPU going back to that kworker
     before the wakee ran again."""
+    mask = np.zeros(len(model.wakeups), dtype=bool)
+    mask[preempting_wakeups(model, "futile")[0]] = True
+    return mask
+
+
+def preempting_wakeups(model: Model, which: str) -> tuple[np.ndarray, np.ndarray]:
+    """The wake-ups (rows of ``model.wakeups``) whose run began by one of the kworker
+    preemptions ``which`` of :func:`kworker_preemptions` (``"futile"``; ``"open"``:
+    those not settled by the model's switches), and the index of that preemption among
+    them."""
     w = model.wakeups
     c = kworker_preemptions(model)
+    none = np.zeros(0, dtype=np.int64)
     if len(w) == 0 or len(c["rows"]) == 0:
-        return np.zeros(len(w), dtype=bool)
+        return none, none
     run = w["run_ts"].to_numpy(dtype="float64", na_value=np.nan)
-    ok = ~np.isnan(run)
-    mask = np.zeros(len(w), dtype=bool)
     # a wake-up's run starts at a switch-in of its wakee on its chosen CPU: match the
-    # futile preemptions by (task, ts), the task its life key (:mod:`.lives`)
-    fts, ftask = c["ts"][c["futile"]], c["task"][c["futile"]]
-    idx = np.flatnonzero(ok)
+    # preemptions by (task, ts), the task its life key (:mod:`.lives`)
+    fts, ftask = c["ts"][c[which]], c["task"][c[which]]
+    idx = np.flatnonzero(~np.isnan(run))
     wakee = model.events.key(w["wakee_pid"].to_numpy()[idx], w["ts"].to_numpy()[idx])
     j = asof_index(run[idx].astype(np.int64), wakee, fts, ftask, "backward", True)
     hit = j >= 0
     hit[hit] = fts[j[hit]] == run[idx][hit]
-    mask[idx[hit]] = True
-    return mask
+    return idx[hit], j[hit]
 
 
 def stopper_mask(comm: pd.Series) -> np.ndarray:

@@ -5,13 +5,21 @@ that rebuilds the state at its start (:mod:`.prelude`); the model of the part gi
 rows of the whole trace's model tables that it owns (:mod:`.parts`), equal to them. A
 file is read in parts by time range, never whole (:mod:`.passes`), and the passes over
 its parts run here or on a Dask cluster (:mod:`.driver`: :func:`plan`); the metrics from
-the parts' partials are :mod:`schedwake.analysis.partials`'s. Not yet built:
-the metrics' partials, the detectors' carry and the command (the design's 'What is
-left').
+the parts' partials are :mod:`schedwake.analysis.partials`'s. Not yet built: the
+detectors' carry and the command (the design's 'What is left').
 """
 
 from .driver import Plan, plan
-from .parts import OWNED_BY, model_table, model_tables, owned_mask, owned_rows, part_of
+from .parts import (
+    OWNED_BY,
+    in_span,
+    model_table,
+    model_tables,
+    owned_mask,
+    owned_masks,
+    owned_rows,
+    part_of,
+)
 from .passes import PartSpec, read_part
 from .prelude import carried_rows
 
@@ -20,9 +28,11 @@ __all__ = [
     "PartSpec",
     "Plan",
     "carried_rows",
+    "in_span",
     "model_table",
     "model_tables",
     "owned_mask",
+    "owned_masks",
     "owned_rows",
     "part_of",
     "plan",

@@ -73,6 +73,16 @@ ROW_REFERENCES = {
 _OPEN = np.iinfo(np.int64).max
 
 
+def in_span(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
+    """Which of the times ``ts`` fall in the part ``[t0, t1)`` (None: open)."""
+    keep = np.ones(len(ts), dtype=bool)
+    if t0 is not None:
+        keep &= ts >= t0
+    if t1 is not None:
+        keep &= ts < t1
+    return keep
+
+
 def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> Trace:
     """The part ``[t0, t1)`` of ``trace`` (None: its start, its end) as a trace: the
     events in it, the prelude of ``t0`` (:func:`.prelude.carried_rows`), the events
@@ -418,6 +428,14 @@ def owned_rows(
             rows = rows.drop(columns=[column]).assign(**{renamed: named})
         out[name] = rows
     return out
+
+
+def owned_masks(
+    model: Model, t0: int | None, t1: int | None, names: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """:func:`owned_mask` of each of the tables ``names``, the CPUs' points found once."""
+    points = _cpu_points(model)
+    return {name: owned_mask(model, t0, t1, name, points) for name in names}
 
 
 def owned_mask(
