@@ -144,9 +144,10 @@ typedef struct {
     size_t n, ncap;
     int32_t *slots; size_t nslots;     /* open addressing; -1 = empty */
     uint32_t *hashes;
-    /* intern_text's answers for strings of up to 16 bytes, which their length and
-       first and last 8 bytes spell out whole: task names, most fields' words */
-    struct { uint64_t a, b; uint32_t n1; int32_t id; } recent[256];   /* n1: n + 1; 0 = empty */
+    /* intern_text's answers for strings of up to 24 bytes, which their length and
+       first, second and last 8 bytes spell out whole: task names, most fields' words,
+       event names and kernel function names such as workqueue_execute_start */
+    struct { uint64_t a, b, c; uint32_t n1; int32_t id; } recent[256];   /* n1: n + 1; 0 = empty */
 } Pool;
 
 static inline uint64_t rd64(const char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -287,18 +288,23 @@ static int32_t pool_intern(Pool *pl, const char *p, size_t n)
  * UTF-8, and byte strings with the same text share one id. */
 static int32_t intern_text_slow(Pool *pl, const char *p, size_t n);
 
-static inline int32_t intern_text(Pool *pl, const char *p, size_t n)
+static inline __attribute__((always_inline)) int32_t intern_text(Pool *pl, const char *p, size_t n)
 {
-    if (n > 16)
+    if (n > 24)
         return intern_text_slow(pl, p, n);
+    /* bytes 0-7, n-8 - n-1 and (above 16 bytes) 8-15 cover the string */
     uint64_t a = n >= 8 ? rd64(p) : rd_tail(p, n), b = n >= 8 ? rd64(p + n - 8) : 0;
-    size_t k = (size_t)(((a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xff51afd7ed558ccdULL) ^ n) >> 56);
-    if (pl->recent[k].n1 == n + 1 && pl->recent[k].a == a && pl->recent[k].b == b)
+    uint64_t c = n > 16 ? rd64(p + 8) : 0;
+    size_t k = (size_t)(((a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xff51afd7ed558ccdULL) ^
+                         (c * 0xc4ceb9fe1a85ec53ULL) ^ n) >> 56);
+    if (pl->recent[k].n1 == n + 1 && pl->recent[k].a == a && pl->recent[k].b == b &&
+        pl->recent[k].c == c)
         return pl->recent[k].id;
     int32_t id = intern_text_slow(pl, p, n);
     if (id >= 0) {
         pl->recent[k].a = a;
         pl->recent[k].b = b;
+        pl->recent[k].c = c;
         pl->recent[k].n1 = (uint32_t)n + 1;
         pl->recent[k].id = id;
     }
@@ -854,7 +860,7 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     px->ev = ev; px->evlen = (size_t)(p - ev);
     p++;
     const char *pad = p;
-    while (p < end && is_space(*p)) p++;
+    p = skip_spaces(p, end);
     px->pad = (int)(p - pad);
     px->body = p;
     const char *be = end;
@@ -928,13 +934,19 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
             if (split_comm_pid(start, le, px) < 0) return -1;
         }
         /* right side: optional (tgid), optional flags, timestamp */
-        p = after;
-        while (p < end && is_space(*p)) p++;
+        p = skip_spaces(after, end);
         if (p < end && *p == '(') {
             const char *c = memchr(p, ')', (size_t)(end - p));
             if (!c) return -1;
-            p = c + 1;
-            while (p < end && is_space(*p)) p++;
+            p = skip_spaces(c + 1, end);
+        }
+        /* no latency column: the token is the timestamp (a flags token never starts
+         * with a digit). Parsed once when it ends at its ':' as the token does; any
+         * other token takes the general way below. */
+        if (p < end && is_digit(*p)) {
+            const char *a;
+            if (parse_ts(p, end, &px->ts, &a, &px->decimals) == 0 && (a == end || is_space(*a)))
+                return parse_event_part(a, end, px, s->mode);
         }
         const char *t = p;
         while (t < end && !is_space(*t)) t++;
