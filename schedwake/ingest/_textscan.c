@@ -189,12 +189,36 @@ static inline int eq_bytes(const char *a, const char *b, size_t n)
     return rd_tail(a, n) == rd_tail(b, n);
 }
 
-/* skip spaces, eight at a time where possible */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* skip spaces, eight at a time where possible: in a word that is not all spaces, the
+ * first other byte is found from its lowest set bit after an xor (little-endian) */
 static inline const char *skip_spaces(const char *p, const char *end)
 {
-    while (end - p >= 8 && rd64(p) == 0x2020202020202020ULL) p += 8;
+    while (end - p >= 8) {
+        uint64_t w = rd64(p) ^ (0x20 * ONES);
+        if (w == 0) { p += 8; continue; }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        p += __builtin_ctzll(w) >> 3;
+        if (*p != '\t') return p;
+#endif
+        break;
+    }
     while (p < end && (*p == ' ' || *p == '\t')) p++;
     return p;
+}
+
+/* whether any of the 8 bytes of w is not an event name's byte other than ':' (that
+ * is, is below 0x21, above 0x7e, or ':'). Each test is exact for "any byte" (a borrow
+ * or carry can only spoil the bits above a byte that passes the test already). */
+static inline int name_word_stops(uint64_t w)
+{
+    uint64_t below = (w - 0x21 * ONES) & ~w;                 /* a byte < 0x21 */
+    uint64_t above = (w + 0x01 * ONES) | w;                  /* a byte > 0x7e */
+    uint64_t x = w ^ (0x3a * ONES);
+    uint64_t colon = (x - ONES) & ~x;                        /* a byte == ':' */
+    return ((below | above | colon) & HIGHS) != 0;
 }
 
 static int pool_init(Pool *pl)
@@ -850,6 +874,7 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
      * ':'); the three rarer stops (space, ':', anything else) are told apart only once
      * the run ends, which halves this loop's instructions a line. */
     for (;;) {
+        while (end - p >= 8 && !name_word_stops(rd64(p))) p += 8;
         while (p < end && NAME_BYTE[(unsigned char)*p]) p++;
         if (p >= end || is_space(*p)) break;
         if (*p != ':') return -1;              /* names are ASCII */
