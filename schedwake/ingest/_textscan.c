@@ -144,9 +144,10 @@ typedef struct {
     size_t n, ncap;
     int32_t *slots; size_t nslots;     /* open addressing; -1 = empty */
     uint32_t *hashes;
-    /* intern_text's answers for strings of up to 16 bytes, which their length and
-       first and last 8 bytes spell out whole: task names, most fields' words */
-    struct { uint64_t a, b; uint32_t n1; int32_t id; } recent[256];   /* n1: n + 1; 0 = empty */
+    /* intern_text's answers for strings of up to 24 bytes, which their length and
+       first, second and last 8 bytes spell out whole: task names, most fields' words,
+       event names and kernel function names such as workqueue_execute_start */
+    struct { uint64_t a, b, c; uint32_t n1; int32_t id; } recent[256];   /* n1: n + 1; 0 = empty */
 } Pool;
 
 static inline uint64_t rd64(const char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -188,12 +189,36 @@ static inline int eq_bytes(const char *a, const char *b, size_t n)
     return rd_tail(a, n) == rd_tail(b, n);
 }
 
-/* skip spaces, eight at a time where possible */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* skip spaces, eight at a time where possible: in a word that is not all spaces, the
+ * first other byte is found from its lowest set bit after an xor (little-endian) */
 static inline const char *skip_spaces(const char *p, const char *end)
 {
-    while (end - p >= 8 && rd64(p) == 0x2020202020202020ULL) p += 8;
+    while (end - p >= 8) {
+        uint64_t w = rd64(p) ^ (0x20 * ONES);
+        if (w == 0) { p += 8; continue; }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        p += __builtin_ctzll(w) >> 3;
+        if (*p != '\t') return p;
+#endif
+        break;
+    }
     while (p < end && (*p == ' ' || *p == '\t')) p++;
     return p;
+}
+
+/* whether any of the 8 bytes of w is not an event name's byte other than ':' (that
+ * is, is below 0x21, above 0x7e, or ':'). Each test is exact for "any byte" (a borrow
+ * or carry can only spoil the bits above a byte that passes the test already). */
+static inline int name_word_stops(uint64_t w)
+{
+    uint64_t below = (w - 0x21 * ONES) & ~w;                 /* a byte < 0x21 */
+    uint64_t above = (w + 0x01 * ONES) | w;                  /* a byte > 0x7e */
+    uint64_t x = w ^ (0x3a * ONES);
+    uint64_t colon = (x - ONES) & ~x;                        /* a byte == ':' */
+    return ((below | above | colon) & HIGHS) != 0;
 }
 
 static int pool_init(Pool *pl)
@@ -287,18 +312,23 @@ static int32_t pool_intern(Pool *pl, const char *p, size_t n)
  * UTF-8, and byte strings with the same text share one id. */
 static int32_t intern_text_slow(Pool *pl, const char *p, size_t n);
 
-static inline int32_t intern_text(Pool *pl, const char *p, size_t n)
+static inline __attribute__((always_inline)) int32_t intern_text(Pool *pl, const char *p, size_t n)
 {
-    if (n > 16)
+    if (n > 24)
         return intern_text_slow(pl, p, n);
+    /* bytes 0-7, n-8 - n-1 and (above 16 bytes) 8-15 cover the string */
     uint64_t a = n >= 8 ? rd64(p) : rd_tail(p, n), b = n >= 8 ? rd64(p + n - 8) : 0;
-    size_t k = (size_t)(((a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xff51afd7ed558ccdULL) ^ n) >> 56);
-    if (pl->recent[k].n1 == n + 1 && pl->recent[k].a == a && pl->recent[k].b == b)
+    uint64_t c = n > 16 ? rd64(p + 8) : 0;
+    size_t k = (size_t)(((a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xff51afd7ed558ccdULL) ^
+                         (c * 0xc4ceb9fe1a85ec53ULL) ^ n) >> 56);
+    if (pl->recent[k].n1 == n + 1 && pl->recent[k].a == a && pl->recent[k].b == b &&
+        pl->recent[k].c == c)
         return pl->recent[k].id;
     int32_t id = intern_text_slow(pl, p, n);
     if (id >= 0) {
         pl->recent[k].a = a;
         pl->recent[k].b = b;
+        pl->recent[k].c = c;
         pl->recent[k].n1 = (uint32_t)n + 1;
         pl->recent[k].id = id;
     }
@@ -844,6 +874,7 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
      * ':'); the three rarer stops (space, ':', anything else) are told apart only once
      * the run ends, which halves this loop's instructions a line. */
     for (;;) {
+        while (end - p >= 8 && !name_word_stops(rd64(p))) p += 8;
         while (p < end && NAME_BYTE[(unsigned char)*p]) p++;
         if (p >= end || is_space(*p)) break;
         if (*p != ':') return -1;              /* names are ASCII */
@@ -854,7 +885,7 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     px->ev = ev; px->evlen = (size_t)(p - ev);
     p++;
     const char *pad = p;
-    while (p < end && is_space(*p)) p++;
+    p = skip_spaces(p, end);
     px->pad = (int)(p - pad);
     px->body = p;
     const char *be = end;
@@ -928,13 +959,19 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
             if (split_comm_pid(start, le, px) < 0) return -1;
         }
         /* right side: optional (tgid), optional flags, timestamp */
-        p = after;
-        while (p < end && is_space(*p)) p++;
+        p = skip_spaces(after, end);
         if (p < end && *p == '(') {
             const char *c = memchr(p, ')', (size_t)(end - p));
             if (!c) return -1;
-            p = c + 1;
-            while (p < end && is_space(*p)) p++;
+            p = skip_spaces(c + 1, end);
+        }
+        /* no latency column: the token is the timestamp (a flags token never starts
+         * with a digit). Parsed once when it ends at its ':' as the token does; any
+         * other token takes the general way below. */
+        if (p < end && is_digit(*p)) {
+            const char *a;
+            if (parse_ts(p, end, &px->ts, &a, &px->decimals) == 0 && (a == end || is_space(*a)))
+                return parse_event_part(a, end, px, s->mode);
         }
         const char *t = p;
         while (t < end && !is_space(*t)) t++;
