@@ -169,3 +169,22 @@ def test_windows_across_the_cuts(name: str) -> None:
         a = t0 if t0 is not None else first
         b = t1 if t1 is not None else last
         assert lines == evidence_of(whole, evidence_rows(whole, a, b, limit=40))[0]
+
+
+@pytest.mark.slow  # (a whole real trace, a model per part)
+def test_cuts_inside_waits_read_from_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cuts in the middle of the 16-CPU guest's longest idle-while-runnable gaps: each
+    part read from the file reads on until the tasks waiting at its end have run."""
+    from schedwake.detect import resolve
+    from schedwake.detect.idle_while_runnable import gap_segments
+
+    path = TRACES["guest16"]
+    whole = schedwake.load(path)
+    segs, _ = gap_segments(whole.model, resolve(whole))
+    gaps = sorted(
+        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
+        key=lambda g: g[1] - g[0],
+    )
+    cuts = sorted({(s + e) // 2 for s, e in gaps[-3:]})
+    monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
+    check_plan(plan(path, len(cuts) + 1), whole)

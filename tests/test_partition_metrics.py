@@ -204,16 +204,11 @@ def test_other_thresholds_are_judged_once_on_the_client() -> None:
 
 
 @pytest.mark.slow  # (a model per part, on whole real traces)
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (docs/design-partitioned-analysis.md, step 4's 'Not joined yet'): "
-    "a woken task's wait whose run comes after a part's horizon is not in that part's "
-    "occupancy, so a cut inside an idle-while-runnable gap under-counts the gap and "
-    "would-stack's runnable tasks; the waits owned by later parts must be given back",
-)
 def test_cuts_inside_idle_while_runnable_gaps() -> None:
     """Cuts in the middle of the three longest idle-while-runnable gaps of the
-    lost-events recording."""
+    lost-events recording: a woken task's wait that a cut falls in is in the part's
+    occupancy only once its run is seen, past the cut (the horizon reaches it); without
+    that, the gap and would-stack's runnable tasks counted too few."""
     from schedwake.detect import resolve
     from schedwake.detect.idle_while_runnable import gap_segments
 

@@ -132,7 +132,10 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
     segment never closes: to the trace's end). A CPU with no switch before the cut has
     no timeline yet, and the runs its events prove are placed where it next shows
     something (:func:`_place_runs`): only a loss in its segment makes it wait. The
-    rows that end after the cut are a later part's, which the part does not give."""
+    rows that end after the cut are a later part's, which the part does not give. And
+    a task woken before the cut and not yet run has its wait (the CPU's occupancy, the
+    idle-while-runnable gaps) only once its run is seen: the horizon reaches its first
+    proof of running (:func:`waiting_at`, :func:`first_proofs`)."""
     from ..model.completeness import PROOF_EVENTS
 
     switch = tables.get("sched_switch")
@@ -194,9 +197,71 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
     # last proofs are placed where the CPU next shows something, :func:`_place_runs`;
     # only a loss there reaches back)
     irregular &= (seg_from != never) | lost_in
-    if not irregular.any():
-        return t1
-    return max(t1, int(np.minimum(seg_to[irregular], last_ts).max()))
+    settled = t1
+    if irregular.any():
+        settled = max(t1, int(np.minimum(seg_to[irregular], last_ts).max()))
+    # a woken task's wait (occupancy, idle-while-runnable) exists once its run is seen
+    waiting = waiting_at(tables, t1)
+    if len(waiting):
+        proofs = first_proofs(tables, waiting, t1)
+        settled = max(settled, int(np.where(proofs < 0, last_ts, proofs).max()))
+    return settled
+
+
+#: The events that wake a task (its ``pid`` column).
+_WAKING = ("sched_waking", "sched_wakeup", "sched_wakeup_new")
+
+
+def waiting_at(tables: Mapping[str, pa.Table], t1: int) -> np.ndarray:
+    """The tasks (pids, sorted) woken before ``t1`` and not switched in since their last
+    wake-up before it: the model gives such a task's wait on its CPU only once its run
+    is seen, which may be after ``t1``."""
+    woken_p, woken_t = [], []
+    for name in _WAKING:
+        t = tables.get(name)
+        if t is None or not t.num_rows:
+            continue
+        ts = t.column("ts").to_numpy()
+        before = ts < t1
+        woken_p.append(t.column("pid").to_numpy()[before].astype(np.int64))
+        woken_t.append(ts[before].astype(np.int64))
+    if not woken_p:
+        return np.zeros(0, np.int64)
+    pid, ts = np.concatenate(woken_p), np.concatenate(woken_t)
+    last_woken = pd.Series(ts).groupby(pid).max()
+    switch = tables.get("sched_switch")
+    last_in = pd.Series(dtype=np.int64)
+    if switch is not None and switch.num_rows:
+        sts = switch.column("ts").to_numpy()
+        before = sts < t1
+        nxt = switch.column("next_pid").to_numpy()[before].astype(np.int64)
+        last_in = pd.Series(sts[before].astype(np.int64)).groupby(nxt).max()
+    ins = last_in.reindex(last_woken.index).fillna(np.iinfo(np.int64).min).to_numpy()
+    woken = last_woken.index.to_numpy(dtype=np.int64)
+    return np.sort(woken[(last_woken.to_numpy() > ins) & (woken != 0)])
+
+
+def first_proofs(tables: Mapping[str, pa.Table], pids: np.ndarray, t1: int) -> np.ndarray:
+    """Per pid of ``pids`` (sorted), the first time at or after ``t1`` the tables show it
+    running (switched in or out, or an event in its context); -1 where they do not."""
+    from ..model.completeness import PROOF_EVENTS
+
+    first = np.full(len(pids), np.iinfo(np.int64).max, dtype=np.int64)
+    for name in sorted(set(tables) & set(PROOF_EVENTS)):
+        t = tables[name]
+        if not t.num_rows:
+            continue
+        ts = t.column("ts").to_numpy().astype(np.int64)
+        after = ts >= t1
+        cols = ["common_pid"] + (["next_pid", "prev_pid"] if name == "sched_switch" else [])
+        for c in cols:
+            if c not in t.column_names:
+                continue
+            who = t.column(c).fill_null(-1).to_numpy().astype(np.int64)[after]
+            at = np.clip(np.searchsorted(pids, who), 0, max(len(pids) - 1, 0))
+            hit = (pids[at] == who) if len(pids) else np.zeros(len(who), dtype=bool)
+            np.minimum.at(first, at[hit], ts[after][hit])
+    return np.where(first == np.iinfo(np.int64).max, -1, first)
 
 
 def _place(table: pd.DataFrame, by: str | tuple[str, ...]) -> np.ndarray:

@@ -46,7 +46,7 @@ from ..model.lives import Lives
 from ..model.llc import infer_from_moves, wakeup_moves, with_inference
 from ..model.whole import WholeFacts
 from ..trace import Trace
-from .parts import horizon, owned_rows
+from .parts import first_proofs, horizon, owned_rows, waiting_at
 from .prelude import carried_rows
 
 if TYPE_CHECKING:
@@ -264,8 +264,9 @@ def _until(table: pa.Table, last: int | None) -> pa.Table:
 def _past_the_end(spec: PartSpec, tables: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
     """The events after the part's end that its horizon may need: read on in growing
     steps until each CPU whose segment at the cut could settle rows before it (a CPU
-    with a switch before the cut, or with a lost-event row) has switched again, or the
-    file ends."""
+    with a switch before the cut, or with a lost-event row) has switched again, and
+    each task woken before the cut and not yet run has been seen running, or the file
+    ends."""
     assert spec.t1 is not None
     end = spec.meta.last_ts_ns
     if end is None or end < spec.t1:
@@ -276,17 +277,21 @@ def _past_the_end(spec: PartSpec, tables: Mapping[str, pa.Table]) -> dict[str, p
         waiting |= set(np.unique(switch.column("cpu").to_numpy()).tolist())
     if spec.lost.num_rows:
         waiting |= set(np.unique(spec.lost.column("cpu").to_numpy()).tolist())
+    # (and each task woken and not yet run: until it is seen running)
+    tasks = waiting_at(tables, spec.t1)
     start = spec.t0 if spec.t0 is not None else (spec.meta.first_ts_ns or spec.t1)
     step = max(_FIRST_STEP_NS, int((spec.t1 - start) * _FIRST_STEP_SHARE))
     read: dict[str, pa.Table] = {}
     at = spec.t1
-    while waiting and at <= end:
+    while (waiting or len(tasks)) and at <= end:
         to = min(at + step, end + 1)
         more = read_range(spec.path, spec.options, at, to).tables
         read = _joined(read, more)
         sw = more.get("sched_switch")
         if sw is not None and sw.num_rows:
             waiting -= set(np.unique(sw.column("cpu").to_numpy()).tolist())
+        if len(tasks):
+            tasks = tasks[first_proofs(more, tasks, at) < 0]
         at, step = to, step * 4
     return read
 
