@@ -4,10 +4,12 @@
 judges once, with the detector's own judgement; the evidence is read in a window of
 the trace around the episode it shows (:meth:`schedwake.partition.Plan.map_windows`).
 
-Built so far: ``kworker_pingpong`` (its :class:`~schedwake.detect.kworker_pingpong.Measure`
-adds up; its typical episode is found over the parts: each part flags its episodes
-whose kworker leaves for idle soon, those it cannot see to the end in a window).
-The other detectors are not joined yet (:data:`JOINED`).
+Built so far (:data:`JOINED`): ``kworker_pingpong`` (its
+:class:`~schedwake.detect.kworker_pingpong.Measure` adds up; its typical episode is
+found over the parts: each part flags its episodes whose kworker leaves for idle soon,
+those it cannot see to the end in a window) and ``llc_roundrobin`` (its per-task
+figures add up; each task's CPU walk is summed per span of time and joined where the
+spans meet). ``cswitch_storm`` and ``idle_while_runnable`` are not joined yet.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from . import check_thresholds
 
 if TYPE_CHECKING:
     from ..detect.base import EvidenceAt
-    from ..model import Model
     from ..partition import PartSpec, Plan
     from ..partition.driver import Kept
     from ..trace import Trace
@@ -89,7 +90,11 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
     episodes["ok"] = pd.array(np.where(seen, ok, False), dtype="boolean")
     episodes.loc[~seen, "ok"] = pd.NA
     g = llc_roundrobin.wake_rows(model, rows)
-    episode = episodes_mask(w)[rows & _judged(model)] if len(w) else np.zeros(0, dtype=bool)
+    episode = (
+        episodes_mask(w)[rows & llc_roundrobin.judged_mask(w)]
+        if len(w)
+        else np.zeros(0, dtype=bool)
+    )
     changes = g.assign(episode=episode)[g["change"].to_numpy()]
     mig = model.migrations
     mig_rows = owned_mask(model, spec.t0, spec.t1, "migrations")
@@ -106,14 +111,6 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
         rr_migrations=pd.Series(mig_task).value_counts(),
         rr_changes=changes,
     )
-
-
-def _judged(model: Model) -> np.ndarray:
-    """The wake-ups :func:`..detect.llc_roundrobin.wake_rows` takes (of every row)."""
-    w = model.wakeups
-    from ..model.masks import stopper_mask
-
-    return (w["prev_cpu"] >= 0).to_numpy() & ~stopper_mask(w["waker_comm"])
 
 
 def _measure(pf: PartFindings) -> tuple[kworker_pingpong.Measure, pd.DataFrame]:

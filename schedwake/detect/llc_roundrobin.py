@@ -126,8 +126,7 @@ def wake_rows(model: Model, rows: np.ndarray | None = None) -> pd.DataFrame:
     """The wake-ups it judges (``rows``: of this mask only, a time part's own): their
     task, pid, time, previous and chosen CPUs, and whether they change CPU in an LLC."""
     w = model.wakeups
-    # a mask (no copy of the wakeups table); affinity moves by the stoppers left out
-    wake = (w["prev_cpu"] >= 0).to_numpy() & ~stopper_mask(w["waker_comm"])
+    wake = judged_mask(w)
     if rows is not None:
         wake &= rows
     # a task is a pid's life (:mod:`schedwake.model.lives`): the pid, but for a later task
@@ -144,6 +143,12 @@ def wake_rows(model: Model, rows: np.ndarray | None = None) -> pd.DataFrame:
         },
         copy=False,
     )
+
+
+def judged_mask(w: pd.DataFrame) -> np.ndarray:
+    """The wake-ups (rows of a wakeups table) it judges: a known previous CPU, not an
+    affinity move by a stopper thread (a mask: no copy of the table)."""
+    return (w["prev_cpu"] >= 0).to_numpy() & ~stopper_mask(w["waker_comm"])
 
 
 def counted(g: pd.DataFrame) -> pd.DataFrame:
