@@ -144,7 +144,11 @@ def partitioned(trace: str, parts: int, workers: int, memory_limit: str) -> dict
         for p in reversed(procs):
             p.terminate()
         for p in procs:
-            p.wait(timeout=30)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     return {
         "workers": workers,

@@ -93,7 +93,10 @@ def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> 
     tables: dict[str, pa.Table] = {}
     whole_tables = {name: trace.table(name) for name in trace.events}
     carried = {} if t0 is None else carried_rows(whole_tables, t0)
-    last = trace.meta.last_ts_ns if t1 is None else horizon(whole_tables, trace.lost, t1)
+    last = trace.meta.last_ts_ns
+    if t1 is not None:
+        limit = wait_limit(t0, t1, trace.meta.first_ts_ns)
+        last = horizon(whole_tables, trace.lost, t1, limit)
     for name, table in whole_tables.items():
         ts = table.column("ts").to_numpy()
         inside = np.ones(len(ts), dtype=bool)
@@ -113,7 +116,9 @@ def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> 
     return part
 
 
-def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
+def horizon(
+    tables: Mapping[str, pa.Table], lost: pa.Table, t1: int, wait_limit: int | None = None
+) -> int:
     """How far a part ending at the cut ``t1`` reads (every CPU, so that the part is the
     trace as it was up to then): to the latest close of the CPUs' irregular segments.
 
@@ -135,7 +140,9 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
     rows that end after the cut are a later part's, which the part does not give. And
     a task woken before the cut and not yet run has its wait (the CPU's occupancy, the
     idle-while-runnable gaps) only once its run is seen: the horizon reaches its first
-    proof of running (:func:`waiting_at`, :func:`first_proofs`)."""
+    proof of running (:func:`waiting_at`, :func:`first_proofs`), no further than
+    ``wait_limit`` (:func:`wait_limit`: a wait longer than that, across the cut, is not
+    yet given to the part, docs/design-partitioned-analysis.md)."""
     from ..model.completeness import PROOF_EVENTS
 
     switch = tables.get("sched_switch")
@@ -201,11 +208,21 @@ def horizon(tables: Mapping[str, pa.Table], lost: pa.Table, t1: int) -> int:
     if irregular.any():
         settled = max(t1, int(np.minimum(seg_to[irregular], last_ts).max()))
     # a woken task's wait (occupancy, idle-while-runnable) exists once its run is seen
+    # (up to ``wait_limit``: a task woken and run only much later, or never, would
+    # make the part read on to the end of the trace)
     waiting = waiting_at(tables, t1)
     if len(waiting):
         proofs = first_proofs(tables, waiting, t1)
-        settled = max(settled, int(np.where(proofs < 0, last_ts, proofs).max()))
+        limit = last_ts if wait_limit is None else min(last_ts, wait_limit)
+        settled = max(settled, int(np.minimum(np.where(proofs < 0, limit, proofs), limit).max()))
     return settled
+
+
+def wait_limit(t0: int | None, t1: int, first_ts: int | None) -> int:
+    """How far past its end ``t1`` a part ``[t0, t1)`` reads for the runs of the tasks
+    waiting at its end: one more part's length (memory stays bounded by two parts)."""
+    start = t0 if t0 is not None else (first_ts if first_ts is not None else t1)
+    return t1 + max(t1 - start, 1)
 
 
 #: The events that wake a task (its ``pid`` column).
@@ -213,9 +230,9 @@ _WAKING = ("sched_waking", "sched_wakeup", "sched_wakeup_new")
 
 
 def waiting_at(tables: Mapping[str, pa.Table], t1: int) -> np.ndarray:
-    """The tasks (pids, sorted) woken before ``t1`` and not switched in since their last
-    wake-up before it: the model gives such a task's wait on its CPU only once its run
-    is seen, which may be after ``t1``."""
+    """The tasks (pids, sorted) woken before ``t1`` and neither switched in nor out since
+    their last wake-up before it: the model gives such a task's wait on its CPU only
+    once its run is seen, which may be after ``t1``."""
     woken_p, woken_t = [], []
     for name in _WAKING:
         t = tables.get(name)
@@ -230,15 +247,19 @@ def waiting_at(tables: Mapping[str, pa.Table], t1: int) -> np.ndarray:
     pid, ts = np.concatenate(woken_p), np.concatenate(woken_t)
     last_woken = pd.Series(ts).groupby(pid).max()
     switch = tables.get("sched_switch")
-    last_in = pd.Series(dtype=np.int64)
+    woken = last_woken.index.to_numpy(dtype=np.int64)
+    waiting = woken != 0
     if switch is not None and switch.num_rows:
         sts = switch.column("ts").to_numpy()
         before = sts < t1
-        nxt = switch.column("next_pid").to_numpy()[before].astype(np.int64)
-        last_in = pd.Series(sts[before].astype(np.int64)).groupby(nxt).max()
-    ins = last_in.reindex(last_woken.index).fillna(np.iinfo(np.int64).min).to_numpy()
-    woken = last_woken.index.to_numpy(dtype=np.int64)
-    return np.sort(woken[(last_woken.to_numpy() > ins) & (woken != 0)])
+        # (after its last switch-in and its last switch-out: a trace that lacks
+        # switch-ins shows a task's run by a later switch-out, a death by its last)
+        for column in ("next_pid", "prev_pid"):
+            who = switch.column(column).to_numpy()[before].astype(np.int64)
+            last = pd.Series(sts[before].astype(np.int64)).groupby(who).max()
+            since = last.reindex(last_woken.index).fillna(np.iinfo(np.int64).min).to_numpy()
+            waiting &= last_woken.to_numpy() > since
+    return np.sort(woken[waiting])
 
 
 def first_proofs(tables: Mapping[str, pa.Table], pids: np.ndarray, t1: int) -> np.ndarray:

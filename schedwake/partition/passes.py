@@ -46,7 +46,7 @@ from ..model.lives import Lives
 from ..model.llc import infer_from_moves, wakeup_moves, with_inference
 from ..model.whole import WholeFacts
 from ..trace import Trace
-from .parts import first_proofs, horizon, owned_rows, waiting_at
+from .parts import first_proofs, horizon, owned_rows, wait_limit, waiting_at
 from .prelude import carried_rows
 
 if TYPE_CHECKING:
@@ -242,7 +242,9 @@ def read_part(spec: PartSpec) -> Trace:
     last = spec.meta.last_ts_ns
     if spec.t1 is not None:
         tables = _joined(tables, _past_the_end(spec, tables))
-        last = horizon(tables, spec.lost, spec.t1)
+        last = horizon(
+            tables, spec.lost, spec.t1, wait_limit(spec.t0, spec.t1, spec.meta.first_ts_ns)
+        )
         tables = {name: _until(t, last) for name, t in tables.items()}
     lost = _until(spec.lost, last)
     meta = dataclasses.replace(spec.meta, last_ts_ns=last)
@@ -277,8 +279,9 @@ def _past_the_end(spec: PartSpec, tables: Mapping[str, pa.Table]) -> dict[str, p
         waiting |= set(np.unique(switch.column("cpu").to_numpy()).tolist())
     if spec.lost.num_rows:
         waiting |= set(np.unique(spec.lost.column("cpu").to_numpy()).tolist())
-    # (and each task woken and not yet run: until it is seen running)
+    # (and each task woken and not yet run: until it is seen running, or one more part)
     tasks = waiting_at(tables, spec.t1)
+    limit = wait_limit(spec.t0, spec.t1, spec.meta.first_ts_ns)
     start = spec.t0 if spec.t0 is not None else (spec.meta.first_ts_ns or spec.t1)
     step = max(_FIRST_STEP_NS, int((spec.t1 - start) * _FIRST_STEP_SHARE))
     read: dict[str, pa.Table] = {}
@@ -292,6 +295,8 @@ def _past_the_end(spec: PartSpec, tables: Mapping[str, pa.Table]) -> dict[str, p
             waiting -= set(np.unique(sw.column("cpu").to_numpy()).tolist())
         if len(tasks):
             tasks = tasks[first_proofs(more, tasks, at) < 0]
+            if to > limit:  # (no further for them: :func:`.parts.wait_limit`)
+                tasks = tasks[:0]
         at, step = to, step * 4
     return read
 
