@@ -213,7 +213,8 @@ def _typical_episode(
     mid = len(e) // 2
     ok = np.array(e["ok"].astype(object).to_numpy(), dtype=object)  # (a copy: filled in)
     # nearest the middle first (of two as near, the earlier): the first that is ok
-    for i in sorted(range(len(e)), key=lambda i: (abs(i - mid), i)):
+    at = np.arange(len(e))
+    for i in np.lexsort((at, np.abs(at - mid))).tolist():
         if ok[i] is pd.NA:
             row = e.iloc[[i]]
             ts = int(row["ts"].iloc[0])

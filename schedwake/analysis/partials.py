@@ -147,19 +147,28 @@ def percentile(parts: Sequence[SortedValues], pct: float) -> float | None:
     n = sum(len(p) for p in parts)
     if n == 0:
         return None
-    q = np.true_divide(pct, 100)
-    virtual = (n - 1) * q
-    if virtual >= n - 1:
-        below = above = n - 1
-    else:
-        below = int(np.floor(virtual))
-        above = below + 1
+    virtual, below, above = quantile_ranks(n, np.true_divide(pct, 100))
     a = np.int64(order_statistic(parts, below))
     b = a
     if above != below and sum(p.count_le(int(a)) for p in parts) <= above:
         # (the next rank: the least value above ``a``, one round)
         b = np.int64(min(v for p in parts if (v := p.first_above(int(a))) is not None))
-    gamma = float(virtual - below)
+    return interpolated(a, b, float(virtual - below))
+
+
+def quantile_ranks(n: int, q: float) -> tuple[float, int, int]:
+    """NumPy's linear quantile ``q`` of ``n`` values: its virtual index (from 0) and
+    the ranks of the two order statistics it interpolates between."""
+    virtual = (n - 1) * q
+    if virtual >= n - 1:
+        return virtual, n - 1, n - 1
+    below = int(np.floor(virtual))
+    return virtual, below, below + 1
+
+
+def interpolated(a: np.int64, b: np.int64, gamma: float) -> float:
+    """NumPy's linear interpolation from ``a`` to ``b`` at ``gamma`` (its own float
+    operations, so the value is the same to the last bit)."""
     diff = b - a
     out = np.subtract(b, diff * (1 - gamma)) if gamma >= 0.5 else np.add(a, diff * gamma)
     return float(out)

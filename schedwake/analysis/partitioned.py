@@ -24,12 +24,13 @@ import numpy as np
 import pandas as pd
 
 from ..model import caveats, unjudged_pingpong
-from ..model.completeness import Told
+from ..model.completeness import Told, break_counts
 from ..model.events import events_caveats, flags_known
 from ..model.task_states import StateSums, focused, joined_names, last_names, summary_of
 from ..partition import in_span, owned_mask, owned_rows
 from ..summary import completeness_told, meta_summary
 from . import topology_facts, wait_causes
+from .partials import interpolated, quantile_ranks
 
 if TYPE_CHECKING:
     from ..partition import PartSpec, Plan
@@ -41,10 +42,9 @@ if TYPE_CHECKING:
 class PartSummary:
     """What one part gives the client (:func:`part_summary`)."""
 
-    #: The part's share of the trace's completeness, and its contradictions (the
-    #: columns that are counted of them: cpu, kind, count).
+    #: The part's share of the trace's completeness (of the contradictions and
+    #: unknown time it owns).
     told: Told
-    breaks: pd.DataFrame
     #: The ns of the task states it owns, per task, (task, CPU) and CPU.
     states: StateSums
     #: Each task's last name in the part, per source of names.
@@ -69,7 +69,7 @@ def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
     unknown = timeline[(timeline["state"] == "unknown").to_numpy()]
     unknown_ns = (unknown["end_ts"] - unknown["start_ts"]).groupby(unknown["cpu"]).sum()
     told = Told(
-        counts=pd.DataFrame(),  # (counted once, of every part's breaks: Told.add)
+        counts=break_counts(breaks, comp.first_switch),
         unknown_ns={int(c): int(n) for c, n in unknown_ns.items()},
         first_switch=dict(comp.first_switch),
         t_end=int(comp.t_end),
@@ -89,7 +89,6 @@ def part_summary(part: Trace, spec: PartSpec) -> PartSummary:
     owned_wakeups = wakeups[owned_mask(model, t0, t1, "wakeups")]
     return PartSummary(
         told=told,
-        breaks=breaks[["cpu", "kind", "count"]].copy(),
         states=StateSums.of(focused(model, owned["task_states"])),
         names=last_names(ev, t0, t1),
         present=frozenset(present),
@@ -108,8 +107,7 @@ class Joined:
 
     def told(self) -> Told:
         """The whole trace's completeness, as the reports tell it."""
-        breaks = pd.concat([p.breaks for p in self.parts], ignore_index=True)
-        return Told.add([p.told for p in self.parts], breaks)
+        return Told.add([p.told for p in self.parts])
 
     def trace_facts(self) -> dict[str, Any]:
         """The ``trace`` section's facts, completeness and topology
@@ -194,7 +192,8 @@ def part_waits(part: Trace, spec: PartSpec) -> PartWaits:
     order = -np.inf if spec.t0 is None else float(spec.t0)
     start = -np.inf if spec.t0 is None else spec.t0
     timed = w[w["latency_ns"].notna().to_numpy()] if len(w) else w
-    wake_end = _wake_path_ends(timed)
+    # (an owned row names its migration by time: ``migrate_ts``)
+    wake_end = wait_causes.wake_path_ends(timed, timed["migrate_ts"].to_numpy(np.int64))
     f = wait_causes.waits_frame(timed, wait_causes.preempted_waits(waits), wake_end)
     f = f.assign(
         kind_rank=(f["kind"] != "wake_to_run").to_numpy().astype(np.int64),
@@ -230,16 +229,6 @@ def part_waits(part: Trace, spec: PartSpec) -> PartWaits:
         preempted,
         preempted_record,
     )
-
-
-def _wake_path_ends(w: pd.DataFrame) -> np.ndarray:
-    """Per owned wake-up (its migration named by time, ``migrate_ts``): where its own
-    path ends, its ``sched_wakeup``, else its own migration, else -1."""
-    if not len(w):
-        return np.zeros(0, np.int64)
-    wake = w["wakeup_ts"].to_numpy(dtype=np.int64, na_value=-1)
-    mig = w["migrate_ts"].to_numpy(dtype=np.int64, na_value=-1)
-    return np.where(wake >= 0, wake, mig)
 
 
 def _wakeup_record_of(trace: Trace, r: pd.Series) -> dict[str, Any]:
@@ -296,14 +285,11 @@ def quantile_of(kept: Kept[PartWaits], n: int, q: float) -> float:
     """``np.quantile`` (linear) of every part's wait ns at ``q``, exact, from the
     parts' largest values only: the two order statistics it interpolates between are
     among the ``n - k`` largest."""
-    virtual = (n - 1) * q
-    k = int(np.floor(virtual))
-    tops = kept.ask(_ns_top, n - k)
-    largest = np.sort(np.concatenate(tops))[::-1]  # (the n - k largest, descending)
-    lo = largest[n - 1 - k]
-    hi = largest[n - 2 - k] if k + 1 <= n - 1 else lo
-    # (numpy's own interpolation, between the two, at the same fraction)
-    return float(np.quantile(np.array([lo, hi]), virtual - k))
+    virtual, below, above = quantile_ranks(n, q)
+    tops = kept.ask(_ns_top, n - below)
+    largest = np.sort(np.concatenate(tops))[::-1]  # (the n - below largest, descending)
+    a, b = np.int64(largest[n - 1 - below]), np.int64(largest[n - 1 - above])
+    return interpolated(a, b, float(virtual - below))
 
 
 def waits_sections(plan: Plan, kept: Kept[PartWaits]) -> dict[str, Any]:

@@ -49,14 +49,20 @@ def parts(b: dict) -> list[dict]:
 def _own_wake_ends(model: Model, w: pd.DataFrame) -> np.ndarray:
     """Per wakeups row: where the wake-up's own path ends (its ``sched_wakeup``, else
     its own migration), or -1 when the trace shows neither."""
-    wake = w["wakeup_ts"].to_numpy(dtype=np.int64, na_value=-1)
     mig = w["migrate_index"].to_numpy(dtype=np.int64, na_value=-1)
+    own = np.full(len(w), -1, dtype=np.int64)
     m = model.events.migrate
     if m is not None and len(m):
         mts = m["ts"].to_numpy(dtype=np.int64)
         own = np.where(mig >= 0, mts[np.clip(mig, 0, len(mts) - 1)], -1)
-        wake = np.where(wake >= 0, wake, own)
-    return wake
+    return wake_path_ends(w, own)
+
+
+def wake_path_ends(w: pd.DataFrame, migrate_ts: np.ndarray) -> np.ndarray:
+    """Per wakeups row: its ``sched_wakeup``, else its own migration's time
+    (``migrate_ts``, -1: none), else -1: where the wake-up's own path ends."""
+    wake = w["wakeup_ts"].to_numpy(dtype=np.int64, na_value=-1)
+    return np.where(wake >= 0, wake, migrate_ts)
 
 
 def explain_wakeup(trace: Trace, r: pd.Series) -> dict[str, Any]:

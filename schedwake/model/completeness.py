@@ -226,16 +226,23 @@ class Told:
     complete: bool
 
     @classmethod
-    def add(cls, parts: Sequence[Told], breaks: pd.DataFrame) -> Told:
-        """The whole trace's from its parts' (in time order), ``breaks`` the rows of
-        every part's contradictions (or only their ``cpu``, ``kind`` and ``count``)."""
+    def add(cls, parts: Sequence[Told]) -> Told:
+        """The whole trace's from its parts' (in time order; each counts the
+        contradictions and unknown time it owns)."""
         first: dict[int, int] = {}
         for p in parts:
             for c, t in p.first_switch.items():
                 first[c] = min(first.get(c, t), t)
         unknown = {c: sum(p.unknown_ns.get(c, 0) for p in parts) for c in sorted(first)}
+        # (every CPU of a part's counts is one of the whole's: a first switch or a break)
+        cpus = sorted(set().union(*(p.counts.index.tolist() for p in parts)))
+        counts = pd.DataFrame(
+            0, index=pd.Index(cpus, name="cpu"), columns=list(KINDS), dtype=np.int64
+        )
+        for p in parts:
+            counts = counts.add(p.counts.reindex(index=cpus, columns=list(KINDS), fill_value=0))
         return cls(
-            break_counts(breaks, first),
+            counts.astype(np.int64),
             unknown,
             first,
             max(p.t_end for p in parts),
