@@ -189,7 +189,7 @@ def test_the_findings_from_the_parts(name: str, overrides: dict | None) -> None:
     for n in (2, 5):
         the_plan = plan(path, n)
         caveats = joined(the_plan).model_caveats()
-        got = findings(the_plan, the_plan.keep(part_findings), caveats, overrides)
+        got = findings(the_plan, the_plan.keep(part_findings), caveats, overrides, names)
         assert [f.to_dict() for f in got] == expected, n
 
 

@@ -21,12 +21,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..detect import Finding, Thresholds, kworker_pingpong, llc_roundrobin, thresholds
+from ..detect import (
+    DETECTORS,
+    Finding,
+    Thresholds,
+    kworker_pingpong,
+    llc_roundrobin,
+    thresholds,
+)
 from ..detect.base import severity_rank
 from ..detect.evidence import evidence_of, evidence_rows
 from ..model.masks import episodes_mask
 from ..partition import owned_mask
 from . import check_thresholds
+from .partials import NotJoinedError
 
 if TYPE_CHECKING:
     from ..detect.base import EvidenceAt
@@ -157,10 +165,10 @@ def findings(
     """The findings of the whole trace from its parts' measures (:func:`part_findings`),
     as :func:`schedwake.detect.detect` gives them: judged once, with ``caveats`` (the
     model's, :meth:`.partitioned.Joined.model_caveats`) and their evidence."""
-    names = list(JOINED) if detectors is None else list(detectors)
+    names = list(DETECTORS) if detectors is None else list(detectors)
     for n in names:
         if n not in JOINED:
-            raise NotImplementedError(f"{n}: its findings are not joined from time parts yet")
+            raise NotJoinedError(f"{n}: its findings are not joined from time parts yet")
     th = (
         overrides
         if isinstance(overrides, Thresholds)
