@@ -268,3 +268,16 @@ def test_parts_shorter_than_the_waits_they_fall_in(name: str) -> None:
     )
     assert any(b is not None for b in beyond)  # (the case is there)
     check_joined(trace, cuts)
+
+
+@pytest.mark.slow  # (41 models of parts of a whole real trace)
+def test_cuts_late_in_the_runs_of_many_episodes() -> None:
+    """Forty cuts, each just before the end of a ping-pong episode's run: the part that
+    owns the episode (it holds the run's end) judges would-stack at the episode's
+    waking, well before its start, from its prelude; the same as the whole trace."""
+    trace = schedwake.load(TRACES["kstack-off"])
+    w = trace.model.wakeups
+    ep = w[episodes_mask(w) & w["run_end_ts"].notna().to_numpy()]
+    rng = np.random.default_rng(1)
+    pick = ep.iloc[np.sort(rng.choice(len(ep), size=40, replace=False))]
+    check_joined(trace, sorted({int(t) - 1 for t in pick["run_end_ts"]}))
