@@ -24,6 +24,7 @@ from schedwake.partition import plan
 from schedwake.partition.driver import Kept, auto_parts
 
 from .conftest import SAMPLES, run_cli_process
+from .test_partition import longest_gaps, short_parts_inside
 from .test_partition_file import TRACES
 
 DETECTORS = list(JOINED)
@@ -59,23 +60,9 @@ def test_parts_shorter_than_the_waits_they_fall_in(monkeypatch: pytest.MonkeyPat
     more part's length), so those parts are modelled again, given the waits the later
     parts own; the idle-while-runnable share is the whole trace's (0.002528 instead of
     0.002668 without)."""
-    from schedwake.detect import resolve
-    from schedwake.detect.idle_while_runnable import gap_segments
-
     path = TRACES["guest16"]
     whole = schedwake.load(path)
-    segs, _ = gap_segments(whole.model, resolve(whole))
-    gaps = sorted(
-        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
-        key=lambda g: g[1] - g[0],
-    )
-    cuts = sorted(
-        {
-            c
-            for s, e in gaps[-3:]
-            for c in ((s + e) // 2 - (e - s) // 10, (s + e) // 2 + (e - s) // 10)
-        }
-    )
+    cuts = short_parts_inside(longest_gaps(whole))
     monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
     redone: list[int] = []
     real = Kept.redone

@@ -41,7 +41,7 @@ from schedwake.model.masks import episodes_mask, futile_mask, would_stack_mask
 from schedwake.partition import owned_mask, part_of
 from schedwake.partition.parts import crossing_waits, waits_beyond
 
-from .test_partition import TRACES
+from .test_partition import TRACES, longest_gaps, short_parts_inside
 
 
 @pytest.fixture(scope="module", params=sorted(TRACES))
@@ -226,16 +226,10 @@ def test_cuts_inside_idle_while_runnable_gaps() -> None:
     lost-events recording: a woken task's wait that a cut falls in is in the part's
     occupancy only once its run is seen, past the cut (the horizon reaches it); without
     that, the gap and would-stack's runnable tasks counted too few."""
-    from schedwake.detect import resolve
-    from schedwake.detect.idle_while_runnable import gap_segments
 
     trace = schedwake.load(TRACES["lost-events"])
-    segs, _ = gap_segments(trace.model, resolve(trace))
-    gaps = sorted(
-        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
-        key=lambda g: g[1] - g[0],
-    )
-    check_joined(trace, sorted({(s + e) // 2 for s, e in gaps[-3:]}))
+    gaps = longest_gaps(trace)
+    check_joined(trace, sorted({(s + e) // 2 for s, e in gaps}))
 
 
 @pytest.mark.slow  # (a model per part, on whole real traces)
@@ -247,16 +241,10 @@ def test_parts_shorter_than_the_waits_they_fall_in(name: str) -> None:
     it (``waits_beyond``) and counts the gap and the runnable tasks with it (without it:
     0.006467 instead of 0.006536 on the lost-events recording, 0.002528 instead of
     0.002668 on the 16-CPU guest)."""
-    from schedwake.detect.idle_while_runnable import gap_segments
 
     trace = schedwake.load(TRACES[name])
-    segs, _ = gap_segments(trace.model, resolve(trace))
-    gaps = sorted(
-        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
-        key=lambda g: g[1] - g[0],
-    )
-    cuts = sorted({c for s, e in gaps[-3:] for c in ((s + e) // 2 - (e - s) // 10,
-                                                      (s + e) // 2 + (e - s) // 10)})  # fmt: skip
+    gaps = longest_gaps(trace)
+    cuts = short_parts_inside(gaps)
     facts = trace.model.facts_for_parts()
     bounds: list[int | None] = [None, *cuts, None]
     spans = list(zip(bounds[:-1], bounds[1:]))
