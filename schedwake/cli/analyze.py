@@ -74,7 +74,7 @@ from .options import (
     metavar="N|auto",
     default=None,
     help="Analyse the trace in N time parts on Dask workers, never loading it whole "
-    "(trace.dat, perf.data, a convert directory): the same answer as the whole trace's; "
+    "(trace.dat, perf.data): the same answer as the whole trace's; "
     "auto: as many parts as fit the workers' memory (docs/design-partitioned-analysis.md).",
 )
 @dask_options("--partitions", "the trace")
