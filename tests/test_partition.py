@@ -100,6 +100,15 @@ def test_random_cuts_give_the_whole_model(whole: schedwake.Trace) -> None:
 
 
 @pytest.mark.slow  # (a model per part, on whole real traces)
+def test_cuts_where_each_event_first_appears(whole: schedwake.Trace) -> None:
+    """A cut just before each event's first record: on the 16-CPU guest a migration by
+    migration/8 was judged load balancing in the part before the first
+    sched_process_exec, which shows it was exec balancing (the part now reads on until
+    the task is switched out or execs: parts.unsettled_migrations)."""
+    check_parts(whole, first_event_cuts(whole))
+
+
+@pytest.mark.slow  # (a model per part, on whole real traces)
 def test_cuts_inside_waits_runs_and_wakeups(whole: schedwake.Trace) -> None:
     """A cut inside the longest wait, inside a long run, and between a wake-up of a
     kworker's ping-pong and the run it led to."""
@@ -219,3 +228,17 @@ def short_parts_inside(gaps: list[tuple[int, int]]) -> list[int]:
     """Cuts that make a part a fifth as long as each gap, in its middle."""
     return sorted({c for s, e in gaps for c in ((s + e) // 2 - (e - s) // 10,
                                                 (s + e) // 2 + (e - s) // 10)})  # fmt: skip
+
+
+def first_event_cuts(trace: schedwake.Trace) -> list[int]:
+    """A cut just before the first record of each event of ``trace`` (but those in its
+    first microsecond): the parts before them lack the event, and what it settles (a
+    migration's cause by the exec that follows it, say) lies past their ends."""
+    first = trace.meta.first_ts_ns or 0
+    out = set()
+    for name in trace.events:
+        if trace.has_records(name):
+            t = int(trace.table(name).column("ts").to_numpy().min())
+            if t > first + 1000:
+                out.add(t - 1)
+    return sorted(out)

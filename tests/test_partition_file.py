@@ -23,7 +23,7 @@ from schedwake.partition import OWNED_BY, model_tables, owned_rows, plan
 from schedwake.partition.passes import fold_step
 
 from .conftest import SAMPLES
-from .test_partition import assert_rows_equal, longest_gaps
+from .test_partition import assert_rows_equal, first_event_cuts, longest_gaps
 
 TRACES = {
     "kstack-off": SAMPLES / "kstack-6.1" / "k61-dbench-c2-kstack-off-i1.dat",
@@ -182,3 +182,16 @@ def test_cuts_inside_waits_read_from_the_file(monkeypatch: pytest.MonkeyPatch) -
     cuts = sorted({(s + e) // 2 for s, e in gaps})
     monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
     check_plan(plan(path, len(cuts) + 1), whole)
+
+
+@pytest.mark.slow  # (whole real traces, a model per part)
+@pytest.mark.parametrize("name", ["guest16", "perf-sched-g"])
+def test_cuts_where_each_event_first_appears_read_from_the_file(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each part read from the file reads on until its migrations' causes are settled
+    (the exec or switch-out of the task, the next event on the CPU)."""
+    whole = schedwake.load(TRACES[name])
+    cuts = first_event_cuts(whole)
+    monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
+    check_plan(plan(TRACES[name], len(cuts) + 1), whole)

@@ -269,8 +269,11 @@ def with_waits(occ: pd.DataFrame, waits: pd.DataFrame) -> pd.DataFrame:
     """``occ`` and after its rows the woken waits ``waits`` (``waiting``, reason
     ``wakeup``; columns cpu, start_ts, end_ts, pid, comm): the waits of a time part of
     a trace that another part's events show (:class:`.whole.WholeFacts`)."""
-    comm = pd.api.types.union_categoricals(
-        [occ["comm"].array, pd.Categorical(waits["comm"].astype(str))]
+    own = occ["comm"].array
+    names = pd.Index(waits["comm"].astype(str).to_numpy(), dtype=own.categories.dtype)
+    comm = own.add_categories(names.unique().difference(own.categories))
+    codes = np.concatenate([np.asarray(comm.codes), comm.categories.get_indexer(names)]).astype(
+        np.asarray(comm.codes).dtype
     )
     state = np.concatenate(
         [np.asarray(occ["state"].cat.codes), np.full(len(waits), STATES.index("waiting"))]
@@ -283,7 +286,7 @@ def with_waits(occ: pd.DataFrame, waits: pd.DataFrame) -> pd.DataFrame:
         np.concatenate([occ["start_ts"].to_numpy(), waits["start_ts"].to_numpy()]).astype(np.int64),
         np.concatenate([occ["end_ts"].to_numpy(), waits["end_ts"].to_numpy()]).astype(np.int64),
         np.concatenate([occ["pid"].to_numpy(), waits["pid"].to_numpy()]).astype(np.int32),
-        np.asarray(comm.codes),
+        codes,
         pd.CategoricalDtype(comm.categories),
         state.astype(np.int8),
         reason.astype(np.int8),

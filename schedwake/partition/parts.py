@@ -201,11 +201,96 @@ def horizon(
     # (up to ``wait_limit``: a task woken and run only much later, or never, would
     # make the part read on to the end of the trace)
     waiting = waiting_at(tables, t1)
+    limit = last_ts if wait_limit is None else min(last_ts, wait_limit)
     if len(waiting):
         proofs = first_proofs(tables, waiting, t1)
-        limit = last_ts if wait_limit is None else min(last_ts, wait_limit)
         settled = max(settled, int(np.minimum(np.where(proofs < 0, limit, proofs), limit).max()))
+    # a migration's cause is settled by what comes after it (fork and exec balancing:
+    # :mod:`schedwake.model.migrations`), up to the same bound
+    mig_cpus, mig_pids = unsettled_migrations(tables, t1)
+    if len(mig_cpus) or len(mig_pids):
+        at = np.concatenate(first_settles(tables, mig_cpus, mig_pids, t1))
+        settled = max(settled, int(np.minimum(np.where(at < 0, limit, at), limit).max()))
     return settled
+
+
+#: The events that end a wake-up's critical section on a CPU
+#: (:func:`schedwake.model.wakeups.barrier_ts`): fork balancing looks for the next.
+_BARRIERS = (
+    "sched_switch",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "workqueue_execute_start",
+    "workqueue_execute_end",
+)
+
+
+def _last_before(tables: Mapping[str, pa.Table], names: tuple[str, ...], key: str, t1: int
+                 ) -> pd.Series:  # fmt: skip
+    """Per value of the column ``key`` of the tables ``names``, its last time before ``t1``."""
+    ts, keys = [], []
+    for name in names:
+        t = tables.get(name)
+        if t is None or not t.num_rows or key not in t.column_names:
+            continue
+        tts = t.column("ts").to_numpy().astype(np.int64)
+        before = tts < t1
+        ts.append(tts[before])
+        keys.append(t.column(key).fill_null(-1).to_numpy().astype(np.int64)[before])
+    if not ts:
+        return pd.Series(dtype=np.int64)
+    return pd.Series(np.concatenate(ts)).groupby(np.concatenate(keys)).max()
+
+
+def unsettled_migrations(tables: Mapping[str, pa.Table], t1: int) -> tuple[np.ndarray, np.ndarray]:
+    """The CPUs (sorted) and the tasks (pids, sorted) of the ``sched_migrate_task`` rows
+    before ``t1`` whose cause (:mod:`schedwake.model.migrations`) only what comes after
+    ``t1`` settles: fork balancing reads the next event on the migration's CPU that ends
+    a critical section (:data:`_BARRIERS`), exec balancing whether the task's next
+    ``sched_process_exec`` comes before its next switch-out."""
+    m = tables.get("sched_migrate_task")
+    empty = np.zeros(0, np.int64)
+    if m is None or not m.num_rows:
+        return empty, empty
+    by_cpu = _last_before({"m": m}, ("m",), "cpu", t1)
+    by_pid = _last_before({"m": m}, ("m",), "pid", t1)
+    barrier = _last_before(tables, _BARRIERS, "cpu", t1).reindex(by_cpu.index)
+    # (a barrier at the migration's very time counts: asof_index allow_exact)
+    cpus = by_cpu.index.to_numpy()[~(barrier.to_numpy() >= by_cpu.to_numpy())]
+    out = _last_before(tables, ("sched_switch",), "prev_pid", t1).reindex(by_pid.index)
+    ex = _last_before(tables, ("sched_process_exec",), "pid", t1).reindex(by_pid.index)
+    settled = (out.to_numpy() > by_pid.to_numpy()) | (ex.to_numpy() >= by_pid.to_numpy())
+    return np.sort(cpus).astype(np.int64), np.sort(by_pid.index.to_numpy()[~settled]).astype(
+        np.int64
+    )
+
+
+def first_settles(
+    tables: Mapping[str, pa.Table], cpus: np.ndarray, pids: np.ndarray, t1: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For :func:`unsettled_migrations`' CPUs, the first time at or after ``t1`` of an
+    event of :data:`_BARRIERS` on each; for its tasks, of each one's switch-out or
+    ``sched_process_exec``; -1 where the tables show none."""
+    never = np.iinfo(np.int64).max
+
+    def first(names: tuple[str, ...], key: str, want: np.ndarray) -> np.ndarray:
+        out = np.full(len(want), never, dtype=np.int64)
+        for name in names:
+            t = tables.get(name)
+            if t is None or not t.num_rows or key not in t.column_names or not len(want):
+                continue
+            ts = t.column("ts").to_numpy().astype(np.int64)
+            after = ts >= t1
+            who = t.column(key).fill_null(-1).to_numpy().astype(np.int64)[after]
+            at = np.clip(np.searchsorted(want, who), 0, len(want) - 1)
+            hit = want[at] == who
+            np.minimum.at(out, at[hit], ts[after][hit])
+        return np.where(out == never, -1, out)
+
+    out = first(("sched_switch",), "prev_pid", pids)
+    ex = first(("sched_process_exec",), "pid", pids)
+    both = np.minimum(np.where(out < 0, never, out), np.where(ex < 0, never, ex))
+    return first(_BARRIERS, "cpu", cpus), np.where(both == never, -1, both)
 
 
 def wait_limit(t0: int | None, t1: int, first_ts: int | None) -> int:

@@ -48,7 +48,15 @@ from ..model.llc import infer_from_moves, wakeup_moves, with_inference
 from ..model.visits import SwitchIns, switch_ins
 from ..model.whole import WholeFacts
 from ..trace import Trace
-from .parts import first_proofs, horizon, owned_rows, wait_limit, waiting_at
+from .parts import (
+    first_proofs,
+    first_settles,
+    horizon,
+    owned_rows,
+    unsettled_migrations,
+    wait_limit,
+    waiting_at,
+)
 from .prelude import carried_rows
 
 if TYPE_CHECKING:
@@ -268,9 +276,10 @@ def _until(table: pa.Table, last: int | None) -> pa.Table:
 def _past_the_end(spec: PartSpec, tables: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
     """The events after the part's end that its horizon may need: read on in growing
     steps until each CPU whose segment at the cut could settle rows before it (a CPU
-    with a switch before the cut, or with a lost-event row) has switched again, and
-    each task woken before the cut and not yet run has been seen running, or the file
-    ends."""
+    with a switch before the cut, or with a lost-event row) has switched again, each
+    task woken before the cut and not yet run has been seen running, and each migration
+    before the cut has what settles its cause (:func:`.parts.unsettled_migrations`), or
+    the file ends (no further than :func:`.parts.wait_limit` for the tasks)."""
     assert spec.t1 is not None
     end = spec.meta.last_ts_ns
     if end is None or end < spec.t1:
@@ -283,12 +292,14 @@ def _past_the_end(spec: PartSpec, tables: Mapping[str, pa.Table]) -> dict[str, p
         waiting |= set(np.unique(spec.lost.column("cpu").to_numpy()).tolist())
     # (and each task woken and not yet run: until it is seen running, or one more part)
     tasks = waiting_at(tables, spec.t1)
+    # (and the CPUs and tasks whose migrations' causes what follows settles)
+    mig_cpus, mig_pids = unsettled_migrations(tables, spec.t1)
     limit = wait_limit(spec.t0, spec.t1, spec.meta.first_ts_ns)
     start = spec.t0 if spec.t0 is not None else (spec.meta.first_ts_ns or spec.t1)
     step = max(_FIRST_STEP_NS, int((spec.t1 - start) * _FIRST_STEP_SHARE))
     read: dict[str, pa.Table] = {}
     at = spec.t1
-    while (waiting or len(tasks)) and at <= end:
+    while (waiting or len(tasks) or len(mig_cpus) or len(mig_pids)) and at <= end:
         to = min(at + step, end + 1)
         more = read_range(spec.path, spec.options, at, to).tables
         read = _joined(read, more)
@@ -297,8 +308,11 @@ def _past_the_end(spec: PartSpec, tables: Mapping[str, pa.Table]) -> dict[str, p
             waiting -= set(np.unique(sw.column("cpu").to_numpy()).tolist())
         if len(tasks):
             tasks = tasks[first_proofs(more, tasks, at) < 0]
-            if to > limit:  # (no further for them: :func:`.parts.wait_limit`)
-                tasks = tasks[:0]
+        if len(mig_cpus) or len(mig_pids):
+            cpu_at, pid_at = first_settles(more, mig_cpus, mig_pids, at)
+            mig_cpus, mig_pids = mig_cpus[cpu_at < 0], mig_pids[pid_at < 0]
+        if to > limit:  # (no further for them: :func:`.parts.wait_limit`)
+            tasks, mig_cpus, mig_pids = tasks[:0], mig_cpus[:0], mig_pids[:0]
         at, step = to, step * 4
     return read
 
