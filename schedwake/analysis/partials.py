@@ -359,42 +359,12 @@ def _storm_counts(
     model: Model, t0: int | None, t1: int | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:attr:`MetricPartial.preemptions` and :attr:`MetricPartial.switchouts`."""
-    from ..detect.cswitch_storm import switch_work_names
+    from ..detect.cswitch_storm import unit_counts
 
     s = model.events.switch
-    pre_cols, out_cols = ["cpu", "task", "kw", "fn", "n", "first"], ["cpu", "kw", "fn", "n"]
-    c = kworker_preemptions(model)
-    if s is None or not len(s) or not len(c["rows"]):
-        return pd.DataFrame(columns=pre_cols), pd.DataFrame(columns=out_cols)
-    work = switch_work_names(model)
-    ts = s["ts"].to_numpy(dtype=np.int64)
-    at = in_span(c["ts"].astype(np.int64), t0, t1)
-    g = pd.DataFrame(
-        {
-            "cpu": c["cpu"][at].astype(np.int64),
-            "task": c["task"][at].astype(np.int64),
-            "kw": c["kworker"][at].astype(np.int64),
-            "fn": work[c["rows"][at]],
-            "ts": c["ts"][at].astype(np.int64),
-        }
-    ).groupby(["cpu", "task", "kw", "fn"])["ts"]
-    pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
-    rows = np.flatnonzero(in_span(ts, t0, t1))
-    prev = np.asarray(model.events.key(s["prev_pid"].to_numpy()[rows], ts[rows]))
-    outs = (
-        pd.DataFrame(
-            {
-                "cpu": s["cpu"].to_numpy()[rows].astype(np.int64),
-                "kw": prev.astype(np.int64),
-                "fn": work[rows],
-            }
-        )
-        .groupby(["cpu", "kw", "fn"])
-        .size()
-        .rename("n")
-        .reset_index()
-    )
-    return pre, outs
+    if s is None:
+        return unit_counts(model)
+    return unit_counts(model, in_span(s["ts"].to_numpy(dtype=np.int64), t0, t1))
 
 
 def _pairs_with(pair: pd.MultiIndex, n: np.ndarray, least: float) -> np.ndarray:

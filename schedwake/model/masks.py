@@ -163,6 +163,8 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
         # the cycle as evidence: from the kworker's switch-in to its return
         "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
         "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
+        # (whether the model shows the kworker's return)
+        "back": kw_back >= 0,
     }
     model.memo.storm_cycles = out
     return out
