@@ -21,11 +21,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..detect import Finding, Thresholds, kworker_pingpong, llc_roundrobin, thresholds
+from ..detect import (
+    Finding,
+    Thresholds,
+    cswitch_storm,
+    kworker_pingpong,
+    llc_roundrobin,
+    thresholds,
+)
 from ..detect.base import severity_rank
 from ..detect.evidence import evidence_of, evidence_rows
 from ..model.masks import episodes_mask
-from ..partition import owned_mask
+from ..partition import in_span, owned_mask
 from . import check_thresholds
 
 if TYPE_CHECKING:
@@ -35,7 +42,7 @@ if TYPE_CHECKING:
     from ..trace import Trace
 
 #: The detectors whose findings the parts give.
-JOINED = ("kworker_pingpong", "llc_roundrobin")
+JOINED = ("kworker_pingpong", "llc_roundrobin", "cswitch_storm")
 
 #: How far around an episode its evidence window reaches (its work item's start, its
 #: kworker's switch-out and its run, each within 1 ms: :mod:`..detect.kworker_pingpong`).
@@ -66,6 +73,16 @@ class PartFindings:
     rr_names: pd.DataFrame
     rr_migrations: pd.Series
     rr_changes: pd.DataFrame
+    #: cswitch_storm's measure of the switches in the part's span and the wake-ups it
+    #: owns (its open futile wake-ups settled on the client by the later parts), its
+    #: kworker preemptions (the worst pair's cycles are picked from them) and its
+    #: switches from a kworker to a task (the kworkers the worst pair names).
+    storm: cswitch_storm.Measure
+    storm_rows: pd.DataFrame
+    storm_kworkers: pd.DataFrame
+    #: Its kworker preemptions before its start (its prelude's: the last switch of a
+    #: CPU, whose next switch a part before may not see).
+    storm_before: pd.DataFrame
 
 
 def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
@@ -99,6 +116,8 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
     mig = model.migrations
     mig_rows = owned_mask(model, spec.t0, spec.t1, "migrations")
     mig_task = model.events.key(mig["pid"].to_numpy()[mig_rows], mig["ts"].to_numpy()[mig_rows])
+    s = model.events.switch
+    switches = None if s is None else in_span(s["ts"].to_numpy(dtype=np.int64), spec.t0, spec.t1)
     return PartFindings(
         spec.t0,
         spec.t1,
@@ -110,6 +129,14 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
         rr_names=llc_roundrobin.last_comms(model, rows),
         rr_migrations=pd.Series(mig_task).value_counts(),
         rr_changes=changes,
+        storm=cswitch_storm.measure(model, switches, rows, settled=spec.t1 is None),
+        storm_rows=cswitch_storm.preemption_rows(model, switches),
+        storm_before=cswitch_storm.preemption_rows(
+            model, None if s is None else s["ts"].to_numpy(dtype=np.int64) < (spec.t0 or 0)
+        ),
+        storm_kworkers=(
+            cswitch_storm.kworker_switchins(model, switches) if s is not None else pd.DataFrame()
+        ),
     )
 
 
@@ -190,6 +217,8 @@ def findings(
             out.append(f)
     if "llc_roundrobin" in names:
         out.extend(_roundrobin(plan, kept, th, duration, evidence_lines))
+    if "cswitch_storm" in names:
+        out.extend(_storm(plan, kept, th, duration, evidence_lines))
     for f in out:
         f.caveats = list(caveats)
         if caveats:
@@ -363,3 +392,99 @@ class _Lines:
 
     def __call__(self, trace: Trace, spec: PartSpec) -> tuple[list, list]:
         return evidence_of(trace, evidence_rows(trace, **self.at, limit=self.lines))
+
+
+# -- cswitch_storm ----------------------------------------------------------------------
+
+
+def _storm_measure(pf: PartFindings) -> cswitch_storm.Measure:
+    return pf.storm
+
+
+def _storm_kworkers(pf: PartFindings, cpu: int, task: int) -> pd.DataFrame:
+    k = pf.storm_kworkers
+    return k[(k["cpu"].to_numpy() == cpu) & (k["task"].to_numpy() == task)] if len(k) else k
+
+
+def _storm_cycles(
+    pf: PartFindings, cpu: int, task: int, storm: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return (
+        cswitch_storm.cycles(pf.storm_rows, cpu, task, storm),
+        cswitch_storm.cycles(pf.storm_before, cpu, task, storm),
+    )
+
+
+def _settled_cycles(
+    found: list[tuple[pd.DataFrame, pd.DataFrame]], firsts: list[pd.Series]
+) -> pd.DataFrame:
+    """The worst pair's cycles of every part (each part's own, and those before its
+    start), settled: a cycle whose CPU's next switch a part does not see is taken from
+    the next part that does (it carries the CPU's last switch); one it leaves open, or
+    whose kworker's return it does not see, is settled by the later parts' first
+    switch-ins (``firsts``)."""
+    out = []
+    last = len(found) - 1
+    for i, (own, _) in enumerate(found):
+        c = own.assign(part=i)
+        for k in np.flatnonzero(~c["next_seen"].to_numpy(dtype=bool)) if i < last else []:
+            ts = int(c["ts"].iat[k])
+            for j in range(i + 1, len(found)):
+                before = found[j][1]
+                at = np.flatnonzero(before["ts"].to_numpy() == ts)
+                if not len(at):
+                    break
+                for col in ("futile", "open", "next_seen", "back_ts"):
+                    c.loc[k, col] = before[col].iat[at[0]]
+                c.loc[k, "part"] = j
+                if before["next_seen"].iat[at[0]]:
+                    break
+        out.append(c)
+    cyc = pd.concat(out, ignore_index=True)
+    part = cyc["part"].to_numpy()
+    for j in np.unique(part[part < last]).tolist():
+        mine = part == j
+        unsettled = mine & (cyc["open"].to_numpy(dtype=bool) | (cyc["back_ts"].to_numpy() < 0))
+        if not unsettled.any():
+            continue
+        cand = cyc[unsettled].assign(run_cpu=cyc["cpu"][unsettled])
+        futile, back = cswitch_storm.settle(cand, "kworker", "task", firsts[j + 1 :])
+        opened = cand["open"].to_numpy(dtype=bool)
+        at = np.flatnonzero(unsettled)
+        cyc.loc[at[opened], "futile"] = futile[opened]
+        seen = (cand["back_ts"].to_numpy() < 0) & (back != cswitch_storm.NEVER)
+        cyc.loc[at[seen], "back_ts"] = back[seen]
+    return cyc
+
+
+def _storm(
+    plan: Plan, kept: Kept[PartFindings], th: Thresholds, duration: int, lines: int
+) -> list[Finding]:
+    """cswitch_storm's finding from the parts: their measures added up (the futile
+    wake-ups a part leaves open settled by the later parts' first switch-ins) and judged
+    once; the worst pair's cycles gathered (those a part leaves open, or whose kworker's
+    return it does not see, settled the same way) for the one shown, whose evidence is
+    read in a window."""
+    measures = kept.ask(_storm_measure)
+    total = cswitch_storm.Measure.add(measures)
+
+    def evidence(cpu: int, task: int, storm: pd.DataFrame) -> EvidenceAt:
+        found = kept.ask(_storm_cycles, cpu, task, storm)
+        cyc = _settled_cycles(found, [m.firsts for m in measures])
+        return cswitch_storm.cycle_evidence(
+            cyc.iloc[cswitch_storm.middle_cycle(cyc["futile"].to_numpy(dtype=bool))], cpu, task
+        )
+
+    def kworkers(cpu: int, task: int) -> list[dict[str, str | int]]:
+        found = [k for k in kept.ask(_storm_kworkers, cpu, task) if len(k)]
+        return cswitch_storm.top_kworkers(pd.concat(found, ignore_index=True), cpu, task)
+
+    out = cswitch_storm.judge(total, duration, th, None, evidence, kworkers)
+    for f in out:
+        at = f.evidence_at
+        assert at is not None
+        f.evidence, f.evidence_events = plan.map_windows(
+            _Lines(at, lines), [(at["t0"], at["t1"] + 1)]
+        )[0]
+        f.evidence_at = None
+    return out

@@ -315,7 +315,8 @@ def _count(cpus: np.ndarray, pids: np.ndarray) -> pd.Series:
     return pd.Series(1, index=pd.MultiIndex.from_arrays([cpus, pids])).groupby(level=[0, 1]).sum()
 
 
-_NEVER = np.iinfo(np.int64).max
+#: A switch-in never seen (:func:`settle`).
+NEVER = np.iinfo(np.int64).max
 
 
 @dataclass
@@ -381,15 +382,15 @@ def settle(
     kworker switched in again on the CPU ``run_cpu`` of ``cand`` by the part's horizon),
     given the later parts' :attr:`Measure.firsts` in time order: whether each was
     futile (the kworker, column ``kworker``, switched in there before the task, column
-    ``task``), and the kworker's return (None: never, ``_NEVER``)."""
+    ``task``), and the kworker's return (:data:`NEVER`: never seen)."""
     cpu = cand["run_cpu"].to_numpy()
     first = {}
     for who in (kworker, task):
         at = pd.MultiIndex.from_arrays([cand[who].to_numpy(), cpu])
-        out = np.full(len(cand), _NEVER, dtype=np.int64)
+        out = np.full(len(cand), NEVER, dtype=np.int64)
         for f in later:  # (the first later part where it switches in there)
             seen = f.reindex(at).to_numpy(dtype=np.float64)
-            hit = (out == _NEVER) & ~np.isnan(seen)
+            hit = (out == NEVER) & ~np.isnan(seen)
             out[hit] = seen[hit].astype(np.int64)
         first[who] = out
     return first[kworker] < first[task], first[kworker]
@@ -517,11 +518,11 @@ KWORKERS = 5
 
 def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     def evidence(cpu: int, task: int, storm: pd.DataFrame) -> EvidenceAt:
-        cyc = cycles(model, cpu, task, storm)
+        cyc = cycles(preemption_rows(model), cpu, task, storm)
         return cycle_evidence(cyc.iloc[middle_cycle(cyc["futile"].to_numpy())], cpu, task)
 
     def kworkers(cpu: int, task: int) -> list[dict[str, str | int]]:
-        return top_kworkers(kworker_switchins(model, cpu, task))
+        return top_kworkers(kworker_switchins(model), cpu, task)
 
     return judge(measure(model), model.duration_ns, th, model.pids, evidence, kworkers)
 
@@ -612,38 +613,49 @@ def judge(
     return [Finding(NAME, sev, title, metrics, top, evidence_at=evidence(cpu, task, storm))]
 
 
-def cycles(
-    model: Model, cpu: int, task: int, storm: pd.DataFrame, switches: np.ndarray | None = None
-) -> pd.DataFrame:
-    """The kworker preemptions by ``task`` on ``cpu`` of its storm units ``storm``
-    (columns kw and fn) of the switches ``switches`` (a mask: a part's own; None: all),
-    in order: ``ts``, ``kworker``, whether each was ``futile`` or is ``open``
-    (:func:`~schedwake.model.masks.kworker_preemptions`), and the cycle as evidence,
-    from the kworker's switch-in (``start_ts``) to its return (``back_ts``; None
-    where the model does not show it)."""
+def preemption_rows(model: Model, switches: np.ndarray | None = None) -> pd.DataFrame:
+    """The kworker preemptions (:func:`~schedwake.model.masks.kworker_preemptions`) of the
+    switches ``switches`` (a mask: a part's own; None: all), in order: ``cpu``, ``task``,
+    ``kworker``, ``fn`` (:func:`switch_work_names`), ``ts``, whether each was
+    ``futile`` or is ``open``, whether the model shows the CPU's next switch
+    (``next_seen``: a time part may end before it, and settles neither), and the cycle
+    as evidence, from the kworker's switch-in (``start_ts``) to its return
+    (``back_ts``; -1 where the model does not show it)."""
     c = kworker_preemptions(model)
     if len(c["rows"]) == 0:
-        return pd.DataFrame({k: np.zeros(0, np.int64) for k in _CYCLE})
-    mine = (c["cpu"] == cpu) & (c["task"] == task)
-    if switches is not None:
-        mine &= switches[c["rows"]]
-    work = switch_work_names(model)[c["rows"]]
-    key = pd.MultiIndex.from_arrays([c["kworker"], work])
-    mine &= key.isin(pd.MultiIndex.from_frame(storm[["kw", "fn"]]))
+        return pd.DataFrame(
+            {k: np.zeros(0, dtype=object if k == "fn" else np.int64) for k in _CYCLE}
+        )
+    mine = np.ones(len(c["rows"]), dtype=bool) if switches is None else switches[c["rows"]]
     back = np.where(c["back"], c["back_ts"], -1)
     return pd.DataFrame(
         {
-            "ts": c["ts"][mine].astype(np.int64),
+            "cpu": c["cpu"][mine].astype(np.int64),
+            "task": c["task"][mine].astype(np.int64),
             "kworker": c["kworker"][mine].astype(np.int64),
+            "fn": switch_work_names(model)[c["rows"][mine]],
+            "ts": c["ts"][mine].astype(np.int64),
             "futile": c["futile"][mine],
             "open": c["open"][mine],
+            "next_seen": c["next_seen"][mine],
             "start_ts": c["start_ts"][mine].astype(np.int64),
             "back_ts": back[mine].astype(np.int64),
         }
     )
 
 
-_CYCLE = ("ts", "kworker", "futile", "open", "start_ts", "back_ts")
+_CYCLE = (
+    "cpu", "task", "kworker", "fn", "ts", "futile", "open", "next_seen", "start_ts", "back_ts",
+)  # fmt: skip
+
+
+def cycles(rows: pd.DataFrame, cpu: int, task: int, storm: pd.DataFrame) -> pd.DataFrame:
+    """Of :func:`preemption_rows` ``rows``, those of ``task`` on ``cpu`` of its storm
+    units ``storm`` (columns kw and fn), in order."""
+    mine = (rows["cpu"].to_numpy() == cpu) & (rows["task"].to_numpy() == task)
+    key = pd.MultiIndex.from_arrays([rows["kworker"].to_numpy(), rows["fn"].to_numpy()])
+    mine &= key.isin(pd.MultiIndex.from_frame(storm[["kw", "fn"]]))
+    return rows[mine].reset_index(drop=True)
 
 
 def middle_cycle(futile: np.ndarray) -> int:
@@ -666,31 +678,33 @@ def cycle_evidence(row: pd.Series, cpu: int, task: int) -> EvidenceAt:
     }
 
 
-def kworker_switchins(
-    model: Model, cpu: int, task: int, switches: np.ndarray | None = None
-) -> pd.DataFrame:
-    """The kworkers (names) ``task`` (a life key) took ``cpu`` from, of the switches
-    ``switches`` (a mask: a part's own; None: all): ``comm``, ``n`` and the first
-    switch's time (they add up: :func:`top_kworkers`)."""
+def kworker_switchins(model: Model, switches: np.ndarray | None = None) -> pd.DataFrame:
+    """The switches from a kworker to another task, of ``switches`` (a mask: a part's
+    own; None: all), per (``cpu``, ``task`` switched in, ``comm`` of the kworker):
+    ``n`` and the first one's time (they add up: :func:`top_kworkers`)."""
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
-    m = (
-        (s["cpu"].to_numpy() == cpu)
-        & (model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy()) == task)
-        & kworker_mask(s["prev_comm"].array)
-    )
+    m = kworker_mask(s["prev_comm"].array)
     if switches is not None:
         m &= switches
+    ts = s["ts"].to_numpy()[m]
     g = pd.DataFrame(
-        {"comm": s["prev_comm"][m].astype(str).to_numpy(), "ts": s["ts"].to_numpy()[m]}
-    ).groupby("comm")["ts"]
-    return pd.DataFrame({"n": g.size(), "first": g.min().astype(np.int64)}).reset_index()
+        {
+            "cpu": s["cpu"].to_numpy()[m].astype(np.int64),
+            "task": model.events.key(s["next_pid"].to_numpy()[m], ts).astype(np.int64),
+            "comm": s["prev_comm"][m].astype(str).to_numpy(),
+            "ts": ts.astype(np.int64),
+        }
+    ).groupby(["cpu", "task", "comm"])["ts"]
+    return pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
 
 
-def top_kworkers(switchins: pd.DataFrame) -> list[dict[str, str | int]]:
+def top_kworkers(switchins: pd.DataFrame, cpu: int, task: int) -> list[dict[str, str | int]]:
     """The kworkers of :func:`kworker_switchins` (of the whole trace, or of its parts
-    together) the task took the CPU from most often (of as many, the first seen)."""
-    g = switchins.groupby("comm").agg(n=("n", "sum"), first=("first", "min"))
+    together) that ``task`` (a life key) took ``cpu`` from most often (of as many, the
+    first seen first)."""
+    mine = switchins[(switchins["cpu"].to_numpy() == cpu) & (switchins["task"].to_numpy() == task)]
+    g = mine.groupby("comm").agg(n=("n", "sum"), first=("first", "min"))
     g = g.sort_values("first", kind="stable")
     vc = pd.Series(g["n"].to_numpy(), index=g.index.to_numpy()).sort_values(ascending=False)
     return [{"comm": str(k), "switches_to_task": int(v)} for k, v in vc.head(KWORKERS).items()]
