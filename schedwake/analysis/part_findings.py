@@ -373,6 +373,12 @@ def _roundrobin(
     found = kept.ask(_top_changes, early, top)
     ch = pd.concat(found, ignore_index=True).sort_values("task", kind="stable")
     out = llc_roundrobin.judge(per, llc_roundrobin.walked(ch), migrations, pingpong, th)
+    return _with_evidence(plan, out, lines)
+
+
+def _with_evidence(plan: Plan, out: list[Finding], lines: int) -> list[Finding]:
+    """The findings ``out`` with the evidence lines of their ``evidence_at``, read in a
+    window of the trace there."""
     for f in out:
         at = f.evidence_at
         assert at is not None
@@ -480,11 +486,4 @@ def _storm(
         return cswitch_storm.top_kworkers(pd.concat(found, ignore_index=True), cpu, task)
 
     out = cswitch_storm.judge(total, duration, th, None, evidence, kworkers)
-    for f in out:
-        at = f.evidence_at
-        assert at is not None
-        f.evidence, f.evidence_events = plan.map_windows(
-            _Lines(at, lines), [(at["t0"], at["t1"] + 1)]
-        )[0]
-        f.evidence_at = None
-    return out
+    return _with_evidence(plan, out, lines)
