@@ -25,6 +25,7 @@ from ..detect import (
     Finding,
     Thresholds,
     cswitch_storm,
+    idle_while_runnable,
     kworker_pingpong,
     llc_roundrobin,
     thresholds,
@@ -36,13 +37,13 @@ from ..partition import in_span, owned_mask
 from . import check_thresholds
 
 if TYPE_CHECKING:
-    from ..detect.base import EvidenceAt
+    from ..detect.base import EvidenceAt, LongestGap
     from ..partition import PartSpec, Plan
     from ..partition.driver import Kept
     from ..trace import Trace
 
 #: The detectors whose findings the parts give.
-JOINED = ("kworker_pingpong", "llc_roundrobin", "cswitch_storm")
+JOINED = ("kworker_pingpong", "llc_roundrobin", "cswitch_storm", "idle_while_runnable")
 
 #: How far around an episode its evidence window reaches (its work item's start, its
 #: kworker's switch-out and its run, each within 1 ms: :mod:`..detect.kworker_pingpong`).
@@ -83,6 +84,11 @@ class PartFindings:
     #: Its kworker preemptions before its start (its prelude's: the last switch of a
     #: CPU, whose next switch a part before may not see).
     storm_before: pd.DataFrame
+    #: idle_while_runnable's: the runs of the switches in its span (the pinned tasks are
+    #: judged from all parts'), and what its gap is counted from, given them (its
+    #: intervals that reach its span, the waits it owns).
+    runs: idle_while_runnable.Runs
+    gap: idle_while_runnable.GapInputs
 
 
 def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
@@ -133,6 +139,10 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
         storm_rows=cswitch_storm.preemption_rows(model, switches),
         storm_before=cswitch_storm.preemption_rows(
             model, None if s is None else s["ts"].to_numpy(dtype=np.int64) < (spec.t0 or 0)
+        ),
+        runs=idle_while_runnable.runs_of(model, switches),
+        gap=idle_while_runnable.gap_inputs(
+            model, spec.t0, spec.t1, owned_mask(model, spec.t0, spec.t1, "occupancy")
         ),
         storm_kworkers=(
             cswitch_storm.kworker_switchins(model, switches) if s is not None else pd.DataFrame()
@@ -219,6 +229,8 @@ def findings(
         out.extend(_roundrobin(plan, kept, th, duration, evidence_lines))
     if "cswitch_storm" in names:
         out.extend(_storm(plan, kept, th, duration, evidence_lines))
+    if "idle_while_runnable" in names:
+        out.extend(_idle_while_runnable(plan, kept, th, duration, evidence_lines))
     for f in out:
         f.caveats = list(caveats)
         if caveats:
@@ -377,11 +389,12 @@ def _roundrobin(
 
 
 def _with_evidence(plan: Plan, out: list[Finding], lines: int) -> list[Finding]:
-    """The findings ``out`` with the evidence lines of their ``evidence_at``, read in a
-    window of the trace there."""
+    """The findings ``out`` with the evidence lines of their ``evidence_at`` (if any),
+    read in a window of the trace there."""
     for f in out:
         at = f.evidence_at
-        assert at is not None
+        if at is None:  # (nothing to show: none in the whole trace's either)
+            continue
         f.evidence, f.evidence_events = plan.map_windows(
             _Lines(at, lines), [(at["t0"], at["t1"] + 1)]
         )[0]
@@ -486,4 +499,68 @@ def _storm(
         return cswitch_storm.top_kworkers(pd.concat(found, ignore_index=True), cpu, task)
 
     out = cswitch_storm.judge(total, duration, th, None, evidence, kworkers)
+    return _with_evidence(plan, out, lines)
+
+
+# -- idle_while_runnable ----------------------------------------------------------------
+
+
+def _runs(pf: PartFindings) -> idle_while_runnable.Runs:
+    return pf.runs
+
+
+def gap_of_part(pf: PartFindings, pinned: np.ndarray) -> dict[int, idle_while_runnable.LlcGap]:
+    """The gap inside a part's span given the ``pinned`` tasks (judged over the whole
+    trace): its segments (:func:`..detect.idle_while_runnable.segments_of`) summed per
+    LLC, those its span's ends cut kept to be joined (the second round)."""
+    g = pf.gap
+    return idle_while_runnable.summarize(idle_while_runnable.segments_of(g, pinned), g.t0, g.t1)
+
+
+def _top_waits(pf: PartFindings, pinned: np.ndarray) -> pd.Series:
+    return idle_while_runnable.top_waits(pf.gap, pinned)
+
+
+def _waits_at(pf: PartFindings, pinned: np.ndarray, t: int, cpus: list[int]) -> pd.DataFrame:
+    return idle_while_runnable.waits_at(pf.gap, pinned, t, cpus)
+
+
+@dataclass(frozen=True)
+class _CpusAt:
+    """In a window from ``t``: the idle CPUs of ``cpus`` and those running at ``t``."""
+
+    t: int
+    cpus: list[int]
+
+    def __call__(self, trace: Trace, spec: PartSpec) -> tuple[list[int], pd.DataFrame]:
+        return idle_while_runnable.cpus_at(trace.model.occupancy, self.t, self.cpus)
+
+
+def _idle_while_runnable(
+    plan: Plan, kept: Kept[PartFindings], th: Thresholds, duration: int, lines: int
+) -> list[Finding]:
+    """idle_while_runnable's finding from the parts: the pinned tasks judged over all
+    parts' runs, then (a second round, given them) each part's gap inside its span,
+    joined where a cut splits a segment, and judged once; the waits at the longest
+    gap's start are the parts' own, the CPUs idle and running there are read in a
+    window, as is the evidence."""
+    pinned = idle_while_runnable.pinned_of(
+        idle_while_runnable.Runs.add(kept.ask(_runs)), int(th["iwr_pinned_min_runs"])
+    )
+    per, longest = idle_while_runnable.joined_gaps(kept.ask(gap_of_part, pinned))
+
+    def top() -> pd.Series:
+        return pd.concat(kept.ask(_top_waits, pinned)).groupby(level=0).sum()
+
+    def side(li: int, t: int, dt: int) -> LongestGap | None:
+        cpus = list(plan.topology.llc[li])
+        idle, running = plan.map_windows(_CpusAt(t, cpus), [(t, t + 1)])[0]
+        waits = pd.concat(kept.ask(_waits_at, pinned, t, cpus), ignore_index=True)
+        return idle_while_runnable.side_by_side(
+            t, dt, idle, running, idle_while_runnable.ordered(waits)
+        )
+
+    out = idle_while_runnable.judge(
+        per, longest, plan.topology.llc, duration, len(pinned), th, top, side
+    )
     return _with_evidence(plan, out, lines)
