@@ -3,13 +3,38 @@
 (:func:`part_findings`, kept where the part is), the client adds the measures up and
 judges once, with the detector's own judgement; the evidence is read in a window of
 the trace around the episode it shows (:meth:`schedwake.partition.Plan.map_windows`).
+The whole trace's detectors run through the same stages (a measure of all rows, judged).
 
-Built so far (:data:`JOINED`): ``kworker_pingpong`` (its
-:class:`~schedwake.detect.kworker_pingpong.Measure` adds up; its typical episode is
-found over the parts: each part flags its episodes whose kworker leaves for idle soon,
-those it cannot see to the end in a window) and ``llc_roundrobin`` (its per-task
-figures add up; each task's CPU walk is summed per span of time and joined where the
-spans meet). ``cswitch_storm`` and ``idle_while_runnable`` are not joined yet.
+Every detector is joined (:data:`JOINED`):
+
+``kworker_pingpong``
+    its :class:`~schedwake.detect.kworker_pingpong.Measure` adds up; its typical
+    episode is found over the parts: each part flags its episodes whose kworker leaves
+    for idle soon, those it cannot see to the end in a window;
+``llc_roundrobin``
+    its per-task figures add up; each task's CPU walk is summed per span of time and
+    joined where the spans meet;
+``cswitch_storm``
+    its :class:`~schedwake.detect.cswitch_storm.Measure` of the switches in a part's
+    span and the wake-ups it owns adds up (the units judged once over the sums); a
+    futile wake-up a part cannot settle (its task slept, and neither the kworker nor
+    the task switched in again on the CPU by the part's horizon) is settled by the
+    later parts' first switch-ins; the worst pair's cycles are gathered from the parts
+    (a cycle whose CPU's next switch a part does not see is taken from the next part,
+    whose prelude carries that switch) for the one shown;
+``idle_while_runnable``
+    the pinned tasks are judged over all parts' runs
+    (:class:`~schedwake.detect.idle_while_runnable.Runs`), then, in a second round
+    given them (:func:`gap_of_part`), each part counts the gap inside its span from
+    its intervals that reach it (:class:`~schedwake.detect.idle_while_runnable.GapInputs`)
+    and keeps the segments its ends cut, which the client joins again
+    (:func:`~schedwake.detect.idle_while_runnable.joined_gaps`: the count of segments
+    and the longest are the whole trace's); the waits at the longest gap's start are
+    the parts' own, the CPUs idle and running there are read in a window. A wait
+    longer than a part that a cut falls in may be missing from the part before
+    (docs/design-partitioned-analysis.md, 'the gap left'): such a cut counts too little
+    gap; :func:`~schedwake.detect.idle_while_runnable.segments_of` takes the waits a
+    part does not own that cross its span (``more``), for when the parts are given them.
 """
 
 from __future__ import annotations

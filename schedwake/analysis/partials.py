@@ -344,14 +344,10 @@ def gap_partial(part: Trace, t0: int | None, t1: int | None, pinned: np.ndarray)
     (:func:`schedwake.detect.idle_while_runnable.gap_segments`, its waits of the
     ``pinned`` tasks left out) inside ``[t0, t1)``."""
     from ..detect import resolve
-    from ..detect.idle_while_runnable import gap_segments
+    from ..detect.idle_while_runnable import gap_segments, summarize
 
     segs, _ = gap_segments(part.model, resolve(part, None), pinned)
-    lo = np.iinfo(np.int64).min if t0 is None else t0
-    hi = np.iinfo(np.int64).max if t1 is None else t1
-    gap = 0
-    for start, end in segs.values():
-        gap += int(np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0).sum())
+    gap = sum(g.ns for g in summarize(segs, t0, t1).values())
     return GapPartial(gap, len(segs))
 
 
@@ -524,25 +520,16 @@ class JoinedMetrics:
         """The futile wake-ups of the whole trace: each part's, and of those a part could
         not settle, the ones whose kworker switches in again on the CPU before their
         task does, in the first later part where either does."""
+        from ..detect.cswitch_storm import settle
+
         n = self.count("futile")
-        never = np.iinfo(np.int64).max
         for i, p in enumerate(self.parts):
             cand = p.futile_open
             if not len(cand):
                 continue
-            kw = np.full(len(cand), never, dtype=np.int64)
-            task = np.full(len(cand), never, dtype=np.int64)
-            for later in self.parts[i + 1 :]:
-                first = later.visits.set_index(["task", "cpu"])["first"]
-                open_ = (kw == never) & (task == never)
-                if not open_.any():
-                    break
-                for out, who in ((kw, "kworker"), (task, "task")):
-                    at = pd.MultiIndex.from_arrays([cand[who].to_numpy(), cand["cpu"].to_numpy()])
-                    seen = first.reindex(at).to_numpy(dtype=np.float64)
-                    hit = open_ & ~np.isnan(seen)
-                    out[hit] = seen[hit].astype(np.int64)
-            n += int((kw < task).sum())
+            later = [q.visits.set_index(["task", "cpu"])["first"] for q in self.parts[i + 1 :]]
+            futile, _ = settle(cand.assign(run_cpu=cand["cpu"]), "kworker", "task", later)
+            n += int(futile.sum())
         return n
 
     def cpus_visited(self) -> float | None:

@@ -28,6 +28,15 @@ run ten times longer; docs/detectors.md):
     woke too early, for nothing;
 ``switches``
     task <-> kworker switches on the CPU (both directions), for the report.
+
+In stages, which a whole trace and its time parts both run through
+(:mod:`schedwake.analysis.part_findings`): a :class:`Measure` of some switches and
+wake-ups (the whole trace's, a part's own) that adds up (:meth:`Measure.add`: a futile
+wake-up a part cannot settle is settled by the later parts' first switch-ins,
+:func:`settle`); the units and pairs judged once over the sums (:func:`units`,
+:func:`pairs`, :func:`judge`); the worst pair's cycle shown (:func:`cycles` of
+:func:`preemption_rows`, :func:`middle_cycle`) and the kworkers it names
+(:func:`kworker_switchins`, :func:`top_kworkers`) found where the trace is.
 """
 
 from __future__ import annotations

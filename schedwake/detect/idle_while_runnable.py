@@ -14,6 +14,17 @@ Affinity is not in the trace, so tasks that cannot move are left out: per-CPU kt
 ``iwr_pinned_min_runs`` runs (treated as pinned, e.g. ``taskset``).
 
 ``share`` = gap time / (trace duration x number of LLCs with two or more CPUs).
+
+In stages, which a whole trace and its time parts both run through
+(:mod:`schedwake.analysis.part_findings`): the :class:`Runs` of some switches (they add
+up) give the pinned tasks (:func:`pinned_of`); given those, the :class:`GapInputs` of a
+model (a part's: its intervals that reach its span, the waits it owns) give the gap
+segments (:func:`segments_of`), summed per LLC inside a span (:func:`summarize`, which
+keeps the segments the span's ends cut) and joined over the spans (:func:`joined_gaps`:
+the gap, its segments and the longest); :func:`judge` judges once, with the ns waited
+per task name (:func:`top_waits`, they add up) and the two sides of the longest gap
+(:func:`side_by_side`: the waits at its start, :func:`waits_at`, the CPUs idle and
+running there, :func:`cpus_at`).
 """
 
 from __future__ import annotations
