@@ -434,8 +434,13 @@ def measure(
     to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
     alt = (to_task | to_kw) & mine
     task = np.where(to_task, next_pid, prev_pid)
-    g = pd.DataFrame({"task": next_pid[mine], "cpu": cpu[mine], "ts": ts[mine].astype(np.int64)})
-    firsts = g.groupby(["task", "cpu"])["ts"].min()
+    if switches is None:  # (the whole trace's: no part before it to settle)
+        firsts = pd.Series(none, index=pd.MultiIndex.from_arrays([none, none]))
+    else:
+        g = pd.DataFrame(
+            {"task": next_pid[mine], "cpu": cpu[mine], "ts": ts[mine].astype(np.int64)}
+        )
+        firsts = g.groupby(["task", "cpu"])["ts"].min()
     w = model.wakeups
     wmine = np.ones(len(w), dtype=bool) if wakeups is None else wakeups
     fut = futile_mask(model)
