@@ -476,6 +476,7 @@ class JoinedMetrics:
         thresholds judged once here: each (CPU, task, kworker, work function)'s
         preemptions against its (CPU, kworker, work function)'s switch-outs, then the
         (CPU, task) pairs' counts."""
+        from ..detect.cswitch_storm import units
         from ..model.lives import pid_of
         from ..model.tasks import USER
 
@@ -484,12 +485,11 @@ class JoinedMetrics:
         if not frames:
             return 0, None
         pre = pd.concat(frames).groupby(["cpu", "task", "kw", "fn"])
-        tri = pd.DataFrame({"pre": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
+        summed = pd.DataFrame({"n": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
         outs = pd.concat([p.switchouts for p in self.parts if len(p.switchouts)])
         outs = outs.groupby(["cpu", "kw", "fn"])["n"].sum()
-        unit = pd.MultiIndex.from_frame(tri[["cpu", "kw", "fn"]])
-        tri["outs"] = outs.reindex(unit).fillna(0).to_numpy().astype(np.int64)
-        storm = (tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]).to_numpy().copy()
+        tri = units(summed, outs.reset_index(), th).assign(first=summed["first"].to_numpy())
+        storm = tri["storm"].to_numpy().copy()
         names: dict[int, str] = {}
         for p in self.parts:
             names.update(p.visit_names)
