@@ -476,6 +476,7 @@ class JoinedMetrics:
         thresholds judged once here: each (CPU, task, kworker, work function)'s
         preemptions against its (CPU, kworker, work function)'s switch-outs, then the
         (CPU, task) pairs' counts."""
+        from ..detect import Thresholds
         from ..detect.cswitch_storm import units
         from ..model.lives import pid_of
         from ..model.tasks import USER
@@ -488,7 +489,8 @@ class JoinedMetrics:
         summed = pd.DataFrame({"n": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
         outs = pd.concat([p.switchouts for p in self.parts if len(p.switchouts)])
         outs = outs.groupby(["cpu", "kw", "fn"])["n"].sum()
-        tri = units(summed, outs.reset_index(), th).assign(first=summed["first"].to_numpy())
+        tri = units(summed, outs.reset_index(), Thresholds(th))
+        tri = tri.assign(first=summed["first"].to_numpy())
         storm = tri["storm"].to_numpy().copy()
         names: dict[int, str] = {}
         for p in self.parts:
