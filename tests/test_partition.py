@@ -199,3 +199,23 @@ def test_a_queued_wakeup_past_the_horizon() -> None:
     assert len(one) == 1 and int(one["wakeup_ts"].iloc[0]) == 52523774628
     assert bool(one["wakee_was_running"].iloc[0])
     check_parts(trace, [52521342004])
+
+
+def longest_gaps(trace: schedwake.Trace, k: int = 3) -> list[tuple[int, int]]:
+    """The ``k`` longest idle-while-runnable gap segments of ``trace`` (start, end),
+    shortest first."""
+    from schedwake.detect import resolve
+    from schedwake.detect.idle_while_runnable import gap_segments
+
+    segs, _ = gap_segments(trace.model, resolve(trace))
+    gaps = sorted(
+        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
+        key=lambda g: g[1] - g[0],
+    )
+    return gaps[-k:]
+
+
+def short_parts_inside(gaps: list[tuple[int, int]]) -> list[int]:
+    """Cuts that make a part a fifth as long as each gap, in its middle."""
+    return sorted({c for s, e in gaps for c in ((s + e) // 2 - (e - s) // 10,
+                                                (s + e) // 2 + (e - s) // 10)})  # fmt: skip

@@ -23,7 +23,7 @@ from schedwake.partition import OWNED_BY, model_tables, owned_rows, plan
 from schedwake.partition.passes import fold_step
 
 from .conftest import SAMPLES
-from .test_partition import assert_rows_equal
+from .test_partition import assert_rows_equal, longest_gaps
 
 TRACES = {
     "kstack-off": SAMPLES / "kstack-6.1" / "k61-dbench-c2-kstack-off-i1.dat",
@@ -175,16 +175,10 @@ def test_windows_across_the_cuts(name: str) -> None:
 def test_cuts_inside_waits_read_from_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
     """Cuts in the middle of the 16-CPU guest's longest idle-while-runnable gaps: each
     part read from the file reads on until the tasks waiting at its end have run."""
-    from schedwake.detect import resolve
-    from schedwake.detect.idle_while_runnable import gap_segments
 
     path = TRACES["guest16"]
     whole = schedwake.load(path)
-    segs, _ = gap_segments(whole.model, resolve(whole))
-    gaps = sorted(
-        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
-        key=lambda g: g[1] - g[0],
-    )
-    cuts = sorted({(s + e) // 2 for s, e in gaps[-3:]})
+    gaps = longest_gaps(whole)
+    cuts = sorted({(s + e) // 2 for s, e in gaps})
     monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
     check_plan(plan(path, len(cuts) + 1), whole)

@@ -13,6 +13,7 @@ values.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -38,8 +39,9 @@ from schedwake.detect import resolve
 from schedwake.detect.idle_while_runnable import pinned_pids
 from schedwake.model.masks import episodes_mask, futile_mask, would_stack_mask
 from schedwake.partition import owned_mask, part_of
+from schedwake.partition.parts import crossing_waits, waits_beyond
 
-from .test_partition import TRACES
+from .test_partition import TRACES, longest_gaps, short_parts_inside
 
 
 @pytest.fixture(scope="module", params=sorted(TRACES))
@@ -53,7 +55,6 @@ def partials(
     """The partials of the parts between ``cuts``, each part's masks over the wake-ups
     checked against the whole trace's over the rows it owns; then their gap partials,
     given the pinned tasks the first partials give (the whole trace's, checked)."""
-    facts = trace.model.facts_for_parts()
     whole = trace.model
     masks = {
         "pingpong": episodes_mask(whole.wakeups),
@@ -62,8 +63,7 @@ def partials(
     }
     bounds: list[int | None] = [None, *sorted(cuts), None]
     out, traces = [], []
-    for t0, t1 in zip(bounds[:-1], bounds[1:]):
-        part = part_of(trace, t0, t1, facts)
+    for part, (t0, t1) in zip(parts_of(trace, cuts), zip(bounds[:-1], bounds[1:])):
         traces.append((part, t0, t1))
         p = metric_partial(part, t0, t1)
         mine = owned_mask(whole, t0, t1, "wakeups")
@@ -78,6 +78,23 @@ def partials(
     min_runs = int(resolve(trace)["iwr_pinned_min_runs"])
     assert set(pinned_pids(whole, min_runs).tolist()) - {0} == set(pinned.tolist()) - {0}
     return out, [gap_partial(part, t0, t1, pinned) for part, t0, t1 in traces]
+
+
+def parts_of(trace: schedwake.Trace, cuts: list[int]) -> list[schedwake.Trace]:
+    """The parts of ``trace`` between ``cuts``, each given the woken waits that cross it
+    and that its events do not show (their runs come after its horizon), from the
+    later parts' crossing waits, as the partitioned analysis gives them."""
+    facts = trace.model.facts_for_parts()
+    bounds: list[int | None] = [None, *sorted(cuts), None]
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    parts = [part_of(trace, t0, t1, facts) for t0, t1 in spans]
+    lasts = [int(p.meta.last_ts_ns or 0) for p in parts]
+    crossing = [crossing_waits(p.model, t0, t1) for p, (t0, t1) in zip(parts, spans)]
+    beyond = waits_beyond(spans, lasts, crossing)
+    return [
+        p if b is None else part_of(trace, t0, t1, dataclasses.replace(facts, waits_beyond=b))
+        for p, b, (t0, t1) in zip(parts, beyond, spans)
+    ]
 
 
 def assert_same(got: object, expected: object, key: str) -> None:
@@ -209,13 +226,46 @@ def test_cuts_inside_idle_while_runnable_gaps() -> None:
     lost-events recording: a woken task's wait that a cut falls in is in the part's
     occupancy only once its run is seen, past the cut (the horizon reaches it); without
     that, the gap and would-stack's runnable tasks counted too few."""
-    from schedwake.detect import resolve
-    from schedwake.detect.idle_while_runnable import gap_segments
 
     trace = schedwake.load(TRACES["lost-events"])
-    segs, _ = gap_segments(trace.model, resolve(trace))
-    gaps = sorted(
-        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
-        key=lambda g: g[1] - g[0],
+    gaps = longest_gaps(trace)
+    check_joined(trace, sorted({(s + e) // 2 for s, e in gaps}))
+
+
+@pytest.mark.slow  # (a model per part, on whole real traces)
+@pytest.mark.parametrize("name", ["lost-events", "guest16"])
+def test_parts_shorter_than_the_waits_they_fall_in(name: str) -> None:
+    """A part a fifth as long as each of the three longest idle-while-runnable gaps, in
+    its middle: the woken task waiting there runs later than the part reads on for
+    (one more part's length), so its wait is the later part's row; the part is given
+    it (``waits_beyond``) and counts the gap and the runnable tasks with it (without it:
+    0.006467 instead of 0.006536 on the lost-events recording, 0.002528 instead of
+    0.002668 on the 16-CPU guest)."""
+
+    trace = schedwake.load(TRACES[name])
+    gaps = longest_gaps(trace)
+    cuts = short_parts_inside(gaps)
+    facts = trace.model.facts_for_parts()
+    bounds: list[int | None] = [None, *cuts, None]
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    parts = [part_of(trace, t0, t1, facts) for t0, t1 in spans]
+    beyond = waits_beyond(
+        spans,
+        [int(p.meta.last_ts_ns or 0) for p in parts],
+        [crossing_waits(p.model, t0, t1) for p, (t0, t1) in zip(parts, spans)],
     )
-    check_joined(trace, sorted({(s + e) // 2 for s, e in gaps[-3:]}))
+    assert any(b is not None for b in beyond)  # (the case is there)
+    check_joined(trace, cuts)
+
+
+@pytest.mark.slow  # (41 models of parts of a whole real trace)
+def test_cuts_late_in_the_runs_of_many_episodes() -> None:
+    """Forty cuts, each just before the end of a ping-pong episode's run: the part that
+    owns the episode (it holds the run's end) judges would-stack at the episode's
+    waking, well before its start, from its prelude; the same as the whole trace."""
+    trace = schedwake.load(TRACES["kstack-off"])
+    w = trace.model.wakeups
+    ep = w[episodes_mask(w) & w["run_end_ts"].notna().to_numpy()]
+    rng = np.random.default_rng(1)
+    pick = ep.iloc[np.sort(rng.choice(len(ep), size=40, replace=False))]
+    check_joined(trace, sorted({int(t) - 1 for t in pick["run_end_ts"]}))

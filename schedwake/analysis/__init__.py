@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -81,6 +81,21 @@ class Analysis:
         """The CPU map the findings were judged on and where it came from."""
         return topology_facts(self.trace.topology)
 
+    @property
+    def cpu_map(self) -> Topology:
+        """The CPU map the findings were judged on."""
+        return self.trace.topology
+
+    @cached_property
+    def facts(self) -> dict:
+        """The trace's facts (:func:`schedwake.summary.summary`)."""
+        return summary(self.trace)
+
+    @property
+    def focused(self) -> bool:
+        """Whether the analysis is of some tasks only (``--pid``)."""
+        return self.trace.model.pids is not None
+
     @cached_property
     def longest_wake_to_run(self) -> dict | None:
         """The wake-up that waited longest to run, as ``perf sched latency`` gives its
@@ -128,22 +143,28 @@ class Analysis:
     def to_dict(self) -> dict:
         """The JSON document of ``schedwake analyze --format json``: the trace's facts
         with the topology used and the longest wake-to-run wait, the caveats, the
-        findings, the metrics and the task states."""
-        return {
-            "trace": {
-                **summary(self.trace),
-                "topology": self.topology,
-                "longest_wake_to_run": self.longest_wake_to_run,
-                "longest_preempted_wait": self.longest_preempted_wait,
-                "tail_waits": self.tail_waits,
-                **({"waits": self.task_waits} if self.waits else {}),
-            },
-            "caveats": self.caveats,
-            "findings": [f.to_dict() for f in self.findings],
-            "metrics": self.metrics,
-            "metric_bounds": self.bounds,
-            "task_states": self.task_states,
-        }
+        findings, the metrics and the task states (:func:`document`)."""
+        return document(self)
+
+
+def document(a: Any) -> dict:
+    """The JSON document of an analysis (:meth:`Analysis.to_dict`), of a whole trace or
+    joined from its time parts (:class:`.partitioned.PartitionedAnalysis`)."""
+    return {
+        "trace": {
+            **a.facts,
+            "topology": a.topology,
+            "longest_wake_to_run": a.longest_wake_to_run,
+            "longest_preempted_wait": a.longest_preempted_wait,
+            "tail_waits": a.tail_waits,
+            **({"waits": a.task_waits} if a.task_waits is not None else {}),
+        },
+        "caveats": a.caveats,
+        "findings": [f.to_dict() for f in a.findings],
+        "metrics": a.metrics,
+        "metric_bounds": a.bounds,
+        "task_states": a.task_states,
+    }
 
 
 def analyze(

@@ -23,8 +23,8 @@ Every detector is joined (:data:`JOINED`):
     (a cycle whose CPU's next switch a part does not see is taken from the next part,
     whose prelude carries that switch) for the one shown;
 ``idle_while_runnable``
-    the pinned tasks are judged over all parts' runs
-    (:class:`~schedwake.detect.idle_while_runnable.Runs`), then, in a second round
+    the pinned tasks are judged over all parts' switch-ins
+    (:meth:`schedwake.partition.Plan.pinned`), then, in a second round
     given them (:func:`gap_of_part`), each part counts the gap inside its span from
     its intervals that reach it (:class:`~schedwake.detect.idle_while_runnable.GapInputs`)
     and keeps the segments its ends cut, which the client joins again
@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from ..detect import (
+    DETECTORS,
     Finding,
     Thresholds,
     cswitch_storm,
@@ -60,6 +61,7 @@ from ..detect.evidence import evidence_of, evidence_rows
 from ..model.masks import episodes_mask
 from ..partition import in_span, owned_mask
 from . import check_thresholds
+from .partials import NotJoinedError
 
 if TYPE_CHECKING:
     from ..detect.base import EvidenceAt, LongestGap
@@ -109,10 +111,8 @@ class PartFindings:
     #: Its kworker preemptions before its start (its prelude's: the last switch of a
     #: CPU, whose next switch a part before may not see).
     storm_before: pd.DataFrame
-    #: idle_while_runnable's: the runs of the switches in its span (the pinned tasks are
-    #: judged from all parts'), and what its gap is counted from, given them (its
+    #: idle_while_runnable's: what its gap is counted from, given the pinned tasks (its
     #: intervals that reach its span, the waits it owns).
-    runs: idle_while_runnable.Runs
     gap: idle_while_runnable.GapInputs
 
 
@@ -165,7 +165,6 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
         storm_before=cswitch_storm.preemption_rows(
             model, None if s is None else s["ts"].to_numpy(dtype=np.int64) < (spec.t0 or 0)
         ),
-        runs=idle_while_runnable.runs_of(model, switches),
         gap=idle_while_runnable.gap_inputs(
             model, spec.t0, spec.t1, owned_mask(model, spec.t0, spec.t1, "occupancy")
         ),
@@ -219,10 +218,10 @@ def findings(
     """The findings of the whole trace from its parts' measures (:func:`part_findings`),
     as :func:`schedwake.detect.detect` gives them: judged once, with ``caveats`` (the
     model's, :meth:`.partitioned.Joined.model_caveats`) and their evidence."""
-    names = list(JOINED) if detectors is None else list(detectors)
+    names = list(DETECTORS) if detectors is None else list(detectors)
     for n in names:
         if n not in JOINED:
-            raise NotImplementedError(f"{n}: its findings are not joined from time parts yet")
+            raise NotJoinedError(f"{n}: its findings are not joined from time parts yet")
     th = (
         overrides
         if isinstance(overrides, Thresholds)
@@ -530,10 +529,6 @@ def _storm(
 # -- idle_while_runnable ----------------------------------------------------------------
 
 
-def _runs(pf: PartFindings) -> idle_while_runnable.Runs:
-    return pf.runs
-
-
 def gap_of_part(pf: PartFindings, pinned: np.ndarray) -> dict[int, idle_while_runnable.LlcGap]:
     """The gap inside a part's span given the ``pinned`` tasks (judged over the whole
     trace): its segments (:func:`..detect.idle_while_runnable.segments_of`) summed per
@@ -565,13 +560,12 @@ def _idle_while_runnable(
     plan: Plan, kept: Kept[PartFindings], th: Thresholds, duration: int, lines: int
 ) -> list[Finding]:
     """idle_while_runnable's finding from the parts: the pinned tasks judged over all
-    parts' runs, then (a second round, given them) each part's gap inside its span,
+    parts' switch-ins (:meth:`schedwake.partition.Plan.pinned`), then (a second round,
+    given them) each part's gap inside its span,
     joined where a cut splits a segment, and judged once; the waits at the longest
     gap's start are the parts' own, the CPUs idle and running there are read in a
     window, as is the evidence."""
-    pinned = idle_while_runnable.pinned_of(
-        idle_while_runnable.Runs.add(kept.ask(_runs)), int(th["iwr_pinned_min_runs"])
-    )
+    pinned = plan.pinned(int(th["iwr_pinned_min_runs"]))
     per, longest = idle_while_runnable.joined_gaps(kept.ask(gap_of_part, pinned))
 
     def top() -> pd.Series:

@@ -53,7 +53,8 @@ from ..model.task_states import (
     seconds,
     totals_shares,
 )
-from ..model.tasks import PERCPU_KTHREAD, kthread_cpu, name_class
+from ..model.tasks import PERCPU_KTHREAD, name_class
+from ..model.visits import SwitchIns, pinned_of, switch_ins, task_visits
 from ..partition import in_span, model_table, owned_masks
 from .metrics import (
     CPUS_VISITED_MIN_RUNS,
@@ -187,29 +188,24 @@ class MetricPartial:
     has: frozenset[str]
     #: Counts of the rows it owns.
     counts: dict[str, int]
-    #: Per (task, CPU): the task's switch-ins there in [t0, t1) and the first one's time
-    #: (columns task, cpu, n, first).
-    visits: pd.DataFrame
+    #: Its switches in [t0, t1): per (task, CPU) the task's switch-ins there, each
+    #: task's last name, the per-CPU kthreads', each CPU's first.
+    switch_ins: SwitchIns
     #: The owned wake-ups whose futility later parts settle (:func:`metric_partial`):
     #: the CPU, the kworker their run preempted and their task (columns cpu, kworker,
     #: task).
     futile_open: pd.DataFrame
-    #: Per task: its last switch-in's name in [t0, t1).
-    visit_names: dict[int, str]
     #: The storm's counts: the kworker preemptions in [t0, t1) per (cpu, task, kw, fn)
     #: (the work function's name, "" without one): n and the first one's time; every
     #: switch-out in [t0, t1) per (cpu, kw, fn) (kw: the task switched out): n.
     preemptions: pd.DataFrame
     switchouts: pd.DataFrame
-    #: The tasks switched in under a per-CPU kthread's name in [t0, t1).
-    kthreads: np.ndarray
     #: The owned wake-ups' latencies (ns): proven (upper) and least (lower), sorted.
     latency: SortedValues
     latency_min: SortedValues
     #: Per CPU, of the owned occupancy rows (running, idle, unknown): running ns,
-    #: unknown ns, the latest end, the earliest start; and its first switch in [t0, t1).
+    #: unknown ns, the latest end, the earliest start.
     busy: pd.DataFrame
-    first_switch: dict[int, int]
     #: The ns of the owned task states per task, and the tasks' last names.
     states: pd.DataFrame
     names: list[dict[int, str]]
@@ -267,40 +263,11 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
     counts["load_balance_migrations"] = int((cause == "load_balance").sum())
     counts["cross_llc_migrations"] = int(np.isin(topo, CROSS_LLC).sum())
     # switches: the part's own, and the breaks of its CPUs' chains it holds
-    s = ev.switch
     comp = model.completeness
     broken = comp.switch_end[~comp.switch_chain_ok]
     counts["missing_switches"] = int(in_span(np.asarray(broken, np.int64), t0, t1).sum())
-    visits = pd.DataFrame({"task": [], "cpu": [], "n": [], "first": []}, dtype=np.int64)
-    visit_names: dict[int, str] = {}
-    kthreads = np.zeros(0, np.int64)
-    first_switch: dict[int, int] = {}
-    if s is not None and len(s):
-        ts = s["ts"].to_numpy(dtype=np.int64)
-        at = np.flatnonzero(in_span(ts, t0, t1))
-        counts["switches"] = len(at)
-        cpu = s["cpu"].to_numpy().astype(np.int64)[at]
-        if len(at):
-            c, first = np.unique(cpu, return_index=True)
-            first_switch = dict(zip(c.tolist(), ts[at][first].tolist()))
-        task = np.asarray(ev.key(s["next_pid"].to_numpy()[at], ts[at])).astype(np.int64)
-        comm = s["next_comm"].array
-        kcat = np.array([kthread_cpu(str(c)) >= 0 for c in comm.categories] + [False])
-        codes = np.asarray(comm.codes)[at]
-        kthreads = np.unique(task[kcat[np.where(codes < 0, len(kcat) - 1, codes)]])
-        sel = task != 0
-        at, task, cpu = at[sel], task[sel], cpu[sel]
-        g = pd.DataFrame({"task": task, "cpu": cpu, "ts": ts[at]}).groupby(["task", "cpu"])
-        visits = pd.DataFrame({"n": g.size(), "first": g["ts"].min()}).reset_index()
-        rev, last = np.unique(task[::-1], return_index=True)
-        rows = at[len(task) - 1 - last]
-        codes = np.asarray(comm.codes)[rows]
-        visit_names = {
-            int(k): ("nan" if c < 0 else str(comm.categories[c]))
-            for k, c in zip(rev.tolist(), codes.tolist())
-        }
-    else:
-        counts["switches"] = 0
+    ins = switch_ins(model, t0, t1)
+    counts["switches"] = ins.count
     preemptions, switchouts = _storm_counts(model, t0, t1)
     occ = model_table(model, "occupancy")
     busy = _busy_sums(occ[owned["occupancy"]]) if len(occ) else _busy_sums(occ)
@@ -313,16 +280,13 @@ def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial
         last_ts=int(ev.last_ts) if t1 is None else None,
         has=has,
         counts=counts,
-        visits=visits,
+        switch_ins=ins,
         futile_open=futile_open,
-        visit_names=visit_names,
-        kthreads=kthreads,
         preemptions=preemptions,
         switchouts=switchouts,
         latency=SortedValues.of(hi),
         latency_min=SortedValues.of(lo),
         busy=busy,
-        first_switch=first_switch,
         states=states.per_task,
         names=last_names(ev, t0, t1),
         bench=bench_metrics(part),
@@ -448,12 +412,7 @@ class JoinedMetrics:
     def task_visits(self) -> tuple[pd.Series, pd.Series] | None:
         """Per task (index: its life key, sorted), its switch-ins and the CPUs it was
         switched in on; None without switch-ins."""
-        frames = [p.visits for p in self.parts if len(p.visits)]
-        if not frames:
-            return None
-        v = pd.concat(frames).groupby(["task", "cpu"])["n"].sum().reset_index()
-        g = v.groupby("task")
-        return g["n"].sum(), g["cpu"].size()
+        return task_visits([p.switch_ins.visits for p in self.parts])
 
     def pinned(self, min_runs: int | None = None) -> np.ndarray:
         """:func:`schedwake.detect.idle_while_runnable.pinned_pids` of the whole trace
@@ -462,13 +421,7 @@ class JoinedMetrics:
         per-CPU kthread; what :func:`gap_partial` is given."""
         if min_runs is None:
             min_runs = int(self.th["iwr_pinned_min_runs"])
-        kthreads = np.unique(np.concatenate([p.kthreads for p in self.parts]))
-        visited = self.task_visits()
-        if visited is None:
-            return kthreads
-        runs, ncpus = visited
-        single = runs.index.to_numpy()[((ncpus == 1) & (runs >= min_runs)).to_numpy()]
-        return np.union1d(single, kthreads).astype(np.int64)
+        return pinned_of([p.switch_ins for p in self.parts], min_runs)
 
     def storm(self) -> tuple[int, float | None]:
         """The storm's preemptions and preempted share of the whole trace
@@ -494,7 +447,7 @@ class JoinedMetrics:
         storm = tri["storm"].to_numpy().copy()
         names: dict[int, str] = {}
         for p in self.parts:
-            names.update(p.visit_names)
+            names.update(p.switch_ins.names)
         task = tri["task"].to_numpy()
         tasks = np.unique(task)
         user = tasks[
@@ -529,7 +482,9 @@ class JoinedMetrics:
             cand = p.futile_open
             if not len(cand):
                 continue
-            later = [q.visits.set_index(["task", "cpu"])["first"] for q in self.parts[i + 1 :]]
+            later = [
+                q.switch_ins.visits.set_index(["task", "cpu"])["first"] for q in self.parts[i + 1 :]
+            ]
             futile, _ = settle(cand.assign(run_cpu=cand["cpu"]), "kworker", "task", later)
             n += int(futile.sum())
         return n
@@ -542,7 +497,7 @@ class JoinedMetrics:
         size, nunique = visited
         names: dict[int, str] = {}
         for p in self.parts:
-            names.update(p.visit_names)
+            names.update(p.switch_ins.names)
         keep = size.index[(size >= CPUS_VISITED_MIN_RUNS).to_numpy()]
         if not len(keep):
             return None
@@ -566,7 +521,7 @@ class JoinedMetrics:
         end, start = b["end_max"].max(), b["start_min"].min()
         first: dict[int, int] = {}
         for p in self.parts:
-            for c, t in p.first_switch.items():
+            for c, t in p.switch_ins.first_switch.items():
                 first[c] = min(first.get(c, t), t)
         out: dict[str, tuple[float, float]] = {}
         for c in sorted(int(c) for c in running.index):

@@ -16,25 +16,42 @@ explained (the design's 'What is left').
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from .. import ingest
+from ..errors import OptionError
 from ..model import caveats, unjudged_pingpong
 from ..model.completeness import Told, break_counts
 from ..model.events import events_caveats, flags_known
 from ..model.task_states import StateSums, focused, joined_names, last_names, summary_of
 from ..partition import in_span, owned_mask, owned_rows
+from ..partition.parts import crossing_waits, waits_beyond
 from ..summary import completeness_told, meta_summary
-from . import topology_facts, wait_causes
-from .partials import interpolated, quantile_ranks
+from . import bounds_caveats, check_thresholds, document, topology_facts, wait_causes
+from .partials import (
+    GapPartial,
+    MetricPartial,
+    NotJoinedError,
+    gap_partial,
+    interpolated,
+    joined_bounds,
+    joined_metrics,
+    metric_partial,
+    quantile_ranks,
+)
 
 if TYPE_CHECKING:
+    from ..detect import Finding
     from ..partition import PartSpec, Plan
     from ..partition.driver import Kept
+    from ..topology import Topology
     from ..trace import Trace
 
 
@@ -394,19 +411,53 @@ def len_ns(pw: PartWaits) -> int:
 @dataclass
 class PartAnalysis:
     """Everything a part gives the analysis, from one read and one model of it: its
-    summary (:func:`part_summary`), waits (:func:`part_waits`) and the detectors'
-    measures (:func:`.part_findings.part_findings`), kept where the part is."""
+    summary (:func:`part_summary`), waits (:func:`part_waits`), the detectors' measures
+    (:func:`.part_findings.part_findings`) and the metrics' partials
+    (:func:`.partials.metric_partial`, :func:`.partials.gap_partial`), kept where the
+    part is; and what the other parts need of it: the time of its last event (its
+    horizon) and the woken waits it owns that begin before it
+    (:func:`schedwake.partition.parts.crossing_waits`)."""
 
     summary: PartSummary
     waits: PartWaits
     findings: Any
+    metrics: MetricPartial
+    gap: GapPartial
+    last: int
+    crossing: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Analyse:
+    """:class:`PartAnalysis` of a part, given the whole trace's pinned tasks (the
+    idle-while-runnable gap leaves their waits out: :meth:`schedwake.partition.Plan.pinned`);
+    a picklable callable for :meth:`schedwake.partition.Plan.keep`."""
+
+    pinned: np.ndarray
+
+    def __call__(self, part: Trace, spec: PartSpec) -> PartAnalysis:
+        from .part_findings import part_findings
+
+        t0, t1 = spec.t0, spec.t1
+        return PartAnalysis(
+            part_summary(part, spec),
+            part_waits(part, spec),
+            part_findings(part, spec),
+            metric_partial(part, t0, t1),
+            gap_partial(part, t0, t1, self.pinned),
+            int(part.meta.last_ts_ns or 0),
+            crossing_waits(part.model, t0, t1),
+        )
 
 
 def part_analysis(part: Trace, spec: PartSpec) -> PartAnalysis:
-    """:class:`PartAnalysis` of the part ``part`` read from ``spec``."""
-    from .part_findings import part_findings
+    """:class:`PartAnalysis` of the part ``part`` read from ``spec``, with the pinned tasks
+    of the part itself (the whole trace's: :class:`Analyse`)."""
+    from ..detect import resolve
+    from ..detect.idle_while_runnable import pinned_pids
 
-    return PartAnalysis(part_summary(part, spec), part_waits(part, spec), part_findings(part, spec))
+    pinned = pinned_pids(part.model, int(resolve(part)["iwr_pinned_min_runs"]))
+    return Analyse(pinned)(part, spec)
 
 
 def summary_of_part(pa: PartAnalysis) -> PartSummary:
@@ -419,3 +470,182 @@ def waits_of_part(pa: PartAnalysis) -> PartWaits:
 
 def findings_of_part(pa: PartAnalysis) -> Any:
     return pa.findings
+
+
+def metrics_of_part(pa: PartAnalysis) -> MetricPartial:
+    return pa.metrics
+
+
+def gap_of_part(pa: PartAnalysis) -> GapPartial:
+    return pa.gap
+
+
+def ends_of_part(pa: PartAnalysis) -> tuple[int, pd.DataFrame]:
+    return pa.last, pa.crossing
+
+
+def analysed(
+    plan: Plan, overrides: Mapping[str, float | str] | None = None, progress: Any = None
+) -> Kept[PartAnalysis]:
+    """Every part's :class:`PartAnalysis`, kept where it was made: each part modelled
+    once, given the whole trace's pinned tasks (under the thresholds ``overrides``);
+    then again, given them (:attr:`schedwake.model.whole.WholeFacts.waits_beyond`), each
+    part that a woken wait crosses whose run comes after the part's last event (few:
+    a wait longer than the part, whose run the part does not read on to)."""
+    from ..detect import thresholds
+
+    job = Analyse(plan.pinned(int(thresholds(overrides)["iwr_pinned_min_runs"])))
+    kept = plan.keep(job, progress)
+    ends = kept.ask(ends_of_part)
+    beyond = waits_beyond(
+        [(s.t0, s.t1) for s in plan.specs], [e[0] for e in ends], [e[1] for e in ends]
+    )
+    again = {
+        i: dataclasses.replace(
+            plan.specs[i], facts=dataclasses.replace(plan.specs[i].facts, waits_beyond=b)
+        )
+        for i, b in enumerate(beyond)
+        if b is not None
+    }
+    return kept.redone(job, again) if again else kept
+
+
+@dataclass
+class PartitionedAnalysis:
+    """What :class:`schedwake.analysis.Analysis` gives of a whole trace, joined from its
+    time parts (:func:`analyze_parts`): the same sections, equal to them, without the
+    trace ever loaded whole. Renders as an Analysis does (:mod:`schedwake.report.analyze`)."""
+
+    #: The trace's facts (:func:`schedwake.summary.summary`) and the topology used.
+    facts: dict[str, Any]
+    cpu_map: Topology
+    findings: list[Finding]
+    metrics: dict[str, Any]
+    bounds: dict[str, list]
+    caveats: list[str]
+    task_states: dict[str, Any]
+    longest_wake_to_run: dict[str, Any] | None
+    longest_preempted_wait: dict[str, Any] | None
+    tail_waits: dict[str, Any] | None
+    #: Not given from parts (``--pid --waits``): always None.
+    task_waits: None = None
+    focused: bool = False
+
+    @property
+    def topology(self) -> dict[str, Any]:
+        return topology_facts(self.cpu_map)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`schedwake.analysis.Analysis.to_dict`."""
+        return document(self)
+
+
+def analyze_parts(
+    plan: Plan,
+    thresholds: Mapping[str, float | str] | None = None,
+    detectors: Sequence[str] | None = None,
+    progress: Any = None,
+) -> PartitionedAnalysis:
+    """:func:`schedwake.analysis.analyze` of the trace ``plan`` cuts in parts
+    (:func:`schedwake.partition.plan`), from the parts: each read and modelled where
+    the plan runs them (a Dask cluster, or here), the client joining what they give.
+    ``thresholds``: overrides by name, as ``analyze`` takes them; ``detectors``: the
+    names to run (None: all); ``progress`` gets the share of the parts done.
+
+    Not given from parts (:class:`.partials.NotJoinedError`): the referee (the kernel's
+    counters beside the trace), ``--pid``, ``--waits`` and slices, which
+    :func:`schedwake.analysis.analyze` gives of a loaded trace."""
+    from ..detect import Thresholds
+    from ..detect import thresholds as resolved
+    from .part_findings import findings as joined_findings
+
+    used = Thresholds(check_thresholds(resolved(thresholds)))
+    kept = analysed(plan, thresholds, progress)
+    j = Joined(plan, kept.ask(summary_of_part))
+    partials = kept.ask(metrics_of_part)
+    metrics = joined_metrics(partials, gaps=kept.ask(gap_of_part), thresholds=thresholds)
+    bounds = joined_bounds(partials)
+    found = joined_findings(plan, kept.select(findings_of_part), j.model_caveats(), used, detectors)
+    waits = waits_sections(plan, kept.select(waits_of_part))
+    kept.release()
+    facts = j.trace_facts()
+    facts.pop("topology")
+    return PartitionedAnalysis(
+        facts=facts,
+        cpu_map=plan.topology,
+        findings=found,
+        metrics=metrics,
+        bounds=bounds,
+        caveats=j.caveats() + bounds_caveats(bounds, metrics),
+        task_states=j.task_states(),
+        **waits,
+    )
+
+
+def analyze_file(
+    path: str | Path,
+    parts: int | str,
+    options: ingest.ReadOptions | None = None,
+    *,
+    client: Any = None,
+    topology_file: str | Path | None = None,
+    llc: Sequence[str] | None = None,
+    thresholds: Mapping[str, float | str] | None = None,
+    detectors: Sequence[str] | None = None,
+    progress: Any = None,
+) -> PartitionedAnalysis:
+    """:func:`analyze_parts` of the file ``path`` cut into ``parts`` time parts (an int,
+    or ``"auto"``: as many as fit the workers' memory, at least one per worker,
+    :func:`schedwake.partition.driver.auto_parts`), read with ``options`` (the events,
+    reader, ...) on the Dask ``client``'s workers (None: here, one part after the other).
+    ``topology_file``, ``llc``: the CPU map (None: the file's own, or inferred).
+    ``progress`` gets the share done. Refused (:class:`.partials.NotJoinedError`): a
+    trace with the kernel's counters beside it (the referee is not judged from parts)."""
+    from ..counters import read_beside
+    from ..partition import plan
+    from ..partition.driver import auto_parts
+
+    if read_beside(str(path)) is not None:
+        raise NotJoinedError(
+            "the kernel's counters beside the trace: the referee is not judged from parts "
+            "(move them away, or analyse the trace whole)"
+        )
+    if parts == "auto":
+        limit, workers = _workers_memory(client)
+        parts = auto_parts(path, options, limit, workers)
+    elif not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
+        raise OptionError("parts", repr(parts), "an int >= 1, or 'auto'")
+
+    def share(lo: float, hi: float) -> Any:
+        return None if progress is None else (lambda f: progress(lo + (hi - lo) * f))
+
+    the_plan = plan(
+        path,
+        parts,
+        options,
+        topology_file=topology_file,
+        llc=llc,
+        client=client,
+        progress=share(0.0, 0.4),
+    )
+    out = analyze_parts(the_plan, thresholds, detectors, share(0.4, 0.95))
+    if progress is not None:
+        progress(1.0)
+    return out
+
+
+def _workers_memory(client: Any) -> tuple[int, int]:
+    """The smallest memory limit of the ``client``'s workers (bytes; a worker without
+    one: this machine's memory shared among them) and how many there are; here (no
+    client): one worker of this machine's memory."""
+    import os
+
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if client is None:
+        return total, 1
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        return total, 1
+    limits = [int(w.get("memory_limit") or 0) for w in workers.values()]
+    shared = total // len(workers)
+    return min(x if x > 0 else shared for x in limits), len(workers)

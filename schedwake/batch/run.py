@@ -198,7 +198,7 @@ def _run(todo, options, scheduler, workers, progress, result) -> list[TraceResul
         return out
     from distributed import as_completed
 
-    with _client(scheduler, workers) as (client, name):
+    with dask_client(scheduler, workers) as (client, name):
         result.scheduler = name
         if options.jobs is None and scheduler is None:
             # the local workers share this machine's CPUs: a trace's decoding threads
@@ -291,8 +291,9 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
-class _client:
-    """A Dask client on a new LocalCluster (closed at the end) or on ``scheduler``."""
+class dask_client:  # noqa: N801 (a context manager used as a function)
+    """A Dask client on a new LocalCluster of ``workers`` processes (closed at the end)
+    or on ``scheduler`` (an address): ``with dask_client(None, 2) as (client, name)``."""
 
     def __init__(self, scheduler, workers):
         self.scheduler, self.workers = scheduler, workers

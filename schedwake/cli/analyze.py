@@ -11,6 +11,7 @@ from . import common
 from .common import naming, progress_bar
 from .options import (
     check_span,
+    dask_options,
     input_format_option,
     parse_cpus,
     parse_pids,
@@ -68,6 +69,15 @@ from .options import (
     help="Analyse only the events of these CPUs (0-3,8), as if the trace had been recorded "
     "on them alone (trace-cmd record -M).",
 )
+@click.option(
+    "--partitions",
+    metavar="N|auto",
+    default=None,
+    help="Analyse the trace in N time parts on Dask workers, never loading it whole "
+    "(trace.dat, perf.data): the same answer as the whole trace's; "
+    "auto: as many parts as fit the workers' memory (docs/design-partitioned-analysis.md).",
+)
+@dask_options("--partitions", "the trace")
 @topology_options
 @threshold_option
 @input_format_option
@@ -80,6 +90,9 @@ def analyze(
     pid_list,
     explain_waits,
     cpu_list,
+    partitions,
+    scheduler,
+    workers,
     topology_file,
     llc,
     thresholds,
@@ -99,13 +112,39 @@ def analyze(
         schedwake analyze trace.dat --pid 1125,1126
         schedwake analyze trace.dat --pid 1125 --waits
         schedwake analyze trace.dat --html report.html
+        schedwake analyze big.dat --partitions auto --scheduler tcp://10.0.0.1:8786
         ssh host cat /tmp/trace.dat | schedwake analyze -
     """
     from ..analysis import analyze as run_analysis
     from ..model import MODEL_EVENTS
-    from ..report import analyze as report
 
     th = parse_thresholds(thresholds)
+    if partitions is None and (scheduler or workers):
+        raise click.UsageError("--scheduler and --workers run --partitions: give it too")
+    if partitions is not None:
+        refused = {
+            "--html": html_file,
+            "--time": time_range,
+            "--pid": pid_list,
+            "--waits": explain_waits,
+            "--cpu": cpu_list,
+        }
+        for option, value in refused.items():
+            if value:
+                raise click.UsageError(f"{option} is not given from --partitions yet")
+        from .. import ingest
+
+        options = ingest.ReadOptions(
+            events=list(MODEL_EVENTS),
+            input_format=input_format,
+            reader=reader,
+            jobs=jobs,
+            kallsyms=kallsyms,
+        )
+        topology = {"topology_file": topology_file, "llc": llc or None}
+        analysis = _partitioned(trace, partitions, scheduler, workers, th, options, topology)
+        _echo(analysis, fmt)
+        return
     if explain_waits and pid_list is None:
         raise OptionError("--waits", None, "needs --pid: the tasks whose waits to explain")
     from ..counters import read_beside
@@ -132,9 +171,44 @@ def analyze(
         with progress_bar(f"writing {Path(html_file).name}") as bar, naming(html_file, "writing"):
             analysis_html.write(analysis, html_file, progress=bar)
         click.echo(f"schedwake: wrote {html_file}", err=True)
+    _echo(analysis, fmt)
+
+
+def _echo(analysis, fmt: str) -> None:
+    """Write ``analysis`` (whole, or joined from parts) to stdout in ``fmt``."""
+    from ..report import analyze as report
+
     if fmt == "json":
         click.echo(report.to_json(analysis))
     elif fmt == "markdown":
         click.echo(report.markdown(analysis), nl=False)
     else:
         click.echo(report.text(analysis), nl=False)
+
+
+def _partitioned(trace, partitions, scheduler, workers, th, options, topology):
+    """``analyze --partitions``: the trace in time parts on a Dask cluster
+    (:func:`schedwake.analysis.partitioned.analyze_file`); what parts do not give yet is
+    refused (exit code 2)."""
+    from ..analysis.partials import NotJoinedError
+    from ..analysis.partitioned import analyze_file
+    from ..batch.run import dask_client
+
+    if trace == "-":
+        raise click.UsageError("--partitions reads the file by time ranges: not standard input")
+    parts = partitions.strip().lower()
+    if parts != "auto":
+        parts = int(parts) if parts.isdigit() else 0
+        if parts < 1:
+            raise OptionError("--partitions", partitions, "a number of parts >= 1, or auto")
+    common.INPUTS.append(trace)
+    with (
+        dask_client(scheduler, workers) as (client, _),
+        progress_bar(f"analysing {Path(trace).name} in parts") as bar,
+        naming(trace, "reading"),
+    ):
+        try:
+            return analyze_file(trace, parts, options, client=client, thresholds=th,
+                                progress=bar, **topology)  # fmt: skip
+        except NotJoinedError as exc:
+            raise OptionError("--partitions", None, str(exc)) from None

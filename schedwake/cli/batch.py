@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from ..ingest import MAX_JOBS
 from .common import INPUTS, naming, progress_bar
 from .options import (
     FiniteFloat,
+    dask_options,
     decoder_options,
     input_format_option,
     parse_thresholds,
@@ -45,20 +45,7 @@ from .options import (
     help="Also store per-window samples of this length, besides each trace's default "
     "(for compare/gate --from-batch with --window); repeatable.",
 )
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    default=None,
-    help="A running Dask scheduler (tcp://HOST:PORT) whose workers see the traces at the "
-    "same absolute paths. Default: a local cluster on this machine.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1, max=MAX_JOBS),
-    default=None,
-    metavar="N",
-    help="Worker processes of the local cluster (default: one per CPU).",
-)
+@dask_options()
 @click.option(
     "--serial", is_flag=True, help="Analyse in this process, one trace after another (no Dask)."
 )

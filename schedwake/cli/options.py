@@ -77,6 +77,31 @@ def decoder_options(f):
     return f
 
 
+def dask_options(used_with: str = "", traces: str = "the traces"):
+    """--scheduler ADDRESS / --workers N of the commands that run on Dask; ``used_with``:
+    the option they go with ("--partitions"), said in their help."""
+    first = f"With {used_with}: a" if used_with else "A"
+    lead = f"With {used_with}: w" if used_with else "W"
+
+    def add(f):
+        f = click.option(
+            "--workers",
+            type=click.IntRange(min=1, max=MAX_JOBS),
+            default=None,
+            metavar="N",
+            help=f"{lead}orker processes of the local cluster (default: one per CPU).",
+        )(f)
+        return click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            default=None,
+            help=f"{first} running Dask scheduler (tcp://HOST:PORT) whose workers see "
+            f"{traces} at the same absolute paths. Default: a local cluster on this machine.",
+        )(f)
+
+    return add
+
+
 def topology_options(f):
     """--topology FILE / --llc CPULIST (repeatable) of every analysing command."""
     f = click.option(

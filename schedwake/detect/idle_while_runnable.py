@@ -16,8 +16,8 @@ Affinity is not in the trace, so tasks that cannot move are left out: per-CPU kt
 ``share`` = gap time / (trace duration x number of LLCs with two or more CPUs).
 
 In stages, which a whole trace and its time parts both run through
-(:mod:`schedwake.analysis.part_findings`): the :class:`Runs` of some switches (they add
-up) give the pinned tasks (:func:`pinned_of`); given those, the :class:`GapInputs` of a
+(:mod:`schedwake.analysis.part_findings`): given the pinned tasks (:func:`pinned_pids`;
+of a trace's parts, :func:`schedwake.model.visits.pinned_of`), the :class:`GapInputs` of a
 model (a part's: its intervals that reach its span, the waits it owns) give the gap
 segments (:func:`segments_of`), summed per LLC inside a span (:func:`summarize`, which
 keeps the segments the span's ends cut) and joined over the spans (:func:`joined_gaps`:
@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..model.memo import IwrMeasure
 from ..model.tasks import kthread_cpu
-from ._iwr import llc_gap_segments
+from ._iwr import llc_gap_segments, single_cpu_pids
 from .base import (
     EvidenceAt,
     Finding,
@@ -84,66 +84,6 @@ SHOWN = Shown(
 )
 
 
-@dataclass
-class Runs:
-    """Per task (life key: :mod:`schedwake.model.lives`) of some switches (a whole
-    trace's, a time part's own): its switch-ins and its least and greatest CPU; and the
-    tasks switched in under a per-CPU kthread's name. They add up (:meth:`add`)."""
-
-    task: np.ndarray
-    runs: np.ndarray
-    cpu_min: np.ndarray
-    cpu_max: np.ndarray
-    kthreads: np.ndarray
-
-    @classmethod
-    def add(cls, parts: Sequence[Runs]) -> Runs:
-        f = pd.DataFrame(
-            {k: np.concatenate([getattr(p, k) for p in parts]) for k in _RUNS}
-        ).groupby("task")
-        g = f.agg(runs=("runs", "sum"), cpu_min=("cpu_min", "min"), cpu_max=("cpu_max", "max"))
-        return cls(
-            g.index.to_numpy(dtype=np.int64),
-            g["runs"].to_numpy(dtype=np.int64),
-            g["cpu_min"].to_numpy(dtype=np.int64),
-            g["cpu_max"].to_numpy(dtype=np.int64),
-            np.unique(np.concatenate([p.kthreads for p in parts])).astype(np.int64),
-        )
-
-
-_RUNS = ("task", "runs", "cpu_min", "cpu_max")
-
-
-def runs_of(model: Model, switches: np.ndarray | None = None) -> Runs:
-    """The :class:`Runs` of ``model``'s switches ``switches`` (a mask; None: all)."""
-    s = model.events.switch
-    none = np.zeros(0, dtype=np.int64)
-    if s is None or len(s) == 0:
-        return Runs(none, none, none, none, none)
-    mine = np.ones(len(s), dtype=bool) if switches is None else switches
-    task = model.events.key(s["next_pid"].to_numpy()[mine], s["ts"].to_numpy()[mine])
-    cpu = s["cpu"].to_numpy()[mine].astype(np.int64)
-    tasks, inv = np.unique(task, return_inverse=True)
-    inv = inv.reshape(-1)
-    lo = np.full(len(tasks), np.iinfo(np.int64).max, dtype=np.int64)
-    hi = np.full(len(tasks), np.iinfo(np.int64).min, dtype=np.int64)
-    np.minimum.at(lo, inv, cpu)
-    np.maximum.at(hi, inv, cpu)
-    comm = s["next_comm"].array
-    kcat = np.array([kthread_cpu(str(c)) >= 0 for c in comm.categories] + [False])
-    codes = np.asarray(comm.codes)[mine]
-    kpids = np.unique(task[kcat[np.where(codes < 0, len(kcat) - 1, codes)]])
-    runs = np.bincount(inv, minlength=len(tasks)).astype(np.int64)
-    return Runs(tasks.astype(np.int64), runs, lo, hi, kpids.astype(np.int64))
-
-
-def pinned_of(runs: Runs, min_runs: int) -> np.ndarray:
-    """The tasks of ``runs`` pinned to a CPU: seen on one only over ``min_runs`` runs,
-    or named as a per-CPU kthread."""
-    single = runs.task[(runs.cpu_min == runs.cpu_max) & (runs.runs >= min_runs)]
-    return np.union1d(single, runs.kthreads).astype(np.int64)
-
-
 def pinned_pids(model: Model, min_runs: int) -> np.ndarray:
     """The tasks (life keys: :mod:`schedwake.model.lives`, the pids but for a later task
     of a pid used again) pinned to a CPU: seen on one only over ``min_runs`` runs, or
@@ -151,7 +91,14 @@ def pinned_pids(model: Model, min_runs: int) -> np.ndarray:
     s = model.events.switch
     if s is None or len(s) == 0:
         return np.zeros(0, dtype=np.int64)
-    return pinned_of(runs_of(model), min_runs)
+    task = model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
+    pinned = single_cpu_pids(task, s["cpu"].to_numpy(), min_runs)
+    names = pd.DataFrame({"pid": task, "comm": s["next_comm"].array})
+    cats = names["comm"].cat.categories
+    kcat = np.array([kthread_cpu(str(c)) >= 0 for c in cats] + [False])
+    codes = names["comm"].cat.codes.to_numpy()
+    kpids = np.unique(names["pid"].to_numpy()[kcat[np.where(codes < 0, len(kcat) - 1, codes)]])
+    return np.union1d(pinned, kpids).astype(np.int64)
 
 
 def is_pinned(model: Model, occ: pd.DataFrame, pinned: np.ndarray) -> np.ndarray:
@@ -201,7 +148,7 @@ def gap_inputs(
     # neither idle nor busy: a wait there is no gap (docs/semantics.md)
     usel = (state == "unknown").to_numpy() & span
     woken = ((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy()
-    order = _wait_order(model, woken)
+    order = _wait_order(model, woken, ostart)
     mine = np.ones(len(occ), dtype=bool) if owned is None else owned
     wsel = np.flatnonzero(woken & (span | mine))
     pid = occ["pid"].to_numpy()[wsel]
@@ -235,17 +182,20 @@ def gap_inputs(
     )
 
 
-def _wait_order(model: Model, woken: np.ndarray) -> np.ndarray:
+def _wait_order(model: Model, woken: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Per wait after a wake-up (in the occupancy's order), its wake-up's time (the
-    occupancy holds them in the wake-ups' order); their row numbers (as an order of
-    one model's rows only) where the table is focused on some tasks."""
+    occupancy holds them in the wake-ups' order; the waits another part gives a time
+    part's model, after them, never its own: their start); their row numbers (as an
+    order of one model's rows only) where the table is focused on some tasks."""
     w = model.wakeups
-    if len(w) == 0:
-        return np.zeros(0, dtype=np.int64)
-    ran = (w["run_ts"].notna() | w["left_slice"]).to_numpy()
-    if int(ran.sum()) != int(woken.sum()):  # (--pid: the waits of the tasks only)
+    n = int(woken.sum())
+    ran = (w["run_ts"].notna() | w["left_slice"]).to_numpy() if len(w) else np.zeros(0, bool)
+    own = int(ran.sum())
+    if model.pids is not None or own > n:  # (--pid: the waits of the tasks only)
         return np.flatnonzero(woken).astype(np.int64)
-    return w["ts"].to_numpy(dtype=np.int64)[ran]
+    return np.concatenate(
+        [w["ts"].to_numpy(dtype=np.int64)[ran], start[woken][own:].astype(np.int64)]
+    )
 
 
 def segments_of(

@@ -30,6 +30,7 @@ from . import wakeups as _wakeups
 from ._util import (
     asof_index,
     cat_mask,
+    in_span,
     pid_cpu_counts,
     shared_orders,
 )  # (the model's helpers other layers use)
@@ -51,6 +52,7 @@ __all__ = [
     "ModelSource",
     "asof_index",
     "cat_mask",
+    "in_span",
     "pid_cpu_counts",
     "shared_orders",
 ]
@@ -185,6 +187,9 @@ class Model:
             self._wait_migrations,
             None if self.whole is None else self.whole[1:],
         )
+        beyond = None if self.whole_facts is None else self.whole_facts.waits_beyond
+        if beyond is not None and len(beyond):  # (after its own rows: never a part's own)
+            occ = _occupancy.with_waits(occ, beyond)
         if self.pids is None:
             return occ
         keep = (occ["state"] != "waiting").to_numpy() | np.isin(

@@ -15,6 +15,17 @@ if TYPE_CHECKING:
     from .memo import TraceTables
 
 
+def in_span(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
+    """Which of the times ``ts`` fall in ``[t0, t1)`` (None: open): a time part of a
+    trace (:mod:`schedwake.partition`)."""
+    keep = np.ones(len(ts), dtype=bool)
+    if t0 is not None:
+        keep &= ts >= t0
+    if t1 is not None:
+        keep &= ts < t1
+    return keep
+
+
 def asof_index(
     lts: npt.ArrayLike,
     lkey: npt.ArrayLike | None,

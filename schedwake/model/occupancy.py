@@ -265,6 +265,31 @@ def _put_preempted(out: _Columns, s: pd.DataFrame, preempted: np.ndarray, waits:
     )
 
 
+def with_waits(occ: pd.DataFrame, waits: pd.DataFrame) -> pd.DataFrame:
+    """``occ`` and after its rows the woken waits ``waits`` (``waiting``, reason
+    ``wakeup``; columns cpu, start_ts, end_ts, pid, comm): the waits of a time part of
+    a trace that another part's events show (:class:`.whole.WholeFacts`)."""
+    comm = pd.api.types.union_categoricals(
+        [occ["comm"].array, pd.Categorical(waits["comm"].astype(str))]
+    )
+    state = np.concatenate(
+        [np.asarray(occ["state"].cat.codes), np.full(len(waits), STATES.index("waiting"))]
+    )
+    reason = np.concatenate(
+        [np.asarray(occ["reason"].cat.codes), np.full(len(waits), REASONS.index("wakeup"))]
+    )
+    return _frame(
+        np.concatenate([occ["cpu"].to_numpy(), waits["cpu"].to_numpy()]).astype(np.int32),
+        np.concatenate([occ["start_ts"].to_numpy(), waits["start_ts"].to_numpy()]).astype(np.int64),
+        np.concatenate([occ["end_ts"].to_numpy(), waits["end_ts"].to_numpy()]).astype(np.int64),
+        np.concatenate([occ["pid"].to_numpy(), waits["pid"].to_numpy()]).astype(np.int32),
+        np.asarray(comm.codes),
+        pd.CategoricalDtype(comm.categories),
+        state.astype(np.int8),
+        reason.astype(np.int8),
+    )
+
+
 def _frame(
     cpu: np.ndarray,
     start: np.ndarray,

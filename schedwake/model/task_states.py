@@ -60,7 +60,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import tasks
-from ._util import asof_index, take
+from ._util import asof_index, in_span, take
 from .events import Events, i64, ints
 from .lives import dies, pid_of
 from .memo import Memo
@@ -588,12 +588,7 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
             out.append({})
             continue
         ts = i64(f, "ts")
-        inside = np.ones(len(f), dtype=bool)
-        if t0 is not None:
-            inside &= ts >= t0
-        if t1 is not None:
-            inside &= ts < t1
-        at = np.flatnonzero(inside)
+        at = np.flatnonzero(in_span(ts, t0, t1))
         pid = ev.key(ints(f, pid_col)[at], ts[at])
         upid, last = np.unique(pid[::-1], return_index=True)
         rows = at[len(pid) - 1 - last]

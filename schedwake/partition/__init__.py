@@ -9,10 +9,10 @@ the parts' partials are :mod:`schedwake.analysis.partials`'s. Not yet built: the
 detectors' carry and the command (the design's 'What is left').
 """
 
+from ..model import in_span
 from .driver import Plan, plan
 from .parts import (
     OWNED_BY,
-    in_span,
     model_table,
     model_tables,
     owned_mask,

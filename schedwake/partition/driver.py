@@ -18,13 +18,16 @@ rows and the parts' facts: a few rows a task and CPU, not the events.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import numpy as np
+
 from .. import ingest
 from ..model.lives import Lives
+from ..model.visits import SwitchIns, pinned_of
 from ..model.whole import WholeFacts
 from ..trace import Trace
 from .passes import (
@@ -33,6 +36,7 @@ from .passes import (
     fold_step,
     part_facts,
     read_part,
+    read_range,
     whole_facts,
     whole_meta,
     whole_topology,
@@ -64,6 +68,12 @@ class Plan:
     topology: Topology
     facts: WholeFacts
     client: Any = None
+    #: Each part's switches (:func:`schedwake.model.visits.switch_ins`).
+    switch_ins: list[SwitchIns] = field(default_factory=list)
+
+    def pinned(self, min_runs: int) -> np.ndarray:
+        """The whole trace's pinned tasks (:func:`schedwake.model.visits.pinned_of`)."""
+        return pinned_of(self.switch_ins, min_runs)
 
     def map(
         self, fn: Callable[[Trace, PartSpec], _R], progress: Progress | None = None
@@ -134,6 +144,23 @@ class Kept(Generic[_R]):
             return Kept(None, [fn(item) for item in self._items])
         return Kept(self._client, [self._client.submit(fn, f, pure=False) for f in self._items])
 
+    def redone(
+        self, fn: Callable[[Trace, PartSpec], _R], specs: Mapping[int, PartSpec]
+    ) -> Kept[_R]:
+        """These results, but those of the parts ``specs`` names (by position) made again:
+        ``fn(part, spec)`` of each part read from its new spec, kept where it is made."""
+        if self._client is None:
+            items = list(self._items)
+            for i, spec in specs.items():
+                items[i] = _WithPart(fn)(spec)
+            return Kept(None, items)
+        futures = dict(
+            zip(specs, [self._client.submit(_WithPart(fn), s, pure=False) for s in specs.values()])
+        )
+        _gathered(self._client, list(futures.values()), None, fetch=False)
+        self._client.cancel([self._items[i] for i in specs])
+        return Kept(self._client, [futures.get(i, f) for i, f in enumerate(self._items)])
+
     def release(self) -> None:
         """Let the cluster forget the results."""
         if self._client is not None:
@@ -169,6 +196,8 @@ def plan(
     options: ingest.ReadOptions | None = None,
     *,
     topology: Topology | None = None,
+    topology_file: str | Path | None = None,
+    llc: Sequence[str] | None = None,
     client: Any = None,
     progress: Progress | None = None,
 ) -> Plan:
@@ -176,8 +205,10 @@ def plan(
     (:func:`schedwake.ingest.cut_times`) and run the fold and the facts' pass over them
     (:mod:`.passes`). ``topology``: the CPU map every part uses (None: the file's own,
     as :attr:`schedwake.Trace.topology` finds it: the file beside it, the header, else
-    inferred from all parts' wake-up migrations). ``progress`` gets the share of these
-    two passes done. Raises what reading the file raises (TraceError, OptionError)."""
+    inferred from all parts' wake-up migrations); ``topology_file``, ``llc``: the CLI's
+    options (:meth:`schedwake.Trace.use_topology`) instead. ``progress`` gets the share
+    of these two passes done. Raises what reading the file raises (TraceError,
+    OptionError)."""
     opts = options or ingest.ReadOptions()
     p = str(path)
     cuts = ingest.cut_times(p, parts)
@@ -192,7 +223,8 @@ def plan(
     if topo is None:
         from ..topology import resolve
 
-        topo = resolve(meta.path, meta.ncpus, header=meta.topology)
+        topo = resolve(meta.path, meta.ncpus, topology_file, llc, header=meta.topology)
+    topo.check_covers(meta.ncpus)
     specs = [
         PartSpec(
             p,
@@ -209,10 +241,38 @@ def plan(
     ]
     found = _map(client, part_facts, specs, _scaled(progress, len(spans), total))
     facts = whole_facts(lives, found)
-    if topo.assumed and topology is None:
+    if topo.assumed and topology is None:  # (as the whole trace's: Trace.use_topology)
         topo = whole_topology(topo, found)
     specs = [dataclasses.replace(s, facts=facts, topology=topo) for s in specs]
-    return Plan(p, specs, meta, topo, facts, client)
+    return Plan(p, specs, meta, topo, facts, client, [f.switch_ins for f in found])
+
+
+#: What a worker's memory holds for a part (docs/performance.md, 'One trace in parts on
+#: Dask', big.dat at 8 parts: 838 MiB a worker for 633,000 events a part): the process
+#: with its libraries, and per event of the part (its reads, prelude, horizon, model).
+WORKER_BASE_BYTES = 300 << 20
+PART_BYTES_PER_EVENT = 900
+#: The share of a worker's memory limit a part may take (Dask pauses a worker at 80%).
+PART_MEMORY_SHARE = 0.75
+
+
+def auto_parts(
+    path: str | Path, options: ingest.ReadOptions | None, memory_limit: int, workers: int
+) -> int:
+    """How many parts ``path`` is cut into for workers of ``memory_limit`` bytes each
+    (``workers`` of them): enough that a part fits a worker (:data:`PART_BYTES_PER_EVENT`)
+    and at least one per worker. The events are estimated from a 64th of the file read
+    in its middle (:func:`schedwake.ingest.cut_times` cuts by equal blocks)."""
+    cuts = ingest.cut_times(path, 64)
+    if len(cuts) < 2:  # (a small file: a few blocks)
+        return max(workers, 1)
+    mid = len(cuts) // 2
+    raw = read_range(path, options or ingest.ReadOptions(), cuts[mid - 1], cuts[mid])
+    events = sum(raw.meta.event_counts.values()) * (len(cuts) + 1)
+    per_part = max(
+        (memory_limit * PART_MEMORY_SHARE - WORKER_BASE_BYTES) / PART_BYTES_PER_EVENT, 10_000
+    )
+    return max(workers, -(-events // int(per_part)), 1)
 
 
 def _fold(

@@ -73,16 +73,6 @@ ROW_REFERENCES = {
 _OPEN = np.iinfo(np.int64).max
 
 
-def in_span(ts: np.ndarray, t0: int | None, t1: int | None) -> np.ndarray:
-    """Which of the times ``ts`` fall in the part ``[t0, t1)`` (None: open)."""
-    keep = np.ones(len(ts), dtype=bool)
-    if t0 is not None:
-        keep &= ts >= t0
-    if t1 is not None:
-        keep &= ts < t1
-    return keep
-
-
 def part_of(trace: Trace, t0: int | None, t1: int | None, facts: WholeFacts) -> Trace:
     """The part ``[t0, t1)`` of ``trace`` (None: its start, its end) as a trace: the
     events in it, the prelude of ``t0`` (:func:`.prelude.carried_rows`), the events
@@ -524,6 +514,73 @@ def owned_masks(
     return {name: owned_mask(model, t0, t1, name, points) for name in names}
 
 
+def placements(model: Model, name: str, points: dict[int, np.ndarray]) -> np.ndarray:
+    """Per row of ``model``'s table ``name`` (:data:`OWNED_BY`), the time that places it
+    in a part (:func:`owned_mask`); ``points``: :func:`_cpu_points` of the model."""
+    table = model_table(model, name)
+    if name == "wakeups":
+        place = _place_wakeups(table, model, points)
+    elif name == "runs":
+        place = _place_runs(table, points)
+    elif name == "task_states":
+        place = _place_task_states(table, model_table(model, "runs"), points)
+    else:
+        place = _place(table, OWNED_BY[name])
+    if name in ("task_states", "waits", "occupancy"):
+        _defer_to_unseen_starts(place, table, model_table(model, "runs"))
+    if name == "occupancy":
+        _defer_to_runs(place, table, model_table(model, "wakeups"))
+    return place
+
+
+def crossing_waits(model: Model, t0: int | None, t1: int | None) -> pd.DataFrame:
+    """The woken waits (occupancy rows ``waiting``, reason ``wakeup``) the part
+    ``[t0, t1)`` owns that begin before it (columns cpu, start_ts, end_ts, pid, comm), and
+    the time that placed each in it (``placed``: its run's, :func:`placements`): an
+    earlier part whose events end before that time has no row of the wait
+    (:func:`waits_beyond`)."""
+    occ = model_table(model, "occupancy")
+    points = _cpu_points(model)
+    mine = owned_mask(model, t0, t1, "occupancy", points)
+    if t0 is None:
+        mine[:] = False
+    mine &= (occ["state"] == "waiting").to_numpy() & (occ["reason"] == "wakeup").to_numpy()
+    mine &= occ["start_ts"].to_numpy() < (t0 if t0 is not None else 0)
+    rows = occ[mine]
+    return pd.DataFrame(
+        {
+            "cpu": rows["cpu"].to_numpy().astype(np.int64),
+            "start_ts": rows["start_ts"].to_numpy().astype(np.int64),
+            "end_ts": rows["end_ts"].to_numpy().astype(np.int64),
+            "pid": rows["pid"].to_numpy().astype(np.int64),
+            "comm": rows["comm"].astype(str).to_numpy(),
+            "placed": placements(model, "occupancy", points)[mine],
+        }
+    )
+
+
+def waits_beyond(
+    spans: list[tuple[int | None, int | None]], lasts: list[int], crossing: list[pd.DataFrame]
+) -> list[pd.DataFrame | None]:
+    """Per part (``spans`` in time order, each part's last event time ``lasts``: its
+    horizon), the woken waits it has no row of that cross it
+    (:attr:`schedwake.model.whole.WholeFacts.waits_beyond`): of every later part's
+    :func:`crossing_waits`, those that overlap the part and were placed after its
+    last event (their runs come after it); None for a part with none."""
+    out: list[pd.DataFrame | None] = []
+    for j, ((t0, t1), last) in enumerate(zip(spans, lasts)):
+        later = [c for c in crossing[j + 1 :] if len(c)]
+        if t1 is None or not later:
+            out.append(None)
+            continue
+        c = pd.concat(later, ignore_index=True)
+        hit = (c["start_ts"].to_numpy() < t1) & (c["placed"].to_numpy() > last)
+        if t0 is not None:
+            hit &= c["end_ts"].to_numpy() > t0
+        out.append(c[hit].drop(columns="placed").reset_index(drop=True) if hit.any() else None)
+    return out
+
+
 def owned_mask(
     model: Model,
     t0: int | None,
@@ -538,23 +595,15 @@ def owned_mask(
     if points is None:
         points = _cpu_points(model)
     table = model_table(model, name)
-    if name == "wakeups":
-        place = _place_wakeups(table, model, points)
-    elif name == "runs":
-        place = _place_runs(table, points)
-    elif name == "task_states":
-        place = _place_task_states(table, model_table(model, "runs"), points)
-    else:
-        place = _place(table, OWNED_BY[name])
-    if name in ("task_states", "waits", "occupancy"):
-        _defer_to_unseen_starts(place, table, model_table(model, "runs"))
-    if name == "occupancy":
-        _defer_to_runs(place, table, model_table(model, "wakeups"))
+    place = placements(model, name, points)
     keep = np.ones(len(table), dtype=bool)
     if t0 is not None:
         keep &= place >= t0
     if t1 is not None:
         keep &= place < t1
+    beyond = None if model.whole_facts is None else model.whole_facts.waits_beyond
+    if name == "occupancy" and beyond is not None and len(beyond):
+        keep[len(table) - len(beyond) :] = False  # (another part's rows, after its own)
     if name == "wakeups" and t0 is not None:  # (a prelude's wake-up without its run)
         ran = table["run_ts"].notna().to_numpy()
         keep &= ~(ran & _before_last_switch_out(table, model, t0))

@@ -16,7 +16,8 @@ passes over the parts, each small in what it returns:
 2. **Contradictions** (:func:`part_facts`, the parts at once): with the whole trace's
    lives, a part's model gives the tasks it shows running unseen (the ``rewoken``
    contradictions it owns) and whether it shows every switch; their union is the whole
-   trace's (:class:`schedwake.model.whole.WholeFacts`). A trace whose topology nothing
+   trace's (:class:`schedwake.model.whole.WholeFacts`). Its switch-ins per task and CPU
+   give the whole trace's pinned tasks (:meth:`.driver.Plan.pinned`). A trace whose topology nothing
    says has its LLCs inferred from the wake-up migrations of all parts
    (:func:`whole_topology`).
 3. **The parts' models** (:func:`read_part`, the parts at once): each part read with its
@@ -44,6 +45,7 @@ from .. import ingest
 from ..model.events import load_events
 from ..model.lives import Lives
 from ..model.llc import infer_from_moves, wakeup_moves, with_inference
+from ..model.visits import SwitchIns, switch_ins
 from ..model.whole import WholeFacts
 from ..trace import Trace
 from .parts import first_proofs, horizon, owned_rows, wait_limit, waiting_at
@@ -189,7 +191,7 @@ def whole_meta(carry: Carry) -> TraceMeta:
         carry.meta,
         first_ts_ns=carry.first_ts,
         last_ts_ns=carry.last_ts,
-        event_counts=carry.event_counts,
+        event_counts=dict(sorted(carry.event_counts.items())),  # (as every reader gives them)
         lost_events=carry.lost_events,
         lost_unknown=tuple(sorted(carry.lost_unknown)),
         warnings=carry.warnings,
@@ -315,6 +317,9 @@ class PartFacts:
     #: topology is assumed.
     migrations: int
     moves: np.ndarray
+    #: Its switches (:class:`schedwake.model.visits.SwitchIns`): the pinned tasks of
+    #: the whole trace are judged from all parts' (:meth:`.driver.Plan.pinned`).
+    switch_ins: SwitchIns
 
 
 def part_facts(spec: PartSpec) -> PartFacts:
@@ -336,7 +341,13 @@ def part_facts(spec: PartSpec) -> PartFacts:
     moves = np.zeros((0, 3), np.int64)
     if mine.any() and spec.topology.assumed:
         moves = wakeup_moves(model.events, model.wakeup_migrations, spec.topology.cpus, mine)
-    return PartFacts(complete, np.unique(np.asarray(keys, np.int64)), int(mine.sum()), moves)
+    return PartFacts(
+        complete,
+        np.unique(np.asarray(keys, np.int64)),
+        int(mine.sum()),
+        moves,
+        switch_ins(model, spec.t0, spec.t1),
+    )
 
 
 def whole_facts(lives: Lives, parts: Sequence[PartFacts]) -> WholeFacts:

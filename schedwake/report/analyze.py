@@ -14,7 +14,6 @@ from typing import cast
 from ..detect import Finding, shown
 from ..detect.base import LongestGap
 from ..jsonout import dumps
-from ..summary import summary
 from .markdown import code_line, fence, md
 
 #: The width the text report keeps to (evidence lines excepted: they are trace-cmd's own
@@ -213,9 +212,8 @@ def waits_text(waits: list[dict]) -> list[str]:
 
 
 def _summary_lines(analysis) -> list[str]:
-    trace = analysis.trace
-    s = summary(trace)
-    topo = trace.topology
+    s = analysis.facts
+    topo = analysis.cpu_map
     lost = sum(s["lost_events"].values())
     lines = _wrap("trace:", f"{s['path']} ({s['format']}, kernel {s['kernel'] or 'unknown'})")
     lines += _wrap(
@@ -349,11 +347,11 @@ class ReportParts:
 def report_parts(analysis) -> ReportParts:
     """What :func:`text` and :func:`markdown` show of ``analysis``."""
     return ReportParts(
-        name=Path(analysis.trace.path).name,
+        name=Path(analysis.facts["path"]).name,
         summary=_summary_lines(analysis),
         caveats=list(analysis.caveats),
         findings=[finding_view(i, f) for i, f in enumerate(analysis.findings, 1)],
-        task_states=task_state_rows(analysis.task_states, analysis.trace.model.pids is not None),
+        task_states=task_state_rows(analysis.task_states, analysis.focused),
         waits=analysis.task_waits,
         metrics=metric_rows(analysis.metrics, analysis.bounds),
     )
