@@ -250,20 +250,35 @@ def test_cuts_inside_idle_while_runnable_gaps(name: str, monkeypatch: pytest.Mon
     """Cuts in the middle of the three longest gap segments (a segment a cut splits is
     one again, its length the whole's), and at the longest one's start (its two sides
     read at a cut)."""
-    from schedwake.detect import resolve
-    from schedwake.detect.idle_while_runnable import gap_segments
+    from .test_partition import longest_gaps
 
     path = TRACES[name]
-    whole = schedwake.load(path)
-    segs, _ = gap_segments(whole.model, resolve(whole))
-    gaps = sorted(
-        ((int(s), int(e)) for ss, ee in segs.values() for s, e in zip(ss, ee)),
-        key=lambda g: g[1] - g[0],
-    )
+    gaps = longest_gaps(schedwake.load(path))
     overrides = {"iwr_min_share": 0.0, "iwr_min_seconds": 0.0}
     for cuts in (sorted({(s + e) // 2 for s, e in gaps[-3:]}), [gaps[-1][0]]):
         monkeypatch.setattr(ingest, "cut_times", lambda p, n, c=cuts: c)
         check_findings(path, overrides, ["idle_while_runnable"], [len(cuts) + 1])
+
+
+@pytest.mark.slow  # (a whole real trace, a model per part)
+def test_the_gap_from_parts_shorter_than_its_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts a fifth as long as the 16-CPU guest's three longest gap segments, in their
+    middles, analysed as the command does (those parts modelled again, given the waits
+    that cross them): the idle-while-runnable finding is the whole trace's."""
+    from schedwake.analysis.partitioned import analyze_parts
+    from schedwake.detect import detect
+
+    from .test_partition import longest_gaps, short_parts_inside
+
+    path = TRACES["guest16"]
+    whole = schedwake.load(path)
+    overrides = {"iwr_min_share": 0.0, "iwr_min_seconds": 0.0}
+    expected = [f.to_dict() for f in detect(whole, overrides, ["idle_while_runnable"])]
+    assert expected
+    cuts = short_parts_inside(longest_gaps(whole))
+    monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
+    got = analyze_parts(plan(path, len(cuts) + 1), overrides, ["idle_while_runnable"])
+    assert [f.to_dict() for f in got.findings] == expected
 
 
 def test_gap_segments_join_across_spans() -> None:
