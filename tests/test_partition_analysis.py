@@ -1,8 +1,9 @@
 """The sections of a trace's analysis joined from its time parts' summaries
 (schedwake.analysis.partitioned, .part_findings) equal the whole trace's: the trace's
 facts with its completeness and topology, the caveats, the task states, the waits
-explained and the kworker ping-pong's finding; on real recordings of each kind, at the
-index's cuts and at random ones.
+explained and the findings of every detector (cuts inside a storm's cycle and inside
+idle-while-runnable gaps too); on real recordings of each kind, at the index's cuts and
+at random ones.
 """
 
 from __future__ import annotations
@@ -158,7 +159,8 @@ def test_the_quantile_from_the_largest_values() -> None:
             assert quantile_of(kept, n, q) == float(np.quantile(values, q)), (n, q)
 
 
-#: Thresholds low enough that the traces of every kind give both findings.
+#: Thresholds low enough that the traces of every kind give the findings (the storm's and
+#: the gap's too: a storm of a few preemptions, any gap at all).
 _LOW = {
     "roundrobin_min_changes": 5,
     "roundrobin_min_wakeups": 10,
@@ -166,31 +168,137 @@ _LOW = {
     "pingpong_min_episodes": 3,
     "pingpong_min_share": 0.0,
     "pingpong_min_eligible_share": 0.0,
+    "storm_min_preemptions": 5,
+    "storm_min_cpu_share": 0.0,
+    "storm_min_preempted_share": 0.3,
+    "iwr_min_share": 0.0,
+    "iwr_min_seconds": 0.0,
 }
 
 
-@pytest.mark.slow  # (whole real traces, a model per part)
-@pytest.mark.parametrize(
-    ("name", "overrides"),
-    [("kstack-off", None), ("lost-events", _LOW), ("guest16", _LOW), ("perf-dbench-z", _LOW)],
-)
-def test_the_findings_from_the_parts(name: str, overrides: dict | None) -> None:
-    """kworker_pingpong and llc_roundrobin judged once from the parts' added-up
-    measures: the same findings, their metrics, tallies, top groups and tasks (their
-    CPU walks joined across the parts), typical episode and evidence lines."""
+def check_findings(
+    path: object,
+    overrides: dict | None,
+    names: list[str],
+    parts: list[int],
+    shown: set[str] | None = None,
+) -> None:
+    """The findings ``names`` joined from the parts of ``path`` (into each of ``parts``
+    parts, at the index's cuts or those ``ingest.cut_times`` is patched to give) equal
+    the whole trace's, every field; ``shown``: the detectors that must give one."""
     from schedwake.analysis.part_findings import findings, part_findings
     from schedwake.detect import detect
 
-    path = TRACES.get(name, SAMPLES / "perf" / f"{name}.perf.data")
     whole = schedwake.load(path)
-    names = ["kworker_pingpong", "llc_roundrobin"]
     expected = [f.to_dict() for f in detect(whole, overrides, detectors=names)]
-    assert expected  # (each recording shows a finding at least)
-    for n in (2, 5):
+    assert {f["detector"] for f in expected} >= (shown or {names[0]})
+    for n in parts:
         the_plan = plan(path, n)
         caveats = joined(the_plan).model_caveats()
         got = findings(the_plan, the_plan.keep(part_findings), caveats, overrides, names)
         assert [f.to_dict() for f in got] == expected, n
+
+
+@pytest.mark.slow  # (whole real traces, a model per part)
+@pytest.mark.parametrize(
+    ("name", "overrides", "shown"),
+    [
+        ("kstack-off", None, {"kworker_pingpong", "llc_roundrobin"}),
+        ("fio-weighted", None, {"cswitch_storm"}),
+        ("lost-events", _LOW, {"kworker_pingpong", "idle_while_runnable"}),
+        ("guest16", _LOW, {"kworker_pingpong", "idle_while_runnable"}),
+        ("perf-dbench-z", _LOW, {"idle_while_runnable"}),
+        ("fio-root", _LOW, {"cswitch_storm", "idle_while_runnable"}),
+    ],
+)
+def test_the_findings_from_the_parts(name: str, overrides: dict | None, shown: set[str]) -> None:
+    """Every detector of part_findings.JOINED judged once from the parts' added-up
+    measures: the same findings, their metrics, tallies, top groups and tasks (their
+    CPU walks joined across the parts), typical episode or cycle, the storm's worst
+    pair and kworkers, the gap's segments joined across the cuts, its longest gap's
+    two sides, and the evidence lines."""
+    from schedwake.analysis.part_findings import JOINED
+
+    path = TRACES.get(name, SAMPLES / "perf" / f"{name}.perf.data")
+    if name == "fio-root":
+        path = SAMPLES / "fio-pinned-root.dat"
+    check_findings(path, overrides, list(JOINED), [2, 5], shown)
+
+
+@pytest.mark.slow  # (a whole real trace, a model per part)
+def test_cuts_inside_a_storm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cuts inside the storm's cycle the finding shows (between the kworker's switch-in
+    and its preemption, between that and its return: a part that does not see the CPU's
+    next switch leaves the cycle to the next one) and right after other preemptions."""
+    from schedwake.detect import cswitch_storm, detect
+
+    path = TRACES["fio-weighted"]
+    whole = schedwake.load(path)
+    at = detect(whole, detectors=["cswitch_storm"])[0].evidence_at
+    assert at is not None
+    rows = cswitch_storm.preemption_rows(whole.model)
+    cuts = {(at["t0"] + at["focus_ts"]) // 2, (at["focus_ts"] + at["t1"]) // 2 + 1}
+    rng = np.random.default_rng(7)
+    cuts |= {int(t) + 1 for t in rows["ts"].to_numpy()[rng.integers(0, len(rows), size=3)]}
+    monkeypatch.setattr(ingest, "cut_times", lambda p, n: sorted(cuts))
+    check_findings(path, None, ["cswitch_storm"], [len(cuts) + 1])
+
+
+@pytest.mark.slow  # (whole real traces, a model per part)
+@pytest.mark.parametrize("name", ["lost-events", "guest16"])
+def test_cuts_inside_idle_while_runnable_gaps(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cuts in the middle of the three longest gap segments (a segment a cut splits is
+    one again, its length the whole's), and at the longest one's start (its two sides
+    read at a cut)."""
+    from .test_partition import longest_gaps
+
+    path = TRACES[name]
+    gaps = longest_gaps(schedwake.load(path))
+    overrides = {"iwr_min_share": 0.0, "iwr_min_seconds": 0.0}
+    for cuts in (sorted({(s + e) // 2 for s, e in gaps[-3:]}), [gaps[-1][0]]):
+        monkeypatch.setattr(ingest, "cut_times", lambda p, n, c=cuts: c)
+        check_findings(path, overrides, ["idle_while_runnable"], [len(cuts) + 1])
+
+
+@pytest.mark.slow  # (a whole real trace, a model per part)
+def test_the_gap_from_parts_shorter_than_its_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts a fifth as long as the 16-CPU guest's three longest gap segments, in their
+    middles, analysed as the command does (those parts modelled again, given the waits
+    that cross them): the idle-while-runnable finding is the whole trace's."""
+    from schedwake.analysis.partitioned import analyze_parts
+    from schedwake.detect import detect
+
+    from .test_partition import longest_gaps, short_parts_inside
+
+    path = TRACES["guest16"]
+    whole = schedwake.load(path)
+    overrides = {"iwr_min_share": 0.0, "iwr_min_seconds": 0.0}
+    expected = [f.to_dict() for f in detect(whole, overrides, ["idle_while_runnable"])]
+    assert expected
+    cuts = short_parts_inside(longest_gaps(whole))
+    monkeypatch.setattr(ingest, "cut_times", lambda p, n: cuts)
+    got = analyze_parts(plan(path, len(cuts) + 1), overrides, ["idle_while_runnable"])
+    assert [f.to_dict() for f in got.findings] == expected
+
+
+def test_gap_segments_join_across_spans() -> None:
+    """Gap segments summed per span and joined where a cut splits one (a segment across
+    several spans too) give the whole's sum, count and longest segment (the first of as
+    long ones), segments fed by hand."""
+    from schedwake.detect.idle_while_runnable import joined_gaps, summarize
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        segs = {}
+        for li in range(2):
+            ends = np.unique(rng.integers(0, 1000, size=int(rng.integers(0, 30))))
+            starts, stops = ends[:-1], ends[1:]
+            keep = rng.random(len(starts)) < 0.6
+            segs[li] = (starts[keep].astype(np.int64), stops[keep].astype(np.int64))
+        whole = joined_gaps([summarize(segs, None, None)])
+        cuts = [None, *sorted({int(c) for c in rng.integers(1, 1000, size=4)}), None]
+        spans = [summarize(segs, a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+        assert joined_gaps(spans) == whole, cuts
 
 
 def test_walks_join_across_spans() -> None:

@@ -3,13 +3,38 @@
 (:func:`part_findings`, kept where the part is), the client adds the measures up and
 judges once, with the detector's own judgement; the evidence is read in a window of
 the trace around the episode it shows (:meth:`schedwake.partition.Plan.map_windows`).
+The whole trace's detectors run through the same stages (a measure of all rows, judged).
 
-Built so far (:data:`JOINED`): ``kworker_pingpong`` (its
-:class:`~schedwake.detect.kworker_pingpong.Measure` adds up; its typical episode is
-found over the parts: each part flags its episodes whose kworker leaves for idle soon,
-those it cannot see to the end in a window) and ``llc_roundrobin`` (its per-task
-figures add up; each task's CPU walk is summed per span of time and joined where the
-spans meet). ``cswitch_storm`` and ``idle_while_runnable`` are not joined yet.
+Every detector is joined (:data:`JOINED`):
+
+``kworker_pingpong``
+    its :class:`~schedwake.detect.kworker_pingpong.Measure` adds up; its typical
+    episode is found over the parts: each part flags its episodes whose kworker leaves
+    for idle soon, those it cannot see to the end in a window;
+``llc_roundrobin``
+    its per-task figures add up; each task's CPU walk is summed per span of time and
+    joined where the spans meet;
+``cswitch_storm``
+    its :class:`~schedwake.detect.cswitch_storm.Measure` of the switches in a part's
+    span and the wake-ups it owns adds up (the units judged once over the sums); a
+    futile wake-up a part cannot settle (its task slept, and neither the kworker nor
+    the task switched in again on the CPU by the part's horizon) is settled by the
+    later parts' first switch-ins; the worst pair's cycles are gathered from the parts
+    (a cycle whose CPU's next switch a part does not see is taken from the next part,
+    whose prelude carries that switch) for the one shown;
+``idle_while_runnable``
+    the pinned tasks are judged over all parts' switch-ins
+    (:meth:`schedwake.partition.Plan.pinned`), then, in a second round
+    given them (:func:`gap_of_part`), each part counts the gap inside its span from
+    its intervals that reach it (:class:`~schedwake.detect.idle_while_runnable.GapInputs`)
+    and keeps the segments its ends cut, which the client joins again
+    (:func:`~schedwake.detect.idle_while_runnable.joined_gaps`: the count of segments
+    and the longest are the whole trace's); the waits at the longest gap's start are
+    the parts' own, the CPUs idle and running there are read in a window. A wait
+    longer than a part that a cut falls in may be missing from the part before
+    (docs/design-partitioned-analysis.md, 'the gap left'): such a cut counts too little
+    gap; :func:`~schedwake.detect.idle_while_runnable.segments_of` takes the waits a
+    part does not own that cross its span (``more``), for when the parts are given them.
 """
 
 from __future__ import annotations
@@ -25,6 +50,8 @@ from ..detect import (
     DETECTORS,
     Finding,
     Thresholds,
+    cswitch_storm,
+    idle_while_runnable,
     kworker_pingpong,
     llc_roundrobin,
     thresholds,
@@ -32,18 +59,18 @@ from ..detect import (
 from ..detect.base import severity_rank
 from ..detect.evidence import evidence_of, evidence_rows
 from ..model.masks import episodes_mask
-from ..partition import owned_mask
+from ..partition import in_span, owned_mask
 from . import check_thresholds
 from .partials import NotJoinedError
 
 if TYPE_CHECKING:
-    from ..detect.base import EvidenceAt
+    from ..detect.base import EvidenceAt, LongestGap
     from ..partition import PartSpec, Plan
     from ..partition.driver import Kept
     from ..trace import Trace
 
 #: The detectors whose findings the parts give.
-JOINED = ("kworker_pingpong", "llc_roundrobin")
+JOINED = ("kworker_pingpong", "llc_roundrobin", "cswitch_storm", "idle_while_runnable")
 
 #: How far around an episode its evidence window reaches (its work item's start, its
 #: kworker's switch-out and its run, each within 1 ms: :mod:`..detect.kworker_pingpong`).
@@ -74,6 +101,19 @@ class PartFindings:
     rr_names: pd.DataFrame
     rr_migrations: pd.Series
     rr_changes: pd.DataFrame
+    #: cswitch_storm's measure of the switches in the part's span and the wake-ups it
+    #: owns (its open futile wake-ups settled on the client by the later parts), its
+    #: kworker preemptions (the worst pair's cycles are picked from them) and its
+    #: switches from a kworker to a task (the kworkers the worst pair names).
+    storm: cswitch_storm.Measure
+    storm_rows: pd.DataFrame
+    storm_kworkers: pd.DataFrame
+    #: Its kworker preemptions before its start (its prelude's: the last switch of a
+    #: CPU, whose next switch a part before may not see).
+    storm_before: pd.DataFrame
+    #: idle_while_runnable's: what its gap is counted from, given the pinned tasks (its
+    #: intervals that reach its span, the waits it owns).
+    gap: idle_while_runnable.GapInputs
 
 
 def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
@@ -107,6 +147,8 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
     mig = model.migrations
     mig_rows = owned_mask(model, spec.t0, spec.t1, "migrations")
     mig_task = model.events.key(mig["pid"].to_numpy()[mig_rows], mig["ts"].to_numpy()[mig_rows])
+    s = model.events.switch
+    switches = None if s is None else in_span(s["ts"].to_numpy(dtype=np.int64), spec.t0, spec.t1)
     return PartFindings(
         spec.t0,
         spec.t1,
@@ -118,6 +160,17 @@ def part_findings(part: Trace, spec: PartSpec) -> PartFindings:
         rr_names=llc_roundrobin.last_comms(model, rows),
         rr_migrations=pd.Series(mig_task).value_counts(),
         rr_changes=changes,
+        storm=cswitch_storm.measure(model, switches, rows, settled=spec.t1 is None),
+        storm_rows=cswitch_storm.preemption_rows(model, switches),
+        storm_before=cswitch_storm.preemption_rows(
+            model, None if s is None else s["ts"].to_numpy(dtype=np.int64) < (spec.t0 or 0)
+        ),
+        gap=idle_while_runnable.gap_inputs(
+            model, spec.t0, spec.t1, owned_mask(model, spec.t0, spec.t1, "occupancy")
+        ),
+        storm_kworkers=(
+            cswitch_storm.kworker_switchins(model, switches) if s is not None else pd.DataFrame()
+        ),
     )
 
 
@@ -198,6 +251,10 @@ def findings(
             out.append(f)
     if "llc_roundrobin" in names:
         out.extend(_roundrobin(plan, kept, th, duration, evidence_lines))
+    if "cswitch_storm" in names:
+        out.extend(_storm(plan, kept, th, duration, evidence_lines))
+    if "idle_while_runnable" in names:
+        out.extend(_idle_while_runnable(plan, kept, th, duration, evidence_lines))
     for f in out:
         f.caveats = list(caveats)
         if caveats:
@@ -352,9 +409,16 @@ def _roundrobin(
     found = kept.ask(_top_changes, early, top)
     ch = pd.concat(found, ignore_index=True).sort_values("task", kind="stable")
     out = llc_roundrobin.judge(per, llc_roundrobin.walked(ch), migrations, pingpong, th)
+    return _with_evidence(plan, out, lines)
+
+
+def _with_evidence(plan: Plan, out: list[Finding], lines: int) -> list[Finding]:
+    """The findings ``out`` with the evidence lines of their ``evidence_at`` (if any),
+    read in a window of the trace there."""
     for f in out:
         at = f.evidence_at
-        assert at is not None
+        if at is None:  # (nothing to show: none in the whole trace's either)
+            continue
         f.evidence, f.evidence_events = plan.map_windows(
             _Lines(at, lines), [(at["t0"], at["t1"] + 1)]
         )[0]
@@ -371,3 +435,151 @@ class _Lines:
 
     def __call__(self, trace: Trace, spec: PartSpec) -> tuple[list, list]:
         return evidence_of(trace, evidence_rows(trace, **self.at, limit=self.lines))
+
+
+# -- cswitch_storm ----------------------------------------------------------------------
+
+
+def _storm_measure(pf: PartFindings) -> cswitch_storm.Measure:
+    return pf.storm
+
+
+def _storm_kworkers(pf: PartFindings, cpu: int, task: int) -> pd.DataFrame:
+    k = pf.storm_kworkers
+    return k[(k["cpu"].to_numpy() == cpu) & (k["task"].to_numpy() == task)] if len(k) else k
+
+
+def _storm_cycles(
+    pf: PartFindings, cpu: int, task: int, storm: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return (
+        cswitch_storm.cycles(pf.storm_rows, cpu, task, storm),
+        cswitch_storm.cycles(pf.storm_before, cpu, task, storm),
+    )
+
+
+def _settled_cycles(
+    found: list[tuple[pd.DataFrame, pd.DataFrame]], firsts: list[pd.Series]
+) -> pd.DataFrame:
+    """The worst pair's cycles of every part (each part's own, and those before its
+    start), settled: a cycle whose CPU's next switch a part does not see is taken from
+    the next part that does (it carries the CPU's last switch); one it leaves open, or
+    whose kworker's return it does not see, is settled by the later parts' first
+    switch-ins (``firsts``)."""
+    out = []
+    last = len(found) - 1
+    for i, (own, _) in enumerate(found):
+        c = own.assign(part=i)
+        for k in np.flatnonzero(~c["next_seen"].to_numpy(dtype=bool)) if i < last else []:
+            ts = int(c["ts"].iat[k])
+            for j in range(i + 1, len(found)):
+                before = found[j][1]
+                at = np.flatnonzero(before["ts"].to_numpy() == ts)
+                if not len(at):
+                    break
+                for col in ("futile", "open", "next_seen", "back_ts"):
+                    c.loc[k, col] = before[col].iat[at[0]]
+                c.loc[k, "part"] = j
+                if before["next_seen"].iat[at[0]]:
+                    break
+        out.append(c)
+    cyc = pd.concat(out, ignore_index=True)
+    part = cyc["part"].to_numpy()
+    for j in np.unique(part[part < last]).tolist():
+        mine = part == j
+        unsettled = mine & (cyc["open"].to_numpy(dtype=bool) | (cyc["back_ts"].to_numpy() < 0))
+        if not unsettled.any():
+            continue
+        cand = cyc[unsettled].assign(run_cpu=cyc["cpu"][unsettled])
+        futile, back = cswitch_storm.settle(cand, "kworker", "task", firsts[j + 1 :])
+        opened = cand["open"].to_numpy(dtype=bool)
+        at = np.flatnonzero(unsettled)
+        cyc.loc[at[opened], "futile"] = futile[opened]
+        seen = (cand["back_ts"].to_numpy() < 0) & (back != cswitch_storm.NEVER)
+        cyc.loc[at[seen], "back_ts"] = back[seen]
+    return cyc
+
+
+def _storm(
+    plan: Plan, kept: Kept[PartFindings], th: Thresholds, duration: int, lines: int
+) -> list[Finding]:
+    """cswitch_storm's finding from the parts: their measures added up (the futile
+    wake-ups a part leaves open settled by the later parts' first switch-ins) and judged
+    once; the worst pair's cycles gathered (those a part leaves open, or whose kworker's
+    return it does not see, settled the same way) for the one shown, whose evidence is
+    read in a window."""
+    measures = kept.ask(_storm_measure)
+    total = cswitch_storm.Measure.add(measures)
+
+    def evidence(cpu: int, task: int, storm: pd.DataFrame) -> EvidenceAt:
+        found = kept.ask(_storm_cycles, cpu, task, storm)
+        cyc = _settled_cycles(found, [m.firsts for m in measures])
+        return cswitch_storm.cycle_evidence(
+            cyc.iloc[cswitch_storm.middle_cycle(cyc["futile"].to_numpy(dtype=bool))], cpu, task
+        )
+
+    def kworkers(cpu: int, task: int) -> list[dict[str, str | int]]:
+        found = [k for k in kept.ask(_storm_kworkers, cpu, task) if len(k)]
+        return cswitch_storm.top_kworkers(pd.concat(found, ignore_index=True), cpu, task)
+
+    out = cswitch_storm.judge(total, duration, th, None, evidence, kworkers)
+    return _with_evidence(plan, out, lines)
+
+
+# -- idle_while_runnable ----------------------------------------------------------------
+
+
+def gap_of_part(pf: PartFindings, pinned: np.ndarray) -> dict[int, idle_while_runnable.LlcGap]:
+    """The gap inside a part's span given the ``pinned`` tasks (judged over the whole
+    trace): its segments (:func:`..detect.idle_while_runnable.segments_of`) summed per
+    LLC, those its span's ends cut kept to be joined (the second round)."""
+    g = pf.gap
+    return idle_while_runnable.summarize(idle_while_runnable.segments_of(g, pinned), g.t0, g.t1)
+
+
+def _top_waits(pf: PartFindings, pinned: np.ndarray) -> pd.Series:
+    return idle_while_runnable.top_waits(pf.gap, pinned)
+
+
+def _waits_at(pf: PartFindings, pinned: np.ndarray, t: int, cpus: list[int]) -> pd.DataFrame:
+    return idle_while_runnable.waits_at(pf.gap, pinned, t, cpus)
+
+
+@dataclass(frozen=True)
+class _CpusAt:
+    """In a window from ``t``: the idle CPUs of ``cpus`` and those running at ``t``."""
+
+    t: int
+    cpus: list[int]
+
+    def __call__(self, trace: Trace, spec: PartSpec) -> tuple[list[int], pd.DataFrame]:
+        return idle_while_runnable.cpus_at(trace.model.occupancy, self.t, self.cpus)
+
+
+def _idle_while_runnable(
+    plan: Plan, kept: Kept[PartFindings], th: Thresholds, duration: int, lines: int
+) -> list[Finding]:
+    """idle_while_runnable's finding from the parts: the pinned tasks judged over all
+    parts' switch-ins (:meth:`schedwake.partition.Plan.pinned`), then (a second round,
+    given them) each part's gap inside its span,
+    joined where a cut splits a segment, and judged once; the waits at the longest
+    gap's start are the parts' own, the CPUs idle and running there are read in a
+    window, as is the evidence."""
+    pinned = plan.pinned(int(th["iwr_pinned_min_runs"]))
+    per, longest = idle_while_runnable.joined_gaps(kept.ask(gap_of_part, pinned))
+
+    def top() -> pd.Series:
+        return pd.concat(kept.ask(_top_waits, pinned)).groupby(level=0).sum()
+
+    def side(li: int, t: int, dt: int) -> LongestGap | None:
+        cpus = list(plan.topology.llc[li])
+        idle, running = plan.map_windows(_CpusAt(t, cpus), [(t, t + 1)])[0]
+        waits = pd.concat(kept.ask(_waits_at, pinned, t, cpus), ignore_index=True)
+        return idle_while_runnable.side_by_side(
+            t, dt, idle, running, idle_while_runnable.ordered(waits)
+        )
+
+    out = idle_while_runnable.judge(
+        per, longest, plan.topology.llc, duration, len(pinned), th, top, side
+    )
+    return _with_evidence(plan, out, lines)

@@ -308,14 +308,10 @@ def gap_partial(part: Trace, t0: int | None, t1: int | None, pinned: np.ndarray)
     (:func:`schedwake.detect.idle_while_runnable.gap_segments`, its waits of the
     ``pinned`` tasks left out) inside ``[t0, t1)``."""
     from ..detect import resolve
-    from ..detect.idle_while_runnable import gap_segments
+    from ..detect.idle_while_runnable import gap_segments, summarize
 
     segs, _ = gap_segments(part.model, resolve(part, None), pinned)
-    lo = np.iinfo(np.int64).min if t0 is None else t0
-    hi = np.iinfo(np.int64).max if t1 is None else t1
-    gap = 0
-    for start, end in segs.values():
-        gap += int(np.maximum(np.minimum(end, hi) - np.maximum(start, lo), 0).sum())
+    gap = sum(g.ns for g in summarize(segs, t0, t1).values())
     return GapPartial(gap, len(segs))
 
 
@@ -323,42 +319,12 @@ def _storm_counts(
     model: Model, t0: int | None, t1: int | None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:attr:`MetricPartial.preemptions` and :attr:`MetricPartial.switchouts`."""
-    from ..detect.cswitch_storm import switch_work_names
+    from ..detect.cswitch_storm import unit_counts
 
     s = model.events.switch
-    pre_cols, out_cols = ["cpu", "task", "kw", "fn", "n", "first"], ["cpu", "kw", "fn", "n"]
-    c = kworker_preemptions(model)
-    if s is None or not len(s) or not len(c["rows"]):
-        return pd.DataFrame(columns=pre_cols), pd.DataFrame(columns=out_cols)
-    work = switch_work_names(model)
-    ts = s["ts"].to_numpy(dtype=np.int64)
-    at = in_span(c["ts"].astype(np.int64), t0, t1)
-    g = pd.DataFrame(
-        {
-            "cpu": c["cpu"][at].astype(np.int64),
-            "task": c["task"][at].astype(np.int64),
-            "kw": c["kworker"][at].astype(np.int64),
-            "fn": work[c["rows"][at]],
-            "ts": c["ts"][at].astype(np.int64),
-        }
-    ).groupby(["cpu", "task", "kw", "fn"])["ts"]
-    pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
-    rows = np.flatnonzero(in_span(ts, t0, t1))
-    prev = np.asarray(model.events.key(s["prev_pid"].to_numpy()[rows], ts[rows]))
-    outs = (
-        pd.DataFrame(
-            {
-                "cpu": s["cpu"].to_numpy()[rows].astype(np.int64),
-                "kw": prev.astype(np.int64),
-                "fn": work[rows],
-            }
-        )
-        .groupby(["cpu", "kw", "fn"])
-        .size()
-        .rename("n")
-        .reset_index()
-    )
-    return pre, outs
+    if s is None:
+        return unit_counts(model)
+    return unit_counts(model, in_span(s["ts"].to_numpy(dtype=np.int64), t0, t1))
 
 
 def _pairs_with(pair: pd.MultiIndex, n: np.ndarray, least: float) -> np.ndarray:
@@ -463,6 +429,8 @@ class JoinedMetrics:
         thresholds judged once here: each (CPU, task, kworker, work function)'s
         preemptions against its (CPU, kworker, work function)'s switch-outs, then the
         (CPU, task) pairs' counts."""
+        from ..detect import Thresholds
+        from ..detect.cswitch_storm import units
         from ..model.lives import pid_of
         from ..model.tasks import USER
 
@@ -471,12 +439,12 @@ class JoinedMetrics:
         if not frames:
             return 0, None
         pre = pd.concat(frames).groupby(["cpu", "task", "kw", "fn"])
-        tri = pd.DataFrame({"pre": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
+        summed = pd.DataFrame({"n": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
         outs = pd.concat([p.switchouts for p in self.parts if len(p.switchouts)])
         outs = outs.groupby(["cpu", "kw", "fn"])["n"].sum()
-        unit = pd.MultiIndex.from_frame(tri[["cpu", "kw", "fn"]])
-        tri["outs"] = outs.reindex(unit).fillna(0).to_numpy().astype(np.int64)
-        storm = (tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]).to_numpy().copy()
+        tri = units(summed, outs.reset_index(), Thresholds(th))
+        tri = tri.assign(first=summed["first"].to_numpy())
+        storm = tri["storm"].to_numpy().copy()
         names: dict[int, str] = {}
         for p in self.parts:
             names.update(p.switch_ins.names)
@@ -507,25 +475,18 @@ class JoinedMetrics:
         """The futile wake-ups of the whole trace: each part's, and of those a part could
         not settle, the ones whose kworker switches in again on the CPU before their
         task does, in the first later part where either does."""
+        from ..detect.cswitch_storm import settle
+
         n = self.count("futile")
-        never = np.iinfo(np.int64).max
         for i, p in enumerate(self.parts):
             cand = p.futile_open
             if not len(cand):
                 continue
-            kw = np.full(len(cand), never, dtype=np.int64)
-            task = np.full(len(cand), never, dtype=np.int64)
-            for later in self.parts[i + 1 :]:
-                first = later.switch_ins.visits.set_index(["task", "cpu"])["first"]
-                open_ = (kw == never) & (task == never)
-                if not open_.any():
-                    break
-                for out, who in ((kw, "kworker"), (task, "task")):
-                    at = pd.MultiIndex.from_arrays([cand[who].to_numpy(), cand["cpu"].to_numpy()])
-                    seen = first.reindex(at).to_numpy(dtype=np.float64)
-                    hit = open_ & ~np.isnan(seen)
-                    out[hit] = seen[hit].astype(np.int64)
-            n += int((kw < task).sum())
+            later = [
+                q.switch_ins.visits.set_index(["task", "cpu"])["first"] for q in self.parts[i + 1 :]
+            ]
+            futile, _ = settle(cand.assign(run_cpu=cand["cpu"]), "kworker", "task", later)
+            n += int(futile.sum())
         return n
 
     def cpus_visited(self) -> float | None:

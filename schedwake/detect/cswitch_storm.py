@@ -28,10 +28,21 @@ run ten times longer; docs/detectors.md):
     woke too early, for nothing;
 ``switches``
     task <-> kworker switches on the CPU (both directions), for the report.
+
+In stages, which a whole trace and its time parts both run through
+(:mod:`schedwake.analysis.part_findings`): a :class:`Measure` of some switches and
+wake-ups (the whole trace's, a part's own) that adds up (:meth:`Measure.add`: a futile
+wake-up a part cannot settle is settled by the later parts' first switch-ins,
+:func:`settle`); the units and pairs judged once over the sums (:func:`units`,
+:func:`pairs`, :func:`judge`); the worst pair's cycle shown (:func:`cycles` of
+:func:`preemption_rows`, :func:`middle_cycle`) and the kworkers it names
+(:func:`kworker_switchins`, :func:`top_kworkers`) found where the trace is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,7 +50,7 @@ import pandas as pd
 
 from ..model import asof_index
 from ..model.lives import pid_of
-from ..model.masks import futile_mask, kworker_mask, kworker_preemptions
+from ..model.masks import futile_mask, kworker_mask, kworker_preemptions, preempting_wakeups
 from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds
 
 if TYPE_CHECKING:
@@ -145,42 +156,77 @@ def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
     """One row per (cpu, task, kworker, work function) whose kworker the task preempted
     while (or right after) running that function: ``pre`` preemptions, ``outs``
     switch-outs of the kworker on the CPU attributed to the function, and ``storm``
-    (``pre >= storm_min_preempted_share * outs``). ``fn`` is a code of
+    (``pre >= storm_min_preempted_share * outs``: :func:`units`). ``fn`` is a code of
     :func:`work_functions` (-1: none known). ``task`` and ``kw`` are tasks, life keys
     (:mod:`schedwake.model.lives`: the pid, but for a later task of a pid used again);
     ``pid`` is the task's pid."""
     cols = ["cpu", "pid", "task", "kw", "fn", "pre", "outs", "storm"]
-    c = kworker_preemptions(model)
-    if len(c["rows"]) == 0:
-        return pd.DataFrame(
-            {k: np.zeros(0, dtype=bool if k == "storm" else np.int64) for k in cols}
-        )
-    s = model.events.switch
-    assert s is not None  # (a kworker preemption is a switch)
-    work = _switch_work(model)
-    pre = pd.DataFrame(
-        {"cpu": c["cpu"], "task": c["task"], "kw": c["kworker"], "fn": work[c["rows"]]}
-    )
-    tri = pre.groupby(["cpu", "task", "kw", "fn"]).size().rename("pre").reset_index()
+    tri = units(*unit_counts(model), th)
+    codes = {name: k for k, name in enumerate(work_functions(model))}
+    tri["fn"] = np.array([codes.get(f, -1) for f in tri["fn"]], dtype=np.int64)  # per unit
     tri["pid"] = pid_of(tri["task"].to_numpy()).astype(np.int64)
-    # the switch-outs of the preempted kworkers only (a few of the CPU's switches)
-    prev_pid = _prev_tasks(model)
-    mine = np.isin(prev_pid, tri["kw"].unique())
+    return tri[cols]
+
+
+def unit_counts(
+    model: Model, switches: np.ndarray | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the storm's units are judged by (:func:`units`), of the switches
+    ``switches`` (a mask over ``sched_switch``: a time part's own; None: all): the
+    kworker preemptions per (cpu, task, kw, fn) (``fn``: the work function's name,
+    :func:`switch_work_names`, "" without one): ``n`` and the first one's time; every
+    switch-out per (cpu, kw, fn) (``kw``: the task switched out): ``n``. Counts of
+    parts of the switches add up."""
+    s = model.events.switch
+    pre_cols, out_cols = ["cpu", "task", "kw", "fn", "n", "first"], ["cpu", "kw", "fn", "n"]
+    c = kworker_preemptions(model)
+    if s is None or not len(s) or not len(c["rows"]):
+        return _empty(pre_cols), _empty(out_cols)
+    mine = np.ones(len(s), dtype=bool) if switches is None else switches
+    work = switch_work_names(model)
+    at = mine[c["rows"]]
+    g = pd.DataFrame(
+        {
+            "cpu": c["cpu"][at].astype(np.int64),
+            "task": c["task"][at].astype(np.int64),
+            "kw": c["kworker"][at].astype(np.int64),
+            "fn": work[c["rows"][at]],
+            "ts": c["ts"][at].astype(np.int64),
+        }
+    ).groupby(["cpu", "task", "kw", "fn"])["ts"]
+    pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
+    rows = np.flatnonzero(mine)
     outs = (
         pd.DataFrame(
             {
-                "cpu": s["cpu"].to_numpy()[mine].astype(np.int64),
-                "kw": prev_pid[mine],
-                "fn": work[mine],
-            }  # fmt: skip
+                "cpu": s["cpu"].to_numpy()[rows].astype(np.int64),
+                "kw": _prev_tasks(model)[rows].astype(np.int64),
+                "fn": work[rows],
+            }
         )
         .groupby(["cpu", "kw", "fn"])
         .size()
+        .rename("n")
+        .reset_index()
     )
+    return pre, outs
+
+
+def units(pre: pd.DataFrame, outs: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
+    """The units of :func:`unit_counts`' counts (of the whole trace, or added up over
+    its parts), judged: per (cpu, task, kw, fn) ``pre`` preemptions, ``outs`` the
+    (cpu, kw, fn)'s switch-outs, and ``storm`` (``pre >= storm_min_preempted_share *
+    outs``: a unit the task preempts at that share of its switch-outs or more)."""
+    tri = pre.rename(columns={"n": "pre"})[["cpu", "task", "kw", "fn", "pre"]].copy()
+    n = outs.set_index(["cpu", "kw", "fn"])["n"]
     key = pd.MultiIndex.from_frame(tri[["cpu", "kw", "fn"]])
-    tri["outs"] = outs.reindex(key).fillna(0).to_numpy().astype(np.int64)
+    tri["outs"] = n.reindex(key).fillna(0).to_numpy().astype(np.int64)
     tri["storm"] = tri["pre"] >= th["storm_min_preempted_share"] * tri["outs"]
-    return tri[cols]
+    return tri
+
+
+def _empty(cols: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({k: np.zeros(0, dtype=object if k == "fn" else np.int64) for k in cols})
 
 
 def storm_mask(model: Model, th: Thresholds) -> np.ndarray:
@@ -278,14 +324,168 @@ def _count(cpus: np.ndarray, pids: np.ndarray) -> pd.Series:
     return pd.Series(1, index=pd.MultiIndex.from_arrays([cpus, pids])).groupby(level=[0, 1]).sum()
 
 
-def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
+#: A switch-in never seen (:func:`settle`).
+NEVER = np.iinfo(np.int64).max
+
+
+@dataclass
+class Measure:
+    """What the detector counts of a trace's switches and wake-ups: of the whole trace
+    (:func:`measure`), or of a time part's own (its switches in its span, the wake-ups
+    it owns), added up over the parts in time order (:meth:`add`)."""
+
+    #: :func:`unit_counts`: the kworker preemptions per (cpu, task, kw, fn) and the
+    #: switch-outs per (cpu, kw, fn).
+    pre: pd.DataFrame
+    outs: pd.DataFrame
+    #: Per CPU its switches; per (cpu, task) the task <-> kworker switches.
+    cpu_switches: pd.Series
+    switches: pd.Series
+    #: Per (cpu, task) (the wake-up's chosen CPU and its wakee): ``wakeups`` and
+    #: ``futile_wakeups``.
+    wakeups: pd.DataFrame
+    #: The wake-ups whose futility the switches after the part settle (:func:`settle`):
+    #: their (cpu, task) and the preemption's ``run_cpu`` and ``kworker``.
+    open: pd.DataFrame
+    #: Per (task, cpu): its first switch-in (what settles the parts before).
+    firsts: pd.Series
+    #: Each task's last name as a switch-in gives it.
+    names: dict[int, str]
+
+    @classmethod
+    def add(cls, parts: Sequence[Measure]) -> Measure:
+        """The measure of all ``parts`` (in time order), their open wake-ups settled."""
+        wakeups = pd.concat([p.wakeups for p in parts])
+        settled = []
+        for i, p in enumerate(parts):
+            if len(p.open):
+                futile, _ = settle(p.open, "kworker", "task", [q.firsts for q in parts[i + 1 :]])
+                o = p.open[futile]
+                settled.append(_count(o["cpu"].to_numpy(), o["task"].to_numpy()))
+        wakeups = wakeups.groupby(level=[0, 1]).sum()
+        if settled:
+            more = pd.concat(settled).groupby(level=[0, 1]).sum()
+            wakeups["futile_wakeups"] += more.reindex(wakeups.index).fillna(0).astype(np.int64)
+        pre = pd.concat([p.pre for p in parts]).groupby(["cpu", "task", "kw", "fn"])
+        outs = pd.concat([p.outs for p in parts]).groupby(["cpu", "kw", "fn"])["n"].sum()
+        firsts = pd.concat([p.firsts for p in parts])
+        names: dict[int, str] = {}
+        for p in parts:
+            names.update(p.names)
+        return cls(
+            pd.DataFrame({"n": pre["n"].sum(), "first": pre["first"].min()}).reset_index(),
+            outs.reset_index(),
+            pd.concat([p.cpu_switches for p in parts]).groupby(level=0).sum(),
+            pd.concat([p.switches for p in parts]).groupby(level=[0, 1]).sum(),
+            wakeups,
+            parts[-1].open.iloc[:0],
+            firsts.groupby(level=[0, 1]).min(),
+            names,
+        )
+
+
+def settle(
+    cand: pd.DataFrame, kworker: str, task: str, later: Sequence[pd.Series]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Of kworker preemptions a part leaves open (the task slept; neither it nor the
+    kworker switched in again on the CPU ``run_cpu`` of ``cand`` by the part's horizon),
+    given the later parts' :attr:`Measure.firsts` in time order: whether each was
+    futile (the kworker, column ``kworker``, switched in there before the task, column
+    ``task``), and the kworker's return (:data:`NEVER`: never seen)."""
+    cpu = cand["run_cpu"].to_numpy()
+    first = {}
+    for who in (kworker, task):
+        at = pd.MultiIndex.from_arrays([cand[who].to_numpy(), cpu])
+        out = np.full(len(cand), NEVER, dtype=np.int64)
+        for f in later:  # (the first later part where it switches in there)
+            seen = f.reindex(at).to_numpy(dtype=np.float64)
+            hit = (out == NEVER) & ~np.isnan(seen)
+            out[hit] = seen[hit].astype(np.int64)
+        first[who] = out
+    return first[kworker] < first[task], first[kworker]
+
+
+def measure(
+    model: Model,
+    switches: np.ndarray | None = None,
+    wakeups: np.ndarray | None = None,
+    settled: bool = True,
+) -> Measure:
+    """The :class:`Measure` of ``model``'s switches ``switches`` and wake-ups
+    ``wakeups`` (masks: a time part's own; None: all). ``settled``: the switches after
+    them are the model's (the whole trace, the last part); else the wake-ups whose
+    futility the model cannot settle are left :attr:`Measure.open`."""
+    s = model.events.switch
+    none = np.zeros(0, np.int64)
+    pre, outs = unit_counts(model, switches)
+    opened = pd.DataFrame({k: none for k in ("cpu", "task", "run_cpu", "kworker")})
+    if s is None or not len(s):
+        empty = pd.Series(none, index=pd.MultiIndex.from_arrays([none, none]))
+        return Measure(
+            pre, outs, pd.Series(none), empty,
+            pd.DataFrame({"wakeups": empty, "futile_wakeups": empty}), opened, empty, {},
+        )  # fmt: skip
+    mine = np.ones(len(s), dtype=bool) if switches is None else switches
+    ts = s["ts"].to_numpy()
+    cpu = s["cpu"].to_numpy().astype(np.int64)
+    prev_pid = _prev_tasks(model)
+    next_pid = model.events.key(s["next_pid"].to_numpy().astype(np.int64), ts)
+    pk, nk = kworker_mask(s["prev_comm"].array), kworker_mask(s["next_comm"].array)
+    to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
+    alt = (to_task | to_kw) & mine
+    task = np.where(to_task, next_pid, prev_pid)
+    if switches is None:  # (the whole trace's: no part before it to settle)
+        firsts = pd.Series(none, index=pd.MultiIndex.from_arrays([none, none]))
+    else:
+        g = pd.DataFrame(
+            {"task": next_pid[mine], "cpu": cpu[mine], "ts": ts[mine].astype(np.int64)}
+        )
+        firsts = g.groupby(["task", "cpu"])["ts"].min()
+    w = model.wakeups
+    wmine = np.ones(len(w), dtype=bool) if wakeups is None else wakeups
+    fut = futile_mask(model)
+    wpid = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
+    wcpu = w["chosen_cpu"].to_numpy()
+    wf = (
+        pd.DataFrame({"cpu": wcpu[wmine], "task": wpid[wmine], "f": fut[wmine]})
+        .groupby(["cpu", "task"])
+        .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
+        .astype(np.int64)
+    )
+    if not settled:
+        rows, j = preempting_wakeups(model, "open")
+        own = wmine[rows]
+        rows, j = rows[own], j[own]
+        kp = kworker_preemptions(model)
+        at = np.flatnonzero(kp["open"])[j]
+        opened = pd.DataFrame(
+            {
+                "cpu": wcpu[rows].astype(np.int64),
+                "task": wpid[rows].astype(np.int64),
+                "run_cpu": kp["cpu"][at].astype(np.int64),
+                "kworker": kp["kworker"][at].astype(np.int64),
+            }
+        )
+    return Measure(
+        pre,
+        outs,
+        pd.Series(cpu[mine]).value_counts(),
+        _count(cpu[alt], task[alt]),
+        wf,
+        opened,
+        firsts,
+        _names(model, switches),
+    )
+
+
+def pairs(m: Measure, th: Thresholds) -> pd.DataFrame:
     """One row per (cpu, task) that preempted a kworker (``task``: its life key,
     :mod:`schedwake.model.lives`, so two tasks that shared a pid are two rows; ``pid``:
-    its pid): kworker_preemptions and
-    kworker_switchouts over its storm kworkers (the (kworker, work function) pairs it
-    preempts at ``storm_min_preempted_share`` of their switch-outs or more:
-    :func:`unit_table`; ``storm_kworkers`` distinct kworkers), all_kworker_preemptions,
-    cpu_switches, switches, wakeups, futile_wakeups."""
+    its pid), of the measure ``m``: kworker_preemptions and kworker_switchouts over its
+    storm kworkers (the (kworker, work function) pairs it preempts at
+    ``storm_min_preempted_share`` of their switch-outs or more: :func:`units`;
+    ``storm_kworkers`` distinct kworkers), all_kworker_preemptions, cpu_switches,
+    switches, wakeups, futile_wakeups."""
     cols = [
         "cpu",
         "pid",
@@ -299,61 +499,75 @@ def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
         "wakeups",
         "futile_wakeups",
     ]
-    c = kworker_preemptions(model)
-    if len(c["rows"]) == 0:
+    if len(m.pre) == 0:
         return pd.DataFrame(columns=cols)
-    s = model.events.switch
-    assert s is not None  # (a kworker preemption is a switch)
-    cpu = s["cpu"].to_numpy().astype(np.int64)
-    prev_pid = _prev_tasks(model)
-    next_pid = model.events.key(s["next_pid"].to_numpy().astype(np.int64), s["ts"].to_numpy())
     # per (cpu, task, kworker, work function): the preemptions, and that kworker's
     # switch-outs on the CPU after that function. The task's storm units are those it
     # preempts at the threshold's share of their switch-outs (a task also preempts, now
     # and then, kworkers that do other work: they would dilute the share); the task's
     # figures are over those.
-    tri = unit_table(model, th)
+    tri = units(m.pre, m.outs, th)
     storm = tri["storm"].to_numpy()
     per = tri.groupby(["cpu", "task"]).agg(all_kworker_preemptions=("pre", "sum"))
     hot = tri[storm].groupby(["cpu", "task"])
     per["kworker_preemptions"] = hot["pre"].sum().reindex(per.index).fillna(0).astype(np.int64)
     per["kworker_switchouts"] = hot["outs"].sum().reindex(per.index).fillna(0).astype(np.int64)
     per["storm_kworkers"] = hot["kw"].nunique().reindex(per.index).fillna(0).astype(np.int64)
-    cpu_switches = pd.Series(cpu).value_counts()
-    per["cpu_switches"] = cpu_switches.reindex(per.index.get_level_values("cpu")).to_numpy()
-    pk, nk = kworker_mask(s["prev_comm"].array), kworker_mask(s["next_comm"].array)
-    to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
-    alt = to_task | to_kw
-    task = np.where(to_task, next_pid, prev_pid)
-    per["switches"] = _count(cpu[alt], task[alt]).reindex(per.index).fillna(0).astype(np.int64)
-    w = model.wakeups
-    fut = futile_mask(model)
-    wpid = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
-    mine = np.isin(wpid, per.index.get_level_values("task"))
-    wf = (
-        pd.DataFrame({"cpu": w["chosen_cpu"].to_numpy()[mine], "task": wpid[mine], "f": fut[mine]})
-        .groupby(["cpu", "task"])
-        .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
-    )
-    per = per.join(wf, how="left").fillna({"wakeups": 0, "futile_wakeups": 0})
+    per["cpu_switches"] = m.cpu_switches.reindex(per.index.get_level_values("cpu")).to_numpy()
+    per["switches"] = m.switches.reindex(per.index).fillna(0).astype(np.int64)
+    per = per.join(m.wakeups, how="left").fillna({"wakeups": 0, "futile_wakeups": 0})
     per = per.astype({"wakeups": np.int64, "futile_wakeups": np.int64}).reset_index()
     per["pid"] = pid_of(per["task"].to_numpy()).astype(np.int64)
     return per[cols]
 
 
+def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
+    """:func:`pairs` of the whole trace."""
+    return pairs(measure(model), th)
+
+
+#: The kworkers a finding names (those the task took the CPU from most often).
+KWORKERS = 5
+
+
 def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
-    per = pair_table(model, th)
-    if model.pids is not None and len(per):  # (analyze --pid): these tasks' storms only
-        per = per[per["pid"].isin(list(model.pids))].copy()
+    def evidence(cpu: int, task: int, storm: pd.DataFrame) -> EvidenceAt:
+        cyc = cycles(preemption_rows(model), cpu, task, storm)
+        return cycle_evidence(cyc.iloc[middle_cycle(cyc["futile"].to_numpy())], cpu, task)
+
+    def kworkers(cpu: int, task: int) -> list[dict[str, str | int]]:
+        return top_kworkers(kworker_switchins(model), cpu, task)
+
+    return judge(measure(model), model.duration_ns, th, model.pids, evidence, kworkers)
+
+
+def judge(
+    m: Measure,
+    duration_ns: int,
+    th: Thresholds,
+    pids: Collection[int] | None,
+    evidence: Callable[[int, int, pd.DataFrame], EvidenceAt],
+    kworkers: Callable[[int, int], list[dict[str, str | int]]],
+) -> list[Finding]:
+    """The finding of the measure ``m`` (of the whole trace, or added up over its parts),
+    judged once: the (CPU, user task) pairs with ``storm_min_preemptions`` storm
+    preemptions and ``storm_min_cpu_share`` of the CPU's switches (of the tasks of
+    ``pids`` only, when set: ``analyze --pid``); ``evidence(cpu, task, storm)`` where
+    the worst pair's evidence is (``storm``: its storm units, columns kw and fn) and
+    ``kworkers(cpu, task)`` the kworkers it took the CPU from are found where the
+    trace is."""
+    per = pairs(m, th)
+    if pids is not None and len(per):  # (analyze --pid): these tasks' storms only
+        per = per[per["pid"].isin(list(pids))].copy()
     # (a task is its life key, ``task``: the pid, but for a later task of a pid used again)
     if len(per) == 0:
         return []
-    dur_s = max(model.duration_ns, 1) / 1e9
+    dur_s = max(duration_ns, 1) / 1e9
     per["preempted_share"] = per["kworker_preemptions"] / per["kworker_switchouts"].clip(lower=1)
     per["cpu_share"] = per["kworker_preemptions"] / per["cpu_switches"].clip(lower=1)
     per["futile_share"] = per["futile_wakeups"] / per["wakeups"].clip(lower=1)
     per["switches_per_s"] = per["switches"] / dur_s
-    names = _names(model)
+    names = m.names
     from ..model.tasks import USER, name_class
 
     user = np.array(
@@ -385,7 +599,7 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         for r in hit.head(10).itertuples(index=False)
     ]
     worst = hit.iloc[0]
-    kw = _kworkers_on(model, int(worst["cpu"]), int(worst["task"]))
+    cpu, task = int(worst["cpu"]), int(worst["task"])
     metrics: FindingMetrics = {
         "switches": int(hit["switches"].sum()),
         "switches_per_s": round(float(worst["switches_per_s"]), 1),
@@ -395,34 +609,119 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         "cpu_share": round(float(worst["cpu_share"]), 4),
         "futile_wakeups": int(hit["futile_wakeups"].sum()),
         "futile_share": round(float(worst["futile_share"]), 4),
-        "cpu": int(worst["cpu"]),
-        "task": {"pid": int(worst["pid"]), "comm": names.get(int(worst["task"]), "?")},
-        "kworkers": kw,
+        "cpu": cpu,
+        "task": {"pid": int(worst["pid"]), "comm": names.get(task, "?")},
+        "kworkers": kworkers(cpu, task),
     }
     sev = "high" if worst["preempted_share"] >= th["storm_high_preempted_share"] else "medium"
     title = (
-        f"{names.get(int(worst['task']), '?')} (pid {int(worst['pid'])}) preempted the "
-        f"kworkers on CPU {int(worst['cpu'])} {int(worst['kworker_preemptions'])} times, "
+        f"{names.get(task, '?')} (pid {int(worst['pid'])}) preempted the "
+        f"kworkers on CPU {cpu} {int(worst['kworker_preemptions'])} times, "
         f"{100 * worst['preempted_share']:.0f}% of their switch-outs and "
         f"{100 * worst['cpu_share']:.0f}% of the CPU's switches; "
         f"{100 * worst['futile_share']:.0f}% of its wake-ups there were futile"
     )
-    # evidence: a futile cycle (else a preemption) of the task in the middle of the trace,
-    # from the kworker's switch-in to its return: the cycle's own length, on any machine
+    tri = units(m.pre, m.outs, th)
+    storm = tri[tri["storm"].to_numpy() & (tri["cpu"] == cpu).to_numpy()]
+    storm = storm[(storm["task"] == task).to_numpy()][["kw", "fn"]]
+    return [Finding(NAME, sev, title, metrics, top, evidence_at=evidence(cpu, task, storm))]
+
+
+def preemption_rows(model: Model, switches: np.ndarray | None = None) -> pd.DataFrame:
+    """The kworker preemptions (:func:`~schedwake.model.masks.kworker_preemptions`) of the
+    switches ``switches`` (a mask: a part's own; None: all), in order: ``cpu``, ``task``,
+    ``kworker``, ``fn`` (:func:`switch_work_names`), ``ts``, whether each was
+    ``futile`` or is ``open``, whether the model shows the CPU's next switch
+    (``next_seen``: a time part may end before it, and settles neither), and the cycle
+    as evidence, from the kworker's switch-in (``start_ts``) to its return
+    (``back_ts``; -1 where the model does not show it)."""
     c = kworker_preemptions(model)
-    mine = (c["cpu"] == worst["cpu"]) & (c["task"] == worst["task"])
-    # ... of one of its storm kworkers
-    mine &= storm_mask(model, th)
-    sel = np.flatnonzero(mine & c["futile"]) if (mine & c["futile"]).any() else np.flatnonzero(mine)
-    k = sel[len(sel) // 2]
-    ev_at: EvidenceAt = {
-        "t0": int(c["start_ts"][k]),
-        "t1": int(c["back_ts"][k]),
-        "cpus": [int(worst["cpu"])],
-        "pids": [int(worst["pid"]), _pid(c["kworker"][k])],
-        "focus_ts": int(c["ts"][k]),
+    if len(c["rows"]) == 0:
+        return pd.DataFrame(
+            {k: np.zeros(0, dtype=object if k == "fn" else np.int64) for k in _CYCLE}
+        )
+    mine = np.ones(len(c["rows"]), dtype=bool) if switches is None else switches[c["rows"]]
+    back = np.where(c["back"], c["back_ts"], -1)
+    return pd.DataFrame(
+        {
+            "cpu": c["cpu"][mine].astype(np.int64),
+            "task": c["task"][mine].astype(np.int64),
+            "kworker": c["kworker"][mine].astype(np.int64),
+            "fn": switch_work_names(model)[c["rows"][mine]],
+            "ts": c["ts"][mine].astype(np.int64),
+            "futile": c["futile"][mine],
+            "open": c["open"][mine],
+            "next_seen": c["next_seen"][mine],
+            "start_ts": c["start_ts"][mine].astype(np.int64),
+            "back_ts": back[mine].astype(np.int64),
+        }
+    )
+
+
+_CYCLE = (
+    "cpu", "task", "kworker", "fn", "ts", "futile", "open", "next_seen", "start_ts", "back_ts",
+)  # fmt: skip
+
+
+def cycles(rows: pd.DataFrame, cpu: int, task: int, storm: pd.DataFrame) -> pd.DataFrame:
+    """Of :func:`preemption_rows` ``rows``, those of ``task`` on ``cpu`` of its storm
+    units ``storm`` (columns kw and fn), in order."""
+    mine = (rows["cpu"].to_numpy() == cpu) & (rows["task"].to_numpy() == task)
+    key = pd.MultiIndex.from_arrays([rows["kworker"].to_numpy(), rows["fn"].to_numpy()])
+    mine &= key.isin(pd.MultiIndex.from_frame(storm[["kw", "fn"]]))
+    return rows[mine].reset_index(drop=True)
+
+
+def middle_cycle(futile: np.ndarray) -> int:
+    """The cycle a finding shows, of the worst pair's (in time order) whose futility is
+    ``futile``: the middle futile one, else the middle one."""
+    sel = np.flatnonzero(futile) if futile.any() else np.arange(len(futile))
+    return int(sel[len(sel) // 2])
+
+
+def cycle_evidence(row: pd.Series, cpu: int, task: int) -> EvidenceAt:
+    """Where the evidence of the cycle ``row`` (of :func:`cycles`) is: from the
+    kworker's switch-in to its return (the cycle's own length, on any machine)."""
+    back = int(row["back_ts"])
+    return {
+        "t0": int(row["start_ts"]),
+        "t1": int(row["ts"]) if back < 0 else back,
+        "cpus": [cpu],
+        "pids": [_pid(task), _pid(row["kworker"])],
+        "focus_ts": int(row["ts"]),
     }
-    return [Finding(NAME, sev, title, metrics, top, evidence_at=ev_at)]
+
+
+def kworker_switchins(model: Model, switches: np.ndarray | None = None) -> pd.DataFrame:
+    """The switches from a kworker to another task, of ``switches`` (a mask: a part's
+    own; None: all), per (``cpu``, ``task`` switched in, ``comm`` of the kworker):
+    ``n`` and the first one's time (they add up: :func:`top_kworkers`)."""
+    s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
+    m = kworker_mask(s["prev_comm"].array)
+    if switches is not None:
+        m &= switches
+    ts = s["ts"].to_numpy()[m]
+    g = pd.DataFrame(
+        {
+            "cpu": s["cpu"].to_numpy()[m].astype(np.int64),
+            "task": model.events.key(s["next_pid"].to_numpy()[m], ts).astype(np.int64),
+            "comm": s["prev_comm"][m].astype(str).to_numpy(),
+            "ts": ts.astype(np.int64),
+        }
+    ).groupby(["cpu", "task", "comm"])["ts"]
+    return pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
+
+
+def top_kworkers(switchins: pd.DataFrame, cpu: int, task: int) -> list[dict[str, str | int]]:
+    """The kworkers of :func:`kworker_switchins` (of the whole trace, or of its parts
+    together) that ``task`` (a life key) took ``cpu`` from most often (of as many, the
+    first seen first)."""
+    mine = switchins[(switchins["cpu"].to_numpy() == cpu) & (switchins["task"].to_numpy() == task)]
+    g = mine.groupby("comm").agg(n=("n", "sum"), first=("first", "min"))
+    g = g.sort_values("first", kind="stable")
+    vc = pd.Series(g["n"].to_numpy(), index=g.index.to_numpy()).sort_values(ascending=False)
+    return [{"comm": str(k), "switches_to_task": int(v)} for k, v in vc.head(KWORKERS).items()]
 
 
 def _pid(task: int | np.integer) -> int:
@@ -438,24 +737,14 @@ def _prev_tasks(model: Model) -> np.ndarray:
     return model.events.key(s["prev_pid"].to_numpy().astype(np.int64), s["ts"].to_numpy())
 
 
-def _names(model: Model) -> dict[int, str]:
-    """Each task's (life key's) last name as a switch-in gives it."""
+def _names(model: Model, switches: np.ndarray | None = None) -> dict[int, str]:
+    """Each task's (life key's) last name as a switch-in of ``switches`` (a mask; None:
+    all) gives it."""
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
     task = model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
     d = pd.DataFrame({"pid": task, "comm": s["next_comm"].array})
+    if switches is not None:
+        d = d[switches]
     last = d.drop_duplicates("pid", keep="last")
     return {int(p): str(c) for p, c in zip(last["pid"], last["comm"])}
-
-
-def _kworkers_on(model: Model, cpu: int, task: int) -> list[dict[str, str | int]]:
-    """The kworkers (names) that ``task`` (a life key) took ``cpu`` from most often."""
-    s = model.events.switch
-    assert s is not None  # (a kworker preemption is a switch)
-    m = (
-        (s["cpu"].to_numpy() == cpu)
-        & (model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy()) == task)
-        & kworker_mask(s["prev_comm"].array)
-    )
-    vc = s["prev_comm"][m].astype(str).value_counts().head(5)
-    return [{"comm": k, "switches_to_task": int(v)} for k, v in vc.items()]

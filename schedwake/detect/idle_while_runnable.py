@@ -14,10 +14,23 @@ Affinity is not in the trace, so tasks that cannot move are left out: per-CPU kt
 ``iwr_pinned_min_runs`` runs (treated as pinned, e.g. ``taskset``).
 
 ``share`` = gap time / (trace duration x number of LLCs with two or more CPUs).
+
+In stages, which a whole trace and its time parts both run through
+(:mod:`schedwake.analysis.part_findings`): given the pinned tasks (:func:`pinned_pids`;
+of a trace's parts, :func:`schedwake.model.visits.pinned_of`), the :class:`GapInputs` of a
+model (a part's: its intervals that reach its span, the waits it owns) give the gap
+segments (:func:`segments_of`), summed per LLC inside a span (:func:`summarize`, which
+keeps the segments the span's ends cut) and joined over the spans (:func:`joined_gaps`:
+the gap, its segments and the longest); :func:`judge` judges once, with the ns waited
+per task name (:func:`top_waits`, they add up) and the two sides of the longest gap
+(:func:`side_by_side`: the waits at its start, :func:`waits_at`, the CPUs idle and
+running there, :func:`cpus_at`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -94,28 +107,63 @@ def is_pinned(model: Model, occ: pd.DataFrame, pinned: np.ndarray) -> np.ndarray
     return np.isin(model.events.key(pid, occ["start_ts"].to_numpy()), pinned)
 
 
-def gap_segments(
-    model: Model, th: Thresholds, pinned: np.ndarray | None = None
-) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], np.ndarray]:
-    """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments. ``pinned``:
-    the pinned tasks (:func:`pinned_pids`) when judged elsewhere (over a whole trace,
-    for a time part of it)."""
+@dataclass
+class GapInputs:
+    """What the gap is counted from: a model's idle and unknown intervals and its woken
+    tasks' waits (of a time part's model, those that reach its span ``[t0, t1)``, ends
+    included, and the waits it owns), its CPUs' first switches and its LLCs."""
+
+    t0: int | None
+    t1: int | None
+    llc: list[list[int]]
+    #: Per CPU its first ``sched_switch`` (and one more: none), before which no wait
+    #: counts.
+    first: np.ndarray
+    #: (cpu, start, end) of the idle and the unknown intervals.
+    idle: tuple[np.ndarray, np.ndarray, np.ndarray]
+    unknown: tuple[np.ndarray, np.ndarray, np.ndarray]
+    #: The waits after a wake-up: cpu, start_ts, end_ts, pid, task (its life key),
+    #: comm, ``owned`` (the model's own rows: a part's), ``order`` (their wake-ups'
+    #: order: the waking's time).
+    waits: pd.DataFrame
+
+
+def gap_inputs(
+    model: Model, t0: int | None = None, t1: int | None = None, owned: np.ndarray | None = None
+) -> GapInputs:
+    """The :class:`GapInputs` of ``model`` (of the span ``[t0, t1)``, None: open;
+    ``owned``: a mask of the occupancy rows the model owns, None: all)."""
     occ = model.occupancy
     topo = model.topology
-    if pinned is None:
-        pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
     # columns as arrays, filtered by masks: no copies of the occupancy table's rows
     state, ocpu = occ["state"], occ["cpu"].to_numpy()
     ostart, oend = occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
-    isel = (state == "idle").to_numpy()
-    icpu, istart, iend = ocpu[isel], ostart[isel], oend[isel]
+    span = np.ones(len(occ), dtype=bool)
+    if t0 is not None:
+        span &= oend >= t0
+    if t1 is not None:
+        span &= ostart <= t1
+    isel = (state == "idle").to_numpy() & span
     # where the trace does not show a CPU's state (a missing switch, lost events), it is
     # neither idle nor busy: a wait there is no gap (docs/semantics.md)
-    usel = (state == "unknown").to_numpy()
-    unknown = (ocpu[usel], ostart[usel], oend[usel])
-    wsel = np.flatnonzero(((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy())
-    del isel, usel, state
-    wsel = wsel[~is_pinned(model, occ.iloc[wsel], pinned)]
+    usel = (state == "unknown").to_numpy() & span
+    woken = ((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy()
+    order = _wait_order(model, woken, ostart)
+    mine = np.ones(len(occ), dtype=bool) if owned is None else owned
+    wsel = np.flatnonzero(woken & (span | mine))
+    pid = occ["pid"].to_numpy()[wsel]
+    waits = pd.DataFrame(
+        {
+            "cpu": ocpu[wsel],
+            "start_ts": ostart[wsel],
+            "end_ts": oend[wsel],
+            "pid": pid,
+            "task": model.events.key(pid, ostart[wsel]),
+            "comm": occ["comm"].array[wsel],
+            "owned": mine[wsel],
+            "order": order[np.cumsum(woken)[wsel] - 1] if len(wsel) else wsel,
+        }
+    )
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts
     fs = np.array(
@@ -123,21 +171,197 @@ def gap_segments(
         + [np.iinfo(np.int64).max],
         dtype=np.int64,
     )
-    wcpu = ocpu[wsel]
-    start = np.maximum(
-        ostart[wsel], fs[np.where((wcpu >= 0) & (wcpu < topo.cpus), wcpu, topo.cpus)]
+    return GapInputs(
+        t0,
+        t1,
+        [list(g) for g in topo.llc],
+        fs,
+        (ocpu[isel], ostart[isel], oend[isel]),
+        (ocpu[usel], ostart[usel], oend[usel]),
+        waits,
     )
-    wend = oend[wsel]
-    del wsel
+
+
+def _wait_order(model: Model, woken: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Per wait after a wake-up (in the occupancy's order), its wake-up's time (the
+    occupancy holds them in the wake-ups' order; the waits another part gives a time
+    part's model, after them, never its own: their start); their row numbers (as an
+    order of one model's rows only) where the table is focused on some tasks."""
+    w = model.wakeups
+    n = int(woken.sum())
+    ran = (w["run_ts"].notna() | w["left_slice"]).to_numpy() if len(w) else np.zeros(0, bool)
+    own = int(ran.sum())
+    if model.pids is not None or own > n:  # (--pid: the waits of the tasks only)
+        return np.flatnonzero(woken).astype(np.int64)
+    return np.concatenate(
+        [w["ts"].to_numpy(dtype=np.int64)[ran], start[woken][own:].astype(np.int64)]
+    )
+
+
+def segments_of(
+    inputs: GapInputs, pinned: np.ndarray, more: pd.DataFrame | None = None
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments of ``inputs``,
+    the waits of the ``pinned`` tasks left out. ``more``: waits (columns cpu,
+    start_ts, end_ts, task) counted with the inputs' (a time part's: those it does
+    not own that cross its span)."""
+    w = inputs.waits if more is None else pd.concat([inputs.waits, more], ignore_index=True)
+    w = w[~np.isin(w["task"].to_numpy(), pinned)]
+    cpus = len(inputs.first) - 1
+    wcpu = w["cpu"].to_numpy()
+    start = np.maximum(
+        w["start_ts"].to_numpy(),
+        inputs.first[np.where((wcpu >= 0) & (wcpu < cpus), wcpu, cpus)],
+    )
+    wend = w["end_ts"].to_numpy()
     keep = wend > start
     wcpu, start, wend = wcpu[keep], start[keep], wend[keep]
-    del keep
+    icpu, istart, iend = inputs.idle
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for li, group in enumerate(topo.llc):
+    for li, group in enumerate(inputs.llc):
         if len(group) < 2:
             continue
-        out[li] = llc_gap_segments(group, icpu, istart, iend, wcpu, start, wend, unknown)
-    return out, pinned
+        out[li] = llc_gap_segments(group, icpu, istart, iend, wcpu, start, wend, inputs.unknown)
+    return out
+
+
+def gap_segments(
+    model: Model, th: Thresholds, pinned: np.ndarray | None = None
+) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments. ``pinned``:
+    the pinned tasks (:func:`pinned_pids`) when judged elsewhere (over a whole trace,
+    for a time part of it)."""
+    if pinned is None:
+        pinned = pinned_pids(model, int(th["iwr_pinned_min_runs"]))
+    return segments_of(gap_inputs(model), pinned), pinned
+
+
+@dataclass(frozen=True)
+class LlcGap:
+    """The gap segments of one LLC inside a span ``[t0, t1)`` (each cut to it): their
+    ns and count; the first when the span's start cuts it (``head``: start, end), the
+    last when the span's end does (``tail``; ``through``: the one segment, cut at both
+    ends), and the longest of the others (``best``: start, ns; of as long, the first)."""
+
+    ns: int
+    n: int
+    head: tuple[int, int] | None
+    tail: tuple[int, int] | None
+    through: bool
+    best: tuple[int, int] | None
+
+
+def summarize(
+    segments: dict[int, tuple[np.ndarray, np.ndarray]], t0: int | None, t1: int | None
+) -> dict[int, LlcGap]:
+    """The :class:`LlcGap` of each LLC's ``segments`` (of :func:`segments_of`) inside
+    ``[t0, t1)`` (None: open): what :func:`joined_gaps` joins over the spans."""
+    lo = np.iinfo(np.int64).min if t0 is None else t0
+    hi = np.iinfo(np.int64).max if t1 is None else t1
+    out = {}
+    for li, (s, e) in segments.items():
+        cs, ce = np.maximum(s, lo), np.minimum(e, hi)
+        keep = ce > cs
+        s, e, cs, ce = s[keep], e[keep], cs[keep], ce[keep]
+        n = len(s)
+        head = (int(cs[0]), int(ce[0])) if n and s[0] < lo else None
+        tail = (int(cs[-1]), int(ce[-1])) if n and e[-1] > hi else None
+        inner = np.ones(n, dtype=bool)
+        if head is not None:
+            inner[0] = False
+        if tail is not None:
+            inner[-1] = False
+        dt = (ce - cs)[inner]
+        k = int(np.argmax(dt)) if len(dt) else -1
+        out[li] = LlcGap(
+            int((ce - cs).sum()),
+            n,
+            head,
+            tail,
+            n == 1 and head is not None and tail is not None,
+            (int(cs[inner][k]), int(dt[k])) if k >= 0 else None,
+        )
+    return out
+
+
+def joined_gaps(
+    spans: Sequence[dict[int, LlcGap]],
+) -> tuple[dict[int, tuple[int, int]], tuple[int, int, int] | None]:
+    """Of :func:`summarize` of consecutive spans (in time order; of the whole trace,
+    one): per LLC its gap ns and segments, a segment a span boundary cuts joined
+    again; and the longest segment (LLC, start, ns; of as long, the first LLC's, in it
+    the first)."""
+    per: dict[int, tuple[int, int]] = {}
+    longest: tuple[int, int, int] | None = None
+    for li in spans[0]:
+        ns = n = 0
+        cands: list[tuple[int, int]] = []
+        carried: tuple[int, int] | None = None  # (start, ns so far) of a cut segment
+        for span in spans:
+            g = span[li]
+            ns, n = ns + g.ns, n + g.n
+            if g.head is not None:
+                piece = g.head[1] - g.head[0]
+                if carried is not None:
+                    n -= 1
+                    carried = (carried[0], carried[1] + piece)
+                else:
+                    carried = (g.head[0], piece)
+                if g.through:
+                    continue
+                cands.append(carried)
+                carried = None
+            elif carried is not None:
+                cands.append(carried)
+                carried = None
+            if g.best is not None:
+                cands.append(g.best)
+            if g.tail is not None:
+                carried = (g.tail[0], g.tail[1] - g.tail[0])
+        if carried is not None:
+            cands.append(carried)
+        per[li] = (ns, n)
+        if cands:
+            start, dt = min(cands, key=lambda c: (-c[1], c[0]))
+            if longest is None or dt > longest[2]:
+                longest = (li, start, dt)
+    return per, longest
+
+
+def top_waits(inputs: GapInputs, pinned: np.ndarray) -> pd.Series:
+    """Per task name, the ns its owned waits after a wake-up (of the tasks not
+    ``pinned``) last (they add up: :func:`judge` ranks them)."""
+    w = inputs.waits
+    w = w[w["owned"].to_numpy() & ~np.isin(w["task"].to_numpy(), pinned)]
+    d = w["end_ts"].to_numpy(dtype=np.int64) - w["start_ts"].to_numpy(dtype=np.int64)
+    return pd.Series(d).groupby(w["comm"].astype(str).to_numpy()).sum()
+
+
+def waits_at(inputs: GapInputs, pinned: np.ndarray, t: int, cpus: list[int]) -> pd.DataFrame:
+    """The owned waits after a wake-up at the time ``t`` on ``cpus`` (of the tasks not
+    ``pinned``)."""
+    w = inputs.waits
+    at = (
+        w["owned"].to_numpy()
+        & (w["start_ts"].to_numpy() <= t)
+        & (w["end_ts"].to_numpy() > t)
+        & np.isin(w["cpu"].to_numpy(), cpus)
+    )
+    at &= ~np.isin(w["task"].to_numpy(), pinned)
+    return w[at]
+
+
+def cpus_at(occ: pd.DataFrame, t: int, cpus: list[int]) -> tuple[list[int], pd.DataFrame]:
+    """Of the occupancy ``occ`` at the time ``t``, on ``cpus``: the idle CPUs, and the
+    rows running (index cpu)."""
+    at = (
+        (occ["start_ts"].to_numpy() <= t)
+        & (occ["end_ts"].to_numpy() > t)
+        & np.isin(occ["cpu"].to_numpy(), cpus)
+    )
+    now = occ[at]
+    idle = sorted(int(c) for c in now.loc[now["state"] == "idle", "cpu"])
+    return idle, now[now["state"] == "running"].set_index("cpu")[["pid", "comm"]]
 
 
 def measure(model: Model, th: Thresholds) -> IwrMeasure:
@@ -161,26 +385,13 @@ def measure(model: Model, th: Thresholds) -> IwrMeasure:
     return out.copy()
 
 
-def _side_by_side(
-    model: Model, longest: tuple[int, int, int], pinned: np.ndarray
+def side_by_side(
+    t: int, dt: int, idle: list[int], running: pd.DataFrame, waits: pd.DataFrame
 ) -> LongestGap | None:
-    """The two sides of the longest gap at its start: the LLC's idle CPUs, and each task
-    waiting after a wake-up on another CPU of it, with the task running there (what it
+    """The two sides of the longest gap (``dt`` ns) at its start ``t``: the LLC's
+    ``idle`` CPUs, and each task waiting after a wake-up on another CPU of it
+    (``waits``, in their wake-ups' order), with the task ``running`` there (what it
     waits behind); None when the occupancy does not show both."""
-    li, t, dt = longest
-    occ = model.occupancy
-    cpus = list(model.topology.llc[li])
-    at = (
-        (occ["start_ts"].to_numpy() <= t)
-        & (occ["end_ts"].to_numpy() > t)
-        & np.isin(occ["cpu"].to_numpy(), cpus)
-    )
-    now = occ[at]
-    idle = sorted(int(c) for c in now.loc[now["state"] == "idle", "cpu"])
-    running = now[now["state"] == "running"].set_index("cpu")
-    waits = now[
-        (now["state"] == "waiting") & (now["reason"] == "wakeup") & ~is_pinned(model, now, pinned)
-    ]
     waiting: list[WaitingTask] = []
     for r in waits.itertuples(index=False):  # a handful of rows: the tasks waiting at t
         behind = running.loc[r.cpu] if r.cpu in running.index else None
@@ -204,74 +415,105 @@ def _side_by_side(
     }
 
 
+def ordered(waits: pd.DataFrame) -> pd.DataFrame:
+    """Waits (of :func:`waits_at`, of one model or several parts' in time order) in
+    their wake-ups' order."""
+    return waits.iloc[np.argsort(waits["order"].to_numpy(), kind="stable")]
+
+
 def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
     m = measure(model, th)
     if not m["segments"]:
         return []
-    if not (
-        m["share"] >= th["iwr_min_share"] and m["idle_while_runnable_s"] >= th["iwr_min_seconds"]
-    ):
-        return []
-    per_llc: list[dict[str, MetricValue]] = []
-    longest: tuple[int, int, int] | None = None
-    for li, (s, e) in m["segments"].items():
-        dt = e - s
-        per_llc.append(
-            {
-                "llc": li,
-                "cpus": model.topology.llc[li],
-                "idle_while_runnable_s": round(float(dt.sum()) / 1e9, 6),
-                "segments": int(len(dt)),
-            }
-        )
-        if len(dt):
-            k = int(np.argmax(dt))
-            if longest is None or dt[k] > longest[2]:
-                longest = (li, int(s[k]), int(dt[k]))
-    wait = model.occupancy
-    wait = wait[
-        (wait["state"] == "waiting")
-        & (wait["reason"] == "wakeup")
-        & ~is_pinned(model, wait, m["pinned"])
-    ]
-    tw = (
-        wait.assign(d=wait["end_ts"] - wait["start_ts"], c=wait["comm"].astype(str))
-        .groupby("c")["d"]
-        .sum()
-        .sort_values(ascending=False)
-        .head(5)
+    pinned = m["pinned"]
+    per, longest = joined_gaps([summarize(m["segments"], None, None)])
+    inputs: list[GapInputs] = []
+
+    def _inputs() -> GapInputs:
+        if not inputs:
+            inputs.append(gap_inputs(model))
+        return inputs[0]
+
+    def side(li: int, t: int, dt: int) -> LongestGap | None:
+        cpus = list(model.topology.llc[li])
+        idle, running = cpus_at(model.occupancy, t, cpus)
+        return side_by_side(t, dt, idle, running, ordered(waits_at(_inputs(), pinned, t, cpus)))
+
+    return judge(
+        per,
+        longest,
+        model.topology.llc,
+        model.duration_ns,
+        len(pinned),
+        th,
+        lambda: top_waits(_inputs(), pinned),
+        side,
     )
+
+
+def judge(
+    per: dict[int, tuple[int, int]],
+    longest: tuple[int, int, int] | None,
+    llc: Sequence[Sequence[int]],
+    duration_ns: int,
+    pinned: int,
+    th: Thresholds,
+    top_waits: Callable[[], pd.Series],
+    side: Callable[[int, int, int], LongestGap | None],
+) -> list[Finding]:
+    """The finding of the gap :func:`joined_gaps` gives (``per``: ns and segments per
+    LLC of two CPUs or more, and the longest segment), judged once; ``pinned`` tasks
+    were left out; ``top_waits()`` gives the ns waited per task name
+    (:func:`top_waits`, of the whole trace or its parts added up) and ``side(llc, t,
+    ns)`` the two sides of the longest gap (:func:`side_by_side`), found where the
+    trace is."""
+    if not per:
+        return []
+    total = sum(ns for ns, _ in per.values())
+    share = total / (max(duration_ns, 1) * len(per))
+    if not (share >= th["iwr_min_share"] and total / 1e9 >= th["iwr_min_seconds"]):
+        return []
+    per_llc: list[dict[str, MetricValue]] = [
+        {
+            "llc": li,
+            "cpus": llc[li],
+            "idle_while_runnable_s": round(float(ns) / 1e9, 6),
+            "segments": int(n),
+        }
+        for li, (ns, n) in per.items()
+    ]
+    tw = top_waits().sort_values(ascending=False).head(5)
     top = [{"comm": k, "waited_s": round(float(v) / 1e9, 6)} for k, v in tw.items()]
     metrics: FindingMetrics = {
-        "idle_while_runnable_s": round(m["idle_while_runnable_s"], 6),
-        "idle_while_runnable_ns": int(m["idle_while_runnable_ns"]),
-        "share": round(m["share"], 6),
+        "idle_while_runnable_s": round(total / 1e9, 6),
+        "idle_while_runnable_ns": int(total),
+        "share": round(share, 6),
         "llcs": per_llc,
-        "pinned_tasks_excluded": int(len(m["pinned"])),
+        "pinned_tasks_excluded": int(pinned),
         "longest_gap_us": round(longest[2] / 1e3, 1) if longest else 0.0,
     }
-    side = _side_by_side(model, longest, m["pinned"]) if longest else None
-    if side:
-        metrics["longest_gap"] = side
+    gap = side(*longest) if longest else None
+    if gap:
+        metrics["longest_gap"] = gap
     sev = (
         "high"
-        if m["share"] >= th["iwr_high_share"]
-        else ("medium" if m["share"] >= 2 * th["iwr_min_share"] else "low")
+        if share >= th["iwr_high_share"]
+        else ("medium" if share >= 2 * th["iwr_min_share"] else "low")
     )
     title = (
         f"a CPU sat idle while a woken task waited on another CPU of its LLC for "
-        f"{m['idle_while_runnable_s'] * 1e3:.1f} ms ({100 * m['share']:.1f}% of the time)"
+        f"{total / 1e9 * 1e3:.1f} ms ({100 * share:.1f}% of the time)"
     )
     ev: EvidenceAt | None = None
     if longest:
         li, t, dt = longest
-        waiting = side["waiting"] if side else []
+        waiting = gap["waiting"] if gap else []
         pids = [p for x in waiting for p in (x["pid"], x["behind_pid"]) if p is not None]
-        cpus = (side["idle_cpus"] if side else []) + [x["cpu"] for x in waiting]
+        cpus = (gap["idle_cpus"] if gap else []) + [x["cpu"] for x in waiting]
         ev = {
             "t0": t - 20_000,
             "t1": t + min(dt, 200_000) + 10_000,
-            "cpus": sorted(set(cpus)) or list(model.topology.llc[li]),
+            "cpus": sorted(set(cpus)) or list(llc[li]),
             "pids": pids,
             "focus_ts": t,
         }

@@ -129,6 +129,7 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     has = pos[pre] + 1 < len(s)
     cand = order[np.minimum(pos[pre] + 1, len(s) - 1)]
     has &= cpu[cand] == cpu[pre]
+    seen = has.copy()
     has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
     nxt[has] = cand[has]
     slept = has & ~np.char.startswith(state[np.maximum(nxt, 0)].astype(str), "R")
@@ -163,6 +164,10 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
         # the cycle as evidence: from the kworker's switch-in to its return
         "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
         "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
+        # (whether the model shows the kworker's return, and the CPU's next switch: a
+        # time part of a trace may end before it)
+        "back": kw_back >= 0,
+        "next_seen": seen,
     }
     model.memo.storm_cycles = out
     return out
