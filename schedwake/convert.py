@@ -78,6 +78,8 @@ def _write_batches(
         names = _write_tables(path, batches, staging, wanted)
         # the tables first, metadata.json last: who sees it sees whole tables
         for name in sorted(names - {"metadata.json"}) + ["metadata.json"]:
+            if name == SIDEBAND_DIR and (outdir / name).is_dir():  # an earlier conversion's
+                shutil.rmtree(outdir / name)
             os.replace(staging / name, outdir / name)
     except BaseException:
         if made:
@@ -90,6 +92,13 @@ def _write_batches(
     ]
 
 
+#: The subdirectory of a conversion that holds a perf.data's side-band tables
+#: (``RawTrace.sideband``: ``comms``, ``forks``, ``exits``, ``mmaps``), one Parquet file
+#: each: apart from the event tables, which are read by time range (theirs are the
+#: whole file's in every part, and hold rows without a time).
+SIDEBAND_DIR = "sideband"
+
+
 def _write_tables(
     path: Path, batches: Iterable[RawTrace], outdir: Path, wanted: list[str] | None = None
 ) -> set[str]:
@@ -100,9 +109,11 @@ def _write_tables(
     writers: dict[str, pq.ParquetWriter] = {}
     rows: dict[str, int] = {}
     meta = None
+    sideband: dict[str, pa.Table] = {}
     try:
         for raw in batches:
             meta = raw.meta
+            sideband = raw.sideband  # (the whole file's, the same in every batch)
             tables = dict(raw.tables)
             if raw.lost.num_rows:
                 tables["lost_events"] = raw.lost
@@ -135,5 +146,16 @@ def _write_tables(
     summary = meta_summary(meta)
     summary["tables"] = {n: r for n, r in sorted(rows.items()) if n != "lost_events"}
     summary["source"] = dict(meta.source)
+    written = {f"{n}.parquet" for n in rows} | {"metadata.json"}
+    if sideband:
+        (outdir / SIDEBAND_DIR).mkdir()
+        for name, table in sideband.items():
+            pq.write_table(table, outdir / SIDEBAND_DIR / f"{name}.parquet", compression="zstd")
+        written.add(SIDEBAND_DIR)
+    # what reading the directory as a trace needs (schedwake.ingest.parquet.read): the
+    # whole metadata and the side-band tables' names
+    summary["sideband"] = sorted(sideband)
+    summary["lost_events_table"] = "lost_events" in rows
+    summary["meta"] = meta.to_dict()
     (outdir / "metadata.json").write_text(dumps(summary) + "\n")
-    return {f"{n}.parquet" for n in rows} | {"metadata.json"}
+    return written
