@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from . import ingest
 from .errors import OptionError, TraceError
+from .ingest.parquet import CHECKSUMS
 from .ingest.raw import RawTrace
 from .jsonout import dumps
 from .summary import meta_summary
@@ -147,7 +148,7 @@ def _write_tables(
                 writer = writers.get(name)
                 if writer is None:
                     writer = writers[name] = pq.ParquetWriter(
-                        outdir / f"{name}.parquet", table.schema, compression="zstd"
+                        outdir / f"{name}.parquet", table.schema, compression="zstd", **CHECKSUMS
                     )
                 elif table.schema != writer.schema:
                     try:
@@ -176,7 +177,8 @@ def _write_tables(
     if sideband:
         (outdir / SIDEBAND_DIR).mkdir()
         for name, table in sideband.items():
-            pq.write_table(table, outdir / SIDEBAND_DIR / f"{name}.parquet", compression="zstd")
+            path = outdir / SIDEBAND_DIR / f"{name}.parquet"
+            pq.write_table(table, path, compression="zstd", **CHECKSUMS)
         written.add(SIDEBAND_DIR)
     # what reading the directory as a trace needs (schedwake.ingest.parquet.read): the
     # whole metadata and the side-band tables' names

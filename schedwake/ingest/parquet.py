@@ -24,6 +24,13 @@ from ..errors import TraceError
 from .meta import TraceMeta
 from .raw import RawTrace
 
+#: Page CRCs (pyarrow 15 and later): ``convert`` writes every data page with its
+#: checksum (what it passes its writers), and the reader checks each page against it
+#: where the file has them: a damaged page is a TraceError, not wrong rows.
+_CRC = int(pa.__version__.split(".")[0]) >= 15
+CHECKSUMS = {"write_page_checksum": True} if _CRC else {}
+_VERIFIED = {"page_checksum_verification": True} if _CRC else {}
+
 #: A time range: ``(t0, t1)`` nanoseconds, ``t1`` None for the end.
 TimeRange = tuple[int, int | None]
 
@@ -59,7 +66,7 @@ def _blocks_read(
     """:func:`read_table`'s table, with the row groups it read and the file's."""
     _check_listed(path)
     try:
-        f = pq.ParquetFile(path)
+        f = pq.ParquetFile(path, **_VERIFIED)
         total = f.metadata.num_row_groups
         if time_range is None:
             return f.read(columns=columns), total, total
