@@ -182,7 +182,7 @@ def _write_tables(
         written.add(SIDEBAND_DIR)
     # what reading the directory as a trace needs (schedwake.ingest.parquet.read): the
     # whole metadata and the side-band tables' names
-    summary["sideband"] = sorted(sideband)
+    summary["sideband"] = list(sideband)
     summary["lost_events_table"] = "lost_events" in rows
     summary["meta"] = meta.to_dict()
     from .topology import DIRECTORY_TOPOLOGY, topology_beside  # (pandas: not with the module)

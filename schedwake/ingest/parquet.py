@@ -206,6 +206,12 @@ def read(
         if events is None:  # (as a reader's: an event without rows has no table)
             tables = {n: t for n, t in tables.items() if t.num_rows}
         meta = _range_meta(meta, counted, lost, time_range, read_groups, total_groups)
+    if "callchains" in meta.source:  # (perf.data's reader says it of the tables it made)
+        from .perfdata import has_callchains
+
+        meta = dataclasses.replace(
+            meta, source={**meta.source, "callchains": has_callchains(tables)}
+        )
     return RawTrace(tables=tables, meta=meta, lost=lost, sideband=sideband)
 
 
