@@ -142,7 +142,8 @@ class InputFormat:
     suffixes: tuple[str, ...] = ()
     #: Whether it is also read compressed (:data:`COMPRESSED_SUFFIXES`).
     compressed: bool = False
-    #: Whether a directory (``perf record --threads``) can be of this format.
+    #: Whether a directory (``perf record --threads``; ``schedwake convert``'s) can be of
+    #: this format.
     directory: bool = False
     #: The readers that read it (:data:`READERS`).
     readers: tuple[str, ...] = (DEFAULT_READER,)
@@ -268,6 +269,7 @@ INPUT_FORMATS: dict[str, InputFormat] = {
             "a directory `schedwake convert` wrote (its Parquet tables and metadata.json): "
             "the trace it was converted from, whole or by time range",
             _read_parquet,
+            directory=True,
         ),
     )
 }
@@ -326,7 +328,7 @@ def sniff(path: Path) -> str:
     if is_converted_directory(path):
         return "parquet"
     if path.is_dir():  # (check_path lets only perf's and convert's directories through)
-        return next(f.name for f in INPUT_FORMATS.values() if f.directory)
+        return "perf.data"
     with open(path, "rb") as file:
         head = file.read(64)
     for f in INPUT_FORMATS.values():
