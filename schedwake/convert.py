@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from . import ingest
 from .errors import OptionError, TraceError
-from .ingest.parquet import CHECKSUMS
+from .ingest.parquet import CHECKSUMS, SIDEBAND_DIR
 from .ingest.raw import RawTrace
 from .jsonout import dumps
 from .summary import meta_summary
@@ -113,13 +113,6 @@ def _write_batches(
     return [
         outdir / n for n in sorted(names) if n.endswith(".parquet") and n != "lost_events.parquet"
     ]
-
-
-#: The subdirectory of a conversion that holds a perf.data's side-band tables
-#: (``RawTrace.sideband``: ``comms``, ``forks``, ``exits``, ``mmaps``), one Parquet file
-#: each: apart from the event tables, which are read by time range (theirs are the
-#: whole file's in every part, and hold rows without a time).
-SIDEBAND_DIR = "sideband"
 
 
 def _write_tables(

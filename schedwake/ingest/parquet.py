@@ -31,6 +31,12 @@ _CRC = int(pa.__version__.split(".")[0]) >= 15
 CHECKSUMS = {"write_page_checksum": True} if _CRC else {}
 _VERIFIED = {"page_checksum_verification": True} if _CRC else {}
 
+#: The subdirectory of a conversion that holds a perf.data's side-band tables
+#: (``RawTrace.sideband``: ``comms``, ``forks``, ``exits``, ``mmaps``), one Parquet file
+#: each: apart from the event tables, which are read by time range (theirs are the
+#: whole file's in every part, and hold rows without a time).
+SIDEBAND_DIR = "sideband"
+
 #: A time range: ``(t0, t1)`` nanoseconds, ``t1`` None for the end.
 TimeRange = tuple[int, int | None]
 
@@ -200,7 +206,7 @@ def read(
         total_groups += total_n
     else:
         lost = LOST_EVENTS_SCHEMA.empty_table()
-    sideband = {n: read_table(outdir / "sideband" / f"{n}.parquet") for n in sideband_names}
+    sideband = {n: read_table(outdir / SIDEBAND_DIR / f"{n}.parquet") for n in sideband_names}
     meta = dataclasses.replace(meta, path=str(outdir))
     if time_range is not None:
         if events is None:  # (as a reader's: an event without rows has no table)
