@@ -148,6 +148,22 @@ def test_events_not_converted_are_refused(tmp_path):
         ingest.read_with(out, ReadOptions(events=["sched_waking"]))
 
 
+def test_a_directory_converted_into_again_is_the_last_trace(tmp_path):
+    """Files an earlier conversion left (other tables, side-band tables) are not read:
+    metadata.json lists what the last one wrote."""
+    out = tmp_path / "tables"
+    convert(sample(SAMPLES["perf"]), out)
+    convert(sample(SAMPLES["perf"]), out)  # (over its own side-band directory)
+    assert sorted(schedwake.load(out).sideband) == ["comms", "exits", "forks", "mmaps"]
+    convert(sample(SAMPLES["lost"]), out, events=["sched_switch"])
+    raw = ingest.read_with(out, ReadOptions())
+    assert list(raw.tables) == ["sched_switch"] and raw.sideband == {} and raw.lost.num_rows
+    assert raw.meta.format == "trace.dat"
+    fresh = tmp_path / "fresh"
+    convert(sample(SAMPLES["lost"]), fresh, events=["sched_switch"])
+    assert ingest.cut_times(out, 3) == ingest.cut_times(fresh, 3)  # (its tables only)
+
+
 def test_cut_times_of_a_directory_are_inside_the_trace(converted):
     _, out = converted("k61")
     meta = ingest.read_with(out, ReadOptions(events=[])).meta
