@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from . import ingest
 from .errors import OptionError, TraceError
+from .ingest.parquet import CHECKSUMS, SIDEBAND_DIR
 from .ingest.raw import RawTrace
 from .jsonout import dumps
 from .summary import meta_summary
@@ -34,6 +35,7 @@ def convert(
     reader: str | None = None,
     jobs: int | None = None,
     kallsyms: str | Path | None = None,
+    row_group_rows: int | None = None,
 ) -> list[Path]:
     """Write ``<event>.parquet`` per event table of ``path`` and ``metadata.json`` into
     ``outdir``; return the Parquet paths.
@@ -47,6 +49,14 @@ def convert(
     are those of :func:`schedwake.load`, checked as one
     :class:`schedwake.ingest.ReadOptions`.
 
+    The directory is a trace itself (input format ``parquet``: :func:`schedwake.load`,
+    ``schedwake analyze``): ``metadata.json`` keeps the whole metadata (``meta``), a
+    perf.data's side-band tables go to ``sideband/``, and the topology file found beside
+    the trace is copied in as ``topology.json``. Each table is written in row groups of
+    at most ``row_group_rows`` rows (None: :data:`ROW_GROUP_ROWS`), in time order: the
+    blocks a time-range read (``ReadOptions.time_range``, the time-partitioned
+    analysis) reads and cuts by.
+
     Nothing half-written is left to look like a result: the files are written into a
     hidden directory inside ``outdir`` and moved into place (``metadata.json`` last) only
     when the whole trace was read; damage found on the way (a TraceError) removes them,
@@ -54,6 +64,9 @@ def convert(
     """
     # (``events``, whatever it is, is ReadOptions' to check and to make a list)
     names = cast("list[str] | None", events)
+    rows = ROW_GROUP_ROWS if row_group_rows is None else row_group_rows
+    if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
+        raise OptionError("row_group_rows", repr(row_group_rows), "must be None or an int >= 1")
     o = ingest.ReadOptions(names, input_format, progress, reader, jobs, kallsyms)
     p = ingest.check_path(path)
     fmt = o.input_format or ingest.sniff(p)
@@ -62,12 +75,22 @@ def convert(
     o = dataclasses.replace(o, input_format=fmt)
     outdir = Path(outdir)
     if fmt in ingest.STREAMED_FORMATS and o.reader == ingest.DEFAULT_READER:
-        return _write_batches(p, ingest.iter_batches(p, o), outdir, o.events)
-    return _write_batches(p, [ingest.read_with(p, o)], outdir, o.events)
+        return _write_batches(p, ingest.iter_batches(p, o), outdir, o.events, rows)
+    return _write_batches(p, [ingest.read_with(p, o)], outdir, o.events, rows)
+
+
+#: The most rows of a row group of a converted table: the blocks a time-range read
+#: decodes whole at each end of its range, and the cuts of a time-partitioned analysis
+#: (:func:`schedwake.ingest.cut_times`) fall between.
+ROW_GROUP_ROWS = 1 << 16
 
 
 def _write_batches(
-    path: Path, batches: Iterable[RawTrace], outdir: Path, wanted: list[str] | None = None
+    path: Path,
+    batches: Iterable[RawTrace],
+    outdir: Path,
+    wanted: list[str] | None = None,
+    row_group_rows: int = 1 << 16,
 ) -> list[Path]:
     """Write the batches' tables and metadata.json into ``outdir``, all or nothing;
     ``wanted``: the events asked for, each one the trace must know."""
@@ -75,9 +98,11 @@ def _write_batches(
     outdir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".schedwake-convert-", dir=outdir))
     try:
-        names = _write_tables(path, batches, staging, wanted)
+        names = _write_tables(path, batches, staging, wanted, row_group_rows)
         # the tables first, metadata.json last: who sees it sees whole tables
         for name in sorted(names - {"metadata.json"}) + ["metadata.json"]:
+            if name == SIDEBAND_DIR and (outdir / name).is_dir():  # an earlier conversion's
+                shutil.rmtree(outdir / name)
             os.replace(staging / name, outdir / name)
     except BaseException:
         if made:
@@ -91,7 +116,11 @@ def _write_batches(
 
 
 def _write_tables(
-    path: Path, batches: Iterable[RawTrace], outdir: Path, wanted: list[str] | None = None
+    path: Path,
+    batches: Iterable[RawTrace],
+    outdir: Path,
+    wanted: list[str] | None = None,
+    row_group_rows: int = 1 << 16,
 ) -> set[str]:
     """Write the batches' tables (one Parquet file per event, and the lost events) and
     metadata.json into ``outdir``; the names of the files written. An event of
@@ -100,9 +129,11 @@ def _write_tables(
     writers: dict[str, pq.ParquetWriter] = {}
     rows: dict[str, int] = {}
     meta = None
+    sideband: dict[str, pa.Table] = {}
     try:
         for raw in batches:
             meta = raw.meta
+            sideband = raw.sideband  # (the whole file's, the same in every batch)
             tables = dict(raw.tables)
             if raw.lost.num_rows:
                 tables["lost_events"] = raw.lost
@@ -110,7 +141,7 @@ def _write_tables(
                 writer = writers.get(name)
                 if writer is None:
                     writer = writers[name] = pq.ParquetWriter(
-                        outdir / f"{name}.parquet", table.schema, compression="zstd"
+                        outdir / f"{name}.parquet", table.schema, compression="zstd", **CHECKSUMS
                     )
                 elif table.schema != writer.schema:
                     try:
@@ -120,7 +151,7 @@ def _write_tables(
                             path,
                             f"{name} events change their fields in the middle of the file ({exc})",
                         ) from None
-                writer.write_table(table)
+                writer.write_table(table, row_group_size=row_group_rows)
                 rows[name] = rows.get(name, 0) + table.num_rows
     finally:
         for writer in writers.values():
@@ -135,5 +166,23 @@ def _write_tables(
     summary = meta_summary(meta)
     summary["tables"] = {n: r for n, r in sorted(rows.items()) if n != "lost_events"}
     summary["source"] = dict(meta.source)
+    written = {f"{n}.parquet" for n in rows} | {"metadata.json"}
+    if sideband:
+        (outdir / SIDEBAND_DIR).mkdir()
+        for name, table in sideband.items():
+            path = outdir / SIDEBAND_DIR / f"{name}.parquet"
+            pq.write_table(table, path, compression="zstd", **CHECKSUMS)
+        written.add(SIDEBAND_DIR)
+    # what reading the directory as a trace needs (schedwake.ingest.parquet.read): the
+    # whole metadata and the side-band tables' names
+    summary["sideband"] = list(sideband)
+    summary["lost_events_table"] = "lost_events" in rows
+    summary["meta"] = meta.to_dict()
+    from .topology import DIRECTORY_TOPOLOGY, topology_beside  # (pandas: not with the module)
+
+    beside = topology_beside(path)
+    if beside is not None and beside.is_file():  # (the directory's own, read as the trace's)
+        shutil.copyfile(beside, outdir / DIRECTORY_TOPOLOGY)
+        written.add(DIRECTORY_TOPOLOGY)
     (outdir / "metadata.json").write_text(dumps(summary) + "\n")
-    return {f"{n}.parquet" for n in rows} | {"metadata.json"}
+    return written

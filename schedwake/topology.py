@@ -474,6 +474,28 @@ def topology_of_header(header: dict) -> Topology:
     return Topology.from_dict({k: header[k] for k in _KEYS if k in header}, FILE_HEADER)
 
 
+def topology_beside(trace_path: str | Path) -> Path | None:
+    """The topology file :func:`resolve` finds for a trace without being told: the
+    ``<trace>.topology.json`` beside it, else a ``topology.json`` in its directory (a
+    ``schedwake convert`` directory: the one inside it, the trace's that convert
+    copied); None when there is none."""
+    p = Path(trace_path)
+    # trace.dat.topology.json (schedwake record), then the name without its
+    # extensions: run.txt.gz -> run.topology.json
+    candidates = dict.fromkeys(
+        [
+            *([p / DIRECTORY_TOPOLOGY] if p.is_dir() else []),
+            p.with_name(p.name + ".topology.json"),
+            p.with_suffix(".topology.json"),
+            p.with_name(trace_stem(p) + ".topology.json"),
+            # one directory a run (run1/trace.dat): the run's topology.json
+            p.with_name(DIRECTORY_TOPOLOGY),
+        ]
+    )
+    # (a device or FIFO there is found, to be refused, not passed over)
+    return next((c for c in candidates if c.exists()), None)
+
+
 def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header=None) -> Topology:
     """The topology to use for a trace of ``cpus`` CPUs: explicit file, ``--llc`` lists,
     the ``<trace>.topology.json`` beside the trace, else a ``topology.json`` in its
@@ -493,23 +515,9 @@ def resolve(trace_path=None, cpus: int = 1, topology_file=None, llc=None, header
         topo = Topology.from_llc_lists(llc, cpus)
     else:
         topo = None
-        if trace_path:
-            p = Path(trace_path)
-            # trace.dat.topology.json (schedwake record), then the name without its
-            # extensions: run.txt.gz -> run.topology.json
-            candidates = dict.fromkeys(
-                [
-                    p.with_name(p.name + ".topology.json"),
-                    p.with_suffix(".topology.json"),
-                    p.with_name(trace_stem(p) + ".topology.json"),
-                    # one directory a run (run1/trace.dat): the run's topology.json
-                    p.with_name(DIRECTORY_TOPOLOGY),
-                ]
-            )
-            for c in candidates:
-                if c.exists():  # (a device or FIFO there is refused, not passed over)
-                    topo = Topology.from_file(c, cpus)
-                    break
+        beside = topology_beside(trace_path) if trace_path else None
+        if beside is not None:
+            topo = Topology.from_file(beside, cpus)
         if topo is None and header:
             try:
                 topo = topology_of_header(header)

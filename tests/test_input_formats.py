@@ -42,7 +42,7 @@ def formats_table() -> str:
         if f.compressed:
             suffixes += ", compressed: " + ", ".join(f"`{s}`" for s in COMPRESSED_SUFFIXES)
         if f.directory:
-            suffixes += "; a directory"
+            suffixes += "; a directory" if suffixes else "a directory"
         readers = ", ".join(f"`{r}`" for r in f.readers)
         batches = "yes" if f.iter_batches is not None else "no"
         rows.append(f"| `{f.name}` | {f.doc} | {readers} | {suffixes} | {batches} |")
@@ -60,15 +60,17 @@ def test_docs_table_is_the_registry():
 
 def test_names_in_the_order_the_cli_lists_them():
     assert FORMATS == (
-        "trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data", "perfetto"
+        "trace.dat", "ftrace-text", "trace-cmd-report", "perf-script", "perf.data", "perfetto",
+        "parquet",
     )  # fmt: skip
     assert all(name == f.name for name, f in INPUT_FORMATS.items())
     # every format is read batch by batch, but Perfetto traces (read whole, a packet at
-    # a time: docs/perfetto.md)
-    assert ingest.STREAMED_FORMATS == FORMATS[:-1]
+    # a time: docs/perfetto.md) and convert's directories (read whole or by time range)
+    assert ingest.STREAMED_FORMATS == FORMATS[:-2]
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+# (a convert directory, made from these: tests/test_convert_read.py)
+@pytest.mark.parametrize("fmt", list(SAMPLE))
 def test_each_format_sniffs_its_sample(fmt):
     path = SAMPLE[fmt]
     assert ingest.sniff(path) == fmt

@@ -142,7 +142,8 @@ class InputFormat:
     suffixes: tuple[str, ...] = ()
     #: Whether it is also read compressed (:data:`COMPRESSED_SUFFIXES`).
     compressed: bool = False
-    #: Whether a directory (``perf record --threads``) can be of this format.
+    #: Whether a directory (``perf record --threads``; ``schedwake convert``'s) can be of
+    #: this format.
     directory: bool = False
     #: The readers that read it (:data:`READERS`).
     readers: tuple[str, ...] = (DEFAULT_READER,)
@@ -181,6 +182,12 @@ def _perfdata_batches(path: Path, o: ReadOptions) -> Iterator[RawTrace]:
     from . import perfdata
 
     return perfdata.iter_batches(path, o.events, o.progress, kallsyms=o.kallsyms)
+
+
+def _read_parquet(path: Path, o: ReadOptions) -> RawTrace:
+    from . import parquet
+
+    return parquet.read(path, o.events, o.time_range)
 
 
 def _read_perfetto(path: Path, o: ReadOptions) -> RawTrace:
@@ -257,6 +264,13 @@ INPUT_FORMATS: dict[str, InputFormat] = {
             magic=_perfetto_magic,
             suffixes=(".pftrace", ".perfetto-trace", ".pb"),
         ),
+        InputFormat(
+            "parquet",
+            "a directory `schedwake convert` wrote (its Parquet tables and metadata.json): "
+            "the trace it was converted from, whole or by time range",
+            _read_parquet,
+            directory=True,
+        ),
     )
 }
 
@@ -279,9 +293,11 @@ def check_path(path: str | Path) -> Path:
     if not p.exists():
         raise TraceError(p, "no such file")
     if p.is_dir():
-        if is_perf_directory(p):
+        if is_perf_directory(p) or is_converted_directory(p):
             return p
-        raise TraceError(p, "is a directory, not a trace file")
+        raise TraceError(
+            p, "is a directory, not a trace file (nor one schedwake convert or perf record wrote)"
+        )
     if not os.access(p, os.R_OK):
         raise TraceError(p, "permission denied")
     if p.stat().st_size == 0:
@@ -300,11 +316,19 @@ def is_perf_directory(path: Path) -> bool:
         return False
 
 
+def is_converted_directory(path: Path) -> bool:
+    """Whether ``path`` is a directory ``schedwake convert`` wrote (it has a
+    metadata.json): read as format ``parquet``."""
+    return path.is_dir() and (path / "metadata.json").exists()
+
+
 def sniff(path: Path) -> str:
     """The format of ``path``: by the first bytes of the formats with ``magic``, then
     (a text format) by its lines."""
-    if path.is_dir():  # (check_path lets only perf's directories through)
-        return next(f.name for f in INPUT_FORMATS.values() if f.directory)
+    if is_converted_directory(path):
+        return "parquet"
+    if path.is_dir():  # (check_path lets only perf's and convert's directories through)
+        return "perf.data"
     with open(path, "rb") as file:
         head = file.read(64)
     for f in INPUT_FORMATS.values():
@@ -374,9 +398,9 @@ def read_with(path: str | Path, options: ReadOptions) -> RawTrace:
 
 #: Formats whose files :func:`read_with` reads by time range (``ReadOptions.time_range``)
 #: from their own boundaries: trace.dat's pages and compressed chunks, perf.data's
-#: FINISHED_ROUND rounds (and the Parquet of ``schedwake convert``:
-#: :func:`schedwake.ingest.parquet.read_tables`).
-PARTITIONED_FORMATS = ("trace.dat", "perf.data")
+#: FINISHED_ROUND rounds, the row groups of a ``schedwake convert`` directory's Parquet
+#: (:func:`schedwake.ingest.parquet.read`).
+PARTITIONED_FORMATS = ("trace.dat", "perf.data", "parquet")
 
 
 def check_partitionable(fmt: str, reader: str) -> None:
@@ -410,7 +434,7 @@ def cut_times(path: str | Path, n: int) -> list[int]:
     the file has fewer blocks. Reads only the index, never the records."""
     if not _is_int(n) or n < 1:
         raise OptionError("n", repr(n), "the number of parts must be an int >= 1")
-    if Path(path).is_dir() and (Path(path) / "metadata.json").exists():
+    if is_converted_directory(Path(path)):
         from .parquet import row_group_starts
 
         weighted = row_group_starts(path)

@@ -54,6 +54,12 @@ from .tracedat import arrow_column, event_tables, lost_table
 _HELPER_EVENTS = frozenset({"dummy"})
 
 
+def has_callchains(tables: dict[str, pa.Table]) -> bool:
+    """Whether an event table of ``tables`` (perf's helper events aside) has call
+    chains: ``meta.source["callchains"]``."""
+    return any("callchain" in t.column_names for n, t in tables.items() if n not in _HELPER_EVENTS)
+
+
 def read(
     path: Path,
     events: list[str] | None = None,
@@ -312,9 +318,7 @@ def assemble(
         )
     if kallsyms is not None and kallsyms.text is None:
         warnings.append(f"kernel function names unknown ({kallsyms.reason})")
-    callchains = any(
-        "callchain" in t.column_names for n, t in tables.items() if n not in _HELPER_EVENTS
-    )
+    callchains = has_callchains(tables)
     meta = TraceMeta(
         path=str(path),
         format="perf.data",
@@ -583,4 +587,11 @@ def sideband_tables(perf: dict) -> dict[str, pa.Table]:
     return out
 
 
-__all__ = ["read", "iter_batches", "assemble", "header_topology", "sideband_tables"]
+__all__ = [
+    "read",
+    "iter_batches",
+    "assemble",
+    "header_topology",
+    "sideband_tables",
+    "has_callchains",
+]
