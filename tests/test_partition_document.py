@@ -27,14 +27,12 @@ from .conftest import SAMPLES, run_cli_process
 from .test_partition import longest_gaps, short_parts_inside
 from .test_partition_file import TRACES
 
-DETECTORS = list(JOINED)
 
-
-def whole_document(path: Path, detectors: list[str] | None = DETECTORS) -> dict:
+def whole_document(path: Path, detectors: list[str] | None = None) -> dict:
     return json.loads(dumps(analyze(schedwake.load(path), detectors=detectors).to_dict()))
 
 
-def parts_document(path: Path, n: int, detectors: list[str] | None = DETECTORS) -> dict:
+def parts_document(path: Path, n: int, detectors: list[str] | None = None) -> dict:
     return json.loads(dumps(analyze_parts(plan(path, n), detectors=detectors).to_dict()))
 
 
@@ -88,7 +86,7 @@ def test_what_the_parts_do_not_give_is_refused() -> None:
             analyze_parts(plan(path, 2))
     beside = SAMPLES / "cgroup-weight" / "msg-w1024-r01.dat"  # (and its .counters.json)
     with pytest.raises(NotJoinedError, match="counters"):
-        analyze_file(beside, 2, detectors=DETECTORS)
+        analyze_file(beside, 2)
 
 
 def test_auto_parts_fit_the_workers_memory() -> None:
@@ -125,3 +123,18 @@ def test_the_command_refuses_in_one_line(args: list[str], message: str) -> None:
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith(message), r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow  # (real subprocesses: a LocalCluster of two workers, a whole analysis)
+@pytest.mark.parametrize("name", ["fio-weighted", "perf-lost"])
+def test_the_command_gives_the_whole_answer(name: str) -> None:
+    """`schedwake analyze --partitions 3 --workers 2` (a LocalCluster of two worker
+    processes) writes the JSON `schedwake analyze` writes, byte for byte; the text
+    report too."""
+    path = TRACES[name]
+    for fmt in ("json", "text"):
+        whole = run_cli_process("analyze", "--format", fmt, path, check=True)
+        parts = run_cli_process(
+            "analyze", "--format", fmt, "--partitions", "3", "--workers", "2", path, check=True
+        )
+        assert parts.stdout == whole.stdout, fmt
