@@ -357,12 +357,17 @@ typedef struct {
     int kind;
     char *lit; size_t litlen;
     int slot;
+    /* set by variant_prepare: a literal's first 16 bytes as two little-endian words,
+     * and the masks of the bytes it has (compared a word at a time where the buffer
+     * has the bytes, whatever the line's end: the length is checked first) */
+    uint64_t w[2], mk[2];
 } Item;
 
 typedef struct {
     int nitems;
     int allow_trailing;
     Item items[MAX_ITEMS];
+    uint32_t set;      /* variant_prepare: the slots a match sets (one bit each) */
 } Variant;
 
 typedef struct {
@@ -447,6 +452,7 @@ typedef struct {
     int64_t *cpu_events, *cpu_first, *cpu_first_ts, *cpu_prev_ts;
     size_t ncpu_cap;
     Edge lowest, highest;
+    const char *bufend;            /* the end of the buffer feed() scans */
 } Scanner;
 
 static inline void tally(Tally *t, int64_t lineno)
@@ -461,8 +467,11 @@ static inline void tally(Tally *t, int64_t lineno)
  * table 1: libtraceevent (trace-cmd report). */
 static int16_t FT[2][3][256];
 
+static void init_match_tables(void);
+
 static void init_flag_tables(void)
 {
+    init_match_tables();
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < 3; c++) {
             for (int i = 0; i < 256; i++) FT[t][c][i] = -1;
@@ -481,6 +490,12 @@ static void init_flag_tables(void)
     FT[1][1]['N'] = 0x24; FT[1][1]['n'] = 0x04; FT[1][1]['p'] = 0x20;
     FT[1][1]['B'] = 0x26; FT[1][1]['L'] = 0x22; FT[1][1]['b'] = 0x06; FT[1][1]['l'] = 0x02;
 }
+
+/* the letters of a prev_state: a bit each (STATE_LETTERS), 'R' and '|' none (-2), '+'
+ * bit 15; -1: not a state letter */
+static int8_t STATE_BIT[256];
+/* hexval() of every byte (init_match_tables) */
+static int8_t HEXV[256];
 
 static inline int hexval(int c)
 {
@@ -543,31 +558,67 @@ static const unsigned char NAME_BYTE[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,                /* 0x70-0x7e */
 };
 
-/* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter) */
-static int parse_ts(const char *p, const char *end, int64_t *out, const char **after, int *decimals)
+/* The leading digits of q[0:end - q] when there are fewer than 8, read as one word:
+ * their count (0-7; their value in *val). -1: not told this way (the buffer holds
+ * fewer than 8 bytes from q, up to lim, or 8 digits come first). Bytes past end may be
+ * read (up to lim, inside the buffer) but are never digits of the number. */
+static inline int digits8(const char *q, const char *end, const char *lim, uint64_t *val)
+{
+    if (lim - q < 8) return -1;
+    uint64_t w = rd64(q);
+    uint64_t d = w - 0x30 * ONES;
+    /* the lowest byte flagged is exactly the first that is no digit: a borrow or a
+     * carry starts only at such a byte, and spoils the bytes above it only */
+    uint64_t nd = (d | (w + 0x46 * ONES) | w) & HIGHS;
+    if (!nd) return -1;
+    int k = __builtin_ctzll(nd) >> 3;
+    if (end - q < k) k = (int)(end - q);
+    if (k <= 0) { *val = 0; return 0; }
+    d <<= 8 * (8 - k);                          /* the digits, most significant first */
+    d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFULL;
+    d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFULL;
+    d = (d * 10000 + (d >> 32)) & 0xFFFFFFFFULL;
+    *val = d;
+    return k;
+}
+
+/* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter). `lim`: how
+ * far the buffer may be read (>= end) */
+static int parse_ts_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                        const char **after, int *decimals)
 {
     const char *q = p;
     int64_t sec = 0;
     *decimals = 0;
     if (q >= end || !is_digit(*q)) return -1;
-    /* at most 18 digits: a 19th would overflow the multiplication. The bound is a
-     * pointer set once, not a count checked a digit. */
-    const char *lim = end - q > 18 ? q + 18 : end;
-    while (q < lim && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; }
-    if (q < end && is_digit(*q)) return -1;
+    uint64_t v8;
+    int k = digits8(q, end, blim, &v8);
+    if (k > 0) { sec = (int64_t)v8; q += k; }
+    else {
+        /* at most 18 digits: a 19th would overflow the multiplication. The bound is a
+         * pointer set once, not a count checked a digit. */
+        const char *lim = end - q > 18 ? q + 18 : end;
+        while (q < lim && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; }
+        if (q < end && is_digit(*q)) return -1;
+    }
     if (q < end && *q == '.') {
         static const int64_t scale[10] = {1000000000, 100000000, 10000000, 1000000, 100000,
                                           10000, 1000, 100, 10, 1};
         if (sec > 9000000000LL) return -1;      /* would overflow as nanoseconds */
         q++;
         int64_t frac = 0;
-        const char *f0 = q;
-        /* the first 9 digits are the nanoseconds; any further ones are counted only */
-        lim = end - q > 9 ? q + 9 : end;
-        while (q < lim && is_digit(*q)) { frac = frac * 10 + (*q - '0'); q++; }
-        int nd9 = (int)(q - f0);
-        while (q < end && is_digit(*q)) q++;
-        int nd = (int)(q - f0);                 /* a line is at most 64 KiB */
+        int nd9, nd;
+        k = digits8(q, end, blim, &v8);
+        if (k >= 0) { frac = (int64_t)v8; q += k; nd9 = nd = k; }
+        else {
+            const char *f0 = q;
+            /* the first 9 digits are the nanoseconds; any further ones are counted only */
+            const char *lim = end - q > 9 ? q + 9 : end;
+            while (q < lim && is_digit(*q)) { frac = frac * 10 + (*q - '0'); q++; }
+            nd9 = (int)(q - f0);
+            while (q < end && is_digit(*q)) q++;
+            nd = (int)(q - f0);                 /* a line is at most 64 KiB */
+        }
         if (nd == 0) return -1;
         *decimals = nd;
         frac *= scale[nd9];
@@ -578,23 +629,39 @@ static int parse_ts(const char *p, const char *end, int64_t *out, const char **a
     return 0;
 }
 
-static int parse_int(const char *p, const char *end, int64_t *out, const char **after)
+static int parse_ts(const char *p, const char *end, int64_t *out, const char **after, int *decimals)
+{
+    return parse_ts_lim(p, end, end, out, after, decimals);
+}
+
+static inline int parse_int_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                                const char **after)
 {
     const char *q = p; int neg = 0; uint64_t v = 0;
     if (q < end && *q == '-') { neg = 1; q++; }
     if (q >= end || !is_digit(*q)) return -1;
-    /* 19 digits cannot overflow 64 bits (10^19 - 1 < 2^64): the overflow check (a
-     * division a digit) is needed only from the 20th digit on */
-    const char *lim = end - q > 19 ? q + 19 : end;
-    while (q < lim && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; }
-    while (q < end && is_digit(*q)) {
-        uint64_t d = (uint64_t)(*q - '0');
-        if (v > (UINT64_MAX - d) / 10) return -1;   /* more than 64 bits */
-        v = v * 10 + d; q++;
+    uint64_t v8;
+    int k = digits8(q, end, blim, &v8);
+    if (k > 0) { v = v8; q += k; }
+    else {
+        /* 19 digits cannot overflow 64 bits (10^19 - 1 < 2^64): the overflow check (a
+         * division a digit) is needed only from the 20th digit on */
+        const char *lim = end - q > 19 ? q + 19 : end;
+        while (q < lim && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; }
+        while (q < end && is_digit(*q)) {
+            uint64_t d = (uint64_t)(*q - '0');
+            if (v > (UINT64_MAX - d) / 10) return -1;   /* more than 64 bits */
+            v = v * 10 + d; q++;
+        }
     }
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     *after = q;
     return 0;
+}
+
+static int parse_int(const char *p, const char *end, int64_t *out, const char **after)
+{
+    return parse_int_lim(p, end, end, out, after);
 }
 
 static int parse_hex(const char *p, const char *end, int64_t *out, const char **after)
@@ -602,7 +669,9 @@ static int parse_hex(const char *p, const char *end, int64_t *out, const char **
     const char *q = p; uint64_t v = 0; int nd = 0;
     if (end - q >= 6 && memcmp(q, "(null)", 6) == 0) { *out = 0; *after = q + 6; return 0; }
     if (end - q >= 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X')) q += 2;
-    while (q < end) { int h = hexval((unsigned char)*q); if (h < 0) break; v = (v << 4) | (uint64_t)h; q++; nd++; }
+    const char *h0 = q;
+    while (q < end) { int h = HEXV[(unsigned char)*q]; if (h < 0) break; v = (v << 4) | (uint64_t)h; q++; }
+    nd = (int)(q - h0);                         /* a line is at most 64 KiB */
     if (nd == 0 || nd > 16) return -1;
     *out = (int64_t)v; *after = q;
     return 0;
@@ -627,6 +696,8 @@ typedef struct {
     const char *sp[MAX_SLOTS]; size_t sl[MAX_SLOTS];
     uint32_t set;  /* bit per slot */
     int budget;    /* string-capture ends left to try (MATCH_BUDGET) */
+    const char *bufend;  /* the end of the buffer holding the line (NULL: the line's end):
+                            bytes up to it may be read a word at a time, never used */
 } Match;
 
 /* A string capture ends at some occurrence of the literal after it; a line that holds
@@ -634,66 +705,141 @@ typedef struct {
  * quadratic or worse in the line's length. Real lines need one or two tries a capture. */
 #define MATCH_BUDGET 64
 
-static int match_items(const Variant *v, int i, const char *p, const char *end, Match *m)
+/* the words and masks of every literal, and the slots a match of the variant sets */
+static void variant_prepare(Variant *v)
 {
-    for (; i < v->nitems; i++) {
-        const Item *it = &v->items[i];
-        switch (it->kind) {
-        case K_LIT:
-            if ((size_t)(end - p) < it->litlen || !eq_bytes(p, it->lit, it->litlen)) return 0;
-            p += it->litlen;
-            break;
-        case K_INT:
-            if (parse_int(p, end, &m->val[it->slot], &p) < 0) return 0;
-            m->set |= 1u << it->slot;
-            break;
-        case K_HEX:
-            if (parse_hex(p, end, &m->val[it->slot], &p) < 0) return 0;
-            m->set |= 1u << it->slot;
-            break;
-        case K_STATE: {
-            int64_t mask = 0; const char *q = p;
-            while (q < end && !is_space(*q)) {
-                int c = (unsigned char)*q;
-                if (c == 'R' || c == '|') { }
-                else if (c == '+') mask |= 1LL << 15;
-                else { int b = state_bit(c); if (b < 0) return 0; mask |= 1LL << b; }
-                q++;
-            }
-            if (q == p) return 0;
-            m->val[it->slot] = mask; m->set |= 1u << it->slot;
-            p = q;
-            break;
-        }
-        case K_STR:
-        case K_SYM: {
-            if (i + 1 == v->nitems) {
-                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
-                m->set |= 1u << it->slot;
-                p = end;
-                break;
-            }
-            const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
-            const char *q = p;
-            for (;;) {
-                if (--m->budget < 0) return 0;
-                const char *f = find_lit(q, end, nx->lit, nx->litlen);
-                if (!f) return 0;
-                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(f - p);
-                uint32_t saved = m->set;
-                m->set |= 1u << it->slot;
-                if (match_items(v, i + 1, f, end, m)) return 1;
-                m->set = saved;
-                q = f + 1;
-            }
-        }
-        default:
-            return 0;
+    v->set = 0;
+    for (int i = 0; i < v->nitems; i++) {
+        Item *it = &v->items[i];
+        if (it->kind != K_LIT) { v->set |= 1u << it->slot; continue; }
+        it->w[0] = it->w[1] = it->mk[0] = it->mk[1] = 0;
+        for (size_t k = 0; k < it->litlen && k < 16; k++) {
+            it->w[k / 8] |= (uint64_t)(unsigned char)it->lit[k] << (8 * (k % 8));
+            it->mk[k / 8] |= (uint64_t)0xff << (8 * (k % 8));
         }
     }
-    if (p == end) return 1;
-    if (v->allow_trailing && is_space(*p)) return 1;
-    return 0;
+}
+
+/* whether the literal `it` is at p (p + its length <= end checked here; `lim`: how far
+ * the buffer may be read) */
+static inline int lit_at(const Item *it, const char *p, const char *end, const char *lim)
+{
+    size_t n = it->litlen;
+    if ((size_t)(end - p) < n) return 0;
+    if (n <= 8 && lim - p >= 8) return ((rd64(p) ^ it->w[0]) & it->mk[0]) == 0;
+    if (n <= 16 && lim - p >= 16)
+        return (((rd64(p) ^ it->w[0]) & it->mk[0]) | ((rd64(p + 8) ^ it->w[1]) & it->mk[1])) == 0;
+    return eq_bytes(p, it->lit, n);
+}
+
+/* the first occurrence of the literal `it` (not empty) in p[0:end - p], or NULL */
+static inline const char *find_item_lit(const char *q, const char *end, const char *lim,
+                                        const Item *it)
+{
+    uint64_t pat = (it->w[0] & 0xff) * ONES;
+    int c = (unsigned char)it->lit[0];
+    for (;;) {
+        /* the first byte: eight at a time (the lowest byte flagged is exact) */
+        while (q < end && lim - q >= 8) {
+            uint64_t w = rd64(q) ^ pat;
+            uint64_t t = (w - ONES) & ~w & HIGHS;
+            if (t) { q += __builtin_ctzll(t) >> 3; goto found; }
+            q += 8;
+        }
+        while (q < end && *q != c) q++;
+    found:
+        if (q >= end || (size_t)(end - q) < it->litlen) return NULL;
+        if (lit_at(it, q, end, lim)) return q;
+        q++;
+    }
+}
+
+
+static void init_match_tables(void)
+{
+    for (int c = 0; c < 256; c++) {
+        STATE_BIT[c] = (int8_t)state_bit(c);
+        HEXV[c] = (int8_t)hexval(c);
+    }
+    STATE_BIT['R'] = STATE_BIT['|'] = -2;
+    STATE_BIT['+'] = 15;
+}
+
+/* Match the items of v from item i on against p[0:end - p]. A string capture (not the
+ * last item) ends at the first occurrence of the literal after it that lets the rest
+ * match: on a failure further on, the latest capture takes its literal's next
+ * occurrence (backtracking, without recursion), each try paid from m->budget. */
+static int match_items(const Variant *v, int i, const char *p, const char *end, Match *m)
+{
+    const char *lim = m->bufend && m->bufend > end ? m->bufend : end;
+    struct { int i; const char *start, *f; } bt[MAX_ITEMS];
+    int nbt = 0;
+    const int n = v->nitems;
+    for (;;) {
+        for (; i < n; i++) {
+            const Item *it = &v->items[i];
+            switch (it->kind) {
+            case K_LIT:
+                if (!lit_at(it, p, end, lim)) goto fail;
+                p += it->litlen;
+                break;
+            case K_INT:
+                if (parse_int_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
+                break;
+            case K_HEX:
+                if (parse_hex(p, end, &m->val[it->slot], &p) < 0) goto fail;
+                break;
+            case K_STATE: {
+                int64_t mask = 0; const char *q = p;
+                while (q < end && !is_space(*q)) {
+                    int b = STATE_BIT[(unsigned char)*q];
+                    if (b >= 0) mask |= 1LL << b;
+                    else if (b == -1) goto fail;
+                    q++;
+                }
+                if (q == p) goto fail;
+                m->val[it->slot] = mask;
+                p = q;
+                break;
+            }
+            case K_STR:
+            case K_SYM: {
+                if (i + 1 == n) {
+                    m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
+                    p = end;
+                    break;
+                }
+                const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
+                if (--m->budget < 0) return 0;
+                const char *f = find_item_lit(p, end, lim, nx);
+                if (!f) goto fail;
+                bt[nbt].i = i; bt[nbt].start = p; bt[nbt].f = f; nbt++;
+                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(f - p);
+                p = f + nx->litlen;                  /* the literal: matched already */
+                i++;
+                break;
+            }
+            default:
+                return 0;
+            }
+        }
+        if (p == end || (v->allow_trailing && is_space(*p))) { m->set = v->set; return 1; }
+    fail:
+        for (;;) {
+            if (nbt == 0) return 0;
+            int k = bt[nbt - 1].i;
+            const Item *nx = &v->items[k + 1];
+            if (--m->budget < 0) return 0;
+            const char *f = find_item_lit(bt[nbt - 1].f + 1, end, lim, nx);
+            if (!f) { nbt--; continue; }
+            bt[nbt - 1].f = f;
+            const char *st = bt[nbt - 1].start;
+            m->sp[v->items[k].slot] = st; m->sl[v->items[k].slot] = (size_t)(f - st);
+            p = f + nx->litlen;
+            i = k + 2;
+            break;
+        }
+    }
 }
 
 /* ------------------------------------------------------------- event table */
@@ -970,7 +1116,8 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
          * other token takes the general way below. */
         if (p < end && is_digit(*p)) {
             const char *a;
-            if (parse_ts(p, end, &px->ts, &a, &px->decimals) == 0 && (a == end || is_space(*a)))
+            if (parse_ts_lim(p, end, s->bufend ? s->bufend : end, &px->ts, &a, &px->decimals) == 0 &&
+                (a == end || is_space(*a)))
                 return parse_event_part(a, end, px, s->mode);
         }
         const char *t = p;
@@ -1298,6 +1445,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         for (int i = 0; i < ev->layout->nvariants; i++) {
             m.set = 0;
             m.budget = MATCH_BUDGET;
+            m.bufend = s->bufend;
             if (match_items(&ev->layout->variants[i], 0, px.body, px.bend, &m)) { vi = i; break; }
         }
         if (vi < 0) { s->last_ev = -1; return note_unparsed(s, b, e); }
@@ -1413,6 +1561,7 @@ static int compile_layout(PyObject *spec, Layout **out)
                 Py_DECREF(iseq); PyErr_SetString(PyExc_ValueError, "string capture must be followed by a literal"); goto fail;
             }
         Py_DECREF(iseq);
+        variant_prepare(v);
     }
     Py_DECREF(vseq);
     *out = l;
@@ -1476,6 +1625,7 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
     /* NUL bytes (a hole of zeros in a damaged file) are looked for line by line only
      * in a chunk that has them */
     int has_nul = memchr(p, 0, (size_t)(end - p)) != NULL;
+    s->bufend = end;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
@@ -1493,6 +1643,7 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
         p = nl ? nl + 1 : end;
     }
     tls_ts = NULL;
+    s->bufend = NULL;
     if (ts) PyEval_RestoreThread(ts);
     PyBuffer_Release(&buf);
     if (err && !PyErr_Occurred()) PyErr_NoMemory();
