@@ -374,6 +374,7 @@ typedef struct {
     int nslots;
     int slot_kind[MAX_SLOTS];
     int slot_width[MAX_SLOTS];     /* bytes per value in the column: 4 or 8 */
+    uint32_t strmask;              /* the slots of kind K_STR or K_SYM */
     int nvariants;
     Variant *variants;
 } Layout;
@@ -391,6 +392,8 @@ typedef struct {
     Col vals[MAX_SLOTS];           /* created at the first row that sets the slot */
     int64_t slot_start[MAX_SLOTS]; /* row of that creation; -1 = never set */
     int64_t nrows;
+    int64_t rowcap;                /* rows every one-value-a-row column has room for */
+    uint32_t started;              /* the slots whose column exists (slot_start >= 0) */
     Col args_off, args;            /* generic events, and bodies of known events */
     Col chain_off, frames;         /* callchains: per-row frame start, frame string ids */
     Col period, periodv;           /* perf script: the sample period, and whether printed */
@@ -854,8 +857,49 @@ static int event_cols_init(Event *e)
         col_init(&e->period, 8) || col_init(&e->periodv, 1))
         return -1;
     for (int s = 0; s < MAX_SLOTS; s++) e->slot_start[s] = -1;
+    e->started = 0;
+    e->rowcap = 0;
     e->cols_ready = 1;
     return 0;
+}
+
+/* room for twice the rows in every column of one value a row that this event fills
+ * (the sample period's only in perf script text, the raw arguments' offsets only for
+ * an event without a layout) */
+static int event_grow_rows(Event *e, int mode)
+{
+    int64_t cap = e->rowcap ? 2 * e->rowcap : 1024;
+    Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
+                 &e->variant, &e->chain_off, &e->period, &e->periodv, &e->args_off};
+    size_t ncs = sizeof(cs) / sizeof(cs[0]) - 3;
+    if (mode == MODE_PERF) ncs += 2;
+    for (size_t i = 0; i < ncs; i++)
+        if ((size_t)cap > cs[i]->cap && col_grow(cs[i], (size_t)cap) < 0) return -1;
+    if (!e->layout && (size_t)cap > e->args_off.cap && col_grow(&e->args_off, (size_t)cap) < 0)
+        return -1;
+    for (uint32_t t = e->started; t; t &= t - 1) {
+        int sl = __builtin_ctz(t);
+        size_t need = (size_t)(cap - e->slot_start[sl]);
+        if (need > e->vals[sl].cap && col_grow(&e->vals[sl], need) < 0) return -1;
+    }
+    e->rowcap = cap;
+    return 0;
+}
+
+/* the used lengths of the columns filled a row at a time (scan_line writes them by
+ * row number), for col_finish() */
+static void event_set_lengths(Event *e, int mode)
+{
+    size_t n = (size_t)e->nrows;
+    Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
+                 &e->variant, &e->chain_off};
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) cs[i]->n = n;
+    e->period.n = e->periodv.n = mode == MODE_PERF ? n : 0;
+    e->args_off.n = e->layout ? 0 : n;
+    for (uint32_t t = e->started; t; t &= t - 1) {
+        int sl = __builtin_ctz(t);
+        e->vals[sl].n = n - (size_t)e->slot_start[sl];
+    }
 }
 
 static void event_free(Event *e)
@@ -884,6 +928,7 @@ static void event_reset(Event *e)
     int ns = e->layout ? e->layout->nslots : 0;
     for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_CLEAR(e->vals[s].ba);
     e->cols_ready = 0; e->nrows = 0; e->nframes = 0; e->has_chain = 0;
+    e->started = 0; e->rowcap = 0;
 }
 
 static void layout_capsule_free(PyObject *cap)
@@ -1462,34 +1507,47 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     if (event_cols_init(ev) < 0) return -1;
     int32_t cid = intern_text(&s->strings, px.comm, px.commlen);
     if (cid < 0) { NOMEM(); return -1; }
-    COL_PUSH(&ev->ts, int64_t, px.ts);
-    COL_PUSH(&ev->cpu, int32_t, (int32_t)px.cpu);
-    COL_PUSH(&ev->pid, int32_t, (int32_t)px.pid);
-    COL_PUSH(&ev->comm, int32_t, cid);
-    COL_PUSH(&ev->flags, uint8_t, px.haslat ? px.flags : 0);
-    COL_PUSH(&ev->pc, uint8_t, px.haslat ? px.pc : 0);
-    COL_PUSH(&ev->latv, uint8_t, (uint8_t)px.haslat);
-    COL_PUSH(&ev->variant, int8_t, (int8_t)vi);
-    COL_PUSH(&ev->chain_off, int64_t, ev->nframes);
+    /* one capacity check a row for every column of one value a row */
+    if (__builtin_expect(ev->nrows >= ev->rowcap, 0) && event_grow_rows(ev, s->mode) < 0)
+        return -1;
+    int64_t row = ev->nrows;
+#define AT(c, T) (((T *)(c).data)[row])
+    AT(ev->ts, int64_t) = px.ts;
+    AT(ev->cpu, int32_t) = (int32_t)px.cpu;
+    AT(ev->pid, int32_t) = (int32_t)px.pid;
+    AT(ev->comm, int32_t) = cid;
+    AT(ev->flags, uint8_t) = px.haslat ? px.flags : 0;
+    AT(ev->pc, uint8_t) = px.haslat ? px.pc : 0;
+    AT(ev->latv, uint8_t) = (uint8_t)px.haslat;
+    AT(ev->variant, int8_t) = (int8_t)vi;
+    AT(ev->chain_off, int64_t) = ev->nframes;
     if (s->mode == MODE_PERF) {
-        COL_PUSH(&ev->period, int64_t, px.has_period ? px.period : 0);
-        COL_PUSH(&ev->periodv, uint8_t, (uint8_t)px.has_period);
+        AT(ev->period, int64_t) = px.has_period ? px.period : 0;
+        AT(ev->periodv, uint8_t) = (uint8_t)px.has_period;
     }
     if (px.haslat) s->any_lat = 1;
     if (ev->layout) {
-        for (int sl = 0; sl < ev->layout->nslots; sl++) {
+        const Layout *L = ev->layout;
+        uint32_t set = m.set;
+        /* the slots set for the first time: their columns start at this row */
+        for (uint32_t nw = set & ~ev->started; nw; nw &= nw - 1) {
+            int sl = __builtin_ctz(nw);
+            if (col_init(&ev->vals[sl], (size_t)L->slot_width[sl]) < 0 ||
+                col_grow(&ev->vals[sl], (size_t)(ev->rowcap - row)) < 0)
+                return -1;
+            ev->slot_start[sl] = row;
+            ev->started |= 1u << sl;
+        }
+        /* every started slot gets a value (0 where this row's variant has none), in
+         * slot order (the order strings enter the pool) */
+        for (uint32_t todo = ev->started; todo; todo &= todo - 1) {
+            int sl = __builtin_ctz(todo);
             int64_t v = 0;
-            if (ev->slot_start[sl] < 0) {
-                if (!(m.set & (1u << sl))) continue;
-                if (col_init(&ev->vals[sl], (size_t)ev->layout->slot_width[sl]) < 0) return -1;
-                ev->slot_start[sl] = ev->nrows;
-            }
-            if (m.set & (1u << sl)) {
-                int k = ev->layout->slot_kind[sl];
-                if (k == K_STR || k == K_SYM) {
+            if (set & (1u << sl)) {
+                if (L->strmask & (1u << sl)) {
                     const char *sp = m.sp[sl]; size_t sn = m.sl[sl];
                     while (sn && is_space(sp[sn - 1])) sn--;
-                    if (k == K_SYM && sn > 2 && sp[sn - 1] == ']') {   /* "sym [module]" */
+                    if (L->slot_kind[sl] == K_SYM && sn > 2 && sp[sn - 1] == ']') {   /* "sym [module]" */
                         const char *o = sp + sn - 1;
                         while (o > sp && *o != '[') o--;
                         if (o > sp && o[-1] == ' ') sn = (size_t)(o - 1 - sp);
@@ -1499,13 +1557,15 @@ static int scan_line(Scanner *s, const char *b, const char *e)
                     v = id;
                 } else v = m.val[sl];
             }
-            if (ev->layout->slot_width[sl] == 4) COL_PUSH(&ev->vals[sl], int32_t, (int32_t)(uint32_t)v);
-            else COL_PUSH(&ev->vals[sl], int64_t, v);
+            int64_t r = row - ev->slot_start[sl];
+            if (L->slot_width[sl] == 4) ((int32_t *)ev->vals[sl].data)[r] = (int32_t)(uint32_t)v;
+            else ((int64_t *)ev->vals[sl].data)[r] = v;
         }
     } else {
-        COL_PUSH(&ev->args_off, int64_t, (int64_t)ev->args.n);
+        AT(ev->args_off, int64_t) = (int64_t)ev->args.n;
         if (col_push_text(&ev->args, px.body, (size_t)(px.bend - px.body)) < 0) return -1;
     }
+#undef AT
     ev->nrows++;
     s->last_ev = ei;
     return 0;
@@ -1529,6 +1589,7 @@ static int compile_layout(PyObject *spec, Layout **out)
         long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(kseq, i));
         l->slot_kind[i] = (int)(v & 0xff);
         l->slot_width[i] = (v >> 8) == 4 ? 4 : 8;
+        if (l->slot_kind[i] == K_STR || l->slot_kind[i] == K_SYM) l->strmask |= 1u << i;
     }
     Py_DECREF(kseq);
     PyObject *vseq = PySequence_Fast(variants, "variants");
@@ -1739,6 +1800,7 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
         if (!d) { if (!(nm && sy)) { Py_XDECREF(nm); Py_XDECREF(sy); } }
         if (!d) goto fail;
         if (e->wanted && e->cols_ready) {
+            event_set_lengths(e, s->mode);
             struct { const char *k; Col *c; } cs[] = {
                 {"ts", &e->ts}, {"cpu", &e->cpu}, {"pid", &e->pid}, {"comm", &e->comm},
                 {"flags", &e->flags}, {"pc", &e->pc}, {"latv", &e->latv}, {"variant", &e->variant},
