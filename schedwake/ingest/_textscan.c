@@ -667,17 +667,60 @@ static int parse_int(const char *p, const char *end, int64_t *out, const char **
     return parse_int_lim(p, end, end, out, after);
 }
 
-static int parse_hex(const char *p, const char *end, int64_t *out, const char **after)
+/* the hex digits of the 8 bytes of w: a mask of the high bit of every byte that is one
+ * (per byte exact: no carry crosses a byte), and the digits' values, a byte each */
+static inline uint64_t hex8(uint64_t w, uint64_t *vals)
+{
+    uint64_t x = w & (0x7f * ONES);
+    uint64_t l = x | (0x20 * ONES);                          /* 'A'-'F' -> 'a'-'f' */
+    uint64_t digit = (x + (0x80 - 0x30) * ONES) & ~(x + (0x7f - 0x39) * ONES);
+    uint64_t letter = (l + (0x80 - 0x61) * ONES) & ~(l + (0x7f - 0x66) * ONES);
+    *vals = (w & (0x0f * ONES)) + ((letter & HIGHS) >> 7) * 9;
+    return (digit | letter) & ~w & HIGHS;
+}
+
+/* k (1-8) hex digit values, a byte each, most significant first, as a number */
+static inline uint64_t hex_join(uint64_t v, int k)
+{
+    if (k < 8) v <<= 8 * (8 - k);
+    v = ((v << 4) + (v >> 8)) & 0x00FF00FF00FF00FFULL;
+    v = ((v << 8) + (v >> 16)) & 0x0000FFFF0000FFFFULL;
+    return ((v << 16) + (v >> 32)) & 0xFFFFFFFFULL;
+}
+
+static inline int parse_hex_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                                const char **after)
 {
     const char *q = p; uint64_t v = 0; int nd = 0;
     if (end - q >= 6 && memcmp(q, "(null)", 6) == 0) { *out = 0; *after = q + 6; return 0; }
     if (end - q >= 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X')) q += 2;
+    if (blim - q >= 16) {
+        /* sixteen bytes a word at a time: the digits end at the first byte that is none,
+         * or at the line's end */
+        uint64_t v0, v1;
+        uint64_t h0 = hex8(rd64(q), &v0), h1 = hex8(rd64(q + 8), &v1);
+        uint64_t not0 = ~h0 & HIGHS, not1 = ~h1 & HIGHS;
+        int k = not0 ? __builtin_ctzll(not0) >> 3 : not1 ? 8 + (__builtin_ctzll(not1) >> 3) : 16;
+        if (end - q < k) k = (int)(end - q);
+        if (k == 0) return -1;
+        if (k == 16 && end - q > 16 && HEXV[(unsigned char)q[16]] >= 0) return -1;   /* 17+ */
+        if (k <= 8) v = hex_join(v0, k);
+        else v = (hex_join(v0, 8) << (4 * (k - 8))) | hex_join(v1, k - 8);
+        *out = (int64_t)v; *after = q + k;
+        return 0;
+    }
     const char *h0 = q;
     while (q < end) { int h = HEXV[(unsigned char)*q]; if (h < 0) break; v = (v << 4) | (uint64_t)h; q++; }
     nd = (int)(q - h0);                         /* a line is at most 64 KiB */
     if (nd == 0 || nd > 16) return -1;
     *out = (int64_t)v; *after = q;
     return 0;
+}
+
+static __attribute__((unused)) int parse_hex(const char *p, const char *end, int64_t *out,
+                                            const char **after)
+{
+    return parse_hex_lim(p, end, end, out, after);
 }
 
 static const char *find_lit(const char *p, const char *end, const char *lit, size_t n)
@@ -790,7 +833,7 @@ static int match_items(const Variant *v, int i, const char *p, const char *end, 
                 if (parse_int_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
                 break;
             case K_HEX:
-                if (parse_hex(p, end, &m->val[it->slot], &p) < 0) goto fail;
+                if (parse_hex_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
                 break;
             case K_STATE: {
                 int64_t mask = 0; const char *q = p;
@@ -1085,7 +1128,8 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     return 0;
 }
 
-static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br, Prefix *px);
+static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
+                           const char *r, Prefix *px);
 static int parse_latency_layout(Scanner *s, const char *start, const char *end, Prefix *px);
 
 static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
@@ -1099,9 +1143,11 @@ static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
     int tries = 0;
     while ((q = memchr(q, '[', (size_t)(end - q))) != NULL && tries < 4) {
         const char *r = q + 1;
-        while (r < end && is_digit(*r)) r++;
+        int64_t cpu = 0;
+        while (r < end && is_digit(*r)) { cpu = cpu * 10 + (*r - '0'); r++; }
         if (r > q + 1 && r - q <= 7 && r < end && *r == ']' && q > start && is_space(q[-1])) {
-            if (parse_bracketed(s, start, end, q, px) == 0) return 0;
+            px->cpu = cpu;
+            if (parse_bracketed(s, start, end, q, r, px) == 0) return 0;
             tries++;
         }
         q++;
@@ -1110,13 +1156,12 @@ static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
     return parse_latency_layout(s, start, end, px);
 }
 
-static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br, Prefix *px)
+/* the line with its CPU in the bracket br[0:r - br + 1] (px->cpu set already) */
+static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
+                           const char *r, Prefix *px)
 {
     const char *p;
     {
-        int64_t cpu = 0; const char *r = br + 1;
-        while (is_digit(*r)) { cpu = cpu * 10 + (*r - '0'); r++; }
-        px->cpu = cpu;
         const char *after = r + 1;
         /* left side */
         const char *le = br;
@@ -1365,7 +1410,7 @@ static inline int edge_outer(const Stamp *a, const Stamp *b, int lowest)
     return lowest ? a->ts < b->ts : a->ts > b->ts;
 }
 
-static void edge_note(Edge *e, const Stamp *st, int lowest)
+static inline __attribute__((always_inline)) void edge_note(Edge *e, const Stamp *st, int lowest)
 {
     if (e->n < EDGE) {
         e->v[e->n++] = *st;
