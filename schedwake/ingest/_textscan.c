@@ -189,6 +189,9 @@ static inline int eq_bytes(const char *a, const char *b, size_t n)
     return rd_tail(a, n) == rd_tail(b, n);
 }
 
+static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
+static inline int is_space(int c) { return c == ' ' || c == '\t'; }
+
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
@@ -212,13 +215,47 @@ static inline const char *skip_spaces(const char *p, const char *end)
 /* whether any of the 8 bytes of w is not an event name's byte other than ':' (that
  * is, is below 0x21, above 0x7e, or ':'). Each test is exact for "any byte" (a borrow
  * or carry can only spoil the bits above a byte that passes the test already). */
-static inline int name_word_stops(uint64_t w)
+static inline uint64_t name_stop_mask(uint64_t w)
 {
     uint64_t below = (w - 0x21 * ONES) & ~w;                 /* a byte < 0x21 */
     uint64_t above = (w + 0x01 * ONES) | w;                  /* a byte > 0x7e */
     uint64_t x = w ^ (0x3a * ONES);
     uint64_t colon = (x - ONES) & ~x;                        /* a byte == ':' */
-    return ((below | above | colon) & HIGHS) != 0;
+    /* the lowest bit set is exact: a borrow or carry starts at a byte that stops */
+    return (below | above | colon) & HIGHS;
+}
+
+/* p moved back over spaces and tabs, not below start: eight at a time where possible
+ * (the spaces at a word's end are its highest bytes, little-endian) */
+static inline const char *skip_spaces_back(const char *start, const char *p)
+{
+    while (p - start >= 8) {
+        uint64_t w = rd64(p - 8) ^ (0x20 * ONES);
+        if (w == 0) { p -= 8; continue; }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        p -= __builtin_clzll(w) >> 3;
+        if (p[-1] != '\t') return p;
+#endif
+        break;
+    }
+    while (p > start && is_space(p[-1])) p--;
+    return p;
+}
+
+/* the first space or tab of t[0:end - t], or end; bytes up to lim (the buffer's end,
+ * >= end) may be read a word at a time */
+static inline const char *find_space(const char *t, const char *end, const char *lim)
+{
+    while (t < end && lim - t >= 8) {
+        uint64_t w = rd64(t);
+        uint64_t a = w ^ (0x20 * ONES), b = w ^ (0x09 * ONES);
+        uint64_t z = (((a - ONES) & ~a) | ((b - ONES) & ~b)) & HIGHS;
+        if (z) { t += __builtin_ctzll(z) >> 3; return t < end ? t : end; }
+        t += 8;
+    }
+    if (t > end) return end;
+    while (t < end && !is_space(*t)) t++;
+    return t;
 }
 
 static int pool_init(Pool *pl)
@@ -547,8 +584,6 @@ static int state_bit(int c)
 
 /* ------------------------------------------------------------------ helpers */
 
-static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
-static inline int is_space(int c) { return c == ' ' || c == '\t'; }
 
 /* bytes an event name is made of, other than ':' (printable ASCII but space and ':') */
 static const unsigned char NAME_BYTE[256] = {
@@ -1066,6 +1101,8 @@ typedef struct {
     int pad;                       /* spaces after the event name's ':' */
     int64_t period; int has_period;  /* perf script's sample period, when printed */
     const char *body, *bend;
+    const char *lim;               /* the end of the buffer holding the line (NULL: the
+                                      line's end): read a word at a time, never used */
 } Prefix;
 
 /* "comm-pid" ending at e (exclusive); 0 on success */
@@ -1107,8 +1144,15 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     /* One table look-up a byte for the common case (a printable ASCII byte that is not
      * ':'); the three rarer stops (space, ':', anything else) are told apart only once
      * the run ends, which halves this loop's instructions a line. */
+    const char *lim = px->lim && px->lim > end ? px->lim : end;
     for (;;) {
-        while (end - p >= 8 && !name_word_stops(rd64(p))) p += 8;
+        /* eight bytes at a time (up to the buffer's end), the first stop exact */
+        while (p < end && lim - p >= 8) {
+            uint64_t st = name_stop_mask(rd64(p));
+            if (st) { p += __builtin_ctzll(st) >> 3; break; }
+            p += 8;
+        }
+        if (p > end) p = end;
         while (p < end && NAME_BYTE[(unsigned char)*p]) p++;
         if (p >= end || is_space(*p)) break;
         if (*p != ':') return -1;              /* names are ASCII */
@@ -1135,6 +1179,7 @@ static int parse_latency_layout(Scanner *s, const char *start, const char *end, 
 static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
 {
     px->haslat = 0;
+    px->lim = s->bufend && s->bufend > end ? s->bufend : end;
     const char *p = skip_spaces(b, end);
     const char *start = p;
     /* the "[ddd]" CPU bracket, preceded by a space: the first one that gives a valid
@@ -1164,8 +1209,7 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
     {
         const char *after = r + 1;
         /* left side */
-        const char *le = br;
-        while (le > start && is_space(le[-1])) le--;
+        const char *le = skip_spaces_back(start, br);
         if (le > start && le[-1] == ')') {      /* (tgid) before the CPU */
             const char *o = le - 1;
             while (o > start && *o != '(') o--;
@@ -1206,19 +1250,17 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
          * other token takes the general way below. */
         if (p < end && is_digit(*p)) {
             const char *a;
-            if (parse_ts_lim(p, end, s->bufend ? s->bufend : end, &px->ts, &a, &px->decimals) == 0 &&
+            if (parse_ts_lim(p, end, px->lim, &px->ts, &a, &px->decimals) == 0 &&
                 (a == end || is_space(*a)))
                 return parse_event_part(a, end, px, s->mode);
         }
-        const char *t = p;
-        while (t < end && !is_space(*t)) t++;
+        const char *t = find_space(p, end, px->lim);
         if (t > p && t[-1] != ':') {            /* latency flags */
             if (decode_lat(s->flagmode, p, (size_t)(t - p), &px->flags, &px->pc) < 0) return -1;
             px->haslat = 1;
-            p = t;
-            while (p < end && is_space(*p)) p++;
+            p = skip_spaces(t, end);
         }
-        if (parse_ts(p, end, &px->ts, &p, &px->decimals) < 0) return -1;
+        if (parse_ts_lim(p, end, px->lim, &px->ts, &p, &px->decimals) < 0) return -1;
         return parse_event_part(p, end, px, s->mode);
     }
 }
