@@ -600,7 +600,11 @@ static const unsigned char NAME_BYTE[256] = {
  * their count (0-7; their value in *val). -1: not told this way (the buffer holds
  * fewer than 8 bytes from q, up to lim, or 8 digits come first). Bytes past end may be
  * read (up to lim, inside the buffer) but are never digits of the number. */
-static inline int digits8(const char *q, const char *end, const char *lim, uint64_t *val)
+/* inlined into the line loop whatever the compiler estimates: a cursor passed by
+ * address then stays in a register */
+#define HOT static inline __attribute__((always_inline))
+
+HOT int digits8(const char *q, const char *end, const char *lim, uint64_t *val)
 {
     if (lim - q < 8) return -1;
     uint64_t w = rd64(q);
@@ -672,8 +676,8 @@ static int parse_ts(const char *p, const char *end, int64_t *out, const char **a
     return parse_ts_lim(p, end, end, out, after, decimals);
 }
 
-static inline int parse_int_lim(const char *p, const char *end, const char *blim, int64_t *out,
-                                const char **after)
+HOT int parse_int_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                      const char **after)
 {
     const char *q = p; int neg = 0; uint64_t v = 0;
     if (q < end && *q == '-') { neg = 1; q++; }
@@ -723,8 +727,8 @@ static inline uint64_t hex_join(uint64_t v, int k)
     return ((v << 16) + (v >> 32)) & 0xFFFFFFFFULL;
 }
 
-static inline int parse_hex_lim(const char *p, const char *end, const char *blim, int64_t *out,
-                                const char **after)
+HOT int parse_hex_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                      const char **after)
 {
     const char *q = p; uint64_t v = 0; int nd = 0;
     if (end - q >= 6 && memcmp(q, "(null)", 6) == 0) { *out = 0; *after = q + 6; return 0; }
@@ -814,8 +818,7 @@ static inline int lit_at(const Item *it, const char *p, const char *end, const c
 }
 
 /* the first occurrence of the literal `it` (not empty) in p[0:end - p], or NULL */
-static inline const char *find_item_lit(const char *q, const char *end, const char *lim,
-                                        const Item *it)
+HOT const char *find_item_lit(const char *q, const char *end, const char *lim, const Item *it)
 {
     uint64_t pat = (it->w[0] & 0xff) * ONES;
     int c = (unsigned char)it->lit[0];
@@ -1109,10 +1112,28 @@ typedef struct {
 static int split_comm_pid(const char *b, const char *e, Prefix *px)
 {
     const char *q = e;
+    int64_t pid = 0;
+    if (e - b >= 8) {
+        /* the last eight bytes: which are digits, per byte exactly (no carry crosses a
+         * byte), and fewer than 8 at the end: the pid from one word */
+        uint64_t w = rd64(e - 8), x = w & (0x7f * ONES);
+        uint64_t digit = (x + (0x80 - 0x30) * ONES) & ~(x + (0x7f - 0x39) * ONES) & ~w & HIGHS;
+        uint64_t other = ~digit & HIGHS;
+        if (other) {
+            int k = __builtin_clzll(other) >> 3;          /* digits at the end */
+            q = e - k;
+            if (k == 0 || q[-1] != '-') return -1;   /* (q > b: a byte before is not one) */
+            uint64_t d = (w & (0x0f * ONES)) & (~0ULL << (8 * (8 - k)));
+            d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFULL;
+            d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFULL;
+            pid = (int64_t)((d * 10000 + (d >> 32)) & 0xFFFFFFFFULL);
+            goto done;
+        }
+    }
     while (q > b && is_digit(q[-1])) q--;
     if (q == e || q == b || q[-1] != '-' || e - q > 10) return -1;
-    int64_t pid = 0;
     for (const char *r = q; r < e; r++) pid = pid * 10 + (*r - '0');
+done:
     if (pid > INT32_MAX) return -1;            /* not a pid: the column is int32 */
     px->pid = pid;
     px->comm = b; px->commlen = (size_t)(q - 1 - b);
@@ -1452,7 +1473,7 @@ static inline int edge_outer(const Stamp *a, const Stamp *b, int lowest)
     return lowest ? a->ts < b->ts : a->ts > b->ts;
 }
 
-static inline __attribute__((always_inline)) void edge_note(Edge *e, const Stamp *st, int lowest)
+HOT void edge_note(Edge *e, const Stamp *st, int lowest)
 {
     if (e->n < EDGE) {
         e->v[e->n++] = *st;
@@ -1572,6 +1593,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     if (ei < 0) return -1;
     Event *ev = s->events[ei];
     Match m;
+    m.set = 0;
     int vi = -1;
     if (ev->layout) {    /* (also when not wanted: a line that is not an event is no count) */
         for (int i = 0; i < ev->layout->nvariants; i++) {
