@@ -33,6 +33,10 @@
 
 enum { MODE_FTRACE = 0, MODE_REPORT = 1, MODE_PERF = 2 };
 enum { K_LIT = 0, K_INT = 1, K_HEX = 2, K_STR = 3, K_SYM = 4, K_STATE = 5 };
+/* what the matcher does for an item (variant_prepare): literals by length, an integer
+ * after a short literal in one step, a string to the line's end */
+enum { OP_LIT8, OP_LIT16, OP_LITN, OP_LIT8_INT, OP_LIT16_INT, OP_INT, OP_HEX, OP_STATE,
+       OP_STR, OP_STR_END };
 
 #define MAX_ITEMS 48
 #define MAX_SLOTS 32
@@ -394,6 +398,7 @@ typedef struct {
     int kind;
     char *lit; size_t litlen;
     int slot;
+    int op;            /* variant_prepare: OP_* */
     /* set by variant_prepare: a literal's first 16 bytes as two little-endian words,
      * and the masks of the bytes it has (compared a word at a time where the buffer
      * has the bytes, whatever the line's end: the length is checked first) */
@@ -796,12 +801,23 @@ static void variant_prepare(Variant *v)
     v->set = 0;
     for (int i = 0; i < v->nitems; i++) {
         Item *it = &v->items[i];
-        if (it->kind != K_LIT) { v->set |= 1u << it->slot; continue; }
+        if (it->kind != K_LIT) {
+            v->set |= 1u << it->slot;
+            it->op = it->kind == K_INT ? OP_INT : it->kind == K_HEX ? OP_HEX
+                   : it->kind == K_STATE ? OP_STATE
+                   : (it->kind == K_STR || it->kind == K_SYM) ? (i + 1 == v->nitems ? OP_STR_END : OP_STR)
+                   : -1;
+            continue;
+        }
         it->w[0] = it->w[1] = it->mk[0] = it->mk[1] = 0;
         for (size_t k = 0; k < it->litlen && k < 16; k++) {
             it->w[k / 8] |= (uint64_t)(unsigned char)it->lit[k] << (8 * (k % 8));
             it->mk[k / 8] |= (uint64_t)0xff << (8 * (k % 8));
         }
+        int then_int = i + 1 < v->nitems && v->items[i + 1].kind == K_INT;
+        it->op = it->litlen == 0 || it->litlen > 16 ? OP_LITN
+               : it->litlen <= 8 ? (then_int ? OP_LIT8_INT : OP_LIT8)
+               : (then_int ? OP_LIT16_INT : OP_LIT16);
     }
 }
 
@@ -862,18 +878,40 @@ static int match_items(const Variant *v, int i, const char *p, const char *end, 
     for (;;) {
         for (; i < n; i++) {
             const Item *it = &v->items[i];
-            switch (it->kind) {
-            case K_LIT:
+            switch (it->op) {
+            case OP_LIT8:
+            case OP_LIT8_INT:
+                if ((size_t)(end - p) < it->litlen) goto fail;
+                if (lim - p >= 8 ? ((rd64(p) ^ it->w[0]) & it->mk[0]) != 0
+                                 : !eq_bytes(p, it->lit, it->litlen))
+                    goto fail;
+                p += it->litlen;
+                if (it->op == OP_LIT8) break;
+                it = &v->items[++i];
+                goto integer;
+            case OP_LIT16:
+            case OP_LIT16_INT:
+                if ((size_t)(end - p) < it->litlen) goto fail;
+                if (lim - p >= 16 ? (((rd64(p) ^ it->w[0]) & it->mk[0]) |
+                                     ((rd64(p + 8) ^ it->w[1]) & it->mk[1])) != 0
+                                  : !eq_bytes(p, it->lit, it->litlen))
+                    goto fail;
+                p += it->litlen;
+                if (it->op == OP_LIT16) break;
+                it = &v->items[++i];
+                goto integer;
+            case OP_LITN:
                 if (!lit_at(it, p, end, lim)) goto fail;
                 p += it->litlen;
                 break;
-            case K_INT:
+            case OP_INT:
+            integer:
                 if (parse_int_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
                 break;
-            case K_HEX:
+            case OP_HEX:
                 if (parse_hex_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
                 break;
-            case K_STATE: {
+            case OP_STATE: {
                 int64_t mask = 0; const char *q = p;
                 while (q < end && !is_space(*q)) {
                     int b = STATE_BIT[(unsigned char)*q];
@@ -886,13 +924,11 @@ static int match_items(const Variant *v, int i, const char *p, const char *end, 
                 p = q;
                 break;
             }
-            case K_STR:
-            case K_SYM: {
-                if (i + 1 == n) {
-                    m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
-                    p = end;
-                    break;
-                }
+            case OP_STR_END:
+                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
+                p = end;
+                break;
+            case OP_STR: {
                 const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
                 if (--m->budget < 0) return 0;
                 const char *f = find_item_lit(p, end, lim, nx);
