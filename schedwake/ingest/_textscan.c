@@ -1245,10 +1245,10 @@ static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
     int tries = 0;
     while ((q = memchr(q, '[', (size_t)(end - q))) != NULL && tries < 4) {
         const char *r = q + 1;
-        int64_t cpu = 0;
-        while (r < end && is_digit(*r)) { cpu = cpu * 10 + (*r - '0'); r++; }
+        uint64_t cpu = 0;   /* (unsigned: a long run of digits wraps, and is no CPU) */
+        while (r < end && is_digit(*r)) { cpu = cpu * 10 + (uint64_t)(*r - '0'); r++; }
         if (r > q + 1 && r - q <= 7 && r < end && *r == ']' && q > start && is_space(q[-1])) {
-            px->cpu = cpu;
+            px->cpu = (int64_t)cpu;
             if (parse_bracketed(s, start, end, q, r, px) == 0) return 0;
             tries++;
         }
