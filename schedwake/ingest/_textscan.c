@@ -33,6 +33,10 @@
 
 enum { MODE_FTRACE = 0, MODE_REPORT = 1, MODE_PERF = 2 };
 enum { K_LIT = 0, K_INT = 1, K_HEX = 2, K_STR = 3, K_SYM = 4, K_STATE = 5 };
+/* what the matcher does for an item (variant_prepare): literals by length, an integer
+ * after a short literal in one step, a string to the line's end */
+enum { OP_LIT8, OP_LIT16, OP_LITN, OP_LIT8_INT, OP_LIT16_INT, OP_INT, OP_HEX, OP_STATE,
+       OP_STR, OP_STR_END };
 
 #define MAX_ITEMS 48
 #define MAX_SLOTS 32
@@ -189,6 +193,9 @@ static inline int eq_bytes(const char *a, const char *b, size_t n)
     return rd_tail(a, n) == rd_tail(b, n);
 }
 
+static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
+static inline int is_space(int c) { return c == ' ' || c == '\t'; }
+
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
@@ -212,13 +219,47 @@ static inline const char *skip_spaces(const char *p, const char *end)
 /* whether any of the 8 bytes of w is not an event name's byte other than ':' (that
  * is, is below 0x21, above 0x7e, or ':'). Each test is exact for "any byte" (a borrow
  * or carry can only spoil the bits above a byte that passes the test already). */
-static inline int name_word_stops(uint64_t w)
+static inline uint64_t name_stop_mask(uint64_t w)
 {
     uint64_t below = (w - 0x21 * ONES) & ~w;                 /* a byte < 0x21 */
     uint64_t above = (w + 0x01 * ONES) | w;                  /* a byte > 0x7e */
     uint64_t x = w ^ (0x3a * ONES);
     uint64_t colon = (x - ONES) & ~x;                        /* a byte == ':' */
-    return ((below | above | colon) & HIGHS) != 0;
+    /* the lowest bit set is exact: a borrow or carry starts at a byte that stops */
+    return (below | above | colon) & HIGHS;
+}
+
+/* p moved back over spaces and tabs, not below start: eight at a time where possible
+ * (the spaces at a word's end are its highest bytes, little-endian) */
+static inline const char *skip_spaces_back(const char *start, const char *p)
+{
+    while (p - start >= 8) {
+        uint64_t w = rd64(p - 8) ^ (0x20 * ONES);
+        if (w == 0) { p -= 8; continue; }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        p -= __builtin_clzll(w) >> 3;
+        if (p[-1] != '\t') return p;
+#endif
+        break;
+    }
+    while (p > start && is_space(p[-1])) p--;
+    return p;
+}
+
+/* the first space or tab of t[0:end - t], or end; bytes up to lim (the buffer's end,
+ * >= end) may be read a word at a time */
+static inline const char *find_space(const char *t, const char *end, const char *lim)
+{
+    while (t < end && lim - t >= 8) {
+        uint64_t w = rd64(t);
+        uint64_t a = w ^ (0x20 * ONES), b = w ^ (0x09 * ONES);
+        uint64_t z = (((a - ONES) & ~a) | ((b - ONES) & ~b)) & HIGHS;
+        if (z) { t += __builtin_ctzll(z) >> 3; return t < end ? t : end; }
+        t += 8;
+    }
+    if (t > end) return end;
+    while (t < end && !is_space(*t)) t++;
+    return t;
 }
 
 static int pool_init(Pool *pl)
@@ -357,18 +398,25 @@ typedef struct {
     int kind;
     char *lit; size_t litlen;
     int slot;
+    int op;            /* variant_prepare: OP_* */
+    /* set by variant_prepare: a literal's first 16 bytes as two little-endian words,
+     * and the masks of the bytes it has (compared a word at a time where the buffer
+     * has the bytes, whatever the line's end: the length is checked first) */
+    uint64_t w[2], mk[2];
 } Item;
 
 typedef struct {
     int nitems;
     int allow_trailing;
     Item items[MAX_ITEMS];
+    uint32_t set;      /* variant_prepare: the slots a match sets (one bit each) */
 } Variant;
 
 typedef struct {
     int nslots;
     int slot_kind[MAX_SLOTS];
     int slot_width[MAX_SLOTS];     /* bytes per value in the column: 4 or 8 */
+    uint32_t strmask;              /* the slots of kind K_STR or K_SYM */
     int nvariants;
     Variant *variants;
 } Layout;
@@ -386,6 +434,8 @@ typedef struct {
     Col vals[MAX_SLOTS];           /* created at the first row that sets the slot */
     int64_t slot_start[MAX_SLOTS]; /* row of that creation; -1 = never set */
     int64_t nrows;
+    int64_t rowcap;                /* rows every one-value-a-row column has room for */
+    uint32_t started;              /* the slots whose column exists (slot_start >= 0) */
     Col args_off, args;            /* generic events, and bodies of known events */
     Col chain_off, frames;         /* callchains: per-row frame start, frame string ids */
     Col period, periodv;           /* perf script: the sample period, and whether printed */
@@ -447,6 +497,7 @@ typedef struct {
     int64_t *cpu_events, *cpu_first, *cpu_first_ts, *cpu_prev_ts;
     size_t ncpu_cap;
     Edge lowest, highest;
+    const char *bufend;            /* the end of the buffer feed() scans */
 } Scanner;
 
 static inline void tally(Tally *t, int64_t lineno)
@@ -461,8 +512,11 @@ static inline void tally(Tally *t, int64_t lineno)
  * table 1: libtraceevent (trace-cmd report). */
 static int16_t FT[2][3][256];
 
+static void init_match_tables(void);
+
 static void init_flag_tables(void)
 {
+    init_match_tables();
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < 3; c++) {
             for (int i = 0; i < 256; i++) FT[t][c][i] = -1;
@@ -481,6 +535,12 @@ static void init_flag_tables(void)
     FT[1][1]['N'] = 0x24; FT[1][1]['n'] = 0x04; FT[1][1]['p'] = 0x20;
     FT[1][1]['B'] = 0x26; FT[1][1]['L'] = 0x22; FT[1][1]['b'] = 0x06; FT[1][1]['l'] = 0x02;
 }
+
+/* the letters of a prev_state: a bit each (STATE_LETTERS), 'R' and '|' none (-2), '+'
+ * bit 15; -1: not a state letter */
+static int8_t STATE_BIT[256];
+/* hexval() of every byte (init_match_tables) */
+static int8_t HEXV[256];
 
 static inline int hexval(int c)
 {
@@ -529,8 +589,6 @@ static int state_bit(int c)
 
 /* ------------------------------------------------------------------ helpers */
 
-static inline int is_digit(int c) { return c >= '0' && c <= '9'; }
-static inline int is_space(int c) { return c == ' ' || c == '\t'; }
 
 /* bytes an event name is made of, other than ':' (printable ASCII but space and ':') */
 static const unsigned char NAME_BYTE[256] = {
@@ -543,31 +601,71 @@ static const unsigned char NAME_BYTE[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,                /* 0x70-0x7e */
 };
 
-/* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter) */
-static int parse_ts(const char *p, const char *end, int64_t *out, const char **after, int *decimals)
+/* The leading digits of q[0:end - q] when there are fewer than 8, read as one word:
+ * their count (0-7; their value in *val). -1: not told this way (the buffer holds
+ * fewer than 8 bytes from q, up to lim, or 8 digits come first). Bytes past end may be
+ * read (up to lim, inside the buffer) but are never digits of the number. */
+/* inlined into the line loop whatever the compiler estimates: a cursor passed by
+ * address then stays in a register */
+#define HOT static inline __attribute__((always_inline))
+
+HOT int digits8(const char *q, const char *end, const char *lim, uint64_t *val)
+{
+    if (lim - q < 8) return -1;
+    uint64_t w = rd64(q);
+    uint64_t d = w - 0x30 * ONES;
+    /* the lowest byte flagged is exactly the first that is no digit: a borrow or a
+     * carry starts only at such a byte, and spoils the bytes above it only */
+    uint64_t nd = (d | (w + 0x46 * ONES) | w) & HIGHS;
+    if (!nd) return -1;
+    int k = __builtin_ctzll(nd) >> 3;
+    if (end - q < k) k = (int)(end - q);
+    if (k <= 0) { *val = 0; return 0; }
+    d <<= 8 * (8 - k);                          /* the digits, most significant first */
+    d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFULL;
+    d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFULL;
+    d = (d * 10000 + (d >> 32)) & 0xFFFFFFFFULL;
+    *val = d;
+    return k;
+}
+
+/* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter). `lim`: how
+ * far the buffer may be read (>= end) */
+static int parse_ts_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                        const char **after, int *decimals)
 {
     const char *q = p;
     int64_t sec = 0;
     *decimals = 0;
     if (q >= end || !is_digit(*q)) return -1;
-    /* at most 18 digits: a 19th would overflow the multiplication. The bound is a
-     * pointer set once, not a count checked a digit. */
-    const char *lim = end - q > 18 ? q + 18 : end;
-    while (q < lim && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; }
-    if (q < end && is_digit(*q)) return -1;
+    uint64_t v8;
+    int k = digits8(q, end, blim, &v8);
+    if (k > 0) { sec = (int64_t)v8; q += k; }
+    else {
+        /* at most 18 digits: a 19th would overflow the multiplication. The bound is a
+         * pointer set once, not a count checked a digit. */
+        const char *lim = end - q > 18 ? q + 18 : end;
+        while (q < lim && is_digit(*q)) { sec = sec * 10 + (*q - '0'); q++; }
+        if (q < end && is_digit(*q)) return -1;
+    }
     if (q < end && *q == '.') {
         static const int64_t scale[10] = {1000000000, 100000000, 10000000, 1000000, 100000,
                                           10000, 1000, 100, 10, 1};
         if (sec > 9000000000LL) return -1;      /* would overflow as nanoseconds */
         q++;
         int64_t frac = 0;
-        const char *f0 = q;
-        /* the first 9 digits are the nanoseconds; any further ones are counted only */
-        lim = end - q > 9 ? q + 9 : end;
-        while (q < lim && is_digit(*q)) { frac = frac * 10 + (*q - '0'); q++; }
-        int nd9 = (int)(q - f0);
-        while (q < end && is_digit(*q)) q++;
-        int nd = (int)(q - f0);                 /* a line is at most 64 KiB */
+        int nd9, nd;
+        k = digits8(q, end, blim, &v8);
+        if (k >= 0) { frac = (int64_t)v8; q += k; nd9 = nd = k; }
+        else {
+            const char *f0 = q;
+            /* the first 9 digits are the nanoseconds; any further ones are counted only */
+            const char *lim = end - q > 9 ? q + 9 : end;
+            while (q < lim && is_digit(*q)) { frac = frac * 10 + (*q - '0'); q++; }
+            nd9 = (int)(q - f0);
+            while (q < end && is_digit(*q)) q++;
+            nd = (int)(q - f0);                 /* a line is at most 64 KiB */
+        }
         if (nd == 0) return -1;
         *decimals = nd;
         frac *= scale[nd9];
@@ -578,34 +676,95 @@ static int parse_ts(const char *p, const char *end, int64_t *out, const char **a
     return 0;
 }
 
-static int parse_int(const char *p, const char *end, int64_t *out, const char **after)
+static int parse_ts(const char *p, const char *end, int64_t *out, const char **after, int *decimals)
+{
+    return parse_ts_lim(p, end, end, out, after, decimals);
+}
+
+HOT int parse_int_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                      const char **after)
 {
     const char *q = p; int neg = 0; uint64_t v = 0;
     if (q < end && *q == '-') { neg = 1; q++; }
     if (q >= end || !is_digit(*q)) return -1;
-    /* 19 digits cannot overflow 64 bits (10^19 - 1 < 2^64): the overflow check (a
-     * division a digit) is needed only from the 20th digit on */
-    const char *lim = end - q > 19 ? q + 19 : end;
-    while (q < lim && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; }
-    while (q < end && is_digit(*q)) {
-        uint64_t d = (uint64_t)(*q - '0');
-        if (v > (UINT64_MAX - d) / 10) return -1;   /* more than 64 bits */
-        v = v * 10 + d; q++;
+    uint64_t v8;
+    int k = digits8(q, end, blim, &v8);
+    if (k > 0) { v = v8; q += k; }
+    else {
+        /* 19 digits cannot overflow 64 bits (10^19 - 1 < 2^64): the overflow check (a
+         * division a digit) is needed only from the 20th digit on */
+        const char *lim = end - q > 19 ? q + 19 : end;
+        while (q < lim && is_digit(*q)) { v = v * 10 + (uint64_t)(*q - '0'); q++; }
+        while (q < end && is_digit(*q)) {
+            uint64_t d = (uint64_t)(*q - '0');
+            if (v > (UINT64_MAX - d) / 10) return -1;   /* more than 64 bits */
+            v = v * 10 + d; q++;
+        }
     }
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     *after = q;
     return 0;
 }
 
-static int parse_hex(const char *p, const char *end, int64_t *out, const char **after)
+static int parse_int(const char *p, const char *end, int64_t *out, const char **after)
+{
+    return parse_int_lim(p, end, end, out, after);
+}
+
+/* the hex digits of the 8 bytes of w: a mask of the high bit of every byte that is one
+ * (per byte exact: no carry crosses a byte), and the digits' values, a byte each */
+static inline uint64_t hex8(uint64_t w, uint64_t *vals)
+{
+    uint64_t x = w & (0x7f * ONES);
+    uint64_t l = x | (0x20 * ONES);                          /* 'A'-'F' -> 'a'-'f' */
+    uint64_t digit = (x + (0x80 - 0x30) * ONES) & ~(x + (0x7f - 0x39) * ONES);
+    uint64_t letter = (l + (0x80 - 0x61) * ONES) & ~(l + (0x7f - 0x66) * ONES);
+    *vals = (w & (0x0f * ONES)) + ((letter & HIGHS) >> 7) * 9;
+    return (digit | letter) & ~w & HIGHS;
+}
+
+/* k (1-8) hex digit values, a byte each, most significant first, as a number */
+static inline uint64_t hex_join(uint64_t v, int k)
+{
+    if (k < 8) v <<= 8 * (8 - k);
+    v = ((v << 4) + (v >> 8)) & 0x00FF00FF00FF00FFULL;
+    v = ((v << 8) + (v >> 16)) & 0x0000FFFF0000FFFFULL;
+    return ((v << 16) + (v >> 32)) & 0xFFFFFFFFULL;
+}
+
+HOT int parse_hex_lim(const char *p, const char *end, const char *blim, int64_t *out,
+                      const char **after)
 {
     const char *q = p; uint64_t v = 0; int nd = 0;
     if (end - q >= 6 && memcmp(q, "(null)", 6) == 0) { *out = 0; *after = q + 6; return 0; }
     if (end - q >= 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X')) q += 2;
-    while (q < end) { int h = hexval((unsigned char)*q); if (h < 0) break; v = (v << 4) | (uint64_t)h; q++; nd++; }
+    if (blim - q >= 16) {
+        /* sixteen bytes a word at a time: the digits end at the first byte that is none,
+         * or at the line's end */
+        uint64_t v0, v1;
+        uint64_t h0 = hex8(rd64(q), &v0), h1 = hex8(rd64(q + 8), &v1);
+        uint64_t not0 = ~h0 & HIGHS, not1 = ~h1 & HIGHS;
+        int k = not0 ? __builtin_ctzll(not0) >> 3 : not1 ? 8 + (__builtin_ctzll(not1) >> 3) : 16;
+        if (end - q < k) k = (int)(end - q);
+        if (k == 0) return -1;
+        if (k == 16 && end - q > 16 && HEXV[(unsigned char)q[16]] >= 0) return -1;   /* 17+ */
+        if (k <= 8) v = hex_join(v0, k);
+        else v = (hex_join(v0, 8) << (4 * (k - 8))) | hex_join(v1, k - 8);
+        *out = (int64_t)v; *after = q + k;
+        return 0;
+    }
+    const char *h0 = q;
+    while (q < end) { int h = HEXV[(unsigned char)*q]; if (h < 0) break; v = (v << 4) | (uint64_t)h; q++; }
+    nd = (int)(q - h0);                         /* a line is at most 64 KiB */
     if (nd == 0 || nd > 16) return -1;
     *out = (int64_t)v; *after = q;
     return 0;
+}
+
+static __attribute__((unused)) int parse_hex(const char *p, const char *end, int64_t *out,
+                                            const char **after)
+{
+    return parse_hex_lim(p, end, end, out, after);
 }
 
 static const char *find_lit(const char *p, const char *end, const char *lit, size_t n)
@@ -627,6 +786,8 @@ typedef struct {
     const char *sp[MAX_SLOTS]; size_t sl[MAX_SLOTS];
     uint32_t set;  /* bit per slot */
     int budget;    /* string-capture ends left to try (MATCH_BUDGET) */
+    const char *bufend;  /* the end of the buffer holding the line (NULL: the line's end):
+                            bytes up to it may be read a word at a time, never used */
 } Match;
 
 /* A string capture ends at some occurrence of the literal after it; a line that holds
@@ -634,66 +795,171 @@ typedef struct {
  * quadratic or worse in the line's length. Real lines need one or two tries a capture. */
 #define MATCH_BUDGET 64
 
+/* the words and masks of every literal, and the slots a match of the variant sets */
+static void variant_prepare(Variant *v)
+{
+    v->set = 0;
+    for (int i = 0; i < v->nitems; i++) {
+        Item *it = &v->items[i];
+        if (it->kind != K_LIT) {
+            v->set |= 1u << it->slot;
+            it->op = it->kind == K_INT ? OP_INT : it->kind == K_HEX ? OP_HEX
+                   : it->kind == K_STATE ? OP_STATE
+                   : (it->kind == K_STR || it->kind == K_SYM) ? (i + 1 == v->nitems ? OP_STR_END : OP_STR)
+                   : -1;
+            continue;
+        }
+        it->w[0] = it->w[1] = it->mk[0] = it->mk[1] = 0;
+        for (size_t k = 0; k < it->litlen && k < 16; k++) {
+            it->w[k / 8] |= (uint64_t)(unsigned char)it->lit[k] << (8 * (k % 8));
+            it->mk[k / 8] |= (uint64_t)0xff << (8 * (k % 8));
+        }
+        int then_int = i + 1 < v->nitems && v->items[i + 1].kind == K_INT;
+        it->op = it->litlen == 0 || it->litlen > 16 ? OP_LITN
+               : it->litlen <= 8 ? (then_int ? OP_LIT8_INT : OP_LIT8)
+               : (then_int ? OP_LIT16_INT : OP_LIT16);
+    }
+}
+
+/* whether the literal `it` is at p (p + its length <= end checked here; `lim`: how far
+ * the buffer may be read) */
+static inline int lit_at(const Item *it, const char *p, const char *end, const char *lim)
+{
+    size_t n = it->litlen;
+    if ((size_t)(end - p) < n) return 0;
+    if (n <= 8 && lim - p >= 8) return ((rd64(p) ^ it->w[0]) & it->mk[0]) == 0;
+    if (n <= 16 && lim - p >= 16)
+        return (((rd64(p) ^ it->w[0]) & it->mk[0]) | ((rd64(p + 8) ^ it->w[1]) & it->mk[1])) == 0;
+    return eq_bytes(p, it->lit, n);
+}
+
+/* the first occurrence of the literal `it` (not empty) in p[0:end - p], or NULL */
+HOT const char *find_item_lit(const char *q, const char *end, const char *lim, const Item *it)
+{
+    uint64_t pat = (it->w[0] & 0xff) * ONES;
+    int c = (unsigned char)it->lit[0];
+    for (;;) {
+        /* the first byte: eight at a time (the lowest byte flagged is exact) */
+        while (q < end && lim - q >= 8) {
+            uint64_t w = rd64(q) ^ pat;
+            uint64_t t = (w - ONES) & ~w & HIGHS;
+            if (t) { q += __builtin_ctzll(t) >> 3; goto found; }
+            q += 8;
+        }
+        while (q < end && *q != c) q++;
+    found:
+        if (q >= end || (size_t)(end - q) < it->litlen) return NULL;
+        if (lit_at(it, q, end, lim)) return q;
+        q++;
+    }
+}
+
+
+static void init_match_tables(void)
+{
+    for (int c = 0; c < 256; c++) {
+        STATE_BIT[c] = (int8_t)state_bit(c);
+        HEXV[c] = (int8_t)hexval(c);
+    }
+    STATE_BIT['R'] = STATE_BIT['|'] = -2;
+    STATE_BIT['+'] = 15;
+}
+
+/* Match the items of v from item i on against p[0:end - p]. A string capture (not the
+ * last item) ends at the first occurrence of the literal after it that lets the rest
+ * match: on a failure further on, the latest capture takes its literal's next
+ * occurrence (backtracking, without recursion), each try paid from m->budget. */
 static int match_items(const Variant *v, int i, const char *p, const char *end, Match *m)
 {
-    for (; i < v->nitems; i++) {
-        const Item *it = &v->items[i];
-        switch (it->kind) {
-        case K_LIT:
-            if ((size_t)(end - p) < it->litlen || !eq_bytes(p, it->lit, it->litlen)) return 0;
-            p += it->litlen;
-            break;
-        case K_INT:
-            if (parse_int(p, end, &m->val[it->slot], &p) < 0) return 0;
-            m->set |= 1u << it->slot;
-            break;
-        case K_HEX:
-            if (parse_hex(p, end, &m->val[it->slot], &p) < 0) return 0;
-            m->set |= 1u << it->slot;
-            break;
-        case K_STATE: {
-            int64_t mask = 0; const char *q = p;
-            while (q < end && !is_space(*q)) {
-                int c = (unsigned char)*q;
-                if (c == 'R' || c == '|') { }
-                else if (c == '+') mask |= 1LL << 15;
-                else { int b = state_bit(c); if (b < 0) return 0; mask |= 1LL << b; }
-                q++;
-            }
-            if (q == p) return 0;
-            m->val[it->slot] = mask; m->set |= 1u << it->slot;
-            p = q;
-            break;
-        }
-        case K_STR:
-        case K_SYM: {
-            if (i + 1 == v->nitems) {
-                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
-                m->set |= 1u << it->slot;
-                p = end;
+    const char *lim = m->bufend && m->bufend > end ? m->bufend : end;
+    struct { int i; const char *start, *f; } bt[MAX_ITEMS];
+    int nbt = 0;
+    const int n = v->nitems;
+    for (;;) {
+        for (; i < n; i++) {
+            const Item *it = &v->items[i];
+            switch (it->op) {
+            case OP_LIT8:
+            case OP_LIT8_INT:
+                if ((size_t)(end - p) < it->litlen) goto fail;
+                if (lim - p >= 8 ? ((rd64(p) ^ it->w[0]) & it->mk[0]) != 0
+                                 : !eq_bytes(p, it->lit, it->litlen))
+                    goto fail;
+                p += it->litlen;
+                if (it->op == OP_LIT8) break;
+                it = &v->items[++i];
+                goto integer;
+            case OP_LIT16:
+            case OP_LIT16_INT:
+                if ((size_t)(end - p) < it->litlen) goto fail;
+                if (lim - p >= 16 ? (((rd64(p) ^ it->w[0]) & it->mk[0]) |
+                                     ((rd64(p + 8) ^ it->w[1]) & it->mk[1])) != 0
+                                  : !eq_bytes(p, it->lit, it->litlen))
+                    goto fail;
+                p += it->litlen;
+                if (it->op == OP_LIT16) break;
+                it = &v->items[++i];
+                goto integer;
+            case OP_LITN:
+                if (!lit_at(it, p, end, lim)) goto fail;
+                p += it->litlen;
+                break;
+            case OP_INT:
+            integer:
+                if (parse_int_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
+                break;
+            case OP_HEX:
+                if (parse_hex_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
+                break;
+            case OP_STATE: {
+                int64_t mask = 0; const char *q = p;
+                while (q < end && !is_space(*q)) {
+                    int b = STATE_BIT[(unsigned char)*q];
+                    if (b >= 0) mask |= 1LL << b;
+                    else if (b == -1) goto fail;
+                    q++;
+                }
+                if (q == p) goto fail;
+                m->val[it->slot] = mask;
+                p = q;
                 break;
             }
-            const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
-            const char *q = p;
-            for (;;) {
+            case OP_STR_END:
+                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
+                p = end;
+                break;
+            case OP_STR: {
+                const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
                 if (--m->budget < 0) return 0;
-                const char *f = find_lit(q, end, nx->lit, nx->litlen);
-                if (!f) return 0;
+                const char *f = find_item_lit(p, end, lim, nx);
+                if (!f) goto fail;
+                bt[nbt].i = i; bt[nbt].start = p; bt[nbt].f = f; nbt++;
                 m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(f - p);
-                uint32_t saved = m->set;
-                m->set |= 1u << it->slot;
-                if (match_items(v, i + 1, f, end, m)) return 1;
-                m->set = saved;
-                q = f + 1;
+                p = f + nx->litlen;                  /* the literal: matched already */
+                i++;
+                break;
+            }
+            default:
+                return 0;
             }
         }
-        default:
-            return 0;
+        if (p == end || (v->allow_trailing && is_space(*p))) { m->set = v->set; return 1; }
+    fail:
+        for (;;) {
+            if (nbt == 0) return 0;
+            int k = bt[nbt - 1].i;
+            const Item *nx = &v->items[k + 1];
+            if (--m->budget < 0) return 0;
+            const char *f = find_item_lit(bt[nbt - 1].f + 1, end, lim, nx);
+            if (!f) { nbt--; continue; }
+            bt[nbt - 1].f = f;
+            const char *st = bt[nbt - 1].start;
+            m->sp[v->items[k].slot] = st; m->sl[v->items[k].slot] = (size_t)(f - st);
+            p = f + nx->litlen;
+            i = k + 2;
+            break;
         }
     }
-    if (p == end) return 1;
-    if (v->allow_trailing && is_space(*p)) return 1;
-    return 0;
 }
 
 /* ------------------------------------------------------------- event table */
@@ -708,8 +974,49 @@ static int event_cols_init(Event *e)
         col_init(&e->period, 8) || col_init(&e->periodv, 1))
         return -1;
     for (int s = 0; s < MAX_SLOTS; s++) e->slot_start[s] = -1;
+    e->started = 0;
+    e->rowcap = 0;
     e->cols_ready = 1;
     return 0;
+}
+
+/* room for twice the rows in every column of one value a row that this event fills
+ * (the sample period's only in perf script text, the raw arguments' offsets only for
+ * an event without a layout) */
+static int event_grow_rows(Event *e, int mode)
+{
+    int64_t cap = e->rowcap ? 2 * e->rowcap : 1024;
+    Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
+                 &e->variant, &e->chain_off, &e->period, &e->periodv, &e->args_off};
+    size_t ncs = sizeof(cs) / sizeof(cs[0]) - 3;
+    if (mode == MODE_PERF) ncs += 2;
+    for (size_t i = 0; i < ncs; i++)
+        if ((size_t)cap > cs[i]->cap && col_grow(cs[i], (size_t)cap) < 0) return -1;
+    if (!e->layout && (size_t)cap > e->args_off.cap && col_grow(&e->args_off, (size_t)cap) < 0)
+        return -1;
+    for (uint32_t t = e->started; t; t &= t - 1) {
+        int sl = __builtin_ctz(t);
+        size_t need = (size_t)(cap - e->slot_start[sl]);
+        if (need > e->vals[sl].cap && col_grow(&e->vals[sl], need) < 0) return -1;
+    }
+    e->rowcap = cap;
+    return 0;
+}
+
+/* the used lengths of the columns filled a row at a time (scan_line writes them by
+ * row number), for col_finish() */
+static void event_set_lengths(Event *e, int mode)
+{
+    size_t n = (size_t)e->nrows;
+    Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
+                 &e->variant, &e->chain_off};
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) cs[i]->n = n;
+    e->period.n = e->periodv.n = mode == MODE_PERF ? n : 0;
+    e->args_off.n = e->layout ? 0 : n;
+    for (uint32_t t = e->started; t; t &= t - 1) {
+        int sl = __builtin_ctz(t);
+        e->vals[sl].n = n - (size_t)e->slot_start[sl];
+    }
 }
 
 static void event_free(Event *e)
@@ -738,6 +1045,7 @@ static void event_reset(Event *e)
     int ns = e->layout ? e->layout->nslots : 0;
     for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_CLEAR(e->vals[s].ba);
     e->cols_ready = 0; e->nrows = 0; e->nframes = 0; e->has_chain = 0;
+    e->started = 0; e->rowcap = 0;
 }
 
 static void layout_capsule_free(PyObject *cap)
@@ -832,16 +1140,36 @@ typedef struct {
     int pad;                       /* spaces after the event name's ':' */
     int64_t period; int has_period;  /* perf script's sample period, when printed */
     const char *body, *bend;
+    const char *lim;               /* the end of the buffer holding the line (NULL: the
+                                      line's end): read a word at a time, never used */
 } Prefix;
 
 /* "comm-pid" ending at e (exclusive); 0 on success */
 static int split_comm_pid(const char *b, const char *e, Prefix *px)
 {
     const char *q = e;
+    int64_t pid = 0;
+    if (e - b >= 8) {
+        /* the last eight bytes: which are digits, per byte exactly (no carry crosses a
+         * byte), and fewer than 8 at the end: the pid from one word */
+        uint64_t w = rd64(e - 8), x = w & (0x7f * ONES);
+        uint64_t digit = (x + (0x80 - 0x30) * ONES) & ~(x + (0x7f - 0x39) * ONES) & ~w & HIGHS;
+        uint64_t other = ~digit & HIGHS;
+        if (other) {
+            int k = __builtin_clzll(other) >> 3;          /* digits at the end */
+            q = e - k;
+            if (k == 0 || q[-1] != '-') return -1;   /* (q > b: a byte before is not one) */
+            uint64_t d = (w & (0x0f * ONES)) & (~0ULL << (8 * (8 - k)));
+            d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFULL;
+            d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFULL;
+            pid = (int64_t)((d * 10000 + (d >> 32)) & 0xFFFFFFFFULL);
+            goto done;
+        }
+    }
     while (q > b && is_digit(q[-1])) q--;
     if (q == e || q == b || q[-1] != '-' || e - q > 10) return -1;
-    int64_t pid = 0;
     for (const char *r = q; r < e; r++) pid = pid * 10 + (*r - '0');
+done:
     if (pid > INT32_MAX) return -1;            /* not a pid: the column is int32 */
     px->pid = pid;
     px->comm = b; px->commlen = (size_t)(q - 1 - b);
@@ -873,8 +1201,15 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     /* One table look-up a byte for the common case (a printable ASCII byte that is not
      * ':'); the three rarer stops (space, ':', anything else) are told apart only once
      * the run ends, which halves this loop's instructions a line. */
+    const char *lim = px->lim && px->lim > end ? px->lim : end;
     for (;;) {
-        while (end - p >= 8 && !name_word_stops(rd64(p))) p += 8;
+        /* eight bytes at a time (up to the buffer's end), the first stop exact */
+        while (p < end && lim - p >= 8) {
+            uint64_t st = name_stop_mask(rd64(p));
+            if (st) { p += __builtin_ctzll(st) >> 3; break; }
+            p += 8;
+        }
+        if (p > end) p = end;
         while (p < end && NAME_BYTE[(unsigned char)*p]) p++;
         if (p >= end || is_space(*p)) break;
         if (*p != ':') return -1;              /* names are ASCII */
@@ -894,12 +1229,14 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     return 0;
 }
 
-static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br, Prefix *px);
+static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
+                           const char *r, Prefix *px);
 static int parse_latency_layout(Scanner *s, const char *start, const char *end, Prefix *px);
 
 static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
 {
     px->haslat = 0;
+    px->lim = s->bufend && s->bufend > end ? s->bufend : end;
     const char *p = skip_spaces(b, end);
     const char *start = p;
     /* the "[ddd]" CPU bracket, preceded by a space: the first one that gives a valid
@@ -908,9 +1245,11 @@ static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
     int tries = 0;
     while ((q = memchr(q, '[', (size_t)(end - q))) != NULL && tries < 4) {
         const char *r = q + 1;
-        while (r < end && is_digit(*r)) r++;
+        uint64_t cpu = 0;   /* (unsigned: a long run of digits wraps, and is no CPU) */
+        while (r < end && is_digit(*r)) { cpu = cpu * 10 + (uint64_t)(*r - '0'); r++; }
         if (r > q + 1 && r - q <= 7 && r < end && *r == ']' && q > start && is_space(q[-1])) {
-            if (parse_bracketed(s, start, end, q, px) == 0) return 0;
+            px->cpu = (int64_t)cpu;
+            if (parse_bracketed(s, start, end, q, r, px) == 0) return 0;
             tries++;
         }
         q++;
@@ -919,17 +1258,15 @@ static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
     return parse_latency_layout(s, start, end, px);
 }
 
-static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br, Prefix *px)
+/* the line with its CPU in the bracket br[0:r - br + 1] (px->cpu set already) */
+static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
+                           const char *r, Prefix *px)
 {
     const char *p;
     {
-        int64_t cpu = 0; const char *r = br + 1;
-        while (is_digit(*r)) { cpu = cpu * 10 + (*r - '0'); r++; }
-        px->cpu = cpu;
         const char *after = r + 1;
         /* left side */
-        const char *le = br;
-        while (le > start && is_space(le[-1])) le--;
+        const char *le = skip_spaces_back(start, br);
         if (le > start && le[-1] == ')') {      /* (tgid) before the CPU */
             const char *o = le - 1;
             while (o > start && *o != '(') o--;
@@ -970,18 +1307,17 @@ static int parse_bracketed(Scanner *s, const char *start, const char *end, const
          * other token takes the general way below. */
         if (p < end && is_digit(*p)) {
             const char *a;
-            if (parse_ts(p, end, &px->ts, &a, &px->decimals) == 0 && (a == end || is_space(*a)))
+            if (parse_ts_lim(p, end, px->lim, &px->ts, &a, &px->decimals) == 0 &&
+                (a == end || is_space(*a)))
                 return parse_event_part(a, end, px, s->mode);
         }
-        const char *t = p;
-        while (t < end && !is_space(*t)) t++;
+        const char *t = find_space(p, end, px->lim);
         if (t > p && t[-1] != ':') {            /* latency flags */
             if (decode_lat(s->flagmode, p, (size_t)(t - p), &px->flags, &px->pc) < 0) return -1;
             px->haslat = 1;
-            p = t;
-            while (p < end && is_space(*p)) p++;
+            p = skip_spaces(t, end);
         }
-        if (parse_ts(p, end, &px->ts, &p, &px->decimals) < 0) return -1;
+        if (parse_ts_lim(p, end, px->lim, &px->ts, &p, &px->decimals) < 0) return -1;
         return parse_event_part(p, end, px, s->mode);
     }
 }
@@ -1173,7 +1509,7 @@ static inline int edge_outer(const Stamp *a, const Stamp *b, int lowest)
     return lowest ? a->ts < b->ts : a->ts > b->ts;
 }
 
-static void edge_note(Edge *e, const Stamp *st, int lowest)
+HOT void edge_note(Edge *e, const Stamp *st, int lowest)
 {
     if (e->n < EDGE) {
         e->v[e->n++] = *st;
@@ -1293,11 +1629,13 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     if (ei < 0) return -1;
     Event *ev = s->events[ei];
     Match m;
+    m.set = 0;
     int vi = -1;
     if (ev->layout) {    /* (also when not wanted: a line that is not an event is no count) */
         for (int i = 0; i < ev->layout->nvariants; i++) {
             m.set = 0;
             m.budget = MATCH_BUDGET;
+            m.bufend = s->bufend;
             if (match_items(&ev->layout->variants[i], 0, px.body, px.bend, &m)) { vi = i; break; }
         }
         if (vi < 0) { s->last_ev = -1; return note_unparsed(s, b, e); }
@@ -1314,34 +1652,47 @@ static int scan_line(Scanner *s, const char *b, const char *e)
     if (event_cols_init(ev) < 0) return -1;
     int32_t cid = intern_text(&s->strings, px.comm, px.commlen);
     if (cid < 0) { NOMEM(); return -1; }
-    COL_PUSH(&ev->ts, int64_t, px.ts);
-    COL_PUSH(&ev->cpu, int32_t, (int32_t)px.cpu);
-    COL_PUSH(&ev->pid, int32_t, (int32_t)px.pid);
-    COL_PUSH(&ev->comm, int32_t, cid);
-    COL_PUSH(&ev->flags, uint8_t, px.haslat ? px.flags : 0);
-    COL_PUSH(&ev->pc, uint8_t, px.haslat ? px.pc : 0);
-    COL_PUSH(&ev->latv, uint8_t, (uint8_t)px.haslat);
-    COL_PUSH(&ev->variant, int8_t, (int8_t)vi);
-    COL_PUSH(&ev->chain_off, int64_t, ev->nframes);
+    /* one capacity check a row for every column of one value a row */
+    if (__builtin_expect(ev->nrows >= ev->rowcap, 0) && event_grow_rows(ev, s->mode) < 0)
+        return -1;
+    int64_t row = ev->nrows;
+#define AT(c, T) (((T *)(c).data)[row])
+    AT(ev->ts, int64_t) = px.ts;
+    AT(ev->cpu, int32_t) = (int32_t)px.cpu;
+    AT(ev->pid, int32_t) = (int32_t)px.pid;
+    AT(ev->comm, int32_t) = cid;
+    AT(ev->flags, uint8_t) = px.haslat ? px.flags : 0;
+    AT(ev->pc, uint8_t) = px.haslat ? px.pc : 0;
+    AT(ev->latv, uint8_t) = (uint8_t)px.haslat;
+    AT(ev->variant, int8_t) = (int8_t)vi;
+    AT(ev->chain_off, int64_t) = ev->nframes;
     if (s->mode == MODE_PERF) {
-        COL_PUSH(&ev->period, int64_t, px.has_period ? px.period : 0);
-        COL_PUSH(&ev->periodv, uint8_t, (uint8_t)px.has_period);
+        AT(ev->period, int64_t) = px.has_period ? px.period : 0;
+        AT(ev->periodv, uint8_t) = (uint8_t)px.has_period;
     }
     if (px.haslat) s->any_lat = 1;
     if (ev->layout) {
-        for (int sl = 0; sl < ev->layout->nslots; sl++) {
+        const Layout *L = ev->layout;
+        uint32_t set = m.set;
+        /* the slots set for the first time: their columns start at this row */
+        for (uint32_t nw = set & ~ev->started; nw; nw &= nw - 1) {
+            int sl = __builtin_ctz(nw);
+            if (col_init(&ev->vals[sl], (size_t)L->slot_width[sl]) < 0 ||
+                col_grow(&ev->vals[sl], (size_t)(ev->rowcap - row)) < 0)
+                return -1;
+            ev->slot_start[sl] = row;
+            ev->started |= 1u << sl;
+        }
+        /* every started slot gets a value (0 where this row's variant has none), in
+         * slot order (the order strings enter the pool) */
+        for (uint32_t todo = ev->started; todo; todo &= todo - 1) {
+            int sl = __builtin_ctz(todo);
             int64_t v = 0;
-            if (ev->slot_start[sl] < 0) {
-                if (!(m.set & (1u << sl))) continue;
-                if (col_init(&ev->vals[sl], (size_t)ev->layout->slot_width[sl]) < 0) return -1;
-                ev->slot_start[sl] = ev->nrows;
-            }
-            if (m.set & (1u << sl)) {
-                int k = ev->layout->slot_kind[sl];
-                if (k == K_STR || k == K_SYM) {
+            if (set & (1u << sl)) {
+                if (L->strmask & (1u << sl)) {
                     const char *sp = m.sp[sl]; size_t sn = m.sl[sl];
                     while (sn && is_space(sp[sn - 1])) sn--;
-                    if (k == K_SYM && sn > 2 && sp[sn - 1] == ']') {   /* "sym [module]" */
+                    if (L->slot_kind[sl] == K_SYM && sn > 2 && sp[sn - 1] == ']') {   /* "sym [module]" */
                         const char *o = sp + sn - 1;
                         while (o > sp && *o != '[') o--;
                         if (o > sp && o[-1] == ' ') sn = (size_t)(o - 1 - sp);
@@ -1351,13 +1702,15 @@ static int scan_line(Scanner *s, const char *b, const char *e)
                     v = id;
                 } else v = m.val[sl];
             }
-            if (ev->layout->slot_width[sl] == 4) COL_PUSH(&ev->vals[sl], int32_t, (int32_t)(uint32_t)v);
-            else COL_PUSH(&ev->vals[sl], int64_t, v);
+            int64_t r = row - ev->slot_start[sl];
+            if (L->slot_width[sl] == 4) ((int32_t *)ev->vals[sl].data)[r] = (int32_t)(uint32_t)v;
+            else ((int64_t *)ev->vals[sl].data)[r] = v;
         }
     } else {
-        COL_PUSH(&ev->args_off, int64_t, (int64_t)ev->args.n);
+        AT(ev->args_off, int64_t) = (int64_t)ev->args.n;
         if (col_push_text(&ev->args, px.body, (size_t)(px.bend - px.body)) < 0) return -1;
     }
+#undef AT
     ev->nrows++;
     s->last_ev = ei;
     return 0;
@@ -1381,6 +1734,7 @@ static int compile_layout(PyObject *spec, Layout **out)
         long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(kseq, i));
         l->slot_kind[i] = (int)(v & 0xff);
         l->slot_width[i] = (v >> 8) == 4 ? 4 : 8;
+        if (l->slot_kind[i] == K_STR || l->slot_kind[i] == K_SYM) l->strmask |= 1u << i;
     }
     Py_DECREF(kseq);
     PyObject *vseq = PySequence_Fast(variants, "variants");
@@ -1413,6 +1767,7 @@ static int compile_layout(PyObject *spec, Layout **out)
                 Py_DECREF(iseq); PyErr_SetString(PyExc_ValueError, "string capture must be followed by a literal"); goto fail;
             }
         Py_DECREF(iseq);
+        variant_prepare(v);
     }
     Py_DECREF(vseq);
     *out = l;
@@ -1476,6 +1831,7 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
     /* NUL bytes (a hole of zeros in a damaged file) are looked for line by line only
      * in a chunk that has them */
     int has_nul = memchr(p, 0, (size_t)(end - p)) != NULL;
+    s->bufend = end;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
@@ -1493,6 +1849,7 @@ static PyObject *Scanner_feed(Scanner *s, PyObject *args)
         p = nl ? nl + 1 : end;
     }
     tls_ts = NULL;
+    s->bufend = NULL;
     if (ts) PyEval_RestoreThread(ts);
     PyBuffer_Release(&buf);
     if (err && !PyErr_Occurred()) PyErr_NoMemory();
@@ -1588,6 +1945,7 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
         if (!d) { if (!(nm && sy)) { Py_XDECREF(nm); Py_XDECREF(sy); } }
         if (!d) goto fail;
         if (e->wanted && e->cols_ready) {
+            event_set_lengths(e, s->mode);
             struct { const char *k; Col *c; } cs[] = {
                 {"ts", &e->ts}, {"cpu", &e->cpu}, {"pid", &e->pid}, {"comm", &e->comm},
                 {"flags", &e->flags}, {"pc", &e->pc}, {"latv", &e->latv}, {"variant", &e->variant},

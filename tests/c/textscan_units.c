@@ -257,6 +257,7 @@ static void test_match_items(void)
     v.items[5] = (Item){K_INT, NULL, 0, 2};
     v.items[6] = lit(" state=");
     v.items[7] = (Item){K_STATE, NULL, 0, 3};
+    variant_prepare(&v);
     Match m;
     memset(&m, 0, sizeof(m));
     m.budget = MATCH_BUDGET;
@@ -298,6 +299,7 @@ static void test_match_items(void)
     h.items[0] = (Item){K_HEX, NULL, 0, 0};
     h.items[1] = lit(" ");
     h.items[2] = (Item){K_SYM, NULL, 0, 1};
+    variant_prepare(&h);
     memset(&m, 0, sizeof(m));
     m.budget = MATCH_BUDGET;
     CHECK(match_items(&h, 0, SPAN("0x10 do_work+0x4"), &m) == 1);
