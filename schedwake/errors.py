@@ -17,6 +17,19 @@ class TraceError(Exception):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
+    def __reduce__(self) -> tuple:
+        # (pickled as it is, whatever a subclass's __init__ takes: a Dask worker that
+        # finds a part of a file unreadable returns the error to the client)
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuilt(cls: type[TraceError], args: tuple, state: dict) -> TraceError:
+    """A TraceError (of any subclass) unpickled: its message and fields, no __init__."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
 
 class OptionError(TraceError, ValueError):
     """A parameter's value is out of range: a window that would cut the trace into

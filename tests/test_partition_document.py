@@ -138,3 +138,20 @@ def test_the_command_gives_the_whole_answer(name: str) -> None:
             "analyze", "--format", fmt, "--partitions", "3", "--workers", "2", path, check=True
         )
         assert parts.stdout == whole.stdout, fmt
+
+
+@pytest.mark.slow  # (real subprocesses: a LocalCluster of two workers)
+def test_damage_inside_a_part_is_one_line(tmp_path: Path) -> None:
+    """Records damaged in the middle of the file (the index is whole, so the damage is
+    found by the worker that reads that part): exit code 2 and one line naming the file
+    and what is wrong, as the whole analysis says it; no worker's log, no traceback."""
+    data = bytearray((SAMPLES / "lost-events.dat").read_bytes())
+    at = len(data) * 85 // 100
+    data[at : at + 64] = bytes(b ^ 0x5A for b in data[at : at + 64])
+    path = tmp_path / "damaged.dat"
+    path.write_bytes(bytes(data))
+    whole = run_cli_process("analyze", path)
+    parts = run_cli_process("analyze", "--partitions", "3", "--workers", "2", path)
+    assert whole.returncode == parts.returncode == 2
+    assert parts.stderr.strip().splitlines() == [f"schedwake: {path}: " + whole.stderr.split(
+        f"{path}: ", 1)[1].strip()], parts.stderr  # fmt: skip

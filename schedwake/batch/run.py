@@ -254,6 +254,7 @@ def local_cluster(workers: int | None = None):
     +25%) and ``MALLOC_TRIM_THRESHOLD_=65536`` (pandas allocates and frees large blocks
     all the time, +15%; a batch worker holds one trace at a time anyway)."""
     import logging
+    import warnings
 
     import dask
     from distributed import LocalCluster
@@ -262,7 +263,10 @@ def local_cluster(workers: int | None = None):
         "distributed.worker.profile.enabled": False,
         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
     }
-    with dask.config.set(fast):
+    # (its HTTP server takes another port when 8787 is taken, saying so in a warning that
+    # is no business of the command's output)
+    with dask.config.set(fast), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
         return LocalCluster(
             n_workers=workers or _cpus(),
             threads_per_worker=1,

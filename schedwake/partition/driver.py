@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 
 from .. import ingest
+from ..errors import TraceError
 from ..model.lives import Lives
 from ..model.visits import SwitchIns, pinned_of
 from ..model.whole import WholeFacts
@@ -91,7 +92,7 @@ class Plan:
         waits, say) never moves."""
         if self.client is None:
             return Kept(None, _map(None, _WithPart(fn), self.specs, progress))
-        futures = [self.client.submit(_WithPart(fn), s, pure=False) for s in self.specs]
+        futures = [self.client.submit(_Guarded(_WithPart(fn)), s, pure=False) for s in self.specs]
         _gathered(self.client, futures, progress, fetch=False)
         return Kept(self.client, futures)
 
@@ -135,14 +136,16 @@ class Kept(Generic[_R]):
         result is."""
         if self._client is None:
             return [fn(item, *args) for item in self._items]
-        futures = [self._client.submit(fn, f, *args, pure=False) for f in self._items]
+        futures = [self._client.submit(_Guarded(fn), f, *args, pure=False) for f in self._items]
         return _gathered(self._client, futures, None)
 
     def select(self, fn: Callable[[_R], _Q]) -> Kept[_Q]:
         """The kept results' ``fn`` (a part of each), kept where they are."""
         if self._client is None:
             return Kept(None, [fn(item) for item in self._items])
-        return Kept(self._client, [self._client.submit(fn, f, pure=False) for f in self._items])
+        return Kept(
+            self._client, [self._client.submit(_Guarded(fn), f, pure=False) for f in self._items]
+        )
 
     def redone(
         self, fn: Callable[[Trace, PartSpec], _R], specs: Mapping[int, PartSpec]
@@ -155,7 +158,13 @@ class Kept(Generic[_R]):
                 items[i] = _WithPart(fn)(spec)
             return Kept(None, items)
         futures = dict(
-            zip(specs, [self._client.submit(_WithPart(fn), s, pure=False) for s in specs.values()])
+            zip(
+                specs,
+                [
+                    self._client.submit(_Guarded(_WithPart(fn)), s, pure=False)
+                    for s in specs.values()
+                ],
+            )
         )
         _gathered(self._client, list(futures.values()), None, fetch=False)
         self._client.cancel([self._items[i] for i in specs])
@@ -294,7 +303,7 @@ def _fold(
     for t1 in ends:
         futures.append(
             client.submit(
-                fold_step, path, options, futures[-1] if futures else None, t1, pure=False
+                _Guarded(fold_step), path, options, futures[-1] if futures else None, t1, pure=False
             )
         )
     return _gathered(client, futures, progress)
@@ -311,7 +320,7 @@ def _map(
             if progress:
                 progress((i + 1) / len(specs))
         return out
-    futures = [client.submit(fn, s, pure=False) for s in specs]
+    futures = [client.submit(_Guarded(fn), s, pure=False) for s in specs]
     return _gathered(client, futures, progress)
 
 
@@ -319,8 +328,9 @@ def _gathered(
     client: Any, futures: list[Any], progress: Progress | None, fetch: bool = True
 ) -> list[Any]:
     """The futures' results in order (``fetch``; else none: they stay on the cluster),
-    reporting progress as they finish; the first error raised again here (a TraceError
-    of a worker is the file's error)."""
+    reporting progress as they finish; the first error of the file raised again here
+    (a TraceError a worker returned: :class:`_Raised`), as raising it in this process
+    would."""
     from distributed import as_completed
 
     done = 0
@@ -330,7 +340,49 @@ def _gathered(
         done += 1
         if progress:
             progress(done / len(futures))
-    return list(client.gather(futures)) if fetch else []
+    if not fetch:  # (only whether each failed comes back)
+        failed = client.gather([client.submit(_raised, f, pure=False) for f in futures])
+        for r in failed:
+            if r is not None:
+                raise r.error
+        return []
+    out = list(client.gather(futures))
+    for r in out:
+        if isinstance(r, _Raised):
+            raise r.error
+    return out
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """What a task returns instead of raising the file's error (a TraceError): a worker
+    logs a task that raises, with a traceback, on the command's terminal; the client
+    raises it again (:func:`_gathered`), so the command says it in one line."""
+
+    error: Exception
+
+
+@dataclass(frozen=True)
+class _Guarded:
+    """``fn``, returning the file's error (:class:`_Raised`) instead of raising it, and
+    passing one it is given on (a fold step after a failed one, a question to a failed
+    part's result)."""
+
+    fn: Callable[..., Any]
+
+    def __call__(self, *args: Any) -> Any:
+        for a in args:
+            if isinstance(a, _Raised):
+                return a
+        try:
+            return self.fn(*args)
+        except TraceError as exc:
+            return _Raised(exc)
+
+
+def _raised(result: Any) -> _Raised | None:
+    """The error a kept result is (:class:`_Raised`), else None."""
+    return result if isinstance(result, _Raised) else None
 
 
 def _scaled(progress: Progress | None, start: int, total: int) -> Progress | None:
