@@ -380,6 +380,23 @@ class _Guarded:
             return _Raised(exc)
 
 
+def kept_nbytes(obj: Any) -> int:
+    """About how many bytes a kept result holds (a dataclass of arrays, frames, dicts and
+    more dataclasses): what Dask's ``sizeof`` is told of the results kept on a worker
+    (:meth:`Plan.keep`), so that it spills them to disk under its memory limit instead
+    of taking them for a few bytes each (its default for an object it does not know)
+    and letting the worker be killed."""
+    from dask.sizeof import sizeof
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return 64 + sum(kept_nbytes(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+    if isinstance(obj, (list, tuple)):
+        return 64 + sum(kept_nbytes(v) for v in obj)
+    if isinstance(obj, dict):
+        return 64 + sum(kept_nbytes(k) + kept_nbytes(v) for k, v in obj.items())
+    return int(sizeof(obj))
+
+
 def _raised(result: Any) -> _Raised | None:
     """The error a kept result is (:class:`_Raised`), else None."""
     return result if isinstance(result, _Raised) else None
