@@ -75,7 +75,143 @@ def _key(k: Any) -> Any:
     return k
 
 
-def dumps(o: Any, indent: int | None = 2, sort_keys: bool = False) -> str:
+def dumps(o: Any, indent: int | str | None = 2, sort_keys: bool = False) -> str:
     """``o`` as a JSON document (:func:`jsonable`, then :func:`json.dumps` with
-    ``allow_nan=False``: what it writes is valid JSON)."""
+    ``allow_nan=False``: what it writes is valid JSON).
+
+    An indented document without sorted keys is written by :class:`_Indented`: the same
+    bytes, several times faster on big documents (the standard library indents in pure
+    Python, one generator step per value)."""
+    if indent is None or sort_keys or not isinstance(indent, (int, str)):
+        return _plain_dumps(o, indent, sort_keys)
+    out: list[str] = []
+    _Indented(" " * indent if isinstance(indent, int) else indent).put(o, 0, out)
+    return "".join(out)
+
+
+def _plain_dumps(o: Any, indent: int | str | None, sort_keys: bool = False) -> str:
     return json.dumps(jsonable(o), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+#: The values :class:`_Indented` writes itself (exactly these types: a subclass, such as
+#: NumPy's float64 or an IntEnum, goes the way of :func:`jsonable`).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_STR = frozenset({str})
+
+
+def _refuse(o: Any) -> Any:
+    raise TypeError(type(o).__name__)
+
+
+class _Indented:
+    """``json.dumps(jsonable(o), indent=indent, allow_nan=False)`` byte for byte, written
+    container by container: a container of plain values only (str, int, finite float,
+    bool, None) by the standard library's C encoder, with an item separator that holds
+    the newline and the indentation of its level; the others walked here; a value of
+    any other type as :func:`jsonable` and :func:`json.dumps` write it (a string holds
+    no raw newline, so a document written at level 0 is indented to any level by
+    indenting its lines)."""
+
+    def __init__(self, indent: str) -> None:
+        self.indent = indent
+        self._flat: dict[int, Any] = {}
+
+    def flat(self, level: int) -> Any:
+        """The C encoder of a flat container at ``level`` (None without the C module)."""
+        enc = self._flat.get(level)
+        if enc is None and _make_encoder is not None:
+            enc = _make_encoder(
+                None, _refuse, json.encoder.encode_basestring_ascii, None, ": ",
+                ",\n" + self.indent * (level + 1), False, False, False,
+            )  # fmt: skip
+            self._flat[level] = enc
+        return enc
+
+    def put(self, o: Any, level: int, out: list[str]) -> None:
+        t = type(o)
+        if t is str:
+            out.append(_encode_str(o))
+        elif t is dict or t is list:
+            self.container(o, t is dict, level, out)
+        elif t is int:
+            out.append(int.__repr__(o))
+        elif t is float:
+            out.append(float.__repr__(o) if math.isfinite(o) else "null")
+        elif o is None:
+            out.append("null")
+        elif t is bool:
+            out.append("true" if o else "false")
+        else:
+            out.append(self.plain(o, level))
+
+    def plain(self, o: Any, level: int) -> str:
+        """``o`` by :func:`jsonable` and :func:`json.dumps`, indented to ``level``."""
+        text = _plain_dumps(o, self.indent)
+        return text.replace("\n", "\n" + self.indent * level) if level else text
+
+    def container(self, o: Any, is_dict: bool, level: int, out: list[str]) -> None:
+        if not o:
+            out.append("{}" if is_dict else "[]")
+            return
+        if is_dict and not _STR.issuperset(map(type, o)):
+            out.append(self.plain(o, level))  # (keys as jsonable and json turn them)
+            return
+        values = o.values() if is_dict else o
+        inner = "\n" + self.indent * (level + 1)
+        outer = inner[: len(inner) - len(self.indent)]
+        if _SCALARS.issuperset(map(type, values)):
+            enc = self.flat(level)
+            if enc is not None:
+                try:
+                    text = "".join(enc(o, 0))
+                except ValueError:  # a NaN or an infinity: null, below
+                    pass
+                else:
+                    out.append(text[0] + inner + text[1:-1] + outer + text[-1])
+                    return
+        put = self.put
+        if is_dict:
+            sep = "{" + inner
+            run: dict = {}  # (plain values in a row: one C encoding)
+            for k, v in o.items():
+                if type(v) in _SCALARS:
+                    run[k] = v
+                    continue
+                if run:
+                    sep = self.run(run, level, sep, inner, out)
+                    run = {}
+                out.append(sep + _encode_str(k) + ": ")
+                put(v, level + 1, out)
+                sep = "," + inner
+            if run:
+                self.run(run, level, sep, inner, out)
+            out.append(outer + "}")
+        else:
+            sep = "[" + inner
+            for v in o:
+                out.append(sep)
+                put(v, level + 1, out)
+                sep = "," + inner
+            out.append(outer + "]")
+
+    def run(self, items: dict, level: int, sep: str, inner: str, out: list[str]) -> str:
+        """Write the plain ``items`` of a dict at ``level`` after ``sep``; the separator
+        of the next item."""
+        enc = self.flat(level)
+        try:
+            text = None if enc is None else "".join(enc(items, 0))
+        except ValueError:  # a NaN or an infinity: null, below
+            text = None
+        if text is not None:
+            out.append(sep + text[1:-1])
+            return "," + inner
+        for k, v in items.items():
+            out.append(sep + _encode_str(k) + ": ")
+            self.put(v, level + 1, out)
+            sep = "," + inner
+        return sep
+
+
+_encode_str = json.encoder.encode_basestring_ascii
+#: The standard library's C encoder (None where json has no C module)
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)

@@ -79,3 +79,49 @@ def test_finite_documents_are_what_json_dumps_writes():
     doc = {"a": [1, 2.5, "x", None, True], "b": {"c": -0.0, "d": 1e-300}, "e": []}
     for indent in (None, 2):
         assert dumps(doc, indent=indent) == json.dumps(doc, indent=indent)
+
+
+def test_indented_documents_are_the_standard_librarys_bytes():
+    """dumps' own indented writer (flat containers by the C encoder) writes what
+    json.dumps(jsonable(o), indent=...) writes, for any mix of values and levels."""
+    import random
+
+    r = random.Random(7)
+    scalars = [
+        lambda: r.random() * 10 ** r.randrange(-8, 20),
+        lambda: r.randrange(-(10**12), 10**12),
+        lambda: 's"\n\u00e9\\x'[: r.randrange(7)],
+        lambda: None,
+        lambda: r.random() < 0.5,
+        lambda: float("nan"),
+        lambda: -math.inf,
+        lambda: np.float64(r.random()),
+        lambda: np.int32(r.randrange(100)),
+        lambda: np.bool_(r.random() < 0.5),
+        lambda: np.array([1.5, np.nan]),
+        lambda: _Point(0.5, Path("/a")),
+        lambda: {2, 1},
+    ]
+
+    def value(depth):
+        if depth > 4 or r.random() < 0.4:
+            return r.choice(scalars)()
+        n = r.randrange(5)
+        kind = r.randrange(5)
+        if kind == 0:
+            return [value(depth + 1) for _ in range(n)]
+        if kind == 1:
+            return tuple(value(depth + 1) for _ in range(n))
+        if kind == 2:
+            return {f"k{i}\u00e9": value(depth + 1) for i in range(n)}
+        if kind == 3:
+            keys = [lambda i: i, np.int64, lambda i: i + 0.5, lambda i: None, bool, str]
+            return {r.choice(keys)(i): value(depth + 1) for i in range(n)}
+        return [r.choice(scalars)() for _ in range(n)]
+
+    for _ in range(3000):
+        o = value(0)
+        for indent in (2, 0, "\t"):
+            assert dumps(o, indent=indent) == json.dumps(
+                jsonable(o), indent=indent, allow_nan=False
+            )

@@ -222,3 +222,20 @@ def test_lex_order_is_the_stable_lexsort():
             ts = ts + (2**61) * rng.integers(0, 3, n)  # (too wide: the lexsort)
         got = lex_order(ts, key)
         assert got.tolist() == np.lexsort((ts, key)).tolist(), trial
+
+
+def test_member_is_isin():
+    """_util.member (a table over small key ranges, over (life, pid) for life keys,
+    else binary searches) answers as np.isin."""
+    from schedwake.model._util import member
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 60))
+        scale = int(rng.choice([1, 1 << 32, 1 << 40]))
+        v = rng.integers(-3, 4, n) * scale + rng.integers(-5, 50, n)
+        k = rng.integers(-3, 4, int(rng.integers(0, 20))) * scale + rng.integers(-5, 50, 1)
+        for dtype in (np.int64, np.int32):
+            if scale == 1 or dtype == np.int64:
+                got = member(v.astype(dtype), k.astype(dtype))
+                assert (got == np.isin(v.astype(dtype), k.astype(dtype))).all()

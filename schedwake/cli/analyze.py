@@ -152,6 +152,7 @@ def analyze(
     # with the kernel's counters beside it every event is read: the referee needs the
     # markers and sched_stat_runtime, and the model's proofs of who ran are every event
     events = None if read_beside(trace) else list(MODEL_EVENTS)
+    common.no_huge_pages()
     t = common.load(
         trace, events=events, input_format=input_format, reader=reader, jobs=jobs, kallsyms=kallsyms
     )

@@ -71,7 +71,7 @@ def asof_index(
         # a few left rows against many right ones (a task's waits against every
         # switch): only the right rows of the left's keys can match; sorting the rest
         # would cost the most
-        mine = np.flatnonzero(np.isin(rkey, np.unique(lkey)))
+        mine = np.flatnonzero(member(rkey, lkey))
         if len(mine) * 2 < len(rts):
             pos = asof_index(lts, lkey, rts[mine], rkey[mine], direction, allow_exact)
             hit = pos >= 0
@@ -120,6 +120,52 @@ def asof_index(
         out[sel] = pos
         return out
     return pos
+
+
+def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.isin(values, keys)`` for integers: a table lookup over a small key range,
+    else binary searches in the sorted distinct keys (no sort of ``values``)."""
+    values = np.asarray(values)
+    u = np.unique(np.asarray(keys))
+    if len(u) == 0 or len(values) == 0:
+        return np.zeros(len(values), dtype=bool)
+    if values.dtype.kind not in "iu" or u.dtype.kind not in "iu" or len(u) < 8:
+        return np.isin(values, u)  # (a few keys: compared one by one)
+    limit = min(max(4 * len(values), 1 << 16), 1 << 26)
+    lo, hi = int(u[0]), int(u[-1])
+    span = hi - lo + 1
+    if span <= limit:
+        table = np.zeros(span + 1, dtype=bool)  # (the last: every value out of range)
+        table[u - lo] = True
+        at = values.astype(np.int64)
+        at -= lo
+        at[(at < 0) | (at >= span)] = span
+        return table[at]
+    if u.dtype == np.int64 and values.dtype == np.int64:
+        # life keys (pid + life << 32, .lives): a table over (life, pid) when both
+        # ranges are small
+        uh, ul = u >> 32, u & 0xFFFFFFFF
+        h0, l0 = int(uh.min()), int(ul.min())
+        hs, ls = int(uh.max()) - h0 + 1, int(ul.max()) - l0 + 1
+        if hs * ls <= limit:
+            table = np.zeros(hs * ls + 1, dtype=bool)
+            table[(uh - h0) * ls + (ul - l0)] = True
+            vh = values >> 32
+            vh -= h0
+            vl = values & 0xFFFFFFFF
+            vl -= l0
+            out = (vh < 0) | (vh >= hs) | (vl < 0) | (vl >= ls)
+            vh *= ls
+            vh += vl
+            del vl
+            vh[out] = hs * ls
+            return table[vh]
+    if u.dtype != values.dtype:
+        u = u.astype(np.int64)
+        values = values.astype(np.int64)
+    at = np.searchsorted(u, values)
+    at[at == len(u)] = 0
+    return u[at] == values
 
 
 def _keyed_right(rts: np.ndarray, rkey: np.ndarray) -> tuple[np.ndarray, ...] | None:

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._util import asof_index, i64, ints, lex_order, take
+from ._util import asof_index, i64, ints, lex_order, member, take
 
 
 class EventTables(Protocol):
@@ -121,7 +121,7 @@ class Lives:
         ts, kind = np.concatenate(ts_), np.concatenate(kind_)
         # only the pids that may have two lives: a death or a birth, and another event
         cand = np.unique(pid[(kind != _ACT) & (pid != 0)])
-        sel = np.isin(pid, cand)
+        sel = member(pid, cand)
         pid, ts, kind = pid[sel], ts[sel], kind[sel]
         # at one time: a birth, then the task's events, then its death
         prio = np.choose(kind, [1, 2, 0]).astype(np.int8)

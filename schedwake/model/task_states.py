@@ -60,7 +60,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import tasks
-from ._util import asof_index, in_span, take
+from ._util import asof_index, in_span, member, take
 from .events import Events, i64, ints
 from .lives import dies, pid_of
 from .memo import Memo
@@ -193,7 +193,7 @@ def build(
         f = ev.fork
         fts = i64(f, "ts")
         child = ev.key(ints(f, "child_pid"), fts)
-        new = ~np.isin(child, born)  # the wakeup_new, when recorded, is the birth
+        new = ~member(child, born)  # the wakeup_new, when recorded, is the birth
         parts.append((fts[new], child[new], ints(f, "cpu")[new], _WOKEN, _PRIO_WAKE, -1, 0))
         born = np.concatenate([born, child[new]])
     # a wake-up begins at sched_waking (perf sched timehist does the same), at
@@ -223,7 +223,7 @@ def build(
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
     seen = np.unique(pid_all)
-    old = seen[~np.isin(seen, born)]
+    old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
     parts.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
@@ -297,7 +297,7 @@ def build(
     state = _ffill(np.where(code == _KEEP, -1, code), new_pid)
     # before a task's first state: unknown; for a task born in the trace (a migration
     # before its sched_wakeup_new), not yet alive
-    state[state < 0] = np.where(np.isin(pid[state < 0], born), _DEAD, _UNK)
+    state[state < 0] = np.where(member(pid[state < 0], born), _DEAD, _UNK)
     # between an unseen switch-in's earliest time and its switch-out (marks +1, -1)
     state[(np.cumsum(mark, dtype=np.int64) > 0) & (state != _DEAD)] = _UNK
     # a task the trace shows running unseen (woken again with no run between: this
@@ -305,7 +305,7 @@ def build(
     # runs: none of its waits after a wake-up is known
     # (``unseen_pids``: life keys)
     if unseen_pids is not None and len(unseen_pids):
-        state[(state == _WOKEN) & np.isin(pid, np.asarray(unseen_pids))] = _UNK
+        state[(state == _WOKEN) & member(pid, np.asarray(unseen_pids))] = _UNK
     where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
     # the letters of the switch-out that began the time off the CPU (+1; 0: none),
     # carried over the wake-ups and migrations that follow it
