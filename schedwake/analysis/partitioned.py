@@ -427,21 +427,6 @@ class PartAnalysis:
     crossing: pd.DataFrame
 
 
-def _dask_knows_the_size() -> None:
-    """Tell Dask how big a part's kept analysis is (:func:`..partition.driver.kept_nbytes`)
-    where this module is imported: on the workers, that unpickle :class:`Analyse`."""
-    try:
-        from dask.sizeof import sizeof
-    except ImportError:  # (no Dask: the parts run here)
-        return
-    from ..partition.driver import kept_nbytes
-
-    sizeof.register(PartAnalysis)(kept_nbytes)
-
-
-_dask_knows_the_size()
-
-
 @dataclass(frozen=True)
 class Analyse:
     """:class:`PartAnalysis` of a part, given the whole trace's pinned tasks (the

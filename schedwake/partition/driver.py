@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
+import pandas as pd
 
 from .. import ingest
 from ..errors import TraceError
@@ -381,20 +382,43 @@ class _Guarded:
 
 
 def kept_nbytes(obj: Any) -> int:
-    """About how many bytes a kept result holds (a dataclass of arrays, frames, dicts and
-    more dataclasses): what Dask's ``sizeof`` is told of the results kept on a worker
-    (:meth:`Plan.keep`), so that it spills them to disk under its memory limit instead
-    of taking them for a few bytes each (its default for an object it does not know)
-    and letting the worker be killed."""
-    from dask.sizeof import sizeof
-
+    """About how many bytes a kept result holds (a dataclass of arrays, frames, lists,
+    dicts and more dataclasses): what Dask's ``sizeof`` is told of the results kept on
+    a worker (:meth:`Plan.keep`, :func:`_sizes_told`), so that it spills them to disk
+    under its memory limit instead of taking them for a few bytes each (its default
+    for an object it does not know) and letting the worker be killed. Quick (it is
+    asked each time a result moves between memory and disk): arrays by their sizes, a
+    frame's column at 8 bytes a row, a Python object in a column, list or dict at a
+    flat 100 bytes."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return 64 + sum(kept_nbytes(getattr(obj, f.name)) for f in dataclasses.fields(obj))
-    if isinstance(obj, (list, tuple)):
-        return 64 + sum(kept_nbytes(v) for v in obj)
-    if isinstance(obj, dict):
-        return 64 + sum(kept_nbytes(k) + kept_nbytes(v) for k, v in obj.items())
-    return int(sizeof(obj))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes) + (100 * obj.size if obj.dtype == object else 0)
+    if isinstance(obj, (pd.DataFrame, pd.Series)):
+        dtypes = obj.dtypes if isinstance(obj, pd.DataFrame) else [obj.dtype]
+        return 64 + len(obj) * (8 + sum(100 if d.kind == "O" else 8 for d in dtypes))
+    if isinstance(obj, (list, tuple, dict, set, frozenset)):
+        return 64 + 100 * len(obj)
+    return 64
+
+
+def _sizes_told() -> None:
+    """Dask's ``sizeof`` of a dataclass is :func:`kept_nbytes` where this module is
+    imported: on the workers, which unpickle the tasks it submits (:class:`_Guarded`)."""
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:  # (no Dask: the parts run here)
+        return
+    default = sizeof.dispatch(object)
+
+    @sizeof.register(object)
+    def _dataclasses_too(obj: Any) -> int:
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return kept_nbytes(obj)
+        return int(default(obj))
+
+
+_sizes_told()
 
 
 def _raised(result: Any) -> _Raised | None:
