@@ -257,11 +257,14 @@ def plan(
     return Plan(p, specs, meta, topo, facts, client, [f.switch_ins for f in found])
 
 
-#: What a worker's memory holds for a part (docs/performance.md, 'One trace in parts on
-#: Dask', big.dat at 8 parts: 838 MiB a worker for 633,000 events a part): the process
-#: with its libraries, and per event of the part (its reads, prelude, horizon, model).
+#: What a worker's memory holds for a part: the process with its libraries, and per
+#: event of the part (nominal: a part reads on past its end up to one more part's
+#: length for the tasks waiting at its end, about twice its own events on a busy
+#: trace; its model; what it keeps), measured on the 9.9 M-event recording of
+#: docs/performance.md (a part of 0.9 to 1.2 M events read with its horizon: 300 to 430
+#: MiB above the process; 1 GiB workers with 520 k-event parts were killed).
 WORKER_BASE_BYTES = 300 << 20
-PART_BYTES_PER_EVENT = 900
+PART_BYTES_PER_EVENT = 1400
 #: The share of a worker's memory limit a part may take (Dask pauses a worker at 80%).
 PART_MEMORY_SHARE = 0.75
 
