@@ -75,6 +75,17 @@ WAKEUP_COLUMNS = (
 )
 
 
+#: The events that end a wake-up's critical section on a CPU (:func:`barrier_ts`), and
+#: their frames in :class:`.events.Events`.
+BARRIER_EVENTS = {
+    "sched_switch": "switch",
+    "sched_wakeup": "wakeup",
+    "sched_wakeup_new": "wakeup_new",
+    "workqueue_execute_start": "wq_start",
+    "workqueue_execute_end": "wq_end",
+}
+
+
 def barrier_ts(
     ev: Events, ts: np.ndarray, cpu: np.ndarray, direction: str, allow_exact: bool
 ) -> np.ndarray:
@@ -84,7 +95,7 @@ def barrier_ts(
     backward = direction == "backward"
     fill = np.iinfo(np.int64).min if backward else np.iinfo(np.int64).max
     out = np.full(len(ts), fill, dtype=np.int64)
-    for f in (ev.switch, ev.wakeup, ev.wakeup_new, ev.wq_start, ev.wq_end):
+    for f in (getattr(ev, frame) for frame in BARRIER_EVENTS.values()):
         if f is None or len(f) == 0:
             continue
         fts = i64(f, "ts")

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from .. import ingest
 from ..model import asof_index
+from ..model.wakeups import BARRIER_EVENTS
 from ..trace import Trace
 from .prelude import carried_rows
 
@@ -214,15 +215,9 @@ def horizon(
     return settled
 
 
-#: The events that end a wake-up's critical section on a CPU
-#: (:func:`schedwake.model.wakeups.barrier_ts`): fork balancing looks for the next.
-_BARRIERS = (
-    "sched_switch",
-    "sched_wakeup",
-    "sched_wakeup_new",
-    "workqueue_execute_start",
-    "workqueue_execute_end",
-)
+#: The events that end a wake-up's critical section on a CPU: fork balancing looks for
+#: the next (:func:`schedwake.model.wakeups.barrier_ts`).
+_BARRIERS = tuple(BARRIER_EVENTS)
 
 
 def _last_before(tables: Mapping[str, pa.Table], names: tuple[str, ...], key: str, t1: int
@@ -252,8 +247,8 @@ def unsettled_migrations(tables: Mapping[str, pa.Table], t1: int) -> tuple[np.nd
     empty = np.zeros(0, np.int64)
     if m is None or not m.num_rows:
         return empty, empty
-    by_cpu = _last_before({"m": m}, ("m",), "cpu", t1)
-    by_pid = _last_before({"m": m}, ("m",), "pid", t1)
+    by_cpu = _last_before(tables, ("sched_migrate_task",), "cpu", t1)
+    by_pid = _last_before(tables, ("sched_migrate_task",), "pid", t1)
     barrier = _last_before(tables, _BARRIERS, "cpu", t1).reindex(by_cpu.index)
     # (a barrier at the migration's very time counts: asof_index allow_exact)
     cpus = by_cpu.index.to_numpy()[~(barrier.to_numpy() >= by_cpu.to_numpy())]
@@ -271,26 +266,11 @@ def first_settles(
     """For :func:`unsettled_migrations`' CPUs, the first time at or after ``t1`` of an
     event of :data:`_BARRIERS` on each; for its tasks, of each one's switch-out or
     ``sched_process_exec``; -1 where the tables show none."""
-    never = np.iinfo(np.int64).max
-
-    def first(names: tuple[str, ...], key: str, want: np.ndarray) -> np.ndarray:
-        out = np.full(len(want), never, dtype=np.int64)
-        for name in names:
-            t = tables.get(name)
-            if t is None or not t.num_rows or key not in t.column_names or not len(want):
-                continue
-            ts = t.column("ts").to_numpy().astype(np.int64)
-            after = ts >= t1
-            who = t.column(key).fill_null(-1).to_numpy().astype(np.int64)[after]
-            at = np.clip(np.searchsorted(want, who), 0, len(want) - 1)
-            hit = want[at] == who
-            np.minimum.at(out, at[hit], ts[after][hit])
-        return np.where(out == never, -1, out)
-
-    out = first(("sched_switch",), "prev_pid", pids)
-    ex = first(("sched_process_exec",), "pid", pids)
-    both = np.minimum(np.where(out < 0, never, out), np.where(ex < 0, never, ex))
-    return first(_BARRIERS, "cpu", cpus), np.where(both == never, -1, both)
+    settles = {"sched_switch": ("prev_pid",), "sched_process_exec": ("pid",)}
+    return (
+        first_after(tables, {name: ("cpu",) for name in _BARRIERS}, cpus, t1),
+        first_after(tables, settles, pids, t1),
+    )
 
 
 def wait_limit(t0: int | None, t1: int, first_ts: int | None) -> int:
@@ -337,27 +317,45 @@ def waiting_at(tables: Mapping[str, pa.Table], t1: int) -> np.ndarray:
     return np.sort(woken[waiting])
 
 
+def first_after(
+    tables: Mapping[str, pa.Table],
+    columns: Mapping[str, tuple[str, ...]],
+    want: np.ndarray,
+    t1: int,
+) -> np.ndarray:
+    """Per value of ``want`` (sorted), the first time at or after ``t1`` it is in one of
+    the ``columns`` of a table (``columns``: table name -> its columns searched); -1
+    where the tables show none."""
+    never = np.iinfo(np.int64).max
+    first = np.full(len(want), never, dtype=np.int64)
+    if not len(want):
+        return first
+    for name, cols in columns.items():
+        t = tables.get(name)
+        if t is None or not t.num_rows:
+            continue
+        ts = t.column("ts").to_numpy().astype(np.int64)
+        after = ts >= t1
+        for c in cols:
+            if c not in t.column_names:
+                continue
+            who = t.column(c).fill_null(-1).to_numpy().astype(np.int64)[after]
+            at = np.clip(np.searchsorted(want, who), 0, len(want) - 1)
+            hit = want[at] == who
+            np.minimum.at(first, at[hit], ts[after][hit])
+    return np.where(first == never, -1, first)
+
+
 def first_proofs(tables: Mapping[str, pa.Table], pids: np.ndarray, t1: int) -> np.ndarray:
     """Per pid of ``pids`` (sorted), the first time at or after ``t1`` the tables show it
     running (switched in or out, or an event in its context); -1 where they do not."""
     from ..model.completeness import PROOF_EVENTS
 
-    first = np.full(len(pids), np.iinfo(np.int64).max, dtype=np.int64)
-    for name in sorted(set(tables) & set(PROOF_EVENTS)):
-        t = tables[name]
-        if not t.num_rows:
-            continue
-        ts = t.column("ts").to_numpy().astype(np.int64)
-        after = ts >= t1
-        cols = ["common_pid"] + (["next_pid", "prev_pid"] if name == "sched_switch" else [])
-        for c in cols:
-            if c not in t.column_names:
-                continue
-            who = t.column(c).fill_null(-1).to_numpy().astype(np.int64)[after]
-            at = np.clip(np.searchsorted(pids, who), 0, max(len(pids) - 1, 0))
-            hit = (pids[at] == who) if len(pids) else np.zeros(len(who), dtype=bool)
-            np.minimum.at(first, at[hit], ts[after][hit])
-    return np.where(first == np.iinfo(np.int64).max, -1, first)
+    columns = {
+        name: ("common_pid", "next_pid", "prev_pid") if name == "sched_switch" else ("common_pid",)
+        for name in sorted(set(tables) & set(PROOF_EVENTS))
+    }
+    return first_after(tables, columns, pids, t1)
 
 
 def _place(table: pd.DataFrame, by: str | tuple[str, ...]) -> np.ndarray:
@@ -625,12 +623,14 @@ def crossing_waits(model: Model, t0: int | None, t1: int | None) -> pd.DataFrame
     earlier part whose events end before that time has no row of the wait
     (:func:`waits_beyond`)."""
     occ = model_table(model, "occupancy")
-    points = _cpu_points(model)
-    mine = owned_mask(model, t0, t1, "occupancy", points)
-    if t0 is None:
-        mine[:] = False
+    if t0 is None:  # (the first part: nothing begins before it)
+        occ = occ.iloc[:0]
+    place = (
+        placements(model, "occupancy", _cpu_points(model)) if len(occ) else np.zeros(0, np.int64)
+    )
+    mine = _kept(model, t0, t1, "occupancy", place)
     mine &= (occ["state"] == "waiting").to_numpy() & (occ["reason"] == "wakeup").to_numpy()
-    mine &= occ["start_ts"].to_numpy() < (t0 if t0 is not None else 0)
+    mine &= occ["start_ts"].to_numpy() < (t0 or 0)
     rows = occ[mine]
     return pd.DataFrame(
         {
@@ -639,7 +639,7 @@ def crossing_waits(model: Model, t0: int | None, t1: int | None) -> pd.DataFrame
             "end_ts": rows["end_ts"].to_numpy().astype(np.int64),
             "pid": rows["pid"].to_numpy().astype(np.int64),
             "comm": rows["comm"].astype(str).to_numpy(),
-            "placed": placements(model, "occupancy", points)[mine],
+            "placed": place[mine],
         }
     )
 
@@ -679,9 +679,13 @@ def owned_mask(
     rows. ``points``: :func:`_cpu_points` of the model, when already found."""
     if points is None:
         points = _cpu_points(model)
+    return _kept(model, t0, t1, name, placements(model, name, points))
+
+
+def _kept(model: Model, t0: int | None, t1: int | None, name: str, place: np.ndarray) -> np.ndarray:
+    """:func:`owned_mask` from the rows' placements (:func:`placements`)."""
     table = model_table(model, name)
-    place = placements(model, name, points)
-    keep = np.ones(len(table), dtype=bool)
+    keep = np.ones(len(place), dtype=bool)
     if t0 is not None:
         keep &= place >= t0
     if t1 is not None:
