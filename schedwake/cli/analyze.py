@@ -119,6 +119,7 @@ def analyze(
     from ..model import MODEL_EVENTS
 
     th = parse_thresholds(thresholds)
+    common.no_huge_pages()  # (the local cluster's workers inherit it)
     if partitions is None and (scheduler or workers):
         raise click.UsageError("--scheduler and --workers run --partitions: give it too")
     if partitions is not None:
@@ -152,7 +153,6 @@ def analyze(
     # with the kernel's counters beside it every event is read: the referee needs the
     # markers and sched_stat_runtime, and the model's proofs of who ran are every event
     events = None if read_beside(trace) else list(MODEL_EVENTS)
-    common.no_huge_pages()
     t = common.load(
         trace, events=events, input_format=input_format, reader=reader, jobs=jobs, kallsyms=kallsyms
     )
