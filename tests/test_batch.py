@@ -198,6 +198,50 @@ def test_a_local_cluster_gives_the_serial_result(serial, tmp_path):
     assert_same_dataset(serial, out, paths=[*paths, "sample_traces/idle-sleep.dat", "nope/*.dat"])
 
 
+def test_traces_in_parts_give_the_serial_result(serial, tmp_path):
+    """``--partitions 3`` on the LocalCluster of two workers: every trace that can be cut
+    is analysed in three time parts over both workers (the client joining them), and
+    the rows, findings and windows are the serial run's (whole traces) of them; the
+    truncated trace is still an error row, one line."""
+    out = tmp_path / "out"
+    inputs = _inputs(tmp_path, kstack="*-on-i2.dat")
+    proc = _batch(*inputs, "-o", out, "--label-from", LABELS, "--workers", "2",
+                  "--partitions", "3", process=True)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.strip() == f"batch: 2 trace(s) analysed, 2 could not be analysed -> {out}"
+    assert len(proc.stderr.splitlines()) == 2 and "truncated.dat" in proc.stderr, proc.stderr
+    paths = [f"{KSTACK}/k61-dbench-c2-kstack-on-i2.dat", "sample_traces/idle-sleep.dat"]
+    assert_same_dataset(serial, out, paths=[*paths, "nope/*.dat"])
+
+
+def test_which_traces_are_cut(tmp_path):
+    """auto: a trace that needs more than one worker's memory is cut into at least one
+    part per worker; a small one, a text trace and a trace with the kernel's counters
+    beside it are analysed whole; an int cuts what can be cut."""
+    from schedwake.batch.inputs import Options
+    from schedwake.batch.run import fits, partitions_of
+    from schedwake.partition.driver import PART_MEMORY_SHARE, WORKER_BASE_BYTES
+
+    big = str(ROOT / KSTACK / "k61-dbench-c2-kstack-off-i1.dat")
+    opts = Options()
+    tiny = int((WORKER_BASE_BYTES + 20_000 * 1400) / PART_MEMORY_SHARE)  # (20 k events a part)
+    assert partitions_of(big, opts, "auto", 64 << 30, 2) == 1
+    n = partitions_of(big, opts, "auto", tiny, 2)
+    assert n > 2
+    assert partitions_of(big, opts, "auto", tiny, 4 * n) == 4 * n
+    assert partitions_of(big, opts, 3, 64 << 30, 2) == 3
+    assert partitions_of(big, opts, 1, tiny, 2) == 1
+    assert fits(big, 64 << 30) and not fits(big, tiny)  # (by its size: no look inside)
+    assert fits(str(tmp_path / "missing.dat"), tiny)  # (whole: its error row)
+    small = str(ROOT / "sample_traces" / "idle-sleep.dat")
+    assert partitions_of(small, opts, "auto", tiny, 2) == 1
+    text = tmp_path / "report.txt"
+    text.write_text("cpus=1\n" + "x" * (1 << 20))
+    assert partitions_of(str(text), opts, 3, tiny, 2) == 1
+    beside = ROOT / "sample_traces" / "cgroup-weight" / "msg-w1024-r01.dat"
+    assert partitions_of(str(beside), opts, 3, tiny, 2) == 1
+
+
 def test_a_rerun_skips_what_is_done(tmp_path):
     # two small real traces with their topologies (what is analysed again does not
     # depend on a trace's size)

@@ -288,7 +288,7 @@ _RECORDS: tuple[Metric | Count, ...] = (
         needs=(_WAKE,),
         explained_by=_MIGRATION_DETECTORS,
         per_trace=lambda t: float(t.wakeups["migrated"].mean()) if len(t.wakeups) else None,
-        per_window=lambda w: _share(w.count(w.wakeup_ts, w.migrated), w.wakeups),
+        per_window=lambda w: share_of(w.count(w.wakeup_ts, w.migrated), w.wakeups),
         missing_without="wakeups",
     ),
     Count(
@@ -340,7 +340,7 @@ _RECORDS: tuple[Metric | Count, ...] = (
         needs=(_WAKE, _SWITCH),
         explained_by=("kworker_pingpong",),
         per_trace=lambda t: t.would_stack / t.pingpong if t.pingpong else None,
-        per_window=lambda w: _share(w.would_stack, w.pingpong),
+        per_window=lambda w: share_of(w.would_stack, w.pingpong),
         missing_without="pingpong_episodes",
     ),
     Metric(
@@ -813,7 +813,7 @@ class WindowInputs:
         if sw is None or not len(sw):
             return np.zeros(self.nwin)
         win = np.clip(np.searchsorted(self.edges, self.switch_ts, "right") - 1, 0, self.nwin - 1)
-        return _cpus_visited_per_window(sw, win, self.nwin, self.model.events.lives)
+        return cpus_visited_per_window(sw, win, self.nwin, self.model.events.lives)
 
     @cached_property
     def latency(self) -> dict:
@@ -829,23 +829,7 @@ class WindowInputs:
         ok = w["latency_ns"].notna().to_numpy()
         win = np.clip(np.searchsorted(self.edges, self.wakeup_ts[ok], "right") - 1, 0, nwin - 1)
         out: dict = {"samples": np.bincount(win, minlength=nwin)[:nwin]}
-        quantiles = {}
-        for name, v in (("lo", lo_ns), ("hi", hi_ns)):
-            lat = pd.DataFrame({"win": win, "lat": v.astype(np.float64)})
-            q = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
-            quantiles[name] = q
-        for p in (0.5, 0.9, 0.99):
-            vals = []
-            for name in ("lo", "hi"):
-                q = quantiles[name]
-                vals.append(
-                    q[p].reindex(range(nwin)).fillna(0.0).to_numpy() / 1e3
-                    if len(q)
-                    else np.zeros(nwin)
-                )
-            lo, hi = vals
-            width_ok = (hi - lo) <= np.maximum(LATENCY_FLOOR_US, LATENCY_TOLERANCE * hi)
-            out[p] = np.where(hi <= lo, hi, np.where(width_ok, (lo + hi) / 2, np.nan))
+        out.update(latency_columns(latency_quantiles(win, lo_ns, hi_ns, nwin)))
         return out
 
     @cached_property
@@ -855,7 +839,7 @@ class WindowInputs:
         gap = np.zeros(self.nwin)
         for s, e in iwr["segments"].values():
             o = np.argsort(s)
-            cov = _covered(s[o], e[o], self.edges)
+            cov = covered(s[o], e[o], self.edges)
             gap += np.diff(cov)
         nllc = max(len(iwr["segments"]), 1)
         return gap / (np.diff(self.edges) * nllc)
@@ -882,7 +866,7 @@ class WindowInputs:
                 for st in ("running", "unknown"):
                     r = occ[(state == st) & (cpu == c)].sort_values("start_ts")
                     cov[st] = np.diff(
-                        _covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), self.edges)
+                        covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), self.edges)
                     )
                 lo = cov["running"] / lens
                 hi = (cov["running"] + cov["unknown"]) / lens
@@ -895,7 +879,7 @@ class WindowInputs:
 # -- the computations ----------------------------------------------------------------------
 
 
-def _share(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
+def share_of(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     """part / whole per window, 0 where whole is 0."""
     return np.where(whole > 0, part / np.maximum(whole, 1), 0.0)
 
@@ -912,7 +896,40 @@ def _pct_us(lat_ns: np.ndarray, q: float) -> float | None:
     return float(np.percentile(lat_ns, q)) / 1e3 if len(lat_ns) else None
 
 
-def _covered(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+def latency_quantiles(
+    win: np.ndarray, lo_ns: np.ndarray, hi_ns: np.ndarray, nwin: int
+) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    """Per window (``win``: each latency's), the 0.5, 0.9 and 0.99 quantiles (us) of the
+    least latencies ``lo_ns`` and of the proven ones ``hi_ns``; 0 in a window without
+    any. (What a time part gives of the windows only it has wake-ups of.)"""
+    quantiles = {}
+    for name, v in (("lo", lo_ns), ("hi", hi_ns)):
+        lat = pd.DataFrame({"win": win, "lat": np.asarray(v).astype(np.float64)})
+        quantiles[name] = lat.groupby("win")["lat"].quantile([0.5, 0.9, 0.99]).unstack()
+    out = {}
+    for p in (0.5, 0.9, 0.99):
+        vals = []
+        for name in ("lo", "hi"):
+            q = quantiles[name]
+            vals.append(
+                q[p].reindex(range(nwin)).fillna(0.0).to_numpy() / 1e3 if len(q) else np.zeros(nwin)
+            )
+        out[p] = (vals[0], vals[1])
+    return out
+
+
+def latency_columns(q: dict[float, tuple[np.ndarray, np.ndarray]]) -> dict[float, np.ndarray]:
+    """Each window's latency quantile from :func:`latency_quantiles`' bounds: the proven
+    one where they meet, their midpoint where they are within the tolerance, else NaN
+    (withheld, as :func:`within_latency`)."""
+    out = {}
+    for p, (lo, hi) in q.items():
+        width_ok = (hi - lo) <= np.maximum(LATENCY_FLOOR_US, LATENCY_TOLERANCE * hi)
+        out[p] = np.where(hi <= lo, hi, np.where(width_ok, (lo + hi) / 2, np.nan))
+    return out
+
+
+def covered(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Total length of the (non-overlapping, sorted) intervals before each time t."""
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -926,9 +943,10 @@ def _covered(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
     return cum[np.maximum(k, 0)] * (k >= 0) + part
 
 
-def _switch_in_tasks(switch: pd.DataFrame, lives: Lives) -> np.ndarray:
+def switch_in_tasks(switch: pd.DataFrame, lives: Lives) -> np.ndarray:
     """The task of each switch-in: its ``next_pid``, or where a pid names several tasks
-    (:mod:`schedwake.model.lives`) a number for each (0 stays 0: the idle task)."""
+    (:mod:`schedwake.model.lives`) a number for each (the idle task is left out by its
+    pid, ``next_pid`` 0, not by its number)."""
     next_pid = switch["next_pid"].to_numpy()
     if not lives:
         return next_pid
@@ -942,8 +960,8 @@ def _cpus_visited(switch: pd.DataFrame | None, lives: Lives) -> float | None:
         return None
     # NumPy on the two columns (no frames, no strings per event): per task, its runs and
     # distinct CPUs, in task order; its name is the last next_comm it had
-    next_pid = _switch_in_tasks(switch, lives)
-    sel = next_pid != 0
+    next_pid = switch_in_tasks(switch, lives)
+    sel = switch["next_pid"].to_numpy() != 0  # (the idle task: by its pid, not its number)
     pids, size, nunique = pid_cpu_counts(next_pid[sel], switch["cpu"].to_numpy()[sel])
     del sel
     keep = size >= CPUS_VISITED_MIN_RUNS
@@ -960,14 +978,14 @@ def _cpus_visited(switch: pd.DataFrame | None, lives: Lives) -> float | None:
     return float(g.mean()) if len(g) else None
 
 
-def _cpus_visited_per_window(
+def cpus_visited_per_window(
     switch: pd.DataFrame, win: np.ndarray, nwin: int, lives: Lives
 ) -> np.ndarray:
     """:func:`_cpus_visited` of the switch-ins of each window (``win``: each row's window),
     0 where no task qualifies: the same counts, names and mean, for every window at once
     (one sort of the rows by window, pid and CPU, not one pass over them per window)."""
-    next_pid = _switch_in_tasks(switch, lives)
-    rows = np.flatnonzero(next_pid != 0)
+    next_pid = switch_in_tasks(switch, lives)
+    rows = np.flatnonzero(switch["next_pid"].to_numpy() != 0)
     out = np.zeros(nwin, dtype=np.float64)
     if not len(rows):
         return out
@@ -1085,8 +1103,16 @@ def _window_preempted_share(storm: dict, edges: np.ndarray) -> np.ndarray:
     okey = np.sort(owin[oin] * nunit + storm["switchout_unit"][oin])
     keys, pre = np.unique(pkey, return_counts=True)
     outs = np.searchsorted(okey, keys, "right") - np.searchsorted(okey, keys, "left")
-    win = keys // nunit
-    pre = pre.astype(np.float64)
+    return weighted_share_windows(keys // nunit, pre, outs, nwin)
+
+
+def weighted_share_windows(
+    win: np.ndarray, pre: np.ndarray, outs: np.ndarray, nwin: int
+) -> np.ndarray:
+    """Per window, the preempted share of its units weighted by their preemptions: of
+    each (window, unit) row (in window then unit order) its preemptions ``pre`` and the
+    unit's switch-outs there ``outs``; 0 in a window without preemptions."""
+    pre = np.asarray(pre).astype(np.float64)
     num = np.bincount(win, weights=pre**2 / np.maximum(outs, pre), minlength=nwin)
     den = np.bincount(win, weights=pre, minlength=nwin)
     return np.where(den > 0, num / np.maximum(den, 1), 0.0)
@@ -1317,8 +1343,24 @@ def metric_samples(
     if window_s is None:
         return trace_samples(trace_metrics(trace, thresholds, only=only), path, cpus, metrics)
     bench = bench_samples(bench_metrics(trace), path, trace.duration_ns / 1e9, metrics)
-    first = trace.model.events.first_ts
     wm = window_metrics(trace, window_s, thresholds, only=only)
+    return window_samples(wm, path, cpus, trace.model.events.first_ts, bench, metrics)
+
+
+def window_samples(
+    wm: pd.DataFrame,
+    path: str,
+    cpus: int,
+    first_ts: int,
+    bench: pd.DataFrame,
+    metrics: Collection[str] | None = None,
+) -> pd.DataFrame:
+    """The per-window samples (:func:`metric_samples`) of a trace from its
+    :func:`window_metrics` ``wm`` (or its time parts' joined), its first timestamp and its
+    benchmark's samples ``bench`` (:func:`bench_samples`)."""
+    keep = select_names(metrics)
+    only = _keys_of(keep)
+    first = first_ts
     cols: dict[str, np.ndarray] = {}
     for m in CATALOGUE.values():
         if only is not None and m.key not in only:

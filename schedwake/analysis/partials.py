@@ -303,14 +303,22 @@ class GapPartial:
     llcs: int
 
 
-def gap_partial(part: Trace, t0: int | None, t1: int | None, pinned: np.ndarray) -> GapPartial:
+def gap_partial(
+    part: Trace,
+    t0: int | None,
+    t1: int | None,
+    pinned: np.ndarray,
+    segments: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> GapPartial:
     """The part's :class:`GapPartial`: the gap segments of its model
     (:func:`schedwake.detect.idle_while_runnable.gap_segments`, its waits of the
-    ``pinned`` tasks left out) inside ``[t0, t1)``."""
+    ``pinned`` tasks left out; ``segments`` when found already) inside ``[t0, t1)``."""
     from ..detect import resolve
     from ..detect.idle_while_runnable import gap_segments, summarize
 
-    segs, _ = gap_segments(part.model, resolve(part, None), pinned)
+    segs = segments
+    if segs is None:
+        segs, _ = gap_segments(part.model, resolve(part, None), pinned)
     gap = sum(g.ns for g in summarize(segs, t0, t1).values())
     return GapPartial(gap, len(segs))
 
@@ -423,12 +431,14 @@ class JoinedMetrics:
             min_runs = int(self.th["iwr_pinned_min_runs"])
         return pinned_of([p.switch_ins for p in self.parts], min_runs)
 
-    def storm(self) -> tuple[int, float | None]:
-        """The storm's preemptions and preempted share of the whole trace
-        (:func:`schedwake.detect.cswitch_storm.storm_measure`), its
-        thresholds judged once here: each (CPU, task, kworker, work function)'s
-        preemptions against its (CPU, kworker, work function)'s switch-outs, then the
-        (CPU, task) pairs' counts."""
+    def storm_units(self) -> pd.DataFrame | None:
+        """The storm's units of the whole trace judged (:func:`schedwake.detect.
+        cswitch_storm.storm_measure`), its thresholds judged once here: per (cpu, task,
+        kw, fn) its preemptions ``pre``, the first one's time ``first``, whether they are
+        counted (``mine``: a user task's, of a (CPU, task) pair with enough) and whether
+        the unit is a storm unit of the task (``storm``: each (CPU, task, kworker, work
+        function)'s preemptions against its (CPU, kworker, work function)'s switch-outs,
+        then the (CPU, task) pairs' counts); None without kworker preemptions."""
         from ..detect import Thresholds
         from ..detect.cswitch_storm import units
         from ..model.lives import pid_of
@@ -437,12 +447,10 @@ class JoinedMetrics:
         th = self.th
         frames = [p.preemptions for p in self.parts if len(p.preemptions)]
         if not frames:
-            return 0, None
+            return None
         pre = pd.concat(frames).groupby(["cpu", "task", "kw", "fn"])
         summed = pd.DataFrame({"n": pre["n"].sum(), "first": pre["first"].min()}).reset_index()
-        outs = pd.concat([p.switchouts for p in self.parts if len(p.switchouts)])
-        outs = outs.groupby(["cpu", "kw", "fn"])["n"].sum()
-        tri = units(summed, outs.reset_index(), Thresholds(th))
+        tri = units(summed, self.switchouts().reset_index(), Thresholds(th))
         tri = tri.assign(first=summed["first"].to_numpy())
         storm = tri["storm"].to_numpy().copy()
         names: dict[int, str] = {}
@@ -458,36 +466,55 @@ class JoinedMetrics:
         n = tri["pre"].to_numpy()
         mine = np.isin(task, user)
         mine &= _pairs_with(pair, n * mine, least)
-        if not mine.any():
-            return 0, None
         storm &= mine
         storm &= _pairs_with(pair, n * storm, least)
+        return tri.assign(mine=mine, storm=storm)
+
+    def switchouts(self) -> pd.Series:
+        """Every switch-out of the whole trace per (cpu, kw, fn): n."""
+        outs = pd.concat([p.switchouts for p in self.parts if len(p.switchouts)])
+        return outs.groupby(["cpu", "kw", "fn"])["n"].sum()
+
+    def storm(self) -> tuple[int, float | None]:
+        """The storm's preemptions and preempted share of the whole trace
+        (:func:`schedwake.detect.cswitch_storm.storm_measure`), of its units judged
+        (:meth:`storm_units`)."""
+        tri = self.storm_units()
+        if tri is None or not tri["mine"].any():
+            return 0, None
+        n = tri["pre"].to_numpy()
         # the units in the order of their first preemption (the whole trace's ids)
-        t = tri[mine]
+        t = tri[tri["mine"].to_numpy()]
         first = t.groupby(["cpu", "kw", "fn"])["first"].min().sort_values(kind="stable")
         upre = t.groupby(["cpu", "kw", "fn"])["pre"].sum().reindex(first.index)
-        uouts = outs.reindex(first.index).fillna(0).to_numpy().astype(np.float64)
+        uouts = self.switchouts().reindex(first.index).fillna(0).to_numpy().astype(np.float64)
         p = upre.to_numpy().astype(np.float64)
         share = float((p**2 / np.maximum(uouts, p)).sum() / p.sum())
-        return int(n[storm].sum()), share
+        return int(n[tri["storm"].to_numpy()].sum()), share
 
-    def futile(self) -> int:
-        """The futile wake-ups of the whole trace: each part's, and of those a part could
-        not settle, the ones whose kworker switches in again on the CPU before their
+    def futile_settled(self) -> list[np.ndarray]:
+        """Per part, of the wake-ups it left open (:attr:`MetricPartial.futile_open`),
+        those that were futile: whose kworker switches in again on the CPU before their
         task does, in the first later part where either does."""
         from ..detect.cswitch_storm import settle
 
-        n = self.count("futile")
+        out = []
         for i, p in enumerate(self.parts):
             cand = p.futile_open
             if not len(cand):
+                out.append(np.zeros(0, dtype=bool))
                 continue
             later = [
                 q.switch_ins.visits.set_index(["task", "cpu"])["first"] for q in self.parts[i + 1 :]
             ]
             futile, _ = settle(cand.assign(run_cpu=cand["cpu"]), "kworker", "task", later)
-            n += int(futile.sum())
-        return n
+            out.append(np.asarray(futile, dtype=bool))
+        return out
+
+    def futile(self) -> int:
+        """The futile wake-ups of the whole trace: each part's, and those it left open
+        that later parts settled (:meth:`futile_settled`)."""
+        return self.count("futile") + sum(int(f.sum()) for f in self.futile_settled())
 
     def cpus_visited(self) -> float | None:
         """:func:`schedwake.analysis.metrics._cpus_visited` of the whole trace."""

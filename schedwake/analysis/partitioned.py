@@ -8,10 +8,10 @@ its events nor its model's rows. Each part counts only the rows it owns
 (:func:`schedwake.partition.owned_rows`), so that every row of the whole trace's model
 is counted once.
 
-Built so far (tests/test_partition_analysis.py): the trace's facts and completeness
-(``trace`` section, without its waits), the topology and the task states
-(``task_states``). Not yet: the metrics, the findings, the caveats and the waits
-explained (the design's 'What is left').
+Every section of ``analyze``'s document is joined (:func:`analyze_parts`,
+tests/test_partition_analysis.py, tests/test_partition_document.py), and the
+per-window metrics ``batch`` stores (:func:`joined_windows`,
+tests/test_partition_windows.py).
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ from .partials import (
     metric_partial,
     quantile_ranks,
 )
+from .window_partials import WindowPartial, shared_windows, window_latencies, window_partial
+from .window_partials import joined as joined_window_metrics
 
 if TYPE_CHECKING:
     from ..detect import Finding
@@ -425,6 +427,12 @@ class PartAnalysis:
     gap: GapPartial
     last: int
     crossing: pd.DataFrame
+    #: Per window length asked for (:attr:`Analyse.windows`): its window partial, and its
+    #: owned latencies by window (:func:`.window_partials.window_partial`).
+    windows: list[WindowPartial] = dataclasses.field(default_factory=list)
+    window_latencies: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = dataclasses.field(
+        default_factory=list
+    )
 
 
 @dataclass(frozen=True)
@@ -434,20 +442,35 @@ class Analyse:
     a picklable callable for :meth:`schedwake.partition.Plan.keep`."""
 
     pinned: np.ndarray
+    #: The window lengths (s) whose per-window metrics are asked for (``batch``), and
+    #: the whole trace's first and last timestamps the windows are cut from.
+    windows: tuple[float, ...] = ()
+    span: tuple[int, int] = (0, 0)
 
     def __call__(self, part: Trace, spec: PartSpec) -> PartAnalysis:
+        from ..detect import resolve
+        from ..detect.idle_while_runnable import gap_segments
         from .part_findings import part_findings
 
         t0, t1 = spec.t0, spec.t1
-        return PartAnalysis(
+        segs = None
+        if self.windows:
+            segs, _ = gap_segments(part.model, resolve(part, None), self.pinned)
+        out = PartAnalysis(
             part_summary(part, spec),
             part_waits(part, spec),
             part_findings(part, spec),
             metric_partial(part, t0, t1),
-            gap_partial(part, t0, t1, self.pinned),
+            gap_partial(part, t0, t1, self.pinned, segs),
             int(part.meta.last_ts_ns or 0),
             crossing_waits(part.model, t0, t1),
         )
+        for w in self.windows:
+            assert segs is not None
+            wp, lat = window_partial(part, t0, t1, w, *self.span, segs)
+            out.windows.append(wp)
+            out.window_latencies.append(lat)
+        return out
 
 
 def part_analysis(part: Trace, spec: PartSpec) -> PartAnalysis:
@@ -484,17 +507,59 @@ def ends_of_part(pa: PartAnalysis) -> tuple[int, pd.DataFrame]:
     return pa.last, pa.crossing
 
 
+def windows_of_part(pa: PartAnalysis) -> list[WindowPartial]:
+    return pa.windows
+
+
+def latencies_of_part(
+    pa: PartAnalysis, i: int, windows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return window_latencies(pa.window_latencies[i], windows)
+
+
+def joined_windows(
+    kept: Kept[PartAnalysis],
+    partials: list[MetricPartial],
+    windows: Sequence[float],
+    thresholds: Mapping[str, float | str] | None,
+) -> dict[float, pd.DataFrame]:
+    """Per window length, :func:`~.metrics.window_metrics` of the whole trace from the
+    kept parts' window partials (:func:`.window_partials.joined`): the latencies of the
+    windows that several parts have wake-ups of asked of those parts."""
+    if not windows:
+        return {}
+    per_part = kept.ask(windows_of_part)
+    out = {}
+    for i, w in enumerate(windows):
+        parts = [p[i] for p in per_part]
+        shared = shared_windows(parts)
+        values = kept.ask(latencies_of_part, i, shared) if len(shared) else []
+        win, lo, hi = (
+            np.concatenate([v[k] for v in values]) if values else np.zeros(0, np.int64)
+            for k in range(3)
+        )
+        out[w] = joined_window_metrics(parts, partials, (win, lo, hi), thresholds)
+    return out
+
+
 def analysed(
-    plan: Plan, overrides: Mapping[str, float | str] | None = None, progress: Any = None
+    plan: Plan,
+    overrides: Mapping[str, float | str] | None = None,
+    progress: Any = None,
+    windows: Sequence[float] = (),
 ) -> Kept[PartAnalysis]:
     """Every part's :class:`PartAnalysis`, kept where it was made: each part modelled
-    once, given the whole trace's pinned tasks (under the thresholds ``overrides``);
+    once, given the whole trace's pinned tasks (under the thresholds ``overrides``; with
+    the window partials of the window lengths ``windows``);
     then again, given them (:attr:`schedwake.model.whole.WholeFacts.waits_beyond`), each
     part that a woken wait crosses whose run comes after the part's last event (few:
     a wait longer than the part, whose run the part does not read on to)."""
     from ..detect import thresholds
 
-    job = Analyse(plan.pinned(int(thresholds(overrides)["iwr_pinned_min_runs"])))
+    span = (int(plan.meta.first_ts_ns or 0), int(plan.meta.last_ts_ns or 0))
+    job = Analyse(
+        plan.pinned(int(thresholds(overrides)["iwr_pinned_min_runs"])), tuple(windows), span
+    )
     kept = plan.keep(job, progress)
     ends = kept.ask(ends_of_part)
     beyond = waits_beyond(
@@ -530,6 +595,10 @@ class PartitionedAnalysis:
     #: Not given from parts (``--pid --waits``): always None.
     task_waits: None = None
     focused: bool = False
+    #: Per window length asked for, the whole trace's :func:`~.metrics.window_metrics`.
+    window_metrics: dict[float, pd.DataFrame] = dataclasses.field(default_factory=dict)
+    #: The thresholds the findings were judged by (the defaults and the overrides).
+    thresholds: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def topology(self) -> dict[str, Any]:
@@ -545,12 +614,15 @@ def analyze_parts(
     thresholds: Mapping[str, float | str] | None = None,
     detectors: Sequence[str] | None = None,
     progress: Any = None,
+    windows: Sequence[float] = (),
 ) -> PartitionedAnalysis:
     """:func:`schedwake.analysis.analyze` of the trace ``plan`` cuts in parts
     (:func:`schedwake.partition.plan`), from the parts: each read and modelled where
     the plan runs them (a Dask cluster, or here), the client joining what they give.
     ``thresholds``: overrides by name, as ``analyze`` takes them; ``detectors``: the
-    names to run (None: all); ``progress`` gets the share of the parts done.
+    names to run (None: all); ``progress`` gets the share of the parts done;
+    ``windows``: window lengths (s) whose :func:`~.metrics.window_metrics` to give too
+    (:attr:`PartitionedAnalysis.window_metrics`).
 
     Not given from parts (:class:`.partials.NotJoinedError`): the referee (the kernel's
     counters beside the trace), ``--pid``, ``--waits`` and slices, which
@@ -560,9 +632,10 @@ def analyze_parts(
     from .part_findings import findings as joined_findings
 
     used = Thresholds(check_thresholds(resolved(thresholds)))
-    kept = analysed(plan, thresholds, progress)
+    kept = analysed(plan, thresholds, progress, windows)
     j = Joined(plan, kept.ask(summary_of_part))
     partials = kept.ask(metrics_of_part)
+    per_window = joined_windows(kept, partials, windows, thresholds)
     metrics = joined_metrics(partials, gaps=kept.ask(gap_of_part), thresholds=thresholds)
     bounds = joined_bounds(partials)
     found = joined_findings(plan, kept.select(findings_of_part), j.model_caveats(), used, detectors)
@@ -578,6 +651,8 @@ def analyze_parts(
         bounds=bounds,
         caveats=j.caveats() + bounds_caveats(bounds, metrics),
         task_states=j.task_states(),
+        window_metrics=per_window,
+        thresholds=used,
         **waits,
     )
 
@@ -603,7 +678,7 @@ def analyze_file(
     trace with the kernel's counters beside it (the referee is not judged from parts)."""
     from ..counters import read_beside
     from ..partition import plan
-    from ..partition.driver import auto_parts
+    from ..partition.driver import auto_parts, workers_memory
 
     if read_beside(str(path)) is not None:
         raise NotJoinedError(
@@ -611,7 +686,7 @@ def analyze_file(
             "(move them away, or analyse the trace whole)"
         )
     if parts == "auto":
-        limit, workers = _workers_memory(client)
+        limit, workers = workers_memory(client)
         parts = auto_parts(path, options, limit, workers)
     elif not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:
         raise OptionError("parts", repr(parts), "an int >= 1, or 'auto'")
@@ -632,20 +707,3 @@ def analyze_file(
     if progress is not None:
         progress(1.0)
     return out
-
-
-def _workers_memory(client: Any) -> tuple[int, int]:
-    """The smallest memory limit of the ``client``'s workers (bytes; a worker without
-    one: this machine's memory shared among them) and how many there are; here (no
-    client): one worker of this machine's memory."""
-    import os
-
-    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    if client is None:
-        return total, 1
-    workers = client.scheduler_info().get("workers", {})
-    if not workers:
-        return total, 1
-    limits = [int(w.get("memory_limit") or 0) for w in workers.values()]
-    shared = total // len(workers)
-    return min(x if x > 0 else shared for x in limits), len(workers)

@@ -10,6 +10,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -63,19 +64,14 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
     """Read and analyse one trace (the Dask task of :func:`batch`): never raises for a
     bad trace, which is an ``error`` row naming ``path`` (as given, while ``abspath`` is
     what is read)."""
-    from ..analysis import analyze, topology_facts
+    from ..analysis import analyze
     from ..analysis.metrics import metric_samples
-    from ..compare import default_window
-    from ..jsonout import dumps
     from ..model import MODEL_EVENTS
     from ..summary import summary
     from ..trace import load
 
     started = time.perf_counter()
-    try:
-        stat = os.stat(abspath)
-    except OSError:
-        stat = None
+    stat = _stat(abspath)
     try:
         trace = load(
             abspath,
@@ -86,36 +82,145 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         )
         topology_file, topology_abspath = options.topology_for(path, abspath)
         topo = trace.use_topology(topology_abspath, () if topology_abspath else options.llc)
-        if topology_abspath is not None and topo.source == topology_abspath:
-            topo.source = str(topology_file)
-        else:
-            topo.source = _as_given(topo.source, abspath, path)
+        _name_topology(topo, topology_file, topology_abspath, abspath, path)
         _ = trace.bench  # (the files beside the trace are read from where it is, abspath)
         trace.meta = replace(trace.meta, path=path)
-        thresholds = dict(options.thresholds)
-        windows = [default_window([trace.duration_ns / 1e9])]
-        windows += [w for w in options.windows if not any(math.isclose(w, x) for x in windows)]
-        for w in windows:
-            _check_windows_of(path, w, trace.duration_ns / 1e9)
-        analysis = analyze(trace, thresholds)
+        windows = _windows(path, options, trace.duration_ns)
+        analysis = analyze(trace, dict(options.thresholds))
         samples = [
-            metric_samples(trace, w, thresholds).assign(window_s=w)
+            metric_samples(trace, w, dict(options.thresholds)).assign(window_s=w)
             for w in windows
             if trace.duration_ns > 0
         ]
         # the trace's facts (the JSON's "trace" without the explained waits: not stored)
         facts = summary(trace)
-        topo_facts = topology_facts(trace.topology)
-    except TraceError as exc:
-        text = _as_given(str(exc), abspath, path)
-        return error_result(path, abspath, text, options, stat)
-    except MemoryError:
-        return error_result(path, abspath, f"{path}: out of memory", options, stat)
-    except Exception as exc:  # a bug: the other traces go on, the batch exits 2
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())
-        return error_result(
-            path, abspath, f"{path}: internal error (please report): {text}", options, stat
+    except Exception as exc:  # noqa: BLE001 (a bad trace, or a bug: an error row)
+        return _failed(exc, path, abspath, options, stat)
+    done = (analysis, facts, trace.topology, windows, samples)
+    return _result(path, abspath, options, stat, started, *done)
+
+
+def analyse_in_parts(
+    path: str, abspath: str, options: Options, parts: int, client: Any = None
+) -> TraceResult:
+    """:func:`analyse_one` of a trace too big for one worker: cut into ``parts`` time
+    parts analysed on the Dask ``client``'s workers (None: here, one after the other),
+    the client joining them (:func:`schedwake.analysis.partitioned.analyze_parts`, the
+    windows' samples too): the same row, findings and windows as a whole analysis."""
+    from .. import ingest
+    from ..analysis.metrics import bench_samples, window_samples
+    from ..analysis.partitioned import analyze_parts
+    from ..model import MODEL_EVENTS
+    from ..partition import plan
+
+    started = time.perf_counter()
+    stat = _stat(abspath)
+    try:
+        topology_file, topology_abspath = options.topology_for(path, abspath)
+        read = ingest.ReadOptions(
+            events=list(MODEL_EVENTS),
+            input_format=options.input_format,
+            reader=options.reader,
+            jobs=options.jobs,
         )
+        the_plan = plan(
+            abspath,
+            parts,
+            read,
+            topology_file=topology_abspath,
+            llc=() if topology_abspath else options.llc,
+            client=client,
+        )
+        topo = the_plan.topology
+        _name_topology(topo, topology_file, topology_abspath, abspath, path)
+        meta = the_plan.meta
+        first, last = int(meta.first_ts_ns or 0), int(meta.last_ts_ns or 0)
+        windows = _windows(path, options, last - first)
+        thresholds = dict(options.thresholds)
+        analysis = analyze_parts(the_plan, thresholds, windows=windows if last > first else ())
+        facts = dict(analysis.facts, path=path)
+        facts["warnings"] = [_as_given(w, abspath, path) for w in facts["warnings"]]
+        analysis.caveats = [_as_given(c, abspath, path) for c in analysis.caveats]
+        samples = [
+            window_samples(
+                wm,
+                path,
+                meta.ncpus,
+                first,
+                bench_samples(analysis.metrics, path, (last - first) / 1e9),
+            ).assign(window_s=w)
+            for w, wm in analysis.window_metrics.items()
+        ]
+    except Exception as exc:  # noqa: BLE001 (a bad trace, or a bug: an error row)
+        return _failed(exc, path, abspath, options, stat)
+    return _result(path, abspath, options, stat, started, analysis, facts, topo, windows, samples)
+
+
+def _stat(abspath: str) -> os.stat_result | None:
+    try:
+        return os.stat(abspath)
+    except OSError:
+        return None
+
+
+def _name_topology(topo, topology_file, topology_abspath, abspath: str, path: str) -> None:
+    """The topology's source as the user named it: the ``--topology`` file as given, or
+    the file beside the trace by the trace's path as given."""
+    if topology_abspath is not None and topo.source == topology_abspath:
+        topo.source = str(topology_file)
+    else:
+        topo.source = _as_given(topo.source, abspath, path)
+
+
+def _windows(path: str, options: Options, duration_ns: int) -> list[float]:
+    """The window lengths of the trace's samples: its default, then the batch's others."""
+    from ..compare import default_window
+
+    windows = [default_window([duration_ns / 1e9])]
+    windows += [w for w in options.windows if not any(math.isclose(w, x) for x in windows)]
+    for w in windows:
+        _check_windows_of(path, w, duration_ns / 1e9)
+    return windows
+
+
+def _failed(
+    exc: Exception, path: str, abspath: str, options: Options, stat: os.stat_result | None
+) -> TraceResult:
+    """The error row of a trace whose analysis raised ``exc``."""
+    if isinstance(exc, TraceError):
+        return error_result(path, abspath, _as_given(str(exc), abspath, path), options, stat)
+    if isinstance(exc, MemoryError):
+        return error_result(path, abspath, f"{path}: out of memory", options, stat)
+    if type(exc).__name__ == "KilledWorker":  # (distributed's: a part's worker died)
+        text = (
+            f"{path}: a Dask worker analysing a part of it died, also when retried (out "
+            "of memory, or killed); try more --partitions or workers with more memory"
+        )
+        return error_result(path, abspath, text, options, stat)
+    # a bug: the other traces go on, the batch exits 2
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return error_result(
+        path, abspath, f"{path}: internal error (please report): {text}", options, stat
+    )
+
+
+def _result(
+    path: str,
+    abspath: str,
+    options: Options,
+    stat: os.stat_result | None,
+    started: float,
+    analysis: Any,
+    facts: dict,
+    topology: Any,
+    windows: list[float],
+    samples: list[pd.DataFrame],
+) -> TraceResult:
+    """The :class:`TraceResult` of an analysed trace: its row, findings and windows."""
+    from ..analysis import topology_facts
+    from ..jsonout import dumps
+
+    topo_facts = topology_facts(topology)
     comp = facts.get("completeness")
     metrics = dict(analysis.metrics)
     bench = metrics.pop("bench", None) or {}
@@ -139,7 +244,7 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         "unknown_s": None
         if comp is None
         else round(sum(c["unknown_s"] for c in comp["cpus"].values()), 9),
-        "topology": trace.topology.describe(),
+        "topology": topology.describe(),
         "topology_source": topo_facts["source"],
         "topology_from": topo_facts["from"],
         "topology_llc": topo_facts["llc"],
@@ -153,7 +258,8 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
         "completeness": None if comp is None else dumps(comp, indent=None),
         "timestamps": facts["timestamps"],
         "topology_json": dumps(
-            {**trace.topology.to_dict(), "source": topo.source, "note": topo.note}, indent=None
+            {**topology.to_dict(), "source": topology.source, "note": topology.note},
+            indent=None,
         ),
         "thresholds": dumps(analysis.thresholds, indent=None, sort_keys=True),
         "bench": dumps(bench, indent=None, sort_keys=True) if bench else None,

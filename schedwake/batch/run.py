@@ -18,7 +18,7 @@ import pandas as pd
 from ..errors import OptionError, TraceError
 from ..paths import matches_nothing
 from .inputs import Options, expand_inputs, label_columns, label_regex, read_topology_map
-from .one_trace import TraceResult, analyse_one, error_result
+from .one_trace import TraceResult, analyse_in_parts, analyse_one, error_result
 from .reader import plain_value
 from .writer import read_previous, write_dataset
 
@@ -62,6 +62,7 @@ def batch(
     reader: str | None = None,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    partitions: int | str = "auto",
 ) -> BatchResult:
     """Analyse every trace of ``inputs`` once (paths, globs or directories) and write the
     dataset into directory ``out`` (see the module's docstring).
@@ -78,6 +79,10 @@ def batch(
     extra per-window sample lengths (s) to store; ``label_from``: a regular expression
     whose named groups become columns; ``force``: analyse again what an earlier run
     into ``out`` already did. ``progress(done, total)`` is called as traces finish.
+    ``partitions``: ``"auto"`` analyses a trace too big for one worker's memory in time
+    parts over all the workers (:func:`partitions_of`; the same row, findings and
+    windows as whole); an int N > 1 cuts every trace that can be cut (trace.dat,
+    perf.data, a ``convert`` directory) into N parts, 1 none.
 
     Raises TraceError for bad options (a rules-of-the-road error, before any work); a
     trace that cannot be analysed is an error row (``BatchResult.errors``), not a raise.
@@ -102,6 +107,10 @@ def batch(
     topology_map = read_topology_map(topologies)
     if workers is not None and not (isinstance(workers, int) and 1 <= workers <= MAX_WORKERS):
         raise OptionError("workers", workers, f"must be a whole number from 1 to {MAX_WORKERS}")
+    if partitions != "auto" and not (
+        isinstance(partitions, int) and not isinstance(partitions, bool) and partitions >= 1
+    ):
+        raise OptionError("partitions", partitions, "a number of parts >= 1, or auto")
     options = Options(
         topology_file=None if topology_file is None else str(topology_file),
         topology_abspath=None if topology_file is None else os.path.abspath(topology_file),
@@ -131,7 +140,7 @@ def batch(
         error_result(m, os.path.abspath(m), f"{m}: {matches_nothing(m)}", options) for m in missing
     ]
     if todo:
-        results += _run(todo, options, scheduler, workers, progress, result)
+        results += _run(todo, options, scheduler, workers, progress, result, partitions)
     else:
         result.scheduler = "none (nothing to analyse)"
     for r in results:
@@ -181,22 +190,37 @@ def _results_changed(prev: dict, abspath: str) -> bool:
     return not all(os.path.exists(s) for s in sources)
 
 
-def _run(todo, options, scheduler, workers, progress, result) -> list[TraceResult]:
+def _run(
+    todo, options, scheduler, workers, progress, result, partitions="auto"
+) -> list[TraceResult]:
     """Analyse ``todo`` ((path, abspath) pairs): in this process (``"serial"``) or as one
-    Dask task a trace; results in the order of ``todo``."""
+    Dask task a trace, but a trace too big for a worker in parts over all of them
+    (:func:`partitions_of`); results in the order of ``todo``."""
     done = 0
     if progress:
         progress(0, len(todo))
+
+    def one_done() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, len(todo))
+
     if scheduler == "serial":
         result.scheduler = "serial"
+        limit, n = _machine_memory(), 1
         out = []
         for p, ap in todo:
-            out.append(analyse_one(p, ap, options))
-            done += 1
-            if progress:
-                progress(done, len(todo))
+            parts = partitions_of(ap, options, partitions, limit, n)
+            whole = parts == 1
+            out.append(
+                analyse_one(p, ap, options) if whole else analyse_in_parts(p, ap, options, parts)
+            )
+            one_done()
         return out
     from distributed import as_completed
+
+    from ..partition.driver import workers_memory
 
     with dask_client(scheduler, workers) as (client, name):
         result.scheduler = name
@@ -205,22 +229,103 @@ def _run(todo, options, scheduler, workers, progress, result) -> list[TraceResul
             # get their share of them
             n = len(client.scheduler_info().get("workers", {})) or 1
             options = _replace(options, jobs=max(1, _cpus() // n))
+        limit, n = workers_memory(client)
         run = uuid.uuid4().hex[:12]  # keys of their own on a cluster others use too
-        futures = {
-            client.submit(analyse_one, p, ap, options, key=f"schedwake-{run}-{i}"): (p, ap)
-            for i, (p, ap) in enumerate(todo)
-        }
+        futures = {}
+        cuts: dict[str, int] = {}
+        # the traces that surely fit a worker go at once; the others after a look
+        for look in (False, True):
+            for i, (p, ap) in enumerate(todo):
+                if p in cuts:
+                    continue
+                if look:
+                    cuts[p] = partitions_of(ap, options, partitions, limit, n)
+                elif partitions in ("auto", 1) and (partitions == 1 or fits(ap, limit)):
+                    cuts[p] = 1
+                else:
+                    continue
+                if cuts[p] == 1:
+                    key = f"schedwake-{run}-{i}"
+                    futures[client.submit(analyse_one, p, ap, options, key=key)] = (p, ap)
         by_path = {}
+        # a trace in parts takes every worker in turn (this thread runs its passes)
+        for p, ap in todo:
+            if cuts[p] > 1:
+                by_path[p] = analyse_in_parts(p, ap, options, cuts[p], client)
+                one_done()
         for fut in as_completed(futures):
             p, ap = futures[fut]
             try:
                 by_path[p] = fut.result()
             except Exception as exc:  # the task never finished: its worker died, ...
                 by_path[p] = error_result(p, ap, f"{p}: {_task_failure(exc)}", options)
-            done += 1
-            if progress:
-                progress(done, len(todo))
+            one_done()
         return [by_path[p] for p, _ in todo]
+
+
+#: The fewest bytes a file takes for an event (a compressed trace.dat takes 5 to 7):
+#: what bounds the events of a file from its size, without reading it.
+MIN_BYTES_PER_EVENT = 2
+
+
+def partitions_of(
+    abspath: str, options: Options, partitions: int | str, limit: int, workers: int
+) -> int:
+    """The parts the trace ``abspath`` is analysed in (1: whole, on one worker): with
+    ``partitions`` ``"auto"``, as many as the workers' memory needs
+    (:func:`schedwake.partition.driver.auto_parts` for one worker of ``limit`` bytes),
+    and then at least one per worker (``workers``), when that is more than one; an int:
+    that many. Whole, whatever is asked: a trace that cannot be cut (text formats, the
+    libtracecmd reader), has the kernel's counters beside it (the referee is judged of
+    a whole trace), or cannot be read (its error row comes of the whole analysis)."""
+    from .. import ingest
+    from ..counters import read_beside
+    from ..model import MODEL_EVENTS
+    from ..partition.driver import auto_parts
+
+    if partitions == 1:
+        return 1
+    try:
+        if partitions == "auto" and fits(abspath, limit):
+            return 1
+        if options.reader not in (None, ingest.DEFAULT_READER):
+            return 1
+        if read_beside(abspath) is not None:
+            return 1
+        read = ingest.ReadOptions(events=list(MODEL_EVENTS), input_format=options.input_format)
+        if partitions != "auto":
+            n = int(partitions)
+            return n if len(ingest.cut_times(abspath, n)) else 1
+        need = auto_parts(abspath, read, limit, 1)
+        return max(need, workers) if need > 1 else 1
+    except Exception:  # noqa: BLE001 (the whole analysis names what is wrong)
+        return 1
+
+
+def fits(abspath: str, limit: int) -> bool:
+    """Whether the trace surely fits a worker of ``limit`` bytes, by its files' size
+    alone (a ``convert`` directory: its files together): even at
+    :data:`MIN_BYTES_PER_EVENT`, a part of all its events would fit
+    (:func:`schedwake.partition.driver.auto_parts`' measure)."""
+    from ..partition.driver import PART_BYTES_PER_EVENT, PART_MEMORY_SHARE, WORKER_BASE_BYTES
+
+    try:
+        if os.path.isdir(abspath):
+            size = 0
+            for root, _, files in os.walk(abspath):
+                size += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+        else:
+            size = os.path.getsize(abspath)
+    except OSError:  # (analysed whole: its error row says what is wrong)
+        return True
+    need = WORKER_BASE_BYTES + size / MIN_BYTES_PER_EVENT * PART_BYTES_PER_EVENT
+    return need <= limit * PART_MEMORY_SHARE
+
+
+def _machine_memory() -> int:
+    from ..partition.driver import workers_memory
+
+    return workers_memory(None)[0]
 
 
 def _task_failure(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..errors import OptionError
 from .common import INPUTS, naming, progress_bar
 from .options import (
     FiniteFloat,
@@ -45,6 +46,15 @@ from .options import (
     help="Also store per-window samples of this length, besides each trace's default "
     "(for compare/gate --from-batch with --window); repeatable.",
 )
+@click.option(
+    "--partitions",
+    metavar="N|auto",
+    default="auto",
+    show_default=True,
+    help="Analyse a trace too big for one worker's memory in time parts over all the "
+    "workers (auto); in N parts every trace that can be cut (trace.dat, perf.data); "
+    "1: none. The dataset is the same.",
+)
 @dask_options()
 @click.option(
     "--serial", is_flag=True, help="Analyse in this process, one trace after another (no Dask)."
@@ -69,6 +79,7 @@ def batch(
     out,
     label_from,
     windows,
+    partitions,
     scheduler,
     workers,
     serial,
@@ -104,6 +115,11 @@ def batch(
         raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
     logging.getLogger("distributed").setLevel(logging.ERROR)  # quiet CI logs
     th = parse_thresholds(thresholds)
+    parts = partitions.strip().lower()
+    if parts != "auto":
+        if not parts.isdigit() or int(parts) < 1:
+            raise OptionError("--partitions", partitions, "a number of parts >= 1, or auto")
+        parts = int(parts)
     INPUTS.extend(str(p) for p in inputs)
     with progress_bar("analysing traces") as bar, naming(out, "writing", memory=False):
         result = run_batch(
@@ -121,6 +137,7 @@ def batch(
             input_format=input_format,
             reader=reader,
             jobs=jobs,
+            partitions=parts,
             progress=(lambda done, total: bar(done / max(total, 1))) if bar else None,
         )
     for _, error in result.errors:

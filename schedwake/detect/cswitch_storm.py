@@ -169,42 +169,49 @@ def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
 
 
 def unit_counts(
-    model: Model, switches: np.ndarray | None = None
+    model: Model, switches: np.ndarray | None = None, window: Callable | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the storm's units are judged by (:func:`units`), of the switches
     ``switches`` (a mask over ``sched_switch``: a time part's own; None: all): the
     kworker preemptions per (cpu, task, kw, fn) (``fn``: the work function's name,
     :func:`switch_work_names`, "" without one): ``n`` and the first one's time; every
     switch-out per (cpu, kw, fn) (``kw``: the task switched out): ``n``. Counts of
-    parts of the switches add up."""
+    parts of the switches add up. ``window``: a function of the switches' times giving
+    each one's window, by which both are counted too (column ``win``)."""
     s = model.events.switch
-    pre_cols, out_cols = ["cpu", "task", "kw", "fn", "n", "first"], ["cpu", "kw", "fn", "n"]
+    by = ["win"] if window is not None else []
+    pre_cols = ["cpu", "task", "kw", "fn", *by, "n", "first"]
+    out_cols = ["cpu", "kw", "fn", *by, "n"]
     c = kworker_preemptions(model)
     if s is None or not len(s) or not len(c["rows"]):
         return _empty(pre_cols), _empty(out_cols)
     mine = np.ones(len(s), dtype=bool) if switches is None else switches
     work = switch_work_names(model)
     at = mine[c["rows"]]
+    pre_ts = c["ts"][at].astype(np.int64)
     g = pd.DataFrame(
         {
             "cpu": c["cpu"][at].astype(np.int64),
             "task": c["task"][at].astype(np.int64),
             "kw": c["kworker"][at].astype(np.int64),
             "fn": work[c["rows"][at]],
-            "ts": c["ts"][at].astype(np.int64),
+            **({"win": window(pre_ts)} if window is not None else {}),
+            "ts": pre_ts,
         }
-    ).groupby(["cpu", "task", "kw", "fn"])["ts"]
+    ).groupby(["cpu", "task", "kw", "fn", *by])["ts"]
     pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
     rows = np.flatnonzero(mine)
+    out_ts = s["ts"].to_numpy()[rows].astype(np.int64)
     outs = (
         pd.DataFrame(
             {
                 "cpu": s["cpu"].to_numpy()[rows].astype(np.int64),
                 "kw": _prev_tasks(model)[rows].astype(np.int64),
                 "fn": work[rows],
+                **({"win": window(out_ts)} if window is not None else {}),
             }
         )
-        .groupby(["cpu", "kw", "fn"])
+        .groupby(["cpu", "kw", "fn", *by])
         .size()
         .rename("n")
         .reset_index()

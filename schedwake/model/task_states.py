@@ -652,42 +652,104 @@ def class_share_windows(
     intervals: pd.DataFrame, names: dict[int, str], edges: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Per task class, its runnable share (runnable / (running + runnable) time) inside
-    each window ``edges[k]``..``edges[k+1]``; NaN where the class neither ran nor waited.
-
-    The time of a set of intervals before t is sum(min(t - start, length)) over the
-    intervals that start before t: sums over the intervals sorted by start and by end,
-    one binary search per edge (no loop over windows or intervals)."""
+    each window ``edges[k]``..``edges[k+1]``; NaN where the class neither ran nor waited
+    (:func:`window_class_shares` of :func:`window_state_times`: the time parts of a
+    trace give the same sums)."""
     edges = np.asarray(edges, dtype=np.int64)
-    out: dict[str, np.ndarray] = {}
+    nwin = len(edges) - 1
     if len(intervals) == 0:
-        return {c: np.full(len(edges) - 1, np.nan) for c in CLASSES}
-    pids = intervals[_task_column(intervals)].to_numpy()
-    upid, inv = np.unique(pids, return_inverse=True)
-    cls = _class_of(upid, names)[inv]
+        return {c: np.full(nwin, np.nan) for c in CLASSES}
+    upid, inv = np.unique(intervals[_task_column(intervals)].to_numpy(), return_inverse=True)
+    cls = _class_of(upid, names)[inv.reshape(-1)]
     state = np.asarray(intervals["state"].cat.codes)
-    start = intervals["start_ts"].to_numpy()
-    end = intervals["end_ts"].to_numpy()
+    row, win, ns = window_overlaps(
+        intervals["start_ts"].to_numpy(), intervals["end_ts"].to_numpy(), edges
+    )
+    out: dict[str, np.ndarray] = {}
     for c in CLASSES:
-        mine = cls == c
-        run = _time_before(start[mine & (state == _RUN)], end[mine & (state == _RUN)], edges)
-        sel = mine & ((state == _PRE) | (state == _WOKEN))
-        wait = _time_before(start[sel], end[sel], edges)
-        r, w = np.diff(run), np.diff(wait)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[c] = np.where(r + w > 0, w / (r + w), np.nan)
+        # (sums of integer ns, exact: the same as the time parts' sums per task)
+        mine = cls[row] == c
+        running = mine & (state[row] == _RUN)
+        waiting = mine & ((state[row] == _PRE) | (state[row] == _WOKEN))
+        r = np.bincount(win[running], weights=ns[running], minlength=nwin)
+        w = np.bincount(win[waiting], weights=ns[waiting], minlength=nwin)
+        out[c] = window_share(r, w)
     return out
 
 
-def _time_before(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Total time (float ns) the intervals cover before each time of ``t``."""
+def window_state_times(intervals: pd.DataFrame, edges: np.ndarray) -> pd.DataFrame:
+    """Per (window, task) with time there: the task's running and runnable (preempted or
+    woken) ns inside the window (columns ``win``, ``task``, ``running_ns``,
+    ``runnable_ns``; exact: the pieces of the intervals, :func:`window_overlaps`)."""
+    cols = ("win", "task", "running_ns", "runnable_ns")
+    if len(intervals) == 0:
+        return pd.DataFrame({c: np.zeros(0, np.int64) for c in cols})
+    state = np.asarray(intervals["state"].cat.codes)
+    sel = np.flatnonzero((state == _RUN) | (state == _PRE) | (state == _WOKEN))
+    task = intervals[_task_column(intervals)].to_numpy().astype(np.int64)[sel]
+    row, win, ns = window_overlaps(
+        intervals["start_ts"].to_numpy()[sel], intervals["end_ts"].to_numpy()[sel], edges
+    )
+    utask, tinv = np.unique(task, return_inverse=True)
+    key = win.astype(np.int64) * max(len(utask), 1) + tinv.reshape(-1)[row]
+    ukey, kinv = np.unique(key, return_inverse=True)
+    running = state[sel][row] == _RUN
+    sums = {
+        name: np.bincount(kinv, weights=np.where(mask, ns, 0), minlength=len(ukey)).astype(np.int64)
+        for name, mask in (("running_ns", running), ("runnable_ns", ~running))
+    }
+    n = max(len(utask), 1)
+    return pd.DataFrame({"win": ukey // n, "task": utask[ukey % n] if len(utask) else ukey, **sums})
 
-    def part(x: np.ndarray) -> np.ndarray:  # sum over x < t of (t - x)
-        x = np.sort(x).astype(np.float64)
-        cum = np.concatenate([[0.0], np.cumsum(x)])
-        k = np.searchsorted(x, t, "left")
-        return k * t.astype(np.float64) - cum[k]
 
-    return part(start) - part(end)
+def window_class_shares(
+    times: pd.DataFrame, names: dict[int, str], nwin: int
+) -> dict[str, np.ndarray]:
+    """:func:`class_share_windows` of the :func:`window_state_times` ``times`` (the
+    rows of a (window, task) may come in pieces: they add up)."""
+    if not len(times):
+        return {c: np.full(nwin, np.nan) for c in CLASSES}
+    tasks, inv = np.unique(times["task"].to_numpy(), return_inverse=True)
+    cls = _class_of(tasks, names)[inv.reshape(-1)]
+    win = times["win"].to_numpy()
+    out: dict[str, np.ndarray] = {}
+    for c in CLASSES:
+        mine = cls == c
+        r, w = (
+            np.bincount(win[mine], weights=times[k].to_numpy()[mine], minlength=nwin)
+            for k in ("running_ns", "runnable_ns")
+        )
+        out[c] = window_share(r, w)
+    return out
+
+
+def window_share(running: np.ndarray, waiting: np.ndarray) -> np.ndarray:
+    """Per window, waiting / (running + waiting) time (NaN where both are 0)."""
+    r, w = running.astype(np.float64), waiting.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(r + w > 0, w / (r + w), np.nan)
+
+
+def window_overlaps(
+    start: np.ndarray, end: np.ndarray, edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each piece of the intervals ``[start, end)`` inside a window ``edges[k]``..
+    ``edges[k+1]``: the interval's row, the window, the piece's ns (exact integers: a
+    window's time is the sum of its pieces, whatever parts of the trace give them)."""
+    edges = np.asarray(edges, dtype=np.int64)
+    s = np.clip(np.asarray(start, dtype=np.int64), edges[0], edges[-1])
+    e = np.clip(np.asarray(end, dtype=np.int64), edges[0], edges[-1])
+    rows = np.flatnonzero(e > s)
+    s, e = s[rows], e[rows]
+    ks = np.searchsorted(edges, s, "right") - 1  # the window a piece starts in
+    ke = np.searchsorted(edges, e, "left") - 1  # the window it ends in
+    n = ke - ks + 1
+    row = np.repeat(rows, n)
+    first = np.repeat(np.cumsum(n) - n, n)
+    win = np.repeat(ks, n) + (np.arange(len(row)) - first)
+    lo = np.maximum(np.repeat(s, n), edges[win])
+    hi = np.minimum(np.repeat(e, n), edges[win + 1])
+    return row, win, hi - lo
 
 
 @dataclass

@@ -288,6 +288,23 @@ def auto_parts(
     return max(workers, -(-events // int(per_part)), 1)
 
 
+def workers_memory(client: Any) -> tuple[int, int]:
+    """The smallest memory limit of the ``client``'s workers (bytes; a worker without
+    one: this machine's memory shared among them) and how many there are; here (no
+    client): one worker of this machine's memory."""
+    import os
+
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if client is None:
+        return total, 1
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        return total, 1
+    limits = [int(w.get("memory_limit") or 0) for w in workers.values()]
+    shared = total // len(workers)
+    return min(x if x > 0 else shared for x in limits), len(workers)
+
+
 def _fold(
     client: Any,
     path: str,

@@ -388,6 +388,9 @@ def _place_wakeups(table: pd.DataFrame, model: Model, points: dict[int, np.ndarr
         ts = table["ts"].to_numpy().astype(np.int64)
         after = asof_index(ts[no_run], pid[no_run], ts, pid, "forward", allow_exact=False)
         place[no_run] = np.where(after >= 0, ts[after], _OPEN)
+        # or its death, if that comes first: nothing of the task comes after it (the
+        # parts after it do not carry the task: the preludes leave the dead out)
+        place[no_run] = np.minimum(place[no_run], _death_after(model, ts[no_run], pid[no_run]))
     open_run = np.flatnonzero(ran & ~ended)
     if len(open_run):
         runs = model.completeness.runs
@@ -407,6 +410,27 @@ def _place_wakeups(table: pd.DataFrame, model: Model, points: dict[int, np.ndarr
         )
         place[open_run] = np.where(led_to >= 0, end[led_to], _OPEN)
     return place
+
+
+def _death_after(model: Model, ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
+    """Per (time, pid): the time of the switch-out after it that ends the task's life
+    (``prev_state`` X, Z or x: :func:`schedwake.model.lives.dies`); ``_OPEN`` without."""
+    from ..model.lives import dies
+
+    sw = model.events.switch
+    out = np.full(len(ts), _OPEN, dtype=np.int64)
+    if sw is None or not len(sw) or "prev_state_str" not in sw.columns or not len(ts):
+        return out
+    state = sw["prev_state_str"].astype("category").array
+    died = np.array([dies(str(c)) for c in state.categories], dtype=bool)
+    codes = np.asarray(state.codes)
+    rows = np.flatnonzero((codes >= 0) & died[np.maximum(codes, 0)])
+    if not len(rows):
+        return out
+    dts = sw["ts"].to_numpy().astype(np.int64)[rows]
+    dpid = sw["prev_pid"].to_numpy().astype(np.int64)[rows]
+    at = asof_index(ts, pid, dts, dpid, "forward", allow_exact=False)
+    return np.where(at >= 0, dts[np.maximum(at, 0)], _OPEN)
 
 
 def _before_last_switch_out(wakeups: pd.DataFrame, model: Model, t0: int) -> np.ndarray:
