@@ -72,9 +72,11 @@ def test_parts_read_from_the_file_give_the_whole_model(name: str) -> None:
 
 
 @pytest.mark.slow  # (whole real traces, a model per part)
-@pytest.mark.parametrize("name", ["kstack-off", "fio-weighted", "perf-lost"])
+@pytest.mark.parametrize("name", ["kstack-off", "fio-weighted", "perf-lost", "perf-sched-g"])
 def test_random_cuts_read_from_the_file(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cuts at random times instead of the index's (cut_times chooses them)."""
+    """Cuts at random times instead of the index's (cut_times chooses them). (On the
+    perf.data recording they found the waking of a running task that dies before any
+    sched_wakeup: owned by no part until it was placed at the death.)"""
     path = TRACES[name]
     whole = schedwake.load(path)
     first, last = whole.meta.first_ts_ns, whole.meta.last_ts_ns

@@ -27,6 +27,7 @@ from schedwake.analysis.partials import (
     JoinedMetrics,
     MetricPartial,
     NotJoinedError,
+    Selection,
     SortedValues,
     gap_partial,
     joined_bounds,
@@ -181,10 +182,14 @@ def test_the_percentiles_are_numpys() -> None:
         v = rng.integers(0, int(rng.choice([3, 1000, 10**10])), size=n)
         cuts = np.sort(rng.integers(0, n + 1, size=int(rng.integers(0, 6))))
         parts = [SortedValues.of(x) for x in np.split(v, cuts)]
+        # (values fetched at once, and after histogram rounds that narrow their range)
+        few = Selection.local(parts, fetch_at_most=int(rng.integers(1, 6)))
         for pct in (50, 90, 99, 0, 100, 37.5):
             assert percentile(parts, pct) == float(np.percentile(v, pct)), (n, pct)
+            assert percentile(few, pct) == float(np.percentile(v, pct)), (n, pct)
         k = int(rng.integers(0, n))
         assert order_statistic(parts, k) == np.sort(v)[k]
+        assert order_statistic(few, k) == np.sort(v)[k]
     assert percentile([SortedValues.of(np.zeros(0))], 50) is None
     with pytest.raises(IndexError):
         order_statistic([SortedValues.of(np.arange(3))], 3)

@@ -30,6 +30,7 @@ and a whole trace, not a ``--time`` slice (whose thresholds are scaled to it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -113,47 +114,123 @@ class SortedValues:
         return int(self.values[at]) if at < len(self.values) else None
 
 
-def order_statistic(parts: Sequence[SortedValues], k: int) -> int:
-    """The ``k``-th smallest (from 0) of all the parts' values, without gathering them:
-    each round every part gives the middle value of its window of candidate ranks, the
-    pivot is their median weighted by the windows' sizes, and every part's counts below
-    and at most the pivot either place the answer at the pivot or shrink the windows
-    (by a quarter of the candidates at least: O(log n) rounds)."""
-    n = sum(len(p) for p in parts)
-    if not 0 <= k < n:
-        raise IndexError(f"rank {k} of {n} values")
-    lo = [0] * len(parts)  # (ranks below lo_i: less than the answer)
-    hi = [len(p) for p in parts]  # (ranks from hi_i: greater than it)
-    while True:
-        live = [i for i in range(len(parts)) if hi[i] > lo[i]]
-        mids = np.array([parts[i].kth((lo[i] + hi[i]) // 2) for i in live], dtype=np.int64)
-        sizes = np.array([hi[i] - lo[i] for i in live], dtype=np.int64)
-        order = np.argsort(mids, kind="stable")
-        cum = np.cumsum(sizes[order])
-        pivot = int(mids[order][np.searchsorted(cum, (cum[-1] + 1) // 2)])
-        lt = [p.count_lt(pivot) for p in parts]
-        le = [p.count_le(pivot) for p in parts]
-        if sum(lt) <= k < sum(le):
-            return pivot
-        if k < sum(lt):
-            hi = [min(h, c) for h, c in zip(hi, lt)]
-        else:
-            lo = [max(low, c) for low, c in zip(lo, le)]
+# -- what a selection asks of a part's sorted values (run where the values are) ---------
 
 
-def percentile(parts: Sequence[SortedValues], pct: float) -> float | None:
+def extent_of(v: SortedValues) -> tuple[int, int, int]:
+    """How many values, the least and the greatest (0, 0 without values)."""
+    if not len(v):
+        return 0, 0, 0
+    return len(v), int(v.values[0]), int(v.values[-1])
+
+
+def histogram_of(v: SortedValues, lo: int, hi: int, bins: int) -> tuple[int, np.ndarray]:
+    """The values below ``lo``, and per bin of ``bins`` about equal integer bins that
+    cover ``lo..hi`` (:func:`bin_edges`), its values."""
+    at = np.searchsorted(v.values, bin_edges(lo, hi, bins), "left")
+    return int(at[0]), np.diff(at)
+
+
+def values_within(v: SortedValues, lo: int, hi: int) -> np.ndarray:
+    """The values from ``lo`` to ``hi`` (both included), sorted."""
+    return v.values[v.count_lt(lo) : v.count_le(hi)]
+
+
+def count_at_most(v: SortedValues, x: int) -> int:
+    return v.count_le(x)
+
+
+def first_value_above(v: SortedValues, x: int) -> int | None:
+    return v.first_above(x)
+
+
+def bin_edges(lo: int, hi: int, bins: int) -> np.ndarray:
+    """``bins + 1`` integer edges from ``lo`` to ``hi + 1``, bin ``i`` holding the values
+    ``edges[i] <= x < edges[i + 1]`` (in Python integers: no overflow)."""
+    width = hi - lo + 1
+    return np.array([lo + width * i // bins for i in range(bins + 1)], dtype=np.int64)
+
+
+class Selection:
+    """The parts' sorted values, asked for what a selection needs (:func:`order_statistic`,
+    :func:`percentile`) and never gathered: ``ask(fn, *args)`` gives ``fn(values, *args)``
+    of every part's :class:`SortedValues`, where they are (:meth:`local` here; the
+    analysis of a trace file asks its kept parts on their workers)."""
+
+    #: The bins of a histogram round; a range of values is fetched once it holds at most
+    #: ``fetch_at_most`` of them.
+    BINS = 4096
+
+    def __init__(self, ask: Any, fetch_at_most: int = 1 << 16) -> None:
+        self.ask = ask
+        self.fetch_at_most = fetch_at_most
+        self._extents: list[tuple[int, int, int]] | None = None
+
+    @classmethod
+    def local(cls, parts: Sequence[SortedValues], fetch_at_most: int = 1 << 16) -> Selection:
+        return cls(lambda fn, *args: [fn(p, *args) for p in parts], fetch_at_most)
+
+    @property
+    def extents(self) -> list[tuple[int, int, int]]:
+        if self._extents is None:
+            self._extents = list(self.ask(extent_of))
+        return self._extents
+
+    def __len__(self) -> int:
+        return sum(e[0] for e in self.extents)
+
+    def order_statistic(self, k: int) -> int:
+        """The ``k``-th smallest (from 0) of all the parts' values: histogram rounds over
+        the range that holds it (each narrows it to one bin) until it holds few enough
+        values to fetch, then those values (a handful of rounds, never all values)."""
+        n = len(self)
+        if not 0 <= k < n:
+            raise IndexError(f"rank {k} of {n} values")
+        held = [e for e in self.extents if e[0]]
+        lo, hi = min(e[1] for e in held), max(e[2] for e in held)
+        below, inside = 0, n  # (values less than lo; values from lo to hi)
+        while inside > self.fetch_at_most and hi > lo:
+            bins = min(self.BINS, hi - lo + 1)
+            edges = bin_edges(lo, hi, bins)
+            counts = sum(c for _, c in self.ask(histogram_of, lo, hi, bins))
+            cum = below + np.cumsum(counts)
+            b = int(np.searchsorted(cum, k, "right"))
+            below = below if b == 0 else int(cum[b - 1])
+            lo, hi, inside = int(edges[b]), int(edges[b + 1]) - 1, int(counts[b])
+        values = np.sort(np.concatenate(self.ask(values_within, lo, hi)))
+        return int(values[k - below])
+
+    def count_le(self, x: int) -> int:
+        return sum(self.ask(count_at_most, x))
+
+    def first_above(self, x: int) -> int | None:
+        found = [v for v in self.ask(first_value_above, x) if v is not None]
+        return min(found) if found else None
+
+
+def order_statistic(parts: Sequence[SortedValues] | Selection, k: int) -> int:
+    """The ``k``-th smallest (from 0) of all the parts' values, without gathering them
+    (:meth:`Selection.order_statistic`)."""
+    sel = parts if isinstance(parts, Selection) else Selection.local(parts)
+    return sel.order_statistic(k)
+
+
+def percentile(parts: Sequence[SortedValues] | Selection, pct: float) -> float | None:
     """``np.percentile`` of all the parts' values (its default, linear interpolation,
     done as NumPy does it, so the float is the same), from the two order statistics it
     interpolates (:func:`order_statistic`); None without values."""
-    n = sum(len(p) for p in parts)
+    sel = parts if isinstance(parts, Selection) else Selection.local(parts)
+    n = len(sel)
     if n == 0:
         return None
     virtual, below, above = quantile_ranks(n, np.true_divide(pct, 100))
-    a = np.int64(order_statistic(parts, below))
+    a = np.int64(sel.order_statistic(below))
     b = a
-    if above != below and sum(p.count_le(int(a)) for p in parts) <= above:
+    if above != below and sel.count_le(int(a)) <= above:
         # (the next rank: the least value above ``a``, one round)
-        b = np.int64(min(v for p in parts if (v := p.first_above(int(a))) is not None))
+        nxt = sel.first_above(int(a))
+        assert nxt is not None
+        b = np.int64(nxt)
     return interpolated(a, b, float(virtual - below))
 
 
@@ -210,6 +287,14 @@ class MetricPartial:
     states: pd.DataFrame
     names: list[dict[int, str]]
     bench: dict[str, Any]
+    #: The latencies stayed where the part is (:attr:`latency` and :attr:`latency_min`
+    #: are empty here): the client asks them through :class:`Selection`\ s.
+    values_kept: bool = False
+
+    def without_values(self) -> MetricPartial:
+        """This partial for the client: its latencies left where the part is."""
+        empty = SortedValues(np.zeros(0, dtype=np.int64))
+        return dataclasses.replace(self, latency=empty, latency_min=empty, values_kept=True)
 
 
 def metric_partial(part: Trace, t0: int | None, t1: int | None) -> MetricPartial:
@@ -381,6 +466,9 @@ class JoinedMetrics:
 
     parts: Sequence[MetricPartial]
     overrides: Mapping[str, float | str] | None = None
+    #: The parts' latencies (``latency``, ``latency_min``) where they are, when the
+    #: partials came without them (:meth:`MetricPartial.without_values`).
+    selections: Mapping[str, Selection] | None = None
 
     @property
     def th(self) -> dict[str, float]:
@@ -392,6 +480,14 @@ class JoinedMetrics:
         last = [p for p in self.parts if p.t1 is None]
         if len(last) != 1 or self.parts[-1].t1 is not None:
             raise ValueError("the partials of every part, in time order (the last to the end)")
+        if self.selections is None and any(p.values_kept for p in self.parts):
+            raise ValueError("partials without their latencies need the selections of them")
+
+    def values(self, name: str) -> Selection:
+        """The parts' sorted values ``name`` (``latency``, ``latency_min``) to select in."""
+        if self.selections is not None:
+            return self.selections[name]
+        return Selection.local([getattr(p, name) for p in self.parts])
 
     def count(self, name: str) -> int:
         return sum(p.counts[name] for p in self.parts)
@@ -534,8 +630,8 @@ class JoinedMetrics:
 
     def latency_pct_bounds(self, pct: float) -> tuple[float | None, float | None]:
         """:meth:`schedwake.analysis.metrics.TraceInputs.latency_pct_bounds`."""
-        lo = percentile([p.latency_min for p in self.parts], pct)
-        hi = percentile([p.latency for p in self.parts], pct)
+        lo = percentile(self.values("latency_min"), pct)
+        hi = percentile(self.values("latency"), pct)
         return (None if lo is None else lo / 1e3), (None if hi is None else hi / 1e3)
 
     def busy_bounds(self) -> dict[str, tuple[float, float]]:
@@ -607,6 +703,7 @@ def joined_metrics(
     only: Collection[str] | None = None,
     gaps: Sequence[GapPartial] | None = None,
     thresholds: Mapping[str, float | str] | None = None,
+    selections: Mapping[str, Selection] | None = None,
 ) -> dict[str, Any]:
     """:func:`~schedwake.analysis.metrics.trace_metrics` of the whole trace (under the
     threshold overrides ``thresholds``, as it takes them; the pinned tasks the gap
@@ -615,14 +712,15 @@ def joined_metrics(
     ``only``: the keys to compute (the others None), as ``trace_metrics`` takes them;
     None is every key. ``gaps``: the parts' :func:`gap_partial` (a second round, given
     :meth:`JoinedMetrics.pinned`), which the idle-while-runnable share needs (without:
-    :class:`NotJoinedError`)."""
+    :class:`NotJoinedError`). ``selections``: the latencies where the parts are, when
+    the partials came without them (:attr:`JoinedMetrics.selections`)."""
     wanted = set(JOINED) if only is None else set(only)
     if "idle_while_runnable_share" in wanted and gaps is None:
         raise NotJoinedError(
             "idle_while_runnable_share needs the parts' gap partials (gap_partial, given "
             "JoinedMetrics.pinned of the first partials)"
         )
-    j = JoinedMetrics(parts, thresholds)
+    j = JoinedMetrics(parts, thresholds, selections)
     compute = _per_trace(j)
     if gaps is not None:
         llcs = max(g.llcs for g in gaps)
@@ -642,10 +740,12 @@ def joined_metrics(
     return out
 
 
-def joined_bounds(parts: Sequence[MetricPartial]) -> dict[str, list[Any]]:
+def joined_bounds(
+    parts: Sequence[MetricPartial], selections: Mapping[str, Selection] | None = None
+) -> dict[str, list[Any]]:
     """:func:`~schedwake.analysis.metrics.metric_bounds` of the whole trace from its
-    parts' partials."""
-    j = JoinedMetrics(parts)
+    parts' partials (``selections``: as :func:`joined_metrics` takes them)."""
+    j = JoinedMetrics(parts, None, selections)
     out: dict[str, list] = {}
     if not j.unmet((("sched_switch",),)):
         for c, (lo, hi) in j.busy_bounds().items():

@@ -39,6 +39,7 @@ from .partials import (
     GapPartial,
     MetricPartial,
     NotJoinedError,
+    Selection,
     gap_partial,
     interpolated,
     joined_bounds,
@@ -496,7 +497,21 @@ def findings_of_part(pa: PartAnalysis) -> Any:
 
 
 def metrics_of_part(pa: PartAnalysis) -> MetricPartial:
-    return pa.metrics
+    return pa.metrics.without_values()
+
+
+def values_of_part(pa: PartAnalysis, name: str, fn: Any, *args: Any) -> Any:
+    """``fn`` of the part's sorted values ``name`` (what a :class:`.partials.Selection`
+    asks, where the part is)."""
+    return fn(getattr(pa.metrics, name), *args)
+
+
+def kept_selections(kept: Kept[PartAnalysis]) -> dict[str, Selection]:
+    """The kept parts' latencies, to select in where they are."""
+    return {
+        name: Selection(lambda fn, *args, name=name: kept.ask(values_of_part, name, fn, *args))
+        for name in ("latency", "latency_min")
+    }
 
 
 def gap_of_part(pa: PartAnalysis) -> GapPartial:
@@ -538,7 +553,9 @@ def joined_windows(
             np.concatenate([v[k] for v in values]) if values else np.zeros(0, np.int64)
             for k in range(3)
         )
-        out[w] = joined_window_metrics(parts, partials, (win, lo, hi), thresholds)
+        out[w] = joined_window_metrics(
+            parts, partials, (win, lo, hi), thresholds, kept_selections(kept)
+        )
     return out
 
 
@@ -636,8 +653,10 @@ def analyze_parts(
     j = Joined(plan, kept.ask(summary_of_part))
     partials = kept.ask(metrics_of_part)
     per_window = joined_windows(kept, partials, windows, thresholds)
-    metrics = joined_metrics(partials, gaps=kept.ask(gap_of_part), thresholds=thresholds)
-    bounds = joined_bounds(partials)
+    values = kept_selections(kept)
+    gaps = kept.ask(gap_of_part)
+    metrics = joined_metrics(partials, gaps=gaps, thresholds=thresholds, selections=values)
+    bounds = joined_bounds(partials, values)
     found = joined_findings(plan, kept.select(findings_of_part), j.model_caveats(), used, detectors)
     waits = waits_sections(plan, kept.select(waits_of_part))
     kept.release()

@@ -307,17 +307,19 @@ def joined(
     metrics: Sequence[MetricPartial],
     shared: tuple[np.ndarray, np.ndarray, np.ndarray],
     thresholds: Any = None,
+    selections: Any = None,
 ) -> pd.DataFrame:
     """:func:`~schedwake.analysis.metrics.window_metrics` of the whole trace from its
     parts' window partials (in time order, for one window length), their metric
     partials and the latencies of the :func:`shared_windows` (window, least, proven ns:
-    :func:`window_latencies` of the parts, concatenated)."""
+    :func:`window_latencies` of the parts, concatenated); ``selections``: as
+    :class:`~.partials.JoinedMetrics` takes them (partials without their latencies)."""
     from .partials import JoinedMetrics
 
     edges = parts[0].edges
     nwin = len(edges) - 1
     lens_s = np.diff(edges) / 1e9
-    j = JoinedMetrics(metrics, thresholds)
+    j = JoinedMetrics(metrics, thresholds, selections)
 
     def count(name: str) -> np.ndarray:
         return sum((p.counts[name] for p in parts), np.zeros(nwin, dtype=np.int64))

@@ -29,7 +29,10 @@ that rebuild it, and the model runs unchanged on the prelude and the part's own 
   followed shows it ran unseen (``rewoken``);
 * **per carried wake-up, the switch before it on its CPU and its waker's last work
   item start and end**: the waker is named as the switch that put it on its CPU named
-  it, and the work item it ran (if any) is its context;
+  it, and the work item it ran (if any) is its context; **and, of a wake-up of a
+  running task, the task's switch-in before it and switch-out after it**: the waking
+  of a running task waits for its ``sched_wakeup`` until the task's next waking,
+  which may be parts later;
 * **per worker, its last ``workqueue_execute_start`` and ``_end``**: a wake-up's waker
   runs a work item from its start to its end, which may enclose a cut;
 * **every fork and exec before the cut**: a task's birth decides where it may first
@@ -130,6 +133,7 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
     out: dict[str, np.ndarray] = {}
     on_cpus: dict[str, np.ndarray] = {}  # (the CPUs' rows: never pruned)
     wakers_at: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # of carried wake-ups
+    woken_at: list[tuple[np.ndarray, np.ndarray]] = []  # their tasks and times
     for name, table in tables.items():
         rows = before[name]
         if not len(rows):
@@ -148,6 +152,8 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
             picked += [rows[ts >= _lookup(task_keys, task_since, pid[rows])]]
             picked.append(last_of_each(pid, rows))
             mine = np.unique(np.concatenate(picked))
+            if name != "sched_migrate_task":
+                woken_at.append((_column(table, "ts")[mine], pid[mine]))
             wakers_at.append(
                 (
                     _column(table, "ts")[mine],
@@ -162,6 +168,21 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
         out[name] = np.unique(np.concatenate(picked))
     for name, more in _last_runs(tables, before).items():
         out[name] = np.union1d(out[name], more)
+    if woken_at and switch is not None and switch.num_rows:
+        # of a carried wake-up of a task that was running (switched in, not out since),
+        # the run: its switch-in and the switch-out after the wake-up (a wake-up of a
+        # running task waits for its sched_wakeup until the task's next wake-up, which
+        # may come parts later)
+        t_ts, t_pid = (np.concatenate(c) for c in zip(*woken_at))
+        sts, sw = _column(switch, "ts"), before["sched_switch"]
+        nxt, prev = _column(switch, "next_pid"), _column(switch, "prev_pid")
+        last_in = asof_index(t_ts, t_pid, sts[sw], nxt[sw], "backward", allow_exact=True)
+        last_out = asof_index(t_ts, t_pid, sts[sw], prev[sw], "backward", allow_exact=True)
+        running = (last_in >= 0) & (last_in > last_out)
+        if running.any():
+            ins = np.unique(sw[last_in[running]])
+            outs = first_at_or_after(sts, prev, sw, t_ts[running], t_pid[running])
+            out["sched_switch"] = np.union1d(out["sched_switch"], np.union1d(ins, outs))
     if dead is not None:
         for name, rows in out.items():
             if len(rows):
@@ -312,6 +333,15 @@ def _segments(cpu: np.ndarray, ts: np.ndarray, begun: np.ndarray) -> _Segments |
     if not len(pick):
         return None
     return _Segments(c[pick], t[pick], t[pick + 1])
+
+
+def first_at_or_after(
+    ts: np.ndarray, key: np.ndarray, rows: np.ndarray, at_ts: np.ndarray, at_key: np.ndarray
+) -> np.ndarray:
+    """Of ``rows`` (indices into ``ts`` and ``key``, in time order), the first at or after
+    each (``at_ts``, ``at_key``) with that key: the unique row indices found, ascending."""
+    found = asof_index(at_ts, at_key, ts[rows], key[rows], "forward", allow_exact=True)
+    return np.unique(rows[found[found >= 0]])
 
 
 def last_at_or_before(
