@@ -181,7 +181,7 @@ def carried_rows(tables: Mapping[str, pa.Table], t0: int) -> dict[str, np.ndarra
         running = (last_in >= 0) & (last_in > last_out)
         if running.any():
             ins = np.unique(sw[last_in[running]])
-            outs = first_at_or_after(sts, prev, sw, t_ts[running], t_pid[running])
+            outs = last_at_or_before(sts, prev, sw, t_ts[running], t_pid[running], "forward")
             out["sched_switch"] = np.union1d(out["sched_switch"], np.union1d(ins, outs))
     if dead is not None:
         for name, rows in out.items():
@@ -335,19 +335,16 @@ def _segments(cpu: np.ndarray, ts: np.ndarray, begun: np.ndarray) -> _Segments |
     return _Segments(c[pick], t[pick], t[pick + 1])
 
 
-def first_at_or_after(
-    ts: np.ndarray, key: np.ndarray, rows: np.ndarray, at_ts: np.ndarray, at_key: np.ndarray
-) -> np.ndarray:
-    """Of ``rows`` (indices into ``ts`` and ``key``, in time order), the first at or after
-    each (``at_ts``, ``at_key``) with that key: the unique row indices found, ascending."""
-    found = asof_index(at_ts, at_key, ts[rows], key[rows], "forward", allow_exact=True)
-    return np.unique(rows[found[found >= 0]])
-
-
 def last_at_or_before(
-    ts: np.ndarray, key: np.ndarray, rows: np.ndarray, at_ts: np.ndarray, at_key: np.ndarray
+    ts: np.ndarray,
+    key: np.ndarray,
+    rows: np.ndarray,
+    at_ts: np.ndarray,
+    at_key: np.ndarray,
+    direction: str = "backward",
 ) -> np.ndarray:
     """Of ``rows`` (indices into ``ts`` and ``key``, in time order), the last at or before
-    each (``at_ts``, ``at_key``) with that key: the unique row indices found, ascending."""
-    found = asof_index(at_ts, at_key, ts[rows], key[rows], "backward", allow_exact=True)
+    each (``at_ts``, ``at_key``) with that key (``direction="forward"``: the first at or
+    after it): the unique row indices found, ascending."""
+    found = asof_index(at_ts, at_key, ts[rows], key[rows], direction, allow_exact=True)
     return np.unique(rows[found[found >= 0]])
