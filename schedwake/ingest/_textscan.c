@@ -6,8 +6,9 @@
  * Scanner; the scanner parses every line's prefix (comm, pid, cpu, latency flags,
  * timestamp, event name) and matches the event's argument text against small
  * "layout" patterns compiled by Python (literals and typed captures), appending
- * the values to per-event column buffers.  Column buffers are bytearrays, handed
- * to NumPy/Arrow without a copy by finish(), which then starts afresh (text.py's
+ * the values to per-event column buffers.  Column buffers are the scanner's own
+ * memory (mapped, and grown by mremap, once large), handed to NumPy/Arrow as
+ * memoryviews without a copy by finish(), which then starts afresh (text.py's
  * iter_batches() streams that way).  feed() runs without the GIL, so the next chunk
  * can be read and decompressed by another thread meanwhile.
  *
@@ -28,15 +29,20 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "_utf8.h"
 
 enum { MODE_FTRACE = 0, MODE_REPORT = 1, MODE_PERF = 2 };
 enum { K_LIT = 0, K_INT = 1, K_HEX = 2, K_STR = 3, K_SYM = 4, K_STATE = 5 };
-/* what the matcher does for an item (variant_prepare): literals by length, an integer
- * after a short literal in one step, a string to the line's end */
-enum { OP_LIT8, OP_LIT16, OP_LITN, OP_LIT8_INT, OP_LIT16_INT, OP_INT, OP_HEX, OP_STATE,
-       OP_STR, OP_STR_END };
+/* what the matcher does for an item (variant_prepare): literals by length, a short
+ * literal and the capture after it in one step, a string to the line's end, a string
+ * capture and the integer after its literal in one step; OP_END after the last item,
+ * OP_BAD for a kind the matcher does not know (no match) */
+enum { OP_LIT8, OP_LIT16, OP_LITN, OP_LIT8_INT, OP_LIT16_INT, OP_LIT8_HEX, OP_LIT16_HEX,
+       OP_LIT8_STR, OP_LIT16_STR, OP_LIT8_STR_END, OP_LIT16_STR_END, OP_LIT8_STATE,
+       OP_LIT16_STATE, OP_INT, OP_HEX, OP_STATE, OP_STR, OP_STR_INT, OP_STR_END, OP_END,
+       OP_BAD, N_OPS };
 
 #define MAX_ITEMS 48
 #define MAX_SLOTS 32
@@ -53,7 +59,7 @@ enum { OP_LIT8, OP_LIT16, OP_LITN, OP_LIT8_INT, OP_LIT16_INT, OP_INT, OP_HEX, OP
 
 /* feed() scans with the GIL released, so that another Python thread can read and
  * decompress the next chunk meanwhile. The few places that touch Python objects
- * (growing a bytearray, a new event name, an unparsed line, errors) take it back
+ * (a new event name, an unparsed line, errors) take it back
  * for the moment through gil_ensure()/gil_drop(). */
 static __thread PyThreadState **tls_ts = NULL;
 
@@ -76,33 +82,107 @@ static inline void gil_drop(int took)
 
 /* ------------------------------------------------------------------ columns */
 
+/* A column's memory is the scanner's own: malloc'ed while small, an anonymous mapping
+ * from COL_MAP_BYTES on, grown by mremap (which moves pages, not bytes: the copies of a
+ * doubling realloc were 4% of a report line's instructions). finish() hands it to a
+ * ColBuf, exported to Python as a writable memoryview (NumPy and Arrow read it without
+ * a copy), which frees it when the last view goes. Growing needs no GIL. */
+#define COL_MAP_BYTES ((size_t)64 << 10)
+
 typedef struct {
-    PyObject *ba;      /* bytearray */
-    char *data;        /* its buffer (valid until the next resize) */
+    char *data;        /* NULL before the first row */
     size_t n, cap, elem;
+    size_t mapped;     /* bytes mapped (page multiple), 0: malloc'ed */
 } Col;
+
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+    size_t mapped;
+} ColBuf;
+
+static void col_release(char *data, size_t mapped)
+{
+    if (mapped) munmap(data, mapped);
+    else free(data);
+}
+
+static void ColBuf_dealloc(ColBuf *b)
+{
+    col_release(b->data, b->mapped);
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static int ColBuf_getbuffer(ColBuf *b, Py_buffer *view, int flags)
+{
+    static int64_t empty;          /* the address of no bytes (aligned for any type) */
+    return PyBuffer_FillInfo(view, (PyObject *)b, b->data ? b->data : (char *)&empty, b->len,
+                             0, flags);
+}
+
+static PyBufferProcs ColBuf_as_buffer = {(getbufferproc)ColBuf_getbuffer, NULL};
+
+static PyTypeObject ColBufType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "schedwake.ingest._textscan.ColumnBuffer",
+    .tp_basicsize = sizeof(ColBuf),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)ColBuf_dealloc,
+    .tp_as_buffer = &ColBuf_as_buffer,
+    .tp_doc = "a column's values (read through a memoryview)",
+};
 
 static int col_init(Col *c, size_t elem)
 {
-    int t = gil_ensure();
-    c->ba = PyByteArray_FromStringAndSize(NULL, 0);
-    gil_drop(t);
-    if (!c->ba) return -1;
-    c->n = 0; c->cap = 0; c->elem = elem;
-    c->data = PyByteArray_AS_STRING(c->ba);
+    c->data = NULL;
+    c->n = 0; c->cap = 0; c->elem = elem; c->mapped = 0;
     return 0;
+}
+
+/* the column's memory freed (after finish() it has none) */
+static void col_free(Col *c)
+{
+    if (c->data) col_release(c->data, c->mapped);
+    c->data = NULL; c->n = c->cap = 0; c->mapped = 0;
 }
 
 static int col_grow(Col *c, size_t need)
 {
     size_t cap = c->cap ? c->cap : 1024;
     while (cap < need) cap *= 2;
-    int t = gil_ensure();
-    int r = PyByteArray_Resize(c->ba, (Py_ssize_t)(cap * c->elem));
-    gil_drop(t);
-    if (r < 0) return -1;
+    if (cap > (SIZE_MAX >> 1) / c->elem) { NOMEM(); return -1; }
+    size_t bytes = cap * c->elem, old = c->cap * c->elem;
+    char *d;
+    if (bytes >= COL_MAP_BYTES) {
+        size_t m = (bytes + 4095) & ~(size_t)4095;
+        if (c->mapped) {
+            d = mremap(c->data, c->mapped, m, MREMAP_MAYMOVE);
+        } else {
+            d = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (d != MAP_FAILED) {
+                if (old) memcpy(d, c->data, old);
+                free(c->data);
+            }
+        }
+        if (d != MAP_FAILED) {
+            c->data = d; c->cap = cap; c->mapped = m;
+            return 0;
+        }
+        /* no further mapping (the process's limit of them, say): malloc'ed after all */
+    }
+    if (c->mapped) {
+        d = malloc(bytes);
+        if (!d) { NOMEM(); return -1; }
+        memcpy(d, c->data, old);
+        munmap(c->data, c->mapped);
+        c->mapped = 0;
+    } else {
+        d = realloc(c->data, bytes);
+        if (!d) { NOMEM(); return -1; }
+    }
+    c->data = d;
     c->cap = cap;
-    c->data = PyByteArray_AS_STRING(c->ba);
     return 0;
 }
 
@@ -114,6 +194,7 @@ static inline char *col_ptr(Col *c) { return c->data; }
 
 static int col_push_bytes(Col *c, const char *p, size_t len)
 {
+    if (len == 0) return 0;        /* (a column without rows yet has no memory) */
     if (c->n + len > c->cap && col_grow(c, c->n + len) < 0) return -1;
     memcpy(col_ptr(c) + c->n, p, len);
     c->n += len;
@@ -129,14 +210,17 @@ static int col_push_text(Col *c, const char *p, size_t len)
     return 0;
 }
 
+/* the column's first n values as a memoryview (with the GIL), which takes its memory:
+ * the column is left empty */
 static PyObject *col_finish(Col *c)
 {
-    /* trim to the used length and hand the bytearray over */
-    if (PyByteArray_Resize(c->ba, (Py_ssize_t)(c->n * c->elem)) < 0) return NULL;
-    c->cap = c->n;
-    c->data = PyByteArray_AS_STRING(c->ba);
-    Py_INCREF(c->ba);
-    return c->ba;
+    ColBuf *b = PyObject_New(ColBuf, &ColBufType);
+    if (!b) return NULL;
+    b->data = c->data; b->len = (Py_ssize_t)(c->n * c->elem); b->mapped = c->mapped;
+    c->data = NULL; c->n = c->cap = 0; c->mapped = 0;
+    PyObject *mv = PyMemoryView_FromObject((PyObject *)b);
+    Py_DECREF(b);
+    return mv;
 }
 
 /* --------------------------------------------------------- string interning */
@@ -403,12 +487,13 @@ typedef struct {
      * and the masks of the bytes it has (compared a word at a time where the buffer
      * has the bytes, whatever the line's end: the length is checked first) */
     uint64_t w[2], mk[2];
+    uint64_t first8;   /* the literal's first byte in every byte (find_item_lit) */
 } Item;
 
 typedef struct {
     int nitems;
     int allow_trailing;
-    Item items[MAX_ITEMS];
+    Item items[MAX_ITEMS + 1];     /* and items[nitems].op = OP_END (variant_prepare) */
     uint32_t set;      /* variant_prepare: the slots a match sets (one bit each) */
 } Variant;
 
@@ -417,6 +502,7 @@ typedef struct {
     int slot_kind[MAX_SLOTS];
     int slot_width[MAX_SLOTS];     /* bytes per value in the column: 4 or 8 */
     uint32_t strmask;              /* the slots of kind K_STR or K_SYM */
+    uint32_t w4mask;               /* the slots of width 4 */
     int nvariants;
     Variant *variants;
 } Layout;
@@ -604,7 +690,9 @@ static const unsigned char NAME_BYTE[256] = {
 /* The leading digits of q[0:end - q] when there are fewer than 8, read as one word:
  * their count (0-7; their value in *val). -1: not told this way (the buffer holds
  * fewer than 8 bytes from q, up to lim, or 8 digits come first). Bytes past end may be
- * read (up to lim, inside the buffer) but are never digits of the number. */
+ * read (up to lim, inside the buffer); the callers' end, when below lim, is at a byte
+ * that is no digit (a line's end, at its '\n', or the end of a line's text without its
+ * trailing spaces, tabs and '\r'), so the digits stop there by themselves. */
 /* inlined into the line loop whatever the compiler estimates: a cursor passed by
  * address then stays in a register */
 #define HOT static inline __attribute__((always_inline))
@@ -619,8 +707,7 @@ HOT int digits8(const char *q, const char *end, const char *lim, uint64_t *val)
     uint64_t nd = (d | (w + 0x46 * ONES) | w) & HIGHS;
     if (!nd) return -1;
     int k = __builtin_ctzll(nd) >> 3;
-    if (end - q < k) k = (int)(end - q);
-    if (k <= 0) { *val = 0; return 0; }
+    if (k == 0) { *val = 0; return 0; }
     d <<= 8 * (8 - k);                          /* the digits, most significant first */
     d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFULL;
     d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFULL;
@@ -631,17 +718,18 @@ HOT int digits8(const char *q, const char *end, const char *lim, uint64_t *val)
 
 /* parse "123" or "123.456789" followed by ':'; returns ns (or raw counter). `lim`: how
  * far the buffer may be read (>= end) */
-static int parse_ts_lim(const char *p, const char *end, const char *blim, int64_t *out,
+HOT int parse_ts_lim(const char *p, const char *end, const char *blim, int64_t *out,
                         const char **after, int *decimals)
 {
     const char *q = p;
     int64_t sec = 0;
     *decimals = 0;
-    if (q >= end || !is_digit(*q)) return -1;
     uint64_t v8;
-    int k = digits8(q, end, blim, &v8);
+    int k = digits8(q, end, blim, &v8);         /* (q <= end: see digits8) */
     if (k > 0) { sec = (int64_t)v8; q += k; }
+    else if (k == 0) return -1;                 /* no digit */
     else {
+        if (q >= end || !is_digit(*q)) return -1;
         /* at most 18 digits: a 19th would overflow the multiplication. The bound is a
          * pointer set once, not a count checked a digit. */
         const char *lim = end - q > 18 ? q + 18 : end;
@@ -686,11 +774,12 @@ HOT int parse_int_lim(const char *p, const char *end, const char *blim, int64_t 
 {
     const char *q = p; int neg = 0; uint64_t v = 0;
     if (q < end && *q == '-') { neg = 1; q++; }
-    if (q >= end || !is_digit(*q)) return -1;
     uint64_t v8;
-    int k = digits8(q, end, blim, &v8);
+    int k = digits8(q, end, blim, &v8);         /* (q <= end: see digits8) */
     if (k > 0) { v = v8; q += k; }
+    else if (k == 0) return -1;                 /* no digit */
     else {
+        if (q >= end || !is_digit(*q)) return -1;
         /* 19 digits cannot overflow 64 bits (10^19 - 1 < 2^64): the overflow check (a
          * division a digit) is needed only from the 20th digit on */
         const char *lim = end - q > 19 ? q + 19 : end;
@@ -803,10 +892,14 @@ static void variant_prepare(Variant *v)
         Item *it = &v->items[i];
         if (it->kind != K_LIT) {
             v->set |= 1u << it->slot;
+            /* (a string capture not last is followed by a literal: compile_layout) */
             it->op = it->kind == K_INT ? OP_INT : it->kind == K_HEX ? OP_HEX
                    : it->kind == K_STATE ? OP_STATE
-                   : (it->kind == K_STR || it->kind == K_SYM) ? (i + 1 == v->nitems ? OP_STR_END : OP_STR)
-                   : -1;
+                   : (it->kind == K_STR || it->kind == K_SYM)
+                       ? (i + 1 == v->nitems ? OP_STR_END
+                          : i + 2 < v->nitems && v->items[i + 2].kind == K_INT ? OP_STR_INT
+                          : OP_STR)
+                   : OP_BAD;
             continue;
         }
         it->w[0] = it->w[1] = it->mk[0] = it->mk[1] = 0;
@@ -814,11 +907,25 @@ static void variant_prepare(Variant *v)
             it->w[k / 8] |= (uint64_t)(unsigned char)it->lit[k] << (8 * (k % 8));
             it->mk[k / 8] |= (uint64_t)0xff << (8 * (k % 8));
         }
-        int then_int = i + 1 < v->nitems && v->items[i + 1].kind == K_INT;
-        it->op = it->litlen == 0 || it->litlen > 16 ? OP_LITN
-               : it->litlen <= 8 ? (then_int ? OP_LIT8_INT : OP_LIT8)
-               : (then_int ? OP_LIT16_INT : OP_LIT16);
+        it->first8 = (it->w[0] & 0xff) * ONES;
+        /* the capture after the literal, matched in the same step */
+        int then = i + 1 < v->nitems ? v->items[i + 1].kind : K_LIT;
+        int str_end = i + 2 == v->nitems;
+        static const int after8[] = {[K_LIT] = OP_LIT8, [K_INT] = OP_LIT8_INT, [K_HEX] = OP_LIT8_HEX,
+                                     [K_STR] = OP_LIT8_STR, [K_SYM] = OP_LIT8_STR,
+                                     [K_STATE] = OP_LIT8_STATE};
+        static const int after16[] = {[K_LIT] = OP_LIT16, [K_INT] = OP_LIT16_INT,
+                                      [K_HEX] = OP_LIT16_HEX, [K_STR] = OP_LIT16_STR,
+                                      [K_SYM] = OP_LIT16_STR, [K_STATE] = OP_LIT16_STATE};
+        if (then < K_LIT || then > K_STATE) then = K_LIT;    /* OP_BAD's own step fails */
+        if (it->litlen == 0 || it->litlen > 16) it->op = OP_LITN;
+        else {
+            it->op = it->litlen <= 8 ? after8[then] : after16[then];
+            if (str_end && (then == K_STR || then == K_SYM))
+                it->op = it->litlen <= 8 ? OP_LIT8_STR_END : OP_LIT16_STR_END;
+        }
     }
+    v->items[v->nitems].op = OP_END;
 }
 
 /* whether the literal `it` is at p (p + its length <= end checked here; `lim`: how far
@@ -836,8 +943,8 @@ static inline int lit_at(const Item *it, const char *p, const char *end, const c
 /* the first occurrence of the literal `it` (not empty) in p[0:end - p], or NULL */
 HOT const char *find_item_lit(const char *q, const char *end, const char *lim, const Item *it)
 {
-    uint64_t pat = (it->w[0] & 0xff) * ONES;
-    int c = (unsigned char)it->lit[0];
+    uint64_t pat = it->first8;
+    int c = (unsigned char)pat;
     for (;;) {
         /* the first byte: eight at a time (the lowest byte flagged is exact) */
         while (q < end && lim - q >= 8) {
@@ -871,95 +978,114 @@ static void init_match_tables(void)
  * occurrence (backtracking, without recursion), each try paid from m->budget. */
 static int match_items(const Variant *v, int i, const char *p, const char *end, Match *m)
 {
+    /* threaded: every step jumps to the next item's step itself (an indirect jump of its
+     * own, which the branch predictor learns per step), a literal and the capture after
+     * it (or a string, its literal and the integer after) go in one step */
+    static const void *const STEP[N_OPS] = {
+        [OP_LIT8] = &&lit8, [OP_LIT16] = &&lit16, [OP_LITN] = &&litn,
+        [OP_LIT8_INT] = &&lit8_int, [OP_LIT16_INT] = &&lit16_int,
+        [OP_LIT8_HEX] = &&lit8_hex, [OP_LIT16_HEX] = &&lit16_hex,
+        [OP_LIT8_STR] = &&lit8_str, [OP_LIT16_STR] = &&lit16_str,
+        [OP_LIT8_STR_END] = &&lit8_str_end, [OP_LIT16_STR_END] = &&lit16_str_end,
+        [OP_LIT8_STATE] = &&lit8_state, [OP_LIT16_STATE] = &&lit16_state,
+        [OP_INT] = &&integer, [OP_HEX] = &&hex, [OP_STATE] = &&state, [OP_STR] = &&string,
+        [OP_STR_INT] = &&string, [OP_STR_END] = &&string_end, [OP_END] = &&end_of_items,
+        [OP_BAD] = &&bad,
+    };
     const char *lim = m->bufend && m->bufend > end ? m->bufend : end;
     struct { int i; const char *start, *f; } bt[MAX_ITEMS];
     int nbt = 0;
-    const int n = v->nitems;
-    for (;;) {
-        for (; i < n; i++) {
-            const Item *it = &v->items[i];
-            switch (it->op) {
-            case OP_LIT8:
-            case OP_LIT8_INT:
-                if ((size_t)(end - p) < it->litlen) goto fail;
-                if (lim - p >= 8 ? ((rd64(p) ^ it->w[0]) & it->mk[0]) != 0
-                                 : !eq_bytes(p, it->lit, it->litlen))
-                    goto fail;
-                p += it->litlen;
-                if (it->op == OP_LIT8) break;
-                it = &v->items[++i];
-                goto integer;
-            case OP_LIT16:
-            case OP_LIT16_INT:
-                if ((size_t)(end - p) < it->litlen) goto fail;
-                if (lim - p >= 16 ? (((rd64(p) ^ it->w[0]) & it->mk[0]) |
-                                     ((rd64(p + 8) ^ it->w[1]) & it->mk[1])) != 0
-                                  : !eq_bytes(p, it->lit, it->litlen))
-                    goto fail;
-                p += it->litlen;
-                if (it->op == OP_LIT16) break;
-                it = &v->items[++i];
-                goto integer;
-            case OP_LITN:
-                if (!lit_at(it, p, end, lim)) goto fail;
-                p += it->litlen;
-                break;
-            case OP_INT:
-            integer:
-                if (parse_int_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
-                break;
-            case OP_HEX:
-                if (parse_hex_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
-                break;
-            case OP_STATE: {
-                int64_t mask = 0; const char *q = p;
-                while (q < end && !is_space(*q)) {
-                    int b = STATE_BIT[(unsigned char)*q];
-                    if (b >= 0) mask |= 1LL << b;
-                    else if (b == -1) goto fail;
-                    q++;
-                }
-                if (q == p) goto fail;
-                m->val[it->slot] = mask;
-                p = q;
-                break;
-            }
-            case OP_STR_END:
-                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
-                p = end;
-                break;
-            case OP_STR: {
-                const Item *nx = &v->items[i + 1];   /* compile guarantees a literal */
-                if (--m->budget < 0) return 0;
-                const char *f = find_item_lit(p, end, lim, nx);
-                if (!f) goto fail;
-                bt[nbt].i = i; bt[nbt].start = p; bt[nbt].f = f; nbt++;
-                m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(f - p);
-                p = f + nx->litlen;                  /* the literal: matched already */
-                i++;
-                break;
-            }
-            default:
-                return 0;
-            }
+    const Item *it = &v->items[i];
+#define NEXT_STEP() do { it = &v->items[++i]; goto *STEP[it->op]; } while (0)
+    /* the literal `it` (up to 8 or 16 bytes) at p, or fail; then the next item */
+#define LIT8_STEP() do { \
+        if ((size_t)(end - p) < it->litlen) goto fail; \
+        if (lim - p >= 8 ? ((rd64(p) ^ it->w[0]) & it->mk[0]) != 0 \
+                         : !eq_bytes(p, it->lit, it->litlen)) \
+            goto fail; \
+        p += it->litlen; it = &v->items[++i]; } while (0)
+#define LIT16_STEP() do { \
+        if ((size_t)(end - p) < it->litlen) goto fail; \
+        if (lim - p >= 16 ? (((rd64(p) ^ it->w[0]) & it->mk[0]) | \
+                             ((rd64(p + 8) ^ it->w[1]) & it->mk[1])) != 0 \
+                          : !eq_bytes(p, it->lit, it->litlen)) \
+            goto fail; \
+        p += it->litlen; it = &v->items[++i]; } while (0)
+    goto *STEP[it->op];
+lit8: LIT8_STEP(); goto *STEP[it->op];
+lit16: LIT16_STEP(); goto *STEP[it->op];
+lit8_int: LIT8_STEP(); goto integer;
+lit16_int: LIT16_STEP(); goto integer;
+lit8_hex: LIT8_STEP(); goto hex;
+lit16_hex: LIT16_STEP(); goto hex;
+lit8_str: LIT8_STEP(); goto string;
+lit16_str: LIT16_STEP(); goto string;
+lit8_str_end: LIT8_STEP(); goto string_end;
+lit16_str_end: LIT16_STEP(); goto string_end;
+lit8_state: LIT8_STEP(); goto state;
+lit16_state: LIT16_STEP(); goto state;
+litn:
+    if (!lit_at(it, p, end, lim)) goto fail;
+    p += it->litlen;
+    NEXT_STEP();
+integer:
+    if (parse_int_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
+    NEXT_STEP();
+hex:
+    if (parse_hex_lim(p, end, lim, &m->val[it->slot], &p) < 0) goto fail;
+    NEXT_STEP();
+state: {
+        int64_t mask = 0; const char *q = p;
+        while (q < end && !is_space(*q)) {
+            int b = STATE_BIT[(unsigned char)*q];
+            if (b >= 0) mask |= 1LL << b;
+            else if (b == -1) goto fail;
+            q++;
         }
-        if (p == end || (v->allow_trailing && is_space(*p))) { m->set = v->set; return 1; }
-    fail:
-        for (;;) {
-            if (nbt == 0) return 0;
-            int k = bt[nbt - 1].i;
-            const Item *nx = &v->items[k + 1];
-            if (--m->budget < 0) return 0;
-            const char *f = find_item_lit(bt[nbt - 1].f + 1, end, lim, nx);
-            if (!f) { nbt--; continue; }
-            bt[nbt - 1].f = f;
-            const char *st = bt[nbt - 1].start;
-            m->sp[v->items[k].slot] = st; m->sl[v->items[k].slot] = (size_t)(f - st);
-            p = f + nx->litlen;
-            i = k + 2;
-            break;
-        }
+        if (q == p) goto fail;
+        m->val[it->slot] = mask;
+        p = q;
+        NEXT_STEP();
     }
+string_end:
+    m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(end - p);
+    p = end;
+    NEXT_STEP();
+string: {
+        const Item *nx = it + 1;               /* compile guarantees a literal */
+        if (--m->budget < 0) return 0;
+        const char *f = find_item_lit(p, end, lim, nx);
+        if (!f) goto fail;
+        bt[nbt].i = i; bt[nbt].start = p; bt[nbt].f = f; nbt++;
+        m->sp[it->slot] = p; m->sl[it->slot] = (size_t)(f - p);
+        p = f + nx->litlen;                    /* the literal: matched already */
+        if (it->op == OP_STR_INT) { i += 2; it += 2; goto integer; }
+        i++;
+        NEXT_STEP();
+    }
+end_of_items:
+    if (p == end || (v->allow_trailing && is_space(*p))) { m->set = v->set; return 1; }
+fail:
+    for (;;) {
+        if (nbt == 0) return 0;
+        int k = bt[nbt - 1].i;
+        const Item *nx = &v->items[k + 1];
+        if (--m->budget < 0) return 0;
+        const char *f = find_item_lit(bt[nbt - 1].f + 1, end, lim, nx);
+        if (!f) { nbt--; continue; }
+        bt[nbt - 1].f = f;
+        const char *st = bt[nbt - 1].start;
+        m->sp[v->items[k].slot] = st; m->sl[v->items[k].slot] = (size_t)(f - st);
+        p = f + nx->litlen;
+        i = k + 2;
+        it = &v->items[i];
+        goto *STEP[it->op];
+    }
+bad:
+    return 0;
+#undef NEXT_STEP
+#undef LIT8_STEP
+#undef LIT16_STEP
 }
 
 /* ------------------------------------------------------------- event table */
@@ -1027,9 +1153,9 @@ static void event_free(Event *e)
         Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
                      &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames,
                      &e->period, &e->periodv};
-        for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) Py_XDECREF(cs[i]->ba);
+        for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) col_free(cs[i]);
         int ns = e->layout ? e->layout->nslots : 0;
-        for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_XDECREF(e->vals[s].ba);
+        for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) col_free(&e->vals[s]);
     }
     free(e);
 }
@@ -1041,9 +1167,9 @@ static void event_reset(Event *e)
     Col *cs[] = {&e->ts, &e->cpu, &e->pid, &e->comm, &e->flags, &e->pc, &e->latv,
                  &e->variant, &e->args_off, &e->args, &e->chain_off, &e->frames,
                  &e->period, &e->periodv};
-    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) Py_CLEAR(cs[i]->ba);
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) col_free(cs[i]);
     int ns = e->layout ? e->layout->nslots : 0;
-    for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) Py_CLEAR(e->vals[s].ba);
+    for (int s = 0; s < ns; s++) if (e->slot_start[s] >= 0) col_free(&e->vals[s]);
     e->cols_ready = 0; e->nrows = 0; e->nframes = 0; e->has_chain = 0;
     e->started = 0; e->rowcap = 0;
 }
@@ -1145,7 +1271,7 @@ typedef struct {
 } Prefix;
 
 /* "comm-pid" ending at e (exclusive); 0 on success */
-static int split_comm_pid(const char *b, const char *e, Prefix *px)
+HOT int split_comm_pid(const char *b, const char *e, Prefix *px)
 {
     const char *q = e;
     int64_t pid = 0;
@@ -1177,7 +1303,7 @@ done:
 }
 
 /* after the timestamp's ':' : optional --ts-diff "(+N)" / perf period, event name, body */
-static int parse_event_part(const char *p, const char *end, Prefix *px, int mode)
+HOT int parse_event_part(const char *p, const char *end, Prefix *px, int mode)
 {
     while (p < end && is_space(*p)) p++;
     if (p < end && *p == '(') {                /* trace-cmd --ts-diff */
@@ -1229,15 +1355,16 @@ static int parse_event_part(const char *p, const char *end, Prefix *px, int mode
     return 0;
 }
 
-static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
+HOT int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
                            const char *r, Prefix *px);
 static int parse_latency_layout(Scanner *s, const char *start, const char *end, Prefix *px);
 
-static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
+/* `skipped`: b is past the line's leading spaces and tabs already */
+HOT int parse_prefix_hot(Scanner *s, const char *b, const char *end, Prefix *px, int skipped)
 {
     px->haslat = 0;
     px->lim = s->bufend && s->bufend > end ? s->bufend : end;
-    const char *p = skip_spaces(b, end);
+    const char *p = skipped ? b : skip_spaces(b, end);
     const char *start = p;
     /* the "[ddd]" CPU bracket, preceded by a space: the first one that gives a valid
      * line (a comm or an event's text may hold such a bracket too) */
@@ -1246,7 +1373,10 @@ static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
     while ((q = memchr(q, '[', (size_t)(end - q))) != NULL && tries < 4) {
         const char *r = q + 1;
         uint64_t cpu = 0;   /* (unsigned: a long run of digits wraps, and is no CPU) */
-        while (r < end && is_digit(*r)) { cpu = cpu * 10 + (uint64_t)(*r - '0'); r++; }
+        int k = digits8(r, end, px->lim, &cpu);     /* fewer than 8 digits: one word */
+        if (k >= 0) r += k;
+        else
+            while (r < end && is_digit(*r)) { cpu = cpu * 10 + (uint64_t)(*r - '0'); r++; }
         if (r > q + 1 && r - q <= 7 && r < end && *r == ']' && q > start && is_space(q[-1])) {
             px->cpu = (int64_t)cpu;
             if (parse_bracketed(s, start, end, q, r, px) == 0) return 0;
@@ -1258,8 +1388,13 @@ static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
     return parse_latency_layout(s, start, end, px);
 }
 
+static int parse_prefix(Scanner *s, const char *b, const char *end, Prefix *px)
+{
+    return parse_prefix_hot(s, b, end, px, 0);
+}
+
 /* the line with its CPU in the bracket br[0:r - br + 1] (px->cpu set already) */
-static int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
+HOT int parse_bracketed(Scanner *s, const char *start, const char *end, const char *br,
                            const char *r, Prefix *px)
 {
     const char *p;
@@ -1518,11 +1653,11 @@ HOT void edge_note(Edge *e, const Stamp *st, int lowest)
         for (int i = 0; i + 1 < EDGE; i++)
             if (edge_outer(&e->v[i], &e->v[i + 1], lowest)) e->ordered = 0;
         if (e->ordered) { e->worst = 0; return; }
-    } else if (e->ordered && !edge_outer(&e->v[(e->worst + EDGE - 1) % EDGE], st, lowest)) {
+    } else if (e->ordered && !edge_outer(&e->v[e->worst ? e->worst - 1 : EDGE - 1], st, lowest)) {
         /* the outermost yet (every line of a file in time order, for the highest): it
          * takes the place of the innermost, and the next one in the ring is the worst */
         e->v[e->worst] = *st;
-        e->worst = (e->worst + 1) % EDGE;
+        e->worst = e->worst + 1 == EDGE ? 0 : e->worst + 1;
         return;
     } else if (edge_outer(st, &e->v[e->worst], lowest)) {
         e->v[e->worst] = *st;
@@ -1548,8 +1683,12 @@ static int note_cpu_time(Scanner *s, const Prefix *px, int32_t ei)
     } else if (px->ts < s->cpu_prev_ts[cpu]) tally(&s->backwards, s->lineno);
     s->cpu_prev_ts[cpu] = px->ts;
     Stamp st = {px->ts, s->lineno, (int32_t)cpu, ei};
-    edge_note(&s->lowest, &st, 1);
-    edge_note(&s->highest, &st, 0);
+    /* a full edge takes nothing further in than its worst (edge_note would return at
+     * once): one compare a line for the end the timestamp is not near */
+    if (s->lowest.n < EDGE || st.ts <= s->lowest.v[s->lowest.worst].ts)
+        edge_note(&s->lowest, &st, 1);
+    if (s->highest.n < EDGE || st.ts >= s->highest.v[s->highest.worst].ts)
+        edge_note(&s->highest, &st, 0);
     return 0;
 }
 
@@ -1616,7 +1755,7 @@ static int scan_line(Scanner *s, const char *b, const char *e)
         return push_lost(s, lcpu, lcount);
     }
     Prefix px;
-    if (parse_prefix(s, p, e, &px) < 0 || px.cpu >= MAX_CPUS) {
+    if (parse_prefix_hot(s, p, e, &px, 1) < 0 || px.cpu >= MAX_CPUS) {   /* (inlined here) */
         if (s->mode == MODE_PERF && parse_perf_lost(p, e, &lcpu, &lcount) == 0 &&
             lost_in_range(lcpu, lcount)) {
             s->lines_comment++;
@@ -1683,28 +1822,30 @@ static int scan_line(Scanner *s, const char *b, const char *e)
             ev->slot_start[sl] = row;
             ev->started |= 1u << sl;
         }
-        /* every started slot gets a value (0 where this row's variant has none), in
-         * slot order (the order strings enter the pool) */
-        for (uint32_t todo = ev->started; todo; todo &= todo - 1) {
-            int sl = __builtin_ctz(todo);
-            int64_t v = 0;
-            if (set & (1u << sl)) {
-                if (L->strmask & (1u << sl)) {
-                    const char *sp = m.sp[sl]; size_t sn = m.sl[sl];
-                    while (sn && is_space(sp[sn - 1])) sn--;
-                    if (L->slot_kind[sl] == K_SYM && sn > 2 && sp[sn - 1] == ']') {   /* "sym [module]" */
-                        const char *o = sp + sn - 1;
-                        while (o > sp && *o != '[') o--;
-                        if (o > sp && o[-1] == ' ') sn = (size_t)(o - 1 - sp);
-                    }
-                    int32_t id = intern_text(&s->strings, sp, sn);
-                    if (id < 0) { NOMEM(); return -1; }
-                    v = id;
-                } else v = m.val[sl];
+        /* the strings' ids, in slot order (the order strings enter the pool) */
+        for (uint32_t t = set & L->strmask; t; t &= t - 1) {
+            int sl = __builtin_ctz(t);
+            const char *sp = m.sp[sl]; size_t sn = m.sl[sl];
+            while (sn && is_space(sp[sn - 1])) sn--;
+            if (L->slot_kind[sl] == K_SYM && sn > 2 && sp[sn - 1] == ']') {   /* "sym [module]" */
+                const char *o = sp + sn - 1;
+                while (o > sp && *o != '[') o--;
+                if (o > sp && o[-1] == ' ') sn = (size_t)(o - 1 - sp);
             }
-            int64_t r = row - ev->slot_start[sl];
-            if (L->slot_width[sl] == 4) ((int32_t *)ev->vals[sl].data)[r] = (int32_t)(uint32_t)v;
-            else ((int64_t *)ev->vals[sl].data)[r] = v;
+            int32_t id = intern_text(&s->strings, sp, sn);
+            if (id < 0) { NOMEM(); return -1; }
+            m.val[sl] = id;
+        }
+        /* every started slot gets a value: 0 where this row's variant has none */
+        uint32_t started = ev->started;
+        for (uint32_t t = started & ~set; t; t &= t - 1) m.val[__builtin_ctz(t)] = 0;
+        for (uint32_t t = started & L->w4mask; t; t &= t - 1) {
+            int sl = __builtin_ctz(t);
+            ((int32_t *)ev->vals[sl].data)[row - ev->slot_start[sl]] = (int32_t)(uint32_t)m.val[sl];
+        }
+        for (uint32_t t = started & ~L->w4mask; t; t &= t - 1) {
+            int sl = __builtin_ctz(t);
+            ((int64_t *)ev->vals[sl].data)[row - ev->slot_start[sl]] = m.val[sl];
         }
     } else {
         AT(ev->args_off, int64_t) = (int64_t)ev->args.n;
@@ -1735,6 +1876,7 @@ static int compile_layout(PyObject *spec, Layout **out)
         l->slot_kind[i] = (int)(v & 0xff);
         l->slot_width[i] = (v >> 8) == 4 ? 4 : 8;
         if (l->slot_kind[i] == K_STR || l->slot_kind[i] == K_SYM) l->strmask |= 1u << i;
+        if (l->slot_width[i] == 4) l->w4mask |= 1u << i;
     }
     Py_DECREF(kseq);
     PyObject *vseq = PySequence_Fast(variants, "variants");
@@ -1787,7 +1929,7 @@ static void Scanner_dealloc(Scanner *s)
     free(s->cpu_events); free(s->cpu_first); free(s->cpu_first_ts); free(s->cpu_prev_ts);
     pool_free(&s->strings); pool_free(&s->evnames);
     Py_XDECREF(s->layouts); Py_XDECREF(s->wanted); Py_XDECREF(s->unparsed);
-    Py_XDECREF(s->lost_cpu.ba); Py_XDECREF(s->lost_count.ba); Py_XDECREF(s->lost_ts.ba);
+    col_free(&s->lost_cpu); col_free(&s->lost_count); col_free(&s->lost_ts);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -2000,7 +2142,7 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused)
         if (!t) goto fail;
         PyDict_SetItemString(out, "lost", t);
         Py_DECREF(t);
-        Py_CLEAR(s->lost_cpu.ba); Py_CLEAR(s->lost_count.ba); Py_CLEAR(s->lost_ts.ba);
+        col_free(&s->lost_cpu); col_free(&s->lost_count); col_free(&s->lost_ts);
         if (col_init(&s->lost_cpu, 4) || col_init(&s->lost_count, 8) || col_init(&s->lost_ts, 8)) goto fail;
     }
     Py_DECREF(evs); Py_DECREF(strs);
@@ -2040,7 +2182,7 @@ static struct PyModuleDef moddef = {
 PyMODINIT_FUNC PyInit__textscan(void)
 {
     init_flag_tables();
-    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    if (PyType_Ready(&ScannerType) < 0 || PyType_Ready(&ColBufType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     Py_INCREF(&ScannerType);

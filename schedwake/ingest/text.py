@@ -1000,15 +1000,16 @@ def _dict_column(ids: np.ndarray, valid: np.ndarray | None, pool: pa.Array) -> p
         return pa.array([], type=STRING)
     if valid is not None and valid.all():
         valid = None
-    used = np.zeros(len(pool), dtype=bool)
-    used[ids if valid is None else ids[valid]] = True
-    remap = np.cumsum(used, dtype=np.int64).astype(np.int32) - 1
-    idx = remap[ids]
+    # (bincount and take: about twice as fast as a scatter and a gather by indexing)
+    used = np.bincount(ids if valid is None else ids[valid], minlength=len(pool)).astype(bool)
+    remap = np.cumsum(used, dtype=np.int32) - np.int32(1)
+    idx = remap.take(ids)
     if valid is not None:
         idx = np.where(valid, idx, 0).astype(np.int32)
     dictionary = pool.filter(pa.array(used))
     indices = pa.array(idx, type=pa.int32(), mask=None if valid is None else ~valid)
-    return pa.DictionaryArray.from_arrays(indices, dictionary)
+    # (every index is in range by construction: no pass over them to check it)
+    return pa.DictionaryArray.from_arrays(indices, dictionary, safe=False)
 
 
 def _int_column(vals: np.ndarray, valid: np.ndarray | None, typ: pa.DataType) -> pa.Array:
@@ -1047,9 +1048,10 @@ def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.astype(np.int32)
 
 
-def _state_values(masks: np.ndarray, table: dict) -> np.ndarray:
-    """prev_state values of universal letter masks (see _textscan.STATE_LETTERS)."""
-    uniq, inv = _unique_inverse(masks)
+def _state_values(masks: np.ndarray, table: dict, unique=None) -> np.ndarray:
+    """prev_state values of universal letter masks (see _textscan.STATE_LETTERS);
+    ``unique``: _unique_inverse(masks) when known already."""
+    uniq, inv = _unique_inverse(masks) if unique is None else unique
     vals = np.array(
         [sum(table.get(ch, 0) for ch in _letters_of(int(u))) for u in uniq], dtype=np.int64
     )
@@ -1082,6 +1084,7 @@ def _build(path, fmt, raw, st, facts, damage: Assessment, events, strings) -> Ra
     counts: dict[str, int] = {}
     systems: dict[str, str | None] = {}  # None: an event of no known system
     any_chain = st["any_frames"]
+    joined: set[str] = set()  # tables of two events' rows, one after the other
     for i, ev in enumerate(raw["events"]):
         name, count = ev["name"], ev["count"]
         outliers = [o for o in damage.outliers if o.event == i]
@@ -1101,6 +1104,7 @@ def _build(path, fmt, raw, st, facts, damage: Assessment, events, strings) -> Ra
             continue
         if name in tables:  # same name printed with and without system
             table = pa.concat_tables([tables[name], table], promote_options="permissive")
+            joined.add(name)
         tables[name] = table
     _print_events(tables, counts, systems)
     if events is not None:  # asked-for events that never occur: empty tables
@@ -1114,6 +1118,8 @@ def _build(path, fmt, raw, st, facts, damage: Assessment, events, strings) -> Ra
                 tables[e] = event_schema(fields).empty_table()
     sorted_in_file = bool(st["sorted"])
     for name, t in tables.items():
+        if sorted_in_file and name not in joined:
+            continue  # rows in file order, of a file in time order
         ts = t.column("ts").to_numpy()
         if len(ts) > 1 and (np.diff(ts) < 0).any():
             tables[name] = t.take(pa.array(np.argsort(ts, kind="stable")))
@@ -1335,26 +1341,30 @@ def _layout_columns(name, ev, desc, pool, cols, n):
             vals = np.zeros(n, dtype=np.int64)
             valid = np.zeros(n, dtype=bool)
             for rows, kind, slot in parts:
-                if rows is None:
-                    rows = np.ones(n, dtype=bool)
+                # every row (one variant): a slice, without a mask to build and apply
+                sel = slice(None) if rows is None else rows
                 sv = _slot_values(slots[slot], n, desc["widths"][slot])
-                if kind in ("S", "P") and rows.any():
-                    masks = sv[rows]
-                    letters = set().union(*(_letters_of(int(m)) for m in _unique_inverse(masks)[0]))
+                if kind in ("S", "P") and (n > 0 if rows is None else rows.any()):
+                    masks = sv[sel]
+                    unique = _unique_inverse(masks)
+                    letters = set().union(*(_letters_of(int(m)) for m in unique[0]))
                     if kind == "P":
                         table = STATE_NEW if letters & {"I", "P"} else STATE_PLUGIN
                     else:
                         table = STATE_OLD if letters & _OLD_ONLY else STATE_NEW
                         state_table = table
-                    vals[rows] = _state_values(masks, table)
+                    vals[sel] = _state_values(masks, table, unique)
                 elif kind == "b":
                     ids = [
                         i for i in (_pool_id(pool, "true"), _pool_id(pool, "1")) if i is not None
                     ]
-                    vals[rows] = np.isin(sv[rows], ids)
+                    vals[sel] = np.isin(sv[sel], ids)
                 else:
-                    vals[rows] = sv[rows]
-                valid |= rows
+                    vals[sel] = sv[sel]
+                if rows is None:
+                    valid[:] = True
+                else:
+                    valid |= rows
             if valid.all():
                 valid = None
         out_name = _safe_name(fname, cols)
