@@ -165,6 +165,8 @@ class Selection:
         self.ask = ask
         self.fetch_at_most = fetch_at_most
         self._extents: list[tuple[int, int, int]] | None = None
+        self._all: SortedValues | None = None  # (every value, when they are few)
+        self._found: dict[int, int] = {}  # (the order statistics found, by rank)
 
     @classmethod
     def local(cls, parts: Sequence[SortedValues], fetch_at_most: int = 1 << 16) -> Selection:
@@ -186,6 +188,11 @@ class Selection:
         n = len(self)
         if not 0 <= k < n:
             raise IndexError(f"rank {k} of {n} values")
+        if k in self._found:
+            return self._found[k]
+        few = self.few()
+        if few is not None:
+            return few.kth(k)
         held = [e for e in self.extents if e[0]]
         lo, hi = min(e[1] for e in held), max(e[2] for e in held)
         below, inside = 0, n  # (values less than lo; values from lo to hi)
@@ -198,12 +205,29 @@ class Selection:
             below = below if b == 0 else int(cum[b - 1])
             lo, hi, inside = int(edges[b]), int(edges[b + 1]) - 1, int(counts[b])
         values = np.sort(np.concatenate(self.ask(values_within, lo, hi)))
-        return int(values[k - below])
+        self._found[k] = int(values[k - below])
+        return self._found[k]
+
+    def few(self) -> SortedValues | None:
+        """Every value, sorted, when there are at most ``fetch_at_most`` (fetched once:
+        the selections of a small trace are then answered here); else None."""
+        n = len(self)
+        if n > self.fetch_at_most or n == 0:
+            return None
+        if self._all is None:
+            held = [e for e in self.extents if e[0]]
+            lo, hi = min(e[1] for e in held), max(e[2] for e in held)
+            self._all = SortedValues.of(np.concatenate(self.ask(values_within, lo, hi)))
+        return self._all
 
     def count_le(self, x: int) -> int:
-        return sum(self.ask(count_at_most, x))
+        few = self.few()
+        return few.count_le(x) if few is not None else sum(self.ask(count_at_most, x))
 
     def first_above(self, x: int) -> int | None:
+        few = self.few()
+        if few is not None:
+            return few.first_above(x)
         found = [v for v in self.ask(first_value_above, x) if v is not None]
         return min(found) if found else None
 
