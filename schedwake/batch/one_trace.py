@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -101,12 +102,18 @@ def analyse_one(path: str, abspath: str, options: Options) -> TraceResult:
 
 
 def analyse_in_parts(
-    path: str, abspath: str, options: Options, parts: int, client: Any = None
+    path: str,
+    abspath: str,
+    options: Options,
+    parts: int,
+    client: Any = None,
+    progress: Callable[[float], None] | None = None,
 ) -> TraceResult:
     """:func:`analyse_one` of a trace too big for one worker: cut into ``parts`` time
     parts analysed on the Dask ``client``'s workers (None: here, one after the other),
     the client joining them (:func:`schedwake.analysis.partitioned.analyze_parts`, the
-    windows' samples too): the same row, findings and windows as a whole analysis."""
+    windows' samples too): the same row, findings and windows as a whole analysis.
+    ``progress`` gets the share done."""
     from .. import ingest
     from ..analysis.metrics import bench_samples, window_samples
     from ..analysis.partitioned import analyze_parts
@@ -130,6 +137,7 @@ def analyse_in_parts(
             topology_file=topology_abspath,
             llc=() if topology_abspath else options.llc,
             client=client,
+            progress=None if progress is None else (lambda f: progress(0.4 * f)),
         )
         topo = the_plan.topology
         _name_topology(topo, topology_file, topology_abspath, abspath, path)
@@ -137,7 +145,12 @@ def analyse_in_parts(
         first, last = int(meta.first_ts_ns or 0), int(meta.last_ts_ns or 0)
         windows = _windows(path, options, last - first)
         thresholds = dict(options.thresholds)
-        analysis = analyze_parts(the_plan, thresholds, windows=windows if last > first else ())
+        analysis = analyze_parts(
+            the_plan,
+            thresholds,
+            windows=windows if last > first else (),
+            progress=None if progress is None else (lambda f: progress(0.4 + 0.6 * f)),
+        )
         facts = dict(analysis.facts, path=path)
         facts["warnings"] = [_as_given(w, abspath, path) for w in facts["warnings"]]
         analysis.caveats = [_as_given(c, abspath, path) for c in analysis.caveats]

@@ -61,7 +61,7 @@ def batch(
     input_format: str | None = None,
     reader: str | None = None,
     jobs: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[float, int], None] | None = None,
     partitions: int | str = "auto",
 ) -> BatchResult:
     """Analyse every trace of ``inputs`` once (paths, globs or directories) and write the
@@ -78,7 +78,8 @@ def batch(
     file, before ``topology_file``; ``windows``:
     extra per-window sample lengths (s) to store; ``label_from``: a regular expression
     whose named groups become columns; ``force``: analyse again what an earlier run
-    into ``out`` already did. ``progress(done, total)`` is called as traces finish.
+    into ``out`` already did. ``progress(done, total)`` is called as traces finish (and as
+    a trace in parts goes on: ``done`` then has a fraction).
     ``partitions``: ``"auto"`` analyses a trace too big for one worker's memory in time
     parts over all the workers (:func:`partitions_of`; the same row, findings and
     windows as whole); an int N > 1 cuts every trace that can be cut (trace.dat,
@@ -206,16 +207,20 @@ def _run(
         if progress:
             progress(done, len(todo))
 
+    def share(f: float) -> None:  # (of a trace in parts, the share of it done)
+        if progress:
+            progress(done + f, len(todo))
+
     if scheduler == "serial":
         result.scheduler = "serial"
         limit, n = _machine_memory(), 1
         out = []
         for p, ap in todo:
             parts = partitions_of(ap, options, partitions, limit, n)
-            whole = parts == 1
-            out.append(
-                analyse_one(p, ap, options) if whole else analyse_in_parts(p, ap, options, parts)
-            )
+            if parts > 1:
+                out.append(analyse_in_parts(p, ap, options, parts, None, share))
+            else:
+                out.append(analyse_one(p, ap, options))
             one_done()
         return out
     from distributed import as_completed
@@ -251,7 +256,7 @@ def _run(
         # a trace in parts takes every worker in turn (this thread runs its passes)
         for p, ap in todo:
             if cuts[p] > 1:
-                by_path[p] = analyse_in_parts(p, ap, options, cuts[p], client)
+                by_path[p] = analyse_in_parts(p, ap, options, cuts[p], client, share)
                 one_done()
         for fut in as_completed(futures):
             p, ap = futures[fut]
