@@ -234,7 +234,17 @@ def _sorted_groups(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     order, and where each group of equal rows begins in it."""
     if len(keys[0]) == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    order = np.lexsort(keys[::-1])
+    lows = [int(k.min()) for k in keys]
+    bits = [(int(k.max()) - lo).bit_length() for k, lo in zip(keys, lows)]
+    if sum(bits) <= 62:  # one stable sort of the columns packed into an int64
+        packed = np.zeros(len(keys[0]), dtype=np.int64)
+        for k, lo, b in zip(keys, lows, bits):
+            packed <<= b
+            packed += k
+            packed -= lo
+        order = np.argsort(packed, kind="stable")
+    else:
+        order = np.lexsort(keys[::-1])
     new = np.zeros(len(order), dtype=bool)
     new[0] = True
     for k in keys:
