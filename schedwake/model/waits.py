@@ -607,15 +607,15 @@ def parts_of(
         d, cpus = _llc_idle(index, topology, cpu, a, b)
         llc_idle += d
         llc_cpus |= cpus
-    n = [len(b[3]) if b[0] == _TASK else 1 for b in blocks]
-    cols = [
-        np.repeat(np.array([b[k] for b in blocks], dtype=np.int64), n)
-        if k < 3
-        else np.concatenate([np.atleast_1d(np.asarray(b[k], dtype=np.int64)) for b in blocks])
-        if blocks
-        else np.zeros(0, dtype=np.int64)
-        for k in range(7)
-    ]
+    # the blocks' rows as columns: part, why and CPU one per block, the rest per row
+    cols = [np.zeros(0, dtype=np.int64) for _ in range(7)]
+    if blocks:
+        n = [len(b[3]) if b[0] == _TASK else 1 for b in blocks]
+        cols = [np.repeat(np.array([b[k] for b in blocks], dtype=np.int64), n) for k in range(3)]
+        cols += [
+            np.concatenate([np.atleast_1d(np.asarray(b[k], dtype=np.int64)) for b in blocks])
+            for k in range(3, 7)
+        ]
     if len(segs) > 1 and len(cols[0]) > 1:  # a part found again adds to its first place
         first, inverse = _group_rows(cols[:6])
         sums = np.zeros(len(first), dtype=np.int64)
@@ -624,8 +624,15 @@ def parts_of(
     # parts of no time left out; wake_path first, then the largest first (a stable sort)
     keep = np.flatnonzero(cols[6] > 0)
     keep = keep[np.lexsort((-cols[6][keep], cols[0][keep] != _WAKE_PATH))]
+    kept = [c[keep] for c in cols]
     return Parts(
-        *(c[keep] for c in cols),
+        kept[0],
+        kept[1],
+        kept[2],
+        kept[3],
+        kept[4],
+        kept[5],
+        kept[6],
         total_ns=int(end_ts - start_ts),
         cpus=[c for c, _, _ in segs],
         llc_idle_ns=int(llc_idle),
