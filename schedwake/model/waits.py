@@ -390,8 +390,9 @@ class CpuIndex:
             # names as codes into self.comm_names: no pandas indexing per wait
             comm, names = pd.factorize(tl["comm"].array.take(order))
             self.comm_names = np.asarray(names, dtype=object)
-            known = (tl["state"].to_numpy() != "unknown")[order]
-            lost_row = (tl["why"].to_numpy() == "lost_events")[order]
+            # (by category: no string per interval)
+            known = ~cat_mask(pd.Categorical(tl["state"]), lambda s: s == "unknown")[order]
+            lost_row = cat_mask(pd.Categorical(tl["why"]), lambda w: w == "lost_events")[order]
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 self.by_cpu[int(c[lo])] = (
                     o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known[lo:hi],
