@@ -31,6 +31,7 @@ from ..model import caveats, unjudged_pingpong
 from ..model.completeness import Told, break_counts
 from ..model.events import events_caveats, flags_known
 from ..model.task_states import StateSums, focused, joined_names, last_names, summary_of
+from ..model.waits import aggregate
 from ..partition import in_span, owned_mask, owned_rows
 from ..partition.parts import crossing_waits, waits_beyond
 from ..summary import completeness_told, meta_summary
@@ -398,8 +399,9 @@ def _tail(
         jobs = [_Explain(waits=tail.iloc[[i]]) for i in missing]
         for i, window, job in zip(missing, windows, jobs):
             bs[i] = plan.map_windows(job, [window])[0][0]
+    explained = [b for b in bs if b is not None]
     return wait_causes.tail_record(
-        quantile, threshold, waits, tail, [b for b in bs if b is not None]
+        quantile, threshold, waits, tail["kind"], len(explained), aggregate(explained)
     )
 
 

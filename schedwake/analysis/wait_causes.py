@@ -19,6 +19,7 @@ per task.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -408,21 +409,64 @@ def tail_waits(
     preempted), their causes together: ``{"quantile", "threshold_us", "waits",
     "explained", "causes": [{cause, us, share}], "top_tasks": [...]}``; the
     ``limit`` longest are explained. None without waits."""
-    f = all_waits(trace)
-    if len(f) == 0:
+    f = _wait_columns(trace)  # (all_waits' columns that the tail reads: no names)
+    ns = f["end"] - f["start"]
+    if len(ns) == 0:
         return None
-    ns = f["ns"].to_numpy()
     threshold = float(np.quantile(ns, quantile))
-    tail = longest_first(f[ns >= threshold]).iloc[:limit]
-    return tail_record(
-        quantile, threshold, int((ns >= threshold).sum()), tail, explain_rows(trace, tail)
-    )
+    at = np.flatnonzero(ns >= threshold)
+    at = at[np.argsort(-ns[at], kind="stable")][:limit]  # (longest_first)
+    tail = {k: v[at] for k, v in f.items()}
+    causes, explained = _waits.aggregate_parts(trace.model.cpu_index, _tail_parts(trace, tail))
+    kinds = pd.Series(np.asarray(_WAIT_KINDS, dtype=object)[tail["kind"]].tolist())
+    return tail_record(quantile, threshold, int((ns >= threshold).sum()), kinds, explained, causes)
+
+
+#: The kinds of :func:`all_waits`' waits, by the codes of :func:`_wait_columns`.
+_WAIT_KINDS = ("wake_to_run", "preempted")
+
+
+def _wait_columns(trace: Trace) -> dict[str, np.ndarray]:
+    """The waits of :func:`all_waits`, in its order, as arrays of its ``pid``,
+    ``start``, ``end``, ``cpu`` and ``wake_end`` columns, and ``kind`` as a code into
+    :data:`_WAIT_KINDS`: what :func:`tail_waits` reads of them, without a frame."""
+    w = trace.model.wakeups
+    if len(w):
+        cols = ["wakee_pid", "ts", "run_ts", "chosen_cpu", "wakeup_ts", "migrate_index"]
+        w = w[cols][w["latency_ns"].notna().to_numpy()]
+    wake_end = _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64)
+    p = preempted_waits(trace.model.waits)
+    parts = {
+        "pid": (w["wakee_pid"].to_numpy(np.int64), p["pid"].to_numpy(np.int64)),
+        "start": (w["ts"].to_numpy(np.int64), p["start_ts"].to_numpy(np.int64)),
+        "end": (w["run_ts"].to_numpy(dtype=np.int64), p["end_ts"].to_numpy(np.int64)),
+        "cpu": (w["chosen_cpu"].to_numpy(np.int64), p["cpu"].to_numpy(np.int64)),
+        "wake_end": (wake_end, np.full(len(p), -1, dtype=np.int64)),
+        "kind": (np.zeros(len(w), dtype=np.intp), np.ones(len(p), dtype=np.intp)),
+    }
+    return {k: np.concatenate(v) for k, v in parts.items()}
 
 
 def longest_first(f: pd.DataFrame) -> pd.DataFrame:
     """The waits of an :func:`all_waits` frame, longest first (of equal ones, in the
     frame's order)."""
     return f.iloc[np.argsort(-f["ns"].to_numpy(), kind="stable")]
+
+
+def _tail_parts(
+    trace: Trace, f: dict[str, np.ndarray]
+) -> Iterator[tuple[_waits.Parts, int | None]]:
+    """The parts of each wait of ``f`` (:func:`_wait_columns`' arrays) as arrays, with
+    the waiting task's priority: what :func:`explain_rows` gives as dicts, for
+    :func:`schedwake.model.waits.aggregate_parts`."""
+    index = trace.model.cpu_index
+    for pid, start, end, cpu, wake_end in zip(
+        *(f[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
+    ):
+        p = _waits.parts_of(
+            index, trace.topology, pid, start, end, cpu, None if wake_end < 0 else wake_end
+        )
+        yield p, index.prio_of(pid, end)
 
 
 def explain_rows(trace: Trace, f: pd.DataFrame) -> list[dict[str, Any]]:
@@ -437,17 +481,23 @@ def explain_rows(trace: Trace, f: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def tail_record(
-    quantile: float, threshold: float, waits: int, tail: pd.DataFrame, bs: list[dict[str, Any]]
+    quantile: float,
+    threshold: float,
+    waits: int,
+    kinds: pd.Series,
+    explained: int,
+    causes: dict[str, Any],
 ) -> dict[str, Any]:
     """:func:`tail_waits`' record: the ``waits`` at or above ``threshold`` (ns), the
-    ``tail`` explained (longest first) and their breakdowns ``bs``."""
+    ``kinds`` of the tail (longest first), ``explained`` of them explained, and their
+    causes together (:func:`schedwake.model.waits.aggregate`)."""
     return {
         "quantile": quantile,
         "threshold_us": round(threshold / 1e3, 3),
         "waits": waits,
-        "explained": len(bs),
-        "kinds": {str(k): int(v) for k, v in tail["kind"].value_counts().items()},
-        **_waits.aggregate(bs),
+        "explained": explained,
+        "kinds": {str(k): int(v) for k, v in kinds.value_counts().items()},
+        **causes,
     }
 
 

@@ -201,22 +201,56 @@ def unit_counts(
     ).groupby(["cpu", "task", "kw", "fn", *by])["ts"]
     pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
     rows = np.flatnonzero(mine)
-    out_ts = s["ts"].to_numpy()[rows].astype(np.int64)
-    outs = (
-        pd.DataFrame(
-            {
-                "cpu": s["cpu"].to_numpy()[rows].astype(np.int64),
-                "kw": _prev_tasks(model)[rows].astype(np.int64),
-                "fn": work[rows],
-                **({"win": window(out_ts)} if window is not None else {}),
-            }
-        )
-        .groupby(["cpu", "kw", "fn", *by])
-        .size()
-        .rename("n")
-        .reset_index()
+    # every switch-out per (cpu, kw, fn[, win]), as a group-by of the names would give it
+    # (in the order of cpu, kw, then name), counted over the names' ranks
+    names = sorted(set(work_functions(model)) | {""})
+    rank = {name: k for k, name in enumerate(names)}
+    fn_rank = np.array([rank[f] for f in [*work_functions(model), ""]], dtype=np.int64)
+    keys = [
+        s["cpu"].to_numpy()[rows].astype(np.int64),
+        _prev_tasks(model)[rows].astype(np.int64),
+        fn_rank[_switch_work(model)[rows]],  # (-1, no work function: the last, "")
+    ]
+    if window is not None:
+        keys.append(window(s["ts"].to_numpy()[rows].astype(np.int64)))
+    order, starts = _sorted_groups(keys)
+    n = np.diff(np.append(starts, len(order))).astype(np.int64)
+    first = [k[order[starts]] for k in keys]
+    outs = pd.DataFrame(
+        {
+            "cpu": first[0],
+            "kw": first[1],
+            "fn": np.array(names, dtype=object)[first[2]],
+            **({"win": first[3]} if window is not None else {}),
+            "n": n,
+        }
     )
     return pre, outs
+
+
+def _sorted_groups(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the integer columns ``keys`` in ascending order (by the first column,
+    then the next...; equal rows in their order), as a group-by sorts its groups: that
+    order, and where each group of equal rows begins in it."""
+    if len(keys[0]) == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    lows = [int(k.min()) for k in keys]
+    bits = [(int(k.max()) - lo).bit_length() for k, lo in zip(keys, lows)]
+    if sum(bits) <= 62:  # one stable sort of the columns packed into an int64
+        packed = np.zeros(len(keys[0]), dtype=np.int64)
+        for k, lo, b in zip(keys, lows, bits):
+            packed <<= b
+            packed += k
+            packed -= lo
+        order = np.argsort(packed, kind="stable")
+    else:
+        order = np.lexsort(keys[::-1])
+    new = np.zeros(len(order), dtype=bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    return order, np.flatnonzero(new)
 
 
 def units(pre: pd.DataFrame, outs: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
@@ -453,12 +487,7 @@ def measure(
     fut = futile_mask(model)
     wpid = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
     wcpu = w["chosen_cpu"].to_numpy()
-    wf = (
-        pd.DataFrame({"cpu": wcpu[wmine], "task": wpid[wmine], "f": fut[wmine]})
-        .groupby(["cpu", "task"])
-        .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
-        .astype(np.int64)
-    )
+    wf = _wakeup_counts(wcpu[wmine], wpid[wmine], fut[wmine])
     if not settled:
         rows, j = preempting_wakeups(model, "open")
         own = wmine[rows]
@@ -482,6 +511,27 @@ def measure(
         opened,
         firsts,
         _names(model, switches),
+    )
+
+
+def _wakeup_counts(cpu: np.ndarray, task: np.ndarray, futile: np.ndarray) -> pd.DataFrame:
+    """Per (cpu, task) of the wake-ups (their chosen CPU, their wakee), as a group-by
+    gives them: ``wakeups`` and ``futile_wakeups`` (of ``futile``)."""
+    if len(cpu) == 0:
+        return (
+            pd.DataFrame({"cpu": cpu, "task": task, "f": futile})
+            .groupby(["cpu", "task"])
+            .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
+            .astype(np.int64)
+        )
+    order, starts = _sorted_groups([cpu.astype(np.int64), task.astype(np.int64)])
+    first = order[starts]
+    return pd.DataFrame(
+        {
+            "wakeups": np.diff(np.append(starts, len(order))).astype(np.int64),
+            "futile_wakeups": np.add.reduceat(futile[order].astype(np.int64), starts),
+        },
+        index=pd.MultiIndex.from_arrays([cpu[first], task[first]], names=["cpu", "task"]),
     )
 
 

@@ -100,8 +100,14 @@ def asof_index(
         pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
         del q
     else:
-        # sorted needles: binary searches that stay in cache
-        qo = _needle_order(q, lts, lkey if sel is None else lkey[sel])
+        # sorted needles: binary searches that stay in cache (any order of the needles
+        # finds the same positions; a sorted one, the fastest)
+        if is_sorted(lts):
+            # (left rows in time order: ordered by their keys' slots alone, stably, they
+            # lie in the line's order, each slot's clipped times ascending)
+            qo = stable_order(k)
+        else:
+            qo = _needle_order(q, lts, lkey if sel is None else lkey[sel])
         found_at = np.searchsorted(line, q[qo], side)  # (a gather, not a second sort)
         del q
         pos = np.empty(len(found_at), dtype=np.int64)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ._util import asof_index, cat_mask
+from ._util import asof_index, cat_mask, stable_order
 
 if TYPE_CHECKING:
     from . import Model
@@ -115,14 +115,20 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     ev = model.events
     prev_pid = ev.key(s["prev_pid"].to_numpy().astype(np.int64), ts)
     next_pid = ev.key(s["next_pid"].to_numpy().astype(np.int64), ts)
-    state = s["prev_state_str"].astype(str).to_numpy()
+    # the switch-outs' states by their categories, each read once (a missing one: "nan")
+    states = pd.Categorical(s["prev_state_str"])
+    names = [str(c) for c in states.categories] + ["nan"]
+    codes = np.asarray(states.codes)
+    codes = np.where(codes < 0, len(names) - 1, codes)
+    preempted = np.array([n == "R+" for n in names])[codes]
+    runnable = np.array([n.startswith("R") for n in names])[codes]
     pk = kworker_mask(s["prev_comm"].array)
     nk = kworker_mask(s["next_comm"].array)
-    pre = np.flatnonzero(pk & ~nk & (next_pid != 0) & (state == "R+"))
+    pre = np.flatnonzero(pk & ~nk & (next_pid != 0) & preempted)
     # a CPU's switches chain: each switch's prev is the task the one before put on
     # the CPU, so the switch after a preemption is that task's switch-out there (unless
     # lost events broke the chain)
-    order = np.lexsort((np.arange(len(s)), cpu))
+    order = stable_order(cpu)
     pos = np.empty(len(s), dtype=np.int64)
     pos[order] = np.arange(len(s))
     nxt = np.full(len(pre), -1, dtype=np.int64)
@@ -132,7 +138,7 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     seen = has.copy()
     has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
     nxt[has] = cand[has]
-    slept = has & ~np.char.startswith(state[np.maximum(nxt, 0)].astype(str), "R")
+    slept = has & ~runnable[np.maximum(nxt, 0)]
     # then: the kworker's next switch-in on that CPU, before the task's own (by (CPU,
     # task): a task's rank among the trace's tasks, which fits in 32 bits as a life
     # key may not)

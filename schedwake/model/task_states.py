@@ -60,7 +60,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import tasks
-from ._util import asof_index, in_span, member, take
+from ._util import asof_index, in_span, member, stable_order, take
 from .events import Events, i64, ints
 from .lives import dies, pid_of
 from .memo import Memo
@@ -590,12 +590,25 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
         ts = i64(f, "ts")
         at = np.flatnonzero(in_span(ts, t0, t1))
         pid = ev.key(ints(f, pid_col)[at], ts[at])
-        upid, last = np.unique(pid[::-1], return_index=True)
-        rows = at[len(pid) - 1 - last]
+        upid, last = _last_of_each(pid)
+        rows = at[last]
         # (only the rows kept: a string column's whole conversion costs the most)
         comm = f[comm_col].iloc[rows].to_numpy()
         out.append(dict(zip(upid.tolist(), (str(c) for c in comm))))
     return out
+
+
+def _last_of_each(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``key`` (ascending) and the position of the last row of
+    each: ``np.unique(key[::-1], return_index=True)`` read back, by a stable radix
+    order of the keys rather than a sort."""
+    if len(key) == 0:
+        return key, np.zeros(0, dtype=np.intp)
+    order = stable_order(key)
+    k = key[order]
+    last = np.ones(len(k), dtype=bool)
+    last[:-1] = k[1:] != k[:-1]
+    return k[last], order[last]
 
 
 def joined_names(parts: Sequence[list[dict[int, str]]]) -> dict[int, str]:

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -390,8 +390,9 @@ class CpuIndex:
             # names as codes into self.comm_names: no pandas indexing per wait
             comm, names = pd.factorize(tl["comm"].array.take(order))
             self.comm_names = np.asarray(names, dtype=object)
-            known = (tl["state"].to_numpy() != "unknown")[order]
-            lost_row = (tl["why"].to_numpy() == "lost_events")[order]
+            # (by category: no string per interval)
+            known = ~cat_mask(pd.Categorical(tl["state"]), lambda s: s == "unknown")[order]
+            lost_row = cat_mask(pd.Categorical(tl["why"]), lambda w: w == "lost_events")[order]
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 self.by_cpu[int(c[lo])] = (
                     o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known[lo:hi],
@@ -520,6 +521,126 @@ def task_class(comm: str, prio: int | None, waiter_prio: int | None) -> str:
     return "fair_heavier" if prio < waiter_prio else "fair_lighter"
 
 
+#: The kinds of a wait's parts (:class:`Parts`' ``part``), by code.
+PART_NAMES = ("wake_path", "unknown", "idle", "task")
+_WAKE_PATH, _UNKNOWN, _IDLE, _TASK = range(4)
+#: Why a part is ``unknown``, by code (:class:`Parts`' ``why``).
+WHYS = (UNKNOWN_OUTSIDE, UNKNOWN_LOST, UNKNOWN_UNCOVERED, UNKNOWN_RAN, UNKNOWN_MISSING)
+_W_OUTSIDE, _W_LOST, _W_UNCOVERED, _W_RAN, _W_MISSING = range(5)
+
+
+class Parts(NamedTuple):
+    """The parts of one wait (:func:`parts_of`) as arrays, one element a part, in the
+    order of :func:`breakdown`'s ``parts`` (``wake_path`` first, then the largest
+    first; of equal ones the first found), parts of no time left out."""
+
+    part: np.ndarray  #: code into PART_NAMES
+    why: np.ndarray  #: an unknown part's code into WHYS, else -1
+    cpu: np.ndarray  #: an idle or task part's CPU, else -1
+    pid: np.ndarray  #: a task part's pid, else -1
+    comm: np.ndarray  #: a task part's name: code into the CpuIndex's comm_names, else -1
+    prio: np.ndarray  #: a task part's priority (-1: none), else -1
+    ns: np.ndarray  #: the part's time
+    total_ns: int  #: end - start: the parts' ns add up to it
+    cpus: list[int]  #: the CPUs the task was queued on, in turn
+    llc_idle_ns: int  #: at least one other CPU of the queued CPU's LLC idle this long
+    llc_idle_cpus: list[int]  #: those CPUs
+
+
+def parts_of(
+    index: CpuIndex,
+    topology: Topology,
+    pid: int,
+    start_ts: int,
+    end_ts: int,
+    cpu_at_end: int,
+    wakeup_ts: int | None = None,
+) -> Parts:
+    """The parts of one wait of ``pid`` from ``start_ts`` to ``end_ts`` (its switch-in
+    on ``cpu_at_end``) as arrays: what :func:`breakdown` gives as dicts."""
+    # the parts as found (a part found again adds to the first): one block of rows each
+    blocks: list[tuple] = []
+
+    def one(part: int, why: int, cpu: int, ns: int) -> None:
+        blocks.append((part, why, cpu, -1, -1, -1, int(ns)))
+
+    def unknown(why: int, ns: int) -> None:
+        if ns > 0:
+            one(_UNKNOWN, why, -1, ns)
+
+    queued_from = start_ts
+    if wakeup_ts is not None and start_ts < wakeup_ts <= end_ts:
+        one(_WAKE_PATH, -1, -1, wakeup_ts - start_ts)
+        queued_from = wakeup_ts
+    llc_idle = 0
+    llc_cpus: set[int] = set()
+    segs = index.segments(pid, cpu_at_end, queued_from, end_ts)
+    for cpu, a, b in segs:
+        if index.cpus is not None and cpu not in index.cpus:
+            unknown(_W_OUTSIDE, b - a)
+            continue
+        if index.lost_between(cpu, a, b):
+            unknown(_W_LOST, b - a)
+            continue
+        got, uncovered = index.intervals(cpu, a, b)
+        unknown(_W_UNCOVERED, uncovered)
+        if got is None:
+            continue
+        st, en, ppid, comm, prio, known, lost = got
+        dur = en - st
+        # a stretch the trace does not show (a switch missing, events lost), or one in
+        # which the waiting task itself ran (its run's switch-in is missing: the wait
+        # ends at its first proof, so this is only where a run precedes that proof)
+        me = known & (ppid == pid)
+        unknown(_W_RAN, int(dur[me].sum()))
+        unknown(_W_LOST, int(dur[~known & lost].sum()))
+        unknown(_W_MISSING, int(dur[~known & ~lost].sum()))
+        ok = known & ~me
+        st, en, ppid, comm, prio = st[ok], en[ok], ppid[ok], comm[ok], prio[ok]
+        dur = en - st
+        idle = ppid == 0
+        if idle.any():
+            one(_IDLE, -1, cpu, int(dur[idle].sum()))
+        busy = np.flatnonzero(~idle & (dur > 0))
+        if len(busy):
+            u_pid, u_comm, u_prio, sums = _task_sums(ppid[busy], comm[busy], prio[busy], dur[busy])
+            blocks.append((_TASK, -1, cpu, u_pid, u_comm, u_prio, sums))
+        d, cpus = _llc_idle(index, topology, cpu, a, b)
+        llc_idle += d
+        llc_cpus |= cpus
+    # the blocks' rows as columns: part, why and CPU one per block, the rest per row
+    cols = [np.zeros(0, dtype=np.int64) for _ in range(7)]
+    if blocks:
+        n = [len(b[3]) if b[0] == _TASK else 1 for b in blocks]
+        cols = [np.repeat(np.array([b[k] for b in blocks], dtype=np.int64), n) for k in range(3)]
+        cols += [
+            np.concatenate([np.atleast_1d(np.asarray(b[k], dtype=np.int64)) for b in blocks])
+            for k in range(3, 7)
+        ]
+    if len(segs) > 1 and len(cols[0]) > 1:  # a part found again adds to its first place
+        first, inverse = _group_rows(cols[:6])
+        sums = np.zeros(len(first), dtype=np.int64)
+        np.add.at(sums, inverse, cols[6])
+        cols = [c[first] for c in cols[:6]] + [sums]
+    # parts of no time left out; wake_path first, then the largest first (a stable sort)
+    keep = np.flatnonzero(cols[6] > 0)
+    keep = keep[np.lexsort((-cols[6][keep], cols[0][keep] != _WAKE_PATH))]
+    kept = [c[keep] for c in cols]
+    return Parts(
+        kept[0],
+        kept[1],
+        kept[2],
+        kept[3],
+        kept[4],
+        kept[5],
+        kept[6],
+        total_ns=int(end_ts - start_ts),
+        cpus=[c for c, _, _ in segs],
+        llc_idle_ns=int(llc_idle),
+        llc_idle_cpus=sorted(llc_cpus),
+    )
+
+
 def breakdown(
     index: CpuIndex,
     topology: Topology,
@@ -537,82 +658,119 @@ def breakdown(
     Returns ``{"parts": [{"part", "us", "ns", "cpu"?, "pid"?, "comm"?, "class"?, "why"?}...]
     (largest first, wake_path first), "total_ns", "cpus": [...], "llc_idle_us",
     "llc_idle_cpus"}``; the parts' ``ns`` add up to ``total_ns`` = end - start."""
-    parts: dict[tuple, int] = {}
-    names: dict[tuple, tuple] = {}
-    queued_from = start_ts
-    if wakeup_ts is not None and start_ts < wakeup_ts <= end_ts:
-        parts[("wake_path",)] = wakeup_ts - start_ts
-        queued_from = wakeup_ts
-    llc_idle = 0
-    llc_cpus: set[int] = set()
-
-    def unknown(why: str, ns: int) -> None:
-        if ns > 0:
-            parts[("unknown", why)] = parts.get(("unknown", why), 0) + int(ns)
-
-    segs = index.segments(pid, cpu_at_end, queued_from, end_ts)
-    for cpu, a, b in segs:
-        if index.cpus is not None and cpu not in index.cpus:
-            unknown(UNKNOWN_OUTSIDE, b - a)
-            continue
-        if index.lost_between(cpu, a, b):
-            unknown(UNKNOWN_LOST, b - a)
-            continue
-        got, uncovered = index.intervals(cpu, a, b)
-        unknown(UNKNOWN_UNCOVERED, uncovered)
-        if got is None:
-            continue
-        st, en, ppid, comm, prio, known, lost = got
-        dur = en - st
-        # a stretch the trace does not show (a switch missing, events lost), or one in
-        # which the waiting task itself ran (its run's switch-in is missing: the wait
-        # ends at its first proof, so this is only where a run precedes that proof)
-        me = known & (ppid == pid)
-        unknown(UNKNOWN_RAN, int(dur[me].sum()))
-        unknown(UNKNOWN_LOST, int(dur[~known & lost].sum()))
-        unknown(UNKNOWN_MISSING, int(dur[~known & ~lost].sum()))
-        ok = known & ~me
-        st, en, ppid, comm, prio = st[ok], en[ok], ppid[ok], comm[ok], prio[ok]
-        dur = en - st
-        idle = ppid == 0
-        if idle.any():
-            parts[("idle", cpu)] = parts.get(("idle", cpu), 0) + int(dur[idle].sum())
-        busy = np.flatnonzero(~idle & (dur > 0))
-        if len(busy):
-            for (p_, code, pr), ns in _task_sums(ppid[busy], comm[busy], prio[busy], dur[busy]):
-                c = str(index.comm_names[code])
-                key = ("task", cpu, p_, c, pr)
-                parts[key] = parts.get(key, 0) + ns
-                names[key] = (p_, c, pr)
-        d, cpus = _llc_idle(index, topology, cpu, a, b)
-        llc_idle += d
-        llc_cpus |= cpus
-    total = end_ts - start_ts
+    p = parts_of(index, topology, pid, start_ts, end_ts, cpu_at_end, wakeup_ts)
     out = []
-    for key, ns in parts.items():
-        if ns <= 0:
-            continue
-        part: dict = {"part": key[0], "us": round(ns / 1e3, 3), "ns": int(ns)}
-        if key[0] == "unknown":
-            part["why"] = key[1]
-        if key[0] in ("idle", "task"):
-            part["cpu"] = key[1]
-        if key[0] == "task":
-            p, c, pr = names[key]
+    rows = zip(*(a.tolist() for a in (p.part, p.why, p.cpu, p.pid, p.comm, p.prio, p.ns)))
+    for kind, why, cpu, tid, code, prio, ns in rows:
+        part: dict = {"part": PART_NAMES[kind], "us": round(ns / 1e3, 3), "ns": ns}
+        if kind == _UNKNOWN:
+            part["why"] = WHYS[why]
+        elif kind != _WAKE_PATH:
+            part["cpu"] = cpu
+        if kind == _TASK:
+            c = str(index.comm_names[code])
             part.update(
-                pid=p,
+                pid=tid,
                 comm=c,
-                **{"class": task_class(c, pr if index.prio_known else None, waiter_prio)},
+                **{"class": task_class(c, prio if index.prio_known else None, waiter_prio)},
             )
         out.append(part)
-    out.sort(key=lambda x: (x["part"] != "wake_path", -x["ns"]))
     return {
         "parts": out,
-        "total_ns": int(total),
-        "cpus": [c for c, _, _ in segs],
-        "llc_idle_us": round(llc_idle / 1e3, 3),
-        "llc_idle_cpus": sorted(llc_cpus),
+        "total_ns": p.total_ns,
+        "cpus": p.cpus,
+        "llc_idle_us": round(p.llc_idle_ns / 1e3, 3),
+        "llc_idle_cpus": p.llc_idle_cpus,
     }
+
+
+def aggregate_parts(index: CpuIndex, waits: Iterable[tuple[Parts, int | None]]) -> tuple[dict, int]:
+    """:func:`aggregate` of the breakdowns of ``waits`` (each its :class:`Parts` and the
+    waiting task's priority), found from the arrays at once; and how many waits."""
+    causes: dict[str, int] = {name: i for i, name in enumerate(PART_NAMES[:3])}
+    cause, tid, comm, ns = [], [], [], []
+    count = total = 0
+    for p, waiter_prio in waits:
+        count += 1
+        total += p.total_ns
+        c = p.part.copy()
+        task = np.flatnonzero(p.part == _TASK)
+        if len(task):
+            # the class of each (name, priority) of the tasks that ran instead, once
+            first, inverse = _group_rows([p.comm[task], p.prio[task]])
+            codes = [
+                causes.setdefault(
+                    task_class(
+                        str(index.comm_names[code]), pr if index.prio_known else None, waiter_prio
+                    ),
+                    len(causes),
+                )
+                for code, pr in zip(p.comm[task[first]].tolist(), p.prio[task[first]].tolist())
+            ]
+            c[task] = np.asarray(codes, dtype=np.int64)[inverse]
+        cause.append(c)
+        tid.append(np.where(p.part == _TASK, p.pid, -1))
+        comm.append(p.comm)
+        ns.append(p.ns)
+    names = list(causes)
+    if not cause:
+        return {"causes": [], "top_tasks": []}, 0
+    cause_a, tid_a, comm_a, ns_a = (np.concatenate(x) for x in (cause, tid, comm, ns))
+    # each cause, each task: its time, in the order of the largest first, of equal ones
+    # the first found (as the sums of a dict sorted stably would give)
+    by_cause = _first_found_sums([cause_a], ns_a)
+    task = np.flatnonzero(tid_a >= 0)
+    by_task = _first_found_sums([tid_a[task], comm_a[task], cause_a[task]], ns_a[task])
+    out = [
+        {
+            "cause": names[k[0]],
+            "us": round(v / 1e3, 3),
+            "share": round(v / total, 4) if total else 0.0,
+        }
+        for k, v in by_cause
+    ]
+    top = [
+        {"pid": k[0], "comm": str(index.comm_names[k[1]]), "class": names[k[2]],
+         "us": round(v / 1e3, 3)}
+        for k, v in by_task[:5]
+    ]  # fmt: skip
+    return {"causes": out, "top_tasks": top}, count
+
+
+def _first_found_sums(keys: list[np.ndarray], ns: np.ndarray) -> list[tuple[list[int], int]]:
+    """The sums of ``ns`` by the rows of the columns ``keys``: (key, sum) the largest
+    first, of equal sums the key found first."""
+    if len(ns) == 0:
+        return []
+    first, inverse = _group_rows(keys)
+    sums = np.zeros(len(first), dtype=np.int64)
+    np.add.at(sums, inverse, ns)
+    order = np.lexsort((first, -sums))
+    rows = np.stack([k[first[order]] for k in keys], axis=1)
+    return list(zip(rows.tolist(), sums[order].tolist()))
+
+
+def _group_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of the equal-length columns ``cols`` (integers): per group, the
+    position of its first row, and per row its group; groups in the rows' order."""
+    n = len(cols[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.lexsort(cols[::-1])  # (stable: a group's first row is its first position)
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for c in cols:
+        cs = c[order]
+        new[1:] |= cs[1:] != cs[:-1]
+    gid = np.cumsum(new) - 1
+    first = order[new]
+    # groups renumbered in the order their first rows come
+    rank = np.empty(len(first), dtype=np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank[by_first] = np.arange(len(first))
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = rank[gid]
+    return first[by_first], inverse
 
 
 def _llc_idle(
@@ -645,10 +803,10 @@ def _llc_idle(
 
 def _task_sums(
     pid: np.ndarray, comm: np.ndarray, prio: np.ndarray, dur: np.ndarray
-) -> list[tuple[tuple[int, int, int], int]]:
-    """The time of each distinct (pid, comm code, prio), in that order: one key of
-    their bits where they fit it (pids below 2**31, comm codes below 2**24, priorities
-    -1..254), else rows compared whole."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The time of each distinct (pid, comm code, prio), in that order: (pids, comm
+    codes, priorities, times). One key of their bits where they fit it (pids below
+    2**31, comm codes below 2**24, priorities -1..254), else rows compared whole."""
     p, c, r = (a.astype(np.int64) for a in (pid, comm, prio))
     fits = (
         p.min() >= 0 and p.max() < 1 << 31 and c.min() >= 0 and c.max() < 1 << 24
@@ -662,7 +820,7 @@ def _task_sums(
         uniq, inverse = np.unique(np.stack([p, c, r], axis=1), axis=0, return_inverse=True)
     sums = np.zeros(len(uniq), dtype=np.int64)
     np.add.at(sums, inverse.ravel(), dur)
-    return [(tuple(u), ns) for u, ns in zip(uniq.tolist(), sums.tolist())]
+    return uniq[:, 0], uniq[:, 1], uniq[:, 2], sums
 
 
 def aggregate(breakdowns: list[dict]) -> dict:
