@@ -739,12 +739,7 @@ class WindowInputs:
 
     def count(self, ts: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """How many of the times ``ts`` (those of ``mask``) fall in each window."""
-        ts = np.asarray(ts, dtype=np.int64)
-        if mask is not None:
-            ts = ts[np.asarray(mask)]
-        if not len(ts):
-            return np.zeros(self.nwin, dtype=np.int64)
-        return np.histogram(ts, bins=self.edges)[0]
+        return window_counts(ts, self.edges, mask)
 
     def per_s(self, counts: np.ndarray) -> np.ndarray:
         """Counts per window as rates."""
@@ -856,27 +851,61 @@ class WindowInputs:
         (none without occupancy); where the window holds unknown time of the CPU, the
         midpoint of the bounds when within :data:`SHARE_TOLERANCE`, else NaN."""
         occ = self.model.occupancy
-        out: dict[str, np.ndarray] = {}
-        if len(occ):
-            state = occ["state"].to_numpy()
-            cpu = occ["cpu"].to_numpy()
-            lens = np.diff(self.edges)
-            for c in range(self.model.events.cpus):
-                cov = {}
-                for st in ("running", "unknown"):
-                    r = occ[(state == st) & (cpu == c)].sort_values("start_ts")
-                    cov[st] = np.diff(
-                        covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), self.edges)
-                    )
-                lo = cov["running"] / lens
-                hi = (cov["running"] + cov["unknown"]) / lens
-                out[f"busy_share_cpu{c}"] = np.where(
-                    hi <= lo, lo, np.where(hi - lo <= SHARE_TOLERANCE, (lo + hi) / 2, np.nan)
-                )
-        return out
+        if not len(occ):
+            return {}
+        return busy_share_columns(
+            cpu_window_times(occ, self.edges), self.model.events.cpus, self.edges
+        )
 
 
 # -- the computations ----------------------------------------------------------------------
+
+
+def window_counts(ts: np.ndarray, edges: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """How many of the times ``ts`` (those of ``mask``) fall in each window of ``edges``
+    (``np.histogram``'s bins: the last one holds a time at its end)."""
+    ts = np.asarray(ts, dtype=np.int64)
+    if mask is not None:
+        ts = ts[np.asarray(mask)]
+    if not len(ts):
+        return np.zeros(len(edges) - 1, dtype=np.int64)
+    return np.histogram(ts, bins=edges)[0]
+
+
+def cpu_window_times(
+    occ: pd.DataFrame, edges: np.ndarray
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per CPU of the occupancy rows ``occ``: its running and its unknown ns in each window
+    (the rows of a CPU do not overlap: the time parts of a trace give sums of them)."""
+    state, cpu = occ["state"].to_numpy(), occ["cpu"].to_numpy()
+    out = {}
+    for c in np.unique(cpu).tolist():
+        cov = []
+        for st in ("running", "unknown"):
+            r = occ[(state == st) & (cpu == c)].sort_values("start_ts")
+            cov.append(np.diff(covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), edges)))
+        out[int(c)] = (cov[0], cov[1])
+    return out
+
+
+def busy_share_columns(
+    times: Mapping[int, tuple[np.ndarray, np.ndarray]], cpus: int, edges: np.ndarray
+) -> dict[str, np.ndarray]:
+    """``busy_share_cpuN`` of each of the ``cpus`` CPUs from its running and unknown ns
+    per window (:func:`cpu_window_times`; none: 0): the running share, or where the
+    window holds unknown time, the midpoint of the bounds when within
+    :data:`SHARE_TOLERANCE`, else NaN."""
+    lens = np.diff(edges)
+    zero = np.zeros(len(lens), dtype=np.int64)
+    out: dict[str, np.ndarray] = {}
+    for c in range(cpus):
+        running, unknown = times.get(c, (zero, zero))
+        lo = running / lens
+        hi = (running + unknown) / lens
+        out[f"busy_share_cpu{c}"] = np.where(
+            hi <= lo, lo, np.where(hi - lo <= SHARE_TOLERANCE, (lo + hi) / 2, np.nan)
+        )
+    return out
 
 
 def share_of(part: np.ndarray, whole: np.ndarray) -> np.ndarray:

@@ -38,13 +38,16 @@ from .metrics import (
     CPUS_VISITED_MIN_RUNS,
     CROSS_LLC,
     METRICS,
+    busy_share_columns,
     covered,
+    cpu_window_times,
     cpus_visited_per_window,
     latencies,
     latency_columns,
     latency_quantiles,
     share_of,
     weighted_share_windows,
+    window_counts,
     window_edges,
 )
 
@@ -107,17 +110,6 @@ class WindowPartial:
     edge_names: pd.DataFrame
 
 
-def hist(ts: np.ndarray, edges: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-    """How many of the times ``ts`` (those of ``mask``) fall in each window, as
-    :meth:`~schedwake.analysis.metrics.WindowInputs.count` counts them."""
-    ts = np.asarray(ts, dtype=np.int64)
-    if mask is not None:
-        ts = ts[np.asarray(mask)]
-    if not len(ts):
-        return np.zeros(len(edges) - 1, dtype=np.int64)
-    return np.histogram(ts, bins=edges)[0]
-
-
 def storm_window(edges: np.ndarray) -> Any:
     """The window of each switch time for the storm's counts: ``searchsorted`` of the
     edges (the preempted share's windows, which leave out a time at the last edge), but
@@ -160,16 +152,17 @@ def window_partial(
     w = model_table(model, "wakeups")
     mine = owned["wakeups"]
     wts = w["ts"].to_numpy(dtype=np.int64) if len(w) else np.zeros(0, np.int64)
-    counts["wakeups"] = hist(wts, edges, mine)
-    counts["migrated"] = (
-        hist(wts, edges, mine & w["migrated"].to_numpy()) if len(w) else hist(wts, edges)
-    )
-    counts["pingpong"] = hist(wts, edges, mine & episodes_mask(w))
-    counts["would_stack"] = hist(wts, edges, mine & would_stack_mask(model))
-    has_switch = ev.switch is not None
-    counts["futile"] = (
-        hist(wts, edges, mine & futile_mask(model)) if has_switch else hist(wts, edges)
-    )
+    migrated = w["migrated"].to_numpy(dtype=bool) if len(w) else np.zeros(0, dtype=bool)
+    # (a trace without switches has no futile wake-up: metric_partial's rule)
+    futile = futile_mask(model) if ev.switch is not None else np.zeros(len(w), dtype=bool)
+    for name, mask in (
+        ("wakeups", mine),
+        ("migrated", mine & migrated),
+        ("pingpong", mine & episodes_mask(w)),
+        ("would_stack", mine & would_stack_mask(model)),
+        ("futile", mine & futile),
+    ):
+        counts[name] = window_counts(wts, edges, mask)
     rows, _ = preempting_wakeups(model, "open")
     futile_open_ts = wts[rows[mine[rows]]] if len(rows) else np.zeros(0, np.int64)
     # latencies: per window, of the owned wake-ups with one
@@ -189,33 +182,22 @@ def window_partial(
         cause, topo = mig["cause"].to_numpy(), mig["topology_class"].to_numpy()
     else:
         mts, cause, topo = np.zeros(0, np.int64), np.zeros(0, object), np.zeros(0, object)
-    counts["migrations"] = hist(mts, edges, mm)
-    counts["wakeup_migrations"] = hist(mts, edges, mm & (cause == "wakeup"))
-    counts["load_balance_migrations"] = hist(mts, edges, mm & (cause == "load_balance"))
-    counts["cross_llc_migrations"] = hist(mts, edges, mm & np.isin(topo, CROSS_LLC))
+    counts["migrations"] = window_counts(mts, edges, mm)
+    counts["wakeup_migrations"] = window_counts(mts, edges, mm & (cause == "wakeup"))
+    counts["load_balance_migrations"] = window_counts(mts, edges, mm & (cause == "load_balance"))
+    counts["cross_llc_migrations"] = window_counts(mts, edges, mm & np.isin(topo, CROSS_LLC))
     # switches: the part's own, and the breaks of its CPUs' chains it holds
     s = ev.switch
     sts = s["ts"].to_numpy(dtype=np.int64) if s is not None else np.zeros(0, np.int64)
     span = in_span(sts, t0, t1)
-    counts["switches"] = hist(sts, edges, span)
+    counts["switches"] = window_counts(sts, edges, span)
     comp = model.completeness
     broken = np.asarray(comp.switch_end[~comp.switch_chain_ok], dtype=np.int64)
-    counts["missing_switches"] = hist(broken, edges, in_span(broken, t0, t1))
+    counts["missing_switches"] = window_counts(broken, edges, in_span(broken, t0, t1))
     pre, outs = unit_counts(model, span if s is not None else None, storm_window(edges))
     # the CPUs' running and unknown time, the LLCs' gap time
     occ = model_table(model, "occupancy")
-    busy: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    if len(occ):
-        o = occ[owned["occupancy"]]
-        state, cpu = o["state"].to_numpy(), o["cpu"].to_numpy()
-        for c in np.unique(cpu).tolist():
-            cov = []
-            for st in ("running", "unknown"):
-                r = o[(state == st) & (cpu == c)].sort_values("start_ts")
-                cov.append(
-                    np.diff(covered(r["start_ts"].to_numpy(), r["end_ts"].to_numpy(), edges))
-                )
-            busy[int(c)] = (cov[0], cov[1])
+    busy = cpu_window_times(occ[owned["occupancy"]], edges) if len(occ) else {}
     gap = {}
     for llc, (gs, ge) in segments.items():
         lo_t = np.iinfo(np.int64).min if t0 is None else t0
@@ -375,7 +357,7 @@ def _futile_open(j: JoinedMetrics, parts: Sequence[WindowPartial], edges: np.nda
     """Per window, the futile wake-ups that a part left open and later parts settled."""
     settled = j.futile_settled()
     ts = [p.futile_open_ts[f] for p, f in zip(parts, settled, strict=True)]
-    return hist(np.concatenate(ts) if ts else np.zeros(0, np.int64), edges)
+    return window_counts(np.concatenate(ts) if ts else np.zeros(0, np.int64), edges)
 
 
 def _storm(j: JoinedMetrics, parts: Sequence[WindowPartial], nwin: int) -> dict[str, np.ndarray]:
@@ -471,38 +453,19 @@ def _visited(parts: Sequence[WindowPartial], nwin: int) -> np.ndarray:
 
 def _gap_share(parts: Sequence[WindowPartial], edges: np.ndarray) -> np.ndarray:
     """Per window, the gap time / (window length x LLCs)."""
-    nwin = len(edges) - 1
-    gap = np.zeros(nwin)
-    llcs: dict[int, np.ndarray] = {}
-    for p in parts:
-        for llc, g in p.gap.items():
-            llcs[llc] = llcs.get(llc, np.zeros(nwin, dtype=np.int64)) + g
-    for g in llcs.values():
-        gap += g
+    gap = sum((g for p in parts for g in p.gap.values()), np.zeros(len(edges) - 1, np.int64))
     nllc = max(max((len(p.gap) for p in parts), default=0), 1)
     return gap / (np.diff(edges) * nllc)
 
 
 def _busy(parts: Sequence[WindowPartial], edges: np.ndarray) -> dict[str, np.ndarray]:
-    """``busy_share_cpuN`` per window (:attr:`~.metrics.WindowInputs.busy_shares`)."""
-    from .metrics import SHARE_TOLERANCE
-
-    nwin = len(edges) - 1
-    sums: dict[int, list[np.ndarray]] = {}
+    """``busy_share_cpuN`` per window (:attr:`~.metrics.WindowInputs.busy_shares`) from
+    the parts' running and unknown ns per CPU, added up."""
+    sums: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for p in parts:
         for c, (run, unk) in p.busy.items():
-            r, u = sums.setdefault(c, [np.zeros(nwin, np.int64), np.zeros(nwin, np.int64)])
-            sums[c] = [r + run, u + unk]
-    out: dict[str, np.ndarray] = {}
+            r, u = sums.get(c, (0, 0))
+            sums[c] = (r + run, u + unk)
     if not sums:  # (no occupancy: no column)
-        return out
-    lens = np.diff(edges)
-    zero = np.zeros(nwin, np.int64)
-    for c in range(parts[0].cpus):
-        run, unk = sums.get(c, [zero, zero])
-        lo = run / lens
-        hi = (run + unk) / lens
-        out[f"busy_share_cpu{c}"] = np.where(
-            hi <= lo, lo, np.where(hi - lo <= SHARE_TOLERANCE, (lo + hi) / 2, np.nan)
-        )
-    return out
+        return {}
+    return busy_share_columns(sums, parts[0].cpus, edges)

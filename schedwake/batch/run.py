@@ -237,21 +237,24 @@ def _run(
         limit, n = workers_memory(client)
         run = uuid.uuid4().hex[:12]  # keys of their own on a cluster others use too
         futures = {}
-        cuts: dict[str, int] = {}
-        # the traces that surely fit a worker go at once; the others after a look
-        for look in (False, True):
-            for i, (p, ap) in enumerate(todo):
-                if p in cuts:
-                    continue
-                if look:
-                    cuts[p] = partitions_of(ap, options, partitions, limit, n)
-                elif partitions in ("auto", 1) and (partitions == 1 or fits(ap, limit)):
-                    cuts[p] = 1
-                else:
-                    continue
+
+        def submit(i: int, p: str, ap: str) -> None:
+            key = f"schedwake-{run}-{i}"
+            futures[client.submit(analyse_one, p, ap, options, key=key)] = (p, ap)
+
+        # the traces that surely fit a worker (by their size) go at once; the others
+        # after a look inside (partitions_of)
+        cuts = {
+            p: 1 for p, ap in todo if partitions == 1 or (partitions == "auto" and fits(ap, limit))
+        }
+        for i, (p, ap) in enumerate(todo):
+            if p in cuts:
+                submit(i, p, ap)
+        for i, (p, ap) in enumerate(todo):
+            if p not in cuts:
+                cuts[p] = partitions_of(ap, options, partitions, limit, n)
                 if cuts[p] == 1:
-                    key = f"schedwake-{run}-{i}"
-                    futures[client.submit(analyse_one, p, ap, options, key=key)] = (p, ap)
+                    submit(i, p, ap)
         by_path = {}
         # a trace in parts takes every worker in turn (this thread runs its passes)
         for p, ap in todo:

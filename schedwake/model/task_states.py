@@ -666,60 +666,45 @@ def class_share_windows(
 ) -> dict[str, np.ndarray]:
     """Per task class, its runnable share (runnable / (running + runnable) time) inside
     each window ``edges[k]``..``edges[k+1]``; NaN where the class neither ran nor waited
-    (:func:`window_class_shares` of :func:`window_state_times`: the time parts of a
-    trace give the same sums)."""
+    (:func:`window_class_shares` of the intervals' pieces in the windows: sums of
+    integer ns, which the time parts of a trace give the same)."""
     edges = np.asarray(edges, dtype=np.int64)
-    nwin = len(edges) - 1
-    if len(intervals) == 0:
-        return {c: np.full(nwin, np.nan) for c in CLASSES}
-    upid, inv = np.unique(intervals[_task_column(intervals)].to_numpy(), return_inverse=True)
-    cls = _class_of(upid, names)[inv.reshape(-1)]
-    state = np.asarray(intervals["state"].cat.codes)
-    row, win, ns = window_overlaps(
-        intervals["start_ts"].to_numpy(), intervals["end_ts"].to_numpy(), edges
-    )
-    out: dict[str, np.ndarray] = {}
-    for c in CLASSES:
-        # (sums of integer ns, exact: the same as the time parts' sums per task)
-        mine = cls[row] == c
-        running = mine & (state[row] == _RUN)
-        waiting = mine & ((state[row] == _PRE) | (state[row] == _WOKEN))
-        r = np.bincount(win[running], weights=ns[running], minlength=nwin)
-        w = np.bincount(win[waiting], weights=ns[waiting], minlength=nwin)
-        out[c] = window_share(r, w)
-    return out
+    return window_class_shares(_state_pieces(intervals, edges), names, len(edges) - 1)
 
 
 def window_state_times(intervals: pd.DataFrame, edges: np.ndarray) -> pd.DataFrame:
     """Per (window, task) with time there: the task's running and runnable (preempted or
     woken) ns inside the window (columns ``win``, ``task``, ``running_ns``,
     ``runnable_ns``; exact: the pieces of the intervals, :func:`window_overlaps`)."""
-    cols = ("win", "task", "running_ns", "runnable_ns")
-    if len(intervals) == 0:
-        return pd.DataFrame({c: np.zeros(0, np.int64) for c in cols})
-    state = np.asarray(intervals["state"].cat.codes)
+    pieces = _state_pieces(intervals, np.asarray(edges, dtype=np.int64))
+    return pieces.groupby(["win", "task"], as_index=False, sort=True).sum()
+
+
+def _state_pieces(intervals: pd.DataFrame, edges: np.ndarray) -> pd.DataFrame:
+    """Each piece of the running and runnable intervals inside a window: its window, task,
+    and its ns as running or as runnable (the other 0)."""
+    state = np.asarray(intervals["state"].cat.codes) if len(intervals) else np.zeros(0, np.int8)
     sel = np.flatnonzero((state == _RUN) | (state == _PRE) | (state == _WOKEN))
     task = intervals[_task_column(intervals)].to_numpy().astype(np.int64)[sel]
     row, win, ns = window_overlaps(
         intervals["start_ts"].to_numpy()[sel], intervals["end_ts"].to_numpy()[sel], edges
     )
-    utask, tinv = np.unique(task, return_inverse=True)
-    key = win.astype(np.int64) * max(len(utask), 1) + tinv.reshape(-1)[row]
-    ukey, kinv = np.unique(key, return_inverse=True)
     running = state[sel][row] == _RUN
-    sums = {
-        name: np.bincount(kinv, weights=np.where(mask, ns, 0), minlength=len(ukey)).astype(np.int64)
-        for name, mask in (("running_ns", running), ("runnable_ns", ~running))
-    }
-    n = max(len(utask), 1)
-    return pd.DataFrame({"win": ukey // n, "task": utask[ukey % n] if len(utask) else ukey, **sums})
+    return pd.DataFrame(
+        {
+            "win": win.astype(np.int64),
+            "task": task[row],
+            "running_ns": np.where(running, ns, 0),
+            "runnable_ns": np.where(running, 0, ns),
+        }
+    )
 
 
 def window_class_shares(
     times: pd.DataFrame, names: dict[int, str], nwin: int
 ) -> dict[str, np.ndarray]:
     """:func:`class_share_windows` of the :func:`window_state_times` ``times`` (the
-    rows of a (window, task) may come in pieces: they add up)."""
+    rows of a (window, task) may come in pieces, of several time parts: they add up)."""
     if not len(times):
         return {c: np.full(nwin, np.nan) for c in CLASSES}
     tasks, inv = np.unique(times["task"].to_numpy(), return_inverse=True)
