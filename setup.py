@@ -51,6 +51,11 @@ TDCORE_SOURCES = [
     "schedwake/ingest/_td_merge.c",
 ]
 
+# the model's compiled passes, one job a file (schedwake/model/_passes_list.h names them)
+PASS_SOURCES = [
+    "schedwake/model/_pass_order.c",
+]
+
 setup(
     ext_modules=[
         # libtracecmd binding: the conformance oracle and opt-in reader, run only in a
@@ -85,6 +90,13 @@ setup(
             "schedwake.ingest._textscan",
             ["schedwake/ingest/_textscan.c"],
             depends=["schedwake/ingest/_utf8.h"],
+            extra_compile_args=COPTS,
+        ),
+        # the model's per-event passes (schedwake/model/_passes.h): arrays in, arrays out
+        Extension(
+            "schedwake.model._passes",
+            ["schedwake/model/_passes.c", *PASS_SOURCES],
+            depends=["schedwake/model/_passes.h", "schedwake/model/_passes_list.h"],
             extra_compile_args=COPTS,
         ),
     ]

@@ -82,6 +82,35 @@ def test_stable_order_is_a_stable_argsort(dtype):
         key = rng.integers(lo, hi, 2000, endpoint=True).astype(dtype)
         assert stable_order(key).tolist() == np.argsort(key, kind="stable").tolist()
     assert len(stable_order(np.zeros(0, dtype))) == 0
+    wide = rng.integers(-5, 5, 4000).astype(dtype)[::3]  # a view, not contiguous
+    assert stable_order(wide).tolist() == np.argsort(wide, kind="stable").tolist()
+
+
+def test_counting_order_checks_what_it_is_given():
+    """The compiled counting sort refuses keys outside the range it is told, outputs of
+    another length and arrays of other types, before writing anything."""
+    from schedwake.model import _passes
+
+    key = np.array([3, 1, 2, 1, 3], dtype=np.int64)
+    out = np.full(5, -7, dtype=np.int64)
+    _passes.counting_order(key, 1, 3, out)
+    assert out.tolist() == [1, 3, 2, 0, 4]
+    for lo, span in ((2, 3), (1, 2), (0, 3)):  # a key below lo, at lo + span, above
+        out[:] = -7
+        with pytest.raises(ValueError, match="outside"):
+            _passes.counting_order(key, lo, span, out)
+        assert (out == -7).all()
+    extreme = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max], dtype=np.int64)
+    with pytest.raises(ValueError, match="outside"):
+        _passes.counting_order(extreme, 0, 4, np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="one slot a key"):
+        _passes.counting_order(key, 1, 3, np.zeros(4, np.int64))
+    with pytest.raises(ValueError, match="span"):
+        _passes.counting_order(key, 1, 0, out)
+    with pytest.raises(TypeError, match="integers"):
+        _passes.counting_order(key.astype(np.float64), 1, 3, out)
+    with pytest.raises(TypeError, match="integers"):
+        _passes.counting_order(key, 1, 3, np.zeros(5, np.int32))
 
 
 def test_pid_cpu_counts_and_single_cpu_pids_match_groupby():

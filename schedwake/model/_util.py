@@ -11,6 +11,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from . import _passes
+
 if TYPE_CHECKING:
     from .memo import TraceTables
 
@@ -325,11 +327,20 @@ def _key_slot(ukeys: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 
 def stable_order(key: np.ndarray) -> np.ndarray:
-    """``np.argsort(key, kind="stable")``, by 16-bit radix passes where the key range
-    allows (pids, CPUs)."""
+    """``np.argsort(key, kind="stable")``: one counting sort in C where the key range is
+    not much wider than the rows (pids, CPUs, task keys), else 16-bit radix passes
+    where the range allows."""
     if len(key) == 0:
         return np.zeros(0, dtype=np.intp)
     lo, hi = int(key.min()), int(key.max())
+    small = key.dtype.kind == "i" or (key.dtype.kind == "u" and key.dtype.itemsize < 8)
+    if small and hi - lo < max(2 * len(key), 1 << 16):
+        # (the count table, 8 bytes a key value, stays within twice the order's size)
+        own = key.dtype.kind == "i" and key.dtype.itemsize in (4, 8)
+        k = np.ascontiguousarray(key) if own else key.astype(np.int64)
+        order = np.empty(len(key), dtype=np.intp)
+        _passes.counting_order(k, lo, hi - lo + 1, order)
+        return order
     if hi - lo >= 2**32:
         return np.argsort(key, kind="stable")
     # key - lo in the key's own type when the range fits it (no int64 copy of int32 keys)

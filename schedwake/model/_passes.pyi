@@ -1,0 +1,6 @@
+"""Types of the model's compiled passes (_passes.c, _pass_*.c): 1-d NumPy arrays in,
+outputs filled in place."""
+
+import numpy as np
+
+def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> None: ...
