@@ -268,3 +268,42 @@ def test_member_is_isin():
             if scale == 1 or dtype == np.int64:
                 got = member(v.astype(dtype), k.astype(dtype))
                 assert (got == np.isin(v.astype(dtype), k.astype(dtype))).all()
+
+
+def test_life_boundaries_match_a_walk_of_each_pid():
+    """``lives.boundaries`` (only the pids the compiled pass flags are sorted) finds
+    what walking each pid's rows in (ts, birth < event < death) order finds, on random
+    rows with ties, pid 0, dense pids and a pid range too wide for the pass's table."""
+    from schedwake.model import _passes
+    from schedwake.model.lives import _ACT, _BIRTH, _DEATH, boundaries
+
+    prio = {_BIRTH: 0, _ACT: 1, _DEATH: 2}
+
+    def walk(pid, ts, kind):
+        found = []
+        for p in sorted(set(pid.tolist()) - {0}):
+            rows = sorted((t, prio[k], k) for q, t, k in zip(pid, ts, kind) if q == p)
+            for (_, _, before), (t, _, k) in zip(rows, rows[1:]):
+                if before == _DEATH or (k == _BIRTH and before == _ACT):
+                    found.append((p, t))
+        return found
+
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(0, 40))
+        pid = rng.integers(0, 6, n).astype(np.int64)
+        if trial % 10 == 0:
+            pid[pid == 5] = 1 << 40  # (a range no table covers)
+        ts = rng.integers(0, 12, n).astype(np.int64)
+        kind = rng.choice([_ACT, _ACT, _ACT, _DEATH, _BIRTH], n).astype(np.int8)
+        bp, bt = boundaries(pid, ts, kind)
+        assert list(zip(bp.tolist(), bt.tolist())) == walk(pid, ts, kind), trial
+    # the pass refuses a pid outside the range it is told, or a kind it does not know
+    out = np.zeros(2, dtype=bool)
+    args = (np.array([3, 4], np.int64), np.array([1, 2], np.int64))
+    with pytest.raises(ValueError, match="outside"):
+        _passes.life_candidates(*args, np.array([0, 1], np.int8), 3, 1, out)
+    with pytest.raises(ValueError, match="kind"):
+        _passes.life_candidates(*args, np.array([0, 3], np.int8), 3, 2, out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.life_candidates(*args, np.array([0], np.int8), 3, 2, out)

@@ -4,3 +4,6 @@ outputs filled in place."""
 import numpy as np
 
 def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> None: ...
+def life_candidates(
+    pid: np.ndarray, ts: np.ndarray, kind: np.ndarray, lo: int, span: int, out: np.ndarray, /
+) -> None: ...

@@ -4,3 +4,7 @@
 PASS(counting_order,
      "counting_order(key, lo, span, out): out[:] = the stable order of key (ints in "
      "[lo, lo + span)), by one counting sort")
+/* _pass_lives.c */
+PASS(life_candidates,
+     "life_candidates(pid, ts, kind, lo, span, out): out[i] = whether row i's pid (in "
+     "[lo, lo + span)) may have two lives, from its deaths, births and other events")

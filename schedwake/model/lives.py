@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from . import _passes
 from ._util import asof_index, i64, ints, lex_order, member, take
 
 
@@ -117,20 +118,7 @@ class Lives:
                 add(i64(f, "ts"), ints(f, col), k)
         if not ts_:
             return cls(none, none)
-        pid = np.concatenate(pid_)
-        ts, kind = np.concatenate(ts_), np.concatenate(kind_)
-        # only the pids that may have two lives: a death or a birth, and another event
-        cand = np.unique(pid[(kind != _ACT) & (pid != 0)])
-        sel = member(pid, cand)
-        pid, ts, kind = pid[sel], ts[sel], kind[sel]
-        # at one time: a birth, then the task's events, then its death
-        prio = np.choose(kind, [1, 2, 0]).astype(np.int8)
-        pid, ts, kind = _by_pid_ts_prio(pid, ts, prio)
-        same = np.zeros(len(pid), dtype=bool)
-        same[1:] = pid[1:] == pid[:-1]
-        before = np.concatenate([[_ACT], kind[:-1]]).astype(np.int8)
-        boundary = same & ((before == _DEATH) | ((kind == _BIRTH) & (before == _ACT)))
-        return cls(pid[boundary], ts[boundary])
+        return cls(*boundaries(np.concatenate(pid_), np.concatenate(ts_), np.concatenate(kind_)))
 
     def __bool__(self) -> bool:
         return len(self.pid) > 0
@@ -196,6 +184,46 @@ class Lives:
             return pid
         n = self.number(pid, ts)
         return pid.astype(np.int64) + (n.astype(np.int64) << SHIFT)
+
+
+def boundaries(
+    pid: np.ndarray, ts: np.ndarray, kind: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (pid, ts) of the boundaries that rows of (pid, ts, kind: ``_ACT``, ``_DEATH``,
+    ``_BIRTH``) show, in (pid, ts) order (see the module's docstring)."""
+    # only the rows of pids that may have two lives (most traces: none)
+    sel = _may_have_lives(pid, ts, kind)
+    pid, ts, kind = pid[sel], ts[sel], kind[sel]
+    # at one time: a birth, then the task's events, then its death
+    prio = np.choose(kind, [1, 2, 0]).astype(np.int8)
+    pid, ts, kind = _by_pid_ts_prio(pid, ts, prio)
+    same = np.zeros(len(pid), dtype=bool)
+    same[1:] = pid[1:] == pid[:-1]
+    before = np.concatenate([[_ACT], kind[:-1]]).astype(np.int8)
+    boundary = same & ((before == _DEATH) | ((kind == _BIRTH) & (before == _ACT)))
+    return pid[boundary], ts[boundary]
+
+
+def _may_have_lives(pid: np.ndarray, ts: np.ndarray, kind: np.ndarray) -> np.ndarray:
+    """Whether each row's pid may have a boundary: it dies twice, has an event at or
+    after its first death, or a birth after its first other event (one compiled pass,
+    ``_passes.life_candidates``); over a pid range too wide for its table, every pid
+    with a death or a birth."""
+    if len(pid) == 0:
+        return np.zeros(0, dtype=bool)
+    lo, hi = int(pid.min()), int(pid.max())
+    if hi - lo >= max(4 * len(pid), 1 << 23):
+        return member(pid, np.unique(pid[(kind != _ACT) & (pid != 0)]))
+    out = np.empty(len(pid), dtype=bool)
+    _passes.life_candidates(
+        np.ascontiguousarray(pid, dtype=np.int64),
+        np.ascontiguousarray(ts, dtype=np.int64),
+        np.ascontiguousarray(kind, dtype=np.int8),
+        lo,
+        hi - lo + 1,
+        out,
+    )
+    return out
 
 
 #: A boundary's priority at one time (:meth:`Lives.of`) back to its kind.
