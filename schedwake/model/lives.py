@@ -186,9 +186,7 @@ class Lives:
         return pid.astype(np.int64) + (n.astype(np.int64) << SHIFT)
 
 
-def boundaries(
-    pid: np.ndarray, ts: np.ndarray, kind: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def boundaries(pid: np.ndarray, ts: np.ndarray, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The (pid, ts) of the boundaries that rows of (pid, ts, kind: ``_ACT``, ``_DEATH``,
     ``_BIRTH``) show, in (pid, ts) order (see the module's docstring)."""
     # only the rows of pids that may have two lives (most traces: none)
