@@ -55,6 +55,7 @@ TDCORE_SOURCES = [
 PASS_SOURCES = [
     "schedwake/model/_pass_order.c",
     "schedwake/model/_pass_lives.c",
+    "schedwake/model/_pass_asof.c",
 ]
 
 setup(

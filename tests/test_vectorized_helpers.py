@@ -5,11 +5,44 @@ gave, on random inputs full of ties, nulls of keys and edge cases."""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pytest
 
 from schedwake.detect._iwr import llc_gap_segments, single_cpu_pids
-from schedwake.model._util import _asof_index_merge, asof_index, pid_cpu_counts, stable_order
+from schedwake.model._util import asof_index, pid_cpu_counts, stable_order
+
+
+def _asof_index_merge(
+    lts: npt.ArrayLike,
+    lkey: npt.ArrayLike | None,
+    rts: npt.ArrayLike,
+    rkey: npt.ArrayLike | None,
+    direction: str = "backward",
+    allow_exact: bool = True,
+) -> np.ndarray:
+    """``asof_index`` through ``pandas.merge_asof``: the oracle the tests compare with."""
+    lts = np.asarray(lts, dtype=np.int64)
+    rts = np.asarray(rts, dtype=np.int64)
+    out = np.full(len(lts), -1, dtype=np.int64)
+    if len(lts) == 0 or len(rts) == 0:
+        return out
+    left = pd.DataFrame({"ts": lts, "li": np.arange(len(lts), dtype=np.int64)})
+    right = pd.DataFrame({"ts": rts, "ri": np.arange(len(rts), dtype=np.int64)})
+    by = None
+    if lkey is not None:
+        left["k"] = np.asarray(lkey, dtype=np.int64)
+        right["k"] = np.asarray(rkey, dtype=np.int64)
+        by = "k"
+    left = left.sort_values("ts", kind="stable")
+    right = right.sort_values("ts", kind="stable")
+    m = pd.merge_asof(
+        left, right, on="ts", by=by, direction=direction, allow_exact_matches=allow_exact
+    )
+    ri = m["ri"].to_numpy(dtype="float64", na_value=np.nan)
+    ok = ~np.isnan(ri)
+    out[m["li"].to_numpy()[ok]] = ri[ok].astype(np.int64)
+    return out
 
 
 @pytest.mark.parametrize("keys", ["none", "int32", "int64", "mixed", "wide_keys", "wide_ts"])
@@ -37,7 +70,7 @@ def test_asof_index_matches_merge_asof(keys):
         elif keys == "wide_keys":
             vals = np.array([-(2**31), -1, 0, 7, 2**31 - 1], dtype=np.int32)
             lk, rk = rng.choice(vals, n), rng.choice(vals, m)
-        elif keys == "wide_ts":  # too wide for one int64 line: the merge_asof fallback
+        elif keys == "wide_ts":  # times 2**62 apart
             rts = rts + (2**62) * rng.integers(0, 2, m)
         trials.append((lts, lk, rts, rk))
     for direction in ("backward", "forward"):
@@ -307,3 +340,45 @@ def test_life_boundaries_match_a_walk_of_each_pid():
         _passes.life_candidates(*args, np.array([0, 3], np.int8), 3, 2, out)
     with pytest.raises(ValueError, match="lengths"):
         _passes.life_candidates(*args, np.array([0], np.int8), 3, 2, out)
+
+
+@pytest.mark.parametrize("direction", ["backward", "forward"])
+@pytest.mark.parametrize("exact", [True, False])
+def test_asof_index_gallops_over_long_keys(direction, exact):
+    """Long runs of one key (the compiled search gallops from where the key's previous
+    left row ended): left rows in time order, reversed and shuffled, times with ties,
+    equal the merge_asof reference."""
+    rng = np.random.default_rng(5)
+    rts = np.sort(rng.integers(0, 400_000, 60_000))
+    rk = rng.integers(0, 3, len(rts)).astype(np.int32)
+    lts = np.sort(rng.integers(-10, 400_010, 20_000))
+    lk = rng.integers(-1, 4, len(lts)).astype(np.int32)
+    for order in (slice(None), slice(None, None, -1), rng.permutation(len(lts))):
+        want = _asof_index_merge(lts[order], lk[order], rts, rk, direction, exact)
+        got = asof_index(lts[order], lk[order], rts, rk, direction, exact)
+        assert got.tolist() == want.tolist()
+
+
+def test_asof_slots_checks_what_it_is_given():
+    """The compiled search refuses positions and slots outside the arrays they index,
+    and arrays of unequal lengths, before searching."""
+    from schedwake.model import _passes
+
+    lts, rts = np.array([5, 9], np.int64), np.array([1, 4, 8], np.int64)
+    order, starts, ends = np.array([0, 1, 2], np.int64), np.array([0]), np.array([3])
+    out = np.zeros(2, np.int64)
+    _passes.asof_slots(lts, np.array([0, -1]), rts, order, starts, ends, True, True, out)
+    assert out.tolist() == [1, -1]
+    hostile = [
+        (np.array([0, 1]), order, starts, ends),  # a slot past the keys
+        (np.array([0, -2]), order, starts, ends),
+        (np.array([0, 0]), np.array([0, 1, 3]), starts, ends),  # a position past rts
+        (np.array([0, 0]), np.array([0, -1, 2]), starts, ends),
+        (np.array([0, 0]), order, starts, np.array([4])),  # a range past the order
+        (np.array([0, 0]), order, np.array([2]), np.array([1])),  # a range backwards
+    ]
+    for slot, o, st, en in hostile:
+        with pytest.raises(ValueError, match="outside"):
+            _passes.asof_slots(lts, slot, rts, o, st, en, True, True, out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.asof_slots(lts, np.array([0]), rts, order, starts, ends, True, True, out)

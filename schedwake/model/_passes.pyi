@@ -7,3 +7,15 @@ def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> N
 def life_candidates(
     pid: np.ndarray, ts: np.ndarray, kind: np.ndarray, lo: int, span: int, out: np.ndarray, /
 ) -> None: ...
+def asof_slots(
+    lts: np.ndarray,
+    slot: np.ndarray,
+    rts: np.ndarray,
+    order: np.ndarray | None,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    backward: bool,
+    allow_exact: bool,
+    out: np.ndarray,
+    /,
+) -> None: ...

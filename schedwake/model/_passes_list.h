@@ -8,3 +8,8 @@ PASS(counting_order,
 PASS(life_candidates,
      "life_candidates(pid, ts, kind, lo, span, out): out[i] = whether row i's pid (in "
      "[lo, lo + span)) may have two lives, from its deaths, births and other events")
+/* _pass_asof.c */
+PASS(asof_slots,
+     "asof_slots(lts, slot, rts, order, starts, ends, backward, allow_exact, out): "
+     "out[i] = the right row (a position in rts) of left row i's as-of match within its "
+     "key's range [starts[slot[i]], ends[slot[i]]) of order (None: the rows' own), or -1")

@@ -44,11 +44,11 @@ def asof_index(
     Rows with equal ``ts`` keep their given order (stable sorts), so the right row
     chosen among ties is the last (backward) or first (forward) in that order.
 
-    Binary searches over the right rows sorted by (key, ts): no frames, no merge, and
-    only a few arrays of the right's length at a time.
+    Keyed: galloping searches in compiled code (``_passes.asof_slots``), each left row
+    within its key's range of the right rows ordered by (key, ts); no frames, no merge.
     """
-    lts = np.asarray(lts, dtype=np.int64)
-    rts = np.asarray(rts, dtype=np.int64)
+    lts = np.ascontiguousarray(lts, dtype=np.int64)
+    rts = np.ascontiguousarray(rts, dtype=np.int64)
     if len(lts) == 0 or len(rts) == 0:
         return np.full(len(lts), -1, dtype=np.int64)
     backward = direction == "backward"
@@ -79,55 +79,33 @@ def asof_index(
             hit = pos >= 0
             pos[hit] = mine[pos[hit]]
             return pos
-    right = _keyed_right(rts, rkey)
-    if right is None:  # too wide for one int64 line
-        return _asof_index_merge(lts, lkey, rts, rkey, direction, allow_exact)
-    order, starts, ends, ukeys, line, lo, hi, shift = right
-    k = _key_slot(ukeys, lkey)
-    found = ukeys[k] == lkey
-    n_left, sel = len(lts), None
-    if n_left > 1024 and np.count_nonzero(found) * 2 < n_left:
-        # most left rows have no right row of their key (every task's wake-ups against
-        # the kworkers' work items): search for the others only
-        sel = np.flatnonzero(found)
-        lts, k, found = lts[sel], k[sel], np.ones(len(sel), dtype=bool)
-    q = lts.copy()
-    for bound, step, clip in ((lo, -1, np.maximum), (hi, 1, np.minimum)):
-        b = bound[k]
-        b += step
-        clip(q, b, out=q)
-        del b
-    q += shift[k]
-    if is_sorted(q):  # (left rows often come in time order within one key)
-        pos = np.searchsorted(line, q, side).astype(np.int64, copy=False)
-        del q
+    if is_sorted(rkey) and _sorted_within(rts, rkey):
+        order = None  # (already by key, then time: the switches by CPU, the runs by task)
+        rk = rkey
     else:
-        # sorted needles: binary searches that stay in cache (any order of the needles
-        # finds the same positions; a sorted one, the fastest)
-        if is_sorted(lts):
-            # (left rows in time order: ordered by their keys' slots alone, stably, they
-            # lie in the line's order, each slot's clipped times ascending)
-            qo = stable_order(k)
-        else:
-            qo = _needle_order(q, lts, lkey if sel is None else lkey[sel])
-        found_at = np.searchsorted(line, q[qo], side)  # (a gather, not a second sort)
-        del q
-        pos = np.empty(len(found_at), dtype=np.int64)
-        pos[qo] = found_at
-        del qo, found_at
-    if backward:
-        pos -= 1
-        found &= pos >= starts[k]
-    else:
-        found &= pos < ends[k]
-    del k
-    np.take(order, pos, out=pos, mode="clip")  # right rows as given
-    pos[~found] = -1
-    if sel is not None:
-        out = np.full(n_left, -1, dtype=np.int64)
-        out[sel] = pos
-        return out
-    return pos
+        order = key_time_order(rts, rkey)
+        rk = rkey[order]
+    starts = np.flatnonzero(rk[1:] != rk[:-1])
+    starts += 1
+    starts = np.concatenate([np.zeros(1, np.int64), starts])
+    ends = np.append(starts[1:], len(rk))
+    ukeys = rk[starts]
+    del rk
+    slot = _key_slot(ukeys, lkey).astype(np.int64)
+    slot[ukeys[slot] != lkey] = -1  # (no right row of that key)
+    out = np.empty(len(lts), dtype=np.int64)
+    _passes.asof_slots(
+        lts,
+        slot,
+        rts,
+        None if order is None else order.astype(np.int64, copy=False),
+        starts,
+        ends,
+        backward,
+        allow_exact,
+        out,
+    )
+    return out
 
 
 def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -176,37 +154,6 @@ def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return u[at] == values
 
 
-def _keyed_right(rts: np.ndarray, rkey: np.ndarray) -> tuple[np.ndarray, ...] | None:
-    """The right rows of a keyed :func:`asof_index` ordered by (key, ts, given order)
-    and laid on one sorted int64 line, each key's ts shifted into its own range:
-    ``(order, starts, ends, ukeys, line, lo, hi, shift)``; None when the ranges do not
-    fit one int64 line."""
-    if is_sorted(rkey) and _sorted_within(rts, rkey):
-        # (already by key, then time: the switches by CPU, the runs by task)
-        order = np.arange(len(rts), dtype=np.intp)
-    else:
-        order = key_time_order(rts, rkey)
-    rk = rkey[order]
-    starts = np.flatnonzero(rk[1:] != rk[:-1]) + 1
-    starts = np.concatenate([[0], starts])
-    ends = np.append(starts[1:], len(rk))
-    ukeys = rk[starts]
-    del rk
-    line = rts[order]
-    lo, hi = line[starts], line[ends - 1]
-    # one sorted line: each key's ts shifted into its own range, ranges 3 apart, so a
-    # left ts clipped to [lo - 1, hi + 1] of its key stays between the other keys' ranges
-    span = hi.astype(np.float64) - lo.astype(np.float64) + 3
-    if float(np.sum(span)) + 4 >= 2.0**62:
-        return None
-    base = np.zeros(len(starts), dtype=np.int64)
-    base[1:] = np.cumsum(hi - lo + 3)[:-1]
-    base += 1
-    shift = base - lo
-    line += np.repeat(shift, ends - starts)
-    return order, starts, ends, ukeys, line, lo, hi, shift
-
-
 #: The (key, time) orders of :func:`key_time_order` kept while :func:`shared_orders` is
 #: on: by (rows, a sample of the rows), the orders found so far (None: off).
 _ORDERS: ContextVar[dict[tuple, list[np.ndarray]] | None] = ContextVar(
@@ -252,16 +199,6 @@ def key_time_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
     order.setflags(write=False)
     orders.append(order)
     return order
-
-
-def _needle_order(q: np.ndarray, lts: np.ndarray, lkey: np.ndarray) -> np.ndarray:
-    """An order of a keyed search's needles ``q`` (the left rows on the right's line):
-    theirs, or under :func:`shared_orders` the left rows' (key, ts) order, found once
-    for left rows searched again (it puts the needles of keys the right has in order;
-    the others, whose answer is -1, anywhere)."""
-    if _ORDERS.get() is None or len(q) < _SHARED_MIN_ROWS:
-        return np.argsort(q)
-    return key_time_order(lts, lkey)
 
 
 def lex_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -350,39 +287,6 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     if hi - lo >= 2**16:
         order = order[np.argsort((k[order] >> 16).astype(np.uint16), kind="stable")]
     return order
-
-
-def _asof_index_merge(
-    lts: npt.ArrayLike,
-    lkey: npt.ArrayLike | None,
-    rts: npt.ArrayLike,
-    rkey: npt.ArrayLike | None,
-    direction: str = "backward",
-    allow_exact: bool = True,
-) -> np.ndarray:
-    """``asof_index`` through ``pandas.merge_asof`` (for keys whose time ranges do not
-    fit on one int64 line)."""
-    lts = np.asarray(lts, dtype=np.int64)
-    rts = np.asarray(rts, dtype=np.int64)
-    out = np.full(len(lts), -1, dtype=np.int64)
-    if len(lts) == 0 or len(rts) == 0:
-        return out
-    left = pd.DataFrame({"ts": lts, "li": np.arange(len(lts), dtype=np.int64)})
-    right = pd.DataFrame({"ts": rts, "ri": np.arange(len(rts), dtype=np.int64)})
-    by = None
-    if lkey is not None:
-        left["k"] = np.asarray(lkey, dtype=np.int64)
-        right["k"] = np.asarray(rkey, dtype=np.int64)
-        by = "k"
-    left = left.sort_values("ts", kind="stable")
-    right = right.sort_values("ts", kind="stable")
-    m = pd.merge_asof(
-        left, right, on="ts", by=by, direction=direction, allow_exact_matches=allow_exact
-    )
-    ri = m["ri"].to_numpy(dtype="float64", na_value=np.nan)
-    ok = ~np.isnan(ri)
-    out[m["li"].to_numpy()[ok]] = ri[ok].astype(np.int64)
-    return out
 
 
 def pid_cpu_counts(
