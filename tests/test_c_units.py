@@ -2,7 +2,9 @@
 ring-buffer page and perf.data records, through the decoder's C interface, and the
 integer arithmetic on a file's numbers (time offsets, parse_int at the edges of int64).
 tests/c/textscan_units.c: the text scanner's field parsers (_textscan.c, which it
-includes) on hand-made lines, good and malformed. Each is built with AddressSanitizer
+includes) on hand-made lines, good and malformed. tests/c/passes_units.c: the model's
+compiled passes (schedwake/model/_pass_*.c, which it includes) against plain loops on
+random arrays, times at the ends of int64 among them. Each is built with AddressSanitizer
 and UndefinedBehaviorSanitizer (clang, or gcc when it has their runtimes; signed
 overflow included, and with clang the implicit conversions that change a value) so
 that an out-of-bounds read or an overflow fails the test.
@@ -45,12 +47,14 @@ class Units:
     name: str
     cflags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ()
-    #: the units of schedwake/ingest/ compiled beside it (the pattern of their names)
+    #: the units of ``src`` compiled beside it (the pattern of their names)
     units: str | None = None
+    #: the folder of the C files it compiles or includes
+    src: Path = SRC
 
     def sources(self) -> list[Path]:
         own = ROOT / "tests" / "c" / f"{self.name}.c"
-        return [own, *(sorted(SRC.glob(self.units)) if self.units else [])]
+        return [own, *(sorted(self.src.glob(self.units)) if self.units else [])]
 
 
 TDCORE = Units("tdcore_units", libs=("-lzstd", "-lz", "-lpthread"), units="_td_*.c")
@@ -66,6 +70,8 @@ def python_flags() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 TEXTSCAN = Units("textscan_units", *python_flags())
+MODEL = ROOT / "schedwake" / "model"
+PASSES = Units("passes_units", (f"-I{MODEL}", *python_flags()[0]), python_flags()[1], src=MODEL)
 
 
 def compile_and_link(units: Units, cc: str, flags: list[str], out: Path) -> bool:
@@ -93,7 +99,7 @@ def build_key(units: Units, cc: str, flags: list[str]) -> str:
     """What a build of ``units`` with ``cc`` and ``flags`` is made of, hashed."""
     h = hashlib.sha256()
     headers = sorted((ROOT / "tests" / "c").glob("*.h"))
-    for path in [*units.sources(), *sorted(SRC.glob("*.[ch]")), *headers, Path(__file__)]:
+    for path in [*units.sources(), *sorted(units.src.glob("*.[ch]")), *headers, Path(__file__)]:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     version = subprocess.run([cc, "--version"], capture_output=True).stdout
     h.update(version + " ".join([*CFLAGS, *units.cflags, *flags, *units.libs]).encode())
@@ -137,3 +143,8 @@ def test_c_units():
 @pytest.mark.slow
 def test_textscan_units():
     run(TEXTSCAN, 120)
+
+
+@pytest.mark.slow
+def test_passes_units():
+    run(PASSES, 20)

@@ -1,0 +1,214 @@
+/*
+ * passes_units.c: unit tests of the model's compiled passes (schedwake/model/_pass_*.c)
+ * on hand-made and random arrays, against plain loops: the counting sort's order, the
+ * pids that may have two lives, the keyed as-of search in both directions, exact or
+ * strict, from any hint, with times at the ends of int64.
+ *
+ * The passes' loops are static: this file includes their C files, so it needs Python's
+ * headers and libpython to link, though no test calls into Python.  Built and run by
+ * tests/test_c_units.py with ASan and UBSan where the compiler has them.
+ */
+#include "_pass_order.c"
+#include "_pass_lives.c"
+#include "_pass_asof.c"
+
+#include <stdio.h>
+
+#include "check.h"
+
+/* a small deterministic generator (xorshift64*) */
+static uint64_t rng_state = 88172645463325252ULL;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ULL;
+}
+
+static int64_t rnd_in(int64_t lo, int64_t hi)   /* in [lo, hi], hi - lo < 2**62 */
+{
+    return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+/* ------------------------------------------------------------ counting_order */
+
+static void test_counting_order(void)
+{
+    enum { N = 3000 };
+    int64_t key[N], out[N];
+    int32_t key32[N];
+    for (int trial = 0; trial < 40; trial++) {
+        int64_t lo = trial % 2 ? -((int64_t)1 << 62) : rnd_in(-50, 50);
+        int64_t span = rnd_in(1, 300);
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        for (Py_ssize_t i = 0; i < n; i++)
+            key[i] = lo + rnd_in(0, span - 1);
+        CHECK(counting_order_int64_t(key, n, lo, span, out) == 0);
+        int ok = 1;
+        char *seen = calloc((size_t)n + 1, 1);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ok &= out[i] >= 0 && out[i] < n && !seen[out[i]];
+            if (out[i] >= 0 && out[i] < n)
+                seen[out[i]] = 1;
+            if (i && ok)   /* keys ascending, ties in their rows' order */
+                ok &= key[out[i - 1]] < key[out[i]] ||
+                      (key[out[i - 1]] == key[out[i]] && out[i - 1] < out[i]);
+        }
+        free(seen);
+        CHECK(ok);
+    }
+    /* keys outside the range, at the ends of int64 too: refused, no overflow */
+    int64_t edge[] = {INT64_MIN, INT64_MAX, 0};
+    CHECK(counting_order_int64_t(edge, 3, 0, 1, out) == -2);
+    CHECK(counting_order_int64_t(edge + 1, 2, -((int64_t)1 << 62), 1000, out) == -2);
+    for (int i = 0; i < 5; i++)
+        key32[i] = INT32_MAX - i;
+    CHECK(counting_order_int32_t(key32, 5, INT32_MAX - 4, 5, out) == 0);
+    CHECK(out[0] == 4 && out[4] == 0);
+    CHECK(counting_order_int32_t(key32, 5, INT32_MAX - 3, 4, out) == -2);
+}
+
+/* ------------------------------------------------------------ life_candidates */
+
+/* Whether pid p has a boundary: its rows in (ts, birth < other < death) order, a row
+ * after a death or a birth after another event (lives.py's rule), by brute force. */
+static int has_boundary(const int64_t *pid, const int64_t *ts, const int8_t *kind,
+                        Py_ssize_t n, int64_t p)
+{
+    static const int prio[3] = {1, 2, 0};   /* ACT, DEATH, BIRTH */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (pid[i] != p)
+            continue;
+        /* the row just before row i in the pid's order (none: -1) */
+        Py_ssize_t before = -1;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            if (pid[j] != p || j == i)
+                continue;
+            int earlier = ts[j] < ts[i] || (ts[j] == ts[i] && (prio[kind[j]] < prio[kind[i]] ||
+                                            (prio[kind[j]] == prio[kind[i]] && j < i)));
+            if (!earlier)
+                continue;
+            if (before < 0 || ts[j] > ts[before] ||
+                (ts[j] == ts[before] && (prio[kind[j]] > prio[kind[before]] ||
+                                         (prio[kind[j]] == prio[kind[before]] && j > before))))
+                before = j;
+        }
+        if (before >= 0 && (kind[before] == DEATH || (kind[i] == BIRTH && kind[before] == ACT)))
+            return 1;
+    }
+    return 0;
+}
+
+static void test_life_candidates(void)
+{
+    enum { N = 40 };
+    int64_t pid[N], ts[N];
+    int8_t kind[N];
+    uint8_t out[N];
+    int missed = 0, flagged = 0;
+    for (int trial = 0; trial < 2000; trial++) {
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            pid[i] = rnd_in(0, 5);
+            ts[i] = trial % 7 ? rnd_in(0, 12) : (rnd() & 1 ? INT64_MAX : INT64_MIN);
+            kind[i] = (int8_t)(rnd_in(0, 4) < 3 ? ACT : rnd_in(1, 2));
+        }
+        CHECK(life_candidates(pid, ts, kind, n, 0, 6, out) == 0);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int truth = pid[i] != 0 && has_boundary(pid, ts, kind, n, pid[i]);
+            missed += truth && !out[i];   /* a pid with a boundary is always flagged */
+            flagged += out[i];
+        }
+    }
+    CHECK(missed == 0);
+    CHECK(flagged > 0);
+    int64_t p2[] = {3, 9}, t2[] = {0, 0};
+    int8_t k2[] = {ACT, 3};
+    CHECK(life_candidates(p2, t2, k2, 1, 3, 1, out) == 0);
+    CHECK(life_candidates(p2, t2, k2, 2, 3, 7, out) == -2);   /* a kind outside 0..2 */
+    CHECK(life_candidates(p2, t2, k2, 2, 3, 6, out) == -2);   /* a pid outside the range */
+    int64_t p3[] = {INT64_MIN, INT64_MAX};
+    CHECK(life_candidates(p3, t2, k2, 2, 0, 10, out) == -2);
+}
+
+/* ------------------------------------------------------------ asof_slots */
+
+static void test_asof_slots(void)
+{
+    enum { M = 400, N = 300, KEYS = 4 };
+    int64_t rts[M], order[M], starts[KEYS], ends[KEYS], lts[N], slot[N], out[N];
+    Py_ssize_t hint[KEYS];
+    for (int trial = 0; trial < 300; trial++) {
+        /* each key's rows: a range of order, times ascending (ties too) */
+        Py_ssize_t m = 0;
+        for (int s = 0; s < KEYS; s++) {
+            starts[s] = m;
+            Py_ssize_t len = (Py_ssize_t)rnd_in(0, M / KEYS);
+            int64_t t = trial % 5 == 0 ? INT64_MIN : rnd_in(-20, 20);
+            for (Py_ssize_t j = 0; j < len; j++) {
+                rts[m] = t;
+                t += trial % 5 == 0 && j + 2 == len ? INT64_MAX : rnd_in(0, 3);
+                m++;
+            }
+            ends[s] = m;
+        }
+        /* order: the rows shuffled, rts gathered back (any permutation will do) */
+        int64_t by_line[M];
+        for (Py_ssize_t j = 0; j < m; j++)
+            order[j] = j;
+        for (Py_ssize_t j = m - 1; j > 0; j--) {
+            Py_ssize_t r = (Py_ssize_t)rnd_in(0, j), t = order[j];
+            order[j] = order[r];
+            order[r] = t;
+        }
+        for (Py_ssize_t j = 0; j < m; j++)
+            by_line[j] = rts[j];
+        for (Py_ssize_t j = 0; j < m; j++)
+            rts[order[j]] = by_line[j];
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            slot[i] = rnd_in(-1, KEYS - 1);
+            lts[i] = rnd() % 9 == 0 ? (rnd() & 1 ? INT64_MAX : INT64_MIN) : rnd_in(-25, 60);
+        }
+        if (trial % 2) {   /* left rows in time order: the gallop's usual case */
+            for (Py_ssize_t i = 1; i < n; i++)
+                for (Py_ssize_t j = i; j > 0 && lts[j - 1] > lts[j]; j--) {
+                    int64_t t = lts[j];
+                    lts[j] = lts[j - 1];
+                    lts[j - 1] = t;
+                }
+        }
+        for (int dir = 0; dir < 4; dir++) {
+            int backward = dir & 1, exact = dir >> 1;
+            for (int s = 0; s < KEYS; s++)
+                hint[s] = (Py_ssize_t)(rnd() % 3 ? starts[s] : ends[s]);
+            Line l = {rts, order};
+            asof_slots(lts, slot, n, &l, starts, ends, hint, backward, exact, out);
+            int ok = 1;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                int64_t want = -1;
+                if (slot[i] >= 0) {
+                    for (int64_t j = starts[slot[i]]; j < ends[slot[i]]; j++) {
+                        int64_t t = by_line[j];
+                        int hit = backward ? (exact ? t <= lts[i] : t < lts[i])
+                                           : (exact ? t >= lts[i] : t > lts[i]);
+                        if (hit && (backward || want < 0))
+                            want = order[j];
+                    }
+                }
+                ok &= out[i] == want;
+            }
+            CHECK(ok);
+        }
+    }
+}
+
+int main(void)
+{
+    test_counting_order();
+    test_life_candidates();
+    test_asof_slots();
+    return checks_done();
+}
