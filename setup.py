@@ -56,6 +56,7 @@ PASS_SOURCES = [
     "schedwake/model/_pass_order.c",
     "schedwake/model/_pass_lives.c",
     "schedwake/model/_pass_asof.c",
+    "schedwake/model/_pass_groups.c",
 ]
 
 setup(

@@ -154,6 +154,8 @@ def test_pid_cpu_counts_and_single_cpu_pids_match_groupby():
         cpu = rng.integers(-1, 4, n).astype(np.int32)
         if trial % 3 == 0:
             cpu[:] = 2
+        if trial % 5 == 0:  # pids or CPUs too far apart for the compiled pass's tables
+            (pid if trial % 2 else cpu)[: n // 2] += 1 << 20
         g = pd.DataFrame({"pid": pid, "cpu": cpu}).groupby("pid")["cpu"].agg(["nunique", "size"])
         pids, rows, ncpus = pid_cpu_counts(pid, cpu)
         assert pids.tolist() == g.index.tolist()
@@ -301,6 +303,31 @@ def test_member_is_isin():
             if scale == 1 or dtype == np.int64:
                 got = member(v.astype(dtype), k.astype(dtype))
                 assert (got == np.isin(v.astype(dtype), k.astype(dtype))).all()
+        if scale == 1:  # values of another type, and a view that is not contiguous
+            vu = np.abs(v).astype(np.uint16)[::2]
+            assert (member(vu, np.abs(k)) == np.isin(vu, np.abs(k))).all()
+
+
+def test_group_passes_check_what_they_are_given():
+    """The compiled per-key counts and table lookup refuse keys outside the ranges they
+    are told and arrays of the wrong lengths, before writing anything."""
+    from schedwake.model import _passes
+
+    key, val = np.array([5, 6, 5], np.int64), np.array([0, 1, 1], np.int64)
+    rows, values = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    _passes.distinct_per_key(key, val, 5, 2, 0, 2, rows, values)
+    assert rows.tolist() == [2, 1] and values.tolist() == [2, 1]
+    with pytest.raises(ValueError, match="outside"):
+        _passes.distinct_per_key(key, val, 6, 2, 0, 2, rows, values)
+    with pytest.raises(ValueError, match="outside"):
+        _passes.distinct_per_key(key, val - 5, 5, 2, 0, 2, rows, values)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.distinct_per_key(key, val, 5, 3, 0, 2, rows, values)
+    out = np.zeros(3, dtype=bool)
+    _passes.in_table(np.array([-(2**63), 7, 8], np.int64), np.array([1, 0], bool), 7, out)
+    assert out.tolist() == [False, True, False]
+    with pytest.raises(ValueError, match="one slot"):
+        _passes.in_table(key, np.array([1], bool), 0, np.zeros(2, bool))
 
 
 def test_life_boundaries_match_a_walk_of_each_pid():

@@ -19,3 +19,15 @@ def asof_slots(
     out: np.ndarray,
     /,
 ) -> None: ...
+def distinct_per_key(
+    key: np.ndarray,
+    val: np.ndarray,
+    klo: int,
+    kspan: int,
+    vlo: int,
+    vspan: int,
+    rows: np.ndarray,
+    values: np.ndarray,
+    /,
+) -> None: ...
+def in_table(values: np.ndarray, table: np.ndarray, lo: int, out: np.ndarray, /) -> None: ...

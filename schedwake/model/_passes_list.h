@@ -13,3 +13,10 @@ PASS(asof_slots,
      "asof_slots(lts, slot, rts, order, starts, ends, backward, allow_exact, out): "
      "out[i] = the right row (a position in rts) of left row i's as-of match within its "
      "key's range [starts[slot[i]], ends[slot[i]]) of order (None: the rows' own), or -1")
+/* _pass_groups.c */
+PASS(distinct_per_key,
+     "distinct_per_key(key, val, klo, kspan, vlo, vspan, rows, values): per key value in "
+     "[klo, klo + kspan), its rows and its distinct values (in [vlo, vlo + vspan))")
+PASS(in_table,
+     "in_table(values, table, lo, out): out[i] = whether table[values[i] - lo] is set "
+     "(False outside the table)")

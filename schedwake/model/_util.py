@@ -91,7 +91,7 @@ def asof_index(
     ends = np.append(starts[1:], len(rk))
     ukeys = rk[starts]
     del rk
-    slot = _key_slot(ukeys, lkey).astype(np.int64)
+    slot = _key_slot(ukeys, lkey).astype(np.int64, copy=False)
     slot[ukeys[slot] != lkey] = -1  # (no right row of that key)
     out = np.empty(len(lts), dtype=np.int64)
     _passes.asof_slots(
@@ -121,12 +121,14 @@ def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     lo, hi = int(u[0]), int(u[-1])
     span = hi - lo + 1
     if span <= limit:
-        table = np.zeros(span + 1, dtype=bool)  # (the last: every value out of range)
+        table = np.zeros(span, dtype=bool)
         table[u - lo] = True
-        at = values.astype(np.int64)
-        at -= lo
-        at[(at < 0) | (at >= span)] = span
-        return table[at]
+        out = np.empty(len(values), dtype=bool)
+        own = values.dtype.kind == "i" and values.dtype.itemsize in (4, 8)
+        _passes.in_table(
+            np.ascontiguousarray(values) if own else values.astype(np.int64), table, lo, out
+        )
+        return out
     if u.dtype == np.int64 and values.dtype == np.int64:
         # life keys (pid + life << 32, .lives): a table over (life, pid) when both
         # ranges are small
@@ -253,8 +255,8 @@ def _key_slot(ukeys: np.ndarray, key: np.ndarray) -> np.ndarray:
     lo, hi = int(ukeys[0]), int(ukeys[-1])
     span = hi - lo + 1
     if span <= max(4 * len(ukeys), 1 << 16) and span <= 1 << 24:
-        slot = np.zeros(span, dtype=np.int32)
-        slot[ukeys - lo] = np.arange(len(ukeys), dtype=np.int32)
+        slot = np.zeros(span, dtype=np.int64)  # (int64: what the search takes)
+        slot[ukeys - lo] = np.arange(len(ukeys), dtype=np.int64)
         at = np.clip(key, lo, hi)  # in the key's type, which holds lo and hi
         at -= lo
         return slot[at]
@@ -292,11 +294,25 @@ def stable_order(key: np.ndarray) -> np.ndarray:
 def pid_cpu_counts(
     pid: npt.ArrayLike, cpu: npt.ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per distinct pid (in order): its rows and its distinct CPUs. One in-place sort of
-    the (pid, cpu) pairs packed into int64s: no group-by, no frame."""
+    """Per distinct pid (in order): its rows and its distinct CPUs. One compiled pass
+    over pid and CPU ranges not much wider than the rows (``_passes.distinct_per_key``),
+    else one in-place sort of the (pid, cpu) pairs packed into int64s: no group-by, no
+    frame."""
     pid, cpu = np.asarray(pid), np.asarray(cpu)
     if len(pid) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    p0, c0 = int(pid.min()), int(cpu.min())
+    pspan, cspan = int(pid.max()) - p0 + 1, int(cpu.max()) - c0 + 1
+    small = max(2 * len(pid), 1 << 16)
+    if pspan <= small and cspan <= small:
+        rows = np.empty(pspan, dtype=np.int64)
+        ncpus = np.empty(pspan, dtype=np.int64)
+        p64 = np.ascontiguousarray(pid, dtype=np.int64)
+        _passes.distinct_per_key(
+            p64, np.ascontiguousarray(cpu, dtype=np.int64), p0, pspan, c0, cspan, rows, ncpus
+        )
+        seen = np.flatnonzero(rows)
+        return seen + p0, rows[seen], ncpus[seen]
     if int(pid.max()) >= 1 << 31 or int(pid.min()) < -(1 << 31):
         # wider than 32 bits (a later task of a pid used again, model.lives): by rank
         upid, rank = np.unique(pid, return_inverse=True)
@@ -321,10 +337,12 @@ def take(arr: npt.ArrayLike, idx: npt.ArrayLike, fill: Any) -> np.ndarray:
     idx = np.asarray(idx)
     if len(arr) == 0:
         return np.full(len(idx), fill, dtype=np.result_type(arr.dtype, np.asarray(fill).dtype))
-    out = arr[np.where(idx < 0, 0, idx)]
-    if (idx < 0).any():
-        out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype))
-        out[idx < 0] = fill
+    neg = idx < 0
+    if not neg.any():
+        return arr.take(idx)
+    out = arr.take(np.where(neg, 0, idx))
+    out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype), copy=False)
+    out[neg] = fill
     return out
 
 
