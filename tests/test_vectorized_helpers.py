@@ -409,3 +409,34 @@ def test_asof_slots_checks_what_it_is_given():
             _passes.asof_slots(lts, slot, rts, o, st, en, True, True, out)
     with pytest.raises(ValueError, match="lengths"):
         _passes.asof_slots(lts, np.array([0]), rts, order, starts, ends, True, True, out)
+
+
+def test_key_groups_are_a_sorted_group_by():
+    """``key_groups`` (a hash table in C for few groups, a sort for many, a lexsort for
+    columns too wide to pack) gives a pandas group-by's groups, sizes and sums, in the
+    columns' own types."""
+    from schedwake.model import key_groups
+
+    rng = np.random.default_rng(4)
+    cases = []
+    for trial in range(60):
+        n = int(rng.integers(1, 300))
+        a = rng.integers(-3, 3, n).astype(np.int32)
+        b = rng.integers(0, 1 << 20, n) if trial % 2 else rng.integers(5, 9, n)
+        if trial % 7 == 0:
+            b = b + (rng.integers(0, 2, n) << 61)  # (too wide: the lexsort)
+        cases.append((a, b, rng.integers(0, 2, n).astype(bool)))
+    n = 300_000  # more groups than the hash table takes: the sort
+    cases.append((rng.integers(0, 2, n), rng.permutation(n), rng.integers(0, 2, n) > 0))
+    for a, b, w in cases:
+        g = pd.DataFrame({"a": a, "b": b, "w": w}).groupby(["a", "b"])["w"].agg(["size", "sum"])
+        (ga, gb), rows, sums = key_groups([a, b], w)
+        assert ga.dtype == a.dtype and gb.dtype == b.dtype
+        assert ga.tolist() == g.index.get_level_values(0).tolist()
+        assert gb.tolist() == g.index.get_level_values(1).tolist()
+        assert rows.tolist() == g["size"].tolist() and sums.tolist() == g["sum"].tolist()
+        assert key_groups([a, b])[2] is None
+    with pytest.raises(ValueError, match="negative"):
+        from schedwake.model import _passes
+
+        _passes.group_sums(np.array([3, -1], np.int64), None, 10)

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model import asof_index
+from ..model import asof_index, key_groups
 from ..model.lives import pid_of
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions, preempting_wakeups
 from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds
@@ -213,9 +213,7 @@ def unit_counts(
     ]
     if window is not None:
         keys.append(window(s["ts"].to_numpy()[rows].astype(np.int64)))
-    order, starts = _sorted_groups(keys)
-    n = np.diff(np.append(starts, len(order))).astype(np.int64)
-    first = [k[order[starts]] for k in keys]
+    first, n, _ = key_groups(keys)
     outs = pd.DataFrame(
         {
             "cpu": first[0],
@@ -226,31 +224,6 @@ def unit_counts(
         }
     )
     return pre, outs
-
-
-def _sorted_groups(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of the integer columns ``keys`` in ascending order (by the first column,
-    then the next...; equal rows in their order), as a group-by sorts its groups: that
-    order, and where each group of equal rows begins in it."""
-    if len(keys[0]) == 0:
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    lows = [int(k.min()) for k in keys]
-    bits = [(int(k.max()) - lo).bit_length() for k, lo in zip(keys, lows)]
-    if sum(bits) <= 62:  # one stable sort of the columns packed into an int64
-        packed = np.zeros(len(keys[0]), dtype=np.int64)
-        for k, lo, b in zip(keys, lows, bits):
-            packed <<= b
-            packed += k
-            packed -= lo
-        order = np.argsort(packed, kind="stable")
-    else:
-        order = np.lexsort(keys[::-1])
-    new = np.zeros(len(order), dtype=bool)
-    new[0] = True
-    for k in keys:
-        ks = k[order]
-        new[1:] |= ks[1:] != ks[:-1]
-    return order, np.flatnonzero(new)
 
 
 def units(pre: pd.DataFrame, outs: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
@@ -524,14 +497,10 @@ def _wakeup_counts(cpu: np.ndarray, task: np.ndarray, futile: np.ndarray) -> pd.
             .agg(wakeups=("f", "size"), futile_wakeups=("f", "sum"))
             .astype(np.int64)
         )
-    order, starts = _sorted_groups([cpu.astype(np.int64), task.astype(np.int64)])
-    first = order[starts]
+    (gcpu, gtask), n, nfutile = key_groups([cpu, task], futile)
     return pd.DataFrame(
-        {
-            "wakeups": np.diff(np.append(starts, len(order))).astype(np.int64),
-            "futile_wakeups": np.add.reduceat(futile[order].astype(np.int64), starts),
-        },
-        index=pd.MultiIndex.from_arrays([cpu[first], task[first]], names=["cpu", "task"]),
+        {"wakeups": n, "futile_wakeups": nfutile},
+        index=pd.MultiIndex.from_arrays([gcpu, gtask], names=["cpu", "task"]),
     )
 
 

@@ -31,6 +31,7 @@ from ._util import (
     asof_index,
     cat_mask,
     in_span,
+    key_groups,
     pid_cpu_counts,
     shared_orders,
 )  # (the model's helpers other layers use)
@@ -53,6 +54,7 @@ __all__ = [
     "asof_index",
     "cat_mask",
     "in_span",
+    "key_groups",
     "pid_cpu_counts",
     "shared_orders",
 ]

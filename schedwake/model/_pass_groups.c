@@ -156,3 +156,147 @@ done:
     arr_release(&out);
     return result;
 }
+
+/* ---------------------------------------------------------------- group_sums */
+
+typedef struct {
+    int64_t key;   /* -1: empty (keys are >= 0) */
+    int64_t n, sum;
+} Group;
+
+static int group_cmp(const void *a, const void *b)
+{
+    int64_t x = ((const Group *)a)->key, y = ((const Group *)b)->key;
+    return (x > y) - (x < y);
+}
+
+static inline size_t group_hash(int64_t key, size_t mask)
+{
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+}
+
+/* The distinct keys (>= 0) in ascending order, each with its rows and the sum of its
+ * weights (none: 0), by one open-addressing hash table grown as keys come; *out gets
+ * them (malloc'd), *groups their count.  -1: out of memory, -2: a negative key, -3:
+ * more than ``most`` distinct keys (a sort of the keys is faster then: the table's
+ * probes miss the cache). */
+static int group_sums(const int64_t *key, const int64_t *weight, Py_ssize_t n, size_t most,
+                      Group **out, size_t *groups)
+{
+    size_t cap = 1024, used = 0;
+    Group *t = malloc(cap * sizeof(Group));
+    if (!t)
+        return -1;
+    for (size_t j = 0; j < cap; j++)
+        t[j].key = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k = key[i];
+        if (k < 0) {
+            free(t);
+            return -2;
+        }
+        if (used >= most) {
+            free(t);
+            return -3;
+        }
+        if (2 * (used + 1) > cap) {   /* half full at most: short probes */
+            size_t ncap = 2 * cap;
+            Group *nt = malloc(ncap * sizeof(Group));
+            if (!nt) {
+                free(t);
+                return -1;
+            }
+            for (size_t j = 0; j < ncap; j++)
+                nt[j].key = -1;
+            for (size_t j = 0; j < cap; j++) {
+                if (t[j].key < 0)
+                    continue;
+                size_t h = group_hash(t[j].key, ncap - 1);
+                while (nt[h].key >= 0)
+                    h = (h + 1) & (ncap - 1);
+                nt[h] = t[j];
+            }
+            free(t);
+            t = nt;
+            cap = ncap;
+        }
+        size_t h = group_hash(k, cap - 1);
+        while (t[h].key >= 0 && t[h].key != k)
+            h = (h + 1) & (cap - 1);
+        if (t[h].key < 0) {
+            t[h] = (Group){k, 0, 0};
+            used++;
+        }
+        t[h].n++;
+        if (weight)
+            t[h].sum += weight[i];
+    }
+    size_t g = 0;
+    for (size_t j = 0; j < cap; j++)
+        if (t[j].key >= 0)
+            t[g++] = t[j];
+    qsort(t, g, sizeof(Group), group_cmp);
+    *out = t;
+    *groups = g;
+    return 0;
+}
+
+PyObject *pass_group_sums(PyObject *self, PyObject *args)
+{
+    PyObject *key_o, *weight_o;
+    Py_ssize_t most;
+    if (!PyArg_ParseTuple(args, "OOn", &key_o, &weight_o, &most))
+        return NULL;
+    if (most < 0) {
+        PyErr_SetString(PyExc_ValueError, "group_sums: most must be >= 0");
+        return NULL;
+    }
+    Arr key = {0}, weight = {0};
+    PyObject *result = NULL;
+    if (arr_get(key_o, &key, 8, 0, "group_sums key") < 0 ||
+        (weight_o != Py_None && arr_get(weight_o, &weight, 8, 0, "group_sums weight") < 0))
+        goto done;
+    Py_ssize_t n = arr_len(&key);
+    if (weight.held && arr_len(&weight) != n) {
+        PyErr_SetString(PyExc_ValueError, "group_sums: one weight a key is needed");
+        goto done;
+    }
+    Group *g = NULL;
+    size_t groups = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = group_sums(key.view.buf, weight.held ? weight.view.buf : NULL, n, (size_t)most, &g,
+                    &groups);
+    Py_END_ALLOW_THREADS
+    if (rc == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (rc == -2) {
+        PyErr_SetString(PyExc_ValueError, "group_sums: a negative key");
+        goto done;
+    }
+    if (rc == -3) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* three columns of int64s, as bytes */
+    PyObject *cols[3] = {NULL, NULL, NULL};
+    for (int c = 0; c < 3; c++) {
+        cols[c] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(groups * sizeof(int64_t)));
+        if (!cols[c])
+            break;
+        int64_t *p = (int64_t *)PyBytes_AS_STRING(cols[c]);
+        for (size_t j = 0; j < groups; j++)
+            p[j] = c == 0 ? g[j].key : c == 1 ? g[j].n : g[j].sum;
+    }
+    free(g);
+    if (cols[0] && cols[1] && cols[2])
+        result = PyTuple_Pack(3, cols[0], cols[1], cols[2]);
+    for (int c = 0; c < 3; c++)
+        Py_XDECREF(cols[c]);
+done:
+    arr_release(&key);
+    arr_release(&weight);
+    return result;
+}

@@ -20,3 +20,7 @@ PASS(distinct_per_key,
 PASS(in_table,
      "in_table(values, table, lo, out): out[i] = whether table[values[i] - lo] is set "
      "(False outside the table)")
+PASS(group_sums,
+     "group_sums(key, weight, most): the distinct keys (int64s >= 0) in order, each one's "
+     "rows and the sum of its weights (None: 0), as three bytes objects of int64s; None "
+     "when there are more than most distinct keys")

@@ -291,6 +291,51 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     return order
 
 
+def key_groups(
+    keys: list[np.ndarray], weights: np.ndarray | None = None
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray | None]:
+    """The distinct rows of the integer columns ``keys`` in ascending order (by the first
+    column, then the next...), as a group-by sorts its groups: each column's values of
+    them (in the column's type), each group's rows, and each group's sum of ``weights``
+    (None without). One pass of a hash table in C (``_passes.group_sums``) when the
+    columns pack into an int64 and the groups are few, else a sort."""
+    n = len(keys[0])
+    none = np.zeros(0, dtype=np.int64)
+    if n == 0:
+        return [k[:0] for k in keys], none, None if weights is None else none
+    w = None if weights is None else np.ascontiguousarray(weights, dtype=np.int64)
+    lows = [int(k.min()) for k in keys]
+    bits = [(int(k.max()) - lo).bit_length() for k, lo in zip(keys, lows)]
+    if sum(bits) <= 62:
+        packed = np.zeros(n, dtype=np.int64)
+        for k, lo, b in zip(keys, lows, bits):
+            packed <<= b
+            packed += k
+            packed -= lo
+        got = _passes.group_sums(packed, w, max(n // 4, 1 << 16))
+        if got is not None:
+            u, counts, totals = (np.frombuffer(b, dtype=np.int64).copy() for b in got)
+            firsts = []
+            for k, lo, b in zip(keys[::-1], lows[::-1], bits[::-1]):
+                col = u & ((1 << b) - 1)
+                col += lo
+                firsts.append(col.astype(k.dtype, copy=False))
+                u >>= b
+            return firsts[::-1], counts, None if w is None else totals
+        order = np.argsort(packed)  # (any order within a group)
+    else:
+        order = np.lexsort(keys[::-1])
+    new = np.zeros(len(order), dtype=bool)
+    new[0] = True
+    for k in keys:
+        ks = k[order]
+        new[1:] |= ks[1:] != ks[:-1]
+    starts = np.flatnonzero(new)
+    rows = np.diff(np.append(starts, n)).astype(np.int64)
+    sums = None if w is None else np.add.reduceat(w[order], starts)
+    return [k[order[starts]] for k in keys], rows, sums
+
+
 def pid_cpu_counts(
     pid: npt.ArrayLike, cpu: npt.ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

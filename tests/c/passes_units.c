@@ -3,7 +3,7 @@
  * on hand-made and random arrays, against plain loops: the counting sort's order, the
  * pids that may have two lives, the keyed as-of search in both directions, exact or
  * strict, from any hint, with times at the ends of int64, the rows and distinct values
- * per key, the lookup in a table.
+ * per key, the lookup in a table, the groups of a hash table.
  *
  * The passes' loops are static: this file includes their C files, so it needs Python's
  * headers and libpython to link, though no test calls into Python.  Built and run by
@@ -246,6 +246,41 @@ static void test_groups(void)
             ok &= out[i] == (val32[i] >= 0 && val32[i] < V && table[val32[i]]);
         CHECK(ok);
     }
+    /* group_sums: keys spread over a wide range, the table grown several times */
+    for (int trial = 0; trial < 20; trial++) {
+        enum { G = 5000 };
+        static int64_t gk[G], gw[G];
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, G);
+        int64_t spread = trial % 2 ? 3000 : INT64_MAX / 2;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            gk[i] = rnd_in(0, 2999) * (spread / 3000);
+            gw[i] = rnd_in(-5, 5);
+        }
+        Group *g = NULL;
+        size_t groups = 0;
+        CHECK(group_sums(gk, gw, n, (size_t)n + 1, &g, &groups) == 0);
+        int ok = 1;
+        int64_t total_n = 0;
+        for (size_t j = 0; j < groups; j++) {
+            int64_t cnt = 0, sum = 0;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (gk[i] == g[j].key) {
+                    cnt++;
+                    sum += gw[i];
+                }
+            ok &= cnt == g[j].n && sum == g[j].sum && cnt > 0;
+            ok &= j == 0 || g[j - 1].key < g[j].key;
+            total_n += g[j].n;
+        }
+        CHECK(ok && total_n == n);
+        free(g);
+        if (groups > 1)   /* more keys than allowed: given up, nothing returned */
+            CHECK(group_sums(gk, NULL, n, groups - 1, &g, &groups) == -3);
+    }
+    int64_t neg[] = {4, -1};
+    Group *g = NULL;
+    size_t groups = 0;
+    CHECK(group_sums(neg, NULL, 2, 10, &g, &groups) == -2);
     int64_t edge[] = {INT64_MIN, INT64_MAX};
     CHECK(distinct_per_key(edge, edge, 2, 0, 3, 0, 3, rows, values) == -2);
     in_table_int64_t(edge, 2, table, V, -((int64_t)1 << 62), out);
