@@ -80,7 +80,7 @@ def llc_gap_segments(
             seg <<= bits
             seg |= (c - lo_cpu).astype(np.int32) * 8 + k
             at += len(t)
-        ts.sort()
+        ts.sort(kind="stable")  # (a merge of the runs already in order: waits come by start)
         code = ts.astype(np.int32)  # the low 32 bits
         code &= (1 << bits) - 1
         ts >>= bits

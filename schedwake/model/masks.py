@@ -83,8 +83,8 @@ def runnable_others(
         sel = np.flatnonzero(cpus == c)
         known[sel] = ts[sel] >= first.get(int(c), np.iinfo(np.int64).max)
         on = wc == c
-        starts = np.sort(ws[on])
-        ends = np.sort(we[on])
+        starts = np.sort(ws[on], kind="stable")  # (runs already in order: merged)
+        ends = np.sort(we[on], kind="stable")
         t = ts[sel]
         # intervals with start <= t < end
         n[sel] = np.searchsorted(starts, t, "right") - np.searchsorted(ends, t, "right")
