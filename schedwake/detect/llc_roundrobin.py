@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..model import key_groups
 from ..model.lives import pid_of
 from ..model.masks import episodes_mask, stopper_mask
 from .base import Finding, FindingMetrics, MetricValue, Shown, Threshold, Thresholds
@@ -158,14 +159,11 @@ def counted(g: pd.DataFrame) -> pd.DataFrame:
 
 def visited_pairs(g: pd.DataFrame) -> pd.DataFrame:
     """The distinct (task, CPU) of the wake-ups' previous and chosen CPUs (a union of
-    them is the union's)."""
-    both = pd.DataFrame(
-        {
-            "task": np.concatenate([g["task"].to_numpy(), g["task"].to_numpy()]),
-            "cpu": np.concatenate([g["prev"].to_numpy(), g["chosen"].to_numpy()]),
-        }
-    )
-    return both.drop_duplicates(ignore_index=True)
+    them is the union's), in (task, CPU) order."""
+    task = g["task"].to_numpy()
+    both = [np.concatenate([task, task]), np.concatenate([g["prev"], g["chosen"]])]
+    (task, cpu), _, _ = key_groups(both)
+    return pd.DataFrame({"task": task, "cpu": cpu})
 
 
 def walked(ch: pd.DataFrame) -> pd.DataFrame:

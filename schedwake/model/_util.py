@@ -115,11 +115,13 @@ def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     u = np.unique(np.asarray(keys))
     if len(u) == 0 or len(values) == 0:
         return np.zeros(len(values), dtype=bool)
-    if values.dtype.kind not in "iu" or u.dtype.kind not in "iu" or len(u) < 8:
-        return np.isin(values, u)  # (a few keys: compared one by one)
+    if values.dtype.kind not in "iu" or u.dtype.kind not in "iu":
+        return np.isin(values, u)
     limit = min(max(4 * len(values), 1 << 16), 1 << 26)
     lo, hi = int(u[0]), int(u[-1])
     span = hi - lo + 1
+    if span > limit and len(u) < 8:
+        return np.isin(values, u)  # (a few keys far apart: compared one by one)
     if span <= limit:
         table = np.zeros(span, dtype=bool)
         table[u - lo] = True
