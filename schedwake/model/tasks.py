@@ -7,6 +7,7 @@ event, and is broadcast with the category codes.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -60,7 +61,14 @@ def kthread_cpu(comm: str) -> int:
 
 def name_class(comm: str, pid: int | None = None) -> str:
     """Class of a task from its name alone (no interrupt context)."""
-    if pid == 0 or comm in ("<idle>", "swapper") or comm.startswith("swapper/"):
+    return IDLE if pid == 0 else _class_of_name(comm)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _class_of_name(comm: str) -> str:
+    """:func:`name_class` of a name (asked per task: thousands of tasks share a few
+    names, each matched once)."""
+    if comm in ("<idle>", "swapper") or comm.startswith("swapper/"):
         return IDLE
     if kthread_cpu(comm) >= 0:
         return PERCPU_KTHREAD
