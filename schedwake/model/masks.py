@@ -140,13 +140,18 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     nxt[has] = cand[has]
     slept = has & ~runnable[np.maximum(nxt, 0)]
     # then: the kworker's next switch-in on that CPU, before the task's own (by (CPU,
-    # task): a task's rank among the trace's tasks, which fits in 32 bits as a life
-    # key may not)
-    tasks = np.unique(next_pid)
-    rank_in = np.searchsorted(tasks, next_pid)
+    # task): the task itself when it fits in 32 bits, else its rank among the trace's
+    # tasks, as a life key may not fit)
+    if len(next_pid) and 0 <= int(next_pid.min()) and int(next_pid.max()) < 1 << 31:
+        rank_in, kw_rank = next_pid, prev_pid[pre]
+        kw_rank = np.where(kw_rank < 1 << 31, kw_rank, -1)  # (never switched in: no match)
+    else:
+        tasks = np.unique(next_pid)
+        rank_in = np.searchsorted(tasks, next_pid)
+        kw_rank = np.searchsorted(tasks, prev_pid[pre])
+        found = tasks[np.minimum(kw_rank, len(tasks) - 1)] == prev_pid[pre]
+        kw_rank = np.where(found, kw_rank, -1)
     key = cpu * (1 << 32) + rank_in
-    kw_rank = np.searchsorted(tasks, prev_pid[pre])
-    kw_rank = np.where(tasks[np.minimum(kw_rank, len(tasks) - 1)] == prev_pid[pre], kw_rank, -1)
     at = np.where(nxt >= 0, pos[np.maximum(nxt, 0)], -1)
     # (the task's switch-out itself may hand the CPU straight back to the kworker)
     kw_back = asof_index(at, cpu[pre] * (1 << 32) + kw_rank, pos, key, "forward", True)
