@@ -54,6 +54,7 @@ TDCORE_SOURCES = [
 # the model's compiled passes, one job a file (schedwake/model/_passes_list.h names them)
 PASS_SOURCES = [
     "schedwake/model/_pass_order.c",
+    "schedwake/model/_pass_task_states.c",
 ]
 
 setup(

@@ -4,3 +4,43 @@ outputs filled in place."""
 import numpy as np
 
 def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> None: ...
+def ts_merge_order(
+    ts: np.ndarray, prio: np.ndarray, bounds: np.ndarray, out: np.ndarray, /
+) -> None: ...
+def keyed_last_below(
+    key: np.ndarray, ts: np.ndarray, qkey: np.ndarray, qts: np.ndarray, out: np.ndarray, /
+) -> None: ...
+def keyed_merge_order(
+    a: np.ndarray,
+    b: np.ndarray,
+    key: np.ndarray,
+    ts: np.ndarray,
+    prio: np.ndarray,
+    out: np.ndarray,
+    /,
+) -> None: ...
+def task_states_in_flight(
+    key: np.ndarray, code: np.ndarray, prio: np.ndarray, at: np.ndarray, wake: np.ndarray, /
+) -> int: ...
+def task_states_scan(
+    ts: np.ndarray,
+    key: np.ndarray,
+    cpu: np.ndarray,
+    code: np.ndarray,
+    prio: np.ndarray,
+    letters: np.ndarray,
+    mark: np.ndarray,
+    gflags: np.ndarray,
+    gend: np.ndarray,
+    unseen_given: bool,
+    out_key: np.ndarray,
+    out_cpu: np.ndarray,
+    out_start: np.ndarray,
+    out_end: np.ndarray,
+    out_state: np.ndarray,
+    out_since: np.ndarray,
+    /,
+) -> int: ...
+def state_sums(
+    group: np.ndarray, state: np.ndarray, dur: np.ndarray, out: np.ndarray, /
+) -> None: ...

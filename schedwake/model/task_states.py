@@ -59,8 +59,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from . import tasks
-from ._util import asof_index, in_span, member, stable_order, take
+from . import _passes, tasks
+from ._util import asof_index, in_span, is_sorted, member, stable_order, take
 from .events import Events, i64, ints
 from .lives import dies, pid_of
 from .memo import Memo
@@ -214,146 +214,181 @@ def build(
     parts = [p for p in parts if len(p[0])]
     if ev.lives:
         parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
-    parts += _censored_runs(runs, ev.run_keys(runs), parts)
-    if not parts:
+    # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
+    # by (task, ts, prio), ties in the order of the parts (a stable sort)
+    rows = _Rows([_part_rows(p) for p in parts])
+    order = rows.task_order()
+    sorted_pid = rows.pid.take(order)
+    censored = _censored_runs(runs, ev.run_keys(runs), rows.ts.take(order), sorted_pid)
+    if not len(rows.ts) and not censored:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
-    pid_all = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts])
-    pid_all = pid_all[pid_all != 0]  # (pid 0 in wake or migration events: not a task)
+    extra = [_part_rows(p) for p in censored]
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
-    seen = np.unique(pid_all)
+    seen = np.union1d(_distinct_sorted(sorted_pid), _distinct(extra))
+    del sorted_pid
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
-    parts.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
-
-    def cat(k: int, dtype: npt.DTypeLike) -> np.ndarray:
-        return np.concatenate(
-            [np.broadcast_to(np.asarray(p[k], dtype=dtype), (len(p[0]),)) for p in parts]
-        )
-
-    ts, pid, cpu = cat(0, np.int64), cat(1, np.int64), cat(2, np.int64)
-    code, prio, letters = cat(3, np.int8), cat(4, np.int8), cat(5, np.int64)
-    mark = cat(6, np.int8)
-    keep = np.flatnonzero(pid != 0)
-    # the rows kept, by (task, ts, prio): one gather of each column
-    order = keep[np.lexsort((prio[keep], ts[keep], pid[keep]))]
-    del keep
-    ts, pid, cpu, code, prio, letters, mark = (
-        a[order] for a in (ts, pid, cpu, code, prio, letters, mark)
-    )
-    del order
+    extra.append(_part_rows((since_ts, old, -1, _UNK, _PRIO_START, -1, 0)))
+    order = rows.add(extra, order)
+    ts, pid, cpu, code, prio, letters, mark = (a.take(order) for a in rows.columns())
+    del order, rows
     n = len(ts)
-    new_pid = np.ones(n, dtype=bool)
-    new_pid[1:] = pid[1:] != pid[:-1]
+    # the tasks, in order, and what the scan needs of each: whether it was born in the
+    # trace (not alive before its first event), is one the trace shows running unseen
+    # (none of its waits after a wake-up is known; ``unseen_pids``: life keys), and
+    # where its time ends: with the trace, or where the next task of its pid begins
+    # (a task whose death the trace lacks, :mod:`.lives`, is unknown from its last
+    # event: it ran, unseen, and exited some time before)
+    new_task = np.ones(n, dtype=bool)
+    new_task[1:] = pid[1:] != pid[:-1]
+    keys = pid[new_task]
+    del new_task
+    gflags = np.where(member(keys, born), _G_BORN, 0).astype(np.int8)
+    if unseen_pids is not None and len(unseen_pids):
+        gflags |= np.where(member(keys, np.asarray(unseen_pids)), _G_UNSEEN, 0).astype(np.int8)
+    if ev.lives:
+        nxt = ev.lives.end_of(keys)
+        gend = np.minimum(t_end, nxt)
+        gflags |= np.where(nxt < t_end, _G_GONE, 0).astype(np.int8)
+    else:
+        gend = np.full(len(keys), t_end, dtype=np.int64)
     # woken while going to sleep: a waking after the task's switch-in and before its
     # switch-out asleep (try_to_wake_up() traced it, then waited for the task to be off
     # its CPU): the task is runnable from the switch-out (the run's start is its first
     # proof when its switch-in is missing: a waking before it may have come before the
     # unseen switch-in, and does not count)
-    idx = np.arange(n)
-    last_in = _ffill(np.where(code == _RUN, idx, -1), new_pid)
-    last_wake = _ffill(np.where(code == _WAKE, idx, -1), new_pid)
-    code = code.copy()
-    in_flight = (prio == _PRIO_OUT) & (last_wake > last_in) & (last_in >= 0)
-    in_flight &= (code == _SLEEP) | (code == _BLOCK)
-    at = np.flatnonzero(in_flight)
-    if len(at):
+    at, woke = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    m = _passes.task_states_in_flight(pid, code, prio, at, woke)
+    if m:
+        at, woke = at[:m], woke[:m]
         # not when the task fired an event of its own after that waking: then it ran on
         # after the wake-up (which set it running) and went to sleep again by itself
         own_ts, own_pid = _own_events(ev)
         own_pid = ev.key(own_pid, own_ts)
         # (its events stamped with the switch-out's time came before it: its own context)
         own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
-        in_flight[at[own > ts[last_wake[at]]]] = False
-    code[in_flight] = _WOKEN
-    del idx, last_in, last_wake, in_flight
-    # a wake-up wakes a task that is off the CPU asleep (or not yet known, or dead: a
-    # reused pid); a running or already runnable task stays as it is
-    definite = code <= _DEAD
-    last_def = _ffill(np.where(definite, code, -1), new_pid)
-    wake = code == _WAKE
-    # a wake-up of a task already woken and not seen running since: it ran unseen and
-    # slept again in between (only a task not TASK_RUNNING is woken), so from that
-    # earlier wake-up to this one its state is unknown; it is woken again here
-    idx = np.arange(n)
-    def_at = _ffill(np.where(definite, idx, -1), new_pid)
-    wake_at = _ffill(np.where(wake, idx, -1), new_pid)
-    prev_wake = np.concatenate([[-1], wake_at[:-1]])
-    prev_wake[new_pid] = -1
-    woken_by_wake = prev_wake > def_at  # a wake-up since the last definite state
-    again = np.flatnonzero(
-        wake & ~np.isin(last_def, [_RUN, _PRE]) & (woken_by_wake | (last_def == _WOKEN))
+        code[at[~(own > ts[woke])]] = _WOKEN
+    del at, woke
+    # the scan of each task's rows (_pass_task_states.c): a wake-up wakes a task that is
+    # off the CPU asleep (or not yet known, or dead: a reused pid); a running or already
+    # runnable task stays as it is; a wake-up of a task already woken and not seen
+    # running since (it ran unseen and slept again in between: only a task not
+    # TASK_RUNNING is woken) makes its state unknown from that earlier wake-up to this
+    # one, as between an unseen switch-in's earliest time and its switch-out (the
+    # marks); the state, the CPU (``cpu`` >= 0) and the letters of the switch-out that
+    # began the time off the CPU carried forward over each task's rows; one interval
+    # per change of any of them, to the next change or the task's end; a wait after a
+    # wake-up that no run ends before the trace does is not proven on a trace that
+    # lacks events (``unseen_pids`` given); dead time and empty intervals dropped
+    out = (
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int8),
+        np.empty(n, dtype=np.int32),
     )
-    if len(again):
-        since = np.where(woken_by_wake, prev_wake, def_at)[again]
-        bump = np.zeros(n + 1, dtype=np.int64)
-        np.add.at(bump, since, 1)
-        np.add.at(bump, again, -1)
-        mark = mark + bump[:n]
-    del def_at, wake_at, prev_wake, woken_by_wake, again
-    code[wake] = np.where(np.isin(last_def[wake], [_RUN, _PRE]), _KEEP, _WOKEN)
-    state = _ffill(np.where(code == _KEEP, -1, code), new_pid)
-    # before a task's first state: unknown; for a task born in the trace (a migration
-    # before its sched_wakeup_new), not yet alive
-    state[state < 0] = np.where(member(pid[state < 0], born), _DEAD, _UNK)
-    # between an unseen switch-in's earliest time and its switch-out (marks +1, -1)
-    state[(np.cumsum(mark, dtype=np.int64) > 0) & (state != _DEAD)] = _UNK
-    # a task the trace shows running unseen (woken again with no run between: this
-    # kernel or recorder leaves its events out) proves nothing by the absence of its
-    # runs: none of its waits after a wake-up is known
-    # (``unseen_pids``: life keys)
-    if unseen_pids is not None and len(unseen_pids):
-        state[(state == _WOKEN) & member(pid, np.asarray(unseen_pids))] = _UNK
-    where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
-    # the letters of the switch-out that began the time off the CPU (+1; 0: none),
-    # carried over the wake-ups and migrations that follow it
-    carry = np.where(prio == _PRIO_OUT, letters + 1, np.where(definite, 0, -1))
-    since = np.maximum(_ffill(carry, new_pid) - 1, -1)  # (none before a task's first state)
-    since[state == _RUN] = -1
-    # one row per interval: an event that changes neither state, CPU nor switch_state
-    # (a second wake-up, a wake-up of a running task) does not split one
-    goes_on = np.zeros(n, dtype=bool)
-    goes_on[1:] = (
-        ~new_pid[1:]
-        & (state[1:] == state[:-1])
-        & (where[1:] == where[:-1])
-        & (since[1:] == since[:-1])
+    k = _passes.task_states_scan(
+        ts, pid, cpu, code, prio, letters, mark, gflags, gend, unseen_pids is not None, *out
     )
-    if goes_on.any():
-        ts, pid, where, state, since, new_pid = (
-            a[~goes_on] for a in (ts, pid, where, state, since, new_pid)
-        )
-        n = len(ts)
-    end = np.empty(n, dtype=np.int64)
-    end[:-1] = ts[1:]
-    last = np.ones(n, dtype=bool)
-    last[:-1] = new_pid[1:]
-    # a task's time ends with the trace, or where the next task of its pid begins; a
-    # task whose death the trace lacks (its pid's next task is born, :mod:`.lives`) is
-    # unknown from its last event: it ran, unseen, and exited some time before
-    if ev.lives:
-        nxt = ev.lives.end_of(pid[last])
-        end[last] = np.minimum(t_end, nxt)
-        gone = np.flatnonzero(last)[(nxt < t_end) & (state[last] != _DEAD)]
-        state[gone] = _UNK
-    else:
-        end[last] = t_end
-    if unseen_pids is not None:
-        # on a trace that lacks events, a wait after a wake-up that no run ends before the
-        # trace does is not proven: the task may have run where the trace does not show
-        state[last & (state == _WOKEN)] = _UNK
-    keep = (state != _DEAD) & (end > ts)
-    return _frame(
-        pid[keep],
-        where[keep],
-        ts[keep],
-        end[keep],
-        state[keep].astype(np.int8),
-        since[keep],
-        letter_cats,
-    )
+    task, where, start, stop, state, since = (a[:k] for a in out)
+    return _frame(task, where, start, stop, state, since, letter_cats)
+
+
+#: Flags of each task for the scan (_pass_task_states.c).
+_G_BORN, _G_UNSEEN, _G_GONE = 1, 2, 4
+
+#: The columns of a part's rows, their types.
+_ROW_TYPES = (np.int64, np.int64, np.int64, np.int8, np.int8, np.int64, np.int8)
+
+
+def _part_rows(part: tuple) -> tuple[np.ndarray, ...]:
+    """The rows of a part (ts, task, cpu, code, prio, letters code, unknown mark; a
+    column may be one value for all) as arrays, without those of pid 0, in (ts, prio)
+    order (stably)."""
+    n = len(part[0])
+    cols = [
+        np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=t), (n,)))
+        for v, t in zip(part, _ROW_TYPES)
+    ]
+    if not (cols[1] != 0).all():
+        keep = np.flatnonzero(cols[1] != 0)
+        cols = [c[keep] for c in cols]
+    ts, prio = cols[0], cols[4]
+    if np.ndim(part[4]) == 0:
+        if not is_sorted(ts):
+            o = np.argsort(ts, kind="stable")
+            cols = [c[o] for c in cols]
+    elif (
+        len(ts) > 1
+        and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (prio[1:] >= prio[:-1]))).all()
+    ):
+        o = np.lexsort((prio, ts))
+        cols = [c[o] for c in cols]
+    return tuple(cols)
+
+
+def _distinct_sorted(key: np.ndarray) -> np.ndarray:
+    """The distinct values of ``key`` (sorted)."""
+    if len(key) < 2:
+        return key
+    keep = np.ones(len(key), dtype=bool)
+    keep[1:] = key[1:] != key[:-1]
+    return key[keep]
+
+
+def _distinct(parts: list[tuple[np.ndarray, ...]]) -> np.ndarray:
+    """The distinct tasks of the rows ``parts``."""
+    if not parts:
+        return np.zeros(0, np.int64)
+    return np.unique(np.concatenate([p[1] for p in parts]))
+
+
+class _Rows:
+    """The rows of the parts (:func:`_part_rows`) one after another, and their order by
+    (task, ts, prio), stable: a merge of the parts by (ts, prio) (each in that order
+    already), then a stable counting sort by task (_pass_task_states.c, _pass_order.c)."""
+
+    def __init__(self, parts: list[tuple[np.ndarray, ...]]) -> None:
+        self.parts = parts
+        self.ts, self.pid, self.prio = (self._cat(k) for k in (0, 1, 4))
+
+    def _cat(self, k: int) -> np.ndarray:
+        if not self.parts:
+            return np.zeros(0, dtype=_ROW_TYPES[k])
+        return np.concatenate([p[k] for p in self.parts])
+
+    def columns(self) -> list[np.ndarray]:
+        cols = [self._cat(k) if k not in (0, 1, 4) else None for k in range(7)]
+        cols[0], cols[1], cols[4] = self.ts, self.pid, self.prio
+        return cols  # type: ignore[return-value]
+
+    def task_order(self) -> np.ndarray:
+        n = len(self.ts)
+        bounds = np.zeros(len(self.parts) + 1, dtype=np.int64)
+        np.cumsum([len(p[0]) for p in self.parts], out=bounds[1:])
+        merged = np.empty(n, dtype=np.int64)
+        _passes.ts_merge_order(self.ts, self.prio, bounds, merged)
+        return merged.take(stable_order(self.pid.take(merged)))
+
+    def add(self, parts: list[tuple[np.ndarray, ...]], order: np.ndarray) -> np.ndarray:
+        """Append the rows of ``parts`` (few) after these; the order of all the rows
+        from ``order``, the order of these: theirs sorted, merged into it."""
+        if not parts:
+            return order
+        n0 = len(self.ts)
+        self.parts = self.parts + parts
+        ts, pid, prio = (np.concatenate([p[k] for p in parts]) for k in (0, 1, 4))
+        theirs = np.lexsort((prio, ts, pid)).astype(np.int64) + n0
+        self.ts = np.concatenate([self.ts, ts])
+        self.pid = np.concatenate([self.pid, pid])
+        self.prio = np.concatenate([self.prio, prio])
+        out = np.empty(len(self.ts), dtype=np.int64)
+        _passes.keyed_merge_order(order, theirs, self.pid, self.ts, self.prio, out)
+        return out
 
 
 def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
@@ -370,13 +405,16 @@ def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ts), np.concatenate(pid)
 
 
-def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, parts: list[tuple]) -> list[tuple]:
+def _censored_runs(
+    runs: pd.DataFrame, rkey: np.ndarray, sorted_ts: np.ndarray, sorted_pid: np.ndarray
+) -> list[tuple]:
     """The parts that the runs the trace shows only in part add (:mod:`.completeness`):
     a run whose switch-in is missing is unknown from the earliest it can have begun (not
     before the task's own previous event) to its first proof, and running from there;
     after a run whose switch-out is missing (its last proof, then an unknown stretch)
     the task's state is unknown until its next event says it. ``rkey``: the runs' life
-    keys (:mod:`.lives`), as the pids of ``parts`` are."""
+    keys (:mod:`.lives`), as the tasks' of the other parts' rows are; ``sorted_ts``,
+    ``sorted_pid``: those rows in (task, ts) order."""
     if len(runs) == 0:
         return []
     pid = rkey
@@ -386,16 +424,12 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, parts: list[tuple]) -> 
     if c.any():
         # the task's own last event before the proof (a switch-out, a wake-up, a
         # migration): it was not running unseen before that
-        own_ts = np.concatenate([np.asarray(p[0], np.int64) for p in parts]) if parts else none_
-        own_pid = (
-            np.concatenate(
-                [np.broadcast_to(np.asarray(p[1], np.int64), (len(p[0]),)) for p in parts]
-            )
-            if parts
-            else none_
-        )
         cs, cp = start[c], pid[c]
-        before = take(own_ts, asof_index(cs, cp, own_ts, own_pid, "backward", False), -1)
+        at = np.empty(len(cs), dtype=np.int64)
+        _passes.keyed_last_below(
+            sorted_pid, sorted_ts, cp.astype(np.int64), cs.astype(np.int64), at
+        )
+        before = take(sorted_ts, at, -1)
         unseen = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[c], before), cs)
         # a run of no length (its one proof is its switch-out) begins before that
         # switch-out, stamped with the same time; any other after a switch-out there
@@ -407,22 +441,6 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, parts: list[tuple]) -> 
     if e.any():
         out.append((runs["end_ts"].to_numpy()[e], pid[e], cpu[e], _UNK, _PRIO_GONE, -1, 0))
     return out
-
-
-none_ = np.zeros(0, np.int64)
-
-
-def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
-    """``values`` with each -1 replaced by the last value >= 0 before it in its group
-    (groups start where ``new_group`` is True); -1 where there is none."""
-    n = len(values)
-    # each row's last row with a value, or its group's first row (nothing carries over
-    # from the previous group: its value is -1 there when it has none): one running
-    # maximum of row positions (int32 where they fit)
-    idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    idx[(values < 0) & ~new_group] = -1
-    np.maximum.accumulate(idx, out=idx)
-    return values[idx]
 
 
 def _frame(
