@@ -19,6 +19,31 @@ enum { PRIO_OUT = 1 };
 /* per-task flags of task_states_scan */
 enum { G_BORN = 1, G_UNSEEN = 2, G_GONE = 4 };
 
+/* One row of a task's events, as task_states.py's _ROW dtype lays it out (32 bytes):
+ * rows move as one record (one memory access each when gathered or merged), not as a
+ * column each. */
+typedef struct {
+    int64_t ts, key, cpu;
+    int32_t letters;
+    int8_t code, prio, mark, pad;
+} Row;
+_Static_assert(sizeof(Row) == 32, "Row must be 32 bytes");
+
+/* Take ``obj`` (bytes: a uint8 view of an array of Row) as n rows; -1: not one. */
+static int rows_get(PyObject *obj, Arr *a, int writable, const char *what, Py_ssize_t *n)
+{
+    if (arr_get(obj, a, 1, writable, what) < 0)
+        return -1;
+    if (arr_len(a) % (Py_ssize_t)sizeof(Row) || (uintptr_t)a->view.buf % 8) {
+        PyErr_Format(PyExc_ValueError, "%s: whole, aligned rows of %zd bytes are needed",
+                     what, (Py_ssize_t)sizeof(Row));
+        arr_release(a);
+        return -1;
+    }
+    *n = arr_len(a) / (Py_ssize_t)sizeof(Row);
+    return 0;
+}
+
 /* Take each of n (object, array, item size, writable, name) arguments; on failure
  * release those taken and return -1 (a Python error set). */
 typedef struct {
@@ -209,55 +234,53 @@ PyObject *pass_keyed_last_below(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* ---- keyed_merge_order ------------------------------------------------------ */
+/* ---- merge_rows ------------------------------------------------------------- */
 
-PyObject *pass_keyed_merge_order(PyObject *self, PyObject *args)
+PyObject *pass_merge_rows(PyObject *self, PyObject *args)
 {
-    PyObject *o_a, *o_b, *o_key, *o_ts, *o_prio, *o_out;
-    if (!PyArg_ParseTuple(args, "OOOOOO", &o_a, &o_b, &o_key, &o_ts, &o_prio, &o_out))
+    PyObject *o_a, *o_b, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO", &o_a, &o_b, &o_out))
         return NULL;
-    Arr a, b, key, ts, prio, out;
-    ArrSpec spec[] = {
-        {o_a, &a, 8, 0, "keyed_merge_order a"},
-        {o_b, &b, 8, 0, "keyed_merge_order b"},
-        {o_key, &key, 8, 0, "keyed_merge_order key"},
-        {o_ts, &ts, 8, 0, "keyed_merge_order ts"},
-        {o_prio, &prio, 1, 0, "keyed_merge_order prio"},
-        {o_out, &out, 8, 1, "keyed_merge_order out"},
-    };
-    const int ns = 6;
-    if (arrs_get(spec, ns) < 0)
+    Arr a, b, out;
+    Py_ssize_t na, nb, no;
+    if (rows_get(o_a, &a, 0, "merge_rows a", &na) < 0)
         return NULL;
-    Py_ssize_t n = arr_len(&key), na = arr_len(&a), nb = arr_len(&b);
-    if (arr_len(&ts) != n || arr_len(&prio) != n || arr_len(&out) != na + nb)
-        return value_error(spec, ns, "keyed_merge_order: arrays of unequal lengths");
-    const int64_t *ia = a.view.buf, *ib = b.view.buf, *k = key.view.buf, *t = ts.view.buf;
-    const int8_t *p = prio.view.buf;
-    int64_t *o = out.view.buf;
-    int bad = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t j = 0; j < na && !bad; j++)
-        bad = (uint64_t)ia[j] >= (uint64_t)n;
-    for (Py_ssize_t j = 0; j < nb && !bad; j++)
-        bad = (uint64_t)ib[j] >= (uint64_t)n;
-    if (!bad) {
-        Py_ssize_t x = 0, y = 0, z = 0;
-        while (x < na && y < nb) {
-            int64_t r = ia[x], s = ib[y];
-            /* b's row first only when strictly below a's (ties: a's rows first) */
-            int b_first = k[s] < k[r] ||
-                          (k[s] == k[r] && (t[s] < t[r] || (t[s] == t[r] && p[s] < p[r])));
-            o[z++] = b_first ? ib[y++] : ia[x++];
-        }
-        while (x < na)
-            o[z++] = ia[x++];
-        while (y < nb)
-            o[z++] = ib[y++];
+    if (rows_get(o_b, &b, 0, "merge_rows b", &nb) < 0) {
+        arr_release(&a);
+        return NULL;
     }
+    if (rows_get(o_out, &out, 1, "merge_rows out", &no) < 0) {
+        arr_release(&a);
+        arr_release(&b);
+        return NULL;
+    }
+    if (no != na + nb) {
+        arr_release(&a);
+        arr_release(&b);
+        arr_release(&out);
+        PyErr_SetString(PyExc_ValueError, "merge_rows: out must hold the rows of a and b");
+        return NULL;
+    }
+    const Row *ra = a.view.buf, *rb = b.view.buf;
+    Row *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t x = 0, y = 0, z = 0;
+    while (x < na && y < nb) {
+        const Row *r = &ra[x], *t = &rb[y];
+        /* b's row first only when strictly below a's (ties: a's rows first) */
+        int b_first = t->key < r->key ||
+                      (t->key == r->key &&
+                       (t->ts < r->ts || (t->ts == r->ts && t->prio < r->prio)));
+        o[z++] = b_first ? rb[y++] : ra[x++];
+    }
+    while (x < na)
+        o[z++] = ra[x++];
+    while (y < nb)
+        o[z++] = rb[y++];
     Py_END_ALLOW_THREADS
-    if (bad)
-        return value_error(spec, ns, "keyed_merge_order: a row outside the arrays");
-    arrs_release(spec, ns);
+    arr_release(&a);
+    arr_release(&b);
+    arr_release(&out);
     Py_RETURN_NONE;
 }
 
@@ -265,45 +288,48 @@ PyObject *pass_keyed_merge_order(PyObject *self, PyObject *args)
 
 PyObject *pass_task_states_in_flight(PyObject *self, PyObject *args)
 {
-    PyObject *o_key, *o_code, *o_prio, *o_at, *o_wake;
-    if (!PyArg_ParseTuple(args, "OOOOO", &o_key, &o_code, &o_prio, &o_at, &o_wake))
+    PyObject *o_rows, *o_at, *o_wake;
+    if (!PyArg_ParseTuple(args, "OOO", &o_rows, &o_at, &o_wake))
         return NULL;
-    Arr key, code, prio, at, wake;
+    Arr rows, at, wake;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "task_states_in_flight rows", &n) < 0)
+        return NULL;
     ArrSpec spec[] = {
-        {o_key, &key, 8, 0, "task_states_in_flight key"},
-        {o_code, &code, 1, 0, "task_states_in_flight code"},
-        {o_prio, &prio, 1, 0, "task_states_in_flight prio"},
         {o_at, &at, 8, 1, "task_states_in_flight at"},
         {o_wake, &wake, 8, 1, "task_states_in_flight wake"},
     };
-    const int ns = 5;
-    if (arrs_get(spec, ns) < 0)
+    const int ns = 2;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
         return NULL;
-    Py_ssize_t n = arr_len(&key);
-    if (arr_len(&code) != n || arr_len(&prio) != n || arr_len(&at) != n ||
-        arr_len(&wake) != n)
-        return value_error(spec, ns, "task_states_in_flight: arrays of unequal lengths");
-    const int64_t *k = key.view.buf;
-    const int8_t *c = code.view.buf, *p = prio.view.buf;
+    }
+    if (arr_len(&at) != n || arr_len(&wake) != n) {
+        arr_release(&rows);
+        return value_error(spec, ns, "task_states_in_flight: at and wake one slot a row");
+    }
+    const Row *r = rows.view.buf;
     int64_t *oa = at.view.buf, *ow = wake.view.buf;
     Py_ssize_t m = 0;
     Py_BEGIN_ALLOW_THREADS
     int64_t last_in = -1, last_wake = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (i == 0 || k[i] != k[i - 1])
+        if (i == 0 || r[i].key != r[i - 1].key)
             last_in = last_wake = -1;
-        if (c[i] == RUN)
+        int c = r[i].code;
+        if (c == RUN)
             last_in = i;
-        else if (c[i] == WAKE)
+        else if (c == WAKE)
             last_wake = i;
-        if (p[i] == PRIO_OUT && last_wake > last_in && last_in >= 0 &&
-            (c[i] == SLEEP || c[i] == BLOCK)) {
+        if (r[i].prio == PRIO_OUT && last_wake > last_in && last_in >= 0 &&
+            (c == SLEEP || c == BLOCK)) {
             oa[m] = i;
             ow[m] = last_wake;
             m++;
         }
     }
     Py_END_ALLOW_THREADS
+    arr_release(&rows);
     arrs_release(spec, ns);
     return PyLong_FromSsize_t(m);
 }
@@ -311,8 +337,9 @@ PyObject *pass_task_states_in_flight(PyObject *self, PyObject *args)
 /* ---- task_states_scan ------------------------------------------------------- */
 
 typedef struct {
-    const int64_t *ts, *key, *cpu, *letters, *gend;
-    const int8_t *code, *prio, *mark, *gflags;
+    const Row *row;
+    const int64_t *gend;
+    const int8_t *gflags;
     Py_ssize_t n, ngroups;
     int unseen_given;
     int64_t *o_key, *o_start, *o_end;
@@ -331,7 +358,7 @@ static Py_ssize_t scan(const Scan *s)
     Py_ssize_t rc = 0;
     while (a < s->n) {
         Py_ssize_t b = a + 1;
-        while (b < s->n && s->key[b] == s->key[a])
+        while (b < s->n && s->row[b].key == s->row[a].key)
             b++;
         if (g >= s->ngroups) {
             rc = -3;
@@ -356,7 +383,7 @@ static Py_ssize_t scan(const Scan *s)
         int last_def = -1;
         int64_t def_at = -1, wake_at = -1;
         for (Py_ssize_t i = a; i < b; i++) {
-            int c = s->code[i];
+            int c = s->row[i].code;
             if (c < 0 || c >= NCODES) {
                 rc = -2;
                 goto done;
@@ -387,14 +414,17 @@ static Py_ssize_t scan(const Scan *s)
             if (c != KEEP)
                 state = c;
             int st = state >= 0 ? state : (flags & G_BORN ? DEAD : UNK);
-            run += s->mark[i] + bump[i - a];
+            run += s->row[i].mark + bump[i - a];
             if (run > 0 && st != DEAD)
                 st = UNK;
             if ((flags & G_UNSEEN) && st == WOKEN)
                 st = UNK;
-            if (s->cpu[i] >= 0)
-                where = s->cpu[i];
-            int64_t cv = s->prio[i] == PRIO_OUT ? s->letters[i] + 1 : (s->code[i] <= DEAD ? 0 : -1);
+            if (s->row[i].cpu >= 0)
+                where = s->row[i].cpu;
+            /* the letters of a switch-out (+1), carried over what follows it but a
+             * definite state (0: none) */
+            int64_t cv = s->row[i].prio == PRIO_OUT ? (int64_t)s->row[i].letters + 1
+                                                    : (s->row[i].code <= DEAD ? 0 : -1);
             if (cv >= 0)
                 carry = cv;
             int64_t since = carry - 1 > -1 ? carry - 1 : -1;
@@ -402,14 +432,14 @@ static Py_ssize_t scan(const Scan *s)
                 since = -1;
             if (i > a && st == pst && where == pwhere && since == psince)
                 continue; /* nothing changes: the interval goes on */
-            if (have && pst != DEAD && s->ts[i] > p_start) {
-                s->o_end[m] = s->ts[i];
+            if (have && pst != DEAD && s->row[i].ts > p_start) {
+                s->o_end[m] = s->row[i].ts;
                 m++;
             }
             /* the row in the making (kept when it ends after it starts, alive) */
-            s->o_key[m] = s->key[i];
+            s->o_key[m] = s->row[i].key;
             s->o_cpu[m] = (int32_t)where;
-            s->o_start[m] = p_start = s->ts[i];
+            s->o_start[m] = p_start = s->row[i].ts;
             s->o_state[m] = (int8_t)st;
             s->o_since[m] = (int32_t)since;
             have = 1;
@@ -444,47 +474,42 @@ done:
 
 PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
 {
-    PyObject *o[16];
+    PyObject *o_rows, *o[8];
     int unseen_given;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOpOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6], &o[7], &o[8], &unseen_given, &o[9], &o[10], &o[11],
-                          &o[12], &o[13], &o[14]))
+    if (!PyArg_ParseTuple(args, "OOOpOOOOOO", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7]))
         return NULL;
-    Arr ts, key, cpu, code, prio, letters, mark, gflags, gend, okey, ocpu, ostart, oend,
-        ostate, osince;
+    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "task_states_scan rows", &n) < 0)
+        return NULL;
     ArrSpec spec[] = {
-        {o[0], &ts, 8, 0, "task_states_scan ts"},
-        {o[1], &key, 8, 0, "task_states_scan key"},
-        {o[2], &cpu, 8, 0, "task_states_scan cpu"},
-        {o[3], &code, 1, 0, "task_states_scan code"},
-        {o[4], &prio, 1, 0, "task_states_scan prio"},
-        {o[5], &letters, 8, 0, "task_states_scan letters"},
-        {o[6], &mark, 1, 0, "task_states_scan mark"},
-        {o[7], &gflags, 1, 0, "task_states_scan gflags"},
-        {o[8], &gend, 8, 0, "task_states_scan gend"},
-        {o[9], &okey, 8, 1, "task_states_scan out key"},
-        {o[10], &ocpu, 4, 1, "task_states_scan out cpu"},
-        {o[11], &ostart, 8, 1, "task_states_scan out start"},
-        {o[12], &oend, 8, 1, "task_states_scan out end"},
-        {o[13], &ostate, 1, 1, "task_states_scan out state"},
-        {o[14], &osince, 4, 1, "task_states_scan out since"},
+        {o[0], &gflags, 1, 0, "task_states_scan gflags"},
+        {o[1], &gend, 8, 0, "task_states_scan gend"},
+        {o[2], &okey, 8, 1, "task_states_scan out key"},
+        {o[3], &ocpu, 4, 1, "task_states_scan out cpu"},
+        {o[4], &ostart, 8, 1, "task_states_scan out start"},
+        {o[5], &oend, 8, 1, "task_states_scan out end"},
+        {o[6], &ostate, 1, 1, "task_states_scan out state"},
+        {o[7], &osince, 4, 1, "task_states_scan out since"},
     };
-    const int ns = 15;
-    if (arrs_get(spec, ns) < 0)
+    const int ns = 8;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
         return NULL;
-    Py_ssize_t n = arr_len(&ts);
-    for (int i = 1; i < ns; i++) {
-        if (i == 7 || i == 8)
-            continue;
-        if (arr_len(spec[i].arr) != n)
-            return value_error(spec, ns, "task_states_scan: the rows' arrays must be as long");
     }
-    if (arr_len(&gend) != arr_len(&gflags))
+    for (int i = 2; i < ns; i++) {
+        if (arr_len(spec[i].arr) != n) {
+            arr_release(&rows);
+            return value_error(spec, ns, "task_states_scan: the outputs one slot a row");
+        }
+    }
+    if (arr_len(&gend) != arr_len(&gflags)) {
+        arr_release(&rows);
         return value_error(spec, ns, "task_states_scan: gflags and gend must be as long");
+    }
     Scan s = {
-        .ts = ts.view.buf, .key = key.view.buf, .cpu = cpu.view.buf,
-        .letters = letters.view.buf, .gend = gend.view.buf, .code = code.view.buf,
-        .prio = prio.view.buf, .mark = mark.view.buf, .gflags = gflags.view.buf,
+        .row = rows.view.buf, .gend = gend.view.buf, .gflags = gflags.view.buf,
         .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
         .o_key = okey.view.buf, .o_start = ostart.view.buf, .o_end = oend.view.buf,
         .o_cpu = ocpu.view.buf, .o_since = osince.view.buf, .o_state = ostate.view.buf,
@@ -493,6 +518,7 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     m = scan(&s);
     Py_END_ALLOW_THREADS
+    arr_release(&rows);
     arrs_release(spec, ns);
     if (m == -1)
         return PyErr_NoMemory();
@@ -508,28 +534,113 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(m);
 }
 
+/* ---- dense_codes ------------------------------------------------------------ */
+
+/* Each key's rank among the distinct keys (in [lo, lo + span)) into codes, the
+ * distinct keys ascending into levels; the number of them, -1: no memory, -2: a key
+ * out of its range (checked before anything is written). */
+#define DENSE_CODES(T)                                                                 \
+    static int64_t dense_codes_##T(const T *key, Py_ssize_t n, int64_t lo, int64_t span, \
+                                   int64_t *codes, T *levels)                          \
+    {                                                                                  \
+        int64_t *rank = calloc((size_t)span, sizeof(int64_t));                         \
+        if (!rank)                                                                     \
+            return -1;                                                                 \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            uint64_t k = (uint64_t)(int64_t)key[i] - (uint64_t)lo;                     \
+            if (k >= (uint64_t)span) {                                                 \
+                free(rank);                                                            \
+                return -2;                                                             \
+            }                                                                          \
+            rank[k] = 1;                                                               \
+        }                                                                              \
+        int64_t m = 0;                                                                 \
+        for (int64_t k = 0; k < span; k++)                                             \
+            if (rank[k]) {                                                             \
+                levels[m] = (T)(lo + k);                                               \
+                rank[k] = m++;                                                         \
+            }                                                                          \
+        for (Py_ssize_t i = 0; i < n; i++)                                             \
+            codes[i] = rank[(uint64_t)(int64_t)key[i] - (uint64_t)lo];                 \
+        free(rank);                                                                    \
+        return m;                                                                      \
+    }
+
+DENSE_CODES(int32_t)
+DENSE_CODES(int64_t)
+
+PyObject *pass_dense_codes(PyObject *self, PyObject *args)
+{
+    PyObject *o_key, *o_codes, *o_levels;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OLLOO", &o_key, &lo, &span, &o_codes, &o_levels))
+        return NULL;
+    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
+        lo > ((long long)1 << 62)) {
+        PyErr_SetString(PyExc_ValueError, "dense_codes: span must be in [1, 2**31]");
+        return NULL;
+    }
+    Arr key, codes, levels;
+    if (PyObject_GetBuffer(o_key, &key.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    Py_ssize_t size = key.view.itemsize;
+    PyBuffer_Release(&key.view);
+    size = size == 4 ? 4 : 8;
+    ArrSpec spec[] = {
+        {o_key, &key, size, 0, "dense_codes key"},
+        {o_codes, &codes, 8, 1, "dense_codes codes"},
+        {o_levels, &levels, size, 1, "dense_codes levels"},
+    };
+    const int ns = 3;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
+    Py_ssize_t n = arr_len(&key);
+    /* (as many levels as keys or key values, whichever is fewer) */
+    if (arr_len(&codes) != n || arr_len(&levels) < (n < span ? n : span))
+        return value_error(spec, ns,
+                           "dense_codes: codes one a key, levels one a distinct key");
+    int64_t m;
+    Py_BEGIN_ALLOW_THREADS
+    if (size == 4)
+        m = dense_codes_int32_t(key.view.buf, n, lo, span, codes.view.buf, levels.view.buf);
+    else
+        m = dense_codes_int64_t(key.view.buf, n, lo, span, codes.view.buf, levels.view.buf);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, ns);
+    if (m == -1)
+        return PyErr_NoMemory();
+    if (m == -2) {
+        PyErr_SetString(PyExc_ValueError, "dense_codes: a key outside [lo, lo + span)");
+        return NULL;
+    }
+    return PyLong_FromLongLong(m);
+}
+
 /* ---- state_sums ------------------------------------------------------------- */
 
 PyObject *pass_state_sums(PyObject *self, PyObject *args)
 {
-    PyObject *o_group, *o_state, *o_dur, *o_out;
-    if (!PyArg_ParseTuple(args, "OOOO", &o_group, &o_state, &o_dur, &o_out))
+    PyObject *o_group, *o_state, *o_start, *o_end, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOOO", &o_group, &o_state, &o_start, &o_end, &o_out))
         return NULL;
-    Arr group, state, dur, out;
+    Arr group, state, start, end, out;
     ArrSpec spec[] = {
         {o_group, &group, 8, 0, "state_sums group"},
         {o_state, &state, 1, 0, "state_sums state"},
-        {o_dur, &dur, 8, 0, "state_sums dur"},
+        {o_start, &start, 8, 0, "state_sums start"},
+        {o_end, &end, 8, 0, "state_sums end"},
         {o_out, &out, 8, 1, "state_sums out"},
     };
-    const int ns = 4;
+    const int ns = 5;
     if (arrs_get(spec, ns) < 0)
         return NULL;
     Py_ssize_t n = arr_len(&group), cells = arr_len(&out);
-    if (arr_len(&state) != n || arr_len(&dur) != n || cells % NSTATES)
+    if (arr_len(&state) != n || arr_len(&start) != n || arr_len(&end) != n ||
+        cells % NSTATES)
         return value_error(spec, ns,
-                           "state_sums: group, state and dur as long, out a row per group");
-    const int64_t *gr = group.view.buf, *d = dur.view.buf;
+                           "state_sums: group, state, start and end as long, out a row per "
+                           "group");
+    const int64_t *gr = group.view.buf, *s0 = start.view.buf, *s1 = end.view.buf;
     const int8_t *st = state.view.buf;
     int64_t *o = out.view.buf;
     uint64_t groups = (uint64_t)(cells / NSTATES);
@@ -541,9 +652,10 @@ PyObject *pass_state_sums(PyObject *self, PyObject *args)
             bad = 1;
             break;
         }
-        /* (unsigned: wraps as NumPy's int64 sums do, never undefined) */
-        uint64_t *cell = (uint64_t *)&o[gr[i] * NSTATES + st[i]];
-        *cell += (uint64_t)d[i];
+        /* (unsigned: wraps as NumPy's int64 arithmetic does, never undefined) */
+        uint64_t d = (uint64_t)s1[i] - (uint64_t)s0[i];
+        if ((int64_t)d > 0)
+            o[gr[i] * NSTATES + st[i]] = (int64_t)((uint64_t)o[gr[i] * NSTATES + st[i]] + d);
     }
     Py_END_ALLOW_THREADS
     if (bad)

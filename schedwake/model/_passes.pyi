@@ -10,26 +10,10 @@ def ts_merge_order(
 def keyed_last_below(
     key: np.ndarray, ts: np.ndarray, qkey: np.ndarray, qts: np.ndarray, out: np.ndarray, /
 ) -> None: ...
-def keyed_merge_order(
-    a: np.ndarray,
-    b: np.ndarray,
-    key: np.ndarray,
-    ts: np.ndarray,
-    prio: np.ndarray,
-    out: np.ndarray,
-    /,
-) -> None: ...
-def task_states_in_flight(
-    key: np.ndarray, code: np.ndarray, prio: np.ndarray, at: np.ndarray, wake: np.ndarray, /
-) -> int: ...
+def merge_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, /) -> None: ...
+def task_states_in_flight(rows: np.ndarray, at: np.ndarray, wake: np.ndarray, /) -> int: ...
 def task_states_scan(
-    ts: np.ndarray,
-    key: np.ndarray,
-    cpu: np.ndarray,
-    code: np.ndarray,
-    prio: np.ndarray,
-    letters: np.ndarray,
-    mark: np.ndarray,
+    rows: np.ndarray,
     gflags: np.ndarray,
     gend: np.ndarray,
     unseen_given: bool,
@@ -41,6 +25,9 @@ def task_states_scan(
     out_since: np.ndarray,
     /,
 ) -> int: ...
+def dense_codes(
+    key: np.ndarray, lo: int, span: int, codes: np.ndarray, levels: np.ndarray, /
+) -> int: ...
 def state_sums(
-    group: np.ndarray, state: np.ndarray, dur: np.ndarray, out: np.ndarray, /
+    group: np.ndarray, state: np.ndarray, start: np.ndarray, end: np.ndarray, out: np.ndarray, /
 ) -> None: ...

@@ -216,25 +216,22 @@ def build(
         parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
     # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
     # by (task, ts, prio), ties in the order of the parts (a stable sort)
-    rows = _Rows([_part_rows(p) for p in parts])
-    order = rows.task_order()
-    sorted_pid = rows.pid.take(order)
-    censored = _censored_runs(runs, ev.run_keys(runs), rows.ts.take(order), sorted_pid)
-    if not len(rows.ts) and not censored:
+    rows = _task_rows([_part_rows(p) for p in parts])
+    ts, pid = np.ascontiguousarray(rows["ts"]), np.ascontiguousarray(rows["key"])
+    censored = _censored_runs(runs, ev.run_keys(runs), ts, pid)
+    if not len(rows) and not censored:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
     extra = [_part_rows(p) for p in censored]
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
-    seen = np.union1d(_distinct_sorted(sorted_pid), _distinct(extra))
-    del sorted_pid
+    seen = np.union1d(_distinct_sorted(pid), _distinct(extra))
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
     extra.append(_part_rows((since_ts, old, -1, _UNK, _PRIO_START, -1, 0)))
-    order = rows.add(extra, order)
-    ts, pid, cpu, code, prio, letters, mark = (a.take(order) for a in rows.columns())
-    del order, rows
+    rows = _merged(rows, extra)
+    ts, pid = np.ascontiguousarray(rows["ts"]), np.ascontiguousarray(rows["key"])
     n = len(ts)
     # the tasks, in order, and what the scan needs of each: whether it was born in the
     # trace (not alive before its first event), is one the trace shows running unseen
@@ -261,7 +258,7 @@ def build(
     # proof when its switch-in is missing: a waking before it may have come before the
     # unseen switch-in, and does not count)
     at, woke = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    m = _passes.task_states_in_flight(pid, code, prio, at, woke)
+    m = _passes.task_states_in_flight(rows.view(np.uint8), at, woke)
     if m:
         at, woke = at[:m], woke[:m]
         # not when the task fired an event of its own after that waking: then it ran on
@@ -270,7 +267,7 @@ def build(
         own_pid = ev.key(own_pid, own_ts)
         # (its events stamped with the switch-out's time came before it: its own context)
         own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
-        code[at[~(own > ts[woke])]] = _WOKEN
+        rows["code"][at[~(own > ts[woke])]] = _WOKEN
     del at, woke
     # the scan of each task's rows (_pass_task_states.c): a wake-up wakes a task that is
     # off the CPU asleep (or not yet known, or dead: a reused pid); a running or already
@@ -291,9 +288,7 @@ def build(
         np.empty(n, dtype=np.int8),
         np.empty(n, dtype=np.int32),
     )
-    k = _passes.task_states_scan(
-        ts, pid, cpu, code, prio, letters, mark, gflags, gend, unseen_pids is not None, *out
-    )
+    k = _passes.task_states_scan(rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out)
     task, where, start, stop, state, since = (a[:k] for a in out)
     return _frame(task, where, start, stop, state, since, letter_cats)
 
@@ -301,34 +296,78 @@ def build(
 #: Flags of each task for the scan (_pass_task_states.c).
 _G_BORN, _G_UNSEEN, _G_GONE = 1, 2, 4
 
-#: The columns of a part's rows, their types.
-_ROW_TYPES = (np.int64, np.int64, np.int64, np.int8, np.int8, np.int64, np.int8)
+#: One row of a task's events (_pass_task_states.c's Row): its time, task (life key),
+#: CPU, the letters code of a switch-out, state code, priority among the task's rows at
+#: one time and unknown mark; a record of 32 bytes that moves whole (a row gathered,
+#: one memory access, not one a column).
+_ROW = np.dtype(
+    {
+        "names": ["ts", "key", "cpu", "letters", "code", "prio", "mark"],
+        "formats": [np.int64, np.int64, np.int64, np.int32, np.int8, np.int8, np.int8],
+        "offsets": [0, 8, 16, 24, 28, 29, 30],
+        "itemsize": 32,
+    },
+    align=True,
+)
 
 
-def _part_rows(part: tuple) -> tuple[np.ndarray, ...]:
-    """The rows of a part (ts, task, cpu, code, prio, letters code, unknown mark; a
-    column may be one value for all) as arrays, without those of pid 0, in (ts, prio)
-    order (stably)."""
-    n = len(part[0])
-    cols = [
-        np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=t), (n,)))
-        for v, t in zip(part, _ROW_TYPES)
-    ]
-    if not (cols[1] != 0).all():
-        keep = np.flatnonzero(cols[1] != 0)
-        cols = [c[keep] for c in cols]
-    ts, prio = cols[0], cols[4]
+def _take_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``rows[at]`` (:data:`_ROW`), each row copied whole (not field by field)."""
+    return rows.view(np.dtype((np.void, _ROW.itemsize))).take(at).view(_ROW)
+
+
+def _part_rows(part: tuple) -> np.ndarray:
+    """The rows (:data:`_ROW`) of a part (ts, task, cpu, code, prio, letters code,
+    unknown mark; a column may be one value for all), without those of pid 0, in (ts,
+    prio) order (stably)."""
+    rows = np.empty(len(part[0]), dtype=_ROW)
+    for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"), part):
+        rows[name] = v
+    if not (rows["key"] != 0).all():
+        rows = _take_rows(rows, np.flatnonzero(rows["key"] != 0))
+    ts, prio = rows["ts"], rows["prio"]
     if np.ndim(part[4]) == 0:
         if not is_sorted(ts):
-            o = np.argsort(ts, kind="stable")
-            cols = [c[o] for c in cols]
+            rows = _take_rows(rows, np.argsort(ts, kind="stable"))
     elif (
         len(ts) > 1
         and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (prio[1:] >= prio[:-1]))).all()
     ):
-        o = np.lexsort((prio, ts))
-        cols = [c[o] for c in cols]
-    return tuple(cols)
+        rows = _take_rows(rows, np.lexsort((prio, ts)))
+    return rows
+
+
+def _task_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """The rows of the parts (:func:`_part_rows`) in (task, ts, prio) order, ties in the
+    order of the parts: a merge of the parts by (ts, prio) (each in that order already),
+    a stable counting sort by task (_pass_task_states.c, _pass_order.c), one gather."""
+    rows = _cat_rows(parts)
+    bounds = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=bounds[1:])
+    merged = np.empty(len(rows), dtype=np.int64)
+    ts, prio = np.ascontiguousarray(rows["ts"]), np.ascontiguousarray(rows["prio"])
+    _passes.ts_merge_order(ts, prio, bounds, merged)
+    del ts, prio
+    key = np.ascontiguousarray(rows["key"]).take(merged)
+    return _take_rows(rows, merged.take(stable_order(key)))
+
+
+def _cat_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """The rows of the parts one after another (:data:`_ROW`: ``np.concatenate`` would
+    drop its padding)."""
+    if not parts:
+        return np.zeros(0, dtype=_ROW)
+    return np.concatenate([p.view(np.uint8) for p in parts]).view(_ROW)
+
+
+def _merged(rows: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
+    """The rows in (task, ts, prio) order and those of the ``parts`` (few, after them)
+    in that order: theirs sorted, merged into them (_pass_task_states.c)."""
+    theirs = _cat_rows(parts)
+    theirs = _take_rows(theirs, np.lexsort((theirs["prio"], theirs["ts"], theirs["key"])))
+    out = np.empty(len(rows) + len(theirs), dtype=_ROW)
+    _passes.merge_rows(rows.view(np.uint8), theirs.view(np.uint8), out.view(np.uint8))
+    return out
 
 
 def _distinct_sorted(key: np.ndarray) -> np.ndarray:
@@ -340,55 +379,11 @@ def _distinct_sorted(key: np.ndarray) -> np.ndarray:
     return key[keep]
 
 
-def _distinct(parts: list[tuple[np.ndarray, ...]]) -> np.ndarray:
+def _distinct(parts: list[np.ndarray]) -> np.ndarray:
     """The distinct tasks of the rows ``parts``."""
     if not parts:
         return np.zeros(0, np.int64)
-    return np.unique(np.concatenate([p[1] for p in parts]))
-
-
-class _Rows:
-    """The rows of the parts (:func:`_part_rows`) one after another, and their order by
-    (task, ts, prio), stable: a merge of the parts by (ts, prio) (each in that order
-    already), then a stable counting sort by task (_pass_task_states.c, _pass_order.c)."""
-
-    def __init__(self, parts: list[tuple[np.ndarray, ...]]) -> None:
-        self.parts = parts
-        self.ts, self.pid, self.prio = (self._cat(k) for k in (0, 1, 4))
-
-    def _cat(self, k: int) -> np.ndarray:
-        if not self.parts:
-            return np.zeros(0, dtype=_ROW_TYPES[k])
-        return np.concatenate([p[k] for p in self.parts])
-
-    def columns(self) -> list[np.ndarray]:
-        cols = [self._cat(k) if k not in (0, 1, 4) else None for k in range(7)]
-        cols[0], cols[1], cols[4] = self.ts, self.pid, self.prio
-        return cols  # type: ignore[return-value]
-
-    def task_order(self) -> np.ndarray:
-        n = len(self.ts)
-        bounds = np.zeros(len(self.parts) + 1, dtype=np.int64)
-        np.cumsum([len(p[0]) for p in self.parts], out=bounds[1:])
-        merged = np.empty(n, dtype=np.int64)
-        _passes.ts_merge_order(self.ts, self.prio, bounds, merged)
-        return merged.take(stable_order(self.pid.take(merged)))
-
-    def add(self, parts: list[tuple[np.ndarray, ...]], order: np.ndarray) -> np.ndarray:
-        """Append the rows of ``parts`` (few) after these; the order of all the rows
-        from ``order``, the order of these: theirs sorted, merged into it."""
-        if not parts:
-            return order
-        n0 = len(self.ts)
-        self.parts = self.parts + parts
-        ts, pid, prio = (np.concatenate([p[k] for p in parts]) for k in (0, 1, 4))
-        theirs = np.lexsort((prio, ts, pid)).astype(np.int64) + n0
-        self.ts = np.concatenate([self.ts, ts])
-        self.pid = np.concatenate([self.pid, pid])
-        self.prio = np.concatenate([self.prio, prio])
-        out = np.empty(len(self.ts), dtype=np.int64)
-        _passes.keyed_merge_order(order, theirs, self.pid, self.ts, self.prio, out)
-        return out
+    return np.unique(np.concatenate([p["key"] for p in parts]))
 
 
 def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
@@ -517,9 +512,8 @@ def totals_ns(
     """:func:`totals` in integer ns, a column per state (:data:`STATES`): what adds up
     exactly across the parts of a trace (:mod:`schedwake.partition`)."""
     s, e = _cut(intervals, start_ns, end_ns)
-    dur = np.maximum(e - s, 0)
     state = np.asarray(intervals["state"].cat.codes)
-    return _group_sums(intervals, list(by), state, dur)
+    return _group_sums(intervals, list(by), state, s, e)
 
 
 def seconds(ns: pd.DataFrame) -> pd.DataFrame:
@@ -537,30 +531,40 @@ def seconds(ns: pd.DataFrame) -> pd.DataFrame:
 
 
 def _group_sums(
-    intervals: pd.DataFrame, keys: list[str], state: np.ndarray, dur: np.ndarray
+    intervals: pd.DataFrame,
+    keys: list[str],
+    state: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
 ) -> pd.DataFrame:
     """Per group of the ``keys`` columns (sorted, as ``groupby(keys, sort=True)``),
-    the ns of ``dur`` in each state (:data:`STATES` columns), summed exactly in
-    integers: hash-grouped, then counted in two halves of 24 and 40 bits (each half's
-    float sum is exact below 2**53), not a sort or a frame of a column per state."""
+    the ns of ``max(end - start, 0)`` in each state (:data:`STATES` columns), summed
+    exactly in integers: each key's rank among its distinct values (a table over its
+    range, :func:`_dense`), then one pass of sums (_pass_task_states.c), not a sort or a
+    frame of a column per state."""
     if (state < 0).any():  # (no state: no time in any)
-        intervals, dur, state = intervals[state >= 0], dur[state >= 0], state[state >= 0]
+        sel = state >= 0
+        intervals, start, end, state = intervals[sel], start[sel], end[sel], state[sel]
     codes, levels = [], []
     for k in keys:
-        c, u = pd.factorize(intervals[k].to_numpy(), sort=True)
-        codes.append(c.astype(np.int64))
+        c, u = _dense(intervals[k].to_numpy())
+        codes.append(c)
         levels.append(u)
     group = codes[0]
     for c, u in zip(codes[1:], levels[1:]):
         group = group * len(u) + c
+    n_groups = len(levels[0])
     if len(keys) > 1:
-        group, combo = pd.factorize(group, sort=True)
-    n_groups = int(group.max()) + 1 if len(group) else 0
-    cell = group.astype(np.int64) * len(STATES) + state
-    size = n_groups * len(STATES)
-    low = np.bincount(cell, weights=(dur & 0xFFFFFF).astype(np.float64), minlength=size)
-    high = np.bincount(cell, weights=(dur >> 24).astype(np.float64), minlength=size)
-    sums = (high.astype(np.int64) << 24) + low.astype(np.int64)
+        group, combo = _dense(group)
+        n_groups = len(combo)
+    sums = np.empty(n_groups * len(STATES), dtype=np.int64)
+    _passes.state_sums(
+        group,
+        np.ascontiguousarray(state, dtype=np.int8),
+        np.ascontiguousarray(start, dtype=np.int64),
+        np.ascontiguousarray(end, dtype=np.int64),
+        sums,
+    )
     if len(keys) == 1:
         index = pd.Index(levels[0], name=keys[0])
     else:
@@ -574,6 +578,22 @@ def _group_sums(
             [u[c] for u, c in zip(levels, reversed(parts))], names=keys
         )
     return pd.DataFrame(sums.reshape(n_groups, len(STATES)), index=index, columns=list(STATES))
+
+
+def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=True)`` (codes as int64): by a table over the range
+    of integer values not much wider than the rows (_pass_task_states.c), else by it."""
+    values = np.asarray(values)
+    if values.dtype.kind == "i" and values.dtype.itemsize in (4, 8) and len(values):
+        lo, hi = int(values.min()), int(values.max())
+        span = hi - lo + 1
+        if span <= max(2 * len(values), 1 << 16):
+            codes = np.empty(len(values), dtype=np.int64)
+            levels = np.empty(min(len(values), span), dtype=values.dtype)
+            m = _passes.dense_codes(np.ascontiguousarray(values), lo, span, codes, levels)
+            return codes, levels[:m]
+    c, u = pd.factorize(values, sort=True)
+    return c.astype(np.int64), np.asarray(u)
 
 
 #: Where :func:`comms` finds the tasks' names (event table, pid and name columns): each

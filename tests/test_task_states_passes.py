@@ -1,0 +1,242 @@
+"""The task states' compiled passes (schedwake/model/_pass_task_states.c) fed arrays by
+hand: each against a plain NumPy or Python answer, and each refusing what it must not
+read (rows or indices out of range, arrays of other lengths or kinds) with an error,
+not a crash."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from schedwake.model import _passes
+from schedwake.model import task_states as T
+
+I64 = np.int64
+
+
+def rows_of(*cols: list) -> np.ndarray:
+    """Rows (:data:`T._ROW`) from columns ts, key, cpu, code, prio, letters, mark."""
+    ts, key, cpu, code, prio, letters, mark = (np.asarray(c) for c in cols)
+    r = np.zeros(len(ts), dtype=T._ROW)
+    for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"),
+                       (ts, key, cpu, code, prio, letters, mark)):  # fmt: skip
+        r[name] = v
+    return r
+
+
+def test_ts_merge_order_is_the_stable_order_of_the_runs():
+    rng = np.random.default_rng(7)
+    for sizes in ([0], [5], [3, 0, 4], [50, 20, 1, 30], [0, 0]):
+        ts, prio = [], []
+        for n in sizes:
+            t = np.sort(rng.integers(0, 12, n))
+            p = np.zeros(n, np.int8)
+            if n:  # a priority that rises within equal times
+                p = (rng.integers(0, 3, n)).astype(np.int8)
+                o = np.lexsort((p, t))
+                t, p = t[o], p[o]
+            ts.append(t)
+            prio.append(p)
+        t, p = np.concatenate(ts).astype(I64), np.concatenate(prio).astype(np.int8)
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(I64)
+        out = np.full(len(t), -1, I64)
+        _passes.ts_merge_order(t, p, bounds, out)
+        assert out.tolist() == np.lexsort((p, t)).tolist()
+
+
+def test_ts_merge_order_refuses_what_it_cannot_merge():
+    t = np.array([1, 2, 0, 5], I64)
+    p = np.zeros(4, np.int8)
+    out = np.zeros(4, I64)
+    with pytest.raises(ValueError, match="out of"):  # a run not in order
+        _passes.ts_merge_order(t, p, np.array([0, 4], I64), out)
+    for bounds in ([0, 2, 5], [1, 4], [0, 3, 2, 4], [], [0, 2, -1, 4], [0, 2]):
+        with pytest.raises(ValueError, match="bounds"):
+            _passes.ts_merge_order(t, p, np.array(bounds, I64), out)
+    with pytest.raises(ValueError, match="as long"):
+        _passes.ts_merge_order(t, p, np.array([0, 2, 4], I64), np.zeros(3, I64))
+    with pytest.raises(TypeError):
+        _passes.ts_merge_order(t, p.astype(I64), np.array([0, 2, 4], I64), out)
+    with pytest.raises(TypeError):
+        _passes.ts_merge_order(t.astype(float), p, np.array([0, 2, 4], I64), out)
+
+
+def test_keyed_last_below_finds_the_last_row_of_the_key_before():
+    rng = np.random.default_rng(3)
+    key = np.sort(rng.integers(0, 6, 200)).astype(I64)
+    ts = np.zeros(200, I64)
+    for k in np.unique(key):
+        ts[key == k] = np.sort(rng.integers(0, 50, int((key == k).sum())))
+    qk, qt = rng.integers(-1, 8, 300).astype(I64), rng.integers(-5, 60, 300).astype(I64)
+    out = np.zeros(300, I64)
+    _passes.keyed_last_below(key, ts, qk, qt, out)
+    for j in range(300):
+        hit = np.flatnonzero((key == qk[j]) & (ts < qt[j]))
+        assert out[j] == (hit[-1] if len(hit) else -1)
+    empty = np.zeros(0, I64)
+    _passes.keyed_last_below(empty, empty, qk, qt, out)
+    assert (out == -1).all()
+    with pytest.raises(ValueError, match="unequal"):
+        _passes.keyed_last_below(key, ts[:-1], qk, qt, out)
+    with pytest.raises(ValueError, match="unequal"):
+        _passes.keyed_last_below(key, ts, qk, qt, out[:-1])
+
+
+def test_merge_rows_merges_by_key_time_priority_theirs_after_ties():
+    rng = np.random.default_rng(5)
+    n, m = 300, 40
+    cols = [rng.integers(0, 20, n + m), rng.integers(0, 4, n + m)]
+    prio = rng.integers(0, 3, n + m).astype(np.int8)
+    rows = rows_of(cols[0], cols[1], np.arange(n + m), np.zeros(n + m), prio,
+                   np.zeros(n + m), np.zeros(n + m))  # fmt: skip
+    a, b = rows[:n], rows[n:]
+    a = a[np.lexsort((a["prio"], a["ts"], a["key"]))]
+    b = b[np.lexsort((b["prio"], b["ts"], b["key"]))]
+    out = np.zeros(n + m, T._ROW)
+    _passes.merge_rows(a.view(np.uint8), b.view(np.uint8), out.view(np.uint8))
+    both = T._cat_rows([a, b])
+    want = both[np.lexsort((both["prio"], both["ts"], both["key"]))]
+    assert out.tolist() == want.tolist()
+    with pytest.raises(ValueError, match="hold"):
+        _passes.merge_rows(a.view(np.uint8), b.view(np.uint8), out[:-1].view(np.uint8))
+    # bytes that are not whole rows, or not aligned ones
+    with pytest.raises(ValueError, match="whole"):
+        _passes.merge_rows(a.view(np.uint8)[:-1], b.view(np.uint8), out.view(np.uint8))
+    raw = np.zeros(len(a) * 32 + 8, np.uint8)
+    with pytest.raises(ValueError, match="aligned"):
+        _passes.merge_rows(raw[1 : 1 + len(a) * 32], b.view(np.uint8), out.view(np.uint8))
+    with pytest.raises(TypeError):
+        _passes.merge_rows(np.ascontiguousarray(a["ts"]), b.view(np.uint8), out.view(np.uint8))
+
+
+# one task (key 7): running from 10, asleep (S) at 20, woken at 30 by a waking, and
+# running at 40; a second task (key 9): unknown from 0, preempted at 15, running at 25
+_R, _P, _W, _S, _U, _WAKE, _KEEP = T._RUN, T._PRE, T._WOKEN, T._SLEEP, T._UNK, T._WAKE, T._KEEP
+HAND = rows_of(
+    [10, 20, 30, 40, 0, 15, 25],
+    [7, 7, 7, 7, 9, 9, 9],
+    [1, 1, -1, 2, -1, 0, 0],
+    [_R, _S, _WAKE, _R, _U, _P, _R],
+    [4, 1, 2, 4, 0, 1, 4],
+    [-1, 0, -1, -1, -1, 1, -1],
+    [0, 0, 0, 0, 0, 0, 0],
+)
+
+
+def scan(rows, gflags, gend, unseen=False):
+    n = len(rows)
+    out = (np.empty(n, I64), np.empty(n, np.int32), np.empty(n, I64), np.empty(n, I64),
+           np.empty(n, np.int8), np.empty(n, np.int32))  # fmt: skip
+    k = _passes.task_states_scan(rows.view(np.uint8), np.asarray(gflags, np.int8),
+                                 np.asarray(gend, I64), unseen, *out)  # fmt: skip
+    return list(zip(*(a[:k].tolist() for a in out)))
+
+
+def test_task_states_scan_of_rows_by_hand():
+    assert scan(HAND, [0, 0], [50, 50]) == [
+        # key, cpu, start, end, state, switch_state
+        (7, 1, 10, 20, _R, -1),
+        (7, 1, 20, 30, _S, 0),
+        (7, 1, 30, 40, _W, 0),
+        (7, 2, 40, 50, _R, -1),
+        (9, -1, 0, 15, _U, -1),
+        (9, 0, 15, 25, _P, 1),
+        (9, 0, 25, 50, _R, -1),
+    ]
+    # a task whose death is missing: unknown from its last event; born in the trace:
+    # nothing before its first state
+    born = HAND.copy()
+    born["code"][4] = _KEEP
+    got = scan(born, [T._G_GONE, T._G_BORN], [45, 50])
+    assert got[3] == (7, 2, 40, 45, _U, -1)
+    assert got[4] == (9, 0, 15, 25, _P, 1)  # (nothing from 0: not alive yet)
+    # an unknown mark: from 20 to 30, unknown
+    marked = HAND.copy()
+    marked["mark"][1], marked["mark"][2] = 1, -1
+    assert scan(marked, [0, 0], [50, 50])[1] == (7, 1, 20, 30, _U, 0)
+
+
+def test_task_states_in_flight_finds_a_task_woken_while_going_to_sleep():
+    # task 7 runs at 10, is woken at 15 (still on the CPU), switched out asleep at 20
+    rows = rows_of([10, 15, 20], [7, 7, 7], [1, -1, 1], [_R, _WAKE, _S], [4, 2, 1],
+                   [-1, -1, 0], [0, 0, 0])  # fmt: skip
+    at, wake = np.empty(3, I64), np.empty(3, I64)
+    m = _passes.task_states_in_flight(rows.view(np.uint8), at, wake)
+    assert (m, at[:m].tolist(), wake[:m].tolist()) == (1, [2], [1])
+    assert _passes.task_states_in_flight(HAND.view(np.uint8), np.empty(7, I64),
+                                         np.empty(7, I64)) == 0  # fmt: skip
+    with pytest.raises(ValueError, match="one slot a row"):
+        _passes.task_states_in_flight(rows.view(np.uint8), at[:2], wake)
+
+
+def test_task_states_scan_refuses_codes_and_flags_out_of_range():
+    bad = HAND.copy()
+    bad["code"][3] = 9
+    with pytest.raises(ValueError, match="code"):
+        scan(bad, [0, 0], [50, 50])
+    bad["code"][3] = -1
+    with pytest.raises(ValueError, match="code"):
+        scan(bad, [0, 0], [50, 50])
+    for flags in ([0], [0, 0, 0], []):  # fewer tasks' flags than tasks, or more
+        with pytest.raises(ValueError, match="one entry per task"):
+            scan(HAND, flags, [50] * len(flags))
+    with pytest.raises(ValueError, match="as long"):
+        scan(HAND, [0, 0], [50])
+    n = len(HAND)
+    with pytest.raises(ValueError, match="one slot a row"):
+        _passes.task_states_scan(HAND.view(np.uint8), np.zeros(2, np.int8), np.zeros(2, I64),
+                                 False, np.empty(n - 1, I64), np.empty(n, np.int32),
+                                 np.empty(n, I64), np.empty(n, I64), np.empty(n, np.int8),
+                                 np.empty(n, np.int32))  # fmt: skip
+    with pytest.raises(TypeError):
+        _passes.task_states_scan(HAND.view(np.uint8), np.zeros(2, np.int8), np.zeros(2, I64),
+                                 False, np.empty(n, I64), np.empty(n, I64),
+                                 np.empty(n, I64), np.empty(n, I64), np.empty(n, np.int8),
+                                 np.empty(n, np.int32))  # fmt: skip
+    assert scan(HAND[:0], [], []) == []
+
+
+def test_dense_codes_is_factorize_and_checks_its_range():
+    rng = np.random.default_rng(11)
+    for dtype in (np.int32, np.int64):
+        key = rng.integers(-50, 50, 500, endpoint=True).astype(dtype)
+        key[:2] = -50, 50
+        codes, levels = np.empty(500, I64), np.empty(101, dtype)
+        m = _passes.dense_codes(key, -50, 101, codes, levels)
+        c, u = pd.factorize(key, sort=True)
+        assert codes.tolist() == c.tolist() and levels[:m].tolist() == u.tolist()
+        got_c, got_u = T._dense(key)
+        assert got_c.tolist() == c.tolist() and got_u.dtype == u.dtype
+        for lo, span in ((-49, 101), (-50, 100)):
+            with pytest.raises(ValueError, match="outside"):
+                _passes.dense_codes(key, lo, span, codes, levels)
+        with pytest.raises(ValueError, match="levels"):
+            _passes.dense_codes(key, -50, 101, codes, levels[:50])
+        with pytest.raises(ValueError, match="span"):
+            _passes.dense_codes(key, -50, 0, codes, levels)
+        with pytest.raises(TypeError):
+            _passes.dense_codes(key, -50, 101, codes, levels.astype(np.int16))
+
+
+def test_state_sums_adds_each_groups_time_in_each_state():
+    rng = np.random.default_rng(13)
+    n, groups = 1000, 7
+    group = rng.integers(0, groups, n).astype(I64)
+    state = rng.integers(0, 6, n).astype(np.int8)
+    start = rng.integers(0, 1 << 40, n).astype(I64)
+    end = start + rng.integers(-100, 1 << 40, n)
+    out = np.full(groups * 6, -1, I64)
+    _passes.state_sums(group, state, start, end, out)
+    want = np.zeros(groups * 6, I64)
+    np.add.at(want, group * 6 + state, np.maximum(end - start, 0))
+    assert out.tolist() == want.tolist()
+    for g, s in ((groups, 0), (-1, 0), (0, 6), (0, -1)):
+        bad_g, bad_s = group.copy(), state.copy()
+        bad_g[500], bad_s[500] = g, s
+        with pytest.raises(ValueError, match="out of range"):
+            _passes.state_sums(bad_g, bad_s, start, end, out)
+    with pytest.raises(ValueError, match="row per"):
+        _passes.state_sums(group, state, start, end, out[:-1])
+    with pytest.raises(ValueError, match="row per"):
+        _passes.state_sums(group, state[:-1], start, end, out)
