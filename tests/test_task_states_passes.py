@@ -25,89 +25,115 @@ def rows_of(*cols: list) -> np.ndarray:
     return r
 
 
-def test_ts_merge_order_is_the_stable_order_of_the_runs():
+def runs_of(rng, sizes):
+    """Rows in runs of ``sizes`` rows, each in (ts, prio) order, and the runs' bounds."""
+    parts = []
+    for n in sizes:
+        ts, prio = rng.integers(0, 12, n), rng.integers(0, 3, n)
+        o = np.lexsort((prio, ts))
+        parts.append(rows_of(ts[o], rng.integers(-3, 4, n), np.arange(n), np.zeros(n),
+                             prio[o], np.zeros(n), np.zeros(n)))  # fmt: skip
+    return T._cat_rows(parts), np.concatenate([[0], np.cumsum(sizes)]).astype(I64)
+
+
+def sort_rows(rows, bounds, slot=None, lo=-3, span=7, room=0):
+    out = np.zeros(len(rows) + room, T._ROW)
+    _passes.task_sort_rows(rows.view(np.uint8), bounds, slot, lo, span, out.view(np.uint8))
+    return out
+
+
+def test_task_sort_rows_is_the_stable_order_by_task_time_priority():
     rng = np.random.default_rng(7)
     for sizes in ([0], [5], [3, 0, 4], [50, 20, 1, 30], [0, 0]):
-        ts, prio = [], []
-        for n in sizes:
-            t = np.sort(rng.integers(0, 12, n))
-            p = np.zeros(n, np.int8)
-            if n:  # a priority that rises within equal times
-                p = (rng.integers(0, 3, n)).astype(np.int8)
-                o = np.lexsort((p, t))
-                t, p = t[o], p[o]
-            ts.append(t)
-            prio.append(p)
-        t, p = np.concatenate(ts).astype(I64), np.concatenate(prio).astype(np.int8)
-        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(I64)
-        out = np.full(len(t), -1, I64)
-        _passes.ts_merge_order(t, p, bounds, out)
-        assert out.tolist() == np.lexsort((p, t)).tolist()
+        rows, bounds = runs_of(rng, sizes)
+        want = rows[np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()
+        assert sort_rows(rows, bounds).tolist() == want
+        assert sort_rows(rows, bounds, room=3)[: len(rows)].tolist() == want
+        # by a slot of each row (a task's rank) instead of key - lo
+        slot = (rows["key"] + 3).astype(I64)
+        assert sort_rows(rows, bounds, slot, 0, 7).tolist() == want
 
 
-def test_ts_merge_order_refuses_what_it_cannot_merge():
-    t = np.array([1, 2, 0, 5], I64)
-    p = np.zeros(4, np.int8)
-    out = np.zeros(4, I64)
-    with pytest.raises(ValueError, match="out of"):  # a run not in order
-        _passes.ts_merge_order(t, p, np.array([0, 4], I64), out)
-    for bounds in ([0, 2, 5], [1, 4], [0, 3, 2, 4], [], [0, 2, -1, 4], [0, 2]):
+def test_task_sort_rows_refuses_what_it_cannot_sort():
+    rng = np.random.default_rng(8)
+    rows, bounds = runs_of(rng, [6, 6])
+    rows["key"][:2] = -3, 3  # keys from -3 to 3
+    for lo, span in ((-2, 7), (-3, 6), (-3, 0), (0, 1 << 40)):  # keys below, above
+        with pytest.raises(ValueError, match="outside|span"):
+            sort_rows(rows, bounds, lo=lo, span=span)
+    for slot in ([7] + [0] * 11, [-1] + [0] * 11):
+        with pytest.raises(ValueError, match="outside"):
+            sort_rows(rows, bounds, np.array(slot, I64), 0, 7)
+    with pytest.raises(ValueError, match="one entry a row"):
+        sort_rows(rows, bounds, np.zeros(11, I64), 0, 7)
+    unsorted = rows.copy()
+    unsorted["ts"][2] = 100  # the first run out of order
+    with pytest.raises(ValueError, match="out of"):
+        sort_rows(unsorted, bounds)
+    for b in ([0, 6, 13], [1, 12], [0, 7, 6, 12], [], [0, 6, -1, 12], [0, 6]):
         with pytest.raises(ValueError, match="bounds"):
-            _passes.ts_merge_order(t, p, np.array(bounds, I64), out)
-    with pytest.raises(ValueError, match="as long"):
-        _passes.ts_merge_order(t, p, np.array([0, 2, 4], I64), np.zeros(3, I64))
+            sort_rows(rows, np.array(b, I64))
+    with pytest.raises(ValueError, match="room"):
+        _passes.task_sort_rows(rows.view(np.uint8), bounds, None, -3, 7,
+                               np.zeros(11, T._ROW).view(np.uint8))  # fmt: skip
     with pytest.raises(TypeError):
-        _passes.ts_merge_order(t, p.astype(I64), np.array([0, 2, 4], I64), out)
+        sort_rows(rows, bounds.astype(np.int32))
     with pytest.raises(TypeError):
-        _passes.ts_merge_order(t.astype(float), p, np.array([0, 2, 4], I64), out)
+        sort_rows(rows, bounds, np.zeros(12, np.int32), 0, 7)
 
 
 def test_keyed_last_below_finds_the_last_row_of_the_key_before():
     rng = np.random.default_rng(3)
-    key = np.sort(rng.integers(0, 6, 200)).astype(I64)
-    ts = np.zeros(200, I64)
-    for k in np.unique(key):
-        ts[key == k] = np.sort(rng.integers(0, 50, int((key == k).sum())))
+    key = rng.integers(0, 6, 200)
+    ts = rng.integers(0, 50, 200)
+    o = np.lexsort((ts, key))
+    rows = rows_of(ts[o], key[o], *([np.zeros(200)] * 5))
+    key, ts = key[o], ts[o]
     qk, qt = rng.integers(-1, 8, 300).astype(I64), rng.integers(-5, 60, 300).astype(I64)
     out = np.zeros(300, I64)
-    _passes.keyed_last_below(key, ts, qk, qt, out)
+    _passes.keyed_last_below(rows.view(np.uint8), qk, qt, out)
     for j in range(300):
         hit = np.flatnonzero((key == qk[j]) & (ts < qt[j]))
         assert out[j] == (hit[-1] if len(hit) else -1)
-    empty = np.zeros(0, I64)
-    _passes.keyed_last_below(empty, empty, qk, qt, out)
+    _passes.keyed_last_below(rows[:0].view(np.uint8), qk, qt, out)
     assert (out == -1).all()
     with pytest.raises(ValueError, match="unequal"):
-        _passes.keyed_last_below(key, ts[:-1], qk, qt, out)
+        _passes.keyed_last_below(rows.view(np.uint8), qk, qt[:-1], out)
     with pytest.raises(ValueError, match="unequal"):
-        _passes.keyed_last_below(key, ts, qk, qt, out[:-1])
-
-
-def test_merge_rows_merges_by_key_time_priority_theirs_after_ties():
-    rng = np.random.default_rng(5)
-    n, m = 300, 40
-    cols = [rng.integers(0, 20, n + m), rng.integers(0, 4, n + m)]
-    prio = rng.integers(0, 3, n + m).astype(np.int8)
-    rows = rows_of(cols[0], cols[1], np.arange(n + m), np.zeros(n + m), prio,
-                   np.zeros(n + m), np.zeros(n + m))  # fmt: skip
-    a, b = rows[:n], rows[n:]
-    a = a[np.lexsort((a["prio"], a["ts"], a["key"]))]
-    b = b[np.lexsort((b["prio"], b["ts"], b["key"]))]
-    out = np.zeros(n + m, T._ROW)
-    _passes.merge_rows(a.view(np.uint8), b.view(np.uint8), out.view(np.uint8))
-    both = T._cat_rows([a, b])
-    want = both[np.lexsort((both["prio"], both["ts"], both["key"]))]
-    assert out.tolist() == want.tolist()
-    with pytest.raises(ValueError, match="hold"):
-        _passes.merge_rows(a.view(np.uint8), b.view(np.uint8), out[:-1].view(np.uint8))
-    # bytes that are not whole rows, or not aligned ones
+        _passes.keyed_last_below(rows.view(np.uint8), qk, qt, out[:-1])
     with pytest.raises(ValueError, match="whole"):
-        _passes.merge_rows(a.view(np.uint8)[:-1], b.view(np.uint8), out.view(np.uint8))
-    raw = np.zeros(len(a) * 32 + 8, np.uint8)
+        _passes.keyed_last_below(rows.view(np.uint8)[:-4], qk, qt, out)
+
+
+def test_merge_rows_into_merges_by_key_time_priority_theirs_after_ties():
+    rng = np.random.default_rng(5)
+    for n, m in ((300, 40), (0, 5), (5, 0), (0, 0)):
+        rows = rows_of(rng.integers(0, 20, n + m), rng.integers(0, 4, n + m),
+                       np.arange(n + m), np.zeros(n + m), rng.integers(0, 3, n + m),
+                       np.zeros(n + m), np.zeros(n + m))  # fmt: skip
+        a, b = rows[:n], rows[n:]
+        a = a[np.lexsort((a["prio"], a["ts"], a["key"]))]
+        b = b[np.lexsort((b["prio"], b["ts"], b["key"]))]
+        buf = np.zeros(n + m + 2, T._ROW)
+        buf[:n] = a
+        _passes.merge_rows_into(buf.view(np.uint8), n, b.view(np.uint8))
+        both = T._cat_rows([a, b])
+        want = both[np.lexsort((both["prio"], both["ts"], both["key"]))]
+        assert buf[: n + m].tolist() == want.tolist()
+    b = rows_of(*([np.zeros(40)] * 7))
+    for n in (-1, 301, 300 - 39 + 2 + 40):  # rows it has not, no room for b's
+        buf = np.zeros(302, T._ROW)
+        with pytest.raises(ValueError, match="room"):
+            _passes.merge_rows_into(buf.view(np.uint8), n, b.view(np.uint8))
+    # bytes that are not whole rows, or not aligned ones
+    buf = np.zeros(340, T._ROW)
+    with pytest.raises(ValueError, match="whole"):
+        _passes.merge_rows_into(buf.view(np.uint8)[:-1], 300, b.view(np.uint8))
+    raw = np.zeros(340 * 32 + 8, np.uint8)
     with pytest.raises(ValueError, match="aligned"):
-        _passes.merge_rows(raw[1 : 1 + len(a) * 32], b.view(np.uint8), out.view(np.uint8))
+        _passes.merge_rows_into(raw[1 : 1 + 340 * 32], 300, b.view(np.uint8))
     with pytest.raises(TypeError):
-        _passes.merge_rows(np.ascontiguousarray(a["ts"]), b.view(np.uint8), out.view(np.uint8))
+        _passes.merge_rows_into(np.zeros(340 * 4, I64), 300, b.view(np.uint8))
 
 
 # one task (key 7): running from 10, asleep (S) at 20, woken at 30 by a waking, and

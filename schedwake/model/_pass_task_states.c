@@ -83,34 +83,33 @@ static PyObject *value_error(ArrSpec *spec, int n, const char *msg)
     return NULL;
 }
 
-/* ---- ts_merge_order --------------------------------------------------------- */
+/* ---- task_sort_rows --------------------------------------------------------- */
 
 /* (ts, prio) of row a before that of row b */
-static inline int tp_less(const int64_t *ts, const int8_t *prio, int64_t a, int64_t b)
+static inline int tp_less(const Row *r, int64_t a, int64_t b)
 {
-    return ts[a] < ts[b] || (ts[a] == ts[b] && prio[a] < prio[b]);
+    return r[a].ts < r[b].ts || (r[a].ts == r[b].ts && r[a].prio < r[b].prio);
 }
 
 /* heap of runs by (ts, prio) of their next row, then run number */
-static inline int run_less(const int64_t *ts, const int8_t *prio, const int64_t *head,
-                           int64_t r, int64_t s)
+static inline int run_less(const Row *r, const int64_t *head, int64_t x, int64_t y)
 {
-    int64_t a = head[r], b = head[s];
-    if (tp_less(ts, prio, a, b))
+    int64_t a = head[x], b = head[y];
+    if (tp_less(r, a, b))
         return 1;
-    if (tp_less(ts, prio, b, a))
+    if (tp_less(r, b, a))
         return 0;
-    return r < s;
+    return x < y;
 }
 
-static void sift_down(int64_t *heap, int64_t size, int64_t at, const int64_t *ts,
-                      const int8_t *prio, const int64_t *head)
+static void sift_down(int64_t *heap, int64_t size, int64_t at, const Row *r,
+                      const int64_t *head)
 {
     for (;;) {
         int64_t l = 2 * at + 1, m = at;
-        if (l < size && run_less(ts, prio, head, heap[l], heap[m]))
+        if (l < size && run_less(r, head, heap[l], heap[m]))
             m = l;
-        if (l + 1 < size && run_less(ts, prio, head, heap[l + 1], heap[m]))
+        if (l + 1 < size && run_less(r, head, heap[l + 1], heap[m]))
             m = l + 1;
         if (m == at)
             return;
@@ -121,74 +120,120 @@ static void sift_down(int64_t *heap, int64_t size, int64_t at, const int64_t *ts
     }
 }
 
-/* The stable order by (ts, prio) of n rows made of k runs [bounds[j], bounds[j+1]),
- * each already in that order: one k-way merge (a heap of the runs).  -1: no memory. */
-static int merge_runs(const int64_t *ts, const int8_t *prio, const int64_t *bounds,
-                      int64_t k, int64_t *out)
+/* The n rows, made of k runs [bounds[j], bounds[j+1]) each in (ts, prio) order, into
+ * out in (slot, ts, prio) order, ties in their given order: each row's slot counted,
+ * then the runs merged by (ts, prio) (a heap of the runs) and each row placed at its
+ * slot's next position (a stable counting sort of the time-ordered rows).  A row's
+ * slot: slot[i] when given, else its key - lo; every slot is checked to lie in
+ * [0, span) and every run to be in order before anything is written.
+ * -1: no memory; -2: a slot out of range; -3: a run out of order. */
+static int sort_rows(const Row *r, Py_ssize_t n, const int64_t *bounds, int64_t k,
+                     const int64_t *slot, int64_t lo, int64_t span, Row *out)
 {
+    for (int64_t j = 0; j < k; j++)
+        for (int64_t i = bounds[j] + 1; i < bounds[j + 1]; i++)
+            if (tp_less(r, i, i - 1))
+                return -3;
+    int64_t *first = calloc((size_t)span + 1, sizeof(int64_t));
     int64_t *head = malloc(sizeof(int64_t) * (size_t)(2 * k + 1));
-    if (!head)
+    if (!first || !head) {
+        free(first);
+        free(head);
         return -1;
-    int64_t *heap = head + k, size = 0, o = 0;
-    for (int64_t r = 0; r < k; r++) {
-        head[r] = bounds[r];
-        if (bounds[r] < bounds[r + 1])
-            heap[size++] = r;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* unsigned: a key below lo wraps above span, and nothing overflows */
+        uint64_t q = slot ? (uint64_t)slot[i] : (uint64_t)r[i].key - (uint64_t)lo;
+        if (q >= (uint64_t)span) {
+            free(first);
+            free(head);
+            return -2;
+        }
+        first[q + 1]++;
+    }
+    for (int64_t q = 0; q < span; q++)
+        first[q + 1] += first[q];
+    int64_t *heap = head + k, size = 0;
+    for (int64_t j = 0; j < k; j++) {
+        head[j] = bounds[j];
+        if (bounds[j] < bounds[j + 1])
+            heap[size++] = j;
     }
     for (int64_t at = size / 2 - 1; at >= 0; at--)
-        sift_down(heap, size, at, ts, prio, head);
+        sift_down(heap, size, at, r, head);
     while (size > 0) {
-        int64_t r = heap[0];
-        out[o++] = head[r]++;
-        if (head[r] == bounds[r + 1])
+        int64_t j = heap[0], i = head[j]++;
+        uint64_t q = slot ? (uint64_t)slot[i] : (uint64_t)r[i].key - (uint64_t)lo;
+        out[first[q]++] = r[i];
+        if (head[j] == bounds[j + 1])
             heap[0] = heap[--size];
-        sift_down(heap, size, 0, ts, prio, head);
+        sift_down(heap, size, 0, r, head);
     }
+    free(first);
     free(head);
     return 0;
 }
 
-PyObject *pass_ts_merge_order(PyObject *self, PyObject *args)
+PyObject *pass_task_sort_rows(PyObject *self, PyObject *args)
 {
-    PyObject *o_ts, *o_prio, *o_bounds, *o_out;
-    if (!PyArg_ParseTuple(args, "OOOO", &o_ts, &o_prio, &o_bounds, &o_out))
+    PyObject *o_rows, *o_bounds, *o_slot, *o_out;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOLLO", &o_rows, &o_bounds, &o_slot, &lo, &span, &o_out))
         return NULL;
-    Arr ts, prio, bounds, out;
-    ArrSpec spec[] = {
-        {o_ts, &ts, 8, 0, "ts_merge_order ts"},
-        {o_prio, &prio, 1, 0, "ts_merge_order prio"},
-        {o_bounds, &bounds, 8, 0, "ts_merge_order bounds"},
-        {o_out, &out, 8, 1, "ts_merge_order out"},
-    };
-    const int ns = 4;
-    if (arrs_get(spec, ns) < 0)
+    /* the count table is span + 1 entries: the caller keeps span near the rows */
+    if (span < 1 || span > ((long long)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "task_sort_rows: span must be in [1, 2**31]");
         return NULL;
-    Py_ssize_t n = arr_len(&ts), nb = arr_len(&bounds);
-    if (arr_len(&prio) != n || arr_len(&out) != n)
-        return value_error(spec, ns, "ts_merge_order: ts, prio and out must be as long");
-    const int64_t *b = bounds.view.buf, *t = ts.view.buf;
-    const int8_t *p = prio.view.buf;
-    if (nb < 1 || b[0] != 0 || b[nb - 1] != n)
-        return value_error(spec, ns, "ts_merge_order: bounds must run from 0 to len(ts)");
-    for (Py_ssize_t j = 0; j + 1 < nb; j++)
+    }
+    Arr rows, out, bounds, slot;
+    Py_ssize_t n, no;
+    slot.held = 0;
+    if (rows_get(o_rows, &rows, 0, "task_sort_rows rows", &n) < 0)
+        return NULL;
+    if (rows_get(o_out, &out, 1, "task_sort_rows out", &no) < 0) {
+        arr_release(&rows);
+        return NULL;
+    }
+    if (arr_get(o_bounds, &bounds, 8, 0, "task_sort_rows bounds") < 0 ||
+        (o_slot != Py_None && arr_get(o_slot, &slot, 8, 0, "task_sort_rows slot") < 0)) {
+        arr_release(&rows);
+        arr_release(&out);
+        arr_release(&bounds);
+        return NULL;
+    }
+    const char *err = NULL;
+    Py_ssize_t nb = arr_len(&bounds);
+    const int64_t *b = bounds.view.buf;
+    if (no < n)
+        err = "task_sort_rows: out must have room for the rows";
+    else if (slot.held && arr_len(&slot) != n)
+        err = "task_sort_rows: slot must have one entry a row";
+    else if (nb < 1 || b[0] != 0 || b[nb - 1] != n)
+        err = "task_sort_rows: bounds must run from 0 to the rows";
+    for (Py_ssize_t j = 0; j + 1 < nb && !err; j++)
         if (b[j] > b[j + 1])
-            return value_error(spec, ns, "ts_merge_order: bounds must not decrease");
+            err = "task_sort_rows: bounds must not decrease";
     int rc = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t j = 0; j + 1 < nb && !rc; j++)
-        for (int64_t i = b[j] + 1; i < b[j + 1]; i++)
-            if (tp_less(t, p, i, i - 1)) {
-                rc = -2;
-                break;
-            }
-    if (!rc)
-        rc = merge_runs(t, p, b, nb - 1, out.view.buf);
-    Py_END_ALLOW_THREADS
-    if (rc == -2)
-        return value_error(spec, ns, "ts_merge_order: a run out of (ts, prio) order");
-    arrs_release(spec, ns);
-    if (rc < 0)
+    if (!err) {
+        const int64_t *sl = slot.held ? slot.view.buf : NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rc = sort_rows(rows.view.buf, n, b, nb - 1, sl, lo, span, out.view.buf);
+        Py_END_ALLOW_THREADS
+    }
+    arr_release(&rows);
+    arr_release(&out);
+    arr_release(&bounds);
+    arr_release(&slot);
+    if (rc == -1)
         return PyErr_NoMemory();
+    if (rc == -2)
+        err = "task_sort_rows: a key outside [lo, lo + span)";
+    if (rc == -3)
+        err = "task_sort_rows: a run out of (ts, prio) order";
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -196,25 +241,30 @@ PyObject *pass_ts_merge_order(PyObject *self, PyObject *args)
 
 PyObject *pass_keyed_last_below(PyObject *self, PyObject *args)
 {
-    PyObject *o_key, *o_ts, *o_qkey, *o_qts, *o_out;
-    if (!PyArg_ParseTuple(args, "OOOOO", &o_key, &o_ts, &o_qkey, &o_qts, &o_out))
+    PyObject *o_rows, *o_qkey, *o_qts, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_rows, &o_qkey, &o_qts, &o_out))
         return NULL;
-    Arr key, ts, qkey, qts, out;
+    Arr rows, qkey, qts, out;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "keyed_last_below rows", &n) < 0)
+        return NULL;
     ArrSpec spec[] = {
-        {o_key, &key, 8, 0, "keyed_last_below key"},
-        {o_ts, &ts, 8, 0, "keyed_last_below ts"},
         {o_qkey, &qkey, 8, 0, "keyed_last_below qkey"},
         {o_qts, &qts, 8, 0, "keyed_last_below qts"},
         {o_out, &out, 8, 1, "keyed_last_below out"},
     };
-    const int ns = 5;
-    if (arrs_get(spec, ns) < 0)
+    const int ns = 3;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
         return NULL;
-    Py_ssize_t n = arr_len(&key), q = arr_len(&qkey);
-    if (arr_len(&ts) != n || arr_len(&qts) != q || arr_len(&out) != q)
+    }
+    Py_ssize_t q = arr_len(&qkey);
+    if (arr_len(&qts) != q || arr_len(&out) != q) {
+        arr_release(&rows);
         return value_error(spec, ns, "keyed_last_below: arrays of unequal lengths");
-    const int64_t *k = key.view.buf, *t = ts.view.buf, *qk = qkey.view.buf,
-                  *qt = qts.view.buf;
+    }
+    const Row *r = rows.view.buf;
+    const int64_t *qk = qkey.view.buf, *qt = qts.view.buf;
     int64_t *o = out.view.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t j = 0; j < q; j++) {
@@ -222,65 +272,63 @@ PyObject *pass_keyed_last_below(PyObject *self, PyObject *args)
         Py_ssize_t lo = 0, hi = n;
         while (lo < hi) {
             Py_ssize_t mid = lo + (hi - lo) / 2;
-            if (k[mid] < qk[j] || (k[mid] == qk[j] && t[mid] < qt[j]))
+            if (r[mid].key < qk[j] || (r[mid].key == qk[j] && r[mid].ts < qt[j]))
                 lo = mid + 1;
             else
                 hi = mid;
         }
-        o[j] = (lo > 0 && k[lo - 1] == qk[j]) ? (int64_t)(lo - 1) : -1;
+        o[j] = (lo > 0 && r[lo - 1].key == qk[j]) ? (int64_t)(lo - 1) : -1;
     }
     Py_END_ALLOW_THREADS
+    arr_release(&rows);
     arrs_release(spec, ns);
     Py_RETURN_NONE;
 }
 
-/* ---- merge_rows ------------------------------------------------------------- */
+/* ---- merge_rows_into -------------------------------------------------------- */
 
-PyObject *pass_merge_rows(PyObject *self, PyObject *args)
+PyObject *pass_merge_rows_into(PyObject *self, PyObject *args)
 {
-    PyObject *o_a, *o_b, *o_out;
-    if (!PyArg_ParseTuple(args, "OOO", &o_a, &o_b, &o_out))
+    PyObject *o_buf, *o_b;
+    Py_ssize_t na;
+    if (!PyArg_ParseTuple(args, "OnO", &o_buf, &na, &o_b))
         return NULL;
-    Arr a, b, out;
-    Py_ssize_t na, nb, no;
-    if (rows_get(o_a, &a, 0, "merge_rows a", &na) < 0)
+    Arr buf, b;
+    Py_ssize_t cap, nb;
+    if (rows_get(o_buf, &buf, 1, "merge_rows_into buf", &cap) < 0)
         return NULL;
-    if (rows_get(o_b, &b, 0, "merge_rows b", &nb) < 0) {
-        arr_release(&a);
+    if (rows_get(o_b, &b, 0, "merge_rows_into b", &nb) < 0) {
+        arr_release(&buf);
         return NULL;
     }
-    if (rows_get(o_out, &out, 1, "merge_rows out", &no) < 0) {
-        arr_release(&a);
+    if (na < 0 || na > cap || nb > cap - na) {
+        arr_release(&buf);
         arr_release(&b);
+        PyErr_SetString(PyExc_ValueError,
+                        "merge_rows_into: buf must hold its n rows and room for b's");
         return NULL;
     }
-    if (no != na + nb) {
-        arr_release(&a);
-        arr_release(&b);
-        arr_release(&out);
-        PyErr_SetString(PyExc_ValueError, "merge_rows: out must hold the rows of a and b");
-        return NULL;
-    }
-    const Row *ra = a.view.buf, *rb = b.view.buf;
-    Row *o = out.view.buf;
+    Row *o = buf.view.buf;
+    const Row *rb = b.view.buf;
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t x = 0, y = 0, z = 0;
-    while (x < na && y < nb) {
-        const Row *r = &ra[x], *t = &rb[y];
-        /* b's row first only when strictly below a's (ties: a's rows first) */
-        int b_first = t->key < r->key ||
-                      (t->key == r->key &&
-                       (t->ts < r->ts || (t->ts == r->ts && t->prio < r->prio)));
-        o[z++] = b_first ? rb[y++] : ra[x++];
+    /* from the back: the slot written (x + y + 1 after the step) is never a row of
+     * buf's not yet read (below x); on ties b's row goes after a's */
+    Py_ssize_t x = na - 1, y = nb - 1, z = na + nb - 1;
+    while (y >= 0) {
+        int a_last = 0;
+        if (x >= 0) {
+            const Row *r = &o[x], *t = &rb[y];
+            a_last = r->key > t->key ||
+                     (r->key == t->key && (r->ts > t->ts || (r->ts == t->ts && r->prio > t->prio)));
+        }
+        if (a_last)
+            o[z--] = o[x--];
+        else
+            o[z--] = rb[y--];
     }
-    while (x < na)
-        o[z++] = ra[x++];
-    while (y < nb)
-        o[z++] = rb[y++];
     Py_END_ALLOW_THREADS
-    arr_release(&a);
+    arr_release(&buf);
     arr_release(&b);
-    arr_release(&out);
     Py_RETURN_NONE;
 }
 

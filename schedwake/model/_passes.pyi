@@ -4,13 +4,19 @@ outputs filled in place."""
 import numpy as np
 
 def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> None: ...
-def ts_merge_order(
-    ts: np.ndarray, prio: np.ndarray, bounds: np.ndarray, out: np.ndarray, /
+def task_sort_rows(
+    rows: np.ndarray,
+    bounds: np.ndarray,
+    slot: np.ndarray | None,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
 ) -> None: ...
 def keyed_last_below(
-    key: np.ndarray, ts: np.ndarray, qkey: np.ndarray, qts: np.ndarray, out: np.ndarray, /
+    rows: np.ndarray, qkey: np.ndarray, qts: np.ndarray, out: np.ndarray, /
 ) -> None: ...
-def merge_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, /) -> None: ...
+def merge_rows_into(buf: np.ndarray, n: int, b: np.ndarray, /) -> None: ...
 def task_states_in_flight(rows: np.ndarray, at: np.ndarray, wake: np.ndarray, /) -> int: ...
 def task_states_scan(
     rows: np.ndarray,

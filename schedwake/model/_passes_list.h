@@ -5,15 +5,17 @@ PASS(counting_order,
      "counting_order(key, lo, span, out): out[:] = the stable order of key (ints in "
      "[lo, lo + span)), by one counting sort")
 /* _pass_task_states.c */
-PASS(ts_merge_order,
-     "ts_merge_order(ts, prio, bounds, out): out[:] = the stable order by (ts, prio) of "
-     "rows made of runs [bounds[j], bounds[j + 1]) each already in that order")
+PASS(task_sort_rows,
+     "task_sort_rows(rows, bounds, slot, lo, span, out): out[:len(rows)] = the rows (uint8 "
+     "views of task_states._ROW arrays), made of runs [bounds[j], bounds[j + 1]) each in "
+     "(ts, prio) order, in (slot, ts, prio) order, stably; a row's slot: slot[i], or "
+     "its key - lo when slot is None; slots in [0, span)")
 PASS(keyed_last_below,
-     "keyed_last_below(key, ts, qkey, qts, out): out[j] = the last row with key qkey[j] "
-     "and ts below qts[j] of rows sorted by (key, ts), else -1")
-PASS(merge_rows,
-     "merge_rows(a, b, out): out = the rows of a and b (uint8 views of task_states._ROW "
-     "arrays, each in (key, ts, prio) order) merged in that order, a's first on ties")
+     "keyed_last_below(rows, qkey, qts, out): out[j] = the last of the rows (in (key, "
+     "ts) order) with key qkey[j] and ts below qts[j], else -1")
+PASS(merge_rows_into,
+     "merge_rows_into(buf, n, b): buf[:n + len(b)] = the rows buf[:n] and b (each in "
+     "(key, ts, prio) order) merged in that order, buf's first on ties")
 PASS(task_states_in_flight,
      "task_states_in_flight(rows, at, wake) -> m: the switch-outs asleep of a task woken "
      "since its switch-in (at[:m]) and that wake-up's row (wake[:m]); rows: a uint8 view "

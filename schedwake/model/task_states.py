@@ -215,23 +215,28 @@ def build(
     if ev.lives:
         parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
     # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
-    # by (task, ts, prio), ties in the order of the parts (a stable sort)
-    rows = _task_rows([_part_rows(p) for p in parts])
-    ts, pid = np.ascontiguousarray(rows["ts"]), np.ascontiguousarray(rows["key"])
-    censored = _censored_runs(runs, ev.run_keys(runs), ts, pid)
-    if not len(rows) and not censored:
+    # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
+    # after them for the rows added below (memory not written to costs nothing)
+    rows, bounds = _fill_rows(parts)
+    room = len(rows) + 6 * len(runs) + 1
+    buf = _task_rows(rows, bounds, room)
+    del rows
+    n = len(buf) - room
+    censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
+    if not n and not censored:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
     extra = [_part_rows(p) for p in censored]
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
-    seen = np.union1d(_distinct_sorted(pid), _distinct(extra))
+    seen = np.union1d(_distinct_sorted(buf[:n]["key"]), _distinct(extra))
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
     extra.append(_part_rows((since_ts, old, -1, _UNK, _PRIO_START, -1, 0)))
-    rows = _merged(rows, extra)
-    ts, pid = np.ascontiguousarray(rows["ts"]), np.ascontiguousarray(rows["key"])
+    rows = _merged_into(buf, n, extra)
+    del buf
+    ts, pid = rows["ts"], rows["key"]
     n = len(ts)
     # the tasks, in order, and what the scan needs of each: whether it was born in the
     # trace (not alive before its first event), is one the trace shows running unseen
@@ -316,40 +321,66 @@ def _take_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
     return rows.view(np.dtype((np.void, _ROW.itemsize))).take(at).view(_ROW)
 
 
-def _part_rows(part: tuple) -> np.ndarray:
-    """The rows (:data:`_ROW`) of a part (ts, task, cpu, code, prio, letters code,
-    unknown mark; a column may be one value for all), without those of pid 0, in (ts,
-    prio) order (stably)."""
-    rows = np.empty(len(part[0]), dtype=_ROW)
+def _fill_part(rows: np.ndarray, part: tuple) -> int:
+    """Write the rows (:data:`_ROW`) of a part (ts, task, cpu, code, prio, letters code,
+    unknown mark; a column may be one value for all) into ``rows`` (as many), those of
+    pid 0 left out, in (ts, prio) order (stably); how many are left."""
     for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"), part):
         rows[name] = v
     if not (rows["key"] != 0).all():
-        rows = _take_rows(rows, np.flatnonzero(rows["key"] != 0))
+        kept = _take_rows(rows, np.flatnonzero(rows["key"] != 0))
+        rows = rows[: len(kept)]
+        rows.view(np.uint8)[:] = kept.view(np.uint8)
     ts, prio = rows["ts"], rows["prio"]
+    order = None
     if np.ndim(part[4]) == 0:
         if not is_sorted(ts):
-            rows = _take_rows(rows, np.argsort(ts, kind="stable"))
+            order = np.argsort(ts, kind="stable")
     elif (
         len(ts) > 1
         and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (prio[1:] >= prio[:-1]))).all()
     ):
-        rows = _take_rows(rows, np.lexsort((prio, ts)))
-    return rows
+        order = np.lexsort((prio, ts))
+    if order is not None:
+        rows.view(np.uint8)[:] = _take_rows(rows, order).view(np.uint8)
+    return len(rows)
 
 
-def _task_rows(parts: list[np.ndarray]) -> np.ndarray:
-    """The rows of the parts (:func:`_part_rows`) in (task, ts, prio) order, ties in the
-    order of the parts: a merge of the parts by (ts, prio) (each in that order already),
-    a stable counting sort by task (_pass_task_states.c, _pass_order.c), one gather."""
-    rows = _cat_rows(parts)
-    bounds = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=bounds[1:])
-    merged = np.empty(len(rows), dtype=np.int64)
-    ts, prio = np.ascontiguousarray(rows["ts"]), np.ascontiguousarray(rows["prio"])
-    _passes.ts_merge_order(ts, prio, bounds, merged)
-    del ts, prio
-    key = np.ascontiguousarray(rows["key"]).take(merged)
-    return _take_rows(rows, merged.take(stable_order(key)))
+def _part_rows(part: tuple) -> np.ndarray:
+    """The rows of a part (:func:`_fill_part`)."""
+    rows = np.empty(len(part[0]), dtype=_ROW)
+    return rows[: _fill_part(rows, part)]
+
+
+def _fill_rows(parts: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the parts (:func:`_fill_part`) one after another, and where each
+    part's begin and end (``bounds``)."""
+    rows = np.empty(sum(len(p[0]) for p in parts), dtype=_ROW)
+    bounds = [0]
+    for p in parts:
+        at = bounds[-1]
+        bounds.append(at + _fill_part(rows[at : at + len(p[0])], p))
+    return rows[: bounds[-1]], np.array(bounds, dtype=np.int64)
+
+
+def _task_rows(rows: np.ndarray, bounds: np.ndarray, room: int) -> np.ndarray:
+    """The rows (of the parts ``bounds`` says, each in (ts, prio) order) in (task, ts,
+    prio) order, ties in their given order: one merge of the parts by (ts, prio) that
+    puts each row in its place by a counting sort by task (_pass_task_states.c), in an
+    array with ``room`` more rows after them."""
+    n = len(rows)
+    out = np.empty(n + room, dtype=_ROW)
+    slot, lo, span = None, 0, 1
+    if n:
+        key = rows["key"]
+        lo, hi = int(key.min()), int(key.max())
+        span = hi - lo + 1
+        if span > max(2 * n, 1 << 16) or span > 1 << 31:
+            # (life keys, :mod:`.lives`: a task's rank among them, in their order)
+            slot, levels = _dense(np.ascontiguousarray(key))
+            lo, span = 0, max(len(levels), 1)
+    _passes.task_sort_rows(rows.view(np.uint8), bounds, slot, lo, span, out.view(np.uint8))
+    return out
 
 
 def _cat_rows(parts: list[np.ndarray]) -> np.ndarray:
@@ -360,14 +391,14 @@ def _cat_rows(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([p.view(np.uint8) for p in parts]).view(_ROW)
 
 
-def _merged(rows: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
-    """The rows in (task, ts, prio) order and those of the ``parts`` (few, after them)
-    in that order: theirs sorted, merged into them (_pass_task_states.c)."""
+def _merged_into(buf: np.ndarray, n: int, parts: list[np.ndarray]) -> np.ndarray:
+    """The rows ``buf[:n]`` (in (task, ts, prio) order) and those of the ``parts`` (few,
+    after them) in that order: theirs sorted, merged into the room after them
+    (_pass_task_states.c)."""
     theirs = _cat_rows(parts)
     theirs = _take_rows(theirs, np.lexsort((theirs["prio"], theirs["ts"], theirs["key"])))
-    out = np.empty(len(rows) + len(theirs), dtype=_ROW)
-    _passes.merge_rows(rows.view(np.uint8), theirs.view(np.uint8), out.view(np.uint8))
-    return out
+    _passes.merge_rows_into(buf.view(np.uint8), n, theirs.view(np.uint8))
+    return buf[: n + len(theirs)]
 
 
 def _distinct_sorted(key: np.ndarray) -> np.ndarray:
@@ -400,16 +431,14 @@ def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ts), np.concatenate(pid)
 
 
-def _censored_runs(
-    runs: pd.DataFrame, rkey: np.ndarray, sorted_ts: np.ndarray, sorted_pid: np.ndarray
-) -> list[tuple]:
+def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> list[tuple]:
     """The parts that the runs the trace shows only in part add (:mod:`.completeness`):
     a run whose switch-in is missing is unknown from the earliest it can have begun (not
     before the task's own previous event) to its first proof, and running from there;
     after a run whose switch-out is missing (its last proof, then an unknown stretch)
     the task's state is unknown until its next event says it. ``rkey``: the runs' life
-    keys (:mod:`.lives`), as the tasks' of the other parts' rows are; ``sorted_ts``,
-    ``sorted_pid``: those rows in (task, ts) order."""
+    keys (:mod:`.lives`), as the tasks' of the other parts' rows are; ``rows``: those
+    rows (:data:`_ROW`) in (task, ts) order."""
     if len(runs) == 0:
         return []
     pid = rkey
@@ -421,10 +450,8 @@ def _censored_runs(
         # migration): it was not running unseen before that
         cs, cp = start[c], pid[c]
         at = np.empty(len(cs), dtype=np.int64)
-        _passes.keyed_last_below(
-            sorted_pid, sorted_ts, cp.astype(np.int64), cs.astype(np.int64), at
-        )
-        before = take(sorted_ts, at, -1)
+        _passes.keyed_last_below(rows.view(np.uint8), cp.astype(np.int64), cs.astype(np.int64), at)
+        before = take(rows["ts"], at, -1)
         unseen = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[c], before), cs)
         # a run of no length (its one proof is its switch-out) begins before that
         # switch-out, stamped with the same time; any other after a switch-out there
