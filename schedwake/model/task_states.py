@@ -51,6 +51,7 @@ forward-filled; no loop over events.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -141,7 +142,16 @@ def task_class(comm: str, pid: int | None = None) -> str | None:
     """The class of a task in the summaries and metrics: ``kworker`` (workqueue
     workers, bound or unbound), ``kthread`` (other kernel threads known by name) or
     ``user``; None for the idle task."""
-    cls = tasks.name_class(comm, pid)
+    if pid == 0:
+        return None
+    return _name_task_class(comm)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _name_task_class(comm: str) -> str | None:
+    """:func:`task_class` of a task not pid 0: by its name alone (found once per name:
+    the summaries ask it of every task, most of them of a few names)."""
+    cls = tasks.name_class(comm)
     if cls == tasks.IDLE:
         return None
     if comm.startswith("kworker/"):
@@ -895,7 +905,13 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
     # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
     cpus_of: dict[int, list[dict]] = {}
     if per_cpu_task is not None:
-        for (pid, cpu), vals in zip(per_cpu_task.index.tolist(), rounded(per_cpu_task)):
+        # (the index's levels as lists: not a tuple object a row first)
+        index = per_cpu_task.index
+        for pid, cpu, vals in zip(
+            index.get_level_values(0).tolist(),
+            index.get_level_values(1).tolist(),
+            rounded(per_cpu_task),
+        ):
             cpus_of.setdefault(int(pid), []).append(
                 {"cpu": None if cpu < 0 else int(cpu), **dict(zip(TOTAL_COLUMNS, vals))}
             )
