@@ -266,3 +266,107 @@ def test_state_sums_adds_each_groups_time_in_each_state():
         _passes.state_sums(group, state, start, end, out[:-1])
     with pytest.raises(ValueError, match="row per"):
         _passes.state_sums(group, state[:-1], start, end, out)
+
+
+def _ffill(values, new_group):
+    """The forward fill of the task states' former NumPy build (a86bab6)."""
+    idx = np.arange(len(values), dtype=I64)
+    idx[(values < 0) & ~new_group] = -1
+    np.maximum.accumulate(idx, out=idx)
+    return values[idx]
+
+
+def numpy_scan(ts, pid, cpu, code, prio, letters, mark, born, unseen, t_end):
+    """The intervals of rows in (task, ts, prio) order as the former NumPy build gave
+    them (a86bab6's task_states.build from its sort on, no life keys, every in-flight
+    wake-up kept): what the compiled passes must give."""
+    R, P, W, S, B, U, D, WK, K = range(9)
+    n = len(ts)
+    new_pid = np.ones(n, dtype=bool)
+    new_pid[1:] = pid[1:] != pid[:-1]
+    idx = np.arange(n)
+    last_in = _ffill(np.where(code == R, idx, -1), new_pid)
+    last_wake = _ffill(np.where(code == WK, idx, -1), new_pid)
+    code = code.copy()
+    in_flight = (prio == 1) & (last_wake > last_in) & (last_in >= 0)
+    in_flight &= (code == S) | (code == B)
+    code[in_flight] = W
+    definite = code <= D
+    last_def = _ffill(np.where(definite, code, -1), new_pid)
+    wake = code == WK
+    def_at = _ffill(np.where(definite, idx, -1), new_pid)
+    wake_at = _ffill(np.where(wake, idx, -1), new_pid)
+    prev_wake = np.concatenate([[-1], wake_at[:-1]])
+    prev_wake[new_pid] = -1
+    woken_by_wake = prev_wake > def_at
+    again = np.flatnonzero(wake & ~np.isin(last_def, [R, P]) & (woken_by_wake | (last_def == W)))
+    mark = mark.astype(I64)
+    if len(again):
+        since = np.where(woken_by_wake, prev_wake, def_at)[again]
+        bump = np.zeros(n + 1, dtype=I64)
+        np.add.at(bump, since, 1)
+        np.add.at(bump, again, -1)
+        mark = mark + bump[:n]
+    code[wake] = np.where(np.isin(last_def[wake], [R, P]), K, W)
+    state = _ffill(np.where(code == K, -1, code), new_pid)
+    state[state < 0] = np.where(np.isin(pid[state < 0], born), D, U)
+    state[(np.cumsum(mark) > 0) & (state != D)] = U
+    if unseen is not None and len(unseen):
+        state[(state == W) & np.isin(pid, unseen)] = U
+    where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
+    carry = np.where(prio == 1, letters + 1, np.where(definite, 0, -1))
+    since = np.maximum(_ffill(carry, new_pid) - 1, -1)
+    since[state == R] = -1
+    goes_on = np.zeros(n, dtype=bool)
+    goes_on[1:] = (
+        ~new_pid[1:]
+        & (state[1:] == state[:-1])
+        & (where[1:] == where[:-1])
+        & (since[1:] == since[:-1])
+    )
+    ts, pid, where, state, since, new_pid = (
+        a[~goes_on] for a in (ts, pid, where, state, since, new_pid)
+    )
+    n = len(ts)
+    end = np.empty(n, dtype=I64)
+    end[:-1] = ts[1:]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = new_pid[1:]
+    end[last] = t_end
+    if unseen is not None:
+        state[last & (state == W)] = U
+    keep = (state != D) & (end > ts)
+    cols = (pid[keep], where[keep], ts[keep], end[keep], state[keep], since[keep])
+    return list(zip(*(c.tolist() for c in cols)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_passes_give_what_the_numpy_build_gave(seed):
+    """Random rows (codes, priorities, marks, CPUs and letters of every kind, tasks born
+    or unseen or neither): the in-flight pass and the scan give the intervals the former
+    NumPy build gave, row for row."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    pid = np.sort(rng.integers(1, 1 + int(rng.integers(1, 12)), n)).astype(I64)
+    ts = rng.integers(0, 60, n).astype(I64)
+    prio = rng.integers(0, 6, n).astype(np.int8)
+    o = np.lexsort((prio, ts, pid))
+    pid, ts, prio = pid[o], ts[o], prio[o]
+    code = rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 8, 7, 8, 0, 3], n).astype(np.int8)
+    cpu = rng.integers(-1, 4, n).astype(I64)
+    letters = rng.integers(-1, 5, n).astype(I64)
+    mark = rng.choice([0, 0, 0, 0, 1, -1], n).astype(np.int8)
+    tasks = np.unique(pid)
+    born = tasks[rng.random(len(tasks)) < 0.3]
+    unseen = [None, tasks[rng.random(len(tasks)) < 0.3], tasks[:0]][seed % 3]
+    t_end = 70
+    want = numpy_scan(ts, pid, cpu, code, prio, letters, mark, born, unseen, t_end)
+    rows = rows_of(ts, pid, cpu, code, prio, letters, mark)
+    at, woke = np.empty(n, I64), np.empty(n, I64)
+    m = _passes.task_states_in_flight(rows.view(np.uint8), at, woke)
+    rows["code"][at[:m]] = T._WOKEN
+    gflags = np.where(np.isin(tasks, born), T._G_BORN, 0).astype(np.int8)
+    if unseen is not None:
+        gflags |= np.where(np.isin(tasks, unseen), T._G_UNSEEN, 0).astype(np.int8)
+    got = scan(rows, gflags, np.full(len(tasks), t_end, I64), unseen is not None)
+    assert got == want
