@@ -164,6 +164,11 @@ static int sort_rows(const Row *r, Py_ssize_t n, const int64_t *bounds, int64_t 
     while (size > 0) {
         int64_t j = heap[0], i = head[j]++;
         uint64_t q = slot ? (uint64_t)slot[i] : (uint64_t)r[i].key - (uint64_t)lo;
+        if (q >= (uint64_t)span) { /* (read again: checked again) */
+            free(first);
+            free(head);
+            return -2;
+        }
         out[first[q]++] = r[i];
         if (head[j] == bounds[j + 1])
             heap[0] = heap[--size];
@@ -203,7 +208,16 @@ PyObject *pass_task_sort_rows(PyObject *self, PyObject *args)
     }
     const char *err = NULL;
     Py_ssize_t nb = arr_len(&bounds);
-    const int64_t *b = bounds.view.buf;
+    /* a copy of the bounds: checked once, then read only here */
+    int64_t *b = malloc(sizeof(int64_t) * (size_t)(nb > 0 ? nb : 1));
+    if (!b) {
+        arr_release(&rows);
+        arr_release(&out);
+        arr_release(&bounds);
+        arr_release(&slot);
+        return PyErr_NoMemory();
+    }
+    memcpy(b, bounds.view.buf, sizeof(int64_t) * (size_t)nb);
     if (no < n)
         err = "task_sort_rows: out must have room for the rows";
     else if (slot.held && arr_len(&slot) != n)
@@ -220,6 +234,7 @@ PyObject *pass_task_sort_rows(PyObject *self, PyObject *args)
         rc = sort_rows(rows.view.buf, n, b, nb - 1, sl, lo, span, out.view.buf);
         Py_END_ALLOW_THREADS
     }
+    free(b);
     arr_release(&rows);
     arr_release(&out);
     arr_release(&bounds);
@@ -608,8 +623,14 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
                 levels[m] = (T)(lo + k);                                               \
                 rank[k] = m++;                                                         \
             }                                                                          \
-        for (Py_ssize_t i = 0; i < n; i++)                                             \
-            codes[i] = rank[(uint64_t)(int64_t)key[i] - (uint64_t)lo];                 \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            uint64_t k = (uint64_t)(int64_t)key[i] - (uint64_t)lo;                     \
+            if (k >= (uint64_t)span) { /* (read again: checked again) */               \
+                free(rank);                                                            \
+                return -2;                                                             \
+            }                                                                          \
+            codes[i] = rank[k];                                                        \
+        }                                                                              \
         free(rank);                                                                    \
         return m;                                                                      \
     }
@@ -696,14 +717,17 @@ PyObject *pass_state_sums(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     memset(o, 0, sizeof(int64_t) * (size_t)cells);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if ((uint64_t)gr[i] >= groups || st[i] < 0 || st[i] >= NSTATES) {
+        /* (each index read once, checked, then used) */
+        uint64_t g = (uint64_t)gr[i];
+        int c = st[i];
+        if (g >= groups || c < 0 || c >= NSTATES) {
             bad = 1;
             break;
         }
         /* (unsigned: wraps as NumPy's int64 arithmetic does, never undefined) */
         uint64_t d = (uint64_t)s1[i] - (uint64_t)s0[i];
         if ((int64_t)d > 0)
-            o[gr[i] * NSTATES + st[i]] = (int64_t)((uint64_t)o[gr[i] * NSTATES + st[i]] + d);
+            o[g * NSTATES + c] = (int64_t)((uint64_t)o[g * NSTATES + c] + d);
     }
     Py_END_ALLOW_THREADS
     if (bad)
