@@ -45,8 +45,11 @@ for a sleeping or blocked task the CPU it last ran on (-1: not known yet).
 current time off the CPU (a ``woken_wait`` after a ``D`` sleep says ``D``); missing for
 ``running`` and ``unknown`` rows before any switch-out.
 
-Built vectorized: the task's events are sorted once by (pid, time) and the states are
-forward-filled; no loop over events.
+Built by compiled passes over the tasks' events (``_pass_task_states.c``): the events
+are rows of one record each, sorted once by (task, time) (a merge of the event tables,
+each in time order, and a counting sort by task), then one scan of each task's rows
+carries its state, CPU and switch-out letters forward and cuts its intervals; Python
+says what each event means (its state code, priority, CPU), C runs the loops.
 """
 
 from __future__ import annotations
