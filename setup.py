@@ -57,6 +57,7 @@ PASS_SOURCES = [
     "schedwake/model/_pass_lives.c",
     "schedwake/model/_pass_asof.c",
     "schedwake/model/_pass_groups.c",
+    "schedwake/model/_pass_task_states.c",
 ]
 
 setup(

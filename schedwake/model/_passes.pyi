@@ -34,3 +34,36 @@ def in_table(values: np.ndarray, table: np.ndarray, lo: int, out: np.ndarray, /)
 def group_sums(
     key: np.ndarray, weight: np.ndarray | None, most: int, /
 ) -> tuple[bytes, bytes, bytes] | None: ...
+def task_sort_rows(
+    rows: np.ndarray,
+    bounds: np.ndarray,
+    slot: np.ndarray | None,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> None: ...
+def keyed_last_below(
+    rows: np.ndarray, qkey: np.ndarray, qts: np.ndarray, out: np.ndarray, /
+) -> None: ...
+def merge_rows_into(buf: np.ndarray, n: int, b: np.ndarray, /) -> None: ...
+def task_states_in_flight(rows: np.ndarray, at: np.ndarray, wake: np.ndarray, /) -> int: ...
+def task_states_scan(
+    rows: np.ndarray,
+    gflags: np.ndarray,
+    gend: np.ndarray,
+    unseen_given: bool,
+    out_key: np.ndarray,
+    out_cpu: np.ndarray,
+    out_start: np.ndarray,
+    out_end: np.ndarray,
+    out_state: np.ndarray,
+    out_since: np.ndarray,
+    /,
+) -> int: ...
+def dense_codes(
+    key: np.ndarray, lo: int, span: int, codes: np.ndarray, levels: np.ndarray, /
+) -> int: ...
+def state_sums(
+    group: np.ndarray, state: np.ndarray, start: np.ndarray, end: np.ndarray, out: np.ndarray, /
+) -> None: ...

@@ -24,3 +24,29 @@ PASS(group_sums,
      "group_sums(key, weight, most): the distinct keys (int64s >= 0) in order, each one's "
      "rows and the sum of its weights (None: 0), as three bytes objects of int64s; None "
      "when there are more than most distinct keys")
+/* _pass_task_states.c */
+PASS(task_sort_rows,
+     "task_sort_rows(rows, bounds, slot, lo, span, out): out[:len(rows)] = the rows (uint8 "
+     "views of task_states._ROW arrays), made of runs [bounds[j], bounds[j + 1]) each in "
+     "(ts, prio) order, in (slot, ts, prio) order, stably; a row's slot: slot[i], or "
+     "its key - lo when slot is None; slots in [0, span)")
+PASS(keyed_last_below,
+     "keyed_last_below(rows, qkey, qts, out): out[j] = the last of the rows (in (key, "
+     "ts) order) with key qkey[j] and ts below qts[j], else -1")
+PASS(merge_rows_into,
+     "merge_rows_into(buf, n, b): buf[:n + len(b)] = the rows buf[:n] and b (each in "
+     "(key, ts, prio) order) merged in that order, buf's first on ties")
+PASS(task_states_in_flight,
+     "task_states_in_flight(rows, at, wake) -> m: the switch-outs asleep of a task woken "
+     "since its switch-in (at[:m]) and that wake-up's row (wake[:m]); rows: a uint8 view "
+     "of a task_states._ROW array in (key, ts, prio) order")
+PASS(task_states_scan,
+     "task_states_scan(rows, gflags, gend, unseen_given, out_key, out_cpu, out_start, "
+     "out_end, out_state, out_since) -> m: the task states' intervals of rows (a uint8 "
+     "view of a task_states._ROW array) in (key, ts, prio) order")
+PASS(dense_codes,
+     "dense_codes(key, lo, span, codes, levels) -> m: codes[:] = each key's rank among "
+     "the distinct keys (ints in [lo, lo + span)), levels[:m] = those keys ascending")
+PASS(state_sums,
+     "state_sums(group, state, start, end, out): out[g * 6 + s] = the sum of "
+     "max(end - start, 0) of the rows of group g in state s")

@@ -45,8 +45,11 @@ for a sleeping or blocked task the CPU it last ran on (-1: not known yet).
 current time off the CPU (a ``woken_wait`` after a ``D`` sleep says ``D``); missing for
 ``running`` and ``unknown`` rows before any switch-out.
 
-Built vectorized: the task's events are sorted once by (pid, time) and the states are
-forward-filled; no loop over events.
+Built by compiled passes over the tasks' events (``_pass_task_states.c``): the events
+are rows of one record each, sorted once by (task, time) (a merge of the event tables,
+each in time order, and a counting sort by task), then one scan of each task's rows
+carries its state, CPU and switch-out letters forward and cuts its intervals; Python
+says what each event means (its state code, priority, CPU), C runs the loops.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from . import tasks
-from ._util import asof_index, in_span, member, stable_order, take
+from . import _passes, tasks
+from ._util import asof_index, in_span, is_sorted, member, stable_order, take
 from .events import Events, i64, ints
 from .lives import dies, pid_of
 from .memo import Memo
@@ -141,7 +144,9 @@ def task_class(comm: str, pid: int | None = None) -> str | None:
     """The class of a task in the summaries and metrics: ``kworker`` (workqueue
     workers, bound or unbound), ``kthread`` (other kernel threads known by name) or
     ``user``; None for the idle task."""
-    cls = tasks.name_class(comm, pid)
+    if pid == 0:
+        return None
+    cls = tasks.name_class(comm)  # (matched once per name)
     if cls == tasks.IDLE:
         return None
     if comm.startswith("kworker/"):
@@ -214,146 +219,207 @@ def build(
     parts = [p for p in parts if len(p[0])]
     if ev.lives:
         parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
-    parts += _censored_runs(runs, ev.run_keys(runs), parts)
-    if not parts:
+    # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
+    # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
+    # after them for the rows added below (memory not written to costs nothing)
+    rows, bounds = _fill_rows(parts)
+    room = len(rows) + 6 * len(runs) + 1
+    buf = _task_rows(rows, bounds, room)
+    del rows
+    n = len(buf) - room
+    censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
+    if not n and not censored:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
-    pid_all = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts])
-    pid_all = pid_all[pid_all != 0]  # (pid 0 in wake or migration events: not a task)
+    extra = [_part_rows(p) for p in censored]
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
-    seen = np.unique(pid_all)
+    seen = np.union1d(_distinct_sorted(buf[:n]["key"]), _distinct(extra))
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
-    parts.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
-
-    def cat(k: int, dtype: npt.DTypeLike) -> np.ndarray:
-        return np.concatenate(
-            [np.broadcast_to(np.asarray(p[k], dtype=dtype), (len(p[0]),)) for p in parts]
-        )
-
-    ts, pid, cpu = cat(0, np.int64), cat(1, np.int64), cat(2, np.int64)
-    code, prio, letters = cat(3, np.int8), cat(4, np.int8), cat(5, np.int64)
-    mark = cat(6, np.int8)
-    keep = np.flatnonzero(pid != 0)
-    # the rows kept, by (task, ts, prio): one gather of each column
-    order = keep[np.lexsort((prio[keep], ts[keep], pid[keep]))]
-    del keep
-    ts, pid, cpu, code, prio, letters, mark = (
-        a[order] for a in (ts, pid, cpu, code, prio, letters, mark)
-    )
-    del order
+    extra.append(_part_rows((since_ts, old, -1, _UNK, _PRIO_START, -1, 0)))
+    rows = _merged_into(buf, n, extra)
+    del buf
+    ts, pid = rows["ts"], rows["key"]
     n = len(ts)
-    new_pid = np.ones(n, dtype=bool)
-    new_pid[1:] = pid[1:] != pid[:-1]
+    # the tasks, in order, and what the scan needs of each: whether it was born in the
+    # trace (not alive before its first event), is one the trace shows running unseen
+    # (none of its waits after a wake-up is known; ``unseen_pids``: life keys), and
+    # where its time ends: with the trace, or where the next task of its pid begins
+    # (a task whose death the trace lacks, :mod:`.lives`, is unknown from its last
+    # event: it ran, unseen, and exited some time before)
+    new_task = np.ones(n, dtype=bool)
+    new_task[1:] = pid[1:] != pid[:-1]
+    keys = pid[new_task]
+    del new_task
+    gflags = np.where(member(keys, born), _G_BORN, 0).astype(np.int8)
+    if unseen_pids is not None and len(unseen_pids):
+        gflags |= np.where(member(keys, np.asarray(unseen_pids)), _G_UNSEEN, 0).astype(np.int8)
+    if ev.lives:
+        nxt = ev.lives.end_of(keys)
+        gend = np.minimum(t_end, nxt)
+        gflags |= np.where(nxt < t_end, _G_GONE, 0).astype(np.int8)
+    else:
+        gend = np.full(len(keys), t_end, dtype=np.int64)
     # woken while going to sleep: a waking after the task's switch-in and before its
     # switch-out asleep (try_to_wake_up() traced it, then waited for the task to be off
     # its CPU): the task is runnable from the switch-out (the run's start is its first
     # proof when its switch-in is missing: a waking before it may have come before the
     # unseen switch-in, and does not count)
-    idx = np.arange(n)
-    last_in = _ffill(np.where(code == _RUN, idx, -1), new_pid)
-    last_wake = _ffill(np.where(code == _WAKE, idx, -1), new_pid)
-    code = code.copy()
-    in_flight = (prio == _PRIO_OUT) & (last_wake > last_in) & (last_in >= 0)
-    in_flight &= (code == _SLEEP) | (code == _BLOCK)
-    at = np.flatnonzero(in_flight)
-    if len(at):
+    at, woke = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    m = _passes.task_states_in_flight(rows.view(np.uint8), at, woke)
+    if m:
+        at, woke = at[:m], woke[:m]
         # not when the task fired an event of its own after that waking: then it ran on
         # after the wake-up (which set it running) and went to sleep again by itself
         own_ts, own_pid = _own_events(ev)
         own_pid = ev.key(own_pid, own_ts)
         # (its events stamped with the switch-out's time came before it: its own context)
         own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
-        in_flight[at[own > ts[last_wake[at]]]] = False
-    code[in_flight] = _WOKEN
-    del idx, last_in, last_wake, in_flight
-    # a wake-up wakes a task that is off the CPU asleep (or not yet known, or dead: a
-    # reused pid); a running or already runnable task stays as it is
-    definite = code <= _DEAD
-    last_def = _ffill(np.where(definite, code, -1), new_pid)
-    wake = code == _WAKE
-    # a wake-up of a task already woken and not seen running since: it ran unseen and
-    # slept again in between (only a task not TASK_RUNNING is woken), so from that
-    # earlier wake-up to this one its state is unknown; it is woken again here
-    idx = np.arange(n)
-    def_at = _ffill(np.where(definite, idx, -1), new_pid)
-    wake_at = _ffill(np.where(wake, idx, -1), new_pid)
-    prev_wake = np.concatenate([[-1], wake_at[:-1]])
-    prev_wake[new_pid] = -1
-    woken_by_wake = prev_wake > def_at  # a wake-up since the last definite state
-    again = np.flatnonzero(
-        wake & ~np.isin(last_def, [_RUN, _PRE]) & (woken_by_wake | (last_def == _WOKEN))
+        rows["code"][at[~(own > ts[woke])]] = _WOKEN
+    del at, woke
+    # the scan of each task's rows (_pass_task_states.c): a wake-up wakes a task that is
+    # off the CPU asleep (or not yet known, or dead: a reused pid); a running or already
+    # runnable task stays as it is; a wake-up of a task already woken and not seen
+    # running since (it ran unseen and slept again in between: only a task not
+    # TASK_RUNNING is woken) makes its state unknown from that earlier wake-up to this
+    # one, as between an unseen switch-in's earliest time and its switch-out (the
+    # marks); the state, the CPU (``cpu`` >= 0) and the letters of the switch-out that
+    # began the time off the CPU carried forward over each task's rows; one interval
+    # per change of any of them, to the next change or the task's end; a wait after a
+    # wake-up that no run ends before the trace does is not proven on a trace that
+    # lacks events (``unseen_pids`` given); dead time and empty intervals dropped
+    out = (
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int8),
+        np.empty(n, dtype=np.int32),
     )
-    if len(again):
-        since = np.where(woken_by_wake, prev_wake, def_at)[again]
-        bump = np.zeros(n + 1, dtype=np.int64)
-        np.add.at(bump, since, 1)
-        np.add.at(bump, again, -1)
-        mark = mark + bump[:n]
-    del def_at, wake_at, prev_wake, woken_by_wake, again
-    code[wake] = np.where(np.isin(last_def[wake], [_RUN, _PRE]), _KEEP, _WOKEN)
-    state = _ffill(np.where(code == _KEEP, -1, code), new_pid)
-    # before a task's first state: unknown; for a task born in the trace (a migration
-    # before its sched_wakeup_new), not yet alive
-    state[state < 0] = np.where(member(pid[state < 0], born), _DEAD, _UNK)
-    # between an unseen switch-in's earliest time and its switch-out (marks +1, -1)
-    state[(np.cumsum(mark, dtype=np.int64) > 0) & (state != _DEAD)] = _UNK
-    # a task the trace shows running unseen (woken again with no run between: this
-    # kernel or recorder leaves its events out) proves nothing by the absence of its
-    # runs: none of its waits after a wake-up is known
-    # (``unseen_pids``: life keys)
-    if unseen_pids is not None and len(unseen_pids):
-        state[(state == _WOKEN) & member(pid, np.asarray(unseen_pids))] = _UNK
-    where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
-    # the letters of the switch-out that began the time off the CPU (+1; 0: none),
-    # carried over the wake-ups and migrations that follow it
-    carry = np.where(prio == _PRIO_OUT, letters + 1, np.where(definite, 0, -1))
-    since = np.maximum(_ffill(carry, new_pid) - 1, -1)  # (none before a task's first state)
-    since[state == _RUN] = -1
-    # one row per interval: an event that changes neither state, CPU nor switch_state
-    # (a second wake-up, a wake-up of a running task) does not split one
-    goes_on = np.zeros(n, dtype=bool)
-    goes_on[1:] = (
-        ~new_pid[1:]
-        & (state[1:] == state[:-1])
-        & (where[1:] == where[:-1])
-        & (since[1:] == since[:-1])
-    )
-    if goes_on.any():
-        ts, pid, where, state, since, new_pid = (
-            a[~goes_on] for a in (ts, pid, where, state, since, new_pid)
-        )
-        n = len(ts)
-    end = np.empty(n, dtype=np.int64)
-    end[:-1] = ts[1:]
-    last = np.ones(n, dtype=bool)
-    last[:-1] = new_pid[1:]
-    # a task's time ends with the trace, or where the next task of its pid begins; a
-    # task whose death the trace lacks (its pid's next task is born, :mod:`.lives`) is
-    # unknown from its last event: it ran, unseen, and exited some time before
-    if ev.lives:
-        nxt = ev.lives.end_of(pid[last])
-        end[last] = np.minimum(t_end, nxt)
-        gone = np.flatnonzero(last)[(nxt < t_end) & (state[last] != _DEAD)]
-        state[gone] = _UNK
-    else:
-        end[last] = t_end
-    if unseen_pids is not None:
-        # on a trace that lacks events, a wait after a wake-up that no run ends before the
-        # trace does is not proven: the task may have run where the trace does not show
-        state[last & (state == _WOKEN)] = _UNK
-    keep = (state != _DEAD) & (end > ts)
-    return _frame(
-        pid[keep],
-        where[keep],
-        ts[keep],
-        end[keep],
-        state[keep].astype(np.int8),
-        since[keep],
-        letter_cats,
-    )
+    k = _passes.task_states_scan(rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out)
+    task, where, start, stop, state, since = (a[:k] for a in out)
+    return _frame(task, where, start, stop, state, since, letter_cats)
+
+
+#: Flags of each task for the scan (_pass_task_states.c).
+_G_BORN, _G_UNSEEN, _G_GONE = 1, 2, 4
+
+#: One row of a task's events (_pass_task_states.c's Row): its time, task (life key),
+#: CPU, the letters code of a switch-out, state code, priority among the task's rows at
+#: one time and unknown mark; a record of 32 bytes that moves whole (a row gathered,
+#: one memory access, not one a column).
+_ROW = np.dtype(
+    {
+        "names": ["ts", "key", "cpu", "letters", "code", "prio", "mark"],
+        "formats": [np.int64, np.int64, np.int64, np.int32, np.int8, np.int8, np.int8],
+        "offsets": [0, 8, 16, 24, 28, 29, 30],
+        "itemsize": 32,
+    },
+    align=True,
+)
+
+
+def _take_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``rows[at]`` (:data:`_ROW`), each row copied whole (not field by field)."""
+    return rows.view(np.dtype((np.void, _ROW.itemsize))).take(at).view(_ROW)
+
+
+def _fill_part(rows: np.ndarray, part: tuple) -> int:
+    """Write the rows (:data:`_ROW`) of a part (ts, task, cpu, code, prio, letters code,
+    unknown mark; a column may be one value for all) into ``rows`` (as many), those of
+    pid 0 left out, in (ts, prio) order (stably); how many are left."""
+    for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"), part):
+        rows[name] = v
+    if not (rows["key"] != 0).all():
+        kept = _take_rows(rows, np.flatnonzero(rows["key"] != 0))
+        rows = rows[: len(kept)]
+        rows.view(np.uint8)[:] = kept.view(np.uint8)
+    ts, prio = rows["ts"], rows["prio"]
+    order = None
+    if np.ndim(part[4]) == 0:
+        if not is_sorted(ts):
+            order = np.argsort(ts, kind="stable")
+    elif (
+        len(ts) > 1
+        and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (prio[1:] >= prio[:-1]))).all()
+    ):
+        order = np.lexsort((prio, ts))
+    if order is not None:
+        rows.view(np.uint8)[:] = _take_rows(rows, order).view(np.uint8)
+    return len(rows)
+
+
+def _part_rows(part: tuple) -> np.ndarray:
+    """The rows of a part (:func:`_fill_part`)."""
+    rows = np.empty(len(part[0]), dtype=_ROW)
+    return rows[: _fill_part(rows, part)]
+
+
+def _fill_rows(parts: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the parts (:func:`_fill_part`) one after another, and where each
+    part's begin and end (``bounds``)."""
+    rows = np.empty(sum(len(p[0]) for p in parts), dtype=_ROW)
+    bounds = [0]
+    for p in parts:
+        at = bounds[-1]
+        bounds.append(at + _fill_part(rows[at : at + len(p[0])], p))
+    return rows[: bounds[-1]], np.array(bounds, dtype=np.int64)
+
+
+def _task_rows(rows: np.ndarray, bounds: np.ndarray, room: int) -> np.ndarray:
+    """The rows (of the parts ``bounds`` says, each in (ts, prio) order) in (task, ts,
+    prio) order, ties in their given order: one merge of the parts by (ts, prio) that
+    puts each row in its place by a counting sort by task (_pass_task_states.c), in an
+    array with ``room`` more rows after them."""
+    n = len(rows)
+    out = np.empty(n + room, dtype=_ROW)
+    slot, lo, span = None, 0, 1
+    if n:
+        key = rows["key"]
+        lo, hi = int(key.min()), int(key.max())
+        span = hi - lo + 1
+        if span > max(2 * n, 1 << 16) or span > 1 << 31:
+            # (life keys, :mod:`.lives`: a task's rank among them, in their order)
+            slot, levels = _dense(np.ascontiguousarray(key))
+            lo, span = 0, max(len(levels), 1)
+    _passes.task_sort_rows(rows.view(np.uint8), bounds, slot, lo, span, out.view(np.uint8))
+    return out
+
+
+def _cat_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """The rows of the parts one after another (:data:`_ROW`: ``np.concatenate`` would
+    drop its padding)."""
+    if not parts:
+        return np.zeros(0, dtype=_ROW)
+    return np.concatenate([p.view(np.uint8) for p in parts]).view(_ROW)
+
+
+def _merged_into(buf: np.ndarray, n: int, parts: list[np.ndarray]) -> np.ndarray:
+    """The rows ``buf[:n]`` (in (task, ts, prio) order) and those of the ``parts`` (few,
+    after them) in that order: theirs sorted, merged into the room after them
+    (_pass_task_states.c)."""
+    theirs = _cat_rows(parts)
+    theirs = _take_rows(theirs, np.lexsort((theirs["prio"], theirs["ts"], theirs["key"])))
+    _passes.merge_rows_into(buf.view(np.uint8), n, theirs.view(np.uint8))
+    return buf[: n + len(theirs)]
+
+
+def _distinct_sorted(key: np.ndarray) -> np.ndarray:
+    """The distinct values of ``key`` (sorted)."""
+    if len(key) < 2:
+        return key
+    keep = np.ones(len(key), dtype=bool)
+    keep[1:] = key[1:] != key[:-1]
+    return key[keep]
+
+
+def _distinct(parts: list[np.ndarray]) -> np.ndarray:
+    """The distinct tasks of the rows ``parts``."""
+    if not parts:
+        return np.zeros(0, np.int64)
+    return np.unique(np.concatenate([p["key"] for p in parts]))
 
 
 def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
@@ -370,13 +436,14 @@ def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ts), np.concatenate(pid)
 
 
-def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, parts: list[tuple]) -> list[tuple]:
+def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> list[tuple]:
     """The parts that the runs the trace shows only in part add (:mod:`.completeness`):
     a run whose switch-in is missing is unknown from the earliest it can have begun (not
     before the task's own previous event) to its first proof, and running from there;
     after a run whose switch-out is missing (its last proof, then an unknown stretch)
     the task's state is unknown until its next event says it. ``rkey``: the runs' life
-    keys (:mod:`.lives`), as the pids of ``parts`` are."""
+    keys (:mod:`.lives`), as the tasks' of the other parts' rows are; ``rows``: those
+    rows (:data:`_ROW`) in (task, ts) order."""
     if len(runs) == 0:
         return []
     pid = rkey
@@ -386,16 +453,10 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, parts: list[tuple]) -> 
     if c.any():
         # the task's own last event before the proof (a switch-out, a wake-up, a
         # migration): it was not running unseen before that
-        own_ts = np.concatenate([np.asarray(p[0], np.int64) for p in parts]) if parts else none_
-        own_pid = (
-            np.concatenate(
-                [np.broadcast_to(np.asarray(p[1], np.int64), (len(p[0]),)) for p in parts]
-            )
-            if parts
-            else none_
-        )
         cs, cp = start[c], pid[c]
-        before = take(own_ts, asof_index(cs, cp, own_ts, own_pid, "backward", False), -1)
+        at = np.empty(len(cs), dtype=np.int64)
+        _passes.keyed_last_below(rows.view(np.uint8), cp.astype(np.int64), cs.astype(np.int64), at)
+        before = take(rows["ts"], at, -1)
         unseen = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[c], before), cs)
         # a run of no length (its one proof is its switch-out) begins before that
         # switch-out, stamped with the same time; any other after a switch-out there
@@ -407,22 +468,6 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, parts: list[tuple]) -> 
     if e.any():
         out.append((runs["end_ts"].to_numpy()[e], pid[e], cpu[e], _UNK, _PRIO_GONE, -1, 0))
     return out
-
-
-none_ = np.zeros(0, np.int64)
-
-
-def _ffill(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
-    """``values`` with each -1 replaced by the last value >= 0 before it in its group
-    (groups start where ``new_group`` is True); -1 where there is none."""
-    n = len(values)
-    # each row's last row with a value, or its group's first row (nothing carries over
-    # from the previous group: its value is -1 there when it has none): one running
-    # maximum of row positions (int32 where they fit)
-    idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    idx[(values < 0) & ~new_group] = -1
-    np.maximum.accumulate(idx, out=idx)
-    return values[idx]
 
 
 def _frame(
@@ -499,9 +544,8 @@ def totals_ns(
     """:func:`totals` in integer ns, a column per state (:data:`STATES`): what adds up
     exactly across the parts of a trace (:mod:`schedwake.partition`)."""
     s, e = _cut(intervals, start_ns, end_ns)
-    dur = np.maximum(e - s, 0)
     state = np.asarray(intervals["state"].cat.codes)
-    return _group_sums(intervals, list(by), state, dur)
+    return _group_sums(intervals, list(by), state, s, e)
 
 
 def seconds(ns: pd.DataFrame) -> pd.DataFrame:
@@ -519,30 +563,40 @@ def seconds(ns: pd.DataFrame) -> pd.DataFrame:
 
 
 def _group_sums(
-    intervals: pd.DataFrame, keys: list[str], state: np.ndarray, dur: np.ndarray
+    intervals: pd.DataFrame,
+    keys: list[str],
+    state: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
 ) -> pd.DataFrame:
     """Per group of the ``keys`` columns (sorted, as ``groupby(keys, sort=True)``),
-    the ns of ``dur`` in each state (:data:`STATES` columns), summed exactly in
-    integers: hash-grouped, then counted in two halves of 24 and 40 bits (each half's
-    float sum is exact below 2**53), not a sort or a frame of a column per state."""
+    the ns of ``max(end - start, 0)`` in each state (:data:`STATES` columns), summed
+    exactly in integers: each key's rank among its distinct values (a table over its
+    range, :func:`_dense`), then one pass of sums (_pass_task_states.c), not a sort or a
+    frame of a column per state."""
     if (state < 0).any():  # (no state: no time in any)
-        intervals, dur, state = intervals[state >= 0], dur[state >= 0], state[state >= 0]
+        sel = state >= 0
+        intervals, start, end, state = intervals[sel], start[sel], end[sel], state[sel]
     codes, levels = [], []
     for k in keys:
-        c, u = pd.factorize(intervals[k].to_numpy(), sort=True)
-        codes.append(c.astype(np.int64))
+        c, u = _dense(intervals[k].to_numpy())
+        codes.append(c)
         levels.append(u)
     group = codes[0]
     for c, u in zip(codes[1:], levels[1:]):
         group = group * len(u) + c
+    n_groups = len(levels[0])
     if len(keys) > 1:
-        group, combo = pd.factorize(group, sort=True)
-    n_groups = int(group.max()) + 1 if len(group) else 0
-    cell = group.astype(np.int64) * len(STATES) + state
-    size = n_groups * len(STATES)
-    low = np.bincount(cell, weights=(dur & 0xFFFFFF).astype(np.float64), minlength=size)
-    high = np.bincount(cell, weights=(dur >> 24).astype(np.float64), minlength=size)
-    sums = (high.astype(np.int64) << 24) + low.astype(np.int64)
+        group, combo = _dense(group)
+        n_groups = len(combo)
+    sums = np.empty(n_groups * len(STATES), dtype=np.int64)
+    _passes.state_sums(
+        group,
+        np.ascontiguousarray(state, dtype=np.int8),
+        np.ascontiguousarray(start, dtype=np.int64),
+        np.ascontiguousarray(end, dtype=np.int64),
+        sums,
+    )
     if len(keys) == 1:
         index = pd.Index(levels[0], name=keys[0])
     else:
@@ -556,6 +610,22 @@ def _group_sums(
             [u[c] for u, c in zip(levels, reversed(parts))], names=keys
         )
     return pd.DataFrame(sums.reshape(n_groups, len(STATES)), index=index, columns=list(STATES))
+
+
+def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=True)`` (codes as int64): by a table over the range
+    of integer values not much wider than the rows (_pass_task_states.c), else by it."""
+    values = np.asarray(values)
+    if values.dtype.kind == "i" and values.dtype.itemsize in (4, 8) and len(values):
+        lo, hi = int(values.min()), int(values.max())
+        span = hi - lo + 1
+        if span <= max(2 * len(values), 1 << 16):
+            codes = np.empty(len(values), dtype=np.int64)
+            levels = np.empty(min(len(values), span), dtype=values.dtype)
+            m = _passes.dense_codes(np.ascontiguousarray(values), lo, span, codes, levels)
+            return codes, levels[:m]
+    c, u = pd.factorize(values, sort=True)
+    return c.astype(np.int64), np.asarray(u)
 
 
 #: Where :func:`comms` finds the tasks' names (event table, pid and name columns): each
@@ -830,7 +900,13 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
     # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
     cpus_of: dict[int, list[dict]] = {}
     if per_cpu_task is not None:
-        for (pid, cpu), vals in zip(per_cpu_task.index.tolist(), rounded(per_cpu_task)):
+        # (the index's levels as lists: not a tuple object a row first)
+        index = per_cpu_task.index
+        for pid, cpu, vals in zip(
+            index.get_level_values(0).tolist(),
+            index.get_level_values(1).tolist(),
+            rounded(per_cpu_task),
+        ):
             cpus_of.setdefault(int(pid), []).append(
                 {"cpu": None if cpu < 0 else int(cpu), **dict(zip(TOTAL_COLUMNS, vals))}
             )

@@ -1,0 +1,737 @@
+/*
+ * _pass_task_states.c: the per-row passes of the task states (task_states.py):
+ * ordering the tasks' events by (task, time, priority), the scan of each task's
+ * events in that order that gives its intervals, and the sums of the intervals' ns
+ * per group and state.  task_states.py says what the states mean; here are only the
+ * loops.  Every index read from an array is checked against the array it indexes
+ * before use; an array of the wrong kind or length raises, as does a code or group
+ * out of its range.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "_passes.h"
+
+/* the codes of task_states.py (_RUN ... _KEEP, _PRIO_OUT) */
+enum { RUN, PRE, WOKEN, SLEEP, BLOCK, UNK, DEAD, WAKE, KEEP, NCODES };
+enum { PRIO_OUT = 1 };
+#define NSTATES 6
+/* per-task flags of task_states_scan */
+enum { G_BORN = 1, G_UNSEEN = 2, G_GONE = 4 };
+
+/* One row of a task's events, as task_states.py's _ROW dtype lays it out (32 bytes):
+ * rows move as one record (one memory access each when gathered or merged), not as a
+ * column each. */
+typedef struct {
+    int64_t ts, key, cpu;
+    int32_t letters;
+    int8_t code, prio, mark, pad;
+} Row;
+_Static_assert(sizeof(Row) == 32, "Row must be 32 bytes");
+
+/* Take ``obj`` (bytes: a uint8 view of an array of Row) as n rows; -1: not one. */
+static int rows_get(PyObject *obj, Arr *a, int writable, const char *what, Py_ssize_t *n)
+{
+    if (arr_get(obj, a, 1, writable, what) < 0)
+        return -1;
+    if (arr_len(a) % (Py_ssize_t)sizeof(Row) || (uintptr_t)a->view.buf % 8) {
+        PyErr_Format(PyExc_ValueError, "%s: whole, aligned rows of %zd bytes are needed",
+                     what, (Py_ssize_t)sizeof(Row));
+        arr_release(a);
+        return -1;
+    }
+    *n = arr_len(a) / (Py_ssize_t)sizeof(Row);
+    return 0;
+}
+
+/* Take each of n (object, array, item size, writable, name) arguments; on failure
+ * release those taken and return -1 (a Python error set). */
+typedef struct {
+    PyObject *obj;
+    Arr *arr;
+    Py_ssize_t itemsize;
+    int writable;
+    const char *what;
+} ArrSpec;
+
+static int arrs_get(ArrSpec *spec, int n)
+{
+    for (int i = 0; i < n; i++) {
+        spec[i].arr->held = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (arr_get(spec[i].obj, spec[i].arr, spec[i].itemsize, spec[i].writable,
+                    spec[i].what) < 0) {
+            for (int j = 0; j < i; j++)
+                arr_release(spec[j].arr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void arrs_release(ArrSpec *spec, int n)
+{
+    for (int i = 0; i < n; i++)
+        arr_release(spec[i].arr);
+}
+
+static PyObject *value_error(ArrSpec *spec, int n, const char *msg)
+{
+    arrs_release(spec, n);
+    PyErr_SetString(PyExc_ValueError, msg);
+    return NULL;
+}
+
+/* ---- task_sort_rows --------------------------------------------------------- */
+
+/* (ts, prio) of row a before that of row b */
+static inline int tp_less(const Row *r, int64_t a, int64_t b)
+{
+    return r[a].ts < r[b].ts || (r[a].ts == r[b].ts && r[a].prio < r[b].prio);
+}
+
+/* heap of runs by (ts, prio) of their next row, then run number */
+static inline int run_less(const Row *r, const int64_t *head, int64_t x, int64_t y)
+{
+    int64_t a = head[x], b = head[y];
+    if (tp_less(r, a, b))
+        return 1;
+    if (tp_less(r, b, a))
+        return 0;
+    return x < y;
+}
+
+static void sift_down(int64_t *heap, int64_t size, int64_t at, const Row *r,
+                      const int64_t *head)
+{
+    for (;;) {
+        int64_t l = 2 * at + 1, m = at;
+        if (l < size && run_less(r, head, heap[l], heap[m]))
+            m = l;
+        if (l + 1 < size && run_less(r, head, heap[l + 1], heap[m]))
+            m = l + 1;
+        if (m == at)
+            return;
+        int64_t t = heap[at];
+        heap[at] = heap[m];
+        heap[m] = t;
+        at = m;
+    }
+}
+
+/* The n rows, made of k runs [bounds[j], bounds[j+1]) each in (ts, prio) order, into
+ * out in (slot, ts, prio) order, ties in their given order: each row's slot counted,
+ * then the runs merged by (ts, prio) (a heap of the runs) and each row placed at its
+ * slot's next position (a stable counting sort of the time-ordered rows).  A row's
+ * slot: slot[i] when given, else its key - lo; every slot is checked to lie in
+ * [0, span) and every run to be in order before anything is written.
+ * -1: no memory; -2: a slot out of range; -3: a run out of order. */
+static int sort_rows(const Row *r, Py_ssize_t n, const int64_t *bounds, int64_t k,
+                     const int64_t *slot, int64_t lo, int64_t span, Row *out)
+{
+    for (int64_t j = 0; j < k; j++)
+        for (int64_t i = bounds[j] + 1; i < bounds[j + 1]; i++)
+            if (tp_less(r, i, i - 1))
+                return -3;
+    int64_t *first = calloc((size_t)span + 1, sizeof(int64_t));
+    int64_t *head = malloc(sizeof(int64_t) * (size_t)(2 * k + 1));
+    if (!first || !head) {
+        free(first);
+        free(head);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* unsigned: a key below lo wraps above span, and nothing overflows */
+        uint64_t q = slot ? (uint64_t)slot[i] : (uint64_t)r[i].key - (uint64_t)lo;
+        if (q >= (uint64_t)span) {
+            free(first);
+            free(head);
+            return -2;
+        }
+        first[q + 1]++;
+    }
+    for (int64_t q = 0; q < span; q++)
+        first[q + 1] += first[q];
+    int64_t *heap = head + k, size = 0;
+    for (int64_t j = 0; j < k; j++) {
+        head[j] = bounds[j];
+        if (bounds[j] < bounds[j + 1])
+            heap[size++] = j;
+    }
+    for (int64_t at = size / 2 - 1; at >= 0; at--)
+        sift_down(heap, size, at, r, head);
+    while (size > 0) {
+        int64_t j = heap[0], i = head[j]++;
+        uint64_t q = slot ? (uint64_t)slot[i] : (uint64_t)r[i].key - (uint64_t)lo;
+        if (q >= (uint64_t)span) { /* (read again: checked again) */
+            free(first);
+            free(head);
+            return -2;
+        }
+        out[first[q]++] = r[i];
+        if (head[j] == bounds[j + 1])
+            heap[0] = heap[--size];
+        sift_down(heap, size, 0, r, head);
+    }
+    free(first);
+    free(head);
+    return 0;
+}
+
+PyObject *pass_task_sort_rows(PyObject *self, PyObject *args)
+{
+    PyObject *o_rows, *o_bounds, *o_slot, *o_out;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOLLO", &o_rows, &o_bounds, &o_slot, &lo, &span, &o_out))
+        return NULL;
+    /* the count table is span + 1 entries: the caller keeps span near the rows */
+    if (span < 1 || span > ((long long)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "task_sort_rows: span must be in [1, 2**31]");
+        return NULL;
+    }
+    Arr rows, out, bounds, slot;
+    Py_ssize_t n, no;
+    slot.held = 0;
+    if (rows_get(o_rows, &rows, 0, "task_sort_rows rows", &n) < 0)
+        return NULL;
+    if (rows_get(o_out, &out, 1, "task_sort_rows out", &no) < 0) {
+        arr_release(&rows);
+        return NULL;
+    }
+    if (arr_get(o_bounds, &bounds, 8, 0, "task_sort_rows bounds") < 0 ||
+        (o_slot != Py_None && arr_get(o_slot, &slot, 8, 0, "task_sort_rows slot") < 0)) {
+        arr_release(&rows);
+        arr_release(&out);
+        arr_release(&bounds);
+        return NULL;
+    }
+    const char *err = NULL;
+    Py_ssize_t nb = arr_len(&bounds);
+    /* a copy of the bounds: checked once, then read only here */
+    int64_t *b = malloc(sizeof(int64_t) * (size_t)(nb > 0 ? nb : 1));
+    if (!b) {
+        arr_release(&rows);
+        arr_release(&out);
+        arr_release(&bounds);
+        arr_release(&slot);
+        return PyErr_NoMemory();
+    }
+    memcpy(b, bounds.view.buf, sizeof(int64_t) * (size_t)nb);
+    if (no < n)
+        err = "task_sort_rows: out must have room for the rows";
+    else if (slot.held && arr_len(&slot) != n)
+        err = "task_sort_rows: slot must have one entry a row";
+    else if (nb < 1 || b[0] != 0 || b[nb - 1] != n)
+        err = "task_sort_rows: bounds must run from 0 to the rows";
+    for (Py_ssize_t j = 0; j + 1 < nb && !err; j++)
+        if (b[j] > b[j + 1])
+            err = "task_sort_rows: bounds must not decrease";
+    int rc = 0;
+    if (!err) {
+        const int64_t *sl = slot.held ? slot.view.buf : NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rc = sort_rows(rows.view.buf, n, b, nb - 1, sl, lo, span, out.view.buf);
+        Py_END_ALLOW_THREADS
+    }
+    free(b);
+    arr_release(&rows);
+    arr_release(&out);
+    arr_release(&bounds);
+    arr_release(&slot);
+    if (rc == -1)
+        return PyErr_NoMemory();
+    if (rc == -2)
+        err = "task_sort_rows: a key outside [lo, lo + span)";
+    if (rc == -3)
+        err = "task_sort_rows: a run out of (ts, prio) order";
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- keyed_last_below ------------------------------------------------------- */
+
+PyObject *pass_keyed_last_below(PyObject *self, PyObject *args)
+{
+    PyObject *o_rows, *o_qkey, *o_qts, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_rows, &o_qkey, &o_qts, &o_out))
+        return NULL;
+    Arr rows, qkey, qts, out;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "keyed_last_below rows", &n) < 0)
+        return NULL;
+    ArrSpec spec[] = {
+        {o_qkey, &qkey, 8, 0, "keyed_last_below qkey"},
+        {o_qts, &qts, 8, 0, "keyed_last_below qts"},
+        {o_out, &out, 8, 1, "keyed_last_below out"},
+    };
+    const int ns = 3;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
+        return NULL;
+    }
+    Py_ssize_t q = arr_len(&qkey);
+    if (arr_len(&qts) != q || arr_len(&out) != q) {
+        arr_release(&rows);
+        return value_error(spec, ns, "keyed_last_below: arrays of unequal lengths");
+    }
+    const Row *r = rows.view.buf;
+    const int64_t *qk = qkey.view.buf, *qt = qts.view.buf;
+    int64_t *o = out.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < q; j++) {
+        /* the first row not below (qk, qt): every position stays in [0, n] */
+        Py_ssize_t lo = 0, hi = n;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (r[mid].key < qk[j] || (r[mid].key == qk[j] && r[mid].ts < qt[j]))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        o[j] = (lo > 0 && r[lo - 1].key == qk[j]) ? (int64_t)(lo - 1) : -1;
+    }
+    Py_END_ALLOW_THREADS
+    arr_release(&rows);
+    arrs_release(spec, ns);
+    Py_RETURN_NONE;
+}
+
+/* ---- merge_rows_into -------------------------------------------------------- */
+
+PyObject *pass_merge_rows_into(PyObject *self, PyObject *args)
+{
+    PyObject *o_buf, *o_b;
+    Py_ssize_t na;
+    if (!PyArg_ParseTuple(args, "OnO", &o_buf, &na, &o_b))
+        return NULL;
+    Arr buf, b;
+    Py_ssize_t cap, nb;
+    if (rows_get(o_buf, &buf, 1, "merge_rows_into buf", &cap) < 0)
+        return NULL;
+    if (rows_get(o_b, &b, 0, "merge_rows_into b", &nb) < 0) {
+        arr_release(&buf);
+        return NULL;
+    }
+    if (na < 0 || na > cap || nb > cap - na) {
+        arr_release(&buf);
+        arr_release(&b);
+        PyErr_SetString(PyExc_ValueError,
+                        "merge_rows_into: buf must hold its n rows and room for b's");
+        return NULL;
+    }
+    Row *o = buf.view.buf;
+    const Row *rb = b.view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* from the back: the slot written (x + y + 1 after the step) is never a row of
+     * buf's not yet read (below x); on ties b's row goes after a's */
+    Py_ssize_t x = na - 1, y = nb - 1, z = na + nb - 1;
+    while (y >= 0) {
+        int a_last = 0;
+        if (x >= 0) {
+            const Row *r = &o[x], *t = &rb[y];
+            a_last = r->key > t->key ||
+                     (r->key == t->key && (r->ts > t->ts || (r->ts == t->ts && r->prio > t->prio)));
+        }
+        if (a_last)
+            o[z--] = o[x--];
+        else
+            o[z--] = rb[y--];
+    }
+    Py_END_ALLOW_THREADS
+    arr_release(&buf);
+    arr_release(&b);
+    Py_RETURN_NONE;
+}
+
+/* ---- task_states_in_flight -------------------------------------------------- */
+
+PyObject *pass_task_states_in_flight(PyObject *self, PyObject *args)
+{
+    PyObject *o_rows, *o_at, *o_wake;
+    if (!PyArg_ParseTuple(args, "OOO", &o_rows, &o_at, &o_wake))
+        return NULL;
+    Arr rows, at, wake;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "task_states_in_flight rows", &n) < 0)
+        return NULL;
+    ArrSpec spec[] = {
+        {o_at, &at, 8, 1, "task_states_in_flight at"},
+        {o_wake, &wake, 8, 1, "task_states_in_flight wake"},
+    };
+    const int ns = 2;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
+        return NULL;
+    }
+    if (arr_len(&at) != n || arr_len(&wake) != n) {
+        arr_release(&rows);
+        return value_error(spec, ns, "task_states_in_flight: at and wake one slot a row");
+    }
+    const Row *r = rows.view.buf;
+    int64_t *oa = at.view.buf, *ow = wake.view.buf;
+    Py_ssize_t m = 0;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t last_in = -1, last_wake = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || r[i].key != r[i - 1].key)
+            last_in = last_wake = -1;
+        int c = r[i].code;
+        if (c == RUN)
+            last_in = i;
+        else if (c == WAKE)
+            last_wake = i;
+        if (r[i].prio == PRIO_OUT && last_wake > last_in && last_in >= 0 &&
+            (c == SLEEP || c == BLOCK)) {
+            oa[m] = i;
+            ow[m] = last_wake;
+            m++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    arr_release(&rows);
+    arrs_release(spec, ns);
+    return PyLong_FromSsize_t(m);
+}
+
+/* ---- task_states_scan ------------------------------------------------------- */
+
+typedef struct {
+    const Row *row;
+    const int64_t *gend;
+    const int8_t *gflags;
+    Py_ssize_t n, ngroups;
+    int unseen_given;
+    int64_t *o_key, *o_start, *o_end;
+    int32_t *o_cpu, *o_since;
+    int8_t *o_state;
+} Scan;
+
+/* -1: no memory; -2: a code out of range; -3: more tasks than flags; -4: fewer */
+static Py_ssize_t scan(const Scan *s)
+{
+    int8_t *ncode = NULL;
+    int64_t *bump = NULL;
+    Py_ssize_t cap = 0, m = 0, g = 0;
+    int64_t run = 0; /* the running sum of the marks, over all rows */
+    Py_ssize_t a = 0;
+    Py_ssize_t rc = 0;
+    while (a < s->n) {
+        Py_ssize_t b = a + 1;
+        while (b < s->n && s->row[b].key == s->row[a].key)
+            b++;
+        if (g >= s->ngroups) {
+            rc = -3;
+            goto done;
+        }
+        Py_ssize_t len = b - a;
+        if (len > cap) {
+            free(ncode);
+            free(bump);
+            cap = len > 2 * cap ? len : 2 * cap;
+            ncode = malloc((size_t)cap);
+            bump = malloc(sizeof(int64_t) * (size_t)cap);
+            if (!ncode || !bump) {
+                rc = -1;
+                goto done;
+            }
+        }
+        memset(bump, 0, sizeof(int64_t) * (size_t)len);
+        /* the wake-ups: a wake-up of a task off the CPU wakes it; one of a task
+         * already woken and not seen running since makes the time from that earlier
+         * wake-up (or its woken state) unknown */
+        int last_def = -1;
+        int64_t def_at = -1, wake_at = -1;
+        for (Py_ssize_t i = a; i < b; i++) {
+            int c = s->row[i].code;
+            if (c < 0 || c >= NCODES) {
+                rc = -2;
+                goto done;
+            }
+            ncode[i - a] = (int8_t)c;
+            if (c <= DEAD) {
+                last_def = c;
+                def_at = i;
+            } else if (c == WAKE) {
+                int running = last_def == RUN || last_def == PRE;
+                int by_wake = wake_at > def_at;
+                if (!running && (by_wake || last_def == WOKEN)) {
+                    int64_t since = by_wake ? wake_at : def_at; /* in [a, i) */
+                    bump[since - a] += 1;
+                    bump[i - a] -= 1;
+                }
+                ncode[i - a] = running ? KEEP : WOKEN;
+                wake_at = i;
+            }
+        }
+        int flags = s->gflags[g];
+        int state = -1, pst = -1;
+        int64_t where = -1, carry = -1, pwhere = -1, psince = -1;
+        int64_t p_start = 0;
+        int have = 0;
+        for (Py_ssize_t i = a; i < b; i++) {
+            int c = ncode[i - a];
+            if (c != KEEP)
+                state = c;
+            int st = state >= 0 ? state : (flags & G_BORN ? DEAD : UNK);
+            run += s->row[i].mark + bump[i - a];
+            if (run > 0 && st != DEAD)
+                st = UNK;
+            if ((flags & G_UNSEEN) && st == WOKEN)
+                st = UNK;
+            if (s->row[i].cpu >= 0)
+                where = s->row[i].cpu;
+            /* the letters of a switch-out (+1), carried over what follows it but a
+             * definite state (0: none) */
+            int64_t cv = s->row[i].prio == PRIO_OUT ? (int64_t)s->row[i].letters + 1
+                                                    : (s->row[i].code <= DEAD ? 0 : -1);
+            if (cv >= 0)
+                carry = cv;
+            int64_t since = carry - 1 > -1 ? carry - 1 : -1;
+            if (st == RUN)
+                since = -1;
+            if (i > a && st == pst && where == pwhere && since == psince)
+                continue; /* nothing changes: the interval goes on */
+            if (have && pst != DEAD && s->row[i].ts > p_start) {
+                s->o_end[m] = s->row[i].ts;
+                m++;
+            }
+            /* the row in the making (kept when it ends after it starts, alive) */
+            s->o_key[m] = s->row[i].key;
+            s->o_cpu[m] = (int32_t)where;
+            s->o_start[m] = p_start = s->row[i].ts;
+            s->o_state[m] = (int8_t)st;
+            s->o_since[m] = (int32_t)since;
+            have = 1;
+            pst = st;
+            pwhere = where;
+            psince = since;
+        }
+        /* the task's last interval: to its end; unknown when its death is missing; a
+         * wait after a wake-up that no run ends is not proven on a trace lacking events */
+        if (have) {
+            int st = pst;
+            if ((flags & G_GONE) && st != DEAD)
+                st = UNK;
+            if (s->unseen_given && st == WOKEN)
+                st = UNK;
+            s->o_state[m] = (int8_t)st;
+            if (st != DEAD && s->gend[g] > p_start) {
+                s->o_end[m] = s->gend[g];
+                m++;
+            }
+        }
+        g++;
+        a = b;
+    }
+    if (g != s->ngroups)
+        rc = -4;
+done:
+    free(ncode);
+    free(bump);
+    return rc < 0 ? rc : m;
+}
+
+PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
+{
+    PyObject *o_rows, *o[8];
+    int unseen_given;
+    if (!PyArg_ParseTuple(args, "OOOpOOOOOO", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "task_states_scan rows", &n) < 0)
+        return NULL;
+    ArrSpec spec[] = {
+        {o[0], &gflags, 1, 0, "task_states_scan gflags"},
+        {o[1], &gend, 8, 0, "task_states_scan gend"},
+        {o[2], &okey, 8, 1, "task_states_scan out key"},
+        {o[3], &ocpu, 4, 1, "task_states_scan out cpu"},
+        {o[4], &ostart, 8, 1, "task_states_scan out start"},
+        {o[5], &oend, 8, 1, "task_states_scan out end"},
+        {o[6], &ostate, 1, 1, "task_states_scan out state"},
+        {o[7], &osince, 4, 1, "task_states_scan out since"},
+    };
+    const int ns = 8;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
+        return NULL;
+    }
+    for (int i = 2; i < ns; i++) {
+        if (arr_len(spec[i].arr) != n) {
+            arr_release(&rows);
+            return value_error(spec, ns, "task_states_scan: the outputs one slot a row");
+        }
+    }
+    if (arr_len(&gend) != arr_len(&gflags)) {
+        arr_release(&rows);
+        return value_error(spec, ns, "task_states_scan: gflags and gend must be as long");
+    }
+    Scan s = {
+        .row = rows.view.buf, .gend = gend.view.buf, .gflags = gflags.view.buf,
+        .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
+        .o_key = okey.view.buf, .o_start = ostart.view.buf, .o_end = oend.view.buf,
+        .o_cpu = ocpu.view.buf, .o_since = osince.view.buf, .o_state = ostate.view.buf,
+    };
+    Py_ssize_t m;
+    Py_BEGIN_ALLOW_THREADS
+    m = scan(&s);
+    Py_END_ALLOW_THREADS
+    arr_release(&rows);
+    arrs_release(spec, ns);
+    if (m == -1)
+        return PyErr_NoMemory();
+    if (m == -2) {
+        PyErr_SetString(PyExc_ValueError, "task_states_scan: a code out of range");
+        return NULL;
+    }
+    if (m < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "task_states_scan: gflags must have one entry per task");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(m);
+}
+
+/* ---- dense_codes ------------------------------------------------------------ */
+
+/* Each key's rank among the distinct keys (in [lo, lo + span)) into codes, the
+ * distinct keys ascending into levels; the number of them, -1: no memory, -2: a key
+ * out of its range (checked before anything is written). */
+#define DENSE_CODES(T)                                                                 \
+    static int64_t dense_codes_##T(const T *key, Py_ssize_t n, int64_t lo, int64_t span, \
+                                   int64_t *codes, T *levels)                          \
+    {                                                                                  \
+        int64_t *rank = calloc((size_t)span, sizeof(int64_t));                         \
+        if (!rank)                                                                     \
+            return -1;                                                                 \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            uint64_t k = (uint64_t)(int64_t)key[i] - (uint64_t)lo;                     \
+            if (k >= (uint64_t)span) {                                                 \
+                free(rank);                                                            \
+                return -2;                                                             \
+            }                                                                          \
+            rank[k] = 1;                                                               \
+        }                                                                              \
+        int64_t m = 0;                                                                 \
+        for (int64_t k = 0; k < span; k++)                                             \
+            if (rank[k]) {                                                             \
+                levels[m] = (T)(lo + k);                                               \
+                rank[k] = m++;                                                         \
+            }                                                                          \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            uint64_t k = (uint64_t)(int64_t)key[i] - (uint64_t)lo;                     \
+            if (k >= (uint64_t)span) { /* (read again: checked again) */               \
+                free(rank);                                                            \
+                return -2;                                                             \
+            }                                                                          \
+            codes[i] = rank[k];                                                        \
+        }                                                                              \
+        free(rank);                                                                    \
+        return m;                                                                      \
+    }
+
+DENSE_CODES(int32_t)
+DENSE_CODES(int64_t)
+
+PyObject *pass_dense_codes(PyObject *self, PyObject *args)
+{
+    PyObject *o_key, *o_codes, *o_levels;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OLLOO", &o_key, &lo, &span, &o_codes, &o_levels))
+        return NULL;
+    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
+        lo > ((long long)1 << 62)) {
+        PyErr_SetString(PyExc_ValueError, "dense_codes: span must be in [1, 2**31]");
+        return NULL;
+    }
+    Arr key, codes, levels;
+    if (PyObject_GetBuffer(o_key, &key.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    Py_ssize_t size = key.view.itemsize;
+    PyBuffer_Release(&key.view);
+    size = size == 4 ? 4 : 8;
+    ArrSpec spec[] = {
+        {o_key, &key, size, 0, "dense_codes key"},
+        {o_codes, &codes, 8, 1, "dense_codes codes"},
+        {o_levels, &levels, size, 1, "dense_codes levels"},
+    };
+    const int ns = 3;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
+    Py_ssize_t n = arr_len(&key);
+    /* (as many levels as keys or key values, whichever is fewer) */
+    if (arr_len(&codes) != n || arr_len(&levels) < (n < span ? n : span))
+        return value_error(spec, ns,
+                           "dense_codes: codes one a key, levels one a distinct key");
+    int64_t m;
+    Py_BEGIN_ALLOW_THREADS
+    if (size == 4)
+        m = dense_codes_int32_t(key.view.buf, n, lo, span, codes.view.buf, levels.view.buf);
+    else
+        m = dense_codes_int64_t(key.view.buf, n, lo, span, codes.view.buf, levels.view.buf);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, ns);
+    if (m == -1)
+        return PyErr_NoMemory();
+    if (m == -2) {
+        PyErr_SetString(PyExc_ValueError, "dense_codes: a key outside [lo, lo + span)");
+        return NULL;
+    }
+    return PyLong_FromLongLong(m);
+}
+
+/* ---- state_sums ------------------------------------------------------------- */
+
+PyObject *pass_state_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o_group, *o_state, *o_start, *o_end, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOOO", &o_group, &o_state, &o_start, &o_end, &o_out))
+        return NULL;
+    Arr group, state, start, end, out;
+    ArrSpec spec[] = {
+        {o_group, &group, 8, 0, "state_sums group"},
+        {o_state, &state, 1, 0, "state_sums state"},
+        {o_start, &start, 8, 0, "state_sums start"},
+        {o_end, &end, 8, 0, "state_sums end"},
+        {o_out, &out, 8, 1, "state_sums out"},
+    };
+    const int ns = 5;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
+    Py_ssize_t n = arr_len(&group), cells = arr_len(&out);
+    if (arr_len(&state) != n || arr_len(&start) != n || arr_len(&end) != n ||
+        cells % NSTATES)
+        return value_error(spec, ns,
+                           "state_sums: group, state, start and end as long, out a row per "
+                           "group");
+    const int64_t *gr = group.view.buf, *s0 = start.view.buf, *s1 = end.view.buf;
+    const int8_t *st = state.view.buf;
+    int64_t *o = out.view.buf;
+    uint64_t groups = (uint64_t)(cells / NSTATES);
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(o, 0, sizeof(int64_t) * (size_t)cells);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* (each index read once, checked, then used) */
+        uint64_t g = (uint64_t)gr[i];
+        int c = st[i];
+        if (g >= groups || c < 0 || c >= NSTATES) {
+            bad = 1;
+            break;
+        }
+        /* (unsigned: wraps as NumPy's int64 arithmetic does, never undefined) */
+        uint64_t d = (uint64_t)s1[i] - (uint64_t)s0[i];
+        if ((int64_t)d > 0)
+            o[g * NSTATES + c] = (int64_t)((uint64_t)o[g * NSTATES + c] + d);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        return value_error(spec, ns, "state_sums: a group or state out of range");
+    arrs_release(spec, ns);
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,372 @@
+"""The task states' compiled passes (schedwake/model/_pass_task_states.c) fed arrays by
+hand: each against a plain NumPy or Python answer, and each refusing what it must not
+read (rows or indices out of range, arrays of other lengths or kinds) with an error,
+not a crash."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from schedwake.model import _passes
+from schedwake.model import task_states as T
+
+I64 = np.int64
+
+
+def rows_of(*cols: list) -> np.ndarray:
+    """Rows (:data:`T._ROW`) from columns ts, key, cpu, code, prio, letters, mark."""
+    ts, key, cpu, code, prio, letters, mark = (np.asarray(c) for c in cols)
+    r = np.zeros(len(ts), dtype=T._ROW)
+    for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"),
+                       (ts, key, cpu, code, prio, letters, mark)):  # fmt: skip
+        r[name] = v
+    return r
+
+
+def runs_of(rng, sizes):
+    """Rows in runs of ``sizes`` rows, each in (ts, prio) order, and the runs' bounds."""
+    parts = []
+    for n in sizes:
+        ts, prio = rng.integers(0, 12, n), rng.integers(0, 3, n)
+        o = np.lexsort((prio, ts))
+        parts.append(rows_of(ts[o], rng.integers(-3, 4, n), np.arange(n), np.zeros(n),
+                             prio[o], np.zeros(n), np.zeros(n)))  # fmt: skip
+    return T._cat_rows(parts), np.concatenate([[0], np.cumsum(sizes)]).astype(I64)
+
+
+def sort_rows(rows, bounds, slot=None, lo=-3, span=7, room=0):
+    out = np.zeros(len(rows) + room, T._ROW)
+    _passes.task_sort_rows(rows.view(np.uint8), bounds, slot, lo, span, out.view(np.uint8))
+    return out
+
+
+def test_task_sort_rows_is_the_stable_order_by_task_time_priority():
+    rng = np.random.default_rng(7)
+    for sizes in ([0], [5], [3, 0, 4], [50, 20, 1, 30], [0, 0]):
+        rows, bounds = runs_of(rng, sizes)
+        want = rows[np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()
+        assert sort_rows(rows, bounds).tolist() == want
+        assert sort_rows(rows, bounds, room=3)[: len(rows)].tolist() == want
+        # by a slot of each row (a task's rank) instead of key - lo
+        slot = (rows["key"] + 3).astype(I64)
+        assert sort_rows(rows, bounds, slot, 0, 7).tolist() == want
+
+
+def test_task_sort_rows_refuses_what_it_cannot_sort():
+    rng = np.random.default_rng(8)
+    rows, bounds = runs_of(rng, [6, 6])
+    rows["key"][:2] = -3, 3  # keys from -3 to 3
+    for lo, span in ((-2, 7), (-3, 6), (-3, 0), (0, 1 << 40)):  # keys below, above
+        with pytest.raises(ValueError, match="outside|span"):
+            sort_rows(rows, bounds, lo=lo, span=span)
+    for slot in ([7] + [0] * 11, [-1] + [0] * 11):
+        with pytest.raises(ValueError, match="outside"):
+            sort_rows(rows, bounds, np.array(slot, I64), 0, 7)
+    with pytest.raises(ValueError, match="one entry a row"):
+        sort_rows(rows, bounds, np.zeros(11, I64), 0, 7)
+    unsorted = rows.copy()
+    unsorted["ts"][2] = 100  # the first run out of order
+    with pytest.raises(ValueError, match="out of"):
+        sort_rows(unsorted, bounds)
+    for b in ([0, 6, 13], [1, 12], [0, 7, 6, 12], [], [0, 6, -1, 12], [0, 6]):
+        with pytest.raises(ValueError, match="bounds"):
+            sort_rows(rows, np.array(b, I64))
+    with pytest.raises(ValueError, match="room"):
+        _passes.task_sort_rows(rows.view(np.uint8), bounds, None, -3, 7,
+                               np.zeros(11, T._ROW).view(np.uint8))  # fmt: skip
+    with pytest.raises(TypeError):
+        sort_rows(rows, bounds.astype(np.int32))
+    with pytest.raises(TypeError):
+        sort_rows(rows, bounds, np.zeros(12, np.int32), 0, 7)
+
+
+def test_keyed_last_below_finds_the_last_row_of_the_key_before():
+    rng = np.random.default_rng(3)
+    key = rng.integers(0, 6, 200)
+    ts = rng.integers(0, 50, 200)
+    o = np.lexsort((ts, key))
+    rows = rows_of(ts[o], key[o], *([np.zeros(200)] * 5))
+    key, ts = key[o], ts[o]
+    qk, qt = rng.integers(-1, 8, 300).astype(I64), rng.integers(-5, 60, 300).astype(I64)
+    out = np.zeros(300, I64)
+    _passes.keyed_last_below(rows.view(np.uint8), qk, qt, out)
+    for j in range(300):
+        hit = np.flatnonzero((key == qk[j]) & (ts < qt[j]))
+        assert out[j] == (hit[-1] if len(hit) else -1)
+    _passes.keyed_last_below(rows[:0].view(np.uint8), qk, qt, out)
+    assert (out == -1).all()
+    with pytest.raises(ValueError, match="unequal"):
+        _passes.keyed_last_below(rows.view(np.uint8), qk, qt[:-1], out)
+    with pytest.raises(ValueError, match="unequal"):
+        _passes.keyed_last_below(rows.view(np.uint8), qk, qt, out[:-1])
+    with pytest.raises(ValueError, match="whole"):
+        _passes.keyed_last_below(rows.view(np.uint8)[:-4], qk, qt, out)
+
+
+def test_merge_rows_into_merges_by_key_time_priority_theirs_after_ties():
+    rng = np.random.default_rng(5)
+    for n, m in ((300, 40), (0, 5), (5, 0), (0, 0)):
+        rows = rows_of(rng.integers(0, 20, n + m), rng.integers(0, 4, n + m),
+                       np.arange(n + m), np.zeros(n + m), rng.integers(0, 3, n + m),
+                       np.zeros(n + m), np.zeros(n + m))  # fmt: skip
+        a, b = rows[:n], rows[n:]
+        a = a[np.lexsort((a["prio"], a["ts"], a["key"]))]
+        b = b[np.lexsort((b["prio"], b["ts"], b["key"]))]
+        buf = np.zeros(n + m + 2, T._ROW)
+        buf[:n] = a
+        _passes.merge_rows_into(buf.view(np.uint8), n, b.view(np.uint8))
+        both = T._cat_rows([a, b])
+        want = both[np.lexsort((both["prio"], both["ts"], both["key"]))]
+        assert buf[: n + m].tolist() == want.tolist()
+    b = rows_of(*([np.zeros(40)] * 7))
+    for n in (-1, 301, 300 - 39 + 2 + 40):  # rows it has not, no room for b's
+        buf = np.zeros(302, T._ROW)
+        with pytest.raises(ValueError, match="room"):
+            _passes.merge_rows_into(buf.view(np.uint8), n, b.view(np.uint8))
+    # bytes that are not whole rows, or not aligned ones
+    buf = np.zeros(340, T._ROW)
+    with pytest.raises(ValueError, match="whole"):
+        _passes.merge_rows_into(buf.view(np.uint8)[:-1], 300, b.view(np.uint8))
+    raw = np.zeros(340 * 32 + 8, np.uint8)
+    with pytest.raises(ValueError, match="aligned"):
+        _passes.merge_rows_into(raw[1 : 1 + 340 * 32], 300, b.view(np.uint8))
+    with pytest.raises(TypeError):
+        _passes.merge_rows_into(np.zeros(340 * 4, I64), 300, b.view(np.uint8))
+
+
+# one task (key 7): running from 10, asleep (S) at 20, woken at 30 by a waking, and
+# running at 40; a second task (key 9): unknown from 0, preempted at 15, running at 25
+_R, _P, _W, _S, _U, _WAKE, _KEEP = T._RUN, T._PRE, T._WOKEN, T._SLEEP, T._UNK, T._WAKE, T._KEEP
+HAND = rows_of(
+    [10, 20, 30, 40, 0, 15, 25],
+    [7, 7, 7, 7, 9, 9, 9],
+    [1, 1, -1, 2, -1, 0, 0],
+    [_R, _S, _WAKE, _R, _U, _P, _R],
+    [4, 1, 2, 4, 0, 1, 4],
+    [-1, 0, -1, -1, -1, 1, -1],
+    [0, 0, 0, 0, 0, 0, 0],
+)
+
+
+def scan(rows, gflags, gend, unseen=False):
+    n = len(rows)
+    out = (np.empty(n, I64), np.empty(n, np.int32), np.empty(n, I64), np.empty(n, I64),
+           np.empty(n, np.int8), np.empty(n, np.int32))  # fmt: skip
+    k = _passes.task_states_scan(rows.view(np.uint8), np.asarray(gflags, np.int8),
+                                 np.asarray(gend, I64), unseen, *out)  # fmt: skip
+    return list(zip(*(a[:k].tolist() for a in out)))
+
+
+def test_task_states_scan_of_rows_by_hand():
+    assert scan(HAND, [0, 0], [50, 50]) == [
+        # key, cpu, start, end, state, switch_state
+        (7, 1, 10, 20, _R, -1),
+        (7, 1, 20, 30, _S, 0),
+        (7, 1, 30, 40, _W, 0),
+        (7, 2, 40, 50, _R, -1),
+        (9, -1, 0, 15, _U, -1),
+        (9, 0, 15, 25, _P, 1),
+        (9, 0, 25, 50, _R, -1),
+    ]
+    # a task whose death is missing: unknown from its last event; born in the trace:
+    # nothing before its first state
+    born = HAND.copy()
+    born["code"][4] = _KEEP
+    got = scan(born, [T._G_GONE, T._G_BORN], [45, 50])
+    assert got[3] == (7, 2, 40, 45, _U, -1)
+    assert got[4] == (9, 0, 15, 25, _P, 1)  # (nothing from 0: not alive yet)
+    # an unknown mark: from 20 to 30, unknown
+    marked = HAND.copy()
+    marked["mark"][1], marked["mark"][2] = 1, -1
+    assert scan(marked, [0, 0], [50, 50])[1] == (7, 1, 20, 30, _U, 0)
+
+
+def test_task_states_in_flight_finds_a_task_woken_while_going_to_sleep():
+    # task 7 runs at 10, is woken at 15 (still on the CPU), switched out asleep at 20
+    rows = rows_of([10, 15, 20], [7, 7, 7], [1, -1, 1], [_R, _WAKE, _S], [4, 2, 1],
+                   [-1, -1, 0], [0, 0, 0])  # fmt: skip
+    at, wake = np.empty(3, I64), np.empty(3, I64)
+    m = _passes.task_states_in_flight(rows.view(np.uint8), at, wake)
+    assert (m, at[:m].tolist(), wake[:m].tolist()) == (1, [2], [1])
+    assert _passes.task_states_in_flight(HAND.view(np.uint8), np.empty(7, I64),
+                                         np.empty(7, I64)) == 0  # fmt: skip
+    with pytest.raises(ValueError, match="one slot a row"):
+        _passes.task_states_in_flight(rows.view(np.uint8), at[:2], wake)
+
+
+def test_task_states_scan_refuses_codes_and_flags_out_of_range():
+    bad = HAND.copy()
+    bad["code"][3] = 9
+    with pytest.raises(ValueError, match="code"):
+        scan(bad, [0, 0], [50, 50])
+    bad["code"][3] = -1
+    with pytest.raises(ValueError, match="code"):
+        scan(bad, [0, 0], [50, 50])
+    for flags in ([0], [0, 0, 0], []):  # fewer tasks' flags than tasks, or more
+        with pytest.raises(ValueError, match="one entry per task"):
+            scan(HAND, flags, [50] * len(flags))
+    with pytest.raises(ValueError, match="as long"):
+        scan(HAND, [0, 0], [50])
+    n = len(HAND)
+    with pytest.raises(ValueError, match="one slot a row"):
+        _passes.task_states_scan(HAND.view(np.uint8), np.zeros(2, np.int8), np.zeros(2, I64),
+                                 False, np.empty(n - 1, I64), np.empty(n, np.int32),
+                                 np.empty(n, I64), np.empty(n, I64), np.empty(n, np.int8),
+                                 np.empty(n, np.int32))  # fmt: skip
+    with pytest.raises(TypeError):
+        _passes.task_states_scan(HAND.view(np.uint8), np.zeros(2, np.int8), np.zeros(2, I64),
+                                 False, np.empty(n, I64), np.empty(n, I64),
+                                 np.empty(n, I64), np.empty(n, I64), np.empty(n, np.int8),
+                                 np.empty(n, np.int32))  # fmt: skip
+    assert scan(HAND[:0], [], []) == []
+
+
+def test_dense_codes_is_factorize_and_checks_its_range():
+    rng = np.random.default_rng(11)
+    for dtype in (np.int32, np.int64):
+        key = rng.integers(-50, 50, 500, endpoint=True).astype(dtype)
+        key[:2] = -50, 50
+        codes, levels = np.empty(500, I64), np.empty(101, dtype)
+        m = _passes.dense_codes(key, -50, 101, codes, levels)
+        c, u = pd.factorize(key, sort=True)
+        assert codes.tolist() == c.tolist() and levels[:m].tolist() == u.tolist()
+        got_c, got_u = T._dense(key)
+        assert got_c.tolist() == c.tolist() and got_u.dtype == u.dtype
+        for lo, span in ((-49, 101), (-50, 100)):
+            with pytest.raises(ValueError, match="outside"):
+                _passes.dense_codes(key, lo, span, codes, levels)
+        with pytest.raises(ValueError, match="levels"):
+            _passes.dense_codes(key, -50, 101, codes, levels[:50])
+        with pytest.raises(ValueError, match="span"):
+            _passes.dense_codes(key, -50, 0, codes, levels)
+        with pytest.raises(TypeError):
+            _passes.dense_codes(key, -50, 101, codes, levels.astype(np.int16))
+
+
+def test_state_sums_adds_each_groups_time_in_each_state():
+    rng = np.random.default_rng(13)
+    n, groups = 1000, 7
+    group = rng.integers(0, groups, n).astype(I64)
+    state = rng.integers(0, 6, n).astype(np.int8)
+    start = rng.integers(0, 1 << 40, n).astype(I64)
+    end = start + rng.integers(-100, 1 << 40, n)
+    out = np.full(groups * 6, -1, I64)
+    _passes.state_sums(group, state, start, end, out)
+    want = np.zeros(groups * 6, I64)
+    np.add.at(want, group * 6 + state, np.maximum(end - start, 0))
+    assert out.tolist() == want.tolist()
+    for g, s in ((groups, 0), (-1, 0), (0, 6), (0, -1)):
+        bad_g, bad_s = group.copy(), state.copy()
+        bad_g[500], bad_s[500] = g, s
+        with pytest.raises(ValueError, match="out of range"):
+            _passes.state_sums(bad_g, bad_s, start, end, out)
+    with pytest.raises(ValueError, match="row per"):
+        _passes.state_sums(group, state, start, end, out[:-1])
+    with pytest.raises(ValueError, match="row per"):
+        _passes.state_sums(group, state[:-1], start, end, out)
+
+
+def _ffill(values, new_group):
+    """The forward fill of the task states' former NumPy build (a86bab6)."""
+    idx = np.arange(len(values), dtype=I64)
+    idx[(values < 0) & ~new_group] = -1
+    np.maximum.accumulate(idx, out=idx)
+    return values[idx]
+
+
+def numpy_scan(ts, pid, cpu, code, prio, letters, mark, born, unseen, t_end):
+    """The intervals of rows in (task, ts, prio) order as the former NumPy build gave
+    them (a86bab6's task_states.build from its sort on, no life keys, every in-flight
+    wake-up kept): what the compiled passes must give."""
+    R, P, W, S, B, U, D, WK, K = range(9)
+    n = len(ts)
+    new_pid = np.ones(n, dtype=bool)
+    new_pid[1:] = pid[1:] != pid[:-1]
+    idx = np.arange(n)
+    last_in = _ffill(np.where(code == R, idx, -1), new_pid)
+    last_wake = _ffill(np.where(code == WK, idx, -1), new_pid)
+    code = code.copy()
+    in_flight = (prio == 1) & (last_wake > last_in) & (last_in >= 0)
+    in_flight &= (code == S) | (code == B)
+    code[in_flight] = W
+    definite = code <= D
+    last_def = _ffill(np.where(definite, code, -1), new_pid)
+    wake = code == WK
+    def_at = _ffill(np.where(definite, idx, -1), new_pid)
+    wake_at = _ffill(np.where(wake, idx, -1), new_pid)
+    prev_wake = np.concatenate([[-1], wake_at[:-1]])
+    prev_wake[new_pid] = -1
+    woken_by_wake = prev_wake > def_at
+    again = np.flatnonzero(wake & ~np.isin(last_def, [R, P]) & (woken_by_wake | (last_def == W)))
+    mark = mark.astype(I64)
+    if len(again):
+        since = np.where(woken_by_wake, prev_wake, def_at)[again]
+        bump = np.zeros(n + 1, dtype=I64)
+        np.add.at(bump, since, 1)
+        np.add.at(bump, again, -1)
+        mark = mark + bump[:n]
+    code[wake] = np.where(np.isin(last_def[wake], [R, P]), K, W)
+    state = _ffill(np.where(code == K, -1, code), new_pid)
+    state[state < 0] = np.where(np.isin(pid[state < 0], born), D, U)
+    state[(np.cumsum(mark) > 0) & (state != D)] = U
+    if unseen is not None and len(unseen):
+        state[(state == W) & np.isin(pid, unseen)] = U
+    where = _ffill(np.where(cpu >= 0, cpu, -1), new_pid)
+    carry = np.where(prio == 1, letters + 1, np.where(definite, 0, -1))
+    since = np.maximum(_ffill(carry, new_pid) - 1, -1)
+    since[state == R] = -1
+    goes_on = np.zeros(n, dtype=bool)
+    goes_on[1:] = (
+        ~new_pid[1:]
+        & (state[1:] == state[:-1])
+        & (where[1:] == where[:-1])
+        & (since[1:] == since[:-1])
+    )
+    ts, pid, where, state, since, new_pid = (
+        a[~goes_on] for a in (ts, pid, where, state, since, new_pid)
+    )
+    n = len(ts)
+    end = np.empty(n, dtype=I64)
+    end[:-1] = ts[1:]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = new_pid[1:]
+    end[last] = t_end
+    if unseen is not None:
+        state[last & (state == W)] = U
+    keep = (state != D) & (end > ts)
+    cols = (pid[keep], where[keep], ts[keep], end[keep], state[keep], since[keep])
+    return list(zip(*(c.tolist() for c in cols)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_passes_give_what_the_numpy_build_gave(seed):
+    """Random rows (codes, priorities, marks, CPUs and letters of every kind, tasks born
+    or unseen or neither): the in-flight pass and the scan give the intervals the former
+    NumPy build gave, row for row."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    pid = np.sort(rng.integers(1, 1 + int(rng.integers(1, 12)), n)).astype(I64)
+    ts = rng.integers(0, 60, n).astype(I64)
+    prio = rng.integers(0, 6, n).astype(np.int8)
+    o = np.lexsort((prio, ts, pid))
+    pid, ts, prio = pid[o], ts[o], prio[o]
+    code = rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 8, 7, 8, 0, 3], n).astype(np.int8)
+    cpu = rng.integers(-1, 4, n).astype(I64)
+    letters = rng.integers(-1, 5, n).astype(I64)
+    mark = rng.choice([0, 0, 0, 0, 1, -1], n).astype(np.int8)
+    tasks = np.unique(pid)
+    born = tasks[rng.random(len(tasks)) < 0.3]
+    unseen = [None, tasks[rng.random(len(tasks)) < 0.3], tasks[:0]][seed % 3]
+    t_end = 70
+    want = numpy_scan(ts, pid, cpu, code, prio, letters, mark, born, unseen, t_end)
+    rows = rows_of(ts, pid, cpu, code, prio, letters, mark)
+    at, woke = np.empty(n, I64), np.empty(n, I64)
+    m = _passes.task_states_in_flight(rows.view(np.uint8), at, woke)
+    rows["code"][at[:m]] = T._WOKEN
+    gflags = np.where(np.isin(tasks, born), T._G_BORN, 0).astype(np.int8)
+    if unseen is not None:
+        gflags |= np.where(np.isin(tasks, unseen), T._G_UNSEEN, 0).astype(np.int8)
+    got = scan(rows, gflags, np.full(len(tasks), t_end, I64), unseen is not None)
+    assert got == want
