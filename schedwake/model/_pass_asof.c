@@ -1,6 +1,11 @@
 /*
- * _pass_asof.c: the keyed as-of search of schedwake/model/_util.py:asof_index.
+ * _pass_asof.c: the keyed as-of searches of schedwake/model/_util.py:asof_index.
  *
+ * asof_merge: both sides in time order (the event tables are) and keys in a small
+ * range: one walk over both, a table holding each key's last right row passed (the
+ * walk goes backward in time for a forward search).
+ *
+ * asof_slots: any left order.
  * The right rows come ordered by (key, ts, given order) through ``order`` (positions
  * into rts), each key's rows a range [starts[s], ends[s]) of that order; each left row
  * comes with the slot of its key (-1: no right row has it).  For each left row, the
@@ -162,6 +167,129 @@ done:
     arr_release(&order);
     arr_release(&starts);
     arr_release(&ends);
+    arr_release(&out);
+    return result;
+}
+
+/* ---------------------------------------------------------------- asof_merge */
+
+/* key i of a 4- or 8-byte signed integer array, less lo */
+static inline uint64_t key_slot_at(const void *key, Py_ssize_t size, Py_ssize_t i, int64_t lo)
+{
+    int64_t k = size == 4 ? (int64_t)((const int32_t *)key)[i] : ((const int64_t *)key)[i];
+    return (uint64_t)k - (uint64_t)lo;
+}
+
+static int in_time_order(const int64_t *ts, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (ts[i] < ts[i - 1])
+            return 0;
+    return 1;
+}
+
+static int keys_within(const void *key, Py_ssize_t size, Py_ssize_t n, int64_t lo, int64_t span)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (key_slot_at(key, size, i, lo) >= (uint64_t)span)
+            return 0;
+    return 1;
+}
+
+/* 0: out filled; 1: a side not in time order (nothing written); -1: no memory; -2: a
+ * key outside [lo, lo + span) */
+static int asof_merge(const int64_t *lts, const void *lkey, Py_ssize_t lsize, Py_ssize_t n,
+                      const int64_t *rts, const void *rkey, Py_ssize_t rsize, Py_ssize_t m,
+                      int64_t lo, int64_t span, int backward, int allow_exact, int64_t *out)
+{
+    if (!keys_within(lkey, lsize, n, lo, span) || !keys_within(rkey, rsize, m, lo, span))
+        return -2;
+    if (!in_time_order(lts, n) || !in_time_order(rts, m))
+        return 1;
+    int64_t *passed = malloc((size_t)span * sizeof(int64_t));
+    if (!passed)
+        return -1;
+    for (int64_t k = 0; k < span; k++)
+        passed[k] = -1;
+    if (backward) {
+        /* the last right row (in the given order) at or before each left time (before,
+         * when strict) */
+        Py_ssize_t j = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t t = lts[i];
+            for (; j < m && (allow_exact ? rts[j] <= t : rts[j] < t); j++)
+                passed[key_slot_at(rkey, rsize, j, lo)] = j;
+            out[i] = passed[key_slot_at(lkey, lsize, i, lo)];
+        }
+    } else {
+        /* from the end: the first right row at or after each left time (after, when
+         * strict) */
+        Py_ssize_t j = m - 1;
+        for (Py_ssize_t i = n - 1; i >= 0; i--) {
+            int64_t t = lts[i];
+            for (; j >= 0 && (allow_exact ? rts[j] >= t : rts[j] > t); j--)
+                passed[key_slot_at(rkey, rsize, j, lo)] = j;
+            out[i] = passed[key_slot_at(lkey, lsize, i, lo)];
+        }
+    }
+    free(passed);
+    return 0;
+}
+
+/* a key array: 4- or 8-byte signed integers */
+static int key_arr_get(PyObject *obj, Arr *a, const char *what)
+{
+    Py_buffer probe;
+    if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    Py_ssize_t size = probe.itemsize;
+    PyBuffer_Release(&probe);
+    return arr_get(obj, a, size == 4 ? 4 : 8, 0, what);
+}
+
+PyObject *pass_asof_merge(PyObject *self, PyObject *args)
+{
+    PyObject *lts_o, *lkey_o, *rts_o, *rkey_o, *out_o;
+    long long lo, span;
+    int backward, allow_exact;
+    if (!PyArg_ParseTuple(args, "OOOOLLppO", &lts_o, &lkey_o, &rts_o, &rkey_o, &lo, &span,
+                          &backward, &allow_exact, &out_o))
+        return NULL;
+    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
+        lo > ((long long)1 << 62)) {
+        PyErr_SetString(PyExc_ValueError, "asof_merge: span must be in [1, 2**31]");
+        return NULL;
+    }
+    Arr lts = {0}, lkey = {0}, rts = {0}, rkey = {0}, out = {0};
+    PyObject *result = NULL;
+    if (arr_get(lts_o, &lts, 8, 0, "asof_merge lts") < 0 ||
+        key_arr_get(lkey_o, &lkey, "asof_merge lkey") < 0 ||
+        arr_get(rts_o, &rts, 8, 0, "asof_merge rts") < 0 ||
+        key_arr_get(rkey_o, &rkey, "asof_merge rkey") < 0 ||
+        arr_get(out_o, &out, 8, 1, "asof_merge out") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&lts), m = arr_len(&rts);
+    if (arr_len(&lkey) != n || arr_len(&out) != n || arr_len(&rkey) != m) {
+        PyErr_SetString(PyExc_ValueError, "asof_merge: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = asof_merge(lts.view.buf, lkey.view.buf, lkey.view.itemsize, n, rts.view.buf,
+                    rkey.view.buf, rkey.view.itemsize, m, lo, span, backward, allow_exact,
+                    out.view.buf);
+    Py_END_ALLOW_THREADS
+    if (rc == -1)
+        PyErr_NoMemory();
+    else if (rc == -2)
+        PyErr_SetString(PyExc_ValueError, "asof_merge: a key outside [lo, lo + span)");
+    else
+        result = PyBool_FromLong(rc == 0);
+done:
+    arr_release(&lts);
+    arr_release(&lkey);
+    arr_release(&rts);
+    arr_release(&rkey);
     arr_release(&out);
     return result;
 }

@@ -7,6 +7,18 @@ def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> N
 def life_candidates(
     pid: np.ndarray, ts: np.ndarray, kind: np.ndarray, lo: int, span: int, out: np.ndarray, /
 ) -> None: ...
+def asof_merge(
+    lts: np.ndarray,
+    lkey: np.ndarray,
+    rts: np.ndarray,
+    rkey: np.ndarray,
+    lo: int,
+    span: int,
+    backward: bool,
+    allow_exact: bool,
+    out: np.ndarray,
+    /,
+) -> bool: ...
 def asof_slots(
     lts: np.ndarray,
     slot: np.ndarray,

@@ -9,6 +9,10 @@ PASS(life_candidates,
      "life_candidates(pid, ts, kind, lo, span, out): out[i] = whether row i's pid (in "
      "[lo, lo + span)) may have two lives, from its deaths, births and other events")
 /* _pass_asof.c */
+PASS(asof_merge,
+     "asof_merge(lts, lkey, rts, rkey, lo, span, backward, allow_exact, out) -> bool: "
+     "out[i] = left row i's as-of match, both sides in time order, keys in "
+     "[lo, lo + span); False (out not filled) when a side is not in time order")
 PASS(asof_slots,
      "asof_slots(lts, slot, rts, order, starts, ends, backward, allow_exact, out): "
      "out[i] = the right row (a position in rts) of left row i's as-of match within its "

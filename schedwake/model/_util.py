@@ -44,8 +44,10 @@ def asof_index(
     Rows with equal ``ts`` keep their given order (stable sorts), so the right row
     chosen among ties is the last (backward) or first (forward) in that order.
 
-    Keyed: galloping searches in compiled code (``_passes.asof_slots``), each left row
-    within its key's range of the right rows ordered by (key, ts); no frames, no merge.
+    Keyed, in compiled code: when both sides are in time order and the keys in a small
+    range, one walk over both (``_passes.asof_merge``); else galloping searches
+    (``_passes.asof_slots``), each left row within its key's range of the right rows
+    ordered by (key, ts). No frames, no merge_asof.
     """
     lts = np.ascontiguousarray(lts, dtype=np.int64)
     rts = np.ascontiguousarray(rts, dtype=np.int64)
@@ -69,6 +71,13 @@ def asof_index(
     lkey, rkey = np.asarray(lkey), np.asarray(rkey)
     if lkey.dtype != rkey.dtype or lkey.dtype.kind not in "iu":
         lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
+    small = _small_keys(lkey, rkey)
+    if small is not None:
+        # both sides in time order (event tables are): one walk over both
+        lk, rk, lo, span = small
+        out = np.empty(len(lts), dtype=np.int64)
+        if _passes.asof_merge(lts, lk, rts, rk, lo, span, backward, allow_exact, out):
+            return out
     if len(lts) * 16 < len(rts):
         # a few left rows against many right ones (a task's waits against every
         # switch): only the right rows of the left's keys can match; sorting the rest
@@ -106,6 +115,33 @@ def asof_index(
         out,
     )
     return out
+
+
+def _small_keys(
+    lkey: np.ndarray, rkey: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """Two key arrays as keys in a range not much wider than their rows, for a table of
+    them: (left, right, lo, span), contiguous, 4 or 8 bytes a key; equal keys stay equal,
+    others apart. Life keys (pid + life << 32, :mod:`.lives`) as life * pids + pid; None
+    when the range stays too wide."""
+    if lkey.dtype.kind != "i" or rkey.dtype.kind != "i":
+        return None
+    if lkey.dtype.itemsize not in (4, 8) or rkey.dtype.itemsize not in (4, 8):
+        lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
+    limit = max(2 * (len(lkey) + len(rkey)), 1 << 16)
+    lo = min(int(lkey.min()), int(rkey.min()))
+    hi = max(int(lkey.max()), int(rkey.max()))
+    if hi - lo < limit:
+        return np.ascontiguousarray(lkey), np.ascontiguousarray(rkey), lo, hi - lo + 1
+    if lo < 0:
+        return None
+    lk, rk = lkey.astype(np.int64), rkey.astype(np.int64)
+    low = (1 << 32) - 1
+    pids = max(int((lk & low).max()), int((rk & low).max())) + 1
+    span = (hi >> 32) * pids + pids
+    if span >= limit:
+        return None
+    return (lk >> 32) * pids + (lk & low), (rk >> 32) * pids + (rk & low), 0, span
 
 
 def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:

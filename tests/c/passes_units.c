@@ -207,6 +207,57 @@ static void test_asof_slots(void)
     }
 }
 
+/* ------------------------------------------------------------ asof_merge */
+
+static void test_asof_merge(void)
+{
+    enum { N = 200, M = 200 };
+    int64_t lts[N], rts[M], lkey[N], rkey[M], out[N];
+    int32_t lkey32[N];
+    for (int trial = 0; trial < 400; trial++) {
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N), m = (Py_ssize_t)rnd_in(0, M);
+        int64_t t = trial % 9 == 0 ? INT64_MIN : rnd_in(-5, 5);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            t += rnd_in(0, 2);
+            lts[i] = t;
+            lkey[i] = rnd_in(-3, 3);
+            lkey32[i] = (int32_t)lkey[i];
+        }
+        t = trial % 9 == 0 ? INT64_MIN : rnd_in(-5, 5);
+        for (Py_ssize_t j = 0; j < m; j++) {
+            t += rnd_in(0, 2);
+            rts[j] = t;
+            rkey[j] = rnd_in(-3, 3);
+        }
+        for (int dir = 0; dir < 4; dir++) {
+            int backward = dir & 1, exact = dir >> 1;
+            int rc = asof_merge(lts, trial % 2 ? (void *)lkey32 : (void *)lkey,
+                                trial % 2 ? 4 : 8, n, rts, rkey, 8, m, -3, 7, backward, exact,
+                                out);
+            CHECK(rc == 0);
+            int ok = 1;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                int64_t want = -1;
+                for (Py_ssize_t j = 0; j < m; j++) {
+                    if (rkey[j] != lkey[i])
+                        continue;
+                    int hit = backward ? (exact ? rts[j] <= lts[i] : rts[j] < lts[i])
+                                       : (exact ? rts[j] >= lts[i] : rts[j] > lts[i]);
+                    if (hit && (backward || want < 0))
+                        want = j;
+                }
+                ok &= out[i] == want;
+            }
+            CHECK(ok);
+        }
+    }
+    /* out of time order: nothing done; a key out of range: refused */
+    int64_t ts2[] = {5, 3}, k2[] = {0, 0}, o2[2] = {7, 7};
+    CHECK(asof_merge(ts2, k2, 8, 2, ts2, k2, 8, 2, 0, 1, 1, 1, o2) == 1 && o2[0] == 7);
+    int64_t far[] = {INT64_MIN, INT64_MAX};
+    CHECK(asof_merge(ts2, far, 8, 2, ts2, k2, 8, 2, 0, 1, 1, 1, o2) == -2);
+}
+
 /* ------------------------------------------------------------ groups */
 
 static void test_groups(void)
@@ -290,6 +341,7 @@ static void test_groups(void)
 int main(void)
 {
     test_groups();
+    test_asof_merge();
     test_counting_order();
     test_life_candidates();
     test_asof_slots();
