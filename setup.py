@@ -54,6 +54,8 @@ TDCORE_SOURCES = [
 # the model's compiled passes, one job a file (schedwake/model/_passes_list.h names them)
 PASS_SOURCES = [
     "schedwake/model/_pass_order.c",
+    "schedwake/model/_pass_completeness.c",
+    "schedwake/model/_pass_waits.c",
 ]
 
 setup(

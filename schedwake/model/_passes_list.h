@@ -4,3 +4,13 @@
 PASS(counting_order,
      "counting_order(key, lo, span, out): out[:] = the stable order of key (ints in "
      "[lo, lo + span)), by one counting sort")
+/* _pass_completeness.c */
+PASS(asof_last,
+     "asof_last(lts, lkey, rts, rkey, lo, span, strict, out) -> bool: both sides in time "
+     "order, keys in [lo, lo + span): out[i] = the last right row of left row i's key with "
+     "rts <= lts (< when strict), or -1; False when a side is not in time order")
+/* _pass_waits.c */
+PASS(wait_epochs,
+     "wait_epochs(task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "
+     "out_kind) -> int: the waits of events in (task, time) order, one per epoch that "
+     "ends in a switch-in")

@@ -54,6 +54,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
+from . import _passes
 from ._util import asof_index, is_sorted, lex_order, object_categories, take
 from .events import MODEL_EVENTS, Events, i64, ints
 
@@ -354,6 +355,11 @@ class _Switches:
     next_comm: pd.Categorical
     prev_comm: pd.Categorical
     t_end: int
+    #: the switches' times and CPUs in their given (time) order, and the position of
+    #: each given row in the (CPU, time) order
+    given_ts: np.ndarray
+    given_cpu: np.ndarray
+    rank: np.ndarray
 
     @classmethod
     def of(cls, s: pd.DataFrame | None, t_end: int) -> _Switches:
@@ -365,9 +371,13 @@ class _Switches:
             self.ts, self.cpu, self.prev, self.next, self.end, self.B = z, z, z, z, z, z
             self.last = self.chain_ok = np.zeros(0, bool)
             self.next_comm = self.prev_comm = pd.Categorical([])
+            self.given_ts, self.given_cpu, self.rank = z, z, z
             return self
         ts, cpu = i64(s, "ts"), ints(s, "cpu")
         order = lex_order(ts, cpu)
+        self.given_ts, self.given_cpu = ts, cpu
+        self.rank = np.empty(len(order), dtype=np.int64)
+        self.rank[order] = np.arange(len(order))
         self.n = len(ts)
         self.ts, self.cpu = ts[order], cpu[order]
         self.prev, self.next = ints(s, "prev_pid")[order], ints(s, "next_pid")[order]
@@ -385,6 +395,11 @@ class _Switches:
         self.B[self.last] = self.next[self.last]
         self.chain_ok = self.B == self.next
         return self
+
+    def of_given(self, pos: np.ndarray) -> np.ndarray:
+        """Positions of given switch rows (-1: none) as positions in the (CPU, time)
+        order."""
+        return np.where(pos >= 0, self.rank[np.maximum(pos, 0)], -1) if self.n else pos
 
     def first_index(self) -> dict[int, int]:
         """Per CPU, the index of its first switch."""
@@ -461,7 +476,7 @@ class _Proofs:
         event's own (the task a switch put on, or the task the next switch switches out:
         an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
-        seg = asof_index(ets, ecpu, sw.ts, sw.cpu, "backward", True)
+        seg = sw.of_given(_asof_last(ets, ecpu, sw.given_ts, sw.given_cpu, True))
         at = np.flatnonzero(seg >= 0)
         tie = at[(ets[at] == sw.ts[seg[at]]) & (epid[at] != sw.next[seg[at]])]
         if not len(tie):
@@ -859,6 +874,55 @@ def _fill_unknown(
     )
 
 
+def _small_keys(
+    lkey: np.ndarray, rkey: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """Two key arrays as keys in a range not much wider than their rows: (left, right,
+    lo, span); equal keys stay equal, others apart. Life keys (pid + life << 32,
+    :mod:`.lives`) as (life, pid) ranks; None when the range stays too wide."""
+    lkey, rkey = np.asarray(lkey), np.asarray(rkey)
+    if lkey.dtype.kind != "i" or rkey.dtype.kind != "i":
+        return None
+    if lkey.dtype.itemsize not in (4, 8):
+        lkey = lkey.astype(np.int64)
+    if rkey.dtype.itemsize not in (4, 8):
+        rkey = rkey.astype(np.int64)
+    limit = max(2 * (len(lkey) + len(rkey)), 1 << 16)
+    lo = min(int(lkey.min()), int(rkey.min()))
+    hi = max(int(lkey.max()), int(rkey.max()))
+    if hi - lo < limit:
+        return lkey, rkey, lo, hi - lo + 1
+    if lo < 0:
+        return None
+    lk, rk = lkey.astype(np.int64), rkey.astype(np.int64)
+    low = (1 << 32) - 1
+    pmax = max(int((lk & low).max()), int((rk & low).max())) + 1
+    if (hi >> 32) * pmax + pmax >= limit:
+        return None
+    lk = (lk >> 32) * pmax + (lk & low)
+    rk = (rk >> 32) * pmax + (rk & low)
+    return lk, rk, 0, (hi >> 32) * pmax + pmax
+
+
+def _asof_last(
+    lts: np.ndarray, lkey: np.ndarray, rts: np.ndarray, rkey: np.ndarray, allow_exact: bool
+) -> np.ndarray:
+    """``asof_index(lts, lkey, rts, rkey, "backward", allow_exact)``: one merge in C
+    (``_passes.asof_last``) when both sides are in time order (event tables are) and
+    the keys are small; else the as-of search."""
+    lts, rts = np.asarray(lts, dtype=np.int64), np.asarray(rts, dtype=np.int64)
+    if len(lts) == 0 or len(rts) == 0:
+        return np.full(len(lts), -1, dtype=np.int64)
+    small = _small_keys(lkey, rkey)
+    if small is not None:
+        lk, rk, lo, span = small
+        out = np.empty(len(lts), dtype=np.int64)
+        if _passes.asof_last(lts, np.ascontiguousarray(lk), rts, np.ascontiguousarray(rk),
+                             lo, span, not allow_exact, out):  # fmt: skip
+            return out
+    return asof_index(lts, lkey, rts, rkey, "backward", allow_exact)
+
+
 def _two_cpus(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs of one task on two CPUs that overlap by more than the clocks' tolerance."""
     if len(runs) < 2:
@@ -913,7 +977,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     ins = np.flatnonzero(nxt > 0)
     # (keyed by life: a pid used again is another task, ``.lives``)
     nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
-    oi = asof_index(sts[ins], nkey[ins], sts, pkey, "backward", allow_exact=False)
+    oi = _asof_last(sts[ins], nkey[ins], sts, pkey, allow_exact=False)
     slept = (oi >= 0) & take(asleep, oi, False)
     cand, out_ts = ins[slept], sts[oi[slept]]
     if not len(cand):
@@ -926,8 +990,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
             fts = i64(f, "ts")
-            wi = asof_index(sts[cand], nkey[cand], fts, ev.key(ints(f, "pid"), fts), "backward",
-                            True)  # fmt: skip
+            wi = _asof_last(sts[cand], nkey[cand], fts, ev.key(ints(f, "pid"), fts), True)
             np.maximum(last_wake, take(fts, wi, never), out=last_wake)
     b = cand[last_wake < began]
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
@@ -944,7 +1007,7 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
         return _empty_breaks()
     ts, pid, cpu = i64(f, "ts"), ints(f, "pid"), ints(f, "cpu")
     key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
-    prev = asof_index(ts, key, ts, key, "backward", allow_exact=False)
+    prev = _asof_last(ts, key, ts, key, allow_exact=False)
     has = np.flatnonzero(prev >= 0)
     if not len(has):
         return _empty_breaks()

@@ -1,0 +1,119 @@
+/*
+ * _pass_waits.c: the per-task state machine of the waits model (waits.py, build), one
+ * pass over the events of every task in (task, time) order.
+ */
+#include "_passes.h"
+
+enum { OUT_R = 0, OUT_S = 1, WAKE = 2, IN = 3 };
+
+/*
+ * An epoch runs from a task's first event or a switch-out of it to the next.  Its wait
+ * is armed at a preempting switch-out (its head), at the first wake-up after a sleeping
+ * switch-out (or of a task first seen by a wake-up), or at a task's first switch-in
+ * when that is its first event (a switch row: row < 2 * ns); it ends at the first
+ * switch-in at or after the arming.  Left out (when rewoken_unseen): a sleeping wait
+ * whose second wake-up comes strictly before the time of that end (or with no end).
+ * Per wait that ends, in epoch order: out_a (arming position), out_e (end position),
+ * out_head (the epoch's head), out_kind (0 woken, 1 preempted, 2 first seen).
+ */
+static Py_ssize_t epochs(const int64_t *task, const int8_t *kind, const int64_t *row,
+                         const int64_t *ts, Py_ssize_t n, int64_t ns, int unseen,
+                         int64_t *out_a, int64_t *out_e, int64_t *out_head, int8_t *out_kind)
+{
+    Py_ssize_t m = 0, h = 0;
+    while (h < n) {
+        int first = h == 0 || task[h] != task[h - 1];
+        int hk = kind[h];
+        /* the epoch: h up to the next switch-out or first event of a task */
+        Py_ssize_t wake1 = -1, wake2 = -1, in_any = -1, in_after = -1, i = h;
+        do {
+            int k = kind[i];
+            if (k == WAKE) {
+                if (wake1 < 0)
+                    wake1 = i;
+                else if (wake2 < 0)
+                    wake2 = i;
+            } else if (k == IN) {
+                if (in_any < 0)
+                    in_any = i;
+                if (wake1 >= 0 && in_after < 0)
+                    in_after = i;
+            }
+            i++;
+        } while (i < n && task[i] == task[i - 1] && kind[i] != OUT_R && kind[i] != OUT_S);
+        Py_ssize_t next = i, armed = -1, end = -1;
+        int sleeping = hk == OUT_S || (first && hk == WAKE);
+        int seen_in = first && hk == IN && row[h] < 2 * ns;
+        if (hk == OUT_R || seen_in) {
+            armed = h;
+            end = in_any;
+        } else if (sleeping && wake1 >= 0) {
+            armed = wake1;
+            end = in_after;
+        }
+        if (end >= 0 && !(unseen && sleeping && wake2 >= 0 && ts[wake2] < ts[end])) {
+            out_a[m] = armed;
+            out_e[m] = end;
+            out_head[m] = h;
+            out_kind[m] = seen_in ? 2 : (hk == OUT_R ? 1 : 0);
+            m++;
+        }
+        h = next;
+    }
+    return m;
+}
+
+/* wait_epochs(task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head,
+ * out_kind) -> number of waits written */
+PyObject *pass_wait_epochs(PyObject *self, PyObject *args)
+{
+    PyObject *task_o, *kind_o, *row_o, *ts_o, *a_o, *e_o, *h_o, *k_o;
+    long long ns;
+    int unseen;
+    if (!PyArg_ParseTuple(args, "OOOOLpOOOO", &task_o, &kind_o, &row_o, &ts_o, &ns, &unseen,
+                          &a_o, &e_o, &h_o, &k_o))
+        return NULL;
+    if (ns < 0 || ns > ((long long)1 << 60)) {
+        PyErr_SetString(PyExc_ValueError, "wait_epochs: ns out of range");
+        return NULL;
+    }
+    Arr task = {0}, kind = {0}, row = {0}, ts = {0}, oa = {0}, oe = {0}, oh = {0}, ok = {0};
+    PyObject *res = NULL;
+    if (arr_get(task_o, &task, 8, 0, "wait_epochs task") < 0 ||
+        arr_get(kind_o, &kind, 1, 0, "wait_epochs kind") < 0 ||
+        arr_get(row_o, &row, 8, 0, "wait_epochs row") < 0 ||
+        arr_get(ts_o, &ts, 8, 0, "wait_epochs ts") < 0 ||
+        arr_get(a_o, &oa, 8, 1, "wait_epochs out_a") < 0 ||
+        arr_get(e_o, &oe, 8, 1, "wait_epochs out_e") < 0 ||
+        arr_get(h_o, &oh, 8, 1, "wait_epochs out_head") < 0 ||
+        arr_get(k_o, &ok, 1, 1, "wait_epochs out_kind") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&task);
+    if (arr_len(&kind) != n || arr_len(&row) != n || arr_len(&ts) != n ||
+        arr_len(&oa) != n || arr_len(&oe) != n || arr_len(&oh) != n || arr_len(&ok) != n) {
+        PyErr_SetString(PyExc_ValueError, "wait_epochs: every array must have one slot a row");
+        goto done;
+    }
+    const int8_t *kd = kind.view.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (kd[i] < OUT_R || kd[i] > IN) {
+            PyErr_SetString(PyExc_ValueError, "wait_epochs: a kind outside 0..3");
+            goto done;
+        }
+    Py_ssize_t m;
+    Py_BEGIN_ALLOW_THREADS
+    m = epochs(task.view.buf, kd, row.view.buf, ts.view.buf, n, ns, unseen, oa.view.buf,
+               oe.view.buf, oh.view.buf, ok.view.buf);
+    Py_END_ALLOW_THREADS
+    res = PyLong_FromSsize_t(m);
+done:
+    arr_release(&task);
+    arr_release(&kind);
+    arr_release(&row);
+    arr_release(&ts);
+    arr_release(&oa);
+    arr_release(&oe);
+    arr_release(&oh);
+    arr_release(&ok);
+    return res;
+}
