@@ -197,3 +197,65 @@ def test_wait_epochs_checks_what_it_is_given():
     e = np.zeros(0, np.int64)
     assert _passes.wait_epochs(e, np.zeros(0, np.int8), e, e, 0, True, e, e, e,
                                np.zeros(0, np.int8)) == 0  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_asof_grouped_matches_asof_index(dtype):
+    """Right rows by (key, time), left rows in time order (where the search goes on
+    from the key's last answer) or in any order."""
+    from schedwake.model.completeness import _asof_grouped
+
+    rng = np.random.default_rng(9)
+    for trial in range(300):
+        lts, lkey, rts, rkey = _sides(rng, int(rng.integers(0, 60)), int(rng.integers(0, 60)),
+                                      int(rng.integers(1, 6)), dtype)  # fmt: skip
+        o = np.lexsort((rts, rkey))
+        rts, rkey = rts[o], rkey[o]
+        if trial % 3 == 0:
+            p = rng.permutation(len(lts))
+            lts, lkey = lts[p], lkey[p]
+        for direction in ("backward", "forward"):
+            for exact in (True, False):
+                want = asof_index(lts, lkey, rts, rkey, direction, exact)
+                got = _asof_grouped(lts, lkey, rts, rkey, direction, exact)
+                assert got.tolist() == want.tolist()
+        # right rows out of (key, time) order: not answered, the as-of search is
+        if len(rts) > 1 and (rkey[0] != rkey[-1] or rts[0] != rts[-1]):
+            out = np.zeros(len(lts), np.int64)
+            lo = int(min(lkey.min(initial=0), rkey.min()))
+            span = int(max(lkey.max(initial=0), rkey.max())) - lo + 1
+            assert not _passes.asof_grouped(lts, lkey, rts[::-1].copy(), rkey[::-1].copy(),
+                                            lo, span, False, False, out)  # fmt: skip
+            want = asof_index(lts, lkey, rts[::-1], rkey[::-1], "backward", True)
+            got = _asof_grouped(lts, lkey, rts[::-1], rkey[::-1], "backward", True)
+            assert got.tolist() == want.tolist()
+
+
+def test_asof_grouped_checks_what_it_is_given():
+    lts = np.array([1, 2, 3], dtype=np.int64)
+    key = np.array([0, 1, 2], dtype=np.int64)
+    out = np.full(3, -7, dtype=np.int64)
+    assert _passes.asof_grouped(lts, key, lts, key, 0, 3, True, False, out)
+    assert out.tolist() == [0, 1, 2]
+    for lo, span in ((1, 3), (0, 2), (-5, 2)):
+        out[:] = -7
+        with pytest.raises(ValueError, match="outside"):
+            _passes.asof_grouped(lts, key, lts, key, lo, span, False, False, out)
+        assert (out == -7).all()
+    extreme = np.array([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], dtype=np.int64)
+    with pytest.raises(ValueError, match="outside"):
+        _passes.asof_grouped(lts, extreme, lts, key, 0, 3, False, False, out)
+    with pytest.raises(ValueError, match="outside"):
+        _passes.asof_grouped(lts, key, lts, extreme, 0, 3, False, False, out)
+    with pytest.raises(ValueError, match="one key a row"):
+        _passes.asof_grouped(lts, key[:2], lts, key, 0, 3, False, False, out)
+    with pytest.raises(ValueError, match="one slot a left row"):
+        _passes.asof_grouped(lts, key, lts, key, 0, 3, False, False, out[:2].copy())
+    with pytest.raises(ValueError, match="span"):
+        _passes.asof_grouped(lts, key, lts, key, 0, -1, False, False, out)
+    with pytest.raises(TypeError, match="integers"):
+        _passes.asof_grouped(lts, key, lts.astype(np.uint64), key, 0, 3, False, False, out)
+    empty = np.zeros(0, np.int64)
+    out[:] = -7
+    assert _passes.asof_grouped(lts, key, empty, empty, 0, 3, True, True, out)
+    assert out.tolist() == [-1, -1, -1]

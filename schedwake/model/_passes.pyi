@@ -15,6 +15,18 @@ def asof_last(
     out: np.ndarray,
     /,
 ) -> bool: ...
+def asof_grouped(
+    lts: np.ndarray,
+    lkey: np.ndarray,
+    rts: np.ndarray,
+    rkey: np.ndarray,
+    lo: int,
+    span: int,
+    forward: bool,
+    strict: bool,
+    out: np.ndarray,
+    /,
+) -> bool: ...
 def wait_epochs(
     task: np.ndarray,
     kind: np.ndarray,

@@ -9,6 +9,11 @@ PASS(asof_last,
      "asof_last(lts, lkey, rts, rkey, lo, span, strict, out) -> bool: both sides in time "
      "order, keys in [lo, lo + span): out[i] = the last right row of left row i's key with "
      "rts <= lts (< when strict), or -1; False when a side is not in time order")
+PASS(asof_grouped,
+     "asof_grouped(lts, lkey, rts, rkey, lo, span, forward, strict, out) -> bool: the right "
+     "rows in (key, time) order, keys in [lo, lo + span): out[i] = the right row of left row "
+     "i's key nearest in time backward or forward, or -1; False when the right rows are "
+     "not in (key, time) order")
 /* _pass_waits.c */
 PASS(wait_epochs,
      "wait_epochs(task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "

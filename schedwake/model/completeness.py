@@ -55,7 +55,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _passes
-from ._util import asof_index, is_sorted, lex_order, object_categories, take
+from ._util import asof_index, is_sorted, lex_order, object_categories, stable_order, take
 from .events import MODEL_EVENTS, Events, i64, ints
 
 if TYPE_CHECKING:
@@ -783,25 +783,47 @@ def _timeline_and_runs(
     runs_comm = union_categoricals(
         [object_categories(pd.Categorical(sw.next_comm.take(ck))), object_categories(run_names[rk])]
     )
+    # by (pid, start), stably
+    run_pid = np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32)
+    run_start = np.concatenate([sw.ts[ck], r_start[rk]])
+    o = _order_by(run_pid, run_start)
     runs = pd.DataFrame(
         {
-            "pid": np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32),
-            "comm": runs_comm,
-            "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]]),
-            "start_ts": np.concatenate([sw.ts[ck], r_start[rk]]),
-            "end_ts": np.concatenate([sw.end[ck], r_end[rk]]),
-            "exact_start": np.concatenate([np.ones(len(ck), bool), r_exact[rk]]),
-            "earliest_ts": np.concatenate([sw.ts[ck], r_earliest[rk]]),
+            "pid": run_pid[o],
+            "comm": runs_comm.take(o),
+            "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]])[o],
+            "start_ts": run_start[o],
+            "end_ts": np.concatenate([sw.end[ck], r_end[rk]])[o],
+            "exact_start": np.concatenate([np.ones(len(ck), bool), r_exact[rk]])[o],
+            "earliest_ts": np.concatenate([sw.ts[ck], r_earliest[rk]])[o],
             "end": pd.Categorical.from_codes(
                 np.concatenate(
                     [np.where(sw.last[ck], _END_TRACE, _END_SWITCH).astype(np.int8), r_endkind[rk]]
-                ),
+                )[o],
                 categories=list(END_KINDS),
             ),
         }
     )
-    runs = runs.sort_values(["pid", "start_ts"], kind="stable").reset_index(drop=True)
     return timeline, runs
+
+
+def _order_by(key: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The stable ``np.lexsort((ts, key))`` of rows whose times are in order in long
+    runs (per CPU, per segment): a counting sort by the key (pids, CPUs), then one
+    stable sort of (key, ts) packed into an int64, a merge of those runs."""
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.intp)
+    o = stable_order(key)
+    k, t = key[o].astype(np.int64), ts[o]
+    k0, t0 = int(k[0]), int(t.min())
+    kbits, tbits = (int(k[-1]) - k0).bit_length(), (int(t.max()) - t0).bit_length()
+    if kbits + tbits > 62:
+        return np.lexsort((ts, key))
+    k -= k0
+    k <<= tbits
+    k += t
+    k -= t0
+    return o[np.argsort(k, kind="stable")]
 
 
 def _fill_unknown(
@@ -816,7 +838,7 @@ def _fill_unknown(
     """The known intervals and, per CPU from its first switch to the trace's end, an
     unknown row for every stretch between them (``lost_events`` when a lost-event
     marker of that CPU lies in it, else ``missing_switch``)."""
-    o = lex_order(start, cpu)
+    o = _order_by(cpu, start)
     cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
     codes = np.asarray(comm.codes)[o]
     n = len(cpu)
@@ -854,7 +876,7 @@ def _fill_unknown(
         why[(li >= 0) & (take(lt, li, -1) >= h_start)] = 1
     all_cpu = np.concatenate([cpu, h_cpu])
     all_start = np.concatenate([start, h_start])
-    o2 = lex_order(all_start, all_cpu)
+    o2 = _order_by(all_cpu, all_start)
     state = np.concatenate([np.where(pid == 0, 1, 0), np.full(len(h_cpu), 2)]).astype(np.int8)
     return pd.DataFrame(
         {
@@ -910,7 +932,8 @@ def _asof_last(
     """``asof_index(lts, lkey, rts, rkey, "backward", allow_exact)``: one merge in C
     (``_passes.asof_last``) when both sides are in time order (event tables are) and
     the keys are small; else the as-of search."""
-    lts, rts = np.asarray(lts, dtype=np.int64), np.asarray(rts, dtype=np.int64)
+    lts = np.ascontiguousarray(lts, dtype=np.int64)
+    rts = np.ascontiguousarray(rts, dtype=np.int64)
     if len(lts) == 0 or len(rts) == 0:
         return np.full(len(lts), -1, dtype=np.int64)
     small = _small_keys(lkey, rkey)
@@ -921,6 +944,32 @@ def _asof_last(
                              lo, span, not allow_exact, out):  # fmt: skip
             return out
     return asof_index(lts, lkey, rts, rkey, "backward", allow_exact)
+
+
+def _asof_grouped(
+    lts: np.ndarray,
+    lkey: np.ndarray,
+    rts: np.ndarray,
+    rkey: np.ndarray,
+    direction: str,
+    allow_exact: bool,
+) -> np.ndarray:
+    """``asof_index(lts, lkey, rts, rkey, direction, allow_exact)`` for right rows already
+    in (key, time) order (the runs by task): a binary search in each left row's key's
+    rows in C (``_passes.asof_grouped``) when the keys are small; else the as-of search."""
+    lts = np.ascontiguousarray(lts, dtype=np.int64)
+    rts = np.ascontiguousarray(rts, dtype=np.int64)
+    if len(lts) == 0 or len(rts) == 0:
+        return np.full(len(lts), -1, dtype=np.int64)
+    small = _small_keys(lkey, rkey)
+    if small is not None:
+        lk, rk, lo, span = small
+        out = np.empty(len(lts), dtype=np.int64)
+        forward = direction == "forward"
+        if _passes.asof_grouped(lts, np.ascontiguousarray(lk), rts, np.ascontiguousarray(rk),
+                                lo, span, forward, not allow_exact, out):  # fmt: skip
+            return out
+    return asof_index(lts, lkey, rts, rkey, direction, allow_exact)
 
 
 def _two_cpus(runs: pd.DataFrame) -> pd.DataFrame:
@@ -983,8 +1032,8 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
-    ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
-                    "backward", allow_exact=True)  # fmt: skip
+    ri = _asof_grouped(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
+                       "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
     last_wake = np.full(len(cand), never, dtype=np.int64)
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
@@ -1014,11 +1063,11 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     p_ts = ts[prev[has]]
     rpid, rstart = ev.run_keys(runs), runs["start_ts"].to_numpy()
     # a run that began after the previous wake-up, by this one...
-    ni = asof_index(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
+    ni = _asof_grouped(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
     ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
     # ... or one that was on at the previous wake-up (and is proven on until it): of the
     # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
-    li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
+    li = _asof_grouped(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
     ran |= take(reach(runs), li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
