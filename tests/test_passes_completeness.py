@@ -146,12 +146,21 @@ def _epochs_numpy(pid, kind, row, ts, ns, rewoken_unseen):
     return armed[done].tolist(), end[done].tolist(), heads[done].tolist(), wkind.tolist()
 
 
-def _epochs_c(pid, kind, row, ts, ns, rewoken_unseen):
+def _epochs_c(pid, kind, row, ts, ns, rewoken_unseen, perm=None):
+    """wait_epochs on the rows stored in another order (``perm``: sorted row i at
+    ``perm[i]``), its answers as sorted positions."""
     n = len(ts)
+    perm = np.arange(n) if perm is None else perm
+    at = np.empty(n, dtype=np.int64)
+    at[perm] = np.arange(n)
+    store = [np.empty_like(x) for x in (pid, kind, row, ts)]
+    for x, y in zip(store, (pid, kind, row, ts)):
+        x[perm] = y
     a, e, h = (np.full(n, -7, dtype=np.int64) for _ in range(3))
     k = np.full(n, -7, dtype=np.int8)
-    m = _passes.wait_epochs(pid, kind, row, ts, ns, rewoken_unseen, a, e, h, k)
-    return a[:m].tolist(), e[:m].tolist(), h[:m].tolist(), k[:m].tolist()
+    src = np.ascontiguousarray(perm, dtype=np.int64)
+    m = _passes.wait_epochs(src, *store[:3], store[3], ns, rewoken_unseen, a, e, h, k)
+    return at[a[:m]].tolist(), at[e[:m]].tolist(), at[h[:m]].tolist(), k[:m].tolist()
 
 
 def test_wait_epochs_matches_numpy():
@@ -163,9 +172,11 @@ def test_wait_epochs_matches_numpy():
         ts = np.sort(rng.integers(0, 10, n)).astype(np.int64)  # (within a task: in order)
         ns = 5
         row = rng.integers(0, 3 * ns, n).astype(np.int64)
+        perm = rng.permutation(n)
         for unseen in (True, False):
             want = _epochs_numpy(pid, kind, row, ts, ns, unseen)
             assert _epochs_c(pid, kind, row, ts, ns, unseen) == want
+            assert _epochs_c(pid, kind, row, ts, ns, unseen, perm) == want
 
 
 def test_wait_epochs_checks_what_it_is_given():
@@ -182,20 +193,30 @@ def test_wait_epochs_checks_what_it_is_given():
             _epochs_c(pid, np.array([_OUT_S, bad, _IN], dtype=np.int8), row, ts, 2, True)
     with pytest.raises(ValueError, match="ns"):
         _epochs_c(pid, kind, row, ts, -1, True)
-    z = np.zeros(3, np.int64)
+    z, k8 = np.zeros(3, np.int64), np.zeros(3, np.int8)
+    src = np.arange(3, dtype=np.int64)
+    for bad_src in ([0, 1, 3], [-1, 0, 1], [0, np.iinfo(np.int64).min, 2]):
+        with pytest.raises(ValueError, match="src entry outside"):
+            _passes.wait_epochs(np.array(bad_src, np.int64), pid, kind, row, ts, 2, True,
+                                z, z, z, k8)  # fmt: skip
     with pytest.raises(ValueError, match="one slot a row"):
-        _passes.wait_epochs(pid[:2], kind, row, ts, 2, True, z, z, z, np.zeros(3, np.int8))
+        _passes.wait_epochs(src, pid[:2], kind, row, ts, 2, True, z, z, z, k8)
     with pytest.raises(ValueError, match="one slot a row"):
-        _passes.wait_epochs(pid, kind, row, ts, 2, True, z[:2], z, z, np.zeros(3, np.int8))
-    with pytest.raises(ValueError, match="one slot a row"):
-        _passes.wait_epochs(pid, kind, row, ts, 2, True, z, z, z, np.zeros(2, np.int8))
+        _passes.wait_epochs(src, pid, kind, row, ts[:2], 2, True, z, z, z, k8)
+    with pytest.raises(ValueError, match="one slot a src entry"):
+        _passes.wait_epochs(src, pid, kind, row, ts, 2, True, z[:2], z, z, k8)
+    with pytest.raises(ValueError, match="one slot a src entry"):
+        _passes.wait_epochs(src, pid, kind, row, ts, 2, True, z, z, z, k8[:2])
+    # fewer src entries than rows (the rows of the idle task left out): fine
+    _passes.wait_epochs(src[:2], pid, kind, row, ts, 2, True, z[:2], z[:2], z[:2], k8[:2])
     with pytest.raises(TypeError, match="integers"):
-        _passes.wait_epochs(pid, kind.astype(np.int64), row, ts, 2, True, z, z, z, z)
+        _passes.wait_epochs(src, pid, kind.astype(np.int64), row, ts, 2, True, z, z, z, z)
     with pytest.raises(TypeError, match="integers"):
-        _passes.wait_epochs(pid.astype(np.int32), kind, row, ts, 2, True, z, z, z,
-                            np.zeros(3, np.int8))  # fmt: skip
+        _passes.wait_epochs(src, pid.astype(np.int32), kind, row, ts, 2, True, z, z, z, k8)
+    with pytest.raises(TypeError, match="integers"):
+        _passes.wait_epochs(src.astype(np.float64), pid, kind, row, ts, 2, True, z, z, z, k8)
     e = np.zeros(0, np.int64)
-    assert _passes.wait_epochs(e, np.zeros(0, np.int8), e, e, 0, True, e, e, e,
+    assert _passes.wait_epochs(e, e, np.zeros(0, np.int8), e, e, 0, True, e, e, e,
                                np.zeros(0, np.int8)) == 0  # fmt: skip
 
 

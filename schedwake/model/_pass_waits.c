@@ -7,27 +7,31 @@
 enum { OUT_R = 0, OUT_S = 1, WAKE = 2, IN = 3 };
 
 /*
- * An epoch runs from a task's first event or a switch-out of it to the next.  Its wait
- * is armed at a preempting switch-out (its head), at the first wake-up after a sleeping
- * switch-out (or of a task first seen by a wake-up), or at a task's first switch-in
- * when that is its first event (a switch row: row < 2 * ns); it ends at the first
- * switch-in at or after the arming.  Left out (when rewoken_unseen): a sleeping wait
- * whose second wake-up comes strictly before the time of that end (or with no end).
- * Per wait that ends, in epoch order: out_a (arming position), out_e (end position),
- * out_head (the epoch's head), out_kind (0 woken, 1 preempted, 2 first seen).
+ * The events are rows of task, kind, row and ts; src lists them in (task, time) order
+ * (every entry checked to be a row before this runs).  An epoch runs from a task's first
+ * event or a switch-out of it to the next.  Its wait is armed at a preempting switch-out
+ * (its head), at the first wake-up after a sleeping switch-out (or of a task first seen
+ * by a wake-up), or at a task's first switch-in when that is its first event (a switch
+ * row: row < 2 * ns); it ends at the first switch-in at or after the arming.  Left out
+ * (when unseen): a sleeping wait whose second wake-up comes strictly before the time of
+ * that end.  Per wait that ends, in epoch order, as rows: out_a (where it is armed),
+ * out_e (its end), out_head (the epoch's head); out_kind (0 woken, 1 preempted, 2 first
+ * seen).
  */
-static Py_ssize_t epochs(const int64_t *task, const int8_t *kind, const int64_t *row,
-                         const int64_t *ts, Py_ssize_t n, int64_t ns, int unseen,
-                         int64_t *out_a, int64_t *out_e, int64_t *out_head, int8_t *out_kind)
+static Py_ssize_t epochs(const int64_t *src, Py_ssize_t n, const int64_t *task,
+                         const int8_t *kind, const int64_t *row, const int64_t *ts, int64_t ns,
+                         int unseen, int64_t *out_a, int64_t *out_e, int64_t *out_head,
+                         int8_t *out_kind)
 {
     Py_ssize_t m = 0, h = 0;
     while (h < n) {
-        int first = h == 0 || task[h] != task[h - 1];
-        int hk = kind[h];
+        int64_t hr = src[h], who = task[hr];
+        int first = h == 0 || who != task[src[h - 1]];
+        int hk = kind[hr];
         /* the epoch: h up to the next switch-out or first event of a task */
         Py_ssize_t wake1 = -1, wake2 = -1, in_any = -1, in_after = -1, i = h;
-        do {
-            int k = kind[i];
+        for (;;) {
+            int k = kind[src[i]];
             if (k == WAKE) {
                 if (wake1 < 0)
                     wake1 = i;
@@ -39,11 +43,15 @@ static Py_ssize_t epochs(const int64_t *task, const int8_t *kind, const int64_t 
                 if (wake1 >= 0 && in_after < 0)
                     in_after = i;
             }
-            i++;
-        } while (i < n && task[i] == task[i - 1] && kind[i] != OUT_R && kind[i] != OUT_S);
+            if (++i >= n)
+                break;
+            int64_t r = src[i];
+            if (task[r] != who || kind[r] == OUT_R || kind[r] == OUT_S)
+                break;
+        }
         Py_ssize_t next = i, armed = -1, end = -1;
         int sleeping = hk == OUT_S || (first && hk == WAKE);
-        int seen_in = first && hk == IN && row[h] < 2 * ns;
+        int seen_in = first && hk == IN && row[hr] < 2 * ns;
         if (hk == OUT_R || seen_in) {
             armed = h;
             end = in_any;
@@ -51,10 +59,10 @@ static Py_ssize_t epochs(const int64_t *task, const int8_t *kind, const int64_t 
             armed = wake1;
             end = in_after;
         }
-        if (end >= 0 && !(unseen && sleeping && wake2 >= 0 && ts[wake2] < ts[end])) {
-            out_a[m] = armed;
-            out_e[m] = end;
-            out_head[m] = h;
+        if (end >= 0 && !(unseen && sleeping && wake2 >= 0 && ts[src[wake2]] < ts[src[end]])) {
+            out_a[m] = src[armed];
+            out_e[m] = src[end];
+            out_head[m] = hr;
             out_kind[m] = seen_in ? 2 : (hk == OUT_R ? 1 : 0);
             m++;
         }
@@ -63,23 +71,25 @@ static Py_ssize_t epochs(const int64_t *task, const int8_t *kind, const int64_t 
     return m;
 }
 
-/* wait_epochs(task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head,
+/* wait_epochs(src, task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head,
  * out_kind) -> number of waits written */
 PyObject *pass_wait_epochs(PyObject *self, PyObject *args)
 {
-    PyObject *task_o, *kind_o, *row_o, *ts_o, *a_o, *e_o, *h_o, *k_o;
+    PyObject *src_o, *task_o, *kind_o, *row_o, *ts_o, *a_o, *e_o, *h_o, *k_o;
     long long ns;
     int unseen;
-    if (!PyArg_ParseTuple(args, "OOOOLpOOOO", &task_o, &kind_o, &row_o, &ts_o, &ns, &unseen,
-                          &a_o, &e_o, &h_o, &k_o))
+    if (!PyArg_ParseTuple(args, "OOOOOLpOOOO", &src_o, &task_o, &kind_o, &row_o, &ts_o, &ns,
+                          &unseen, &a_o, &e_o, &h_o, &k_o))
         return NULL;
     if (ns < 0 || ns > ((long long)1 << 60)) {
         PyErr_SetString(PyExc_ValueError, "wait_epochs: ns out of range");
         return NULL;
     }
-    Arr task = {0}, kind = {0}, row = {0}, ts = {0}, oa = {0}, oe = {0}, oh = {0}, ok = {0};
+    Arr src = {0}, task = {0}, kind = {0}, row = {0}, ts = {0};
+    Arr oa = {0}, oe = {0}, oh = {0}, ok = {0};
     PyObject *res = NULL;
-    if (arr_get(task_o, &task, 8, 0, "wait_epochs task") < 0 ||
+    if (arr_get(src_o, &src, 8, 0, "wait_epochs src") < 0 ||
+        arr_get(task_o, &task, 8, 0, "wait_epochs task") < 0 ||
         arr_get(kind_o, &kind, 1, 0, "wait_epochs kind") < 0 ||
         arr_get(row_o, &row, 8, 0, "wait_epochs row") < 0 ||
         arr_get(ts_o, &ts, 8, 0, "wait_epochs ts") < 0 ||
@@ -88,25 +98,42 @@ PyObject *pass_wait_epochs(PyObject *self, PyObject *args)
         arr_get(h_o, &oh, 8, 1, "wait_epochs out_head") < 0 ||
         arr_get(k_o, &ok, 1, 1, "wait_epochs out_kind") < 0)
         goto done;
-    Py_ssize_t n = arr_len(&task);
-    if (arr_len(&kind) != n || arr_len(&row) != n || arr_len(&ts) != n ||
-        arr_len(&oa) != n || arr_len(&oe) != n || arr_len(&oh) != n || arr_len(&ok) != n) {
-        PyErr_SetString(PyExc_ValueError, "wait_epochs: every array must have one slot a row");
+    Py_ssize_t n = arr_len(&src), rows = arr_len(&task);
+    if (arr_len(&kind) != rows || arr_len(&row) != rows || arr_len(&ts) != rows) {
+        PyErr_SetString(PyExc_ValueError, "wait_epochs: task, kind, row, ts: one slot a row");
         goto done;
     }
+    if (arr_len(&oa) != n || arr_len(&oe) != n || arr_len(&oh) != n || arr_len(&ok) != n) {
+        PyErr_SetString(PyExc_ValueError, "wait_epochs: the outputs need one slot a src entry");
+        goto done;
+    }
+    const int64_t *sp = src.view.buf;
     const int8_t *kd = kind.view.buf;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (kd[i] < OUT_R || kd[i] > IN) {
-            PyErr_SetString(PyExc_ValueError, "wait_epochs: a kind outside 0..3");
-            goto done;
-        }
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !bad; i++)
+        if ((uint64_t)sp[i] >= (uint64_t)rows)
+            bad = 1;
+    for (Py_ssize_t i = 0; i < rows && !bad; i++)
+        if (kd[i] < OUT_R || kd[i] > IN)
+            bad = 2;
+    Py_END_ALLOW_THREADS
+    if (bad == 1) {
+        PyErr_SetString(PyExc_ValueError, "wait_epochs: a src entry outside the rows");
+        goto done;
+    }
+    if (bad == 2) {
+        PyErr_SetString(PyExc_ValueError, "wait_epochs: a kind outside 0..3");
+        goto done;
+    }
     Py_ssize_t m;
     Py_BEGIN_ALLOW_THREADS
-    m = epochs(task.view.buf, kd, row.view.buf, ts.view.buf, n, ns, unseen, oa.view.buf,
+    m = epochs(sp, n, task.view.buf, kd, row.view.buf, ts.view.buf, ns, unseen, oa.view.buf,
                oe.view.buf, oh.view.buf, ok.view.buf);
     Py_END_ALLOW_THREADS
     res = PyLong_FromSsize_t(m);
 done:
+    arr_release(&src);
     arr_release(&task);
     arr_release(&kind);
     arr_release(&row);

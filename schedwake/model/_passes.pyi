@@ -28,6 +28,7 @@ def asof_grouped(
     /,
 ) -> bool: ...
 def wait_epochs(
+    src: np.ndarray,
     task: np.ndarray,
     kind: np.ndarray,
     row: np.ndarray,

@@ -16,6 +16,6 @@ PASS(asof_grouped,
      "not in (key, time) order")
 /* _pass_waits.c */
 PASS(wait_epochs,
-     "wait_epochs(task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "
-     "out_kind) -> int: the waits of events in (task, time) order, one per epoch that "
-     "ends in a switch-in")
+     "wait_epochs(src, task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "
+     "out_kind) -> int: the waits of the events src lists in (task, time) order, one per "
+     "epoch that ends in a switch-in, as rows")

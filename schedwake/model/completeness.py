@@ -802,7 +802,8 @@ def _timeline_and_runs(
                 )[o],
                 categories=list(END_KINDS),
             ),
-        }
+        },
+        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
     return timeline, runs
 
@@ -892,7 +893,8 @@ def _fill_unknown(
             "why": pd.Categorical.from_codes(
                 np.concatenate([np.full(n, -1, np.int8), why])[o2], categories=list(WHY)
             ),
-        }
+        },
+        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
 
 

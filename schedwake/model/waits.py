@@ -165,31 +165,32 @@ def build(
     row = np.concatenate(parts_row)
     tie = np.concatenate(parts_tie)
     del parts_ts, parts_pid, parts_kind, parts_row, parts_tie
-    keep = pid != 0  # the idle task never waits (perf leaves out "swapper")
-    ts, pid, kind, row, tie = ts[keep], pid[keep], kind[keep], row[keep], tie[keep]
     # each task by its life (:mod:`.lives`): a wait never runs from one task of a pid
     # used again to the next (perf makes a new thread at the fork, and its own atoms)
-    pid = ev.key(pid, ts)
-    order = _task_time_order(pid, ts, tie)
-    del tie
-    ts, pid, kind, row = ts[order], pid[order], kind[order], row[order]
-    del order
-    n = len(ts)
+    task = np.ascontiguousarray(ev.key(pid, ts), dtype=np.int64)
+    keep = np.flatnonzero(pid != 0)  # the idle task never waits (perf leaves out "swapper")
+    del pid
+    n = len(keep)
     if n == 0:
         return _empty()
-    # the per-task state machine, one pass in C (_pass_waits.c): an epoch runs from a
-    # switch-out (a new perf "atom") or a task's first event to the next; its wait starts
-    # at a preempting switch-out, the first wake-up after a sleeping one, or a first
-    # switch-in of a task first seen there (first seen by its own events: no wait
-    # counted), and ends at the first switch-in at or after that. A second wake-up
-    # strictly before that run (at one time, the order of a wake-up among the switches is
-    # not known) says the task ran unseen and slept again in between (a wake-up needs a
-    # task that is not TASK_RUNNING: completeness 'rewoken'), so the wait's end is not in
-    # the trace: it is left out when ``rewoken_unseen``
+    # the rows of the tasks in (task, time) order
+    src = keep[_task_time_order(task[keep], ts[keep], tie[keep])]
+    del keep, tie
+    # the per-task state machine, one pass in C (_pass_waits.c) over the rows in that
+    # order: an epoch runs from a switch-out (a new perf "atom") or a task's first event
+    # to the next; its wait starts at a preempting switch-out, the first wake-up after a
+    # sleeping one, or a first switch-in of a task first seen there (first seen by its
+    # own events: no wait counted), and ends at the first switch-in at or after that. A
+    # second wake-up strictly before that run (at one time, the order of a wake-up among
+    # the switches is not known) says the task ran unseen and slept again in between (a
+    # wake-up needs a task that is not TASK_RUNNING: completeness 'rewoken'), so the
+    # wait's end is not in the trace: it is left out when ``rewoken_unseen``. Each wait
+    # as rows: a (where it starts), e (where it ends), head (its epoch's first)
     a, e, head = (np.empty(n, dtype=np.int64) for _ in range(3))
     wkind = np.empty(n, dtype=np.int8)
     m = _passes.wait_epochs(
-        np.ascontiguousarray(pid, dtype=np.int64),
+        src,
+        task,
         kind,
         np.ascontiguousarray(row, dtype=np.int64),
         ts,
@@ -200,8 +201,9 @@ def build(
         head,
         wkind,
     )
+    del src
     # the waits by (start, pid), stably: in epoch order within one
-    wpid = pid_of(pid[e[:m]])
+    wpid = pid_of(task[e[:m]])
     o = lex_order(wpid, ts[a[:m]])
     a, e, head, wkind, wpid = a[o], e[o], head[o], wkind[o], wpid[o]
     del o
@@ -236,8 +238,9 @@ def build(
             "min_end_ts": min_end,
             "exact": min_end == end,
             "cut": np.zeros(len(end), dtype=bool),
-            "task": pid[e].astype(np.int64),
-        }
+            "task": task[e],
+        },
+        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
 
 
