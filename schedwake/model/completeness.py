@@ -338,6 +338,13 @@ def build(trace: TraceTables, ev: Events) -> Completeness:
     )
 
 
+def _times(df: pd.DataFrame) -> np.ndarray:
+    """The ``ts`` column of an event frame as int64: the column's own array (a view, not
+    a copy: read only) when it is one."""
+    col = df["ts"]
+    return col.to_numpy() if col.dtype == np.int64 else i64(df, "ts")
+
+
 class _Switches:
     """The switches sorted by (CPU, time): segment k runs from switch k to the CPU's
     next switch (to the trace's end for its last). ``B[k]``: the task that next switch
@@ -373,7 +380,7 @@ class _Switches:
             self.next_comm = self.prev_comm = pd.Categorical([])
             self.given_ts, self.given_cpu, self.rank = z, z, z
             return self
-        ts, cpu = i64(s, "ts"), ints(s, "cpu")
+        ts, cpu = _times(s), ints(s, "cpu")
         order = lex_order(ts, cpu)
         self.given_ts, self.given_cpu = ts, cpu
         self.rank = np.empty(len(order), dtype=np.int64)
@@ -435,8 +442,8 @@ class _Proofs:
             if t.column("common_pid").null_count:
                 keep = np.flatnonzero(~np.asarray(t.column("common_pid").is_null()))
             ets = _np(t, "ts", keep, np.int64)
-            ecpu = _np(t, "cpu", keep, np.int64)
-            epid = _np(t, "common_pid", keep, np.int64)
+            ecpu = _np(t, "cpu", keep, None)
+            epid = _np(t, "common_pid", keep, None)
             if len(ets):
                 lo = int(ets.min())
                 self.first_ts = lo if self.first_ts is None else min(self.first_ts, lo)
@@ -680,12 +687,20 @@ def _no_names(n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.full(n, -1, np.int8), categories=pd.Index([], dtype=object))
 
 
-def _np(table: pa.Table, column: str, rows: np.ndarray | None, dtype: npt.DTypeLike) -> np.ndarray:
-    """A column of an Arrow table as NumPy (the ``rows`` given; None: all)."""
+def _np(
+    table: pa.Table, column: str, rows: np.ndarray | None, dtype: npt.DTypeLike | None
+) -> np.ndarray:
+    """A column of an Arrow table as NumPy (the ``rows`` given; None: all), of ``dtype``
+    (None: int64, but a column of 4- or 8-byte ints as it is, not copied)."""
     a = table.column(column)
     if rows is not None:
         a = a.take(rows)
-    return np.asarray(a.to_numpy()).astype(dtype, copy=False)
+    out = np.asarray(a.to_numpy())
+    if dtype is None:
+        if out.dtype.kind == "i" and out.dtype.itemsize in (4, 8):
+            return out
+        dtype = np.int64
+    return out.astype(dtype, copy=False)
 
 
 def _names_of(table: pa.Table, rows: np.ndarray) -> _Names:
@@ -1019,7 +1034,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
         return _empty_breaks()
     from .task_states import sleeps  # the letters of a sleep: one rule
 
-    sts, scpu = i64(s, "ts"), ints(s, "cpu")
+    sts, scpu = _times(s), ints(s, "cpu")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     cats = pd.Categorical(s["prev_state_str"])
     by_cat = np.array([sleeps(str(c)) for c in cats.categories] + [False])
@@ -1040,7 +1055,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     last_wake = np.full(len(cand), never, dtype=np.int64)
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
-            fts = i64(f, "ts")
+            fts = _times(f)
             wi = _asof_last(sts[cand], nkey[cand], fts, ev.key(ints(f, "pid"), fts), True)
             np.maximum(last_wake, take(fts, wi, never), out=last_wake)
     b = cand[last_wake < began]
@@ -1056,7 +1071,7 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     f = ev.waking if ev.waking is not None and len(ev.waking) else ev.wakeup
     if f is None or len(f) < 2:
         return _empty_breaks()
-    ts, pid, cpu = i64(f, "ts"), ints(f, "pid"), ints(f, "cpu")
+    ts, pid, cpu = _times(f), ints(f, "pid"), ints(f, "cpu")
     key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
     prev = _asof_last(ts, key, ts, key, allow_exact=False)
     has = np.flatnonzero(prev >= 0)
