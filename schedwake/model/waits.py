@@ -175,14 +175,13 @@ def build(
     # each task by its life (:mod:`.lives`): a wait never runs from one task of a pid
     # used again to the next (perf makes a new thread at the fork, and its own atoms)
     task = np.ascontiguousarray(ev.key(pid, ts), dtype=np.int64)
-    keep = np.flatnonzero(pid != 0)  # the idle task never waits (perf leaves out "swapper")
-    del pid
-    n = len(keep)
+    # the rows in (task, time) order, but the idle task's (it never waits: perf leaves out
+    # "swapper")
+    src = _task_time_order(task, ts, tie, pid)
+    del pid, tie
+    n = len(src)
     if n == 0:
         return _empty()
-    # the rows of the tasks in (task, time) order
-    src = keep[_task_time_order(task[keep], ts[keep], tie[keep])]
-    del keep, tie
     # the per-task state machine, one pass in C (_pass_waits.c) over the rows in that
     # order: an epoch runs from a switch-out (a new perf "atom") or a task's first event
     # to the next; its wait starts at a preempting switch-out, the first wake-up after a
@@ -251,24 +250,35 @@ def build(
     )
 
 
-def _task_time_order(task: np.ndarray, ts: np.ndarray, tie: np.ndarray) -> np.ndarray:
-    """The stable ``np.lexsort((tie, ts, task))``: one stable sort of (ts, tie) packed
-    into an int64 (runs already in time order: a merge), then a stable order by task
-    (a counting sort for pids)."""
+def _task_time_order(
+    task: np.ndarray, ts: np.ndarray, tie: np.ndarray, pid: np.ndarray
+) -> np.ndarray:
+    """The rows but those of pid 0 in the stable ``np.lexsort((tie, ts, task))`` order:
+    one stable sort of (ts, tie) packed into an int64 (runs already in time order: a
+    merge), then a stable order by task that leaves out pid 0 (one counting sort in C,
+    ``_passes.task_order``, for pids)."""
     if len(ts) == 0:
-        return np.zeros(0, dtype=np.intp)
+        return np.zeros(0, dtype=np.int64)
     t0, b0 = int(ts.min()), int(tie.min())
     tbits = (int(ts.max()) - t0).bit_length()
     bbits = (int(tie.max()) - b0).bit_length()
     if tbits + bbits > 62:
-        return np.lexsort((tie, ts, task))
+        keep = np.flatnonzero(pid != 0)
+        return keep[np.lexsort((tie[keep], ts[keep], task[keep]))]
     packed = ts - t0
     packed <<= bbits
     packed += tie
     packed -= b0
-    by_time = np.argsort(packed, kind="stable")
+    by_time = np.argsort(packed, kind="stable").astype(np.int64, copy=False)
     del packed
-    return by_time[stable_order(task[by_time])]
+    lo, hi = int(task.min()), int(task.max())
+    if hi - lo < max(2 * len(task), 1 << 16):
+        out = np.empty(len(by_time), dtype=np.int64)
+        m = _passes.task_order(task, by_time, np.ascontiguousarray(pid, dtype=np.int64), lo,
+                               hi - lo + 1, out)  # fmt: skip
+        return out[:m]
+    keep = by_time[pid[by_time] != 0]
+    return keep[stable_order(task[keep])]
 
 
 def _empty() -> pd.DataFrame:
