@@ -1052,13 +1052,17 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     ri = _asof_grouped(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
                        "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
-    last_wake = np.full(len(cand), never, dtype=np.int64)
+    # a break: no wake-up of any kind since that run began (without a run: none); the
+    # switch-ins a wake-up table answers are not searched in the next
+    live = np.flatnonzero(began > never)
+    b, began = cand[live], began[live]
+    b_ts, b_key = sts[b], nkey[b]
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
-        if f is not None and len(f):
+        if f is not None and len(f) and len(b):
             fts = _times(f)
-            wi = _asof_last(sts[cand], nkey[cand], fts, ev.key(ints(f, "pid"), fts), True)
-            np.maximum(last_wake, take(fts, wi, never), out=last_wake)
-    b = cand[last_wake < began]
+            wi = _asof_last(b_ts, b_key, fts, ev.key(ints(f, "pid"), fts), True)
+            still = take(fts, wi, never) < began
+            b, began, b_ts, b_key = b[still], began[still], b_ts[still], b_key[still]
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
 
 
