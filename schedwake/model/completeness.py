@@ -54,7 +54,8 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from ._util import asof_index, is_sorted, lex_order, object_categories, take
+from . import _passes
+from ._util import asof_index, is_sorted, lex_order, object_categories, stable_order, take
 from .events import MODEL_EVENTS, Events, i64, ints
 
 if TYPE_CHECKING:
@@ -337,6 +338,13 @@ def build(trace: TraceTables, ev: Events) -> Completeness:
     )
 
 
+def _times(df: pd.DataFrame) -> np.ndarray:
+    """The ``ts`` column of an event frame as int64: the column's own array (a view, not
+    a copy: read only) when it is one."""
+    col = df["ts"]
+    return col.to_numpy() if col.dtype == np.int64 else i64(df, "ts")
+
+
 class _Switches:
     """The switches sorted by (CPU, time): segment k runs from switch k to the CPU's
     next switch (to the trace's end for its last). ``B[k]``: the task that next switch
@@ -354,6 +362,11 @@ class _Switches:
     next_comm: pd.Categorical
     prev_comm: pd.Categorical
     t_end: int
+    #: the switches' times and CPUs in their given (time) order, and the position of
+    #: each given row in the (CPU, time) order
+    given_ts: np.ndarray
+    given_cpu: np.ndarray
+    rank: np.ndarray
 
     @classmethod
     def of(cls, s: pd.DataFrame | None, t_end: int) -> _Switches:
@@ -365,9 +378,13 @@ class _Switches:
             self.ts, self.cpu, self.prev, self.next, self.end, self.B = z, z, z, z, z, z
             self.last = self.chain_ok = np.zeros(0, bool)
             self.next_comm = self.prev_comm = pd.Categorical([])
+            self.given_ts, self.given_cpu, self.rank = z, z, z
             return self
-        ts, cpu = i64(s, "ts"), ints(s, "cpu")
+        ts, cpu = _times(s), ints(s, "cpu")
         order = lex_order(ts, cpu)
+        self.given_ts, self.given_cpu = ts, cpu
+        self.rank = np.empty(len(order), dtype=np.int64)
+        self.rank[order] = np.arange(len(order))
         self.n = len(ts)
         self.ts, self.cpu = ts[order], cpu[order]
         self.prev, self.next = ints(s, "prev_pid")[order], ints(s, "next_pid")[order]
@@ -385,6 +402,11 @@ class _Switches:
         self.B[self.last] = self.next[self.last]
         self.chain_ok = self.B == self.next
         return self
+
+    def of_given(self, pos: np.ndarray) -> np.ndarray:
+        """Positions of given switch rows (-1: none) as positions in the (CPU, time)
+        order."""
+        return np.where(pos >= 0, self.rank[np.maximum(pos, 0)], -1) if self.n else pos
 
     def first_index(self) -> dict[int, int]:
         """Per CPU, the index of its first switch."""
@@ -420,8 +442,8 @@ class _Proofs:
             if t.column("common_pid").null_count:
                 keep = np.flatnonzero(~np.asarray(t.column("common_pid").is_null()))
             ets = _np(t, "ts", keep, np.int64)
-            ecpu = _np(t, "cpu", keep, np.int64)
-            epid = _np(t, "common_pid", keep, np.int64)
+            ecpu = _np(t, "cpu", keep, None)
+            epid = _np(t, "common_pid", keep, None)
             if len(ets):
                 lo = int(ets.min())
                 self.first_ts = lo if self.first_ts is None else min(self.first_ts, lo)
@@ -461,7 +483,7 @@ class _Proofs:
         event's own (the task a switch put on, or the task the next switch switches out:
         an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
-        seg = asof_index(ets, ecpu, sw.ts, sw.cpu, "backward", True)
+        seg = sw.of_given(_asof_last(ets, ecpu, sw.given_ts, sw.given_cpu, True))
         at = np.flatnonzero(seg >= 0)
         tie = at[(ets[at] == sw.ts[seg[at]]) & (epid[at] != sw.next[seg[at]])]
         if not len(tie):
@@ -665,12 +687,20 @@ def _no_names(n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.full(n, -1, np.int8), categories=pd.Index([], dtype=object))
 
 
-def _np(table: pa.Table, column: str, rows: np.ndarray | None, dtype: npt.DTypeLike) -> np.ndarray:
-    """A column of an Arrow table as NumPy (the ``rows`` given; None: all)."""
+def _np(
+    table: pa.Table, column: str, rows: np.ndarray | None, dtype: npt.DTypeLike | None
+) -> np.ndarray:
+    """A column of an Arrow table as NumPy (the ``rows`` given; None: all), of ``dtype``
+    (None: int64, but a column of 4- or 8-byte ints as it is, not copied)."""
     a = table.column(column)
     if rows is not None:
         a = a.take(rows)
-    return np.asarray(a.to_numpy()).astype(dtype, copy=False)
+    out = np.asarray(a.to_numpy())
+    if dtype is None:
+        if out.dtype.kind == "i" and out.dtype.itemsize in (4, 8):
+            return out
+        dtype = np.int64
+    return out.astype(dtype, copy=False)
 
 
 def _names_of(table: pa.Table, rows: np.ndarray) -> _Names:
@@ -768,25 +798,48 @@ def _timeline_and_runs(
     runs_comm = union_categoricals(
         [object_categories(pd.Categorical(sw.next_comm.take(ck))), object_categories(run_names[rk])]
     )
+    # by (pid, start), stably
+    run_pid = np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32)
+    run_start = np.concatenate([sw.ts[ck], r_start[rk]])
+    o = _order_by(run_pid, run_start)
     runs = pd.DataFrame(
         {
-            "pid": np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32),
-            "comm": runs_comm,
-            "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]]),
-            "start_ts": np.concatenate([sw.ts[ck], r_start[rk]]),
-            "end_ts": np.concatenate([sw.end[ck], r_end[rk]]),
-            "exact_start": np.concatenate([np.ones(len(ck), bool), r_exact[rk]]),
-            "earliest_ts": np.concatenate([sw.ts[ck], r_earliest[rk]]),
+            "pid": run_pid[o],
+            "comm": runs_comm.take(o),
+            "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]])[o],
+            "start_ts": run_start[o],
+            "end_ts": np.concatenate([sw.end[ck], r_end[rk]])[o],
+            "exact_start": np.concatenate([np.ones(len(ck), bool), r_exact[rk]])[o],
+            "earliest_ts": np.concatenate([sw.ts[ck], r_earliest[rk]])[o],
             "end": pd.Categorical.from_codes(
                 np.concatenate(
                     [np.where(sw.last[ck], _END_TRACE, _END_SWITCH).astype(np.int8), r_endkind[rk]]
-                ),
+                )[o],
                 categories=list(END_KINDS),
             ),
-        }
+        },
+        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
-    runs = runs.sort_values(["pid", "start_ts"], kind="stable").reset_index(drop=True)
     return timeline, runs
+
+
+def _order_by(key: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The stable ``np.lexsort((ts, key))`` of rows whose times are in order in long
+    runs (per CPU, per segment): a counting sort by the key (pids, CPUs), then one
+    stable sort of (key, ts) packed into an int64, a merge of those runs."""
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.intp)
+    o = stable_order(key)
+    k, t = key[o].astype(np.int64), ts[o]
+    k0, t0 = int(k[0]), int(t.min())
+    kbits, tbits = (int(k[-1]) - k0).bit_length(), (int(t.max()) - t0).bit_length()
+    if kbits + tbits > 62:
+        return np.lexsort((ts, key))
+    k -= k0
+    k <<= tbits
+    k += t
+    k -= t0
+    return o[np.argsort(k, kind="stable")]
 
 
 def _fill_unknown(
@@ -801,7 +854,7 @@ def _fill_unknown(
     """The known intervals and, per CPU from its first switch to the trace's end, an
     unknown row for every stretch between them (``lost_events`` when a lost-event
     marker of that CPU lies in it, else ``missing_switch``)."""
-    o = lex_order(start, cpu)
+    o = _order_by(cpu, start)
     cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
     codes = np.asarray(comm.codes)[o]
     n = len(cpu)
@@ -839,7 +892,7 @@ def _fill_unknown(
         why[(li >= 0) & (take(lt, li, -1) >= h_start)] = 1
     all_cpu = np.concatenate([cpu, h_cpu])
     all_start = np.concatenate([start, h_start])
-    o2 = lex_order(all_start, all_cpu)
+    o2 = _order_by(all_cpu, all_start)
     state = np.concatenate([np.where(pid == 0, 1, 0), np.full(len(h_cpu), 2)]).astype(np.int8)
     return pd.DataFrame(
         {
@@ -855,8 +908,85 @@ def _fill_unknown(
             "why": pd.Categorical.from_codes(
                 np.concatenate([np.full(n, -1, np.int8), why])[o2], categories=list(WHY)
             ),
-        }
+        },
+        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
+
+
+def _small_keys(
+    lkey: np.ndarray, rkey: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """Two key arrays as keys in a range not much wider than their rows: (left, right,
+    lo, span); equal keys stay equal, others apart. Life keys (pid + life << 32,
+    :mod:`.lives`) as (life, pid) ranks; None when the range stays too wide."""
+    lkey, rkey = np.asarray(lkey), np.asarray(rkey)
+    if lkey.dtype.kind != "i" or rkey.dtype.kind != "i":
+        return None
+    if lkey.dtype.itemsize not in (4, 8):
+        lkey = lkey.astype(np.int64)
+    if rkey.dtype.itemsize not in (4, 8):
+        rkey = rkey.astype(np.int64)
+    limit = max(2 * (len(lkey) + len(rkey)), 1 << 16)
+    lo = min(int(lkey.min()), int(rkey.min()))
+    hi = max(int(lkey.max()), int(rkey.max()))
+    if hi - lo < limit:
+        return lkey, rkey, lo, hi - lo + 1
+    if lo < 0:
+        return None
+    lk, rk = lkey.astype(np.int64), rkey.astype(np.int64)
+    low = (1 << 32) - 1
+    pmax = max(int((lk & low).max()), int((rk & low).max())) + 1
+    if (hi >> 32) * pmax + pmax >= limit:
+        return None
+    lk = (lk >> 32) * pmax + (lk & low)
+    rk = (rk >> 32) * pmax + (rk & low)
+    return lk, rk, 0, (hi >> 32) * pmax + pmax
+
+
+def _asof_last(
+    lts: np.ndarray, lkey: np.ndarray, rts: np.ndarray, rkey: np.ndarray, allow_exact: bool
+) -> np.ndarray:
+    """``asof_index(lts, lkey, rts, rkey, "backward", allow_exact)``: one merge in C
+    (``_passes.asof_last``) when both sides are in time order (event tables are) and
+    the keys are small; else the as-of search."""
+    lts = np.ascontiguousarray(lts, dtype=np.int64)
+    rts = np.ascontiguousarray(rts, dtype=np.int64)
+    if len(lts) == 0 or len(rts) == 0:
+        return np.full(len(lts), -1, dtype=np.int64)
+    small = _small_keys(lkey, rkey)
+    if small is not None:
+        lk, rk, lo, span = small
+        out = np.empty(len(lts), dtype=np.int64)
+        if _passes.asof_last(lts, np.ascontiguousarray(lk), rts, np.ascontiguousarray(rk),
+                             lo, span, not allow_exact, out):  # fmt: skip
+            return out
+    return asof_index(lts, lkey, rts, rkey, "backward", allow_exact)
+
+
+def _asof_grouped(
+    lts: np.ndarray,
+    lkey: np.ndarray,
+    rts: np.ndarray,
+    rkey: np.ndarray,
+    direction: str,
+    allow_exact: bool,
+) -> np.ndarray:
+    """``asof_index(lts, lkey, rts, rkey, direction, allow_exact)`` for right rows already
+    in (key, time) order (the runs by task): a binary search in each left row's key's
+    rows in C (``_passes.asof_grouped``) when the keys are small; else the as-of search."""
+    lts = np.ascontiguousarray(lts, dtype=np.int64)
+    rts = np.ascontiguousarray(rts, dtype=np.int64)
+    if len(lts) == 0 or len(rts) == 0:
+        return np.full(len(lts), -1, dtype=np.int64)
+    small = _small_keys(lkey, rkey)
+    if small is not None:
+        lk, rk, lo, span = small
+        out = np.empty(len(lts), dtype=np.int64)
+        forward = direction == "forward"
+        if _passes.asof_grouped(lts, np.ascontiguousarray(lk), rts, np.ascontiguousarray(rk),
+                                lo, span, forward, not allow_exact, out):  # fmt: skip
+            return out
+    return asof_index(lts, lkey, rts, rkey, direction, allow_exact)
 
 
 def _two_cpus(runs: pd.DataFrame) -> pd.DataFrame:
@@ -904,7 +1034,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
         return _empty_breaks()
     from .task_states import sleeps  # the letters of a sleep: one rule
 
-    sts, scpu = i64(s, "ts"), ints(s, "cpu")
+    sts, scpu = _times(s), ints(s, "cpu")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     cats = pd.Categorical(s["prev_state_str"])
     by_cat = np.array([sleeps(str(c)) for c in cats.categories] + [False])
@@ -913,23 +1043,26 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     ins = np.flatnonzero(nxt > 0)
     # (keyed by life: a pid used again is another task, ``.lives``)
     nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
-    oi = asof_index(sts[ins], nkey[ins], sts, pkey, "backward", allow_exact=False)
+    oi = _asof_last(sts[ins], nkey[ins], sts, pkey, allow_exact=False)
     slept = (oi >= 0) & take(asleep, oi, False)
     cand, out_ts = ins[slept], sts[oi[slept]]
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
-    ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
-                    "backward", allow_exact=True)  # fmt: skip
+    ri = _asof_grouped(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
+                       "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
-    last_wake = np.full(len(cand), never, dtype=np.int64)
+    # a break: no wake-up of any kind since that run began (without a run: none); the
+    # switch-ins a wake-up table answers are not searched in the next
+    live = np.flatnonzero(began > never)
+    b, began = cand[live], began[live]
+    b_ts, b_key = sts[b], nkey[b]
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
-        if f is not None and len(f):
-            fts = i64(f, "ts")
-            wi = asof_index(sts[cand], nkey[cand], fts, ev.key(ints(f, "pid"), fts), "backward",
-                            True)  # fmt: skip
-            np.maximum(last_wake, take(fts, wi, never), out=last_wake)
-    b = cand[last_wake < began]
+        if f is not None and len(f) and len(b):
+            fts = _times(f)
+            wi = _asof_last(b_ts, b_key, fts, ev.key(ints(f, "pid"), fts), True)
+            still = take(fts, wi, never) < began
+            b, began, b_ts, b_key = b[still], began[still], b_ts[still], b_key[still]
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
 
 
@@ -942,20 +1075,20 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     f = ev.waking if ev.waking is not None and len(ev.waking) else ev.wakeup
     if f is None or len(f) < 2:
         return _empty_breaks()
-    ts, pid, cpu = i64(f, "ts"), ints(f, "pid"), ints(f, "cpu")
+    ts, pid, cpu = _times(f), ints(f, "pid"), ints(f, "cpu")
     key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
-    prev = asof_index(ts, key, ts, key, "backward", allow_exact=False)
+    prev = _asof_last(ts, key, ts, key, allow_exact=False)
     has = np.flatnonzero(prev >= 0)
     if not len(has):
         return _empty_breaks()
     p_ts = ts[prev[has]]
     rpid, rstart = ev.run_keys(runs), runs["start_ts"].to_numpy()
     # a run that began after the previous wake-up, by this one...
-    ni = asof_index(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
+    ni = _asof_grouped(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
     ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
     # ... or one that was on at the previous wake-up (and is proven on until it): of the
     # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
-    li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
+    li = _asof_grouped(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
     ran |= take(reach(runs), li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)

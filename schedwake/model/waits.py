@@ -70,8 +70,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import tasks
-from ._util import asof_index, cat_mask, lex_order, pick_cat, take, take_cat
+from . import _passes, tasks
+from ._util import asof_index, cat_mask, lex_order, pick_cat, stable_order, take, take_cat
 from .events import Events, i64, ints
 from .lives import pid_of
 
@@ -98,6 +98,13 @@ UNKNOWN_OUTSIDE = "on a CPU outside the slice (--cpu)"
 _BIG = np.iinfo(np.int64).max
 
 
+def _times(df: pd.DataFrame) -> np.ndarray:
+    """The ``ts`` column of an event frame as int64: the column's own array (a view, not
+    a copy: read only) when it is one."""
+    col = df["ts"]
+    return col.to_numpy() if col.dtype == np.int64 else i64(df, "ts")
+
+
 def _runnable(s: pd.DataFrame, states: Collection[str] = ("R", "R+")) -> np.ndarray:
     """Per ``sched_switch``: switched out runnable (``prev_state`` in ``states``)."""
     if "prev_state_str" not in s.columns:
@@ -120,7 +127,7 @@ def build(
     s = ev.switch
     if s is None or len(s) == 0:
         return _empty()
-    sts, scpu = i64(s, "ts"), ints(s, "cpu")
+    sts, scpu = _times(s), ints(s, "cpu")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     ns = len(s)
     if runs is None:
@@ -154,7 +161,7 @@ def build(
     ]
     for f in (ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
-            parts_ts.append(i64(f, "ts"))
+            parts_ts.append(_times(f))
             parts_pid.append(ints(f, "pid"))
             parts_kind.append(np.full(len(f), _WAKE, np.int8))
             parts_row.append(np.full(len(f), -1))
@@ -165,66 +172,53 @@ def build(
     row = np.concatenate(parts_row)
     tie = np.concatenate(parts_tie)
     del parts_ts, parts_pid, parts_kind, parts_row, parts_tie
-    keep = pid != 0  # the idle task never waits (perf leaves out "swapper")
-    ts, pid, kind, row, tie = ts[keep], pid[keep], kind[keep], row[keep], tie[keep]
     # each task by its life (:mod:`.lives`): a wait never runs from one task of a pid
     # used again to the next (perf makes a new thread at the fork, and its own atoms)
-    pid = ev.key(pid, ts)
-    order = np.lexsort((tie, ts, pid))
-    ts, pid, kind, row = ts[order], pid[order], kind[order], row[order]
-    n = len(ts)
+    task = np.ascontiguousarray(ev.key(pid, ts), dtype=np.int64)
+    # the rows in (task, time) order, but the idle task's (it never waits: perf leaves out
+    # "swapper")
+    src = _task_time_order(task, ts, tie, pid)
+    del pid, tie
+    n = len(src)
     if n == 0:
         return _empty()
-    pos = np.arange(n)
-    first = np.ones(n, dtype=bool)
-    first[1:] = pid[1:] != pid[:-1]
-    out = (kind == _OUT_R) | (kind == _OUT_S)
-    # an epoch: from a switch-out (a new perf "atom") or a task's first event to the next
-    epoch = np.cumsum(first | out) - 1
-    heads = np.flatnonzero(first | out)
-    head_kind = kind[heads]
-    head_first = first[heads]
-    ne = len(heads)
-    # when the epoch's wait starts (its position), or BIG when it never does
-    armed = np.full(ne, _BIG, dtype=np.int64)
-    armed[head_kind == _OUT_R] = heads[head_kind == _OUT_R]
-    first_wake = np.full(ne, _BIG, dtype=np.int64)
-    w = kind == _WAKE
-    np.minimum.at(first_wake, epoch[w], pos[w])
-    sleeping = (head_kind == _OUT_S) | (head_first & (head_kind == _WAKE))
-    armed[sleeping] = first_wake[sleeping]
-    # (a task first seen at its switch-in; first seen by its own events: no wait counted)
-    seen_in = head_first & (head_kind == _IN) & (row[heads] < 2 * ns)
-    armed[seen_in] = heads[seen_in]
-    # the wait ends at the first switch-in at or after the arming event
-    ins = np.flatnonzero(kind == _IN)
-    after = ins >= armed[epoch[ins]]
-    end = np.full(ne, _BIG, dtype=np.int64)
-    np.minimum.at(end, epoch[ins[after]], ins[after])
-    # a second wake-up before the run: the task ran unseen and slept again in between (a
+    # the per-task state machine, one pass in C (_pass_waits.c) over the rows in that
+    # order: an epoch runs from a switch-out (a new perf "atom") or a task's first event
+    # to the next; its wait starts at a preempting switch-out, the first wake-up after a
+    # sleeping one, or a first switch-in of a task first seen there (first seen by its
+    # own events: no wait counted), and ends at the first switch-in at or after that. A
+    # second wake-up strictly before that run (at one time, the order of a wake-up among
+    # the switches is not known) says the task ran unseen and slept again in between (a
     # wake-up needs a task that is not TASK_RUNNING: completeness 'rewoken'), so the
-    # wait's end is not in the trace: it is left out
-    later = w & (pos > first_wake[epoch])
-    second_wake = np.full(ne, _BIG, dtype=np.int64)
-    np.minimum.at(second_wake, epoch[later], pos[later])
-    # (strictly earlier than that run: at one time, the order of a wake-up among the
-    # switches is not known)
-    has2 = second_wake != _BIG
-    unseen_end = np.zeros(ne, dtype=bool)
-    if rewoken_unseen and has2.any():
-        fin = end != _BIG
-        w2 = np.where(has2, ts[np.minimum(second_wake, n - 1)], np.iinfo(np.int64).max)
-        e2 = np.where(fin, ts[np.minimum(end, n - 1)], np.iinfo(np.int64).max)
-        unseen_end = sleeping & has2 & (w2 < e2)
-    done = np.flatnonzero((end != _BIG) & ~unseen_end)
-    a, e = armed[done], end[done]
-    hk = head_kind[done]
-    wkind = np.where(seen_in[done], 2, np.where(hk == _OUT_R, 1, 0)).astype(np.int8)
+    # wait's end is not in the trace: it is left out when ``rewoken_unseen``. Each wait
+    # as rows: a (where it starts), e (where it ends), head (its epoch's first)
+    a, e, head = (np.empty(n, dtype=np.int64) for _ in range(3))
+    wkind = np.empty(n, dtype=np.int8)
+    m = _passes.wait_epochs(
+        src,
+        task,
+        kind,
+        np.ascontiguousarray(row, dtype=np.int64),
+        ts,
+        ns,
+        rewoken_unseen,
+        a,
+        e,
+        head,
+        wkind,
+    )
+    del src
+    # the waits by (start, pid), stably: in epoch order within one
+    wpid = pid_of(task[e[:m]])
+    o = lex_order(wpid, ts[a[:m]])
+    a, e, head, wkind, wpid = a[o], e[o], head[o], wkind[o], wpid[o]
+    del o
+    hk = kind[head]
     erow = row[e]  # what ended the wait: a switch-in, or a run shown by its events
     by_run = erow >= 2 * ns
     srow = np.where(by_run, 0, erow - ns)
     rrow = np.where(by_run, erow - 2 * ns, 0)
-    out_row = np.where(hk == _OUT_R, row[heads[done]], -1)
+    out_row = np.where(hk == _OUT_R, row[head], -1)
     start = ts[a]
     end = ts[e]
     if by_run.any():
@@ -237,9 +231,9 @@ def build(
         earliest, run_cpu = end, scpu[srow]
         comm = s["next_comm"].array.take(srow)
     min_end = np.minimum(np.maximum(earliest, start), end)
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {
-            "pid": pid_of(pid[e]),
+            "pid": wpid,
             "comm": comm,
             "kind": pd.Categorical.from_codes(wkind, categories=list(KINDS)),
             "start_ts": start,
@@ -250,10 +244,41 @@ def build(
             "min_end_ts": min_end,
             "exact": min_end == end,
             "cut": np.zeros(len(end), dtype=bool),
-            "task": pid[e].astype(np.int64),
-        }
+            "task": task[e],
+        },
+        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
-    return frame.sort_values(["start_ts", "pid"], kind="stable").reset_index(drop=True)
+
+
+def _task_time_order(
+    task: np.ndarray, ts: np.ndarray, tie: np.ndarray, pid: np.ndarray
+) -> np.ndarray:
+    """The rows but those of pid 0 in the stable ``np.lexsort((tie, ts, task))`` order:
+    one stable sort of (ts, tie) packed into an int64 (runs already in time order: a
+    merge), then a stable order by task that leaves out pid 0 (one counting sort in C,
+    ``_passes.task_order``, for pids)."""
+    if len(ts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    t0, b0 = int(ts.min()), int(tie.min())
+    tbits = (int(ts.max()) - t0).bit_length()
+    bbits = (int(tie.max()) - b0).bit_length()
+    if tbits + bbits > 62:
+        keep = np.flatnonzero(pid != 0)
+        return keep[np.lexsort((tie[keep], ts[keep], task[keep]))]
+    packed = ts - t0
+    packed <<= bbits
+    packed += tie
+    packed -= b0
+    by_time = np.argsort(packed, kind="stable").astype(np.int64, copy=False)
+    del packed
+    lo, hi = int(task.min()), int(task.max())
+    if hi - lo < max(2 * len(task), 1 << 16):
+        out = np.empty(len(by_time), dtype=np.int64)
+        m = _passes.task_order(task, by_time, np.ascontiguousarray(pid, dtype=np.int64), lo,
+                               hi - lo + 1, out)  # fmt: skip
+        return out[:m]
+    keep = by_time[pid[by_time] != 0]
+    return keep[stable_order(task[keep])]
 
 
 def _empty() -> pd.DataFrame:
