@@ -58,7 +58,6 @@ PASS_SOURCES = [
     "schedwake/model/_pass_asof.c",
     "schedwake/model/_pass_groups.c",
     "schedwake/model/_pass_task_states.c",
-    "schedwake/model/_pass_completeness.c",
     "schedwake/model/_pass_waits.c",
 ]
 

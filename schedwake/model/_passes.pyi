@@ -79,29 +79,6 @@ def dense_codes(
 def state_sums(
     group: np.ndarray, state: np.ndarray, start: np.ndarray, end: np.ndarray, out: np.ndarray, /
 ) -> None: ...
-def asof_last(
-    lts: np.ndarray,
-    lkey: np.ndarray,
-    rts: np.ndarray,
-    rkey: np.ndarray,
-    lo: int,
-    span: int,
-    strict: bool,
-    out: np.ndarray,
-    /,
-) -> bool: ...
-def asof_grouped(
-    lts: np.ndarray,
-    lkey: np.ndarray,
-    rts: np.ndarray,
-    rkey: np.ndarray,
-    lo: int,
-    span: int,
-    forward: bool,
-    strict: bool,
-    out: np.ndarray,
-    /,
-) -> bool: ...
 def wait_epochs(
     src: np.ndarray,
     task: np.ndarray,

@@ -54,16 +54,6 @@ PASS(dense_codes,
 PASS(state_sums,
      "state_sums(group, state, start, end, out): out[g * 6 + s] = the sum of "
      "max(end - start, 0) of the rows of group g in state s")
-/* _pass_completeness.c */
-PASS(asof_last,
-     "asof_last(lts, lkey, rts, rkey, lo, span, strict, out) -> bool: both sides in time "
-     "order, keys in [lo, lo + span): out[i] = the last right row of left row i's key with "
-     "rts <= lts (< when strict), or -1; False when a side is not in time order")
-PASS(asof_grouped,
-     "asof_grouped(lts, lkey, rts, rkey, lo, span, forward, strict, out) -> bool: the right "
-     "rows in (key, time) order, keys in [lo, lo + span): out[i] = the right row of left row "
-     "i's key nearest in time backward or forward, or -1; False when the right rows are "
-     "not in (key, time) order")
 /* _pass_waits.c */
 PASS(wait_epochs,
      "wait_epochs(src, task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "

@@ -54,7 +54,6 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from . import _passes
 from ._util import asof_index, is_sorted, lex_order, object_categories, stable_order, take
 from .events import MODEL_EVENTS, Events, i64, ints
 
@@ -483,7 +482,7 @@ class _Proofs:
         event's own (the task a switch put on, or the task the next switch switches out:
         an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
-        seg = sw.of_given(_asof_last(ets, ecpu, sw.given_ts, sw.given_cpu, True))
+        seg = sw.of_given(asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True))
         at = np.flatnonzero(seg >= 0)
         tie = at[(ets[at] == sw.ts[seg[at]]) & (epid[at] != sw.next[seg[at]])]
         if not len(tie):
@@ -913,82 +912,6 @@ def _fill_unknown(
     )
 
 
-def _small_keys(
-    lkey: np.ndarray, rkey: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, int, int] | None:
-    """Two key arrays as keys in a range not much wider than their rows: (left, right,
-    lo, span); equal keys stay equal, others apart. Life keys (pid + life << 32,
-    :mod:`.lives`) as (life, pid) ranks; None when the range stays too wide."""
-    lkey, rkey = np.asarray(lkey), np.asarray(rkey)
-    if lkey.dtype.kind != "i" or rkey.dtype.kind != "i":
-        return None
-    if lkey.dtype.itemsize not in (4, 8):
-        lkey = lkey.astype(np.int64)
-    if rkey.dtype.itemsize not in (4, 8):
-        rkey = rkey.astype(np.int64)
-    limit = max(2 * (len(lkey) + len(rkey)), 1 << 16)
-    lo = min(int(lkey.min()), int(rkey.min()))
-    hi = max(int(lkey.max()), int(rkey.max()))
-    if hi - lo < limit:
-        return lkey, rkey, lo, hi - lo + 1
-    if lo < 0:
-        return None
-    lk, rk = lkey.astype(np.int64), rkey.astype(np.int64)
-    low = (1 << 32) - 1
-    pmax = max(int((lk & low).max()), int((rk & low).max())) + 1
-    if (hi >> 32) * pmax + pmax >= limit:
-        return None
-    lk = (lk >> 32) * pmax + (lk & low)
-    rk = (rk >> 32) * pmax + (rk & low)
-    return lk, rk, 0, (hi >> 32) * pmax + pmax
-
-
-def _asof_last(
-    lts: np.ndarray, lkey: np.ndarray, rts: np.ndarray, rkey: np.ndarray, allow_exact: bool
-) -> np.ndarray:
-    """``asof_index(lts, lkey, rts, rkey, "backward", allow_exact)``: one merge in C
-    (``_passes.asof_last``) when both sides are in time order (event tables are) and
-    the keys are small; else the as-of search."""
-    lts = np.ascontiguousarray(lts, dtype=np.int64)
-    rts = np.ascontiguousarray(rts, dtype=np.int64)
-    if len(lts) == 0 or len(rts) == 0:
-        return np.full(len(lts), -1, dtype=np.int64)
-    small = _small_keys(lkey, rkey)
-    if small is not None:
-        lk, rk, lo, span = small
-        out = np.empty(len(lts), dtype=np.int64)
-        if _passes.asof_last(lts, np.ascontiguousarray(lk), rts, np.ascontiguousarray(rk),
-                             lo, span, not allow_exact, out):  # fmt: skip
-            return out
-    return asof_index(lts, lkey, rts, rkey, "backward", allow_exact)
-
-
-def _asof_grouped(
-    lts: np.ndarray,
-    lkey: np.ndarray,
-    rts: np.ndarray,
-    rkey: np.ndarray,
-    direction: str,
-    allow_exact: bool,
-) -> np.ndarray:
-    """``asof_index(lts, lkey, rts, rkey, direction, allow_exact)`` for right rows already
-    in (key, time) order (the runs by task): a binary search in each left row's key's
-    rows in C (``_passes.asof_grouped``) when the keys are small; else the as-of search."""
-    lts = np.ascontiguousarray(lts, dtype=np.int64)
-    rts = np.ascontiguousarray(rts, dtype=np.int64)
-    if len(lts) == 0 or len(rts) == 0:
-        return np.full(len(lts), -1, dtype=np.int64)
-    small = _small_keys(lkey, rkey)
-    if small is not None:
-        lk, rk, lo, span = small
-        out = np.empty(len(lts), dtype=np.int64)
-        forward = direction == "forward"
-        if _passes.asof_grouped(lts, np.ascontiguousarray(lk), rts, np.ascontiguousarray(rk),
-                                lo, span, forward, not allow_exact, out):  # fmt: skip
-            return out
-    return asof_index(lts, lkey, rts, rkey, direction, allow_exact)
-
-
 def _two_cpus(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs of one task on two CPUs that overlap by more than the clocks' tolerance."""
     if len(runs) < 2:
@@ -1043,13 +966,13 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     ins = np.flatnonzero(nxt > 0)
     # (keyed by life: a pid used again is another task, ``.lives``)
     nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
-    oi = _asof_last(sts[ins], nkey[ins], sts, pkey, allow_exact=False)
+    oi = asof_index(sts[ins], nkey[ins], sts, pkey, "backward", False)
     slept = (oi >= 0) & take(asleep, oi, False)
     cand, out_ts = ins[slept], sts[oi[slept]]
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
-    ri = _asof_grouped(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
+    ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
                        "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
     # a break: no wake-up of any kind since that run began (without a run: none); the
@@ -1060,7 +983,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
         if f is not None and len(f) and len(b):
             fts = _times(f)
-            wi = _asof_last(b_ts, b_key, fts, ev.key(ints(f, "pid"), fts), True)
+            wi = asof_index(b_ts, b_key, fts, ev.key(ints(f, "pid"), fts), "backward", True)
             still = take(fts, wi, never) < began
             b, began, b_ts, b_key = b[still], began[still], b_ts[still], b_key[still]
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
@@ -1077,18 +1000,18 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
         return _empty_breaks()
     ts, pid, cpu = _times(f), ints(f, "pid"), ints(f, "cpu")
     key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
-    prev = _asof_last(ts, key, ts, key, allow_exact=False)
+    prev = asof_index(ts, key, ts, key, "backward", False)
     has = np.flatnonzero(prev >= 0)
     if not len(has):
         return _empty_breaks()
     p_ts = ts[prev[has]]
     rpid, rstart = ev.run_keys(runs), runs["start_ts"].to_numpy()
     # a run that began after the previous wake-up, by this one...
-    ni = _asof_grouped(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
+    ni = asof_index(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
     ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
     # ... or one that was on at the previous wake-up (and is proven on until it): of the
     # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
-    li = _asof_grouped(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
+    li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
     ran |= take(reach(runs), li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)

@@ -1,7 +1,8 @@
-"""The compiled passes of the completeness and waits models (_pass_completeness.c,
-_pass_waits.c) give what the NumPy versions gave, on random inputs full of ties, and
-refuse what they cannot read (keys outside the range told, arrays of other lengths or
-types) with an error, never a read out of bounds."""
+"""The compiled passes of the waits model (_pass_waits.c), and the as-of walk of
+completeness's and the waits' searches (_pass_asof.c), give what the NumPy versions
+gave, on random inputs full of ties, and refuse what they cannot read (keys outside the
+range told, arrays of other lengths or types) with an error, never a read out of
+bounds."""
 
 from __future__ import annotations
 
@@ -9,97 +10,46 @@ import numpy as np
 import pytest
 
 from schedwake.model import _passes
-from schedwake.model._util import asof_index
-from schedwake.model.completeness import _asof_last
 
 _BIG = np.iinfo(np.int64).max
 
 
-def _sides(rng, nl, nr, keys, dtype=np.int64):
-    lts = np.sort(rng.integers(0, 40, nl)).astype(np.int64)
-    rts = np.sort(rng.integers(0, 40, nr)).astype(np.int64)
-    lkey = rng.integers(0, keys, nl).astype(dtype)
-    rkey = rng.integers(0, keys, nr).astype(dtype)
-    return lts, lkey, rts, rkey
-
-
-@pytest.mark.parametrize("dtype", [np.int32, np.int64])
-def test_asof_last_matches_asof_index(dtype):
-    rng = np.random.default_rng(3)
-    for _ in range(300):
-        lts, lkey, rts, rkey = _sides(rng, int(rng.integers(0, 60)), int(rng.integers(0, 60)),
-                                      int(rng.integers(1, 6)), dtype)  # fmt: skip
-        for exact in (True, False):
-            want = asof_index(lts, lkey, rts, rkey, "backward", exact)
-            assert _asof_last(lts, lkey, rts, rkey, exact).tolist() == want.tolist()
-            if len(lts) and len(rts):
-                out = np.full(len(lts), -7, dtype=np.int64)
-                lo = int(min(lkey.min(), rkey.min()))
-                span = int(max(lkey.max(), rkey.max())) - lo + 1
-                assert _passes.asof_last(lts, lkey, rts, rkey, lo, span, not exact, out)
-                assert out.tolist() == want.tolist()
-
-
-def test_asof_last_life_keys_and_unsorted_sides():
-    """Life keys (pid + life << 32) are ranked to a small range; sides out of time
-    order go to the as-of search: the answers are asof_index's either way."""
-    rng = np.random.default_rng(5)
-    for trial in range(100):
-        lts, lkey, rts, rkey = _sides(rng, 50, 50, 4)
-        lkey = lkey + (rng.integers(0, 3, len(lkey)) << 32)
-        rkey = rkey + (rng.integers(0, 3, len(rkey)) << 32)
-        if trial % 2:
-            rts = rng.permutation(rts)
-        for exact in (True, False):
-            want = asof_index(lts, lkey, rts, rkey, "backward", exact)
-            assert _asof_last(lts, lkey, rts, rkey, exact).tolist() == want.tolist()
-
-
-def test_asof_last_checks_what_it_is_given():
+def test_asof_merge_checks_what_it_is_given():
+    """The as-of walk over two time-ordered sides (_pass_asof.c, asof_index's first
+    path) refuses keys outside the range it is told and arrays of other lengths before
+    writing, and leaves sides out of time order to the search."""
     lts = np.array([1, 2, 3], dtype=np.int64)
     key = np.array([0, 1, 2], dtype=np.int64)
     out = np.full(3, -7, dtype=np.int64)
-    assert _passes.asof_last(lts, key, lts, key, 0, 3, False, out)
+    assert _passes.asof_merge(lts, key, lts, key, 0, 3, True, True, out)
     assert out.tolist() == [0, 1, 2]
     for lo, span in ((1, 3), (0, 2), (-5, 2)):  # a key below lo, at lo + span, above
         out[:] = -7
         with pytest.raises(ValueError, match="outside"):
-            _passes.asof_last(lts, key, lts, key, lo, span, False, out)
+            _passes.asof_merge(lts, key, lts, key, lo, span, True, True, out)
         assert (out == -7).all()
     extreme = np.array([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], dtype=np.int64)
     with pytest.raises(ValueError, match="outside"):
-        _passes.asof_last(lts, extreme, lts, key, 0, 3, False, out)
+        _passes.asof_merge(lts, extreme, lts, key, 0, 3, False, True, out)
     with pytest.raises(ValueError, match="outside"):
-        _passes.asof_last(lts, key, lts, extreme, 0, 3, False, out)
-    # out of time order: not answered (False), nothing read out of bounds
-    assert not _passes.asof_last(lts[::-1].copy(), key, lts, key, 0, 3, False, out)
-    assert not _passes.asof_last(lts, key, lts[::-1].copy(), key, 0, 3, False, out)
-    with pytest.raises(ValueError, match="one key a row"):
-        _passes.asof_last(lts, key[:2], lts, key, 0, 3, False, out)
-    with pytest.raises(ValueError, match="one key a row"):
-        _passes.asof_last(lts, key, lts, key[:2], 0, 3, False, out)
-    with pytest.raises(ValueError, match="one slot a left row"):
-        _passes.asof_last(lts, key, lts, key, 0, 3, False, np.zeros(2, np.int64))
-    with pytest.raises(ValueError, match="span"):
-        _passes.asof_last(lts, key, lts, key, 0, 0, False, out)
-    with pytest.raises(ValueError, match="span"):
-        _passes.asof_last(lts, key, lts, key, 0, 1 << 40, False, out)
-    with pytest.raises(TypeError, match="integers"):
-        _passes.asof_last(lts.astype(np.float64), key, lts, key, 0, 3, False, out)
-    with pytest.raises(TypeError, match="integers"):
-        _passes.asof_last(lts, key.astype(np.int16), lts, key, 0, 3, False, out)
-    with pytest.raises(TypeError, match="integers"):
-        _passes.asof_last(lts, key, lts, key, 0, 3, False, np.zeros(3, np.int32))
-    with pytest.raises((ValueError, BufferError)):  # not contiguous
-        _passes.asof_last(np.arange(6, dtype=np.int64)[::2], key, lts, key, 0, 3, False, out)
+        _passes.asof_merge(lts, key, lts, extreme, 0, 3, False, True, out)
+    # out of time order: not answered (False), nothing written
+    out[:] = -7
+    assert not _passes.asof_merge(lts[::-1].copy(), key, lts, key, 0, 3, True, True, out)
+    assert not _passes.asof_merge(lts, key, lts[::-1].copy(), key, 0, 3, False, True, out)
+    assert (out == -7).all()
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.asof_merge(lts, key[:2], lts, key, 0, 3, True, True, out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.asof_merge(lts, key, lts, key[:2], 0, 3, True, True, out)
     with pytest.raises(ValueError, match="read-only"):
         ro = np.zeros(3, np.int64)
         ro.setflags(write=False)
-        _passes.asof_last(lts, key, lts, key, 0, 3, False, ro)
+        _passes.asof_merge(lts, key, lts, key, 0, 3, True, True, ro)
     empty = np.zeros(0, np.int64)
-    assert _passes.asof_last(empty, empty, lts, key, 0, 3, False, empty)
+    assert _passes.asof_merge(empty, empty, lts, key, 0, 3, True, True, empty)
     out[:] = -7
-    assert _passes.asof_last(lts, key, empty, empty, 0, 3, False, out)
+    assert _passes.asof_merge(lts, key, empty, empty, 0, 3, False, False, out)
     assert out.tolist() == [-1, -1, -1]
 
 
@@ -218,68 +168,6 @@ def test_wait_epochs_checks_what_it_is_given():
     e = np.zeros(0, np.int64)
     assert _passes.wait_epochs(e, e, np.zeros(0, np.int8), e, e, 0, True, e, e, e,
                                np.zeros(0, np.int8)) == 0  # fmt: skip
-
-
-@pytest.mark.parametrize("dtype", [np.int32, np.int64])
-def test_asof_grouped_matches_asof_index(dtype):
-    """Right rows by (key, time), left rows in time order (where the search goes on
-    from the key's last answer) or in any order."""
-    from schedwake.model.completeness import _asof_grouped
-
-    rng = np.random.default_rng(9)
-    for trial in range(300):
-        lts, lkey, rts, rkey = _sides(rng, int(rng.integers(0, 60)), int(rng.integers(0, 60)),
-                                      int(rng.integers(1, 6)), dtype)  # fmt: skip
-        o = np.lexsort((rts, rkey))
-        rts, rkey = rts[o], rkey[o]
-        if trial % 3 == 0:
-            p = rng.permutation(len(lts))
-            lts, lkey = lts[p], lkey[p]
-        for direction in ("backward", "forward"):
-            for exact in (True, False):
-                want = asof_index(lts, lkey, rts, rkey, direction, exact)
-                got = _asof_grouped(lts, lkey, rts, rkey, direction, exact)
-                assert got.tolist() == want.tolist()
-        # right rows out of (key, time) order: not answered, the as-of search is
-        if len(rts) > 1 and (rkey[0] != rkey[-1] or rts[0] != rts[-1]):
-            out = np.zeros(len(lts), np.int64)
-            lo = int(min(lkey.min(initial=0), rkey.min()))
-            span = int(max(lkey.max(initial=0), rkey.max())) - lo + 1
-            assert not _passes.asof_grouped(lts, lkey, rts[::-1].copy(), rkey[::-1].copy(),
-                                            lo, span, False, False, out)  # fmt: skip
-            want = asof_index(lts, lkey, rts[::-1], rkey[::-1], "backward", True)
-            got = _asof_grouped(lts, lkey, rts[::-1], rkey[::-1], "backward", True)
-            assert got.tolist() == want.tolist()
-
-
-def test_asof_grouped_checks_what_it_is_given():
-    lts = np.array([1, 2, 3], dtype=np.int64)
-    key = np.array([0, 1, 2], dtype=np.int64)
-    out = np.full(3, -7, dtype=np.int64)
-    assert _passes.asof_grouped(lts, key, lts, key, 0, 3, True, False, out)
-    assert out.tolist() == [0, 1, 2]
-    for lo, span in ((1, 3), (0, 2), (-5, 2)):
-        out[:] = -7
-        with pytest.raises(ValueError, match="outside"):
-            _passes.asof_grouped(lts, key, lts, key, lo, span, False, False, out)
-        assert (out == -7).all()
-    extreme = np.array([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], dtype=np.int64)
-    with pytest.raises(ValueError, match="outside"):
-        _passes.asof_grouped(lts, extreme, lts, key, 0, 3, False, False, out)
-    with pytest.raises(ValueError, match="outside"):
-        _passes.asof_grouped(lts, key, lts, extreme, 0, 3, False, False, out)
-    with pytest.raises(ValueError, match="one key a row"):
-        _passes.asof_grouped(lts, key[:2], lts, key, 0, 3, False, False, out)
-    with pytest.raises(ValueError, match="one slot a left row"):
-        _passes.asof_grouped(lts, key, lts, key, 0, 3, False, False, out[:2].copy())
-    with pytest.raises(ValueError, match="span"):
-        _passes.asof_grouped(lts, key, lts, key, 0, -1, False, False, out)
-    with pytest.raises(TypeError, match="integers"):
-        _passes.asof_grouped(lts, key, lts.astype(np.uint64), key, 0, 3, False, False, out)
-    empty = np.zeros(0, np.int64)
-    out[:] = -7
-    assert _passes.asof_grouped(lts, key, empty, empty, 0, 3, True, True, out)
-    assert out.tolist() == [-1, -1, -1]
 
 
 def test_task_order_matches_numpy():
