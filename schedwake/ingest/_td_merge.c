@@ -229,6 +229,7 @@ static int gather_task(Decoder *d, int t)
     switch (dst->kind) {
     case TD_INT: {
         size_t w = (size_t)dst->bits / 8;
+        buf_advise_huge(&dst->values, (size_t)total * w);
         if (buf_reserve(&dst->values, (size_t)total * w) < 0)
             goto done;
         char *o = dst->values.data;
@@ -271,6 +272,7 @@ static int gather_task(Decoder *d, int t)
                 goto done;
             memset(map[s], 0xff, sc->count * sizeof(int32_t));
         }
+        buf_advise_huge(&dst->str.indices, (size_t)total * 4);
         if (buf_reserve(&dst->str.indices, (size_t)total * 4) < 0)
             goto done;
         int32_t *o = (int32_t *)dst->str.indices.data;
@@ -306,6 +308,7 @@ static int gather_task(Decoder *d, int t)
     default: {          /* lists and binary: offsets (rows + 1) and values */
         size_t w = dst->kind == TD_BIN ? 1 : (size_t)dst->bits / 8;
         int32_t zero = 0;
+        buf_advise_huge(&dst->offsets, (size_t)(total + 1) * 4);
         if (buf_reserve(&dst->offsets, (size_t)(total + 1) * 4) < 0 ||
             buf_put(&dst->offsets, &zero, 4) < 0)
             goto done;

@@ -200,10 +200,28 @@ int append_comm(Part *pt, uint64_t key, const char *name)
     return put_index(&pt->cols[3].str, comm_index(pt, NULL, key, name, 0));
 }
 
+/* The rows a part of CPU slot w will have when its data is decoded, estimated from
+   the share of the data decoded so far (trace.dat, a whole read; else 0: unknown). */
+static int64_t expect_rows(const Decoder *d, const CpuWork *w, int64_t rows)
+{
+    if (!d->b || d->streaming || d->f->span || !w->started)
+        return 0;
+    double done;
+    if (d->b->compressed)
+        done = w->r.size ? (double)w->r.pos / (double)w->r.size : 0;
+    else
+        done = d->b->cpu[w->cpu_slot].size
+               ? (double)w->pos / (double)d->b->cpu[w->cpu_slot].size : 0;
+    /* a few per cent under: the last huge page of a column should be one it fills */
+    return done > 0.01 ? (int64_t)((double)rows / done * 0.94) : 0;
+}
+
 /* Make room for at least one more row in every fixed-width column of a record
    (a number, a string's dictionary index, a list's offset): pt->room rows.  The
-   appends then write these without a check each.  TD_OK or TD_ENOMEM. */
-static int part_reserve(Part *pt, int ncols)
+   appends then write these without a check each.  Columns that will hold `expect`
+   rows (0: unknown) get that many in huge pages (buf_advise_huge).  TD_OK or
+   TD_ENOMEM. */
+static int part_reserve(Part *pt, int ncols, int64_t expect)
 {
     int64_t grow = pt->rows < 1024 ? 1024 : pt->rows / 2;
     for (int k = 0; k < ncols; k++) {
@@ -215,6 +233,8 @@ static int part_reserve(Part *pt, int ncols)
         case TD_STR: case TD_DYNSTR: case TD_SYM: b = &col->str.indices; w = 4; break;
         default: b = &col->offsets; w = 4; break;
         }
+        if (expect > pt->rows)
+            buf_advise_huge(b, (size_t)expect * w);
         if (buf_reserve(b, (size_t)grow * w) < 0)
             return TD_ENOMEM;
     }
@@ -286,7 +306,8 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
     const Layout *lay = &d->layouts[ev];
     td_column *c = pt->cols;
     int swap = f->swap;
-    if (pt->room == 0 && part_reserve(pt, pt->ncols - in->nextra) < 0)
+    if (pt->room == 0 &&
+        part_reserve(pt, pt->ncols - in->nextra, expect_rows(d, w, pt->rows)) < 0)
         return REC_NOMEM;
     pt->room--;
     /* below, every fixed-width column has room for this row (part_reserve) */
