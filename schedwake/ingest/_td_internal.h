@@ -419,8 +419,10 @@ struct td_decoder {
     int next_task;              /* atomic */
     int ntasks;
     struct { int ev, col; } *tasks;
-    uint32_t **order_cpu;       /* per event: source CPU slot of each output row (the
-                                   row within the slot is the slot's next one) */
+    void **order_cpu;           /* per event: source CPU slot of each output row (the
+                                   row within the slot is the slot's next one): uint8_t
+                                   each, uint32_t when order_wide */
+    int order_wide;             /* more than ORDER_NARROW_MAX slots */
     int jobs;
     int streaming;              /* parts keep their dictionaries between batches */
     char err[TD_ERRLEN];
@@ -430,6 +432,10 @@ struct td_decoder {
     int64_t more_records, more_unknown, more_first_ts, more_last_ts;
 };
 
+
+#ifndef ORDER_NARROW_MAX        /* (a build may lower it, to test the wide order) */
+#define ORDER_NARROW_MAX 255
+#endif
 
 /* ------------------------------------------------ the merge's sources */
 

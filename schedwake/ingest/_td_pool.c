@@ -182,7 +182,7 @@ Decoder *decoder_alloc(td_file *f, int jobs, char *err)
     d->f = f;
     d->jobs = jobs <= 0 ? default_jobs() : jobs;
     d->layouts = calloc((size_t)f->nevents + 1, sizeof(Layout));
-    d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
+    d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(void *));
     if (!d->layouts || !d->order_cpu)
         goto nomem;
     int ncols = 0;
