@@ -261,6 +261,7 @@ struct td_file {
     uint32_t page_size;
     char *err;
     int file_mapping;           /* data is a private file mapping: see td_data_is_file_mapping */
+    int no_empty_tables;        /* td_no_empty_tables: no columns for an event without rows */
 
     /* the ring-buffer page header */
     int commit_size, data_offset;
@@ -332,14 +333,20 @@ typedef struct {
 
 /* ---------------------------------------------------- column set-up */
 
+/* A print format split (split_print_fmt), with the buffer its strings are in. */
+typedef struct {
+    PrintFmt pf;
+    char fmtbuf[4096];
+} SplitFmt;
+
 /* Column layout of a wanted event (the same for every CPU's partial table). */
 typedef struct {
     int nfields;
     enum td_kind *kind;         /* per field */
     int prev_state;             /* field index or -1 */
-    PrintFmt pf;
-    char fmtbuf[4096];
-    int pf_ok;
+    SplitFmt *split;            /* its print format, kept only where a record's value
+                                   needs it (prev_state: prev_state_str), else NULL */
+    int pf_ok;                  /* the print format split */
 } Layout;
 
 
@@ -532,6 +539,7 @@ void decoder_free(Decoder *d);
 
 /* _td_records.c */
 int make_layout(td_file *f, int idx, Layout *lay);
+void free_layout(Layout *lay);
 int event_ncols(const td_file *f, int idx, const Layout *lay);
 int init_columns(td_file *f, int idx, const Layout *lay, td_column **out, int *ncols);
 void free_columns(td_column *c, int n);

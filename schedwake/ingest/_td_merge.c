@@ -603,6 +603,11 @@ static int emit(Decoder *d, int64_t horizon, char *err)
         ev->ncols = 0;
         if (!ev->wanted)
             continue;
+        int64_t rows = 0;
+        for (int s = 0; s < d->nwork; s++)
+            rows += d->work[s].parts[e].take;
+        if (!rows && f->no_empty_tables)
+            continue;
         if (init_columns(f, e, &d->layouts[e], &ev->cols, &ev->ncols) < 0)
             return seterr(err, "out of memory"), TD_FAIL;
         for (int c = 0; c < ev->ncols; c++) {
@@ -611,9 +616,6 @@ static int emit(Decoder *d, int64_t horizon, char *err)
         }
         d->ntasks = ev->ncols;
         /* threads pay off for big tables only: a file has hundreds of small ones */
-        int64_t rows = 0;
-        for (int s = 0; s < d->nwork; s++)
-            rows += d->work[s].parts[e].take;
         if (order_task(d, e) == 0)
             run_pool(d, rows < GATHER_THREADED_ROWS ? 1 : d->jobs, ev->ncols, gather_task,
                      NULL, NULL);

@@ -163,7 +163,7 @@ void decoder_free(Decoder *d)
     free_work(d);
     if (d->layouts) {
         for (int e = 0; e < d->f->nevents; e++)
-            free(d->layouts[e].kind);
+            free_layout(&d->layouts[e]);
         free(d->layouts);
     }
     free(d->order_cpu);

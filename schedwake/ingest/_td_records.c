@@ -34,18 +34,37 @@ int make_layout(td_file *f, int idx, Layout *lay)
     EvInfo *in = &f->info[idx];
     lay->nfields = in->nfields;
     lay->prev_state = -1;
+    lay->split = NULL;
     lay->kind = calloc((size_t)in->nfields + 1, sizeof(enum td_kind));
-    if (!lay->kind)
+    /* the split format is 6 KiB: a file has thousands of formats, one needs it kept */
+    SplitFmt *sp = malloc(sizeof(SplitFmt));
+    if (!lay->kind || !sp) {
+        free(lay->kind);
+        lay->kind = NULL;
+        free(sp);
         return TD_ENOMEM;
+    }
     lay->pf_ok = in->print_fmt &&
-                 split_print_fmt(in->print_fmt, &lay->pf, lay->fmtbuf, sizeof(lay->fmtbuf)) == 0;
+                 split_print_fmt(in->print_fmt, &sp->pf, sp->fmtbuf, sizeof(sp->fmtbuf)) == 0;
     for (int i = 0; i < in->nfields; i++) {
-        lay->kind[i] = field_kind(&in->fields[i], &lay->pf, lay->pf_ok);
+        lay->kind[i] = field_kind(&in->fields[i], &sp->pf, lay->pf_ok);
         if (!strcmp(f->events[idx].name, "sched_switch") &&
             !strcmp(in->fields[i].name, "prev_state") && lay->kind[i] == TD_INT)
             lay->prev_state = i;
     }
+    if (lay->prev_state >= 0 && lay->pf_ok)
+        lay->split = sp;
+    else
+        free(sp);
     return 0;
+}
+
+void free_layout(Layout *lay)
+{
+    free(lay->kind);
+    free(lay->split);
+    lay->kind = NULL;
+    lay->split = NULL;
 }
 
 /* Whether a wanted event has a field printed as a kernel symbol (%ps), which
@@ -62,7 +81,7 @@ int td_needs_kallsyms(td_file *f)
         int found = 0;
         for (int i = 0; i < f->info[e].nfields && !found; i++)
             found = lay.kind[i] == TD_SYM;
-        free(lay.kind);
+        free_layout(&lay);
         if (found)
             return 1;
     }
@@ -345,8 +364,9 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
                     }
                 if (idx < 0) {
                     char text[96];
-                    if (!lay->pf_ok ||
-                        prev_state_text(f, in, &lay->pf, rec, size, text, sizeof(text)) < 0) {
+                    if (!lay->split ||
+                        prev_state_text(f, in, &lay->split->pf, rec, size, text,
+                                        sizeof(text)) < 0) {
                         snprintf(w->err, sizeof(w->err), "corrupt %s: the print format "
                                  "of sched_switch does not evaluate for prev_state=%" PRId64, d->f->kind, sv);
                         return REC_DAMAGE;
