@@ -339,6 +339,15 @@ typedef struct {
     char fmtbuf[4096];
 } SplitFmt;
 
+/* One field of a record as append_record's fast path copies it (Layout.ops). */
+enum { OP_I8, OP_I16, OP_I32, OP_I64, OP_STATE, OP_STR };
+typedef struct {
+    uint8_t code;               /* OP_* */
+    uint8_t size;               /* OP_STATE: the number's bytes; OP_STR: 1..16 */
+    uint16_t col;               /* its output column */
+    int32_t off;                /* its offset in the record */
+} FieldOp;
+
 /* Column layout of a wanted event (the same for every CPU's partial table). */
 typedef struct {
     int nfields;
@@ -347,6 +356,10 @@ typedef struct {
     SplitFmt *split;            /* its print format, kept only where a record's value
                                    needs it (prev_state: prev_state_str), else NULL */
     int pf_ok;                  /* the print format split */
+    FieldOp *ops;               /* per field, when every one is a fixed-width number
+                                   or a string of at most 16 bytes in a file of this
+                                   machine's byte order (sched_* formats): the fast
+                                   path of append_record; else NULL */
 } Layout;
 
 
