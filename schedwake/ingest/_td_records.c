@@ -284,7 +284,7 @@ static int part_reserve(Part *pt, int ncols, int64_t expect)
         default: b = &col->offsets; w = 4; break;
         }
         if (expect > pt->rows)
-            buf_advise_huge(b, (size_t)expect * w);
+            buf_advise_huge(b, (size_t)expect * w + BUF_HUGE / 2);
         if (buf_reserve(b, (size_t)grow * w) < 0)
             return TD_ENOMEM;
     }
