@@ -39,7 +39,6 @@ typedef struct {
 
 #define BUF_MAP_MIN ((size_t)256 << 10)
 #define BUF_HUGE ((size_t)2 << 20)                  /* a transparent huge page */
-#define BUF_RESERVE_MIN ((size_t)256 << 20)         /* address space, not memory */
 
 static inline size_t buf_round_huge(size_t n)
 {
@@ -100,11 +99,28 @@ static inline void buf_advise_huge(Buf *b, size_t upto)
         buf_apply_huge(b);
 }
 
+/* The address space to reserve for a buffer opened to `cap` bytes: that much when
+   it holds all its owner said it would write (buf_advise_huge); else twice that, or
+   what the owner expects and a sixteenth, if more.  Not more: address space counts
+   against RLIMIT_AS (tests/sandbox.py sets one). */
+static inline size_t buf_reservation(const Buf *b, size_t cap)
+{
+    if (b->want_huge && cap >= b->want_huge)
+        return cap;
+    size_t res = cap > SIZE_MAX / 2 ? cap : 2 * cap;
+    size_t want = b->want_huge < SIZE_MAX / 2 ? b->want_huge + b->want_huge / 16 : 0;
+    if (want > res)
+        res = want;
+    res = buf_round_huge(res);
+    return res ? res : cap;
+}
+
 /*
  * Buffers of BUF_MAP_MIN bytes and more live in a reservation of address space of
- * their own (buf_reserve_space), opened for writing in whole huge pages as they grow
- * (mprotect: no copy, no move); one that outgrows its reservation moves to one twice
- * as large (mremap moves the pages' table entries, huge pages whole, not the bytes).
+ * their own (buf_reserve_space, buf_reservation), opened for writing in whole huge
+ * pages as they grow (mprotect: no copy, no move); one that outgrows its reservation
+ * moves to a new one (mremap moves the pages' table entries, huge pages whole, not
+ * the bytes).
  */
 static inline int buf_grow(Buf *b, size_t need)
 {
@@ -114,6 +130,9 @@ static inline int buf_grow(Buf *b, size_t need)
             return -1;
         cap += cap / 2;
     }
+    /* all the owner said it would write: no more (a merged column, its exact size) */
+    if (b->want_huge && need >= b->want_huge && need >= BUF_MAP_MIN)
+        cap = need;
     if (cap < BUF_MAP_MIN) {
         char *p = realloc(b->data, cap);
         if (!p)
@@ -134,9 +153,7 @@ static inline int buf_grow(Buf *b, size_t need)
             buf_apply_huge(b);
             return 0;
         }
-        size_t nres = res > SIZE_MAX / 2 ? cap : 2 * res;
-        if (nres < cap)
-            nres = cap;
+        size_t nres = buf_reservation(b, cap);
         char *a = buf_reserve_space(nres);
         if (!a)
             return -1;
@@ -158,7 +175,7 @@ static inline int buf_grow(Buf *b, size_t need)
         buf_apply_huge(b);
         return 0;
     }
-    size_t res = cap < BUF_RESERVE_MIN ? BUF_RESERVE_MIN : cap;
+    size_t res = buf_reservation(b, cap);
     char *a = buf_reserve_space(res);
     if (!a)
         return -1;
