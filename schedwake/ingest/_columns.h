@@ -205,7 +205,9 @@ static inline void buf_shrink(Buf *b)
     if (keep < BUF_MAP_MIN)
         keep = BUF_MAP_MIN;
     size_t res = b->res ? b->res : b->cap;
-    if (keep >= b->cap || munmap(b->data + keep, res - keep) < 0)
+    if (keep > b->cap)
+        keep = b->cap;
+    if (keep >= res || munmap(b->data + keep, res - keep) < 0)
         return;
     b->cap = keep;
     b->res = 0;
