@@ -7,9 +7,9 @@
  * checked before it is used: a column that would pass Arrow's 32-bit offsets or
  * SIZE_MAX fails like an allocation (-1), never wraps.
  *
- * Buffers of BUF_MAP_MIN bytes or more live in their own anonymous mappings:
- * they grow with mremap() (no copy, and capacity not yet written is not
- * resident) and go back to the system when freed.  From malloc() they would
+ * Buffers of BUF_MAP_MIN bytes or more live in their own anonymous mappings
+ * (buf_grow: a reservation of address space opened as they grow, no copy, and
+ * capacity not yet written is not resident) and go back to the system when freed.  From malloc() they would
  * often sit in glibc's arenas (its mmap threshold rises to 32 MiB), be copied
  * on every growth and stay resident after free(): that was a third of the
  * reader's peak memory.
@@ -31,10 +31,97 @@
 typedef struct {
     char *data;
     size_t len, cap;
+    size_t res;             /* mapped buffers: bytes of address space reserved at data
+                               (cap of them usable, the rest PROT_NONE); 0: cap */
+    size_t huge;            /* mapped buffers: bytes from data on in huge pages */
+    size_t want_huge;       /* bytes the owner knows will be written (buf_advise_huge) */
 } Buf;
 
-#define BUF_MAP_MIN ((size_t)1 << 20)
+#define BUF_MAP_MIN ((size_t)256 << 10)
+#define BUF_HUGE ((size_t)2 << 20)                  /* a transparent huge page */
 
+static inline size_t buf_round_huge(size_t n)
+{
+    return n > SIZE_MAX - BUF_HUGE ? 0 : (n + BUF_HUGE - 1) & ~(BUF_HUGE - 1);
+}
+
+/* `res` bytes of address space (a multiple of BUF_HUGE) at a huge-page boundary, not
+   accessible (PROT_NONE: neither memory nor commit charge until buf_grow opens it),
+   or NULL. */
+static inline char *buf_reserve_space(size_t res)
+{
+    if (res > SIZE_MAX - BUF_HUGE)
+        return NULL;
+    char *p = mmap(NULL, res + BUF_HUGE, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    char *a = (char *)(((uintptr_t)p + BUF_HUGE - 1) & ~(uintptr_t)(BUF_HUGE - 1));
+    if (a > p)
+        munmap(p, (size_t)(a - p));
+    if (a + res < p + res + BUF_HUGE)
+        munmap(a + res, (size_t)(p + res + BUF_HUGE - (a + res)));
+#ifdef MADV_NOHUGEPAGE
+    /* no huge pages but where buf_advise_huge() asks (THP "always" would put the
+       last, partly written 2 MiB of every buffer in one) */
+    madvise(a, res, MADV_NOHUGEPAGE);
+#endif
+    return a;
+}
+
+/*
+ * Huge pages (2 MiB, where the system lends them on request: THP "madvise" or
+ * "always") for the first `upto` bytes of a mapped buffer, rounded down to whole
+ * huge pages: the caller knows that many bytes will be written.  A column of
+ * millions of rows is written once, front to back: with 4 KiB pages each costs a
+ * fault and the kernel's allocation and zeroing of it one by one, 4x the time of
+ * the same memory in huge pages.  Only bytes sure to be written, so that a buffer's
+ * last huge page is not a mostly unwritten 2 MiB (a partial one cannot be given
+ * back).  The space is aligned to them and opened in whole huge pages, and does not
+ * move while it fits (a move to an address that is not aligned splits them).
+ */
+static inline void buf_apply_huge(Buf *b)
+{
+#ifdef MADV_HUGEPAGE
+    size_t upto = b->want_huge & ~(BUF_HUGE - 1);
+    if (upto > b->cap)
+        upto = b->cap & ~(BUF_HUGE - 1);
+    if (upto > b->huge && madvise(b->data + b->huge, upto - b->huge, MADV_HUGEPAGE) == 0)
+        b->huge = upto;
+#endif
+}
+
+static inline void buf_advise_huge(Buf *b, size_t upto)
+{
+    if (upto > b->want_huge)
+        b->want_huge = upto;
+    if (b->cap >= BUF_MAP_MIN)
+        buf_apply_huge(b);
+}
+
+/* The address space to reserve for a buffer opened to `cap` bytes: that much when
+   it holds all its owner said it would write (buf_advise_huge); else twice that, or
+   what the owner expects and a sixteenth, if more.  Not more: address space counts
+   against RLIMIT_AS (tests/sandbox.py sets one). */
+static inline size_t buf_reservation(const Buf *b, size_t cap)
+{
+    if (b->want_huge && cap >= b->want_huge)
+        return cap;
+    size_t res = cap > SIZE_MAX / 2 ? cap : 2 * cap;
+    size_t want = b->want_huge < SIZE_MAX / 2 ? b->want_huge + b->want_huge / 16 : 0;
+    if (want > res)
+        res = want;
+    res = buf_round_huge(res);
+    return res ? res : cap;
+}
+
+/*
+ * Buffers of BUF_MAP_MIN bytes and more live in a reservation of address space of
+ * their own (buf_reserve_space, buf_reservation), opened for writing in whole huge
+ * pages as they grow (mprotect: no copy, no move); one that outgrows its reservation
+ * moves to a new one (mremap moves the pages' table entries, huge pages whole, not
+ * the bytes).
+ */
 static inline int buf_grow(Buf *b, size_t need)
 {
     size_t cap = b->cap ? b->cap : 4096;
@@ -43,50 +130,89 @@ static inline int buf_grow(Buf *b, size_t need)
             return -1;
         cap += cap / 2;
     }
+    /* all the owner said it would write: no more (a merged column, its exact size) */
+    if (b->want_huge && need >= b->want_huge && need >= BUF_MAP_MIN)
+        cap = need;
     if (cap < BUF_MAP_MIN) {
         char *p = realloc(b->data, cap);
         if (!p)
             return -1;
         b->data = p;
-    } else if (b->cap >= BUF_MAP_MIN) {
-        void *p = mremap(b->data, b->cap, cap, MREMAP_MAYMOVE);
-        if (p == MAP_FAILED)
-            return -1;
-        b->data = p;
-    } else {
-        void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            return -1;
-#ifdef MADV_HUGEPAGE
-        /* huge pages where the system lends them on request (THP "madvise"): a column
-           of millions of rows is written once, front to back, and 4 KiB pages cost
-           a fault each, a third of the decoder's time */
-        madvise(p, cap, MADV_HUGEPAGE);
-#endif
-        if (b->len)
-            memcpy(p, b->data, b->len);
-        free(b->data);
-        b->data = p;
+        b->cap = cap;
+        return 0;
     }
+    cap = buf_round_huge(cap);
+    if (!cap)
+        return -1;
+    if (b->cap >= BUF_MAP_MIN) {
+        size_t res = b->res ? b->res : b->cap;
+        if (cap <= res) {
+            if (mprotect(b->data + b->cap, cap - b->cap, PROT_READ | PROT_WRITE) < 0)
+                return -1;
+            b->cap = cap;
+            buf_apply_huge(b);
+            return 0;
+        }
+        size_t nres = buf_reservation(b, cap);
+        char *a = buf_reserve_space(nres);
+        if (!a)
+            return -1;
+        if (mprotect(a, cap, PROT_READ | PROT_WRITE) < 0) {
+            munmap(a, nres);
+            return -1;
+        }
+        /* the written pages move over (the rest of [a, a + cap) stays as opened) */
+        void *p = mremap(b->data, b->cap, b->cap, MREMAP_MAYMOVE | MREMAP_FIXED, a);
+        if (p == MAP_FAILED) {
+            munmap(a, nres);
+            return -1;
+        }
+        if (res > b->cap)
+            munmap(b->data + b->cap, res - b->cap);
+        b->data = a;
+        b->cap = cap;
+        b->res = nres;
+        buf_apply_huge(b);
+        return 0;
+    }
+    size_t res = buf_reservation(b, cap);
+    char *a = buf_reserve_space(res);
+    if (!a)
+        return -1;
+    if (mprotect(a, cap, PROT_READ | PROT_WRITE) < 0) {
+        munmap(a, res);
+        return -1;
+    }
+    char *old = b->data;
+    b->data = a;
     b->cap = cap;
+    b->res = res;
+    b->huge = 0;
+    buf_apply_huge(b);          /* before the first byte is written */
+    if (b->len)
+        memcpy(a, old, b->len);
+    free(old);
     return 0;
 }
 
-/* Give back the capacity beyond len (mapped buffers: whole pages). */
+/* Give back the capacity beyond len (mapped buffers: whole pages, and the address
+   space reserved beyond them). */
 static inline void buf_shrink(Buf *b)
 {
-    if (!b->data || b->cap < BUF_MAP_MIN || b->len >= b->cap)
+    if (!b->data || b->cap < BUF_MAP_MIN)
         return;
     size_t keep = (b->len + 4095) & ~(size_t)4095;
     if (keep < BUF_MAP_MIN)
         keep = BUF_MAP_MIN;
-    if (keep >= b->cap)
+    size_t res = b->res ? b->res : b->cap;
+    if (keep > b->cap)
+        keep = b->cap;
+    if (keep >= res || munmap(b->data + keep, res - keep) < 0)
         return;
-    void *p = mremap(b->data, b->cap, keep, 0);
-    if (p != MAP_FAILED) {
-        b->data = p;
-        b->cap = keep;
-    }
+    b->cap = keep;
+    b->res = 0;
+    if (b->huge > keep)
+        b->huge = keep;
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n)
@@ -112,11 +238,11 @@ static inline int buf_reserve(Buf *b, size_t n)
 static inline void buf_free(Buf *b)
 {
     if (b->cap >= BUF_MAP_MIN)
-        munmap(b->data, b->cap);
+        munmap(b->data, b->res ? b->res : b->cap);
     else
         free(b->data);
     b->data = NULL;
-    b->len = b->cap = 0;
+    b->len = b->cap = b->res = b->huge = b->want_huge = 0;
 }
 
 /* ------------------------------------------- dictionary-encoded strings */

@@ -272,9 +272,15 @@ int parse_int(const char *p, const char *end, int64_t *v, const char **after)
 int keyed_int(const char *p, const char *end, const char *key, int64_t *v)
 {
     size_t k = strlen(key);
-    for (const char *q = p; q + k <= end; q++)
-        if (memcmp(q, key, k) == 0)
+    /* the key's first byte found by memchr, the rest compared only there */
+    for (const char *q = p; k && (size_t)(end - q) >= k;) {
+        q = memchr(q, key[0], (size_t)(end - q) - k + 1);
+        if (!q)
+            break;
+        if (memcmp(q + 1, key + 1, k - 1) == 0)
             return parse_int(q + k, end, v, NULL);
+        q++;
+    }
     return TD_EINVAL;
 }
 

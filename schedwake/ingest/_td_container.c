@@ -31,6 +31,11 @@ void td_data_is_file_mapping(td_file *f)
     f->file_mapping = 1;
 }
 
+void td_no_empty_tables(td_file *f)
+{
+    f->no_empty_tables = 1;
+}
+
 void td_close(td_file *f)
 {
     if (!f)

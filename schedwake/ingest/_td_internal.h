@@ -261,6 +261,7 @@ struct td_file {
     uint32_t page_size;
     char *err;
     int file_mapping;           /* data is a private file mapping: see td_data_is_file_mapping */
+    int no_empty_tables;        /* td_no_empty_tables: no columns for an event without rows */
 
     /* the ring-buffer page header */
     int commit_size, data_offset;
@@ -332,14 +333,33 @@ typedef struct {
 
 /* ---------------------------------------------------- column set-up */
 
+/* A print format split (split_print_fmt), with the buffer its strings are in. */
+typedef struct {
+    PrintFmt pf;
+    char fmtbuf[4096];
+} SplitFmt;
+
+/* One field of a record as append_record's fast path copies it (Layout.ops). */
+enum { OP_I8, OP_I16, OP_I32, OP_I64, OP_STATE, OP_STR };
+typedef struct {
+    uint8_t code;               /* OP_* */
+    uint8_t size;               /* OP_STATE: the number's bytes; OP_STR: 1..16 */
+    uint16_t col;               /* its output column */
+    int32_t off;                /* its offset in the record */
+} FieldOp;
+
 /* Column layout of a wanted event (the same for every CPU's partial table). */
 typedef struct {
     int nfields;
     enum td_kind *kind;         /* per field */
     int prev_state;             /* field index or -1 */
-    PrintFmt pf;
-    char fmtbuf[4096];
-    int pf_ok;
+    SplitFmt *split;            /* its print format, kept only where a record's value
+                                   needs it (prev_state: prev_state_str), else NULL */
+    int pf_ok;                  /* the print format split */
+    FieldOp *ops;               /* per field, when every one is a fixed-width number
+                                   or a string of at most 16 bytes in a file of this
+                                   machine's byte order (sched_* formats): the fast
+                                   path of append_record; else NULL */
 } Layout;
 
 
@@ -419,8 +439,10 @@ struct td_decoder {
     int next_task;              /* atomic */
     int ntasks;
     struct { int ev, col; } *tasks;
-    uint32_t **order_cpu;       /* per event: source CPU slot of each output row (the
-                                   row within the slot is the slot's next one) */
+    void **order_cpu;           /* per event: source CPU slot of each output row (the
+                                   row within the slot is the slot's next one): uint8_t
+                                   each, uint32_t when order_wide */
+    int order_wide;             /* more than ORDER_NARROW_MAX slots */
     int jobs;
     int streaming;              /* parts keep their dictionaries between batches */
     char err[TD_ERRLEN];
@@ -430,6 +452,10 @@ struct td_decoder {
     int64_t more_records, more_unknown, more_first_ts, more_last_ts;
 };
 
+
+#ifndef ORDER_NARROW_MAX        /* (a build may lower it, to test the wide order) */
+#define ORDER_NARROW_MAX 255
+#endif
 
 /* ------------------------------------------------ the merge's sources */
 
@@ -526,6 +552,7 @@ void decoder_free(Decoder *d);
 
 /* _td_records.c */
 int make_layout(td_file *f, int idx, Layout *lay);
+void free_layout(Layout *lay);
 int event_ncols(const td_file *f, int idx, const Layout *lay);
 int init_columns(td_file *f, int idx, const Layout *lay, td_column **out, int *ncols);
 void free_columns(td_column *c, int n);

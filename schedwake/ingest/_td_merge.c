@@ -118,12 +118,49 @@ static int order_task(Decoder *d, int ev)
         pool_fail(d, REC_DAMAGE, "more than 4 billion records of one event");
         return REC_DAMAGE;
     }
-    uint32_t *oc = malloc((size_t)(total ? total : 1) * 4);
-    if (!oc) {
+    int wide = d->nwork > ORDER_NARROW_MAX;
+    void *order = malloc((size_t)(total ? total : 1) * (wide ? 4 : 1));
+    if (!order) {
         pool_fail(d, REC_NOMEM, NULL);
         return REC_NOMEM;
     }
-    d->order_cpu[ev] = oc;
+    d->order_cpu[ev] = order;
+    d->order_wide = wide;
+    /* the slots that have rows: two (a 2-CPU trace) are merged by two cursors */
+    int with[2], nwith = 0;
+    for (int s = 0; s < d->nwork && nwith <= 2; s++)
+        if (d->work[s].parts[ev].take) {
+            if (nwith < 2)
+                with[nwith] = s;
+            nwith++;
+        }
+    if (nwith <= 2 && !wide) {
+        uint8_t *oc = order;
+        if (nwith == 0)
+            return 0;
+        uint8_t s0 = (uint8_t)with[0];
+        if (nwith == 1) {
+            memset(oc, s0, (size_t)total);
+            return 0;
+        }
+        uint8_t s1 = (uint8_t)with[1];
+        const int64_t *a = (const int64_t *)d->work[s0].parts[ev].cols[0].values.data;
+        const int64_t *b = (const int64_t *)d->work[s1].parts[ev].cols[0].values.data;
+        int64_t na = d->work[s0].parts[ev].take, nb = d->work[s1].parts[ev].take;
+        int64_t i = 0, j = 0, o = 0;
+        /* ties go to the lower slot (s0 < s1), as in the heap below */
+        while (i < na && j < nb) {
+            int t = b[j] < a[i];
+            oc[o++] = t ? s1 : s0;
+            i += !t;
+            j += t;
+        }
+        if (i < na)
+            memset(oc + o, s0, (size_t)(na - i));
+        else if (j < nb)
+            memset(oc + o, s1, (size_t)(nb - j));
+        return 0;
+    }
     /* k-way merge with a binary heap of (next ts, slot) */
     int k = 0;
     int *heap = malloc((size_t)(d->nwork > 0 ? d->nwork : 1) * sizeof(int));
@@ -150,7 +187,10 @@ static int order_task(Decoder *d, int ev)
     }
     for (int64_t o = 0; o < total; o++) {
         int s = heap[0];
-        oc[o] = (uint32_t)s;
+        if (wide)
+            ((uint32_t *)order)[o] = (uint32_t)s;
+        else
+            ((uint8_t *)order)[o] = (uint8_t)s;
         if (++pos[s] == d->work[s].parts[ev].take)
             heap[0] = heap[--k];
         int i = 0;
@@ -219,7 +259,16 @@ static int gather_task(Decoder *d, int t)
     int64_t total = 0;
     for (int s = 0; s < d->nwork; s++)
         total += d->work[s].parts[ev].take;
-    const uint32_t *oc = d->order_cpu[ev];
+    const uint8_t *o8 = d->order_wide ? NULL : (const uint8_t *)d->order_cpu[ev];
+    const uint32_t *o32 = d->order_wide ? (const uint32_t *)d->order_cpu[ev] : NULL;
+#define SLOT_AT(r) (o8 ? (uint32_t)o8[r] : o32[r])
+    /* one slot with rows: its column is copied whole */
+    int nwith = 0, s0 = 0;
+    for (int s = d->nwork - 1; s >= 0; s--)
+        if (d->work[s].parts[ev].take) {
+            nwith++;
+            s0 = s;
+        }
     int rc = -1;
     int32_t **map = NULL;
     /* each slot's rows go out in their order: next[s] is slot s's next row */
@@ -229,9 +278,15 @@ static int gather_task(Decoder *d, int t)
     switch (dst->kind) {
     case TD_INT: {
         size_t w = (size_t)dst->bits / 8;
+        buf_advise_huge(&dst->values, (size_t)total * w);
         if (buf_reserve(&dst->values, (size_t)total * w) < 0)
             goto done;
         char *o = dst->values.data;
+        if (nwith == 1) {
+            memcpy(o, d->work[s0].parts[ev].cols[col].values.data, (size_t)total * w);
+            dst->values.len = (size_t)total * w;
+            break;
+        }
         /* each slot's column once, not through four loads a row */
         const char **src = malloc((size_t)(d->nwork > 0 ? d->nwork : 1) * sizeof(char *));
         if (!src)
@@ -240,19 +295,26 @@ static int gather_task(Decoder *d, int t)
             src[s] = d->work[s].parts[ev].take ? d->work[s].parts[ev].cols[col].values.data
                                                : NULL;
         /* a constant size per case, so that memcpy is one load and one store */
-#define GATHER(T)                                                                      \
+#define GATHER(T, OC)                                                                  \
         for (int64_t r = 0; r < total; r++) {                                          \
-            uint32_t s = oc[r];                                                        \
+            uint32_t s = OC[r];                                                        \
             memcpy(o + (size_t)r * sizeof(T), src[s] + (size_t)next[s]++ * sizeof(T),  \
                    sizeof(T));                                                         \
         }
+#define GATHER_W(T)                                                                    \
+        if (o8) {                                                                      \
+            GATHER(T, o8)                                                              \
+        } else {                                                                       \
+            GATHER(T, o32)                                                             \
+        }
         switch (w) {
-        case 1: GATHER(uint8_t) break;
-        case 2: GATHER(uint16_t) break;
-        case 4: GATHER(uint32_t) break;
-        default: GATHER(uint64_t) break;
+        case 1: GATHER_W(uint8_t) break;
+        case 2: GATHER_W(uint16_t) break;
+        case 4: GATHER_W(uint32_t) break;
+        default: GATHER_W(uint64_t) break;
         }
         free(src);
+#undef GATHER_W
 #undef GATHER
         dst->values.len = (size_t)total * w;
         break;
@@ -271,6 +333,7 @@ static int gather_task(Decoder *d, int t)
                 goto done;
             memset(map[s], 0xff, sc->count * sizeof(int32_t));
         }
+        buf_advise_huge(&dst->str.indices, (size_t)total * 4);
         if (buf_reserve(&dst->str.indices, (size_t)total * 4) < 0)
             goto done;
         int32_t *o = (int32_t *)dst->str.indices.data;
@@ -280,25 +343,38 @@ static int gather_task(Decoder *d, int t)
         for (int s = 0; s < d->nwork; s++)
             isrc[s] = d->work[s].parts[ev].take
                       ? (const int32_t *)d->work[s].parts[ev].cols[col].str.indices.data : NULL;
-        for (int64_t r = 0; r < total; r++) {
-            uint32_t s = oc[r];
-            int32_t li = isrc[s][next[s]++];
-            int32_t gi = map[s][li];
-            if (gi < 0) {
-                const StrCol *sc = &d->work[s].parts[ev].cols[col].str;
-                const int32_t *offs = (const int32_t *)sc->offsets.data;
-                /* a dictionary of empty strings only has no characters at all */
-                gi = strcol_intern_valid(&dst->str, sc->chars.data ? sc->chars.data + offs[li]
-                                                                   : "",
-                                         (size_t)(offs[li + 1] - offs[li]));
-                if (gi < 0) {
-                    free(isrc);
-                    goto done;
-                }
-                map[s][li] = gi;
-            }
+        /* a local index's first use adds its string to the output's dictionary (so the
+           dictionary is in order of first use in the merged rows) */
+#define STR_ROW(s, li)                                                                 \
+            int32_t gi = map[s][li];                                                   \
+            if (gi < 0) {                                                              \
+                const StrCol *sc = &d->work[s].parts[ev].cols[col].str;                \
+                const int32_t *offs = (const int32_t *)sc->offsets.data;               \
+                /* a dictionary of empty strings only has no characters at all */      \
+                gi = strcol_intern_valid(&dst->str, sc->chars.data ? sc->chars.data    \
+                                         + offs[li] : "",                              \
+                                         (size_t)(offs[li + 1] - offs[li]));           \
+                if (gi < 0) {                                                          \
+                    free(isrc);                                                        \
+                    goto done;                                                         \
+                }                                                                      \
+                map[s][li] = gi;                                                       \
+            }                                                                          \
             o[r] = gi;
+        if (o8) {
+            for (int64_t r = 0; r < total; r++) {
+                uint32_t s = o8[r];
+                int32_t li = isrc[s][next[s]++];
+                STR_ROW(s, li)
+            }
+        } else {
+            for (int64_t r = 0; r < total; r++) {
+                uint32_t s = o32[r];
+                int32_t li = isrc[s][next[s]++];
+                STR_ROW(s, li)
+            }
         }
+#undef STR_ROW
         free(isrc);
         dst->str.indices.len = (size_t)total * 4;
         break;
@@ -306,14 +382,16 @@ static int gather_task(Decoder *d, int t)
     default: {          /* lists and binary: offsets (rows + 1) and values */
         size_t w = dst->kind == TD_BIN ? 1 : (size_t)dst->bits / 8;
         int32_t zero = 0;
+        buf_advise_huge(&dst->offsets, (size_t)(total + 1) * 4);
         if (buf_reserve(&dst->offsets, (size_t)(total + 1) * 4) < 0 ||
             buf_put(&dst->offsets, &zero, 4) < 0)
             goto done;
         int64_t end = 0;
         for (int64_t r = 0; r < total; r++) {
-            const td_column *sc = &d->work[oc[r]].parts[ev].cols[col];
+            uint32_t s = SLOT_AT(r);
+            const td_column *sc = &d->work[s].parts[ev].cols[col];
             const int32_t *offs = (const int32_t *)sc->offsets.data;
-            uint32_t row = next[oc[r]]++;
+            uint32_t row = next[s]++;
             int32_t a = row ? offs[row - 1] : 0, b = offs[row];
             size_t n = (size_t)(b - a) * w;
             if (n && buf_put(&dst->values, sc->values.data + (size_t)a * w, n) < 0)
@@ -328,6 +406,7 @@ static int gather_task(Decoder *d, int t)
         break;
     }
     }
+#undef SLOT_AT
     rc = 0;
 done:
     free(next);
@@ -524,6 +603,11 @@ static int emit(Decoder *d, int64_t horizon, char *err)
         ev->ncols = 0;
         if (!ev->wanted)
             continue;
+        int64_t rows = 0;
+        for (int s = 0; s < d->nwork; s++)
+            rows += d->work[s].parts[e].take;
+        if (!rows && f->no_empty_tables)
+            continue;
         if (init_columns(f, e, &d->layouts[e], &ev->cols, &ev->ncols) < 0)
             return seterr(err, "out of memory"), TD_FAIL;
         for (int c = 0; c < ev->ncols; c++) {
@@ -532,9 +616,6 @@ static int emit(Decoder *d, int64_t horizon, char *err)
         }
         d->ntasks = ev->ncols;
         /* threads pay off for big tables only: a file has hundreds of small ones */
-        int64_t rows = 0;
-        for (int s = 0; s < d->nwork; s++)
-            rows += d->work[s].parts[e].take;
         if (order_task(d, e) == 0)
             run_pool(d, rows < GATHER_THREADED_ROWS ? 1 : d->jobs, ev->ncols, gather_task,
                      NULL, NULL);

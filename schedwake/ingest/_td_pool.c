@@ -163,7 +163,7 @@ void decoder_free(Decoder *d)
     free_work(d);
     if (d->layouts) {
         for (int e = 0; e < d->f->nevents; e++)
-            free(d->layouts[e].kind);
+            free_layout(&d->layouts[e]);
         free(d->layouts);
     }
     free(d->order_cpu);
@@ -182,7 +182,7 @@ Decoder *decoder_alloc(td_file *f, int jobs, char *err)
     d->f = f;
     d->jobs = jobs <= 0 ? default_jobs() : jobs;
     d->layouts = calloc((size_t)f->nevents + 1, sizeof(Layout));
-    d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(uint32_t *));
+    d->order_cpu = calloc((size_t)f->nevents + 1, sizeof(void *));
     if (!d->layouts || !d->order_cpu)
         goto nomem;
     int ncols = 0;

@@ -34,18 +34,68 @@ int make_layout(td_file *f, int idx, Layout *lay)
     EvInfo *in = &f->info[idx];
     lay->nfields = in->nfields;
     lay->prev_state = -1;
+    lay->split = NULL;
     lay->kind = calloc((size_t)in->nfields + 1, sizeof(enum td_kind));
-    if (!lay->kind)
+    /* the split format is 6 KiB: a file has thousands of formats, one needs it kept */
+    SplitFmt *sp = malloc(sizeof(SplitFmt));
+    if (!lay->kind || !sp) {
+        free(lay->kind);
+        lay->kind = NULL;
+        free(sp);
         return TD_ENOMEM;
+    }
     lay->pf_ok = in->print_fmt &&
-                 split_print_fmt(in->print_fmt, &lay->pf, lay->fmtbuf, sizeof(lay->fmtbuf)) == 0;
+                 split_print_fmt(in->print_fmt, &sp->pf, sp->fmtbuf, sizeof(sp->fmtbuf)) == 0;
     for (int i = 0; i < in->nfields; i++) {
-        lay->kind[i] = field_kind(&in->fields[i], &lay->pf, lay->pf_ok);
+        lay->kind[i] = field_kind(&in->fields[i], &sp->pf, lay->pf_ok);
         if (!strcmp(f->events[idx].name, "sched_switch") &&
             !strcmp(in->fields[i].name, "prev_state") && lay->kind[i] == TD_INT)
             lay->prev_state = i;
     }
+    if (lay->prev_state >= 0 && lay->pf_ok)
+        lay->split = sp;
+    else
+        free(sp);
+    /* the fast path's ops: fields the format places inside its fixed part (checked
+       against each record's size by record_too_short, as for the generic path) */
+    lay->ops = NULL;
+    int fast = !f->swap && in->nfields > 0 && in->nextra == 0 && in->ncommon == NCOMMON;
+    for (int i = 0; i < in->nfields && fast; i++) {
+        const Field *fl = &in->fields[i];
+        fast = (lay->kind[i] == TD_INT && fl->size >= 1 && fl->size <= 8 &&
+                (fl->size & (fl->size - 1)) == 0) ||
+               (lay->kind[i] == TD_STR && fl->size >= 1 && fl->size <= 16);
+        fast = fast && fl->offset >= 0 && fl->offset + fl->size <= in->fields_end;
+    }
+    if (fast && !(lay->ops = calloc((size_t)in->nfields, sizeof(FieldOp)))) {
+        free_layout(lay);
+        return TD_ENOMEM;
+    }
+    for (int i = 0, k = NCOMMON; fast && i < in->nfields; i++, k++) {
+        const Field *fl = &in->fields[i];
+        FieldOp *op = &lay->ops[i];
+        op->off = fl->offset;
+        op->size = (uint8_t)fl->size;
+        op->col = (uint16_t)k;
+        if (lay->kind[i] == TD_STR)
+            op->code = OP_STR;
+        else if (i == lay->prev_state)
+            op->code = OP_STATE, k++;   /* prev_state_str follows */
+        else
+            op->code = fl->size == 1 ? OP_I8 : fl->size == 2 ? OP_I16
+                       : fl->size == 4 ? OP_I32 : OP_I64;
+    }
     return 0;
+}
+
+void free_layout(Layout *lay)
+{
+    free(lay->kind);
+    free(lay->split);
+    free(lay->ops);
+    lay->kind = NULL;
+    lay->split = NULL;
+    lay->ops = NULL;
 }
 
 /* Whether a wanted event has a field printed as a kernel symbol (%ps), which
@@ -62,7 +112,7 @@ int td_needs_kallsyms(td_file *f)
         int found = 0;
         for (int i = 0; i < f->info[e].nfields && !found; i++)
             found = lay.kind[i] == TD_SYM;
-        free(lay.kind);
+        free_layout(&lay);
         if (found)
             return 1;
     }
@@ -200,10 +250,28 @@ int append_comm(Part *pt, uint64_t key, const char *name)
     return put_index(&pt->cols[3].str, comm_index(pt, NULL, key, name, 0));
 }
 
+/* The rows a part of CPU slot w will have when its data is decoded, estimated from
+   the share of the data decoded so far (trace.dat, a whole read; else 0: unknown). */
+static int64_t expect_rows(const Decoder *d, const CpuWork *w, int64_t rows)
+{
+    if (!d->b || d->streaming || d->f->span || !w->started)
+        return 0;
+    double done;
+    if (d->b->compressed)
+        done = w->r.size ? (double)w->r.pos / (double)w->r.size : 0;
+    else
+        done = d->b->cpu[w->cpu_slot].size
+               ? (double)w->pos / (double)d->b->cpu[w->cpu_slot].size : 0;
+    /* a few per cent under: the last huge page of a column should be one it fills */
+    return done > 0.01 ? (int64_t)((double)rows / done * 0.94) : 0;
+}
+
 /* Make room for at least one more row in every fixed-width column of a record
    (a number, a string's dictionary index, a list's offset): pt->room rows.  The
-   appends then write these without a check each.  TD_OK or TD_ENOMEM. */
-static int part_reserve(Part *pt, int ncols)
+   appends then write these without a check each.  Columns that will hold `expect`
+   rows (0: unknown) get that many in huge pages (buf_advise_huge).  TD_OK or
+   TD_ENOMEM. */
+static int part_reserve(Part *pt, int ncols, int64_t expect)
 {
     int64_t grow = pt->rows < 1024 ? 1024 : pt->rows / 2;
     for (int k = 0; k < ncols; k++) {
@@ -215,6 +283,8 @@ static int part_reserve(Part *pt, int ncols)
         case TD_STR: case TD_DYNSTR: case TD_SYM: b = &col->str.indices; w = 4; break;
         default: b = &col->offsets; w = 4; break;
         }
+        if (expect > pt->rows)
+            buf_advise_huge(b, (size_t)expect * w + BUF_HUGE / 2);
         if (buf_reserve(b, (size_t)grow * w) < 0)
             return TD_ENOMEM;
     }
@@ -268,6 +338,39 @@ static int dynamic_value(const td_file *f, CpuWork *w, int ev, const Field *fl,
     return 0;
 }
 
+/* Append the text of sched_switch's prev_state value sv to its prev_state_str
+   column ps (the values seen are kept with their dictionary index).  0, REC_NOMEM,
+   or REC_DAMAGE (the print format does not evaluate for it). */
+static int append_state(Decoder *d, CpuWork *w, Part *pt, const Layout *lay,
+                        const EvInfo *in, td_column *ps, int64_t sv, const uint8_t *rec,
+                        int size)
+{
+    int32_t idx = -1;
+    for (int s = 0; s < pt->nstates; s++)
+        if (pt->state_vals[s] == sv) {
+            idx = pt->state_idx[s];
+            break;
+        }
+    if (idx < 0) {
+        char text[96];
+        if (!lay->split ||
+            prev_state_text(d->f, in, &lay->split->pf, rec, size, text, sizeof(text)) < 0) {
+            snprintf(w->err, sizeof(w->err), "corrupt %s: the print format "
+                     "of sched_switch does not evaluate for prev_state=%" PRId64, d->f->kind, sv);
+            return REC_DAMAGE;
+        }
+        idx = strcol_intern(&ps->str, text, strlen(text));
+        if (idx < 0)
+            return REC_NOMEM;
+        if (pt->nstates < 64) {
+            pt->state_vals[pt->nstates] = sv;
+            pt->state_idx[pt->nstates++] = idx;
+        }
+    }
+    put_fixed(&ps->str.indices, (uint32_t)idx, 4);
+    return 0;
+}
+
 /* Append one record (its payload rec[0..size), at least the common fields) to the
    event's partial table: the common columns and the format's fields.  `comm` is
    the current task's name where the caller knows it (perf.data: its COMM
@@ -286,7 +389,8 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
     const Layout *lay = &d->layouts[ev];
     td_column *c = pt->cols;
     int swap = f->swap;
-    if (pt->room == 0 && part_reserve(pt, pt->ncols - in->nextra) < 0)
+    if (pt->room == 0 &&
+        part_reserve(pt, pt->ncols - in->nextra, expect_rows(d, w, pt->rows)) < 0)
         return REC_NOMEM;
     pt->room--;
     /* below, every fixed-width column has room for this row (part_reserve) */
@@ -303,6 +407,44 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
     if (ci < 0)
         return REC_NOMEM;
     put_fixed(&c[3].str.indices, (uint32_t)ci, 4);
+    if (lay->ops) {
+        /* every field a fixed-width number or a short string inside the record's
+           fixed part (record_too_short checked it): no per-field decisions but one */
+        const FieldOp *op = lay->ops, *end = op + in->nfields;
+        for (; op < end; op++) {
+            const uint8_t *p = rec + op->off;
+            td_column *col = &c[op->col];
+            switch (op->code) {
+            case OP_I8: put_fixed(&col->values, *p, 1); break;
+            case OP_I16: memcpy(col->values.data + col->values.len, p, 2);
+                col->values.len += 2; break;
+            case OP_I32: memcpy(col->values.data + col->values.len, p, 4);
+                col->values.len += 4; break;
+            case OP_I64: memcpy(col->values.data + col->values.len, p, 8);
+                col->values.len += 8; break;
+            case OP_STATE: {
+                uint64_t v = ld(p, op->size, 0);
+                put_fixed(&col->values, v, op->size);
+                int rc = append_state(d, w, pt, lay, in, col + 1, (int64_t)v, rec, size);
+                if (rc < 0)
+                    return rc;
+                break;
+            }
+            default: {      /* OP_STR */
+                Cache *cc = pt->caches[op->col];
+                if (!cc && !(cc = cache_of(pt, op->col)))
+                    return REC_NOMEM;
+                int32_t idx = cached_fixed(cc, &col->str, p, op->size);
+                if (idx < 0)
+                    return REC_NOMEM;
+                put_fixed(&col->str.indices, (uint32_t)idx, 4);
+                break;
+            }
+            }
+        }
+        pt->rows++;
+        return 0;
+    }
     int k = NCOMMON;
     for (int i = 0; i < in->nfields; i++, k++) {
         const Field *fl = &in->fields[i];
@@ -314,31 +456,9 @@ int append_record(Decoder *d, CpuWork *w, int ev, const uint8_t *rec, int size, 
             uint64_t v = ld(p, fl->size, swap);
             put_fixed(&col->values, v, fl->size);
             if (i == lay->prev_state) {
-                td_column *ps = &c[++k];
-                int64_t sv = (int64_t)v;
-                int32_t idx = -1;
-                for (int s = 0; s < pt->nstates; s++)
-                    if (pt->state_vals[s] == sv) {
-                        idx = pt->state_idx[s];
-                        break;
-                    }
-                if (idx < 0) {
-                    char text[96];
-                    if (!lay->pf_ok ||
-                        prev_state_text(f, in, &lay->pf, rec, size, text, sizeof(text)) < 0) {
-                        snprintf(w->err, sizeof(w->err), "corrupt %s: the print format "
-                                 "of sched_switch does not evaluate for prev_state=%" PRId64, d->f->kind, sv);
-                        return REC_DAMAGE;
-                    }
-                    idx = strcol_intern(&ps->str, text, strlen(text));
-                    if (idx < 0)
-                        return REC_NOMEM;
-                    if (pt->nstates < 64) {
-                        pt->state_vals[pt->nstates] = sv;
-                        pt->state_idx[pt->nstates++] = idx;
-                    }
-                }
-                put_fixed(&ps->str.indices, (uint32_t)idx, 4);
+                int rc = append_state(d, w, pt, lay, in, &c[++k], (int64_t)v, rec, size);
+                if (rc < 0)
+                    return rc;
             }
             break;
         }

@@ -36,6 +36,14 @@ static int count_lines(const char *p, const char *end)
 }
 
 /* The kallsyms text[0..n) into f's symbol table (replacing none: f has none yet). */
+/* The value of a hexadecimal digit, -1 for any other byte. */
+static const signed char hex_digit[256] = {
+    [0 ... 255] = -1,
+    ['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7,
+    ['8'] = 8, ['9'] = 9, ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14,
+    ['f'] = 15, ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+};
+
 int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
 {
     const char *p = (const char *)text, *end = p + n;
@@ -66,9 +74,7 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
         uint64_t addr = 0;
         int digits = 0;
         for (; q < le && digits < 16; q++, digits++) {
-            char c = *q;
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            int d = hex_digit[(unsigned char)*q];
             if (d < 0)
                 break;
             addr = addr << 4 | (uint64_t)d;
@@ -83,8 +89,11 @@ int parse_kallsyms(td_file *f, const uint8_t *text, size_t n)
         while (q < le && (*q == ' ' || *q == '\t'))
             q++;
         const char *name = q;
-        while (q < le && *q != ' ' && *q != '\t')
-            q++;
+        {   /* the name ends at a blank (a module's name follows) or the line's end */
+            const char *sp = memchr(q, ' ', (size_t)(le - q));
+            const char *tab = memchr(q, '\t', (size_t)(sp ? sp - q : le - q));
+            q = tab ? tab : sp ? sp : le;
+        }
         if (q == name)
             break;
         if (name[0] != '$' && type != 'A' && type != 'a') {

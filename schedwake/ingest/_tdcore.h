@@ -73,6 +73,11 @@ int td_open(td_file **out, const uint8_t *data, size_t size, char *err);
    memory.  Never for other memory: MADV_DONTNEED would zero it. */
 void td_data_is_file_mapping(td_file *f);
 
+/* Say that the caller builds tables only of the events that have rows: td_decode()
+   then leaves an event without rows without columns (cols NULL), rather than
+   with empty ones (a file holds a thousand formats or more, most never fired). */
+void td_no_empty_tables(td_file *f);
+
 /* Events: td_nevents() of them, in id order. */
 int td_nevents(const td_file *f);
 td_event *td_event_at(td_file *f, int i);

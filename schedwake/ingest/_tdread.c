@@ -588,6 +588,9 @@ static PyObject *py_read(PyObject *self, PyObject *args, PyObject *kwargs)
         td_data_is_file_mapping(f);     /* map_file()'s read-only private mapping */
     if (rc == 0 && select_events(f, events) < 0)
         goto out;
+    if (rc == 0 && events == Py_None)
+        td_no_empty_tables(f);  /* all events: tables only of those with rows
+                                   (schedwake.ingest.tracedat.event_tables) */
     if (rc == 0 && use_kallsyms(f, kallsyms, err) < 0) {
         if (PyErr_Occurred())
             goto out;
