@@ -236,17 +236,6 @@ static int asof_merge(const int64_t *lts, const void *lkey, Py_ssize_t lsize, Py
     return 0;
 }
 
-/* a key array: 4- or 8-byte signed integers */
-static int key_arr_get(PyObject *obj, Arr *a, const char *what)
-{
-    Py_buffer probe;
-    if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    Py_ssize_t size = probe.itemsize;
-    PyBuffer_Release(&probe);
-    return arr_get(obj, a, size == 4 ? 4 : 8, 0, what);
-}
-
 PyObject *pass_asof_merge(PyObject *self, PyObject *args)
 {
     PyObject *lts_o, *lkey_o, *rts_o, *rkey_o, *out_o;
@@ -255,17 +244,14 @@ PyObject *pass_asof_merge(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOLLppO", &lts_o, &lkey_o, &rts_o, &rkey_o, &lo, &span,
                           &backward, &allow_exact, &out_o))
         return NULL;
-    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
-        lo > ((long long)1 << 62)) {
-        PyErr_SetString(PyExc_ValueError, "asof_merge: span must be in [1, 2**31]");
+    if (!range_ok("asof_merge", lo, span))
         return NULL;
-    }
     Arr lts = {0}, lkey = {0}, rts = {0}, rkey = {0}, out = {0};
     PyObject *result = NULL;
     if (arr_get(lts_o, &lts, 8, 0, "asof_merge lts") < 0 ||
-        key_arr_get(lkey_o, &lkey, "asof_merge lkey") < 0 ||
+        arr_get_key(lkey_o, &lkey, "asof_merge lkey") < 0 ||
         arr_get(rts_o, &rts, 8, 0, "asof_merge rts") < 0 ||
-        key_arr_get(rkey_o, &rkey, "asof_merge rkey") < 0 ||
+        arr_get_key(rkey_o, &rkey, "asof_merge rkey") < 0 ||
         arr_get(out_o, &out, 8, 1, "asof_merge out") < 0)
         goto done;
     Py_ssize_t n = arr_len(&lts), m = arr_len(&rts);
@@ -279,11 +265,7 @@ PyObject *pass_asof_merge(PyObject *self, PyObject *args)
                     rkey.view.buf, rkey.view.itemsize, m, lo, span, backward, allow_exact,
                     out.view.buf);
     Py_END_ALLOW_THREADS
-    if (rc == -1)
-        PyErr_NoMemory();
-    else if (rc == -2)
-        PyErr_SetString(PyExc_ValueError, "asof_merge: a key outside [lo, lo + span)");
-    else
+    if (pass_failed(rc, "asof_merge: a key outside [lo, lo + span)") == 0 || rc == 1)
         result = PyBool_FromLong(rc == 0);
 done:
     arr_release(&lts);

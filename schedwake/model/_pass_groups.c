@@ -65,12 +65,8 @@ PyObject *pass_distinct_per_key(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOLLLLOO", &key_o, &val_o, &klo, &kspan, &vlo, &vspan,
                           &rows_o, &values_o))
         return NULL;
-    const long long big = (long long)1 << 62;
-    if (kspan < 1 || kspan > ((long long)1 << 31) || vspan < 1 || vspan > ((long long)1 << 31) ||
-        klo < -big || klo > big || vlo < -big || vlo > big) {
-        PyErr_SetString(PyExc_ValueError, "distinct_per_key: spans must be in [1, 2**31]");
+    if (!range_ok("distinct_per_key", klo, kspan) || !range_ok("distinct_per_key", vlo, vspan))
         return NULL;
-    }
     Arr key = {0}, val = {0}, rows = {0}, values = {0};
     PyObject *result = NULL;
     if (arr_get(key_o, &key, 8, 0, "distinct_per_key key") < 0 ||
@@ -88,11 +84,7 @@ PyObject *pass_distinct_per_key(PyObject *self, PyObject *args)
     rc = distinct_per_key(key.view.buf, val.view.buf, n, klo, kspan, vlo, vspan,
                           rows.view.buf, values.view.buf);
     Py_END_ALLOW_THREADS
-    if (rc == -1)
-        PyErr_NoMemory();
-    else if (rc == -2)
-        PyErr_SetString(PyExc_ValueError, "distinct_per_key: a key or value outside its range");
-    else
+    if (pass_failed(rc, "distinct_per_key: a key or value outside its range") == 0)
         result = Py_NewRef(Py_None);
 done:
     arr_release(&key);
@@ -129,12 +121,7 @@ PyObject *pass_in_table(PyObject *self, PyObject *args)
     }
     Arr values = {0}, table = {0}, out = {0};
     PyObject *result = NULL;
-    Py_buffer probe;
-    if (PyObject_GetBuffer(values_o, &probe, PyBUF_C_CONTIGUOUS) < 0)
-        return NULL;
-    Py_ssize_t size = probe.itemsize;
-    PyBuffer_Release(&probe);
-    if (arr_get(values_o, &values, size == 4 ? 4 : 8, 0, "in_table values") < 0 ||
+    if (arr_get_key(values_o, &values, "in_table values") < 0 ||
         arr_get(table_o, &table, 1, 0, "in_table table") < 0 ||
         arr_get(out_o, &out, 1, 1, "in_table out") < 0)
         goto done;
@@ -144,7 +131,7 @@ PyObject *pass_in_table(PyObject *self, PyObject *args)
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    if (size == 4)
+    if (values.view.itemsize == 4)
         in_table_int32_t(values.view.buf, n, table.view.buf, arr_len(&table), lo, out.view.buf);
     else
         in_table_int64_t(values.view.buf, n, table.view.buf, arr_len(&table), lo, out.view.buf);

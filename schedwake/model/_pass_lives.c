@@ -89,11 +89,8 @@ PyObject *pass_life_candidates(PyObject *self, PyObject *args)
     long long lo, span;
     if (!PyArg_ParseTuple(args, "OOOLLO", &pid_obj, &ts_obj, &kind_obj, &lo, &span, &out_obj))
         return NULL;
-    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
-        lo > ((long long)1 << 62)) {
-        PyErr_SetString(PyExc_ValueError, "life_candidates: span must be in [1, 2**31]");
+    if (!range_ok("life_candidates", lo, span))
         return NULL;
-    }
     Arr pid = {0}, ts = {0}, kind = {0}, out = {0};
     PyObject *result = NULL;
     if (arr_get(pid_obj, &pid, 8, 0, "life_candidates pid") < 0 ||
@@ -110,12 +107,8 @@ PyObject *pass_life_candidates(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = life_candidates(pid.view.buf, ts.view.buf, kind.view.buf, n, lo, span, out.view.buf);
     Py_END_ALLOW_THREADS
-    if (rc == -1)
-        PyErr_NoMemory();
-    else if (rc == -2)
-        PyErr_SetString(PyExc_ValueError, "life_candidates: a pid outside [lo, lo + span) "
-                                          "or a kind outside 0..2");
-    else
+    if (pass_failed(rc, "life_candidates: a pid outside [lo, lo + span) or a kind outside "
+                        "0..2") == 0)
         result = Py_NewRef(Py_None);
 done:
     arr_release(&pid);

@@ -42,44 +42,30 @@ PyObject *pass_counting_order(PyObject *self, PyObject *args)
     long long lo, span;
     if (!PyArg_ParseTuple(args, "OLLO", &key_obj, &lo, &span, &out_obj))
         return NULL;
-    /* the count table is span + 1 entries: the caller keeps span near the rows */
-    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
-        lo > ((long long)1 << 62)) {
-        PyErr_SetString(PyExc_ValueError, "counting_order: span must be in [1, 2**31]");
+    /* (the count table is span + 1 entries: the caller keeps span near the rows) */
+    if (!range_ok("counting_order", lo, span))
         return NULL;
-    }
-    Arr key, out;
-    if (PyObject_GetBuffer(key_obj, &key.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    Py_ssize_t size = key.view.itemsize;
-    PyBuffer_Release(&key.view);
-    if (arr_get(key_obj, &key, size == 4 ? 4 : 8, 0, "counting_order key") < 0)
-        return NULL;
-    if (arr_get(out_obj, &out, 8, 1, "counting_order out") < 0) {
-        arr_release(&key);
-        return NULL;
-    }
+    Arr key = {0}, out = {0};
+    PyObject *result = NULL;
+    if (arr_get_key(key_obj, &key, "counting_order key") < 0 ||
+        arr_get(out_obj, &out, 8, 1, "counting_order out") < 0)
+        goto done;
     Py_ssize_t n = arr_len(&key);
     if (arr_len(&out) != n) {
-        arr_release(&key);
-        arr_release(&out);
         PyErr_SetString(PyExc_ValueError, "counting_order: out must have one slot a key");
-        return NULL;
+        goto done;
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    if (size == 4)
+    if (key.view.itemsize == 4)
         rc = counting_order_int32_t(key.view.buf, n, lo, span, out.view.buf);
     else
         rc = counting_order_int64_t(key.view.buf, n, lo, span, out.view.buf);
     Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "counting_order: a key outside [lo, lo + span)") == 0)
+        result = Py_NewRef(Py_None);
+done:
     arr_release(&key);
     arr_release(&out);
-    if (rc == -1)
-        return PyErr_NoMemory();
-    if (rc == -2) {
-        PyErr_SetString(PyExc_ValueError, "counting_order: a key outside [lo, lo + span)");
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return result;
 }

@@ -44,45 +44,6 @@ static int rows_get(PyObject *obj, Arr *a, int writable, const char *what, Py_ss
     return 0;
 }
 
-/* Take each of n (object, array, item size, writable, name) arguments; on failure
- * release those taken and return -1 (a Python error set). */
-typedef struct {
-    PyObject *obj;
-    Arr *arr;
-    Py_ssize_t itemsize;
-    int writable;
-    const char *what;
-} ArrSpec;
-
-static int arrs_get(ArrSpec *spec, int n)
-{
-    for (int i = 0; i < n; i++) {
-        spec[i].arr->held = 0;
-    }
-    for (int i = 0; i < n; i++) {
-        if (arr_get(spec[i].obj, spec[i].arr, spec[i].itemsize, spec[i].writable,
-                    spec[i].what) < 0) {
-            for (int j = 0; j < i; j++)
-                arr_release(spec[j].arr);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static void arrs_release(ArrSpec *spec, int n)
-{
-    for (int i = 0; i < n; i++)
-        arr_release(spec[i].arr);
-}
-
-static PyObject *value_error(ArrSpec *spec, int n, const char *msg)
-{
-    arrs_release(spec, n);
-    PyErr_SetString(PyExc_ValueError, msg);
-    return NULL;
-}
-
 /* ---- task_sort_rows --------------------------------------------------------- */
 
 /* (ts, prio) of row a before that of row b */
@@ -644,11 +605,8 @@ PyObject *pass_dense_codes(PyObject *self, PyObject *args)
     long long lo, span;
     if (!PyArg_ParseTuple(args, "OLLOO", &o_key, &lo, &span, &o_codes, &o_levels))
         return NULL;
-    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
-        lo > ((long long)1 << 62)) {
-        PyErr_SetString(PyExc_ValueError, "dense_codes: span must be in [1, 2**31]");
+    if (!range_ok("dense_codes", lo, span))
         return NULL;
-    }
     Arr key, codes, levels;
     if (PyObject_GetBuffer(o_key, &key.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;

@@ -160,11 +160,8 @@ PyObject *pass_task_order(PyObject *self, PyObject *args)
     long long lo, span;
     if (!PyArg_ParseTuple(args, "OOOLLO", &task_o, &by_o, &pid_o, &lo, &span, &out_o))
         return NULL;
-    if (span < 1 || span > ((long long)1 << 31) || lo < -((long long)1 << 62) ||
-        lo > ((long long)1 << 62)) {
-        PyErr_SetString(PyExc_ValueError, "task_order: span must be in [1, 2**31]");
+    if (!range_ok("task_order", lo, span))
         return NULL;
-    }
     Arr task = {0}, by = {0}, pid = {0}, out = {0};
     PyObject *res = NULL;
     if (arr_get(task_o, &task, 8, 0, "task_order task") < 0 ||

@@ -57,6 +57,86 @@ static inline Py_ssize_t arr_len(const Arr *a)
     return a->view.shape ? a->view.shape[0] : a->view.len / a->view.itemsize;
 }
 
+/* Take each of n (object, array, item size, writable, name) arguments; on failure
+ * release those taken and return -1 (a Python error set). */
+typedef struct {
+    PyObject *obj;
+    Arr *arr;
+    Py_ssize_t itemsize;
+    int writable;
+    const char *what;
+} ArrSpec;
+
+static inline int arrs_get(ArrSpec *spec, int n)
+{
+    for (int i = 0; i < n; i++) {
+        spec[i].arr->held = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (arr_get(spec[i].obj, spec[i].arr, spec[i].itemsize, spec[i].writable,
+                    spec[i].what) < 0) {
+            for (int j = 0; j < i; j++)
+                arr_release(spec[j].arr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline void arrs_release(ArrSpec *spec, int n)
+{
+    for (int i = 0; i < n; i++)
+        arr_release(spec[i].arr);
+}
+
+/* Release the arrays and set a ValueError ``msg``: NULL, a wrapper's result. */
+static inline PyObject *value_error(ArrSpec *spec, int n, const char *msg)
+{
+    arrs_release(spec, n);
+    PyErr_SetString(PyExc_ValueError, msg);
+    return NULL;
+}
+
+/* Take a key array: 4- or 8-byte signed integers, as they come (pids and CPUs are
+ * int32, life keys int64). */
+static inline int arr_get_key(PyObject *obj, Arr *a, const char *what)
+{
+    Py_buffer probe;
+    a->held = 0;
+    if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    Py_ssize_t size = probe.itemsize;
+    PyBuffer_Release(&probe);
+    return arr_get(obj, a, size == 4 ? 4 : 8, 0, what);
+}
+
+/* Whether a key range from Python is one a pass's table takes: lo within 2**62 of 0
+ * (key - lo cannot overflow), span in [1, 2**31]; else a ValueError naming the pass. */
+static inline int range_ok(const char *pass, long long lo, long long span)
+{
+    const long long edge = (long long)1 << 62;
+    if (span >= 1 && span <= ((long long)1 << 31) && lo >= -edge && lo <= edge)
+        return 1;
+    PyErr_Format(PyExc_ValueError, "%s: span must be in [1, 2**31], lo within 2**62 of 0",
+                 pass);
+    return 0;
+}
+
+/* A pass loop's return code as Python's: 0 stays 0; -1 sets a MemoryError, -2 a
+ * ValueError ``bad`` (both return -1). */
+static inline int pass_failed(int rc, const char *bad)
+{
+    if (rc == -1) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (rc == -2) {
+        PyErr_SetString(PyExc_ValueError, bad);
+        return -1;
+    }
+    return 0;
+}
+
 #define PASS(name, doc) PyObject *pass_##name(PyObject *self, PyObject *args);
 #include "_passes_list.h"
 #undef PASS
