@@ -243,8 +243,9 @@ def key_time_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 def lex_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
     """``np.lexsort((ts, key))`` (stable): by radix passes over the key when ``ts`` is
-    already in order, else one stable sort of (key, ts) packed into an int64 when both
-    ranges fit (a merge of the runs already in order), else the lexsort."""
+    already in order; else grouped by the key first (a counting sort, stable), then one
+    stable sort of (key, ts) packed into an int64 when both ranges fit (a merge of the
+    runs in time order each key's rows then are), else the lexsort."""
     if len(ts) == 0:
         return np.zeros(0, dtype=np.intp)
     if is_sorted(ts):
@@ -254,12 +255,13 @@ def lex_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
     tbits = (int(ts.max()) - t0).bit_length()
     if kbits + tbits > 62:
         return np.lexsort((ts, key))
-    packed = key.astype(np.int64)
+    by_key = stable_order(key)
+    packed = key[by_key].astype(np.int64)
     packed -= k0
     packed <<= tbits
-    packed += ts
+    packed += ts[by_key]
     packed -= t0
-    return np.argsort(packed, kind="stable")
+    return by_key[np.argsort(packed, kind="stable")]
 
 
 def _is_key_time_order(order: np.ndarray, ts: np.ndarray, key: np.ndarray) -> bool:

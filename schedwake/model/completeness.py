@@ -54,7 +54,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from ._util import asof_index, is_sorted, lex_order, object_categories, stable_order, take
+from ._util import asof_index, is_sorted, lex_order, object_categories, take
 from .events import MODEL_EVENTS, Events, i64, ints
 
 if TYPE_CHECKING:
@@ -800,7 +800,7 @@ def _timeline_and_runs(
     # by (pid, start), stably
     run_pid = np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32)
     run_start = np.concatenate([sw.ts[ck], r_start[rk]])
-    o = _order_by(run_pid, run_start)
+    o = lex_order(run_start, run_pid)
     runs = pd.DataFrame(
         {
             "pid": run_pid[o],
@@ -822,25 +822,6 @@ def _timeline_and_runs(
     return timeline, runs
 
 
-def _order_by(key: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """The stable ``np.lexsort((ts, key))`` of rows whose times are in order in long
-    runs (per CPU, per segment): a counting sort by the key (pids, CPUs), then one
-    stable sort of (key, ts) packed into an int64, a merge of those runs."""
-    if len(key) == 0:
-        return np.zeros(0, dtype=np.intp)
-    o = stable_order(key)
-    k, t = key[o].astype(np.int64), ts[o]
-    k0, t0 = int(k[0]), int(t.min())
-    kbits, tbits = (int(k[-1]) - k0).bit_length(), (int(t.max()) - t0).bit_length()
-    if kbits + tbits > 62:
-        return np.lexsort((ts, key))
-    k -= k0
-    k <<= tbits
-    k += t
-    k -= t0
-    return o[np.argsort(k, kind="stable")]
-
-
 def _fill_unknown(
     cpu: np.ndarray,
     start: np.ndarray,
@@ -853,7 +834,7 @@ def _fill_unknown(
     """The known intervals and, per CPU from its first switch to the trace's end, an
     unknown row for every stretch between them (``lost_events`` when a lost-event
     marker of that CPU lies in it, else ``missing_switch``)."""
-    o = _order_by(cpu, start)
+    o = lex_order(start, cpu)
     cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
     codes = np.asarray(comm.codes)[o]
     n = len(cpu)
@@ -891,7 +872,7 @@ def _fill_unknown(
         why[(li >= 0) & (take(lt, li, -1) >= h_start)] = 1
     all_cpu = np.concatenate([cpu, h_cpu])
     all_start = np.concatenate([start, h_start])
-    o2 = _order_by(all_cpu, all_start)
+    o2 = lex_order(all_start, all_cpu)
     state = np.concatenate([np.where(pid == 0, 1, 0), np.full(len(h_cpu), 2)]).astype(np.int8)
     return pd.DataFrame(
         {
@@ -973,7 +954,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
         return _empty_breaks()
     never = np.iinfo(np.int64).min
     ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
-                       "backward", allow_exact=True)  # fmt: skip
+                    "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
     # a break: no wake-up of any kind since that run began (without a run: none); the
     # switch-ins a wake-up table answers are not searched in the next
