@@ -55,7 +55,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ._util import asof_index, is_sorted, lex_order, object_categories, take
-from .events import MODEL_EVENTS, Events, i64, ints
+from .events import MODEL_EVENTS, Events, ints
 
 if TYPE_CHECKING:
     from .memo import TraceTables
@@ -337,13 +337,6 @@ def build(trace: TraceTables, ev: Events) -> Completeness:
     )
 
 
-def _times(df: pd.DataFrame) -> np.ndarray:
-    """The ``ts`` column of an event frame as int64: the column's own array (a view, not
-    a copy: read only) when it is one."""
-    col = df["ts"]
-    return col.to_numpy() if col.dtype == np.int64 else i64(df, "ts")
-
-
 class _Switches:
     """The switches sorted by (CPU, time): segment k runs from switch k to the CPU's
     next switch (to the trace's end for its last). ``B[k]``: the task that next switch
@@ -379,7 +372,7 @@ class _Switches:
             self.next_comm = self.prev_comm = pd.Categorical([])
             self.given_ts, self.given_cpu, self.rank = z, z, z
             return self
-        ts, cpu = _times(s), ints(s, "cpu")
+        ts, cpu = ints(s, "ts"), ints(s, "cpu")
         order = lex_order(ts, cpu)
         self.given_ts, self.given_cpu = ts, cpu
         self.rank = np.empty(len(order), dtype=np.int64)
@@ -938,7 +931,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
         return _empty_breaks()
     from .task_states import sleeps  # the letters of a sleep: one rule
 
-    sts, scpu = _times(s), ints(s, "cpu")
+    sts, scpu = ints(s, "ts"), ints(s, "cpu")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     cats = pd.Categorical(s["prev_state_str"])
     by_cat = np.array([sleeps(str(c)) for c in cats.categories] + [False])
@@ -963,7 +956,7 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     b_ts, b_key = sts[b], nkey[b]
     for f in (ev.waking, ev.wakeup, ev.wakeup_new):
         if f is not None and len(f) and len(b):
-            fts = _times(f)
+            fts = ints(f, "ts")
             wi = asof_index(b_ts, b_key, fts, ev.key(ints(f, "pid"), fts), "backward", True)
             still = take(fts, wi, never) < began
             b, began, b_ts, b_key = b[still], began[still], b_ts[still], b_key[still]
@@ -979,7 +972,7 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     f = ev.waking if ev.waking is not None and len(ev.waking) else ev.wakeup
     if f is None or len(f) < 2:
         return _empty_breaks()
-    ts, pid, cpu = _times(f), ints(f, "pid"), ints(f, "cpu")
+    ts, pid, cpu = ints(f, "ts"), ints(f, "pid"), ints(f, "cpu")
     key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
     prev = asof_index(ts, key, ts, key, "backward", False)
     has = np.flatnonzero(prev >= 0)

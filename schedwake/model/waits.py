@@ -98,13 +98,6 @@ UNKNOWN_OUTSIDE = "on a CPU outside the slice (--cpu)"
 _BIG = np.iinfo(np.int64).max
 
 
-def _times(df: pd.DataFrame) -> np.ndarray:
-    """The ``ts`` column of an event frame as int64: the column's own array (a view, not
-    a copy: read only) when it is one."""
-    col = df["ts"]
-    return col.to_numpy() if col.dtype == np.int64 else i64(df, "ts")
-
-
 def _runnable(s: pd.DataFrame, states: Collection[str] = ("R", "R+")) -> np.ndarray:
     """Per ``sched_switch``: switched out runnable (``prev_state`` in ``states``)."""
     if "prev_state_str" not in s.columns:
@@ -127,7 +120,7 @@ def build(
     s = ev.switch
     if s is None or len(s) == 0:
         return _empty()
-    sts, scpu = _times(s), ints(s, "cpu")
+    sts, scpu = ints(s, "ts"), ints(s, "cpu")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     ns = len(s)
     if runs is None:
@@ -161,7 +154,7 @@ def build(
     ]
     for f in (ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
-            parts_ts.append(_times(f))
+            parts_ts.append(ints(f, "ts"))
             parts_pid.append(ints(f, "pid"))
             parts_kind.append(np.full(len(f), _WAKE, np.int8))
             parts_row.append(np.full(len(f), -1))
