@@ -308,26 +308,16 @@ def test_member_is_isin():
             assert (member(vu, np.abs(k)) == np.isin(vu, np.abs(k))).all()
 
 
-def test_group_passes_check_what_they_are_given():
-    """The compiled per-key counts and table lookup refuse keys outside the ranges they
-    are told and arrays of the wrong lengths, before writing anything."""
+def test_in_table_checks_what_it_is_given():
+    """The compiled table lookup answers False outside its table and refuses an output
+    of another length."""
     from schedwake.model import _passes
 
-    key, val = np.array([5, 6, 5], np.int64), np.array([0, 1, 1], np.int64)
-    rows, values = np.zeros(2, np.int64), np.zeros(2, np.int64)
-    _passes.distinct_per_key(key, val, 5, 2, 0, 2, rows, values)
-    assert rows.tolist() == [2, 1] and values.tolist() == [2, 1]
-    with pytest.raises(ValueError, match="outside"):
-        _passes.distinct_per_key(key, val, 6, 2, 0, 2, rows, values)
-    with pytest.raises(ValueError, match="outside"):
-        _passes.distinct_per_key(key, val - 5, 5, 2, 0, 2, rows, values)
-    with pytest.raises(ValueError, match="lengths"):
-        _passes.distinct_per_key(key, val, 5, 3, 0, 2, rows, values)
     out = np.zeros(3, dtype=bool)
     _passes.in_table(np.array([-(2**63), 7, 8], np.int64), np.array([1, 0], bool), 7, out)
     assert out.tolist() == [False, True, False]
     with pytest.raises(ValueError, match="one slot"):
-        _passes.in_table(key, np.array([1], bool), 0, np.zeros(2, bool))
+        _passes.in_table(np.array([5, 6, 5], np.int64), np.array([1], bool), 0, np.zeros(2, bool))
 
 
 def test_life_boundaries_match_a_walk_of_each_pid():

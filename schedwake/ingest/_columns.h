@@ -45,10 +45,10 @@ static inline size_t buf_round_huge(size_t n)
     return n > SIZE_MAX - BUF_HUGE ? 0 : (n + BUF_HUGE - 1) & ~(BUF_HUGE - 1);
 }
 
-/* `res` bytes of address space (a multiple of BUF_HUGE) at a huge-page boundary, not
-   accessible (PROT_NONE: neither memory nor commit charge until buf_grow opens it),
-   or NULL. */
-static inline char *buf_reserve_space(size_t res)
+/* `res` bytes of address space (a multiple of BUF_HUGE) at a huge-page boundary, its
+   first `opened` bytes readable and writable, the rest not accessible (PROT_NONE: neither
+   memory nor commit charge until buf_grow opens it), or NULL. */
+static inline char *buf_reserve_space(size_t res, size_t opened)
 {
     if (res > SIZE_MAX - BUF_HUGE)
         return NULL;
@@ -66,6 +66,10 @@ static inline char *buf_reserve_space(size_t res)
        last, partly written 2 MiB of every buffer in one) */
     madvise(a, res, MADV_NOHUGEPAGE);
 #endif
+    if (mprotect(a, opened, PROT_READ | PROT_WRITE) < 0) {
+        munmap(a, res);
+        return NULL;
+    }
     return a;
 }
 
@@ -154,13 +158,9 @@ static inline int buf_grow(Buf *b, size_t need)
             return 0;
         }
         size_t nres = buf_reservation(b, cap);
-        char *a = buf_reserve_space(nres);
+        char *a = buf_reserve_space(nres, cap);
         if (!a)
             return -1;
-        if (mprotect(a, cap, PROT_READ | PROT_WRITE) < 0) {
-            munmap(a, nres);
-            return -1;
-        }
         /* the written pages move over (the rest of [a, a + cap) stays as opened) */
         void *p = mremap(b->data, b->cap, b->cap, MREMAP_MAYMOVE | MREMAP_FIXED, a);
         if (p == MAP_FAILED) {
@@ -176,13 +176,9 @@ static inline int buf_grow(Buf *b, size_t need)
         return 0;
     }
     size_t res = buf_reservation(b, cap);
-    char *a = buf_reserve_space(res);
+    char *a = buf_reserve_space(res, cap);
     if (!a)
         return -1;
-    if (mprotect(a, cap, PROT_READ | PROT_WRITE) < 0) {
-        munmap(a, res);
-        return -1;
-    }
     char *old = b->data;
     b->data = a;
     b->cap = cap;

@@ -1,98 +1,11 @@
 /*
- * _pass_groups.c: per-key counts and set membership over small integer ranges, one
- * pass over the rows (schedwake/model/_util.py: member, pid_cpu_counts).
+ * _pass_groups.c: set membership over a small integer range and groups counted by a
+ * hash table, one pass over the rows (schedwake/model/_util.py: member, key_groups).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "_passes.h"
-
-/* Per key value k in [klo, klo + kspan): rows[k - klo] = its rows, values[k - klo] =
- * its distinct values (each in [vlo, vlo + vspan)).  The rows are grouped by key with
- * a counting sort, then each group's values are told apart by a table stamped with
- * the group's number.  Returns -1 when out of memory, -2 on a key or value out of
- * range. */
-static int distinct_per_key(const int64_t *key, const int64_t *val, Py_ssize_t n, int64_t klo,
-                            int64_t kspan, int64_t vlo, int64_t vspan, int64_t *rows,
-                            int64_t *values)
-{
-    int64_t *first = calloc((size_t)kspan + 1, sizeof(int64_t));
-    int64_t *grouped = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    int64_t *stamp = malloc((size_t)vspan * sizeof(int64_t));
-    int rc = 0;
-    if (!first || !grouped || !stamp) {
-        rc = -1;
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t k = (uint64_t)key[i] - (uint64_t)klo, v = (uint64_t)val[i] - (uint64_t)vlo;
-        if (k >= (uint64_t)kspan || v >= (uint64_t)vspan) {
-            rc = -2;
-            goto done;
-        }
-        first[k + 1]++;
-    }
-    for (int64_t k = 0; k < kspan; k++) {
-        rows[k] = first[k + 1];
-        first[k + 1] += first[k];
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        grouped[first[(uint64_t)key[i] - (uint64_t)klo]++] = (uint64_t)val[i] - (uint64_t)vlo;
-    /* first[k] is now where group k ends */
-    for (int64_t v = 0; v < vspan; v++)
-        stamp[v] = -1;
-    int64_t at = 0;
-    for (int64_t k = 0; k < kspan; k++) {
-        int64_t distinct = 0;
-        for (; at < first[k]; at++) {
-            int64_t v = grouped[at];
-            distinct += stamp[v] != k;
-            stamp[v] = k;
-        }
-        values[k] = distinct;
-    }
-done:
-    free(first);
-    free(grouped);
-    free(stamp);
-    return rc;
-}
-
-PyObject *pass_distinct_per_key(PyObject *self, PyObject *args)
-{
-    PyObject *key_o, *val_o, *rows_o, *values_o;
-    long long klo, kspan, vlo, vspan;
-    if (!PyArg_ParseTuple(args, "OOLLLLOO", &key_o, &val_o, &klo, &kspan, &vlo, &vspan,
-                          &rows_o, &values_o))
-        return NULL;
-    if (!range_ok("distinct_per_key", klo, kspan) || !range_ok("distinct_per_key", vlo, vspan))
-        return NULL;
-    Arr key = {0}, val = {0}, rows = {0}, values = {0};
-    PyObject *result = NULL;
-    if (arr_get(key_o, &key, 8, 0, "distinct_per_key key") < 0 ||
-        arr_get(val_o, &val, 8, 0, "distinct_per_key val") < 0 ||
-        arr_get(rows_o, &rows, 8, 1, "distinct_per_key rows") < 0 ||
-        arr_get(values_o, &values, 8, 1, "distinct_per_key values") < 0)
-        goto done;
-    Py_ssize_t n = arr_len(&key);
-    if (arr_len(&val) != n || arr_len(&rows) != kspan || arr_len(&values) != kspan) {
-        PyErr_SetString(PyExc_ValueError, "distinct_per_key: arrays of the wrong lengths");
-        goto done;
-    }
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = distinct_per_key(key.view.buf, val.view.buf, n, klo, kspan, vlo, vspan,
-                          rows.view.buf, values.view.buf);
-    Py_END_ALLOW_THREADS
-    if (pass_failed(rc, "distinct_per_key: a key or value outside its range") == 0)
-        result = Py_NewRef(Py_None);
-done:
-    arr_release(&key);
-    arr_release(&val);
-    arr_release(&rows);
-    arr_release(&values);
-    return result;
-}
 
 /* out[i] = whether values[i] - lo is a set entry of table (bytes, nonzero: in); a value
  * outside [lo, lo + len(table)) is not in it */

@@ -31,17 +31,6 @@ def asof_slots(
     out: np.ndarray,
     /,
 ) -> None: ...
-def distinct_per_key(
-    key: np.ndarray,
-    val: np.ndarray,
-    klo: int,
-    kspan: int,
-    vlo: int,
-    vspan: int,
-    rows: np.ndarray,
-    values: np.ndarray,
-    /,
-) -> None: ...
 def in_table(values: np.ndarray, table: np.ndarray, lo: int, out: np.ndarray, /) -> None: ...
 def group_sums(
     key: np.ndarray, weight: np.ndarray | None, most: int, /
@@ -91,14 +80,5 @@ def wait_epochs(
     out_e: np.ndarray,
     out_head: np.ndarray,
     out_kind: np.ndarray,
-    /,
-) -> int: ...
-def task_order(
-    task: np.ndarray,
-    by_time: np.ndarray,
-    pid: np.ndarray,
-    lo: int,
-    span: int,
-    out: np.ndarray,
     /,
 ) -> int: ...

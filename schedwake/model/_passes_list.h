@@ -18,9 +18,6 @@ PASS(asof_slots,
      "out[i] = the right row (a position in rts) of left row i's as-of match within its "
      "key's range [starts[slot[i]], ends[slot[i]]) of order (None: the rows' own), or -1")
 /* _pass_groups.c */
-PASS(distinct_per_key,
-     "distinct_per_key(key, val, klo, kspan, vlo, vspan, rows, values): per key value in "
-     "[klo, klo + kspan), its rows and its distinct values (in [vlo, vlo + vspan))")
 PASS(in_table,
      "in_table(values, table, lo, out): out[i] = whether table[values[i] - lo] is set "
      "(False outside the table)")
@@ -59,6 +56,3 @@ PASS(wait_epochs,
      "wait_epochs(src, task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "
      "out_kind) -> int: the waits of the events src lists in (task, time) order, one per "
      "epoch that ends in a switch-in, as rows")
-PASS(task_order,
-     "task_order(task, by_time, pid, lo, span, out) -> int: the rows by_time lists but pid "
-     "0's, stably by task (keys in [lo, lo + span)), into out; the number placed")

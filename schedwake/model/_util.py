@@ -379,41 +379,17 @@ def key_groups(
 def pid_cpu_counts(
     pid: npt.ArrayLike, cpu: npt.ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per distinct pid (in order): its rows and its distinct CPUs. One compiled pass
-    over pid and CPU ranges not much wider than the rows (``_passes.distinct_per_key``),
-    else one in-place sort of the (pid, cpu) pairs packed into int64s: no group-by, no
-    frame."""
+    """Per distinct pid (in order): its rows and its distinct CPUs, from the distinct
+    (pid, cpu) pairs (:func:`key_groups`): no group-by, no frame."""
     pid, cpu = np.asarray(pid), np.asarray(cpu)
     if len(pid) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    p0, c0 = int(pid.min()), int(cpu.min())
-    pspan, cspan = int(pid.max()) - p0 + 1, int(cpu.max()) - c0 + 1
-    small = max(2 * len(pid), 1 << 16)
-    if pspan <= small and cspan <= small:
-        rows = np.empty(pspan, dtype=np.int64)
-        ncpus = np.empty(pspan, dtype=np.int64)
-        p64 = np.ascontiguousarray(pid, dtype=np.int64)
-        _passes.distinct_per_key(
-            p64, np.ascontiguousarray(cpu, dtype=np.int64), p0, pspan, c0, cspan, rows, ncpus
-        )
-        seen = np.flatnonzero(rows)
-        return seen + p0, rows[seen], ncpus[seen]
-    if int(pid.max()) >= 1 << 31 or int(pid.min()) < -(1 << 31):
-        # wider than 32 bits (a later task of a pid used again, model.lives): by rank
-        upid, rank = np.unique(pid, return_inverse=True)
-        ranks, rows, ncpus = pid_cpu_counts(rank.reshape(-1), cpu)
-        return upid[ranks], rows, ncpus
-    k = pid.astype(np.int64) << 32
-    c = cpu.astype(np.int64)
-    c &= 0xFFFFFFFF
-    k |= c
-    del c
-    k.sort()
-    new_pair = np.concatenate([[True], k[1:] != k[:-1]])
-    k >>= 32  # the pids, sorted
-    starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
-    rows = np.diff(np.append(starts, len(k)))
-    return k[starts], rows, np.add.reduceat(new_pair, starts, dtype=np.int64)
+    (pids, _), pair_rows, _ = key_groups([pid, cpu])
+    first = np.ones(len(pids), dtype=bool)
+    first[1:] = pids[1:] != pids[:-1]
+    starts = np.flatnonzero(first)
+    rows = np.add.reduceat(pair_rows, starts)
+    return pids[starts].astype(np.int64), rows, np.diff(np.append(starts, len(pids)))
 
 
 def take(arr: npt.ArrayLike, idx: npt.ArrayLike, fill: Any) -> np.ndarray:

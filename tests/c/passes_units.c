@@ -2,8 +2,8 @@
  * passes_units.c: unit tests of the model's compiled passes (schedwake/model/_pass_*.c)
  * on hand-made and random arrays, against plain loops: the counting sort's order, the
  * pids that may have two lives, the keyed as-of search in both directions, exact or
- * strict, from any hint, with times at the ends of int64, the rows and distinct values
- * per key, the lookup in a table, the groups of a hash table.
+ * strict, from any hint, with times at the ends of int64, the lookup in a table, the
+ * groups of a hash table.
  *
  * The passes' loops are static: this file includes their C files, so it needs Python's
  * headers and libpython to link, though no test calls into Python.  Built and run by
@@ -262,37 +262,17 @@ static void test_asof_merge(void)
 
 static void test_groups(void)
 {
-    enum { N = 500, K = 7, V = 5 };
-    int64_t key[N], val[N], rows[K], values[K];
+    enum { N = 500, V = 5 };
     uint8_t table[V], out[N];
     int32_t val32[N];
     for (int trial = 0; trial < 200; trial++) {
         Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
-        int64_t klo = trial % 3 ? rnd_in(-9, 9) : INT64_MIN / 4;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            key[i] = klo + rnd_in(0, K - 1);
-            val[i] = rnd_in(-2, V - 3);
-        }
-        CHECK(distinct_per_key(key, val, n, klo, K, -2, V, rows, values) == 0);
-        int ok = 1;
-        for (int k = 0; k < K; k++) {
-            int64_t r = 0, d = 0;
-            for (int64_t v = -2; v < V - 2; v++) {
-                int64_t here = 0;
-                for (Py_ssize_t i = 0; i < n; i++)
-                    here += key[i] == klo + k && val[i] == v;
-                r += here;
-                d += here > 0;
-            }
-            ok &= rows[k] == r && values[k] == d;
-        }
-        CHECK(ok);
         for (int v = 0; v < V; v++)
             table[v] = (uint8_t)(rnd() & 1);
         for (Py_ssize_t i = 0; i < n; i++)
             val32[i] = (int32_t)(trial % 4 ? rnd_in(-3, V + 3) : (rnd() & 1 ? INT32_MIN : INT32_MAX));
         in_table_int32_t(val32, n, table, V, 0, out);
-        ok = 1;
+        int ok = 1;
         for (Py_ssize_t i = 0; i < n; i++)
             ok &= out[i] == (val32[i] >= 0 && val32[i] < V && table[val32[i]]);
         CHECK(ok);
@@ -333,7 +313,6 @@ static void test_groups(void)
     size_t groups = 0;
     CHECK(group_sums(neg, NULL, 2, 10, &g, &groups) == -2);
     int64_t edge[] = {INT64_MIN, INT64_MAX};
-    CHECK(distinct_per_key(edge, edge, 2, 0, 3, 0, 3, rows, values) == -2);
     in_table_int64_t(edge, 2, table, V, -((int64_t)1 << 62), out);
     CHECK(out[0] == 0 && out[1] == 0);
 }
