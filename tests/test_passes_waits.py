@@ -1,8 +1,8 @@
-"""The compiled pass of the waits model (_pass_waits.c), its (task, time) order and the
-as-of walk of completeness's and the waits' searches (_pass_asof.c) give what the NumPy
-versions gave, on random inputs full of ties, and refuse what they cannot read (keys
-outside the range told, arrays of other lengths or types) with an error, never a read
-out of bounds."""
+"""The compiled passes of the waits model (_pass_waits.c), and the as-of walk of
+completeness's and the waits' searches (_pass_asof.c), give what the NumPy versions
+gave, on random inputs full of ties, and refuse what they cannot read (keys outside the
+range told, arrays of other lengths or types) with an error, never a read out of
+bounds."""
 
 from __future__ import annotations
 
@@ -170,10 +170,56 @@ def test_wait_epochs_checks_what_it_is_given():
                                np.zeros(0, np.int8)) == 0  # fmt: skip
 
 
+def test_task_order_matches_numpy():
+    """The rows listed in time order, but pid 0's, stably by task."""
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        rows = int(rng.integers(0, 50))
+        task = rng.integers(-3, 6, rows).astype(np.int64)
+        pid = rng.integers(0, 3, rows).astype(np.int64)
+        by_time = rng.permutation(rows).astype(np.int64)[: int(rng.integers(0, rows + 1))]
+        keep = by_time[pid[by_time] != 0]
+        want = keep[np.argsort(task[keep], kind="stable")]
+        out = np.full(len(by_time), -7, dtype=np.int64)
+        m = _passes.task_order(task, by_time, pid, -3, 9, out)
+        assert out[:m].tolist() == want.tolist()
+
+
+def test_task_order_checks_what_it_is_given():
+    task = np.array([1, 2, 3], dtype=np.int64)
+    pid = np.array([1, 0, 1], dtype=np.int64)
+    by = np.array([2, 1, 0], dtype=np.int64)
+    out = np.full(3, -7, dtype=np.int64)
+    assert _passes.task_order(task, by, pid, 1, 3, out) == 2
+    assert out[:2].tolist() == [0, 2]
+    # the idle task's rows are not read as keys: any value
+    odd = np.array([1, np.iinfo(np.int64).min, 3], dtype=np.int64)
+    assert _passes.task_order(odd, by, pid, 1, 3, out) == 2
+    for lo, span in ((2, 3), (1, 2), (-9, 3)):
+        out[:] = -7
+        with pytest.raises(ValueError, match="task outside"):
+            _passes.task_order(task, by, pid, lo, span, out)
+        assert (out == -7).all()
+    for bad in ([0, 1, 3], [-1, 0, 1], [0, 1, np.iinfo(np.int64).max]):
+        with pytest.raises(ValueError, match="by_time entry outside"):
+            _passes.task_order(task, np.array(bad, np.int64), pid, 1, 3, out)
+        assert (out == -7).all()
+    with pytest.raises(ValueError, match="one slot a row"):
+        _passes.task_order(task, by, pid[:2], 1, 3, out)
+    with pytest.raises(ValueError, match="one slot a by_time entry"):
+        _passes.task_order(task, by, pid, 1, 3, out[:2].copy())
+    with pytest.raises(ValueError, match="span"):
+        _passes.task_order(task, by, pid, 1, 0, out)
+    with pytest.raises(TypeError, match="integers"):
+        _passes.task_order(task.astype(np.int32), by, pid, 1, 3, out)
+    e = np.zeros(0, np.int64)
+    assert _passes.task_order(e, e, e, 0, 1, e) == 0
+
+
 def test_task_time_order_is_the_lexsort_without_the_idle_task():
     """The waits' (task, time, tie) order of every row but pid 0's is the stable
-    lexsort, for task keys near each other (a counting sort), life keys far apart, and
-    times too wide to pack with the ties."""
+    lexsort, for task keys near each other (the compiled counting sort), life keys far
+    apart, and times too wide to pack with the ties."""
     from schedwake.model.waits import _task_time_order
 
     rng = np.random.default_rng(13)

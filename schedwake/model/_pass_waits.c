@@ -144,3 +144,84 @@ done:
     arr_release(&ok);
     return res;
 }
+
+/*
+ * task_order(task, by_time, pid, lo, span, out) -> int
+ *
+ * The rows by_time lists (in time order), but those of pid 0 (the idle task never
+ * waits), stably ordered by task (keys in [lo, lo + span)) into out: one counting sort
+ * through the rows, the gathers and the filter in the same pass.  Returns the number of
+ * rows placed.  ValueError on a by_time entry outside the rows or a key outside the
+ * range (checked before anything is written).
+ */
+PyObject *pass_task_order(PyObject *self, PyObject *args)
+{
+    PyObject *task_o, *by_o, *pid_o, *out_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOLLO", &task_o, &by_o, &pid_o, &lo, &span, &out_o))
+        return NULL;
+    if (!range_ok("task_order", lo, span))
+        return NULL;
+    Arr task = {0}, by = {0}, pid = {0}, out = {0};
+    PyObject *res = NULL;
+    if (arr_get(task_o, &task, 8, 0, "task_order task") < 0 ||
+        arr_get(by_o, &by, 8, 0, "task_order by_time") < 0 ||
+        arr_get(pid_o, &pid, 8, 0, "task_order pid") < 0 ||
+        arr_get(out_o, &out, 8, 1, "task_order out") < 0)
+        goto done;
+    Py_ssize_t rows = arr_len(&task), n = arr_len(&by);
+    if (arr_len(&pid) != rows) {
+        PyErr_SetString(PyExc_ValueError, "task_order: task and pid: one slot a row");
+        goto done;
+    }
+    if (arr_len(&out) != n) {
+        PyErr_SetString(PyExc_ValueError, "task_order: out must have one slot a by_time entry");
+        goto done;
+    }
+    const int64_t *tk = task.view.buf, *bt = by.view.buf, *pd = pid.view.buf;
+    int64_t *o = out.view.buf;
+    int rc = 0;
+    Py_ssize_t m = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !rc; i++) {
+        int64_t r = bt[i];
+        if ((uint64_t)r >= (uint64_t)rows)
+            rc = -3;
+        else if (pd[r] != 0 && (uint64_t)tk[r] - (uint64_t)lo >= (uint64_t)span)
+            rc = -2;
+    }
+    int64_t *first = rc ? NULL : calloc((size_t)span + 1, sizeof(int64_t));
+    if (!rc && !first)
+        rc = -1;
+    if (!rc) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t r = bt[i];
+            if (pd[r] != 0)
+                first[(uint64_t)tk[r] - (uint64_t)lo + 1]++;
+        }
+        for (int64_t k = 0; k < span; k++)
+            first[k + 1] += first[k];
+        m = first[span];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t r = bt[i];
+            if (pd[r] != 0)
+                o[first[(uint64_t)tk[r] - (uint64_t)lo]++] = r;
+        }
+    }
+    free(first);
+    Py_END_ALLOW_THREADS
+    if (rc == -1)
+        PyErr_NoMemory();
+    else if (rc == -2)
+        PyErr_SetString(PyExc_ValueError, "task_order: a task outside [lo, lo + span)");
+    else if (rc == -3)
+        PyErr_SetString(PyExc_ValueError, "task_order: a by_time entry outside the rows");
+    else
+        res = PyLong_FromSsize_t(m);
+done:
+    arr_release(&task);
+    arr_release(&by);
+    arr_release(&pid);
+    arr_release(&out);
+    return res;
+}

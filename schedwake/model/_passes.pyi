@@ -82,3 +82,12 @@ def wait_epochs(
     out_kind: np.ndarray,
     /,
 ) -> int: ...
+def task_order(
+    task: np.ndarray,
+    by_time: np.ndarray,
+    pid: np.ndarray,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> int: ...

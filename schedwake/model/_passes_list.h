@@ -56,3 +56,6 @@ PASS(wait_epochs,
      "wait_epochs(src, task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "
      "out_kind) -> int: the waits of the events src lists in (task, time) order, one per "
      "epoch that ends in a switch-in, as rows")
+PASS(task_order,
+     "task_order(task, by_time, pid, lo, span, out) -> int: the rows by_time lists but pid "
+     "0's, stably by task (keys in [lo, lo + span)), into out; the number placed")

@@ -248,7 +248,8 @@ def _task_time_order(
 ) -> np.ndarray:
     """The rows but those of pid 0 in the stable ``np.lexsort((tie, ts, task))`` order:
     one stable sort of (ts, tie) packed into an int64 (runs already in time order: a
-    merge), then a stable order by task (a counting sort for pids, :func:`stable_order`)."""
+    merge), then a stable order by task that leaves out pid 0 (one counting sort in C,
+    ``_passes.task_order``, for pids)."""
     if len(ts) == 0:
         return np.zeros(0, dtype=np.int64)
     t0, b0 = int(ts.min()), int(tie.min())
@@ -261,10 +262,16 @@ def _task_time_order(
     packed <<= bbits
     packed += tie
     packed -= b0
-    by_time = np.argsort(packed, kind="stable")
+    by_time = np.argsort(packed, kind="stable").astype(np.int64, copy=False)
     del packed
+    lo, hi = int(task.min()), int(task.max())
+    if hi - lo < max(2 * len(task), 1 << 16):
+        out = np.empty(len(by_time), dtype=np.int64)
+        m = _passes.task_order(task, by_time, np.ascontiguousarray(pid, dtype=np.int64), lo,
+                               hi - lo + 1, out)  # fmt: skip
+        return out[:m]
     keep = by_time[pid[by_time] != 0]
-    return keep[stable_order(task[keep])].astype(np.int64, copy=False)
+    return keep[stable_order(task[keep])]
 
 
 def _empty() -> pd.DataFrame:
