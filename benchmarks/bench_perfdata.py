@@ -28,11 +28,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_tracedat import best, run_convert, run_schedwake  # noqa: E402
+from bench_tracedat import best, run_convert, run_schedwake, timed  # noqa: E402
 
 WORKLOAD = ["perf", "bench", "sched", "messaging", "-g", "8", "-l", "2500"]
 
@@ -44,20 +43,6 @@ def record(out: Path, command: list[str]) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-
-def timed(argv: list[str]) -> dict:
-    """Wall time and peak RSS of a command, its output thrown away."""
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", *argv],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=True,
-    )
-    dt = time.perf_counter() - t0
-    return {"seconds": dt, "peak_kb": int(proc.stderr.strip().splitlines()[-1])}
 
 
 def perf_script_reader(path: Path) -> dict:

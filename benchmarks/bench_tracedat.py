@@ -217,17 +217,23 @@ def first_events(path: Path, n: int, outdir: Path) -> Path:
     return outdir / "cut.dat.1"
 
 
-def run_trace_cmd(path: Path) -> dict:
-    t0 = time.perf_counter()
+def timed(argv: list[str]) -> dict:
+    """Wall and CPU seconds (user + system) and peak RSS of a command, its output
+    thrown away; a failing command ends the benchmark with its error."""
     proc = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", "trace-cmd", "report", "-i", str(path)],
+        ["/usr/bin/time", "-f", "%e %U %S %M", *argv],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        check=True,
     )
-    dt = time.perf_counter() - t0
-    return {"seconds": dt, "peak_kb": int(proc.stderr.strip().splitlines()[-1])}
+    if proc.returncode != 0:
+        sys.exit(f"failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr}")
+    wall, user, system, peak_kb = proc.stderr.strip().splitlines()[-1].split()
+    return {"seconds": float(wall), "cpu": float(user) + float(system), "peak_kb": int(peak_kb)}
+
+
+def run_trace_cmd(path: Path) -> dict:
+    return timed(["trace-cmd", "report", "-i", str(path)])
 
 
 def best(runs: list[dict]) -> dict:
