@@ -929,7 +929,8 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False, events=None,
     state is its timeline (``comp``, :func:`completeness` of the trace when None):
     proven idle, proven running a task, or unknown (before its first ``sched_switch``, a
     missing switch, lost events): an unknown CPU is neither idle nor a CPU with waiting
-    tasks. Sum over the LLCs.
+    tasks. Sum over the LLCs. ``detail``: also (a dict) per LLC its gap's segments,
+    each the longest stretch of the gap, the waits and the pinned tasks.
 
     Second walk, in time order, over the CPU state changes (the start of each interval
     of a CPU's timeline) and the starts and ends of the waits (:func:`wakeup_waits`),
@@ -969,15 +970,19 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False, events=None,
         elif st == "running" and nwait.get(cpu, 0) > 0:
             n_wait[li] += sign
 
-    segments = []
+    # per LLC, its gap's segments: each the longest stretch in the gap (one that goes on
+    # through another change of the LLC extends the one before)
+    segments: dict[int, list[list[int]]] = {li: [] for li in total}
     last = None
     for ts, _, _, cpu, what, value in changes:
         if last is not None and ts > last:
             for li in total:
                 if n_idle[li] > 0 and n_wait[li] > 0:
                     total[li] += ts - last
-                    if detail:
-                        segments.append((li, last, ts))
+                    if detail and segments[li] and segments[li][-1][1] == last:
+                        segments[li][-1][1] = ts
+                    elif detail:
+                        segments[li].append([last, ts])
         last = ts
         in_llc = cpu in llc_of  # a CPU alone in its LLC is in no LLC's counts
         if in_llc:
@@ -991,7 +996,7 @@ def idle_while_runnable_ns(trace, pinned_min_runs=20, detail=False, events=None,
     if detail:
         return sum(total.values()), {
             "per_llc": total,
-            "segments": segments,
+            "segments": {li: [tuple(x) for x in segs] for li, segs in segments.items()},
             "waits": waits,
             "pinned": pinned,
         }
@@ -1011,7 +1016,8 @@ def sample_completeness(path) -> dict:
 
 
 def sample_results(path, pinned_min_runs: int) -> dict:
-    """``walk`` and ``idle_while_runnable_ns`` of the sample ``path`` read with the model's
+    """``walk``, ``idle_while_runnable_ns`` and its gap segments per LLC
+    (``idle_while_runnable_segments``) of the sample ``path`` read with the model's
     events, from one merged list of its events; computed once per test run and shared
     by the tests of every xdist worker (tests/conftest.py, ``computed_once``): the
     reference check of the detectors (test_detect) and the one of idle while runnable
@@ -1023,11 +1029,13 @@ def sample_results(path, pinned_min_runs: int) -> dict:
         comp = sample_completeness(path)
         with no_cyclic_gc():
             events = merged(trace)
+            ns, detail = idle_while_runnable_ns(
+                trace, pinned_min_runs, detail=True, events=events, comp=comp
+            )
             return {
                 "walk": walk(trace, events=events, comp=comp),
-                "idle_while_runnable_ns": idle_while_runnable_ns(
-                    trace, pinned_min_runs, events=events, comp=comp
-                ),
+                "idle_while_runnable_ns": ns,
+                "idle_while_runnable_segments": detail["segments"],
             }
 
     key = f"tests/reference_impl.py walk, idle_while_runnable_ns({pinned_min_runs}) of {path}"

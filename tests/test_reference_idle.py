@@ -53,7 +53,12 @@ def test_reference_idle_while_runnable_on_samples(path):
     trace = shared_model_trace(path)
     # the reference's walk of the sample, made once per run with test_detect's walk of it
     ref = reference_impl.sample_results(path, int(thresholds()["iwr_pinned_min_runs"]))
-    assert vectorized_ns(trace) == ref["idle_while_runnable_ns"]
+    measured = measure(trace.model, thresholds())
+    assert int(measured["idle_while_runnable_ns"]) == ref["idle_while_runnable_ns"]
+    # and the gap's segments, each the longest stretch (what its longest gap and its
+    # count of segments are made of), LLC by LLC
+    got = {li: list(zip(s.tolist(), e.tolist())) for li, (s, e) in measured["segments"].items()}
+    assert got == ref["idle_while_runnable_segments"]
 
 
 @pytest.mark.parametrize("name", ["lost-events.dat", "idle-sleep.dat"])

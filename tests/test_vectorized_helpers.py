@@ -167,7 +167,8 @@ def test_pid_cpu_counts_and_single_cpu_pids_match_groupby():
 
 
 def _gaps_with_pandas(icpu, istart, iend, wcpu, wstart, wend):
-    """The idle-while-runnable sweep as it was written with pandas group-bys."""
+    """The idle-while-runnable sweep as it was written with pandas group-bys, its pieces
+    that touch joined."""
     i = pd.DataFrame({"cpu": icpu, "start_ts": istart, "end_ts": iend})
     wt = pd.DataFrame({"cpu": wcpu, "start_ts": wstart, "end_ts": wend})
     ts = np.concatenate([i["start_ts"], i["end_ts"], wt["start_ts"], wt["end_ts"]])
@@ -191,7 +192,14 @@ def _gaps_with_pandas(icpu, istart, iend, wcpu, wstart, wend):
     n_bw = np.cumsum(df.groupby("cpu")["bw"].diff().fillna(df["bw"]).to_numpy())
     seg_end = np.append(ts[1:], ts[-1])
     sel = (n_idle >= 1) & (n_bw >= 1) & (seg_end > ts)
-    return ts[sel], seg_end[sel]
+    segments: list[list[int]] = []  # the pieces, those that touch joined: the gap's stretches
+    for s, e in zip(ts[sel].tolist(), seg_end[sel].tolist()):
+        if segments and segments[-1][1] == s:
+            segments[-1][1] = e
+        else:
+            segments.append([s, e])
+    joined = np.array(segments, np.int64).reshape(-1, 2)
+    return joined[:, 0].copy(), joined[:, 1].copy()
 
 
 @pytest.mark.parametrize("far", [False, True])
@@ -213,6 +221,20 @@ def test_llc_gap_segments_match_the_pandas_sweep(far):
         want = _gaps_with_pandas(icpu, istart, iend, wcpu[inside], wstart[inside], wend[inside])
         got = llc_gap_segments(group, icpu, istart, iend, wcpu, wstart, wend)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_a_gap_that_other_events_pass_through_is_one_segment():
+    """CPU 0 idle from 10 to 100, a task waiting on busy CPU 1 from 20 to 90: one gap
+    segment (20, 90), though a second wait on CPU 1 starts and ends inside it, CPU 2
+    goes idle and comes back and a wait on CPU 2 comes and goes; a wait on CPU 1 right
+    after (90 to 95, CPU 0 still idle) extends it; and one that starts later (97 to 99)
+    is a segment of its own."""
+    icpu, istart, iend = (np.array(x, np.int64) for x in ([0, 2], [10, 40], [100, 60]))
+    wcpu = np.array([1, 1, 2, 1, 1], np.int32)
+    wstart = np.array([20, 30, 70, 90, 97], np.int64)
+    wend = np.array([90, 50, 75, 95, 99], np.int64)
+    s, e = llc_gap_segments([0, 1, 2], icpu.astype(np.int32), istart, iend, wcpu, wstart, wend)
+    assert list(zip(s.tolist(), e.tolist())) == [(20, 95), (97, 99)]
 
 
 @pytest.mark.parametrize("direction", ["backward", "forward"])

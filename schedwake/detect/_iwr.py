@@ -25,7 +25,8 @@ def llc_gap_segments(
     unknown: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The segments (start, end) during which at least one CPU of the LLC ``group`` is
-    idle and at least one other is busy with a woken task waiting on it.
+    idle and at least one other is busy with a woken task waiting on it: each the
+    longest such stretch (maximal: in time order, none touches the next).
 
     ``icpu``/``istart``/``iend``: idle intervals; ``wcpu``/``wstart``/``wend``: waits
     (of any CPUs: those of the group are used); ``unknown``: (cpu, start, end) of the
@@ -117,11 +118,25 @@ def llc_gap_segments(
     del d_idle
     gap &= np.cumsum(d_busy_wait, dtype=np.int32) >= 1
     del d_busy_wait
-    # a segment runs from its row's time to the next row's, when that is later
+    # a piece runs from its row's time to the next row's, when that is later
     gap[:-1] &= ts[1:] > ts[:-1]
     gap[-1] = False
     starts = np.flatnonzero(gap)
-    return ts[starts], ts[starts + 1]
+    return _joined(ts[starts], ts[starts + 1])
+
+
+def _joined(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pieces (in time order) that touch joined into one: a gap that another CPU's
+    event of the LLC only passes through (a wait that starts or ends beside it, a third
+    CPU going idle) is one segment, so that the longest gap and the count of segments
+    are the gap's, not the events'."""
+    if len(start) < 2:
+        return start, end
+    first = np.ones(len(start), dtype=bool)
+    first[1:] = start[1:] != end[:-1]
+    heads = np.flatnonzero(first)
+    tails = np.append(heads[1:] - 1, len(start) - 1)
+    return start[heads], end[tails]
 
 
 def single_cpu_pids(pid: np.ndarray, cpu: np.ndarray, min_runs: int) -> np.ndarray:
