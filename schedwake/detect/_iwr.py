@@ -1,6 +1,6 @@
 """The sweep of :mod:`.idle_while_runnable` over one LLC, in NumPy.
 
-Arrays of a few bytes per interval end, sorted once by time, then one pass per CPU:
+Arrays of a few bytes per interval end, sorted once by time, then grouped by CPU:
 the waits of woken tasks on a big trace number in the millions, and per-CPU pandas
 group-bys over frames of them took several times the occupancy table in memory.
 """
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..model import pid_cpu_counts
+from ..model import pid_cpu_counts, stable_order
 
 
 def llc_gap_segments(
@@ -35,15 +35,16 @@ def llc_gap_segments(
     idle count is positive, and busy-waiting while its wait count is positive and it is
     neither idle nor unknown.
     """
-    i, w = np.isin(icpu, group), np.isin(wcpu, group)
-    if not i.all():
+    i, w = _in_group(icpu, group), _in_group(wcpu, group)
+    if i is not None:
         icpu, istart, iend = icpu[i], istart[i], iend[i]
-    if not w.all():  # (all when the LLC holds every CPU: no copies then)
+    if w is not None:  # (None when the LLC holds every CPU: no copies then)
         wcpu, wstart, wend = wcpu[w], wstart[w], wend[w]
     del i, w
     ucpu, ustart, uend = (np.zeros(0, np.int64),) * 3 if unknown is None else unknown
-    u = np.isin(ucpu, group)
-    ucpu, ustart, uend = ucpu[u], ustart[u], uend[u]
+    u = _in_group(ucpu, group)
+    if u is not None:
+        ucpu, ustart, uend = ucpu[u], ustart[u], uend[u]
     del u
     parts = [
         (np.asarray(t, np.int64), np.asarray(c), k)
@@ -66,9 +67,10 @@ def llc_gap_segments(
     # equal times does not matter: only the state after the last of them starts a
     # segment (the others end zero-length ones), and that state is the same in any
     # order. So the sorts need not be stable.
-    cpus = np.union1d(np.union1d(np.unique(icpu), np.unique(wcpu)), np.unique(ucpu))
-    lo_cpu = int(cpus[0])
-    bits = (int(cpus[-1]) - lo_cpu).bit_length() + 3  # of the code (cpu - lo_cpu) * 8 + kind
+    present = [c for c in (icpu, wcpu, ucpu) if len(c)]
+    lo_cpu = min(int(c.min()) for c in present)
+    hi_cpu = max(int(c.max()) for c in present)
+    bits = (hi_cpu - lo_cpu).bit_length() + 3  # of the code (cpu - lo_cpu) * 8 + kind
     tmin = min(int(t.min()) for t, _, _ in parts if len(t))
     tmax = max(int(t.max()) for t, _, _ in parts if len(t))
     if bits <= 31 and tmax - tmin < 1 << (63 - bits):
@@ -95,24 +97,30 @@ def llc_gap_segments(
     del parts
     kind = (code & 7).astype(np.int8)
     code >>= 3  # the CPU
-    # per CPU, in time order: changes of its "idle" and "busy with a wait" indicators
-    d_idle = np.zeros(len(ts), dtype=np.int8)
-    d_busy_wait = np.zeros(len(ts), dtype=np.int8)
-    for c in cpus - lo_cpu:  # per CPU, not per event
-        rows = code == c
-        k = kind[rows]
-        # the CPU's count of open intervals after each row > 0
-        idle = np.cumsum((k == 0).view(np.int8) - (k == 1).view(np.int8), dtype=np.int32) > 0
-        busy_wait = np.cumsum((k == 2).view(np.int8) - (k == 3).view(np.int8), dtype=np.int32) > 0
-        busy_wait &= ~idle
-        busy_wait &= np.cumsum((k == 4).view(np.int8) - (k == 5).view(np.int8), dtype=np.int32) <= 0
-        del k
-        for on, d in ((idle, d_idle), (busy_wait, d_busy_wait)):
-            step = on.view(np.int8).copy()
-            step[1:] -= on[:-1].view(np.int8)
-            d[rows] = step
-        del rows, idle, busy_wait, step
-    del code, kind
+    # per CPU, in time order: changes of its "idle" and "busy with a wait" indicators, from
+    # the rows grouped by CPU (a stable counting sort keeps each CPU's in time order): one
+    # pass over all rows whatever the number of CPUs, not one a CPU
+    by_cpu = stable_order(code)
+    k = kind[by_cpu]
+    del kind
+    cpu = code[by_cpu]
+    del code
+    first = np.ones(len(cpu), dtype=bool)  # each CPU's first row
+    first[1:] = cpu[1:] != cpu[:-1]
+    del cpu
+    idle = _open(k, 0, 1, first) > 0
+    busy_wait = _open(k, 2, 3, first) > 0
+    busy_wait &= ~idle
+    busy_wait &= _open(k, 4, 5, first) <= 0
+    del k
+    d_idle = np.empty(len(ts), dtype=np.int8)
+    d_busy_wait = np.empty(len(ts), dtype=np.int8)
+    for on, d in ((idle, d_idle), (busy_wait, d_busy_wait)):
+        step = on.view(np.int8).copy()
+        step[1:] -= on[:-1].view(np.int8)
+        step[first] = on[first]  # (a CPU's first row: from nothing open)
+        d[by_cpu] = step
+    del idle, busy_wait, step, first, by_cpu
     # over the LLC: at least one CPU idle and one busy with a wait
     gap = np.cumsum(d_idle, dtype=np.int32) >= 1
     del d_idle
@@ -123,6 +131,32 @@ def llc_gap_segments(
     gap[-1] = False
     starts = np.flatnonzero(gap)
     return _joined(ts[starts], ts[starts + 1])
+
+
+def _in_group(cpu: np.ndarray, group: Sequence[int]) -> np.ndarray | None:
+    """Which rows of ``cpu`` are CPUs of ``group`` (by a table over the CPU numbers); None
+    when all are."""
+    if len(cpu) == 0 or len(group) == 0:
+        return None if len(cpu) == 0 else np.zeros(len(cpu), dtype=bool)
+    top = max(max(group), 0) + 1
+    table = np.zeros(top + 1, dtype=bool)  # (the last: any CPU outside [0, top))
+    table[[c for c in group if c >= 0]] = True
+    cpu = np.asarray(cpu)
+    rows = table[np.where((cpu >= 0) & (cpu < top), cpu, top)]
+    return None if rows.all() else rows
+
+
+def _open(kind: np.ndarray, up: int, down: int, first: np.ndarray) -> np.ndarray:
+    """Per row (grouped by CPU, each CPU's in time order; ``first`` marks each CPU's
+    first row), its CPU's count of open intervals of one kind after it: rows of ``kind``
+    ``up`` open one, ``down`` close one."""
+    n = np.cumsum((kind == up).view(np.int8) - (kind == down).view(np.int8), dtype=np.int32)
+    # each CPU counts from zero: less the running count before its first row
+    heads = np.flatnonzero(first)
+    before = np.zeros(len(heads), dtype=np.int32)
+    before[1:] = n[heads[1:] - 1]
+    n -= np.repeat(before, np.diff(np.append(heads, len(n))))
+    return n
 
 
 def _joined(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

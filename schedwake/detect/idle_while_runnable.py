@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..model import key_groups, member
 from ..model.memo import IwrMeasure
 from ..model.tasks import kthread_cpu
 from ._iwr import llc_gap_segments, single_cpu_pids
@@ -104,7 +105,7 @@ def pinned_pids(model: Model, min_runs: int) -> np.ndarray:
 def is_pinned(model: Model, occ: pd.DataFrame, pinned: np.ndarray) -> np.ndarray:
     """Per occupancy row, whether its task is one of ``pinned`` (:func:`pinned_pids`)."""
     pid = occ["pid"].to_numpy()
-    return np.isin(model.events.key(pid, occ["start_ts"].to_numpy()), pinned)
+    return member(model.events.key(pid, occ["start_ts"].to_numpy()), pinned)
 
 
 @dataclass
@@ -198,15 +199,12 @@ def _wait_order(model: Model, woken: np.ndarray, start: np.ndarray) -> np.ndarra
     )
 
 
-def segments_of(
-    inputs: GapInputs, pinned: np.ndarray, more: pd.DataFrame | None = None
-) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def segments_of(inputs: GapInputs, pinned: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Per LLC (with >= 2 CPUs): arrays (start, end) of the gap segments of ``inputs``,
-    the waits of the ``pinned`` tasks left out. ``more``: waits (columns cpu,
-    start_ts, end_ts, task) counted with the inputs' (a time part's: those it does
-    not own that cross its span)."""
-    w = inputs.waits if more is None else pd.concat([inputs.waits, more], ignore_index=True)
-    w = w[~np.isin(w["task"].to_numpy(), pinned)]
+    the waits of the ``pinned`` tasks left out."""
+    w = inputs.waits
+    # the three columns the sweep needs, filtered once (not the frame's eight)
+    keep = ~member(w["task"].to_numpy(), pinned)
     cpus = len(inputs.first) - 1
     wcpu = w["cpu"].to_numpy()
     start = np.maximum(
@@ -214,7 +212,7 @@ def segments_of(
         inputs.first[np.where((wcpu >= 0) & (wcpu < cpus), wcpu, cpus)],
     )
     wend = w["end_ts"].to_numpy()
-    keep = wend > start
+    keep &= wend > start
     wcpu, start, wend = wcpu[keep], start[keep], wend[keep]
     icpu, istart, iend = inputs.idle
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -332,9 +330,18 @@ def top_waits(inputs: GapInputs, pinned: np.ndarray) -> pd.Series:
     """Per task name, the ns its owned waits after a wake-up (of the tasks not
     ``pinned``) last (they add up: :func:`judge` ranks them)."""
     w = inputs.waits
-    w = w[w["owned"].to_numpy() & ~np.isin(w["task"].to_numpy(), pinned)]
-    d = w["end_ts"].to_numpy(dtype=np.int64) - w["start_ts"].to_numpy(dtype=np.int64)
-    return pd.Series(d).groupby(w["comm"].astype(str).to_numpy()).sum()
+    keep = w["owned"].to_numpy() & ~member(w["task"].to_numpy(), pinned)
+    d = w["end_ts"].to_numpy(dtype=np.int64)[keep] - w["start_ts"].to_numpy(dtype=np.int64)[keep]
+    comm = w["comm"].array
+    if not isinstance(comm, pd.Categorical):
+        return pd.Series(d).groupby(w["comm"].astype(str).to_numpy()[keep]).sum()
+    # summed by the names' codes (exact int64 sums, no string a wait), then by name: a
+    # missing name is "nan", as its text
+    names = np.array([*map(str, comm.categories), "nan"], dtype=object)
+    codes = np.asarray(comm.codes)[keep].astype(np.int64)
+    codes[codes < 0] = len(names) - 1
+    (used,), _, ns = key_groups([codes], d)
+    return pd.Series(ns, index=names[used], dtype=np.int64).groupby(level=0).sum()
 
 
 def waits_at(inputs: GapInputs, pinned: np.ndarray, t: int, cpus: list[int]) -> pd.DataFrame:
@@ -347,7 +354,7 @@ def waits_at(inputs: GapInputs, pinned: np.ndarray, t: int, cpus: list[int]) -> 
         & (w["end_ts"].to_numpy() > t)
         & np.isin(w["cpu"].to_numpy(), cpus)
     )
-    at &= ~np.isin(w["task"].to_numpy(), pinned)
+    at &= ~member(w["task"].to_numpy(), pinned)
     return w[at]
 
 

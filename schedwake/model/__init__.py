@@ -32,8 +32,10 @@ from ._util import (
     cat_mask,
     in_span,
     key_groups,
+    member,
     pid_cpu_counts,
     shared_orders,
+    stable_order,
 )  # (the model's helpers other layers use)
 from .events import MODEL_EVENTS, NO_CONTEXT_CAVEAT, Events, load_events
 from .memo import Memo, TraceTables
@@ -55,8 +57,10 @@ __all__ = [
     "cat_mask",
     "in_span",
     "key_groups",
+    "member",
     "pid_cpu_counts",
     "shared_orders",
+    "stable_order",
 ]
 
 
