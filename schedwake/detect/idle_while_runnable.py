@@ -151,7 +151,9 @@ def gap_inputs(
     woken = ((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy()
     order = _wait_order(model, woken, ostart)
     mine = np.ones(len(occ), dtype=bool) if owned is None else owned
-    wsel = np.flatnonzero(woken & (span | mine))
+    woken_rows = np.flatnonzero(woken)
+    kept = (span | mine)[woken_rows]
+    wsel = woken_rows[kept]
     pid = occ["pid"].to_numpy()[wsel]
     waits = pd.DataFrame(
         {
@@ -162,8 +164,9 @@ def gap_inputs(
             "task": model.events.key(pid, ostart[wsel]),
             "comm": occ["comm"].array[wsel],
             "owned": mine[wsel],
-            "order": order[np.cumsum(woken)[wsel] - 1] if len(wsel) else wsel,
-        }
+            "order": order[np.flatnonzero(kept)],  # (each wait's rank among the woken)
+        },
+        copy=False,  # (fresh arrays: not copied into 2-D blocks)
     )
     # before a CPU's first sched_switch its state is unknown: no wait counts there
     first = model.first_switch_ts

@@ -256,12 +256,19 @@ def per_task(
 
 
 def _pair_walk(ch: pd.DataFrame, task: int, limit: int = 8) -> str:
-    c = ch[ch["task"] == task]
-    runs = c["new_pair"].cumsum()
-    r = c.groupby(runs.to_numpy()).agg(lo=("lo", "first"), hi=("hi", "first"), n=("ts", "size"))
-    parts = [f"{a}<->{b} x{n}" for a, b, n in r.head(limit).itertuples(index=False)]
-    if len(r) > limit:
-        parts.append(f"... ({len(r)} pair runs)")
+    """The task's walk as its runs of changes between one pair of CPUs, in time order:
+    ``lo<->hi xN``, the first ``limit`` of them."""
+    rows = np.flatnonzero(ch["task"].to_numpy() == task)
+    # a run starts at a change to another pair (``new_pair``), and at the task's first
+    starts = np.flatnonzero(ch["new_pair"].to_numpy()[rows])
+    if len(rows) and (len(starts) == 0 or starts[0] != 0):
+        starts = np.append(0, starts)
+    n = np.diff(np.append(starts, len(rows)))
+    first = rows[starts[:limit]]
+    lo, hi = ch["lo"].to_numpy()[first].tolist(), ch["hi"].to_numpy()[first].tolist()
+    parts = [f"{a}<->{b} x{k}" for a, b, k in zip(lo, hi, n[:limit].tolist())]
+    if len(starts) > limit:
+        parts.append(f"... ({len(starts)} pair runs)")
     return ", ".join(parts)
 
 
