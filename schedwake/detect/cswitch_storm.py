@@ -144,12 +144,13 @@ def work_functions(model: Model) -> list[str]:
     return [str(c) for c in pd.Categorical(wq["function"].array).categories]
 
 
-def switch_work_names(model: Model) -> np.ndarray:
-    """For each ``sched_switch`` row, the name of the work function :func:`_switch_work`
-    gives it ("" without one): names, which a time part of the trace shares with the
-    whole (the codes are each model's own)."""
+def switch_work_names(model: Model, rows: np.ndarray) -> np.ndarray:
+    """For the ``sched_switch`` rows ``rows``, the name of the work function
+    :func:`_switch_work` gives each ("" without one): names, which a time part of the
+    trace shares with the whole (the codes are each model's own); a string for the rows
+    asked, not for every switch."""
     names = np.array([*work_functions(model), ""], dtype=object)
-    return names[_switch_work(model)]  # (-1: the last, "")
+    return names[_switch_work(model)[rows]]  # (-1: the last, "")
 
 
 def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
@@ -186,7 +187,6 @@ def unit_counts(
     if s is None or not len(s) or not len(c["rows"]):
         return _empty(pre_cols), _empty(out_cols)
     mine = np.ones(len(s), dtype=bool) if switches is None else switches
-    work = switch_work_names(model)
     at = mine[c["rows"]]
     pre_ts = c["ts"][at].astype(np.int64)
     g = pd.DataFrame(
@@ -194,7 +194,7 @@ def unit_counts(
             "cpu": c["cpu"][at].astype(np.int64),
             "task": c["task"][at].astype(np.int64),
             "kw": c["kworker"][at].astype(np.int64),
-            "fn": work[c["rows"][at]],
+            "fn": switch_work_names(model, c["rows"][at]),
             **({"win": window(pre_ts)} if window is not None else {}),
             "ts": pre_ts,
         }
@@ -673,7 +673,7 @@ def preemption_rows(model: Model, switches: np.ndarray | None = None) -> pd.Data
             "cpu": c["cpu"][mine].astype(np.int64),
             "task": c["task"][mine].astype(np.int64),
             "kworker": c["kworker"][mine].astype(np.int64),
-            "fn": switch_work_names(model)[c["rows"][mine]],
+            "fn": switch_work_names(model, c["rows"][mine]),
             "ts": c["ts"][mine].astype(np.int64),
             "futile": c["futile"][mine],
             "open": c["open"][mine],
