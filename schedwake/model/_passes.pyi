@@ -35,15 +35,14 @@ def in_table(values: np.ndarray, table: np.ndarray, lo: int, out: np.ndarray, /)
 def group_sums(
     key: np.ndarray, weight: np.ndarray | None, most: int, /
 ) -> tuple[bytes, bytes, bytes] | None: ...
-def task_sort_rows(
-    rows: np.ndarray,
-    bounds: np.ndarray,
-    slot: np.ndarray | None,
+def task_sort_parts(
+    parts: list[tuple[np.ndarray | int, ...]],
+    slots: list[np.ndarray] | None,
     lo: int,
     span: int,
     out: np.ndarray,
     /,
-) -> None: ...
+) -> int: ...
 def keyed_last_below(
     rows: np.ndarray, qkey: np.ndarray, qts: np.ndarray, out: np.ndarray, /
 ) -> None: ...

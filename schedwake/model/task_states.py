@@ -54,16 +54,19 @@ says what each event means (its state code, priority, CPU), C runs the loops.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import json
+import math
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from itertools import repeat
+from typing import Any, Protocol, overload
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from . import _passes, tasks
-from ._util import asof_index, in_span, is_sorted, member, stable_order, take
+from ._util import asof_index, in_span, member, stable_order, take
 from .events import Events, i64, ints
 from .lives import dies, pid_of
 from .memo import Memo
@@ -221,16 +224,13 @@ def build(
         parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
     # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
     # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
-    # after them for the rows added below (memory not written to costs nothing)
-    rows, bounds = _fill_rows(parts)
-    room = len(rows) + 6 * len(runs) + 1
-    buf = _task_rows(rows, bounds, room)
-    del rows
-    n = len(buf) - room
+    # after them for the rows added below, the censored runs' and a start row a task
+    # (memory not written to costs nothing)
+    buf, n = _task_rows(parts, sum(len(p[0]) for p in parts) + 6 * len(runs) + 1)
     censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
     if not n and not censored:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
-    extra = [_part_rows(p) for p in censored]
+    extra = list(censored)
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
@@ -238,7 +238,7 @@ def build(
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
-    extra.append(_part_rows((since_ts, old, -1, _UNK, _PRIO_START, -1, 0)))
+    extra.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
     rows = _merged_into(buf, n, extra)
     del buf
     ts, pid = rows["ts"], rows["key"]
@@ -321,89 +321,70 @@ _ROW = np.dtype(
 )
 
 
-def _take_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """``rows[at]`` (:data:`_ROW`), each row copied whole (not field by field)."""
-    return rows.view(np.dtype((np.void, _ROW.itemsize))).take(at).view(_ROW)
+def _task_rows(parts: list[tuple], room: int = 0) -> tuple[np.ndarray, int]:
+    """The rows (:data:`_ROW`) of the parts (ts, task, cpu, code, prio, letters code,
+    unknown mark; a column may be one value for all), those of pid 0 left out, in
+    (task, ts, prio) order, ties in the order of the parts, then of their rows; in an
+    array with ``room`` more rows after them; and how many. One pass in C
+    (_pass_task_states.c) writes each row once, at its place: the parts merged by (ts,
+    prio), each already in that order (the event tables are in time order; a part that
+    is not is put in order first), and placed by a counting sort by task."""
+    cols: list[tuple[Any, ...]] = [
+        (np.ascontiguousarray(p[0], dtype=np.int64), *map(_column, p[1:])) for p in parts
+    ]
+    out = np.empty(sum(len(c[0]) for c in cols) + room, dtype=_ROW)
+    slots, lo, span = _task_slots([c[1] for c in cols])
+    while True:
+        m = _passes.task_sort_parts(cols, slots, lo, span, out.view(np.uint8))
+        if m >= 0:
+            return out, m
+        j = -1 - m
+        order = _part_order(cols[j])
+        cols[j] = tuple(c if np.ndim(c) == 0 else c[order] for c in cols[j])
+        if slots is not None:
+            slots[j] = slots[j][order]
 
 
-def _fill_part(rows: np.ndarray, part: tuple) -> int:
-    """Write the rows (:data:`_ROW`) of a part (ts, task, cpu, code, prio, letters code,
-    unknown mark; a column may be one value for all) into ``rows`` (as many), those of
-    pid 0 left out, in (ts, prio) order (stably); how many are left."""
-    for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"), part):
-        rows[name] = v
-    if not (rows["key"] != 0).all():
-        kept = _take_rows(rows, np.flatnonzero(rows["key"] != 0))
-        rows = rows[: len(kept)]
-        rows.view(np.uint8)[:] = kept.view(np.uint8)
-    ts, prio = rows["ts"], rows["prio"]
-    order = None
-    if np.ndim(part[4]) == 0:
-        if not is_sorted(ts):
-            order = np.argsort(ts, kind="stable")
-    elif (
-        len(ts) > 1
-        and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (prio[1:] >= prio[:-1]))).all()
-    ):
-        order = np.lexsort((prio, ts))
-    if order is not None:
-        rows.view(np.uint8)[:] = _take_rows(rows, order).view(np.uint8)
-    return len(rows)
+def _task_slots(keys: list[np.ndarray]) -> tuple[list[np.ndarray] | None, int, int]:
+    """Where the counting sort of :func:`_task_rows` places the rows of each task: by
+    its key - lo when the keys' range is not much wider than the rows (pids), else by
+    its rank among the keys (life keys, :mod:`.lives`: ``slots``, one array a part)."""
+    n = sum(len(k) for k in keys)
+    if not n:
+        return None, 0, 1
+    lo = min(int(k.min()) for k in keys if len(k))
+    hi = max(int(k.max()) for k in keys if len(k))
+    span = hi - lo + 1
+    if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
+        return None, lo, span
+    codes, levels = _dense(np.concatenate(keys))
+    return np.split(codes, np.cumsum([len(k) for k in keys])[:-1]), 0, max(len(levels), 1)
 
 
-def _part_rows(part: tuple) -> np.ndarray:
-    """The rows of a part (:func:`_fill_part`)."""
-    rows = np.empty(len(part[0]), dtype=_ROW)
-    return rows[: _fill_part(rows, part)]
+def _part_order(part: tuple) -> np.ndarray:
+    """The stable order of a part's rows by (ts, prio)."""
+    ts, prio = part[0], part[4]
+    return np.argsort(ts, kind="stable") if np.ndim(prio) == 0 else np.lexsort((prio, ts))
 
 
-def _fill_rows(parts: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of the parts (:func:`_fill_part`) one after another, and where each
-    part's begin and end (``bounds``)."""
-    rows = np.empty(sum(len(p[0]) for p in parts), dtype=_ROW)
-    bounds = [0]
-    for p in parts:
-        at = bounds[-1]
-        bounds.append(at + _fill_part(rows[at : at + len(p[0])], p))
-    return rows[: bounds[-1]], np.array(bounds, dtype=np.int64)
+def _column(v: Any) -> np.ndarray | int:
+    """A column of a part as :func:`_passes.task_sort_parts` takes it: one int, or an
+    array of 1-, 4- or 8-byte integers (the key's of 4 or 8)."""
+    if np.ndim(v) == 0:
+        return int(v)
+    a = np.ascontiguousarray(v)
+    if a.dtype.kind != "i" or a.dtype.itemsize not in (1, 4, 8):
+        a = a.astype(np.int64)
+    return a
 
 
-def _task_rows(rows: np.ndarray, bounds: np.ndarray, room: int) -> np.ndarray:
-    """The rows (of the parts ``bounds`` says, each in (ts, prio) order) in (task, ts,
-    prio) order, ties in their given order: one merge of the parts by (ts, prio) that
-    puts each row in its place by a counting sort by task (_pass_task_states.c), in an
-    array with ``room`` more rows after them."""
-    n = len(rows)
-    out = np.empty(n + room, dtype=_ROW)
-    slot, lo, span = None, 0, 1
-    if n:
-        key = rows["key"]
-        lo, hi = int(key.min()), int(key.max())
-        span = hi - lo + 1
-        if span > max(2 * n, 1 << 16) or span > 1 << 31:
-            # (life keys, :mod:`.lives`: a task's rank among them, in their order)
-            slot, levels = _dense(np.ascontiguousarray(key))
-            lo, span = 0, max(len(levels), 1)
-    _passes.task_sort_rows(rows.view(np.uint8), bounds, slot, lo, span, out.view(np.uint8))
-    return out
-
-
-def _cat_rows(parts: list[np.ndarray]) -> np.ndarray:
-    """The rows of the parts one after another (:data:`_ROW`: ``np.concatenate`` would
-    drop its padding)."""
-    if not parts:
-        return np.zeros(0, dtype=_ROW)
-    return np.concatenate([p.view(np.uint8) for p in parts]).view(_ROW)
-
-
-def _merged_into(buf: np.ndarray, n: int, parts: list[np.ndarray]) -> np.ndarray:
+def _merged_into(buf: np.ndarray, n: int, parts: list[tuple]) -> np.ndarray:
     """The rows ``buf[:n]`` (in (task, ts, prio) order) and those of the ``parts`` (few,
-    after them) in that order: theirs sorted, merged into the room after them
-    (_pass_task_states.c)."""
-    theirs = _cat_rows(parts)
-    theirs = _take_rows(theirs, np.lexsort((theirs["prio"], theirs["ts"], theirs["key"])))
-    _passes.merge_rows_into(buf.view(np.uint8), n, theirs.view(np.uint8))
-    return buf[: n + len(theirs)]
+    after them) in that order: theirs sorted (:func:`_task_rows`), merged into the room
+    after them (_pass_task_states.c)."""
+    theirs, m = _task_rows(parts)
+    _passes.merge_rows_into(buf.view(np.uint8), n, theirs[:m].view(np.uint8))
+    return buf[: n + m]
 
 
 def _distinct_sorted(key: np.ndarray) -> np.ndarray:
@@ -415,11 +396,12 @@ def _distinct_sorted(key: np.ndarray) -> np.ndarray:
     return key[keep]
 
 
-def _distinct(parts: list[np.ndarray]) -> np.ndarray:
-    """The distinct tasks of the rows ``parts``."""
+def _distinct(parts: list[tuple]) -> np.ndarray:
+    """The distinct tasks of the parts (their keys; pid 0 is not a task)."""
     if not parts:
         return np.zeros(0, np.int64)
-    return np.unique(np.concatenate([p["key"] for p in parts]))
+    keys = np.unique(np.concatenate([np.broadcast_to(p[1], (len(p[0]),)) for p in parts]))
+    return keys[keys != 0]
 
 
 def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
@@ -612,6 +594,18 @@ def _group_sums(
     return pd.DataFrame(sums.reshape(n_groups, len(STATES)), index=index, columns=list(STATES))
 
 
+def _level_sums(sums: pd.DataFrame, level: int) -> pd.DataFrame:
+    """The ns per state of :func:`_group_sums` by two keys summed per value of one of
+    them (``level``), as :func:`_group_sums` by that key alone gives them (the groups
+    sorted): the same exact integer sums, over the groups' rows instead of the
+    intervals."""
+    key = sums.index.get_level_values(level)
+    codes, levels = _dense(key.to_numpy())
+    out = np.zeros((len(levels), len(STATES)), dtype=np.int64)
+    np.add.at(out, codes, sums.to_numpy(dtype=np.int64))
+    return pd.DataFrame(out, index=pd.Index(levels, name=key.name), columns=list(STATES))
+
+
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(values, sort=True)`` (codes as int64): by a table over the range
     of integer values not much wider than the rows (_pass_task_states.c), else by it."""
@@ -660,7 +654,7 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
         ts = i64(f, "ts")
         at = np.flatnonzero(in_span(ts, t0, t1))
         pid = ev.key(ints(f, pid_col)[at], ts[at])
-        upid, last = _last_of_each(pid)
+        upid, last = last_rows(pid)
         rows = at[last]
         # (only the rows kept: a string column's whole conversion costs the most)
         comm = f[comm_col].iloc[rows].to_numpy()
@@ -668,7 +662,7 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
     return out
 
 
-def _last_of_each(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def last_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of ``key`` (ascending) and the position of the last row of
     each: ``np.unique(key[::-1], return_index=True)`` read back, by a stable radix
     order of the keys rather than a sort."""
@@ -837,7 +831,8 @@ class StateSums:
         if not len(iv):
             empty = pd.DataFrame(columns=list(STATES), dtype=np.int64)
             return cls(empty, None, empty)
-        return cls(totals_ns(iv, (task,)), totals_ns(iv, (task, "cpu")), totals_ns(iv, ("cpu",)))
+        per_cpu_task = totals_ns(iv, (task, "cpu"))
+        return cls(_level_sums(per_cpu_task, 0), per_cpu_task, _level_sums(per_cpu_task, 1))
 
     @classmethod
     def add(cls, parts: Sequence[StateSums]) -> StateSums:
@@ -877,55 +872,28 @@ def focused(model: TaskStatesOf, iv: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
-    """:func:`summary` from the sums of the intervals and the tasks' names."""
+    """:func:`summary` from the sums of the intervals and the tasks' names: the tasks'
+    rows from NumPy columns (:class:`TaskRows`: made into dicts only when read)."""
     per_task = seconds(by_state.per_task)
-    per_cpu_task = None if by_state.per_cpu_task is None else seconds(by_state.per_cpu_task)
     per_cpu = seconds(by_state.per_cpu)
 
     def secs(row: pd.Series) -> dict[str, float]:
         return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}
 
-    def rounded(frame: pd.DataFrame) -> list[list[float]]:
-        """The seconds of every row, each rounded to the ns (one pass, not a row
-        lookup per task)."""
-        values = frame[list(TOTAL_COLUMNS)].to_numpy(dtype=np.float64)
-        # a whole number of ns over 1e9 (below 2**20 s: its ulp is under half a ns) is
-        # its own round(v, 9): only the other values go through round()
-        exact = (np.rint(values * 1e9) / 1e9 == values) & (np.abs(values) < 2.0**20)
-        rows = values.tolist()
-        for r in np.flatnonzero(~exact.all(axis=1)).tolist():
-            rows[r] = [round(v, 9) for v in rows[r]]
-        return rows
-
-    # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
-    cpus_of: dict[int, list[dict]] = {}
-    if per_cpu_task is not None:
-        # (the index's levels as lists: not a tuple object a row first)
-        index = per_cpu_task.index
-        for pid, cpu, vals in zip(
-            index.get_level_values(0).tolist(),
-            index.get_level_values(1).tolist(),
-            rounded(per_cpu_task),
-        ):
-            cpus_of.setdefault(int(pid), []).append(
-                {"cpu": None if cpu < 0 else int(cpu), **dict(zip(TOTAL_COLUMNS, vals))}
-            )
-    tasks_out = []
-    order = per_task.sort_values("running_s", ascending=False, kind="stable")
-    keys = order.index.to_numpy(dtype=np.int64)
-    for key, pid, vals in zip(keys.tolist(), pid_of(keys).tolist(), rounded(order)):
-        comm = names.get(key, "")
-        tasks_out.append(
-            {
-                "pid": pid,
-                "comm": comm,
-                "class": task_class(comm, pid),
-                **dict(zip(TOTAL_COLUMNS, vals)),
-                "cpus": cpus_of.get(key, []),
-            }
-        )
+    keys = per_task.index.to_numpy(dtype=np.int64)
+    pids = pid_of(keys).tolist()
+    comms = list(map(names.get, keys.tolist(), repeat("", len(keys))))
+    classes = list(map(task_class, comms, pids))
+    order = _most_running_first(per_task["running_s"].to_numpy())
+    tasks_out = TaskRows(
+        [pids[i] for i in order],
+        [comms[i] for i in order],
+        [classes[i] for i in order],
+        _rounded(per_task.to_numpy()[order]),
+        *_cpu_rows(by_state.per_cpu_task, keys[order]),
+    )
     classes_out = []
-    cls = _class_of(per_task.index, names)
+    cls = np.array(classes, dtype=object)
     for c in CLASSES:
         sel = per_task[cls == c] if len(per_task) else per_task
         if len(sel) == 0:
@@ -944,3 +912,206 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
         {"cpu": None if cpu < 0 else int(cpu), **secs(row)} for cpu, row in per_cpu.iterrows()
     ]
     return {"tasks": tasks_out, "classes": classes_out, "cpus": cpus_out}
+
+
+def _most_running_first(running: np.ndarray) -> list[int]:
+    """The positions of ``running`` from the largest down, ties in their order: what
+    ``sort_values(ascending=False, kind="stable")`` gives (its own steps: the values
+    reversed, sorted stably, the order reversed back)."""
+    back = np.arange(len(running))[::-1]
+    return back[np.argsort(running[::-1], kind="stable")][::-1].tolist()
+
+
+def _rounded(values: np.ndarray) -> list[list[float]]:
+    """The seconds of every row of ``values`` (:data:`TOTAL_COLUMNS`), each rounded to
+    the ns (``round(v, 9)``; one pass, not a row lookup per task)."""
+    values = np.asarray(values, dtype=np.float64)
+    # a whole number of ns over 1e9 (below 2**20 s: its ulp is under half a ns) is
+    # its own round(v, 9): only the other values go through round()
+    exact = (np.rint(values * 1e9) / 1e9 == values) & (np.abs(values) < 2.0**20)
+    rows = values.tolist()
+    for r in np.flatnonzero(~exact.all(axis=1)).tolist():
+        rows[r] = [round(v, 9) for v in rows[r]]
+    return rows
+
+
+def _cpu_rows(
+    per_cpu_task: pd.DataFrame | None, keys: np.ndarray
+) -> tuple[list[int | None], list[list[float]], list[int]]:
+    """The per-CPU rows of the tasks ``keys`` (in that order; ns per state, by (task,
+    CPU)): each row's CPU (None: not known) and seconds, and each task's number of
+    rows; a task's rows in CPU order, as the sums give them."""
+    if per_cpu_task is None or not len(per_cpu_task):
+        return [], [], [0] * len(keys)
+    index = per_cpu_task.index
+    task = index.get_level_values(0).to_numpy(dtype=np.int64)
+    cpu = index.get_level_values(1).to_numpy(dtype=np.int64)
+    by_task = stable_order(task)  # (the sums' rows are in (task, CPU) order already)
+    task = task[by_task]
+    lo = np.searchsorted(task, keys, "left")
+    counts = np.asarray(np.searchsorted(task, keys, "right") - lo, dtype=np.int64)
+    first = np.cumsum(counts) - counts
+    rows = by_task[np.repeat(lo - first, counts) + np.arange(int(counts.sum()))]
+    cpus: list[int | None] = [None if c < 0 else c for c in cpu[rows].tolist()]
+    return cpus, _rounded(seconds(per_cpu_task).to_numpy()[rows]), counts.tolist()
+
+
+class TaskRows(Sequence[dict[str, Any]]):
+    """The tasks of a :func:`summary` (``tasks``), most running first, kept as columns:
+    each task's ``pid``, ``comm``, ``class`` and seconds (:data:`TOTAL_COLUMNS`), and
+    its rows per CPU (``cpus``: ``cpu`` and seconds), one after another in the tasks'
+    order. Read, it is the list of the tasks' dicts (made once, on first use); the JSON
+    writer (:mod:`schedwake.jsonout`) writes its text from the columns instead
+    (:meth:`__json_indented__`: the same bytes, no dict a task)."""
+
+    def __init__(
+        self,
+        pids: list[int],
+        comms: list[str],
+        classes: list[str | None],
+        values: list[list[float]],
+        cpus: list[int | None],
+        cpu_values: list[list[float]],
+        counts: list[int],
+    ) -> None:
+        self.pids, self.comms, self.classes, self.values = pids, comms, classes, values
+        self.cpus, self.cpu_values, self.counts = cpus, cpu_values, counts
+        self._rows: list[dict[str, Any]] | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The tasks' dicts (as :func:`summary` documents them)."""
+        if self._rows is None:
+            out, at = [], 0
+            for pid, comm, cls, vals, k in zip(
+                self.pids, self.comms, self.classes, self.values, self.counts
+            ):
+                cpus = [
+                    {"cpu": c, **dict(zip(TOTAL_COLUMNS, v))}
+                    for c, v in zip(self.cpus[at : at + k], self.cpu_values[at : at + k])
+                ]
+                at += k
+                out.append(
+                    {"pid": pid, "comm": comm, "class": cls, **dict(zip(TOTAL_COLUMNS, vals)),
+                     "cpus": cpus}
+                )  # fmt: skip
+            self._rows = out
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self.pids)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self.rows()[i]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TaskRows):
+            other = other.rows()
+        return isinstance(other, list) and self.rows() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.rows())
+
+    def __json__(self) -> list[dict[str, Any]]:
+        """What :func:`schedwake.jsonout.jsonable` makes of it: the list of dicts."""
+        return self.rows()
+
+    def __json_indented__(self, indent: str, level: int) -> str:
+        """The list of dicts as :func:`schedwake.jsonout.dumps` writes it at ``level``
+        (``indent`` a level), written from the columns: each value's text by the
+        encoder of its type, the rows' texts joined with their keys in C (``map`` and
+        ``str.join``, no Python step a row)."""
+        if not self.pids:
+            return "[]"
+        at = [indent * (level + d) for d in range(5)]
+        task_text = _dict_texts(
+            at[2],
+            at[1],
+            [("pid", _ints(self.pids)), ("comm", list(map(_encode_str, self.comms))),
+             ("class", list(map(_json_str_or_null, self.classes)))]
+            + _float_columns(self.values),
+            last_key="cpus",
+        )  # fmt: skip
+        cpu_text = _dict_texts(
+            at[4], at[3], [("cpu", list(map(_json_int_or_null, self.cpus)))]
+            + _float_columns(self.cpu_values)
+        )  # fmt: skip
+        # each task's dict text, then the texts of its CPUs' dicts (a list), then its end
+        counts = np.asarray(self.counts, dtype=np.int64)
+        n, m = len(counts), len(cpu_text)
+        first = np.cumsum(counts) - counts  # each task's first CPU row
+        head_at = np.arange(n) * 2 + first
+        lead = np.full(n, ",\n" + at[1], dtype=object)
+        lead[0] = "[\n" + at[1]
+        pieces = np.empty(2 * n + m, dtype=object)
+        pieces[head_at] = lead + _objects(task_text)
+        is_first = np.zeros(m, dtype=bool)
+        is_first[first[counts > 0]] = True
+        sep = np.where(is_first, "[\n" + at[3], ",\n" + at[3]).astype(object)
+        pieces[np.repeat(head_at + 1 - first, counts) + np.arange(m)] = sep + _objects(cpu_text)
+        ends = np.where(counts > 0, "\n" + at[2] + "]", "[]").astype(object)
+        pieces[head_at + counts + 1] = ends + ("\n" + at[1] + "}")
+        return "".join(pieces.tolist()) + "\n" + at[0] + "]"
+
+
+def _objects(texts: list[str]) -> np.ndarray:
+    """The strings ``texts`` as an object array (the same objects, not copied)."""
+    out = np.empty(len(texts), dtype=object)
+    out[:] = texts
+    return out
+
+
+def _dict_texts(
+    inner: str, outer: str, columns: list[tuple[str, list[str]]], last_key: str | None = None
+) -> list[str]:
+    """Each row's dict text (JSON, indented: its items at ``inner``, its closing brace
+    at ``outer``) of the ``columns`` (key, each row's value text); with ``last_key``, the
+    text ends after that key's ``": "`` (its value and the brace come after)."""
+    frags = []
+    sep = "{\n" + inner
+    for key, _ in columns:
+        frags.append(sep + _encode_str(key) + ": ")
+        sep = ",\n" + inner
+    tail = sep + _encode_str(last_key) + ": " if last_key else "\n" + outer + "}"
+    parts: list[Iterable[str]] = []
+    for frag, (_, texts) in zip(frags, columns):
+        parts += [repeat(frag), texts]
+    return list(map("".join, zip(*parts, repeat(tail))))
+
+
+def _float_columns(values: list[list[float]]) -> list[tuple[str, list[str]]]:
+    """The seconds columns (:data:`TOTAL_COLUMNS`) of the rows ``values`` as JSON texts
+    (a number not finite: null)."""
+    cols = list(zip(*values)) if values else [() for _ in TOTAL_COLUMNS]
+    return [(k, _float_texts(c)) for k, c in zip(TOTAL_COLUMNS, cols)]
+
+
+def _float_texts(values: Sequence[float]) -> list[str]:
+    if all(map(math.isfinite, values)):
+        return list(map(float.__repr__, values))
+    return [float.__repr__(v) if math.isfinite(v) else "null" for v in values]
+
+
+def _ints(values: list[int]) -> list[str]:
+    return list(map(int.__repr__, values))
+
+
+def _json_int_or_null(v: int | None) -> str:
+    return "null" if v is None else int.__repr__(v)
+
+
+def _json_str_or_null(v: str | None) -> str:
+    return "null" if v is None else _encode_str(v)
+
+
+_encode_str = json.encoder.encode_basestring_ascii
