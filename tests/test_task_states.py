@@ -395,3 +395,15 @@ def test_most_running_first_is_the_stable_descending_sort():
         v = rng.integers(0, 5, n) / 4
         want = pd.Series(v).sort_values(ascending=False, kind="stable").index.tolist()
         assert T._most_running_first(v) == want
+
+
+def test_last_rows_is_the_last_row_of_each_key():
+    """:func:`T.last_rows` against ``np.unique`` of the keys read backwards: by its
+    table over a narrow range of keys, and by its sort over a wide one."""
+    rng = np.random.default_rng(2)
+    for n, hi in ((0, 1), (1, 5), (100, 7), (1000, 10**9), (50000, 30000)):
+        k = rng.integers(-3, hi, n).astype(np.int32 if hi < 10**6 else np.int64)
+        u, last = T.last_rows(k)
+        ru, rl = np.unique(k[::-1], return_index=True)
+        assert u.tolist() == ru.tolist() and u.dtype == k.dtype
+        assert last.tolist() == (len(k) - 1 - rl).tolist()

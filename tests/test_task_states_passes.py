@@ -429,3 +429,38 @@ def test_the_passes_give_what_the_numpy_build_gave(seed):
         gflags |= np.where(np.isin(tasks, unseen), T._G_UNSEEN, 0).astype(np.int8)
     got = scan(rows, gflags, np.full(len(tasks), t_end, I64), unseen is not None)
     assert got == want
+
+
+def test_seconds_texts_are_the_floats_repr():
+    """Whole numbers of ns below 10**15 as repr() writes ns / 1e9 (fixed from 1e-4 s,
+    exponents below), rows glued; what it must not read refused."""
+    import math
+
+    rng = np.random.default_rng(11)
+    edges = [0, 1, 9, 10, 99_999, 100_000, 100_001, 10**9, 10**9 + 1, 999_999_999, 10**15 - 1]
+    ns = np.concatenate([edges, rng.integers(0, 10**15, 3000), rng.integers(0, 10**6, 3000),
+                         rng.integers(0, 200_000, 3000)]).astype(I64)  # fmt: skip
+    got = _passes.seconds_texts(ns, ()).decode().split("\0")
+    assert got == [float.__repr__(k / 1e9) for k in ns.tolist()]
+    rows = ns[: 3 * 1000].reshape(1000, 3)
+    got = _passes.seconds_texts(rows.ravel(), (b", ", b"|")).decode().split("\0")
+    assert got == [f"{a / 1e9!r}, {b / 1e9!r}|{c / 1e9!r}" for a, b, c in rows.tolist()]
+    assert _passes.seconds_texts(np.zeros(0, I64), ()) == b""
+    for bad in ([-1], [10**15], [0, -(2**63)]):
+        with pytest.raises(ValueError, match="10\\*\\*15"):
+            _passes.seconds_texts(np.array(bad, I64), ())
+    with pytest.raises(ValueError, match="whole rows"):
+        _passes.seconds_texts(np.zeros(5, I64), (b",",))
+    with pytest.raises(TypeError):
+        _passes.seconds_texts(np.zeros(4, I64), (",",))
+    with pytest.raises(TypeError):
+        _passes.seconds_texts(np.zeros(4, np.int32), ())
+    # through the summary's writer: any float, a whole number of ns or not, finite or not
+    v = np.concatenate([ns[:2000] / 1e9, rng.random(200) * 3, [-0.0, -1.5, math.nan, math.inf,
+                        1e300, 5e-324, 2.0**20, 1e15 / 1e9 * 2]])  # fmt: skip
+    v = np.resize(v, (len(v) + 7) // 8 * 8).reshape(-1, 8)
+    texts = T._seconds_texts(v, "  ")
+    keys = [f',\n  "{k}": ' for k in T.TOTAL_COLUMNS[1:]]
+    for row, text in zip(v.tolist(), texts):
+        items = [float.__repr__(x) if math.isfinite(x) else "null" for x in row]
+        assert text == items[0] + "".join(k + i for k, i in zip(keys, items[1:]))

@@ -836,3 +836,127 @@ PyObject *pass_state_sums(PyObject *self, PyObject *args)
     arrs_release(spec, ns);
     Py_RETURN_NONE;
 }
+
+/* ---- seconds_texts ---------------------------------------------------------- */
+
+/* The text of k ns as seconds, as Python's repr() writes the float k / 1e9 (k in
+ * [0, 10**15): at most 15 significant digits, which a double keeps, so that the
+ * shortest text that reads back as it is that decimal itself): "0.0"; from 1e-4 s
+ * "I.F" (F without its trailing zeros, at least one digit); below, "D[.DDD]e-NN".
+ * Returns the bytes written (at most 24). */
+static int seconds_text(int64_t k, char *o)
+{
+    char d[24];
+    int n = 0;
+    if (k == 0) {
+        memcpy(o, "0.0", 3);
+        return 3;
+    }
+    if (k >= 100000) {
+        int64_t ip = k / 1000000000, fp = k % 1000000000;
+        do {
+            d[n++] = (char)('0' + ip % 10);
+            ip /= 10;
+        } while (ip);
+        int w = 0;
+        while (n)
+            o[w++] = d[--n];
+        o[w++] = '.';
+        if (fp == 0) {
+            o[w++] = '0';
+            return w;
+        }
+        char f[9];
+        for (int i = 8; i >= 0; i--) {
+            f[i] = (char)('0' + fp % 10);
+            fp /= 10;
+        }
+        int end = 9;
+        while (f[end - 1] == '0')
+            end--;
+        memcpy(o + w, f, (size_t)end);
+        return w + end;
+    }
+    int64_t m = k;
+    while (m) {
+        d[n++] = (char)('0' + m % 10);
+        m /= 10;
+    }
+    /* d[n - 1] is the first digit; the exponent: n - 1 - 9 (from -9 to -5) */
+    int low = 0;
+    while (d[low] == '0')
+        low++;
+    int w = 0;
+    o[w++] = d[n - 1];
+    if (n - 1 > low) {
+        o[w++] = '.';
+        for (int i = n - 2; i >= low; i--)
+            o[w++] = d[i];
+    }
+    int e = 9 - (n - 1);
+    o[w++] = 'e';
+    o[w++] = '-';
+    o[w++] = (char)('0' + e / 10);
+    o[w++] = (char)('0' + e % 10);
+    return w;
+}
+
+PyObject *pass_seconds_texts(PyObject *self, PyObject *args)
+{
+    PyObject *o_ns, *o_glue;
+    if (!PyArg_ParseTuple(args, "OO!", &o_ns, &PyTuple_Type, &o_glue))
+        return NULL;
+    /* a row: its values with glue[j] between values j and j + 1 */
+    Py_ssize_t cols = PyTuple_GET_SIZE(o_glue) + 1, glue_len = 0;
+    for (Py_ssize_t j = 0; j + 1 < cols; j++) {
+        PyObject *g = PyTuple_GET_ITEM(o_glue, j);
+        if (!PyBytes_Check(g)) {
+            PyErr_SetString(PyExc_TypeError, "seconds_texts: glue must be a tuple of bytes");
+            return NULL;
+        }
+        glue_len += PyBytes_GET_SIZE(g);
+    }
+    Arr ns;
+    if (arr_get(o_ns, &ns, 8, 0, "seconds_texts ns") < 0)
+        return NULL;
+    Py_ssize_t n = arr_len(&ns);
+    const int64_t *k = ns.view.buf;
+    if (n % cols) {
+        arr_release(&ns);
+        PyErr_SetString(PyExc_ValueError, "seconds_texts: ns must be whole rows");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (k[i] < 0 || k[i] >= 1000000000000000LL) {
+            arr_release(&ns);
+            PyErr_SetString(PyExc_ValueError, "seconds_texts: ns must be in [0, 10**15)");
+            return NULL;
+        }
+    Py_ssize_t rows = n / cols;
+    /* (each value at most 24 bytes, each row its glue and a NUL) */
+    size_t cap = (size_t)n * 24 + (size_t)rows * ((size_t)glue_len + 1) + 1;
+    char *buf = malloc(cap);
+    if (!buf) {
+        arr_release(&ns);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t w = 0;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        if (r)
+            buf[w++] = '\0';
+        for (Py_ssize_t j = 0; j < cols; j++) {
+            if (j) {
+                PyObject *g = PyTuple_GET_ITEM(o_glue, j - 1);
+                memcpy(buf + w, PyBytes_AS_STRING(g), (size_t)PyBytes_GET_SIZE(g));
+                w += PyBytes_GET_SIZE(g);
+            }
+            int64_t v = k[r * cols + j];
+            /* (checked above; read again: checked again) */
+            w += seconds_text(v < 0 || v >= 1000000000000000LL ? 0 : v, buf + w);
+        }
+    }
+    arr_release(&ns);
+    PyObject *out = PyBytes_FromStringAndSize(buf, w);
+    free(buf);
+    return out;
+}

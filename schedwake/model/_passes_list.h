@@ -50,6 +50,10 @@ PASS(task_states_scan,
 PASS(dense_codes,
      "dense_codes(key, lo, span, codes, levels) -> m: codes[:] = each key's rank among "
      "the distinct keys (ints in [lo, lo + span)), levels[:m] = those keys ascending")
+PASS(seconds_texts,
+     "seconds_texts(ns, glue) -> bytes: the rows of ns (int64s in [0, 10**15), "
+     "len(glue) + 1 a row) as the texts of their seconds (as repr() writes ns / 1e9) "
+     "with glue[j] (bytes) between values j and j + 1, a NUL after each row but the last")
 PASS(state_sums,
      "state_sums(group, state, start, end, out): out[g * 6 + s] = the sum of "
      "max(end - start, 0) of the rows of group g in state s")

@@ -58,7 +58,7 @@ import json
 import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any, Protocol, overload
 
 import numpy as np
@@ -438,7 +438,11 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> li
         cs, cp = start[c], pid[c]
         at = np.empty(len(cs), dtype=np.int64)
         _passes.keyed_last_below(rows.view(np.uint8), cp.astype(np.int64), cs.astype(np.int64), at)
-        before = take(rows["ts"], at, -1)
+        # (the rows' ts gathered by index: ``take`` of the strided field would copy
+        # the whole column first)
+        before = np.full(len(at), -1, dtype=np.int64)
+        found = at >= 0
+        before[found] = rows["ts"][at[found]]
         unseen = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[c], before), cs)
         # a run of no length (its one proof is its switch-out) begins before that
         # switch-out, stamped with the same time; any other after a switch-out there
@@ -651,11 +655,13 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
         if f is None or len(f) == 0 or comm_col not in f.columns:
             out.append({})
             continue
-        ts = i64(f, "ts")
-        at = np.flatnonzero(in_span(ts, t0, t1))
-        pid = ev.key(ints(f, pid_col)[at], ts[at])
-        upid, last = last_rows(pid)
-        rows = at[last]
+        ts, pid = i64(f, "ts"), ints(f, pid_col)
+        if t0 is None and t1 is None:  # (every row: no copy of the columns)
+            upid, rows = last_rows(ev.key(pid, ts))
+        else:
+            at = np.flatnonzero(in_span(ts, t0, t1))
+            upid, last = last_rows(ev.key(pid[at], ts[at]))
+            rows = at[last]
         # (only the rows kept: a string column's whole conversion costs the most)
         comm = f[comm_col].iloc[rows].to_numpy()
         out.append(dict(zip(upid.tolist(), (str(c) for c in comm))))
@@ -664,10 +670,17 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
 
 def last_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of ``key`` (ascending) and the position of the last row of
-    each: ``np.unique(key[::-1], return_index=True)`` read back, by a stable radix
-    order of the keys rather than a sort."""
+    each: ``np.unique(key[::-1], return_index=True)`` read back; by a table over the
+    keys' range when it is not much wider than the rows (each key's greatest row, one
+    pass), else by a stable radix order of the keys rather than a sort."""
     if len(key) == 0:
         return key, np.zeros(0, dtype=np.intp)
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo < max(2 * len(key), 1 << 16):
+        last = np.full(hi - lo + 1, -1, dtype=np.intp)
+        np.maximum.at(last, key - lo, np.arange(len(key), dtype=np.intp))
+        present = np.flatnonzero(last >= 0)
+        return (present + lo).astype(key.dtype), last[present]
     order = stable_order(key)
     k = key[order]
     last = np.ones(len(k), dtype=bool)
@@ -922,27 +935,26 @@ def _most_running_first(running: np.ndarray) -> list[int]:
     return back[np.argsort(running[::-1], kind="stable")][::-1].tolist()
 
 
-def _rounded(values: np.ndarray) -> list[list[float]]:
+def _rounded(values: np.ndarray) -> np.ndarray:
     """The seconds of every row of ``values`` (:data:`TOTAL_COLUMNS`), each rounded to
     the ns (``round(v, 9)``; one pass, not a row lookup per task)."""
-    values = np.asarray(values, dtype=np.float64)
+    values = np.array(values, dtype=np.float64)
     # a whole number of ns over 1e9 (below 2**20 s: its ulp is under half a ns) is
     # its own round(v, 9): only the other values go through round()
     exact = (np.rint(values * 1e9) / 1e9 == values) & (np.abs(values) < 2.0**20)
-    rows = values.tolist()
     for r in np.flatnonzero(~exact.all(axis=1)).tolist():
-        rows[r] = [round(v, 9) for v in rows[r]]
-    return rows
+        values[r] = [round(v, 9) for v in values[r].tolist()]
+    return values
 
 
 def _cpu_rows(
     per_cpu_task: pd.DataFrame | None, keys: np.ndarray
-) -> tuple[list[int | None], list[list[float]], list[int]]:
+) -> tuple[list[int | None], np.ndarray, list[int]]:
     """The per-CPU rows of the tasks ``keys`` (in that order; ns per state, by (task,
     CPU)): each row's CPU (None: not known) and seconds, and each task's number of
     rows; a task's rows in CPU order, as the sums give them."""
     if per_cpu_task is None or not len(per_cpu_task):
-        return [], [], [0] * len(keys)
+        return [], np.zeros((0, len(TOTAL_COLUMNS))), [0] * len(keys)
     index = per_cpu_task.index
     task = index.get_level_values(0).to_numpy(dtype=np.int64)
     cpu = index.get_level_values(1).to_numpy(dtype=np.int64)
@@ -969,9 +981,9 @@ class TaskRows(Sequence[dict[str, Any]]):
         pids: list[int],
         comms: list[str],
         classes: list[str | None],
-        values: list[list[float]],
+        values: np.ndarray,
         cpus: list[int | None],
-        cpu_values: list[list[float]],
+        cpu_values: np.ndarray,
         counts: list[int],
     ) -> None:
         self.pids, self.comms, self.classes, self.values = pids, comms, classes, values
@@ -982,12 +994,13 @@ class TaskRows(Sequence[dict[str, Any]]):
         """The tasks' dicts (as :func:`summary` documents them)."""
         if self._rows is None:
             out, at = [], 0
+            cpu_values = self.cpu_values.tolist()
             for pid, comm, cls, vals, k in zip(
-                self.pids, self.comms, self.classes, self.values, self.counts
+                self.pids, self.comms, self.classes, self.values.tolist(), self.counts
             ):
                 cpus = [
                     {"cpu": c, **dict(zip(TOTAL_COLUMNS, v))}
-                    for c, v in zip(self.cpus[at : at + k], self.cpu_values[at : at + k])
+                    for c, v in zip(self.cpus[at : at + k], cpu_values[at : at + k])
                 ]
                 at += k
                 out.append(
@@ -1038,29 +1051,31 @@ class TaskRows(Sequence[dict[str, Any]]):
             at[2],
             at[1],
             [("pid", _ints(self.pids)), ("comm", list(map(_encode_str, self.comms))),
-             ("class", list(map(_json_str_or_null, self.classes)))]
-            + _float_columns(self.values),
+             ("class", list(map(_json_str_or_null, self.classes))),
+             (TOTAL_COLUMNS[0], _seconds_texts(self.values, at[2]))],
             last_key="cpus",
         )  # fmt: skip
         cpu_text = _dict_texts(
-            at[4], at[3], [("cpu", list(map(_json_int_or_null, self.cpus)))]
-            + _float_columns(self.cpu_values)
+            at[4], at[3], [("cpu", list(map(_json_int_or_null, self.cpus))),
+                           (TOTAL_COLUMNS[0], _seconds_texts(self.cpu_values, at[4]))]
         )  # fmt: skip
-        # each task's dict text, then the texts of its CPUs' dicts (a list), then its end
+        # each task's separator and dict text, then a separator and the text of each of
+        # its CPUs' dicts (a list), then its end: one string a piece, joined once
         counts = np.asarray(self.counts, dtype=np.int64)
         n, m = len(counts), len(cpu_text)
         first = np.cumsum(counts) - counts  # each task's first CPU row
-        head_at = np.arange(n) * 2 + first
-        lead = np.full(n, ",\n" + at[1], dtype=object)
-        lead[0] = "[\n" + at[1]
-        pieces = np.empty(2 * n + m, dtype=object)
-        pieces[head_at] = lead + _objects(task_text)
-        is_first = np.zeros(m, dtype=bool)
-        is_first[first[counts > 0]] = True
-        sep = np.where(is_first, "[\n" + at[3], ",\n" + at[3]).astype(object)
-        pieces[np.repeat(head_at + 1 - first, counts) + np.arange(m)] = sep + _objects(cpu_text)
-        ends = np.where(counts > 0, "\n" + at[2] + "]", "[]").astype(object)
-        pieces[head_at + counts + 1] = ends + ("\n" + at[1] + "}")
+        lead_at = 3 * np.arange(n) + 2 * first
+        pieces = np.empty(3 * n + 2 * m, dtype=object)
+        pieces[lead_at] = ",\n" + at[1]
+        pieces[0] = "[\n" + at[1]
+        pieces[lead_at + 1] = _objects(task_text)
+        cpu_at = np.repeat(lead_at + 2 - 2 * first, counts) + 2 * np.arange(m)
+        pieces[cpu_at] = ",\n" + at[3]
+        pieces[cpu_at[first[counts > 0]]] = "[\n" + at[3]
+        pieces[cpu_at + 1] = _objects(cpu_text)
+        close = "\n" + at[1] + "}"
+        ends = np.array(["[]" + close, "\n" + at[2] + "]" + close], dtype=object)
+        pieces[lead_at + 2 + 2 * counts] = ends[(counts > 0).astype(np.intp)]
         return "".join(pieces.tolist()) + "\n" + at[0] + "]"
 
 
@@ -1089,17 +1104,25 @@ def _dict_texts(
     return list(map("".join, zip(*parts, repeat(tail))))
 
 
-def _float_columns(values: list[list[float]]) -> list[tuple[str, list[str]]]:
-    """The seconds columns (:data:`TOTAL_COLUMNS`) of the rows ``values`` as JSON texts
-    (a number not finite: null)."""
-    cols = list(zip(*values)) if values else [() for _ in TOTAL_COLUMNS]
-    return [(k, _float_texts(c)) for k, c in zip(TOTAL_COLUMNS, cols)]
-
-
-def _float_texts(values: Sequence[float]) -> list[str]:
-    if all(map(math.isfinite, values)):
-        return list(map(float.__repr__, values))
-    return [float.__repr__(v) if math.isfinite(v) else "null" for v in values]
+def _seconds_texts(values: np.ndarray, inner: str) -> list[str]:
+    """Each row's seconds (:data:`TOTAL_COLUMNS`) as the text of its dict's items from
+    the first value on (``v0,\n<inner>"running_s": v1``...), as JSON writes them
+    (``repr()``; not finite: null): rows of whole numbers of ns (below 10**15 ns: 15
+    digits, which a float keeps) in C from their ns (``_passes.seconds_texts``), any
+    other by ``repr()``."""
+    v = np.asarray(values, dtype=np.float64).reshape(len(values), len(TOTAL_COLUMNS))
+    if not len(v):
+        return []
+    with np.errstate(invalid="ignore", over="ignore"):
+        k = np.rint(v * 1e9)
+        whole = ((k >= 0) & (k < 1e15) & (k / 1e9 == v) & ~np.signbit(v)).all(axis=1)
+    glue = tuple(",\n" + inner + _encode_str(key) + ": " for key in TOTAL_COLUMNS[1:])
+    ns = np.where(whole[:, None], k, 0).astype(np.int64).ravel()
+    texts = _passes.seconds_texts(ns, tuple(g.encode() for g in glue)).decode().split("\0")
+    for r in np.flatnonzero(~whole).tolist():
+        items = [float.__repr__(x) if math.isfinite(x) else "null" for x in v[r].tolist()]
+        texts[r] = "".join(chain.from_iterable(zip(("", *glue), items)))
+    return texts
 
 
 def _ints(values: list[int]) -> list[str]:
