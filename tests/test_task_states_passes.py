@@ -464,3 +464,24 @@ def test_seconds_texts_are_the_floats_repr():
     for row, text in zip(v.tolist(), texts):
         items = [float.__repr__(x) if math.isfinite(x) else "null" for x in row]
         assert text == items[0] + "".join(k + i for k, i in zip(keys, items[1:]))
+
+
+def test_task_states_scan_writes_the_pids_of_the_keys_when_asked():
+    """With ``out_pid``, each interval's key & ``pid_mask`` (the pid of a life key, as
+    :func:`schedwake.model.lives.pid_of` gives it); the intervals the same as
+    without; an ``out_pid`` of another length or kind refused."""
+    rows = HAND.copy()
+    rows["key"] += np.int64(3) << 32  # (a later life of pids 7 and 9)
+    n = len(rows)
+    out = (np.empty(n, I64), np.empty(n, np.int32), np.empty(n, I64), np.empty(n, I64),
+           np.empty(n, np.int8), np.empty(n, np.int32), np.empty(n, np.int32))  # fmt: skip
+    args = (rows.view(np.uint8), np.zeros(2, np.int8), np.full(2, 50, I64), False)
+    k = _passes.task_states_scan(*args, *out, T._PID_MASK)
+    assert out[6][:k].tolist() == T.pid_of(out[0][:k]).tolist() == [7] * 4 + [9] * 3
+    assert list(zip(*(a[:k].tolist() for a in out[:6]))) == [
+        (r[0] + (3 << 32), *r[1:]) for r in scan(HAND, [0, 0], [50, 50])
+    ]
+    with pytest.raises(ValueError, match="one slot a row"):
+        _passes.task_states_scan(*args, *out[:6], np.empty(n - 1, np.int32), T._PID_MASK)
+    with pytest.raises(TypeError):
+        _passes.task_states_scan(*args, *out[:6], np.empty(n, I64), T._PID_MASK)

@@ -511,6 +511,8 @@ typedef struct {
     int unseen_given;
     int64_t *o_key, *o_start, *o_end;
     int32_t *o_cpu, *o_since;
+    int32_t *o_pid; /* NULL: not written; else each row's key & pid_mask */
+    int64_t pid_mask;
     int8_t *o_state;
 } Scan;
 
@@ -605,6 +607,8 @@ static Py_ssize_t scan(const Scan *s)
             }
             /* the row in the making (kept when it ends after it starts, alive) */
             s->o_key[m] = s->row[i].key;
+            if (s->o_pid)
+                s->o_pid[m] = (int32_t)(s->row[i].key & s->pid_mask);
             s->o_cpu[m] = (int32_t)where;
             s->o_start[m] = p_start = s->row[i].ts;
             s->o_state[m] = (int8_t)st;
@@ -641,12 +645,14 @@ done:
 
 PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
 {
-    PyObject *o_rows, *o[8];
+    PyObject *o_rows, *o[9];
     int unseen_given;
-    if (!PyArg_ParseTuple(args, "OOOpOOOOOO", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
-                          &o[3], &o[4], &o[5], &o[6], &o[7]))
+    long long pid_mask = 0;
+    o[8] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOpOOOOOO|OL", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &pid_mask))
         return NULL;
-    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince;
+    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince, opid;
     Py_ssize_t n;
     if (rows_get(o_rows, &rows, 0, "task_states_scan rows", &n) < 0)
         return NULL;
@@ -659,8 +665,9 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
         {o[5], &oend, 8, 1, "task_states_scan out end"},
         {o[6], &ostate, 1, 1, "task_states_scan out state"},
         {o[7], &osince, 4, 1, "task_states_scan out since"},
+        {o[8], &opid, 4, 1, "task_states_scan out pid"},
     };
-    const int ns = 8;
+    const int ns = o[8] == Py_None ? 8 : 9; /* (the pids only when asked for) */
     if (arrs_get(spec, ns) < 0) {
         arr_release(&rows);
         return NULL;
@@ -680,6 +687,7 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
         .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
         .o_key = okey.view.buf, .o_start = ostart.view.buf, .o_end = oend.view.buf,
         .o_cpu = ocpu.view.buf, .o_since = osince.view.buf, .o_state = ostate.view.buf,
+        .o_pid = ns == 9 ? opid.view.buf : NULL, .pid_mask = pid_mask,
     };
     Py_ssize_t m;
     Py_BEGIN_ALLOW_THREADS

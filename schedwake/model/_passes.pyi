@@ -60,6 +60,8 @@ def task_states_scan(
     out_end: np.ndarray,
     out_state: np.ndarray,
     out_since: np.ndarray,
+    out_pid: np.ndarray | None = None,
+    pid_mask: int = 0,
     /,
 ) -> int: ...
 def dense_codes(

@@ -45,8 +45,9 @@ PASS(task_states_in_flight,
      "of a task_states._ROW array in (key, ts, prio) order")
 PASS(task_states_scan,
      "task_states_scan(rows, gflags, gend, unseen_given, out_key, out_cpu, out_start, "
-     "out_end, out_state, out_since) -> m: the task states' intervals of rows (a uint8 "
-     "view of a task_states._ROW array) in (key, ts, prio) order")
+     "out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task states' "
+     "intervals of rows (a uint8 view of a task_states._ROW array) in (key, ts, prio) "
+     "order; out_pid: each interval's key & pid_mask as int32")
 PASS(dense_codes,
      "dense_codes(key, lo, span, codes, levels) -> m: codes[:] = each key's rank among "
      "the distinct keys (ints in [lo, lo + span)), levels[:m] = those keys ascending")

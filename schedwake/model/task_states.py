@@ -68,7 +68,7 @@ import pandas as pd
 from . import _passes, tasks
 from ._util import asof_index, in_span, member, stable_order, take
 from .events import Events, i64, ints
-from .lives import dies, pid_of
+from .lives import SHIFT, dies, pid_of
 from .memo import Memo
 
 
@@ -297,11 +297,17 @@ def build(
         np.empty(n, dtype=np.int64),
         np.empty(n, dtype=np.int8),
         np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int32),  # (each task's pid, :func:`.lives.pid_of`)
     )
-    k = _passes.task_states_scan(rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out)
-    task, where, start, stop, state, since = (a[:k] for a in out)
-    return _frame(task, where, start, stop, state, since, letter_cats)
+    k = _passes.task_states_scan(
+        rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out, _PID_MASK
+    )
+    task, where, start, stop, state, since, pid = (a[:k] for a in out)
+    return _frame(task, where, start, stop, state, since, letter_cats, pid)
 
+
+#: A life key's pid bits (:func:`.lives.pid_of`), for the scan to write the pids.
+_PID_MASK = (1 << SHIFT) - 1
 
 #: Flags of each task for the scan (_pass_task_states.c).
 _G_BORN, _G_UNSEEN, _G_GONE = 1, 2, 4
@@ -464,10 +470,12 @@ def _frame(
     state: npt.ArrayLike,
     since: npt.ArrayLike,
     letter_cats: Sequence[str],
+    pid: np.ndarray | None = None,
 ) -> pd.DataFrame:
+    """The intervals' frame; ``pid``: the tasks' pids when the scan gave them."""
     return pd.DataFrame(
         {
-            "pid": pid_of(task),
+            "pid": pid_of(task) if pid is None else pid,
             # the task: its pid's life (:mod:`.lives`), the pid itself in a first life
             "task": np.asarray(task, dtype=np.int64),
             "cpu": np.asarray(cpu, dtype=np.int32),
@@ -572,9 +580,13 @@ def _group_sums(
     for c, u in zip(codes[1:], levels[1:]):
         group = group * len(u) + c
     n_groups = len(levels[0])
+    combo = None
     if len(keys) > 1:
-        group, combo = _dense(group)
-        n_groups = len(combo)
+        n_groups = int(np.prod([len(u) for u in levels]))
+        # (sums over every combination while they take no more than 6 bytes a row)
+        if n_groups > max(len(group) // 8, 1 << 16):
+            group, combo = _dense(group)
+            n_groups = len(combo)
     sums = np.empty(n_groups * len(STATES), dtype=np.int64)
     _passes.state_sums(
         group,
@@ -583,6 +595,11 @@ def _group_sums(
         np.ascontiguousarray(end, dtype=np.int64),
         sums,
     )
+    if len(keys) > 1 and combo is None:
+        # summed over every combination of the keys' values: those with rows kept
+        combo = np.flatnonzero(np.bincount(group, minlength=n_groups))
+        sums = sums.reshape(n_groups, len(STATES))[combo].ravel()
+        n_groups = len(combo)
     if len(keys) == 1:
         index = pd.Index(levels[0], name=keys[0])
     else:
