@@ -185,10 +185,9 @@ def build(
         else:
             lcode = np.full(len(ts), -1, dtype=np.int64)
             out_code = np.full(len(ts), _UNK, dtype=np.int8)
-        o = prev != 0
-        parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], 0))
-        i = nxt != 0
-        parts.append((ts[i], nxt[i], cpu[i], _RUN, _PRIO_IN, -1, 0))
+        # (the idle task's rows, pid 0, are left out where the rows are sorted)
+        parts.append((ts, prev, cpu, out_code, _PRIO_OUT, lcode, 0))
+        parts.append((ts, nxt, cpu, _RUN, _PRIO_IN, -1, 0))
     # a task is a pid's life (:mod:`.lives`): from here on ``pid`` is a life key
     born = np.zeros(0, np.int64)
     if ev.wakeup_new is not None and len(ev.wakeup_new):
