@@ -734,7 +734,7 @@ def totals_shares(t: pd.DataFrame, names: dict[int, str]) -> dict[str, float | N
     """:func:`class_shares` of the :func:`totals` per task ``t`` (seconds; index: the
     tasks): what the time parts of a trace give from their summed ns
     (:func:`seconds` of :attr:`StateSums.per_task`)."""
-    cls = pd.Series([task_class(names.get(int(p), ""), int(p)) for p in t.index], index=t.index)
+    cls = _class_of(t.index, names)
     out: dict[str, float | None] = {}
     for c in CLASSES:
         sel = t[cls == c]
@@ -750,8 +750,10 @@ def _task_column(intervals: pd.DataFrame) -> str:
 
 
 def _class_of(pids: Iterable[int], names: dict[int, str]) -> np.ndarray:
-    """:func:`task_class` of each pid (by its name in ``names``), as an object array."""
-    return np.array([task_class(names.get(int(p), ""), int(p)) for p in pids], dtype=object)
+    """:func:`task_class` of each pid (by its name in ``names``), as an object array (the
+    names looked up and classed by ``map``, not a Python step a task)."""
+    keys = np.asarray(pids, dtype=np.int64).tolist()
+    return np.array(list(map(task_class, map(names.get, keys, repeat("")), keys)), dtype=object)
 
 
 def class_share_windows(
