@@ -15,6 +15,10 @@ dataset (a finding's ``metrics``, ``top`` and ``evidence_events``) are all writt
 * a set or a frozenset is a list of its items, sorted when they can be;
 * dict keys that are NumPy scalars are their Python numbers (JSON turns them to strings
   as it does Python's);
+* an object whose type has ``__json__()`` is what that returns (converted by this
+  rule); written indented, its type's ``__json_indented__(indent, level)``, when it has
+  one, writes its text itself (the same bytes: a table's rows written from its columns,
+  :class:`schedwake.model.task_states.TaskRows`);
 * anything else is its ``str()``.
 
 :func:`jsonable` is the same conversion without the encoding, for a caller that
@@ -66,6 +70,9 @@ def jsonable(o: Any) -> Any:
             return sorted(items)
         except TypeError:
             return items
+    own = getattr(type(o), "__json__", None)
+    if own is not None:
+        return jsonable(own(o))
     return str(o)
 
 
@@ -142,7 +149,8 @@ class _Indented:
         elif t is bool:
             out.append("true" if o else "false")
         else:
-            out.append(self.plain(o, level))
+            own = getattr(t, "__json_indented__", None)
+            out.append(own(o, self.indent, level) if own else self.plain(o, level))
 
     def plain(self, o: Any, level: int) -> str:
         """``o`` by :func:`jsonable` and :func:`json.dumps`, indented to ``level``."""

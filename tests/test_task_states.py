@@ -331,3 +331,79 @@ def test_state_letters():
     assert [T.task_class(c) for c in ("dbench", "kworker/1:1H", "kworker/u8:2", "ksoftirqd/0")] == [
         "user", "kworker", "kworker", "kthread"
     ]  # fmt: skip
+
+
+def _sums_by_hand() -> T.StateSums:
+    """State sums (ns) of four tasks by hand: one on CPU -1 (not known) and 2, one with
+    no per-CPU rows, one whose seconds are not whole ns in binary (round() needed),
+    ties in running time."""
+    cols = list(T.STATES)
+    idx = pd.MultiIndex.from_arrays(
+        [np.array([3, 3, 7, 12], np.int64), np.array([-1, 2, 0, 1], np.int32)],
+        names=["task", "cpu"],
+    )
+    per_cpu_task = pd.DataFrame(
+        [[5, 0, 1, 0, 0, 2], [1_000_000_001, 3, 0, 7, 0, 0], [6, 0, 0, 0, 9, 0],
+         [123_456_789_123, 1, 1, 1, 1, 1]],
+        index=idx, columns=cols,
+    )  # fmt: skip
+    per_task = T._level_sums(per_cpu_task, 0)
+    extra = pd.DataFrame([[6, 1, 1, 0, 0, 0]], index=pd.Index([9], name="task"), columns=cols)
+    per_task = pd.concat([per_task, extra]).sort_index()
+    return T.StateSums(per_task, per_cpu_task, T._level_sums(per_cpu_task, 1))
+
+
+def test_task_rows_are_the_summary_as_dicts_and_its_json_the_same_bytes():
+    """The summary's tasks (:class:`T.TaskRows`) read as the dicts they stand for, in
+    order (most running first, ties in task order), each with its CPUs' rows; and the
+    indented JSON written from their columns is the bytes of the dicts' JSON, at any
+    level, with names that need escapes, a class or a CPU that is null."""
+    import json
+
+    from schedwake.jsonout import dumps, jsonable
+
+    names = {3: 'a "quoted"\nname', 7: "kworker/0:1", 9: "caf\u00e9", 12: "swapper/1"}
+    s = T.summary_of(_sums_by_hand(), names)
+    rows = list(s["tasks"])
+    assert [r["pid"] for r in rows] == [12, 3, 7, 9]  # (7 and 9: 6 ns each, in task order)
+    assert rows[1]["cpus"][0]["cpu"] is None and rows[1]["cpus"][1]["cpu"] == 2
+    assert rows[3]["cpus"] == [] and rows[2]["class"] == "kworker" and rows[0]["class"] is None
+    assert rows[1]["running_s"] == 1.000000006 and rows[0]["running_s"] == 123.456789123
+    assert s["tasks"] == rows and len(s["tasks"]) == 4 and s["tasks"][1] == rows[1]
+    plain = dict(s, tasks=rows)
+    for doc in ({"task_states": s}, s, {"a": [{"b": s}]}):
+        want = json.dumps(jsonable(doc if doc is not s else plain), indent=2, allow_nan=False)
+        assert dumps(doc) == want
+        assert dumps(doc, indent=3) == json.dumps(jsonable(doc), indent=3)
+    assert dumps(T.summary_of(T.StateSums(*([pd.DataFrame(columns=list(T.STATES),
+                                                           dtype=np.int64)] * 3)), {})) == (
+        json.dumps({"tasks": [], "classes": [], "cpus": []}, indent=2))  # fmt: skip
+
+
+def test_state_sums_per_task_and_per_cpu_are_those_of_the_intervals(dat):
+    """:class:`T.StateSums` sums the (task, CPU) groups once and the tasks' and CPUs'
+    sums from them: the same frames as the intervals' sums by each key."""
+    iv = dat.model.task_states
+    sums = T.StateSums.of(iv)
+    pd.testing.assert_frame_equal(sums.per_task, T.totals_ns(iv, ("task",)), check_exact=True)
+    pd.testing.assert_frame_equal(sums.per_cpu, T.totals_ns(iv, ("cpu",)), check_exact=True)
+
+
+def test_most_running_first_is_the_stable_descending_sort():
+    rng = np.random.default_rng(4)
+    for n in (0, 1, 7, 300):
+        v = rng.integers(0, 5, n) / 4
+        want = pd.Series(v).sort_values(ascending=False, kind="stable").index.tolist()
+        assert T._most_running_first(v) == want
+
+
+def test_last_rows_is_the_last_row_of_each_key():
+    """:func:`T.last_rows` against ``np.unique`` of the keys read backwards: by its
+    table over a narrow range of keys, and by its sort over a wide one."""
+    rng = np.random.default_rng(2)
+    for n, hi in ((0, 1), (1, 5), (100, 7), (1000, 10**9), (50000, 30000)):
+        k = rng.integers(-3, hi, n).astype(np.int32 if hi < 10**6 else np.int64)
+        u, last = T.last_rows(k)
+        ru, rl = np.unique(k[::-1], return_index=True)
+        assert u.tolist() == ru.tolist() and u.dtype == k.dtype
+        assert last.tolist() == (len(k) - 1 - rl).tolist()

@@ -25,61 +25,120 @@ def rows_of(*cols: list) -> np.ndarray:
     return r
 
 
-def runs_of(rng, sizes):
-    """Rows in runs of ``sizes`` rows, each in (ts, prio) order, and the runs' bounds."""
+def parts_of(rng, sizes, kinds=(np.int64, np.int32, np.int8)):
+    """Parts of ``sizes`` rows (ts, key, cpu, code, prio, letters, mark), each in (ts,
+    prio) order, their columns of several kinds or one value for all; keys from -3 to
+    3 (0: not a task, left out)."""
     parts = []
-    for n in sizes:
-        ts, prio = rng.integers(0, 12, n), rng.integers(0, 3, n)
+    for j, n in enumerate(sizes):
+        ts, prio = rng.integers(0, 12, n), rng.integers(0, 3, n).astype(np.int8)
         o = np.lexsort((prio, ts))
-        parts.append(rows_of(ts[o], rng.integers(-3, 4, n), np.arange(n), np.zeros(n),
-                             prio[o], np.zeros(n), np.zeros(n)))  # fmt: skip
-    return T._cat_rows(parts), np.concatenate([[0], np.cumsum(sizes)]).astype(I64)
+        kind = kinds[j % len(kinds)]
+        key = rng.integers(-3, 4, n).astype(I64 if j % 2 else np.int32)
+        cpu = np.arange(n).astype(kind) if j % 3 else -1
+        code = rng.integers(0, 9, n).astype(np.int8)
+        parts.append((ts[o].astype(I64), key, cpu, code, prio[o] if j % 2 else 1,
+                      np.arange(n).astype(kind), (j % 3) - 1))  # fmt: skip
+    return parts
 
 
-def sort_rows(rows, bounds, slot=None, lo=-3, span=7, room=0):
-    out = np.zeros(len(rows) + room, T._ROW)
-    _passes.task_sort_rows(rows.view(np.uint8), bounds, slot, lo, span, out.view(np.uint8))
-    return out
+def rows_of_parts(parts):
+    """The rows of the parts one after another (key 0's left out), in the plain way."""
+    rows = [rows_of(*(np.broadcast_to(c, (len(p[0]),)) for c in p)) for p in parts]
+    r = np.concatenate(rows) if rows else np.zeros(0, T._ROW)
+    return r[r["key"] != 0]
 
 
-def test_task_sort_rows_is_the_stable_order_by_task_time_priority():
+def sort_parts(parts, slots=None, lo=-3, span=7, room=0):
+    n = sum(len(p[0]) for p in parts)
+    out = np.zeros(n + room, T._ROW)
+    m = _passes.task_sort_parts(parts, slots, lo, span, out.view(np.uint8))
+    return out, m
+
+
+def test_task_sort_parts_is_the_stable_order_by_task_time_priority():
     rng = np.random.default_rng(7)
-    for sizes in ([0], [5], [3, 0, 4], [50, 20, 1, 30], [0, 0]):
-        rows, bounds = runs_of(rng, sizes)
+    for sizes in ([0], [5], [3, 0, 4], [50, 20, 1, 30], [0, 0], [200, 300, 100, 7, 90, 40, 3]):
+        parts = parts_of(rng, sizes)
+        rows = rows_of_parts(parts)
         want = rows[np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()
-        assert sort_rows(rows, bounds).tolist() == want
-        assert sort_rows(rows, bounds, room=3)[: len(rows)].tolist() == want
+        out, m = sort_parts(parts)
+        assert m == len(rows) and out[:m].tolist() == want
+        out, m = sort_parts(parts, room=3)
+        assert out[:m].tolist() == want
         # by a slot of each row (a task's rank) instead of key - lo
-        slot = (rows["key"] + 3).astype(I64)
-        assert sort_rows(rows, bounds, slot, 0, 7).tolist() == want
+        slots = [(np.broadcast_to(p[1], (len(p[0]),)) + 3).astype(I64) for p in parts]
+        out, m = sort_parts(parts, slots, 0, 7)
+        assert out[:m].tolist() == want
+    # what build gives: the rows of its parts, in order
+    parts = parts_of(rng, [40, 0, 25])
+    buf, m = T._task_rows(parts, 5)
+    rows = rows_of_parts(parts)
+    assert len(buf) == 70 and buf[:m].tolist() == rows[
+        np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()  # fmt: skip
 
 
-def test_task_sort_rows_refuses_what_it_cannot_sort():
+def test_task_sort_parts_says_which_part_is_out_of_order():
+    rng = np.random.default_rng(9)
+    parts = parts_of(rng, [6, 8, 5])
+    ts = parts[1][0].copy()
+    ts[0] = 100  # the second part out of order (its key is never 0 there: a task's)
+    keys = parts[1][1].copy()
+    keys[0] = 2
+    parts[1] = (ts, keys, *parts[1][2:])
+    out, m = sort_parts(parts)
+    assert m == -2 and not out.view(np.uint8).any()  # (nothing written)
+    # a row of key 0 out of order is left out, not a part out of order
+    keys[0] = 0
+    parts[1] = (ts, keys, *parts[1][2:])
+    assert sort_parts(parts)[1] >= 0
+    # build's helper puts such a part in order first
+    keys[0] = 2
+    parts[1] = (ts, keys, *parts[1][2:])
+    buf, m = T._task_rows(parts)
+    rows = rows_of_parts(parts)
+    assert buf[:m].tolist() == rows[np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()
+
+
+def test_task_sort_parts_refuses_what_it_cannot_sort():
     rng = np.random.default_rng(8)
-    rows, bounds = runs_of(rng, [6, 6])
-    rows["key"][:2] = -3, 3  # keys from -3 to 3
-    for lo, span in ((-2, 7), (-3, 6), (-3, 0), (0, 1 << 40)):  # keys below, above
-        with pytest.raises(ValueError, match="outside|span"):
-            sort_rows(rows, bounds, lo=lo, span=span)
-    for slot in ([7] + [0] * 11, [-1] + [0] * 11):
+    parts = parts_of(rng, [6, 6])
+    k0 = parts[0][1].copy()
+    k0[:2] = -3, 3  # keys from -3 to 3
+    parts[0] = (parts[0][0], k0, *parts[0][2:])
+    for lo, span in ((-2, 7), (-3, 6)):  # keys below, above
         with pytest.raises(ValueError, match="outside"):
-            sort_rows(rows, bounds, np.array(slot, I64), 0, 7)
-    with pytest.raises(ValueError, match="one entry a row"):
-        sort_rows(rows, bounds, np.zeros(11, I64), 0, 7)
-    unsorted = rows.copy()
-    unsorted["ts"][2] = 100  # the first run out of order
-    with pytest.raises(ValueError, match="out of"):
-        sort_rows(unsorted, bounds)
-    for b in ([0, 6, 13], [1, 12], [0, 7, 6, 12], [], [0, 6, -1, 12], [0, 6]):
-        with pytest.raises(ValueError, match="bounds"):
-            sort_rows(rows, np.array(b, I64))
+            sort_parts(parts, lo=lo, span=span)
+    for lo, span in ((-3, 0), (0, 1 << 40), ((1 << 62) + 1, 7)):
+        with pytest.raises(ValueError, match="span"):
+            sort_parts(parts, lo=lo, span=span)
+    ok = [np.zeros(6, I64), np.zeros(6, I64)]
+    for bad in ([7] + [0] * 5, [-1] + [0] * 5):
+        with pytest.raises(ValueError, match="outside"):
+            sort_parts(parts, [np.array(bad, I64), ok[1]], 0, 7)
+    with pytest.raises(ValueError, match="a slot a row"):
+        sort_parts(parts, [np.zeros(5, I64), ok[1]], 0, 7)
+    with pytest.raises(TypeError):
+        sort_parts(parts, [ok[0]], 0, 7)  # (a slots' array a part)
+    with pytest.raises(TypeError):
+        sort_parts(parts, [ok[0], np.zeros(6, np.int32)], 0, 7)
     with pytest.raises(ValueError, match="room"):
-        _passes.task_sort_rows(rows.view(np.uint8), bounds, None, -3, 7,
-                               np.zeros(11, T._ROW).view(np.uint8))  # fmt: skip
+        _passes.task_sort_parts(parts, None, -3, 7, np.zeros(11, T._ROW).view(np.uint8))
+    with pytest.raises(ValueError, match="whole"):
+        _passes.task_sort_parts(parts, None, -3, 7, np.zeros(12, T._ROW).view(np.uint8)[:-4])
+    with pytest.raises(ValueError, match="one value a row"):
+        sort_parts([(parts[0][0], k0[:5], *parts[0][2:])])
+    for i, bad in ((0, parts[0][0].astype(np.int32)), (1, k0.astype(np.int8)),
+                   (2, np.zeros(6, np.int16)), (3, parts[0][3].astype(np.float64)),
+                   (5, "x")):  # fmt: skip
+        cols = list(parts[0])
+        cols[i] = bad
+        with pytest.raises(TypeError):
+            sort_parts([tuple(cols)])
     with pytest.raises(TypeError):
-        sort_rows(rows, bounds.astype(np.int32))
+        sort_parts([parts[0][:6]])  # (a part of 6 columns)
     with pytest.raises(TypeError):
-        sort_rows(rows, bounds, np.zeros(12, np.int32), 0, 7)
+        sort_parts(tuple(parts))  # (parts: a list)
 
 
 def test_keyed_last_below_finds_the_last_row_of_the_key_before():
@@ -117,7 +176,7 @@ def test_merge_rows_into_merges_by_key_time_priority_theirs_after_ties():
         buf = np.zeros(n + m + 2, T._ROW)
         buf[:n] = a
         _passes.merge_rows_into(buf.view(np.uint8), n, b.view(np.uint8))
-        both = T._cat_rows([a, b])
+        both = rows[:0].copy() if not n + m else np.concatenate([a, b])
         want = both[np.lexsort((both["prio"], both["ts"], both["key"]))]
         assert buf[: n + m].tolist() == want.tolist()
     b = rows_of(*([np.zeros(40)] * 7))
@@ -370,3 +429,59 @@ def test_the_passes_give_what_the_numpy_build_gave(seed):
         gflags |= np.where(np.isin(tasks, unseen), T._G_UNSEEN, 0).astype(np.int8)
     got = scan(rows, gflags, np.full(len(tasks), t_end, I64), unseen is not None)
     assert got == want
+
+
+def test_seconds_texts_are_the_floats_repr():
+    """Whole numbers of ns below 10**15 as repr() writes ns / 1e9 (fixed from 1e-4 s,
+    exponents below), rows glued; what it must not read refused."""
+    import math
+
+    rng = np.random.default_rng(11)
+    edges = [0, 1, 9, 10, 99_999, 100_000, 100_001, 10**9, 10**9 + 1, 999_999_999, 10**15 - 1]
+    ns = np.concatenate([edges, rng.integers(0, 10**15, 3000), rng.integers(0, 10**6, 3000),
+                         rng.integers(0, 200_000, 3000)]).astype(I64)  # fmt: skip
+    got = _passes.seconds_texts(ns, ()).decode().split("\0")
+    assert got == [float.__repr__(k / 1e9) for k in ns.tolist()]
+    rows = ns[: 3 * 1000].reshape(1000, 3)
+    got = _passes.seconds_texts(rows.ravel(), (b", ", b"|")).decode().split("\0")
+    assert got == [f"{a / 1e9!r}, {b / 1e9!r}|{c / 1e9!r}" for a, b, c in rows.tolist()]
+    assert _passes.seconds_texts(np.zeros(0, I64), ()) == b""
+    for bad in ([-1], [10**15], [0, -(2**63)]):
+        with pytest.raises(ValueError, match="10\\*\\*15"):
+            _passes.seconds_texts(np.array(bad, I64), ())
+    with pytest.raises(ValueError, match="whole rows"):
+        _passes.seconds_texts(np.zeros(5, I64), (b",",))
+    with pytest.raises(TypeError):
+        _passes.seconds_texts(np.zeros(4, I64), (",",))
+    with pytest.raises(TypeError):
+        _passes.seconds_texts(np.zeros(4, np.int32), ())
+    # through the summary's writer: any float, a whole number of ns or not, finite or not
+    v = np.concatenate([ns[:2000] / 1e9, rng.random(200) * 3, [-0.0, -1.5, math.nan, math.inf,
+                        1e300, 5e-324, 2.0**20, 1e15 / 1e9 * 2]])  # fmt: skip
+    v = np.resize(v, (len(v) + 7) // 8 * 8).reshape(-1, 8)
+    texts = T._seconds_texts(v, "  ")
+    keys = [f',\n  "{k}": ' for k in T.TOTAL_COLUMNS[1:]]
+    for row, text in zip(v.tolist(), texts):
+        items = [float.__repr__(x) if math.isfinite(x) else "null" for x in row]
+        assert text == items[0] + "".join(k + i for k, i in zip(keys, items[1:]))
+
+
+def test_task_states_scan_writes_the_pids_of_the_keys_when_asked():
+    """With ``out_pid``, each interval's key & ``pid_mask`` (the pid of a life key, as
+    :func:`schedwake.model.lives.pid_of` gives it); the intervals the same as
+    without; an ``out_pid`` of another length or kind refused."""
+    rows = HAND.copy()
+    rows["key"] += np.int64(3) << 32  # (a later life of pids 7 and 9)
+    n = len(rows)
+    out = (np.empty(n, I64), np.empty(n, np.int32), np.empty(n, I64), np.empty(n, I64),
+           np.empty(n, np.int8), np.empty(n, np.int32), np.empty(n, np.int32))  # fmt: skip
+    args = (rows.view(np.uint8), np.zeros(2, np.int8), np.full(2, 50, I64), False)
+    k = _passes.task_states_scan(*args, *out, T._PID_MASK)
+    assert out[6][:k].tolist() == T.pid_of(out[0][:k]).tolist() == [7] * 4 + [9] * 3
+    assert list(zip(*(a[:k].tolist() for a in out[:6]))) == [
+        (r[0] + (3 << 32), *r[1:]) for r in scan(HAND, [0, 0], [50, 50])
+    ]
+    with pytest.raises(ValueError, match="one slot a row"):
+        _passes.task_states_scan(*args, *out[:6], np.empty(n - 1, np.int32), T._PID_MASK)
+    with pytest.raises(TypeError):
+        _passes.task_states_scan(*args, *out[:6], np.empty(n, I64), T._PID_MASK)

@@ -43,7 +43,7 @@ from ..model import pid_cpu_counts
 from ..model.lives import Lives
 from ..model.masks import episodes_mask, futile_mask, would_stack_mask
 from ..model.memo import IwrMeasure, MetricsKey
-from ..model.task_states import class_share_windows, class_shares, names_of
+from ..model.task_states import class_share_windows, class_shares, last_rows, names_of
 from ..model.tasks import PERCPU_KTHREAD, name_class
 
 if TYPE_CHECKING:
@@ -997,14 +997,22 @@ def _cpus_visited(switch: pd.DataFrame | None, lives: Lives) -> float | None:
     if not keep.any():
         return None
     pids, nunique = pids[keep], nunique[keep]
-    rev_pid, last = np.unique(next_pid[::-1], return_index=True)
-    last = len(next_pid) - 1 - last[np.searchsorted(rev_pid, pids)]
+    tasks, last = last_rows(next_pid)
     comm = switch["next_comm"].array
-    codes = np.asarray(comm.codes)[last]
-    names = ["nan" if k < 0 else str(comm.categories[k]) for k in codes]  # per task
-    cls = np.array([name_class(c) for c in names], dtype=object)
-    g = pd.Series(nunique[cls != PERCPU_KTHREAD])
+    codes = np.asarray(comm.codes)[last[np.searchsorted(tasks, pids)]]
+    g = pd.Series(nunique[~_percpu_names(comm, codes)])
     return float(g.mean()) if len(g) else None
+
+
+def _percpu_names(comm: pd.Categorical, codes: np.ndarray) -> np.ndarray:
+    """Whether the name of each category code ``codes`` of ``comm`` (-1: missing, read
+    as ``"nan"``) is a per-CPU kernel thread's: each distinct name classed once."""
+    ucodes, inv = np.unique(codes, return_inverse=True)
+    cats = comm.categories
+    percpu = [
+        name_class("nan" if k < 0 else str(cats[k])) == PERCPU_KTHREAD for k in ucodes.tolist()
+    ]
+    return np.array(percpu, dtype=bool)[inv.reshape(-1)]
 
 
 def cpus_visited_per_window(
@@ -1029,11 +1037,7 @@ def cpus_visited_per_window(
     # a task's name in a window: the last next_comm it had there
     last = np.maximum.reduceat(rows, starts)
     comm = switch["next_comm"].array
-    codes = np.asarray(comm.codes)[last]
-    cls: dict[int, str] = {}
-    for k in np.unique(codes).tolist():
-        cls[k] = name_class("nan" if k < 0 else str(comm.categories[k]))
-    percpu = np.array([cls[k] == PERCPU_KTHREAD for k in codes.tolist()], dtype=bool)
+    percpu = _percpu_names(comm, np.asarray(comm.codes)[last])
     keep = (size >= CPUS_VISITED_MIN_RUNS) & ~percpu
     tw = w[starts][keep]
     total = np.bincount(tw, weights=nunique[keep].astype(np.float64), minlength=nwin)

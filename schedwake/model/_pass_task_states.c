@@ -44,173 +44,316 @@ static int rows_get(PyObject *obj, Arr *a, int writable, const char *what, Py_ss
     return 0;
 }
 
-/* ---- task_sort_rows --------------------------------------------------------- */
+/* ---- task_sort_parts -------------------------------------------------------- */
 
-/* (ts, prio) of row a before that of row b */
-static inline int tp_less(const Row *r, int64_t a, int64_t b)
+/* One column of a part of rows: an array of 1-, 4- or 8-byte signed integers, or one
+ * value for every row (a Python int). */
+typedef struct {
+    Arr arr;
+    const void *p;
+    int size; /* 0: the one value */
+    int64_t value;
+} Col;
+
+static inline int64_t col_at(const Col *c, Py_ssize_t i)
 {
-    return r[a].ts < r[b].ts || (r[a].ts == r[b].ts && r[a].prio < r[b].prio);
+    switch (c->size) {
+    case 1:
+        return ((const int8_t *)c->p)[i];
+    case 4:
+        return ((const int32_t *)c->p)[i];
+    case 8:
+        return ((const int64_t *)c->p)[i];
+    default:
+        return c->value;
+    }
 }
 
-/* heap of runs by (ts, prio) of their next row, then run number */
-static inline int run_less(const Row *r, const int64_t *head, int64_t x, int64_t y)
+/* Take ``obj`` as a column of n rows; -1 (a Python error set): not one. */
+static int col_get(PyObject *obj, Col *c, Py_ssize_t n, const char *what)
 {
-    int64_t a = head[x], b = head[y];
-    if (tp_less(r, a, b))
-        return 1;
-    if (tp_less(r, b, a))
-        return 0;
-    return x < y;
+    c->arr.held = 0;
+    c->size = 0;
+    c->p = NULL;
+    if (PyLong_Check(obj)) {
+        c->value = PyLong_AsLongLong(obj);
+        return c->value == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    Py_buffer probe;
+    if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    Py_ssize_t size = probe.itemsize;
+    PyBuffer_Release(&probe);
+    if (size != 1 && size != 4 && size != 8) {
+        PyErr_Format(PyExc_TypeError, "%s: 1-, 4- or 8-byte integers are needed", what);
+        return -1;
+    }
+    if (arr_get(obj, &c->arr, size, 0, what) < 0)
+        return -1;
+    if (arr_len(&c->arr) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: one value a row is needed", what);
+        arr_release(&c->arr);
+        return -1;
+    }
+    c->p = c->arr.view.buf;
+    c->size = (int)size;
+    return 0;
 }
 
-static void sift_down(int64_t *heap, int64_t size, int64_t at, const Row *r,
-                      const int64_t *head)
+enum { F_KEY, F_CPU, F_CODE, F_PRIO, F_LETTERS, F_MARK, NFILL };
+
+/* One part of rows: its ts (int64s) and columns, its rows' slots (NULL: key - lo). */
+typedef struct {
+    Arr ts_arr, slot_arr;
+    const int64_t *ts, *slot;
+    Col c[NFILL];
+    Py_ssize_t n;
+    int got; /* columns taken */
+} Part;
+
+static void part_release(Part *p)
+{
+    for (int j = 0; j < p->got; j++)
+        arr_release(&p->c[j].arr);
+    arr_release(&p->ts_arr);
+    arr_release(&p->slot_arr);
+}
+
+/* Take item ``tuple`` (ts, key, cpu, code, prio, letters, mark) and ``slot`` (None or
+ * int64s, one a row) as a part; -1 (a Python error set): not one. */
+static int part_get(PyObject *tuple, PyObject *slot, Part *p)
+{
+    static const char *what[NFILL] = {
+        "task_sort_parts key", "task_sort_parts cpu", "task_sort_parts code",
+        "task_sort_parts prio", "task_sort_parts letters", "task_sort_parts mark",
+    };
+    p->got = 0;
+    p->ts_arr.held = p->slot_arr.held = 0;
+    p->slot = NULL;
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != NFILL + 1) {
+        PyErr_SetString(PyExc_TypeError, "task_sort_parts: a part is a tuple of 7 columns");
+        return -1;
+    }
+    if (arr_get(PyTuple_GET_ITEM(tuple, 0), &p->ts_arr, 8, 0, "task_sort_parts ts") < 0)
+        return -1;
+    p->ts = p->ts_arr.view.buf;
+    p->n = arr_len(&p->ts_arr);
+    for (; p->got < NFILL; p->got++)
+        if (col_get(PyTuple_GET_ITEM(tuple, p->got + 1), &p->c[p->got], p->n,
+                    what[p->got]) < 0)
+            goto fail;
+    if (p->c[F_KEY].size == 1) {
+        PyErr_SetString(PyExc_TypeError, "task_sort_parts key: 4- or 8-byte integers");
+        goto fail;
+    }
+    if (slot != Py_None) {
+        if (arr_get(slot, &p->slot_arr, 8, 0, "task_sort_parts slot") < 0)
+            goto fail;
+        if (arr_len(&p->slot_arr) != p->n) {
+            PyErr_SetString(PyExc_ValueError, "task_sort_parts: a slot a row");
+            goto fail;
+        }
+        p->slot = p->slot_arr.view.buf;
+    }
+    return 0;
+fail:
+    part_release(p);
+    return -1;
+}
+
+/* (ts, prio) of row i of part a before that of row j of part b */
+static inline int part_less(const Part *a, Py_ssize_t i, const Part *b, Py_ssize_t j)
+{
+    int64_t pa = col_at(&a->c[F_PRIO], i), pb = col_at(&b->c[F_PRIO], j);
+    return a->ts[i] < b->ts[j] || (a->ts[i] == b->ts[j] && pa < pb);
+}
+
+/* the next row of part p at or after i whose key is not 0 (p->n: none) */
+static inline Py_ssize_t next_kept(const Part *p, Py_ssize_t i)
+{
+    while (i < p->n && col_at(&p->c[F_KEY], i) == 0)
+        i++;
+    return i;
+}
+
+/* a part's next row in the merge: its (ts, prio, part number), compared in that order */
+typedef struct {
+    int64_t ts;
+    uint64_t tie; /* (prio + 128) << 32 | part number */
+} Head;
+
+static inline int head_less(const Head *a, const Head *b)
+{
+    return a->ts < b->ts || (a->ts == b->ts && a->tie < b->tie);
+}
+
+static inline Head head_of(const Part *p, Py_ssize_t i, int64_t j)
+{
+    Head h = {p->ts[i], ((uint64_t)(col_at(&p->c[F_PRIO], i) + 128) << 32) | (uint64_t)j};
+    return h;
+}
+
+static void heads_sift_down(Head *heap, int64_t size, int64_t at)
 {
     for (;;) {
         int64_t l = 2 * at + 1, m = at;
-        if (l < size && run_less(r, head, heap[l], heap[m]))
+        if (l < size && head_less(&heap[l], &heap[m]))
             m = l;
-        if (l + 1 < size && run_less(r, head, heap[l + 1], heap[m]))
+        if (l + 1 < size && head_less(&heap[l + 1], &heap[m]))
             m = l + 1;
         if (m == at)
             return;
-        int64_t t = heap[at];
+        Head t = heap[at];
         heap[at] = heap[m];
         heap[m] = t;
         at = m;
     }
 }
 
-/* The n rows, made of k runs [bounds[j], bounds[j+1]) each in (ts, prio) order, into
- * out in (slot, ts, prio) order, ties in their given order: each row's slot counted,
- * then the runs merged by (ts, prio) (a heap of the runs) and each row placed at its
- * slot's next position (a stable counting sort of the time-ordered rows).  A row's
- * slot: slot[i] when given, else its key - lo; every slot is checked to lie in
- * [0, span) and every run to be in order before anything is written.
- * -1: no memory; -2: a slot out of range; -3: a run out of order. */
-static int sort_rows(const Row *r, Py_ssize_t n, const int64_t *bounds, int64_t k,
-                     const int64_t *slot, int64_t lo, int64_t span, Row *out)
+/* A row's slot: its slot when given, else its key - lo (unsigned: a key below lo
+ * wraps above span, and nothing overflows). */
+static inline uint64_t part_slot(const Part *p, Py_ssize_t i, int64_t lo)
 {
-    for (int64_t j = 0; j < k; j++)
-        for (int64_t i = bounds[j] + 1; i < bounds[j + 1]; i++)
-            if (tp_less(r, i, i - 1))
-                return -3;
+    return p->slot ? (uint64_t)p->slot[i] : (uint64_t)col_at(&p->c[F_KEY], i) - (uint64_t)lo;
+}
+
+/* The rows of the k parts (each in (ts, prio) order) but those of key 0 into out in
+ * (slot, ts, prio) order, ties in part order, then row order: each row's slot counted
+ * (every one checked to lie in [0, span), every part to be in order, before anything
+ * is written), then the parts merged by (ts, prio) by a heap and each row placed at its
+ * slot's next position (a stable counting sort of the rows in time order).  The number
+ * of rows written; -1: no memory; -2: a slot out of range; -3 - j: part j out of
+ * order. */
+static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span, Row *out)
+{
     int64_t *first = calloc((size_t)span + 1, sizeof(int64_t));
-    int64_t *head = malloc(sizeof(int64_t) * (size_t)(2 * k + 1));
-    if (!first || !head) {
-        free(first);
-        free(head);
-        return -1;
+    Py_ssize_t *head = malloc(sizeof(Py_ssize_t) * (size_t)(k + 1));
+    Head *heap = malloc(sizeof(Head) * (size_t)(k + 1));
+    Py_ssize_t m = 0;
+    if (!first || !head || !heap) {
+        m = -1;
+        goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        /* unsigned: a key below lo wraps above span, and nothing overflows */
-        uint64_t q = slot ? (uint64_t)slot[i] : (uint64_t)r[i].key - (uint64_t)lo;
-        if (q >= (uint64_t)span) {
-            free(first);
-            free(head);
-            return -2;
+    for (int64_t j = 0; j < k; j++) {
+        Py_ssize_t prev = -1;
+        for (Py_ssize_t i = next_kept(&p[j], 0); i < p[j].n; i = next_kept(&p[j], i + 1)) {
+            if (prev >= 0 && part_less(&p[j], i, &p[j], prev)) {
+                m = -3 - j;
+                goto done;
+            }
+            prev = i;
+            uint64_t q = part_slot(&p[j], i, lo);
+            if (q >= (uint64_t)span) {
+                m = -2;
+                goto done;
+            }
+            first[q + 1]++;
         }
-        first[q + 1]++;
     }
     for (int64_t q = 0; q < span; q++)
         first[q + 1] += first[q];
-    int64_t *heap = head + k, size = 0;
+    int64_t size = 0;
     for (int64_t j = 0; j < k; j++) {
-        head[j] = bounds[j];
-        if (bounds[j] < bounds[j + 1])
-            heap[size++] = j;
+        head[j] = next_kept(&p[j], 0);
+        if (head[j] < p[j].n)
+            heap[size++] = head_of(&p[j], head[j], j);
     }
     for (int64_t at = size / 2 - 1; at >= 0; at--)
-        sift_down(heap, size, at, r, head);
+        heads_sift_down(heap, size, at);
     while (size > 0) {
-        int64_t j = heap[0], i = head[j]++;
-        uint64_t q = slot ? (uint64_t)slot[i] : (uint64_t)r[i].key - (uint64_t)lo;
+        int64_t j = (int64_t)(heap[0].tie & 0xffffffffu);
+        const Part *pj = &p[j];
+        Py_ssize_t i = head[j];
+        uint64_t q = part_slot(pj, i, lo);
         if (q >= (uint64_t)span) { /* (read again: checked again) */
-            free(first);
-            free(head);
-            return -2;
+            m = -2;
+            goto done;
         }
-        out[first[q]++] = r[i];
-        if (head[j] == bounds[j + 1])
+        Row *r = &out[first[q]++];
+        r->ts = pj->ts[i];
+        r->key = col_at(&pj->c[F_KEY], i);
+        r->cpu = col_at(&pj->c[F_CPU], i);
+        r->letters = (int32_t)col_at(&pj->c[F_LETTERS], i);
+        r->code = (int8_t)col_at(&pj->c[F_CODE], i);
+        r->prio = (int8_t)col_at(&pj->c[F_PRIO], i);
+        r->mark = (int8_t)col_at(&pj->c[F_MARK], i);
+        r->pad = 0;
+        m++;
+        head[j] = next_kept(pj, i + 1);
+        if (head[j] == pj->n)
             heap[0] = heap[--size];
-        sift_down(heap, size, 0, r, head);
+        else
+            heap[0] = head_of(pj, head[j], j);
+        heads_sift_down(heap, size, 0);
     }
+done:
     free(first);
     free(head);
-    return 0;
+    free(heap);
+    return m;
 }
 
-PyObject *pass_task_sort_rows(PyObject *self, PyObject *args)
+PyObject *pass_task_sort_parts(PyObject *self, PyObject *args)
 {
-    PyObject *o_rows, *o_bounds, *o_slot, *o_out;
+    PyObject *o_parts, *o_slots, *o_out;
     long long lo, span;
-    if (!PyArg_ParseTuple(args, "OOOLLO", &o_rows, &o_bounds, &o_slot, &lo, &span, &o_out))
+    if (!PyArg_ParseTuple(args, "OOLLO", &o_parts, &o_slots, &lo, &span, &o_out))
         return NULL;
     /* the count table is span + 1 entries: the caller keeps span near the rows */
-    if (span < 1 || span > ((long long)1 << 31)) {
-        PyErr_SetString(PyExc_ValueError, "task_sort_rows: span must be in [1, 2**31]");
+    if (!range_ok("task_sort_parts", lo, span))
+        return NULL;
+    if (!PyList_Check(o_parts) || (o_slots != Py_None && (!PyList_Check(o_slots) ||
+                                   PyList_GET_SIZE(o_slots) != PyList_GET_SIZE(o_parts)))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "task_sort_parts: parts a list, slots None or a list as long");
         return NULL;
     }
-    Arr rows, out, bounds, slot;
-    Py_ssize_t n, no;
-    slot.held = 0;
-    if (rows_get(o_rows, &rows, 0, "task_sort_rows rows", &n) < 0)
-        return NULL;
-    if (rows_get(o_out, &out, 1, "task_sort_rows out", &no) < 0) {
-        arr_release(&rows);
+    Py_ssize_t k = PyList_GET_SIZE(o_parts), got = 0, total = 0, cap;
+    if (k >= ((Py_ssize_t)1 << 31)) { /* (a part's number is 32 bits in the merge) */
+        PyErr_SetString(PyExc_ValueError, "task_sort_parts: too many parts");
         return NULL;
     }
-    if (arr_get(o_bounds, &bounds, 8, 0, "task_sort_rows bounds") < 0 ||
-        (o_slot != Py_None && arr_get(o_slot, &slot, 8, 0, "task_sort_rows slot") < 0)) {
-        arr_release(&rows);
+    Arr out;
+    if (rows_get(o_out, &out, 1, "task_sort_parts out", &cap) < 0)
+        return NULL;
+    Part *p = calloc((size_t)(k > 0 ? k : 1), sizeof(Part));
+    if (!p) {
         arr_release(&out);
-        arr_release(&bounds);
-        return NULL;
-    }
-    const char *err = NULL;
-    Py_ssize_t nb = arr_len(&bounds);
-    /* a copy of the bounds: checked once, then read only here */
-    int64_t *b = malloc(sizeof(int64_t) * (size_t)(nb > 0 ? nb : 1));
-    if (!b) {
-        arr_release(&rows);
-        arr_release(&out);
-        arr_release(&bounds);
-        arr_release(&slot);
         return PyErr_NoMemory();
     }
-    memcpy(b, bounds.view.buf, sizeof(int64_t) * (size_t)nb);
-    if (no < n)
-        err = "task_sort_rows: out must have room for the rows";
-    else if (slot.held && arr_len(&slot) != n)
-        err = "task_sort_rows: slot must have one entry a row";
-    else if (nb < 1 || b[0] != 0 || b[nb - 1] != n)
-        err = "task_sort_rows: bounds must run from 0 to the rows";
-    for (Py_ssize_t j = 0; j + 1 < nb && !err; j++)
-        if (b[j] > b[j + 1])
-            err = "task_sort_rows: bounds must not decrease";
-    int rc = 0;
-    if (!err) {
-        const int64_t *sl = slot.held ? slot.view.buf : NULL;
+    Py_ssize_t m = 0;
+    int failed = 0; /* (a Python error set) */
+    for (; got < k; got++) {
+        PyObject *slot = o_slots == Py_None ? Py_None : PyList_GET_ITEM(o_slots, got);
+        if (part_get(PyList_GET_ITEM(o_parts, got), slot, &p[got]) < 0) {
+            failed = 1;
+            break;
+        }
+        total += p[got].n;
+    }
+    if (!failed && total > cap) {
+        PyErr_SetString(PyExc_ValueError, "task_sort_parts: out must have room for the rows");
+        failed = 1;
+    }
+    if (!failed) {
         Py_BEGIN_ALLOW_THREADS
-        rc = sort_rows(rows.view.buf, n, b, nb - 1, sl, lo, span, out.view.buf);
+        m = sort_parts(p, k, lo, span, out.view.buf);
         Py_END_ALLOW_THREADS
     }
-    free(b);
-    arr_release(&rows);
+    for (Py_ssize_t j = 0; j < got; j++)
+        part_release(&p[j]);
+    free(p);
     arr_release(&out);
-    arr_release(&bounds);
-    arr_release(&slot);
-    if (rc == -1)
+    if (failed)
+        return NULL;
+    if (m == -1)
         return PyErr_NoMemory();
-    if (rc == -2)
-        err = "task_sort_rows: a key outside [lo, lo + span)";
-    if (rc == -3)
-        err = "task_sort_rows: a run out of (ts, prio) order";
-    if (err) {
-        PyErr_SetString(PyExc_ValueError, err);
+    if (m == -2) {
+        PyErr_SetString(PyExc_ValueError, "task_sort_parts: a key outside [lo, lo + span)");
         return NULL;
     }
-    Py_RETURN_NONE;
+    /* -3 - j: part j out of (ts, prio) order, as -1 - j */
+    return PyLong_FromSsize_t(m <= -3 ? m + 2 : m);
 }
 
 /* ---- keyed_last_below ------------------------------------------------------- */
@@ -368,6 +511,8 @@ typedef struct {
     int unseen_given;
     int64_t *o_key, *o_start, *o_end;
     int32_t *o_cpu, *o_since;
+    int32_t *o_pid; /* NULL: not written; else each row's key & pid_mask */
+    int64_t pid_mask;
     int8_t *o_state;
 } Scan;
 
@@ -462,6 +607,8 @@ static Py_ssize_t scan(const Scan *s)
             }
             /* the row in the making (kept when it ends after it starts, alive) */
             s->o_key[m] = s->row[i].key;
+            if (s->o_pid)
+                s->o_pid[m] = (int32_t)(s->row[i].key & s->pid_mask);
             s->o_cpu[m] = (int32_t)where;
             s->o_start[m] = p_start = s->row[i].ts;
             s->o_state[m] = (int8_t)st;
@@ -498,12 +645,14 @@ done:
 
 PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
 {
-    PyObject *o_rows, *o[8];
+    PyObject *o_rows, *o[9];
     int unseen_given;
-    if (!PyArg_ParseTuple(args, "OOOpOOOOOO", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
-                          &o[3], &o[4], &o[5], &o[6], &o[7]))
+    long long pid_mask = 0;
+    o[8] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOpOOOOOO|OL", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &pid_mask))
         return NULL;
-    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince;
+    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince, opid;
     Py_ssize_t n;
     if (rows_get(o_rows, &rows, 0, "task_states_scan rows", &n) < 0)
         return NULL;
@@ -516,8 +665,9 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
         {o[5], &oend, 8, 1, "task_states_scan out end"},
         {o[6], &ostate, 1, 1, "task_states_scan out state"},
         {o[7], &osince, 4, 1, "task_states_scan out since"},
+        {o[8], &opid, 4, 1, "task_states_scan out pid"},
     };
-    const int ns = 8;
+    const int ns = o[8] == Py_None ? 8 : 9; /* (the pids only when asked for) */
     if (arrs_get(spec, ns) < 0) {
         arr_release(&rows);
         return NULL;
@@ -537,6 +687,7 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
         .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
         .o_key = okey.view.buf, .o_start = ostart.view.buf, .o_end = oend.view.buf,
         .o_cpu = ocpu.view.buf, .o_since = osince.view.buf, .o_state = ostate.view.buf,
+        .o_pid = ns == 9 ? opid.view.buf : NULL, .pid_mask = pid_mask,
     };
     Py_ssize_t m;
     Py_BEGIN_ALLOW_THREADS
@@ -692,4 +843,128 @@ PyObject *pass_state_sums(PyObject *self, PyObject *args)
         return value_error(spec, ns, "state_sums: a group or state out of range");
     arrs_release(spec, ns);
     Py_RETURN_NONE;
+}
+
+/* ---- seconds_texts ---------------------------------------------------------- */
+
+/* The text of k ns as seconds, as Python's repr() writes the float k / 1e9 (k in
+ * [0, 10**15): at most 15 significant digits, which a double keeps, so that the
+ * shortest text that reads back as it is that decimal itself): "0.0"; from 1e-4 s
+ * "I.F" (F without its trailing zeros, at least one digit); below, "D[.DDD]e-NN".
+ * Returns the bytes written (at most 24). */
+static int seconds_text(int64_t k, char *o)
+{
+    char d[24];
+    int n = 0;
+    if (k == 0) {
+        memcpy(o, "0.0", 3);
+        return 3;
+    }
+    if (k >= 100000) {
+        int64_t ip = k / 1000000000, fp = k % 1000000000;
+        do {
+            d[n++] = (char)('0' + ip % 10);
+            ip /= 10;
+        } while (ip);
+        int w = 0;
+        while (n)
+            o[w++] = d[--n];
+        o[w++] = '.';
+        if (fp == 0) {
+            o[w++] = '0';
+            return w;
+        }
+        char f[9];
+        for (int i = 8; i >= 0; i--) {
+            f[i] = (char)('0' + fp % 10);
+            fp /= 10;
+        }
+        int end = 9;
+        while (f[end - 1] == '0')
+            end--;
+        memcpy(o + w, f, (size_t)end);
+        return w + end;
+    }
+    int64_t m = k;
+    while (m) {
+        d[n++] = (char)('0' + m % 10);
+        m /= 10;
+    }
+    /* d[n - 1] is the first digit; the exponent: n - 1 - 9 (from -9 to -5) */
+    int low = 0;
+    while (d[low] == '0')
+        low++;
+    int w = 0;
+    o[w++] = d[n - 1];
+    if (n - 1 > low) {
+        o[w++] = '.';
+        for (int i = n - 2; i >= low; i--)
+            o[w++] = d[i];
+    }
+    int e = 9 - (n - 1);
+    o[w++] = 'e';
+    o[w++] = '-';
+    o[w++] = (char)('0' + e / 10);
+    o[w++] = (char)('0' + e % 10);
+    return w;
+}
+
+PyObject *pass_seconds_texts(PyObject *self, PyObject *args)
+{
+    PyObject *o_ns, *o_glue;
+    if (!PyArg_ParseTuple(args, "OO!", &o_ns, &PyTuple_Type, &o_glue))
+        return NULL;
+    /* a row: its values with glue[j] between values j and j + 1 */
+    Py_ssize_t cols = PyTuple_GET_SIZE(o_glue) + 1, glue_len = 0;
+    for (Py_ssize_t j = 0; j + 1 < cols; j++) {
+        PyObject *g = PyTuple_GET_ITEM(o_glue, j);
+        if (!PyBytes_Check(g)) {
+            PyErr_SetString(PyExc_TypeError, "seconds_texts: glue must be a tuple of bytes");
+            return NULL;
+        }
+        glue_len += PyBytes_GET_SIZE(g);
+    }
+    Arr ns;
+    if (arr_get(o_ns, &ns, 8, 0, "seconds_texts ns") < 0)
+        return NULL;
+    Py_ssize_t n = arr_len(&ns);
+    const int64_t *k = ns.view.buf;
+    if (n % cols) {
+        arr_release(&ns);
+        PyErr_SetString(PyExc_ValueError, "seconds_texts: ns must be whole rows");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (k[i] < 0 || k[i] >= 1000000000000000LL) {
+            arr_release(&ns);
+            PyErr_SetString(PyExc_ValueError, "seconds_texts: ns must be in [0, 10**15)");
+            return NULL;
+        }
+    Py_ssize_t rows = n / cols;
+    /* (each value at most 24 bytes, each row its glue and a NUL) */
+    size_t cap = (size_t)n * 24 + (size_t)rows * ((size_t)glue_len + 1) + 1;
+    char *buf = malloc(cap);
+    if (!buf) {
+        arr_release(&ns);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t w = 0;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        if (r)
+            buf[w++] = '\0';
+        for (Py_ssize_t j = 0; j < cols; j++) {
+            if (j) {
+                PyObject *g = PyTuple_GET_ITEM(o_glue, j - 1);
+                memcpy(buf + w, PyBytes_AS_STRING(g), (size_t)PyBytes_GET_SIZE(g));
+                w += PyBytes_GET_SIZE(g);
+            }
+            int64_t v = k[r * cols + j];
+            /* (checked above; read again: checked again) */
+            w += seconds_text(v < 0 || v >= 1000000000000000LL ? 0 : v, buf + w);
+        }
+    }
+    arr_release(&ns);
+    PyObject *out = PyBytes_FromStringAndSize(buf, w);
+    free(buf);
+    return out;
 }

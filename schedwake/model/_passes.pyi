@@ -35,19 +35,19 @@ def in_table(values: np.ndarray, table: np.ndarray, lo: int, out: np.ndarray, /)
 def group_sums(
     key: np.ndarray, weight: np.ndarray | None, most: int, /
 ) -> tuple[bytes, bytes, bytes] | None: ...
-def task_sort_rows(
-    rows: np.ndarray,
-    bounds: np.ndarray,
-    slot: np.ndarray | None,
+def task_sort_parts(
+    parts: list[tuple[np.ndarray | int, ...]],
+    slots: list[np.ndarray] | None,
     lo: int,
     span: int,
     out: np.ndarray,
     /,
-) -> None: ...
+) -> int: ...
 def keyed_last_below(
     rows: np.ndarray, qkey: np.ndarray, qts: np.ndarray, out: np.ndarray, /
 ) -> None: ...
 def merge_rows_into(buf: np.ndarray, n: int, b: np.ndarray, /) -> None: ...
+def seconds_texts(ns: np.ndarray, glue: tuple[bytes, ...], /) -> bytes: ...
 def task_states_in_flight(rows: np.ndarray, at: np.ndarray, wake: np.ndarray, /) -> int: ...
 def task_states_scan(
     rows: np.ndarray,
@@ -60,6 +60,8 @@ def task_states_scan(
     out_end: np.ndarray,
     out_state: np.ndarray,
     out_since: np.ndarray,
+    out_pid: np.ndarray | None = None,
+    pid_mask: int = 0,
     /,
 ) -> int: ...
 def dense_codes(

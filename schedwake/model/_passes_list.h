@@ -26,11 +26,13 @@ PASS(group_sums,
      "rows and the sum of its weights (None: 0), as three bytes objects of int64s; None "
      "when there are more than most distinct keys")
 /* _pass_task_states.c */
-PASS(task_sort_rows,
-     "task_sort_rows(rows, bounds, slot, lo, span, out): out[:len(rows)] = the rows (uint8 "
-     "views of task_states._ROW arrays), made of runs [bounds[j], bounds[j + 1]) each in "
-     "(ts, prio) order, in (slot, ts, prio) order, stably; a row's slot: slot[i], or "
-     "its key - lo when slot is None; slots in [0, span)")
+PASS(task_sort_parts,
+     "task_sort_parts(parts, slots, lo, span, out) -> m: out[:m] = the rows (a uint8 "
+     "view of a task_states._ROW array) of the parts but those of key 0, in (slot, ts, "
+     "prio) order, ties in part order; a part: (ts, key, cpu, code, prio, letters, mark), "
+     "arrays of 1-, 4- or 8-byte ints (ts 8, key 4 or 8) or one int for all, each in "
+     "(ts, prio) order; slots: None (a row's slot: its key - lo) or an int64 array a "
+     "part; slots in [0, span); -1 - j: part j not in order (nothing written)")
 PASS(keyed_last_below,
      "keyed_last_below(rows, qkey, qts, out): out[j] = the last of the rows (in (key, "
      "ts) order) with key qkey[j] and ts below qts[j], else -1")
@@ -43,11 +45,16 @@ PASS(task_states_in_flight,
      "of a task_states._ROW array in (key, ts, prio) order")
 PASS(task_states_scan,
      "task_states_scan(rows, gflags, gend, unseen_given, out_key, out_cpu, out_start, "
-     "out_end, out_state, out_since) -> m: the task states' intervals of rows (a uint8 "
-     "view of a task_states._ROW array) in (key, ts, prio) order")
+     "out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task states' "
+     "intervals of rows (a uint8 view of a task_states._ROW array) in (key, ts, prio) "
+     "order; out_pid: each interval's key & pid_mask as int32")
 PASS(dense_codes,
      "dense_codes(key, lo, span, codes, levels) -> m: codes[:] = each key's rank among "
      "the distinct keys (ints in [lo, lo + span)), levels[:m] = those keys ascending")
+PASS(seconds_texts,
+     "seconds_texts(ns, glue) -> bytes: the rows of ns (int64s in [0, 10**15), "
+     "len(glue) + 1 a row) as the texts of their seconds (as repr() writes ns / 1e9) "
+     "with glue[j] (bytes) between values j and j + 1, a NUL after each row but the last")
 PASS(state_sums,
      "state_sums(group, state, start, end, out): out[g * 6 + s] = the sum of "
      "max(end - start, 0) of the rows of group g in state s")

@@ -54,18 +54,21 @@ says what each event means (its state code, priority, CPU), C runs the loops.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import json
+import math
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from itertools import chain, repeat
+from typing import Any, Protocol, overload
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from . import _passes, tasks
-from ._util import asof_index, in_span, is_sorted, member, stable_order, take
+from ._util import asof_index, in_span, member, stable_order, take
 from .events import Events, i64, ints
-from .lives import dies, pid_of
+from .lives import SHIFT, dies, pid_of
 from .memo import Memo
 
 
@@ -182,10 +185,9 @@ def build(
         else:
             lcode = np.full(len(ts), -1, dtype=np.int64)
             out_code = np.full(len(ts), _UNK, dtype=np.int8)
-        o = prev != 0
-        parts.append((ts[o], prev[o], cpu[o], out_code[o], _PRIO_OUT, lcode[o], 0))
-        i = nxt != 0
-        parts.append((ts[i], nxt[i], cpu[i], _RUN, _PRIO_IN, -1, 0))
+        # (the idle task's rows, pid 0, are left out where the rows are sorted)
+        parts.append((ts, prev, cpu, out_code, _PRIO_OUT, lcode, 0))
+        parts.append((ts, nxt, cpu, _RUN, _PRIO_IN, -1, 0))
     # a task is a pid's life (:mod:`.lives`): from here on ``pid`` is a life key
     born = np.zeros(0, np.int64)
     if ev.wakeup_new is not None and len(ev.wakeup_new):
@@ -221,16 +223,13 @@ def build(
         parts = [(p[0], ev.key(np.broadcast_to(p[1], (len(p[0]),)), p[0]), *p[2:]) for p in parts]
     # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
     # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
-    # after them for the rows added below (memory not written to costs nothing)
-    rows, bounds = _fill_rows(parts)
-    room = len(rows) + 6 * len(runs) + 1
-    buf = _task_rows(rows, bounds, room)
-    del rows
-    n = len(buf) - room
+    # after them for the rows added below, the censored runs' and a start row a task
+    # (memory not written to costs nothing)
+    buf, n = _task_rows(parts, sum(len(p[0]) for p in parts) + 6 * len(runs) + 1)
     censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
     if not n and not censored:
         return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
-    extra = [_part_rows(p) for p in censored]
+    extra = list(censored)
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
@@ -238,7 +237,7 @@ def build(
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
-    extra.append(_part_rows((since_ts, old, -1, _UNK, _PRIO_START, -1, 0)))
+    extra.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
     rows = _merged_into(buf, n, extra)
     del buf
     ts, pid = rows["ts"], rows["key"]
@@ -297,11 +296,17 @@ def build(
         np.empty(n, dtype=np.int64),
         np.empty(n, dtype=np.int8),
         np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int32),  # (each task's pid, :func:`.lives.pid_of`)
     )
-    k = _passes.task_states_scan(rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out)
-    task, where, start, stop, state, since = (a[:k] for a in out)
-    return _frame(task, where, start, stop, state, since, letter_cats)
+    k = _passes.task_states_scan(
+        rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out, _PID_MASK
+    )
+    task, where, start, stop, state, since, pid = (a[:k] for a in out)
+    return _frame(task, where, start, stop, state, since, letter_cats, pid)
 
+
+#: A life key's pid bits (:func:`.lives.pid_of`), for the scan to write the pids.
+_PID_MASK = (1 << SHIFT) - 1
 
 #: Flags of each task for the scan (_pass_task_states.c).
 _G_BORN, _G_UNSEEN, _G_GONE = 1, 2, 4
@@ -321,89 +326,70 @@ _ROW = np.dtype(
 )
 
 
-def _take_rows(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """``rows[at]`` (:data:`_ROW`), each row copied whole (not field by field)."""
-    return rows.view(np.dtype((np.void, _ROW.itemsize))).take(at).view(_ROW)
+def _task_rows(parts: list[tuple], room: int = 0) -> tuple[np.ndarray, int]:
+    """The rows (:data:`_ROW`) of the parts (ts, task, cpu, code, prio, letters code,
+    unknown mark; a column may be one value for all), those of pid 0 left out, in
+    (task, ts, prio) order, ties in the order of the parts, then of their rows; in an
+    array with ``room`` more rows after them; and how many. One pass in C
+    (_pass_task_states.c) writes each row once, at its place: the parts merged by (ts,
+    prio), each already in that order (the event tables are in time order; a part that
+    is not is put in order first), and placed by a counting sort by task."""
+    cols: list[tuple[Any, ...]] = [
+        (np.ascontiguousarray(p[0], dtype=np.int64), *map(_column, p[1:])) for p in parts
+    ]
+    out = np.empty(sum(len(c[0]) for c in cols) + room, dtype=_ROW)
+    slots, lo, span = _task_slots([c[1] for c in cols])
+    while True:
+        m = _passes.task_sort_parts(cols, slots, lo, span, out.view(np.uint8))
+        if m >= 0:
+            return out, m
+        j = -1 - m
+        order = _part_order(cols[j])
+        cols[j] = tuple(c if np.ndim(c) == 0 else c[order] for c in cols[j])
+        if slots is not None:
+            slots[j] = slots[j][order]
 
 
-def _fill_part(rows: np.ndarray, part: tuple) -> int:
-    """Write the rows (:data:`_ROW`) of a part (ts, task, cpu, code, prio, letters code,
-    unknown mark; a column may be one value for all) into ``rows`` (as many), those of
-    pid 0 left out, in (ts, prio) order (stably); how many are left."""
-    for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"), part):
-        rows[name] = v
-    if not (rows["key"] != 0).all():
-        kept = _take_rows(rows, np.flatnonzero(rows["key"] != 0))
-        rows = rows[: len(kept)]
-        rows.view(np.uint8)[:] = kept.view(np.uint8)
-    ts, prio = rows["ts"], rows["prio"]
-    order = None
-    if np.ndim(part[4]) == 0:
-        if not is_sorted(ts):
-            order = np.argsort(ts, kind="stable")
-    elif (
-        len(ts) > 1
-        and not ((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (prio[1:] >= prio[:-1]))).all()
-    ):
-        order = np.lexsort((prio, ts))
-    if order is not None:
-        rows.view(np.uint8)[:] = _take_rows(rows, order).view(np.uint8)
-    return len(rows)
+def _task_slots(keys: list[np.ndarray]) -> tuple[list[np.ndarray] | None, int, int]:
+    """Where the counting sort of :func:`_task_rows` places the rows of each task: by
+    its key - lo when the keys' range is not much wider than the rows (pids), else by
+    its rank among the keys (life keys, :mod:`.lives`: ``slots``, one array a part)."""
+    n = sum(len(k) for k in keys)
+    if not n:
+        return None, 0, 1
+    lo = min(int(k.min()) for k in keys if len(k))
+    hi = max(int(k.max()) for k in keys if len(k))
+    span = hi - lo + 1
+    if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
+        return None, lo, span
+    codes, levels = _dense(np.concatenate(keys))
+    return np.split(codes, np.cumsum([len(k) for k in keys])[:-1]), 0, max(len(levels), 1)
 
 
-def _part_rows(part: tuple) -> np.ndarray:
-    """The rows of a part (:func:`_fill_part`)."""
-    rows = np.empty(len(part[0]), dtype=_ROW)
-    return rows[: _fill_part(rows, part)]
+def _part_order(part: tuple) -> np.ndarray:
+    """The stable order of a part's rows by (ts, prio)."""
+    ts, prio = part[0], part[4]
+    return np.argsort(ts, kind="stable") if np.ndim(prio) == 0 else np.lexsort((prio, ts))
 
 
-def _fill_rows(parts: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of the parts (:func:`_fill_part`) one after another, and where each
-    part's begin and end (``bounds``)."""
-    rows = np.empty(sum(len(p[0]) for p in parts), dtype=_ROW)
-    bounds = [0]
-    for p in parts:
-        at = bounds[-1]
-        bounds.append(at + _fill_part(rows[at : at + len(p[0])], p))
-    return rows[: bounds[-1]], np.array(bounds, dtype=np.int64)
+def _column(v: Any) -> np.ndarray | int:
+    """A column of a part as :func:`_passes.task_sort_parts` takes it: one int, or an
+    array of 1-, 4- or 8-byte integers (the key's of 4 or 8)."""
+    if np.ndim(v) == 0:
+        return int(v)
+    a = np.ascontiguousarray(v)
+    if a.dtype.kind != "i" or a.dtype.itemsize not in (1, 4, 8):
+        a = a.astype(np.int64)
+    return a
 
 
-def _task_rows(rows: np.ndarray, bounds: np.ndarray, room: int) -> np.ndarray:
-    """The rows (of the parts ``bounds`` says, each in (ts, prio) order) in (task, ts,
-    prio) order, ties in their given order: one merge of the parts by (ts, prio) that
-    puts each row in its place by a counting sort by task (_pass_task_states.c), in an
-    array with ``room`` more rows after them."""
-    n = len(rows)
-    out = np.empty(n + room, dtype=_ROW)
-    slot, lo, span = None, 0, 1
-    if n:
-        key = rows["key"]
-        lo, hi = int(key.min()), int(key.max())
-        span = hi - lo + 1
-        if span > max(2 * n, 1 << 16) or span > 1 << 31:
-            # (life keys, :mod:`.lives`: a task's rank among them, in their order)
-            slot, levels = _dense(np.ascontiguousarray(key))
-            lo, span = 0, max(len(levels), 1)
-    _passes.task_sort_rows(rows.view(np.uint8), bounds, slot, lo, span, out.view(np.uint8))
-    return out
-
-
-def _cat_rows(parts: list[np.ndarray]) -> np.ndarray:
-    """The rows of the parts one after another (:data:`_ROW`: ``np.concatenate`` would
-    drop its padding)."""
-    if not parts:
-        return np.zeros(0, dtype=_ROW)
-    return np.concatenate([p.view(np.uint8) for p in parts]).view(_ROW)
-
-
-def _merged_into(buf: np.ndarray, n: int, parts: list[np.ndarray]) -> np.ndarray:
+def _merged_into(buf: np.ndarray, n: int, parts: list[tuple]) -> np.ndarray:
     """The rows ``buf[:n]`` (in (task, ts, prio) order) and those of the ``parts`` (few,
-    after them) in that order: theirs sorted, merged into the room after them
-    (_pass_task_states.c)."""
-    theirs = _cat_rows(parts)
-    theirs = _take_rows(theirs, np.lexsort((theirs["prio"], theirs["ts"], theirs["key"])))
-    _passes.merge_rows_into(buf.view(np.uint8), n, theirs.view(np.uint8))
-    return buf[: n + len(theirs)]
+    after them) in that order: theirs sorted (:func:`_task_rows`), merged into the room
+    after them (_pass_task_states.c)."""
+    theirs, m = _task_rows(parts)
+    _passes.merge_rows_into(buf.view(np.uint8), n, theirs[:m].view(np.uint8))
+    return buf[: n + m]
 
 
 def _distinct_sorted(key: np.ndarray) -> np.ndarray:
@@ -415,11 +401,12 @@ def _distinct_sorted(key: np.ndarray) -> np.ndarray:
     return key[keep]
 
 
-def _distinct(parts: list[np.ndarray]) -> np.ndarray:
-    """The distinct tasks of the rows ``parts``."""
+def _distinct(parts: list[tuple]) -> np.ndarray:
+    """The distinct tasks of the parts (their keys; pid 0 is not a task)."""
     if not parts:
         return np.zeros(0, np.int64)
-    return np.unique(np.concatenate([p["key"] for p in parts]))
+    keys = np.unique(np.concatenate([np.broadcast_to(p[1], (len(p[0]),)) for p in parts]))
+    return keys[keys != 0]
 
 
 def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
@@ -456,7 +443,11 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> li
         cs, cp = start[c], pid[c]
         at = np.empty(len(cs), dtype=np.int64)
         _passes.keyed_last_below(rows.view(np.uint8), cp.astype(np.int64), cs.astype(np.int64), at)
-        before = take(rows["ts"], at, -1)
+        # (the rows' ts gathered by index: ``take`` of the strided field would copy
+        # the whole column first)
+        before = np.full(len(at), -1, dtype=np.int64)
+        found = at >= 0
+        before[found] = rows["ts"][at[found]]
         unseen = np.minimum(np.maximum(runs["earliest_ts"].to_numpy()[c], before), cs)
         # a run of no length (its one proof is its switch-out) begins before that
         # switch-out, stamped with the same time; any other after a switch-out there
@@ -478,10 +469,12 @@ def _frame(
     state: npt.ArrayLike,
     since: npt.ArrayLike,
     letter_cats: Sequence[str],
+    pid: np.ndarray | None = None,
 ) -> pd.DataFrame:
+    """The intervals' frame; ``pid``: the tasks' pids when the scan gave them."""
     return pd.DataFrame(
         {
-            "pid": pid_of(task),
+            "pid": pid_of(task) if pid is None else pid,
             # the task: its pid's life (:mod:`.lives`), the pid itself in a first life
             "task": np.asarray(task, dtype=np.int64),
             "cpu": np.asarray(cpu, dtype=np.int32),
@@ -586,9 +579,13 @@ def _group_sums(
     for c, u in zip(codes[1:], levels[1:]):
         group = group * len(u) + c
     n_groups = len(levels[0])
+    combo = None
     if len(keys) > 1:
-        group, combo = _dense(group)
-        n_groups = len(combo)
+        n_groups = int(np.prod([len(u) for u in levels]))
+        # (sums over every combination while they take no more than 6 bytes a row)
+        if n_groups > max(len(group) // 8, 1 << 16):
+            group, combo = _dense(group)
+            n_groups = len(combo)
     sums = np.empty(n_groups * len(STATES), dtype=np.int64)
     _passes.state_sums(
         group,
@@ -597,6 +594,11 @@ def _group_sums(
         np.ascontiguousarray(end, dtype=np.int64),
         sums,
     )
+    if len(keys) > 1 and combo is None:
+        # summed over every combination of the keys' values: those with rows kept
+        combo = np.flatnonzero(np.bincount(group, minlength=n_groups))
+        sums = sums.reshape(n_groups, len(STATES))[combo].ravel()
+        n_groups = len(combo)
     if len(keys) == 1:
         index = pd.Index(levels[0], name=keys[0])
     else:
@@ -610,6 +612,18 @@ def _group_sums(
             [u[c] for u, c in zip(levels, reversed(parts))], names=keys
         )
     return pd.DataFrame(sums.reshape(n_groups, len(STATES)), index=index, columns=list(STATES))
+
+
+def _level_sums(sums: pd.DataFrame, level: int) -> pd.DataFrame:
+    """The ns per state of :func:`_group_sums` by two keys summed per value of one of
+    them (``level``), as :func:`_group_sums` by that key alone gives them (the groups
+    sorted): the same exact integer sums, over the groups' rows instead of the
+    intervals."""
+    key = sums.index.get_level_values(level)
+    codes, levels = _dense(key.to_numpy())
+    out = np.zeros((len(levels), len(STATES)), dtype=np.int64)
+    np.add.at(out, codes, sums.to_numpy(dtype=np.int64))
+    return pd.DataFrame(out, index=pd.Index(levels, name=key.name), columns=list(STATES))
 
 
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -657,23 +671,32 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
         if f is None or len(f) == 0 or comm_col not in f.columns:
             out.append({})
             continue
-        ts = i64(f, "ts")
-        at = np.flatnonzero(in_span(ts, t0, t1))
-        pid = ev.key(ints(f, pid_col)[at], ts[at])
-        upid, last = _last_of_each(pid)
-        rows = at[last]
+        ts, pid = i64(f, "ts"), ints(f, pid_col)
+        if t0 is None and t1 is None:  # (every row: no copy of the columns)
+            upid, rows = last_rows(ev.key(pid, ts))
+        else:
+            at = np.flatnonzero(in_span(ts, t0, t1))
+            upid, last = last_rows(ev.key(pid[at], ts[at]))
+            rows = at[last]
         # (only the rows kept: a string column's whole conversion costs the most)
         comm = f[comm_col].iloc[rows].to_numpy()
         out.append(dict(zip(upid.tolist(), (str(c) for c in comm))))
     return out
 
 
-def _last_of_each(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def last_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of ``key`` (ascending) and the position of the last row of
-    each: ``np.unique(key[::-1], return_index=True)`` read back, by a stable radix
-    order of the keys rather than a sort."""
+    each: ``np.unique(key[::-1], return_index=True)`` read back; by a table over the
+    keys' range when it is not much wider than the rows (each key's greatest row, one
+    pass), else by a stable radix order of the keys rather than a sort."""
     if len(key) == 0:
         return key, np.zeros(0, dtype=np.intp)
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo < max(2 * len(key), 1 << 16):
+        last = np.full(hi - lo + 1, -1, dtype=np.intp)
+        np.maximum.at(last, key - lo, np.arange(len(key), dtype=np.intp))
+        present = np.flatnonzero(last >= 0)
+        return (present + lo).astype(key.dtype), last[present]
     order = stable_order(key)
     k = key[order]
     last = np.ones(len(k), dtype=bool)
@@ -711,7 +734,7 @@ def totals_shares(t: pd.DataFrame, names: dict[int, str]) -> dict[str, float | N
     """:func:`class_shares` of the :func:`totals` per task ``t`` (seconds; index: the
     tasks): what the time parts of a trace give from their summed ns
     (:func:`seconds` of :attr:`StateSums.per_task`)."""
-    cls = pd.Series([task_class(names.get(int(p), ""), int(p)) for p in t.index], index=t.index)
+    cls = _class_of(t.index, names)
     out: dict[str, float | None] = {}
     for c in CLASSES:
         sel = t[cls == c]
@@ -727,8 +750,10 @@ def _task_column(intervals: pd.DataFrame) -> str:
 
 
 def _class_of(pids: Iterable[int], names: dict[int, str]) -> np.ndarray:
-    """:func:`task_class` of each pid (by its name in ``names``), as an object array."""
-    return np.array([task_class(names.get(int(p), ""), int(p)) for p in pids], dtype=object)
+    """:func:`task_class` of each pid (by its name in ``names``), as an object array (the
+    names looked up and classed by ``map``, not a Python step a task)."""
+    keys = np.asarray(pids, dtype=np.int64).tolist()
+    return np.array(list(map(task_class, map(names.get, keys, repeat("")), keys)), dtype=object)
 
 
 def class_share_windows(
@@ -837,7 +862,8 @@ class StateSums:
         if not len(iv):
             empty = pd.DataFrame(columns=list(STATES), dtype=np.int64)
             return cls(empty, None, empty)
-        return cls(totals_ns(iv, (task,)), totals_ns(iv, (task, "cpu")), totals_ns(iv, ("cpu",)))
+        per_cpu_task = totals_ns(iv, (task, "cpu"))
+        return cls(_level_sums(per_cpu_task, 0), per_cpu_task, _level_sums(per_cpu_task, 1))
 
     @classmethod
     def add(cls, parts: Sequence[StateSums]) -> StateSums:
@@ -877,55 +903,28 @@ def focused(model: TaskStatesOf, iv: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
-    """:func:`summary` from the sums of the intervals and the tasks' names."""
+    """:func:`summary` from the sums of the intervals and the tasks' names: the tasks'
+    rows from NumPy columns (:class:`TaskRows`: made into dicts only when read)."""
     per_task = seconds(by_state.per_task)
-    per_cpu_task = None if by_state.per_cpu_task is None else seconds(by_state.per_cpu_task)
     per_cpu = seconds(by_state.per_cpu)
 
     def secs(row: pd.Series) -> dict[str, float]:
         return {k: round(float(row[k]), 9) for k in TOTAL_COLUMNS}
 
-    def rounded(frame: pd.DataFrame) -> list[list[float]]:
-        """The seconds of every row, each rounded to the ns (one pass, not a row
-        lookup per task)."""
-        values = frame[list(TOTAL_COLUMNS)].to_numpy(dtype=np.float64)
-        # a whole number of ns over 1e9 (below 2**20 s: its ulp is under half a ns) is
-        # its own round(v, 9): only the other values go through round()
-        exact = (np.rint(values * 1e9) / 1e9 == values) & (np.abs(values) < 2.0**20)
-        rows = values.tolist()
-        for r in np.flatnonzero(~exact.all(axis=1)).tolist():
-            rows[r] = [round(v, 9) for v in rows[r]]
-        return rows
-
-    # each task's per-CPU rows, in one pass over the (pid, cpu) table (not a lookup per task)
-    cpus_of: dict[int, list[dict]] = {}
-    if per_cpu_task is not None:
-        # (the index's levels as lists: not a tuple object a row first)
-        index = per_cpu_task.index
-        for pid, cpu, vals in zip(
-            index.get_level_values(0).tolist(),
-            index.get_level_values(1).tolist(),
-            rounded(per_cpu_task),
-        ):
-            cpus_of.setdefault(int(pid), []).append(
-                {"cpu": None if cpu < 0 else int(cpu), **dict(zip(TOTAL_COLUMNS, vals))}
-            )
-    tasks_out = []
-    order = per_task.sort_values("running_s", ascending=False, kind="stable")
-    keys = order.index.to_numpy(dtype=np.int64)
-    for key, pid, vals in zip(keys.tolist(), pid_of(keys).tolist(), rounded(order)):
-        comm = names.get(key, "")
-        tasks_out.append(
-            {
-                "pid": pid,
-                "comm": comm,
-                "class": task_class(comm, pid),
-                **dict(zip(TOTAL_COLUMNS, vals)),
-                "cpus": cpus_of.get(key, []),
-            }
-        )
+    keys = per_task.index.to_numpy(dtype=np.int64)
+    pids = pid_of(keys).tolist()
+    comms = list(map(names.get, keys.tolist(), repeat("", len(keys))))
+    classes = list(map(task_class, comms, pids))
+    order = _most_running_first(per_task["running_s"].to_numpy())
+    tasks_out = TaskRows(
+        [pids[i] for i in order],
+        [comms[i] for i in order],
+        [classes[i] for i in order],
+        _rounded(per_task.to_numpy()[order]),
+        *_cpu_rows(by_state.per_cpu_task, keys[order]),
+    )
     classes_out = []
-    cls = _class_of(per_task.index, names)
+    cls = np.array(classes, dtype=object)
     for c in CLASSES:
         sel = per_task[cls == c] if len(per_task) else per_task
         if len(sel) == 0:
@@ -944,3 +943,216 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
         {"cpu": None if cpu < 0 else int(cpu), **secs(row)} for cpu, row in per_cpu.iterrows()
     ]
     return {"tasks": tasks_out, "classes": classes_out, "cpus": cpus_out}
+
+
+def _most_running_first(running: np.ndarray) -> list[int]:
+    """The positions of ``running`` from the largest down, ties in their order: what
+    ``sort_values(ascending=False, kind="stable")`` gives (its own steps: the values
+    reversed, sorted stably, the order reversed back)."""
+    back = np.arange(len(running))[::-1]
+    return back[np.argsort(running[::-1], kind="stable")][::-1].tolist()
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    """The seconds of every row of ``values`` (:data:`TOTAL_COLUMNS`), each rounded to
+    the ns (``round(v, 9)``; one pass, not a row lookup per task)."""
+    values = np.array(values, dtype=np.float64)
+    # a whole number of ns over 1e9 (below 2**20 s: its ulp is under half a ns) is
+    # its own round(v, 9): only the other values go through round()
+    exact = (np.rint(values * 1e9) / 1e9 == values) & (np.abs(values) < 2.0**20)
+    for r in np.flatnonzero(~exact.all(axis=1)).tolist():
+        values[r] = [round(v, 9) for v in values[r].tolist()]
+    return values
+
+
+def _cpu_rows(
+    per_cpu_task: pd.DataFrame | None, keys: np.ndarray
+) -> tuple[list[int | None], np.ndarray, list[int]]:
+    """The per-CPU rows of the tasks ``keys`` (in that order; ns per state, by (task,
+    CPU)): each row's CPU (None: not known) and seconds, and each task's number of
+    rows; a task's rows in CPU order, as the sums give them."""
+    if per_cpu_task is None or not len(per_cpu_task):
+        return [], np.zeros((0, len(TOTAL_COLUMNS))), [0] * len(keys)
+    index = per_cpu_task.index
+    task = index.get_level_values(0).to_numpy(dtype=np.int64)
+    cpu = index.get_level_values(1).to_numpy(dtype=np.int64)
+    by_task = stable_order(task)  # (the sums' rows are in (task, CPU) order already)
+    task = task[by_task]
+    lo = np.searchsorted(task, keys, "left")
+    counts = np.asarray(np.searchsorted(task, keys, "right") - lo, dtype=np.int64)
+    first = np.cumsum(counts) - counts
+    rows = by_task[np.repeat(lo - first, counts) + np.arange(int(counts.sum()))]
+    cpus: list[int | None] = [None if c < 0 else c for c in cpu[rows].tolist()]
+    return cpus, _rounded(seconds(per_cpu_task).to_numpy()[rows]), counts.tolist()
+
+
+class TaskRows(Sequence[dict[str, Any]]):
+    """The tasks of a :func:`summary` (``tasks``), most running first, kept as columns:
+    each task's ``pid``, ``comm``, ``class`` and seconds (:data:`TOTAL_COLUMNS`), and
+    its rows per CPU (``cpus``: ``cpu`` and seconds), one after another in the tasks'
+    order. Read, it is the list of the tasks' dicts (made once, on first use); the JSON
+    writer (:mod:`schedwake.jsonout`) writes its text from the columns instead
+    (:meth:`__json_indented__`: the same bytes, no dict a task)."""
+
+    def __init__(
+        self,
+        pids: list[int],
+        comms: list[str],
+        classes: list[str | None],
+        values: np.ndarray,
+        cpus: list[int | None],
+        cpu_values: np.ndarray,
+        counts: list[int],
+    ) -> None:
+        self.pids, self.comms, self.classes, self.values = pids, comms, classes, values
+        self.cpus, self.cpu_values, self.counts = cpus, cpu_values, counts
+        self._rows: list[dict[str, Any]] | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The tasks' dicts (as :func:`summary` documents them)."""
+        if self._rows is None:
+            out, at = [], 0
+            cpu_values = self.cpu_values.tolist()
+            for pid, comm, cls, vals, k in zip(
+                self.pids, self.comms, self.classes, self.values.tolist(), self.counts
+            ):
+                cpus = [
+                    {"cpu": c, **dict(zip(TOTAL_COLUMNS, v))}
+                    for c, v in zip(self.cpus[at : at + k], cpu_values[at : at + k])
+                ]
+                at += k
+                out.append(
+                    {"pid": pid, "comm": comm, "class": cls, **dict(zip(TOTAL_COLUMNS, vals)),
+                     "cpus": cpus}
+                )  # fmt: skip
+            self._rows = out
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self.pids)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self.rows()[i]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TaskRows):
+            other = other.rows()
+        return isinstance(other, list) and self.rows() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.rows())
+
+    def __json__(self) -> list[dict[str, Any]]:
+        """What :func:`schedwake.jsonout.jsonable` makes of it: the list of dicts."""
+        return self.rows()
+
+    def __json_indented__(self, indent: str, level: int) -> str:
+        """The list of dicts as :func:`schedwake.jsonout.dumps` writes it at ``level``
+        (``indent`` a level), written from the columns: each value's text by the
+        encoder of its type, the rows' texts joined with their keys in C (``map`` and
+        ``str.join``, no Python step a row)."""
+        if not self.pids:
+            return "[]"
+        at = [indent * (level + d) for d in range(5)]
+        task_text = _dict_texts(
+            at[2],
+            at[1],
+            [("pid", _ints(self.pids)), ("comm", list(map(_encode_str, self.comms))),
+             ("class", list(map(_json_str_or_null, self.classes))),
+             (TOTAL_COLUMNS[0], _seconds_texts(self.values, at[2]))],
+            last_key="cpus",
+        )  # fmt: skip
+        cpu_text = _dict_texts(
+            at[4], at[3], [("cpu", list(map(_json_int_or_null, self.cpus))),
+                           (TOTAL_COLUMNS[0], _seconds_texts(self.cpu_values, at[4]))]
+        )  # fmt: skip
+        # each task's separator and dict text, then a separator and the text of each of
+        # its CPUs' dicts (a list), then its end: one string a piece, joined once
+        counts = np.asarray(self.counts, dtype=np.int64)
+        n, m = len(counts), len(cpu_text)
+        first = np.cumsum(counts) - counts  # each task's first CPU row
+        lead_at = 3 * np.arange(n) + 2 * first
+        pieces = np.empty(3 * n + 2 * m, dtype=object)
+        pieces[lead_at] = ",\n" + at[1]
+        pieces[0] = "[\n" + at[1]
+        pieces[lead_at + 1] = _objects(task_text)
+        cpu_at = np.repeat(lead_at + 2 - 2 * first, counts) + 2 * np.arange(m)
+        pieces[cpu_at] = ",\n" + at[3]
+        pieces[cpu_at[first[counts > 0]]] = "[\n" + at[3]
+        pieces[cpu_at + 1] = _objects(cpu_text)
+        close = "\n" + at[1] + "}"
+        ends = np.array(["[]" + close, "\n" + at[2] + "]" + close], dtype=object)
+        pieces[lead_at + 2 + 2 * counts] = ends[(counts > 0).astype(np.intp)]
+        return "".join(pieces.tolist()) + "\n" + at[0] + "]"
+
+
+def _objects(texts: list[str]) -> np.ndarray:
+    """The strings ``texts`` as an object array (the same objects, not copied)."""
+    out = np.empty(len(texts), dtype=object)
+    out[:] = texts
+    return out
+
+
+def _dict_texts(
+    inner: str, outer: str, columns: list[tuple[str, list[str]]], last_key: str | None = None
+) -> list[str]:
+    """Each row's dict text (JSON, indented: its items at ``inner``, its closing brace
+    at ``outer``) of the ``columns`` (key, each row's value text); with ``last_key``, the
+    text ends after that key's ``": "`` (its value and the brace come after)."""
+    frags = []
+    sep = "{\n" + inner
+    for key, _ in columns:
+        frags.append(sep + _encode_str(key) + ": ")
+        sep = ",\n" + inner
+    tail = sep + _encode_str(last_key) + ": " if last_key else "\n" + outer + "}"
+    parts: list[Iterable[str]] = []
+    for frag, (_, texts) in zip(frags, columns):
+        parts += [repeat(frag), texts]
+    return list(map("".join, zip(*parts, repeat(tail))))
+
+
+def _seconds_texts(values: np.ndarray, inner: str) -> list[str]:
+    """Each row's seconds (:data:`TOTAL_COLUMNS`) as the text of its dict's items from
+    the first value on (``v0,\n<inner>"running_s": v1``...), as JSON writes them
+    (``repr()``; not finite: null): rows of whole numbers of ns (below 10**15 ns: 15
+    digits, which a float keeps) in C from their ns (``_passes.seconds_texts``), any
+    other by ``repr()``."""
+    v = np.asarray(values, dtype=np.float64).reshape(len(values), len(TOTAL_COLUMNS))
+    if not len(v):
+        return []
+    with np.errstate(invalid="ignore", over="ignore"):
+        k = np.rint(v * 1e9)
+        whole = ((k >= 0) & (k < 1e15) & (k / 1e9 == v) & ~np.signbit(v)).all(axis=1)
+    glue = tuple(",\n" + inner + _encode_str(key) + ": " for key in TOTAL_COLUMNS[1:])
+    ns = np.where(whole[:, None], k, 0).astype(np.int64).ravel()
+    texts = _passes.seconds_texts(ns, tuple(g.encode() for g in glue)).decode().split("\0")
+    for r in np.flatnonzero(~whole).tolist():
+        items = [float.__repr__(x) if math.isfinite(x) else "null" for x in v[r].tolist()]
+        texts[r] = "".join(chain.from_iterable(zip(("", *glue), items)))
+    return texts
+
+
+def _ints(values: list[int]) -> list[str]:
+    return list(map(int.__repr__, values))
+
+
+def _json_int_or_null(v: int | None) -> str:
+    return "null" if v is None else int.__repr__(v)
+
+
+def _json_str_or_null(v: str | None) -> str:
+    return "null" if v is None else _encode_str(v)
+
+
+_encode_str = json.encoder.encode_basestring_ascii
