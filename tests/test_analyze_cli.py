@@ -107,6 +107,7 @@ def test_api_analysis_is_what_the_cli_prints(fio_json):
     ``to_dict()`` is the JSON document, its attributes the parts of it."""
     import schedwake
     from schedwake.analysis import Analysis
+    from schedwake.jsonout import jsonable
     from schedwake.model import MODEL_EVENTS
 
     # the events the CLI reads (the evidence lines show every event loaded)
@@ -114,6 +115,11 @@ def test_api_analysis_is_what_the_cli_prints(fio_json):
     result = schedwake.analyze(trace)
     assert isinstance(result, Analysis)
     assert json.loads(analyze_report.to_json(result)) == fio_json
+    # to_dict() is plain lists and dicts: the standard library's encoder takes it, and it
+    # reads back as the document the CLI writes (NaN there is null)
+    assert json.loads(json.dumps(jsonable(result.to_dict()))) == fio_json
+    assert isinstance(json.dumps(result.to_dict()), str)
+    assert isinstance(result.to_dict()["task_states"]["tasks"], list)
     assert result.topology["source"] == "file" and result.topology["llc"] == [[0, 1]]
     # the trace's caveats, then one per metric it gives only within bounds
     assert result.caveats == fio_json["caveats"]

@@ -143,13 +143,27 @@ class Analysis:
     def to_dict(self) -> dict:
         """The JSON document of ``schedwake analyze --format json``: the trace's facts
         with the topology used and the longest wake-to-run wait, the caveats, the
-        findings, the metrics and the task states (:func:`document`)."""
-        return document(self)
+        findings, the metrics and the task states (:func:`document`), as plain lists and
+        dicts (``json.dumps`` takes it)."""
+        return plain(document(self))
+
+
+def plain(doc: dict) -> dict:
+    """A :func:`document` with its tasks' rows as the list of their dicts: the document
+    keeps them as columns (:class:`~..model.task_states.TaskRows`), which
+    :func:`schedwake.jsonout.dumps` writes without a dict a task."""
+    from ..model.task_states import TaskRows
+
+    states = doc.get("task_states")
+    if isinstance(states, dict) and isinstance(states.get("tasks"), TaskRows):
+        doc["task_states"] = {**states, "tasks": states["tasks"].rows()}
+    return doc
 
 
 def document(a: Any) -> dict:
     """The JSON document of an analysis (:meth:`Analysis.to_dict`), of a whole trace or
-    joined from its time parts (:class:`.partitioned.PartitionedAnalysis`)."""
+    joined from its time parts (:class:`.partitioned.PartitionedAnalysis`); the tasks'
+    rows of its task states are columns (:func:`plain` makes them a list)."""
     return {
         "trace": {
             **a.facts,

@@ -35,7 +35,7 @@ from ..model.waits import aggregate
 from ..partition import in_span, owned_mask, owned_rows
 from ..partition.parts import crossing_waits, waits_beyond
 from ..summary import completeness_told, meta_summary
-from . import bounds_caveats, check_thresholds, document, topology_facts, wait_causes
+from . import bounds_caveats, check_thresholds, document, plain, topology_facts, wait_causes
 from .partials import (
     GapPartial,
     MetricPartial,
@@ -625,7 +625,7 @@ class PartitionedAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         """:meth:`schedwake.analysis.Analysis.to_dict`."""
-        return document(self)
+        return plain(document(self))
 
 
 def analyze_parts(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from ..analysis import document
 from ..detect import Finding, shown
 from ..detect.base import LongestGap
 from ..jsonout import dumps
@@ -248,8 +249,9 @@ def _busy_table(busy: dict, indent: str = "  ") -> list[str]:
 def to_json(analysis, indent: int = 2) -> str:
     """``schedwake analyze --format json``: the analysis's
     :meth:`~schedwake.analysis.Analysis.to_dict` as JSON (NaN is null:
-    :mod:`schedwake.jsonout`)."""
-    return dumps(analysis.to_dict(), indent=indent)
+    :mod:`schedwake.jsonout`), written from its :func:`~schedwake.analysis.document`
+    (the tasks' rows from their columns)."""
+    return dumps(document(analysis), indent=indent)
 
 
 @dataclass(frozen=True)
