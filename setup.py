@@ -59,6 +59,7 @@ PASS_SOURCES = [
     "schedwake/model/_pass_groups.c",
     "schedwake/model/_pass_task_states.c",
     "schedwake/model/_pass_waits.c",
+    "schedwake/model/_pass_completeness.c",
 ]
 
 setup(

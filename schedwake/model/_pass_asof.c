@@ -176,8 +176,7 @@ done:
 /* key i of a 4- or 8-byte signed integer array, less lo */
 static inline uint64_t key_slot_at(const void *key, Py_ssize_t size, Py_ssize_t i, int64_t lo)
 {
-    int64_t k = size == 4 ? (int64_t)((const int32_t *)key)[i] : ((const int64_t *)key)[i];
-    return (uint64_t)k - (uint64_t)lo;
+    return (uint64_t)key_at(key, size, i) - (uint64_t)lo;
 }
 
 static int in_time_order(const int64_t *ts, Py_ssize_t n)

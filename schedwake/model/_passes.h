@@ -110,6 +110,12 @@ static inline int arr_get_key(PyObject *obj, Arr *a, const char *what)
     return arr_get(obj, a, size == 4 ? 4 : 8, 0, what);
 }
 
+/* Value i of a key array (4- or 8-byte signed integers, as arr_get_key takes them). */
+static inline int64_t key_at(const void *key, Py_ssize_t size, Py_ssize_t i)
+{
+    return size == 4 ? (int64_t)((const int32_t *)key)[i] : ((const int64_t *)key)[i];
+}
+
 /* Whether a key range from Python is one a pass's table takes: lo within 2**62 of 0
  * (key - lo cannot overflow), span in [1, 2**31]; else a ValueError naming the pass. */
 static inline int range_ok(const char *pass, long long lo, long long span)

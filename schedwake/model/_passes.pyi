@@ -91,3 +91,14 @@ def task_order(
     out: np.ndarray,
     /,
 ) -> int: ...
+def event_segments(
+    pos: np.ndarray,
+    rank: np.ndarray,
+    ets: np.ndarray,
+    epid: np.ndarray,
+    sw_ts: np.ndarray,
+    sw_next: np.ndarray,
+    seg: np.ndarray,
+    status: np.ndarray,
+    /,
+) -> None: ...

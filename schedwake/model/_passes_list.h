@@ -59,3 +59,8 @@ PASS(wait_epochs,
 PASS(task_order,
      "task_order(task, by_time, pid, lo, span, out) -> int: the rows by_time lists but pid "
      "0's, stably by task (keys in [lo, lo + span)), into out; the number placed")
+/* _pass_completeness.c */
+PASS(event_segments,
+     "event_segments(pos, rank, ets, epid, sw_ts, sw_next, seg, status): seg[i] = "
+     "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
+     "the segment's task (sw_next), 2 another, 3 another at the time of its switch")

@@ -54,6 +54,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
+from . import _passes
 from ._util import asof_index, is_sorted, lex_order, object_categories, take
 from .events import MODEL_EVENTS, Events, ints
 
@@ -103,6 +104,9 @@ TWO_CPUS_TOLERANCE_NS = 20_000
 _UNKNOWN, _LOST = -1, -2
 _IN, _EV, _OUT = 0, 1, 2  # the order of points at one time within a segment
 _END_SWITCH, _END_EVENT, _END_TRACE = 0, 1, 2
+#: an event's segment (_passes.event_segments): none, its task's, another task's, another
+#: task's at the very time of the segment's switch (``_Proofs._segment`` settles those)
+_SEG_NONE, _SEG_OWN, _SEG_OTHER, _SEG_TIE = 0, 1, 2, 3
 END_KINDS = ("switch", "event", "trace")
 STATES = ("running", "idle", "unknown")
 
@@ -395,11 +399,6 @@ class _Switches:
         self.chain_ok = self.B == self.next
         return self
 
-    def of_given(self, pos: np.ndarray) -> np.ndarray:
-        """Positions of given switch rows (-1: none) as positions in the (CPU, time)
-        order."""
-        return np.where(pos >= 0, self.rank[np.maximum(pos, 0)], -1) if self.n else pos
-
     def first_index(self) -> dict[int, int]:
         """Per CPU, the index of its first switch."""
         if self.n == 0:
@@ -439,9 +438,8 @@ class _Proofs:
             if len(ets):
                 lo = int(ets.min())
                 self.first_ts = lo if self.first_ts is None else min(self.first_ts, lo)
-            seg = self._segment(ets, ecpu, epid)
-            inside = np.flatnonzero(seg >= 0)
-            bad = inside[epid[inside] != sw.next[seg[inside]]]
+            seg, status = self._segment(ets, ecpu, epid)
+            bad = np.flatnonzero(status == _SEG_OTHER)
             if len(bad):
                 self.mismatch[seg[bad]] = True
                 o = np.lexsort((ets[bad], seg[bad]))
@@ -466,8 +464,12 @@ class _Proofs:
         #: the segments whose points are sorted: a broken chain, a mismatch, a loss
         self.suspect = ~sw.chain_ok | self.mismatch | lost_in
 
-    def _segment(self, ets: np.ndarray, ecpu: np.ndarray, epid: np.ndarray) -> np.ndarray:
-        """Per event, the segment it falls in (-1: before its CPU's first switch).
+    def _segment(
+        self, ets: np.ndarray, ecpu: np.ndarray, epid: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per event, the segment it falls in (-1: before its CPU's first switch) and
+        whether it is that segment's task's (``_SEG_*``: one compiled pass,
+        ``_passes.event_segments``, then the ties below).
 
         An event stamped with the very time of one or more switches of its CPU (a
         coarse clock, text with microseconds) may have fired before, between or after
@@ -475,11 +477,15 @@ class _Proofs:
         event's own (the task a switch put on, or the task the next switch switches out:
         an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
-        seg = sw.of_given(asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True))
-        at = np.flatnonzero(seg >= 0)
-        tie = at[(ets[at] == sw.ts[seg[at]]) & (epid[at] != sw.next[seg[at]])]
+        pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
+        seg = np.empty(len(ets), dtype=np.int64)
+        status = np.empty(len(ets), dtype=np.int8)
+        _passes.event_segments(pos, sw.rank, np.ascontiguousarray(ets), np.ascontiguousarray(epid),
+                               sw.ts, sw.next, seg, status)  # fmt: skip
+        del pos
+        tie = np.flatnonzero(status == _SEG_TIE)
         if not len(tie):
-            return seg
+            return seg, status
         t, pid = ets[tie], epid[tie]
         cur = seg[tie].copy()
         best = cur.copy()
@@ -499,7 +505,9 @@ class _Proofs:
             # go on while the switch reached is itself stamped t
             active = can & ~hit & (sw.ts[cur] == t)
         seg[tie] = best
-        return seg
+        own = take(sw.next, best, 0) == pid
+        status[tie] = np.where(best < 0, _SEG_NONE, np.where(own, _SEG_OWN, _SEG_OTHER))
+        return seg, status
 
     def breaks(self) -> pd.DataFrame:
         """The chain breaks, the context contradictions of intact chains, the losses."""
