@@ -60,6 +60,7 @@ PASS_SOURCES = [
     "schedwake/model/_pass_task_states.c",
     "schedwake/model/_pass_waits.c",
     "schedwake/model/_pass_completeness.c",
+    "schedwake/model/_pass_wakeups.c",
 ]
 
 setup(

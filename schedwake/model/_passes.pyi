@@ -102,3 +102,18 @@ def event_segments(
     status: np.ndarray,
     /,
 ) -> None: ...
+def settling_walk(
+    c_ts: np.ndarray,
+    c_key: np.ndarray,
+    c_cpu: np.ndarray,
+    c_dest: np.ndarray,
+    order: np.ndarray | None,
+    ts: np.ndarray,
+    key: np.ndarray,
+    cpu: np.ndarray,
+    placed: np.ndarray,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> bool: ...

@@ -64,3 +64,11 @@ PASS(event_segments,
      "event_segments(pos, rank, ets, epid, sw_ts, sw_next, seg, status): seg[i] = "
      "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
      "the segment's task (sw_next), 2 another, 3 another at the time of its switch")
+/* _pass_wakeups.c */
+PASS(settling_walk,
+     "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "
+     "-> bool: out[i] = the time of the first event (ts, key, cpu, placed; in time order) "
+     "of key c_key[i] at or after c_ts[i], the next one at a later time when that one is "
+     "on another CPU than c_cpu[i] and places the task on c_dest[i]; int64 max if none; "
+     "False (out not filled) when the events or the candidates (through order, a "
+     "permutation; None: as they are) are not in time order")

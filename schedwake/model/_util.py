@@ -71,7 +71,7 @@ def asof_index(
     lkey, rkey = np.asarray(lkey), np.asarray(rkey)
     if lkey.dtype != rkey.dtype or lkey.dtype.kind not in "iu":
         lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
-    small = _small_keys(lkey, rkey)
+    small = small_keys(lkey, rkey)
     if small is not None:
         # both sides in time order (event tables are): one walk over both
         lk, rk, lo, span = small
@@ -117,7 +117,7 @@ def asof_index(
     return out
 
 
-def _small_keys(
+def small_keys(
     lkey: np.ndarray, rkey: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
     """Two key arrays as keys in a range not much wider than their rows, for a table of
@@ -144,6 +144,14 @@ def _small_keys(
     return (lk >> 32) * pids + (lk & low), (rk >> 32) * pids + (rk & low), 0, span
 
 
+def key_ints(a: np.ndarray) -> np.ndarray:
+    """``a`` as the compiled passes read keys: contiguous 4- or 8-byte signed integers
+    (the array itself when it is one, else an int64 copy)."""
+    if a.dtype.kind == "i" and a.dtype.itemsize in (4, 8):
+        return np.ascontiguousarray(a)
+    return a.astype(np.int64)
+
+
 def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """``np.isin(values, keys)`` for integers: a table lookup over a small key range,
     else binary searches in the sorted distinct keys (no sort of ``values``)."""
@@ -162,10 +170,7 @@ def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
         table = np.zeros(span, dtype=bool)
         table[u - lo] = True
         out = np.empty(len(values), dtype=bool)
-        own = values.dtype.kind == "i" and values.dtype.itemsize in (4, 8)
-        _passes.in_table(
-            np.ascontiguousarray(values) if own else values.astype(np.int64), table, lo, out
-        )
+        _passes.in_table(key_ints(values), table, lo, out)
         return out
     if u.dtype == np.int64 and values.dtype == np.int64:
         # life keys (pid + life << 32, .lives): a table over (life, pid) when both
@@ -315,10 +320,8 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     small = key.dtype.kind == "i" or (key.dtype.kind == "u" and key.dtype.itemsize < 8)
     if small and hi - lo < max(2 * len(key), 1 << 16):
         # (the count table, 8 bytes a key value, stays within twice the order's size)
-        own = key.dtype.kind == "i" and key.dtype.itemsize in (4, 8)
-        k = np.ascontiguousarray(key) if own else key.astype(np.int64)
         order = np.empty(len(key), dtype=np.intp)
-        _passes.counting_order(k, lo, hi - lo + 1, order)
+        _passes.counting_order(key_ints(key), lo, hi - lo + 1, order)
         return order
     if hi - lo >= 2**32:
         return np.argsort(key, kind="stable")

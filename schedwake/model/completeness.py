@@ -55,7 +55,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _passes
-from ._util import asof_index, is_sorted, lex_order, object_categories, take
+from ._util import asof_index, is_sorted, key_ints, lex_order, object_categories, take
 from .events import MODEL_EVENTS, Events, ints
 
 if TYPE_CHECKING:
@@ -480,7 +480,7 @@ class _Proofs:
         pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
         seg = np.empty(len(ets), dtype=np.int64)
         status = np.empty(len(ets), dtype=np.int8)
-        _passes.event_segments(pos, sw.rank, np.ascontiguousarray(ets), np.ascontiguousarray(epid),
+        _passes.event_segments(pos, sw.rank, np.ascontiguousarray(ets), key_ints(epid),
                                sw.ts, sw.next, seg, status)  # fmt: skip
         del pos
         tie = np.flatnonzero(status == _SEG_TIE)
