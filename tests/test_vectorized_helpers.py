@@ -318,6 +318,21 @@ def test_in_table_checks_what_it_is_given():
     assert out.tolist() == [False, True, False]
     with pytest.raises(ValueError, match="one slot"):
         _passes.in_table(np.array([5, 6, 5], np.int64), np.array([1], bool), 0, np.zeros(2, bool))
+    # a table of slots (asof_index's keys' positions): the slot, -1 outside
+    slots = np.zeros(3, dtype=np.int64)
+    for values in (np.array([-(2**63), 7, 8], np.int64), np.array([-(2**31), 7, 8], np.int32)):
+        _passes.in_table(values, np.array([4, -1], np.int64), 7, slots)
+        assert slots.tolist() == [-1, 4, -1]
+    with pytest.raises(TypeError):  # (the output of the table's kind)
+        _passes.in_table(np.array([7], np.int64), np.array([4], np.int64), 7, np.zeros(1, bool))
+    with pytest.raises(TypeError):
+        _passes.in_table(np.array([7], np.int64), np.array([1], bool), 7, np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match="one slot"):
+        _passes.in_table(np.array([7, 7], np.int64), np.array([4], np.int64), 7, slots)
+    ro = np.zeros(1, np.int64)
+    ro.setflags(write=False)
+    with pytest.raises((ValueError, BufferError, TypeError)):
+        _passes.in_table(np.array([7], np.int64), np.array([4], np.int64), 7, ro)
 
 
 def test_life_boundaries_match_a_walk_of_each_pid():

@@ -8,7 +8,8 @@
 #include "_passes.h"
 
 /* out[i] = whether values[i] - lo is a set entry of table (bytes, nonzero: in); a value
- * outside [lo, lo + len(table)) is not in it */
+ * outside [lo, lo + len(table)) is not in it.  Over a table of 8-byte slots: out[i] =
+ * the slot, -1 outside. */
 #define IN_TABLE(T)                                                                    \
     static void in_table_##T(const T *values, Py_ssize_t n, const uint8_t *table,       \
                              Py_ssize_t span, int64_t lo, uint8_t *out)                \
@@ -22,6 +23,20 @@
 IN_TABLE(int32_t)
 IN_TABLE(int64_t)
 
+/* the same over a table of slots (8-byte ints): the slot, -1 outside the table */
+#define SLOT_IN_TABLE(T)                                                               \
+    static void slot_in_table_##T(const T *values, Py_ssize_t n, const int64_t *table,  \
+                                  Py_ssize_t span, int64_t lo, int64_t *out)           \
+    {                                                                                  \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            uint64_t k = (uint64_t)(int64_t)values[i] - (uint64_t)lo;                  \
+            out[i] = k < (uint64_t)span ? table[k] : -1;                               \
+        }                                                                              \
+    }
+
+SLOT_IN_TABLE(int32_t)
+SLOT_IN_TABLE(int64_t)
+
 PyObject *pass_in_table(PyObject *self, PyObject *args)
 {
     PyObject *values_o, *table_o, *out_o;
@@ -34,20 +49,31 @@ PyObject *pass_in_table(PyObject *self, PyObject *args)
     }
     Arr values = {0}, table = {0}, out = {0};
     PyObject *result = NULL;
+    /* (a table of flags or of slots: by its item size; out's is the same) */
+    Py_buffer probe;
+    if (PyObject_GetBuffer(table_o, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    int slots = probe.itemsize == 8;
+    PyBuffer_Release(&probe);
     if (arr_get_key(values_o, &values, "in_table values") < 0 ||
-        arr_get(table_o, &table, 1, 0, "in_table table") < 0 ||
-        arr_get(out_o, &out, 1, 1, "in_table out") < 0)
+        arr_get(table_o, &table, slots ? 8 : 1, 0, "in_table table") < 0 ||
+        arr_get(out_o, &out, slots ? 8 : 1, 1, "in_table out") < 0)
         goto done;
     Py_ssize_t n = arr_len(&values);
     if (arr_len(&out) != n) {
         PyErr_SetString(PyExc_ValueError, "in_table: out must have one slot a value");
         goto done;
     }
+    Py_ssize_t span = arr_len(&table);
     Py_BEGIN_ALLOW_THREADS
-    if (values.view.itemsize == 4)
-        in_table_int32_t(values.view.buf, n, table.view.buf, arr_len(&table), lo, out.view.buf);
+    if (slots && values.view.itemsize == 4)
+        slot_in_table_int32_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
+    else if (slots)
+        slot_in_table_int64_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
+    else if (values.view.itemsize == 4)
+        in_table_int32_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
     else
-        in_table_int64_t(values.view.buf, n, table.view.buf, arr_len(&table), lo, out.view.buf);
+        in_table_int64_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:

@@ -20,7 +20,8 @@ PASS(asof_slots,
 /* _pass_groups.c */
 PASS(in_table,
      "in_table(values, table, lo, out): out[i] = whether table[values[i] - lo] is set "
-     "(False outside the table)")
+     "(False outside the table); over a table of int64 slots (out int64 too), the slot "
+     "(-1 outside the table)")
 PASS(group_sums,
      "group_sums(key, weight, most): the distinct keys (int64s >= 0) in order, each one's "
      "rows and the sum of its weights (None: 0), as three bytes objects of int64s; None "

@@ -100,8 +100,7 @@ def asof_index(
     ends = np.append(starts[1:], len(rk))
     ukeys = rk[starts]
     del rk
-    slot = _key_slot(ukeys, lkey).astype(np.int64, copy=False)
-    slot[ukeys[slot] != lkey] = -1  # (no right row of that key)
+    slot = _key_slot(ukeys, lkey)
     out = np.empty(len(lts), dtype=np.int64)
     _passes.asof_slots(
         lts,
@@ -295,18 +294,20 @@ def is_sorted(a: np.ndarray) -> bool:
 
 
 def _key_slot(ukeys: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """For each key, its position in the sorted unique ``ukeys`` if there (else any
-    valid position): a table lookup over small key ranges, else a binary search."""
+    """For each key, its position in the sorted unique ``ukeys`` (int64), -1 when not
+    there: one lookup in a table of slots over small key ranges (compiled,
+    ``_passes.in_table``), else a binary search."""
     lo, hi = int(ukeys[0]), int(ukeys[-1])
     span = hi - lo + 1
     if span <= max(4 * len(ukeys), 1 << 16) and span <= 1 << 24:
-        slot = np.zeros(span, dtype=np.int64)  # (int64: what the search takes)
-        slot[ukeys - lo] = np.arange(len(ukeys), dtype=np.int64)
-        at = np.clip(key, lo, hi)  # in the key's type, which holds lo and hi
-        at -= lo
-        return slot[at]
-    k = np.searchsorted(ukeys, key)
+        table = np.full(span, -1, dtype=np.int64)
+        table[ukeys - lo] = np.arange(len(ukeys), dtype=np.int64)
+        slot = np.empty(len(key), dtype=np.int64)
+        _passes.in_table(key_ints(key), table, lo, slot)
+        return slot
+    k = np.searchsorted(ukeys, key).astype(np.int64, copy=False)
     k[k == len(ukeys)] = 0
+    k[ukeys[k] != key] = -1  # (no right row of that key)
     return k
 
 
