@@ -73,3 +73,38 @@ def test_event_segments_refuses_what_it_cannot_read():
         _passes.event_segments(np.array([0, 1]), rank, ets, epid, ts, nxt, ro, status)
     _passes.event_segments(np.array([-1, 1]), rank, ets, epid, ts, nxt, seg, status)
     assert seg.tolist() == [-1, 0] and status.tolist() == [0, 2]
+
+
+def test_group_running_max_as_a_loop_per_group():
+    """The runs' reach (completeness.reach): a running maximum restarted at each
+    group, as one accumulate per group gives it, at the ends of int64 too."""
+    rng = np.random.default_rng(5)
+    extremes = [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
+    for n in (0, 1, 2, 50, 3000):
+        values = rng.integers(-1000, 1000, n).astype(np.int64)
+        if n >= 50:
+            values[rng.integers(0, n, 6)] = rng.choice(extremes, 6)
+        new = rng.random(n) < 0.1
+        out = np.full(n, -7, dtype=np.int64)
+        _passes.group_running_max(values, new, out)
+        want = values.copy()
+        bounds = np.append(np.flatnonzero(np.concatenate([[True], new[1:]])), n) if n else []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            np.maximum.accumulate(want[a:b], out=want[a:b])
+        assert out.tolist() == want.tolist()
+
+
+def test_group_running_max_refuses_what_it_cannot_read():
+    v = np.array([3, 1, 2], dtype=np.int64)
+    new = np.array([True, False, True])
+    out = np.empty(3, dtype=np.int64)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.group_running_max(v, new[:2], out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.group_running_max(v, new, out[:2])
+    with pytest.raises(TypeError):
+        _passes.group_running_max(v.astype(np.int32), new, out)
+    with pytest.raises(TypeError):
+        _passes.group_running_max(v, new, out.astype(np.int32))
+    _passes.group_running_max(v, new, out)
+    assert out.tolist() == [3, 3, 2]

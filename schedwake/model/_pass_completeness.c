@@ -85,3 +85,42 @@ done:
     arrs_release(spec, NSPEC);
     return result;
 }
+
+/* ------------------------------------------------------------ group_running_max */
+
+/* out[i] = the maximum of values over i's group up to i, a group starting at each row
+ * whose new_group is set (and at row 0) */
+static void group_running_max(const int64_t *values, const uint8_t *new_group, Py_ssize_t n,
+                              int64_t *out)
+{
+    int64_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || new_group[i] || values[i] > m)
+            m = values[i];
+        out[i] = m;
+    }
+}
+
+PyObject *pass_group_running_max(PyObject *self, PyObject *args)
+{
+    PyObject *values_o, *new_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOO", &values_o, &new_o, &out_o))
+        return NULL;
+    Arr values, new_group, out;
+    ArrSpec spec[] = {
+        {values_o, &values, 8, 0, "group_running_max values"},
+        {new_o, &new_group, 1, 0, "group_running_max new_group"},
+        {out_o, &out, 8, 1, "group_running_max out"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    Py_ssize_t n = arr_len(&values);
+    if (arr_len(&new_group) != n || arr_len(&out) != n)
+        return value_error(spec, NSPEC, "group_running_max: arrays of different lengths");
+    Py_BEGIN_ALLOW_THREADS
+    group_running_max(values.view.buf, new_group.view.buf, n, out.view.buf);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, NSPEC);
+    return Py_NewRef(Py_None);
+}

@@ -65,6 +65,9 @@ PASS(event_segments,
      "event_segments(pos, rank, ets, epid, sw_ts, sw_next, seg, status): seg[i] = "
      "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
      "the segment's task (sw_next), 2 another, 3 another at the time of its switch")
+PASS(group_running_max,
+     "group_running_max(values, new_group, out): out[i] = the maximum of values over row "
+     "i's group up to i, a group starting at each row whose new_group is set")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

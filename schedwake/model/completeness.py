@@ -322,7 +322,13 @@ def build(trace: TraceTables, ev: Events) -> Completeness:
     if sw.n:
         first_ts = min(first_ts, int(sw.ts[0]) if is_sorted(sw.ts) else int(sw.ts.min()))
     timeline, runs = _timeline_and_runs(sw, proofs, first_ts)
-    parts = [proofs.breaks(), _two_cpus(runs), _unwoken_switch_ins(ev, runs), _rewoken(ev, runs)]
+    run_reach = reach(runs)  # (what _two_cpus and _rewoken both read: found once)
+    parts = [
+        proofs.breaks(),
+        _two_cpus(runs, run_reach),
+        _unwoken_switch_ins(ev, runs),
+        _rewoken(ev, runs, run_reach),
+    ]
     parts = [p for p in parts if len(p)]
     breaks = pd.concat(parts, ignore_index=True) if parts else _empty_breaks()
     breaks = breaks.sort_values(["ts", "cpu"], kind="stable").reset_index(drop=True)
@@ -894,41 +900,22 @@ def _fill_unknown(
     )
 
 
-def _two_cpus(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs of one task on two CPUs that overlap by more than the clocks' tolerance."""
+def _two_cpus(runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
+    """Runs of one task on two CPUs that overlap by more than the clocks' tolerance
+    (``run_reach``: :func:`reach` of the runs)."""
     if len(runs) < 2:
         return _empty_breaks()
     pid = runs["pid"].to_numpy()
-    start, end = runs["start_ts"].to_numpy(), runs["end_ts"].to_numpy()
+    start = runs["start_ts"].to_numpy()
     cpu = runs["cpu"].to_numpy()
     same = np.zeros(len(pid), dtype=bool)
     same[1:] = pid[1:] == pid[:-1]
     # how far the pid's earlier runs reach (they are sorted by pid, then start)
-    reach = _group_cummax(end, ~same)
-    prev_reach = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+    prev_reach = np.concatenate([[np.iinfo(np.int64).min], run_reach[:-1]])
     bad = np.flatnonzero(same & (start < prev_reach - TWO_CPUS_TOLERANCE_NS))
     if not len(bad):
         return _empty_breaks()
     return _breaks("two_cpus", cpu[bad], start[bad], pid[bad], pid[bad], 1)
-
-
-def _group_cummax(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` that restarts where ``new_group`` is True: one
-    accumulate over the values lifted by their group's rank (groups in order)."""
-    v = values.astype(np.int64)
-    if len(v) == 0:
-        return v
-    lo, hi = int(v.min()), int(v.max())
-    gid = np.cumsum(new_group) - 1
-    step = hi - lo + 1
-    if step * (int(gid[-1]) + 1) < 2**62:
-        lifted = (v - lo) + gid * step
-        return np.maximum.accumulate(lifted) - gid * step + lo
-    out = v.copy()  # too wide to lift: group by group
-    bounds = np.append(np.flatnonzero(new_group), len(v))
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        np.maximum.accumulate(out[a:b], out=out[a:b])
-    return out
 
 
 def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
@@ -971,12 +958,13 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
 
 
-def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
+def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
     """Wake-ups (sched_waking; sched_wakeup without it) of a task whose previous wake-up
     was not followed by a run of it: a wake-up needs a task that is not TASK_RUNNING
     (try_to_wake_up() checks its state before it traces anything), and only the task
     itself leaves TASK_RUNNING, so it ran in between where the trace does not show it.
-    A run that was on when the previous wake-up came counts (woken while running)."""
+    A run that was on when the previous wake-up came counts (woken while running).
+    ``run_reach``: :func:`reach` of the runs."""
     f = ev.waking if ev.waking is not None and len(ev.waking) else ev.wakeup
     if f is None or len(f) < 2:
         return _empty_breaks()
@@ -994,7 +982,7 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     # ... or one that was on at the previous wake-up (and is proven on until it): of the
     # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
     li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
-    ran |= take(reach(runs), li, -1) >= p_ts
+    ran |= take(run_reach, li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
 
@@ -1002,11 +990,15 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
 def reach(runs: pd.DataFrame) -> np.ndarray:
     """Per run (``runs`` sorted by pid, then start), the furthest end of its task's runs
     begun by its start: whether some run of the task is on at a time is whether the
-    last run begun by then reaches it."""
+    last run begun by then reaches it. A running maximum restarted at each task's first
+    run, in one compiled pass (``_passes.group_running_max``)."""
     pid = runs["pid"].to_numpy()
     new = np.ones(len(pid), dtype=bool)
     new[1:] = pid[1:] != pid[:-1]
-    return _group_cummax(runs["end_ts"].to_numpy(), new)
+    out = np.empty(len(pid), dtype=np.int64)
+    end = np.ascontiguousarray(runs["end_ts"].to_numpy(), dtype=np.int64)
+    _passes.group_running_max(end, new, out)
+    return out
 
 
 def _breaks(
