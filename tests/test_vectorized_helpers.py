@@ -45,7 +45,9 @@ def _asof_index_merge(
     return out
 
 
-@pytest.mark.parametrize("keys", ["none", "int32", "int64", "mixed", "wide_keys", "wide_ts"])
+@pytest.mark.parametrize(
+    "keys", ["none", "int32", "int64", "mixed", "unsigned", "wide_keys", "mixed_wide", "wide_ts"]
+)
 @pytest.mark.slow
 def test_asof_index_matches_merge_asof(keys):
     rng = np.random.default_rng(7)
@@ -67,9 +69,13 @@ def test_asof_index_matches_merge_asof(keys):
             lk, rk = lk.astype(np.int32), rk.astype(np.int32)
         elif keys == "mixed":
             lk = lk.astype(np.int32)
-        elif keys == "wide_keys":
+        elif keys == "unsigned":  # (each side as the passes read it: int64)
+            lk, rk = (lk + 2).astype(np.uint16), (rk + 2).astype(np.int32)
+        elif keys in ("wide_keys", "mixed_wide"):
             vals = np.array([-(2**31), -1, 0, 7, 2**31 - 1], dtype=np.int32)
             lk, rk = rng.choice(vals, n), rng.choice(vals, m)
+            if keys == "mixed_wide":  # an int32 side against an int64 one
+                rk = rk.astype(np.int64)
         elif keys == "wide_ts":  # times 2**62 apart
             rts = rts + (2**62) * rng.integers(0, 2, m)
         trials.append((lts, lk, rts, rk))

@@ -67,10 +67,9 @@ def asof_index(
         pos = pos[ok]
         out[ok] = pos if order is None else order[pos]
         return out
-    # keys in their own integer type (pids and CPUs are int32: no int64 copies)
-    lkey, rkey = np.asarray(lkey), np.asarray(rkey)
-    if lkey.dtype != rkey.dtype or lkey.dtype.kind not in "iu":
-        lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
+    # keys in their own integer type, each side as it is (pids and CPUs are int32, life
+    # keys and some tables' pids int64: the passes read either, no int64 copies)
+    lkey, rkey = key_ints(np.asarray(lkey)), key_ints(np.asarray(rkey))
     small = small_keys(lkey, rkey)
     if small is not None:
         # both sides in time order (event tables are): one walk over both
