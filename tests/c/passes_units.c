@@ -255,8 +255,11 @@ static void test_asof_merge(void)
     /* out of time order: nothing done; a key out of range: refused */
     int64_t ts2[] = {5, 3}, k2[] = {0, 0}, o2[2] = {7, 7};
     CHECK(asof_merge(ts2, k2, 8, 2, ts2, k2, 8, 2, 0, 1, 1, 1, o2) == 1 && o2[0] == 7);
-    int64_t far[] = {INT64_MIN, INT64_MAX};
-    CHECK(asof_merge(ts2, far, 8, 2, ts2, k2, 8, 2, 0, 1, 1, 1, o2) == -2);
+    int64_t far[] = {INT64_MIN, INT64_MAX}, ts3[] = {3, 5};
+    CHECK(asof_merge(ts3, far, 8, 2, ts3, k2, 8, 2, 0, 1, 1, 1, o2) == -2);
+    CHECK(asof_merge(ts3, k2, 8, 2, ts3, far, 8, 2, 0, 1, 0, 1, o2) == -2);
+    /* out of time order: not answered, whatever the keys (they are not read) */
+    CHECK(asof_merge(ts2, far, 8, 2, ts3, k2, 8, 2, 0, 1, 1, 1, o2) == 1 && o2[0] == 7);
 }
 
 /* ------------------------------------------------------------ groups */
