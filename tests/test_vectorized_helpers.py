@@ -474,3 +474,30 @@ def test_asof_index_of_two_sides_in_time_order(direction, exact):
         want = _asof_index_merge(lts, lk, rts, rk, direction, exact)
         got = asof_index(lts, lk, rts, rk, direction, exact)
         assert got.tolist() == want.tolist(), trial
+
+
+def test_is_sorted_as_the_comparison():
+    """``is_sorted`` (a compiled pass for 4- and 8-byte ints, stopping where the order
+    breaks) says what comparing each row with the previous says, ties and the ends of
+    the types included; other types and strided views by NumPy."""
+    from schedwake.model import _passes
+    from schedwake.model._util import is_sorted
+
+    rng = np.random.default_rng(13)
+    for dtype in (np.int32, np.int64, np.uint16, np.float64):
+        info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)
+        for n in (0, 1, 2, 3, 50):
+            for _ in range(20):
+                a = np.sort(rng.integers(0, 5, n)).astype(dtype)
+                if n and rng.random() < 0.3:
+                    a[0], a[-1] = info.min, info.max
+                if n > 1 and rng.random() < 0.5:
+                    i = int(rng.integers(1, n))
+                    a[i - 1], a[i] = a[i], a[i - 1]  # (a tie stays in order)
+                want = bool(n < 2 or (a[1:] >= a[:-1]).all())
+                assert is_sorted(a) is want
+                assert is_sorted(np.repeat(a, 2)[::2]) is want  # (a strided view)
+    with pytest.raises(TypeError):
+        _passes.ascending(np.array([1.0, 2.0]))
+    assert _passes.ascending(np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max]))
+    assert not _passes.ascending(np.array([np.iinfo(np.int32).max, np.iinfo(np.int32).min]))

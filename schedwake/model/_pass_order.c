@@ -69,3 +69,28 @@ done:
     arr_release(&out);
     return result;
 }
+
+/* Whether n keys (4- or 8-byte) never decrease: stops at the first that does. */
+static int ascending(const void *key, Py_ssize_t size, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (key_at(key, size, i) < key_at(key, size, i - 1))
+            return 0;
+    return 1;
+}
+
+PyObject *pass_ascending(PyObject *self, PyObject *args)
+{
+    PyObject *key_obj;
+    if (!PyArg_ParseTuple(args, "O", &key_obj))
+        return NULL;
+    Arr key = {0};
+    if (arr_get_key(key_obj, &key, "ascending key") < 0)
+        return NULL;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = ascending(key.view.buf, key.view.itemsize, arr_len(&key));
+    Py_END_ALLOW_THREADS
+    arr_release(&key);
+    return PyBool_FromLong(ok);
+}

@@ -4,6 +4,9 @@
 PASS(counting_order,
      "counting_order(key, lo, span, out): out[:] = the stable order of key (ints in "
      "[lo, lo + span)), by one counting sort")
+PASS(ascending,
+     "ascending(key) -> bool: whether the keys (4- or 8-byte ints) never decrease; stops at "
+     "the first that does")
 /* _pass_lives.c */
 PASS(life_candidates,
      "life_candidates(pid, ts, kind, lo, span, out): out[i] = whether row i's pid (in "
