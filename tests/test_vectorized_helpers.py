@@ -501,3 +501,57 @@ def test_is_sorted_as_the_comparison():
         _passes.ascending(np.array([1.0, 2.0]))
     assert _passes.ascending(np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max]))
     assert not _passes.ascending(np.array([np.iinfo(np.int32).max, np.iinfo(np.int32).min]))
+
+
+def _take_plain(arr, idx, fill):
+    """``take`` row by row: the array's type, widened to hold fill when one is used."""
+    used = bool((idx < 0).any())
+    dtype = np.result_type(arr.dtype, np.asarray(fill).dtype) if used else arr.dtype
+    return np.array([fill if i < 0 else arr[i] for i in idx.tolist()], dtype=dtype)
+
+
+def test_take_as_row_by_row():
+    """``take`` (a compiled pass when the answer keeps the array's type) gives the
+    values and the type a row-by-row take gives, whatever the indices and fill."""
+    from schedwake.model._util import _takes_compiled, take
+
+    rng = np.random.default_rng(17)
+    big = np.iinfo(np.int64).max
+    cases = [
+        (np.int64, -1), (np.int64, big), (np.int64, np.int64(0)), (np.int32, -1),
+        (np.int32, np.int32(-3)), (bool, False), (bool, -1), (np.int64, 0.5), (np.uint16, 0),
+    ]  # fmt: skip
+    compiled = 0
+    for dtype, fill in cases:
+        for n, m in ((0, 5), (7, 1), (40, 300)):
+            arr = rng.integers(-50, 50, m).astype(dtype)
+            for idx in (rng.integers(-3, m, n), rng.integers(0, m, n)):
+                got, want = take(arr, idx, fill), _take_plain(arr, idx, fill)
+                assert got.dtype == want.dtype, (dtype, fill)
+                assert got.tolist() == want.tolist(), (dtype, fill)
+                compiled += _takes_compiled(arr, idx, fill)
+    assert compiled >= 20  # (the pass answered most)
+
+
+def test_take_fill_refuses_what_it_cannot_read():
+    from schedwake.model import _passes
+
+    arr = np.array([5, 6, 7], dtype=np.int64)
+    out = np.zeros(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="past"):
+        _passes.take_fill(arr, np.array([0, 3]), -1, out)
+    with pytest.raises(ValueError, match="past"):
+        _passes.take_fill(arr, np.array([0, np.iinfo(np.int64).max]), -1, out)
+    with pytest.raises(ValueError, match="one slot"):
+        _passes.take_fill(arr, np.array([0, 1, 2]), -1, out)
+    with pytest.raises(TypeError):  # (an output narrower than the array)
+        _passes.take_fill(arr, np.array([0, 1]), -1, np.zeros(2, np.int32))
+    with pytest.raises(TypeError):
+        _passes.take_fill(arr.astype(np.int16), np.array([0, 1]), -1, out)
+    with pytest.raises(TypeError):
+        _passes.take_fill(arr, np.array([0, 1], np.int32), -1, out)
+    _passes.take_fill(arr, np.array([np.iinfo(np.int64).min, 2]), -9, out)
+    assert out.tolist() == [-9, 7]
+    flags = np.zeros(2, dtype=np.int64)  # (flags widened to ints)
+    _passes.take_fill(np.array([True, False]), np.array([0, -1]), 4, flags)
+    assert flags.tolist() == [1, 4]

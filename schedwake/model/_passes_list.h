@@ -25,6 +25,9 @@ PASS(in_table,
      "in_table(values, table, lo, out): out[i] = whether table[values[i] - lo] is set "
      "(False outside the table); over a table of int64 slots (out int64 too), the slot "
      "(-1 outside the table)")
+PASS(take_fill,
+     "take_fill(arr, idx, fill, out): out[i] = arr[idx[i]], fill where idx[i] < 0 (arr: "
+     "flags or 4- or 8-byte ints; out: as wide or wider)")
 PASS(group_sums,
      "group_sums(key, weight, most): the distinct keys (int64s >= 0) in order, each one's "
      "rows and the sum of its weights (None: 0), as three bytes objects of int64s; None "

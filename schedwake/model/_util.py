@@ -407,6 +407,12 @@ def take(arr: npt.ArrayLike, idx: npt.ArrayLike, fill: Any) -> np.ndarray:
     idx = np.asarray(idx)
     if len(arr) == 0:
         return np.full(len(idx), fill, dtype=np.result_type(arr.dtype, np.asarray(fill).dtype))
+    if _takes_compiled(arr, idx, fill):
+        # (one pass, no mask of the negative indices; the answer in arr's type, which
+        # holds fill: as the NumPy steps below give it)
+        out = np.empty(len(idx), dtype=arr.dtype)
+        _passes.take_fill(np.ascontiguousarray(arr), np.ascontiguousarray(idx), int(fill), out)
+        return out
     neg = idx < 0
     if not neg.any():
         return arr.take(idx)
@@ -414,6 +420,18 @@ def take(arr: npt.ArrayLike, idx: npt.ArrayLike, fill: Any) -> np.ndarray:
     out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype), copy=False)
     out[neg] = fill
     return out
+
+
+def _takes_compiled(arr: np.ndarray, idx: np.ndarray, fill: Any) -> bool:
+    """Whether :func:`take` is ``_passes.take_fill``'s: 1-d int64 indices into a 1-d
+    array of flags or 4- or 8-byte ints whose type is the answer's whatever the
+    indices (fill's type no wider)."""
+    if arr.ndim != 1 or idx.ndim != 1 or idx.dtype != np.int64:
+        return False
+    kind, size = arr.dtype.kind, arr.dtype.itemsize
+    if not ((kind == "b" and size == 1) or (kind == "i" and size in (4, 8))):
+        return False
+    return np.result_type(arr.dtype, np.asarray(fill).dtype) == arr.dtype
 
 
 def take_cat(cat: pd.Categorical, idx: npt.ArrayLike) -> pd.Categorical:
