@@ -50,11 +50,10 @@ PyObject *pass_in_table(PyObject *self, PyObject *args)
     Arr values = {0}, table = {0}, out = {0};
     PyObject *result = NULL;
     /* (a table of flags or of slots: by its item size; out's is the same) */
-    Py_buffer probe;
-    if (PyObject_GetBuffer(table_o, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    Py_ssize_t table_size = buf_itemsize(table_o);
+    if (table_size < 0)
         return NULL;
-    int slots = probe.itemsize == 8;
-    PyBuffer_Release(&probe);
+    int slots = table_size == 8;
     if (arr_get_key(values_o, &values, "in_table values") < 0 ||
         arr_get(table_o, &table, slots ? 8 : 1, 0, "in_table table") < 0 ||
         arr_get(out_o, &out, slots ? 8 : 1, 1, "in_table out") < 0)
@@ -259,15 +258,12 @@ static int take_fill(const void *arr, Py_ssize_t asize, Py_ssize_t m, const int6
     return 0;
 }
 
-/* the buffer's item size when it is 1, 4 or 8, else 0 (the kind is arr_get's to check) */
+/* the buffer's item size when it is 1, 4 or 8, else 0 (the kind is arr_get's to check);
+ * -1: no buffer */
 static Py_ssize_t item_size(PyObject *obj)
 {
-    Py_buffer probe;
-    if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    Py_ssize_t size = probe.itemsize;
-    PyBuffer_Release(&probe);
-    return size == 1 || size == 4 || size == 8 ? size : 0;
+    Py_ssize_t size = buf_itemsize(obj);
+    return size < 0 || size == 1 || size == 4 || size == 8 ? size : 0;
 }
 
 PyObject *pass_take_fill(PyObject *self, PyObject *args)
