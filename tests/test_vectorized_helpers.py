@@ -290,8 +290,30 @@ def test_lex_order_is_the_stable_lexsort():
             ts = np.sort(ts)
         elif trial % 4 == 2:
             ts = ts + (2**61) * rng.integers(0, 3, n)  # (too wide: the lexsort)
+        elif trial % 8 == 3:
+            ts = ts.astype(np.int32)  # (times of another type, packed too)
+        elif trial % 8 == 7:  # packed to the last of the 62 bits: key 3 bits, ts 59
+            ts = ts + (2**58) * rng.integers(0, 2, n)
         got = lex_order(ts, key)
         assert got.tolist() == np.lexsort((ts, key)).tolist(), trial
+
+
+def test_pack_by_refuses_what_it_cannot_read():
+    from schedwake.model import _passes
+
+    key, ts = np.array([2, 1], np.int32), np.array([5, 7], np.int64)
+    out = np.empty(2, np.int64)
+    _passes.pack_by(key, ts, np.array([1, 0]), 1, 5, 3, out)
+    assert out.tolist() == [2, 8 + 0]
+    for by in ([0, 2], [-1, 0], [0, np.iinfo(np.int64).max]):
+        with pytest.raises(ValueError, match="outside"):
+            _passes.pack_by(key, ts, np.array(by), 1, 5, 3, out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.pack_by(key, ts[:1], np.array([1, 0]), 1, 5, 3, out)
+    with pytest.raises(ValueError, match="tbits"):
+        _passes.pack_by(key, ts, np.array([1, 0]), 1, 5, 63, out)
+    with pytest.raises(TypeError):
+        _passes.pack_by(key, ts.astype(float), np.array([1, 0]), 1, 5, 3, out)
 
 
 def test_member_is_isin():

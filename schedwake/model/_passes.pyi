@@ -5,6 +5,16 @@ import numpy as np
 
 def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> None: ...
 def ascending(key: np.ndarray, /) -> bool: ...
+def pack_by(
+    key: np.ndarray,
+    ts: np.ndarray,
+    by: np.ndarray,
+    k0: int,
+    t0: int,
+    tbits: int,
+    out: np.ndarray,
+    /,
+) -> None: ...
 def life_candidates(
     pid: np.ndarray, ts: np.ndarray, kind: np.ndarray, lo: int, span: int, out: np.ndarray, /
 ) -> None: ...

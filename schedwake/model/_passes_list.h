@@ -4,6 +4,9 @@
 PASS(counting_order,
      "counting_order(key, lo, span, out): out[:] = the stable order of key (ints in "
      "[lo, lo + span)), by one counting sort")
+PASS(pack_by,
+     "pack_by(key, ts, by, k0, t0, tbits, out): out[i] = (key[by[i]] - k0) << tbits | "
+     "(ts[by[i]] - t0), the rows' (key, ts) packed into an int64 in the order by")
 PASS(ascending,
      "ascending(key) -> bool: whether the keys (4- or 8-byte ints) never decrease; stops at "
      "the first that does")

@@ -259,11 +259,8 @@ def lex_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
     if kbits + tbits > 62:
         return np.lexsort((ts, key))
     by_key = stable_order(key)
-    packed = key[by_key].astype(np.int64)
-    packed -= k0
-    packed <<= tbits
-    packed += ts[by_key]
-    packed -= t0
+    packed = np.empty(len(ts), dtype=np.int64)  # (gathered and packed in one pass)
+    _passes.pack_by(key_ints(key), key_ints(ts), by_key, k0, t0, tbits, packed)
     return by_key[np.argsort(packed, kind="stable")]
 
 
