@@ -59,6 +59,8 @@ PASS_SOURCES = [
     "schedwake/model/_pass_groups.c",
     "schedwake/model/_pass_task_states.c",
     "schedwake/model/_pass_waits.c",
+    "schedwake/model/_pass_completeness.c",
+    "schedwake/model/_pass_wakeups.c",
 ]
 
 setup(

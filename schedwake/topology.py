@@ -421,13 +421,36 @@ class Topology:
         """
         s = np.asarray(src, dtype=np.int64)
         d = np.asarray(dst, dtype=np.int64)
+        return pd.Categorical.from_codes(
+            self._class_codes(s, d), categories=list(MIGRATION_CLASSES)
+        )
+
+    def _class_codes(self, s: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """The class codes of moves ``s`` -> ``d`` (int64 CPUs): per CPU pair once,
+        then looked up, when the rows outnumber the pairs of their CPU range (a
+        wake-up table's millions of rows over a few CPUs); else row by row."""
+        if s.ndim == 1 and s.shape == d.shape and len(s) > 1:
+            lo = min(int(s.min()), int(d.min()))
+            span = max(int(s.max()), int(d.max())) - lo + 1
+            if span * span <= len(s):
+                cpus = np.arange(lo, lo + span, dtype=np.int64)
+                table = self._pair_codes(np.repeat(cpus, span), np.tile(cpus, span))
+                at = s - lo
+                at *= span
+                at += d
+                at -= lo
+                return table[at]
+        return self._pair_codes(s, d)
+
+    def _pair_codes(self, s: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """The class code of each move ``s[i]`` -> ``d[i]``, compared row by row."""
         code = np.full(s.shape, 4, dtype=np.int8)
         code[self.node_of(s) == self.node_of(d)] = 3
         code[self.llc_of(s) == self.llc_of(d)] = 2
         code[self.core_of(s) == self.core_of(d)] = 1
         code[s == d] = 0
         code[(s < 0) | (d < 0)] = -1
-        return pd.Categorical.from_codes(code, categories=list(MIGRATION_CLASSES))
+        return code
 
     def check_covers(self, ncpus: int, what="trace") -> None:
         """TraceError if the map does not know CPUs the trace has, or leaves some of them

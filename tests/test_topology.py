@@ -39,18 +39,40 @@ def test_format_cpulist_roundtrip():
     assert parse_cpulist(format_cpulist([0, 1, 2, 5, 7, 8])) == [0, 1, 2, 5, 7, 8]
 
 
-def test_classify():
-    t = Topology(
+def _two_nodes() -> Topology:
+    """8 CPUs: two nodes of one LLC each, two SMT siblings a core."""
+    return Topology(
         cpus=8,
         llc=[[0, 1, 2, 3], [4, 5, 6, 7]],
         smt=[[0, 1], [2, 3], [4, 5], [6, 7]],
         numa=[[0, 1, 2, 3], [4, 5, 6, 7]],
         source="x",
     )
+
+
+def test_classify():
+    t = _two_nodes()
     got = list(t.classify([0, 0, 0, 0, 3], [0, 1, 2, 4, 7]))
     assert got == ["none", "same_core", "same_llc", "cross_numa", "cross_numa"]
     t2 = Topology(cpus=8, llc=[[0, 1, 2, 3], [4, 5, 6, 7]], source="x")
     assert list(t2.classify([0], [5])) == ["cross_llc"]
+
+
+def test_classify_per_cpu_pair_as_row_by_row():
+    """Many rows over few CPUs are classified per CPU pair, then looked up: the same
+    classes as row by row, with CPUs missing (-1), beyond the map or far apart."""
+    import numpy as np
+
+    t = _two_nodes()
+    rng = np.random.default_rng(3)
+    for lo, hi, n in ((-2, 12, 5000), (0, 7, 64), (-1, 3, 30), (0, 1 << 40, 500)):
+        s = rng.integers(lo, hi + 1, n)
+        d = rng.integers(lo, hi + 1, n)
+        got = t.classify(s, d)
+        want = t._pair_codes(s.astype(np.int64), d.astype(np.int64))
+        assert np.asarray(got.codes).tolist() == want.tolist()
+    many = t.classify(np.repeat(np.arange(-1, 9), 100), np.tile(np.arange(-1, 9), 100))
+    assert set(np.asarray(many.codes).tolist()) == {-1, 0, 1, 2, 4}  # (LLCs are nodes)
 
 
 def test_sample_topology_beside_trace_is_used():

@@ -45,7 +45,9 @@ def _asof_index_merge(
     return out
 
 
-@pytest.mark.parametrize("keys", ["none", "int32", "int64", "mixed", "wide_keys", "wide_ts"])
+@pytest.mark.parametrize(
+    "keys", ["none", "int32", "int64", "mixed", "unsigned", "wide_keys", "mixed_wide", "wide_ts"]
+)
 @pytest.mark.slow
 def test_asof_index_matches_merge_asof(keys):
     rng = np.random.default_rng(7)
@@ -67,9 +69,13 @@ def test_asof_index_matches_merge_asof(keys):
             lk, rk = lk.astype(np.int32), rk.astype(np.int32)
         elif keys == "mixed":
             lk = lk.astype(np.int32)
-        elif keys == "wide_keys":
+        elif keys == "unsigned":  # (each side as the passes read it: int64)
+            lk, rk = (lk + 2).astype(np.uint16), (rk + 2).astype(np.int32)
+        elif keys in ("wide_keys", "mixed_wide"):
             vals = np.array([-(2**31), -1, 0, 7, 2**31 - 1], dtype=np.int32)
             lk, rk = rng.choice(vals, n), rng.choice(vals, m)
+            if keys == "mixed_wide":  # an int32 side against an int64 one
+                rk = rk.astype(np.int64)
         elif keys == "wide_ts":  # times 2**62 apart
             rts = rts + (2**62) * rng.integers(0, 2, m)
         trials.append((lts, lk, rts, rk))
@@ -306,8 +312,30 @@ def test_lex_order_is_the_stable_lexsort():
             ts = np.sort(ts)
         elif trial % 4 == 2:
             ts = ts + (2**61) * rng.integers(0, 3, n)  # (too wide: the lexsort)
+        elif trial % 8 == 3:
+            ts = ts.astype(np.int32)  # (times of another type, packed too)
+        elif trial % 8 == 7:  # packed to the last of the 62 bits: key 3 bits, ts 59
+            ts = ts + (2**58) * rng.integers(0, 2, n)
         got = lex_order(ts, key)
         assert got.tolist() == np.lexsort((ts, key)).tolist(), trial
+
+
+def test_pack_by_refuses_what_it_cannot_read():
+    from schedwake.model import _passes
+
+    key, ts = np.array([2, 1], np.int32), np.array([5, 7], np.int64)
+    out = np.empty(2, np.int64)
+    _passes.pack_by(key, ts, np.array([1, 0]), 1, 5, 3, out)
+    assert out.tolist() == [2, 8 + 0]
+    for by in ([0, 2], [-1, 0], [0, np.iinfo(np.int64).max]):
+        with pytest.raises(ValueError, match="outside"):
+            _passes.pack_by(key, ts, np.array(by), 1, 5, 3, out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.pack_by(key, ts[:1], np.array([1, 0]), 1, 5, 3, out)
+    with pytest.raises(ValueError, match="tbits"):
+        _passes.pack_by(key, ts, np.array([1, 0]), 1, 5, 63, out)
+    with pytest.raises(TypeError):
+        _passes.pack_by(key, ts.astype(float), np.array([1, 0]), 1, 5, 3, out)
 
 
 def test_member_is_isin():
@@ -340,6 +368,21 @@ def test_in_table_checks_what_it_is_given():
     assert out.tolist() == [False, True, False]
     with pytest.raises(ValueError, match="one slot"):
         _passes.in_table(np.array([5, 6, 5], np.int64), np.array([1], bool), 0, np.zeros(2, bool))
+    # a table of slots (asof_index's keys' positions): the slot, -1 outside
+    slots = np.zeros(3, dtype=np.int64)
+    for values in (np.array([-(2**63), 7, 8], np.int64), np.array([-(2**31), 7, 8], np.int32)):
+        _passes.in_table(values, np.array([4, -1], np.int64), 7, slots)
+        assert slots.tolist() == [-1, 4, -1]
+    with pytest.raises(TypeError):  # (the output of the table's kind)
+        _passes.in_table(np.array([7], np.int64), np.array([4], np.int64), 7, np.zeros(1, bool))
+    with pytest.raises(TypeError):
+        _passes.in_table(np.array([7], np.int64), np.array([1], bool), 7, np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match="one slot"):
+        _passes.in_table(np.array([7, 7], np.int64), np.array([4], np.int64), 7, slots)
+    ro = np.zeros(1, np.int64)
+    ro.setflags(write=False)
+    with pytest.raises((ValueError, BufferError, TypeError)):
+        _passes.in_table(np.array([7], np.int64), np.array([4], np.int64), 7, ro)
 
 
 def test_life_boundaries_match_a_walk_of_each_pid():
@@ -475,3 +518,84 @@ def test_asof_index_of_two_sides_in_time_order(direction, exact):
         want = _asof_index_merge(lts, lk, rts, rk, direction, exact)
         got = asof_index(lts, lk, rts, rk, direction, exact)
         assert got.tolist() == want.tolist(), trial
+
+
+def test_is_sorted_as_the_comparison():
+    """``is_sorted`` (a compiled pass for 4- and 8-byte ints, stopping where the order
+    breaks) says what comparing each row with the previous says, ties and the ends of
+    the types included; other types and strided views by NumPy."""
+    from schedwake.model import _passes
+    from schedwake.model._util import is_sorted
+
+    rng = np.random.default_rng(13)
+    for dtype in (np.int32, np.int64, np.uint16, np.float64):
+        info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)
+        for n in (0, 1, 2, 3, 50):
+            for _ in range(20):
+                a = np.sort(rng.integers(0, 5, n)).astype(dtype)
+                if n and rng.random() < 0.3:
+                    a[0], a[-1] = info.min, info.max
+                if n > 1 and rng.random() < 0.5:
+                    i = int(rng.integers(1, n))
+                    a[i - 1], a[i] = a[i], a[i - 1]  # (a tie stays in order)
+                want = bool(n < 2 or (a[1:] >= a[:-1]).all())
+                assert is_sorted(a) is want
+                assert is_sorted(np.repeat(a, 2)[::2]) is want  # (a strided view)
+    with pytest.raises(TypeError):
+        _passes.ascending(np.array([1.0, 2.0]))
+    assert _passes.ascending(np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max]))
+    assert not _passes.ascending(np.array([np.iinfo(np.int32).max, np.iinfo(np.int32).min]))
+
+
+def _take_plain(arr, idx, fill):
+    """``take`` row by row: the array's type, widened to hold fill when one is used."""
+    used = bool((idx < 0).any())
+    dtype = np.result_type(arr.dtype, np.asarray(fill).dtype) if used else arr.dtype
+    return np.array([fill if i < 0 else arr[i] for i in idx.tolist()], dtype=dtype)
+
+
+def test_take_as_row_by_row():
+    """``take`` (a compiled pass when the answer keeps the array's type) gives the
+    values and the type a row-by-row take gives, whatever the indices and fill."""
+    from schedwake.model._util import _takes_compiled, take
+
+    rng = np.random.default_rng(17)
+    big = np.iinfo(np.int64).max
+    cases = [
+        (np.int64, -1), (np.int64, big), (np.int64, np.int64(0)), (np.int32, -1),
+        (np.int32, np.int32(-3)), (bool, False), (bool, -1), (np.int64, 0.5), (np.uint16, 0),
+    ]  # fmt: skip
+    compiled = 0
+    for dtype, fill in cases:
+        for n, m in ((0, 5), (7, 1), (40, 300)):
+            arr = rng.integers(-50, 50, m).astype(dtype)
+            for idx in (rng.integers(-3, m, n), rng.integers(0, m, n)):
+                got, want = take(arr, idx, fill), _take_plain(arr, idx, fill)
+                assert got.dtype == want.dtype, (dtype, fill)
+                assert got.tolist() == want.tolist(), (dtype, fill)
+                compiled += _takes_compiled(arr, idx, fill)
+    assert compiled >= 20  # (the pass answered most)
+
+
+def test_take_fill_refuses_what_it_cannot_read():
+    from schedwake.model import _passes
+
+    arr = np.array([5, 6, 7], dtype=np.int64)
+    out = np.zeros(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="past"):
+        _passes.take_fill(arr, np.array([0, 3]), -1, out)
+    with pytest.raises(ValueError, match="past"):
+        _passes.take_fill(arr, np.array([0, np.iinfo(np.int64).max]), -1, out)
+    with pytest.raises(ValueError, match="one slot"):
+        _passes.take_fill(arr, np.array([0, 1, 2]), -1, out)
+    with pytest.raises(TypeError):  # (an output narrower than the array)
+        _passes.take_fill(arr, np.array([0, 1]), -1, np.zeros(2, np.int32))
+    with pytest.raises(TypeError):
+        _passes.take_fill(arr.astype(np.int16), np.array([0, 1]), -1, out)
+    with pytest.raises(TypeError):
+        _passes.take_fill(arr, np.array([0, 1], np.int32), -1, out)
+    _passes.take_fill(arr, np.array([np.iinfo(np.int64).min, 2]), -9, out)
+    assert out.tolist() == [-9, 7]
+    flags = np.zeros(2, dtype=np.int64)  # (flags widened to ints)
+    _passes.take_fill(np.array([True, False]), np.array([0, -1]), 4, flags)
+    assert flags.tolist() == [1, 4]

@@ -176,8 +176,7 @@ done:
 /* key i of a 4- or 8-byte signed integer array, less lo */
 static inline uint64_t key_slot_at(const void *key, Py_ssize_t size, Py_ssize_t i, int64_t lo)
 {
-    int64_t k = size == 4 ? (int64_t)((const int32_t *)key)[i] : ((const int64_t *)key)[i];
-    return (uint64_t)k - (uint64_t)lo;
+    return (uint64_t)key_at(key, size, i) - (uint64_t)lo;
 }
 
 static int in_time_order(const int64_t *ts, Py_ssize_t n)
@@ -196,16 +195,18 @@ static int keys_within(const void *key, Py_ssize_t size, Py_ssize_t n, int64_t l
     return 1;
 }
 
-/* 0: out filled; 1: a side not in time order (nothing written); -1: no memory; -2: a
- * key outside [lo, lo + span) */
+/* 0: out filled; 1: a side not in time order (nothing written, the keys not read);
+ * -1: no memory; -2: a key outside [lo, lo + span) */
 static int asof_merge(const int64_t *lts, const void *lkey, Py_ssize_t lsize, Py_ssize_t n,
                       const int64_t *rts, const void *rkey, Py_ssize_t rsize, Py_ssize_t m,
                       int64_t lo, int64_t span, int backward, int allow_exact, int64_t *out)
 {
-    if (!keys_within(lkey, lsize, n, lo, span) || !keys_within(rkey, rsize, m, lo, span))
-        return -2;
+    /* (the order first: a side out of it is most often so from its first rows on, and
+     * then the keys need no pass) */
     if (!in_time_order(lts, n) || !in_time_order(rts, m))
         return 1;
+    if (!keys_within(lkey, lsize, n, lo, span) || !keys_within(rkey, rsize, m, lo, span))
+        return -2;
     int64_t *passed = malloc((size_t)span * sizeof(int64_t));
     if (!passed)
         return -1;

@@ -8,7 +8,8 @@
 #include "_passes.h"
 
 /* out[i] = whether values[i] - lo is a set entry of table (bytes, nonzero: in); a value
- * outside [lo, lo + len(table)) is not in it */
+ * outside [lo, lo + len(table)) is not in it.  Over a table of 8-byte slots: out[i] =
+ * the slot, -1 outside. */
 #define IN_TABLE(T)                                                                    \
     static void in_table_##T(const T *values, Py_ssize_t n, const uint8_t *table,       \
                              Py_ssize_t span, int64_t lo, uint8_t *out)                \
@@ -22,6 +23,20 @@
 IN_TABLE(int32_t)
 IN_TABLE(int64_t)
 
+/* the same over a table of slots (8-byte ints): the slot, -1 outside the table */
+#define SLOT_IN_TABLE(T)                                                               \
+    static void slot_in_table_##T(const T *values, Py_ssize_t n, const int64_t *table,  \
+                                  Py_ssize_t span, int64_t lo, int64_t *out)           \
+    {                                                                                  \
+        for (Py_ssize_t i = 0; i < n; i++) {                                           \
+            uint64_t k = (uint64_t)(int64_t)values[i] - (uint64_t)lo;                  \
+            out[i] = k < (uint64_t)span ? table[k] : -1;                               \
+        }                                                                              \
+    }
+
+SLOT_IN_TABLE(int32_t)
+SLOT_IN_TABLE(int64_t)
+
 PyObject *pass_in_table(PyObject *self, PyObject *args)
 {
     PyObject *values_o, *table_o, *out_o;
@@ -34,20 +49,30 @@ PyObject *pass_in_table(PyObject *self, PyObject *args)
     }
     Arr values = {0}, table = {0}, out = {0};
     PyObject *result = NULL;
+    /* (a table of flags or of slots: by its item size; out's is the same) */
+    Py_ssize_t table_size = buf_itemsize(table_o);
+    if (table_size < 0)
+        return NULL;
+    int slots = table_size == 8;
     if (arr_get_key(values_o, &values, "in_table values") < 0 ||
-        arr_get(table_o, &table, 1, 0, "in_table table") < 0 ||
-        arr_get(out_o, &out, 1, 1, "in_table out") < 0)
+        arr_get(table_o, &table, slots ? 8 : 1, 0, "in_table table") < 0 ||
+        arr_get(out_o, &out, slots ? 8 : 1, 1, "in_table out") < 0)
         goto done;
     Py_ssize_t n = arr_len(&values);
     if (arr_len(&out) != n) {
         PyErr_SetString(PyExc_ValueError, "in_table: out must have one slot a value");
         goto done;
     }
+    Py_ssize_t span = arr_len(&table);
     Py_BEGIN_ALLOW_THREADS
-    if (values.view.itemsize == 4)
-        in_table_int32_t(values.view.buf, n, table.view.buf, arr_len(&table), lo, out.view.buf);
+    if (slots && values.view.itemsize == 4)
+        slot_in_table_int32_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
+    else if (slots)
+        slot_in_table_int64_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
+    else if (values.view.itemsize == 4)
+        in_table_int32_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
     else
-        in_table_int64_t(values.view.buf, n, table.view.buf, arr_len(&table), lo, out.view.buf);
+        in_table_int64_t(values.view.buf, n, table.view.buf, span, lo, out.view.buf);
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
@@ -198,5 +223,84 @@ PyObject *pass_group_sums(PyObject *self, PyObject *args)
 done:
     arr_release(&key);
     arr_release(&weight);
+    return result;
+}
+
+/* ---------------------------------------------------------------- take_fill */
+
+/* value i of a 1-byte (unsigned: flags), 4- or 8-byte (signed) array */
+static inline int64_t value_at(const void *a, Py_ssize_t size, Py_ssize_t i)
+{
+    return size == 1 ? (int64_t)((const uint8_t *)a)[i] : key_at(a, size, i);
+}
+
+static inline void value_put(void *a, Py_ssize_t size, Py_ssize_t i, int64_t v)
+{
+    if (size == 1)
+        ((uint8_t *)a)[i] = (uint8_t)v;
+    else if (size == 4)
+        ((int32_t *)a)[i] = (int32_t)v;
+    else
+        ((int64_t *)a)[i] = v;
+}
+
+/* out[i] = arr[idx[i]], fill where idx[i] < 0; -2 (nothing more written) at an index
+ * past the array */
+static int take_fill(const void *arr, Py_ssize_t asize, Py_ssize_t m, const int64_t *idx,
+                     Py_ssize_t n, int64_t fill, void *out, Py_ssize_t osize)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t j = idx[i];
+        if (j >= m)
+            return -2;
+        value_put(out, osize, i, j < 0 ? fill : value_at(arr, asize, j));
+    }
+    return 0;
+}
+
+/* the buffer's item size when it is 1, 4 or 8, else 0 (the kind is arr_get's to check);
+ * -1: no buffer */
+static Py_ssize_t item_size(PyObject *obj)
+{
+    Py_ssize_t size = buf_itemsize(obj);
+    return size < 0 || size == 1 || size == 4 || size == 8 ? size : 0;
+}
+
+PyObject *pass_take_fill(PyObject *self, PyObject *args)
+{
+    PyObject *arr_o, *idx_o, *out_o;
+    long long fill;
+    if (!PyArg_ParseTuple(args, "OOLO", &arr_o, &idx_o, &fill, &out_o))
+        return NULL;
+    Py_ssize_t asize = item_size(arr_o), osize = asize < 0 ? 0 : item_size(out_o);
+    if (asize < 0 || osize < 0)
+        return NULL;
+    if (asize == 0 || osize == 0 || osize < asize) {
+        PyErr_SetString(PyExc_TypeError,
+                        "take_fill: arrays of 1-, 4- or 8-byte items, out's no narrower");
+        return NULL;
+    }
+    Arr arr = {0}, idx = {0}, out = {0};
+    PyObject *result = NULL;
+    if (arr_get(arr_o, &arr, asize, 0, "take_fill arr") < 0 ||
+        arr_get(idx_o, &idx, 8, 0, "take_fill idx") < 0 ||
+        arr_get(out_o, &out, osize, 1, "take_fill out") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&idx);
+    if (arr_len(&out) != n) {
+        PyErr_SetString(PyExc_ValueError, "take_fill: out must have one slot an index");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = take_fill(arr.view.buf, asize, arr_len(&arr), idx.view.buf, n, fill, out.view.buf,
+                   osize);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "take_fill: an index past the array") == 0)
+        result = Py_NewRef(Py_None);
+done:
+    arr_release(&arr);
+    arr_release(&idx);
+    arr_release(&out);
     return result;
 }

@@ -99,15 +99,30 @@ static inline PyObject *value_error(ArrSpec *spec, int n, const char *msg)
 
 /* Take a key array: 4- or 8-byte signed integers, as they come (pids and CPUs are
  * int32, life keys int64). */
-static inline int arr_get_key(PyObject *obj, Arr *a, const char *what)
+/* The item size of obj's buffer; -1 (a Python error set) when it has none. */
+static inline Py_ssize_t buf_itemsize(PyObject *obj)
 {
     Py_buffer probe;
-    a->held = 0;
     if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     Py_ssize_t size = probe.itemsize;
     PyBuffer_Release(&probe);
+    return size;
+}
+
+static inline int arr_get_key(PyObject *obj, Arr *a, const char *what)
+{
+    a->held = 0;
+    Py_ssize_t size = buf_itemsize(obj);
+    if (size < 0)
+        return -1;
     return arr_get(obj, a, size == 4 ? 4 : 8, 0, what);
+}
+
+/* Value i of a key array (4- or 8-byte signed integers, as arr_get_key takes them). */
+static inline int64_t key_at(const void *key, Py_ssize_t size, Py_ssize_t i)
+{
+    return size == 4 ? (int64_t)((const int32_t *)key)[i] : ((const int64_t *)key)[i];
 }
 
 /* Whether a key range from Python is one a pass's table takes: lo within 2**62 of 0

@@ -4,6 +4,17 @@ outputs filled in place."""
 import numpy as np
 
 def counting_order(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> None: ...
+def ascending(key: np.ndarray, /) -> bool: ...
+def pack_by(
+    key: np.ndarray,
+    ts: np.ndarray,
+    by: np.ndarray,
+    k0: int,
+    t0: int,
+    tbits: int,
+    out: np.ndarray,
+    /,
+) -> None: ...
 def life_candidates(
     pid: np.ndarray, ts: np.ndarray, kind: np.ndarray, lo: int, span: int, out: np.ndarray, /
 ) -> None: ...
@@ -32,6 +43,7 @@ def asof_slots(
     /,
 ) -> None: ...
 def in_table(values: np.ndarray, table: np.ndarray, lo: int, out: np.ndarray, /) -> None: ...
+def take_fill(arr: np.ndarray, idx: np.ndarray, fill: int, out: np.ndarray, /) -> None: ...
 def group_sums(
     key: np.ndarray, weight: np.ndarray | None, most: int, /
 ) -> tuple[bytes, bytes, bytes] | None: ...
@@ -93,3 +105,30 @@ def task_order(
     out: np.ndarray,
     /,
 ) -> int: ...
+def event_segments(
+    pos: np.ndarray,
+    rank: np.ndarray,
+    ets: np.ndarray,
+    epid: np.ndarray,
+    sw_ts: np.ndarray,
+    sw_next: np.ndarray,
+    seg: np.ndarray,
+    status: np.ndarray,
+    /,
+) -> None: ...
+def settling_walk(
+    c_ts: np.ndarray,
+    c_key: np.ndarray,
+    c_cpu: np.ndarray,
+    c_dest: np.ndarray,
+    order: np.ndarray | None,
+    ts: np.ndarray,
+    key: np.ndarray,
+    cpu: np.ndarray,
+    placed: np.ndarray,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> bool: ...
+def group_running_max(values: np.ndarray, new_group: np.ndarray, out: np.ndarray, /) -> None: ...

@@ -4,6 +4,12 @@
 PASS(counting_order,
      "counting_order(key, lo, span, out): out[:] = the stable order of key (ints in "
      "[lo, lo + span)), by one counting sort")
+PASS(pack_by,
+     "pack_by(key, ts, by, k0, t0, tbits, out): out[i] = (key[by[i]] - k0) << tbits | "
+     "(ts[by[i]] - t0), the rows' (key, ts) packed into an int64 in the order by")
+PASS(ascending,
+     "ascending(key) -> bool: whether the keys (4- or 8-byte ints) never decrease; stops at "
+     "the first that does")
 /* _pass_lives.c */
 PASS(life_candidates,
      "life_candidates(pid, ts, kind, lo, span, out): out[i] = whether row i's pid (in "
@@ -20,7 +26,11 @@ PASS(asof_slots,
 /* _pass_groups.c */
 PASS(in_table,
      "in_table(values, table, lo, out): out[i] = whether table[values[i] - lo] is set "
-     "(False outside the table)")
+     "(False outside the table); over a table of int64 slots (out int64 too), the slot "
+     "(-1 outside the table)")
+PASS(take_fill,
+     "take_fill(arr, idx, fill, out): out[i] = arr[idx[i]], fill where idx[i] < 0 (arr: "
+     "flags or 4- or 8-byte ints; out: as wide or wider)")
 PASS(group_sums,
      "group_sums(key, weight, most): the distinct keys (int64s >= 0) in order, each one's "
      "rows and the sum of its weights (None: 0), as three bytes objects of int64s; None "
@@ -66,3 +76,19 @@ PASS(wait_epochs,
 PASS(task_order,
      "task_order(task, by_time, pid, lo, span, out) -> int: the rows by_time lists but pid "
      "0's, stably by task (keys in [lo, lo + span)), into out; the number placed")
+/* _pass_completeness.c */
+PASS(event_segments,
+     "event_segments(pos, rank, ets, epid, sw_ts, sw_next, seg, status): seg[i] = "
+     "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
+     "the segment's task (sw_next), 2 another, 3 another at the time of its switch")
+PASS(group_running_max,
+     "group_running_max(values, new_group, out): out[i] = the maximum of values over row "
+     "i's group up to i, a group starting at each row whose new_group is set")
+/* _pass_wakeups.c */
+PASS(settling_walk,
+     "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "
+     "-> bool: out[i] = the time of the first event (ts, key, cpu, placed; in time order) "
+     "of key c_key[i] at or after c_ts[i], the next one at a later time when that one is "
+     "on another CPU than c_cpu[i] and places the task on c_dest[i]; int64 max if none; "
+     "False (out not filled) when the events or the candidates (through order, a "
+     "permutation; None: as they are) are not in time order")

@@ -67,11 +67,10 @@ def asof_index(
         pos = pos[ok]
         out[ok] = pos if order is None else order[pos]
         return out
-    # keys in their own integer type (pids and CPUs are int32: no int64 copies)
-    lkey, rkey = np.asarray(lkey), np.asarray(rkey)
-    if lkey.dtype != rkey.dtype or lkey.dtype.kind not in "iu":
-        lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
-    small = _small_keys(lkey, rkey)
+    # keys in their own integer type, each side as it is (pids and CPUs are int32, life
+    # keys and some tables' pids int64: the passes read either, no int64 copies)
+    lkey, rkey = key_ints(np.asarray(lkey)), key_ints(np.asarray(rkey))
+    small = small_keys(lkey, rkey)
     if small is not None:
         # both sides in time order (event tables are): one walk over both
         lk, rk, lo, span = small
@@ -100,8 +99,7 @@ def asof_index(
     ends = np.append(starts[1:], len(rk))
     ukeys = rk[starts]
     del rk
-    slot = _key_slot(ukeys, lkey).astype(np.int64, copy=False)
-    slot[ukeys[slot] != lkey] = -1  # (no right row of that key)
+    slot = _key_slot(ukeys, lkey)
     out = np.empty(len(lts), dtype=np.int64)
     _passes.asof_slots(
         lts,
@@ -117,7 +115,7 @@ def asof_index(
     return out
 
 
-def _small_keys(
+def small_keys(
     lkey: np.ndarray, rkey: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
     """Two key arrays as keys in a range not much wider than their rows, for a table of
@@ -144,6 +142,14 @@ def _small_keys(
     return (lk >> 32) * pids + (lk & low), (rk >> 32) * pids + (rk & low), 0, span
 
 
+def key_ints(a: np.ndarray) -> np.ndarray:
+    """``a`` as the compiled passes read keys: contiguous 4- or 8-byte signed integers
+    (the array itself when it is one, else an int64 copy)."""
+    if a.dtype.kind == "i" and a.dtype.itemsize in (4, 8):
+        return np.ascontiguousarray(a)
+    return a.astype(np.int64)
+
+
 def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """``np.isin(values, keys)`` for integers: a table lookup over a small key range,
     else binary searches in the sorted distinct keys (no sort of ``values``)."""
@@ -162,10 +168,7 @@ def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
         table = np.zeros(span, dtype=bool)
         table[u - lo] = True
         out = np.empty(len(values), dtype=bool)
-        own = values.dtype.kind == "i" and values.dtype.itemsize in (4, 8)
-        _passes.in_table(
-            np.ascontiguousarray(values) if own else values.astype(np.int64), table, lo, out
-        )
+        _passes.in_table(key_ints(values), table, lo, out)
         return out
     if u.dtype == np.int64 and values.dtype == np.int64:
         # life keys (pid + life << 32, .lives): a table over (life, pid) when both
@@ -256,11 +259,8 @@ def lex_order(ts: np.ndarray, key: np.ndarray) -> np.ndarray:
     if kbits + tbits > 62:
         return np.lexsort((ts, key))
     by_key = stable_order(key)
-    packed = key[by_key].astype(np.int64)
-    packed -= k0
-    packed <<= tbits
-    packed += ts[by_key]
-    packed -= t0
+    packed = np.empty(len(ts), dtype=np.int64)  # (gathered and packed in one pass)
+    _passes.pack_by(key_ints(key), key_ints(ts), by_key, k0, t0, tbits, packed)
     return by_key[np.argsort(packed, kind="stable")]
 
 
@@ -285,23 +285,31 @@ def _sorted_within(ts: np.ndarray, key: np.ndarray) -> bool:
 
 
 def is_sorted(a: np.ndarray) -> bool:
-    """Whether ``a`` is in ascending order (ties allowed)."""
-    return bool(len(a) < 2 or (a[1:] >= a[:-1]).all())
+    """Whether ``a`` is in ascending order (ties allowed): for 4- or 8-byte signed ints
+    (times, pids, CPUs) one compiled pass that stops where the order breaks, with no
+    array of comparisons (``_passes.ascending``)."""
+    if len(a) < 2:
+        return True
+    if a.dtype.kind == "i" and a.dtype.itemsize in (4, 8) and a.flags.c_contiguous:
+        return _passes.ascending(a)
+    return bool((a[1:] >= a[:-1]).all())
 
 
 def _key_slot(ukeys: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """For each key, its position in the sorted unique ``ukeys`` if there (else any
-    valid position): a table lookup over small key ranges, else a binary search."""
+    """For each key, its position in the sorted unique ``ukeys`` (int64), -1 when not
+    there: one lookup in a table of slots over small key ranges (compiled,
+    ``_passes.in_table``), else a binary search."""
     lo, hi = int(ukeys[0]), int(ukeys[-1])
     span = hi - lo + 1
     if span <= max(4 * len(ukeys), 1 << 16) and span <= 1 << 24:
-        slot = np.zeros(span, dtype=np.int64)  # (int64: what the search takes)
-        slot[ukeys - lo] = np.arange(len(ukeys), dtype=np.int64)
-        at = np.clip(key, lo, hi)  # in the key's type, which holds lo and hi
-        at -= lo
-        return slot[at]
-    k = np.searchsorted(ukeys, key)
+        table = np.full(span, -1, dtype=np.int64)
+        table[ukeys - lo] = np.arange(len(ukeys), dtype=np.int64)
+        slot = np.empty(len(key), dtype=np.int64)
+        _passes.in_table(key_ints(key), table, lo, slot)
+        return slot
+    k = np.searchsorted(ukeys, key).astype(np.int64, copy=False)
     k[k == len(ukeys)] = 0
+    k[ukeys[k] != key] = -1  # (no right row of that key)
     return k
 
 
@@ -315,10 +323,8 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     small = key.dtype.kind == "i" or (key.dtype.kind == "u" and key.dtype.itemsize < 8)
     if small and hi - lo < max(2 * len(key), 1 << 16):
         # (the count table, 8 bytes a key value, stays within twice the order's size)
-        own = key.dtype.kind == "i" and key.dtype.itemsize in (4, 8)
-        k = np.ascontiguousarray(key) if own else key.astype(np.int64)
         order = np.empty(len(key), dtype=np.intp)
-        _passes.counting_order(k, lo, hi - lo + 1, order)
+        _passes.counting_order(key_ints(key), lo, hi - lo + 1, order)
         return order
     if hi - lo >= 2**32:
         return np.argsort(key, kind="stable")
@@ -398,6 +404,12 @@ def take(arr: npt.ArrayLike, idx: npt.ArrayLike, fill: Any) -> np.ndarray:
     idx = np.asarray(idx)
     if len(arr) == 0:
         return np.full(len(idx), fill, dtype=np.result_type(arr.dtype, np.asarray(fill).dtype))
+    if _takes_compiled(arr, idx, fill):
+        # (one pass, no mask of the negative indices; the answer in arr's type, which
+        # holds fill: as the NumPy steps below give it)
+        out = np.empty(len(idx), dtype=arr.dtype)
+        _passes.take_fill(np.ascontiguousarray(arr), np.ascontiguousarray(idx), int(fill), out)
+        return out
     neg = idx < 0
     if not neg.any():
         return arr.take(idx)
@@ -405,6 +417,18 @@ def take(arr: npt.ArrayLike, idx: npt.ArrayLike, fill: Any) -> np.ndarray:
     out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype), copy=False)
     out[neg] = fill
     return out
+
+
+def _takes_compiled(arr: np.ndarray, idx: np.ndarray, fill: Any) -> bool:
+    """Whether :func:`take` is ``_passes.take_fill``'s: 1-d int64 indices into a 1-d
+    array of flags or 4- or 8-byte ints whose type is the answer's whatever the
+    indices (fill's type no wider)."""
+    if arr.ndim != 1 or idx.ndim != 1 or idx.dtype != np.int64:
+        return False
+    kind, size = arr.dtype.kind, arr.dtype.itemsize
+    if not ((kind == "b" and size == 1) or (kind == "i" and size in (4, 8))):
+        return False
+    return np.result_type(arr.dtype, np.asarray(fill).dtype) == arr.dtype
 
 
 def take_cat(cat: pd.Categorical, idx: npt.ArrayLike) -> pd.Categorical:

@@ -54,7 +54,8 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from ._util import asof_index, is_sorted, lex_order, object_categories, take
+from . import _passes
+from ._util import asof_index, is_sorted, key_ints, lex_order, object_categories, take
 from .events import MODEL_EVENTS, Events, ints
 
 if TYPE_CHECKING:
@@ -103,6 +104,9 @@ TWO_CPUS_TOLERANCE_NS = 20_000
 _UNKNOWN, _LOST = -1, -2
 _IN, _EV, _OUT = 0, 1, 2  # the order of points at one time within a segment
 _END_SWITCH, _END_EVENT, _END_TRACE = 0, 1, 2
+#: an event's segment (_passes.event_segments): none, its task's, another task's, another
+#: task's at the very time of the segment's switch (``_Proofs._segment`` settles those)
+_SEG_NONE, _SEG_OWN, _SEG_OTHER, _SEG_TIE = 0, 1, 2, 3
 END_KINDS = ("switch", "event", "trace")
 STATES = ("running", "idle", "unknown")
 
@@ -318,7 +322,13 @@ def build(trace: TraceTables, ev: Events) -> Completeness:
     if sw.n:
         first_ts = min(first_ts, int(sw.ts[0]) if is_sorted(sw.ts) else int(sw.ts.min()))
     timeline, runs = _timeline_and_runs(sw, proofs, first_ts)
-    parts = [proofs.breaks(), _two_cpus(runs), _unwoken_switch_ins(ev, runs), _rewoken(ev, runs)]
+    run_reach = reach(runs)  # (what _two_cpus and _rewoken both read: found once)
+    parts = [
+        proofs.breaks(),
+        _two_cpus(runs, run_reach),
+        _unwoken_switch_ins(ev, runs),
+        _rewoken(ev, runs, run_reach),
+    ]
     parts = [p for p in parts if len(p)]
     breaks = pd.concat(parts, ignore_index=True) if parts else _empty_breaks()
     breaks = breaks.sort_values(["ts", "cpu"], kind="stable").reset_index(drop=True)
@@ -395,11 +405,6 @@ class _Switches:
         self.chain_ok = self.B == self.next
         return self
 
-    def of_given(self, pos: np.ndarray) -> np.ndarray:
-        """Positions of given switch rows (-1: none) as positions in the (CPU, time)
-        order."""
-        return np.where(pos >= 0, self.rank[np.maximum(pos, 0)], -1) if self.n else pos
-
     def first_index(self) -> dict[int, int]:
         """Per CPU, the index of its first switch."""
         if self.n == 0:
@@ -439,9 +444,8 @@ class _Proofs:
             if len(ets):
                 lo = int(ets.min())
                 self.first_ts = lo if self.first_ts is None else min(self.first_ts, lo)
-            seg = self._segment(ets, ecpu, epid)
-            inside = np.flatnonzero(seg >= 0)
-            bad = inside[epid[inside] != sw.next[seg[inside]]]
+            seg, status = self._segment(ets, ecpu, epid)
+            bad = np.flatnonzero(status == _SEG_OTHER)
             if len(bad):
                 self.mismatch[seg[bad]] = True
                 o = np.lexsort((ets[bad], seg[bad]))
@@ -466,8 +470,12 @@ class _Proofs:
         #: the segments whose points are sorted: a broken chain, a mismatch, a loss
         self.suspect = ~sw.chain_ok | self.mismatch | lost_in
 
-    def _segment(self, ets: np.ndarray, ecpu: np.ndarray, epid: np.ndarray) -> np.ndarray:
-        """Per event, the segment it falls in (-1: before its CPU's first switch).
+    def _segment(
+        self, ets: np.ndarray, ecpu: np.ndarray, epid: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per event, the segment it falls in (-1: before its CPU's first switch) and
+        whether it is that segment's task's (``_SEG_*``: one compiled pass,
+        ``_passes.event_segments``, then the ties below).
 
         An event stamped with the very time of one or more switches of its CPU (a
         coarse clock, text with microseconds) may have fired before, between or after
@@ -475,11 +483,15 @@ class _Proofs:
         event's own (the task a switch put on, or the task the next switch switches out:
         an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
-        seg = sw.of_given(asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True))
-        at = np.flatnonzero(seg >= 0)
-        tie = at[(ets[at] == sw.ts[seg[at]]) & (epid[at] != sw.next[seg[at]])]
+        pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
+        seg = np.empty(len(ets), dtype=np.int64)
+        status = np.empty(len(ets), dtype=np.int8)
+        _passes.event_segments(pos, sw.rank, np.ascontiguousarray(ets), key_ints(epid),
+                               sw.ts, sw.next, seg, status)  # fmt: skip
+        del pos
+        tie = np.flatnonzero(status == _SEG_TIE)
         if not len(tie):
-            return seg
+            return seg, status
         t, pid = ets[tie], epid[tie]
         cur = seg[tie].copy()
         best = cur.copy()
@@ -499,7 +511,9 @@ class _Proofs:
             # go on while the switch reached is itself stamped t
             active = can & ~hit & (sw.ts[cur] == t)
         seg[tie] = best
-        return seg
+        own = take(sw.next, best, 0) == pid
+        status[tie] = np.where(best < 0, _SEG_NONE, np.where(own, _SEG_OWN, _SEG_OTHER))
+        return seg, status
 
     def breaks(self) -> pd.DataFrame:
         """The chain breaks, the context contradictions of intact chains, the losses."""
@@ -886,41 +900,22 @@ def _fill_unknown(
     )
 
 
-def _two_cpus(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs of one task on two CPUs that overlap by more than the clocks' tolerance."""
+def _two_cpus(runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
+    """Runs of one task on two CPUs that overlap by more than the clocks' tolerance
+    (``run_reach``: :func:`reach` of the runs)."""
     if len(runs) < 2:
         return _empty_breaks()
     pid = runs["pid"].to_numpy()
-    start, end = runs["start_ts"].to_numpy(), runs["end_ts"].to_numpy()
+    start = runs["start_ts"].to_numpy()
     cpu = runs["cpu"].to_numpy()
     same = np.zeros(len(pid), dtype=bool)
     same[1:] = pid[1:] == pid[:-1]
     # how far the pid's earlier runs reach (they are sorted by pid, then start)
-    reach = _group_cummax(end, ~same)
-    prev_reach = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+    prev_reach = np.concatenate([[np.iinfo(np.int64).min], run_reach[:-1]])
     bad = np.flatnonzero(same & (start < prev_reach - TWO_CPUS_TOLERANCE_NS))
     if not len(bad):
         return _empty_breaks()
     return _breaks("two_cpus", cpu[bad], start[bad], pid[bad], pid[bad], 1)
-
-
-def _group_cummax(values: np.ndarray, new_group: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` that restarts where ``new_group`` is True: one
-    accumulate over the values lifted by their group's rank (groups in order)."""
-    v = values.astype(np.int64)
-    if len(v) == 0:
-        return v
-    lo, hi = int(v.min()), int(v.max())
-    gid = np.cumsum(new_group) - 1
-    step = hi - lo + 1
-    if step * (int(gid[-1]) + 1) < 2**62:
-        lifted = (v - lo) + gid * step
-        return np.maximum.accumulate(lifted) - gid * step + lo
-    out = v.copy()  # too wide to lift: group by group
-    bounds = np.append(np.flatnonzero(new_group), len(v))
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        np.maximum.accumulate(out[a:b], out=out[a:b])
-    return out
 
 
 def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
@@ -963,12 +958,13 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
 
 
-def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
+def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
     """Wake-ups (sched_waking; sched_wakeup without it) of a task whose previous wake-up
     was not followed by a run of it: a wake-up needs a task that is not TASK_RUNNING
     (try_to_wake_up() checks its state before it traces anything), and only the task
     itself leaves TASK_RUNNING, so it ran in between where the trace does not show it.
-    A run that was on when the previous wake-up came counts (woken while running)."""
+    A run that was on when the previous wake-up came counts (woken while running).
+    ``run_reach``: :func:`reach` of the runs."""
     f = ev.waking if ev.waking is not None and len(ev.waking) else ev.wakeup
     if f is None or len(f) < 2:
         return _empty_breaks()
@@ -986,7 +982,7 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     # ... or one that was on at the previous wake-up (and is proven on until it): of the
     # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
     li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
-    ran |= take(reach(runs), li, -1) >= p_ts
+    ran |= take(run_reach, li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
 
@@ -994,11 +990,15 @@ def _rewoken(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
 def reach(runs: pd.DataFrame) -> np.ndarray:
     """Per run (``runs`` sorted by pid, then start), the furthest end of its task's runs
     begun by its start: whether some run of the task is on at a time is whether the
-    last run begun by then reaches it."""
+    last run begun by then reaches it. A running maximum restarted at each task's first
+    run, in one compiled pass (``_passes.group_running_max``)."""
     pid = runs["pid"].to_numpy()
     new = np.ones(len(pid), dtype=bool)
     new[1:] = pid[1:] != pid[:-1]
-    return _group_cummax(runs["end_ts"].to_numpy(), new)
+    out = np.empty(len(pid), dtype=np.int64)
+    end = np.ascontiguousarray(runs["end_ts"].to_numpy(), dtype=np.int64)
+    _passes.group_running_max(end, new, out)
+    return out
 
 
 def _breaks(

@@ -41,8 +41,17 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from . import completeness, tasks
-from ._util import asof_index, lex_order, pick_cat, take, take_cat
+from . import _passes, completeness, tasks
+from ._util import (
+    asof_index,
+    is_sorted,
+    key_ints,
+    lex_order,
+    pick_cat,
+    small_keys,
+    take,
+    take_cat,
+)
 from .events import Events, i64, ints
 
 if TYPE_CHECKING:
@@ -170,8 +179,22 @@ def _settling_ts(
     clock, which the per-CPU ``local`` trace clock lets run a little behind: such an
     event may carry an earlier time than the migration that chose the CPU. An event on
     another CPU that puts the task where the candidate migration takes it is therefore
-    not taken as settling it; the pid's next one is."""
+    not taken as settling it; the pid's next one is.
+
+    One backward walk over the events in compiled code (``_passes.settling_walk``)
+    when the pids' range suits its table; else two as-of searches."""
     never = np.iinfo(np.int64).max
+    small = small_keys(c_pid, pid) if len(c_ts) and len(ts) else None
+    if small is not None:
+        ck, k, lo, span = small
+        out = np.empty(len(c_ts), dtype=np.int64)
+        by_time = None if is_sorted(c_ts) else np.argsort(c_ts, kind="stable")
+        if _passes.settling_walk(
+            np.ascontiguousarray(c_ts, dtype=np.int64), ck, key_ints(c_cpu), key_ints(c_dest),
+            by_time, np.ascontiguousarray(ts, dtype=np.int64), k, key_ints(cpu),
+            key_ints(placed), lo, span, out,
+        ):  # fmt: skip
+            return out
     j = asof_index(c_ts, c_pid, ts, pid, "forward", True)
     own = (j >= 0) & (take(placed, j, -1) == c_dest) & (take(cpu, j, -1) != c_cpu)
     if own.any():

@@ -2,7 +2,8 @@
  * passes_units.c: unit tests of the model's compiled passes (schedwake/model/_pass_*.c)
  * on hand-made and random arrays, against plain loops: the counting sort's order, the
  * pids that may have two lives, the keyed as-of search in both directions, exact or
- * strict, from any hint, with times at the ends of int64, the lookup in a table, the
+ * strict, from any hint, with times at the ends of int64, the lookup in a table (of flags
+ * or of slots), the
  * groups of a hash table.
  *
  * The passes' loops are static: this file includes their C files, so it needs Python's
@@ -254,8 +255,11 @@ static void test_asof_merge(void)
     /* out of time order: nothing done; a key out of range: refused */
     int64_t ts2[] = {5, 3}, k2[] = {0, 0}, o2[2] = {7, 7};
     CHECK(asof_merge(ts2, k2, 8, 2, ts2, k2, 8, 2, 0, 1, 1, 1, o2) == 1 && o2[0] == 7);
-    int64_t far[] = {INT64_MIN, INT64_MAX};
-    CHECK(asof_merge(ts2, far, 8, 2, ts2, k2, 8, 2, 0, 1, 1, 1, o2) == -2);
+    int64_t far[] = {INT64_MIN, INT64_MAX}, ts3[] = {3, 5};
+    CHECK(asof_merge(ts3, far, 8, 2, ts3, k2, 8, 2, 0, 1, 1, 1, o2) == -2);
+    CHECK(asof_merge(ts3, k2, 8, 2, ts3, far, 8, 2, 0, 1, 0, 1, o2) == -2);
+    /* out of time order: not answered, whatever the keys (they are not read) */
+    CHECK(asof_merge(ts2, far, 8, 2, ts3, k2, 8, 2, 0, 1, 1, 1, o2) == 1 && o2[0] == 7);
 }
 
 /* ------------------------------------------------------------ groups */
@@ -315,6 +319,23 @@ static void test_groups(void)
     int64_t edge[] = {INT64_MIN, INT64_MAX};
     in_table_int64_t(edge, 2, table, V, -((int64_t)1 << 62), out);
     CHECK(out[0] == 0 && out[1] == 0);
+    /* a table of slots: the slot inside, -1 outside (the ends of both key types) */
+    int64_t slots[V], sout[N];
+    for (int trial = 0; trial < 200; trial++) {
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        int64_t lo = rnd_in(-4, 4);
+        for (int v = 0; v < V; v++)
+            slots[v] = rnd_in(-1, 9);
+        for (Py_ssize_t i = 0; i < n; i++)
+            val32[i] = (int32_t)(trial % 4 ? rnd_in(-8, V + 8) : (rnd() & 1 ? INT32_MIN : INT32_MAX));
+        slot_in_table_int32_t(val32, n, slots, V, lo, sout);
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            ok &= sout[i] == (val32[i] >= lo && val32[i] < lo + V ? slots[val32[i] - lo] : -1);
+        CHECK(ok);
+    }
+    slot_in_table_int64_t(edge, 2, slots, V, -((int64_t)1 << 62), sout);
+    CHECK(sout[0] == -1 && sout[1] == -1);
 }
 
 int main(void)

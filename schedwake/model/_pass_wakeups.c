@@ -1,0 +1,132 @@
+/*
+ * _pass_wakeups.c: the wake-ups' searches of schedwake/model/wakeups.py.
+ *
+ * settling_walk: for each candidate migration of a wake-up, the first event of the
+ * wakee (a sched_wakeup or a switch-in) at or after the waking that settled the
+ * wake-up without it.  One walk backward in time over the events (in time order, as
+ * the event tables are) and the candidates (by time, through ``order``), a table
+ * holding each key's first event passed and its first event at a later time: no sort
+ * of the events by key, no second search for the events that do not settle.
+ */
+#include <stdlib.h>
+
+#include "_passes.h"
+
+/* 0: out filled; 1: the events, or the candidates through ``order`` (NULL: as they
+ * are; a permutation), not in time order (nothing written); -1: no memory; -2: a key
+ * outside [lo, lo + span) or an order outside the candidates */
+static int settling_walk(const int64_t *c_ts, const void *c_key, Py_ssize_t cks,
+                         const void *c_cpu, Py_ssize_t ccs, const void *c_dest,
+                         Py_ssize_t cds, const int64_t *order, Py_ssize_t n,
+                         const int64_t *ts, const void *key, Py_ssize_t ks, const void *cpu,
+                         Py_ssize_t cs, const void *placed, Py_ssize_t ps, Py_ssize_t m,
+                         int64_t lo, int64_t span, int64_t *out)
+{
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if ((uint64_t)key_at(key, ks, j) - (uint64_t)lo >= (uint64_t)span)
+            return -2;
+        if (j && ts[j] < ts[j - 1])
+            return 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((uint64_t)key_at(c_key, cks, i) - (uint64_t)lo >= (uint64_t)span)
+            return -2;
+        if (order && (uint64_t)order[i] >= (uint64_t)n)
+            return -2;
+    }
+    for (Py_ssize_t r = 1; r < n; r++)   /* the candidates by time */
+        if (order ? c_ts[order[r]] < c_ts[order[r - 1]] : c_ts[r] < c_ts[r - 1])
+            return 1;
+    /* per key: its first event passed (at or after the walk's time), and its first
+     * event at a later time than that one's; -1: none */
+    int64_t *first = malloc((size_t)span * sizeof(int64_t));
+    int64_t *later = malloc((size_t)span * sizeof(int64_t));
+    if (!first || !later) {
+        free(first);
+        free(later);
+        return -1;
+    }
+    for (int64_t k = 0; k < span; k++)
+        first[k] = later[k] = -1;
+    Py_ssize_t j = m - 1;
+    for (Py_ssize_t r = n - 1; r >= 0; r--) {
+        Py_ssize_t i = order ? (Py_ssize_t)order[r] : r;
+        int64_t t = c_ts[i];
+        for (; j >= 0 && ts[j] >= t; j--) {
+            uint64_t k = (uint64_t)key_at(key, ks, j) - (uint64_t)lo;
+            int64_t f = first[k];
+            if (f < 0)
+                later[k] = -1;
+            else if (ts[f] > ts[j])
+                later[k] = f;
+            first[k] = j;
+        }
+        uint64_t k = (uint64_t)key_at(c_key, cks, i) - (uint64_t)lo;
+        int64_t e = first[k];
+        /* an event on another CPU that puts the task where the migration takes it
+         * does not settle it (a clock behind): the task's next one, at a later time */
+        if (e >= 0 && key_at(placed, ps, e) == key_at(c_dest, cds, i) &&
+            key_at(cpu, cs, e) != key_at(c_cpu, ccs, i))
+            e = later[k];
+        out[i] = e >= 0 ? ts[e] : INT64_MAX;
+    }
+    free(first);
+    free(later);
+    return 0;
+}
+
+PyObject *pass_settling_walk(PyObject *self, PyObject *args)
+{
+    PyObject *cts_o, *ckey_o, *ccpu_o, *cdest_o, *order_o, *ts_o, *key_o, *cpu_o, *placed_o,
+        *out_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLLO", &cts_o, &ckey_o, &ccpu_o, &cdest_o, &order_o,
+                          &ts_o, &key_o, &cpu_o, &placed_o, &lo, &span, &out_o))
+        return NULL;
+    if (!range_ok("settling_walk", lo, span))
+        return NULL;
+    Arr cts = {0}, ckey = {0}, ccpu = {0}, cdest = {0}, order = {0}, ts = {0}, key = {0},
+        cpu = {0}, placed = {0}, out = {0};
+    PyObject *result = NULL;
+    if (arr_get(cts_o, &cts, 8, 0, "settling_walk c_ts") < 0 ||
+        arr_get_key(ckey_o, &ckey, "settling_walk c_key") < 0 ||
+        arr_get_key(ccpu_o, &ccpu, "settling_walk c_cpu") < 0 ||
+        arr_get_key(cdest_o, &cdest, "settling_walk c_dest") < 0 ||
+        (order_o != Py_None && arr_get(order_o, &order, 8, 0, "settling_walk order") < 0) ||
+        arr_get(ts_o, &ts, 8, 0, "settling_walk ts") < 0 ||
+        arr_get_key(key_o, &key, "settling_walk key") < 0 ||
+        arr_get_key(cpu_o, &cpu, "settling_walk cpu") < 0 ||
+        arr_get_key(placed_o, &placed, "settling_walk placed") < 0 ||
+        arr_get(out_o, &out, 8, 1, "settling_walk out") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&cts), m = arr_len(&ts);
+    if (arr_len(&ckey) != n || arr_len(&ccpu) != n || arr_len(&cdest) != n ||
+        (order.held && arr_len(&order) != n) || arr_len(&out) != n || arr_len(&key) != m ||
+        arr_len(&cpu) != m || arr_len(&placed) != m) {
+        PyErr_SetString(PyExc_ValueError, "settling_walk: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = settling_walk(cts.view.buf, ckey.view.buf, ckey.view.itemsize, ccpu.view.buf,
+                       ccpu.view.itemsize, cdest.view.buf, cdest.view.itemsize,
+                       order.held ? order.view.buf : NULL, n, ts.view.buf, key.view.buf,
+                       key.view.itemsize, cpu.view.buf, cpu.view.itemsize, placed.view.buf,
+                       placed.view.itemsize, m, lo, span, out.view.buf);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "settling_walk: a key outside [lo, lo + span) or an order outside "
+                        "the candidates") == 0 || rc == 1)
+        result = PyBool_FromLong(rc == 0);
+done:
+    arr_release(&cts);
+    arr_release(&ckey);
+    arr_release(&ccpu);
+    arr_release(&cdest);
+    arr_release(&order);
+    arr_release(&ts);
+    arr_release(&key);
+    arr_release(&cpu);
+    arr_release(&placed);
+    arr_release(&out);
+    return result;
+}

@@ -1,0 +1,78 @@
+"""The compiled walk of the wake-ups' settling search (_pass_wakeups.c) gives what the
+two as-of searches gave, on random inputs full of ties, and refuses what it cannot read
+(keys outside the range told, orders outside the candidates, arrays of other lengths)
+with an error, never a read out of bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schedwake.model import _passes
+from schedwake.model._util import asof_index, take
+
+_NEVER = np.iinfo(np.int64).max
+
+
+def _settling_asof(c_ts, c_pid, c_cpu, c_dest, ts, pid, cpu, placed):
+    """wakeups._settling_ts as two as-of searches (main ea2aed5)."""
+    j = asof_index(c_ts, c_pid, ts, pid, "forward", True)
+    own = (j >= 0) & (take(placed, j, -1) == c_dest) & (take(cpu, j, -1) != c_cpu)
+    if own.any():
+        j[own] = asof_index(take(ts, j[own], 0), c_pid[own], ts, pid, "forward", False)
+    return take(ts, j, _NEVER)
+
+
+@pytest.mark.parametrize("sorted_candidates", [True, False])
+def test_settling_walk_as_the_searches(sorted_candidates):
+    rng = np.random.default_rng(11)
+    for n, m, pids, cpus in ((0, 20, 3, 2), (30, 0, 3, 2), (200, 300, 4, 3), (2000, 5000, 40, 4)):
+        ts = np.sort(rng.integers(0, 400, m)).astype(np.int64)
+        pid = rng.integers(0, pids, m).astype(np.int32)
+        cpu = rng.integers(0, cpus, m).astype(np.int32)
+        placed = np.where(rng.random(m) < 0.5, cpu, rng.integers(0, cpus, m)).astype(np.int32)
+        c_ts = rng.integers(0, 420, n).astype(np.int64)
+        if sorted_candidates:
+            c_ts.sort()
+        c_pid = rng.integers(0, pids, n).astype(np.int64)
+        c_cpu = rng.integers(0, cpus, n).astype(np.int64)
+        c_dest = rng.integers(0, cpus, n).astype(np.int64)
+        order = None if sorted_candidates else np.argsort(c_ts, kind="stable")
+        out = np.full(n, -7, dtype=np.int64)
+        assert _passes.settling_walk(c_ts, c_pid, c_cpu, c_dest, order, ts, pid, cpu, placed,
+                                     0, pids, out)  # fmt: skip
+        want = _settling_asof(c_ts, c_pid, c_cpu, c_dest, ts, pid, cpu, placed)
+        assert out.tolist() == want.tolist()
+        if n >= 2000:  # (the second search was needed, and some found nothing)
+            first = take(ts, asof_index(c_ts, c_pid, ts, pid, "forward", True), _NEVER)
+            assert (out != first).any() and (out == _NEVER).any()
+
+
+def test_settling_walk_checks_what_it_is_given():
+    ts = np.array([1, 2, 3], dtype=np.int64)
+    key = np.array([0, 1, 2], dtype=np.int32)
+    c = np.array([0, 2], dtype=np.int64)
+    out = np.full(2, -7, dtype=np.int64)
+    args = (c, c, c, c, None, ts, key, key, key)
+    assert _passes.settling_walk(*args, 0, 3, out)
+    for lo, span in ((1, 3), (0, 2), (-5, 2)):  # a key below lo, at lo + span, above
+        with pytest.raises(ValueError, match="outside"):
+            _passes.settling_walk(*args, lo, span, out)
+    for order in ([0, 2], [-1, 0], [0, np.iinfo(np.int64).max]):
+        with pytest.raises(ValueError, match="outside"):
+            _passes.settling_walk(c, c, c, c, np.array(order), ts, key, key, key, 0, 3, out)
+    out[:] = -7  # out of time order: not answered (False), nothing written
+    assert not _passes.settling_walk(c, c, c, c, None, ts[::-1].copy(), key, key, key, 0, 3, out)
+    assert not _passes.settling_walk(c[::-1].copy(), c, c, c, None, ts, key, key, key, 0, 3, out)
+    assert not _passes.settling_walk(c, c, c, c, np.array([1, 0]), ts, key, key, key, 0, 3, out)
+    assert (out == -7).all()
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.settling_walk(c, c[:1], c, c, None, ts, key, key, key, 0, 3, out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.settling_walk(c, c, c, c, None, ts, key, key[:2], key, 0, 3, out)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.settling_walk(c, c, c, c, np.array([0]), ts, key, key, key, 0, 3, out)
+    with pytest.raises(ValueError, match="span"):
+        _passes.settling_walk(*args, 0, 0, out)
+    with pytest.raises(TypeError):
+        _passes.settling_walk(c, c, c, c, None, ts.astype(float), key, key, key, 0, 3, out)
