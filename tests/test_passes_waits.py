@@ -236,3 +236,100 @@ def test_task_time_order_is_the_lexsort_without_the_idle_task():
         keep = np.flatnonzero(pid != 0)
         want = keep[np.lexsort((tie[keep], ts[keep], task[keep]))]
         assert _task_time_order(task, ts, tie, pid).tolist() == want.tolist()
+
+
+def _preempted_ends_python(sts, pkey, nkey, runnable, cts, ckey, ctie):
+    """The preempted waits' ends as the waits' state machine finds them, per task in
+    (time, tie) order: a switch-out runnable arms a wait, any switch-out disarms it, a
+    switch-in (ns + j) or a run (2 ns + c) ends an armed wait; pid 0 left out."""
+    ns = len(sts)
+    events = [(t, 2 * i, 0, i, k) for i, (t, k) in enumerate(zip(sts, pkey))]
+    events += [(t, 2 * i + 1, 1, i, k) for i, (t, k) in enumerate(zip(sts, nkey))]
+    events += [(t, tie, 2, c, k) for c, (t, tie, k) in enumerate(zip(cts, ctie, ckey))]
+    out = [-1] * ns
+    armed: dict[int, int] = {}
+    for _, _, part, i, k in sorted(events, key=lambda e: (e[4], e[0], e[1], e[2], e[3])):
+        if k & 0xFFFFFFFF == 0:
+            continue
+        if part == 0:
+            armed[k] = i if runnable[i] else -1
+        elif armed.get(k, -1) >= 0:
+            out[armed[k]] = ns + i if part == 1 else 2 * ns + i
+            armed[k] = -1
+    return out
+
+
+def test_preempted_ends_matches_the_state_machine():
+    """Random switches and runs full of ties, pids used again (life keys growing in
+    time), the idle task among them."""
+    rng = np.random.default_rng(17)
+    for trial in range(400):
+        ns, nc = int(rng.integers(0, 30)), int(rng.integers(0, 6))
+        sts = np.sort(rng.integers(0, 8, ns)).astype(np.int64)
+        cts = rng.integers(0, 8, nc).astype(np.int64)
+        ctie = rng.choice([-2, 2 * ns + 2, 3, 4], nc).astype(np.int64)
+        o = np.lexsort((ctie, cts))
+        cts, ctie = cts[o], ctie[o]
+
+        def keys(pid, ts, again=trial % 2 == 0):
+            # (every other trial: a later life of pid 2 from time 5 on)
+            return pid + ((ts >= 5) & (pid == 2) & again).astype(np.int64) * (1 << 32)
+
+        pk = keys(rng.integers(0, 4, ns).astype(np.int64), sts)
+        nk = keys(rng.integers(0, 4, ns).astype(np.int64), sts)
+        ck = keys(rng.integers(0, 4, nc).astype(np.int64), cts)
+        runnable = rng.integers(0, 2, ns).astype(np.uint8)
+        out = np.full(ns, -7, dtype=np.int64)
+        crow = np.arange(nc, dtype=np.int64)
+        assert _passes.preempted_ends(sts, pk, nk, runnable, cts, ck, ctie, crow, out)
+        assert out.tolist() == _preempted_ends_python(sts, pk, nk, runnable, cts, ck, ctie)
+
+
+def test_preempted_ends_checks_what_it_is_given():
+    sts = np.array([1, 2, 3], dtype=np.int64)
+    pk = np.array([5, 6, 0], dtype=np.int64)
+    nk = np.array([6, 5, 5], dtype=np.int64)
+    run = np.array([1, 1, 0], dtype=np.uint8)
+    e = np.zeros(0, np.int64)
+    out = np.full(3, -7, dtype=np.int64)
+    assert _passes.preempted_ends(sts, pk, nk, run, e, e, e, e, out)
+    assert out.tolist() == [4, -1, -1]  # (pid 5 out runnable at 1, in at 2: switch 1's)
+    one = np.ones(1, np.int64)
+    # (a run of pid 5 after switch 1's switch-in: the wait ended before it)
+    assert _passes.preempted_ends(sts, pk, nk, run, one * 2, one * 5, one * 9, one * 4, out)
+    assert out.tolist() == [4, -1, -1]
+    # (a run of pid 5 at time 1 before the switch-outs of time 1: arms nothing)
+    assert _passes.preempted_ends(sts, pk, nk, run, one * 1, one * 5, one * -2, one * 4, out)
+    assert out.tolist() == [4, -1, -1]
+    # a run ending pid 5's wait before its switch-in: 2 ns + its row
+    assert _passes.preempted_ends(sts, pk, nk, run, one * 1, one * 5, one * 1, one * 4, out)
+    assert out.tolist() == [10, -1, -1]
+    # not answered: switches or runs out of order, pids far apart, a life going back
+    assert not _passes.preempted_ends(sts[::-1].copy(), pk, nk, run, e, e, e, e, out)
+    two = np.array([2, 1], dtype=np.int64)
+    assert not _passes.preempted_ends(sts, pk, nk, run, two, two, two, two, out)
+    far = np.array([5, 6, 1 << 30], dtype=np.int64)
+    assert not _passes.preempted_ends(sts, far, nk, run, e, e, e, e, out)
+    back = np.array([5 + (1 << 32), 6, 5], dtype=np.int64)
+    assert not _passes.preempted_ends(sts, back, nk, run, e, e, e, e, out)
+    # any key: its low 32 bits are the pid, compared, never read through
+    odd = np.array([np.iinfo(np.int64).min, -1, 5], dtype=np.int64)
+    _passes.preempted_ends(sts, odd, nk, run, e, e, e, e, out)
+    for bad in (-1, 1 << 62):
+        with pytest.raises(ValueError, match="row outside"):
+            _passes.preempted_ends(sts, pk, nk, run, one, one * 5, one, one * bad, out)
+    with pytest.raises(ValueError, match="one slot a switch"):
+        _passes.preempted_ends(sts, pk[:2], nk, run, e, e, e, e, out)
+    with pytest.raises(ValueError, match="one slot a switch"):
+        _passes.preempted_ends(sts, pk, nk, run, e, e, e, e, out[:2].copy())
+    with pytest.raises(ValueError, match="one slot a run"):
+        _passes.preempted_ends(sts, pk, nk, run, one, e, one, one, out)
+    with pytest.raises(TypeError, match="integers"):
+        _passes.preempted_ends(sts.astype(np.int32), pk, nk, run, e, e, e, e, out)
+    with pytest.raises(TypeError, match="integers"):
+        _passes.preempted_ends(sts, pk, nk, run.astype(np.int64), e, e, e, e, out)
+    with pytest.raises((TypeError, ValueError), match="read-only|writable"):
+        ro = np.zeros(3, np.int64)
+        ro.setflags(write=False)
+        _passes.preempted_ends(sts, pk, nk, run, e, e, e, e, ro)
+    assert _passes.preempted_ends(e, e, e, np.zeros(0, np.uint8), e, e, e, e, e)

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import schedwake
@@ -439,3 +440,28 @@ def test_waits_name_the_waker_by_pid_and_show_the_waiters_own_stack(
     assert frames and pre["stack"] == frames, (pre["stack"], frames)
     assert pre["stack_at"] == pre["from"]  # preempted: the switch-out begins the wait
     assert "its own stack at its switch-out" in lines
+
+
+@pytest.mark.parametrize(
+    "name", ["fio-pinned-weighted.dat", "lost-events.dat", "perf/perf-sched-g.perf.data"]
+)
+def test_preempted_waits_are_the_tables_preempted_rows(name, monkeypatch):
+    """``waits.preempted`` (from the switches and runs alone, in C) gives the rows of
+    ``waits.build`` of kind preempted, in its order; with the runs and without, and when
+    the pass cannot answer (build's own rows then); the model's are those."""
+    model = schedwake.load(sample(name)).model
+    ev, runs = model.events, model.completeness.runs
+
+    def same(got, want):
+        pd.testing.assert_frame_equal(
+            got.astype({"comm": str}), want.astype({"comm": str}), check_categorical=False
+        )
+
+    for given in (None, runs):
+        full = W.build(ev, given)
+        want = full[(full["kind"] == "preempted").to_numpy()].reset_index(drop=True)
+        assert len(want)
+        same(W.preempted(ev, given), want)
+    same(model.preempted_waits, want)
+    monkeypatch.setattr(W._passes, "preempted_ends", lambda *args: False)
+    same(W.preempted(ev, runs), want)

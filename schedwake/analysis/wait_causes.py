@@ -271,7 +271,7 @@ def longest_preempted_row(w: pd.DataFrame) -> int | None:
 def longest_preempted(trace: Trace) -> dict[str, Any] | None:
     """The longest wait of a task switched out runnable (R/R+), explained; None when
     there is none."""
-    w = preempted_waits(trace.model.waits)
+    w = trace.model.preempted_waits
     at = longest_preempted_row(w)
     return None if at is None else preempted_record(trace, w.iloc[at])
 
@@ -319,7 +319,7 @@ def all_waits(trace: Trace) -> pd.DataFrame:
     if len(w):
         w = w[w["latency_ns"].notna().to_numpy()]
     wake_end = _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64)
-    return waits_frame(w, preempted_waits(trace.model.waits), wake_end)
+    return waits_frame(w, trace.model.preempted_waits, wake_end)
 
 
 def waits_frame(w: pd.DataFrame, p: pd.DataFrame, wake_end: np.ndarray) -> pd.DataFrame:
@@ -435,7 +435,7 @@ def _wait_columns(trace: Trace) -> dict[str, np.ndarray]:
         cols = ["wakee_pid", "ts", "run_ts", "chosen_cpu", "wakeup_ts", "migrate_index"]
         w = w[cols][w["latency_ns"].notna().to_numpy()]
     wake_end = _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64)
-    p = preempted_waits(trace.model.waits)
+    p = trace.model.preempted_waits
     parts = {
         "pid": (w["wakee_pid"].to_numpy(np.int64), p["pid"].to_numpy(np.int64)),
         "start": (w["ts"].to_numpy(np.int64), p["start_ts"].to_numpy(np.int64)),

@@ -225,3 +225,166 @@ done:
     arr_release(&out);
     return res;
 }
+
+/* The state of the preempted waits' pass: per pid slot, its current life key (cur) and
+ * the switch-out that armed its wait (pend, -1: none); out: per switch-out, the row
+ * that ends the wait it arms. */
+typedef struct {
+    int64_t lo, span, ns;
+    int64_t *cur, *pend, *out;
+} Preempt;
+
+/* One event of the life ``key`` (pid 0's left out): a switch-out (``row`` its switch
+ * row) that arms (``arm``) or disarms its task's wait, or a run shown at ``row`` (a
+ * switch-in ns + j, a run 2 ns + its row) that ends an armed wait there.  An event of
+ * a later life of the pid starts afresh; -4: an earlier life's after a later one's. */
+static inline int preempt_step(Preempt *p, int64_t key, int is_out, int arm, int64_t row)
+{
+    const int64_t low = ((int64_t)1 << 32) - 1;
+    if ((key & low) == 0)
+        return 0;
+    int64_t s = (key & low) - p->lo;
+    if ((uint64_t)s >= (uint64_t)p->span) /* (read again: checked again) */
+        return -2;
+    if (key != p->cur[s]) {
+        if (key < p->cur[s])
+            return -4;
+        p->cur[s] = key;
+        p->pend[s] = -1;
+    }
+    if (is_out) {
+        p->pend[s] = arm ? row : -1;
+        return 0;
+    }
+    if (p->pend[s] >= 0)
+        p->out[p->pend[s]] = row;
+    p->pend[s] = -1;
+    return 0;
+}
+
+/*
+ * The switches (rows 0..ns-1, in time order: a switch's switch-out at tie 2i, its
+ * switch-in at 2i + 1) and the runs whose switch-in is missing (in (ts, tie) order),
+ * merged by (ts, tie) (a switch first on equal ones, as the waits' stable order puts
+ * them), each event applied to its pid's state (preempt_step).
+ */
+static int preempted_loop(Preempt *p, const int64_t *sts, const int64_t *pkey,
+                          const int64_t *nkey, const uint8_t *runnable, const int64_t *cts,
+                          const int64_t *ckey, const int64_t *ctie, const int64_t *crow,
+                          Py_ssize_t nc)
+{
+    Py_ssize_t c = 0, ns = p->ns;
+    int rc = 0;
+    for (Py_ssize_t e = 0; e <= 2 * ns && !rc; e++) {
+        /* the runs before event e (all that are left after the last) */
+        Py_ssize_t i = e / 2;
+        for (; c < nc && !rc &&
+               (e == 2 * ns || cts[c] < sts[i] || (cts[c] == sts[i] && ctie[c] < e));
+             c++)
+            rc = preempt_step(p, ckey[c], 0, 0, 2 * ns + crow[c]);
+        if (e == 2 * ns || rc)
+            break;
+        if (e % 2 == 0)
+            rc = preempt_step(p, pkey[i], 1, runnable[i] != 0, i);
+        else
+            rc = preempt_step(p, nkey[i], 0, 0, ns + i);
+    }
+    return rc;
+}
+
+/*
+ * preempted_ends(sts, prev_key, next_key, runnable, cts, ckey, ctie, crow, out) -> bool
+ *
+ * The preempted waits (waits.py, preempted): out[i] = the row that ends the wait
+ * switch-out i arms when it switches its task out runnable (runnable[i]): the task's
+ * next switch-in (ns + j) or run whose switch-in is missing (2 ns + crow[c]) before its
+ * next switch-out, else -1.  The switches' times sts, their prev and next life keys;
+ * the runs' times cts, life keys ckey, ties ctie (compared with the switches' 2i and
+ * 2i + 1) and rows crow.  False (out not to be read) when the switches are not in time
+ * order, the runs not in (ts, tie) order, the pids (the keys' low 32 bits) span more
+ * than 4 slots a row, or a pid's life keys go back in time; ValueError on a run's row
+ * outside [0, 2**61].
+ */
+PyObject *pass_preempted_ends(PyObject *self, PyObject *args)
+{
+    PyObject *o[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8]))
+        return NULL;
+    Arr sts, pk, nk, run, cts, ck, ct, cr, out;
+    ArrSpec spec[] = {
+        {o[0], &sts, 8, 0, "preempted_ends sts"},  {o[1], &pk, 8, 0, "preempted_ends prev_key"},
+        {o[2], &nk, 8, 0, "preempted_ends next_key"}, {o[3], &run, 1, 0, "preempted_ends runnable"},
+        {o[4], &cts, 8, 0, "preempted_ends cts"},  {o[5], &ck, 8, 0, "preempted_ends ckey"},
+        {o[6], &ct, 8, 0, "preempted_ends ctie"},  {o[7], &cr, 8, 0, "preempted_ends crow"},
+        {o[8], &out, 8, 1, "preempted_ends out"},
+    };
+    const int n_spec = 9;
+    if (arrs_get(spec, n_spec) < 0)
+        return NULL;
+    Py_ssize_t ns = arr_len(&sts), nc = arr_len(&cts);
+    if (arr_len(&pk) != ns || arr_len(&nk) != ns || arr_len(&run) != ns || arr_len(&out) != ns)
+        return value_error(spec, n_spec, "preempted_ends: the switches' arrays and out: "
+                                         "one slot a switch");
+    if (arr_len(&ck) != nc || arr_len(&ct) != nc || arr_len(&cr) != nc)
+        return value_error(spec, n_spec, "preempted_ends: the runs' arrays: one slot a run");
+    const int64_t *t = sts.view.buf, *p = pk.view.buf, *x = nk.view.buf;
+    const int64_t *u = cts.view.buf, *k = ck.view.buf, *v = ct.view.buf, *r = cr.view.buf;
+    const int64_t low = ((int64_t)1 << 32) - 1;
+    int rc = 0;
+    Preempt st = {0, 0, ns, NULL, NULL, out.view.buf};
+    Py_BEGIN_ALLOW_THREADS
+    /* the orders, the runs' rows, and the pids' range (pid 0 aside) */
+    int64_t lo = INT64_MAX, hi = -1;
+    for (Py_ssize_t i = 0; i < ns && !rc; i++) {
+        if (i && t[i] < t[i - 1])
+            rc = 1;
+        for (int side = 0; side < 2; side++) {
+            int64_t pid = (side ? x[i] : p[i]) & low;
+            if (pid) {
+                lo = pid < lo ? pid : lo;
+                hi = pid > hi ? pid : hi;
+            }
+        }
+    }
+    for (Py_ssize_t c = 0; c < nc && !rc; c++) {
+        if (c && (u[c] < u[c - 1] || (u[c] == u[c - 1] && v[c] < v[c - 1])))
+            rc = 1;
+        if (r[c] < 0 || r[c] > ((int64_t)1 << 61))
+            rc = -2;
+        int64_t pid = k[c] & low;
+        if (pid) {
+            lo = pid < lo ? pid : lo;
+            hi = pid > hi ? pid : hi;
+        }
+    }
+    if (!rc && hi >= lo && hi - lo >= 4 * (ns + nc) + (1 << 16))
+        rc = 1;
+    if (!rc && hi >= lo) {
+        st.lo = lo;
+        st.span = hi - lo + 1;
+        st.cur = malloc(sizeof(int64_t) * (size_t)(hi - lo + 1));
+        st.pend = malloc(sizeof(int64_t) * (size_t)(hi - lo + 1));
+        if (!st.cur || !st.pend)
+            rc = -1;
+        for (int64_t s = 0; !rc && s <= hi - lo; s++) {
+            st.cur[s] = INT64_MIN;
+            st.pend[s] = -1;
+        }
+    }
+    if (!rc) {
+        for (Py_ssize_t i = 0; i < ns; i++)
+            st.out[i] = -1;
+        rc = preempted_loop(&st, t, p, x, run.view.buf, u, k, v, r, nc);
+    }
+    free(st.cur);
+    free(st.pend);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, n_spec);
+    if (rc == -4)
+        rc = 1; /* (out written, but not answered: the caller does not read it) */
+    if (pass_failed(rc, "preempted_ends: a run's row outside [0, 2**61], or a pid outside "
+                        "the range") < 0)
+        return NULL;
+    return PyBool_FromLong(rc == 0);
+}

@@ -82,6 +82,18 @@ def wait_epochs(
     out_kind: np.ndarray,
     /,
 ) -> int: ...
+def preempted_ends(
+    sts: np.ndarray,
+    prev_key: np.ndarray,
+    next_key: np.ndarray,
+    runnable: np.ndarray,
+    cts: np.ndarray,
+    ckey: np.ndarray,
+    ctie: np.ndarray,
+    crow: np.ndarray,
+    out: np.ndarray,
+    /,
+) -> bool: ...
 def task_order(
     task: np.ndarray,
     by_time: np.ndarray,

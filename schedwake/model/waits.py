@@ -120,14 +120,10 @@ def build(
     s = ev.switch
     if s is None or len(s) == 0:
         return _empty()
-    sts, scpu = ints(s, "ts"), ints(s, "cpu")
+    sts = ints(s, "ts")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     ns = len(s)
-    if runs is None:
-        runs = pd.DataFrame({"start_ts": np.zeros(0, np.int64)})
-        censored = np.zeros(0, dtype=np.int64)
-    else:
-        censored = np.flatnonzero(~runs["exact_start"].to_numpy())
+    runs, censored, ctie = _censored(runs, ns)
     cts = runs["start_ts"].to_numpy()[censored]
     parts_ts = [sts, sts, cts]
     parts_pid = [prev, nxt, runs["pid"].to_numpy()[censored] if len(censored) else censored]
@@ -140,18 +136,8 @@ def build(
     # missing, its row in ``runs`` plus 2 ns
     parts_row = [np.arange(ns), ns + np.arange(ns), 2 * ns + censored]
     # at one time, events in the switches' order, a switch's switch-out before its
-    # switch-in (perf: sched_out, then sched_in); a run shown by its events after them,
-    # but for a run of no length that its switch-out ends (before that switch-out)
-    zero = np.zeros(len(censored), dtype=bool)
-    if len(censored):
-        zero = (cts == runs["end_ts"].to_numpy()[censored]) & (
-            np.asarray(runs["end"].cat.codes)[censored] == 0
-        )
-    parts_tie = [
-        np.arange(ns) * 2,
-        np.arange(ns) * 2 + 1,
-        np.where(zero, -2, 2 * ns + 2).astype(np.int64),
-    ]
+    # switch-in (perf: sched_out, then sched_in); the runs as :func:`_censored` says
+    parts_tie = [np.arange(ns) * 2, np.arange(ns) * 2 + 1, ctie]
     for f in (ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
             parts_ts.append(ints(f, "ts"))
@@ -207,13 +193,30 @@ def build(
     a, e, head, wkind, wpid = a[o], e[o], head[o], wkind[o], wpid[o]
     del o
     hk = kind[head]
-    erow = row[e]  # what ended the wait: a switch-in, or a run shown by its events
-    by_run = erow >= 2 * ns
+    out_row = np.where(hk == _OUT_R, row[head], -1)
+    return _frame(s, runs, wpid, wkind, ts[a], ts[e], row[e], out_row, task[e])
+
+
+def _frame(
+    s: pd.DataFrame,
+    runs: pd.DataFrame,
+    wpid: np.ndarray,
+    wkind: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    erow: np.ndarray,
+    out_row: np.ndarray,
+    task: np.ndarray,
+) -> pd.DataFrame:
+    """The waits table of waits found (:func:`build`, :func:`preempted`), one element
+    a wait: its pid, kind code, start and end, ``erow`` (what ended it: a switch-in's
+    switch row plus ns, a run's row in ``runs`` plus 2 ns), ``out_row`` (the switch
+    row of a preempted wait's switch-out, else -1) and task."""
+    ns = len(s)
+    scpu = ints(s, "cpu")
+    by_run = erow >= 2 * ns  # (ended by a run shown by its events, not a switch-in)
     srow = np.where(by_run, 0, erow - ns)
     rrow = np.where(by_run, erow - 2 * ns, 0)
-    out_row = np.where(hk == _OUT_R, row[head], -1)
-    start = ts[a]
-    end = ts[e]
     if by_run.any():
         earliest = np.where(by_run, runs["earliest_ts"].to_numpy()[rrow], end)
         run_cpu = runs["cpu"].to_numpy()[rrow]
@@ -237,10 +240,84 @@ def build(
             "min_end_ts": min_end,
             "exact": min_end == end,
             "cut": np.zeros(len(end), dtype=bool),
-            "task": task[e],
+            "task": task,
         },
         copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
+
+
+def _censored(runs: pd.DataFrame | None, ns: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The runs (None: none) and those of them whose switch-in is missing (their rows),
+    with each one's tie among the events of its time: a run shown by its events comes
+    after the switches, but for a run of no length that its switch-out ends (before
+    that switch-out)."""
+    if runs is None:
+        runs = pd.DataFrame({"start_ts": np.zeros(0, np.int64)})
+        return runs, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    censored = np.flatnonzero(~runs["exact_start"].to_numpy())
+    zero = np.zeros(len(censored), dtype=bool)
+    if len(censored):
+        zero = (runs["start_ts"].to_numpy()[censored] == runs["end_ts"].to_numpy()[censored]) & (
+            np.asarray(runs["end"].cat.codes)[censored] == 0
+        )
+    return runs, censored, np.where(zero, -2, 2 * ns + 2).astype(np.int64)
+
+
+def preempted(
+    ev: Events, runs: pd.DataFrame | None, runnable_states: Collection[str] = ("R", "R+")
+) -> pd.DataFrame:
+    """The preempted waits of :func:`build` (its rows of kind ``preempted``, in its
+    order; ``analyze`` reads no other wait), from the switches and the runs whose
+    switch-in is missing alone: no wake-up ends or arms a preempted wait, so one pass in
+    C over those events in time order (``_passes.preempted_ends``) finds each wait's end,
+    with no sort of every event by task. :func:`build`'s where that pass cannot answer
+    (events out of time order, pids far apart)."""
+    s = ev.switch
+    if s is None or len(s) == 0:
+        return _empty()
+    sts = np.ascontiguousarray(ints(s, "ts"), dtype=np.int64)
+    ns = len(s)
+    given = runs
+    runs, censored, ctie = _censored(runs, ns)
+    cts = runs["start_ts"].to_numpy()[censored].astype(np.int64)
+    # the runs in (ts, tie) order, stably (they are few)
+    co = np.lexsort((ctie, cts))
+    censored, cts, ctie = censored[co], cts[co], ctie[co]
+    cpid = runs["pid"].to_numpy()[censored] if len(censored) else censored
+
+    def key(pid: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(ev.key(pid, ts), dtype=np.int64)
+
+    # the life key of each switch-out, switch-in and run (a wait is one task's)
+    prev_key, next_key, run_key = (
+        key(ints(s, "prev_pid"), sts),
+        key(ints(s, "next_pid"), sts),
+        key(cpid, cts),
+    )
+    ends = np.empty(ns, dtype=np.int64)  # (2 ns + c: the c-th of the runs as sorted)
+    runnable = _runnable(s, runnable_states).view(np.uint8)
+    if not _passes.preempted_ends(
+        sts, prev_key, next_key, runnable, cts, run_key, ctie, np.arange(len(cts)), ends
+    ):
+        w = build(ev, given, runnable_states)
+        return w[(w["kind"] == "preempted").to_numpy()].reset_index(drop=True)
+    head = np.flatnonzero(ends >= 0)  # (the switch-outs that arm one, in time order)
+    erow = ends[head]
+    del ends
+    by_run = erow >= 2 * ns
+    at = np.where(by_run, 0, erow - ns)  # (the switch-in)
+    end, task = sts[at], next_key[at]
+    if by_run.any():
+        c = erow[by_run] - 2 * ns
+        end[by_run], task[by_run] = cts[c], run_key[c]
+        erow[by_run] = 2 * ns + censored[c]  # (:func:`_frame`'s: the run's row)
+    wpid = pid_of(task)
+    # the waits by (start, pid), stably: of one pid and start, in time order (one
+    # task's: a pid's lives do not share a time)
+    o = lex_order(wpid, sts[head])
+    head, erow, end, task, wpid = head[o], erow[o], end[o], task[o], wpid[o]
+    kind = np.ones(len(head), dtype=np.int8)  # (KINDS' preempted)
+    return _frame(s, runs, wpid, kind, sts[head], end, erow, head, task)
 
 
 def _task_time_order(
