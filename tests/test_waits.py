@@ -465,3 +465,23 @@ def test_preempted_waits_are_the_tables_preempted_rows(name, monkeypatch):
     same(model.preempted_waits, want)
     monkeypatch.setattr(W._passes, "preempted_ends", lambda *args: False)
     same(W.preempted(ev, runs), want)
+
+
+def test_longest_preempted_row_is_the_lexsorts_last():
+    """The longest proven preempted wait, of equal ones the longest possible, of equal
+    ones the last: the last row of the lexsort by (least, delay), found without it."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(1, 30))
+        start = rng.integers(0, 4, n)
+        w = pd.DataFrame(
+            {
+                "start_ts": start,
+                "min_end_ts": start + rng.integers(0, 3, n),
+                "delay_ns": rng.integers(0, 3, n),
+            }
+        )
+        least = (w["min_end_ts"] - w["start_ts"]).to_numpy()
+        want = int(np.lexsort((w["delay_ns"].to_numpy(), least))[-1])
+        assert wait_causes.longest_preempted_row(w) == want
+    assert wait_causes.longest_preempted_row(w.iloc[:0]) is None
