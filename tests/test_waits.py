@@ -485,3 +485,27 @@ def test_longest_preempted_row_is_the_lexsorts_last():
         want = int(np.lexsort((w["delay_ns"].to_numpy(), least))[-1])
         assert wait_causes.longest_preempted_row(w) == want
     assert wait_causes.longest_preempted_row(w.iloc[:0]) is None
+
+
+def test_cpu_index_of_a_timeline_in_any_order():
+    """The CPU index of the model's timeline (in (cpu, ts) order: used as it is) is the
+    one of the same intervals in another order (sorted first), priorities included."""
+    model = schedwake.load(sample("fio-pinned-weighted.dat")).model
+    tl = model.completeness.timeline
+    mixed = tl.iloc[np.random.default_rng(3).permutation(len(tl))].reset_index(drop=True)
+    mixed = mixed.sort_values("start_ts", kind="stable").reset_index(drop=True)
+    a, b = (W.CpuIndex(model.events, t) for t in (tl, mixed))
+    assert a.prio_known and sorted(a.by_cpu) == sorted(b.by_cpu)
+    assert (np.concatenate([v[3] for v in a.by_cpu.values()]) >= 0).any()
+    s = model.events.switch
+    sts, snext, sprio = (s[c].to_numpy().astype(np.int64) for c in ("ts", "next_pid", "next_prio"))
+    for cpu, cols in a.by_cpu.items():
+        # an interval's priority: its task's last switch-in at or before its start (a
+        # sample of them)
+        some = np.unique(np.linspace(0, len(cols[0]) - 1, 200).astype(int))
+        at = [np.flatnonzero((snext == cols[1][i]) & (sts <= cols[0][i]))[-1:] for i in some]
+        assert cols[3][some].tolist() == [int(sprio[j[0]]) if len(j) else -1 for j in at]
+        other = b.by_cpu[cpu]
+        for k in (0, 1, 3, 4, 5):
+            assert cols[k].tolist() == other[k].tolist()
+        assert a.comm_names[cols[2]].tolist() == b.comm_names[other[2]].tolist()

@@ -71,7 +71,16 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _passes, tasks
-from ._util import asof_index, cat_mask, lex_order, pick_cat, stable_order, take, take_cat
+from ._util import (
+    asof_index,
+    cat_mask,
+    is_sorted,
+    lex_order,
+    pick_cat,
+    stable_order,
+    take,
+    take_cat,
+)
 from .events import Events, i64, ints
 from .lives import pid_of
 
@@ -470,24 +479,36 @@ class CpuIndex:
         tl = timeline
         if len(tl):
             ts, cpu, pid = tl["start_ts"].to_numpy(), tl["cpu"].to_numpy(), tl["pid"].to_numpy()
-            order = lex_order(ts, cpu)  # (the model's is already: a cheap check)
-            c = cpu[order]
+            # (the model's timeline is in (cpu, ts) order already: checked, not sorted)
+            order = None if _by_cpu_then_time(ts, cpu) else lex_order(ts, cpu)
+
+            def rows(a: np.ndarray) -> np.ndarray:
+                return a if order is None else a[order]
+
+            c = rows(cpu)
             cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
             bounds = np.concatenate([[0], cuts, [len(c)]])
-            o_ts, o_pid = ts[order], pid[order].astype(np.int64)
+            o_ts, o_pid = rows(ts), rows(pid).astype(np.int64)
             if self.prio_known:
-                # the priority of the task's switch-in at or before the interval began
+                # the priority of the task's switch-in at or before the interval began,
+                # searched with the intervals in time order (one walk over them and
+                # the switches, not a search per CPU's run of them)
+                by_time = np.argsort(o_ts, kind="stable")
                 sts, snext = i64(s, "ts"), ints(s, "next_pid")
-                si = asof_index(o_ts, o_pid, sts, snext, "backward", allow_exact=True)
+                si = np.empty(len(o_ts), dtype=np.int64)
+                si[by_time] = asof_index(
+                    o_ts[by_time], o_pid[by_time], sts, snext, "backward", allow_exact=True
+                )
+                del by_time
                 o_prio = take(ints(s, "next_prio"), si, -1)
             else:
                 o_prio = np.full(len(ts), -1)
             # names as codes into self.comm_names: no pandas indexing per wait
-            comm, names = pd.factorize(tl["comm"].array.take(order))
+            comm, names = pd.factorize(rows(tl["comm"].array))
             self.comm_names = np.asarray(names, dtype=object)
             # (by category: no string per interval)
-            known = ~cat_mask(pd.Categorical(tl["state"]), lambda s: s == "unknown")[order]
-            lost_row = cat_mask(pd.Categorical(tl["why"]), lambda w: w == "lost_events")[order]
+            known = ~rows(cat_mask(pd.Categorical(tl["state"]), lambda s: s == "unknown"))
+            lost_row = rows(cat_mask(pd.Categorical(tl["why"]), lambda w: w == "lost_events"))
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 self.by_cpu[int(c[lo])] = (
                     o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known[lo:hi],
@@ -595,6 +616,14 @@ class CpuIndex:
         if lts is None:
             return False
         return int(np.searchsorted(lts, b, "right")) > int(np.searchsorted(lts, a, "left"))
+
+
+def _by_cpu_then_time(ts: np.ndarray, cpu: np.ndarray) -> bool:
+    """Whether rows are in (cpu, ts) order: CPUs ascending, each CPU's times too."""
+    if not is_sorted(cpu):
+        return False
+    cuts = np.flatnonzero(cpu[1:] != cpu[:-1]) + 1
+    return all(is_sorted(t) for t in np.split(ts, cuts))
 
 
 @functools.lru_cache(maxsize=1 << 14)
