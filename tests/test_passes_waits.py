@@ -333,3 +333,84 @@ def test_preempted_ends_checks_what_it_is_given():
         ro.setflags(write=False)
         _passes.preempted_ends(sts, pk, nk, run, e, e, e, e, ro)
     assert _passes.preempted_ends(e, e, e, np.zeros(0, np.uint8), e, e, e, e, e)
+
+
+def _stretch_parts_python(ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter):
+    """The stretches' sums as a loop over their rows: the waiter's, lost, missing and
+    idle time, idle rows; the other tasks' time by (pid, comm, prio), ascending."""
+    sums, tasks = [], []
+    for g in range(len(r0)):
+        s = [0] * 5
+        by: dict[tuple, int] = {}
+        for r in range(r0[g], r1[g]):
+            st = max(ts[r], a[g])
+            en = b[g] if r == r1[g] - 1 else min(ts[r + 1], b[g])
+            d = int(en - st)
+            if not known[r]:
+                s[1 if lost[r] else 2] += d
+            elif pid[r] == waiter[g]:
+                s[0] += d
+            elif pid[r] == 0:
+                s[3] += d
+                s[4] += 1
+            elif d > 0:
+                k = (int(pid[r]), int(comm[r]), int(prio[r]))
+                by[k] = by.get(k, 0) + d
+        sums += s
+        tasks += [(g, *k, v) for k, v in sorted(by.items())]
+    return sums, tasks
+
+
+def _stretch_parts_c(ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter, room=None):
+    n = len(r0)
+    total = max(int((r1 - r0).sum()), 0) if room is None else room
+    sums = np.full(5 * n, -7, dtype=np.int64)
+    out = [np.full(total, -7, dtype=np.int64) for _ in range(5)]
+    m = _passes.stretch_parts(ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter, sums, *out)
+    return sums.tolist(), list(zip(*(o[:m].tolist() for o in out)))
+
+
+def test_stretch_parts_matches_a_loop():
+    """Random CPU rows (ties, tasks again and again, unknown rows, the waiter among
+    them) and stretches over them, some empty, some overlapping."""
+    rng = np.random.default_rng(19)
+    for _ in range(300):
+        rows = int(rng.integers(1, 40))
+        ts = np.sort(rng.integers(0, 30, rows)).astype(np.int64)
+        pid, comm, prio = (rng.integers(lo, 4, rows).astype(np.int64) for lo in (0, 0, -1))
+        known = rng.random(rows) < 0.8
+        lost = rng.random(rows) < 0.5
+        n = int(rng.integers(0, 6))
+        r0 = rng.integers(0, rows + 1, n).astype(np.int64)
+        r1 = np.minimum(r0 + rng.integers(0, 10, n), rows).astype(np.int64)
+        a = ts[np.minimum(r0, rows - 1)] + rng.integers(0, 3, n)
+        b = a + rng.integers(0, 20, n)
+        waiter = rng.integers(1, 4, n).astype(np.int64)
+        args = (ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter)
+        want = _stretch_parts_python(*args)
+        assert _stretch_parts_c(*args) == (want[0], [tuple(t) for t in want[1]])
+
+
+def test_stretch_parts_checks_what_it_is_given():
+    ts = np.array([0, 5, 9], dtype=np.int64)
+    pid = np.array([3, 0, 4], dtype=np.int64)
+    known, lost = np.ones(3, dtype=bool), np.zeros(3, dtype=bool)
+    one = np.ones(1, dtype=np.int64)
+    ok = (ts, pid, pid, pid, known, lost)
+    assert _stretch_parts_c(*ok, one * 0, one * 3, one * 1, one * 12, one * 9) == (
+        [0, 0, 0, 4, 1],
+        [(0, 3, 3, 3, 4), (0, 4, 4, 4, 3)],
+    )
+    for lo, hi in ((-1, 2), (2, 1), (0, 4), (np.iinfo(np.int64).min, 0)):
+        with pytest.raises(ValueError, match="outside the rows"):
+            _stretch_parts_c(*ok, one * lo, one * hi, one, one * 12, one * 9)
+    with pytest.raises(ValueError, match="one slot a row"):
+        _stretch_parts_c(*ok, one * 0, one * 3, one, one * 12, one * 9, room=2)
+    with pytest.raises(ValueError, match="one slot a row"):
+        _stretch_parts_c(ts, pid[:2], pid, pid, known, lost, one * 0, one, one, one, one)
+    with pytest.raises(ValueError, match="one slot a stretch"):
+        _stretch_parts_c(*ok, one * 0, np.ones(2, np.int64), one, one * 12, one * 9)
+    with pytest.raises(TypeError, match="integers"):
+        _stretch_parts_c(ts.astype(np.int32), pid, pid, pid, known, lost, one, one, one, one, one)
+    e = np.zeros(0, np.int64)
+    assert _stretch_parts_c(*ok, e, e, e, e, e) == ([], [])

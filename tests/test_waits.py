@@ -509,3 +509,26 @@ def test_cpu_index_of_a_timeline_in_any_order():
         for k in (0, 1, 3, 4, 5):
             assert cols[k].tolist() == other[k].tolist()
         assert a.comm_names[cols[2]].tolist() == b.comm_names[other[2]].tolist()
+
+
+@pytest.mark.parametrize("name", ["fio-pinned-weighted.dat", "perf/perf-dbench-z.perf.data"])
+def test_parts_of_many_waits_are_each_ones(name):
+    """The parts of many waits found together (a tail's) are those of each found alone,
+    whatever waits come with it: waits of one stretch and of several, with a wake path
+    and without."""
+    t = schedwake.load(sample(name))
+    f = wait_causes.all_waits(t)
+    index = t.model.cpu_index
+    cols = (f[k].to_numpy() for k in ("pid", "start", "end", "cpu", "wake_end"))
+    every = [
+        (int(p), int(s), int(e), int(c), None if w < 0 else int(w)) for p, s, e, c, w in zip(*cols)
+    ]
+    several = [r for r in every if len(index.segments(r[0], r[3], r[4] or r[1], r[2])) > 1]
+    assert several and any(r[4] is not None for r in every[::7])
+    rows = several[:100] + every[::7][:200]
+    np.random.default_rng(2).shuffle(rows)
+    together = W.parts_many(index, t.topology, rows)
+    for r, p in zip(rows, together):
+        alone = W.parts_of(index, t.topology, *r)
+        assert all(np.array_equal(x, y) for x, y in zip(p[:7], alone[:7])) and p[7:] == alone[7:]
+        assert int(p.ns.sum()) == p.total_ns

@@ -19,7 +19,6 @@ per task.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -474,20 +473,20 @@ def longest_first(f: pd.DataFrame) -> pd.DataFrame:
     return f.iloc[np.argsort(-f["ns"].to_numpy(), kind="stable")]
 
 
-def _tail_parts(
-    trace: Trace, f: dict[str, np.ndarray]
-) -> Iterator[tuple[_waits.Parts, int | None]]:
-    """The parts of each wait of ``f`` (:func:`_wait_columns`' arrays) as arrays, with
-    the waiting task's priority: what :func:`explain_rows` gives as dicts, for
+def _tail_parts(trace: Trace, f: dict[str, np.ndarray]) -> list[tuple[_waits.Parts, int | None]]:
+    """The parts of each wait of ``f`` (:func:`_wait_columns`' arrays) as arrays, found
+    together (:func:`schedwake.model.waits.parts_many`), with the waiting task's
+    priority: what :func:`explain_rows` gives as dicts, for
     :func:`schedwake.model.waits.aggregate_parts`."""
     index = trace.model.cpu_index
-    for pid, start, end, cpu, wake_end in zip(
-        *(f[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
-    ):
-        p = _waits.parts_of(
-            index, trace.topology, pid, start, end, cpu, None if wake_end < 0 else wake_end
+    rows = [
+        (pid, start, end, cpu, None if wake_end < 0 else wake_end)
+        for pid, start, end, cpu, wake_end in zip(
+            *(f[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
         )
-        yield p, index.prio_of(pid, end)
+    ]
+    parts = _waits.parts_many(index, trace.topology, rows)
+    return [(p, index.prio_of(r[0], r[2])) for p, r in zip(parts, rows)]
 
 
 def explain_rows(trace: Trace, f: pd.DataFrame) -> list[dict[str, Any]]:

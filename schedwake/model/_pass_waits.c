@@ -388,3 +388,168 @@ PyObject *pass_preempted_ends(PyObject *self, PyObject *args)
         return NULL;
     return PyBool_FromLong(rc == 0);
 }
+
+/* ---- stretch_parts ------------------------------------------------------------ */
+
+/* a task that ran in a stretch: its (pid, comm, prio) and time */
+typedef struct {
+    int64_t pid, comm, prio, ns;
+} TaskRun;
+
+static int task_run_cmp(const void *x, const void *y)
+{
+    const TaskRun *p = x, *q = y;
+    if (p->pid != q->pid)
+        return p->pid < q->pid ? -1 : 1;
+    if (p->comm != q->comm)
+        return p->comm < q->comm ? -1 : 1;
+    if (p->prio != q->prio)
+        return p->prio < q->prio ? -1 : 1;
+    return 0;
+}
+
+enum { S_RAN, S_LOST, S_MISSING, S_IDLE, S_IDLE_ROWS, S_COLS };
+
+/*
+ * The stretches' intervals (rows [r0[g], r1[g]) of the CPU index's columns, each
+ * clipped to [a[g], b[g]): it ends where the next row begins, the last at b[g]) summed
+ * per stretch: sums[g * S_COLS + ...] the time the waiting task (waiter[g]) ran
+ * (known), the unknown time with lost events and without, the idle time (known, pid 0,
+ * not the waiter) and the idle rows; and the other tasks' time by (pid, comm, prio)
+ * (known rows of time > 0), ascending within each stretch, as out_*[:m].  -1: no
+ * memory.
+ */
+static int64_t stretch_loop(const int64_t *ts, const int64_t *pid, const int64_t *comm,
+                            const int64_t *prio, const uint8_t *known, const uint8_t *lost,
+                            const int64_t *r0, const int64_t *r1, const int64_t *a,
+                            const int64_t *b, const int64_t *waiter, Py_ssize_t ns,
+                            int64_t *sums, int64_t *og, int64_t *opid, int64_t *ocomm,
+                            int64_t *oprio, int64_t *ons)
+{
+    int64_t most = 0, m = 0;
+    for (Py_ssize_t g = 0; g < ns; g++)
+        most = r1[g] - r0[g] > most ? r1[g] - r0[g] : most;
+    /* the distinct tasks of a stretch, found through a hash table of their slots */
+    int64_t cap = 16;
+    while (cap < 2 * most)
+        cap *= 2;
+    TaskRun *runs = malloc(sizeof(TaskRun) * (size_t)(most + 1));
+    int64_t *slot = malloc(sizeof(int64_t) * (size_t)cap);
+    if (!runs || !slot) {
+        free(runs);
+        free(slot);
+        return -1;
+    }
+    for (Py_ssize_t g = 0; g < ns; g++) {
+        int64_t *s = sums + g * S_COLS, k = 0, rows = r1[g] - r0[g], size = 16;
+        while (size < 2 * rows)
+            size *= 2;
+        for (int64_t i = 0; i < size; i++)
+            slot[i] = -1;
+        for (int c = 0; c < S_COLS; c++)
+            s[c] = 0;
+        for (int64_t r = r0[g]; r < r1[g]; r++) {
+            int64_t st = ts[r] > a[g] ? ts[r] : a[g];
+            int64_t en = r == r1[g] - 1 ? b[g] : (ts[r + 1] < b[g] ? ts[r + 1] : b[g]);
+            int64_t dur = en - st;
+            if (!known[r]) {
+                s[lost[r] ? S_LOST : S_MISSING] += dur;
+            } else if (pid[r] == waiter[g]) {
+                s[S_RAN] += dur;
+            } else if (pid[r] == 0) {
+                s[S_IDLE] += dur;
+                s[S_IDLE_ROWS]++;
+            } else if (dur > 0) {
+                TaskRun t = {pid[r], comm[r], prio[r], dur};
+                uint64_t h = (uint64_t)t.pid * 0x9E3779B97F4A7C15ULL ^
+                             (uint64_t)t.comm * 0xC2B2AE3D27D4EB4FULL ^
+                             (uint64_t)t.prio * 0x165667B19E3779F9ULL;
+                int64_t at = (int64_t)((h ^ (h >> 29)) & (uint64_t)(size - 1));
+                while (slot[at] >= 0 && task_run_cmp(&runs[slot[at]], &t))
+                    at = (at + 1) & (size - 1);
+                if (slot[at] >= 0) {
+                    runs[slot[at]].ns += dur;
+                } else {
+                    slot[at] = k;
+                    runs[k++] = t;
+                }
+            }
+        }
+        /* (one run a task now: in (pid, comm, prio) order) */
+        qsort(runs, (size_t)k, sizeof(TaskRun), task_run_cmp);
+        for (int64_t i = 0; i < k; i++) {
+            og[m] = g;
+            opid[m] = runs[i].pid;
+            ocomm[m] = runs[i].comm;
+            oprio[m] = runs[i].prio;
+            ons[m++] = runs[i].ns;
+        }
+    }
+    free(runs);
+    free(slot);
+    return m;
+}
+
+/* stretch_parts(ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter, sums, out_g,
+ * out_pid, out_comm, out_prio, out_ns) -> m */
+PyObject *pass_stretch_parts(PyObject *self, PyObject *args)
+{
+    PyObject *o[17];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14],
+                          &o[15], &o[16]))
+        return NULL;
+    Arr ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter, sums, og, op, oc, opr, ons;
+    ArrSpec spec[] = {
+        {o[0], &ts, 8, 0, "stretch_parts ts"},        {o[1], &pid, 8, 0, "stretch_parts pid"},
+        {o[2], &comm, 8, 0, "stretch_parts comm"},    {o[3], &prio, 8, 0, "stretch_parts prio"},
+        {o[4], &known, 1, 0, "stretch_parts known"},  {o[5], &lost, 1, 0, "stretch_parts lost"},
+        {o[6], &r0, 8, 0, "stretch_parts r0"},        {o[7], &r1, 8, 0, "stretch_parts r1"},
+        {o[8], &a, 8, 0, "stretch_parts a"},          {o[9], &b, 8, 0, "stretch_parts b"},
+        {o[10], &waiter, 8, 0, "stretch_parts waiter"}, {o[11], &sums, 8, 1, "stretch_parts sums"},
+        {o[12], &og, 8, 1, "stretch_parts out_g"},    {o[13], &op, 8, 1, "stretch_parts out_pid"},
+        {o[14], &oc, 8, 1, "stretch_parts out_comm"}, {o[15], &opr, 8, 1, "stretch_parts out_prio"},
+        {o[16], &ons, 8, 1, "stretch_parts out_ns"},
+    };
+    const int n_spec = 17;
+    if (arrs_get(spec, n_spec) < 0)
+        return NULL;
+    Py_ssize_t rows = arr_len(&ts), ns = arr_len(&r0), out = arr_len(&og);
+    if (arr_len(&pid) != rows || arr_len(&comm) != rows || arr_len(&prio) != rows ||
+        arr_len(&known) != rows || arr_len(&lost) != rows)
+        return value_error(spec, n_spec, "stretch_parts: ts, pid, comm, prio, known, lost: "
+                                         "one slot a row");
+    if (arr_len(&r1) != ns || arr_len(&a) != ns || arr_len(&b) != ns || arr_len(&waiter) != ns ||
+        arr_len(&sums) != ns * S_COLS)
+        return value_error(spec, n_spec, "stretch_parts: r0, r1, a, b, waiter: one slot a "
+                                         "stretch, sums five");
+    if (arr_len(&op) != out || arr_len(&oc) != out || arr_len(&opr) != out ||
+        arr_len(&ons) != out)
+        return value_error(spec, n_spec, "stretch_parts: the outputs: one length");
+    const int64_t *p0 = r0.view.buf, *p1 = r1.view.buf;
+    int64_t total = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < ns && !bad; g++) {
+        if (p0[g] < 0 || p1[g] < p0[g] || p1[g] > rows)
+            bad = 1;
+        else
+            total += p1[g] - p0[g];
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        return value_error(spec, n_spec, "stretch_parts: a stretch's rows outside the rows");
+    if (total > out)
+        return value_error(spec, n_spec, "stretch_parts: the outputs need one slot a row");
+    int64_t m;
+    Py_BEGIN_ALLOW_THREADS
+    m = stretch_loop(ts.view.buf, pid.view.buf, comm.view.buf, prio.view.buf, known.view.buf,
+                     lost.view.buf, p0, p1, a.view.buf, b.view.buf, waiter.view.buf, ns,
+                     sums.view.buf, og.view.buf, op.view.buf, oc.view.buf, opr.view.buf,
+                     ons.view.buf);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, n_spec);
+    if (m < 0)
+        return PyErr_NoMemory();
+    return PyLong_FromLongLong(m);
+}
