@@ -710,9 +710,10 @@ def parts_many(
     index: CpuIndex, topology: Topology, waits: Iterable[tuple[int, int, int, int, int | None]]
 ) -> list[Parts]:
     """The parts of each of ``waits`` ((pid, start_ts, end_ts, cpu_at_end, wakeup_ts)
-    each, as :func:`parts_of` takes them), found together: the intervals of every
-    stretch of every wait gathered, classed and summed in whole-array steps, not in
-    steps per wait and stretch (a tail explains hundreds of waits)."""
+    each, as :func:`parts_of` takes them), found together (a tail explains hundreds of
+    waits): the intervals of every stretch of every wait summed in one compiled pass
+    (:func:`_stretch_sums`), the parts ordered and merged in whole-array steps, not in
+    steps per wait and stretch."""
     # per stretch (a CPU the task was queued on, in turn): its wait, CPU, [a, b), and
     # its rows [r0, r1) of index.rows; the parts found of whole stretches and wake paths
     waits = list(waits)
@@ -756,7 +757,7 @@ def parts_many(
             seg_r0.append(r0)
             seg_r1.append(r1)
         llc.append((llc_idle, llc_cpus))
-    seg = _seg_rows(index, seg_wait, seg_a, seg_b, seg_r0, seg_r1, waits)
+    seg = _stretch_sums(index, seg_wait, seg_a, seg_b, seg_r0, seg_r1, waits)
     # the found parts as columns: whole stretches' and wake paths', then the intervals'
     f = np.array(found, dtype=np.int64).reshape(-1, 6)
     none = np.full(len(f), -1, dtype=np.int64)
@@ -779,7 +780,7 @@ def parts_many(
     cols = {k: v[keep] for k, v in cols.items()}
     wait = np.asarray(seg_wait, dtype=np.int64)[stretch] if len(stretch) else stretch
     # the order found: by wait, stretch, place, then a task's (pid, comm, prio) (as
-    # _seg_rows gives a stretch's tasks: a stable sort by stretch and place keeps it)
+    # _stretch_sums gives a stretch's tasks: a stable sort by stretch and place keeps it)
     found_at = np.lexsort((cols["at"], stretch))
     cols = {k: v[found_at] for k, v in cols.items()}
     wait = wait[found_at]
@@ -837,7 +838,7 @@ def _first_places(
     return first, ns
 
 
-def _seg_rows(
+def _stretch_sums(
     index: CpuIndex,
     seg_wait: list[int],
     seg_a: list[int],
