@@ -12,6 +12,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import schedwake
@@ -439,3 +440,95 @@ def test_waits_name_the_waker_by_pid_and_show_the_waiters_own_stack(
     assert frames and pre["stack"] == frames, (pre["stack"], frames)
     assert pre["stack_at"] == pre["from"]  # preempted: the switch-out begins the wait
     assert "its own stack at its switch-out" in lines
+
+
+@pytest.mark.parametrize(
+    "name", ["fio-pinned-weighted.dat", "lost-events.dat", "perf/perf-sched-g.perf.data"]
+)
+def test_preempted_waits_are_the_tables_preempted_rows(name, monkeypatch):
+    """``waits.preempted`` (from the switches and runs alone, in C) gives the rows of
+    ``waits.build`` of kind preempted, in its order; with the runs and without, and when
+    the pass cannot answer (build's own rows then); the model's are those."""
+    model = schedwake.load(sample(name)).model
+    ev, runs = model.events, model.completeness.runs
+
+    def same(got, want):
+        pd.testing.assert_frame_equal(
+            got.astype({"comm": str}), want.astype({"comm": str}), check_categorical=False
+        )
+
+    for given in (None, runs):
+        full = W.build(ev, given)
+        want = full[(full["kind"] == "preempted").to_numpy()].reset_index(drop=True)
+        assert len(want)
+        same(W.preempted(ev, given), want)
+    same(model.preempted_waits, want)
+    monkeypatch.setattr(W._passes, "preempted_ends", lambda *args: False)
+    same(W.preempted(ev, runs), want)
+
+
+def test_longest_preempted_row_is_the_lexsorts_last():
+    """The longest proven preempted wait, of equal ones the longest possible, of equal
+    ones the last: the last row of the lexsort by (least, delay), found without it."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(1, 30))
+        start = rng.integers(0, 4, n)
+        w = pd.DataFrame(
+            {
+                "start_ts": start,
+                "min_end_ts": start + rng.integers(0, 3, n),
+                "delay_ns": rng.integers(0, 3, n),
+            }
+        )
+        least = (w["min_end_ts"] - w["start_ts"]).to_numpy()
+        want = int(np.lexsort((w["delay_ns"].to_numpy(), least))[-1])
+        assert wait_causes.longest_preempted_row(w) == want
+    assert wait_causes.longest_preempted_row(w.iloc[:0]) is None
+
+
+def test_cpu_index_of_a_timeline_in_any_order():
+    """The CPU index of the model's timeline (in (cpu, ts) order: used as it is) is the
+    one of the same intervals in another order (sorted first), priorities included."""
+    model = schedwake.load(sample("fio-pinned-weighted.dat")).model
+    tl = model.completeness.timeline
+    mixed = tl.iloc[np.random.default_rng(3).permutation(len(tl))].reset_index(drop=True)
+    mixed = mixed.sort_values("start_ts", kind="stable").reset_index(drop=True)
+    a, b = (W.CpuIndex(model.events, t) for t in (tl, mixed))
+    assert a.prio_known and sorted(a.by_cpu) == sorted(b.by_cpu)
+    assert (np.concatenate([v[3] for v in a.by_cpu.values()]) >= 0).any()
+    s = model.events.switch
+    sts, snext, sprio = (s[c].to_numpy().astype(np.int64) for c in ("ts", "next_pid", "next_prio"))
+    for cpu, cols in a.by_cpu.items():
+        # an interval's priority: its task's last switch-in at or before its start (a
+        # sample of them)
+        some = np.unique(np.linspace(0, len(cols[0]) - 1, 200).astype(int))
+        at = [np.flatnonzero((snext == cols[1][i]) & (sts <= cols[0][i]))[-1:] for i in some]
+        assert cols[3][some].tolist() == [int(sprio[j[0]]) if len(j) else -1 for j in at]
+        other = b.by_cpu[cpu]
+        for k in (0, 1, 3, 4, 5):
+            assert cols[k].tolist() == other[k].tolist()
+        assert a.comm_names[cols[2]].tolist() == b.comm_names[other[2]].tolist()
+
+
+@pytest.mark.parametrize("name", ["fio-pinned-weighted.dat", "perf/perf-dbench-z.perf.data"])
+def test_parts_of_many_waits_are_each_ones(name):
+    """The parts of many waits found together (a tail's) are those of each found alone,
+    whatever waits come with it: waits of one stretch and of several, with a wake path
+    and without."""
+    t = schedwake.load(sample(name))
+    f = wait_causes.all_waits(t)
+    index = t.model.cpu_index
+    cols = (f[k].to_numpy() for k in ("pid", "start", "end", "cpu", "wake_end"))
+    every = [
+        (int(p), int(s), int(e), int(c), None if w < 0 else int(w)) for p, s, e, c, w in zip(*cols)
+    ]
+    several = [r for r in every if len(index.segments(r[0], r[3], r[4] or r[1], r[2])) > 1]
+    assert several and any(r[4] is not None for r in every[::7])
+    rows = several[:100] + every[::7][:200]
+    np.random.default_rng(2).shuffle(rows)
+    together = W.parts_many(index, t.topology, rows)
+    for r, p in zip(rows, together):
+        alone = W.parts_of(index, t.topology, *r)
+        assert all(np.array_equal(x, y) for x, y in zip(p[:7], alone[:7])) and p[7:] == alone[7:]
+        assert int(p.ns.sum()) == p.total_ns

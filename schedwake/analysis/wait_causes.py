@@ -19,13 +19,13 @@ per task.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ..model import waits as _waits
+from ..model.events import ints
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -265,13 +265,16 @@ def longest_preempted_row(w: pd.DataFrame) -> int | None:
     if len(w) == 0:
         return None
     least = w["min_end_ts"].to_numpy() - w["start_ts"].to_numpy()
-    return int(np.lexsort((w["delay_ns"].to_numpy(), least))[-1])
+    # (the last of the lexsort's order by (least, delay), without the sort)
+    top = np.flatnonzero(least == least.max())
+    delay = w["delay_ns"].to_numpy()[top]
+    return int(top[np.flatnonzero(delay == delay.max())[-1]])
 
 
 def longest_preempted(trace: Trace) -> dict[str, Any] | None:
     """The longest wait of a task switched out runnable (R/R+), explained; None when
     there is none."""
-    w = preempted_waits(trace.model.waits)
+    w = trace.model.preempted_waits
     at = longest_preempted_row(w)
     return None if at is None else preempted_record(trace, w.iloc[at])
 
@@ -319,7 +322,7 @@ def all_waits(trace: Trace) -> pd.DataFrame:
     if len(w):
         w = w[w["latency_ns"].notna().to_numpy()]
     wake_end = _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64)
-    return waits_frame(w, preempted_waits(trace.model.waits), wake_end)
+    return waits_frame(w, trace.model.preempted_waits, wake_end)
 
 
 def waits_frame(w: pd.DataFrame, p: pd.DataFrame, wake_end: np.ndarray) -> pd.DataFrame:
@@ -409,14 +412,27 @@ def tail_waits(
     preempted), their causes together: ``{"quantile", "threshold_us", "waits",
     "explained", "causes": [{cause, us, share}], "top_tasks": [...]}``; the
     ``limit`` longest are explained. None without waits."""
-    f = _wait_columns(trace)  # (all_waits' columns that the tail reads: no names)
-    ns = f["end"] - f["start"]
+    w, p = trace.model.wakeups, trace.model.preempted_waits
+    timed = _timed(w)
+    # the waits' lengths, in all_waits' order; the columns read of the tail's alone
+    ns = np.concatenate(
+        [
+            (w["run_ts"].to_numpy(dtype=np.int64, na_value=0) - ints(w, "ts"))[timed],
+            p["end_ts"].to_numpy(np.int64) - p["start_ts"].to_numpy(np.int64),
+        ]
+    )
     if len(ns) == 0:
         return None
     threshold = float(np.quantile(ns, quantile))
     at = np.flatnonzero(ns >= threshold)
     at = at[np.argsort(-ns[at], kind="stable")][:limit]  # (longest_first)
-    tail = {k: v[at] for k, v in f.items()}
+    woken = at < len(timed)
+    f = _wait_columns(trace, w.iloc[timed[at[woken]]], p.iloc[at[~woken] - len(timed)])
+    # (the tail longest first again: its wake-ups came first in f, then the rest)
+    back = np.empty(len(at), dtype=np.int64)
+    back[woken] = np.arange(int(woken.sum()))
+    back[~woken] = int(woken.sum()) + np.arange(int((~woken).sum()))
+    tail = {k: v[back] for k, v in f.items()}
     causes, explained = _waits.aggregate_parts(trace.model.cpu_index, _tail_parts(trace, tail))
     kinds = pd.Series(np.asarray(_WAIT_KINDS, dtype=object)[tail["kind"]].tolist())
     return tail_record(quantile, threshold, int((ns >= threshold).sum()), kinds, explained, causes)
@@ -426,16 +442,20 @@ def tail_waits(
 _WAIT_KINDS = ("wake_to_run", "preempted")
 
 
-def _wait_columns(trace: Trace) -> dict[str, np.ndarray]:
-    """The waits of :func:`all_waits`, in its order, as arrays of its ``pid``,
-    ``start``, ``end``, ``cpu`` and ``wake_end`` columns, and ``kind`` as a code into
-    :data:`_WAIT_KINDS`: what :func:`tail_waits` reads of them, without a frame."""
-    w = trace.model.wakeups
-    if len(w):
-        cols = ["wakee_pid", "ts", "run_ts", "chosen_cpu", "wakeup_ts", "migrate_index"]
-        w = w[cols][w["latency_ns"].notna().to_numpy()]
+def _timed(w: pd.DataFrame) -> np.ndarray:
+    """The rows of the wakeups table ``w`` with a latency (:func:`all_waits`' wake-to-run
+    waits), as positions."""
+    if len(w) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(w["latency_ns"].notna().to_numpy())
+
+
+def _wait_columns(trace: Trace, w: pd.DataFrame, p: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The waits of rows ``w`` of the wakeups table with a latency and ``p`` of the
+    preempted waits, in :func:`all_waits`' order, as arrays of its ``pid``, ``start``,
+    ``end``, ``cpu`` and ``wake_end`` columns, and ``kind`` as a code into
+    :data:`_WAIT_KINDS`: what :func:`tail_waits` reads of its tail, without a frame."""
     wake_end = _own_wake_ends(trace.model, w) if len(w) else np.zeros(0, np.int64)
-    p = preempted_waits(trace.model.waits)
     parts = {
         "pid": (w["wakee_pid"].to_numpy(np.int64), p["pid"].to_numpy(np.int64)),
         "start": (w["ts"].to_numpy(np.int64), p["start_ts"].to_numpy(np.int64)),
@@ -453,20 +473,20 @@ def longest_first(f: pd.DataFrame) -> pd.DataFrame:
     return f.iloc[np.argsort(-f["ns"].to_numpy(), kind="stable")]
 
 
-def _tail_parts(
-    trace: Trace, f: dict[str, np.ndarray]
-) -> Iterator[tuple[_waits.Parts, int | None]]:
-    """The parts of each wait of ``f`` (:func:`_wait_columns`' arrays) as arrays, with
-    the waiting task's priority: what :func:`explain_rows` gives as dicts, for
+def _tail_parts(trace: Trace, f: dict[str, np.ndarray]) -> list[tuple[_waits.Parts, int | None]]:
+    """The parts of each wait of ``f`` (:func:`_wait_columns`' arrays) as arrays, found
+    together (:func:`schedwake.model.waits.parts_many`), with the waiting task's
+    priority: what :func:`explain_rows` gives as dicts, for
     :func:`schedwake.model.waits.aggregate_parts`."""
     index = trace.model.cpu_index
-    for pid, start, end, cpu, wake_end in zip(
-        *(f[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
-    ):
-        p = _waits.parts_of(
-            index, trace.topology, pid, start, end, cpu, None if wake_end < 0 else wake_end
+    rows = [
+        (pid, start, end, cpu, None if wake_end < 0 else wake_end)
+        for pid, start, end, cpu, wake_end in zip(
+            *(f[c].tolist() for c in ("pid", "start", "end", "cpu", "wake_end"))
         )
-        yield p, index.prio_of(pid, end)
+    ]
+    parts = _waits.parts_many(index, trace.topology, rows)
+    return [(p, index.prio_of(r[0], r[2])) for p, r in zip(parts, rows)]
 
 
 def explain_rows(trace: Trace, f: pd.DataFrame) -> list[dict[str, Any]]:

@@ -227,6 +227,23 @@ class Model:
         return w if self.pids is None else self._of_pids(w, "pid")
 
     @cached_property
+    def preempted_waits(self) -> pd.DataFrame:
+        """The rows of :attr:`waits` of kind ``preempted``, in its order: taken from it
+        when built, else found from the switches alone (:func:`.waits.preempted`: what
+        ``analyze`` reads of the waits, without the woken waits' wake-ups)."""
+        if "waits" in self.__dict__:
+            w = self.waits
+            return w[(w["kind"] == "preempted").to_numpy()]
+        if self.whole is None:
+            w = _waits.preempted(self.events, self.completeness.runs)
+        else:
+            _, lo, hi, cpus = self.whole
+            runs = self.completeness.runs
+            w = _waits.preempted(self.events, runs[(runs["start_ts"].to_numpy() >= lo)])
+            w = _waits.cut_to_slice(w, self._wait_migrations, hi, cpus)
+        return w if self.pids is None else self._of_pids(w, "pid")
+
+    @cached_property
     def cpu_index(self) -> _waits.CpuIndex:
         """Per CPU, its switches in time order: what :func:`.waits.breakdown` reads."""
         return _waits.CpuIndex(

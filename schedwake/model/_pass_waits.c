@@ -225,3 +225,331 @@ done:
     arr_release(&out);
     return res;
 }
+
+/* The state of the preempted waits' pass: per pid slot, its current life key (cur) and
+ * the switch-out that armed its wait (pend, -1: none); out: per switch-out, the row
+ * that ends the wait it arms. */
+typedef struct {
+    int64_t lo, span, ns;
+    int64_t *cur, *pend, *out;
+} Preempt;
+
+/* One event of the life ``key`` (pid 0's left out): a switch-out (``row`` its switch
+ * row) that arms (``arm``) or disarms its task's wait, or a run shown at ``row`` (a
+ * switch-in ns + j, a run 2 ns + its row) that ends an armed wait there.  An event of
+ * a later life of the pid starts afresh; -4: an earlier life's after a later one's. */
+static inline int preempt_step(Preempt *p, int64_t key, int is_out, int arm, int64_t row)
+{
+    const int64_t low = ((int64_t)1 << 32) - 1;
+    if ((key & low) == 0)
+        return 0;
+    int64_t s = (key & low) - p->lo;
+    if ((uint64_t)s >= (uint64_t)p->span) /* (read again: checked again) */
+        return -2;
+    if (key != p->cur[s]) {
+        if (key < p->cur[s])
+            return -4;
+        p->cur[s] = key;
+        p->pend[s] = -1;
+    }
+    if (is_out) {
+        p->pend[s] = arm ? row : -1;
+        return 0;
+    }
+    if (p->pend[s] >= 0)
+        p->out[p->pend[s]] = row;
+    p->pend[s] = -1;
+    return 0;
+}
+
+/*
+ * The switches (rows 0..ns-1, in time order: a switch's switch-out at tie 2i, its
+ * switch-in at 2i + 1) and the runs whose switch-in is missing (in (ts, tie) order),
+ * merged by (ts, tie) (a switch first on equal ones, as the waits' stable order puts
+ * them), each event applied to its pid's state (preempt_step).
+ */
+static int preempted_loop(Preempt *p, const int64_t *sts, const int64_t *pkey,
+                          const int64_t *nkey, const uint8_t *runnable, const int64_t *cts,
+                          const int64_t *ckey, const int64_t *ctie, const int64_t *crow,
+                          Py_ssize_t nc)
+{
+    Py_ssize_t c = 0, ns = p->ns;
+    int rc = 0;
+    for (Py_ssize_t e = 0; e <= 2 * ns && !rc; e++) {
+        /* the runs before event e (all that are left after the last) */
+        Py_ssize_t i = e / 2;
+        for (; c < nc && !rc &&
+               (e == 2 * ns || cts[c] < sts[i] || (cts[c] == sts[i] && ctie[c] < e));
+             c++)
+            rc = preempt_step(p, ckey[c], 0, 0, 2 * ns + crow[c]);
+        if (e == 2 * ns || rc)
+            break;
+        if (e % 2 == 0)
+            rc = preempt_step(p, pkey[i], 1, runnable[i] != 0, i);
+        else
+            rc = preempt_step(p, nkey[i], 0, 0, ns + i);
+    }
+    return rc;
+}
+
+/*
+ * preempted_ends(sts, prev_key, next_key, runnable, cts, ckey, ctie, crow, out) -> bool
+ *
+ * The preempted waits (waits.py, preempted): out[i] = the row that ends the wait
+ * switch-out i arms when it switches its task out runnable (runnable[i]): the task's
+ * next switch-in (ns + j) or run whose switch-in is missing (2 ns + crow[c]) before its
+ * next switch-out, else -1.  The switches' times sts, their prev and next life keys;
+ * the runs' times cts, life keys ckey, ties ctie (compared with the switches' 2i and
+ * 2i + 1) and rows crow.  False (out not to be read) when the switches are not in time
+ * order, the runs not in (ts, tie) order, the pids (the keys' low 32 bits) span more
+ * than 4 slots a row, or a pid's life keys go back in time; ValueError on a run's row
+ * outside [0, 2**61].
+ */
+PyObject *pass_preempted_ends(PyObject *self, PyObject *args)
+{
+    PyObject *o[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8]))
+        return NULL;
+    Arr sts, pk, nk, run, cts, ck, ct, cr, out;
+    ArrSpec spec[] = {
+        {o[0], &sts, 8, 0, "preempted_ends sts"},  {o[1], &pk, 8, 0, "preempted_ends prev_key"},
+        {o[2], &nk, 8, 0, "preempted_ends next_key"}, {o[3], &run, 1, 0, "preempted_ends runnable"},
+        {o[4], &cts, 8, 0, "preempted_ends cts"},  {o[5], &ck, 8, 0, "preempted_ends ckey"},
+        {o[6], &ct, 8, 0, "preempted_ends ctie"},  {o[7], &cr, 8, 0, "preempted_ends crow"},
+        {o[8], &out, 8, 1, "preempted_ends out"},
+    };
+    const int n_spec = 9;
+    if (arrs_get(spec, n_spec) < 0)
+        return NULL;
+    Py_ssize_t ns = arr_len(&sts), nc = arr_len(&cts);
+    if (arr_len(&pk) != ns || arr_len(&nk) != ns || arr_len(&run) != ns || arr_len(&out) != ns)
+        return value_error(spec, n_spec, "preempted_ends: the switches' arrays and out: "
+                                         "one slot a switch");
+    if (arr_len(&ck) != nc || arr_len(&ct) != nc || arr_len(&cr) != nc)
+        return value_error(spec, n_spec, "preempted_ends: the runs' arrays: one slot a run");
+    const int64_t *t = sts.view.buf, *p = pk.view.buf, *x = nk.view.buf;
+    const int64_t *u = cts.view.buf, *k = ck.view.buf, *v = ct.view.buf, *r = cr.view.buf;
+    const int64_t low = ((int64_t)1 << 32) - 1;
+    int rc = 0;
+    Preempt st = {0, 0, ns, NULL, NULL, out.view.buf};
+    Py_BEGIN_ALLOW_THREADS
+    /* the orders, the runs' rows, and the pids' range (pid 0 aside) */
+    int64_t lo = INT64_MAX, hi = -1;
+    for (Py_ssize_t i = 0; i < ns && !rc; i++) {
+        if (i && t[i] < t[i - 1])
+            rc = 1;
+        for (int side = 0; side < 2; side++) {
+            int64_t pid = (side ? x[i] : p[i]) & low;
+            if (pid) {
+                lo = pid < lo ? pid : lo;
+                hi = pid > hi ? pid : hi;
+            }
+        }
+    }
+    for (Py_ssize_t c = 0; c < nc && !rc; c++) {
+        if (c && (u[c] < u[c - 1] || (u[c] == u[c - 1] && v[c] < v[c - 1])))
+            rc = 1;
+        if (r[c] < 0 || r[c] > ((int64_t)1 << 61))
+            rc = -2;
+        int64_t pid = k[c] & low;
+        if (pid) {
+            lo = pid < lo ? pid : lo;
+            hi = pid > hi ? pid : hi;
+        }
+    }
+    if (!rc && hi >= lo && hi - lo >= 4 * (ns + nc) + (1 << 16))
+        rc = 1;
+    if (!rc && hi >= lo) {
+        st.lo = lo;
+        st.span = hi - lo + 1;
+        st.cur = malloc(sizeof(int64_t) * (size_t)(hi - lo + 1));
+        st.pend = malloc(sizeof(int64_t) * (size_t)(hi - lo + 1));
+        if (!st.cur || !st.pend)
+            rc = -1;
+        for (int64_t s = 0; !rc && s <= hi - lo; s++) {
+            st.cur[s] = INT64_MIN;
+            st.pend[s] = -1;
+        }
+    }
+    if (!rc) {
+        for (Py_ssize_t i = 0; i < ns; i++)
+            st.out[i] = -1;
+        rc = preempted_loop(&st, t, p, x, run.view.buf, u, k, v, r, nc);
+    }
+    free(st.cur);
+    free(st.pend);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, n_spec);
+    if (rc == -4)
+        rc = 1; /* (out written, but not answered: the caller does not read it) */
+    if (pass_failed(rc, "preempted_ends: a run's row outside [0, 2**61], or a pid outside "
+                        "the range") < 0)
+        return NULL;
+    return PyBool_FromLong(rc == 0);
+}
+
+/* ---- stretch_parts ------------------------------------------------------------ */
+
+/* a task that ran in a stretch: its (pid, comm, prio) and time */
+typedef struct {
+    int64_t pid, comm, prio, ns;
+} TaskRun;
+
+static int task_run_cmp(const void *x, const void *y)
+{
+    const TaskRun *p = x, *q = y;
+    if (p->pid != q->pid)
+        return p->pid < q->pid ? -1 : 1;
+    if (p->comm != q->comm)
+        return p->comm < q->comm ? -1 : 1;
+    if (p->prio != q->prio)
+        return p->prio < q->prio ? -1 : 1;
+    return 0;
+}
+
+enum { S_RAN, S_LOST, S_MISSING, S_IDLE, S_IDLE_ROWS, S_COLS };
+
+/*
+ * The stretches' intervals (rows [r0[g], r1[g]) of the CPU index's columns, each
+ * clipped to [a[g], b[g]): it ends where the next row begins, the last at b[g]) summed
+ * per stretch: sums[g * S_COLS + ...] the time the waiting task (waiter[g]) ran
+ * (known), the unknown time with lost events and without, the idle time (known, pid 0,
+ * not the waiter) and the idle rows; and the other tasks' time by (pid, comm, prio)
+ * (known rows of time > 0), ascending within each stretch, as out_*[:m].  -1: no
+ * memory.
+ */
+static int64_t stretch_loop(const int64_t *ts, const int64_t *pid, const int64_t *comm,
+                            const int64_t *prio, const uint8_t *known, const uint8_t *lost,
+                            const int64_t *r0, const int64_t *r1, const int64_t *a,
+                            const int64_t *b, const int64_t *waiter, Py_ssize_t ns,
+                            int64_t *sums, int64_t *og, int64_t *opid, int64_t *ocomm,
+                            int64_t *oprio, int64_t *ons)
+{
+    int64_t most = 0, m = 0;
+    for (Py_ssize_t g = 0; g < ns; g++)
+        most = r1[g] - r0[g] > most ? r1[g] - r0[g] : most;
+    /* the distinct tasks of a stretch, found through a hash table of their slots */
+    int64_t cap = 16;
+    while (cap < 2 * most)
+        cap *= 2;
+    TaskRun *runs = malloc(sizeof(TaskRun) * (size_t)(most + 1));
+    int64_t *slot = malloc(sizeof(int64_t) * (size_t)cap);
+    if (!runs || !slot) {
+        free(runs);
+        free(slot);
+        return -1;
+    }
+    for (Py_ssize_t g = 0; g < ns; g++) {
+        int64_t *s = sums + g * S_COLS, k = 0, rows = r1[g] - r0[g], size = 16;
+        while (size < 2 * rows)
+            size *= 2;
+        for (int64_t i = 0; i < size; i++)
+            slot[i] = -1;
+        for (int c = 0; c < S_COLS; c++)
+            s[c] = 0;
+        for (int64_t r = r0[g]; r < r1[g]; r++) {
+            int64_t st = ts[r] > a[g] ? ts[r] : a[g];
+            int64_t en = r == r1[g] - 1 ? b[g] : (ts[r + 1] < b[g] ? ts[r + 1] : b[g]);
+            int64_t dur = en - st;
+            if (!known[r]) {
+                s[lost[r] ? S_LOST : S_MISSING] += dur;
+            } else if (pid[r] == waiter[g]) {
+                s[S_RAN] += dur;
+            } else if (pid[r] == 0) {
+                s[S_IDLE] += dur;
+                s[S_IDLE_ROWS]++;
+            } else if (dur > 0) {
+                TaskRun t = {pid[r], comm[r], prio[r], dur};
+                uint64_t h = (uint64_t)t.pid * 0x9E3779B97F4A7C15ULL ^
+                             (uint64_t)t.comm * 0xC2B2AE3D27D4EB4FULL ^
+                             (uint64_t)t.prio * 0x165667B19E3779F9ULL;
+                int64_t at = (int64_t)((h ^ (h >> 29)) & (uint64_t)(size - 1));
+                while (slot[at] >= 0 && task_run_cmp(&runs[slot[at]], &t))
+                    at = (at + 1) & (size - 1);
+                if (slot[at] >= 0) {
+                    runs[slot[at]].ns += dur;
+                } else {
+                    slot[at] = k;
+                    runs[k++] = t;
+                }
+            }
+        }
+        /* (one run a task now: in (pid, comm, prio) order) */
+        qsort(runs, (size_t)k, sizeof(TaskRun), task_run_cmp);
+        for (int64_t i = 0; i < k; i++) {
+            og[m] = g;
+            opid[m] = runs[i].pid;
+            ocomm[m] = runs[i].comm;
+            oprio[m] = runs[i].prio;
+            ons[m++] = runs[i].ns;
+        }
+    }
+    free(runs);
+    free(slot);
+    return m;
+}
+
+/* stretch_parts(ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter, sums, out_g,
+ * out_pid, out_comm, out_prio, out_ns) -> m */
+PyObject *pass_stretch_parts(PyObject *self, PyObject *args)
+{
+    PyObject *o[17];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14],
+                          &o[15], &o[16]))
+        return NULL;
+    Arr ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter, sums, og, op, oc, opr, ons;
+    ArrSpec spec[] = {
+        {o[0], &ts, 8, 0, "stretch_parts ts"},        {o[1], &pid, 8, 0, "stretch_parts pid"},
+        {o[2], &comm, 8, 0, "stretch_parts comm"},    {o[3], &prio, 8, 0, "stretch_parts prio"},
+        {o[4], &known, 1, 0, "stretch_parts known"},  {o[5], &lost, 1, 0, "stretch_parts lost"},
+        {o[6], &r0, 8, 0, "stretch_parts r0"},        {o[7], &r1, 8, 0, "stretch_parts r1"},
+        {o[8], &a, 8, 0, "stretch_parts a"},          {o[9], &b, 8, 0, "stretch_parts b"},
+        {o[10], &waiter, 8, 0, "stretch_parts waiter"}, {o[11], &sums, 8, 1, "stretch_parts sums"},
+        {o[12], &og, 8, 1, "stretch_parts out_g"},    {o[13], &op, 8, 1, "stretch_parts out_pid"},
+        {o[14], &oc, 8, 1, "stretch_parts out_comm"}, {o[15], &opr, 8, 1, "stretch_parts out_prio"},
+        {o[16], &ons, 8, 1, "stretch_parts out_ns"},
+    };
+    const int n_spec = 17;
+    if (arrs_get(spec, n_spec) < 0)
+        return NULL;
+    Py_ssize_t rows = arr_len(&ts), ns = arr_len(&r0), out = arr_len(&og);
+    if (arr_len(&pid) != rows || arr_len(&comm) != rows || arr_len(&prio) != rows ||
+        arr_len(&known) != rows || arr_len(&lost) != rows)
+        return value_error(spec, n_spec, "stretch_parts: ts, pid, comm, prio, known, lost: "
+                                         "one slot a row");
+    if (arr_len(&r1) != ns || arr_len(&a) != ns || arr_len(&b) != ns || arr_len(&waiter) != ns ||
+        arr_len(&sums) != ns * S_COLS)
+        return value_error(spec, n_spec, "stretch_parts: r0, r1, a, b, waiter: one slot a "
+                                         "stretch, sums five");
+    if (arr_len(&op) != out || arr_len(&oc) != out || arr_len(&opr) != out ||
+        arr_len(&ons) != out)
+        return value_error(spec, n_spec, "stretch_parts: the outputs: one length");
+    const int64_t *p0 = r0.view.buf, *p1 = r1.view.buf;
+    int64_t total = 0;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < ns && !bad; g++) {
+        if (p0[g] < 0 || p1[g] < p0[g] || p1[g] > rows)
+            bad = 1;
+        else
+            total += p1[g] - p0[g];
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        return value_error(spec, n_spec, "stretch_parts: a stretch's rows outside the rows");
+    if (total > out)
+        return value_error(spec, n_spec, "stretch_parts: the outputs need one slot a row");
+    int64_t m;
+    Py_BEGIN_ALLOW_THREADS
+    m = stretch_loop(ts.view.buf, pid.view.buf, comm.view.buf, prio.view.buf, known.view.buf,
+                     lost.view.buf, p0, p1, a.view.buf, b.view.buf, waiter.view.buf, ns,
+                     sums.view.buf, og.view.buf, op.view.buf, oc.view.buf, opr.view.buf,
+                     ons.view.buf);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, n_spec);
+    if (m < 0)
+        return PyErr_NoMemory();
+    return PyLong_FromLongLong(m);
+}

@@ -96,6 +96,38 @@ def wait_epochs(
     out_kind: np.ndarray,
     /,
 ) -> int: ...
+def preempted_ends(
+    sts: np.ndarray,
+    prev_key: np.ndarray,
+    next_key: np.ndarray,
+    runnable: np.ndarray,
+    cts: np.ndarray,
+    ckey: np.ndarray,
+    ctie: np.ndarray,
+    crow: np.ndarray,
+    out: np.ndarray,
+    /,
+) -> bool: ...
+def stretch_parts(
+    ts: np.ndarray,
+    pid: np.ndarray,
+    comm: np.ndarray,
+    prio: np.ndarray,
+    known: np.ndarray,
+    lost: np.ndarray,
+    r0: np.ndarray,
+    r1: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    waiter: np.ndarray,
+    sums: np.ndarray,
+    out_g: np.ndarray,
+    out_pid: np.ndarray,
+    out_comm: np.ndarray,
+    out_prio: np.ndarray,
+    out_ns: np.ndarray,
+    /,
+) -> int: ...
 def task_order(
     task: np.ndarray,
     by_time: np.ndarray,

@@ -73,6 +73,15 @@ PASS(wait_epochs,
      "wait_epochs(src, task, kind, row, ts, ns, rewoken_unseen, out_a, out_e, out_head, "
      "out_kind) -> int: the waits of the events src lists in (task, time) order, one per "
      "epoch that ends in a switch-in, as rows")
+PASS(preempted_ends,
+     "preempted_ends(sts, prev_key, next_key, runnable, cts, ckey, ctie, crow, out) -> "
+     "bool: out[i] = the row that ends the preempted wait switch-out i arms (a switch-in "
+     "ns + j, a run 2 ns + crow[c]), else -1; False when it cannot answer")
+PASS(stretch_parts,
+     "stretch_parts(ts, pid, comm, prio, known, lost, r0, r1, a, b, waiter, sums, out_g, "
+     "out_pid, out_comm, out_prio, out_ns) -> m: per stretch g (rows [r0[g], r1[g]) of "
+     "the CPU index, clipped to [a[g], b[g])) the waiter's, lost, missing and idle time "
+     "and idle rows (sums[5 g:5 g + 5]), and the other tasks' time by (pid, comm, prio)")
 PASS(task_order,
      "task_order(task, by_time, pid, lo, span, out) -> int: the rows by_time lists but pid "
      "0's, stably by task (keys in [lo, lo + span)), into out; the number placed")

@@ -71,7 +71,16 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _passes, tasks
-from ._util import asof_index, cat_mask, lex_order, pick_cat, stable_order, take, take_cat
+from ._util import (
+    asof_index,
+    cat_mask,
+    is_sorted,
+    lex_order,
+    pick_cat,
+    stable_order,
+    take,
+    take_cat,
+)
 from .events import Events, i64, ints
 from .lives import pid_of
 
@@ -120,14 +129,10 @@ def build(
     s = ev.switch
     if s is None or len(s) == 0:
         return _empty()
-    sts, scpu = ints(s, "ts"), ints(s, "cpu")
+    sts = ints(s, "ts")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
     ns = len(s)
-    if runs is None:
-        runs = pd.DataFrame({"start_ts": np.zeros(0, np.int64)})
-        censored = np.zeros(0, dtype=np.int64)
-    else:
-        censored = np.flatnonzero(~runs["exact_start"].to_numpy())
+    runs, censored, ctie = _censored(runs, ns)
     cts = runs["start_ts"].to_numpy()[censored]
     parts_ts = [sts, sts, cts]
     parts_pid = [prev, nxt, runs["pid"].to_numpy()[censored] if len(censored) else censored]
@@ -140,18 +145,8 @@ def build(
     # missing, its row in ``runs`` plus 2 ns
     parts_row = [np.arange(ns), ns + np.arange(ns), 2 * ns + censored]
     # at one time, events in the switches' order, a switch's switch-out before its
-    # switch-in (perf: sched_out, then sched_in); a run shown by its events after them,
-    # but for a run of no length that its switch-out ends (before that switch-out)
-    zero = np.zeros(len(censored), dtype=bool)
-    if len(censored):
-        zero = (cts == runs["end_ts"].to_numpy()[censored]) & (
-            np.asarray(runs["end"].cat.codes)[censored] == 0
-        )
-    parts_tie = [
-        np.arange(ns) * 2,
-        np.arange(ns) * 2 + 1,
-        np.where(zero, -2, 2 * ns + 2).astype(np.int64),
-    ]
+    # switch-in (perf: sched_out, then sched_in); the runs as :func:`_censored` says
+    parts_tie = [np.arange(ns) * 2, np.arange(ns) * 2 + 1, ctie]
     for f in (ev.wakeup, ev.wakeup_new):
         if f is not None and len(f):
             parts_ts.append(ints(f, "ts"))
@@ -207,13 +202,30 @@ def build(
     a, e, head, wkind, wpid = a[o], e[o], head[o], wkind[o], wpid[o]
     del o
     hk = kind[head]
-    erow = row[e]  # what ended the wait: a switch-in, or a run shown by its events
-    by_run = erow >= 2 * ns
+    out_row = np.where(hk == _OUT_R, row[head], -1)
+    return _frame(s, runs, wpid, wkind, ts[a], ts[e], row[e], out_row, task[e])
+
+
+def _frame(
+    s: pd.DataFrame,
+    runs: pd.DataFrame,
+    wpid: np.ndarray,
+    wkind: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    erow: np.ndarray,
+    out_row: np.ndarray,
+    task: np.ndarray,
+) -> pd.DataFrame:
+    """The waits table of waits found (:func:`build`, :func:`preempted`), one element
+    a wait: its pid, kind code, start and end, ``erow`` (what ended it: a switch-in's
+    switch row plus ns, a run's row in ``runs`` plus 2 ns), ``out_row`` (the switch
+    row of a preempted wait's switch-out, else -1) and task."""
+    ns = len(s)
+    scpu = ints(s, "cpu")
+    by_run = erow >= 2 * ns  # (ended by a run shown by its events, not a switch-in)
     srow = np.where(by_run, 0, erow - ns)
     rrow = np.where(by_run, erow - 2 * ns, 0)
-    out_row = np.where(hk == _OUT_R, row[head], -1)
-    start = ts[a]
-    end = ts[e]
     if by_run.any():
         earliest = np.where(by_run, runs["earliest_ts"].to_numpy()[rrow], end)
         run_cpu = runs["cpu"].to_numpy()[rrow]
@@ -237,10 +249,84 @@ def build(
             "min_end_ts": min_end,
             "exact": min_end == end,
             "cut": np.zeros(len(end), dtype=bool),
-            "task": task[e],
+            "task": task,
         },
         copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
+
+
+def _censored(runs: pd.DataFrame | None, ns: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The runs (None: none) and those of them whose switch-in is missing (their rows),
+    with each one's tie among the events of its time: a run shown by its events comes
+    after the switches, but for a run of no length that its switch-out ends (before
+    that switch-out)."""
+    if runs is None:
+        runs = pd.DataFrame({"start_ts": np.zeros(0, np.int64)})
+        return runs, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    censored = np.flatnonzero(~runs["exact_start"].to_numpy())
+    zero = np.zeros(len(censored), dtype=bool)
+    if len(censored):
+        zero = (runs["start_ts"].to_numpy()[censored] == runs["end_ts"].to_numpy()[censored]) & (
+            np.asarray(runs["end"].cat.codes)[censored] == 0
+        )
+    return runs, censored, np.where(zero, -2, 2 * ns + 2).astype(np.int64)
+
+
+def preempted(
+    ev: Events, runs: pd.DataFrame | None, runnable_states: Collection[str] = ("R", "R+")
+) -> pd.DataFrame:
+    """The preempted waits of :func:`build` (its rows of kind ``preempted``, in its
+    order; ``analyze`` reads no other wait), from the switches and the runs whose
+    switch-in is missing alone: no wake-up ends or arms a preempted wait, so one pass in
+    C over those events in time order (``_passes.preempted_ends``) finds each wait's end,
+    with no sort of every event by task. :func:`build`'s where that pass cannot answer
+    (events out of time order, pids far apart)."""
+    s = ev.switch
+    if s is None or len(s) == 0:
+        return _empty()
+    sts = np.ascontiguousarray(ints(s, "ts"), dtype=np.int64)
+    ns = len(s)
+    given = runs
+    runs, censored, ctie = _censored(runs, ns)
+    cts = runs["start_ts"].to_numpy()[censored].astype(np.int64)
+    # the runs in (ts, tie) order, stably (they are few)
+    co = np.lexsort((ctie, cts))
+    censored, cts, ctie = censored[co], cts[co], ctie[co]
+    cpid = runs["pid"].to_numpy()[censored] if len(censored) else censored
+
+    def key(pid: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(ev.key(pid, ts), dtype=np.int64)
+
+    # the life key of each switch-out, switch-in and run (a wait is one task's)
+    prev_key, next_key, run_key = (
+        key(ints(s, "prev_pid"), sts),
+        key(ints(s, "next_pid"), sts),
+        key(cpid, cts),
+    )
+    ends = np.empty(ns, dtype=np.int64)  # (2 ns + c: the c-th of the runs as sorted)
+    runnable = _runnable(s, runnable_states).view(np.uint8)
+    if not _passes.preempted_ends(
+        sts, prev_key, next_key, runnable, cts, run_key, ctie, np.arange(len(cts)), ends
+    ):
+        w = build(ev, given, runnable_states)
+        return w[(w["kind"] == "preempted").to_numpy()].reset_index(drop=True)
+    head = np.flatnonzero(ends >= 0)  # (the switch-outs that arm one, in time order)
+    erow = ends[head]
+    del ends
+    by_run = erow >= 2 * ns
+    at = np.where(by_run, 0, erow - ns)  # (the switch-in)
+    end, task = sts[at], next_key[at]
+    if by_run.any():
+        c = erow[by_run] - 2 * ns
+        end[by_run], task[by_run] = cts[c], run_key[c]
+        erow[by_run] = 2 * ns + censored[c]  # (:func:`_frame`'s: the run's row)
+    wpid = pid_of(task)
+    # the waits by (start, pid), stably: of one pid and start, in time order (one
+    # task's: a pid's lives do not share a time)
+    o = lex_order(wpid, sts[head])
+    head, erow, end, task, wpid = head[o], erow[o], end[o], task[o], wpid[o]
+    kind = np.ones(len(head), dtype=np.int8)  # (KINDS' preempted)
+    return _frame(s, runs, wpid, kind, sts[head], end, erow, head, task)
 
 
 def _task_time_order(
@@ -387,36 +473,54 @@ class CpuIndex:
         if migrate is None:
             migrate = ev.migrate
         self.by_cpu: dict[int, tuple] = {}
+        self.first_row: dict[int, int] = {}
+        self.rows: tuple[np.ndarray, ...] = ()
         self.comm_names = np.zeros(0, dtype=object)
         self._peers: dict[int, list[int]] = {}
         self.prio_known = s is not None and "next_prio" in s.columns
         tl = timeline
         if len(tl):
             ts, cpu, pid = tl["start_ts"].to_numpy(), tl["cpu"].to_numpy(), tl["pid"].to_numpy()
-            order = lex_order(ts, cpu)  # (the model's is already: a cheap check)
-            c = cpu[order]
+            # (the model's timeline is in (cpu, ts) order already: checked, not sorted)
+            order = None if _by_cpu_then_time(ts, cpu) else lex_order(ts, cpu)
+
+            def rows(a: np.ndarray) -> np.ndarray:
+                return a if order is None else a[order]
+
+            c = rows(cpu)
             cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
             bounds = np.concatenate([[0], cuts, [len(c)]])
-            o_ts, o_pid = ts[order], pid[order].astype(np.int64)
+            o_ts, o_pid = rows(ts), rows(pid).astype(np.int64)
             if self.prio_known:
-                # the priority of the task's switch-in at or before the interval began
+                # the priority of the task's switch-in at or before the interval began,
+                # searched with the intervals in time order (one walk over them and
+                # the switches, not a search per CPU's run of them)
+                by_time = np.argsort(o_ts, kind="stable")
                 sts, snext = i64(s, "ts"), ints(s, "next_pid")
-                si = asof_index(o_ts, o_pid, sts, snext, "backward", allow_exact=True)
-                o_prio = take(ints(s, "next_prio"), si, -1)
+                si = np.empty(len(o_ts), dtype=np.int64)
+                si[by_time] = asof_index(
+                    o_ts[by_time], o_pid[by_time], sts, snext, "backward", allow_exact=True
+                )
+                del by_time
+                o_prio = take(ints(s, "next_prio"), si, -1).astype(np.int64)
             else:
-                o_prio = np.full(len(ts), -1)
+                o_prio = np.full(len(ts), -1, dtype=np.int64)
             # names as codes into self.comm_names: no pandas indexing per wait
-            comm, names = pd.factorize(tl["comm"].array.take(order))
+            comm, names = pd.factorize(rows(tl["comm"].array))
+            comm = comm.astype(np.int64, copy=False)
             self.comm_names = np.asarray(names, dtype=object)
             # (by category: no string per interval)
-            known = ~cat_mask(pd.Categorical(tl["state"]), lambda s: s == "unknown")[order]
-            lost_row = cat_mask(pd.Categorical(tl["why"]), lambda w: w == "lost_events")[order]
+            known = ~rows(cat_mask(pd.Categorical(tl["state"]), lambda s: s == "unknown"))
+            lost_row = rows(cat_mask(pd.Categorical(tl["why"]), lambda w: w == "lost_events"))
+            #: the columns of every CPU's intervals, one CPU after another (by_cpu's
+            #: are slices of them), and where each CPU's begin
+            self.rows = (o_ts, o_pid, comm, o_prio, known, lost_row)
             for lo, hi in zip(bounds[:-1], bounds[1:]):
+                self.first_row[int(c[lo])] = int(lo)
                 self.by_cpu[int(c[lo])] = (
                     o_ts[lo:hi], o_pid[lo:hi], comm[lo:hi], o_prio[lo:hi], known[lo:hi],
                     lost_row[lo:hi],
                 )  # fmt: skip
-        self.t_end = max(ev.last_ts, int(i64(s, "ts").max()) if s is not None and len(s) else 0)
         #: per CPU, where the ring buffer lost events (the losses a file places in time)
         self.lost: dict[int, np.ndarray] = {}
         if lost is not None and lost.num_rows:
@@ -439,14 +543,14 @@ class CpuIndex:
         else:
             self.mig = None
 
-    def intervals(self, cpu: int, a: int, b: int) -> tuple[_Intervals | None, int]:
-        """The intervals of ``cpu`` overlapping ``[a, b)``, clipped: (start, end, pid,
-        comm, prio, known, lost) arrays, plus the stretch at the start the trace does not
-        cover."""
+    def span(self, cpu: int, a: int, b: int) -> tuple[int, int, int]:
+        """The intervals of ``cpu`` overlapping ``[a, b)``: their rows ``[i0, i1)`` in
+        ``by_cpu[cpu]`` (none: i1 <= i0), and the stretch at the start the trace does not
+        cover (all of it when none overlap)."""
         got = self.by_cpu.get(cpu)
         if got is None:
-            return None, b - a
-        ts, pid, comm, prio, known, lost = got
+            return 0, 0, b - a
+        ts = got[0]
         i0 = int(np.searchsorted(ts, a, "right")) - 1
         i1 = int(np.searchsorted(ts, b, "left"))
         uncovered = 0
@@ -454,11 +558,22 @@ class CpuIndex:
             uncovered = int(min(ts[0], b) - a) if len(ts) else b - a
             i0 = 0
         if i1 <= i0:
-            return None, b - a if uncovered == 0 and i1 == 0 else uncovered
+            return i0, i1, b - a if uncovered == 0 and i1 == 0 else uncovered
+        return i0, i1, uncovered
+
+    def intervals(self, cpu: int, a: int, b: int) -> tuple[_Intervals | None, int]:
+        """The intervals of ``cpu`` overlapping ``[a, b)``, clipped: (start, end, pid,
+        comm, prio, known, lost) arrays, plus the stretch at the start the trace does not
+        cover."""
+        i0, i1, uncovered = self.span(cpu, a, b)
+        if i1 <= i0:
+            return None, uncovered
+        ts, pid, comm, prio, known, lost = self.by_cpu[cpu]
+        # (clipped to [a, b): the last ends at b, the next's start being at or after it)
         start = ts[i0:i1].copy()
         end = np.empty(i1 - i0, dtype=np.int64)
         end[:-1] = ts[i0 + 1 : i1]
-        end[-1] = ts[i1] if i1 < len(ts) else max(self.t_end, b)
+        end[-1] = b
         np.maximum(start, a, out=start)
         np.minimum(end, b, out=end)
         return (
@@ -520,6 +635,14 @@ class CpuIndex:
         return int(np.searchsorted(lts, b, "right")) > int(np.searchsorted(lts, a, "left"))
 
 
+def _by_cpu_then_time(ts: np.ndarray, cpu: np.ndarray) -> bool:
+    """Whether rows are in (cpu, ts) order: CPUs ascending, each CPU's times too."""
+    if not is_sorted(cpu):
+        return False
+    cuts = np.flatnonzero(cpu[1:] != cpu[:-1]) + 1
+    return all(is_sorted(t) for t in np.split(ts, cuts))
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def task_class(comm: str, prio: int | None, waiter_prio: int | None) -> str:
     """The class of a task that ran while another waited (see the module docstring);
@@ -576,87 +699,191 @@ def parts_of(
 ) -> Parts:
     """The parts of one wait of ``pid`` from ``start_ts`` to ``end_ts`` (its switch-in
     on ``cpu_at_end``) as arrays: what :func:`breakdown` gives as dicts."""
-    # the parts as found (a part found again adds to the first): one block of rows each
-    blocks: list[tuple] = []
+    return parts_many(index, topology, [(pid, start_ts, end_ts, cpu_at_end, wakeup_ts)])[0]
 
-    def one(part: int, why: int, cpu: int, ns: int) -> None:
-        blocks.append((part, why, cpu, -1, -1, -1, int(ns)))
 
-    def unknown(why: int, ns: int) -> None:
-        if ns > 0:
-            one(_UNKNOWN, why, -1, ns)
+#: A part's place among those found (:func:`parts_many`): its stretch's, then this.
+_AT_WAKE, _AT_UNCOVERED, _AT_RAN, _AT_LOST, _AT_MISSING, _AT_IDLE, _AT_TASK = range(-1, 6)
 
-    queued_from = start_ts
-    if wakeup_ts is not None and start_ts < wakeup_ts <= end_ts:
-        one(_WAKE_PATH, -1, -1, wakeup_ts - start_ts)
-        queued_from = wakeup_ts
-    llc_idle = 0
-    llc_cpus: set[int] = set()
-    segs = index.segments(pid, cpu_at_end, queued_from, end_ts)
-    for cpu, a, b in segs:
-        if index.cpus is not None and cpu not in index.cpus:
-            unknown(_W_OUTSIDE, b - a)
-            continue
-        if index.lost_between(cpu, a, b):
-            unknown(_W_LOST, b - a)
-            continue
-        got, uncovered = index.intervals(cpu, a, b)
-        unknown(_W_UNCOVERED, uncovered)
-        if got is None:
-            continue
-        st, en, ppid, comm, prio, known, lost = got
-        dur = en - st
-        # a stretch the trace does not show (a switch missing, events lost), or one in
-        # which the waiting task itself ran (its run's switch-in is missing: the wait
-        # ends at its first proof, so this is only where a run precedes that proof)
-        me = known & (ppid == pid)
-        unknown(_W_RAN, int(dur[me].sum()))
-        unknown(_W_LOST, int(dur[~known & lost].sum()))
-        unknown(_W_MISSING, int(dur[~known & ~lost].sum()))
-        ok = known & ~me
-        st, en, ppid, comm, prio = st[ok], en[ok], ppid[ok], comm[ok], prio[ok]
-        dur = en - st
-        idle = ppid == 0
-        if idle.any():
-            one(_IDLE, -1, cpu, int(dur[idle].sum()))
-        busy = np.flatnonzero(~idle & (dur > 0))
-        if len(busy):
-            u_pid, u_comm, u_prio, sums = _task_sums(ppid[busy], comm[busy], prio[busy], dur[busy])
-            blocks.append((_TASK, -1, cpu, u_pid, u_comm, u_prio, sums))
-        d, cpus = _llc_idle(index, topology, cpu, a, b)
-        llc_idle += d
-        llc_cpus |= cpus
-    # the blocks' rows as columns: part, why and CPU one per block, the rest per row
-    cols = [np.zeros(0, dtype=np.int64) for _ in range(7)]
-    if blocks:
-        n = [len(b[3]) if b[0] == _TASK else 1 for b in blocks]
-        cols = [np.repeat(np.array([b[k] for b in blocks], dtype=np.int64), n) for k in range(3)]
-        cols += [
-            np.concatenate([np.atleast_1d(np.asarray(b[k], dtype=np.int64)) for b in blocks])
-            for k in range(3, 7)
-        ]
-    if len(segs) > 1 and len(cols[0]) > 1:  # a part found again adds to its first place
-        first, inverse = _group_rows(cols[:6])
-        sums = np.zeros(len(first), dtype=np.int64)
-        np.add.at(sums, inverse, cols[6])
-        cols = [c[first] for c in cols[:6]] + [sums]
-    # parts of no time left out; wake_path first, then the largest first (a stable sort)
-    keep = np.flatnonzero(cols[6] > 0)
-    keep = keep[np.lexsort((-cols[6][keep], cols[0][keep] != _WAKE_PATH))]
-    kept = [c[keep] for c in cols]
-    return Parts(
-        kept[0],
-        kept[1],
-        kept[2],
-        kept[3],
-        kept[4],
-        kept[5],
-        kept[6],
-        total_ns=int(end_ts - start_ts),
-        cpus=[c for c, _, _ in segs],
-        llc_idle_ns=int(llc_idle),
-        llc_idle_cpus=sorted(llc_cpus),
-    )
+
+def parts_many(
+    index: CpuIndex, topology: Topology, waits: Iterable[tuple[int, int, int, int, int | None]]
+) -> list[Parts]:
+    """The parts of each of ``waits`` ((pid, start_ts, end_ts, cpu_at_end, wakeup_ts)
+    each, as :func:`parts_of` takes them), found together (a tail explains hundreds of
+    waits): the intervals of every stretch of every wait summed in one compiled pass
+    (:func:`_stretch_sums`), the parts ordered and merged in whole-array steps, not in
+    steps per wait and stretch."""
+    # per stretch (a CPU the task was queued on, in turn): its wait, CPU, [a, b), and
+    # its rows [r0, r1) of index.rows; the parts found of whole stretches and wake paths
+    waits = list(waits)
+    seg_wait: list[int] = []
+    seg_cpu: list[int] = []
+    seg_a: list[int] = []
+    seg_b: list[int] = []
+    seg_r0: list[int] = []
+    seg_r1: list[int] = []
+    found: list[tuple[int, int, int, int, int, int]] = []  # (stretch, at, part, why, cpu, ns)
+    cpus: list[list[int]] = []
+    llc: list[tuple[int, set[int]]] = []
+    for w, (pid, start_ts, end_ts, cpu_at_end, wakeup_ts) in enumerate(waits):
+        queued_from = start_ts
+        g0 = len(seg_wait)
+        if wakeup_ts is not None and start_ts < wakeup_ts <= end_ts:
+            found.append((g0, _AT_WAKE, _WAKE_PATH, -1, -1, wakeup_ts - start_ts))
+            queued_from = wakeup_ts
+        segs = index.segments(pid, cpu_at_end, queued_from, end_ts)
+        cpus.append([c for c, _, _ in segs])
+        llc_idle, llc_cpus = 0, set()
+        for cpu, a, b in segs:
+            g = len(seg_wait)
+            seg_wait.append(w)
+            seg_cpu.append(cpu)
+            seg_a.append(a)
+            seg_b.append(b)
+            r0 = r1 = 0
+            if index.cpus is not None and cpu not in index.cpus:
+                found.append((g, _AT_UNCOVERED, _UNKNOWN, _W_OUTSIDE, -1, b - a))
+            elif index.lost_between(cpu, a, b):
+                found.append((g, _AT_UNCOVERED, _UNKNOWN, _W_LOST, -1, b - a))
+            else:
+                i0, i1, uncovered = index.span(cpu, a, b)
+                found.append((g, _AT_UNCOVERED, _UNKNOWN, _W_UNCOVERED, -1, uncovered))
+                if i1 > i0:
+                    r0, r1 = index.first_row[cpu] + i0, index.first_row[cpu] + i1
+                    d, c = _llc_idle(index, topology, cpu, a, b)
+                    llc_idle += d
+                    llc_cpus |= c
+            seg_r0.append(r0)
+            seg_r1.append(r1)
+        llc.append((llc_idle, llc_cpus))
+    seg = _stretch_sums(index, seg_wait, seg_a, seg_b, seg_r0, seg_r1, waits)
+    # the found parts as columns: whole stretches' and wake paths', then the intervals'
+    f = np.array(found, dtype=np.int64).reshape(-1, 6)
+    none = np.full(len(f), -1, dtype=np.int64)
+    stretch = np.concatenate([f[:, 0], seg["g"]])
+    cols = {
+        "at": np.concatenate([f[:, 1], seg["at"]]),
+        "part": np.concatenate([f[:, 2], seg["part"]]),
+        "why": np.concatenate([f[:, 3], seg["why"]]),
+        "cpu": np.concatenate(
+            [f[:, 4], np.where(seg["part"] != _UNKNOWN, np.asarray(seg_cpu)[seg["g"]], -1)]
+        ),
+        "pid": np.concatenate([none, seg["pid"]]),
+        "comm": np.concatenate([none, seg["comm"]]),
+        "prio": np.concatenate([none, seg["prio"]]),
+        "ns": np.concatenate([f[:, 5], seg["ns"]]),
+    }
+    # unknown parts of no time are not found (an idle part of no time is, and goes)
+    keep = (cols["part"] != _UNKNOWN) | (cols["ns"] > 0)
+    stretch = stretch[keep]
+    cols = {k: v[keep] for k, v in cols.items()}
+    wait = np.asarray(seg_wait, dtype=np.int64)[stretch] if len(stretch) else stretch
+    # the order found: by wait, stretch, place, then a task's (pid, comm, prio) (as
+    # _stretch_sums gives a stretch's tasks: a stable sort by stretch and place keeps it)
+    found_at = np.lexsort((cols["at"], stretch))
+    cols = {k: v[found_at] for k, v in cols.items()}
+    wait = wait[found_at]
+    stretches = np.bincount(np.asarray(seg_wait, dtype=np.int64), minlength=len(waits))
+    first, ns = _first_places(wait, cols, stretches)
+    # parts of no time left out; per wait: wake_path first, then the largest first
+    keep = ns > 0
+    first, ns = first[keep], ns[keep]
+    order = np.lexsort((first, -ns, cols["part"][first] != _WAKE_PATH, wait[first]))
+    first, ns = first[order], ns[order]
+    bounds = np.searchsorted(wait[first], np.arange(len(waits) + 1))
+    out = []
+    for w, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        at = first[lo:hi]
+        out.append(
+            Parts(
+                cols["part"][at],
+                cols["why"][at],
+                cols["cpu"][at],
+                cols["pid"][at],
+                cols["comm"][at],
+                cols["prio"][at],
+                ns[lo:hi],
+                total_ns=int(waits[w][2] - waits[w][1]),
+                cpus=cpus[w],
+                llc_idle_ns=int(llc[w][0]),
+                llc_idle_cpus=sorted(llc[w][1]),
+            )
+        )
+    return out
+
+
+def _first_places(
+    wait: np.ndarray, cols: dict[str, np.ndarray], stretches: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The parts found (``cols``, of waits ``wait``, in the order found) each once: a
+    part found again, in a later stretch of its wait, adds to its first place. Each
+    part's first place and its time; only the waits of more than one stretch
+    (``stretches``: per wait) can find one twice."""
+    many = np.flatnonzero(stretches[wait] > 1) if len(wait) else wait
+    if len(many) == 0:
+        return np.arange(len(wait)), cols["ns"]
+    ident = [wait[many]] + [cols[k][many] for k in ("part", "why", "cpu", "pid", "comm", "prio")]
+    by_ident = many[np.lexsort([many] + ident[::-1])]
+    new = np.zeros(len(by_ident), dtype=bool)
+    new[:1] = True
+    for k in [wait] + [cols[k] for k in ("part", "why", "cpu", "pid", "comm", "prio")]:
+        ks = k[by_ident]
+        new[1:] |= ks[1:] != ks[:-1]
+    starts = np.flatnonzero(new)
+    one = np.ones(len(wait), dtype=bool)
+    one[many] = False
+    first = np.concatenate([np.flatnonzero(one), by_ident[starts]])
+    ns = np.concatenate([cols["ns"][one], np.add.reduceat(cols["ns"][by_ident], starts)])
+    return first, ns
+
+
+def _stretch_sums(
+    index: CpuIndex,
+    seg_wait: list[int],
+    seg_a: list[int],
+    seg_b: list[int],
+    seg_r0: list[int],
+    seg_r1: list[int],
+    waits: list[tuple[int, int, int, int, int | None]],
+) -> dict[str, np.ndarray]:
+    """The parts the intervals of the stretches show (rows [r0, r1) of ``index.rows``
+    each, clipped to the stretch's [a, b)), summed per stretch and part in one pass in C
+    (``_passes.stretch_parts``): ``g`` (the stretch), ``at`` (its place among the
+    stretch's parts), ``part``, ``why``, ``pid``, ``comm``, ``prio`` and ``ns``. An
+    unknown part may be of no time; an idle part is there when idle rows are."""
+    r0, r1 = np.asarray(seg_r0, dtype=np.int64), np.asarray(seg_r1, dtype=np.int64)
+    n = len(r0)
+    total = int((r1 - r0).sum())
+    if total == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return {k: z for k in ("g", "at", "part", "why", "pid", "comm", "prio", "ns")}
+    waiter = np.array([w[0] for w in waits], dtype=np.int64)[np.asarray(seg_wait)]
+    sums = np.empty(n * 5, dtype=np.int64)
+    task = [np.empty(total, dtype=np.int64) for _ in range(5)]  # g, pid, comm, prio, ns
+    ts, pid, comm, prio, known, lost = index.rows
+    m = _passes.stretch_parts(
+        ts, pid, comm, prio, known.view(np.uint8), lost.view(np.uint8), r0, r1,
+        np.asarray(seg_a, dtype=np.int64), np.asarray(seg_b, dtype=np.int64), waiter, sums,
+        *task,
+    )  # fmt: skip
+    per = sums.reshape(n, 5)
+    # the unknown parts (the waiter's run, lost, missing), the idle ones with rows
+    g = np.arange(n, dtype=np.int64)
+    idle = np.flatnonzero(per[:, 4] > 0)
+    none = np.full(3 * n + len(idle), -1, dtype=np.int64)
+    return {
+        "g": np.concatenate([g, g, g, idle, task[0][:m]]),
+        "at": np.repeat(
+            [_AT_RAN, _AT_LOST, _AT_MISSING, _AT_IDLE, _AT_TASK], [n, n, n, len(idle), m]
+        ),
+        "part": np.repeat([_UNKNOWN, _IDLE, _TASK], [3 * n, len(idle), m]),
+        "why": np.repeat([_W_RAN, _W_LOST, _W_MISSING, -1], [n, n, n, len(idle) + m]),
+        "pid": np.concatenate([none, task[1][:m]]),
+        "comm": np.concatenate([none, task[2][:m]]),
+        "prio": np.concatenate([none, task[3][:m]]),
+        "ns": np.concatenate([per[:, 0], per[:, 1], per[:, 2], per[idle, 3], task[4][:m]]),
+    }
 
 
 def breakdown(
@@ -817,28 +1044,6 @@ def _llc_idle(
     prev_reach = np.concatenate([[iv[0, 0]], reach[:-1]])
     gained = np.maximum(iv[:, 1] - np.maximum(iv[:, 0], prev_reach), 0)
     return int(gained.sum()), who
-
-
-def _task_sums(
-    pid: np.ndarray, comm: np.ndarray, prio: np.ndarray, dur: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The time of each distinct (pid, comm code, prio), in that order: (pids, comm
-    codes, priorities, times). One key of their bits where they fit it (pids below
-    2**31, comm codes below 2**24, priorities -1..254), else rows compared whole."""
-    p, c, r = (a.astype(np.int64) for a in (pid, comm, prio))
-    fits = (
-        p.min() >= 0 and p.max() < 1 << 31 and c.min() >= 0 and c.max() < 1 << 24
-        and r.min() >= -1 and r.max() < 255
-    )  # fmt: skip
-    if fits:
-        key = (p << 32) | (c << 8) | (r + 1)
-        uniq_key, inverse = np.unique(key, return_inverse=True)
-        uniq = np.stack([uniq_key >> 32, (uniq_key >> 8) & 0xFFFFFF, (uniq_key & 0xFF) - 1], 1)
-    else:
-        uniq, inverse = np.unique(np.stack([p, c, r], axis=1), axis=0, return_inverse=True)
-    sums = np.zeros(len(uniq), dtype=np.int64)
-    np.add.at(sums, inverse.ravel(), dur)
-    return uniq[:, 0], uniq[:, 1], uniq[:, 2], sums
 
 
 def aggregate(breakdowns: list[dict]) -> dict:
