@@ -43,7 +43,8 @@ from ..model import pid_cpu_counts
 from ..model.lives import Lives
 from ..model.masks import episodes_mask, futile_mask, would_stack_mask
 from ..model.memo import IwrMeasure, MetricsKey
-from ..model.task_states import class_share_windows, class_shares, last_rows, names_of
+from ..model.task_states import class_share_windows, focused, last_rows, names_of
+from ..model.task_states import runnable_shares as task_runnable_shares
 from ..model.tasks import PERCPU_KTHREAD, name_class
 
 if TYPE_CHECKING:
@@ -729,7 +730,7 @@ class TraceInputs:
     @cached_property
     def runnable_shares(self) -> dict[str, float | None]:
         """Per task class, its runnable share of the whole trace (docs/task-states.md)."""
-        return class_shares(_task_states_of(self.model), names_of(self.model))
+        return task_runnable_shares(self.model)
 
 
 class WindowInputs:
@@ -852,7 +853,8 @@ class WindowInputs:
     def runnable_shares(self) -> dict[str, np.ndarray]:
         """Per task class, its runnable share in each window (NaN: the class neither ran
         nor waited there)."""
-        return class_share_windows(_task_states_of(self.model), names_of(self.model), self.edges)
+        iv = focused(self.model, self.model.task_states)
+        return class_share_windows(iv, names_of(self.model), self.edges)
 
     @cached_property
     def busy_shares(self) -> dict[str, np.ndarray]:
@@ -920,14 +922,6 @@ def busy_share_columns(
 def share_of(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     """part / whole per window, 0 where whole is 0."""
     return np.where(whole > 0, part / np.maximum(whole, 1), 0.0)
-
-
-def _task_states_of(model: Model) -> pd.DataFrame:
-    """The task-state intervals of the model's tasks (those of ``--pid``, else all)."""
-    iv = model.task_states
-    if model.pids is not None and len(iv):
-        iv = iv[np.isin(iv["pid"].to_numpy(), list(model.pids))]
-    return iv
 
 
 def _pct_us(lat_ns: np.ndarray, q: float) -> float | None:

@@ -679,7 +679,7 @@ class JoinedMetrics:
         return out
 
     def runnable_shares(self) -> dict[str, float | None]:
-        """:func:`schedwake.model.task_states.class_shares` of the whole trace."""
+        """:func:`schedwake.model.task_states.runnable_shares` of the whole trace."""
         per_task = StateSums.add(
             [StateSums(p.states, None, p.states.iloc[:0]) for p in self.parts]
         ).per_task

@@ -71,6 +71,9 @@ class Memo:
     kernel_symbols: tuple[KernelSymbols | None] | None = None
     #: ``metrics``: each task's name (``task_states.comms``).
     task_names: dict[int, str] | None = None
+    #: ``task_states.state_sums``: the ns in each state of the tasks' intervals (a
+    #: ``task_states.StateSums``: that module imports this one).
+    state_sums: Any = None
     #: ``detect.idle_while_runnable.measure`` by ``iwr_pinned_min_runs``.
     idle_while_runnable: dict[int, IwrMeasure] = field(default_factory=dict)
     #: ``metrics.trace_metrics``: the values computed so far, by key.

@@ -722,18 +722,11 @@ def names_of(model: TaskStatesOf) -> dict[int, str]:
     return model.memo.task_names
 
 
-def class_shares(intervals: pd.DataFrame, names: dict[int, str]) -> dict[str, float | None]:
-    """Per task class (:data:`CLASSES`): runnable time / (running + runnable time) of
-    its tasks; None for a class with no running or runnable time."""
-    if len(intervals) == 0:
-        return {c: None for c in CLASSES}
-    return totals_shares(totals(intervals, (_task_column(intervals),)), names)
-
-
 def totals_shares(t: pd.DataFrame, names: dict[int, str]) -> dict[str, float | None]:
-    """:func:`class_shares` of the :func:`totals` per task ``t`` (seconds; index: the
-    tasks): what the time parts of a trace give from their summed ns
-    (:func:`seconds` of :attr:`StateSums.per_task`)."""
+    """Per task class (:data:`CLASSES`): runnable time / (running + runnable time) of
+    its tasks, from the :func:`totals` per task ``t`` (seconds; index: the tasks; a
+    trace's, or what its time parts give from their summed ns: :func:`seconds` of
+    :attr:`StateSums.per_task`); None for a class with no running or runnable time."""
     cls = _class_of(t.index, names)
     out: dict[str, float | None] = {}
     for c in CLASSES:
@@ -891,7 +884,23 @@ def summary(model: TaskStatesOf) -> dict[str, Any]:
     with its seconds in every state (:data:`TOTAL_COLUMNS`, to the ns: they add up to
     ``observed_s``) and the same per CPU; ``classes`` (:data:`CLASSES`: tasks, seconds,
     ``runnable_share``) and ``cpus`` (seconds of the tasks on each CPU)."""
-    return summary_of(StateSums.of(focused(model, model.task_states)), names_of(model))
+    return summary_of(state_sums(model), names_of(model))
+
+
+def state_sums(model: TaskStatesOf) -> StateSums:
+    """:meth:`StateSums.of` the task states of the tasks ``model`` is focused on
+    (:func:`focused`), once per model: the summary and the classes' runnable shares
+    (:func:`runnable_shares`) both read them."""
+    if model.memo.state_sums is None:
+        model.memo.state_sums = StateSums.of(focused(model, model.task_states))
+    sums: StateSums = model.memo.state_sums
+    return sums
+
+
+def runnable_shares(model: TaskStatesOf) -> dict[str, float | None]:
+    """:func:`totals_shares` of the task states of the tasks ``model`` is focused on,
+    from their sums per task (:func:`state_sums`, summed once with the summary's)."""
+    return totals_shares(seconds(state_sums(model).per_task), names_of(model))
 
 
 def focused(model: TaskStatesOf, iv: pd.DataFrame) -> pd.DataFrame:
