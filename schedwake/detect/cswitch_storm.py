@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model import asof_index, key_groups
+from ..model import asof_index, key_groups, member
 from ..model.lives import pid_of
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions, preempting_wakeups
 from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds
@@ -200,15 +200,16 @@ def unit_counts(
         }
     ).groupby(["cpu", "task", "kw", "fn", *by])["ts"]
     pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
-    rows = np.flatnonzero(mine)
+    # (all the switches: no copy of each column through a mask)
+    rows = slice(None) if switches is None else np.flatnonzero(mine)
     # every switch-out per (cpu, kw, fn[, win]), as a group-by of the names would give it
     # (in the order of cpu, kw, then name), counted over the names' ranks
     names = sorted(set(work_functions(model)) | {""})
     rank = {name: k for k, name in enumerate(names)}
     fn_rank = np.array([rank[f] for f in [*work_functions(model), ""]], dtype=np.int64)
     keys = [
-        s["cpu"].to_numpy()[rows].astype(np.int64),
-        _prev_tasks(model)[rows].astype(np.int64),
+        s["cpu"].to_numpy()[rows],
+        _prev_tasks(model)[rows],
         fn_rank[_switch_work(model)[rows]],  # (-1, no work function: the last, "")
     ]
     if window is not None:
@@ -216,8 +217,8 @@ def unit_counts(
     first, n, _ = key_groups(keys)
     outs = pd.DataFrame(
         {
-            "cpu": first[0],
-            "kw": first[1],
+            "cpu": first[0].astype(np.int64),
+            "kw": first[1].astype(np.int64),
             "fn": np.array(names, dtype=object)[first[2]],
             **({"win": first[3]} if window is not None else {}),
             "n": n,
@@ -302,7 +303,7 @@ def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
     unit_of = pd.MultiIndex.from_arrays([c["cpu"][mine], c["kworker"][mine], work[c["rows"][mine]]])
     units = unit_of.unique()
     prev_pid = _prev_tasks(model)
-    outs = np.flatnonzero(np.isin(prev_pid, units.get_level_values(1)))
+    outs = np.flatnonzero(member(prev_pid, units.get_level_values(1).to_numpy()))
     out_unit = units.get_indexer(
         pd.MultiIndex.from_arrays(
             [s["cpu"].to_numpy()[outs].astype(np.int64), prev_pid[outs], work[outs]]
@@ -446,8 +447,8 @@ def measure(
     next_pid = model.events.key(s["next_pid"].to_numpy().astype(np.int64), ts)
     pk, nk = kworker_mask(s["prev_comm"].array), kworker_mask(s["next_comm"].array)
     to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
-    alt = (to_task | to_kw) & mine
-    task = np.where(to_task, next_pid, prev_pid)
+    alt = np.flatnonzero((to_task | to_kw) & mine)
+    task = np.where(to_task[alt], next_pid[alt], prev_pid[alt])  # (at those only)
     if switches is None:  # (the whole trace's: no part before it to settle)
         firsts = pd.Series(none, index=pd.MultiIndex.from_arrays([none, none]))
     else:
@@ -479,7 +480,7 @@ def measure(
         pre,
         outs,
         pd.Series(cpu[mine]).value_counts(),
-        _count(cpu[alt], task[alt]),
+        _count(cpu[alt], task),
         wf,
         opened,
         firsts,
