@@ -162,7 +162,7 @@ def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
     (:mod:`schedwake.model.lives`: the pid, but for a later task of a pid used again);
     ``pid`` is the task's pid."""
     cols = ["cpu", "pid", "task", "kw", "fn", "pre", "outs", "storm"]
-    tri = units(*unit_counts(model), th)
+    tri = units(*unit_counts(model, preempted_only=True), th)
     codes = {name: k for k, name in enumerate(work_functions(model))}
     tri["fn"] = np.array([codes.get(f, -1) for f in tri["fn"]], dtype=np.int64)  # per unit
     tri["pid"] = pid_of(tri["task"].to_numpy()).astype(np.int64)
@@ -170,7 +170,10 @@ def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
 
 
 def unit_counts(
-    model: Model, switches: np.ndarray | None = None, window: Callable | None = None
+    model: Model,
+    switches: np.ndarray | None = None,
+    window: Callable | None = None,
+    preempted_only: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the storm's units are judged by (:func:`units`), of the switches
     ``switches`` (a mask over ``sched_switch``: a time part's own; None: all): the
@@ -178,7 +181,10 @@ def unit_counts(
     :func:`switch_work_names`, "" without one): ``n`` and the first one's time; every
     switch-out per (cpu, kw, fn) (``kw``: the task switched out): ``n``. Counts of
     parts of the switches add up. ``window``: a function of the switches' times giving
-    each one's window, by which both are counted too (column ``win``)."""
+    each one's window, by which both are counted too (column ``win``).
+    ``preempted_only``: the switch-outs of the kworkers these switches preempt only
+    (all that :func:`units` looks up of these preemptions alone; not for a part of a
+    trace, whose switch-outs add up with the other parts' preemptions)."""
     s = model.events.switch
     by = ["win"] if window is not None else []
     pre_cols = ["cpu", "task", "kw", "fn", *by, "n", "first"]
@@ -202,6 +208,8 @@ def unit_counts(
     pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
     # (all the switches: no copy of each column through a mask)
     rows = slice(None) if switches is None else np.flatnonzero(mine)
+    if preempted_only:  # (one table lookup, then the few switch-outs grouped)
+        rows = np.flatnonzero(member(_prev_tasks(model), c["kworker"][at]) & mine)
     # every switch-out per (cpu, kw, fn[, win]), as a group-by of the names would give it
     # (in the order of cpu, kw, then name), counted over the names' ranks
     names = sorted(set(work_functions(model)) | {""})
