@@ -289,8 +289,8 @@ def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
         return none
     from ..model.tasks import USER, name_class
 
-    names = _names(model)
     tasks = np.unique(c["task"])
+    names = _names(model, member(_next_tasks(model), tasks))  # (only theirs are asked)
     user = tasks[[name_class(names.get(int(p), "?"), _pid(p)) == USER for p in tasks]]  # per task
     if model.pids is not None:
         user = user[np.isin(pid_of(user), list(model.pids))]
@@ -571,7 +571,11 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         return cycle_evidence(cyc.iloc[middle_cycle(cyc["futile"].to_numpy())], cpu, task)
 
     def kworkers(cpu: int, task: int) -> list[dict[str, str | int]]:
-        return top_kworkers(kworker_switchins(model), cpu, task)
+        # (the switch-ins of that task on that CPU only: all that top_kworkers reads)
+        s = model.events.switch
+        assert s is not None  # (a kworker preemption is a switch)
+        theirs = (s["cpu"].to_numpy() == cpu) & (_next_tasks(model) == task)
+        return top_kworkers(kworker_switchins(model, theirs), cpu, task)
 
     return judge(measure(model), model.duration_ns, th, model.pids, evidence, kworkers)
 
@@ -772,14 +776,20 @@ def _prev_tasks(model: Model) -> np.ndarray:
     return model.events.key(s["prev_pid"].to_numpy().astype(np.int64), s["ts"].to_numpy())
 
 
+def _next_tasks(model: Model) -> np.ndarray:
+    """The task (life key) each ``sched_switch`` switches in."""
+    s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
+    return model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
+
+
 def _names(model: Model, switches: np.ndarray | None = None) -> dict[int, str]:
     """Each task's (life key's) last name as a switch-in of ``switches`` (a mask; None:
     all) gives it."""
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
-    task = model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
-    d = pd.DataFrame({"pid": task, "comm": s["next_comm"].array})
-    if switches is not None:
-        d = d[switches]
-    last = d.drop_duplicates("pid", keep="last")
+    task, comm = _next_tasks(model), s["next_comm"].array
+    if switches is not None:  # (the rows taken before any frame is made)
+        task, comm = task[switches], comm[switches]
+    last = pd.DataFrame({"pid": task, "comm": comm}).drop_duplicates("pid", keep="last")
     return {int(p): str(c) for p, c in zip(last["pid"], last["comm"])}
