@@ -469,11 +469,12 @@ def measure(
     fut = futile_mask(model)
     wpid = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
     wcpu = w["chosen_cpu"].to_numpy()
-    wf = _wakeup_counts(wcpu[wmine], wpid[wmine], fut[wmine])
+    own = slice(None) if wakeups is None else wakeups  # (all: views, not copies)
+    wf = _wakeup_counts(wcpu[own], wpid[own], fut[own])
     if not settled:
         rows, j = preempting_wakeups(model, "open")
-        own = wmine[rows]
-        rows, j = rows[own], j[own]
+        theirs = wmine[rows]
+        rows, j = rows[theirs], j[theirs]
         kp = kworker_preemptions(model)
         at = np.flatnonzero(kp["open"])[j]
         opened = pd.DataFrame(
@@ -487,7 +488,7 @@ def measure(
     return Measure(
         pre,
         outs,
-        pd.Series(cpu[mine]).value_counts(),
+        pd.Series(cpu if switches is None else cpu[switches]).value_counts(),
         _count(cpu[alt], task),
         wf,
         opened,
