@@ -20,7 +20,13 @@ import pytest
 import schedwake
 from schedwake.analysis.metrics import trace_metrics
 from schedwake.detect import detect, thresholds
-from schedwake.detect.cswitch_storm import pair_table, unit_table, work_functions
+from schedwake.detect.cswitch_storm import (
+    pair_table,
+    unit_counts,
+    unit_table,
+    units,
+    work_functions,
+)
 from schedwake.gate import parse_rules
 from schedwake.model import MODEL_EVENTS
 from schedwake.report import compare as compare_report
@@ -76,6 +82,18 @@ def test_a_kworker_that_also_runs_other_work_is_judged_per_work_function(traces)
     assert all_outs == 757 and by_fio < thresholds()["storm_min_preempted_share"] * all_outs
     fio = pair_table(t.model, thresholds()).set_index(["cpu", "pid"]).loc[(1, int(dio["pid"]))]
     assert fio["storm_kworkers"] == 4 and fio["kworker_preemptions"] == 3299
+
+
+@pytest.mark.parametrize("path", [ROOT[0], WEIGHTED[0]], ids=lambda p: p.name)
+def test_the_unit_table_counts_every_switch_out_of_its_kworkers(traces, path):
+    """unit_table groups the switch-outs of the preempted kworkers alone: each unit's
+    ``outs`` is what counting every switch-out of the trace gives it."""
+    m = traces[path].model
+    u = unit_table(m, thresholds())
+    every = units(*unit_counts(m), thresholds())
+    assert len(u) == len(every) > 0
+    assert (u["outs"].to_numpy() == every["outs"].to_numpy()).all()
+    assert (u["storm"].to_numpy() == every["storm"].to_numpy()).all()
 
 
 @pytest.mark.slow

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model import asof_index, key_groups
+from ..model import asof_index, key_groups, member
 from ..model.lives import pid_of
 from ..model.masks import futile_mask, kworker_mask, kworker_preemptions, preempting_wakeups
 from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds
@@ -162,7 +162,7 @@ def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
     (:mod:`schedwake.model.lives`: the pid, but for a later task of a pid used again);
     ``pid`` is the task's pid."""
     cols = ["cpu", "pid", "task", "kw", "fn", "pre", "outs", "storm"]
-    tri = units(*unit_counts(model), th)
+    tri = units(*unit_counts(model, preempted_only=True), th)
     codes = {name: k for k, name in enumerate(work_functions(model))}
     tri["fn"] = np.array([codes.get(f, -1) for f in tri["fn"]], dtype=np.int64)  # per unit
     tri["pid"] = pid_of(tri["task"].to_numpy()).astype(np.int64)
@@ -170,7 +170,10 @@ def unit_table(model: Model, th: Thresholds) -> pd.DataFrame:
 
 
 def unit_counts(
-    model: Model, switches: np.ndarray | None = None, window: Callable | None = None
+    model: Model,
+    switches: np.ndarray | None = None,
+    window: Callable | None = None,
+    preempted_only: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the storm's units are judged by (:func:`units`), of the switches
     ``switches`` (a mask over ``sched_switch``: a time part's own; None: all): the
@@ -178,7 +181,10 @@ def unit_counts(
     :func:`switch_work_names`, "" without one): ``n`` and the first one's time; every
     switch-out per (cpu, kw, fn) (``kw``: the task switched out): ``n``. Counts of
     parts of the switches add up. ``window``: a function of the switches' times giving
-    each one's window, by which both are counted too (column ``win``)."""
+    each one's window, by which both are counted too (column ``win``).
+    ``preempted_only``: the switch-outs of the kworkers these switches preempt only
+    (all that :func:`units` looks up of these preemptions alone; not for a part of a
+    trace, whose switch-outs add up with the other parts' preemptions)."""
     s = model.events.switch
     by = ["win"] if window is not None else []
     pre_cols = ["cpu", "task", "kw", "fn", *by, "n", "first"]
@@ -200,15 +206,18 @@ def unit_counts(
         }
     ).groupby(["cpu", "task", "kw", "fn", *by])["ts"]
     pre = pd.DataFrame({"n": g.size(), "first": g.min()}).reset_index()
-    rows = np.flatnonzero(mine)
+    # (all the switches: no copy of each column through a mask)
+    rows = slice(None) if switches is None else np.flatnonzero(mine)
+    if preempted_only:  # (one table lookup, then the few switch-outs grouped)
+        rows = np.flatnonzero(member(_prev_tasks(model), c["kworker"][at]) & mine)
     # every switch-out per (cpu, kw, fn[, win]), as a group-by of the names would give it
     # (in the order of cpu, kw, then name), counted over the names' ranks
     names = sorted(set(work_functions(model)) | {""})
     rank = {name: k for k, name in enumerate(names)}
     fn_rank = np.array([rank[f] for f in [*work_functions(model), ""]], dtype=np.int64)
     keys = [
-        s["cpu"].to_numpy()[rows].astype(np.int64),
-        _prev_tasks(model)[rows].astype(np.int64),
+        s["cpu"].to_numpy()[rows],
+        _prev_tasks(model)[rows],
         fn_rank[_switch_work(model)[rows]],  # (-1, no work function: the last, "")
     ]
     if window is not None:
@@ -216,8 +225,8 @@ def unit_counts(
     first, n, _ = key_groups(keys)
     outs = pd.DataFrame(
         {
-            "cpu": first[0],
-            "kw": first[1],
+            "cpu": first[0].astype(np.int64),
+            "kw": first[1].astype(np.int64),
             "fn": np.array(names, dtype=object)[first[2]],
             **({"win": first[3]} if window is not None else {}),
             "n": n,
@@ -280,8 +289,8 @@ def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
         return none
     from ..model.tasks import USER, name_class
 
-    names = _names(model)
     tasks = np.unique(c["task"])
+    names = _names(model, member(_next_tasks(model), tasks))  # (only theirs are asked)
     user = tasks[[name_class(names.get(int(p), "?"), _pid(p)) == USER for p in tasks]]  # per task
     if model.pids is not None:
         user = user[np.isin(pid_of(user), list(model.pids))]
@@ -302,7 +311,7 @@ def storm_measure(model: Model, th: Thresholds) -> dict[str, np.ndarray]:
     unit_of = pd.MultiIndex.from_arrays([c["cpu"][mine], c["kworker"][mine], work[c["rows"][mine]]])
     units = unit_of.unique()
     prev_pid = _prev_tasks(model)
-    outs = np.flatnonzero(np.isin(prev_pid, units.get_level_values(1)))
+    outs = np.flatnonzero(member(prev_pid, units.get_level_values(1).to_numpy()))
     out_unit = units.get_indexer(
         pd.MultiIndex.from_arrays(
             [s["cpu"].to_numpy()[outs].astype(np.int64), prev_pid[outs], work[outs]]
@@ -446,8 +455,8 @@ def measure(
     next_pid = model.events.key(s["next_pid"].to_numpy().astype(np.int64), ts)
     pk, nk = kworker_mask(s["prev_comm"].array), kworker_mask(s["next_comm"].array)
     to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
-    alt = (to_task | to_kw) & mine
-    task = np.where(to_task, next_pid, prev_pid)
+    alt = np.flatnonzero((to_task | to_kw) & mine)
+    task = np.where(to_task[alt], next_pid[alt], prev_pid[alt])  # (at those only)
     if switches is None:  # (the whole trace's: no part before it to settle)
         firsts = pd.Series(none, index=pd.MultiIndex.from_arrays([none, none]))
     else:
@@ -460,11 +469,12 @@ def measure(
     fut = futile_mask(model)
     wpid = model.events.key(w["wakee_pid"].to_numpy(), w["ts"].to_numpy())
     wcpu = w["chosen_cpu"].to_numpy()
-    wf = _wakeup_counts(wcpu[wmine], wpid[wmine], fut[wmine])
+    own = slice(None) if wakeups is None else wakeups  # (all: views, not copies)
+    wf = _wakeup_counts(wcpu[own], wpid[own], fut[own])
     if not settled:
         rows, j = preempting_wakeups(model, "open")
-        own = wmine[rows]
-        rows, j = rows[own], j[own]
+        theirs = wmine[rows]
+        rows, j = rows[theirs], j[theirs]
         kp = kworker_preemptions(model)
         at = np.flatnonzero(kp["open"])[j]
         opened = pd.DataFrame(
@@ -478,8 +488,8 @@ def measure(
     return Measure(
         pre,
         outs,
-        pd.Series(cpu[mine]).value_counts(),
-        _count(cpu[alt], task[alt]),
+        pd.Series(cpu if switches is None else cpu[switches]).value_counts(),
+        _count(cpu[alt], task),
         wf,
         opened,
         firsts,
@@ -562,7 +572,11 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         return cycle_evidence(cyc.iloc[middle_cycle(cyc["futile"].to_numpy())], cpu, task)
 
     def kworkers(cpu: int, task: int) -> list[dict[str, str | int]]:
-        return top_kworkers(kworker_switchins(model), cpu, task)
+        # (the switch-ins of that task on that CPU only: all that top_kworkers reads)
+        s = model.events.switch
+        assert s is not None  # (a kworker preemption is a switch)
+        theirs = (s["cpu"].to_numpy() == cpu) & (_next_tasks(model) == task)
+        return top_kworkers(kworker_switchins(model, theirs), cpu, task)
 
     return judge(measure(model), model.duration_ns, th, model.pids, evidence, kworkers)
 
@@ -763,14 +777,20 @@ def _prev_tasks(model: Model) -> np.ndarray:
     return model.events.key(s["prev_pid"].to_numpy().astype(np.int64), s["ts"].to_numpy())
 
 
+def _next_tasks(model: Model) -> np.ndarray:
+    """The task (life key) each ``sched_switch`` switches in."""
+    s = model.events.switch
+    assert s is not None  # (a kworker preemption is a switch)
+    return model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
+
+
 def _names(model: Model, switches: np.ndarray | None = None) -> dict[int, str]:
     """Each task's (life key's) last name as a switch-in of ``switches`` (a mask; None:
     all) gives it."""
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
-    task = model.events.key(s["next_pid"].to_numpy(), s["ts"].to_numpy())
-    d = pd.DataFrame({"pid": task, "comm": s["next_comm"].array})
-    if switches is not None:
-        d = d[switches]
-    last = d.drop_duplicates("pid", keep="last")
+    task, comm = _next_tasks(model), s["next_comm"].array
+    if switches is not None:  # (the rows taken before any frame is made)
+        task, comm = task[switches], comm[switches]
+    last = pd.DataFrame({"pid": task, "comm": comm}).drop_duplicates("pid", keep="last")
     return {int(p): str(c) for p, c in zip(last["pid"], last["comm"])}

@@ -153,15 +153,36 @@ def judged_mask(w: pd.DataFrame) -> np.ndarray:
 
 
 def counted(g: pd.DataFrame) -> pd.DataFrame:
-    """Per task of :func:`wake_rows`: its wake-ups and CPU changes (they add up)."""
-    return g.groupby("task").agg(wakeups=("ts", "size"), changes=("change", "sum"))
+    """Per task of :func:`wake_rows`: its wake-ups and CPU changes (they add up), as a
+    group-by gives them (in task order), from one hash pass (:func:`key_groups`)."""
+    if len(g) == 0:
+        return g.groupby("task").agg(wakeups=("ts", "size"), changes=("change", "sum"))
+    (task,), wakeups, changes = key_groups([g["task"].to_numpy()], g["change"].to_numpy())
+    return pd.DataFrame({"wakeups": wakeups, "changes": changes}, index=pd.Index(task, name="task"))
 
 
 def visited_pairs(g: pd.DataFrame) -> pd.DataFrame:
     """The distinct (task, CPU) of the wake-ups' previous and chosen CPUs (a union of
-    them is the union's), in (task, CPU) order."""
-    task = g["task"].to_numpy()
-    both = [np.concatenate([task, task]), np.concatenate([g["prev"], g["chosen"]])]
+    them is the union's), in (task, CPU) order: marked in a table of every (task, CPU)
+    when it is small (no copy of the wake-ups' columns end to end), else grouped."""
+    task, prev, chosen = (g[k].to_numpy() for k in ("task", "prev", "chosen"))
+    if len(task):
+        t0, ntasks = int(task.min()), int(task.max()) - int(task.min()) + 1
+        c0 = min(int(prev.min()), int(chosen.min()))
+        ncpus = max(int(prev.max()), int(chosen.max())) - c0 + 1
+        if ntasks * ncpus <= max(4 * len(task), 1 << 16):
+            seen = np.zeros(ntasks * ncpus, dtype=bool)
+            row = (task - t0) * ncpus - c0
+            seen[row + prev] = True
+            seen[row + chosen] = True
+            at = np.flatnonzero(seen)
+            return pd.DataFrame(
+                {
+                    "task": (at // ncpus + t0).astype(task.dtype),
+                    "cpu": (at % ncpus + c0).astype(prev.dtype),
+                }
+            )
+    both = [np.concatenate([task, task]), np.concatenate([prev, chosen])]
     (task, cpu), _, _ = key_groups(both)
     return pd.DataFrame({"task": task, "cpu": cpu})
 

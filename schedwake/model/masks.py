@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ._util import asof_index, cat_mask, stable_order
+from ._util import asof_index, cat_mask, member, stable_order
+from .lives import pid_of
 
 if TYPE_CHECKING:
     from . import Model
@@ -119,12 +120,12 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     states = pd.Categorical(s["prev_state_str"])
     names = [str(c) for c in states.categories] + ["nan"]
     codes = np.asarray(states.codes)
-    codes = np.where(codes < 0, len(names) - 1, codes)
-    preempted = np.array([n == "R+" for n in names])[codes]
-    runnable = np.array([n.startswith("R") for n in names])[codes]
+    code_preempted = np.array([n == "R+" for n in names])
+    code_runnable = np.array([n.startswith("R") for n in names])
     pk = kworker_mask(s["prev_comm"].array)
     nk = kworker_mask(s["next_comm"].array)
-    pre = np.flatnonzero(pk & ~nk & (next_pid != 0) & preempted)
+    pre = np.flatnonzero(pk & ~nk & (next_pid != 0))  # (the states read at these only)
+    pre = pre[code_preempted[codes[pre]]]  # (a code -1: the last name, "nan")
     # a CPU's switches chain: each switch's prev is the task the one before put on
     # the CPU, so the switch after a preemption is that task's switch-out there (unless
     # lost events broke the chain)
@@ -138,24 +139,14 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     seen = has.copy()
     has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
     nxt[has] = cand[has]
-    slept = has & ~runnable[np.maximum(nxt, 0)]
-    # then: the kworker's next switch-in on that CPU, before the task's own (by (CPU,
-    # task): the task itself when it fits in 32 bits, else its rank among the trace's
-    # tasks, as a life key may not fit)
-    if len(next_pid) and 0 <= int(next_pid.min()) and int(next_pid.max()) < 1 << 31:
-        rank_in, kw_rank = next_pid, prev_pid[pre]
-        kw_rank = np.where(kw_rank < 1 << 31, kw_rank, -1)  # (never switched in: no match)
-    else:
-        tasks = np.unique(next_pid)
-        rank_in = np.searchsorted(tasks, next_pid)
-        kw_rank = np.searchsorted(tasks, prev_pid[pre])
-        found = tasks[np.minimum(kw_rank, len(tasks) - 1)] == prev_pid[pre]
-        kw_rank = np.where(found, kw_rank, -1)
-    key = cpu * (1 << 32) + rank_in
+    slept = has & ~code_runnable[codes[np.maximum(nxt, 0)]]
+    # then: the kworker's next switch-in on that CPU, before the task's own, among the
+    # switch-ins of the preemptions' kworkers and tasks only (no other can match), by
+    # (CPU, the task's rank among those: a life key may not fit in 32 bits)
     at = np.where(nxt >= 0, pos[np.maximum(nxt, 0)], -1)
+    kw_back = _switch_ins_after(at, cpu, next_pid, pos, pre, prev_pid[pre], True)
     # (the task's switch-out itself may hand the CPU straight back to the kworker)
-    kw_back = asof_index(at, cpu[pre] * (1 << 32) + kw_rank, pos, key, "forward", True)
-    task_back = asof_index(at, cpu[pre] * (1 << 32) + rank_in[pre], pos, key, "forward", False)
+    task_back = _switch_ins_after(at, cpu, next_pid, pos, pre, next_pid[pre], False)
     kpos = np.where(kw_back >= 0, pos[np.maximum(kw_back, 0)], np.iinfo(np.int64).max)
     tpos = np.where(task_back >= 0, pos[np.maximum(task_back, 0)], np.iinfo(np.int64).max)
     futile = slept & (kw_back >= 0) & (kpos < tpos)
@@ -184,6 +175,34 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     return out
 
 
+def _switch_ins_after(
+    at: np.ndarray,
+    cpu: np.ndarray,
+    next_pid: np.ndarray,
+    pos: np.ndarray,
+    pre: np.ndarray,
+    who: np.ndarray,
+    allow_exact: bool,
+) -> np.ndarray:
+    """For each preemption (switch rows ``pre``), the switch row of the first switch-in
+    of the task ``who`` on the preemption's CPU at or after (``allow_exact``; else
+    after) the position ``at`` in the CPU's switches (``pos``), or -1: searched among
+    the switch-ins of the tasks of ``who`` alone (one table lookup over the switches,
+    then a search over the few, not a key of every switch)."""
+    tasks = np.unique(who)
+    ins = np.flatnonzero(member(next_pid, tasks))
+    key = cpu[ins] * (1 << 32) + np.searchsorted(tasks, next_pid[ins])
+    found = asof_index(
+        at,
+        cpu[pre] * (1 << 32) + np.searchsorted(tasks, who),
+        pos[ins],
+        key,
+        "forward",
+        allow_exact,
+    )
+    return np.where(found >= 0, ins[np.maximum(found, 0)], -1)
+
+
 def futile_mask(model: Model) -> np.ndarray:
     """Wake-ups (rows of ``model.wakeups``) that were futile: the wakee's run began by
     preempting a kworker and ended in a sleep with the CPU going back to that kworker
@@ -203,15 +222,18 @@ def preempting_wakeups(model: Model, which: str) -> tuple[np.ndarray, np.ndarray
     none = np.zeros(0, dtype=np.int64)
     if len(w) == 0 or len(c["rows"]) == 0:
         return none, none
-    run = w["run_ts"].to_numpy(dtype="float64", na_value=np.nan)
     # a wake-up's run starts at a switch-in of its wakee on its chosen CPU: match the
-    # preemptions by (task, ts), the task its life key (:mod:`.lives`)
+    # preemptions by (task, ts), the task its life key (:mod:`.lives`); only the
+    # wake-ups of their tasks' pids can match (a few of the wake-ups: no column of
+    # them all is read but the pids)
     fts, ftask = c["ts"][c[which]], c["task"][c[which]]
-    idx = np.flatnonzero(~np.isnan(run))
+    idx = np.flatnonzero(member(w["wakee_pid"].to_numpy(), pid_of(ftask)))
+    run = w["run_ts"].array[idx].to_numpy(dtype="float64", na_value=np.nan)
+    idx, run = idx[~np.isnan(run)], run[~np.isnan(run)]
     wakee = model.events.key(w["wakee_pid"].to_numpy()[idx], w["ts"].to_numpy()[idx])
-    j = asof_index(run[idx].astype(np.int64), wakee, fts, ftask, "backward", True)
+    j = asof_index(run.astype(np.int64), wakee, fts, ftask, "backward", True)
     hit = j >= 0
-    hit[hit] = fts[j[hit]] == run[idx][hit]
+    hit[hit] = fts[j[hit]] == run[hit]
     return idx[hit], j[hit]
 
 
