@@ -151,8 +151,9 @@ def key_ints(a: np.ndarray) -> np.ndarray:
 
 
 def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """``np.isin(values, keys)`` for integers: a table lookup over a small key range,
-    else binary searches in the sorted distinct keys (no sort of ``values``)."""
+    """``np.isin(values, keys)`` for integers: a table lookup over a small key range (or
+    over life keys' compact form, :func:`small_keys`), else binary searches in the
+    sorted distinct keys (no sort of ``values``)."""
     values = np.asarray(values)
     u = np.unique(np.asarray(keys))
     if len(u) == 0 or len(values) == 0:
@@ -165,36 +166,28 @@ def member(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if span > limit and len(u) < 8:
         return np.isin(values, u)  # (a few keys far apart: compared one by one)
     if span <= limit:
-        table = np.zeros(span, dtype=bool)
-        table[u - lo] = True
-        out = np.empty(len(values), dtype=bool)
-        _passes.in_table(key_ints(values), table, lo, out)
-        return out
-    if u.dtype == np.int64 and values.dtype == np.int64:
-        # life keys (pid + life << 32, .lives): a table over (life, pid) when both
-        # ranges are small
-        uh, ul = u >> 32, u & 0xFFFFFFFF
-        h0, l0 = int(uh.min()), int(ul.min())
-        hs, ls = int(uh.max()) - h0 + 1, int(ul.max()) - l0 + 1
-        if hs * ls <= limit:
-            table = np.zeros(hs * ls + 1, dtype=bool)
-            table[(uh - h0) * ls + (ul - l0)] = True
-            vh = values >> 32
-            vh -= h0
-            vl = values & 0xFFFFFFFF
-            vl -= l0
-            out = (vh < 0) | (vh >= hs) | (vl < 0) | (vl >= ls)
-            vh *= ls
-            vh += vl
-            del vl
-            vh[out] = hs * ls
-            return table[vh]
+        return _in_table(key_ints(values), u, lo, span)
+    # life keys (pid + life << 32, .lives): a table over their compact form when the
+    # lives and pids are few (:func:`small_keys`, as the as-of walk takes them)
+    small = small_keys(key_ints(values), key_ints(u)) if values.dtype.kind == "i" else None
+    if small is not None:
+        return _in_table(*small)
     if u.dtype != values.dtype:
         u = u.astype(np.int64)
         values = values.astype(np.int64)
     at = np.searchsorted(u, values)
     at[at == len(u)] = 0
     return u[at] == values
+
+
+def _in_table(values: np.ndarray, keys: np.ndarray, lo: int, span: int) -> np.ndarray:
+    """Which ``values`` are ``keys``, by one compiled lookup in a table of the keys over
+    ``[lo, lo + span)`` (values outside it: False)."""
+    table = np.zeros(span, dtype=bool)
+    table[keys - lo] = True
+    out = np.empty(len(values), dtype=bool)
+    _passes.in_table(values, table, lo, out)
+    return out
 
 
 #: The (key, time) orders of :func:`key_time_order` kept while :func:`shared_orders` is
