@@ -87,8 +87,8 @@ def asof_index(
             hit = pos >= 0
             pos[hit] = mine[pos[hit]]
             return pos
-    if is_sorted(rkey) and _sorted_within(rts, rkey):
-        order = None  # (already by key, then time: the switches by CPU, the runs by task)
+    if in_key_time_order(rts, rkey):
+        order = None  # (already by key, then time)
         rk = rkey
     else:
         order = key_time_order(rts, rkey)
@@ -272,8 +272,11 @@ def _is_key_time_order(order: np.ndarray, ts: np.ndarray, key: np.ndarray) -> bo
     return bool(ok.all())
 
 
-def _sorted_within(ts: np.ndarray, key: np.ndarray) -> bool:
-    """Whether ``ts`` never decreases within a run of equal ``key``."""
+def in_key_time_order(ts: np.ndarray, key: np.ndarray) -> bool:
+    """Whether rows are in (key, ts) order: keys ascending, and ``ts`` never decreasing
+    within a run of equal keys (the switches by CPU, the runs by task)."""
+    if not is_sorted(key):
+        return False
     return bool(len(ts) < 2 or ((ts[1:] >= ts[:-1]) | (key[1:] != key[:-1])).all())
 
 

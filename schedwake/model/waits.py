@@ -74,7 +74,7 @@ from . import _passes, tasks
 from ._util import (
     asof_index,
     cat_mask,
-    is_sorted,
+    in_key_time_order,
     lex_order,
     pick_cat,
     stable_order,
@@ -482,7 +482,7 @@ class CpuIndex:
         if len(tl):
             ts, cpu, pid = tl["start_ts"].to_numpy(), tl["cpu"].to_numpy(), tl["pid"].to_numpy()
             # (the model's timeline is in (cpu, ts) order already: checked, not sorted)
-            order = None if _by_cpu_then_time(ts, cpu) else lex_order(ts, cpu)
+            order = None if in_key_time_order(ts, cpu) else lex_order(ts, cpu)
 
             def rows(a: np.ndarray) -> np.ndarray:
                 return a if order is None else a[order]
@@ -633,14 +633,6 @@ class CpuIndex:
         if lts is None:
             return False
         return int(np.searchsorted(lts, b, "right")) > int(np.searchsorted(lts, a, "left"))
-
-
-def _by_cpu_then_time(ts: np.ndarray, cpu: np.ndarray) -> bool:
-    """Whether rows are in (cpu, ts) order: CPUs ascending, each CPU's times too."""
-    if not is_sorted(cpu):
-        return False
-    cuts = np.flatnonzero(cpu[1:] != cpu[:-1]) + 1
-    return all(is_sorted(t) for t in np.split(ts, cuts))
 
 
 @functools.lru_cache(maxsize=1 << 14)
