@@ -101,3 +101,13 @@ PASS(settling_walk,
      "on another CPU than c_cpu[i] and places the task on c_dest[i]; int64 max if none; "
      "False (out not filled) when the events or the candidates (through order, a "
      "permutation; None: as they are) are not in time order")
+/* _pass_detect.c */
+PASS(gap_sweep,
+     "gap_sweep(ts, code, ncpu, out_start, out_end) -> m: idle while runnable's gap over "
+     "the interval ends in time order (ts; code: CPU << 3 | kind, 0/1 idle start/end, 2/3 "
+     "wait, 4/5 unknown, CPUs in [0, ncpu)): the segments, touching pieces joined, "
+     "out_start[:m], out_end[:m]")
+PASS(overlapping,
+     "overlapping(start, end, us, ue, out): out[i] = whether [min(start[i], end[i]), "
+     "max(start[i], end[i])) overlaps one of the pieces [us[j], ue[j]) (disjoint, in time "
+     "order; int64s)")

@@ -4,7 +4,8 @@
  * pids that may have two lives, the keyed as-of search in both directions, exact or
  * strict, from any hint, with times at the ends of int64, the lookup in a table (of flags
  * or of slots), the
- * groups of a hash table.
+ * groups of a hash table, idle while runnable's sweep and the intervals that overlap a
+ * union of pieces.
  *
  * The passes' loops are static: this file includes their C files, so it needs Python's
  * headers and libpython to link, though no test calls into Python.  Built and run by
@@ -14,6 +15,7 @@
 #include "_pass_lives.c"
 #include "_pass_asof.c"
 #include "_pass_groups.c"
+#include "_pass_detect.c"
 
 #include <stdio.h>
 
@@ -338,8 +340,106 @@ static void test_groups(void)
     CHECK(sout[0] == -1 && sout[1] == -1);
 }
 
+/* ------------------------------------------------------------ gap_sweep */
+
+/* The gap after end i of (ts, code) in time order, by recounting every CPU's open
+ * intervals over ends 0..i: some CPU idle and another busy with a wait (not idle, not
+ * unknown). */
+static int gap_after(const int64_t *code, Py_ssize_t i, int64_t ncpu)
+{
+    int idle = 0, busy = 0;
+    for (int64_t c = 0; c < ncpu; c++) {
+        int open[3] = {0, 0, 0};
+        for (Py_ssize_t j = 0; j <= i; j++)
+            if (code[j] >> 3 == c)
+                open[(code[j] & 7) >> 1] += (code[j] & 1) ? -1 : 1;
+        idle += open[0] > 0;
+        busy += open[1] > 0 && open[0] <= 0 && open[2] <= 0;
+    }
+    return idle && busy;
+}
+
+static void test_gap_sweep(void)
+{
+    enum { N = 120 };
+    int64_t ts[N], code[N], s[N], e[N], rs[N], re[N];
+    for (int trial = 0; trial < 300; trial++) {
+        int64_t ncpu = rnd_in(1, 4);
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        int64_t t = trial % 7 ? rnd_in(-100, 100) : INT64_MAX - 4 * N;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            t += rnd_in(0, 3);
+            ts[i] = t;
+            code[i] = rnd_in(0, ncpu - 1) << 3 | rnd_in(0, 5);
+        }
+        Py_ssize_t m = gap_sweep(ts, code, 8, n, ncpu, s, e);
+        /* the pieces from end i to the next end, later, where the gap is; touching
+         * pieces joined */
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i + 1 < n; i++) {
+            if (ts[i + 1] == ts[i] || !gap_after(code, i, ncpu))
+                continue;
+            if (k && re[k - 1] == ts[i]) {
+                re[k - 1] = ts[i + 1];
+            } else {
+                rs[k] = ts[i];
+                re[k++] = ts[i + 1];
+            }
+        }
+        int ok = m == k;
+        for (Py_ssize_t i = 0; ok && i < k; i++)
+            ok &= s[i] == rs[i] && e[i] == re[i];
+        CHECK(ok);
+    }
+    /* a CPU or a kind out of range, a negative code: refused */
+    int64_t bad_ts[] = {0, 1};
+    int64_t bad_cpu[] = {0, 2 << 3};
+    int64_t bad_kind[] = {6, 0};
+    int64_t neg[] = {-1, 0};
+    CHECK(gap_sweep(bad_ts, bad_cpu, 8, 2, 2, s, e) == -2);
+    CHECK(gap_sweep(bad_ts, bad_kind, 8, 2, 2, s, e) == -2);
+    CHECK(gap_sweep(bad_ts, neg, 8, 2, 2, s, e) == -2);
+    CHECK(gap_sweep(bad_ts, bad_cpu, 8, 0, 2, s, e) == 0);
+}
+
+/* ------------------------------------------------------------ overlapping */
+
+static void test_overlapping(void)
+{
+    enum { N = 200, K = 12 };
+    int64_t start[N], end[N], us[K], ue[K];
+    uint8_t out[N];
+    for (int trial = 0; trial < 200; trial++) {
+        Py_ssize_t k = (Py_ssize_t)rnd_in(0, K), n = (Py_ssize_t)rnd_in(0, N);
+        int64_t t = trial % 5 ? rnd_in(-50, 50) : INT64_MIN + 16;
+        for (Py_ssize_t j = 0; j < k; j++) {   /* disjoint pieces in time order */
+            us[j] = t += rnd_in(0, 5);
+            ue[j] = t += rnd_in(1, 5);
+        }
+        int64_t base = k ? us[0] - 5 : 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            /* mostly in time order (the hint), some backward intervals */
+            start[i] = (i % 9 ? base + i / 3 : base + rnd_in(0, 80));
+            end[i] = start[i] + rnd_in(-6, 10);
+        }
+        overlapping(start, end, n, us, ue, k, out);
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t lo = start[i] < end[i] ? start[i] : end[i];
+            int64_t hi = start[i] < end[i] ? end[i] : start[i];
+            int want = 0;
+            for (Py_ssize_t j = 0; j < k; j++)
+                want |= us[j] < hi && ue[j] > lo;
+            ok &= out[i] == want;
+        }
+        CHECK(ok);
+    }
+}
+
 int main(void)
 {
+    test_gap_sweep();
+    test_overlapping();
     test_groups();
     test_asof_merge();
     test_counting_order();

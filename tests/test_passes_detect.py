@@ -1,0 +1,63 @@
+"""The detectors' compiled passes (_pass_detect.c) refuse what they cannot read (a
+CPU or a kind outside the range told, arrays of other lengths or types) with an error,
+never a read out of bounds; the sweep's answers against a plain loop are
+tests/c/passes_units.c's, and llc_gap_segments' tests/test_vectorized_helpers.py's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schedwake.detect._iwr import _overlapping
+from schedwake.model import _passes
+
+
+def _out(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.empty(n, np.int64), np.empty(n, np.int64)
+
+
+def test_gap_sweep_refuses_codes_outside_its_range():
+    ts = np.array([0, 5, 9], np.int64)
+    for code in ([0, 2 << 3, 1], [0, 6, 1], [-1, 0, 1]):  # CPU 2 of 2, kind 6, negative
+        with pytest.raises(ValueError):
+            _passes.gap_sweep(ts, np.array(code, np.int64), 2, *_out(3))
+    with pytest.raises(ValueError):  # (no CPU at all)
+        _passes.gap_sweep(ts, np.zeros(3, np.int64), 0, *_out(3))
+    with pytest.raises(ValueError):  # outputs shorter than the ends
+        _passes.gap_sweep(ts, np.zeros(3, np.int64), 1, *_out(2))
+    with pytest.raises(TypeError):  # times as floats
+        _passes.gap_sweep(ts.astype(float), np.zeros(3, np.int64), 1, *_out(3))
+
+
+def test_gap_sweep_one_segment_of_two_cpus():
+    """CPU 0 idle over [0, 10), a wait on CPU 1 over [2, 6): the gap is [2, 6)."""
+    ts = np.array([0, 2, 6, 10], np.int64)
+    code = np.array([0 << 3 | 0, 1 << 3 | 2, 1 << 3 | 3, 0 << 3 | 1], np.int32)
+    s, e = _out(4)
+    m = _passes.gap_sweep(ts, code, 2, s, e)
+    assert (m, s[:m].tolist(), e[:m].tolist()) == (1, [2], [6])
+
+
+def test_overlapping_against_a_plain_loop():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        istart = rng.integers(0, 100, int(rng.integers(0, 8)))
+        iend = istart + rng.integers(-3, 15, len(istart))  # (backward ones: not idle time)
+        start = rng.integers(-10, 120, 60)
+        end = start + rng.integers(-8, 12, 60)
+        got = _overlapping(start, end, istart, iend)
+        lo, hi = np.minimum(start, end), np.maximum(start, end)
+        want = [
+            any(s < e and s < h and e > low for s, e in zip(istart, iend)) for low, h in zip(lo, hi)
+        ]
+        assert got.tolist() == want
+
+
+def test_overlapping_refuses_arrays_of_other_lengths():
+    a = np.zeros(3, np.int64)
+    with pytest.raises(ValueError):
+        _passes.overlapping(a, a, a, a[:2], np.zeros(3, bool))
+    with pytest.raises(ValueError):
+        _passes.overlapping(a, a[:2], a, a, np.zeros(3, bool))
+    with pytest.raises(TypeError):  # out must be flags, writable
+        _passes.overlapping(a, a, a, a, np.zeros(3, np.int64))
