@@ -61,3 +61,25 @@ def test_overlapping_refuses_arrays_of_other_lengths():
         _passes.overlapping(a, a[:2], a, a, np.zeros(3, bool))
     with pytest.raises(TypeError):  # out must be flags, writable
         _passes.overlapping(a, a, a, a, np.zeros(3, np.int64))
+
+
+def test_key_neighbors_against_a_scan():
+    rng = np.random.default_rng(8)
+    key = rng.integers(0, 4, 500).astype(np.int32)
+    rows = np.flatnonzero(rng.random(500) < 0.2).astype(np.int64)
+    prev, nxt = np.empty(len(rows), np.int64), np.empty(len(rows), np.int64)
+    _passes.key_neighbors(key, rows, 0, 4, prev, nxt)
+    for r, p, q in zip(rows, prev, nxt):
+        same = np.flatnonzero(key == key[r])
+        assert p == (same[same < r][-1] if (same < r).any() else -1)
+        assert q == (same[same > r][0] if (same > r).any() else -1)
+
+
+def test_key_neighbors_refuses_what_it_cannot_read():
+    key = np.array([0, 1, 2], np.int64)
+    out = np.empty(2, np.int64), np.empty(2, np.int64)
+    for rows, span in (([2, 1], 3), ([0, 3], 3), ([-1, 0], 3), ([0, 1], 2)):
+        with pytest.raises(ValueError):  # (not ascending, outside the keys, key 2 of 2)
+            _passes.key_neighbors(key, np.array(rows, np.int64), 0, span, *out)
+    with pytest.raises(ValueError):  # one output slot a row
+        _passes.key_neighbors(key, np.array([0], np.int64), 0, 3, *out)

@@ -161,3 +161,78 @@ PyObject *pass_overlapping(PyObject *self, PyObject *args)
     arrs_release(spec, 5);
     Py_RETURN_NONE;
 }
+
+/* For each of rows (ascending positions in key), the row before and the row after it
+ * with the same key: one walk forward and one backward over the keys, a table of each
+ * key's last row.  0; -1: no memory; -2: a key outside [lo, lo + span), or rows not
+ * ascending positions in key */
+static int key_neighbors(const void *key, Py_ssize_t ks, Py_ssize_t n, const int64_t *rows,
+                         Py_ssize_t m, int64_t lo, int64_t span, int64_t *out_prev,
+                         int64_t *out_next)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((uint64_t)key_at(key, ks, i) - (uint64_t)lo >= (uint64_t)span)
+            return -2;
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (rows[j] < 0 || rows[j] >= n || (j && rows[j] <= rows[j - 1]))
+            return -2;
+    int64_t *last = malloc((size_t)span * sizeof(int64_t));
+    if (!last)
+        return -1;
+    for (int64_t k = 0; k < span; k++)
+        last[k] = -1;
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n && j < m; i++) {
+        uint64_t k = (uint64_t)key_at(key, ks, i) - (uint64_t)lo;
+        if (i == rows[j])
+            out_prev[j++] = last[k];
+        last[k] = i;
+    }
+    for (int64_t k = 0; k < span; k++)
+        last[k] = -1;
+    j = m - 1;
+    for (Py_ssize_t i = n - 1; i >= 0 && j >= 0; i--) {
+        uint64_t k = (uint64_t)key_at(key, ks, i) - (uint64_t)lo;
+        if (i == rows[j])
+            out_next[j--] = last[k];
+        last[k] = i;
+    }
+    free(last);
+    return 0;
+}
+
+PyObject *pass_key_neighbors(PyObject *self, PyObject *args)
+{
+    PyObject *key_o, *rows_o, *prev_o, *next_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOLLOO", &key_o, &rows_o, &lo, &span, &prev_o, &next_o))
+        return NULL;
+    if (!range_ok("key_neighbors", lo, span))
+        return NULL;
+    Arr key = {0}, rows = {0}, prev = {0}, next = {0};
+    PyObject *result = NULL;
+    if (arr_get_key(key_o, &key, "key_neighbors key") < 0 ||
+        arr_get(rows_o, &rows, 8, 0, "key_neighbors rows") < 0 ||
+        arr_get(prev_o, &prev, 8, 1, "key_neighbors out_prev") < 0 ||
+        arr_get(next_o, &next, 8, 1, "key_neighbors out_next") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&key), m = arr_len(&rows);
+    if (arr_len(&prev) != m || arr_len(&next) != m) {
+        PyErr_SetString(PyExc_ValueError, "key_neighbors: an output slot a row");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = key_neighbors(key.view.buf, key.view.itemsize, n, rows.view.buf, m, lo, span,
+                       prev.view.buf, next.view.buf);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "key_neighbors: a key outside [lo, lo + span) or rows not "
+                        "ascending positions") == 0)
+        result = Py_NewRef(Py_None);
+done:
+    arr_release(&key);
+    arr_release(&rows);
+    arr_release(&prev);
+    arr_release(&next);
+    return result;
+}

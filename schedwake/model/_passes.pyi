@@ -170,3 +170,12 @@ def gap_sweep(
 def overlapping(
     start: np.ndarray, end: np.ndarray, us: np.ndarray, ue: np.ndarray, out: np.ndarray, /
 ) -> None: ...
+def key_neighbors(
+    key: np.ndarray,
+    rows: np.ndarray,
+    lo: int,
+    span: int,
+    out_prev: np.ndarray,
+    out_next: np.ndarray,
+    /,
+) -> None: ...

@@ -111,3 +111,7 @@ PASS(overlapping,
      "overlapping(start, end, us, ue, out): out[i] = whether [min(start[i], end[i]), "
      "max(start[i], end[i])) overlaps one of the pieces [us[j], ue[j]) (disjoint, in time "
      "order; int64s)")
+PASS(key_neighbors,
+     "key_neighbors(key, rows, lo, span, out_prev, out_next): for each of rows (ascending "
+     "positions in key), the row before and the row after it with the same key (ints in "
+     "[lo, lo + span)), -1 where none")

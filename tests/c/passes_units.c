@@ -4,8 +4,8 @@
  * pids that may have two lives, the keyed as-of search in both directions, exact or
  * strict, from any hint, with times at the ends of int64, the lookup in a table (of flags
  * or of slots), the
- * groups of a hash table, idle while runnable's sweep and the intervals that overlap a
- * union of pieces.
+ * groups of a hash table, idle while runnable's sweep, the intervals that overlap a
+ * union of pieces and a row's neighbors of the same key.
  *
  * The passes' loops are static: this file includes their C files, so it needs Python's
  * headers and libpython to link, though no test calls into Python.  Built and run by
@@ -436,8 +436,48 @@ static void test_overlapping(void)
     }
 }
 
+/* ------------------------------------------------------------ key_neighbors */
+
+static void test_key_neighbors(void)
+{
+    enum { N = 300 };
+    int64_t key[N], rows[N], prev[N], next[N];
+    int32_t key32[N];
+    for (int trial = 0; trial < 100; trial++) {
+        int64_t lo = trial % 3 ? rnd_in(-5, 5) : INT64_MAX - 8, span = rnd_in(1, 8);
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N), m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            key[i] = lo + rnd_in(0, span - 1);
+            key32[i] = (int32_t)rnd_in(0, span - 1);
+            if (rnd() % 3 == 0)
+                rows[m++] = i;
+        }
+        CHECK(key_neighbors(key, 8, n, rows, m, lo, span, prev, next) == 0);
+        int ok = 1;
+        for (Py_ssize_t j = 0; j < m; j++) {   /* the nearest rows of the key, by a scan */
+            int64_t p = -1, q = -1;
+            for (int64_t i = rows[j] - 1; i >= 0 && p < 0; i--)
+                if (key[i] == key[rows[j]])
+                    p = i;
+            for (int64_t i = rows[j] + 1; i < n && q < 0; i++)
+                if (key[i] == key[rows[j]])
+                    q = i;
+            ok &= prev[j] == p && next[j] == q;
+        }
+        CHECK(ok);
+        CHECK(key_neighbors(key32, 4, n, rows, m, 0, span, prev, next) == 0);
+    }
+    /* a key outside the range, rows out of order or outside the keys: refused */
+    int64_t k[] = {0, 1, 2}, r_bad[] = {2, 1}, r_out[] = {3}, r_neg[] = {-1};
+    CHECK(key_neighbors(k, 8, 3, r_bad, 0, 0, 2, prev, next) == -2);
+    CHECK(key_neighbors(k, 8, 3, r_bad, 2, 0, 3, prev, next) == -2);
+    CHECK(key_neighbors(k, 8, 3, r_out, 1, 0, 3, prev, next) == -2);
+    CHECK(key_neighbors(k, 8, 3, r_neg, 1, 0, 3, prev, next) == -2);
+}
+
 int main(void)
 {
+    test_key_neighbors();
     test_gap_sweep();
     test_overlapping();
     test_groups();
