@@ -179,3 +179,6 @@ def key_neighbors(
     out_next: np.ndarray,
     /,
 ) -> None: ...
+def next_of_key(
+    ts: np.ndarray, key: np.ndarray, lo: int, span: int, out: np.ndarray, /
+) -> bool: ...

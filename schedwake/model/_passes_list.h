@@ -101,6 +101,10 @@ PASS(settling_walk,
      "on another CPU than c_cpu[i] and places the task on c_dest[i]; int64 max if none; "
      "False (out not filled) when the events or the candidates (through order, a "
      "permutation; None: as they are) are not in time order")
+PASS(next_of_key,
+     "next_of_key(ts, key, lo, span, out) -> bool: out[i] = the time of the next row of "
+     "key[i] (ints in [lo, lo + span)) after row i, int64 max if none; False (out not "
+     "filled) when ts is not in time order")
 /* _pass_detect.c */
 PASS(gap_sweep,
      "gap_sweep(ts, code, ncpu, out_start, out_end) -> m: idle while runnable's gap over "

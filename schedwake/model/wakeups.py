@@ -413,8 +413,16 @@ def _cpus(
 
 def _next_waking_of_same_pid(ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
     """Per wake-up, the time of the next wake-up of the same wakee (int64 max if none):
-    it bounds what may match this one (its sched_wakeup, its switch-in)."""
+    it bounds what may match this one (its sched_wakeup, its switch-in). One backward
+    walk in compiled code (``_passes.next_of_key``) over wake-ups in time order whose
+    keys suit its table; else the (pid, ts) order's neighbors."""
     n = len(ts)
+    small = small_keys(pid, pid[:1]) if n else None
+    if small is not None:
+        nxt = np.empty(n, dtype=np.int64)
+        key, _, lo, span = small
+        if _passes.next_of_key(np.ascontiguousarray(ts, dtype=np.int64), key, lo, span, nxt):
+            return nxt
     order = lex_order(ts, pid)
     same = pid[order[1:]] == pid[order[:-1]]
     nxt = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
