@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schedwake.detect._iwr import _overlapping
-from schedwake.model import _passes
+from schedwake.model import _passes, overlaps_union
 
 
 def _out(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +44,7 @@ def test_overlapping_against_a_plain_loop():
         iend = istart + rng.integers(-3, 15, len(istart))  # (backward ones: not idle time)
         start = rng.integers(-10, 120, 60)
         end = start + rng.integers(-8, 12, 60)
-        got = _overlapping(start, end, istart, iend)
+        got = overlaps_union(start, end, istart, iend)
         lo, hi = np.minimum(start, end), np.maximum(start, end)
         want = [
             any(s < e and s < h and e > low for s, e in zip(istart, iend)) for low, h in zip(lo, hi)

@@ -3,7 +3,7 @@
 The waits of woken tasks on a big trace number in the millions, the idle stretches
 far fewer: only the waits that overlap the LLC's idle time can be part of a gap, so
 only their ends are sorted with the idle and unknown intervals' (one int64 an end),
-and one compiled walk over them in time order (``_passes.gap_sweep``) keeps each CPU's
+and one compiled walk over them in time order (``model.gap_sweep``) keeps each CPU's
 state and writes the gap's segments.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..model import _passes, pid_cpu_counts
+from ..model import gap_sweep, overlaps_union, pid_cpu_counts
 
 
 def llc_gap_segments(
@@ -43,7 +43,7 @@ def llc_gap_segments(
     # a gap needs an idle CPU: only the waits that overlap the LLC's idle time can be
     # part of one (the states at every other time do not count), and only those are
     # sorted with the other ends
-    w = _overlapping(wstart, wend, istart, iend)
+    w = overlaps_union(wstart, wend, istart, iend)
     g = _in_group(wcpu, group)
     if g is not None:
         w &= g
@@ -110,32 +110,7 @@ def llc_gap_segments(
     # per CPU its open intervals of each kind, over the LLC how many CPUs are idle and
     # how many busy with a wait (neither idle nor unknown), the pieces where both are
     # some joined: one compiled walk over the ends in time order
-    start, end = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    m = _passes.gap_sweep(ts, code, hi_cpu - lo_cpu + 1, start, end)
-    return start[:m].copy(), end[:m].copy()
-
-
-def _overlapping(
-    start: np.ndarray, end: np.ndarray, istart: np.ndarray, iend: np.ndarray
-) -> np.ndarray:
-    """Which intervals [start, end) (one given backward counts down over [end, start))
-    overlap the union of the intervals [istart, iend) (few: the CPUs' idle stretches):
-    the union's pieces found here, each interval's first piece that ends after it
-    begins searched in C (``_passes.overlapping``)."""
-    keep = iend > istart
-    s, e = np.asarray(istart, np.int64)[keep], np.asarray(iend, np.int64)[keep]
-    out = np.zeros(len(start), dtype=bool)
-    if len(s) == 0:
-        return out
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    reach = np.maximum.accumulate(e)  # (the union's pieces: where a start passes the reach)
-    heads = np.flatnonzero(np.concatenate([[True], s[1:] > reach[:-1]]))
-    us, ue = s[heads], np.maximum.reduceat(e, heads)
-    _passes.overlapping(
-        np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64), us, ue, out
-    )
-    return out
+    return gap_sweep(ts, code, hi_cpu - lo_cpu + 1)
 
 
 def _in_group(cpu: np.ndarray, group: Sequence[int]) -> np.ndarray | None:

@@ -16,7 +16,11 @@ def pack_by(
     /,
 ) -> None: ...
 def life_candidates(
-    pid: np.ndarray, ts: np.ndarray, kind: np.ndarray, lo: int, span: int, out: np.ndarray, /
+    parts: tuple[tuple[np.ndarray, np.ndarray, np.ndarray | int], ...],
+    lo: int,
+    span: int,
+    outs: tuple[np.ndarray, ...],
+    /,
 ) -> None: ...
 def asof_merge(
     lts: np.ndarray,

@@ -12,8 +12,10 @@ PASS(ascending,
      "the first that does")
 /* _pass_lives.c */
 PASS(life_candidates,
-     "life_candidates(pid, ts, kind, lo, span, out): out[i] = whether row i's pid (in "
-     "[lo, lo + span)) may have two lives, from its deaths, births and other events")
+     "life_candidates(parts, lo, span, outs): outs[j][i] = whether row i of part j (a "
+     "(pid, ts, kind) of arrays, kind an array of codes or one int for all; pids in "
+     "[lo, lo + span)) may have two lives, from its pid's deaths, births and other "
+     "events over every part")
 /* _pass_asof.c */
 PASS(asof_merge,
      "asof_merge(lts, lkey, rts, rkey, lo, span, backward, allow_exact, out) -> bool: "

@@ -513,3 +513,36 @@ def ints(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
         if isinstance(dt, np.dtype) and dt.kind == "i":
             return df[name].to_numpy()
     return i64(df, name, default)
+
+
+def overlaps_union(
+    start: np.ndarray, end: np.ndarray, istart: np.ndarray, iend: np.ndarray
+) -> np.ndarray:
+    """Which intervals [start, end) (one given backward counts down over [end, start))
+    overlap the union of the intervals [istart, iend) (few: a CPU group's idle stretches):
+    the union's pieces found here, each interval's first piece that ends after it
+    begins searched in C (``_passes.overlapping``)."""
+    keep = iend > istart
+    s, e = np.asarray(istart, np.int64)[keep], np.asarray(iend, np.int64)[keep]
+    out = np.zeros(len(start), dtype=bool)
+    if len(s) == 0:
+        return out
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    reach = np.maximum.accumulate(e)  # (the union's pieces: where a start passes the reach)
+    heads = np.flatnonzero(np.concatenate([[True], s[1:] > reach[:-1]]))
+    us, ue = s[heads], np.maximum.reduceat(e, heads)
+    _passes.overlapping(
+        np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64), us, ue, out
+    )
+    return out
+
+
+def gap_sweep(ts: np.ndarray, code: np.ndarray, ncpu: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (start, end) of idle while runnable's gap segments over one LLC's interval
+    ends in time order (``ts``; ``code``: the CPU, in [0, ncpu), << 3 | the kind: 0/1
+    idle start/end, 2/3 wait, 4/5 unknown): where some CPU is idle and another busy with
+    a wait, touching pieces joined; one compiled walk (``_passes.gap_sweep``)."""
+    start, end = np.empty(len(ts), dtype=np.int64), np.empty(len(ts), dtype=np.int64)
+    m = _passes.gap_sweep(ts, code, ncpu, start, end)
+    return start[:m].copy(), end[:m].copy()

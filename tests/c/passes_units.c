@@ -77,6 +77,14 @@ static void test_counting_order(void)
 
 /* ------------------------------------------------------------ life_candidates */
 
+/* life_candidates_of over one part of int64 pids and a kind a row */
+static int life_candidates(const int64_t *pid, const int64_t *ts, const int8_t *kind,
+                           Py_ssize_t n, int64_t lo, int64_t span, uint8_t *out)
+{
+    LifeRows part = {pid, 8, ts, kind, 0, n, out};
+    return life_candidates_of(&part, 1, lo, span);
+}
+
 /* Whether pid p has a boundary: its rows in (ts, birth < other < death) order, a row
  * after a death or a birth after another event (lives.py's rule), by brute force. */
 static int has_boundary(const int64_t *pid, const int64_t *ts, const int8_t *kind,
@@ -136,6 +144,37 @@ static void test_life_candidates(void)
     CHECK(life_candidates(p2, t2, k2, 2, 3, 6, out) == -2);   /* a pid outside the range */
     int64_t p3[] = {INT64_MIN, INT64_MAX};
     CHECK(life_candidates(p3, t2, k2, 2, 0, 10, out) == -2);
+    /* the rows in parts (the ordinary events as int32 pids of one kind, the others as
+     * they are): each row flagged as in one part */
+    for (int trial = 0; trial < 300; trial++) {
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N), na = 0, nb = 0;
+        int32_t pa[N];
+        int64_t ta[N], pb[N], tb[N];
+        int8_t kb[N];
+        uint8_t oa[N], ob[N];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            pid[i] = rnd_in(0, 5);
+            ts[i] = rnd_in(0, 12);
+            kind[i] = (int8_t)(rnd_in(0, 4) < 3 ? ACT : rnd_in(1, 2));
+            if (kind[i] == ACT) {
+                pa[na] = (int32_t)pid[i];
+                ta[na++] = ts[i];
+            } else {
+                pb[nb] = pid[i];
+                tb[nb] = ts[i];
+                kb[nb++] = kind[i];
+            }
+        }
+        CHECK(life_candidates(pid, ts, kind, n, 0, 6, out) == 0);
+        LifeRows parts[2] = {{pa, 4, ta, NULL, ACT, na, oa}, {pb, 8, tb, kb, 0, nb, ob}};
+        CHECK(life_candidates_of(parts, 2, 0, 6) == 0);
+        int ok = 1;
+        for (Py_ssize_t i = 0, a = 0, b = 0; i < n; i++)
+            ok &= out[i] == (kind[i] == ACT ? oa[a++] : ob[b++]);
+        CHECK(ok);
+    }
+    LifeRows bad = {p2, 8, t2, NULL, 3, 1, out};   /* one kind outside 0..2 */
+    CHECK(life_candidates_of(&bad, 1, 3, 1) == -2);
 }
 
 /* ------------------------------------------------------------ asof_slots */
