@@ -6,9 +6,11 @@ tests/c/passes_units.c's, and llc_gap_segments' tests/test_vectorized_helpers.py
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from schedwake.model import _passes, overlaps_union
+from schedwake.model import _passes, last_rows, overlaps_union
+from schedwake.model._util import take_cat
 
 
 def _out(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -82,3 +84,32 @@ def test_key_neighbors_refuses_what_it_cannot_read():
             _passes.key_neighbors(key, np.array(rows, np.int64), 0, span, *out)
     with pytest.raises(ValueError):  # one output slot a row
         _passes.key_neighbors(key, np.array([0], np.int64), 0, 3, *out)
+
+
+def test_last_rows_are_those_drop_duplicates_keeps():
+    rng = np.random.default_rng(3)
+    for key in (
+        rng.integers(0, 30, 2000).astype(np.int32),
+        rng.integers(0, 30, 2000) + (rng.integers(0, 3, 2000) << 32),  # (life keys)
+        rng.integers(0, 1 << 60, 50),  # (a range no table covers)
+        np.zeros(0, np.int64),
+    ):
+        want = pd.DataFrame({"k": key}).drop_duplicates("k", keep="last").index.to_numpy()
+        assert last_rows(key).tolist() == want.tolist()
+
+
+def test_last_of_key_refuses_what_it_cannot_read():
+    with pytest.raises(ValueError):  # a key outside the range
+        _passes.last_of_key(np.array([0, 5], np.int64), 0, 5, np.empty(2, np.int64))
+    with pytest.raises(ValueError):  # no slot a key
+        _passes.last_of_key(np.array([0, 1], np.int64), 0, 5, np.empty(1, np.int64))
+
+
+def test_take_cat_as_the_codes_give_it():
+    cat = pd.Categorical(["b", "a", None, "c", "a"])
+    for c in (cat, pd.Categorical(cat, categories=[f"x{i}" for i in range(300)] + ["a", "b", "c"])):
+        got = take_cat(c, np.array([4, -1, 2, 0, 3], np.int64))
+        assert list(got.astype(object)) == ["a", np.nan, np.nan, "b", "c"]
+        assert list(got.categories) == list(c.categories)
+    with pytest.raises((IndexError, ValueError)):  # (a row that is not there)
+        take_cat(cat, np.array([5], np.int64))

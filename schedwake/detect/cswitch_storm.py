@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model import asof_index, key_groups, member
+from ..model import asof_index, key_groups, last_rows, member
 from ..model.lives import pid_of
 from ..model.masks import (
     futile_mask,
@@ -818,5 +818,5 @@ def _names(model: Model, switches: np.ndarray | None = None) -> dict[int, str]:
     task, comm = _next_tasks(model), s["next_comm"].array
     if switches is not None:  # (the rows taken before any frame is made)
         task, comm = task[switches], comm[switches]
-    last = pd.DataFrame({"pid": task, "comm": comm}).drop_duplicates("pid", keep="last")
-    return {int(p): str(c) for p, c in zip(last["pid"], last["comm"])}
+    last = last_rows(task)  # (each task's last switch-in, in their order)
+    return {int(p): str(c) for p, c in zip(task[last], comm[last])}

@@ -236,3 +236,55 @@ done:
     arr_release(&next);
     return result;
 }
+
+/* out[:m] = the rows (ascending) that are the last of their key: one pass forward
+ * keeping each key's last row in a table, one marking those.  m >= 0; -1: no memory;
+ * -2: a key outside [lo, lo + span) */
+static Py_ssize_t last_of_key(const void *key, Py_ssize_t ks, Py_ssize_t n, int64_t lo,
+                              int64_t span, int64_t *out)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((uint64_t)key_at(key, ks, i) - (uint64_t)lo >= (uint64_t)span)
+            return -2;
+    int64_t *last = malloc((size_t)span * sizeof(int64_t));
+    if (!last)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        last[(uint64_t)key_at(key, ks, i) - (uint64_t)lo] = i;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (last[(uint64_t)key_at(key, ks, i) - (uint64_t)lo] == i)
+            out[m++] = i;
+    free(last);
+    return m;
+}
+
+PyObject *pass_last_of_key(PyObject *self, PyObject *args)
+{
+    PyObject *key_o, *out_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OLLO", &key_o, &lo, &span, &out_o))
+        return NULL;
+    if (!range_ok("last_of_key", lo, span))
+        return NULL;
+    Arr key = {0}, out = {0};
+    PyObject *result = NULL;
+    if (arr_get_key(key_o, &key, "last_of_key key") < 0 ||
+        arr_get(out_o, &out, 8, 1, "last_of_key out") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&key);
+    if (arr_len(&out) < n) {
+        PyErr_SetString(PyExc_ValueError, "last_of_key: out must have a slot a key");
+        goto done;
+    }
+    Py_ssize_t m;
+    Py_BEGIN_ALLOW_THREADS
+    m = last_of_key(key.view.buf, key.view.itemsize, n, lo, span, out.view.buf);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(m < 0 ? (int)m : 0, "last_of_key: a key outside [lo, lo + span)") == 0)
+        result = PyLong_FromSsize_t(m);
+done:
+    arr_release(&key);
+    arr_release(&out);
+    return result;
+}

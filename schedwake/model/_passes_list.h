@@ -121,3 +121,6 @@ PASS(key_neighbors,
      "key_neighbors(key, rows, lo, span, out_prev, out_next): for each of rows (ascending "
      "positions in key), the row before and the row after it with the same key (ints in "
      "[lo, lo + span)), -1 where none")
+PASS(last_of_key,
+     "last_of_key(key, lo, span, out) -> m: out[:m] = the rows (ascending) that are the "
+     "last of their key (ints in [lo, lo + span))")

@@ -514,8 +514,36 @@ static void test_key_neighbors(void)
     CHECK(key_neighbors(k, 8, 3, r_neg, 1, 0, 3, prev, next) == -2);
 }
 
+/* ------------------------------------------------------------ last_of_key */
+
+static void test_last_of_key(void)
+{
+    enum { N = 200 };
+    int64_t key[N], out[N];
+    for (int trial = 0; trial < 100; trial++) {
+        int64_t lo = trial % 4 ? rnd_in(-3, 3) : INT64_MIN + 1, span = rnd_in(1, 9);
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        for (Py_ssize_t i = 0; i < n; i++)
+            key[i] = lo + rnd_in(0, span - 1);
+        Py_ssize_t m = last_of_key(key, 8, n, lo, span, out), k = 0;
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {   /* no later row of its key: listed */
+            int last = 1;
+            for (Py_ssize_t j = i + 1; j < n && last; j++)
+                last = key[j] != key[i];
+            if (last)
+                ok &= k < m && out[k++] == i;
+        }
+        CHECK(ok && k == m);
+    }
+    int64_t bad[] = {0, 5};
+    CHECK(last_of_key(bad, 8, 2, 0, 5, out) == -2);
+    CHECK(last_of_key(bad, 8, 2, 1, 5, out) == -2);
+}
+
 int main(void)
 {
+    test_last_of_key();
     test_key_neighbors();
     test_gap_sweep();
     test_overlapping();
