@@ -114,3 +114,24 @@ def test_next_of_key_refuses_what_it_cannot_read():
     with pytest.raises(ValueError):  # arrays of different lengths
         _passes.next_of_key(ts, np.zeros(2, np.int64), 0, 5, out)
     assert not _passes.next_of_key(ts[::-1].copy(), np.zeros(3, np.int64), 0, 1, out)
+
+
+def test_run_before_as_the_backward_search():
+    """A wake-up's last run begun before it, from its first run at or after it, is the
+    strict backward as-of search's answer: runs in (key, start) order or not, ties in
+    time, wake-ups with no run after them or none at all."""
+    from schedwake.model.wakeups import _run_before
+
+    rng = np.random.default_rng(6)
+    for n, m, keys in ((0, 5, 2), (40, 0, 2), (300, 200, 5), (3000, 2000, 60)):
+        ts = rng.integers(0, 500, n).astype(np.int64)
+        pid = rng.integers(0, keys, n).astype(np.int32)
+        rpid = rng.integers(0, keys + 2, m).astype(np.int32)
+        rstart = rng.integers(0, 500, m).astype(np.int64)
+        for by_key in (False, True):  # (as drawn, then in (key, start) order)
+            if by_key:
+                o = np.lexsort((rstart, rpid))
+                rpid, rstart = rpid[o], rstart[o]
+            ni = asof_index(ts, pid, rstart, rpid, "forward", True)
+            want = asof_index(ts, pid, rstart, rpid, "backward", False)
+            assert np.array_equal(_run_before(ni, ts, pid, rstart, rpid), want)
