@@ -108,3 +108,105 @@ def test_group_running_max_refuses_what_it_cannot_read():
         _passes.group_running_max(v, new, out.astype(np.int32))
     _passes.group_running_max(v, new, out)
     assert out.tolist() == [3, 3, 2]
+
+
+def _timeline_numpy(sw_ts, sw_end, sw_cpu, sw_pid, clean, r_seg, r_start, r_end, r_pid, t_end):
+    """completeness._fill_unknown's rows before the pass (main 3574b72): the known rows
+    sorted stably by (CPU, start), a hole after each that the next does not meet, one
+    from each CPU's first switch to its first row; all sorted again. As tuples (cpu,
+    start, end, pid, state)."""
+    k = np.flatnonzero(clean)
+    cpu = np.concatenate([sw_cpu[k], sw_cpu[r_seg]])
+    start = np.concatenate([sw_ts[k], r_start])
+    end = np.concatenate([sw_end[k], r_end])
+    pid = np.concatenate([sw_pid[k], r_pid]).astype(np.int32)
+    o = np.lexsort((start, cpu))
+    cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
+    rows = [(c, s, e, p, 1 if p == 0 else 0) for c, s, e, p in zip(cpu, start, end, pid)]
+    for i in range(len(cpu)):
+        nxt = start[i + 1] if i + 1 < len(cpu) and cpu[i + 1] == cpu[i] else t_end
+        if nxt > end[i]:
+            rows.append((cpu[i], end[i], nxt, -1, 2))
+    for c in np.unique(sw_cpu):
+        f_ts = sw_ts[np.flatnonzero(sw_cpu == c)[0]]
+        mine = start[cpu == c]
+        f_end = mine[0] if len(mine) else t_end
+        if f_end > f_ts:
+            rows.append((c, f_ts, f_end, -1, 2))
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][1], i))
+    return [tuple(int(x) for x in rows[i]) for i in order]
+
+
+def _timeline_case(rng, n_cpus, per_cpu):
+    """Segments of n_cpus CPUs in (CPU, time) order (some of no length), some suspect
+    with runs in them (in time order, gaps between), as _timeline_and_runs gives."""
+    sw_cpu, sw_ts = [], []
+    for c in range(n_cpus):
+        m = int(rng.integers(0, per_cpu + 1))
+        sw_cpu += [c] * m
+        sw_ts += sorted(rng.integers(0, 1000, m).tolist())
+    n = len(sw_ts)
+    sw_cpu, sw_ts = np.array(sw_cpu, np.int64), np.array(sw_ts, np.int64)
+    t_end = 1000 + int(rng.integers(0, 2))
+    last = np.ones(n, bool)
+    last[:-1] = sw_cpu[1:] != sw_cpu[:-1]
+    sw_end = np.empty(n, np.int64)
+    sw_end[:-1] = sw_ts[1:]
+    sw_end[last] = t_end
+    clean = rng.random(n) < 0.6
+    r_seg, r_start, r_end = [], [], []
+    for k in np.flatnonzero(~clean).tolist():
+        cuts = sorted(rng.integers(sw_ts[k], sw_end[k] + 1, 2 * int(rng.integers(0, 4))).tolist())
+        for a, b in zip(cuts[::2], cuts[1::2]):
+            if b > a:
+                r_seg.append(k), r_start.append(a), r_end.append(b)
+    r_seg, r_start, r_end = (np.array(x, np.int64) for x in (r_seg, r_start, r_end))
+    sw_pid = rng.integers(0, 4, n).astype(np.int32)
+    r_pid = rng.integers(0, 4, len(r_seg)).astype(np.int64)
+    return sw_ts, sw_end, sw_cpu, sw_pid, clean, r_seg, r_start, r_end, r_pid, t_end
+
+
+def _timeline_rows(sw_ts, sw_end, sw_cpu, sw_pid, clean, r_seg, r_start, r_end, r_pid, t_end,
+                   cap=None):  # fmt: skip
+    cap = 2 * (len(sw_ts) + len(r_seg)) + 1 if cap is None else cap
+    out = [np.full(cap, -9, t) for t in (np.int32, np.int64, np.int64, np.int32, np.int32)]
+    state = np.full(cap, 9, np.int8)
+    sw_code = np.arange(len(sw_ts), dtype=np.int32)
+    r_code = np.arange(len(r_seg), dtype=np.int32) + 10_000
+    m = _passes.timeline_rows(sw_ts, sw_end, sw_cpu, sw_pid, sw_code, clean.view(np.uint8),
+                              r_seg, r_start, r_end, r_pid, r_code, t_end, *out, state)  # fmt: skip
+    cpu, start, end, pid, code = (a[:m] for a in out)
+    # a row's code: its segment's (clean) or run's, -1 for a hole
+    want_code = np.where(state[:m] == 2, -1, code)
+    assert (code == want_code).all()
+    return [tuple(int(x) for x in r) for r in zip(cpu, start, end, pid, state[:m])]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_timeline_rows_as_the_sorts(seed):
+    rng = np.random.default_rng(seed)
+    for n_cpus, per_cpu in ((1, 0), (1, 3), (3, 8), (4, 60)):
+        case = _timeline_case(rng, n_cpus, per_cpu)
+        assert _timeline_rows(*case) == _timeline_numpy(*case)
+
+
+def test_timeline_rows_refuses_what_it_cannot_read():
+    ts = np.array([0, 5, 2], dtype=np.int64)
+    end = np.array([5, 10, 10], dtype=np.int64)
+    cpu = np.array([0, 0, 1], dtype=np.int32)
+    pid = np.array([1, 2, 3], dtype=np.int32)
+    clean = np.array([True, False, True])
+    one = np.array([1], dtype=np.int64)
+    ok = (ts, end, cpu, pid, clean, np.array([1]), np.array([6]), np.array([7]), one, 10)
+    assert _timeline_rows(*ok) == [(0, 0, 5, 1, 0), (0, 5, 6, -1, 2), (0, 6, 7, 1, 0),
+                                   (0, 7, 10, -1, 2), (1, 2, 10, 3, 0)]  # fmt: skip
+    for bad_seg in ([3], [-1], [np.iinfo(np.int64).max]):  # runs outside the segments
+        with pytest.raises(ValueError, match="segments"):
+            _timeline_rows(*ok[:5], np.array(bad_seg), *ok[6:])
+    with pytest.raises(ValueError, match="segments"):  # runs' segments not ascending
+        _timeline_rows(*ok[:5], np.array([2, 1]), np.array([6, 6]), np.array([7, 7]),
+                       np.array([1, 1]), 10)  # fmt: skip
+    with pytest.raises(ValueError, match="hold"):  # more rows than the outputs hold
+        _timeline_rows(*ok, cap=4)
+    with pytest.raises(ValueError, match="lengths"):
+        _timeline_rows(ts[:2], *ok[1:])

@@ -124,3 +124,140 @@ PyObject *pass_group_running_max(PyObject *self, PyObject *args)
     arrs_release(spec, NSPEC);
     return Py_NewRef(Py_None);
 }
+
+/* --------------------------------------------------------------- timeline_rows */
+
+enum { TL_RUNNING = 0, TL_IDLE = 1, TL_UNKNOWN = 2 };
+
+typedef struct {
+    int32_t *cpu, *pid, *code;
+    int64_t *start, *end;
+    int8_t *state;
+    Py_ssize_t m, cap;
+} TimelineOut;
+
+/* one row; -2 when the outputs are full */
+static int tl_put(TimelineOut *o, int64_t cpu, int64_t start, int64_t end, int64_t pid,
+                  int32_t code, int8_t state)
+{
+    if (o->m >= o->cap)
+        return -2;
+    Py_ssize_t i = o->m++;
+    o->cpu[i] = (int32_t)cpu;
+    o->start[i] = start;
+    o->end[i] = end;
+    o->pid[i] = (int32_t)pid;
+    o->code[i] = code;
+    o->state[i] = state;
+    return 0;
+}
+
+/* a known row, after the unknown stretch since the CPU's previous row (*cursor: its
+ * end) when there is one */
+static int tl_known(TimelineOut *o, int64_t *cursor, int64_t cpu, int64_t start, int64_t end,
+                    int64_t pid, int32_t code)
+{
+    if (start > *cursor && tl_put(o, cpu, *cursor, start, -1, -1, TL_UNKNOWN) < 0)
+        return -2;
+    *cursor = end;
+    return tl_put(o, cpu, start, end, pid, code, (int32_t)pid == 0 ? TL_IDLE : TL_RUNNING);
+}
+
+/* The timeline of the n segments (in (CPU, time) order): per segment, itself when
+ * clean, else its runs (r_seg ascending, each run's rows in time order); an unknown
+ * row wherever a CPU's next row starts after the previous one ends (from its first
+ * switch; to t_end after its last).  -2: r_seg not ascending or outside the segments,
+ * or more rows than the outputs hold. */
+static int timeline_rows(const int64_t *sw_ts, const int64_t *sw_end, const void *sw_cpu,
+                         Py_ssize_t csize, const void *sw_pid, Py_ssize_t psize,
+                         const int32_t *sw_code, const uint8_t *clean, Py_ssize_t n,
+                         const int64_t *r_seg, const int64_t *r_start, const int64_t *r_end,
+                         const void *r_pid, Py_ssize_t rsize, const int32_t *r_code,
+                         Py_ssize_t nr, int64_t t_end, TimelineOut *o)
+{
+    Py_ssize_t j = 0;
+    int64_t cursor = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t cpu = key_at(sw_cpu, csize, k);
+        if (k == 0 || cpu != key_at(sw_cpu, csize, k - 1))
+            cursor = sw_ts[k];
+        if (clean[k] &&
+            tl_known(o, &cursor, cpu, sw_ts[k], sw_end[k], key_at(sw_pid, psize, k),
+                     sw_code[k]) < 0)
+            return -2;
+        for (; j < nr && r_seg[j] == k; j++) {
+            if (tl_known(o, &cursor, cpu, r_start[j], r_end[j], key_at(r_pid, rsize, j),
+                         r_code[j]) < 0)
+                return -2;
+        }
+        int last = k == n - 1 || cpu != key_at(sw_cpu, csize, k + 1);
+        if (last && t_end > cursor && tl_put(o, cpu, cursor, t_end, -1, -1, TL_UNKNOWN) < 0)
+            return -2;
+    }
+    return j == nr ? 0 : -2;
+}
+
+PyObject *pass_timeline_rows(PyObject *self, PyObject *args)
+{
+    PyObject *swts_o, *swend_o, *swcpu_o, *swpid_o, *swcode_o, *clean_o, *rseg_o, *rstart_o,
+        *rend_o, *rpid_o, *rcode_o, *ocpu_o, *ostart_o, *oend_o, *opid_o, *ocode_o, *ostate_o;
+    long long t_end;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOLOOOOOO", &swts_o, &swend_o, &swcpu_o, &swpid_o,
+                          &swcode_o, &clean_o, &rseg_o, &rstart_o, &rend_o, &rpid_o, &rcode_o,
+                          &t_end, &ocpu_o, &ostart_o, &oend_o, &opid_o, &ocode_o, &ostate_o))
+        return NULL;
+    Arr swts, swend, swcode, clean, rseg, rstart, rend, rcode, ocpu, ostart, oend, opid, ocode,
+        ostate;
+    Arr swcpu = {.held = 0}, swpid = {.held = 0}, rpid = {.held = 0};
+    ArrSpec spec[] = {
+        {swts_o, &swts, 8, 0, "timeline_rows sw_ts"},
+        {swend_o, &swend, 8, 0, "timeline_rows sw_end"},
+        {swcode_o, &swcode, 4, 0, "timeline_rows sw_code"},
+        {clean_o, &clean, 1, 0, "timeline_rows clean"},
+        {rseg_o, &rseg, 8, 0, "timeline_rows r_seg"},
+        {rstart_o, &rstart, 8, 0, "timeline_rows r_start"},
+        {rend_o, &rend, 8, 0, "timeline_rows r_end"},
+        {rcode_o, &rcode, 4, 0, "timeline_rows r_code"},
+        {ocpu_o, &ocpu, 4, 1, "timeline_rows out_cpu"},
+        {ostart_o, &ostart, 8, 1, "timeline_rows out_start"},
+        {oend_o, &oend, 8, 1, "timeline_rows out_end"},
+        {opid_o, &opid, 4, 1, "timeline_rows out_pid"},
+        {ocode_o, &ocode, 4, 1, "timeline_rows out_code"},
+        {ostate_o, &ostate, 1, 1, "timeline_rows out_state"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(swcpu_o, &swcpu, "timeline_rows sw_cpu") < 0 ||
+        arr_get_key(swpid_o, &swpid, "timeline_rows sw_pid") < 0 ||
+        arr_get_key(rpid_o, &rpid, "timeline_rows r_pid") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&swts), nr = arr_len(&rseg), cap = arr_len(&ocpu);
+    if (arr_len(&swend) != n || arr_len(&swcpu) != n || arr_len(&swpid) != n ||
+        arr_len(&swcode) != n || arr_len(&clean) != n || arr_len(&rstart) != nr ||
+        arr_len(&rend) != nr || arr_len(&rpid) != nr || arr_len(&rcode) != nr ||
+        arr_len(&ostart) != cap || arr_len(&oend) != cap || arr_len(&opid) != cap ||
+        arr_len(&ocode) != cap || arr_len(&ostate) != cap) {
+        PyErr_SetString(PyExc_ValueError, "timeline_rows: arrays of different lengths");
+        goto done;
+    }
+    TimelineOut o = {ocpu.view.buf, opid.view.buf, ocode.view.buf, ostart.view.buf,
+                     oend.view.buf, ostate.view.buf, 0, cap};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = timeline_rows(swts.view.buf, swend.view.buf, swcpu.view.buf, swcpu.view.itemsize,
+                       swpid.view.buf, swpid.view.itemsize, swcode.view.buf, clean.view.buf, n,
+                       rseg.view.buf, rstart.view.buf, rend.view.buf, rpid.view.buf,
+                       rpid.view.itemsize, rcode.view.buf, nr, (int64_t)t_end, &o);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "timeline_rows: runs' segments not ascending within the segments, "
+                        "or more rows than the outputs hold") == 0)
+        result = PyLong_FromSsize_t(o.m);
+done:
+    arr_release(&swcpu);
+    arr_release(&swpid);
+    arr_release(&rpid);
+    arrs_release(spec, NSPEC);
+    return result;
+}

@@ -164,3 +164,24 @@ def settling_walk(
     /,
 ) -> bool: ...
 def group_running_max(values: np.ndarray, new_group: np.ndarray, out: np.ndarray, /) -> None: ...
+def timeline_rows(
+    sw_ts: np.ndarray,
+    sw_end: np.ndarray,
+    sw_cpu: np.ndarray,
+    sw_pid: np.ndarray,
+    sw_code: np.ndarray,
+    clean: np.ndarray,
+    r_seg: np.ndarray,
+    r_start: np.ndarray,
+    r_end: np.ndarray,
+    r_pid: np.ndarray,
+    r_code: np.ndarray,
+    t_end: int,
+    out_cpu: np.ndarray,
+    out_start: np.ndarray,
+    out_end: np.ndarray,
+    out_pid: np.ndarray,
+    out_code: np.ndarray,
+    out_state: np.ndarray,
+    /,
+) -> int: ...

@@ -93,6 +93,12 @@ PASS(event_segments,
 PASS(group_running_max,
      "group_running_max(values, new_group, out): out[i] = the maximum of values over row "
      "i's group up to i, a group starting at each row whose new_group is set")
+PASS(timeline_rows,
+     "timeline_rows(sw_ts, sw_end, sw_cpu, sw_pid, sw_code, clean, r_seg, r_start, r_end, "
+     "r_pid, r_code, t_end, out_cpu, out_start, out_end, out_pid, out_code, out_state) -> m: "
+     "the timeline's rows[:m] of the segments (by CPU, time): a clean one itself, another "
+     "its runs (r_seg ascending), an unknown row (state 2, pid and code -1) between rows "
+     "that do not meet, from each CPU's first switch to t_end")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

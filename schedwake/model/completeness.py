@@ -104,6 +104,7 @@ TWO_CPUS_TOLERANCE_NS = 20_000
 _UNKNOWN, _LOST = -1, -2
 _IN, _EV, _OUT = 0, 1, 2  # the order of points at one time within a segment
 _END_SWITCH, _END_EVENT, _END_TRACE = 0, 1, 2
+_STATE_UNKNOWN = 2  # (the code of STATES' "unknown")
 #: an event's segment (_passes.event_segments): none, its task's, another task's, another
 #: task's at the very time of the segment's switch (``_Proofs._segment`` settles those)
 _SEG_NONE, _SEG_OWN, _SEG_OTHER, _SEG_TIE = 0, 1, 2, 3
@@ -781,29 +782,17 @@ def _timeline_and_runs(
         at = np.maximum(take(w_start, wi, 0), r_earliest[cens])
         moved = ok & (at < r_start[cens])
         r_start[cens[moved]] = at[moved]
-    # -- the timeline's known rows: the clean segments, the runs of the others
-    keep = real & in_seg & (r_end > r_start)
-    k_cpu = np.concatenate([sw.cpu[clean].astype(np.int32), r_cpu[keep]])
-    k_start = np.concatenate([sw.ts[clean], r_start[keep]])
-    k_end = np.concatenate([sw.end[clean], r_end[keep]])
-    k_pid = np.concatenate([sw.next[clean], r_pid[keep]]).astype(np.int32)
-    from pandas.api.types import union_categoricals
-
-    run_names = pd.Categorical.from_codes(r_code, dtype=all_names.dtype)
-    k_comm = union_categoricals(
-        [
-            object_categories(pd.Categorical(sw.next_comm.take(clean))),
-            object_categories(run_names[keep]),
-        ]
-    )
-    timeline = _fill_unknown(k_cpu, k_start, k_end, k_pid, k_comm, sw, proofs)
+    # -- the timeline: the clean segments as they are, the runs of the others, and
+    # what neither shows (one compiled pass, in (CPU, time) order as it goes)
+    comm, (sw_map, run_map) = _names_dtype(sw.next_comm, all_names)
+    sw_code = sw_map[np.asarray(sw.next_comm.codes)]
+    run_code = run_map[r_code]
+    keep = np.flatnonzero(real & in_seg & (r_end > r_start))
+    timeline = _timeline(sw, proofs, comm, sw_code, seg[keep], r_start[keep], r_end[keep],
+                         r_pid[keep], run_code[keep])  # fmt: skip
     # -- the runs of tasks (not the idle task): the clean segments', the groups'
-    tk = sw.next[clean] > 0
+    ck = clean[sw.next[clean] > 0]
     rk = real & (r_pid > 0)
-    ck = clean[tk]
-    runs_comm = union_categoricals(
-        [object_categories(pd.Categorical(sw.next_comm.take(ck))), object_categories(run_names[rk])]
-    )
     # by (pid, start), stably
     run_pid = np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32)
     run_start = np.concatenate([sw.ts[ck], r_start[rk]])
@@ -811,7 +800,9 @@ def _timeline_and_runs(
     runs = pd.DataFrame(
         {
             "pid": run_pid[o],
-            "comm": runs_comm.take(o),
+            "comm": pd.Categorical.from_codes(
+                np.concatenate([sw_code[ck], run_code[rk]])[o], dtype=comm
+            ),
             "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]])[o],
             "start_ts": run_start[o],
             "end_ts": np.concatenate([sw.end[ck], r_end[rk]])[o],
@@ -829,72 +820,69 @@ def _timeline_and_runs(
     return timeline, runs
 
 
-def _fill_unknown(
-    cpu: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    pid: np.ndarray,
-    comm: pd.Categorical,
+def _names_dtype(
+    *parts: pd.Categorical,
+) -> tuple[pd.CategoricalDtype, list[np.ndarray]]:
+    """One dtype for the names of several categoricals, its categories as
+    ``union_categoricals`` joins theirs (in order, each new one after), and per part the
+    int32 map of its codes to the dtype's: the rows keep their codes as ints until a
+    frame is made, instead of each piece's being joined. A map's last entry is -1, so
+    that ``map[codes]`` reads a missing name (-1) as one."""
+    from pandas.api.types import union_categoricals
+
+    cats = [object_categories(pd.Categorical(p)).categories for p in parts]
+    dtype = union_categoricals(
+        [pd.Categorical.from_codes(np.zeros(0, np.int8), categories=c) for c in cats]
+    ).dtype
+    maps = [np.append(dtype.categories.get_indexer(c), -1).astype(np.int32) for c in cats]
+    return dtype, maps
+
+
+def _timeline(
     sw: _Switches,
     proofs: _Proofs,
+    comm: pd.CategoricalDtype,
+    sw_code: np.ndarray,
+    r_seg: np.ndarray,
+    r_start: np.ndarray,
+    r_end: np.ndarray,
+    r_pid: np.ndarray,
+    r_code: np.ndarray,
 ) -> pd.DataFrame:
-    """The known intervals and, per CPU from its first switch to the trace's end, an
-    unknown row for every stretch between them (``lost_events`` when a lost-event
-    marker of that CPU lies in it, else ``missing_switch``)."""
-    o = lex_order(start, cpu)
-    cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
-    codes = np.asarray(comm.codes)[o]
-    n = len(cpu)
-    # the holes: between consecutive known rows of a CPU, and after its last one
-    same = np.zeros(n, dtype=bool)
-    same[1:] = cpu[1:] == cpu[:-1]
-    gap_after = np.zeros(n, dtype=bool)
-    nxt_start = np.empty(n, dtype=np.int64)
-    nxt_start[:-1] = start[1:]
-    nxt_start[-1:] = sw.t_end
-    last = np.ones(n, dtype=bool)
-    last[:-1] = ~same[1:]
-    nxt_start[last] = sw.t_end
-    gap_after = nxt_start > end
-    h_cpu, h_start, h_end = cpu[gap_after], end[gap_after], nxt_start[gap_after]
-    # and before a CPU's first known interval, from its first switch (whose own run may
-    # be of no length: the next proof is another task's) or to the end if it has none
-    first = sw.first_switch()
-    if first:
-        f_cpu = np.array(sorted(first), dtype=np.int64)
-        f_ts = np.array([first[c] for c in f_cpu.tolist()], dtype=np.int64)
-        heads = np.flatnonzero(~same)  # each CPU's first known interval (by CPU, time)
-        k = np.minimum(np.searchsorted(cpu[heads], f_cpu), max(len(heads) - 1, 0))
-        has = (len(heads) > 0) & (take(cpu[heads], k, -1) == f_cpu)
-        f_end = np.where(has, take(start[heads], k, sw.t_end), sw.t_end)
-        head = f_end > f_ts
-        h_cpu = np.concatenate([h_cpu, f_cpu[head]]).astype(cpu.dtype)
-        h_start = np.concatenate([h_start, f_ts[head]])
-        h_end = np.concatenate([h_end, f_end[head]])
-    why = np.zeros(len(h_cpu), dtype=np.int8)
-    if len(proofs.lost_ts) and len(h_cpu):
+    """The timeline: per CPU from its first switch to the trace's end, its clean
+    segments and the runs of the others (``r_*``, by segment: known intervals of the
+    suspect segments), in (CPU, time) order, and an unknown row for every stretch
+    between them (``lost_events`` when a lost-event marker of that CPU lies in it, else
+    ``missing_switch``). The segments are in (CPU, time) order and a suspect segment's
+    runs lie in it, in time order: one compiled pass (``_passes.timeline_rows``) merges
+    them and fills the holes as it goes, no sort."""
+    # (a hole at most before each known row and after each CPU's last)
+    cap = 2 * (sw.n - int(proofs.suspect.sum()) + len(r_seg)) + len(sw.first_index())
+    cpu, pid, code = (np.empty(cap, np.int32) for _ in range(3))
+    start, end = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    state = np.empty(cap, np.int8)
+    m = _passes.timeline_rows(
+        sw.ts, sw.end, key_ints(sw.cpu), key_ints(sw.next), sw_code,
+        (~proofs.suspect).view(np.uint8), r_seg, r_start, r_end, key_ints(r_pid), r_code,
+        sw.t_end, cpu, start, end, pid, code, state,
+    )  # fmt: skip
+    cpu, start, end, pid, code, state = cpu[:m], start[:m], end[:m], pid[:m], code[:m], state[:m]
+    why = np.where(state == _STATE_UNKNOWN, 0, -1).astype(np.int8)
+    h = np.flatnonzero(state == _STATE_UNKNOWN)
+    if len(proofs.lost_ts) and len(h):
         lo = np.lexsort((proofs.lost_ts, proofs.lost_cpu))
         lt, lc = proofs.lost_ts[lo], proofs.lost_cpu[lo]
-        li = asof_index(h_end, h_cpu.astype(np.int64), lt, lc, "backward", True)
-        why[(li >= 0) & (take(lt, li, -1) >= h_start)] = 1
-    all_cpu = np.concatenate([cpu, h_cpu])
-    all_start = np.concatenate([start, h_start])
-    o2 = lex_order(all_start, all_cpu)
-    state = np.concatenate([np.where(pid == 0, 1, 0), np.full(len(h_cpu), 2)]).astype(np.int8)
+        li = asof_index(end[h], cpu[h].astype(np.int64), lt, lc, "backward", True)
+        why[h[(li >= 0) & (take(lt, li, -1) >= start[h])]] = 1
     return pd.DataFrame(
         {
-            "cpu": all_cpu[o2].astype(np.int32),
-            "start_ts": all_start[o2],
-            "end_ts": np.concatenate([end, h_end])[o2],
-            "pid": np.concatenate([pid, np.full(len(h_cpu), _UNKNOWN, np.int32)])[o2],
-            "comm": pd.Categorical.from_codes(
-                np.concatenate([codes, np.full(len(h_cpu), -1, codes.dtype)])[o2],
-                dtype=comm.dtype,
-            ),
-            "state": pd.Categorical.from_codes(state[o2], categories=list(STATES)),
-            "why": pd.Categorical.from_codes(
-                np.concatenate([np.full(n, -1, np.int8), why])[o2], categories=list(WHY)
-            ),
+            "cpu": cpu,
+            "start_ts": start,
+            "end_ts": end,
+            "pid": pid,
+            "comm": pd.Categorical.from_codes(code, dtype=comm),
+            "state": pd.Categorical.from_codes(state, categories=list(STATES)),
+            "why": pd.Categorical.from_codes(why, categories=list(WHY)),
         },
         copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
