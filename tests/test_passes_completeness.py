@@ -210,3 +210,60 @@ def test_timeline_rows_refuses_what_it_cannot_read():
         _timeline_rows(*ok, cap=4)
     with pytest.raises(ValueError, match="lengths"):
         _timeline_rows(ts[:2], *ok[1:])
+
+
+def _runs_order(seg, sw_pid, sw_ts, g_pid, g_start, lo=None, span=None):
+    pids = np.concatenate([sw_pid, g_pid]).astype(np.int64)
+    lo = int(pids.min()) if lo is None and len(pids) else (0 if lo is None else lo)
+    span = int(pids.max()) - lo + 1 if span is None and len(pids) else (1 if span is None else span)
+    out = np.full(len(seg) + len(g_pid), -99, dtype=np.int64)
+    _passes.runs_order(seg, sw_pid, sw_ts, g_pid, g_start, lo, span, out)
+    return out
+
+
+@pytest.mark.parametrize("pid_type", [np.int32, np.int64])
+def test_runs_order_as_the_lexsort(pid_type):
+    """The order is np.lexsort's of (pid, start) over the segments' runs, then the
+    groups': ties (one task's runs starting at once, on two CPUs) in that order."""
+    rng = np.random.default_rng(11)
+    for n, ns, ng, tasks in ((0, 0, 0, 3), (5, 3, 0, 2), (1, 0, 4, 2), (300, 200, 40, 6),
+                             (5000, 4000, 300, 40)):  # fmt: skip
+        cpus = 3
+        sw_cpu = np.sort(rng.integers(0, cpus, n))
+        sw_ts = np.concatenate(
+            [np.sort(rng.integers(0, 400, int((sw_cpu == c).sum()))) for c in range(cpus)]
+        ).astype(np.int64)
+        sw_pid = rng.integers(1, tasks + 1, n).astype(pid_type)
+        seg = (
+            np.sort(rng.choice(n, ns, replace=False)).astype(np.int64)
+            if n
+            else np.zeros(0, np.int64)
+        )
+        g_pid = rng.integers(1, tasks + 1, ng).astype(pid_type)
+        g_start = rng.integers(0, 400, ng).astype(np.int64)
+        out = _runs_order(seg, sw_pid, sw_ts, g_pid, g_start)
+        pid = np.concatenate([sw_pid[seg], g_pid])
+        start = np.concatenate([sw_ts[seg], g_start])
+        want = np.lexsort((start, pid))
+        src = np.concatenate([seg, ~np.arange(ng, dtype=np.int64)])
+        assert out.tolist() == src[want].tolist()
+        if ns > 1000:
+            assert (np.diff(start[want])[np.diff(pid[want]) == 0] == 0).any()  # (ties met)
+
+
+def test_runs_order_refuses_what_it_cannot_read():
+    sw_pid = np.array([1, 2, 3], dtype=np.int32)
+    sw_ts = np.array([1, 2, 3], dtype=np.int64)
+    g_pid, g_start = np.array([2], dtype=np.int64), np.array([0], dtype=np.int64)
+    assert _runs_order(np.array([2, 0, 1]), sw_pid, sw_ts, g_pid, g_start).tolist() == [
+        0, -1, 1, 2]  # fmt: skip
+    for bad in ([0, 3], [-1], [np.iinfo(np.int64).max]):  # segments past the switches
+        with pytest.raises(ValueError, match="outside"):
+            _runs_order(np.array(bad), sw_pid, sw_ts, g_pid, g_start)
+    for lo, span in ((2, 5), (0, 2)):  # pids outside the range
+        with pytest.raises(ValueError, match="outside"):
+            _runs_order(np.array([0, 2]), sw_pid, sw_ts, g_pid, g_start, lo, span)
+    with pytest.raises(ValueError, match="span"):
+        _runs_order(np.array([0]), sw_pid, sw_ts, g_pid, g_start, 0, 1 << 40)
+    with pytest.raises(ValueError, match="lengths"):
+        _runs_order(np.array([0]), sw_pid[:2], sw_ts, g_pid, g_start)

@@ -5,7 +5,15 @@
  * segment of its CPU's switches it falls in, and told whether it is that segment's
  * task's.  One pass over the events instead of NumPy's gathers of each switch column
  * through the segment of every event (1.6 M wake-ups on big.dat, seven tables).
+ *
+ * timeline_rows: the timeline's rows in (CPU, time) order as one walk over the
+ * segments (a clean one itself, a suspect one its runs) filling the holes as it goes,
+ * instead of two lexsorts of millions of rows.  runs_order: the runs by (pid, start),
+ * a counting sort by pid and a merge of each task's per-CPU sequences.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "_passes.h"
 
 enum { SEG_NONE = 0, SEG_OWN = 1, SEG_OTHER = 2, SEG_TIE = 3 };
@@ -258,6 +266,158 @@ done:
     arr_release(&swcpu);
     arr_release(&swpid);
     arr_release(&rpid);
+    arrs_release(spec, NSPEC);
+    return result;
+}
+
+/* ----------------------------------------------------------------- runs_order */
+
+/* a run's start: a segment's switch-in (src >= 0) or group run ~src's */
+static inline int64_t run_start_of(int64_t src, const int64_t *sw_ts, const int64_t *g_start)
+{
+    return src >= 0 ? sw_ts[src] : g_start[~src];
+}
+
+/* the end of the sequence of non-decreasing starts from v[a] */
+static inline Py_ssize_t ascending_to(const int64_t *v, Py_ssize_t a, Py_ssize_t n,
+                                      const int64_t *sw_ts, const int64_t *g_start)
+{
+    Py_ssize_t i = a + 1;
+    while (i < n && run_start_of(v[i - 1], sw_ts, g_start) <= run_start_of(v[i], sw_ts, g_start))
+        i++;
+    return i;
+}
+
+/* v[0:n] stably by start: a natural merge sort (a task's runs come as one sequence in
+ * time order per CPU, the groups' after them: a few merges), aux of n slots */
+static void sort_by_start(int64_t *v, Py_ssize_t n, int64_t *aux, const int64_t *sw_ts,
+                          const int64_t *g_start)
+{
+    for (;;) {
+        Py_ssize_t lo = 0;
+        while (lo < n) {
+            Py_ssize_t mid = ascending_to(v, lo, n, sw_ts, g_start);
+            if (mid == n) {
+                if (lo == 0)
+                    return;
+                break;
+            }
+            Py_ssize_t hi = ascending_to(v, mid, n, sw_ts, g_start);
+            /* merge v[lo:mid] and v[mid:hi], the left first on ties */
+            Py_ssize_t i = lo, j = mid, k = 0;
+            while (i < mid && j < hi) {
+                if (run_start_of(v[j], sw_ts, g_start) < run_start_of(v[i], sw_ts, g_start))
+                    aux[k++] = v[j++];
+                else
+                    aux[k++] = v[i++];
+            }
+            while (i < mid)
+                aux[k++] = v[i++];
+            while (j < hi)
+                aux[k++] = v[j++];
+            memcpy(v + lo, aux, (size_t)k * sizeof(int64_t));
+            lo = hi;
+        }
+    }
+}
+
+/* The runs' order by (pid, start), ties in their given order: first the segments seg
+ * (in order), then the group runs; out[i] = a segment's index, or ~j for group run j.
+ * A counting sort by pid (in [lo, lo + span)), then each pid's runs sorted by start.
+ * -1: no memory; -2: a segment index outside the switches or a pid outside the range. */
+static int runs_order(const int64_t *seg, Py_ssize_t ns, const void *sw_pid, Py_ssize_t psize,
+                      const int64_t *sw_ts, Py_ssize_t n, const void *g_pid, Py_ssize_t gsize,
+                      const int64_t *g_start, Py_ssize_t ng, int64_t lo, int64_t span,
+                      int64_t *out)
+{
+    Py_ssize_t total = ns + ng;
+    Py_ssize_t *at = calloc((size_t)span + 1, sizeof(Py_ssize_t));
+    if (!at)
+        return -1;
+    int rc = -2;
+    for (Py_ssize_t i = 0; i < total; i++) {
+        int64_t p;
+        if (i < ns) {
+            if ((uint64_t)seg[i] >= (uint64_t)n)
+                goto done;
+            p = key_at(sw_pid, psize, seg[i]);
+        } else {
+            p = key_at(g_pid, gsize, i - ns);
+        }
+        if (p < lo || p - lo >= span)
+            goto done;
+        at[p - lo + 1]++;
+    }
+    Py_ssize_t widest = 0;
+    for (int64_t s = 0; s < span; s++) {
+        if (at[s + 1] > widest)
+            widest = at[s + 1];
+        at[s + 1] += at[s];
+    }
+    for (Py_ssize_t i = 0; i < ns; i++)
+        out[at[key_at(sw_pid, psize, seg[i]) - lo]++] = seg[i];
+    for (Py_ssize_t j = 0; j < ng; j++)
+        out[at[key_at(g_pid, gsize, j) - lo]++] = ~(int64_t)j;
+    int64_t *aux = malloc((size_t)(widest > 0 ? widest : 1) * sizeof(int64_t));
+    if (!aux) {
+        rc = -1;
+        goto done;
+    }
+    /* (at[s] is now where pid lo + s's runs end) */
+    Py_ssize_t begin = 0;
+    for (int64_t s = 0; s < span; s++) {
+        if (at[s] - begin > 1)
+            sort_by_start(out + begin, at[s] - begin, aux, sw_ts, g_start);
+        begin = at[s];
+    }
+    free(aux);
+    rc = 0;
+done:
+    free(at);
+    return rc;
+}
+
+PyObject *pass_runs_order(PyObject *self, PyObject *args)
+{
+    PyObject *seg_o, *swpid_o, *swts_o, *gpid_o, *gstart_o, *out_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOLLO", &seg_o, &swpid_o, &swts_o, &gpid_o, &gstart_o, &lo,
+                          &span, &out_o))
+        return NULL;
+    if (!range_ok("runs_order", lo, span))
+        return NULL;
+    Arr seg, swts, gstart, out;
+    Arr swpid = {.held = 0}, gpid = {.held = 0};
+    ArrSpec spec[] = {
+        {seg_o, &seg, 8, 0, "runs_order seg"},
+        {swts_o, &swts, 8, 0, "runs_order sw_ts"},
+        {gstart_o, &gstart, 8, 0, "runs_order g_start"},
+        {out_o, &out, 8, 1, "runs_order out"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(swpid_o, &swpid, "runs_order sw_pid") < 0 ||
+        arr_get_key(gpid_o, &gpid, "runs_order g_pid") < 0)
+        goto done;
+    Py_ssize_t ns = arr_len(&seg), n = arr_len(&swts), ng = arr_len(&gstart);
+    if (arr_len(&swpid) != n || arr_len(&gpid) != ng || arr_len(&out) != ns + ng) {
+        PyErr_SetString(PyExc_ValueError, "runs_order: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = runs_order(seg.view.buf, ns, swpid.view.buf, swpid.view.itemsize, swts.view.buf, n,
+                    gpid.view.buf, gpid.view.itemsize, gstart.view.buf, ng, lo, span,
+                    out.view.buf);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "runs_order: a segment outside the switches or a pid outside "
+                        "[lo, lo + span)") == 0)
+        result = Py_NewRef(Py_None);
+done:
+    arr_release(&swpid);
+    arr_release(&gpid);
     arrs_release(spec, NSPEC);
     return result;
 }

@@ -185,3 +185,14 @@ def timeline_rows(
     out_state: np.ndarray,
     /,
 ) -> int: ...
+def runs_order(
+    seg: np.ndarray,
+    sw_pid: np.ndarray,
+    sw_ts: np.ndarray,
+    g_pid: np.ndarray,
+    g_start: np.ndarray,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> None: ...

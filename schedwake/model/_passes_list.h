@@ -99,6 +99,10 @@ PASS(timeline_rows,
      "the timeline's rows[:m] of the segments (by CPU, time): a clean one itself, another "
      "its runs (r_seg ascending), an unknown row (state 2, pid and code -1) between rows "
      "that do not meet, from each CPU's first switch to t_end")
+PASS(runs_order,
+     "runs_order(seg, sw_pid, sw_ts, g_pid, g_start, lo, span, out): out[:] = the runs "
+     "(the segments seg, then the group runs) by (pid, start), ties in that order: a "
+     "segment's index, or ~j for group run j; pids in [lo, lo + span)")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

@@ -792,32 +792,72 @@ def _timeline_and_runs(
                          r_pid[keep], run_code[keep])  # fmt: skip
     # -- the runs of tasks (not the idle task): the clean segments', the groups'
     ck = clean[sw.next[clean] > 0]
-    rk = real & (r_pid > 0)
-    # by (pid, start), stably
-    run_pid = np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32)
-    run_start = np.concatenate([sw.ts[ck], r_start[rk]])
-    o = lex_order(run_start, run_pid)
-    runs = pd.DataFrame(
+    rk = np.flatnonzero(real & (r_pid > 0))
+    runs = _runs_frame(
+        sw, ck, sw_code, r_pid[rk], run_code[rk], r_cpu[rk], r_start[rk], r_end[rk],
+        r_exact[rk], r_earliest[rk], r_endkind[rk], comm,
+    )  # fmt: skip
+    return timeline, runs
+
+
+def _runs_frame(
+    sw: _Switches,
+    ck: np.ndarray,
+    sw_code: np.ndarray,
+    pid: np.ndarray,
+    code: np.ndarray,
+    cpu: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    exact: np.ndarray,
+    earliest: np.ndarray,
+    endkind: np.ndarray,
+    comm: pd.CategoricalDtype,
+) -> pd.DataFrame:
+    """The runs: the clean segments ``ck`` (each its switch-in's task from the switch
+    to the next) and the groups' runs (the other arrays), by (pid, start), ties in
+    that order. The order in one compiled pass (``_passes.runs_order``: by pid, then a
+    merge of each task's runs, in time order per CPU), each column then taken from the
+    switches and the few group runs put in: no concatenation of the two, no lexsort."""
+    n_runs = len(ck) + len(pid)
+    src = np.empty(n_runs, dtype=np.int64)  # a segment, or ~j for group run j
+    if n_runs:
+        # (the pids' range: every switch-in's and the groups', no gather of ck's)
+        ends = [int(f(a)) for a in (sw.next, pid) if len(a) for f in (np.min, np.max)]
+        lo = min(ends)
+        _passes.runs_order(ck, key_ints(sw.next), sw.ts, key_ints(pid), start, lo,
+                           max(ends) - lo + 1, src)  # fmt: skip
+    g_at = np.flatnonzero(src < 0)
+    g = ~src[g_at]
+
+    def col(of_switch: np.ndarray, of_group: np.ndarray, fill: int) -> np.ndarray:
+        out = take(of_switch, src, fill)
+        out[g_at] = of_group[g]
+        return out
+
+    start_ts = col(sw.ts, start, 0)
+    earliest_ts = start_ts.copy()  # (a clean segment's run begins at its switch)
+    earliest_ts[g_at] = earliest[g]
+    exact_start = np.ones(n_runs, dtype=bool)
+    exact_start[g_at] = exact[g]
+    # a clean segment's run ends at the next switch, or goes on to the trace's end
+    end_code = take(sw.last, src, False).view(np.int8)
+    end_code *= _END_TRACE - _END_SWITCH
+    end_code += _END_SWITCH
+    end_code[g_at] = endkind[g]
+    return pd.DataFrame(
         {
-            "pid": run_pid[o],
-            "comm": pd.Categorical.from_codes(
-                np.concatenate([sw_code[ck], run_code[rk]])[o], dtype=comm
-            ),
-            "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]])[o],
-            "start_ts": run_start[o],
-            "end_ts": np.concatenate([sw.end[ck], r_end[rk]])[o],
-            "exact_start": np.concatenate([np.ones(len(ck), bool), r_exact[rk]])[o],
-            "earliest_ts": np.concatenate([sw.ts[ck], r_earliest[rk]])[o],
-            "end": pd.Categorical.from_codes(
-                np.concatenate(
-                    [np.where(sw.last[ck], _END_TRACE, _END_SWITCH).astype(np.int8), r_endkind[rk]]
-                )[o],
-                categories=list(END_KINDS),
-            ),
+            "pid": col(sw.next, pid, 0).astype(np.int32, copy=False),
+            "comm": pd.Categorical.from_codes(col(sw_code, code, -1), dtype=comm),
+            "cpu": col(sw.cpu, cpu, 0).astype(np.int32, copy=False),
+            "start_ts": start_ts,
+            "end_ts": col(sw.end, end, 0),
+            "exact_start": exact_start,
+            "earliest_ts": earliest_ts,
+            "end": pd.Categorical.from_codes(end_code, categories=list(END_KINDS)),
         },
         copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
-    return timeline, runs
 
 
 def _names_dtype(
