@@ -1003,14 +1003,15 @@ def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFr
     if not len(has):
         return _empty_breaks()
     p_ts = ts[prev[has]]
-    rpid, rstart = ev.run_keys(runs), runs["start_ts"].to_numpy()
-    # a run that began after the previous wake-up, by this one...
-    ni = asof_index(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
-    ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
-    # ... or one that was on at the previous wake-up (and is proven on until it): of the
-    # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
-    li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
-    ran |= take(run_reach, li, -1) >= p_ts
+    # a run that began after the previous wake-up, by this one, or one that was on at
+    # the previous wake-up (and is proven on until it; runs on two CPUs at once may
+    # overlap): both are whether, of the runs begun by this wake-up, the furthest
+    # reaching reaches the previous one (a run begun in between reaches its own start;
+    # without one, the runs begun by this wake-up are those begun by the previous), so
+    # one search answers both
+    li = asof_index(ts[has], key[has], runs["start_ts"].to_numpy(), ev.run_keys(runs),
+                    "backward", allow_exact=True)  # fmt: skip
+    ran = take(run_reach, li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
 
