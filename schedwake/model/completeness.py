@@ -55,7 +55,15 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _passes
-from ._util import asof_index, is_sorted, key_ints, lex_order, object_categories, take
+from ._util import (
+    asof_index,
+    cat_mask,
+    is_sorted,
+    key_ints,
+    lex_order,
+    object_categories,
+    take,
+)
 from .events import MODEL_EVENTS, Events, ints
 
 if TYPE_CHECKING:
@@ -956,16 +964,15 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
 
     sts, scpu = ints(s, "ts"), ints(s, "cpu")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
-    cats = pd.Categorical(s["prev_state_str"])
-    by_cat = np.array([sleeps(str(c)) for c in cats.categories] + [False])
-    codes = np.asarray(cats.codes)
-    asleep = by_cat[np.where(codes < 0, len(by_cat) - 1, codes)] & (prev != 0)
-    ins = np.flatnonzero(nxt > 0)
+    asleep = cat_mask(pd.Categorical(s["prev_state_str"]), sleeps)
     # (keyed by life: a pid used again is another task, ``.lives``)
     nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
-    oi = asof_index(sts[ins], nkey[ins], sts, pkey, "backward", False)
-    slept = (oi >= 0) & take(asleep, oi, False)
-    cand, out_ts = ins[slept], sts[oi[slept]]
+    # each switch's task's last switch-out before it: every switch searched, not the
+    # switch-ins of tasks alone (no gathers of them; the idle task's are left out after,
+    # and a task's switch-out is never the idle task's)
+    oi = asof_index(sts, nkey, sts, pkey, "backward", False)
+    cand = np.flatnonzero(take(asleep, oi, False) & (nxt > 0))
+    out_ts = sts[oi[cand]]
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
