@@ -168,7 +168,8 @@ def _timeline_case(rng, n_cpus, per_cpu):
 
 def _timeline_rows(sw_ts, sw_end, sw_cpu, sw_pid, clean, r_seg, r_start, r_end, r_pid, t_end,
                    cap=None):  # fmt: skip
-    cap = 2 * (len(sw_ts) + len(r_seg)) + 1 if cap is None else cap
+    if cap is None:  # (completeness._timeline's bound: runs lie in suspect segments)
+        cap = len(sw_ts) + 2 * len(r_seg) + len(np.unique(sw_cpu))
     out = [np.full(cap, -9, t) for t in (np.int32, np.int64, np.int64, np.int32, np.int32)]
     state = np.full(cap, 9, np.int8)
     sw_code = np.arange(len(sw_ts), dtype=np.int32)

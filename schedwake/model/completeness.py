@@ -904,8 +904,10 @@ def _timeline(
     ``missing_switch``). The segments are in (CPU, time) order and a suspect segment's
     runs lie in it, in time order: one compiled pass (``_passes.timeline_rows``) merges
     them and fills the holes as it goes, no sort."""
-    # (a hole at most before each known row and after each CPU's last)
-    cap = 2 * (sw.n - int(proofs.suspect.sum()) + len(r_seg)) + len(sw.first_index())
+    # (rows: the clean segments, the runs, a hole at most before each run, after each
+    # CPU's last row and before a clean segment after a suspect one, which shows no
+    # hole after another clean one: they meet)
+    cap = sw.n + 2 * len(r_seg) + len(sw.first_index())
     cpu, pid, code = (np.empty(cap, np.int32) for _ in range(3))
     start, end = np.empty(cap, np.int64), np.empty(cap, np.int64)
     state = np.empty(cap, np.int8)
