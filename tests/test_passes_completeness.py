@@ -268,3 +268,65 @@ def test_runs_order_refuses_what_it_cannot_read():
         _runs_order(np.array([0]), sw_pid, sw_ts, g_pid, g_start, 0, 1 << 40)
     with pytest.raises(ValueError, match="lengths"):
         _runs_order(np.array([0]), sw_pid[:2], sw_ts, g_pid, g_start)
+
+
+def _walk_case(rng, m, n, cpus):
+    """Switches in time order on cpus CPUs (ties in time), their (CPU, time) rank, and
+    events in time order (some on a CPU without switches)."""
+    g_ts = np.sort(rng.integers(0, 60, m)).astype(np.int64)
+    g_cpu = rng.integers(0, cpus, m).astype(np.int32)
+    order = np.lexsort((g_ts, g_cpu))
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m)
+    sw_ts = g_ts[order]
+    sw_next = rng.integers(0, 5, m).astype(np.int32)[order]
+    ets = np.sort(rng.integers(0, 60, n)).astype(np.int64)
+    ecpu = rng.integers(0, cpus + 1, n).astype(np.int64)
+    epid = rng.integers(0, 5, n).astype(np.int32)
+    return ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_event_segments_walk_as_the_search(seed):
+    """The walk gives what the as-of search and event_segments give."""
+    from schedwake.model._util import asof_index
+
+    rng = np.random.default_rng(seed)
+    for m, n, cpus in ((0, 20, 1), (1, 30, 1), (40, 300, 3), (500, 4000, 4)):
+        ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next = _walk_case(rng, m, n, cpus)
+        seg, status = np.full(n, -7, np.int64), np.full(n, 9, np.int8)
+        lo, span = (int(g_cpu.min()), int(np.ptp(g_cpu)) + 1) if m else (0, 1)
+        assert _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next,
+                                           lo, span, seg, status)  # fmt: skip
+        pos = asof_index(ets, ecpu, g_ts, g_cpu, "backward", True)
+        want_seg, want_status = np.empty(n, np.int64), np.empty(n, np.int8)
+        _passes.event_segments(pos, rank, ets, epid, sw_ts, sw_next, want_seg, want_status)
+        assert seg.tolist() == want_seg.tolist()
+        assert status.tolist() == want_status.tolist()
+        if m >= 40:
+            assert {0, 1, 2, 3} == set(status.tolist())  # (every kind met)
+
+
+def test_event_segments_walk_refuses_what_it_cannot_read():
+    rng = np.random.default_rng(5)
+    ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next = _walk_case(rng, 30, 100, 3)
+    seg, status = np.empty(100, np.int64), np.empty(100, np.int8)
+
+    def walk(ets=ets, g_cpu=g_cpu, rank=rank, lo=0, span=3, seg=seg):
+        return _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next,
+                                           lo, span, seg, status)  # fmt: skip
+
+    assert walk()
+    assert not walk(ets=ets[::-1].copy())  # events not in time order: no answer
+    with pytest.raises(ValueError, match="CPU outside"):  # a switch's CPU past the range
+        walk(span=2)
+    with pytest.raises(ValueError, match="CPU outside"):
+        walk(lo=1)
+    bad = rank.copy()
+    bad[g_ts <= ets[-1]] = 30  # ranks past the switches
+    with pytest.raises(ValueError, match="outside the switches"):
+        walk(rank=bad)
+    with pytest.raises(ValueError, match="span"):
+        walk(span=1 << 40)
+    with pytest.raises(ValueError, match="lengths"):
+        walk(seg=seg[:5])

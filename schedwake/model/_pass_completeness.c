@@ -18,6 +18,32 @@
 
 enum { SEG_NONE = 0, SEG_OWN = 1, SEG_OTHER = 2, SEG_TIE = 3 };
 
+/* event i in the segment of switch p (a position in the given order; -1: none): seg[i]
+ * its rank, status[i] as the enum says; -2 when p or its rank is outside the m
+ * switches */
+static inline int place_event(Py_ssize_t i, int64_t p, const int64_t *rank, Py_ssize_t m,
+                              const int64_t *ets, const void *epid, Py_ssize_t psize,
+                              const int64_t *sw_ts, const void *sw_next, Py_ssize_t nsize,
+                              int64_t *seg, int8_t *status)
+{
+    if (p < 0) {
+        seg[i] = -1;
+        status[i] = SEG_NONE;
+        return 0;
+    }
+    if (p >= m)
+        return -2;
+    int64_t k = rank[p];
+    if ((uint64_t)k >= (uint64_t)m)
+        return -2;
+    seg[i] = k;
+    if (key_at(epid, psize, i) == key_at(sw_next, nsize, k))
+        status[i] = SEG_OWN;
+    else
+        status[i] = ets[i] == sw_ts[k] ? SEG_TIE : SEG_OTHER;
+    return 0;
+}
+
 /* seg[i] = rank[pos[i]] (-1 when pos[i] < 0); status[i] as the enum says: SEG_TIE an
  * event of another task stamped with the very time of its segment's switch.  -2 when
  * a position or a rank is outside the m switches. */
@@ -27,22 +53,9 @@ static int event_segments(const int64_t *pos, Py_ssize_t n, const int64_t *rank,
                           Py_ssize_t nsize, int64_t *seg, int8_t *status)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t p = pos[i];
-        if (p < 0) {
-            seg[i] = -1;
-            status[i] = SEG_NONE;
-            continue;
-        }
-        if (p >= m)
+        if (place_event(i, pos[i], rank, m, ets, epid, psize, sw_ts, sw_next, nsize, seg,
+                        status) < 0)
             return -2;
-        int64_t k = rank[p];
-        if ((uint64_t)k >= (uint64_t)m)
-            return -2;
-        seg[i] = k;
-        if (key_at(epid, psize, i) == key_at(sw_next, nsize, k))
-            status[i] = SEG_OWN;
-        else
-            status[i] = ets[i] == sw_ts[k] ? SEG_TIE : SEG_OTHER;
     }
     return 0;
 }
@@ -89,6 +102,109 @@ PyObject *pass_event_segments(PyObject *self, PyObject *args)
         result = Py_NewRef(Py_None);
 done:
     arr_release(&epid);
+    arr_release(&swnext);
+    arrs_release(spec, NSPEC);
+    return result;
+}
+
+/* ------------------------------------------------------- event_segments_walk */
+
+/* As event_segments, each event's switch found by one walk over the events and the
+ * switches, both in time order (their given order): per CPU (in [lo, lo + span)) the
+ * last switch at or before the event, an event of a CPU outside the range none.  1:
+ * the events are not in time order (the outputs partly written); -1: no memory; -2: a
+ * switch's CPU outside the range, or a rank outside the switches. */
+static int event_segments_walk(const int64_t *ets, const void *ecpu, Py_ssize_t csize,
+                               const void *epid, Py_ssize_t psize, Py_ssize_t n,
+                               const int64_t *gts, const void *gcpu, Py_ssize_t gsize,
+                               const int64_t *rank, Py_ssize_t m, const int64_t *sw_ts,
+                               const void *sw_next, Py_ssize_t nsize, int64_t lo, int64_t span,
+                               int64_t *seg, int8_t *status)
+{
+    int64_t *last = malloc((size_t)span * sizeof(int64_t));
+    if (!last)
+        return -1;
+    for (int64_t c = 0; c < span; c++)
+        last[c] = -1;
+    int rc = 0;
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        int64_t t = ets[i];
+        if (i > 0 && t < ets[i - 1]) {
+            rc = 1;
+            break;
+        }
+        for (; j < m && gts[j] <= t; j++) {
+            int64_t c = key_at(gcpu, gsize, j) - lo;
+            if ((uint64_t)c >= (uint64_t)span) {
+                rc = -2;
+                break;
+            }
+            last[c] = j;
+        }
+        if (rc)
+            break;
+        int64_t c = key_at(ecpu, csize, i) - lo;
+        int64_t p = (uint64_t)c < (uint64_t)span ? last[c] : -1;
+        rc = place_event(i, p, rank, m, ets, epid, psize, sw_ts, sw_next, nsize, seg, status);
+    }
+    free(last);
+    return rc;
+}
+
+PyObject *pass_event_segments_walk(PyObject *self, PyObject *args)
+{
+    PyObject *ets_o, *ecpu_o, *epid_o, *gts_o, *gcpu_o, *rank_o, *swts_o, *swnext_o, *seg_o,
+        *status_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOLLOO", &ets_o, &ecpu_o, &epid_o, &gts_o, &gcpu_o,
+                          &rank_o, &swts_o, &swnext_o, &lo, &span, &seg_o, &status_o))
+        return NULL;
+    if (!range_ok("event_segments_walk", lo, span))
+        return NULL;
+    Arr ets, gts, rank, swts, seg, status;
+    Arr ecpu = {.held = 0}, epid = {.held = 0}, gcpu = {.held = 0}, swnext = {.held = 0};
+    ArrSpec spec[] = {
+        {ets_o, &ets, 8, 0, "event_segments_walk ets"},
+        {gts_o, &gts, 8, 0, "event_segments_walk given_ts"},
+        {rank_o, &rank, 8, 0, "event_segments_walk rank"},
+        {swts_o, &swts, 8, 0, "event_segments_walk sw_ts"},
+        {seg_o, &seg, 8, 1, "event_segments_walk seg"},
+        {status_o, &status, 1, 1, "event_segments_walk status"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(ecpu_o, &ecpu, "event_segments_walk ecpu") < 0 ||
+        arr_get_key(epid_o, &epid, "event_segments_walk epid") < 0 ||
+        arr_get_key(gcpu_o, &gcpu, "event_segments_walk given_cpu") < 0 ||
+        arr_get_key(swnext_o, &swnext, "event_segments_walk sw_next") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&ets), m = arr_len(&gts);
+    if (arr_len(&ecpu) != n || arr_len(&epid) != n || arr_len(&seg) != n ||
+        arr_len(&status) != n || arr_len(&gcpu) != m || arr_len(&rank) != m ||
+        arr_len(&swts) != m || arr_len(&swnext) != m) {
+        PyErr_SetString(PyExc_ValueError, "event_segments_walk: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = event_segments_walk(ets.view.buf, ecpu.view.buf, ecpu.view.itemsize, epid.view.buf,
+                             epid.view.itemsize, n, gts.view.buf, gcpu.view.buf,
+                             gcpu.view.itemsize, rank.view.buf, m, swts.view.buf,
+                             swnext.view.buf, swnext.view.itemsize, lo, span, seg.view.buf,
+                             status.view.buf);
+    Py_END_ALLOW_THREADS
+    if (rc == 1)
+        result = Py_NewRef(Py_False);
+    else if (pass_failed(rc, "event_segments_walk: a switch's CPU outside [lo, lo + span) "
+                             "or a rank outside the switches") == 0)
+        result = Py_NewRef(Py_True);
+done:
+    arr_release(&ecpu);
+    arr_release(&epid);
+    arr_release(&gcpu);
     arr_release(&swnext);
     arrs_release(spec, NSPEC);
     return result;

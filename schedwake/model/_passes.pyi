@@ -196,3 +196,18 @@ def runs_order(
     out: np.ndarray,
     /,
 ) -> None: ...
+def event_segments_walk(
+    ets: np.ndarray,
+    ecpu: np.ndarray,
+    epid: np.ndarray,
+    given_ts: np.ndarray,
+    given_cpu: np.ndarray,
+    rank: np.ndarray,
+    sw_ts: np.ndarray,
+    sw_next: np.ndarray,
+    lo: int,
+    span: int,
+    seg: np.ndarray,
+    status: np.ndarray,
+    /,
+) -> bool: ...

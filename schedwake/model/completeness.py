@@ -378,6 +378,9 @@ class _Switches:
     given_ts: np.ndarray
     given_cpu: np.ndarray
     rank: np.ndarray
+    #: the CPUs' range (lo, span) when the switches are given in time order (their
+    #: segments then found by a walk, ``_Proofs._segment``), else None
+    cpu_range: tuple[int, int] | None
 
     @classmethod
     def of(cls, s: pd.DataFrame | None, t_end: int) -> _Switches:
@@ -390,10 +393,13 @@ class _Switches:
             self.last = self.chain_ok = np.zeros(0, bool)
             self.next_comm = self.prev_comm = pd.Categorical([])
             self.given_ts, self.given_cpu, self.rank = z, z, z
+            self.cpu_range = None
             return self
         ts, cpu = ints(s, "ts"), ints(s, "cpu")
         order = lex_order(ts, cpu)
         self.given_ts, self.given_cpu = ts, cpu
+        lo, hi = int(cpu.min()), int(cpu.max())
+        self.cpu_range = (lo, hi - lo + 1) if is_sorted(ts) else None
         self.rank = np.empty(len(order), dtype=np.int64)
         self.rank[order] = np.arange(len(order))
         self.n = len(ts)
@@ -492,12 +498,18 @@ class _Proofs:
         event's own (the task a switch put on, or the task the next switch switches out:
         an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
-        pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
         seg = np.empty(len(ets), dtype=np.int64)
         status = np.empty(len(ets), dtype=np.int8)
-        _passes.event_segments(pos, sw.rank, np.ascontiguousarray(ets), key_ints(epid),
-                               sw.ts, sw.next, seg, status)  # fmt: skip
-        del pos
+        ets, epid = np.ascontiguousarray(ets), key_ints(epid)
+        # the events and the switches in time order (as tables are): one walk over both
+        # finds each event's switch; else the as-of search, then the pass
+        if sw.cpu_range is None or not _passes.event_segments_walk(
+            ets, key_ints(ecpu), epid, sw.given_ts, key_ints(sw.given_cpu), sw.rank, sw.ts,
+            sw.next, *sw.cpu_range, seg, status,
+        ):  # fmt: skip
+            pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
+            _passes.event_segments(pos, sw.rank, ets, epid, sw.ts, sw.next, seg, status)
+            del pos
         tie = np.flatnonzero(status == _SEG_TIE)
         if not len(tie):
             return seg, status
