@@ -591,12 +591,10 @@ class _Proofs:
 
         parts: list[tuple] = []  # (group, ts, order, pid, cpu, names())
         for t, keep, ets, ecpu, epid, seg in self.rows:
-            sel = seg < 0
-            inside = ~sel
-            sel[inside] = self.suspect[seg[inside]]
-            if not sel.any():
+            # (before a CPU's first switch, seg -1: a point too; one compiled take)
+            at = np.flatnonzero(take(self.suspect, seg, True))
+            if not len(at):
                 continue
-            at = np.flatnonzero(sel)
             g = 2 * seg[at] + 1
             pre = seg[at] < 0
             if pre.any():
