@@ -330,3 +330,69 @@ def test_event_segments_walk_refuses_what_it_cannot_read():
         walk(span=1 << 40)
     with pytest.raises(ValueError, match="lengths"):
         walk(seg=seg[:5])
+
+
+def _runs_columns_case(rng, m, ng):
+    sw = (
+        np.sort(rng.integers(0, 100, m)).astype(np.int64),  # start
+        rng.integers(100, 200, m).astype(np.int64),  # end
+        rng.integers(0, 4, m).astype(np.int32),  # cpu
+        rng.integers(1, 9, m).astype(np.int64),  # pid
+        rng.integers(-1, 5, m).astype(np.int32),  # code
+        rng.random(m) < 0.3,  # last
+    )
+    g = (
+        rng.integers(0, 100, ng).astype(np.int64),  # start
+        rng.integers(100, 200, ng).astype(np.int64),  # end
+        rng.integers(0, 100, ng).astype(np.int64),  # earliest
+        rng.integers(0, 4, ng).astype(np.int64),  # cpu
+        rng.integers(1, 9, ng).astype(np.int32),  # pid
+        rng.integers(-1, 5, ng).astype(np.int32),  # code
+        rng.random(ng) < 0.5,  # exact
+        rng.integers(0, 3, ng).astype(np.int8),  # endkind
+    )
+    return sw, g
+
+
+def _runs_columns(src, sw, g, n=None):
+    n = len(src) if n is None else n
+    out = tuple(np.full(n, 9, t) for t in (np.int32, np.int32, np.int32, np.int64, np.int64,
+                                             np.bool_, np.int64, np.int8))  # fmt: skip
+    _passes.runs_columns(src, sw, g, 0, 2, out)
+    return out
+
+
+def test_runs_columns_as_the_gathers():
+    rng = np.random.default_rng(9)
+    for m, ng in ((0, 0), (0, 5), (6, 0), (300, 40)):
+        sw, g = _runs_columns_case(rng, m, ng)
+        src = rng.permutation(np.concatenate([np.arange(m), ~np.arange(ng)])).astype(np.int64)
+        got = _runs_columns(src, sw, g)
+        seg = src >= 0
+        k, j = src[seg], ~src[~seg]
+        s_start, s_end, s_cpu, s_pid, s_code, s_last = sw
+        g_start, g_end, g_earliest, g_cpu, g_pid, g_code, g_exact, g_endkind = g
+        want = (
+            (s_pid[k], g_pid[j]),
+            (s_code[k], g_code[j]),
+            (s_cpu[k], g_cpu[j]),
+            (s_start[k], g_start[j]),
+            (s_end[k], g_end[j]),
+            (np.ones(len(k), bool), g_exact[j]),
+            (s_start[k], g_earliest[j]),
+            (np.where(s_last[k], 2, 0), g_endkind[j]),
+        )
+        for col, (of_seg, of_group) in zip(got, want):
+            assert col[seg].tolist() == of_seg.tolist()
+            assert col[~seg].tolist() == of_group.tolist()
+
+
+def test_runs_columns_refuses_what_it_cannot_read():
+    sw, g = _runs_columns_case(np.random.default_rng(1), 4, 3)
+    for bad in ([4], [~3], [np.iinfo(np.int64).max], [np.iinfo(np.int64).min]):
+        with pytest.raises(ValueError, match="outside"):
+            _runs_columns(np.array(bad, dtype=np.int64), sw, g)
+    with pytest.raises(ValueError, match="lengths"):
+        _runs_columns(np.array([0, 1], dtype=np.int64), sw, g, n=1)
+    with pytest.raises(ValueError, match="lengths"):
+        _runs_columns(np.array([0], dtype=np.int64), (*sw[:5], sw[5][:2]), g)

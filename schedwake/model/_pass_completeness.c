@@ -9,7 +9,8 @@
  * timeline_rows: the timeline's rows in (CPU, time) order as one walk over the
  * segments (a clean one itself, a suspect one its runs) filling the holes as it goes,
  * instead of two lexsorts of millions of rows.  runs_order: the runs by (pid, start),
- * a counting sort by pid and a merge of each task's per-CPU sequences.
+ * a counting sort by pid and a merge of each task's per-CPU sequences; runs_columns
+ * their columns in that order, in one pass.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,141 @@ done:
     arr_release(&epid);
     arr_release(&gcpu);
     arr_release(&swnext);
+    arrs_release(spec, NSPEC);
+    return result;
+}
+
+/* ---------------------------------------------------------------- runs_columns */
+
+/* the runs' sources: the segments' (a run of each, its switch-in's task) and the
+ * group runs' columns */
+typedef struct {
+    const int64_t *start, *end, *earliest;
+    const void *cpu, *pid;
+    Py_ssize_t csize, psize;
+    const int32_t *code;
+    const uint8_t *flag; /* a segment: the CPU's last; a group run: exact */
+    const int8_t *endkind;
+    Py_ssize_t n;
+} RunSource;
+
+typedef struct {
+    int32_t *pid, *code, *cpu;
+    int64_t *start, *end, *earliest;
+    uint8_t *exact;
+    int8_t *endkind;
+} RunColumns;
+
+/* Row i of the runs from src[i] (runs_order's: segment k >= 0, group run ~j): a
+ * segment's run from its switch (exact, earliest there) to its end, of kind end_trace
+ * when the CPU's last, else end_switch.  -2: a source outside its rows. */
+static int runs_columns(const int64_t *src, Py_ssize_t n, const RunSource *sw,
+                        const RunSource *g, int8_t end_switch, int8_t end_trace,
+                        RunColumns *o)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k = src[i];
+        if (k >= 0) {
+            if (k >= sw->n)
+                return -2;
+            o->pid[i] = (int32_t)key_at(sw->pid, sw->psize, k);
+            o->code[i] = sw->code[k];
+            o->cpu[i] = (int32_t)key_at(sw->cpu, sw->csize, k);
+            o->start[i] = o->earliest[i] = sw->start[k];
+            o->end[i] = sw->end[k];
+            o->exact[i] = 1;
+            o->endkind[i] = sw->flag[k] ? end_trace : end_switch;
+        } else {
+            int64_t j = ~k;
+            if (j >= g->n)
+                return -2;
+            o->pid[i] = (int32_t)key_at(g->pid, g->psize, j);
+            o->code[i] = g->code[j];
+            o->cpu[i] = (int32_t)key_at(g->cpu, g->csize, j);
+            o->start[i] = g->start[j];
+            o->earliest[i] = g->earliest[j];
+            o->end[i] = g->end[j];
+            o->exact[i] = g->flag[j];
+            o->endkind[i] = g->endkind[j];
+        }
+    }
+    return 0;
+}
+
+PyObject *pass_runs_columns(PyObject *self, PyObject *args)
+{
+    PyObject *src_o, *s_start, *s_end, *s_cpu, *s_pid, *s_code, *s_last, *g_start, *g_end,
+        *g_earliest, *g_cpu, *g_pid, *g_code, *g_exact, *g_endkind, *o_pid, *o_code, *o_cpu,
+        *o_start, *o_end, *o_exact, *o_earliest, *o_endkind;
+    int end_switch, end_trace;
+    if (!PyArg_ParseTuple(args, "O(OOOOOO)(OOOOOOOO)ii(OOOOOOOO)", &src_o, &s_start, &s_end,
+                          &s_cpu, &s_pid, &s_code, &s_last, &g_start, &g_end, &g_earliest,
+                          &g_cpu, &g_pid, &g_code, &g_exact, &g_endkind, &end_switch,
+                          &end_trace, &o_pid, &o_code, &o_cpu, &o_start, &o_end, &o_exact,
+                          &o_earliest, &o_endkind))
+        return NULL;
+    Arr src, ss, se, sc, sl, gs, ge, ga, gc, gx, gk, op, oc, ou, os, oe, ox, oa, ok;
+    Arr scpu = {.held = 0}, spid = {.held = 0}, gcpu = {.held = 0}, gpid = {.held = 0};
+    ArrSpec spec[] = {
+        {src_o, &src, 8, 0, "runs_columns src"},
+        {s_start, &ss, 8, 0, "runs_columns sw start"},
+        {s_end, &se, 8, 0, "runs_columns sw end"},
+        {s_code, &sc, 4, 0, "runs_columns sw code"},
+        {s_last, &sl, 1, 0, "runs_columns sw last"},
+        {g_start, &gs, 8, 0, "runs_columns group start"},
+        {g_end, &ge, 8, 0, "runs_columns group end"},
+        {g_earliest, &ga, 8, 0, "runs_columns group earliest"},
+        {g_code, &gc, 4, 0, "runs_columns group code"},
+        {g_exact, &gx, 1, 0, "runs_columns group exact"},
+        {g_endkind, &gk, 1, 0, "runs_columns group endkind"},
+        {o_pid, &op, 4, 1, "runs_columns out pid"},
+        {o_code, &oc, 4, 1, "runs_columns out code"},
+        {o_cpu, &ou, 4, 1, "runs_columns out cpu"},
+        {o_start, &os, 8, 1, "runs_columns out start"},
+        {o_end, &oe, 8, 1, "runs_columns out end"},
+        {o_exact, &ox, 1, 1, "runs_columns out exact"},
+        {o_earliest, &oa, 8, 1, "runs_columns out earliest"},
+        {o_endkind, &ok, 1, 1, "runs_columns out endkind"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(s_cpu, &scpu, "runs_columns sw cpu") < 0 ||
+        arr_get_key(s_pid, &spid, "runs_columns sw pid") < 0 ||
+        arr_get_key(g_cpu, &gcpu, "runs_columns group cpu") < 0 ||
+        arr_get_key(g_pid, &gpid, "runs_columns group pid") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&src), m = arr_len(&ss), ng = arr_len(&gs);
+    int ok_len = arr_len(&se) == m && arr_len(&scpu) == m && arr_len(&spid) == m &&
+                 arr_len(&sc) == m && arr_len(&sl) == m && arr_len(&ge) == ng &&
+                 arr_len(&ga) == ng && arr_len(&gcpu) == ng && arr_len(&gpid) == ng &&
+                 arr_len(&gc) == ng && arr_len(&gx) == ng && arr_len(&gk) == ng;
+    for (int i = 11; i < NSPEC; i++)
+        ok_len = ok_len && arr_len(spec[i].arr) == n;
+    if (!ok_len) {
+        PyErr_SetString(PyExc_ValueError, "runs_columns: arrays of different lengths");
+        goto done;
+    }
+    RunSource sw = {ss.view.buf, se.view.buf, ss.view.buf, scpu.view.buf, spid.view.buf,
+                    scpu.view.itemsize, spid.view.itemsize, sc.view.buf, sl.view.buf, NULL,
+                    m};
+    RunSource g = {gs.view.buf, ge.view.buf, ga.view.buf, gcpu.view.buf, gpid.view.buf,
+                   gcpu.view.itemsize, gpid.view.itemsize, gc.view.buf, gx.view.buf,
+                   gk.view.buf, ng};
+    RunColumns o = {op.view.buf, oc.view.buf, ou.view.buf, os.view.buf,
+                    oe.view.buf, oa.view.buf, ox.view.buf, ok.view.buf};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = runs_columns(src.view.buf, n, &sw, &g, (int8_t)end_switch, (int8_t)end_trace, &o);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "runs_columns: a source outside its rows") == 0)
+        result = Py_NewRef(Py_None);
+done:
+    arr_release(&scpu);
+    arr_release(&spid);
+    arr_release(&gcpu);
+    arr_release(&gpid);
     arrs_release(spec, NSPEC);
     return result;
 }

@@ -211,3 +211,12 @@ def event_segments_walk(
     status: np.ndarray,
     /,
 ) -> bool: ...
+def runs_columns(
+    src: np.ndarray,
+    segments: tuple[np.ndarray, ...],
+    groups: tuple[np.ndarray, ...],
+    end_switch: int,
+    end_trace: int,
+    out: tuple[np.ndarray, ...],
+    /,
+) -> None: ...

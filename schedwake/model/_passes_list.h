@@ -109,6 +109,12 @@ PASS(runs_order,
      "runs_order(seg, sw_pid, sw_ts, g_pid, g_start, lo, span, out): out[:] = the runs "
      "(the segments seg, then the group runs) by (pid, start), ties in that order: a "
      "segment's index, or ~j for group run j; pids in [lo, lo + span)")
+PASS(runs_columns,
+     "runs_columns(src, (start, end, cpu, pid, code, last), (start, end, earliest, cpu, pid, "
+     "code, exact, endkind), end_switch, end_trace, (pid, code, cpu, start, end, exact, "
+     "earliest, endkind)): the runs' columns in runs_order's order src, from the segments "
+     "(k >= 0: exact, to the next switch, end_trace when the CPU's last) and the group runs "
+     "(~j)")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

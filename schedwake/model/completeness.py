@@ -835,8 +835,8 @@ def _runs_frame(
     """The runs: the clean segments ``ck`` (each its switch-in's task from the switch
     to the next) and the groups' runs (the other arrays), by (pid, start), ties in
     that order. The order in one compiled pass (``_passes.runs_order``: by pid, then a
-    merge of each task's runs, in time order per CPU), each column then taken from the
-    switches and the few group runs put in: no concatenation of the two, no lexsort."""
+    merge of each task's runs, in time order per CPU), the columns in another
+    (``_passes.runs_columns``): no concatenation of the two, no lexsort, no gathers."""
     n_runs = len(ck) + len(pid)
     src = np.empty(n_runs, dtype=np.int64)  # a segment, or ~j for group run j
     if n_runs:
@@ -845,37 +845,30 @@ def _runs_frame(
         lo = min(ends)
         _passes.runs_order(ck, key_ints(sw.next), sw.ts, key_ints(pid), start, lo,
                            max(ends) - lo + 1, src)  # fmt: skip
-    g_at = np.flatnonzero(src < 0)
-    g = ~src[g_at]
+    col = {name: np.empty(n_runs, dtype) for name, dtype in _RUN_COLUMNS}
+    _passes.runs_columns(
+        src,
+        (sw.ts, sw.end, key_ints(sw.cpu), key_ints(sw.next), sw_code, sw.last),
+        (start, end, earliest, key_ints(cpu), key_ints(pid), code, exact, endkind),
+        _END_SWITCH, _END_TRACE, tuple(col.values()),
+    )  # fmt: skip
+    col["comm"] = pd.Categorical.from_codes(col["comm"], dtype=comm)
+    col["end"] = pd.Categorical.from_codes(col["end"], categories=list(END_KINDS))
+    # (fresh arrays: kept as they are, not copied into 2-D blocks)
+    return pd.DataFrame(col, copy=False)
 
-    def col(of_switch: np.ndarray, of_group: np.ndarray, fill: int) -> np.ndarray:
-        out = take(of_switch, src, fill)
-        out[g_at] = of_group[g]
-        return out
 
-    start_ts = col(sw.ts, start, 0)
-    earliest_ts = start_ts.copy()  # (a clean segment's run begins at its switch)
-    earliest_ts[g_at] = earliest[g]
-    exact_start = np.ones(n_runs, dtype=bool)
-    exact_start[g_at] = exact[g]
-    # a clean segment's run ends at the next switch, or goes on to the trace's end
-    end_code = take(sw.last, src, False).view(np.int8)
-    end_code *= _END_TRACE - _END_SWITCH
-    end_code += _END_SWITCH
-    end_code[g_at] = endkind[g]
-    return pd.DataFrame(
-        {
-            "pid": col(sw.next, pid, 0).astype(np.int32, copy=False),
-            "comm": pd.Categorical.from_codes(col(sw_code, code, -1), dtype=comm),
-            "cpu": col(sw.cpu, cpu, 0).astype(np.int32, copy=False),
-            "start_ts": start_ts,
-            "end_ts": col(sw.end, end, 0),
-            "exact_start": exact_start,
-            "earliest_ts": earliest_ts,
-            "end": pd.Categorical.from_codes(end_code, categories=list(END_KINDS)),
-        },
-        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
-    )
+#: The runs' columns as ``_passes.runs_columns`` writes them (names and codes, in order).
+_RUN_COLUMNS = (
+    ("pid", np.int32),
+    ("comm", np.int32),
+    ("cpu", np.int32),
+    ("start_ts", np.int64),
+    ("end_ts", np.int64),
+    ("exact_start", np.bool_),
+    ("earliest_ts", np.int64),
+    ("end", np.int8),
+)
 
 
 def _names_dtype(
