@@ -90,9 +90,31 @@ PASS(event_segments,
      "event_segments(pos, rank, ets, epid, sw_ts, sw_next, seg, status): seg[i] = "
      "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
      "the segment's task (sw_next), 2 another, 3 another at the time of its switch")
+PASS(event_segments_walk,
+     "event_segments_walk(ets, ecpu, epid, given_ts, given_cpu, rank, sw_ts, sw_next, lo, "
+     "span, seg, status) -> bool: as event_segments, each event's switch (of its CPU, in "
+     "[lo, lo + span), the last at or before it) found by one walk over the events and the "
+     "switches in their given (time) order; False (outputs partly written) when the events "
+     "are not in time order")
 PASS(group_running_max,
      "group_running_max(values, new_group, out): out[i] = the maximum of values over row "
      "i's group up to i, a group starting at each row whose new_group is set")
+PASS(timeline_rows,
+     "timeline_rows(sw_ts, sw_end, sw_cpu, sw_pid, sw_code, clean, r_seg, r_start, r_end, "
+     "r_pid, r_code, t_end, out_cpu, out_start, out_end, out_pid, out_code, out_state) -> m: "
+     "the timeline's rows[:m] of the segments (by CPU, time): a clean one itself, another "
+     "its runs (r_seg ascending), an unknown row (state 2, pid and code -1) between rows "
+     "that do not meet, from each CPU's first switch to t_end")
+PASS(runs_order,
+     "runs_order(seg, sw_pid, sw_ts, g_pid, g_start, lo, span, out): out[:] = the runs "
+     "(the segments seg, then the group runs) by (pid, start), ties in that order: a "
+     "segment's index, or ~j for group run j; pids in [lo, lo + span)")
+PASS(runs_columns,
+     "runs_columns(src, (start, end, cpu, pid, code, last), (start, end, earliest, cpu, pid, "
+     "code, exact, endkind), end_switch, end_trace, (pid, code, cpu, start, end, exact, "
+     "earliest, endkind)): the runs' columns in runs_order's order src, from the segments "
+     "(k >= 0: exact, to the next switch, end_trace when the CPU's last) and the group runs "
+     "(~j)")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "
