@@ -389,6 +389,28 @@ def test_state_sums_per_task_and_per_cpu_are_those_of_the_intervals(dat):
     pd.testing.assert_frame_equal(sums.per_cpu, T.totals_ns(iv, ("cpu",)), check_exact=True)
 
 
+def test_state_sums_without_the_intervals_are_those_of_the_intervals(dat):
+    """``Model.task_state_sums`` (the scan's own sums, no intervals made) and its
+    :meth:`T.StateSums.of_pids`: the frames ``StateSums.of`` gives of the intervals, of
+    every task and of some of them; on a fresh model of the trace, and on one whose
+    intervals are made already (then summed from them)."""
+    fresh = schedwake.load(DAT).model
+    got = fresh.task_state_sums
+    assert "task_states" not in fresh.__dict__  # (not made)
+    iv = dat.model.task_states
+    pids = sorted(set(iv["pid"].tolist()))
+    for sums in (got, dat.model.task_state_sums):
+        for some in (None, pids[::3], [pids[0]], [-5]):
+            want = T.StateSums.of(iv if some is None else iv[iv["pid"].isin(some)])
+            have = sums.of_pids(some)
+            for a, b in ((have.per_task, want.per_task), (have.per_cpu, want.per_cpu),
+                         (have.per_cpu_task, want.per_cpu_task)):  # fmt: skip
+                if b is None:
+                    assert a is None
+                else:
+                    pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
 def test_most_running_first_is_the_stable_descending_sort():
     rng = np.random.default_rng(4)
     for n in (0, 1, 7, 300):

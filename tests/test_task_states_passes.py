@@ -282,6 +282,76 @@ def test_task_states_scan_refuses_codes_and_flags_out_of_range():
     assert scan(HAND[:0], [], []) == []
 
 
+def sums(rows, gflags, gend, unseen=False, cpu_hi=2, cap=None):
+    n = len(rows) if cap is None else cap
+    key, cpu, ns = np.empty(n, I64), np.empty(n, np.int32), np.empty(6 * n, I64)
+    m = _passes.task_states_sums(rows.view(np.uint8), np.asarray(gflags, np.int8),
+                                 np.asarray(gend, I64), unseen, cpu_hi, key, cpu, ns)  # fmt: skip
+    return list(zip(key[:m].tolist(), cpu[:m].tolist(), ns[: 6 * m].reshape(m, 6).tolist()))
+
+
+def sums_of_intervals(intervals):
+    """Per (task, CPU), in that order, the ns of the intervals in each state."""
+    out: dict = {}
+    for key, cpu, start, end, state, _ in intervals:
+        out.setdefault((key, cpu), [0] * 6)[state] += end - start
+    return [(k, c, v) for (k, c), v in sorted(out.items())]
+
+
+def test_task_states_sums_are_those_of_the_scans_intervals():
+    """``task_states_sums``: the ns of ``task_states_scan``'s intervals per (task, CPU)
+    and state, in (task, CPU) order, for rows by hand (a task's CPUs met out of order,
+    marks, a missing death, a task born in the trace, the waits unknown)."""
+    marked = HAND.copy()
+    marked["mark"][1], marked["mark"][2] = 1, -1
+    moved = HAND.copy()
+    moved["cpu"][:4] = [2, 0, -1, 1]  # (task 7: CPUs 2, 0, 1: out of order)
+    for rows, flags, gend, unseen in (
+        (HAND, [0, 0], [50, 50], False),
+        (HAND, [0, 0], [50, 50], True),
+        (marked, [0, 0], [50, 50], False),
+        (moved, [T._G_GONE, T._G_BORN], [45, 60], False),
+    ):
+        want = sums_of_intervals(scan(rows, flags, gend, unseen))
+        assert sums(rows, flags, gend, unseen) == want
+    assert sums(moved, [0, 0], [50, 50])[:3] == [
+        (7, 0, [0, 0, 10, 10, 0, 0]), (7, 1, [10, 0, 0, 0, 0, 0]), (7, 2, [10, 0, 0, 0, 0, 0])
+    ]  # fmt: skip
+    assert sums(HAND[:0], [], []) == []
+
+
+def test_task_states_sums_refuses_cpus_rooms_and_flags_out_of_range():
+    with pytest.raises(ValueError, match="CPU out of range"):
+        sums(HAND, [0, 0], [50, 50], cpu_hi=1)  # (a row on CPU 2)
+    wide = HAND.copy()
+    wide["cpu"][3] = 1 << 40  # (as the intervals' int32 CPU: 0, within range)
+    assert sums(wide, [0, 0], [50, 50]) == sums_of_intervals(scan(wide, [0, 0], [50, 50]))
+    wide["cpu"][3] = (1 << 31) - 1  # (not)
+    with pytest.raises(ValueError, match="CPU out of range"):
+        sums(wide, [0, 0], [50, 50])
+    for hi in (-2, 1 << 30):
+        with pytest.raises(ValueError, match="cpu_hi"):
+            sums(HAND, [0, 0], [50, 50], cpu_hi=hi)
+    with pytest.raises(ValueError, match="room"):
+        sums(HAND, [0, 0], [50, 50], cap=3)  # (4 groups)
+    assert len(sums(HAND, [0, 0], [50, 50], cap=4)) == 4
+    with pytest.raises(ValueError, match="one entry per task"):
+        sums(HAND, [0], [50])
+    with pytest.raises(ValueError, match="code"):
+        bad = HAND.copy()
+        bad["code"][3] = 9
+        sums(bad, [0, 0], [50, 50])
+    n = len(HAND)
+    with pytest.raises(ValueError, match="6 ns a group"):
+        _passes.task_states_sums(HAND.view(np.uint8), np.zeros(2, np.int8), np.full(2, 50, I64),
+                                 False, 2, np.empty(n, I64), np.empty(n, np.int32),
+                                 np.empty(6 * n - 1, I64))  # fmt: skip
+    with pytest.raises(TypeError):
+        _passes.task_states_sums(HAND.view(np.uint8), np.zeros(2, np.int8), np.full(2, 50, I64),
+                                 False, 2, np.empty(n, I64), np.empty(n, I64),
+                                 np.empty(6 * n, I64))  # fmt: skip
+
+
 def test_dense_codes_is_factorize_and_checks_its_range():
     rng = np.random.default_rng(11)
     for dtype in (np.int32, np.int64):

@@ -501,7 +501,14 @@ PyObject *pass_task_states_in_flight(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(m);
 }
 
-/* ---- task_states_scan ------------------------------------------------------- */
+/* ---- task_states_scan, task_states_sums ------------------------------------- */
+
+/* One interval of a task in the making: what it is, from when. */
+typedef struct {
+    int64_t key, start;
+    int64_t cpu, since;
+    int state;
+} Interval;
 
 typedef struct {
     const Row *row;
@@ -509,19 +516,87 @@ typedef struct {
     const int8_t *gflags;
     Py_ssize_t n, ngroups;
     int unseen_given;
+    /* the intervals (task_states_scan), else NULL */
     int64_t *o_key, *o_start, *o_end;
     int32_t *o_cpu, *o_since;
     int32_t *o_pid; /* NULL: not written; else each row's key & pid_mask */
     int64_t pid_mask;
     int8_t *o_state;
+    /* else their ns per (task, CPU) and state (task_states_sums): the CPUs in
+     * [-1, cpu_hi]; each group's key, CPU and ns (NSTATES a group), cap groups at most */
+    int64_t cpu_hi, *g_key, *g_ns;
+    int32_t *g_cpu;
+    Py_ssize_t cap;
+    /* (task_states_sums) the current task's ns per CPU + 1 and state, the CPUs it
+     * has intervals on (+ 1), as a list and flags */
+    int64_t *acc, *touched;
+    uint8_t *on;
+    Py_ssize_t ntouched;
 } Scan;
 
-/* -1: no memory; -2: a code out of range; -3: more tasks than flags; -4: fewer */
-static Py_ssize_t scan(const Scan *s)
+/* The interval iv ends at end (after its start): written as the m-th (the intervals),
+ * or its ns added to its task's on its CPU (the sums).  -2: a CPU out of range. */
+static inline int emit(Scan *s, const Interval *iv, int64_t end, Py_ssize_t m)
+{
+    if (!s->acc) {
+        s->o_key[m] = iv->key;
+        if (s->o_pid)
+            s->o_pid[m] = (int32_t)(iv->key & s->pid_mask);
+        s->o_cpu[m] = (int32_t)iv->cpu;
+        s->o_start[m] = iv->start;
+        s->o_end[m] = end;
+        s->o_state[m] = (int8_t)iv->state;
+        s->o_since[m] = (int32_t)iv->since;
+        return 0;
+    }
+    /* (grouped by the CPU as the intervals' int32 column gives it) */
+    uint64_t c = (uint64_t)(int64_t)(int32_t)iv->cpu + 1;
+    if (c > (uint64_t)s->cpu_hi + 1 || iv->state < 0 || iv->state >= NSTATES)
+        return -2;
+    int64_t *a = &s->acc[c * NSTATES];
+    if (!s->on[c]) { /* (a CPU of the task's, once) */
+        s->on[c] = 1;
+        s->touched[s->ntouched++] = (int64_t)c;
+    }
+    /* (unsigned: wraps as NumPy's int64 arithmetic does, never undefined) */
+    a[iv->state] = (int64_t)((uint64_t)a[iv->state] + ((uint64_t)end - (uint64_t)iv->start));
+    return 0;
+}
+
+/* The sums of the current task (key) out as its groups, its CPUs ascending, and its
+ * table cleared.  -5: more groups than room. */
+static int task_sums_out(Scan *s, int64_t key, Py_ssize_t *groups)
+{
+    int64_t *t = s->touched;
+    for (Py_ssize_t i = 1; i < s->ntouched; i++) /* (few: an insertion sort) */
+        for (Py_ssize_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            int64_t x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    for (Py_ssize_t i = 0; i < s->ntouched; i++) {
+        if (*groups >= s->cap)
+            return -5;
+        int64_t *a = &s->acc[t[i] * NSTATES];
+        s->g_key[*groups] = key;
+        s->g_cpu[*groups] = (int32_t)(t[i] - 1);
+        memcpy(&s->g_ns[*groups * NSTATES], a, sizeof(int64_t) * NSTATES);
+        memset(a, 0, sizeof(int64_t) * NSTATES);
+        s->on[t[i]] = 0;
+        (*groups)++;
+    }
+    s->ntouched = 0;
+    return 0;
+}
+
+/* The intervals (or their sums, s->acc given) of the rows: their number (the groups'
+ * with sums); -1: no memory; -2: a code (or a CPU) out of range; -3: more tasks than
+ * flags; -4: fewer; -5: more groups than room */
+static Py_ssize_t scan(Scan *s)
 {
     int8_t *ncode = NULL;
     int64_t *bump = NULL;
-    Py_ssize_t cap = 0, m = 0, g = 0;
+    Py_ssize_t cap = 0, m = 0, g = 0, groups = 0;
     int64_t run = 0; /* the running sum of the marks, over all rows */
     Py_ssize_t a = 0;
     Py_ssize_t rc = 0;
@@ -574,9 +649,9 @@ static Py_ssize_t scan(const Scan *s)
             }
         }
         int flags = s->gflags[g];
-        int state = -1, pst = -1;
-        int64_t where = -1, carry = -1, pwhere = -1, psince = -1;
-        int64_t p_start = 0;
+        int state = -1;
+        int64_t where = -1, carry = -1;
+        Interval iv = {0, 0, -1, -1, -1};
         int have = 0;
         for (Py_ssize_t i = a; i < b; i++) {
             int c = ncode[i - a];
@@ -599,38 +674,39 @@ static Py_ssize_t scan(const Scan *s)
             int64_t since = carry - 1 > -1 ? carry - 1 : -1;
             if (st == RUN)
                 since = -1;
-            if (i > a && st == pst && where == pwhere && since == psince)
+            if (i > a && st == iv.state && where == iv.cpu && since == iv.since)
                 continue; /* nothing changes: the interval goes on */
-            if (have && pst != DEAD && s->row[i].ts > p_start) {
-                s->o_end[m] = s->row[i].ts;
+            /* the interval before ends here (kept when it ends after it starts,
+             * alive) */
+            if (have && iv.state != DEAD && s->row[i].ts > iv.start) {
+                if (emit(s, &iv, s->row[i].ts, m) < 0) {
+                    rc = -2;
+                    goto done;
+                }
                 m++;
             }
-            /* the row in the making (kept when it ends after it starts, alive) */
-            s->o_key[m] = s->row[i].key;
-            if (s->o_pid)
-                s->o_pid[m] = (int32_t)(s->row[i].key & s->pid_mask);
-            s->o_cpu[m] = (int32_t)where;
-            s->o_start[m] = p_start = s->row[i].ts;
-            s->o_state[m] = (int8_t)st;
-            s->o_since[m] = (int32_t)since;
+            Interval next = {s->row[i].key, s->row[i].ts, where, since, st};
+            iv = next;
             have = 1;
-            pst = st;
-            pwhere = where;
-            psince = since;
         }
         /* the task's last interval: to its end; unknown when its death is missing; a
          * wait after a wake-up that no run ends is not proven on a trace lacking events */
         if (have) {
-            int st = pst;
-            if ((flags & G_GONE) && st != DEAD)
-                st = UNK;
-            if (s->unseen_given && st == WOKEN)
-                st = UNK;
-            s->o_state[m] = (int8_t)st;
-            if (st != DEAD && s->gend[g] > p_start) {
-                s->o_end[m] = s->gend[g];
+            if ((flags & G_GONE) && iv.state != DEAD)
+                iv.state = UNK;
+            if (s->unseen_given && iv.state == WOKEN)
+                iv.state = UNK;
+            if (iv.state != DEAD && s->gend[g] > iv.start) {
+                if (emit(s, &iv, s->gend[g], m) < 0) {
+                    rc = -2;
+                    goto done;
+                }
                 m++;
             }
+        }
+        if (s->acc && task_sums_out(s, s->row[a].key, &groups) < 0) {
+            rc = -5;
+            goto done;
         }
         g++;
         a = b;
@@ -640,7 +716,27 @@ static Py_ssize_t scan(const Scan *s)
 done:
     free(ncode);
     free(bump);
-    return rc < 0 ? rc : m;
+    return rc < 0 ? rc : (s->acc ? groups : m);
+}
+
+/* A scan's error as a Python exception (NULL), or its count. */
+static PyObject *scan_result(Py_ssize_t m, const char *pass)
+{
+    if (m == -1)
+        return PyErr_NoMemory();
+    if (m == -2) {
+        PyErr_Format(PyExc_ValueError, "%s: a code or CPU out of range", pass);
+        return NULL;
+    }
+    if (m == -5) {
+        PyErr_Format(PyExc_ValueError, "%s: more groups than the outputs' room", pass);
+        return NULL;
+    }
+    if (m < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: gflags must have one entry per task", pass);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(m);
 }
 
 PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
@@ -695,18 +791,67 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     arr_release(&rows);
     arrs_release(spec, ns);
-    if (m == -1)
-        return PyErr_NoMemory();
-    if (m == -2) {
-        PyErr_SetString(PyExc_ValueError, "task_states_scan: a code out of range");
+    return scan_result(m, "task_states_scan");
+}
+
+PyObject *pass_task_states_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o_rows, *o[5];
+    int unseen_given;
+    long long cpu_hi;
+    if (!PyArg_ParseTuple(args, "OOOpLOOO", &o_rows, &o[0], &o[1], &unseen_given, &cpu_hi,
+                          &o[2], &o[3], &o[4]))
+        return NULL;
+    /* (the table a task: a row of ns per CPU from -1 to cpu_hi) */
+    if (cpu_hi < -1 || cpu_hi > ((long long)1 << 24)) {
+        PyErr_SetString(PyExc_ValueError, "task_states_sums: cpu_hi must be in [-1, 2**24]");
         return NULL;
     }
-    if (m < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "task_states_scan: gflags must have one entry per task");
+    Arr rows, gflags, gend, gkey, gcpu, gns;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "task_states_sums rows", &n) < 0)
+        return NULL;
+    ArrSpec spec[] = {
+        {o[0], &gflags, 1, 0, "task_states_sums gflags"},
+        {o[1], &gend, 8, 0, "task_states_sums gend"},
+        {o[2], &gkey, 8, 1, "task_states_sums out key"},
+        {o[3], &gcpu, 4, 1, "task_states_sums out cpu"},
+        {o[4], &gns, 8, 1, "task_states_sums out ns"},
+    };
+    const int ns = 5;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
         return NULL;
     }
-    return PyLong_FromSsize_t(m);
+    Py_ssize_t cap = arr_len(&gkey);
+    if (arr_len(&gcpu) != cap || arr_len(&gns) != cap * NSTATES) {
+        arr_release(&rows);
+        return value_error(spec, ns, "task_states_sums: a key, CPU and 6 ns a group");
+    }
+    if (arr_len(&gend) != arr_len(&gflags)) {
+        arr_release(&rows);
+        return value_error(spec, ns, "task_states_sums: gflags and gend must be as long");
+    }
+    size_t cpus = (size_t)cpu_hi + 2;
+    Scan s = {
+        .row = rows.view.buf, .gend = gend.view.buf, .gflags = gflags.view.buf,
+        .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
+        .cpu_hi = cpu_hi, .g_key = gkey.view.buf, .g_cpu = gcpu.view.buf,
+        .g_ns = gns.view.buf, .cap = cap,
+    };
+    Py_ssize_t m;
+    Py_BEGIN_ALLOW_THREADS
+    s.acc = calloc(cpus * NSTATES, sizeof(int64_t));
+    s.touched = malloc(cpus * sizeof(int64_t));
+    s.on = calloc(cpus, 1);
+    m = s.acc && s.touched && s.on ? scan(&s) : -1;
+    free(s.acc);
+    free(s.touched);
+    free(s.on);
+    Py_END_ALLOW_THREADS
+    arr_release(&rows);
+    arrs_release(spec, ns);
+    return scan_result(m, "task_states_sums");
 }
 
 /* ---- dense_codes ------------------------------------------------------------ */

@@ -76,6 +76,17 @@ def task_states_scan(
     pid_mask: int = 0,
     /,
 ) -> int: ...
+def task_states_sums(
+    rows: np.ndarray,
+    gflags: np.ndarray,
+    gend: np.ndarray,
+    unseen_given: bool,
+    cpu_hi: int,
+    out_key: np.ndarray,
+    out_cpu: np.ndarray,
+    out_ns: np.ndarray,
+    /,
+) -> int: ...
 def dense_codes(
     key: np.ndarray, lo: int, span: int, codes: np.ndarray, levels: np.ndarray, /
 ) -> int: ...

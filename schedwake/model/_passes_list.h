@@ -58,6 +58,11 @@ PASS(task_states_scan,
      "out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task states' "
      "intervals of rows (a uint8 view of a task_states._ROW array) in (key, ts, prio) "
      "order; out_pid: each interval's key & pid_mask as int32")
+PASS(task_states_sums,
+     "task_states_sums(rows, gflags, gend, unseen_given, cpu_hi, out_key, out_cpu, out_ns) "
+     "-> m: the ns of task_states_scan's intervals summed per (task, CPU) and state, "
+     "without making them: groups in (key, CPU) order, out_ns 6 a group (the states' "
+     "order); every CPU in [-1, cpu_hi]")
 PASS(dense_codes,
      "dense_codes(key, lo, span, codes, levels) -> m: codes[:] = each key's rank among "
      "the distinct keys (ints in [lo, lo + span)), levels[:m] = those keys ascending")

@@ -80,6 +80,9 @@ class TaskStatesOf(Protocol):
     def task_states(self) -> pd.DataFrame: ...
 
     @property
+    def task_state_sums(self) -> StateSums: ...
+
+    @property
     def events(self) -> Events: ...
 
     @property
@@ -167,6 +170,84 @@ def build(
     for a complete trace, else the tasks it shows running unseen (completeness
     ``rewoken``), whose waits after a wake-up are unknown, as is a wait after a wake-up
     that no run ends before the trace does."""
+    tasks = _scan_input(ev, runs, unseen_pids)
+    none = np.zeros(0, np.int64)
+    if tasks.rows is None:
+        return _frame(none, none, none, none, np.zeros(0, np.int8), none, tasks.letter_cats)
+    n = len(tasks.rows)
+    # the scan of each task's rows (_pass_task_states.c): a wake-up wakes a task that is
+    # off the CPU asleep (or not yet known, or dead: a reused pid); a running or already
+    # runnable task stays as it is; a wake-up of a task already woken and not seen
+    # running since (it ran unseen and slept again in between: only a task not
+    # TASK_RUNNING is woken) makes its state unknown from that earlier wake-up to this
+    # one, as between an unseen switch-in's earliest time and its switch-out (the
+    # marks); the state, the CPU (``cpu`` >= 0) and the letters of the switch-out that
+    # began the time off the CPU carried forward over each task's rows; one interval
+    # per change of any of them, to the next change or the task's end; a wait after a
+    # wake-up that no run ends before the trace does is not proven on a trace that
+    # lacks events (``unseen_pids`` given); dead time and empty intervals dropped
+    out = (
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int8),
+        np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int32),  # (each task's pid, :func:`.lives.pid_of`)
+    )
+    k = _passes.task_states_scan(
+        tasks.rows.view(np.uint8), tasks.gflags, tasks.gend, tasks.unseen_given, *out, _PID_MASK
+    )
+    task, where, start, stop, state, since, pid = (a[:k] for a in out)
+    return _frame(task, where, start, stop, state, since, tasks.letter_cats, pid)
+
+
+def build_sums(
+    ev: Events, runs: pd.DataFrame, unseen_pids: Collection[int] | np.ndarray | None = None
+) -> StateSums:
+    """``StateSums.of(build(ev, runs, unseen_pids))`` without the intervals: the same
+    scan of the tasks' rows sums each interval's ns into its task's on its CPU as it cuts
+    it (_pass_task_states.c), rather than writing millions of intervals for a frame that
+    is summed right after (``analyze`` reads only their sums)."""
+    tasks = _scan_input(ev, runs, unseen_pids)
+    if tasks.rows is None:
+        return StateSums.of_groups(None)
+    # (at most a group an interval, an interval a row; a task's groups one a CPU)
+    cap = min(len(tasks.rows), len(tasks.gflags) * (tasks.cpu_hi + 2))
+    key, cpu = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int32)
+    ns = np.empty(cap * len(STATES), dtype=np.int64)
+    m = _passes.task_states_sums(
+        tasks.rows.view(np.uint8), tasks.gflags, tasks.gend, tasks.unseen_given, tasks.cpu_hi,
+        key, cpu, ns,
+    )  # fmt: skip
+    if not m:
+        return StateSums.of_groups(None)
+    index = pd.MultiIndex.from_arrays([key[:m], cpu[:m]], names=["task", "cpu"])
+    sums = ns[: m * len(STATES)].reshape(m, len(STATES))
+    return StateSums.of_groups(pd.DataFrame(sums, index=index, columns=list(STATES)))
+
+
+@dataclass
+class _ScanInput:
+    """What the scan of the tasks' rows reads (:func:`_scan_input`)."""
+
+    #: the tasks' rows (:data:`_ROW`) in (task, ts, prio) order; None: no task
+    rows: np.ndarray | None
+    #: per task (in that order), its flags (:data:`_G_BORN`...) and where its time ends
+    gflags: np.ndarray
+    gend: np.ndarray
+    unseen_given: bool
+    #: the switch-outs' letters, by their code in the rows
+    letter_cats: list[str]
+    #: the greatest CPU of the rows (-1: none)
+    cpu_hi: int
+
+
+def _scan_input(
+    ev: Events, runs: pd.DataFrame, unseen_pids: Collection[int] | np.ndarray | None
+) -> _ScanInput:
+    """The rows of every task of ``ev`` in (task, ts, prio) order and what the scan needs
+    of each task (:func:`build`'s arguments)."""
     s = ev.switch
     t_end = int(ev.last_ts)
     parts: list[tuple] = []  # (ts, pid, cpu, code, prio, letters code, unknown mark)
@@ -227,8 +308,9 @@ def build(
     # (memory not written to costs nothing)
     buf, n = _task_rows(parts, sum(len(p[0]) for p in parts) + 6 * len(runs) + 1)
     censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
+    cpu_hi = max([_greatest(p[2]) for p in parts + censored], default=-1)
     if not n and not censored:
-        return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
+        return _ScanInput(None, none, none, unseen_pids is not None, letter_cats, cpu_hi)
     extra = list(censored)
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
@@ -278,31 +360,7 @@ def build(
         own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
         rows["code"][at[~(own > ts[woke])]] = _WOKEN
     del at, woke
-    # the scan of each task's rows (_pass_task_states.c): a wake-up wakes a task that is
-    # off the CPU asleep (or not yet known, or dead: a reused pid); a running or already
-    # runnable task stays as it is; a wake-up of a task already woken and not seen
-    # running since (it ran unseen and slept again in between: only a task not
-    # TASK_RUNNING is woken) makes its state unknown from that earlier wake-up to this
-    # one, as between an unseen switch-in's earliest time and its switch-out (the
-    # marks); the state, the CPU (``cpu`` >= 0) and the letters of the switch-out that
-    # began the time off the CPU carried forward over each task's rows; one interval
-    # per change of any of them, to the next change or the task's end; a wait after a
-    # wake-up that no run ends before the trace does is not proven on a trace that
-    # lacks events (``unseen_pids`` given); dead time and empty intervals dropped
-    out = (
-        np.empty(n, dtype=np.int64),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.int64),
-        np.empty(n, dtype=np.int64),
-        np.empty(n, dtype=np.int8),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.int32),  # (each task's pid, :func:`.lives.pid_of`)
-    )
-    k = _passes.task_states_scan(
-        rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out, _PID_MASK
-    )
-    task, where, start, stop, state, since, pid = (a[:k] for a in out)
-    return _frame(task, where, start, stop, state, since, letter_cats, pid)
+    return _ScanInput(rows, gflags, gend, unseen_pids is not None, letter_cats, cpu_hi)
 
 
 #: A life key's pid bits (:func:`.lives.pid_of`), for the scan to write the pids.
@@ -370,6 +428,13 @@ def _part_order(part: tuple) -> np.ndarray:
     """The stable order of a part's rows by (ts, prio)."""
     ts, prio = part[0], part[4]
     return np.argsort(ts, kind="stable") if np.ndim(prio) == 0 else np.lexsort((prio, ts))
+
+
+def _greatest(v: Any) -> int:
+    """The greatest value of a part's column (one int, or an array; -1: empty)."""
+    if np.ndim(v) == 0:
+        return int(v)
+    return int(np.max(v)) if len(v) else -1
 
 
 def _column(v: Any) -> np.ndarray | int:
@@ -851,12 +916,32 @@ class StateSums:
     @classmethod
     def of(cls, iv: pd.DataFrame) -> StateSums:
         """The sums of the intervals ``iv`` (a :func:`build` table, or rows of one)."""
-        task = _task_column(iv)
         if not len(iv):
+            return cls.of_groups(None)
+        return cls.of_groups(totals_ns(iv, (_task_column(iv), "cpu")))
+
+    @classmethod
+    def of_groups(cls, per_cpu_task: pd.DataFrame | None) -> StateSums:
+        """The sums from those per (task, CPU) (:func:`totals_ns`' frame; None: no
+        intervals)."""
+        if per_cpu_task is None:
             empty = pd.DataFrame(columns=list(STATES), dtype=np.int64)
             return cls(empty, None, empty)
-        per_cpu_task = totals_ns(iv, (task, "cpu"))
         return cls(_level_sums(per_cpu_task, 0), per_cpu_task, _level_sums(per_cpu_task, 1))
+
+    def of_pids(self, pids: Collection[int] | None) -> StateSums:
+        """The sums of the intervals of the tasks of ``pids`` (None: all): what
+        ``StateSums.of`` gives of those intervals (:func:`focused`), from the sums per
+        (task, CPU) instead."""
+        if pids is None or self.per_cpu_task is None:
+            return self
+        task = self.per_cpu_task.index.get_level_values(0).to_numpy()
+        keep = np.isin(pid_of(task), list(pids))
+        if not keep.any():
+            return StateSums.of_groups(None)
+        per_cpu_task = self.per_cpu_task[keep]
+        per_cpu_task.index = per_cpu_task.index.remove_unused_levels()
+        return StateSums.of_groups(per_cpu_task)
 
     @classmethod
     def add(cls, parts: Sequence[StateSums]) -> StateSums:
@@ -892,7 +977,7 @@ def state_sums(model: TaskStatesOf) -> StateSums:
     (:func:`focused`), once per model: the summary and the classes' runnable shares
     (:func:`runnable_shares`) both read them."""
     if model.memo.state_sums is None:
-        model.memo.state_sums = StateSums.of(focused(model, model.task_states))
+        model.memo.state_sums = model.task_state_sums.of_pids(model.pids)
     sums: StateSums = model.memo.state_sums
     return sums
 
