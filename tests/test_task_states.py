@@ -411,6 +411,29 @@ def test_state_sums_without_the_intervals_are_those_of_the_intervals(dat):
                     pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
+def test_fired_between_is_the_last_own_event_after_the_window_start(dat):
+    """:func:`T._fired_between` (each event table's rows in the windows by binary
+    search): whether the task's last event of its own at or before the window's end (an
+    as-of search among every event of every task) comes after the window's start."""
+    from schedwake.model._util import asof_index, i64
+
+    ev = dat.model.events
+    tables = [f for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.exec_,
+                          ev.wq_start, ev.wq_end) if f is not None and len(f)]  # fmt: skip
+    own_ts = np.concatenate([i64(f, "ts") for f in tables])
+    own_key = ev.key(np.concatenate([i64(f, "common_pid") for f in tables]), own_ts)
+    rng = np.random.default_rng(3)
+    pick = rng.integers(0, len(own_ts), 4000)
+    key = np.concatenate([own_key[pick], rng.choice(own_key, 1000)])
+    hi = np.concatenate([own_ts[pick] + rng.integers(-1, 2, 4000), rng.choice(own_ts, 1000)])
+    lo = hi - rng.integers(0, 200_000, len(hi))
+    last = asof_index(hi, key, own_ts, own_key, "backward", True)
+    want = np.where(last >= 0, own_ts[last], -1) > lo
+    got = T._fired_between(ev, key, lo, hi)
+    assert 0 < want.sum() < len(want)
+    assert got.tolist() == want.tolist()
+
+
 def test_most_running_first_is_the_stable_descending_sort():
     rng = np.random.default_rng(4)
     for n in (0, 1, 7, 300):

@@ -66,7 +66,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import _passes, tasks
-from ._util import asof_index, in_span, member, stable_order, take
+from ._util import in_span, is_sorted, member, stable_order
 from .events import Events, i64, ints
 from .lives import SHIFT, dies, pid_of
 from .memo import Memo
@@ -354,11 +354,8 @@ def _scan_input(
         at, woke = at[:m], woke[:m]
         # not when the task fired an event of its own after that waking: then it ran on
         # after the wake-up (which set it running) and went to sleep again by itself
-        own_ts, own_pid = _own_events(ev)
-        own_pid = ev.key(own_pid, own_ts)
         # (its events stamped with the switch-out's time came before it: its own context)
-        own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
-        rows["code"][at[~(own > ts[woke])]] = _WOKEN
+        rows["code"][at[~_fired_between(ev, pid[at], ts[woke], ts[at])]] = _WOKEN
     del at, woke
     return _ScanInput(rows, gflags, gend, unseen_pids is not None, letter_cats, cpu_hi)
 
@@ -474,18 +471,29 @@ def _distinct(parts: list[tuple]) -> np.ndarray:
     return keys[keys != 0]
 
 
-def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
-    """(ts, pid) of every event the model reads in the context of a task (its
-    ``common_pid``), but sched_switch: what each task did while it ran."""
-    ts, pid = [], []
+def _fired_between(ev: Events, key: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether task ``key[j]`` (a life key) fired an event the model reads in its context
+    (its ``common_pid``; sched_switch aside) at a time in ``(lo[j], hi[j]]``: what it did
+    while it ran. The windows are short (a waking to the task's switch-out): each event
+    table's rows in them found by binary searches in its time order, then their tasks
+    compared, rather than a search among every event of every task."""
+    fired = np.zeros(len(key), dtype=bool)
     for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.exec_, ev.wq_start,
               ev.wq_end):  # fmt: skip
-        if f is not None and len(f) and "common_pid" in f.columns:
-            ts.append(i64(f, "ts"))
-            pid.append(i64(f, "common_pid"))
-    if not ts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(ts), np.concatenate(pid)
+        if f is None or not len(f) or "common_pid" not in f.columns:
+            continue
+        ts = ints(f, "ts")
+        order = None if is_sorted(ts) else np.argsort(ts, kind="stable")
+        by_time = ts if order is None else ts[order]
+        first = np.searchsorted(by_time, lo, "right")
+        count = np.searchsorted(by_time, hi, "right") - first
+        query = np.repeat(np.arange(len(key)), count)
+        at = np.arange(len(query)) + np.repeat(first - (np.cumsum(count) - count), count)
+        if order is not None:
+            at = order[at]
+        mine = ev.key(ints(f, "common_pid")[at], ts[at]) == key[query]
+        fired[query[mine]] = True
+    return fired
 
 
 def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> list[tuple]:
