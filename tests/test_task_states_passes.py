@@ -72,10 +72,24 @@ def test_task_sort_parts_is_the_stable_order_by_task_time_priority():
         assert out[:m].tolist() == want
     # what build gives: the rows of its parts, in order
     parts = parts_of(rng, [40, 0, 25])
-    buf, m = T._task_rows(parts, 5)
+    buf, m, tasks = T._task_rows(parts, 5)
     rows = rows_of_parts(parts)
     assert len(buf) == 70 and buf[:m].tolist() == rows[
         np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()  # fmt: skip
+    assert tasks.tolist() == np.unique(rows["key"]).tolist()
+    # the rows of each slot counted, when asked
+    counts = np.full(7, -1, I64)
+    _passes.task_sort_parts(parts, None, -3, 7, np.zeros(70, T._ROW).view(np.uint8), counts)
+    assert counts.tolist() == np.bincount(rows["key"] + 3, minlength=7).tolist()
+    with pytest.raises(ValueError, match="counts one a slot"):
+        _passes.task_sort_parts(parts, None, -3, 7, buf.view(np.uint8), counts[:6])
+    with pytest.raises(TypeError):
+        _passes.task_sort_parts(parts, None, -3, 7, buf.view(np.uint8), counts.astype(np.int32))
+    # by ranks (keys far apart): the tasks the same
+    wide = [(p[0], np.where(np.asarray(p[1]) > 0, np.asarray(p[1]) << 40, p[1]), *p[2:])
+            for p in parts]  # fmt: skip
+    rows = rows_of_parts(wide)
+    assert T._task_rows(wide)[2].tolist() == np.unique(rows["key"]).tolist()
 
 
 def test_task_sort_parts_says_which_part_is_out_of_order():
@@ -95,7 +109,7 @@ def test_task_sort_parts_says_which_part_is_out_of_order():
     # build's helper puts such a part in order first
     keys[0] = 2
     parts[1] = (ts, keys, *parts[1][2:])
-    buf, m = T._task_rows(parts)
+    buf, m, _ = T._task_rows(parts)
     rows = rows_of_parts(parts)
     assert buf[:m].tolist() == rows[np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()
 

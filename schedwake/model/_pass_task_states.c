@@ -221,10 +221,11 @@ static inline uint64_t part_slot(const Part *p, Py_ssize_t i, int64_t lo)
  * (slot, ts, prio) order, ties in part order, then row order: each row's slot counted
  * (every one checked to lie in [0, span), every part to be in order, before anything
  * is written), then the parts merged by (ts, prio) by a heap and each row placed at its
- * slot's next position (a stable counting sort of the rows in time order).  The number
- * of rows written; -1: no memory; -2: a slot out of range; -3 - j: part j out of
- * order. */
-static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span, Row *out)
+ * slot's next position (a stable counting sort of the rows in time order); each slot's
+ * count into counts (NULL: not asked for).  The number of rows written; -1: no memory;
+ * -2: a slot out of range; -3 - j: part j out of order. */
+static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span, Row *out,
+                             int64_t *counts)
 {
     int64_t *first = calloc((size_t)span + 1, sizeof(int64_t));
     Py_ssize_t *head = malloc(sizeof(Py_ssize_t) * (size_t)(k + 1));
@@ -250,6 +251,8 @@ static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span,
             first[q + 1]++;
         }
     }
+    if (counts)
+        memcpy(counts, first + 1, sizeof(int64_t) * (size_t)span);
     for (int64_t q = 0; q < span; q++)
         first[q + 1] += first[q];
     int64_t size = 0;
@@ -295,9 +298,9 @@ done:
 
 PyObject *pass_task_sort_parts(PyObject *self, PyObject *args)
 {
-    PyObject *o_parts, *o_slots, *o_out;
+    PyObject *o_parts, *o_slots, *o_out, *o_counts = Py_None;
     long long lo, span;
-    if (!PyArg_ParseTuple(args, "OOLLO", &o_parts, &o_slots, &lo, &span, &o_out))
+    if (!PyArg_ParseTuple(args, "OOLLO|O", &o_parts, &o_slots, &lo, &span, &o_out, &o_counts))
         return NULL;
     /* the count table is span + 1 entries: the caller keeps span near the rows */
     if (!range_ok("task_sort_parts", lo, span))
@@ -313,12 +316,25 @@ PyObject *pass_task_sort_parts(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "task_sort_parts: too many parts");
         return NULL;
     }
-    Arr out;
+    Arr out, counts = {.held = 0};
     if (rows_get(o_out, &out, 1, "task_sort_parts out", &cap) < 0)
         return NULL;
+    if (o_counts != Py_None) {
+        if (arr_get(o_counts, &counts, 8, 1, "task_sort_parts counts") < 0) {
+            arr_release(&out);
+            return NULL;
+        }
+        if (arr_len(&counts) != span) {
+            arr_release(&out);
+            arr_release(&counts);
+            PyErr_SetString(PyExc_ValueError, "task_sort_parts: counts one a slot");
+            return NULL;
+        }
+    }
     Part *p = calloc((size_t)(k > 0 ? k : 1), sizeof(Part));
     if (!p) {
         arr_release(&out);
+        arr_release(&counts);
         return PyErr_NoMemory();
     }
     Py_ssize_t m = 0;
@@ -337,13 +353,14 @@ PyObject *pass_task_sort_parts(PyObject *self, PyObject *args)
     }
     if (!failed) {
         Py_BEGIN_ALLOW_THREADS
-        m = sort_parts(p, k, lo, span, out.view.buf);
+        m = sort_parts(p, k, lo, span, out.view.buf, counts.held ? counts.view.buf : NULL);
         Py_END_ALLOW_THREADS
     }
     for (Py_ssize_t j = 0; j < got; j++)
         part_release(&p[j]);
     free(p);
     arr_release(&out);
+    arr_release(&counts);
     if (failed)
         return NULL;
     if (m == -1)

@@ -53,6 +53,7 @@ def task_sort_parts(
     lo: int,
     span: int,
     out: np.ndarray,
+    counts: np.ndarray | None = None,
     /,
 ) -> int: ...
 def keyed_last_below(

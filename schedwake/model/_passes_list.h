@@ -37,12 +37,13 @@ PASS(group_sums,
      "when there are more than most distinct keys")
 /* _pass_task_states.c */
 PASS(task_sort_parts,
-     "task_sort_parts(parts, slots, lo, span, out) -> m: out[:m] = the rows (a uint8 "
+     "task_sort_parts(parts, slots, lo, span, out[, counts]) -> m: out[:m] = the rows (a uint8 "
      "view of a task_states._ROW array) of the parts but those of key 0, in (slot, ts, "
      "prio) order, ties in part order; a part: (ts, key, cpu, code, prio, letters, mark), "
      "arrays of 1-, 4- or 8-byte ints (ts 8, key 4 or 8) or one int for all, each in "
      "(ts, prio) order; slots: None (a row's slot: its key - lo) or an int64 array a "
-     "part; slots in [0, span); -1 - j: part j not in order (nothing written)")
+     "part; slots in [0, span); -1 - j: part j not in order (nothing written); counts "
+     "(int64s, one a slot): each slot's rows")
 PASS(keyed_last_below,
      "keyed_last_below(rows, qkey, qts, out): out[j] = the last of the rows (in (key, "
      "ts) order) with key qkey[j] and ts below qts[j], else -1")

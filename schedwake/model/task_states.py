@@ -306,7 +306,7 @@ def _scan_input(
     # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
     # after them for the rows added below, the censored runs' and a start row a task
     # (memory not written to costs nothing)
-    buf, n = _task_rows(parts, sum(len(p[0]) for p in parts) + 6 * len(runs) + 1)
+    buf, n, tasks = _task_rows(parts, sum(len(p[0]) for p in parts) + 6 * len(runs) + 1)
     censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
     cpu_hi = max([_greatest(p[2]) for p in parts + censored], default=-1)
     if not n and not censored:
@@ -315,7 +315,7 @@ def _scan_input(
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
-    seen = np.union1d(_distinct_sorted(buf[:n]["key"]), _distinct(extra))
+    seen = np.union1d(tasks, _distinct(extra))
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
@@ -330,10 +330,7 @@ def _scan_input(
     # where its time ends: with the trace, or where the next task of its pid begins
     # (a task whose death the trace lacks, :mod:`.lives`, is unknown from its last
     # event: it ran, unseen, and exited some time before)
-    new_task = np.ones(n, dtype=bool)
-    new_task[1:] = pid[1:] != pid[:-1]
-    keys = pid[new_task]
-    del new_task
+    keys = seen  # (the start rows' tasks are of those)
     gflags = np.where(member(keys, born), _G_BORN, 0).astype(np.int8)
     if unseen_pids is not None and len(unseen_pids):
         gflags |= np.where(member(keys, np.asarray(unseen_pids)), _G_UNSEEN, 0).astype(np.int8)
@@ -381,23 +378,27 @@ _ROW = np.dtype(
 )
 
 
-def _task_rows(parts: list[tuple], room: int = 0) -> tuple[np.ndarray, int]:
+def _task_rows(parts: list[tuple], room: int = 0) -> tuple[np.ndarray, int, np.ndarray]:
     """The rows (:data:`_ROW`) of the parts (ts, task, cpu, code, prio, letters code,
     unknown mark; a column may be one value for all), those of pid 0 left out, in
     (task, ts, prio) order, ties in the order of the parts, then of their rows; in an
-    array with ``room`` more rows after them; and how many. One pass in C
-    (_pass_task_states.c) writes each row once, at its place: the parts merged by (ts,
-    prio), each already in that order (the event tables are in time order; a part that
-    is not is put in order first), and placed by a counting sort by task."""
+    array with ``room`` more rows after them; how many; and their tasks (ascending).
+    One pass in C (_pass_task_states.c) writes each row once, at its place: the parts
+    merged by (ts, prio), each already in that order (the event tables are in time
+    order; a part that is not is put in order first), and placed by a counting sort by
+    task (whose counts say which tasks have rows)."""
     cols: list[tuple[Any, ...]] = [
         (np.ascontiguousarray(p[0], dtype=np.int64), *map(_column, p[1:])) for p in parts
     ]
     out = np.empty(sum(len(c[0]) for c in cols) + room, dtype=_ROW)
-    slots, lo, span = _task_slots([c[1] for c in cols])
+    slots, lo, span, levels = _task_slots([c[1] for c in cols])
+    counts = np.empty(span, dtype=np.int64)
     while True:
-        m = _passes.task_sort_parts(cols, slots, lo, span, out.view(np.uint8))
+        m = _passes.task_sort_parts(cols, slots, lo, span, out.view(np.uint8), counts)
         if m >= 0:
-            return out, m
+            present = np.flatnonzero(counts)
+            tasks = present + lo if levels is None else levels[present].astype(np.int64)
+            return out, m, tasks
         j = -1 - m
         order = _part_order(cols[j])
         cols[j] = tuple(c if np.ndim(c) == 0 else c[order] for c in cols[j])
@@ -405,20 +406,24 @@ def _task_rows(parts: list[tuple], room: int = 0) -> tuple[np.ndarray, int]:
             slots[j] = slots[j][order]
 
 
-def _task_slots(keys: list[np.ndarray]) -> tuple[list[np.ndarray] | None, int, int]:
+def _task_slots(
+    keys: list[np.ndarray],
+) -> tuple[list[np.ndarray] | None, int, int, np.ndarray | None]:
     """Where the counting sort of :func:`_task_rows` places the rows of each task: by
     its key - lo when the keys' range is not much wider than the rows (pids), else by
-    its rank among the keys (life keys, :mod:`.lives`: ``slots``, one array a part)."""
+    its rank among the keys (life keys, :mod:`.lives`: ``slots``, one array a part, and
+    the keys of the ranks)."""
     n = sum(len(k) for k in keys)
     if not n:
-        return None, 0, 1
+        return None, 0, 1, None
     lo = min(int(k.min()) for k in keys if len(k))
     hi = max(int(k.max()) for k in keys if len(k))
     span = hi - lo + 1
     if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
-        return None, lo, span
+        return None, lo, span, None
     codes, levels = _dense(np.concatenate(keys))
-    return np.split(codes, np.cumsum([len(k) for k in keys])[:-1]), 0, max(len(levels), 1)
+    slots = np.split(codes, np.cumsum([len(k) for k in keys])[:-1])
+    return slots, 0, max(len(levels), 1), levels
 
 
 def _part_order(part: tuple) -> np.ndarray:
@@ -449,18 +454,9 @@ def _merged_into(buf: np.ndarray, n: int, parts: list[tuple]) -> np.ndarray:
     """The rows ``buf[:n]`` (in (task, ts, prio) order) and those of the ``parts`` (few,
     after them) in that order: theirs sorted (:func:`_task_rows`), merged into the room
     after them (_pass_task_states.c)."""
-    theirs, m = _task_rows(parts)
+    theirs, m, _ = _task_rows(parts)
     _passes.merge_rows_into(buf.view(np.uint8), n, theirs[:m].view(np.uint8))
     return buf[: n + m]
-
-
-def _distinct_sorted(key: np.ndarray) -> np.ndarray:
-    """The distinct values of ``key`` (sorted)."""
-    if len(key) < 2:
-        return key
-    keep = np.ones(len(key), dtype=bool)
-    keep[1:] = key[1:] != key[:-1]
-    return key[keep]
 
 
 def _distinct(parts: list[tuple]) -> np.ndarray:
