@@ -176,40 +176,6 @@ static inline Py_ssize_t next_kept(const Part *p, Py_ssize_t i)
     return i;
 }
 
-/* a part's next row in the merge: its (ts, prio, part number), compared in that order */
-typedef struct {
-    int64_t ts;
-    uint64_t tie; /* (prio + 128) << 32 | part number */
-} Head;
-
-static inline int head_less(const Head *a, const Head *b)
-{
-    return a->ts < b->ts || (a->ts == b->ts && a->tie < b->tie);
-}
-
-static inline Head head_of(const Part *p, Py_ssize_t i, int64_t j)
-{
-    Head h = {p->ts[i], ((uint64_t)(col_at(&p->c[F_PRIO], i) + 128) << 32) | (uint64_t)j};
-    return h;
-}
-
-static void heads_sift_down(Head *heap, int64_t size, int64_t at)
-{
-    for (;;) {
-        int64_t l = 2 * at + 1, m = at;
-        if (l < size && head_less(&heap[l], &heap[m]))
-            m = l;
-        if (l + 1 < size && head_less(&heap[l + 1], &heap[m]))
-            m = l + 1;
-        if (m == at)
-            return;
-        Head t = heap[at];
-        heap[at] = heap[m];
-        heap[m] = t;
-        at = m;
-    }
-}
-
 /* A row's slot: its slot when given, else its key - lo (unsigned: a key below lo
  * wraps above span, and nothing overflows). */
 static inline uint64_t part_slot(const Part *p, Py_ssize_t i, int64_t lo)
@@ -217,21 +183,73 @@ static inline uint64_t part_slot(const Part *p, Py_ssize_t i, int64_t lo)
     return p->slot ? (uint64_t)p->slot[i] : (uint64_t)col_at(&p->c[F_KEY], i) - (uint64_t)lo;
 }
 
+/* Row i of part p as a Row. */
+static inline void row_of(const Part *p, Py_ssize_t i, Row *r)
+{
+    r->ts = p->ts[i];
+    r->key = col_at(&p->c[F_KEY], i);
+    r->cpu = col_at(&p->c[F_CPU], i);
+    r->letters = (int32_t)col_at(&p->c[F_LETTERS], i);
+    r->code = (int8_t)col_at(&p->c[F_CODE], i);
+    r->prio = (int8_t)col_at(&p->c[F_PRIO], i);
+    r->mark = (int8_t)col_at(&p->c[F_MARK], i);
+    r->pad = 0;
+}
+
+/* The rows of one slot, runs one after another (run r: from head[r] to end[r], each in
+ * (ts, prio) order), merged by (ts, prio), ties in run order, into tmp: a linear
+ * minimum over the runs' heads (few: one a part), each head's (ts, prio) kept at hand,
+ * a run taken out of the heads (in order) when it ends.  Returns the rows merged. */
+static Py_ssize_t merge_runs(const Row *rows, int64_t *head, int64_t *end, int64_t *hts,
+                             int *hprio, int64_t nr, Row *tmp)
+{
+    Py_ssize_t w = 0;
+    for (int64_t r = 0; r < nr; r++) {
+        hts[r] = rows[head[r]].ts;
+        hprio[r] = rows[head[r]].prio;
+    }
+    while (nr > 0) {
+        int64_t best = 0;
+        for (int64_t r = 1; r < nr; r++)
+            if (hts[r] < hts[best] || (hts[r] == hts[best] && hprio[r] < hprio[best]))
+                best = r;
+        tmp[w++] = rows[head[best]++];
+        if (head[best] < end[best]) {
+            hts[best] = rows[head[best]].ts;
+            hprio[best] = rows[head[best]].prio;
+            continue;
+        }
+        for (int64_t r = best; r + 1 < nr; r++) { /* (the runs after it move up) */
+            head[r] = head[r + 1];
+            end[r] = end[r + 1];
+            hts[r] = hts[r + 1];
+            hprio[r] = hprio[r + 1];
+        }
+        nr--;
+    }
+    return w;
+}
+
 /* The rows of the k parts (each in (ts, prio) order) but those of key 0 into out in
  * (slot, ts, prio) order, ties in part order, then row order: each row's slot counted
- * (every one checked to lie in [0, span), every part to be in order, before anything
- * is written), then the parts merged by (ts, prio) by a heap and each row placed at its
- * slot's next position (a stable counting sort of the rows in time order); each slot's
- * count into counts (NULL: not asked for).  The number of rows written; -1: no memory;
- * -2: a slot out of range; -3 - j: part j out of order. */
+ * per part (every one checked to lie in [0, span), every part to be in order, before
+ * anything is written), each part's rows placed at their slot's next position for that
+ * part (a counting sort by (slot, part), one part after another: each read in order),
+ * then each slot's runs (one a part) merged by (ts, prio) through a buffer as large as
+ * the largest slot; each slot's count into counts (NULL: not asked for).  The number of
+ * rows written; -1: no memory; -2: a slot out of range; -3 - j: part j out of order. */
 static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span, Row *out,
                              int64_t *counts)
 {
-    int64_t *first = calloc((size_t)span + 1, sizeof(int64_t));
-    Py_ssize_t *head = malloc(sizeof(Py_ssize_t) * (size_t)(k + 1));
-    Head *heap = malloc(sizeof(Head) * (size_t)(k + 1));
+    /* at[q * k + j]: the rows of slot q in part j, then where the next goes */
+    int64_t *at = calloc((size_t)span * (size_t)(k > 0 ? k : 1), sizeof(int64_t));
+    int64_t *head = malloc(sizeof(int64_t) * (size_t)(k + 1));
+    int64_t *end = malloc(sizeof(int64_t) * (size_t)(k + 1));
+    int64_t *hts = malloc(sizeof(int64_t) * (size_t)(k + 1));
+    int *hprio = malloc(sizeof(int) * (size_t)(k + 1));
+    Row *tmp = NULL;
     Py_ssize_t m = 0;
-    if (!first || !head || !heap) {
+    if (!at || !head || !end || !hts || !hprio) {
         m = -1;
         goto done;
     }
@@ -248,51 +266,63 @@ static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span,
                 m = -2;
                 goto done;
             }
-            first[q + 1]++;
+            at[q * (uint64_t)k + (uint64_t)j]++;
         }
     }
-    if (counts)
-        memcpy(counts, first + 1, sizeof(int64_t) * (size_t)span);
-    for (int64_t q = 0; q < span; q++)
-        first[q + 1] += first[q];
-    int64_t size = 0;
+    int64_t run = 0, largest = 0;
+    for (int64_t q = 0; q < span; q++) {
+        int64_t first = run;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t c = at[q * k + j];
+            at[q * k + j] = run;
+            run += c;
+        }
+        if (counts)
+            counts[q] = run - first;
+        if (run - first > largest)
+            largest = run - first;
+    }
     for (int64_t j = 0; j < k; j++) {
-        head[j] = next_kept(&p[j], 0);
-        if (head[j] < p[j].n)
-            heap[size++] = head_of(&p[j], head[j], j);
-    }
-    for (int64_t at = size / 2 - 1; at >= 0; at--)
-        heads_sift_down(heap, size, at);
-    while (size > 0) {
-        int64_t j = (int64_t)(heap[0].tie & 0xffffffffu);
-        const Part *pj = &p[j];
-        Py_ssize_t i = head[j];
-        uint64_t q = part_slot(pj, i, lo);
-        if (q >= (uint64_t)span) { /* (read again: checked again) */
-            m = -2;
-            goto done;
+        for (Py_ssize_t i = next_kept(&p[j], 0); i < p[j].n; i = next_kept(&p[j], i + 1)) {
+            uint64_t q = part_slot(&p[j], i, lo);
+            if (q >= (uint64_t)span) { /* (read again: checked again) */
+                m = -2;
+                goto done;
+            }
+            row_of(&p[j], i, &out[at[q * (uint64_t)k + (uint64_t)j]++]);
+            m++;
         }
-        Row *r = &out[first[q]++];
-        r->ts = pj->ts[i];
-        r->key = col_at(&pj->c[F_KEY], i);
-        r->cpu = col_at(&pj->c[F_CPU], i);
-        r->letters = (int32_t)col_at(&pj->c[F_LETTERS], i);
-        r->code = (int8_t)col_at(&pj->c[F_CODE], i);
-        r->prio = (int8_t)col_at(&pj->c[F_PRIO], i);
-        r->mark = (int8_t)col_at(&pj->c[F_MARK], i);
-        r->pad = 0;
-        m++;
-        head[j] = next_kept(pj, i + 1);
-        if (head[j] == pj->n)
-            heap[0] = heap[--size];
-        else
-            heap[0] = head_of(pj, head[j], j);
-        heads_sift_down(heap, size, 0);
+    }
+    /* at[q * k + j] is now where slot q's run of part j ends */
+    tmp = malloc(sizeof(Row) * (size_t)(largest > 0 ? largest : 1));
+    if (!tmp) {
+        m = -1;
+        goto done;
+    }
+    int64_t start = 0;
+    for (int64_t q = 0; q < span; q++) {
+        int64_t nr = 0, b = start;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t e = at[q * k + j];
+            if (e > b) {
+                head[nr] = b;
+                end[nr++] = e;
+            }
+            b = e;
+        }
+        if (nr > 1) {
+            Py_ssize_t w = merge_runs(out, head, end, hts, hprio, nr, tmp);
+            memcpy(&out[start], tmp, sizeof(Row) * (size_t)w);
+        }
+        start = b;
     }
 done:
-    free(first);
+    free(at);
     free(head);
-    free(heap);
+    free(end);
+    free(hts);
+    free(hprio);
+    free(tmp);
     return m;
 }
 
