@@ -19,15 +19,17 @@ enum { PRIO_OUT = 1 };
 /* per-task flags of task_states_scan */
 enum { G_BORN = 1, G_UNSEEN = 2, G_GONE = 4 };
 
-/* One row of a task's events, as task_states.py's _ROW dtype lays it out (32 bytes):
+/* One row of a task's events, as task_states.py's _ROW dtype lays it out (24 bytes):
  * rows move as one record (one memory access each when gathered or merged), not as a
- * column each. */
+ * column each; the task is its slot in the counting sort (its rank, or its key - lo:
+ * 32 bits, where a life key takes 64), the CPU 32 bits (as the tables' columns). */
 typedef struct {
-    int64_t ts, key, cpu;
+    int64_t ts;
+    int32_t key, cpu;
     int32_t letters;
     int8_t code, prio, mark, pad;
 } Row;
-_Static_assert(sizeof(Row) == 32, "Row must be 32 bytes");
+_Static_assert(sizeof(Row) == 24, "Row must be 24 bytes");
 
 /* Take ``obj`` (bytes: a uint8 view of an array of Row) as n rows; -1: not one. */
 static int rows_get(PyObject *obj, Arr *a, int writable, const char *what, Py_ssize_t *n)
@@ -183,12 +185,12 @@ static inline uint64_t part_slot(const Part *p, Py_ssize_t i, int64_t lo)
     return p->slot ? (uint64_t)p->slot[i] : (uint64_t)col_at(&p->c[F_KEY], i) - (uint64_t)lo;
 }
 
-/* Row i of part p as a Row. */
-static inline void row_of(const Part *p, Py_ssize_t i, Row *r)
+/* Row i of part p, of slot q, as a Row. */
+static inline void row_of(const Part *p, Py_ssize_t i, uint64_t q, Row *r)
 {
     r->ts = p->ts[i];
-    r->key = col_at(&p->c[F_KEY], i);
-    r->cpu = col_at(&p->c[F_CPU], i);
+    r->key = (int32_t)q;
+    r->cpu = (int32_t)col_at(&p->c[F_CPU], i);
     r->letters = (int32_t)col_at(&p->c[F_LETTERS], i);
     r->code = (int8_t)col_at(&p->c[F_CODE], i);
     r->prio = (int8_t)col_at(&p->c[F_PRIO], i);
@@ -289,7 +291,7 @@ static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span,
                 m = -2;
                 goto done;
             }
-            row_of(&p[j], i, &out[at[q * (uint64_t)k + (uint64_t)j]++]);
+            row_of(&p[j], i, q, &out[at[q * (uint64_t)k + (uint64_t)j]++]);
             m++;
         }
     }
@@ -559,7 +561,7 @@ typedef struct {
 
 typedef struct {
     const Row *row;
-    const int64_t *gend;
+    const int64_t *gkey, *gend; /* each task's key (a life key) and end */
     const int8_t *gflags;
     Py_ssize_t n, ngroups;
     int unseen_given;
@@ -732,7 +734,7 @@ static Py_ssize_t scan(Scan *s)
                 }
                 m++;
             }
-            Interval next = {s->row[i].key, s->row[i].ts, where, since, st};
+            Interval next = {s->gkey[g], s->row[i].ts, where, since, st};
             iv = next;
             have = 1;
         }
@@ -751,7 +753,7 @@ static Py_ssize_t scan(Scan *s)
                 m++;
             }
         }
-        if (s->acc && task_sums_out(s, s->row[a].key, &groups) < 0) {
+        if (s->acc && task_sums_out(s, s->gkey[g], &groups) < 0) {
             rc = -5;
             goto done;
         }
@@ -788,49 +790,51 @@ static PyObject *scan_result(Py_ssize_t m, const char *pass)
 
 PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
 {
-    PyObject *o_rows, *o[9];
+    PyObject *o_rows, *o[10];
     int unseen_given;
     long long pid_mask = 0;
-    o[8] = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOpOOOOOO|OL", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
-                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &pid_mask))
+    o[9] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOpOOOOOO|OL", &o_rows, &o[0], &o[1], &o[2], &unseen_given,
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &pid_mask))
         return NULL;
-    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince, opid;
+    Arr rows, gkey, gflags, gend, okey, ocpu, ostart, oend, ostate, osince, opid;
     Py_ssize_t n;
     if (rows_get(o_rows, &rows, 0, "task_states_scan rows", &n) < 0)
         return NULL;
     ArrSpec spec[] = {
-        {o[0], &gflags, 1, 0, "task_states_scan gflags"},
-        {o[1], &gend, 8, 0, "task_states_scan gend"},
-        {o[2], &okey, 8, 1, "task_states_scan out key"},
-        {o[3], &ocpu, 4, 1, "task_states_scan out cpu"},
-        {o[4], &ostart, 8, 1, "task_states_scan out start"},
-        {o[5], &oend, 8, 1, "task_states_scan out end"},
-        {o[6], &ostate, 1, 1, "task_states_scan out state"},
-        {o[7], &osince, 4, 1, "task_states_scan out since"},
-        {o[8], &opid, 4, 1, "task_states_scan out pid"},
+        {o[0], &gkey, 8, 0, "task_states_scan gkey"},
+        {o[1], &gflags, 1, 0, "task_states_scan gflags"},
+        {o[2], &gend, 8, 0, "task_states_scan gend"},
+        {o[3], &okey, 8, 1, "task_states_scan out key"},
+        {o[4], &ocpu, 4, 1, "task_states_scan out cpu"},
+        {o[5], &ostart, 8, 1, "task_states_scan out start"},
+        {o[6], &oend, 8, 1, "task_states_scan out end"},
+        {o[7], &ostate, 1, 1, "task_states_scan out state"},
+        {o[8], &osince, 4, 1, "task_states_scan out since"},
+        {o[9], &opid, 4, 1, "task_states_scan out pid"},
     };
-    const int ns = o[8] == Py_None ? 8 : 9; /* (the pids only when asked for) */
+    const int ns = o[9] == Py_None ? 9 : 10; /* (the pids only when asked for) */
     if (arrs_get(spec, ns) < 0) {
         arr_release(&rows);
         return NULL;
     }
-    for (int i = 2; i < ns; i++) {
+    for (int i = 3; i < ns; i++) {
         if (arr_len(spec[i].arr) != n) {
             arr_release(&rows);
             return value_error(spec, ns, "task_states_scan: the outputs one slot a row");
         }
     }
-    if (arr_len(&gend) != arr_len(&gflags)) {
+    if (arr_len(&gend) != arr_len(&gflags) || arr_len(&gkey) != arr_len(&gflags)) {
         arr_release(&rows);
-        return value_error(spec, ns, "task_states_scan: gflags and gend must be as long");
+        return value_error(spec, ns, "task_states_scan: gkey, gflags and gend must be as long");
     }
     Scan s = {
-        .row = rows.view.buf, .gend = gend.view.buf, .gflags = gflags.view.buf,
+        .row = rows.view.buf, .gkey = gkey.view.buf, .gend = gend.view.buf,
+        .gflags = gflags.view.buf,
         .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
         .o_key = okey.view.buf, .o_start = ostart.view.buf, .o_end = oend.view.buf,
         .o_cpu = ocpu.view.buf, .o_since = osince.view.buf, .o_state = ostate.view.buf,
-        .o_pid = ns == 9 ? opid.view.buf : NULL, .pid_mask = pid_mask,
+        .o_pid = ns == 10 ? opid.view.buf : NULL, .pid_mask = pid_mask,
     };
     Py_ssize_t m;
     Py_BEGIN_ALLOW_THREADS
@@ -843,18 +847,18 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
 
 PyObject *pass_task_states_sums(PyObject *self, PyObject *args)
 {
-    PyObject *o_rows, *o[5];
+    PyObject *o_rows, *o[6];
     int unseen_given;
     long long cpu_hi;
-    if (!PyArg_ParseTuple(args, "OOOpLOOO", &o_rows, &o[0], &o[1], &unseen_given, &cpu_hi,
-                          &o[2], &o[3], &o[4]))
+    if (!PyArg_ParseTuple(args, "OOOOpLOOO", &o_rows, &o[5], &o[0], &o[1], &unseen_given,
+                          &cpu_hi, &o[2], &o[3], &o[4]))
         return NULL;
     /* (the table a task: a row of ns per CPU from -1 to cpu_hi) */
     if (cpu_hi < -1 || cpu_hi > ((long long)1 << 24)) {
         PyErr_SetString(PyExc_ValueError, "task_states_sums: cpu_hi must be in [-1, 2**24]");
         return NULL;
     }
-    Arr rows, gflags, gend, gkey, gcpu, gns;
+    Arr rows, gflags, gend, gkey, gcpu, gns, tkey;
     Py_ssize_t n;
     if (rows_get(o_rows, &rows, 0, "task_states_sums rows", &n) < 0)
         return NULL;
@@ -864,8 +868,9 @@ PyObject *pass_task_states_sums(PyObject *self, PyObject *args)
         {o[2], &gkey, 8, 1, "task_states_sums out key"},
         {o[3], &gcpu, 4, 1, "task_states_sums out cpu"},
         {o[4], &gns, 8, 1, "task_states_sums out ns"},
+        {o[5], &tkey, 8, 0, "task_states_sums gkey"},
     };
-    const int ns = 5;
+    const int ns = 6;
     if (arrs_get(spec, ns) < 0) {
         arr_release(&rows);
         return NULL;
@@ -875,15 +880,15 @@ PyObject *pass_task_states_sums(PyObject *self, PyObject *args)
         arr_release(&rows);
         return value_error(spec, ns, "task_states_sums: a key, CPU and 6 ns a group");
     }
-    if (arr_len(&gend) != arr_len(&gflags)) {
+    if (arr_len(&gend) != arr_len(&gflags) || arr_len(&tkey) != arr_len(&gflags)) {
         arr_release(&rows);
-        return value_error(spec, ns, "task_states_sums: gflags and gend must be as long");
+        return value_error(spec, ns, "task_states_sums: gkey, gflags and gend must be as long");
     }
     size_t cpus = (size_t)cpu_hi + 2;
     Scan s = {
-        .row = rows.view.buf, .gend = gend.view.buf, .gflags = gflags.view.buf,
-        .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
-        .cpu_hi = cpu_hi, .g_key = gkey.view.buf, .g_cpu = gcpu.view.buf,
+        .row = rows.view.buf, .gkey = tkey.view.buf, .gend = gend.view.buf,
+        .gflags = gflags.view.buf, .n = n, .ngroups = arr_len(&gflags),
+        .unseen_given = unseen_given, .cpu_hi = cpu_hi, .g_key = gkey.view.buf, .g_cpu = gcpu.view.buf,
         .g_ns = gns.view.buf, .cap = cap,
     };
     Py_ssize_t m;

@@ -64,6 +64,7 @@ def seconds_texts(ns: np.ndarray, glue: tuple[bytes, ...], /) -> bytes: ...
 def task_states_in_flight(rows: np.ndarray, at: np.ndarray, wake: np.ndarray, /) -> int: ...
 def task_states_scan(
     rows: np.ndarray,
+    gkey: np.ndarray,
     gflags: np.ndarray,
     gend: np.ndarray,
     unseen_given: bool,
@@ -79,6 +80,7 @@ def task_states_scan(
 ) -> int: ...
 def task_states_sums(
     rows: np.ndarray,
+    gkey: np.ndarray,
     gflags: np.ndarray,
     gend: np.ndarray,
     unseen_given: bool,

@@ -55,12 +55,14 @@ PASS(task_states_in_flight,
      "since its switch-in (at[:m]) and that wake-up's row (wake[:m]); rows: a uint8 view "
      "of a task_states._ROW array in (key, ts, prio) order")
 PASS(task_states_scan,
-     "task_states_scan(rows, gflags, gend, unseen_given, out_key, out_cpu, out_start, "
-     "out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task states' "
-     "intervals of rows (a uint8 view of a task_states._ROW array) in (key, ts, prio) "
-     "order; out_pid: each interval's key & pid_mask as int32")
+     "task_states_scan(rows, gkey, gflags, gend, unseen_given, out_key, out_cpu, "
+     "out_start, out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task "
+     "states' intervals of rows (a uint8 view of a task_states._ROW array) in (task, ts, "
+     "prio) order, each task's key gkey[g]; out_pid: each interval's key & pid_mask as "
+     "int32")
 PASS(task_states_sums,
-     "task_states_sums(rows, gflags, gend, unseen_given, cpu_hi, out_key, out_cpu, out_ns) "
+     "task_states_sums(rows, gkey, gflags, gend, unseen_given, cpu_hi, out_key, out_cpu, "
+     "out_ns) "
      "-> m: the ns of task_states_scan's intervals summed per (task, CPU) and state, "
      "without making them: groups in (key, CPU) order, out_ns 6 a group (the states' "
      "order); every CPU in [-1, cpu_hi]")

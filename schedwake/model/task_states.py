@@ -196,8 +196,9 @@ def build(
         np.empty(n, dtype=np.int32),  # (each task's pid, :func:`.lives.pid_of`)
     )
     k = _passes.task_states_scan(
-        tasks.rows.view(np.uint8), tasks.gflags, tasks.gend, tasks.unseen_given, *out, _PID_MASK
-    )
+        tasks.rows.view(np.uint8), tasks.gkey, tasks.gflags, tasks.gend, tasks.unseen_given,
+        *out, _PID_MASK,
+    )  # fmt: skip
     task, where, start, stop, state, since, pid = (a[:k] for a in out)
     return _frame(task, where, start, stop, state, since, tasks.letter_cats, pid)
 
@@ -217,8 +218,8 @@ def build_sums(
     key, cpu = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int32)
     ns = np.empty(cap * len(STATES), dtype=np.int64)
     m = _passes.task_states_sums(
-        tasks.rows.view(np.uint8), tasks.gflags, tasks.gend, tasks.unseen_given, tasks.cpu_hi,
-        key, cpu, ns,
+        tasks.rows.view(np.uint8), tasks.gkey, tasks.gflags, tasks.gend, tasks.unseen_given,
+        tasks.cpu_hi, key, cpu, ns,
     )  # fmt: skip
     if not m:
         return StateSums.of_groups(None)
@@ -233,7 +234,9 @@ class _ScanInput:
 
     #: the tasks' rows (:data:`_ROW`) in (task, ts, prio) order; None: no task
     rows: np.ndarray | None
-    #: per task (in that order), its flags (:data:`_G_BORN`...) and where its time ends
+    #: per task (in that order), its key, flags (:data:`_G_BORN`...) and where its time
+    #: ends
+    gkey: np.ndarray
     gflags: np.ndarray
     gend: np.ndarray
     unseen_given: bool
@@ -306,11 +309,13 @@ def _scan_input(
     # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
     # after them for the rows added below, the censored runs' and a start row a task
     # (memory not written to costs nothing)
-    buf, n, tasks = _task_rows(parts, sum(len(p[0]) for p in parts) + 6 * len(runs) + 1)
-    censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
+    rkey = ev.run_keys(runs)
+    room = 6 * len(runs) + 1
+    buf, n, tasks, slots = _task_rows(parts, sum(len(p[0]) for p in parts) + room, also=[rkey])
+    censored = _censored_runs(runs, rkey, buf[:n], slots)
     cpu_hi = max([_greatest(p[2]) for p in parts + censored], default=-1)
     if not n and not censored:
-        return _ScanInput(None, none, none, unseen_pids is not None, letter_cats, cpu_hi)
+        return _ScanInput(None, none, none, none, unseen_pids is not None, letter_cats, cpu_hi)
     extra = list(censored)
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
@@ -320,9 +325,9 @@ def _scan_input(
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
     extra.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
-    rows = _merged_into(buf, n, extra)
+    rows = _merged_into(buf, n, extra, slots)
     del buf
-    ts, pid = rows["ts"], rows["key"]
+    ts, slot = rows["ts"], rows["key"]
     n = len(ts)
     # the tasks, in order, and what the scan needs of each: whether it was born in the
     # trace (not alive before its first event), is one the trace shows running unseen
@@ -330,7 +335,7 @@ def _scan_input(
     # where its time ends: with the trace, or where the next task of its pid begins
     # (a task whose death the trace lacks, :mod:`.lives`, is unknown from its last
     # event: it ran, unseen, and exited some time before)
-    keys = seen  # (the start rows' tasks are of those)
+    keys = seen.astype(np.int64)  # (the start rows' tasks are of those)
     gflags = np.where(member(keys, born), _G_BORN, 0).astype(np.int8)
     if unseen_pids is not None and len(unseen_pids):
         gflags |= np.where(member(keys, np.asarray(unseen_pids)), _G_UNSEEN, 0).astype(np.int8)
@@ -352,9 +357,10 @@ def _scan_input(
         # not when the task fired an event of its own after that waking: then it ran on
         # after the wake-up (which set it running) and went to sleep again by itself
         # (its events stamped with the switch-out's time came before it: its own context)
-        rows["code"][at[~_fired_between(ev, pid[at], ts[woke], ts[at])]] = _WOKEN
+        mine = _fired_between(ev, slots.keys(slot[at]), ts[woke], ts[at])
+        rows["code"][at[~mine]] = _WOKEN
     del at, woke
-    return _ScanInput(rows, gflags, gend, unseen_pids is not None, letter_cats, cpu_hi)
+    return _ScanInput(rows, keys, gflags, gend, unseen_pids is not None, letter_cats, cpu_hi)
 
 
 #: A life key's pid bits (:func:`.lives.pid_of`), for the scan to write the pids.
@@ -363,67 +369,102 @@ _PID_MASK = (1 << SHIFT) - 1
 #: Flags of each task for the scan (_pass_task_states.c).
 _G_BORN, _G_UNSEEN, _G_GONE = 1, 2, 4
 
-#: One row of a task's events (_pass_task_states.c's Row): its time, task (life key),
-#: CPU, the letters code of a switch-out, state code, priority among the task's rows at
-#: one time and unknown mark; a record of 32 bytes that moves whole (a row gathered,
-#: one memory access, not one a column).
+#: One row of a task's events (_pass_task_states.c's Row): its time, task (its slot,
+#: :class:`_Slots`), CPU, the letters code of a switch-out, state code, priority among
+#: the task's rows at one time and unknown mark; a record of 24 bytes that moves whole
+#: (a row gathered, one memory access, not one a column).
 _ROW = np.dtype(
     {
         "names": ["ts", "key", "cpu", "letters", "code", "prio", "mark"],
-        "formats": [np.int64, np.int64, np.int64, np.int32, np.int8, np.int8, np.int8],
-        "offsets": [0, 8, 16, 24, 28, 29, 30],
-        "itemsize": 32,
+        "formats": [np.int64, np.int32, np.int32, np.int32, np.int8, np.int8, np.int8],
+        "offsets": [0, 8, 12, 16, 20, 21, 22],
+        "itemsize": 24,
     },
     align=True,
 )
 
 
-def _task_rows(parts: list[tuple], room: int = 0) -> tuple[np.ndarray, int, np.ndarray]:
+def _task_rows(
+    parts: list[tuple],
+    room: int = 0,
+    slots: _Slots | None = None,
+    also: Sequence[np.ndarray] = (),
+) -> tuple[np.ndarray, int, np.ndarray, _Slots]:
     """The rows (:data:`_ROW`) of the parts (ts, task, cpu, code, prio, letters code,
     unknown mark; a column may be one value for all), those of pid 0 left out, in
     (task, ts, prio) order, ties in the order of the parts, then of their rows; in an
-    array with ``room`` more rows after them; how many; and their tasks (ascending).
-    One pass in C (_pass_task_states.c) writes each row once, at its place: the parts
-    merged by (ts, prio), each already in that order (the event tables are in time
-    order; a part that is not is put in order first), and placed by a counting sort by
-    task (whose counts say which tasks have rows)."""
+    array with ``room`` more rows after them; how many; their tasks (keys, ascending);
+    and the tasks' slots (``slots``, else those of the parts' tasks and of ``also``'s,
+    the keys of rows to come). One pass in C
+    (_pass_task_states.c) writes each row once, at its place: each part's rows placed
+    by a counting sort by task, then each task's merged by (ts, prio), each part being
+    in that order already (the event tables are in time order; a part that is not is
+    put in order first); the counts say which tasks have rows."""
     cols: list[tuple[Any, ...]] = [
         (np.ascontiguousarray(p[0], dtype=np.int64), *map(_column, p[1:])) for p in parts
     ]
     out = np.empty(sum(len(c[0]) for c in cols) + room, dtype=_ROW)
-    slots, lo, span, levels = _task_slots([c[1] for c in cols])
-    counts = np.empty(span, dtype=np.int64)
+    if slots is None:
+        slots, of_parts = _Slots.of([c[1] for c in cols] + list(also))
+        of_parts = None if of_parts is None else of_parts[: len(cols)]
+    else:
+        of_parts = slots.of_parts([c[1] for c in cols])
+    counts = np.empty(slots.span, dtype=np.int64)
     while True:
-        m = _passes.task_sort_parts(cols, slots, lo, span, out.view(np.uint8), counts)
+        m = _passes.task_sort_parts(
+            cols, of_parts, slots.lo, slots.span, out.view(np.uint8), counts
+        )
         if m >= 0:
-            present = np.flatnonzero(counts)
-            tasks = present + lo if levels is None else levels[present].astype(np.int64)
-            return out, m, tasks
+            return out, m, slots.keys(np.flatnonzero(counts)), slots
         j = -1 - m
         order = _part_order(cols[j])
         cols[j] = tuple(c if np.ndim(c) == 0 else c[order] for c in cols[j])
-        if slots is not None:
-            slots[j] = slots[j][order]
+        if of_parts is not None:
+            of_parts[j] = of_parts[j][order]
 
 
-def _task_slots(
-    keys: list[np.ndarray],
-) -> tuple[list[np.ndarray] | None, int, int, np.ndarray | None]:
-    """Where the counting sort of :func:`_task_rows` places the rows of each task: by
-    its key - lo when the keys' range is not much wider than the rows (pids), else by
-    its rank among the keys (life keys, :mod:`.lives`: ``slots``, one array a part, and
-    the keys of the ranks)."""
-    n = sum(len(k) for k in keys)
-    if not n:
-        return None, 0, 1, None
-    lo = min(int(k.min()) for k in keys if len(k))
-    hi = max(int(k.max()) for k in keys if len(k))
-    span = hi - lo + 1
-    if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
-        return None, lo, span, None
-    codes, levels = _dense(np.concatenate(keys))
-    slots = np.split(codes, np.cumsum([len(k) for k in keys])[:-1])
-    return slots, 0, max(len(levels), 1), levels
+@dataclass
+class _Slots:
+    """Where the counting sort of :func:`_task_rows` places the rows of each task, and
+    the task a row's slot (32 bits) stands for: its key - ``lo`` when the keys' range is
+    not much wider than the rows (pids), else its rank among the keys (life keys,
+    :mod:`.lives`: ``levels``, the keys of the ranks)."""
+
+    lo: int
+    span: int
+    levels: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, keys: list[np.ndarray]) -> tuple[_Slots, list[np.ndarray] | None]:
+        """The slots of the tasks of ``keys`` (arrays), and each array's slots (None:
+        key - lo, found by the pass)."""
+        arrays = [np.asarray(k) for k in keys]
+        n = sum(len(k) for k in arrays)
+        if not n:
+            return cls(0, 1), None
+        lo = min(int(k.min()) for k in arrays if len(k))
+        hi = max(int(k.max()) for k in arrays if len(k))
+        span = hi - lo + 1
+        if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
+            return cls(lo, span), None
+        codes, levels = _dense(np.concatenate(arrays))
+        of_arrays = np.split(codes, np.cumsum([len(k) for k in arrays])[:-1])
+        return cls(0, max(len(levels), 1), levels), of_arrays
+
+    def of_parts(self, keys: list[np.ndarray]) -> list[np.ndarray] | None:
+        """The slots of the rows of parts (their tasks' keys ``keys``, each a task of
+        these slots'): None when each is its key - lo."""
+        return None if self.levels is None else [self.slots(k) for k in keys]
+
+    def slots(self, key: np.ndarray) -> np.ndarray:
+        """The slots of the tasks ``key`` (each one of these slots')."""
+        key = np.asarray(key, dtype=np.int64)
+        return key - self.lo if self.levels is None else np.searchsorted(self.levels, key)
+
+    def keys(self, slot: np.ndarray) -> np.ndarray:
+        """The tasks' keys of ``slot``."""
+        slot = np.asarray(slot, dtype=np.int64)
+        return slot + self.lo if self.levels is None else self.levels[slot].astype(np.int64)
 
 
 def _part_order(part: tuple) -> np.ndarray:
@@ -450,11 +491,11 @@ def _column(v: Any) -> np.ndarray | int:
     return a
 
 
-def _merged_into(buf: np.ndarray, n: int, parts: list[tuple]) -> np.ndarray:
-    """The rows ``buf[:n]`` (in (task, ts, prio) order) and those of the ``parts`` (few,
-    after them) in that order: theirs sorted (:func:`_task_rows`), merged into the room
-    after them (_pass_task_states.c)."""
-    theirs, m, _ = _task_rows(parts)
+def _merged_into(buf: np.ndarray, n: int, parts: list[tuple], slots: _Slots) -> np.ndarray:
+    """The rows ``buf[:n]`` (in (task, ts, prio) order, their tasks of ``slots``) and
+    those of the ``parts`` (few, after them) in that order: theirs sorted
+    (:func:`_task_rows`), merged into the room after them (_pass_task_states.c)."""
+    theirs, m, _, _ = _task_rows(parts, slots=slots)
     _passes.merge_rows_into(buf.view(np.uint8), n, theirs[:m].view(np.uint8))
     return buf[: n + m]
 
@@ -492,14 +533,16 @@ def _fired_between(ev: Events, key: np.ndarray, lo: np.ndarray, hi: np.ndarray) 
     return fired
 
 
-def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> list[tuple]:
+def _censored_runs(
+    runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray, slots: _Slots
+) -> list[tuple]:
     """The parts that the runs the trace shows only in part add (:mod:`.completeness`):
     a run whose switch-in is missing is unknown from the earliest it can have begun (not
     before the task's own previous event) to its first proof, and running from there;
     after a run whose switch-out is missing (its last proof, then an unknown stretch)
     the task's state is unknown until its next event says it. ``rkey``: the runs' life
     keys (:mod:`.lives`), as the tasks' of the other parts' rows are; ``rows``: those
-    rows (:data:`_ROW`) in (task, ts) order."""
+    rows (:data:`_ROW`) in (task, ts) order, their tasks of ``slots``."""
     if len(runs) == 0:
         return []
     pid = rkey
@@ -511,7 +554,7 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> li
         # migration): it was not running unseen before that
         cs, cp = start[c], pid[c]
         at = np.empty(len(cs), dtype=np.int64)
-        _passes.keyed_last_below(rows.view(np.uint8), cp.astype(np.int64), cs.astype(np.int64), at)
+        _passes.keyed_last_below(rows.view(np.uint8), slots.slots(cp), cs.astype(np.int64), at)
         # (the rows' ts gathered by index: ``take`` of the strided field would copy
         # the whole column first)
         before = np.full(len(at), -1, dtype=np.int64)
