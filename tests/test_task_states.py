@@ -434,6 +434,15 @@ def test_fired_between_is_the_last_own_event_after_the_window_start(dat):
     assert got.tolist() == want.tolist()
 
 
+def test_classes_are_task_class_of_each_task():
+    """:func:`T._classes` (a class per distinct name, then looked up): what
+    :func:`T.task_class` gives each (name, pid), the idle task's pid 0 included."""
+    comms = ["kworker/0:1", "bash", "swapper/0", "kworker/u8:2", "bash", "ksoftirqd/1", ""]
+    pids = [5, 6, 0, 7, 0, 9, 3]
+    assert T._classes(comms, pids) == list(map(T.task_class, comms, pids))
+    assert T._classes(comms, pids)[:3] == ["kworker", "user", None]
+
+
 def test_most_running_first_is_the_stable_descending_sort():
     rng = np.random.default_rng(4)
     for n in (0, 1, 7, 300):

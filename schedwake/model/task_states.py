@@ -858,7 +858,14 @@ def _class_of(pids: Iterable[int], names: dict[int, str]) -> np.ndarray:
     """:func:`task_class` of each pid (by its name in ``names``), as an object array (the
     names looked up and classed by ``map``, not a Python step a task)."""
     keys = np.asarray(pids, dtype=np.int64).tolist()
-    return np.array(list(map(task_class, map(names.get, keys, repeat("")), keys)), dtype=object)
+    return np.array(_classes(list(map(names.get, keys, repeat(""))), keys), dtype=object)
+
+
+def _classes(comms: list[str], pids: list[int]) -> list[str | None]:
+    """:func:`task_class` of each (name, pid): once per distinct name (the tasks share
+    few), then looked up, rather than a call a task."""
+    of_name = {c: task_class(c) for c in set(comms)}
+    return [None if p == 0 else of_name[c] for c, p in zip(comms, pids)]
 
 
 def class_share_windows(
@@ -1055,7 +1062,7 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
     keys = per_task.index.to_numpy(dtype=np.int64)
     pids = pid_of(keys).tolist()
     comms = list(map(names.get, keys.tolist(), repeat("", len(keys))))
-    classes = list(map(task_class, comms, pids))
+    classes = _classes(comms, pids)
     order = _most_running_first(per_task["running_s"].to_numpy())
     tasks_out = TaskRows(
         [pids[i] for i in order],
