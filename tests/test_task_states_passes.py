@@ -392,6 +392,30 @@ def test_task_states_sums_refuses_cpus_rooms_and_flags_out_of_range():
                                  np.empty(6 * n, I64))  # fmt: skip
 
 
+def test_key_last_rows_is_each_keys_last_row_and_checks_its_range():
+    rng = np.random.default_rng(12)
+    for kind in (np.int32, I64):
+        key = rng.integers(-50, 51, 2000).astype(kind)
+        last = np.empty(101, I64)
+        _passes.key_last_rows(key, -50, 101, last)
+        want = np.full(101, -1, I64)
+        for i, k in enumerate(key.tolist()):
+            want[k + 50] = i
+        assert last.tolist() == want.tolist()
+        for lo, span in ((-49, 101), (-50, 100)):  # a key below, above
+            with pytest.raises(ValueError, match="outside"):
+                _passes.key_last_rows(key, lo, span, np.empty(span, I64))
+        with pytest.raises(ValueError, match="one a key value"):
+            _passes.key_last_rows(key, -50, 101, last[:100])
+        with pytest.raises(ValueError, match="span"):
+            _passes.key_last_rows(key, -50, 0, last[:0])
+        with pytest.raises(TypeError):
+            _passes.key_last_rows(key, -50, 101, last.astype(np.int32))
+    last = np.full(3, 7, I64)
+    _passes.key_last_rows(np.zeros(0, I64), 0, 3, last)
+    assert last.tolist() == [-1, -1, -1]
+
+
 def test_dense_codes_is_factorize_and_checks_its_range():
     rng = np.random.default_rng(11)
     for dtype in (np.int32, np.int64):
