@@ -46,10 +46,12 @@ current time off the CPU (a ``woken_wait`` after a ``D`` sleep says ``D``); miss
 ``running`` and ``unknown`` rows before any switch-out.
 
 Built by compiled passes over the tasks' events (``_pass_task_states.c``): the events
-are rows of one record each, sorted once by (task, time) (a merge of the event tables,
-each in time order, and a counting sort by task), then one scan of each task's rows
-carries its state, CPU and switch-out letters forward and cuts its intervals; Python
-says what each event means (its state code, priority, CPU), C runs the loops.
+are rows of one record each, sorted once by (task, time) (a counting sort of each event
+table's rows by task, then each task's merged by time, each table being in time order),
+then one scan of each task's rows carries its state, CPU and switch-out letters forward
+and cuts its intervals, or sums their ns per task, CPU and state as it cuts them
+(:func:`build_sums`: what ``analyze`` reads, without the intervals); Python says what
+each event means (its state code, priority, CPU), C runs the loops.
 """
 
 from __future__ import annotations
@@ -308,7 +310,7 @@ def _scan_input(
     # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
     # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
     # after them for the rows added below, the censored runs' and a start row a task
-    # (memory not written to costs nothing)
+    # (memory not written to costs nothing); the tasks' slots cover the runs' tasks too
     rkey = ev.run_keys(runs)
     room = 6 * len(runs) + 1
     buf, n, tasks, slots = _task_rows(parts, sum(len(p[0]) for p in parts) + room, also=[rkey])
@@ -395,11 +397,11 @@ def _task_rows(
     (task, ts, prio) order, ties in the order of the parts, then of their rows; in an
     array with ``room`` more rows after them; how many; their tasks (keys, ascending);
     and the tasks' slots (``slots``, else those of the parts' tasks and of ``also``'s,
-    the keys of rows to come). One pass in C
-    (_pass_task_states.c) writes each row once, at its place: each part's rows placed
-    by a counting sort by task, then each task's merged by (ts, prio), each part being
-    in that order already (the event tables are in time order; a part that is not is
-    put in order first); the counts say which tasks have rows."""
+    the keys of rows to come). One pass in C (_pass_task_states.c) writes each row at
+    its place: each part's rows placed by a counting sort by task, then each task's
+    merged by (ts, prio), each part being in that order already (the event tables are
+    in time order; a part that is not is put in order first); the counts say which
+    tasks have rows."""
     cols: list[tuple[Any, ...]] = [
         (np.ascontiguousarray(p[0], dtype=np.int64), *map(_column, p[1:])) for p in parts
     ]
