@@ -53,6 +53,7 @@ def task_sort_parts(
     lo: int,
     span: int,
     out: np.ndarray,
+    counts: np.ndarray | None = None,
     /,
 ) -> int: ...
 def keyed_last_below(
@@ -63,6 +64,7 @@ def seconds_texts(ns: np.ndarray, glue: tuple[bytes, ...], /) -> bytes: ...
 def task_states_in_flight(rows: np.ndarray, at: np.ndarray, wake: np.ndarray, /) -> int: ...
 def task_states_scan(
     rows: np.ndarray,
+    gkey: np.ndarray,
     gflags: np.ndarray,
     gend: np.ndarray,
     unseen_given: bool,
@@ -76,9 +78,22 @@ def task_states_scan(
     pid_mask: int = 0,
     /,
 ) -> int: ...
+def task_states_sums(
+    rows: np.ndarray,
+    gkey: np.ndarray,
+    gflags: np.ndarray,
+    gend: np.ndarray,
+    unseen_given: bool,
+    cpu_hi: int,
+    out_key: np.ndarray,
+    out_cpu: np.ndarray,
+    out_ns: np.ndarray,
+    /,
+) -> int: ...
 def dense_codes(
     key: np.ndarray, lo: int, span: int, codes: np.ndarray, levels: np.ndarray, /
 ) -> int: ...
+def key_last_rows(key: np.ndarray, lo: int, span: int, last: np.ndarray, /) -> None: ...
 def state_sums(
     group: np.ndarray, state: np.ndarray, start: np.ndarray, end: np.ndarray, out: np.ndarray, /
 ) -> None: ...

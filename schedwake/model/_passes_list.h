@@ -37,12 +37,13 @@ PASS(group_sums,
      "when there are more than most distinct keys")
 /* _pass_task_states.c */
 PASS(task_sort_parts,
-     "task_sort_parts(parts, slots, lo, span, out) -> m: out[:m] = the rows (a uint8 "
+     "task_sort_parts(parts, slots, lo, span, out[, counts]) -> m: out[:m] = the rows (a uint8 "
      "view of a task_states._ROW array) of the parts but those of key 0, in (slot, ts, "
      "prio) order, ties in part order; a part: (ts, key, cpu, code, prio, letters, mark), "
      "arrays of 1-, 4- or 8-byte ints (ts 8, key 4 or 8) or one int for all, each in "
      "(ts, prio) order; slots: None (a row's slot: its key - lo) or an int64 array a "
-     "part; slots in [0, span); -1 - j: part j not in order (nothing written)")
+     "part; slots in [0, span); -1 - j: part j not in order (nothing written); counts "
+     "(int64s, one a slot): each slot's rows")
 PASS(keyed_last_below,
      "keyed_last_below(rows, qkey, qts, out): out[j] = the last of the rows (in (key, "
      "ts) order) with key qkey[j] and ts below qts[j], else -1")
@@ -54,10 +55,17 @@ PASS(task_states_in_flight,
      "since its switch-in (at[:m]) and that wake-up's row (wake[:m]); rows: a uint8 view "
      "of a task_states._ROW array in (key, ts, prio) order")
 PASS(task_states_scan,
-     "task_states_scan(rows, gflags, gend, unseen_given, out_key, out_cpu, out_start, "
-     "out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task states' "
-     "intervals of rows (a uint8 view of a task_states._ROW array) in (key, ts, prio) "
-     "order; out_pid: each interval's key & pid_mask as int32")
+     "task_states_scan(rows, gkey, gflags, gend, unseen_given, out_key, out_cpu, "
+     "out_start, out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task "
+     "states' intervals of rows (a uint8 view of a task_states._ROW array) in (task, ts, "
+     "prio) order, each task's key gkey[g]; out_pid: each interval's key & pid_mask as "
+     "int32")
+PASS(task_states_sums,
+     "task_states_sums(rows, gkey, gflags, gend, unseen_given, cpu_hi, out_key, out_cpu, "
+     "out_ns) "
+     "-> m: the ns of task_states_scan's intervals summed per (task, CPU) and state, "
+     "without making them: groups in (key, CPU) order, out_ns 6 a group (the states' "
+     "order); every CPU in [-1, cpu_hi]")
 PASS(dense_codes,
      "dense_codes(key, lo, span, codes, levels) -> m: codes[:] = each key's rank among "
      "the distinct keys (ints in [lo, lo + span)), levels[:m] = those keys ascending")
@@ -65,6 +73,9 @@ PASS(seconds_texts,
      "seconds_texts(ns, glue) -> bytes: the rows of ns (int64s in [0, 10**15), "
      "len(glue) + 1 a row) as the texts of their seconds (as repr() writes ns / 1e9) "
      "with glue[j] (bytes) between values j and j + 1, a NUL after each row but the last")
+PASS(key_last_rows,
+     "key_last_rows(key, lo, span, last): last[k - lo] = the last row of each key k "
+     "(4- or 8-byte ints in [lo, lo + span)), -1 where no row has it")
 PASS(state_sums,
      "state_sums(group, state, start, end, out): out[g * 6 + s] = the sum of "
      "max(end - start, 0) of the rows of group g in state s")
