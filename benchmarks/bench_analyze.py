@@ -35,11 +35,12 @@ WARM = r"""
 import json, resource, sys, time
 import schedwake
 from schedwake.analysis import analyze
-from schedwake.cli.common import no_huge_pages
+from schedwake.cli.common import keep_freed_memory, no_huge_pages
 from schedwake.model import MODEL_EVENTS
 from schedwake.report.analyze import to_json
 
 no_huge_pages()  # (as the command does)
+keep_freed_memory()
 cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
 c0, t0 = cpu(), time.perf_counter()
 trace = schedwake.load(sys.argv[1], events=list(MODEL_EVENTS))

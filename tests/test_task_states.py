@@ -389,6 +389,60 @@ def test_state_sums_per_task_and_per_cpu_are_those_of_the_intervals(dat):
     pd.testing.assert_frame_equal(sums.per_cpu, T.totals_ns(iv, ("cpu",)), check_exact=True)
 
 
+def test_state_sums_without_the_intervals_are_those_of_the_intervals(dat):
+    """``Model.task_state_sums`` (the scan's own sums, no intervals made) and its
+    :meth:`T.StateSums.of_pids`: the frames ``StateSums.of`` gives of the intervals, of
+    every task and of some of them; on a fresh model of the trace, and on one whose
+    intervals are made already (then summed from them)."""
+    fresh = schedwake.load(DAT).model
+    got = fresh.task_state_sums
+    assert "task_states" not in fresh.__dict__  # (not made)
+    iv = dat.model.task_states
+    pids = sorted(set(iv["pid"].tolist()))
+    for sums in (got, dat.model.task_state_sums):
+        for some in (None, pids[::3], [pids[0]], [-5]):
+            want = T.StateSums.of(iv if some is None else iv[iv["pid"].isin(some)])
+            have = sums.of_pids(some)
+            for a, b in ((have.per_task, want.per_task), (have.per_cpu, want.per_cpu),
+                         (have.per_cpu_task, want.per_cpu_task)):  # fmt: skip
+                if b is None:
+                    assert a is None
+                else:
+                    pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_fired_between_is_the_last_own_event_after_the_window_start(dat):
+    """:func:`T._fired_between` (each event table's rows in the windows by binary
+    search): whether the task's last event of its own at or before the window's end (an
+    as-of search among every event of every task) comes after the window's start."""
+    from schedwake.model._util import asof_index, i64
+
+    ev = dat.model.events
+    tables = [f for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.exec_,
+                          ev.wq_start, ev.wq_end) if f is not None and len(f)]  # fmt: skip
+    own_ts = np.concatenate([i64(f, "ts") for f in tables])
+    own_key = ev.key(np.concatenate([i64(f, "common_pid") for f in tables]), own_ts)
+    rng = np.random.default_rng(3)
+    pick = rng.integers(0, len(own_ts), 4000)
+    key = np.concatenate([own_key[pick], rng.choice(own_key, 1000)])
+    hi = np.concatenate([own_ts[pick] + rng.integers(-1, 2, 4000), rng.choice(own_ts, 1000)])
+    lo = hi - rng.integers(0, 200_000, len(hi))
+    last = asof_index(hi, key, own_ts, own_key, "backward", True)
+    want = np.where(last >= 0, own_ts[last], -1) > lo
+    got = T._fired_between(ev, key, lo, hi)
+    assert 0 < want.sum() < len(want)
+    assert got.tolist() == want.tolist()
+
+
+def test_classes_are_task_class_of_each_task():
+    """:func:`T._classes` (a class per distinct name, then looked up): what
+    :func:`T.task_class` gives each (name, pid), the idle task's pid 0 included."""
+    comms = ["kworker/0:1", "bash", "swapper/0", "kworker/u8:2", "bash", "ksoftirqd/1", ""]
+    pids = [5, 6, 0, 7, 0, 9, 3]
+    assert T._classes(comms, pids) == list(map(T.task_class, comms, pids))
+    assert T._classes(comms, pids)[:3] == ["kworker", "user", None]
+
+
 def test_most_running_first_is_the_stable_descending_sort():
     rng = np.random.default_rng(4)
     for n in (0, 1, 7, 300):

@@ -16,7 +16,8 @@ I64 = np.int64
 
 
 def rows_of(*cols: list) -> np.ndarray:
-    """Rows (:data:`T._ROW`) from columns ts, key, cpu, code, prio, letters, mark."""
+    """Rows (:data:`T._ROW`) from columns ts, key (the task's slot), cpu, code, prio,
+    letters, mark."""
     ts, key, cpu, code, prio, letters, mark = (np.asarray(c) for c in cols)
     r = np.zeros(len(ts), dtype=T._ROW)
     for name, v in zip(("ts", "key", "cpu", "code", "prio", "letters", "mark"),
@@ -42,11 +43,17 @@ def parts_of(rng, sizes, kinds=(np.int64, np.int32, np.int8)):
     return parts
 
 
-def rows_of_parts(parts):
-    """The rows of the parts one after another (key 0's left out), in the plain way."""
-    rows = [rows_of(*(np.broadcast_to(c, (len(p[0]),)) for c in p)) for p in parts]
-    r = np.concatenate(rows) if rows else np.zeros(0, T._ROW)
-    return r[r["key"] != 0]
+def rows_of_parts(parts, lo=-3):
+    """The rows of the parts one after another (key 0's left out), in the plain way;
+    each row's task its slot, its key - ``lo``."""
+    rows, kept = [], []
+    for p in parts:
+        key = np.broadcast_to(p[1], (len(p[0]),))
+        rows.append(rows_of(p[0], key - lo, *(np.broadcast_to(c, (len(p[0]),)) for c in p[2:])))
+        kept.append(key != 0)
+    if not rows:
+        return np.zeros(0, T._ROW)
+    return np.concatenate(rows)[np.concatenate(kept)]
 
 
 def sort_parts(parts, slots=None, lo=-3, span=7, room=0):
@@ -72,10 +79,34 @@ def test_task_sort_parts_is_the_stable_order_by_task_time_priority():
         assert out[:m].tolist() == want
     # what build gives: the rows of its parts, in order
     parts = parts_of(rng, [40, 0, 25])
-    buf, m = T._task_rows(parts, 5)
-    rows = rows_of_parts(parts)
-    assert len(buf) == 70 and buf[:m].tolist() == rows[
-        np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()  # fmt: skip
+    buf, m, tasks, slots = T._task_rows(parts, 5)
+    lo = min(int(np.min(p[1])) for p in parts if len(p[0]))
+    rows = rows_of_parts(parts, lo)
+    rows = rows[np.lexsort((rows["prio"], rows["ts"], rows["key"]))]
+    assert len(buf) == 70 and buf[:m].tolist() == rows.tolist()
+    assert tasks.tolist() == (np.unique(rows["key"]) + lo).tolist()
+    assert slots.keys(buf[:m]["key"]).tolist() == (rows["key"] + lo).tolist()
+    # the rows of each slot counted, when asked
+    counts = np.full(7, -1, I64)
+    _passes.task_sort_parts(parts, None, -3, 7, np.zeros(70, T._ROW).view(np.uint8), counts)
+    assert counts.tolist() == np.bincount(rows["key"] + lo + 3, minlength=7).tolist()
+    with pytest.raises(ValueError, match="counts one a slot"):
+        _passes.task_sort_parts(parts, None, -3, 7, buf.view(np.uint8), counts[:6])
+    with pytest.raises(TypeError):
+        _passes.task_sort_parts(parts, None, -3, 7, buf.view(np.uint8), counts.astype(np.int32))
+    # by ranks (keys far apart): the tasks the same, each row's slot its task's rank
+    wide = [(p[0], np.where(p[1] > 0, p[1].astype(I64) << 40, p[1]), *p[2:]) for p in parts]
+    key, ts, prio = (np.concatenate([np.broadcast_to(p[i], (len(p[0]),)) for p in wide])
+                     for i in (1, 0, 4))  # fmt: skip
+    o = np.lexsort((prio, ts, key))
+    want_keys = key[o][key[o] != 0]
+    buf, m, tasks, slots = T._task_rows(wide)
+    assert tasks.tolist() == np.unique(want_keys).tolist() and slots.levels is not None
+    assert slots.keys(buf[:m]["key"]).tolist() == want_keys.tolist()
+    # the rows of other parts placed by the same slots (build's rows added later)
+    more = [(np.arange(3, dtype=I64), tasks[[2, 0, 2]], -1, 5, 0, -1, 0)]
+    theirs, k, _, same = T._task_rows(more, slots=slots)
+    assert same is slots and slots.keys(theirs[:k]["key"]).tolist() == tasks[[0, 2, 2]].tolist()
 
 
 def test_task_sort_parts_says_which_part_is_out_of_order():
@@ -95,8 +126,8 @@ def test_task_sort_parts_says_which_part_is_out_of_order():
     # build's helper puts such a part in order first
     keys[0] = 2
     parts[1] = (ts, keys, *parts[1][2:])
-    buf, m = T._task_rows(parts)
-    rows = rows_of_parts(parts)
+    buf, m, _, _ = T._task_rows(parts)
+    rows = rows_of_parts(parts, min(int(np.min(p[1])) for p in parts))
     assert buf[:m].tolist() == rows[np.lexsort((rows["prio"], rows["ts"], rows["key"]))].tolist()
 
 
@@ -209,12 +240,18 @@ HAND = rows_of(
 )
 
 
+def gkeys(rows, gflags):
+    """Each task's key, as many as ``gflags``: its slot (the rows' tasks in order)."""
+    return np.resize(np.unique(rows["key"]).astype(I64), len(gflags))
+
+
 def scan(rows, gflags, gend, unseen=False):
     n = len(rows)
     out = (np.empty(n, I64), np.empty(n, np.int32), np.empty(n, I64), np.empty(n, I64),
            np.empty(n, np.int8), np.empty(n, np.int32))  # fmt: skip
-    k = _passes.task_states_scan(rows.view(np.uint8), np.asarray(gflags, np.int8),
-                                 np.asarray(gend, I64), unseen, *out)  # fmt: skip
+    k = _passes.task_states_scan(rows.view(np.uint8), gkeys(rows, gflags),
+                                 np.asarray(gflags, np.int8), np.asarray(gend, I64), unseen,
+                                 *out)  # fmt: skip
     return list(zip(*(a[:k].tolist() for a in out)))
 
 
@@ -270,16 +307,113 @@ def test_task_states_scan_refuses_codes_and_flags_out_of_range():
         scan(HAND, [0, 0], [50])
     n = len(HAND)
     with pytest.raises(ValueError, match="one slot a row"):
-        _passes.task_states_scan(HAND.view(np.uint8), np.zeros(2, np.int8), np.zeros(2, I64),
+        _passes.task_states_scan(HAND.view(np.uint8), np.array([7, 9]), np.zeros(2, np.int8),
+                                 np.zeros(2, I64),
                                  False, np.empty(n - 1, I64), np.empty(n, np.int32),
                                  np.empty(n, I64), np.empty(n, I64), np.empty(n, np.int8),
                                  np.empty(n, np.int32))  # fmt: skip
     with pytest.raises(TypeError):
-        _passes.task_states_scan(HAND.view(np.uint8), np.zeros(2, np.int8), np.zeros(2, I64),
+        _passes.task_states_scan(HAND.view(np.uint8), np.array([7, 9]), np.zeros(2, np.int8),
+                                 np.zeros(2, I64),
                                  False, np.empty(n, I64), np.empty(n, I64),
                                  np.empty(n, I64), np.empty(n, I64), np.empty(n, np.int8),
                                  np.empty(n, np.int32))  # fmt: skip
     assert scan(HAND[:0], [], []) == []
+
+
+def sums(rows, gflags, gend, unseen=False, cpu_hi=2, cap=None):
+    n = len(rows) if cap is None else cap
+    key, cpu, ns = np.empty(n, I64), np.empty(n, np.int32), np.empty(6 * n, I64)
+    m = _passes.task_states_sums(rows.view(np.uint8), gkeys(rows, gflags),
+                                 np.asarray(gflags, np.int8), np.asarray(gend, I64), unseen,
+                                 cpu_hi, key, cpu, ns)  # fmt: skip
+    return list(zip(key[:m].tolist(), cpu[:m].tolist(), ns[: 6 * m].reshape(m, 6).tolist()))
+
+
+def sums_of_intervals(intervals):
+    """Per (task, CPU), in that order, the ns of the intervals in each state."""
+    out: dict = {}
+    for key, cpu, start, end, state, _ in intervals:
+        out.setdefault((key, cpu), [0] * 6)[state] += end - start
+    return [(k, c, v) for (k, c), v in sorted(out.items())]
+
+
+def test_task_states_sums_are_those_of_the_scans_intervals():
+    """``task_states_sums``: the ns of ``task_states_scan``'s intervals per (task, CPU)
+    and state, in (task, CPU) order, for rows by hand (a task's CPUs met out of order,
+    marks, a missing death, a task born in the trace, the waits unknown)."""
+    marked = HAND.copy()
+    marked["mark"][1], marked["mark"][2] = 1, -1
+    moved = HAND.copy()
+    moved["cpu"][:4] = [2, 0, -1, 1]  # (task 7: CPUs 2, 0, 1: out of order)
+    for rows, flags, gend, unseen in (
+        (HAND, [0, 0], [50, 50], False),
+        (HAND, [0, 0], [50, 50], True),
+        (marked, [0, 0], [50, 50], False),
+        (moved, [T._G_GONE, T._G_BORN], [45, 60], False),
+    ):
+        want = sums_of_intervals(scan(rows, flags, gend, unseen))
+        assert sums(rows, flags, gend, unseen) == want
+    assert sums(moved, [0, 0], [50, 50])[:3] == [
+        (7, 0, [0, 0, 10, 10, 0, 0]), (7, 1, [10, 0, 0, 0, 0, 0]), (7, 2, [10, 0, 0, 0, 0, 0])
+    ]  # fmt: skip
+    assert sums(HAND[:0], [], []) == []
+
+
+def test_task_states_sums_refuses_cpus_rooms_and_flags_out_of_range():
+    with pytest.raises(ValueError, match="CPU out of range"):
+        sums(HAND, [0, 0], [50, 50], cpu_hi=1)  # (a row on CPU 2)
+    wide = HAND.copy()
+    wide["cpu"][3] = (1 << 31) - 1
+    with pytest.raises(ValueError, match="CPU out of range"):
+        sums(wide, [0, 0], [50, 50])
+    for hi in (-2, 1 << 30):
+        with pytest.raises(ValueError, match="cpu_hi"):
+            sums(HAND, [0, 0], [50, 50], cpu_hi=hi)
+    with pytest.raises(ValueError, match="room"):
+        sums(HAND, [0, 0], [50, 50], cap=3)  # (4 groups)
+    assert len(sums(HAND, [0, 0], [50, 50], cap=4)) == 4
+    with pytest.raises(ValueError, match="one entry per task"):
+        sums(HAND, [0], [50])
+    with pytest.raises(ValueError, match="code"):
+        bad = HAND.copy()
+        bad["code"][3] = 9
+        sums(bad, [0, 0], [50, 50])
+    n = len(HAND)
+    with pytest.raises(ValueError, match="6 ns a group"):
+        _passes.task_states_sums(HAND.view(np.uint8), np.array([7, 9]), np.zeros(2, np.int8),
+                                 np.full(2, 50, I64),
+                                 False, 2, np.empty(n, I64), np.empty(n, np.int32),
+                                 np.empty(6 * n - 1, I64))  # fmt: skip
+    with pytest.raises(TypeError):
+        _passes.task_states_sums(HAND.view(np.uint8), np.array([7, 9]), np.zeros(2, np.int8),
+                                 np.full(2, 50, I64),
+                                 False, 2, np.empty(n, I64), np.empty(n, I64),
+                                 np.empty(6 * n, I64))  # fmt: skip
+
+
+def test_key_last_rows_is_each_keys_last_row_and_checks_its_range():
+    rng = np.random.default_rng(12)
+    for kind in (np.int32, I64):
+        key = rng.integers(-50, 51, 2000).astype(kind)
+        last = np.empty(101, I64)
+        _passes.key_last_rows(key, -50, 101, last)
+        want = np.full(101, -1, I64)
+        for i, k in enumerate(key.tolist()):
+            want[k + 50] = i
+        assert last.tolist() == want.tolist()
+        for lo, span in ((-49, 101), (-50, 100)):  # a key below, above
+            with pytest.raises(ValueError, match="outside"):
+                _passes.key_last_rows(key, lo, span, np.empty(span, I64))
+        with pytest.raises(ValueError, match="one a key value"):
+            _passes.key_last_rows(key, -50, 101, last[:100])
+        with pytest.raises(ValueError, match="span"):
+            _passes.key_last_rows(key, -50, 0, last[:0])
+        with pytest.raises(TypeError):
+            _passes.key_last_rows(key, -50, 101, last.astype(np.int32))
+    last = np.full(3, 7, I64)
+    _passes.key_last_rows(np.zeros(0, I64), 0, 3, last)
+    assert last.tolist() == [-1, -1, -1]
 
 
 def test_dense_codes_is_factorize_and_checks_its_range():
@@ -471,11 +605,11 @@ def test_task_states_scan_writes_the_pids_of_the_keys_when_asked():
     :func:`schedwake.model.lives.pid_of` gives it); the intervals the same as
     without; an ``out_pid`` of another length or kind refused."""
     rows = HAND.copy()
-    rows["key"] += np.int64(3) << 32  # (a later life of pids 7 and 9)
     n = len(rows)
     out = (np.empty(n, I64), np.empty(n, np.int32), np.empty(n, I64), np.empty(n, I64),
            np.empty(n, np.int8), np.empty(n, np.int32), np.empty(n, np.int32))  # fmt: skip
-    args = (rows.view(np.uint8), np.zeros(2, np.int8), np.full(2, 50, I64), False)
+    gkey = np.array([7, 9], I64) + (np.int64(3) << 32)  # (a later life of pids 7 and 9)
+    args = (rows.view(np.uint8), gkey, np.zeros(2, np.int8), np.full(2, 50, I64), False)
     k = _passes.task_states_scan(*args, *out, T._PID_MASK)
     assert out[6][:k].tolist() == T.pid_of(out[0][:k]).tolist() == [7] * 4 + [9] * 3
     assert list(zip(*(a[:k].tolist() for a in out[:6]))) == [

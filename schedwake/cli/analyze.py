@@ -120,6 +120,7 @@ def analyze(
 
     th = parse_thresholds(thresholds)
     common.no_huge_pages()  # (the local cluster's workers inherit it)
+    common.keep_freed_memory()
     if partitions is None and (scheduler or workers):
         raise click.UsageError("--scheduler and --workers run --partitions: give it too")
     if partitions is not None:

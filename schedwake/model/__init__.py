@@ -278,8 +278,22 @@ class Model:
             if cpus is not None:  # (time off the slice's CPUs is outside it)
                 iv = iv[np.isin(iv["cpu"].to_numpy(), list(cpus))].reset_index(drop=True)
             return iv
-        unseen = self.unseen_tasks if self.whole_facts is None else self.whole_facts.unseen_tasks
-        return _task_states.build(self.events, self.completeness.runs, unseen)
+        return _task_states.build(self.events, self.completeness.runs, self._unseen_for_states)
+
+    @cached_property
+    def task_state_sums(self) -> _task_states.StateSums:
+        """``StateSums.of(self.task_states)``: every task's ns in each state per task, CPU
+        and both; summed by the scan that cuts the intervals, without making them, while
+        nothing has asked for them (``analyze`` reads only their sums)."""
+        if self.whole is not None or "task_states" in self.__dict__:
+            return _task_states.StateSums.of(self.task_states)
+        return _task_states.build_sums(self.events, self.completeness.runs, self._unseen_for_states)
+
+    @property
+    def _unseen_for_states(self) -> np.ndarray | None:
+        """The tasks the trace shows running unseen, as the task states read them: the
+        whole trace's in a time part of it."""
+        return self.unseen_tasks if self.whole_facts is None else self.whole_facts.unseen_tasks
 
     @property
     def wakeup_migrations(self) -> np.ndarray:

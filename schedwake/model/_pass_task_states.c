@@ -19,15 +19,17 @@ enum { PRIO_OUT = 1 };
 /* per-task flags of task_states_scan */
 enum { G_BORN = 1, G_UNSEEN = 2, G_GONE = 4 };
 
-/* One row of a task's events, as task_states.py's _ROW dtype lays it out (32 bytes):
+/* One row of a task's events, as task_states.py's _ROW dtype lays it out (24 bytes):
  * rows move as one record (one memory access each when gathered or merged), not as a
- * column each. */
+ * column each; the task is its slot in the counting sort (its rank, or its key - lo:
+ * 32 bits, where a life key takes 64), the CPU 32 bits (as the tables' columns). */
 typedef struct {
-    int64_t ts, key, cpu;
+    int64_t ts;
+    int32_t key, cpu;
     int32_t letters;
     int8_t code, prio, mark, pad;
 } Row;
-_Static_assert(sizeof(Row) == 32, "Row must be 32 bytes");
+_Static_assert(sizeof(Row) == 24, "Row must be 24 bytes");
 
 /* Take ``obj`` (bytes: a uint8 view of an array of Row) as n rows; -1: not one. */
 static int rows_get(PyObject *obj, Arr *a, int writable, const char *what, Py_ssize_t *n)
@@ -176,40 +178,6 @@ static inline Py_ssize_t next_kept(const Part *p, Py_ssize_t i)
     return i;
 }
 
-/* a part's next row in the merge: its (ts, prio, part number), compared in that order */
-typedef struct {
-    int64_t ts;
-    uint64_t tie; /* (prio + 128) << 32 | part number */
-} Head;
-
-static inline int head_less(const Head *a, const Head *b)
-{
-    return a->ts < b->ts || (a->ts == b->ts && a->tie < b->tie);
-}
-
-static inline Head head_of(const Part *p, Py_ssize_t i, int64_t j)
-{
-    Head h = {p->ts[i], ((uint64_t)(col_at(&p->c[F_PRIO], i) + 128) << 32) | (uint64_t)j};
-    return h;
-}
-
-static void heads_sift_down(Head *heap, int64_t size, int64_t at)
-{
-    for (;;) {
-        int64_t l = 2 * at + 1, m = at;
-        if (l < size && head_less(&heap[l], &heap[m]))
-            m = l;
-        if (l + 1 < size && head_less(&heap[l + 1], &heap[m]))
-            m = l + 1;
-        if (m == at)
-            return;
-        Head t = heap[at];
-        heap[at] = heap[m];
-        heap[m] = t;
-        at = m;
-    }
-}
-
 /* A row's slot: its slot when given, else its key - lo (unsigned: a key below lo
  * wraps above span, and nothing overflows). */
 static inline uint64_t part_slot(const Part *p, Py_ssize_t i, int64_t lo)
@@ -217,20 +185,73 @@ static inline uint64_t part_slot(const Part *p, Py_ssize_t i, int64_t lo)
     return p->slot ? (uint64_t)p->slot[i] : (uint64_t)col_at(&p->c[F_KEY], i) - (uint64_t)lo;
 }
 
+/* Row i of part p, of slot q, as a Row. */
+static inline void row_of(const Part *p, Py_ssize_t i, uint64_t q, Row *r)
+{
+    r->ts = p->ts[i];
+    r->key = (int32_t)q;
+    r->cpu = (int32_t)col_at(&p->c[F_CPU], i);
+    r->letters = (int32_t)col_at(&p->c[F_LETTERS], i);
+    r->code = (int8_t)col_at(&p->c[F_CODE], i);
+    r->prio = (int8_t)col_at(&p->c[F_PRIO], i);
+    r->mark = (int8_t)col_at(&p->c[F_MARK], i);
+    r->pad = 0;
+}
+
+/* The rows of one slot, runs one after another (run r: from head[r] to end[r], each in
+ * (ts, prio) order), merged by (ts, prio), ties in run order, into tmp: a linear
+ * minimum over the runs' heads (few: one a part), each head's (ts, prio) kept at hand,
+ * a run taken out of the heads (in order) when it ends.  Returns the rows merged. */
+static Py_ssize_t merge_runs(const Row *rows, int64_t *head, int64_t *end, int64_t *hts,
+                             int *hprio, int64_t nr, Row *tmp)
+{
+    Py_ssize_t w = 0;
+    for (int64_t r = 0; r < nr; r++) {
+        hts[r] = rows[head[r]].ts;
+        hprio[r] = rows[head[r]].prio;
+    }
+    while (nr > 0) {
+        int64_t best = 0;
+        for (int64_t r = 1; r < nr; r++)
+            if (hts[r] < hts[best] || (hts[r] == hts[best] && hprio[r] < hprio[best]))
+                best = r;
+        tmp[w++] = rows[head[best]++];
+        if (head[best] < end[best]) {
+            hts[best] = rows[head[best]].ts;
+            hprio[best] = rows[head[best]].prio;
+            continue;
+        }
+        for (int64_t r = best; r + 1 < nr; r++) { /* (the runs after it move up) */
+            head[r] = head[r + 1];
+            end[r] = end[r + 1];
+            hts[r] = hts[r + 1];
+            hprio[r] = hprio[r + 1];
+        }
+        nr--;
+    }
+    return w;
+}
+
 /* The rows of the k parts (each in (ts, prio) order) but those of key 0 into out in
  * (slot, ts, prio) order, ties in part order, then row order: each row's slot counted
- * (every one checked to lie in [0, span), every part to be in order, before anything
- * is written), then the parts merged by (ts, prio) by a heap and each row placed at its
- * slot's next position (a stable counting sort of the rows in time order).  The number
- * of rows written; -1: no memory; -2: a slot out of range; -3 - j: part j out of
- * order. */
-static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span, Row *out)
+ * per part (every one checked to lie in [0, span), every part to be in order, before
+ * anything is written), each part's rows placed at their slot's next position for that
+ * part (a counting sort by (slot, part), one part after another: each read in order),
+ * then each slot's runs (one a part) merged by (ts, prio) through a buffer as large as
+ * the largest slot; each slot's count into counts (NULL: not asked for).  The number of
+ * rows written; -1: no memory; -2: a slot out of range; -3 - j: part j out of order. */
+static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span, Row *out,
+                             int64_t *counts)
 {
-    int64_t *first = calloc((size_t)span + 1, sizeof(int64_t));
-    Py_ssize_t *head = malloc(sizeof(Py_ssize_t) * (size_t)(k + 1));
-    Head *heap = malloc(sizeof(Head) * (size_t)(k + 1));
+    /* at[q * k + j]: the rows of slot q in part j, then where the next goes */
+    int64_t *at = calloc((size_t)span * (size_t)(k > 0 ? k : 1), sizeof(int64_t));
+    int64_t *head = malloc(sizeof(int64_t) * (size_t)(k + 1));
+    int64_t *end = malloc(sizeof(int64_t) * (size_t)(k + 1));
+    int64_t *hts = malloc(sizeof(int64_t) * (size_t)(k + 1));
+    int *hprio = malloc(sizeof(int) * (size_t)(k + 1));
+    Row *tmp = NULL;
     Py_ssize_t m = 0;
-    if (!first || !head || !heap) {
+    if (!at || !head || !end || !hts || !hprio) {
         m = -1;
         goto done;
     }
@@ -247,57 +268,71 @@ static Py_ssize_t sort_parts(const Part *p, int64_t k, int64_t lo, int64_t span,
                 m = -2;
                 goto done;
             }
-            first[q + 1]++;
+            at[q * (uint64_t)k + (uint64_t)j]++;
         }
     }
-    for (int64_t q = 0; q < span; q++)
-        first[q + 1] += first[q];
-    int64_t size = 0;
+    int64_t run = 0, largest = 0;
+    for (int64_t q = 0; q < span; q++) {
+        int64_t first = run;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t c = at[q * k + j];
+            at[q * k + j] = run;
+            run += c;
+        }
+        if (counts)
+            counts[q] = run - first;
+        if (run - first > largest)
+            largest = run - first;
+    }
     for (int64_t j = 0; j < k; j++) {
-        head[j] = next_kept(&p[j], 0);
-        if (head[j] < p[j].n)
-            heap[size++] = head_of(&p[j], head[j], j);
-    }
-    for (int64_t at = size / 2 - 1; at >= 0; at--)
-        heads_sift_down(heap, size, at);
-    while (size > 0) {
-        int64_t j = (int64_t)(heap[0].tie & 0xffffffffu);
-        const Part *pj = &p[j];
-        Py_ssize_t i = head[j];
-        uint64_t q = part_slot(pj, i, lo);
-        if (q >= (uint64_t)span) { /* (read again: checked again) */
-            m = -2;
-            goto done;
+        for (Py_ssize_t i = next_kept(&p[j], 0); i < p[j].n; i = next_kept(&p[j], i + 1)) {
+            uint64_t q = part_slot(&p[j], i, lo);
+            if (q >= (uint64_t)span) { /* (read again: checked again) */
+                m = -2;
+                goto done;
+            }
+            row_of(&p[j], i, q, &out[at[q * (uint64_t)k + (uint64_t)j]++]);
+            m++;
         }
-        Row *r = &out[first[q]++];
-        r->ts = pj->ts[i];
-        r->key = col_at(&pj->c[F_KEY], i);
-        r->cpu = col_at(&pj->c[F_CPU], i);
-        r->letters = (int32_t)col_at(&pj->c[F_LETTERS], i);
-        r->code = (int8_t)col_at(&pj->c[F_CODE], i);
-        r->prio = (int8_t)col_at(&pj->c[F_PRIO], i);
-        r->mark = (int8_t)col_at(&pj->c[F_MARK], i);
-        r->pad = 0;
-        m++;
-        head[j] = next_kept(pj, i + 1);
-        if (head[j] == pj->n)
-            heap[0] = heap[--size];
-        else
-            heap[0] = head_of(pj, head[j], j);
-        heads_sift_down(heap, size, 0);
+    }
+    /* at[q * k + j] is now where slot q's run of part j ends */
+    tmp = malloc(sizeof(Row) * (size_t)(largest > 0 ? largest : 1));
+    if (!tmp) {
+        m = -1;
+        goto done;
+    }
+    int64_t start = 0;
+    for (int64_t q = 0; q < span; q++) {
+        int64_t nr = 0, b = start;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t e = at[q * k + j];
+            if (e > b) {
+                head[nr] = b;
+                end[nr++] = e;
+            }
+            b = e;
+        }
+        if (nr > 1) {
+            Py_ssize_t w = merge_runs(out, head, end, hts, hprio, nr, tmp);
+            memcpy(&out[start], tmp, sizeof(Row) * (size_t)w);
+        }
+        start = b;
     }
 done:
-    free(first);
+    free(at);
     free(head);
-    free(heap);
+    free(end);
+    free(hts);
+    free(hprio);
+    free(tmp);
     return m;
 }
 
 PyObject *pass_task_sort_parts(PyObject *self, PyObject *args)
 {
-    PyObject *o_parts, *o_slots, *o_out;
+    PyObject *o_parts, *o_slots, *o_out, *o_counts = Py_None;
     long long lo, span;
-    if (!PyArg_ParseTuple(args, "OOLLO", &o_parts, &o_slots, &lo, &span, &o_out))
+    if (!PyArg_ParseTuple(args, "OOLLO|O", &o_parts, &o_slots, &lo, &span, &o_out, &o_counts))
         return NULL;
     /* the count table is span + 1 entries: the caller keeps span near the rows */
     if (!range_ok("task_sort_parts", lo, span))
@@ -313,12 +348,25 @@ PyObject *pass_task_sort_parts(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "task_sort_parts: too many parts");
         return NULL;
     }
-    Arr out;
+    Arr out, counts = {.held = 0};
     if (rows_get(o_out, &out, 1, "task_sort_parts out", &cap) < 0)
         return NULL;
+    if (o_counts != Py_None) {
+        if (arr_get(o_counts, &counts, 8, 1, "task_sort_parts counts") < 0) {
+            arr_release(&out);
+            return NULL;
+        }
+        if (arr_len(&counts) != span) {
+            arr_release(&out);
+            arr_release(&counts);
+            PyErr_SetString(PyExc_ValueError, "task_sort_parts: counts one a slot");
+            return NULL;
+        }
+    }
     Part *p = calloc((size_t)(k > 0 ? k : 1), sizeof(Part));
     if (!p) {
         arr_release(&out);
+        arr_release(&counts);
         return PyErr_NoMemory();
     }
     Py_ssize_t m = 0;
@@ -337,13 +385,14 @@ PyObject *pass_task_sort_parts(PyObject *self, PyObject *args)
     }
     if (!failed) {
         Py_BEGIN_ALLOW_THREADS
-        m = sort_parts(p, k, lo, span, out.view.buf);
+        m = sort_parts(p, k, lo, span, out.view.buf, counts.held ? counts.view.buf : NULL);
         Py_END_ALLOW_THREADS
     }
     for (Py_ssize_t j = 0; j < got; j++)
         part_release(&p[j]);
     free(p);
     arr_release(&out);
+    arr_release(&counts);
     if (failed)
         return NULL;
     if (m == -1)
@@ -501,27 +550,102 @@ PyObject *pass_task_states_in_flight(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(m);
 }
 
-/* ---- task_states_scan ------------------------------------------------------- */
+/* ---- task_states_scan, task_states_sums ------------------------------------- */
+
+/* One interval of a task in the making: what it is, from when. */
+typedef struct {
+    int64_t key, start;
+    int64_t cpu, since;
+    int state;
+} Interval;
 
 typedef struct {
     const Row *row;
-    const int64_t *gend;
+    const int64_t *gkey, *gend; /* each task's key (a life key) and end */
     const int8_t *gflags;
     Py_ssize_t n, ngroups;
     int unseen_given;
+    /* the intervals (task_states_scan), else NULL */
     int64_t *o_key, *o_start, *o_end;
     int32_t *o_cpu, *o_since;
     int32_t *o_pid; /* NULL: not written; else each row's key & pid_mask */
     int64_t pid_mask;
     int8_t *o_state;
+    /* else their ns per (task, CPU) and state (task_states_sums): the CPUs in
+     * [-1, cpu_hi]; each group's key, CPU and ns (NSTATES a group), cap groups at most */
+    int64_t cpu_hi, *g_key, *g_ns;
+    int32_t *g_cpu;
+    Py_ssize_t cap;
+    /* (task_states_sums) the current task's ns per CPU + 1 and state, the CPUs it
+     * has intervals on (+ 1), as a list and flags */
+    int64_t *acc, *touched;
+    uint8_t *on;
+    Py_ssize_t ntouched;
 } Scan;
 
-/* -1: no memory; -2: a code out of range; -3: more tasks than flags; -4: fewer */
-static Py_ssize_t scan(const Scan *s)
+/* The interval iv ends at end (after its start): written as the m-th (the intervals),
+ * or its ns added to its task's on its CPU (the sums).  -2: a CPU out of range. */
+static inline int emit(Scan *s, const Interval *iv, int64_t end, Py_ssize_t m)
+{
+    if (!s->acc) {
+        s->o_key[m] = iv->key;
+        if (s->o_pid)
+            s->o_pid[m] = (int32_t)(iv->key & s->pid_mask);
+        s->o_cpu[m] = (int32_t)iv->cpu;
+        s->o_start[m] = iv->start;
+        s->o_end[m] = end;
+        s->o_state[m] = (int8_t)iv->state;
+        s->o_since[m] = (int32_t)iv->since;
+        return 0;
+    }
+    /* (grouped by the CPU as the intervals' int32 column gives it) */
+    uint64_t c = (uint64_t)(int64_t)(int32_t)iv->cpu + 1;
+    if (c > (uint64_t)s->cpu_hi + 1 || iv->state < 0 || iv->state >= NSTATES)
+        return -2;
+    int64_t *a = &s->acc[c * NSTATES];
+    if (!s->on[c]) { /* (a CPU of the task's, once) */
+        s->on[c] = 1;
+        s->touched[s->ntouched++] = (int64_t)c;
+    }
+    /* (unsigned: wraps as NumPy's int64 arithmetic does, never undefined) */
+    a[iv->state] = (int64_t)((uint64_t)a[iv->state] + ((uint64_t)end - (uint64_t)iv->start));
+    return 0;
+}
+
+/* The sums of the current task (key) out as its groups, its CPUs ascending, and its
+ * table cleared.  -5: more groups than room. */
+static int task_sums_out(Scan *s, int64_t key, Py_ssize_t *groups)
+{
+    int64_t *t = s->touched;
+    for (Py_ssize_t i = 1; i < s->ntouched; i++) /* (few: an insertion sort) */
+        for (Py_ssize_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            int64_t x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    for (Py_ssize_t i = 0; i < s->ntouched; i++) {
+        if (*groups >= s->cap)
+            return -5;
+        int64_t *a = &s->acc[t[i] * NSTATES];
+        s->g_key[*groups] = key;
+        s->g_cpu[*groups] = (int32_t)(t[i] - 1);
+        memcpy(&s->g_ns[*groups * NSTATES], a, sizeof(int64_t) * NSTATES);
+        memset(a, 0, sizeof(int64_t) * NSTATES);
+        s->on[t[i]] = 0;
+        (*groups)++;
+    }
+    s->ntouched = 0;
+    return 0;
+}
+
+/* The intervals (or their sums, s->acc given) of the rows: their number (the groups'
+ * with sums); -1: no memory; -2: a code (or a CPU) out of range; -3: more tasks than
+ * flags; -4: fewer; -5: more groups than room */
+static Py_ssize_t scan(Scan *s)
 {
     int8_t *ncode = NULL;
     int64_t *bump = NULL;
-    Py_ssize_t cap = 0, m = 0, g = 0;
+    Py_ssize_t cap = 0, m = 0, g = 0, groups = 0;
     int64_t run = 0; /* the running sum of the marks, over all rows */
     Py_ssize_t a = 0;
     Py_ssize_t rc = 0;
@@ -574,9 +698,9 @@ static Py_ssize_t scan(const Scan *s)
             }
         }
         int flags = s->gflags[g];
-        int state = -1, pst = -1;
-        int64_t where = -1, carry = -1, pwhere = -1, psince = -1;
-        int64_t p_start = 0;
+        int state = -1;
+        int64_t where = -1, carry = -1;
+        Interval iv = {0, 0, -1, -1, -1};
         int have = 0;
         for (Py_ssize_t i = a; i < b; i++) {
             int c = ncode[i - a];
@@ -599,38 +723,39 @@ static Py_ssize_t scan(const Scan *s)
             int64_t since = carry - 1 > -1 ? carry - 1 : -1;
             if (st == RUN)
                 since = -1;
-            if (i > a && st == pst && where == pwhere && since == psince)
+            if (i > a && st == iv.state && where == iv.cpu && since == iv.since)
                 continue; /* nothing changes: the interval goes on */
-            if (have && pst != DEAD && s->row[i].ts > p_start) {
-                s->o_end[m] = s->row[i].ts;
+            /* the interval before ends here (kept when it ends after it starts,
+             * alive) */
+            if (have && iv.state != DEAD && s->row[i].ts > iv.start) {
+                if (emit(s, &iv, s->row[i].ts, m) < 0) {
+                    rc = -2;
+                    goto done;
+                }
                 m++;
             }
-            /* the row in the making (kept when it ends after it starts, alive) */
-            s->o_key[m] = s->row[i].key;
-            if (s->o_pid)
-                s->o_pid[m] = (int32_t)(s->row[i].key & s->pid_mask);
-            s->o_cpu[m] = (int32_t)where;
-            s->o_start[m] = p_start = s->row[i].ts;
-            s->o_state[m] = (int8_t)st;
-            s->o_since[m] = (int32_t)since;
+            Interval next = {s->gkey[g], s->row[i].ts, where, since, st};
+            iv = next;
             have = 1;
-            pst = st;
-            pwhere = where;
-            psince = since;
         }
         /* the task's last interval: to its end; unknown when its death is missing; a
          * wait after a wake-up that no run ends is not proven on a trace lacking events */
         if (have) {
-            int st = pst;
-            if ((flags & G_GONE) && st != DEAD)
-                st = UNK;
-            if (s->unseen_given && st == WOKEN)
-                st = UNK;
-            s->o_state[m] = (int8_t)st;
-            if (st != DEAD && s->gend[g] > p_start) {
-                s->o_end[m] = s->gend[g];
+            if ((flags & G_GONE) && iv.state != DEAD)
+                iv.state = UNK;
+            if (s->unseen_given && iv.state == WOKEN)
+                iv.state = UNK;
+            if (iv.state != DEAD && s->gend[g] > iv.start) {
+                if (emit(s, &iv, s->gend[g], m) < 0) {
+                    rc = -2;
+                    goto done;
+                }
                 m++;
             }
+        }
+        if (s->acc && task_sums_out(s, s->gkey[g], &groups) < 0) {
+            rc = -5;
+            goto done;
         }
         g++;
         a = b;
@@ -640,54 +765,76 @@ static Py_ssize_t scan(const Scan *s)
 done:
     free(ncode);
     free(bump);
-    return rc < 0 ? rc : m;
+    return rc < 0 ? rc : (s->acc ? groups : m);
+}
+
+/* A scan's error as a Python exception (NULL), or its count. */
+static PyObject *scan_result(Py_ssize_t m, const char *pass)
+{
+    if (m == -1)
+        return PyErr_NoMemory();
+    if (m == -2) {
+        PyErr_Format(PyExc_ValueError, "%s: a code or CPU out of range", pass);
+        return NULL;
+    }
+    if (m == -5) {
+        PyErr_Format(PyExc_ValueError, "%s: more groups than the outputs' room", pass);
+        return NULL;
+    }
+    if (m < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: gflags must have one entry per task", pass);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(m);
 }
 
 PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
 {
-    PyObject *o_rows, *o[9];
+    PyObject *o_rows, *o[10];
     int unseen_given;
     long long pid_mask = 0;
-    o[8] = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOpOOOOOO|OL", &o_rows, &o[0], &o[1], &unseen_given, &o[2],
-                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &pid_mask))
+    o[9] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOpOOOOOO|OL", &o_rows, &o[0], &o[1], &o[2], &unseen_given,
+                          &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &pid_mask))
         return NULL;
-    Arr rows, gflags, gend, okey, ocpu, ostart, oend, ostate, osince, opid;
+    Arr rows, gkey, gflags, gend, okey, ocpu, ostart, oend, ostate, osince, opid;
     Py_ssize_t n;
     if (rows_get(o_rows, &rows, 0, "task_states_scan rows", &n) < 0)
         return NULL;
     ArrSpec spec[] = {
-        {o[0], &gflags, 1, 0, "task_states_scan gflags"},
-        {o[1], &gend, 8, 0, "task_states_scan gend"},
-        {o[2], &okey, 8, 1, "task_states_scan out key"},
-        {o[3], &ocpu, 4, 1, "task_states_scan out cpu"},
-        {o[4], &ostart, 8, 1, "task_states_scan out start"},
-        {o[5], &oend, 8, 1, "task_states_scan out end"},
-        {o[6], &ostate, 1, 1, "task_states_scan out state"},
-        {o[7], &osince, 4, 1, "task_states_scan out since"},
-        {o[8], &opid, 4, 1, "task_states_scan out pid"},
+        {o[0], &gkey, 8, 0, "task_states_scan gkey"},
+        {o[1], &gflags, 1, 0, "task_states_scan gflags"},
+        {o[2], &gend, 8, 0, "task_states_scan gend"},
+        {o[3], &okey, 8, 1, "task_states_scan out key"},
+        {o[4], &ocpu, 4, 1, "task_states_scan out cpu"},
+        {o[5], &ostart, 8, 1, "task_states_scan out start"},
+        {o[6], &oend, 8, 1, "task_states_scan out end"},
+        {o[7], &ostate, 1, 1, "task_states_scan out state"},
+        {o[8], &osince, 4, 1, "task_states_scan out since"},
+        {o[9], &opid, 4, 1, "task_states_scan out pid"},
     };
-    const int ns = o[8] == Py_None ? 8 : 9; /* (the pids only when asked for) */
+    const int ns = o[9] == Py_None ? 9 : 10; /* (the pids only when asked for) */
     if (arrs_get(spec, ns) < 0) {
         arr_release(&rows);
         return NULL;
     }
-    for (int i = 2; i < ns; i++) {
+    for (int i = 3; i < ns; i++) {
         if (arr_len(spec[i].arr) != n) {
             arr_release(&rows);
             return value_error(spec, ns, "task_states_scan: the outputs one slot a row");
         }
     }
-    if (arr_len(&gend) != arr_len(&gflags)) {
+    if (arr_len(&gend) != arr_len(&gflags) || arr_len(&gkey) != arr_len(&gflags)) {
         arr_release(&rows);
-        return value_error(spec, ns, "task_states_scan: gflags and gend must be as long");
+        return value_error(spec, ns, "task_states_scan: gkey, gflags and gend must be as long");
     }
     Scan s = {
-        .row = rows.view.buf, .gend = gend.view.buf, .gflags = gflags.view.buf,
+        .row = rows.view.buf, .gkey = gkey.view.buf, .gend = gend.view.buf,
+        .gflags = gflags.view.buf,
         .n = n, .ngroups = arr_len(&gflags), .unseen_given = unseen_given,
         .o_key = okey.view.buf, .o_start = ostart.view.buf, .o_end = oend.view.buf,
         .o_cpu = ocpu.view.buf, .o_since = osince.view.buf, .o_state = ostate.view.buf,
-        .o_pid = ns == 9 ? opid.view.buf : NULL, .pid_mask = pid_mask,
+        .o_pid = ns == 10 ? opid.view.buf : NULL, .pid_mask = pid_mask,
     };
     Py_ssize_t m;
     Py_BEGIN_ALLOW_THREADS
@@ -695,18 +842,68 @@ PyObject *pass_task_states_scan(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     arr_release(&rows);
     arrs_release(spec, ns);
-    if (m == -1)
-        return PyErr_NoMemory();
-    if (m == -2) {
-        PyErr_SetString(PyExc_ValueError, "task_states_scan: a code out of range");
+    return scan_result(m, "task_states_scan");
+}
+
+PyObject *pass_task_states_sums(PyObject *self, PyObject *args)
+{
+    PyObject *o_rows, *o[6];
+    int unseen_given;
+    long long cpu_hi;
+    if (!PyArg_ParseTuple(args, "OOOOpLOOO", &o_rows, &o[5], &o[0], &o[1], &unseen_given,
+                          &cpu_hi, &o[2], &o[3], &o[4]))
+        return NULL;
+    /* (the table a task: a row of ns per CPU from -1 to cpu_hi) */
+    if (cpu_hi < -1 || cpu_hi > ((long long)1 << 24)) {
+        PyErr_SetString(PyExc_ValueError, "task_states_sums: cpu_hi must be in [-1, 2**24]");
         return NULL;
     }
-    if (m < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "task_states_scan: gflags must have one entry per task");
+    Arr rows, gflags, gend, gkey, gcpu, gns, tkey;
+    Py_ssize_t n;
+    if (rows_get(o_rows, &rows, 0, "task_states_sums rows", &n) < 0)
+        return NULL;
+    ArrSpec spec[] = {
+        {o[0], &gflags, 1, 0, "task_states_sums gflags"},
+        {o[1], &gend, 8, 0, "task_states_sums gend"},
+        {o[2], &gkey, 8, 1, "task_states_sums out key"},
+        {o[3], &gcpu, 4, 1, "task_states_sums out cpu"},
+        {o[4], &gns, 8, 1, "task_states_sums out ns"},
+        {o[5], &tkey, 8, 0, "task_states_sums gkey"},
+    };
+    const int ns = 6;
+    if (arrs_get(spec, ns) < 0) {
+        arr_release(&rows);
         return NULL;
     }
-    return PyLong_FromSsize_t(m);
+    Py_ssize_t cap = arr_len(&gkey);
+    if (arr_len(&gcpu) != cap || arr_len(&gns) != cap * NSTATES) {
+        arr_release(&rows);
+        return value_error(spec, ns, "task_states_sums: a key, CPU and 6 ns a group");
+    }
+    if (arr_len(&gend) != arr_len(&gflags) || arr_len(&tkey) != arr_len(&gflags)) {
+        arr_release(&rows);
+        return value_error(spec, ns, "task_states_sums: gkey, gflags and gend must be as long");
+    }
+    size_t cpus = (size_t)cpu_hi + 2;
+    Scan s = {
+        .row = rows.view.buf, .gkey = tkey.view.buf, .gend = gend.view.buf,
+        .gflags = gflags.view.buf, .n = n, .ngroups = arr_len(&gflags),
+        .unseen_given = unseen_given, .cpu_hi = cpu_hi, .g_key = gkey.view.buf, .g_cpu = gcpu.view.buf,
+        .g_ns = gns.view.buf, .cap = cap,
+    };
+    Py_ssize_t m;
+    Py_BEGIN_ALLOW_THREADS
+    s.acc = calloc(cpus * NSTATES, sizeof(int64_t));
+    s.touched = malloc(cpus * sizeof(int64_t));
+    s.on = calloc(cpus, 1);
+    m = s.acc && s.touched && s.on ? scan(&s) : -1;
+    free(s.acc);
+    free(s.touched);
+    free(s.on);
+    Py_END_ALLOW_THREADS
+    arr_release(&rows);
+    arrs_release(spec, ns);
+    return scan_result(m, "task_states_sums");
 }
 
 /* ---- dense_codes ------------------------------------------------------------ */
@@ -792,6 +989,63 @@ PyObject *pass_dense_codes(PyObject *self, PyObject *args)
         return NULL;
     }
     return PyLong_FromLongLong(m);
+}
+
+/* ---- key_last_rows ---------------------------------------------------------- */
+
+/* last[k - lo] = the last row of each key k (size-byte ints in [lo, lo + span)), -1 for
+ * a value no row has; 0, or -2: a key out of its range (checked before anything is
+ * written). */
+static int key_last_rows(const void *key, Py_ssize_t size, Py_ssize_t n, int64_t lo,
+                         int64_t span, int64_t *last)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((uint64_t)key_at(key, size, i) - (uint64_t)lo >= (uint64_t)span)
+            return -2;
+    for (int64_t k = 0; k < span; k++)
+        last[k] = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t k = (uint64_t)key_at(key, size, i) - (uint64_t)lo;
+        if (k >= (uint64_t)span) /* (read again: checked again) */
+            return -2;
+        last[k] = i;
+    }
+    return 0;
+}
+
+PyObject *pass_key_last_rows(PyObject *self, PyObject *args)
+{
+    PyObject *o_key, *o_last;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OLLO", &o_key, &lo, &span, &o_last))
+        return NULL;
+    if (!range_ok("key_last_rows", lo, span))
+        return NULL;
+    Arr key, last;
+    if (arr_get_key(o_key, &key, "key_last_rows key") < 0)
+        return NULL;
+    if (arr_get(o_last, &last, 8, 1, "key_last_rows last") < 0) {
+        arr_release(&key);
+        return NULL;
+    }
+    int rc = -3;
+    if (arr_len(&last) == span) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = key_last_rows(key.view.buf, key.view.itemsize, arr_len(&key), lo, span,
+                           last.view.buf);
+        Py_END_ALLOW_THREADS
+    }
+    arr_release(&key);
+    arr_release(&last);
+    if (rc == -3) {
+        PyErr_SetString(PyExc_ValueError, "key_last_rows: last one a key value");
+        return NULL;
+    }
+    if (rc == -2) {
+        PyErr_SetString(PyExc_ValueError, "key_last_rows: a key outside [lo, lo + span)");
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* ---- state_sums ------------------------------------------------------------- */

@@ -57,6 +57,7 @@ def task_sort_parts(
     lo: int,
     span: int,
     out: np.ndarray,
+    counts: np.ndarray | None = None,
     /,
 ) -> int: ...
 def keyed_last_below(
@@ -67,6 +68,7 @@ def seconds_texts(ns: np.ndarray, glue: tuple[bytes, ...], /) -> bytes: ...
 def task_states_in_flight(rows: np.ndarray, at: np.ndarray, wake: np.ndarray, /) -> int: ...
 def task_states_scan(
     rows: np.ndarray,
+    gkey: np.ndarray,
     gflags: np.ndarray,
     gend: np.ndarray,
     unseen_given: bool,
@@ -80,9 +82,22 @@ def task_states_scan(
     pid_mask: int = 0,
     /,
 ) -> int: ...
+def task_states_sums(
+    rows: np.ndarray,
+    gkey: np.ndarray,
+    gflags: np.ndarray,
+    gend: np.ndarray,
+    unseen_given: bool,
+    cpu_hi: int,
+    out_key: np.ndarray,
+    out_cpu: np.ndarray,
+    out_ns: np.ndarray,
+    /,
+) -> int: ...
 def dense_codes(
     key: np.ndarray, lo: int, span: int, codes: np.ndarray, levels: np.ndarray, /
 ) -> int: ...
+def key_last_rows(key: np.ndarray, lo: int, span: int, last: np.ndarray, /) -> None: ...
 def state_sums(
     group: np.ndarray, state: np.ndarray, start: np.ndarray, end: np.ndarray, out: np.ndarray, /
 ) -> None: ...
@@ -187,3 +202,59 @@ def next_of_key(
     ts: np.ndarray, key: np.ndarray, lo: int, span: int, out: np.ndarray, /
 ) -> bool: ...
 def last_of_key(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> int: ...
+def timeline_rows(
+    sw_ts: np.ndarray,
+    sw_end: np.ndarray,
+    sw_cpu: np.ndarray,
+    sw_pid: np.ndarray,
+    sw_code: np.ndarray,
+    clean: np.ndarray,
+    r_seg: np.ndarray,
+    r_start: np.ndarray,
+    r_end: np.ndarray,
+    r_pid: np.ndarray,
+    r_code: np.ndarray,
+    t_end: int,
+    out_cpu: np.ndarray,
+    out_start: np.ndarray,
+    out_end: np.ndarray,
+    out_pid: np.ndarray,
+    out_code: np.ndarray,
+    out_state: np.ndarray,
+    /,
+) -> int: ...
+def runs_order(
+    seg: np.ndarray,
+    sw_pid: np.ndarray,
+    sw_ts: np.ndarray,
+    g_pid: np.ndarray,
+    g_start: np.ndarray,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> None: ...
+def event_segments_walk(
+    ets: np.ndarray,
+    ecpu: np.ndarray,
+    epid: np.ndarray,
+    given_ts: np.ndarray,
+    given_cpu: np.ndarray,
+    rank: np.ndarray,
+    sw_ts: np.ndarray,
+    sw_next: np.ndarray,
+    lo: int,
+    span: int,
+    seg: np.ndarray,
+    status: np.ndarray,
+    /,
+) -> bool: ...
+def runs_columns(
+    src: np.ndarray,
+    segments: tuple[np.ndarray, ...],
+    groups: tuple[np.ndarray, ...],
+    end_switch: int,
+    end_trace: int,
+    out: tuple[np.ndarray, ...],
+    /,
+) -> None: ...

@@ -39,12 +39,13 @@ PASS(group_sums,
      "when there are more than most distinct keys")
 /* _pass_task_states.c */
 PASS(task_sort_parts,
-     "task_sort_parts(parts, slots, lo, span, out) -> m: out[:m] = the rows (a uint8 "
+     "task_sort_parts(parts, slots, lo, span, out[, counts]) -> m: out[:m] = the rows (a uint8 "
      "view of a task_states._ROW array) of the parts but those of key 0, in (slot, ts, "
      "prio) order, ties in part order; a part: (ts, key, cpu, code, prio, letters, mark), "
      "arrays of 1-, 4- or 8-byte ints (ts 8, key 4 or 8) or one int for all, each in "
      "(ts, prio) order; slots: None (a row's slot: its key - lo) or an int64 array a "
-     "part; slots in [0, span); -1 - j: part j not in order (nothing written)")
+     "part; slots in [0, span); -1 - j: part j not in order (nothing written); counts "
+     "(int64s, one a slot): each slot's rows")
 PASS(keyed_last_below,
      "keyed_last_below(rows, qkey, qts, out): out[j] = the last of the rows (in (key, "
      "ts) order) with key qkey[j] and ts below qts[j], else -1")
@@ -56,10 +57,17 @@ PASS(task_states_in_flight,
      "since its switch-in (at[:m]) and that wake-up's row (wake[:m]); rows: a uint8 view "
      "of a task_states._ROW array in (key, ts, prio) order")
 PASS(task_states_scan,
-     "task_states_scan(rows, gflags, gend, unseen_given, out_key, out_cpu, out_start, "
-     "out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task states' "
-     "intervals of rows (a uint8 view of a task_states._ROW array) in (key, ts, prio) "
-     "order; out_pid: each interval's key & pid_mask as int32")
+     "task_states_scan(rows, gkey, gflags, gend, unseen_given, out_key, out_cpu, "
+     "out_start, out_end, out_state, out_since[, out_pid, pid_mask]) -> m: the task "
+     "states' intervals of rows (a uint8 view of a task_states._ROW array) in (task, ts, "
+     "prio) order, each task's key gkey[g]; out_pid: each interval's key & pid_mask as "
+     "int32")
+PASS(task_states_sums,
+     "task_states_sums(rows, gkey, gflags, gend, unseen_given, cpu_hi, out_key, out_cpu, "
+     "out_ns) "
+     "-> m: the ns of task_states_scan's intervals summed per (task, CPU) and state, "
+     "without making them: groups in (key, CPU) order, out_ns 6 a group (the states' "
+     "order); every CPU in [-1, cpu_hi]")
 PASS(dense_codes,
      "dense_codes(key, lo, span, codes, levels) -> m: codes[:] = each key's rank among "
      "the distinct keys (ints in [lo, lo + span)), levels[:m] = those keys ascending")
@@ -67,6 +75,9 @@ PASS(seconds_texts,
      "seconds_texts(ns, glue) -> bytes: the rows of ns (int64s in [0, 10**15), "
      "len(glue) + 1 a row) as the texts of their seconds (as repr() writes ns / 1e9) "
      "with glue[j] (bytes) between values j and j + 1, a NUL after each row but the last")
+PASS(key_last_rows,
+     "key_last_rows(key, lo, span, last): last[k - lo] = the last row of each key k "
+     "(4- or 8-byte ints in [lo, lo + span)), -1 where no row has it")
 PASS(state_sums,
      "state_sums(group, state, start, end, out): out[g * 6 + s] = the sum of "
      "max(end - start, 0) of the rows of group g in state s")
@@ -92,9 +103,31 @@ PASS(event_segments,
      "event_segments(pos, rank, ets, epid, sw_ts, sw_next, seg, status): seg[i] = "
      "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
      "the segment's task (sw_next), 2 another, 3 another at the time of its switch")
+PASS(event_segments_walk,
+     "event_segments_walk(ets, ecpu, epid, given_ts, given_cpu, rank, sw_ts, sw_next, lo, "
+     "span, seg, status) -> bool: as event_segments, each event's switch (of its CPU, in "
+     "[lo, lo + span), the last at or before it) found by one walk over the events and the "
+     "switches in their given (time) order; False (outputs partly written) when the events "
+     "are not in time order")
 PASS(group_running_max,
      "group_running_max(values, new_group, out): out[i] = the maximum of values over row "
      "i's group up to i, a group starting at each row whose new_group is set")
+PASS(timeline_rows,
+     "timeline_rows(sw_ts, sw_end, sw_cpu, sw_pid, sw_code, clean, r_seg, r_start, r_end, "
+     "r_pid, r_code, t_end, out_cpu, out_start, out_end, out_pid, out_code, out_state) -> m: "
+     "the timeline's rows[:m] of the segments (by CPU, time): a clean one itself, another "
+     "its runs (r_seg ascending), an unknown row (state 2, pid and code -1) between rows "
+     "that do not meet, from each CPU's first switch to t_end")
+PASS(runs_order,
+     "runs_order(seg, sw_pid, sw_ts, g_pid, g_start, lo, span, out): out[:] = the runs "
+     "(the segments seg, then the group runs) by (pid, start), ties in that order: a "
+     "segment's index, or ~j for group run j; pids in [lo, lo + span)")
+PASS(runs_columns,
+     "runs_columns(src, (start, end, cpu, pid, code, last), (start, end, earliest, cpu, pid, "
+     "code, exact, endkind), end_switch, end_trace, (pid, code, cpu, start, end, exact, "
+     "earliest, endkind)): the runs' columns in runs_order's order src, from the segments "
+     "(k >= 0: exact, to the next switch, end_trace when the CPU's last) and the group runs "
+     "(~j)")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

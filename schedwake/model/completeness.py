@@ -55,7 +55,15 @@ import pandas as pd
 import pyarrow as pa
 
 from . import _passes
-from ._util import asof_index, is_sorted, key_ints, lex_order, object_categories, take
+from ._util import (
+    asof_index,
+    cat_mask,
+    is_sorted,
+    key_ints,
+    lex_order,
+    object_categories,
+    take,
+)
 from .events import MODEL_EVENTS, Events, ints
 
 if TYPE_CHECKING:
@@ -104,6 +112,7 @@ TWO_CPUS_TOLERANCE_NS = 20_000
 _UNKNOWN, _LOST = -1, -2
 _IN, _EV, _OUT = 0, 1, 2  # the order of points at one time within a segment
 _END_SWITCH, _END_EVENT, _END_TRACE = 0, 1, 2
+_STATE_UNKNOWN = 2  # (the code of STATES' "unknown")
 #: an event's segment (_passes.event_segments): none, its task's, another task's, another
 #: task's at the very time of the segment's switch (``_Proofs._segment`` settles those)
 _SEG_NONE, _SEG_OWN, _SEG_OTHER, _SEG_TIE = 0, 1, 2, 3
@@ -369,6 +378,9 @@ class _Switches:
     given_ts: np.ndarray
     given_cpu: np.ndarray
     rank: np.ndarray
+    #: the CPUs' range (lo, span) when the switches are given in time order (their
+    #: segments then found by a walk, ``_Proofs._segment``), else None
+    cpu_range: tuple[int, int] | None
 
     @classmethod
     def of(cls, s: pd.DataFrame | None, t_end: int) -> _Switches:
@@ -381,10 +393,13 @@ class _Switches:
             self.last = self.chain_ok = np.zeros(0, bool)
             self.next_comm = self.prev_comm = pd.Categorical([])
             self.given_ts, self.given_cpu, self.rank = z, z, z
+            self.cpu_range = None
             return self
         ts, cpu = ints(s, "ts"), ints(s, "cpu")
         order = lex_order(ts, cpu)
         self.given_ts, self.given_cpu = ts, cpu
+        lo, hi = int(cpu.min()), int(cpu.max())
+        self.cpu_range = (lo, hi - lo + 1) if is_sorted(ts) else None
         self.rank = np.empty(len(order), dtype=np.int64)
         self.rank[order] = np.arange(len(order))
         self.n = len(ts)
@@ -483,12 +498,18 @@ class _Proofs:
         event's own (the task a switch put on, or the task the next switch switches out:
         an event of it fired before that switch); to the last of them when none is."""
         sw = self.sw
-        pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
         seg = np.empty(len(ets), dtype=np.int64)
         status = np.empty(len(ets), dtype=np.int8)
-        _passes.event_segments(pos, sw.rank, np.ascontiguousarray(ets), key_ints(epid),
-                               sw.ts, sw.next, seg, status)  # fmt: skip
-        del pos
+        ets, epid = np.ascontiguousarray(ets), key_ints(epid)
+        # the events and the switches in time order (as tables are): one walk over both
+        # finds each event's switch; else the as-of search, then the pass
+        if sw.cpu_range is None or not _passes.event_segments_walk(
+            ets, key_ints(ecpu), epid, sw.given_ts, key_ints(sw.given_cpu), sw.rank, sw.ts,
+            sw.next, *sw.cpu_range, seg, status,
+        ):  # fmt: skip
+            pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
+            _passes.event_segments(pos, sw.rank, ets, epid, sw.ts, sw.next, seg, status)
+            del pos
         tie = np.flatnonzero(status == _SEG_TIE)
         if not len(tie):
             return seg, status
@@ -570,12 +591,10 @@ class _Proofs:
 
         parts: list[tuple] = []  # (group, ts, order, pid, cpu, names())
         for t, keep, ets, ecpu, epid, seg in self.rows:
-            sel = seg < 0
-            inside = ~sel
-            sel[inside] = self.suspect[seg[inside]]
-            if not sel.any():
+            # (before a CPU's first switch, seg -1: a point too; one compiled take)
+            at = np.flatnonzero(take(self.suspect, seg, True))
+            if not len(at):
                 continue
-            at = np.flatnonzero(sel)
             g = 2 * seg[at] + 1
             pre = seg[at] < 0
             if pre.any():
@@ -781,120 +800,142 @@ def _timeline_and_runs(
         at = np.maximum(take(w_start, wi, 0), r_earliest[cens])
         moved = ok & (at < r_start[cens])
         r_start[cens[moved]] = at[moved]
-    # -- the timeline's known rows: the clean segments, the runs of the others
-    keep = real & in_seg & (r_end > r_start)
-    k_cpu = np.concatenate([sw.cpu[clean].astype(np.int32), r_cpu[keep]])
-    k_start = np.concatenate([sw.ts[clean], r_start[keep]])
-    k_end = np.concatenate([sw.end[clean], r_end[keep]])
-    k_pid = np.concatenate([sw.next[clean], r_pid[keep]]).astype(np.int32)
-    from pandas.api.types import union_categoricals
-
-    run_names = pd.Categorical.from_codes(r_code, dtype=all_names.dtype)
-    k_comm = union_categoricals(
-        [
-            object_categories(pd.Categorical(sw.next_comm.take(clean))),
-            object_categories(run_names[keep]),
-        ]
-    )
-    timeline = _fill_unknown(k_cpu, k_start, k_end, k_pid, k_comm, sw, proofs)
+    # -- the timeline: the clean segments as they are, the runs of the others, and
+    # what neither shows (one compiled pass, in (CPU, time) order as it goes)
+    comm, (sw_map, run_map) = _names_dtype(sw.next_comm, all_names)
+    sw_code = sw_map[np.asarray(sw.next_comm.codes)]
+    run_code = run_map[r_code]
+    keep = np.flatnonzero(real & in_seg & (r_end > r_start))
+    timeline = _timeline(sw, proofs, comm, sw_code, seg[keep], r_start[keep], r_end[keep],
+                         r_pid[keep], run_code[keep])  # fmt: skip
     # -- the runs of tasks (not the idle task): the clean segments', the groups'
-    tk = sw.next[clean] > 0
-    rk = real & (r_pid > 0)
-    ck = clean[tk]
-    runs_comm = union_categoricals(
-        [object_categories(pd.Categorical(sw.next_comm.take(ck))), object_categories(run_names[rk])]
-    )
-    # by (pid, start), stably
-    run_pid = np.concatenate([sw.next[ck], r_pid[rk]]).astype(np.int32)
-    run_start = np.concatenate([sw.ts[ck], r_start[rk]])
-    o = lex_order(run_start, run_pid)
-    runs = pd.DataFrame(
-        {
-            "pid": run_pid[o],
-            "comm": runs_comm.take(o),
-            "cpu": np.concatenate([sw.cpu[ck].astype(np.int32), r_cpu[rk]])[o],
-            "start_ts": run_start[o],
-            "end_ts": np.concatenate([sw.end[ck], r_end[rk]])[o],
-            "exact_start": np.concatenate([np.ones(len(ck), bool), r_exact[rk]])[o],
-            "earliest_ts": np.concatenate([sw.ts[ck], r_earliest[rk]])[o],
-            "end": pd.Categorical.from_codes(
-                np.concatenate(
-                    [np.where(sw.last[ck], _END_TRACE, _END_SWITCH).astype(np.int8), r_endkind[rk]]
-                )[o],
-                categories=list(END_KINDS),
-            ),
-        },
-        copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
-    )
+    ck = clean[sw.next[clean] > 0]
+    rk = np.flatnonzero(real & (r_pid > 0))
+    runs = _runs_frame(
+        sw, ck, sw_code, r_pid[rk], run_code[rk], r_cpu[rk], r_start[rk], r_end[rk],
+        r_exact[rk], r_earliest[rk], r_endkind[rk], comm,
+    )  # fmt: skip
     return timeline, runs
 
 
-def _fill_unknown(
+def _runs_frame(
+    sw: _Switches,
+    ck: np.ndarray,
+    sw_code: np.ndarray,
+    pid: np.ndarray,
+    code: np.ndarray,
     cpu: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
-    pid: np.ndarray,
-    comm: pd.Categorical,
+    exact: np.ndarray,
+    earliest: np.ndarray,
+    endkind: np.ndarray,
+    comm: pd.CategoricalDtype,
+) -> pd.DataFrame:
+    """The runs: the clean segments ``ck`` (each its switch-in's task from the switch
+    to the next) and the groups' runs (the other arrays), by (pid, start), ties in
+    that order. The order in one compiled pass (``_passes.runs_order``: by pid, then a
+    merge of each task's runs, in time order per CPU), the columns in another
+    (``_passes.runs_columns``): no concatenation of the two, no lexsort, no gathers."""
+    n_runs = len(ck) + len(pid)
+    src = np.empty(n_runs, dtype=np.int64)  # a segment, or ~j for group run j
+    if n_runs:
+        # (the pids' range: every switch-in's and the groups', no gather of ck's)
+        ends = [int(f(a)) for a in (sw.next, pid) if len(a) for f in (np.min, np.max)]
+        lo = min(ends)
+        _passes.runs_order(ck, key_ints(sw.next), sw.ts, key_ints(pid), start, lo,
+                           max(ends) - lo + 1, src)  # fmt: skip
+    col = {name: np.empty(n_runs, dtype) for name, dtype in _RUN_COLUMNS}
+    _passes.runs_columns(
+        src,
+        (sw.ts, sw.end, key_ints(sw.cpu), key_ints(sw.next), sw_code, sw.last),
+        (start, end, earliest, key_ints(cpu), key_ints(pid), code, exact, endkind),
+        _END_SWITCH, _END_TRACE, tuple(col.values()),
+    )  # fmt: skip
+    col["comm"] = pd.Categorical.from_codes(col["comm"], dtype=comm)
+    col["end"] = pd.Categorical.from_codes(col["end"], categories=list(END_KINDS))
+    # (fresh arrays: kept as they are, not copied into 2-D blocks)
+    return pd.DataFrame(col, copy=False)
+
+
+#: The runs' columns as ``_passes.runs_columns`` writes them (names and codes, in order).
+_RUN_COLUMNS = (
+    ("pid", np.int32),
+    ("comm", np.int32),
+    ("cpu", np.int32),
+    ("start_ts", np.int64),
+    ("end_ts", np.int64),
+    ("exact_start", np.bool_),
+    ("earliest_ts", np.int64),
+    ("end", np.int8),
+)
+
+
+def _names_dtype(
+    *parts: pd.Categorical,
+) -> tuple[pd.CategoricalDtype, list[np.ndarray]]:
+    """One dtype for the names of several categoricals, its categories as
+    ``union_categoricals`` joins theirs (in order, each new one after), and per part the
+    int32 map of its codes to the dtype's: the rows keep their codes as ints until a
+    frame is made, instead of each piece's being joined. A map's last entry is -1, so
+    that ``map[codes]`` reads a missing name (-1) as one."""
+    from pandas.api.types import union_categoricals
+
+    cats = [object_categories(pd.Categorical(p)).categories for p in parts]
+    dtype = union_categoricals(
+        [pd.Categorical.from_codes(np.zeros(0, np.int8), categories=c) for c in cats]
+    ).dtype
+    maps = [np.append(dtype.categories.get_indexer(c), -1).astype(np.int32) for c in cats]
+    return dtype, maps
+
+
+def _timeline(
     sw: _Switches,
     proofs: _Proofs,
+    comm: pd.CategoricalDtype,
+    sw_code: np.ndarray,
+    r_seg: np.ndarray,
+    r_start: np.ndarray,
+    r_end: np.ndarray,
+    r_pid: np.ndarray,
+    r_code: np.ndarray,
 ) -> pd.DataFrame:
-    """The known intervals and, per CPU from its first switch to the trace's end, an
-    unknown row for every stretch between them (``lost_events`` when a lost-event
-    marker of that CPU lies in it, else ``missing_switch``)."""
-    o = lex_order(start, cpu)
-    cpu, start, end, pid = cpu[o], start[o], end[o], pid[o]
-    codes = np.asarray(comm.codes)[o]
-    n = len(cpu)
-    # the holes: between consecutive known rows of a CPU, and after its last one
-    same = np.zeros(n, dtype=bool)
-    same[1:] = cpu[1:] == cpu[:-1]
-    gap_after = np.zeros(n, dtype=bool)
-    nxt_start = np.empty(n, dtype=np.int64)
-    nxt_start[:-1] = start[1:]
-    nxt_start[-1:] = sw.t_end
-    last = np.ones(n, dtype=bool)
-    last[:-1] = ~same[1:]
-    nxt_start[last] = sw.t_end
-    gap_after = nxt_start > end
-    h_cpu, h_start, h_end = cpu[gap_after], end[gap_after], nxt_start[gap_after]
-    # and before a CPU's first known interval, from its first switch (whose own run may
-    # be of no length: the next proof is another task's) or to the end if it has none
-    first = sw.first_switch()
-    if first:
-        f_cpu = np.array(sorted(first), dtype=np.int64)
-        f_ts = np.array([first[c] for c in f_cpu.tolist()], dtype=np.int64)
-        heads = np.flatnonzero(~same)  # each CPU's first known interval (by CPU, time)
-        k = np.minimum(np.searchsorted(cpu[heads], f_cpu), max(len(heads) - 1, 0))
-        has = (len(heads) > 0) & (take(cpu[heads], k, -1) == f_cpu)
-        f_end = np.where(has, take(start[heads], k, sw.t_end), sw.t_end)
-        head = f_end > f_ts
-        h_cpu = np.concatenate([h_cpu, f_cpu[head]]).astype(cpu.dtype)
-        h_start = np.concatenate([h_start, f_ts[head]])
-        h_end = np.concatenate([h_end, f_end[head]])
-    why = np.zeros(len(h_cpu), dtype=np.int8)
-    if len(proofs.lost_ts) and len(h_cpu):
+    """The timeline: per CPU from its first switch to the trace's end, its clean
+    segments and the runs of the others (``r_*``, by segment: known intervals of the
+    suspect segments), in (CPU, time) order, and an unknown row for every stretch
+    between them (``lost_events`` when a lost-event marker of that CPU lies in it, else
+    ``missing_switch``). The segments are in (CPU, time) order and a suspect segment's
+    runs lie in it, in time order: one compiled pass (``_passes.timeline_rows``) merges
+    them and fills the holes as it goes, no sort."""
+    # (rows: the clean segments, the runs, a hole at most before each run, after each
+    # CPU's last row and before a clean segment after a suspect one, which shows no
+    # hole after another clean one: they meet)
+    cap = sw.n + 2 * len(r_seg) + len(sw.first_index())
+    cpu, pid, code = (np.empty(cap, np.int32) for _ in range(3))
+    start, end = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    state = np.empty(cap, np.int8)
+    m = _passes.timeline_rows(
+        sw.ts, sw.end, key_ints(sw.cpu), key_ints(sw.next), sw_code,
+        (~proofs.suspect).view(np.uint8), r_seg, r_start, r_end, key_ints(r_pid), r_code,
+        sw.t_end, cpu, start, end, pid, code, state,
+    )  # fmt: skip
+    cpu, start, end, pid, code, state = cpu[:m], start[:m], end[:m], pid[:m], code[:m], state[:m]
+    why = np.where(state == _STATE_UNKNOWN, 0, -1).astype(np.int8)
+    h = np.flatnonzero(state == _STATE_UNKNOWN)
+    if len(proofs.lost_ts) and len(h):
         lo = np.lexsort((proofs.lost_ts, proofs.lost_cpu))
         lt, lc = proofs.lost_ts[lo], proofs.lost_cpu[lo]
-        li = asof_index(h_end, h_cpu.astype(np.int64), lt, lc, "backward", True)
-        why[(li >= 0) & (take(lt, li, -1) >= h_start)] = 1
-    all_cpu = np.concatenate([cpu, h_cpu])
-    all_start = np.concatenate([start, h_start])
-    o2 = lex_order(all_start, all_cpu)
-    state = np.concatenate([np.where(pid == 0, 1, 0), np.full(len(h_cpu), 2)]).astype(np.int8)
+        li = asof_index(end[h], cpu[h].astype(np.int64), lt, lc, "backward", True)
+        why[h[(li >= 0) & (take(lt, li, -1) >= start[h])]] = 1
     return pd.DataFrame(
         {
-            "cpu": all_cpu[o2].astype(np.int32),
-            "start_ts": all_start[o2],
-            "end_ts": np.concatenate([end, h_end])[o2],
-            "pid": np.concatenate([pid, np.full(len(h_cpu), _UNKNOWN, np.int32)])[o2],
-            "comm": pd.Categorical.from_codes(
-                np.concatenate([codes, np.full(len(h_cpu), -1, codes.dtype)])[o2],
-                dtype=comm.dtype,
-            ),
-            "state": pd.Categorical.from_codes(state[o2], categories=list(STATES)),
-            "why": pd.Categorical.from_codes(
-                np.concatenate([np.full(n, -1, np.int8), why])[o2], categories=list(WHY)
-            ),
+            "cpu": cpu,
+            "start_ts": start,
+            "end_ts": end,
+            "pid": pid,
+            "comm": pd.Categorical.from_codes(code, dtype=comm),
+            "state": pd.Categorical.from_codes(state, categories=list(STATES)),
+            "why": pd.Categorical.from_codes(why, categories=list(WHY)),
         },
         copy=False,  # (fresh arrays: kept as they are, not copied into 2-D blocks)
     )
@@ -928,16 +969,15 @@ def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
 
     sts, scpu = ints(s, "ts"), ints(s, "cpu")
     prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
-    cats = pd.Categorical(s["prev_state_str"])
-    by_cat = np.array([sleeps(str(c)) for c in cats.categories] + [False])
-    codes = np.asarray(cats.codes)
-    asleep = by_cat[np.where(codes < 0, len(by_cat) - 1, codes)] & (prev != 0)
-    ins = np.flatnonzero(nxt > 0)
+    asleep = cat_mask(pd.Categorical(s["prev_state_str"]), sleeps)
     # (keyed by life: a pid used again is another task, ``.lives``)
     nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
-    oi = asof_index(sts[ins], nkey[ins], sts, pkey, "backward", False)
-    slept = (oi >= 0) & take(asleep, oi, False)
-    cand, out_ts = ins[slept], sts[oi[slept]]
+    # each switch's task's last switch-out before it: every switch searched, not the
+    # switch-ins of tasks alone (no gathers of them; the idle task's are left out after,
+    # and a task's switch-out is never the idle task's)
+    oi = asof_index(sts, nkey, sts, pkey, "backward", False)
+    cand = np.flatnonzero(take(asleep, oi, False) & (nxt > 0))
+    out_ts = sts[oi[cand]]
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
@@ -975,14 +1015,15 @@ def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFr
     if not len(has):
         return _empty_breaks()
     p_ts = ts[prev[has]]
-    rpid, rstart = ev.run_keys(runs), runs["start_ts"].to_numpy()
-    # a run that began after the previous wake-up, by this one...
-    ni = asof_index(p_ts, key[has], rstart, rpid, "forward", allow_exact=True)
-    ran = take(rstart, ni, np.iinfo(np.int64).max) <= ts[has]
-    # ... or one that was on at the previous wake-up (and is proven on until it): of the
-    # runs begun by then, the furthest reaching (runs on two CPUs at once may overlap)
-    li = asof_index(p_ts, key[has], rstart, rpid, "backward", allow_exact=True)
-    ran |= take(run_reach, li, -1) >= p_ts
+    # a run that began after the previous wake-up, by this one, or one that was on at
+    # the previous wake-up (and is proven on until it; runs on two CPUs at once may
+    # overlap): both are whether, of the runs begun by this wake-up, the furthest
+    # reaching reaches the previous one (a run begun in between reaches its own start;
+    # without one, the runs begun by this wake-up are those begun by the previous), so
+    # one search answers both
+    li = asof_index(ts[has], key[has], runs["start_ts"].to_numpy(), ev.run_keys(runs),
+                    "backward", allow_exact=True)  # fmt: skip
+    ran = take(run_reach, li, -1) >= p_ts
     b = has[~ran]
     return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
 

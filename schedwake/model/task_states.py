@@ -46,10 +46,12 @@ current time off the CPU (a ``woken_wait`` after a ``D`` sleep says ``D``); miss
 ``running`` and ``unknown`` rows before any switch-out.
 
 Built by compiled passes over the tasks' events (``_pass_task_states.c``): the events
-are rows of one record each, sorted once by (task, time) (a merge of the event tables,
-each in time order, and a counting sort by task), then one scan of each task's rows
-carries its state, CPU and switch-out letters forward and cuts its intervals; Python
-says what each event means (its state code, priority, CPU), C runs the loops.
+are rows of one record each, sorted once by (task, time) (a counting sort of each event
+table's rows by task, then each task's merged by time, each table being in time order),
+then one scan of each task's rows carries its state, CPU and switch-out letters forward
+and cuts its intervals, or sums their ns per task, CPU and state as it cuts them
+(:func:`build_sums`: what ``analyze`` reads, without the intervals); Python says what
+each event means (its state code, priority, CPU), C runs the loops.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import _passes, tasks
-from ._util import asof_index, in_span, member, stable_order, take
+from ._util import in_span, is_sorted, key_ints, member, stable_order
 from .events import Events, i64, ints
 from .lives import SHIFT, dies, pid_of
 from .memo import Memo
@@ -78,6 +80,9 @@ class TaskStatesOf(Protocol):
 
     @property
     def task_states(self) -> pd.DataFrame: ...
+
+    @property
+    def task_state_sums(self) -> StateSums: ...
 
     @property
     def events(self) -> Events: ...
@@ -167,6 +172,87 @@ def build(
     for a complete trace, else the tasks it shows running unseen (completeness
     ``rewoken``), whose waits after a wake-up are unknown, as is a wait after a wake-up
     that no run ends before the trace does."""
+    tasks = _scan_input(ev, runs, unseen_pids)
+    none = np.zeros(0, np.int64)
+    if tasks.rows is None:
+        return _frame(none, none, none, none, np.zeros(0, np.int8), none, tasks.letter_cats)
+    n = len(tasks.rows)
+    # the scan of each task's rows (_pass_task_states.c): a wake-up wakes a task that is
+    # off the CPU asleep (or not yet known, or dead: a reused pid); a running or already
+    # runnable task stays as it is; a wake-up of a task already woken and not seen
+    # running since (it ran unseen and slept again in between: only a task not
+    # TASK_RUNNING is woken) makes its state unknown from that earlier wake-up to this
+    # one, as between an unseen switch-in's earliest time and its switch-out (the
+    # marks); the state, the CPU (``cpu`` >= 0) and the letters of the switch-out that
+    # began the time off the CPU carried forward over each task's rows; one interval
+    # per change of any of them, to the next change or the task's end; a wait after a
+    # wake-up that no run ends before the trace does is not proven on a trace that
+    # lacks events (``unseen_pids`` given); dead time and empty intervals dropped
+    out = (
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int8),
+        np.empty(n, dtype=np.int32),
+        np.empty(n, dtype=np.int32),  # (each task's pid, :func:`.lives.pid_of`)
+    )
+    k = _passes.task_states_scan(
+        tasks.rows.view(np.uint8), tasks.gkey, tasks.gflags, tasks.gend, tasks.unseen_given,
+        *out, _PID_MASK,
+    )  # fmt: skip
+    task, where, start, stop, state, since, pid = (a[:k] for a in out)
+    return _frame(task, where, start, stop, state, since, tasks.letter_cats, pid)
+
+
+def build_sums(
+    ev: Events, runs: pd.DataFrame, unseen_pids: Collection[int] | np.ndarray | None = None
+) -> StateSums:
+    """``StateSums.of(build(ev, runs, unseen_pids))`` without the intervals: the same
+    scan of the tasks' rows sums each interval's ns into its task's on its CPU as it cuts
+    it (_pass_task_states.c), rather than writing millions of intervals for a frame that
+    is summed right after (``analyze`` reads only their sums)."""
+    tasks = _scan_input(ev, runs, unseen_pids)
+    if tasks.rows is None:
+        return StateSums.of_groups(None)
+    # (at most a group an interval, an interval a row; a task's groups one a CPU)
+    cap = min(len(tasks.rows), len(tasks.gflags) * (tasks.cpu_hi + 2))
+    key, cpu = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int32)
+    ns = np.empty(cap * len(STATES), dtype=np.int64)
+    m = _passes.task_states_sums(
+        tasks.rows.view(np.uint8), tasks.gkey, tasks.gflags, tasks.gend, tasks.unseen_given,
+        tasks.cpu_hi, key, cpu, ns,
+    )  # fmt: skip
+    if not m:
+        return StateSums.of_groups(None)
+    index = pd.MultiIndex.from_arrays([key[:m], cpu[:m]], names=["task", "cpu"])
+    sums = ns[: m * len(STATES)].reshape(m, len(STATES))
+    return StateSums.of_groups(pd.DataFrame(sums, index=index, columns=list(STATES)))
+
+
+@dataclass
+class _ScanInput:
+    """What the scan of the tasks' rows reads (:func:`_scan_input`)."""
+
+    #: the tasks' rows (:data:`_ROW`) in (task, ts, prio) order; None: no task
+    rows: np.ndarray | None
+    #: per task (in that order), its key, flags (:data:`_G_BORN`...) and where its time
+    #: ends
+    gkey: np.ndarray
+    gflags: np.ndarray
+    gend: np.ndarray
+    unseen_given: bool
+    #: the switch-outs' letters, by their code in the rows
+    letter_cats: list[str]
+    #: the greatest CPU of the rows (-1: none)
+    cpu_hi: int
+
+
+def _scan_input(
+    ev: Events, runs: pd.DataFrame, unseen_pids: Collection[int] | np.ndarray | None
+) -> _ScanInput:
+    """The rows of every task of ``ev`` in (task, ts, prio) order and what the scan needs
+    of each task (:func:`build`'s arguments)."""
     s = ev.switch
     t_end = int(ev.last_ts)
     parts: list[tuple] = []  # (ts, pid, cpu, code, prio, letters code, unknown mark)
@@ -224,23 +310,26 @@ def build(
     # the rows of the tasks (pid 0 in wake or migration events: not a task), in order:
     # by (task, ts, prio), ties in the order of the parts (a stable sort); with room
     # after them for the rows added below, the censored runs' and a start row a task
-    # (memory not written to costs nothing)
-    buf, n = _task_rows(parts, sum(len(p[0]) for p in parts) + 6 * len(runs) + 1)
-    censored = _censored_runs(runs, ev.run_keys(runs), buf[:n])
+    # (memory not written to costs nothing); the tasks' slots cover the runs' tasks too
+    rkey = ev.run_keys(runs)
+    room = 6 * len(runs) + 1
+    buf, n, tasks, slots = _task_rows(parts, sum(len(p[0]) for p in parts) + room, also=[rkey])
+    censored = _censored_runs(runs, rkey, buf[:n], slots)
+    cpu_hi = max([_greatest(p[2]) for p in parts + censored], default=-1)
     if not n and not censored:
-        return _frame(none, none, none, none, np.zeros(0, np.int8), none, letter_cats)
+        return _ScanInput(None, none, none, none, unseen_pids is not None, letter_cats, cpu_hi)
     extra = list(censored)
     # every task not born in the trace starts, unknown, when the trace does: a pid's
     # first life; a later life whose birth the trace lacks, at its first event (after
     # the death of the one before)
-    seen = np.union1d(_distinct_sorted(buf[:n]["key"]), _distinct(extra))
+    seen = np.union1d(tasks, _distinct(extra))
     old = seen[~member(seen, born)]
     first = int(ev.first_ts) if ev.first_ts else t_end
     since_ts = np.minimum(ev.lives.start_of(old, first), t_end)
     extra.append((since_ts, old, -1, _UNK, _PRIO_START, -1, 0))
-    rows = _merged_into(buf, n, extra)
+    rows = _merged_into(buf, n, extra, slots)
     del buf
-    ts, pid = rows["ts"], rows["key"]
+    ts, slot = rows["ts"], rows["key"]
     n = len(ts)
     # the tasks, in order, and what the scan needs of each: whether it was born in the
     # trace (not alive before its first event), is one the trace shows running unseen
@@ -248,10 +337,7 @@ def build(
     # where its time ends: with the trace, or where the next task of its pid begins
     # (a task whose death the trace lacks, :mod:`.lives`, is unknown from its last
     # event: it ran, unseen, and exited some time before)
-    new_task = np.ones(n, dtype=bool)
-    new_task[1:] = pid[1:] != pid[:-1]
-    keys = pid[new_task]
-    del new_task
+    keys = seen.astype(np.int64)  # (the start rows' tasks are of those)
     gflags = np.where(member(keys, born), _G_BORN, 0).astype(np.int8)
     if unseen_pids is not None and len(unseen_pids):
         gflags |= np.where(member(keys, np.asarray(unseen_pids)), _G_UNSEEN, 0).astype(np.int8)
@@ -272,37 +358,11 @@ def build(
         at, woke = at[:m], woke[:m]
         # not when the task fired an event of its own after that waking: then it ran on
         # after the wake-up (which set it running) and went to sleep again by itself
-        own_ts, own_pid = _own_events(ev)
-        own_pid = ev.key(own_pid, own_ts)
         # (its events stamped with the switch-out's time came before it: its own context)
-        own = take(own_ts, asof_index(ts[at], pid[at], own_ts, own_pid, "backward", True), -1)
-        rows["code"][at[~(own > ts[woke])]] = _WOKEN
+        mine = _fired_between(ev, slots.keys(slot[at]), ts[woke], ts[at])
+        rows["code"][at[~mine]] = _WOKEN
     del at, woke
-    # the scan of each task's rows (_pass_task_states.c): a wake-up wakes a task that is
-    # off the CPU asleep (or not yet known, or dead: a reused pid); a running or already
-    # runnable task stays as it is; a wake-up of a task already woken and not seen
-    # running since (it ran unseen and slept again in between: only a task not
-    # TASK_RUNNING is woken) makes its state unknown from that earlier wake-up to this
-    # one, as between an unseen switch-in's earliest time and its switch-out (the
-    # marks); the state, the CPU (``cpu`` >= 0) and the letters of the switch-out that
-    # began the time off the CPU carried forward over each task's rows; one interval
-    # per change of any of them, to the next change or the task's end; a wait after a
-    # wake-up that no run ends before the trace does is not proven on a trace that
-    # lacks events (``unseen_pids`` given); dead time and empty intervals dropped
-    out = (
-        np.empty(n, dtype=np.int64),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.int64),
-        np.empty(n, dtype=np.int64),
-        np.empty(n, dtype=np.int8),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.int32),  # (each task's pid, :func:`.lives.pid_of`)
-    )
-    k = _passes.task_states_scan(
-        rows.view(np.uint8), gflags, gend, unseen_pids is not None, *out, _PID_MASK
-    )
-    task, where, start, stop, state, since, pid = (a[:k] for a in out)
-    return _frame(task, where, start, stop, state, since, letter_cats, pid)
+    return _ScanInput(rows, keys, gflags, gend, unseen_pids is not None, letter_cats, cpu_hi)
 
 
 #: A life key's pid bits (:func:`.lives.pid_of`), for the scan to write the pids.
@@ -311,65 +371,115 @@ _PID_MASK = (1 << SHIFT) - 1
 #: Flags of each task for the scan (_pass_task_states.c).
 _G_BORN, _G_UNSEEN, _G_GONE = 1, 2, 4
 
-#: One row of a task's events (_pass_task_states.c's Row): its time, task (life key),
-#: CPU, the letters code of a switch-out, state code, priority among the task's rows at
-#: one time and unknown mark; a record of 32 bytes that moves whole (a row gathered,
-#: one memory access, not one a column).
+#: One row of a task's events (_pass_task_states.c's Row): its time, task (its slot,
+#: :class:`_Slots`), CPU, the letters code of a switch-out, state code, priority among
+#: the task's rows at one time and unknown mark; a record of 24 bytes that moves whole
+#: (a row gathered, one memory access, not one a column).
 _ROW = np.dtype(
     {
         "names": ["ts", "key", "cpu", "letters", "code", "prio", "mark"],
-        "formats": [np.int64, np.int64, np.int64, np.int32, np.int8, np.int8, np.int8],
-        "offsets": [0, 8, 16, 24, 28, 29, 30],
-        "itemsize": 32,
+        "formats": [np.int64, np.int32, np.int32, np.int32, np.int8, np.int8, np.int8],
+        "offsets": [0, 8, 12, 16, 20, 21, 22],
+        "itemsize": 24,
     },
     align=True,
 )
 
 
-def _task_rows(parts: list[tuple], room: int = 0) -> tuple[np.ndarray, int]:
+def _task_rows(
+    parts: list[tuple],
+    room: int = 0,
+    slots: _Slots | None = None,
+    also: Sequence[np.ndarray] = (),
+) -> tuple[np.ndarray, int, np.ndarray, _Slots]:
     """The rows (:data:`_ROW`) of the parts (ts, task, cpu, code, prio, letters code,
     unknown mark; a column may be one value for all), those of pid 0 left out, in
     (task, ts, prio) order, ties in the order of the parts, then of their rows; in an
-    array with ``room`` more rows after them; and how many. One pass in C
-    (_pass_task_states.c) writes each row once, at its place: the parts merged by (ts,
-    prio), each already in that order (the event tables are in time order; a part that
-    is not is put in order first), and placed by a counting sort by task."""
+    array with ``room`` more rows after them; how many; their tasks (keys, ascending);
+    and the tasks' slots (``slots``, else those of the parts' tasks and of ``also``'s,
+    the keys of rows to come). One pass in C (_pass_task_states.c) writes each row at
+    its place: each part's rows placed by a counting sort by task, then each task's
+    merged by (ts, prio), each part being in that order already (the event tables are
+    in time order; a part that is not is put in order first); the counts say which
+    tasks have rows."""
     cols: list[tuple[Any, ...]] = [
         (np.ascontiguousarray(p[0], dtype=np.int64), *map(_column, p[1:])) for p in parts
     ]
     out = np.empty(sum(len(c[0]) for c in cols) + room, dtype=_ROW)
-    slots, lo, span = _task_slots([c[1] for c in cols])
+    if slots is None:
+        slots, of_parts = _Slots.of([c[1] for c in cols] + list(also))
+        of_parts = None if of_parts is None else of_parts[: len(cols)]
+    else:
+        of_parts = slots.of_parts([c[1] for c in cols])
+    counts = np.empty(slots.span, dtype=np.int64)
     while True:
-        m = _passes.task_sort_parts(cols, slots, lo, span, out.view(np.uint8))
+        m = _passes.task_sort_parts(
+            cols, of_parts, slots.lo, slots.span, out.view(np.uint8), counts
+        )
         if m >= 0:
-            return out, m
+            return out, m, slots.keys(np.flatnonzero(counts)), slots
         j = -1 - m
         order = _part_order(cols[j])
         cols[j] = tuple(c if np.ndim(c) == 0 else c[order] for c in cols[j])
-        if slots is not None:
-            slots[j] = slots[j][order]
+        if of_parts is not None:
+            of_parts[j] = of_parts[j][order]
 
 
-def _task_slots(keys: list[np.ndarray]) -> tuple[list[np.ndarray] | None, int, int]:
-    """Where the counting sort of :func:`_task_rows` places the rows of each task: by
-    its key - lo when the keys' range is not much wider than the rows (pids), else by
-    its rank among the keys (life keys, :mod:`.lives`: ``slots``, one array a part)."""
-    n = sum(len(k) for k in keys)
-    if not n:
-        return None, 0, 1
-    lo = min(int(k.min()) for k in keys if len(k))
-    hi = max(int(k.max()) for k in keys if len(k))
-    span = hi - lo + 1
-    if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
-        return None, lo, span
-    codes, levels = _dense(np.concatenate(keys))
-    return np.split(codes, np.cumsum([len(k) for k in keys])[:-1]), 0, max(len(levels), 1)
+@dataclass
+class _Slots:
+    """Where the counting sort of :func:`_task_rows` places the rows of each task, and
+    the task a row's slot (32 bits) stands for: its key - ``lo`` when the keys' range is
+    not much wider than the rows (pids), else its rank among the keys (life keys,
+    :mod:`.lives`: ``levels``, the keys of the ranks)."""
+
+    lo: int
+    span: int
+    levels: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, keys: list[np.ndarray]) -> tuple[_Slots, list[np.ndarray] | None]:
+        """The slots of the tasks of ``keys`` (arrays), and each array's slots (None:
+        key - lo, found by the pass)."""
+        arrays = [np.asarray(k) for k in keys]
+        n = sum(len(k) for k in arrays)
+        if not n:
+            return cls(0, 1), None
+        lo = min(int(k.min()) for k in arrays if len(k))
+        hi = max(int(k.max()) for k in arrays if len(k))
+        span = hi - lo + 1
+        if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
+            return cls(lo, span), None
+        codes, levels = _dense(np.concatenate(arrays))
+        of_arrays = np.split(codes, np.cumsum([len(k) for k in arrays])[:-1])
+        return cls(0, max(len(levels), 1), levels), of_arrays
+
+    def of_parts(self, keys: list[np.ndarray]) -> list[np.ndarray] | None:
+        """The slots of the rows of parts (their tasks' keys ``keys``, each a task of
+        these slots'): None when each is its key - lo."""
+        return None if self.levels is None else [self.slots(k) for k in keys]
+
+    def slots(self, key: np.ndarray) -> np.ndarray:
+        """The slots of the tasks ``key`` (each one of these slots')."""
+        key = np.asarray(key, dtype=np.int64)
+        return key - self.lo if self.levels is None else np.searchsorted(self.levels, key)
+
+    def keys(self, slot: np.ndarray) -> np.ndarray:
+        """The tasks' keys of ``slot``."""
+        slot = np.asarray(slot, dtype=np.int64)
+        return slot + self.lo if self.levels is None else self.levels[slot].astype(np.int64)
 
 
 def _part_order(part: tuple) -> np.ndarray:
     """The stable order of a part's rows by (ts, prio)."""
     ts, prio = part[0], part[4]
     return np.argsort(ts, kind="stable") if np.ndim(prio) == 0 else np.lexsort((prio, ts))
+
+
+def _greatest(v: Any) -> int:
+    """The greatest value of a part's column (one int, or an array; -1: empty)."""
+    if np.ndim(v) == 0:
+        return int(v)
+    return int(np.max(v)) if len(v) else -1
 
 
 def _column(v: Any) -> np.ndarray | int:
@@ -383,22 +493,13 @@ def _column(v: Any) -> np.ndarray | int:
     return a
 
 
-def _merged_into(buf: np.ndarray, n: int, parts: list[tuple]) -> np.ndarray:
-    """The rows ``buf[:n]`` (in (task, ts, prio) order) and those of the ``parts`` (few,
-    after them) in that order: theirs sorted (:func:`_task_rows`), merged into the room
-    after them (_pass_task_states.c)."""
-    theirs, m = _task_rows(parts)
+def _merged_into(buf: np.ndarray, n: int, parts: list[tuple], slots: _Slots) -> np.ndarray:
+    """The rows ``buf[:n]`` (in (task, ts, prio) order, their tasks of ``slots``) and
+    those of the ``parts`` (few, after them) in that order: theirs sorted
+    (:func:`_task_rows`), merged into the room after them (_pass_task_states.c)."""
+    theirs, m, _, _ = _task_rows(parts, slots=slots)
     _passes.merge_rows_into(buf.view(np.uint8), n, theirs[:m].view(np.uint8))
     return buf[: n + m]
-
-
-def _distinct_sorted(key: np.ndarray) -> np.ndarray:
-    """The distinct values of ``key`` (sorted)."""
-    if len(key) < 2:
-        return key
-    keep = np.ones(len(key), dtype=bool)
-    keep[1:] = key[1:] != key[:-1]
-    return key[keep]
 
 
 def _distinct(parts: list[tuple]) -> np.ndarray:
@@ -409,28 +510,41 @@ def _distinct(parts: list[tuple]) -> np.ndarray:
     return keys[keys != 0]
 
 
-def _own_events(ev: Events) -> tuple[np.ndarray, np.ndarray]:
-    """(ts, pid) of every event the model reads in the context of a task (its
-    ``common_pid``), but sched_switch: what each task did while it ran."""
-    ts, pid = [], []
+def _fired_between(ev: Events, key: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether task ``key[j]`` (a life key) fired an event the model reads in its context
+    (its ``common_pid``; sched_switch aside) at a time in ``(lo[j], hi[j]]``: what it did
+    while it ran. The windows are short (a waking to the task's switch-out): each event
+    table's rows in them found by binary searches in its time order, then their tasks
+    compared, rather than a search among every event of every task."""
+    fired = np.zeros(len(key), dtype=bool)
     for f in (ev.waking, ev.wakeup, ev.wakeup_new, ev.migrate, ev.fork, ev.exec_, ev.wq_start,
               ev.wq_end):  # fmt: skip
-        if f is not None and len(f) and "common_pid" in f.columns:
-            ts.append(i64(f, "ts"))
-            pid.append(i64(f, "common_pid"))
-    if not ts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(ts), np.concatenate(pid)
+        if f is None or not len(f) or "common_pid" not in f.columns:
+            continue
+        ts = ints(f, "ts")
+        order = None if is_sorted(ts) else np.argsort(ts, kind="stable")
+        by_time = ts if order is None else ts[order]
+        first = np.searchsorted(by_time, lo, "right")
+        count = np.searchsorted(by_time, hi, "right") - first
+        query = np.repeat(np.arange(len(key)), count)
+        at = np.arange(len(query)) + np.repeat(first - (np.cumsum(count) - count), count)
+        if order is not None:
+            at = order[at]
+        mine = ev.key(ints(f, "common_pid")[at], ts[at]) == key[query]
+        fired[query[mine]] = True
+    return fired
 
 
-def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> list[tuple]:
+def _censored_runs(
+    runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray, slots: _Slots
+) -> list[tuple]:
     """The parts that the runs the trace shows only in part add (:mod:`.completeness`):
     a run whose switch-in is missing is unknown from the earliest it can have begun (not
     before the task's own previous event) to its first proof, and running from there;
     after a run whose switch-out is missing (its last proof, then an unknown stretch)
     the task's state is unknown until its next event says it. ``rkey``: the runs' life
     keys (:mod:`.lives`), as the tasks' of the other parts' rows are; ``rows``: those
-    rows (:data:`_ROW`) in (task, ts) order."""
+    rows (:data:`_ROW`) in (task, ts) order, their tasks of ``slots``."""
     if len(runs) == 0:
         return []
     pid = rkey
@@ -442,7 +556,7 @@ def _censored_runs(runs: pd.DataFrame, rkey: np.ndarray, rows: np.ndarray) -> li
         # migration): it was not running unseen before that
         cs, cp = start[c], pid[c]
         at = np.empty(len(cs), dtype=np.int64)
-        _passes.keyed_last_below(rows.view(np.uint8), cp.astype(np.int64), cs.astype(np.int64), at)
+        _passes.keyed_last_below(rows.view(np.uint8), slots.slots(cp), cs.astype(np.int64), at)
         # (the rows' ts gathered by index: ``take`` of the strided field would copy
         # the whole column first)
         before = np.full(len(at), -1, dtype=np.int64)
@@ -687,14 +801,14 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
 def last_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of ``key`` (ascending) and the position of the last row of
     each: ``np.unique(key[::-1], return_index=True)`` read back; by a table over the
-    keys' range when it is not much wider than the rows (each key's greatest row, one
-    pass), else by a stable radix order of the keys rather than a sort."""
+    keys' range when it is not much wider than the rows (each key's last row, one pass
+    in C), else by a stable radix order of the keys rather than a sort."""
     if len(key) == 0:
         return key, np.zeros(0, dtype=np.intp)
     lo, hi = int(key.min()), int(key.max())
     if hi - lo < max(2 * len(key), 1 << 16):
-        last = np.full(hi - lo + 1, -1, dtype=np.intp)
-        np.maximum.at(last, key - lo, np.arange(len(key), dtype=np.intp))
+        last = np.empty(hi - lo + 1, dtype=np.intp)
+        _passes.key_last_rows(key_ints(key), lo, hi - lo + 1, last)
         present = np.flatnonzero(last >= 0)
         return (present + lo).astype(key.dtype), last[present]
     order = stable_order(key)
@@ -746,7 +860,14 @@ def _class_of(pids: Iterable[int], names: dict[int, str]) -> np.ndarray:
     """:func:`task_class` of each pid (by its name in ``names``), as an object array (the
     names looked up and classed by ``map``, not a Python step a task)."""
     keys = np.asarray(pids, dtype=np.int64).tolist()
-    return np.array(list(map(task_class, map(names.get, keys, repeat("")), keys)), dtype=object)
+    return np.array(_classes(list(map(names.get, keys, repeat(""))), keys), dtype=object)
+
+
+def _classes(comms: list[str], pids: list[int]) -> list[str | None]:
+    """:func:`task_class` of each (name, pid): once per distinct name (the tasks share
+    few), then looked up, rather than a call a task."""
+    of_name = {c: task_class(c) for c in set(comms)}
+    return [None if p == 0 else of_name[c] for c, p in zip(comms, pids)]
 
 
 def class_share_windows(
@@ -851,12 +972,32 @@ class StateSums:
     @classmethod
     def of(cls, iv: pd.DataFrame) -> StateSums:
         """The sums of the intervals ``iv`` (a :func:`build` table, or rows of one)."""
-        task = _task_column(iv)
         if not len(iv):
+            return cls.of_groups(None)
+        return cls.of_groups(totals_ns(iv, (_task_column(iv), "cpu")))
+
+    @classmethod
+    def of_groups(cls, per_cpu_task: pd.DataFrame | None) -> StateSums:
+        """The sums from those per (task, CPU) (:func:`totals_ns`' frame; None: no
+        intervals)."""
+        if per_cpu_task is None:
             empty = pd.DataFrame(columns=list(STATES), dtype=np.int64)
             return cls(empty, None, empty)
-        per_cpu_task = totals_ns(iv, (task, "cpu"))
         return cls(_level_sums(per_cpu_task, 0), per_cpu_task, _level_sums(per_cpu_task, 1))
+
+    def of_pids(self, pids: Collection[int] | None) -> StateSums:
+        """The sums of the intervals of the tasks of ``pids`` (None: all): what
+        ``StateSums.of`` gives of those intervals (:func:`focused`), from the sums per
+        (task, CPU) instead."""
+        if pids is None or self.per_cpu_task is None:
+            return self
+        task = self.per_cpu_task.index.get_level_values(0).to_numpy()
+        keep = np.isin(pid_of(task), list(pids))
+        if not keep.any():
+            return StateSums.of_groups(None)
+        per_cpu_task = self.per_cpu_task[keep]
+        per_cpu_task.index = per_cpu_task.index.remove_unused_levels()
+        return StateSums.of_groups(per_cpu_task)
 
     @classmethod
     def add(cls, parts: Sequence[StateSums]) -> StateSums:
@@ -892,7 +1033,7 @@ def state_sums(model: TaskStatesOf) -> StateSums:
     (:func:`focused`), once per model: the summary and the classes' runnable shares
     (:func:`runnable_shares`) both read them."""
     if model.memo.state_sums is None:
-        model.memo.state_sums = StateSums.of(focused(model, model.task_states))
+        model.memo.state_sums = model.task_state_sums.of_pids(model.pids)
     sums: StateSums = model.memo.state_sums
     return sums
 
@@ -923,7 +1064,7 @@ def summary_of(by_state: StateSums, names: dict[int, str]) -> dict[str, Any]:
     keys = per_task.index.to_numpy(dtype=np.int64)
     pids = pid_of(keys).tolist()
     comms = list(map(names.get, keys.tolist(), repeat("", len(keys))))
-    classes = list(map(task_class, comms, pids))
+    classes = _classes(comms, pids)
     order = _most_running_first(per_task["running_s"].to_numpy())
     tasks_out = TaskRows(
         [pids[i] for i in order],

@@ -4,7 +4,8 @@
  * pids that may have two lives, the keyed as-of search in both directions, exact or
  * strict, from any hint, with times at the ends of int64, the lookup in a table (of flags
  * or of slots), the
- * groups of a hash table, idle while runnable's sweep, the intervals that overlap a
+ * groups of a hash table, completeness's runs by (pid, start) and its timeline's rows
+ * within outputs of any size, idle while runnable's sweep, the intervals that overlap a
  * union of pieces and a row's neighbors of the same key.
  *
  * The passes' loops are static: this file includes their C files, so it needs Python's
@@ -16,6 +17,7 @@
 #include "_pass_asof.c"
 #include "_pass_groups.c"
 #include "_pass_detect.c"
+#include "_pass_completeness.c"
 
 #include <stdio.h>
 
@@ -541,6 +543,113 @@ static void test_last_of_key(void)
     CHECK(last_of_key(bad, 8, 2, 1, 5, out) == -2);
 }
 
+/* ------------------------------------------------------- runs_order, timeline_rows */
+
+/* runs_order against an insertion sort by (pid, start, source order) */
+static void test_runs_order(void)
+{
+    enum { M = 400, G = 60 };
+    int64_t sw_ts[M], seg[M], g_start[G], out[M + G], want[M + G];
+    int32_t sw_pid[M];
+    int64_t g_pid[G];
+    for (int trial = 0; trial < 60; trial++) {
+        Py_ssize_t m = (Py_ssize_t)rnd_in(0, M), ng = (Py_ssize_t)rnd_in(0, G), ns = 0;
+        int64_t tasks = rnd_in(1, 12), t = 0;
+        for (Py_ssize_t k = 0; k < m; k++) {
+            if (rnd() % 7 == 0)
+                t = 0; /* another CPU's switches */
+            t += rnd_in(0, 3);
+            sw_ts[k] = t;
+            sw_pid[k] = (int32_t)rnd_in(1, tasks);
+            if (rnd() % 3)
+                seg[ns++] = k;
+        }
+        for (Py_ssize_t j = 0; j < ng; j++) {
+            g_pid[j] = rnd_in(1, tasks);
+            g_start[j] = rnd_in(0, 200);
+        }
+        CHECK(runs_order(seg, ns, sw_pid, 4, sw_ts, m, g_pid, 8, g_start, ng, 1, tasks, out) ==
+              0);
+        Py_ssize_t n = 0;
+        for (Py_ssize_t i = 0; i < ns + ng; i++) {
+            int64_t src = i < ns ? seg[i] : ~(int64_t)(i - ns);
+            int64_t p = src >= 0 ? sw_pid[src] : g_pid[~src];
+            int64_t s = src >= 0 ? sw_ts[src] : g_start[~src];
+            Py_ssize_t at = n++;
+            while (at > 0) {
+                int64_t q = want[at - 1] >= 0 ? sw_pid[want[at - 1]] : g_pid[~want[at - 1]];
+                int64_t u = want[at - 1] >= 0 ? sw_ts[want[at - 1]] : g_start[~want[at - 1]];
+                if (q < p || (q == p && u <= s))
+                    break;
+                want[at] = want[at - 1];
+                at--;
+            }
+            want[at] = src;
+        }
+        CHECK(memcmp(out, want, (size_t)n * sizeof(int64_t)) == 0);
+    }
+    /* a pid outside the range, a segment past the switches */
+    int64_t one[1] = {0}, past[1] = {5}, o[2];
+    int32_t pid[1] = {7};
+    int64_t ts[1] = {0};
+    CHECK(runs_order(one, 1, pid, 4, ts, 1, NULL, 8, NULL, 0, 1, 6, o) == -2);
+    CHECK(runs_order(past, 1, pid, 4, ts, 1, NULL, 8, NULL, 0, 1, 10, o) == -2);
+}
+
+/* timeline_rows: rows within the outputs whatever their size (-2 when they are
+ * short), every CPU's rows meeting from its first switch to t_end */
+static void test_timeline_rows(void)
+{
+    enum { N = 200, R = 100, CAP = 2 * (N + R) + 8 };
+    int64_t ts[N], end[N], r_seg[R], r_start[R], r_end[R], r_pid[R], o_start[CAP], o_end[CAP];
+    int32_t cpu[N], pid[N], code[N], r_code[R], o_cpu[CAP], o_pid[CAP], o_code[CAP];
+    uint8_t clean[N];
+    int8_t o_state[CAP];
+    for (int trial = 0; trial < 80; trial++) {
+        Py_ssize_t n = (Py_ssize_t)rnd_in(1, N), nr = 0;
+        int64_t t_end = 1000;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            int new_cpu = k == 0 || rnd() % 20 == 0;
+            cpu[k] = k == 0 ? 0 : cpu[k - 1] + new_cpu;
+            ts[k] = new_cpu ? rnd_in(0, 50) : ts[k - 1] + rnd_in(0, 9);
+            pid[k] = (int32_t)rnd_in(0, 3);
+            code[k] = (int32_t)k;
+            clean[k] = rnd() % 3 != 0;
+        }
+        for (Py_ssize_t k = 0; k < n; k++)
+            end[k] = k + 1 < n && cpu[k + 1] == cpu[k] ? ts[k + 1] : t_end;
+        for (Py_ssize_t k = 0; k < n && nr < R - 2; k++) {
+            if (clean[k])
+                continue;
+            int64_t a = ts[k];
+            for (int r = 0; r < 2 && a < end[k]; r++) {
+                int64_t s = rnd_in(a, end[k]), e = rnd_in(s, end[k]);
+                if (e > s) {
+                    r_seg[nr] = k, r_start[nr] = s, r_end[nr] = e, r_pid[nr] = rnd_in(0, 3);
+                    r_code[nr++] = -7;
+                }
+                a = e;
+            }
+        }
+        Py_ssize_t cap = (Py_ssize_t)rnd_in(0, CAP);
+        TimelineOut o = {o_cpu, o_pid, o_code, o_start, o_end, o_state, 0, cap};
+        int rc = timeline_rows(ts, end, cpu, 4, pid, 4, code, clean, n, r_seg, r_start, r_end,
+                               r_pid, 8, r_code, nr, t_end, &o);
+        CHECK(rc == 0 || rc == -2);
+        CHECK(o.m <= cap);
+        if (rc != 0)
+            continue;
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < o.m; i++) {
+            int first = i == 0 || o_cpu[i] != o_cpu[i - 1];
+            ok &= first || o_start[i] == o_end[i - 1];   /* they meet */
+            ok &= i + 1 < o.m && o_cpu[i + 1] == o_cpu[i] ? 1 : o_end[i] == t_end;
+            ok &= (o_state[i] == 2) == (o_pid[i] == -1 && o_code[i] == -1);
+        }
+        CHECK(ok);
+    }
+}
+
 int main(void)
 {
     test_last_of_key();
@@ -552,5 +661,7 @@ int main(void)
     test_counting_order();
     test_life_candidates();
     test_asof_slots();
+    test_runs_order();
+    test_timeline_rows();
     return checks_done();
 }
