@@ -61,6 +61,7 @@ PASS_SOURCES = [
     "schedwake/model/_pass_waits.c",
     "schedwake/model/_pass_completeness.c",
     "schedwake/model/_pass_wakeups.c",
+    "schedwake/model/_pass_detect.c",
 ]
 
 setup(

@@ -76,3 +76,62 @@ def test_settling_walk_checks_what_it_is_given():
         _passes.settling_walk(*args, 0, 0, out)
     with pytest.raises(TypeError):
         _passes.settling_walk(c, c, c, c, None, ts.astype(float), key, key, key, 0, 3, out)
+
+
+def _next_by_order(ts, key):
+    """Each row's next of the same key in the stable (key, ts) order (main 3574b72)."""
+    from schedwake.model._util import lex_order
+
+    order = lex_order(ts, key)
+    want = np.full(len(ts), _NEVER, dtype=np.int64)
+    same = key[order[1:]] == key[order[:-1]]
+    want[order[:-1][same]] = ts[order[1:][same]]
+    return want
+
+
+def test_next_of_key_as_the_order_gives_it():
+    """Each wake-up's next of the same key (``_next_waking_of_same_pid``'s walk) is the
+    next in the stable (key, ts) order, ties in time included; life keys too, and
+    wake-ups not in time order (the order's way)."""
+    from schedwake.model.wakeups import _next_waking_of_same_pid
+
+    rng = np.random.default_rng(4)
+    for n, keys in ((1, 1), (50, 3), (3000, 40)):
+        ts = np.sort(rng.integers(0, n // 2 + 1, n)).astype(np.int64)
+        lives = rng.integers(0, 2, n) << 32
+        for key in (rng.integers(0, keys, n), rng.integers(0, keys, n) + lives):
+            want = _next_by_order(ts, key)
+            assert np.array_equal(_next_waking_of_same_pid(ts, key), want)
+            shuffled = rng.permutation(n)
+            got = _next_waking_of_same_pid(ts[shuffled], key[shuffled])
+            assert np.array_equal(got, _next_by_order(ts[shuffled], key[shuffled]))
+
+
+def test_next_of_key_refuses_what_it_cannot_read():
+    ts, out = np.arange(3, dtype=np.int64), np.empty(3, np.int64)
+    with pytest.raises(ValueError):  # a key outside the range
+        _passes.next_of_key(ts, np.array([0, 5, 1], np.int64), 0, 5, out)
+    with pytest.raises(ValueError):  # arrays of different lengths
+        _passes.next_of_key(ts, np.zeros(2, np.int64), 0, 5, out)
+    assert not _passes.next_of_key(ts[::-1].copy(), np.zeros(3, np.int64), 0, 1, out)
+
+
+def test_run_before_as_the_backward_search():
+    """A wake-up's last run begun before it, from its first run at or after it, is the
+    strict backward as-of search's answer: runs in (key, start) order or not, ties in
+    time, wake-ups with no run after them or none at all."""
+    from schedwake.model.wakeups import _run_before
+
+    rng = np.random.default_rng(6)
+    for n, m, keys in ((0, 5, 2), (40, 0, 2), (300, 200, 5), (3000, 2000, 60)):
+        ts = rng.integers(0, 500, n).astype(np.int64)
+        pid = rng.integers(0, keys, n).astype(np.int32)
+        rpid = rng.integers(0, keys + 2, m).astype(np.int32)
+        rstart = rng.integers(0, 500, m).astype(np.int64)
+        for by_key in (False, True):  # (as drawn, then in (key, start) order)
+            if by_key:
+                o = np.lexsort((rstart, rpid))
+                rpid, rstart = rpid[o], rstart[o]
+            ni = asof_index(ts, pid, rstart, rpid, "forward", True)
+            want = asof_index(ts, pid, rstart, rpid, "backward", False)
+            assert np.array_equal(_run_before(ni, ts, pid, rstart, rpid), want)

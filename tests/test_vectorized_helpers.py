@@ -417,11 +417,15 @@ def test_life_boundaries_match_a_walk_of_each_pid():
     out = np.zeros(2, dtype=bool)
     args = (np.array([3, 4], np.int64), np.array([1, 2], np.int64))
     with pytest.raises(ValueError, match="outside"):
-        _passes.life_candidates(*args, np.array([0, 1], np.int8), 3, 1, out)
+        _passes.life_candidates(((*args, np.array([0, 1], np.int8)),), 3, 1, (out,))
     with pytest.raises(ValueError, match="kind"):
-        _passes.life_candidates(*args, np.array([0, 3], np.int8), 3, 2, out)
+        _passes.life_candidates(((*args, np.array([0, 3], np.int8)),), 3, 2, (out,))
+    with pytest.raises(ValueError, match="kind"):  # (one kind for the part)
+        _passes.life_candidates(((*args, 5),), 3, 2, (out,))
     with pytest.raises(ValueError, match="lengths"):
-        _passes.life_candidates(*args, np.array([0], np.int8), 3, 2, out)
+        _passes.life_candidates(((*args, np.array([0], np.int8)),), 3, 2, (out,))
+    with pytest.raises(ValueError, match="out each"):
+        _passes.life_candidates(((*args, 0),), 3, 2, ())
 
 
 @pytest.mark.parametrize("direction", ["backward", "forward"])

@@ -1,8 +1,10 @@
-"""The sweep of :mod:`.idle_while_runnable` over one LLC, in NumPy.
+"""The sweep of :mod:`.idle_while_runnable` over one LLC.
 
-Arrays of a few bytes per interval end, sorted once by time, then grouped by CPU:
-the waits of woken tasks on a big trace number in the millions, and per-CPU pandas
-group-bys over frames of them took several times the occupancy table in memory.
+The waits of woken tasks on a big trace number in the millions, the idle stretches
+far fewer: only the waits that overlap the LLC's idle time can be part of a gap, so
+only their ends are sorted with the idle and unknown intervals' (one int64 an end),
+and one compiled walk over them in time order (``model.gap_sweep``) keeps each CPU's
+state and writes the gap's segments.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..model import pid_cpu_counts, stable_order
+from ..model import gap_sweep, overlaps_union, pid_cpu_counts
 
 
 def llc_gap_segments(
@@ -35,12 +37,18 @@ def llc_gap_segments(
     idle count is positive, and busy-waiting while its wait count is positive and it is
     neither idle nor unknown.
     """
-    i, w = _in_group(icpu, group), _in_group(wcpu, group)
+    i = _in_group(icpu, group)
     if i is not None:
         icpu, istart, iend = icpu[i], istart[i], iend[i]
-    if w is not None:  # (None when the LLC holds every CPU: no copies then)
-        wcpu, wstart, wend = wcpu[w], wstart[w], wend[w]
-    del i, w
+    # a gap needs an idle CPU: only the waits that overlap the LLC's idle time can be
+    # part of one (the states at every other time do not count), and only those are
+    # sorted with the other ends
+    w = overlaps_union(wstart, wend, istart, iend)
+    g = _in_group(wcpu, group)
+    if g is not None:
+        w &= g
+    wcpu, wstart, wend = wcpu[w], wstart[w], wend[w]
+    del i, w, g
     ucpu, ustart, uend = (np.zeros(0, np.int64),) * 3 if unknown is None else unknown
     u = _in_group(ucpu, group)
     if u is not None:
@@ -94,43 +102,15 @@ def llc_gap_segments(
         ts.sort()  # in place: the values of ts[order] without a copy
         code = np.concatenate([(c.astype(np.int64) - lo_cpu) * 8 + k for _, c, k in parts])[order]
         del order
+        if hi_cpu - lo_cpu >= 1 << 20:  # (not CPU numbers as we know them: their ranks)
+            cpus, rank = np.unique(code >> 3, return_inverse=True)
+            code = rank.reshape(-1).astype(np.int64) * 8 + (code & 7)
+            lo_cpu, hi_cpu = 0, len(cpus) - 1
     del parts
-    kind = (code & 7).astype(np.int8)
-    code >>= 3  # the CPU
-    # per CPU, in time order: changes of its "idle" and "busy with a wait" indicators, from
-    # the rows grouped by CPU (a stable counting sort keeps each CPU's in time order): one
-    # pass over all rows whatever the number of CPUs, not one a CPU
-    by_cpu = stable_order(code)
-    k = kind[by_cpu]
-    del kind
-    cpu = code[by_cpu]
-    del code
-    first = np.ones(len(cpu), dtype=bool)  # each CPU's first row
-    first[1:] = cpu[1:] != cpu[:-1]
-    del cpu
-    idle = _open(k, 0, 1, first) > 0
-    busy_wait = _open(k, 2, 3, first) > 0
-    busy_wait &= ~idle
-    busy_wait &= _open(k, 4, 5, first) <= 0
-    del k
-    d_idle = np.empty(len(ts), dtype=np.int8)
-    d_busy_wait = np.empty(len(ts), dtype=np.int8)
-    for on, d in ((idle, d_idle), (busy_wait, d_busy_wait)):
-        step = on.view(np.int8).copy()
-        step[1:] -= on[:-1].view(np.int8)
-        step[first] = on[first]  # (a CPU's first row: from nothing open)
-        d[by_cpu] = step
-    del idle, busy_wait, step, first, by_cpu
-    # over the LLC: at least one CPU idle and one busy with a wait
-    gap = np.cumsum(d_idle, dtype=np.int32) >= 1
-    del d_idle
-    gap &= np.cumsum(d_busy_wait, dtype=np.int32) >= 1
-    del d_busy_wait
-    # a piece runs from its row's time to the next row's, when that is later
-    gap[:-1] &= ts[1:] > ts[:-1]
-    gap[-1] = False
-    starts = np.flatnonzero(gap)
-    return _joined(ts[starts], ts[starts + 1])
+    # per CPU its open intervals of each kind, over the LLC how many CPUs are idle and
+    # how many busy with a wait (neither idle nor unknown), the pieces where both are
+    # some joined: one compiled walk over the ends in time order
+    return gap_sweep(ts, code, hi_cpu - lo_cpu + 1)
 
 
 def _in_group(cpu: np.ndarray, group: Sequence[int]) -> np.ndarray | None:
@@ -144,33 +124,6 @@ def _in_group(cpu: np.ndarray, group: Sequence[int]) -> np.ndarray | None:
     cpu = np.asarray(cpu)
     rows = table[np.where((cpu >= 0) & (cpu < top), cpu, top)]
     return None if rows.all() else rows
-
-
-def _open(kind: np.ndarray, up: int, down: int, first: np.ndarray) -> np.ndarray:
-    """Per row (grouped by CPU, each CPU's in time order; ``first`` marks each CPU's
-    first row), its CPU's count of open intervals of one kind after it: rows of ``kind``
-    ``up`` open one, ``down`` close one."""
-    n = np.cumsum((kind == up).view(np.int8) - (kind == down).view(np.int8), dtype=np.int32)
-    # each CPU counts from zero: less the running count before its first row
-    heads = np.flatnonzero(first)
-    before = np.zeros(len(heads), dtype=np.int32)
-    before[1:] = n[heads[1:] - 1]
-    n -= np.repeat(before, np.diff(np.append(heads, len(n))))
-    return n
-
-
-def _joined(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pieces (in time order) that touch joined into one: a gap that another CPU's
-    event of the LLC only passes through (a wait that starts or ends beside it, a third
-    CPU going idle) is one segment, so that the longest gap and the count of segments
-    are the gap's, not the events'."""
-    if len(start) < 2:
-        return start, end
-    first = np.ones(len(start), dtype=bool)
-    first[1:] = start[1:] != end[:-1]
-    heads = np.flatnonzero(first)
-    tails = np.append(heads[1:] - 1, len(start) - 1)
-    return start[heads], end[tails]
 
 
 def single_cpu_pids(pid: np.ndarray, cpu: np.ndarray, min_runs: int) -> np.ndarray:

@@ -48,9 +48,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model import asof_index, key_groups, member
+from ..model import asof_index, key_groups, last_rows, member
 from ..model.lives import pid_of
-from ..model.masks import futile_mask, kworker_mask, kworker_preemptions, preempting_wakeups
+from ..model.masks import (
+    futile_mask,
+    kworker_preemptions,
+    preempting_wakeups,
+    switch_kworkers,
+)
 from .base import EvidenceAt, Finding, FindingMetrics, Shown, Threshold, Thresholds
 
 if TYPE_CHECKING:
@@ -116,8 +121,7 @@ def _switch_work(model: Model) -> np.ndarray:
     s, wq = model.events.switch, model.events.wq_start
     out = np.full(0 if s is None else len(s), -1, dtype=np.int64)
     if s is not None and len(s) and wq is not None and len(wq) and "function" in wq.columns:
-        kw = kworker_mask(s["prev_comm"].array)
-        rows = np.flatnonzero(kw)
+        rows = np.flatnonzero(switch_kworkers(model)[0])
         fn = pd.Categorical(wq["function"].array)
         ev = model.events
         sts = s["ts"].to_numpy()[rows].astype(np.int64)
@@ -184,7 +188,24 @@ def unit_counts(
     each one's window, by which both are counted too (column ``win``).
     ``preempted_only``: the switch-outs of the kworkers these switches preempt only
     (all that :func:`units` looks up of these preemptions alone; not for a part of a
-    trace, whose switch-outs add up with the other parts' preemptions)."""
+    trace, whose switch-outs add up with the other parts' preemptions; of every switch
+    memoized: the detector's measure and its unit table both read them)."""
+    whole = switches is None and window is None and preempted_only
+    if whole and model.memo.storm_unit_counts is not None:
+        return model.memo.storm_unit_counts
+    pre, outs = _unit_counts(model, switches, window, preempted_only)
+    if whole:
+        model.memo.storm_unit_counts = (pre, outs)
+    return pre, outs
+
+
+def _unit_counts(
+    model: Model,
+    switches: np.ndarray | None,
+    window: Callable | None,
+    preempted_only: bool,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`unit_counts`, computed."""
     s = model.events.switch
     by = ["win"] if window is not None else []
     pre_cols = ["cpu", "task", "kw", "fn", *by, "n", "first"]
@@ -433,14 +454,17 @@ def measure(
     switches: np.ndarray | None = None,
     wakeups: np.ndarray | None = None,
     settled: bool = True,
+    preempted_only: bool = False,
 ) -> Measure:
     """The :class:`Measure` of ``model``'s switches ``switches`` and wake-ups
     ``wakeups`` (masks: a time part's own; None: all). ``settled``: the switches after
     them are the model's (the whole trace, the last part); else the wake-ups whose
-    futility the model cannot settle are left :attr:`Measure.open`."""
+    futility the model cannot settle are left :attr:`Measure.open`.
+    ``preempted_only``: the switch-outs counted of the kworkers the switches preempt
+    only (:func:`unit_counts`: a measure judged alone, never added to others)."""
     s = model.events.switch
     none = np.zeros(0, np.int64)
-    pre, outs = unit_counts(model, switches)
+    pre, outs = unit_counts(model, switches, preempted_only=preempted_only)
     opened = pd.DataFrame({k: none for k in ("cpu", "task", "run_cpu", "kworker")})
     if s is None or not len(s):
         empty = pd.Series(none, index=pd.MultiIndex.from_arrays([none, none]))
@@ -453,7 +477,7 @@ def measure(
     cpu = s["cpu"].to_numpy().astype(np.int64)
     prev_pid = _prev_tasks(model)
     next_pid = model.events.key(s["next_pid"].to_numpy().astype(np.int64), ts)
-    pk, nk = kworker_mask(s["prev_comm"].array), kworker_mask(s["next_comm"].array)
+    pk, nk = switch_kworkers(model)
     to_task, to_kw = pk & ~nk & (next_pid != 0), ~pk & nk & (prev_pid != 0)
     alt = np.flatnonzero((to_task | to_kw) & mine)
     task = np.where(to_task[alt], next_pid[alt], prev_pid[alt])  # (at those only)
@@ -559,7 +583,7 @@ def pairs(m: Measure, th: Thresholds) -> pd.DataFrame:
 
 def pair_table(model: Model, th: Thresholds) -> pd.DataFrame:
     """:func:`pairs` of the whole trace."""
-    return pairs(measure(model), th)
+    return pairs(measure(model, preempted_only=True), th)
 
 
 #: The kworkers a finding names (those the task took the CPU from most often).
@@ -578,7 +602,9 @@ def detect(trace: Trace, model: Model, th: Thresholds) -> list[Finding]:
         theirs = (s["cpu"].to_numpy() == cpu) & (_next_tasks(model) == task)
         return top_kworkers(kworker_switchins(model, theirs), cpu, task)
 
-    return judge(measure(model), model.duration_ns, th, model.pids, evidence, kworkers)
+    # (judged alone: the switch-outs of the preempted kworkers are all it looks up)
+    m = measure(model, preempted_only=True)
+    return judge(m, model.duration_ns, th, model.pids, evidence, kworkers)
 
 
 def judge(
@@ -738,9 +764,9 @@ def kworker_switchins(model: Model, switches: np.ndarray | None = None) -> pd.Da
     ``n`` and the first one's time (they add up: :func:`top_kworkers`)."""
     s = model.events.switch
     assert s is not None  # (a kworker preemption is a switch)
-    m = kworker_mask(s["prev_comm"].array)
+    m = switch_kworkers(model)[0]
     if switches is not None:
-        m &= switches
+        m = m & switches
     ts = s["ts"].to_numpy()[m]
     g = pd.DataFrame(
         {
@@ -792,5 +818,5 @@ def _names(model: Model, switches: np.ndarray | None = None) -> dict[int, str]:
     task, comm = _next_tasks(model), s["next_comm"].array
     if switches is not None:  # (the rows taken before any frame is made)
         task, comm = task[switches], comm[switches]
-    last = pd.DataFrame({"pid": task, "comm": comm}).drop_duplicates("pid", keep="last")
-    return {int(p): str(c) for p, c in zip(last["pid"], last["comm"])}
+    last = last_rows(task)  # (each task's last switch-in, in their order)
+    return {int(p): str(c) for p, c in zip(task[last], comm[last])}

@@ -137,23 +137,24 @@ def gap_inputs(
     occ = model.occupancy
     topo = model.topology
     # columns as arrays, filtered by masks: no copies of the occupancy table's rows
-    state, ocpu = occ["state"], occ["cpu"].to_numpy()
+    ocpu = occ["cpu"].to_numpy()
     ostart, oend = occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
-    span = np.ones(len(occ), dtype=bool)
+    span: np.ndarray | None = None  # (None: every row)
     if t0 is not None:
-        span &= oend >= t0
+        span = oend >= t0
     if t1 is not None:
-        span &= ostart <= t1
-    isel = (state == "idle").to_numpy() & span
+        span = ostart <= t1 if span is None else span & (ostart <= t1)
+    isel = _is(occ["state"], "idle", span)
     # where the trace does not show a CPU's state (a missing switch, lost events), it is
     # neither idle nor busy: a wait there is no gap (docs/semantics.md)
-    usel = (state == "unknown").to_numpy() & span
-    woken = ((state == "waiting") & (occ["reason"] == "wakeup")).to_numpy()
+    usel = _is(occ["state"], "unknown", span)
+    woken = _is(occ["state"], "waiting") & _is(occ["reason"], "wakeup")
     order = _wait_order(model, woken, ostart)
-    mine = np.ones(len(occ), dtype=bool) if owned is None else owned
-    woken_rows = np.flatnonzero(woken)
-    kept = (span | mine)[woken_rows]
-    wsel = woken_rows[kept]
+    wsel = np.flatnonzero(woken)
+    if span is not None and owned is not None:  # (a part's: in its span, or its own)
+        kept = (span | owned)[wsel]
+        wsel, order = wsel[kept], order[kept]
+    owns = np.ones(len(wsel), dtype=bool) if owned is None else owned[wsel]
     pid = occ["pid"].to_numpy()[wsel]
     waits = pd.DataFrame(
         {
@@ -163,8 +164,8 @@ def gap_inputs(
             "pid": pid,
             "task": model.events.key(pid, ostart[wsel]),
             "comm": occ["comm"].array[wsel],
-            "owned": mine[wsel],
-            "order": order[np.flatnonzero(kept)],  # (each wait's rank among the woken)
+            "owned": owns,
+            "order": order,  # (each wait's rank among the woken)
         },
         copy=False,  # (fresh arrays: not copied into 2-D blocks)
     )
@@ -184,6 +185,15 @@ def gap_inputs(
         (ocpu[usel], ostart[usel], oend[usel]),
         waits,
     )
+
+
+def _is(column: pd.Series, value: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per row of a categorical ``column``, whether it is ``value`` (and a row of
+    ``rows``, a mask; None: all): its code compared, not its name."""
+    cats = column.cat.categories
+    codes = np.asarray(column.cat.codes)
+    out = codes == (cats.get_loc(value) if value in cats else -2)
+    return out if rows is None else out & rows
 
 
 def _wait_order(model: Model, woken: np.ndarray, start: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model import key_groups
+from ..model import key_groups, last_rows
 from ..model.lives import pid_of
 from ..model.masks import episodes_mask, stopper_mask
 from .base import Finding, FindingMetrics, MetricValue, Shown, Threshold, Thresholds
@@ -226,8 +226,9 @@ def last_comms(model: Model, rows: np.ndarray | None = None) -> pd.DataFrame:
     keep = slice(None) if rows is None else rows
     ts = w["ts"].to_numpy()[keep]
     task = model.events.key(w["wakee_pid"].to_numpy()[keep], ts)
-    last = pd.DataFrame({"task": task, "comm": w["wakee_comm"].array[keep], "ts": ts}, copy=False)
-    return last.drop_duplicates("task", keep="last").set_index("task")
+    last = last_rows(task)  # (each task's last wake-up, in their order)
+    comm = w["wakee_comm"].array[keep]
+    return pd.DataFrame({"task": task[last], "comm": comm[last], "ts": ts[last]}).set_index("task")
 
 
 def per_task(
@@ -263,7 +264,12 @@ def per_task(
     per["pid"] = pid_of(per.index.to_numpy())
     from ..model.tasks import PERCPU_KTHREAD, USER, name_class
 
-    kcls = per["comm"].map(lambda c: name_class(str(c)))  # per task, not per event
+    # (per distinct name, not per task: the names' text, a missing one "nan")
+    names_of, which = np.unique(per["comm"].astype(str).to_numpy(), return_inverse=True)
+    kcls = pd.Series(
+        np.array([name_class(c) for c in names_of], dtype=object)[which.reshape(-1)],
+        index=per.index,
+    )
     excluded = kcls == PERCPU_KTHREAD
     if not th.get("roundrobin_include_kthreads"):
         excluded |= kcls != USER

@@ -130,3 +130,61 @@ done:
     arr_release(&out);
     return result;
 }
+
+/* out[i] = the time of the next row after i (in time order) of key[i], int64 max if
+ * none: one backward walk, a table of each key's time last passed.  0; 1: ts not in
+ * time order (nothing written); -1: no memory; -2: a key outside [lo, lo + span) */
+static int next_of_key(const int64_t *ts, const void *key, Py_ssize_t ks, Py_ssize_t n,
+                       int64_t lo, int64_t span, int64_t *out)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((uint64_t)key_at(key, ks, i) - (uint64_t)lo >= (uint64_t)span)
+            return -2;
+        if (i && ts[i] < ts[i - 1])
+            return 1;
+    }
+    int64_t *later = malloc((size_t)span * sizeof(int64_t));
+    if (!later)
+        return -1;
+    for (int64_t k = 0; k < span; k++)
+        later[k] = INT64_MAX;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        uint64_t k = (uint64_t)key_at(key, ks, i) - (uint64_t)lo;
+        out[i] = later[k];
+        later[k] = ts[i];
+    }
+    free(later);
+    return 0;
+}
+
+PyObject *pass_next_of_key(PyObject *self, PyObject *args)
+{
+    PyObject *ts_o, *key_o, *out_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOLLO", &ts_o, &key_o, &lo, &span, &out_o))
+        return NULL;
+    if (!range_ok("next_of_key", lo, span))
+        return NULL;
+    Arr ts = {0}, key = {0}, out = {0};
+    PyObject *result = NULL;
+    if (arr_get(ts_o, &ts, 8, 0, "next_of_key ts") < 0 ||
+        arr_get_key(key_o, &key, "next_of_key key") < 0 ||
+        arr_get(out_o, &out, 8, 1, "next_of_key out") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&ts);
+    if (arr_len(&key) != n || arr_len(&out) != n) {
+        PyErr_SetString(PyExc_ValueError, "next_of_key: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = next_of_key(ts.view.buf, key.view.buf, key.view.itemsize, n, lo, span, out.view.buf);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "next_of_key: a key outside [lo, lo + span)") == 0 || rc == 1)
+        result = PyBool_FromLong(rc == 0);
+done:
+    arr_release(&ts);
+    arr_release(&key);
+    arr_release(&out);
+    return result;
+}

@@ -16,7 +16,11 @@ def pack_by(
     /,
 ) -> None: ...
 def life_candidates(
-    pid: np.ndarray, ts: np.ndarray, kind: np.ndarray, lo: int, span: int, out: np.ndarray, /
+    parts: tuple[tuple[np.ndarray, np.ndarray, np.ndarray | int], ...],
+    lo: int,
+    span: int,
+    outs: tuple[np.ndarray, ...],
+    /,
 ) -> None: ...
 def asof_merge(
     lts: np.ndarray,
@@ -179,6 +183,25 @@ def settling_walk(
     /,
 ) -> bool: ...
 def group_running_max(values: np.ndarray, new_group: np.ndarray, out: np.ndarray, /) -> None: ...
+def gap_sweep(
+    ts: np.ndarray, code: np.ndarray, ncpu: int, out_start: np.ndarray, out_end: np.ndarray, /
+) -> int: ...
+def overlapping(
+    start: np.ndarray, end: np.ndarray, us: np.ndarray, ue: np.ndarray, out: np.ndarray, /
+) -> None: ...
+def key_neighbors(
+    key: np.ndarray,
+    rows: np.ndarray,
+    lo: int,
+    span: int,
+    out_prev: np.ndarray,
+    out_next: np.ndarray,
+    /,
+) -> None: ...
+def next_of_key(
+    ts: np.ndarray, key: np.ndarray, lo: int, span: int, out: np.ndarray, /
+) -> bool: ...
+def last_of_key(key: np.ndarray, lo: int, span: int, out: np.ndarray, /) -> int: ...
 def timeline_rows(
     sw_ts: np.ndarray,
     sw_end: np.ndarray,

@@ -12,8 +12,10 @@ PASS(ascending,
      "the first that does")
 /* _pass_lives.c */
 PASS(life_candidates,
-     "life_candidates(pid, ts, kind, lo, span, out): out[i] = whether row i's pid (in "
-     "[lo, lo + span)) may have two lives, from its deaths, births and other events")
+     "life_candidates(parts, lo, span, outs): outs[j][i] = whether row i of part j (a "
+     "(pid, ts, kind) of arrays, kind an array of codes or one int for all; pids in "
+     "[lo, lo + span)) may have two lives, from its pid's deaths, births and other "
+     "events over every part")
 /* _pass_asof.c */
 PASS(asof_merge,
      "asof_merge(lts, lkey, rts, rkey, lo, span, backward, allow_exact, out) -> bool: "
@@ -134,3 +136,24 @@ PASS(settling_walk,
      "on another CPU than c_cpu[i] and places the task on c_dest[i]; int64 max if none; "
      "False (out not filled) when the events or the candidates (through order, a "
      "permutation; None: as they are) are not in time order")
+PASS(next_of_key,
+     "next_of_key(ts, key, lo, span, out) -> bool: out[i] = the time of the next row of "
+     "key[i] (ints in [lo, lo + span)) after row i, int64 max if none; False (out not "
+     "filled) when ts is not in time order")
+/* _pass_detect.c */
+PASS(gap_sweep,
+     "gap_sweep(ts, code, ncpu, out_start, out_end) -> m: idle while runnable's gap over "
+     "the interval ends in time order (ts; code: CPU << 3 | kind, 0/1 idle start/end, 2/3 "
+     "wait, 4/5 unknown, CPUs in [0, ncpu)): the segments, touching pieces joined, "
+     "out_start[:m], out_end[:m]")
+PASS(overlapping,
+     "overlapping(start, end, us, ue, out): out[i] = whether [min(start[i], end[i]), "
+     "max(start[i], end[i])) overlaps one of the pieces [us[j], ue[j]) (disjoint, in time "
+     "order; int64s)")
+PASS(key_neighbors,
+     "key_neighbors(key, rows, lo, span, out_prev, out_next): for each of rows (ascending "
+     "positions in key), the row before and the row after it with the same key (ints in "
+     "[lo, lo + span)), -1 where none")
+PASS(last_of_key,
+     "last_of_key(key, lo, span, out) -> m: out[:m] = the rows (ascending) that are the "
+     "last of their key (ints in [lo, lo + span))")

@@ -436,9 +436,12 @@ def take_cat(cat: pd.Categorical, idx: npt.ArrayLike) -> pd.Categorical:
         return pd.Categorical.from_codes(
             np.full(len(idx), -1, dtype=np.int32), categories=cat.categories
         )
-    c = codes[np.where(idx < 0, 0, idx)].astype(np.int32)
-    c[idx < 0] = -1
-    return pd.Categorical.from_codes(c, categories=cat.categories)
+    # (one compiled gather with its fill, of codes at least 4 bytes wide; the codes are
+    # the categories' own, -1 or in range: not checked again)
+    c = take(codes if codes.dtype.itemsize >= 4 else codes.astype(np.int32), idx, -1)
+    return pd.Categorical.from_codes(
+        c.astype(np.int32, copy=False), categories=cat.categories, validate=False
+    )
 
 
 def cat_mask(cat: pd.Categorical, predicate: Callable[[str], object]) -> np.ndarray:
@@ -513,3 +516,55 @@ def ints(df: pd.DataFrame | None, name: str, default: int = -1) -> np.ndarray:
         if isinstance(dt, np.dtype) and dt.kind == "i":
             return df[name].to_numpy()
     return i64(df, name, default)
+
+
+def overlaps_union(
+    start: np.ndarray, end: np.ndarray, istart: np.ndarray, iend: np.ndarray
+) -> np.ndarray:
+    """Which intervals [start, end) (one given backward counts down over [end, start))
+    overlap the union of the intervals [istart, iend) (few: a CPU group's idle stretches):
+    the union's pieces found here, each interval's first piece that ends after it
+    begins searched in C (``_passes.overlapping``)."""
+    keep = iend > istart
+    s, e = np.asarray(istart, np.int64)[keep], np.asarray(iend, np.int64)[keep]
+    out = np.zeros(len(start), dtype=bool)
+    if len(s) == 0:
+        return out
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    reach = np.maximum.accumulate(e)  # (the union's pieces: where a start passes the reach)
+    heads = np.flatnonzero(np.concatenate([[True], s[1:] > reach[:-1]]))
+    us, ue = s[heads], np.maximum.reduceat(e, heads)
+    _passes.overlapping(
+        np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64), us, ue, out
+    )
+    return out
+
+
+def gap_sweep(ts: np.ndarray, code: np.ndarray, ncpu: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (start, end) of idle while runnable's gap segments over one LLC's interval
+    ends in time order (``ts``; ``code``: the CPU, in [0, ncpu), << 3 | the kind: 0/1
+    idle start/end, 2/3 wait, 4/5 unknown): where some CPU is idle and another busy with
+    a wait, touching pieces joined; one compiled walk (``_passes.gap_sweep``)."""
+    start, end = np.empty(len(ts), dtype=np.int64), np.empty(len(ts), dtype=np.int64)
+    m = _passes.gap_sweep(ts, code, ncpu, start, end)
+    return start[:m].copy(), end[:m].copy()
+
+
+def last_rows(key: np.ndarray) -> np.ndarray:
+    """The rows (ascending) that are the last of their key: those a frame's
+    ``drop_duplicates(keep="last")`` keeps, by two compiled passes over a table of the
+    keys (``_passes.last_of_key``; life keys in their compact form, :func:`small_keys`),
+    else by the keys' stable order; no frame, no hash of every row in Python's types."""
+    key = np.asarray(key)
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.int64)
+    small = small_keys(key, key[:1]) if key.dtype.kind == "i" else None
+    if small is not None:
+        k, _, lo, span = small
+        out = np.empty(len(key), dtype=np.int64)
+        m = _passes.last_of_key(k, lo, span, out)
+        return out[:m].copy()
+    order = stable_order(key)
+    ks = key[order]
+    return np.sort(order[np.append(ks[1:] != ks[:-1], True)]).astype(np.int64)

@@ -34,7 +34,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import _passes
-from ._util import asof_index, i64, ints, lex_order, member, take
+from ._util import asof_index, i64, ints, key_ints, lex_order, member, take
 
 
 class EventTables(Protocol):
@@ -90,13 +90,8 @@ class Lives:
     def of(cls, ev: EventTables) -> Lives:
         """The boundaries that the events of ``ev`` (:class:`.events.Events`) show."""
         none = np.zeros(0, np.int64)
-        ts_, pid_, kind_ = [], [], []
-
-        def add(ts: np.ndarray, pid: np.ndarray, kind: np.ndarray | int) -> None:
-            ts_.append(ts)
-            pid_.append(pid.astype(np.int64, copy=False))
-            kind_.append(np.broadcast_to(np.asarray(kind, np.int8), (len(ts),)))
-
+        # (ts, pid, kind: an array or one for all) of each table, its columns as they are
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray | int]] = []
         s = ev.switch
         if s is not None and len(s):
             sts = i64(s, "ts")
@@ -106,8 +101,8 @@ class Lives:
                 dead = np.array([dies(str(c)) for c in st.categories] + [False], dtype=bool)
                 codes = np.asarray(st.codes)
                 out[dead[np.where(codes < 0, len(dead) - 1, codes)]] = _DEATH
-            add(sts, ints(s, "prev_pid"), out)
-            add(sts, ints(s, "next_pid"), _ACT)
+            parts.append((sts, ints(s, "prev_pid"), out))
+            parts.append((sts, ints(s, "next_pid"), _ACT))
         for f, col, k in (
             (ev.waking, "pid", _ACT),
             (ev.wakeup, "pid", _ACT),
@@ -115,10 +110,21 @@ class Lives:
             (ev.wakeup_new, "pid", _BIRTH),
         ):
             if f is not None and len(f):
-                add(i64(f, "ts"), ints(f, col), k)
-        if not ts_:
+                parts.append((i64(f, "ts"), ints(f, col), k))
+        if not parts:
             return cls(none, none)
-        return cls(*boundaries(np.concatenate(pid_), np.concatenate(ts_), np.concatenate(kind_)))
+        # only the rows of the pids that may have two lives (most traces: none) are
+        # gathered, from each table's columns: no copy of every event
+        sel = _may_have_lives_parts(parts)
+        pid = np.concatenate([p[m].astype(np.int64) for (_, p, _), m in zip(parts, sel)])
+        ts = np.concatenate([t[m] for (t, _, _), m in zip(parts, sel)])
+        kind = np.concatenate(
+            [
+                k[m] if isinstance(k, np.ndarray) else np.full(int(m.sum()), k, np.int8)
+                for (_, _, k), m in zip(parts, sel)
+            ]
+        )
+        return cls(*boundaries(pid, ts, kind))
 
     def __bool__(self) -> bool:
         return len(self.pid) > 0
@@ -203,25 +209,46 @@ def boundaries(pid: np.ndarray, ts: np.ndarray, kind: np.ndarray) -> tuple[np.nd
 
 
 def _may_have_lives(pid: np.ndarray, ts: np.ndarray, kind: np.ndarray) -> np.ndarray:
-    """Whether each row's pid may have a boundary: it dies twice, has an event at or
-    after its first death, or a birth after its first other event (one compiled pass,
-    ``_passes.life_candidates``); over a pid range too wide for its table, every pid
-    with a death or a birth."""
-    if len(pid) == 0:
-        return np.zeros(0, dtype=bool)
-    lo, hi = int(pid.min()), int(pid.max())
-    if hi - lo >= max(4 * len(pid), 1 << 23):
-        return member(pid, np.unique(pid[(kind != _ACT) & (pid != 0)]))
-    out = np.empty(len(pid), dtype=bool)
+    """Whether each row's pid may have a boundary (:func:`_may_have_lives_parts` of the
+    rows as one part)."""
+    return _may_have_lives_parts([(ts, pid, kind)])[0]
+
+
+def _may_have_lives_parts(
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray | int]],
+) -> list[np.ndarray]:
+    """Of rows in parts (ts, pid, kind: an array, or one for the part's every row),
+    whether each row's pid may have a boundary: it dies twice, has an event at or after
+    its first death, or a birth after its first other event (one compiled pass over
+    the parts as they are, ``_passes.life_candidates``); over a pid range too wide for
+    its table, every pid with a death or a birth."""
+    full = [p for _, p, _ in parts if len(p)]
+    if not full:
+        return [np.zeros(len(p), dtype=bool) for _, p, _ in parts]
+    lo, hi = min(int(p.min()) for p in full), max(int(p.max()) for p in full)
+    if hi - lo >= max(4 * sum(len(p) for _, p, _ in parts), 1 << 23):
+        born_or_dead = [
+            p[(k != _ACT) & (p != 0)] if isinstance(k, np.ndarray) else p[p != 0]
+            for _, p, k in parts
+            if not isinstance(k, int) or k != _ACT
+        ]
+        keys = np.unique(np.concatenate(born_or_dead)) if born_or_dead else np.zeros(0, np.int64)
+        return [member(p, keys) for _, p, _ in parts]
+    outs = [np.empty(len(p), dtype=bool) for _, p, _ in parts]
     _passes.life_candidates(
-        np.ascontiguousarray(pid, dtype=np.int64),
-        np.ascontiguousarray(ts, dtype=np.int64),
-        np.ascontiguousarray(kind, dtype=np.int8),
+        tuple(
+            (
+                key_ints(p),
+                np.ascontiguousarray(t, dtype=np.int64),
+                np.ascontiguousarray(k, dtype=np.int8) if isinstance(k, np.ndarray) else k,
+            )
+            for t, p, k in parts
+        ),
         lo,
         hi - lo + 1,
-        out,
+        tuple(outs),
     )
-    return out
+    return outs
 
 
 #: A boundary's priority at one time (:meth:`Lives.of`) back to its kind.

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ._util import asof_index, cat_mask, member, stable_order
+from . import _passes
+from ._util import asof_index, cat_mask, key_ints, member
 from .lives import pid_of
 
 if TYPE_CHECKING:
@@ -97,6 +98,19 @@ def kworker_mask(cat: pd.Categorical) -> np.ndarray:
     return cat_mask(cat, lambda name: name.startswith("kworker/"))
 
 
+def switch_kworkers(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``sched_switch`` row, whether its prev and its next task is a kworker
+    (memoized, read-only: the storm's steps each read them)."""
+    if model.memo.switch_kworkers is None:
+        s = model.events.switch
+        assert s is not None  # (asked of switches only)
+        pk, nk = kworker_mask(s["prev_comm"].array), kworker_mask(s["next_comm"].array)
+        pk.setflags(write=False)
+        nk.setflags(write=False)
+        model.memo.switch_kworkers = (pk, nk)
+    return model.memo.switch_kworkers
+
+
 def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     """The kworker preemptions of the trace (memoized): for each switch from a kworker
     (``R+``) to another task on a CPU, the switch row, the CPU, the kworker, the task,
@@ -122,36 +136,27 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     codes = np.asarray(states.codes)
     code_preempted = np.array([n == "R+" for n in names])
     code_runnable = np.array([n.startswith("R") for n in names])
-    pk = kworker_mask(s["prev_comm"].array)
-    nk = kworker_mask(s["next_comm"].array)
+    pk, nk = switch_kworkers(model)
     pre = np.flatnonzero(pk & ~nk & (next_pid != 0))  # (the states read at these only)
     pre = pre[code_preempted[codes[pre]]]  # (a code -1: the last name, "nan")
     # a CPU's switches chain: each switch's prev is the task the one before put on
     # the CPU, so the switch after a preemption is that task's switch-out there (unless
     # lost events broke the chain)
-    order = stable_order(cpu)
-    pos = np.empty(len(s), dtype=np.int64)
-    pos[order] = np.arange(len(s))
-    nxt = np.full(len(pre), -1, dtype=np.int64)
-    has = pos[pre] + 1 < len(s)
-    cand = order[np.minimum(pos[pre] + 1, len(s) - 1)]
-    has &= cpu[cand] == cpu[pre]
-    seen = has.copy()
-    has &= prev_pid[cand] == next_pid[pre]  # (a chain broken by lost events: no cycle)
-    nxt[has] = cand[has]
+    before, after = _same_cpu_neighbors(cpu, pre)
+    seen = after >= 0
+    has = seen & (prev_pid[np.maximum(after, 0)] == next_pid[pre])  # (broken chain: no cycle)
+    nxt = np.where(has, after, -1)
     slept = has & ~code_runnable[codes[np.maximum(nxt, 0)]]
     # then: the kworker's next switch-in on that CPU, before the task's own, among the
     # switch-ins of the preemptions' kworkers and tasks only (no other can match), by
-    # (CPU, the task's rank among those: a life key may not fit in 32 bits)
-    at = np.where(nxt >= 0, pos[np.maximum(nxt, 0)], -1)
-    kw_back = _switch_ins_after(at, cpu, next_pid, pos, pre, prev_pid[pre], True)
+    # (CPU, the task's rank among those: a life key may not fit in 32 bits). On one
+    # CPU the rows are in the CPU's order: they are compared as they are
+    kw_back = _switch_ins_after(nxt, cpu, next_pid, pre, prev_pid[pre], True)
     # (the task's switch-out itself may hand the CPU straight back to the kworker)
-    task_back = _switch_ins_after(at, cpu, next_pid, pos, pre, next_pid[pre], False)
-    kpos = np.where(kw_back >= 0, pos[np.maximum(kw_back, 0)], np.iinfo(np.int64).max)
-    tpos = np.where(task_back >= 0, pos[np.maximum(task_back, 0)], np.iinfo(np.int64).max)
-    futile = slept & (kw_back >= 0) & (kpos < tpos)
-    # the kworker's own switch-in before it was preempted (the switch before, on that CPU)
-    before = order[np.maximum(pos[pre] - 1, 0)]
+    task_back = _switch_ins_after(nxt, cpu, next_pid, pre, next_pid[pre], False)
+    # (the kworker back first: -1, never back, comes after any row)
+    last = np.iinfo(np.int64).max
+    futile = slept & (kw_back >= 0) & (kw_back < np.where(task_back >= 0, task_back, last))
     out = {
         "rows": pre,
         "cpu": cpu[pre],
@@ -164,7 +169,7 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
         # whose events end there: a later part's switch-ins settle it)
         "open": slept & (kw_back < 0) & (task_back < 0),
         # the cycle as evidence: from the kworker's switch-in to its return
-        "start_ts": np.where(cpu[before] == cpu[pre], ts[before], ts[pre]),
+        "start_ts": np.where(before >= 0, ts[np.maximum(before, 0)], ts[pre]),
         "back_ts": np.where(kw_back >= 0, ts[np.maximum(kw_back, 0)], ts[pre]),
         # (whether the model shows the kworker's return, and the CPU's next switch: a
         # time part of a trace may end before it)
@@ -175,18 +180,31 @@ def kworker_preemptions(model: Model) -> dict[str, np.ndarray]:
     return out
 
 
+def _same_cpu_neighbors(cpu: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of the switch rows ``rows`` (ascending), the switch before and the one
+    after it on its CPU (-1: none), by one compiled walk each way over the CPUs
+    (``_passes.key_neighbors``): no order of every switch by CPU."""
+    prev, nxt = np.empty(len(rows), np.int64), np.empty(len(rows), np.int64)
+    if len(rows):
+        lo, hi = int(cpu.min()), int(cpu.max())
+        if hi - lo >= 1 << 20:  # (not CPU numbers as we know them: their ranks)
+            cpu = np.unique(cpu, return_inverse=True)[1].reshape(-1)
+            lo, hi = 0, int(cpu.max())
+        _passes.key_neighbors(key_ints(cpu), rows.astype(np.int64), lo, hi - lo + 1, prev, nxt)
+    return prev, nxt
+
+
 def _switch_ins_after(
     at: np.ndarray,
     cpu: np.ndarray,
     next_pid: np.ndarray,
-    pos: np.ndarray,
     pre: np.ndarray,
     who: np.ndarray,
     allow_exact: bool,
 ) -> np.ndarray:
     """For each preemption (switch rows ``pre``), the switch row of the first switch-in
     of the task ``who`` on the preemption's CPU at or after (``allow_exact``; else
-    after) the position ``at`` in the CPU's switches (``pos``), or -1: searched among
+    after) the switch row ``at`` of that CPU (-1: from its first), or -1: searched among
     the switch-ins of the tasks of ``who`` alone (one table lookup over the switches,
     then a search over the few, not a key of every switch)."""
     tasks = np.unique(who)
@@ -195,7 +213,7 @@ def _switch_ins_after(
     found = asof_index(
         at,
         cpu[pre] * (1 << 32) + np.searchsorted(tasks, who),
-        pos[ins],
+        ins,
         key,
         "forward",
         allow_exact,

@@ -65,6 +65,12 @@ class Memo:
     pingpong_at_episodes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     #: ``masks.kworker_preemptions``: the kworker preemptions' columns.
     storm_cycles: dict[str, np.ndarray] | None = None
+    #: ``masks.switch_kworkers``: per sched_switch row, whether its prev and its next
+    #: task is a kworker (read-only).
+    switch_kworkers: tuple[np.ndarray, np.ndarray] | None = None
+    #: ``detect.cswitch_storm.unit_counts`` of every switch, for the kworkers they
+    #: preempt only (the detector's measure and its unit table both read them).
+    storm_unit_counts: tuple[Any, Any] | None = None
     #: ``detect.cswitch_storm``: per sched_switch row, the prev task's work function code.
     storm_switch_work: np.ndarray | None = None
     #: ``detect.evidence.kernel_symbols``, once looked up (a tuple: None is an answer).

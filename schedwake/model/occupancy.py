@@ -93,7 +93,9 @@ def build(
         t_end = comp.t_end
     waits = _WaitEnds(ev, comp.runs, t_end, ev.migrate if migrate is None else migrate)
     if len(wakeups):
-        _put_woken(out, wakeups, woken, waits)
+        # (a whole trace whose pids each name one task: the wake-ups found each wait's
+        # run in these runs, and where it may have begun)
+        _put_woken(out, wakeups, woken, waits, window is None and not ev.lives)
     if preempted is not None:
         _put_preempted(out, s, preempted, waits)
     occ = out.frame()
@@ -206,14 +208,32 @@ class _WaitEnds:
         self.mpid = i64(migrate, "pid") if migrate is not None else none
         self.t_end = t_end
 
+    def run_from_of_wakeups(self, run_from: np.ndarray) -> np.ndarray | None:
+        """The woken waits' ``run_from_ts`` (of the wake-ups that ran: each their
+        run's earliest start, not before the waking nor the sched_wakeup) as the end
+        :meth:`__call__` gives a wait before a migration: the later of the run's
+        ``earliest_ts`` and the wait's start, when every run's earliest start is at or
+        before its start (else None: searched)."""
+        ok = bool((self.ins_from <= self.ins_ts).all()) and not (run_from == self.BIG).any()
+        return run_from if ok else None
+
     def __call__(
-        self, start: np.ndarray, pid: np.ndarray, moved_after: np.ndarray | None = None
+        self,
+        start: np.ndarray,
+        pid: np.ndarray,
+        moved_after: np.ndarray | None = None,
+        run_from: np.ndarray | None = None,
     ) -> np.ndarray:
-        """``moved_after``: migrations count from then on (default: ``start``)."""
-        ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
-        e = np.maximum(take(self.ins_from, ii, self.BIG), start)
-        e[ii < 0] = self.BIG
-        del ii
+        """``moved_after``: migrations count from then on (default: ``start``);
+        ``run_from``: where each wait's next run may have begun, when known (a fresh
+        array: :meth:`run_from_of_wakeups`), else searched."""
+        if run_from is None:
+            ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
+            e = np.maximum(take(self.ins_from, ii, self.BIG), start)
+            e[ii < 0] = self.BIG
+            del ii
+        else:
+            e = run_from
         mi = asof_index(
             start if moved_after is None else moved_after,
             pid,
@@ -226,9 +246,19 @@ class _WaitEnds:
         return np.where(e == self.BIG, self.t_end, e)
 
 
-def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray, waits: _WaitEnds) -> None:
+def _put_woken(
+    out: _Columns,
+    wakeups: pd.DataFrame,
+    woken: np.ndarray,
+    waits: _WaitEnds,
+    runs_found: bool = False,
+) -> None:
     """Woken tasks that later ran wait on their chosen CPU from their ``sched_wakeup``
-    (the waking if none came) until :class:`_WaitEnds` says."""
+    (the waking if none came) until :class:`_WaitEnds` says. ``runs_found``: the
+    wake-ups' runs are those of ``waits`` and keyed by pid as it keys them (a whole
+    trace whose pids each name one task): a wait's next run is its wake-up's run (none
+    begins between the waking and that run), and where it may have begun the wake-up's
+    ``run_from_ts`` (:meth:`_WaitEnds.run_from_of_wakeups`), not searched again."""
     big = _WaitEnds.BIG
 
     def wk(name: str, na: int | None = None) -> np.ndarray:
@@ -245,8 +275,9 @@ def _put_woken(out: _Columns, wakeups: pd.DataFrame, woken: np.ndarray, waits: _
     own_ts = take(waits.own_mts, wk("migrate_index"), big)
     moved_after = np.where(own_ts == big, start, np.maximum(start, own_ts))
     del own_ts
-    wend = waits(start, wpid, moved_after)
-    del moved_after
+    run_from = waits.run_from_of_wakeups(wk("run_from_ts", big)) if runs_found else None
+    wend = waits(start, wpid, moved_after, run_from)
+    del moved_after, run_from
     out.put(wk("chosen_cpu"), start, wend, wpid, wakeups["wakee_comm"].array[woken], 2, 1)
 
 

@@ -44,6 +44,7 @@ import pandas as pd
 from . import _passes, completeness, tasks
 from ._util import (
     asof_index,
+    in_key_time_order,
     is_sorted,
     key_ints,
     lex_order,
@@ -413,8 +414,16 @@ def _cpus(
 
 def _next_waking_of_same_pid(ts: np.ndarray, pid: np.ndarray) -> np.ndarray:
     """Per wake-up, the time of the next wake-up of the same wakee (int64 max if none):
-    it bounds what may match this one (its sched_wakeup, its switch-in)."""
+    it bounds what may match this one (its sched_wakeup, its switch-in). One backward
+    walk in compiled code (``_passes.next_of_key``) over wake-ups in time order whose
+    keys suit its table; else the (pid, ts) order's neighbors."""
     n = len(ts)
+    small = small_keys(pid, pid[:1]) if n else None
+    if small is not None:
+        nxt = np.empty(n, dtype=np.int64)
+        key, _, lo, span = small
+        if _passes.next_of_key(np.ascontiguousarray(ts, dtype=np.int64), key, lo, span, nxt):
+            return nxt
     order = lex_order(ts, pid)
     same = pid[order[1:]] == pid[order[:-1]]
     nxt = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
@@ -469,15 +478,32 @@ class _Runs:
         # a run proven to last until the waking (its end at or after it: an end that is
         # the last proof before an unknown stretch proves nothing after it), of those
         # begun before it (runs on two CPUs at once may overlap)
-        li = asof_index(ts, pid, rstart, rpid, "backward", allow_exact=False)
-        self.was_running = (li >= 0) & (take(completeness.reach(runs), li, -1) >= ts)
         ni = asof_index(ts, pid, rstart, rpid, "forward", allow_exact=True)
+        li = _run_before(ni, ts, pid, rstart, rpid)
+        self.was_running = (li >= 0) & (take(completeness.reach(runs), li, -1) >= ts)
+        del li
         self.index = ni
         self.next_ts = take(rstart, ni, never)
         self.next_from = take(runs["earliest_ts"].to_numpy(), ni, never)
         self.cpu = take(runs["cpu"].to_numpy(), ni, -1)
         self.end_ts = take(rend, ni, never)
         self.ended = take(np.asarray(runs["end"].cat.codes) == 0, ni, False)
+
+
+def _run_before(
+    ni: np.ndarray, ts: np.ndarray, pid: np.ndarray, rstart: np.ndarray, rpid: np.ndarray
+) -> np.ndarray:
+    """Per wake-up, the last run of its wakee begun before the waking (the strict
+    backward as-of search), from ``ni``, its first run begun at or after it (the
+    forward one): with the runs in (key, start) order, the row before that one when it
+    is the wakee's, else none; only the wake-ups with no run after them are searched."""
+    if not in_key_time_order(rstart, rpid):
+        return asof_index(ts, pid, rstart, rpid, "backward", allow_exact=False)
+    prev = ni - 1
+    li = np.where(take(rpid, prev, -1) == pid, prev, -1)  # (prev -1: -1 either way)
+    last = np.flatnonzero(ni < 0)  # (their last run, if any: a search of the few)
+    li[last] = asof_index(ts[last], pid[last], rstart, rpid, "backward", allow_exact=False)
+    return li
 
 
 def _wake_to_run(

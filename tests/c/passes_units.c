@@ -5,7 +5,8 @@
  * strict, from any hint, with times at the ends of int64, the lookup in a table (of flags
  * or of slots), the
  * groups of a hash table, completeness's runs by (pid, start) and its timeline's rows
- * within outputs of any size.
+ * within outputs of any size, idle while runnable's sweep, the intervals that overlap a
+ * union of pieces and a row's neighbors of the same key.
  *
  * The passes' loops are static: this file includes their C files, so it needs Python's
  * headers and libpython to link, though no test calls into Python.  Built and run by
@@ -15,6 +16,7 @@
 #include "_pass_lives.c"
 #include "_pass_asof.c"
 #include "_pass_groups.c"
+#include "_pass_detect.c"
 #include "_pass_completeness.c"
 
 #include <stdio.h>
@@ -77,6 +79,14 @@ static void test_counting_order(void)
 
 /* ------------------------------------------------------------ life_candidates */
 
+/* life_candidates_of over one part of int64 pids and a kind a row */
+static int life_candidates(const int64_t *pid, const int64_t *ts, const int8_t *kind,
+                           Py_ssize_t n, int64_t lo, int64_t span, uint8_t *out)
+{
+    LifeRows part = {pid, 8, ts, kind, 0, n, out};
+    return life_candidates_of(&part, 1, lo, span);
+}
+
 /* Whether pid p has a boundary: its rows in (ts, birth < other < death) order, a row
  * after a death or a birth after another event (lives.py's rule), by brute force. */
 static int has_boundary(const int64_t *pid, const int64_t *ts, const int8_t *kind,
@@ -136,6 +146,37 @@ static void test_life_candidates(void)
     CHECK(life_candidates(p2, t2, k2, 2, 3, 6, out) == -2);   /* a pid outside the range */
     int64_t p3[] = {INT64_MIN, INT64_MAX};
     CHECK(life_candidates(p3, t2, k2, 2, 0, 10, out) == -2);
+    /* the rows in parts (the ordinary events as int32 pids of one kind, the others as
+     * they are): each row flagged as in one part */
+    for (int trial = 0; trial < 300; trial++) {
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N), na = 0, nb = 0;
+        int32_t pa[N];
+        int64_t ta[N], pb[N], tb[N];
+        int8_t kb[N];
+        uint8_t oa[N], ob[N];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            pid[i] = rnd_in(0, 5);
+            ts[i] = rnd_in(0, 12);
+            kind[i] = (int8_t)(rnd_in(0, 4) < 3 ? ACT : rnd_in(1, 2));
+            if (kind[i] == ACT) {
+                pa[na] = (int32_t)pid[i];
+                ta[na++] = ts[i];
+            } else {
+                pb[nb] = pid[i];
+                tb[nb] = ts[i];
+                kb[nb++] = kind[i];
+            }
+        }
+        CHECK(life_candidates(pid, ts, kind, n, 0, 6, out) == 0);
+        LifeRows parts[2] = {{pa, 4, ta, NULL, ACT, na, oa}, {pb, 8, tb, kb, 0, nb, ob}};
+        CHECK(life_candidates_of(parts, 2, 0, 6) == 0);
+        int ok = 1;
+        for (Py_ssize_t i = 0, a = 0, b = 0; i < n; i++)
+            ok &= out[i] == (kind[i] == ACT ? oa[a++] : ob[b++]);
+        CHECK(ok);
+    }
+    LifeRows bad = {p2, 8, t2, NULL, 3, 1, out};   /* one kind outside 0..2 */
+    CHECK(life_candidates_of(&bad, 1, 3, 1) == -2);
 }
 
 /* ------------------------------------------------------------ asof_slots */
@@ -340,6 +381,168 @@ static void test_groups(void)
     CHECK(sout[0] == -1 && sout[1] == -1);
 }
 
+/* ------------------------------------------------------------ gap_sweep */
+
+/* The gap after end i of (ts, code) in time order, by recounting every CPU's open
+ * intervals over ends 0..i: some CPU idle and another busy with a wait (not idle, not
+ * unknown). */
+static int gap_after(const int64_t *code, Py_ssize_t i, int64_t ncpu)
+{
+    int idle = 0, busy = 0;
+    for (int64_t c = 0; c < ncpu; c++) {
+        int open[3] = {0, 0, 0};
+        for (Py_ssize_t j = 0; j <= i; j++)
+            if (code[j] >> 3 == c)
+                open[(code[j] & 7) >> 1] += (code[j] & 1) ? -1 : 1;
+        idle += open[0] > 0;
+        busy += open[1] > 0 && open[0] <= 0 && open[2] <= 0;
+    }
+    return idle && busy;
+}
+
+static void test_gap_sweep(void)
+{
+    enum { N = 120 };
+    int64_t ts[N], code[N], s[N], e[N], rs[N], re[N];
+    for (int trial = 0; trial < 300; trial++) {
+        int64_t ncpu = rnd_in(1, 4);
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        int64_t t = trial % 7 ? rnd_in(-100, 100) : INT64_MAX - 4 * N;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            t += rnd_in(0, 3);
+            ts[i] = t;
+            code[i] = rnd_in(0, ncpu - 1) << 3 | rnd_in(0, 5);
+        }
+        Py_ssize_t m = gap_sweep(ts, code, 8, n, ncpu, s, e);
+        /* the pieces from end i to the next end, later, where the gap is; touching
+         * pieces joined */
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i + 1 < n; i++) {
+            if (ts[i + 1] == ts[i] || !gap_after(code, i, ncpu))
+                continue;
+            if (k && re[k - 1] == ts[i]) {
+                re[k - 1] = ts[i + 1];
+            } else {
+                rs[k] = ts[i];
+                re[k++] = ts[i + 1];
+            }
+        }
+        int ok = m == k;
+        for (Py_ssize_t i = 0; ok && i < k; i++)
+            ok &= s[i] == rs[i] && e[i] == re[i];
+        CHECK(ok);
+    }
+    /* a CPU or a kind out of range, a negative code: refused */
+    int64_t bad_ts[] = {0, 1};
+    int64_t bad_cpu[] = {0, 2 << 3};
+    int64_t bad_kind[] = {6, 0};
+    int64_t neg[] = {-1, 0};
+    CHECK(gap_sweep(bad_ts, bad_cpu, 8, 2, 2, s, e) == -2);
+    CHECK(gap_sweep(bad_ts, bad_kind, 8, 2, 2, s, e) == -2);
+    CHECK(gap_sweep(bad_ts, neg, 8, 2, 2, s, e) == -2);
+    CHECK(gap_sweep(bad_ts, bad_cpu, 8, 0, 2, s, e) == 0);
+}
+
+/* ------------------------------------------------------------ overlapping */
+
+static void test_overlapping(void)
+{
+    enum { N = 200, K = 12 };
+    int64_t start[N], end[N], us[K], ue[K];
+    uint8_t out[N];
+    for (int trial = 0; trial < 200; trial++) {
+        Py_ssize_t k = (Py_ssize_t)rnd_in(0, K), n = (Py_ssize_t)rnd_in(0, N);
+        int64_t t = trial % 5 ? rnd_in(-50, 50) : INT64_MIN + 16;
+        for (Py_ssize_t j = 0; j < k; j++) {   /* disjoint pieces in time order */
+            us[j] = t += rnd_in(0, 5);
+            ue[j] = t += rnd_in(1, 5);
+        }
+        int64_t base = k ? us[0] - 5 : 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            /* mostly in time order (the hint), some backward intervals */
+            start[i] = (i % 9 ? base + i / 3 : base + rnd_in(0, 80));
+            end[i] = start[i] + rnd_in(-6, 10);
+        }
+        overlapping(start, end, n, us, ue, k, out);
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t lo = start[i] < end[i] ? start[i] : end[i];
+            int64_t hi = start[i] < end[i] ? end[i] : start[i];
+            int want = 0;
+            for (Py_ssize_t j = 0; j < k; j++)
+                want |= us[j] < hi && ue[j] > lo;
+            ok &= out[i] == want;
+        }
+        CHECK(ok);
+    }
+}
+
+/* ------------------------------------------------------------ key_neighbors */
+
+static void test_key_neighbors(void)
+{
+    enum { N = 300 };
+    int64_t key[N], rows[N], prev[N], next[N];
+    int32_t key32[N];
+    for (int trial = 0; trial < 100; trial++) {
+        int64_t lo = trial % 3 ? rnd_in(-5, 5) : INT64_MAX - 8, span = rnd_in(1, 8);
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N), m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            key[i] = lo + rnd_in(0, span - 1);
+            key32[i] = (int32_t)rnd_in(0, span - 1);
+            if (rnd() % 3 == 0)
+                rows[m++] = i;
+        }
+        CHECK(key_neighbors(key, 8, n, rows, m, lo, span, prev, next) == 0);
+        int ok = 1;
+        for (Py_ssize_t j = 0; j < m; j++) {   /* the nearest rows of the key, by a scan */
+            int64_t p = -1, q = -1;
+            for (int64_t i = rows[j] - 1; i >= 0 && p < 0; i--)
+                if (key[i] == key[rows[j]])
+                    p = i;
+            for (int64_t i = rows[j] + 1; i < n && q < 0; i++)
+                if (key[i] == key[rows[j]])
+                    q = i;
+            ok &= prev[j] == p && next[j] == q;
+        }
+        CHECK(ok);
+        CHECK(key_neighbors(key32, 4, n, rows, m, 0, span, prev, next) == 0);
+    }
+    /* a key outside the range, rows out of order or outside the keys: refused */
+    int64_t k[] = {0, 1, 2}, r_bad[] = {2, 1}, r_out[] = {3}, r_neg[] = {-1};
+    CHECK(key_neighbors(k, 8, 3, r_bad, 0, 0, 2, prev, next) == -2);
+    CHECK(key_neighbors(k, 8, 3, r_bad, 2, 0, 3, prev, next) == -2);
+    CHECK(key_neighbors(k, 8, 3, r_out, 1, 0, 3, prev, next) == -2);
+    CHECK(key_neighbors(k, 8, 3, r_neg, 1, 0, 3, prev, next) == -2);
+}
+
+/* ------------------------------------------------------------ last_of_key */
+
+static void test_last_of_key(void)
+{
+    enum { N = 200 };
+    int64_t key[N], out[N];
+    for (int trial = 0; trial < 100; trial++) {
+        int64_t lo = trial % 4 ? rnd_in(-3, 3) : INT64_MIN + 1, span = rnd_in(1, 9);
+        Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
+        for (Py_ssize_t i = 0; i < n; i++)
+            key[i] = lo + rnd_in(0, span - 1);
+        Py_ssize_t m = last_of_key(key, 8, n, lo, span, out), k = 0;
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {   /* no later row of its key: listed */
+            int last = 1;
+            for (Py_ssize_t j = i + 1; j < n && last; j++)
+                last = key[j] != key[i];
+            if (last)
+                ok &= k < m && out[k++] == i;
+        }
+        CHECK(ok && k == m);
+    }
+    int64_t bad[] = {0, 5};
+    CHECK(last_of_key(bad, 8, 2, 0, 5, out) == -2);
+    CHECK(last_of_key(bad, 8, 2, 1, 5, out) == -2);
+}
+
 /* ------------------------------------------------------- runs_order, timeline_rows */
 
 /* runs_order against an insertion sort by (pid, start, source order) */
@@ -449,6 +652,10 @@ static void test_timeline_rows(void)
 
 int main(void)
 {
+    test_last_of_key();
+    test_key_neighbors();
+    test_gap_sweep();
+    test_overlapping();
     test_groups();
     test_asof_merge();
     test_counting_order();
