@@ -95,14 +95,10 @@ def test_last_rows_are_those_drop_duplicates_keeps():
         np.zeros(0, np.int64),
     ):
         want = pd.DataFrame({"k": key}).drop_duplicates("k", keep="last").index.to_numpy()
-        assert last_rows(key).tolist() == want.tolist()
-
-
-def test_last_of_key_refuses_what_it_cannot_read():
-    with pytest.raises(ValueError):  # a key outside the range
-        _passes.last_of_key(np.array([0, 5], np.int64), 0, 5, np.empty(2, np.int64))
-    with pytest.raises(ValueError):  # no slot a key
-        _passes.last_of_key(np.array([0, 1], np.int64), 0, 5, np.empty(1, np.int64))
+        keys, rows = last_rows(key)
+        assert np.sort(rows).tolist() == want.tolist()
+        assert keys.tolist() == sorted(set(key.tolist()))  # (ascending, each once)
+        assert key[rows].tolist() == keys.tolist()
 
 
 def test_take_cat_as_the_codes_give_it():

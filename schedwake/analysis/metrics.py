@@ -39,11 +39,11 @@ import pandas as pd
 from ..detect import Thresholds, resolve
 from ..detect.cswitch_storm import storm_measure, weighted_preempted_share
 from ..detect.idle_while_runnable import measure as _iwr_measure
-from ..model import pid_cpu_counts
+from ..model import last_rows, pid_cpu_counts
 from ..model.lives import Lives
 from ..model.masks import episodes_mask, futile_mask, would_stack_mask
 from ..model.memo import IwrMeasure, MetricsKey
-from ..model.task_states import class_share_windows, focused, last_rows, names_of
+from ..model.task_states import class_share_windows, focused, names_of
 from ..model.task_states import runnable_shares as task_runnable_shares
 from ..model.tasks import PERCPU_KTHREAD, name_class
 

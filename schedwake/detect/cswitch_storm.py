@@ -818,5 +818,5 @@ def _names(model: Model, switches: np.ndarray | None = None) -> dict[int, str]:
     task, comm = _next_tasks(model), s["next_comm"].array
     if switches is not None:  # (the rows taken before any frame is made)
         task, comm = task[switches], comm[switches]
-    last = last_rows(task)  # (each task's last switch-in, in their order)
+    last = np.sort(last_rows(task)[1])  # (each task's last switch-in, in their order)
     return {int(p): str(c) for p, c in zip(task[last], comm[last])}

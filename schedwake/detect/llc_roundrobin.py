@@ -226,7 +226,7 @@ def last_comms(model: Model, rows: np.ndarray | None = None) -> pd.DataFrame:
     keep = slice(None) if rows is None else rows
     ts = w["ts"].to_numpy()[keep]
     task = model.events.key(w["wakee_pid"].to_numpy()[keep], ts)
-    last = last_rows(task)  # (each task's last wake-up, in their order)
+    last = np.sort(last_rows(task)[1])  # (each task's last wake-up, in their order)
     comm = w["wakee_comm"].array[keep]
     return pd.DataFrame({"task": task[last], "comm": comm[last], "ts": ts[last]}).set_index("task")
 

@@ -237,54 +237,58 @@ done:
     return result;
 }
 
-/* out[:m] = the rows (ascending) that are the last of their key: one pass forward
- * keeping each key's last row in a table, one marking those.  m >= 0; -1: no memory;
- * -2: a key outside [lo, lo + span) */
-static Py_ssize_t last_of_key(const void *key, Py_ssize_t ks, Py_ssize_t n, int64_t lo,
-                              int64_t span, int64_t *out)
+/* last[k - lo] = the last row of each key k (size-byte ints in [lo, lo + span)), -1 for
+ * a value no row has; 0, or -2: a key out of its range (checked before anything is
+ * written). */
+static int key_last_rows(const void *key, Py_ssize_t size, Py_ssize_t n, int64_t lo,
+                         int64_t span, int64_t *last)
 {
     for (Py_ssize_t i = 0; i < n; i++)
-        if ((uint64_t)key_at(key, ks, i) - (uint64_t)lo >= (uint64_t)span)
+        if ((uint64_t)key_at(key, size, i) - (uint64_t)lo >= (uint64_t)span)
             return -2;
-    int64_t *last = malloc((size_t)span * sizeof(int64_t));
-    if (!last)
-        return -1;
-    for (Py_ssize_t i = 0; i < n; i++)
-        last[(uint64_t)key_at(key, ks, i) - (uint64_t)lo] = i;
-    Py_ssize_t m = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (last[(uint64_t)key_at(key, ks, i) - (uint64_t)lo] == i)
-            out[m++] = i;
-    free(last);
-    return m;
+    for (int64_t k = 0; k < span; k++)
+        last[k] = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t k = (uint64_t)key_at(key, size, i) - (uint64_t)lo;
+        if (k >= (uint64_t)span) /* (read again: checked again) */
+            return -2;
+        last[k] = i;
+    }
+    return 0;
 }
 
-PyObject *pass_last_of_key(PyObject *self, PyObject *args)
+PyObject *pass_key_last_rows(PyObject *self, PyObject *args)
 {
-    PyObject *key_o, *out_o;
+    PyObject *o_key, *o_last;
     long long lo, span;
-    if (!PyArg_ParseTuple(args, "OLLO", &key_o, &lo, &span, &out_o))
+    if (!PyArg_ParseTuple(args, "OLLO", &o_key, &lo, &span, &o_last))
         return NULL;
-    if (!range_ok("last_of_key", lo, span))
+    if (!range_ok("key_last_rows", lo, span))
         return NULL;
-    Arr key = {0}, out = {0};
-    PyObject *result = NULL;
-    if (arr_get_key(key_o, &key, "last_of_key key") < 0 ||
-        arr_get(out_o, &out, 8, 1, "last_of_key out") < 0)
-        goto done;
-    Py_ssize_t n = arr_len(&key);
-    if (arr_len(&out) < n) {
-        PyErr_SetString(PyExc_ValueError, "last_of_key: out must have a slot a key");
-        goto done;
+    Arr key, last;
+    if (arr_get_key(o_key, &key, "key_last_rows key") < 0)
+        return NULL;
+    if (arr_get(o_last, &last, 8, 1, "key_last_rows last") < 0) {
+        arr_release(&key);
+        return NULL;
     }
-    Py_ssize_t m;
-    Py_BEGIN_ALLOW_THREADS
-    m = last_of_key(key.view.buf, key.view.itemsize, n, lo, span, out.view.buf);
-    Py_END_ALLOW_THREADS
-    if (pass_failed(m < 0 ? (int)m : 0, "last_of_key: a key outside [lo, lo + span)") == 0)
-        result = PyLong_FromSsize_t(m);
-done:
+    int rc = -3;
+    if (arr_len(&last) == span) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = key_last_rows(key.view.buf, key.view.itemsize, arr_len(&key), lo, span,
+                           last.view.buf);
+        Py_END_ALLOW_THREADS
+    }
     arr_release(&key);
-    arr_release(&out);
-    return result;
+    arr_release(&last);
+    if (rc == -3) {
+        PyErr_SetString(PyExc_ValueError, "key_last_rows: last one a key value");
+        return NULL;
+    }
+    if (rc == -2) {
+        PyErr_SetString(PyExc_ValueError, "key_last_rows: a key outside [lo, lo + span)");
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
+

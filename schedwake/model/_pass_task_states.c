@@ -991,63 +991,6 @@ PyObject *pass_dense_codes(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(m);
 }
 
-/* ---- key_last_rows ---------------------------------------------------------- */
-
-/* last[k - lo] = the last row of each key k (size-byte ints in [lo, lo + span)), -1 for
- * a value no row has; 0, or -2: a key out of its range (checked before anything is
- * written). */
-static int key_last_rows(const void *key, Py_ssize_t size, Py_ssize_t n, int64_t lo,
-                         int64_t span, int64_t *last)
-{
-    for (Py_ssize_t i = 0; i < n; i++)
-        if ((uint64_t)key_at(key, size, i) - (uint64_t)lo >= (uint64_t)span)
-            return -2;
-    for (int64_t k = 0; k < span; k++)
-        last[k] = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t k = (uint64_t)key_at(key, size, i) - (uint64_t)lo;
-        if (k >= (uint64_t)span) /* (read again: checked again) */
-            return -2;
-        last[k] = i;
-    }
-    return 0;
-}
-
-PyObject *pass_key_last_rows(PyObject *self, PyObject *args)
-{
-    PyObject *o_key, *o_last;
-    long long lo, span;
-    if (!PyArg_ParseTuple(args, "OLLO", &o_key, &lo, &span, &o_last))
-        return NULL;
-    if (!range_ok("key_last_rows", lo, span))
-        return NULL;
-    Arr key, last;
-    if (arr_get_key(o_key, &key, "key_last_rows key") < 0)
-        return NULL;
-    if (arr_get(o_last, &last, 8, 1, "key_last_rows last") < 0) {
-        arr_release(&key);
-        return NULL;
-    }
-    int rc = -3;
-    if (arr_len(&last) == span) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = key_last_rows(key.view.buf, key.view.itemsize, arr_len(&key), lo, span,
-                           last.view.buf);
-        Py_END_ALLOW_THREADS
-    }
-    arr_release(&key);
-    arr_release(&last);
-    if (rc == -3) {
-        PyErr_SetString(PyExc_ValueError, "key_last_rows: last one a key value");
-        return NULL;
-    }
-    if (rc == -2) {
-        PyErr_SetString(PyExc_ValueError, "key_last_rows: a key outside [lo, lo + span)");
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
 /* ---- state_sums ------------------------------------------------------------- */
 
 PyObject *pass_state_sums(PyObject *self, PyObject *args)

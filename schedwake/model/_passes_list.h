@@ -75,9 +75,6 @@ PASS(seconds_texts,
      "seconds_texts(ns, glue) -> bytes: the rows of ns (int64s in [0, 10**15), "
      "len(glue) + 1 a row) as the texts of their seconds (as repr() writes ns / 1e9) "
      "with glue[j] (bytes) between values j and j + 1, a NUL after each row but the last")
-PASS(key_last_rows,
-     "key_last_rows(key, lo, span, last): last[k - lo] = the last row of each key k "
-     "(4- or 8-byte ints in [lo, lo + span)), -1 where no row has it")
 PASS(state_sums,
      "state_sums(group, state, start, end, out): out[g * 6 + s] = the sum of "
      "max(end - start, 0) of the rows of group g in state s")
@@ -154,6 +151,6 @@ PASS(key_neighbors,
      "key_neighbors(key, rows, lo, span, out_prev, out_next): for each of rows (ascending "
      "positions in key), the row before and the row after it with the same key (ints in "
      "[lo, lo + span)), -1 where none")
-PASS(last_of_key,
-     "last_of_key(key, lo, span, out) -> m: out[:m] = the rows (ascending) that are the "
-     "last of their key (ints in [lo, lo + span))")
+PASS(key_last_rows,
+     "key_last_rows(key, lo, span, last): last[k - lo] = the last row of each key k "
+     "(4- or 8-byte ints in [lo, lo + span)), -1 where no row has it")

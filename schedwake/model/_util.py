@@ -551,20 +551,24 @@ def gap_sweep(ts: np.ndarray, code: np.ndarray, ncpu: int) -> tuple[np.ndarray, 
     return start[:m].copy(), end[:m].copy()
 
 
-def last_rows(key: np.ndarray) -> np.ndarray:
-    """The rows (ascending) that are the last of their key: those a frame's
-    ``drop_duplicates(keep="last")`` keeps, by two compiled passes over a table of the
-    keys (``_passes.last_of_key``; life keys in their compact form, :func:`small_keys`),
-    else by the keys' stable order; no frame, no hash of every row in Python's types."""
+def last_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``key`` (ascending) and the row of the last of each:
+    ``np.unique(key[::-1], return_index=True)`` read back (``np.sort`` of the rows: those
+    a frame's ``drop_duplicates(keep="last")`` keeps). By a table over the keys' range
+    (life keys in their compact form, :func:`small_keys`; one compiled pass,
+    ``_passes.key_last_rows``), else by the keys' stable order: no sort, no frame."""
     key = np.asarray(key)
     if len(key) == 0:
-        return np.zeros(0, dtype=np.int64)
+        return key, np.zeros(0, dtype=np.intp)
     small = small_keys(key, key[:1]) if key.dtype.kind == "i" else None
     if small is not None:
         k, _, lo, span = small
-        out = np.empty(len(key), dtype=np.int64)
-        m = _passes.last_of_key(k, lo, span, out)
-        return out[:m].copy()
+        last = np.empty(span, dtype=np.intp)
+        _passes.key_last_rows(k, lo, span, last)
+        rows = last[last >= 0]  # (the compact form keeps the keys' order)
+        return key[rows], rows
     order = stable_order(key)
-    ks = key[order]
-    return np.sort(order[np.append(ks[1:] != ks[:-1], True)]).astype(np.int64)
+    k = key[order]
+    last = np.ones(len(k), dtype=bool)
+    last[:-1] = k[1:] != k[:-1]
+    return k[last], order[last]

@@ -68,7 +68,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import _passes, tasks
-from ._util import in_span, is_sorted, key_ints, member, stable_order
+from ._util import in_span, is_sorted, last_rows, member, stable_order
 from .events import Events, i64, ints
 from .lives import SHIFT, dies, pid_of
 from .memo import Memo
@@ -796,26 +796,6 @@ def last_names(ev: Events, t0: int | None = None, t1: int | None = None) -> list
         comm = f[comm_col].iloc[rows].to_numpy()
         out.append(dict(zip(upid.tolist(), (str(c) for c in comm))))
     return out
-
-
-def last_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of ``key`` (ascending) and the position of the last row of
-    each: ``np.unique(key[::-1], return_index=True)`` read back; by a table over the
-    keys' range when it is not much wider than the rows (each key's last row, one pass
-    in C), else by a stable radix order of the keys rather than a sort."""
-    if len(key) == 0:
-        return key, np.zeros(0, dtype=np.intp)
-    lo, hi = int(key.min()), int(key.max())
-    if hi - lo < max(2 * len(key), 1 << 16):
-        last = np.empty(hi - lo + 1, dtype=np.intp)
-        _passes.key_last_rows(key_ints(key), lo, hi - lo + 1, last)
-        present = np.flatnonzero(last >= 0)
-        return (present + lo).astype(key.dtype), last[present]
-    order = stable_order(key)
-    k = key[order]
-    last = np.ones(len(k), dtype=bool)
-    last[:-1] = k[1:] != k[:-1]
-    return k[last], order[last]
 
 
 def joined_names(parts: Sequence[list[dict[int, str]]]) -> dict[int, str]:

@@ -516,31 +516,31 @@ static void test_key_neighbors(void)
     CHECK(key_neighbors(k, 8, 3, r_neg, 1, 0, 3, prev, next) == -2);
 }
 
-/* ------------------------------------------------------------ last_of_key */
+/* ---------------------------------------------------------- key_last_rows */
 
-static void test_last_of_key(void)
+static void test_key_last_rows(void)
 {
-    enum { N = 200 };
-    int64_t key[N], out[N];
+    enum { N = 200, SPAN = 9 };
+    int64_t key[N], last[SPAN];
     for (int trial = 0; trial < 100; trial++) {
-        int64_t lo = trial % 4 ? rnd_in(-3, 3) : INT64_MIN + 1, span = rnd_in(1, 9);
+        int64_t lo = trial % 4 ? rnd_in(-3, 3) : INT64_MIN + 1, span = rnd_in(1, SPAN);
         Py_ssize_t n = (Py_ssize_t)rnd_in(0, N);
         for (Py_ssize_t i = 0; i < n; i++)
             key[i] = lo + rnd_in(0, span - 1);
-        Py_ssize_t m = last_of_key(key, 8, n, lo, span, out), k = 0;
+        CHECK(key_last_rows(key, 8, n, lo, span, last) == 0);
         int ok = 1;
-        for (Py_ssize_t i = 0; i < n; i++) {   /* no later row of its key: listed */
-            int last = 1;
-            for (Py_ssize_t j = i + 1; j < n && last; j++)
-                last = key[j] != key[i];
-            if (last)
-                ok &= k < m && out[k++] == i;
+        for (int64_t k = 0; k < span; k++) { /* the last row with that key, or -1 */
+            int64_t want = -1;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (key[i] == lo + k)
+                    want = i;
+            ok &= last[k] == want;
         }
-        CHECK(ok && k == m);
+        CHECK(ok);
     }
     int64_t bad[] = {0, 5};
-    CHECK(last_of_key(bad, 8, 2, 0, 5, out) == -2);
-    CHECK(last_of_key(bad, 8, 2, 1, 5, out) == -2);
+    CHECK(key_last_rows(bad, 8, 2, 0, 5, last) == -2);
+    CHECK(key_last_rows(bad, 8, 2, 1, 5, last) == -2);
 }
 
 /* ------------------------------------------------------- runs_order, timeline_rows */
@@ -652,7 +652,7 @@ static void test_timeline_rows(void)
 
 int main(void)
 {
-    test_last_of_key();
+    test_key_last_rows();
     test_key_neighbors();
     test_gap_sweep();
     test_overlapping();
