@@ -679,16 +679,21 @@ class TraceInputs:
         return int(would_stack_mask(self.model).sum())
 
     @cached_property
+    def _latencies(self) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`latencies` of the wake-ups, read once for both of its arrays."""
+        return latencies(self.wakeups)
+
+    @property
     def latency_ns(self) -> np.ndarray:
         """The measured wake-to-run latencies, in row order: to where the trace proves
         the wakee ran (an upper bound where its switch-in is missing)."""
-        return latencies(self.wakeups)[1]
+        return self._latencies[1]
 
-    @cached_property
+    @property
     def latency_min_ns(self) -> np.ndarray:
         """The least each of :attr:`latency_ns` can have been (to the earliest its run can
         have begun): the same where the switch-in is in the trace."""
-        return latencies(self.wakeups)[0]
+        return self._latencies[0]
 
     def latency_pct_bounds(self, pct: float) -> tuple[float | None, float | None]:
         """The ``pct``-th percentile of the wake-to-run latency, us: (of the least
@@ -700,9 +705,14 @@ class TraceInputs:
     @cached_property
     def _latency_pcts(self) -> dict[float, tuple[float | None, float | None]]:
         """:meth:`latency_pct_bounds` of the percentiles the metrics and their bounds
-        ask for (:data:`LATENCY_PCTS`), each array partitioned once for all of them."""
-        lo, hi = (_pcts_us(v, LATENCY_PCTS) for v in (self.latency_min_ns, self.latency_ns))
-        return {p: (lo[i], hi[i]) for i, p in enumerate(LATENCY_PCTS)}
+        ask for (:data:`LATENCY_PCTS`), each array partitioned once for all of them, and
+        kept in the model's memo: the metrics and their bounds (:func:`metric_bounds`)
+        read the same wake-ups under any thresholds."""
+        memo = self.model.memo
+        if memo.latency_pcts is None:
+            lo, hi = (_pcts_us(v, LATENCY_PCTS) for v in (self.latency_min_ns, self.latency_ns))
+            memo.latency_pcts = {p: (lo[i], hi[i]) for i, p in enumerate(LATENCY_PCTS)}
+        return memo.latency_pcts
 
     @cached_property
     def busy_bounds(self) -> dict[str, tuple[float, float]]:

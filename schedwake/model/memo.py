@@ -84,6 +84,9 @@ class Memo:
     idle_while_runnable: dict[int, IwrMeasure] = field(default_factory=dict)
     #: ``metrics.trace_metrics``: the values computed so far, by key.
     trace_metrics: dict[MetricsKey, dict[str, Any]] = field(default_factory=dict)
+    #: ``metrics.TraceInputs.latency_pct_bounds`` of ``metrics.LATENCY_PCTS``: the
+    #: wake-to-run percentiles' bounds (us) by percentile (thresholds do not change them).
+    latency_pcts: dict[float, tuple[float | None, float | None]] | None = None
     #: ``metrics.metric_bounds`` by key.
     metric_bounds: dict[MetricsKey, dict[str, list[Any]]] = field(default_factory=dict)
     #: ``metrics.window_metrics`` of the last window length: its key, the window
