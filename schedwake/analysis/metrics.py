@@ -31,7 +31,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..sidetrace import SideTrace
     from ..trace import Trace
+
+#: A measure's type (:meth:`TraceInputs._kept`).
+_T = TypeVar("_T")
 
 # -- the record of a metric ----------------------------------------------------------------
 
@@ -705,20 +708,29 @@ class TraceInputs:
     @cached_property
     def _latency_pcts(self) -> dict[float, tuple[float | None, float | None]]:
         """:meth:`latency_pct_bounds` of the percentiles the metrics and their bounds
-        ask for (:data:`LATENCY_PCTS`), each array partitioned once for all of them, and
-        kept in the model's memo: the metrics and their bounds (:func:`metric_bounds`)
-        read the same wake-ups under any thresholds."""
-        memo = self.model.memo
-        if memo.latency_pcts is None:
+        ask for (:data:`LATENCY_PCTS`), each array partitioned once for all of them
+        (:meth:`_kept`)."""
+
+        def pcts() -> dict[float, tuple[float | None, float | None]]:
             lo, hi = (_pcts_us(v, LATENCY_PCTS) for v in (self.latency_min_ns, self.latency_ns))
-            memo.latency_pcts = {p: (lo[i], hi[i]) for i, p in enumerate(LATENCY_PCTS)}
-        return memo.latency_pcts
+            return {p: (lo[i], hi[i]) for i, p in enumerate(LATENCY_PCTS)}
+
+        return self._kept("latency_pcts", pcts)
+
+    def _kept(self, name: str, compute: Callable[[], _T]) -> _T:
+        """The measure ``name`` that no threshold changes, computed once per model and
+        kept in its memo (``Memo.trace_measures``): :func:`trace_metrics` and
+        :func:`metric_bounds` each make a TraceInputs, and read the same ones."""
+        kept = self.model.memo.trace_measures
+        if name not in kept:
+            kept[name] = compute()
+        return cast("_T", kept[name])
 
     @cached_property
     def busy_bounds(self) -> dict[str, tuple[float, float]]:
         """Per CPU (its number as a string), the bounds of its busy share
-        (:func:`busy_bounds`)."""
-        return busy_bounds(self.model)
+        (:func:`busy_bounds`; :meth:`_kept`)."""
+        return self._kept("busy_bounds", lambda: busy_bounds(self.model))
 
     @cached_property
     def missing_switches(self) -> int:
