@@ -39,7 +39,7 @@ import pandas as pd
 from ..detect import Thresholds, resolve
 from ..detect.cswitch_storm import storm_measure, weighted_preempted_share
 from ..detect.idle_while_runnable import measure as _iwr_measure
-from ..model import last_rows, pid_cpu_counts
+from ..model import cat_mask, last_rows, pid_cpu_counts
 from ..model.lives import Lives
 from ..model.masks import episodes_mask, futile_mask, would_stack_mask
 from ..model.memo import IwrMeasure, MetricsKey
@@ -1090,15 +1090,15 @@ def busy_bounds(model: Model) -> dict[str, tuple[float, float]]:
     occ = model.occupancy
     if len(occ) == 0:
         return {}
-    state = occ["state"]
-    sel = state.isin(["running", "idle", "unknown"]).to_numpy()
+    state = pd.Categorical(occ["state"])  # (by its codes: cat_mask, not isin)
+    sel = cat_mask(state, lambda s: s in ("running", "idle", "unknown"))
     n = int(sel.sum())
     first = model.first_switch_ts
     out: dict[str, tuple[float, float]] = {}
     if n == 0:
         return out
-    running = (state == "running").to_numpy()
-    unknown = (state == "unknown").to_numpy()
+    running = cat_mask(state, lambda s: s == "running")
+    unknown = cat_mask(state, lambda s: s == "unknown")
     del state
     cpu, start, end = occ["cpu"].to_numpy(), occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
     if sel[:n].all():  # the CPUs' rows come first (as the model builds them): views
