@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from schedwake.detect._iwr import llc_gap_segments, single_cpu_pids
-from schedwake.model._util import asof_index, pid_cpu_counts, stable_order
+from schedwake.model._util import asof_index, cat_mask, pid_cpu_counts, stable_order
 
 
 def _asof_index_merge(
@@ -110,6 +110,29 @@ def merge_asof_per_trial(trials, direction, exact) -> list[np.ndarray]:
         np.where(got[lo[t] : lo[t + 1]] >= 0, got[lo[t] : lo[t + 1]] - ro[t], -1)
         for t in range(len(trials))
     ]
+
+
+@pytest.mark.parametrize(
+    ("ncat", "held"), [(1, 0), (1, 1), (3, 2), (12, 4), (12, 5), (200, 150), (200, 200)]
+)
+def test_cat_mask_is_the_predicate_per_row_and_false_where_missing(ncat, held):
+    """cat_mask gives what the predicate gives row by row, False for a missing row
+    (code -1), whether it compares the codes with the few categories that hold or
+    takes the flags by the codes (more of them), whatever the codes' width (int8 up to
+    127 categories)."""
+    rng = np.random.default_rng(ncat * 1000 + held)
+    names = [f"t{i}" for i in range(ncat)]
+    values = [None if rng.random() < 0.2 else names[int(rng.integers(ncat))] for _ in range(500)]
+    cat = pd.Categorical(values, categories=names)
+    holds = set(rng.permutation(ncat)[:held].tolist())
+
+    def pred(name: str) -> bool:
+        return int(name[1:]) in holds
+
+    expected = np.array([v is not None and pred(v) for v in values])
+    got = cat_mask(cat, pred)
+    assert got.dtype == bool and got.shape == expected.shape
+    assert np.array_equal(got, expected)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint16])

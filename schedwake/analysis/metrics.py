@@ -31,7 +31,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,7 @@ import pandas as pd
 from ..detect import Thresholds, resolve
 from ..detect.cswitch_storm import storm_measure, weighted_preempted_share
 from ..detect.idle_while_runnable import measure as _iwr_measure
-from ..model import last_rows, pid_cpu_counts
+from ..model import cat_mask, last_rows, pid_cpu_counts
 from ..model.lives import Lives
 from ..model.masks import episodes_mask, futile_mask, would_stack_mask
 from ..model.memo import IwrMeasure, MetricsKey
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..sidetrace import SideTrace
     from ..trace import Trace
+
+#: A measure's type (:meth:`TraceInputs._kept`).
+_T = TypeVar("_T")
 
 # -- the record of a metric ----------------------------------------------------------------
 
@@ -679,16 +682,21 @@ class TraceInputs:
         return int(would_stack_mask(self.model).sum())
 
     @cached_property
+    def _latencies(self) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`latencies` of the wake-ups, read once for both of its arrays."""
+        return latencies(self.wakeups)
+
+    @property
     def latency_ns(self) -> np.ndarray:
         """The measured wake-to-run latencies, in row order: to where the trace proves
         the wakee ran (an upper bound where its switch-in is missing)."""
-        return latencies(self.wakeups)[1]
+        return self._latencies[1]
 
-    @cached_property
+    @property
     def latency_min_ns(self) -> np.ndarray:
         """The least each of :attr:`latency_ns` can have been (to the earliest its run can
         have begun): the same where the switch-in is in the trace."""
-        return latencies(self.wakeups)[0]
+        return self._latencies[0]
 
     def latency_pct_bounds(self, pct: float) -> tuple[float | None, float | None]:
         """The ``pct``-th percentile of the wake-to-run latency, us: (of the least
@@ -700,15 +708,29 @@ class TraceInputs:
     @cached_property
     def _latency_pcts(self) -> dict[float, tuple[float | None, float | None]]:
         """:meth:`latency_pct_bounds` of the percentiles the metrics and their bounds
-        ask for (:data:`LATENCY_PCTS`), each array partitioned once for all of them."""
-        lo, hi = (_pcts_us(v, LATENCY_PCTS) for v in (self.latency_min_ns, self.latency_ns))
-        return {p: (lo[i], hi[i]) for i, p in enumerate(LATENCY_PCTS)}
+        ask for (:data:`LATENCY_PCTS`), each array partitioned once for all of them
+        (:meth:`_kept`)."""
+
+        def pcts() -> dict[float, tuple[float | None, float | None]]:
+            lo, hi = (_pcts_us(v, LATENCY_PCTS) for v in (self.latency_min_ns, self.latency_ns))
+            return {p: (lo[i], hi[i]) for i, p in enumerate(LATENCY_PCTS)}
+
+        return self._kept("latency_pcts", pcts)
+
+    def _kept(self, name: str, compute: Callable[[], _T]) -> _T:
+        """The measure ``name`` that no threshold changes, computed once per model and
+        kept in its memo (``Memo.trace_measures``): :func:`trace_metrics` and
+        :func:`metric_bounds` each make a TraceInputs, and read the same ones."""
+        kept = self.model.memo.trace_measures
+        if name not in kept:
+            kept[name] = compute()
+        return cast("_T", kept[name])
 
     @cached_property
     def busy_bounds(self) -> dict[str, tuple[float, float]]:
         """Per CPU (its number as a string), the bounds of its busy share
-        (:func:`busy_bounds`)."""
-        return busy_bounds(self.model)
+        (:func:`busy_bounds`; :meth:`_kept`)."""
+        return self._kept("busy_bounds", lambda: busy_bounds(self.model))
 
     @cached_property
     def missing_switches(self) -> int:
@@ -1068,15 +1090,15 @@ def busy_bounds(model: Model) -> dict[str, tuple[float, float]]:
     occ = model.occupancy
     if len(occ) == 0:
         return {}
-    state = occ["state"]
-    sel = state.isin(["running", "idle", "unknown"]).to_numpy()
+    state = pd.Categorical(occ["state"])  # (by its codes: cat_mask, not isin)
+    sel = cat_mask(state, lambda s: s in ("running", "idle", "unknown"))
     n = int(sel.sum())
     first = model.first_switch_ts
     out: dict[str, tuple[float, float]] = {}
     if n == 0:
         return out
-    running = (state == "running").to_numpy()
-    unknown = (state == "unknown").to_numpy()
+    running = cat_mask(state, lambda s: s == "running")
+    unknown = cat_mask(state, lambda s: s == "unknown")
     del state
     cpu, start, end = occ["cpu"].to_numpy(), occ["start_ts"].to_numpy(), occ["end_ts"].to_numpy()
     if sel[:n].all():  # the CPUs' rows come first (as the model builds them): views

@@ -446,10 +446,25 @@ def take_cat(cat: pd.Categorical, idx: npt.ArrayLike) -> pd.Categorical:
 
 def cat_mask(cat: pd.Categorical, predicate: Callable[[str], object]) -> np.ndarray:
     """Per row of ``cat``, ``predicate(name)`` of its category (False where missing):
-    the predicate runs once per category, not per row."""
+    the predicate runs once per category, not per row. A few categories that hold: one
+    comparison of the codes each (a missing row's code, -1, is none of them); more: one
+    ``take`` by the codes, where -1 takes the False after the categories' flags (either
+    is several times faster than a ``where`` then fancy indexing by the small codes, or
+    pandas' ``isin``)."""
     flags = np.array([bool(predicate(str(c))) for c in cat.categories] + [False])
     codes = np.asarray(cat.codes)
-    return flags[np.where(codes < 0, len(flags) - 1, codes)]
+    held = np.flatnonzero(flags).tolist()
+    if len(held) > _CAT_MASK_COMPARISONS:
+        return flags.take(codes)
+    out = np.zeros(len(codes), dtype=bool)
+    for code in held:
+        out |= codes == code
+    return out
+
+
+#: The most categories :func:`cat_mask` compares the codes with one by one (a
+#: comparison costs about a tenth of a ``take`` by int8 codes).
+_CAT_MASK_COMPARISONS = 4
 
 
 def object_categories(cat: Any) -> pd.Categorical:

@@ -84,6 +84,10 @@ class Memo:
     idle_while_runnable: dict[int, IwrMeasure] = field(default_factory=dict)
     #: ``metrics.trace_metrics``: the values computed so far, by key.
     trace_metrics: dict[MetricsKey, dict[str, Any]] = field(default_factory=dict)
+    #: ``metrics.TraceInputs``' measures that no threshold changes (the wake-to-run
+    #: percentiles' bounds, the CPUs' busy bounds), by name: ``trace_metrics`` and
+    #: ``metric_bounds`` both read them.
+    trace_measures: dict[str, Any] = field(default_factory=dict)
     #: ``metrics.metric_bounds`` by key.
     metric_bounds: dict[MetricsKey, dict[str, list[Any]]] = field(default_factory=dict)
     #: ``metrics.window_metrics`` of the last window length: its key, the window
