@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from schedwake.model import _passes
+from schedwake.model.completeness import _unwoken_searched
 
 
 def _segments_numpy(pos, rank, ets, epid, sw_ts, sw_next):
@@ -396,3 +397,70 @@ def test_runs_columns_refuses_what_it_cannot_read():
         _runs_columns(np.array([0, 1], dtype=np.int64), sw, g, n=1)
     with pytest.raises(ValueError, match="lengths"):
         _runs_columns(np.array([0], dtype=np.int64), (*sw[:5], sw[5][:2]), g)
+
+
+def _unwoken(sts, nkey, pkey, nxt, asleep, wakes, lo=None, span=None):
+    if lo is None or span is None:
+        keys = [k for k in (nkey, pkey, *(k for _, k in wakes)) if len(k)]
+        lo = min(int(k.min()) for k in keys)
+        span = max(int(k.max()) for k in keys) - lo + 1
+    outs = [np.full(len(sts), -99, np.int64) for _ in range(3)]
+    m = _passes.unwoken_candidates(sts, nkey, pkey, nxt, asleep.view(np.uint8), tuple(wakes),
+                                   lo, span, *outs)  # fmt: skip
+    return None if m < 0 else tuple(o[:m] for o in outs)
+
+
+@pytest.mark.parametrize("key_type", [np.int32, np.int64])
+def test_unwoken_candidates_as_the_searches(key_type):
+    """The walk finds what the as-of searches find (completeness's way for tables out of
+    time order, as it was for all before the walk, main edddf36): switch-outs strictly before the
+    switch-in (ties of one time in their order), wake-ups at it too, in 0 to 3
+    tables; pid 0 (idle) never a candidate."""
+    rng = np.random.default_rng(5)
+    for n, nw, tasks, span_t in ((0, 1, 3, 10), (1, 0, 2, 5), (50, 1, 4, 30),
+                                 (3000, 3, 12, 2000), (4000, 2, 30, 800)):  # fmt: skip
+        sts = np.sort(rng.integers(0, span_t, n)).astype(np.int64)
+        nxt = rng.integers(0, tasks, n).astype(key_type)
+        pkey = rng.integers(0, tasks, n).astype(key_type)
+        asleep = rng.random(n) < 0.6
+        wakes = []
+        for _ in range(nw):
+            m = int(rng.integers(0, n // 3 + 2))
+            wakes.append((np.sort(rng.integers(0, span_t, m)).astype(np.int64),
+                          rng.integers(0, tasks, m).astype(key_type)))  # fmt: skip
+        if n == 0:
+            continue
+        got = _unwoken(sts, nxt, pkey, nxt, asleep, wakes)
+        want = _unwoken_searched(sts, nxt, pkey, nxt, asleep, wakes)
+        assert got is not None
+        for g, w in zip(got, want):
+            assert g.tolist() == w.tolist()
+        if n > 1000:
+            assert len(want[0]) and (want[2] > np.iinfo(np.int64).min).any()  # (both met)
+
+
+def test_unwoken_candidates_refuses_what_it_cannot_read():
+    sts = np.array([1, 2, 3], dtype=np.int64)
+    key = np.array([1, 2, 1], dtype=np.int32)
+    asleep = np.ones(3, dtype=bool)
+    wake = (np.array([2], dtype=np.int64), np.array([2], dtype=np.int32))
+    assert _unwoken(sts, key, key, key, asleep, [wake]) is not None
+    # not in time order: nothing written, the caller searches
+    assert _unwoken(sts[::-1].copy(), key, key, key, asleep, [wake]) is None
+    late = (np.array([3, 2], dtype=np.int64), np.array([1, 1], dtype=np.int32))
+    assert _unwoken(sts, key, key, key, asleep, [late]) is None
+    for lo, span in ((2, 5), (0, 2)):  # keys outside the range
+        with pytest.raises(ValueError, match="outside"):
+            _unwoken(sts, key, key, key, asleep, [wake], lo, span)
+    with pytest.raises(ValueError, match="outside"):  # a wake-up's key outside
+        _unwoken(sts, key, key, key, asleep, [(wake[0], np.array([9], np.int32))], 0, 3)
+    with pytest.raises(ValueError, match="span"):
+        _unwoken(sts, key, key, key, asleep, [wake], 0, 1 << 40)
+    with pytest.raises(ValueError, match="lengths"):
+        _unwoken(sts, key[:2], key, key, asleep, [wake])
+    with pytest.raises(ValueError, match="lengths"):
+        _unwoken(sts, key, key, key, asleep, [(wake[0], key)])
+    with pytest.raises(ValueError, match="at most"):
+        _unwoken(sts, key, key, key, asleep, [wake] * 5)
+    with pytest.raises(TypeError):
+        _unwoken(sts, key, key, key, asleep, [(wake[0],)], 0, 3)

@@ -673,3 +673,184 @@ done:
     arrs_release(spec, NSPEC);
     return result;
 }
+
+/* ---------------------------------------------------------------- unwoken_candidates */
+
+/* The wake-up tables of unwoken_candidates: (ts, key) pairs, each in time order. */
+typedef struct {
+    const int64_t *ts;
+    const void *key;
+    Py_ssize_t ksize, n;
+} WakeTable;
+
+enum { MAX_WAKE_TABLES = 4 };
+
+static int ts_ascending(const int64_t *ts, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (ts[i] < ts[i - 1])
+            return 0;
+    return 1;
+}
+
+/* One walk over the switches (in time order) and the wake-up tables: per key its last
+ * switch-out before the switch at hand (strictly earlier) and whether it slept there,
+ * and its last wake-up at or before it.  Switch r goes out (its index, that
+ * switch-out's time, the last wake-up: INT64_MIN when none) when its task (nxt > 0)
+ * slept at that switch-out and no wake-up came since.  *count: how many went out.
+ * 0: done; 1: a table not in time order (nothing written); -1: no memory; -2: a key
+ * outside [lo, lo + span). */
+static int unwoken_candidates(const int64_t *sts, const void *nkey, Py_ssize_t nsize,
+                              const void *pkey, Py_ssize_t psize, const void *nxt,
+                              Py_ssize_t xsize, const uint8_t *asleep, Py_ssize_t n,
+                              const WakeTable *w, int nw, int64_t lo, int64_t span,
+                              int64_t *o_sw, int64_t *o_out, int64_t *o_wake, Py_ssize_t *count)
+{
+    if (!ts_ascending(sts, n))
+        return 1;
+    for (int t = 0; t < nw; t++)
+        if (!ts_ascending(w[t].ts, w[t].n))
+            return 1;
+    int64_t *out_ts = malloc((size_t)span * sizeof(int64_t));
+    int64_t *wake = malloc((size_t)span * sizeof(int64_t));
+    uint8_t *slept = calloc((size_t)span, 1);
+    Py_ssize_t pos[MAX_WAKE_TABLES] = {0};
+    int rc = -1;
+    if (!out_ts || !wake || !slept)
+        goto done;
+    for (int64_t s = 0; s < span; s++)
+        out_ts[s] = wake[s] = INT64_MIN;
+    rc = -2;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        int64_t now = sts[i];
+        Py_ssize_t j = i;
+        while (j < n && sts[j] == now)
+            j++;
+        /* the wake-ups up to now (at it too), then the switch-ins at now against the
+         * switch-outs before it, then those switch-outs */
+        for (int t = 0; t < nw; t++) {
+            for (; pos[t] < w[t].n && w[t].ts[pos[t]] <= now; pos[t]++) {
+                uint64_t k = (uint64_t)key_at(w[t].key, w[t].ksize, pos[t]) - (uint64_t)lo;
+                if (k >= (uint64_t)span)
+                    goto done;
+                if (w[t].ts[pos[t]] > wake[k])
+                    wake[k] = w[t].ts[pos[t]];
+            }
+        }
+        for (Py_ssize_t r = i; r < j; r++) {
+            uint64_t k = (uint64_t)key_at(nkey, nsize, r) - (uint64_t)lo;
+            if (k >= (uint64_t)span)
+                goto done;
+            if (key_at(nxt, xsize, r) > 0 && slept[k] && out_ts[k] != INT64_MIN &&
+                wake[k] < out_ts[k]) {
+                o_sw[m] = r;
+                o_out[m] = out_ts[k];
+                o_wake[m] = wake[k];
+                m++;
+            }
+        }
+        for (Py_ssize_t r = i; r < j; r++) {
+            uint64_t k = (uint64_t)key_at(pkey, psize, r) - (uint64_t)lo;
+            if (k >= (uint64_t)span)
+                goto done;
+            out_ts[k] = now;
+            slept[k] = asleep[r] != 0;
+        }
+        i = j;
+    }
+    *count = m;
+    rc = 0;
+done:
+    free(out_ts);
+    free(wake);
+    free(slept);
+    return rc;
+}
+
+PyObject *pass_unwoken_candidates(PyObject *self, PyObject *args)
+{
+    PyObject *sts_o, *nkey_o, *pkey_o, *nxt_o, *asleep_o, *wakes_o, *osw_o, *oout_o, *owake_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOO!LLOOO", &sts_o, &nkey_o, &pkey_o, &nxt_o, &asleep_o,
+                          &PyTuple_Type, &wakes_o, &lo, &span, &osw_o, &oout_o, &owake_o))
+        return NULL;
+    if (!range_ok("unwoken_candidates", lo, span))
+        return NULL;
+    Py_ssize_t nw = PyTuple_GET_SIZE(wakes_o);
+    if (nw > MAX_WAKE_TABLES) {
+        PyErr_SetString(PyExc_ValueError, "unwoken_candidates: at most 4 wake-up tables");
+        return NULL;
+    }
+    PyObject *wts_o[MAX_WAKE_TABLES], *wkey_o[MAX_WAKE_TABLES];
+    for (Py_ssize_t t = 0; t < nw; t++) {
+        PyObject *pair = PyTuple_GET_ITEM(wakes_o, t);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "unwoken_candidates: wakes: (ts, key) pairs");
+            return NULL;
+        }
+        wts_o[t] = PyTuple_GET_ITEM(pair, 0);
+        wkey_o[t] = PyTuple_GET_ITEM(pair, 1);
+    }
+    Arr sts, asleep, osw, oout, owake;
+    Arr nkey = {.held = 0}, pkey = {.held = 0}, nxt = {.held = 0};
+    Arr wts[MAX_WAKE_TABLES], wkey[MAX_WAKE_TABLES];
+    for (int t = 0; t < MAX_WAKE_TABLES; t++)
+        wts[t].held = wkey[t].held = 0;
+    ArrSpec spec[] = {
+        {sts_o, &sts, 8, 0, "unwoken_candidates sts"},
+        {asleep_o, &asleep, 1, 0, "unwoken_candidates asleep"},
+        {osw_o, &osw, 8, 1, "unwoken_candidates out_switch"},
+        {oout_o, &oout, 8, 1, "unwoken_candidates out_ts"},
+        {owake_o, &owake, 8, 1, "unwoken_candidates out_wake"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(nkey_o, &nkey, "unwoken_candidates nkey") < 0 ||
+        arr_get_key(pkey_o, &pkey, "unwoken_candidates pkey") < 0 ||
+        arr_get_key(nxt_o, &nxt, "unwoken_candidates nxt") < 0)
+        goto done;
+    WakeTable w[MAX_WAKE_TABLES];
+    for (Py_ssize_t t = 0; t < nw; t++) {
+        if (arr_get(wts_o[t], &wts[t], 8, 0, "unwoken_candidates wake ts") < 0 ||
+            arr_get_key(wkey_o[t], &wkey[t], "unwoken_candidates wake key") < 0)
+            goto done;
+        w[t] = (WakeTable){wts[t].view.buf, wkey[t].view.buf, wkey[t].view.itemsize,
+                           arr_len(&wts[t])};
+        if (arr_len(&wkey[t]) != w[t].n) {
+            PyErr_SetString(PyExc_ValueError, "unwoken_candidates: arrays of different lengths");
+            goto done;
+        }
+    }
+    Py_ssize_t n = arr_len(&sts);
+    if (arr_len(&nkey) != n || arr_len(&pkey) != n || arr_len(&nxt) != n ||
+        arr_len(&asleep) != n || arr_len(&osw) != n || arr_len(&oout) != n ||
+        arr_len(&owake) != n) {
+        PyErr_SetString(PyExc_ValueError, "unwoken_candidates: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = unwoken_candidates(sts.view.buf, nkey.view.buf, nkey.view.itemsize, pkey.view.buf,
+                            pkey.view.itemsize, nxt.view.buf, nxt.view.itemsize,
+                            asleep.view.buf, n, w, (int)nw, lo, span, osw.view.buf,
+                            oout.view.buf, owake.view.buf, &count);
+    Py_END_ALLOW_THREADS
+    if (rc == 1)
+        result = PyLong_FromLong(-1);
+    else if (pass_failed(rc, "unwoken_candidates: a key outside [lo, lo + span)") == 0)
+        result = PyLong_FromSsize_t(count);
+done:
+    arr_release(&nkey);
+    arr_release(&pkey);
+    arr_release(&nxt);
+    for (int t = 0; t < MAX_WAKE_TABLES; t++) {
+        arr_release(&wts[t]);
+        arr_release(&wkey[t]);
+    }
+    arrs_release(spec, NSPEC);
+    return result;
+}

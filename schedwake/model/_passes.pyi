@@ -257,3 +257,17 @@ def runs_columns(
     out: tuple[np.ndarray, ...],
     /,
 ) -> None: ...
+def unwoken_candidates(
+    sts: np.ndarray,
+    nkey: np.ndarray,
+    pkey: np.ndarray,
+    nxt: np.ndarray,
+    asleep: np.ndarray,
+    wakes: tuple[tuple[np.ndarray, np.ndarray], ...],
+    lo: int,
+    span: int,
+    out_switch: np.ndarray,
+    out_ts: np.ndarray,
+    out_wake: np.ndarray,
+    /,
+) -> int: ...

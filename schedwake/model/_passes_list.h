@@ -125,6 +125,14 @@ PASS(runs_columns,
      "earliest, endkind)): the runs' columns in runs_order's order src, from the segments "
      "(k >= 0: exact, to the next switch, end_trace when the CPU's last) and the group runs "
      "(~j)")
+PASS(unwoken_candidates,
+     "unwoken_candidates(sts, nkey, pkey, nxt, asleep, ((ts, key), ...), lo, span, out_switch, "
+     "out_ts, out_wake) -> int: one walk over the switches (in time order; next and prev "
+     "keys, next pid, asleep at the switch-out) and up to 4 wake-up tables (in time order): "
+     "the switch-ins of a task (nxt > 0) whose last earlier switch-out slept with no "
+     "wake-up since, as (switch, that switch-out's ts, the last wake-up at or before the "
+     "switch-in, int64 min if none); their count, -1 (nothing written) when a table is "
+     "not in time order; keys in [lo, lo + span)")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

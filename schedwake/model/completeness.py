@@ -961,41 +961,82 @@ def _two_cpus(runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
 
 def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     """Switch-ins of a task whose last switch-out put it to sleep, with no wake-up of it
-    (waking, wakeup or wakeup_new) since the run that switch-out ended began."""
+    (waking, wakeup or wakeup_new) since the run that switch-out ended began.
+
+    That run ended by the switch-out and began where it may have (``earliest_ts``), so
+    a wake-up since the switch-out answers a switch-in without the run: the run is
+    searched for the others only (:func:`_unwoken_candidates`), a few rows."""
     s = ev.switch
     if s is None or len(s) == 0 or "prev_state_str" not in s.columns:
         return _empty_breaks()
-    from .task_states import sleeps  # the letters of a sleep: one rule
-
-    sts, scpu = ints(s, "ts"), ints(s, "cpu")
-    prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
-    asleep = cat_mask(pd.Categorical(s["prev_state_str"]), sleeps)
-    # (keyed by life: a pid used again is another task, ``.lives``)
-    nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
-    # each switch's task's last switch-out before it: every switch searched, not the
-    # switch-ins of tasks alone (no gathers of them; the idle task's are left out after,
-    # and a task's switch-out is never the idle task's)
-    oi = asof_index(sts, nkey, sts, pkey, "backward", False)
-    cand = np.flatnonzero(take(asleep, oi, False) & (nxt > 0))
-    out_ts = sts[oi[cand]]
+    sts, scpu, nxt = ints(s, "ts"), ints(s, "cpu"), ints(s, "next_pid")
+    nkey = ev.key(nxt, sts)
+    cand, out_ts, woke = _unwoken_candidates(ev, s, sts, nkey, nxt)
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
     ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
                     "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
-    # a break: no wake-up of any kind since that run began (without a run: none); the
-    # switch-ins a wake-up table answers are not searched in the next
-    live = np.flatnonzero(began > never)
-    b, began = cand[live], began[live]
-    b_ts, b_key = sts[b], nkey[b]
-    for f in (ev.waking, ev.wakeup, ev.wakeup_new):
-        if f is not None and len(f) and len(b):
-            fts = ints(f, "ts")
-            wi = asof_index(b_ts, b_key, fts, ev.key(ints(f, "pid"), fts), "backward", True)
-            still = take(fts, wi, never) < began
-            b, began, b_ts, b_key = b[still], began[still], b_ts[still], b_key[still]
+    # a break: no wake-up of any kind since that run began (without a run: none)
+    b = cand[(began > never) & (woke < began)]
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
+
+
+def _unwoken_candidates(
+    ev: Events, s: pd.DataFrame, sts: np.ndarray, nkey: np.ndarray, nxt: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The switch-ins (rows of ``s``) of a task (not the idle task) whose last earlier
+    switch-out (keyed by life: a pid used again is another task, ``.lives``) put it to
+    sleep and that no wake-up of any kind (at or before the switch-in) came after: the
+    rows, the time of that switch-out, the time of the task's last wake-up (int64 min:
+    none). One compiled walk over the switches and the wake-up tables in time order
+    (``_passes.unwoken_candidates``), when the keys lie in a small range; else as-of
+    searches of every switch, then of each wake-up table."""
+    from .task_states import sleeps  # the letters of a sleep: one rule
+
+    asleep = cat_mask(pd.Categorical(s["prev_state_str"]), sleeps)
+    pkey = ev.key(ints(s, "prev_pid"), sts)
+    wakes = []
+    for f in (ev.waking, ev.wakeup, ev.wakeup_new):
+        if f is not None and len(f):
+            fts = ints(f, "ts")
+            wakes.append((fts, key_ints(ev.key(ints(f, "pid"), fts))))
+    keys = [nkey, pkey, *(k for _, k in wakes)]
+    lo, hi = min(int(k.min()) for k in keys), max(int(k.max()) for k in keys)
+    if hi - lo < max(2 * sum(len(k) for k in keys), 1 << 16):
+        sw, out_ts, woke = (np.empty(len(sts), np.int64) for _ in range(3))
+        m = _passes.unwoken_candidates(sts, key_ints(nkey), key_ints(pkey), key_ints(nxt),
+                                       asleep.view(np.uint8), tuple(wakes), lo, hi - lo + 1,
+                                       sw, out_ts, woke)  # fmt: skip
+        if m >= 0:
+            return sw[:m], out_ts[:m], woke[:m]
+    return _unwoken_searched(sts, nkey, pkey, nxt, asleep, wakes)
+
+
+def _unwoken_searched(
+    sts: np.ndarray,
+    nkey: np.ndarray,
+    pkey: np.ndarray,
+    nxt: np.ndarray,
+    asleep: np.ndarray,
+    wakes: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_unwoken_candidates` by as-of searches (the switches or the wake-ups not
+    in time order, keys in a wide range): each switch's task's last switch-out before
+    it (every switch searched, not the switch-ins of tasks alone: no gathers of them;
+    the idle task's are left out after, and a task's switch-out is never the idle
+    task's), then each wake-up table's last of the task."""
+    never = np.iinfo(np.int64).min
+    oi = asof_index(sts, nkey, sts, pkey, "backward", False)
+    cand = np.flatnonzero(take(asleep, oi, False) & (nxt > 0))
+    out_ts = sts[oi[cand]]
+    woke = np.full(len(cand), never, dtype=np.int64)
+    for fts, fkey in wakes:
+        wi = asof_index(sts[cand], nkey[cand], fts, fkey, "backward", True)
+        woke = np.maximum(woke, take(fts, wi, never))
+    keep = woke < out_ts
+    return cand[keep], out_ts[keep], woke[keep]
 
 
 def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
