@@ -271,6 +271,11 @@ def test_runs_order_refuses_what_it_cannot_read():
         _runs_order(np.array([0]), sw_pid[:2], sw_ts, g_pid, g_start)
 
 
+def _cpu_first(g_cpu, lo, span):
+    """Per CPU of [lo, lo + span), the index of its first switch in (CPU, time) order."""
+    return np.searchsorted(np.sort(g_cpu), np.arange(lo, lo + span)).astype(np.int64)
+
+
 def _walk_case(rng, m, n, cpus):
     """Switches in time order on cpus CPUs (ties in time), their (CPU, time) rank, and
     events in time order (some on a CPU without switches)."""
@@ -297,7 +302,8 @@ def test_event_segments_walk_as_the_search(seed):
         ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next = _walk_case(rng, m, n, cpus)
         seg, status = np.full(n, -7, np.int64), np.full(n, 9, np.int8)
         lo, span = (int(g_cpu.min()), int(np.ptp(g_cpu)) + 1) if m else (0, 1)
-        assert _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next,
+        first = _cpu_first(g_cpu, lo, span)
+        assert _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, first, sw_ts, sw_next,
                                            lo, span, seg, status)  # fmt: skip
         pos = asof_index(ets, ecpu, g_ts, g_cpu, "backward", True)
         want_seg, want_status = np.empty(n, np.int64), np.empty(n, np.int8)
@@ -313,8 +319,9 @@ def test_event_segments_walk_refuses_what_it_cannot_read():
     ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next = _walk_case(rng, 30, 100, 3)
     seg, status = np.empty(100, np.int64), np.empty(100, np.int8)
 
-    def walk(ets=ets, g_cpu=g_cpu, rank=rank, lo=0, span=3, seg=seg):
-        return _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next,
+    def walk(ets=ets, g_cpu=g_cpu, first=None, lo=0, span=3, seg=seg):
+        first = _cpu_first(g_cpu, lo, span) if first is None else first
+        return _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, first, sw_ts, sw_next,
                                            lo, span, seg, status)  # fmt: skip
 
     assert walk()
@@ -323,12 +330,15 @@ def test_event_segments_walk_refuses_what_it_cannot_read():
         walk(span=2)
     with pytest.raises(ValueError, match="CPU outside"):
         walk(lo=1)
-    bad = rank.copy()
-    bad[g_ts <= ets[-1]] = 30  # ranks past the switches
-    with pytest.raises(ValueError, match="outside the switches"):
-        walk(rank=bad)
+    good = _cpu_first(g_cpu, 0, 3)
+    for bad in (good + 30, good - 30, np.full(3, np.iinfo(np.int64).max)):
+        # segments past the switches, before them, wrapping round
+        with pytest.raises(ValueError, match="outside the switches"):
+            walk(first=bad)
+    with pytest.raises(ValueError, match="lengths"):  # a first of each CPU of the range
+        walk(first=good[:2])
     with pytest.raises(ValueError, match="span"):
-        walk(span=1 << 40)
+        walk(first=good, span=1 << 40)
     with pytest.raises(ValueError, match="lengths"):
         walk(seg=seg[:5])
 

@@ -19,23 +19,19 @@
 
 enum { SEG_NONE = 0, SEG_OWN = 1, SEG_OTHER = 2, SEG_TIE = 3 };
 
-/* event i in the segment of switch p (a position in the given order; -1: none): seg[i]
- * its rank, status[i] as the enum says; -2 when p or its rank is outside the m
- * switches */
-static inline int place_event(Py_ssize_t i, int64_t p, const int64_t *rank, Py_ssize_t m,
-                              const int64_t *ets, const void *epid, Py_ssize_t psize,
-                              const int64_t *sw_ts, const void *sw_next, Py_ssize_t nsize,
-                              int64_t *seg, int8_t *status)
+/* event i in segment k (-1: none): seg[i] k, status[i] as the enum says; -2 when k is
+ * outside the m switches */
+static inline int place_event_in(Py_ssize_t i, int64_t k, Py_ssize_t m, const int64_t *ets,
+                                 const void *epid, Py_ssize_t psize, const int64_t *sw_ts,
+                                 const void *sw_next, Py_ssize_t nsize, int64_t *seg,
+                                 int8_t *status)
 {
-    if (p < 0) {
+    if (k < 0) {
         seg[i] = -1;
         status[i] = SEG_NONE;
         return 0;
     }
-    if (p >= m)
-        return -2;
-    int64_t k = rank[p];
-    if ((uint64_t)k >= (uint64_t)m)
+    if (k >= m)
         return -2;
     seg[i] = k;
     if (key_at(epid, psize, i) == key_at(sw_next, nsize, k))
@@ -43,6 +39,21 @@ static inline int place_event(Py_ssize_t i, int64_t p, const int64_t *rank, Py_s
     else
         status[i] = ets[i] == sw_ts[k] ? SEG_TIE : SEG_OTHER;
     return 0;
+}
+
+/* event i in the segment of switch p (a position in the given order; -1: none), its
+ * rank; -2 when p or its rank is outside the m switches */
+static inline int place_event(Py_ssize_t i, int64_t p, const int64_t *rank, Py_ssize_t m,
+                              const int64_t *ets, const void *epid, Py_ssize_t psize,
+                              const int64_t *sw_ts, const void *sw_next, Py_ssize_t nsize,
+                              int64_t *seg, int8_t *status)
+{
+    if (p >= m)
+        return -2;
+    int64_t k = p < 0 ? -1 : rank[p];
+    if (p >= 0 && k < 0)
+        return -2;
+    return place_event_in(i, k, m, ets, epid, psize, sw_ts, sw_next, nsize, seg, status);
 }
 
 /* seg[i] = rank[pos[i]] (-1 when pos[i] < 0); status[i] as the enum says: SEG_TIE an
@@ -112,21 +123,31 @@ done:
 
 /* As event_segments, each event's switch found by one walk over the events and the
  * switches, both in time order (their given order): per CPU (in [lo, lo + span)) the
- * last switch at or before the event, an event of a CPU outside the range none.  1:
- * the events are not in time order (the outputs partly written); -1: no memory; -2: a
- * switch's CPU outside the range, or a rank outside the switches. */
+ * last switch at or before the event, an event of a CPU outside the range none.  A
+ * switch's segment (its (CPU, time) rank) is its CPU's first's, first[c - lo], plus
+ * the switches of that CPU passed before it: the (CPU, time) order of switches in time
+ * order is their stable order by CPU, so no rank of every switch is needed.  1: the
+ * events are not in time order (the outputs partly written); -1: no memory; -2: a
+ * switch's CPU outside the range, or a segment outside the switches. */
 static int event_segments_walk(const int64_t *ets, const void *ecpu, Py_ssize_t csize,
                                const void *epid, Py_ssize_t psize, Py_ssize_t n,
                                const int64_t *gts, const void *gcpu, Py_ssize_t gsize,
-                               const int64_t *rank, Py_ssize_t m, const int64_t *sw_ts,
+                               const int64_t *first, Py_ssize_t m, const int64_t *sw_ts,
                                const void *sw_next, Py_ssize_t nsize, int64_t lo, int64_t span,
                                int64_t *seg, int8_t *status)
 {
+    /* per CPU: the segment of its last switch passed, and of its next */
     int64_t *last = malloc((size_t)span * sizeof(int64_t));
-    if (!last)
+    int64_t *next = malloc((size_t)span * sizeof(int64_t));
+    if (!last || !next) {
+        free(last);
+        free(next);
         return -1;
-    for (int64_t c = 0; c < span; c++)
+    }
+    for (int64_t c = 0; c < span; c++) {
         last[c] = -1;
+        next[c] = first[c];
+    }
     int rc = 0;
     Py_ssize_t j = 0;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
@@ -141,34 +162,39 @@ static int event_segments_walk(const int64_t *ets, const void *ecpu, Py_ssize_t 
                 rc = -2;
                 break;
             }
-            last[c] = j;
+            last[c] = next[c]++;
+            if (last[c] < 0) {
+                rc = -2;
+                break;
+            }
         }
         if (rc)
             break;
         int64_t c = key_at(ecpu, csize, i) - lo;
-        int64_t p = (uint64_t)c < (uint64_t)span ? last[c] : -1;
-        rc = place_event(i, p, rank, m, ets, epid, psize, sw_ts, sw_next, nsize, seg, status);
+        int64_t k = (uint64_t)c < (uint64_t)span ? last[c] : -1;
+        rc = place_event_in(i, k, m, ets, epid, psize, sw_ts, sw_next, nsize, seg, status);
     }
     free(last);
+    free(next);
     return rc;
 }
 
 PyObject *pass_event_segments_walk(PyObject *self, PyObject *args)
 {
-    PyObject *ets_o, *ecpu_o, *epid_o, *gts_o, *gcpu_o, *rank_o, *swts_o, *swnext_o, *seg_o,
+    PyObject *ets_o, *ecpu_o, *epid_o, *gts_o, *gcpu_o, *first_o, *swts_o, *swnext_o, *seg_o,
         *status_o;
     long long lo, span;
     if (!PyArg_ParseTuple(args, "OOOOOOOOLLOO", &ets_o, &ecpu_o, &epid_o, &gts_o, &gcpu_o,
-                          &rank_o, &swts_o, &swnext_o, &lo, &span, &seg_o, &status_o))
+                          &first_o, &swts_o, &swnext_o, &lo, &span, &seg_o, &status_o))
         return NULL;
     if (!range_ok("event_segments_walk", lo, span))
         return NULL;
-    Arr ets, gts, rank, swts, seg, status;
+    Arr ets, gts, first, swts, seg, status;
     Arr ecpu = {.held = 0}, epid = {.held = 0}, gcpu = {.held = 0}, swnext = {.held = 0};
     ArrSpec spec[] = {
         {ets_o, &ets, 8, 0, "event_segments_walk ets"},
         {gts_o, &gts, 8, 0, "event_segments_walk given_ts"},
-        {rank_o, &rank, 8, 0, "event_segments_walk rank"},
+        {first_o, &first, 8, 0, "event_segments_walk first"},
         {swts_o, &swts, 8, 0, "event_segments_walk sw_ts"},
         {seg_o, &seg, 8, 1, "event_segments_walk seg"},
         {status_o, &status, 1, 1, "event_segments_walk status"},
@@ -184,7 +210,7 @@ PyObject *pass_event_segments_walk(PyObject *self, PyObject *args)
         goto done;
     Py_ssize_t n = arr_len(&ets), m = arr_len(&gts);
     if (arr_len(&ecpu) != n || arr_len(&epid) != n || arr_len(&seg) != n ||
-        arr_len(&status) != n || arr_len(&gcpu) != m || arr_len(&rank) != m ||
+        arr_len(&status) != n || arr_len(&gcpu) != m || arr_len(&first) != span ||
         arr_len(&swts) != m || arr_len(&swnext) != m) {
         PyErr_SetString(PyExc_ValueError, "event_segments_walk: arrays of different lengths");
         goto done;
@@ -193,14 +219,14 @@ PyObject *pass_event_segments_walk(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = event_segments_walk(ets.view.buf, ecpu.view.buf, ecpu.view.itemsize, epid.view.buf,
                              epid.view.itemsize, n, gts.view.buf, gcpu.view.buf,
-                             gcpu.view.itemsize, rank.view.buf, m, swts.view.buf,
+                             gcpu.view.itemsize, first.view.buf, m, swts.view.buf,
                              swnext.view.buf, swnext.view.itemsize, lo, span, seg.view.buf,
                              status.view.buf);
     Py_END_ALLOW_THREADS
     if (rc == 1)
         result = Py_NewRef(Py_False);
     else if (pass_failed(rc, "event_segments_walk: a switch's CPU outside [lo, lo + span) "
-                             "or a rank outside the switches") == 0)
+                             "or a segment outside the switches") == 0)
         result = Py_NewRef(Py_True);
 done:
     arr_release(&ecpu);
@@ -854,3 +880,4 @@ done:
     arrs_release(spec, NSPEC);
     return result;
 }
+

@@ -239,7 +239,7 @@ def event_segments_walk(
     epid: np.ndarray,
     given_ts: np.ndarray,
     given_cpu: np.ndarray,
-    rank: np.ndarray,
+    first: np.ndarray,
     sw_ts: np.ndarray,
     sw_next: np.ndarray,
     lo: int,

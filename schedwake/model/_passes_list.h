@@ -101,11 +101,12 @@ PASS(event_segments,
      "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
      "the segment's task (sw_next), 2 another, 3 another at the time of its switch")
 PASS(event_segments_walk,
-     "event_segments_walk(ets, ecpu, epid, given_ts, given_cpu, rank, sw_ts, sw_next, lo, "
+     "event_segments_walk(ets, ecpu, epid, given_ts, given_cpu, first, sw_ts, sw_next, lo, "
      "span, seg, status) -> bool: as event_segments, each event's switch (of its CPU, in "
      "[lo, lo + span), the last at or before it) found by one walk over the events and the "
-     "switches in their given (time) order; False (outputs partly written) when the events "
-     "are not in time order")
+     "switches in their given (time) order, its segment first[cpu - lo] (the CPU's first "
+     "switch in (CPU, time) order) plus the CPU's switches before it; False (outputs "
+     "partly written) when the events are not in time order")
 PASS(group_running_max,
      "group_running_max(values, new_group, out): out[i] = the maximum of values over row "
      "i's group up to i, a group starting at each row whose new_group is set")

@@ -373,14 +373,15 @@ class _Switches:
     next_comm: pd.Categorical
     prev_comm: pd.Categorical
     t_end: int
-    #: the switches' times and CPUs in their given (time) order, and the position of
-    #: each given row in the (CPU, time) order
+    #: the switches' times and CPUs in their given (time) order
     given_ts: np.ndarray
     given_cpu: np.ndarray
-    rank: np.ndarray
+    _order: np.ndarray  # (the (CPU, time) order of the given rows)
     #: the CPUs' range (lo, span) when the switches are given in time order (their
-    #: segments then found by a walk, ``_Proofs._segment``), else None
+    #: segments then found by a walk, ``_Proofs._segment``), else None; and then per CPU
+    #: of the range the index of its first switch (the walk's segments count from there)
     cpu_range: tuple[int, int] | None
+    cpu_first: np.ndarray
 
     @classmethod
     def of(cls, s: pd.DataFrame | None, t_end: int) -> _Switches:
@@ -392,18 +393,20 @@ class _Switches:
             self.ts, self.cpu, self.prev, self.next, self.end, self.B = z, z, z, z, z, z
             self.last = self.chain_ok = np.zeros(0, bool)
             self.next_comm = self.prev_comm = pd.Categorical([])
-            self.given_ts, self.given_cpu, self.rank = z, z, z
-            self.cpu_range = None
+            self.given_ts, self.given_cpu, self._order = z, z, z
+            self.cpu_range, self.cpu_first = None, z
             return self
         ts, cpu = ints(s, "ts"), ints(s, "cpu")
         order = lex_order(ts, cpu)
         self.given_ts, self.given_cpu = ts, cpu
         lo, hi = int(cpu.min()), int(cpu.max())
         self.cpu_range = (lo, hi - lo + 1) if is_sorted(ts) else None
-        self.rank = np.empty(len(order), dtype=np.int64)
-        self.rank[order] = np.arange(len(order))
+        self._order = order
         self.n = len(ts)
         self.ts, self.cpu = ts[order], cpu[order]
+        self.cpu_first = np.zeros(0, np.int64)
+        if self.cpu_range is not None:
+            self.cpu_first = np.searchsorted(self.cpu, np.arange(lo, hi + 1)).astype(np.int64)
         self.prev, self.next = ints(s, "prev_pid")[order], ints(s, "next_pid")[order]
         self.next_comm = s["next_comm"].array.take(order)
         self.prev_comm = s["prev_comm"].array.take(order)
@@ -419,6 +422,14 @@ class _Switches:
         self.B[self.last] = self.next[self.last]
         self.chain_ok = self.B == self.next
         return self
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        """The position of each given row in the (CPU, time) order: for the as-of search
+        of the events' switches only (switches out of time order; the walk counts)."""
+        rank = np.empty(self.n, dtype=np.int64)
+        rank[self._order] = np.arange(self.n)
+        return rank
 
     def first_index(self) -> dict[int, int]:
         """Per CPU, the index of its first switch."""
@@ -504,7 +515,7 @@ class _Proofs:
         # the events and the switches in time order (as tables are): one walk over both
         # finds each event's switch; else the as-of search, then the pass
         if sw.cpu_range is None or not _passes.event_segments_walk(
-            ets, key_ints(ecpu), epid, sw.given_ts, key_ints(sw.given_cpu), sw.rank, sw.ts,
+            ets, key_ints(ecpu), epid, sw.given_ts, key_ints(sw.given_cpu), sw.cpu_first, sw.ts,
             sw.next, *sw.cpu_range, seg, status,
         ):  # fmt: skip
             pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
