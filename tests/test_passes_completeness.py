@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from schedwake.model import _passes
-from schedwake.model.completeness import _unwoken_searched
+from schedwake.model.completeness import _rewoken_searched, _unwoken_searched
 
 
 def _segments_numpy(pos, rank, ets, epid, sw_ts, sw_next):
@@ -474,3 +474,65 @@ def test_unwoken_candidates_refuses_what_it_cannot_read():
         _unwoken(sts, key, key, key, asleep, [wake] * 5)
     with pytest.raises(TypeError):
         _unwoken(sts, key, key, key, asleep, [(wake[0],)], 0, 3)
+
+
+def _rewoken(ts, key, r_start, r_end, r_key, lo=None, span=None):
+    if lo is None:
+        keys = np.concatenate([key, r_key]).astype(np.int64)
+        lo, span = int(keys.min()), int(np.ptp(keys)) + 1
+    out = np.full(len(ts), -99, np.int64)
+    m = _passes.rewoken_walk(ts, key, r_start, r_end, r_key, lo, span, out)
+    return None if m < 0 else out[:m]
+
+
+def _runs_case(rng, m, tasks, span_t, key_type):
+    """Runs by (pid, start), ties in start, some ending before -1 (no reach of -1)."""
+    r_key = np.sort(rng.integers(1, tasks + 1, m)).astype(key_type)
+    r_start = rng.integers(-5, span_t, m).astype(np.int64)
+    o = np.lexsort((r_start, r_key))
+    r_key, r_start = r_key[o], r_start[o]
+    r_end = r_start + rng.integers(0, span_t // 4 + 1, m)
+    return r_start, r_end, r_key
+
+
+@pytest.mark.parametrize("key_type", [np.int32, np.int64])
+def test_rewoken_walk_as_the_searches(key_type):
+    """The walk finds the wake-ups the as-of searches find: the previous wake-up
+    strictly earlier (ties of one time), the runs begun by the wake-up (at it too), a
+    task without runs, times below zero (no run reaches the fill, -1)."""
+    rng = np.random.default_rng(9)
+    for n, m, tasks, span_t in ((2, 0, 2, 5), (40, 10, 3, 30), (3000, 900, 15, 1500),
+                                (5000, 3000, 40, 800)):  # fmt: skip
+        ts = np.sort(rng.integers(-10, span_t, n)).astype(np.int64)
+        key = rng.integers(1, tasks + 1, n).astype(key_type)
+        r_start, r_end, r_key = _runs_case(rng, m, tasks - 1, span_t, key_type)
+        new = np.ones(m, dtype=bool)
+        new[1:] = r_key[1:] != r_key[:-1]
+        reach = np.empty(m, dtype=np.int64)
+        _passes.group_running_max(r_end, new, reach)
+        got = _rewoken(ts, key, r_start, r_end, r_key, 0, tasks + 1)
+        want = _rewoken_searched(ts, key, r_start, r_key, reach)
+        assert got is not None and got.tolist() == want.tolist()
+        if n > 1000:
+            assert 0 < len(want) < n // 2
+
+
+def test_rewoken_walk_refuses_what_it_cannot_read():
+    ts = np.array([1, 2, 3], dtype=np.int64)
+    key = np.array([1, 2, 1], dtype=np.int32)
+    r_start, r_end = np.array([0, 2, 1], np.int64), np.array([5, 3, 4], np.int64)
+    r_key = np.array([1, 1, 2], np.int32)
+    assert _rewoken(ts, key, r_start, r_end, r_key) is not None
+    assert _rewoken(ts[::-1].copy(), key, r_start, r_end, r_key) is None  # not in time order
+    assert _rewoken(ts, key, np.array([2, 0, 1], np.int64), r_end, r_key) is None  # not by start
+    two = np.array([1, 2, 1], np.int32)  # a task's runs in two ranges
+    assert _rewoken(ts, key, np.array([0, 1, 2], np.int64), r_end, two) is None
+    for lo, span in ((2, 5), (0, 2)):  # keys outside the range
+        with pytest.raises(ValueError, match="outside"):
+            _rewoken(ts, key, r_start, r_end, r_key, lo, span)
+    with pytest.raises(ValueError, match="span"):
+        _rewoken(ts, key, r_start, r_end, r_key, 0, 1 << 40)
+    with pytest.raises(ValueError, match="lengths"):
+        _rewoken(ts, key[:2], r_start, r_end, r_key)
+    with pytest.raises(ValueError, match="lengths"):
+        _rewoken(ts, key, r_start, r_end[:2], r_key)

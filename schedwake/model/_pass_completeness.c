@@ -881,3 +881,128 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------- rewoken_walk */
+
+/* One walk over the wake-ups in time order: per key its last wake-up strictly before
+ * the one at hand, and a cursor into its runs (their rows a range of the runs, by
+ * start) past those begun by it, with the furthest end of those.  Wake-up i goes out
+ * (out[count++] = i) when its task had an earlier wake-up and none of its runs begun
+ * by i reaches back to that one.  0: done; 1: the wake-ups not in time order, a key's
+ * runs not one range or not by start (nothing written); -1: no memory; -2: a key
+ * outside [lo, lo + span). */
+static int rewoken_walk(const int64_t *ts, const void *key, Py_ssize_t ksize, Py_ssize_t n,
+                        const int64_t *r_start, const int64_t *r_end, const void *r_key,
+                        Py_ssize_t rsize, Py_ssize_t m, int64_t lo, int64_t span, int64_t *out,
+                        Py_ssize_t *count)
+{
+    if (!ts_ascending(ts, n))
+        return 1;
+    /* per key: its runs [at, end), the furthest end of those passed, its last wake-up
+     * and the one before (strictly earlier) */
+    typedef struct {
+        Py_ssize_t at, end;
+        int64_t reach, last, before;
+        int passed; /* (a run of it passed: reach holds) */
+    } Task;
+    Task *task = malloc((size_t)span * sizeof(Task));
+    if (!task)
+        return -1;
+    for (int64_t s = 0; s < span; s++)
+        task[s] = (Task){-1, -1, INT64_MIN, INT64_MIN, INT64_MIN, 0};
+    int rc = -2;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        uint64_t k = (uint64_t)key_at(r_key, rsize, j) - (uint64_t)lo;
+        if (k >= (uint64_t)span)
+            goto done;
+        if (task[k].end == j) {
+            if (r_start[j] < r_start[j - 1]) {
+                rc = 1;
+                goto done;
+            }
+            task[k].end = j + 1;
+        } else if (task[k].at >= 0) {
+            rc = 1; /* (its runs in two ranges) */
+            goto done;
+        } else {
+            task[k].at = j;
+            task[k].end = j + 1;
+        }
+    }
+    Py_ssize_t c = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t k = (uint64_t)key_at(key, ksize, i) - (uint64_t)lo;
+        if (k >= (uint64_t)span)
+            goto done;
+        Task *t = &task[k];
+        int64_t now = ts[i], prev;
+        if (now == t->last) {
+            prev = t->before;
+        } else {
+            prev = t->last;
+            t->before = t->last;
+            t->last = now;
+        }
+        for (; t->at >= 0 && t->at < t->end && r_start[t->at] <= now; t->at++) {
+            if (!t->passed || r_end[t->at] > t->reach)
+                t->reach = r_end[t->at];
+            t->passed = 1;
+        }
+        /* (prev INT64_MIN: no earlier wake-up; no run begun by now reaches -1, as the
+         * as-of search's fill) */
+        if (prev != INT64_MIN && (t->passed ? t->reach : -1) < prev)
+            out[c++] = i;
+    }
+    *count = c;
+    rc = 0;
+done:
+    free(task);
+    return rc;
+}
+
+PyObject *pass_rewoken_walk(PyObject *self, PyObject *args)
+{
+    PyObject *ts_o, *key_o, *rstart_o, *rend_o, *rkey_o, *out_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOLLO", &ts_o, &key_o, &rstart_o, &rend_o, &rkey_o, &lo,
+                          &span, &out_o))
+        return NULL;
+    if (!range_ok("rewoken_walk", lo, span))
+        return NULL;
+    Arr ts, rstart, rend, out;
+    Arr key = {.held = 0}, rkey = {.held = 0};
+    ArrSpec spec[] = {
+        {ts_o, &ts, 8, 0, "rewoken_walk ts"},
+        {rstart_o, &rstart, 8, 0, "rewoken_walk run_start"},
+        {rend_o, &rend, 8, 0, "rewoken_walk run_end"},
+        {out_o, &out, 8, 1, "rewoken_walk out"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(key_o, &key, "rewoken_walk key") < 0 ||
+        arr_get_key(rkey_o, &rkey, "rewoken_walk run_key") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&ts), m = arr_len(&rstart);
+    if (arr_len(&key) != n || arr_len(&out) != n || arr_len(&rend) != m ||
+        arr_len(&rkey) != m) {
+        PyErr_SetString(PyExc_ValueError, "rewoken_walk: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = rewoken_walk(ts.view.buf, key.view.buf, key.view.itemsize, n, rstart.view.buf,
+                      rend.view.buf, rkey.view.buf, rkey.view.itemsize, m, lo, span,
+                      out.view.buf, &count);
+    Py_END_ALLOW_THREADS
+    if (rc == 1)
+        result = PyLong_FromLong(-1);
+    else if (pass_failed(rc, "rewoken_walk: a key outside [lo, lo + span)") == 0)
+        result = PyLong_FromSsize_t(count);
+done:
+    arr_release(&key);
+    arr_release(&rkey);
+    arrs_release(spec, NSPEC);
+    return result;
+}

@@ -271,3 +271,14 @@ def unwoken_candidates(
     out_wake: np.ndarray,
     /,
 ) -> int: ...
+def rewoken_walk(
+    ts: np.ndarray,
+    key: np.ndarray,
+    run_start: np.ndarray,
+    run_end: np.ndarray,
+    run_key: np.ndarray,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> int: ...

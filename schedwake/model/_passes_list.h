@@ -134,6 +134,13 @@ PASS(unwoken_candidates,
      "wake-up since, as (switch, that switch-out's ts, the last wake-up at or before the "
      "switch-in, int64 min if none); their count, -1 (nothing written) when a table is "
      "not in time order; keys in [lo, lo + span)")
+PASS(rewoken_walk,
+     "rewoken_walk(ts, key, run_start, run_end, run_key, lo, span, out) -> int: one walk "
+     "over the wake-ups (ts, key; in time order): out[:count] = those whose key had an "
+     "earlier wake-up (strictly) that no run of the key begun by them reaches (the runs: "
+     "each key's one range, by start; the furthest end of those begun, -1 when none); "
+     "count, or -1 (nothing written) when the wake-ups or a key's runs are out of order; "
+     "keys in [lo, lo + span)")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

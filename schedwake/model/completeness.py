@@ -1061,11 +1061,26 @@ def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFr
     if f is None or len(f) < 2:
         return _empty_breaks()
     ts, pid, cpu = ints(f, "ts"), ints(f, "pid"), ints(f, "cpu")
-    key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
+    b = _rewoken_walked(ev, ts, pid, runs)
+    if b is None:
+        # (the previous wake-up of the same task, not of its pid)
+        b = _rewoken_searched(ts, ev.key(pid, ts), runs["start_ts"].to_numpy(),
+                              ev.run_keys(runs), run_reach)  # fmt: skip
+    if not len(b):
+        return _empty_breaks()
+    return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
+
+
+def _rewoken_searched(
+    ts: np.ndarray, key: np.ndarray, r_start: np.ndarray, r_key: np.ndarray, run_reach: np.ndarray
+) -> np.ndarray:
+    """:func:`_rewoken`'s wake-ups (rows of ``ts``, ``key``) by as-of searches of each
+    one's previous wake-up, then of the runs (``r_start``, ``r_key``; ``run_reach``
+    their :func:`reach`) begun by it."""
     prev = asof_index(ts, key, ts, key, "backward", False)
     has = np.flatnonzero(prev >= 0)
     if not len(has):
-        return _empty_breaks()
+        return has
     p_ts = ts[prev[has]]
     # a run that began after the previous wake-up, by this one, or one that was on at
     # the previous wake-up (and is proven on until it; runs on two CPUs at once may
@@ -1073,11 +1088,31 @@ def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFr
     # reaching reaches the previous one (a run begun in between reaches its own start;
     # without one, the runs begun by this wake-up are those begun by the previous), so
     # one search answers both
-    li = asof_index(ts[has], key[has], runs["start_ts"].to_numpy(), ev.run_keys(runs),
-                    "backward", allow_exact=True)  # fmt: skip
+    li = asof_index(ts[has], key[has], r_start, r_key, "backward", allow_exact=True)
     ran = take(run_reach, li, -1) >= p_ts
-    b = has[~ran]
-    return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
+    return has[~ran]
+
+
+def _rewoken_walked(
+    ev: Events, ts: np.ndarray, pid: np.ndarray, runs: pd.DataFrame
+) -> np.ndarray | None:
+    """:func:`_rewoken`'s wake-ups in one compiled walk over them in time order, each
+    task's runs (a range of the runs, by start) passed as its wake-ups come, with the
+    furthest end of those (``_passes.rewoken_walk``): no search of the previous wake-up
+    nor of the runs. For a trace whose pids are its tasks (no pid used again: the runs'
+    reach restarts per pid) and the pids in a small range; else None."""
+    if ev.lives or not len(runs):
+        return None
+    r_pid = runs["pid"].to_numpy()
+    lo = min(int(pid.min()), int(r_pid.min()))
+    hi = max(int(pid.max()), int(r_pid.max()))
+    if hi - lo >= max(2 * (len(pid) + len(r_pid)), 1 << 16):
+        return None
+    out = np.empty(len(ts), dtype=np.int64)
+    m = _passes.rewoken_walk(ts, key_ints(pid), runs["start_ts"].to_numpy(),
+                             runs["end_ts"].to_numpy(), key_ints(r_pid), lo, hi - lo + 1,
+                             out)  # fmt: skip
+    return None if m < 0 else out[:m]
 
 
 def reach(runs: pd.DataFrame) -> np.ndarray:
