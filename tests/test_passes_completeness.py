@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from schedwake.model import _passes
+from schedwake.model.completeness import _rewoken_searched, _unwoken_searched
 
 
 def _segments_numpy(pos, rank, ets, epid, sw_ts, sw_next):
@@ -270,6 +271,11 @@ def test_runs_order_refuses_what_it_cannot_read():
         _runs_order(np.array([0]), sw_pid[:2], sw_ts, g_pid, g_start)
 
 
+def _cpu_first(g_cpu, lo, span):
+    """Per CPU of [lo, lo + span), the index of its first switch in (CPU, time) order."""
+    return np.searchsorted(np.sort(g_cpu), np.arange(lo, lo + span)).astype(np.int64)
+
+
 def _walk_case(rng, m, n, cpus):
     """Switches in time order on cpus CPUs (ties in time), their (CPU, time) rank, and
     events in time order (some on a CPU without switches)."""
@@ -296,7 +302,8 @@ def test_event_segments_walk_as_the_search(seed):
         ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next = _walk_case(rng, m, n, cpus)
         seg, status = np.full(n, -7, np.int64), np.full(n, 9, np.int8)
         lo, span = (int(g_cpu.min()), int(np.ptp(g_cpu)) + 1) if m else (0, 1)
-        assert _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next,
+        first = _cpu_first(g_cpu, lo, span)
+        assert _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, first, sw_ts, sw_next,
                                            lo, span, seg, status)  # fmt: skip
         pos = asof_index(ets, ecpu, g_ts, g_cpu, "backward", True)
         want_seg, want_status = np.empty(n, np.int64), np.empty(n, np.int8)
@@ -312,8 +319,9 @@ def test_event_segments_walk_refuses_what_it_cannot_read():
     ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next = _walk_case(rng, 30, 100, 3)
     seg, status = np.empty(100, np.int64), np.empty(100, np.int8)
 
-    def walk(ets=ets, g_cpu=g_cpu, rank=rank, lo=0, span=3, seg=seg):
-        return _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, rank, sw_ts, sw_next,
+    def walk(ets=ets, g_cpu=g_cpu, first=None, lo=0, span=3, seg=seg):
+        first = _cpu_first(g_cpu, lo, span) if first is None else first
+        return _passes.event_segments_walk(ets, ecpu, epid, g_ts, g_cpu, first, sw_ts, sw_next,
                                            lo, span, seg, status)  # fmt: skip
 
     assert walk()
@@ -322,12 +330,15 @@ def test_event_segments_walk_refuses_what_it_cannot_read():
         walk(span=2)
     with pytest.raises(ValueError, match="CPU outside"):
         walk(lo=1)
-    bad = rank.copy()
-    bad[g_ts <= ets[-1]] = 30  # ranks past the switches
-    with pytest.raises(ValueError, match="outside the switches"):
-        walk(rank=bad)
+    good = _cpu_first(g_cpu, 0, 3)
+    for bad in (good + 30, good - 30, np.full(3, np.iinfo(np.int64).max)):
+        # segments past the switches, before them, wrapping round
+        with pytest.raises(ValueError, match="outside the switches"):
+            walk(first=bad)
+    with pytest.raises(ValueError, match="lengths"):  # a first of each CPU of the range
+        walk(first=good[:2])
     with pytest.raises(ValueError, match="span"):
-        walk(span=1 << 40)
+        walk(first=good, span=1 << 40)
     with pytest.raises(ValueError, match="lengths"):
         walk(seg=seg[:5])
 
@@ -396,3 +407,132 @@ def test_runs_columns_refuses_what_it_cannot_read():
         _runs_columns(np.array([0, 1], dtype=np.int64), sw, g, n=1)
     with pytest.raises(ValueError, match="lengths"):
         _runs_columns(np.array([0], dtype=np.int64), (*sw[:5], sw[5][:2]), g)
+
+
+def _unwoken(sts, nkey, pkey, nxt, asleep, wakes, lo=None, span=None):
+    if lo is None or span is None:
+        keys = [k for k in (nkey, pkey, *(k for _, k in wakes)) if len(k)]
+        lo = min(int(k.min()) for k in keys)
+        span = max(int(k.max()) for k in keys) - lo + 1
+    outs = [np.full(len(sts), -99, np.int64) for _ in range(3)]
+    m = _passes.unwoken_candidates(sts, nkey, pkey, nxt, asleep.view(np.uint8), tuple(wakes),
+                                   lo, span, *outs)  # fmt: skip
+    return None if m < 0 else tuple(o[:m] for o in outs)
+
+
+@pytest.mark.parametrize("key_type", [np.int32, np.int64])
+def test_unwoken_candidates_as_the_searches(key_type):
+    """The walk finds what the as-of searches find (completeness's way for tables out of
+    time order, as it was for all before the walk, main edddf36): switch-outs strictly before the
+    switch-in (ties of one time in their order), wake-ups at it too, in 0 to 3
+    tables; pid 0 (idle) never a candidate."""
+    rng = np.random.default_rng(5)
+    for n, nw, tasks, span_t in ((0, 1, 3, 10), (1, 0, 2, 5), (50, 1, 4, 30),
+                                 (3000, 3, 12, 2000), (4000, 2, 30, 800)):  # fmt: skip
+        sts = np.sort(rng.integers(0, span_t, n)).astype(np.int64)
+        nxt = rng.integers(0, tasks, n).astype(key_type)
+        pkey = rng.integers(0, tasks, n).astype(key_type)
+        asleep = rng.random(n) < 0.6
+        wakes = []
+        for _ in range(nw):
+            m = int(rng.integers(0, n // 3 + 2))
+            wakes.append((np.sort(rng.integers(0, span_t, m)).astype(np.int64),
+                          rng.integers(0, tasks, m).astype(key_type)))  # fmt: skip
+        if n == 0:
+            continue
+        got = _unwoken(sts, nxt, pkey, nxt, asleep, wakes)
+        want = _unwoken_searched(sts, nxt, pkey, nxt, asleep, wakes)
+        assert got is not None
+        for g, w in zip(got, want):
+            assert g.tolist() == w.tolist()
+        if n > 1000:
+            assert len(want[0]) and (want[2] > np.iinfo(np.int64).min).any()  # (both met)
+
+
+def test_unwoken_candidates_refuses_what_it_cannot_read():
+    sts = np.array([1, 2, 3], dtype=np.int64)
+    key = np.array([1, 2, 1], dtype=np.int32)
+    asleep = np.ones(3, dtype=bool)
+    wake = (np.array([2], dtype=np.int64), np.array([2], dtype=np.int32))
+    assert _unwoken(sts, key, key, key, asleep, [wake]) is not None
+    # not in time order: nothing written, the caller searches
+    assert _unwoken(sts[::-1].copy(), key, key, key, asleep, [wake]) is None
+    late = (np.array([3, 2], dtype=np.int64), np.array([1, 1], dtype=np.int32))
+    assert _unwoken(sts, key, key, key, asleep, [late]) is None
+    for lo, span in ((2, 5), (0, 2)):  # keys outside the range
+        with pytest.raises(ValueError, match="outside"):
+            _unwoken(sts, key, key, key, asleep, [wake], lo, span)
+    with pytest.raises(ValueError, match="outside"):  # a wake-up's key outside
+        _unwoken(sts, key, key, key, asleep, [(wake[0], np.array([9], np.int32))], 0, 3)
+    with pytest.raises(ValueError, match="span"):
+        _unwoken(sts, key, key, key, asleep, [wake], 0, 1 << 40)
+    with pytest.raises(ValueError, match="lengths"):
+        _unwoken(sts, key[:2], key, key, asleep, [wake])
+    with pytest.raises(ValueError, match="lengths"):
+        _unwoken(sts, key, key, key, asleep, [(wake[0], key)])
+    with pytest.raises(ValueError, match="at most"):
+        _unwoken(sts, key, key, key, asleep, [wake] * 5)
+    with pytest.raises(TypeError):
+        _unwoken(sts, key, key, key, asleep, [(wake[0],)], 0, 3)
+
+
+def _rewoken(ts, key, r_start, r_end, r_key, lo=None, span=None):
+    if lo is None:
+        keys = np.concatenate([key, r_key]).astype(np.int64)
+        lo, span = int(keys.min()), int(np.ptp(keys)) + 1
+    out = np.full(len(ts), -99, np.int64)
+    m = _passes.rewoken_walk(ts, key, r_start, r_end, r_key, lo, span, out)
+    return None if m < 0 else out[:m]
+
+
+def _runs_case(rng, m, tasks, span_t, key_type):
+    """Runs by (pid, start), ties in start, some ending before -1 (no reach of -1)."""
+    r_key = np.sort(rng.integers(1, tasks + 1, m)).astype(key_type)
+    r_start = rng.integers(-5, span_t, m).astype(np.int64)
+    o = np.lexsort((r_start, r_key))
+    r_key, r_start = r_key[o], r_start[o]
+    r_end = r_start + rng.integers(0, span_t // 4 + 1, m)
+    return r_start, r_end, r_key
+
+
+@pytest.mark.parametrize("key_type", [np.int32, np.int64])
+def test_rewoken_walk_as_the_searches(key_type):
+    """The walk finds the wake-ups the as-of searches find: the previous wake-up
+    strictly earlier (ties of one time), the runs begun by the wake-up (at it too), a
+    task without runs, times below zero (no run reaches the fill, -1)."""
+    rng = np.random.default_rng(9)
+    for n, m, tasks, span_t in ((2, 0, 2, 5), (40, 10, 3, 30), (3000, 900, 15, 1500),
+                                (5000, 3000, 40, 800)):  # fmt: skip
+        ts = np.sort(rng.integers(-10, span_t, n)).astype(np.int64)
+        key = rng.integers(1, tasks + 1, n).astype(key_type)
+        r_start, r_end, r_key = _runs_case(rng, m, tasks - 1, span_t, key_type)
+        new = np.ones(m, dtype=bool)
+        new[1:] = r_key[1:] != r_key[:-1]
+        reach = np.empty(m, dtype=np.int64)
+        _passes.group_running_max(r_end, new, reach)
+        got = _rewoken(ts, key, r_start, r_end, r_key, 0, tasks + 1)
+        want = _rewoken_searched(ts, key, r_start, r_key, reach)
+        assert got is not None and got.tolist() == want.tolist()
+        if n > 1000:
+            assert 0 < len(want) < n // 2
+
+
+def test_rewoken_walk_refuses_what_it_cannot_read():
+    ts = np.array([1, 2, 3], dtype=np.int64)
+    key = np.array([1, 2, 1], dtype=np.int32)
+    r_start, r_end = np.array([0, 2, 1], np.int64), np.array([5, 3, 4], np.int64)
+    r_key = np.array([1, 1, 2], np.int32)
+    assert _rewoken(ts, key, r_start, r_end, r_key) is not None
+    assert _rewoken(ts[::-1].copy(), key, r_start, r_end, r_key) is None  # not in time order
+    assert _rewoken(ts, key, np.array([2, 0, 1], np.int64), r_end, r_key) is None  # not by start
+    two = np.array([1, 2, 1], np.int32)  # a task's runs in two ranges
+    assert _rewoken(ts, key, np.array([0, 1, 2], np.int64), r_end, two) is None
+    for lo, span in ((2, 5), (0, 2)):  # keys outside the range
+        with pytest.raises(ValueError, match="outside"):
+            _rewoken(ts, key, r_start, r_end, r_key, lo, span)
+    with pytest.raises(ValueError, match="span"):
+        _rewoken(ts, key, r_start, r_end, r_key, 0, 1 << 40)
+    with pytest.raises(ValueError, match="lengths"):
+        _rewoken(ts, key[:2], r_start, r_end, r_key)
+    with pytest.raises(ValueError, match="lengths"):
+        _rewoken(ts, key, r_start, r_end[:2], r_key)

@@ -19,23 +19,19 @@
 
 enum { SEG_NONE = 0, SEG_OWN = 1, SEG_OTHER = 2, SEG_TIE = 3 };
 
-/* event i in the segment of switch p (a position in the given order; -1: none): seg[i]
- * its rank, status[i] as the enum says; -2 when p or its rank is outside the m
- * switches */
-static inline int place_event(Py_ssize_t i, int64_t p, const int64_t *rank, Py_ssize_t m,
-                              const int64_t *ets, const void *epid, Py_ssize_t psize,
-                              const int64_t *sw_ts, const void *sw_next, Py_ssize_t nsize,
-                              int64_t *seg, int8_t *status)
+/* event i in segment k (-1: none): seg[i] k, status[i] as the enum says; -2 when k is
+ * outside the m switches */
+static inline int place_event_in(Py_ssize_t i, int64_t k, Py_ssize_t m, const int64_t *ets,
+                                 const void *epid, Py_ssize_t psize, const int64_t *sw_ts,
+                                 const void *sw_next, Py_ssize_t nsize, int64_t *seg,
+                                 int8_t *status)
 {
-    if (p < 0) {
+    if (k < 0) {
         seg[i] = -1;
         status[i] = SEG_NONE;
         return 0;
     }
-    if (p >= m)
-        return -2;
-    int64_t k = rank[p];
-    if ((uint64_t)k >= (uint64_t)m)
+    if (k >= m)
         return -2;
     seg[i] = k;
     if (key_at(epid, psize, i) == key_at(sw_next, nsize, k))
@@ -43,6 +39,21 @@ static inline int place_event(Py_ssize_t i, int64_t p, const int64_t *rank, Py_s
     else
         status[i] = ets[i] == sw_ts[k] ? SEG_TIE : SEG_OTHER;
     return 0;
+}
+
+/* event i in the segment of switch p (a position in the given order; -1: none), its
+ * rank; -2 when p or its rank is outside the m switches */
+static inline int place_event(Py_ssize_t i, int64_t p, const int64_t *rank, Py_ssize_t m,
+                              const int64_t *ets, const void *epid, Py_ssize_t psize,
+                              const int64_t *sw_ts, const void *sw_next, Py_ssize_t nsize,
+                              int64_t *seg, int8_t *status)
+{
+    if (p >= m)
+        return -2;
+    int64_t k = p < 0 ? -1 : rank[p];
+    if (p >= 0 && k < 0)
+        return -2;
+    return place_event_in(i, k, m, ets, epid, psize, sw_ts, sw_next, nsize, seg, status);
 }
 
 /* seg[i] = rank[pos[i]] (-1 when pos[i] < 0); status[i] as the enum says: SEG_TIE an
@@ -112,21 +123,31 @@ done:
 
 /* As event_segments, each event's switch found by one walk over the events and the
  * switches, both in time order (their given order): per CPU (in [lo, lo + span)) the
- * last switch at or before the event, an event of a CPU outside the range none.  1:
- * the events are not in time order (the outputs partly written); -1: no memory; -2: a
- * switch's CPU outside the range, or a rank outside the switches. */
+ * last switch at or before the event, an event of a CPU outside the range none.  A
+ * switch's segment (its (CPU, time) rank) is its CPU's first's, first[c - lo], plus
+ * the switches of that CPU passed before it: the (CPU, time) order of switches in time
+ * order is their stable order by CPU, so no rank of every switch is needed.  1: the
+ * events are not in time order (the outputs partly written); -1: no memory; -2: a
+ * switch's CPU outside the range, or a segment outside the switches. */
 static int event_segments_walk(const int64_t *ets, const void *ecpu, Py_ssize_t csize,
                                const void *epid, Py_ssize_t psize, Py_ssize_t n,
                                const int64_t *gts, const void *gcpu, Py_ssize_t gsize,
-                               const int64_t *rank, Py_ssize_t m, const int64_t *sw_ts,
+                               const int64_t *first, Py_ssize_t m, const int64_t *sw_ts,
                                const void *sw_next, Py_ssize_t nsize, int64_t lo, int64_t span,
                                int64_t *seg, int8_t *status)
 {
+    /* per CPU: the segment of its last switch passed, and of its next */
     int64_t *last = malloc((size_t)span * sizeof(int64_t));
-    if (!last)
+    int64_t *next = malloc((size_t)span * sizeof(int64_t));
+    if (!last || !next) {
+        free(last);
+        free(next);
         return -1;
-    for (int64_t c = 0; c < span; c++)
+    }
+    for (int64_t c = 0; c < span; c++) {
         last[c] = -1;
+        next[c] = first[c];
+    }
     int rc = 0;
     Py_ssize_t j = 0;
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
@@ -141,34 +162,39 @@ static int event_segments_walk(const int64_t *ets, const void *ecpu, Py_ssize_t 
                 rc = -2;
                 break;
             }
-            last[c] = j;
+            last[c] = next[c]++;
+            if (last[c] < 0) {
+                rc = -2;
+                break;
+            }
         }
         if (rc)
             break;
         int64_t c = key_at(ecpu, csize, i) - lo;
-        int64_t p = (uint64_t)c < (uint64_t)span ? last[c] : -1;
-        rc = place_event(i, p, rank, m, ets, epid, psize, sw_ts, sw_next, nsize, seg, status);
+        int64_t k = (uint64_t)c < (uint64_t)span ? last[c] : -1;
+        rc = place_event_in(i, k, m, ets, epid, psize, sw_ts, sw_next, nsize, seg, status);
     }
     free(last);
+    free(next);
     return rc;
 }
 
 PyObject *pass_event_segments_walk(PyObject *self, PyObject *args)
 {
-    PyObject *ets_o, *ecpu_o, *epid_o, *gts_o, *gcpu_o, *rank_o, *swts_o, *swnext_o, *seg_o,
+    PyObject *ets_o, *ecpu_o, *epid_o, *gts_o, *gcpu_o, *first_o, *swts_o, *swnext_o, *seg_o,
         *status_o;
     long long lo, span;
     if (!PyArg_ParseTuple(args, "OOOOOOOOLLOO", &ets_o, &ecpu_o, &epid_o, &gts_o, &gcpu_o,
-                          &rank_o, &swts_o, &swnext_o, &lo, &span, &seg_o, &status_o))
+                          &first_o, &swts_o, &swnext_o, &lo, &span, &seg_o, &status_o))
         return NULL;
     if (!range_ok("event_segments_walk", lo, span))
         return NULL;
-    Arr ets, gts, rank, swts, seg, status;
+    Arr ets, gts, first, swts, seg, status;
     Arr ecpu = {.held = 0}, epid = {.held = 0}, gcpu = {.held = 0}, swnext = {.held = 0};
     ArrSpec spec[] = {
         {ets_o, &ets, 8, 0, "event_segments_walk ets"},
         {gts_o, &gts, 8, 0, "event_segments_walk given_ts"},
-        {rank_o, &rank, 8, 0, "event_segments_walk rank"},
+        {first_o, &first, 8, 0, "event_segments_walk first"},
         {swts_o, &swts, 8, 0, "event_segments_walk sw_ts"},
         {seg_o, &seg, 8, 1, "event_segments_walk seg"},
         {status_o, &status, 1, 1, "event_segments_walk status"},
@@ -184,7 +210,7 @@ PyObject *pass_event_segments_walk(PyObject *self, PyObject *args)
         goto done;
     Py_ssize_t n = arr_len(&ets), m = arr_len(&gts);
     if (arr_len(&ecpu) != n || arr_len(&epid) != n || arr_len(&seg) != n ||
-        arr_len(&status) != n || arr_len(&gcpu) != m || arr_len(&rank) != m ||
+        arr_len(&status) != n || arr_len(&gcpu) != m || arr_len(&first) != span ||
         arr_len(&swts) != m || arr_len(&swnext) != m) {
         PyErr_SetString(PyExc_ValueError, "event_segments_walk: arrays of different lengths");
         goto done;
@@ -193,14 +219,14 @@ PyObject *pass_event_segments_walk(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = event_segments_walk(ets.view.buf, ecpu.view.buf, ecpu.view.itemsize, epid.view.buf,
                              epid.view.itemsize, n, gts.view.buf, gcpu.view.buf,
-                             gcpu.view.itemsize, rank.view.buf, m, swts.view.buf,
+                             gcpu.view.itemsize, first.view.buf, m, swts.view.buf,
                              swnext.view.buf, swnext.view.itemsize, lo, span, seg.view.buf,
                              status.view.buf);
     Py_END_ALLOW_THREADS
     if (rc == 1)
         result = Py_NewRef(Py_False);
     else if (pass_failed(rc, "event_segments_walk: a switch's CPU outside [lo, lo + span) "
-                             "or a rank outside the switches") == 0)
+                             "or a segment outside the switches") == 0)
         result = Py_NewRef(Py_True);
 done:
     arr_release(&ecpu);
@@ -670,6 +696,313 @@ PyObject *pass_runs_order(PyObject *self, PyObject *args)
 done:
     arr_release(&swpid);
     arr_release(&gpid);
+    arrs_release(spec, NSPEC);
+    return result;
+}
+
+/* ---------------------------------------------------------------- unwoken_candidates */
+
+/* The wake-up tables of unwoken_candidates: (ts, key) pairs, each in time order. */
+typedef struct {
+    const int64_t *ts;
+    const void *key;
+    Py_ssize_t ksize, n;
+} WakeTable;
+
+enum { MAX_WAKE_TABLES = 4 };
+
+static int ts_ascending(const int64_t *ts, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (ts[i] < ts[i - 1])
+            return 0;
+    return 1;
+}
+
+/* One walk over the switches (in time order) and the wake-up tables: per key its last
+ * switch-out before the switch at hand (strictly earlier) and whether it slept there,
+ * and its last wake-up at or before it.  Switch r goes out (its index, that
+ * switch-out's time, the last wake-up: INT64_MIN when none) when its task (nxt > 0)
+ * slept at that switch-out and no wake-up came since.  *count: how many went out.
+ * 0: done; 1: a table not in time order (nothing written); -1: no memory; -2: a key
+ * outside [lo, lo + span). */
+static int unwoken_candidates(const int64_t *sts, const void *nkey, Py_ssize_t nsize,
+                              const void *pkey, Py_ssize_t psize, const void *nxt,
+                              Py_ssize_t xsize, const uint8_t *asleep, Py_ssize_t n,
+                              const WakeTable *w, int nw, int64_t lo, int64_t span,
+                              int64_t *o_sw, int64_t *o_out, int64_t *o_wake, Py_ssize_t *count)
+{
+    if (!ts_ascending(sts, n))
+        return 1;
+    for (int t = 0; t < nw; t++)
+        if (!ts_ascending(w[t].ts, w[t].n))
+            return 1;
+    int64_t *out_ts = malloc((size_t)span * sizeof(int64_t));
+    int64_t *wake = malloc((size_t)span * sizeof(int64_t));
+    uint8_t *slept = calloc((size_t)span, 1);
+    Py_ssize_t pos[MAX_WAKE_TABLES] = {0};
+    int rc = -1;
+    if (!out_ts || !wake || !slept)
+        goto done;
+    for (int64_t s = 0; s < span; s++)
+        out_ts[s] = wake[s] = INT64_MIN;
+    rc = -2;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        int64_t now = sts[i];
+        Py_ssize_t j = i;
+        while (j < n && sts[j] == now)
+            j++;
+        /* the wake-ups up to now (at it too), then the switch-ins at now against the
+         * switch-outs before it, then those switch-outs */
+        for (int t = 0; t < nw; t++) {
+            for (; pos[t] < w[t].n && w[t].ts[pos[t]] <= now; pos[t]++) {
+                uint64_t k = (uint64_t)key_at(w[t].key, w[t].ksize, pos[t]) - (uint64_t)lo;
+                if (k >= (uint64_t)span)
+                    goto done;
+                if (w[t].ts[pos[t]] > wake[k])
+                    wake[k] = w[t].ts[pos[t]];
+            }
+        }
+        for (Py_ssize_t r = i; r < j; r++) {
+            uint64_t k = (uint64_t)key_at(nkey, nsize, r) - (uint64_t)lo;
+            if (k >= (uint64_t)span)
+                goto done;
+            if (key_at(nxt, xsize, r) > 0 && slept[k] && out_ts[k] != INT64_MIN &&
+                wake[k] < out_ts[k]) {
+                o_sw[m] = r;
+                o_out[m] = out_ts[k];
+                o_wake[m] = wake[k];
+                m++;
+            }
+        }
+        for (Py_ssize_t r = i; r < j; r++) {
+            uint64_t k = (uint64_t)key_at(pkey, psize, r) - (uint64_t)lo;
+            if (k >= (uint64_t)span)
+                goto done;
+            out_ts[k] = now;
+            slept[k] = asleep[r] != 0;
+        }
+        i = j;
+    }
+    *count = m;
+    rc = 0;
+done:
+    free(out_ts);
+    free(wake);
+    free(slept);
+    return rc;
+}
+
+PyObject *pass_unwoken_candidates(PyObject *self, PyObject *args)
+{
+    PyObject *sts_o, *nkey_o, *pkey_o, *nxt_o, *asleep_o, *wakes_o, *osw_o, *oout_o, *owake_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOO!LLOOO", &sts_o, &nkey_o, &pkey_o, &nxt_o, &asleep_o,
+                          &PyTuple_Type, &wakes_o, &lo, &span, &osw_o, &oout_o, &owake_o))
+        return NULL;
+    if (!range_ok("unwoken_candidates", lo, span))
+        return NULL;
+    Py_ssize_t nw = PyTuple_GET_SIZE(wakes_o);
+    if (nw > MAX_WAKE_TABLES) {
+        PyErr_SetString(PyExc_ValueError, "unwoken_candidates: at most 4 wake-up tables");
+        return NULL;
+    }
+    PyObject *wts_o[MAX_WAKE_TABLES], *wkey_o[MAX_WAKE_TABLES];
+    for (Py_ssize_t t = 0; t < nw; t++) {
+        PyObject *pair = PyTuple_GET_ITEM(wakes_o, t);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "unwoken_candidates: wakes: (ts, key) pairs");
+            return NULL;
+        }
+        wts_o[t] = PyTuple_GET_ITEM(pair, 0);
+        wkey_o[t] = PyTuple_GET_ITEM(pair, 1);
+    }
+    Arr sts, asleep, osw, oout, owake;
+    Arr nkey = {.held = 0}, pkey = {.held = 0}, nxt = {.held = 0};
+    Arr wts[MAX_WAKE_TABLES], wkey[MAX_WAKE_TABLES];
+    for (int t = 0; t < MAX_WAKE_TABLES; t++)
+        wts[t].held = wkey[t].held = 0;
+    ArrSpec spec[] = {
+        {sts_o, &sts, 8, 0, "unwoken_candidates sts"},
+        {asleep_o, &asleep, 1, 0, "unwoken_candidates asleep"},
+        {osw_o, &osw, 8, 1, "unwoken_candidates out_switch"},
+        {oout_o, &oout, 8, 1, "unwoken_candidates out_ts"},
+        {owake_o, &owake, 8, 1, "unwoken_candidates out_wake"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(nkey_o, &nkey, "unwoken_candidates nkey") < 0 ||
+        arr_get_key(pkey_o, &pkey, "unwoken_candidates pkey") < 0 ||
+        arr_get_key(nxt_o, &nxt, "unwoken_candidates nxt") < 0)
+        goto done;
+    WakeTable w[MAX_WAKE_TABLES];
+    for (Py_ssize_t t = 0; t < nw; t++) {
+        if (arr_get(wts_o[t], &wts[t], 8, 0, "unwoken_candidates wake ts") < 0 ||
+            arr_get_key(wkey_o[t], &wkey[t], "unwoken_candidates wake key") < 0)
+            goto done;
+        w[t] = (WakeTable){wts[t].view.buf, wkey[t].view.buf, wkey[t].view.itemsize,
+                           arr_len(&wts[t])};
+        if (arr_len(&wkey[t]) != w[t].n) {
+            PyErr_SetString(PyExc_ValueError, "unwoken_candidates: arrays of different lengths");
+            goto done;
+        }
+    }
+    Py_ssize_t n = arr_len(&sts);
+    if (arr_len(&nkey) != n || arr_len(&pkey) != n || arr_len(&nxt) != n ||
+        arr_len(&asleep) != n || arr_len(&osw) != n || arr_len(&oout) != n ||
+        arr_len(&owake) != n) {
+        PyErr_SetString(PyExc_ValueError, "unwoken_candidates: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = unwoken_candidates(sts.view.buf, nkey.view.buf, nkey.view.itemsize, pkey.view.buf,
+                            pkey.view.itemsize, nxt.view.buf, nxt.view.itemsize,
+                            asleep.view.buf, n, w, (int)nw, lo, span, osw.view.buf,
+                            oout.view.buf, owake.view.buf, &count);
+    Py_END_ALLOW_THREADS
+    if (rc == 1)
+        result = PyLong_FromLong(-1);
+    else if (pass_failed(rc, "unwoken_candidates: a key outside [lo, lo + span)") == 0)
+        result = PyLong_FromSsize_t(count);
+done:
+    arr_release(&nkey);
+    arr_release(&pkey);
+    arr_release(&nxt);
+    for (int t = 0; t < MAX_WAKE_TABLES; t++) {
+        arr_release(&wts[t]);
+        arr_release(&wkey[t]);
+    }
+    arrs_release(spec, NSPEC);
+    return result;
+}
+
+/* ---------------------------------------------------------------- rewoken_walk */
+
+/* One walk over the wake-ups in time order: per key its last wake-up strictly before
+ * the one at hand, and a cursor into its runs (their rows a range of the runs, by
+ * start) past those begun by it, with the furthest end of those.  Wake-up i goes out
+ * (out[count++] = i) when its task had an earlier wake-up and none of its runs begun
+ * by i reaches back to that one.  0: done; 1: the wake-ups not in time order, a key's
+ * runs not one range or not by start (nothing written); -1: no memory; -2: a key
+ * outside [lo, lo + span). */
+static int rewoken_walk(const int64_t *ts, const void *key, Py_ssize_t ksize, Py_ssize_t n,
+                        const int64_t *r_start, const int64_t *r_end, const void *r_key,
+                        Py_ssize_t rsize, Py_ssize_t m, int64_t lo, int64_t span, int64_t *out,
+                        Py_ssize_t *count)
+{
+    if (!ts_ascending(ts, n))
+        return 1;
+    /* per key: its runs [at, end), the furthest end of those passed, its last wake-up
+     * and the one before (strictly earlier) */
+    typedef struct {
+        Py_ssize_t at, end;
+        int64_t reach, last, before;
+        int passed; /* (a run of it passed: reach holds) */
+    } Task;
+    Task *task = malloc((size_t)span * sizeof(Task));
+    if (!task)
+        return -1;
+    for (int64_t s = 0; s < span; s++)
+        task[s] = (Task){-1, -1, INT64_MIN, INT64_MIN, INT64_MIN, 0};
+    int rc = -2;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        uint64_t k = (uint64_t)key_at(r_key, rsize, j) - (uint64_t)lo;
+        if (k >= (uint64_t)span)
+            goto done;
+        if (task[k].end == j) {
+            if (r_start[j] < r_start[j - 1]) {
+                rc = 1;
+                goto done;
+            }
+            task[k].end = j + 1;
+        } else if (task[k].at >= 0) {
+            rc = 1; /* (its runs in two ranges) */
+            goto done;
+        } else {
+            task[k].at = j;
+            task[k].end = j + 1;
+        }
+    }
+    Py_ssize_t c = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t k = (uint64_t)key_at(key, ksize, i) - (uint64_t)lo;
+        if (k >= (uint64_t)span)
+            goto done;
+        Task *t = &task[k];
+        int64_t now = ts[i], prev;
+        if (now == t->last) {
+            prev = t->before;
+        } else {
+            prev = t->last;
+            t->before = t->last;
+            t->last = now;
+        }
+        for (; t->at >= 0 && t->at < t->end && r_start[t->at] <= now; t->at++) {
+            if (!t->passed || r_end[t->at] > t->reach)
+                t->reach = r_end[t->at];
+            t->passed = 1;
+        }
+        /* (prev INT64_MIN: no earlier wake-up; no run begun by now reaches -1, as the
+         * as-of search's fill) */
+        if (prev != INT64_MIN && (t->passed ? t->reach : -1) < prev)
+            out[c++] = i;
+    }
+    *count = c;
+    rc = 0;
+done:
+    free(task);
+    return rc;
+}
+
+PyObject *pass_rewoken_walk(PyObject *self, PyObject *args)
+{
+    PyObject *ts_o, *key_o, *rstart_o, *rend_o, *rkey_o, *out_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOLLO", &ts_o, &key_o, &rstart_o, &rend_o, &rkey_o, &lo,
+                          &span, &out_o))
+        return NULL;
+    if (!range_ok("rewoken_walk", lo, span))
+        return NULL;
+    Arr ts, rstart, rend, out;
+    Arr key = {.held = 0}, rkey = {.held = 0};
+    ArrSpec spec[] = {
+        {ts_o, &ts, 8, 0, "rewoken_walk ts"},
+        {rstart_o, &rstart, 8, 0, "rewoken_walk run_start"},
+        {rend_o, &rend, 8, 0, "rewoken_walk run_end"},
+        {out_o, &out, 8, 1, "rewoken_walk out"},
+    };
+    enum { NSPEC = sizeof(spec) / sizeof(spec[0]) };
+    if (arrs_get(spec, NSPEC) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (arr_get_key(key_o, &key, "rewoken_walk key") < 0 ||
+        arr_get_key(rkey_o, &rkey, "rewoken_walk run_key") < 0)
+        goto done;
+    Py_ssize_t n = arr_len(&ts), m = arr_len(&rstart);
+    if (arr_len(&key) != n || arr_len(&out) != n || arr_len(&rend) != m ||
+        arr_len(&rkey) != m) {
+        PyErr_SetString(PyExc_ValueError, "rewoken_walk: arrays of different lengths");
+        goto done;
+    }
+    int rc;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = rewoken_walk(ts.view.buf, key.view.buf, key.view.itemsize, n, rstart.view.buf,
+                      rend.view.buf, rkey.view.buf, rkey.view.itemsize, m, lo, span,
+                      out.view.buf, &count);
+    Py_END_ALLOW_THREADS
+    if (rc == 1)
+        result = PyLong_FromLong(-1);
+    else if (pass_failed(rc, "rewoken_walk: a key outside [lo, lo + span)") == 0)
+        result = PyLong_FromSsize_t(count);
+done:
+    arr_release(&key);
+    arr_release(&rkey);
     arrs_release(spec, NSPEC);
     return result;
 }

@@ -239,7 +239,7 @@ def event_segments_walk(
     epid: np.ndarray,
     given_ts: np.ndarray,
     given_cpu: np.ndarray,
-    rank: np.ndarray,
+    first: np.ndarray,
     sw_ts: np.ndarray,
     sw_next: np.ndarray,
     lo: int,
@@ -257,3 +257,28 @@ def runs_columns(
     out: tuple[np.ndarray, ...],
     /,
 ) -> None: ...
+def unwoken_candidates(
+    sts: np.ndarray,
+    nkey: np.ndarray,
+    pkey: np.ndarray,
+    nxt: np.ndarray,
+    asleep: np.ndarray,
+    wakes: tuple[tuple[np.ndarray, np.ndarray], ...],
+    lo: int,
+    span: int,
+    out_switch: np.ndarray,
+    out_ts: np.ndarray,
+    out_wake: np.ndarray,
+    /,
+) -> int: ...
+def rewoken_walk(
+    ts: np.ndarray,
+    key: np.ndarray,
+    run_start: np.ndarray,
+    run_end: np.ndarray,
+    run_key: np.ndarray,
+    lo: int,
+    span: int,
+    out: np.ndarray,
+    /,
+) -> int: ...

@@ -101,11 +101,12 @@ PASS(event_segments,
      "rank[pos[i]] (-1 when pos[i] < 0), the segment of event i; status[i]: 0 none, 1 "
      "the segment's task (sw_next), 2 another, 3 another at the time of its switch")
 PASS(event_segments_walk,
-     "event_segments_walk(ets, ecpu, epid, given_ts, given_cpu, rank, sw_ts, sw_next, lo, "
+     "event_segments_walk(ets, ecpu, epid, given_ts, given_cpu, first, sw_ts, sw_next, lo, "
      "span, seg, status) -> bool: as event_segments, each event's switch (of its CPU, in "
      "[lo, lo + span), the last at or before it) found by one walk over the events and the "
-     "switches in their given (time) order; False (outputs partly written) when the events "
-     "are not in time order")
+     "switches in their given (time) order, its segment first[cpu - lo] (the CPU's first "
+     "switch in (CPU, time) order) plus the CPU's switches before it; False (outputs "
+     "partly written) when the events are not in time order")
 PASS(group_running_max,
      "group_running_max(values, new_group, out): out[i] = the maximum of values over row "
      "i's group up to i, a group starting at each row whose new_group is set")
@@ -125,6 +126,21 @@ PASS(runs_columns,
      "earliest, endkind)): the runs' columns in runs_order's order src, from the segments "
      "(k >= 0: exact, to the next switch, end_trace when the CPU's last) and the group runs "
      "(~j)")
+PASS(unwoken_candidates,
+     "unwoken_candidates(sts, nkey, pkey, nxt, asleep, ((ts, key), ...), lo, span, out_switch, "
+     "out_ts, out_wake) -> int: one walk over the switches (in time order; next and prev "
+     "keys, next pid, asleep at the switch-out) and up to 4 wake-up tables (in time order): "
+     "the switch-ins of a task (nxt > 0) whose last earlier switch-out slept with no "
+     "wake-up since, as (switch, that switch-out's ts, the last wake-up at or before the "
+     "switch-in, int64 min if none); their count, -1 (nothing written) when a table is "
+     "not in time order; keys in [lo, lo + span)")
+PASS(rewoken_walk,
+     "rewoken_walk(ts, key, run_start, run_end, run_key, lo, span, out) -> int: one walk "
+     "over the wake-ups (ts, key; in time order): out[:count] = those whose key had an "
+     "earlier wake-up (strictly) that no run of the key begun by them reaches (the runs: "
+     "each key's one range, by start; the furthest end of those begun, -1 when none); "
+     "count, or -1 (nothing written) when the wake-ups or a key's runs are out of order; "
+     "keys in [lo, lo + span)")
 /* _pass_wakeups.c */
 PASS(settling_walk,
      "settling_walk(c_ts, c_key, c_cpu, c_dest, order, ts, key, cpu, placed, lo, span, out) "

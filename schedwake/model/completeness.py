@@ -373,14 +373,15 @@ class _Switches:
     next_comm: pd.Categorical
     prev_comm: pd.Categorical
     t_end: int
-    #: the switches' times and CPUs in their given (time) order, and the position of
-    #: each given row in the (CPU, time) order
+    #: the switches' times and CPUs in their given (time) order
     given_ts: np.ndarray
     given_cpu: np.ndarray
-    rank: np.ndarray
+    _order: np.ndarray  # (the (CPU, time) order of the given rows)
     #: the CPUs' range (lo, span) when the switches are given in time order (their
-    #: segments then found by a walk, ``_Proofs._segment``), else None
+    #: segments then found by a walk, ``_Proofs._segment``), else None; and then per CPU
+    #: of the range the index of its first switch (the walk's segments count from there)
     cpu_range: tuple[int, int] | None
+    cpu_first: np.ndarray
 
     @classmethod
     def of(cls, s: pd.DataFrame | None, t_end: int) -> _Switches:
@@ -392,18 +393,20 @@ class _Switches:
             self.ts, self.cpu, self.prev, self.next, self.end, self.B = z, z, z, z, z, z
             self.last = self.chain_ok = np.zeros(0, bool)
             self.next_comm = self.prev_comm = pd.Categorical([])
-            self.given_ts, self.given_cpu, self.rank = z, z, z
-            self.cpu_range = None
+            self.given_ts, self.given_cpu, self._order = z, z, z
+            self.cpu_range, self.cpu_first = None, z
             return self
         ts, cpu = ints(s, "ts"), ints(s, "cpu")
         order = lex_order(ts, cpu)
         self.given_ts, self.given_cpu = ts, cpu
         lo, hi = int(cpu.min()), int(cpu.max())
         self.cpu_range = (lo, hi - lo + 1) if is_sorted(ts) else None
-        self.rank = np.empty(len(order), dtype=np.int64)
-        self.rank[order] = np.arange(len(order))
+        self._order = order
         self.n = len(ts)
         self.ts, self.cpu = ts[order], cpu[order]
+        self.cpu_first = np.zeros(0, np.int64)
+        if self.cpu_range is not None:
+            self.cpu_first = np.searchsorted(self.cpu, np.arange(lo, hi + 1)).astype(np.int64)
         self.prev, self.next = ints(s, "prev_pid")[order], ints(s, "next_pid")[order]
         self.next_comm = s["next_comm"].array.take(order)
         self.prev_comm = s["prev_comm"].array.take(order)
@@ -419,6 +422,14 @@ class _Switches:
         self.B[self.last] = self.next[self.last]
         self.chain_ok = self.B == self.next
         return self
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        """The position of each given row in the (CPU, time) order: for the as-of search
+        of the events' switches only (switches out of time order; the walk counts)."""
+        rank = np.empty(self.n, dtype=np.int64)
+        rank[self._order] = np.arange(self.n)
+        return rank
 
     def first_index(self) -> dict[int, int]:
         """Per CPU, the index of its first switch."""
@@ -504,7 +515,7 @@ class _Proofs:
         # the events and the switches in time order (as tables are): one walk over both
         # finds each event's switch; else the as-of search, then the pass
         if sw.cpu_range is None or not _passes.event_segments_walk(
-            ets, key_ints(ecpu), epid, sw.given_ts, key_ints(sw.given_cpu), sw.rank, sw.ts,
+            ets, key_ints(ecpu), epid, sw.given_ts, key_ints(sw.given_cpu), sw.cpu_first, sw.ts,
             sw.next, *sw.cpu_range, seg, status,
         ):  # fmt: skip
             pos = asof_index(ets, ecpu, sw.given_ts, sw.given_cpu, "backward", True)
@@ -961,41 +972,82 @@ def _two_cpus(runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
 
 def _unwoken_switch_ins(ev: Events, runs: pd.DataFrame) -> pd.DataFrame:
     """Switch-ins of a task whose last switch-out put it to sleep, with no wake-up of it
-    (waking, wakeup or wakeup_new) since the run that switch-out ended began."""
+    (waking, wakeup or wakeup_new) since the run that switch-out ended began.
+
+    That run ended by the switch-out and began where it may have (``earliest_ts``), so
+    a wake-up since the switch-out answers a switch-in without the run: the run is
+    searched for the others only (:func:`_unwoken_candidates`), a few rows."""
     s = ev.switch
     if s is None or len(s) == 0 or "prev_state_str" not in s.columns:
         return _empty_breaks()
-    from .task_states import sleeps  # the letters of a sleep: one rule
-
-    sts, scpu = ints(s, "ts"), ints(s, "cpu")
-    prev, nxt = ints(s, "prev_pid"), ints(s, "next_pid")
-    asleep = cat_mask(pd.Categorical(s["prev_state_str"]), sleeps)
-    # (keyed by life: a pid used again is another task, ``.lives``)
-    nkey, pkey = ev.key(nxt, sts), ev.key(prev, sts)
-    # each switch's task's last switch-out before it: every switch searched, not the
-    # switch-ins of tasks alone (no gathers of them; the idle task's are left out after,
-    # and a task's switch-out is never the idle task's)
-    oi = asof_index(sts, nkey, sts, pkey, "backward", False)
-    cand = np.flatnonzero(take(asleep, oi, False) & (nxt > 0))
-    out_ts = sts[oi[cand]]
+    sts, scpu, nxt = ints(s, "ts"), ints(s, "cpu"), ints(s, "next_pid")
+    nkey = ev.key(nxt, sts)
+    cand, out_ts, woke = _unwoken_candidates(ev, s, sts, nkey, nxt)
     if not len(cand):
         return _empty_breaks()
     never = np.iinfo(np.int64).min
     ri = asof_index(out_ts, nkey[cand], runs["end_ts"].to_numpy(), ev.run_keys(runs),
                     "backward", allow_exact=True)  # fmt: skip
     began = take(runs["earliest_ts"].to_numpy(), ri, never)
-    # a break: no wake-up of any kind since that run began (without a run: none); the
-    # switch-ins a wake-up table answers are not searched in the next
-    live = np.flatnonzero(began > never)
-    b, began = cand[live], began[live]
-    b_ts, b_key = sts[b], nkey[b]
-    for f in (ev.waking, ev.wakeup, ev.wakeup_new):
-        if f is not None and len(f) and len(b):
-            fts = ints(f, "ts")
-            wi = asof_index(b_ts, b_key, fts, ev.key(ints(f, "pid"), fts), "backward", True)
-            still = take(fts, wi, never) < began
-            b, began, b_ts, b_key = b[still], began[still], b_ts[still], b_key[still]
+    # a break: no wake-up of any kind since that run began (without a run: none)
+    b = cand[(began > never) & (woke < began)]
     return _breaks("unwoken_switch_in", scpu[b], sts[b], nxt[b], nxt[b], 1)
+
+
+def _unwoken_candidates(
+    ev: Events, s: pd.DataFrame, sts: np.ndarray, nkey: np.ndarray, nxt: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The switch-ins (rows of ``s``) of a task (not the idle task) whose last earlier
+    switch-out (keyed by life: a pid used again is another task, ``.lives``) put it to
+    sleep and that no wake-up of any kind (at or before the switch-in) came after: the
+    rows, the time of that switch-out, the time of the task's last wake-up (int64 min:
+    none). One compiled walk over the switches and the wake-up tables in time order
+    (``_passes.unwoken_candidates``), when the keys lie in a small range; else as-of
+    searches of every switch, then of each wake-up table."""
+    from .task_states import sleeps  # the letters of a sleep: one rule
+
+    asleep = cat_mask(pd.Categorical(s["prev_state_str"]), sleeps)
+    pkey = ev.key(ints(s, "prev_pid"), sts)
+    wakes = []
+    for f in (ev.waking, ev.wakeup, ev.wakeup_new):
+        if f is not None and len(f):
+            fts = ints(f, "ts")
+            wakes.append((fts, key_ints(ev.key(ints(f, "pid"), fts))))
+    keys = [nkey, pkey, *(k for _, k in wakes)]
+    lo, hi = min(int(k.min()) for k in keys), max(int(k.max()) for k in keys)
+    if hi - lo < max(2 * sum(len(k) for k in keys), 1 << 16):
+        sw, out_ts, woke = (np.empty(len(sts), np.int64) for _ in range(3))
+        m = _passes.unwoken_candidates(sts, key_ints(nkey), key_ints(pkey), key_ints(nxt),
+                                       asleep.view(np.uint8), tuple(wakes), lo, hi - lo + 1,
+                                       sw, out_ts, woke)  # fmt: skip
+        if m >= 0:
+            return sw[:m], out_ts[:m], woke[:m]
+    return _unwoken_searched(sts, nkey, pkey, nxt, asleep, wakes)
+
+
+def _unwoken_searched(
+    sts: np.ndarray,
+    nkey: np.ndarray,
+    pkey: np.ndarray,
+    nxt: np.ndarray,
+    asleep: np.ndarray,
+    wakes: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_unwoken_candidates` by as-of searches (the switches or the wake-ups not
+    in time order, keys in a wide range): each switch's task's last switch-out before
+    it (every switch searched, not the switch-ins of tasks alone: no gathers of them;
+    the idle task's are left out after, and a task's switch-out is never the idle
+    task's), then each wake-up table's last of the task."""
+    never = np.iinfo(np.int64).min
+    oi = asof_index(sts, nkey, sts, pkey, "backward", False)
+    cand = np.flatnonzero(take(asleep, oi, False) & (nxt > 0))
+    out_ts = sts[oi[cand]]
+    woke = np.full(len(cand), never, dtype=np.int64)
+    for fts, fkey in wakes:
+        wi = asof_index(sts[cand], nkey[cand], fts, fkey, "backward", True)
+        woke = np.maximum(woke, take(fts, wi, never))
+    keep = woke < out_ts
+    return cand[keep], out_ts[keep], woke[keep]
 
 
 def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFrame:
@@ -1009,11 +1061,26 @@ def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFr
     if f is None or len(f) < 2:
         return _empty_breaks()
     ts, pid, cpu = ints(f, "ts"), ints(f, "pid"), ints(f, "cpu")
-    key = ev.key(pid, ts)  # (the previous wake-up of the same task, not of its pid)
+    b = _rewoken_walked(ev, ts, pid, runs)
+    if b is None:
+        # (the previous wake-up of the same task, not of its pid)
+        b = _rewoken_searched(ts, ev.key(pid, ts), runs["start_ts"].to_numpy(),
+                              ev.run_keys(runs), run_reach)  # fmt: skip
+    if not len(b):
+        return _empty_breaks()
+    return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
+
+
+def _rewoken_searched(
+    ts: np.ndarray, key: np.ndarray, r_start: np.ndarray, r_key: np.ndarray, run_reach: np.ndarray
+) -> np.ndarray:
+    """:func:`_rewoken`'s wake-ups (rows of ``ts``, ``key``) by as-of searches of each
+    one's previous wake-up, then of the runs (``r_start``, ``r_key``; ``run_reach``
+    their :func:`reach`) begun by it."""
     prev = asof_index(ts, key, ts, key, "backward", False)
     has = np.flatnonzero(prev >= 0)
     if not len(has):
-        return _empty_breaks()
+        return has
     p_ts = ts[prev[has]]
     # a run that began after the previous wake-up, by this one, or one that was on at
     # the previous wake-up (and is proven on until it; runs on two CPUs at once may
@@ -1021,11 +1088,31 @@ def _rewoken(ev: Events, runs: pd.DataFrame, run_reach: np.ndarray) -> pd.DataFr
     # reaching reaches the previous one (a run begun in between reaches its own start;
     # without one, the runs begun by this wake-up are those begun by the previous), so
     # one search answers both
-    li = asof_index(ts[has], key[has], runs["start_ts"].to_numpy(), ev.run_keys(runs),
-                    "backward", allow_exact=True)  # fmt: skip
+    li = asof_index(ts[has], key[has], r_start, r_key, "backward", allow_exact=True)
     ran = take(run_reach, li, -1) >= p_ts
-    b = has[~ran]
-    return _breaks("rewoken", cpu[b], ts[b], pid[b], pid[b], 1)
+    return has[~ran]
+
+
+def _rewoken_walked(
+    ev: Events, ts: np.ndarray, pid: np.ndarray, runs: pd.DataFrame
+) -> np.ndarray | None:
+    """:func:`_rewoken`'s wake-ups in one compiled walk over them in time order, each
+    task's runs (a range of the runs, by start) passed as its wake-ups come, with the
+    furthest end of those (``_passes.rewoken_walk``): no search of the previous wake-up
+    nor of the runs. For a trace whose pids are its tasks (no pid used again: the runs'
+    reach restarts per pid) and the pids in a small range; else None."""
+    if ev.lives or not len(runs):
+        return None
+    r_pid = runs["pid"].to_numpy()
+    lo = min(int(pid.min()), int(r_pid.min()))
+    hi = max(int(pid.max()), int(r_pid.max()))
+    if hi - lo >= max(2 * (len(pid) + len(r_pid)), 1 << 16):
+        return None
+    out = np.empty(len(ts), dtype=np.int64)
+    m = _passes.rewoken_walk(ts, key_ints(pid), runs["start_ts"].to_numpy(),
+                             runs["end_ts"].to_numpy(), key_ints(r_pid), lo, hi - lo + 1,
+                             out)  # fmt: skip
+    return None if m < 0 else out[:m]
 
 
 def reach(runs: pd.DataFrame) -> np.ndarray:
