@@ -205,7 +205,7 @@ def wake_runs(
     key: np.ndarray,
     rkey: np.ndarray,
     rstart: np.ndarray,
-    reach: np.ndarray,
+    reach: np.ndarray | None,
     earliest: np.ndarray,
     rcpu: np.ndarray,
     rend: np.ndarray,

@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._util import asof_index, object_categories, take
+from ._util import asof_index, cat_mask, object_categories, take
 from .completeness import Completeness
 from .events import Events, i64, ints
+from .wakeups import next_runs
 
 STATES = ("running", "idle", "waiting", "unknown")
 REASONS = ("switch", "wakeup", "preempted", "missing_switch", "lost_events")
@@ -120,10 +121,8 @@ def _preempted(s: pd.DataFrame) -> np.ndarray | None:
     R or R+: preempted, it waits on this CPU). None without the state letters."""
     if "prev_state_str" not in s.columns:
         return None
-    st = s["prev_state_str"].array
-    runnable = np.array([str(c).startswith("R") for c in st.categories] + [False])
-    codes = np.asarray(st.codes)
-    return runnable[np.where(codes < 0, len(runnable) - 1, codes)] & (ints(s, "prev_pid") != 0)
+    runnable = cat_mask(s["prev_state_str"].array, lambda c: c.startswith("R"))
+    return runnable & (ints(s, "prev_pid") != 0)
 
 
 class _Columns:
@@ -200,6 +199,7 @@ class _WaitEnds:
     ) -> None:
         self.ins_ts, self.ins_pid = runs["start_ts"].to_numpy(), runs["pid"].to_numpy()
         self.ins_from = runs["earliest_ts"].to_numpy()
+        self.runs = runs
         none = np.zeros(0, np.int64)
         #: the trace's own migrations (a wake-up's own, by its migrate_index)
         self.own_mts = i64(ev.migrate, "ts") if ev.migrate is not None else none
@@ -217,6 +217,18 @@ class _WaitEnds:
         ok = bool((self.ins_from <= self.ins_ts).all()) and not (run_from == self.BIG).any()
         return run_from if ok else None
 
+    def _next_run_from(self, start: np.ndarray, pid: np.ndarray) -> np.ndarray:
+        """Where each wait's next run (the task's first at or after ``start``) may have
+        begun, not before ``start``; int64 max if none: by one walk when the waits are
+        in time order (the preempted ones: :func:`.wakeups.next_runs`), else searched."""
+        found = next_runs(self.runs, start, pid, self.ins_pid, with_reach=False)
+        if found is not None:
+            return np.maximum(found[3], start)  # (none: int64 max)
+        ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
+        e = np.maximum(take(self.ins_from, ii, self.BIG), start)
+        e[ii < 0] = self.BIG
+        return e
+
     def __call__(
         self,
         start: np.ndarray,
@@ -228,10 +240,7 @@ class _WaitEnds:
         ``run_from``: where each wait's next run may have begun, when known (a fresh
         array: :meth:`run_from_of_wakeups`), else searched."""
         if run_from is None:
-            ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
-            e = np.maximum(take(self.ins_from, ii, self.BIG), start)
-            e[ii < 0] = self.BIG
-            del ii
+            e = self._next_run_from(start, pid)
         else:
             e = run_from
         mi = asof_index(
@@ -284,13 +293,14 @@ def _put_woken(
 def _put_preempted(out: _Columns, s: pd.DataFrame, preempted: np.ndarray, waits: _WaitEnds) -> None:
     """Tasks switched out runnable wait on that CPU from the switch until
     :class:`_WaitEnds` says."""
-    pts, ppid = i64(s, "ts")[preempted], ints(s, "prev_pid")[preempted]
+    rows = np.flatnonzero(preempted)  # (few of the switches: gathered, not masked)
+    pts, ppid = i64(s, "ts").take(rows), ints(s, "prev_pid").take(rows)
     out.put(
-        ints(s, "cpu")[preempted],
+        ints(s, "cpu").take(rows),
         pts,
         waits(pts, ppid),
         ppid,
-        s["prev_comm"].array[preempted],
+        s["prev_comm"].array.take(rows),
         2,
         2,
     )

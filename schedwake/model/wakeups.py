@@ -479,35 +479,13 @@ class _Runs:
     def _walked(
         self, runs: pd.DataFrame, ts: np.ndarray, pid: np.ndarray, rpid: np.ndarray
     ) -> bool:
-        """The runs around each wake-up in one compiled walk over the wake-ups in time
-        order, each key's runs taken in turn (``_passes.wake_runs``): no search, no
-        gathers. False (nothing set) when the keys' range does not suit its table or
-        the rows are not in the orders it reads."""
-        small = small_keys(pid, rpid) if len(ts) and len(rpid) else None
-        if small is None:
+        """The runs around each wake-up in one compiled walk (:func:`next_runs`). False
+        (nothing set) when it cannot answer."""
+        found = next_runs(runs, ts, pid, rpid, with_reach=True)
+        if found is None:
             return False
-        key, rkey, lo, span = small
-        n = len(ts)
-        outs = (
-            np.empty(n, np.int64),  # index
-            np.empty(n, bool),  # was_running
-            np.empty(n, np.int64),  # next_ts
-            np.empty(n, np.int64),  # next_from
-            np.empty(n, np.int32),  # cpu
-            np.empty(n, np.int64),  # end_ts
-            np.empty(n, bool),  # ended
-        )
-        col = {c: np.ascontiguousarray(runs[c].to_numpy(), dtype=np.int64)
-               for c in ("start_ts", "earliest_ts", "end_ts")}  # fmt: skip
-        if not _passes.wake_runs(
-            np.ascontiguousarray(ts, dtype=np.int64), key, rkey, col["start_ts"],
-            completeness.reach(runs), col["earliest_ts"],
-            np.ascontiguousarray(runs["cpu"].to_numpy(), dtype=np.int32), col["end_ts"],
-            np.ascontiguousarray(runs["end"].cat.codes, dtype=np.int8), lo, span, outs,
-        ):  # fmt: skip
-            return False
-        self.index, self.was_running, self.next_ts, self.next_from = outs[:4]
-        self.cpu, self.end_ts, self.ended = outs[4:]
+        self.index, self.was_running, self.next_ts, self.next_from = found[:4]
+        self.cpu, self.end_ts, self.ended = found[4:]
         return True
 
     def _searched(
@@ -530,6 +508,36 @@ class _Runs:
         self.cpu = take(runs["cpu"].to_numpy(), ni, -1)
         self.end_ts = take(rend, ni, never)
         self.ended = take(np.asarray(runs["end"].cat.codes) == 0, ni, False)
+
+
+def next_runs(
+    runs: pd.DataFrame, ts: np.ndarray, key: np.ndarray, rkey: np.ndarray, with_reach: bool
+) -> tuple[np.ndarray, ...] | None:
+    """Per row (``ts``, ``key``: in time order), its key's next run (``runs``, keyed by
+    ``rkey``) begun at or after it: (index, was_running, next_ts, next_from, cpu,
+    end_ts, ended) as :class:`_Runs` names them (none: -1, int64 max, -1, False);
+    ``was_running`` only ``with_reach`` (else False). One compiled walk over the rows,
+    a pointer per key into its runs that only moves on (``_passes.wake_runs``): no
+    search, no gathers. None when the keys' range does not suit its table or the rows
+    are not in the orders it reads (in time order; each key's runs together, in time
+    order)."""
+    small = small_keys(key, rkey) if len(ts) and len(rkey) else None
+    if small is None:
+        return None
+    k, rk, lo, span = small
+    n = len(ts)
+    outs = tuple(np.empty(n, t) for t in (np.int64, bool, np.int64, np.int64, np.int32,
+                                          np.int64, bool))  # fmt: skip
+    col = {c: np.ascontiguousarray(runs[c].to_numpy(), dtype=np.int64)
+           for c in ("start_ts", "earliest_ts", "end_ts")}  # fmt: skip
+    if not _passes.wake_runs(
+        np.ascontiguousarray(ts, dtype=np.int64), k, rk, col["start_ts"],
+        completeness.reach(runs) if with_reach else None, col["earliest_ts"],
+        np.ascontiguousarray(runs["cpu"].to_numpy(), dtype=np.int32), col["end_ts"],
+        np.ascontiguousarray(runs["end"].cat.codes, dtype=np.int8), lo, span, outs,
+    ):  # fmt: skip
+        return None
+    return outs
 
 
 def _run_before(
