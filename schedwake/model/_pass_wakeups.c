@@ -193,7 +193,7 @@ done:
  * each key's rows together, in time order): the next run begun at or after the waking
  * (out_index, -1 if none) and its start, earliest start, CPU, end and whether a
  * switch-out ended it (rcode 0), and whether the run begun last before the waking
- * reaches it (reach, the task's furthest end by then: it was running; NULL: False).  One walk
+ * reaches it (reach, the task's furthest end by then: it was running).  One walk
  * forward in time, a pointer per key into its rows that only moves on: no search.
  * 0; 1: the wake-ups not in time order, or a key's runs apart or not in time order
  * (nothing written); -1: no memory; -2: a key outside [lo, lo + span) */
@@ -259,7 +259,7 @@ static int wake_runs(const WakeRuns *w)
             at[k] = p;
         }
         int64_t before = p > first[k] ? p - 1 : -1;   /* (p -1: no rows, none) */
-        w->running[i] = w->reach && before >= 0 && w->reach[before] >= t;
+        w->running[i] = before >= 0 && w->reach[before] >= t;
         if (p >= 0 && p < end[k]) {
             w->index[i] = p;
             w->next_ts[i] = w->rstart[p];
@@ -309,7 +309,7 @@ PyObject *pass_wake_runs(PyObject *self, PyObject *args)
         arr_get_key(key_o, &key, "wake_runs key") < 0 ||
         arr_get_key(rkey_o, &rkey, "wake_runs rkey") < 0 ||
         arr_get(rstart_o, &rstart, 8, 0, "wake_runs rstart") < 0 ||
-        (reach_o != Py_None && arr_get(reach_o, &reach, 8, 0, "wake_runs reach") < 0) ||
+        arr_get(reach_o, &reach, 8, 0, "wake_runs reach") < 0 ||
         arr_get(earliest_o, &earliest, 8, 0, "wake_runs earliest") < 0 ||
         arr_get(rcpu_o, &rcpu, 4, 0, "wake_runs rcpu") < 0 ||
         arr_get(rend_o, &rend, 8, 0, "wake_runs rend") < 0 ||
@@ -322,15 +322,13 @@ PyObject *pass_wake_runs(PyObject *self, PyObject *args)
     int same = arr_len(&key) == n;
     for (int j = 0; j < 7; j++)
         same = same && arr_len(&o[j]) == n;
-    if (!same || arr_len(&rstart) != m || (reach.held && arr_len(&reach) != m) ||
-        arr_len(&earliest) != m ||
+    if (!same || arr_len(&rstart) != m || arr_len(&reach) != m || arr_len(&earliest) != m ||
         arr_len(&rcpu) != m || arr_len(&rend) != m || arr_len(&rcode) != m) {
         PyErr_SetString(PyExc_ValueError, "wake_runs: arrays of different lengths");
         goto done;
     }
     WakeRuns w = {ts.view.buf, key.view.buf, key.view.itemsize, n, rkey.view.buf,
-                  rkey.view.itemsize, rstart.view.buf, reach.held ? reach.view.buf : NULL,
-                  earliest.view.buf,
+                  rkey.view.itemsize, rstart.view.buf, reach.view.buf, earliest.view.buf,
                   rend.view.buf, rcpu.view.buf, rcode.view.buf, m, lo, span,
                   o[0].view.buf, o[2].view.buf, o[3].view.buf, o[5].view.buf,
                   o[4].view.buf, o[1].view.buf, o[6].view.buf};

@@ -205,7 +205,7 @@ def wake_runs(
     key: np.ndarray,
     rkey: np.ndarray,
     rstart: np.ndarray,
-    reach: np.ndarray | None,
+    reach: np.ndarray,
     earliest: np.ndarray,
     rcpu: np.ndarray,
     rend: np.ndarray,

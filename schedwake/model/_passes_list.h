@@ -142,7 +142,7 @@ PASS(wake_runs,
      "running, next_ts, next_from, cpu, end_ts, ended)) -> bool: per wake-up (in time "
      "order), its key's next run at or after it (rows of a key together, in time order) "
      "and that run's columns (none: -1, int64 max, False), and whether the run before it "
-     "reaches it (reach None: False); False (outputs not filled) when an order does not hold")
+     "reaches it; False (outputs not filled) when an order does not hold")
 /* _pass_detect.c */
 PASS(gap_sweep,
      "gap_sweep(ts, code, ncpu, out_start, out_end) -> m: idle while runnable's gap over "

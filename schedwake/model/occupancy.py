@@ -33,7 +33,6 @@ import pandas as pd
 from ._util import asof_index, cat_mask, object_categories, take
 from .completeness import Completeness
 from .events import Events, i64, ints
-from .wakeups import next_runs
 
 STATES = ("running", "idle", "waiting", "unknown")
 REASONS = ("switch", "wakeup", "preempted", "missing_switch", "lost_events")
@@ -199,7 +198,6 @@ class _WaitEnds:
     ) -> None:
         self.ins_ts, self.ins_pid = runs["start_ts"].to_numpy(), runs["pid"].to_numpy()
         self.ins_from = runs["earliest_ts"].to_numpy()
-        self.runs = runs
         none = np.zeros(0, np.int64)
         #: the trace's own migrations (a wake-up's own, by its migrate_index)
         self.own_mts = i64(ev.migrate, "ts") if ev.migrate is not None else none
@@ -217,18 +215,6 @@ class _WaitEnds:
         ok = bool((self.ins_from <= self.ins_ts).all()) and not (run_from == self.BIG).any()
         return run_from if ok else None
 
-    def _next_run_from(self, start: np.ndarray, pid: np.ndarray) -> np.ndarray:
-        """Where each wait's next run (the task's first at or after ``start``) may have
-        begun, not before ``start``; int64 max if none: by one walk when the waits are
-        in time order (the preempted ones: :func:`.wakeups.next_runs`), else searched."""
-        found = next_runs(self.runs, start, pid, self.ins_pid, with_reach=False)
-        if found is not None:
-            return np.maximum(found[3], start)  # (none: int64 max)
-        ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
-        e = np.maximum(take(self.ins_from, ii, self.BIG), start)
-        e[ii < 0] = self.BIG
-        return e
-
     def __call__(
         self,
         start: np.ndarray,
@@ -240,7 +226,10 @@ class _WaitEnds:
         ``run_from``: where each wait's next run may have begun, when known (a fresh
         array: :meth:`run_from_of_wakeups`), else searched."""
         if run_from is None:
-            e = self._next_run_from(start, pid)
+            ii = asof_index(start, pid, self.ins_ts, self.ins_pid, "forward", allow_exact=True)
+            e = np.maximum(take(self.ins_from, ii, self.BIG), start)
+            e[ii < 0] = self.BIG
+            del ii
         else:
             e = run_from
         mi = asof_index(

@@ -481,7 +481,7 @@ class _Runs:
     ) -> bool:
         """The runs around each wake-up in one compiled walk (:func:`next_runs`). False
         (nothing set) when it cannot answer."""
-        found = next_runs(runs, ts, pid, rpid, with_reach=True)
+        found = next_runs(runs, ts, pid, rpid)
         if found is None:
             return False
         self.index, self.was_running, self.next_ts, self.next_from = found[:4]
@@ -511,16 +511,15 @@ class _Runs:
 
 
 def next_runs(
-    runs: pd.DataFrame, ts: np.ndarray, key: np.ndarray, rkey: np.ndarray, with_reach: bool
+    runs: pd.DataFrame, ts: np.ndarray, key: np.ndarray, rkey: np.ndarray
 ) -> tuple[np.ndarray, ...] | None:
     """Per row (``ts``, ``key``: in time order), its key's next run (``runs``, keyed by
     ``rkey``) begun at or after it: (index, was_running, next_ts, next_from, cpu,
-    end_ts, ended) as :class:`_Runs` names them (none: -1, int64 max, -1, False);
-    ``was_running`` only ``with_reach`` (else False). One compiled walk over the rows,
-    a pointer per key into its runs that only moves on (``_passes.wake_runs``): no
-    search, no gathers. None when the keys' range does not suit its table or the rows
-    are not in the orders it reads (in time order; each key's runs together, in time
-    order)."""
+    end_ts, ended) as :class:`_Runs` names them (none: -1, int64 max, -1, False).
+    One compiled walk over the rows, a pointer per key into its runs that only moves
+    on (``_passes.wake_runs``): no search, no gathers. None when the keys' range does
+    not suit its table or the rows are not in the orders it reads (in time order; each
+    key's runs together, in time order)."""
     small = small_keys(key, rkey) if len(ts) and len(rkey) else None
     if small is None:
         return None
@@ -532,7 +531,7 @@ def next_runs(
            for c in ("start_ts", "earliest_ts", "end_ts")}  # fmt: skip
     if not _passes.wake_runs(
         np.ascontiguousarray(ts, dtype=np.int64), k, rk, col["start_ts"],
-        completeness.reach(runs) if with_reach else None, col["earliest_ts"],
+        completeness.reach(runs), col["earliest_ts"],
         np.ascontiguousarray(runs["cpu"].to_numpy(), dtype=np.int32), col["end_ts"],
         np.ascontiguousarray(runs["end"].cat.codes, dtype=np.int8), lo, span, outs,
     ):  # fmt: skip
