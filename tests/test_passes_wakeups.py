@@ -6,9 +6,10 @@ with an error, never a read out of bounds."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from schedwake.model import _passes
+from schedwake.model import _passes, wakeups
 from schedwake.model._util import asof_index, take
 
 _NEVER = np.iinfo(np.int64).max
@@ -135,3 +136,80 @@ def test_run_before_as_the_backward_search():
             ni = asof_index(ts, pid, rstart, rpid, "forward", True)
             want = asof_index(ts, pid, rstart, rpid, "backward", False)
             assert np.array_equal(_run_before(ni, ts, pid, rstart, rpid), want)
+
+
+def _runs(rng, m, pids):
+    """Runs by (pid, start) with ties, as completeness gives them."""
+    from schedwake.model.completeness import END_KINDS
+
+    pid = np.sort(rng.integers(0, pids, m)).astype(np.int32)
+    start = rng.integers(0, 300, m).astype(np.int64)
+    start = start[np.lexsort((start, pid))]
+    end = start + rng.integers(0, 60, m)
+    return pd.DataFrame(
+        {
+            "pid": pid,
+            "cpu": rng.integers(0, 4, m).astype(np.int32),
+            "start_ts": start,
+            "end_ts": end,
+            "earliest_ts": start - rng.integers(0, 5, m),
+            "end": pd.Categorical.from_codes(
+                rng.integers(0, len(END_KINDS), m).astype(np.int8), categories=list(END_KINDS)
+            ),
+        }
+    )
+
+
+_RUN_FIELDS = ("index", "was_running", "next_ts", "next_from", "cpu", "end_ts", "ended")
+
+
+def test_wake_runs_as_the_searches():
+    """The walk gives what the as-of searches and gathers gave (the runs around each
+    wake-up), with ties of times, keys without runs and wake-ups after every run."""
+    rng = np.random.default_rng(5)
+    for n, m, pids in ((0, 10, 3), (10, 0, 3), (50, 40, 5), (3000, 2000, 30)):
+        runs = _runs(rng, m, pids)
+        ts = np.sort(rng.integers(0, 400, n)).astype(np.int64)
+        pid = rng.integers(0, pids + 2, n).astype(np.int32)
+        rpid = runs["pid"].to_numpy()
+        walked = wakeups._Runs.__new__(wakeups._Runs)
+        searched = wakeups._Runs.__new__(wakeups._Runs)
+        assert walked._walked(runs, ts, pid, rpid) == bool(n and m)
+        searched._searched(runs, ts, pid, rpid)
+        if not (n and m):
+            continue
+        for f in _RUN_FIELDS:
+            assert getattr(walked, f).tolist() == getattr(searched, f).tolist(), f
+        if n >= 3000:  # (each case came up)
+            assert walked.was_running.any() and (walked.index < 0).any()
+
+
+def test_wake_runs_refuses_what_it_cannot_read():
+    """Orders it does not read answer False (the searches then run); keys outside the
+    range told and arrays of other lengths are errors, never a read out of bounds."""
+    rng = np.random.default_rng(6)
+    runs = _runs(rng, 20, 3)
+    ts = np.sort(rng.integers(0, 300, 10)).astype(np.int64)
+    pid = rng.integers(0, 3, 10).astype(np.int32)
+    rpid = runs["pid"].to_numpy()
+    r = wakeups._Runs.__new__(wakeups._Runs)
+    assert not r._walked(runs, ts[::-1].copy(), pid, rpid)  # wake-ups not in time order
+    apart = pd.concat([runs.iloc[10:], runs.iloc[:10]], ignore_index=True)
+    assert not r._walked(apart, ts, pid, apart["pid"].to_numpy())
+    late = runs.copy()
+    late.loc[0, "start_ts"], late.loc[0, "pid"] = 10**6, rpid[1]  # a key's runs out of time
+    assert not r._walked(late, ts, pid, late["pid"].to_numpy())
+    i64 = np.zeros(20, np.int64)
+    outs = tuple(np.empty(10, t) for t in (np.int64, bool, np.int64, np.int64, np.int32,
+                                           np.int64, bool))  # fmt: skip
+    args = (ts, pid, rpid, i64, i64, i64, np.zeros(20, np.int32), i64, np.zeros(20, np.int8))
+    assert _passes.wake_runs(*args, 0, 3, outs)
+    for lo, span in ((1, 3), (0, 2)):  # a key below lo, at lo + span
+        with pytest.raises(ValueError, match="outside"):
+            _passes.wake_runs(*args, lo, span, outs)
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.wake_runs(*args, 0, 3, outs[:6] + (np.empty(9, bool),))
+    with pytest.raises(ValueError, match="lengths"):
+        _passes.wake_runs(*args[:3], i64[:19], *args[4:], 0, 3, outs)
+    with pytest.raises(ValueError, match="7 outputs"):
+        _passes.wake_runs(*args, 0, 3, outs[:6])

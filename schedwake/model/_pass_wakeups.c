@@ -188,3 +188,167 @@ done:
     arr_release(&out);
     return result;
 }
+
+/* wake_runs: per wake-up (ts, key; in time order), its wakee's runs (rkey, rstart:
+ * each key's rows together, in time order): the next run begun at or after the waking
+ * (out_index, -1 if none) and its start, earliest start, CPU, end and whether a
+ * switch-out ended it (rcode 0), and whether the run begun last before the waking
+ * reaches it (reach, the task's furthest end by then: it was running).  One walk
+ * forward in time, a pointer per key into its rows that only moves on: no search.
+ * 0; 1: the wake-ups not in time order, or a key's runs apart or not in time order
+ * (nothing written); -1: no memory; -2: a key outside [lo, lo + span) */
+typedef struct {
+    const int64_t *ts;
+    const void *key;
+    Py_ssize_t ks;
+    Py_ssize_t n;
+    const void *rkey;
+    Py_ssize_t rks;
+    const int64_t *rstart, *reach, *earliest, *rend;
+    const int32_t *rcpu;
+    const int8_t *rcode;
+    Py_ssize_t m;
+    int64_t lo, span;
+    int64_t *index, *next_ts, *next_from, *end_ts;
+    int32_t *cpu;
+    uint8_t *running, *ended;
+} WakeRuns;
+
+static int wake_runs(const WakeRuns *w)
+{
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        if ((uint64_t)key_at(w->key, w->ks, i) - (uint64_t)w->lo >= (uint64_t)w->span)
+            return -2;
+        if (i && w->ts[i] < w->ts[i - 1])
+            return 1;
+    }
+    for (Py_ssize_t r = 0; r < w->m; r++)
+        if ((uint64_t)key_at(w->rkey, w->rks, r) - (uint64_t)w->lo >= (uint64_t)w->span)
+            return -2;
+    /* per key: its rows [first, end) and the walk's place in them (-1: no rows) */
+    int64_t *first = malloc((size_t)w->span * sizeof(int64_t));
+    int64_t *end = malloc((size_t)w->span * sizeof(int64_t));
+    int64_t *at = malloc((size_t)w->span * sizeof(int64_t));
+    if (!first || !end || !at) {
+        free(first);
+        free(end);
+        free(at);
+        return -1;
+    }
+    for (int64_t k = 0; k < w->span; k++)
+        first[k] = end[k] = at[k] = -1;
+    int rc = 0;
+    for (Py_ssize_t r = 0; r < w->m && rc == 0; r++) {
+        uint64_t k = (uint64_t)key_at(w->rkey, w->rks, r) - (uint64_t)w->lo;
+        if (r && (uint64_t)key_at(w->rkey, w->rks, r - 1) - (uint64_t)w->lo == k) {
+            if (w->rstart[r] < w->rstart[r - 1])
+                rc = 1;   /* a key's runs not in time order */
+        } else if (first[k] >= 0) {
+            rc = 1;       /* a key's runs apart */
+        } else {
+            first[k] = at[k] = r;
+        }
+        end[k] = r + 1;
+    }
+    for (Py_ssize_t i = 0; i < w->n && rc == 0; i++) {
+        uint64_t k = (uint64_t)key_at(w->key, w->ks, i) - (uint64_t)w->lo;
+        int64_t t = w->ts[i], p = at[k];
+        if (p >= 0) {
+            while (p < end[k] && w->rstart[p] < t)
+                p++;
+            at[k] = p;
+        }
+        int64_t before = p > first[k] ? p - 1 : -1;   /* (p -1: no rows, none) */
+        w->running[i] = before >= 0 && w->reach[before] >= t;
+        if (p >= 0 && p < end[k]) {
+            w->index[i] = p;
+            w->next_ts[i] = w->rstart[p];
+            w->next_from[i] = w->earliest[p];
+            w->cpu[i] = w->rcpu[p];
+            w->end_ts[i] = w->rend[p];
+            w->ended[i] = w->rcode[p] == 0;
+        } else {
+            w->index[i] = -1;
+            w->next_ts[i] = w->next_from[i] = w->end_ts[i] = INT64_MAX;
+            w->cpu[i] = -1;
+            w->ended[i] = 0;
+        }
+    }
+    free(first);
+    free(end);
+    free(at);
+    return rc;
+}
+
+PyObject *pass_wake_runs(PyObject *self, PyObject *args)
+{
+    PyObject *ts_o, *key_o, *rkey_o, *rstart_o, *reach_o, *earliest_o, *rcpu_o, *rend_o,
+        *rcode_o, *outs_o;
+    long long lo, span;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLLO!", &ts_o, &key_o, &rkey_o, &rstart_o, &reach_o,
+                          &earliest_o, &rcpu_o, &rend_o, &rcode_o, &lo, &span, &PyTuple_Type,
+                          &outs_o))
+        return NULL;
+    if (!range_ok("wake_runs", lo, span))
+        return NULL;
+    if (PyTuple_GET_SIZE(outs_o) != 7) {
+        PyErr_SetString(PyExc_ValueError, "wake_runs: 7 outputs are needed");
+        return NULL;
+    }
+    Arr ts = {0}, key = {0}, rkey = {0}, rstart = {0}, reach = {0}, earliest = {0}, rcpu = {0},
+        rend = {0}, rcode = {0}, o[7];
+    for (int j = 0; j < 7; j++)
+        o[j].held = 0;
+    static const Py_ssize_t osize[7] = {8, 1, 8, 8, 4, 8, 1};
+    static const char *oname[7] = {"wake_runs out_index", "wake_runs out_running",
+                                   "wake_runs out_next_ts", "wake_runs out_next_from",
+                                   "wake_runs out_cpu", "wake_runs out_end_ts",
+                                   "wake_runs out_ended"};
+    PyObject *result = NULL;
+    if (arr_get(ts_o, &ts, 8, 0, "wake_runs ts") < 0 ||
+        arr_get_key(key_o, &key, "wake_runs key") < 0 ||
+        arr_get_key(rkey_o, &rkey, "wake_runs rkey") < 0 ||
+        arr_get(rstart_o, &rstart, 8, 0, "wake_runs rstart") < 0 ||
+        arr_get(reach_o, &reach, 8, 0, "wake_runs reach") < 0 ||
+        arr_get(earliest_o, &earliest, 8, 0, "wake_runs earliest") < 0 ||
+        arr_get(rcpu_o, &rcpu, 4, 0, "wake_runs rcpu") < 0 ||
+        arr_get(rend_o, &rend, 8, 0, "wake_runs rend") < 0 ||
+        arr_get(rcode_o, &rcode, 1, 0, "wake_runs rcode") < 0)
+        goto done;
+    for (int j = 0; j < 7; j++)
+        if (arr_get(PyTuple_GET_ITEM(outs_o, j), &o[j], osize[j], 1, oname[j]) < 0)
+            goto done;
+    Py_ssize_t n = arr_len(&ts), m = arr_len(&rkey);
+    int same = arr_len(&key) == n;
+    for (int j = 0; j < 7; j++)
+        same = same && arr_len(&o[j]) == n;
+    if (!same || arr_len(&rstart) != m || arr_len(&reach) != m || arr_len(&earliest) != m ||
+        arr_len(&rcpu) != m || arr_len(&rend) != m || arr_len(&rcode) != m) {
+        PyErr_SetString(PyExc_ValueError, "wake_runs: arrays of different lengths");
+        goto done;
+    }
+    WakeRuns w = {ts.view.buf, key.view.buf, key.view.itemsize, n, rkey.view.buf,
+                  rkey.view.itemsize, rstart.view.buf, reach.view.buf, earliest.view.buf,
+                  rend.view.buf, rcpu.view.buf, rcode.view.buf, m, lo, span,
+                  o[0].view.buf, o[2].view.buf, o[3].view.buf, o[5].view.buf,
+                  o[4].view.buf, o[1].view.buf, o[6].view.buf};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = wake_runs(&w);
+    Py_END_ALLOW_THREADS
+    if (pass_failed(rc, "wake_runs: a key outside [lo, lo + span)") == 0 || rc == 1)
+        result = PyBool_FromLong(rc == 0);
+done:
+    arr_release(&ts);
+    arr_release(&key);
+    arr_release(&rkey);
+    arr_release(&rstart);
+    arr_release(&reach);
+    arr_release(&earliest);
+    arr_release(&rcpu);
+    arr_release(&rend);
+    arr_release(&rcode);
+    for (int j = 0; j < 7; j++)
+        arr_release(&o[j]);
+    return result;
+}

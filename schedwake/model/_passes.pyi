@@ -200,6 +200,21 @@ def key_neighbors(
 def next_of_key(
     ts: np.ndarray, key: np.ndarray, lo: int, span: int, out: np.ndarray, /
 ) -> bool: ...
+def wake_runs(
+    ts: np.ndarray,
+    key: np.ndarray,
+    rkey: np.ndarray,
+    rstart: np.ndarray,
+    reach: np.ndarray,
+    earliest: np.ndarray,
+    rcpu: np.ndarray,
+    rend: np.ndarray,
+    rcode: np.ndarray,
+    lo: int,
+    span: int,
+    outs: tuple[np.ndarray, ...],
+    /,
+) -> bool: ...
 def key_last_rows(key: np.ndarray, lo: int, span: int, last: np.ndarray, /) -> None: ...
 def timeline_rows(
     sw_ts: np.ndarray,

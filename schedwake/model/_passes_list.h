@@ -153,6 +153,12 @@ PASS(next_of_key,
      "next_of_key(ts, key, lo, span, out) -> bool: out[i] = the time of the next row of "
      "key[i] (ints in [lo, lo + span)) after row i, int64 max if none; False (out not "
      "filled) when ts is not in time order")
+PASS(wake_runs,
+     "wake_runs(ts, key, rkey, rstart, reach, earliest, rcpu, rend, rcode, lo, span, (index, "
+     "running, next_ts, next_from, cpu, end_ts, ended)) -> bool: per wake-up (in time "
+     "order), its key's next run at or after it (rows of a key together, in time order) "
+     "and that run's columns (none: -1, int64 max, False), and whether the run before it "
+     "reaches it; False (outputs not filled) when an order does not hold")
 /* _pass_detect.c */
 PASS(gap_sweep,
      "gap_sweep(ts, code, ncpu, out_start, out_end) -> m: idle while runnable's gap over "

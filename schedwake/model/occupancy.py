@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._util import asof_index, object_categories, take
+from ._util import asof_index, cat_mask, object_categories, take
 from .completeness import Completeness
 from .events import Events, i64, ints
 
@@ -120,10 +120,8 @@ def _preempted(s: pd.DataFrame) -> np.ndarray | None:
     R or R+: preempted, it waits on this CPU). None without the state letters."""
     if "prev_state_str" not in s.columns:
         return None
-    st = s["prev_state_str"].array
-    runnable = np.array([str(c).startswith("R") for c in st.categories] + [False])
-    codes = np.asarray(st.codes)
-    return runnable[np.where(codes < 0, len(runnable) - 1, codes)] & (ints(s, "prev_pid") != 0)
+    runnable = cat_mask(s["prev_state_str"].array, lambda c: c.startswith("R"))
+    return runnable & (ints(s, "prev_pid") != 0)
 
 
 class _Columns:
@@ -284,13 +282,14 @@ def _put_woken(
 def _put_preempted(out: _Columns, s: pd.DataFrame, preempted: np.ndarray, waits: _WaitEnds) -> None:
     """Tasks switched out runnable wait on that CPU from the switch until
     :class:`_WaitEnds` says."""
-    pts, ppid = i64(s, "ts")[preempted], ints(s, "prev_pid")[preempted]
+    rows = np.flatnonzero(preempted)  # (few of the switches: gathered, not masked)
+    pts, ppid = i64(s, "ts").take(rows), ints(s, "prev_pid").take(rows)
     out.put(
-        ints(s, "cpu")[preempted],
+        ints(s, "cpu").take(rows),
         pts,
         waits(pts, ppid),
         ppid,
-        s["prev_comm"].array[preempted],
+        s["prev_comm"].array.take(rows),
         2,
         2,
     )

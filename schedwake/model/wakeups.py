@@ -44,6 +44,7 @@ import pandas as pd
 from . import _passes, completeness, tasks
 from ._util import (
     asof_index,
+    cat_mask,
     in_key_time_order,
     is_sorted,
     key_ints,
@@ -472,6 +473,25 @@ class _Runs:
 
     def __init__(self, runs: pd.DataFrame, ts: np.ndarray, pid: np.ndarray, rpid: np.ndarray):
         # (``pid``, ``rpid``: the life keys of the wake-ups and the runs)
+        if not self._walked(runs, ts, pid, rpid):
+            self._searched(runs, ts, pid, rpid)
+
+    def _walked(
+        self, runs: pd.DataFrame, ts: np.ndarray, pid: np.ndarray, rpid: np.ndarray
+    ) -> bool:
+        """The runs around each wake-up in one compiled walk (:func:`next_runs`). False
+        (nothing set) when it cannot answer."""
+        found = next_runs(runs, ts, pid, rpid)
+        if found is None:
+            return False
+        self.index, self.was_running, self.next_ts, self.next_from = found[:4]
+        self.cpu, self.end_ts, self.ended = found[4:]
+        return True
+
+    def _searched(
+        self, runs: pd.DataFrame, ts: np.ndarray, pid: np.ndarray, rpid: np.ndarray
+    ) -> None:
+        """The runs around each wake-up by as-of searches and gathers."""
         never = np.iinfo(np.int64).max
         rstart = runs["start_ts"].to_numpy()
         rend = runs["end_ts"].to_numpy()
@@ -488,6 +508,35 @@ class _Runs:
         self.cpu = take(runs["cpu"].to_numpy(), ni, -1)
         self.end_ts = take(rend, ni, never)
         self.ended = take(np.asarray(runs["end"].cat.codes) == 0, ni, False)
+
+
+def next_runs(
+    runs: pd.DataFrame, ts: np.ndarray, key: np.ndarray, rkey: np.ndarray
+) -> tuple[np.ndarray, ...] | None:
+    """Per row (``ts``, ``key``: in time order), its key's next run (``runs``, keyed by
+    ``rkey``) begun at or after it: (index, was_running, next_ts, next_from, cpu,
+    end_ts, ended) as :class:`_Runs` names them (none: -1, int64 max, -1, False).
+    One compiled walk over the rows, a pointer per key into its runs that only moves
+    on (``_passes.wake_runs``): no search, no gathers. None when the keys' range does
+    not suit its table or the rows are not in the orders it reads (in time order; each
+    key's runs together, in time order)."""
+    small = small_keys(key, rkey) if len(ts) and len(rkey) else None
+    if small is None:
+        return None
+    k, rk, lo, span = small
+    n = len(ts)
+    outs = tuple(np.empty(n, t) for t in (np.int64, bool, np.int64, np.int64, np.int32,
+                                          np.int64, bool))  # fmt: skip
+    col = {c: np.ascontiguousarray(runs[c].to_numpy(), dtype=np.int64)
+           for c in ("start_ts", "earliest_ts", "end_ts")}  # fmt: skip
+    if not _passes.wake_runs(
+        np.ascontiguousarray(ts, dtype=np.int64), k, rk, col["start_ts"],
+        completeness.reach(runs), col["earliest_ts"],
+        np.ascontiguousarray(runs["cpu"].to_numpy(), dtype=np.int32), col["end_ts"],
+        np.ascontiguousarray(runs["end"].cat.codes, dtype=np.int8), lo, span, outs,
+    ):  # fmt: skip
+        return None
+    return outs
 
 
 def _run_before(
@@ -541,11 +590,10 @@ def _wake_to_run(
         sts = i64(sw, "ts")
         sprev = ev.key(ints(sw, "prev_pid"), sts)
         oi = asof_index(np.where(run_ok, run, ts), pid, sts, sprev, "forward", allow_exact=True)
-        st = take_cat(sw["prev_state_str"].array, np.where(end_ok, oi, -1))
-        st_codes = np.asarray(st.codes)
-        cats = np.array([not str(c).startswith("R") for c in st.categories] + [False])
-        slept_after = end_ok & cats[np.where(st_codes < 0, len(cats) - 1, st_codes)]
-        del st, st_codes, oi
+        # (asleep per switch, by its state letters' category: no gather of the codes)
+        asleep = cat_mask(sw["prev_state_str"].array, lambda c: not c.startswith("R"))
+        slept_after = take(asleep, np.where(end_ok, oi, -1), False)
+        del asleep, oi
     out = {
         "run_ts": _nullable(run, run_ok),
         "run_from_ts": _nullable(run_from, run_ok),
