@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..model import key_groups, member
+from ..model import cat_mask, key_groups, member
 from ..model.memo import IwrMeasure
 from ..model.tasks import kthread_cpu
 from ._iwr import llc_gap_segments, single_cpu_pids
@@ -189,10 +189,8 @@ def gap_inputs(
 
 def _is(column: pd.Series, value: str, rows: np.ndarray | None = None) -> np.ndarray:
     """Per row of a categorical ``column``, whether it is ``value`` (and a row of
-    ``rows``, a mask; None: all): its code compared, not its name."""
-    cats = column.cat.categories
-    codes = np.asarray(column.cat.codes)
-    out = codes == (cats.get_loc(value) if value in cats else -2)
+    ``rows``, a mask; None: all): its code compared, not its name (:func:`cat_mask`)."""
+    out = cat_mask(column.array, lambda c: c == value)
     return out if rows is None else out & rows
 
 
