@@ -127,14 +127,19 @@ def _convert_perfetto(
         trace, events=names, input_format=input_format, reader=reader, jobs=jobs, kallsyms=kallsyms
     )
     analysis = None
+    span = (t.meta.last_ts_ns or 0) - (t.meta.first_ts_ns or 0)
+    window = None if no_analysis or span / 1e9 / window_s > 1e5 else window_s
     with progress_bar(f"writing {Path(out).name}") as bar:
         if not no_analysis:
             from ..analysis import analyze as run_analysis
 
             t.use_topology(topology_file, llc)
+            if window is not None:
+                # (the counters' runnable shares per window read the task-state
+                # intervals: made first, the analysis sums them rather than scanning the
+                # events for its sums a second time)
+                t.model.task_states  # noqa: B018
             analysis = run_analysis(t, {}, progress=bar)
-        span = (t.meta.last_ts_ns or 0) - (t.meta.first_ts_ns or 0)
-        window = None if no_analysis or span / 1e9 / window_s > 1e5 else window_s
         with naming(out, "writing", memory=False):
             stats = perfetto.write(t, out, analysis, window)
     click.echo(
