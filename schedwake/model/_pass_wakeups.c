@@ -85,27 +85,27 @@ PyObject *pass_settling_walk(PyObject *self, PyObject *args)
         return NULL;
     if (!range_ok("settling_walk", lo, span))
         return NULL;
-    Arr cts = {0}, ckey = {0}, ccpu = {0}, cdest = {0}, order = {0}, ts = {0}, key = {0},
-        cpu = {0}, placed = {0}, out = {0};
-    PyObject *result = NULL;
-    if (arr_get(cts_o, &cts, 8, 0, "settling_walk c_ts") < 0 ||
-        arr_get_key(ckey_o, &ckey, "settling_walk c_key") < 0 ||
-        arr_get_key(ccpu_o, &ccpu, "settling_walk c_cpu") < 0 ||
-        arr_get_key(cdest_o, &cdest, "settling_walk c_dest") < 0 ||
-        (order_o != Py_None && arr_get(order_o, &order, 8, 0, "settling_walk order") < 0) ||
-        arr_get(ts_o, &ts, 8, 0, "settling_walk ts") < 0 ||
-        arr_get_key(key_o, &key, "settling_walk key") < 0 ||
-        arr_get_key(cpu_o, &cpu, "settling_walk cpu") < 0 ||
-        arr_get_key(placed_o, &placed, "settling_walk placed") < 0 ||
-        arr_get(out_o, &out, 8, 1, "settling_walk out") < 0)
-        goto done;
+    Arr cts, ckey, ccpu, cdest, order, ts, key, cpu, placed, out;
+    ArrSpec spec[] = {
+        {cts_o, &cts, 8, 0, "settling_walk c_ts"},
+        {ckey_o, &ckey, ARR_KEY, 0, "settling_walk c_key"},
+        {ccpu_o, &ccpu, ARR_KEY, 0, "settling_walk c_cpu"},
+        {cdest_o, &cdest, ARR_KEY, 0, "settling_walk c_dest"},
+        {order_o == Py_None ? NULL : order_o, &order, 8, 0, "settling_walk order"},
+        {ts_o, &ts, 8, 0, "settling_walk ts"},
+        {key_o, &key, ARR_KEY, 0, "settling_walk key"},
+        {cpu_o, &cpu, ARR_KEY, 0, "settling_walk cpu"},
+        {placed_o, &placed, ARR_KEY, 0, "settling_walk placed"},
+        {out_o, &out, 8, 1, "settling_walk out"},
+    };
+    const int ns = 10;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
     Py_ssize_t n = arr_len(&cts), m = arr_len(&ts);
     if (arr_len(&ckey) != n || arr_len(&ccpu) != n || arr_len(&cdest) != n ||
         (order.held && arr_len(&order) != n) || arr_len(&out) != n || arr_len(&key) != m ||
-        arr_len(&cpu) != m || arr_len(&placed) != m) {
-        PyErr_SetString(PyExc_ValueError, "settling_walk: arrays of different lengths");
-        goto done;
-    }
+        arr_len(&cpu) != m || arr_len(&placed) != m)
+        return value_error(spec, ns, "settling_walk: arrays of different lengths");
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = settling_walk(cts.view.buf, ckey.view.buf, ckey.view.itemsize, ccpu.view.buf,
@@ -114,21 +114,11 @@ PyObject *pass_settling_walk(PyObject *self, PyObject *args)
                        key.view.itemsize, cpu.view.buf, cpu.view.itemsize, placed.view.buf,
                        placed.view.itemsize, m, lo, span, out.view.buf);
     Py_END_ALLOW_THREADS
+    arrs_release(spec, ns);
     if (pass_failed(rc, "settling_walk: a key outside [lo, lo + span) or an order outside "
-                        "the candidates") == 0 || rc == 1)
-        result = PyBool_FromLong(rc == 0);
-done:
-    arr_release(&cts);
-    arr_release(&ckey);
-    arr_release(&ccpu);
-    arr_release(&cdest);
-    arr_release(&order);
-    arr_release(&ts);
-    arr_release(&key);
-    arr_release(&cpu);
-    arr_release(&placed);
-    arr_release(&out);
-    return result;
+                        "the candidates") < 0)
+        return NULL;
+    return PyBool_FromLong(rc == 0);
 }
 
 /* out[i] = the time of the next row after i (in time order) of key[i], int64 max if
@@ -165,28 +155,26 @@ PyObject *pass_next_of_key(PyObject *self, PyObject *args)
         return NULL;
     if (!range_ok("next_of_key", lo, span))
         return NULL;
-    Arr ts = {0}, key = {0}, out = {0};
-    PyObject *result = NULL;
-    if (arr_get(ts_o, &ts, 8, 0, "next_of_key ts") < 0 ||
-        arr_get_key(key_o, &key, "next_of_key key") < 0 ||
-        arr_get(out_o, &out, 8, 1, "next_of_key out") < 0)
-        goto done;
+    Arr ts, key, out;
+    ArrSpec spec[] = {
+        {ts_o, &ts, 8, 0, "next_of_key ts"},
+        {key_o, &key, ARR_KEY, 0, "next_of_key key"},
+        {out_o, &out, 8, 1, "next_of_key out"},
+    };
+    const int ns = 3;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
     Py_ssize_t n = arr_len(&ts);
-    if (arr_len(&key) != n || arr_len(&out) != n) {
-        PyErr_SetString(PyExc_ValueError, "next_of_key: arrays of different lengths");
-        goto done;
-    }
+    if (arr_len(&key) != n || arr_len(&out) != n)
+        return value_error(spec, ns, "next_of_key: arrays of different lengths");
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = next_of_key(ts.view.buf, key.view.buf, key.view.itemsize, n, lo, span, out.view.buf);
     Py_END_ALLOW_THREADS
-    if (pass_failed(rc, "next_of_key: a key outside [lo, lo + span)") == 0 || rc == 1)
-        result = PyBool_FromLong(rc == 0);
-done:
-    arr_release(&ts);
-    arr_release(&key);
-    arr_release(&out);
-    return result;
+    arrs_release(spec, ns);
+    if (pass_failed(rc, "next_of_key: a key outside [lo, lo + span)") < 0)
+        return NULL;
+    return PyBool_FromLong(rc == 0);
 }
 
 /* wake_runs: per wake-up (ts, key; in time order), its wakee's runs (rkey, rstart:
@@ -295,38 +283,35 @@ PyObject *pass_wake_runs(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "wake_runs: 7 outputs are needed");
         return NULL;
     }
-    Arr ts = {0}, key = {0}, rkey = {0}, rstart = {0}, reach = {0}, earliest = {0}, rcpu = {0},
-        rend = {0}, rcode = {0}, o[7];
-    for (int j = 0; j < 7; j++)
-        o[j].held = 0;
-    static const Py_ssize_t osize[7] = {8, 1, 8, 8, 4, 8, 1};
-    static const char *oname[7] = {"wake_runs out_index", "wake_runs out_running",
-                                   "wake_runs out_next_ts", "wake_runs out_next_from",
-                                   "wake_runs out_cpu", "wake_runs out_end_ts",
-                                   "wake_runs out_ended"};
-    PyObject *result = NULL;
-    if (arr_get(ts_o, &ts, 8, 0, "wake_runs ts") < 0 ||
-        arr_get_key(key_o, &key, "wake_runs key") < 0 ||
-        arr_get_key(rkey_o, &rkey, "wake_runs rkey") < 0 ||
-        arr_get(rstart_o, &rstart, 8, 0, "wake_runs rstart") < 0 ||
-        arr_get(reach_o, &reach, 8, 0, "wake_runs reach") < 0 ||
-        arr_get(earliest_o, &earliest, 8, 0, "wake_runs earliest") < 0 ||
-        arr_get(rcpu_o, &rcpu, 4, 0, "wake_runs rcpu") < 0 ||
-        arr_get(rend_o, &rend, 8, 0, "wake_runs rend") < 0 ||
-        arr_get(rcode_o, &rcode, 1, 0, "wake_runs rcode") < 0)
-        goto done;
-    for (int j = 0; j < 7; j++)
-        if (arr_get(PyTuple_GET_ITEM(outs_o, j), &o[j], osize[j], 1, oname[j]) < 0)
-            goto done;
+    Arr ts, key, rkey, rstart, reach, earliest, rcpu, rend, rcode, o[7];
+    ArrSpec spec[] = {
+        {ts_o, &ts, 8, 0, "wake_runs ts"},
+        {key_o, &key, ARR_KEY, 0, "wake_runs key"},
+        {rkey_o, &rkey, ARR_KEY, 0, "wake_runs rkey"},
+        {rstart_o, &rstart, 8, 0, "wake_runs rstart"},
+        {reach_o, &reach, 8, 0, "wake_runs reach"},
+        {earliest_o, &earliest, 8, 0, "wake_runs earliest"},
+        {rcpu_o, &rcpu, 4, 0, "wake_runs rcpu"},
+        {rend_o, &rend, 8, 0, "wake_runs rend"},
+        {rcode_o, &rcode, 1, 0, "wake_runs rcode"},
+        {PyTuple_GET_ITEM(outs_o, 0), &o[0], 8, 1, "wake_runs out_index"},
+        {PyTuple_GET_ITEM(outs_o, 1), &o[1], 1, 1, "wake_runs out_running"},
+        {PyTuple_GET_ITEM(outs_o, 2), &o[2], 8, 1, "wake_runs out_next_ts"},
+        {PyTuple_GET_ITEM(outs_o, 3), &o[3], 8, 1, "wake_runs out_next_from"},
+        {PyTuple_GET_ITEM(outs_o, 4), &o[4], 4, 1, "wake_runs out_cpu"},
+        {PyTuple_GET_ITEM(outs_o, 5), &o[5], 8, 1, "wake_runs out_end_ts"},
+        {PyTuple_GET_ITEM(outs_o, 6), &o[6], 1, 1, "wake_runs out_ended"},
+    };
+    const int ns = 16;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
     Py_ssize_t n = arr_len(&ts), m = arr_len(&rkey);
     int same = arr_len(&key) == n;
     for (int j = 0; j < 7; j++)
         same = same && arr_len(&o[j]) == n;
     if (!same || arr_len(&rstart) != m || arr_len(&reach) != m || arr_len(&earliest) != m ||
-        arr_len(&rcpu) != m || arr_len(&rend) != m || arr_len(&rcode) != m) {
-        PyErr_SetString(PyExc_ValueError, "wake_runs: arrays of different lengths");
-        goto done;
-    }
+        arr_len(&rcpu) != m || arr_len(&rend) != m || arr_len(&rcode) != m)
+        return value_error(spec, ns, "wake_runs: arrays of different lengths");
     WakeRuns w = {ts.view.buf, key.view.buf, key.view.itemsize, n, rkey.view.buf,
                   rkey.view.itemsize, rstart.view.buf, reach.view.buf, earliest.view.buf,
                   rend.view.buf, rcpu.view.buf, rcode.view.buf, m, lo, span,
@@ -336,19 +321,8 @@ PyObject *pass_wake_runs(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = wake_runs(&w);
     Py_END_ALLOW_THREADS
-    if (pass_failed(rc, "wake_runs: a key outside [lo, lo + span)") == 0 || rc == 1)
-        result = PyBool_FromLong(rc == 0);
-done:
-    arr_release(&ts);
-    arr_release(&key);
-    arr_release(&rkey);
-    arr_release(&rstart);
-    arr_release(&reach);
-    arr_release(&earliest);
-    arr_release(&rcpu);
-    arr_release(&rend);
-    arr_release(&rcode);
-    for (int j = 0; j < 7; j++)
-        arr_release(&o[j]);
-    return result;
+    arrs_release(spec, ns);
+    if (pass_failed(rc, "wake_runs: a key outside [lo, lo + span)") < 0)
+        return NULL;
+    return PyBool_FromLong(rc == 0);
 }

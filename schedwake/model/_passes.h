@@ -57,8 +57,33 @@ static inline Py_ssize_t arr_len(const Arr *a)
     return a->view.shape ? a->view.shape[0] : a->view.len / a->view.itemsize;
 }
 
+/* The item size of obj's buffer; -1 (a Python error set) when it has none. */
+static inline Py_ssize_t buf_itemsize(PyObject *obj)
+{
+    Py_buffer probe;
+    if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    Py_ssize_t size = probe.itemsize;
+    PyBuffer_Release(&probe);
+    return size;
+}
+
+/* Take a key array: 4- or 8-byte signed integers, as they come (pids and CPUs are
+ * int32, life keys int64). */
+static inline int arr_get_key(PyObject *obj, Arr *a, const char *what)
+{
+    a->held = 0;
+    Py_ssize_t size = buf_itemsize(obj);
+    if (size < 0)
+        return -1;
+    return arr_get(obj, a, size == 4 ? 4 : 8, 0, what);
+}
+
 /* Take each of n (object, array, item size, writable, name) arguments; on failure
- * release those taken and return -1 (a Python error set). */
+ * release those taken and return -1 (a Python error set).  Item size ARR_KEY: a key
+ * array (arr_get_key); a NULL object: an optional array not given, left unheld (held
+ * 0; None is refused as any other non-array: a wrapper passes NULL for an argument
+ * that may be None). */
 typedef struct {
     PyObject *obj;
     Arr *arr;
@@ -67,14 +92,21 @@ typedef struct {
     const char *what;
 } ArrSpec;
 
+#define ARR_KEY 0
+
 static inline int arrs_get(ArrSpec *spec, int n)
 {
     for (int i = 0; i < n; i++) {
         spec[i].arr->held = 0;
     }
     for (int i = 0; i < n; i++) {
-        if (arr_get(spec[i].obj, spec[i].arr, spec[i].itemsize, spec[i].writable,
-                    spec[i].what) < 0) {
+        if (spec[i].obj == NULL)
+            continue;
+        int rc = spec[i].itemsize == ARR_KEY
+                     ? arr_get_key(spec[i].obj, spec[i].arr, spec[i].what)
+                     : arr_get(spec[i].obj, spec[i].arr, spec[i].itemsize, spec[i].writable,
+                               spec[i].what);
+        if (rc < 0) {
             for (int j = 0; j < i; j++)
                 arr_release(spec[j].arr);
             return -1;
@@ -95,28 +127,6 @@ static inline PyObject *value_error(ArrSpec *spec, int n, const char *msg)
     arrs_release(spec, n);
     PyErr_SetString(PyExc_ValueError, msg);
     return NULL;
-}
-
-/* Take a key array: 4- or 8-byte signed integers, as they come (pids and CPUs are
- * int32, life keys int64). */
-/* The item size of obj's buffer; -1 (a Python error set) when it has none. */
-static inline Py_ssize_t buf_itemsize(PyObject *obj)
-{
-    Py_buffer probe;
-    if (PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    Py_ssize_t size = probe.itemsize;
-    PyBuffer_Release(&probe);
-    return size;
-}
-
-static inline int arr_get_key(PyObject *obj, Arr *a, const char *what)
-{
-    a->held = 0;
-    Py_ssize_t size = buf_itemsize(obj);
-    if (size < 0)
-        return -1;
-    return arr_get(obj, a, size == 4 ? 4 : 8, 0, what);
 }
 
 /* Value i of a key array (4- or 8-byte signed integers, as arr_get_key takes them). */
