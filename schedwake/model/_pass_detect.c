@@ -77,33 +77,30 @@ PyObject *pass_gap_sweep(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "gap_sweep: ncpu must be in [1, 2**28]");
         return NULL;
     }
-    Arr ts = {0}, code = {0}, start = {0}, end = {0};
-    PyObject *result = NULL;
-    if (arr_get(ts_o, &ts, 8, 0, "gap_sweep ts") < 0 ||
-        arr_get_key(code_o, &code, "gap_sweep code") < 0 ||
-        arr_get(start_o, &start, 8, 1, "gap_sweep out_start") < 0 ||
-        arr_get(end_o, &end, 8, 1, "gap_sweep out_end") < 0)
-        goto done;
+    Arr ts, code, start, end;
+    ArrSpec spec[] = {
+        {ts_o, &ts, 8, 0, "gap_sweep ts"},
+        {code_o, &code, ARR_KEY, 0, "gap_sweep code"},
+        {start_o, &start, 8, 1, "gap_sweep out_start"},
+        {end_o, &end, 8, 1, "gap_sweep out_end"},
+    };
+    const int ns = 4;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
     Py_ssize_t n = arr_len(&ts);
-    if (arr_len(&code) != n || arr_len(&start) < n || arr_len(&end) < n) {
-        PyErr_SetString(PyExc_ValueError,
-                        "gap_sweep: ts and code of one length, the outputs as long");
-        goto done;
-    }
+    if (arr_len(&code) != n || arr_len(&start) < n || arr_len(&end) < n)
+        return value_error(spec, ns,
+                           "gap_sweep: ts and code of one length, the outputs as long");
     Py_ssize_t m;
     Py_BEGIN_ALLOW_THREADS
     m = gap_sweep(ts.view.buf, code.view.buf, code.view.itemsize, n, ncpu, start.view.buf,
                   end.view.buf);
     Py_END_ALLOW_THREADS
+    arrs_release(spec, ns);
     if (pass_failed(m < 0 ? (int)m : 0, "gap_sweep: a kind outside [0, 6) or a CPU outside "
-                                        "[0, ncpu)") == 0)
-        result = PyLong_FromSsize_t(m);
-done:
-    arr_release(&ts);
-    arr_release(&code);
-    arr_release(&start);
-    arr_release(&end);
-    return result;
+                                        "[0, ncpu)") < 0)
+        return NULL;
+    return PyLong_FromSsize_t(m);
 }
 
 /* The first piece (of ue, ascending) that ends after t: from hint when that one does
@@ -209,32 +206,29 @@ PyObject *pass_key_neighbors(PyObject *self, PyObject *args)
         return NULL;
     if (!range_ok("key_neighbors", lo, span))
         return NULL;
-    Arr key = {0}, rows = {0}, prev = {0}, next = {0};
-    PyObject *result = NULL;
-    if (arr_get_key(key_o, &key, "key_neighbors key") < 0 ||
-        arr_get(rows_o, &rows, 8, 0, "key_neighbors rows") < 0 ||
-        arr_get(prev_o, &prev, 8, 1, "key_neighbors out_prev") < 0 ||
-        arr_get(next_o, &next, 8, 1, "key_neighbors out_next") < 0)
-        goto done;
+    Arr key, rows, prev, next;
+    ArrSpec spec[] = {
+        {key_o, &key, ARR_KEY, 0, "key_neighbors key"},
+        {rows_o, &rows, 8, 0, "key_neighbors rows"},
+        {prev_o, &prev, 8, 1, "key_neighbors out_prev"},
+        {next_o, &next, 8, 1, "key_neighbors out_next"},
+    };
+    const int ns = 4;
+    if (arrs_get(spec, ns) < 0)
+        return NULL;
     Py_ssize_t n = arr_len(&key), m = arr_len(&rows);
-    if (arr_len(&prev) != m || arr_len(&next) != m) {
-        PyErr_SetString(PyExc_ValueError, "key_neighbors: an output slot a row");
-        goto done;
-    }
+    if (arr_len(&prev) != m || arr_len(&next) != m)
+        return value_error(spec, ns, "key_neighbors: an output slot a row");
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = key_neighbors(key.view.buf, key.view.itemsize, n, rows.view.buf, m, lo, span,
                        prev.view.buf, next.view.buf);
     Py_END_ALLOW_THREADS
+    arrs_release(spec, ns);
     if (pass_failed(rc, "key_neighbors: a key outside [lo, lo + span) or rows not "
-                        "ascending positions") == 0)
-        result = Py_NewRef(Py_None);
-done:
-    arr_release(&key);
-    arr_release(&rows);
-    arr_release(&prev);
-    arr_release(&next);
-    return result;
+                        "ascending positions") < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* last[k - lo] = the last row of each key k (size-byte ints in [lo, lo + span)), -1 for
@@ -266,29 +260,23 @@ PyObject *pass_key_last_rows(PyObject *self, PyObject *args)
     if (!range_ok("key_last_rows", lo, span))
         return NULL;
     Arr key, last;
-    if (arr_get_key(o_key, &key, "key_last_rows key") < 0)
+    ArrSpec spec[] = {
+        {o_key, &key, ARR_KEY, 0, "key_last_rows key"},
+        {o_last, &last, 8, 1, "key_last_rows last"},
+    };
+    const int ns = 2;
+    if (arrs_get(spec, ns) < 0)
         return NULL;
-    if (arr_get(o_last, &last, 8, 1, "key_last_rows last") < 0) {
-        arr_release(&key);
+    if (arr_len(&last) != span)
+        return value_error(spec, ns, "key_last_rows: last one a key value");
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = key_last_rows(key.view.buf, key.view.itemsize, arr_len(&key), lo, span,
+                       last.view.buf);
+    Py_END_ALLOW_THREADS
+    arrs_release(spec, ns);
+    if (pass_failed(rc, "key_last_rows: a key outside [lo, lo + span)") < 0)
         return NULL;
-    }
-    int rc = -3;
-    if (arr_len(&last) == span) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = key_last_rows(key.view.buf, key.view.itemsize, arr_len(&key), lo, span,
-                           last.view.buf);
-        Py_END_ALLOW_THREADS
-    }
-    arr_release(&key);
-    arr_release(&last);
-    if (rc == -3) {
-        PyErr_SetString(PyExc_ValueError, "key_last_rows: last one a key value");
-        return NULL;
-    }
-    if (rc == -2) {
-        PyErr_SetString(PyExc_ValueError, "key_last_rows: a key outside [lo, lo + span)");
-        return NULL;
-    }
     Py_RETURN_NONE;
 }
 
