@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from schedwake.detect._iwr import llc_gap_segments, single_cpu_pids
-from schedwake.model._util import asof_index, cat_mask, pid_cpu_counts, stable_order
+from schedwake.model._util import asof_index, cat_mask, pid_cpu_counts, stable_order, table_span
 
 
 def _asof_index_merge(
@@ -626,3 +626,17 @@ def test_take_fill_refuses_what_it_cannot_read():
     flags = np.zeros(2, dtype=np.int64)  # (flags widened to ints)
     _passes.take_fill(np.array([True, False]), np.array([0, -1]), 4, flags)
     assert flags.tolist() == [1, 4]
+
+
+def test_table_span_is_the_keys_range_when_a_table_of_it_is_small():
+    a, b = np.array([5, 9], np.int32), np.array([7, -3], np.int64)
+    assert table_span([a, b]) == (-3, 13)
+    assert table_span([a, np.zeros(0, np.int64)]) == (5, 5)  # (an empty array: no rows)
+    assert table_span([np.zeros(0, np.int64)]) is None
+    assert table_span([]) is None
+    # at most twice the rows, or 2**16 slots
+    assert table_span([np.array([0, (1 << 16) - 1])]) == (0, 1 << 16)
+    assert table_span([np.array([0, 1 << 16])]) is None
+    wide = np.arange(40_000, dtype=np.int64) * 2  # 80,000 rows' worth of range, 40,000 rows
+    assert table_span([wide]) == (0, 79_999)
+    assert table_span([wide * 2]) is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Literal
@@ -115,6 +115,22 @@ def asof_index(
     return out
 
 
+def table_span(keys: Sequence[np.ndarray]) -> tuple[int, int] | None:
+    """(lo, span) of the integer keys' range when a table of it (a slot a key value, as
+    the compiled passes keep them) is not much bigger than the keys: at most twice their
+    rows, or 2**16 slots; else None (None too when there are no keys)."""
+    full = [k for k in keys if len(k)]
+    if not full:
+        return None
+    lo, hi = min(int(k.min()) for k in full), max(int(k.max()) for k in full)
+    if hi - lo < max(2 * sum(len(k) for k in full), _TABLE_MIN_SLOTS):
+        return lo, hi - lo + 1
+    return None
+
+
+_TABLE_MIN_SLOTS = 1 << 16
+
+
 def small_keys(
     lkey: np.ndarray, rkey: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
@@ -126,18 +142,15 @@ def small_keys(
         return None
     if lkey.dtype.itemsize not in (4, 8) or rkey.dtype.itemsize not in (4, 8):
         lkey, rkey = lkey.astype(np.int64), rkey.astype(np.int64)
-    limit = max(2 * (len(lkey) + len(rkey)), 1 << 16)
-    lo = min(int(lkey.min()), int(rkey.min()))
-    hi = max(int(lkey.max()), int(rkey.max()))
-    if hi - lo < limit:
-        return np.ascontiguousarray(lkey), np.ascontiguousarray(rkey), lo, hi - lo + 1
-    if lo < 0:
+    if (table := table_span([lkey, rkey])) is not None:
+        return np.ascontiguousarray(lkey), np.ascontiguousarray(rkey), *table
+    if min(int(lkey.min()), int(rkey.min())) < 0:
         return None
     lk, rk = lkey.astype(np.int64), rkey.astype(np.int64)
     low = (1 << 32) - 1
     pids = max(int((lk & low).max()), int((rk & low).max())) + 1
-    span = (hi >> 32) * pids + pids
-    if span >= limit:
+    span = (max(int(lk.max()), int(rk.max())) >> 32) * pids + pids
+    if span >= max(2 * (len(lkey) + len(rkey)), _TABLE_MIN_SLOTS):
         return None
     return (lk >> 32) * pids + (lk & low), (rk >> 32) * pids + (rk & low), 0, span
 
@@ -315,13 +328,13 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     where the range allows."""
     if len(key) == 0:
         return np.zeros(0, dtype=np.intp)
-    lo, hi = int(key.min()), int(key.max())
     small = key.dtype.kind == "i" or (key.dtype.kind == "u" and key.dtype.itemsize < 8)
-    if small and hi - lo < max(2 * len(key), 1 << 16):
+    if small and (table := table_span([key])) is not None:
         # (the count table, 8 bytes a key value, stays within twice the order's size)
         order = np.empty(len(key), dtype=np.intp)
-        _passes.counting_order(key_ints(key), lo, hi - lo + 1, order)
+        _passes.counting_order(key_ints(key), *table, order)
         return order
+    lo, hi = int(key.min()), int(key.max())
     if hi - lo >= 2**32:
         return np.argsort(key, kind="stable")
     # key - lo in the key's own type when the range fits it (no int64 copy of int32 keys)

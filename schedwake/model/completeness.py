@@ -62,6 +62,7 @@ from ._util import (
     key_ints,
     lex_order,
     object_categories,
+    table_span,
     take,
 )
 from .events import MODEL_EVENTS, Events, ints
@@ -1013,12 +1014,10 @@ def _unwoken_candidates(
         if f is not None and len(f):
             fts = ints(f, "ts")
             wakes.append((fts, key_ints(ev.key(ints(f, "pid"), fts))))
-    keys = [nkey, pkey, *(k for _, k in wakes)]
-    lo, hi = min(int(k.min()) for k in keys), max(int(k.max()) for k in keys)
-    if hi - lo < max(2 * sum(len(k) for k in keys), 1 << 16):
+    if (table := table_span([nkey, pkey, *(k for _, k in wakes)])) is not None:
         sw, out_ts, woke = (np.empty(len(sts), np.int64) for _ in range(3))
         m = _passes.unwoken_candidates(sts, key_ints(nkey), key_ints(pkey), key_ints(nxt),
-                                       asleep.view(np.uint8), tuple(wakes), lo, hi - lo + 1,
+                                       asleep.view(np.uint8), tuple(wakes), *table,
                                        sw, out_ts, woke)  # fmt: skip
         if m >= 0:
             return sw[:m], out_ts[:m], woke[:m]
@@ -1104,13 +1103,11 @@ def _rewoken_walked(
     if ev.lives or not len(runs):
         return None
     r_pid = runs["pid"].to_numpy()
-    lo = min(int(pid.min()), int(r_pid.min()))
-    hi = max(int(pid.max()), int(r_pid.max()))
-    if hi - lo >= max(2 * (len(pid) + len(r_pid)), 1 << 16):
+    if (table := table_span([pid, r_pid])) is None:
         return None
     out = np.empty(len(ts), dtype=np.int64)
     m = _passes.rewoken_walk(ts, key_ints(pid), runs["start_ts"].to_numpy(),
-                             runs["end_ts"].to_numpy(), key_ints(r_pid), lo, hi - lo + 1,
+                             runs["end_ts"].to_numpy(), key_ints(r_pid), *table,
                              out)  # fmt: skip
     return None if m < 0 else out[:m]
 

@@ -68,7 +68,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import _passes, tasks
-from ._util import in_span, is_sorted, last_rows, member, stable_order
+from ._util import in_span, is_sorted, last_rows, member, stable_order, table_span
 from .events import Events, i64, ints
 from .lives import SHIFT, dies, pid_of
 from .memo import Memo
@@ -441,14 +441,11 @@ class _Slots:
         """The slots of the tasks of ``keys`` (arrays), and each array's slots (None:
         key - lo, found by the pass)."""
         arrays = [np.asarray(k) for k in keys]
-        n = sum(len(k) for k in arrays)
-        if not n:
+        if not sum(len(k) for k in arrays):
             return cls(0, 1), None
-        lo = min(int(k.min()) for k in arrays if len(k))
-        hi = max(int(k.max()) for k in arrays if len(k))
-        span = hi - lo + 1
-        if span <= max(2 * n, 1 << 16) and span <= 1 << 31:
-            return cls(lo, span), None
+        table = table_span(arrays)
+        if table is not None and table[1] <= 1 << 31:
+            return cls(*table), None
         codes, levels = _dense(np.concatenate(arrays))
         of_arrays = np.split(codes, np.cumsum([len(k) for k in arrays])[:-1])
         return cls(0, max(len(levels), 1), levels), of_arrays
